@@ -1,0 +1,5 @@
+//! The agentloop binary: parse, run, exit. All logic lives in the library.
+
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(agentloop::main())
+}

@@ -1,0 +1,117 @@
+//! The command-line definition (clap derive). It describes the CLI only: flags become a
+//! configuration layer in [`crate::settings`], and each subcommand's args struct lives beside
+//! its implementation in `commands/`.
+
+use crate::commands;
+use crate::output::ColorChoice;
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand};
+
+/// Goal-directed LLM work as a Frame → Plan → Act → Reflect loop over a workspace of plain files.
+///
+/// Every phase is its own subcommand and all state lives in the workspace folder (context.md,
+/// memory.md, skills.md, plan.md, decisions.md, trace.jsonl, state.json, artifacts/), so a run can
+/// be stepped by hand, edited between phases, scripted, scheduled, or driven one turn at a time.
+///
+/// Quick start (offline):  make demo
+/// With a real model:      ANTHROPIC_API_KEY=... agentloop -w ws run --goal "..."
+///
+/// Exit codes: 0 ok/done, 1 failure, 2 usage or config error, 3 escalated, 4 budget exhausted,
+/// 5 provider failure, 6 tool failure, 7 workspace locked, 8 broken workspace file,
+/// 78 configuration error in `handle`.
+#[derive(Debug, Parser)]
+#[command(name = "agentloop", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct Global {
+    /// Workspace folder (for `handle`: the root folder holding one workspace per run).
+    #[arg(short, long, global = true, env = "AGENTLOOP_WORKSPACE", value_name = "DIR", default_value = ".")]
+    pub workspace: Utf8PathBuf,
+    /// Print only data and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print debugging detail on stderr.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// When to colour output (NO_COLOR is honoured for auto).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Wait for the workspace lock instead of failing at once (optionally at most SECS seconds).
+    #[arg(long, global = true, value_name = "SECS", num_args = 0..=1, default_missing_value = "86400")]
+    pub wait: Option<u64>,
+    /// One more configuration file, applied after the workspace's agentloop.yaml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<Utf8PathBuf>,
+    /// Model provider: anthropic, openai, ollama, scripted or auto.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model id (e.g. claude-sonnet-4-5, gpt-4o-mini, qwen2.5:0.5b).
+    #[arg(long, global = true, value_name = "ID")]
+    pub model: Option<String>,
+    /// Base URL of the provider's API.
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Script file for the scripted provider (YAML or JSONL).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub script: Option<Utf8PathBuf>,
+    /// Record every model response to FILE (JSONL, replayable with --provider scripted --script FILE).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub record: Option<Utf8PathBuf>,
+    /// Apply the agent profile agents/NAME.yaml.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Extra skills folder (repeatable; later wins).
+    #[arg(long = "skills-dir", global = true, value_name = "DIR")]
+    pub skills_dir: Vec<Utf8PathBuf>,
+    /// Most plan→act→reflect steps.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// Most reframes.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_reframes: Option<u32>,
+    /// Wall-clock limit for `run` (e.g. 90s, 10m).
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Token budget for the whole run.
+    #[arg(long, global = true, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Cost budget in USD for the whole run.
+    #[arg(long, global = true, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Comma-separated tools Act may run.
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    pub allowed_tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Init(commands::init::InitArgs),
+    Run(commands::run::RunArgs),
+    Frame(commands::phase::PhaseArgs),
+    Plan(commands::phase::PhaseArgs),
+    Act(commands::phase::PhaseArgs),
+    Reflect(commands::phase::PhaseArgs),
+    Status(commands::status::StatusArgs),
+    #[command(subcommand)]
+    Trace(commands::trace::TraceCommand),
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    #[command(subcommand)]
+    Tools(commands::tools::ToolsCommand),
+    #[command(subcommand)]
+    Skills(commands::skills::SkillsCommand),
+    #[command(subcommand)]
+    Models(commands::models::ModelsCommand),
+    Handle(commands::handle::HandleArgs),
+    Completions(commands::completions::CompletionsArgs),
+    Man(commands::completions::ManArgs),
+}

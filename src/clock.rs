@@ -1,0 +1,81 @@
+//! Time and identifiers, with a fixed clock for byte-stable tests.
+//!
+//! `AGENTLOOP_NOW=2026-01-01T00:00:00Z` freezes the clock: every timestamp is that instant, every
+//! measured duration is 0 and run ids are derived from it, so two runs write identical traces.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+fn fixed() -> Option<SystemTime> {
+    let s = std::env::var("AGENTLOOP_NOW").ok()?;
+    humantime::parse_rfc3339_weak(&s).ok()
+}
+
+pub fn is_fixed() -> bool {
+    fixed().is_some()
+}
+
+pub fn now() -> SystemTime {
+    fixed().unwrap_or_else(SystemTime::now)
+}
+
+/// RFC 3339 with millisecond precision, UTC.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+pub fn now_rfc3339() -> String {
+    rfc3339(now())
+}
+
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(s).ok()
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+pub fn today() -> String {
+    now_rfc3339()[..10].to_string()
+}
+
+/// Measures elapsed wall time; always 0 under a fixed clock.
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    pub fn start() -> Self {
+        Stopwatch(Instant::now())
+    }
+    pub fn elapsed(&self) -> Duration {
+        if is_fixed() {
+            Duration::ZERO
+        } else {
+            self.0.elapsed()
+        }
+    }
+    pub fn ms(&self) -> u64 {
+        self.elapsed().as_millis() as u64
+    }
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A new ULID run id; deterministic under a fixed clock.
+pub fn new_run_id() -> String {
+    match fixed() {
+        Some(t) => {
+            let ms = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+            let seq = SEQ.fetch_add(1, Ordering::Relaxed) as u128;
+            let salt = std::env::var("AGENTLOOP_SEED").ok().and_then(|s| s.parse::<u128>().ok()).unwrap_or(0);
+            ulid::Ulid::from_parts(ms, (salt << 16) + seq).to_string()
+        }
+        None => ulid::Ulid::new().to_string(),
+    }
+}
+
+/// Parses "90", "90s", "10m", "1h30m" into a duration.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(n));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90, 90s, 10m or 1h"))
+}

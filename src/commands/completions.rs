@@ -1,0 +1,95 @@
+//! `agentloop completions SHELL` and `agentloop man`: generated from the CLI definition, so
+//! they cannot drift from it (a test checks the committed man page).
+
+use crate::error::{Error, Result};
+use crate::settings::Ctx;
+use clap::{Args, CommandFactory};
+
+/// Print a shell completion script.
+///
+/// Example: agentloop completions bash > /etc/bash_completion.d/agentloop
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Print the man page (roff) generated from the CLI definition.
+///
+/// Example: agentloop man > man/agentloop.1
+#[derive(Debug, Args)]
+pub struct ManArgs {}
+
+pub fn completions(ctx: Ctx, args: CompletionsArgs) -> Result<u8> {
+    let mut cmd = crate::cli::Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "agentloop", &mut buf);
+    ctx.printer.out(&String::from_utf8_lossy(&buf));
+    Ok(0)
+}
+
+pub fn render_man() -> Result<String> {
+    let cmd = crate::cli::Cli::command();
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
+    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    text.push_str(EXTRA);
+    Ok(text)
+}
+
+const EXTRA: &str = r#".SH "EXIT STATUS"
+.TP
+0
+Success; a run ended done.
+.TP
+1
+Runtime failure (I/O, internal error).
+.TP
+2
+Usage or configuration error (bad flag, unknown config key, wrong type).
+.TP
+3
+The run ended escalated: it needs a human.
+.TP
+4
+The run ended escalated because a budget or limit ran out (steps, reframes, time, tokens, cost).
+.TP
+5
+The model provider failed after all retries.
+.TP
+6
+A tool reported an error (act, tools call).
+.TP
+7
+Another agentloop process holds the workspace lock.
+.TP
+8
+A workspace file is broken (plan.md Next Action, memory.md, state.json).
+.TP
+78
+handle only: a configuration error that must not be retried.
+.SH FILES
+.TP
+<workspace>/context.md, memory.md, skills.md, plan.md, decisions.md
+The paper trail, in markdown, for people and for the model.
+.TP
+<workspace>/trace.jsonl
+Append-only structured log, one JSON object per line.
+.TP
+<workspace>/state.json, result.json
+Machine state of the run; the final outcome.
+.TP
+<workspace>/agentloop.yaml, $XDG_CONFIG_HOME/agentloop/config.yaml
+Configuration layers.
+.SH ENVIRONMENT
+ANTHROPIC_API_KEY, OPENAI_API_KEY, OLLAMA_HOST select and authenticate providers.
+AGENTLOOP_WORKSPACE sets the workspace. AGENTLOOP_* set configuration keys
+(AGENTLOOP_MAX_STEPS, AGENTLOOP_LLM__MODEL, ...). NO_COLOR disables colour.
+AGENTLOOP_NOW fixes the clock (tests).
+"#;
+
+pub fn man(ctx: Ctx, _args: ManArgs) -> Result<u8> {
+    ctx.printer.out(&render_man()?);
+    Ok(0)
+}

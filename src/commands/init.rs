@@ -1,0 +1,50 @@
+//! `agentloop init`: create a workspace for a new run.
+
+use crate::error::Result;
+use crate::settings::Ctx;
+use camino::Utf8PathBuf;
+use clap::Args;
+
+/// Create a workspace for a new run.
+///
+/// Writes context.md (the goal and background), memory.md, plan.md and decisions.md with their
+/// headings, state.json (a new ULID run id, status, step 0, the effective limits) and a
+/// `run.started` entry in trace.jsonl. Refuses to replace an existing run unless --force.
+///
+/// Example: agentloop init ws --goal "Critique https://example.com in two paragraphs"
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Workspace folder to create (default: -w/--workspace, else the current folder).
+    pub dir: Option<Utf8PathBuf>,
+    /// What the run should achieve.
+    #[arg(long, short = 'g')]
+    pub goal: String,
+    /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    pub context: Option<String>,
+    /// Start a new run even if the workspace holds one (trace.jsonl and artifacts/ are kept).
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
+    if let Some(dir) = args.dir {
+        ctx.global.workspace = dir;
+        ctx = crate::settings::build(&ctx.global)?;
+    }
+    let background = match &args.context {
+        Some(c) => crate::fs::read_arg(c)?,
+        None => String::new(),
+    };
+    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let tpl = crate::phases::templates(&ctx)?;
+    let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &tpl, &args.goal, &background, args.force)?;
+    crate::phases::ensure_skills_md(&ctx)?;
+    if ctx.printer.json {
+        ctx.printer.json_value(&serde_json::json!({"run_id": state.run_id, "workspace": ctx.ws.root, "status": "running"}));
+    } else {
+        ctx.printer.outln(&state.run_id);
+        ctx.printer.info(&format!("initialised {} (run {}); next: agentloop -w {} run", ctx.ws.root, state.run_id, ctx.ws.root));
+    }
+    Ok(0)
+}

@@ -1,0 +1,41 @@
+//! One module per subcommand; this file is the one `match`.
+
+pub mod completions;
+pub mod config;
+pub mod handle;
+pub mod init;
+pub mod models;
+pub mod phase;
+pub mod run;
+pub mod skills;
+pub mod status;
+pub mod tools;
+pub mod trace;
+
+use crate::cli::{Cli, Command};
+use crate::error::Result;
+use crate::trace::Phase;
+
+pub fn dispatch(cli: Cli) -> Result<u8> {
+    if let Command::Handle(args) = cli.command {
+        return handle::run(&cli.global, args);
+    }
+    let ctx = crate::settings::build(&cli.global)?;
+    match cli.command {
+        Command::Init(a) => init::run(ctx, a),
+        Command::Run(a) => run::run(ctx, a),
+        Command::Frame(a) => phase::run(ctx, Phase::Frame, a),
+        Command::Plan(a) => phase::run(ctx, Phase::Plan, a),
+        Command::Act(a) => phase::run(ctx, Phase::Act, a),
+        Command::Reflect(a) => phase::run(ctx, Phase::Reflect, a),
+        Command::Status(a) => status::run(ctx, a),
+        Command::Trace(c) => trace::run(ctx, c),
+        Command::Config(c) => config::run(ctx, c),
+        Command::Tools(c) => tools::run(ctx, c),
+        Command::Skills(c) => skills::run(ctx, c),
+        Command::Models(c) => models::run(ctx, c),
+        Command::Completions(a) => completions::completions(ctx, a),
+        Command::Man(a) => completions::man(ctx, a),
+        Command::Handle(_) => unreachable!("handled above"),
+    }
+}

@@ -1,0 +1,80 @@
+//! `agentloop frame|plan|act|reflect`: run one phase of the loop on the workspace.
+
+use crate::error::{code, Error, Result};
+use crate::phases::{self, Env, Outcome};
+use crate::settings::Ctx;
+use crate::trace::Phase;
+use crate::workspace::Next;
+use clap::Args;
+
+/// Run one phase (frame, plan, act or reflect) on the workspace.
+///
+/// frame:   context.md → memory.md (goal, Definition of Done, constraints, assumptions)
+/// plan:    memory.md + skills.md → plan.md with one binding Next Action (edit it before act)
+/// act:     runs the Next Action in plan.md; no model call
+/// reflect: compares the result with the Definition of Done; decides continue/done/reframe/escalate
+///
+/// Each phase refuses to run out of turn (state.json says which phase is next) unless --force.
+/// Exit codes: 0 ok, 3 escalated, 4 budget, 5 provider failure, 6 (act) the tool failed.
+#[derive(Debug, Args)]
+pub struct PhaseArgs {
+    /// Run the phase even if state.json expects another one next.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn next_of(p: Phase) -> Next {
+    match p {
+        Phase::Frame => Next::Frame,
+        Phase::Plan => Next::Plan,
+        Phase::Act => Next::Act,
+        Phase::Reflect => Next::Reflect,
+        Phase::Run => Next::None,
+    }
+}
+
+pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
+    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let mut state = ctx.ws.load_state()?;
+    if state.status.is_terminal() {
+        return Err(Error::usage(format!("run {} already ended {}: {}", state.run_id, state.status.as_str(), state.reason.clone().unwrap_or_default()))
+            .with_hint("start a new one with `agentloop init --force` or `agentloop run --new --goal ...`"));
+    }
+    let want = next_of(phase);
+    if state.next != want {
+        if !args.force {
+            let next = serde_json::to_value(state.next).unwrap_or_default();
+            return Err(Error::usage(format!("the run expects `{}` next, not `{}`", next.as_str().unwrap_or("?"), phase.as_str()))
+                .with_hint(format!("run `agentloop {}`, or pass --force", next.as_str().unwrap_or("status"))));
+        }
+        if phase == Phase::Act && state.pending.is_none() {
+            return Err(Error::usage("there is no planned action to run").with_hint("run `agentloop plan` first"));
+        }
+        state.next = want;
+    }
+    if phase == Phase::Plan {
+        phases::ensure_skills_md(&ctx)?;
+    }
+    let before = crate::trace::read(&ctx.ws.trace())?.0.len();
+    let mut env = Env::new(&ctx)?;
+    let outcome = phases::run::step(&mut env, &mut state)?;
+    let (entries, _) = crate::trace::read(&ctx.ws.trace())?;
+    for e in entries.iter().skip(before) {
+        if ctx.printer.json {
+            ctx.printer.outln(&e.to_line());
+        } else {
+            let what = e.error.clone().or(e.result_summary.clone()).or(e.reason.clone()).unwrap_or_default();
+            let head = [e.event.clone(), e.tool.clone().unwrap_or_default(), e.result_status.clone().or(e.decision.clone()).unwrap_or_default()]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            ctx.printer.outln(&format!("step {} {head}: {what}", e.step));
+        }
+    }
+    Ok(match outcome {
+        Outcome::Next => code::OK,
+        Outcome::ToolFailed => code::TOOL,
+        Outcome::Stopped(kind) => crate::commands::run::exit_code(kind),
+    })
+}

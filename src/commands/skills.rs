@@ -1,0 +1,199 @@
+//! `agentloop skills gen|list|show|check|fetch`.
+
+use crate::error::{Error, Result};
+use crate::settings::Ctx;
+use crate::skills::{self, SkillSet};
+use crate::tools::Registry;
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::{Subcommand, ValueEnum};
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum Format {
+    Md,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Print the tool + skill catalog (skills.md) on stdout.
+    ///
+    /// The same catalog the Plan prompt shows; byte-identical between runs.
+    /// Example: agentloop skills gen > skills.md
+    Gen {
+        #[arg(long, value_enum, default_value_t = Format::Md)]
+        format: Format,
+        /// Write to FILE (atomically) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<Utf8PathBuf>,
+    },
+    /// List the skills found (name, format, location, description).
+    List,
+    /// Show one skill: metadata, instructions and resource files.
+    Show { name: String },
+    /// Validate skills against the spec; print every problem. Exit 1 when any error is found.
+    ///
+    /// PATH may be a skill folder, a folder of skills, or omitted for every configured folder.
+    /// Unknown frontmatter keys are warnings (the skill still loads).
+    Check { path: Option<Utf8PathBuf> },
+    /// Fetch a skill's instructions from an http(s) URL into the user skills folder.
+    ///
+    /// Writes <skills>/<ID>/skill.md and skill.json and registers it in registry.json.
+    /// Example: agentloop skills fetch moltbook https://example.com/skill.md
+    Fetch {
+        id: String,
+        url: String,
+        /// Skills folder to write into (default: $XDG_CONFIG_HOME/agentloop/skills).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<Utf8PathBuf>,
+    },
+}
+
+pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
+    let cfg = ctx.config();
+    let p = &ctx.printer;
+    match cmd {
+        SkillsCommand::Gen { format, output } => {
+            let set = SkillSet::load(cfg, &ctx.ws.root);
+            for prob in &set.problems {
+                p.warn(&prob.to_string());
+            }
+            let registry = Registry::new(cfg);
+            let allowed = registry.allowed(cfg);
+            let text = if format == Format::Json || p.json {
+                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"
+            } else {
+                crate::catalog::markdown(&allowed, &set)
+            };
+            match output {
+                Some(path) => crate::fs::write_atomic(&path, text.as_bytes())?,
+                None => p.out(&text),
+            }
+            Ok(0)
+        }
+        SkillsCommand::List => {
+            let set = SkillSet::load(cfg, &ctx.ws.root);
+            for prob in &set.problems {
+                p.warn(&prob.to_string());
+            }
+            if p.json {
+                p.json_value(&serde_json::to_value(&set.skills).expect("skills serialize"));
+            } else {
+                for s in &set.skills {
+                    p.outln(&format!("{:<24} {:<12} {:<40} {}", s.name, s.format, s.location, s.description.chars().take(80).collect::<String>()));
+                }
+            }
+            Ok(0)
+        }
+        SkillsCommand::Show { name } => {
+            let set = SkillSet::load(cfg, &ctx.ws.root);
+            let s = set.get(&name).ok_or_else(|| {
+                Error::usage(format!("no skill named `{name}`")).with_hint("`agentloop skills list` shows the skills found")
+            })?;
+            if p.json {
+                let mut v = serde_json::to_value(s).expect("skill serializes");
+                v["body"] = json!(s.body);
+                p.json_value(&v);
+            } else {
+                p.outln(&format!("name         {}\nformat       {}\nlocation     {}\ndescription  {}", s.name, s.format, s.location, s.description));
+                if let Some(v) = &s.version {
+                    p.outln(&format!("version      {v}"));
+                }
+                if let Some(l) = &s.license {
+                    p.outln(&format!("license      {l}"));
+                }
+                if !s.triggers.is_empty() {
+                    p.outln(&format!("triggers     {}", s.triggers.join(", ")));
+                }
+                if !s.requires_tools.is_empty() || !s.requires_env.is_empty() {
+                    p.outln(&format!("requires     tools: {}; env: {}", s.requires_tools.join(", "), s.requires_env.join(", ")));
+                }
+                if !s.files.is_empty() {
+                    p.outln(&format!("files        {}", s.files.join(", ")));
+                }
+                p.outln(&format!("\n{}", s.body));
+            }
+            Ok(0)
+        }
+        SkillsCommand::Check { path } => {
+            let (skills, problems) = match &path {
+                Some(dir) => {
+                    if !dir.is_dir() {
+                        return Err(Error::usage(format!("{dir} is not a folder")));
+                    }
+                    skills::scan(dir, cfg.skills.max_entries)
+                }
+                None => {
+                    let set = SkillSet::load(cfg, &ctx.ws.root);
+                    (set.skills, set.problems)
+                }
+            };
+            let errors = problems.iter().filter(|x| x.is_error()).count();
+            if p.json {
+                p.json_value(&json!({"valid": skills.iter().map(|s| json!({"name": s.name, "location": s.location})).collect::<Vec<_>>(), "problems": problems}));
+            } else {
+                for s in &skills {
+                    p.outln(&format!("ok      {} ({})", s.name, s.location));
+                }
+                for prob in &problems {
+                    p.outln(&prob.to_string());
+                }
+                p.info(&format!("{} valid, {} error{}, {} warning{}", skills.len(), errors, if errors == 1 { "" } else { "s" }, problems.len() - errors, if problems.len() - errors == 1 { "" } else { "s" }));
+            }
+            Ok(if errors > 0 { 1 } else { 0 })
+        }
+        SkillsCommand::Fetch { id, url, dir } => fetch(&ctx, &id, &url, dir),
+    }
+}
+
+fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8> {
+    skills::valid_name(&id.replace('_', "-")).map_err(|e| Error::usage(format!("skill id {e}")))?;
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(Error::usage(format!("`{url}` is not an http(s) URL")).with_hint("skills fetch only downloads over http or https"));
+    }
+    let cfg = ctx.config();
+    let mut policy = cfg.tools.http.clone();
+    policy.max_bytes = policy.max_bytes.min(1024 * 1024);
+    let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0)
+        .map_err(|(e, _)| Error::failure(format!("cannot fetch {url}: {e}")))?;
+    if f.status >= 400 {
+        return Err(Error::failure(format!("cannot fetch {url}: HTTP {}", f.status)));
+    }
+    if f.truncated {
+        return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file")));
+    }
+    let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
+    let root = match dir {
+        Some(d) => d,
+        None => skills::user_dir().ok_or_else(|| Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir"))?,
+    };
+    let skill_dir = root.join(id);
+    crate::fs::create_dir_all(&skill_dir)?;
+    let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
+        .ok()
+        .map(|(s, _)| s.description)
+        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("---")).map(|l| l.chars().take(200).collect()))
+        .unwrap_or_else(|| format!("Skill fetched from {url}"));
+    let meta = json!({
+        "id": id, "name": id, "version": "1.0.0", "description": description,
+        "source": {"type": "url", "url": url, "last_fetched": crate::clock::now_rfc3339()},
+        "files": [{"name": "skill.md", "url": url}],
+        "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
+    });
+    crate::fs::write_atomic(&skill_dir.join("skill.md"), text.as_bytes())?;
+    crate::fs::write_atomic(&skill_dir.join("skill.json"), (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes())?;
+    let reg_path = root.join("registry.json");
+    let mut reg: Value = match crate::fs::read_optional(&reg_path)? {
+        Some(t) => serde_json::from_str(&t).map_err(|e| Error::data(format!("cannot read {reg_path}: {e}")).with_hint("fix or remove registry.json"))?,
+        None => json!({"version": "1.0.0", "skills": []}),
+    };
+    let list = reg["skills"].as_array_mut().ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
+    list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
+    list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
+    reg["last_updated"] = json!(crate::clock::now_rfc3339());
+    crate::fs::write_atomic(&reg_path, (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
+    ctx.printer.outln(skill_dir.as_str());
+    ctx.printer.info(&format!("fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"));
+    Ok(0)
+}

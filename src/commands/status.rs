@@ -1,0 +1,64 @@
+//! `agentloop status`: where the run stands and what budget is left.
+
+use crate::error::Result;
+use crate::settings::Ctx;
+use clap::Args;
+use serde_json::json;
+
+/// Show the run id, status, step, budgets used and left, and the pending action.
+///
+/// Example: agentloop -w ws status --json | jq .run_id
+#[derive(Debug, Args)]
+pub struct StatusArgs {}
+
+pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
+    let s = ctx.ws.load_state()?;
+    let l = &s.limits;
+    let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
+    let v = json!({
+        "run_id": s.run_id,
+        "goal": s.goal,
+        "status": s.status,
+        "next": s.next,
+        "step": s.step,
+        "reframes": s.reframes,
+        "reason": s.reason,
+        "pending": s.pending,
+        "budgets": {
+            "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
+            "reframes": {"used": s.reframes, "max": l.max_reframes, "left": l.max_reframes.saturating_sub(s.reframes)},
+            "tokens": {"used": s.usage.total(), "max": l.max_tokens, "left": l.max_tokens.map(|m| m.saturating_sub(s.usage.total()))},
+            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete},
+            "time_secs": {"used": s.elapsed_ms / 1000, "max": l.timeout_secs, "left": l.timeout_secs.saturating_sub(s.elapsed_ms / 1000)},
+        },
+        "usage": s.usage,
+        "started_at": s.started_at,
+        "updated_at": s.updated_at,
+        "finished_at": s.finished_at,
+    });
+    if ctx.printer.json {
+        ctx.printer.json_value(&v);
+        return Ok(0);
+    }
+    let p = &ctx.printer;
+    let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
+    p.outln(&format!("run       {}", s.run_id));
+    p.outln(&format!("goal      {}", s.goal));
+    p.outln(&format!("status    {}{}", s.status.as_str(), s.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()));
+    p.outln(&format!("next      {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
+    p.outln(&format!("steps     {} of {}", s.step, l.max_steps));
+    p.outln(&format!("reframes  {} of {}", s.reframes, l.max_reframes));
+    p.outln(&format!("tokens    {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
+    p.outln(&format!(
+        "cost      ${:.4}{} of {}",
+        s.cost_usd,
+        if s.cost_incomplete { " (some prices unknown)" } else { "" },
+        max(l.max_cost_usd.map(|m| format!("${m:.2}")))
+    ));
+    p.outln(&format!("time      {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
+    match &s.pending {
+        Some(a) => p.outln(&format!("pending   step {} {} {}", a.step, a.tool, a.args)),
+        None => p.outln("pending   (none)"),
+    }
+    Ok(0)
+}

@@ -1,0 +1,75 @@
+//! `agentloop tools list|call`: the tool registry from the shell, with no model involved.
+
+use crate::error::{code, Error, Result};
+use crate::settings::Ctx;
+use crate::skills::SkillSet;
+use crate::tools::{Registry, ToolEnv};
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools Act may run (exactly what the Plan prompt offers).
+    ///
+    /// Example: agentloop tools list --json | jq -r '.[].name'
+    List {
+        /// Include tools that allowed_tools excludes.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Call one tool with JSON arguments and print its result as JSON.
+    ///
+    /// Same sandbox and config as Act; the workspace (-w) is the root for relative paths.
+    /// Exit codes: 0 ok, 6 the tool reported an error, 2 unknown tool or invalid arguments.
+    ///
+    /// Examples:
+    ///   agentloop tools call file_read --args '{"path": "context.md"}' | jq -r .output
+    ///   echo '{"url": "https://example.com"}' | agentloop tools call web_fetch --args -
+    Call {
+        /// Tool name.
+        name: String,
+        /// Arguments as a JSON object, or - to read them from stdin.
+        #[arg(long, value_name = "JSON|-", default_value = "{}")]
+        args: String,
+    },
+}
+
+pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
+    let cfg = ctx.config();
+    let registry = Registry::new(cfg);
+    match cmd {
+        ToolsCommand::List { all } => {
+            let tools: Vec<_> = if all { registry.all().iter().collect() } else { registry.allowed(cfg) };
+            if ctx.printer.json {
+                let v: Vec<Value> = tools
+                    .iter()
+                    .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters, "side_effect": t.side_effect, "allowed": crate::tools::is_allowed(cfg, &t.name), "timeout_secs": t.timeout.as_secs(), "output_cap": t.output_cap}))
+                    .collect();
+                ctx.printer.json_value(&Value::Array(v));
+            } else {
+                for t in tools {
+                    let se = serde_json::to_value(t.side_effect).unwrap_or_default();
+                    ctx.printer.outln(&format!("{:<12} {:<8} {}", t.name, se.as_str().unwrap_or(""), t.description));
+                }
+            }
+            Ok(0)
+        }
+        ToolsCommand::Call { name, args } => {
+            let text = if args == "-" { crate::fs::read_arg("-")? } else { args };
+            let args: Value = serde_json::from_str(&text).map_err(|e| {
+                Error::usage(format!("--args is not valid JSON: {e}")).with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
+            })?;
+            if let Err(e) = registry.check(cfg, &name, &args) {
+                ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e, "retryable": false, "metadata": null, "artifacts": []}));
+                return Err(Error::usage(format!("tools call {name}: {e}")).with_hint("`agentloop tools list --json` shows each tool's parameters"));
+            }
+            crate::fs::create_dir_all(&ctx.ws.root)?;
+            let skills = SkillSet::load(cfg, &ctx.ws.root);
+            let stem = format!("tool-{name}-{}", crate::clock::now_rfc3339().replace([':', '.'], "-"));
+            let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
+            let result = registry.call(&env, &name, &args);
+            ctx.printer.json_value(&serde_json::to_value(&result).expect("result serializes"));
+            Ok(if result.is_ok() { 0 } else { code::TOOL })
+        }
+    }
+}

@@ -1,0 +1,489 @@
+//! Layered configuration: built-in defaults < user config < workspace config < agent profile <
+//! request config (event mode) < `AGENTLOOP_*` environment < command-line flags.
+//!
+//! Every layer is a JSON value tree. Each layer is validated on its own against [`Config`] (unknown
+//! keys and wrong types are errors that name the file and the key), then the trees are merged
+//! (later wins, objects merge key by key) and the result is deserialized into the effective
+//! [`Config`]. The source of every leaf is remembered for `agentloop config show`.
+
+use crate::error::{Error, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A duration written as seconds (`90`) or a human string (`"90s"`, `"10m"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dur(pub std::time::Duration);
+
+impl Dur {
+    pub const fn secs(n: u64) -> Self {
+        Dur(std::time::Duration::from_secs(n))
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            F(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Dur::secs(n)),
+            Raw::F(f) if f >= 0.0 && f.is_finite() => Ok(Dur(std::time::Duration::from_secs_f64(f))),
+            Raw::F(f) => Err(serde::de::Error::custom(format!("{f} is not a duration"))),
+            Raw::S(s) => crate::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Most plan→act→reflect steps before the run escalates.
+    pub max_steps: u32,
+    /// Most reframes before the run escalates.
+    pub max_reframes: u32,
+    /// Wall-clock limit for one `run` invocation.
+    pub timeout: Dur,
+    /// Token budget (input + output, all phases) for the whole run; null = unlimited.
+    pub max_tokens: Option<u64>,
+    /// Cost budget in USD for the whole run; null = unlimited.
+    pub max_cost_usd: Option<f64>,
+    /// Consecutive tool failures before the run escalates.
+    pub max_consecutive_failures: u32,
+    /// The same action with the same result this many times in a row escalates.
+    pub max_repeats: u32,
+    /// Premature `done` decisions turned into `continue` before the run escalates.
+    pub max_done_refusals: u32,
+    /// Tools Act may run; null = every enabled tool.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Extra instructions prepended to every phase prompt (agent profiles set this).
+    pub system_prompt: Option<String>,
+    /// Name of an agent profile in `agents/NAME.yaml` to apply.
+    pub agent: Option<String>,
+    /// Folder of template overrides (default `<workspace>/templates`).
+    pub templates_dir: Option<Utf8PathBuf>,
+    pub llm: LlmConfig,
+    /// Extra or overriding prices, USD per million tokens, keyed by model id.
+    pub prices: BTreeMap<String, Price>,
+    pub tools: ToolsConfig,
+    pub skills: SkillsConfig,
+    pub handle: HandleConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_steps: 20,
+            max_reframes: 2,
+            timeout: Dur::secs(1800),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_consecutive_failures: 3,
+            max_repeats: 3,
+            max_done_refusals: 2,
+            allowed_tools: None,
+            system_prompt: None,
+            agent: None,
+            templates_dir: None,
+            llm: LlmConfig::default(),
+            prices: BTreeMap::new(),
+            tools: ToolsConfig::default(),
+            skills: SkillsConfig::default(),
+            handle: HandleConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// anthropic | openai | ollama | scripted | auto
+    pub provider: String,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// A command (argv, no shell) whose stdout is the API key.
+    pub api_key_cmd: Option<Vec<String>>,
+    pub max_tokens: u32,
+    pub temperature: Option<f64>,
+    pub connect_timeout: Dur,
+    pub read_timeout: Dur,
+    /// Total attempts per model call, including the first.
+    pub attempts: u32,
+    /// First backoff delay in milliseconds (doubles each retry, with jitter).
+    pub backoff_ms: u64,
+    pub max_backoff: Dur,
+    /// Largest response body accepted, in bytes.
+    pub max_response_bytes: u64,
+    /// How structured answers are requested: tools | json | auto (tools, falling back to JSON in text).
+    pub structured: String,
+    /// Script file for the scripted provider.
+    pub script: Option<Utf8PathBuf>,
+    /// Write every response received to this JSONL file (replayable by the scripted provider).
+    pub record: Option<Utf8PathBuf>,
+    /// Use Anthropic prompt caching on the stable prefix.
+    pub cache: bool,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            provider: "auto".into(),
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            api_key_cmd: None,
+            max_tokens: 4096,
+            temperature: None,
+            connect_timeout: Dur::secs(10),
+            read_timeout: Dur::secs(300),
+            attempts: 4,
+            backoff_ms: 500,
+            max_backoff: Dur::secs(30),
+            max_response_bytes: 16 * 1024 * 1024,
+            structured: "auto".into(),
+            script: None,
+            record: None,
+            cache: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cache_write: f64,
+    pub cache_read: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Extra folders file_read and list_dir may read (the workspace is always readable).
+    pub read_paths: Vec<Utf8PathBuf>,
+    /// Extra folders file_write may write (artifacts/ is always writable).
+    pub write_paths: Vec<Utf8PathBuf>,
+    /// Characters of tool output kept inline; more goes to artifacts/.
+    pub output_cap: usize,
+    /// Largest file file_read will read, in bytes.
+    pub max_file_bytes: u64,
+    /// Default per-tool timeout.
+    pub timeout: Dur,
+    pub http: HttpToolConfig,
+    pub shell: ShellConfig,
+    /// Tools run by another system (event mode emits a request for them), with their schemas.
+    pub external: BTreeMap<String, ExternalTool>,
+    /// Event mode: tools run in-process by `handle` (the rest are emitted as requests).
+    pub local: Vec<String>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            read_paths: vec![],
+            write_paths: vec![],
+            output_cap: 8000,
+            max_file_bytes: 4 * 1024 * 1024,
+            timeout: Dur::secs(30),
+            http: HttpToolConfig::default(),
+            shell: ShellConfig::default(),
+            external: BTreeMap::new(),
+            local: ["file_read", "file_write", "list_dir", "skill_read", "finish"].map(String::from).to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExternalTool {
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Option<Value>,
+    /// Ductile command to run (`tool_command` in the request), default `handle`.
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpToolConfig {
+    /// Hosts allowed (exact or `*.suffix`); empty = any host not denied.
+    pub allow_hosts: Vec<String>,
+    pub deny_hosts: Vec<String>,
+    pub schemes: Vec<String>,
+    /// Ports allowed; empty = any.
+    pub ports: Vec<u16>,
+    /// Allow loopback, link-local and private addresses (off by default).
+    pub allow_private: bool,
+    pub max_bytes: u64,
+    pub max_redirects: u32,
+    pub user_agent: String,
+}
+
+impl Default for HttpToolConfig {
+    fn default() -> Self {
+        HttpToolConfig {
+            allow_hosts: vec![],
+            deny_hosts: vec![],
+            schemes: vec!["http".into(), "https".into()],
+            ports: vec![],
+            allow_private: false,
+            max_bytes: 5 * 1024 * 1024,
+            max_redirects: 5,
+            user_agent: concat!("agentloop/", env!("CARGO_PKG_VERSION")).into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellConfig {
+    pub enabled: bool,
+    /// Programs the shell tool may run (argv[0], matched exactly).
+    pub allow: Vec<String>,
+    pub timeout: Dur,
+    pub max_output: usize,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig { enabled: false, allow: vec![], timeout: Dur::secs(30), max_output: 64 * 1024 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// Extra skill folders, highest precedence last.
+    pub dirs: Vec<Utf8PathBuf>,
+    /// Skip the skills bundled in the binary.
+    pub no_builtin: bool,
+    /// Most directory entries one scan looks at.
+    pub max_entries: usize,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HandleConfig {
+    /// Retries of a step whose external tool reported an error.
+    pub tool_retries: u32,
+    /// Folder under the root holding one workspace per run.
+    pub runs_dir: String,
+}
+
+impl Default for HandleConfig {
+    fn default() -> Self {
+        HandleConfig { tool_retries: 2, runs_dir: "runs".into() }
+    }
+}
+
+/// One configuration layer and where it came from.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub source: String,
+    pub value: Value,
+}
+
+impl Layer {
+    /// Validates the layer on its own so errors name its source.
+    pub fn validate(&self) -> Result<()> {
+        check::<Config>(&self.value, &self.source)
+    }
+}
+
+fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
+    let de = v.clone();
+    serde_path_to_error::deserialize::<_, T>(de).map(|_| ()).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
+        Error::usage(format!("invalid configuration in {source}{key}: {inner}"))
+            .with_hint("fix or remove that key; `agentloop config show` prints every valid key with its value")
+    })
+}
+
+/// Parses a YAML or JSON config file into a layer (JSON is YAML, but `.json` files get JSON errors).
+pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
+    let Some(text) = crate::fs::read_optional(path)? else { return Ok(None) };
+    let value: Value = if path.extension() == Some("json") {
+        serde_json::from_str(&text).map_err(|e| Error::usage(format!("invalid JSON in {path}: {e}")))?
+    } else if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_yaml_ng::from_str(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
+    };
+    let value = match value {
+        Value::Null => Value::Object(Map::new()),
+        v @ Value::Object(_) => v,
+        _ => return Err(Error::usage(format!("invalid configuration in {path}: the top level must be a mapping of keys"))),
+    };
+    Ok(Some(Layer { source: path.to_string(), value }))
+}
+
+/// Finds `<dir>/<stem>.yaml`, `.yml` or `.json`.
+pub fn find_in(dir: &Utf8Path, stem: &str) -> Option<Utf8PathBuf> {
+    ["yaml", "yml", "json"].iter().map(|ext| dir.join(format!("{stem}.{ext}"))).find(|p| p.is_file())
+}
+
+pub fn user_config_dir() -> Option<Utf8PathBuf> {
+    let base = std::env::var("XDG_CONFIG_HOME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(Utf8PathBuf::from)
+        .or_else(|| std::env::var("HOME").ok().map(|h| Utf8PathBuf::from(h).join(".config")))?;
+    Some(base.join("agentloop"))
+}
+
+/// Environment variables that are not configuration keys.
+const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT"];
+
+/// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
+/// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands
+/// for the `llm.` keys. Values are parsed as YAML scalars; `ALLOWED_TOOLS` is a comma list.
+pub fn env_layer() -> Result<Layer> {
+    let mut root = Value::Object(Map::new());
+    let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("AGENTLOOP_")).collect();
+    vars.sort();
+    for (k, v) in vars {
+        let name = &k["AGENTLOOP_".len()..];
+        if ENV_RESERVED.contains(&name) {
+            continue;
+        }
+        let path: Vec<String> = match name {
+            "PROVIDER" | "MODEL" | "BASE_URL" | "SCRIPT" | "RECORD" => vec!["llm".into(), name.to_lowercase()],
+            _ => name.split("__").map(|s| s.to_lowercase()).collect(),
+        };
+        let value = if path == ["allowed_tools"] {
+            Value::Array(v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.into())).collect())
+        } else {
+            serde_yaml_ng::from_str::<Value>(&v).unwrap_or(Value::String(v.clone()))
+        };
+        set_path(&mut root, &path, value);
+        check::<Config>(&root, &format!("environment variable {k}"))?;
+    }
+    Ok(Layer { source: "environment".into(), value: root })
+}
+
+pub fn set_path(root: &mut Value, path: &[String], value: Value) {
+    let mut cur = root;
+    for (i, key) in path.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let obj = cur.as_object_mut().expect("object");
+        if i + 1 == path.len() {
+            obj.insert(key.clone(), value);
+            return;
+        }
+        cur = obj.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+fn merge(into: &mut Value, from: &Value, source: &str, prefix: &str, sources: &mut BTreeMap<String, String>) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                // Maps of named entries (prices, external tools) merge; other objects merge too.
+                let slot = a.entry(k.clone()).or_insert(Value::Null);
+                if slot.is_object() && v.is_object() {
+                    merge(slot, v, source, &key, sources);
+                } else {
+                    *slot = v.clone();
+                    mark(&key, v, source, sources);
+                }
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
+fn mark(key: &str, v: &Value, source: &str, sources: &mut BTreeMap<String, String>) {
+    sources.retain(|k, _| !(k == key || k.starts_with(&format!("{key}."))));
+    if let Value::Object(m) = v {
+        if !m.is_empty() {
+            for (k, v) in m {
+                mark(&format!("{key}.{k}"), v, source, sources);
+            }
+            return;
+        }
+    }
+    sources.insert(key.to_string(), source.to_string());
+}
+
+/// The effective configuration and where each value came from.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub config: Config,
+    pub value: Value,
+    pub sources: BTreeMap<String, String>,
+}
+
+pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
+    let mut value = serde_json::to_value(Config::default()).expect("defaults serialize");
+    let mut sources = BTreeMap::new();
+    mark_all(&value, "", &mut sources);
+    for layer in layers {
+        layer.validate()?;
+        merge(&mut value, &layer.value, &layer.source, "", &mut sources);
+    }
+    let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        Error::usage(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
+    })?;
+    validate_values(&config)?;
+    Ok(Resolved { config, value, sources })
+}
+
+fn mark_all(v: &Value, prefix: &str, sources: &mut BTreeMap<String, String>) {
+    if let Value::Object(m) = v {
+        for (k, v) in m {
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            if v.as_object().is_some_and(|o| !o.is_empty()) {
+                mark_all(v, &key, sources);
+            } else {
+                sources.insert(key, "default".into());
+            }
+        }
+    }
+}
+
+fn validate_values(c: &Config) -> Result<()> {
+    const PROVIDERS: &[&str] = &["auto", "anthropic", "openai", "ollama", "scripted"];
+    if !PROVIDERS.contains(&c.llm.provider.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `llm.provider`: `{}` is not a provider",
+            c.llm.provider
+        ))
+        .with_hint("use one of: anthropic, openai, ollama, scripted, auto"));
+    }
+    if !["auto", "tools", "json"].contains(&c.llm.structured.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
+            c.llm.structured
+        )));
+    }
+    if c.llm.attempts == 0 {
+        return Err(Error::usage("invalid configuration at key `llm.attempts`: must be at least 1"));
+    }
+    Ok(())
+}

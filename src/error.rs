@@ -1,0 +1,122 @@
+//! The one error type of agentloop and the exit-code table.
+//!
+//! Every failure a user can see is an [`Error`]: a kind (which fixes the exit code), a message that
+//! names the file or field and the action, and an optional `hint:` line with the obvious next step.
+//! The table below is documented in the README and the man page; changing a number is a breaking
+//! change for every cron script that reads it.
+
+use std::fmt;
+
+/// Documented process exit codes.
+pub mod code {
+    /// The command did what it was asked; a run ended `done`.
+    pub const OK: u8 = 0;
+    /// A runtime failure (I/O, internal error).
+    pub const FAILURE: u8 = 1;
+    /// Bad flags, bad arguments or bad configuration.
+    pub const USAGE: u8 = 2;
+    /// The run ended `escalated`: it needs a human.
+    pub const ESCALATED: u8 = 3;
+    /// The run ended `escalated` because a budget or limit ran out (steps, reframes, time, tokens, cost).
+    pub const BUDGET: u8 = 4;
+    /// The model provider failed after all retries (HTTP error, bad key, unreachable, script exhausted).
+    pub const PROVIDER: u8 = 5;
+    /// A tool ran and reported an error (`act`, `tools call`).
+    pub const TOOL: u8 = 6;
+    /// Another agentloop process holds the workspace lock.
+    pub const LOCK_BUSY: u8 = 7;
+    /// A workspace file is broken (plan.md Next Action, memory.md, state.json) and needs a fix.
+    pub const DATA: u8 = 8;
+    /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
+    pub const HANDLE_CONFIG: u8 = 78;
+}
+
+/// What went wrong, which fixes the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Failure,
+    Usage,
+    Escalated,
+    Budget,
+    Provider,
+    Tool,
+    LockBusy,
+    Data,
+}
+
+#[derive(Debug, Clone)]
+pub struct Error {
+    pub kind: Kind,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), hint: None }
+    }
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::new(Kind::Failure, message)
+    }
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(Kind::Usage, message)
+    }
+    pub fn data(message: impl Into<String>) -> Self {
+        Self::new(Kind::Data, message)
+    }
+    pub fn provider(message: impl Into<String>) -> Self {
+        Self::new(Kind::Provider, message)
+    }
+    pub fn tool(message: impl Into<String>) -> Self {
+        Self::new(Kind::Tool, message)
+    }
+    /// An I/O error on a path, phrased as "cannot ACTION PATH: cause".
+    pub fn io(action: &str, path: impl fmt::Display, err: std::io::Error) -> Self {
+        Self::failure(format!("cannot {action} {path}: {err}"))
+    }
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+    pub fn exit_code(&self) -> u8 {
+        match self.kind {
+            Kind::Failure => code::FAILURE,
+            Kind::Usage => code::USAGE,
+            Kind::Escalated => code::ESCALATED,
+            Kind::Budget => code::BUDGET,
+            Kind::Provider => code::PROVIDER,
+            Kind::Tool => code::TOOL,
+            Kind::LockBusy => code::LOCK_BUSY,
+            Kind::Data => code::DATA,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Attach context to foreign errors without losing the kind.
+pub trait Context<T> {
+    fn context(self, kind: Kind, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: fmt::Display> Context<T> for std::result::Result<T, E> {
+    fn context(self, kind: Kind, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::new(kind, format!("{}: {e}", what())))
+    }
+}
+
+/// Bail out with an error of the given kind.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::new($crate::error::Kind::$kind, format!($($arg)*)))
+    };
+}

@@ -1,0 +1,80 @@
+//! File I/O helpers that attach the path to every error, and the atomic-write primitive.
+//!
+//! Invariant: no workspace file is ever written in place. [`write_atomic`] writes a temporary
+//! file in the same folder, fsyncs it, renames it over the target and fsyncs the folder, so a
+//! process killed at any instant leaves either the old or the new file, never a torn one.
+//! [`append_line`] writes one whole line with a single `write` call on an `O_APPEND` descriptor,
+//! so concurrent appends never interleave inside a line.
+
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use std::io::Write;
+
+pub fn read_to_string(path: &Utf8Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))
+}
+
+/// Reads a file that may not exist yet.
+pub fn read_optional(path: &Utf8Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+pub fn create_dir_all(path: &Utf8Path) -> Result<()> {
+    std::fs::create_dir_all(path).map_err(|e| Error::io("create folder", path, e))
+}
+
+/// Replaces `path` with `contents` atomically (temp file in the same folder + fsync + rename).
+pub fn write_atomic(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+    let name = path.file_name().unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("write", &tmp, e));
+    }
+    crate::crash::point(&format!("write:{name}"));
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("replace", path, e)
+    })?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Appends one line (a trailing newline is added) with a single write.
+pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    f.write_all(&buf).map_err(|e| Error::io("append to", path, e))?;
+    f.sync_data().map_err(|e| Error::io("sync", path, e))
+}
+
+/// Reads a file named on the command line, `-` meaning stdin.
+pub fn read_arg(path: &str) -> Result<String> {
+    if path == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| Error::io("read", "stdin", e))?;
+        Ok(s)
+    } else {
+        read_to_string(Utf8Path::new(path))
+    }
+}

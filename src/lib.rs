@@ -1,0 +1,48 @@
+//! agentloop: goal-directed LLM work as a Frame → Plan → Act → Reflect loop whose whole state
+//! lives in a workspace folder of plain files.
+//!
+//! The binary is a thin shell around [`main`]; everything else is here so tests can call it.
+
+pub mod catalog;
+pub mod cli;
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod crash;
+pub mod error;
+pub mod fs;
+pub mod handle;
+pub mod markdown;
+pub mod model;
+pub mod output;
+pub mod phases;
+pub mod prompt;
+pub mod settings;
+pub mod skills;
+pub mod tools;
+pub mod trace;
+pub mod workspace;
+
+use clap::Parser;
+
+/// Parses the command line, runs the command and returns the exit code.
+pub fn main() -> u8 {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { error::code::USAGE } else { error::code::OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            if let Some(h) = &e.hint {
+                eprintln!("hint: {h}");
+            }
+            e.exit_code()
+        }
+    }
+}

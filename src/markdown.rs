@@ -1,0 +1,272 @@
+//! The parseable forms of memory.md and plan.md.
+//!
+//! People and models read these files; the program reads back only what it must, in one
+//! documented form each:
+//! - memory.md: `## ` sections; the Definition of Done is a list of `- [ ] item` / `- [x] item`.
+//! - plan.md: the Next Action is one fenced block opened by ```` ```json next-action ```` holding
+//!   `{"tool": NAME, "args": {...}}`.
+//! A human edit that breaks either form is an error naming the file, the line and the fix.
+
+use crate::error::{Error, Result};
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Item {
+    pub done: bool,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Memory {
+    pub goal: String,
+    pub dod: Vec<Item>,
+    pub constraints: Vec<String>,
+    pub assumptions: Vec<String>,
+    pub hypothesis: String,
+    pub facts: Vec<String>,
+    pub status: String,
+    pub open_question: Option<String>,
+    pub log: Vec<String>,
+}
+
+impl Memory {
+    pub fn open_items(&self) -> Vec<String> {
+        self.dod.iter().filter(|i| !i.done).map(|i| i.text.clone()).collect()
+    }
+    pub fn all_done(&self) -> bool {
+        !self.dod.is_empty() && self.dod.iter().all(|i| i.done)
+    }
+}
+
+/// A `## ` section: heading, first line number (1-based, of the line after the heading), lines.
+struct Section<'a> {
+    heading: String,
+    first_line: usize,
+    lines: Vec<&'a str>,
+}
+
+fn sections(text: &str) -> Vec<Section<'_>> {
+    let mut out: Vec<Section> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(h) = line.strip_prefix("## ") {
+            out.push(Section { heading: h.trim().to_lowercase(), first_line: i + 2, lines: vec![] });
+        } else if let Some(s) = out.last_mut() {
+            s.lines.push(line);
+        }
+    }
+    out
+}
+
+fn is_placeholder(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('(') && t.ends_with(')')
+}
+
+fn bullets(s: &Section) -> Vec<String> {
+    s.lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !is_placeholder(l))
+        .map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).unwrap_or(l).trim().to_string())
+        .collect()
+}
+
+fn prose(s: &Section) -> String {
+    let text = s.lines.join("\n").trim().to_string();
+    if is_placeholder(&text) {
+        String::new()
+    } else {
+        text
+    }
+}
+
+/// Parses a checkbox line: `- [ ] text`, `- [x] text`, optionally numbered `1. [x] text`.
+fn checkbox(line: &str) -> Option<Item> {
+    let t = line.trim();
+    let rest = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .or_else(|| t.split_once(". ").filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit())).map(|(_, r)| r))?;
+    let (done, text) = if let Some(r) = rest.strip_prefix("[ ]") {
+        (false, r)
+    } else if let Some(r) = rest.strip_prefix("[x]").or_else(|| rest.strip_prefix("[X]")) {
+        (true, r)
+    } else {
+        return None;
+    };
+    Some(Item { done, text: text.trim().to_string() })
+}
+
+pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
+    let mut m = Memory::default();
+    let mut saw_dod = false;
+    for s in sections(text) {
+        match s.heading.as_str() {
+            "goal" => m.goal = prose(&s),
+            "definition of done" => {
+                saw_dod = true;
+                for (k, line) in s.lines.iter().enumerate() {
+                    if line.trim().is_empty() || is_placeholder(line) {
+                        continue;
+                    }
+                    match checkbox(line) {
+                        Some(item) => m.dod.push(item),
+                        None => {
+                            return Err(Error::data(format!(
+                                "{path}:{}: Definition of Done item is not a checkbox: `{}`",
+                                s.first_line + k,
+                                line.trim()
+                            ))
+                            .with_hint("write each item as `- [ ] text` (open) or `- [x] text` (done)"))
+                        }
+                    }
+                }
+            }
+            "constraints" => m.constraints = bullets(&s),
+            "assumptions and unknowns" => m.assumptions = bullets(&s),
+            "hypothesis" => m.hypothesis = prose(&s),
+            "learned facts" => m.facts = bullets(&s),
+            "status" => m.status = prose(&s),
+            "open question" => m.open_question = Some(prose(&s)).filter(|q| !q.is_empty()),
+            "decision log" => m.log = bullets(&s),
+            _ => {}
+        }
+    }
+    if !saw_dod {
+        return Err(Error::data(format!("{path}: no `## Definition of Done` section"))
+            .with_hint("restore the heading `## Definition of Done` followed by `- [ ] item` lines, or run `agentloop frame`"));
+    }
+    Ok(m)
+}
+
+/// One call of one tool: the binding part of plan.md.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NextAction {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Plan {
+    pub outline: Vec<Item>,
+    pub next_step: Option<u32>,
+    pub next_action: Option<NextAction>,
+    pub expected: String,
+    pub risk: String,
+    pub rationale: String,
+    pub completed: Vec<String>,
+}
+
+pub const FENCE: &str = "```json next-action";
+
+pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
+    let mut p = Plan::default();
+    for s in sections(text) {
+        match s.heading.as_str() {
+            "outline" => {
+                p.outline = s
+                    .lines
+                    .iter()
+                    .filter(|l| !l.trim().is_empty() && !is_placeholder(l))
+                    .map(|l| {
+                        checkbox(l).unwrap_or_else(|| Item {
+                            done: false,
+                            text: l.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-' || c == ' ').to_string(),
+                        })
+                    })
+                    .collect()
+            }
+            "next action" => {
+                let (step, action) = parse_next_action(&s, path)?;
+                p.next_step = step;
+                p.next_action = action;
+            }
+            "expected outcome" => p.expected = prose(&s),
+            "risk" => p.risk = prose(&s),
+            "rationale" => p.rationale = prose(&s),
+            "completed steps" => p.completed = bullets(&s),
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Option<NextAction>)> {
+    let step = s.lines.iter().find_map(|l| {
+        let rest = l.trim().strip_prefix("Step ")?;
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    });
+    let Some(open) = s.lines.iter().position(|l| l.trim_start().starts_with("```")) else {
+        return Ok((step, None));
+    };
+    let open_line = s.first_line + open;
+    let fix = format!("the Next Action must be one block opened by `{FENCE}` and closed by ``` holding {{\"tool\": \"NAME\", \"args\": {{...}}}}");
+    if s.lines[open].trim() != FENCE {
+        return Err(Error::data(format!(
+            "{path}:{open_line}: the Next Action block opens with `{}`, expected `{FENCE}`",
+            s.lines[open].trim()
+        ))
+        .with_hint(fix));
+    }
+    let Some(close) = s.lines[open + 1..].iter().position(|l| l.trim() == "```") else {
+        return Err(Error::data(format!("{path}:{open_line}: the Next Action block is not closed")).with_hint(fix));
+    };
+    let body = s.lines[open + 1..open + 1 + close].join("\n");
+    let action: NextAction = serde_json::from_str(&body).map_err(|e| {
+        let line = open_line + e.line().max(1);
+        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}")).with_hint(fix.clone())
+    })?;
+    if action.tool.trim().is_empty() {
+        return Err(Error::data(format!("{path}:{open_line}: the Next Action has an empty \"tool\"")).with_hint(fix));
+    }
+    if !action.args.is_object() {
+        return Err(Error::data(format!("{path}:{open_line}: the Next Action's \"args\" must be a JSON object")).with_hint(fix));
+    }
+    Ok((step, Some(action)))
+}
+
+/// Template view of a plan (the action rendered as pretty JSON for the fenced block).
+pub fn plan_view(p: &Plan) -> Value {
+    let next = match (&p.next_action, p.next_step) {
+        (Some(a), step) => serde_json::json!({
+            "step": step.unwrap_or(0),
+            "json": serde_json::to_string_pretty(a).expect("action serializes"),
+        }),
+        _ => Value::Null,
+    };
+    serde_json::json!({
+        "outline": p.outline,
+        "next_action": next,
+        "expected": p.expected,
+        "risk": p.risk,
+        "rationale": p.rationale,
+        "completed": p.completed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkbox_forms() {
+        assert_eq!(checkbox("- [x] a").unwrap(), Item { done: true, text: "a".into() });
+        assert_eq!(checkbox("2. [ ] b").unwrap(), Item { done: false, text: "b".into() });
+        assert!(checkbox("- b").is_none());
+    }
+
+    #[test]
+    fn broken_block_names_line() {
+        let text = "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
+        let e = parse_plan(text, Utf8Path::new("plan.md")).unwrap_err();
+        assert!(e.message.starts_with("plan.md:"), "{}", e.message);
+    }
+}

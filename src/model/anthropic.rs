@@ -1,0 +1,159 @@
+//! The Anthropic Messages API: `POST {base}/v1/messages` with `x-api-key` and
+//! `anthropic-version: 2023-06-01`; content blocks text / tool_use / tool_result; tools with
+//! `input_schema`; `tool_choice` auto / any / tool; prompt caching with `cache_control` on the
+//! stable prefix (the system prompt and the tool catalog), so repeated phase calls read it from
+//! the cache; usage including `cache_creation_input_tokens` and `cache_read_input_tokens`.
+
+use super::http::Client;
+use super::{Model, Part, Request, Response, Role, ToolCall, ToolChoice};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::trace::Usage;
+use serde_json::{json, Value};
+
+pub const DEFAULT_BASE: &str = "https://api.anthropic.com";
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const VERSION: &str = "2023-06-01";
+
+pub struct Anthropic {
+    client: Client,
+    url: String,
+    key: String,
+    model: String,
+    cache: bool,
+}
+
+impl Anthropic {
+    pub fn new(cfg: &Config) -> Result<Self> {
+        let key = super::api_key(cfg, "ANTHROPIC_API_KEY")?.ok_or_else(|| {
+            Error::usage("the anthropic provider needs an API key")
+                .with_hint("set ANTHROPIC_API_KEY, or llm.api_key_env / llm.api_key_cmd in config")
+        })?;
+        let base = cfg.llm.base_url.clone().unwrap_or_else(|| DEFAULT_BASE.into());
+        let base = base.trim_end_matches('/');
+        let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
+        Ok(Anthropic {
+            client: Client::new(cfg, "anthropic", Some(key.clone())),
+            url,
+            key,
+            model: cfg.llm.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
+            cache: cfg.llm.cache,
+        })
+    }
+}
+
+/// The request body (public so tests can compare it with a golden file).
+pub fn body(model: &str, req: &Request, cache: bool) -> Value {
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let content: Vec<Value> = m
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text(t) => json!({"type": "text", "text": t}),
+                    Part::ToolCall(c) => json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}),
+                    Part::ToolResult { id, content, is_error } => {
+                        json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error})
+                    }
+                })
+                .collect();
+            json!({"role": if m.role == Role::User { "user" } else { "assistant" }, "content": content})
+        })
+        .collect();
+    let mut system = json!({"type": "text", "text": req.system});
+    if cache {
+        system["cache_control"] = json!({"type": "ephemeral"});
+    }
+    let mut b = json!({
+        "model": model,
+        "max_tokens": req.max_tokens,
+        "system": [system],
+        "messages": messages,
+    });
+    if !req.tools.is_empty() {
+        let n = req.tools.len();
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut v = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
+                if cache && i + 1 == n {
+                    v["cache_control"] = json!({"type": "ephemeral"});
+                }
+                v
+            })
+            .collect();
+        b["tools"] = Value::Array(tools);
+        b["tool_choice"] = match &req.tool_choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::Any => json!({"type": "any"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        };
+    }
+    if let Some(t) = req.temperature {
+        b["temperature"] = json!(t);
+    }
+    b
+}
+
+/// Parses a Messages API response.
+pub fn parse(v: &Value) -> Result<Response> {
+    let content = v.get("content").and_then(Value::as_array).ok_or_else(|| {
+        Error::provider(format!("provider anthropic: the response has no `content` array: {}", truncate(&v.to_string())))
+    })?;
+    let mut r = Response::default();
+    for block in content {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => r.text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("tool_use") => {
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                let invalid = (!input.is_object()).then(|| input.to_string());
+                r.tool_calls.push(ToolCall {
+                    id: block.get("id").and_then(Value::as_str).unwrap_or("").into(),
+                    name: block.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                    arguments: if input.is_object() { input } else { json!({}) },
+                    invalid_arguments: invalid,
+                })
+            }
+            _ => {}
+        }
+    }
+    r.stop_reason = v.get("stop_reason").and_then(Value::as_str).unwrap_or("").into();
+    r.model = v.get("model").and_then(Value::as_str).unwrap_or("").into();
+    let u = v.get("usage").cloned().unwrap_or(Value::Null);
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    r.usage = Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_write_tokens: n("cache_creation_input_tokens"),
+        cache_read_tokens: n("cache_read_input_tokens"),
+    };
+    Ok(r)
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+impl Model for Anthropic {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn complete(&mut self, req: &Request) -> Result<Response> {
+        let headers = [("x-api-key", self.key.clone()), ("anthropic-version", VERSION.to_string())];
+        let reply = self.client.post_json(&self.url, &headers, &body(&self.model, req, self.cache), "request-id")?;
+        let mut r = parse(&reply.body)?;
+        r.request_id = reply.request_id.or_else(|| reply.body.get("id").and_then(Value::as_str).map(String::from));
+        r.latency_ms = reply.latency_ms;
+        if r.model.is_empty() {
+            r.model = self.model.clone();
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,271 @@
+//! The model interface every phase uses, and provider selection.
+//!
+//! A phase sends a system prompt, messages, tool definitions (JSON Schema) and a tool choice; it
+//! gets back text, tool calls (id, name, JSON arguments), the stop reason, usage (input, output,
+//! cache-write, cache-read tokens), the model id, the request id and the latency. Two wire
+//! protocols cover nearly every provider (Anthropic Messages, OpenAI Chat Completions); the
+//! scripted model replays a file for tests, demos and reproducible runs.
+//!
+//! API keys are read from the environment or `api_key_cmd` and never written to the trace,
+//! the workspace or an error message.
+
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod pricing;
+pub mod scripted;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::trace::Usage;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolChoice {
+    Auto,
+    /// The model must call some tool.
+    Any,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    ToolCall(ToolCall),
+    ToolResult { id: String, content: String, is_error: bool },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Message { role: Role::User, parts: vec![Part::Text(text.into())] }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Which phase asks (frame, plan, reflect, test); used by the scripted model and records.
+    pub phase: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDef>,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: u32,
+    pub temperature: Option<f64>,
+}
+
+impl Request {
+    /// Bytes of prompt text sent, for the trace (shows that prompts stay bounded).
+    pub fn prompt_bytes(&self) -> u64 {
+        let mut n = self.system.len();
+        for m in &self.messages {
+            for p in &m.parts {
+                n += match p {
+                    Part::Text(t) => t.len(),
+                    Part::ToolCall(c) => c.arguments.to_string().len(),
+                    Part::ToolResult { content, .. } => content.len(),
+                };
+            }
+        }
+        n += self.tools.iter().map(|t| t.parameters.to_string().len() + t.description.len()).sum::<usize>();
+        n as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    /// Set when the provider sent arguments that are not a JSON object (the raw text is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_arguments: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Response {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop_reason: String,
+    pub usage: Usage,
+    pub model: String,
+    pub request_id: Option<String>,
+    pub latency_ms: u64,
+}
+
+pub trait Model {
+    /// Provider name (anthropic, openai, ollama, scripted).
+    fn provider(&self) -> &str;
+    /// Model id requested.
+    fn model(&self) -> &str;
+    fn complete(&mut self, req: &Request) -> Result<Response>;
+    /// Replay position (scripted model only), persisted in state.json so a resumed run goes on
+    /// where the last committed phase left off.
+    fn cursor(&self) -> Value {
+        Value::Null
+    }
+    fn seek(&mut self, _cursor: &Value) {}
+}
+
+/// Wraps a model and appends every response to a JSONL file the scripted model can replay.
+pub struct Recorder {
+    inner: Box<dyn Model>,
+    path: camino::Utf8PathBuf,
+}
+
+impl Model for Recorder {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn complete(&mut self, req: &Request) -> Result<Response> {
+        let r = self.inner.complete(req)?;
+        let line = scripted::record_line(&req.phase, &r);
+        crate::fs::append_line(&self.path, &line)?;
+        Ok(r)
+    }
+    fn cursor(&self) -> Value {
+        self.inner.cursor()
+    }
+    fn seek(&mut self, c: &Value) {
+        self.inner.seek(c)
+    }
+}
+
+/// Resolves `auto` and builds the model named by the config.
+pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Model>> {
+    let provider = resolve_provider(cfg)?;
+    let model: Box<dyn Model> = match provider.as_str() {
+        "scripted" => {
+            let Some(script) = &cfg.llm.script else {
+                return Err(Error::usage("the scripted provider needs a script file").with_hint("pass --script FILE or set llm.script"));
+            };
+            Box::new(scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?)
+        }
+        "anthropic" => Box::new(anthropic::Anthropic::new(cfg)?),
+        "openai" | "ollama" => Box::new(openai::OpenAi::new(cfg, &provider)?),
+        other => return Err(Error::usage(format!("unknown provider `{other}`"))),
+    };
+    Ok(match &cfg.llm.record {
+        Some(path) => Box::new(Recorder { inner: model, path: crate::workspace::resolve_in(root, path) }),
+        None => model,
+    })
+}
+
+pub fn resolve_provider(cfg: &Config) -> Result<String> {
+    if cfg.llm.provider != "auto" {
+        return Ok(cfg.llm.provider.clone());
+    }
+    if cfg.llm.script.is_some() {
+        return Ok("scripted".into());
+    }
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    if set("ANTHROPIC_API_KEY") {
+        Ok("anthropic".into())
+    } else if set("OPENAI_API_KEY") {
+        Ok("openai".into())
+    } else if set("OLLAMA_HOST") {
+        Ok("ollama".into())
+    } else {
+        Err(Error::usage("no model provider is configured").with_hint(
+            "set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI) or OLLAMA_HOST (e.g. http://localhost:11434 for Ollama), \
+             or pass --provider openai --base-url URL for another OpenAI-compatible server, or --script FILE for the offline scripted model",
+        ))
+    }
+}
+
+/// The API key: `llm.api_key_cmd`, else `llm.api_key_env`, else the provider's usual variable.
+pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
+    if let Some(cmd) = &cfg.llm.api_key_cmd {
+        let Some((prog, args)) = cmd.split_first() else {
+            return Err(Error::usage("llm.api_key_cmd is empty").with_hint("give a command as a list, e.g. [pass, show, anthropic]"));
+        };
+        let out = std::process::Command::new(prog)
+            .args(args)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| Error::usage(format!("llm.api_key_cmd: cannot run `{prog}`: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::usage(format!("llm.api_key_cmd: `{prog}` exited with {}", out.status)));
+        }
+        let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        return Ok(Some(key).filter(|k| !k.is_empty()));
+    }
+    let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
+    Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
+}
+
+/// Removes a secret from a message before it is shown or stored.
+pub fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if s.len() >= 4 => text.replace(s, "[REDACTED]"),
+        _ => text.to_string(),
+    }
+}
+
+/// Finds the first JSON object in text (bare, or in a ``` fence), for servers without tools.
+pub fn json_in_text(text: &str) -> Option<Value> {
+    let t = text.trim();
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
+        return Some(v);
+    }
+    let start = t.find('{')?;
+    let mut depth = 0i32;
+    let mut in_str = false;
+    let mut esc = false;
+    for (i, c) in t[start..].char_indices() {
+        if in_str {
+            match c {
+                _ if esc => esc = false,
+                '\\' => esc = true,
+                '"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return serde_json::from_str::<Value>(&t[start..start + i + 1]).ok().filter(Value::is_object);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn finds_json_in_prose() {
+        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone").unwrap();
+        assert_eq!(v["b"]["c"], 1);
+        assert!(super::json_in_text("no json here").is_none());
+    }
+}

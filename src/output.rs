@@ -1,0 +1,93 @@
+//! The one printer: stdout carries data only, stderr carries messages for people.
+//!
+//! A closed stdout (`agentloop trace show | head -1`) ends the process quietly with exit 0.
+//! Colour follows `--color`, `NO_COLOR` and whether the stream is a terminal; progress lines are
+//! printed only when stderr is a terminal and `-q` was not given.
+
+use std::io::{IsTerminal, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Printer {
+    pub quiet: bool,
+    pub verbose: bool,
+    pub json: bool,
+    pub color: bool,
+    pub progress: bool,
+}
+
+impl Printer {
+    pub fn new(quiet: bool, verbose: bool, json: bool, color: ColorChoice) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color = match color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
+        };
+        let progress = !quiet && std::io::stderr().is_terminal();
+        Printer { quiet, verbose, json, color, progress }
+    }
+
+    /// Writes data to stdout; exits quietly when the reader has gone away.
+    pub fn out(&self, s: &str) {
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("error: cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+
+    pub fn outln(&self, s: &str) {
+        let mut line = String::with_capacity(s.len() + 1);
+        line.push_str(s);
+        line.push('\n');
+        self.out(&line);
+    }
+
+    /// Prints a value as pretty JSON on stdout.
+    pub fn json_value(&self, v: &serde_json::Value) {
+        self.outln(&serde_json::to_string_pretty(v).unwrap_or_default());
+    }
+
+    /// A message for people on stderr, unless `-q`.
+    pub fn info(&self, s: &str) {
+        if !self.quiet {
+            eprintln!("{s}");
+        }
+    }
+
+    pub fn warn(&self, s: &str) {
+        eprintln!("warning: {s}");
+    }
+
+    pub fn debug(&self, s: &str) {
+        if self.verbose {
+            eprintln!("debug: {s}");
+        }
+    }
+
+    /// A progress line (stderr, terminals only).
+    pub fn progress(&self, s: &str) {
+        if self.progress {
+            eprintln!("{s}");
+        }
+    }
+
+    pub fn paint(&self, s: &str, ansi: &str) -> String {
+        if self.color {
+            format!("\x1b[{ansi}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}

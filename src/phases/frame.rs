@@ -1,0 +1,109 @@
+//! Frame: turn the task in context.md into a bounded objective in memory.md — a one-sentence
+//! goal, a Definition of Done of 3–7 checkable items, constraints, assumptions and unknowns,
+//! whether it can proceed, and an optional hypothesis. Re-entered on reframe.
+
+use super::{account, ask, fail_phase, finish, Env, Outcome};
+use crate::error::Result;
+use crate::markdown::{Item, Memory};
+use crate::model::ToolDef;
+use crate::trace::{Entry, Phase};
+use crate::workspace::{Commit, Next, State, StopKind};
+use serde_json::{json, Value};
+
+pub fn answer_tool() -> ToolDef {
+    ToolDef {
+        name: "frame_answer".into(),
+        description: "Record the framing of the task.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string", "minLength": 1, "description": "The goal in one sentence"},
+                "definition_of_done": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 3, "maxItems": 7, "description": "3 to 7 checkable items"},
+                "constraints": {"type": "array", "items": {"type": "string"}, "description": "Budgets, forbidden tools, privacy"},
+                "assumptions": {"type": "array", "items": {"type": "string"}, "description": "Assumptions and unknowns"},
+                "can_proceed": {"type": "boolean", "description": "Whether the work can proceed with the tools available"},
+                "open_question": {"type": "string", "description": "When it cannot proceed: what a human must answer"},
+                "hypothesis": {"type": "string", "description": "Optional: what is expected to work"}
+            },
+            "required": ["goal", "definition_of_done", "can_proceed"]
+        }),
+    }
+}
+
+fn strings(v: &Value, k: &str) -> Vec<String> {
+    v.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str()).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+}
+
+pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+    let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
+    let reframing = state.reframe_reason.is_some();
+    let (memory_text, old) = env.read_memory()?;
+    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
+    let prompt = env.tpl.render(
+        "prompt-frame.j2",
+        json!({
+            "context": context.trim(),
+            "memory": if reframing { memory_text.trim().to_string() } else { String::new() },
+            "limits": state.limits,
+            "tool_names": tool_names,
+            "suggested_skills": env.skills.matching(&format!("{} {}", state.goal, context)),
+            "reframe_reason": state.reframe_reason,
+            "reframes": state.reframes,
+        }),
+    )?;
+    let answer = match ask(env, state, "frame", prompt, answer_tool(), &|_| Ok(())) {
+        Ok(a) => a,
+        Err(e) => return fail_phase(env, state, Phase::Frame, e),
+    };
+    let a = &answer.args;
+    let can_proceed = a["can_proceed"].as_bool().unwrap_or(false);
+    let mut mem = Memory {
+        goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
+        dod: strings(a, "definition_of_done").into_iter().map(|text| Item { done: false, text }).collect(),
+        constraints: strings(a, "constraints"),
+        assumptions: strings(a, "assumptions"),
+        hypothesis: a.get("hypothesis").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+        facts: old.facts.clone(),
+        status: String::new(),
+        open_question: None,
+        log: old.log.clone(),
+    };
+    let event = if reframing { "reframe" } else { "frame" };
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);
+    account(env, state, &mut e, &answer);
+    e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
+    e.reason = state.reframe_reason.clone();
+    let mut body = format!("Goal: {}\n\nDefinition of Done:\n", mem.goal);
+    for i in &mem.dod {
+        body.push_str(&format!("- {}\n", i.text));
+    }
+    if !mem.hypothesis.is_empty() {
+        body.push_str(&format!("\nHypothesis: {}\n", mem.hypothesis));
+    }
+    if let Some(r) = &state.reframe_reason {
+        body.push_str(&format!("\nReframed because: {r}\n"));
+    }
+    let mut commit = Commit::default();
+    mem.log.push(format!("step {} {event}: {}", state.step, if can_proceed { "proceed" } else { "cannot proceed" }));
+    if can_proceed {
+        mem.status = format!("framed; planning step {}", state.step + 1);
+        state.next = Next::Plan;
+        state.reframe_reason = None;
+        commit.file("memory.md", env.render_memory(&mem)?);
+        commit.file("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
+        commit.entry(&e);
+        commit.state = Some(state.clone());
+        env.commit(&commit)?;
+        return Ok(Outcome::Next);
+    }
+    let question = a.get("open_question").and_then(Value::as_str).filter(|q| !q.trim().is_empty()).unwrap_or("The task cannot proceed with the tools and information available.").trim().to_string();
+    mem.open_question = Some(question.clone());
+    mem.status = "escalated: cannot proceed".into();
+    body.push_str(&format!("\nCannot proceed. Open question: {question}\n"));
+    commit.file("memory.md", env.render_memory(&mem)?);
+    commit.file("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
+    commit.entry(&e);
+    finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
+    env.commit(&commit)?;
+    Ok(Outcome::Stopped(StopKind::Escalated))
+}

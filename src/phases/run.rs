@@ -1,0 +1,44 @@
+//! The loop: frame → (plan → act → reflect)* → finish, composed from the same phase functions
+//! the single-phase commands call. It resumes from state.json: `next` names the phase to run,
+//! and each phase commits atomically, so after a kill no phase is skipped or applied twice.
+
+use super::{finish, Env, Outcome};
+use crate::error::Result;
+use crate::workspace::{Commit, Next, State, StopKind};
+use std::time::{Duration, Instant};
+
+/// Runs one phase named by `state.next`.
+pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
+    match state.next {
+        Next::Frame => super::frame::run(env, state),
+        Next::Plan => super::plan::run(env, state),
+        Next::Act => super::act::run(env, state),
+        Next::Reflect => super::reflect::run(env, state),
+        Next::Finish | Next::None => Ok(Outcome::Stopped(state.stop.unwrap_or(StopKind::Escalated))),
+    }
+}
+
+/// Drives the run until it stops or the wall-clock timeout passes.
+pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
+    let start = Instant::now();
+    let mut last = Instant::now();
+    loop {
+        if state.status.is_terminal() {
+            return Ok(state.stop.unwrap_or(StopKind::Escalated));
+        }
+        if !crate::clock::is_fixed() {
+            state.elapsed_ms += last.elapsed().as_millis() as u64;
+        }
+        last = Instant::now();
+        if start.elapsed() >= timeout {
+            let mut commit = Commit::default();
+            let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());
+            finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
+            env.commit(&commit)?;
+            return Ok(StopKind::Budget);
+        }
+        if let Outcome::Stopped(kind) = step(env, state)? {
+            return Ok(kind);
+        }
+    }
+}

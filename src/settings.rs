@@ -1,0 +1,141 @@
+//! Resolve step: merges flags, environment, config files and defaults into one validated
+//! [`Config`], so commands never see raw strings.
+
+use crate::cli::Global;
+use crate::config::{self, Config, Layer, Resolved};
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::workspace::Workspace;
+use camino::{Utf8Path, Utf8PathBuf};
+use serde_json::{json, Map, Value};
+
+/// Everything a command needs: the workspace, the effective config and the printer.
+pub struct Ctx {
+    pub global: Global,
+    pub printer: Printer,
+    pub ws: Workspace,
+    pub resolved: Resolved,
+}
+
+impl Ctx {
+    pub fn config(&self) -> &Config {
+        &self.resolved.config
+    }
+    pub fn lock_wait(&self) -> Option<std::time::Duration> {
+        self.global.wait.map(std::time::Duration::from_secs)
+    }
+}
+
+/// The command-line flags as a configuration layer.
+pub fn flag_layer(g: &Global) -> Layer {
+    let mut v = Value::Object(Map::new());
+    let mut set = |path: &[&str], val: Value| {
+        config::set_path(&mut v, &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(), val);
+    };
+    if let Some(p) = &g.provider {
+        set(&["llm", "provider"], json!(p));
+    }
+    if let Some(m) = &g.model {
+        set(&["llm", "model"], json!(m));
+    }
+    if let Some(u) = &g.base_url {
+        set(&["llm", "base_url"], json!(u));
+    }
+    if let Some(s) = &g.script {
+        set(&["llm", "script"], json!(s));
+        if g.provider.is_none() {
+            set(&["llm", "provider"], json!("scripted"));
+        }
+    }
+    if let Some(r) = &g.record {
+        set(&["llm", "record"], json!(r));
+    }
+    if let Some(a) = &g.agent {
+        set(&["agent"], json!(a));
+    }
+    if !g.skills_dir.is_empty() {
+        set(&["skills", "dirs"], json!(g.skills_dir));
+    }
+    if let Some(n) = g.max_steps {
+        set(&["max_steps"], json!(n));
+    }
+    if let Some(n) = g.max_reframes {
+        set(&["max_reframes"], json!(n));
+    }
+    if let Some(t) = &g.timeout {
+        set(&["timeout"], json!(t));
+    }
+    if let Some(n) = g.max_tokens {
+        set(&["max_tokens"], json!(n));
+    }
+    if let Some(c) = g.max_cost {
+        set(&["max_cost_usd"], json!(c));
+    }
+    if let Some(t) = &g.allowed_tools {
+        set(&["allowed_tools"], json!(t));
+    }
+    Layer { source: "command line".into(), value: v }
+}
+
+/// All layers for a workspace, lowest precedence first. `request` is event mode's `config` object.
+pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec<Layer>> {
+    let mut out = Vec::new();
+    let user_dir = config::user_config_dir();
+    if let Some(dir) = &user_dir {
+        if let Some(p) = config::find_in(dir, "config") {
+            out.extend(config::load_file(&p)?);
+        }
+    }
+    if let Some(p) = config::find_in(root, "agentloop") {
+        out.extend(config::load_file(&p)?);
+    }
+    if let Some(p) = &g.config {
+        match config::load_file(p)? {
+            Some(l) => out.push(l),
+            None => return Err(Error::usage(format!("config file {p} does not exist")).with_hint("check the --config path")),
+        }
+    }
+    out.extend(request);
+    let env = config::env_layer()?;
+    let flags = flag_layer(g);
+    // The agent profile sits above the files and below env and flags.
+    let mut probe = out.clone();
+    probe.push(env.clone());
+    probe.push(flags.clone());
+    let agent = config::resolve(&probe)?.config.agent;
+    if let Some(name) = agent {
+        out.push(load_profile(&name, root, user_dir.as_deref())?);
+    }
+    out.push(env);
+    out.push(flags);
+    Ok(out)
+}
+
+fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<Layer> {
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(Error::usage(format!("agent profile name `{name}` is not a plain name")));
+    }
+    let mut dirs: Vec<Utf8PathBuf> = vec![root.join("agents")];
+    if let Some(u) = user_dir {
+        dirs.push(u.join("agents"));
+    }
+    for d in &dirs {
+        if let Some(p) = config::find_in(d, name) {
+            let mut layer = config::load_file(&p)?.expect("found file exists");
+            layer.source = format!("{p} (agent profile)");
+            return Ok(layer);
+        }
+    }
+    Err(Error::usage(format!(
+        "agent profile `{name}` not found (looked for {name}.yaml in {})",
+        dirs.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+    ))
+    .with_hint("create agents/NAME.yaml with config keys and a system_prompt, or drop --agent"))
+}
+
+pub fn build(g: &Global) -> Result<Ctx> {
+    let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    let ws = Workspace::new(g.workspace.clone());
+    let resolved = config::resolve(&layers(g, &ws.root, None)?)?;
+    Ok(Ctx { global: g.clone(), printer, ws, resolved })
+}

@@ -1,0 +1,434 @@
+//! Skills: markdown instructions the agent can read and follow, in two formats side by side.
+//!
+//! - Agent Skills: `<name>/SKILL.md` with YAML frontmatter (`name`, `description`, optional
+//!   `license`, `compatibility`, `metadata`, `allowed-tools`) and supporting files beside it.
+//! - The seed format: `registry.json` + `<id>/skill.json` (+ `skill.md` and extra files).
+//!
+//! Folders load in increasing precedence: bundled (embedded in the binary), the user folder
+//! (`$XDG_CONFIG_HOME/agentloop/skills`), `<workspace>/skills`, `skills.dirs` in config, then
+//! `--skills-dir`; a later skill of the same name replaces an earlier one. An invalid skill is
+//! reported (file, field, why) and skipped; it never stops the others from loading. Scans are
+//! bounded (`skills.max_entries`, depth 4) and skip `.git` and `node_modules`.
+//!
+//! Unknown frontmatter keys are warnings, not errors: the skill loads, `skills check` lists them.
+
+use crate::config::Config;
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("critique", include_str!("../skills/critique/SKILL.md")),
+    ("daily-digest", include_str!("../skills/daily-digest/SKILL.md")),
+    ("web-research", include_str!("../skills/web-research/SKILL.md")),
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// agent-skills | seed
+    pub format: String,
+    /// `builtin` or the folder it was loaded from.
+    pub location: String,
+    #[serde(skip)]
+    pub dir: Option<Utf8PathBuf>,
+    #[serde(skip)]
+    pub body: String,
+    pub triggers: Vec<String>,
+    pub requires_tools: Vec<String>,
+    pub requires_env: Vec<String>,
+    pub allowed_tools: Vec<String>,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    pub version: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    /// Supporting files, relative to the skill folder.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Problem {
+    pub file: String,
+    pub field: Option<String>,
+    pub message: String,
+    /// error | warning
+    pub severity: String,
+}
+
+impl Problem {
+    fn error(file: &Utf8Path, field: Option<&str>, message: impl Into<String>) -> Self {
+        Problem { file: file.to_string(), field: field.map(String::from), message: message.into(), severity: "error".into() }
+    }
+    fn warning(file: &Utf8Path, field: Option<&str>, message: impl Into<String>) -> Self {
+        Problem { severity: "warning".into(), ..Self::error(file, field, message) }
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == "error"
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(k) => write!(f, "{}: {}: field `{k}`: {}", self.severity, self.file, self.message),
+            None => write!(f, "{}: {}: {}", self.severity, self.file, self.message),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct SkillSet {
+    pub skills: Vec<Skill>,
+    pub problems: Vec<Problem>,
+}
+
+const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
+
+/// Checks a name against the Agent Skills rule: 1–64 of a-z, 0-9 and single inner hyphens.
+pub fn valid_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(format!("`{name}` must be 1 to 64 characters"));
+    }
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        return Err(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
+    }
+    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        return Err(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
+    }
+    Ok(())
+}
+
+fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
+    let end = rest.find("\n---")?;
+    let fm = &rest[..end];
+    let after = &rest[end + 4..];
+    let body = after.split_once('\n').map(|(_, b)| b).unwrap_or("");
+    Some((fm, body))
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        Some(Value::String(s)) => s.split([' ', ',']).filter(|x| !x.is_empty()).map(String::from).collect(),
+        _ => vec![],
+    }
+}
+
+/// Parses one SKILL.md. `folder` is the name its folder must match (None for bundled skills).
+pub fn parse_skill_md(text: &str, file: &Utf8Path, folder: Option<&str>) -> Result<(Skill, Vec<Problem>), Vec<Problem>> {
+    let mut problems = Vec::new();
+    let Some((fm, body)) = split_frontmatter(text) else {
+        return Err(vec![Problem::error(file, None, "no YAML frontmatter: the file must start with `---`, the fields, and `---`")]);
+    };
+    let map: serde_json::Map<String, Value> = match serde_yaml_ng::from_str::<Value>(fm) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
+        Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
+    };
+    let name = map.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    if !map.contains_key("name") {
+        problems.push(Problem::error(file, Some("name"), "missing"));
+    } else if let Err(e) = valid_name(&name) {
+        problems.push(Problem::error(file, Some("name"), e));
+    } else if let Some(f) = folder {
+        if f != name {
+            problems.push(Problem::error(file, Some("name"), format!("`{name}` must equal the folder name `{f}`")));
+        }
+    }
+    let description = map.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
+    match map.get("description") {
+        None => problems.push(Problem::error(file, Some("description"), "missing")),
+        Some(v) if !v.is_string() => problems.push(Problem::error(file, Some("description"), "must be a string")),
+        _ if description.is_empty() => problems.push(Problem::error(file, Some("description"), "must not be empty")),
+        _ if description.chars().count() > 1024 => {
+            problems.push(Problem::error(file, Some("description"), format!("is {} characters; the limit is 1024", description.chars().count())))
+        }
+        _ => {}
+    }
+    if let Some(c) = map.get("compatibility") {
+        match c.as_str() {
+            Some(s) if s.chars().count() > 500 => problems.push(Problem::error(file, Some("compatibility"), "is longer than 500 characters")),
+            Some(_) => {}
+            None => problems.push(Problem::error(file, Some("compatibility"), "must be a string")),
+        }
+    }
+    let mut metadata = BTreeMap::new();
+    if let Some(m) = map.get("metadata") {
+        match m.as_object() {
+            Some(o) => {
+                for (k, v) in o {
+                    match v.as_str() {
+                        Some(s) => {
+                            metadata.insert(k.clone(), s.to_string());
+                        }
+                        None => problems.push(Problem::warning(file, Some("metadata"), format!("value of `{k}` is not a string"))),
+                    }
+                }
+            }
+            None => problems.push(Problem::error(file, Some("metadata"), "must be a mapping of strings")),
+        }
+    }
+    for k in map.keys() {
+        if !SPEC_KEYS.contains(&k.as_str()) {
+            problems.push(Problem::warning(file, Some(k), "is not an Agent Skills field (ignored)"));
+        }
+    }
+    if problems.iter().any(Problem::is_error) {
+        return Err(problems);
+    }
+    let triggers = metadata.get("triggers").map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+    let requires_tools = metadata.get("requires-tools").map(|t| t.split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default();
+    let requires_env = metadata.get("requires-env").map(|t| t.split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default();
+    let skill = Skill {
+        name,
+        description,
+        format: "agent-skills".into(),
+        location: String::new(),
+        dir: None,
+        body: body.trim().to_string(),
+        triggers,
+        requires_tools,
+        requires_env,
+        allowed_tools: str_list(map.get("allowed-tools")),
+        license: map.get("license").and_then(Value::as_str).map(String::from),
+        compatibility: map.get("compatibility").and_then(Value::as_str).map(String::from),
+        version: metadata.get("version").cloned(),
+        metadata,
+        files: vec![],
+    };
+    Ok((skill, problems))
+}
+
+fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(rd) = d.read_dir_utf8() else { continue };
+        for e in rd.flatten() {
+            if *budget == 0 {
+                return out;
+            }
+            *budget -= 1;
+            let name = e.file_name();
+            if name == ".git" || name == "node_modules" {
+                continue;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() && depth < 3 {
+                stack.push((e.path().to_path_buf(), depth + 1));
+            } else if ft.is_file() && !matches!(name, "SKILL.md" | "skill.json") {
+                if let Ok(rel) = e.path().strip_prefix(dir) {
+                    out.push(rel.to_string());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize) {
+    let file = dir.join("SKILL.md");
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
+    };
+    match parse_skill_md(&text, &file, dir.file_name()) {
+        Ok((mut s, warnings)) => {
+            problems.extend(warnings);
+            s.location = dir.to_string();
+            s.files = list_files(dir, budget);
+            s.dir = Some(dir.to_path_buf());
+            set.push(s);
+        }
+        Err(p) => problems.extend(p),
+    }
+}
+
+fn load_seed_skill(dir: &Utf8Path, expect_id: Option<&str>, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize) {
+    let file = dir.join("skill.json");
+    let v: Value = match std::fs::read_to_string(&file).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        Ok(v) => v,
+        Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
+    };
+    let id = v.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+    if id.is_empty() {
+        return problems.push(Problem::error(&file, Some("id"), "missing"));
+    }
+    if let Some(want) = expect_id {
+        if want != id {
+            return problems.push(Problem::error(&file, Some("id"), format!("`{id}` does not match the registry entry `{want}`")));
+        }
+    }
+    let description = v.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
+    if description.is_empty() {
+        return problems.push(Problem::error(&file, Some("description"), "missing"));
+    }
+    if v.get("enabled").and_then(Value::as_bool) == Some(false) {
+        return;
+    }
+    let body = std::fs::read_to_string(dir.join("skill.md")).unwrap_or_default();
+    let requires = v.get("requires").cloned().unwrap_or(Value::Null);
+    set.push(Skill {
+        name: id,
+        description,
+        format: "seed".into(),
+        location: dir.to_string(),
+        dir: Some(dir.to_path_buf()),
+        body: body.trim().to_string(),
+        triggers: str_list(v.get("triggers")),
+        requires_tools: str_list(requires.get("tools")),
+        requires_env: str_list(requires.get("env_vars")),
+        allowed_tools: vec![],
+        license: None,
+        compatibility: None,
+        version: v.get("version").and_then(Value::as_str).map(String::from),
+        metadata: BTreeMap::new(),
+        files: list_files(dir, budget),
+    });
+}
+
+/// Loads every skill under one folder (both formats), bounded and skipping .git/node_modules.
+pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
+    let mut skills = Vec::new();
+    let mut problems = Vec::new();
+    let mut budget = max_entries;
+    let mut seen_seed = std::collections::BTreeSet::new();
+    let registry = root.join("registry.json");
+    if registry.is_file() {
+        match std::fs::read_to_string(&registry).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string())) {
+            Ok(v) => {
+                for entry in v.get("skills").and_then(Value::as_array).cloned().unwrap_or_default() {
+                    let id = entry.get("id").and_then(Value::as_str).unwrap_or("");
+                    let path = entry.get("path").and_then(Value::as_str).unwrap_or(id).trim_end_matches('/');
+                    if id.is_empty() || path.contains("..") || path.starts_with('/') {
+                        problems.push(Problem::error(&registry, Some("skills"), format!("entry {entry} needs a plain `id` and `path`")));
+                        continue;
+                    }
+                    let dir = root.join(path);
+                    seen_seed.insert(dir.clone());
+                    if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
+                        continue;
+                    }
+                    load_seed_skill(&dir, Some(id), &mut skills, &mut problems, &mut budget);
+                }
+            }
+            Err(e) => problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
+        }
+    }
+    if root.join("SKILL.md").is_file() {
+        load_agent_skill(root, &mut skills, &mut problems, &mut budget);
+        return (skills, problems);
+    }
+    let mut stack = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = dir.read_dir_utf8() else { continue };
+        let mut subdirs: Vec<Utf8PathBuf> = Vec::new();
+        for e in rd.flatten() {
+            if budget == 0 {
+                problems.push(Problem::warning(root, None, format!("stopped scanning after {max_entries} entries (skills.max_entries)")));
+                stack.clear();
+                break;
+            }
+            budget -= 1;
+            let name = e.file_name();
+            if name == ".git" || name == "node_modules" || name.starts_with('.') {
+                continue;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                subdirs.push(e.path().to_path_buf());
+            }
+        }
+        subdirs.sort();
+        for d in subdirs.into_iter().rev() {
+            if d.join("SKILL.md").is_file() {
+                load_agent_skill(&d, &mut skills, &mut problems, &mut budget);
+            } else if d.join("skill.json").is_file() {
+                if !seen_seed.contains(&d) {
+                    load_seed_skill(&d, None, &mut skills, &mut problems, &mut budget);
+                }
+            } else if depth < 4 {
+                stack.push((d, depth + 1));
+            }
+        }
+    }
+    (skills, problems)
+}
+
+pub fn user_dir() -> Option<Utf8PathBuf> {
+    crate::config::user_config_dir().map(|d| d.join("skills"))
+}
+
+impl SkillSet {
+    /// Loads all skill folders for a workspace in precedence order.
+    pub fn load(cfg: &Config, root: &Utf8Path) -> Self {
+        let mut set = SkillSet::default();
+        let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
+        if !cfg.skills.no_builtin {
+            for (folder, text) in BUILTIN {
+                if let Ok((mut s, _)) = parse_skill_md(text, Utf8Path::new(&format!("builtin:{folder}/SKILL.md")), Some(folder)) {
+                    s.location = "builtin".into();
+                    by_name.insert(s.name.clone(), s);
+                }
+            }
+        }
+        let mut dirs: Vec<Utf8PathBuf> = Vec::new();
+        dirs.extend(user_dir());
+        dirs.push(root.join("skills"));
+        dirs.extend(cfg.skills.dirs.iter().map(|d| crate::workspace::resolve_in(root, d)));
+        for d in dirs {
+            if !d.is_dir() {
+                continue;
+            }
+            let (skills, problems) = scan(&d, cfg.skills.max_entries);
+            set.problems.extend(problems);
+            for s in skills {
+                by_name.insert(s.name.clone(), s);
+            }
+        }
+        set.skills = by_name.into_values().collect();
+        set
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    /// Folders of on-disk skills (readable by file_read).
+    pub fn dirs(&self) -> Vec<Utf8PathBuf> {
+        self.skills.iter().filter_map(|s| s.dir.clone()).collect()
+    }
+
+    /// Skills whose triggers occur in the goal (case-insensitive).
+    pub fn matching(&self, goal: &str) -> Vec<String> {
+        let g = goal.to_lowercase();
+        self.skills.iter().filter(|s| s.triggers.iter().any(|t| !t.is_empty() && g.contains(&t.to_lowercase()))).map(|s| s.name.clone()).collect()
+    }
+
+    /// A skill's instructions, or one of its files (confined to the skill folder).
+    pub fn read(&self, name: &str, file: Option<&str>) -> Result<(String, Value), String> {
+        let s = self.get(name).ok_or_else(|| {
+            format!("no skill named `{name}`; available: {}", self.skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "))
+        })?;
+        let missing_env: Vec<&String> = s.requires_env.iter().filter(|v| std::env::var_os(v).is_none()).collect();
+        if !missing_env.is_empty() {
+            return Err(format!(
+                "skill `{name}` needs the environment variable(s) {} to be set before it can be used",
+                missing_env.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        match file {
+            None | Some("SKILL.md") | Some("skill.md") => Ok((s.body.clone(), json!({"skill": name, "activated": true, "files": s.files}))),
+            Some(f) => {
+                let dir = s.dir.as_ref().ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
+                let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| format!("cannot open {dir}: {e}"))?;
+                let text = d.read_to_string(f).map_err(|e| format!("cannot read `{f}` in skill `{name}`: {e}"))?;
+                Ok((text, json!({"skill": name, "file": f})))
+            }
+        }
+    }
+}

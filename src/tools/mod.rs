@@ -1,0 +1,357 @@
+//! The one tool registry. It feeds the Plan prompt, `skills gen`, `tools list` and Act, so they
+//! can never disagree about which tools exist and what their parameters are.
+//!
+//! Invariants: arguments are validated against the tool's JSON Schema before anything runs; a
+//! tool never panics the loop or returns a Rust error for a failed action — every outcome is a
+//! [`ToolResult`] with status ok|error; output over the cap goes to artifacts/ and the result
+//! carries the path plus an excerpt.
+
+pub mod files;
+pub mod html;
+pub mod net;
+pub mod shell;
+
+use crate::config::Config;
+use crate::skills::SkillSet;
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SideEffect {
+    /// Reads local files only.
+    Read,
+    /// Writes local files.
+    Write,
+    /// Talks to the network.
+    Network,
+    /// Runs a program.
+    Exec,
+    /// Ends the run; no effect outside agentloop.
+    None,
+    /// Run by another system (event mode); effects unknown.
+    External,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub side_effect: SideEffect,
+    #[serde(serialize_with = "ser_secs")]
+    pub timeout: Duration,
+    pub output_cap: usize,
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_secs())
+}
+
+/// The uniform result of every tool call.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolResult {
+    /// ok | error
+    pub status: String,
+    pub output: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub retryable: bool,
+    #[serde(default)]
+    pub metadata: Value,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+}
+
+impl ToolResult {
+    pub fn ok(output: impl Into<String>, metadata: Value) -> Self {
+        ToolResult { status: "ok".into(), output: output.into(), error: None, retryable: false, metadata, artifacts: vec![] }
+    }
+    pub fn err(error: impl Into<String>, retryable: bool) -> Self {
+        ToolResult { status: "error".into(), output: String::new(), error: Some(error.into()), retryable, metadata: Value::Null, artifacts: vec![] }
+    }
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+    /// One line for the trace and for people.
+    pub fn summary(&self) -> String {
+        let base = match &self.error {
+            Some(e) => e.clone(),
+            None => self.output.clone(),
+        };
+        let line: String = base.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut s: String = line.chars().take(200).collect();
+        if line.chars().count() > 200 {
+            s.push('…');
+        }
+        s
+    }
+}
+
+/// Everything a tool may touch.
+pub struct ToolEnv<'a> {
+    pub root: &'a Utf8Path,
+    pub config: &'a Config,
+    pub skills: &'a SkillSet,
+    /// Name stem for artifacts written by the registry (e.g. `step-3-web_fetch`).
+    pub artifact_stem: String,
+}
+
+pub struct Registry {
+    specs: Vec<ToolSpec>,
+}
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+impl Registry {
+    /// Built-ins, the shell tool when enabled, and external tools declared in config.
+    pub fn new(cfg: &Config) -> Self {
+        let t = cfg.tools.timeout.0;
+        let cap = cfg.tools.output_cap;
+        let spec = |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            side_effect,
+            timeout: t,
+            output_cap: cap,
+        };
+        let mut specs = vec![
+            spec(
+                "file_read",
+                "Read a UTF-8 text file inside the workspace (or another allowed folder). Paths are relative to the workspace.",
+                obj(json!({
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/page.md"},
+                    "max_length": {"type": "integer", "minimum": 1, "description": "Most characters to return (default: the output cap; the rest goes to an artifact)"}
+                }), &["path"]),
+                SideEffect::Read,
+            ),
+            spec(
+                "file_write",
+                "Write a text file under artifacts/ (or another allowed folder); creates parent folders.",
+                obj(json!({
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/report.md"},
+                    "content": {"type": "string", "description": "Text to write"},
+                    "mode": {"type": "string", "enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite (default) or append"}
+                }), &["path", "content"]),
+                SideEffect::Write,
+            ),
+            spec(
+                "list_dir",
+                "List the entries of a folder inside the workspace (or another allowed folder).",
+                obj(json!({
+                    "path": {"type": "string", "default": ".", "description": "Folder relative to the workspace (default: the workspace)"}
+                }), &[]),
+                SideEffect::Read,
+            ),
+            spec(
+                "http_call",
+                "Make an HTTP request to an API endpoint; returns status, headers and a capped body.",
+                obj(json!({
+                    "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "description": "HTTP method"},
+                    "url": {"type": "string", "minLength": 1, "description": "Full http(s) URL"},
+                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
+                    "body": {"type": "string", "description": "Request body (POST, PUT, PATCH)"},
+                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Timeout in seconds (default 30)"}
+                }), &["method", "url"]),
+                SideEffect::Network,
+            ),
+            spec(
+                "web_fetch",
+                "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.",
+                obj(json!({
+                    "url": {"type": "string", "minLength": 1, "description": "http(s) URL of the page"},
+                    "extract_mode": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown, text or html"},
+                    "max_length": {"type": "integer", "minimum": 1, "description": "Most characters to return (default 15000)"}
+                }), &["url"]),
+                SideEffect::Network,
+            ),
+            spec(
+                "skill_read",
+                "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.",
+                obj(json!({
+                    "name": {"type": "string", "minLength": 1, "description": "Skill name from the catalog"},
+                    "file": {"type": "string", "description": "A file inside the skill folder (default: the instructions)"}
+                }), &["name"]),
+                SideEffect::Read,
+            ),
+            spec(
+                "finish",
+                "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).",
+                obj(json!({
+                    "summary": {"type": "string", "minLength": 1, "description": "The final outcome, for the person who asked"},
+                    "artifacts": {"type": "array", "items": {"type": "string"}, "description": "Paths of the files produced, e.g. artifacts/report.md"}
+                }), &["summary"]),
+                SideEffect::None,
+            ),
+        ];
+        if cfg.tools.shell.enabled {
+            let mut s = spec(
+                "shell",
+                &format!(
+                    "Run one allowed program with arguments (argv, no shell) in the workspace; returns exit code, stdout and stderr. Allowed programs: {}.",
+                    if cfg.tools.shell.allow.is_empty() { "(none)".to_string() } else { cfg.tools.shell.allow.join(", ") }
+                ),
+                obj(json!({
+                    "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Program and arguments, e.g. [\"wc\", \"-l\", \"artifacts/a.txt\"]"},
+                    "stdin": {"type": "string", "description": "Text for the program's standard input"}
+                }), &["argv"]),
+                SideEffect::Exec,
+            );
+            s.timeout = cfg.tools.shell.timeout.0;
+            specs.push(s);
+        }
+        for (name, ext) in &cfg.tools.external {
+            if specs.iter().any(|s| &s.name == name) {
+                continue;
+            }
+            specs.push(ToolSpec {
+                name: name.clone(),
+                description: if ext.description.is_empty() { format!("External tool {name}.") } else { ext.description.clone() },
+                parameters: ext.parameters.clone().unwrap_or_else(|| json!({"type": "object"})),
+                side_effect: SideEffect::External,
+                timeout: t,
+                output_cap: cap,
+            });
+        }
+        Registry { specs }
+    }
+
+    pub fn all(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    pub fn canonical(name: &str) -> &str {
+        if name == "submit_response" {
+            "finish"
+        } else {
+            name
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        let name = Self::canonical(name);
+        self.specs.iter().find(|s| s.name == name)
+    }
+
+    /// The tools Act may run under this config (`allowed_tools`; `finish` is always allowed).
+    pub fn allowed<'a>(&'a self, cfg: &Config) -> Vec<&'a ToolSpec> {
+        self.specs.iter().filter(|s| is_allowed(cfg, &s.name)).collect()
+    }
+
+    /// Checks that a tool exists, is allowed and its arguments match its schema.
+    pub fn check(&self, cfg: &Config, name: &str, args: &Value) -> Result<&ToolSpec, String> {
+        let Some(spec) = self.get(name) else {
+            return Err(format!(
+                "unknown tool `{name}`; available: {}",
+                self.allowed(cfg).iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        };
+        if !is_allowed(cfg, &spec.name) {
+            return Err(format!("tool `{name}` is not in allowed_tools"));
+        }
+        validate(&spec.parameters, args)?;
+        Ok(spec)
+    }
+
+    /// Runs one tool call: check, execute with its timeout, move oversized output to artifacts/.
+    pub fn call(&self, env: &ToolEnv, name: &str, args: &Value) -> ToolResult {
+        let spec = match self.check(env.config, name, args) {
+            Ok(s) => s.clone(),
+            Err(e) => return ToolResult::err(e, false),
+        };
+        let mut result = match spec.name.as_str() {
+            "file_read" => files::file_read(env, args),
+            "file_write" => files::file_write(env, args),
+            "list_dir" => files::list_dir(env, args),
+            "http_call" => net::http_call(env, args),
+            "web_fetch" => net::web_fetch(env, args),
+            "skill_read" => skill_read(env, args),
+            "finish" => finish(args),
+            "shell" => shell::run(env, args, spec.timeout),
+            other => ToolResult::err(
+                format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
+                false,
+            ),
+        };
+        if result.output.chars().count() > spec.output_cap {
+            spill(env, &spec, &mut result);
+        }
+        result
+    }
+}
+
+pub fn is_allowed(cfg: &Config, name: &str) -> bool {
+    let name = Registry::canonical(name);
+    name == "finish" || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+}
+
+/// Validates arguments against a JSON Schema; the error names the field.
+pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(args)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                format!("arguments: {e}")
+            } else {
+                format!("argument `{}`: {e}", at.trim_start_matches('/').replace('/', "."))
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("invalid arguments: {}", errors.join("; ")))
+    }
+}
+
+/// Moves output over the cap into artifacts/ and keeps an excerpt inline.
+fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
+    let rel = format!("artifacts/{}.txt", env.artifact_stem);
+    let path = env.root.join(&rel);
+    let full = std::mem::take(&mut result.output);
+    let write = crate::fs::create_dir_all(&env.root.join("artifacts")).and_then(|_| crate::fs::write_atomic(&path, full.as_bytes()));
+    let excerpt: String = full.chars().take(spec.output_cap.min(2000)).collect();
+    match write {
+        Ok(()) => {
+            result.output = format!(
+                "{excerpt}\n\n[output truncated: {} characters in total; the full output is in {rel}]",
+                full.chars().count()
+            );
+            result.artifacts.push(rel);
+        }
+        Err(e) => {
+            result.output = format!("{excerpt}\n\n[output truncated; could not save the rest: {}]", e.message);
+        }
+    }
+}
+
+fn skill_read(env: &ToolEnv, args: &Value) -> ToolResult {
+    let name = args["name"].as_str().unwrap_or_default();
+    let file = args.get("file").and_then(Value::as_str);
+    match env.skills.read(name, file) {
+        Ok((text, meta)) => ToolResult::ok(text, meta),
+        Err(e) => ToolResult::err(e, false),
+    }
+}
+
+fn finish(args: &Value) -> ToolResult {
+    let summary = args["summary"].as_str().unwrap_or_default().to_string();
+    let artifacts: Vec<String> =
+        args.get("artifacts").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let mut r = ToolResult::ok(summary, json!({"finish": true}));
+    r.artifacts = artifacts;
+    r
+}
+
+/// Artifact paths are reported relative to the workspace.
+pub fn rel_artifact(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
+    p.strip_prefix(root).map(Utf8Path::to_path_buf).unwrap_or_else(|_| p.to_path_buf())
+}

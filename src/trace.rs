@@ -1,0 +1,165 @@
+//! trace.jsonl: the append-only audit trail, one typed JSON object per line.
+//!
+//! Invariants: lines are only ever appended, each with a single write, and never rewritten. The
+//! first entry of a run (`event: "run.started"`) carries `schema_version`. Readers skip a corrupt
+//! or truncated line and report its number instead of failing. Field names are a public contract
+//! (README "Trace schema"): add fields, never rename them.
+
+use crate::error::Result;
+use crate::fs;
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Frame,
+    Plan,
+    Act,
+    Reflect,
+    Run,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Frame => "frame",
+            Phase::Plan => "plan",
+            Phase::Act => "act",
+            Phase::Reflect => "reflect",
+            Phase::Run => "run",
+        }
+    }
+}
+
+/// Token counts of one model call (or a sum of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub cache_read_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+    }
+    /// Tokens counted against `max_tokens`: everything sent and received.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_write_tokens + self.cache_read_tokens
+    }
+}
+
+/// One line of trace.jsonl. Optional fields are omitted when empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub ts: String,
+    pub run_id: String,
+    pub step: u32,
+    pub phase: Option<Phase>,
+    /// What happened: run.started, frame, reframe, plan, act, reflect, run.finished, event.ignored, ...
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// USD; null when the model's price is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// Size in bytes of the prompt sent (system + messages), to show prompts stay bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Free-form extra facts (limits at start, status at finish).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl Entry {
+    pub fn new(run_id: &str, step: u32, phase: Phase, event: &str) -> Self {
+        Entry {
+            ts: crate::clock::now_rfc3339(),
+            run_id: run_id.to_string(),
+            step,
+            phase: Some(phase),
+            event: event.to_string(),
+            ..Default::default()
+        }
+    }
+    pub fn is_error(&self) -> bool {
+        self.error.is_some() || self.result_status.as_deref() == Some("error")
+    }
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("trace entries serialize")
+    }
+}
+
+/// Appends one entry as one line.
+pub fn append(path: &Utf8Path, entry: &Entry) -> Result<()> {
+    fs::append_line(path, &entry.to_line())
+}
+
+/// A line that could not be read back.
+#[derive(Debug, Clone)]
+pub struct BadLine {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Reads every entry; corrupt lines are returned separately with their line numbers.
+pub fn read(path: &Utf8Path) -> Result<(Vec<Entry>, Vec<BadLine>)> {
+    let text = fs::read_optional(path)?.unwrap_or_default();
+    Ok(parse(&text))
+}
+
+pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
+    let mut entries = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Entry>(line) {
+            Ok(e) => entries.push(e),
+            Err(e) => bad.push(BadLine { line: i + 1, message: e.to_string() }),
+        }
+    }
+    (entries, bad)
+}
+
+/// Whether the file's last line is exactly this entry (used to make journal replay idempotent).
+pub fn ends_with(path: &Utf8Path, line: &str) -> Result<bool> {
+    let text = fs::read_optional(path)?.unwrap_or_default();
+    Ok(text.trim_end_matches('\n').rsplit('\n').next() == Some(line))
+}

@@ -1,0 +1,409 @@
+//! The workspace folder: its files, the lock, state.json and the commit journal.
+//!
+//! Invariants:
+//! - Every file is replaced atomically ([`crate::fs::write_atomic`]); trace.jsonl is append-only.
+//! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
+//!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
+//! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
+//!   `.agentloop.journal.json`, then applied file by file, then removed. A process killed at any
+//!   instant leaves either no journal (nothing or everything applied) or a journal that the next
+//!   locker replays; replay is idempotent, so no phase is applied twice or half.
+
+use crate::config::Config;
+use crate::error::{Error, Kind, Result};
+use crate::fs;
+use crate::trace::{self, Usage};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+pub const STATE_SCHEMA_VERSION: u32 = 1;
+const LOCK_FILE: &str = ".agentloop.lock";
+const JOURNAL_FILE: &str = ".agentloop.journal.json";
+
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub root: Utf8PathBuf,
+}
+
+/// Where a run is: the next phase to execute, or finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Next {
+    Frame,
+    Plan,
+    Act,
+    Reflect,
+    Finish,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Done,
+    Escalated,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Escalated => "escalated",
+        }
+    }
+    pub fn is_terminal(self) -> bool {
+        self != Status::Running
+    }
+}
+
+/// Why a run stopped, which fixes the exit code of `run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    Done,
+    Escalated,
+    Budget,
+    Provider,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub max_steps: u32,
+    pub max_reframes: u32,
+    pub timeout_secs: u64,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Limits {
+    pub fn from_config(c: &Config) -> Self {
+        Limits {
+            max_steps: c.max_steps,
+            max_reframes: c.max_reframes,
+            timeout_secs: c.timeout.0.as_secs(),
+            max_tokens: c.max_tokens,
+            max_cost_usd: c.max_cost_usd,
+        }
+    }
+}
+
+/// The action chosen by Plan and not yet reflected on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Pending {
+    pub step: u32,
+    pub tool: String,
+    pub args: serde_json::Value,
+    #[serde(default)]
+    pub attempt: u32,
+    pub requested_at: String,
+}
+
+/// state.json: the machine state of one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct State {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub goal: String,
+    pub status: Status,
+    pub next: Next,
+    pub step: u32,
+    pub reframes: u32,
+    pub started_at: String,
+    pub updated_at: String,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    pub limits: Limits,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// True once any call had an unknown price (cost_usd then undercounts).
+    #[serde(default)]
+    pub cost_incomplete: bool,
+    /// Wall time spent in `run`, summed across invocations.
+    #[serde(default)]
+    pub elapsed_ms: u64,
+    #[serde(default)]
+    pub pending: Option<Pending>,
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Fingerprint of the last action + result, and how many times in a row it was seen.
+    #[serde(default)]
+    pub last_action: Option<String>,
+    #[serde(default)]
+    pub repeats: u32,
+    #[serde(default)]
+    pub done_refusals: u32,
+    #[serde(default)]
+    pub completed_steps: Vec<u32>,
+    #[serde(default)]
+    pub stop: Option<StopKind>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// Skills activated by skill_read, carried in later phase prompts.
+    #[serde(default)]
+    pub active_skills: Vec<String>,
+    /// The result of the last action, for Reflect (bounded by the output cap).
+    #[serde(default)]
+    pub last_result: Option<crate::tools::ToolResult>,
+    /// Why Reflect asked for a reframe (read by the next Frame).
+    #[serde(default)]
+    pub reframe_reason: Option<String>,
+    /// Replay position of the scripted model, committed with each phase.
+    #[serde(default)]
+    pub model_cursor: serde_json::Value,
+}
+
+impl State {
+    pub fn new(run_id: String, goal: String, limits: Limits) -> Self {
+        let now = crate::clock::now_rfc3339();
+        State {
+            schema_version: STATE_SCHEMA_VERSION,
+            run_id,
+            goal,
+            status: Status::Running,
+            next: Next::Frame,
+            step: 0,
+            reframes: 0,
+            started_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            limits,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            cost_incomplete: false,
+            elapsed_ms: 0,
+            pending: None,
+            consecutive_failures: 0,
+            last_action: None,
+            repeats: 0,
+            done_refusals: 0,
+            completed_steps: vec![],
+            stop: None,
+            reason: None,
+            outcome: None,
+            artifacts: vec![],
+            active_skills: vec![],
+            last_result: None,
+            reframe_reason: None,
+            model_cursor: serde_json::Value::Null,
+        }
+    }
+
+    pub fn add_usage(&mut self, usage: &Usage, cost: Option<f64>) {
+        self.usage.add(usage);
+        match cost {
+            Some(c) => self.cost_usd += c,
+            None if usage.total() > 0 => self.cost_incomplete = true,
+            None => {}
+        }
+    }
+}
+
+/// Effects of one phase, applied all-or-nothing through the journal.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Commit {
+    /// (file name relative to the workspace, new contents)
+    pub files: Vec<(String, String)>,
+    pub trace: Vec<String>,
+    pub state: Option<State>,
+}
+
+impl Commit {
+    pub fn file(&mut self, name: &str, contents: String) -> &mut Self {
+        self.files.push((name.to_string(), contents));
+        self
+    }
+    pub fn entry(&mut self, e: &trace::Entry) -> &mut Self {
+        self.trace.push(e.to_line());
+        self
+    }
+}
+
+/// Held while a process mutates the workspace; dropping it releases the lock.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Workspace {
+    pub fn new(root: impl Into<Utf8PathBuf>) -> Self {
+        Workspace { root: root.into() }
+    }
+    pub fn path(&self, name: &str) -> Utf8PathBuf {
+        self.root.join(name)
+    }
+    pub fn context(&self) -> Utf8PathBuf {
+        self.path("context.md")
+    }
+    pub fn memory(&self) -> Utf8PathBuf {
+        self.path("memory.md")
+    }
+    pub fn plan(&self) -> Utf8PathBuf {
+        self.path("plan.md")
+    }
+    pub fn decisions(&self) -> Utf8PathBuf {
+        self.path("decisions.md")
+    }
+    pub fn skills(&self) -> Utf8PathBuf {
+        self.path("skills.md")
+    }
+    pub fn trace(&self) -> Utf8PathBuf {
+        self.path("trace.jsonl")
+    }
+    pub fn state_path(&self) -> Utf8PathBuf {
+        self.path("state.json")
+    }
+    pub fn result(&self) -> Utf8PathBuf {
+        self.path("result.json")
+    }
+    pub fn artifacts(&self) -> Utf8PathBuf {
+        self.path("artifacts")
+    }
+
+    pub fn has_run(&self) -> bool {
+        self.state_path().is_file()
+    }
+
+    pub fn load_state(&self) -> Result<State> {
+        let path = self.state_path();
+        let Some(text) = fs::read_optional(&path)? else {
+            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
+                .with_hint(format!("start one with `agentloop init {} --goal \"...\"` or `agentloop run --goal \"...\"`", self.root)));
+        };
+        let state: State = serde_json::from_str(&text).map_err(|e| {
+            Error::data(format!("cannot read {path}: {e}"))
+                .with_hint("restore the file from a backup, or start a new run with `agentloop init --force`")
+        })?;
+        if state.schema_version > STATE_SCHEMA_VERSION {
+            return Err(Error::data(format!(
+                "{path} has schema_version {} but this agentloop reads up to {STATE_SCHEMA_VERSION}",
+                state.schema_version
+            ))
+            .with_hint("upgrade agentloop"));
+        }
+        Ok(state)
+    }
+
+    pub fn save_state(&self, state: &State) -> Result<()> {
+        let mut s = state.clone();
+        s.updated_at = crate::clock::now_rfc3339();
+        let text = serde_json::to_string_pretty(&s).expect("state serializes") + "\n";
+        fs::write_atomic(&self.state_path(), text.as_bytes())
+    }
+
+    /// Takes the exclusive workspace lock. `wait`: None fails at once, Some(d) waits up to d.
+    pub fn lock(&self, wait: Option<Duration>) -> Result<Lock> {
+        fs::create_dir_all(&self.root)?;
+        let path = self.path(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io("open lock file", &path, e))?;
+        let deadline = wait.map(|d| Instant::now() + d);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    if let Some(dl) = deadline {
+                        if Instant::now() < dl {
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        }
+                    }
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let holder = holder.trim();
+                    let who = if holder.is_empty() { "another agentloop process".to_string() } else { format!("agentloop process {holder}") };
+                    return Err(Error::new(Kind::LockBusy, format!("workspace {} is locked by {who}", self.root)).with_hint(
+                        "wait for it to finish, or pass --wait[=SECS] to wait for the lock",
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+            }
+        }
+        use std::io::{Seek, Write};
+        let mut f = &file;
+        let _ = f.set_len(0);
+        let _ = f.seek(std::io::SeekFrom::Start(0));
+        let _ = write!(f, "{}", std::process::id());
+        let _ = f.sync_data();
+        self.recover()?;
+        Ok(Lock { _file: file })
+    }
+
+    /// Applies a phase's effects all-or-nothing (see the module docs).
+    pub fn commit(&self, commit: &Commit) -> Result<()> {
+        let journal = self.path(JOURNAL_FILE);
+        let text = serde_json::to_string(commit).expect("commit serializes");
+        fs::write_atomic(&journal, text.as_bytes())?;
+        crate::crash::point("commit:journaled");
+        self.apply(commit)?;
+        std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+    }
+
+    fn apply(&self, commit: &Commit) -> Result<()> {
+        for (name, contents) in &commit.files {
+            let path = self.path(name);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::write_atomic(&path, contents.as_bytes())?;
+        }
+        if !commit.trace.is_empty() {
+            let path = self.trace();
+            let existing = fs::read_optional(&path)?.unwrap_or_default();
+            let present: Vec<&str> = existing.lines().collect();
+            // The journal's lines are appended in order; skip the prefix already written.
+            let mut skip = 0;
+            for k in (1..=commit.trace.len().min(present.len())).rev() {
+                if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
+                    skip = k;
+                    break;
+                }
+            }
+            for line in &commit.trace[skip..] {
+                fs::append_line(&path, line)?;
+                crate::crash::point("commit:trace-line");
+            }
+        }
+        if let Some(state) = &commit.state {
+            self.save_state(state)?;
+        }
+        Ok(())
+    }
+
+    /// Replays a journal left by a killed process.
+    pub fn recover(&self) -> Result<()> {
+        let journal = self.path(JOURNAL_FILE);
+        let Some(text) = fs::read_optional(&journal)? else { return Ok(()) };
+        match serde_json::from_str::<Commit>(&text) {
+            Ok(commit) => self.apply(&commit)?,
+            // A torn journal cannot exist (it is written atomically); a foreign file is set aside.
+            Err(_) => {
+                let aside = self.path(".agentloop.journal.corrupt");
+                let _ = std::fs::rename(&journal, &aside);
+                return Ok(());
+            }
+        }
+        std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+    }
+}
+
+/// Resolves a path relative to the workspace unless absolute.
+pub fn resolve_in(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
