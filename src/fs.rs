@@ -29,7 +29,10 @@ pub fn create_dir_all(path: &Utf8Path) -> Result<()> {
 
 /// Replaces `path` with `contents` atomically (temp file in the same folder + fsync + rename).
 pub fn write_atomic(path: &Utf8Path, contents: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_str().is_empty())
+        .unwrap_or(Utf8Path::new("."));
     let name = path.file_name().unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
@@ -63,7 +66,8 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
         .append(true)
         .open(path)
         .map_err(|e| Error::io("open", path, e))?;
-    f.write_all(&buf).map_err(|e| Error::io("append to", path, e))?;
+    f.write_all(&buf)
+        .map_err(|e| Error::io("append to", path, e))?;
     f.sync_data().map_err(|e| Error::io("sync", path, e))
 }
 

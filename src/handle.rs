@@ -1,6 +1,726 @@
-//! Event mode (placeholder until the event issue lands).
+//! Event mode: one turn per invocation, speaking Ductile plugin protocol v2 (seed RFC-103).
+//!
+//! Input is one request on stdin (a protocol v2 request or a bare event); output is exactly one
+//! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
+//! `events`, `state_updates` (a full snapshot: `runs` + `last_run_id`) and `logs`. Diagnostics
+//! go to stderr. The exit code is 0 whenever a response was written, 78 for configuration
+//! errors that must never be retried.
+//!
+//! Turn rules (validated in the seed's order for results): unknown run → ignore + warn;
+//! terminal run → ignore; step lower than pending → stale or duplicate, ignore; step higher →
+//! escalate; tool mismatch → escalate; status error → re-issue the same step (attempt + 1) or
+//! escalate when `handle.tool_retries` is spent; ok → reflect, plan, and run local tools until
+//! an external tool is pending (emit `agentic.tool_request.<tool>`) or the run ends (emit
+//! exactly one `agent.completed` / `agent.escalated`). `pending_step`/`pending_tool` are
+//! committed to state.json before a request is emitted. Redelivering an event changes nothing.
+
 use crate::cli::Global;
-use crate::error::{Error, Result};
-pub fn main(_g: &Global) -> Result<u8> {
-    Err(Error::failure("handle is not built yet"))
+use crate::config::{Config, Layer};
+use crate::error::{code, Error, Kind, Result};
+use crate::markdown::NextAction;
+use crate::output::Printer;
+use crate::phases::{self, act, Env, Outcome};
+use crate::tools::ToolResult;
+use crate::workspace::{Commit, Next, State, StopKind, Workspace};
+use camino::Utf8PathBuf;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+const RESERVED: &[&str] = &[
+    "run_id",
+    "step",
+    "tool",
+    "tool_command",
+    "requested_at",
+    "attempt",
+];
+const INDEX: &str = ".agentloop-handle.json";
+
+#[derive(Default)]
+struct Response {
+    status: &'static str,
+    result: String,
+    error: Option<String>,
+    retry: Option<bool>,
+    events: Vec<Value>,
+    runs: Map<String, Value>,
+    last_run_id: Option<String>,
+    logs: Vec<Value>,
+}
+
+impl Response {
+    fn log(&mut self, level: &str, msg: impl Into<String>) {
+        let msg = msg.into();
+        eprintln!("agentloop handle: {level}: {msg}");
+        self.logs.push(json!({"level": level, "message": msg}));
+    }
+    fn to_json(&self) -> Value {
+        let mut v = json!({"status": self.status, "result": if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() }});
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        if let Some(r) = self.retry {
+            v["retry"] = json!(r);
+        }
+        v["events"] = Value::Array(self.events.clone());
+        v["state_updates"] = json!({"runs": self.runs, "last_run_id": self.last_run_id});
+        v["logs"] = Value::Array(self.logs.clone());
+        v
+    }
+}
+
+/// Aliases the seeds use in plugin config, mapped onto agentloop's keys; router-only keys dropped.
+fn request_layer(cfg: &Value) -> Layer {
+    let mut out = Map::new();
+    if let Value::Object(m) = cfg {
+        for (k, v) in m {
+            match k.as_str() {
+                "allowed_plugins" => {
+                    out.insert("allowed_tools".into(), v.clone());
+                }
+                "llm_provider" | "llm_model" => {
+                    let key = k.trim_start_matches("llm_").to_string();
+                    let llm = out.entry("llm").or_insert_with(|| json!({}));
+                    llm[key] = v.clone();
+                }
+                "api_url" | "api_token" | "workspace_dir" | "timeouts" | "schedule" => {}
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    Layer {
+        source: "the request's config".into(),
+        value: Value::Object(out),
+    }
+}
+
+/// Entry point: always writes one response; returns the exit code.
+pub fn main(g: &Global) -> Result<u8> {
+    let printer = Printer {
+        quiet: true,
+        ..Printer::new(true, g.verbose, false, g.color)
+    };
+    let mut input = String::new();
+    let mut resp = Response {
+        status: "ok",
+        ..Default::default()
+    };
+    let exit = match std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+        Err(e) => {
+            fail(
+                &mut resp,
+                format!("cannot read the request from stdin: {e}"),
+                false,
+            );
+            0
+        }
+        Ok(_) => turn(g, &input, &mut resp),
+    };
+    printer.outln(&resp.to_json().to_string());
+    Ok(exit)
+}
+
+fn fail(resp: &mut Response, msg: String, retry: bool) {
+    resp.status = "error";
+    resp.result = format!("error: {msg}");
+    resp.error = Some(msg);
+    resp.retry = Some(retry);
+}
+
+fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
+    let req: Value = match serde_json::from_str(input) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            fail(resp, "the request must be a JSON object".into(), false);
+            return 0;
+        }
+        Err(e) => {
+            fail(resp, format!("the request is not valid JSON: {e}"), false);
+            return 0;
+        }
+    };
+    let is_protocol =
+        req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
+    let event = if is_protocol {
+        req.get("event").cloned().unwrap_or(Value::Null)
+    } else {
+        req.clone()
+    };
+    let command = req
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("handle");
+    // Carry the incoming state forward so state_updates is a full snapshot.
+    if let Some(runs) = req.pointer("/state/runs").and_then(Value::as_object) {
+        resp.runs = runs.clone();
+    }
+    resp.last_run_id = req
+        .pointer("/state/last_run_id")
+        .and_then(Value::as_str)
+        .map(String::from);
+    if let Err(e) = crate::fs::create_dir_all(&g.workspace) {
+        fail(resp, e.message, true);
+        return 0;
+    }
+    let root = g
+        .workspace
+        .canonicalize_utf8()
+        .unwrap_or_else(|_| g.workspace.clone());
+    let request_cfg = req
+        .get("config")
+        .filter(|c| c.is_object())
+        .map(request_layer);
+    let cfg = match crate::settings::layers(g, &root, request_cfg)
+        .and_then(|l| crate::config::resolve(&l))
+    {
+        Ok(r) => absolutize(r.config, &root),
+        Err(e) => {
+            fail(resp, format!("configuration error: {}", e.message), false);
+            return code::HANDLE_CONFIG;
+        }
+    };
+    match command {
+        "health" => {
+            resp.result = format!(
+                "agentloop {} healthy; runs under {}",
+                env!("CARGO_PKG_VERSION"),
+                root.join(&cfg.handle.runs_dir)
+            );
+            return 0;
+        }
+        "poll" => {
+            resp.result = "agentloop has nothing to poll; it acts on events".into();
+            return 0;
+        }
+        "handle" => {}
+        other => {
+            fail(
+                resp,
+                format!("unknown command `{other}`; expected handle, health or poll"),
+                false,
+            );
+            return 0;
+        }
+    }
+    if let Some(dl) = req
+        .get("deadline_at")
+        .and_then(Value::as_str)
+        .and_then(crate::clock::parse_rfc3339)
+    {
+        if dl < crate::clock::now() && !crate::clock::is_fixed() {
+            fail(
+                resp,
+                "the job's deadline_at has already passed".into(),
+                true,
+            );
+            return 0;
+        }
+    }
+    let ty = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let payload = event.get("payload").cloned().unwrap_or(Value::Null);
+    let result = match ty.as_str() {
+        "agentic.start" | "api.trigger" => start(&cfg, &root, &event, &payload, resp),
+        "agentic.tool_result" => resume(&cfg, &root, &payload, resp),
+        "" => Err(Error::usage("the event has no `type`")),
+        _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
+            // A tool's own event resuming the run: correlation comes from the request context.
+            Some(ctx) => {
+                let synthesized = json!({
+                    "run_id": ctx["run_id"], "step": ctx["step"], "tool": ctx["tool"],
+                    "status": payload.get("status").cloned().unwrap_or(json!("ok")),
+                    "result": payload, "error": payload.get("error").cloned().unwrap_or(Value::Null),
+                });
+                resp.log(
+                    "info",
+                    format!("resuming from `{ty}` with correlation from the request context"),
+                );
+                resume(&cfg, &root, &synthesized, resp)
+            }
+            None => {
+                resp.log("warn", format!("ignored event `{ty}`: not agentic.start, api.trigger or agentic.tool_result, and no run in the context"));
+                resp.result = format!("ignored event `{ty}`");
+                Ok(())
+            }
+        },
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) if e.kind == Kind::Usage && e.message.starts_with("invalid configuration") => {
+            fail(resp, e.message, false);
+            code::HANDLE_CONFIG
+        }
+        Err(e) => {
+            let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy);
+            fail(resp, e.message, retry);
+            0
+        }
+    }
+}
+
+fn absolutize(mut c: Config, root: &Utf8PathBuf) -> Config {
+    let abs = |p: &mut Utf8PathBuf| {
+        if p.is_relative() {
+            *p = root.join(&*p);
+        }
+    };
+    if let Some(s) = c.llm.script.as_mut() {
+        abs(s);
+    }
+    if let Some(s) = c.llm.record.as_mut() {
+        abs(s);
+    }
+    c.tools.read_paths.iter_mut().for_each(abs);
+    c.tools.write_paths.iter_mut().for_each(abs);
+    c.skills.dirs.iter_mut().for_each(abs);
+    c
+}
+
+fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
+    if run_id.is_empty()
+        || !run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(Error::usage(format!("`{run_id}` is not a valid run id")));
+    }
+    Ok(Workspace::new(root.join(&cfg.handle.runs_dir).join(run_id)))
+}
+
+fn start(
+    cfg: &Config,
+    root: &Utf8PathBuf,
+    event: &Value,
+    payload: &Value,
+    resp: &mut Response,
+) -> Result<()> {
+    let goal = payload
+        .get("goal")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("");
+    if goal.is_empty() {
+        return Err(Error::usage("the start event's payload has no `goal`"));
+    }
+    let background = match payload.get("context") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+    };
+    // Redelivery of the same start event must not create a second run.
+    let key = event
+        .get("dedupe_key")
+        .or_else(|| event.get("event_id"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    crate::fs::create_dir_all(root)?;
+    let root_ws = Workspace::new(root.clone());
+    let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let index_path = root.join(INDEX);
+    let mut index: Map<String, Value> = crate::fs::read_optional(&index_path)?
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if let Some(k) = &key {
+        if let Some(run_id) = index.get(k).and_then(Value::as_str).map(String::from) {
+            drop(_root_lock);
+            return duplicate_start(cfg, root, k, &run_id, resp);
+        }
+    }
+    let run_id = crate::clock::new_run_id();
+    let ws = run_ws(cfg, root, &run_id)?;
+    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let printer = Printer {
+        quiet: true,
+        ..Default::default()
+    };
+    let env = Env::with(&ws, cfg, printer)?;
+    let mut state = phases::init::init_run(
+        &ws,
+        cfg,
+        &env.tpl,
+        goal,
+        &phases::init::format_background(&background),
+        false,
+        Some(run_id.clone()),
+    )?;
+    if let Some(k) = key {
+        index.insert(k, json!(run_id));
+        crate::fs::write_atomic(
+            &index_path,
+            serde_json::to_string_pretty(&index)
+                .expect("json")
+                .as_bytes(),
+        )?;
+    }
+    drop(_root_lock);
+    let text = crate::catalog::markdown(&env.registry.allowed(cfg), &env.skills);
+    crate::fs::write_atomic(&ws.skills(), text.as_bytes())?;
+    resp.log("info", format!("started run {run_id}"));
+    let mut env = env;
+    advance(&mut env, &mut state, resp)
+}
+
+/// A redelivered start: ignored, unless the first delivery's turn was cut short, which is
+/// then finished (its events carry the same dedupe keys, so a router drops any repeat).
+fn duplicate_start(
+    cfg: &Config,
+    root: &Utf8PathBuf,
+    key: &str,
+    run_id: &str,
+    resp: &mut Response,
+) -> Result<()> {
+    let ws = run_ws(cfg, root, run_id)?;
+    if !ws.has_run() {
+        resp.log(
+            "warn",
+            format!("duplicate start `{key}`: run {run_id} has no workspace; ignored"),
+        );
+        resp.result = format!("duplicate start ignored (run {run_id})");
+        return Ok(());
+    }
+    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let mut state = ws.load_state()?;
+    let waiting = state.next == Next::Act
+        && state
+            .pending
+            .as_ref()
+            .is_some_and(|p| !cfg.tools.local.contains(&p.tool));
+    if state.status.is_terminal() || waiting {
+        resp.log(
+            "info",
+            format!("duplicate start `{key}` ignored (run {run_id})"),
+        );
+        resp.result = format!("duplicate start ignored; run {run_id} already exists");
+        snapshot(&state, resp);
+        return Ok(());
+    }
+    resp.log(
+        "warn",
+        format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"),
+    );
+    let printer = Printer {
+        quiet: true,
+        ..Default::default()
+    };
+    let mut env = Env::with(&ws, cfg, printer)?;
+    advance(&mut env, &mut state, resp)
+}
+
+fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> Result<()> {
+    let run_id = p
+        .get("run_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let step = p.get("step").and_then(|s| {
+        s.as_u64()
+            .or_else(|| s.as_str().and_then(|s| s.parse().ok()))
+    });
+    let tool = p
+        .get("tool")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let ws = match run_ws(cfg, root, &run_id) {
+        Ok(ws) if ws.has_run() => ws,
+        _ => {
+            resp.log(
+                "warn",
+                format!("ignored tool result for unknown run `{run_id}`"),
+            );
+            resp.result = format!("ignored: unknown run `{run_id}`");
+            return Ok(());
+        }
+    };
+    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let mut state = ws.load_state()?;
+    resp.last_run_id = Some(state.run_id.clone());
+    let printer = Printer {
+        quiet: true,
+        ..Default::default()
+    };
+    let mut env = Env::with(&ws, cfg, printer)?;
+    if state.status.is_terminal() {
+        resp.log(
+            "info",
+            format!(
+                "ignored tool result for run {run_id}: the run already ended {}",
+                state.status.as_str()
+            ),
+        );
+        resp.result = format!(
+            "ignored: run {run_id} already ended {}",
+            state.status.as_str()
+        );
+        snapshot(&state, resp);
+        return Ok(());
+    }
+    let waiting = state.next == Next::Act && state.pending.is_some();
+    let Some(pending) = state.pending.clone().filter(|_| waiting) else {
+        // An earlier turn was interrupted part-way: finish it instead of ignoring the run.
+        resp.log("warn", format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"));
+        return advance(&mut env, &mut state, resp);
+    };
+    let Some(step) = step else {
+        return escalate(
+            &env,
+            &mut state,
+            resp,
+            "protocol violation: the tool result has no `step`".into(),
+        );
+    };
+    if (step as u32) < pending.step || state.completed_steps.contains(&(step as u32)) {
+        resp.log(
+            "info",
+            format!(
+                "ignored stale or duplicate result for run {run_id} step {step} (pending step {})",
+                pending.step
+            ),
+        );
+        resp.result = format!(
+            "ignored: stale or duplicate result for step {step}; run {run_id} waits for step {}",
+            pending.step
+        );
+        snapshot(&state, resp);
+        return Ok(());
+    }
+    if step as u32 > pending.step {
+        return escalate(
+            &env,
+            &mut state,
+            resp,
+            format!(
+                "protocol violation: result for step {step} but step {} is pending",
+                pending.step
+            ),
+        );
+    }
+    if crate::tools::Registry::canonical(&tool) != pending.tool {
+        return escalate(
+            &env,
+            &mut state,
+            resp,
+            format!(
+                "protocol violation: result from tool `{tool}` but `{}` is pending for step {step}",
+                pending.tool
+            ),
+        );
+    }
+    let status = p.get("status").and_then(Value::as_str).unwrap_or("ok");
+    let result_value = p.get("result").cloned().unwrap_or(Value::Null);
+    let output = match &result_value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => serde_json::to_string_pretty(v).unwrap_or_default(),
+    };
+    let action = NextAction {
+        tool: pending.tool.clone(),
+        args: pending.args.clone(),
+    };
+    if status != "ok" {
+        let error = p
+            .get("error")
+            .map(|e| {
+                if let Some(s) = e.as_str() {
+                    s.to_string()
+                } else {
+                    e.to_string()
+                }
+            })
+            .filter(|e| e != "null")
+            .unwrap_or_else(|| format!("tool reported status `{status}`"));
+        if pending.attempt < cfg.handle.tool_retries {
+            let mut next = pending.clone();
+            next.attempt += 1;
+            next.requested_at = crate::clock::now_rfc3339();
+            state.pending = Some(next.clone());
+            let mut e = crate::trace::Entry::new(
+                &state.run_id,
+                step as u32,
+                crate::trace::Phase::Act,
+                "act.retry",
+            );
+            e.tool = Some(pending.tool.clone());
+            e.result_status = Some("error".into());
+            e.error = Some(error.clone());
+            e.retryable = Some(true);
+            e.attempt = Some(next.attempt);
+            let mut c = Commit::default();
+            c.entry(&e);
+            c.state = Some(state.clone());
+            env.commit(&c)?;
+            resp.log(
+                "warn",
+                format!(
+                    "run {run_id} step {step}: tool error ({error}); retry {} of {}",
+                    next.attempt, cfg.handle.tool_retries
+                ),
+            );
+            resp.events.push(request_event(&state, &next, cfg));
+            resp.result = format!(
+                "run {run_id}: step {step} failed ({error}); re-requested {} (attempt {})",
+                next.tool,
+                next.attempt + 1
+            );
+            snapshot(&state, resp);
+            return Ok(());
+        }
+        let mut r = ToolResult::err(error.clone(), false);
+        r.output = output;
+        act::record(&env, &mut state, step as u32, &action, r, 0, false)?;
+        if state.status.is_terminal() {
+            return done(&state, resp);
+        }
+        return escalate(
+            &env,
+            &mut state,
+            resp,
+            format!(
+                "tool `{}` failed at step {step} and its {} retries are spent: {error}",
+                pending.tool, cfg.handle.tool_retries
+            ),
+        );
+    }
+    let mut r = ToolResult::ok(output, result_value.clone());
+    if let Some(path) = result_value.get("artifact_path").and_then(Value::as_str) {
+        r.artifacts.push(path.to_string());
+    }
+    if r.output.chars().count() > cfg.tools.output_cap {
+        let full = std::mem::take(&mut r.output);
+        let rel = format!("artifacts/step-{step}-{}.txt", pending.tool);
+        crate::fs::create_dir_all(&ws.artifacts())?;
+        crate::fs::write_atomic(&ws.root.join(&rel), full.as_bytes())?;
+        r.output = format!(
+            "{}\n\n[output truncated; the full result is in {rel}]",
+            full.chars().take(2000).collect::<String>()
+        );
+        r.artifacts.push(rel);
+    }
+    if let Outcome::Stopped(_) = act::record(&env, &mut state, step as u32, &action, r, 0, false)? {
+        return done(&state, resp);
+    }
+    advance(&mut env, &mut state, resp)
+}
+
+/// Runs phases until an external tool is pending (emit its request) or the run ends.
+fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
+    let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
+    loop {
+        if state.status.is_terminal() {
+            return done(state, resp);
+        }
+        if state.next == Next::Act {
+            if let Some(p) = state.pending.clone() {
+                if !local.contains(&p.tool) && env.registry.get(&p.tool).is_some() {
+                    resp.events.push(request_event(state, &p, env.cfg));
+                    resp.result = format!(
+                        "run {}: step {} requests tool {}",
+                        state.run_id, p.step, p.tool
+                    );
+                    snapshot(state, resp);
+                    return Ok(());
+                }
+            }
+        }
+        phases::run::step(env, state)?;
+    }
+}
+
+fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -> Result<()> {
+    let mut c = Commit::default();
+    phases::finish(env, state, &mut c, StopKind::Escalated, &reason, None)?;
+    env.commit(&c)?;
+    resp.log("warn", format!("run {} escalated: {reason}", state.run_id));
+    done(state, resp)
+}
+
+/// The turn that ended the run emits its one completion event.
+fn done(state: &State, resp: &mut Response) -> Result<()> {
+    let mut ev = phases::completion_event(state);
+    let kind = if ev["type"] == "agent.completed" {
+        "completed"
+    } else {
+        "escalated"
+    };
+    ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
+    resp.events.push(ev);
+    resp.result = format!(
+        "run {} {}: {}",
+        state.run_id,
+        state.status.as_str(),
+        state.reason.clone().unwrap_or_default()
+    );
+    snapshot(state, resp);
+    Ok(())
+}
+
+fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &Config) -> Value {
+    let mut payload = Map::new();
+    if let Value::Object(args) = &p.args {
+        for (k, v) in args {
+            if !RESERVED.contains(&k.as_str()) {
+                payload.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let command = cfg
+        .tools
+        .external
+        .get(&p.tool)
+        .and_then(|t| t.command.clone())
+        .unwrap_or_else(|| "handle".into());
+    payload.insert("run_id".into(), json!(state.run_id));
+    payload.insert("step".into(), json!(p.step));
+    payload.insert("tool".into(), json!(p.tool));
+    payload.insert("tool_command".into(), json!(command));
+    payload.insert("requested_at".into(), json!(p.requested_at));
+    payload.insert("attempt".into(), json!(p.attempt));
+    let mut key = format!("agentic:run:{}:step:{}:request", state.run_id, p.step);
+    if p.attempt > 0 {
+        key.push_str(&format!(":attempt:{}", p.attempt));
+    }
+    json!({"type": format!("agentic.tool_request.{}", p.tool), "payload": payload, "dedupe_key": key})
+}
+
+fn snapshot(state: &State, resp: &mut Response) {
+    let pending = state.pending.as_ref().filter(|_| state.next == Next::Act);
+    resp.runs.insert(
+        state.run_id.clone(),
+        json!({
+            "status": state.status,
+            "goal": state.goal,
+            "created_at": state.started_at,
+            "updated_at": crate::clock::now_rfc3339(),
+            "step": state.step,
+            "max_steps": state.limits.max_steps,
+            "reframes": state.reframes,
+            "max_reframes": state.limits.max_reframes,
+            "pending_step": pending.map(|p| p.step),
+            "pending_tool": pending.map(|p| p.tool.clone()),
+            "pending_since": pending.map(|p| p.requested_at.clone()),
+            "attempts": pending.map(|p| p.attempt).unwrap_or(0),
+            "completed_steps": state.completed_steps,
+            "workspace_ref": format!("runs/{}", state.run_id),
+        }),
+    );
+    resp.last_run_id = Some(state.run_id.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn seed_aliases_map_to_keys() {
+        let l = super::request_layer(
+            &serde_json::json!({"allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_steps": 3}),
+        );
+        assert_eq!(
+            l.value,
+            serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "max_steps": 3})
+        );
+    }
 }

@@ -5,6 +5,7 @@
 //! - memory.md: `## ` sections; the Definition of Done is a list of `- [ ] item` / `- [x] item`.
 //! - plan.md: the Next Action is one fenced block opened by ```` ```json next-action ```` holding
 //!   `{"tool": NAME, "args": {...}}`.
+//!
 //! A human edit that breaks either form is an error naming the file, the line and the fix.
 
 use crate::error::{Error, Result};
@@ -33,7 +34,11 @@ pub struct Memory {
 
 impl Memory {
     pub fn open_items(&self) -> Vec<String> {
-        self.dod.iter().filter(|i| !i.done).map(|i| i.text.clone()).collect()
+        self.dod
+            .iter()
+            .filter(|i| !i.done)
+            .map(|i| i.text.clone())
+            .collect()
     }
     pub fn all_done(&self) -> bool {
         !self.dod.is_empty() && self.dod.iter().all(|i| i.done)
@@ -51,7 +56,11 @@ fn sections(text: &str) -> Vec<Section<'_>> {
     let mut out: Vec<Section> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if let Some(h) = line.strip_prefix("## ") {
-            out.push(Section { heading: h.trim().to_lowercase(), first_line: i + 2, lines: vec![] });
+            out.push(Section {
+                heading: h.trim().to_lowercase(),
+                first_line: i + 2,
+                lines: vec![],
+            });
         } else if let Some(s) = out.last_mut() {
             s.lines.push(line);
         }
@@ -69,7 +78,13 @@ fn bullets(s: &Section) -> Vec<String> {
         .iter()
         .map(|l| l.trim())
         .filter(|l| !l.is_empty() && !is_placeholder(l))
-        .map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).unwrap_or(l).trim().to_string())
+        .map(|l| {
+            l.strip_prefix("- ")
+                .or_else(|| l.strip_prefix("* "))
+                .unwrap_or(l)
+                .trim()
+                .to_string()
+        })
         .collect()
 }
 
@@ -88,15 +103,25 @@ fn checkbox(line: &str) -> Option<Item> {
     let rest = t
         .strip_prefix("- ")
         .or_else(|| t.strip_prefix("* "))
-        .or_else(|| t.split_once(". ").filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit())).map(|(_, r)| r))?;
+        .or_else(|| {
+            t.split_once(". ")
+                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+                .map(|(_, r)| r)
+        })?;
     let (done, text) = if let Some(r) = rest.strip_prefix("[ ]") {
         (false, r)
-    } else if let Some(r) = rest.strip_prefix("[x]").or_else(|| rest.strip_prefix("[X]")) {
+    } else if let Some(r) = rest
+        .strip_prefix("[x]")
+        .or_else(|| rest.strip_prefix("[X]"))
+    {
         (true, r)
     } else {
         return None;
     };
-    Some(Item { done, text: text.trim().to_string() })
+    Some(Item {
+        done,
+        text: text.trim().to_string(),
+    })
 }
 
 pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
@@ -119,7 +144,9 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
                                 s.first_line + k,
                                 line.trim()
                             ))
-                            .with_hint("write each item as `- [ ] text` (open) or `- [x] text` (done)"))
+                            .with_hint(
+                                "write each item as `- [ ] text` (open) or `- [x] text` (done)",
+                            ))
                         }
                     }
                 }
@@ -179,7 +206,12 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
                     .map(|l| {
                         checkbox(l).unwrap_or_else(|| Item {
                             done: false,
-                            text: l.trim().trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-' || c == ' ').to_string(),
+                            text: l
+                                .trim()
+                                .trim_start_matches(|c: char| {
+                                    c.is_ascii_digit() || c == '.' || c == '-' || c == ' '
+                                })
+                                .to_string(),
                         })
                     })
                     .collect()
@@ -202,9 +234,16 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
 fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Option<NextAction>)> {
     let step = s.lines.iter().find_map(|l| {
         let rest = l.trim().strip_prefix("Step ")?;
-        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     });
-    let Some(open) = s.lines.iter().position(|l| l.trim_start().starts_with("```")) else {
+    let Some(open) = s
+        .lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("```"))
+    else {
         return Ok((step, None));
     };
     let open_line = s.first_line + open;
@@ -217,18 +256,28 @@ fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Optio
         .with_hint(fix));
     }
     let Some(close) = s.lines[open + 1..].iter().position(|l| l.trim() == "```") else {
-        return Err(Error::data(format!("{path}:{open_line}: the Next Action block is not closed")).with_hint(fix));
+        return Err(Error::data(format!(
+            "{path}:{open_line}: the Next Action block is not closed"
+        ))
+        .with_hint(fix));
     };
     let body = s.lines[open + 1..open + 1 + close].join("\n");
     let action: NextAction = serde_json::from_str(&body).map_err(|e| {
         let line = open_line + e.line().max(1);
-        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}")).with_hint(fix.clone())
+        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}"))
+            .with_hint(fix.clone())
     })?;
     if action.tool.trim().is_empty() {
-        return Err(Error::data(format!("{path}:{open_line}: the Next Action has an empty \"tool\"")).with_hint(fix));
+        return Err(Error::data(format!(
+            "{path}:{open_line}: the Next Action has an empty \"tool\""
+        ))
+        .with_hint(fix));
     }
     if !action.args.is_object() {
-        return Err(Error::data(format!("{path}:{open_line}: the Next Action's \"args\" must be a JSON object")).with_hint(fix));
+        return Err(Error::data(format!(
+            "{path}:{open_line}: the Next Action's \"args\" must be a JSON object"
+        ))
+        .with_hint(fix));
     }
     Ok((step, Some(action)))
 }
@@ -258,14 +307,27 @@ mod tests {
 
     #[test]
     fn checkbox_forms() {
-        assert_eq!(checkbox("- [x] a").unwrap(), Item { done: true, text: "a".into() });
-        assert_eq!(checkbox("2. [ ] b").unwrap(), Item { done: false, text: "b".into() });
+        assert_eq!(
+            checkbox("- [x] a").unwrap(),
+            Item {
+                done: true,
+                text: "a".into()
+            }
+        );
+        assert_eq!(
+            checkbox("2. [ ] b").unwrap(),
+            Item {
+                done: false,
+                text: "b".into()
+            }
+        );
         assert!(checkbox("- b").is_none());
     }
 
     #[test]
     fn broken_block_names_line() {
-        let text = "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
+        let text =
+            "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
         let e = parse_plan(text, Utf8Path::new("plan.md")).unwrap_err();
         assert!(e.message.starts_with("plan.md:"), "{}", e.message);
     }

@@ -28,9 +28,24 @@ impl Ctx {
 
 /// The command-line flags as a configuration layer.
 pub fn flag_layer(g: &Global) -> Layer {
+    // Paths given on the command line are relative to the current folder, not the workspace.
+    let abs = |p: &Utf8PathBuf| -> Utf8PathBuf {
+        if p.is_absolute() {
+            return p.clone();
+        }
+        std::env::current_dir()
+            .ok()
+            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+            .map(|d| d.join(p))
+            .unwrap_or_else(|| p.clone())
+    };
     let mut v = Value::Object(Map::new());
     let mut set = |path: &[&str], val: Value| {
-        config::set_path(&mut v, &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(), val);
+        config::set_path(
+            &mut v,
+            &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            val,
+        );
     };
     if let Some(p) = &g.provider {
         set(&["llm", "provider"], json!(p));
@@ -42,19 +57,22 @@ pub fn flag_layer(g: &Global) -> Layer {
         set(&["llm", "base_url"], json!(u));
     }
     if let Some(s) = &g.script {
-        set(&["llm", "script"], json!(s));
+        set(&["llm", "script"], json!(abs(s)));
         if g.provider.is_none() {
             set(&["llm", "provider"], json!("scripted"));
         }
     }
     if let Some(r) = &g.record {
-        set(&["llm", "record"], json!(r));
+        set(&["llm", "record"], json!(abs(r)));
     }
     if let Some(a) = &g.agent {
         set(&["agent"], json!(a));
     }
     if !g.skills_dir.is_empty() {
-        set(&["skills", "dirs"], json!(g.skills_dir));
+        set(
+            &["skills", "dirs"],
+            json!(g.skills_dir.iter().map(abs).collect::<Vec<_>>()),
+        );
     }
     if let Some(n) = g.max_steps {
         set(&["max_steps"], json!(n));
@@ -74,7 +92,10 @@ pub fn flag_layer(g: &Global) -> Layer {
     if let Some(t) = &g.allowed_tools {
         set(&["allowed_tools"], json!(t));
     }
-    Layer { source: "command line".into(), value: v }
+    Layer {
+        source: "command line".into(),
+        value: v,
+    }
 }
 
 /// All layers for a workspace, lowest precedence first. `request` is event mode's `config` object.
@@ -92,7 +113,10 @@ pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec
     if let Some(p) = &g.config {
         match config::load_file(p)? {
             Some(l) => out.push(l),
-            None => return Err(Error::usage(format!("config file {p} does not exist")).with_hint("check the --config path")),
+            None => {
+                return Err(Error::usage(format!("config file {p} does not exist"))
+                    .with_hint("check the --config path"))
+            }
         }
     }
     out.extend(request);
@@ -113,7 +137,9 @@ pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec
 
 fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<Layer> {
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-        return Err(Error::usage(format!("agent profile name `{name}` is not a plain name")));
+        return Err(Error::usage(format!(
+            "agent profile name `{name}` is not a plain name"
+        )));
     }
     let mut dirs: Vec<Utf8PathBuf> = vec![root.join("agents")];
     if let Some(u) = user_dir {
@@ -128,7 +154,10 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
     }
     Err(Error::usage(format!(
         "agent profile `{name}` not found (looked for {name}.yaml in {})",
-        dirs.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+        dirs.iter()
+            .map(|d| d.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     ))
     .with_hint("create agents/NAME.yaml with config keys and a system_prompt, or drop --agent"))
 }
@@ -137,5 +166,10 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
     let resolved = config::resolve(&layers(g, &ws.root, None)?)?;
-    Ok(Ctx { global: g.clone(), printer, ws, resolved })
+    Ok(Ctx {
+        global: g.clone(),
+        printer,
+        ws,
+        resolved,
+    })
 }

@@ -200,7 +200,7 @@ impl State {
     pub fn add_usage(&mut self, usage: &Usage, cost: Option<f64>) {
         self.usage.add(usage);
         match cost {
-            Some(c) => self.cost_usd += c,
+            Some(c) => self.cost_usd = ((self.cost_usd + c) * 1e8).round() / 1e8,
             None if usage.total() > 0 => self.cost_incomplete = true,
             None => {}
         }
@@ -279,8 +279,9 @@ impl Workspace {
                 .with_hint(format!("start one with `agentloop init {} --goal \"...\"` or `agentloop run --goal \"...\"`", self.root)));
         };
         let state: State = serde_json::from_str(&text).map_err(|e| {
-            Error::data(format!("cannot read {path}: {e}"))
-                .with_hint("restore the file from a backup, or start a new run with `agentloop init --force`")
+            Error::data(format!("cannot read {path}: {e}")).with_hint(
+                "restore the file from a backup, or start a new run with `agentloop init --force`",
+            )
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
             return Err(Error::data(format!(
@@ -323,8 +324,16 @@ impl Workspace {
                     }
                     let holder = std::fs::read_to_string(&path).unwrap_or_default();
                     let holder = holder.trim();
-                    let who = if holder.is_empty() { "another agentloop process".to_string() } else { format!("agentloop process {holder}") };
-                    return Err(Error::new(Kind::LockBusy, format!("workspace {} is locked by {who}", self.root)).with_hint(
+                    let who = if holder.is_empty() {
+                        "another agentloop process".to_string()
+                    } else {
+                        format!("agentloop process {holder}")
+                    };
+                    return Err(Error::new(
+                        Kind::LockBusy,
+                        format!("workspace {} is locked by {who}", self.root),
+                    )
+                    .with_hint(
                         "wait for it to finish, or pass --wait[=SECS] to wait for the lock",
                     ));
                 }
@@ -366,7 +375,11 @@ impl Workspace {
             // The journal's lines are appended in order; skip the prefix already written.
             let mut skip = 0;
             for k in (1..=commit.trace.len().min(present.len())).rev() {
-                if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
+                if present[present.len() - k..]
+                    .iter()
+                    .zip(&commit.trace[..k])
+                    .all(|(a, b)| *a == b)
+                {
                     skip = k;
                     break;
                 }
@@ -385,7 +398,9 @@ impl Workspace {
     /// Replays a journal left by a killed process.
     pub fn recover(&self) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        let Some(text) = fs::read_optional(&journal)? else { return Ok(()) };
+        let Some(text) = fs::read_optional(&journal)? else {
+            return Ok(());
+        };
         match serde_json::from_str::<Commit>(&text) {
             Ok(commit) => self.apply(&commit)?,
             // A torn journal cannot exist (it is written atomically); a foreign file is set aside.

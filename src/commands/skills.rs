@@ -61,7 +61,9 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             let registry = Registry::new(cfg);
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
-                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"
+                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set))
+                    .expect("catalog serializes")
+                    + "\n"
             } else {
                 crate::catalog::markdown(&allowed, &set)
             };
@@ -80,7 +82,13 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 p.json_value(&serde_json::to_value(&set.skills).expect("skills serialize"));
             } else {
                 for s in &set.skills {
-                    p.outln(&format!("{:<24} {:<12} {:<40} {}", s.name, s.format, s.location, s.description.chars().take(80).collect::<String>()));
+                    p.outln(&format!(
+                        "{:<24} {:<12} {:<40} {}",
+                        s.name,
+                        s.format,
+                        s.location,
+                        s.description.chars().take(80).collect::<String>()
+                    ));
                 }
             }
             Ok(0)
@@ -88,14 +96,18 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
         SkillsCommand::Show { name } => {
             let set = SkillSet::load(cfg, &ctx.ws.root);
             let s = set.get(&name).ok_or_else(|| {
-                Error::usage(format!("no skill named `{name}`")).with_hint("`agentloop skills list` shows the skills found")
+                Error::usage(format!("no skill named `{name}`"))
+                    .with_hint("`agentloop skills list` shows the skills found")
             })?;
             if p.json {
                 let mut v = serde_json::to_value(s).expect("skill serializes");
                 v["body"] = json!(s.body);
                 p.json_value(&v);
             } else {
-                p.outln(&format!("name         {}\nformat       {}\nlocation     {}\ndescription  {}", s.name, s.format, s.location, s.description));
+                p.outln(&format!(
+                    "name         {}\nformat       {}\nlocation     {}\ndescription  {}",
+                    s.name, s.format, s.location, s.description
+                ));
                 if let Some(v) = &s.version {
                     p.outln(&format!("version      {v}"));
                 }
@@ -106,7 +118,11 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                     p.outln(&format!("triggers     {}", s.triggers.join(", ")));
                 }
                 if !s.requires_tools.is_empty() || !s.requires_env.is_empty() {
-                    p.outln(&format!("requires     tools: {}; env: {}", s.requires_tools.join(", "), s.requires_env.join(", ")));
+                    p.outln(&format!(
+                        "requires     tools: {}; env: {}",
+                        s.requires_tools.join(", "),
+                        s.requires_env.join(", ")
+                    ));
                 }
                 if !s.files.is_empty() {
                     p.outln(&format!("files        {}", s.files.join(", ")));
@@ -138,7 +154,18 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 for prob in &problems {
                     p.outln(&prob.to_string());
                 }
-                p.info(&format!("{} valid, {} error{}, {} warning{}", skills.len(), errors, if errors == 1 { "" } else { "s" }, problems.len() - errors, if problems.len() - errors == 1 { "" } else { "s" }));
+                p.info(&format!(
+                    "{} valid, {} error{}, {} warning{}",
+                    skills.len(),
+                    errors,
+                    if errors == 1 { "" } else { "s" },
+                    problems.len() - errors,
+                    if problems.len() - errors == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ));
             }
             Ok(if errors > 0 { 1 } else { 0 })
         }
@@ -150,7 +177,8 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
     skills::valid_name(&id.replace('_', "-")).map_err(|e| Error::usage(format!("skill id {e}")))?;
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-        return Err(Error::usage(format!("`{url}` is not an http(s) URL")).with_hint("skills fetch only downloads over http or https"));
+        return Err(Error::usage(format!("`{url}` is not an http(s) URL"))
+            .with_hint("skills fetch only downloads over http or https"));
     }
     let cfg = ctx.config();
     let mut policy = cfg.tools.http.clone();
@@ -158,22 +186,36 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
     let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0)
         .map_err(|(e, _)| Error::failure(format!("cannot fetch {url}: {e}")))?;
     if f.status >= 400 {
-        return Err(Error::failure(format!("cannot fetch {url}: HTTP {}", f.status)));
+        return Err(Error::failure(format!(
+            "cannot fetch {url}: HTTP {}",
+            f.status
+        )));
     }
     if f.truncated {
-        return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file")));
+        return Err(Error::failure(format!(
+            "{url} is larger than 1 MiB; not a skill file"
+        )));
     }
-    let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
+    let text = String::from_utf8(f.body)
+        .map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
     let root = match dir {
         Some(d) => d,
-        None => skills::user_dir().ok_or_else(|| Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir"))?,
+        None => skills::user_dir().ok_or_else(|| {
+            Error::usage("cannot find the user config folder")
+                .with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
+        })?,
     };
     let skill_dir = root.join(id);
     crate::fs::create_dir_all(&skill_dir)?;
     let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
         .ok()
         .map(|(s, _)| s.description)
-        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("---")).map(|l| l.chars().take(200).collect()))
+        .or_else(|| {
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("---"))
+                .map(|l| l.chars().take(200).collect())
+        })
         .unwrap_or_else(|| format!("Skill fetched from {url}"));
     let meta = json!({
         "id": id, "name": id, "version": "1.0.0", "description": description,
@@ -182,18 +224,31 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
         "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
     });
     crate::fs::write_atomic(&skill_dir.join("skill.md"), text.as_bytes())?;
-    crate::fs::write_atomic(&skill_dir.join("skill.json"), (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes())?;
+    crate::fs::write_atomic(
+        &skill_dir.join("skill.json"),
+        (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes(),
+    )?;
     let reg_path = root.join("registry.json");
     let mut reg: Value = match crate::fs::read_optional(&reg_path)? {
-        Some(t) => serde_json::from_str(&t).map_err(|e| Error::data(format!("cannot read {reg_path}: {e}")).with_hint("fix or remove registry.json"))?,
+        Some(t) => serde_json::from_str(&t).map_err(|e| {
+            Error::data(format!("cannot read {reg_path}: {e}"))
+                .with_hint("fix or remove registry.json")
+        })?,
         None => json!({"version": "1.0.0", "skills": []}),
     };
-    let list = reg["skills"].as_array_mut().ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
+    let list = reg["skills"]
+        .as_array_mut()
+        .ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
     list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
     reg["last_updated"] = json!(crate::clock::now_rfc3339());
-    crate::fs::write_atomic(&reg_path, (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
+    crate::fs::write_atomic(
+        &reg_path,
+        (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes(),
+    )?;
     ctx.printer.outln(skill_dir.as_str());
-    ctx.printer.info(&format!("fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"));
+    ctx.printer.info(&format!(
+        "fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"
+    ));
     Ok(0)
 }

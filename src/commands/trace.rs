@@ -67,14 +67,21 @@ impl Filter {
                 Some(t) => t,
                 None => {
                     let d = crate::clock::parse_duration(s).map_err(|e| {
-                        Error::usage(format!("--since: {e}")).with_hint("give an RFC 3339 time or a duration such as 10m")
+                        Error::usage(format!("--since: {e}"))
+                            .with_hint("give an RFC 3339 time or a duration such as 10m")
                     })?;
-                    crate::clock::now().checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
+                    crate::clock::now()
+                        .checked_sub(d)
+                        .unwrap_or(SystemTime::UNIX_EPOCH)
                 }
             }),
         };
         let run = match args.run.as_deref() {
-            Some("last") => entries.iter().rev().find(|e| !e.run_id.is_empty()).map(|e| e.run_id.clone()),
+            Some("last") => entries
+                .iter()
+                .rev()
+                .find(|e| !e.run_id.is_empty())
+                .map(|e| e.run_id.clone()),
             other => other.map(String::from),
         };
         Ok(Filter { args, since, run })
@@ -87,18 +94,24 @@ impl Filter {
             && a.tool.as_ref().is_none_or(|t| e.tool.as_ref() == Some(t))
             && (!a.errors || e.is_error())
             && self.run.as_ref().is_none_or(|r| &e.run_id == r)
-            && self.since.is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
+            && self
+                .since
+                .is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
     }
 }
 
 pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
     let path = ctx.ws.trace();
     if !path.exists() {
-        return Err(Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR"));
+        return Err(Error::usage(format!("{path} does not exist"))
+            .with_hint("run `agentloop init` first, or pass -w DIR"));
     }
     let (entries, bad) = trace::read(&path)?;
     for b in &bad {
-        ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
+        ctx.printer.warn(&format!(
+            "{path}:{}: skipped a corrupt line ({})",
+            b.line, b.message
+        ));
     }
     match cmd {
         TraceCommand::Show(args) => {
@@ -130,7 +143,10 @@ fn follow(ctx: &Ctx, filter: &Filter, last: Option<&Entry>) -> Result<()> {
     let path = ctx.ws.trace();
     let mut offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut partial = String::new();
-    let mut line_no = crate::fs::read_optional(&path)?.unwrap_or_default().lines().count();
+    let mut line_no = crate::fs::read_optional(&path)?
+        .unwrap_or_default()
+        .lines()
+        .count();
     loop {
         std::thread::sleep(Duration::from_millis(200));
         let bytes = match std::fs::read(&path) {
@@ -157,7 +173,9 @@ fn follow(ctx: &Ctx, filter: &Filter, last: Option<&Entry>) -> Result<()> {
                         return Ok(());
                     }
                 }
-                Err(err) => ctx.printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
+                Err(err) => ctx
+                    .printer
+                    .warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
             }
         }
     }
@@ -169,12 +187,34 @@ fn print_entry(p: &Printer, e: &Entry) {
         return;
     }
     let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
-    let status = e.result_status.clone().or_else(|| e.decision.clone()).unwrap_or_default();
-    let status = if e.is_error() { p.paint(&format!("{status:<9}"), "31") } else { format!("{status:<9}") };
+    let status = e
+        .result_status
+        .clone()
+        .or_else(|| e.decision.clone())
+        .unwrap_or_default();
+    let status = if e.is_error() {
+        p.paint(&format!("{status:<9}"), "31")
+    } else {
+        format!("{status:<9}")
+    };
     let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
-    let tok = e.usage.map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens)).unwrap_or_default();
+    let tok = e
+        .usage
+        .map(|u| {
+            format!(
+                "{}→{}",
+                u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+                u.output_tokens
+            )
+        })
+        .unwrap_or_default();
     let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
-    let what = e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
+    let what = e
+        .error
+        .clone()
+        .or_else(|| e.result_summary.clone())
+        .or_else(|| e.reason.clone())
+        .unwrap_or_default();
     let what: String = what.replace('\n', " ").chars().take(80).collect();
     p.outln(&format!(
         "{:<24} {:>3} {:<7} {:<13} {:<14} {} {:>7} {:>11} {:>8}  {}",
@@ -208,6 +248,10 @@ impl Sum {
         self.entries += 1;
         self.errors += e.is_error() as u64;
         self.duration_ms += e.duration_ms.unwrap_or(0);
+        // run.finished carries the run's totals; counting it would count everything twice.
+        if e.event == "run.finished" {
+            return;
+        }
         if let Some(u) = e.usage {
             self.input_tokens += u.input_tokens;
             self.output_tokens += u.output_tokens;
@@ -228,7 +272,10 @@ fn stats(p: &Printer, entries: &[&Entry]) {
         total.add(e);
         runs.insert(e.run_id.as_str());
         steps = steps.max(e.step);
-        phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-")).or_default().add(e);
+        phases
+            .entry(e.phase.map(|p| p.as_str()).unwrap_or("-"))
+            .or_default()
+            .add(e);
         if let Some(t) = &e.tool {
             if e.phase == Some(Phase::Act) {
                 tools.entry(t).or_default().add(e);
@@ -239,7 +286,13 @@ fn stats(p: &Printer, entries: &[&Entry]) {
         p.json_value(&json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}));
         return;
     }
-    p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
+    p.outln(&format!(
+        "runs {}  steps {}  entries {}  errors {}",
+        runs.len(),
+        steps,
+        total.entries,
+        total.errors
+    ));
     let row = |name: &str, s: &Sum| {
         format!(
             "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
@@ -252,7 +305,10 @@ fn stats(p: &Printer, entries: &[&Entry]) {
             format!("{:.4}", s.cost_usd)
         )
     };
-    let header = format!("{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}", "", "entries", "errors", "time_ms", "tokens_in", "tokens_out", "cost_usd");
+    let header = format!(
+        "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
+        "", "entries", "errors", "time_ms", "tokens_in", "tokens_out", "cost_usd"
+    );
     p.outln(&header.replacen("              ", "phase         ", 1));
     for (k, s) in &phases {
         p.outln(&row(k, s));

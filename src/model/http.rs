@@ -29,8 +29,16 @@ pub struct Reply {
 /// Extracts (error type, message) from a provider's error body.
 fn error_parts(body: &Value) -> (Option<String>, Option<String>) {
     let err = body.get("error").unwrap_or(body);
-    let ty = err.get("type").and_then(Value::as_str).or_else(|| err.get("code").and_then(Value::as_str)).map(String::from);
-    let msg = err.get("message").and_then(Value::as_str).map(String::from).or_else(|| err.as_str().map(String::from));
+    let ty = err
+        .get("type")
+        .and_then(Value::as_str)
+        .or_else(|| err.get("code").and_then(Value::as_str))
+        .map(String::from);
+    let msg = err
+        .get("message")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .or_else(|| err.as_str().map(String::from));
     (ty, msg)
 }
 
@@ -40,7 +48,11 @@ fn retry_after(h: Option<&str>) -> Option<Duration> {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(600.0)));
     }
     let when = httpdate::parse_http_date(h).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO).min(Duration::from_secs(600)))
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs(600)),
+    )
 }
 
 impl Client {
@@ -65,7 +77,9 @@ impl Client {
     }
 
     fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.backoff_ms.saturating_mul(1u64 << (attempt - 1).min(16));
+        let base = self
+            .backoff_ms
+            .saturating_mul(1u64 << (attempt - 1).min(16));
         let jitter = fastrand::u64(0..=base / 2 + 1);
         Duration::from_millis(base + jitter).min(self.max_backoff)
     }
@@ -75,39 +89,77 @@ impl Client {
     }
 
     /// POSTs a JSON body and returns the JSON reply, retrying what is worth retrying.
-    pub fn post_json(&self, url: &str, headers: &[(&str, String)], body: &Value, request_id_header: &str) -> Result<Reply> {
+    pub fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &Value,
+        request_id_header: &str,
+    ) -> Result<Reply> {
         let payload = serde_json::to_vec(body).expect("request serializes");
         let start = Instant::now();
         let mut last = String::new();
         for attempt in 1..=self.attempts {
-            let mut req = self.agent.post(url).header("content-type", "application/json");
+            let mut req = self
+                .agent
+                .post(url)
+                .header("content-type", "application/json");
             for (k, v) in headers {
                 req = req.header(*k, v.as_str());
             }
             let resp = match req.send(&payload[..]) {
                 Ok(r) => r,
                 Err(e) => {
-                    let retry = matches!(e, ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound);
+                    let retry = matches!(
+                        e,
+                        ureq::Error::Timeout(_)
+                            | ureq::Error::Io(_)
+                            | ureq::Error::ConnectionFailed
+                            | ureq::Error::HostNotFound
+                    );
                     last = format!("cannot reach {url}: {e}");
                     if retry && attempt < self.attempts {
                         std::thread::sleep(self.backoff(attempt));
                         continue;
                     }
-                    return Err(self.fail(format!("provider {}: {last} (after {attempt} attempt{})", self.provider, if attempt == 1 { "" } else { "s" }))
-                        .with_hint("check the base URL, that the server is running, and your network"));
+                    return Err(self
+                        .fail(format!(
+                            "provider {}: {last} (after {attempt} attempt{})",
+                            self.provider,
+                            if attempt == 1 { "" } else { "s" }
+                        ))
+                        .with_hint(
+                            "check the base URL, that the server is running, and your network",
+                        ));
                 }
             };
             let status = resp.status().as_u16();
-            let request_id = resp.headers().get(request_id_header).and_then(|v| v.to_str().ok()).map(String::from);
-            let ra = retry_after(resp.headers().get("retry-after").and_then(|v| v.to_str().ok()));
+            let request_id = resp
+                .headers()
+                .get(request_id_header)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
+            let ra = retry_after(
+                resp.headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()),
+            );
             let mut buf = Vec::new();
-            if let Err(e) = resp.into_body().into_reader().take(self.max_bytes + 1).read_to_end(&mut buf) {
+            if let Err(e) = resp
+                .into_body()
+                .into_reader()
+                .take(self.max_bytes + 1)
+                .read_to_end(&mut buf)
+            {
                 last = format!("reading the response failed: {e}");
                 if attempt < self.attempts {
                     std::thread::sleep(self.backoff(attempt));
                     continue;
                 }
-                return Err(self.fail(format!("provider {}: {last} (after {attempt} attempts)", self.provider)));
+                return Err(self.fail(format!(
+                    "provider {}: {last} (after {attempt} attempts)",
+                    self.provider
+                )));
             }
             if buf.len() as u64 > self.max_bytes {
                 return Err(self.fail(format!(
@@ -116,10 +168,17 @@ impl Client {
                 )));
             }
             let parsed: std::result::Result<Value, _> = serde_json::from_slice(&buf);
-            let rid = request_id.as_deref().map(|r| format!("; request id {r}")).unwrap_or_default();
+            let rid = request_id
+                .as_deref()
+                .map(|r| format!("; request id {r}"))
+                .unwrap_or_default();
             if (200..300).contains(&status) {
                 return match parsed {
-                    Ok(body) => Ok(Reply { body, request_id, latency_ms: start.elapsed().as_millis() as u64 }),
+                    Ok(body) => Ok(Reply {
+                        body,
+                        request_id,
+                        latency_ms: start.elapsed().as_millis() as u64,
+                    }),
                     Err(_) => Err(self.fail(format!(
                         "provider {}: HTTP {status} but the body is not JSON: {}{rid}",
                         self.provider,
@@ -128,15 +187,26 @@ impl Client {
                 };
             }
             let (ty, msg) = parsed.as_ref().map(error_parts).unwrap_or((None, None));
-            let msg = msg.unwrap_or_else(|| String::from_utf8_lossy(&buf[..buf.len().min(300)]).trim().to_string());
+            let msg = msg.unwrap_or_else(|| {
+                String::from_utf8_lossy(&buf[..buf.len().min(300)])
+                    .trim()
+                    .to_string()
+            });
             let retry = status == 429 || status >= 500 || ty.as_deref() == Some("overloaded_error");
-            last = format!("HTTP {status}{} {msg}{rid}", ty.as_ref().map(|t| format!(" ({t}):")).unwrap_or_else(|| ":".into()));
+            last = format!(
+                "HTTP {status}{} {msg}{rid}",
+                ty.as_ref()
+                    .map(|t| format!(" ({t}):"))
+                    .unwrap_or_else(|| ":".into())
+            );
             if retry && attempt < self.attempts {
                 std::thread::sleep(ra.unwrap_or_else(|| self.backoff(attempt)));
                 continue;
             }
             let hint = match status {
-                401 | 403 => "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)",
+                401 | 403 => {
+                    "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)"
+                }
                 404 => "check the model id (--model) and the base URL (--base-url)",
                 400 => "the provider rejected the request; see the message above",
                 _ => "the provider is failing; try again later or raise llm.attempts",
@@ -157,8 +227,14 @@ impl Client {
 mod tests {
     #[test]
     fn retry_after_forms() {
-        assert_eq!(super::retry_after(Some("2")), Some(std::time::Duration::from_secs(2)));
-        assert_eq!(super::retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), Some(std::time::Duration::ZERO));
+        assert_eq!(
+            super::retry_after(Some("2")),
+            Some(std::time::Duration::from_secs(2))
+        );
+        assert_eq!(
+            super::retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+            Some(std::time::Duration::ZERO)
+        );
         assert_eq!(super::retry_after(Some("soon")), None);
     }
 }

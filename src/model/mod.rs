@@ -47,7 +47,11 @@ pub enum Role {
 pub enum Part {
     Text(String),
     ToolCall(ToolCall),
-    ToolResult { id: String, content: String, is_error: bool },
+    ToolResult {
+        id: String,
+        content: String,
+        is_error: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +62,10 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Message { role: Role::User, parts: vec![Part::Text(text.into())] }
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text(text.into())],
+        }
     }
 }
 
@@ -87,7 +94,11 @@ impl Request {
                 };
             }
         }
-        n += self.tools.iter().map(|t| t.parameters.to_string().len() + t.description.len()).sum::<usize>();
+        n += self
+            .tools
+            .iter()
+            .map(|t| t.parameters.to_string().len() + t.description.len())
+            .sum::<usize>();
         n as u64
     }
 }
@@ -160,16 +171,24 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
     let model: Box<dyn Model> = match provider.as_str() {
         "scripted" => {
             let Some(script) = &cfg.llm.script else {
-                return Err(Error::usage("the scripted provider needs a script file").with_hint("pass --script FILE or set llm.script"));
+                return Err(Error::usage("the scripted provider needs a script file")
+                    .with_hint("pass --script FILE or set llm.script"));
             };
-            Box::new(scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?)
+            Box::new(scripted::Scripted::load(
+                &crate::workspace::resolve_in(root, script)
+                    .to_string()
+                    .into(),
+            )?)
         }
         "anthropic" => Box::new(anthropic::Anthropic::new(cfg)?),
         "openai" | "ollama" => Box::new(openai::OpenAi::new(cfg, &provider)?),
         other => return Err(Error::usage(format!("unknown provider `{other}`"))),
     };
     Ok(match &cfg.llm.record {
-        Some(path) => Box::new(Recorder { inner: model, path: crate::workspace::resolve_in(root, path) }),
+        Some(path) => Box::new(Recorder {
+            inner: model,
+            path: crate::workspace::resolve_in(root, path),
+        }),
         None => model,
     })
 }
@@ -200,7 +219,8 @@ pub fn resolve_provider(cfg: &Config) -> Result<String> {
 pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
     if let Some(cmd) = &cfg.llm.api_key_cmd {
         let Some((prog, args)) = cmd.split_first() else {
-            return Err(Error::usage("llm.api_key_cmd is empty").with_hint("give a command as a list, e.g. [pass, show, anthropic]"));
+            return Err(Error::usage("llm.api_key_cmd is empty")
+                .with_hint("give a command as a list, e.g. [pass, show, anthropic]"));
         };
         let out = std::process::Command::new(prog)
             .args(args)
@@ -208,13 +228,19 @@ pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
             .output()
             .map_err(|e| Error::usage(format!("llm.api_key_cmd: cannot run `{prog}`: {e}")))?;
         if !out.status.success() {
-            return Err(Error::usage(format!("llm.api_key_cmd: `{prog}` exited with {}", out.status)));
+            return Err(Error::usage(format!(
+                "llm.api_key_cmd: `{prog}` exited with {}",
+                out.status
+            )));
         }
         let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
         return Ok(Some(key).filter(|k| !k.is_empty()));
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
-    Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
+    Ok(std::env::var(var)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty()))
 }
 
 /// Removes a secret from a message before it is shown or stored.
@@ -251,7 +277,9 @@ pub fn json_in_text(text: &str) -> Option<Value> {
             '}' => {
                 depth -= 1;
                 if depth == 0 {
-                    return serde_json::from_str::<Value>(&t[start..start + i + 1]).ok().filter(Value::is_object);
+                    return serde_json::from_str::<Value>(&t[start..start + i + 1])
+                        .ok()
+                        .filter(Value::is_object);
                 }
             }
             _ => {}
@@ -264,7 +292,8 @@ pub fn json_in_text(text: &str) -> Option<Value> {
 mod tests {
     #[test]
     fn finds_json_in_prose() {
-        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone").unwrap();
+        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone")
+            .unwrap();
         assert_eq!(v["b"]["c"], 1);
         assert!(super::json_in_text("no json here").is_none());
     }

@@ -37,26 +37,50 @@ impl OpenAi {
         let base = match (&cfg.llm.base_url, ollama) {
             (Some(b), _) => b.clone(),
             (None, true) => {
-                let host = std::env::var("OLLAMA_HOST").ok().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| "http://localhost:11434".into());
-                let host = if host.contains("://") { host } else { format!("http://{host}") };
+                let host = std::env::var("OLLAMA_HOST")
+                    .ok()
+                    .filter(|h| !h.trim().is_empty())
+                    .unwrap_or_else(|| "http://localhost:11434".into());
+                let host = if host.contains("://") {
+                    host
+                } else {
+                    format!("http://{host}")
+                };
                 format!("{}/v1", host.trim_end_matches('/').trim_end_matches("/v1"))
             }
             (None, false) => DEFAULT_BASE.into(),
         };
         let base = base.trim_end_matches('/').to_string();
         let official = base.contains("api.openai.com");
-        let key = if ollama && cfg.llm.api_key_env.is_none() && cfg.llm.api_key_cmd.is_none() { None } else { super::api_key(cfg, "OPENAI_API_KEY")? };
+        let key = if ollama && cfg.llm.api_key_env.is_none() && cfg.llm.api_key_cmd.is_none() {
+            None
+        } else {
+            super::api_key(cfg, "OPENAI_API_KEY")?
+        };
         if official && key.is_none() {
-            return Err(Error::usage("the openai provider needs an API key for api.openai.com")
-                .with_hint("set OPENAI_API_KEY, or pass --base-url for a local server that needs no key"));
+            return Err(
+                Error::usage("the openai provider needs an API key for api.openai.com").with_hint(
+                    "set OPENAI_API_KEY, or pass --base-url for a local server that needs no key",
+                ),
+            );
         }
-        let url = if base.ends_with("/chat/completions") { base.clone() } else { format!("{base}/chat/completions") };
+        let url = if base.ends_with("/chat/completions") {
+            base.clone()
+        } else {
+            format!("{base}/chat/completions")
+        };
         Ok(OpenAi {
             client: Client::new(cfg, provider, key.clone()),
             provider: provider.into(),
             url,
             key,
-            model: cfg.llm.model.clone().unwrap_or_else(|| if ollama { OLLAMA_MODEL.into() } else { DEFAULT_MODEL.into() }),
+            model: cfg.llm.model.clone().unwrap_or_else(|| {
+                if ollama {
+                    OLLAMA_MODEL.into()
+                } else {
+                    DEFAULT_MODEL.into()
+                }
+            }),
             structured: cfg.llm.structured.clone(),
             official,
         })
@@ -73,11 +97,17 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
             _ => req.tools.iter().collect(),
         };
         if wanted.len() == 1 {
-            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", wanted[0].parameters));
+            system.push_str(&format!(
+                "\nThe object must match this JSON Schema:\n{}",
+                wanted[0].parameters
+            ));
         } else {
             system.push_str("\nThe object must be {\"tool\": NAME, \"arguments\": {...}} where NAME is one of these tools and arguments match its schema:");
             for t in wanted {
-                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, t.parameters));
+                system.push_str(&format!(
+                    "\n- {}: {} Schema: {}",
+                    t.name, t.description, t.parameters
+                ));
             }
         }
     }
@@ -90,7 +120,9 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                     match p {
                         Part::Text(t) => text.push_str(t),
                         Part::ToolResult { id, content, .. } if !json_mode => {
-                            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+                            messages.push(
+                                json!({"role": "tool", "tool_call_id": id, "content": content}),
+                            );
                         }
                         Part::ToolResult { content, .. } => text.push_str(content),
                         Part::ToolCall(_) => {}
@@ -101,7 +133,17 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                 }
             }
             Role::Assistant => {
-                let text: String = m.parts.iter().filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+                let text: String = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| {
+                        if let Part::Text(t) = p {
+                            Some(t.as_str())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 let calls: Vec<Value> = m
                     .parts
                     .iter()
@@ -109,7 +151,20 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                     .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
                     .collect();
                 if json_mode || calls.is_empty() {
-                    let shown = if calls.is_empty() { text } else { m.parts.iter().filter_map(|p| if let Part::ToolCall(c) = p { Some(c.arguments.to_string()) } else { None }).collect() };
+                    let shown = if calls.is_empty() {
+                        text
+                    } else {
+                        m.parts
+                            .iter()
+                            .filter_map(|p| {
+                                if let Part::ToolCall(c) = p {
+                                    Some(c.arguments.to_string())
+                                } else {
+                                    None
+                                }
+                            })
+                            .collect()
+                    };
                     messages.push(json!({"role": "assistant", "content": shown}));
                 } else {
                     messages.push(json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": calls}));
@@ -146,16 +201,34 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
 /// Parses a Chat Completions response.
 pub fn parse(v: &Value) -> Result<Response> {
     let choice = v.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
-        Error::provider(format!("provider openai: the response has no choices: {}", v.to_string().chars().take(300).collect::<String>()))
+        Error::provider(format!(
+            "provider openai: the response has no choices: {}",
+            v.to_string().chars().take(300).collect::<String>()
+        ))
     })?;
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut r = Response {
-        text: msg.get("content").and_then(Value::as_str).unwrap_or("").to_string(),
-        stop_reason: choice.get("finish_reason").and_then(Value::as_str).unwrap_or("").into(),
+        text: msg
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        stop_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
         model: v.get("model").and_then(Value::as_str).unwrap_or("").into(),
         ..Default::default()
     };
-    for (i, c) in msg.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
+    for (i, c) in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
         let f = c.get("function").cloned().unwrap_or(Value::Null);
         let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
         let (arguments, invalid) = match &raw {
@@ -169,7 +242,11 @@ pub fn parse(v: &Value) -> Result<Response> {
             other => (json!({}), Some(other.to_string())),
         };
         r.tool_calls.push(ToolCall {
-            id: c.get("id").and_then(Value::as_str).map(String::from).unwrap_or_else(|| format!("call_{i}")),
+            id: c
+                .get("id")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| format!("call_{i}")),
             name: f.get("name").and_then(Value::as_str).unwrap_or("").into(),
             arguments,
             invalid_arguments: invalid,
@@ -177,10 +254,17 @@ pub fn parse(v: &Value) -> Result<Response> {
     }
     let u = v.get("usage").cloned().unwrap_or(Value::Null);
     let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
-    let cached = u.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0).min(prompt);
+    let cached = u
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(prompt);
     r.usage = Usage {
         input_tokens: prompt - cached,
-        output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: u
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
         cache_write_tokens: 0,
         cache_read_tokens: cached,
     };
@@ -192,18 +276,32 @@ fn synthesize(req: &Request, r: &mut Response) {
     if !r.tool_calls.is_empty() || req.tools.is_empty() {
         return;
     }
-    let Some(obj) = json_in_text(&r.text) else { return };
+    let Some(obj) = json_in_text(&r.text) else {
+        return;
+    };
     let call = match &req.tool_choice {
         ToolChoice::Tool(n) => Some((n.clone(), obj)),
         _ if req.tools.len() == 1 => Some((req.tools[0].name.clone(), obj)),
-        _ => match (obj.get("tool").and_then(Value::as_str), obj.get("arguments")) {
+        _ => match (
+            obj.get("tool").and_then(Value::as_str),
+            obj.get("arguments"),
+        ) {
             (Some(n), Some(a)) => Some((n.to_string(), a.clone())),
             _ => None,
         },
     };
     if let Some((name, arguments)) = call {
         let invalid = (!arguments.is_object()).then(|| arguments.to_string());
-        r.tool_calls.push(ToolCall { id: "call_text_0".into(), name, arguments: if arguments.is_object() { arguments } else { json!({}) }, invalid_arguments: invalid });
+        r.tool_calls.push(ToolCall {
+            id: "call_text_0".into(),
+            name,
+            arguments: if arguments.is_object() {
+                arguments
+            } else {
+                json!({})
+            },
+            invalid_arguments: invalid,
+        });
     }
 }
 
@@ -215,13 +313,33 @@ impl Model for OpenAi {
         &self.model
     }
     fn complete(&mut self, req: &Request) -> Result<Response> {
-        let headers: Vec<(&str, String)> = self.key.iter().map(|k| ("authorization", format!("Bearer {k}"))).collect();
+        let headers: Vec<(&str, String)> = self
+            .key
+            .iter()
+            .map(|k| ("authorization", format!("Bearer {k}")))
+            .collect();
         let json_mode = self.structured == "json";
-        let reply = match self.client.post_json(&self.url, &headers, &body(&self.model, req, json_mode, self.official), "x-request-id") {
+        let reply = match self.client.post_json(
+            &self.url,
+            &headers,
+            &body(&self.model, req, json_mode, self.official),
+            "x-request-id",
+        ) {
             // A server that rejects tools gets the JSON-in-text form from now on.
-            Err(e) if e.kind == Kind::Provider && self.structured == "auto" && !req.tools.is_empty() && e.message.contains("HTTP 400") && e.message.to_lowercase().contains("tool") => {
+            Err(e)
+                if e.kind == Kind::Provider
+                    && self.structured == "auto"
+                    && !req.tools.is_empty()
+                    && e.message.contains("HTTP 400")
+                    && e.message.to_lowercase().contains("tool") =>
+            {
                 self.structured = "json".into();
-                self.client.post_json(&self.url, &headers, &body(&self.model, req, true, self.official), "x-request-id")?
+                self.client.post_json(
+                    &self.url,
+                    &headers,
+                    &body(&self.model, req, true, self.official),
+                    "x-request-id",
+                )?
             }
             other => other?,
         };
@@ -229,7 +347,13 @@ impl Model for OpenAi {
         if self.structured != "tools" {
             synthesize(req, &mut r);
         }
-        r.request_id = reply.request_id.or_else(|| reply.body.get("id").and_then(Value::as_str).map(String::from));
+        r.request_id = reply.request_id.or_else(|| {
+            reply
+                .body
+                .get("id")
+                .and_then(Value::as_str)
+                .map(String::from)
+        });
         r.latency_ms = reply.latency_ms;
         if r.model.is_empty() {
             r.model = self.model.clone();

@@ -33,17 +33,34 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
 pub fn builtin() -> BTreeMap<String, Price> {
     TABLE
         .iter()
-        .map(|(m, i, o, w, r)| (m.to_string(), Price { input: *i, output: *o, cache_write: *w, cache_read: *r }))
+        .map(|(m, i, o, w, r)| {
+            (
+                m.to_string(),
+                Price {
+                    input: *i,
+                    output: *o,
+                    cache_write: *w,
+                    cache_read: *r,
+                },
+            )
+        })
         .collect()
 }
 
 /// The price of a model: config entries first, then the shipped table.
-pub fn price_for<'a>(model: &str, extra: &'a BTreeMap<String, Price>, table: &'a BTreeMap<String, Price>) -> Option<&'a Price> {
+pub fn price_for<'a>(
+    model: &str,
+    extra: &'a BTreeMap<String, Price>,
+    table: &'a BTreeMap<String, Price>,
+) -> Option<&'a Price> {
     for t in [extra, table] {
         if let Some(p) = t.get(model) {
             return Some(p);
         }
-        let best = t.iter().filter(|(k, _)| model.starts_with(k.as_str())).max_by_key(|(k, _)| k.len());
+        let best = t
+            .iter()
+            .filter(|(k, _)| model.starts_with(k.as_str()))
+            .max_by_key(|(k, _)| k.len());
         if let Some((_, p)) = best {
             return Some(p);
         }
@@ -69,9 +86,20 @@ mod tests {
 
     #[test]
     fn dated_ids_match_by_prefix_and_unknown_is_none() {
-        let u = Usage { input_tokens: 1_000_000, output_tokens: 1_000_000, cache_write_tokens: 0, cache_read_tokens: 1_000_000 };
-        assert_eq!(cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()), Some(18.3));
-        assert_eq!(cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()), Some(0.825));
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_write_tokens: 0,
+            cache_read_tokens: 1_000_000,
+        };
+        assert_eq!(
+            cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()),
+            Some(18.3)
+        );
+        assert_eq!(
+            cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()),
+            Some(0.825)
+        );
         assert_eq!(cost("qwen2.5:0.5b", &u, &BTreeMap::new()), None);
         let mut extra = BTreeMap::new();
         extra.insert("qwen2.5".to_string(), Price::default());

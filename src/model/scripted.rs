@@ -68,13 +68,19 @@ fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
     let list = match v {
         Value::Array(a) => a,
         Value::Null => vec![],
-        _ => return Err(Error::usage(format!("script {path}: {what} must be a list of responses"))),
+        _ => {
+            return Err(Error::usage(format!(
+                "script {path}: {what} must be a list of responses"
+            )))
+        }
     };
     list.into_iter()
         .enumerate()
         .map(|(i, e)| {
-            serde_path_to_error::deserialize::<_, Entry>(e)
-                .map_err(|err| Error::usage(format!("script {path}: {what} response {}: {err}", i + 1)).with_hint("see `Scripted model` in the README for the format"))
+            serde_path_to_error::deserialize::<_, Entry>(e).map_err(|err| {
+                Error::usage(format!("script {path}: {what} response {}: {err}", i + 1))
+                    .with_hint("see `Scripted model` in the README for the format")
+            })
         })
         .collect()
 }
@@ -85,13 +91,19 @@ impl Scripted {
         let jsonl = path.extension() == Some("jsonl");
         let queues = if jsonl {
             let mut list = Vec::new();
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let v: Value = serde_json::from_str(line).map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let v: Value = serde_json::from_str(line)
+                    .map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
                 list.push(v);
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
         } else {
-            let v: Value = serde_yaml_ng::from_str(&text).map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
+            let v: Value = serde_yaml_ng::from_str(&text)
+                .map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
             match v {
                 Value::Object(m) => {
                     let mut q = BTreeMap::new();
@@ -104,15 +116,26 @@ impl Scripted {
                 other => Queues::Ordered(parse_entries(other, path, "the script")?),
             }
         };
-        Ok(Scripted { path: path.clone(), queues, pos: BTreeMap::new() })
+        Ok(Scripted {
+            path: path.clone(),
+            queues,
+            pos: BTreeMap::new(),
+        })
     }
 
     fn next(&mut self, phase: &str) -> Result<Entry> {
         let (key, queue) = match &self.queues {
             Queues::Ordered(q) => ("".to_string(), q),
-            Queues::Keyed(m) => (phase.to_string(), m.get(phase).ok_or_else(|| {
-                Error::provider(format!("script {} has no responses for phase `{phase}`", self.path)).with_hint(format!("add a `{phase}:` list to the script"))
-            })?),
+            Queues::Keyed(m) => (
+                phase.to_string(),
+                m.get(phase).ok_or_else(|| {
+                    Error::provider(format!(
+                        "script {} has no responses for phase `{phase}`",
+                        self.path
+                    ))
+                    .with_hint(format!("add a `{phase}:` list to the script"))
+                })?,
+            ),
         };
         let pos = self.pos.get(&key).copied().unwrap_or(0);
         let Some(entry) = queue.get(pos).cloned() else {
@@ -131,7 +154,9 @@ impl Scripted {
                     self.path,
                     pos + 1
                 ))
-                .with_hint("reorder the script, or key it by phase (a mapping of phase name to responses)"));
+                .with_hint(
+                    "reorder the script, or key it by phase (a mapping of phase name to responses)",
+                ));
             }
         }
         self.pos.insert(key, pos + 1);
@@ -165,20 +190,40 @@ impl Model for Scripted {
                     },
                     other => (json!({}), Some(other.to_string())),
                 };
-                ToolCall { id: c.id.clone().unwrap_or_else(|| format!("call_{i}")), name: c.name.clone(), arguments, invalid_arguments: invalid }
+                ToolCall {
+                    id: c.id.clone().unwrap_or_else(|| format!("call_{i}")),
+                    name: c.name.clone(),
+                    arguments,
+                    invalid_arguments: invalid,
+                }
             })
             .collect();
         if let Some(a) = e.answer {
             let name = match &req.tool_choice {
                 ToolChoice::Tool(n) => n.clone(),
-                _ => req.tools.first().map(|t| t.name.clone()).unwrap_or_default(),
+                _ => req
+                    .tools
+                    .first()
+                    .map(|t| t.name.clone())
+                    .unwrap_or_default(),
             };
             let invalid = (!a.is_object()).then(|| a.to_string());
-            calls.push(ToolCall { id: format!("call_{}", calls.len()), name, arguments: if a.is_object() { a } else { json!({}) }, invalid_arguments: invalid });
+            calls.push(ToolCall {
+                id: format!("call_{}", calls.len()),
+                name,
+                arguments: if a.is_object() { a } else { json!({}) },
+                invalid_arguments: invalid,
+            });
         }
         Ok(Response {
             text: e.text,
-            stop_reason: e.stop_reason.unwrap_or_else(|| if calls.is_empty() { "end_turn".into() } else { "tool_use".into() }),
+            stop_reason: e.stop_reason.unwrap_or_else(|| {
+                if calls.is_empty() {
+                    "end_turn".into()
+                } else {
+                    "tool_use".into()
+                }
+            }),
             tool_calls: calls,
             usage: e.usage.unwrap_or_default(),
             model: e.model.unwrap_or_else(|| "scripted".into()),
@@ -207,7 +252,11 @@ pub fn record_line(phase: &str, r: &Response) -> String {
             .map(|c| ScriptCall {
                 id: Some(c.id.clone()),
                 name: c.name.clone(),
-                arguments: c.invalid_arguments.clone().map(Value::String).unwrap_or_else(|| c.arguments.clone()),
+                arguments: c
+                    .invalid_arguments
+                    .clone()
+                    .map(Value::String)
+                    .unwrap_or_else(|| c.arguments.clone()),
             })
             .collect(),
         text: r.text.clone(),

@@ -13,7 +13,14 @@ use serde_json::json;
 fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
     // FNV-1a over the action and its result: equal prints mean the same action, same result.
     let mut h: u64 = 0xcbf29ce484222325;
-    for b in a.tool.bytes().chain(a.args.to_string().bytes()).chain(r.status.bytes()).chain(r.output.bytes()).chain(r.error.clone().unwrap_or_default().bytes()) {
+    for b in a
+        .tool
+        .bytes()
+        .chain(a.args.to_string().bytes())
+        .chain(r.status.bytes())
+        .chain(r.output.bytes())
+        .chain(r.error.clone().unwrap_or_default().bytes())
+    {
         h ^= b as u64;
         h = h.wrapping_mul(0x100000001b3);
     }
@@ -23,19 +30,41 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
 /// Runs one action and returns its result (the registry never panics or errors).
 pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
     if !crate::tools::is_allowed(env.cfg, &action.tool) {
-        return ToolResult::err(format!("tool `{}` is not in allowed_tools; Act refused to run it", action.tool), false);
+        return ToolResult::err(
+            format!(
+                "tool `{}` is not in allowed_tools; Act refused to run it",
+                action.tool
+            ),
+            false,
+        );
     }
-    let tenv = ToolEnv { root: &env.ws.root, config: env.cfg, skills: &env.skills, artifact_stem: format!("step-{step}-{}", action.tool) };
+    let tenv = ToolEnv {
+        root: &env.ws.root,
+        config: env.cfg,
+        skills: &env.skills,
+        artifact_stem: format!("step-{step}-{}", action.tool),
+    };
     env.registry.call(&tenv, &action.tool, &action.args)
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, plan) = env.read_plan()?;
     let Some(action) = plan.next_action.clone() else {
-        return Err(Error::data(format!("{} has no Next Action block", env.ws.plan())).with_hint("run `agentloop plan` to choose one"));
+        return Err(
+            Error::data(format!("{} has no Next Action block", env.ws.plan()))
+                .with_hint("run `agentloop plan` to choose one"),
+        );
     };
-    let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));
-    let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);
+    let step = state
+        .pending
+        .as_ref()
+        .map(|p| p.step)
+        .or(plan.next_step)
+        .unwrap_or(state.step.max(1));
+    let edited = state
+        .pending
+        .as_ref()
+        .is_some_and(|p| p.tool != action.tool || p.args != action.args);
     let watch = crate::clock::Stopwatch::start();
     let result = execute(env, step, &action);
     crate::crash::point("phase:act:after-tool");
@@ -44,7 +73,15 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 }
 
 /// Records an action's result (also used by event mode for external tool results).
-pub fn record(env: &Env, state: &mut State, step: u32, action: &NextAction, result: ToolResult, duration_ms: u64, edited: bool) -> Result<Outcome> {
+pub fn record(
+    env: &Env,
+    state: &mut State,
+    step: u32,
+    action: &NextAction,
+    result: ToolResult,
+    duration_ms: u64,
+    edited: bool,
+) -> Result<Outcome> {
     let ok = result.is_ok();
     let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
     e.tool = Some(action.tool.clone());
@@ -59,9 +96,17 @@ pub fn record(env: &Env, state: &mut State, step: u32, action: &NextAction, resu
         e.data = Some(json!({"edited_by_hand": true}));
     }
     let fp = fingerprint(action, &result);
-    state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) { state.repeats + 1 } else { 1 };
+    state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) {
+        state.repeats + 1
+    } else {
+        1
+    };
     state.last_action = Some(fp);
-    state.consecutive_failures = if ok { 0 } else { state.consecutive_failures + 1 };
+    state.consecutive_failures = if ok {
+        0
+    } else {
+        state.consecutive_failures + 1
+    };
     for a in &result.artifacts {
         if a.starts_with("artifacts/") && !state.artifacts.contains(a) {
             state.artifacts.push(a.clone());
@@ -85,9 +130,16 @@ pub fn record(env: &Env, state: &mut State, step: u32, action: &NextAction, resu
     state.next = Next::Reflect;
     let mut commit = Commit::default();
     // Spilled output: memory.md gets the path so later phases can read it back.
-    if let Some(spill) = result.artifacts.iter().find(|a| a.contains(&format!("step-{step}-"))) {
+    if let Some(spill) = result
+        .artifacts
+        .iter()
+        .find(|a| a.contains(&format!("step-{step}-")))
+    {
         if let Ok((_, mut mem)) = env.read_memory() {
-            mem.facts.push(format!("step {step} ({}): full output saved to {spill}", action.tool));
+            mem.facts.push(format!(
+                "step {step} ({}): full output saved to {spill}",
+                action.tool
+            ));
             commit.file("memory.md", env.render_memory(&mem)?);
         }
     }
@@ -95,18 +147,29 @@ pub fn record(env: &Env, state: &mut State, step: u32, action: &NextAction, resu
     let max_fail = env.cfg.max_consecutive_failures;
     let max_rep = env.cfg.max_repeats;
     if !ok && max_fail > 0 && state.consecutive_failures >= max_fail {
-        let reason = format!("{} consecutive tool failures (max_consecutive_failures); last: {}", state.consecutive_failures, result.summary());
+        let reason = format!(
+            "{} consecutive tool failures (max_consecutive_failures); last: {}",
+            state.consecutive_failures,
+            result.summary()
+        );
         finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Escalated));
     }
     if max_rep > 0 && state.repeats >= max_rep {
-        let reason = format!("the same action ({}) was repeated {} times with the same result (max_repeats)", action.tool, state.repeats);
+        let reason = format!(
+            "the same action ({}) was repeated {} times with the same result (max_repeats)",
+            action.tool, state.repeats
+        );
         finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Escalated));
     }
     commit.state = Some(state.clone());
     env.commit(&commit)?;
-    Ok(if ok { Outcome::Next } else { Outcome::ToolFailed })
+    Ok(if ok {
+        Outcome::Next
+    } else {
+        Outcome::ToolFailed
+    })
 }

@@ -31,14 +31,28 @@ pub fn answer_tool() -> ToolDef {
 }
 
 fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str()).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str())
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
     let reframing = state.reframe_reason.is_some();
     let (memory_text, old) = env.read_memory()?;
-    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
+    let tool_names: Vec<String> = env
+        .registry
+        .allowed(env.cfg)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({
@@ -59,10 +73,18 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let can_proceed = a["can_proceed"].as_bool().unwrap_or(false);
     let mut mem = Memory {
         goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
-        dod: strings(a, "definition_of_done").into_iter().map(|text| Item { done: false, text }).collect(),
+        dod: strings(a, "definition_of_done")
+            .into_iter()
+            .map(|text| Item { done: false, text })
+            .collect(),
         constraints: strings(a, "constraints"),
         assumptions: strings(a, "assumptions"),
-        hypothesis: a.get("hypothesis").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+        hypothesis: a
+            .get("hypothesis")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_string(),
         facts: old.facts.clone(),
         status: String::new(),
         open_question: None,
@@ -71,7 +93,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let event = if reframing { "reframe" } else { "frame" };
     let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);
     account(env, state, &mut e, &answer);
-    e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
+    e.decision = Some(if can_proceed {
+        "proceed".into()
+    } else {
+        "cannot_proceed".into()
+    });
     e.reason = state.reframe_reason.clone();
     let mut body = format!("Goal: {}\n\nDefinition of Done:\n", mem.goal);
     for i in &mem.dod {
@@ -84,26 +110,53 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         body.push_str(&format!("\nReframed because: {r}\n"));
     }
     let mut commit = Commit::default();
-    mem.log.push(format!("step {} {event}: {}", state.step, if can_proceed { "proceed" } else { "cannot proceed" }));
+    mem.log.push(format!(
+        "step {} {event}: {}",
+        state.step,
+        if can_proceed {
+            "proceed"
+        } else {
+            "cannot proceed"
+        }
+    ));
     if can_proceed {
         mem.status = format!("framed; planning step {}", state.step + 1);
         state.next = Next::Plan;
         state.reframe_reason = None;
         commit.file("memory.md", env.render_memory(&mem)?);
-        commit.file("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
+        commit.file(
+            "decisions.md",
+            env.decisions_with(state.step, event, "Framed the task", &body)?,
+        );
         commit.entry(&e);
         commit.state = Some(state.clone());
         env.commit(&commit)?;
         return Ok(Outcome::Next);
     }
-    let question = a.get("open_question").and_then(Value::as_str).filter(|q| !q.trim().is_empty()).unwrap_or("The task cannot proceed with the tools and information available.").trim().to_string();
+    let question = a
+        .get("open_question")
+        .and_then(Value::as_str)
+        .filter(|q| !q.trim().is_empty())
+        .unwrap_or("The task cannot proceed with the tools and information available.")
+        .trim()
+        .to_string();
     mem.open_question = Some(question.clone());
     mem.status = "escalated: cannot proceed".into();
     body.push_str(&format!("\nCannot proceed. Open question: {question}\n"));
     commit.file("memory.md", env.render_memory(&mem)?);
-    commit.file("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
+    commit.file(
+        "decisions.md",
+        env.decisions_with(state.step, event, "Cannot proceed", &body)?,
+    );
     commit.entry(&e);
-    finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
+    finish(
+        env,
+        state,
+        &mut commit,
+        StopKind::Escalated,
+        &format!("cannot proceed: {question}"),
+        None,
+    )?;
     env.commit(&commit)?;
     Ok(Outcome::Stopped(StopKind::Escalated))
 }

@@ -113,7 +113,11 @@ impl<'a> Env<'a> {
     pub fn read_memory(&self) -> Result<(String, Memory)> {
         let path = self.ws.memory();
         let text = crate::fs::read_optional(&path)?.unwrap_or_default();
-        let mem = if text.trim().is_empty() { Memory::default() } else { markdown::parse_memory(&text, &path)? };
+        let mem = if text.trim().is_empty() {
+            Memory::default()
+        } else {
+            markdown::parse_memory(&text, &path)?
+        };
         Ok((text, mem))
     }
 
@@ -146,7 +150,13 @@ impl<'a> Env<'a> {
     }
 
     /// decisions.md with one more entry appended.
-    pub fn decisions_with(&self, step: u32, phase: &str, title: &str, body: &str) -> Result<String> {
+    pub fn decisions_with(
+        &self,
+        step: u32,
+        phase: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<String> {
         let mut text = crate::fs::read_optional(&self.ws.decisions())?.unwrap_or_default();
         if text.is_empty() {
             text = self.tpl.render("decisions.md.j2", json!({}))?;
@@ -179,7 +189,12 @@ impl<'a> Env<'a> {
 }
 
 fn progress_line(e: &Entry) -> String {
-    let mut s = format!("[step {}] {:<7} {}", e.step, e.phase.map(|p| p.as_str()).unwrap_or("-"), e.event);
+    let mut s = format!(
+        "[step {}] {:<7} {}",
+        e.step,
+        e.phase.map(|p| p.as_str()).unwrap_or("-"),
+        e.event
+    );
     if let Some(t) = &e.tool {
         s.push_str(&format!(" {t}"));
     }
@@ -230,7 +245,9 @@ pub fn ask(
     tool: ToolDef,
     check: &dyn Fn(&Value) -> std::result::Result<(), String>,
 ) -> std::result::Result<Answer, AskError> {
-    let system = env.system_prompt(phase, &tool.name).map_err(AskError::Other)?;
+    let system = env
+        .system_prompt(phase, &tool.name)
+        .map_err(AskError::Other)?;
     let mut req = Request {
         phase: phase.to_string(),
         system,
@@ -253,13 +270,22 @@ pub fn ask(
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
             Err(e) => return Err(AskError::Other(e)),
         };
-        model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
+        model_id = if resp.model.is_empty() {
+            m.model().to_string()
+        } else {
+            resp.model.clone()
+        };
         usage.add(&resp.usage);
         cost = match (cost, model::pricing::cost(&model_id, &resp.usage, &prices)) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(((a + b) * 1e8).round() / 1e8),
             _ => None,
         };
-        let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
+        let call = resp
+            .tool_calls
+            .iter()
+            .find(|c| c.name == tool.name)
+            .or(resp.tool_calls.first())
+            .cloned();
         let problem = match &call {
             None => format!("you answered without calling the `{}` tool; call it with arguments matching its schema", tool.name),
             Some(c) if c.name != tool.name => format!("you called `{}`; call the `{}` tool instead", c.name, tool.name),
@@ -284,20 +310,39 @@ pub fn ask(
         if attempt == 2 {
             return Err(AskError::Invalid(problem, usage, cost));
         }
-        env.printer.debug(&format!("{phase}: corrective retry: {problem}"));
+        env.printer
+            .debug(&format!("{phase}: corrective retry: {problem}"));
         match call {
             Some(c) => {
                 let id = c.id.clone();
-                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::ToolCall(c)] });
+                req.messages.push(Message {
+                    role: model::Role::Assistant,
+                    parts: vec![Part::ToolCall(c)],
+                });
                 req.messages.push(Message {
                     role: model::Role::User,
-                    parts: vec![Part::ToolResult { id, content: format!("error: {problem}. Call `{}` again with a corrected answer.", tool.name), is_error: true }],
+                    parts: vec![Part::ToolResult {
+                        id,
+                        content: format!(
+                            "error: {problem}. Call `{}` again with a corrected answer.",
+                            tool.name
+                        ),
+                        is_error: true,
+                    }],
                 });
             }
             None => {
-                let text = if resp.text.is_empty() { "(no answer)".to_string() } else { resp.text.clone() };
-                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::Text(text)] });
-                req.messages.push(Message::user(format!("error: {problem}.")));
+                let text = if resp.text.is_empty() {
+                    "(no answer)".to_string()
+                } else {
+                    resp.text.clone()
+                };
+                req.messages.push(Message {
+                    role: model::Role::Assistant,
+                    parts: vec![Part::Text(text)],
+                });
+                req.messages
+                    .push(Message::user(format!("error: {problem}.")));
             }
         }
     }
@@ -308,8 +353,21 @@ pub fn ask(
 pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
     let (stop, reason, usage, cost) = match err {
         AskError::Other(e) => return Err(e),
-        AskError::Provider(e, u) => (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0)),
-        AskError::Invalid(p, u, c) => (StopKind::Escalated, format!("the model gave no valid {} answer after a correction: {p}", phase.as_str()), u, c),
+        AskError::Provider(e, u) => (
+            StopKind::Provider,
+            format!("provider failure in {}: {}", phase.as_str(), e.message),
+            u,
+            Some(0.0),
+        ),
+        AskError::Invalid(p, u, c) => (
+            StopKind::Escalated,
+            format!(
+                "the model gave no valid {} answer after a correction: {p}",
+                phase.as_str()
+            ),
+            u,
+            c,
+        ),
     };
     state.add_usage(&usage, cost);
     if let Some(m) = &env.model {
@@ -345,21 +403,38 @@ pub fn budget_exceeded(state: &State) -> Option<String> {
     let l = &state.limits;
     if let Some(max) = l.max_tokens {
         if state.usage.total() >= max {
-            return Some(format!("token budget exhausted: {} of {max} tokens used", state.usage.total()));
+            return Some(format!(
+                "token budget exhausted: {} of {max} tokens used",
+                state.usage.total()
+            ));
         }
     }
     if let Some(max) = l.max_cost_usd {
         if state.cost_usd >= max {
-            return Some(format!("cost budget exhausted: ${:.4} of ${max:.4} spent", state.cost_usd));
+            return Some(format!(
+                "cost budget exhausted: ${:.4} of ${max:.4} spent",
+                state.cost_usd
+            ));
         }
     }
     None
 }
 
 /// Ends the run inside `commit`: result.json, the `run.finished` entry, terminal state.
-pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind, reason: &str, outcome: Option<(String, Vec<String>)>) -> Result<()> {
+pub fn finish(
+    env: &Env,
+    state: &mut State,
+    commit: &mut Commit,
+    stop: StopKind,
+    reason: &str,
+    outcome: Option<(String, Vec<String>)>,
+) -> Result<()> {
     let now = crate::clock::now_rfc3339();
-    state.status = if stop == StopKind::Done { Status::Done } else { Status::Escalated };
+    state.status = if stop == StopKind::Done {
+        Status::Done
+    } else {
+        Status::Escalated
+    };
     state.next = Next::None;
     state.stop = Some(stop);
     state.reason = Some(reason.to_string());
@@ -373,7 +448,12 @@ pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind,
             }
         }
     }
-    let goal = env.read_memory().ok().map(|(_, m)| m.goal).filter(|g| !g.is_empty()).unwrap_or_else(|| state.goal.clone());
+    let goal = env
+        .read_memory()
+        .ok()
+        .map(|(_, m)| m.goal)
+        .filter(|g| !g.is_empty())
+        .unwrap_or_else(|| state.goal.clone());
     let result = json!({
         "run_id": state.run_id,
         "goal": goal,
@@ -388,7 +468,10 @@ pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind,
         "started_at": state.started_at,
         "finished_at": now,
     });
-    commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
+    commit.file(
+        "result.json",
+        serde_json::to_string_pretty(&result).expect("result serializes") + "\n",
+    );
     // memory.md records the final status (and the open question when escalated).
     if let Ok((_, mut mem)) = env.read_memory() {
         mem.status = format!("{}: {reason}", state.status.as_str());
@@ -397,7 +480,11 @@ pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind,
         }
         if let Some(pos) = commit.files.iter().position(|(n, _)| n == "memory.md") {
             if let Ok(m) = markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()) {
-                mem = Memory { status: mem.status.clone(), open_question: mem.open_question.clone().or(m.open_question.clone()), ..m };
+                mem = Memory {
+                    status: mem.status.clone(),
+                    open_question: mem.open_question.clone().or(m.open_question.clone()),
+                    ..m
+                };
             }
             commit.files[pos].1 = env.render_memory(&mem)?;
         } else {
@@ -408,7 +495,11 @@ pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind,
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());
     e.usage = Some(state.usage);
-    e.cost_usd = if state.cost_incomplete { None } else { Some(state.cost_usd) };
+    e.cost_usd = if state.cost_incomplete {
+        None
+    } else {
+        Some(state.cost_usd)
+    };
     e.artifacts = state.artifacts.clone();
     commit.entry(&e);
     commit.state = Some(state.clone());
@@ -417,7 +508,11 @@ pub fn finish(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind,
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = if state.status == Status::Done { "agent.completed" } else { "agent.escalated" };
+    let ty = if state.status == Status::Done {
+        "agent.completed"
+    } else {
+        "agent.escalated"
+    };
     json!({
         "type": ty,
         "payload": {

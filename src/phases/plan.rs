@@ -45,13 +45,18 @@ pub fn action_of(a: &Value) -> NextAction {
         Some(Value::Null) | None => json!({}),
         Some(v) => v.clone(),
     };
-    NextAction { tool: Registry::canonical(na["tool"].as_str().unwrap_or("").trim()).to_string(), args }
+    NextAction {
+        tool: Registry::canonical(na["tool"].as_str().unwrap_or("").trim()).to_string(),
+        args,
+    }
 }
 
 fn default_risk(s: SideEffect) -> &'static str {
     match s {
         SideEffect::Read => "Read-only; no side effects.",
-        SideEffect::Write => "Writes files inside the allowed folders; overwrites are not undoable.",
+        SideEffect::Write => {
+            "Writes files inside the allowed folders; overwrites are not undoable."
+        }
         SideEffect::Network => "Network request to an outside service; it sees the request.",
         SideEffect::Exec => "Runs a program; its effects depend on the program.",
         SideEffect::None => "None; ends the run.",
@@ -62,7 +67,10 @@ fn default_risk(s: SideEffect) -> &'static str {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let mut commit = Commit::default();
     if state.step >= state.limits.max_steps {
-        let reason = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
+        let reason = format!(
+            "max_steps reached: {} of {} steps used",
+            state.step, state.limits.max_steps
+        );
         finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Budget));
@@ -80,7 +88,13 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         .active_skills
         .iter()
         .filter_map(|n| env.skills.get(n))
-        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
+        .map(|s| {
+            format!(
+                "## {}\n{}",
+                s.name,
+                s.body.chars().take(8000).collect::<String>()
+            )
+        })
         .collect();
     let step = state.step + 1;
     let prompt = |correction: Option<&str>| {
@@ -112,19 +126,51 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let a = &answer.args;
     let action = action_of(a);
     let spec = env.registry.get(&action.tool).cloned();
-    let outline: Vec<String> = a.get("outline").and_then(Value::as_array).map(|o| o.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+    let outline: Vec<String> = a
+        .get("outline")
+        .and_then(Value::as_array)
+        .map(|o| {
+            o.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
     if !outline.is_empty() {
-        plan.outline = outline.into_iter().map(|text| Item { done: false, text }).collect();
+        plan.outline = outline
+            .into_iter()
+            .map(|text| Item { done: false, text })
+            .collect();
     }
     plan.next_step = Some(step);
     plan.next_action = Some(action.clone());
-    plan.expected = a["expected_outcome"].as_str().unwrap_or("").trim().to_string();
-    plan.risk = a.get("risk").and_then(Value::as_str).map(str::trim).filter(|r| !r.is_empty()).map(String::from).unwrap_or_else(|| {
-        default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
-    });
+    plan.expected = a["expected_outcome"]
+        .as_str()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    plan.risk = a
+        .get("risk")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(String::from)
+        .unwrap_or_else(|| {
+            default_risk(
+                spec.as_ref()
+                    .map(|s| s.side_effect)
+                    .unwrap_or(SideEffect::External),
+            )
+            .to_string()
+        });
     plan.rationale = a["rationale"].as_str().unwrap_or("").trim().to_string();
     state.step = step;
-    state.pending = Some(Pending { step, tool: action.tool.clone(), args: action.args.clone(), attempt: 0, requested_at: crate::clock::now_rfc3339() });
+    state.pending = Some(Pending {
+        step,
+        tool: action.tool.clone(),
+        args: action.args.clone(),
+        attempt: 0,
+        requested_at: crate::clock::now_rfc3339(),
+    });
     state.next = Next::Act;
     let mut e = Entry::new(&state.run_id, step, Phase::Plan, "plan");
     account(env, state, &mut e, &answer);
@@ -140,7 +186,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         plan.rationale
     );
     commit.file("plan.md", env.render_plan(&plan)?);
-    commit.file("decisions.md", env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?);
+    commit.file(
+        "decisions.md",
+        env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?,
+    );
     commit.entry(&e);
     commit.state = Some(state.clone());
     env.commit(&commit)?;

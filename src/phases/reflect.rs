@@ -30,17 +30,28 @@ pub fn answer_tool() -> ToolDef {
 }
 
 fn check(a: &Value) -> std::result::Result<(), String> {
-    if a["decision"] == "done" && a.get("outcome").and_then(Value::as_str).is_none_or(|o| o.trim().is_empty()) {
-        return Err("decision `done` needs an `outcome`: the final result for the person who asked".into());
+    if a["decision"] == "done"
+        && a.get("outcome")
+            .and_then(Value::as_str)
+            .is_none_or(|o| o.trim().is_empty())
+    {
+        return Err(
+            "decision `done` needs an `outcome`: the final result for the person who asked".into(),
+        );
     }
     Ok(())
 }
 
 fn describe_result(state: &State) -> String {
-    let Some(r) = &state.last_result else { return "(no action has run yet)".into() };
+    let Some(r) = &state.last_result else {
+        return "(no action has run yet)".into();
+    };
     let mut s = format!("step {}: status {}", state.step, r.status);
     if let Some(e) = &r.error {
-        s.push_str(&format!("\nerror: {e}{}", if r.retryable { " (retryable)" } else { "" }));
+        s.push_str(&format!(
+            "\nerror: {e}{}",
+            if r.retryable { " (retryable)" } else { "" }
+        ));
     }
     if !r.artifacts.is_empty() {
         s.push_str(&format!("\nartifacts: {}", r.artifacts.join(", ")));
@@ -71,14 +82,29 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     };
     let a = answer.args.clone();
     // Tick the items the model says are satisfied (by number or by text).
-    for s in a.get("satisfied").and_then(Value::as_array).cloned().unwrap_or_default() {
+    for s in a
+        .get("satisfied")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         let idx = match &s {
             Value::Number(n) => n.as_u64().and_then(|n| (n as usize).checked_sub(1)),
             Value::String(t) => {
                 let t = t.trim().to_lowercase();
-                t.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).or_else(|| {
-                    mem.dod.iter().position(|i| i.text.to_lowercase() == t).or_else(|| mem.dod.iter().position(|i| !t.is_empty() && i.text.to_lowercase().contains(&t)))
-                })
+                t.parse::<usize>()
+                    .ok()
+                    .and_then(|n| n.checked_sub(1))
+                    .or_else(|| {
+                        mem.dod
+                            .iter()
+                            .position(|i| i.text.to_lowercase() == t)
+                            .or_else(|| {
+                                mem.dod.iter().position(|i| {
+                                    !t.is_empty() && i.text.to_lowercase().contains(&t)
+                                })
+                            })
+                    })
             }
             _ => None,
         };
@@ -87,10 +113,19 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     let step = state.step;
-    for f in a.get("facts").and_then(Value::as_array).cloned().unwrap_or_default() {
+    for f in a
+        .get("facts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         if let Some(f) = f.as_str().map(str::trim).filter(|f| !f.is_empty()) {
             let cited = f.contains("step") || f.contains("artifacts/");
-            mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
+            mem.facts.push(if cited {
+                f.to_string()
+            } else {
+                format!("{f} (step {step})")
+            });
         }
     }
     let mut decision = a["decision"].as_str().unwrap_or("continue").to_string();
@@ -99,7 +134,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     if decision == "done" && !mem.all_done() {
         state.done_refusals += 1;
         let open = mem.open_items();
-        let open_desc = if mem.dod.is_empty() { "the Definition of Done is empty".to_string() } else { format!("open items: {}", open.join("; ")) };
+        let open_desc = if mem.dod.is_empty() {
+            "the Definition of Done is empty".to_string()
+        } else {
+            format!("open items: {}", open.join("; "))
+        };
         if state.done_refusals > env.cfg.max_done_refusals {
             stop = Some((StopKind::Escalated, format!("the model declared done {} times with the Definition of Done incomplete ({open_desc})", state.done_refusals)));
         } else {
@@ -108,10 +147,21 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     if let Some(r) = &state.last_result {
-        plan.completed.push(format!("step {step}: {} — {}", r.status, r.summary().chars().take(120).collect::<String>()));
+        plan.completed.push(format!(
+            "step {step}: {} — {}",
+            r.status,
+            r.summary().chars().take(120).collect::<String>()
+        ));
     }
     if let Some(o) = a.get("outline").and_then(Value::as_array) {
-        let items: Vec<crate::markdown::Item> = o.iter().filter_map(|x| x.as_str()).map(|t| crate::markdown::Item { done: false, text: t.to_string() }).collect();
+        let items: Vec<crate::markdown::Item> = o
+            .iter()
+            .filter_map(|x| x.as_str())
+            .map(|t| crate::markdown::Item {
+                done: false,
+                text: t.to_string(),
+            })
+            .collect();
         if !items.is_empty() {
             plan.outline = items;
         }
@@ -120,7 +170,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     plan.next_action = None;
     plan.next_step = None;
-    mem.log.push(format!("step {step} reflect: {decision} — {}", reason.chars().take(160).collect::<String>()));
+    mem.log.push(format!(
+        "step {step} reflect: {decision} — {}",
+        reason.chars().take(160).collect::<String>()
+    ));
     let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
     account(env, state, &mut e, &answer);
     e.decision = Some(decision.clone());
@@ -138,20 +191,36 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "reframe" => {
                 state.reframes += 1;
                 if state.reframes > state.limits.max_reframes {
-                    stop = Some((StopKind::Budget, format!("max_reframes reached: reframe {} of at most {} ({reason})", state.reframes, state.limits.max_reframes)));
+                    stop = Some((
+                        StopKind::Budget,
+                        format!(
+                            "max_reframes reached: reframe {} of at most {} ({reason})",
+                            state.reframes, state.limits.max_reframes
+                        ),
+                    ));
                 } else {
                     state.reframe_reason = Some(reason.clone());
                     state.next = Next::Frame;
-                    mem.status = format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
+                    mem.status = format!(
+                        "reframing ({} of {})",
+                        state.reframes, state.limits.max_reframes
+                    );
                 }
             }
             "escalate" => {
-                stop = Some((StopKind::Escalated, format!("escalated by reflect: {reason}")));
+                stop = Some((
+                    StopKind::Escalated,
+                    format!("escalated by reflect: {reason}"),
+                ));
                 mem.open_question = Some(reason.clone());
             }
             _ => {
                 state.next = Next::Plan;
-                mem.status = format!("step {step} done; {} of {} Definition-of-Done items checked", mem.dod.iter().filter(|i| i.done).count(), mem.dod.len());
+                mem.status = format!(
+                    "step {step} done; {} of {} Definition-of-Done items checked",
+                    mem.dod.iter().filter(|i| i.done).count(),
+                    mem.dod.len()
+                );
             }
         }
     }
@@ -160,16 +229,39 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     commit.file("memory.md", env.render_memory(&mem)?);
     commit.file("plan.md", env.render_plan(&plan)?);
-    commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?);
+    commit.file(
+        "decisions.md",
+        env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?,
+    );
     commit.entry(&e);
     if let Some((kind, why)) = stop {
         finish(env, state, &mut commit, kind, &why, None)?;
         outcome = Outcome::Stopped(kind);
     } else if decision == "done" {
-        let text = a.get("outcome").and_then(Value::as_str).unwrap_or("").trim().to_string();
-        let mut arts: Vec<String> = a.get("artifacts").and_then(Value::as_array).map(|v| v.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let text = a
+            .get("outcome")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let mut arts: Vec<String> = a
+            .get("artifacts")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
         arts.retain(|p| env.ws.root.join(p).exists());
-        finish(env, state, &mut commit, StopKind::Done, &reason, Some((text, arts)))?;
+        finish(
+            env,
+            state,
+            &mut commit,
+            StopKind::Done,
+            &reason,
+            Some((text, arts)),
+        )?;
         outcome = Outcome::Stopped(StopKind::Done);
     } else {
         commit.state = Some(state.clone());

@@ -5,7 +5,10 @@
 //! dropped. Conversion to markdown uses the `htmd` crate (html5ever underneath).
 
 fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
-    hay.get(from..)?.to_ascii_lowercase().find(needle).map(|i| i + from)
+    hay.get(from..)?
+        .to_ascii_lowercase()
+        .find(needle)
+        .map(|i| i + from)
 }
 
 /// The inside of the first `<article>` (else `<main>`), or the whole document.
@@ -34,10 +37,14 @@ pub fn title(html: &str) -> Option<String> {
     (!t.is_empty()).then_some(t)
 }
 
-const SKIP: [&str; 10] = ["script", "style", "nav", "header", "footer", "aside", "noscript", "form", "svg", "iframe"];
+const SKIP: [&str; 10] = [
+    "script", "style", "nav", "header", "footer", "aside", "noscript", "form", "svg", "iframe",
+];
 
 pub fn to_markdown(html: &str) -> String {
-    let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIP.to_vec()).build();
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(SKIP.to_vec())
+        .build();
     let body = main_content(html);
     match converter.convert(body) {
         Ok(md) => collapse_blank_lines(&md),
@@ -54,18 +61,42 @@ pub fn to_text(html: &str) -> String {
     while i < body.len() {
         if bytes[i] == b'<' {
             let Some(gt) = body[i..].find('>') else { break };
-            let tag = body[i + 1..i + gt].trim_start_matches('/').split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("").to_ascii_lowercase();
+            let tag = body[i + 1..i + gt]
+                .trim_start_matches('/')
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
             let closing = body[i + 1..].starts_with('/');
             if !closing && SKIP.contains(&tag.as_str()) {
                 match find_ci(body, &format!("</{tag}"), i + gt) {
                     Some(end) => {
-                        i = end + body[end..].find('>').map(|g| g + 1).unwrap_or(body.len() - end);
+                        i = end
+                            + body[end..]
+                                .find('>')
+                                .map(|g| g + 1)
+                                .unwrap_or(body.len() - end);
                         continue;
                     }
                     None => break,
                 }
             }
-            if matches!(tag.as_str(), "p" | "div" | "br" | "li" | "tr" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "section" | "pre" | "blockquote") {
+            if matches!(
+                tag.as_str(),
+                "p" | "div"
+                    | "br"
+                    | "li"
+                    | "tr"
+                    | "h1"
+                    | "h2"
+                    | "h3"
+                    | "h4"
+                    | "h5"
+                    | "h6"
+                    | "section"
+                    | "pre"
+                    | "blockquote"
+            ) {
                 out.push('\n');
             }
             i += gt + 1;
@@ -75,7 +106,10 @@ pub fn to_text(html: &str) -> String {
             i = next;
         }
     }
-    let lines: Vec<String> = out.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    let lines: Vec<String> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
     collapse_blank_lines(&lines.join("\n"))
 }
 
@@ -119,9 +153,18 @@ mod tests {
     fn keeps_article_drops_nav() {
         let html = "<html><head><title>T &amp; U</title></head><body><nav>Menu</nav><article><h1>Head</h1><p>Body <b>text</b>.</p><script>x()</script></article><footer>foot</footer></body></html>";
         let md = super::to_markdown(html);
-        assert!(md.contains("# Head") && md.contains("**text**") && !md.contains("Menu") && !md.contains("x()"), "{md}");
+        assert!(
+            md.contains("# Head")
+                && md.contains("**text**")
+                && !md.contains("Menu")
+                && !md.contains("x()"),
+            "{md}"
+        );
         assert_eq!(super::title(html).as_deref(), Some("T & U"));
         let text = super::to_text(html);
-        assert!(text.contains("Body text.") && !text.contains("foot"), "{text}");
+        assert!(
+            text.contains("Body text.") && !text.contains("foot"),
+            "{text}"
+        );
     }
 }

@@ -68,10 +68,24 @@ pub struct ToolResult {
 
 impl ToolResult {
     pub fn ok(output: impl Into<String>, metadata: Value) -> Self {
-        ToolResult { status: "ok".into(), output: output.into(), error: None, retryable: false, metadata, artifacts: vec![] }
+        ToolResult {
+            status: "ok".into(),
+            output: output.into(),
+            error: None,
+            retryable: false,
+            metadata,
+            artifacts: vec![],
+        }
     }
     pub fn err(error: impl Into<String>, retryable: bool) -> Self {
-        ToolResult { status: "error".into(), output: String::new(), error: Some(error.into()), retryable, metadata: Value::Null, artifacts: vec![] }
+        ToolResult {
+            status: "error".into(),
+            output: String::new(),
+            error: Some(error.into()),
+            retryable,
+            metadata: Value::Null,
+            artifacts: vec![],
+        }
     }
     pub fn is_ok(&self) -> bool {
         self.status == "ok"
@@ -113,14 +127,15 @@ impl Registry {
     pub fn new(cfg: &Config) -> Self {
         let t = cfg.tools.timeout.0;
         let cap = cfg.tools.output_cap;
-        let spec = |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-            side_effect,
-            timeout: t,
-            output_cap: cap,
-        };
+        let spec =
+            |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+                side_effect,
+                timeout: t,
+                output_cap: cap,
+            };
         let mut specs = vec![
             spec(
                 "file_read",
@@ -212,8 +227,15 @@ impl Registry {
             }
             specs.push(ToolSpec {
                 name: name.clone(),
-                description: if ext.description.is_empty() { format!("External tool {name}.") } else { ext.description.clone() },
-                parameters: ext.parameters.clone().unwrap_or_else(|| json!({"type": "object"})),
+                description: if ext.description.is_empty() {
+                    format!("External tool {name}.")
+                } else {
+                    ext.description.clone()
+                },
+                parameters: ext
+                    .parameters
+                    .clone()
+                    .unwrap_or_else(|| json!({"type": "object"})),
                 side_effect: SideEffect::External,
                 timeout: t,
                 output_cap: cap,
@@ -241,7 +263,10 @@ impl Registry {
 
     /// The tools Act may run under this config (`allowed_tools`; `finish` is always allowed).
     pub fn allowed<'a>(&'a self, cfg: &Config) -> Vec<&'a ToolSpec> {
-        self.specs.iter().filter(|s| is_allowed(cfg, &s.name)).collect()
+        self.specs
+            .iter()
+            .filter(|s| is_allowed(cfg, &s.name))
+            .collect()
     }
 
     /// Checks that a tool exists, is allowed and its arguments match its schema.
@@ -249,7 +274,11 @@ impl Registry {
         let Some(spec) = self.get(name) else {
             return Err(format!(
                 "unknown tool `{name}`; available: {}",
-                self.allowed(cfg).iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                self.allowed(cfg)
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         };
         if !is_allowed(cfg, &spec.name) {
@@ -288,12 +317,17 @@ impl Registry {
 
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
-    name == "finish" || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+    name == "finish"
+        || cfg
+            .allowed_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
 }
 
 /// Validates arguments against a JSON Schema; the error names the field.
 pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?;
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| format!("the tool's schema is invalid: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(args)
         .map(|e| {
@@ -301,7 +335,10 @@ pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
             if at.is_empty() {
                 format!("arguments: {e}")
             } else {
-                format!("argument `{}`: {e}", at.trim_start_matches('/').replace('/', "."))
+                format!(
+                    "argument `{}`: {e}",
+                    at.trim_start_matches('/').replace('/', ".")
+                )
             }
         })
         .collect();
@@ -317,7 +354,8 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
     let path = env.root.join(&rel);
     let full = std::mem::take(&mut result.output);
-    let write = crate::fs::create_dir_all(&env.root.join("artifacts")).and_then(|_| crate::fs::write_atomic(&path, full.as_bytes()));
+    let write = crate::fs::create_dir_all(&env.root.join("artifacts"))
+        .and_then(|_| crate::fs::write_atomic(&path, full.as_bytes()));
     let excerpt: String = full.chars().take(spec.output_cap.min(2000)).collect();
     match write {
         Ok(()) => {
@@ -328,7 +366,10 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
             result.artifacts.push(rel);
         }
         Err(e) => {
-            result.output = format!("{excerpt}\n\n[output truncated; could not save the rest: {}]", e.message);
+            result.output = format!(
+                "{excerpt}\n\n[output truncated; could not save the rest: {}]",
+                e.message
+            );
         }
     }
 }
@@ -344,8 +385,15 @@ fn skill_read(env: &ToolEnv, args: &Value) -> ToolResult {
 
 fn finish(args: &Value) -> ToolResult {
     let summary = args["summary"].as_str().unwrap_or_default().to_string();
-    let artifacts: Vec<String> =
-        args.get("artifacts").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let artifacts: Vec<String> = args
+        .get("artifacts")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut r = ToolResult::ok(summary, json!({"finish": true}));
     r.artifacts = artifacts;
     r
@@ -353,5 +401,7 @@ fn finish(args: &Value) -> ToolResult {
 
 /// Artifact paths are reported relative to the workspace.
 pub fn rel_artifact(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
-    p.strip_prefix(root).map(Utf8Path::to_path_buf).unwrap_or_else(|_| p.to_path_buf())
+    p.strip_prefix(root)
+        .map(Utf8Path::to_path_buf)
+        .unwrap_or_else(|_| p.to_path_buf())
 }

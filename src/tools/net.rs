@@ -67,16 +67,34 @@ fn host_matches(host: &str, pattern: &str) -> bool {
 
 /// Parses and checks a URL against the policy, resolving the host.
 pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
-    let uri: Uri = url.trim().parse().map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
-    let scheme = uri.scheme_str().map(str::to_ascii_lowercase).ok_or_else(|| format!("`{url}` has no scheme; use http:// or https://"))?;
+    let uri: Uri = url
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+    let scheme = uri
+        .scheme_str()
+        .map(str::to_ascii_lowercase)
+        .ok_or_else(|| format!("`{url}` has no scheme; use http:// or https://"))?;
     if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
-        return Err(format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", ")));
+        return Err(format!(
+            "scheme `{scheme}` is not allowed (allowed: {})",
+            p.schemes.join(", ")
+        ));
     }
-    let host = uri.host().ok_or_else(|| format!("`{url}` has no host"))?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let host = uri
+        .host()
+        .ok_or_else(|| format!("`{url}` has no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-        return Err(format!("`{url}` carries credentials in the URL; pass them as headers"));
+        return Err(format!(
+            "`{url}` carries credentials in the URL; pass them as headers"
+        ));
     }
-    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
     if p.deny_hosts.iter().any(|d| host_matches(&host, d)) {
         return Err(format!("host `{host}` is denied by tools.http.deny_hosts"));
     }
@@ -89,7 +107,11 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     if !p.allow_private {
         let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
-            Err(_) => (host.as_str(), port).to_socket_addrs().map_err(|e| format!("cannot resolve `{host}`: {e}"))?.map(|a| a.ip()).collect(),
+            Err(_) => (host.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+                .map(|a| a.ip())
+                .collect(),
         };
         if let Some(ip) = addrs.iter().find(|ip| is_private(**ip)) {
             return Err(format!(
@@ -97,7 +119,12 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
             ));
         }
     }
-    Ok(Target { uri, scheme, host, port })
+    Ok(Target {
+        uri,
+        scheme,
+        host,
+        port,
+    })
 }
 
 /// Resolves a Location header against the URL it came from.
@@ -105,7 +132,11 @@ fn join(base: &Target, loc: &str) -> String {
     if loc.contains("://") {
         return loc.to_string();
     }
-    let authority = base.uri.authority().map(|a| a.as_str()).unwrap_or(&base.host);
+    let authority = base
+        .uri
+        .authority()
+        .map(|a| a.as_str())
+        .unwrap_or(&base.host);
     if let Some(rest) = loc.strip_prefix("//") {
         return format!("{}://{rest}", base.scheme);
     }
@@ -114,7 +145,11 @@ fn join(base: &Target, loc: &str) -> String {
     }
     let path = base.uri.path();
     let dir = &path[..path.rfind('/').map(|i| i + 1).unwrap_or(0)];
-    format!("{}://{authority}{}{loc}", base.scheme, if dir.is_empty() { "/" } else { dir })
+    format!(
+        "{}://{authority}{}{loc}",
+        base.scheme,
+        if dir.is_empty() { "/" } else { dir }
+    )
 }
 
 pub struct Fetched {
@@ -146,13 +181,21 @@ pub fn fetch(
     let mut body = body.map(str::to_string);
     for _hop in 0..=p.max_redirects {
         let target = check_url(&url, p).map_err(|e| (e, false))?;
-        let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
+        let mut req = ureq::http::Request::builder()
+            .method(method.as_str())
+            .uri(target.uri.clone());
         for (k, v) in headers {
             req = req.header(k.as_str(), v.as_str());
         }
         let sent = match (&body, method.as_str()) {
-            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => req.body(b.clone()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify)),
-            _ => req.body(()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify)),
+            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => req
+                .body(b.clone())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(classify)),
+            _ => req
+                .body(())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(classify)),
         };
         let resp = sent?;
         let status = resp.status().as_u16();
@@ -168,20 +211,40 @@ pub fn fetch(
         }
         let mut hmap = Map::new();
         for (k, v) in resp.headers() {
-            hmap.insert(k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string()));
+            hmap.insert(
+                k.as_str().to_string(),
+                Value::String(v.to_str().unwrap_or("").to_string()),
+            );
         }
         let mut buf = Vec::new();
         let mut reader = resp.into_body().into_reader().take(p.max_bytes + 1);
-        reader.read_to_end(&mut buf).map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
+        reader
+            .read_to_end(&mut buf)
+            .map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
         let truncated = buf.len() as u64 > p.max_bytes;
         buf.truncate(p.max_bytes as usize);
-        return Ok(Fetched { status, url, headers: hmap, body: buf, truncated });
+        return Ok(Fetched {
+            status,
+            url,
+            headers: hmap,
+            body: buf,
+            truncated,
+        });
     }
-    Err((format!("too many redirects (more than {})", p.max_redirects), false))
+    Err((
+        format!("too many redirects (more than {})", p.max_redirects),
+        false,
+    ))
 }
 
 fn classify(e: ureq::Error) -> (String, bool) {
-    let retry = matches!(e, ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound);
+    let retry = matches!(
+        e,
+        ureq::Error::Timeout(_)
+            | ureq::Error::Io(_)
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::HostNotFound
+    );
     let msg = match &e {
         ureq::Error::Timeout(_) => format!("timed out ({e})"),
         _ => e.to_string(),
@@ -196,10 +259,25 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
     let headers: Vec<(String, String)> = args
         .get("headers")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
         .unwrap_or_default();
-    let timeout = args.get("timeout_seconds").and_then(Value::as_u64).map(Duration::from_secs).unwrap_or(env.config.tools.timeout.0);
-    match fetch(p, method, url, &headers, args.get("body").and_then(Value::as_str), timeout) {
+    let timeout = args
+        .get("timeout_seconds")
+        .and_then(Value::as_u64)
+        .map(Duration::from_secs)
+        .unwrap_or(env.config.tools.timeout.0);
+    match fetch(
+        p,
+        method,
+        url,
+        &headers,
+        args.get("body").and_then(Value::as_str),
+        timeout,
+    ) {
         Err((e, retry)) => ToolResult::err(e, retry),
         Ok(f) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
@@ -207,7 +285,10 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
             let text = serde_json::to_string_pretty(&out).unwrap_or_default();
             let meta = json!({"status_code": f.status, "url": f.url});
             if f.status >= 400 {
-                let mut r = ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
+                let mut r = ToolResult::err(
+                    format!("HTTP {} from {}", f.status, f.url),
+                    f.status == 429 || f.status >= 500,
+                );
                 r.output = text;
                 r.metadata = meta;
                 r
@@ -221,20 +302,41 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
 pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
     let p = &env.config.tools.http;
     let url = args["url"].as_str().unwrap_or_default();
-    let mode = args.get("extract_mode").and_then(Value::as_str).unwrap_or("markdown");
-    let max = args.get("max_length").and_then(Value::as_u64).unwrap_or(15_000) as usize;
-    let headers = vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
+    let mode = args
+        .get("extract_mode")
+        .and_then(Value::as_str)
+        .unwrap_or("markdown");
+    let max = args
+        .get("max_length")
+        .and_then(Value::as_u64)
+        .unwrap_or(15_000) as usize;
+    let headers = vec![(
+        "accept".to_string(),
+        "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string(),
+    )];
     let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout.0) {
         Err((e, retry)) => return ToolResult::err(e, retry),
         Ok(f) => f,
     };
     if f.status >= 400 {
-        return ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
+        return ToolResult::err(
+            format!("HTTP {} from {}", f.status, f.url),
+            f.status == 429 || f.status >= 500,
+        );
     }
-    let ctype = f.headers.get("content-type").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
+    let ctype = f
+        .headers
+        .get("content-type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let raw = String::from_utf8_lossy(&f.body).into_owned();
     let is_html = ctype.contains("html") || (ctype.is_empty() && raw.trim_start().starts_with('<'));
-    let title = if is_html { super::html::title(&raw) } else { None };
+    let title = if is_html {
+        super::html::title(&raw)
+    } else {
+        None
+    };
     let content = match (mode, is_html) {
         ("html", _) | (_, false) => raw,
         ("text", true) => super::html::to_text(&raw),
