@@ -331,7 +331,11 @@ fn start(
             return duplicate_start(cfg, root, k, &run_id, resp);
         }
     }
-    let run_id = crate::clock::new_run_id();
+    // Ids are unique by construction; under a fixed test clock they are made unique here.
+    let mut run_id = crate::clock::new_run_id();
+    while run_ws(cfg, root, &run_id)?.root.exists() {
+        run_id = crate::clock::new_run_id();
+    }
     let ws = run_ws(cfg, root, &run_id)?;
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let printer = Printer {

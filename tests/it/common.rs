@@ -1,0 +1,211 @@
+//! Test harness: a temp folder, the CLI with a hermetic environment, and a fake HTTP server.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub const NOW: &str = "2026-01-01T00:00:00Z";
+
+pub struct T {
+    pub dir: tempfile::TempDir,
+}
+
+impl T {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("xdg")).unwrap();
+        T { dir }
+    }
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    /// The CLI with a cleared environment, a fixed clock, in the temp folder.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("agentloop").expect("binary");
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("AGENTLOOP_NOW", NOW)
+            .current_dir(self.root());
+        c
+    }
+    /// The CLI on workspace `ws`.
+    pub fn al(&self, args: &[&str]) -> Command {
+        let mut c = self.cmd();
+        c.arg("-w").arg("ws").args(args);
+        c
+    }
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+    pub fn json(&self, rel: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(rel)).unwrap()
+    }
+    pub fn trace(&self) -> Vec<serde_json::Value> {
+        self.read("ws/trace.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+#[derive(Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(status: u16, v: serde_json::Value) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: v.to_string(),
+        }
+    }
+    pub fn text(status: u16, ctype: &str, body: &str) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), ctype.into())],
+            body: body.into(),
+        }
+    }
+    pub fn header(mut self, k: &str, v: &str) -> Self {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+}
+
+/// A fake server on 127.0.0.1:0 serving canned replies in order (the last one repeats) or by
+/// path, recording every request.
+pub struct Server {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    _thread: std::thread::JoinHandle<()>,
+}
+
+impl Server {
+    pub fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with(move |i, _req| replies.get(i).or(replies.last()).cloned().unwrap())
+    }
+    pub fn start_with(f: impl Fn(usize, &Recorded) -> Reply + Send + 'static) -> Self {
+        let server = tiny_http::Server::http("127.0.0.1:0").expect("bind");
+        let port = server.server_addr().to_ip().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let rec = requests.clone();
+        let thread = std::thread::spawn(move || {
+            for mut req in server.incoming_requests() {
+                let mut body = String::new();
+                let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+                let r = Recorded {
+                    method: req.method().to_string(),
+                    url: req.url().to_string(),
+                    headers: req
+                        .headers()
+                        .iter()
+                        .map(|h| (h.field.to_string(), h.value.to_string()))
+                        .collect(),
+                    body,
+                };
+                let i = {
+                    let mut g = rec.lock().unwrap();
+                    g.push(r.clone());
+                    g.len() - 1
+                };
+                let reply = f(i, &r);
+                let mut resp =
+                    tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
+                for (k, v) in reply.headers {
+                    resp.add_header(
+                        tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap(),
+                    );
+                }
+                let _ = req.respond(resp);
+            }
+        });
+        Server {
+            url: format!("http://127.0.0.1:{port}"),
+            requests,
+            _thread: thread,
+        }
+    }
+    pub fn count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+    pub fn request(&self, i: usize) -> Recorded {
+        self.requests.lock().unwrap()[i].clone()
+    }
+}
+
+/// The bundled demo's files, copied into the temp folder.
+pub fn demo_files(t: &T) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/critique");
+    for f in ["article.md", "context.md", "agentloop.yaml", "script.yaml"] {
+        t.write(
+            &format!("examples/critique/{f}"),
+            &std::fs::read_to_string(src.join(f)).unwrap(),
+        );
+    }
+}
+
+/// Compares with a golden file under tests/golden/, or rewrites it when UPDATE_GOLDEN=1.
+pub fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden {name}; run with UPDATE_GOLDEN=1"));
+    assert_eq!(
+        actual, expected,
+        "golden {name} differs (UPDATE_GOLDEN=1 rewrites it)"
+    );
+}

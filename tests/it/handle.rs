@@ -1,0 +1,319 @@
+//! Event mode (`agentloop handle`): seed RFC-103's must-pass cases and more, table-driven.
+
+use crate::common::*;
+use serde_json::{json, Value};
+
+const SCRIPT: &str = r#"frame:
+  - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
+  - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
+  - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: jina-reader, args: {url: "http://example.com", run_id: EVIL, step: 99, tool: evil}}, expected_outcome: page, rationale: fetch}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/critique.md, content: "p1\n\np2"}}, expected_outcome: written, rationale: write}
+  - answer: {next_action: {tool: jina-reader, args: {url: "http://example.com/2"}}, expected_outcome: page, rationale: again}
+reflect:
+  - answer: {satisfied: [1], decision: continue, reason: fetched}
+  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: critique in artifacts/critique.md, artifacts: [artifacts/critique.md]}
+"#;
+
+const CONFIG: &str = "llm: {provider: scripted, script: script.yaml}\ntools:\n  external:\n    jina-reader:\n      description: Fetch a page as markdown.\n      parameters: {type: object, properties: {url: {type: string}}, required: [url]}\n";
+
+struct H {
+    t: T,
+}
+
+impl H {
+    fn new() -> Self {
+        let t = T::new();
+        t.write("root/script.yaml", SCRIPT);
+        t.write("root/agentloop.yaml", CONFIG);
+        H { t }
+    }
+    fn send(&self, req: &str) -> Value {
+        let out = self
+            .t
+            .cmd()
+            .args(["-w", "root", "handle"])
+            .write_stdin(req.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert_eq!(text.lines().count(), 1, "exactly one JSON line: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        check_protocol(&v);
+        v
+    }
+    fn start(&self) -> (String, Value) {
+        let v = self.send(&json!({"protocol": 2, "job_id": "j1", "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "fetch http://example.com and critique it"}, "dedupe_key": "agentic:start:req-1", "timestamp": "0001-01-01T00:00:00Z"}, "unknown_field": true}).to_string());
+        (
+            v["state_updates"]["last_run_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            v,
+        )
+    }
+    fn result(&self, run: &str, step: u64, tool: &str, status: &str) -> Value {
+        self.send(&json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.tool_result", "payload": {"run_id": run, "step": step, "tool": tool, "status": status, "result": {"excerpt": "page text"}, "error": if status == "ok" { Value::Null } else { json!("fetch failed") }}}}).to_string())
+    }
+}
+
+fn check_protocol(v: &Value) {
+    assert!(v["status"] == "ok" || v["status"] == "error", "{v}");
+    assert!(!v["result"].as_str().unwrap().is_empty(), "{v}");
+    if v["status"] == "error" {
+        assert!(v["error"].is_string());
+    }
+    assert!(v["events"].is_array() && v["logs"].is_array());
+    assert!(v["state_updates"]["runs"].is_object());
+    for e in v["events"].as_array().unwrap() {
+        assert!(
+            e["type"].is_string() && e["payload"].is_object() && e["dedupe_key"].is_string(),
+            "{e}"
+        );
+    }
+}
+
+fn types(v: &Value) -> Vec<String> {
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn start_creates_a_run_and_the_first_request_with_protected_keys() {
+    let h = H::new();
+    let (run, v) = h.start();
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
+    let e = &v["events"][0];
+    assert_eq!(e["dedupe_key"], format!("agentic:run:{run}:step:1:request"));
+    assert_eq!(e["payload"]["run_id"], run.as_str());
+    assert_eq!(e["payload"]["step"], 1);
+    assert_eq!(e["payload"]["tool"], "jina-reader");
+    assert_eq!(e["payload"]["tool_command"], "handle");
+    assert_eq!(e["payload"]["url"], "http://example.com");
+    let r = &v["state_updates"]["runs"][&run];
+    assert_eq!(
+        (
+            r["pending_step"].as_u64(),
+            r["pending_tool"].as_str(),
+            r["status"].as_str()
+        ),
+        (Some(1), Some("jina-reader"), Some("running"))
+    );
+    // Persisted before the event is emitted.
+    let state = h.t.json(&format!("root/runs/{run}/state.json"));
+    assert_eq!(state["pending"]["step"], 1);
+    assert_eq!(state["pending"]["tool"], "jina-reader");
+    assert!(h.t.exists(&format!("root/runs/{run}/memory.md")));
+}
+
+#[test]
+fn matching_result_advances_to_completion_exactly_once() {
+    let h = H::new();
+    let (run, _) = h.start();
+    let v = h.result(&run, 1, "jina-reader", "ok");
+    assert_eq!(types(&v), ["agent.completed"], "{v}");
+    assert_eq!(
+        v["events"][0]["payload"]["artifacts"],
+        json!(["artifacts/critique.md"])
+    );
+    assert_eq!(v["events"][0]["payload"]["steps_taken"], 2);
+    // Duplicate delivery: nothing changes, no second completion.
+    let before = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
+    let v2 = h.result(&run, 1, "jina-reader", "ok");
+    assert!(types(&v2).is_empty());
+    assert_eq!(h.t.read(&format!("root/runs/{run}/trace.jsonl")), before);
+    assert_eq!(v2["state_updates"]["runs"][&run]["status"], "done");
+}
+
+#[test]
+fn duplicate_start_and_stale_results_are_ignored() {
+    let h = H::new();
+    let (run, _) = h.start();
+    let (run2, v) = h.start();
+    assert_eq!(run, run2);
+    assert!(types(&v).is_empty());
+    assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1);
+    let v = h.result(&run, 0, "jina-reader", "ok");
+    assert!(types(&v).is_empty());
+    assert!(v["result"].as_str().unwrap().contains("stale"));
+    let v = h.result("01UNKNOWNRUN00000000000000", 1, "jina-reader", "ok");
+    assert!(types(&v).is_empty());
+    assert_eq!(v["logs"][0]["level"], "warn");
+}
+
+#[test]
+fn wrong_tool_or_future_step_escalates() {
+    for (step, tool, why) in [(1, "fabric", "tool `fabric`"), (5, "jina-reader", "step 5")] {
+        let h = H::new();
+        let (run, _) = h.start();
+        let v = h.result(&run, step, tool, "ok");
+        assert_eq!(types(&v), ["agent.escalated"], "{v}");
+        assert!(v["events"][0]["payload"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(why));
+        let again = h.result(&run, 1, "jina-reader", "ok");
+        assert!(
+            types(&again).is_empty(),
+            "terminal run ignores later results"
+        );
+    }
+}
+
+#[test]
+fn tool_errors_retry_then_escalate() {
+    let h = H::new();
+    let (run, _) = h.start();
+    let v = h.result(&run, 1, "jina-reader", "error");
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
+    assert_eq!(v["events"][0]["payload"]["attempt"], 1);
+    assert_eq!(
+        v["events"][0]["dedupe_key"],
+        format!("agentic:run:{run}:step:1:request:attempt:1")
+    );
+    let v = h.result(&run, 1, "jina-reader", "error");
+    assert_eq!(v["state_updates"]["runs"][&run]["attempts"], 2);
+    let v = h.result(&run, 1, "jina-reader", "error");
+    assert_eq!(types(&v), ["agent.escalated"]);
+    assert!(v["events"][0]["payload"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("retries are spent"));
+}
+
+#[test]
+fn max_steps_escalates_deterministically() {
+    let h = H::new();
+    h.t.write("root/agentloop.yaml", &format!("{CONFIG}max_steps: 1\n"));
+    h.t.write(
+        "root/script.yaml",
+        &SCRIPT.replace(
+            "decision: continue, reason: fetched",
+            "decision: continue, reason: more",
+        ),
+    );
+    let (run, _) = h.start();
+    let v = h.result(&run, 1, "jina-reader", "ok");
+    assert_eq!(types(&v), ["agent.escalated"], "{v}");
+    assert!(v["events"][0]["payload"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("max_steps"));
+}
+
+#[test]
+fn garbage_and_odd_requests_get_valid_responses() {
+    let h = H::new();
+    for req in [
+        "",
+        "garbage",
+        "[]",
+        "null",
+        "{}",
+        "{\"event\": 5}",
+        "{\"type\": \"agentic.start\", \"payload\": {}}",
+        "{\"type\": \"agentic.tool_result\", \"payload\": {\"run_id\": \"../../etc\"}}",
+        "{\"command\": \"dance\"}",
+        "{\"type\": \"something.else\", \"payload\": {}}",
+    ] {
+        let v = h.send(req);
+        assert!(!v["result"].as_str().unwrap().is_empty(), "{req}");
+    }
+    let v = h.send("{\"protocol\": 2, \"command\": \"health\"}");
+    assert_eq!(v["status"], "ok");
+    assert!(
+        !h.t.exists("root/runs"),
+        "health and garbage have no side effects"
+    );
+}
+
+#[test]
+fn bare_events_and_context_correlation() {
+    let h = H::new();
+    let v = h.send(
+        &json!({"type": "api.trigger", "payload": {"goal": "fetch and critique"}}).to_string(),
+    );
+    let run = v["state_updates"]["last_run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
+    // The tool's own event type, with correlation in the request context.
+    let v = h.send(&json!({"protocol": 2, "command": "handle", "event": {"type": "content_ready", "payload": {"markdown": "# page"}}, "context": {"run_id": run, "step": 1, "tool": "jina-reader"}}).to_string());
+    assert_eq!(types(&v), ["agent.completed"], "{v}");
+}
+
+#[test]
+fn config_errors_exit_78_with_a_response() {
+    let h = H::new();
+    h.t.write("root/agentloop.yaml", "bogus: 1\n");
+    let out =
+        h.t.cmd()
+            .args(["-w", "root", "handle"])
+            .write_stdin("{\"command\": \"health\"}")
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["retry"], false);
+    assert!(v["error"].as_str().unwrap().contains("bogus"));
+    let h = H::new();
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(json!({"command": "handle", "config": {"max_stepz": 3}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string()).output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let ok = H::new();
+    let v = ok.send(&json!({"command": "handle", "config": {"max_steps": 3, "allowed_plugins": ["jina-reader", "file_write"], "api_url": "http://x"}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
+}
+
+/// Many runs, with duplicated, reordered, stale and garbage deliveries: every run ends with
+/// exactly one completion or escalation and nothing advances twice.
+#[test]
+fn a_noisy_router_never_double_advances() {
+    let h = H::new();
+    let mut completions: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut runs = vec![];
+    for i in 0..4 {
+        let v = h.send(&json!({"type": "agentic.start", "payload": {"goal": format!("goal {i}")}, "dedupe_key": format!("start-{i}")}).to_string());
+        runs.push(
+            v["state_updates"]["last_run_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    for round in 0..3 {
+        for (i, run) in runs.iter().enumerate() {
+            let deliveries = [
+                (1, "jina-reader", "ok"),
+                (0, "jina-reader", "ok"),
+                (1, "jina-reader", "ok"),
+            ];
+            for (step, tool, status) in deliveries.iter().skip((i + round) % 2) {
+                let v = h.result(run, *step, tool, status);
+                for e in v["events"].as_array().unwrap() {
+                    if e["type"] == "agent.completed" || e["type"] == "agent.escalated" {
+                        *completions.entry(run.clone()).or_default() += 1;
+                    }
+                }
+            }
+            h.send("{garbage");
+        }
+    }
+    for run in &runs {
+        assert_eq!(completions.get(run), Some(&1), "run {run}");
+        let trace = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
+        assert_eq!(trace.matches("\"event\":\"run.finished\"").count(), 1);
+        assert_eq!(
+            trace.matches("\"event\":\"act\"").count(),
+            2,
+            "each step acted once"
+        );
+    }
+}

@@ -1,0 +1,10 @@
+//! The one integration-test binary: every test runs the real CLI in a temporary folder with a
+//! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
+
+mod common;
+mod foundation;
+mod handle;
+mod loop_;
+mod models;
+mod skills;
+mod tools;
