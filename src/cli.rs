@@ -123,6 +123,8 @@ pub enum Command {
     Skills(commands::skills::SkillsCommand),
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
+    #[command(subcommand)]
+    Agents(commands::agents::AgentsCommand),
     Handle(commands::handle::HandleArgs),
     Completions(commands::completions::CompletionsArgs),
     Man(commands::completions::ManArgs),

@@ -71,8 +71,10 @@ pub struct Config {
     pub max_done_refusals: u32,
     /// Tools Act may run; null = every enabled tool.
     pub allowed_tools: Option<Vec<String>>,
-    /// Extra instructions prepended to every phase prompt (agent profiles set this).
+    /// Extra instructions added to every phase prompt (agent profiles set this).
     pub system_prompt: Option<String>,
+    /// A note for people about this config or agent profile (shown by `agentloop agents list`).
+    pub description: Option<String>,
     /// Name of an agent profile in `agents/NAME.yaml` to apply.
     pub agent: Option<String>,
     /// Folder of template overrides (default `<workspace>/templates`).
@@ -98,6 +100,7 @@ impl Default for Config {
             max_done_refusals: 2,
             allowed_tools: None,
             system_prompt: None,
+            description: None,
             agent: None,
             templates_dir: None,
             llm: LlmConfig::default(),
@@ -189,6 +192,7 @@ pub struct ToolsConfig {
     pub timeout: Dur,
     pub http: HttpToolConfig,
     pub shell: ShellConfig,
+    pub memory: MemoryToolConfig,
     /// Tools run by another system (event mode emits a request for them), with their schemas.
     pub external: BTreeMap<String, ExternalTool>,
     /// Event mode: tools run in-process by `handle` (the rest are emitted as requests).
@@ -205,6 +209,7 @@ impl Default for ToolsConfig {
             timeout: Dur::secs(30),
             http: HttpToolConfig::default(),
             shell: ShellConfig::default(),
+            memory: MemoryToolConfig::default(),
             external: BTreeMap::new(),
             local: [
                 "file_read",
@@ -279,6 +284,15 @@ impl Default for ShellConfig {
             max_output: 64 * 1024,
         }
     }
+}
+
+/// Long-term memory across runs (memory_save / memory_search / memory_read).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryToolConfig {
+    pub enabled: bool,
+    /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
+    pub dir: Option<Utf8PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -346,8 +346,23 @@ impl Workspace {
         let _ = f.seek(std::io::SeekFrom::Start(0));
         let _ = write!(f, "{}", std::process::id());
         let _ = f.sync_data();
+        self.remove_stale_temps();
         self.recover()?;
         Ok(Lock { _file: file })
+    }
+
+    /// Removes temp files left by a process killed between write and rename (we hold the lock,
+    /// so no live writer owns them).
+    fn remove_stale_temps(&self) {
+        let Ok(rd) = self.root.read_dir_utf8() else {
+            return;
+        };
+        for e in rd.flatten() {
+            let n = e.file_name();
+            if n.starts_with('.') && n.ends_with(".tmp") && n != ".agentloop.journal.json" {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 
     /// Applies a phase's effects all-or-nothing (see the module docs).

@@ -1,5 +1,6 @@
 //! One module per subcommand; this file is the one `match`.
 
+pub mod agents;
 pub mod completions;
 pub mod config;
 pub mod handle;
@@ -34,6 +35,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Tools(c) => tools::run(ctx, c),
         Command::Skills(c) => skills::run(ctx, c),
         Command::Models(c) => models::run(ctx, c),
+        Command::Agents(c) => agents::run(ctx, c),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
         Command::Handle(_) => unreachable!("handled above"),

@@ -232,6 +232,8 @@ pub enum AskError {
     Provider(Error, Usage),
     /// The model did not give a valid answer even after one correction.
     Invalid(String, Usage, Option<f64>),
+    /// A token or cost budget ran out before the call.
+    Budget(String),
     Other(Error),
 }
 
@@ -359,6 +361,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
             u,
             Some(0.0),
         ),
+        AskError::Budget(reason) => (StopKind::Budget, reason, Usage::default(), Some(0.0)),
         AskError::Invalid(p, u, c) => (
             StopKind::Escalated,
             format!(

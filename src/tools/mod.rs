@@ -8,6 +8,7 @@
 
 pub mod files;
 pub mod html;
+pub mod memory;
 pub mod net;
 pub mod shell;
 
@@ -221,6 +222,40 @@ impl Registry {
             s.timeout = cfg.tools.shell.timeout.0;
             specs.push(s);
         }
+        if cfg.tools.memory.enabled {
+            specs.push(spec(
+                "memory_save",
+                "Save a note to long-term memory (kept across runs), under a topic.",
+                obj(json!({
+                    "topic": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Topic id, e.g. projects"},
+                    "title": {"type": "string", "description": "Title of the note"},
+                    "content": {"type": "string", "description": "The note"},
+                    "section": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Section id (default main); saving a section again replaces it"},
+                    "content_id": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Update this note instead of creating one"},
+                    "keywords": {"type": "array", "items": {"type": "string"}}
+                }), &["topic", "title", "content"]),
+                SideEffect::Write,
+            ));
+            specs.push(spec(
+                "memory_search",
+                "Search long-term memory by keywords; returns matching notes (topic, content_id, summary).",
+                obj(json!({
+                    "query": {"type": "string", "minLength": 1},
+                    "topic": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50}
+                }), &["query"]),
+                SideEffect::Read,
+            ));
+            specs.push(spec(
+                "memory_read",
+                "Read one long-term memory note in full.",
+                obj(
+                    json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}),
+                    &["topic", "content_id"],
+                ),
+                SideEffect::Read,
+            ));
+        }
         for (name, ext) in &cfg.tools.external {
             if specs.iter().any(|s| &s.name == name) {
                 continue;
@@ -303,6 +338,9 @@ impl Registry {
             "skill_read" => skill_read(env, args),
             "finish" => finish(args),
             "shell" => shell::run(env, args, spec.timeout),
+            "memory_save" => memory::save_tool(env, args),
+            "memory_search" => memory::search_tool(env, args),
+            "memory_read" => memory::read_tool(env, args),
             other => ToolResult::err(
                 format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
                 false,
@@ -377,6 +415,21 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
 fn skill_read(env: &ToolEnv, args: &Value) -> ToolResult {
     let name = args["name"].as_str().unwrap_or_default();
     let file = args.get("file").and_then(Value::as_str);
+    if let Some(skill) = env.skills.get(name) {
+        let registry = Registry::new(env.config);
+        let missing: Vec<&str> = skill
+            .requires_tools
+            .iter()
+            .map(String::as_str)
+            .filter(|t| registry.get(t).is_none() || !is_allowed(env.config, t))
+            .collect();
+        if !missing.is_empty() {
+            return ToolResult::err(
+                format!("skill `{name}` requires the tool(s) {} which are not available or not in allowed_tools", missing.join(", ")),
+                false,
+            );
+        }
+    }
     match env.skills.read(name, file) {
         Ok((text, meta)) => ToolResult::ok(text, meta),
         Err(e) => ToolResult::err(e, false),

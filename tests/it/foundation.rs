@@ -541,3 +541,17 @@ fn follow_tails_until_the_run_finishes() {
     assert!(out.status.success());
     assert_eq!(stdout(&out).lines().count(), 2);
 }
+
+#[test]
+fn agents_list_shows_profiles() {
+    let t = T::new();
+    t.write(
+        "ws/agents/researcher.yaml",
+        "description: Digs deep.\nmax_steps: 30\n",
+    );
+    t.write("ws/agents/broken.yaml", "nonsense_key: 1\n");
+    let out = t.al(&["agents", "list"]).output().unwrap();
+    let s = stdout(&out);
+    assert!(s.contains("researcher") && s.contains("Digs deep."), "{s}");
+    assert!(s.contains("INVALID") && s.contains("nonsense_key"), "{s}");
+}

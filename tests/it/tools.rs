@@ -490,3 +490,60 @@ fn finish_and_submit_response() {
     let (code, _) = call(&t, "submit_response", json!({"summary": "alias"}));
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn long_term_memory_persists_across_runs() {
+    let t = sandbox();
+    let (code, _) = call(
+        &t,
+        "memory_save",
+        json!({"topic": "projects", "title": "x", "content": "y"}),
+    );
+    assert_eq!(code, Some(2), "memory tools are off by default");
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  memory: {enabled: true, dir: ../mem}\n",
+    );
+    let (code, v) = call(
+        &t,
+        "memory_save",
+        json!({"topic": "projects", "title": "Agentic loop", "content": "Rust CLI with a Frame Plan Act Reflect loop", "keywords": ["rust"]}),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["metadata"]["content_id"], "content_001");
+    call(
+        &t,
+        "memory_save",
+        json!({"topic": "contacts", "title": "Ada", "content": "Writes compilers"}),
+    );
+    let topics = t.json("mem/topics.json");
+    assert_eq!(topics["topics"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        t.json("mem/index_projects.json")["entries"][0]["section_id"],
+        "main"
+    );
+    let (_, v) = call(&t, "memory_search", json!({"query": "rust loop"}));
+    let hits: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
+    assert_eq!(hits[0]["topic"], "projects");
+    let (_, v) = call(
+        &t,
+        "memory_read",
+        json!({"topic": "projects", "content_id": "content_001"}),
+    );
+    assert!(v["output"]
+        .as_str()
+        .unwrap()
+        .contains("Frame Plan Act Reflect"));
+    let (code, _) = call(
+        &t,
+        "memory_read",
+        json!({"topic": "../..", "content_id": "x"}),
+    );
+    assert_eq!(code, Some(6));
+    let (code, _) = call(
+        &t,
+        "memory_save",
+        json!({"topic": "../escape", "title": "x", "content": "y"}),
+    );
+    assert_eq!(code, Some(2));
+}
