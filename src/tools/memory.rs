@@ -214,7 +214,7 @@ pub fn search_tool(env: &ToolEnv, args: &Value) -> ToolResult {
             }
         }
     }
-    hits.sort_by(|a, b| b.0.cmp(&a.0));
+    hits.sort_by_key(|h| std::cmp::Reverse(h.0));
     let found: Vec<Value> = hits.into_iter().take(limit).map(|(_, v)| v).collect();
     let text = if found.is_empty() {
         "no matching memories".to_string()
