@@ -1,8 +1,8 @@
 //! File I/O helpers that attach the path to every error, and the atomic-write primitive.
 //!
 //! Invariant: no workspace file is ever written in place. [`write_atomic`] writes a temporary
-//! file in the same folder, fsyncs it, renames it over the target and fsyncs the folder, so a
-//! process killed at any instant leaves either the old or the new file, never a torn one.
+//! file in the same folder and renames it over the target, so a process killed at any instant
+//! leaves either the old or the new file, never a torn one; [`write_durable`] also fsyncs.
 //! [`append_line`] writes one whole line with a single `write` call on an `O_APPEND` descriptor,
 //! so concurrent appends never interleave inside a line.
 
@@ -27,8 +27,19 @@ pub fn create_dir_all(path: &Utf8Path) -> Result<()> {
     std::fs::create_dir_all(path).map_err(|e| Error::io("create folder", path, e))
 }
 
-/// Replaces `path` with `contents` atomically (temp file in the same folder + fsync + rename).
+/// Replaces `path` with `contents` atomically (temp file in the same folder + rename).
 pub fn write_atomic(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    write_atomic_with(path, contents, false)
+}
+
+/// Like [`write_atomic`], and also fsyncs the file and its folder so the new contents survive
+/// a power loss. Atomicity against a killed process never depends on fsync; the commit
+/// journal is written durably, and a journal replay repairs anything after it.
+pub fn write_durable(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    write_atomic_with(path, contents, true)
+}
+
+fn write_atomic_with(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_str().is_empty())
@@ -38,7 +49,9 @@ pub fn write_atomic(path: &Utf8Path, contents: &[u8]) -> Result<()> {
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(contents)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         Ok(())
     })();
     if let Err(e) = result {
@@ -50,13 +63,16 @@ pub fn write_atomic(path: &Utf8Path, contents: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         Error::io("replace", path, e)
     })?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
+    if durable {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
     Ok(())
 }
 
-/// Appends one line (a trailing newline is added) with a single write.
+/// Appends one line (a trailing newline is added) with a single write. Not fsynced: trace lines
+/// of a phase are covered by its durable commit journal, and the rest are diagnostics.
 pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());

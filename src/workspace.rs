@@ -369,7 +369,7 @@ impl Workspace {
     pub fn commit(&self, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
         let text = serde_json::to_string(commit).expect("commit serializes");
-        fs::write_atomic(&journal, text.as_bytes())?;
+        fs::write_durable(&journal, text.as_bytes())?;
         crate::crash::point("commit:journaled");
         self.apply(commit)?;
         std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))

@@ -46,7 +46,12 @@ fn strings(v: &Value, k: &str) -> Vec<String> {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
     let reframing = state.reframe_reason.is_some();
-    let (memory_text, old) = env.read_memory()?;
+    let (_, old) = env.read_memory()?;
+    let memory_text = if reframing {
+        env.memory_prompt(&old)?
+    } else {
+        String::new()
+    };
     let tool_names: Vec<String> = env
         .registry
         .allowed(env.cfg)
@@ -57,7 +62,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         "prompt-frame.j2",
         json!({
             "context": context.trim(),
-            "memory": if reframing { memory_text.trim().to_string() } else { String::new() },
+            "memory": memory_text,
             "limits": state.limits,
             "tool_names": tool_names,
             "suggested_skills": env.skills.matching(&format!("{} {}", state.goal, context)),

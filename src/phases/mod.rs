@@ -128,25 +128,45 @@ impl<'a> Env<'a> {
         Ok((text, plan))
     }
 
+    /// memory.md as a file: every learned fact; the last 10 decisions (decisions.md has all).
     pub fn render_memory(&self, m: &Memory) -> Result<String> {
         let mut view = m.clone();
-        // Bounded: the full history lives in decisions.md and trace.jsonl.
-        let keep = |v: &mut Vec<String>, n: usize| {
-            if v.len() > n {
-                v.drain(..v.len() - n);
-            }
-        };
-        keep(&mut view.log, 5);
-        keep(&mut view.facts, 25);
+        keep_last(&mut view.log, 10);
         self.tpl.render("memory.md.j2", &view)
     }
 
+    /// memory.md as a prompt sees it: bounded (the newest facts and decisions), so input tokens
+    /// per step stay flat as a run grows.
+    pub fn memory_prompt(&self, m: &Memory) -> Result<String> {
+        let mut view = m.clone();
+        keep_last(&mut view.log, 3);
+        let dropped = view.facts.len().saturating_sub(8);
+        keep_last(&mut view.facts, 8);
+        if dropped > 0 {
+            view.facts.insert(
+                0,
+                format!("({dropped} earlier facts are in memory.md; file_read it if needed)"),
+            );
+        }
+        Ok(self.tpl.render("memory.md.j2", &view)?.trim().to_string())
+    }
+
+    /// plan.md as a file: the last 10 completed steps (trace.jsonl has all).
     pub fn render_plan(&self, p: &Plan) -> Result<String> {
         let mut view = p.clone();
-        if view.completed.len() > 5 {
-            view.completed.drain(..view.completed.len() - 5);
-        }
+        keep_last(&mut view.completed, 10);
         self.tpl.render("plan.md.j2", markdown::plan_view(&view))
+    }
+
+    /// plan.md as a prompt sees it: the last 3 completed steps.
+    pub fn plan_prompt(&self, p: &Plan) -> Result<String> {
+        let mut view = p.clone();
+        keep_last(&mut view.completed, 3);
+        Ok(self
+            .tpl
+            .render("plan.md.j2", markdown::plan_view(&view))?
+            .trim()
+            .to_string())
     }
 
     /// decisions.md with one more entry appended.
@@ -185,6 +205,12 @@ impl<'a> Env<'a> {
             }
         }
         Ok(())
+    }
+}
+
+fn keep_last(v: &mut Vec<String>, n: usize) {
+    if v.len() > n {
+        v.drain(..v.len() - n);
     }
 }
 

@@ -80,8 +80,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Budget));
     }
-    let (memory, _) = env.read_memory()?;
-    let (plan_text, mut plan) = env.read_plan()?;
+    let (_, mem) = env.read_memory()?;
+    let memory = env.memory_prompt(&mem)?;
+    let (_, mut plan) = env.read_plan()?;
+    let plan_text = env.plan_prompt(&plan)?;
     let allowed = env.registry.allowed(env.cfg);
     let catalog = crate::catalog::markdown(&allowed, &env.skills);
     let active: Vec<String> = state
@@ -105,8 +107,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
                 "limits": state.limits,
                 "catalog": catalog.trim(),
                 "active_skills": active.join("\n\n"),
-                "memory": memory.trim(),
-                "plan": plan_text.trim(),
+                "memory": memory,
+                "plan": plan_text,
                 "correction": correction,
             }),
         )

@@ -64,14 +64,16 @@ fn describe_result(state: &State) -> String {
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
-    let (memory_text, mut mem) = env.read_memory()?;
-    let (plan_text, mut plan) = env.read_plan()?;
+    let (_, mut mem) = env.read_memory()?;
+    let (_, mut plan) = env.read_plan()?;
+    let memory_text = env.memory_prompt(&mem)?;
+    let plan_text = env.plan_prompt(&plan)?;
     let prompt = env.tpl.render(
         "prompt-reflect.j2",
         json!({
             "step": state.step,
-            "memory": memory_text.trim(),
-            "plan": plan_text.trim(),
+            "memory": memory_text,
+            "plan": plan_text,
             "result": describe_result(state),
             "open_items": mem.open_items(),
         }),

@@ -1,0 +1,114 @@
+//! `make bench`: loop overhead per step with a zero-latency (scripted) model, and prompt size
+//! at step 1 vs step 30 of a long run.
+//!
+//! Targets: under 5 ms per full plan → act → reflect step excluding the model, and plan-prompt
+//! input flat within 20% between step 1 and step 30. Prints a report and exits non-zero when a
+//! target is missed.
+
+use agentloop::cli::Global;
+use agentloop::phases::{self, Env};
+use camino::Utf8PathBuf;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+const STEPS: usize = 30;
+
+fn script() -> String {
+    let mut s = String::from("frame:\n  - answer: {goal: read many files, definition_of_done: [read all notes, summarise them, write the summary], can_proceed: true}\nplan:\n");
+    for i in 0..STEPS {
+        let _ = writeln!(
+            s,
+            "  - answer: {{outline: [read note {i}, read the rest, write summary], next_action: {{tool: file_read, args: {{path: notes/n{i}.txt}}}}, expected_outcome: note {i} text, rationale: next note in order}}"
+        );
+    }
+    s.push_str("reflect:\n");
+    for i in 0..STEPS {
+        if i + 1 == STEPS {
+            s.push_str("  - answer: {satisfied: [1, 2, 3], decision: done, reason: all read, outcome: read every note}\n");
+        } else {
+            let _ = writeln!(s, "  - answer: {{facts: [\"note {i} says hello {i} (step {})\"], decision: continue, reason: more notes to read}}", i + 1);
+        }
+    }
+    s
+}
+
+fn run_once(dir: &std::path::Path) -> (f64, Vec<(u32, u64)>) {
+    let root = Utf8PathBuf::from_path_buf(dir.to_path_buf()).unwrap();
+    std::fs::create_dir_all(dir.join("ws/notes")).unwrap();
+    for i in 0..STEPS {
+        std::fs::write(
+            dir.join(format!("ws/notes/n{i}.txt")),
+            format!("hello {i}\n").repeat(20),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("script.yaml"), script()).unwrap();
+    let g = Global {
+        workspace: root.join("ws"),
+        quiet: true,
+        script: Some(root.join("script.yaml")),
+        max_steps: Some(STEPS as u32 + 5),
+        ..Default::default()
+    };
+    let ctx = agentloop::settings::build(&g).unwrap();
+    let _lock = ctx.ws.lock(None).unwrap();
+    let mut env = Env::new(&ctx).unwrap();
+    let tpl = agentloop::phases::templates(&ctx).unwrap();
+    let mut state = phases::init::init_run(
+        &ctx.ws,
+        ctx.config(),
+        &tpl,
+        "read many files",
+        "",
+        false,
+        None,
+    )
+    .unwrap();
+    let start = Instant::now();
+    let stop =
+        phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
+    let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(
+        stop,
+        agentloop::workspace::StopKind::Done,
+        "the bench run must finish done"
+    );
+    let (entries, _) = agentloop::trace::read(&ctx.ws.trace()).unwrap();
+    let plan_prompts = entries
+        .iter()
+        .filter(|e| e.event == "plan")
+        .map(|e| (e.step, e.prompt_bytes.unwrap_or(0)))
+        .collect();
+    (elapsed, plan_prompts)
+}
+
+fn main() {
+    let mut per_step = Vec::new();
+    let mut prompts = Vec::new();
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let (ms, p) = run_once(dir.path());
+        per_step.push(ms / STEPS as f64);
+        prompts = p;
+    }
+    per_step.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median = per_step[1];
+    let first = prompts.first().map(|p| p.1).unwrap_or(0) as f64;
+    let last = prompts.last().map(|p| p.1).unwrap_or(0) as f64;
+    let growth = if first > 0.0 { last / first } else { 0.0 };
+    println!("loop overhead: {median:.2} ms per plan→act→reflect step (median of 3 runs of {STEPS} steps; scripted model, real tools, fsync'd commits)");
+    println!("plan prompt:   {first:.0} bytes at step 1, {last:.0} bytes at step {STEPS} (×{growth:.2}; ≈{:.0} → {:.0} tokens)", first / 4.0, last / 4.0);
+    let mut ok = true;
+    if median >= 5.0 {
+        println!("MISSED: per-step overhead target (< 5 ms)");
+        ok = false;
+    }
+    if !(0.8..=1.2).contains(&growth) {
+        println!("MISSED: flat prompt target (within 20%)");
+        ok = false;
+    }
+    if ok {
+        println!("all targets met");
+    }
+    std::process::exit(if ok { 0 } else { 1 });
+}
