@@ -321,15 +321,44 @@ fn a_noisy_router_never_double_advances() {
 #[test]
 fn ductile_manifest_and_example_config_are_valid() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile");
-    let m: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap()).unwrap();
-    assert_eq!((m["manifest_spec"].as_str(), m["manifest_version"].as_u64(), m["protocol"].as_u64()), (Some("ductile.plugin"), Some(1), Some(2)));
-    let commands: Vec<&str> = m["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let m: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (
+            m["manifest_spec"].as_str(),
+            m["manifest_version"].as_u64(),
+            m["protocol"].as_u64()
+        ),
+        (Some("ductile.plugin"), Some(1), Some(2))
+    );
+    let commands: Vec<&str> = m["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert!(commands.contains(&"handle") && commands.contains(&"health"));
     assert!(dir.join(m["entrypoint"].as_str().unwrap()).exists());
     let t = T::new();
-    t.write("root/agentloop.yaml", &std::fs::read_to_string(dir.join("agentloop.yaml")).unwrap());
-    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin("{\"protocol\": 2, \"command\": \"health\"}").output().unwrap();
+    t.write(
+        "root/agentloop.yaml",
+        &std::fs::read_to_string(dir.join("agentloop.yaml")).unwrap(),
+    );
+    let out = t
+        .cmd()
+        .args(["-w", "root", "handle"])
+        .write_stdin("{\"protocol\": 2, \"command\": \"health\"}")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let p: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("pipelines.yaml")).unwrap()).unwrap();
-    assert!(p["pipelines"].as_array().unwrap().iter().all(|p| p["steps"].as_array().unwrap().last().unwrap()["uses"] == "agentloop"));
+    let p: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("pipelines.yaml")).unwrap())
+            .unwrap();
+    assert!(p["pipelines"].as_array().unwrap().iter().all(|p| p["steps"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["uses"]
+        == "agentloop"));
 }
