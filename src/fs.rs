@@ -87,6 +87,16 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
     f.sync_data().map_err(|e| Error::io("sync", path, e))
 }
 
+/// Appends text as is (used to terminate a torn last line).
+pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| Error::io("append to", path, e))
+}
+
 /// Reads a file named on the command line, `-` meaning stdin.
 pub fn read_arg(path: &str) -> Result<String> {
     if path == "-" {

@@ -160,14 +160,12 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .pointer("/state/last_run_id")
         .and_then(Value::as_str)
         .map(String::from);
-    if let Err(e) = crate::fs::create_dir_all(&g.workspace) {
-        fail(resp, e.message, true);
-        return 0;
-    }
-    let root = g
-        .workspace
-        .canonicalize_utf8()
-        .unwrap_or_else(|_| g.workspace.clone());
+    // Absolute, so paths in the root config resolve the same from every run's workspace; the
+    // folder itself is created only when a run starts (health and garbage change nothing).
+    let root = std::path::absolute(&g.workspace)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .unwrap_or_else(|| g.workspace.clone());
     let request_cfg = req
         .get("config")
         .filter(|c| c.is_object())

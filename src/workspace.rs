@@ -399,6 +399,10 @@ impl Workspace {
                     break;
                 }
             }
+            // A line torn by a crash (no newline) must not swallow the next entry.
+            if !existing.is_empty() && !existing.ends_with('\n') && skip < commit.trace.len() {
+                fs::append_raw(&path, "\n")?;
+            }
             for line in &commit.trace[skip..] {
                 fs::append_line(&path, line)?;
                 crate::crash::point("commit:trace-line");

@@ -192,6 +192,11 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
         b["tool_choice"] = match &req.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::Any => json!("required"),
+            // With one tool offered, "required" forces it and is understood by more servers
+            // (llama.cpp, vLLM, LM Studio) than the named-function form.
+            ToolChoice::Tool(n) if req.tools.len() == 1 && &req.tools[0].name == n => {
+                json!("required")
+            }
             ToolChoice::Tool(n) => json!({"type": "function", "function": {"name": n}}),
         };
     }
@@ -276,9 +281,42 @@ fn synthesize(req: &Request, r: &mut Response) {
     if !r.tool_calls.is_empty() || req.tools.is_empty() {
         return;
     }
-    let Some(obj) = json_in_text(&r.text) else {
+    let Some(mut obj) = json_in_text(&r.text) else {
         return;
     };
+    // Models that print their tool call as text wrap it: {"name": T, "arguments": {...}}.
+    let wrapped = obj
+        .get("name")
+        .or_else(|| obj.get("tool"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    if let (Some(name), Some(args)) = (
+        wrapped,
+        obj.get("arguments")
+            .or_else(|| obj.get("parameters"))
+            .cloned(),
+    ) {
+        if req.tools.iter().any(|t| t.name == name) {
+            let args = match args {
+                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                other => other,
+            };
+            let invalid = (!args.is_object()).then(|| args.to_string());
+            let arguments = if args.is_object() { args } else { json!({}) };
+            r.tool_calls.push(ToolCall {
+                id: "call_text_0".into(),
+                name,
+                arguments,
+                invalid_arguments: invalid,
+            });
+            return;
+        }
+    }
+    if let Some(inner) = obj.get("arguments").filter(|a| a.is_object()).cloned() {
+        if obj.as_object().is_some_and(|o| o.len() == 1) {
+            obj = inner;
+        }
+    }
     let call = match &req.tool_choice {
         ToolChoice::Tool(n) => Some((n.clone(), obj)),
         _ if req.tools.len() == 1 => Some((req.tools[0].name.clone(), obj)),
@@ -303,6 +341,15 @@ fn synthesize(req: &Request, r: &mut Response) {
             invalid_arguments: invalid,
         });
     }
+}
+
+/// Whether an error says the server cannot do tool calling (HTTP 400/422/500 naming tools).
+fn rejects_tools(msg: &str) -> bool {
+    let m = msg.to_lowercase();
+    ["http 400", "http 422", "http 500"]
+        .iter()
+        .any(|c| m.contains(c))
+        && (m.contains("tool") || m.contains("function"))
 }
 
 impl Model for OpenAi {
@@ -330,8 +377,7 @@ impl Model for OpenAi {
                 if e.kind == Kind::Provider
                     && self.structured == "auto"
                     && !req.tools.is_empty()
-                    && e.message.contains("HTTP 400")
-                    && e.message.to_lowercase().contains("tool") =>
+                    && rejects_tools(&e.message) =>
             {
                 self.structured = "json".into();
                 self.client.post_json(

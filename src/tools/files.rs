@@ -138,6 +138,17 @@ pub fn file_read(env: &ToolEnv, args: &Value) -> ToolResult {
     } else {
         rel.as_str()
     };
+    // Only regular files: a FIFO or a device would block or never end.
+    match dir.metadata(rel_s) {
+        Ok(m) if m.is_dir() => {
+            return ToolResult::err(format!("{path} is a folder; use list_dir"), false)
+        }
+        Ok(m) if !m.is_file() => {
+            return ToolResult::err(format!("{path} is not a regular file"), false)
+        }
+        Ok(_) => {}
+        Err(e) => return ToolResult::err(deny(path, e), false),
+    }
     let file = match dir.open(rel_s) {
         Ok(f) => f,
         Err(e) => return ToolResult::err(deny(path, e), false),
@@ -186,6 +197,18 @@ pub fn file_write(env: &ToolEnv, args: &Value) -> ToolResult {
     if let Some(parent) = rel.parent().filter(|p| !p.as_str().is_empty()) {
         if let Err(e) = dir.create_dir_all(parent) {
             return ToolResult::err(deny(path, e), false);
+        }
+    }
+    if let Ok(m) = dir.symlink_metadata(rel.as_str()) {
+        if !m.is_file() && !m.is_symlink() {
+            return ToolResult::err(format!("{path} exists and is not a regular file"), false);
+        }
+    }
+    if append {
+        if let Ok(m) = dir.metadata(rel.as_str()) {
+            if !m.is_file() {
+                return ToolResult::err(format!("{path} is not a regular file"), false);
+            }
         }
     }
     let result = if append {

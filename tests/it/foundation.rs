@@ -555,3 +555,27 @@ fn agents_list_shows_profiles() {
     assert!(s.contains("researcher") && s.contains("Digs deep."), "{s}");
     assert!(s.contains("INVALID") && s.contains("nonsense_key"), "{s}");
 }
+
+#[test]
+fn a_torn_trace_line_does_not_swallow_the_next_entry() {
+    let t = T::new();
+    t.cmd()
+        .args(["init", "ws", "--goal", "g"])
+        .assert()
+        .success();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(t.path("ws/trace.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"ts\": \"2026-01-01T00:00:00Z\", \"run_").unwrap();
+    t.write(
+        "s.yaml",
+        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n",
+    );
+    t.al(&["--script", "s.yaml", "frame"]).assert().success();
+    let out = t.al(&["trace", "show", "--json"]).output().unwrap();
+    assert!(stderr(&out).contains("trace.jsonl:2: skipped a corrupt line"));
+    assert!(stdout(&out)
+        .lines()
+        .any(|l| l.contains("\"event\":\"frame\"")));
+}

@@ -223,7 +223,7 @@ fn openai_request_and_cached_usage() {
             "max_tokens": 64,
             "temperature": 0.0,
             "tools": [{"type": "function", "function": {"name": "report_color", "description": "Report a colour.", "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}}}],
-            "tool_choice": {"type": "function", "function": {"name": "report_color"}}
+            "tool_choice": "required"
         })
     );
 }
@@ -279,7 +279,7 @@ fn loop_script_server(kind: &str) -> Server {
         let tool = if anthropic {
             body["tool_choice"]["name"].as_str().unwrap().to_string()
         } else {
-            body["tool_choice"]["function"]["name"]
+            body["tools"][0]["function"]["name"]
                 .as_str()
                 .unwrap()
                 .to_string()
@@ -469,4 +469,27 @@ fn record_then_replay_offline_is_identical() {
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&t.trace()), strip(&original));
+}
+
+#[test]
+fn tool_calls_printed_as_text_are_understood() {
+    let t = T::new();
+    let s = Server::start(vec![Reply::json(
+        200,
+        json!({"choices": [{"message": {"role": "assistant", "content": "<tool_call>\n{\"name\": \"report_color\", \"arguments\": {\"color\": \"blue\"}}\n</tool_call>"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 5}}),
+    )]);
+    let out = t
+        .al(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &s.url,
+            "models",
+            "test",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tool_call"]["arguments"], json!({"color": "blue"}), "{v}");
 }

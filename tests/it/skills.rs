@@ -290,3 +290,94 @@ fn triggers_suggest_skills_to_frame() {
         .unwrap();
     assert!(!stdout(&out).is_empty());
 }
+
+/// The bundled web-research and daily-digest skills, activated and followed in scripted runs
+/// against a local server.
+#[test]
+fn bundled_research_and_digest_skills_run() {
+    let t = T::new();
+    let s = Server::start(vec![Reply::text(200, "text/html", "<html><body><article><h1>Feed</h1><ul><li><a href=\"/a\">Item A</a></li><li><a href=\"/b\">Item B</a></li></ul></article></body></html>")]);
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  http: {allow_private: true}\n",
+    );
+    let url = format!("{}/feed", s.url);
+    let script = format!(
+        r##"frame:
+  - answer: {{goal: digest the feed, definition_of_done: [feed fetched, digest written, state saved], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: skill_read, args: {{name: daily-digest}}}}, expected_outcome: steps, rationale: the goal is a digest}}
+  - answer: {{next_action: {{tool: file_read, args: {{path: artifacts/digest-state.json}}}}, expected_outcome: seen items or none, rationale: skill step 1}}
+  - answer: {{next_action: {{tool: web_fetch, args: {{url: "{url}"}}}}, expected_outcome: items, rationale: skill step 2}}
+  - answer: {{next_action: {{tool: file_write, args: {{path: artifacts/digest-2026-01-01.md, content: "# Digest 2026-01-01\n\n- Item A\n- Item B\n"}}}}, expected_outcome: digest, rationale: skill step 4}}
+  - answer: {{next_action: {{tool: file_write, args: {{path: artifacts/digest-state.json, content: "{{\"seen\": [\"Item A\", \"Item B\"]}}"}}}}, expected_outcome: state, rationale: skill step 5}}
+reflect:
+  - answer: {{decision: continue, reason: skill active}}
+  - answer: {{decision: continue, reason: first run}}
+  - answer: {{satisfied: [1], decision: continue, reason: fetched}}
+  - answer: {{satisfied: [2], decision: continue, reason: written}}
+  - answer: {{satisfied: [3], decision: done, reason: all met, outcome: 2 new items, artifacts: [artifacts/digest-2026-01-01.md]}}
+"##
+    );
+    t.write("digest.yaml", &script);
+    let out = t
+        .al(&[
+            "--script",
+            "digest.yaml",
+            "run",
+            "--goal",
+            "Every morning, a daily digest of my feed",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let acts: Vec<Value> = t
+        .trace()
+        .into_iter()
+        .filter(|e| e["phase"] == "act")
+        .collect();
+    assert!(acts[0]["result_summary"]
+        .as_str()
+        .unwrap()
+        .contains("Daily digest"));
+    assert_eq!(
+        acts[1]["result_status"], "error",
+        "no state on the first run"
+    );
+    assert!(t
+        .read("ws/artifacts/digest-2026-01-01.md")
+        .contains("Item A"));
+    assert_eq!(
+        t.json("ws/state.json")["active_skills"],
+        serde_json::json!(["daily-digest"])
+    );
+    // web-research activates and its body is carried into the next plan prompt.
+    let t2 = T::new();
+    t2.write(
+        "r.yaml",
+        "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: s}\n",
+    );
+    let out = t2
+        .al(&[
+            "--script",
+            "r.yaml",
+            "--record",
+            "rec.jsonl",
+            "run",
+            "--goal",
+            "Research the history of cron",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plans: Vec<Value> = t2
+        .trace()
+        .into_iter()
+        .filter(|e| e["event"] == "plan")
+        .collect();
+    assert!(
+        plans[1]["prompt_bytes"].as_u64().unwrap()
+            > plans[0]["prompt_bytes"].as_u64().unwrap() + 500,
+        "the skill body is in the second plan prompt"
+    );
+}

@@ -547,3 +547,25 @@ fn long_term_memory_persists_across_runs() {
     );
     assert_eq!(code, Some(2));
 }
+
+#[test]
+fn fifos_and_devices_are_refused_not_hung() {
+    let t = sandbox();
+    if std::process::Command::new("mkfifo")
+        .arg(t.path("ws/pipe"))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+    {
+        let (code, v) = call(&t, "file_read", json!({"path": "pipe"}));
+        assert_eq!(code, Some(6), "{v}");
+        assert!(v["error"].as_str().unwrap().contains("not a regular file"));
+        std::fs::rename(t.path("ws/pipe"), t.path("ws/artifacts/pipe")).unwrap();
+        let (code, _) = call(
+            &t,
+            "file_write",
+            json!({"path": "artifacts/pipe", "content": "x", "mode": "append"}),
+        );
+        assert_eq!(code, Some(6));
+    }
+}
