@@ -18,7 +18,7 @@ pub fn answer_tool() -> ToolDef {
             "type": "object",
             "properties": {
                 "goal": {"type": "string", "minLength": 1, "description": "The goal in one sentence"},
-                "definition_of_done": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 3, "maxItems": 7, "description": "3 to 7 checkable items"},
+                "definition_of_done": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "3 to 7 checkable items"},
                 "constraints": {"type": "array", "items": {"type": "string"}, "description": "Budgets, forbidden tools, privacy"},
                 "assumptions": {"type": "array", "items": {"type": "string"}, "description": "Assumptions and unknowns"},
                 "can_proceed": {"type": "boolean", "description": "Whether the work can proceed with the tools available"},
@@ -70,7 +70,17 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "reframes": state.reframes,
         }),
     )?;
-    let answer = match ask(env, state, "frame", prompt, answer_tool(), &|_| Ok(())) {
+    // Fewer than 3 items gets a correction; more than 7 are cut to the first 7.
+    let check = |a: &Value| -> std::result::Result<(), String> {
+        let n = strings(a, "definition_of_done").len();
+        if a["can_proceed"] == true && n < 3 {
+            return Err(format!(
+                "definition_of_done has {n} items; give 3 to 7 checkable items"
+            ));
+        }
+        Ok(())
+    };
+    let answer = match ask(env, state, "frame", prompt, answer_tool(), &check) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Frame, e),
     };
@@ -80,6 +90,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
         dod: strings(a, "definition_of_done")
             .into_iter()
+            .take(7)
             .map(|text| Item { done: false, text })
             .collect(),
         constraints: strings(a, "constraints"),

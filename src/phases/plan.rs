@@ -26,7 +26,7 @@ pub fn answer_tool() -> ToolDef {
                         "tool": {"type": "string", "minLength": 1, "description": "Tool name from the catalog, or finish"},
                         "args": {"description": "Arguments object matching the tool's parameters"}
                     },
-                    "required": ["tool"]
+                    "required": []
                 },
                 "expected_outcome": {"type": "string", "description": "What success looks like for this step"},
                 "risk": {"type": "string", "description": "Side effects, irreversibility"},
@@ -38,15 +38,35 @@ pub fn answer_tool() -> ToolDef {
 }
 
 /// The action in an answer, with string-encoded arguments (small models do that) decoded.
+///
+/// Small models vary the shape; accepted: `tool` or `name` for the tool, `args`, `arguments` or
+/// `parameters` for the arguments (an object or a JSON string), or the arguments laid out next
+/// to `tool` with no wrapper.
 pub fn action_of(a: &Value) -> NextAction {
     let na = &a["next_action"];
-    let args = match na.get("args") {
+    let tool = na
+        .get("tool")
+        .or_else(|| na.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    let wrapped = na
+        .get("args")
+        .or_else(|| na.get("arguments"))
+        .or_else(|| na.get("parameters"));
+    let args = match wrapped {
         Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
-        Some(Value::Null) | None => json!({}),
+        Some(Value::Null) => json!({}),
         Some(v) => v.clone(),
+        None => {
+            let mut rest = na.as_object().cloned().unwrap_or_default();
+            rest.remove("tool");
+            rest.remove("name");
+            Value::Object(rest)
+        }
     };
     NextAction {
-        tool: Registry::canonical(na["tool"].as_str().unwrap_or("").trim()).to_string(),
+        tool: Registry::canonical(tool).to_string(),
         args,
     }
 }
@@ -119,6 +139,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let cfg = env.cfg;
     let check = move |a: &Value| -> std::result::Result<(), String> {
         let action = action_of(a);
+        if action.tool.is_empty() {
+            return Err("next_action needs a `tool`: a name from the catalog, or finish".into());
+        }
         checker.check(cfg, &action.tool, &action.args).map(|_| ())
     };
     let answer = match ask(env, state, "plan", text, answer_tool(), &check) {
@@ -196,4 +219,31 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     commit.state = Some(state.clone());
     env.commit(&commit)?;
     Ok(Outcome::Next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::action_of;
+    use serde_json::json;
+
+    #[test]
+    fn action_shapes_small_models_use() {
+        for a in [
+            json!({"next_action": {"tool": "web_fetch", "args": {"url": "u"}}}),
+            json!({"next_action": {"name": "web_fetch", "arguments": "{\"url\": \"u\"}"}}),
+            json!({"next_action": {"tool": "web_fetch", "url": "u"}}),
+            json!({"next_action": {"tool": "web_fetch", "parameters": {"url": "u"}}}),
+        ] {
+            let n = action_of(&a);
+            assert_eq!(
+                (n.tool.as_str(), &n.args),
+                ("web_fetch", &json!({"url": "u"})),
+                "{a}"
+            );
+        }
+        assert_eq!(
+            action_of(&json!({"next_action": {"tool": "submit_response"}})).tool,
+            "finish"
+        );
+    }
 }
