@@ -18,7 +18,7 @@ pub fn answer_tool() -> ToolDef {
             "properties": {
                 "satisfied": {"type": "array", "items": {"type": ["integer", "string"]}, "description": "Definition-of-Done items now satisfied: their numbers (1-based) or exact text"},
                 "facts": {"type": "array", "items": {"type": "string"}, "description": "New facts, each citing its step or artifact"},
-                "decision": {"type": "string", "enum": ["continue", "done", "reframe", "escalate"]},
+                "decision": {"type": "string", "description": "One of: continue, done, reframe, escalate"},
                 "reason": {"type": "string", "minLength": 1, "description": "Why this decision"},
                 "outcome": {"type": "string", "description": "On done: the final outcome for the person who asked"},
                 "artifacts": {"type": "array", "items": {"type": "string"}, "description": "On done: the files produced"},
@@ -29,8 +29,21 @@ pub fn answer_tool() -> ToolDef {
     }
 }
 
+const DECISIONS: [&str; 4] = ["continue", "done", "reframe", "escalate"];
+
+/// The decision, lower-cased (small models capitalise it).
+fn decision_of(a: &Value) -> String {
+    a["decision"].as_str().unwrap_or("").trim().to_lowercase()
+}
+
 fn check(a: &Value) -> std::result::Result<(), String> {
-    if a["decision"] == "done"
+    let d = decision_of(a);
+    if !DECISIONS.contains(&d.as_str()) {
+        return Err(format!(
+            "decision `{d}` is not one of continue, done, reframe, escalate"
+        ));
+    }
+    if d == "done"
         && a.get("outcome")
             .and_then(Value::as_str)
             .is_none_or(|o| o.trim().is_empty())
@@ -130,7 +143,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             });
         }
     }
-    let mut decision = a["decision"].as_str().unwrap_or("continue").to_string();
+    let mut decision = decision_of(&a);
     let mut reason = a["reason"].as_str().unwrap_or("").trim().to_string();
     let mut stop: Option<(StopKind, String)> = None;
     if decision == "done" && !mem.all_done() {

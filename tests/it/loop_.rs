@@ -353,7 +353,7 @@ fn corrective_retry_recovers_a_bad_tool_choice() {
   - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md}}, expected_outcome: x, rationale: y}
   - answer: {next_action: {tool: finish, args: {summary: all good}}, expected_outcome: x, rationale: y}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: all good}
+  - answer: {satisfied: ["1", 2, "say done"], decision: Done, reason: ok, outcome: all good}
 "#,
     );
     let out = run(&t);
