@@ -116,6 +116,9 @@ pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
     match cmd {
         TraceCommand::Show(args) => {
             let filter = Filter::new(args.filter, &entries)?;
+            if !ctx.printer.json && !ctx.printer.quiet {
+                ctx.printer.outln(&ctx.printer.paint(HEADER, "1"));
+            }
             for e in entries.iter().filter(|e| filter.keep(e)) {
                 print_entry(&ctx.printer, e);
             }
@@ -216,8 +219,8 @@ fn print_entry(p: &Printer, e: &Entry) {
         .or_else(|| e.reason.clone())
         .unwrap_or_default();
     let what: String = what.replace('\n', " ").chars().take(80).collect();
-    p.outln(&format!(
-        "{:<24} {:>3} {:<7} {:<13} {:<14} {} {:>7} {:>11} {:>8}  {}",
+    let line = format!(
+        "{:<24} {:>4} {:<7} {:<13} {:<14} {} {:>7} {:>11} {:>8}  {}",
         e.ts,
         e.step,
         phase,
@@ -228,8 +231,11 @@ fn print_entry(p: &Printer, e: &Entry) {
         tok,
         cost,
         what
-    ));
+    );
+    p.outln(line.trim_end());
 }
+
+const HEADER: &str = "time                     step phase   event         tool           status       time      tokens     cost  note";
 
 #[derive(Default, serde::Serialize)]
 struct Sum {
