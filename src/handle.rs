@@ -287,7 +287,17 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
     {
         return Err(Error::usage(format!("`{run_id}` is not a valid run id")));
     }
-    Ok(Workspace::new(root.join(&cfg.handle.runs_dir).join(run_id)))
+    let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
+    if runs.is_absolute()
+        || runs
+            .components()
+            .any(|c| !matches!(c, camino::Utf8Component::Normal(_)))
+    {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `handle.runs_dir`: `{runs}` must be a plain folder name under the root"
+        )));
+    }
+    Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
 fn start(

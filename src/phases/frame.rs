@@ -30,6 +30,16 @@ pub fn answer_tool() -> ToolDef {
     }
 }
 
+/// At most `max` characters of a document for a prompt, with a note saying where the rest is.
+fn bounded(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}\n\n[context.md continues: {n} characters in all; file_read it for the rest]")
+}
+
 fn strings(v: &Value, k: &str) -> Vec<String> {
     v.get(k)
         .and_then(Value::as_array)
@@ -61,7 +71,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({
-            "context": context.trim(),
+            "context": bounded(context.trim(), 20_000),
             "memory": memory_text,
             "limits": state.limits,
             "tool_names": tool_names,
