@@ -477,12 +477,30 @@ pub fn finish(
             }
         }
     }
-    let goal = env
-        .read_memory()
-        .ok()
-        .map(|(_, m)| m.goal)
-        .filter(|g| !g.is_empty())
-        .unwrap_or_else(|| state.goal.clone());
+    // memory.md records the final status (and an open question when escalated), on top of
+    // whatever this commit already changed in it.
+    let pending = commit.files.iter().position(|(n, _)| n == "memory.md");
+    let base = match pending {
+        Some(pos) => markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()),
+        None => env.read_memory().map(|(_, m)| m),
+    };
+    let mut goal = state.goal.clone();
+    if let Ok(mut mem) = base {
+        mem.status = format!("{}: {reason}", state.status.as_str());
+        if stop != StopKind::Done && mem.open_question.is_none() {
+            mem.open_question = Some(format!("The run stopped and needs a human: {reason}"));
+        }
+        if !mem.goal.is_empty() {
+            goal = mem.goal.clone();
+        }
+        let text = env.render_memory(&mem)?;
+        match pending {
+            Some(pos) => commit.files[pos].1 = text,
+            None => {
+                commit.file("memory.md", text);
+            }
+        }
+    }
     let result = json!({
         "run_id": state.run_id,
         "goal": goal,
@@ -501,25 +519,6 @@ pub fn finish(
         "result.json",
         serde_json::to_string_pretty(&result).expect("result serializes") + "\n",
     );
-    // memory.md records the final status (and the open question when escalated).
-    if let Ok((_, mut mem)) = env.read_memory() {
-        mem.status = format!("{}: {reason}", state.status.as_str());
-        if stop != StopKind::Done && mem.open_question.is_none() {
-            mem.open_question = Some(format!("The run stopped and needs a human: {reason}"));
-        }
-        if let Some(pos) = commit.files.iter().position(|(n, _)| n == "memory.md") {
-            if let Ok(m) = markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()) {
-                mem = Memory {
-                    status: mem.status.clone(),
-                    open_question: mem.open_question.clone().or(m.open_question.clone()),
-                    ..m
-                };
-            }
-            commit.files[pos].1 = env.render_memory(&mem)?;
-        } else {
-            commit.file("memory.md", env.render_memory(&mem)?);
-        }
-    }
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());
