@@ -162,8 +162,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     if let Some(r) = &state.last_result {
+        let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
         plan.completed.push(format!(
-            "step {step}: {} — {}",
+            "step {step}: {tool} {} — {}",
             r.status,
             r.summary().chars().take(120).collect::<String>()
         ));
