@@ -83,8 +83,26 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
         .open(path)
         .map_err(|e| Error::io("open", path, e))?;
     f.write_all(&buf)
-        .map_err(|e| Error::io("append to", path, e))?;
-    f.sync_data().map_err(|e| Error::io("sync", path, e))
+        .map_err(|e| Error::io("append to", path, e))
+}
+
+/// Whether a file is empty, missing, or ends with a newline (reads only its last byte).
+pub fn ends_with_newline(path: &Utf8Path) -> Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let len = f.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| f.read_exact(&mut last))
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(last[0] == b'\n')
 }
 
 /// Appends text as is (used to terminate a torn last line).

@@ -519,7 +519,7 @@ pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
             }
             budget -= 1;
             let name = e.file_name();
-            if name == ".git" || name == "node_modules" || name.starts_with('.') {
+            if name == ".git" || name == "node_modules" {
                 continue;
             }
             if e.file_type().is_ok_and(|t| t.is_dir()) {

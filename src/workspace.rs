@@ -371,11 +371,11 @@ impl Workspace {
         let text = serde_json::to_string(commit).expect("commit serializes");
         fs::write_durable(&journal, text.as_bytes())?;
         crate::crash::point("commit:journaled");
-        self.apply(commit)?;
+        self.apply(commit, false)?;
         std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
     }
 
-    fn apply(&self, commit: &Commit) -> Result<()> {
+    fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
         for (name, contents) in &commit.files {
             let path = self.path(name);
             if let Some(parent) = path.parent() {
@@ -385,22 +385,25 @@ impl Workspace {
         }
         if !commit.trace.is_empty() {
             let path = self.trace();
-            let existing = fs::read_optional(&path)?.unwrap_or_default();
-            let present: Vec<&str> = existing.lines().collect();
-            // The journal's lines are appended in order; skip the prefix already written.
+            // On replay the journal's lines may be partly written already (in order); skip the
+            // prefix that is there. A fresh commit has written none, so no read is needed.
             let mut skip = 0;
-            for k in (1..=commit.trace.len().min(present.len())).rev() {
-                if present[present.len() - k..]
-                    .iter()
-                    .zip(&commit.trace[..k])
-                    .all(|(a, b)| *a == b)
-                {
-                    skip = k;
-                    break;
+            if replay {
+                let existing = fs::read_optional(&path)?.unwrap_or_default();
+                let present: Vec<&str> = existing.lines().collect();
+                for k in (1..=commit.trace.len().min(present.len())).rev() {
+                    if present[present.len() - k..]
+                        .iter()
+                        .zip(&commit.trace[..k])
+                        .all(|(a, b)| *a == b)
+                    {
+                        skip = k;
+                        break;
+                    }
                 }
             }
             // A line torn by a crash (no newline) must not swallow the next entry.
-            if !existing.is_empty() && !existing.ends_with('\n') && skip < commit.trace.len() {
+            if skip < commit.trace.len() && !fs::ends_with_newline(&path)? {
                 fs::append_raw(&path, "\n")?;
             }
             for line in &commit.trace[skip..] {
@@ -421,7 +424,7 @@ impl Workspace {
             return Ok(());
         };
         match serde_json::from_str::<Commit>(&text) {
-            Ok(commit) => self.apply(&commit)?,
+            Ok(commit) => self.apply(&commit, true)?,
             // A torn journal cannot exist (it is written atomically); a foreign file is set aside.
             Err(_) => {
                 let aside = self.path(".agentloop.journal.corrupt");

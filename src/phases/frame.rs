@@ -90,7 +90,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
         Ok(())
     };
-    let answer = match ask(env, state, "frame", prompt, answer_tool(), &check) {
+    let answer = match ask(env, state, "frame", "", prompt, answer_tool(), &check) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Frame, e),
     };

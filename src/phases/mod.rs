@@ -189,8 +189,13 @@ impl<'a> Env<'a> {
         Ok(text)
     }
 
-    pub fn system_prompt(&self, phase: &str, answer_tool: &str) -> Result<String> {
-        self.tpl.render("prompt-system.j2", json!({"phase": phase, "answer_tool": answer_tool, "system_prompt": self.cfg.system_prompt}))
+    /// The system prompt: the phase's role, the profile's instructions and, for Plan, the
+    /// catalog. It is the stable prefix that Anthropic prompt caching reuses across calls.
+    pub fn system_prompt(&self, phase: &str, answer_tool: &str, catalog: &str) -> Result<String> {
+        self.tpl.render(
+            "prompt-system.j2",
+            json!({"phase": phase, "answer_tool": answer_tool, "system_prompt": self.cfg.system_prompt, "catalog": catalog}),
+        )
     }
 
     /// Applies a commit and reports its trace entries (events stream, progress lines).
@@ -269,12 +274,13 @@ pub fn ask(
     env: &mut Env,
     state: &State,
     phase: &str,
+    catalog: &str,
     prompt: String,
     tool: ToolDef,
     check: &dyn Fn(&Value) -> std::result::Result<(), String>,
 ) -> std::result::Result<Answer, AskError> {
     let system = env
-        .system_prompt(phase, &tool.name)
+        .system_prompt(phase, &tool.name, catalog)
         .map_err(AskError::Other)?;
     let mut req = Request {
         phase: phase.to_string(),

@@ -119,21 +119,16 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         })
         .collect();
     let step = state.step + 1;
-    let prompt = |correction: Option<&str>| {
-        env.tpl.render(
-            "prompt-plan.j2",
-            json!({
-                "step": step,
-                "limits": state.limits,
-                "catalog": catalog.trim(),
-                "active_skills": active.join("\n\n"),
-                "memory": memory,
-                "plan": plan_text,
-                "correction": correction,
-            }),
-        )
-    };
-    let text = prompt(None)?;
+    let text = env.tpl.render(
+        "prompt-plan.j2",
+        json!({
+            "step": step,
+            "limits": state.limits,
+            "active_skills": active.join("\n\n"),
+            "memory": memory,
+            "plan": plan_text,
+        }),
+    )?;
     // `ask` borrows the environment mutably, so the check owns its own registry.
     let checker = Registry::new(env.cfg);
     let cfg = env.cfg;
@@ -144,7 +139,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
         checker.check(cfg, &action.tool, &action.args).map(|_| ())
     };
-    let answer = match ask(env, state, "plan", text, answer_tool(), &check) {
+    let answer = match ask(env, state, "plan", &catalog, text, answer_tool(), &check) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),
     };

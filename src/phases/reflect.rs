@@ -91,7 +91,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "open_items": mem.open_items(),
         }),
     )?;
-    let answer = match ask(env, state, "reflect", prompt, answer_tool(), &check) {
+    let answer = match ask(env, state, "reflect", "", prompt, answer_tool(), &check) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Reflect, e),
     };
@@ -162,7 +162,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     if let Some(r) = &state.last_result {
-        let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
+        let tool = plan
+            .next_action
+            .as_ref()
+            .map(|a| a.tool.as_str())
+            .unwrap_or("action");
         plan.completed.push(format!(
             "step {step}: {tool} {} — {}",
             r.status,
