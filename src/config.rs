@@ -396,17 +396,21 @@ pub fn find_in(dir: &Utf8Path, stem: &str) -> Option<Utf8PathBuf> {
         .find(|p| p.is_file())
 }
 
-pub fn user_config_dir() -> Option<Utf8PathBuf> {
-    let base = std::env::var("XDG_CONFIG_HOME")
+/// An XDG base folder: `$VAR` when set, else `$HOME/<fallback>`.
+pub fn xdg_dir(var: &str, fallback: &str) -> Option<Utf8PathBuf> {
+    std::env::var(var)
         .ok()
         .filter(|s| !s.is_empty())
         .map(Utf8PathBuf::from)
         .or_else(|| {
             std::env::var("HOME")
                 .ok()
-                .map(|h| Utf8PathBuf::from(h).join(".config"))
-        })?;
-    Some(base.join("agentloop"))
+                .map(|h| Utf8PathBuf::from(h).join(fallback))
+        })
+}
+
+pub fn user_config_dir() -> Option<Utf8PathBuf> {
+    Some(xdg_dir("XDG_CONFIG_HOME", ".config")?.join("agentloop"))
 }
 
 /// Environment variables that are not configuration keys.

@@ -287,33 +287,21 @@ pub fn parse_skill_md(
     if problems.iter().any(Problem::is_error) {
         return Err(problems);
     }
-    let triggers = metadata
-        .get("triggers")
-        .map(|t| {
-            t.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    let requires_tools = metadata
-        .get("requires-tools")
-        .map(|t| {
-            t.split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
-    let requires_env = metadata
-        .get("requires-env")
-        .map(|t| {
-            t.split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let list = |key: &str, seps: &[char]| -> Vec<String> {
+        metadata
+            .get(key)
+            .map(|t| {
+                t.split(seps)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let triggers = list("triggers", &[',']);
+    let requires_tools = list("requires-tools", &[',', ' ']);
+    let requires_env = list("requires-env", &[',', ' ']);
     let skill = Skill {
         name,
         description,

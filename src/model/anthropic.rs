@@ -182,17 +182,7 @@ impl Model for Anthropic {
             "request-id",
         )?;
         let mut r = parse(&reply.body)?;
-        r.request_id = reply.request_id.or_else(|| {
-            reply
-                .body
-                .get("id")
-                .and_then(Value::as_str)
-                .map(String::from)
-        });
-        r.latency_ms = reply.latency_ms;
-        if r.model.is_empty() {
-            r.model = self.model.clone();
-        }
+        reply.complete(&mut r, &self.model);
         Ok(r)
     }
 }

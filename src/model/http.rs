@@ -26,6 +26,24 @@ pub struct Reply {
     pub latency_ms: u64,
 }
 
+impl Reply {
+    /// Fills what every provider's response takes from the HTTP exchange: the request id
+    /// (header, else the body's `id`), the latency, and the model asked for when the body
+    /// names none.
+    pub fn complete(&self, r: &mut crate::model::Response, model: &str) {
+        r.request_id = self.request_id.clone().or_else(|| {
+            self.body
+                .get("id")
+                .and_then(Value::as_str)
+                .map(String::from)
+        });
+        r.latency_ms = self.latency_ms;
+        if r.model.is_empty() {
+            r.model = model.to_string();
+        }
+    }
+}
+
 /// Extracts (error type, message) from a provider's error body.
 fn error_parts(body: &Value) -> (Option<String>, Option<String>) {
     let err = body.get("error").unwrap_or(body);

@@ -14,15 +14,7 @@ pub fn store_dir(env: &ToolEnv) -> Option<Utf8PathBuf> {
     if let Some(d) = &env.config.tools.memory.dir {
         return Some(crate::workspace::resolve_in(env.root, d));
     }
-    let base = std::env::var("XDG_DATA_HOME")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .map(Utf8PathBuf::from)
-        .or_else(|| {
-            std::env::var("HOME")
-                .ok()
-                .map(|h| Utf8PathBuf::from(h).join(".local/share"))
-        })?;
+    let base = crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?;
     Some(base.join("agentloop/memory"))
 }
 
