@@ -147,7 +147,9 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
     }
     for d in &dirs {
         if let Some(p) = config::find_in(d, name) {
-            let mut layer = config::load_file(&p)?.expect("found file exists");
+            let Some(mut layer) = config::load_file(&p)? else {
+                continue;
+            };
             layer.source = format!("{p} (agent profile)");
             return Ok(layer);
         }

@@ -257,11 +257,27 @@ pub fn json_in_text(text: &str) -> Option<Value> {
     if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
         return Some(v);
     }
-    let start = t.find('{')?;
+    // Try each `{` in turn: the first balanced span that parses as an object wins.
+    let mut from = 0;
+    while let Some(off) = t[from..].find('{') {
+        let start = from + off;
+        if let Some(end) = balanced_end(&t[start..]) {
+            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&t[start..start + end])
+            {
+                return Some(v);
+            }
+        }
+        from = start + 1;
+    }
+    None
+}
+
+/// Length of the balanced `{...}` span at the start of `s`, honouring JSON strings.
+fn balanced_end(s: &str) -> Option<usize> {
     let mut depth = 0i32;
     let mut in_str = false;
     let mut esc = false;
-    for (i, c) in t[start..].char_indices() {
+    for (i, c) in s.char_indices() {
         if in_str {
             match c {
                 _ if esc => esc = false,
@@ -277,9 +293,7 @@ pub fn json_in_text(text: &str) -> Option<Value> {
             '}' => {
                 depth -= 1;
                 if depth == 0 {
-                    return serde_json::from_str::<Value>(&t[start..start + i + 1])
-                        .ok()
-                        .filter(Value::is_object);
+                    return Some(i + 1);
                 }
             }
             _ => {}
@@ -296,5 +310,7 @@ mod tests {
             .unwrap();
         assert_eq!(v["b"]["c"], 1);
         assert!(super::json_in_text("no json here").is_none());
+        let v = super::json_in_text("use {braces} like {\"x\": 2}").unwrap();
+        assert_eq!(v["x"], 2);
     }
 }
