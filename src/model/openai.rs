@@ -352,6 +352,13 @@ fn rejects_tools(msg: &str) -> bool {
         && (m.contains("tool") || m.contains("function"))
 }
 
+/// Whether an error says the server cannot do `response_format: json_object`.
+fn rejects_format(msg: &str) -> bool {
+    let m = msg.to_lowercase();
+    (m.contains("http 400") || m.contains("http 422"))
+        && (m.contains("response_format") || m.contains("json_object"))
+}
+
 impl Model for OpenAi {
     fn provider(&self) -> &str {
         &self.provider
@@ -365,13 +372,13 @@ impl Model for OpenAi {
             .iter()
             .map(|k| ("authorization", format!("Bearer {k}")))
             .collect();
+        let post = |b: &Value| {
+            self.client
+                .post_json(&self.url, &headers, b, "x-request-id")
+        };
         let json_mode = self.structured == "json";
-        let reply = match self.client.post_json(
-            &self.url,
-            &headers,
-            &body(&self.model, req, json_mode, self.official),
-            "x-request-id",
-        ) {
+        let mut b = body(&self.model, req, json_mode, self.official);
+        let reply = match post(&b) {
             // A server that rejects tools gets the JSON-in-text form from now on.
             Err(e)
                 if e.kind == Kind::Provider
@@ -380,12 +387,23 @@ impl Model for OpenAi {
                     && rejects_tools(&e.message) =>
             {
                 self.structured = "json".into();
-                self.client.post_json(
-                    &self.url,
-                    &headers,
-                    &body(&self.model, req, true, self.official),
-                    "x-request-id",
-                )?
+                b = body(&self.model, req, true, self.official);
+                match post(&b) {
+                    Err(e) if rejects_format(&e.message) => {
+                        b.as_object_mut().map(|o| o.remove("response_format"));
+                        post(&b)?
+                    }
+                    other => other?,
+                }
+            }
+            // A server that rejects `response_format` gets the instruction in the prompt alone.
+            Err(e)
+                if e.kind == Kind::Provider
+                    && b.get("response_format").is_some()
+                    && rejects_format(&e.message) =>
+            {
+                b.as_object_mut().map(|o| o.remove("response_format"));
+                post(&b)?
             }
             other => other?,
         };

@@ -493,3 +493,43 @@ fn tool_calls_printed_as_text_are_understood() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_call"]["arguments"], json!({"color": "blue"}), "{v}");
 }
+
+#[test]
+fn servers_without_tools_or_json_mode_still_work() {
+    let t = T::new();
+    let s = Server::start_with(|_, req| {
+        let body = req.json();
+        if body.get("tools").is_some() {
+            return Reply::json(
+                400,
+                json!({"error": {"message": "this model does not support tools"}}),
+            );
+        }
+        if body.get("response_format").is_some() {
+            return Reply::json(
+                400,
+                json!({"error": {"message": "'response_format.type' must be 'json_schema'"}}),
+            );
+        }
+        Reply::json(
+            200,
+            json!({"choices": [{"message": {"role": "assistant", "content": "{\"color\": \"blue\"}"}, "finish_reason": "stop"}]}),
+        )
+    });
+    let out = t
+        .al(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &s.url,
+            "models",
+            "test",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tool_call"]["arguments"]["color"], "blue");
+    assert_eq!(s.count(), 3);
+}
