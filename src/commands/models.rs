@@ -36,6 +36,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         tool_choice: ToolChoice::Tool("report_color".into()),
         max_tokens: 64,
         temperature: Some(0.0),
+        deadline: None,
     };
     let r = m.complete(&req)?;
     let call = r.tool_calls.iter().find(|c| c.name == "report_color");

@@ -180,6 +180,7 @@ impl Model for Anthropic {
             &headers,
             &body(&self.model, req, self.cache),
             "request-id",
+            req.deadline,
         )?;
         let mut r = parse(&reply.body)?;
         reply.complete(&mut r, &self.model);

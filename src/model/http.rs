@@ -5,7 +5,7 @@
 //! id and the attempts made. The API key never appears in an error.
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use serde_json::Value;
 use std::io::Read;
 use std::time::{Duration, Instant, SystemTime};
@@ -113,10 +113,26 @@ impl Client {
         headers: &[(&str, String)],
         body: &Value,
         request_id_header: &str,
+        deadline: Option<Instant>,
     ) -> Result<Reply> {
         let payload = serde_json::to_vec(body).expect("request serializes");
         let start = Instant::now();
         let mut last = String::new();
+        let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let out_of_time = || {
+            Error::new(
+                Kind::Budget,
+                "timeout: the run's wall-clock limit ran out while waiting for the model",
+            )
+        };
+        // Waits before a retry, unless the wait would outlast the run's time budget.
+        let pause = |d: Duration| -> Result<()> {
+            if left().is_some_and(|l| l <= d) {
+                return Err(out_of_time());
+            }
+            std::thread::sleep(d);
+            Ok(())
+        };
         for attempt in 1..=self.attempts {
             let mut req = self
                 .agent
@@ -124,6 +140,12 @@ impl Client {
                 .header("content-type", "application/json");
             for (k, v) in headers {
                 req = req.header(*k, v.as_str());
+            }
+            if let Some(l) = left() {
+                if l.is_zero() {
+                    return Err(out_of_time());
+                }
+                req = req.config().timeout_global(Some(l)).build();
             }
             let resp = match req.send(&payload[..]) {
                 Ok(r) => r,
@@ -136,8 +158,11 @@ impl Client {
                             | ureq::Error::HostNotFound
                     );
                     last = format!("cannot reach {url}: {e}");
+                    if left().is_some_and(|l| l < Duration::from_millis(50)) {
+                        return Err(out_of_time());
+                    }
                     if retry && attempt < self.attempts {
-                        std::thread::sleep(self.backoff(attempt));
+                        pause(self.backoff(attempt))?;
                         continue;
                     }
                     return Err(self
@@ -170,8 +195,11 @@ impl Client {
                 .read_to_end(&mut buf)
             {
                 last = format!("reading the response failed: {e}");
+                if left().is_some_and(|l| l < Duration::from_millis(50)) {
+                    return Err(out_of_time());
+                }
                 if attempt < self.attempts {
-                    std::thread::sleep(self.backoff(attempt));
+                    pause(self.backoff(attempt))?;
                     continue;
                 }
                 return Err(self.fail(format!(
@@ -218,7 +246,7 @@ impl Client {
                     .unwrap_or_else(|| ":".into())
             );
             if retry && attempt < self.attempts {
-                std::thread::sleep(ra.unwrap_or_else(|| self.backoff(attempt)));
+                pause(ra.unwrap_or_else(|| self.backoff(attempt)))?;
                 continue;
             }
             let hint = match status {

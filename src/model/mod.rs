@@ -79,6 +79,8 @@ pub struct Request {
     pub tool_choice: ToolChoice,
     pub max_tokens: u32,
     pub temperature: Option<f64>,
+    /// When the run's wall-clock budget ends; a call still waiting then is cut off.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Request {

@@ -374,7 +374,7 @@ impl Model for OpenAi {
             .collect();
         let post = |b: &Value| {
             self.client
-                .post_json(&self.url, &headers, b, "x-request-id")
+                .post_json(&self.url, &headers, b, "x-request-id", req.deadline)
         };
         let json_mode = self.structured == "json";
         let mut b = body(&self.model, req, json_mode, self.official);

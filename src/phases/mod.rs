@@ -55,6 +55,8 @@ pub struct Env<'a> {
     pub printer: Printer,
     /// Stream committed trace entries as JSONL on stdout (`run --events`).
     pub events: bool,
+    /// End of the run's wall-clock budget (set by `run`), passed to every model call.
+    pub deadline: Option<std::time::Instant>,
     model: Option<Box<dyn Model>>,
 }
 
@@ -79,6 +81,7 @@ impl<'a> Env<'a> {
             skills: SkillSet::load(ctx.config(), &ctx.ws.root),
             printer: ctx.printer,
             events: false,
+            deadline: None,
             model: None,
         })
     }
@@ -97,6 +100,7 @@ impl<'a> Env<'a> {
             skills: SkillSet::load(cfg, &ws.root),
             printer,
             events: false,
+            deadline: None,
             model: None,
         })
     }
@@ -290,6 +294,7 @@ pub fn ask(
         tool_choice: ToolChoice::Tool(tool.name.clone()),
         max_tokens: env.cfg.llm.max_tokens,
         temperature: env.cfg.llm.temperature,
+        deadline: env.deadline,
     };
     let prompt_bytes = req.prompt_bytes();
     let watch = crate::clock::Stopwatch::start();
@@ -302,6 +307,7 @@ pub fn ask(
         let resp: Response = match m.complete(&req) {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
+            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() {

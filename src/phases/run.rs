@@ -23,6 +23,7 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
 /// Drives the run until it stops or the wall-clock timeout passes.
 pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
     let start = Instant::now();
+    env.deadline = Some(start + timeout);
     let mut last = Instant::now();
     loop {
         if state.status.is_terminal() {

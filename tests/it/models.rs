@@ -533,3 +533,38 @@ fn servers_without_tools_or_json_mode_still_work() {
     assert_eq!(v["tool_call"]["arguments"]["color"], "blue");
     assert_eq!(s.count(), 3);
 }
+
+#[test]
+fn a_hanging_server_cannot_outlast_the_run_timeout() {
+    let t = T::new();
+    let s = Server::start_with(|_, _| {
+        std::thread::sleep(std::time::Duration::from_secs(8));
+        Reply::json(500, json!({}))
+    });
+    let start = std::time::Instant::now();
+    let out = t
+        .al(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &s.url,
+            "--timeout",
+            "2s",
+            "run",
+            "--goal",
+            "g",
+        ])
+        .env_remove("AGENTLOOP_NOW")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(6),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(t.json("ws/result.json")["reason"]
+        .as_str()
+        .unwrap()
+        .contains("timeout"));
+}
