@@ -116,7 +116,24 @@ pub fn main(g: &Global) -> Result<u8> {
             );
             0
         }
-        Ok(_) => turn(g, &input, &mut resp),
+        // A bug must still leave the router one valid response.
+        Ok(_) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            turn(g, &input, &mut resp)
+        })) {
+            Ok(code) => code,
+            Err(_) => {
+                resp = Response {
+                    status: "ok",
+                    ..Default::default()
+                };
+                fail(
+                    &mut resp,
+                    "internal error while handling the event (see stderr)".into(),
+                    true,
+                );
+                0
+            }
+        },
     };
     printer.outln(&resp.to_json().to_string());
     Ok(exit)

@@ -39,7 +39,12 @@ pub fn main() -> u8 {
             return code;
         }
     };
-    match commands::dispatch(cli) {
+    let result = match std::panic::catch_unwind(|| commands::dispatch(cli)) {
+        Ok(r) => r,
+        // The panic message is already on stderr; the workspace is safe (commits are atomic).
+        Err(_) => return error::code::FAILURE,
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", e.message);
