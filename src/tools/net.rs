@@ -160,6 +160,31 @@ pub struct Fetched {
     pub truncated: bool,
 }
 
+/// Resolves like the default resolver, then refuses private addresses unless allowed.
+#[derive(Debug)]
+struct PinnedResolver {
+    allow_private: bool,
+}
+
+impl ureq::unversioned::resolver::Resolver for PinnedResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let addrs = ureq::unversioned::resolver::DefaultResolver::default()
+            .resolve(uri, config, timeout)?;
+        if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
+            return Err(ureq::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "refused: the host now resolves to a loopback, private or link-local address",
+            )));
+        }
+        Ok(addrs)
+    }
+}
+
 /// One request with manual, policy-checked redirects.
 pub fn fetch(
     p: &HttpToolConfig,
@@ -169,13 +194,21 @@ pub fn fetch(
     body: Option<&str>,
     timeout: Duration,
 ) -> Result<Fetched, (String, bool)> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .max_redirects(0)
         .http_status_as_error(false)
         .user_agent(p.user_agent.as_str())
-        .build()
-        .into();
+        .build();
+    // The policy is checked again on the addresses actually connected to, so a host that
+    // resolves differently the second time (DNS rebinding) cannot reach a private address.
+    let agent = ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        PinnedResolver {
+            allow_private: p.allow_private,
+        },
+    );
     let mut url = url.to_string();
     let mut method = method.to_ascii_uppercase();
     let mut body = body.map(str::to_string);
@@ -238,13 +271,16 @@ pub fn fetch(
 }
 
 fn classify(e: ureq::Error) -> (String, bool) {
-    let retry = matches!(
-        e,
-        ureq::Error::Timeout(_)
-            | ureq::Error::Io(_)
-            | ureq::Error::ConnectionFailed
-            | ureq::Error::HostNotFound
-    );
+    let refused =
+        matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
+    let retry = !refused
+        && matches!(
+            e,
+            ureq::Error::Timeout(_)
+                | ureq::Error::Io(_)
+                | ureq::Error::ConnectionFailed
+                | ureq::Error::HostNotFound
+        );
     let msg = match &e {
         ureq::Error::Timeout(_) => format!("timed out ({e})"),
         _ => e.to_string(),
