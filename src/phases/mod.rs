@@ -332,10 +332,13 @@ pub fn ask(
             Some(c) if c.invalid_arguments.is_some() => {
                 format!("the arguments were not a JSON object: {}", c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>())
             }
-            Some(c) => match crate::tools::validate(&tool.parameters, &c.arguments).and_then(|_| check(&c.arguments)) {
+            Some(c) => {
+                let mut args = c.arguments.clone();
+                coerce(&tool.parameters, &mut args);
+                match crate::tools::validate(&tool.parameters, &args).and_then(|_| check(&args)) {
                 Ok(()) => {
                     return Ok(Answer {
-                        args: c.arguments.clone(),
+                        args,
                         usage,
                         cost,
                         model: model_id,
@@ -345,7 +348,8 @@ pub fn ask(
                     })
                 }
                 Err(e) => e,
-            },
+            }
+            }
         };
         if attempt == 2 {
             return Err(AskError::Invalid(problem, usage, cost));
@@ -387,6 +391,65 @@ pub fn ask(
         }
     }
     unreachable!("the loop returns on the second attempt")
+}
+
+/// Mends the near misses small models make before an answer is validated: a list written as
+/// one string (one item per line, bullets stripped), a boolean or number written as a string,
+/// an object written as a JSON string. Guided by the answer's schema, one level deep.
+pub fn coerce(schema: &Value, v: &mut Value) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(obj) = v.as_object_mut() else { return };
+    for (key, prop) in props {
+        let Some(val) = obj.get_mut(key) else {
+            continue;
+        };
+        let Value::String(text) = val else {
+            if prop.get("type").and_then(Value::as_str) == Some("object") {
+                coerce(prop, val);
+            }
+            continue;
+        };
+        let text = text.trim().to_string();
+        match prop.get("type").and_then(Value::as_str) {
+            Some("array") => {
+                let items: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Array(a)) => a,
+                    _ => text
+                        .lines()
+                        .map(|l| l.trim().trim_start_matches(['-', '*', '•']).trim())
+                        .map(|l| {
+                            l.split_once(". ")
+                                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+                                .map(|(_, r)| r)
+                                .unwrap_or(l)
+                        })
+                        .filter(|l| !l.is_empty())
+                        .map(|l| Value::String(l.to_string()))
+                        .collect(),
+                };
+                *val = Value::Array(items);
+            }
+            Some("boolean") => match text.to_lowercase().as_str() {
+                "true" | "yes" => *val = Value::Bool(true),
+                "false" | "no" => *val = Value::Bool(false),
+                _ => {}
+            },
+            Some("integer") | Some("number") => {
+                if let Ok(n) = serde_json::from_str::<serde_json::Number>(&text) {
+                    *val = Value::Number(n);
+                }
+            }
+            Some("object") => {
+                if let Ok(mut o @ Value::Object(_)) = serde_json::from_str::<Value>(&text) {
+                    coerce(prop, &mut o);
+                    *val = o;
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Records a failed structured call (provider failure or invalid answer) and ends the run.
@@ -567,4 +630,23 @@ pub fn completion_event(state: &State) -> Value {
             "cost_usd": if state.cost_incomplete { Value::Null } else { json!(state.cost_usd) },
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn coerce_mends_near_misses() {
+        let schema = super::frame::answer_tool().parameters;
+        let mut v = json!({"goal": "g", "definition_of_done": "- one\n- two\n3. three", "can_proceed": "true"});
+        super::coerce(&schema, &mut v);
+        assert_eq!(v["definition_of_done"], json!(["one", "two", "three"]));
+        assert_eq!(v["can_proceed"], true);
+        let schema = super::plan::answer_tool().parameters;
+        let mut v = json!({"next_action": "{\"tool\": \"finish\", \"args\": {\"summary\": \"s\"}}", "outline": "[\"a\", \"b\"]"});
+        super::coerce(&schema, &mut v);
+        assert_eq!(v["next_action"]["tool"], "finish");
+        assert_eq!(v["outline"], json!(["a", "b"]));
+    }
 }
