@@ -30,6 +30,23 @@ pub struct Memory {
     pub status: String,
     pub open_question: Option<String>,
     pub log: Vec<String>,
+    /// Sections a person added under other headings, kept as written.
+    #[serde(default)]
+    pub extra: Vec<Extra>,
+}
+
+/// A `## ` section the program does not own; re-rendered verbatim after the known ones.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Extra {
+    pub heading: String,
+    pub body: String,
+}
+
+fn extra(s: &Section) -> Extra {
+    Extra {
+        heading: s.title.clone(),
+        body: s.lines.join("\n").trim_end().to_string(),
+    }
 }
 
 impl Memory {
@@ -48,6 +65,7 @@ impl Memory {
 /// A `## ` section: heading, first line number (1-based, of the line after the heading), lines.
 struct Section<'a> {
     heading: String,
+    title: String,
     first_line: usize,
     lines: Vec<&'a str>,
 }
@@ -58,6 +76,7 @@ fn sections(text: &str) -> Vec<Section<'_>> {
         if let Some(h) = line.strip_prefix("## ") {
             out.push(Section {
                 heading: h.trim().to_lowercase(),
+                title: h.trim().to_string(),
                 first_line: i + 2,
                 lines: vec![],
             });
@@ -158,7 +177,7 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
             "status" => m.status = prose(&s),
             "open question" => m.open_question = Some(prose(&s)).filter(|q| !q.is_empty()),
             "decision log" => m.log = bullets(&s),
-            _ => {}
+            _ => m.extra.push(extra(&s)),
         }
     }
     if !saw_dod {
@@ -190,6 +209,8 @@ pub struct Plan {
     pub risk: String,
     pub rationale: String,
     pub completed: Vec<String>,
+    #[serde(default)]
+    pub extra: Vec<Extra>,
 }
 
 pub const FENCE: &str = "```json next-action";
@@ -225,7 +246,7 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
             "risk" => p.risk = prose(&s),
             "rationale" => p.rationale = prose(&s),
             "completed steps" => p.completed = bullets(&s),
-            _ => {}
+            _ => p.extra.push(extra(&s)),
         }
     }
     Ok(p)
@@ -298,6 +319,7 @@ pub fn plan_view(p: &Plan) -> Value {
         "risk": p.risk,
         "rationale": p.rationale,
         "completed": p.completed,
+        "extra": p.extra,
     })
 }
 

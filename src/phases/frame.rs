@@ -115,6 +115,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         status: String::new(),
         open_question: None,
         log: old.log.clone(),
+        extra: old.extra.clone(),
     };
     let event = if reframing { "reframe" } else { "frame" };
     let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);

@@ -647,3 +647,42 @@ fn wall_clock_timeout_escalates() {
         .unwrap()
         .contains("timeout"));
 }
+
+#[test]
+fn sections_a_person_adds_survive_the_loop() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: listed}
+"#,
+    );
+    t.cmd()
+        .args(["init", "ws", "--goal", "g"])
+        .assert()
+        .success();
+    t.al(&["--script", "script.yaml", "frame"])
+        .assert()
+        .success();
+    let memory = t.read("ws/memory.md")
+        + "\n## Notes from Ana\nPrefer primary sources.\n- and keep it short\n";
+    t.write("ws/memory.md", &memory);
+    t.al(&["--script", "script.yaml", "plan"])
+        .assert()
+        .success();
+    let plan = t.read("ws/plan.md") + "\n## Reviewer\nLooks fine.\n";
+    t.write("ws/plan.md", &plan);
+    t.al(&["act"]).assert().success();
+    t.al(&["--script", "script.yaml", "reflect"])
+        .assert()
+        .success();
+    assert!(
+        t.read("ws/memory.md")
+            .contains("## Notes from Ana\nPrefer primary sources.\n- and keep it short"),
+        "{}",
+        t.read("ws/memory.md")
+    );
+    assert!(t.read("ws/plan.md").contains("## Reviewer\nLooks fine."));
+}
