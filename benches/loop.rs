@@ -24,7 +24,9 @@ fn script() -> String {
     s.push_str("reflect:\n");
     for i in 0..STEPS {
         if i + 1 == STEPS {
-            s.push_str("  - answer: {satisfied: [1, 2, 3], decision: done, reason: all read, outcome: read every note}\n");
+            s.push_str(
+                "  - answer: {satisfied: [1, 2, 3], decision: done, reason: all read, outcome: read every note}\n",
+            );
         } else {
             let _ = writeln!(s, "  - answer: {{facts: [\"note {i} says hello {i} (step {})\"], decision: continue, reason: more notes to read}}", i + 1);
         }
@@ -36,11 +38,7 @@ fn run_once(dir: &std::path::Path) -> (f64, Vec<(u32, u64)>) {
     let root = Utf8PathBuf::from_path_buf(dir.to_path_buf()).unwrap();
     std::fs::create_dir_all(dir.join("ws/notes")).unwrap();
     for i in 0..STEPS {
-        std::fs::write(
-            dir.join(format!("ws/notes/n{i}.txt")),
-            format!("hello {i}\n").repeat(20),
-        )
-        .unwrap();
+        std::fs::write(dir.join(format!("ws/notes/n{i}.txt")), format!("hello {i}\n").repeat(20)).unwrap();
     }
     std::fs::write(dir.join("script.yaml"), script()).unwrap();
     let g = Global {
@@ -54,31 +52,14 @@ fn run_once(dir: &std::path::Path) -> (f64, Vec<(u32, u64)>) {
     let _lock = ctx.ws.lock(None).unwrap();
     let mut env = Env::new(&ctx).unwrap();
     let tpl = agentloop::phases::templates(&ctx).unwrap();
-    let mut state = phases::init::init_run(
-        &ctx.ws,
-        ctx.config(),
-        &tpl,
-        "read many files",
-        "",
-        false,
-        None,
-    )
-    .unwrap();
+    let mut state = phases::init::init_run(&ctx.ws, ctx.config(), &tpl, "read many files", "", false, None).unwrap();
     let start = Instant::now();
-    let stop =
-        phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
+    let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;
-    assert_eq!(
-        stop,
-        agentloop::workspace::StopKind::Done,
-        "the bench run must finish done"
-    );
+    assert_eq!(stop, agentloop::workspace::StopKind::Done, "the bench run must finish done");
     let (entries, _) = agentloop::trace::read(&ctx.ws.trace()).unwrap();
-    let plan_prompts = entries
-        .iter()
-        .filter(|e| e.event == "plan")
-        .map(|e| (e.step, e.prompt_bytes.unwrap_or(0)))
-        .collect();
+    let plan_prompts =
+        entries.iter().filter(|e| e.event == "plan").map(|e| (e.step, e.prompt_bytes.unwrap_or(0))).collect();
     (elapsed, plan_prompts)
 }
 

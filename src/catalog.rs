@@ -20,32 +20,16 @@ fn param_lines(schema: &Value) -> Vec<String> {
         .map(|(name, p)| {
             let ty = match p.get("type") {
                 Some(Value::String(t)) => t.clone(),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("|"),
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("|"),
                 _ => "any".into(),
             };
-            let mut s = format!(
-                "  - `{name}` ({ty}{})",
-                if required.contains(&name.as_str()) {
-                    ", required"
-                } else {
-                    ""
-                }
-            );
+            let mut s =
+                format!("  - `{name}` ({ty}{})", if required.contains(&name.as_str()) { ", required" } else { "" });
             if let Some(d) = p.get("description").and_then(Value::as_str) {
                 s.push_str(&format!(": {d}"));
             }
             if let Some(e) = p.get("enum").and_then(Value::as_array) {
-                s.push_str(&format!(
-                    " One of: {}.",
-                    e.iter()
-                        .map(|v| v.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                s.push_str(&format!(" One of: {}.", e.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
             }
             s
         })
@@ -59,10 +43,7 @@ pub fn markdown(tools: &[&ToolSpec], skills: &SkillSet) -> String {
             "\n### {}\n{}\n- side effects: {}\n",
             t.name,
             t.description,
-            serde_json::to_value(t.side_effect)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("")
+            serde_json::to_value(t.side_effect).unwrap_or_default().as_str().unwrap_or("")
         ));
         let params = param_lines(&t.parameters);
         if params.is_empty() {
@@ -85,10 +66,7 @@ pub fn markdown(tools: &[&ToolSpec], skills: &SkillSet) -> String {
             out.push_str(&format!("- triggers: {}\n", s.triggers.join(", ")));
         }
         out.push_str(&format!("- location: {}\n", s.location));
-        out.push_str(&format!(
-            "- activate: skill_read {{\"name\": \"{}\"}}\n",
-            s.name
-        ));
+        out.push_str(&format!("- activate: skill_read {{\"name\": \"{}\"}}\n", s.name));
     }
     out
 }

@@ -20,12 +20,7 @@ use clap::{Args, Parser, Subcommand};
 /// 5 provider failure, 6 tool failure, 7 workspace locked, 8 broken workspace file,
 /// 78 configuration error in `handle`.
 #[derive(Debug, Parser)]
-#[command(
-    name = "agentloop",
-    version,
-    propagate_version = true,
-    max_term_width = 100
-)]
+#[command(name = "agentloop", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -36,14 +31,7 @@ pub struct Cli {
 #[derive(Debug, Args, Clone, Default)]
 pub struct Global {
     /// Workspace folder (for `handle`: the root folder holding one workspace per run).
-    #[arg(
-        short,
-        long,
-        global = true,
-        env = "AGENTLOOP_WORKSPACE",
-        value_name = "DIR",
-        default_value = "."
-    )]
+    #[arg(short, long, global = true, env = "AGENTLOOP_WORKSPACE", value_name = "DIR", default_value = ".")]
     pub workspace: Utf8PathBuf,
     /// Print only data and errors.
     #[arg(short, long, global = true)]

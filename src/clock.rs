@@ -62,15 +62,9 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 pub fn new_run_id() -> String {
     match fixed() {
         Some(t) => {
-            let ms = t
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis() as u64;
+            let ms = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
             let seq = SEQ.fetch_add(1, Ordering::Relaxed) as u128;
-            let salt = std::env::var("AGENTLOOP_SEED")
-                .ok()
-                .and_then(|s| s.parse::<u128>().ok())
-                .unwrap_or(0);
+            let salt = std::env::var("AGENTLOOP_SEED").ok().and_then(|s| s.parse::<u128>().ok()).unwrap_or(0);
             ulid::Ulid::from_parts(ms, (salt << 16) + seq).to_string()
         }
         None => ulid::Ulid::new().to_string(),
@@ -83,6 +77,5 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(n) = s.parse::<u64>() {
         return Ok(Duration::from_secs(n));
     }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90, 90s, 10m or 1h"))
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90, 90s, 10m or 1h"))
 }

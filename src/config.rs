@@ -39,13 +39,9 @@ impl<'de> Deserialize<'de> for Dur {
         }
         match Raw::deserialize(d)? {
             Raw::N(n) => Ok(Dur::secs(n)),
-            Raw::F(f) if f >= 0.0 && f.is_finite() => {
-                Ok(Dur(std::time::Duration::from_secs_f64(f)))
-            }
+            Raw::F(f) if f >= 0.0 && f.is_finite() => Ok(Dur(std::time::Duration::from_secs_f64(f))),
             Raw::F(f) => Err(serde::de::Error::custom(format!("{f} is not a duration"))),
-            Raw::S(s) => crate::clock::parse_duration(&s)
-                .map(Dur)
-                .map_err(serde::de::Error::custom),
+            Raw::S(s) => crate::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
         }
     }
 }
@@ -211,15 +207,7 @@ impl Default for ToolsConfig {
             shell: ShellConfig::default(),
             memory: MemoryToolConfig::default(),
             external: BTreeMap::new(),
-            local: [
-                "file_read",
-                "file_write",
-                "list_dir",
-                "skill_read",
-                "finish",
-            ]
-            .map(String::from)
-            .to_vec(),
+            local: ["file_read", "file_write", "list_dir", "skill_read", "finish"].map(String::from).to_vec(),
         }
     }
 }
@@ -277,12 +265,7 @@ pub struct ShellConfig {
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig {
-            enabled: false,
-            allow: vec![],
-            timeout: Dur::secs(30),
-            max_output: 64 * 1024,
-        }
+        ShellConfig { enabled: false, allow: vec![], timeout: Dur::secs(30), max_output: 64 * 1024 }
     }
 }
 
@@ -308,11 +291,7 @@ pub struct SkillsConfig {
 
 impl Default for SkillsConfig {
     fn default() -> Self {
-        SkillsConfig {
-            dirs: vec![],
-            no_builtin: false,
-            max_entries: 10_000,
-        }
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000 }
     }
 }
 
@@ -327,10 +306,7 @@ pub struct HandleConfig {
 
 impl Default for HandleConfig {
     fn default() -> Self {
-        HandleConfig {
-            tool_retries: 2,
-            runs_dir: "runs".into(),
-        }
+        HandleConfig { tool_retries: 2, runs_dir: "runs".into() }
     }
 }
 
@@ -365,13 +341,11 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
         return Ok(None);
     };
     let value: Value = if path.extension() == Some("json") {
-        serde_json::from_str(&text)
-            .map_err(|e| Error::usage(format!("invalid JSON in {path}: {e}")))?
+        serde_json::from_str(&text).map_err(|e| Error::usage(format!("invalid JSON in {path}: {e}")))?
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        serde_yaml_ng::from_str(&text)
-            .map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
+        serde_yaml_ng::from_str(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),
@@ -382,18 +356,12 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
             )))
         }
     };
-    Ok(Some(Layer {
-        source: path.to_string(),
-        value,
-    }))
+    Ok(Some(Layer { source: path.to_string(), value }))
 }
 
 /// Finds `<dir>/<stem>.yaml`, `.yml` or `.json`.
 pub fn find_in(dir: &Utf8Path, stem: &str) -> Option<Utf8PathBuf> {
-    ["yaml", "yml", "json"]
-        .iter()
-        .map(|ext| dir.join(format!("{stem}.{ext}")))
-        .find(|p| p.is_file())
+    ["yaml", "yml", "json"].iter().map(|ext| dir.join(format!("{stem}.{ext}"))).find(|p| p.is_file())
 }
 
 /// An XDG base folder: `$VAR` when set, else `$HOME/<fallback>`.
@@ -402,11 +370,7 @@ pub fn xdg_dir(var: &str, fallback: &str) -> Option<Utf8PathBuf> {
         .ok()
         .filter(|s| !s.is_empty())
         .map(Utf8PathBuf::from)
-        .or_else(|| {
-            std::env::var("HOME")
-                .ok()
-                .map(|h| Utf8PathBuf::from(h).join(fallback))
-        })
+        .or_else(|| std::env::var("HOME").ok().map(|h| Utf8PathBuf::from(h).join(fallback)))
 }
 
 pub fn user_config_dir() -> Option<Utf8PathBuf> {
@@ -421,9 +385,7 @@ const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "
 /// for the `llm.` keys. Values are parsed as YAML scalars; `ALLOWED_TOOLS` is a comma list.
 pub fn env_layer() -> Result<Layer> {
     let mut root = Value::Object(Map::new());
-    let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("AGENTLOOP_"))
-        .collect();
+    let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("AGENTLOOP_")).collect();
     vars.sort();
     for (k, v) in vars {
         let name = &k["AGENTLOOP_".len()..];
@@ -438,11 +400,7 @@ pub fn env_layer() -> Result<Layer> {
         };
         let value = if path == ["allowed_tools"] {
             Value::Array(
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| Value::String(s.into()))
-                    .collect(),
+                v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| Value::String(s.into())).collect(),
             )
         } else {
             serde_yaml_ng::from_str::<Value>(&v).unwrap_or(Value::String(v.clone()))
@@ -450,10 +408,7 @@ pub fn env_layer() -> Result<Layer> {
         set_path(&mut root, &path, value);
         check::<Config>(&root, &format!("environment variable {k}"))?;
     }
-    Ok(Layer {
-        source: "environment".into(),
-        value: root,
-    })
+    Ok(Layer { source: "environment".into(), value: root })
 }
 
 pub fn set_path(root: &mut Value, path: &[String], value: Value) {
@@ -467,27 +422,15 @@ pub fn set_path(root: &mut Value, path: &[String], value: Value) {
             obj.insert(key.clone(), value);
             return;
         }
-        cur = obj
-            .entry(key.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
+        cur = obj.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()));
     }
 }
 
-fn merge(
-    into: &mut Value,
-    from: &Value,
-    source: &str,
-    prefix: &str,
-    sources: &mut BTreeMap<String, String>,
-) {
+fn merge(into: &mut Value, from: &Value, source: &str, prefix: &str, sources: &mut BTreeMap<String, String>) {
     match (into, from) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
                 // Maps of named entries (prices, external tools) merge; other objects merge too.
                 let slot = a.entry(k.clone()).or_insert(Value::Null);
                 if slot.is_object() && v.is_object() {
@@ -533,27 +476,16 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
     }
     let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
-        Error::usage(format!(
-            "invalid configuration at key `{path}`: {}",
-            e.into_inner()
-        ))
+        Error::usage(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
     })?;
     validate_values(&config)?;
-    Ok(Resolved {
-        config,
-        value,
-        sources,
-    })
+    Ok(Resolved { config, value, sources })
 }
 
 fn mark_all(v: &Value, prefix: &str, sources: &mut BTreeMap<String, String>) {
     if let Value::Object(m) = v {
         for (k, v) in m {
-            let key = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
+            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
             if v.as_object().is_some_and(|o| !o.is_empty()) {
                 mark_all(v, &key, sources);
             } else {
@@ -579,9 +511,7 @@ fn validate_values(c: &Config) -> Result<()> {
         )));
     }
     if c.llm.attempts == 0 {
-        return Err(Error::usage(
-            "invalid configuration at key `llm.attempts`: must be at least 1",
-        ));
+        return Err(Error::usage("invalid configuration at key `llm.attempts`: must be at least 1"));
     }
     Ok(())
 }

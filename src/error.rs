@@ -55,11 +55,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-            hint: None,
-        }
+        Error { kind, message: message.into(), hint: None }
     }
     pub fn failure(message: impl Into<String>) -> Self {
         Self::new(Kind::Failure, message)

@@ -40,10 +40,7 @@ pub fn write_durable(path: &Utf8Path, contents: &[u8]) -> Result<()> {
 }
 
 fn write_atomic_with(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_str().is_empty())
-        .unwrap_or(Utf8Path::new("."));
+    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
     let name = path.file_name().unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
@@ -77,13 +74,9 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    f.write_all(&buf)
-        .map_err(|e| Error::io("append to", path, e))
+    let mut f =
+        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    f.write_all(&buf).map_err(|e| Error::io("append to", path, e))
 }
 
 /// Whether a file is empty, missing, or ends with a newline (reads only its last byte).
@@ -99,28 +92,21 @@ pub fn ends_with_newline(path: &Utf8Path) -> Result<bool> {
         return Ok(true);
     }
     let mut last = [0u8; 1];
-    f.seek(SeekFrom::Start(len - 1))
-        .and_then(|_| f.read_exact(&mut last))
-        .map_err(|e| Error::io("read", path, e))?;
+    f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(|e| Error::io("read", path, e))?;
     Ok(last[0] == b'\n')
 }
 
 /// Appends text as is (used to terminate a torn last line).
 pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| Error::io("append to", path, e))
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
 /// Reads a file named on the command line, `-` meaning stdin.
 pub fn read_arg(path: &str) -> Result<String> {
     if path == "-" {
         let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| Error::io("read", "stdin", e))?;
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| Error::io("read", "stdin", e))?;
         Ok(s)
     } else {
         read_to_string(Utf8Path::new(path))

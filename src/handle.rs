@@ -26,14 +26,7 @@ use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
-const RESERVED: &[&str] = &[
-    "run_id",
-    "step",
-    "tool",
-    "tool_command",
-    "requested_at",
-    "attempt",
-];
+const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested_at", "attempt"];
 const INDEX: &str = ".agentloop-handle.json";
 
 #[derive(Default)]
@@ -90,47 +83,25 @@ fn request_layer(cfg: &Value) -> Layer {
             }
         }
     }
-    Layer {
-        source: "the request's config".into(),
-        value: Value::Object(out),
-    }
+    Layer { source: "the request's config".into(), value: Value::Object(out) }
 }
 
 /// Entry point: always writes one response; returns the exit code.
 pub fn main(g: &Global) -> Result<u8> {
-    let printer = Printer {
-        quiet: true,
-        ..Printer::new(true, g.verbose, false, g.color)
-    };
+    let printer = Printer { quiet: true, ..Printer::new(true, g.verbose, false, g.color) };
     let mut input = String::new();
-    let mut resp = Response {
-        status: "ok",
-        ..Default::default()
-    };
+    let mut resp = Response { status: "ok", ..Default::default() };
     let exit = match std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
         Err(e) => {
-            fail(
-                &mut resp,
-                format!("cannot read the request from stdin: {e}"),
-                false,
-            );
+            fail(&mut resp, format!("cannot read the request from stdin: {e}"), false);
             0
         }
         // A bug must still leave the router one valid response.
-        Ok(_) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            turn(g, &input, &mut resp)
-        })) {
+        Ok(_) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(g, &input, &mut resp))) {
             Ok(code) => code,
             Err(_) => {
-                resp = Response {
-                    status: "ok",
-                    ..Default::default()
-                };
-                fail(
-                    &mut resp,
-                    "internal error while handling the event (see stderr)".into(),
-                    true,
-                );
+                resp = Response { status: "ok", ..Default::default() };
+                fail(&mut resp, "internal error while handling the event (see stderr)".into(), true);
                 0
             }
         },
@@ -158,38 +129,22 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     };
-    let is_protocol =
-        req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
-    let event = if is_protocol {
-        req.get("event").cloned().unwrap_or(Value::Null)
-    } else {
-        req.clone()
-    };
-    let command = req
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or("handle");
+    let is_protocol = req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
+    let event = if is_protocol { req.get("event").cloned().unwrap_or(Value::Null) } else { req.clone() };
+    let command = req.get("command").and_then(Value::as_str).unwrap_or("handle");
     // Carry the incoming state forward so state_updates is a full snapshot.
     if let Some(runs) = req.pointer("/state/runs").and_then(Value::as_object) {
         resp.runs = runs.clone();
     }
-    resp.last_run_id = req
-        .pointer("/state/last_run_id")
-        .and_then(Value::as_str)
-        .map(String::from);
+    resp.last_run_id = req.pointer("/state/last_run_id").and_then(Value::as_str).map(String::from);
     // Absolute, so paths in the root config resolve the same from every run's workspace; the
     // folder itself is created only when a run starts (health and garbage change nothing).
     let root = std::path::absolute(&g.workspace)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .unwrap_or_else(|| g.workspace.clone());
-    let request_cfg = req
-        .get("config")
-        .filter(|c| c.is_object())
-        .map(request_layer);
-    let cfg = match crate::settings::layers(g, &root, request_cfg)
-        .and_then(|l| crate::config::resolve(&l))
-    {
+    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
+    let cfg = match crate::settings::layers(g, &root, request_cfg).and_then(|l| crate::config::resolve(&l)) {
         Ok(r) => absolutize(r.config, &root),
         Err(e) => {
             fail(resp, format!("configuration error: {}", e.message), false);
@@ -211,33 +166,17 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         }
         "handle" => {}
         other => {
-            fail(
-                resp,
-                format!("unknown command `{other}`; expected handle, health or poll"),
-                false,
-            );
+            fail(resp, format!("unknown command `{other}`; expected handle, health or poll"), false);
             return 0;
         }
     }
-    if let Some(dl) = req
-        .get("deadline_at")
-        .and_then(Value::as_str)
-        .and_then(crate::clock::parse_rfc3339)
-    {
+    if let Some(dl) = req.get("deadline_at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339) {
         if dl < crate::clock::now() && !crate::clock::is_fixed() {
-            fail(
-                resp,
-                "the job's deadline_at has already passed".into(),
-                true,
-            );
+            fail(resp, "the job's deadline_at has already passed".into(), true);
             return 0;
         }
     }
-    let ty = event
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let ty = event.get("type").and_then(Value::as_str).unwrap_or("").to_string();
     let payload = event.get("payload").cloned().unwrap_or(Value::Null);
     let result = match ty.as_str() {
         "agentic.start" | "api.trigger" => start(&cfg, &root, &event, &payload, resp),
@@ -251,10 +190,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
                     "status": payload.get("status").cloned().unwrap_or(json!("ok")),
                     "result": payload, "error": payload.get("error").cloned().unwrap_or(Value::Null),
                 });
-                resp.log(
-                    "info",
-                    format!("resuming from `{ty}` with correlation from the request context"),
-                );
+                resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
                 resume(&cfg, &root, &synthesized, resp)
             }
             None => {
@@ -297,19 +233,11 @@ fn absolutize(mut c: Config, root: &Utf8PathBuf) -> Config {
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
-    if run_id.is_empty()
-        || !run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if run_id.is_empty() || !run_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Error::usage(format!("`{run_id}` is not a valid run id")));
     }
     let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
-    if runs.is_absolute()
-        || runs
-            .components()
-            .any(|c| !matches!(c, camino::Utf8Component::Normal(_)))
-    {
+    if runs.is_absolute() || runs.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
         return Err(Error::usage(format!(
             "invalid configuration at key `handle.runs_dir`: `{runs}` must be a plain folder name under the root"
         )));
@@ -317,18 +245,8 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
     Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
-fn start(
-    cfg: &Config,
-    root: &Utf8PathBuf,
-    event: &Value,
-    payload: &Value,
-    resp: &mut Response,
-) -> Result<()> {
-    let goal = payload
-        .get("goal")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .unwrap_or("");
+fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp: &mut Response) -> Result<()> {
+    let goal = payload.get("goal").and_then(Value::as_str).map(str::trim).unwrap_or("");
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
     }
@@ -338,18 +256,13 @@ fn start(
         Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
     };
     // Redelivery of the same start event must not create a second run.
-    let key = event
-        .get("dedupe_key")
-        .or_else(|| event.get("event_id"))
-        .and_then(Value::as_str)
-        .map(String::from);
+    let key = event.get("dedupe_key").or_else(|| event.get("event_id")).and_then(Value::as_str).map(String::from);
     crate::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let index_path = root.join(INDEX);
-    let mut index: Map<String, Value> = crate::fs::read_optional(&index_path)?
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let mut index: Map<String, Value> =
+        crate::fs::read_optional(&index_path)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     if let Some(k) = &key {
         if let Some(run_id) = index.get(k).and_then(Value::as_str).map(String::from) {
             drop(_root_lock);
@@ -363,10 +276,7 @@ fn start(
     }
     let ws = run_ws(cfg, root, &run_id)?;
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let printer = Printer {
-        quiet: true,
-        ..Default::default()
-    };
+    let printer = Printer { quiet: true, ..Default::default() };
     let env = Env::with(&ws, cfg, printer)?;
     let mut state = phases::init::init_run(
         &ws,
@@ -379,12 +289,7 @@ fn start(
     )?;
     if let Some(k) = key {
         index.insert(k, json!(run_id));
-        crate::fs::write_atomic(
-            &index_path,
-            serde_json::to_string_pretty(&index)
-                .expect("json")
-                .as_bytes(),
-        )?;
+        crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
     }
     drop(_root_lock);
     let text = crate::catalog::markdown(&env.registry.allowed(cfg), &env.skills);
@@ -396,72 +301,36 @@ fn start(
 
 /// A redelivered start: ignored, unless the first delivery's turn was cut short, which is
 /// then finished (its events carry the same dedupe keys, so a router drops any repeat).
-fn duplicate_start(
-    cfg: &Config,
-    root: &Utf8PathBuf,
-    key: &str,
-    run_id: &str,
-    resp: &mut Response,
-) -> Result<()> {
+fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, resp: &mut Response) -> Result<()> {
     let ws = run_ws(cfg, root, run_id)?;
     if !ws.has_run() {
-        resp.log(
-            "warn",
-            format!("duplicate start `{key}`: run {run_id} has no workspace; ignored"),
-        );
+        resp.log("warn", format!("duplicate start `{key}`: run {run_id} has no workspace; ignored"));
         resp.result = format!("duplicate start ignored (run {run_id})");
         return Ok(());
     }
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
-    let waiting = state.next == Next::Act
-        && state
-            .pending
-            .as_ref()
-            .is_some_and(|p| !cfg.tools.local.contains(&p.tool));
+    let waiting = state.next == Next::Act && state.pending.as_ref().is_some_and(|p| !cfg.tools.local.contains(&p.tool));
     if state.status.is_terminal() || waiting {
-        resp.log(
-            "info",
-            format!("duplicate start `{key}` ignored (run {run_id})"),
-        );
+        resp.log("info", format!("duplicate start `{key}` ignored (run {run_id})"));
         resp.result = format!("duplicate start ignored; run {run_id} already exists");
         snapshot(&state, resp);
         return Ok(());
     }
-    resp.log(
-        "warn",
-        format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"),
-    );
-    let printer = Printer {
-        quiet: true,
-        ..Default::default()
-    };
+    resp.log("warn", format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
+    let printer = Printer { quiet: true, ..Default::default() };
     let mut env = Env::with(&ws, cfg, printer)?;
     advance(&mut env, &mut state, resp)
 }
 
 fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> Result<()> {
-    let run_id = p
-        .get("run_id")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let step = p.get("step").and_then(|s| {
-        s.as_u64()
-            .or_else(|| s.as_str().and_then(|s| s.parse().ok()))
-    });
-    let tool = p
-        .get("tool")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let run_id = p.get("run_id").and_then(Value::as_str).unwrap_or("").to_string();
+    let step = p.get("step").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
+    let tool = p.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
     let ws = match run_ws(cfg, root, &run_id) {
         Ok(ws) if ws.has_run() => ws,
         _ => {
-            resp.log(
-                "warn",
-                format!("ignored tool result for unknown run `{run_id}`"),
-            );
+            resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
             resp.result = format!("ignored: unknown run `{run_id}`");
             return Ok(());
         }
@@ -469,52 +338,36 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     resp.last_run_id = Some(state.run_id.clone());
-    let printer = Printer {
-        quiet: true,
-        ..Default::default()
-    };
+    let printer = Printer { quiet: true, ..Default::default() };
     let mut env = Env::with(&ws, cfg, printer)?;
     if state.status.is_terminal() {
         resp.log(
             "info",
-            format!(
-                "ignored tool result for run {run_id}: the run already ended {}",
-                state.status.as_str()
-            ),
+            format!("ignored tool result for run {run_id}: the run already ended {}", state.status.as_str()),
         );
-        resp.result = format!(
-            "ignored: run {run_id} already ended {}",
-            state.status.as_str()
-        );
+        resp.result = format!("ignored: run {run_id} already ended {}", state.status.as_str());
         snapshot(&state, resp);
         return Ok(());
     }
     let waiting = state.next == Next::Act && state.pending.is_some();
     let Some(pending) = state.pending.clone().filter(|_| waiting) else {
         // An earlier turn was interrupted part-way: finish it instead of ignoring the run.
-        resp.log("warn", format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"));
+        resp.log(
+            "warn",
+            format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"),
+        );
         return advance(&mut env, &mut state, resp);
     };
     let Some(step) = step else {
-        return escalate(
-            &env,
-            &mut state,
-            resp,
-            "protocol violation: the tool result has no `step`".into(),
-        );
+        return escalate(&env, &mut state, resp, "protocol violation: the tool result has no `step`".into());
     };
     if (step as u32) < pending.step || state.completed_steps.contains(&(step as u32)) {
         resp.log(
             "info",
-            format!(
-                "ignored stale or duplicate result for run {run_id} step {step} (pending step {})",
-                pending.step
-            ),
+            format!("ignored stale or duplicate result for run {run_id} step {step} (pending step {})", pending.step),
         );
-        resp.result = format!(
-            "ignored: stale or duplicate result for step {step}; run {run_id} waits for step {}",
-            pending.step
-        );
+        resp.result =
+            format!("ignored: stale or duplicate result for step {step}; run {run_id} waits for step {}", pending.step);
         snapshot(&state, resp);
         return Ok(());
     }
@@ -523,10 +376,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
             &env,
             &mut state,
             resp,
-            format!(
-                "protocol violation: result for step {step} but step {} is pending",
-                pending.step
-            ),
+            format!("protocol violation: result for step {step} but step {} is pending", pending.step),
         );
     }
     if crate::tools::Registry::canonical(&tool) != pending.tool {
@@ -534,10 +384,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
             &env,
             &mut state,
             resp,
-            format!(
-                "protocol violation: result from tool `{tool}` but `{}` is pending for step {step}",
-                pending.tool
-            ),
+            format!("protocol violation: result from tool `{tool}` but `{}` is pending for step {step}", pending.tool),
         );
     }
     let status = p.get("status").and_then(Value::as_str).unwrap_or("ok");
@@ -547,20 +394,11 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         Value::Null => String::new(),
         v => serde_json::to_string_pretty(v).unwrap_or_default(),
     };
-    let action = NextAction {
-        tool: pending.tool.clone(),
-        args: pending.args.clone(),
-    };
+    let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
     if status != "ok" {
         let error = p
             .get("error")
-            .map(|e| {
-                if let Some(s) = e.as_str() {
-                    s.to_string()
-                } else {
-                    e.to_string()
-                }
-            })
+            .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
             .filter(|e| e != "null")
             .unwrap_or_else(|| format!("tool reported status `{status}`"));
         if pending.attempt < cfg.handle.tool_retries {
@@ -568,12 +406,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
             next.attempt += 1;
             next.requested_at = crate::clock::now_rfc3339();
             state.pending = Some(next.clone());
-            let mut e = crate::trace::Entry::new(
-                &state.run_id,
-                step as u32,
-                crate::trace::Phase::Act,
-                "act.retry",
-            );
+            let mut e = crate::trace::Entry::new(&state.run_id, step as u32, crate::trace::Phase::Act, "act.retry");
             e.tool = Some(pending.tool.clone());
             e.result_status = Some("error".into());
             e.error = Some(error.clone());
@@ -647,10 +480,7 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
             if let Some(p) = state.pending.clone() {
                 if !local.contains(&p.tool) && env.registry.get(&p.tool).is_some() {
                     resp.events.push(request_event(state, &p, env.cfg));
-                    resp.result = format!(
-                        "run {}: step {} requests tool {}",
-                        state.run_id, p.step, p.tool
-                    );
+                    resp.result = format!("run {}: step {} requests tool {}", state.run_id, p.step, p.tool);
                     snapshot(state, resp);
                     return Ok(());
                 }
@@ -671,19 +501,11 @@ fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -
 /// The turn that ended the run emits its one completion event.
 fn done(state: &State, resp: &mut Response) -> Result<()> {
     let mut ev = phases::completion_event(state);
-    let kind = if ev["type"] == "agent.completed" {
-        "completed"
-    } else {
-        "escalated"
-    };
+    let kind = if ev["type"] == "agent.completed" { "completed" } else { "escalated" };
     ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
     resp.events.push(ev);
-    resp.result = format!(
-        "run {} {}: {}",
-        state.run_id,
-        state.status.as_str(),
-        state.reason.clone().unwrap_or_default()
-    );
+    resp.result =
+        format!("run {} {}: {}", state.run_id, state.status.as_str(), state.reason.clone().unwrap_or_default());
     snapshot(state, resp);
     Ok(())
 }
@@ -697,12 +519,7 @@ fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &Config) -> 
             }
         }
     }
-    let command = cfg
-        .tools
-        .external
-        .get(&p.tool)
-        .and_then(|t| t.command.clone())
-        .unwrap_or_else(|| "handle".into());
+    let command = cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| "handle".into());
     payload.insert("run_id".into(), json!(state.run_id));
     payload.insert("step".into(), json!(p.step));
     payload.insert("tool".into(), json!(p.tool));
@@ -747,9 +564,6 @@ mod tests {
         let l = super::request_layer(
             &serde_json::json!({"allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_steps": 3}),
         );
-        assert_eq!(
-            l.value,
-            serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "max_steps": 3})
-        );
+        assert_eq!(l.value, serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "max_steps": 3}));
     }
 }

@@ -30,11 +30,7 @@ pub fn main() -> u8 {
     let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                error::code::USAGE
-            } else {
-                error::code::OK
-            };
+            let code = if e.use_stderr() { error::code::USAGE } else { error::code::OK };
             let _ = e.print();
             return code;
         }

@@ -43,19 +43,12 @@ pub struct Extra {
 }
 
 fn extra(s: &Section) -> Extra {
-    Extra {
-        heading: s.title.clone(),
-        body: s.lines.join("\n").trim_end().to_string(),
-    }
+    Extra { heading: s.title.clone(), body: s.lines.join("\n").trim_end().to_string() }
 }
 
 impl Memory {
     pub fn open_items(&self) -> Vec<String> {
-        self.dod
-            .iter()
-            .filter(|i| !i.done)
-            .map(|i| i.text.clone())
-            .collect()
+        self.dod.iter().filter(|i| !i.done).map(|i| i.text.clone()).collect()
     }
     pub fn all_done(&self) -> bool {
         !self.dod.is_empty() && self.dod.iter().all(|i| i.done)
@@ -97,13 +90,7 @@ fn bullets(s: &Section) -> Vec<String> {
         .iter()
         .map(|l| l.trim())
         .filter(|l| !l.is_empty() && !is_placeholder(l))
-        .map(|l| {
-            l.strip_prefix("- ")
-                .or_else(|| l.strip_prefix("* "))
-                .unwrap_or(l)
-                .trim()
-                .to_string()
-        })
+        .map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).unwrap_or(l).trim().to_string())
         .collect()
 }
 
@@ -122,25 +109,15 @@ fn checkbox(line: &str) -> Option<Item> {
     let rest = t
         .strip_prefix("- ")
         .or_else(|| t.strip_prefix("* "))
-        .or_else(|| {
-            t.split_once(". ")
-                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
-                .map(|(_, r)| r)
-        })?;
+        .or_else(|| t.split_once(". ").filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit())).map(|(_, r)| r))?;
     let (done, text) = if let Some(r) = rest.strip_prefix("[ ]") {
         (false, r)
-    } else if let Some(r) = rest
-        .strip_prefix("[x]")
-        .or_else(|| rest.strip_prefix("[X]"))
-    {
+    } else if let Some(r) = rest.strip_prefix("[x]").or_else(|| rest.strip_prefix("[X]")) {
         (true, r)
     } else {
         return None;
     };
-    Some(Item {
-        done,
-        text: text.trim().to_string(),
-    })
+    Some(Item { done, text: text.trim().to_string() })
 }
 
 pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
@@ -163,9 +140,7 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
                                 s.first_line + k,
                                 line.trim()
                             ))
-                            .with_hint(
-                                "write each item as `- [ ] text` (open) or `- [x] text` (done)",
-                            ))
+                            .with_hint("write each item as `- [ ] text` (open) or `- [x] text` (done)"))
                         }
                     }
                 }
@@ -181,8 +156,9 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
         }
     }
     if !saw_dod {
-        return Err(Error::data(format!("{path}: no `## Definition of Done` section"))
-            .with_hint("restore the heading `## Definition of Done` followed by `- [ ] item` lines, or run `agentloop frame`"));
+        return Err(Error::data(format!("{path}: no `## Definition of Done` section")).with_hint(
+            "restore the heading `## Definition of Done` followed by `- [ ] item` lines, or run `agentloop frame`",
+        ));
     }
     Ok(m)
 }
@@ -229,9 +205,7 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
                             done: false,
                             text: l
                                 .trim()
-                                .trim_start_matches(|c: char| {
-                                    c.is_ascii_digit() || c == '.' || c == '-' || c == ' '
-                                })
+                                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-' || c == ' ')
                                 .to_string(),
                         })
                     })
@@ -255,16 +229,9 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
 fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Option<NextAction>)> {
     let step = s.lines.iter().find_map(|l| {
         let rest = l.trim().strip_prefix("Step ")?;
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
     });
-    let Some(open) = s
-        .lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("```"))
-    else {
+    let Some(open) = s.lines.iter().position(|l| l.trim_start().starts_with("```")) else {
         return Ok((step, None));
     };
     let open_line = s.first_line + open;
@@ -277,28 +244,20 @@ fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Optio
         .with_hint(fix));
     }
     let Some(close) = s.lines[open + 1..].iter().position(|l| l.trim() == "```") else {
-        return Err(Error::data(format!(
-            "{path}:{open_line}: the Next Action block is not closed"
-        ))
-        .with_hint(fix));
+        return Err(Error::data(format!("{path}:{open_line}: the Next Action block is not closed")).with_hint(fix));
     };
     let body = s.lines[open + 1..open + 1 + close].join("\n");
     let action: NextAction = serde_json::from_str(&body).map_err(|e| {
         let line = open_line + e.line().max(1);
-        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}"))
-            .with_hint(fix.clone())
+        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}")).with_hint(fix.clone())
     })?;
     if action.tool.trim().is_empty() {
-        return Err(Error::data(format!(
-            "{path}:{open_line}: the Next Action has an empty \"tool\""
-        ))
-        .with_hint(fix));
+        return Err(Error::data(format!("{path}:{open_line}: the Next Action has an empty \"tool\"")).with_hint(fix));
     }
     if !action.args.is_object() {
-        return Err(Error::data(format!(
-            "{path}:{open_line}: the Next Action's \"args\" must be a JSON object"
-        ))
-        .with_hint(fix));
+        return Err(
+            Error::data(format!("{path}:{open_line}: the Next Action's \"args\" must be a JSON object")).with_hint(fix)
+        );
     }
     Ok((step, Some(action)))
 }
@@ -329,27 +288,14 @@ mod tests {
 
     #[test]
     fn checkbox_forms() {
-        assert_eq!(
-            checkbox("- [x] a").unwrap(),
-            Item {
-                done: true,
-                text: "a".into()
-            }
-        );
-        assert_eq!(
-            checkbox("2. [ ] b").unwrap(),
-            Item {
-                done: false,
-                text: "b".into()
-            }
-        );
+        assert_eq!(checkbox("- [x] a").unwrap(), Item { done: true, text: "a".into() });
+        assert_eq!(checkbox("2. [ ] b").unwrap(), Item { done: false, text: "b".into() });
         assert!(checkbox("- b").is_none());
     }
 
     #[test]
     fn broken_block_names_line() {
-        let text =
-            "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
+        let text = "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
         let e = parse_plan(text, Utf8Path::new("plan.md")).unwrap_err();
         assert!(e.message.starts_with("plan.md:"), "{}", e.message);
     }

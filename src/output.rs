@@ -32,13 +32,7 @@ impl Printer {
             ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
         };
         let progress = !quiet && std::io::stderr().is_terminal();
-        Printer {
-            quiet,
-            verbose,
-            json,
-            color,
-            progress,
-        }
+        Printer { quiet, verbose, json, color, progress }
     }
 
     /// Writes data to stdout; exits quietly when the reader has gone away.

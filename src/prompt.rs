@@ -13,30 +13,12 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("context.md.j2", include_str!("../templates/context.md.j2")),
     ("memory.md.j2", include_str!("../templates/memory.md.j2")),
     ("plan.md.j2", include_str!("../templates/plan.md.j2")),
-    (
-        "decisions.md.j2",
-        include_str!("../templates/decisions.md.j2"),
-    ),
-    (
-        "decision.md.j2",
-        include_str!("../templates/decision.md.j2"),
-    ),
-    (
-        "prompt-system.j2",
-        include_str!("../templates/prompt-system.j2"),
-    ),
-    (
-        "prompt-frame.j2",
-        include_str!("../templates/prompt-frame.j2"),
-    ),
-    (
-        "prompt-plan.j2",
-        include_str!("../templates/prompt-plan.j2"),
-    ),
-    (
-        "prompt-reflect.j2",
-        include_str!("../templates/prompt-reflect.j2"),
-    ),
+    ("decisions.md.j2", include_str!("../templates/decisions.md.j2")),
+    ("decision.md.j2", include_str!("../templates/decision.md.j2")),
+    ("prompt-system.j2", include_str!("../templates/prompt-system.j2")),
+    ("prompt-frame.j2", include_str!("../templates/prompt-frame.j2")),
+    ("prompt-plan.j2", include_str!("../templates/prompt-plan.j2")),
+    ("prompt-reflect.j2", include_str!("../templates/prompt-reflect.j2")),
 ];
 
 pub struct Templates {
@@ -62,14 +44,10 @@ impl Templates {
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
-        let t = self
-            .env
-            .get_template(name)
-            .map_err(|e| Error::failure(format!("template {name}: {e}")))?;
+        let t = self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
         t.render(ctx).map_err(|e| {
-            Error::usage(format!("template {name} failed to render: {e}")).with_hint(
-                "check the override in the templates folder; undefined variables are errors",
-            )
+            Error::usage(format!("template {name} failed to render: {e}"))
+                .with_hint("check the override in the templates folder; undefined variables are errors")
         })
     }
 }

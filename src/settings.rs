@@ -41,11 +41,7 @@ pub fn flag_layer(g: &Global) -> Layer {
     };
     let mut v = Value::Object(Map::new());
     let mut set = |path: &[&str], val: Value| {
-        config::set_path(
-            &mut v,
-            &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            val,
-        );
+        config::set_path(&mut v, &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(), val);
     };
     if let Some(p) = &g.provider {
         set(&["llm", "provider"], json!(p));
@@ -69,10 +65,7 @@ pub fn flag_layer(g: &Global) -> Layer {
         set(&["agent"], json!(a));
     }
     if !g.skills_dir.is_empty() {
-        set(
-            &["skills", "dirs"],
-            json!(g.skills_dir.iter().map(abs).collect::<Vec<_>>()),
-        );
+        set(&["skills", "dirs"], json!(g.skills_dir.iter().map(abs).collect::<Vec<_>>()));
     }
     if let Some(n) = g.max_steps {
         set(&["max_steps"], json!(n));
@@ -92,10 +85,7 @@ pub fn flag_layer(g: &Global) -> Layer {
     if let Some(t) = &g.allowed_tools {
         set(&["allowed_tools"], json!(t));
     }
-    Layer {
-        source: "command line".into(),
-        value: v,
-    }
+    Layer { source: "command line".into(), value: v }
 }
 
 /// All layers for a workspace, lowest precedence first. `request` is event mode's `config` object.
@@ -114,8 +104,7 @@ pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec
         match config::load_file(p)? {
             Some(l) => out.push(l),
             None => {
-                return Err(Error::usage(format!("config file {p} does not exist"))
-                    .with_hint("check the --config path"))
+                return Err(Error::usage(format!("config file {p} does not exist")).with_hint("check the --config path"))
             }
         }
     }
@@ -137,9 +126,7 @@ pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec
 
 fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<Layer> {
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-        return Err(Error::usage(format!(
-            "agent profile name `{name}` is not a plain name"
-        )));
+        return Err(Error::usage(format!("agent profile name `{name}` is not a plain name")));
     }
     let mut dirs: Vec<Utf8PathBuf> = vec![root.join("agents")];
     if let Some(u) = user_dir {
@@ -156,10 +143,7 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
     }
     Err(Error::usage(format!(
         "agent profile `{name}` not found (looked for {name}.yaml in {})",
-        dirs.iter()
-            .map(|d| d.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        dirs.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
     ))
     .with_hint("create agents/NAME.yaml with config keys and a system_prompt, or drop --agent"))
 }
@@ -168,10 +152,5 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
     let resolved = config::resolve(&layers(g, &ws.root, None)?)?;
-    Ok(Ctx {
-        global: g.clone(),
-        printer,
-        ws,
-        resolved,
-    })
+    Ok(Ctx { global: g.clone(), printer, ws, resolved })
 }

@@ -20,14 +20,8 @@ use std::collections::BTreeMap;
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("critique", include_str!("../skills/critique/SKILL.md")),
-    (
-        "daily-digest",
-        include_str!("../skills/daily-digest/SKILL.md"),
-    ),
-    (
-        "web-research",
-        include_str!("../skills/web-research/SKILL.md"),
-    ),
+    ("daily-digest", include_str!("../skills/daily-digest/SKILL.md")),
+    ("web-research", include_str!("../skills/web-research/SKILL.md")),
 ];
 
 #[derive(Debug, Clone, Serialize)]
@@ -73,10 +67,7 @@ impl Problem {
         }
     }
     fn warning(file: &Utf8Path, field: Option<&str>, message: impl Into<String>) -> Self {
-        Problem {
-            severity: "warning".into(),
-            ..Self::error(file, field, message)
-        }
+        Problem { severity: "warning".into(), ..Self::error(file, field, message) }
     }
     pub fn is_error(&self) -> bool {
         self.severity == "error"
@@ -86,11 +77,7 @@ impl Problem {
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.field {
-            Some(k) => write!(
-                f,
-                "{}: {}: field `{k}`: {}",
-                self.severity, self.file, self.message
-            ),
+            Some(k) => write!(f, "{}: {}: field `{k}`: {}", self.severity, self.file, self.message),
             None => write!(f, "{}: {}: {}", self.severity, self.file, self.message),
         }
     }
@@ -102,41 +89,25 @@ pub struct SkillSet {
     pub problems: Vec<Problem>,
 }
 
-const SPEC_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "license",
-    "compatibility",
-    "metadata",
-    "allowed-tools",
-];
+const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
 
 /// Checks a name against the Agent Skills rule: 1–64 of a-z, 0-9 and single inner hyphens.
 pub fn valid_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 64 {
         return Err(format!("`{name}` must be 1 to 64 characters"));
     }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    {
-        return Err(format!(
-            "`{name}` may hold only lowercase letters, digits and hyphens"
-        ));
+    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        return Err(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!(
-            "`{name}` must not start or end with a hyphen or hold two in a row"
-        ));
+        return Err(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
     }
     Ok(())
 }
 
 fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))?;
+    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
     let end = rest.find("\n---")?;
     let fm = &rest[..end];
     let after = &rest[end + 4..];
@@ -146,15 +117,8 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 
 fn str_list(v: Option<&Value>) -> Vec<String> {
     match v {
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|x| x.as_str().map(String::from))
-            .collect(),
-        Some(Value::String(s)) => s
-            .split([' ', ','])
-            .filter(|x| !x.is_empty())
-            .map(String::from)
-            .collect(),
+        Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        Some(Value::String(s)) => s.split([' ', ',']).filter(|x| !x.is_empty()).map(String::from).collect(),
         _ => vec![],
     }
 }
@@ -175,80 +139,38 @@ pub fn parse_skill_md(
     };
     let map: serde_json::Map<String, Value> = match serde_yaml_ng::from_str::<Value>(fm) {
         Ok(Value::Object(m)) => m,
-        Ok(_) => {
-            return Err(vec![Problem::error(
-                file,
-                None,
-                "the frontmatter must be a YAML mapping",
-            )])
-        }
-        Err(e) => {
-            return Err(vec![Problem::error(
-                file,
-                None,
-                format!("the frontmatter is not valid YAML: {e}"),
-            )])
-        }
+        Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
+        Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
     };
-    let name = map
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let name = map.get("name").and_then(Value::as_str).unwrap_or("").to_string();
     if !map.contains_key("name") {
         problems.push(Problem::error(file, Some("name"), "missing"));
     } else if let Err(e) = valid_name(&name) {
         problems.push(Problem::error(file, Some("name"), e));
     } else if let Some(f) = folder {
         if f != name {
-            problems.push(Problem::error(
-                file,
-                Some("name"),
-                format!("`{name}` must equal the folder name `{f}`"),
-            ));
+            problems.push(Problem::error(file, Some("name"), format!("`{name}` must equal the folder name `{f}`")));
         }
     }
-    let description = map
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let description = map.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
     match map.get("description") {
         None => problems.push(Problem::error(file, Some("description"), "missing")),
-        Some(v) if !v.is_string() => problems.push(Problem::error(
-            file,
-            Some("description"),
-            "must be a string",
-        )),
-        _ if description.is_empty() => problems.push(Problem::error(
-            file,
-            Some("description"),
-            "must not be empty",
-        )),
+        Some(v) if !v.is_string() => problems.push(Problem::error(file, Some("description"), "must be a string")),
+        _ if description.is_empty() => problems.push(Problem::error(file, Some("description"), "must not be empty")),
         _ if description.chars().count() > 1024 => problems.push(Problem::error(
             file,
             Some("description"),
-            format!(
-                "is {} characters; the limit is 1024",
-                description.chars().count()
-            ),
+            format!("is {} characters; the limit is 1024", description.chars().count()),
         )),
         _ => {}
     }
     if let Some(c) = map.get("compatibility") {
         match c.as_str() {
-            Some(s) if s.chars().count() > 500 => problems.push(Problem::error(
-                file,
-                Some("compatibility"),
-                "is longer than 500 characters",
-            )),
+            Some(s) if s.chars().count() > 500 => {
+                problems.push(Problem::error(file, Some("compatibility"), "is longer than 500 characters"))
+            }
             Some(_) => {}
-            None => problems.push(Problem::error(
-                file,
-                Some("compatibility"),
-                "must be a string",
-            )),
+            None => problems.push(Problem::error(file, Some("compatibility"), "must be a string")),
         }
     }
     let mut metadata = BTreeMap::new();
@@ -268,20 +190,12 @@ pub fn parse_skill_md(
                     }
                 }
             }
-            None => problems.push(Problem::error(
-                file,
-                Some("metadata"),
-                "must be a mapping of strings",
-            )),
+            None => problems.push(Problem::error(file, Some("metadata"), "must be a mapping of strings")),
         }
     }
     for k in map.keys() {
         if !SPEC_KEYS.contains(&k.as_str()) {
-            problems.push(Problem::warning(
-                file,
-                Some(k),
-                "is not an Agent Skills field (ignored)",
-            ));
+            problems.push(Problem::warning(file, Some(k), "is not an Agent Skills field (ignored)"));
         }
     }
     if problems.iter().any(Problem::is_error) {
@@ -290,13 +204,7 @@ pub fn parse_skill_md(
     let list = |key: &str, seps: &[char]| -> Vec<String> {
         metadata
             .get(key)
-            .map(|t| {
-                t.split(seps)
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
+            .map(|t| t.split(seps).map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
             .unwrap_or_default()
     };
     let triggers = list("triggers", &[',']);
@@ -314,10 +222,7 @@ pub fn parse_skill_md(
         requires_env,
         allowed_tools: str_list(map.get("allowed-tools")),
         license: map.get("license").and_then(Value::as_str).map(String::from),
-        compatibility: map
-            .get("compatibility")
-            .and_then(Value::as_str)
-            .map(String::from),
+        compatibility: map.get("compatibility").and_then(Value::as_str).map(String::from),
         version: metadata.get("version").cloned(),
         metadata,
         files: vec![],
@@ -353,12 +258,7 @@ fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
     out
 }
 
-fn load_agent_skill(
-    dir: &Utf8Path,
-    set: &mut Vec<Skill>,
-    problems: &mut Vec<Problem>,
-    budget: &mut usize,
-) {
+fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize) {
     let file = dir.join("SKILL.md");
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
@@ -391,11 +291,7 @@ fn load_seed_skill(
         Ok(v) => v,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
     };
-    let id = v
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let id = v.get("id").and_then(Value::as_str).unwrap_or("").to_string();
     if id.is_empty() {
         return problems.push(Problem::error(&file, Some("id"), "missing"));
     }
@@ -408,12 +304,7 @@ fn load_seed_skill(
             ));
         }
     }
-    let description = v
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let description = v.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
     if description.is_empty() {
         return problems.push(Problem::error(&file, Some("description"), "missing"));
     }
@@ -454,18 +345,9 @@ pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
             .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
         {
             Ok(v) => {
-                for entry in v
-                    .get("skills")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-                {
+                for entry in v.get("skills").and_then(Value::as_array).cloned().unwrap_or_default() {
                     let id = entry.get("id").and_then(Value::as_str).unwrap_or("");
-                    let path = entry
-                        .get("path")
-                        .and_then(Value::as_str)
-                        .unwrap_or(id)
-                        .trim_end_matches('/');
+                    let path = entry.get("path").and_then(Value::as_str).unwrap_or(id).trim_end_matches('/');
                     if id.is_empty() || path.contains("..") || path.starts_with('/') {
                         problems.push(Problem::error(
                             &registry,
@@ -541,11 +423,9 @@ impl SkillSet {
         let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
         if !cfg.skills.no_builtin {
             for (folder, text) in BUILTIN {
-                if let Ok((mut s, _)) = parse_skill_md(
-                    text,
-                    Utf8Path::new(&format!("builtin:{folder}/SKILL.md")),
-                    Some(folder),
-                ) {
+                if let Ok((mut s, _)) =
+                    parse_skill_md(text, Utf8Path::new(&format!("builtin:{folder}/SKILL.md")), Some(folder))
+                {
                     s.location = "builtin".into();
                     by_name.insert(s.name.clone(), s);
                 }
@@ -554,12 +434,7 @@ impl SkillSet {
         let mut dirs: Vec<Utf8PathBuf> = Vec::new();
         dirs.extend(user_dir());
         dirs.push(root.join("skills"));
-        dirs.extend(
-            cfg.skills
-                .dirs
-                .iter()
-                .map(|d| crate::workspace::resolve_in(root, d)),
-        );
+        dirs.extend(cfg.skills.dirs.iter().map(|d| crate::workspace::resolve_in(root, d)));
         for d in dirs {
             if !d.is_dir() {
                 continue;
@@ -588,11 +463,7 @@ impl SkillSet {
         let g = goal.to_lowercase();
         self.skills
             .iter()
-            .filter(|s| {
-                s.triggers
-                    .iter()
-                    .any(|t| !t.is_empty() && g.contains(&t.to_lowercase()))
-            })
+            .filter(|s| s.triggers.iter().any(|t| !t.is_empty() && g.contains(&t.to_lowercase())))
             .map(|s| s.name.clone())
             .collect()
     }
@@ -602,18 +473,10 @@ impl SkillSet {
         let s = self.get(name).ok_or_else(|| {
             format!(
                 "no skill named `{name}`; available: {}",
-                self.skills
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                self.skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
             )
         })?;
-        let missing_env: Vec<&String> = s
-            .requires_env
-            .iter()
-            .filter(|v| std::env::var_os(v).is_none())
-            .collect();
+        let missing_env: Vec<&String> = s.requires_env.iter().filter(|v| std::env::var_os(v).is_none()).collect();
         if !missing_env.is_empty() {
             return Err(format!(
                 "skill `{name}` needs the environment variable(s) {} to be set before it can be used",
@@ -621,20 +484,14 @@ impl SkillSet {
             ));
         }
         match file {
-            None | Some("SKILL.md") | Some("skill.md") => Ok((
-                s.body.clone(),
-                json!({"skill": name, "activated": true, "files": s.files}),
-            )),
+            None | Some("SKILL.md") | Some("skill.md") => {
+                Ok((s.body.clone(), json!({"skill": name, "activated": true, "files": s.files})))
+            }
             Some(f) => {
-                let dir = s
-                    .dir
-                    .as_ref()
-                    .ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
+                let dir = s.dir.as_ref().ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
                 let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
                     .map_err(|e| format!("cannot open {dir}: {e}"))?;
-                let text = d
-                    .read_to_string(f)
-                    .map_err(|e| format!("cannot read `{f}` in skill `{name}`: {e}"))?;
+                let text = d.read_to_string(f).map_err(|e| format!("cannot read `{f}` in skill `{name}`: {e}"))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

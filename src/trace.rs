@@ -13,19 +13,7 @@ use serde_json::Value;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    PartialOrd,
-    Ord,
-    Hash,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Frame,
@@ -164,10 +152,7 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
         }
         match serde_json::from_str::<Entry>(line) {
             Ok(e) => entries.push(e),
-            Err(e) => bad.push(BadLine {
-                line: i + 1,
-                message: e.to_string(),
-            }),
+            Err(e) => bad.push(BadLine { line: i + 1, message: e.to_string() }),
         }
     }
     (entries, bad)

@@ -275,13 +275,14 @@ impl Workspace {
     pub fn load_state(&self) -> Result<State> {
         let path = self.state_path();
         let Some(text) = fs::read_optional(&path)? else {
-            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
-                .with_hint(format!("start one with `agentloop init {} --goal \"...\"` or `agentloop run --goal \"...\"`", self.root)));
+            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root)).with_hint(format!(
+                "start one with `agentloop init {} --goal \"...\"` or `agentloop run --goal \"...\"`",
+                self.root
+            )));
         };
         let state: State = serde_json::from_str(&text).map_err(|e| {
-            Error::data(format!("cannot read {path}: {e}")).with_hint(
-                "restore the file from a backup, or start a new run with `agentloop init --force`",
-            )
+            Error::data(format!("cannot read {path}: {e}"))
+                .with_hint("restore the file from a backup, or start a new run with `agentloop init --force`")
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
             return Err(Error::data(format!(
@@ -329,13 +330,8 @@ impl Workspace {
                     } else {
                         format!("agentloop process {holder}")
                     };
-                    return Err(Error::new(
-                        Kind::LockBusy,
-                        format!("workspace {} is locked by {who}", self.root),
-                    )
-                    .with_hint(
-                        "wait for it to finish, or pass --wait[=SECS] to wait for the lock",
-                    ));
+                    return Err(Error::new(Kind::LockBusy, format!("workspace {} is locked by {who}", self.root))
+                        .with_hint("wait for it to finish, or pass --wait[=SECS] to wait for the lock"));
                 }
                 Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
             }
@@ -392,11 +388,7 @@ impl Workspace {
                 let existing = fs::read_optional(&path)?.unwrap_or_default();
                 let present: Vec<&str> = existing.lines().collect();
                 for k in (1..=commit.trace.len().min(present.len())).rev() {
-                    if present[present.len() - k..]
-                        .iter()
-                        .zip(&commit.trace[..k])
-                        .all(|(a, b)| *a == b)
-                    {
+                    if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
                         skip = k;
                         break;
                     }

@@ -34,20 +34,13 @@ pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
             }
             let layer = config::load_file(&p)?;
             let (description, problem) = match layer.as_ref().map(|l| (l, l.validate())) {
-                Some((l, Ok(()))) => (
-                    l.value
-                        .get("description")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("")
-                        .to_string(),
-                    None,
-                ),
+                Some((l, Ok(()))) => {
+                    (l.value.get("description").and_then(|v| v.as_str()).unwrap_or("").to_string(), None)
+                }
                 Some((_, Err(e))) => (String::new(), Some(e.message)),
                 None => (String::new(), None),
             };
-            rows.push(
-                json!({"name": stem, "path": p, "description": description, "error": problem}),
-            );
+            rows.push(json!({"name": stem, "path": p, "description": description, "error": problem}));
         }
     }
     if ctx.printer.json {

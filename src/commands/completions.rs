@@ -32,9 +32,7 @@ pub fn completions(ctx: Ctx, args: CompletionsArgs) -> Result<u8> {
 pub fn render_man() -> Result<String> {
     let cmd = crate::cli::Cli::command();
     let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd)
-        .render(&mut buf)
-        .map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
+    clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
     let mut text = String::from_utf8_lossy(&buf).into_owned();
     text.push_str(EXTRA);
     Ok(text)

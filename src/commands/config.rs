@@ -19,11 +19,7 @@ fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, v) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
                 flatten(v, &key, out);
             }
         }
@@ -36,8 +32,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
         ConfigCommand::Show => {
             let r = &ctx.resolved;
             if ctx.printer.json {
-                ctx.printer
-                    .json_value(&serde_json::json!({"config": r.value, "sources": r.sources}));
+                ctx.printer.json_value(&serde_json::json!({"config": r.value, "sources": r.sources}));
                 return Ok(0);
             }
             let mut rows = Vec::new();

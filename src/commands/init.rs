@@ -38,18 +38,11 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
     };
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
     let tpl = crate::phases::templates(&ctx)?;
-    let state = crate::phases::init::init_run(
-        &ctx.ws,
-        ctx.config(),
-        &tpl,
-        &args.goal,
-        &background,
-        args.force,
-        None,
-    )?;
+    let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &tpl, &args.goal, &background, args.force, None)?;
     crate::phases::ensure_skills_md(&ctx)?;
     if ctx.printer.json {
-        ctx.printer.json_value(&serde_json::json!({"run_id": state.run_id, "workspace": ctx.ws.root, "status": "running"}));
+        ctx.printer
+            .json_value(&serde_json::json!({"run_id": state.run_id, "workspace": ctx.ws.root, "status": "running"}));
     } else {
         ctx.printer.outln(&state.run_id);
         ctx.printer.info(&format!(

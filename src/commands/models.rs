@@ -29,9 +29,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
     let req = Request {
         phase: "test".into(),
         system: "You are a connectivity check. Call the tool exactly as asked.".into(),
-        messages: vec![Message::user(
-            "Call report_color with color set to \"blue\".",
-        )],
+        messages: vec![Message::user("Call report_color with color set to \"blue\".")],
         tools: vec![tool],
         tool_choice: ToolChoice::Tool("report_color".into()),
         max_tokens: 64,
@@ -40,8 +38,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
     };
     let r = m.complete(&req)?;
     let call = r.tool_calls.iter().find(|c| c.name == "report_color");
-    let tools_ok =
-        call.is_some_and(|c| c.invalid_arguments.is_none() && c.arguments.get("color").is_some());
+    let tools_ok = call.is_some_and(|c| c.invalid_arguments.is_none() && c.arguments.get("color").is_some());
     let cost = model::pricing::cost(&r.model, &r.usage, &cfg.prices);
     let v = json!({
         "provider": m.provider(),
@@ -58,34 +55,20 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         ctx.printer.json_value(&v);
     } else {
         let p = &ctx.printer;
-        p.outln(&format!(
-            "provider      {}",
-            v["provider"].as_str().unwrap_or("")
-        ));
-        p.outln(&format!(
-            "model         {}",
-            v["model"].as_str().unwrap_or("")
-        ));
+        p.outln(&format!("provider      {}", v["provider"].as_str().unwrap_or("")));
+        p.outln(&format!("model         {}", v["model"].as_str().unwrap_or("")));
         p.outln(&format!("latency       {} ms", r.latency_ms));
         p.outln(&format!(
             "usage         {} in, {} out, {} cache write, {} cache read",
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cache_write_tokens,
-            r.usage.cache_read_tokens
+            r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_write_tokens, r.usage.cache_read_tokens
         ));
         p.outln(&format!(
             "cost          {}",
-            cost.map(|c| format!("${c:.6}"))
-                .unwrap_or_else(|| "unknown (no price for this model)".into())
+            cost.map(|c| format!("${c:.6}")).unwrap_or_else(|| "unknown (no price for this model)".into())
         ));
         p.outln(&format!(
             "tool calling  {}",
-            if tools_ok {
-                "works"
-            } else {
-                "did not work (the JSON-in-text fallback will be used: llm.structured)"
-            }
+            if tools_ok { "works" } else { "did not work (the JSON-in-text fallback will be used: llm.structured)" }
         ));
     }
     Ok(0)

@@ -43,9 +43,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(
-            "start a new one with `agentloop init --force` or `agentloop run --new --goal ...`",
-        ));
+        .with_hint("start a new one with `agentloop init --force` or `agentloop run --new --goal ...`"));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -56,14 +54,10 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
                 next.as_str().unwrap_or("?"),
                 phase.as_str()
             ))
-            .with_hint(format!(
-                "run `agentloop {}`, or pass --force",
-                next.as_str().unwrap_or("status")
-            )));
+            .with_hint(format!("run `agentloop {}`, or pass --force", next.as_str().unwrap_or("status"))));
         }
         if phase == Phase::Act && state.pending.is_none() {
-            return Err(Error::usage("there is no planned action to run")
-                .with_hint("run `agentloop plan` first"));
+            return Err(Error::usage("there is no planned action to run").with_hint("run `agentloop plan` first"));
         }
         state.next = want;
     }
@@ -78,26 +72,17 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         if ctx.printer.json {
             ctx.printer.outln(&e.to_line());
         } else {
-            let what = e
-                .error
-                .clone()
-                .or(e.result_summary.clone())
-                .or(e.reason.clone())
-                .unwrap_or_default();
+            let what = e.error.clone().or(e.result_summary.clone()).or(e.reason.clone()).unwrap_or_default();
             let head = [
                 e.event.clone(),
                 e.tool.clone().unwrap_or_default(),
-                e.result_status
-                    .clone()
-                    .or(e.decision.clone())
-                    .unwrap_or_default(),
+                e.result_status.clone().or(e.decision.clone()).unwrap_or_default(),
             ]
             .into_iter()
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-            ctx.printer
-                .outln(&format!("step {} {head}: {what}", e.step));
+            ctx.printer.outln(&format!("step {} {head}: {what}", e.step));
         }
     }
     Ok(match outcome {

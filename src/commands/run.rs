@@ -47,30 +47,29 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
     let mut env = Env::new(&ctx)?;
     env.events = args.events;
-    let existing = if ctx.ws.has_run() {
-        Some(ctx.ws.load_state()?)
-    } else {
-        None
-    };
+    let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
     let fresh = match (&existing, &args.goal) {
         (None, None) => {
-            return Err(Error::usage(format!("{} holds no run", ctx.ws.root))
-                .with_hint("pass --goal \"...\" to start one"));
+            return Err(
+                Error::usage(format!("{} holds no run", ctx.ws.root)).with_hint("pass --goal \"...\" to start one")
+            );
         }
         (None, Some(_)) => true,
         (Some(s), Some(_)) if s.status.is_terminal() => {
             if !args.new {
-                return Err(Error::usage(format!("{} holds run {} which already ended {}", ctx.ws.root, s.run_id, s.status.as_str()))
-                    .with_hint("pass --new to start a new run in this workspace (trace.jsonl and artifacts/ are kept)"));
+                return Err(Error::usage(format!(
+                    "{} holds run {} which already ended {}",
+                    ctx.ws.root,
+                    s.run_id,
+                    s.status.as_str()
+                ))
+                .with_hint("pass --new to start a new run in this workspace (trace.jsonl and artifacts/ are kept)"));
             }
             true
         }
         (Some(s), Some(g)) => {
             if g.trim() != s.goal.trim() {
-                ctx.printer.warn(&format!(
-                    "resuming run {} (goal: {}); --goal is ignored",
-                    s.run_id, s.goal
-                ));
+                ctx.printer.warn(&format!("resuming run {} (goal: {}); --goal is ignored", s.run_id, s.goal));
             }
             false
         }
@@ -97,8 +96,7 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
     };
     if !state.status.is_terminal() {
         phases::ensure_skills_md(&ctx)?;
-        ctx.printer
-            .progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
+        ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
     }
     let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0)?;
     report(&ctx, &state, args.events);
@@ -113,11 +111,7 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     } else if !events {
         match &state.outcome {
             Some(o) => p.outln(o),
-            None => p.outln(&format!(
-                "{}: {}",
-                state.status.as_str(),
-                state.reason.clone().unwrap_or_default()
-            )),
+            None => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }
     p.info(&format!(

@@ -61,9 +61,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             let registry = Registry::new(cfg);
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
-                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set))
-                    .expect("catalog serializes")
-                    + "\n"
+                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"
             } else {
                 crate::catalog::markdown(&allowed, &set)
             };
@@ -160,11 +158,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                     errors,
                     if errors == 1 { "" } else { "s" },
                     problems.len() - errors,
-                    if problems.len() - errors == 1 {
-                        ""
-                    } else {
-                        "s"
-                    }
+                    if problems.len() - errors == 1 { "" } else { "s" }
                 ));
             }
             Ok(if errors > 0 { 1 } else { 0 })
@@ -186,23 +180,16 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
     let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0)
         .map_err(|(e, _)| Error::failure(format!("cannot fetch {url}: {e}")))?;
     if f.status >= 400 {
-        return Err(Error::failure(format!(
-            "cannot fetch {url}: HTTP {}",
-            f.status
-        )));
+        return Err(Error::failure(format!("cannot fetch {url}: HTTP {}", f.status)));
     }
     if f.truncated {
-        return Err(Error::failure(format!(
-            "{url} is larger than 1 MiB; not a skill file"
-        )));
+        return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file")));
     }
-    let text = String::from_utf8(f.body)
-        .map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
+    let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
     let root = match dir {
         Some(d) => d,
         None => skills::user_dir().ok_or_else(|| {
-            Error::usage("cannot find the user config folder")
-                .with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
+            Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
         })?,
     };
     let skill_dir = root.join(id);
@@ -231,24 +218,17 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
     let reg_path = root.join("registry.json");
     let mut reg: Value = match crate::fs::read_optional(&reg_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
-            Error::data(format!("cannot read {reg_path}: {e}"))
-                .with_hint("fix or remove registry.json")
+            Error::data(format!("cannot read {reg_path}: {e}")).with_hint("fix or remove registry.json")
         })?,
         None => json!({"version": "1.0.0", "skills": []}),
     };
-    let list = reg["skills"]
-        .as_array_mut()
-        .ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
+    let list =
+        reg["skills"].as_array_mut().ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
     list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
     reg["last_updated"] = json!(crate::clock::now_rfc3339());
-    crate::fs::write_atomic(
-        &reg_path,
-        (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes(),
-    )?;
+    crate::fs::write_atomic(&reg_path, (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
     ctx.printer.outln(skill_dir.as_str());
-    ctx.printer.info(&format!(
-        "fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"
-    ));
+    ctx.printer.info(&format!("fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"));
     Ok(0)
 }

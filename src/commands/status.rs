@@ -47,40 +47,19 @@ pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
     p.outln(&format!(
         "status    {}{}",
         s.status.as_str(),
-        s.reason
-            .as_ref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default()
+        s.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
     ));
-    p.outln(&format!(
-        "next      {}",
-        serde_json::to_value(s.next)
-            .unwrap_or_default()
-            .as_str()
-            .unwrap_or("")
-    ));
+    p.outln(&format!("next      {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps     {} of {}", s.step, l.max_steps));
     p.outln(&format!("reframes  {} of {}", s.reframes, l.max_reframes));
-    p.outln(&format!(
-        "tokens    {} of {}",
-        s.usage.total(),
-        max(l.max_tokens.map(|m| m.to_string()))
-    ));
+    p.outln(&format!("tokens    {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     p.outln(&format!(
         "cost      ${:.4}{} of {}",
         s.cost_usd,
-        if s.cost_incomplete {
-            " (some prices unknown)"
-        } else {
-            ""
-        },
+        if s.cost_incomplete { " (some prices unknown)" } else { "" },
         max(l.max_cost_usd.map(|m| format!("${m:.2}")))
     ));
-    p.outln(&format!(
-        "time      {}s of {}s",
-        s.elapsed_ms / 1000,
-        l.timeout_secs
-    ));
+    p.outln(&format!("time      {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
     match &s.pending {
         Some(a) => p.outln(&format!("pending   step {} {} {}", a.step, a.tool, a.args)),
         None => p.outln("pending   (none)"),

@@ -39,11 +39,7 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
     let registry = Registry::new(cfg);
     match cmd {
         ToolsCommand::List { all } => {
-            let tools: Vec<_> = if all {
-                registry.all().iter().collect()
-            } else {
-                registry.allowed(cfg)
-            };
+            let tools: Vec<_> = if all { registry.all().iter().collect() } else { registry.allowed(cfg) };
             if ctx.printer.json {
                 let v: Vec<Value> = tools
                     .iter()
@@ -53,22 +49,13 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
             } else {
                 for t in tools {
                     let se = serde_json::to_value(t.side_effect).unwrap_or_default();
-                    ctx.printer.outln(&format!(
-                        "{:<12} {:<8} {}",
-                        t.name,
-                        se.as_str().unwrap_or(""),
-                        t.description
-                    ));
+                    ctx.printer.outln(&format!("{:<12} {:<8} {}", t.name, se.as_str().unwrap_or(""), t.description));
                 }
             }
             Ok(0)
         }
         ToolsCommand::Call { name, args } => {
-            let text = if args == "-" {
-                crate::fs::read_arg("-")?
-            } else {
-                args
-            };
+            let text = if args == "-" { crate::fs::read_arg("-")? } else { args };
             let args: Value = serde_json::from_str(&text).map_err(|e| {
                 Error::usage(format!("--args is not valid JSON: {e}"))
                     .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
@@ -80,19 +67,10 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
             }
             crate::fs::create_dir_all(&ctx.ws.root)?;
             let skills = SkillSet::load(cfg, &ctx.ws.root);
-            let stem = format!(
-                "tool-{name}-{}",
-                crate::clock::now_rfc3339().replace([':', '.'], "-")
-            );
-            let env = ToolEnv {
-                root: &ctx.ws.root,
-                config: cfg,
-                skills: &skills,
-                artifact_stem: stem,
-            };
+            let stem = format!("tool-{name}-{}", crate::clock::now_rfc3339().replace([':', '.'], "-"));
+            let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
             let result = registry.call(&env, &name, &args);
-            ctx.printer
-                .json_value(&serde_json::to_value(&result).expect("result serializes"));
+            ctx.printer.json_value(&serde_json::to_value(&result).expect("result serializes"));
             Ok(if result.is_ok() { 0 } else { code::TOOL })
         }
     }

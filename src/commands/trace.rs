@@ -70,18 +70,12 @@ impl Filter {
                         Error::usage(format!("--since: {e}"))
                             .with_hint("give an RFC 3339 time or a duration such as 10m")
                     })?;
-                    crate::clock::now()
-                        .checked_sub(d)
-                        .unwrap_or(SystemTime::UNIX_EPOCH)
+                    crate::clock::now().checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
                 }
             }),
         };
         let run = match args.run.as_deref() {
-            Some("last") => entries
-                .iter()
-                .rev()
-                .find(|e| !e.run_id.is_empty())
-                .map(|e| e.run_id.clone()),
+            Some("last") => entries.iter().rev().find(|e| !e.run_id.is_empty()).map(|e| e.run_id.clone()),
             other => other.map(String::from),
         };
         Ok(Filter { args, since, run })
@@ -94,24 +88,20 @@ impl Filter {
             && a.tool.as_ref().is_none_or(|t| e.tool.as_ref() == Some(t))
             && (!a.errors || e.is_error())
             && self.run.as_ref().is_none_or(|r| &e.run_id == r)
-            && self
-                .since
-                .is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
+            && self.since.is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
     }
 }
 
 pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
     let path = ctx.ws.trace();
     if !path.exists() {
-        return Err(Error::usage(format!("{path} does not exist"))
-            .with_hint("run `agentloop init` first, or pass -w DIR"));
+        return Err(
+            Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR")
+        );
     }
     let (entries, bad) = trace::read(&path)?;
     for b in &bad {
-        ctx.printer.warn(&format!(
-            "{path}:{}: skipped a corrupt line ({})",
-            b.line, b.message
-        ));
+        ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
     }
     match cmd {
         TraceCommand::Show(args) => {
@@ -146,10 +136,7 @@ fn follow(ctx: &Ctx, filter: &Filter, last: Option<&Entry>) -> Result<()> {
     let path = ctx.ws.trace();
     let mut offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut partial = String::new();
-    let mut line_no = crate::fs::read_optional(&path)?
-        .unwrap_or_default()
-        .lines()
-        .count();
+    let mut line_no = crate::fs::read_optional(&path)?.unwrap_or_default().lines().count();
     loop {
         std::thread::sleep(Duration::from_millis(200));
         let bytes = match std::fs::read(&path) {
@@ -176,9 +163,7 @@ fn follow(ctx: &Ctx, filter: &Filter, last: Option<&Entry>) -> Result<()> {
                         return Ok(());
                     }
                 }
-                Err(err) => ctx
-                    .printer
-                    .warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
+                Err(err) => ctx.printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
             }
         }
     }
@@ -190,34 +175,15 @@ fn print_entry(p: &Printer, e: &Entry) {
         return;
     }
     let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
-    let status = e
-        .result_status
-        .clone()
-        .or_else(|| e.decision.clone())
-        .unwrap_or_default();
-    let status = if e.is_error() {
-        p.paint(&format!("{status:<9}"), "31")
-    } else {
-        format!("{status:<9}")
-    };
+    let status = e.result_status.clone().or_else(|| e.decision.clone()).unwrap_or_default();
+    let status = if e.is_error() { p.paint(&format!("{status:<9}"), "31") } else { format!("{status:<9}") };
     let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
     let tok = e
         .usage
-        .map(|u| {
-            format!(
-                "{}→{}",
-                u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
-                u.output_tokens
-            )
-        })
+        .map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens))
         .unwrap_or_default();
     let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
-    let what = e
-        .error
-        .clone()
-        .or_else(|| e.result_summary.clone())
-        .or_else(|| e.reason.clone())
-        .unwrap_or_default();
+    let what = e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
     let what: String = what.replace('\n', " ").chars().take(80).collect();
     let line = format!(
         "{:<24} {:>4} {:<7} {:<13} {:<14} {} {:>7} {:>11} {:>8}  {}",
@@ -235,7 +201,8 @@ fn print_entry(p: &Printer, e: &Entry) {
     p.outln(line.trim_end());
 }
 
-const HEADER: &str = "time                     step phase   event         tool           status       time      tokens     cost  note";
+const HEADER: &str =
+    "time                     step phase   event         tool           status       time      tokens     cost  note";
 
 #[derive(Default, serde::Serialize)]
 struct Sum {
@@ -278,10 +245,7 @@ fn stats(p: &Printer, entries: &[&Entry]) {
         total.add(e);
         runs.insert(e.run_id.as_str());
         steps = steps.max(e.step);
-        phases
-            .entry(e.phase.map(|p| p.as_str()).unwrap_or("-"))
-            .or_default()
-            .add(e);
+        phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-")).or_default().add(e);
         if let Some(t) = &e.tool {
             if e.phase == Some(Phase::Act) {
                 tools.entry(t).or_default().add(e);
@@ -292,13 +256,7 @@ fn stats(p: &Printer, entries: &[&Entry]) {
         p.json_value(&json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}));
         return;
     }
-    p.outln(&format!(
-        "runs {}  steps {}  entries {}  errors {}",
-        runs.len(),
-        steps,
-        total.entries,
-        total.errors
-    ));
+    p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
     let row = |name: &str, s: &Sum| {
         format!(
             "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",

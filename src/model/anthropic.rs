@@ -29,26 +29,14 @@ impl Anthropic {
             Error::usage("the anthropic provider needs an API key")
                 .with_hint("set ANTHROPIC_API_KEY, or llm.api_key_env / llm.api_key_cmd in config")
         })?;
-        let base = cfg
-            .llm
-            .base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BASE.into());
+        let base = cfg.llm.base_url.clone().unwrap_or_else(|| DEFAULT_BASE.into());
         let base = base.trim_end_matches('/');
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
+        let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
         Ok(Anthropic {
             client: Client::new(cfg, "anthropic", Some(key.clone())),
             url,
             key,
-            model: cfg
-                .llm
-                .model
-                .clone()
-                .unwrap_or_else(|| DEFAULT_MODEL.into()),
+            model: cfg.llm.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
             cache: cfg.llm.cache,
         })
     }
@@ -122,19 +110,13 @@ pub fn parse(v: &Value) -> Result<Response> {
     let mut r = Response::default();
     for block in content {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => r
-                .text
-                .push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("text") => r.text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
             Some("tool_use") => {
                 let input = block.get("input").cloned().unwrap_or(Value::Null);
                 let invalid = (!input.is_object()).then(|| input.to_string());
                 r.tool_calls.push(ToolCall {
                     id: block.get("id").and_then(Value::as_str).unwrap_or("").into(),
-                    name: block
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
+                    name: block.get("name").and_then(Value::as_str).unwrap_or("").into(),
                     arguments: if input.is_object() { input } else { json!({}) },
                     invalid_arguments: invalid,
                 })
@@ -142,11 +124,7 @@ pub fn parse(v: &Value) -> Result<Response> {
             _ => {}
         }
     }
-    r.stop_reason = v
-        .get("stop_reason")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .into();
+    r.stop_reason = v.get("stop_reason").and_then(Value::as_str).unwrap_or("").into();
     r.model = v.get("model").and_then(Value::as_str).unwrap_or("").into();
     let u = v.get("usage").cloned().unwrap_or(Value::Null);
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -171,10 +149,7 @@ impl Model for Anthropic {
         &self.model
     }
     fn complete(&mut self, req: &Request) -> Result<Response> {
-        let headers = [
-            ("x-api-key", self.key.clone()),
-            ("anthropic-version", VERSION.to_string()),
-        ];
+        let headers = [("x-api-key", self.key.clone()), ("anthropic-version", VERSION.to_string())];
         let reply = self.client.post_json(
             &self.url,
             &headers,

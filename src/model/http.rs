@@ -31,12 +31,8 @@ impl Reply {
     /// (header, else the body's `id`), the latency, and the model asked for when the body
     /// names none.
     pub fn complete(&self, r: &mut crate::model::Response, model: &str) {
-        r.request_id = self.request_id.clone().or_else(|| {
-            self.body
-                .get("id")
-                .and_then(Value::as_str)
-                .map(String::from)
-        });
+        r.request_id =
+            self.request_id.clone().or_else(|| self.body.get("id").and_then(Value::as_str).map(String::from));
         r.latency_ms = self.latency_ms;
         if r.model.is_empty() {
             r.model = model.to_string();
@@ -47,16 +43,9 @@ impl Reply {
 /// Extracts (error type, message) from a provider's error body.
 fn error_parts(body: &Value) -> (Option<String>, Option<String>) {
     let err = body.get("error").unwrap_or(body);
-    let ty = err
-        .get("type")
-        .and_then(Value::as_str)
-        .or_else(|| err.get("code").and_then(Value::as_str))
-        .map(String::from);
-    let msg = err
-        .get("message")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .or_else(|| err.as_str().map(String::from));
+    let ty =
+        err.get("type").and_then(Value::as_str).or_else(|| err.get("code").and_then(Value::as_str)).map(String::from);
+    let msg = err.get("message").and_then(Value::as_str).map(String::from).or_else(|| err.as_str().map(String::from));
     (ty, msg)
 }
 
@@ -66,11 +55,7 @@ fn retry_after(h: Option<&str>) -> Option<Duration> {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(600.0)));
     }
     let when = httpdate::parse_http_date(h).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO)
-            .min(Duration::from_secs(600)),
-    )
+    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO).min(Duration::from_secs(600)))
 }
 
 impl Client {
@@ -95,9 +80,7 @@ impl Client {
     }
 
     fn backoff(&self, attempt: u32) -> Duration {
-        let base = self
-            .backoff_ms
-            .saturating_mul(1u64 << (attempt - 1).min(16));
+        let base = self.backoff_ms.saturating_mul(1u64 << (attempt - 1).min(16));
         let jitter = fastrand::u64(0..=base / 2 + 1);
         Duration::from_millis(base + jitter).min(self.max_backoff)
     }
@@ -119,12 +102,8 @@ impl Client {
         let start = Instant::now();
         let mut last = String::new();
         let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let out_of_time = || {
-            Error::new(
-                Kind::Budget,
-                "timeout: the run's wall-clock limit ran out while waiting for the model",
-            )
-        };
+        let out_of_time =
+            || Error::new(Kind::Budget, "timeout: the run's wall-clock limit ran out while waiting for the model");
         // Waits before a retry, unless the wait would outlast the run's time budget.
         let pause = |d: Duration| -> Result<()> {
             if left().is_some_and(|l| l <= d) {
@@ -134,10 +113,7 @@ impl Client {
             Ok(())
         };
         for attempt in 1..=self.attempts {
-            let mut req = self
-                .agent
-                .post(url)
-                .header("content-type", "application/json");
+            let mut req = self.agent.post(url).header("content-type", "application/json");
             for (k, v) in headers {
                 req = req.header(*k, v.as_str());
             }
@@ -171,29 +147,14 @@ impl Client {
                             self.provider,
                             if attempt == 1 { "" } else { "s" }
                         ))
-                        .with_hint(
-                            "check the base URL, that the server is running, and your network",
-                        ));
+                        .with_hint("check the base URL, that the server is running, and your network"));
                 }
             };
             let status = resp.status().as_u16();
-            let request_id = resp
-                .headers()
-                .get(request_id_header)
-                .and_then(|v| v.to_str().ok())
-                .map(String::from);
-            let ra = retry_after(
-                resp.headers()
-                    .get("retry-after")
-                    .and_then(|v| v.to_str().ok()),
-            );
+            let request_id = resp.headers().get(request_id_header).and_then(|v| v.to_str().ok()).map(String::from);
+            let ra = retry_after(resp.headers().get("retry-after").and_then(|v| v.to_str().ok()));
             let mut buf = Vec::new();
-            if let Err(e) = resp
-                .into_body()
-                .into_reader()
-                .take(self.max_bytes + 1)
-                .read_to_end(&mut buf)
-            {
+            if let Err(e) = resp.into_body().into_reader().take(self.max_bytes + 1).read_to_end(&mut buf) {
                 last = format!("reading the response failed: {e}");
                 if left().is_some_and(|l| l < Duration::from_millis(50)) {
                     return Err(out_of_time());
@@ -202,10 +163,7 @@ impl Client {
                     pause(self.backoff(attempt))?;
                     continue;
                 }
-                return Err(self.fail(format!(
-                    "provider {}: {last} (after {attempt} attempts)",
-                    self.provider
-                )));
+                return Err(self.fail(format!("provider {}: {last} (after {attempt} attempts)", self.provider)));
             }
             if buf.len() as u64 > self.max_bytes {
                 return Err(self.fail(format!(
@@ -214,17 +172,10 @@ impl Client {
                 )));
             }
             let parsed: std::result::Result<Value, _> = serde_json::from_slice(&buf);
-            let rid = request_id
-                .as_deref()
-                .map(|r| format!("; request id {r}"))
-                .unwrap_or_default();
+            let rid = request_id.as_deref().map(|r| format!("; request id {r}")).unwrap_or_default();
             if (200..300).contains(&status) {
                 return match parsed {
-                    Ok(body) => Ok(Reply {
-                        body,
-                        request_id,
-                        latency_ms: start.elapsed().as_millis() as u64,
-                    }),
+                    Ok(body) => Ok(Reply { body, request_id, latency_ms: start.elapsed().as_millis() as u64 }),
                     Err(_) => Err(self.fail(format!(
                         "provider {}: HTTP {status} but the body is not JSON: {}{rid}",
                         self.provider,
@@ -233,26 +184,18 @@ impl Client {
                 };
             }
             let (ty, msg) = parsed.as_ref().map(error_parts).unwrap_or((None, None));
-            let msg = msg.unwrap_or_else(|| {
-                String::from_utf8_lossy(&buf[..buf.len().min(300)])
-                    .trim()
-                    .to_string()
-            });
+            let msg = msg.unwrap_or_else(|| String::from_utf8_lossy(&buf[..buf.len().min(300)]).trim().to_string());
             let retry = status == 429 || status >= 500 || ty.as_deref() == Some("overloaded_error");
             last = format!(
                 "HTTP {status}{} {msg}{rid}",
-                ty.as_ref()
-                    .map(|t| format!(" ({t}):"))
-                    .unwrap_or_else(|| ":".into())
+                ty.as_ref().map(|t| format!(" ({t}):")).unwrap_or_else(|| ":".into())
             );
             if retry && attempt < self.attempts {
                 pause(ra.unwrap_or_else(|| self.backoff(attempt)))?;
                 continue;
             }
             let hint = match status {
-                401 | 403 => {
-                    "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)"
-                }
+                401 | 403 => "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)",
                 404 => "check the model id (--model) and the base URL (--base-url)",
                 400 => "the provider rejected the request; see the message above",
                 _ => "the provider is failing; try again later or raise llm.attempts",
@@ -273,14 +216,8 @@ impl Client {
 mod tests {
     #[test]
     fn retry_after_forms() {
-        assert_eq!(
-            super::retry_after(Some("2")),
-            Some(std::time::Duration::from_secs(2))
-        );
-        assert_eq!(
-            super::retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
-            Some(std::time::Duration::ZERO)
-        );
+        assert_eq!(super::retry_after(Some("2")), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(super::retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), Some(std::time::Duration::ZERO));
         assert_eq!(super::retry_after(Some("soon")), None);
     }
 }

@@ -47,11 +47,7 @@ pub enum Role {
 pub enum Part {
     Text(String),
     ToolCall(ToolCall),
-    ToolResult {
-        id: String,
-        content: String,
-        is_error: bool,
-    },
+    ToolResult { id: String, content: String, is_error: bool },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +58,7 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Message {
-            role: Role::User,
-            parts: vec![Part::Text(text.into())],
-        }
+        Message { role: Role::User, parts: vec![Part::Text(text.into())] }
     }
 }
 
@@ -96,11 +89,7 @@ impl Request {
                 };
             }
         }
-        n += self
-            .tools
-            .iter()
-            .map(|t| t.parameters.to_string().len() + t.description.len())
-            .sum::<usize>();
+        n += self.tools.iter().map(|t| t.parameters.to_string().len() + t.description.len()).sum::<usize>();
         n as u64
     }
 }
@@ -176,21 +165,14 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
             };
-            Box::new(scripted::Scripted::load(
-                &crate::workspace::resolve_in(root, script)
-                    .to_string()
-                    .into(),
-            )?)
+            Box::new(scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?)
         }
         "anthropic" => Box::new(anthropic::Anthropic::new(cfg)?),
         "openai" | "ollama" => Box::new(openai::OpenAi::new(cfg, &provider)?),
         other => return Err(Error::usage(format!("unknown provider `{other}`"))),
     };
     Ok(match &cfg.llm.record {
-        Some(path) => Box::new(Recorder {
-            inner: model,
-            path: crate::workspace::resolve_in(root, path),
-        }),
+        Some(path) => Box::new(Recorder { inner: model, path: crate::workspace::resolve_in(root, path) }),
         None => model,
     })
 }
@@ -230,19 +212,13 @@ pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
             .output()
             .map_err(|e| Error::usage(format!("llm.api_key_cmd: cannot run `{prog}`: {e}")))?;
         if !out.status.success() {
-            return Err(Error::usage(format!(
-                "llm.api_key_cmd: `{prog}` exited with {}",
-                out.status
-            )));
+            return Err(Error::usage(format!("llm.api_key_cmd: `{prog}` exited with {}", out.status)));
         }
         let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
         return Ok(Some(key).filter(|k| !k.is_empty()));
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
-    Ok(std::env::var(var)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty()))
+    Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
 }
 
 /// Removes a secret from a message before it is shown or stored.
@@ -264,8 +240,7 @@ pub fn json_in_text(text: &str) -> Option<Value> {
     while let Some(off) = t[from..].find('{') {
         let start = from + off;
         if let Some(end) = balanced_end(&t[start..]) {
-            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&t[start..start + end])
-            {
+            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&t[start..start + end]) {
                 return Some(v);
             }
         }
@@ -308,8 +283,7 @@ fn balanced_end(s: &str) -> Option<usize> {
 mod tests {
     #[test]
     fn finds_json_in_prose() {
-        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone")
-            .unwrap();
+        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone").unwrap();
         assert_eq!(v["b"]["c"], 1);
         assert!(super::json_in_text("no json here").is_none());
         let v = super::json_in_text("use {braces} like {\"x\": 2}").unwrap();

@@ -41,11 +41,7 @@ impl OpenAi {
                     .ok()
                     .filter(|h| !h.trim().is_empty())
                     .unwrap_or_else(|| "http://localhost:11434".into());
-                let host = if host.contains("://") {
-                    host
-                } else {
-                    format!("http://{host}")
-                };
+                let host = if host.contains("://") { host } else { format!("http://{host}") };
                 format!("{}/v1", host.trim_end_matches('/').trim_end_matches("/v1"))
             }
             (None, false) => DEFAULT_BASE.into(),
@@ -58,17 +54,10 @@ impl OpenAi {
             super::api_key(cfg, "OPENAI_API_KEY")?
         };
         if official && key.is_none() {
-            return Err(
-                Error::usage("the openai provider needs an API key for api.openai.com").with_hint(
-                    "set OPENAI_API_KEY, or pass --base-url for a local server that needs no key",
-                ),
-            );
+            return Err(Error::usage("the openai provider needs an API key for api.openai.com")
+                .with_hint("set OPENAI_API_KEY, or pass --base-url for a local server that needs no key"));
         }
-        let url = if base.ends_with("/chat/completions") {
-            base.clone()
-        } else {
-            format!("{base}/chat/completions")
-        };
+        let url = if base.ends_with("/chat/completions") { base.clone() } else { format!("{base}/chat/completions") };
         Ok(OpenAi {
             client: Client::new(cfg, provider, key.clone()),
             provider: provider.into(),
@@ -97,17 +86,11 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
             _ => req.tools.iter().collect(),
         };
         if wanted.len() == 1 {
-            system.push_str(&format!(
-                "\nThe object must match this JSON Schema:\n{}",
-                wanted[0].parameters
-            ));
+            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", wanted[0].parameters));
         } else {
             system.push_str("\nThe object must be {\"tool\": NAME, \"arguments\": {...}} where NAME is one of these tools and arguments match its schema:");
             for t in wanted {
-                system.push_str(&format!(
-                    "\n- {}: {} Schema: {}",
-                    t.name, t.description, t.parameters
-                ));
+                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, t.parameters));
             }
         }
     }
@@ -120,9 +103,7 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                     match p {
                         Part::Text(t) => text.push_str(t),
                         Part::ToolResult { id, content, .. } if !json_mode => {
-                            messages.push(
-                                json!({"role": "tool", "tool_call_id": id, "content": content}),
-                            );
+                            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
                         }
                         Part::ToolResult { content, .. } => text.push_str(content),
                         Part::ToolCall(_) => {}
@@ -136,13 +117,7 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                 let text: String = m
                     .parts
                     .iter()
-                    .filter_map(|p| {
-                        if let Part::Text(t) = p {
-                            Some(t.as_str())
-                        } else {
-                            None
-                        }
-                    })
+                    .filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None })
                     .collect();
                 let calls: Vec<Value> = m
                     .parts
@@ -151,20 +126,21 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                     .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
                     .collect();
                 if json_mode || calls.is_empty() {
-                    let shown = if calls.is_empty() {
-                        text
-                    } else {
-                        m.parts
-                            .iter()
-                            .filter_map(|p| {
-                                if let Part::ToolCall(c) = p {
-                                    Some(c.arguments.to_string())
-                                } else {
-                                    None
-                                }
-                            })
-                            .collect()
-                    };
+                    let shown =
+                        if calls.is_empty() {
+                            text
+                        } else {
+                            m.parts
+                                .iter()
+                                .filter_map(|p| {
+                                    if let Part::ToolCall(c) = p {
+                                        Some(c.arguments.to_string())
+                                    } else {
+                                        None
+                                    }
+                                })
+                                .collect()
+                        };
                     messages.push(json!({"role": "assistant", "content": shown}));
                 } else {
                     messages.push(json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": calls}));
@@ -213,27 +189,12 @@ pub fn parse(v: &Value) -> Result<Response> {
     })?;
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut r = Response {
-        text: msg
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        stop_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .into(),
+        text: msg.get("content").and_then(Value::as_str).unwrap_or("").to_string(),
+        stop_reason: choice.get("finish_reason").and_then(Value::as_str).unwrap_or("").into(),
         model: v.get("model").and_then(Value::as_str).unwrap_or("").into(),
         ..Default::default()
     };
-    for (i, c) in msg
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
+    for (i, c) in msg.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
         let f = c.get("function").cloned().unwrap_or(Value::Null);
         let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
         let (arguments, invalid) = match &raw {
@@ -247,11 +208,7 @@ pub fn parse(v: &Value) -> Result<Response> {
             other => (json!({}), Some(other.to_string())),
         };
         r.tool_calls.push(ToolCall {
-            id: c
-                .get("id")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .unwrap_or_else(|| format!("call_{i}")),
+            id: c.get("id").and_then(Value::as_str).map(String::from).unwrap_or_else(|| format!("call_{i}")),
             name: f.get("name").and_then(Value::as_str).unwrap_or("").into(),
             arguments,
             invalid_arguments: invalid,
@@ -259,17 +216,10 @@ pub fn parse(v: &Value) -> Result<Response> {
     }
     let u = v.get("usage").cloned().unwrap_or(Value::Null);
     let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
-    let cached = u
-        .pointer("/prompt_tokens_details/cached_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-        .min(prompt);
+    let cached = u.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0).min(prompt);
     r.usage = Usage {
         input_tokens: prompt - cached,
-        output_tokens: u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        output_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
         cache_write_tokens: 0,
         cache_read_tokens: cached,
     };
@@ -285,17 +235,8 @@ fn synthesize(req: &Request, r: &mut Response) {
         return;
     };
     // Models that print their tool call as text wrap it: {"name": T, "arguments": {...}}.
-    let wrapped = obj
-        .get("name")
-        .or_else(|| obj.get("tool"))
-        .and_then(Value::as_str)
-        .map(String::from);
-    if let (Some(name), Some(args)) = (
-        wrapped,
-        obj.get("arguments")
-            .or_else(|| obj.get("parameters"))
-            .cloned(),
-    ) {
+    let wrapped = obj.get("name").or_else(|| obj.get("tool")).and_then(Value::as_str).map(String::from);
+    if let (Some(name), Some(args)) = (wrapped, obj.get("arguments").or_else(|| obj.get("parameters")).cloned()) {
         if req.tools.iter().any(|t| t.name == name) {
             let args = match args {
                 Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
@@ -303,12 +244,7 @@ fn synthesize(req: &Request, r: &mut Response) {
             };
             let invalid = (!args.is_object()).then(|| args.to_string());
             let arguments = if args.is_object() { args } else { json!({}) };
-            r.tool_calls.push(ToolCall {
-                id: "call_text_0".into(),
-                name,
-                arguments,
-                invalid_arguments: invalid,
-            });
+            r.tool_calls.push(ToolCall { id: "call_text_0".into(), name, arguments, invalid_arguments: invalid });
             return;
         }
     }
@@ -320,10 +256,7 @@ fn synthesize(req: &Request, r: &mut Response) {
     let call = match &req.tool_choice {
         ToolChoice::Tool(n) => Some((n.clone(), obj)),
         _ if req.tools.len() == 1 => Some((req.tools[0].name.clone(), obj)),
-        _ => match (
-            obj.get("tool").and_then(Value::as_str),
-            obj.get("arguments"),
-        ) {
+        _ => match (obj.get("tool").and_then(Value::as_str), obj.get("arguments")) {
             (Some(n), Some(a)) => Some((n.to_string(), a.clone())),
             _ => None,
         },
@@ -333,11 +266,7 @@ fn synthesize(req: &Request, r: &mut Response) {
         r.tool_calls.push(ToolCall {
             id: "call_text_0".into(),
             name,
-            arguments: if arguments.is_object() {
-                arguments
-            } else {
-                json!({})
-            },
+            arguments: if arguments.is_object() { arguments } else { json!({}) },
             invalid_arguments: invalid,
         });
     }
@@ -346,17 +275,13 @@ fn synthesize(req: &Request, r: &mut Response) {
 /// Whether an error says the server cannot do tool calling (HTTP 400/422/500 naming tools).
 fn rejects_tools(msg: &str) -> bool {
     let m = msg.to_lowercase();
-    ["http 400", "http 422", "http 500"]
-        .iter()
-        .any(|c| m.contains(c))
-        && (m.contains("tool") || m.contains("function"))
+    ["http 400", "http 422", "http 500"].iter().any(|c| m.contains(c)) && (m.contains("tool") || m.contains("function"))
 }
 
 /// Whether an error says the server cannot do `response_format: json_object`.
 fn rejects_format(msg: &str) -> bool {
     let m = msg.to_lowercase();
-    (m.contains("http 400") || m.contains("http 422"))
-        && (m.contains("response_format") || m.contains("json_object"))
+    (m.contains("http 400") || m.contains("http 422")) && (m.contains("response_format") || m.contains("json_object"))
 }
 
 impl Model for OpenAi {
@@ -367,15 +292,8 @@ impl Model for OpenAi {
         &self.model
     }
     fn complete(&mut self, req: &Request) -> Result<Response> {
-        let headers: Vec<(&str, String)> = self
-            .key
-            .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
-            .collect();
-        let post = |b: &Value| {
-            self.client
-                .post_json(&self.url, &headers, b, "x-request-id", req.deadline)
-        };
+        let headers: Vec<(&str, String)> = self.key.iter().map(|k| ("authorization", format!("Bearer {k}"))).collect();
+        let post = |b: &Value| self.client.post_json(&self.url, &headers, b, "x-request-id", req.deadline);
         let json_mode = self.structured == "json";
         let mut b = body(&self.model, req, json_mode, self.official);
         let reply = match post(&b) {
@@ -397,11 +315,7 @@ impl Model for OpenAi {
                 }
             }
             // A server that rejects `response_format` gets the instruction in the prompt alone.
-            Err(e)
-                if e.kind == Kind::Provider
-                    && b.get("response_format").is_some()
-                    && rejects_format(&e.message) =>
-            {
+            Err(e) if e.kind == Kind::Provider && b.get("response_format").is_some() && rejects_format(&e.message) => {
                 b.as_object_mut().map(|o| o.remove("response_format"));
                 post(&b)?
             }

@@ -33,17 +33,7 @@ const TABLE: &[(&str, f64, f64, f64, f64)] = &[
 pub fn builtin() -> BTreeMap<String, Price> {
     TABLE
         .iter()
-        .map(|(m, i, o, w, r)| {
-            (
-                m.to_string(),
-                Price {
-                    input: *i,
-                    output: *o,
-                    cache_write: *w,
-                    cache_read: *r,
-                },
-            )
-        })
+        .map(|(m, i, o, w, r)| (m.to_string(), Price { input: *i, output: *o, cache_write: *w, cache_read: *r }))
         .collect()
 }
 
@@ -57,10 +47,7 @@ pub fn price_for<'a>(
         if let Some(p) = t.get(model) {
             return Some(p);
         }
-        let best = t
-            .iter()
-            .filter(|(k, _)| model.starts_with(k.as_str()))
-            .max_by_key(|(k, _)| k.len());
+        let best = t.iter().filter(|(k, _)| model.starts_with(k.as_str())).max_by_key(|(k, _)| k.len());
         if let Some((_, p)) = best {
             return Some(p);
         }
@@ -92,14 +79,8 @@ mod tests {
             cache_write_tokens: 0,
             cache_read_tokens: 1_000_000,
         };
-        assert_eq!(
-            cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()),
-            Some(18.3)
-        );
-        assert_eq!(
-            cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()),
-            Some(0.825)
-        );
+        assert_eq!(cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()), Some(18.3));
+        assert_eq!(cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()), Some(0.825));
         assert_eq!(cost("qwen2.5:0.5b", &u, &BTreeMap::new()), None);
         let mut extra = BTreeMap::new();
         extra.insert("qwen2.5".to_string(), Price::default());

@@ -68,11 +68,7 @@ fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
     let list = match v {
         Value::Array(a) => a,
         Value::Null => vec![],
-        _ => {
-            return Err(Error::usage(format!(
-                "script {path}: {what} must be a list of responses"
-            )))
-        }
+        _ => return Err(Error::usage(format!("script {path}: {what} must be a list of responses"))),
     };
     list.into_iter()
         .enumerate()
@@ -91,13 +87,9 @@ impl Scripted {
         let jsonl = path.extension() == Some("jsonl");
         let queues = if jsonl {
             let mut list = Vec::new();
-            for (i, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let v: Value = serde_json::from_str(line)
-                    .map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let v: Value =
+                    serde_json::from_str(line).map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
                 list.push(v);
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
@@ -116,11 +108,7 @@ impl Scripted {
                 other => Queues::Ordered(parse_entries(other, path, "the script")?),
             }
         };
-        Ok(Scripted {
-            path: path.clone(),
-            queues,
-            pos: BTreeMap::new(),
-        })
+        Ok(Scripted { path: path.clone(), queues, pos: BTreeMap::new() })
     }
 
     fn next(&mut self, phase: &str) -> Result<Entry> {
@@ -129,11 +117,8 @@ impl Scripted {
             Queues::Keyed(m) => (
                 phase.to_string(),
                 m.get(phase).ok_or_else(|| {
-                    Error::provider(format!(
-                        "script {} has no responses for phase `{phase}`",
-                        self.path
-                    ))
-                    .with_hint(format!("add a `{phase}:` list to the script"))
+                    Error::provider(format!("script {} has no responses for phase `{phase}`", self.path))
+                        .with_hint(format!("add a `{phase}:` list to the script"))
                 })?,
             ),
         };
@@ -154,9 +139,7 @@ impl Scripted {
                     self.path,
                     pos + 1
                 ))
-                .with_hint(
-                    "reorder the script, or key it by phase (a mapping of phase name to responses)",
-                ));
+                .with_hint("reorder the script, or key it by phase (a mapping of phase name to responses)"));
             }
         }
         self.pos.insert(key, pos + 1);
@@ -201,11 +184,7 @@ impl Model for Scripted {
         if let Some(a) = e.answer {
             let name = match &req.tool_choice {
                 ToolChoice::Tool(n) => n.clone(),
-                _ => req
-                    .tools
-                    .first()
-                    .map(|t| t.name.clone())
-                    .unwrap_or_default(),
+                _ => req.tools.first().map(|t| t.name.clone()).unwrap_or_default(),
             };
             let invalid = (!a.is_object()).then(|| a.to_string());
             calls.push(ToolCall {
@@ -252,11 +231,7 @@ pub fn record_line(phase: &str, r: &Response) -> String {
             .map(|c| ScriptCall {
                 id: Some(c.id.clone()),
                 name: c.name.clone(),
-                arguments: c
-                    .invalid_arguments
-                    .clone()
-                    .map(Value::String)
-                    .unwrap_or_else(|| c.arguments.clone()),
+                arguments: c.invalid_arguments.clone().map(Value::String).unwrap_or_else(|| c.arguments.clone()),
             })
             .collect(),
         text: r.text.clone(),

@@ -31,10 +31,7 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
 pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
     if !crate::tools::is_allowed(env.cfg, &action.tool) {
         return ToolResult::err(
-            format!(
-                "tool `{}` is not in allowed_tools; Act refused to run it",
-                action.tool
-            ),
+            format!("tool `{}` is not in allowed_tools; Act refused to run it", action.tool),
             false,
         );
     }
@@ -50,21 +47,11 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, plan) = env.read_plan()?;
     let Some(action) = plan.next_action.clone() else {
-        return Err(
-            Error::data(format!("{} has no Next Action block", env.ws.plan()))
-                .with_hint("run `agentloop plan` to choose one"),
-        );
+        return Err(Error::data(format!("{} has no Next Action block", env.ws.plan()))
+            .with_hint("run `agentloop plan` to choose one"));
     };
-    let step = state
-        .pending
-        .as_ref()
-        .map(|p| p.step)
-        .or(plan.next_step)
-        .unwrap_or(state.step.max(1));
-    let edited = state
-        .pending
-        .as_ref()
-        .is_some_and(|p| p.tool != action.tool || p.args != action.args);
+    let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));
+    let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);
     let watch = crate::clock::Stopwatch::start();
     let result = execute(env, step, &action);
     crate::crash::point("phase:act:after-tool");
@@ -96,17 +83,9 @@ pub fn record(
         e.data = Some(json!({"edited_by_hand": true}));
     }
     let fp = fingerprint(action, &result);
-    state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) {
-        state.repeats + 1
-    } else {
-        1
-    };
+    state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) { state.repeats + 1 } else { 1 };
     state.last_action = Some(fp);
-    state.consecutive_failures = if ok {
-        0
-    } else {
-        state.consecutive_failures + 1
-    };
+    state.consecutive_failures = if ok { 0 } else { state.consecutive_failures + 1 };
     for a in &result.artifacts {
         if a.starts_with("artifacts/") && !state.artifacts.contains(a) {
             state.artifacts.push(a.clone());
@@ -130,16 +109,9 @@ pub fn record(
     state.next = Next::Reflect;
     let mut commit = Commit::default();
     // Spilled output: memory.md gets the path so later phases can read it back.
-    if let Some(spill) = result
-        .artifacts
-        .iter()
-        .find(|a| a.contains(&format!("step-{step}-")))
-    {
+    if let Some(spill) = result.artifacts.iter().find(|a| a.contains(&format!("step-{step}-"))) {
         if let Ok((_, mut mem)) = env.read_memory() {
-            mem.facts.push(format!(
-                "step {step} ({}): full output saved to {spill}",
-                action.tool
-            ));
+            mem.facts.push(format!("step {step} ({}): full output saved to {spill}", action.tool));
             commit.file("memory.md", env.render_memory(&mem)?);
         }
     }
@@ -167,9 +139,5 @@ pub fn record(
     }
     commit.state = Some(state.clone());
     env.commit(&commit)?;
-    Ok(if ok {
-        Outcome::Next
-    } else {
-        Outcome::ToolFailed
-    })
+    Ok(if ok { Outcome::Next } else { Outcome::ToolFailed })
 }

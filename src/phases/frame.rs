@@ -43,13 +43,7 @@ fn bounded(text: &str, max: usize) -> String {
 fn strings(v: &Value, k: &str) -> Vec<String> {
     v.get(k)
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|x| x.as_str()).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default()
 }
 
@@ -57,17 +51,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
-    let memory_text = if reframing {
-        env.memory_prompt(&old)?
-    } else {
-        String::new()
-    };
-    let tool_names: Vec<String> = env
-        .registry
-        .allowed(env.cfg)
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
+    let memory_text = if reframing { env.memory_prompt(&old)? } else { String::new() };
+    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({
@@ -84,9 +69,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let check = |a: &Value| -> std::result::Result<(), String> {
         let n = strings(a, "definition_of_done").len();
         if a["can_proceed"] == true && n < 3 {
-            return Err(format!(
-                "definition_of_done has {n} items; give 3 to 7 checkable items"
-            ));
+            return Err(format!("definition_of_done has {n} items; give 3 to 7 checkable items"));
         }
         Ok(())
     };
@@ -98,19 +81,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let can_proceed = a["can_proceed"].as_bool().unwrap_or(false);
     let mut mem = Memory {
         goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
-        dod: strings(a, "definition_of_done")
-            .into_iter()
-            .take(7)
-            .map(|text| Item { done: false, text })
-            .collect(),
+        dod: strings(a, "definition_of_done").into_iter().take(7).map(|text| Item { done: false, text }).collect(),
         constraints: strings(a, "constraints"),
         assumptions: strings(a, "assumptions"),
-        hypothesis: a
-            .get("hypothesis")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim()
-            .to_string(),
+        hypothesis: a.get("hypothesis").and_then(Value::as_str).unwrap_or("").trim().to_string(),
         facts: old.facts.clone(),
         status: String::new(),
         open_question: None,
@@ -120,11 +94,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let event = if reframing { "reframe" } else { "frame" };
     let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);
     account(env, state, &mut e, &answer);
-    e.decision = Some(if can_proceed {
-        "proceed".into()
-    } else {
-        "cannot_proceed".into()
-    });
+    e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
     e.reason = state.reframe_reason.clone();
     let mut body = format!("Goal: {}\n\nDefinition of Done:\n", mem.goal);
     for i in &mem.dod {
@@ -137,24 +107,13 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         body.push_str(&format!("\nReframed because: {r}\n"));
     }
     let mut commit = Commit::default();
-    mem.log.push(format!(
-        "step {} {event}: {}",
-        state.step,
-        if can_proceed {
-            "proceed"
-        } else {
-            "cannot proceed"
-        }
-    ));
+    mem.log.push(format!("step {} {event}: {}", state.step, if can_proceed { "proceed" } else { "cannot proceed" }));
     if can_proceed {
         mem.status = format!("framed; planning step {}", state.step + 1);
         state.next = Next::Plan;
         state.reframe_reason = None;
         commit.file("memory.md", env.render_memory(&mem)?);
-        commit.file(
-            "decisions.md",
-            env.decisions_with(state.step, event, "Framed the task", &body)?,
-        );
+        commit.file("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
         commit.entry(&e);
         commit.state = Some(state.clone());
         env.commit(&commit)?;
@@ -171,19 +130,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     mem.status = "escalated: cannot proceed".into();
     body.push_str(&format!("\nCannot proceed. Open question: {question}\n"));
     commit.file("memory.md", env.render_memory(&mem)?);
-    commit.file(
-        "decisions.md",
-        env.decisions_with(state.step, event, "Cannot proceed", &body)?,
-    );
+    commit.file("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
     commit.entry(&e);
-    finish(
-        env,
-        state,
-        &mut commit,
-        StopKind::Escalated,
-        &format!("cannot proceed: {question}"),
-        None,
-    )?;
+    finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;
     Ok(Outcome::Stopped(StopKind::Escalated))
 }

@@ -18,10 +18,7 @@ pub fn format_background(text: &str) -> String {
     }
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
         if v.is_object() || v.is_array() {
-            return format!(
-                "```json\n{}\n```",
-                serde_json::to_string_pretty(&v).unwrap_or_else(|_| t.into())
-            );
+            return format!("```json\n{}\n```", serde_json::to_string_pretty(&v).unwrap_or_else(|_| t.into()));
         }
     }
     if let Ok(serde_json::Value::Object(_)) = serde_yaml_ng::from_str::<serde_json::Value>(t) {
@@ -44,9 +41,7 @@ pub fn init_run(
 ) -> Result<State> {
     let goal = goal.trim();
     if goal.is_empty() {
-        return Err(
-            Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\"")
-        );
+        return Err(Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\""));
     }
     if ws.has_run() && !force {
         let what = match ws.load_state() {
@@ -58,30 +53,16 @@ pub fn init_run(
     }
     crate::fs::create_dir_all(&ws.artifacts())?;
     let _ = std::fs::remove_file(ws.result());
-    let state = State::new(
-        run_id.unwrap_or_else(crate::clock::new_run_id),
-        goal.to_string(),
-        Limits::from_config(cfg),
-    );
-    let memory = Memory {
-        goal: goal.to_string(),
-        status: "initialised; not framed yet".into(),
-        ..Default::default()
-    };
+    let state = State::new(run_id.unwrap_or_else(crate::clock::new_run_id), goal.to_string(), Limits::from_config(cfg));
+    let memory = Memory { goal: goal.to_string(), status: "initialised; not framed yet".into(), ..Default::default() };
     let mut commit = Commit::default();
     commit
         .file(
             "context.md",
-            tpl.render(
-                "context.md.j2",
-                json!({"goal": goal, "background": format_background(background)}),
-            )?,
+            tpl.render("context.md.j2", json!({"goal": goal, "background": format_background(background)}))?,
         )
         .file("memory.md", tpl.render("memory.md.j2", &memory)?)
-        .file(
-            "plan.md",
-            tpl.render("plan.md.j2", markdown::plan_view(&Plan::default()))?,
-        )
+        .file("plan.md", tpl.render("plan.md.j2", markdown::plan_view(&Plan::default()))?)
         .file("decisions.md", tpl.render("decisions.md.j2", json!({}))?);
     let mut e = Entry::new(&state.run_id, 0, Phase::Run, "run.started");
     e.schema_version = Some(trace::SCHEMA_VERSION);

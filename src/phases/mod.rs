@@ -117,11 +117,7 @@ impl<'a> Env<'a> {
     pub fn read_memory(&self) -> Result<(String, Memory)> {
         let path = self.ws.memory();
         let text = crate::fs::read_optional(&path)?.unwrap_or_default();
-        let mem = if text.trim().is_empty() {
-            Memory::default()
-        } else {
-            markdown::parse_memory(&text, &path)?
-        };
+        let mem = if text.trim().is_empty() { Memory::default() } else { markdown::parse_memory(&text, &path)? };
         Ok((text, mem))
     }
 
@@ -147,10 +143,7 @@ impl<'a> Env<'a> {
         let dropped = view.facts.len().saturating_sub(8);
         keep_last(&mut view.facts, 8);
         if dropped > 0 {
-            view.facts.insert(
-                0,
-                format!("({dropped} earlier facts are in memory.md; file_read it if needed)"),
-            );
+            view.facts.insert(0, format!("({dropped} earlier facts are in memory.md; file_read it if needed)"));
         }
         Ok(self.tpl.render("memory.md.j2", &view)?.trim().to_string())
     }
@@ -166,21 +159,11 @@ impl<'a> Env<'a> {
     pub fn plan_prompt(&self, p: &Plan) -> Result<String> {
         let mut view = p.clone();
         keep_last(&mut view.completed, 3);
-        Ok(self
-            .tpl
-            .render("plan.md.j2", markdown::plan_view(&view))?
-            .trim()
-            .to_string())
+        Ok(self.tpl.render("plan.md.j2", markdown::plan_view(&view))?.trim().to_string())
     }
 
     /// decisions.md with one more entry appended.
-    pub fn decisions_with(
-        &self,
-        step: u32,
-        phase: &str,
-        title: &str,
-        body: &str,
-    ) -> Result<String> {
+    pub fn decisions_with(&self, step: u32, phase: &str, title: &str, body: &str) -> Result<String> {
         let mut text = crate::fs::read_optional(&self.ws.decisions())?.unwrap_or_default();
         if text.is_empty() {
             text = self.tpl.render("decisions.md.j2", json!({}))?;
@@ -224,12 +207,7 @@ fn keep_last(v: &mut Vec<String>, n: usize) {
 }
 
 fn progress_line(e: &Entry) -> String {
-    let mut s = format!(
-        "[step {}] {:<7} {}",
-        e.step,
-        e.phase.map(|p| p.as_str()).unwrap_or("-"),
-        e.event
-    );
+    let mut s = format!("[step {}] {:<7} {}", e.step, e.phase.map(|p| p.as_str()).unwrap_or("-"), e.event);
     if let Some(t) = &e.tool {
         s.push_str(&format!(" {t}"));
     }
@@ -283,9 +261,7 @@ pub fn ask(
     tool: ToolDef,
     check: &dyn Fn(&Value) -> std::result::Result<(), String>,
 ) -> std::result::Result<Answer, AskError> {
-    let system = env
-        .system_prompt(phase, &tool.name, catalog)
-        .map_err(AskError::Other)?;
+    let system = env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?;
     let mut req = Request {
         phase: phase.to_string(),
         system,
@@ -310,83 +286,65 @@ pub fn ask(
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };
-        model_id = if resp.model.is_empty() {
-            m.model().to_string()
-        } else {
-            resp.model.clone()
-        };
+        model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
         usage.add(&resp.usage);
         cost = match (cost, model::pricing::cost(&model_id, &resp.usage, &prices)) {
             (Some(a), Some(b)) => Some(((a + b) * 1e8).round() / 1e8),
             _ => None,
         };
-        let call = resp
-            .tool_calls
-            .iter()
-            .find(|c| c.name == tool.name)
-            .or(resp.tool_calls.first())
-            .cloned();
+        let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
         let problem = match &call {
-            None => format!("you answered without calling the `{}` tool; call it with arguments matching its schema", tool.name),
+            None => format!(
+                "you answered without calling the `{}` tool; call it with arguments matching its schema",
+                tool.name
+            ),
             Some(c) if c.name != tool.name => format!("you called `{}`; call the `{}` tool instead", c.name, tool.name),
             Some(c) if c.invalid_arguments.is_some() => {
-                format!("the arguments were not a JSON object: {}", c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>())
+                format!(
+                    "the arguments were not a JSON object: {}",
+                    c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>()
+                )
             }
             Some(c) => {
                 let mut args = c.arguments.clone();
                 coerce(&tool.parameters, &mut args);
                 match crate::tools::validate(&tool.parameters, &args).and_then(|_| check(&args)) {
-                Ok(()) => {
-                    return Ok(Answer {
-                        args,
-                        usage,
-                        cost,
-                        model: model_id,
-                        prompt_bytes,
-                        duration_ms: watch.ms(),
-                        attempts: attempt,
-                    })
+                    Ok(()) => {
+                        return Ok(Answer {
+                            args,
+                            usage,
+                            cost,
+                            model: model_id,
+                            prompt_bytes,
+                            duration_ms: watch.ms(),
+                            attempts: attempt,
+                        })
+                    }
+                    Err(e) => e,
                 }
-                Err(e) => e,
-            }
             }
         };
         if attempt == 2 {
             return Err(AskError::Invalid(problem, usage, cost));
         }
-        env.printer
-            .debug(&format!("{phase}: corrective retry: {problem}"));
+        env.printer.debug(&format!("{phase}: corrective retry: {problem}"));
         match call {
             Some(c) => {
                 let id = c.id.clone();
-                req.messages.push(Message {
-                    role: model::Role::Assistant,
-                    parts: vec![Part::ToolCall(c)],
-                });
+                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::ToolCall(c)] });
                 req.messages.push(Message {
                     role: model::Role::User,
                     parts: vec![Part::ToolResult {
                         id,
-                        content: format!(
-                            "error: {problem}. Call `{}` again with a corrected answer.",
-                            tool.name
-                        ),
+                        content: format!("error: {problem}. Call `{}` again with a corrected answer.", tool.name),
                         is_error: true,
                     }],
                 });
             }
             None => {
-                let text = if resp.text.is_empty() {
-                    "(no answer)".to_string()
-                } else {
-                    resp.text.clone()
-                };
-                req.messages.push(Message {
-                    role: model::Role::Assistant,
-                    parts: vec![Part::Text(text)],
-                });
-                req.messages
-                    .push(Message::user(format!("error: {problem}.")));
+                let text = if resp.text.is_empty() { "(no answer)".to_string() } else { resp.text.clone() };
+                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::Text(text)] });
+                req.messages.push(Message::user(format!("error: {problem}.")));
             }
         }
     }
@@ -456,19 +414,13 @@ pub fn coerce(schema: &Value, v: &mut Value) {
 pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
     let (stop, reason, usage, cost) = match err {
         AskError::Other(e) => return Err(e),
-        AskError::Provider(e, u) => (
-            StopKind::Provider,
-            format!("provider failure in {}: {}", phase.as_str(), e.message),
-            u,
-            Some(0.0),
-        ),
+        AskError::Provider(e, u) => {
+            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
+        }
         AskError::Budget(reason) => (StopKind::Budget, reason, Usage::default(), Some(0.0)),
         AskError::Invalid(p, u, c) => (
             StopKind::Escalated,
-            format!(
-                "the model gave no valid {} answer after a correction: {p}",
-                phase.as_str()
-            ),
+            format!("the model gave no valid {} answer after a correction: {p}", phase.as_str()),
             u,
             c,
         ),
@@ -507,18 +459,12 @@ pub fn budget_exceeded(state: &State) -> Option<String> {
     let l = &state.limits;
     if let Some(max) = l.max_tokens {
         if state.usage.total() >= max {
-            return Some(format!(
-                "token budget exhausted: {} of {max} tokens used",
-                state.usage.total()
-            ));
+            return Some(format!("token budget exhausted: {} of {max} tokens used", state.usage.total()));
         }
     }
     if let Some(max) = l.max_cost_usd {
         if state.cost_usd >= max {
-            return Some(format!(
-                "cost budget exhausted: ${:.4} of ${max:.4} spent",
-                state.cost_usd
-            ));
+            return Some(format!("cost budget exhausted: ${:.4} of ${max:.4} spent", state.cost_usd));
         }
     }
     None
@@ -534,11 +480,7 @@ pub fn finish(
     outcome: Option<(String, Vec<String>)>,
 ) -> Result<()> {
     let now = crate::clock::now_rfc3339();
-    state.status = if stop == StopKind::Done {
-        Status::Done
-    } else {
-        Status::Escalated
-    };
+    state.status = if stop == StopKind::Done { Status::Done } else { Status::Escalated };
     state.next = Next::None;
     state.stop = Some(stop);
     state.reason = Some(reason.to_string());
@@ -590,19 +532,12 @@ pub fn finish(
         "started_at": state.started_at,
         "finished_at": now,
     });
-    commit.file(
-        "result.json",
-        serde_json::to_string_pretty(&result).expect("result serializes") + "\n",
-    );
+    commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());
     e.usage = Some(state.usage);
-    e.cost_usd = if state.cost_incomplete {
-        None
-    } else {
-        Some(state.cost_usd)
-    };
+    e.cost_usd = if state.cost_incomplete { None } else { Some(state.cost_usd) };
     e.artifacts = state.artifacts.clone();
     commit.entry(&e);
     commit.state = Some(state.clone());
@@ -611,11 +546,7 @@ pub fn finish(
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = if state.status == Status::Done {
-        "agent.completed"
-    } else {
-        "agent.escalated"
-    };
+    let ty = if state.status == Status::Done { "agent.completed" } else { "agent.escalated" };
     json!({
         "type": ty,
         "payload": {

@@ -44,16 +44,8 @@ pub fn answer_tool() -> ToolDef {
 /// to `tool` with no wrapper.
 pub fn action_of(a: &Value) -> NextAction {
     let na = &a["next_action"];
-    let tool = na
-        .get("tool")
-        .or_else(|| na.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim();
-    let wrapped = na
-        .get("args")
-        .or_else(|| na.get("arguments"))
-        .or_else(|| na.get("parameters"));
+    let tool = na.get("tool").or_else(|| na.get("name")).and_then(Value::as_str).unwrap_or("").trim();
+    let wrapped = na.get("args").or_else(|| na.get("arguments")).or_else(|| na.get("parameters"));
     let args = match wrapped {
         Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
         Some(Value::Null) => json!({}),
@@ -65,18 +57,13 @@ pub fn action_of(a: &Value) -> NextAction {
             Value::Object(rest)
         }
     };
-    NextAction {
-        tool: Registry::canonical(tool).to_string(),
-        args,
-    }
+    NextAction { tool: Registry::canonical(tool).to_string(), args }
 }
 
 fn default_risk(s: SideEffect) -> &'static str {
     match s {
         SideEffect::Read => "Read-only; no side effects.",
-        SideEffect::Write => {
-            "Writes files inside the allowed folders; overwrites are not undoable."
-        }
+        SideEffect::Write => "Writes files inside the allowed folders; overwrites are not undoable.",
         SideEffect::Network => "Network request to an outside service; it sees the request.",
         SideEffect::Exec => "Runs a program; its effects depend on the program.",
         SideEffect::None => "None; ends the run.",
@@ -87,10 +74,7 @@ fn default_risk(s: SideEffect) -> &'static str {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let mut commit = Commit::default();
     if state.step >= state.limits.max_steps {
-        let reason = format!(
-            "max_steps reached: {} of {} steps used",
-            state.step, state.limits.max_steps
-        );
+        let reason = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
         finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Budget));
@@ -110,13 +94,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         .active_skills
         .iter()
         .filter_map(|n| env.skills.get(n))
-        .map(|s| {
-            format!(
-                "## {}\n{}",
-                s.name,
-                s.body.chars().take(8000).collect::<String>()
-            )
-        })
+        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
         .collect();
     let step = state.step + 1;
     let text = env.tpl.render(
@@ -149,25 +127,14 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let outline: Vec<String> = a
         .get("outline")
         .and_then(Value::as_array)
-        .map(|o| {
-            o.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
+        .map(|o| o.iter().filter_map(|x| x.as_str().map(String::from)).collect())
         .unwrap_or_default();
     if !outline.is_empty() {
-        plan.outline = outline
-            .into_iter()
-            .map(|text| Item { done: false, text })
-            .collect();
+        plan.outline = outline.into_iter().map(|text| Item { done: false, text }).collect();
     }
     plan.next_step = Some(step);
     plan.next_action = Some(action.clone());
-    plan.expected = a["expected_outcome"]
-        .as_str()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    plan.expected = a["expected_outcome"].as_str().unwrap_or("").trim().to_string();
     plan.risk = a
         .get("risk")
         .and_then(Value::as_str)
@@ -175,12 +142,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         .filter(|r| !r.is_empty())
         .map(String::from)
         .unwrap_or_else(|| {
-            default_risk(
-                spec.as_ref()
-                    .map(|s| s.side_effect)
-                    .unwrap_or(SideEffect::External),
-            )
-            .to_string()
+            default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
         });
     plan.rationale = a["rationale"].as_str().unwrap_or("").trim().to_string();
     state.step = step;
@@ -206,10 +168,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         plan.rationale
     );
     commit.file("plan.md", env.render_plan(&plan)?);
-    commit.file(
-        "decisions.md",
-        env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?,
-    );
+    commit.file("decisions.md", env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?);
     commit.entry(&e);
     commit.state = Some(state.clone());
     env.commit(&commit)?;
@@ -230,15 +189,8 @@ mod tests {
             json!({"next_action": {"tool": "web_fetch", "parameters": {"url": "u"}}}),
         ] {
             let n = action_of(&a);
-            assert_eq!(
-                (n.tool.as_str(), &n.args),
-                ("web_fetch", &json!({"url": "u"})),
-                "{a}"
-            );
+            assert_eq!((n.tool.as_str(), &n.args), ("web_fetch", &json!({"url": "u"})), "{a}");
         }
-        assert_eq!(
-            action_of(&json!({"next_action": {"tool": "submit_response"}})).tool,
-            "finish"
-        );
+        assert_eq!(action_of(&json!({"next_action": {"tool": "submit_response"}})).tool, "finish");
     }
 }

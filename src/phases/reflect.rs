@@ -39,18 +39,10 @@ fn decision_of(a: &Value) -> String {
 fn check(a: &Value) -> std::result::Result<(), String> {
     let d = decision_of(a);
     if !DECISIONS.contains(&d.as_str()) {
-        return Err(format!(
-            "decision `{d}` is not one of continue, done, reframe, escalate"
-        ));
+        return Err(format!("decision `{d}` is not one of continue, done, reframe, escalate"));
     }
-    if d == "done"
-        && a.get("outcome")
-            .and_then(Value::as_str)
-            .is_none_or(|o| o.trim().is_empty())
-    {
-        return Err(
-            "decision `done` needs an `outcome`: the final result for the person who asked".into(),
-        );
+    if d == "done" && a.get("outcome").and_then(Value::as_str).is_none_or(|o| o.trim().is_empty()) {
+        return Err("decision `done` needs an `outcome`: the final result for the person who asked".into());
     }
     Ok(())
 }
@@ -61,10 +53,7 @@ fn describe_result(state: &State) -> String {
     };
     let mut s = format!("step {}: status {}", state.step, r.status);
     if let Some(e) = &r.error {
-        s.push_str(&format!(
-            "\nerror: {e}{}",
-            if r.retryable { " (retryable)" } else { "" }
-        ));
+        s.push_str(&format!("\nerror: {e}{}", if r.retryable { " (retryable)" } else { "" }));
     }
     if !r.artifacts.is_empty() {
         s.push_str(&format!("\nartifacts: {}", r.artifacts.join(", ")));
@@ -97,29 +86,17 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     };
     let a = answer.args.clone();
     // Tick the items the model says are satisfied (by number or by text).
-    for s in a
-        .get("satisfied")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-    {
+    for s in a.get("satisfied").and_then(Value::as_array).cloned().unwrap_or_default() {
         let idx = match &s {
             Value::Number(n) => n.as_u64().and_then(|n| (n as usize).checked_sub(1)),
             Value::String(t) => {
                 let t = t.trim().to_lowercase();
-                t.parse::<usize>()
-                    .ok()
-                    .and_then(|n| n.checked_sub(1))
-                    .or_else(|| {
-                        mem.dod
-                            .iter()
-                            .position(|i| i.text.to_lowercase() == t)
-                            .or_else(|| {
-                                mem.dod.iter().position(|i| {
-                                    !t.is_empty() && i.text.to_lowercase().contains(&t)
-                                })
-                            })
-                    })
+                t.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).or_else(|| {
+                    mem.dod
+                        .iter()
+                        .position(|i| i.text.to_lowercase() == t)
+                        .or_else(|| mem.dod.iter().position(|i| !t.is_empty() && i.text.to_lowercase().contains(&t)))
+                })
             }
             _ => None,
         };
@@ -128,19 +105,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     let step = state.step;
-    for f in a
-        .get("facts")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-    {
+    for f in a.get("facts").and_then(Value::as_array).cloned().unwrap_or_default() {
         if let Some(f) = f.as_str().map(str::trim).filter(|f| !f.is_empty()) {
             let cited = f.contains("step") || f.contains("artifacts/");
-            mem.facts.push(if cited {
-                f.to_string()
-            } else {
-                format!("{f} (step {step})")
-            });
+            mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
         }
     }
     let mut decision = decision_of(&a);
@@ -155,18 +123,20 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             format!("open items: {}", open.join("; "))
         };
         if state.done_refusals > env.cfg.max_done_refusals {
-            stop = Some((StopKind::Escalated, format!("the model declared done {} times with the Definition of Done incomplete ({open_desc})", state.done_refusals)));
+            stop = Some((
+                StopKind::Escalated,
+                format!(
+                    "the model declared done {} times with the Definition of Done incomplete ({open_desc})",
+                    state.done_refusals
+                ),
+            ));
         } else {
             reason = format!("`done` refused: {open_desc}. (model said: {reason})");
             decision = "continue".into();
         }
     }
     if let Some(r) = &state.last_result {
-        let tool = plan
-            .next_action
-            .as_ref()
-            .map(|a| a.tool.as_str())
-            .unwrap_or("action");
+        let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
         plan.completed.push(format!(
             "step {step}: {tool} {} — {}",
             r.status,
@@ -177,10 +147,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         let items: Vec<crate::markdown::Item> = o
             .iter()
             .filter_map(|x| x.as_str())
-            .map(|t| crate::markdown::Item {
-                done: false,
-                text: t.to_string(),
-            })
+            .map(|t| crate::markdown::Item { done: false, text: t.to_string() })
             .collect();
         if !items.is_empty() {
             plan.outline = items;
@@ -190,10 +157,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     plan.next_action = None;
     plan.next_step = None;
-    mem.log.push(format!(
-        "step {step} reflect: {decision} — {}",
-        reason.chars().take(160).collect::<String>()
-    ));
+    mem.log.push(format!("step {step} reflect: {decision} — {}", reason.chars().take(160).collect::<String>()));
     let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
     account(env, state, &mut e, &answer);
     e.decision = Some(decision.clone());
@@ -221,17 +185,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
                 } else {
                     state.reframe_reason = Some(reason.clone());
                     state.next = Next::Frame;
-                    mem.status = format!(
-                        "reframing ({} of {})",
-                        state.reframes, state.limits.max_reframes
-                    );
+                    mem.status = format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
                 }
             }
             "escalate" => {
-                stop = Some((
-                    StopKind::Escalated,
-                    format!("escalated by reflect: {reason}"),
-                ));
+                stop = Some((StopKind::Escalated, format!("escalated by reflect: {reason}")));
                 mem.open_question = Some(reason.clone());
             }
             _ => {
@@ -249,39 +207,20 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     commit.file("memory.md", env.render_memory(&mem)?);
     commit.file("plan.md", env.render_plan(&plan)?);
-    commit.file(
-        "decisions.md",
-        env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?,
-    );
+    commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?);
     commit.entry(&e);
     if let Some((kind, why)) = stop {
         finish(env, state, &mut commit, kind, &why, None)?;
         outcome = Outcome::Stopped(kind);
     } else if decision == "done" {
-        let text = a
-            .get("outcome")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim()
-            .to_string();
+        let text = a.get("outcome").and_then(Value::as_str).unwrap_or("").trim().to_string();
         let mut arts: Vec<String> = a
             .get("artifacts")
             .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect()
-            })
+            .map(|v| v.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default();
         arts.retain(|p| env.ws.root.join(p).exists());
-        finish(
-            env,
-            state,
-            &mut commit,
-            StopKind::Done,
-            &reason,
-            Some((text, arts)),
-        )?;
+        finish(env, state, &mut commit, StopKind::Done, &reason, Some((text, arts)))?;
         outcome = Outcome::Stopped(StopKind::Done);
     } else {
         commit.state = Some(state.clone());

@@ -14,9 +14,7 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
         Next::Plan => super::plan::run(env, state),
         Next::Act => super::act::run(env, state),
         Next::Reflect => super::reflect::run(env, state),
-        Next::Finish | Next::None => {
-            Ok(Outcome::Stopped(state.stop.unwrap_or(StopKind::Escalated)))
-        }
+        Next::Finish | Next::None => Ok(Outcome::Stopped(state.stop.unwrap_or(StopKind::Escalated))),
     }
 }
 
@@ -35,10 +33,7 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<Stop
         last = Instant::now();
         if start.elapsed() >= timeout {
             let mut commit = Commit::default();
-            let reason = format!(
-                "timeout: the run used its wall-clock limit of {}s",
-                timeout.as_secs()
-            );
+            let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());
             finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
             env.commit(&commit)?;
             return Ok(StopKind::Budget);

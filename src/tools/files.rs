@@ -37,9 +37,7 @@ fn roots(env: &ToolEnv, access: Access) -> Vec<Utf8PathBuf> {
             out.extend(env.config.tools.write_paths.iter().map(|p| abs(p)));
         }
     }
-    out.into_iter()
-        .filter_map(|p| p.canonicalize_utf8().ok())
-        .collect()
+    out.into_iter().filter_map(|p| p.canonicalize_utf8().ok()).collect()
 }
 
 /// Resolves `.` and `..` lexically (only to pick the allowed folder; the open itself is
@@ -62,60 +60,34 @@ fn normalize(p: &Utf8Path) -> Utf8PathBuf {
 
 /// Finds the allowed root containing `requested` and opens it; returns the root dir and the
 /// path relative to it. Relative paths are taken from the workspace.
-fn locate(
-    env: &ToolEnv,
-    requested: &str,
-    access: Access,
-) -> Result<(Dir, Utf8PathBuf, Utf8PathBuf), String> {
+fn locate(env: &ToolEnv, requested: &str, access: Access) -> Result<(Dir, Utf8PathBuf, Utf8PathBuf), String> {
     if requested.contains('\0') {
         return Err("the path contains a NUL byte".into());
     }
-    let ws = env
-        .root
-        .canonicalize_utf8()
-        .map_err(|e| format!("cannot resolve the workspace: {e}"))?;
+    let ws = env.root.canonicalize_utf8().map_err(|e| format!("cannot resolve the workspace: {e}"))?;
     let req = Utf8Path::new(requested);
-    let full = normalize(&if req.is_absolute() {
-        req.to_path_buf()
-    } else {
-        ws.join(req)
-    });
+    let full = normalize(&if req.is_absolute() { req.to_path_buf() } else { ws.join(req) });
     let roots = roots(env, access);
     // Longest matching root first, so artifacts/ wins over the workspace.
     let mut best: Option<(&Utf8PathBuf, Utf8PathBuf)> = None;
     for root in &roots {
         if let Ok(rel) = full.strip_prefix(root) {
-            if best
-                .as_ref()
-                .is_none_or(|(b, _)| root.as_str().len() > b.as_str().len())
-            {
+            if best.as_ref().is_none_or(|(b, _)| root.as_str().len() > b.as_str().len()) {
                 best = Some((root, rel.to_path_buf()));
             }
         }
     }
-    let verb = if access == Access::Read {
-        "read"
-    } else {
-        "write"
-    };
+    let verb = if access == Access::Read { "read" } else { "write" };
     let Some((root, rel)) = best else {
         return Err(format!(
             "access denied: {requested} is outside the folders this tool may {verb} ({})",
-            roots
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            roots.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
         ));
     };
-    if rel
-        .components()
-        .any(|c| matches!(c, Utf8Component::ParentDir))
-    {
+    if rel.components().any(|c| matches!(c, Utf8Component::ParentDir)) {
         return Err(format!("access denied: {requested} climbs out with `..`"));
     }
-    let dir = Dir::open_ambient_dir(root, ambient_authority())
-        .map_err(|e| format!("cannot open {root}: {e}"))?;
+    let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| format!("cannot open {root}: {e}"))?;
     Ok((dir, root.clone(), rel))
 }
 
@@ -133,19 +105,11 @@ pub fn file_read(env: &ToolEnv, args: &Value) -> ToolResult {
         Ok(x) => x,
         Err(e) => return ToolResult::err(e, false),
     };
-    let rel_s = if rel.as_str().is_empty() {
-        "."
-    } else {
-        rel.as_str()
-    };
+    let rel_s = if rel.as_str().is_empty() { "." } else { rel.as_str() };
     // Only regular files: a FIFO or a device would block or never end.
     match dir.metadata(rel_s) {
-        Ok(m) if m.is_dir() => {
-            return ToolResult::err(format!("{path} is a folder; use list_dir"), false)
-        }
-        Ok(m) if !m.is_file() => {
-            return ToolResult::err(format!("{path} is not a regular file"), false)
-        }
+        Ok(m) if m.is_dir() => return ToolResult::err(format!("{path} is a folder; use list_dir"), false),
+        Ok(m) if !m.is_file() => return ToolResult::err(format!("{path} is not a regular file"), false),
         Ok(_) => {}
         Err(e) => return ToolResult::err(deny(path, e), false),
     }
@@ -166,10 +130,7 @@ pub fn file_read(env: &ToolEnv, args: &Value) -> ToolResult {
         return ToolResult::err(deny(path, e), true);
     }
     if buf.len() as u64 > cap {
-        return ToolResult::err(
-            format!("{path} is larger than tools.max_file_bytes ({cap} bytes)"),
-            false,
-        );
+        return ToolResult::err(format!("{path} is larger than tools.max_file_bytes ({cap} bytes)"), false);
     }
     let text = match String::from_utf8(buf) {
         Ok(t) => t,
@@ -212,46 +173,32 @@ pub fn file_write(env: &ToolEnv, args: &Value) -> ToolResult {
         }
     }
     let result = if append {
-        dir.open_with(rel.as_str(), OpenOptions::new().append(true).create(true))
-            .and_then(|mut f| {
-                f.write_all(content.as_bytes())?;
-                f.sync_data()
-            })
+        dir.open_with(rel.as_str(), OpenOptions::new().append(true).create(true)).and_then(|mut f| {
+            f.write_all(content.as_bytes())?;
+            f.sync_data()
+        })
     } else {
         // Atomic inside the capability: temp file beside the target, then rename.
         let name = rel.file_name().unwrap_or("file");
         let tmp = rel.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        dir.open_with(
-            tmp.as_str(),
-            OpenOptions::new().write(true).create(true).truncate(true),
-        )
-        .and_then(|mut f| {
-            f.write_all(content.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|_| dir.rename(tmp.as_str(), &dir, rel.as_str()))
-        .inspect_err(|_| {
-            let _ = dir.remove_file(tmp.as_str());
-        })
+        dir.open_with(tmp.as_str(), OpenOptions::new().write(true).create(true).truncate(true))
+            .and_then(|mut f| {
+                f.write_all(content.as_bytes())?;
+                f.sync_all()
+            })
+            .and_then(|_| dir.rename(tmp.as_str(), &dir, rel.as_str()))
+            .inspect_err(|_| {
+                let _ = dir.remove_file(tmp.as_str());
+            })
     };
     if let Err(e) = result {
         return ToolResult::err(deny(path, e), false);
     }
-    let ws = env
-        .root
-        .canonicalize_utf8()
-        .unwrap_or_else(|_| env.root.to_path_buf());
+    let ws = env.root.canonicalize_utf8().unwrap_or_else(|_| env.root.to_path_buf());
     let full = root.join(&rel);
-    let shown = full
-        .strip_prefix(&ws)
-        .map(|p| p.to_string())
-        .unwrap_or_else(|_| full.to_string());
+    let shown = full.strip_prefix(&ws).map(|p| p.to_string()).unwrap_or_else(|_| full.to_string());
     let mut r = ToolResult::ok(
-        format!(
-            "wrote {} characters to {shown}{}",
-            content.chars().count(),
-            if append { " (appended)" } else { "" }
-        ),
+        format!("wrote {} characters to {shown}{}", content.chars().count(), if append { " (appended)" } else { "" }),
         json!({"path": shown, "size_bytes": content.len(), "mode": if append { "append" } else { "overwrite" }}),
     );
     r.artifacts.push(shown);
@@ -296,13 +243,7 @@ pub fn list_dir(env: &ToolEnv, args: &Value) -> ToolResult {
     names.sort();
     let text = names
         .iter()
-        .map(|(n, s)| {
-            if n.ends_with('/') {
-                n.clone()
-            } else {
-                format!("{n}\t{s}")
-            }
-        })
+        .map(|(n, s)| if n.ends_with('/') { n.clone() } else { format!("{n}\t{s}") })
         .collect::<Vec<_>>()
         .join("\n");
     ToolResult::ok(text, json!({"entries": names.len()}))

@@ -5,10 +5,7 @@
 //! dropped. Conversion to markdown uses the `htmd` crate (html5ever underneath).
 
 fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
-    hay.get(from..)?
-        .to_ascii_lowercase()
-        .find(needle)
-        .map(|i| i + from)
+    hay.get(from..)?.to_ascii_lowercase().find(needle).map(|i| i + from)
 }
 
 /// The inside of the first `<article>` (else `<main>`), or the whole document.
@@ -37,14 +34,10 @@ pub fn title(html: &str) -> Option<String> {
     (!t.is_empty()).then_some(t)
 }
 
-const SKIP: [&str; 10] = [
-    "script", "style", "nav", "header", "footer", "aside", "noscript", "form", "svg", "iframe",
-];
+const SKIP: [&str; 10] = ["script", "style", "nav", "header", "footer", "aside", "noscript", "form", "svg", "iframe"];
 
 pub fn to_markdown(html: &str) -> String {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(SKIP.to_vec())
-        .build();
+    let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIP.to_vec()).build();
     let body = main_content(html);
     match converter.convert(body) {
         Ok(md) => collapse_blank_lines(&md),
@@ -71,11 +64,7 @@ pub fn to_text(html: &str) -> String {
             if !closing && SKIP.contains(&tag.as_str()) {
                 match find_ci(body, &format!("</{tag}"), i + gt) {
                     Some(end) => {
-                        i = end
-                            + body[end..]
-                                .find('>')
-                                .map(|g| g + 1)
-                                .unwrap_or(body.len() - end);
+                        i = end + body[end..].find('>').map(|g| g + 1).unwrap_or(body.len() - end);
                         continue;
                     }
                     None => break,
@@ -106,10 +95,7 @@ pub fn to_text(html: &str) -> String {
             i = next;
         }
     }
-    let lines: Vec<String> = out
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
+    let lines: Vec<String> = out.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     collapse_blank_lines(&lines.join("\n"))
 }
 
@@ -154,17 +140,11 @@ mod tests {
         let html = "<html><head><title>T &amp; U</title></head><body><nav>Menu</nav><article><h1>Head</h1><p>Body <b>text</b>.</p><script>x()</script></article><footer>foot</footer></body></html>";
         let md = super::to_markdown(html);
         assert!(
-            md.contains("# Head")
-                && md.contains("**text**")
-                && !md.contains("Menu")
-                && !md.contains("x()"),
+            md.contains("# Head") && md.contains("**text**") && !md.contains("Menu") && !md.contains("x()"),
             "{md}"
         );
         assert_eq!(super::title(html).as_deref(), Some("T & U"));
         let text = super::to_text(html);
-        assert!(
-            text.contains("Body text.") && !text.contains("foot"),
-            "{text}"
-        );
+        assert!(text.contains("Body text.") && !text.contains("foot"), "{text}");
     }
 }

@@ -21,22 +21,16 @@ pub fn store_dir(env: &ToolEnv) -> Option<Utf8PathBuf> {
 fn plain(id: &str, what: &str) -> Result<(), String> {
     if id.is_empty()
         || id.len() > 64
-        || !id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        || !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
     {
-        return Err(format!(
-            "{what} `{id}` must be 1-64 characters of a-z, 0-9, _ and -"
-        ));
+        return Err(format!("{what} `{id}` must be 1-64 characters of a-z, 0-9, _ and -"));
     }
     Ok(())
 }
 
 fn load(path: &camino::Utf8Path, default: Value) -> Result<Value, String> {
     match fs::read_optional(path) {
-        Ok(Some(t)) => {
-            serde_json::from_str(&t).map_err(|e| format!("{path} is not valid JSON: {e}"))
-        }
+        Ok(Some(t)) => serde_json::from_str(&t).map_err(|e| format!("{path} is not valid JSON: {e}")),
         Ok(None) => Ok(default),
         Err(e) => Err(e.message),
     }
@@ -46,11 +40,7 @@ fn save(path: &camino::Utf8Path, v: &Value) -> Result<(), String> {
     if let Some(p) = path.parent() {
         fs::create_dir_all(p).map_err(|e| e.message)?;
     }
-    fs::write_atomic(
-        path,
-        (serde_json::to_string_pretty(v).expect("json") + "\n").as_bytes(),
-    )
-    .map_err(|e| e.message)
+    fs::write_atomic(path, (serde_json::to_string_pretty(v).expect("json") + "\n").as_bytes()).map_err(|e| e.message)
 }
 
 fn keywords(text: &str) -> Vec<String> {
@@ -78,21 +68,12 @@ fn save_inner(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
     plain(topic, "topic")?;
     let title = args["title"].as_str().unwrap_or("").trim();
     let content = args["content"].as_str().unwrap_or("");
-    let section = args
-        .get("section")
-        .and_then(Value::as_str)
-        .unwrap_or("main");
+    let section = args.get("section").and_then(Value::as_str).unwrap_or("main");
     plain(section, "section")?;
     let now = crate::clock::now_rfc3339();
-    let mut topics = load(
-        &dir.join("topics.json"),
-        json!({"version": "1.0.0", "topics": []}),
-    )?;
+    let mut topics = load(&dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
     let index_path = dir.join(format!("index_{topic}.json"));
-    let mut index = load(
-        &index_path,
-        json!({"topic_id": topic, "version": "1.0.0", "entries": []}),
-    )?;
+    let mut index = load(&index_path, json!({"topic_id": topic, "version": "1.0.0", "entries": []}))?;
     let entries = index["entries"].as_array().cloned().unwrap_or_default();
     let content_id = match args.get("content_id").and_then(Value::as_str) {
         Some(id) => {
@@ -101,11 +82,7 @@ fn save_inner(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
         }
         None => format!(
             "content_{:03}",
-            entries
-                .iter()
-                .filter_map(|e| e["content_file"].as_str())
-                .collect::<std::collections::BTreeSet<_>>()
-                .len()
+            entries.iter().filter_map(|e| e["content_file"].as_str()).collect::<std::collections::BTreeSet<_>>().len()
                 + 1
         ),
     };
@@ -121,30 +98,20 @@ fn save_inner(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
     if let Some(tags) = args.get("keywords") {
         doc["metadata"]["tags"] = tags.clone();
     }
-    let sections = doc["sections"]
-        .as_array_mut()
-        .ok_or("content file has no sections list")?;
+    let sections = doc["sections"].as_array_mut().ok_or("content file has no sections list")?;
     sections.retain(|s| s["section_id"] != section);
-    sections.push(
-        json!({"section_id": section, "title": section, "content": content, "updated_at": now}),
-    );
+    sections.push(json!({"section_id": section, "title": section, "content": content, "updated_at": now}));
     save(&content_path, &doc)?;
     let mut kw: Vec<String> = args
         .get("keywords")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|k| k.as_str().map(str::to_lowercase))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_lowercase)).collect())
         .unwrap_or_default();
     kw.extend(keywords(&format!("{title} {content}")));
     kw.dedup();
     let file = format!("{content_id}.json");
-    let mut entries: Vec<Value> = entries
-        .into_iter()
-        .filter(|e| !(e["content_file"] == file.as_str() && e["section_id"] == section))
-        .collect();
+    let mut entries: Vec<Value> =
+        entries.into_iter().filter(|e| !(e["content_file"] == file.as_str() && e["section_id"] == section)).collect();
     entries.push(json!({
         "index_id": format!("idx_{content_id}_{section}"),
         "content_file": file,
@@ -156,9 +123,7 @@ fn save_inner(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
     index["entries"] = json!(entries);
     index["last_updated"] = json!(now);
     save(&index_path, &index)?;
-    let list = topics["topics"]
-        .as_array_mut()
-        .ok_or("topics.json has no topics list")?;
+    let list = topics["topics"].as_array_mut().ok_or("topics.json has no topics list")?;
     list.retain(|t| t["id"] != topic);
     list.push(json!({"id": topic, "name": topic, "description": "", "index_file": format!("index_{topic}.json"), "content_dir": format!("{topic}/"), "entry_count": entries.len()}));
     topics["last_updated"] = json!(now);
@@ -173,12 +138,7 @@ pub fn search_tool(env: &ToolEnv, args: &Value) -> ToolResult {
     let Some(dir) = store_dir(env) else {
         return ToolResult::err("no memory folder: set tools.memory.dir", false);
     };
-    let query: Vec<String> = args["query"]
-        .as_str()
-        .unwrap_or("")
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect();
+    let query: Vec<String> = args["query"].as_str().unwrap_or("").split_whitespace().map(str::to_lowercase).collect();
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5) as usize;
     let only = args.get("topic").and_then(Value::as_str);
     let topics = match load(&dir.join("topics.json"), json!({"topics": []})) {
@@ -191,15 +151,11 @@ pub fn search_tool(env: &ToolEnv, args: &Value) -> ToolResult {
         if plain(id, "topic").is_err() || only.is_some_and(|o| o != id) {
             continue;
         }
-        let Ok(index) = load(
-            &dir.join(format!("index_{id}.json")),
-            json!({"entries": []}),
-        ) else {
+        let Ok(index) = load(&dir.join(format!("index_{id}.json")), json!({"entries": []})) else {
             continue;
         };
         for e in index["entries"].as_array().cloned().unwrap_or_default() {
-            let hay =
-                format!("{} {}", e["summary"].as_str().unwrap_or(""), e["keywords"]).to_lowercase();
+            let hay = format!("{} {}", e["summary"].as_str().unwrap_or(""), e["keywords"]).to_lowercase();
             let score = query.iter().filter(|q| hay.contains(q.as_str())).count();
             if score > 0 {
                 hits.push((score, json!({"topic": id, "content_id": e["content_file"].as_str().unwrap_or("").trim_end_matches(".json"), "section": e["section_id"], "summary": e["summary"], "score": score})));

@@ -128,15 +128,14 @@ impl Registry {
     pub fn new(cfg: &Config) -> Self {
         let t = cfg.tools.timeout.0;
         let cap = cfg.tools.output_cap;
-        let spec =
-            |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
-                name: name.into(),
-                description: description.into(),
-                parameters,
-                side_effect,
-                timeout: t,
-                output_cap: cap,
-            };
+        let spec = |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            side_effect,
+            timeout: t,
+            output_cap: cap,
+        };
         let mut specs = vec![
             spec(
                 "file_read",
@@ -239,20 +238,20 @@ impl Registry {
             specs.push(spec(
                 "memory_search",
                 "Search long-term memory by keywords; returns matching notes (topic, content_id, summary).",
-                obj(json!({
-                    "query": {"type": "string", "minLength": 1},
-                    "topic": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50}
-                }), &["query"]),
+                obj(
+                    json!({
+                        "query": {"type": "string", "minLength": 1},
+                        "topic": {"type": "string"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 50}
+                    }),
+                    &["query"],
+                ),
                 SideEffect::Read,
             ));
             specs.push(spec(
                 "memory_read",
                 "Read one long-term memory note in full.",
-                obj(
-                    json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}),
-                    &["topic", "content_id"],
-                ),
+                obj(json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}), &["topic", "content_id"]),
                 SideEffect::Read,
             ));
         }
@@ -267,10 +266,7 @@ impl Registry {
                 } else {
                     ext.description.clone()
                 },
-                parameters: ext
-                    .parameters
-                    .clone()
-                    .unwrap_or_else(|| json!({"type": "object"})),
+                parameters: ext.parameters.clone().unwrap_or_else(|| json!({"type": "object"})),
                 side_effect: SideEffect::External,
                 timeout: t,
                 output_cap: cap,
@@ -298,10 +294,7 @@ impl Registry {
 
     /// The tools Act may run under this config (`allowed_tools`; `finish` is always allowed).
     pub fn allowed<'a>(&'a self, cfg: &Config) -> Vec<&'a ToolSpec> {
-        self.specs
-            .iter()
-            .filter(|s| is_allowed(cfg, &s.name))
-            .collect()
+        self.specs.iter().filter(|s| is_allowed(cfg, &s.name)).collect()
     }
 
     /// Checks that a tool exists, is allowed and its arguments match its schema.
@@ -309,11 +302,7 @@ impl Registry {
         let Some(spec) = self.get(name) else {
             return Err(format!(
                 "unknown tool `{name}`; available: {}",
-                self.allowed(cfg)
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                self.allowed(cfg).iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
             ));
         };
         if !is_allowed(cfg, &spec.name) {
@@ -356,16 +345,12 @@ impl Registry {
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
     name == "finish"
-        || cfg
-            .allowed_tools
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+        || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
 }
 
 /// Validates arguments against a JSON Schema; the error names the field.
 pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("the tool's schema is invalid: {e}"))?;
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(args)
         .map(|e| {
@@ -373,10 +358,7 @@ pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
             if at.is_empty() {
                 format!("arguments: {e}")
             } else {
-                format!(
-                    "argument `{}`: {e}",
-                    at.trim_start_matches('/').replace('/', ".")
-                )
+                format!("argument `{}`: {e}", at.trim_start_matches('/').replace('/', "."))
             }
         })
         .collect();
@@ -404,10 +386,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
             result.artifacts.push(rel);
         }
         Err(e) => {
-            result.output = format!(
-                "{excerpt}\n\n[output truncated; could not save the rest: {}]",
-                e.message
-            );
+            result.output = format!("{excerpt}\n\n[output truncated; could not save the rest: {}]", e.message);
         }
     }
 }
@@ -425,7 +404,10 @@ fn skill_read(env: &ToolEnv, args: &Value) -> ToolResult {
             .collect();
         if !missing.is_empty() {
             return ToolResult::err(
-                format!("skill `{name}` requires the tool(s) {} which are not available or not in allowed_tools", missing.join(", ")),
+                format!(
+                    "skill `{name}` requires the tool(s) {} which are not available or not in allowed_tools",
+                    missing.join(", ")
+                ),
                 false,
             );
         }
@@ -441,11 +423,7 @@ fn finish(args: &Value) -> ToolResult {
     let artifacts: Vec<String> = args
         .get("artifacts")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
         .unwrap_or_default();
     let mut r = ToolResult::ok(summary, json!({"finish": true}));
     r.artifacts = artifacts;
@@ -454,7 +432,5 @@ fn finish(args: &Value) -> ToolResult {
 
 /// Artifact paths are reported relative to the workspace.
 pub fn rel_artifact(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
-    p.strip_prefix(root)
-        .map(Utf8Path::to_path_buf)
-        .unwrap_or_else(|_| p.to_path_buf())
+    p.strip_prefix(root).map(Utf8Path::to_path_buf).unwrap_or_else(|_| p.to_path_buf())
 }

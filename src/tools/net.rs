@@ -67,19 +67,13 @@ fn host_matches(host: &str, pattern: &str) -> bool {
 
 /// Parses and checks a URL against the policy, resolving the host.
 pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
-    let uri: Uri = url
-        .trim()
-        .parse()
-        .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+    let uri: Uri = url.trim().parse().map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
     let scheme = uri
         .scheme_str()
         .map(str::to_ascii_lowercase)
         .ok_or_else(|| format!("`{url}` has no scheme; use http:// or https://"))?;
     if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
-        return Err(format!(
-            "scheme `{scheme}` is not allowed (allowed: {})",
-            p.schemes.join(", ")
-        ));
+        return Err(format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", ")));
     }
     let host = uri
         .host()
@@ -88,13 +82,9 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
         .trim_end_matches(']')
         .to_ascii_lowercase();
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-        return Err(format!(
-            "`{url}` carries credentials in the URL; pass them as headers"
-        ));
+        return Err(format!("`{url}` carries credentials in the URL; pass them as headers"));
     }
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
     if p.deny_hosts.iter().any(|d| host_matches(&host, d)) {
         return Err(format!("host `{host}` is denied by tools.http.deny_hosts"));
     }
@@ -119,12 +109,7 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
             ));
         }
     }
-    Ok(Target {
-        uri,
-        scheme,
-        host,
-        port,
-    })
+    Ok(Target { uri, scheme, host, port })
 }
 
 /// Resolves a Location header against the URL it came from.
@@ -132,11 +117,7 @@ fn join(base: &Target, loc: &str) -> String {
     if loc.contains("://") {
         return loc.to_string();
     }
-    let authority = base
-        .uri
-        .authority()
-        .map(|a| a.as_str())
-        .unwrap_or(&base.host);
+    let authority = base.uri.authority().map(|a| a.as_str()).unwrap_or(&base.host);
     if let Some(rest) = loc.strip_prefix("//") {
         return format!("{}://{rest}", base.scheme);
     }
@@ -145,11 +126,7 @@ fn join(base: &Target, loc: &str) -> String {
     }
     let path = base.uri.path();
     let dir = &path[..path.rfind('/').map(|i| i + 1).unwrap_or(0)];
-    format!(
-        "{}://{authority}{}{loc}",
-        base.scheme,
-        if dir.is_empty() { "/" } else { dir }
-    )
+    format!("{}://{authority}{}{loc}", base.scheme, if dir.is_empty() { "/" } else { dir })
 }
 
 pub struct Fetched {
@@ -173,8 +150,7 @@ impl ureq::unversioned::resolver::Resolver for PinnedResolver {
         config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let addrs = ureq::unversioned::resolver::DefaultResolver::default()
-            .resolve(uri, config, timeout)?;
+        let addrs = ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)?;
         if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
             return Err(ureq::Error::Io(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
@@ -205,30 +181,22 @@ pub fn fetch(
     let agent = ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
-        PinnedResolver {
-            allow_private: p.allow_private,
-        },
+        PinnedResolver { allow_private: p.allow_private },
     );
     let mut url = url.to_string();
     let mut method = method.to_ascii_uppercase();
     let mut body = body.map(str::to_string);
     for _hop in 0..=p.max_redirects {
         let target = check_url(&url, p).map_err(|e| (e, false))?;
-        let mut req = ureq::http::Request::builder()
-            .method(method.as_str())
-            .uri(target.uri.clone());
+        let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
         for (k, v) in headers {
             req = req.header(k.as_str(), v.as_str());
         }
         let sent = match (&body, method.as_str()) {
-            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => req
-                .body(b.clone())
-                .map_err(|e| (e.to_string(), false))
-                .and_then(|r| agent.run(r).map_err(classify)),
-            _ => req
-                .body(())
-                .map_err(|e| (e.to_string(), false))
-                .and_then(|r| agent.run(r).map_err(classify)),
+            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => {
+                req.body(b.clone()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify))
+            }
+            _ => req.body(()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify)),
         };
         let resp = sent?;
         let status = resp.status().as_u16();
@@ -244,42 +212,24 @@ pub fn fetch(
         }
         let mut hmap = Map::new();
         for (k, v) in resp.headers() {
-            hmap.insert(
-                k.as_str().to_string(),
-                Value::String(v.to_str().unwrap_or("").to_string()),
-            );
+            hmap.insert(k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string()));
         }
         let mut buf = Vec::new();
         let mut reader = resp.into_body().into_reader().take(p.max_bytes + 1);
-        reader
-            .read_to_end(&mut buf)
-            .map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
+        reader.read_to_end(&mut buf).map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
         let truncated = buf.len() as u64 > p.max_bytes;
         buf.truncate(p.max_bytes as usize);
-        return Ok(Fetched {
-            status,
-            url,
-            headers: hmap,
-            body: buf,
-            truncated,
-        });
+        return Ok(Fetched { status, url, headers: hmap, body: buf, truncated });
     }
-    Err((
-        format!("too many redirects (more than {})", p.max_redirects),
-        false,
-    ))
+    Err((format!("too many redirects (more than {})", p.max_redirects), false))
 }
 
 fn classify(e: ureq::Error) -> (String, bool) {
-    let refused =
-        matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
+    let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
     let retry = !refused
         && matches!(
             e,
-            ureq::Error::Timeout(_)
-                | ureq::Error::Io(_)
-                | ureq::Error::ConnectionFailed
-                | ureq::Error::HostNotFound
+            ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
         );
     let msg = match &e {
         ureq::Error::Timeout(_) => format!("timed out ({e})"),
@@ -295,36 +245,24 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
     let headers: Vec<(String, String)> = args
         .get("headers")
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
         .unwrap_or_default();
     let timeout = args
         .get("timeout_seconds")
         .and_then(Value::as_u64)
         .map(Duration::from_secs)
         .unwrap_or(env.config.tools.timeout.0);
-    match fetch(
-        p,
-        method,
-        url,
-        &headers,
-        args.get("body").and_then(Value::as_str),
-        timeout,
-    ) {
+    match fetch(p, method, url, &headers, args.get("body").and_then(Value::as_str), timeout) {
         Err((e, retry)) => ToolResult::err(e, retry),
         Ok(f) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
-            let out = json!({"status": f.status, "url": f.url, "headers": f.headers, "body": body, "truncated": f.truncated});
+            let out =
+                json!({"status": f.status, "url": f.url, "headers": f.headers, "body": body, "truncated": f.truncated});
             let text = serde_json::to_string_pretty(&out).unwrap_or_default();
             let meta = json!({"status_code": f.status, "url": f.url});
             if f.status >= 400 {
-                let mut r = ToolResult::err(
-                    format!("HTTP {} from {}", f.status, f.url),
-                    f.status == 429 || f.status >= 500,
-                );
+                let mut r =
+                    ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
                 r.output = text;
                 r.metadata = meta;
                 r
@@ -338,41 +276,21 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
 pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
     let p = &env.config.tools.http;
     let url = args["url"].as_str().unwrap_or_default();
-    let mode = args
-        .get("extract_mode")
-        .and_then(Value::as_str)
-        .unwrap_or("markdown");
-    let max = args
-        .get("max_length")
-        .and_then(Value::as_u64)
-        .unwrap_or(15_000) as usize;
-    let headers = vec![(
-        "accept".to_string(),
-        "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string(),
-    )];
+    let mode = args.get("extract_mode").and_then(Value::as_str).unwrap_or("markdown");
+    let max = args.get("max_length").and_then(Value::as_u64).unwrap_or(15_000) as usize;
+    let headers =
+        vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
     let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout.0) {
         Err((e, retry)) => return ToolResult::err(e, retry),
         Ok(f) => f,
     };
     if f.status >= 400 {
-        return ToolResult::err(
-            format!("HTTP {} from {}", f.status, f.url),
-            f.status == 429 || f.status >= 500,
-        );
+        return ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
     }
-    let ctype = f
-        .headers
-        .get("content-type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let ctype = f.headers.get("content-type").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
     let raw = String::from_utf8_lossy(&f.body).into_owned();
     let is_html = ctype.contains("html") || (ctype.is_empty() && raw.trim_start().starts_with('<'));
-    let title = if is_html {
-        super::html::title(&raw)
-    } else {
-        None
-    };
+    let title = if is_html { super::html::title(&raw) } else { None };
     let content = match (mode, is_html) {
         ("html", _) | (_, false) => raw,
         ("text", true) => super::html::to_text(&raw),

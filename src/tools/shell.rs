@@ -11,21 +11,14 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
     let cfg = &env.config.tools.shell;
     let argv: Vec<String> = args["argv"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
         .unwrap_or_default();
     let Some(program) = argv.first() else {
         return ToolResult::err("argv is empty", false);
     };
     if !cfg.allow.iter().any(|a| a == program) {
         return ToolResult::err(
-            format!(
-                "program `{program}` is not in tools.shell.allow ({})",
-                cfg.allow.join(", ")
-            ),
+            format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", ")),
             false,
         );
     }
@@ -40,11 +33,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
         Ok(c) => c,
         Err(e) => return ToolResult::err(format!("cannot start `{program}`: {e}"), false),
     };
-    let stdin_text = args
-        .get("stdin")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let stdin_text = args.get("stdin").and_then(Value::as_str).unwrap_or("").to_string();
     let mut stdin = child.stdin.take();
     let feeder = std::thread::spawn(move || {
         if let Some(s) = stdin.as_mut() {
@@ -73,13 +62,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     let Some(status) = status else {
-        return ToolResult::err(
-            format!(
-                "`{program}` timed out after {}s and was killed",
-                timeout.as_secs()
-            ),
-            true,
-        );
+        return ToolResult::err(format!("`{program}` timed out after {}s and was killed", timeout.as_secs()), true);
     };
     let code = status.code().unwrap_or(-1);
     let text = format!("exit code: {code}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");

@@ -57,10 +57,7 @@ impl T {
         serde_json::from_str(&self.read(rel)).unwrap()
     }
     pub fn trace(&self) -> Vec<serde_json::Value> {
-        self.read("ws/trace.jsonl")
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        self.read("ws/trace.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     }
 }
 
@@ -82,10 +79,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap()
@@ -101,18 +95,10 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(status: u16, v: serde_json::Value) -> Self {
-        Reply {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: v.to_string(),
-        }
+        Reply { status, headers: vec![("content-type".into(), "application/json".into())], body: v.to_string() }
     }
     pub fn text(status: u16, ctype: &str, body: &str) -> Self {
-        Reply {
-            status,
-            headers: vec![("content-type".into(), ctype.into())],
-            body: body.into(),
-        }
+        Reply { status, headers: vec![("content-type".into(), ctype.into())], body: body.into() }
     }
     pub fn header(mut self, k: &str, v: &str) -> Self {
         self.headers.push((k.into(), v.into()));
@@ -144,11 +130,7 @@ impl Server {
                 let r = Recorded {
                     method: req.method().to_string(),
                     url: req.url().to_string(),
-                    headers: req
-                        .headers()
-                        .iter()
-                        .map(|h| (h.field.to_string(), h.value.to_string()))
-                        .collect(),
+                    headers: req.headers().iter().map(|h| (h.field.to_string(), h.value.to_string())).collect(),
                     body,
                 };
                 let i = {
@@ -157,21 +139,14 @@ impl Server {
                     g.len() - 1
                 };
                 let reply = f(i, &r);
-                let mut resp =
-                    tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
+                let mut resp = tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
                 for (k, v) in reply.headers {
-                    resp.add_header(
-                        tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap(),
-                    );
+                    resp.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
                 }
                 let _ = req.respond(resp);
             }
         });
-        Server {
-            url: format!("http://127.0.0.1:{port}"),
-            requests,
-            _thread: thread,
-        }
+        Server { url: format!("http://127.0.0.1:{port}"), requests, _thread: thread }
     }
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()
@@ -185,27 +160,19 @@ impl Server {
 pub fn demo_files(t: &T) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/critique");
     for f in ["article.md", "context.md", "agentloop.yaml", "script.yaml"] {
-        t.write(
-            &format!("examples/critique/{f}"),
-            &std::fs::read_to_string(src.join(f)).unwrap(),
-        );
+        t.write(&format!("examples/critique/{f}"), &std::fs::read_to_string(src.join(f)).unwrap());
     }
 }
 
 /// Compares with a golden file under tests/golden/, or rewrites it when UPDATE_GOLDEN=1.
 pub fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing golden {name}; run with UPDATE_GOLDEN=1"));
-    assert_eq!(
-        actual, expected,
-        "golden {name} differs (UPDATE_GOLDEN=1 rewrites it)"
-    );
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing golden {name}; run with UPDATE_GOLDEN=1"));
+    assert_eq!(actual, expected, "golden {name} differs (UPDATE_GOLDEN=1 rewrites it)");
 }

@@ -7,24 +7,13 @@ use std::io::{BufRead, BufReader};
 #[test]
 fn init_writes_the_workspace_layout() {
     let t = T::new();
-    let out = t
-        .cmd()
-        .args(["init", "ws", "--goal", "Summarise the news"])
-        .output()
-        .unwrap();
+    let out = t.cmd().args(["init", "ws", "--goal", "Summarise the news"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let run_id = stdout(&out).trim().to_string();
     assert_eq!(run_id.len(), 26, "ULID run id");
-    for f in [
-        "context.md",
-        "memory.md",
-        "plan.md",
-        "decisions.md",
-        "skills.md",
-        "trace.jsonl",
-        "state.json",
-        "artifacts",
-    ] {
+    for f in
+        ["context.md", "memory.md", "plan.md", "decisions.md", "skills.md", "trace.jsonl", "state.json", "artifacts"]
+    {
         assert!(t.exists(&format!("ws/{f}")), "missing {f}");
     }
     let trace = t.trace();
@@ -43,59 +32,34 @@ fn init_writes_the_workspace_layout() {
     assert!(t.read("ws/plan.md").contains("## Next Action"));
     assert!(t.read("ws/context.md").contains("Summarise the news"));
     // Byte-stable under the fixed clock.
-    t.cmd()
-        .args(["init", "ws2", "--goal", "Summarise the news"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws2", "--goal", "Summarise the news"]).assert().success();
     assert_eq!(t.read("ws/trace.jsonl"), t.read("ws2/trace.jsonl"));
 }
 
 #[test]
 fn init_context_from_stdin_json_and_yaml() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g", "--context", "-"])
-        .write_stdin("{\"tone\": \"dry\"}")
-        .assert()
-        .success();
-    assert!(t
-        .read("ws/context.md")
-        .contains("```json\n{\n  \"tone\": \"dry\"\n}\n```"));
+    t.cmd().args(["init", "ws", "--goal", "g", "--context", "-"]).write_stdin("{\"tone\": \"dry\"}").assert().success();
+    assert!(t.read("ws/context.md").contains("```json\n{\n  \"tone\": \"dry\"\n}\n```"));
     t.write("ctx.yaml", "tone: warm\nmax_words: 200\n");
-    t.cmd()
-        .args(["init", "ws2", "--goal", "g", "--context", "ctx.yaml"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws2", "--goal", "g", "--context", "ctx.yaml"]).assert().success();
     assert!(t.read("ws2/context.md").contains("```yaml\ntone: warm"));
     t.write("ctx.md", "# Notes\nplain *markdown*");
-    t.cmd()
-        .args(["init", "ws3", "--goal", "g", "--context", "ctx.md"])
-        .assert()
-        .success();
-    assert!(t
-        .read("ws3/context.md")
-        .contains("# Notes\nplain *markdown*"));
+    t.cmd().args(["init", "ws3", "--goal", "g", "--context", "ctx.md"]).assert().success();
+    assert!(t.read("ws3/context.md").contains("# Notes\nplain *markdown*"));
 }
 
 #[test]
 fn init_refuses_to_clobber_without_force() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "one"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "one"]).assert().success();
     t.cmd()
         .args(["init", "ws", "--goal", "two"])
         .assert()
         .code(2)
-        .stderr(
-            predicate::str::contains("already holds run").and(predicate::str::contains("hint: ")),
-        );
+        .stderr(predicate::str::contains("already holds run").and(predicate::str::contains("hint: ")));
     assert!(t.read("ws/context.md").contains("one"));
-    t.cmd()
-        .args(["init", "ws", "--goal", "two", "--force"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "two", "--force"]).assert().success();
     assert!(t.read("ws/context.md").contains("two"));
     assert_eq!(t.trace().len(), 2, "trace is kept and appended");
 }
@@ -103,35 +67,19 @@ fn init_refuses_to_clobber_without_force() {
 #[test]
 fn status_reports_budgets_as_json() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g", "--max-steps", "7"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g", "--max-steps", "7"]).assert().success();
     let out = t.al(&["status", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        v["budgets"]["steps"],
-        serde_json::json!({"used": 0, "max": 7, "left": 7})
-    );
+    assert_eq!(v["budgets"]["steps"], serde_json::json!({"used": 0, "max": 7, "left": 7}));
     assert_eq!(v["next"], "frame");
-    t.al(&["status"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("steps     0 of 7"));
-    t.cmd()
-        .args(["-w", "nowhere", "status"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no run in nowhere"));
+    t.al(&["status"]).assert().success().stdout(predicate::str::contains("steps     0 of 7"));
+    t.cmd().args(["-w", "nowhere", "status"]).assert().code(2).stderr(predicate::str::contains("no run in nowhere"));
 }
 
 #[test]
 fn corrupt_trace_lines_are_reported_and_skipped() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let mut trace = t.read("ws/trace.jsonl");
     trace.push_str("{not json\n");
     trace.push_str(&t.read("ws/trace.jsonl"));
@@ -141,14 +89,8 @@ fn corrupt_trace_lines_are_reported_and_skipped() {
     assert!(out.status.success());
     assert_eq!(stdout(&out).lines().count(), 2);
     let err = stderr(&out);
-    assert!(
-        err.contains("trace.jsonl:2: skipped a corrupt line"),
-        "{err}"
-    );
-    assert!(
-        err.contains("trace.jsonl:4: skipped a corrupt line"),
-        "{err}"
-    );
+    assert!(err.contains("trace.jsonl:2: skipped a corrupt line"), "{err}");
+    assert!(err.contains("trace.jsonl:4: skipped a corrupt line"), "{err}");
     t.al(&["trace", "stats"]).assert().success();
 }
 
@@ -182,31 +124,20 @@ fn trace_filters() {
         a.extend_from_slice(args);
         let out = t.al(&a).output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
-        stdout(&out)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .collect::<Vec<_>>()
+        stdout(&out).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>()
     };
-    assert!(count(&["--phase", "act"])
-        .iter()
-        .all(|e| e["phase"] == "act"));
+    assert!(count(&["--phase", "act"]).iter().all(|e| e["phase"] == "act"));
     assert_eq!(count(&["--phase", "act"]).len(), 10);
-    assert!(count(&["--tool", "web_fetch"])
-        .iter()
-        .all(|e| e["tool"] == "web_fetch"));
+    assert!(count(&["--tool", "web_fetch"]).iter().all(|e| e["tool"] == "web_fetch"));
     let errors = count(&["--errors"]);
     assert!(!errors.is_empty() && errors.iter().all(|e| e["result_status"] == "error"));
     assert_eq!(count(&["--step", "2"]).len(), 3);
-    assert!(count(&["--run", "last"])
-        .iter()
-        .all(|e| e["run_id"] == "RUN2"));
+    assert!(count(&["--run", "last"]).iter().all(|e| e["run_id"] == "RUN2"));
     assert_eq!(count(&["--run", "RUN1"]).len(), 15);
     assert_eq!(count(&["--since", "2026-01-01T00:20:00Z"]).len(), 10);
     // --since as a duration counts back from the (fixed) clock: all 30 are within the hour.
     assert_eq!(count(&["--since", "1h"]).len(), 30);
-    t.al(&["trace", "show", "--since", "yesterday-ish"])
-        .assert()
-        .code(2);
+    t.al(&["trace", "show", "--since", "yesterday-ish"]).assert().code(2);
     let stats = t.al(&["trace", "stats", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(v["runs"], 2);
@@ -228,17 +159,10 @@ fn broken_pipe_exits_quietly() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     // The reader is dropped here, like `| head -1`.
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        stderr(&out)
-    );
+    assert!(out.status.success(), "exit {:?}: {}", out.status, stderr(&out));
     assert!(!line.is_empty());
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
@@ -246,18 +170,9 @@ fn broken_pipe_exits_quietly() {
 #[test]
 fn config_layers_and_sources() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    t.write(
-        "xdg/agentloop/config.yaml",
-        "max_steps: 11\nmax_reframes: 4\nllm: {model: user-model}\n",
-    );
-    t.write(
-        "ws/agentloop.yaml",
-        "max_steps: 12\nllm:\n  temperature: 0.5\n",
-    );
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.write("xdg/agentloop/config.yaml", "max_steps: 11\nmax_reframes: 4\nllm: {model: user-model}\n");
+    t.write("ws/agentloop.yaml", "max_steps: 12\nllm:\n  temperature: 0.5\n");
     let out = t
         .al(&["config", "show", "--json", "--max-reframes", "9"])
         .env("AGENTLOOP_LLM__MODEL", "env-model")
@@ -273,79 +188,43 @@ fn config_layers_and_sources() {
     assert_eq!(v["sources"]["max_reframes"], "command line");
     assert_eq!(v["sources"]["llm.model"], "environment");
     assert_eq!(v["sources"]["timeout"], "default");
-    let text = t
-        .al(&["config", "show"])
-        .env("AGENTLOOP_MAX_STEPS", "13")
-        .output()
-        .unwrap();
-    assert!(
-        stdout(&text).contains("max_steps = 13  # environment"),
-        "{}",
-        stdout(&text)
-    );
+    let text = t.al(&["config", "show"]).env("AGENTLOOP_MAX_STEPS", "13").output().unwrap();
+    assert!(stdout(&text).contains("max_steps = 13  # environment"), "{}", stdout(&text));
     // JSON config files work too.
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     t.write("ws/agentloop.json", "{\"max_steps\": 14}");
     let out = t.al(&["config", "show", "--json"]).output().unwrap();
-    assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["config"]["max_steps"],
-        14
-    );
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["config"]["max_steps"], 14);
 }
 
 #[test]
 fn config_errors_name_the_file_and_key() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     t.write("ws/agentloop.yaml", "llm:\n  modle: x\n");
     t.al(&["status"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "ws/agentloop.yaml at key `llm.modle`: unknown field `modle`",
-        ));
+        .stderr(predicate::str::contains("ws/agentloop.yaml at key `llm.modle`: unknown field `modle`"));
     t.write("ws/agentloop.yaml", "max_steps: many\n");
-    t.al(&["status"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "ws/agentloop.yaml at key `max_steps`",
-        ));
+    t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("ws/agentloop.yaml at key `max_steps`"));
     t.write("ws/agentloop.yaml", "max_steps: [1\n");
-    t.al(&["status"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "invalid YAML in ws/agentloop.yaml",
-        ));
+    t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("invalid YAML in ws/agentloop.yaml"));
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     t.write("xdg/agentloop/config.yaml", "colour: red\n");
-    t.al(&["status"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "xdg/agentloop/config.yaml at key `colour`",
-        ));
+    t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("xdg/agentloop/config.yaml at key `colour`"));
     std::fs::remove_file(t.path("xdg/agentloop/config.yaml")).unwrap();
     t.al(&["status"])
         .env("AGENTLOOP_BOGUS_KEY", "1")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "environment variable AGENTLOOP_BOGUS_KEY",
-        ));
+        .stderr(predicate::str::contains("environment variable AGENTLOOP_BOGUS_KEY"));
     t.al(&["status"])
         .env("AGENTLOOP_MAX_STEPS", "lots")
         .assert()
         .code(2)
         .stderr(predicate::str::contains("AGENTLOOP_MAX_STEPS"));
-    t.al(&["status", "--provider", "nope"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("llm.provider"));
+    t.al(&["status", "--provider", "nope"]).assert().code(2).stderr(predicate::str::contains("llm.provider"));
     t.al(&["status", "--config", "missing.yaml"])
         .assert()
         .code(2)
@@ -356,25 +235,16 @@ fn config_errors_name_the_file_and_key() {
 #[test]
 fn agent_profiles_are_a_layer() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     t.write(
         "ws/agents/researcher.yaml",
         "system_prompt: Be thorough.\nmax_steps: 30\nallowed_tools: [web_fetch, file_write]\n",
     );
-    let out = t
-        .al(&["config", "show", "--json", "--agent", "researcher"])
-        .output()
-        .unwrap();
+    let out = t.al(&["config", "show", "--json", "--agent", "researcher"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["config"]["max_steps"], 30);
     assert_eq!(v["config"]["system_prompt"], "Be thorough.");
-    assert!(v["sources"]["max_steps"]
-        .as_str()
-        .unwrap()
-        .contains("agent profile"));
+    assert!(v["sources"]["max_steps"].as_str().unwrap().contains("agent profile"));
     t.al(&["config", "show", "--agent", "ghost"])
         .assert()
         .code(2)
@@ -384,21 +254,14 @@ fn agent_profiles_are_a_layer() {
 #[test]
 fn lock_contention_fails_fast_or_waits() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(t.path("ws/.agentloop.lock"))
-        .unwrap();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let lock = std::fs::OpenOptions::new().read(true).write(true).open(t.path("ws/.agentloop.lock")).unwrap();
     lock.try_lock().unwrap();
     std::fs::write(t.path("ws/.agentloop.lock"), "4242").unwrap();
-    t.al(&["frame"]).assert().code(7).stderr(
-        predicate::str::contains("locked by agentloop process 4242")
-            .and(predicate::str::contains("--wait")),
-    );
+    t.al(&["frame"])
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("locked by agentloop process 4242").and(predicate::str::contains("--wait")));
     let start = std::time::Instant::now();
     t.al(&["frame", "--wait=1"]).assert().code(7);
     assert!(start.elapsed() >= std::time::Duration::from_millis(900));
@@ -407,20 +270,14 @@ fn lock_contention_fails_fast_or_waits() {
         lock.unlock().unwrap();
     });
     // With the lock released during the wait, the command proceeds (and fails later for want of a model).
-    t.al(&["frame", "--wait=10"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no model provider"));
+    t.al(&["frame", "--wait=10"]).assert().code(2).stderr(predicate::str::contains("no model provider"));
     releaser.join().unwrap();
 }
 
 #[test]
 fn two_processes_never_both_write() {
     let t = T::new();
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  shell: {enabled: true, allow: [sleep], timeout: 10s}\n",
-    );
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep], timeout: 10s}\n");
     t.write(
         "script.yaml",
         "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: shell, args: {argv: [sleep, '1']}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: escalate, reason: stop here}\n",
@@ -445,42 +302,27 @@ fn two_processes_never_both_write() {
     let a = a.wait_with_output().unwrap();
     assert_eq!(b.status.code(), Some(7), "second: {}", stderr(&b));
     assert_eq!(a.status.code(), Some(3), "first: {}", stderr(&a));
-    let runs: std::collections::BTreeSet<String> = t
-        .trace()
-        .iter()
-        .map(|e| e["run_id"].as_str().unwrap().to_string())
-        .collect();
+    let runs: std::collections::BTreeSet<String> =
+        t.trace().iter().map(|e| e["run_id"].as_str().unwrap().to_string()).collect();
     assert_eq!(runs.len(), 1, "only one process wrote");
 }
 
 #[test]
 fn interrupted_write_leaves_the_old_file_intact() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let before_memory = t.read("ws/memory.md");
     let before_state = t.read("ws/state.json");
-    t.write(
-        "script.yaml",
-        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n",
-    );
+    t.write("script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
     // Killed right before memory.md's rename: the old file is intact and the temp file is left aside.
-    let out = t
-        .al(&["--script", "script.yaml", "frame"])
-        .env("AGENTLOOP_CRASH_AT", "write:memory.md")
-        .output()
-        .unwrap();
+    let out =
+        t.al(&["--script", "script.yaml", "frame"]).env("AGENTLOOP_CRASH_AT", "write:memory.md").output().unwrap();
     assert!(!out.status.success());
     assert_eq!(t.read("ws/memory.md"), before_memory);
     assert_eq!(t.read("ws/state.json"), before_state);
     // The journal was written first, so the next locker completes the phase exactly once.
     t.al(&["status", "--json"]).assert().success();
-    t.al(&["--script", "script.yaml", "plan", "--force"])
-        .env("AGENTLOOP_CRASH_AT", "never")
-        .assert()
-        .code(5);
+    t.al(&["--script", "script.yaml", "plan", "--force"]).env("AGENTLOOP_CRASH_AT", "never").assert().code(5);
     let frames = t.trace().iter().filter(|e| e["event"] == "frame").count();
     assert_eq!(frames, 1, "frame applied exactly once");
     assert!(t.read("ws/memory.md").contains("- [ ] a"));
@@ -490,39 +332,27 @@ fn interrupted_write_leaves_the_old_file_intact() {
 fn man_page_and_completions_match_the_cli() {
     let t = T::new();
     let out = t.cmd().arg("man").output().unwrap();
-    let committed = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man/agentloop.1"),
-    )
-    .unwrap();
-    assert_eq!(
-        stdout(&out),
-        committed,
-        "man/agentloop.1 is stale: run `make man`"
-    );
-    t.cmd()
-        .args(["completions", "bash"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("agentloop"));
-    t.cmd()
-        .arg("--help")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("Exit codes"));
-    t.cmd()
-        .args(["trace", "show", "--help"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("--follow"));
+    let committed =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man/agentloop.1")).unwrap();
+    assert_eq!(stdout(&out), committed, "man/agentloop.1 is stale: run `make man`");
+    t.cmd().args(["completions", "bash"]).assert().success().stdout(predicate::str::contains("agentloop"));
+    t.cmd().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes"));
+    t.cmd().args(["trace", "show", "--help"]).assert().success().stdout(predicate::str::contains("--follow"));
+    // Help output is snapshotted, so a change to the CLI shows up in review.
+    for (args, name) in [
+        (vec!["--help"], "help.txt"),
+        (vec!["run", "--help"], "help-run.txt"),
+        (vec!["handle", "--help"], "help-handle.txt"),
+    ] {
+        let out = t.cmd().args(&args).output().unwrap();
+        golden(name, &stdout(&out));
+    }
 }
 
 #[test]
 fn follow_tails_until_the_run_finishes() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .args(["-w", "ws", "trace", "show", "--json", "--follow"])
         .current_dir(t.root())
@@ -532,10 +362,7 @@ fn follow_tails_until_the_run_finishes() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let line = serde_json::json!({"ts": "2026-01-01T00:00:01.000Z", "run_id": "R", "step": 0, "phase": "run", "event": "run.finished"}).to_string();
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(t.path("ws/trace.jsonl"))
-        .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(t.path("ws/trace.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -545,10 +372,7 @@ fn follow_tails_until_the_run_finishes() {
 #[test]
 fn agents_list_shows_profiles() {
     let t = T::new();
-    t.write(
-        "ws/agents/researcher.yaml",
-        "description: Digs deep.\nmax_steps: 30\n",
-    );
+    t.write("ws/agents/researcher.yaml", "description: Digs deep.\nmax_steps: 30\n");
     t.write("ws/agents/broken.yaml", "nonsense_key: 1\n");
     let out = t.al(&["agents", "list"]).output().unwrap();
     let s = stdout(&out);
@@ -559,23 +383,12 @@ fn agents_list_shows_profiles() {
 #[test]
 fn a_torn_trace_line_does_not_swallow_the_next_entry() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(t.path("ws/trace.jsonl"))
-        .unwrap();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let mut f = std::fs::OpenOptions::new().append(true).open(t.path("ws/trace.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, b"{\"ts\": \"2026-01-01T00:00:00Z\", \"run_").unwrap();
-    t.write(
-        "s.yaml",
-        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n",
-    );
+    t.write("s.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
     t.al(&["--script", "s.yaml", "frame"]).assert().success();
     let out = t.al(&["trace", "show", "--json"]).output().unwrap();
     assert!(stderr(&out).contains("trace.jsonl:2: skipped a corrupt line"));
-    assert!(stdout(&out)
-        .lines()
-        .any(|l| l.contains("\"event\":\"frame\"")));
+    assert!(stdout(&out).lines().any(|l| l.contains("\"event\":\"frame\"")));
 }

@@ -30,13 +30,7 @@ impl H {
         H { t }
     }
     fn send(&self, req: &str) -> Value {
-        let out = self
-            .t
-            .cmd()
-            .args(["-w", "root", "handle"])
-            .write_stdin(req.to_string())
-            .output()
-            .unwrap();
+        let out = self.t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = stdout(&out);
         assert_eq!(text.lines().count(), 1, "exactly one JSON line: {text}");
@@ -46,13 +40,7 @@ impl H {
     }
     fn start(&self) -> (String, Value) {
         let v = self.send(&json!({"protocol": 2, "job_id": "j1", "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "fetch http://example.com and critique it"}, "dedupe_key": "agentic:start:req-1", "timestamp": "0001-01-01T00:00:00Z"}, "unknown_field": true}).to_string());
-        (
-            v["state_updates"]["last_run_id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-            v,
-        )
+        (v["state_updates"]["last_run_id"].as_str().unwrap().to_string(), v)
     }
     fn result(&self, run: &str, step: u64, tool: &str, status: &str) -> Value {
         self.send(&json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.tool_result", "payload": {"run_id": run, "step": step, "tool": tool, "status": status, "result": {"excerpt": "page text"}, "error": if status == "ok" { Value::Null } else { json!("fetch failed") }}}}).to_string())
@@ -68,20 +56,12 @@ fn check_protocol(v: &Value) {
     assert!(v["events"].is_array() && v["logs"].is_array());
     assert!(v["state_updates"]["runs"].is_object());
     for e in v["events"].as_array().unwrap() {
-        assert!(
-            e["type"].is_string() && e["payload"].is_object() && e["dedupe_key"].is_string(),
-            "{e}"
-        );
+        assert!(e["type"].is_string() && e["payload"].is_object() && e["dedupe_key"].is_string(), "{e}");
     }
 }
 
 fn types(v: &Value) -> Vec<String> {
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_string())
-        .collect()
+    v["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
 }
 
 #[test]
@@ -98,11 +78,7 @@ fn start_creates_a_run_and_the_first_request_with_protected_keys() {
     assert_eq!(e["payload"]["url"], "http://example.com");
     let r = &v["state_updates"]["runs"][&run];
     assert_eq!(
-        (
-            r["pending_step"].as_u64(),
-            r["pending_tool"].as_str(),
-            r["status"].as_str()
-        ),
+        (r["pending_step"].as_u64(), r["pending_tool"].as_str(), r["status"].as_str()),
         (Some(1), Some("jina-reader"), Some("running"))
     );
     // Persisted before the event is emitted.
@@ -118,10 +94,7 @@ fn matching_result_advances_to_completion_exactly_once() {
     let (run, _) = h.start();
     let v = h.result(&run, 1, "jina-reader", "ok");
     assert_eq!(types(&v), ["agent.completed"], "{v}");
-    assert_eq!(
-        v["events"][0]["payload"]["artifacts"],
-        json!(["artifacts/critique.md"])
-    );
+    assert_eq!(v["events"][0]["payload"]["artifacts"], json!(["artifacts/critique.md"]));
     assert_eq!(v["events"][0]["payload"]["steps_taken"], 2);
     // Duplicate delivery: nothing changes, no second completion.
     let before = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
@@ -154,15 +127,9 @@ fn wrong_tool_or_future_step_escalates() {
         let (run, _) = h.start();
         let v = h.result(&run, step, tool, "ok");
         assert_eq!(types(&v), ["agent.escalated"], "{v}");
-        assert!(v["events"][0]["payload"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains(why));
+        assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains(why));
         let again = h.result(&run, 1, "jina-reader", "ok");
-        assert!(
-            types(&again).is_empty(),
-            "terminal run ignores later results"
-        );
+        assert!(types(&again).is_empty(), "terminal run ignores later results");
     }
 }
 
@@ -173,18 +140,12 @@ fn tool_errors_retry_then_escalate() {
     let v = h.result(&run, 1, "jina-reader", "error");
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
     assert_eq!(v["events"][0]["payload"]["attempt"], 1);
-    assert_eq!(
-        v["events"][0]["dedupe_key"],
-        format!("agentic:run:{run}:step:1:request:attempt:1")
-    );
+    assert_eq!(v["events"][0]["dedupe_key"], format!("agentic:run:{run}:step:1:request:attempt:1"));
     let v = h.result(&run, 1, "jina-reader", "error");
     assert_eq!(v["state_updates"]["runs"][&run]["attempts"], 2);
     let v = h.result(&run, 1, "jina-reader", "error");
     assert_eq!(types(&v), ["agent.escalated"]);
-    assert!(v["events"][0]["payload"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("retries are spent"));
+    assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("retries are spent"));
 }
 
 #[test]
@@ -193,18 +154,12 @@ fn max_steps_escalates_deterministically() {
     h.t.write("root/agentloop.yaml", &format!("{CONFIG}max_steps: 1\n"));
     h.t.write(
         "root/script.yaml",
-        &SCRIPT.replace(
-            "decision: continue, reason: fetched",
-            "decision: continue, reason: more",
-        ),
+        &SCRIPT.replace("decision: continue, reason: fetched", "decision: continue, reason: more"),
     );
     let (run, _) = h.start();
     let v = h.result(&run, 1, "jina-reader", "ok");
     assert_eq!(types(&v), ["agent.escalated"], "{v}");
-    assert!(v["events"][0]["payload"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("max_steps"));
+    assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("max_steps"));
 }
 
 #[test]
@@ -227,22 +182,14 @@ fn garbage_and_odd_requests_get_valid_responses() {
     }
     let v = h.send("{\"protocol\": 2, \"command\": \"health\"}");
     assert_eq!(v["status"], "ok");
-    assert!(
-        !h.t.exists("root/runs"),
-        "health and garbage have no side effects"
-    );
+    assert!(!h.t.exists("root/runs"), "health and garbage have no side effects");
 }
 
 #[test]
 fn bare_events_and_context_correlation() {
     let h = H::new();
-    let v = h.send(
-        &json!({"type": "api.trigger", "payload": {"goal": "fetch and critique"}}).to_string(),
-    );
-    let run = v["state_updates"]["last_run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let v = h.send(&json!({"type": "api.trigger", "payload": {"goal": "fetch and critique"}}).to_string());
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap().to_string();
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
     // The tool's own event type, with correlation in the request context.
     let v = h.send(&json!({"protocol": 2, "command": "handle", "event": {"type": "content_ready", "payload": {"markdown": "# page"}}, "context": {"run_id": run, "step": 1, "tool": "jina-reader"}}).to_string());
@@ -253,12 +200,7 @@ fn bare_events_and_context_correlation() {
 fn config_errors_exit_78_with_a_response() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", "bogus: 1\n");
-    let out =
-        h.t.cmd()
-            .args(["-w", "root", "handle"])
-            .write_stdin("{\"command\": \"health\"}")
-            .output()
-            .unwrap();
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin("{\"command\": \"health\"}").output().unwrap();
     assert_eq!(out.status.code(), Some(78));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "error");
@@ -281,20 +223,11 @@ fn a_noisy_router_never_double_advances() {
     let mut runs = vec![];
     for i in 0..4 {
         let v = h.send(&json!({"type": "agentic.start", "payload": {"goal": format!("goal {i}")}, "dedupe_key": format!("start-{i}")}).to_string());
-        runs.push(
-            v["state_updates"]["last_run_id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-        );
+        runs.push(v["state_updates"]["last_run_id"].as_str().unwrap().to_string());
     }
     for round in 0..3 {
         for (i, run) in runs.iter().enumerate() {
-            let deliveries = [
-                (1, "jina-reader", "ok"),
-                (0, "jina-reader", "ok"),
-                (1, "jina-reader", "ok"),
-            ];
+            let deliveries = [(1, "jina-reader", "ok"), (0, "jina-reader", "ok"), (1, "jina-reader", "ok")];
             for (step, tool, status) in deliveries.iter().skip((i + round) % 2) {
                 let v = h.result(run, *step, tool, status);
                 for e in v["events"].as_array().unwrap() {
@@ -310,41 +243,23 @@ fn a_noisy_router_never_double_advances() {
         assert_eq!(completions.get(run), Some(&1), "run {run}");
         let trace = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
         assert_eq!(trace.matches("\"event\":\"run.finished\"").count(), 1);
-        assert_eq!(
-            trace.matches("\"event\":\"act\"").count(),
-            2,
-            "each step acted once"
-        );
+        assert_eq!(trace.matches("\"event\":\"act\"").count(), 2, "each step acted once");
     }
 }
 
 #[test]
 fn ductile_manifest_and_example_config_are_valid() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile");
-    let m: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap())
-            .unwrap();
+    let m: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap()).unwrap();
     assert_eq!(
-        (
-            m["manifest_spec"].as_str(),
-            m["manifest_version"].as_u64(),
-            m["protocol"].as_u64()
-        ),
+        (m["manifest_spec"].as_str(), m["manifest_version"].as_u64(), m["protocol"].as_u64()),
         (Some("ductile.plugin"), Some(1), Some(2))
     );
-    let commands: Vec<&str> = m["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let commands: Vec<&str> = m["commands"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert!(commands.contains(&"handle") && commands.contains(&"health"));
     assert!(dir.join(m["entrypoint"].as_str().unwrap()).exists());
     let t = T::new();
-    t.write(
-        "root/agentloop.yaml",
-        &std::fs::read_to_string(dir.join("agentloop.yaml")).unwrap(),
-    );
+    t.write("root/agentloop.yaml", &std::fs::read_to_string(dir.join("agentloop.yaml")).unwrap());
     let out = t
         .cmd()
         .args(["-w", "root", "handle"])
@@ -352,13 +267,10 @@ fn ductile_manifest_and_example_config_are_valid() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let p: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("pipelines.yaml")).unwrap())
-            .unwrap();
-    assert!(p["pipelines"].as_array().unwrap().iter().all(|p| p["steps"]
+    let p: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("pipelines.yaml")).unwrap()).unwrap();
+    assert!(p["pipelines"]
         .as_array()
         .unwrap()
-        .last()
-        .unwrap()["uses"]
-        == "agentloop"));
+        .iter()
+        .all(|p| p["steps"].as_array().unwrap().last().unwrap()["uses"] == "agentloop"));
 }

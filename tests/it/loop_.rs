@@ -26,30 +26,17 @@ fn happy_path_matches_the_golden_workspace() {
     let out = demo_cmd(&t).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
-    for f in [
-        "memory.md",
-        "plan.md",
-        "decisions.md",
-        "result.json",
-        "trace.jsonl",
-        "state.json",
-        "artifacts/critique.md",
-    ] {
+    for f in
+        ["memory.md", "plan.md", "decisions.md", "result.json", "trace.jsonl", "state.json", "artifacts/critique.md"]
+    {
         golden(&format!("demo/{f}"), &t.read(&format!("ws/{f}")));
     }
     // Events: every committed entry streamed live; --json prints the completion event.
     let t2 = T::new();
     demo_files(&t2);
     let out = demo_cmd(&t2).arg("--events").output().unwrap();
-    let lines: Vec<serde_json::Value> = stdout(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(
-        lines.len() + 1,
-        t2.trace().len(),
-        "every entry but run.started is streamed"
-    );
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len() + 1, t2.trace().len(), "every entry but run.started is streamed");
     let t3 = T::new();
     demo_files(&t3);
     let out = demo_cmd(&t3).arg("--json").output().unwrap();
@@ -57,10 +44,7 @@ fn happy_path_matches_the_golden_workspace() {
     assert_eq!(ev["type"], "agent.completed");
     assert_eq!(ev["payload"]["artifacts"][0], "artifacts/critique.md");
     // Running it again on a finished run is refused unless --new.
-    demo_cmd(&t3)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--new"));
+    demo_cmd(&t3).assert().code(2).stderr(predicate::str::contains("--new"));
 }
 
 #[test]
@@ -70,37 +54,18 @@ fn readme_jq_recipes_work_on_the_trace() {
     demo_cmd(&t).assert().success();
     // Each recipe is in the README's "Recipes" section.
     let trace = t.trace();
-    let tools: Vec<&str> = trace
-        .iter()
-        .filter(|e| e["phase"] == "act")
-        .map(|e| e["tool"].as_str().unwrap())
-        .collect();
+    let tools: Vec<&str> = trace.iter().filter(|e| e["phase"] == "act").map(|e| e["tool"].as_str().unwrap()).collect();
     assert_eq!(tools, ["skill_read", "file_read", "file_write"]);
-    let tokens: u64 = trace
-        .iter()
-        .filter(|e| e["phase"] != "run")
-        .filter_map(|e| e["usage"]["output_tokens"].as_u64())
-        .sum();
+    let tokens: u64 =
+        trace.iter().filter(|e| e["phase"] != "run").filter_map(|e| e["usage"]["output_tokens"].as_u64()).sum();
     assert_eq!(tokens, 1120);
-    let out = t
-        .al(&["trace", "show", "--json", "--phase", "reflect"])
-        .output()
-        .unwrap();
+    let out = t.al(&["trace", "show", "--json", "--phase", "reflect"]).output().unwrap();
     let decisions: Vec<String> = stdout(&out)
         .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["decision"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["decision"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(decisions, ["continue", "continue", "done"]);
-    if std::process::Command::new("jq")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
+    if std::process::Command::new("jq").arg("--version").output().is_ok() {
         let o = std::process::Command::new("jq")
             .args(["-r", "select(.phase==\"act\") | .tool", "ws/trace.jsonl"])
             .current_dir(t.root())
@@ -110,7 +75,8 @@ fn readme_jq_recipes_work_on_the_trace() {
     }
 }
 
-const FRAME: &str = "frame:\n  - answer: {goal: g, definition_of_done: [read the file, write the note, say done], can_proceed: true}\n";
+const FRAME: &str =
+    "frame:\n  - answer: {goal: g, definition_of_done: [read the file, write the note, say done], can_proceed: true}\n";
 
 fn write_script(t: &T, body: &str) {
     t.write("script.yaml", &format!("{FRAME}{body}"));
@@ -118,9 +84,7 @@ fn write_script(t: &T, body: &str) {
 }
 
 fn run(t: &T) -> std::process::Output {
-    t.al(&["--script", "script.yaml", "run", "--goal", "g"])
-        .output()
-        .unwrap()
+    t.al(&["--script", "script.yaml", "run", "--goal", "g"]).output().unwrap()
 }
 
 #[test]
@@ -140,16 +104,9 @@ reflect:
     );
     let out = run(&t);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let acts: Vec<serde_json::Value> = t
-        .trace()
-        .into_iter()
-        .filter(|e| e["phase"] == "act")
-        .collect();
+    let acts: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["phase"] == "act").collect();
     assert_eq!(acts[0]["result_status"], "error");
-    assert!(acts[0]["error"]
-        .as_str()
-        .unwrap()
-        .contains("missing.txt: no such file"));
+    assert!(acts[0]["error"].as_str().unwrap().contains("missing.txt: no such file"));
     assert_eq!(acts[1]["result_status"], "ok");
     assert_eq!(t.json("ws/result.json")["steps_taken"], 3);
 }
@@ -173,10 +130,7 @@ reflect:
     let out = run(&t);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let trace = t.trace();
-    let reframe = trace
-        .iter()
-        .find(|e| e["event"] == "reframe")
-        .expect("reframe entry");
+    let reframe = trace.iter().find(|e| e["event"] == "reframe").expect("reframe entry");
     assert_eq!(reframe["reason"], "the goal was misread");
     assert!(t.read("ws/memory.md").contains("second framing"));
     assert_eq!(t.json("ws/state.json")["reframes"], 1);
@@ -189,23 +143,9 @@ fn max_reframes_escalates_with_budget_code() {
         "script.yaml",
         "- {phase: frame, answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}}\n- {phase: plan, answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}}\n- {phase: reflect, answer: {decision: reframe, reason: again}}\n",
     );
-    let out = t
-        .al(&[
-            "--script",
-            "script.yaml",
-            "--max-reframes",
-            "0",
-            "run",
-            "--goal",
-            "g",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--script", "script.yaml", "--max-reframes", "0", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("max_reframes"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("max_reframes"));
 }
 
 fn endless_script(t: &T, tool_args: &str, n: usize) {
@@ -225,25 +165,11 @@ fn endless_script(t: &T, tool_args: &str, n: usize) {
 fn max_steps_escalates_with_budget_code() {
     let t = T::new();
     endless_script(&t, "x", 10);
-    let out = t
-        .al(&[
-            "--script",
-            "script.yaml",
-            "--max-steps",
-            "3",
-            "run",
-            "--goal",
-            "g",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--script", "script.yaml", "--max-steps", "3", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let r = t.json("ws/result.json");
     assert_eq!(r["status"], "escalated");
-    assert!(r["reason"]
-        .as_str()
-        .unwrap()
-        .contains("max_steps reached: 3 of 3"));
+    assert!(r["reason"].as_str().unwrap().contains("max_steps reached: 3 of 3"));
     assert_eq!(r["steps_taken"], 3);
     let last = t.trace().pop().unwrap();
     assert_eq!(last["event"], "run.finished");
@@ -265,10 +191,7 @@ fn repeated_identical_action_escalates() {
     t.write("ws/notes.txt", "same\n");
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("repeated 3 times"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("repeated 3 times"));
 }
 
 #[test]
@@ -286,10 +209,7 @@ fn consecutive_failures_escalate() {
     t.write("script.yaml", &s);
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("3 consecutive tool failures"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("3 consecutive tool failures"));
 }
 
 #[test]
@@ -304,21 +224,11 @@ fn premature_done_is_refused_then_escalates() {
     t.write("script.yaml", &s);
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let reflects: Vec<serde_json::Value> = t
-        .trace()
-        .into_iter()
-        .filter(|e| e["phase"] == "reflect")
-        .collect();
+    let reflects: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["phase"] == "reflect").collect();
     assert_eq!(reflects[0]["decision"], "continue");
-    assert!(reflects[0]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("`done` refused: open items: write the note; say done"));
+    assert!(reflects[0]["reason"].as_str().unwrap().contains("`done` refused: open items: write the note; say done"));
     assert_eq!(reflects.len(), 3, "two refusals, then escalation");
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("declared done 3 times"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("declared done 3 times"));
 }
 
 #[test]
@@ -334,13 +244,7 @@ fn hostile_model_garbage_gets_one_correction_then_escalates() {
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let r = t.json("ws/result.json");
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("no valid plan answer"),
-        "{r}"
-    );
+    assert!(r["reason"].as_str().unwrap().contains("no valid plan answer"), "{r}");
     assert!(t.read("ws/memory.md").contains("## Open Question"));
 }
 
@@ -358,11 +262,7 @@ reflect:
     );
     let out = run(&t);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let plan = t
-        .trace()
-        .into_iter()
-        .find(|e| e["phase"] == "plan")
-        .unwrap();
+    let plan = t.trace().into_iter().find(|e| e["phase"] == "plan").unwrap();
     assert_eq!(plan["attempt"], 2);
     assert_eq!(plan["tool"], "finish");
 }
@@ -373,13 +273,8 @@ fn frame_that_cannot_proceed_escalates_with_the_question() {
     t.write("script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: Which account should I post from?}\n");
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3));
-    assert!(t
-        .read("ws/memory.md")
-        .contains("Which account should I post from?"));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("Which account"));
+    assert!(t.read("ws/memory.md").contains("Which account should I post from?"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("Which account"));
 }
 
 #[test]
@@ -393,89 +288,54 @@ reflect:
   - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: edited run}
 "#,
     );
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    t.al(&["act"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("expects `frame` next"));
-    t.al(&["--script", "script.yaml", "frame"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "plan"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.al(&["act"]).assert().code(2).stderr(predicate::str::contains("expects `frame` next"));
+    t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success();
     let plan = t.read("ws/plan.md").replace("planned.md", "edited.md");
     t.write("ws/plan.md", &plan);
-    t.al(&["act"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
-            "wrote 7 characters to artifacts/edited.md",
-        ));
+    t.al(&["act"]).assert().success().stdout(predicate::str::contains("wrote 7 characters to artifacts/edited.md"));
     assert!(t.exists("ws/artifacts/edited.md") && !t.exists("ws/artifacts/planned.md"));
     let act = t.trace().into_iter().find(|e| e["phase"] == "act").unwrap();
     assert_eq!(act["data"]["edited_by_hand"], true);
-    t.al(&["--script", "script.yaml", "reflect"])
-        .assert()
-        .success();
+    t.al(&["--script", "script.yaml", "reflect"]).assert().success();
     assert_eq!(t.json("ws/result.json")["status"], "done");
 }
 
 #[test]
 fn a_broken_next_action_names_the_file_and_line() {
     let t = T::new();
-    write_script(&t, "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n");
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "frame"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "plan"])
-        .assert()
-        .success();
-    let plan = t
-        .read("ws/plan.md")
-        .replace("\"tool\": \"list_dir\",", "\"tool\": \"list_dir\"");
+    write_script(
+        &t,
+        "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n",
+    );
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success();
+    let plan = t.read("ws/plan.md").replace("\"tool\": \"list_dir\",", "\"tool\": \"list_dir\"");
     t.write("ws/plan.md", &plan);
-    t.al(&["act"])
-        .assert()
-        .code(8)
-        .stderr(
-            predicate::str::contains("ws/plan.md:").and(predicate::str::contains(
-                "hint: the Next Action must be one block",
-            )),
-        );
-    let memory = t
-        .read("ws/memory.md")
-        .replace("- [ ] read the file", "* read the file");
+    t.al(&["act"]).assert().code(8).stderr(
+        predicate::str::contains("ws/plan.md:")
+            .and(predicate::str::contains("hint: the Next Action must be one block")),
+    );
+    let memory = t.read("ws/memory.md").replace("- [ ] read the file", "* read the file");
     t.write("ws/memory.md", &memory);
     t.al(&["--script", "script.yaml", "reflect", "--force"])
         .assert()
         .code(8)
-        .stderr(
-            predicate::str::contains("memory.md:").and(predicate::str::contains("not a checkbox")),
-        );
+        .stderr(predicate::str::contains("memory.md:").and(predicate::str::contains("not a checkbox")));
 }
 
 #[test]
 fn disallowed_tool_in_an_edited_plan_is_refused_and_recorded() {
     let t = T::new();
-    write_script(&t, "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n");
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "frame"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "plan"])
-        .assert()
-        .success();
+    write_script(
+        &t,
+        "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n",
+    );
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success();
     t.al(&["act", "--allowed-tools", "file_read"])
         .assert()
         .code(6)
@@ -491,11 +351,8 @@ fn resume_after_a_kill_at_any_point() {
     let reference = T::new();
     demo_files(&reference);
     demo_cmd(&reference).assert().success();
-    let expected_trace: Vec<String> = reference
-        .trace()
-        .iter()
-        .map(|e| format!("{}/{}", e["event"], e["step"]))
-        .collect();
+    let expected_trace: Vec<String> =
+        reference.trace().iter().map(|e| format!("{}/{}", e["event"], e["step"])).collect();
     for point in [
         "commit:journaled",
         "write:plan.md",
@@ -506,10 +363,7 @@ fn resume_after_a_kill_at_any_point() {
     ] {
         let t = T::new();
         demo_files(&t);
-        let out = demo_cmd(&t)
-            .env("AGENTLOOP_CRASH_AT", point)
-            .output()
-            .unwrap();
+        let out = demo_cmd(&t).env("AGENTLOOP_CRASH_AT", point).output().unwrap();
         let crashed = !out.status.success();
         // Resume until the run ends (each crash point fires at most once per process).
         let mut rounds = 0;
@@ -531,26 +385,11 @@ fn resume_after_a_kill_at_any_point() {
             }
             assert!(rounds < 3, "{point}: {}", stderr(&out));
         }
-        let got: Vec<String> = t
-            .trace()
-            .iter()
-            .map(|e| format!("{}/{}", e["event"], e["step"]))
-            .collect();
+        let got: Vec<String> = t.trace().iter().map(|e| format!("{}/{}", e["event"], e["step"])).collect();
         assert_eq!(got, expected_trace, "crash at {point} (crashed: {crashed})");
-        assert_eq!(
-            t.read("ws/memory.md"),
-            reference.read("ws/memory.md"),
-            "{point}"
-        );
-        assert_eq!(
-            t.read("ws/result.json"),
-            reference.read("ws/result.json"),
-            "{point}"
-        );
-        assert_eq!(
-            t.read("ws/artifacts/critique.md"),
-            reference.read("ws/artifacts/critique.md")
-        );
+        assert_eq!(t.read("ws/memory.md"), reference.read("ws/memory.md"), "{point}");
+        assert_eq!(t.read("ws/result.json"), reference.read("ws/result.json"), "{point}");
+        assert_eq!(t.read("ws/artifacts/critique.md"), reference.read("ws/artifacts/critique.md"));
     }
 }
 
@@ -558,94 +397,51 @@ fn resume_after_a_kill_at_any_point() {
 fn token_and_cost_budgets_hold() {
     let t = T::new();
     endless_script(&t, "x", 10);
-    let s = t.read("script.yaml").replace(
-        "rationale: y}",
-        "rationale: y}\n    usage: {input_tokens: 400, output_tokens: 100}",
-    );
+    let s = t
+        .read("script.yaml")
+        .replace("rationale: y}", "rationale: y}\n    usage: {input_tokens: 400, output_tokens: 100}");
     t.write("script.yaml", &s);
-    let out = t
-        .al(&[
-            "--script",
-            "script.yaml",
-            "--max-tokens",
-            "1000",
-            "run",
-            "--goal",
-            "g",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let r = t.json("ws/result.json");
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("token budget exhausted"),
-        "{r}"
-    );
+    assert!(r["reason"].as_str().unwrap().contains("token budget exhausted"), "{r}");
     assert!(r["usage"]["input_tokens"].as_u64().unwrap() <= 1200);
     let t = T::new();
     endless_script(&t, "x", 10);
-    let s = t.read("script.yaml").replace("rationale: y}", "rationale: y}\n    model: claude-sonnet-4-5\n    usage: {input_tokens: 100000, output_tokens: 1000}");
+    let s = t.read("script.yaml").replace(
+        "rationale: y}",
+        "rationale: y}\n    model: claude-sonnet-4-5\n    usage: {input_tokens: 100000, output_tokens: 1000}",
+    );
     t.write("script.yaml", &s);
-    let out = t
-        .al(&[
-            "--script",
-            "script.yaml",
-            "--max-cost",
-            "0.5",
-            "run",
-            "--goal",
-            "g",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--script", "script.yaml", "--max-cost", "0.5", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("cost budget exhausted"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("cost budget exhausted"));
 }
 
 #[test]
 fn wall_clock_timeout_escalates() {
     let t = T::new();
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  shell: {enabled: true, allow: [sleep]}\n",
-    );
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep]}\n");
     let mut s = String::from(FRAME);
     s.push_str("plan:\n");
     for _ in 0..5 {
-        s.push_str("  - answer: {next_action: {tool: shell, args: {argv: [sleep, '1']}}, expected_outcome: x, rationale: y}\n");
+        s.push_str(
+            "  - answer: {next_action: {tool: shell, args: {argv: [sleep, '1']}}, expected_outcome: x, rationale: y}\n",
+        );
     }
     s.push_str("reflect:\n");
     for i in 0..5 {
-        s.push_str(&format!(
-            "  - answer: {{decision: continue, reason: wait {i}}}\n"
-        ));
+        s.push_str(&format!("  - answer: {{decision: continue, reason: wait {i}}}\n"));
     }
     t.write("script.yaml", &s);
     let out = t
-        .al(&[
-            "--script",
-            "script.yaml",
-            "--timeout",
-            "1s",
-            "run",
-            "--goal",
-            "g",
-        ])
+        .al(&["--script", "script.yaml", "--timeout", "1s", "run", "--goal", "g"])
         .env("AGENTLOOP_MAX_REPEATS", "0")
         .env_remove("AGENTLOOP_NOW")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("timeout"));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("timeout"));
 }
 
 #[test]
@@ -659,28 +455,17 @@ reflect:
   - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: listed}
 "#,
     );
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    t.al(&["--script", "script.yaml", "frame"])
-        .assert()
-        .success();
-    let memory = t.read("ws/memory.md")
-        + "\n## Notes from Ana\nPrefer primary sources.\n- and keep it short\n";
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    let memory = t.read("ws/memory.md") + "\n## Notes from Ana\nPrefer primary sources.\n- and keep it short\n";
     t.write("ws/memory.md", &memory);
-    t.al(&["--script", "script.yaml", "plan"])
-        .assert()
-        .success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success();
     let plan = t.read("ws/plan.md") + "\n## Reviewer\nLooks fine.\n";
     t.write("ws/plan.md", &plan);
     t.al(&["act"]).assert().success();
-    t.al(&["--script", "script.yaml", "reflect"])
-        .assert()
-        .success();
+    t.al(&["--script", "script.yaml", "reflect"]).assert().success();
     assert!(
-        t.read("ws/memory.md")
-            .contains("## Notes from Ana\nPrefer primary sources.\n- and keep it short"),
+        t.read("ws/memory.md").contains("## Notes from Ana\nPrefer primary sources.\n- and keep it short"),
         "{}",
         t.read("ws/memory.md")
     );

@@ -34,22 +34,15 @@ fn openai_tool_reply(name: &str, args: &str) -> Reply {
 
 fn anthropic(t: &T, base: &str, args: &[&str]) -> assert_cmd::Command {
     let mut c = t.al(&["--provider", "anthropic", "--base-url", base]);
-    c.args(args)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("AGENTLOOP_LLM__BACKOFF_MS", "10");
+    c.args(args).env("ANTHROPIC_API_KEY", KEY).env("AGENTLOOP_LLM__BACKOFF_MS", "10");
     c
 }
 
 #[test]
 fn anthropic_request_matches_the_messages_api() {
     let t = T::new();
-    let s = Server::start(vec![anthropic_tool_reply(
-        "report_color",
-        json!({"color": "blue"}),
-    )]);
-    let out = anthropic(&t, &s.url, &["models", "test", "--json"])
-        .output()
-        .unwrap();
+    let s = Server::start(vec![anthropic_tool_reply("report_color", json!({"color": "blue"}))]);
+    let out = anthropic(&t, &s.url, &["models", "test", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_calling"], true);
@@ -84,25 +77,16 @@ fn anthropic_request_matches_the_messages_api() {
 fn anthropic_retries_429_with_retry_after_then_succeeds() {
     let t = T::new();
     let s = Server::start(vec![
-        Reply::json(
-            429,
-            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
-        )
-        .header("retry-after", "1"),
-        Reply::json(
-            529,
-            json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
-        ),
+        Reply::json(429, json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}))
+            .header("retry-after", "1"),
+        Reply::json(529, json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})),
         anthropic_tool_reply("report_color", json!({"color": "blue"})),
     ]);
     let start = std::time::Instant::now();
     let out = anthropic(&t, &s.url, &["models", "test"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(s.count(), 3);
-    assert!(
-        start.elapsed() >= std::time::Duration::from_millis(950),
-        "retry-after honoured"
-    );
+    assert!(start.elapsed() >= std::time::Duration::from_millis(950), "retry-after honoured");
 }
 
 #[test]
@@ -113,17 +97,11 @@ fn server_errors_until_attempts_run_out_exit_5() {
         json!({"type": "error", "error": {"type": "api_error", "message": "internal"}}),
     )
     .header("request-id", "req_500")]);
-    let out = anthropic(&t, &s.url, &["models", "test"])
-        .env("AGENTLOOP_LLM__ATTEMPTS", "3")
-        .output()
-        .unwrap();
+    let out = anthropic(&t, &s.url, &["models", "test"]).env("AGENTLOOP_LLM__ATTEMPTS", "3").output().unwrap();
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(s.count(), 3);
     let err = stderr(&out);
-    assert!(
-        err.contains("HTTP 500 (api_error): internal; request id req_500 (after 3 attempts)"),
-        "{err}"
-    );
+    assert!(err.contains("HTTP 500 (api_error): internal; request id req_500 (after 3 attempts)"), "{err}");
 }
 
 #[test]
@@ -137,56 +115,35 @@ fn unauthorized_is_not_retried_and_the_key_never_shows() {
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(s.count(), 1);
     let err = stderr(&out);
-    assert!(
-        err.contains("authentication_error") && !err.contains(KEY) && err.contains("[REDACTED]"),
-        "{err}"
-    );
+    assert!(err.contains("authentication_error") && !err.contains(KEY) && err.contains("[REDACTED]"), "{err}");
 }
 
 #[test]
 fn non_json_and_oversized_bodies_are_errors() {
     let t = T::new();
     let s = Server::start(vec![Reply::text(200, "text/html", "<html>gateway</html>")]);
-    anthropic(&t, &s.url, &["models", "test"])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains("not JSON"));
-    let big = Server::start(vec![Reply::text(
-        200,
-        "application/json",
-        &format!("{{\"x\": \"{}\"}}", "a".repeat(5000)),
-    )]);
+    anthropic(&t, &s.url, &["models", "test"]).assert().code(5).stderr(predicate::str::contains("not JSON"));
+    let big =
+        Server::start(vec![Reply::text(200, "application/json", &format!("{{\"x\": \"{}\"}}", "a".repeat(5000)))]);
     anthropic(&t, &big.url, &["models", "test"])
         .env("AGENTLOOP_LLM__MAX_RESPONSE_BYTES", "1000")
         .assert()
         .code(5)
-        .stderr(predicate::str::contains(
-            "larger than llm.max_response_bytes",
-        ));
+        .stderr(predicate::str::contains("larger than llm.max_response_bytes"));
     let t2 = T::new();
-    t2.al(&[
-        "--provider",
-        "anthropic",
-        "--base-url",
-        "http://127.0.0.1:9",
-        "models",
-        "test",
-    ])
-    .env("ANTHROPIC_API_KEY", KEY)
-    .env("AGENTLOOP_LLM__ATTEMPTS", "2")
-    .env("AGENTLOOP_LLM__BACKOFF_MS", "10")
-    .assert()
-    .code(5)
-    .stderr(predicate::str::contains("cannot reach"));
+    t2.al(&["--provider", "anthropic", "--base-url", "http://127.0.0.1:9", "models", "test"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("AGENTLOOP_LLM__ATTEMPTS", "2")
+        .env("AGENTLOOP_LLM__BACKOFF_MS", "10")
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("cannot reach"));
 }
 
 #[test]
 fn openai_request_and_cached_usage() {
     let t = T::new();
-    let s = Server::start(vec![openai_tool_reply(
-        "report_color",
-        "{\"color\": \"blue\"}",
-    )]);
+    let s = Server::start(vec![openai_tool_reply("report_color", "{\"color\": \"blue\"}")]);
     let out = t
         .al(&[
             "--provider",
@@ -231,19 +188,9 @@ fn openai_request_and_cached_usage() {
 #[test]
 fn ollama_needs_no_key_and_uses_ollama_host() {
     let t = T::new();
-    let s = Server::start(vec![openai_tool_reply(
-        "report_color",
-        "{\"color\": \"blue\"}",
-    )]);
+    let s = Server::start(vec![openai_tool_reply("report_color", "{\"color\": \"blue\"}")]);
     let out = t
-        .al(&[
-            "--provider",
-            "ollama",
-            "--model",
-            "qwen2.5:0.5b",
-            "models",
-            "test",
-        ])
+        .al(&["--provider", "ollama", "--model", "qwen2.5:0.5b", "models", "test"])
         .env("OLLAMA_HOST", &s.url)
         .output()
         .unwrap();
@@ -256,14 +203,11 @@ fn ollama_needs_no_key_and_uses_ollama_host() {
 #[test]
 fn auto_provider_says_what_to_set() {
     let t = T::new();
-    t.al(&["models", "test"]).assert().code(2).stderr(
-        predicate::str::contains("set ANTHROPIC_API_KEY")
-            .and(predicate::str::contains("OLLAMA_HOST")),
-    );
-    let s = Server::start(vec![openai_tool_reply(
-        "report_color",
-        "{\"color\": \"blue\"}",
-    )]);
+    t.al(&["models", "test"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("set ANTHROPIC_API_KEY").and(predicate::str::contains("OLLAMA_HOST")));
+    let s = Server::start(vec![openai_tool_reply("report_color", "{\"color\": \"blue\"}")]);
     t.al(&["models", "test", "--json"])
         .env("OLLAMA_HOST", &s.url)
         .assert()
@@ -279,10 +223,7 @@ fn loop_script_server(kind: &str) -> Server {
         let tool = if anthropic {
             body["tool_choice"]["name"].as_str().unwrap().to_string()
         } else {
-            body["tools"][0]["function"]["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
+            body["tools"][0]["function"]["name"].as_str().unwrap().to_string()
         };
         let args = match tool.as_str() {
             "frame_answer" => {
@@ -313,15 +254,9 @@ fn loop_script_server(kind: &str) -> Server {
 fn full_loop_over_anthropic_records_usage_cost_and_no_key() {
     let t = T::new();
     let s = loop_script_server("anthropic");
-    let out = anthropic(&t, &s.url, &["run", "--goal", "write x"])
-        .output()
-        .unwrap();
+    let out = anthropic(&t, &s.url, &["run", "--goal", "write x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let frame = t
-        .trace()
-        .into_iter()
-        .find(|e| e["phase"] == "frame")
-        .unwrap();
+    let frame = t.trace().into_iter().find(|e| e["phase"] == "frame").unwrap();
     assert_eq!(frame["usage"]["cache_read_tokens"], 1000);
     assert_eq!(frame["cost_usd"], 0.0010875);
     assert!(frame["prompt_bytes"].as_u64().unwrap() > 100);
@@ -353,26 +288,12 @@ fn walk(dir: std::path::PathBuf) -> Vec<std::path::PathBuf> {
 fn full_loop_over_openai_corrects_malformed_arguments() {
     let t = T::new();
     let s = loop_script_server("openai");
-    let out = t
-        .al(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &s.url,
-            "run",
-            "--goal",
-            "write x",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "write x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let retry = s.request(2).json();
     let msgs = retry["messages"].as_array().unwrap();
     assert_eq!(msgs[2]["role"], "assistant");
-    assert_eq!(
-        msgs[2]["tool_calls"][0]["function"]["arguments"],
-        "{\"next_action\": {\"tool\": "
-    );
+    assert_eq!(msgs[2]["tool_calls"][0]["function"]["arguments"], "{\"next_action\": {\"tool\": ");
     assert_eq!(msgs[3]["role"], "tool");
     assert_eq!(msgs[3]["tool_call_id"], "call_1");
     assert_eq!(t.read("ws/artifacts/x.md"), "hello");
@@ -395,18 +316,7 @@ fn openai_json_in_text_fallback_for_servers_without_tools() {
             json!({"choices": [{"message": {"role": "assistant", "content": "Here:\n```json\n{\"color\": \"blue\"}\n```"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 5}}),
         )
     });
-    let out = t
-        .al(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &s.url,
-            "models",
-            "test",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_calling"], true);
@@ -417,14 +327,8 @@ fn openai_json_in_text_fallback_for_servers_without_tools() {
 #[test]
 fn scripted_runs_out_with_a_clear_error() {
     let t = T::new();
-    t.write(
-        "s.yaml",
-        "- phase: frame\n  answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n",
-    );
-    let out = t
-        .al(&["--script", "s.yaml", "run", "--goal", "g"])
-        .output()
-        .unwrap();
+    t.write("s.yaml", "- phase: frame\n  answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    let out = t.al(&["--script", "s.yaml", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(5));
     assert!(t.json("ws/result.json")["reason"]
         .as_str()
@@ -441,23 +345,14 @@ fn scripted_runs_out_with_a_clear_error() {
 fn record_then_replay_offline_is_identical() {
     let t = T::new();
     let s = loop_script_server("anthropic");
-    let out = anthropic(
-        &t,
-        &s.url,
-        &["--record", "rec.jsonl", "run", "--goal", "write x"],
-    )
-    .output()
-    .unwrap();
+    let out = anthropic(&t, &s.url, &["--record", "rec.jsonl", "run", "--goal", "write x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let recorded = t.read("rec.jsonl");
     assert!(!recorded.contains(KEY));
     assert_eq!(recorded.lines().count(), 4);
     let original: Vec<Value> = t.trace();
     std::fs::rename(t.path("ws"), t.path("ws_original")).unwrap();
-    let out = t
-        .al(&["--script", "rec.jsonl", "run", "--goal", "write x"])
-        .output()
-        .unwrap();
+    let out = t.al(&["--script", "rec.jsonl", "run", "--goal", "write x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let strip = |v: &Vec<Value>| {
         v.iter()
@@ -478,18 +373,7 @@ fn tool_calls_printed_as_text_are_understood() {
         200,
         json!({"choices": [{"message": {"role": "assistant", "content": "<tool_call>\n{\"name\": \"report_color\", \"arguments\": {\"color\": \"blue\"}}\n</tool_call>"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 5}}),
     )]);
-    let out = t
-        .al(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &s.url,
-            "models",
-            "test",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_call"]["arguments"], json!({"color": "blue"}), "{v}");
 }
@@ -500,34 +384,17 @@ fn servers_without_tools_or_json_mode_still_work() {
     let s = Server::start_with(|_, req| {
         let body = req.json();
         if body.get("tools").is_some() {
-            return Reply::json(
-                400,
-                json!({"error": {"message": "this model does not support tools"}}),
-            );
+            return Reply::json(400, json!({"error": {"message": "this model does not support tools"}}));
         }
         if body.get("response_format").is_some() {
-            return Reply::json(
-                400,
-                json!({"error": {"message": "'response_format.type' must be 'json_schema'"}}),
-            );
+            return Reply::json(400, json!({"error": {"message": "'response_format.type' must be 'json_schema'"}}));
         }
         Reply::json(
             200,
             json!({"choices": [{"message": {"role": "assistant", "content": "{\"color\": \"blue\"}"}, "finish_reason": "stop"}]}),
         )
     });
-    let out = t
-        .al(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &s.url,
-            "models",
-            "test",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_call"]["arguments"]["color"], "blue");
@@ -543,28 +410,11 @@ fn a_hanging_server_cannot_outlast_the_run_timeout() {
     });
     let start = std::time::Instant::now();
     let out = t
-        .al(&[
-            "--provider",
-            "openai",
-            "--base-url",
-            &s.url,
-            "--timeout",
-            "2s",
-            "run",
-            "--goal",
-            "g",
-        ])
+        .al(&["--provider", "openai", "--base-url", &s.url, "--timeout", "2s", "run", "--goal", "g"])
         .env_remove("AGENTLOOP_NOW")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(6),
-        "took {:?}",
-        start.elapsed()
-    );
-    assert!(t.json("ws/result.json")["reason"]
-        .as_str()
-        .unwrap()
-        .contains("timeout"));
+    assert!(start.elapsed() < std::time::Duration::from_secs(6), "took {:?}", start.elapsed());
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("timeout"));
 }

@@ -23,55 +23,24 @@ fn both_formats_load_side_by_side_with_precedence() {
     );
     t.write("seed/moltbook/skill.md", "# Moltbook\nUse the API.\n");
     t.write("seed/moltbook/heartbeat.md", "check often");
-    t.write(
-        "seed/off/skill.json",
-        r#"{"id": "off", "description": "disabled"}"#,
-    );
+    t.write("seed/off/skill.json", r#"{"id": "off", "description": "disabled"}"#);
     // A user-level skill overridden by the workspace one of the same name.
     agent_skill(&t, "xdg/agentloop/skills", "pdf-tools", "User version.");
-    agent_skill(
-        &t,
-        "xdg/agentloop/skills",
-        "critique",
-        "User override of the bundled critique.",
-    );
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    let out = t
-        .al(&["--skills-dir", "seed", "skills", "list", "--json"])
-        .output()
-        .unwrap();
+    agent_skill(&t, "xdg/agentloop/skills", "critique", "User override of the bundled critique.");
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let out = t.al(&["--skills-dir", "seed", "skills", "list", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let skills: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let by = |n: &str| skills.iter().find(|s| s["name"] == n).cloned();
-    assert_eq!(
-        by("pdf-tools").unwrap()["description"],
-        "Work with PDF files."
-    );
-    assert_eq!(
-        by("critique").unwrap()["description"],
-        "User override of the bundled critique."
-    );
+    assert_eq!(by("pdf-tools").unwrap()["description"], "Work with PDF files.");
+    assert_eq!(by("critique").unwrap()["description"], "User override of the bundled critique.");
     assert_eq!(by("moltbook").unwrap()["format"], "seed");
-    assert_eq!(
-        by("moltbook").unwrap()["files"],
-        serde_json::json!(["heartbeat.md", "skill.md"])
-    );
+    assert_eq!(by("moltbook").unwrap()["files"], serde_json::json!(["heartbeat.md", "skill.md"]));
     assert!(by("off").is_none());
     assert!(by("web-research").is_some() && by("daily-digest").is_some());
     // Activation checks requires.env_vars with a clear message.
     let out = t
-        .al(&[
-            "--skills-dir",
-            "seed",
-            "tools",
-            "call",
-            "skill_read",
-            "--args",
-            "{\"name\": \"moltbook\"}",
-        ])
+        .al(&["--skills-dir", "seed", "tools", "call", "skill_read", "--args", "{\"name\": \"moltbook\"}"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(6));
@@ -111,35 +80,17 @@ fn invalid_skills_are_reported_not_fatal() {
     let t = T::new();
     agent_skill(&t, "coll", "good-one", "Fine.");
     agent_skill(&t, "coll", "Bad_Name", "Bad name.");
-    t.write(
-        "coll/folder-a/SKILL.md",
-        "---\nname: folder-b\ndescription: mismatch\n---\nbody\n",
-    );
-    t.write(
-        "coll/too-long/SKILL.md",
-        &format!(
-            "---\nname: too-long\ndescription: {}\n---\nbody\n",
-            "x".repeat(1025)
-        ),
-    );
+    t.write("coll/folder-a/SKILL.md", "---\nname: folder-b\ndescription: mismatch\n---\nbody\n");
+    t.write("coll/too-long/SKILL.md", &format!("---\nname: too-long\ndescription: {}\n---\nbody\n", "x".repeat(1025)));
     t.write("coll/no-front/SKILL.md", "# Just markdown\n");
     t.write("coll/bad-yaml/SKILL.md", "---\nname: [unclosed\n---\n");
-    t.write(
-        "coll/extra-keys/SKILL.md",
-        "---\nname: extra-keys\ndescription: Has extras.\nmodel: opus\n---\nbody\n",
-    );
+    t.write("coll/extra-keys/SKILL.md", "---\nname: extra-keys\ndescription: Has extras.\nmodel: opus\n---\nbody\n");
     t.write(
         "coll/nested/group/deep-one/SKILL.md",
         "---\nname: deep-one\ndescription: Nested two levels down.\n---\nbody\n",
     );
-    t.write(
-        "coll/node_modules/hidden/SKILL.md",
-        "---\nname: hidden\ndescription: must be skipped\n---\n",
-    );
-    t.write(
-        "coll/.git/x/SKILL.md",
-        "---\nname: x\ndescription: skipped\n---\n",
-    );
+    t.write("coll/node_modules/hidden/SKILL.md", "---\nname: hidden\ndescription: must be skipped\n---\n");
+    t.write("coll/.git/x/SKILL.md", "---\nname: x\ndescription: skipped\n---\n");
     let out = t.cmd().args(["skills", "check", "coll"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let s = stdout(&out);
@@ -159,50 +110,27 @@ fn invalid_skills_are_reported_not_fatal() {
     }
     assert!(!s.contains("hidden") && !s.contains("ok      x"));
     // gen still lists every valid skill and warns about the rest on stderr.
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
-    let out = t
-        .al(&["--skills-dir", "coll", "skills", "gen"])
-        .output()
-        .unwrap();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let out = t.al(&["--skills-dir", "coll", "skills", "gen"]).output().unwrap();
     assert!(out.status.success());
     assert!(stdout(&out).contains("### good-one") && stdout(&out).contains("### deep-one"));
     assert!(stderr(&out).contains("Bad_Name"));
     agent_skill(&t, "clean", "only-good", "Fine.");
-    t.cmd()
-        .args(["skills", "check", "clean"])
-        .assert()
-        .success();
+    t.cmd().args(["skills", "check", "clean"]).assert().success();
 }
 
 #[test]
 fn skills_gen_is_golden_and_byte_identical() {
     let t = T::new();
-    t.cmd()
-        .args(["init", "ws", "--goal", "g"])
-        .assert()
-        .success();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let a = t.al(&["skills", "gen"]).output().unwrap();
     let b = t.al(&["skills", "gen"]).output().unwrap();
     assert_eq!(a.stdout, b.stdout);
     golden("skills.md", &stdout(&a));
-    assert_eq!(
-        t.read("ws/skills.md"),
-        stdout(&a),
-        "init writes the same catalog"
-    );
+    assert_eq!(t.read("ws/skills.md"), stdout(&a), "init writes the same catalog");
     t.al(&["skills", "gen", "-o", "out.md"]).assert().success();
-    assert_eq!(
-        t.read("out.md"),
-        stdout(&a),
-        "-o is relative to the current folder"
-    );
-    let j = t
-        .al(&["skills", "gen", "--format", "json"])
-        .output()
-        .unwrap();
+    assert_eq!(t.read("out.md"), stdout(&a), "-o is relative to the current folder");
+    let j = t.al(&["skills", "gen", "--format", "json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&j.stdout).unwrap();
     assert_eq!(v["skills"].as_array().unwrap().len(), 3);
 }
@@ -217,11 +145,7 @@ fn skills_show_and_builtin_bodies() {
         .stdout(predicate::str::contains("digest-state.json"));
     t.cmd().args(["skills", "show", "nope"]).assert().code(2);
     let out = t.cmd().args(["skills", "check"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "bundled skills are valid: {}",
-        stdout(&out)
-    );
+    assert!(out.status.success(), "bundled skills are valid: {}", stdout(&out));
 }
 
 #[test]
@@ -232,29 +156,16 @@ fn skills_fetch_from_a_local_server() {
         "text/markdown",
         "---\nname: poster\ndescription: Post updates somewhere.\n---\n# Poster\nSteps.\n",
     )]);
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  http: {allow_private: true}\n",
-    );
-    let out = t
-        .al(&["skills", "fetch", "poster", &format!("{}/skill.md", s.url)])
-        .output()
-        .unwrap();
+    t.write("ws/agentloop.yaml", "tools:\n  http: {allow_private: true}\n");
+    let out = t.al(&["skills", "fetch", "poster", &format!("{}/skill.md", s.url)]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(t
-        .read("xdg/agentloop/skills/poster/skill.md")
-        .contains("# Poster"));
+    assert!(t.read("xdg/agentloop/skills/poster/skill.md").contains("# Poster"));
     let meta: Value = t.json("xdg/agentloop/skills/poster/skill.json");
     assert_eq!(meta["description"], "Post updates somewhere.");
     let reg: Value = t.json("xdg/agentloop/skills/registry.json");
     assert_eq!(reg["skills"][0]["id"], "poster");
-    t.al(&["skills", "list"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("poster"));
-    t.al(&["skills", "fetch", "x", "file:///etc/passwd"])
-        .assert()
-        .code(2);
+    t.al(&["skills", "list"]).assert().success().stdout(predicate::str::contains("poster"));
+    t.al(&["skills", "fetch", "x", "file:///etc/passwd"]).assert().code(2);
     // Without allow_private the loopback server is refused.
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     t.al(&["skills", "fetch", "poster2", &format!("{}/skill.md", s.url)])
@@ -266,28 +177,14 @@ fn skills_fetch_from_a_local_server() {
 #[test]
 fn triggers_suggest_skills_to_frame() {
     let t = T::new();
-    t.write(
-        "s.yaml",
-        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false}\n",
-    );
-    t.al(&[
-        "--script",
-        "s.yaml",
-        "--record",
-        "rec.jsonl",
-        "run",
-        "--goal",
-        "Please critique this essay",
-    ])
-    .assert()
-    .code(3);
+    t.write("s.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false}\n");
+    t.al(&["--script", "s.yaml", "--record", "rec.jsonl", "run", "--goal", "Please critique this essay"])
+        .assert()
+        .code(3);
     // The frame prompt named the matching skill (seen through the recorder's request phase).
     let trace = t.trace();
     assert!(trace.iter().any(|e| e["event"] == "frame"));
-    let out = t
-        .al(&["trace", "show", "--json", "--phase", "frame"])
-        .output()
-        .unwrap();
+    let out = t.al(&["trace", "show", "--json", "--phase", "frame"]).output().unwrap();
     assert!(!stdout(&out).is_empty());
 }
 
@@ -297,10 +194,7 @@ fn triggers_suggest_skills_to_frame() {
 fn bundled_research_and_digest_skills_run() {
     let t = T::new();
     let s = Server::start(vec![Reply::text(200, "text/html", "<html><body><article><h1>Feed</h1><ul><li><a href=\"/a\">Item A</a></li><li><a href=\"/b\">Item B</a></li></ul></article></body></html>")]);
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  http: {allow_private: true}\n",
-    );
+    t.write("ws/agentloop.yaml", "tools:\n  http: {allow_private: true}\n");
     let url = format!("{}/feed", s.url);
     let script = format!(
         r##"frame:
@@ -321,36 +215,15 @@ reflect:
     );
     t.write("digest.yaml", &script);
     let out = t
-        .al(&[
-            "--script",
-            "digest.yaml",
-            "run",
-            "--goal",
-            "Every morning, a daily digest of my feed",
-        ])
+        .al(&["--script", "digest.yaml", "run", "--goal", "Every morning, a daily digest of my feed"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let acts: Vec<Value> = t
-        .trace()
-        .into_iter()
-        .filter(|e| e["phase"] == "act")
-        .collect();
-    assert!(acts[0]["result_summary"]
-        .as_str()
-        .unwrap()
-        .contains("Daily digest"));
-    assert_eq!(
-        acts[1]["result_status"], "error",
-        "no state on the first run"
-    );
-    assert!(t
-        .read("ws/artifacts/digest-2026-01-01.md")
-        .contains("Item A"));
-    assert_eq!(
-        t.json("ws/state.json")["active_skills"],
-        serde_json::json!(["daily-digest"])
-    );
+    let acts: Vec<Value> = t.trace().into_iter().filter(|e| e["phase"] == "act").collect();
+    assert!(acts[0]["result_summary"].as_str().unwrap().contains("Daily digest"));
+    assert_eq!(acts[1]["result_status"], "error", "no state on the first run");
+    assert!(t.read("ws/artifacts/digest-2026-01-01.md").contains("Item A"));
+    assert_eq!(t.json("ws/state.json")["active_skills"], serde_json::json!(["daily-digest"]));
     // web-research activates and its body is carried into the next plan prompt.
     let t2 = T::new();
     t2.write(
@@ -358,26 +231,13 @@ reflect:
         "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: s}\n",
     );
     let out = t2
-        .al(&[
-            "--script",
-            "r.yaml",
-            "--record",
-            "rec.jsonl",
-            "run",
-            "--goal",
-            "Research the history of cron",
-        ])
+        .al(&["--script", "r.yaml", "--record", "rec.jsonl", "run", "--goal", "Research the history of cron"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let plans: Vec<Value> = t2
-        .trace()
-        .into_iter()
-        .filter(|e| e["event"] == "plan")
-        .collect();
+    let plans: Vec<Value> = t2.trace().into_iter().filter(|e| e["event"] == "plan").collect();
     assert!(
-        plans[1]["prompt_bytes"].as_u64().unwrap()
-            > plans[0]["prompt_bytes"].as_u64().unwrap() + 500,
+        plans[1]["prompt_bytes"].as_u64().unwrap() > plans[0]["prompt_bytes"].as_u64().unwrap() + 500,
         "the skill body is in the second plan prompt"
     );
 }

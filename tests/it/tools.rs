@@ -5,10 +5,7 @@ use predicates::prelude::*;
 use serde_json::{json, Value};
 
 fn call(t: &T, tool: &str, args: Value) -> (Option<i32>, Value) {
-    let out = t
-        .al(&["tools", "call", tool, "--args", &args.to_string()])
-        .output()
-        .unwrap();
+    let out = t.al(&["tools", "call", tool, "--args", &args.to_string()]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code(), v)
 }
@@ -29,31 +26,17 @@ fn file_tools_work_inside_the_sandbox() {
     let (code, v) = call(&t, "file_read", json!({"path": "notes.txt"}));
     assert_eq!(code, Some(0));
     assert_eq!(v["output"], "hello notes\n");
-    let (code, v) = call(
-        &t,
-        "file_write",
-        json!({"path": "artifacts/out/report.md", "content": "# R"}),
-    );
+    let (code, v) = call(&t, "file_write", json!({"path": "artifacts/out/report.md", "content": "# R"}));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(t.read("ws/artifacts/out/report.md"), "# R");
-    let (_, v) = call(
-        &t,
-        "file_write",
-        json!({"path": "artifacts/out/report.md", "content": "\nmore", "mode": "append"}),
-    );
+    let (_, v) =
+        call(&t, "file_write", json!({"path": "artifacts/out/report.md", "content": "\nmore", "mode": "append"}));
     assert_eq!(v["status"], "ok");
     assert_eq!(t.read("ws/artifacts/out/report.md"), "# R\nmore");
     let (_, v) = call(&t, "list_dir", json!({"path": "."}));
     let out = v["output"].as_str().unwrap();
-    assert!(
-        out.contains("notes.txt\t12") && out.contains("sub/") && !out.contains(".agentloop"),
-        "{out}"
-    );
-    let (code, v) = call(
-        &t,
-        "file_write",
-        json!({"path": "notes.txt", "content": "overwrite"}),
-    );
+    assert!(out.contains("notes.txt\t12") && out.contains("sub/") && !out.contains(".agentloop"), "{out}");
+    let (code, v) = call(&t, "file_write", json!({"path": "notes.txt", "content": "overwrite"}));
     assert_eq!(code, Some(6));
     assert!(v["error"].as_str().unwrap().contains("access denied"));
     assert_eq!(t.read("ws/notes.txt"), "hello notes\n");
@@ -68,11 +51,7 @@ fn path_escapes_are_refused() {
     std::os::unix::fs::symlink(t.root(), t.path("ws/dirlink")).unwrap();
     std::os::unix::fs::symlink(t.path("ws_evil"), t.path("ws/artifacts/evil_dir")).unwrap();
     std::os::unix::fs::symlink("../../secret.txt", t.path("ws/artifacts/rel_link.txt")).unwrap();
-    std::os::unix::fs::symlink(
-        t.path("ws/notes.txt"),
-        t.path("ws/artifacts/to_ws_notes.txt"),
-    )
-    .unwrap();
+    std::os::unix::fs::symlink(t.path("ws/notes.txt"), t.path("ws/artifacts/to_ws_notes.txt")).unwrap();
     let reads = [
         "../secret.txt".to_string(),
         "../../etc/passwd".into(),
@@ -97,10 +76,7 @@ fn path_escapes_are_refused() {
         let (code, v) = call(&t, "file_read", json!({"path": p}));
         assert_eq!(code, Some(6), "read {p:?} was not refused: {v}");
         let out = v["output"].as_str().unwrap_or("");
-        assert!(
-            !out.contains("SECRET") && !out.contains("evil") && !out.contains("root:"),
-            "read {p:?} leaked: {v}"
-        );
+        assert!(!out.contains("SECRET") && !out.contains("evil") && !out.contains("root:"), "read {p:?} leaked: {v}");
     }
     let writes = [
         "../pwned.txt".to_string(),
@@ -120,16 +96,8 @@ fn path_escapes_are_refused() {
     }
     // Appending through a symlink that points out is refused; overwriting replaces the link
     // itself (the rename never follows it), so the target is untouched either way.
-    for p in [
-        "artifacts/rel_link.txt",
-        "artifacts/to_ws_notes.txt",
-        "artifacts/evil_dir/x.txt",
-    ] {
-        let (code, v) = call(
-            &t,
-            "file_write",
-            json!({"path": p, "content": "pwned", "mode": "append"}),
-        );
+    for p in ["artifacts/rel_link.txt", "artifacts/to_ws_notes.txt", "artifacts/evil_dir/x.txt"] {
+        let (code, v) = call(&t, "file_write", json!({"path": p, "content": "pwned", "mode": "append"}));
         assert_eq!(code, Some(6), "append {p:?} was not refused: {v}");
     }
     for p in ["artifacts/rel_link.txt", "artifacts/to_ws_notes.txt"] {
@@ -167,23 +135,13 @@ fn extra_read_and_write_paths_are_honoured_but_not_their_neighbours() {
     let t = sandbox();
     t.write("data/in.txt", "data in\n");
     t.write("data_evil/in.txt", "evil\n");
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  read_paths: [../data]\n  write_paths: [../out]\n",
-    );
+    t.write("ws/agentloop.yaml", "tools:\n  read_paths: [../data]\n  write_paths: [../out]\n");
     std::fs::create_dir_all(t.path("out")).unwrap();
     let (code, v) = call(&t, "file_read", json!({"path": "../data/in.txt"}));
-    assert_eq!(
-        (code, v["output"].as_str().unwrap()),
-        (Some(0), "data in\n")
-    );
+    assert_eq!((code, v["output"].as_str().unwrap()), (Some(0), "data in\n"));
     let (code, _) = call(&t, "file_read", json!({"path": "../data_evil/in.txt"}));
     assert_eq!(code, Some(6));
-    let (code, _) = call(
-        &t,
-        "file_write",
-        json!({"path": "../out/o.txt", "content": "o"}),
-    );
+    let (code, _) = call(&t, "file_write", json!({"path": "../out/o.txt", "content": "o"}));
     assert_eq!(code, Some(0));
     assert_eq!(t.read("out/o.txt"), "o");
 }
@@ -192,67 +150,33 @@ fn extra_read_and_write_paths_are_honoured_but_not_their_neighbours() {
 fn invalid_arguments_name_the_field() {
     let t = sandbox();
     let out = t
-        .al(&[
-            "tools",
-            "call",
-            "file_write",
-            "--args",
-            "{\"path\": \"artifacts/a\", \"content\": 5}",
-        ])
+        .al(&["tools", "call", "file_write", "--args", "{\"path\": \"artifacts/a\", \"content\": 5}"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("argument `content`"),
-        "{}",
-        stderr(&out)
-    );
-    let out = t
-        .al(&["tools", "call", "file_read", "--args", "{}"])
-        .output()
-        .unwrap();
-    assert!(
-        stderr(&out).contains("\"path\" is a required property"),
-        "{}",
-        stderr(&out)
-    );
-    t.al(&[
-        "tools",
-        "call",
-        "file_read",
-        "--args",
-        "{\"path\": \"a\", \"extra\": 1}",
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicate::str::contains("extra"));
-    t.al(&["tools", "call", "nope"])
+    assert!(stderr(&out).contains("argument `content`"), "{}", stderr(&out));
+    let out = t.al(&["tools", "call", "file_read", "--args", "{}"]).output().unwrap();
+    assert!(stderr(&out).contains("\"path\" is a required property"), "{}", stderr(&out));
+    t.al(&["tools", "call", "file_read", "--args", "{\"path\": \"a\", \"extra\": 1}"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown tool `nope`"));
-    t.al(&["tools", "call", "file_read", "--args", "not json"])
-        .assert()
-        .code(2);
+        .stderr(predicate::str::contains("extra"));
+    t.al(&["tools", "call", "nope"]).assert().code(2).stderr(predicate::str::contains("unknown tool `nope`"));
+    t.al(&["tools", "call", "file_read", "--args", "not json"]).assert().code(2);
 }
 
 #[test]
 fn args_from_stdin_and_oversized_output_goes_to_artifacts() {
     let t = sandbox();
     t.write("ws/big.txt", &"x".repeat(20_000));
-    let out = t
-        .al(&["tools", "call", "file_read", "--args", "-"])
-        .write_stdin("{\"path\": \"big.txt\"}")
-        .output()
-        .unwrap();
+    let out =
+        t.al(&["tools", "call", "file_read", "--args", "-"]).write_stdin("{\"path\": \"big.txt\"}").output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "ok");
     let art = v["artifacts"][0].as_str().unwrap();
     assert!(art.starts_with("artifacts/tool-file_read-"), "{art}");
     assert_eq!(t.read(&format!("ws/{art}")).len(), 20_000);
-    assert!(v["output"]
-        .as_str()
-        .unwrap()
-        .contains("[output truncated: 20000 characters in total"));
+    assert!(v["output"].as_str().unwrap().contains("[output truncated: 20000 characters in total"));
 }
 
 #[test]
@@ -261,55 +185,21 @@ fn tools_list_matches_the_plan_catalog() {
     let out = t.al(&["tools", "list", "--json"]).output().unwrap();
     let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "file_read",
-            "file_write",
-            "list_dir",
-            "http_call",
-            "web_fetch",
-            "skill_read",
-            "finish"
-        ]
-    );
-    let gen = t
-        .al(&["skills", "gen", "--format", "json"])
-        .output()
-        .unwrap();
+    assert_eq!(names, ["file_read", "file_write", "list_dir", "http_call", "web_fetch", "skill_read", "finish"]);
+    let gen = t.al(&["skills", "gen", "--format", "json"]).output().unwrap();
     let cat: Value = serde_json::from_slice(&gen.stdout).unwrap();
-    let cat_names: Vec<&str> = cat["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let cat_names: Vec<&str> = cat["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, cat_names);
-    let out = t
-        .al(&[
-            "tools",
-            "list",
-            "--json",
-            "--allowed-tools",
-            "file_read,web_fetch",
-        ])
-        .output()
-        .unwrap();
+    let out = t.al(&["tools", "list", "--json", "--allowed-tools", "file_read,web_fetch"]).output().unwrap();
     let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        tools
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect::<Vec<_>>(),
+        tools.iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(),
         ["file_read", "web_fetch", "finish"]
     );
 }
 
 fn net_config(t: &T, extra: &str) {
-    t.write(
-        "ws/agentloop.yaml",
-        &format!("tools:\n  http:\n    allow_private: true\n{extra}"),
-    );
+    t.write("ws/agentloop.yaml", &format!("tools:\n  http:\n    allow_private: true\n{extra}"));
 }
 
 #[test]
@@ -325,10 +215,7 @@ fn web_fetch_extracts_markdown_and_http_call_returns_status() {
     let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/page", s.url)}));
     assert_eq!(code, Some(0), "{v}");
     let out = v["output"].as_str().unwrap();
-    assert!(
-        out.contains("# Title") && out.contains("[link](/x)") && !out.contains("menu"),
-        "{out}"
-    );
+    assert!(out.contains("# Title") && out.contains("[link](/x)") && !out.contains("menu"), "{out}");
     assert_eq!(v["metadata"]["title"], "Hi");
     let (code, v) = call(
         &t,
@@ -338,15 +225,8 @@ fn web_fetch_extracts_markdown_and_http_call_returns_status() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["metadata"]["status_code"], 201);
     let req = s.request(1);
-    assert_eq!(
-        (req.method.as_str(), req.header("x-test")),
-        ("POST", Some("1"))
-    );
-    let (code, v) = call(
-        &t,
-        "http_call",
-        json!({"method": "GET", "url": format!("{}/down", s.url)}),
-    );
+    assert_eq!((req.method.as_str(), req.header("x-test")), ("POST", Some("1")));
+    let (code, v) = call(&t, "http_call", json!({"method": "GET", "url": format!("{}/down", s.url)}));
     assert_eq!(code, Some(6));
     assert_eq!(v["retryable"], true);
 }
@@ -367,36 +247,21 @@ fn network_policy_refuses_private_addresses_and_redirect_escapes() {
     ] {
         let (code, v) = call(&t, "web_fetch", json!({"url": url}));
         assert_eq!(code, Some(6), "{url}: {v}");
-        assert!(
-            v["error"].as_str().unwrap().contains("allow_private"),
-            "{url}: {v}"
-        );
+        assert!(v["error"].as_str().unwrap().contains("allow_private"), "{url}: {v}");
     }
     assert_eq!(s.count(), 0);
-    for url in [
-        "file:///etc/passwd",
-        "ftp://example.com/",
-        "gopher://x/",
-        "http://user:pw@example.com/",
-    ] {
+    for url in ["file:///etc/passwd", "ftp://example.com/", "gopher://x/", "http://user:pw@example.com/"] {
         let (code, _) = call(&t, "http_call", json!({"method": "GET", "url": url}));
         assert_eq!(code, Some(6), "{url}");
     }
     // A redirect to a denied host is refused at the hop.
-    let target = Server::start(vec![Reply::text(
-        200,
-        "text/plain",
-        "should not be fetched",
-    )]);
+    let target = Server::start(vec![Reply::text(200, "text/plain", "should not be fetched")]);
     let target_port = target.url.rsplit(':').next().unwrap().to_string();
-    let redirect = Server::start(vec![Reply::text(302, "text/plain", "")
-        .header("location", &format!("http://localhost:{target_port}/x"))]);
+    let redirect = Server::start(vec![
+        Reply::text(302, "text/plain", "").header("location", &format!("http://localhost:{target_port}/x"))
+    ]);
     net_config(&t, "    deny_hosts: [localhost]\n");
-    let (code, v) = call(
-        &t,
-        "web_fetch",
-        json!({"url": format!("{}/start", redirect.url)}),
-    );
+    let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/start", redirect.url)}));
     assert_eq!(code, Some(6), "{v}");
     assert!(v["error"].as_str().unwrap().contains("denied"), "{v}");
     assert_eq!(target.count(), 0);
@@ -432,11 +297,8 @@ fn http_timeouts_are_retryable_errors() {
         Reply::text(200, "text/plain", "late")
     });
     net_config(&t, "");
-    let (code, v) = call(
-        &t,
-        "http_call",
-        json!({"method": "GET", "url": format!("{}/slow", s.url), "timeout_seconds": 1}),
-    );
+    let (code, v) =
+        call(&t, "http_call", json!({"method": "GET", "url": format!("{}/slow", s.url), "timeout_seconds": 1}));
     assert_eq!(code, Some(6), "{v}");
     assert_eq!(v["retryable"], true);
     assert!(v["error"].as_str().unwrap().contains("timed out"), "{v}");
@@ -445,32 +307,17 @@ fn http_timeouts_are_retryable_errors() {
 #[test]
 fn shell_is_off_by_default_and_confined_when_on() {
     let t = sandbox();
-    t.al(&[
-        "tools",
-        "call",
-        "shell",
-        "--args",
-        "{\"argv\": [\"echo\", \"hi\"]}",
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicate::str::contains("unknown tool `shell`"));
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  shell: {enabled: true, allow: [echo, sleep], timeout: 1s}\n",
-    );
+    t.al(&["tools", "call", "shell", "--args", "{\"argv\": [\"echo\", \"hi\"]}"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown tool `shell`"));
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [echo, sleep], timeout: 1s}\n");
     let (code, v) = call(&t, "shell", json!({"argv": ["echo", "hi; rm -rf /"]}));
     assert_eq!(code, Some(0));
-    assert!(
-        v["output"].as_str().unwrap().contains("hi; rm -rf /"),
-        "argv, not a shell string"
-    );
+    assert!(v["output"].as_str().unwrap().contains("hi; rm -rf /"), "argv, not a shell string");
     let (code, v) = call(&t, "shell", json!({"argv": ["cat", "/etc/passwd"]}));
     assert_eq!(code, Some(6));
-    assert!(v["error"]
-        .as_str()
-        .unwrap()
-        .contains("not in tools.shell.allow"));
+    assert!(v["error"].as_str().unwrap().contains("not in tools.shell.allow"));
     let (code, v) = call(&t, "shell", json!({"argv": ["sleep", "5"]}));
     assert_eq!(code, Some(6));
     assert_eq!(v["retryable"], true);
@@ -480,11 +327,7 @@ fn shell_is_off_by_default_and_confined_when_on() {
 #[test]
 fn finish_and_submit_response() {
     let t = sandbox();
-    let (code, v) = call(
-        &t,
-        "finish",
-        json!({"summary": "all done", "artifacts": ["artifacts/a.md"]}),
-    );
+    let (code, v) = call(&t, "finish", json!({"summary": "all done", "artifacts": ["artifacts/a.md"]}));
     assert_eq!(code, Some(0));
     assert_eq!(v["output"], "all done");
     let (code, _) = call(&t, "submit_response", json!({"summary": "alias"}));
@@ -494,16 +337,9 @@ fn finish_and_submit_response() {
 #[test]
 fn long_term_memory_persists_across_runs() {
     let t = sandbox();
-    let (code, _) = call(
-        &t,
-        "memory_save",
-        json!({"topic": "projects", "title": "x", "content": "y"}),
-    );
+    let (code, _) = call(&t, "memory_save", json!({"topic": "projects", "title": "x", "content": "y"}));
     assert_eq!(code, Some(2), "memory tools are off by default");
-    t.write(
-        "ws/agentloop.yaml",
-        "tools:\n  memory: {enabled: true, dir: ../mem}\n",
-    );
+    t.write("ws/agentloop.yaml", "tools:\n  memory: {enabled: true, dir: ../mem}\n");
     let (code, v) = call(
         &t,
         "memory_save",
@@ -511,61 +347,30 @@ fn long_term_memory_persists_across_runs() {
     );
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["metadata"]["content_id"], "content_001");
-    call(
-        &t,
-        "memory_save",
-        json!({"topic": "contacts", "title": "Ada", "content": "Writes compilers"}),
-    );
+    call(&t, "memory_save", json!({"topic": "contacts", "title": "Ada", "content": "Writes compilers"}));
     let topics = t.json("mem/topics.json");
     assert_eq!(topics["topics"].as_array().unwrap().len(), 2);
-    assert_eq!(
-        t.json("mem/index_projects.json")["entries"][0]["section_id"],
-        "main"
-    );
+    assert_eq!(t.json("mem/index_projects.json")["entries"][0]["section_id"], "main");
     let (_, v) = call(&t, "memory_search", json!({"query": "rust loop"}));
     let hits: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
     assert_eq!(hits[0]["topic"], "projects");
-    let (_, v) = call(
-        &t,
-        "memory_read",
-        json!({"topic": "projects", "content_id": "content_001"}),
-    );
-    assert!(v["output"]
-        .as_str()
-        .unwrap()
-        .contains("Frame Plan Act Reflect"));
-    let (code, _) = call(
-        &t,
-        "memory_read",
-        json!({"topic": "../..", "content_id": "x"}),
-    );
+    let (_, v) = call(&t, "memory_read", json!({"topic": "projects", "content_id": "content_001"}));
+    assert!(v["output"].as_str().unwrap().contains("Frame Plan Act Reflect"));
+    let (code, _) = call(&t, "memory_read", json!({"topic": "../..", "content_id": "x"}));
     assert_eq!(code, Some(6));
-    let (code, _) = call(
-        &t,
-        "memory_save",
-        json!({"topic": "../escape", "title": "x", "content": "y"}),
-    );
+    let (code, _) = call(&t, "memory_save", json!({"topic": "../escape", "title": "x", "content": "y"}));
     assert_eq!(code, Some(2));
 }
 
 #[test]
 fn fifos_and_devices_are_refused_not_hung() {
     let t = sandbox();
-    if std::process::Command::new("mkfifo")
-        .arg(t.path("ws/pipe"))
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-    {
+    if std::process::Command::new("mkfifo").arg(t.path("ws/pipe")).status().map(|s| s.success()).unwrap_or(false) {
         let (code, v) = call(&t, "file_read", json!({"path": "pipe"}));
         assert_eq!(code, Some(6), "{v}");
         assert!(v["error"].as_str().unwrap().contains("not a regular file"));
         std::fs::rename(t.path("ws/pipe"), t.path("ws/artifacts/pipe")).unwrap();
-        let (code, _) = call(
-            &t,
-            "file_write",
-            json!({"path": "artifacts/pipe", "content": "x", "mode": "append"}),
-        );
+        let (code, _) = call(&t, "file_write", json!({"path": "artifacts/pipe", "content": "x", "mode": "append"}));
         assert_eq!(code, Some(6));
     }
 }
