@@ -13,14 +13,15 @@ use clap::{Args, Parser, Subcommand};
 /// memory.md, skills.md, plan.md, decisions.md, trace.jsonl, state.json, artifacts/), so a run can
 /// be stepped by hand, edited between phases, scripted, scheduled, or driven one turn at a time.
 ///
-/// Quick start (offline):  make demo
-/// With a real model:      ANTHROPIC_API_KEY=... agentloop -w ws run --goal "..."
+/// Quick start, offline:  make demo
+/// With a real model:     ANTHROPIC_API_KEY=... agentloop -w ws run --goal "..."
+/// Step by hand:          agentloop -w ws init --goal "..."; then frame, plan, act, reflect
 ///
 /// Exit codes: 0 ok/done, 1 failure, 2 usage or config error, 3 escalated, 4 budget exhausted,
 /// 5 provider failure, 6 tool failure, 7 workspace locked, 8 broken workspace file,
 /// 78 configuration error in `handle`.
 #[derive(Debug, Parser)]
-#[command(name = "agentloop", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "agentloop", version, propagate_version = true, max_term_width = 100, verbatim_doc_comment)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -96,21 +97,45 @@ pub struct Global {
 pub enum Command {
     Init(commands::init::InitArgs),
     Run(commands::run::RunArgs),
+    /// Frame: turn context.md into a goal and a 3-7 item Definition of Done in memory.md.
+    ///
+    /// One model call. Reads context.md (and memory.md when reframing); writes memory.md,
+    /// decisions.md and a trace entry. Exit codes: 0 ok, 3 escalated (cannot proceed), 4 budget,
+    /// 5 provider failure. Refuses to run out of turn unless --force.
     Frame(commands::phase::PhaseArgs),
+    /// Plan: choose the one Next Action (a tool call) and write plan.md.
+    ///
+    /// One model call. The Next Action is the `json next-action` block in plan.md, which you may
+    /// edit before `act`. Exit codes: 0 ok, 3 escalated, 4 budget (max_steps, tokens, cost),
+    /// 5 provider failure. Refuses to run out of turn unless --force.
     Plan(commands::phase::PhaseArgs),
+    /// Act: run the Next Action in plan.md; no model call.
+    ///
+    /// Large output goes to artifacts/. Exit codes: 0 ok, 6 the tool reported an error (recorded
+    /// for reflect), 3 escalated (repeated failures or actions), 8 broken Next Action block.
     Act(commands::phase::PhaseArgs),
+    /// Reflect: check the result against the Definition of Done; continue, done, reframe or escalate.
+    ///
+    /// One model call. `done` counts only when every item is ticked. Exit codes: 0 ok (done or
+    /// continuing), 3 escalated, 4 budget (max_reframes), 5 provider failure.
     Reflect(commands::phase::PhaseArgs),
     Status(commands::status::StatusArgs),
+    /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),
+    /// Show the effective configuration and where each value came from.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
+    /// List the tools, or call one from the shell with no model.
     #[command(subcommand)]
     Tools(commands::tools::ToolsCommand),
+    /// Generate the catalog (skills.md); list, show, check and fetch skills.
     #[command(subcommand)]
     Skills(commands::skills::SkillsCommand),
+    /// Check a provider with one tiny request.
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
+    /// List agent profiles (agents/NAME.yaml).
     #[command(subcommand)]
     Agents(commands::agents::AgentsCommand),
     Handle(commands::handle::HandleArgs),

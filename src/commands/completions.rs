@@ -9,6 +9,7 @@ use clap::{Args, CommandFactory};
 ///
 /// Example: agentloop completions bash > /etc/bash_completion.d/agentloop
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     #[arg(value_enum)]
@@ -19,6 +20,7 @@ pub struct CompletionsArgs {
 ///
 /// Example: agentloop man > man/agentloop.1
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct ManArgs {}
 
 pub fn completions(ctx: Ctx, args: CompletionsArgs) -> Result<u8> {

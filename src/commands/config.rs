@@ -12,6 +12,7 @@ pub enum ConfigCommand {
     /// Layers, later wins: defaults < $XDG_CONFIG_HOME/agentloop/config.yaml <
     /// <workspace>/agentloop.yaml < --config FILE < agents/NAME.yaml < AGENTLOOP_* < flags.
     /// With --json: {"config": {...}, "sources": {"key": "source"}}.
+    #[command(verbatim_doc_comment)]
     Show,
 }
 

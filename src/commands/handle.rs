@@ -17,6 +17,7 @@ use clap::Args;
 ///
 /// Example: echo '{"type":"agentic.start","payload":{"goal":"..."}}' | agentloop -w runs handle
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct HandleArgs {}
 
 pub fn run(global: &Global, _args: HandleArgs) -> Result<u8> {

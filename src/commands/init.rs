@@ -13,6 +13,7 @@ use clap::Args;
 ///
 /// Example: agentloop init ws --goal "Critique https://example.com in two paragraphs"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct InitArgs {
     /// Workspace folder to create (default: -w/--workspace, else the current folder).
     pub dir: Option<Utf8PathBuf>,

@@ -14,6 +14,7 @@ pub enum ModelsCommand {
     /// Exit codes: 0 ok, 5 the provider failed, 2 nothing configured.
     ///
     /// Example: agentloop models test --provider ollama --model qwen2.5:0.5b
+    #[command(verbatim_doc_comment)]
     Test,
 }
 

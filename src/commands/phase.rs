@@ -7,15 +7,7 @@ use crate::trace::Phase;
 use crate::workspace::Next;
 use clap::Args;
 
-/// Run one phase (frame, plan, act or reflect) on the workspace.
-///
-/// frame:   context.md → memory.md (goal, Definition of Done, constraints, assumptions)
-/// plan:    memory.md + skills.md → plan.md with one binding Next Action (edit it before act)
-/// act:     runs the Next Action in plan.md; no model call
-/// reflect: compares the result with the Definition of Done; decides continue/done/reframe/escalate
-///
-/// Each phase refuses to run out of turn (state.json says which phase is next) unless --force.
-/// Exit codes: 0 ok, 3 escalated, 4 budget, 5 provider failure, 6 (act) the tool failed.
+/// Options of the single-phase commands (frame, plan, act, reflect).
 #[derive(Debug, Args)]
 pub struct PhaseArgs {
     /// Run the phase even if state.json expects another one next.

@@ -19,6 +19,7 @@ use clap::Args;
 ///   agentloop -w ws run                     # resume
 ///   agentloop -w ws run --events | jq -c .  # live trace entries as JSONL
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// The goal (needed when the workspace holds no run yet).
     #[arg(long, short = 'g')]

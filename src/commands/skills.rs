@@ -20,6 +20,7 @@ pub enum SkillsCommand {
     ///
     /// The same catalog the Plan prompt shows; byte-identical between runs.
     /// Example: agentloop skills gen > skills.md
+    #[command(verbatim_doc_comment)]
     Gen {
         #[arg(long, value_enum, default_value_t = Format::Md)]
         format: Format,
@@ -40,6 +41,7 @@ pub enum SkillsCommand {
     ///
     /// Writes <skills>/<ID>/skill.md and skill.json and registers it in registry.json.
     /// Example: agentloop skills fetch moltbook https://example.com/skill.md
+    #[command(verbatim_doc_comment)]
     Fetch {
         id: String,
         url: String,

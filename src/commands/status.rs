@@ -9,6 +9,7 @@ use serde_json::json;
 ///
 /// Example: agentloop -w ws status --json | jq .run_id
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct StatusArgs {}
 
 pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {

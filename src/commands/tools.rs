@@ -12,6 +12,7 @@ pub enum ToolsCommand {
     /// List the tools Act may run (exactly what the Plan prompt offers).
     ///
     /// Example: agentloop tools list --json | jq -r '.[].name'
+    #[command(verbatim_doc_comment)]
     List {
         /// Include tools that allowed_tools excludes.
         #[arg(long)]
@@ -25,6 +26,7 @@ pub enum ToolsCommand {
     /// Examples:
     ///   agentloop tools call file_read --args '{"path": "context.md"}' | jq -r .output
     ///   echo '{"url": "https://example.com"}' | agentloop tools call web_fetch --args -
+    #[command(verbatim_doc_comment)]
     Call {
         /// Tool name.
         name: String,

@@ -17,6 +17,7 @@ pub enum TraceCommand {
     ///   agentloop -w ws trace show --errors
     ///   agentloop -w ws trace show --json --phase act | jq -r .tool
     ///   agentloop -w ws trace show --follow
+    #[command(verbatim_doc_comment)]
     Show(ShowArgs),
     /// Sum steps, tokens, cost and time per phase and per tool.
     Stats(FilterArgs),
