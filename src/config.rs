@@ -65,6 +65,8 @@ pub struct Config {
     pub max_repeats: u32,
     /// Premature `done` decisions turned into `continue` before the run escalates.
     pub max_done_refusals: u32,
+    /// Phrases that, in Reflect's reason, mean a human is needed: the run escalates.
+    pub escalation_triggers: Vec<String>,
     /// Tools Act may run; null = every enabled tool.
     pub allowed_tools: Option<Vec<String>>,
     /// Extra instructions added to every phase prompt (agent profiles set this).
@@ -94,6 +96,7 @@ impl Default for Config {
             max_consecutive_failures: 3,
             max_repeats: 3,
             max_done_refusals: 2,
+            escalation_triggers: ["need human input", "escalate to human", "ask the user"].map(String::from).to_vec(),
             allowed_tools: None,
             system_prompt: None,
             description: None,

@@ -114,6 +114,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let mut decision = decision_of(&a);
     let mut reason = a["reason"].as_str().unwrap_or("").trim().to_string();
     let mut stop: Option<(StopKind, String)> = None;
+    let lower = reason.to_lowercase();
+    if let Some(t) = env.cfg.escalation_triggers.iter().find(|t| !t.is_empty() && lower.contains(&t.to_lowercase())) {
+        mem.open_question = Some(reason.clone());
+        stop = Some((StopKind::Escalated, format!("escalation trigger `{t}` in reflect: {reason}")));
+    }
     if decision == "done" && !mem.all_done() {
         state.done_refusals += 1;
         let open = mem.open_items();

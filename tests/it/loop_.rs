@@ -471,3 +471,16 @@ reflect:
     );
     assert!(t.read("ws/plan.md").contains("## Reviewer\nLooks fine."));
 }
+
+#[test]
+fn escalation_trigger_phrases_stop_the_run() {
+    let t = T::new();
+    write_script(
+        &t,
+        "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: I Need Human Input on which account to use}\n",
+    );
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("escalation trigger `need human input`"));
+    assert!(t.read("ws/memory.md").contains("## Open Question\nI Need Human Input on which account to use"));
+}
