@@ -1,9 +1,9 @@
 //! `make bench`: loop overhead per step with a zero-latency (scripted) model, and prompt size
 //! at step 1 vs step 30 of a long run.
 //!
-//! Targets: under 5 ms per full plan → act → reflect step excluding the model, and plan-prompt
-//! input flat within 20% between step 1 and step 30. Prints a report and exits non-zero when a
-//! target is missed.
+//! Targets: under 5 ms per full plan → act → reflect step excluding the model, plan-prompt
+//! input flat within 20% between step 1 and step 30, and trace.jsonl read at over 100k
+//! entries/s. Prints a report and exits non-zero when a target is missed.
 
 use agentloop::cli::Global;
 use agentloop::phases::{self, Env};
@@ -63,6 +63,28 @@ fn run_once(dir: &std::path::Path) -> (f64, Vec<(u32, u64)>) {
     (elapsed, plan_prompts)
 }
 
+/// Streams a 200k-line trace through the same reader `trace show` uses; returns lines per second.
+fn trace_throughput() -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let path = Utf8PathBuf::from_path_buf(dir.path().join("trace.jsonl")).unwrap();
+    let mut text = String::new();
+    for i in 0..200_000u32 {
+        let mut e =
+            agentloop::trace::Entry::new("01KDVDNA000000000000000000", i / 3, agentloop::trace::Phase::Act, "act");
+        e.tool = Some("file_read".into());
+        e.result_status = Some("ok".into());
+        e.result_summary = Some(format!("read {i} bytes of notes"));
+        e.duration_ms = Some(3);
+        text.push_str(&e.to_line());
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let start = Instant::now();
+    let mut n = 0u64;
+    agentloop::trace::scan(&path, |r| n += r.is_ok() as u64).unwrap();
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
 fn main() {
     let mut per_step = Vec::new();
     let mut prompts = Vec::new();
@@ -79,7 +101,13 @@ fn main() {
     let growth = if first > 0.0 { last / first } else { 0.0 };
     println!("loop overhead: {median:.2} ms per plan→act→reflect step (median of 3 runs of {STEPS} steps; scripted model, real tools, fsync'd commits)");
     println!("plan prompt:   {first:.0} bytes at step 1, {last:.0} bytes at step {STEPS} (×{growth:.2}; ≈{:.0} → {:.0} tokens)", first / 4.0, last / 4.0);
+    let lps = trace_throughput();
+    println!("trace reading: {:.0} entries per second (streamed, constant memory; target > 100000)", lps);
     let mut ok = true;
+    if lps < 100_000.0 {
+        println!("MISSED: trace reading target (> 100000 entries/s)");
+        ok = false;
+    }
     if median >= 5.0 {
         println!("MISSED: per-step overhead target (< 5 ms)");
         ok = false;

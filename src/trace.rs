@@ -158,6 +158,39 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
     (entries, bad)
 }
 
+/// Streams the file line by line (constant memory however long the trace), calling `f` with
+/// each entry or each corrupt line. Returns the file's length in bytes at the end of the scan.
+pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLine>)) -> Result<u64> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(crate::error::Error::io("read", path, e)),
+    };
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut buf = Vec::new();
+    let mut line = 0;
+    let mut offset = 0u64;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| crate::error::Error::io("read", path, e))?;
+        if n == 0 {
+            return Ok(offset);
+        }
+        offset += n as u64;
+        line += 1;
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Entry>(text) {
+            Ok(e) => f(Ok(e)),
+            Err(e) => f(Err(BadLine { line, message: e.to_string() })),
+        }
+    }
+}
+
 /// Whether the file's last line is exactly this entry (used to make journal replay idempotent).
 pub fn ends_with(path: &Utf8Path, line: &str) -> Result<bool> {
     let text = fs::read_optional(path)?.unwrap_or_default();

@@ -56,11 +56,12 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     if phase == Phase::Plan {
         phases::ensure_skills_md(&ctx)?;
     }
-    let before = crate::trace::read(&ctx.ws.trace())?.0.len();
     let mut env = Env::new(&ctx)?;
+    // The phase's own entries are the ones it commits; report exactly those.
+    env.keep_committed = true;
     let outcome = phases::run::step(&mut env, &mut state)?;
-    let (entries, _) = crate::trace::read(&ctx.ws.trace())?;
-    for e in entries.iter().skip(before) {
+    let committed = env.committed.take();
+    for e in committed.iter().filter_map(|l| serde_json::from_str::<crate::trace::Entry>(l).ok()) {
         if ctx.printer.json {
             ctx.printer.outln(&e.to_line());
         } else {

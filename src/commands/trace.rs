@@ -7,6 +7,7 @@ use crate::trace::{self, Entry, Phase};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Subcommand)]
@@ -61,7 +62,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(args: FilterArgs, entries: &[Entry]) -> Result<Self> {
+    fn new(args: FilterArgs, last_run: impl FnOnce() -> Option<String>) -> Result<Self> {
         let since = match &args.since {
             None => None,
             Some(s) => Some(match crate::clock::parse_rfc3339(s) {
@@ -76,7 +77,7 @@ impl Filter {
             }),
         };
         let run = match args.run.as_deref() {
-            Some("last") => entries.iter().rev().find(|e| !e.run_id.is_empty()).map(|e| e.run_id.clone()),
+            Some("last") => last_run(),
             other => other.map(String::from),
         };
         Ok(Filter { args, since, run })
@@ -100,27 +101,53 @@ pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
             Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR")
         );
     }
-    let (entries, bad) = trace::read(&path)?;
-    for b in &bad {
-        ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
-    }
+    // Streamed: memory stays flat however long the trace is (`--run last` reads it twice).
+    let last_run = || {
+        let mut last = None;
+        let _ = trace::scan(&path, |r| {
+            if let Ok(e) = r {
+                if !e.run_id.is_empty() {
+                    last = Some(e.run_id);
+                }
+            }
+        });
+        last
+    };
+    let warn =
+        |b: &trace::BadLine| ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
     match cmd {
         TraceCommand::Show(args) => {
-            let filter = Filter::new(args.filter, &entries)?;
+            let filter = Filter::new(args.filter, last_run)?;
             if !ctx.printer.json && !ctx.printer.quiet {
                 ctx.printer.outln(&ctx.printer.paint(HEADER, "1"));
             }
-            for e in entries.iter().filter(|e| filter.keep(e)) {
-                print_entry(&ctx.printer, e);
-            }
-            if args.follow {
-                follow(&ctx, &filter, entries.last())?;
+            let mut ended = false;
+            let mut lines = 0;
+            let offset = trace::scan(&path, |r| {
+                lines += 1;
+                match r {
+                    Ok(e) => {
+                        ended = finished(&e);
+                        if filter.keep(&e) {
+                            print_entry(&ctx.printer, &e);
+                        }
+                    }
+                    Err(b) => warn(&b),
+                }
+            })?;
+            if args.follow && !ended {
+                follow(&ctx, &filter, offset, lines)?;
             }
         }
         TraceCommand::Stats(args) => {
-            let filter = Filter::new(args, &entries)?;
-            let kept: Vec<&Entry> = entries.iter().filter(|e| filter.keep(e)).collect();
-            stats(&ctx.printer, &kept);
+            let filter = Filter::new(args, last_run)?;
+            let mut stats = Stats::default();
+            trace::scan(&path, |r| match r {
+                Ok(e) if filter.keep(&e) => stats.add(&e),
+                Ok(_) => {}
+                Err(b) => warn(&b),
+            })?;
+            stats.print(&ctx.printer);
         }
     }
     Ok(0)
@@ -130,25 +157,23 @@ fn finished(e: &Entry) -> bool {
     e.event == "run.finished"
 }
 
-fn follow(ctx: &Ctx, filter: &Filter, last: Option<&Entry>) -> Result<()> {
-    if last.is_some_and(finished) {
-        return Ok(());
-    }
+fn follow(ctx: &Ctx, filter: &Filter, mut offset: u64, mut line_no: usize) -> Result<()> {
     let path = ctx.ws.trace();
-    let mut offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut partial = String::new();
-    let mut line_no = crate::fs::read_optional(&path)?.unwrap_or_default().lines().count();
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(_) => continue,
-        };
-        if (bytes.len() as u64) < offset {
+        // Only the bytes appended since the last look are read.
+        let Ok(mut f) = std::fs::File::open(&path) else { continue };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < offset {
             offset = 0;
         }
-        partial.push_str(&String::from_utf8_lossy(&bytes[offset as usize..]));
-        offset = bytes.len() as u64;
+        let mut bytes = Vec::new();
+        if f.seek(SeekFrom::Start(offset)).and_then(|_| f.read_to_end(&mut bytes)).is_err() {
+            continue;
+        }
+        partial.push_str(&String::from_utf8_lossy(&bytes));
+        offset += bytes.len() as u64;
         while let Some(nl) = partial.find('\n') {
             let line: String = partial.drain(..=nl).collect();
             line_no += 1;
@@ -236,53 +261,63 @@ impl Sum {
     }
 }
 
-fn stats(p: &Printer, entries: &[&Entry]) {
-    let mut total = Sum::default();
-    let mut phases: BTreeMap<&str, Sum> = BTreeMap::new();
-    let mut tools: BTreeMap<&str, Sum> = BTreeMap::new();
-    let mut runs = std::collections::BTreeSet::new();
-    let mut steps = 0;
-    for e in entries {
-        total.add(e);
-        runs.insert(e.run_id.as_str());
-        steps = steps.max(e.step);
-        phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-")).or_default().add(e);
-        if let Some(t) = &e.tool {
-            if e.phase == Some(Phase::Act) {
-                tools.entry(t).or_default().add(e);
-            }
+#[derive(Default)]
+struct Stats {
+    total: Sum,
+    phases: BTreeMap<String, Sum>,
+    tools: BTreeMap<String, Sum>,
+    runs: std::collections::BTreeSet<String>,
+    steps: u32,
+}
+
+impl Stats {
+    fn add(&mut self, e: &Entry) {
+        self.total.add(e);
+        if !self.runs.contains(&e.run_id) {
+            self.runs.insert(e.run_id.clone());
+        }
+        self.steps = self.steps.max(e.step);
+        self.phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-").to_string()).or_default().add(e);
+        if let (Some(t), Some(Phase::Act)) = (&e.tool, e.phase) {
+            self.tools.entry(t.clone()).or_default().add(e);
         }
     }
-    if p.json {
-        p.json_value(&json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}));
-        return;
-    }
-    p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
-    let row = |name: &str, s: &Sum| {
-        format!(
+
+    fn print(&self, p: &Printer) {
+        let Stats { total, phases, tools, runs, steps } = self;
+        if p.json {
+            p.json_value(
+                &json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}),
+            );
+            return;
+        }
+        p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
+        let row = |name: &str, s: &Sum| {
+            format!(
+                "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
+                name,
+                s.entries,
+                s.errors,
+                s.duration_ms,
+                s.input_tokens + s.cache_read_tokens + s.cache_write_tokens,
+                s.output_tokens,
+                format!("{:.4}", s.cost_usd)
+            )
+        };
+        let header = format!(
             "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
-            name,
-            s.entries,
-            s.errors,
-            s.duration_ms,
-            s.input_tokens + s.cache_read_tokens + s.cache_write_tokens,
-            s.output_tokens,
-            format!("{:.4}", s.cost_usd)
-        )
-    };
-    let header = format!(
-        "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
-        "", "entries", "errors", "time_ms", "tokens_in", "tokens_out", "cost_usd"
-    );
-    p.outln(&header.replacen("              ", "phase         ", 1));
-    for (k, s) in &phases {
-        p.outln(&row(k, s));
-    }
-    if !tools.is_empty() {
-        p.outln(&header.replacen("              ", "tool          ", 1));
-        for (k, s) in &tools {
+            "", "entries", "errors", "time_ms", "tokens_in", "tokens_out", "cost_usd"
+        );
+        p.outln(&header.replacen("              ", "phase         ", 1));
+        for (k, s) in phases.iter() {
             p.outln(&row(k, s));
         }
+        if !tools.is_empty() {
+            p.outln(&header.replacen("              ", "tool          ", 1));
+            for (k, s) in tools.iter() {
+                p.outln(&row(k, s));
+            }
+        }
+        p.outln(&row("total", total));
     }
-    p.outln(&row("total", &total));
 }

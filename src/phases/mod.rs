@@ -55,6 +55,9 @@ pub struct Env<'a> {
     pub printer: Printer,
     /// Stream committed trace entries as JSONL on stdout (`run --events`).
     pub events: bool,
+    /// Keep the trace lines this environment commits in `committed` (single-phase commands).
+    pub keep_committed: bool,
+    pub committed: std::cell::RefCell<Vec<String>>,
     /// End of the run's wall-clock budget (set by `run`), passed to every model call.
     pub deadline: Option<std::time::Instant>,
     model: Option<Box<dyn Model>>,
@@ -81,6 +84,8 @@ impl<'a> Env<'a> {
             skills: SkillSet::load(ctx.config(), &ctx.ws.root),
             printer: ctx.printer,
             events: false,
+            keep_committed: false,
+            committed: Default::default(),
             deadline: None,
             model: None,
         })
@@ -100,6 +105,8 @@ impl<'a> Env<'a> {
             skills: SkillSet::load(cfg, &ws.root),
             printer,
             events: false,
+            keep_committed: false,
+            committed: Default::default(),
             deadline: None,
             model: None,
         })
@@ -188,6 +195,9 @@ impl<'a> Env<'a> {
     /// Applies a commit and reports its trace entries (events stream, progress lines).
     pub fn commit(&self, commit: &Commit) -> Result<()> {
         self.ws.commit(commit)?;
+        if self.keep_committed {
+            self.committed.borrow_mut().extend(commit.trace.iter().cloned());
+        }
         for line in &commit.trace {
             if self.events {
                 self.printer.outln(line);
