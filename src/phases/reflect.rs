@@ -86,7 +86,21 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     };
     let a = answer.args.clone();
     // Tick the items the model says are satisfied (by number or by text).
-    for s in a.get("satisfied").and_then(Value::as_array).cloned().unwrap_or_default() {
+    // Items may come as numbers, as text, or as one string of numbers ("1, 3").
+    let satisfied: Vec<Value> = a
+        .get("satisfied")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|v| match v.as_str() {
+            Some(t) if t.split(',').all(|p| p.trim().parse::<usize>().is_ok()) => {
+                t.split(',').map(|p| Value::String(p.trim().to_string())).collect()
+            }
+            _ => vec![v],
+        })
+        .collect();
+    for s in satisfied {
         let idx = match &s {
             Value::Number(n) => n.as_u64().and_then(|n| (n as usize).checked_sub(1)),
             Value::String(t) => {
