@@ -387,7 +387,15 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
             format!("protocol violation: result from tool `{tool}` but `{}` is pending for step {step}", pending.tool),
         );
     }
-    let status = p.get("status").and_then(Value::as_str).unwrap_or("ok");
+    // `ok` per the seed; plugins also say success/succeeded/completed/done.
+    let has_error = p.get("error").is_some_and(|e| !e.is_null() && e != "");
+    let default = if has_error { "error" } else { "ok" };
+    let status = p.get("status").and_then(Value::as_str).unwrap_or(default).trim().to_lowercase();
+    let status = if matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done") {
+        "ok"
+    } else {
+        status.as_str()
+    };
     let result_value = p.get("result").cloned().unwrap_or(Value::Null);
     let output = match &result_value {
         Value::String(s) => s.clone(),
