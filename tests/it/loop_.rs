@@ -484,3 +484,17 @@ fn escalation_trigger_phrases_stop_the_run() {
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("escalation trigger `need human input`"));
     assert!(t.read("ws/memory.md").contains("## Open Question\nI Need Human Input on which account to use"));
 }
+
+#[test]
+fn the_token_budget_is_checked_before_reflect_too() {
+    let t = T::new();
+    write_script(
+        &t,
+        "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n    usage: {input_tokens: 5000, output_tokens: 10}\nreflect:\n  - answer: {decision: continue, reason: more}\n",
+    );
+    let out = t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let trace = t.trace();
+    assert!(!trace.iter().any(|e| e["event"] == "reflect" && e["decision"].is_string()), "no reflect call was made");
+    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("token budget exhausted"));
+}
