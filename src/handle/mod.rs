@@ -15,7 +15,7 @@
 //! committed to state.json before a request is emitted. Redelivering an event changes nothing.
 
 use crate::cli::Global;
-use crate::config::{Config, Layer};
+use crate::config::Config;
 use crate::error::{code, Error, Kind, Result};
 use crate::markdown::NextAction;
 use crate::output::Printer;
@@ -26,65 +26,10 @@ use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
-const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested_at", "attempt"];
+mod protocol;
+use protocol::{fail, request_event, request_layer, snapshot, Response};
+
 const INDEX: &str = ".agentloop-handle.json";
-
-#[derive(Default)]
-struct Response {
-    status: &'static str,
-    result: String,
-    error: Option<String>,
-    retry: Option<bool>,
-    events: Vec<Value>,
-    runs: Map<String, Value>,
-    last_run_id: Option<String>,
-    logs: Vec<Value>,
-}
-
-impl Response {
-    fn log(&mut self, level: &str, msg: impl Into<String>) {
-        let msg = msg.into();
-        eprintln!("agentloop handle: {level}: {msg}");
-        self.logs.push(json!({"level": level, "message": msg}));
-    }
-    fn to_json(&self) -> Value {
-        let mut v = json!({"status": self.status, "result": if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() }});
-        if let Some(e) = &self.error {
-            v["error"] = json!(e);
-        }
-        if let Some(r) = self.retry {
-            v["retry"] = json!(r);
-        }
-        v["events"] = Value::Array(self.events.clone());
-        v["state_updates"] = json!({"runs": self.runs, "last_run_id": self.last_run_id});
-        v["logs"] = Value::Array(self.logs.clone());
-        v
-    }
-}
-
-/// Aliases the seeds use in plugin config, mapped onto agentloop's keys; router-only keys dropped.
-fn request_layer(cfg: &Value) -> Layer {
-    let mut out = Map::new();
-    if let Value::Object(m) = cfg {
-        for (k, v) in m {
-            match k.as_str() {
-                "allowed_plugins" => {
-                    out.insert("allowed_tools".into(), v.clone());
-                }
-                "llm_provider" | "llm_model" => {
-                    let key = k.trim_start_matches("llm_").to_string();
-                    let llm = out.entry("llm").or_insert_with(|| json!({}));
-                    llm[key] = v.clone();
-                }
-                "api_url" | "api_token" | "workspace_dir" | "timeouts" | "schedule" => {}
-                _ => {
-                    out.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-    Layer { source: "the request's config".into(), value: Value::Object(out) }
-}
 
 /// Entry point: always writes one response; returns the exit code.
 pub fn main(g: &Global) -> Result<u8> {
@@ -108,13 +53,6 @@ pub fn main(g: &Global) -> Result<u8> {
     };
     printer.outln(&resp.to_json().to_string());
     Ok(exit)
-}
-
-fn fail(resp: &mut Response, msg: String, retry: bool) {
-    resp.status = "error";
-    resp.result = format!("error: {msg}");
-    resp.error = Some(msg);
-    resp.retry = Some(retry);
 }
 
 fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
@@ -516,62 +454,4 @@ fn done(state: &State, resp: &mut Response) -> Result<()> {
         format!("run {} {}: {}", state.run_id, state.status.as_str(), state.reason.clone().unwrap_or_default());
     snapshot(state, resp);
     Ok(())
-}
-
-fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &Config) -> Value {
-    let mut payload = Map::new();
-    if let Value::Object(args) = &p.args {
-        for (k, v) in args {
-            if !RESERVED.contains(&k.as_str()) {
-                payload.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    let command = cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| "handle".into());
-    payload.insert("run_id".into(), json!(state.run_id));
-    payload.insert("step".into(), json!(p.step));
-    payload.insert("tool".into(), json!(p.tool));
-    payload.insert("tool_command".into(), json!(command));
-    payload.insert("requested_at".into(), json!(p.requested_at));
-    payload.insert("attempt".into(), json!(p.attempt));
-    let mut key = format!("agentic:run:{}:step:{}:request", state.run_id, p.step);
-    if p.attempt > 0 {
-        key.push_str(&format!(":attempt:{}", p.attempt));
-    }
-    json!({"type": format!("agentic.tool_request.{}", p.tool), "payload": payload, "dedupe_key": key})
-}
-
-fn snapshot(state: &State, resp: &mut Response) {
-    let pending = state.pending.as_ref().filter(|_| state.next == Next::Act);
-    resp.runs.insert(
-        state.run_id.clone(),
-        json!({
-            "status": state.status,
-            "goal": state.goal,
-            "created_at": state.started_at,
-            "updated_at": crate::clock::now_rfc3339(),
-            "step": state.step,
-            "max_steps": state.limits.max_steps,
-            "reframes": state.reframes,
-            "max_reframes": state.limits.max_reframes,
-            "pending_step": pending.map(|p| p.step),
-            "pending_tool": pending.map(|p| p.tool.clone()),
-            "pending_since": pending.map(|p| p.requested_at.clone()),
-            "attempts": pending.map(|p| p.attempt).unwrap_or(0),
-            "completed_steps": state.completed_steps,
-            "workspace_ref": format!("runs/{}", state.run_id),
-        }),
-    );
-    resp.last_run_id = Some(state.run_id.clone());
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn seed_aliases_map_to_keys() {
-        let l = super::request_layer(
-            &serde_json::json!({"allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_steps": 3}),
-        );
-        assert_eq!(l.value, serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "max_steps": 3}));
-    }
 }
