@@ -457,9 +457,11 @@ reflect:
     );
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    t.write("ws/skills.md", "# Skills\n(edited by hand)\n");
     let memory = t.read("ws/memory.md") + "\n## Notes from Ana\nPrefer primary sources.\n- and keep it short\n";
     t.write("ws/memory.md", &memory);
-    t.al(&["--script", "script.yaml", "plan"]).assert().success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success().stderr(predicate::str::contains("skills.md differs"));
+    assert_eq!(t.read("ws/skills.md"), "# Skills\n(edited by hand)\n", "the loop never rewrites skills.md");
     let plan = t.read("ws/plan.md") + "\n## Reviewer\nLooks fine.\n";
     t.write("ws/plan.md", &plan);
     t.al(&["act"]).assert().success();
