@@ -287,7 +287,9 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         snapshot(&state, resp);
         return Ok(());
     }
-    let waiting = state.next == Next::Act && state.pending.is_some();
+    // Only a pending external tool waits for a result; a pending local one means the turn that
+    // planned it was cut short before running it.
+    let waiting = state.next == Next::Act && state.pending.as_ref().is_some_and(|p| !cfg.tools.local.contains(&p.tool));
     let Some(pending) = state.pending.clone().filter(|_| waiting) else {
         // An earlier turn was interrupted part-way: finish it instead of ignoring the run.
         resp.log(

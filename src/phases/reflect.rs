@@ -238,7 +238,13 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             .and_then(Value::as_array)
             .map(|v| v.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default();
-        arts.retain(|p| env.ws.root.join(p).exists());
+        // Only files inside the workspace that exist are reported as artifacts.
+        arts.retain(|p| {
+            let rel = camino::Utf8Path::new(p);
+            rel.is_relative()
+                && !rel.components().any(|c| matches!(c, camino::Utf8Component::ParentDir))
+                && env.ws.root.join(rel).exists()
+        });
         finish(env, state, &mut commit, StopKind::Done, &reason, Some((text, arts)))?;
         outcome = Outcome::Stopped(StopKind::Done);
     } else {

@@ -274,3 +274,33 @@ fn ductile_manifest_and_example_config_are_valid() {
         .iter()
         .all(|p| p["steps"].as_array().unwrap().last().unwrap()["uses"] == "agentloop"));
 }
+
+/// A turn killed part-way is finished by the next delivery, with nothing applied twice.
+#[test]
+fn a_turn_killed_part_way_is_finished_by_the_redelivery() {
+    let h = H::new();
+    h.t.write(
+        "root/script.yaml",
+        &SCRIPT.replace(
+            "  - answer: {next_action: {tool: jina-reader, args: {url: \"http://example.com\", run_id: EVIL, step: 99, tool: evil}}, expected_outcome: page, rationale: fetch}\n",
+            "  - answer: {next_action: {tool: file_write, args: {path: artifacts/notes.md, content: start}}, expected_outcome: notes, rationale: notes first}\n",
+        )
+        .replace("reflect:\n", "reflect:\n  - answer: {decision: continue, reason: notes written}\n"),
+    );
+    let start = json!({"type": "agentic.start", "payload": {"goal": "g"}, "dedupe_key": "start-crash"}).to_string();
+    let out =
+        h.t.cmd()
+            .args(["-w", "root", "handle"])
+            .env("AGENTLOOP_CRASH_AT", "phase:act:after-tool")
+            .write_stdin(start.clone())
+            .output()
+            .unwrap();
+    assert!(!out.status.success() && out.stdout.is_empty(), "the first delivery was killed");
+    let v = h.send(&start);
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap().to_string();
+    let trace = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
+    assert_eq!(trace.matches("\"step\":1,\"phase\":\"act\"").count(), 1, "the killed step's act is recorded once");
+    assert_eq!(trace.matches("\"event\":\"act\"").count(), 2, "steps 1 and 2 ran locally, step 3 is requested");
+    assert_eq!(trace.matches("\"event\":\"frame\"").count(), 1);
+}
