@@ -325,6 +325,11 @@ impl Model for OpenAi {
         if self.structured != "tools" {
             synthesize(req, &mut r);
         }
+        // A model that ignored the tools and wrote no JSON either is asked for JSON from now on
+        // (`response_format` makes servers such as llama.cpp and Ollama constrain the output).
+        if self.structured == "auto" && !req.tools.is_empty() && r.tool_calls.is_empty() {
+            self.structured = "json".into();
+        }
         reply.complete(&mut r, &self.model);
         Ok(r)
     }

@@ -482,3 +482,30 @@ fn a_weak_local_model_still_finishes() {
     assert_eq!(r["status"], "done");
     assert_eq!(r["cost_usd"], Value::Null, "no price for a local model");
 }
+
+#[test]
+fn a_model_that_ignores_tools_is_asked_for_json_next() {
+    let t = T::new();
+    let s = Server::start_with(|i, req| {
+        let body = req.json();
+        let content = if i == 0 {
+            assert!(body.get("tools").is_some());
+            "Sure! The colour is blue.".to_string()
+        } else {
+            assert_eq!(body["response_format"]["type"], "json_object", "{body}");
+            "{\"color\": \"blue\"}".to_string()
+        };
+        Reply::json(
+            200,
+            json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}),
+        )
+    });
+    let out = t
+        .al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "g", "--max-steps", "1"])
+        .output()
+        .unwrap();
+    // Frame's first answer is prose; the corrective retry goes out in JSON mode.
+    assert!(s.count() >= 2, "{}", stderr(&out));
+    let second = s.request(1).json();
+    assert!(second.get("tools").is_none());
+}
