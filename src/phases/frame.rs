@@ -25,7 +25,7 @@ pub fn answer_tool() -> ToolDef {
                 "open_question": {"type": "string", "description": "When it cannot proceed: what a human must answer"},
                 "hypothesis": {"type": "string", "description": "Optional: what is expected to work"}
             },
-            "required": ["goal", "definition_of_done", "can_proceed"]
+            "required": ["definition_of_done"]
         }),
     }
 }
@@ -68,7 +68,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     // Fewer than 3 items gets a correction; more than 7 are cut to the first 7.
     let check = |a: &Value| -> std::result::Result<(), String> {
         let n = strings(a, "definition_of_done").len();
-        if a["can_proceed"] == true && n < 3 {
+        if a["can_proceed"] != false && n < 3 {
             return Err(format!("definition_of_done has {n} items; give 3 to 7 checkable items"));
         }
         Ok(())
@@ -78,7 +78,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         Err(e) => return fail_phase(env, state, Phase::Frame, e),
     };
     let a = &answer.args;
-    let can_proceed = a["can_proceed"].as_bool().unwrap_or(false);
+    // Unsaid means yes: a model that framed the work but forgot the flag can go on.
+    let can_proceed = a["can_proceed"].as_bool().unwrap_or(true);
     let mut mem = Memory {
         goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
         dod: strings(a, "definition_of_done").into_iter().take(7).map(|text| Item { done: false, text }).collect(),

@@ -32,7 +32,7 @@ pub fn answer_tool() -> ToolDef {
                 "risk": {"type": "string", "description": "Side effects, irreversibility"},
                 "rationale": {"type": "string", "description": "Why this is the best next action"}
             },
-            "required": ["next_action", "expected_outcome", "rationale"]
+            "required": ["next_action"]
         }),
     }
 }

@@ -24,7 +24,7 @@ pub fn answer_tool() -> ToolDef {
                 "artifacts": {"type": "array", "items": {"type": "string"}, "description": "On done: the files produced"},
                 "outline": {"type": "array", "items": {"type": "string"}, "description": "Optional: the adjusted outline of remaining steps"}
             },
-            "required": ["decision", "reason"]
+            "required": ["decision"]
         }),
     }
 }
