@@ -120,6 +120,7 @@ pub enum Command {
     /// continuing), 3 escalated, 4 budget (max_reframes), 5 provider failure.
     Reflect(commands::phase::PhaseArgs),
     Status(commands::status::StatusArgs),
+    Runs(commands::runs::RunsArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),

@@ -8,6 +8,7 @@ pub mod init;
 pub mod models;
 pub mod phase;
 pub mod run;
+pub mod runs;
 pub mod skills;
 pub mod status;
 pub mod tools;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Act(a) => phase::run(ctx, Phase::Act, a),
         Command::Reflect(a) => phase::run(ctx, Phase::Reflect, a),
         Command::Status(a) => status::run(ctx, a),
+        Command::Runs(a) => runs::run(ctx, a),
         Command::Trace(c) => trace::run(ctx, c),
         Command::Config(c) => config::run(ctx, c),
         Command::Tools(c) => tools::run(ctx, c),

@@ -304,3 +304,17 @@ fn a_turn_killed_part_way_is_finished_by_the_redelivery() {
     assert_eq!(trace.matches("\"event\":\"act\"").count(), 2, "steps 1 and 2 ran locally, step 3 is requested");
     assert_eq!(trace.matches("\"event\":\"frame\"").count(), 1);
 }
+
+#[test]
+fn runs_lists_the_runs_under_a_root() {
+    let h = H::new();
+    let (run, _) = h.start();
+    let out = h.t.cmd().args(["-w", "root", "runs", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["run_id"], run.as_str());
+    assert_eq!(rows[0]["status"], "running");
+    let text = h.t.cmd().args(["-w", "root", "runs"]).output().unwrap();
+    assert!(stdout(&text).contains(&run) && stdout(&text).contains("running"));
+}
