@@ -64,6 +64,27 @@ pub(super) fn request_layer(cfg: &Value) -> Layer {
     Layer { source: "the request's config".into(), value: Value::Object(out) }
 }
 
+/// Keys a request may not set: they run commands, widen the sandbox or read and write files
+/// outside the run. They belong in the root's agentloop.yaml, which the operator controls.
+const LOCAL_ONLY: &[&str] = &[
+    "llm.api_key_cmd",
+    "llm.script",
+    "llm.record",
+    "tools.shell",
+    "tools.read_paths",
+    "tools.write_paths",
+    "tools.memory",
+    "tools.http.allow_private",
+    "skills.dirs",
+    "templates_dir",
+    "handle.runs_dir",
+];
+
+/// The first key of the request's config layer that only the root config may set.
+pub(super) fn forbidden_key(layer: &Layer) -> Option<&'static str> {
+    LOCAL_ONLY.iter().copied().find(|key| key.split('.').try_fold(&layer.value, |v, k| v.get(k)).is_some())
+}
+
 pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {
     resp.status = "error";
     resp.result = format!("error: {msg}");

@@ -209,6 +209,18 @@ fn config_errors_exit_78_with_a_response() {
     let h = H::new();
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(json!({"command": "handle", "config": {"max_stepz": 3}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string()).output().unwrap();
     assert_eq!(out.status.code(), Some(78));
+    for bad in [
+        json!({"llm": {"api_key_cmd": ["sh", "-c", "touch pwned"]}}),
+        json!({"tools": {"shell": {"enabled": true, "allow": ["sh"]}}}),
+        json!({"tools": {"http": {"allow_private": true}}}),
+        json!({"tools": {"read_paths": ["/"]}}),
+    ] {
+        let h = H::new();
+        let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(json!({"command": "handle", "config": bad, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string()).output().unwrap();
+        assert_eq!(out.status.code(), Some(78), "{bad}");
+        assert!(stdout(&out).contains("may not set"), "{}", stdout(&out));
+        assert!(!h.t.exists("root/runs") && !h.t.exists("pwned"));
+    }
     let ok = H::new();
     let v = ok.send(&json!({"command": "handle", "config": {"max_steps": 3, "allowed_plugins": ["jina-reader", "file_write"], "api_url": "http://x"}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
