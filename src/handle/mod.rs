@@ -277,11 +277,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let tool = p.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
     let ws = match run_ws(cfg, root, &run_id) {
         Ok(ws) if ws.has_run() => ws,
-        _ => {
-            resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
-            resp.result = format!("ignored: unknown run `{run_id}`");
-            return Ok(());
-        }
+        _ => return lost_run(&run_id, resp),
     };
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
@@ -425,6 +421,37 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         return done(&state, resp);
     }
     advance(&mut env, &mut state, resp)
+}
+
+/// A result for a run with no workspace. Unknown to the router's state too: ignored with a
+/// warning (the seed's rule). Known there as still running: its workspace was lost, so the run
+/// can never finish; it is escalated once, from the state alone, so it still ends.
+fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
+    let known = resp.runs.get(run_id).cloned();
+    let running = known.as_ref().is_some_and(|r| r["status"] == "running");
+    if !running {
+        resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
+        resp.result = format!("ignored: unknown run `{run_id}`");
+        return Ok(());
+    }
+    let reason = format!("the workspace of run {run_id} is missing; it cannot be resumed");
+    let mut snap = known.unwrap_or_default();
+    snap["status"] = json!("escalated");
+    snap["pending_step"] = Value::Null;
+    snap["pending_tool"] = Value::Null;
+    snap["updated_at"] = json!(crate::clock::now_rfc3339());
+    let goal = snap.get("goal").cloned().unwrap_or(Value::Null);
+    let steps = snap.get("completed_steps").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+    resp.runs.insert(run_id.to_string(), snap);
+    resp.last_run_id = Some(run_id.to_string());
+    resp.events.push(json!({
+        "type": "agent.escalated",
+        "payload": {"run_id": run_id, "goal": goal, "status": "escalated", "reason": reason, "steps_taken": steps, "artifacts": []},
+        "dedupe_key": format!("agentic:run:{run_id}:escalated"),
+    }));
+    resp.log("warn", reason.clone());
+    resp.result = format!("run {run_id} escalated: {reason}");
+    Ok(())
 }
 
 /// Runs phases until an external tool is pending (emit its request) or the run ends.

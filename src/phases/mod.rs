@@ -289,6 +289,7 @@ pub fn finish(
         None => env.read_memory().map(|(_, m)| m),
     };
     let mut goal = state.goal.clone();
+    let mut open_question = None;
     if let Ok(mut mem) = base {
         mem.status = format!("{}: {reason}", state.status.as_str());
         if stop != StopKind::Done && mem.open_question.is_none() {
@@ -296,6 +297,9 @@ pub fn finish(
         }
         if !mem.goal.is_empty() {
             goal = mem.goal.clone();
+        }
+        if stop != StopKind::Done {
+            open_question = mem.open_question.clone();
         }
         let text = env.render_memory(&mem)?;
         match pending {
@@ -311,6 +315,7 @@ pub fn finish(
         "status": state.status,
         "stop": stop,
         "reason": reason,
+        "open_question": open_question,
         "outcome": state.outcome,
         "steps_taken": state.completed_steps.len(),
         "artifacts": state.artifacts,

@@ -330,3 +330,20 @@ fn runs_lists_the_runs_under_a_root() {
     let text = h.t.cmd().args(["-w", "root", "runs"]).output().unwrap();
     assert!(stdout(&text).contains(&run) && stdout(&text).contains("running"));
 }
+
+#[test]
+fn a_run_whose_workspace_is_lost_still_ends_once() {
+    let h = H::new();
+    let (run, v) = h.start();
+    let state = v["state_updates"].clone();
+    std::fs::remove_dir_all(h.t.path(&format!("root/runs/{run}"))).unwrap();
+    let req = |state: &Value| {
+        json!({"protocol": 2, "command": "handle", "state": state, "event": {"type": "agentic.tool_result", "payload": {"run_id": run, "step": 1, "tool": "jina-reader", "status": "ok", "result": "x"}}}).to_string()
+    };
+    let v = h.send(&req(&state));
+    assert_eq!(types(&v), ["agent.escalated"], "{v}");
+    assert_eq!(v["state_updates"]["runs"][&run]["status"], "escalated");
+    // With the router's updated state, a redelivery is ignored: one escalation in all.
+    let v2 = h.send(&req(&v["state_updates"]));
+    assert!(types(&v2).is_empty(), "{v2}");
+}

@@ -275,6 +275,7 @@ fn frame_that_cannot_proceed_escalates_with_the_question() {
     assert_eq!(out.status.code(), Some(3));
     assert!(t.read("ws/memory.md").contains("Which account should I post from?"));
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("Which account"));
+    assert_eq!(t.json("ws/result.json")["open_question"], "Which account should I post from?");
 }
 
 #[test]
