@@ -501,3 +501,18 @@ fn the_token_budget_is_checked_before_reflect_too() {
     assert!(!trace.iter().any(|e| e["event"] == "reflect" && e["decision"].is_string()), "no reflect call was made");
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("token budget exhausted"));
 }
+
+#[test]
+fn templates_can_be_overridden_and_undefined_variables_fail() {
+    let t = T::new();
+    let builtin =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/context.md.j2"))
+            .unwrap();
+    t.write("ws/templates/context.md.j2", &builtin.replace("# Context", "# Brief (team template)"));
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    assert!(t.read("ws/context.md").starts_with("# Brief (team template)"));
+    t.write("ws2/templates/context.md.j2", "# Context\n{{ goal }} {{ no_such_variable }}\n");
+    t.cmd().args(["init", "ws2", "--goal", "g"]).assert().code(2).stderr(
+        predicate::str::contains("template context.md.j2 failed to render").and(predicate::str::contains("undefined")),
+    );
+}
