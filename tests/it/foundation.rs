@@ -280,7 +280,7 @@ fn two_processes_never_both_write() {
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep], timeout: 10s}\n");
     t.write(
         "script.yaml",
-        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: shell, args: {argv: [sleep, '1']}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: escalate, reason: stop here}\n",
+        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: shell, args: {argv: [sleep, '3']}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: escalate, reason: stop here}\n",
     );
     let bin = assert_cmd::cargo::cargo_bin("agentloop");
     let spawn = || {
@@ -297,7 +297,13 @@ fn two_processes_never_both_write() {
             .unwrap()
     };
     let a = spawn();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Start the second process only once the first holds the lock (its pid is in the lock file).
+    let pid = a.id().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_to_string(t.path("ws/.agentloop.lock")).unwrap_or_default().trim() != pid {
+        assert!(std::time::Instant::now() < deadline, "the first process never took the lock");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let b = spawn().wait_with_output().unwrap();
     let a = a.wait_with_output().unwrap();
     assert_eq!(b.status.code(), Some(7), "second: {}", stderr(&b));
