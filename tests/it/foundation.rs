@@ -359,7 +359,7 @@ fn man_page_and_completions_match_the_cli() {
 fn follow_tails_until_the_run_finishes() {
     let t = T::new();
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .args(["-w", "ws", "trace", "show", "--json", "--follow"])
         .current_dir(t.root())
         .env_clear()
@@ -370,6 +370,15 @@ fn follow_tails_until_the_run_finishes() {
     let line = serde_json::json!({"ts": "2026-01-01T00:00:01.000Z", "run_id": "R", "step": 0, "phase": "run", "event": "run.finished"}).to_string();
     let mut f = std::fs::OpenOptions::new().append(true).open(t.path("ws/trace.jsonl")).unwrap();
     std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+    // A watchdog: a follower that never stops must fail the test, not hang it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("trace show --follow did not stop at run.finished");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(stdout(&out).lines().count(), 2);
