@@ -51,8 +51,8 @@ fn run_once(dir: &std::path::Path) -> (f64, Vec<(u32, u64)>) {
     let ctx = agentloop::settings::build(&g).unwrap();
     let _lock = ctx.ws.lock(None).unwrap();
     let mut env = Env::new(&ctx).unwrap();
-    let tpl = agentloop::phases::templates(&ctx).unwrap();
-    let mut state = phases::init::init_run(&ctx.ws, ctx.config(), &tpl, "read many files", "", false, None).unwrap();
+    let mut state =
+        phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, "read many files", "", false, None).unwrap();
     let start = Instant::now();
     let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
     let elapsed = start.elapsed().as_secs_f64() * 1000.0;

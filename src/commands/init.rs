@@ -38,9 +38,10 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         None => String::new(),
     };
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
-    let tpl = crate::phases::templates(&ctx)?;
-    let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &tpl, &args.goal, &background, args.force, None)?;
-    crate::phases::ensure_skills_md(&ctx)?;
+    let env = crate::phases::Env::new(&ctx)?;
+    let state =
+        crate::phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, &args.goal, &background, args.force, None)?;
+    env.ensure_skills_md()?;
     if ctx.printer.json {
         ctx.printer
             .json_value(&serde_json::json!({"run_id": state.run_id, "workspace": ctx.ws.root, "status": "running"}));

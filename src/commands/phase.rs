@@ -53,9 +53,6 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         }
         state.next = want;
     }
-    if phase == Phase::Plan {
-        phases::ensure_skills_md(&ctx)?;
-    }
     let mut env = Env::new(&ctx)?;
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;

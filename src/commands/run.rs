@@ -90,13 +90,11 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
             true,
             None,
         )?;
-        phases::ensure_skills_md(&ctx)?;
         s
     } else {
         existing.expect("existing run")
     };
     if !state.status.is_terminal() {
-        phases::ensure_skills_md(&ctx)?;
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
     }
     let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0)?;

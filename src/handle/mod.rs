@@ -240,8 +240,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
         crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
     }
     drop(_root_lock);
-    let text = crate::catalog::markdown(&env.registry.allowed(cfg), &env.skills);
-    crate::fs::write_atomic(&ws.skills(), text.as_bytes())?;
+    env.ensure_skills_md()?;
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
     advance(&mut env, &mut state, resp)

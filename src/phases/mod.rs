@@ -28,24 +28,14 @@ use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, Status, StopKind, Workspace};
 use serde_json::{json, Value};
 
-pub fn templates(ctx: &Ctx) -> Result<Templates> {
-    let dir = match &ctx.config().templates_dir {
-        Some(d) => crate::workspace::resolve_in(&ctx.ws.root, d),
-        None => ctx.ws.root.join("templates"),
+/// The templates for a workspace: built-ins, overridden from `templates_dir` (default
+/// `<workspace>/templates`).
+pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
+    let dir = match &cfg.templates_dir {
+        Some(d) => crate::workspace::resolve_in(&ws.root, d),
+        None => ws.root.join("templates"),
     };
     Templates::load(Some(&dir))
-}
-
-/// Writes skills.md into the workspace when it is missing.
-pub fn ensure_skills_md(ctx: &Ctx) -> Result<()> {
-    let path = ctx.ws.skills();
-    if path.exists() {
-        return Ok(());
-    }
-    let registry = Registry::new(ctx.config());
-    let skills = SkillSet::load(ctx.config(), &ctx.ws.root);
-    let text = crate::catalog::markdown(&registry.allowed(ctx.config()), &skills);
-    crate::fs::write_atomic(&path, text.as_bytes())
 }
 
 /// What a phase needs: the workspace, config, templates, tools, skills and (lazily) a model.
@@ -79,31 +69,15 @@ pub enum Outcome {
 
 impl<'a> Env<'a> {
     pub fn new(ctx: &'a Ctx) -> Result<Self> {
-        Ok(Env {
-            ws: &ctx.ws,
-            cfg: ctx.config(),
-            tpl: templates(ctx)?,
-            registry: Registry::new(ctx.config()),
-            skills: SkillSet::load(ctx.config(), &ctx.ws.root),
-            printer: ctx.printer,
-            events: false,
-            keep_committed: false,
-            committed: Default::default(),
-            deadline: None,
-            model: None,
-        })
+        Self::with(&ctx.ws, ctx.config(), ctx.printer)
     }
 
     /// For event mode, where the workspace and config are built per run.
     pub fn with(ws: &'a Workspace, cfg: &'a Config, printer: Printer) -> Result<Self> {
-        let tpl_dir = match &cfg.templates_dir {
-            Some(d) => crate::workspace::resolve_in(&ws.root, d),
-            None => ws.root.join("templates"),
-        };
         Ok(Env {
             ws,
             cfg,
-            tpl: Templates::load(Some(&tpl_dir))?,
+            tpl: templates(ws, cfg)?,
             registry: Registry::new(cfg),
             skills: SkillSet::load(cfg, &ws.root),
             printer,
@@ -113,6 +87,20 @@ impl<'a> Env<'a> {
             deadline: None,
             model: None,
         })
+    }
+
+    /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
+    pub fn catalog(&self) -> String {
+        crate::catalog::markdown(&self.registry.allowed(self.cfg), &self.skills)
+    }
+
+    /// Writes skills.md into the workspace when it is missing (the loop never rewrites it).
+    pub fn ensure_skills_md(&self) -> Result<()> {
+        let path = self.ws.skills();
+        if path.exists() {
+            return Ok(());
+        }
+        crate::fs::write_atomic(&path, self.catalog().as_bytes())
     }
 
     fn model(&mut self, state: &State) -> Result<&mut Box<dyn Model>> {

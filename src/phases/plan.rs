@@ -88,17 +88,17 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let memory = env.memory_prompt(&mem)?;
     let (_, mut plan) = env.read_plan()?;
     let plan_text = env.plan_prompt(&plan)?;
-    let allowed = env.registry.allowed(env.cfg);
-    let catalog = crate::catalog::markdown(&allowed, &env.skills);
-    // The prompt always gets the catalog from the registry; say so when the file has drifted.
-    if let Ok(Some(file)) = crate::fs::read_optional(&env.ws.skills()) {
-        if file != catalog {
-            env.printer.warn(&format!(
-                "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",
-                env.ws.skills(),
-                env.ws.skills()
-            ));
-        }
+    let catalog = env.catalog();
+    // skills.md is written when missing; the prompt always gets the catalog from the registry,
+    // and a file that has drifted from it is reported, never rewritten.
+    match crate::fs::read_optional(&env.ws.skills())? {
+        None => env.ensure_skills_md()?,
+        Some(file) if file != catalog => env.printer.warn(&format!(
+            "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",
+            env.ws.skills(),
+            env.ws.skills()
+        )),
+        Some(_) => {}
     }
     let active: Vec<String> = state
         .active_skills
