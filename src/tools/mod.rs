@@ -324,7 +324,7 @@ impl Registry {
             "list_dir" => files::list_dir(env, args),
             "http_call" => net::http_call(env, args),
             "web_fetch" => net::web_fetch(env, args),
-            "skill_read" => skill_read(env, args),
+            "skill_read" => skill_read(self, env, args),
             "finish" => finish(args),
             "shell" => shell::run(env, args, spec.timeout),
             "memory_save" => memory::save_tool(env, args),
@@ -391,11 +391,10 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     }
 }
 
-fn skill_read(env: &ToolEnv, args: &Value) -> ToolResult {
+fn skill_read(registry: &Registry, env: &ToolEnv, args: &Value) -> ToolResult {
     let name = args["name"].as_str().unwrap_or_default();
     let file = args.get("file").and_then(Value::as_str);
     if let Some(skill) = env.skills.get(name) {
-        let registry = Registry::new(env.config);
         let missing: Vec<&str> = skill
             .requires_tools
             .iter()
