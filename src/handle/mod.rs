@@ -180,6 +180,11 @@ fn absolutize(mut c: Config, root: &Utf8PathBuf) -> Config {
     c
 }
 
+/// A phase environment for one turn: stdout belongs to the protocol response, so it prints nothing.
+fn turn_env<'a>(ws: &'a Workspace, cfg: &'a Config) -> Result<Env<'a>> {
+    Env::with(ws, cfg, Printer { quiet: true, ..Default::default() })
+}
+
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
     if run_id.is_empty() || !run_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         return Err(Error::usage(format!("`{run_id}` is not a valid run id")));
@@ -224,8 +229,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     }
     let ws = run_ws(cfg, root, &run_id)?;
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let printer = Printer { quiet: true, ..Default::default() };
-    let env = Env::with(&ws, cfg, printer)?;
+    let env = turn_env(&ws, cfg)?;
     let mut state = phases::init::init_run(
         &ws,
         cfg,
@@ -265,8 +269,7 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
         return Ok(());
     }
     resp.log("warn", format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
-    let printer = Printer { quiet: true, ..Default::default() };
-    let mut env = Env::with(&ws, cfg, printer)?;
+    let mut env = turn_env(&ws, cfg)?;
     advance(&mut env, &mut state, resp)
 }
 
@@ -281,8 +284,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     resp.last_run_id = Some(state.run_id.clone());
-    let printer = Printer { quiet: true, ..Default::default() };
-    let mut env = Env::with(&ws, cfg, printer)?;
+    let mut env = turn_env(&ws, cfg)?;
     if state.status.is_terminal() {
         resp.log(
             "info",
