@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod contract;
 pub mod crash;
 pub mod error;
 pub mod fs;

@@ -1,7 +1,7 @@
 //! `agentloop models test`: one tiny request to check keys, endpoint and tool calling.
 
 use crate::error::Result;
-use crate::model::{self, Message, Request, ToolChoice, ToolDef};
+use crate::model::{self, Message, Request, ToolChoice};
 use crate::settings::Ctx;
 use clap::Subcommand;
 use serde_json::json;
@@ -22,11 +22,11 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
     let ModelsCommand::Test = cmd;
     let cfg = ctx.config();
     let mut m = model::from_config(cfg, &ctx.ws.root)?;
-    let tool = ToolDef {
-        name: "report_color".into(),
-        description: "Report a colour.".into(),
-        parameters: json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
-    };
+    let tool = crate::contract::answer_tool(
+        "report_color",
+        "Report a colour.",
+        json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
+    );
     let req = Request {
         phase: "test".into(),
         system: "You are a connectivity check. Call the tool exactly as asked.".into(),

@@ -26,6 +26,11 @@ pub struct ToolDef {
     pub name: String,
     pub description: String,
     pub parameters: Value,
+    /// The strict-mode form of `parameters` (every property required, optional ones nullable,
+    /// objects closed), when the schema can be said that way; providers with a strict schema
+    /// mode send it when `llm.strict` allows.
+    #[serde(skip)]
+    pub strict: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,5 @@
-//! The structured model call every thinking phase makes: a forced answer tool, near misses
-//! mended, one corrective retry with the error shown to the model, and the accounting (usage,
+//! The structured model call every thinking phase makes: a forced answer tool whose schema is
+//! generated from the answer's type ([`crate::contract`]), near misses mended, one corrective retry with the error shown to the model, and the accounting (usage,
 //! cost, prompt size) that lands in the trace.
 
 use super::{budget_exceeded, finish, Env, Outcome};
@@ -7,11 +7,12 @@ use crate::error::{Error, Kind, Result};
 use crate::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
 use crate::trace::{Entry, Phase, Usage};
 use crate::workspace::{Commit, State, StopKind};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// The answer of a structured phase call, with its accounting.
-pub struct Answer {
-    pub args: Value,
+pub struct Answer<T> {
+    pub value: T,
     pub usage: Usage,
     pub cost: Option<f64>,
     pub model: String,
@@ -32,16 +33,17 @@ pub enum AskError {
 }
 
 /// Calls the model with a forced answer tool; one corrective retry when the answer is missing
-/// or fails `check` (schema and phase rules), shown to the model as the error it made.
-pub fn ask(
+/// or does not validate against the schema sent (after near misses are mended: `prepare`, then
+/// [`crate::contract::mend`]), shown to the model as the error it made.
+pub fn ask<T: DeserializeOwned>(
     env: &mut Env,
     state: &State,
     phase: &str,
     catalog: &str,
     prompt: String,
     tool: ToolDef,
-    check: &dyn Fn(&Value) -> std::result::Result<(), String>,
-) -> std::result::Result<Answer, AskError> {
+    prepare: &dyn Fn(&mut Value),
+) -> std::result::Result<Answer<T>, AskError> {
     // Budgets are checked before every model call, not only between steps.
     if let Some(reason) = budget_exceeded(state) {
         return Err(AskError::Budget(reason));
@@ -92,11 +94,11 @@ pub fn ask(
             }
             Some(c) => {
                 let mut args = c.arguments.clone();
-                coerce(&tool.parameters, &mut args);
-                match crate::tools::validate(&tool.parameters, &args).and_then(|_| check(&args)) {
-                    Ok(()) => {
+                prepare(&mut args);
+                match crate::contract::parse::<T>(&tool, &mut args) {
+                    Ok(value) => {
                         return Ok(Answer {
-                            args,
+                            value,
                             usage,
                             cost,
                             model: model_id,
@@ -136,65 +138,6 @@ pub fn ask(
     unreachable!("the loop returns on the second attempt")
 }
 
-/// Mends the near misses small models make before an answer is validated: a list written as
-/// one string (one item per line, bullets stripped), a boolean or number written as a string,
-/// an object written as a JSON string. Guided by the answer's schema, one level deep.
-pub fn coerce(schema: &Value, v: &mut Value) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    let Some(obj) = v.as_object_mut() else { return };
-    for (key, prop) in props {
-        let Some(val) = obj.get_mut(key) else {
-            continue;
-        };
-        let Value::String(text) = val else {
-            if prop.get("type").and_then(Value::as_str) == Some("object") {
-                coerce(prop, val);
-            }
-            continue;
-        };
-        let text = text.trim().to_string();
-        match prop.get("type").and_then(Value::as_str) {
-            Some("array") => {
-                let items: Vec<Value> = match serde_json::from_str::<Value>(&text) {
-                    Ok(Value::Array(a)) => a,
-                    _ => text
-                        .lines()
-                        .map(|l| l.trim().trim_start_matches(['-', '*', '•']).trim())
-                        .map(|l| {
-                            l.split_once(". ")
-                                .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
-                                .map(|(_, r)| r)
-                                .unwrap_or(l)
-                        })
-                        .filter(|l| !l.is_empty())
-                        .map(|l| Value::String(l.to_string()))
-                        .collect(),
-                };
-                *val = Value::Array(items);
-            }
-            Some("boolean") => match text.to_lowercase().as_str() {
-                "true" | "yes" => *val = Value::Bool(true),
-                "false" | "no" => *val = Value::Bool(false),
-                _ => {}
-            },
-            Some("integer") | Some("number") => {
-                if let Ok(n) = serde_json::from_str::<serde_json::Number>(&text) {
-                    *val = Value::Number(n);
-                }
-            }
-            Some("object") => {
-                if let Ok(mut o @ Value::Object(_)) = serde_json::from_str::<Value>(&text) {
-                    coerce(prop, &mut o);
-                    *val = o;
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 /// Records a failed structured call (provider failure or invalid answer) and ends the run.
 pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
     let (stop, reason, usage, cost) = match err {
@@ -226,7 +169,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
 }
 
 /// Records the model accounting of one answer in the state and a trace entry.
-pub fn account(env: &Env, state: &mut State, e: &mut Entry, a: &Answer) {
+pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
     state.add_usage(&a.usage, a.cost);
     if let Some(m) = &env.model {
         state.model_cursor = m.cursor();
@@ -237,23 +180,4 @@ pub fn account(env: &Env, state: &mut State, e: &mut Entry, a: &Answer) {
     e.duration_ms = Some(a.duration_ms);
     e.prompt_bytes = Some(a.prompt_bytes);
     e.attempt = Some(a.attempts);
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn coerce_mends_near_misses() {
-        let schema = super::super::frame::answer_tool().parameters;
-        let mut v = json!({"goal": "g", "definition_of_done": "- one\n- two\n3. three", "can_proceed": "true"});
-        super::coerce(&schema, &mut v);
-        assert_eq!(v["definition_of_done"], json!(["one", "two", "three"]));
-        assert_eq!(v["can_proceed"], true);
-        let schema = super::super::plan::answer_tool().parameters;
-        let mut v = json!({"next_action": "{\"tool\": \"finish\", \"args\": {\"summary\": \"s\"}}", "outline": "[\"a\", \"b\"]"});
-        super::coerce(&schema, &mut v);
-        assert_eq!(v["next_action"]["tool"], "finish");
-        assert_eq!(v["outline"], json!(["a", "b"]));
-    }
 }

@@ -3,32 +3,12 @@
 //! whether it can proceed, and an optional hypothesis. Re-entered on reframe.
 
 use super::{account, ask, fail_phase, finish, Env, Outcome};
+use crate::contract::{self, FrameAnswer};
 use crate::error::Result;
 use crate::markdown::{Item, Memory};
-use crate::model::ToolDef;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, StopKind};
-use serde_json::{json, Value};
-
-pub fn answer_tool() -> ToolDef {
-    ToolDef {
-        name: "frame_answer".into(),
-        description: "Record the framing of the task.".into(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "minLength": 1, "description": "The goal in one sentence"},
-                "definition_of_done": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "3 to 7 checkable items"},
-                "constraints": {"type": "array", "items": {"type": "string"}, "description": "Budgets, forbidden tools, privacy"},
-                "assumptions": {"type": "array", "items": {"type": "string"}, "description": "Assumptions and unknowns"},
-                "can_proceed": {"type": "boolean", "description": "Whether the work can proceed with the tools available"},
-                "open_question": {"type": "string", "description": "When it cannot proceed: what a human must answer"},
-                "hypothesis": {"type": "string", "description": "Optional: what is expected to work"}
-            },
-            "required": ["definition_of_done"]
-        }),
-    }
-}
+use serde_json::json;
 
 /// At most `max` characters of a document for a prompt, with a note saying where the rest is.
 fn bounded(text: &str, max: usize) -> String {
@@ -40,11 +20,21 @@ fn bounded(text: &str, max: usize) -> String {
     format!("{head}\n\n[context.md continues: {n} characters in all; file_read it for the rest]")
 }
 
-fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str()).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default()
+/// Non-empty texts, trimmed.
+fn texts(list: &[String]) -> Vec<String> {
+    list.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// The Definition of Done as unchecked items. Every item the schema admits is kept, so the
+/// count the model was held to (3 to 7) is the count recorded; one left blank says so.
+fn dod_items(list: &[String]) -> Vec<Item> {
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let text = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            Item { done: false, text: if text.is_empty() { format!("(item {} was left blank)", i + 1) } else { text } }
+        })
+        .collect()
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
@@ -65,27 +55,20 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "reframes": state.reframes,
         }),
     )?;
-    // Fewer than 3 items gets a correction; more than 7 are cut to the first 7.
-    let check = |a: &Value| -> std::result::Result<(), String> {
-        let n = strings(a, "definition_of_done").len();
-        if a["can_proceed"] != false && n < 3 {
-            return Err(format!("definition_of_done has {n} items; give 3 to 7 checkable items"));
-        }
-        Ok(())
-    };
-    let answer = match ask(env, state, "frame", "", prompt, answer_tool(), &check) {
+    let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Frame, e),
     };
-    let a = &answer.args;
+    let a = &answer.value;
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
-    let can_proceed = a["can_proceed"].as_bool().unwrap_or(true);
+    let can_proceed = a.can_proceed;
+    let goal = if a.goal.trim().is_empty() { state.goal.trim() } else { a.goal.trim() };
     let mut mem = Memory {
-        goal: a["goal"].as_str().unwrap_or(&state.goal).trim().to_string(),
-        dod: strings(a, "definition_of_done").into_iter().take(7).map(|text| Item { done: false, text }).collect(),
-        constraints: strings(a, "constraints"),
-        assumptions: strings(a, "assumptions"),
-        hypothesis: a.get("hypothesis").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+        goal: goal.to_string(),
+        dod: dod_items(&a.definition_of_done),
+        constraints: texts(&a.constraints),
+        assumptions: texts(&a.assumptions),
+        hypothesis: a.hypothesis.trim().to_string(),
         facts: old.facts.clone(),
         status: String::new(),
         open_question: None,
@@ -120,12 +103,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         env.commit(&commit)?;
         return Ok(Outcome::Next);
     }
-    let question = a
-        .get("open_question")
-        .and_then(Value::as_str)
-        .filter(|q| !q.trim().is_empty())
+    let question = Some(a.open_question.trim())
+        .filter(|q| !q.is_empty())
         .unwrap_or("The task cannot proceed with the tools and information available.")
-        .trim()
         .to_string();
     mem.open_question = Some(question.clone());
     mem.status = "escalated: cannot proceed".into();

@@ -1,51 +1,13 @@
 //! Reflect: compare the latest result with the Definition of Done and decide `continue`,
-//! `done`, `reframe` or `escalate`. `done` counts only when every item is ticked; otherwise it
+//! `done`, `reframe` or `escalate` (an enum in the answer's schema). `done` counts only when every item is ticked; otherwise it
 //! becomes `continue` naming the open items (at most `max_done_refusals` times, then escalation).
 
 use super::{account, ask, fail_phase, finish, Env, Outcome};
+use crate::contract::{self, ReflectAnswer};
 use crate::error::Result;
-use crate::model::ToolDef;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, StopKind};
-use serde_json::{json, Value};
-
-pub fn answer_tool() -> ToolDef {
-    ToolDef {
-        name: "reflect_answer".into(),
-        description: "Record progress against the Definition of Done and the decision.".into(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "satisfied": {"type": "array", "items": {"type": ["integer", "string"]}, "description": "Definition-of-Done items now satisfied: their numbers (1-based) or exact text"},
-                "facts": {"type": "array", "items": {"type": "string"}, "description": "New facts, each citing its step or artifact"},
-                "decision": {"type": "string", "description": "One of: continue, done, reframe, escalate"},
-                "reason": {"type": "string", "minLength": 1, "description": "Why this decision"},
-                "outcome": {"type": "string", "description": "On done: the final outcome for the person who asked"},
-                "artifacts": {"type": "array", "items": {"type": "string"}, "description": "On done: the files produced"},
-                "outline": {"type": "array", "items": {"type": "string"}, "description": "Optional: the adjusted outline of remaining steps"}
-            },
-            "required": ["decision"]
-        }),
-    }
-}
-
-const DECISIONS: [&str; 4] = ["continue", "done", "reframe", "escalate"];
-
-/// The decision, lower-cased (small models capitalise it).
-fn decision_of(a: &Value) -> String {
-    a["decision"].as_str().unwrap_or("").trim().to_lowercase()
-}
-
-fn check(a: &Value) -> std::result::Result<(), String> {
-    let d = decision_of(a);
-    if !DECISIONS.contains(&d.as_str()) {
-        return Err(format!("decision `{d}` is not one of continue, done, reframe, escalate"));
-    }
-    if d == "done" && a.get("outcome").and_then(Value::as_str).is_none_or(|o| o.trim().is_empty()) {
-        return Err("decision `done` needs an `outcome`: the final result for the person who asked".into());
-    }
-    Ok(())
-}
+use serde_json::json;
 
 fn describe_result(state: &State) -> String {
     let Some(r) = &state.last_result else {
@@ -70,6 +32,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, mut plan) = env.read_plan()?;
     let memory_text = env.memory_prompt(&mem)?;
     let plan_text = env.plan_prompt(&plan)?;
+    // Items are numbered as in memory.md; the answer names them by number.
+    let open: Vec<String> =
+        mem.dod.iter().enumerate().filter(|(_, i)| !i.done).map(|(n, i)| format!("{}. {}", n + 1, i.text)).collect();
     let prompt = env.tpl.render(
         "prompt-reflect.j2",
         json!({
@@ -77,56 +42,29 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "memory": memory_text,
             "plan": plan_text,
             "result": describe_result(state),
-            "open_items": mem.open_items(),
+            "open_items": open,
         }),
     )?;
-    let answer = match ask(env, state, "reflect", "", prompt, answer_tool(), &check) {
-        Ok(a) => a,
-        Err(e) => return fail_phase(env, state, Phase::Reflect, e),
-    };
-    let a = answer.args.clone();
-    // Tick the items the model says are satisfied (by number or by text).
-    // Items may come as numbers, as text, or as one string of numbers ("1, 3").
-    let satisfied: Vec<Value> = a
-        .get("satisfied")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .flat_map(|v| match v.as_str() {
-            Some(t) if t.split(',').all(|p| p.trim().parse::<usize>().is_ok()) => {
-                t.split(',').map(|p| Value::String(p.trim().to_string())).collect()
-            }
-            _ => vec![v],
-        })
-        .collect();
-    for s in satisfied {
-        let idx = match &s {
-            Value::Number(n) => n.as_u64().and_then(|n| (n as usize).checked_sub(1)),
-            Value::String(t) => {
-                let t = t.trim().to_lowercase();
-                t.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).or_else(|| {
-                    mem.dod
-                        .iter()
-                        .position(|i| i.text.to_lowercase() == t)
-                        .or_else(|| mem.dod.iter().position(|i| !t.is_empty() && i.text.to_lowercase().contains(&t)))
-                })
-            }
-            _ => None,
+    let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
+    let tool = contract::reflect_tool(items.len());
+    let answer =
+        match ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)) {
+            Ok(a) => a,
+            Err(e) => return fail_phase(env, state, Phase::Reflect, e),
         };
-        if let Some(item) = idx.and_then(|i| mem.dod.get_mut(i)) {
+    let a = answer.value.clone();
+    for n in &a.satisfied {
+        if let Some(item) = (*n as usize).checked_sub(1).and_then(|i| mem.dod.get_mut(i)) {
             item.done = true;
         }
     }
     let step = state.step;
-    for f in a.get("facts").and_then(Value::as_array).cloned().unwrap_or_default() {
-        if let Some(f) = f.as_str().map(str::trim).filter(|f| !f.is_empty()) {
-            let cited = f.contains("step") || f.contains("artifacts/");
-            mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
-        }
+    for f in a.facts.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+        let cited = f.contains("step") || f.contains("artifacts/");
+        mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
-    let mut decision = decision_of(&a);
-    let mut reason = a["reason"].as_str().unwrap_or("").trim().to_string();
+    let mut decision = a.decision.as_str().to_string();
+    let mut reason = a.reason.trim().to_string();
     let mut stop: Option<(StopKind, String)> = None;
     let lower = reason.to_lowercase();
     if let Some(t) = env.cfg.escalation_triggers.iter().find(|t| !t.is_empty() && lower.contains(&t.to_lowercase())) {
@@ -162,15 +100,15 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             r.summary().chars().take(120).collect::<String>()
         ));
     }
-    if let Some(o) = a.get("outline").and_then(Value::as_array) {
-        let items: Vec<crate::markdown::Item> = o
-            .iter()
-            .filter_map(|x| x.as_str())
-            .map(|t| crate::markdown::Item { done: false, text: t.to_string() })
-            .collect();
-        if !items.is_empty() {
-            plan.outline = items;
-        }
+    let outline: Vec<crate::markdown::Item> = a
+        .outline
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .map(|t| crate::markdown::Item { done: false, text: t.to_string() })
+        .collect();
+    if !outline.is_empty() {
+        plan.outline = outline;
     } else if let Some(first_open) = plan.outline.iter_mut().find(|i| !i.done) {
         first_open.done = true;
     }
@@ -232,12 +170,13 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         finish(env, state, &mut commit, kind, &why, None)?;
         outcome = Outcome::Stopped(kind);
     } else if decision == "done" {
-        let text = a.get("outcome").and_then(Value::as_str).unwrap_or("").trim().to_string();
-        let mut arts: Vec<String> = a
-            .get("artifacts")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-            .unwrap_or_default();
+        // Unsaid, the outcome is the reason given for done.
+        let text = [a.outcome.trim(), reason.as_str()]
+            .into_iter()
+            .find(|t| !t.is_empty())
+            .unwrap_or("Every Definition-of-Done item is checked.")
+            .to_string();
+        let mut arts: Vec<String> = a.artifacts.iter().map(|p| p.trim().to_string()).collect();
         // Only files inside the workspace that exist are reported as artifacts.
         arts.retain(|p| {
             let rel = camino::Utf8Path::new(p);

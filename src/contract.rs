@@ -1,0 +1,541 @@
+//! The model-facing contracts: what Frame, Plan and Reflect must answer, as Rust types.
+//!
+//! The JSON Schema sent to the model is generated from the same types that parse the answer
+//! (`schemars`), and the parts that depend on the run — the tools allowed this step and their
+//! parameters, how many Definition-of-Done items there are — are filled in from the same
+//! registry and memory that the program checks against. Invariant: an answer that validates
+//! against the schema sent is never refused; every rule the program checks is in the schema.
+//!
+//! Small models' near misses (a list written as one string, `"True"`, a capitalised enum value,
+//! the tool's arguments laid out flat, extra keys) are mended in one place, [`mend`], before
+//! validation; mending only ever turns an invalid answer into a valid one.
+
+use crate::model::ToolDef;
+use crate::tools::ToolSpec;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// Frame's answer: the task as a bounded objective.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FrameAnswer {
+    /// The goal in one sentence (default: the goal as given)
+    #[serde(default)]
+    pub goal: String,
+    /// The Definition of Done: 3 to 7 items, each checkable from evidence the tools can produce
+    #[schemars(length(min = 3, max = 7), inner(length(min = 1)))]
+    pub definition_of_done: Vec<String>,
+    /// Budgets, forbidden tools, privacy
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    /// Assumptions and unknowns
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    /// Whether the work can proceed with the tools available (default true)
+    #[serde(default = "yes")]
+    pub can_proceed: bool,
+    /// When it cannot proceed: the question a human must answer
+    #[serde(default)]
+    pub open_question: String,
+    /// Optional: what is expected to work
+    #[serde(default)]
+    pub hypothesis: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Plan's answer: the one next action and the advisory plan around it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanAnswer {
+    /// Short step outline (advisory)
+    #[serde(default)]
+    #[schemars(length(max = 12))]
+    pub outline: Vec<String>,
+    /// Exactly one call of one tool allowed this step, or finish
+    pub next_action: ActionAnswer,
+    /// What success looks like for this step
+    #[serde(default)]
+    pub expected_outcome: String,
+    /// Side effects, irreversibility (default: the tool's side-effect class)
+    #[serde(default)]
+    pub risk: String,
+    /// Why this is the best next action
+    #[serde(default)]
+    pub rationale: String,
+}
+
+/// One tool call. Its schema is replaced per step by a union with one variant per allowed tool.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActionAnswer {
+    pub tool: String,
+    pub args: Map<String, Value>,
+}
+
+/// Reflect's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Continue,
+    Done,
+    Reframe,
+    Escalate,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Continue => "continue",
+            Decision::Done => "done",
+            Decision::Reframe => "reframe",
+            Decision::Escalate => "escalate",
+        }
+    }
+}
+
+/// Reflect's answer: progress against the Definition of Done and the decision.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReflectAnswer {
+    /// Numbers of the Definition-of-Done items now satisfied (1-based, as listed)
+    #[serde(default)]
+    pub satisfied: Vec<u32>,
+    /// New facts, each citing its step or artifact
+    #[serde(default)]
+    pub facts: Vec<String>,
+    /// continue: more work is needed; done: every Definition-of-Done item is satisfied; reframe: the goal was misframed; escalate: a human must decide
+    pub decision: Decision,
+    /// Why this decision
+    #[serde(default)]
+    pub reason: String,
+    /// On done: the final outcome for the person who asked (default: the reason)
+    #[serde(default)]
+    pub outcome: String,
+    /// On done: the files produced, relative to the workspace
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// Optional: the adjusted outline of remaining steps
+    #[serde(default)]
+    #[schemars(length(max = 12))]
+    pub outline: Vec<String>,
+}
+
+/// The schema of a type as it is sent: inlined, without `$schema`, titles or formats that
+/// only describe Rust integer widths.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let mut v = settings.into_generator().into_root_schema_for::<T>().to_value();
+    tidy(&mut v);
+    // The tool's own description says what the answer is.
+    v.as_object_mut().map(|o| o.remove("description"));
+    v
+}
+
+fn tidy(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("title");
+            o.remove("$schema");
+            if o.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint") || f.starts_with("int")) {
+                o.remove("format");
+            }
+            for (k, child) in o.iter_mut() {
+                // Property names are data, not keywords: recurse into their schemas only.
+                if k == "properties" {
+                    if let Value::Object(props) = child {
+                        props.values_mut().for_each(tidy);
+                    }
+                } else {
+                    tidy(child);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// A forced answer tool with its schema (and its strict-mode variant, when one exists).
+pub fn answer_tool(name: &str, description: &str, parameters: Value) -> ToolDef {
+    let strict = strict_variant(&parameters);
+    ToolDef { name: name.into(), description: description.into(), parameters, strict }
+}
+
+pub fn frame_tool() -> ToolDef {
+    answer_tool("frame_answer", "Record the framing of the task.", schema_of::<FrameAnswer>())
+}
+
+/// Plan's answer tool: `next_action` is a union over the tools allowed this step, each variant
+/// `{tool: NAME, args: <that tool's parameters>}`.
+pub fn plan_tool(tools: &[&ToolSpec]) -> ToolDef {
+    let mut schema = schema_of::<PlanAnswer>();
+    let variants: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "enum": [t.name]},
+                    "args": t.parameters,
+                },
+                "required": ["tool", "args"],
+                "additionalProperties": false
+            })
+        })
+        .collect();
+    schema["properties"]["next_action"] = json!({
+        "description": "Exactly one call of one tool allowed this step (its arguments match its parameters), or finish",
+        "anyOf": variants,
+    });
+    answer_tool("plan_answer", "Record the plan and the one next action.", schema)
+}
+
+/// Reflect's answer tool: `satisfied` holds item numbers 1..=n of the Definition of Done.
+pub fn reflect_tool(items: usize) -> ToolDef {
+    let mut schema = schema_of::<ReflectAnswer>();
+    let sat = &mut schema["properties"]["satisfied"];
+    if items == 0 {
+        *sat = json!({"type": "array", "maxItems": 0, "items": {"type": "integer"}, "description": "The Definition of Done is empty: nothing to tick"});
+    } else {
+        sat["items"] = json!({"type": "integer", "minimum": 1, "maximum": items});
+        sat["maxItems"] = json!(items);
+        sat.as_object_mut().map(|o| o.remove("default"));
+    }
+    answer_tool("reflect_answer", "Record progress against the Definition of Done and the decision.", schema)
+}
+
+/// Mends near misses, validates against the schema sent, then parses into the answer type.
+/// The error is what the model is told in its one corrective retry.
+pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
+    mend(&tool.parameters, args);
+    crate::tools::validate(&tool.parameters, args)?;
+    // The types accept everything the schema does; a failure here is a bug, reported as such.
+    serde_json::from_value(args.clone()).map_err(|e| format!("the answer does not fit {}: {e}", tool.name))
+}
+
+// ---- strict mode -----------------------------------------------------------------------------
+
+/// The strict-mode form of a schema (OpenAI `strict: true`): every object closed with
+/// `additionalProperties: false` and every property required, optional ones made nullable
+/// (a null is read as absent). None when the schema cannot be expressed that way without
+/// losing a rule — a free-form object or map, or a keyword strict mode does not take — so the
+/// caller sends the plain schema instead.
+pub fn strict_variant(schema: &Value) -> Option<Value> {
+    let mut v = schema.clone();
+    strictify(&mut v).then_some(v)
+}
+
+const STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "description",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "pattern",
+    "default",
+    "minLength",
+];
+
+fn strictify(v: &mut Value) -> bool {
+    let Some(o) = v.as_object_mut() else {
+        return false;
+    };
+    if o.keys().any(|k| !STRICT_KEYWORDS.contains(&k.as_str())) {
+        return false;
+    }
+    o.remove("default");
+    // A non-empty string is the one length rule used; strict mode says it as a pattern.
+    match o.remove("minLength") {
+        None => {}
+        Some(n) if n == json!(1) => {
+            o.insert("pattern".into(), json!("\\S"));
+        }
+        Some(_) => return false,
+    }
+    if let Some(Value::Array(alts)) = o.get_mut("anyOf") {
+        return alts.iter_mut().all(strictify);
+    }
+    if let Some(items) = o.get_mut("items") {
+        if !strictify(items) {
+            return false;
+        }
+    }
+    let is_object = o.get("type") == Some(&json!("object")) || o.contains_key("properties");
+    if !is_object {
+        return true;
+    }
+    if o.get("additionalProperties").is_some_and(|a| a != &json!(false)) {
+        return false;
+    }
+    let required: Vec<String> = match o.get("required") {
+        Some(Value::Array(r)) => r.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        _ => vec![],
+    };
+    let Some(Value::Object(props)) = o.get_mut("properties") else {
+        // A free-form object cannot be closed without forbidding what it allows.
+        return false;
+    };
+    for (name, p) in props.iter_mut() {
+        if !strictify(p) {
+            return false;
+        }
+        if !required.contains(name) {
+            nullable(p);
+        }
+    }
+    let all: Vec<Value> = props.keys().map(|k| json!(k)).collect();
+    o.insert("required".into(), Value::Array(all));
+    o.insert("additionalProperties".into(), json!(false));
+    true
+}
+
+fn nullable(p: &mut Value) {
+    let Some(o) = p.as_object_mut() else { return };
+    if let Some(Value::Array(alts)) = o.get_mut("anyOf") {
+        alts.push(json!({"type": "null"}));
+        return;
+    }
+    match o.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = t.clone();
+            o.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(ts)) if !ts.contains(&json!("null")) => ts.push(json!("null")),
+        _ => {}
+    }
+    if let Some(Value::Array(e)) = o.get_mut("enum") {
+        if !e.contains(&Value::Null) {
+            e.push(Value::Null);
+        }
+    }
+}
+
+// ---- mending ---------------------------------------------------------------------------------
+
+/// Mends the near misses small models make, guided by the schema: a list written as one string
+/// (one item per line, bullets and numbers stripped) or as a JSON string, a boolean or number
+/// written as a string, an object written as a JSON string, an enum value in the wrong case,
+/// a null for an optional field, keys the schema does not have, a list longer than allowed
+/// (cut), and for Plan, the shapes small models give the action. Never makes a valid answer
+/// invalid.
+pub fn mend(schema: &Value, v: &mut Value) {
+    if let Some(next) = v.get_mut("next_action") {
+        mend_action(next);
+    }
+    mend_value(schema, v);
+}
+
+/// Reflect's `satisfied`, given as numbers, numeric strings ("1, 3") or item texts, becomes the
+/// item numbers within 1..=n; what matches no item is dropped.
+pub fn mend_satisfied(v: &mut Value, items: &[String]) {
+    let Some(sat) = v.get_mut("satisfied") else { return };
+    let list: Vec<Value> = match sat.take() {
+        Value::Array(a) => a,
+        Value::Null => vec![],
+        other => vec![other],
+    };
+    let n = items.len();
+    let mut out: Vec<u64> = Vec::new();
+    let mut push = |i: u64| {
+        if (1..=n as u64).contains(&i) && !out.contains(&i) {
+            out.push(i);
+        }
+    };
+    for x in list {
+        match x {
+            Value::Number(num) => {
+                if let Some(i) =
+                    num.as_u64().or_else(|| num.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                {
+                    push(i);
+                }
+            }
+            Value::String(t) => {
+                let t = t.trim();
+                let parts: Vec<&str> = t.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+                if !parts.is_empty() && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
+                    parts.iter().filter_map(|p| p.parse().ok()).for_each(&mut push);
+                    continue;
+                }
+                let lower = t.to_lowercase();
+                let found = items
+                    .iter()
+                    .position(|i| i.to_lowercase() == lower)
+                    .or_else(|| items.iter().position(|i| !lower.is_empty() && i.to_lowercase().contains(&lower)));
+                if let Some(i) = found {
+                    push(i as u64 + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    *sat = json!(out);
+}
+
+/// The shapes small models give an action: `name` for `tool`, `arguments`/`parameters` for
+/// `args` (an object or a JSON string), the arguments laid out next to `tool`, the whole action
+/// as a JSON string, and `submit_response` for `finish`.
+fn mend_action(next: &mut Value) {
+    if let Value::String(s) = next {
+        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(s.trim()) {
+            *next = v;
+        }
+    }
+    let Some(na) = next.as_object_mut() else { return };
+    if !na.contains_key("tool") {
+        if let Some(n) = na.remove("name") {
+            na.insert("tool".into(), n);
+        }
+    }
+    if let Some(Value::String(t)) = na.get_mut("tool") {
+        *t = crate::tools::Registry::canonical(t.trim()).to_string();
+    }
+    if !na.contains_key("args") {
+        if let Some(a) = na.remove("arguments").or_else(|| na.remove("parameters")) {
+            na.insert("args".into(), a);
+        } else {
+            let rest: Map<String, Value> =
+                na.iter().filter(|(k, _)| *k != "tool").map(|(k, v)| (k.clone(), v.clone())).collect();
+            na.retain(|k, _| k == "tool");
+            na.insert("args".into(), Value::Object(rest));
+        }
+    }
+    match na.get_mut("args") {
+        Some(a @ Value::Null) => *a = json!({}),
+        Some(a @ Value::String(_)) => {
+            if let Some(Ok(v @ Value::Object(_))) = a.as_str().map(|s| serde_json::from_str::<Value>(s.trim())) {
+                *a = v;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn types_of(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    }
+}
+
+fn mend_value(schema: &Value, v: &mut Value) {
+    // A union: mend by the variant the value names (the action's tool), else leave it.
+    if let Some(Value::Array(alts)) = schema.get("anyOf") {
+        let tool = v.get("tool").and_then(Value::as_str).map(String::from);
+        if let Some(alt) = alts.iter().find(|a| {
+            a.pointer("/properties/tool/enum/0").and_then(Value::as_str).is_some_and(|n| Some(n) == tool.as_deref())
+        }) {
+            mend_value(alt, v);
+        }
+        return;
+    }
+    let types = types_of(schema);
+    if let Value::String(text) = v {
+        let text = text.trim().to_string();
+        if types.contains(&"string") {
+            if let Some(Value::Array(e)) = schema.get("enum") {
+                if let Some(hit) = e.iter().find(|x| x.as_str().is_some_and(|s| s.eq_ignore_ascii_case(&text))) {
+                    *v = hit.clone();
+                }
+            }
+            return;
+        }
+        if types.contains(&"array") {
+            *v = match serde_json::from_str::<Value>(&text) {
+                Ok(a @ Value::Array(_)) => a,
+                _ => Value::Array(lines_as_items(&text)),
+            };
+        } else if types.contains(&"boolean") {
+            match text.to_lowercase().as_str() {
+                "true" | "yes" => *v = Value::Bool(true),
+                "false" | "no" => *v = Value::Bool(false),
+                _ => return,
+            }
+        } else if types.contains(&"integer") || types.contains(&"number") {
+            if let Ok(n) = serde_json::from_str::<serde_json::Number>(&text) {
+                *v = Value::Number(n);
+            } else {
+                return;
+            }
+        } else if types.contains(&"object") {
+            match serde_json::from_str::<Value>(&text) {
+                Ok(o @ Value::Object(_)) => *v = o,
+                _ => return,
+            }
+        } else {
+            return;
+        }
+    }
+    match v {
+        // 3.0 is an integer to JSON Schema but not to a parser of integers.
+        Value::Number(n) if types.contains(&"integer") && !types.contains(&"number") => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && n.as_i64().is_none() && n.as_u64().is_none()) {
+                if f >= 0.0 && f < u64::MAX as f64 {
+                    *v = json!(f as u64);
+                } else if f < 0.0 && f > i64::MIN as f64 {
+                    *v = json!(f as i64);
+                }
+            }
+        }
+        Value::Object(obj) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let closed = schema.get("additionalProperties") == Some(&json!(false));
+            if let Some(props) = props {
+                obj.retain(|k, val| match props.get(k) {
+                    // A null is an absent optional field, unless the field takes null.
+                    Some(p) => !val.is_null() || types_of(p).contains(&"null"),
+                    None => !closed,
+                });
+                for (k, val) in obj.iter_mut() {
+                    if let Some(p) = props.get(k) {
+                        mend_value(p, val);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                items.iter_mut().for_each(|i| mend_value(item_schema, i));
+            }
+            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
+                items.truncate(max as usize);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A list written as text: one item per line, bullets and `1.` numbering stripped.
+fn lines_as_items(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| l.trim().trim_start_matches(['-', '*', '•']).trim())
+        .map(|l| {
+            l.split_once(". ")
+                .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                .map(|(_, r)| r)
+                .unwrap_or(l)
+        })
+        .filter(|l| !l.is_empty())
+        .map(|l| Value::String(l.to_string()))
+        .collect()
+}

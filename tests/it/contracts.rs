@@ -1,0 +1,318 @@
+//! The model-facing contracts: an answer built only from the schema sent — the way a model under
+//! constrained decoding builds it, reading no prose — is never refused, over both wire formats.
+
+use crate::common::*;
+use agentloop::contract::{self, FrameAnswer, PlanAnswer, ReflectAnswer};
+use serde_json::{json, Value};
+
+/// A schema-literal model: a random instance of a JSON Schema (the subset the answer schemas
+/// and tool parameters use), with edge cases a grammar allows — blank strings where only a
+/// length is asked, the smallest and largest counts, optional fields left out or null.
+pub struct Literal {
+    rng: fastrand::Rng,
+    /// Keep going: `can_proceed` true and `decision` continue (both still schema values), so a
+    /// run goes on until its step budget.
+    steer: bool,
+}
+
+impl Literal {
+    pub fn new(seed: u64) -> Self {
+        Literal { rng: fastrand::Rng::with_seed(seed), steer: false }
+    }
+
+    pub fn value(&mut self, s: &Value) -> Value {
+        self.field("", s)
+    }
+
+    fn field(&mut self, name: &str, s: &Value) -> Value {
+        if self.steer && name == "can_proceed" {
+            return json!(true);
+        }
+        if self.steer && name == "decision" {
+            return json!("continue");
+        }
+        if let Some(Value::Array(alts)) = s.get("anyOf") {
+            let i = self.rng.usize(..alts.len());
+            return self.value(&alts[i]);
+        }
+        if let Some(Value::Array(e)) = s.get("enum") {
+            return e[self.rng.usize(..e.len())].clone();
+        }
+        if let Some(c) = s.get("const") {
+            return c.clone();
+        }
+        let ty = match s.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            Some(Value::Array(ts)) => ts[self.rng.usize(..ts.len())].as_str().unwrap().to_string(),
+            _ => "object".to_string(),
+        };
+        match ty.as_str() {
+            "null" => Value::Null,
+            "boolean" => json!(self.rng.bool()),
+            "integer" => {
+                let lo = s.get("minimum").and_then(Value::as_i64).unwrap_or(0);
+                let hi = s.get("maximum").and_then(Value::as_i64).unwrap_or(lo + 50);
+                json!(self.rng.i64(lo..=hi))
+            }
+            "number" => json!(self.rng.f64() * 10.0),
+            "string" => {
+                let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+                let nonblank = s.get("pattern").is_some();
+                match self.rng.u8(..10) {
+                    0 if !nonblank && min == 0 => json!(""),
+                    1 if !nonblank => json!(" ".repeat(min.max(1) as usize)),
+                    _ => json!(["alpha", "beta gamma", "x", "note: 3 of 5", "ünï"][self.rng.usize(..5)]),
+                }
+            }
+            "array" => {
+                let lo = s.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let hi = s.get("maxItems").and_then(Value::as_u64).map(|m| m as usize).unwrap_or(lo + 3);
+                let n = self.rng.usize(lo..=hi);
+                let item = s.get("items").cloned().unwrap_or(json!({"type": "string"}));
+                Value::Array((0..n).map(|_| self.value(&item)).collect())
+            }
+            _ => {
+                let mut out = serde_json::Map::new();
+                let required: Vec<&str> = s
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if let Some(Value::Object(props)) = s.get("properties") {
+                    for (k, p) in props {
+                        if required.contains(&k.as_str()) || self.rng.bool() {
+                            out.insert(k.clone(), self.field(k, p));
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
+        }
+    }
+}
+
+fn registry_tools() -> Vec<agentloop::tools::ToolSpec> {
+    let cfg = agentloop::config::Config::default();
+    agentloop::tools::Registry::new(&cfg).all().to_vec()
+}
+
+#[test]
+fn literal_answers_to_every_sent_schema_are_accepted() {
+    let specs = registry_tools();
+    let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
+    let tools =
+        [contract::frame_tool(), contract::plan_tool(&refs), contract::reflect_tool(0), contract::reflect_tool(5)];
+    let mut lit = Literal::new(7);
+    for tool in &tools {
+        for variant in [Some(&tool.parameters), tool.strict.as_ref()].into_iter().flatten() {
+            for _ in 0..300 {
+                let answer = lit.value(variant);
+                assert!(
+                    jsonschema::is_valid(variant, &answer),
+                    "the generator made an invalid {} answer: {answer}",
+                    tool.name
+                );
+                let mut a = answer.clone();
+                let parsed = match tool.name.as_str() {
+                    "frame_answer" => contract::parse::<FrameAnswer>(tool, &mut a).map(|_| ()),
+                    "plan_answer" => contract::parse::<PlanAnswer>(tool, &mut a).map(|_| ()),
+                    _ => contract::parse::<ReflectAnswer>(tool, &mut a).map(|_| ()),
+                };
+                assert!(parsed.is_ok(), "{} refused a schema-valid answer {answer}: {parsed:?}", tool.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_rule_is_in_the_schema() {
+    let frame = contract::frame_tool().parameters;
+    assert_eq!(frame["properties"]["definition_of_done"]["minItems"], 3);
+    assert_eq!(frame["properties"]["definition_of_done"]["maxItems"], 7);
+    assert_eq!(frame["properties"]["definition_of_done"]["items"]["minLength"], 1);
+    let reflect = contract::reflect_tool(4).parameters;
+    assert_eq!(reflect["properties"]["decision"]["enum"], json!(["continue", "done", "reframe", "escalate"]));
+    assert_eq!(reflect["properties"]["satisfied"]["items"], json!({"type": "integer", "minimum": 1, "maximum": 4}));
+    let specs = registry_tools();
+    let refs: Vec<&agentloop::tools::ToolSpec> =
+        specs.iter().filter(|s| s.name == "file_read" || s.name == "finish").collect();
+    let plan = contract::plan_tool(&refs).parameters;
+    let variants = plan["properties"]["next_action"]["anyOf"].as_array().unwrap();
+    assert_eq!(variants.len(), 2);
+    assert_eq!(variants[0]["properties"]["tool"]["enum"], json!(["file_read"]));
+    assert_eq!(variants[0]["properties"]["args"], specs.iter().find(|s| s.name == "file_read").unwrap().parameters);
+    assert_eq!(variants[1]["properties"]["tool"]["enum"], json!(["finish"]));
+    // Not offered, so refused by the schema itself, with the error the model is shown.
+    let tool = contract::plan_tool(&refs);
+    let mut a = json!({"next_action": {"tool": "web_fetch", "args": {"url": "https://example.com"}}});
+    assert!(contract::parse::<PlanAnswer>(&tool, &mut a).is_err());
+}
+
+#[test]
+fn strict_variant_closes_objects_and_makes_optional_fields_nullable() {
+    let frame = contract::frame_tool();
+    let s = frame.strict.expect("frame has a strict form");
+    assert_eq!(s["additionalProperties"], false);
+    assert_eq!(s["required"].as_array().unwrap().len(), s["properties"].as_object().unwrap().len());
+    assert_eq!(s["properties"]["goal"]["type"], json!(["string", "null"]));
+    assert_eq!(s["properties"]["definition_of_done"]["items"]["pattern"], "\\S");
+    assert!(s.to_string().find("\"default\"").is_none());
+    // A null for an optional field is read as absent.
+    let tool = contract::frame_tool();
+    let mut a = json!({"goal": null, "definition_of_done": ["a", "b", "c"], "constraints": null, "assumptions": null,
+        "can_proceed": null, "open_question": null, "hypothesis": null});
+    let f: FrameAnswer = contract::parse(&tool, &mut a).unwrap();
+    assert!(f.can_proceed);
+    // A free-form map (http_call headers) has no strict form: the plain schema is sent.
+    let specs = registry_tools();
+    let http: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name == "http_call").collect();
+    assert!(contract::plan_tool(&http).strict.is_none());
+    let files: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name.starts_with("file_")).collect();
+    assert!(contract::plan_tool(&files).strict.is_some());
+}
+
+#[test]
+fn near_misses_are_mended_before_validation() {
+    let frame = contract::frame_tool();
+    let mut a = json!({"goal": "g", "definition_of_done": "- one\n- two\n3. three", "can_proceed": "True", "extra": 1});
+    let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
+    assert_eq!(f.definition_of_done, ["one", "two", "three"]);
+    assert!(f.can_proceed);
+    let mut a = json!({"definition_of_done": ["1", "2", "3", "4", "5", "6", "7", "8"]});
+    let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
+    assert_eq!(f.definition_of_done.len(), 7, "more than 7 items are cut to the first 7");
+
+    let specs = registry_tools();
+    let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
+    let plan = contract::plan_tool(&refs);
+    for a in [
+        json!({"next_action": {"tool": "web_fetch", "args": {"url": "u"}}}),
+        json!({"next_action": {"name": "web_fetch", "arguments": "{\"url\": \"u\"}"}}),
+        json!({"next_action": {"tool": "web_fetch", "url": "u"}}),
+        json!({"next_action": {"tool": "web_fetch", "parameters": {"url": "u"}}}),
+        json!({"next_action": "{\"tool\": \"web_fetch\", \"args\": {\"url\": \"u\"}}", "outline": "[\"a\", \"b\"]"}),
+        json!({"next_action": {"tool": "web_fetch", "args": {"url": "u", "extract_mode": "Markdown", "max_length": "500"}}}),
+    ] {
+        let mut m = a.clone();
+        let p: PlanAnswer = contract::parse(&plan, &mut m).unwrap_or_else(|e| panic!("{a}: {e}"));
+        assert_eq!(p.next_action.tool, "web_fetch", "{a}");
+        assert_eq!(p.next_action.args["url"], "u", "{a}");
+    }
+    let mut a = json!({"next_action": {"tool": "submit_response", "args": {"summary": "s"}}});
+    assert_eq!(contract::parse::<PlanAnswer>(&plan, &mut a).unwrap().next_action.tool, "finish");
+    let mut a =
+        json!({"next_action": {"tool": "http_call", "args": {"method": "get", "url": "u", "timeout_seconds": 3.0}}});
+    let p: PlanAnswer = contract::parse(&plan, &mut a).unwrap();
+    assert_eq!(p.next_action.args["timeout_seconds"], json!(3), "3.0 is read as the integer 3");
+    assert_eq!(p.next_action.args["method"], "GET", "an enum value in the wrong case is mended");
+
+    let reflect = contract::reflect_tool(3);
+    let items = ["Read the article".to_string(), "Write the critique".into(), "Cite a figure".into()];
+    let mut a = json!({"satisfied": ["1, 3", "write the critique", 9], "decision": "Continue"});
+    contract::mend_satisfied(&mut a, &items);
+    let r: ReflectAnswer = contract::parse(&reflect, &mut a).unwrap();
+    assert_eq!(r.satisfied, [1, 3, 2]);
+    assert_eq!(r.decision, contract::Decision::Continue);
+}
+
+/// A fake server that answers every forced tool call with a schema-literal answer, in the
+/// wire format asked (`anthropic` or `openai`), strict form when the tool says strict.
+fn literal_server(kind: &'static str, seed: u64, steer: bool) -> Server {
+    let mut lit = Literal::new(seed);
+    lit.steer = steer;
+    let lit = std::sync::Mutex::new(lit);
+    Server::start_with(move |i, req| {
+        let body = req.json();
+        let tool = &body["tools"][0];
+        let (name, schema) = if kind == "anthropic" {
+            (tool["name"].as_str().unwrap_or("").to_string(), tool["input_schema"].clone())
+        } else if tool.is_object() {
+            (tool["function"]["name"].as_str().unwrap_or("").to_string(), tool["function"]["parameters"].clone())
+        } else {
+            let f = &body["response_format"]["json_schema"];
+            (f["name"].as_str().unwrap_or("").to_string(), f["schema"].clone())
+        };
+        let args = lit.lock().unwrap().value(&schema);
+        if kind == "anthropic" {
+            Reply::json(
+                200,
+                json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": "literal",
+                    "content": [{"type": "tool_use", "id": format!("tu_{i}"), "name": name, "input": args}],
+                    "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}),
+            )
+        } else if tool.is_object() {
+            Reply::json(
+                200,
+                json!({"id": format!("c{i}"), "object": "chat.completion", "model": "literal",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                        "tool_calls": [{"id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+            )
+        } else {
+            Reply::json(
+                200,
+                json!({"id": format!("c{i}"), "object": "chat.completion", "model": "literal",
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": args.to_string()}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+            )
+        }
+    })
+}
+
+#[test]
+fn a_schema_literal_model_drives_runs_over_both_wire_formats() {
+    for kind in ["anthropic", "openai"] {
+        let mut actions = 0;
+        for seed in 1..=6u64 {
+            let t = T::new();
+            // Half the runs let the model decide freely; half keep it going to the step budget.
+            let s = literal_server(kind, seed, seed > 3);
+            let mut c = t.al(&[
+                "--provider",
+                kind,
+                "--base-url",
+                &s.url,
+                "--model",
+                "literal",
+                "run",
+                "--goal",
+                "Summarise notes.txt",
+                "--max-steps",
+                "5",
+            ]);
+            c.env(if kind == "anthropic" { "ANTHROPIC_API_KEY" } else { "OPENAI_API_KEY" }, "sk-test-literal");
+            t.write("ws/notes.txt", "one\ntwo\nthree\n");
+            if seed > 3 {
+                // Random arguments fail often; the failure limits are not what is under test.
+                t.write("ws/agentloop.yaml", "max_consecutive_failures: 100\nmax_repeats: 100\n");
+            }
+            let out = c.output().unwrap();
+            let trace = t.trace();
+            let text = t.read("ws/trace.jsonl");
+            assert!(!text.contains("no valid"), "{kind} seed {seed}: an answer was refused:\n{text}");
+            let code = out.status.code().unwrap();
+            assert!([0, 3, 4].contains(&code), "{kind} seed {seed}: exit {code}: {}", stderr(&out));
+            let plans: Vec<u64> =
+                trace.iter().filter(|e| e["phase"] == "plan").filter_map(|e| e["step"].as_u64()).collect();
+            let acts: Vec<u64> =
+                trace.iter().filter(|e| e["phase"] == "act").filter_map(|e| e["step"].as_u64()).collect();
+            assert_eq!(plans, acts, "{kind} seed {seed}: every planned action is executed");
+            actions += acts.len();
+            eprintln!(
+                "{kind} seed {seed}: exit {code}, {} actions, {}",
+                acts.len(),
+                t.json("ws/result.json")["reason"]
+            );
+            assert!(
+                trace.iter().all(|e| e["attempt"].as_u64().unwrap_or(1) == 1),
+                "{kind} seed {seed}: no corrective retry was needed"
+            );
+            let result = t.json("ws/result.json");
+            assert!(
+                ["done", "escalated"].contains(&result["status"].as_str().unwrap_or("")),
+                "{kind} seed {seed}: {result}"
+            );
+        }
+        assert!(actions >= 15, "{kind}: the literal model reached actions ({actions} in all)");
+    }
+}
