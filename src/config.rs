@@ -46,6 +46,48 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
+/// `llm.strict`: whether a provider's strict schema mode is used for the answer schemas.
+/// `auto` (the default) uses it where it is known to hold every rule (OpenAI's own API);
+/// `true` asks for it from any OpenAI-compatible server; `false` never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strict {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Serialize for Strict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Strict::Auto => s.serialize_str("auto"),
+            Strict::On => s.serialize_bool(true),
+            Strict::Off => s.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            B(bool),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::B(true) => Ok(Strict::On),
+            Raw::B(false) => Ok(Strict::Off),
+            Raw::S(s) => match s.trim().to_lowercase().as_str() {
+                "auto" => Ok(Strict::Auto),
+                "true" => Ok(Strict::On),
+                "false" => Ok(Strict::Off),
+                other => Err(serde::de::Error::custom(format!("`{other}` is not one of auto, true, false"))),
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -135,6 +177,8 @@ pub struct LlmConfig {
     pub max_response_bytes: u64,
     /// How structured answers are requested: tools | json | auto (tools, falling back to JSON in text).
     pub structured: String,
+    /// Strict schema mode for the answer schemas: auto | true | false (see [`Strict`]).
+    pub strict: Strict,
     /// Script file for the scripted provider.
     pub script: Option<Utf8PathBuf>,
     /// Write every response received to this JSONL file (replayable by the scripted provider).
@@ -160,6 +204,7 @@ impl Default for LlmConfig {
             max_backoff: Dur::secs(30),
             max_response_bytes: 16 * 1024 * 1024,
             structured: "auto".into(),
+            strict: Strict::Auto,
             script: None,
             record: None,
             cache: true,

@@ -29,6 +29,14 @@ impl Anthropic {
             Error::usage("the anthropic provider needs an API key")
                 .with_hint("set ANTHROPIC_API_KEY, or llm.api_key_env / llm.api_key_cmd in config")
         })?;
+        if cfg.llm.strict == crate::config::Strict::On {
+            // Anthropic's strict tool use rejects count and range rules (minItems above 1,
+            // minimum, maximum), so it could not carry the 3-to-7-item Definition of Done.
+            return Err(Error::usage(
+                "llm.strict: true is not supported with the anthropic provider: its strict tool use cannot express the answer schemas' count and range rules",
+            )
+            .with_hint("use llm.strict: auto (the default; Anthropic gets the full schema, validated on receipt) or false"));
+        }
         let base = cfg.llm.base_url.clone().unwrap_or_else(|| DEFAULT_BASE.into());
         let base = base.trim_end_matches('/');
         let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
