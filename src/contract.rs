@@ -255,6 +255,9 @@ const STRICT_KEYWORDS: &[&str] = &[
     "minLength",
 ];
 
+/// A string with at least one non-space character, as a pattern.
+pub const NON_BLANK: &str = "^\\s*\\S[\\s\\S]*$";
+
 fn strictify(v: &mut Value) -> bool {
     let Some(o) = v.as_object_mut() else {
         return false;
@@ -267,7 +270,8 @@ fn strictify(v: &mut Value) -> bool {
     match o.remove("minLength") {
         None => {}
         Some(n) if n == json!(1) => {
-            o.insert("pattern".into(), json!("\\S"));
+            // Anchored: llama.cpp's grammar builder takes only `^...$` patterns.
+            o.insert("pattern".into(), json!(NON_BLANK));
         }
         Some(_) => return false,
     }
@@ -538,4 +542,24 @@ fn lines_as_items(text: &str) -> Vec<Value> {
         .filter(|l| !l.is_empty())
         .map(|l| Value::String(l.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Writes the schemas sent (plain and strict) to $AGENTLOOP_DUMP_SCHEMAS for outside checks.
+    #[test]
+    fn dump_schemas() {
+        let Some(dir) = std::env::var_os("AGENTLOOP_DUMP_SCHEMAS") else { return };
+        let cfg = crate::config::Config::default();
+        let reg = crate::tools::Registry::new(&cfg);
+        let all = reg.allowed(&cfg);
+        for t in [super::frame_tool(), super::plan_tool(&all), super::reflect_tool(4)] {
+            let p = std::path::Path::new(&dir).join(format!("{}.json", t.name));
+            std::fs::write(p, t.parameters.to_string()).unwrap();
+            if let Some(s) = t.strict {
+                std::fs::write(std::path::Path::new(&dir).join(format!("{}.strict.json", t.name)), s.to_string())
+                    .unwrap();
+            }
+        }
+    }
 }
