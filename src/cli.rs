@@ -97,6 +97,7 @@ pub struct Global {
 pub enum Command {
     Init(commands::init::InitArgs),
     Run(commands::run::RunArgs),
+    Answer(commands::answer::AnswerArgs),
     /// Frame: turn context.md into a goal and a 3-7 item Definition of Done in memory.md.
     ///
     /// One model call. Reads context.md (and memory.md when reframing); writes memory.md,

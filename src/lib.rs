@@ -13,6 +13,7 @@ pub mod crash;
 pub mod error;
 pub mod fs;
 pub mod handle;
+pub mod history;
 pub mod markdown;
 pub mod model;
 pub mod output;

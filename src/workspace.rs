@@ -79,6 +79,21 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The limits in force for a run that recorded `self`: each limit given now (a config file,
+    /// the environment or a flag — any source but the built-in default) replaces the recorded
+    /// one; the others stay as the run recorded them (e.g. `init --max-steps 7`).
+    pub fn in_force(&self, c: &Config, sources: &std::collections::BTreeMap<String, String>) -> Self {
+        let given = |k: &str| sources.get(k).is_some_and(|s| s != "default");
+        let now = Limits::from_config(c);
+        Limits {
+            max_steps: if given("max_steps") { now.max_steps } else { self.max_steps },
+            max_reframes: if given("max_reframes") { now.max_reframes } else { self.max_reframes },
+            timeout_secs: if given("timeout") { now.timeout_secs } else { self.timeout_secs },
+            max_tokens: if given("max_tokens") { now.max_tokens } else { self.max_tokens },
+            max_cost_usd: if given("max_cost_usd") { now.max_cost_usd } else { self.max_cost_usd },
+        }
+    }
+
     pub fn from_config(c: &Config) -> Self {
         Limits {
             max_steps: c.max_steps,
@@ -159,6 +174,15 @@ pub struct State {
     /// Replay position of the scripted model, committed with each phase.
     #[serde(default)]
     pub model_cursor: serde_json::Value,
+    /// The phase that was next when the run stopped (where `--continue` and `answer` go on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_at: Option<Next>,
+    /// The question a person must answer, when the run escalated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_question: Option<String>,
+    /// Set on a running run that `run --new` archived: it can go on with `run --continue --run ID`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl State {
@@ -194,6 +218,9 @@ impl State {
             last_result: None,
             reframe_reason: None,
             model_cursor: serde_json::Value::Null,
+            resume_at: None,
+            open_question: None,
+            interrupted: false,
         }
     }
 
@@ -266,6 +293,16 @@ impl Workspace {
     }
     pub fn artifacts(&self) -> Utf8PathBuf {
         self.path("artifacts")
+    }
+
+    /// Refuses a workspace folder that does not exist, creating nothing (every command but
+    /// `init` and `run --goal`, which create it).
+    pub fn require_dir(&self) -> Result<()> {
+        if self.root.is_dir() {
+            return Ok(());
+        }
+        Err(Error::usage(format!("workspace {} does not exist", self.root))
+            .with_hint(format!("check -w, or create a run there with `agentloop -w {} run --goal \"...\"`", self.root)))
     }
 
     pub fn has_run(&self) -> bool {
@@ -344,6 +381,7 @@ impl Workspace {
         let _ = f.sync_data();
         self.remove_stale_temps();
         self.recover()?;
+        crate::history::recover(self)?;
         Ok(Lock { _file: file })
     }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; this file is the one `match`.
 
 pub mod agents;
+pub mod answer;
 pub mod completions;
 pub mod config;
 pub mod handle;
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Init(a) => init::run(ctx, a),
         Command::Run(a) => run::run(ctx, a),
+        Command::Answer(a) => answer::run(ctx, a),
         Command::Frame(a) => phase::run(ctx, Phase::Frame, a),
         Command::Plan(a) => phase::run(ctx, Phase::Plan, a),
         Command::Act(a) => phase::run(ctx, Phase::Act, a),

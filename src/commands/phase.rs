@@ -26,6 +26,7 @@ fn next_of(p: Phase) -> Next {
 }
 
 pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
+    ctx.ws.require_dir()?;
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
     let mut state = ctx.ws.load_state()?;
     if state.status.is_terminal() {
@@ -35,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint("start a new one with `agentloop init --force` or `agentloop run --new --goal ...`"));
+        .with_hint(crate::commands::run::ways_on(&state)));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -54,6 +55,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         state.next = want;
     }
     let mut env = Env::new(&ctx)?;
+    phases::refresh_limits(&env, &mut state, &ctx.resolved.sources)?;
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;
     let outcome = phases::run::step(&mut env, &mut state)?;

@@ -1,35 +1,66 @@
-//! `agentloop run`: init if needed, then frame → (plan → act → reflect)* → finish.
+//! `agentloop run` (and `agentloop answer`): start, resume, follow up, answer or continue a run,
+//! then frame → (plan → act → reflect)* → finish.
+//!
+//! What a `run` does is decided by one pure function, [`decide`], from the run in the
+//! workspace (if any) and the flags; every flag is either honoured or refused with an error.
 
 use crate::error::{code, Error, Result};
 use crate::phases::{self, Env};
 use crate::settings::Ctx;
-use crate::workspace::StopKind;
+use crate::trace::{Entry, Phase};
+use crate::workspace::{Commit, Next, State, Status, StopKind};
 use clap::Args;
+use serde_json::json;
 
 /// Run the loop until the run is done or escalated.
 ///
-/// Creates the workspace when it holds no run (--goal is then required), resumes a run that
-/// stopped part-way (after a kill, no phase is skipped or applied twice), and prints the
-/// outcome on stdout (with --json, the agent.completed / agent.escalated event object).
+/// What happens depends on the run in the workspace:
+///   no run              --goal starts one (the folder is created)
+///   a run in progress   resumes it where it stopped (after a kill, no phase is skipped or
+///                       applied twice); --new --goal archives it as interrupted and starts anew
+///   a run that ended    --goal starts a follow-up: the old run moves to runs/<id>/ and its
+///                       learned facts and outcome are carried into the new one (with the run id
+///                       they came from); --new --goal starts afresh, carrying nothing;
+///                       --continue goes on after a budget or provider stop, with the budgets
+///                       given now; --answer TEXT answers an escalation's open question and goes
+///                       on; with none of these it says what happened and how to go on (exit 0)
 ///
-/// Exit codes: 0 done, 3 escalated, 4 budget or limit exhausted, 5 provider failure.
+/// Budgets (--max-steps, --max-tokens, --max-cost, --timeout, config) are the ones given now,
+/// counted from what the run already used; a change is recorded in the trace.
+/// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
+///
+/// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
+/// 5 provider failure.
 ///
 /// Examples:
 ///   agentloop -w ws run --goal "Critique https://example.com in two paragraphs"
-///   agentloop -w ws run                     # resume
-///   agentloop -w ws run --events | jq -c .  # live trace entries as JSONL
+///   agentloop -w ws run                              # resume, or say how to go on
+///   agentloop -w ws run --goal "Today's digest"      # a follow-up of yesterday's run
+///   agentloop -w ws run --continue --max-steps 40    # after `max_steps reached`
+///   agentloop -w ws run --answer "Use the 2024 figures"
+///   agentloop -w ws run --events | jq -c .           # live trace entries as JSONL
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
-    /// The goal (needed when the workspace holds no run yet).
+    /// The goal of a new run (a follow-up when the workspace holds an ended run).
     #[arg(long, short = 'g')]
     pub goal: Option<String>,
     /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
     #[arg(long, value_name = "FILE|-")]
     pub context: Option<String>,
-    /// Start a new run even if the workspace holds a finished one.
-    #[arg(long)]
+    /// Start a new run that carries nothing from earlier ones (needs --goal); a run in
+    /// progress is archived as interrupted.
+    #[arg(long, requires = "goal", conflicts_with_all = ["continue_", "answer"])]
     pub new: bool,
+    /// Go on with a run that stopped for a budget or a provider failure (or was interrupted).
+    #[arg(long = "continue", conflicts_with_all = ["goal", "answer"])]
+    pub continue_: bool,
+    /// With --continue: the archived run to go on with (an id, a unique prefix, or `last`).
+    #[arg(long, value_name = "ID", requires = "continue_")]
+    pub run: Option<String>,
+    /// Answer the open question of an escalated run (TEXT, or - for stdin) and go on.
+    #[arg(long, value_name = "TEXT|-", conflicts_with = "goal")]
+    pub answer: Option<String>,
     /// Stream trace entries as JSONL on stdout while the run goes.
     #[arg(long)]
     pub events: bool,
@@ -44,62 +75,315 @@ pub fn exit_code(stop: StopKind) -> u8 {
     }
 }
 
+/// What a `run` invocation does.
+#[derive(Debug, PartialEq)]
+pub enum Plan {
+    /// Start a run; `archive` moves the root's run away first; `carry` brings its facts along.
+    Start { archive: bool, interrupted: bool, carry: bool },
+    /// Go on with the root's run as it is.
+    Resume,
+    /// Restore an archived run to the root (archiving the root's first), then continue it.
+    Restore { id: String },
+    /// Reopen the root's stopped run and go on.
+    Continue,
+    /// Record the answer to the open question and go on.
+    Answer(String),
+    /// Say what happened and how to go on; nothing is run.
+    Report,
+}
+
+/// Decides what `run` does; a pure function of the root's run and the flags.
+pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> std::result::Result<Plan, Error> {
+    if let Some(id) = &a.run {
+        return Ok(Plan::Restore { id: id.clone() });
+    }
+    let Some(s) = existing else {
+        if a.continue_ || answer.is_some() {
+            return Err(Error::usage("the workspace holds no run to continue or answer")
+                .with_hint("start one with --goal \"...\""));
+        }
+        return match &a.goal {
+            Some(_) => Ok(Plan::Start { archive: false, interrupted: false, carry: !a.new }),
+            None => Err(Error::usage("the workspace holds no run").with_hint("pass --goal \"...\" to start one")),
+        };
+    };
+    let ended = s.status.is_terminal() || s.interrupted;
+    if !ended {
+        return match (&a.goal, answer, a.continue_) {
+            (Some(_), _, _) if a.new => Ok(Plan::Start { archive: true, interrupted: true, carry: false }),
+            (Some(g), _, _) if g.trim() != s.goal.trim() => Err(Error::usage(format!(
+                "run {} is still in progress (goal: {}); --goal names another",
+                s.run_id, s.goal
+            ))
+            .with_hint("`agentloop run` resumes it; `agentloop run --new --goal \"...\"` archives it as interrupted and starts the new one")),
+            (_, Some(_), _) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
+                .with_hint("`agentloop run` resumes it")),
+            _ => Ok(Plan::Resume),
+        };
+    }
+    if a.goal.is_some() {
+        return Ok(Plan::Start { archive: true, interrupted: false, carry: !a.new });
+    }
+    if let Some(text) = answer {
+        return match s.stop {
+            Some(StopKind::Escalated) => Ok(Plan::Answer(text)),
+            _ => Err(Error::usage(format!("run {} ended {} and has no question to answer", s.run_id, stop_word(s)))
+                .with_hint(ways_on(s))),
+        };
+    }
+    if a.continue_ {
+        return match s.stop {
+            Some(StopKind::Budget | StopKind::Provider) => Ok(Plan::Continue),
+            _ if s.interrupted => Ok(Plan::Continue),
+            Some(StopKind::Escalated) => Err(Error::usage(format!(
+                "run {} escalated with a question; --continue is for budget and provider stops",
+                s.run_id
+            ))
+            .with_hint("answer it: agentloop answer \"...\"")),
+            _ => Err(Error::usage(format!("run {} is done", s.run_id))
+                .with_hint("start a follow-up with --goal \"...\" (or a fresh run with --new --goal)")),
+        };
+    }
+    Ok(Plan::Report)
+}
+
+fn stop_word(s: &State) -> &'static str {
+    match s.stop {
+        Some(StopKind::Done) => "done",
+        Some(StopKind::Budget) => "on a budget",
+        Some(StopKind::Provider) => "on a provider failure",
+        Some(StopKind::Escalated) => "escalated",
+        None => "interrupted",
+    }
+}
+
+/// The ways on from an ended run, for people.
+pub fn ways_on(s: &State) -> String {
+    let mut ways = Vec::new();
+    match s.stop {
+        Some(StopKind::Budget | StopKind::Provider) => {
+            ways.push("`agentloop run --continue` goes on with the budgets given now (e.g. --max-steps 40)".to_string())
+        }
+        Some(StopKind::Escalated) => {
+            ways.push("`agentloop answer \"...\"` answers its question and goes on".to_string())
+        }
+        _ if s.interrupted => ways.push("`agentloop run --continue` goes on".to_string()),
+        _ => {}
+    }
+    ways.push("`agentloop run --goal \"...\"` starts a follow-up that carries its facts".into());
+    ways.push("`agentloop run --new --goal \"...\"` starts afresh".into());
+    ways.join("; ")
+}
+
 pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
+    let answer = match &args.answer {
+        Some(a) => Some(read_answer(a)?),
+        None => None,
+    };
+    // Nothing is created for a mistyped -w unless a run is being started.
+    if args.goal.is_none() {
+        ctx.ws.require_dir()?;
+    }
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
+    let plan = decide(existing.as_ref(), &args, answer)?;
+    if plan == Plan::Report {
+        let s = existing.expect("report needs a run");
+        return report_ended(&ctx, &s);
+    }
+    // Provider, key and config problems surface before any file is written.
+    crate::model::from_config(ctx.config(), &ctx.ws.root)?;
+    let runs = ctx.config().handle.runs_dir.clone();
     let mut env = Env::new(&ctx)?;
     env.events = args.events;
-    let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
-    let fresh = match (&existing, &args.goal) {
-        (None, None) => {
-            return Err(
-                Error::usage(format!("{} holds no run", ctx.ws.root)).with_hint("pass --goal \"...\" to start one")
-            );
-        }
-        (None, Some(_)) => true,
-        (Some(s), Some(_)) if s.status.is_terminal() => {
-            if !args.new {
-                return Err(Error::usage(format!(
-                    "{} holds run {} which already ended {}",
-                    ctx.ws.root,
-                    s.run_id,
-                    s.status.as_str()
-                ))
-                .with_hint("pass --new to start a new run in this workspace (trace.jsonl and artifacts/ are kept)"));
+    let mut state = match plan {
+        Plan::Start { archive, interrupted, carry } => {
+            let mut carried = Vec::new();
+            if carry && !archive {
+                // The root is empty (a pruned or recovered history): the follow-up carries the
+                // newest archived run that ended.
+                let last = crate::history::list(&ctx.ws, &runs, &|_| {})
+                    .into_iter()
+                    .filter(|r| !r.current && r.state.status.is_terminal())
+                    .max_by(|a, b| {
+                        a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id))
+                    });
+                if let Some(r) = last {
+                    carried = carried_facts(&r.ws, &r.state)?;
+                }
             }
-            true
-        }
-        (Some(s), Some(g)) => {
-            if g.trim() != s.goal.trim() {
-                ctx.printer.warn(&format!("resuming run {} (goal: {}); --goal is ignored", s.run_id, s.goal));
+            if let (true, Some(old)) = (archive, existing.as_ref()) {
+                if carry {
+                    carried = carried_facts(&ctx.ws, old)?;
+                }
+                if interrupted {
+                    let mut s = old.clone();
+                    s.interrupted = true;
+                    ctx.ws.save_state(&s)?;
+                }
+                let to = crate::history::archive(&ctx.ws, &runs, old)?;
+                ctx.printer.info(&format!("run {} moved to {}", old.run_id, rel(&ctx, &to)));
             }
-            false
+            let background = match &args.context {
+                Some(c) => crate::fs::read_arg(c)?,
+                None => String::new(),
+            };
+            let goal = args.goal.as_deref().unwrap_or("");
+            phases::init::init_run_carrying(&ctx.ws, ctx.config(), &env.tpl, goal, &background, &carried)?
         }
-        (Some(_), None) => false,
+        Plan::Resume => existing.expect("resume needs a run"),
+        Plan::Restore { id } => {
+            let found = crate::history::find(&ctx.ws, &runs, &id)?;
+            if found.root != ctx.ws.root {
+                let s = found.load_state()?;
+                if let Some(cur) = &existing {
+                    if !cur.status.is_terminal() && !cur.interrupted {
+                        return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
+                            .with_hint("finish it first, or archive it with `run --new --goal ...`"));
+                    }
+                    crate::history::archive(&ctx.ws, &runs, cur)?;
+                }
+                crate::history::restore(&ctx.ws, &runs, &s.run_id)?;
+            }
+            let s = ctx.ws.load_state()?;
+            reopen(&env, s, "run.continued", None)?
+        }
+        Plan::Continue => reopen(&env, existing.expect("continue needs a run"), "run.continued", None)?,
+        Plan::Answer(text) => reopen(&env, existing.expect("answer needs a run"), "run.answered", Some(text))?,
+        Plan::Report => unreachable!("handled above"),
     };
-    let mut state = if fresh {
-        let background = match &args.context {
-            Some(c) => crate::fs::read_arg(c)?,
-            None => String::new(),
-        };
-        let s = phases::init::init_run(
-            &ctx.ws,
-            ctx.config(),
-            &env.tpl,
-            args.goal.as_deref().unwrap_or(""),
-            &background,
-            true,
-            None,
-        )?;
-        s
-    } else {
-        existing.expect("existing run")
-    };
+    phases::refresh_limits(&env, &mut state, &ctx.resolved.sources)?;
     if !state.status.is_terminal() {
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
     }
     let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0)?;
     report(&ctx, &state, args.events);
     Ok(exit_code(stop))
+}
+
+fn read_answer(a: &str) -> Result<String> {
+    let text = if a == "-" { crate::fs::read_arg(a)? } else { a.to_string() };
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(
+            Error::usage("the answer is empty").with_hint("give the answer as TEXT, or - to read it from stdin")
+        );
+    }
+    Ok(text)
+}
+
+fn rel(ctx: &Ctx, p: &camino::Utf8Path) -> String {
+    p.strip_prefix(&ctx.ws.root).map(|r| r.to_string()).unwrap_or_else(|_| p.to_string())
+}
+
+/// The previous run's learned facts and outcome, each with the run it came from (bounded: the
+/// newest 20).
+fn carried_facts(ws: &crate::workspace::Workspace, old: &State) -> Result<Vec<String>> {
+    let path = ws.memory();
+    let text = crate::fs::read_optional(&path)?.unwrap_or_default();
+    let mem = if text.trim().is_empty() {
+        crate::markdown::Memory::default()
+    } else {
+        crate::markdown::parse_memory(&text, &path)?
+    };
+    let tag = format!("(from run {})", old.run_id);
+    let mut facts: Vec<String> = mem
+        .facts
+        .iter()
+        .filter(|f| !f.starts_with('(') || !f.contains("earlier facts"))
+        .map(|f| if f.contains("(from run ") { f.clone() } else { format!("{f} {tag}") })
+        .collect();
+    let outcome = match (&old.outcome, old.status) {
+        (Some(o), Status::Done) => format!("Run {} ({}) ended done: {}", old.run_id, old.goal, o.trim()),
+        _ => format!(
+            "Run {} ({}) ended {}: {}",
+            old.run_id,
+            old.goal,
+            old.status.as_str(),
+            old.reason.clone().unwrap_or_default()
+        ),
+    };
+    facts.push(outcome.chars().take(600).collect());
+    let keep = facts.len().saturating_sub(20);
+    Ok(facts.split_off(keep))
+}
+
+/// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the
+/// limits in force, or `run.answered` with the question and answer) and the run goes on where
+/// it stopped — from Frame when it could not proceed at framing, else from Plan.
+fn reopen(env: &Env, mut s: State, event: &str, answer: Option<String>) -> Result<State> {
+    let question = s.open_question.clone();
+    let mut commit = Commit::default();
+    let mut e = Entry::new(&s.run_id, s.step, Phase::Run, event);
+    let resume = match s.resume_at {
+        // An interrupted run never stopped: it goes on where it was.
+        _ if !s.status.is_terminal() => s.next,
+        Some(Next::Frame) => Next::Frame,
+        Some(n) if answer.is_none() && n != Next::Finish && n != Next::None => n,
+        _ => Next::Plan,
+    };
+    if let Some(text) = &answer {
+        let (_, mut mem) = env.read_memory()?;
+        let q = question.clone().unwrap_or_else(|| s.reason.clone().unwrap_or_default());
+        mem.facts.push(format!("A person answered \"{}\": {text} (step {})", q.trim(), s.step));
+        mem.open_question = None;
+        mem.log.push(format!("step {} answered: {}", s.step, text.chars().take(160).collect::<String>()));
+        mem.status = format!("answered; going on from {}", if resume == Next::Frame { "frame" } else { "plan" });
+        commit.file("memory.md", env.render_memory(&mem)?);
+        commit.file(
+            "decisions.md",
+            env.decisions_with(s.step, "answer", "A person answered", &format!("Question: {q}\n\nAnswer: {text}\n"))?,
+        );
+        e.data = Some(json!({"question": q, "answer": text}));
+        s.done_refusals = 0;
+        s.consecutive_failures = 0;
+        s.repeats = 0;
+        s.last_action = None;
+        // A reframe is the way to act on an answer given at framing.
+        if resume == Next::Frame {
+            s.reframe_reason = Some(format!("a person answered the open question: {text}"));
+        }
+    } else {
+        e.data = Some(json!({"after": s.stop, "reason": s.reason, "limits": s.limits}));
+    }
+    e.reason = s.reason.clone();
+    s.status = Status::Running;
+    s.next = resume;
+    s.stop = None;
+    s.reason = None;
+    s.finished_at = None;
+    s.open_question = None;
+    s.interrupted = false;
+    s.resume_at = None;
+    commit.entry(&e);
+    commit.state = Some(s.clone());
+    env.commit(&commit)?;
+    // result.json describes an ended run; the reopened run writes it again when it ends.
+    let _ = std::fs::remove_file(env.ws.result());
+    Ok(s)
+}
+
+/// A plain `run` on an ended run: what happened, and the ways on (exit 0).
+fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
+    let p = &ctx.printer;
+    if p.json {
+        let mut v = phases::completion_event(s);
+        v["payload"]["open_question"] = json!(s.open_question);
+        v["payload"]["ways_on"] = json!(ways_on(s));
+        p.outln(&v.to_string());
+        return Ok(code::OK);
+    }
+    p.outln(&format!(
+        "run {} ended {}: {}",
+        s.run_id,
+        if s.interrupted { "interrupted" } else { s.status.as_str() },
+        s.reason.clone().unwrap_or_default()
+    ));
+    if let Some(q) = &s.open_question {
+        p.outln(&format!("open question: {q}"));
+    }
+    p.outln(&format!("ways on: {}", ways_on(s)));
+    Ok(code::OK)
 }
 
 /// Prints the end of a run: the outcome on stdout (or the event object), the reason on stderr.
@@ -109,12 +393,16 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
         p.outln(&phases::completion_event(state).to_string());
     } else if !events {
         match &state.outcome {
-            Some(o) => p.outln(o),
-            None => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
+            Some(o) if state.status == Status::Done => p.outln(o),
+            _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }
+    let mut how = String::new();
+    if state.status == Status::Escalated {
+        how = format!("\nways on: {}", ways_on(state));
+    }
     p.info(&format!(
-        "run {} {} after {} step{}: {}\npaper trail: {}/ (memory.md, plan.md, decisions.md, trace.jsonl, result.json, artifacts/)",
+        "run {} {} after {} step{}: {}\npaper trail: {}/ (memory.md, plan.md, decisions.md, trace.jsonl, result.json, artifacts/){how}",
         state.run_id,
         state.status.as_str(),
         state.completed_steps.len(),

@@ -1,53 +1,117 @@
-//! `agentloop runs`: the runs event mode keeps under a root folder (seed 002's session list).
+//! `agentloop runs`: the history of runs in a workspace (the current run at the root, archived
+//! ones under `runs/<run_id>/`, which is also where event mode keeps its runs), and retention.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::history;
 use crate::settings::Ctx;
-use crate::workspace::Workspace;
-use clap::Args;
+use clap::{Args, Subcommand};
 use serde_json::json;
 
-/// List the runs under the root folder (-w): `<root>/runs/<run_id>/`, plus the root's own run.
+/// List the runs of the workspace (-w): the current one and those under runs/<run_id>/.
 ///
-/// One line per run: id, status, step, last update, goal; --json prints an array of objects.
+/// One line per run: id, status, steps, cost, started, goal; --json prints an array of objects.
+/// An archived run that was still going when `run --new` replaced it shows as `interrupted`.
 ///
-/// Example:
-///   agentloop -w ~/ductile-runs runs --json | jq -r '.[] | select(.status=="running") | .run_id'
+/// Examples:
+///   agentloop -w ws runs
+///   agentloop -w ws runs --json | jq -r '.[] | select(.status=="escalated") | .run_id'
+///   agentloop -w ws runs prune --keep 30
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-pub struct RunsArgs {}
+#[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: Option<RunsCommand>,
+}
 
-pub fn run(ctx: Ctx, _args: RunsArgs) -> Result<u8> {
-    let mut workspaces = vec![ctx.ws.clone()];
-    let dir = ctx.ws.root.join(&ctx.config().handle.runs_dir);
-    if let Ok(rd) = dir.read_dir_utf8() {
-        let mut found: Vec<_> = rd.flatten().filter(|e| e.path().is_dir()).map(|e| Workspace::new(e.path())).collect();
-        found.sort_by(|a, b| a.root.cmp(&b.root));
-        workspaces.extend(found);
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List the runs (the default).
+    List,
+    /// Delete archived runs: all but the newest N, or those that ended before DUR ago.
+    ///
+    /// The current run and runs still going (event mode) are never deleted. Prints what was
+    /// deleted (with --dry-run, what would be).
+    ///
+    /// Example: agentloop -w ws runs prune --older-than 30d
+    #[command(verbatim_doc_comment)]
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Keep the newest N archived runs.
+    #[arg(long, value_name = "N")]
+    pub keep: Option<usize>,
+    /// Delete archived runs that ended more than DUR ago (e.g. 30d, 12h).
+    #[arg(long, value_name = "DUR")]
+    pub older_than: Option<String>,
+    /// Show what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
+    ctx.ws.require_dir()?;
+    match args.command.unwrap_or(RunsCommand::List) {
+        RunsCommand::List => list(&ctx),
+        RunsCommand::Prune(a) => prune(&ctx, a),
     }
-    let mut rows = Vec::new();
-    for ws in workspaces.iter().filter(|w| w.has_run()) {
-        match ws.load_state() {
-            Ok(s) => rows.push(json!({
-                "run_id": s.run_id, "status": s.status, "step": s.step, "goal": s.goal,
-                "updated_at": s.updated_at, "reason": s.reason, "workspace": ws.root,
-            })),
-            Err(e) => ctx.printer.warn(&e.message),
-        }
-    }
+}
+
+fn list(ctx: &Ctx) -> Result<u8> {
+    let runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let s = &r.state;
+            json!({
+                "run_id": s.run_id, "status": history::shown_status(r), "current": r.current,
+                "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
+                "cost_usd": if s.cost_incomplete { serde_json::Value::Null } else { json!(s.cost_usd) },
+                "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,
+                "reason": s.reason, "workspace": r.ws.root,
+            })
+        })
+        .collect();
     if ctx.printer.json {
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
     }
     for r in &rows {
         let goal: String = r["goal"].as_str().unwrap_or("").chars().take(60).collect();
+        let cost = r["cost_usd"].as_f64().map(|c| format!("${c:.4}")).unwrap_or_else(|| "$?".into());
         ctx.printer.outln(&format!(
-            "{}  {:<9} step {:>3}  {}  {}",
+            "{}{} {:<11} {:>3} steps {:>9}  {}  {}",
             r["run_id"].as_str().unwrap_or(""),
+            if r["current"] == true { "*" } else { " " },
             r["status"].as_str().unwrap_or(""),
-            r["step"],
-            r["updated_at"].as_str().unwrap_or(""),
+            r["steps_taken"],
+            cost,
+            r["started_at"].as_str().unwrap_or(""),
             goal
         ));
+    }
+    Ok(0)
+}
+
+fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
+    if a.keep.is_none() && a.older_than.is_none() {
+        return Err(Error::usage("runs prune needs --keep N or --older-than DUR")
+            .with_hint("e.g. agentloop runs prune --keep 30"));
+    }
+    let older = match &a.older_than {
+        Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?),
+        None => None,
+    };
+    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let gone = history::prune(&ctx.ws, &ctx.config().handle.runs_dir, a.keep, older, a.dry_run)?;
+    if ctx.printer.json {
+        let ids: Vec<&str> = gone.iter().map(|s| s.run_id.as_str()).collect();
+        ctx.printer.json_value(&json!({"deleted": if a.dry_run { vec![] } else { ids.clone() }, "would_delete": if a.dry_run { ids } else { vec![] }}));
+        return Ok(0);
+    }
+    for s in &gone {
+        ctx.printer.outln(&format!("{}{}  {}", if a.dry_run { "would delete " } else { "deleted " }, s.run_id, s.goal));
     }
     Ok(0)
 }

@@ -7,13 +7,50 @@ use serde_json::json;
 
 /// Show the run id, status, step, budgets used and left, and the pending action.
 ///
-/// Example: agentloop -w ws status --json | jq .run_id
+/// For an ended run: the open question and how to go on (answer, --continue, a follow-up).
+/// The limits shown are the ones in force now (flags, environment, config) with where each
+/// came from; the next `run` or phase command applies them.
+///
+/// Examples:
+///   agentloop -w ws status --json | jq .run_id
+///   agentloop -w ws status --run last      # an archived run (runs/<id>/)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// Show this run of the history instead of the current one (an id, a unique prefix, or `last`).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+}
 
-pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
-    let s = ctx.ws.load_state()?;
+pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
+    ctx.ws.require_dir()?;
+    let ws = match &args.run {
+        Some(id) => crate::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id)?,
+        None => ctx.ws.clone(),
+    };
+    let mut s = ws.load_state()?;
+    // The limits in force are the ones given now; a run that goes on gets them.
+    let recorded = s.limits.clone();
+    if !s.status.is_terminal() && args.run.is_none() {
+        s.limits = s.limits.in_force(ctx.config(), &ctx.resolved.sources);
+    }
+    let sources: serde_json::Map<String, serde_json::Value> =
+        ["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"]
+            .iter()
+            .map(|k| {
+                (
+                    k.to_string(),
+                    json!(ctx
+                        .resolved
+                        .sources
+                        .get(*k)
+                        .filter(|v| *v != "default")
+                        .cloned()
+                        .unwrap_or_else(|| "recorded by the run".into())),
+                )
+            })
+            .collect();
+    let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
     let l = &s.limits;
     let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
     let v = json!({
@@ -24,6 +61,13 @@ pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
         "step": s.step,
         "reframes": s.reframes,
         "reason": s.reason,
+        "open_question": s.open_question,
+        "answer_with": answer_cmd,
+        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(&s)) } else { None },
+        "interrupted": s.interrupted,
+        "workspace": ws.root,
+        "limits_recorded": recorded,
+        "limit_sources": sources,
         "pending": s.pending,
         "budgets": {
             "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
@@ -50,6 +94,13 @@ pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
         s.status.as_str(),
         s.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
     ));
+    if let Some(q) = &s.open_question {
+        p.outln(&format!("question  {q}"));
+        p.outln(&format!("answer    {}", answer_cmd.clone().unwrap_or_default()));
+    }
+    if s.status.is_terminal() || s.interrupted {
+        p.outln(&format!("ways on   {}", crate::commands::run::ways_on(&s)));
+    }
     p.outln(&format!("next      {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps     {} of {}", s.step, l.max_steps));
     p.outln(&format!("reframes  {} of {}", s.reframes, l.max_reframes));
@@ -61,6 +112,14 @@ pub fn run(ctx: Ctx, _args: StatusArgs) -> Result<u8> {
         max(l.max_cost_usd.map(|m| format!("${m:.2}")))
     ));
     p.outln(&format!("time      {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
+    let from: Vec<String> = sources
+        .iter()
+        .filter(|(_, v)| v.as_str() != Some("recorded by the run"))
+        .map(|(k, v)| format!("{k} from {}", v.as_str().unwrap_or("")))
+        .collect();
+    if !from.is_empty() {
+        p.outln(&format!("limits    {}", from.join("; ")));
+    }
     match &s.pending {
         Some(a) => p.outln(&format!("pending   step {} {} {}", a.step, a.tool, a.args)),
         None => p.outln("pending   (none)"),

@@ -94,8 +94,25 @@ impl Filter {
     }
 }
 
-pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
-    let path = ctx.ws.trace();
+pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
+    // `--run ID|last` reads that run's own trace, wherever the history keeps it (an id, a unique
+    // prefix, or the newest run); an id found in no folder filters the workspace's trace, which
+    // older workspaces shared between runs.
+    let run_arg = match &mut cmd {
+        TraceCommand::Show(a) => &mut a.filter.run,
+        TraceCommand::Stats(a) => &mut a.run,
+    };
+    let ws = match run_arg.as_deref() {
+        Some(id) => match crate::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id) {
+            Ok(w) => {
+                *run_arg = Some(w.load_state()?.run_id);
+                w
+            }
+            Err(_) => ctx.ws.clone(),
+        },
+        None => ctx.ws.clone(),
+    };
+    let path = ws.trace();
     if !path.exists() {
         return Err(
             Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR")
@@ -136,7 +153,7 @@ pub fn run(ctx: Ctx, cmd: TraceCommand) -> Result<u8> {
                 }
             })?;
             if args.follow && !ended {
-                follow(&ctx, &filter, offset, lines)?;
+                follow(&ctx, &path, &filter, offset, lines)?;
             }
         }
         TraceCommand::Stats(args) => {
@@ -157,13 +174,12 @@ fn finished(e: &Entry) -> bool {
     e.event == "run.finished"
 }
 
-fn follow(ctx: &Ctx, filter: &Filter, mut offset: u64, mut line_no: usize) -> Result<()> {
-    let path = ctx.ws.trace();
+fn follow(ctx: &Ctx, path: &camino::Utf8Path, filter: &Filter, mut offset: u64, mut line_no: usize) -> Result<()> {
     let mut partial = String::new();
     loop {
         std::thread::sleep(Duration::from_millis(200));
         // Only the bytes appended since the last look are read.
-        let Ok(mut f) = std::fs::File::open(&path) else { continue };
+        let Ok(mut f) = std::fs::File::open(path) else { continue };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len < offset {
             offset = 0;

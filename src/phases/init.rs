@@ -29,7 +29,9 @@ pub fn format_background(text: &str) -> String {
     t.to_string()
 }
 
-/// Creates a new run in `ws`. The caller holds the lock.
+/// Creates a new run in `ws`. The caller holds the lock. With `force`, a run already there is
+/// archived to `runs/<run_id>/` first (as interrupted when it was still running); nothing is
+/// overwritten.
 pub fn init_run(
     ws: &Workspace,
     cfg: &Config,
@@ -43,30 +45,86 @@ pub fn init_run(
     if goal.is_empty() {
         return Err(Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\""));
     }
-    if ws.has_run() && !force {
-        let what = match ws.load_state() {
+    if ws.has_run() {
+        let old = ws.load_state();
+        let what = match &old {
             Ok(s) => format!("run {} ({}, step {})", s.run_id, s.status.as_str(), s.step),
             Err(_) => "a run".to_string(),
         };
-        return Err(Error::usage(format!("workspace {} already holds {what}", ws.root))
-            .with_hint("use another folder, resume it with `agentloop run`, or pass --force to start over (trace.jsonl and artifacts/ are kept)"));
+        if !force {
+            return Err(Error::usage(format!("workspace {} already holds {what}", ws.root))
+                .with_hint("use another folder, go on with it with `agentloop run`, or pass --force to start a new run (the old one moves to runs/<run_id>/)"));
+        }
+        let mut old = old?;
+        if !old.status.is_terminal() {
+            old.interrupted = true;
+            ws.save_state(&old)?;
+        }
+        crate::history::archive(ws, &cfg.handle.runs_dir, &old)?;
     }
+    create(ws, cfg, tpl, goal, background, &[], run_id)
+}
+
+/// Creates a new run whose memory.md and context.md start with facts carried from earlier
+/// runs (each naming the run it came from). The root must hold no run.
+pub fn init_run_carrying(
+    ws: &Workspace,
+    cfg: &Config,
+    tpl: &Templates,
+    goal: &str,
+    background: &str,
+    carried: &[String],
+) -> Result<State> {
+    let goal = goal.trim();
+    if goal.is_empty() {
+        return Err(Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\""));
+    }
+    create(ws, cfg, tpl, goal, background, carried, None)
+}
+
+fn create(
+    ws: &Workspace,
+    cfg: &Config,
+    tpl: &Templates,
+    goal: &str,
+    background: &str,
+    carried: &[String],
+    run_id: Option<String>,
+) -> Result<State> {
     crate::fs::create_dir_all(&ws.artifacts())?;
-    let _ = std::fs::remove_file(ws.result());
-    let state = State::new(run_id.unwrap_or_else(crate::clock::new_run_id), goal.to_string(), Limits::from_config(cfg));
-    let memory = Memory { goal: goal.to_string(), status: "initialised; not framed yet".into(), ..Default::default() };
+    // A run id is never reused within a workspace's history (a fixed test clock repeats ids
+    // across processes, so an archived one is skipped).
+    let archive = crate::history::runs_dir(ws, &cfg.handle.runs_dir);
+    let mut id = run_id.unwrap_or_else(crate::clock::new_run_id);
+    while archive.join(&id).exists() {
+        id = crate::clock::new_run_id();
+    }
+    let state = State::new(id, goal.to_string(), Limits::from_config(cfg));
+    let memory = Memory {
+        goal: goal.to_string(),
+        status: "initialised; not framed yet".into(),
+        facts: carried.to_vec(),
+        ..Default::default()
+    };
     let mut commit = Commit::default();
     commit
         .file(
             "context.md",
-            tpl.render("context.md.j2", json!({"goal": goal, "background": format_background(background)}))?,
+            tpl.render(
+                "context.md.j2",
+                json!({"goal": goal, "background": format_background(background), "carried": carried}),
+            )?,
         )
         .file("memory.md", tpl.render("memory.md.j2", &memory)?)
         .file("plan.md", tpl.render("plan.md.j2", markdown::plan_view(&Plan::default()))?)
         .file("decisions.md", tpl.render("decisions.md.j2", json!({}))?);
     let mut e = Entry::new(&state.run_id, 0, Phase::Run, "run.started");
     e.schema_version = Some(trace::SCHEMA_VERSION);
-    e.data = Some(json!({"goal": goal, "limits": state.limits}));
+    e.data = Some(if carried.is_empty() {
+        json!({"goal": goal, "limits": state.limits})
+    } else {
+        json!({"goal": goal, "limits": state.limits, "carried_facts": carried.len()})
+    });
     commit.entry(&e);
     commit.state = Some(state.clone());
     ws.commit(&commit)?;

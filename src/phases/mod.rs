@@ -229,6 +229,27 @@ fn progress_line(e: &Entry) -> String {
     s
 }
 
+/// The budgets in force are the ones given now (flags, environment, config files), counted from
+/// what the run already used; a limit given nowhere keeps the run's recorded value. A change is
+/// committed with a `limits.changed` trace entry (from, to).
+pub fn refresh_limits(
+    env: &Env,
+    state: &mut State,
+    sources: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let now = state.limits.in_force(env.cfg, sources);
+    if now == state.limits || state.status.is_terminal() {
+        return Ok(());
+    }
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "limits.changed");
+    e.data = Some(json!({"from": state.limits, "to": now}));
+    state.limits = now;
+    let mut commit = Commit::default();
+    commit.entry(&e);
+    commit.state = Some(state.clone());
+    env.commit(&commit)
+}
+
 /// A budget that has run out, if any (tokens, cost).
 pub fn budget_exceeded(state: &State) -> Option<String> {
     let l = &state.limits;
@@ -256,6 +277,9 @@ pub fn finish(
 ) -> Result<()> {
     let now = crate::clock::now_rfc3339();
     state.status = if stop == StopKind::Done { Status::Done } else { Status::Escalated };
+    if stop != StopKind::Done && state.next != Next::None && state.next != Next::Finish {
+        state.resume_at = Some(state.next);
+    }
     state.next = Next::None;
     state.stop = Some(stop);
     state.reason = Some(reason.to_string());
@@ -297,6 +321,7 @@ pub fn finish(
             }
         }
     }
+    state.open_question = open_question.clone();
     let result = json!({
         "run_id": state.run_id,
         "goal": goal,
@@ -314,6 +339,7 @@ pub fn finish(
     });
     commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
+    e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());
     e.usage = Some(state.usage);

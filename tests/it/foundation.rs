@@ -59,9 +59,15 @@ fn init_refuses_to_clobber_without_force() {
         .code(2)
         .stderr(predicate::str::contains("already holds run").and(predicate::str::contains("hint: ")));
     assert!(t.read("ws/context.md").contains("one"));
+    let first = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
     t.cmd().args(["init", "ws", "--goal", "two", "--force"]).assert().success();
     assert!(t.read("ws/context.md").contains("two"));
-    assert_eq!(t.trace().len(), 2, "trace is kept and appended");
+    assert_eq!(t.trace().len(), 1, "the new run has its own trace");
+    // Nothing is overwritten: the first run moved to runs/<id>/, marked interrupted.
+    assert!(t.read(&format!("ws/runs/{first}/context.md")).contains("one"));
+    assert_eq!(t.read(&format!("ws/runs/{first}/trace.jsonl")).lines().count(), 1);
+    assert_eq!(t.json(&format!("ws/runs/{first}/state.json"))["interrupted"], true);
+    assert_ne!(t.json("ws/state.json")["run_id"], first.as_str());
 }
 
 #[test]
@@ -73,7 +79,7 @@ fn status_reports_budgets_as_json() {
     assert_eq!(v["budgets"]["steps"], serde_json::json!({"used": 0, "max": 7, "left": 7}));
     assert_eq!(v["next"], "frame");
     t.al(&["status"]).assert().success().stdout(predicate::str::contains("steps     0 of 7"));
-    t.cmd().args(["-w", "nowhere", "status"]).assert().code(2).stderr(predicate::str::contains("no run in nowhere"));
+    t.cmd().args(["-w", "nowhere", "status"]).assert().code(2).stderr(predicate::str::contains("workspace nowhere does not exist"));
 }
 
 #[test]

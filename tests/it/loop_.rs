@@ -43,8 +43,14 @@ fn happy_path_matches_the_golden_workspace() {
     let ev: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ev["type"], "agent.completed");
     assert_eq!(ev["payload"]["artifacts"][0], "artifacts/critique.md");
-    // Running it again on a finished run is refused unless --new.
-    demo_cmd(&t3).assert().code(2).stderr(predicate::str::contains("--new"));
+    // Running it again with a goal on a finished run starts a follow-up: the first run moves to
+    // runs/<id>/ and its outcome is carried into the new one.
+    let first = ev["payload"]["run_id"].as_str().unwrap().to_string();
+    demo_cmd(&t3).assert().success();
+    assert_eq!(t3.json(&format!("ws/runs/{first}/result.json"))["status"], "done");
+    let context = t3.read("ws/context.md");
+    assert!(context.contains("## Carried from earlier runs") && context.contains(&format!("Run {first}")), "{context}");
+    assert_ne!(t3.json("ws/state.json")["run_id"], first.as_str());
 }
 
 #[test]

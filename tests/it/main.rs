@@ -7,5 +7,6 @@ mod foundation;
 mod handle;
 mod loop_;
 mod models;
+mod runs;
 mod skills;
 mod tools;

@@ -1,0 +1,41 @@
+//! `agentloop answer`: answer an escalated run's open question and go on with it.
+
+use crate::error::Result;
+use crate::settings::Ctx;
+use clap::Args;
+
+/// Answer the open question of an escalated run, then go on with the same run.
+///
+/// The answer lands in memory.md (as a fact naming the question), decisions.md and the trace
+/// (`run.answered`); the run goes on from Plan, or from Frame when it could not proceed at
+/// framing. `agentloop status` shows the question. Same as `agentloop run --answer TEXT`.
+///
+/// Exit codes: as `run` (0 done, 3 escalated, 4 budget, 5 provider); 2 when the run has no
+/// open question.
+///
+/// Examples:
+///   agentloop -w ws answer "Use the 2024 figures; the 2025 report is not out yet"
+///   echo "Yes, publish it" | agentloop -w ws answer -
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct AnswerArgs {
+    /// The answer, or - to read it from stdin.
+    #[arg(value_name = "TEXT|-")]
+    pub text: String,
+    /// Stream trace entries as JSONL on stdout while the run goes on.
+    #[arg(long)]
+    pub events: bool,
+}
+
+pub fn run(ctx: Ctx, args: AnswerArgs) -> Result<u8> {
+    let run = crate::commands::run::RunArgs {
+        goal: None,
+        context: None,
+        new: false,
+        continue_: false,
+        run: None,
+        answer: Some(args.text),
+        events: args.events,
+    };
+    crate::commands::run::run(ctx, run)
+}

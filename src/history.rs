@@ -1,0 +1,205 @@
+//! Run history: each run keeps its own paper trail. The workspace root always holds the current
+//! run; when a new run starts, the previous run's files move to `runs/<run_id>/` (the layout of
+//! event mode's runs), and `run --continue --run ID` moves an archived run back.
+//!
+//! Invariants:
+//! - Nothing is overwritten: a move never replaces an existing file, and a run is archived under
+//!   its own id.
+//! - A move is journaled (`.agentloop.archive.json`): the journal is written durably first, then
+//!   each file is renamed (one atomic rename each), then the journal is removed. A process killed
+//!   at any instant leaves a journal the next locker finishes ([`recover`]); a rename already
+//!   done is skipped, so no run is lost or duplicated.
+
+use crate::error::{Error, Result};
+use crate::fs;
+use crate::workspace::{State, Status, Workspace};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+
+/// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
+/// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
+pub const RUN_FILES: &[&str] =
+    &["context.md", "memory.md", "plan.md", "decisions.md", "trace.jsonl", "state.json", "result.json", "artifacts"];
+
+const JOURNAL: &str = ".agentloop.archive.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Move {
+    /// Folder the run's files leave, relative to the workspace ("" for the root).
+    from: String,
+    /// Folder they go to.
+    to: String,
+}
+
+/// Where archived runs live: `<workspace>/<runs_dir>/`.
+pub fn runs_dir(ws: &Workspace, runs_dir: &str) -> Utf8PathBuf {
+    ws.root.join(runs_dir)
+}
+
+/// Moves the root's run to `<runs_dir>/<run_id>/`. The caller holds the lock.
+pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf> {
+    let to = format!("{runs}/{}", state.run_id);
+    if ws.root.join(&to).join("state.json").exists() {
+        return Err(Error::data(format!("{}/{to} already holds a run with the same id", ws.root))
+            .with_hint("move that folder aside; a run is never archived over another"));
+    }
+    apply(ws, Move { from: String::new(), to: to.clone() })?;
+    Ok(ws.root.join(to))
+}
+
+/// Moves an archived run back to the root (the root must hold no run). The caller holds the lock.
+pub fn restore(ws: &Workspace, runs: &str, run_id: &str) -> Result<()> {
+    if ws.has_run() {
+        return Err(Error::usage(format!("{} already holds a run", ws.root)));
+    }
+    apply(ws, Move { from: format!("{runs}/{run_id}"), to: String::new() })
+}
+
+fn apply(ws: &Workspace, m: Move) -> Result<()> {
+    let journal = ws.path(JOURNAL);
+    let text = serde_json::to_string(&m).expect("move serializes");
+    fs::write_durable(&journal, text.as_bytes())?;
+    crate::crash::point("archive:journaled");
+    finish_move(ws, &m)?;
+    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+}
+
+fn finish_move(ws: &Workspace, m: &Move) -> Result<()> {
+    let from = ws.root.join(&m.from);
+    let to = ws.root.join(&m.to);
+    fs::create_dir_all(&to)?;
+    // state.json last: until it moves, the run is still where it was.
+    let mut names: Vec<&str> = RUN_FILES.iter().copied().filter(|n| *n != "state.json").collect();
+    names.push("state.json");
+    for name in names {
+        let src = from.join(name);
+        let dst = to.join(name);
+        if std::fs::symlink_metadata(&src).is_err() {
+            continue; // moved before a crash, or never there
+        }
+        if std::fs::symlink_metadata(&dst).is_ok() {
+            return Err(Error::data(format!("cannot move {src}: {dst} already exists"))
+                .with_hint("move one of them aside by hand; nothing is ever overwritten"));
+        }
+        std::fs::rename(&src, &dst).map_err(|e| Error::io("move", &src, e))?;
+        crate::crash::point(&format!("archive:moved:{name}"));
+    }
+    if !m.from.is_empty() {
+        // The emptied archive folder goes; anything else left in it stays.
+        let _ = std::fs::remove_dir(&from);
+    }
+    Ok(())
+}
+
+/// Finishes a move left by a killed process. Called by [`Workspace::lock`] holders.
+pub fn recover(ws: &Workspace) -> Result<()> {
+    let journal = ws.path(JOURNAL);
+    let Some(text) = fs::read_optional(&journal)? else {
+        return Ok(());
+    };
+    let m: Move = serde_json::from_str(&text).map_err(|e| {
+        Error::data(format!("cannot read {journal}: {e}")).with_hint(
+            "a run was being moved when a process died; check runs/ and the workspace by hand, then remove the file",
+        )
+    })?;
+    finish_move(ws, &m)?;
+    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+}
+
+/// One run of the history: its folder and state.
+pub struct Run {
+    pub ws: Workspace,
+    pub state: State,
+    /// The root's own (current) run.
+    pub current: bool,
+}
+
+/// Every run: the root's first, then the archived ones oldest first (run ids sort by time).
+/// A folder whose state.json cannot be read is reported through `warn` and skipped.
+pub fn list(ws: &Workspace, runs: &str, warn: &dyn Fn(&str)) -> Vec<Run> {
+    let mut out = Vec::new();
+    if ws.has_run() {
+        match ws.load_state() {
+            Ok(state) => out.push(Run { ws: ws.clone(), state, current: true }),
+            Err(e) => warn(&e.message),
+        }
+    }
+    let mut found: Vec<Workspace> = runs_dir(ws, runs)
+        .read_dir_utf8()
+        .map(|rd| rd.flatten().filter(|e| e.path().is_dir()).map(|e| Workspace::new(e.path())).collect())
+        .unwrap_or_default();
+    found.sort_by(|a, b| a.root.cmp(&b.root));
+    for w in found.into_iter().filter(Workspace::has_run) {
+        match w.load_state() {
+            Ok(state) => out.push(Run { ws: w, state, current: false }),
+            Err(e) => warn(&e.message),
+        }
+    }
+    out
+}
+
+/// Finds a run by id (a unique prefix is enough) or `last` (the most recently started run).
+pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
+    let all = list(ws, runs, &|_| {});
+    if all.is_empty() {
+        return Err(Error::usage(format!("{} holds no runs", ws.root)));
+    }
+    if id == "last" {
+        let newest = all
+            .iter()
+            .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)));
+        return Ok(newest.expect("not empty").ws.clone());
+    }
+    let hits: Vec<&Run> = all.iter().filter(|r| r.state.run_id.starts_with(id)).collect();
+    match hits.as_slice() {
+        [one] => Ok(one.ws.clone()),
+        [] => Err(Error::usage(format!("no run `{id}` in {}", ws.root)).with_hint("list them with `agentloop runs`")),
+        _ => Err(Error::usage(format!("`{id}` matches {} runs; give more of the id", hits.len()))),
+    }
+}
+
+/// How a run is shown in lists: an archived run still marked running was interrupted.
+pub fn shown_status(r: &Run) -> &'static str {
+    match r.state.status {
+        Status::Running if !r.current && r.state.interrupted => "interrupted",
+        s => s.as_str(),
+    }
+}
+
+/// Removes archived runs that are not running; returns what went.
+pub fn prune(
+    ws: &Workspace,
+    runs: &str,
+    keep: Option<usize>,
+    older_than: Option<std::time::Duration>,
+    dry_run: bool,
+) -> Result<Vec<State>> {
+    let archived: Vec<Run> = list(ws, runs, &|_| {}).into_iter().filter(|r| !r.current).collect();
+    // Newest first, so `keep` keeps the newest.
+    let mut candidates: Vec<&Run> =
+        archived.iter().filter(|r| r.state.status != Status::Running || r.state.interrupted).collect();
+    candidates.sort_by(|a, b| b.state.run_id.cmp(&a.state.run_id));
+    let now = crate::clock::now();
+    let mut gone = Vec::new();
+    for (i, r) in candidates.iter().enumerate() {
+        let by_count = keep.is_some_and(|k| i >= k);
+        let by_age = older_than.is_some_and(|d| {
+            let when = r.state.finished_at.as_deref().unwrap_or(&r.state.updated_at);
+            crate::clock::parse_rfc3339(when).is_some_and(|t| now.duration_since(t).unwrap_or_default() > d)
+        });
+        if by_count || by_age {
+            if !dry_run {
+                remove_run_dir(&r.ws.root)?;
+            }
+            gone.push(r.state.clone());
+        }
+    }
+    Ok(gone)
+}
+
+fn remove_run_dir(dir: &Utf8Path) -> Result<()> {
+    // state.json first: a half-removed folder is no longer listed as a run.
+    let state = dir.join("state.json");
+    std::fs::remove_file(&state).map_err(|e| Error::io("remove", &state, e))?;
+    std::fs::remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e))
+}

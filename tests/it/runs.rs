@@ -1,0 +1,240 @@
+//! Runs that go on: history under runs/<id>/, follow-ups that carry facts, answers to
+//! escalations, continuing after a stop, budgets given now, and nothing created by mistake.
+
+use crate::common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// A run that reads notes.txt, learns one fact and finishes.
+fn daily_script(fact: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest of {fact}"}}
+"#
+    )
+}
+
+fn state(t: &T, rel: &str) -> Value {
+    t.json(&format!("{rel}/state.json"))
+}
+
+#[test]
+fn three_daily_runs_keep_their_history_and_carry_facts() {
+    let t = T::new();
+    t.write("ws/notes.txt", "monday\n");
+    let mut ids = Vec::new();
+    for (day, fact) in ["alpha rose 3%", "beta fell 2%", "gamma flat"].iter().enumerate() {
+        t.write("script.yaml", &daily_script(fact));
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--goal", &format!("Digest of day {}", day + 1)])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "day {}: {}", day + 1, stderr(&out));
+        ids.push(state(&t, "ws")["run_id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(ids.iter().collect::<std::collections::BTreeSet<_>>().len(), 3, "three distinct runs: {ids:?}");
+    // The third run sees the first two in `runs`, each with its own paper trail.
+    let out = t.al(&["runs", "--json"]).output().unwrap();
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Vec<&str> = rows.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    for id in &ids {
+        assert!(listed.contains(&id.as_str()), "{id} listed in {listed:?}");
+    }
+    assert_eq!(rows.iter().filter(|r| r["current"] == true).count(), 1);
+    for id in &ids[..2] {
+        assert_eq!(t.json(&format!("ws/runs/{id}/result.json"))["status"], "done");
+        assert!(t.read(&format!("ws/runs/{id}/trace.jsonl")).contains("run.finished"));
+    }
+    // ...and carries both earlier runs' facts, each naming the run it came from.
+    let memory = t.read("ws/memory.md");
+    assert!(memory.contains(&format!("alpha rose 3% (step 1) (from run {})", ids[0])), "{memory}");
+    assert!(memory.contains(&format!("beta fell 2% (step 1) (from run {})", ids[1])), "{memory}");
+    let context = t.read(&format!("ws/runs/{}/context.md", ids[1]));
+    assert!(context.contains("## Carried from earlier runs") && context.contains("alpha rose 3%"), "{context}");
+    // Old runs are readable by id and as `last`.
+    let out = t.al(&["trace", "show", "--json", "--run", &ids[0]]).output().unwrap();
+    let entries: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!entries.is_empty() && entries.iter().all(|e| e["run_id"] == ids[0].as_str()));
+    let out = t.al(&["status", "--json", "--run", &ids[1]]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["run_id"], ids[1].as_str());
+    // --new carries nothing.
+    t.write("script.yaml", &daily_script("delta"));
+    t.al(&["--script", "script.yaml", "run", "--new", "--goal", "Fresh"]).assert().success();
+    assert!(!t.read("ws/memory.md").contains("(from run "));
+    // Retention: keep the newest two archived runs.
+    let out = t.al(&["runs", "prune", "--keep", "2", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["deleted"], serde_json::json!([ids[0]]));
+    assert!(!t.exists(&format!("ws/runs/{}", ids[0])));
+    assert!(t.exists(&format!("ws/runs/{}/state.json", ids[1])));
+    t.al(&["runs", "prune"]).assert().code(2).stderr(predicate::str::contains("--keep"));
+}
+
+const ESCALATING: &str = r#"frame:
+  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: "Which year's figures?"}
+  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: used 2024}}}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: answered, outcome: used the 2024 figures}
+"#;
+
+#[test]
+fn an_escalation_is_answered_and_the_run_completes() {
+    let t = T::new();
+    t.write("script.yaml", ESCALATING);
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let id = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    // status shows the question and the command that answers it.
+    let out = t.al(&["status"]).output().unwrap();
+    assert!(stdout(&out).contains("question  Which year's figures?"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("answer \"...\""));
+    // A plain run says what happened and how to go on: exit 0, not the stale code.
+    let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("open question: Which year's figures?") && stdout(&out).contains("answer"),
+        "{}",
+        stdout(&out)
+    );
+    // --continue is for budget and provider stops.
+    t.al(&["--script", "script.yaml", "run", "--continue"]).assert().code(2).stderr(predicate::str::contains("answer"));
+    // The answer goes into memory.md and the trace; the same run goes on and finishes.
+    let out = t.al(&["--script", "script.yaml", "answer", "Use the 2024 figures"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(state(&t, "ws")["run_id"], id.as_str());
+    assert_eq!(t.json("ws/result.json")["status"], "done");
+    let trace = t.trace();
+    let answered = trace.iter().find(|e| e["event"] == "run.answered").expect("run.answered entry");
+    assert_eq!(answered["data"]["answer"], "Use the 2024 figures");
+    assert_eq!(answered["data"]["question"], "Which year's figures?");
+    assert!(t.read("ws/memory.md").contains("Use the 2024 figures"));
+    assert_eq!(trace.iter().filter(|e| e["event"] == "reframe").count(), 1, "an answer at framing reframes");
+    // A done run has nothing to answer.
+    t.al(&["answer", "more"]).assert().code(2).stderr(predicate::str::contains("no question"));
+}
+
+const LONG: &str = r#"frame:
+  - answer: {goal: g, definition_of_done: [a, b, c]}
+plan:
+  - answer: {next_action: {tool: list_dir, args: {}}}
+  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
+  - answer: {next_action: {tool: finish, args: {summary: done it}}}
+reflect:
+  - answer: {decision: continue, reason: more}
+  - answer: {decision: continue, reason: more}
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished, outcome: done it}
+"#;
+
+#[test]
+fn a_budget_stop_is_continued_with_the_budgets_given_now() {
+    let t = T::new();
+    t.write("script.yaml", LONG);
+    t.write("ws/notes.txt", "n\n");
+    // Limits given to `init` are recorded; limits given to `run` apply.
+    t.al(&["init", "--goal", "g", "--max-steps", "7"]).assert().success();
+    let out = t.al(&["--script", "script.yaml", "run", "--max-steps", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(state(&t, "ws")["step"], 1);
+    let trace = t.trace();
+    let changed = trace.iter().find(|e| e["event"] == "limits.changed").expect("limits.changed");
+    assert_eq!(
+        (changed["data"]["from"]["max_steps"].as_u64(), changed["data"]["to"]["max_steps"].as_u64()),
+        (Some(7), Some(1))
+    );
+    // A plain run reports the stop and the ways on, with exit 0, never the stale error.
+    let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("--continue"), "{}", stdout(&out));
+    t.al(&["answer", "x"]).assert().code(2);
+    // --continue with more steps goes on in the same run to done.
+    let out = t.al(&["--script", "script.yaml", "run", "--continue", "--max-steps", "5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.json("ws/result.json")["status"], "done");
+    let trace = t.trace();
+    assert_eq!(trace.iter().filter(|e| e["event"] == "run.continued").count(), 1);
+    assert_eq!(trace.iter().filter(|e| e["event"] == "run.started").count(), 1, "the same run");
+    let acts: Vec<&str> = trace.iter().filter(|e| e["phase"] == "act").map(|e| e["tool"].as_str().unwrap()).collect();
+    assert_eq!(acts, ["list_dir", "file_read", "finish"]);
+}
+
+#[test]
+fn run_new_archives_an_interrupted_run_which_can_go_on_later() {
+    let t = T::new();
+    t.write("script.yaml", LONG);
+    t.write("ws/notes.txt", "n\n");
+    t.al(&["init", "--goal", "first"]).assert().success();
+    let first = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    // Another goal for a run in progress is refused, not ignored.
+    t.al(&["--script", "script.yaml", "run", "--goal", "second"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--new"));
+    t.al(&["--script", "script.yaml", "run", "--new", "--goal", "second"]).assert().success();
+    assert_eq!(t.json(&format!("ws/runs/{first}/state.json"))["interrupted"], true);
+    let out = t.al(&["runs"]).output().unwrap();
+    assert!(stdout(&out).contains("interrupted"), "{}", stdout(&out));
+    // The interrupted run comes back and finishes; the finished second run is archived.
+    let second = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    let out = t.al(&["--script", "script.yaml", "run", "--continue", "--run", &first]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(state(&t, "ws")["run_id"], first.as_str());
+    assert_eq!(t.json(&format!("ws/runs/{second}/result.json"))["status"], "done");
+    assert!(!t.exists(&format!("ws/runs/{first}")));
+}
+
+#[test]
+fn nothing_is_created_for_a_mistyped_workspace_or_a_missing_key() {
+    let t = T::new();
+    for cmd in [&["frame"][..], &["plan"], &["act"], &["reflect"], &["run"], &["status"], &["runs"], &["answer", "x"]] {
+        let mut args = vec!["-w", "nope"];
+        args.extend_from_slice(cmd);
+        t.cmd().args(&args).assert().code(2).stderr(predicate::str::contains("nope"));
+        assert!(!t.exists("nope"), "{cmd:?} created the folder");
+    }
+    // A provider without its key is refused before the workspace or run is created.
+    t.cmd()
+        .args(["-w", "fresh", "--provider", "anthropic", "run", "--goal", "g"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ANTHROPIC_API_KEY"));
+    assert!(!t.exists("fresh/state.json") && !t.exists("fresh/trace.jsonl"));
+}
+
+#[test]
+fn archiving_survives_a_kill_at_every_point() {
+    let points: Vec<String> = std::iter::once("archive:journaled".to_string())
+        .chain(agentloop::history::RUN_FILES.iter().map(|n| format!("archive:moved:{n}")))
+        .collect();
+    for point in points {
+        let t = T::new();
+        t.write("ws/notes.txt", "n\n");
+        t.write("script.yaml", &daily_script("one"));
+        t.al(&["--script", "script.yaml", "run", "--goal", "day one"]).assert().success();
+        let first = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+        t.write("script.yaml", &daily_script("two"));
+        let killed = t
+            .al(&["--script", "script.yaml", "run", "--goal", "day two"])
+            .env("AGENTLOOP_CRASH_AT", &point)
+            .output()
+            .unwrap();
+        assert!(!killed.status.success(), "{point}: the crash point was reached");
+        // The next command finishes the move, then the follow-up starts as asked.
+        let out = t.al(&["--script", "script.yaml", "run", "--goal", "day two"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{point}: {}", stderr(&out));
+        let out = t.al(&["runs", "--json"]).output().unwrap();
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(rows.len(), 2, "{point}: no run lost or duplicated: {rows:?}");
+        assert_eq!(rows.iter().filter(|r| r["run_id"] == first.as_str()).count(), 1, "{point}");
+        assert_eq!(t.json(&format!("ws/runs/{first}/result.json"))["status"], "done", "{point}");
+        assert_eq!(t.read(&format!("ws/runs/{first}/trace.jsonl")).matches("run.started").count(), 1, "{point}");
+        assert_eq!(t.read("ws/trace.jsonl").matches("run.started").count(), 1, "{point}");
+        assert!(t.read("ws/memory.md").contains("(from run "), "{point}: facts carried");
+    }
+}
