@@ -24,6 +24,23 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         return handle::run(&cli.global, args);
     }
     let ctx = crate::settings::build(&cli.global)?;
+    // Only `init` and `run --goal` create a workspace; the other commands that work on a run
+    // refuse a folder that does not exist (a mistyped -w) and create nothing. (config, skills,
+    // models and agents only read configuration and work anywhere.)
+    if matches!(
+        cli.command,
+        Command::Frame(_)
+            | Command::Plan(_)
+            | Command::Act(_)
+            | Command::Reflect(_)
+            | Command::Answer(_)
+            | Command::Status(_)
+            | Command::Runs(_)
+            | Command::Trace(_)
+            | Command::Tools(_)
+    ) {
+        ctx.ws.require_dir()?;
+    }
     match cli.command {
         Command::Init(a) => init::run(ctx, a),
         Command::Run(a) => run::run(ctx, a),

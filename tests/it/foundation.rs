@@ -79,7 +79,11 @@ fn status_reports_budgets_as_json() {
     assert_eq!(v["budgets"]["steps"], serde_json::json!({"used": 0, "max": 7, "left": 7}));
     assert_eq!(v["next"], "frame");
     t.al(&["status"]).assert().success().stdout(predicate::str::contains("steps     0 of 7"));
-    t.cmd().args(["-w", "nowhere", "status"]).assert().code(2).stderr(predicate::str::contains("workspace nowhere does not exist"));
+    t.cmd()
+        .args(["-w", "nowhere", "status"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("workspace nowhere does not exist"));
 }
 
 #[test]
