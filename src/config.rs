@@ -124,6 +124,9 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     pub tools: ToolsConfig,
     pub skills: SkillsConfig,
+    /// Long-term memory in the loop (recall in Frame and Plan, `remember` from Reflect,
+    /// outcomes indexed when a run ends).
+    pub memory: MemoryConfig,
     pub handle: HandleConfig,
 }
 
@@ -148,6 +151,7 @@ impl Default for Config {
             prices: BTreeMap::new(),
             tools: ToolsConfig::default(),
             skills: SkillsConfig::default(),
+            memory: MemoryConfig::default(),
             handle: HandleConfig::default(),
         }
     }
@@ -324,6 +328,30 @@ pub struct MemoryToolConfig {
     pub enabled: bool,
     /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
     pub dir: Option<Utf8PathBuf>,
+}
+
+/// `memory:` — long-term memory across runs, used by the loop itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Recall in Frame and Plan, `remember` in Reflect, outcomes indexed at the end.
+    pub enabled: bool,
+    /// Store folder (default: tools.memory.dir, else `$XDG_DATA_HOME/agentloop/memory`).
+    pub dir: Option<Utf8PathBuf>,
+    /// Entries shown in a "Relevant memory" block.
+    pub top_k: usize,
+    /// Most characters of that block.
+    pub max_chars: usize,
+    /// Index each run's outcome when it ends.
+    pub auto_index: bool,
+    /// Lifetime of entries the loop writes (none: kept until forgotten or pruned).
+    pub ttl: Option<Dur>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { enabled: true, dir: None, top_k: 5, max_chars: 2000, auto_index: true, ttl: None }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

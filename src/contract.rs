@@ -123,6 +123,10 @@ pub struct ReflectAnswer {
     #[serde(default)]
     #[schemars(length(max = 12))]
     pub outline: Vec<String>,
+    /// Optional: lessons worth keeping for later runs (long-term memory), one sentence each
+    #[serde(default)]
+    #[schemars(length(max = 5), inner(length(min = 1)))]
+    pub remember: Vec<String>,
 }
 
 /// The schema of a type as it is sent: inlined, without `$schema`, titles or formats that

@@ -43,6 +43,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, old) = env.read_memory()?;
     let memory_text = if reframing { env.memory_prompt(&old)? } else { String::new() };
     let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
+    let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());
+    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({
@@ -53,6 +55,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "suggested_skills": env.skills.matching(&format!("{} {}", state.goal, context)),
             "reframe_reason": state.reframe_reason,
             "reframes": state.reframes,
+            "recall": recall,
         }),
     )?;
     let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
@@ -80,6 +83,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     account(env, state, &mut e, &answer);
     e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
     e.reason = state.reframe_reason.clone();
+    if !shown.is_empty() {
+        e.data = Some(json!({"memory_shown": shown}));
+    }
     let mut body = format!("Goal: {}\n\nDefinition of Done:\n", mem.goal);
     for i in &mem.dod {
         body.push_str(&format!("- {}\n", i.text));

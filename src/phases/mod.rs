@@ -322,6 +322,27 @@ pub fn finish(
         }
     }
     state.open_question = open_question.clone();
+    if env.cfg.memory.auto_index {
+        let what = match &state.outcome {
+            Some(o) if stop == StopKind::Done => format!("Outcome: {o}"),
+            _ => format!("Stopped ({}): {reason}", state.status.as_str()),
+        };
+        let n = crate::longterm::New {
+            topic: "outcomes".into(),
+            content_id: Some(crate::longterm::loop_id(&state.run_id, 0, "outcome")),
+            title: goal.clone(),
+            content: format!("{what}\nArtifacts: {}", state.artifacts.join(", ")),
+            provenance: crate::longterm::Provenance {
+                run_id: Some(state.run_id.clone()),
+                step: Some(state.step),
+                artifact: state.artifacts.first().cloned(),
+            },
+            ..Default::default()
+        };
+        if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
+            env.printer.warn(&format!("long-term memory: {e}"));
+        }
+    }
     let result = json!({
         "run_id": state.run_id,
         "goal": goal,

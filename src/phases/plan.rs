@@ -60,6 +60,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
         .collect();
     let step = state.step + 1;
+    let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
+    let query = format!("{} {} {last}", mem.goal, mem.open_items().join(" "));
+    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
     let text = env.tpl.render(
         "prompt-plan.j2",
         json!({
@@ -68,6 +71,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             "active_skills": active.join("\n\n"),
             "memory": memory,
             "plan": plan_text,
+            "recall": recall,
         }),
     )?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
@@ -104,6 +108,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
     e.reason = Some(plan.rationale.clone());
+    if !shown.is_empty() {
+        e.data = Some(json!({"memory_shown": shown}));
+    }
     let body = format!(
         "Next action: `{}` {}\n\nExpected outcome: {}\n\nRisk: {}\n\nWhy: {}\n",
         action.tool,

@@ -63,8 +63,36 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         let cited = f.contains("step") || f.contains("artifacts/");
         mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
+    // Lessons for later runs go to long-term memory with where they came from; an id derived
+    // from the run and step makes a replayed phase replace, not repeat, them.
+    let artifact = state.last_result.as_ref().and_then(|r| r.artifacts.first().cloned());
+    for (i, text) in a.remember.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).enumerate() {
+        let n = crate::longterm::New {
+            topic: "learned".into(),
+            content_id: Some(crate::longterm::loop_id(&state.run_id, step, &format!("r{i}"))),
+            content: text.to_string(),
+            provenance: crate::longterm::Provenance {
+                run_id: Some(state.run_id.clone()),
+                step: Some(step),
+                artifact: artifact.clone(),
+            },
+            ..Default::default()
+        };
+        if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
+            env.printer.warn(&format!("long-term memory: {e}"));
+        }
+    }
     let mut decision = a.decision.as_str().to_string();
     let mut reason = a.reason.trim().to_string();
+    // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
+    // still counts only when every Definition-of-Done item is ticked.
+    let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true);
+    if finished && decision == "continue" {
+        decision = "done".into();
+        if reason.is_empty() {
+            reason = "the run was finished with `finish`".into();
+        }
+    }
     let mut stop: Option<(StopKind, String)> = None;
     let lower = reason.to_lowercase();
     if let Some(t) = env.cfg.escalation_triggers.iter().find(|t| !t.is_empty() && lower.contains(&t.to_lowercase())) {
@@ -171,7 +199,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         outcome = Outcome::Stopped(kind);
     } else if decision == "done" {
         // Unsaid, the outcome is the reason given for done.
-        let text = [a.outcome.trim(), reason.as_str()]
+        let summary = if finished { state.last_result.as_ref().map(|r| r.output.trim().to_string()) } else { None };
+        let text = [a.outcome.trim(), summary.as_deref().unwrap_or(""), reason.as_str()]
             .into_iter()
             .find(|t| !t.is_empty())
             .unwrap_or("Every Definition-of-Done item is checked.")

@@ -346,14 +346,14 @@ fn long_term_memory_persists_across_runs() {
         json!({"topic": "projects", "title": "Agentic loop", "content": "Rust CLI with a Frame Plan Act Reflect loop", "keywords": ["rust"]}),
     );
     assert_eq!(code, Some(0), "{v}");
-    assert_eq!(v["metadata"]["content_id"], "content_001");
+    assert_eq!(v["metadata"]["id"], "projects/content_001");
     call(&t, "memory_save", json!({"topic": "contacts", "title": "Ada", "content": "Writes compilers"}));
     let topics = t.json("mem/topics.json");
     assert_eq!(topics["topics"].as_array().unwrap().len(), 2);
     assert_eq!(t.json("mem/index_projects.json")["entries"][0]["section_id"], "main");
     let (_, v) = call(&t, "memory_search", json!({"query": "rust loop"}));
     let hits: Value = serde_json::from_str(v["output"].as_str().unwrap()).unwrap();
-    assert_eq!(hits[0]["topic"], "projects");
+    assert_eq!(hits[0]["id"], "projects/content_001");
     let (_, v) = call(&t, "memory_read", json!({"topic": "projects", "content_id": "content_001"}));
     assert!(v["output"].as_str().unwrap().contains("Frame Plan Act Reflect"));
     let (code, _) = call(&t, "memory_read", json!({"topic": "../..", "content_id": "x"}));

@@ -1,0 +1,385 @@
+//! Long-term memory across runs (seed 002 §7): the store the memory tools, the loop and
+//! `agentloop memory` share, and its BM25 ranking.
+//!
+//! Layout (the seed's): `topics.json`; one `index_<topic>.json` per topic whose entries carry the
+//! summary, keywords, a content excerpt (so search reads the indexes only), provenance (run id,
+//! step, artifact) and an optional expiry; `<topic>/<content_id>.json` with the full sections.
+//! Topic and content ids are plain names (`[a-z0-9_-]{1,64}`), so a path never leaves the store;
+//! every write is atomic. Entries the loop writes have ids derived from the run and step, so
+//! writing one again (a phase replayed after a crash) replaces it instead of adding a copy.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::fs;
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Where a memory came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+}
+
+impl Provenance {
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(r) = &self.run_id {
+            parts.push(format!("run {r}"));
+        }
+        if let Some(s) = self.step {
+            parts.push(format!("step {s}"));
+        }
+        if let Some(a) = &self.artifact {
+            parts.push(a.clone());
+        }
+        parts.join(", ")
+    }
+}
+
+/// One memory: an index entry of the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// `topic/content_id`
+    pub id: String,
+    pub topic: String,
+    pub summary: String,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// The content (or its first 2,000 characters; the content file has all of it).
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub provenance: Provenance,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// A new memory to write.
+#[derive(Debug, Clone, Default)]
+pub struct New {
+    pub topic: String,
+    /// None: the next free `content_NNN`.
+    pub content_id: Option<String>,
+    pub title: String,
+    pub content: String,
+    pub keywords: Vec<String>,
+    pub provenance: Provenance,
+    pub ttl: Option<std::time::Duration>,
+}
+
+pub struct Store {
+    pub dir: Utf8PathBuf,
+}
+
+/// `[a-z0-9_-]{1,64}`: ids that can never name a path outside the store.
+pub fn plain(id: &str, what: &str) -> std::result::Result<(), String> {
+    if id.is_empty()
+        || id.len() > 64
+        || !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        return Err(format!("{what} `{id}` must be 1-64 characters of a-z, 0-9, _ and -"));
+    }
+    Ok(())
+}
+
+fn load(path: &Utf8Path, default: Value) -> Result<Value> {
+    match fs::read_optional(path)? {
+        Some(t) => serde_json::from_str(&t).map_err(|e| {
+            Error::data(format!("{path} is not valid JSON: {e}"))
+                .with_hint("fix or remove the file; the rest of the store is unaffected")
+        }),
+        None => Ok(default),
+    }
+}
+
+fn save(path: &Utf8Path, v: &Value) -> Result<()> {
+    if let Some(p) = path.parent() {
+        fs::create_dir_all(p)?;
+    }
+    fs::write_atomic(path, (serde_json::to_string_pretty(v).expect("json") + "\n").as_bytes())
+}
+
+/// Words worth indexing: lower-case, alphanumeric, longer than 2 characters.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() > 2).map(|w| w.to_lowercase()).collect()
+}
+
+fn keywords_of(text: &str) -> Vec<String> {
+    let mut w: Vec<String> = words(text).into_iter().filter(|w| w.chars().count() > 3).collect();
+    w.sort();
+    w.dedup();
+    w.truncate(12);
+    w
+}
+
+#[derive(Default)]
+struct Words;
+
+impl bm25::Tokenizer for Words {
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        words(text)
+    }
+}
+
+/// A BM25 index over entries (summary, keywords and content), built once and searched many times.
+pub struct Index {
+    engine: bm25::SearchEngine<usize, u32, Words>,
+    pub entries: Vec<Entry>,
+}
+
+impl Index {
+    pub fn build(entries: Vec<Entry>) -> Self {
+        let docs: Vec<bm25::Document<usize>> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| bm25::Document::new(i, format!("{} {} {}", e.summary, e.keywords.join(" "), e.content)))
+            .collect();
+        let engine = bm25::SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(Words, docs).build();
+        Index { engine, entries }
+    }
+
+    /// The best `k` entries for a query, with their scores.
+    pub fn search(&self, query: &str, k: usize) -> Vec<(&Entry, f32)> {
+        self.engine
+            .search(query, k)
+            .into_iter()
+            .filter_map(|r| Some((self.entries.get(r.document.id)?, r.score)))
+            .collect()
+    }
+}
+
+impl Store {
+    /// The store for this config: `memory.dir`, else `tools.memory.dir`, else the user data folder.
+    pub fn open(cfg: &Config, root: &Utf8Path) -> Option<Store> {
+        let dir = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
+            Some(d) => crate::workspace::resolve_in(root, d),
+            None => crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"),
+        };
+        Some(Store { dir })
+    }
+
+    fn topics(&self) -> Result<Vec<String>> {
+        let t = load(&self.dir.join("topics.json"), json!({"topics": []}))?;
+        Ok(t["topics"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x["id"].as_str())
+                    .filter(|id| plain(id, "topic").is_ok())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Every entry that has not expired, topic by topic.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        let now = crate::clock::now();
+        let mut out = Vec::new();
+        for topic in self.topics()? {
+            let index = load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
+            for e in index["entries"].as_array().cloned().unwrap_or_default() {
+                let content_id = e["content_file"].as_str().unwrap_or("").trim_end_matches(".json").to_string();
+                let expires_at = e["expires_at"].as_str().map(String::from);
+                if expires_at.as_deref().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now) {
+                    continue;
+                }
+                out.push(Entry {
+                    id: format!("{topic}/{content_id}"),
+                    topic: topic.clone(),
+                    summary: e["summary"].as_str().unwrap_or("").to_string(),
+                    keywords: e["keywords"]
+                        .as_array()
+                        .map(|k| k.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                        .unwrap_or_default(),
+                    content: e["content"].as_str().unwrap_or("").to_string(),
+                    provenance: serde_json::from_value(e["provenance"].clone()).unwrap_or_default(),
+                    created_at: e["created_at"].as_str().unwrap_or("").to_string(),
+                    expires_at,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn index(&self) -> Result<Index> {
+        Ok(Index::build(self.entries()?))
+    }
+
+    /// Writes a memory (replacing one with the same id); returns its id.
+    pub fn add(&self, n: &New) -> Result<String> {
+        plain(&n.topic, "topic").map_err(Error::usage)?;
+        let now = crate::clock::now_rfc3339();
+        let mut topics = load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
+        let index_path = self.dir.join(format!("index_{}.json", n.topic));
+        let mut index = load(&index_path, json!({"topic_id": n.topic, "version": "1.0.0", "entries": []}))?;
+        let entries = index["entries"].as_array().cloned().unwrap_or_default();
+        let content_id = match &n.content_id {
+            Some(id) => {
+                plain(id, "content_id").map_err(Error::usage)?;
+                id.clone()
+            }
+            None => {
+                let used: std::collections::BTreeSet<&str> =
+                    entries.iter().filter_map(|e| e["content_file"].as_str()).collect();
+                (1..)
+                    .map(|i| format!("content_{i:03}"))
+                    .find(|c| !used.contains(format!("{c}.json").as_str()))
+                    .expect("a free id")
+            }
+        };
+        let expires_at = n.ttl.map(|d| crate::clock::rfc3339(crate::clock::now() + d));
+        let title = n.title.trim();
+        let doc = json!({
+            "content_id": content_id, "topic_id": n.topic, "title": title, "created_at": now, "updated_at": now,
+            "metadata": {"tags": n.keywords, "provenance": n.provenance},
+            "sections": [{"section_id": "main", "title": "main", "content": n.content, "updated_at": now}],
+        });
+        save(&self.dir.join(&n.topic).join(format!("{content_id}.json")), &doc)?;
+        let mut kw: Vec<String> = n.keywords.iter().map(|k| k.to_lowercase()).collect();
+        kw.extend(keywords_of(&format!("{title} {}", n.content)));
+        kw.dedup();
+        let file = format!("{content_id}.json");
+        let mut entries: Vec<Value> = entries.into_iter().filter(|e| e["content_file"] != file.as_str()).collect();
+        let summary = if title.is_empty() {
+            n.content.chars().take(160).collect::<String>()
+        } else {
+            format!("{title} - {}", n.content.chars().take(120).collect::<String>())
+        };
+        let mut entry = json!({
+            "index_id": format!("idx_{content_id}_main"), "content_file": file, "section_id": "main",
+            "summary": summary, "keywords": kw, "content": n.content.chars().take(2000).collect::<String>(),
+            "provenance": n.provenance, "created_at": now,
+        });
+        if let Some(x) = expires_at {
+            entry["expires_at"] = json!(x);
+        }
+        entries.push(entry);
+        let count = entries.len();
+        index["entries"] = json!(entries);
+        index["last_updated"] = json!(now);
+        save(&index_path, &index)?;
+        let list = topics["topics"]
+            .as_array_mut()
+            .ok_or_else(|| Error::data(format!("{}/topics.json has no topics list", self.dir)))?;
+        list.retain(|t| t["id"] != n.topic.as_str());
+        list.push(json!({"id": n.topic, "name": n.topic, "description": "", "index_file": format!("index_{}.json", n.topic), "content_dir": format!("{}/", n.topic), "entry_count": count}));
+        topics["last_updated"] = json!(now);
+        save(&self.dir.join("topics.json"), &topics)?;
+        Ok(format!("{}/{content_id}", n.topic))
+    }
+
+    /// The full content document of `topic/content_id`.
+    pub fn show(&self, id: &str) -> Result<Option<Value>> {
+        let (topic, content) = split_id(id)?;
+        let v = load(&self.dir.join(topic).join(format!("{content}.json")), Value::Null)?;
+        Ok(Some(v).filter(|v| !v.is_null()))
+    }
+
+    /// Removes one memory; false when there was none.
+    pub fn forget(&self, id: &str) -> Result<bool> {
+        let (topic, content) = split_id(id)?;
+        let index_path = self.dir.join(format!("index_{topic}.json"));
+        let mut index = load(&index_path, json!({"entries": []}))?;
+        let file = format!("{content}.json");
+        let before = index["entries"].as_array().map(Vec::len).unwrap_or(0);
+        if let Some(a) = index["entries"].as_array_mut() {
+            a.retain(|e| e["content_file"] != file.as_str());
+        }
+        let after = index["entries"].as_array().map(Vec::len).unwrap_or(0);
+        if before == after {
+            return Ok(false);
+        }
+        save(&index_path, &index)?;
+        let path = self.dir.join(topic).join(&file);
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+        }
+        Ok(true)
+    }
+
+    /// Removes expired entries; returns their ids.
+    pub fn prune(&self) -> Result<Vec<String>> {
+        let now = crate::clock::now();
+        let mut gone = Vec::new();
+        for topic in self.topics()? {
+            let index = load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
+            for e in index["entries"].as_array().cloned().unwrap_or_default() {
+                let expired = e["expires_at"].as_str().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now);
+                if expired {
+                    gone.push(format!(
+                        "{topic}/{}",
+                        e["content_file"].as_str().unwrap_or("").trim_end_matches(".json")
+                    ));
+                }
+            }
+        }
+        for id in &gone {
+            self.forget(id)?;
+        }
+        Ok(gone)
+    }
+}
+
+fn split_id(id: &str) -> Result<(&str, &str)> {
+    let (topic, content) = id.split_once('/').ok_or_else(|| {
+        Error::usage(format!("memory id `{id}` is not TOPIC/CONTENT_ID"))
+            .with_hint("ids are listed by `agentloop memory list`")
+    })?;
+    plain(topic, "topic").and_then(|_| plain(content, "content_id")).map_err(Error::usage)?;
+    Ok((topic, content))
+}
+
+/// The "Relevant memory" block of a prompt: the best entries for `query`, bounded by `top_k`
+/// and `max_chars`, each with its provenance. Returns the text and the ids shown (for the trace).
+pub fn recall(cfg: &Config, root: &Utf8Path, query: &str) -> (String, Vec<String>) {
+    if !cfg.memory.enabled || cfg.memory.top_k == 0 || query.trim().is_empty() {
+        return (String::new(), vec![]);
+    }
+    let Some(store) = Store::open(cfg, root) else { return (String::new(), vec![]) };
+    if !store.dir.join("topics.json").exists() {
+        return (String::new(), vec![]);
+    }
+    let Ok(index) = store.index() else { return (String::new(), vec![]) };
+    let mut text = String::new();
+    let mut ids = Vec::new();
+    for (e, _) in index.search(query, cfg.memory.top_k) {
+        let from = e.provenance.describe();
+        let line = format!(
+            "- [{}] {}{}\n",
+            e.id,
+            e.summary.split_whitespace().collect::<Vec<_>>().join(" "),
+            if from.is_empty() { String::new() } else { format!(" (from {from})") }
+        );
+        if text.len() + line.len() > cfg.memory.max_chars {
+            break;
+        }
+        text.push_str(&line);
+        ids.push(e.id.clone());
+    }
+    (text.trim_end().to_string(), ids)
+}
+
+/// Writes what the loop learned (Reflect's `remember`, a run's outcome), when memory is on.
+/// Failures are reported, never fatal: memory is a help, not the run's record.
+pub fn write_from_loop(cfg: &Config, root: &Utf8Path, n: New) -> std::result::Result<Option<String>, String> {
+    if !cfg.memory.enabled {
+        return Ok(None);
+    }
+    let Some(store) = Store::open(cfg, root) else { return Ok(None) };
+    let n = New { ttl: n.ttl.or(cfg.memory.ttl.map(|d| d.0)), ..n };
+    store.add(&n).map(Some).map_err(|e| e.message)
+}
+
+/// A content id for what run `run_id` wrote at `step` (item `i`): replaying it replaces it.
+pub fn loop_id(run_id: &str, step: u32, what: &str) -> String {
+    let id = format!("{}-{step}-{what}", run_id.to_lowercase());
+    id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(64).collect()
+}
