@@ -140,6 +140,9 @@ pub enum Command {
     /// List agent profiles (agents/NAME.yaml).
     #[command(subcommand)]
     Agents(commands::agents::AgentsCommand),
+    /// Long-term memory across runs: list, search, show, add, forget, prune.
+    #[command(subcommand)]
+    Memory(commands::memory::MemoryCommand),
     Handle(commands::handle::HandleArgs),
     Completions(commands::completions::CompletionsArgs),
     Man(commands::completions::ManArgs),

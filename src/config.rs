@@ -127,6 +127,8 @@ pub struct Config {
     /// Long-term memory in the loop (recall in Frame and Plan, `remember` from Reflect,
     /// outcomes indexed when a run ends).
     pub memory: MemoryConfig,
+    /// When the loop is stuck: a forced reframe once, then escalation.
+    pub frustration: FrustrationConfig,
     pub handle: HandleConfig,
 }
 
@@ -152,6 +154,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             skills: SkillsConfig::default(),
             memory: MemoryConfig::default(),
+            frustration: FrustrationConfig::default(),
             handle: HandleConfig::default(),
         }
     }
@@ -328,6 +331,24 @@ pub struct MemoryToolConfig {
     pub enabled: bool,
     /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
     pub dir: Option<Utf8PathBuf>,
+}
+
+/// `frustration:` — tool errors (+1), repeated actions (+1) and refused `done`s (+2) raise a
+/// score, clean steps lower it (-1); at `threshold`, or when a failure limit is hit, the loop
+/// reframes once (`reframe: true`) before it escalates.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FrustrationConfig {
+    /// Score that counts as stuck (0: only the failure limits count).
+    pub threshold: u32,
+    /// Force one reframe before escalating.
+    pub reframe: bool,
+}
+
+impl Default for FrustrationConfig {
+    fn default() -> Self {
+        FrustrationConfig { threshold: 6, reframe: true }
+    }
 }
 
 /// `memory:` — long-term memory across runs, used by the loop itself.

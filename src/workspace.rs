@@ -183,6 +183,12 @@ pub struct State {
     /// Set on a running run that `run --new` archived: it can go on with `run --continue --run ID`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Frustration score: tool errors, repeats and refused `done`s raise it, clean steps lower it.
+    #[serde(default)]
+    pub frustration: u32,
+    /// The one forced reframe frustration allows has happened.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub frustration_reframed: bool,
 }
 
 impl State {
@@ -221,6 +227,8 @@ impl State {
             resume_at: None,
             open_question: None,
             interrupted: false,
+            frustration: 0,
+            frustration_reframed: false,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod config;
 pub mod handle;
 pub mod init;
+pub mod memory;
 pub mod models;
 pub mod phase;
 pub mod run;
@@ -57,6 +58,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Skills(c) => skills::run(ctx, c),
         Command::Models(c) => models::run(ctx, c),
         Command::Agents(c) => agents::run(ctx, c),
+        Command::Memory(c) => memory::run(ctx, c),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
         Command::Handle(_) => unreachable!("handled above"),

@@ -65,6 +65,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         "answer_with": answer_cmd,
         "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(&s)) } else { None },
         "interrupted": s.interrupted,
+        "frustration": {"score": s.frustration, "threshold": ctx.config().frustration.threshold, "reframed": s.frustration_reframed},
         "workspace": ws.root,
         "limits_recorded": recorded,
         "limit_sources": sources,
@@ -104,6 +105,12 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     p.outln(&format!("next      {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps     {} of {}", s.step, l.max_steps));
     p.outln(&format!("reframes  {} of {}", s.reframes, l.max_reframes));
+    p.outln(&format!(
+        "frustration {} of {}{}",
+        s.frustration,
+        ctx.config().frustration.threshold,
+        if s.frustration_reframed { " (forced reframe used)" } else { "" }
+    ));
     p.outln(&format!("tokens    {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     p.outln(&format!(
         "cost      ${:.4}{} of {}",

@@ -2,7 +2,7 @@
 //! after `plan` is honoured), refuses tools outside `allowed_tools` (recording why), runs the
 //! tool, keeps large output in artifacts/, and records the result for Reflect.
 
-use super::{finish, Env, Outcome};
+use super::{finish, frustration, Env, Outcome};
 use crate::error::{Error, Result};
 use crate::markdown::NextAction;
 use crate::tools::{ToolEnv, ToolResult};
@@ -116,26 +116,55 @@ pub fn record(
         }
     }
     commit.entry(&e);
+    let (delta, why) = match (ok, state.repeats >= 2) {
+        (false, _) => (1, format!("tool error: {}", result.summary())),
+        (true, true) => (1, format!("the same action ({}) again with the same result", action.tool)),
+        (true, false) => (-1, "a clean step".to_string()),
+    };
+    if let Some(f) = frustration::update(state, delta, &why) {
+        commit.entry(&f);
+    }
     let max_fail = env.cfg.max_consecutive_failures;
     let max_rep = env.cfg.max_repeats;
-    if !ok && max_fail > 0 && state.consecutive_failures >= max_fail {
-        let reason = format!(
+    let limit = if !ok && max_fail > 0 && state.consecutive_failures >= max_fail {
+        Some(format!(
             "{} consecutive tool failures (max_consecutive_failures); last: {}",
             state.consecutive_failures,
             result.summary()
-        );
-        finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
-        env.commit(&commit)?;
-        return Ok(Outcome::Stopped(StopKind::Escalated));
-    }
-    if max_rep > 0 && state.repeats >= max_rep {
-        let reason = format!(
+        ))
+    } else if max_rep > 0 && state.repeats >= max_rep {
+        Some(format!(
             "the same action ({}) was repeated {} times with the same result (max_repeats)",
             action.tool, state.repeats
-        );
-        finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
-        env.commit(&commit)?;
-        return Ok(Outcome::Stopped(StopKind::Escalated));
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = frustration::over(env.cfg, state, limit) {
+        match frustration::verdict(env.cfg, state, reason) {
+            frustration::Verdict::Reframe(reason) => {
+                commit.entry(&frustration::reframe(state, &reason));
+                if let Ok((_, mut mem)) = env.read_memory() {
+                    mem.status = format!("reframing: {reason}");
+                    let pos = commit.files.iter().position(|(n, _)| n == "memory.md");
+                    let text = env.render_memory(&mem)?;
+                    match pos {
+                        Some(i) => commit.files[i].1 = text,
+                        None => {
+                            commit.file("memory.md", text);
+                        }
+                    }
+                }
+                commit.state = Some(state.clone());
+                env.commit(&commit)?;
+                return Ok(if ok { Outcome::Next } else { Outcome::ToolFailed });
+            }
+            frustration::Verdict::Escalate(reason) => {
+                finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
+                env.commit(&commit)?;
+                return Ok(Outcome::Stopped(StopKind::Escalated));
+            }
+        }
     }
     commit.state = Some(state.clone());
     env.commit(&commit)?;

@@ -8,6 +8,7 @@
 pub mod act;
 pub mod ask;
 pub mod frame;
+pub mod frustration;
 pub mod init;
 pub mod plan;
 pub mod reflect;

@@ -2,7 +2,7 @@
 //! `done`, `reframe` or `escalate` (an enum in the answer's schema). `done` counts only when every item is ticked; otherwise it
 //! becomes `continue` naming the open items (at most `max_done_refusals` times, then escalation).
 
-use super::{account, ask, fail_phase, finish, Env, Outcome};
+use super::{account, ask, fail_phase, finish, frustration, Env, Outcome};
 use crate::contract::{self, ReflectAnswer};
 use crate::error::Result;
 use crate::trace::{Entry, Phase};
@@ -99,6 +99,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         mem.open_question = Some(reason.clone());
         stop = Some((StopKind::Escalated, format!("escalation trigger `{t}` in reflect: {reason}")));
     }
+    let mut frustration_entries = Vec::new();
     if decision == "done" && !mem.all_done() {
         state.done_refusals += 1;
         let open = mem.open_items();
@@ -107,17 +108,24 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         } else {
             format!("open items: {}", open.join("; "))
         };
-        if state.done_refusals > env.cfg.max_done_refusals {
-            stop = Some((
-                StopKind::Escalated,
-                format!(
-                    "the model declared done {} times with the Definition of Done incomplete ({open_desc})",
-                    state.done_refusals
-                ),
-            ));
-        } else {
-            reason = format!("`done` refused: {open_desc}. (model said: {reason})");
-            decision = "continue".into();
+        frustration_entries.extend(frustration::update(state, 2, &format!("`done` refused ({open_desc})")));
+        let limit = (state.done_refusals > env.cfg.max_done_refusals).then(|| {
+            format!(
+                "the model declared done {} times with the Definition of Done incomplete ({open_desc})",
+                state.done_refusals
+            )
+        });
+        match frustration::over(env.cfg, state, limit).map(|r| frustration::verdict(env.cfg, state, r)) {
+            Some(frustration::Verdict::Escalate(r)) => stop = Some((StopKind::Escalated, r)),
+            Some(frustration::Verdict::Reframe(r)) => {
+                frustration_entries.push(frustration::reframe(state, &r));
+                reason = format!("forced reframe: {r}");
+                decision = "reframe".into();
+            }
+            None => {
+                reason = format!("`done` refused: {open_desc}. (model said: {reason})");
+                decision = "continue".into();
+            }
         }
     }
     if let Some(r) = &state.last_result {
@@ -154,9 +162,14 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         mem.dod.len()
     );
     let mut outcome = Outcome::Next;
+    let forced = state.next == Next::Frame && state.reframe_reason.is_some() && decision == "reframe";
     if stop.is_none() {
         match decision.as_str() {
             "done" => mem.status = "done".into(),
+            // A forced reframe (frustration) is already applied and counted.
+            "reframe" if forced => {
+                mem.status = format!("reframing ({} of {})", state.reframes, state.limits.max_reframes)
+            }
             "reframe" => {
                 state.reframes += 1;
                 if state.reframes > state.limits.max_reframes {
@@ -194,6 +207,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     commit.file("plan.md", env.render_plan(&plan)?);
     commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?);
     commit.entry(&e);
+    for f in &frustration_entries {
+        commit.entry(f);
+    }
     if let Some((kind, why)) = stop {
         finish(env, state, &mut commit, kind, &why, None)?;
         outcome = Outcome::Stopped(kind);

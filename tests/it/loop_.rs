@@ -195,27 +195,41 @@ fn repeated_identical_action_escalates() {
     }
     t.write("script.yaml", &s);
     t.write("ws/notes.txt", "same\n");
+    t.write("ws/agentloop.yaml", "frustration: {reframe: false}\n");
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("repeated 3 times"));
 }
 
 #[test]
-fn consecutive_failures_escalate() {
+fn consecutive_failures_reframe_once_then_escalate() {
     let t = T::new();
     let mut s = String::from(FRAME);
+    s.push_str("  - answer: {goal: g2, definition_of_done: [a, b, c]}\n");
     s.push_str("plan:\n");
-    for i in 0..5 {
+    for i in 0..8 {
         s.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: gone{i}.txt}}}}, expected_outcome: x, rationale: y}}\n"));
     }
     s.push_str("reflect:\n");
-    for _ in 0..5 {
+    for _ in 0..8 {
         s.push_str("  - answer: {decision: continue, reason: try another}\n");
     }
     t.write("script.yaml", &s);
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("3 consecutive tool failures"));
+    // Frustration: the score rose with each error, one forced reframe came first, then escalation.
+    let trace = t.trace();
+    let forced: Vec<&serde_json::Value> = trace.iter().filter(|e| e["event"] == "frustration.reframe").collect();
+    assert_eq!(forced.len(), 1);
+    assert!(forced[0]["reason"].as_str().unwrap().contains("3 consecutive tool failures"));
+    assert_eq!(trace.iter().filter(|e| e["event"] == "reframe").count(), 1, "Frame ran again");
+    let scores: Vec<u64> =
+        trace.iter().filter(|e| e["event"] == "frustration").map(|e| e["data"]["score"].as_u64().unwrap()).collect();
+    assert_eq!(scores, [1, 2, 3, 1, 2, 3]);
+    assert_eq!(trace.iter().filter(|e| e["phase"] == "act").count(), 6);
+    let state = t.json("ws/state.json");
+    assert_eq!((state["frustration"].as_u64(), state["frustration_reframed"].as_bool()), (Some(3), Some(true)));
 }
 
 #[test]
@@ -228,6 +242,7 @@ fn premature_done_is_refused_then_escalates() {
         "  - answer: {satisfied: [1], decision: done, reason: looks fine, outcome: done early}\n",
     );
     t.write("script.yaml", &s);
+    t.write("ws/agentloop.yaml", "frustration: {reframe: false}\n");
     let out = run(&t);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let reflects: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["phase"] == "reflect").collect();
