@@ -27,6 +27,11 @@ pub mod code {
     pub const LOCK_BUSY: u8 = 7;
     /// A workspace file is broken (plan.md Next Action, memory.md, state.json) and needs a fix.
     pub const DATA: u8 = 8;
+    /// The run was refused before it started: its smallest course cannot fit `max_tokens` or
+    /// `max_cost_usd` (negotiation; `run --force` overrides).
+    pub const NEGOTIATION: u8 = 9;
+    /// The agent is resting: a rolling usage window (`rest:`) is full; `status` says until when.
+    pub const RESTING: u8 = 10;
     /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
     pub const HANDLE_CONFIG: u8 = 78;
 }
@@ -42,6 +47,8 @@ pub enum Kind {
     Tool,
     LockBusy,
     Data,
+    Negotiation,
+    Resting,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +97,8 @@ impl Error {
             Kind::Tool => code::TOOL,
             Kind::LockBusy => code::LOCK_BUSY,
             Kind::Data => code::DATA,
+            Kind::Negotiation => code::NEGOTIATION,
+            Kind::Resting => code::RESTING,
         }
     }
 }

@@ -36,6 +36,8 @@ pub fn run(ctx: Ctx, args: AnswerArgs) -> Result<u8> {
         run: None,
         answer: Some(args.text),
         events: args.events,
+        dry_run: false,
+        force: false,
     };
     crate::commands::run::run(ctx, run)
 }

@@ -64,6 +64,13 @@ pub struct RunArgs {
     /// Stream trace entries as JSONL on stdout while the run goes.
     #[arg(long)]
     pub events: bool,
+    /// Print the estimate of the run's tokens and cost and its first prompts; call no model,
+    /// write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn exit_code(stop: StopKind) -> u8 {
@@ -180,22 +187,50 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
         Some(a) => Some(read_answer(a)?),
         None => None,
     };
+    if args.dry_run {
+        return dry_run(&ctx, &args);
+    }
     // Nothing is created for a mistyped -w unless a run is being started.
     if args.goal.is_none() {
         ctx.ws.require_dir()?;
     }
-    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    // Everything that can refuse the run is checked before any file is written: the flags
+    // against the run there, the provider and key, and, for a new run, whether it can fit its
+    // budget (negotiation). An existing folder is locked first (the lock finishes a commit or a
+    // move a killed process left); a new one only once the checks pass (the lock creates it).
+    let early = if ctx.ws.root.is_dir() { Some(ctx.ws.lock(ctx.lock_wait())?) } else { None };
+    let peek = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
+    let first = decide(peek.as_ref(), &args, answer.clone())?;
+    if first == Plan::Report {
+        return report_ended(&ctx, peek.as_ref().expect("report needs a run"));
+    }
+    let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;
+    let mut env = Env::new(&ctx)?;
+    env.events = args.events;
+    let background = match &args.context {
+        Some(c) => crate::fs::read_arg(c)?,
+        None => String::new(),
+    };
+    if matches!(first, Plan::Start { .. }) && !args.force {
+        let limits = crate::workspace::Limits::from_config(ctx.config());
+        let goal = args.goal.as_deref().unwrap_or("");
+        let est = phases::negotiate::estimate(&env, model.model(), goal, &background, &limits)?;
+        if let Some(why) = phases::negotiate::refusal(&est, &limits) {
+            return Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
+                .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate"));
+        }
+    }
+    let _lock = match early {
+        Some(l) => l,
+        None => ctx.ws.lock(ctx.lock_wait())?,
+    };
+    // Decided again under the lock: another process may have moved on since the peek.
     let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
     let plan = decide(existing.as_ref(), &args, answer)?;
     if plan == Plan::Report {
-        let s = existing.expect("report needs a run");
-        return report_ended(&ctx, &s);
+        return report_ended(&ctx, existing.as_ref().expect("report needs a run"));
     }
-    // Provider, key and config problems surface before any file is written.
-    crate::model::from_config(ctx.config(), &ctx.ws.root)?;
     let runs = ctx.config().handle.runs_dir.clone();
-    let mut env = Env::new(&ctx)?;
-    env.events = args.events;
     let mut state = match plan {
         Plan::Start { archive, interrupted, carry } => {
             let mut carried = Vec::new();
@@ -224,10 +259,6 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
                 let to = crate::history::archive(&ctx.ws, &runs, old)?;
                 ctx.printer.info(&format!("run {} moved to {}", old.run_id, rel(&ctx, &to)));
             }
-            let background = match &args.context {
-                Some(c) => crate::fs::read_arg(c)?,
-                None => String::new(),
-            };
             let goal = args.goal.as_deref().unwrap_or("");
             phases::init::init_run_carrying(&ctx.ws, ctx.config(), &env.tpl, goal, &background, &carried)?
         }
@@ -361,6 +392,54 @@ fn reopen(env: &Env, mut s: State, event: &str, answer: Option<String>) -> Resul
     // result.json describes an ended run; the reopened run writes it again when it ends.
     let _ = std::fs::remove_file(env.ws.result());
     Ok(s)
+}
+
+/// `run --dry-run`: the estimate and the first prompts, no model call, nothing written.
+fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
+    let goal = match (&args.goal, ctx.ws.has_run()) {
+        (Some(g), _) => g.clone(),
+        (None, true) => ctx.ws.load_state()?.goal,
+        (None, false) => return Err(Error::usage("--dry-run needs --goal (the workspace holds no run)")),
+    };
+    let background = match &args.context {
+        Some(c) => crate::fs::read_arg(c)?,
+        None => String::new(),
+    };
+    let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;
+    let env = Env::new(ctx)?;
+    let limits = crate::workspace::Limits::from_config(ctx.config());
+    let est = phases::negotiate::estimate(&env, model.model(), &goal, &background, &limits)?;
+    let refusal = phases::negotiate::refusal(&est, &limits);
+    let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &limits)?;
+    let p = &ctx.printer;
+    if p.json {
+        p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none(), "refusal": refusal,
+            "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
+        return Ok(code::OK);
+    }
+    let cost =
+        |c: Option<f64>| c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown (no price for this model)".into());
+    p.outln(&format!("model        {}", est.model));
+    p.outln(&format!("frame        ~{} tokens", est.frame_tokens));
+    p.outln(&format!("each step    ~{} tokens (plan + reflect)", est.step_tokens));
+    p.outln(&format!("smallest run ~{} tokens, {}", est.min_tokens, cost(est.min_cost_usd)));
+    p.outln(&format!(
+        "{:<12} ~{} tokens, {}",
+        format!("{} steps", est.max_steps),
+        est.max_tokens,
+        cost(est.max_cost_usd)
+    ));
+    p.outln(&format!(
+        "fits budget  {}",
+        refusal.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
+    ));
+    p.outln("\n== system prompt (frame)");
+    p.outln(system.trim_end());
+    p.outln("\n== frame prompt");
+    p.outln(frame.trim_end());
+    p.outln("\n== catalog (plan)");
+    p.outln(catalog.trim_end());
+    Ok(code::OK)
 }
 
 /// A plain `run` on an ended run: what happened, and the ways on (exit 0).

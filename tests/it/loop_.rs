@@ -423,7 +423,8 @@ fn token_and_cost_budgets_hold() {
         .read("script.yaml")
         .replace("rationale: y}", "rationale: y}\n    usage: {input_tokens: 400, output_tokens: 100}");
     t.write("script.yaml", &s);
-    let out = t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--goal", "g"]).output().unwrap();
+    let out =
+        t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--force", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let r = t.json("ws/result.json");
     assert!(r["reason"].as_str().unwrap().contains("token budget exhausted"), "{r}");
@@ -435,7 +436,8 @@ fn token_and_cost_budgets_hold() {
         "rationale: y}\n    model: claude-sonnet-4-5\n    usage: {input_tokens: 100000, output_tokens: 1000}",
     );
     t.write("script.yaml", &s);
-    let out = t.al(&["--script", "script.yaml", "--max-cost", "0.5", "run", "--goal", "g"]).output().unwrap();
+    let out =
+        t.al(&["--script", "script.yaml", "--max-cost", "0.5", "run", "--force", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("cost budget exhausted"));
 }
@@ -516,7 +518,8 @@ fn the_token_budget_is_checked_before_reflect_too() {
         &t,
         "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\n    usage: {input_tokens: 5000, output_tokens: 10}\nreflect:\n  - answer: {decision: continue, reason: more}\n",
     );
-    let out = t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--goal", "g"]).output().unwrap();
+    let out =
+        t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--force", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let trace = t.trace();
     assert!(!trace.iter().any(|e| e["event"] == "reflect" && e["decision"].is_string()), "no reflect call was made");
