@@ -129,6 +129,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// When the loop is stuck: a forced reframe once, then escalation.
     pub frustration: FrustrationConfig,
+    /// Rolling usage limits across invocations, per agent profile.
+    pub rest: RestConfig,
     pub handle: HandleConfig,
 }
 
@@ -155,6 +157,7 @@ impl Default for Config {
             skills: SkillsConfig::default(),
             memory: MemoryConfig::default(),
             frustration: FrustrationConfig::default(),
+            rest: RestConfig::default(),
             handle: HandleConfig::default(),
         }
     }
@@ -333,6 +336,23 @@ pub struct MemoryToolConfig {
     pub dir: Option<Utf8PathBuf>,
 }
 
+/// `rest:` — rolling usage limits across invocations for the agent profile (seed 004's rest):
+/// within `window`, at most `max_tokens`, `max_cost_usd` and `max_runs` (none set: no limit).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RestConfig {
+    pub window: Dur,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_runs: Option<u64>,
+}
+
+impl Default for RestConfig {
+    fn default() -> Self {
+        RestConfig { window: Dur::secs(24 * 3600), max_tokens: None, max_cost_usd: None, max_runs: None }
+    }
+}
+
 /// `frustration:` — tool errors (+1), repeated actions (+1) and refused `done`s (+2) raise a
 /// score, clean steps lower it (-1); at `threshold`, or when a failure limit is hit, the loop
 /// reframes once (`reframe: true`) before it escalates.
@@ -367,11 +387,25 @@ pub struct MemoryConfig {
     pub auto_index: bool,
     /// Lifetime of entries the loop writes (none: kept until forgotten or pruned).
     pub ttl: Option<Dur>,
+    /// When memory.md holds more learned facts than this, the oldest half is compacted into a
+    /// "Summary of earlier facts" (0: never); the full list goes to artifacts/facts-archive.md.
+    pub compact_facts: usize,
+    /// How compaction summarises: `model` (one call) or `mechanical` (no call).
+    pub compact_with: String,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { enabled: true, dir: None, top_k: 5, max_chars: 2000, auto_index: true, ttl: None }
+        MemoryConfig {
+            enabled: true,
+            dir: None,
+            top_k: 5,
+            max_chars: 2000,
+            auto_index: true,
+            ttl: None,
+            compact_facts: 40,
+            compact_with: "model".into(),
+        }
     }
 }
 
@@ -605,6 +639,12 @@ fn validate_values(c: &Config) -> Result<()> {
         return Err(Error::usage(format!(
             "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
             c.llm.structured
+        )));
+    }
+    if !["model", "mechanical"].contains(&c.memory.compact_with.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `memory.compact_with`: `{}`; use model or mechanical",
+            c.memory.compact_with
         )));
     }
     if c.llm.attempts == 0 {

@@ -129,6 +129,19 @@ pub struct ReflectAnswer {
     pub remember: Vec<String>,
 }
 
+/// Compaction's answer: earlier facts in one paragraph.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactAnswer {
+    /// One paragraph that keeps every fact that still matters, with its step or artifact reference
+    #[schemars(length(min = 1))]
+    pub summary: String,
+}
+
+pub fn compact_tool() -> ToolDef {
+    answer_tool("compact_answer", "Record the summary of the earlier facts.", schema_of::<CompactAnswer>())
+}
+
 /// The schema of a type as it is sent: inlined, without `$schema`, titles or formats that
 /// only describe Rust integer widths.
 pub fn schema_of<T: JsonSchema>() -> Value {

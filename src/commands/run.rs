@@ -205,6 +205,7 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
         return report_ended(&ctx, peek.as_ref().expect("report needs a run"));
     }
     let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;
+    crate::rest::check(ctx.config())?;
     let mut env = Env::new(&ctx)?;
     env.events = args.events;
     let background = match &args.context {
@@ -231,6 +232,7 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
         return report_ended(&ctx, existing.as_ref().expect("report needs a run"));
     }
     let runs = ctx.config().handle.runs_dir.clone();
+    let started = matches!(plan, Plan::Start { .. });
     let mut state = match plan {
         Plan::Start { archive, interrupted, carry } => {
             let mut carried = Vec::new();
@@ -287,7 +289,15 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
     if !state.status.is_terminal() {
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
     }
-    let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0)?;
+    let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
+    let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0);
+    // What this invocation used counts toward the agent's rest window, even when it failed.
+    let used = state.usage.total().saturating_sub(tokens0);
+    let cost = (state.cost_usd - cost0).max(0.0);
+    if let Err(e) = crate::rest::record(ctx.config(), &state.run_id, used, cost, started) {
+        ctx.printer.warn(&format!("usage ledger: {e}"));
+    }
+    let stop = stop?;
     report(&ctx, &state, args.events);
     Ok(exit_code(stop))
 }

@@ -65,6 +65,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         "answer_with": answer_cmd,
         "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(&s)) } else { None },
         "interrupted": s.interrupted,
+        "rest": crate::rest::current(ctx.config()),
         "frustration": {"score": s.frustration, "threshold": ctx.config().frustration.threshold, "reframed": s.frustration_reframed},
         "workspace": ws.root,
         "limits_recorded": recorded,
@@ -126,6 +127,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         .collect();
     if !from.is_empty() {
         p.outln(&format!("limits    {}", from.join("; ")));
+    }
+    if let Some(w) = crate::rest::current(ctx.config()) {
+        match (&w.resting, &w.until) {
+            (Some(why), Some(until)) => p.outln(&format!("rest      resting ({why}); may run again at {until}")),
+            _ => p.outln(&format!(
+                "rest      {} tokens, ${:.4}, {} runs in the last {}s",
+                w.tokens, w.cost_usd, w.runs, w.window_secs
+            )),
+        }
     }
     match &s.pending {
         Some(a) => p.outln(&format!("pending   step {} {} {}", a.step, a.tool, a.args)),

@@ -27,6 +27,74 @@ fn describe_result(state: &State) -> String {
     s
 }
 
+/// Compaction (seed 002 §4.4): past `memory.compact_facts` facts, the oldest half becomes one
+/// "Summary of earlier facts" (a model call, or mechanically) and the full list is appended to
+/// artifacts/facts-archive.md, whose new text is returned for the phase's commit. Nothing is
+/// dropped from the record; a failed model call falls back to the mechanical summary.
+fn compact(
+    env: &mut Env,
+    state: &mut State,
+    mem: &mut crate::markdown::Memory,
+) -> Result<(Option<String>, Option<Entry>)> {
+    let max = env.cfg.memory.compact_facts;
+    if max == 0 || mem.facts.len() <= max {
+        return Ok((None, None));
+    }
+    let mut entry = None;
+    let n = mem.facts.len() - max / 2;
+    let old: Vec<String> = mem.facts.drain(..n).collect();
+    let refs: Vec<String> = old
+        .iter()
+        .flat_map(|f| f.split(|c: char| c == '(' || c == ')' || c == ',').map(str::trim))
+        .filter(|p| p.starts_with("step ") || p.starts_with("artifacts/") || p.starts_with("from run "))
+        .map(String::from)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mechanical = || {
+        let gist: Vec<String> = old.iter().map(|f| f.chars().take(60).collect::<String>()).collect();
+        let mut s = gist.join("; ");
+        if s.chars().count() > 600 {
+            s = s.chars().take(600).collect::<String>() + "…";
+        }
+        s
+    };
+    let summary = if env.cfg.memory.compact_with == "model" {
+        let prompt = format!(
+            "Summarise these {} earlier facts of the run into one paragraph. Keep every fact that still matters and its step or artifact reference.\n\n{}",
+            old.len(),
+            old.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
+        );
+        match ask::<contract::CompactAnswer>(env, state, "compact", "", prompt, contract::compact_tool(), &|_| {}) {
+            Ok(a) => {
+                let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "compact");
+                account(env, state, &mut e, &a);
+                entry = Some(e);
+                a.value.summary.trim().to_string()
+            }
+            Err(_) => mechanical(),
+        }
+    } else {
+        mechanical()
+    };
+    mem.facts.insert(
+        0,
+        format!(
+            "Summary of earlier facts ({} facts; {}; all in artifacts/facts-archive.md): {summary}",
+            old.len(),
+            if refs.is_empty() { "no references".to_string() } else { refs.join(", ") }
+        ),
+    );
+    let path = env.ws.artifacts().join("facts-archive.md");
+    let mut text = crate::fs::read_optional(&path)?
+        .unwrap_or_else(|| "# Facts archive\n\nFacts compacted out of memory.md, oldest first.\n".into());
+    text.push_str(&format!("\n## Compacted at step {}\n\n", state.step));
+    for f in &old {
+        text.push_str(&format!("- {f}\n"));
+    }
+    Ok((Some(text), entry))
+}
+
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, mut mem) = env.read_memory()?;
     let (_, mut plan) = env.read_plan()?;
@@ -82,6 +150,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             env.printer.warn(&format!("long-term memory: {e}"));
         }
     }
+    let (archive, compact_entry) = compact(env, state, &mut mem)?;
     let mut decision = a.decision.as_str().to_string();
     let mut reason = a.reason.trim().to_string();
     // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
@@ -205,6 +274,12 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     commit.file("memory.md", env.render_memory(&mem)?);
     commit.file("plan.md", env.render_plan(&plan)?);
+    if let Some(text) = archive {
+        commit.file("artifacts/facts-archive.md", text);
+    }
+    if let Some(c) = &compact_entry {
+        commit.entry(c);
+    }
     commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?);
     commit.entry(&e);
     for f in &frustration_entries {
