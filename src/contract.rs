@@ -142,6 +142,39 @@ pub fn compact_tool() -> ToolDef {
     answer_tool("compact_answer", "Record the summary of the earlier facts.", schema_of::<CompactAnswer>())
 }
 
+/// One consolidated topic note of `dream`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DreamNote {
+    /// A short title
+    #[schemars(length(min = 1))]
+    pub title: String,
+    /// The merged note
+    #[schemars(length(min = 1))]
+    pub content: String,
+    /// Ids of the runs it rests on
+    #[serde(default)]
+    pub runs: Vec<String>,
+}
+
+/// `dream`'s answer: topic notes and contradictions for a batch of runs.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DreamAnswer {
+    /// Related facts merged into short notes
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub notes: Vec<DreamNote>,
+    /// Facts from different runs that disagree, each naming the runs
+    #[serde(default)]
+    #[schemars(length(max = 10))]
+    pub contradictions: Vec<String>,
+}
+
+pub fn dream_tool() -> ToolDef {
+    answer_tool("dream_answer", "Record the consolidated notes and contradictions.", schema_of::<DreamAnswer>())
+}
+
 /// The schema of a type as it is sent: inlined, without `$schema`, titles or formats that
 /// only describe Rust integer widths.
 pub fn schema_of<T: JsonSchema>() -> Value {

@@ -69,6 +69,12 @@ Another agentloop process holds the workspace lock.
 8
 A workspace file is broken (plan.md Next Action, memory.md, state.json).
 .TP
+9
+The run was refused before it started: it cannot fit max_tokens or max_cost_usd (run --force overrides).
+.TP
+10
+The agent is resting: a rolling usage window (rest:) is full; status says until when.
+.TP
 78
 handle only: a configuration error that must not be retried.
 .SH FILES

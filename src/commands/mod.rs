@@ -4,6 +4,7 @@ pub mod agents;
 pub mod answer;
 pub mod completions;
 pub mod config;
+pub mod dream;
 pub mod handle;
 pub mod init;
 pub mod memory;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
             | Command::Runs(_)
             | Command::Trace(_)
             | Command::Tools(_)
+            | Command::Dream(_)
     ) {
         ctx.ws.require_dir()?;
     }
@@ -59,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Models(c) => models::run(ctx, c),
         Command::Agents(c) => agents::run(ctx, c),
         Command::Memory(c) => memory::run(ctx, c),
+        Command::Dream(a) => dream::run(ctx, a),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
         Command::Handle(_) => unreachable!("handled above"),

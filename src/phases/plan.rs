@@ -61,7 +61,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         .collect();
     let step = state.step + 1;
     let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
-    let query = format!("{} {} {last}", mem.goal, mem.open_items().join(" "));
+    let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
     let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
     let text = env.tpl.render(
         "prompt-plan.j2",

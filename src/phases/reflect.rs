@@ -45,7 +45,7 @@ fn compact(
     let old: Vec<String> = mem.facts.drain(..n).collect();
     let refs: Vec<String> = old
         .iter()
-        .flat_map(|f| f.split(|c: char| c == '(' || c == ')' || c == ',').map(str::trim))
+        .flat_map(|f| f.split(['(', ')', ',']).map(str::trim))
         .filter(|p| p.starts_with("step ") || p.starts_with("artifacts/") || p.starts_with("from run "))
         .map(String::from)
         .collect::<std::collections::BTreeSet<_>>()

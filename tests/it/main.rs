@@ -7,6 +7,7 @@ mod foundation;
 mod handle;
 mod loop_;
 mod models;
+mod modes;
 mod runs;
 mod skills;
 mod tools;

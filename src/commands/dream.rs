@@ -1,0 +1,243 @@
+//! `agentloop dream`: consolidate finished runs into long-term memory (seed 004's dream).
+
+use crate::contract::{self, DreamAnswer};
+use crate::error::{code, Error, Result};
+use crate::history;
+use crate::longterm::{loop_id, New, Provenance, Store};
+use crate::settings::Ctx;
+use clap::Args;
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// Consolidate the workspace's finished runs into long-term memory topics.
+///
+/// Each run that ended (done or escalated) and was not consolidated before contributes its
+/// learned facts (topic `facts`, deduplicated across runs, each with the runs it came from), its
+/// outcome (`outcomes`) and, when it escalated, its failure (`failures`). With a model, one call
+/// per batch of up to 5 runs also merges related facts into topic notes (`insights`) and notes
+/// contradictions (`contradictions`). Idempotent: a run is consolidated once (the store's
+/// dreamed.json lists them). Meant for a nightly cron line.
+///
+/// Exit codes: 0 ok (also when there was nothing to do), 2 usage, 5 provider failure.
+///
+/// Examples:
+///   agentloop -w ~/digest dream --no-model
+///   0 3 * * * agentloop -w ~/digest dream --since 1d -q
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct DreamArgs {
+    /// Only runs that ended within DUR (e.g. 1d, 12h).
+    #[arg(long, value_name = "DUR")]
+    pub since: Option<String>,
+    /// The mechanical part only: no model call.
+    #[arg(long)]
+    pub no_model: bool,
+}
+
+/// The normal form facts are compared in: lower case, words only, citations dropped.
+fn norm(f: &str) -> String {
+    let cut = f.find(" (step").or_else(|| f.find(" (from run")).unwrap_or(f.len());
+    crate::longterm::words(&f[..cut]).join(" ")
+}
+
+pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
+    let cfg = ctx.config();
+    let store =
+        Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
+    let since = match &args.since {
+        Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
+        None => None,
+    };
+    let ledger = store.dir.join("dreamed.json");
+    let mut dreamed: BTreeSet<String> = crate::fs::read_optional(&ledger)?
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let now = crate::clock::now();
+    let runs: Vec<history::Run> = history::list(&ctx.ws, &cfg.handle.runs_dir, &|m| ctx.printer.warn(m))
+        .into_iter()
+        .filter(|r| r.state.status.is_terminal() && !dreamed.contains(&r.state.run_id))
+        .filter(|r| {
+            since.is_none_or(|d| {
+                r.state
+                    .finished_at
+                    .as_deref()
+                    .and_then(crate::clock::parse_rfc3339)
+                    .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= d)
+            })
+        })
+        .collect();
+    // Facts already in the store, by normal form, so a fact seen again gains a source instead
+    // of a copy.
+    let mut known: std::collections::BTreeMap<String, (String, Vec<String>, String)> = Default::default();
+    for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
+        let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
+        known.insert(
+            norm(&e.content),
+            (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
+        );
+    }
+    let mut written = 0usize;
+    let mut model = if args.no_model { None } else { Some(()) };
+    for batch in runs.chunks(5) {
+        let mut batch_text = String::new();
+        for r in batch {
+            let s = &r.state;
+            let mem_path = r.ws.memory();
+            let facts: Vec<String> = crate::fs::read_optional(&mem_path)?
+                .filter(|t| !t.trim().is_empty())
+                .and_then(|t| crate::markdown::parse_memory(&t, &mem_path).ok())
+                .map(|m| m.facts)
+                .unwrap_or_default();
+            let tag = format!("run-{}", s.run_id.to_lowercase());
+            for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
+                let key = norm(f);
+                if key.is_empty() {
+                    continue;
+                }
+                let (id, mut sources, content) = known
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| (format!("fact-{:016x}", fxhash(&key)), vec![], f.clone()));
+                if sources.contains(&tag) {
+                    continue;
+                }
+                sources.push(tag.clone());
+                let n = New {
+                    topic: "facts".into(),
+                    content_id: Some(id.clone()),
+                    title: String::new(),
+                    content: content.clone(),
+                    keywords: sources.clone(),
+                    provenance: Provenance { run_id: Some(s.run_id.clone()), step: None, artifact: None },
+                    ttl: None,
+                };
+                store.add(&n)?;
+                known.insert(key, (id, sources, content));
+                written += 1;
+            }
+            let what = match (&s.outcome, s.status) {
+                (Some(o), crate::workspace::Status::Done) => format!("Outcome: {o}"),
+                _ => format!("Stopped ({}): {}", s.status.as_str(), s.reason.clone().unwrap_or_default()),
+            };
+            let prov = Provenance {
+                run_id: Some(s.run_id.clone()),
+                step: Some(s.step),
+                artifact: s.artifacts.first().cloned(),
+            };
+            store.add(&New {
+                topic: "outcomes".into(),
+                content_id: Some(loop_id(&s.run_id, 0, "outcome")),
+                title: s.goal.clone(),
+                content: format!("{what}\nArtifacts: {}", s.artifacts.join(", ")),
+                provenance: prov.clone(),
+                ..Default::default()
+            })?;
+            if s.status == crate::workspace::Status::Escalated {
+                store.add(&New {
+                    topic: "failures".into(),
+                    content_id: Some(loop_id(&s.run_id, 0, "failure")),
+                    title: s.goal.clone(),
+                    content: format!(
+                        "{}{}",
+                        s.reason.clone().unwrap_or_default(),
+                        s.open_question.as_ref().map(|q| format!("\nOpen question: {q}")).unwrap_or_default()
+                    ),
+                    provenance: prov,
+                    ..Default::default()
+                })?;
+            }
+            batch_text.push_str(&format!("## Run {} ({}): {}\n{what}\n", s.run_id, s.status.as_str(), s.goal));
+            for f in &facts {
+                batch_text.push_str(&format!("- {f}\n"));
+            }
+        }
+        if model.is_some() {
+            match consolidate(&ctx, &store, batch, &batch_text) {
+                Ok(n) => written += n,
+                Err(e) if e.kind == crate::error::Kind::Provider => return Err(e),
+                Err(e) => {
+                    ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.message));
+                    model = None;
+                }
+            }
+        }
+        // Each batch is recorded as it completes: a dream cut short never repeats a run.
+        for r in batch {
+            dreamed.insert(r.state.run_id.clone());
+        }
+        crate::fs::create_dir_all(&store.dir)?;
+        crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&dreamed).expect("json").as_bytes())?;
+    }
+    let v = json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some()});
+    if ctx.printer.json {
+        ctx.printer.json_value(&v);
+    } else {
+        ctx.printer.outln(&format!("consolidated {} run(s); {written} memory entries written", runs.len()));
+    }
+    Ok(code::OK)
+}
+
+/// One model call for a batch: topic notes and contradictions, with the runs they came from.
+fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> Result<usize> {
+    let cfg = ctx.config();
+    let mut m = crate::model::from_config(cfg, &ctx.ws.root)?;
+    let tool = contract::dream_tool();
+    let prompt = format!(
+        "Consolidate what these finished runs learned into long-term memory. Merge related facts into short topic notes (each naming the runs it rests on), and list contradictions between runs.\n\n{text}"
+    );
+    let req = crate::model::Request {
+        phase: "dream".into(),
+        system: "You consolidate an agent's finished runs into long-term memory. Answer only by calling the tool."
+            .into(),
+        messages: vec![crate::model::Message::user(prompt)],
+        tools: vec![tool.clone()],
+        tool_choice: crate::model::ToolChoice::Tool(tool.name.clone()),
+        max_tokens: cfg.llm.max_tokens,
+        temperature: cfg.llm.temperature,
+        deadline: None,
+    };
+    let r = m.complete(&req)?;
+    let call = r
+        .tool_calls
+        .into_iter()
+        .find(|c| c.name == tool.name)
+        .ok_or_else(|| Error::failure("the model did not call dream_answer"))?;
+    let mut args = call.arguments;
+    let a: DreamAnswer = contract::parse(&tool, &mut args).map_err(Error::failure)?;
+    let ids: Vec<String> = batch.iter().map(|r| r.state.run_id.clone()).collect();
+    let mut n = 0;
+    for (i, note) in a.notes.iter().enumerate() {
+        store.add(&New {
+            topic: "insights".into(),
+            content_id: Some(loop_id(&ids[0], i as u32, "insight")),
+            title: note.title.clone(),
+            content: note.content.clone(),
+            keywords: note.runs.clone(),
+            provenance: Provenance {
+                run_id: note.runs.first().cloned().or(Some(ids[0].clone())),
+                step: None,
+                artifact: None,
+            },
+            ttl: None,
+        })?;
+        n += 1;
+    }
+    for (i, c) in a.contradictions.iter().enumerate() {
+        store.add(&New {
+            topic: "contradictions".into(),
+            content_id: Some(loop_id(&ids[0], i as u32, "contradiction")),
+            content: c.clone(),
+            provenance: Provenance { run_id: Some(ids[0].clone()), step: None, artifact: None },
+            ..Default::default()
+        })?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A stable 64-bit hash (FNV-1a) for content ids.
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}

@@ -1,0 +1,234 @@
+//! The seed's operating modes: long-term memory in the loop, dream, rest, negotiation,
+//! frustration (see loop_.rs), compaction, and `finish` ending the loop.
+
+use crate::common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn script(reflect: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: g, definition_of_done: [notes read, summary written, facts noted]}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {reflect}
+"#
+    )
+}
+
+fn run(t: &T, args: &[&str]) -> std::process::Output {
+    let mut a = vec!["--script", "script.yaml", "run"];
+    a.extend_from_slice(args);
+    t.al(&a).output().unwrap()
+}
+
+fn json_out(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn what_one_run_learns_is_recalled_by_the_next() {
+    let t = T::new();
+    t.write("ws/notes.txt", "the deploy key is in vault payments\n");
+    t.write(
+        "script.yaml",
+        &script(r#"{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#),
+    );
+    let out = run(&t, &["--goal", "Summarise the deploy notes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
+    // The lesson and the outcome are in long-term memory, with where they came from.
+    let list = json_out(&t.al(&["memory", "list", "--json"]).output().unwrap());
+    let learned = list.as_array().unwrap().iter().find(|e| e["topic"] == "learned").expect("a learned entry");
+    assert_eq!(learned["provenance"]["run_id"], first.as_str());
+    assert_eq!(learned["provenance"]["step"], 1);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["topic"] == "outcomes" && e["provenance"]["run_id"] == first.as_str()));
+    // A new run about the same thing is shown that entry, and the trace says so.
+    let out = run(&t, &["--new", "--goal", "Rotate the payments deploy keys"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = t.trace();
+    let frame = trace.iter().find(|e| e["phase"] == "frame").unwrap();
+    let shown: Vec<&str> =
+        frame["data"]["memory_shown"].as_array().expect("memory_shown").iter().filter_map(Value::as_str).collect();
+    assert!(shown.contains(&learned["id"].as_str().unwrap()), "{shown:?}");
+    let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
+    assert!(plan["data"]["memory_shown"].as_array().is_some_and(|a| !a.is_empty()));
+    // Off means off.
+    t.write("ws/agentloop.yaml", "memory: {enabled: false}\n");
+    let out = run(&t, &["--new", "--goal", "Rotate the payments deploy keys again"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(t.trace().iter().all(|e| e["data"]["memory_shown"].is_null()));
+}
+
+#[test]
+fn memory_command_adds_searches_forgets_and_prunes() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    let id = stdout(
+        &t.al(&[
+            "memory",
+            "add",
+            "--topic",
+            "notes",
+            "--title",
+            "Deploys",
+            "Deploys happen on Tuesdays",
+            "--ttl",
+            "30d",
+        ])
+        .output()
+        .unwrap(),
+    )
+    .trim()
+    .to_string();
+    assert_eq!(id, "notes/content_001");
+    t.al(&["memory", "add", "--topic", "notes", "Lunch is at noon"]).assert().success();
+    let hits = json_out(&t.al(&["memory", "search", "when are deploys", "--json"]).output().unwrap());
+    assert_eq!(hits[0]["id"], "notes/content_001");
+    t.al(&["memory", "show", "notes/content_001"]).assert().success().stdout(predicate::str::contains("Tuesdays"));
+    t.al(&["memory", "show", "../etc"]).assert().code(2);
+    // 60 days later the first has expired.
+    let later = |args: &[&str]| t.al(args).env("AGENTLOOP_NOW", "2026-03-05T00:00:00Z").output().unwrap();
+    let list = json_out(&later(&["memory", "list", "--json"]));
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let pruned = json_out(&later(&["memory", "prune", "--json"]));
+    assert_eq!(pruned["deleted"], serde_json::json!(["notes/content_001"]));
+    t.al(&["memory", "forget", "notes/content_002"]).assert().success();
+    t.al(&["memory", "forget", "notes/content_002"]).assert().code(2);
+}
+
+#[test]
+fn dream_consolidates_each_finished_run_once() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    for (goal, fact) in [("day one", "alpha rose"), ("day two", "alpha rose")] {
+        t.write(
+            "script.yaml",
+            &script(&format!(r#"{{satisfied: [1, 2, 3], facts: ["{fact}", "only {goal}"], decision: done, reason: ok, outcome: "{goal} done"}}"#)),
+        );
+        assert_eq!(run(&t, &["--new", "--goal", goal]).status.code(), Some(0));
+    }
+    let out = t.al(&["dream", "--no-model", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    let facts: Vec<Value> = json_out(&t.al(&["memory", "list", "--topic", "facts", "--json"]).output().unwrap())
+        .as_array()
+        .unwrap()
+        .clone();
+    // "alpha rose" came from both runs: one entry naming both.
+    let alpha: Vec<&Value> =
+        facts.iter().filter(|f| f["content"].as_str().unwrap().starts_with("alpha rose")).collect();
+    assert_eq!(alpha.len(), 1, "{facts:?}");
+    assert_eq!(
+        alpha[0]["keywords"].as_array().unwrap().iter().filter(|k| k.as_str().unwrap().starts_with("run-")).count(),
+        2
+    );
+    assert_eq!(facts.len(), 3);
+    // Idempotent: nothing left to consolidate.
+    let v = json_out(&t.al(&["dream", "--no-model", "--json"]).output().unwrap());
+    assert_eq!(v["runs"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn a_resting_agent_makes_no_model_call() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_runs: 2}\n");
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    for i in 0..2 {
+        assert_eq!(run(&t, &["--new", "--goal", &format!("run {i}")]).status.code(), Some(0));
+    }
+    let before = t.read("ws/trace.jsonl");
+    let out = run(&t, &["--new", "--goal", "run 3"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(stderr(&out).contains("resting") && stderr(&out).contains("2026-01-02T00:00:00"), "{}", stderr(&out));
+    assert_eq!(t.read("ws/trace.jsonl"), before, "nothing was written");
+    let st = json_out(&t.al(&["status", "--json"]).output().unwrap());
+    assert_eq!(st["rest"]["runs"], 2);
+    assert!(st["rest"]["until"].as_str().unwrap().starts_with("2026-01-02T00:00:00"));
+    // A day later the window has moved on.
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--new", "--goal", "run 3"])
+        .env("AGENTLOOP_NOW", "2026-01-02T00:00:01Z")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn negotiation_refuses_a_run_that_cannot_fit_and_dry_run_calls_no_model() {
+    let t = T::new();
+    t.write("script.yaml", &script("{decision: done}"));
+    let out = t.al(&["--script", "script.yaml", "--max-tokens", "300", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("smallest run") && stderr(&out).contains("max_tokens is 300"));
+    assert!(!t.exists("ws"), "nothing was created");
+    let out = t
+        .al(&["--script", "script.yaml", "--max-tokens", "300", "run", "--goal", "g", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["fits"], false);
+    assert!(v["estimate"]["min_tokens"].as_u64().unwrap() > 300);
+    assert!(v["prompts"]["frame"].as_str().unwrap().contains("Frame the task"));
+    assert!(v["prompts"]["catalog"].as_str().unwrap().contains("file_read"));
+    assert!(!t.exists("ws"));
+    // --force starts it anyway (and the budget then stops it as a budget).
+    let out =
+        t.al(&["--script", "script.yaml", "--max-tokens", "300", "run", "--goal", "g", "--force"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(9));
+}
+
+#[test]
+fn finish_ends_the_loop_even_when_reflect_says_continue() {
+    let t = T::new();
+    t.write(
+        "script.yaml",
+        r#"frame:
+  - answer: {goal: g, definition_of_done: [a, b, c]}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: "the answer is 42"}}}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: continue, reason: keep going}
+"#,
+    );
+    let out = run(&t, &["--goal", "g"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["status"], "done");
+    assert_eq!(r["outcome"], "the answer is 42");
+}
+
+#[test]
+fn compaction_keeps_every_fact_in_the_archive() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "memory: {compact_facts: 4, compact_with: mechanical}\n");
+    let facts: Vec<String> = (1..=6).map(|i| format!("\"fact number {i}\"")).collect();
+    t.write(
+        "script.yaml",
+        &script(&format!(
+            "{{satisfied: [1, 2, 3], facts: [{}], decision: done, reason: ok, outcome: fine}}",
+            facts.join(", ")
+        )),
+    );
+    let out = run(&t, &["--goal", "g"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let memory = t.read("ws/memory.md");
+    assert!(
+        memory.contains("Summary of earlier facts (4 facts; step 1; all in artifacts/facts-archive.md)"),
+        "{memory}"
+    );
+    assert!(memory.contains("fact number 6") && !memory.contains("- fact number 1 (step 1)"), "{memory}");
+    let archive = t.read("ws/artifacts/facts-archive.md");
+    for i in 1..=4 {
+        assert!(archive.contains(&format!("fact number {i} (step 1)")), "{archive}");
+    }
+}
