@@ -73,6 +73,9 @@ pub struct Global {
     /// Extra skills folder (repeatable; later wins).
     #[arg(long = "skills-dir", global = true, value_name = "DIR")]
     pub skills_dir: Vec<Utf8PathBuf>,
+    /// Only these skills for this invocation (comma-separated names; skills.only).
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    pub skills: Option<Vec<String>>,
     /// Most plan→act→reflect steps.
     #[arg(long, global = true, value_name = "N")]
     pub max_steps: Option<u32>,

@@ -113,6 +113,9 @@ pub struct Config {
     pub allowed_tools: Option<Vec<String>>,
     /// Extra instructions added to every phase prompt (agent profiles set this).
     pub system_prompt: Option<String>,
+    /// A file whose text is the agent's identity (seed 004's identity loader): it comes before
+    /// `system_prompt` in every phase's system prompt. Relative to the workspace.
+    pub system_prompt_file: Option<Utf8PathBuf>,
     /// A note for people about this config or agent profile (shown by `agentloop agents list`).
     pub description: Option<String>,
     /// Name of an agent profile in `agents/NAME.yaml` to apply.
@@ -148,6 +151,7 @@ impl Default for Config {
             escalation_triggers: ["need human input", "escalate to human", "ask the user"].map(String::from).to_vec(),
             allowed_tools: None,
             system_prompt: None,
+            system_prompt_file: None,
             description: None,
             agent: None,
             templates_dir: None,
@@ -418,11 +422,13 @@ pub struct SkillsConfig {
     pub no_builtin: bool,
     /// Most directory entries one scan looks at.
     pub max_entries: usize,
+    /// Only these skills (by name) are offered and readable; null = every skill found.
+    pub only: Option<Vec<String>>,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
-        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000 }
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000, only: None }
     }
 }
 
@@ -597,11 +603,31 @@ pub struct Resolved {
     pub sources: BTreeMap<String, String>,
 }
 
+/// The seeds' own key names, taken as the keys they mean: `max_loops` (seed 001) is
+/// `max_steps`. Both in one layer is an error naming both.
+fn seed_names(layer: &Layer) -> Result<Layer> {
+    let mut l = layer.clone();
+    if let Some(obj) = l.value.as_object_mut() {
+        if let Some(v) = obj.remove("max_loops") {
+            if obj.contains_key("max_steps") {
+                return Err(Error::usage(format!(
+                    "invalid configuration in {}: both `max_loops` and `max_steps` are set",
+                    layer.source
+                ))
+                .with_hint("keep one: max_loops (seed 001's name) is max_steps"));
+            }
+            obj.insert("max_steps".into(), v);
+        }
+    }
+    Ok(l)
+}
+
 pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
     let mut value = serde_json::to_value(Config::default()).expect("defaults serialize");
     let mut sources = BTreeMap::new();
     mark_all(&value, "", &mut sources);
     for layer in layers {
+        let layer = &seed_names(layer)?;
         layer.validate()?;
         merge(&mut value, &layer.value, &layer.source, "", &mut sources);
     }

@@ -25,6 +25,7 @@ pub mod settings;
 pub mod skills;
 pub mod tools;
 pub mod trace;
+pub mod transcript;
 pub mod workspace;
 
 use clap::Parser;

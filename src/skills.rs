@@ -446,6 +446,10 @@ impl SkillSet {
             }
         }
         set.skills = by_name.into_values().collect();
+        // An agent profile (or --skills) may narrow the skills it is offered.
+        if let Some(only) = &cfg.skills.only {
+            set.skills.retain(|s| only.iter().any(|o| o == &s.name));
+        }
         set
     }
 

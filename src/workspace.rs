@@ -186,6 +186,9 @@ pub struct State {
     /// Frustration score: tool errors, repeats and refused `done`s raise it, clean steps lower it.
     #[serde(default)]
     pub frustration: u32,
+    /// The tools Act ran, in order (result.json's `tools_called`).
+    #[serde(default)]
+    pub tools_called: Vec<String>,
     /// The one forced reframe frustration allows has happened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frustration_reframed: bool,
@@ -229,6 +232,7 @@ impl State {
             interrupted: false,
             frustration: 0,
             frustration_reframed: false,
+            tools_called: vec![],
         }
     }
 

@@ -70,6 +70,8 @@ pub fn record(
     edited: bool,
 ) -> Result<Outcome> {
     let ok = result.is_ok();
+    env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
+    state.tools_called.push(action.tool.clone());
     let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());

@@ -26,9 +26,16 @@ fn happy_path_matches_the_golden_workspace() {
     let out = demo_cmd(&t).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
-    for f in
-        ["memory.md", "plan.md", "decisions.md", "result.json", "trace.jsonl", "state.json", "artifacts/critique.md"]
-    {
+    for f in [
+        "memory.md",
+        "plan.md",
+        "decisions.md",
+        "result.json",
+        "trace.jsonl",
+        "state.json",
+        "transcript.md",
+        "artifacts/critique.md",
+    ] {
         golden(&format!("demo/{f}"), &t.read(&format!("ws/{f}")));
     }
     // Events: every committed entry streamed live; --json prints the completion event.

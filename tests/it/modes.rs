@@ -232,3 +232,41 @@ fn compaction_keeps_every_fact_in_the_archive() {
         assert!(archive.contains(&format!("fact number {i} (step 1)")), "{archive}");
     }
 }
+
+#[test]
+fn agent_profiles_carry_identity_skills_and_budgets() {
+    let t = T::new();
+    t.write("ws/identity.md", "You are Ada, a careful release engineer.\n");
+    t.write("ws/agents/ada.yaml", "system_prompt_file: identity.md\nsystem_prompt: Prefer small steps.\nskills: {only: [critique]}\nmax_loops: 3\nmemory: {enabled: false}\n");
+    let out = t.al(&["agents", "show", "ada", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["config"]["max_steps"], 3, "max_loops is max_steps");
+    assert!(v["sources"]["max_steps"].as_str().unwrap().ends_with("(agent profile)"));
+    assert_eq!(v["system_prompt"], "You are Ada, a careful release engineer.\n\nPrefer small steps.");
+    // Only the profile's skills are offered.
+    let out = t.al(&["--agent", "ada", "skills", "gen", "--format", "json"]).output().unwrap();
+    let cat = json_out(&out);
+    let names: Vec<&str> = cat["skills"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["critique"]);
+    // The identity reaches every phase's system prompt (the transcript shows what was sent).
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("ws/notes.txt", "n\n");
+    let out = t.al(&["--agent", "ada", "--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let transcript = t.read("ws/transcript.md");
+    assert_eq!(transcript.matches("You are Ada, a careful release engineer.").count(), 3, "frame, plan, reflect");
+    assert_eq!(t.json("ws/state.json")["limits"]["max_steps"], 3);
+    let r = t.json("ws/result.json");
+    assert_eq!(r["tools_called"], serde_json::json!(["file_read"]));
+    assert!(r["duration_ms"].is_u64());
+    // --skills narrows for one invocation; an unknown name is refused, not ignored.
+    t.al(&["--skills", "nope", "--script", "script.yaml", "run", "--new", "--goal", "g"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nope"));
+    t.write("ws/agents/bad.yaml", "max_loops: 3\nmax_steps: 4\n");
+    t.al(&["agents", "show", "bad"]).assert().code(2).stderr(predicate::str::contains("max_loops"));
+    t.write("ws/agents/lost.yaml", "system_prompt_file: nowhere.md\n");
+    t.al(&["agents", "show", "lost"]).assert().code(2).stderr(predicate::str::contains("system_prompt_file"));
+}
