@@ -102,7 +102,7 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
         if src == "default" {
             continue;
         }
-        let v = k.split('.').fold(Some(&r.value), |v, part| v.and_then(|v| v.get(part)));
+        let v = k.split('.').try_fold(&r.value, |v, part| v.get(part));
         ctx.printer.outln(&format!("  {k} = {}  # {src}", v.map(|v| v.to_string()).unwrap_or_default()));
     }
     if let Some(p) = &c.config().system_prompt {
