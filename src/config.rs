@@ -134,6 +134,8 @@ pub struct Config {
     pub frustration: FrustrationConfig,
     /// Rolling usage limits across invocations, per agent profile.
     pub rest: RestConfig,
+    /// The diagnostics log file.
+    pub logging: LoggingConfig,
     pub handle: HandleConfig,
 }
 
@@ -162,6 +164,7 @@ impl Default for Config {
             memory: MemoryConfig::default(),
             frustration: FrustrationConfig::default(),
             rest: RestConfig::default(),
+            logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
         }
     }
@@ -338,6 +341,28 @@ pub struct MemoryToolConfig {
     pub enabled: bool,
     /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
     pub dir: Option<Utf8PathBuf>,
+}
+
+/// `logging:` — diagnostics to a file (none by default); stderr is unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingConfig {
+    /// debug | info | warn
+    pub level: String,
+    /// Log file (relative to the workspace); null: no log.
+    pub file: Option<Utf8PathBuf>,
+    /// text | json
+    pub format: String,
+    /// Rotate when the file would pass this size.
+    pub max_bytes: u64,
+    /// Rotated files kept (file.1 … file.N).
+    pub keep: u32,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig { level: "info".into(), file: None, format: "text".into(), max_bytes: 10 * 1024 * 1024, keep: 3 }
+    }
 }
 
 /// `rest:` — rolling usage limits across invocations for the agent profile (seed 004's rest):
@@ -665,6 +690,18 @@ fn validate_values(c: &Config) -> Result<()> {
         return Err(Error::usage(format!(
             "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
             c.llm.structured
+        )));
+    }
+    if !["debug", "info", "warn"].contains(&c.logging.level.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `logging.level`: `{}`; use debug, info or warn",
+            c.logging.level
+        )));
+    }
+    if !["text", "json"].contains(&c.logging.format.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `logging.format`: `{}`; use text or json",
+            c.logging.format
         )));
     }
     if !["model", "mechanical"].contains(&c.memory.compact_with.as_str()) {

@@ -61,16 +61,19 @@ impl Printer {
 
     /// A message for people on stderr, unless `-q`.
     pub fn info(&self, s: &str) {
+        crate::log::info(s);
         if !self.quiet {
             eprintln!("{s}");
         }
     }
 
     pub fn warn(&self, s: &str) {
+        crate::log::warn(s);
         eprintln!("warning: {s}");
     }
 
     pub fn debug(&self, s: &str) {
+        crate::log::debug(s);
         if self.verbose {
             eprintln!("debug: {s}");
         }
@@ -78,6 +81,7 @@ impl Printer {
 
     /// A progress line (stderr, terminals only).
     pub fn progress(&self, s: &str) {
+        crate::log::debug(s);
         if self.progress {
             eprintln!("{s}");
         }

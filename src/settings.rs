@@ -173,5 +173,22 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let ws = Workspace::new(g.workspace.clone());
     let mut resolved = config::resolve(&layers(g, &ws.root, None)?)?;
     load_identity(&mut resolved.config, &ws.root)?;
+    // The log exists only for a workspace that does (a mistyped -w creates nothing).
+    if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
+        crate::log::init(&resolved.config.logging, &ws.root);
+    }
+    crate::log::debug(&format!(
+        "agentloop {} {:?} in {}; config sources: {}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::args().skip(1).collect::<Vec<_>>(),
+        ws.root,
+        resolved
+            .sources
+            .iter()
+            .filter(|(_, s)| *s != "default")
+            .map(|(k, s)| format!("{k} from {s}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
     Ok(Ctx { global: g.clone(), printer, ws, resolved })
 }

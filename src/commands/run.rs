@@ -216,7 +216,12 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
         let limits = crate::workspace::Limits::from_config(ctx.config());
         let goal = args.goal.as_deref().unwrap_or("");
         let est = phases::negotiate::estimate(&env, model.model(), goal, &background, &limits)?;
+        crate::log::info(&format!(
+            "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
+            est.min_tokens, est.min_cost_usd, est.max_steps, est.max_tokens, est.max_cost_usd, limits.max_tokens, limits.max_cost_usd
+        ));
         if let Some(why) = phases::negotiate::refusal(&est, &limits) {
+            crate::log::warn(&format!("negotiation: refused: {why}"));
             return Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
                 .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate"));
         }

@@ -270,3 +270,29 @@ fn agent_profiles_carry_identity_skills_and_budgets() {
     t.write("ws/agents/lost.yaml", "system_prompt_file: nowhere.md\n");
     t.al(&["agents", "show", "lost"]).assert().code(2).stderr(predicate::str::contains("system_prompt_file"));
 }
+
+#[test]
+fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "logging: {level: debug, file: logs/agentloop.log, format: json, max_bytes: 2048, keep: 2}\nmax_tokens: 100000\n");
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    for i in 0..3 {
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--new", "--goal", &format!("check hunter2secret {i}")])
+            .env("DEPLOY_TOKEN", "hunter2secret")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let log = t.read("ws/logs/agentloop.log");
+    let all = format!("{log}{}", t.read("ws/logs/agentloop.log.1"));
+    assert!(t.exists("ws/logs/agentloop.log.1") && !t.exists("ws/logs/agentloop.log.3"), "rotated, 2 kept");
+    assert!(!all.contains("hunter2secret") && all.contains("[REDACTED]"), "{all}");
+    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|l| l["ts"].is_string() && l["level"].is_string()));
+    assert!(all.contains("config sources: ") && all.contains("logging.file from"), "{all}");
+    assert!(all.contains("negotiation: smallest run"), "{all}");
+    t.write("ws/agentloop.yaml", "logging: {level: loud}\n");
+    t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("logging.level"));
+}
