@@ -63,10 +63,26 @@ struct Section<'a> {
     lines: Vec<&'a str>,
 }
 
+/// Splits a document at its `## ` headings. A heading inside a fenced code block (``` or ~~~)
+/// is text, not a section: a person's section quoting markdown cannot overwrite the goal.
 fn sections(text: &str) -> Vec<Section<'_>> {
     let mut out: Vec<Section> = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
     for (i, line) in text.lines().enumerate() {
-        if let Some(h) = line.strip_prefix("## ") {
+        let t = line.trim_start();
+        let indent = line.len() - t.len();
+        let run = |c: char| t.chars().take_while(|x| *x == c).count();
+        let opener =
+            if indent <= 3 { [('`', run('`')), ('~', run('~'))].into_iter().find(|(_, n)| *n >= 3) } else { None };
+        match (fence, opener) {
+            (None, Some(f)) => fence = Some(f),
+            (Some((c, n)), Some((c2, n2))) if c == c2 && n2 >= n && t.trim_end().chars().all(|x| x == c) => {
+                fence = None
+            }
+            _ => {}
+        }
+        let in_fence = fence.is_some() || opener.is_some();
+        if let (false, Some(h)) = (in_fence, line.strip_prefix("## ")) {
             out.push(Section {
                 heading: h.trim().to_lowercase(),
                 title: h.trim().to_string(),
@@ -298,5 +314,16 @@ mod tests {
         let text = "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
         let e = parse_plan(text, Utf8Path::new("plan.md")).unwrap_err();
         assert!(e.message.starts_with("plan.md:"), "{}", e.message);
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    #[test]
+    fn a_heading_in_a_code_fence_is_text() {
+        let text = "## Goal\nthe real goal\n\n## Definition of Done\n- [ ] a\n\n## Notes\n```markdown\n## Goal\nnot the goal\n```\n~~~~\n## Status\n~~~\n~~~~\n";
+        let m = super::parse_memory(text, camino::Utf8Path::new("memory.md")).unwrap();
+        assert_eq!(m.goal, "the real goal");
+        assert_eq!(m.status, "");
     }
 }
