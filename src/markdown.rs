@@ -262,6 +262,14 @@ fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Optio
     let Some(close) = s.lines[open + 1..].iter().position(|l| l.trim() == "```") else {
         return Err(Error::data(format!("{path}:{open_line}: the Next Action block is not closed")).with_hint(fix));
     };
+    // A second block is ambiguous: which one is binding? Say where both are.
+    if let Some(second) = s.lines[open + 2 + close..].iter().position(|l| l.trim() == FENCE) {
+        let second_line = open_line + 2 + close + second;
+        return Err(Error::data(format!(
+            "{path}:{open_line} and {path}:{second_line}: plan.md holds two Next Action blocks; only one is binding"
+        ))
+        .with_hint("delete one of the two blocks (keep the action you want `act` to run)"));
+    }
     let body = s.lines[open + 1..open + 1 + close].join("\n");
     let action: NextAction = serde_json::from_str(&body).map_err(|e| {
         let line = open_line + e.line().max(1);

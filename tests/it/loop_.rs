@@ -321,7 +321,30 @@ reflect:
     t.al(&["act"]).assert().code(2).stderr(predicate::str::contains("expects `frame` next"));
     t.al(&["--script", "script.yaml", "frame"]).assert().success();
     t.al(&["--script", "script.yaml", "plan"]).assert().success();
-    let plan = t.read("ws/plan.md").replace("planned.md", "edited.md");
+    let original = t.read("ws/plan.md");
+    // Hand edits that cannot run are broken files (exit 8) found before the step is used.
+    t.write("ws/plan.md", &original.replace("file_write", "file_wrte"));
+    t.al(&["act"])
+        .assert()
+        .code(8)
+        .stderr(predicate::str::contains("plan.md: the edited Next Action cannot run: unknown tool `file_wrte`"));
+    t.write("ws/plan.md", &original.replace("\"content\"", "\"contents\""));
+    t.al(&["act"]).assert().code(8).stderr(predicate::str::contains("contents"));
+    let block =
+        original[original.find("```json next-action").unwrap()..].split_inclusive("```\n").take(1).collect::<String>();
+    let twice = original.replace(&block, &format!("{block}\n{block}"));
+    let out = t.al(&["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    t.write("ws/plan.md", &twice);
+    let out = t.al(&["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("two Next Action blocks") && stderr(&out).matches("plan.md:").count() == 2,
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(t.json("ws/state.json")["next"], "act", "no step was used");
+    let plan = original.replace("planned.md", "edited.md");
     t.write("ws/plan.md", &plan);
     t.al(&["act"]).assert().success().stdout(predicate::str::contains("wrote 7 characters to artifacts/edited.md"));
     assert!(t.exists("ws/artifacts/edited.md") && !t.exists("ws/artifacts/planned.md"));
