@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 /// memory.md, skills.md, plan.md, decisions.md, trace.jsonl, state.json, artifacts/), so a run can
 /// be stepped by hand, edited between phases, scripted, scheduled, or driven one turn at a time.
 ///
-/// Quick start, offline:  make demo
+/// Quick start, offline:  agentloop demo
 /// With a real model:     ANTHROPIC_API_KEY=... agentloop -w ws run --goal "..."
 /// Step by hand:          agentloop -w ws init --goal "..."; then frame, plan, act, reflect
 ///
@@ -147,6 +147,7 @@ pub enum Command {
     #[command(subcommand)]
     Memory(commands::memory::MemoryCommand),
     Dream(commands::dream::DreamArgs),
+    Demo(commands::demo::DemoArgs),
     Handle(commands::handle::HandleArgs),
     Completions(commands::completions::CompletionsArgs),
     Man(commands::completions::ManArgs),

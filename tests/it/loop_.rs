@@ -570,3 +570,13 @@ fn templates_can_be_overridden_and_undefined_variables_fail() {
         predicate::str::contains("template context.md.j2 failed to render").and(predicate::str::contains("undefined")),
     );
 }
+
+#[test]
+fn the_demo_runs_from_the_binary_alone() {
+    let t = T::new();
+    let out = t.cmd().args(["demo", "d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
+    assert!(t.read("d/demo-ws/artifacts/critique.md").contains("# Critique"));
+    assert_eq!(t.json("d/demo-ws/result.json")["status"], "done");
+}
