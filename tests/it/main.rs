@@ -2,6 +2,7 @@
 //! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
 
 mod common;
+mod files;
 mod foundation;
 mod handle;
 mod loop_;
