@@ -344,7 +344,7 @@ impl Registry {
             "http_call" => net::http_call(env, args),
             "web_fetch" => net::web_fetch(env, args),
             "skill_read" => skill_read(self, env, args),
-            "finish" => finish(args),
+            "finish" => finish(env, args),
             "shell" => shell::run(env, args, spec.timeout),
             "memory_save" => memory::save_tool(env, args),
             "memory_search" => memory::search_tool(env, args),
@@ -454,19 +454,52 @@ fn skill_read(registry: &Registry, env: &ToolEnv, args: &Value) -> ToolResult {
             );
         }
     }
-    match env.skills.read(name, file) {
+    match env.skills.read(name, file, env.config.tools.max_file_bytes) {
         Ok((text, meta)) => ToolResult::ok(text, meta),
         Err(e) => ToolResult::err(e, false),
     }
 }
 
-fn finish(args: &Value) -> ToolResult {
+/// Ends the run. Artifacts are normalised to workspace-relative paths (`./a.md` and an
+/// absolute path inside the workspace become `a.md`) and must lie inside the workspace.
+fn finish(env: &ToolEnv, args: &Value) -> ToolResult {
     let summary = args["summary"].as_str().unwrap_or_default().to_string();
-    let artifacts: Vec<String> = args
+    let listed: Vec<&str> = args
         .get("artifacts")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    let mut artifacts: Vec<String> = Vec::new();
+    if !listed.is_empty() {
+        let sb = match sandbox::Sandbox::open(env, sandbox::Access::Workspace) {
+            Ok(s) => s,
+            Err(e) => return ToolResult::err(e, false),
+        };
+        for p in listed {
+            let inside = sb.locate(p).ok().filter(|t| t.root.is_workspace && !t.rel.as_str().is_empty());
+            let Some(t) = inside else {
+                let what =
+                    if Utf8Path::new(p).is_absolute() { "an absolute path".to_string() } else { format!("`{p}`") };
+                return ToolResult::err(
+                    format!("argument `artifacts`: {what} is not a file inside the workspace; list only files the run produced there, e.g. artifacts/report.md"),
+                    false,
+                );
+            };
+            // It must not lead out through a symlink either (a missing file is reported as is).
+            if let Err(e) = t.root.dir.metadata(t.rel_str()) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return ToolResult::err(
+                        format!("argument `artifacts`: {}", sandbox::io_error(&t.shown(), &e)),
+                        false,
+                    );
+                }
+            }
+            let shown = t.shown();
+            if !artifacts.contains(&shown) {
+                artifacts.push(shown);
+            }
+        }
+    }
     let mut r = ToolResult::ok(summary, json!({"finish": true}));
     r.artifacts = artifacts;
     r

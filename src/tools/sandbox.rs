@@ -28,6 +28,8 @@ use std::io::Read;
 pub enum Access {
     Read,
     Write,
+    /// The workspace alone (where `finish` artifacts must lie).
+    Workspace,
 }
 
 impl Access {
@@ -35,6 +37,7 @@ impl Access {
         match self {
             Access::Read => "read",
             Access::Write => "write",
+            Access::Workspace => "name",
         }
     }
 }
@@ -167,6 +170,7 @@ impl Sandbox {
                 wanted.extend(cfg.write_paths.iter().map(|p| (configured(p), "tools.write_paths")));
                 wanted.extend(env.skills.dirs().iter().map(|p| (configured(p), "a skill folder")));
             }
+            Access::Workspace => wanted.push((ws_abs.clone(), "")),
             Access::Write if cfg.write_paths.is_empty() => wanted.push((ws_abs.clone(), "")),
             Access::Write => wanted.extend(cfg.write_paths.iter().map(|p| (configured(p), "tools.write_paths"))),
         }

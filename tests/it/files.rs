@@ -308,6 +308,8 @@ fn no_message_names_a_machine_path() {
         ("file_write", json!({"path": "memory.md", "content": "x"})),
         ("file_write", json!({"path": "outlink/x.txt", "content": "x"})),
         ("file_write", json!({"path": "logs/app.log/x", "content": "x"})),
+        ("finish", json!({"summary": "s", "artifacts": ["../secret/leak.txt"]})),
+        ("finish", json!({"summary": "s", "artifacts": [format!("{root}/secret/leak.txt")]})),
     ];
     for (tool, args) in calls {
         let out = t.al(&["tools", "call", tool, "--args", &args.to_string()]).output().unwrap();

@@ -7,5 +7,6 @@ mod foundation;
 mod handle;
 mod loop_;
 mod models;
+mod sandbox;
 mod skills;
 mod tools;
