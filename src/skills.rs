@@ -35,7 +35,7 @@ pub struct Skill {
     pub description: String,
     /// agent-skills | seed
     pub format: String,
-    /// `builtin` or the folder it was loaded from.
+    /// `builtin` or the folder it was loaded from (relative to the workspace once loaded for one).
     pub location: String,
     #[serde(skip)]
     pub dir: Option<Utf8PathBuf>,
@@ -504,6 +504,15 @@ impl SkillSet {
             set.problems.extend(problems);
             for s in skills {
                 by_name.insert(s.name.clone(), s);
+            }
+        }
+        // Locations are shown to the model (the catalog): name them from the workspace, as
+        // file_read does, never by the machine path.
+        let ws = crate::tools::sandbox::absolute(root);
+        for s in by_name.values_mut() {
+            if let Some(dir) = &s.dir {
+                let rel = crate::tools::sandbox::relative(&ws, &crate::tools::sandbox::absolute(dir));
+                s.location = if rel.as_str().is_empty() { ".".into() } else { rel.into_string() };
             }
         }
         set.skills = by_name.into_values().collect();

@@ -123,7 +123,7 @@ pub fn normalize(p: &Utf8Path) -> Utf8PathBuf {
 }
 
 /// `to` relative to `from`, both absolute and normalized (`../data`, `artifacts`, `` for equal).
-fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
+pub fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
     let f: Vec<_> = from.components().collect();
     let t: Vec<_> = to.components().collect();
     let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();

@@ -320,4 +320,9 @@ fn no_message_names_a_machine_path() {
     assert!(v["output"].as_str().unwrap().contains("in logs/app.log;"), "{v}");
     let (_, v) = call(&t, "file_read", json!({"path": "../data/in.txt"}));
     assert_eq!(v["metadata"]["path"], "../data/in.txt");
+    // The catalog the Plan prompt shows names skill folders from the workspace too.
+    t.write("ws/skills/local/SKILL.md", "---\nname: local\ndescription: A local skill.\n---\nBody.\n");
+    let out = t.cmd().arg("-w").arg(t.path("ws")).args(["skills", "gen"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("- location: skills/local\n") && !text.contains(&root), "{text}");
 }
