@@ -9,7 +9,9 @@
 //! skipped, never followed or waited on.
 //!
 //! Skipped: `.git`, anything named `.agentloop*`, symlinks, special files, binary files (a NUL
-//! byte) and files over `tools.max_file_bytes`. The walk stops at `tools.timeout`.
+//! byte), files over `tools.max_file_bytes`, and the paper trail at the workspace's top level
+//! (memory.md, trace.jsonl, ... quote earlier results; naming one as `path` searches it). The
+//! walk stops at `tools.timeout`.
 
 use super::sandbox::{self, Access, Sandbox};
 use super::{ToolEnv, ToolResult};
@@ -125,6 +127,10 @@ fn run(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
                 }
             }
             let rel: Utf8PathBuf = base.join(inner);
+            // The paper trail quotes earlier results; searching it would find them again.
+            if t.root.is_workspace && sandbox::PAPER_TRAIL.contains(&rel.as_str()) {
+                continue;
+            }
             let name = t.root.show(&rel);
             match sandbox::read_capped(&t.root.dir, rel.as_str(), &name, cap) {
                 Ok(buf) => s.file(&name, &buf),

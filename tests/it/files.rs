@@ -185,6 +185,15 @@ fn grep_answers_path_line_text() {
     assert_eq!(v["metadata"]["truncated"], true);
     let (_, v) = call(&t, "grep", json!({"pattern": "no such text"}));
     assert_eq!(v["output"], "[no matches for `no such text` in . (3 files searched)]");
+    // The paper trail quotes earlier results: searched only when named.
+    t.write("ws/trace.jsonl", "{\"result_summary\": \"3217 ERROR disk full\"}\n");
+    let (_, v) = call(&t, "grep", json!({"pattern": "ERROR disk"}));
+    assert_eq!(v["metadata"]["matches"], 1, "{v}");
+    let (_, v) = call(&t, "grep", json!({"pattern": "ERROR disk", "path": "trace.jsonl"}));
+    assert_eq!(
+        v["output"],
+        "trace.jsonl:1:{\"result_summary\": \"3217 ERROR disk full\"}\n\n[1 match in 1 file (1 file searched)]"
+    );
 }
 
 #[test]
