@@ -241,13 +241,14 @@ pub struct Price {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
-    /// Extra folders file_read and list_dir may read (the workspace is always readable).
+    /// Extra folders file_read, list_dir and grep may read (the workspace is always readable).
     pub read_paths: Vec<Utf8PathBuf>,
-    /// Extra folders file_write may write (artifacts/ is always writable).
+    /// When set, the only folders file_write may write; empty means the whole workspace (never
+    /// the paper trail or agentloop's own files, whatever the folder).
     pub write_paths: Vec<Utf8PathBuf>,
     /// Characters of tool output kept inline; more goes to artifacts/.
     pub output_cap: usize,
-    /// Largest file file_read will read, in bytes.
+    /// Largest file file_read, grep and skill_read will read, in bytes.
     pub max_file_bytes: u64,
     /// Default per-tool timeout.
     pub timeout: Dur,
@@ -272,7 +273,7 @@ impl Default for ToolsConfig {
             shell: ShellConfig::default(),
             memory: MemoryToolConfig::default(),
             external: BTreeMap::new(),
-            local: ["file_read", "file_write", "list_dir", "skill_read", "finish"].map(String::from).to_vec(),
+            local: ["file_read", "file_write", "list_dir", "grep", "skill_read", "finish"].map(String::from).to_vec(),
         }
     }
 }

@@ -99,7 +99,10 @@ pub fn record(
     state.last_action = Some(fp);
     state.consecutive_failures = if ok { 0 } else { state.consecutive_failures + 1 };
     for a in &result.artifacts {
-        if a.starts_with("artifacts/") && !state.artifacts.contains(a) {
+        // Tools report workspace-relative paths inside the workspace (answer.txt as much as
+        // artifacts/x.md); anything else is not the run's product.
+        let inside = !a.starts_with('/') && !camino::Utf8Path::new(a).components().any(|c| c.as_str() == "..");
+        if inside && !state.artifacts.contains(a) {
             state.artifacts.push(a.clone());
         }
     }

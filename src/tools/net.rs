@@ -297,7 +297,18 @@ pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
         _ => super::html::to_markdown(&raw),
     };
     let total = content.chars().count();
-    let content: String = content.chars().take(max).collect();
+    let mut content: String = content.chars().take(max).collect();
+    // Say what was left out: the model cannot tell a short page from a cut one.
+    if total > max {
+        content.push_str(&format!(
+            "\n\n[page cut at {max} of {total} characters (max_length); fetch again with a larger max_length for the rest]"
+        ));
+    } else if f.truncated {
+        content.push_str(&format!(
+            "\n\n[the response was cut at tools.http.max_bytes ({} bytes); the page goes on]",
+            p.max_bytes
+        ));
+    }
     ToolResult::ok(
         content,
         json!({"url": f.url, "status_code": f.status, "content_type": ctype, "title": title, "length": total, "truncated": total > max || f.truncated}),

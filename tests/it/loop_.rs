@@ -580,3 +580,41 @@ fn the_demo_runs_from_the_binary_alone() {
     assert!(t.read("d/demo-ws/artifacts/critique.md").contains("# Critique"));
     assert_eq!(t.json("d/demo-ws/result.json")["status"], "done");
 }
+
+/// A line deep inside a 4,000-line log: grep finds it, file_read reads around it by offset and
+/// limit, the answer is written at the workspace's top level, and the run is done.
+#[test]
+fn a_deep_log_line_is_found_read_and_answered() {
+    let t = T::new();
+    let log: String = (1..=4000)
+        .map(|i| if i == 3217 { "3217 ERROR disk full on /dev/sda1\n".to_string() } else { format!("{i} INFO ok\n") })
+        .collect();
+    t.write("ws/logs/app.log", &log);
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: grep, args: {pattern: ERROR, path: logs}}, expected_outcome: the error line's number, rationale: find it}
+  - answer: {next_action: {tool: file_read, args: {path: logs/app.log, offset: 3216, limit: 3}}, expected_outcome: the lines around it, rationale: read around it}
+  - answer: {next_action: {tool: file_write, args: {path: answer.txt, content: "line 3217: disk full on /dev/sda1\n"}}, expected_outcome: the answer saved, rationale: y}
+reflect:
+  - answer: {decision: continue, reason: "grep found logs/app.log:3217"}
+  - answer: {satisfied: [1], decision: continue, reason: the line is read}
+  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: the disk is full, artifacts: [answer.txt]}
+"#,
+    );
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let acts: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["phase"] == "act").collect();
+    assert_eq!(
+        acts[0]["result_summary"],
+        "logs/app.log:3217:3217 ERROR disk full on /dev/sda1 [1 match in 1 file (1 file searched)]"
+    );
+    assert_eq!(
+        acts[1]["result_summary"],
+        "3216 INFO ok 3217 ERROR disk full on /dev/sda1 3218 INFO ok [lines 3216-3218 of 4000 in logs/app.log; read on with file_read {\"path\": \"logs/app.log\", \"offset\": 3219, \"limit\": 3}]"
+    );
+    assert_eq!(t.read("ws/answer.txt"), "line 3217: disk full on /dev/sda1\n");
+    let result = t.json("ws/result.json");
+    assert_eq!(result["status"], "done");
+    assert_eq!(result["artifacts"], serde_json::json!(["answer.txt"]));
+}

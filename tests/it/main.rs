@@ -3,11 +3,13 @@
 
 mod common;
 mod contracts;
+mod files;
 mod foundation;
 mod handle;
 mod loop_;
 mod models;
 mod modes;
 mod runs;
+mod sandbox;
 mod skills;
 mod tools;
