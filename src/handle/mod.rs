@@ -27,7 +27,7 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
 mod protocol;
-use protocol::{fail, forbidden_key, request_event, request_layer, snapshot, Response};
+use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
 
 const INDEX: &str = ".agentloop-handle.json";
 
@@ -82,15 +82,23 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .unwrap_or_else(|| g.workspace.clone());
     let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
-    if let Some(key) = request_cfg.as_ref().and_then(forbidden_key) {
-        fail(
-            resp,
-            format!(
-                "configuration error: the request's config may not set `{key}`; set it in the root's agentloop.yaml"
-            ),
-            false,
-        );
-        return code::HANDLE_CONFIG;
+    if let Some(layer) = &request_cfg {
+        // The request may only narrow what the root's own configuration allows.
+        let base = match crate::settings::layers(g, &root, None).and_then(|l| crate::config::resolve(&l)) {
+            Ok(r) => r.config,
+            Err(e) => {
+                fail(resp, format!("configuration error: {}", e.message), false);
+                return code::HANDLE_CONFIG;
+            }
+        };
+        if let Some((key, why)) = widening_key(layer, &base) {
+            fail(
+                resp,
+                format!("configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"),
+                false,
+            );
+            return code::HANDLE_CONFIG;
+        }
     }
     let cfg = match crate::settings::layers(g, &root, request_cfg).and_then(|l| crate::config::resolve(&l)) {
         Ok(r) => absolutize(r.config, &root),
