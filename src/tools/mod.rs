@@ -336,7 +336,38 @@ impl Registry {
             Ok(s) => s.clone(),
             Err(e) => return ToolResult::err(e, false),
         };
-        let mut result = match spec.name.as_str() {
+        // A tool that panics is a recorded tool error, never a crash that wedges the run; it runs
+        // on its own thread with a large stack so deep but legal input (nested HTML) fits.
+        let run = || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(env, &spec, args))) {
+            Ok(r) => r,
+            Err(p) => {
+                let what = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown cause".into());
+                ToolResult::err(format!("tool `{}` failed inside agentloop: {what}", spec.name), false)
+            }
+        };
+        let mut result = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(TOOL_STACK)
+                .spawn_scoped(s, run)
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        ToolResult::err(format!("tool `{}` failed inside agentloop", spec.name), false)
+                    })
+                })
+                .unwrap_or_else(|e| ToolResult::err(format!("cannot start tool `{}`: {e}", spec.name), true))
+        });
+        if result.output.chars().count() > spec.output_cap {
+            spill(env, &spec, &mut result);
+        }
+        result
+    }
+
+    fn dispatch(&self, env: &ToolEnv, spec: &ToolSpec, args: &Value) -> ToolResult {
+        match spec.name.as_str() {
             "file_read" => files::file_read(env, args),
             "file_write" => files::file_write(env, args),
             "list_dir" => files::list_dir(env, args),
@@ -353,13 +384,12 @@ impl Registry {
                 format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
                 false,
             ),
-        };
-        if result.output.chars().count() > spec.output_cap {
-            spill(env, &spec, &mut result);
         }
-        result
     }
 }
+
+/// Stack for a tool's thread: deep recursion in a parser must not overflow it.
+const TOOL_STACK: usize = 64 * 1024 * 1024;
 
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);

@@ -372,3 +372,26 @@ fn fifos_and_devices_are_refused_not_hung() {
         assert_eq!(code, Some(6));
     }
 }
+
+#[test]
+fn deeply_nested_and_huge_pages_are_converted_not_crashed_on() {
+    let t = sandbox();
+    let deep = format!(
+        "<html><body><article><p>start {}deep text{} end</p></article></body></html>",
+        "<b>".repeat(5000),
+        "</b>".repeat(5000)
+    );
+    let mut huge = String::from("<html><body><article>");
+    for i in 0..40_000 {
+        huge.push_str(&format!("<p>para {i} <script>x()</script> <b>bold</b> &amp; more</p>\n"));
+    }
+    huge.push_str("</article></body></html>");
+    let s = Server::start(vec![Reply::text(200, "text/html", &deep), Reply::text(200, "text/html", &huge)]);
+    net_config(&t, "");
+    let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/deep", s.url)}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("deep text"), "{v}");
+    let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/huge", s.url), "extract_mode": "text"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().starts_with("para 0"), "{v}");
+}
