@@ -325,13 +325,25 @@ pub struct ShellConfig {
     pub enabled: bool,
     /// Programs the shell tool may run (argv[0], matched exactly).
     pub allow: Vec<String>,
+    /// Exact argv patterns that may run even when they could run other programs (`env`, `find
+    /// -exec`, interpreters): words separated by spaces, `*` one argument, a final `**` the rest.
+    pub patterns: Vec<String>,
+    /// Environment variables passed to the program (everything else is cleared).
+    pub env: Vec<String>,
     pub timeout: Dur,
     pub max_output: usize,
 }
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig { enabled: false, allow: vec![], timeout: Dur::secs(30), max_output: 64 * 1024 }
+        ShellConfig {
+            enabled: false,
+            allow: vec![],
+            patterns: vec![],
+            env: vec!["PATH".into(), "HOME".into(), "LANG".into(), "LC_ALL".into(), "TZ".into(), "TERM".into()],
+            timeout: Dur::secs(30),
+            max_output: 64 * 1024,
+        }
     }
 }
 

@@ -395,3 +395,47 @@ fn deeply_nested_and_huge_pages_are_converted_not_crashed_on() {
     assert_eq!(code, Some(0), "{v}");
     assert!(v["output"].as_str().unwrap().starts_with("para 0"), "{v}");
 }
+
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+    })
+}
+
+#[test]
+fn the_shell_cannot_be_talked_around() {
+    let t = sandbox();
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [printenv, env, find, xargs, sh, tar], timeout: 1s, patterns: [\"sh -c **\", \"find . -name *\"]}\n",
+    );
+    // No provider key reaches the child.
+    let out = t
+        .al(&["tools", "call", "shell", "--args", r#"{"argv": ["printenv"]}"#])
+        .env("OPENAI_API_KEY", "sk-leak-me")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["output"].as_str().unwrap().contains("sk-leak-me"), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("PATH="), "{v}");
+    // Allowlisted programs that run other programs are refused unless a pattern names the argv.
+    for argv in [
+        json!(["env", "sh", "-c", "id"]),
+        json!(["find", ".", "-exec", "sleep", "30", ";"]),
+        json!(["xargs", "sh"]),
+        json!(["tar", "--to-command=sh", "-xf", "x.tar"]),
+    ] {
+        let (code, v) = call(&t, "shell", json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}");
+        assert!(v["error"].as_str().unwrap().contains("refused"), "{v}");
+    }
+    let (code, v) = call(&t, "shell", json!({"argv": ["find", ".", "-name", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+    // The timeout kills the whole process group, grandchildren included.
+    let (code, v) = call(&t, "shell", json!({"argv": ["sh", "-c", "sleep 31.7 & sleep 31.7; echo never"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("timed out"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!running("sleep 31.7"), "a grandchild outlived the timeout");
+}
