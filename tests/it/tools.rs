@@ -439,3 +439,23 @@ fn the_shell_cannot_be_talked_around() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!running("sleep 31.7"), "a grandchild outlived the timeout");
 }
+
+#[test]
+fn credentials_never_follow_a_redirect_to_another_origin() {
+    let t = sandbox();
+    let other = Server::start(vec![Reply::text(200, "text/plain", "landed")]);
+    let to = format!("{}/landing", other.url);
+    let first = Server::start(vec![Reply::text(307, "text/plain", "moved").header("location", &to)]);
+    net_config(&t, "");
+    let (code, v) = call(
+        &t,
+        "http_call",
+        json!({"method": "POST", "url": format!("{}/start", first.url), "headers": {"Authorization": "Bearer model-supplied", "X-Trace": "1"}, "body": "{}"}),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(first.request(0).header("authorization"), Some("Bearer model-supplied"));
+    let landed = other.request(0);
+    assert_eq!(landed.method, "POST", "307 keeps the method");
+    assert_eq!(landed.header("authorization"), None, "credentials dropped across origins");
+    assert_eq!(landed.header("x-trace"), Some("1"));
+}
