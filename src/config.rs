@@ -511,6 +511,51 @@ fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
 }
 
 /// Parses a YAML or JSON config file into a layer (JSON is YAML, but `.json` files get JSON errors).
+/// Most bytes of a YAML document agentloop parses (config files, frontmatter, scripts).
+pub const MAX_YAML_BYTES: usize = 4 * 1024 * 1024;
+/// Deepest nesting of a YAML document: flow collections (`[`, `{`) or indentation columns.
+pub const MAX_YAML_DEPTH: usize = 64;
+
+/// Parses YAML after a linear pre-check of its size and nesting, so a hostile document (deep
+/// nesting, huge size) is refused in time proportional to its length instead of exhausting
+/// the parser. The error says which limit was passed.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    if text.len() > MAX_YAML_BYTES {
+        return Err(format!("the document is larger than {MAX_YAML_BYTES} bytes"));
+    }
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut quote, mut comment) = (None::<char>, false);
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        if quote.is_none() && indent / 2 > MAX_YAML_DEPTH * 2 {
+            return Err(format!("the document is indented more than {} columns deep", MAX_YAML_DEPTH * 4));
+        }
+        comment = false;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '#') => comment = true,
+                _ if comment => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '[' | '{') => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        // Quotes rarely span lines in these documents; an apostrophe in plain text must not
+        // hide the rest of the file from the count.
+        quote = None;
+    }
+    if max > MAX_YAML_DEPTH {
+        return Err(format!("the document nests more than {MAX_YAML_DEPTH} levels deep"));
+    }
+    serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
+}
+
 pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
     let Some(text) = crate::fs::read_optional(path)? else {
         return Ok(None);
@@ -520,7 +565,7 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        serde_yaml_ng::from_str(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
+        parse_yaml(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),

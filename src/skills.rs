@@ -142,7 +142,7 @@ pub fn parse_skill_md(
             "no YAML frontmatter: the file must start with `---`, the fields, and `---`",
         )]);
     };
-    let map: serde_json::Map<String, Value> = match serde_yaml_ng::from_str::<Value>(fm) {
+    let map: serde_json::Map<String, Value> = match crate::config::parse_yaml::<Value>(fm) {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
         Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),

@@ -31,14 +31,32 @@ use protocol::{fail, request_event, request_layer, snapshot, widening_key, Respo
 
 const INDEX: &str = ".agentloop-handle.json";
 
+/// Largest request `handle` reads (documented in the README).
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+
 /// Entry point: always writes one response; returns the exit code.
 pub fn main(g: &Global) -> Result<u8> {
     let printer = Printer { quiet: true, ..Printer::new(true, g.verbose, false, g.color) };
     let mut input = String::new();
     let mut resp = Response { status: "ok", ..Default::default() };
-    let exit = match std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+    // A request is read up to MAX_REQUEST_BYTES: a larger one is refused without being held
+    // in memory whole.
+    let read = std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::io::stdin(), MAX_REQUEST_BYTES as u64 + 1),
+        &mut input,
+    );
+    let exit = match read {
         Err(e) => {
             fail(&mut resp, format!("cannot read the request from stdin: {e}"), false);
+            0
+        }
+        Ok(n) if n > MAX_REQUEST_BYTES => {
+            fail(
+                &mut resp,
+                format!("the request is larger than {MAX_REQUEST_BYTES} bytes; agentloop refuses it"),
+                false,
+            );
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
             0
         }
         // A bug must still leave the router one valid response.

@@ -356,3 +356,22 @@ fn a_run_whose_workspace_is_lost_still_ends_once() {
     let v2 = h.send(&req(&v["state_updates"]));
     assert!(types(&v2).is_empty(), "{v2}");
 }
+
+#[test]
+fn hostile_sizes_are_refused_cheaply() {
+    let h = H::new();
+    let big = format!(
+        "{{\"command\": \"handle\", \"event\": {{\"type\": \"agentic.start\", \"payload\": {{\"goal\": \"{}\"}}}}}}",
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(big).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].as_str().unwrap().contains("larger than 8388608 bytes"), "{v}");
+    // Deep nesting in a config file or a skill's frontmatter is refused, not parsed.
+    h.t.write("root/agentloop.yaml", &format!("max_steps: {}\n", "[".repeat(100_000)));
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin("{\"command\": \"health\"}").output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(stdout(&out).contains("nests more than 64 levels"), "{}", stdout(&out));
+}
