@@ -524,13 +524,13 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Re
         return Err(format!("the document is larger than {MAX_YAML_BYTES} bytes"));
     }
     let (mut depth, mut max) = (0usize, 0usize);
-    let (mut quote, mut comment) = (None::<char>, false);
+    let mut quote = None::<char>;
     for line in text.lines() {
         let indent = line.len() - line.trim_start_matches([' ', '-']).len();
         if quote.is_none() && indent / 2 > MAX_YAML_DEPTH * 2 {
             return Err(format!("the document is indented more than {} columns deep", MAX_YAML_DEPTH * 4));
         }
-        comment = false;
+        let mut comment = false;
         for c in line.chars() {
             match (quote, c) {
                 (Some(q), c) if c == q => quote = None,
