@@ -21,6 +21,7 @@ pub mod model;
 pub mod output;
 pub mod phases;
 pub mod prompt;
+pub mod redact;
 pub mod rest;
 pub mod settings;
 pub mod skills;

@@ -37,6 +37,7 @@ impl Printer {
 
     /// Writes data to stdout; exits quietly when the reader has gone away.
     pub fn out(&self, s: &str) {
+        let s = &crate::redact::redact(s);
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -61,6 +62,7 @@ impl Printer {
 
     /// A message for people on stderr, unless `-q`.
     pub fn info(&self, s: &str) {
+        let s = &crate::redact::redact(s);
         crate::log::info(s);
         if !self.quiet {
             eprintln!("{s}");
@@ -68,6 +70,7 @@ impl Printer {
     }
 
     pub fn warn(&self, s: &str) {
+        let s = &crate::redact::redact(s);
         crate::log::warn(s);
         eprintln!("warning: {s}");
     }

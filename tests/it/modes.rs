@@ -296,3 +296,49 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     t.write("ws/agentloop.yaml", "logging: {level: loud}\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("logging.level"));
 }
+
+#[test]
+fn a_configured_secret_is_written_nowhere() {
+    let t = T::new();
+    let key = "sk-live-abcdef1234567890";
+    let b64 = "c2stbGl2ZS1hYmNkZWYxMjM0NTY3ODkw"; // base64 of the key
+    let page = format!("echo: {key} and {b64}");
+    let s = Server::start(vec![Reply::text(200, "text/plain", &page)]);
+    t.write("ws/agentloop.yaml", "tools:\n  http:\n    allow_private: true\n");
+    t.write(
+        "script.yaml",
+        &format!(
+            r#"frame:
+  - answer: {{goal: g, definition_of_done: [a, b, c]}}
+plan:
+  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{}/echo"}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], facts: ["the page echoed {key}"], decision: done, reason: "saw {b64}", outcome: "key {key}"}}
+"#,
+            s.url
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "--record", "rec.jsonl", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut files = vec![t.path("rec.jsonl")];
+    let mut stack = vec![t.path("ws")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path())
+            } else {
+                files.push(e.path())
+            }
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        assert!(!text.contains(key) && !text.contains(b64), "{} holds the key:\n{text}", f.display());
+    }
+    assert!(t.read("ws/memory.md").contains("[REDACTED]"));
+    assert!(!stdout(&out).contains(key));
+}
