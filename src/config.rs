@@ -125,6 +125,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub skills: SkillsConfig,
     pub handle: HandleConfig,
+    /// MCP servers whose tools join the registry (see [`crate::mcp::config`]).
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Default for Config {
@@ -149,6 +151,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             skills: SkillsConfig::default(),
             handle: HandleConfig::default(),
+            mcp: crate::mcp::McpConfig::default(),
         }
     }
 }

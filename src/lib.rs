@@ -15,6 +15,7 @@ pub mod fs;
 pub mod handle;
 pub mod history;
 pub mod markdown;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod phases;

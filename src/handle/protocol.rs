@@ -78,6 +78,7 @@ const LOCAL_ONLY: &[&str] = &[
     "skills.dirs",
     "templates_dir",
     "handle.runs_dir",
+    "mcp",
 ];
 
 /// The first key of the request's config layer that only the root config may set.

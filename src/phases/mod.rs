@@ -78,7 +78,7 @@ impl<'a> Env<'a> {
             ws,
             cfg,
             tpl: templates(ws, cfg)?,
-            registry: Registry::new(cfg),
+            registry: Registry::new(cfg, &ws.root)?,
             skills: SkillSet::load(cfg, &ws.root),
             printer,
             events: false,
