@@ -6,6 +6,7 @@ pub mod completions;
 pub mod config;
 pub mod handle;
 pub mod init;
+pub mod mcp;
 pub mod models;
 pub mod phase;
 pub mod run;
@@ -54,6 +55,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Trace(c) => trace::run(ctx, c),
         Command::Config(c) => config::run(ctx, c),
         Command::Tools(c) => tools::run(ctx, c),
+        Command::Mcp(c) => mcp::run(ctx, c),
         Command::Skills(c) => skills::run(ctx, c),
         Command::Models(c) => models::run(ctx, c),
         Command::Agents(c) => agents::run(ctx, c),
