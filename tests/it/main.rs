@@ -6,6 +6,7 @@ mod contracts;
 mod foundation;
 mod handle;
 mod loop_;
+mod mcp;
 mod models;
 mod runs;
 mod skills;
