@@ -7,6 +7,7 @@ mod foundation;
 mod handle;
 mod loop_;
 mod mcp;
+mod mcp_real;
 mod models;
 mod runs;
 mod skills;
