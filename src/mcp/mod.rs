@@ -266,6 +266,7 @@ impl Hub {
                 }
             }
             if !live.contains_key(idx) {
+                let watch = crate::clock::Stopwatch::start();
                 match tokio::time::timeout(server.startup_timeout, client::connect(server, &self.root)).await {
                     Err(_) => {
                         return ToolResult::err(
@@ -279,6 +280,20 @@ impl Hub {
                     }
                     Ok(Err(e)) => return ToolResult::err(e, true),
                     Ok(Ok(s)) => {
+                        // A started server refreshes its cached list, so a stale cache heals at
+                        // the next start (one tools/list; never fatal).
+                        if let Ok(tools) = s.list_tools().await {
+                            if self.states[*idx].listing.as_ref().is_none_or(|l| l.tools != tools) {
+                                let l = cache::Listing::new(
+                                    server,
+                                    s.protocol_version.clone(),
+                                    s.server_info.clone(),
+                                    watch.ms(),
+                                    tools,
+                                );
+                                let _ = cache::write(server, &l);
+                            }
+                        }
                         live.insert(*idx, s);
                     }
                 }

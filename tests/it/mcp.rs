@@ -131,6 +131,25 @@ fn list_starts_a_server_once_then_reads_the_cache() {
 }
 
 #[test]
+fn a_stale_cache_heals_when_a_call_starts_the_server() {
+    let t = with_server("fake", "");
+    t.al(&["mcp", "list"]).assert().success();
+    let dir = t.path("home/.cache/agentloop/mcp");
+    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let mut l: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    l["tools"].as_array_mut().unwrap().retain(|t| t["name"] != "get_current_time");
+    std::fs::write(&file, l.to_string()).unwrap();
+    let names = |t: &T| -> Vec<String> {
+        let v = json_out(&t.al(&["mcp", "list", "--json"]).output().unwrap());
+        v[0]["tools"].as_array().unwrap().iter().map(|x| x["tool"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(!names(&t).contains(&"get_current_time".to_string()));
+    t.al(&["mcp", "call", "fake", "echo", "--args", r#"{"text": "x"}"#]).assert().success();
+    assert!(names(&t).contains(&"get_current_time".to_string()), "the call's start refreshed the cache");
+    assert_eq!(starts(&t).len(), 2);
+}
+
+#[test]
 fn protocol_version_is_what_the_server_answers() {
     let t = with_server("old", "");
     let out = t.al(&["mcp", "list", "--json"]).env("FAKE_MCP_PROTOCOL", "2024-11-05").output().unwrap();
