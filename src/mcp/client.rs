@@ -12,7 +12,7 @@ use super::config::{Server, Transport, INHERITED_ENV};
 use camino::{Utf8Path, Utf8PathBuf};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
@@ -107,7 +107,7 @@ async fn connect_stdio(
     if let Some(p) = pgid {
         super::proc::register(p);
     }
-    let service = client_info().serve(child).await.map_err(|e| init_error(server, &e.to_string(), Some(&log_rel)))?;
+    let service = client_info().serve(child).await.map_err(|e| init_error(server, &e, Some(&log_rel)))?;
     guard.0 = None;
     Ok(session(service, pgid))
 }
@@ -131,7 +131,7 @@ async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) 
         config.custom_headers.insert(name, value);
     }
     let transport = StreamableHttpClientTransport::with_client(client, config);
-    let service = client_info().serve(transport).await.map_err(|e| init_error(server, &e.to_string(), None))?;
+    let service = client_info().serve(transport).await.map_err(|e| init_error(server, &e, None))?;
     Ok(session(service, None))
 }
 
@@ -146,16 +146,39 @@ fn session(service: RunningService<RoleClient, ClientConfig>, pgid: Option<u32>)
     Session { service, pgid, protocol_version, server_info }
 }
 
-fn init_error(server: &Server, e: &str, log: Option<&str>) -> String {
-    let what = if e.contains("connection closed") {
-        "exited before answering initialize".to_string()
-    } else {
-        format!("failed to initialize: {e}")
+fn init_error(server: &Server, e: &ClientInitializeError, log: Option<&str>) -> String {
+    let what = match e {
+        ClientInitializeError::ConnectionClosed(_) => "exited before answering initialize".to_string(),
+        ClientInitializeError::TransportError { error, context } => {
+            format!("could not be reached ({context}): {}", causes(&*error.error))
+        }
+        ClientInitializeError::JsonRpcError(d) => {
+            format!("refused initialize: {} (JSON-RPC error {})", d.message, d.code.0)
+        }
+        other => format!("failed to initialize: {other}"),
     };
     match log {
         Some(l) => format!("MCP server {} ({}) {what}; its log: {l}", server.name, server.display),
         None => format!("MCP server {} ({}) {what}", server.name, server.display),
     }
+}
+
+/// What went wrong under the SDK's wrappers: the innermost error of the chain, and for an HTTP
+/// client error the innermost cause of that ("... : Connection refused (os error 111)").
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut last = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    if let Some(StreamableHttpError::<reqwest::Error>::Client(r)) = last.downcast_ref() {
+        let mut inner: &(dyn std::error::Error + 'static) = r;
+        while let Some(next) = inner.source() {
+            inner = next;
+        }
+        return format!("{r}: {inner}");
+    }
+    last.to_string()
 }
 
 fn open_log(root: &Utf8Path, rel: &str, server: &Server) -> std::io::Result<std::fs::File> {

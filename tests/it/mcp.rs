@@ -420,6 +420,15 @@ fn streamable_http_with_headers_from_the_environment() {
     assert_eq!(l[0]["transport"], "http");
     assert_eq!(l[0]["headers"], json!(["Authorization"]));
     assert!(!stdout(&list).contains("s3cret"), "{}", stdout(&list));
+    // The server is gone now: a clear failure, naming what could not be reached.
+    let out = t.al(&["mcp", "check", "--json"]).env("FAKE_TOKEN", "s3cret").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = json_out(&out)[0]["error"].as_str().unwrap().to_string();
+    assert!(
+        err.starts_with(&format!("MCP server web (http://127.0.0.1:{port}/mcp) could not be reached (send initialize request): error sending request for url")),
+        "{err}"
+    );
+    assert!(err.contains("refused"), "{err}");
     // Without the variable the config is refused, naming the header and the variable.
     let out = t.al(&["mcp", "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
