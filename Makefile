@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: build test lint ci install demo bench man clean
+.PHONY: build test test-real lint ci install demo bench man clean
 
 build:
 	$(CARGO) build --locked
@@ -11,6 +11,12 @@ build:
 ## test: every unit and integration test (offline; fake servers on 127.0.0.1 only)
 test:
 	$(CARGO) test --locked
+
+## test-real: MCP tests against the real reference servers (install them first with
+## ../shared/harness/install.sh; HARNESS_DIR overrides where they are)
+test-real:
+	HARNESS_DIR="$${HARNESS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/agentloop-harness}" \
+		$(CARGO) test --locked --test it mcp_real -- --ignored --test-threads=1 --nocapture
 
 ## lint: formatting and clippy with warnings as errors
 lint:
@@ -35,9 +41,11 @@ demo: build
 	@echo
 	@echo "The paper trail is in demo-ws/: context.md memory.md plan.md decisions.md trace.jsonl state.json result.json artifacts/"
 
-## bench: loop overhead per step and prompt size growth (see benches/loop.rs)
+## bench: loop overhead per step and prompt size growth (benches/loop.rs); MCP tool listing
+## from the cache and cold server starts (benches/mcp.rs)
 bench:
 	$(CARGO) bench --locked --bench loop
+	$(CARGO) bench --locked --bench mcp
 
 ## man: regenerate the committed man page from the CLI definition
 man: build

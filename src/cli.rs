@@ -134,6 +134,9 @@ pub enum Command {
     /// List the tools, or call one from the shell with no model.
     #[command(subcommand)]
     Tools(commands::tools::ToolsCommand),
+    /// MCP servers: list them and their tools, call one tool, check that each starts.
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
     /// Generate the catalog (skills.md); list, show, check and fetch skills.
     #[command(subcommand)]
     Skills(commands::skills::SkillsCommand),

@@ -137,6 +137,8 @@ pub struct Config {
     /// The diagnostics log file.
     pub logging: LoggingConfig,
     pub handle: HandleConfig,
+    /// MCP servers whose tools join the registry (see [`crate::mcp::config`]).
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Default for Config {
@@ -166,6 +168,7 @@ impl Default for Config {
             rest: RestConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
+            mcp: crate::mcp::McpConfig::default(),
         }
     }
 }

@@ -601,7 +601,7 @@ mod tests {
     fn dump_schemas() {
         let Some(dir) = std::env::var_os("AGENTLOOP_DUMP_SCHEMAS") else { return };
         let cfg = crate::config::Config::default();
-        let reg = crate::tools::Registry::new(&cfg);
+        let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let all = reg.allowed(&cfg);
         for t in [super::frame_tool(), super::plan_tool(&all), super::reflect_tool(4)] {
             let p = std::path::Path::new(&dir).join(format!("{}.json", t.name));

@@ -17,6 +17,7 @@ pub mod history;
 pub mod log;
 pub mod longterm;
 pub mod markdown;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod phases;

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod dream;
 pub mod handle;
 pub mod init;
+pub mod mcp;
 pub mod memory;
 pub mod models;
 pub mod phase;
@@ -58,6 +59,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Trace(c) => trace::run(ctx, c),
         Command::Config(c) => config::run(ctx, c),
         Command::Tools(c) => tools::run(ctx, c),
+        Command::Mcp(c) => mcp::run(ctx, c),
         Command::Skills(c) => skills::run(ctx, c),
         Command::Models(c) => models::run(ctx, c),
         Command::Agents(c) => agents::run(ctx, c),

@@ -60,7 +60,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             for prob in &set.problems {
                 p.warn(&prob.to_string());
             }
-            let registry = Registry::new(cfg);
+            let registry = Registry::new(cfg, &ctx.ws.root)?;
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
                 serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"

@@ -38,7 +38,7 @@ pub enum ToolsCommand {
 
 pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
     let cfg = ctx.config();
-    let registry = Registry::new(cfg);
+    let registry = Registry::new(cfg, &ctx.ws.root)?;
     match cmd {
         ToolsCommand::List { all } => {
             let tools: Vec<_> = if all { registry.all().iter().collect() } else { registry.allowed(cfg) };
@@ -56,24 +56,29 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
             }
             Ok(0)
         }
-        ToolsCommand::Call { name, args } => {
-            let text = if args == "-" { crate::fs::read_arg("-")? } else { args };
-            let args: Value = serde_json::from_str(&text).map_err(|e| {
-                Error::usage(format!("--args is not valid JSON: {e}"))
-                    .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
-            })?;
-            if let Err(e) = registry.check(cfg, &name, &args) {
-                ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e, "retryable": false, "metadata": null, "artifacts": []}));
-                return Err(Error::usage(format!("tools call {name}: {e}"))
-                    .with_hint("`agentloop tools list --json` shows each tool's parameters"));
-            }
-            crate::fs::create_dir_all(&ctx.ws.root)?;
-            let skills = SkillSet::load(cfg, &ctx.ws.root);
-            let stem = format!("tool-{name}-{}", crate::clock::now_rfc3339().replace([':', '.'], "-"));
-            let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
-            let result = registry.call(&env, &name, &args);
-            ctx.printer.json_value(&serde_json::to_value(&result).expect("result serializes"));
-            Ok(if result.is_ok() { 0 } else { code::TOOL })
-        }
+        ToolsCommand::Call { name, args } => call(&ctx, &registry, &name, &args),
     }
+}
+
+/// `tools call` and `mcp call`: parse the arguments, check, run, print the result as JSON.
+/// Exit codes: 0 ok, 6 the tool reported an error, 2 unknown tool or invalid arguments.
+pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8> {
+    let cfg = ctx.config();
+    let text = if args == "-" { crate::fs::read_arg("-")? } else { args.to_string() };
+    let args: Value = serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!("--args is not valid JSON: {e}"))
+            .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
+    })?;
+    if let Err(e) = registry.check(cfg, name, &args) {
+        ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e, "retryable": false, "metadata": null, "artifacts": []}));
+        return Err(Error::usage(format!("tools call {name}: {e}"))
+            .with_hint("`agentloop tools list --json` shows each tool's parameters"));
+    }
+    crate::fs::create_dir_all(&ctx.ws.root)?;
+    let skills = SkillSet::load(cfg, &ctx.ws.root);
+    let stem = format!("tool-{name}-{}", crate::clock::now_rfc3339().replace([':', '.'], "-"));
+    let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
+    let result = registry.call(&env, name, &args);
+    ctx.printer.json_value(&serde_json::to_value(&result).expect("result serializes"));
+    Ok(if result.is_ok() { 0 } else { code::TOOL })
 }

@@ -109,7 +109,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
                 return code::HANDLE_CONFIG;
             }
         };
-        if let Some((key, why)) = widening_key(layer, &base) {
+        if let Some((key, why)) = widening_key(layer, &base, &root) {
             fail(
                 resp,
                 format!("configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"),

@@ -68,10 +68,10 @@ pub(super) fn request_layer(cfg: &Value) -> Layer {
 /// caps, fewer tools, stricter hosts) or set harmless text; anything else — providers, URLs,
 /// keys, commands, paths, profiles, new tools — belongs to the root's agentloop.yaml, which the
 /// operator controls. Returns the first key that breaks the rule and why.
-pub(super) fn widening_key(layer: &Layer, base: &Config) -> Option<(String, String)> {
+pub(super) fn widening_key(layer: &Layer, base: &Config, root: &camino::Utf8Path) -> Option<(String, String)> {
     let mut leaves = Vec::new();
     leaves_of(&layer.value, "", &mut leaves);
-    leaves.into_iter().find_map(|(key, v)| narrows(&key, v, base).err().map(|why| (key, why)))
+    leaves.into_iter().find_map(|(key, v)| narrows(&key, v, base, root).err().map(|why| (key, why)))
 }
 
 fn leaves_of<'a>(v: &'a Value, prefix: &str, out: &mut Vec<(String, &'a Value)>) {
@@ -91,7 +91,7 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 }
 
 /// Whether setting `key` to `v` only narrows `base` (a pure check).
-fn narrows(key: &str, v: &Value, base: &Config) -> Result<(), String> {
+fn narrows(key: &str, v: &Value, base: &Config, root: &camino::Utf8Path) -> Result<(), String> {
     let at_most = |limit: Option<f64>| -> Result<(), String> {
         let n = v.as_f64().ok_or("must be a number")?;
         match limit {
@@ -130,7 +130,7 @@ fn narrows(key: &str, v: &Value, base: &Config) -> Result<(), String> {
         "timeout" => dur_at_most(base.timeout.0),
         "tools.timeout" => dur_at_most(base.tools.timeout.0),
         "allowed_tools" => {
-            let registry = crate::tools::Registry::new(base);
+            let registry = crate::tools::Registry::new(base, root).map_err(|e| e.message)?;
             let have: Vec<String> = registry.allowed(base).iter().map(|t| t.name.clone()).collect();
             subset(&have, "allowed tools")
         }

@@ -94,7 +94,7 @@ impl<'a> Env<'a> {
             ws,
             cfg,
             tpl: templates(ws, cfg)?,
-            registry: Registry::new(cfg),
+            registry: Registry::new(cfg, &ws.root)?,
             skills,
             printer,
             events: false,

@@ -121,6 +121,8 @@ pub struct ToolEnv<'a> {
 
 pub struct Registry {
     specs: Vec<ToolSpec>,
+    /// MCP servers' tools and the servers running for this command.
+    pub mcp: crate::mcp::Hub,
 }
 
 fn obj(props: Value, required: &[&str]) -> Value {
@@ -128,8 +130,10 @@ fn obj(props: Value, required: &[&str]) -> Value {
 }
 
 impl Registry {
-    /// Built-ins, the shell tool when enabled, and external tools declared in config.
-    pub fn new(cfg: &Config) -> Self {
+    /// Built-ins, the shell tool when enabled, external tools declared in config and the tools
+    /// of the configured MCP servers (from their cache; see [`crate::mcp`]). Fails only on an
+    /// MCP configuration mistake; a server that cannot be listed is a warning on stderr.
+    pub fn new(cfg: &Config, root: &Utf8Path) -> crate::error::Result<Self> {
         let t = cfg.tools.timeout.0;
         let cap = cfg.tools.output_cap;
         let spec = |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
@@ -290,7 +294,18 @@ impl Registry {
                 output_cap: cap,
             });
         }
-        Registry { specs }
+        let mcp = crate::mcp::Hub::load(cfg, root, crate::mcp::Source::CacheFirst)?;
+        for w in &mcp.warnings {
+            eprintln!("warning: {w}");
+        }
+        for m in mcp.specs() {
+            if specs.iter().any(|s| s.name == m.name) {
+                eprintln!("warning: MCP tool {} is left out: a tool of that name exists", m.name);
+                continue;
+            }
+            specs.push(m.clone());
+        }
+        Ok(Registry { specs, mcp })
     }
 
     pub fn all(&self) -> &[ToolSpec] {
@@ -384,6 +399,7 @@ impl Registry {
             "memory_save" => memory::save_tool(env, args),
             "memory_search" => memory::search_tool(env, args),
             "memory_read" => memory::read_tool(env, args),
+            mcp if self.mcp.handles(mcp) => self.mcp.call(env, mcp, args),
             other => ToolResult::err(
                 format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
                 false,

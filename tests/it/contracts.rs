@@ -93,7 +93,7 @@ impl Literal {
 
 fn registry_tools() -> Vec<agentloop::tools::ToolSpec> {
     let cfg = agentloop::config::Config::default();
-    agentloop::tools::Registry::new(&cfg).all().to_vec()
+    agentloop::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap().all().to_vec()
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod files;
 mod foundation;
 mod handle;
 mod loop_;
+mod mcp;
+mod mcp_real;
 mod models;
 mod modes;
 mod runs;

@@ -1,0 +1,252 @@
+//! One connection to one MCP server through the official Rust SDK (rmcp): start (a child
+//! process over stdio, or streamable HTTP), `initialize`, `tools/list`, `tools/call`, stop.
+//!
+//! Invariants: the protocol version is what the server answers to our `initialize` (we ask for
+//! the newest version that has one and accept any the SDK knows); a stdio server's stderr goes
+//! to `artifacts/mcp-<server>.log`, never to the terminal; its environment is
+//! [`INHERITED_ENV`](super::config::INHERITED_ENV) plus its own `env`; it leads its own process
+//! group, registered in [`super::proc`] from spawn to stop, and [`Session::close`] leaves no
+//! process of that group behind. Every function here runs inside the caller's tokio runtime.
+
+use super::config::{Server, Transport, INHERITED_ENV};
+use camino::{Utf8Path, Utf8PathBuf};
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::io::Write as _;
+use std::time::Duration;
+
+/// A connected, initialized server.
+pub struct Session {
+    service: RunningService<RoleClient, ClientConfig>,
+    /// The process group of a stdio server (its leader's pid).
+    pub pgid: Option<u32>,
+    pub protocol_version: String,
+    pub server_info: Value,
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug)]
+pub enum CallError {
+    /// A JSON-RPC error answer: the server's code and message.
+    Rpc { code: i32, message: String },
+    /// The connection is gone (the server exited or closed it).
+    Closed(String),
+    /// Anything else the SDK reports.
+    Other(String),
+}
+
+/// The workspace-relative log of a stdio server.
+pub fn log_rel(server: &Server) -> String {
+    format!("artifacts/mcp-{}.log", server.slug)
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("agentloop", env!("CARGO_PKG_VERSION")))
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// Starts the server and runs `initialize`. The caller bounds this with the startup timeout;
+/// when it gives up, dropping the future kills what was started (see [`Spawned`]).
+pub async fn connect(server: &Server, root: &Utf8Path) -> Result<Session, String> {
+    match server.transport.as_ref() {
+        None => Err(format!("MCP server {} is disabled", server.name)),
+        Some(Transport::Stdio { command, args, env, cwd }) => {
+            connect_stdio(server, root, command, args, env, cwd).await
+        }
+        Some(Transport::Http { url, headers }) => connect_http(server, url, headers).await,
+    }
+}
+
+/// Kills the group if the startup future is dropped before it hands the session over.
+struct Spawned(Option<u32>);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            super::proc::kill_group(pgid, Duration::from_millis(200));
+            super::proc::unregister(pgid);
+        }
+    }
+}
+
+async fn connect_stdio(
+    server: &Server,
+    root: &Utf8Path,
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Utf8PathBuf,
+) -> Result<Session, String> {
+    let log_rel = log_rel(server);
+    let log = open_log(root, &log_rel, server).map_err(|e| format!("cannot open {log_rel}: {e}"))?;
+    if !cwd.is_dir() {
+        return Err(format!("MCP server {}: its cwd {cwd} is not a folder", server.name));
+    }
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).current_dir(cwd).env_clear();
+    for k in INHERITED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut wrap = CommandWrap::from(cmd);
+    wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let (child, _) = TokioChildProcess::builder(wrap)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("MCP server {} could not start `{}`: {e}", server.name, server.display))?;
+    let pgid = child.id();
+    let mut guard = Spawned(pgid);
+    if let Some(p) = pgid {
+        super::proc::register(p);
+    }
+    let service = client_info().serve(child).await.map_err(|e| init_error(server, &e, Some(&log_rel)))?;
+    guard.0 = None;
+    Ok(session(service, pgid))
+}
+
+async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    // rustls needs one process-wide crypto provider; ring is the one already in the tree.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("MCP server {}: cannot build the HTTP client: {e}", server.name))?;
+    let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("MCP server {}: `{k}` is not a valid HTTP header name", server.name))?;
+        let value = HeaderValue::from_str(v).map_err(|_| {
+            format!("MCP server {}: the value of header `{k}` is not a valid HTTP header value", server.name)
+        })?;
+        config.custom_headers.insert(name, value);
+    }
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let service = client_info().serve(transport).await.map_err(|e| init_error(server, &e, None))?;
+    Ok(session(service, None))
+}
+
+fn session(service: RunningService<RoleClient, ClientConfig>, pgid: Option<u32>) -> Session {
+    let (protocol_version, server_info) = match service.peer_info() {
+        Some(info) => (
+            info.protocol_version.to_string(),
+            info.server_info.as_ref().map(|i| json!({"name": i.name, "version": i.version})).unwrap_or(Value::Null),
+        ),
+        None => (String::new(), Value::Null),
+    };
+    Session { service, pgid, protocol_version, server_info }
+}
+
+fn init_error(server: &Server, e: &ClientInitializeError, log: Option<&str>) -> String {
+    let what = match e {
+        ClientInitializeError::ConnectionClosed(_) => "exited before answering initialize".to_string(),
+        ClientInitializeError::TransportError { error, context } => {
+            format!("could not be reached ({context}): {}", causes(&*error.error))
+        }
+        ClientInitializeError::JsonRpcError(d) => {
+            format!("refused initialize: {} (JSON-RPC error {})", d.message, d.code.0)
+        }
+        other => format!("failed to initialize: {other}"),
+    };
+    match log {
+        Some(l) => format!("MCP server {} ({}) {what}; its log: {l}", server.name, server.display),
+        None => format!("MCP server {} ({}) {what}", server.name, server.display),
+    }
+}
+
+/// What went wrong under the SDK's wrappers: the innermost error of the chain, and for an HTTP
+/// client error the innermost cause of that ("... : Connection refused (os error 111)").
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut last = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    if let Some(StreamableHttpError::<reqwest::Error>::Client(r)) = last.downcast_ref() {
+        let mut inner: &(dyn std::error::Error + 'static) = r;
+        while let Some(next) = inner.source() {
+            inner = next;
+        }
+        return format!("{r}: {inner}");
+    }
+    last.to_string()
+}
+
+fn open_log(root: &Utf8Path, rel: &str, server: &Server) -> std::io::Result<std::fs::File> {
+    let path = root.join(rel);
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+    // The command as configured: expanded values (which may hold secrets) stay out of logs.
+    writeln!(
+        f,
+        "---- {} agentloop starts MCP server {}: {}",
+        crate::clock::now_rfc3339(),
+        server.name,
+        server.display
+    )?;
+    Ok(f)
+}
+
+impl Session {
+    /// Every tool, following pagination, as the JSON the server sent.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, CallError> {
+        let tools = self.service.list_all_tools().await.map_err(call_error)?;
+        Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Value::Null)).collect())
+    }
+
+    /// One `tools/call`; the result as the JSON the server sent. Dropping the future cancels
+    /// the request (the SDK sends `notifications/cancelled`), nothing else.
+    pub async fn call(&self, tool: &str, args: &Value) -> Result<Value, CallError> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(m) = args {
+            params = params.with_arguments(m.clone());
+        }
+        let r = self.service.call_tool(params).await.map_err(call_error)?;
+        Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    /// Stops the server: close its stdin (the MCP stdio way), wait, then TERM and KILL; then
+    /// the same to anything left in its process group.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(8), self.service.close()).await;
+        if let Some(p) = self.pgid.take() {
+            super::proc::kill_group(p, Duration::from_millis(500));
+            super::proc::unregister(p);
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session dropped without [`Session::close`] (a startup timeout dropped its future):
+    /// its process group goes at once.
+    fn drop(&mut self) {
+        if let Some(p) = self.pgid.take() {
+            super::proc::kill_group(p, Duration::from_millis(200));
+            super::proc::unregister(p);
+        }
+    }
+}
+
+fn call_error(e: ServiceError) -> CallError {
+    match e {
+        ServiceError::McpError(d) => CallError::Rpc { code: d.code.0, message: d.message.to_string() },
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => CallError::Closed(e.to_string()),
+        ServiceError::Cancelled { .. } => CallError::Closed(e.to_string()),
+        other => CallError::Other(other.to_string()),
+    }
+}

@@ -1,0 +1,575 @@
+//! The `mcp:` configuration: servers in the common `mcpServers` shape, resolved into
+//! [`Server`]s ready to start.
+//!
+//! A server is `{command, args, env, cwd}` (stdio) or `{url, headers}` (streamable HTTP), plus
+//! agentloop's own keys (`enabled`, `timeout`, `startup_timeout`, `allowed_tools`,
+//! `denied_tools`). `mcp.config_file` names a file in the `mcpServers` JSON shape used across the
+//! ecosystem, read as is; `mcp.servers` entries of the same name are merged over it key by key,
+//! so `mcp.servers.fetch.enabled: false` turns one of the file's servers off.
+//!
+//! Invariants: `${VAR}` (and `$VAR`, `${VAR:-default}`, `$$` for a dollar) is expanded only when a
+//! server is resolved, and only in command, args, env values, cwd, url and header values; what
+//! is shown to people and written to logs or the trace is the text as configured, never the
+//! expanded values, so secrets passed through the environment stay out of them. Env and header
+//! values never appear anywhere but in the child's environment or the HTTP request.
+
+use crate::config::Dur;
+use crate::error::{Error, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// `mcp:` in agentloop.yaml.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// A file in the `mcpServers` JSON shape (`{"mcpServers": {NAME: {...}}}`), read as is;
+    /// relative to the workspace.
+    pub config_file: Option<Utf8PathBuf>,
+    /// Servers by name; merged over the file's servers of the same name.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One server as configured. Every key is optional here because an entry in `mcp.servers` may
+/// only adjust a server defined in `config_file`; [`resolve`] checks the merged result.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// `stdio`, `http` or `streamable-http` (the spellings other clients write); guessed from
+    /// `command`/`url` when absent.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extra environment for the server (values may name other variables: `${TOKEN}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Working folder of the server (default: the workspace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Default true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The `disabled: true` other clients write; `enabled` wins when both are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Per-call timeout (default `tools.timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Start + initialize + list tools must finish within this (default 30s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout: Option<Dur>,
+    /// The server's tools to offer (exact names, `*` matches any run of characters); null = all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denied_tools: Option<Vec<String>>,
+}
+
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How agentloop reaches a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: Utf8PathBuf },
+    Http { url: String, headers: Vec<(String, String)> },
+}
+
+/// A server ready to start: names checked, variables expanded, timeouts filled in.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub name: String,
+    /// The name as it appears in tool names and file names (`[A-Za-z0-9_-]`).
+    pub slug: String,
+    pub enabled: bool,
+    /// None for a disabled server (its variables are not expanded).
+    pub transport: Option<Transport>,
+    /// What people see: the command and args (or url) as configured, before expansion.
+    pub display: String,
+    /// Names of the extra environment variables (never their values).
+    pub env_names: Vec<String>,
+    /// Names of the extra HTTP headers (never their values).
+    pub header_names: Vec<String>,
+    pub timeout: Duration,
+    pub startup_timeout: Duration,
+    pub allowed_tools: Option<Vec<String>>,
+    pub denied_tools: Vec<String>,
+    /// Values that must not be recorded: what `${VAR}` put into env, headers, url or args,
+    /// and every header value (6 characters or more; shorter ones would redact noise).
+    pub secrets: Vec<String>,
+}
+
+impl Server {
+    /// `s` with every secret value replaced by `[redacted]`: applied to every message, result
+    /// and warning about this server before it can reach a person, a log or the trace.
+    pub fn redact(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+
+    /// Whether the server's tool `name` is offered (allowed_tools, then denied_tools).
+    pub fn offers(&self, name: &str) -> bool {
+        self.allowed_tools.as_ref().is_none_or(|a| a.iter().any(|p| glob(p, name)))
+            && !self.denied_tools.iter().any(|p| glob(p, name))
+    }
+
+    /// The cache key: what decides the tool list (transport, command, args, cwd, env and header
+    /// names, url). Changing any of them lists the tools again.
+    pub fn cache_key(&self) -> String {
+        let t = match &self.transport {
+            Some(Transport::Stdio { command, args, cwd, .. }) => {
+                serde_json::json!({"stdio": {"command": command, "args": args, "cwd": cwd, "env": self.env_names}})
+            }
+            Some(Transport::Http { url, .. }) => {
+                serde_json::json!({"http": {"url": url, "headers": self.header_names}})
+            }
+            None => Value::Null,
+        };
+        format!("{:016x}", fnv1a(t.to_string().as_bytes()))
+    }
+
+    pub fn is_http(&self) -> bool {
+        matches!(self.transport, Some(Transport::Http { .. }))
+    }
+}
+
+/// FNV-1a, 64 bits: a stable key for cache file names (not a security hash).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The servers of a config: the file's, then `mcp.servers` merged over them, resolved.
+pub fn resolve(cfg: &crate::config::Config, root: &Utf8Path) -> Result<Vec<Server>> {
+    resolve_with(&cfg.mcp, cfg.tools.timeout.0, root, &|k| std::env::var(k).ok())
+}
+
+pub fn resolve_with(
+    mcp: &McpConfig,
+    default_timeout: Duration,
+    root: &Utf8Path,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Server>> {
+    let mut merged: BTreeMap<String, (Value, String)> = BTreeMap::new();
+    if let Some(file) = &mcp.config_file {
+        let path = crate::workspace::resolve_in(root, file);
+        for (name, v) in read_config_file(&path)? {
+            merged.insert(name, (v, path.to_string()));
+        }
+    }
+    for (name, sc) in &mcp.servers {
+        let v = serde_json::to_value(sc).expect("server config serializes");
+        match merged.get_mut(name) {
+            Some((base, source)) => {
+                if let (Value::Object(b), Value::Object(o)) = (base, v) {
+                    b.extend(o);
+                }
+                *source = format!("{source} and mcp.servers.{name}");
+            }
+            None => {
+                merged.insert(name.clone(), (v, format!("mcp.servers.{name}")));
+            }
+        }
+    }
+    let mut out: Vec<Server> = Vec::new();
+    for (name, (v, source)) in merged {
+        let sc: ServerConfig = serde_json::from_value(v).map_err(|e| {
+            Error::usage(format!("invalid MCP server `{name}` ({source}): {e}"))
+                .with_hint("a server is {command, args, env, cwd} or {url, headers}")
+        })?;
+        let server = resolve_one(&name, &sc, &source, default_timeout, root, var)?;
+        if let Some(other) = out.iter().find(|s| s.slug == server.slug) {
+            return Err(Error::usage(format!(
+                "MCP servers `{}` and `{name}` both become `{}` in tool names",
+                other.name, server.slug
+            ))
+            .with_hint("rename one of them"));
+        }
+        out.push(server);
+    }
+    Ok(out)
+}
+
+/// Reads an `mcpServers` JSON file (Claude Desktop, Cursor, VS Code's `servers`, ...).
+fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
+    let text = crate::fs::read_optional(path)?.ok_or_else(|| {
+        Error::usage(format!("mcp.config_file {path} does not exist"))
+            .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
+    })?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::usage(format!("mcp.config_file {path} is not valid JSON: {e}")))?;
+    let servers = v.get("mcpServers").or_else(|| v.get("servers")).and_then(Value::as_object).ok_or_else(|| {
+        Error::usage(format!("mcp.config_file {path} has no `mcpServers` object"))
+            .with_hint("the file looks like {\"mcpServers\": {\"NAME\": {\"command\": \"...\", \"args\": [...]}}}")
+    })?;
+    Ok(servers.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+fn resolve_one(
+    name: &str,
+    sc: &ServerConfig,
+    source: &str,
+    default_timeout: Duration,
+    root: &Utf8Path,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Server> {
+    let bad = |msg: String| Error::usage(format!("MCP server `{name}` ({source}): {msg}"));
+    if name.is_empty() {
+        return Err(bad("the server name is empty".into()));
+    }
+    let slug = slug(name);
+    let enabled = sc.enabled.unwrap_or(!sc.disabled.unwrap_or(false));
+    let kind = match sc.kind.as_deref().map(|k| k.to_ascii_lowercase()) {
+        None => None,
+        Some(k) if k == "stdio" => Some(false),
+        Some(k) if ["http", "streamable-http", "streamablehttp", "streamable_http"].contains(&k.as_str()) => Some(true),
+        Some(k) if k == "sse" => {
+            return Err(bad("the legacy SSE transport is not supported".into())
+                .with_hint("use the server's streamable HTTP endpoint (`type: http`, usually ending in /mcp)"))
+        }
+        Some(k) => return Err(bad(format!("unknown type `{k}`; use stdio or http"))),
+    };
+    let http = match (kind, sc.command.is_some(), sc.url.is_some()) {
+        (_, true, true) => return Err(bad("give either `command` (stdio) or `url` (HTTP), not both".into())),
+        (Some(true), _, false) => return Err(bad("`type: http` needs `url`".into())),
+        (Some(false), false, _) => return Err(bad("`type: stdio` needs `command`".into())),
+        (_, false, true) => true,
+        (_, true, false) => false,
+        (None, false, false) if enabled => {
+            return Err(bad("no `command` and no `url`".into())
+                .with_hint("a stdio server needs `command` (and `args`); an HTTP server needs `url`"))
+        }
+        (None, false, false) => false,
+    };
+    let env_names: Vec<String> = sc.env.as_ref().map(|e| e.keys().cloned().collect()).unwrap_or_default();
+    let header_names: Vec<String> = sc.headers.as_ref().map(|h| h.keys().cloned().collect()).unwrap_or_default();
+    for k in &env_names {
+        if k.is_empty() || k.contains(['=', '\0']) {
+            return Err(bad(format!("env name `{k}` is not a variable name")));
+        }
+    }
+    let display = if http {
+        sc.url.clone().unwrap_or_default()
+    } else {
+        let mut d = sc.command.clone().unwrap_or_default();
+        for a in sc.args.iter().flatten() {
+            d.push(' ');
+            d.push_str(a);
+        }
+        d
+    };
+    // Values substituted into env, headers, url and args are remembered as secrets.
+    let used = std::cell::RefCell::new(Vec::<String>::new());
+    let rec = |k: &str| {
+        let v = var(k);
+        if let Some(x) = &v {
+            used.borrow_mut().push(x.clone());
+        }
+        v
+    };
+    let mut secrets: Vec<String> = Vec::new();
+    let transport = if !enabled {
+        None
+    } else if http {
+        let url = expand(sc.url.as_deref().unwrap_or_default(), &rec).map_err(|e| bad(format!("url: {e}")))?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(bad(format!("url `{}` is not an http(s) URL", sc.url.as_deref().unwrap_or_default())));
+        }
+        let mut headers = Vec::new();
+        for (k, v) in sc.headers.iter().flatten() {
+            let value = expand(v, &rec).map_err(|e| bad(format!("headers.{k}: {e}")))?;
+            secrets.push(value.clone());
+            headers.push((k.clone(), value));
+        }
+        Some(Transport::Http { url, headers })
+    } else {
+        let command =
+            expand(sc.command.as_deref().unwrap_or_default(), var).map_err(|e| bad(format!("command: {e}")))?;
+        if command.trim().is_empty() {
+            return Err(bad("`command` is empty".into()));
+        }
+        let mut args = Vec::new();
+        for (i, a) in sc.args.iter().flatten().enumerate() {
+            args.push(expand(a, &rec).map_err(|e| bad(format!("args[{i}]: {e}")))?);
+        }
+        let mut env = Vec::new();
+        for (k, v) in sc.env.iter().flatten() {
+            env.push((k.clone(), expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?));
+        }
+        let cwd = match &sc.cwd {
+            Some(c) => {
+                let c = expand(c, var).map_err(|e| bad(format!("cwd: {e}")))?;
+                crate::workspace::resolve_in(root, Utf8Path::new(&c))
+            }
+            None => root.to_path_buf(),
+        };
+        Some(Transport::Stdio { command, args, env, cwd })
+    };
+    secrets.extend(used.into_inner());
+    secrets.retain(|s| s.chars().count() >= 6);
+    secrets.sort();
+    secrets.dedup();
+    // Longest first, so a secret that contains another is redacted whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    Ok(Server {
+        name: name.to_string(),
+        slug,
+        enabled,
+        transport,
+        display,
+        env_names,
+        header_names,
+        timeout: sc.timeout.map(|d| d.0).unwrap_or(default_timeout),
+        startup_timeout: sc.startup_timeout.map(|d| d.0).unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+        allowed_tools: sc.allowed_tools.clone(),
+        denied_tools: sc.denied_tools.clone().unwrap_or_default(),
+        secrets,
+    })
+}
+
+/// A server name as used in tool and file names: `[A-Za-z0-9_-]`, others become `_`, and no
+/// `__` (which separates server and tool).
+pub fn slug(name: &str) -> String {
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    while s.contains("__") {
+        s = s.replace("__", "_");
+    }
+    let s = s.trim_matches('_').to_string();
+    let s: String = s.chars().take(24).collect();
+    if s.is_empty() {
+        format!("s{:08x}", fnv1a(name.as_bytes()) as u32)
+    } else {
+        s
+    }
+}
+
+/// Expands `${VAR}`, `${VAR:-default}`, `$VAR` and `$$`. An unset variable without a default is
+/// an error naming it.
+pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        match it.peek().map(|&(_, c)| c) {
+            Some('$') => {
+                it.next();
+                out.push('$');
+            }
+            Some('{') => {
+                let rest = &s[i + 2..];
+                let Some(end) = rest.find('}') else {
+                    return Err(format!("`${{` without a closing `}}` in `{s}`"));
+                };
+                let inner = &rest[..end];
+                let (name, default) = match inner.split_once(":-") {
+                    Some((n, d)) => (n, Some(d)),
+                    None => (inner, None),
+                };
+                if !is_var_name(name) {
+                    return Err(format!("`${{{inner}}}` does not name an environment variable"));
+                }
+                match (var(name).filter(|v| !v.is_empty() || default.is_none()), default) {
+                    (Some(v), _) => out.push_str(&v),
+                    (None, Some(d)) => out.push_str(d),
+                    (None, None) => return Err(format!("environment variable {name} is not set")),
+                }
+                // Skip past the closing brace.
+                let stop = i + 2 + end;
+                while it.peek().is_some_and(|&(j, _)| j <= stop) {
+                    it.next();
+                }
+            }
+            Some(c) if c == '_' || c.is_ascii_alphabetic() => {
+                let start = i + 1;
+                let mut end = start;
+                while let Some(&(j, c)) = it.peek() {
+                    if c == '_' || c.is_ascii_alphanumeric() {
+                        end = j + c.len_utf8();
+                        it.next();
+                    } else {
+                        break;
+                    }
+                }
+                let name = &s[start..end];
+                match var(name) {
+                    Some(v) => out.push_str(&v),
+                    None => return Err(format!("environment variable {name} is not set")),
+                }
+            }
+            _ => out.push('$'),
+        }
+    }
+    Ok(out)
+}
+
+fn is_var_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !n.chars().next().is_some_and(|c| c.is_ascii_digit())
+}
+
+/// The environment a stdio server starts with: these variables from agentloop's own
+/// environment (what the reference MCP SDKs pass), then the server's `env`. Nothing else is
+/// inherited, so provider API keys never reach a server unless its `env` names them.
+pub const INHERITED_ENV: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
+
+/// For `mcp list --json` and errors: a server's configuration without any value that could be
+/// a secret.
+pub fn describe(s: &Server) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::String(s.name.clone()));
+    m.insert("transport".into(), Value::String(if s.is_http() { "http" } else { "stdio" }.into()));
+    m.insert("command".into(), Value::String(s.display.clone()));
+    m.insert("env".into(), serde_json::json!(s.env_names));
+    if !s.header_names.is_empty() {
+        m.insert("headers".into(), serde_json::json!(s.header_names));
+    }
+    m.insert("enabled".into(), Value::Bool(s.enabled));
+    m.insert("timeout_secs".into(), serde_json::json!(s.timeout.as_secs_f64()));
+    m.insert("startup_timeout_secs".into(), serde_json::json!(s.startup_timeout.as_secs_f64()));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(k: &str) -> Option<String> {
+        match k {
+            "HOME" => Some("/home/u".into()),
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expands_variables() {
+        assert_eq!(expand("$HOME/x", &vars).unwrap(), "/home/u/x");
+        assert_eq!(expand("${HOME}x", &vars).unwrap(), "/home/ux");
+        assert_eq!(expand("Bearer ${TOKEN}", &vars).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("${NOPE:-dflt}", &vars).unwrap(), "dflt");
+        assert_eq!(expand("${EMPTY:-dflt}", &vars).unwrap(), "dflt");
+        assert_eq!(expand("a$$b $ 5$", &vars).unwrap(), "a$b $ 5$");
+        assert_eq!(expand("ü${HOME}ü", &vars).unwrap(), "ü/home/uü");
+        assert!(expand("${NOPE}", &vars).unwrap_err().contains("NOPE is not set"));
+        assert!(expand("$NOPE", &vars).unwrap_err().contains("NOPE"));
+        assert!(expand("${HOME", &vars).is_err());
+        assert!(expand("${1X}", &vars).is_err());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob("read_*", "read_file"));
+        assert!(glob("*", "x"));
+        assert!(glob("a*c*e", "abcde"));
+        assert!(!glob("a*c*e", "abde"));
+        assert!(!glob("read_*", "write_file"));
+        assert!(glob("exact", "exact"));
+        assert!(!glob("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("time"), "time");
+        assert_eq!(slug("brave search"), "brave_search");
+        assert_eq!(slug("a__b"), "a_b");
+        assert_eq!(slug("my.server"), "my_server");
+        assert!(slug("✓").starts_with('s'));
+    }
+
+    fn one(v: Value) -> Result<Vec<Server>> {
+        let mcp: McpConfig = serde_json::from_value(serde_json::json!({"servers": {"s": v}})).unwrap();
+        resolve_with(&mcp, Duration::from_secs(30), Utf8Path::new("/ws"), &vars)
+    }
+
+    #[test]
+    fn resolves_servers() {
+        let s = &one(
+            serde_json::json!({"command": "$HOME/bin/srv", "args": ["--t", "${TOKEN}"], "env": {"K": "${TOKEN}"}}),
+        )
+        .unwrap()[0];
+        match s.transport.as_ref().unwrap() {
+            Transport::Stdio { command, args, env, cwd } => {
+                assert_eq!(command, "/home/u/bin/srv");
+                assert_eq!(args, &["--t", "s3cret"]);
+                assert_eq!(env, &[("K".to_string(), "s3cret".to_string())]);
+                assert_eq!(cwd, "/ws");
+            }
+            other => panic!("{other:?}"),
+        }
+        // What people see is the configured text, not the secret.
+        assert_eq!(s.display, "$HOME/bin/srv --t ${TOKEN}");
+        assert!(!format!("{:?}", describe(s)).contains("s3cret"));
+        assert_eq!(s.redact("token s3cret here"), "token [redacted] here");
+        assert_eq!(s.secrets, ["s3cret"], "HOME went into the command, not a secret");
+        let h =
+            &one(serde_json::json!({"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}))
+                .unwrap()[0];
+        assert!(h.is_http());
+        let err = one(serde_json::json!({"command": "x", "url": "http://a"})).unwrap_err().message;
+        assert!(err.contains("`s`") && err.contains("not both"), "{err}");
+        let err = one(serde_json::json!({"args": ["x"]})).unwrap_err().message;
+        assert!(err.contains("no `command`"), "{err}");
+        let err = one(serde_json::json!({"command": "x", "env": {"K": "${NOPE}"}})).unwrap_err().message;
+        assert!(err.contains("env.K") && err.contains("NOPE"), "{err}");
+        let err = one(serde_json::json!({"type": "sse", "url": "http://a"})).unwrap_err().message;
+        assert!(err.contains("SSE"), "{err}");
+        // A disabled server's variables are not expanded.
+        let d = &one(serde_json::json!({"command": "${NOPE}", "disabled": true})).unwrap()[0];
+        assert!(!d.enabled && d.transport.is_none());
+    }
+
+    #[test]
+    fn cache_key_follows_command_args_env_names_and_url() {
+        let k = |v: Value| one(v).unwrap()[0].cache_key();
+        let base = k(serde_json::json!({"command": "x", "args": ["a"], "env": {"A": "1"}}));
+        assert_eq!(base, k(serde_json::json!({"command": "x", "args": ["a"], "env": {"A": "2"}})));
+        assert_ne!(base, k(serde_json::json!({"command": "x", "args": ["b"], "env": {"A": "1"}})));
+        assert_ne!(base, k(serde_json::json!({"command": "y", "args": ["a"], "env": {"A": "1"}})));
+        assert_ne!(base, k(serde_json::json!({"command": "x", "args": ["a"], "env": {"B": "1"}})));
+        assert_ne!(k(serde_json::json!({"url": "http://a/mcp"})), k(serde_json::json!({"url": "http://b/mcp"})));
+    }
+}

@@ -1,0 +1,419 @@
+//! MCP servers as registry tools.
+//!
+//! Each tool of each enabled server becomes a registry tool `<server>__<tool>` (made safe for
+//! every provider, see [`schema`]) with the server's input schema, so it is in `tools list`,
+//! `skills gen`, the Plan catalog and the Plan answer's tool union like any built-in.
+//!
+//! Invariants:
+//! - Building the tool list never starts a server whose tools are cached ([`cache`]); a server
+//!   is started to list its tools only on a cache miss or when asked (`mcp list --refresh`,
+//!   `mcp check`), and stopped again at once.
+//! - A call starts only the server it needs, keeps it for further calls of the same command,
+//!   and every server is stopped when the [`Hub`] is dropped (at the end of the command); no
+//!   server process outlives agentloop (see [`proc`]).
+//! - Nothing here panics or returns a Rust error for a server's misbehaviour: a server that
+//!   fails to start or list is a warning (its tools are left out), a tool with a schema that
+//!   cannot be sent is a warning (that tool is left out), and every call outcome is a
+//!   [`ToolResult`]. Only configuration mistakes are errors.
+//! - All async work runs on one current-thread tokio runtime owned by the hub, created on first
+//!   use; commands that configure no servers never create it.
+
+pub mod cache;
+pub mod client;
+pub mod config;
+pub mod content;
+pub mod proc;
+pub mod schema;
+
+pub use config::McpConfig;
+
+use crate::error::{Error, Result};
+use crate::tools::{ToolEnv, ToolResult, ToolSpec};
+use camino::{Utf8Path, Utf8PathBuf};
+use client::{CallError, Session};
+use config::Server;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// Where tool lists come from when the hub is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The cache; a server is started only on a miss.
+    CacheFirst,
+    /// Start every enabled server and list again (and refresh the cache).
+    Servers,
+}
+
+/// How a server's tool list was obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Disabled,
+    Cached,
+    /// Started and listed now.
+    Listed,
+    Failed(String),
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Disabled => "disabled",
+            Status::Cached => "cached",
+            Status::Listed => "listed",
+            Status::Failed(_) => "failed",
+        }
+    }
+}
+
+/// One server, its listing and what became of each of its tools.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    pub server: Server,
+    pub status: Status,
+    pub listing: Option<cache::Listing>,
+    /// Offered tools: (registry name, the server's tool name).
+    pub tools: Vec<(String, String)>,
+    /// Tools left out because their schema cannot be sent: (tool, why).
+    pub dropped: Vec<(String, String)>,
+    /// Tools left out by the server's allowed_tools/denied_tools.
+    pub filtered: Vec<String>,
+}
+
+pub struct Hub {
+    root: Utf8PathBuf,
+    pub states: Vec<ServerState>,
+    /// Registry name → (index into `states`, the server's tool name).
+    names: BTreeMap<String, (usize, String)>,
+    specs: Vec<ToolSpec>,
+    /// Problems that left tools out, for people (stderr).
+    pub warnings: Vec<String>,
+    rt: OnceLock<std::result::Result<tokio::runtime::Runtime, String>>,
+    live: Mutex<BTreeMap<usize, Session>>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            root: Utf8PathBuf::from("."),
+            states: vec![],
+            names: BTreeMap::new(),
+            specs: vec![],
+            warnings: vec![],
+            rt: OnceLock::new(),
+            live: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl Hub {
+    /// The servers of `cfg` and their tools. Fails only on configuration mistakes.
+    pub fn load(cfg: &crate::config::Config, root: &Utf8Path, source: Source) -> Result<Hub> {
+        let servers = config::resolve(cfg, root)?;
+        let mut hub = Hub::default();
+        hub.root = root.to_path_buf();
+        if servers.is_empty() {
+            return Ok(hub);
+        }
+        hub.states = servers
+            .into_iter()
+            .map(|server| ServerState {
+                status: if server.enabled { Status::Failed("not listed".into()) } else { Status::Disabled },
+                server,
+                listing: None,
+                tools: vec![],
+                dropped: vec![],
+                filtered: vec![],
+            })
+            .collect();
+        if source == Source::CacheFirst {
+            for st in hub.states.iter_mut().filter(|s| s.server.enabled) {
+                if let Some(l) = cache::read(&st.server) {
+                    st.listing = Some(l);
+                    st.status = Status::Cached;
+                }
+            }
+        }
+        let todo: Vec<usize> = (0..hub.states.len())
+            .filter(|&i| hub.states[i].server.enabled && hub.states[i].listing.is_none())
+            .collect();
+        if !todo.is_empty() {
+            hub.list_servers(&todo);
+        }
+        hub.build_specs(cfg);
+        Ok(hub)
+    }
+
+    /// Starts the given servers at once, lists their tools, stops them, caches the lists.
+    fn list_servers(&mut self, todo: &[usize]) {
+        let results: Vec<std::result::Result<cache::Listing, String>> = match self.runtime() {
+            Err(e) => todo.iter().map(|_| Err(e.clone())).collect(),
+            Ok(rt) => {
+                let root = &self.root;
+                let states = &self.states;
+                let r = rt.block_on(futures::future::join_all(todo.iter().map(|&i| list_one(&states[i].server, root))));
+                proc::park_if_interrupted();
+                r
+            }
+        };
+        for (&i, r) in todo.iter().zip(results) {
+            let st = &mut self.states[i];
+            match r.map_err(|e| st.server.redact(&e)) {
+                Ok(l) => {
+                    if let Err(e) = cache::write(&st.server, &l) {
+                        self.warnings
+                            .push(format!("cannot cache the tools of MCP server {}: {}", st.server.name, e.message));
+                    }
+                    st.listing = Some(l);
+                    st.status = Status::Listed;
+                }
+                Err(e) => {
+                    self.warnings.push(format!(
+                        "{e}; its tools are left out (`agentloop mcp check` shows more; `mcp.servers.{}.enabled: false` turns it off)",
+                        st.server.name
+                    ));
+                    st.status = Status::Failed(e);
+                }
+            }
+        }
+    }
+
+    fn build_specs(&mut self, cfg: &crate::config::Config) {
+        for (i, st) in self.states.iter_mut().enumerate() {
+            let Some(listing) = &st.listing else { continue };
+            for t in &listing.tools {
+                let Some(tool) = t.get("name").and_then(Value::as_str) else {
+                    self.warnings.push(format!("MCP server {} listed a tool without a name; left out", st.server.name));
+                    continue;
+                };
+                if !st.server.offers(tool) {
+                    st.filtered.push(tool.to_string());
+                    continue;
+                }
+                let parameters = match schema::normalise(t.get("inputSchema").unwrap_or(&Value::Null)) {
+                    Ok(p) => p,
+                    Err(why) => {
+                        self.warnings.push(format!("MCP server {}: tool {tool} is left out: {why}", st.server.name));
+                        st.dropped.push((tool.to_string(), why));
+                        continue;
+                    }
+                };
+                let mut name = schema::registry_name(&st.server.slug, tool);
+                if self.names.contains_key(&name) {
+                    // Two names that sanitise alike: the later one gets a hash of its own.
+                    name = schema::registry_name(&st.server.slug, &format!("{tool}\u{0}"));
+                }
+                self.names.insert(name.clone(), (i, tool.to_string()));
+                st.tools.push((name.clone(), tool.to_string()));
+                self.specs.push(ToolSpec {
+                    name,
+                    description: schema::description(&st.server.name, t),
+                    parameters,
+                    side_effect: schema::side_effect(t.get("annotations"), st.server.is_http()),
+                    timeout: st.server.timeout,
+                    output_cap: cfg.tools.output_cap,
+                });
+            }
+        }
+    }
+
+    /// The registry tools of every listed server.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Whether `name` is one of this hub's tools.
+    pub fn handles(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    /// The registry name of a server's tool, if it is offered.
+    pub fn registry_name(&self, server: &str, tool: &str) -> Option<&str> {
+        let st = self.states.iter().find(|s| s.server.name == server)?;
+        st.tools.iter().find(|(_, t)| t == tool).map(|(n, _)| n.as_str())
+    }
+
+    fn runtime(&self) -> std::result::Result<&tokio::runtime::Runtime, String> {
+        self.rt
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start the MCP client runtime: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Runs one call of a hub tool. Starts its server when it is not running (or died); a
+    /// timeout cancels only the call; a dead server is reported by name with its log.
+    pub fn call(&self, env: &ToolEnv, name: &str, args: &Value) -> ToolResult {
+        let Some((idx, tool)) = self.names.get(name) else {
+            return ToolResult::err(format!("`{name}` is not a tool of any MCP server"), false);
+        };
+        let server = &self.states[*idx].server;
+        let rt = match self.runtime() {
+            Ok(rt) => rt,
+            Err(e) => return ToolResult::err(e, true),
+        };
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let where_ = log_note(server);
+        let mut result = rt.block_on(async {
+            if live.get(idx).is_some_and(Session::is_closed) {
+                if let Some(s) = live.remove(idx) {
+                    s.close().await;
+                }
+            }
+            if !live.contains_key(idx) {
+                let watch = crate::clock::Stopwatch::start();
+                match tokio::time::timeout(server.startup_timeout, client::connect(server, &self.root)).await {
+                    Err(_) => {
+                        return ToolResult::err(
+                            format!(
+                                "MCP server {} did not start within {} (startup_timeout){where_}",
+                                server.name,
+                                secs(server.startup_timeout)
+                            ),
+                            true,
+                        )
+                    }
+                    Ok(Err(e)) => return ToolResult::err(e, true),
+                    Ok(Ok(s)) => {
+                        // A started server refreshes its cached list, so a stale cache heals at
+                        // the next start (one tools/list; never fatal).
+                        if let Ok(tools) = s.list_tools().await {
+                            if self.states[*idx].listing.as_ref().is_none_or(|l| l.tools != tools) {
+                                let l = cache::Listing::new(
+                                    server,
+                                    s.protocol_version.clone(),
+                                    s.server_info.clone(),
+                                    watch.ms(),
+                                    tools,
+                                );
+                                let _ = cache::write(server, &l);
+                            }
+                        }
+                        live.insert(*idx, s);
+                    }
+                }
+            }
+            let session = live.get(idx).expect("session just inserted");
+            match tokio::time::timeout(server.timeout, session.call(tool, args)).await {
+                Err(_) => {
+                    // Dropping the call queued `notifications/cancelled`: let it go out.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    ToolResult::err(
+                        format!(
+                            "MCP server {}: tool {tool} timed out after {} (the call was cancelled; the server keeps running)",
+                            server.name,
+                            secs(server.timeout)
+                        ),
+                        true,
+                    )
+                }
+                Ok(Ok(v)) => {
+                    let mut r = content::to_result(env, &server.name, tool, &v);
+                    r.metadata["mcp"]["protocol_version"] = json!(session.protocol_version);
+                    r
+                }
+                Ok(Err(CallError::Rpc { code, message })) => ToolResult::err(
+                    format!("MCP server {}: tool {tool} failed: {message} (JSON-RPC error {code})", server.name),
+                    false,
+                ),
+                Ok(Err(CallError::Closed(_))) => {
+                    if let Some(s) = live.remove(idx) {
+                        s.close().await;
+                    }
+                    ToolResult::err(
+                        format!("MCP server {} exited (or closed the connection) during the call to {tool}{where_}", server.name),
+                        true,
+                    )
+                }
+                Ok(Err(CallError::Other(e))) => {
+                    ToolResult::err(format!("MCP server {}: tool {tool} failed: {e}", server.name), true)
+                }
+            }
+        });
+        proc::park_if_interrupted();
+        result.output = server.redact(&result.output);
+        result.error = result.error.map(|e| server.redact(&e));
+        if !server.secrets.is_empty() {
+            if let Ok(m) = serde_json::from_str(&server.redact(&result.metadata.to_string())) {
+                result.metadata = m;
+            }
+        }
+        result
+    }
+
+    /// Stops every running server (also done on drop).
+    pub fn shutdown(&self) {
+        let sessions: Vec<Session> =
+            std::mem::take(&mut *self.live.lock().unwrap_or_else(|e| e.into_inner())).into_values().collect();
+        if sessions.is_empty() {
+            return;
+        }
+        if let Ok(rt) = self.runtime() {
+            rt.block_on(futures::future::join_all(sessions.into_iter().map(Session::close)));
+            proc::park_if_interrupted();
+        }
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// "; its log: artifacts/mcp-x.log" for stdio servers, the URL for HTTP ones.
+fn log_note(server: &Server) -> String {
+    if server.is_http() {
+        format!(" ({})", server.display)
+    } else {
+        format!("; its log: {}", client::log_rel(server))
+    }
+}
+
+fn secs(d: Duration) -> String {
+    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
+}
+
+/// Starts one server, lists its tools within its startup timeout, stops it.
+async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache::Listing, String> {
+    let watch = crate::clock::Stopwatch::start();
+    let work = async {
+        let s = client::connect(server, root).await?;
+        match s.list_tools().await {
+            Ok(tools) => Ok((s, tools)),
+            Err(e) => {
+                s.close().await;
+                Err(format!("MCP server {} could not list its tools: {e:?}", server.name))
+            }
+        }
+    };
+    match tokio::time::timeout(server.startup_timeout, work).await {
+        Err(_) => Err(format!(
+            "MCP server {} did not start and list its tools within {} (startup_timeout){}",
+            server.name,
+            secs(server.startup_timeout),
+            log_note(server)
+        )),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok((s, tools))) => {
+            let l = cache::Listing::new(server, s.protocol_version.clone(), s.server_info.clone(), watch.ms(), tools);
+            s.close().await;
+            Ok(l)
+        }
+    }
+}
+
+/// The error for a server name that is not configured.
+pub fn unknown_server(hub: &Hub, name: &str) -> Error {
+    let names: Vec<&str> = hub.states.iter().map(|s| s.server.name.as_str()).collect();
+    Error::usage(format!(
+        "no MCP server named `{name}`; configured: {}",
+        if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
+    ))
+    .with_hint("servers are configured under mcp.servers (or in the file mcp.config_file names)")
+}

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""A small MCP server for agentloop's tests: stdio (default) or streamable HTTP (--http).
+
+Standard library only. Speaks JSON-RPC 2.0: initialize / notifications/initialized,
+tools/list, tools/call, ping; answers the protocol version the client asks for when it knows
+it, else its newest (as the reference servers do).
+
+Tools: echo, fail (isError), rpc_error (a JSON-RPC error), slow (sleeps; honours
+notifications/cancelled), crash (the server exits), get_current_time (a fixed clock), image, spawn_child (starts `sleep 300` in
+the server's process group), weird.name/x (a name and schema that need normalising),
+bad_schema (an invalid schema). Anything else gets JSON-RPC error -32602.
+
+Environment:
+  FAKE_MCP_STARTS   file: one line "<pid>" appended per start
+  FAKE_MCP_LOG      file: one JSON line per message received (and HTTP headers)
+  FAKE_MCP_PROTOCOL answer this protocol version whatever is asked
+  FAKE_MCP_IGNORE_EOF=1  ignore stdin EOF and SIGTERM (a badly behaved server)
+  FAKE_MCP_FAIL_INIT=1   exit before answering initialize
+  FAKE_MCP_SLOW_START=S  sleep S seconds before reading anything
+"""
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+KNOWN = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+ZONES = {"Asia/Tokyo": "+09:00", "UTC": "+00:00", "Europe/Paris": "+01:00"}
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the text back.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "fail", "description": "Always fails (isError).",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+    {"name": "slow", "description": "Sleep, then answer.",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}},
+    {"name": "crash", "description": "Make the server exit.", "inputSchema": {"type": "object"}},
+    {"name": "get_current_time", "description": "Get the current time in a timezone (a fixed clock).",
+     "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string", "description": "IANA name"}},
+                     "required": ["timezone"]}},
+    {"name": "image", "description": "Return a tiny PNG.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "spawn_child", "description": "Start a child process that sleeps.", "inputSchema": {"type": "object"}},
+    {"name": "weird.name/x", "description": "A name and a schema that need normalising.",
+     "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#",
+                     "properties": {"p": {"$ref": "#/definitions/P"}},
+                     "definitions": {"P": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                           "required": ["x"]}}}},
+    {"name": "rpc_error", "description": "Answers with a JSON-RPC error.", "inputSchema": {"type": "object"}},
+    {"name": "bad_schema", "description": "Its schema is invalid.",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "strang"}}}},
+]
+
+out_lock = threading.Lock()
+cancelled = set()
+children = []
+
+
+def log(obj):
+    path = os.environ.get("FAKE_MCP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(obj) + "\n")
+
+
+def text(t, is_error=False):
+    r = {"content": [{"type": "text", "text": t}]}
+    if is_error:
+        r["isError"] = True
+    return r
+
+
+def call_tool(name, args, req_id):
+    """Returns a result dict, or an ("error", code, message) tuple, or None (cancelled)."""
+    if name == "echo":
+        return text("echo: " + str(args.get("text", "")))
+    if name == "fail":
+        return text(args.get("message") or "it failed on purpose", is_error=True)
+    if name == "slow":
+        end = time.time() + float(args.get("seconds", 1))
+        while time.time() < end:
+            if req_id in cancelled:
+                log({"cancelled_seen": req_id})
+                return None
+            time.sleep(0.02)
+        return text("slept %s" % args.get("seconds"))
+    if name == "crash":
+        sys.stderr.write("crashing on purpose\n")
+        sys.stderr.flush()
+        os._exit(3)
+    if name == "get_current_time":
+        tz = args.get("timezone", "")
+        if tz not in ZONES:
+            return text("Invalid timezone: %s" % tz, is_error=True)
+        off = ZONES[tz]
+        hour = int(off[1:3]) * (1 if off[0] == "+" else -1)
+        body = {"timezone": tz, "datetime": "2026-01-01T%02d:00:00%s" % (hour % 24, off), "is_dst": False}
+        return {"content": [{"type": "text", "text": json.dumps(body, indent=2)}], "structuredContent": body}
+    if name == "image":
+        return {"content": [{"type": "text", "text": "a 1x1 PNG"},
+                            {"type": "image", "mimeType": "image/png", "data": PNG}]}
+    if name == "spawn_child":
+        p = subprocess.Popen(["sleep", "300"])
+        children.append(p)
+        return text(str(p.pid))
+    if name == "rpc_error":
+        return ("error", -32000, "database is locked")
+    if name == "weird.name/x":
+        return text("weird got %s" % json.dumps(args, sort_keys=True))
+    return ("error", -32602, "Unknown tool: %s" % name)
+
+
+def handle(msg):
+    """Returns the response dict for a request, or None for notifications."""
+    method = msg.get("method")
+    req_id = msg.get("id")
+    params = msg.get("params") or {}
+    log({"method": method, "params": params, "id": req_id})
+    if method == "notifications/cancelled":
+        cancelled.add(params.get("requestId"))
+        return None
+    if req_id is None:
+        return None
+    if method == "initialize":
+        if os.environ.get("FAKE_MCP_FAIL_INIT"):
+            sys.stderr.write("refusing to initialize\n")
+            sys.stderr.flush()
+            os._exit(2)
+        asked = params.get("protocolVersion")
+        version = os.environ.get("FAKE_MCP_PROTOCOL") or (asked if asked in KNOWN else KNOWN[-1])
+        result = {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
+                  "serverInfo": {"name": "fake-mcp", "version": "1.0.0"}}
+        return {"jsonrpc": "2.0", "id": req_id, "result": result}
+    if method == "ping":
+        return {"jsonrpc": "2.0", "id": req_id, "result": {}}
+    if method == "tools/list":
+        return {"jsonrpc": "2.0", "id": req_id, "result": {"tools": TOOLS}}
+    if method == "tools/call":
+        r = call_tool(params.get("name"), params.get("arguments") or {}, req_id)
+        if r is None:
+            return None
+        if isinstance(r, tuple):
+            return {"jsonrpc": "2.0", "id": req_id, "error": {"code": r[1], "message": r[2]}}
+        return {"jsonrpc": "2.0", "id": req_id, "result": r}
+    return {"jsonrpc": "2.0", "id": req_id, "error": {"code": -32601, "message": "Method not found: %s" % method}}
+
+
+def send(obj):
+    data = json.dumps(obj) + "\n"
+    with out_lock:
+        sys.stdout.write(data)
+        sys.stdout.flush()
+
+
+def serve_stdio():
+    def work(msg):
+        r = handle(msg)
+        if r is not None:
+            send(r)
+
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("method") == "tools/call":
+            threading.Thread(target=work, args=(msg,), daemon=True).start()
+        else:
+            work(msg)
+    # stdin closed: the MCP stdio rule is to exit.
+    if os.environ.get("FAKE_MCP_IGNORE_EOF"):
+        while True:
+            time.sleep(1)
+    for c in children:
+        c.kill()
+    os._exit(0)
+
+
+def serve_http(port_file):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def reply(self, code, body=None, headers=()):
+            data = b"" if body is None else json.dumps(body).encode()
+            self.send_response(code)
+            for k, v in headers:
+                self.send_header(k, v)
+            if body is not None:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            msg = json.loads(self.rfile.read(n) or b"{}")
+            log({"http_headers": {k.lower(): v for k, v in self.headers.items()}})
+            r = handle(msg)
+            extra = [("Mcp-Session-Id", "fake-session-1")] if msg.get("method") == "initialize" else []
+            if r is None:
+                self.reply(202, None, extra)
+            else:
+                self.reply(200, r, extra)
+
+        def do_GET(self):
+            self.reply(405, None, [("Allow", "POST, DELETE")])
+
+        def do_DELETE(self):
+            log({"method": "DELETE"})
+            self.reply(200, None)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    tmp = port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(tmp, port_file)
+    srv.serve_forever()
+
+
+def main():
+    starts = os.environ.get("FAKE_MCP_STARTS")
+    if starts:
+        with open(starts, "a") as f:
+            f.write("%d\n" % os.getpid())
+    sys.stderr.write("fake MCP server %d starting\n" % os.getpid())
+    sys.stderr.flush()
+    if os.environ.get("FAKE_MCP_IGNORE_EOF"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    delay = os.environ.get("FAKE_MCP_SLOW_START")
+    if delay:
+        time.sleep(float(delay))
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        serve_http(sys.argv[2])
+    else:
+        serve_stdio()
+
+
+if __name__ == "__main__":
+    main()
