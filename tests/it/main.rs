@@ -11,3 +11,4 @@ mod modes;
 mod runs;
 mod skills;
 mod tools;
+mod wire;
