@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: build test lint ci install demo bench man clean
+.PHONY: build test test-real test-real-harness lint ci install demo bench man clean
 
 build:
 	$(CARGO) build --locked
@@ -11,6 +11,21 @@ build:
 ## test: every unit and integration test (offline; fake servers on 127.0.0.1 only)
 test:
 	$(CARGO) test --locked
+
+## test-real: a few goals against the real OpenAI-compatible server at AGENTLOOP_REAL_BASE_URL
+## (skipped when unset; optional AGENTLOOP_REAL_MODEL, default smollm2, and AGENTLOOP_REAL_LOG,
+## the server's access log, checked for HTTP 5xx). Not part of `make test` or CI.
+test-real:
+	@if [ -z "$$AGENTLOOP_REAL_BASE_URL" ]; then \
+		echo "test-real skipped: set AGENTLOOP_REAL_BASE_URL (e.g. http://127.0.0.1:8088/v1)"; \
+	else \
+		$(CARGO) test --locked --test it real:: -- --ignored --nocapture; \
+	fi
+
+## test-real-harness: test-real against ../shared/harness's llama-cpp-python server, once with
+## the upstream chat handler and once with the fixed one (HARNESS_DIR overrides where it lives)
+test-real-harness:
+	tests/real-harness.sh
 
 ## lint: formatting and clippy with warnings as errors
 lint:

@@ -503,7 +503,7 @@ impl Model for OpenAi {
                     form,
                     status: Some(rej.status),
                     answered: false,
-                    detail: format!("rejected: {}", short(&rej.summary)),
+                    detail: format!("rejected: {}", short(rej.summary.split("; request id").next().unwrap_or(""))),
                     response: None,
                 },
                 Err(e) => return Some(Err(e)),

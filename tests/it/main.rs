@@ -8,6 +8,7 @@ mod handle;
 mod loop_;
 mod models;
 mod modes;
+mod real;
 mod runs;
 mod skills;
 mod tools;
