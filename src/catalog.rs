@@ -28,8 +28,23 @@ fn param_lines(schema: &Value) -> Vec<String> {
             if let Some(d) = p.get("description").and_then(Value::as_str) {
                 s.push_str(&format!(": {d}"));
             }
+            // The bounds the schema checks, said in words for models that read only this text.
+            let mut rules = Vec::new();
+            match (p.get("minimum").and_then(Value::as_i64), p.get("maximum").and_then(Value::as_i64)) {
+                (Some(a), Some(b)) => rules.push(format!("From {a} to {b}.")),
+                (Some(a), None) => rules.push(format!("At least {a}.")),
+                (None, Some(b)) => rules.push(format!("At most {b}.")),
+                (None, None) => {}
+            }
             if let Some(e) = p.get("enum").and_then(Value::as_array) {
-                s.push_str(&format!(" One of: {}.", e.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
+                rules.push(format!("One of: {}.", e.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
+            }
+            if !rules.is_empty() {
+                if !s.ends_with('.') {
+                    s.push('.');
+                }
+                s.push(' ');
+                s.push_str(&rules.join(" "));
             }
             s
         })

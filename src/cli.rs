@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 /// memory.md, skills.md, plan.md, decisions.md, trace.jsonl, state.json, artifacts/), so a run can
 /// be stepped by hand, edited between phases, scripted, scheduled, or driven one turn at a time.
 ///
-/// Quick start, offline:  make demo
+/// Quick start, offline:  agentloop demo
 /// With a real model:     ANTHROPIC_API_KEY=... agentloop -w ws run --goal "..."
 /// Step by hand:          agentloop -w ws init --goal "..."; then frame, plan, act, reflect
 ///
@@ -73,6 +73,9 @@ pub struct Global {
     /// Extra skills folder (repeatable; later wins).
     #[arg(long = "skills-dir", global = true, value_name = "DIR")]
     pub skills_dir: Vec<Utf8PathBuf>,
+    /// Only these skills for this invocation (comma-separated names; skills.only).
+    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
+    pub skills: Option<Vec<String>>,
     /// Most plan→act→reflect steps.
     #[arg(long, global = true, value_name = "N")]
     pub max_steps: Option<u32>,
@@ -144,6 +147,7 @@ pub enum Command {
     #[command(subcommand)]
     Memory(commands::memory::MemoryCommand),
     Dream(commands::dream::DreamArgs),
+    Demo(commands::demo::DemoArgs),
     Handle(commands::handle::HandleArgs),
     Completions(commands::completions::CompletionsArgs),
     Man(commands::completions::ManArgs),

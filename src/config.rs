@@ -113,6 +113,9 @@ pub struct Config {
     pub allowed_tools: Option<Vec<String>>,
     /// Extra instructions added to every phase prompt (agent profiles set this).
     pub system_prompt: Option<String>,
+    /// A file whose text is the agent's identity (seed 004's identity loader): it comes before
+    /// `system_prompt` in every phase's system prompt. Relative to the workspace.
+    pub system_prompt_file: Option<Utf8PathBuf>,
     /// A note for people about this config or agent profile (shown by `agentloop agents list`).
     pub description: Option<String>,
     /// Name of an agent profile in `agents/NAME.yaml` to apply.
@@ -131,6 +134,8 @@ pub struct Config {
     pub frustration: FrustrationConfig,
     /// Rolling usage limits across invocations, per agent profile.
     pub rest: RestConfig,
+    /// The diagnostics log file.
+    pub logging: LoggingConfig,
     pub handle: HandleConfig,
 }
 
@@ -148,6 +153,7 @@ impl Default for Config {
             escalation_triggers: ["need human input", "escalate to human", "ask the user"].map(String::from).to_vec(),
             allowed_tools: None,
             system_prompt: None,
+            system_prompt_file: None,
             description: None,
             agent: None,
             templates_dir: None,
@@ -158,6 +164,7 @@ impl Default for Config {
             memory: MemoryConfig::default(),
             frustration: FrustrationConfig::default(),
             rest: RestConfig::default(),
+            logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
         }
     }
@@ -234,13 +241,14 @@ pub struct Price {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
-    /// Extra folders file_read and list_dir may read (the workspace is always readable).
+    /// Extra folders file_read, list_dir and grep may read (the workspace is always readable).
     pub read_paths: Vec<Utf8PathBuf>,
-    /// Extra folders file_write may write (artifacts/ is always writable).
+    /// When set, the only folders file_write may write; empty means the whole workspace (never
+    /// the paper trail or agentloop's own files, whatever the folder).
     pub write_paths: Vec<Utf8PathBuf>,
     /// Characters of tool output kept inline; more goes to artifacts/.
     pub output_cap: usize,
-    /// Largest file file_read will read, in bytes.
+    /// Largest file file_read, grep and skill_read will read, in bytes.
     pub max_file_bytes: u64,
     /// Default per-tool timeout.
     pub timeout: Dur,
@@ -265,7 +273,7 @@ impl Default for ToolsConfig {
             shell: ShellConfig::default(),
             memory: MemoryToolConfig::default(),
             external: BTreeMap::new(),
-            local: ["file_read", "file_write", "list_dir", "skill_read", "finish"].map(String::from).to_vec(),
+            local: ["file_read", "file_write", "list_dir", "grep", "skill_read", "finish"].map(String::from).to_vec(),
         }
     }
 }
@@ -317,13 +325,25 @@ pub struct ShellConfig {
     pub enabled: bool,
     /// Programs the shell tool may run (argv[0], matched exactly).
     pub allow: Vec<String>,
+    /// Exact argv patterns that may run even when they could run other programs (`env`, `find
+    /// -exec`, interpreters): words separated by spaces, `*` one argument, a final `**` the rest.
+    pub patterns: Vec<String>,
+    /// Environment variables passed to the program (everything else is cleared).
+    pub env: Vec<String>,
     pub timeout: Dur,
     pub max_output: usize,
 }
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        ShellConfig { enabled: false, allow: vec![], timeout: Dur::secs(30), max_output: 64 * 1024 }
+        ShellConfig {
+            enabled: false,
+            allow: vec![],
+            patterns: vec![],
+            env: vec!["PATH".into(), "HOME".into(), "LANG".into(), "LC_ALL".into(), "TZ".into(), "TERM".into()],
+            timeout: Dur::secs(30),
+            max_output: 64 * 1024,
+        }
     }
 }
 
@@ -334,6 +354,28 @@ pub struct MemoryToolConfig {
     pub enabled: bool,
     /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
     pub dir: Option<Utf8PathBuf>,
+}
+
+/// `logging:` — diagnostics to a file (none by default); stderr is unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingConfig {
+    /// debug | info | warn
+    pub level: String,
+    /// Log file (relative to the workspace); null: no log.
+    pub file: Option<Utf8PathBuf>,
+    /// text | json
+    pub format: String,
+    /// Rotate when the file would pass this size.
+    pub max_bytes: u64,
+    /// Rotated files kept (file.1 … file.N).
+    pub keep: u32,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig { level: "info".into(), file: None, format: "text".into(), max_bytes: 10 * 1024 * 1024, keep: 3 }
+    }
 }
 
 /// `rest:` — rolling usage limits across invocations for the agent profile (seed 004's rest):
@@ -418,11 +460,13 @@ pub struct SkillsConfig {
     pub no_builtin: bool,
     /// Most directory entries one scan looks at.
     pub max_entries: usize,
+    /// Only these skills (by name) are offered and readable; null = every skill found.
+    pub only: Option<Vec<String>>,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
-        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000 }
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000, only: None }
     }
 }
 
@@ -467,6 +511,51 @@ fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
 }
 
 /// Parses a YAML or JSON config file into a layer (JSON is YAML, but `.json` files get JSON errors).
+/// Most bytes of a YAML document agentloop parses (config files, frontmatter, scripts).
+pub const MAX_YAML_BYTES: usize = 4 * 1024 * 1024;
+/// Deepest nesting of a YAML document: flow collections (`[`, `{`) or indentation columns.
+pub const MAX_YAML_DEPTH: usize = 64;
+
+/// Parses YAML after a linear pre-check of its size and nesting, so a hostile document (deep
+/// nesting, huge size) is refused in time proportional to its length instead of exhausting
+/// the parser. The error says which limit was passed.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    if text.len() > MAX_YAML_BYTES {
+        return Err(format!("the document is larger than {MAX_YAML_BYTES} bytes"));
+    }
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut quote = None::<char>;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        if quote.is_none() && indent / 2 > MAX_YAML_DEPTH * 2 {
+            return Err(format!("the document is indented more than {} columns deep", MAX_YAML_DEPTH * 4));
+        }
+        let mut comment = false;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '#') => comment = true,
+                _ if comment => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '[' | '{') => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        // Quotes rarely span lines in these documents; an apostrophe in plain text must not
+        // hide the rest of the file from the count.
+        quote = None;
+    }
+    if max > MAX_YAML_DEPTH {
+        return Err(format!("the document nests more than {MAX_YAML_DEPTH} levels deep"));
+    }
+    serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
+}
+
 pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
     let Some(text) = crate::fs::read_optional(path)? else {
         return Ok(None);
@@ -476,7 +565,7 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        serde_yaml_ng::from_str(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
+        parse_yaml(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),
@@ -597,11 +686,31 @@ pub struct Resolved {
     pub sources: BTreeMap<String, String>,
 }
 
+/// The seeds' own key names, taken as the keys they mean: `max_loops` (seed 001) is
+/// `max_steps`. Both in one layer is an error naming both.
+fn seed_names(layer: &Layer) -> Result<Layer> {
+    let mut l = layer.clone();
+    if let Some(obj) = l.value.as_object_mut() {
+        if let Some(v) = obj.remove("max_loops") {
+            if obj.contains_key("max_steps") {
+                return Err(Error::usage(format!(
+                    "invalid configuration in {}: both `max_loops` and `max_steps` are set",
+                    layer.source
+                ))
+                .with_hint("keep one: max_loops (seed 001's name) is max_steps"));
+            }
+            obj.insert("max_steps".into(), v);
+        }
+    }
+    Ok(l)
+}
+
 pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
     let mut value = serde_json::to_value(Config::default()).expect("defaults serialize");
     let mut sources = BTreeMap::new();
     mark_all(&value, "", &mut sources);
     for layer in layers {
+        let layer = &seed_names(layer)?;
         layer.validate()?;
         merge(&mut value, &layer.value, &layer.source, "", &mut sources);
     }
@@ -639,6 +748,18 @@ fn validate_values(c: &Config) -> Result<()> {
         return Err(Error::usage(format!(
             "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
             c.llm.structured
+        )));
+    }
+    if !["debug", "info", "warn"].contains(&c.logging.level.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `logging.level`: `{}`; use debug, info or warn",
+            c.logging.level
+        )));
+    }
+    if !["text", "json"].contains(&c.logging.format.as_str()) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `logging.format`: `{}`; use text or json",
+            c.logging.format
         )));
     }
     if !["model", "mechanical"].contains(&c.memory.compact_with.as_str()) {

@@ -18,8 +18,17 @@ use serde::{Deserialize, Serialize};
 
 /// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
 /// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
-pub const RUN_FILES: &[&str] =
-    &["context.md", "memory.md", "plan.md", "decisions.md", "trace.jsonl", "state.json", "result.json", "artifacts"];
+pub const RUN_FILES: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "transcript.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+    "artifacts",
+];
 
 const JOURNAL: &str = ".agentloop.archive.json";
 

@@ -106,9 +106,22 @@ fn save(path: &Utf8Path, v: &Value) -> Result<()> {
     fs::write_atomic(path, (serde_json::to_string_pretty(v).expect("json") + "\n").as_bytes())
 }
 
-/// Words worth indexing: lower-case, alphanumeric, longer than 2 characters.
+/// Words that say nothing about a memory (and would make every query touch every entry).
+const STOP: &[&str] = &[
+    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out",
+    "has", "have", "his", "how", "its", "may", "new", "now", "old", "see", "two", "way", "who", "did", "get", "let",
+    "she", "too", "use", "this", "that", "with", "from", "they", "them", "then", "than", "what", "when", "where",
+    "which", "will", "would", "there", "their", "into", "been", "were", "also", "each", "only", "some", "such",
+    "about", "after", "before", "these", "those", "should", "could",
+];
+
+/// Words worth indexing: lower-case, alphanumeric, longer than 2 characters, not a stop word.
 pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() > 2).map(|w| w.to_lowercase()).collect()
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() > 2)
+        .map(|w| w.to_lowercase())
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect()
 }
 
 fn keywords_of(text: &str) -> Vec<String> {

@@ -63,10 +63,26 @@ struct Section<'a> {
     lines: Vec<&'a str>,
 }
 
+/// Splits a document at its `## ` headings. A heading inside a fenced code block (``` or ~~~)
+/// is text, not a section: a person's section quoting markdown cannot overwrite the goal.
 fn sections(text: &str) -> Vec<Section<'_>> {
     let mut out: Vec<Section> = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
     for (i, line) in text.lines().enumerate() {
-        if let Some(h) = line.strip_prefix("## ") {
+        let t = line.trim_start();
+        let indent = line.len() - t.len();
+        let run = |c: char| t.chars().take_while(|x| *x == c).count();
+        let opener =
+            if indent <= 3 { [('`', run('`')), ('~', run('~'))].into_iter().find(|(_, n)| *n >= 3) } else { None };
+        match (fence, opener) {
+            (None, Some(f)) => fence = Some(f),
+            (Some((c, n)), Some((c2, n2))) if c == c2 && n2 >= n && t.trim_end().chars().all(|x| x == c) => {
+                fence = None
+            }
+            _ => {}
+        }
+        let in_fence = fence.is_some() || opener.is_some();
+        if let (false, Some(h)) = (in_fence, line.strip_prefix("## ")) {
             out.push(Section {
                 heading: h.trim().to_lowercase(),
                 title: h.trim().to_string(),
@@ -246,6 +262,14 @@ fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Optio
     let Some(close) = s.lines[open + 1..].iter().position(|l| l.trim() == "```") else {
         return Err(Error::data(format!("{path}:{open_line}: the Next Action block is not closed")).with_hint(fix));
     };
+    // A second block is ambiguous: which one is binding? Say where both are.
+    if let Some(second) = s.lines[open + 2 + close..].iter().position(|l| l.trim() == FENCE) {
+        let second_line = open_line + 2 + close + second;
+        return Err(Error::data(format!(
+            "{path}:{open_line} and {path}:{second_line}: plan.md holds two Next Action blocks; only one is binding"
+        ))
+        .with_hint("delete one of the two blocks (keep the action you want `act` to run)"));
+    }
     let body = s.lines[open + 1..open + 1 + close].join("\n");
     let action: NextAction = serde_json::from_str(&body).map_err(|e| {
         let line = open_line + e.line().max(1);
@@ -298,5 +322,16 @@ mod tests {
         let text = "# Plan\n\n## Next Action\nStep 1.\n\n```json next-action\n{\"tool\": \"x\", \n```\n";
         let e = parse_plan(text, Utf8Path::new("plan.md")).unwrap_err();
         assert!(e.message.starts_with("plan.md:"), "{}", e.message);
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    #[test]
+    fn a_heading_in_a_code_fence_is_text() {
+        let text = "## Goal\nthe real goal\n\n## Definition of Done\n- [ ] a\n\n## Notes\n```markdown\n## Goal\nnot the goal\n```\n~~~~\n## Status\n~~~\n~~~~\n";
+        let m = super::parse_memory(text, camino::Utf8Path::new("memory.md")).unwrap();
+        assert_eq!(m.goal, "the real goal");
+        assert_eq!(m.status, "");
     }
 }

@@ -10,8 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set by a verbose printer, for the few notes written far from one (the model clients).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
 
-/// A `debug:` line on stderr when `-v` was given; for code that holds no [`Printer`].
+/// A `debug:` line on stderr when `-v` was given, and in the diagnostics log; for code that
+/// holds no [`Printer`] (the model clients).
 pub fn debug_note(s: &str) {
+    let s = &crate::redact::redact(s);
+    crate::log::debug(s);
     if VERBOSE.load(Ordering::Relaxed) {
         eprintln!("debug: {s}");
     }
@@ -51,6 +54,7 @@ impl Printer {
 
     /// Writes data to stdout; exits quietly when the reader has gone away.
     pub fn out(&self, s: &str) {
+        let s = &crate::redact::redact(s);
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -75,16 +79,21 @@ impl Printer {
 
     /// A message for people on stderr, unless `-q`.
     pub fn info(&self, s: &str) {
+        let s = &crate::redact::redact(s);
+        crate::log::info(s);
         if !self.quiet {
             eprintln!("{s}");
         }
     }
 
     pub fn warn(&self, s: &str) {
+        let s = &crate::redact::redact(s);
+        crate::log::warn(s);
         eprintln!("warning: {s}");
     }
 
     pub fn debug(&self, s: &str) {
+        crate::log::debug(s);
         if self.verbose {
             eprintln!("debug: {s}");
         }
@@ -92,6 +101,7 @@ impl Printer {
 
     /// A progress line (stderr, terminals only).
     pub fn progress(&self, s: &str) {
+        crate::log::debug(s);
         if self.progress {
             eprintln!("{s}");
         }

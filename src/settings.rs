@@ -67,6 +67,9 @@ pub fn flag_layer(g: &Global) -> Layer {
     if !g.skills_dir.is_empty() {
         set(&["skills", "dirs"], json!(g.skills_dir.iter().map(abs).collect::<Vec<_>>()));
     }
+    if let Some(only) = &g.skills {
+        set(&["skills", "only"], json!(only));
+    }
     if let Some(n) = g.max_steps {
         set(&["max_steps"], json!(n));
     }
@@ -148,9 +151,44 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
     .with_hint("create agents/NAME.yaml with config keys and a system_prompt, or drop --agent"))
 }
 
+/// Reads `system_prompt_file` (the agent's identity text) into the system prompt, before any
+/// `system_prompt` given as text.
+pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
+    let Some(file) = cfg.system_prompt_file.clone() else { return Ok(()) };
+    let path = crate::workspace::resolve_in(root, &file);
+    let text = crate::fs::read_optional(&path)?.ok_or_else(|| {
+        Error::usage(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
+            .with_hint("give a file relative to the workspace, or drop the key")
+    })?;
+    let text = text.trim();
+    cfg.system_prompt = Some(match cfg.system_prompt.take().filter(|s| !s.trim().is_empty()) {
+        Some(extra) => format!("{text}\n\n{extra}"),
+        None => text.to_string(),
+    });
+    Ok(())
+}
+
 pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
-    let resolved = config::resolve(&layers(g, &ws.root, None)?)?;
+    let mut resolved = config::resolve(&layers(g, &ws.root, None)?)?;
+    load_identity(&mut resolved.config, &ws.root)?;
+    // The log exists only for a workspace that does (a mistyped -w creates nothing).
+    if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
+        crate::log::init(&resolved.config.logging, &ws.root);
+    }
+    crate::log::debug(&format!(
+        "agentloop {} {:?} in {}; config sources: {}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::args().skip(1).collect::<Vec<_>>(),
+        ws.root,
+        resolved
+            .sources
+            .iter()
+            .filter(|(_, s)| *s != "default")
+            .map(|(k, s)| format!("{k} from {s}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
     Ok(Ctx { global: g.clone(), printer, ws, resolved })
 }

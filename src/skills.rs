@@ -11,6 +11,11 @@
 //! bounded (`skills.max_entries`, depth 4) and skip `.git` and `node_modules`.
 //!
 //! Unknown frontmatter keys are warnings, not errors: the skill loads, `skills check` lists them.
+//!
+//! One rule for both formats: a skill folder that is a symlink, or is reached through one, is
+//! skipped with a warning (its folder would become readable by file_read). Skill files are read
+//! inside their folder's capability, non-blocking (a FIFO is refused, never waited on) and at
+//! most `tools.max_file_bytes` each.
 
 use crate::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -30,7 +35,7 @@ pub struct Skill {
     pub description: String,
     /// agent-skills | seed
     pub format: String,
-    /// `builtin` or the folder it was loaded from.
+    /// `builtin` or the folder it was loaded from (relative to the workspace once loaded for one).
     pub location: String,
     #[serde(skip)]
     pub dir: Option<Utf8PathBuf>,
@@ -137,7 +142,7 @@ pub fn parse_skill_md(
             "no YAML frontmatter: the file must start with `---`, the fields, and `---`",
         )]);
     };
-    let map: serde_json::Map<String, Value> = match serde_yaml_ng::from_str::<Value>(fm) {
+    let map: serde_json::Map<String, Value> = match crate::config::parse_yaml::<Value>(fm) {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
         Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
@@ -230,6 +235,25 @@ pub fn parse_skill_md(
     Ok((skill, problems))
 }
 
+/// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
+/// fails), never blocking on a FIFO, never more than `cap` bytes.
+fn read_in(dir: &Utf8Path, name: &str, cap: u64) -> Result<String, String> {
+    let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| e.to_string())?;
+    let buf = crate::tools::sandbox::read_capped(&d, name, name, cap)?;
+    String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
+}
+
+/// Whether `dir` (below `root`) is a real folder, reached without a symlink. Skill folders that
+/// are links are skipped in both formats: a link would open the folder it points to to
+/// file_read.
+fn real_subdir(root: &Utf8Path, dir: &Utf8Path) -> bool {
+    let (Ok(r), Ok(d)) = (root.canonicalize_utf8(), dir.canonicalize_utf8()) else {
+        return false;
+    };
+    let Ok(inner) = dir.strip_prefix(root) else { return false };
+    d == r.join(inner) && dir.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
 fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![(dir.to_path_buf(), 0)];
@@ -258,9 +282,22 @@ fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
     out
 }
 
-fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize) {
+/// Bounds of a scan: entries visited and bytes per file read.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_entries: usize,
+    pub max_file_bytes: u64,
+}
+
+impl Limits {
+    pub fn of(cfg: &Config) -> Self {
+        Limits { max_entries: cfg.skills.max_entries, max_file_bytes: cfg.tools.max_file_bytes }
+    }
+}
+
+fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize, cap: u64) {
     let file = dir.join("SKILL.md");
-    let text = match std::fs::read_to_string(&file) {
+    let text = match read_in(dir, "SKILL.md", cap) {
         Ok(t) => t,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
     };
@@ -282,15 +319,14 @@ fn load_seed_skill(
     set: &mut Vec<Skill>,
     problems: &mut Vec<Problem>,
     budget: &mut usize,
+    cap: u64,
 ) {
     let file = dir.join("skill.json");
-    let v: Value = match std::fs::read_to_string(&file)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-    {
-        Ok(v) => v,
-        Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
-    };
+    let v: Value =
+        match read_in(dir, "skill.json", cap).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+            Ok(v) => v,
+            Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
+        };
     let id = v.get("id").and_then(Value::as_str).unwrap_or("").to_string();
     if id.is_empty() {
         return problems.push(Problem::error(&file, Some("id"), "missing"));
@@ -311,7 +347,11 @@ fn load_seed_skill(
     if v.get("enabled").and_then(Value::as_bool) == Some(false) {
         return;
     }
-    let body = std::fs::read_to_string(dir.join("skill.md")).unwrap_or_default();
+    let body = match read_in(dir, "skill.md", cap) {
+        Ok(b) => b,
+        Err(_) if !dir.join("skill.md").exists() => String::new(),
+        Err(e) => return problems.push(Problem::error(&dir.join("skill.md"), None, format!("cannot read: {e}"))),
+    };
     let requires = v.get("requires").cloned().unwrap_or(Value::Null);
     set.push(Skill {
         name: id,
@@ -333,15 +373,17 @@ fn load_seed_skill(
 }
 
 /// Loads every skill under one folder (both formats), bounded and skipping .git/node_modules.
-pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
+/// A skill folder that is a symlink, or reached through one, is skipped with a warning.
+pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
     let mut skills = Vec::new();
     let mut problems = Vec::new();
+    let max_entries = limits.max_entries;
+    let cap = limits.max_file_bytes;
     let mut budget = max_entries;
     let mut seen_seed = std::collections::BTreeSet::new();
     let registry = root.join("registry.json");
     if registry.is_file() {
-        match std::fs::read_to_string(&registry)
-            .map_err(|e| e.to_string())
+        match read_in(root, "registry.json", cap)
             .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
         {
             Ok(v) => {
@@ -361,14 +403,18 @@ pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
                     if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
                         continue;
                     }
-                    load_seed_skill(&dir, Some(id), &mut skills, &mut problems, &mut budget);
+                    if dir.symlink_metadata().is_ok() && !real_subdir(root, &dir) {
+                        problems.push(linked(&dir));
+                        continue;
+                    }
+                    load_seed_skill(&dir, Some(id), &mut skills, &mut problems, &mut budget, cap);
                 }
             }
             Err(e) => problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
         }
     }
     if root.join("SKILL.md").is_file() {
-        load_agent_skill(root, &mut skills, &mut problems, &mut budget);
+        load_agent_skill(root, &mut skills, &mut problems, &mut budget, cap);
         return (skills, problems);
     }
     let mut stack = vec![(root.to_path_buf(), 0usize)];
@@ -392,17 +438,24 @@ pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
             if name == ".git" || name == "node_modules" {
                 continue;
             }
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                subdirs.push(e.path().to_path_buf());
+            match e.file_type() {
+                Ok(t) if t.is_dir() => subdirs.push(e.path().to_path_buf()),
+                Ok(t) if t.is_symlink() => {
+                    let p = e.path();
+                    if !seen_seed.contains(p) && (p.join("SKILL.md").is_file() || p.join("skill.json").is_file()) {
+                        problems.push(linked(p));
+                    }
+                }
+                _ => {}
             }
         }
         subdirs.sort();
         for d in subdirs.into_iter().rev() {
             if d.join("SKILL.md").is_file() {
-                load_agent_skill(&d, &mut skills, &mut problems, &mut budget);
+                load_agent_skill(&d, &mut skills, &mut problems, &mut budget, cap);
             } else if d.join("skill.json").is_file() {
                 if !seen_seed.contains(&d) {
-                    load_seed_skill(&d, None, &mut skills, &mut problems, &mut budget);
+                    load_seed_skill(&d, None, &mut skills, &mut problems, &mut budget, cap);
                 }
             } else if depth < 4 {
                 stack.push((d, depth + 1));
@@ -410,6 +463,14 @@ pub fn scan(root: &Utf8Path, max_entries: usize) -> (Vec<Skill>, Vec<Problem>) {
         }
     }
     (skills, problems)
+}
+
+fn linked(dir: &Utf8Path) -> Problem {
+    Problem::warning(
+        dir,
+        None,
+        "is a symbolic link (or reached through one); skill folders must be real folders, so it is skipped",
+    )
 }
 
 pub fn user_dir() -> Option<Utf8PathBuf> {
@@ -439,13 +500,26 @@ impl SkillSet {
             if !d.is_dir() {
                 continue;
             }
-            let (skills, problems) = scan(&d, cfg.skills.max_entries);
+            let (skills, problems) = scan(&d, Limits::of(cfg));
             set.problems.extend(problems);
             for s in skills {
                 by_name.insert(s.name.clone(), s);
             }
         }
+        // Locations are shown to the model (the catalog): name them from the workspace, as
+        // file_read does, never by the machine path.
+        let ws = crate::tools::sandbox::absolute(root);
+        for s in by_name.values_mut() {
+            if let Some(dir) = &s.dir {
+                let rel = crate::tools::sandbox::relative(&ws, &crate::tools::sandbox::absolute(dir));
+                s.location = if rel.as_str().is_empty() { ".".into() } else { rel.into_string() };
+            }
+        }
         set.skills = by_name.into_values().collect();
+        // An agent profile (or --skills) may narrow the skills it is offered.
+        if let Some(only) = &cfg.skills.only {
+            set.skills.retain(|s| only.iter().any(|o| o == &s.name));
+        }
         set
     }
 
@@ -468,8 +542,9 @@ impl SkillSet {
             .collect()
     }
 
-    /// A skill's instructions, or one of its files (confined to the skill folder).
-    pub fn read(&self, name: &str, file: Option<&str>) -> Result<(String, Value), String> {
+    /// A skill's instructions, or one of its files (confined to the skill folder, a regular file
+    /// of at most `max_bytes`).
+    pub fn read(&self, name: &str, file: Option<&str>, max_bytes: u64) -> Result<(String, Value), String> {
         let s = self.get(name).ok_or_else(|| {
             format!(
                 "no skill named `{name}`; available: {}",
@@ -490,8 +565,10 @@ impl SkillSet {
             Some(f) => {
                 let dir = s.dir.as_ref().ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
                 let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-                    .map_err(|e| format!("cannot open {dir}: {e}"))?;
-                let text = d.read_to_string(f).map_err(|e| format!("cannot read `{f}` in skill `{name}`: {e}"))?;
+                    .map_err(|e| format!("cannot open the folder of skill `{name}`: {e}"))?;
+                let shown = format!("`{f}` in skill `{name}`");
+                let buf = crate::tools::sandbox::read_capped(&d, f, &shown, max_bytes)?;
+                let text = String::from_utf8(buf).map_err(|_| format!("{shown} is not UTF-8 text"))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

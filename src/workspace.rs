@@ -186,6 +186,9 @@ pub struct State {
     /// Frustration score: tool errors, repeats and refused `done`s raise it, clean steps lower it.
     #[serde(default)]
     pub frustration: u32,
+    /// The tools Act ran, in order (result.json's `tools_called`).
+    #[serde(default)]
+    pub tools_called: Vec<String>,
     /// The one forced reframe frustration allows has happened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frustration_reframed: bool,
@@ -229,6 +232,7 @@ impl State {
             interrupted: false,
             frustration: 0,
             frustration_reframed: false,
+            tools_called: vec![],
         }
     }
 
@@ -342,7 +346,7 @@ impl Workspace {
     pub fn save_state(&self, state: &State) -> Result<()> {
         let mut s = state.clone();
         s.updated_at = crate::clock::now_rfc3339();
-        let text = serde_json::to_string_pretty(&s).expect("state serializes") + "\n";
+        let text = crate::redact::redact(&(serde_json::to_string_pretty(&s).expect("state serializes") + "\n"));
         fs::write_atomic(&self.state_path(), text.as_bytes())
     }
 
@@ -410,6 +414,15 @@ impl Workspace {
     /// Applies a phase's effects all-or-nothing (see the module docs).
     pub fn commit(&self, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
+        // No secret reaches the workspace, whatever carried it here.
+        let mut commit = commit.clone();
+        for (_, text) in commit.files.iter_mut() {
+            *text = crate::redact::redact(text);
+        }
+        for line in commit.trace.iter_mut() {
+            *line = crate::redact::redact(line);
+        }
+        let commit = &commit;
         let text = serde_json::to_string(commit).expect("commit serializes");
         fs::write_durable(&journal, text.as_bytes())?;
         crate::crash::point("commit:journaled");

@@ -13,10 +13,24 @@ pub enum AgentsCommand {
     /// A profile is a config file (system_prompt, llm, allowed_tools, skills, limits, description)
     /// applied with --agent NAME, above the config files and below environment and flags.
     List,
+    /// Print a profile's effective configuration: every key with its value and where it came
+    /// from (the profile, a config file, the environment, a flag or the default).
+    ///
+    /// A profile may set any config key: system_prompt / system_prompt_file (its identity),
+    /// llm, allowed_tools and tools, skills.only, memory, rest, budgets.
+    ///
+    /// Example: agentloop agents show researcher --json | jq '.sources'
+    #[command(verbatim_doc_comment)]
+    Show {
+        /// The profile name (agents/NAME.yaml).
+        name: String,
+    },
 }
 
 pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
-    let AgentsCommand::List = cmd;
+    if let AgentsCommand::Show { name } = &cmd {
+        return show(&ctx, name);
+    }
     let mut dirs = vec![ctx.ws.root.join("agents")];
     dirs.extend(config::user_config_dir().map(|d| d.join("agents")));
     let mut rows = Vec::new();
@@ -46,6 +60,10 @@ pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
     if ctx.printer.json {
         ctx.printer.json_value(&json!(rows));
     } else {
+        if rows.is_empty() {
+            ctx.printer
+                .info("no agent profiles (agents/NAME.yaml in the workspace or $XDG_CONFIG_HOME/agentloop/agents)");
+        }
         for r in &rows {
             let note = r["error"]
                 .as_str()
@@ -57,6 +75,40 @@ pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
                 r["path"].as_str().unwrap_or(""),
                 note
             ));
+        }
+    }
+    Ok(0)
+}
+
+fn show(ctx: &Ctx, name: &str) -> Result<u8> {
+    let mut g = ctx.global.clone();
+    g.agent = Some(name.to_string());
+    let c = crate::settings::build(&g)?;
+    let r = &c.resolved;
+    let from_profile: Vec<(&String, &String)> =
+        r.sources.iter().filter(|(_, s)| s.ends_with("(agent profile)")).collect();
+    if ctx.printer.json {
+        ctx.printer.json_value(&json!({
+            "name": name,
+            "config": r.value,
+            "sources": r.sources,
+            "set_by_profile": from_profile.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            "system_prompt": c.config().system_prompt,
+        }));
+        return Ok(0);
+    }
+    ctx.printer.outln(&format!("agent {name}"));
+    for (k, src) in &r.sources {
+        if src == "default" {
+            continue;
+        }
+        let v = k.split('.').try_fold(&r.value, |v, part| v.get(part));
+        ctx.printer.outln(&format!("  {k} = {}  # {src}", v.map(|v| v.to_string()).unwrap_or_default()));
+    }
+    if let Some(p) = &c.config().system_prompt {
+        ctx.printer.outln("identity:");
+        for line in p.lines() {
+            ctx.printer.outln(&format!("  | {line}"));
         }
     }
     Ok(0)

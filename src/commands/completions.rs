@@ -36,48 +36,16 @@ pub fn render_man() -> Result<String> {
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
     let mut text = String::from_utf8_lossy(&buf).into_owned();
+    // The exit-code section is rendered from the one table in error.rs.
+    text.push_str(".SH \"EXIT STATUS\"\n");
+    for (n, meaning) in crate::error::code::TABLE {
+        text.push_str(&format!(".TP\n{n}\n{}\n", meaning.replace('`', "").replace('-', "\\-")));
+    }
     text.push_str(EXTRA);
     Ok(text)
 }
 
-const EXTRA: &str = r#".SH "EXIT STATUS"
-.TP
-0
-Success; a run ended done.
-.TP
-1
-Runtime failure (I/O, internal error).
-.TP
-2
-Usage or configuration error (bad flag, unknown config key, wrong type).
-.TP
-3
-The run ended escalated: it needs a human.
-.TP
-4
-The run ended escalated because a budget or limit ran out (steps, reframes, time, tokens, cost).
-.TP
-5
-The model provider failed after all retries.
-.TP
-6
-A tool reported an error (act, tools call).
-.TP
-7
-Another agentloop process holds the workspace lock.
-.TP
-8
-A workspace file is broken (plan.md Next Action, memory.md, state.json).
-.TP
-9
-The run was refused before it started: it cannot fit max_tokens or max_cost_usd (run --force overrides).
-.TP
-10
-The agent is resting: a rolling usage window (rest:) is full; status says until when.
-.TP
-78
-handle only: a configuration error that must not be retried.
-.SH FILES
+const EXTRA: &str = r#".SH FILES
 .TP
 <workspace>/context.md, memory.md, skills.md, plan.md, decisions.md
 The paper trail, in markdown, for people and for the model.

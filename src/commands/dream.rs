@@ -37,7 +37,12 @@ pub struct DreamArgs {
 /// The normal form facts are compared in: lower case, words only, citations dropped.
 fn norm(f: &str) -> String {
     let cut = f.find(" (step").or_else(|| f.find(" (from run")).unwrap_or(f.len());
-    crate::longterm::words(&f[..cut]).join(" ")
+    f[..cut]
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {

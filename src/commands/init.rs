@@ -17,7 +17,7 @@ use clap::Args;
 pub struct InitArgs {
     /// Workspace folder to create (default: -w/--workspace, else the current folder).
     pub dir: Option<Utf8PathBuf>,
-    /// What the run should achieve.
+    /// What the run should achieve; - reads it from stdin.
     #[arg(long, short = 'g')]
     pub goal: String,
     /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
@@ -33,14 +33,14 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         ctx.global.workspace = dir;
         ctx = crate::settings::build(&ctx.global)?;
     }
+    let goal = crate::phases::init::read_goal(&args.goal, args.context.as_deref())?;
     let background = match &args.context {
-        Some(c) => crate::fs::read_arg(c)?,
+        Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
     let env = crate::phases::Env::new(&ctx)?;
-    let state =
-        crate::phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, &args.goal, &background, args.force, None)?;
+    let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
     env.ensure_skills_md()?;
     if ctx.printer.json {
         ctx.printer

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod answer;
 pub mod completions;
 pub mod config;
+pub mod demo;
 pub mod dream;
 pub mod handle;
 pub mod init;
@@ -62,6 +63,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Agents(c) => agents::run(ctx, c),
         Command::Memory(c) => memory::run(ctx, c),
         Command::Dream(a) => dream::run(ctx, a),
+        Command::Demo(a) => demo::run(ctx, a),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
         Command::Handle(_) => unreachable!("handled above"),

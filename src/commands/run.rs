@@ -39,10 +39,10 @@ use serde_json::json;
 ///   agentloop -w ws run --continue --max-steps 40    # after `max_steps reached`
 ///   agentloop -w ws run --answer "Use the 2024 figures"
 ///   agentloop -w ws run --events | jq -c .           # live trace entries as JSONL
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
-    /// The goal of a new run (a follow-up when the workspace holds an ended run).
+    /// The goal of a new run (a follow-up when the workspace holds an ended run); - reads stdin.
     #[arg(long, short = 'g')]
     pub goal: Option<String>,
     /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
@@ -182,7 +182,10 @@ pub fn ways_on(s: &State) -> String {
     ways.join("; ")
 }
 
-pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
+pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
+    if let Some(g) = &args.goal {
+        args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
+    }
     let answer = match &args.answer {
         Some(a) => Some(read_answer(a)?),
         None => None,
@@ -209,14 +212,19 @@ pub fn run(ctx: Ctx, args: RunArgs) -> Result<u8> {
     let mut env = Env::new(&ctx)?;
     env.events = args.events;
     let background = match &args.context {
-        Some(c) => crate::fs::read_arg(c)?,
+        Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
     if matches!(first, Plan::Start { .. }) && !args.force {
         let limits = crate::workspace::Limits::from_config(ctx.config());
         let goal = args.goal.as_deref().unwrap_or("");
         let est = phases::negotiate::estimate(&env, model.model(), goal, &background, &limits)?;
+        crate::log::info(&format!(
+            "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
+            est.min_tokens, est.min_cost_usd, est.max_steps, est.max_tokens, est.max_cost_usd, limits.max_tokens, limits.max_cost_usd
+        ));
         if let Some(why) = phases::negotiate::refusal(&est, &limits) {
+            crate::log::warn(&format!("negotiation: refused: {why}"));
             return Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
                 .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate"));
         }
@@ -412,7 +420,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         (None, false) => return Err(Error::usage("--dry-run needs --goal (the workspace holds no run)")),
     };
     let background = match &args.context {
-        Some(c) => crate::fs::read_arg(c)?,
+        Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
     let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;

@@ -137,7 +137,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                     if !dir.is_dir() {
                         return Err(Error::usage(format!("{dir} is not a folder")));
                     }
-                    skills::scan(dir, cfg.skills.max_entries)
+                    skills::scan(dir, skills::Limits::of(cfg))
                 }
                 None => {
                     let set = SkillSet::load(cfg, &ctx.ws.root);

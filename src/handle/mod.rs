@@ -27,18 +27,36 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
 mod protocol;
-use protocol::{fail, forbidden_key, request_event, request_layer, snapshot, Response};
+use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
 
 const INDEX: &str = ".agentloop-handle.json";
+
+/// Largest request `handle` reads (documented in the README).
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 
 /// Entry point: always writes one response; returns the exit code.
 pub fn main(g: &Global) -> Result<u8> {
     let printer = Printer { quiet: true, ..Printer::new(true, g.verbose, false, g.color) };
     let mut input = String::new();
     let mut resp = Response { status: "ok", ..Default::default() };
-    let exit = match std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+    // A request is read up to MAX_REQUEST_BYTES: a larger one is refused without being held
+    // in memory whole.
+    let read = std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::io::stdin(), MAX_REQUEST_BYTES as u64 + 1),
+        &mut input,
+    );
+    let exit = match read {
         Err(e) => {
             fail(&mut resp, format!("cannot read the request from stdin: {e}"), false);
+            0
+        }
+        Ok(n) if n > MAX_REQUEST_BYTES => {
+            fail(
+                &mut resp,
+                format!("the request is larger than {MAX_REQUEST_BYTES} bytes; agentloop refuses it"),
+                false,
+            );
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
             0
         }
         // A bug must still leave the router one valid response.
@@ -82,15 +100,23 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .unwrap_or_else(|| g.workspace.clone());
     let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
-    if let Some(key) = request_cfg.as_ref().and_then(forbidden_key) {
-        fail(
-            resp,
-            format!(
-                "configuration error: the request's config may not set `{key}`; set it in the root's agentloop.yaml"
-            ),
-            false,
-        );
-        return code::HANDLE_CONFIG;
+    if let Some(layer) = &request_cfg {
+        // The request may only narrow what the root's own configuration allows.
+        let base = match crate::settings::layers(g, &root, None).and_then(|l| crate::config::resolve(&l)) {
+            Ok(r) => r.config,
+            Err(e) => {
+                fail(resp, format!("configuration error: {}", e.message), false);
+                return code::HANDLE_CONFIG;
+            }
+        };
+        if let Some((key, why)) = widening_key(layer, &base) {
+            fail(
+                resp,
+                format!("configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"),
+                false,
+            );
+            return code::HANDLE_CONFIG;
+        }
     }
     let cfg = match crate::settings::layers(g, &root, request_cfg).and_then(|l| crate::config::resolve(&l)) {
         Ok(r) => absolutize(r.config, &root),

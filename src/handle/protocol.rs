@@ -64,25 +64,117 @@ pub(super) fn request_layer(cfg: &Value) -> Layer {
     Layer { source: "the request's config".into(), value: Value::Object(out) }
 }
 
-/// Keys a request may not set: they run commands, widen the sandbox or read and write files
-/// outside the run. They belong in the root's agentloop.yaml, which the operator controls.
-const LOCAL_ONLY: &[&str] = &[
-    "llm.api_key_cmd",
-    "llm.script",
-    "llm.record",
-    "tools.shell",
-    "tools.read_paths",
-    "tools.write_paths",
-    "tools.memory",
-    "tools.http.allow_private",
-    "skills.dirs",
-    "templates_dir",
-    "handle.runs_dir",
-];
+/// A request's `config` may only narrow what the root's configuration allows (lower budgets and
+/// caps, fewer tools, stricter hosts) or set harmless text; anything else — providers, URLs,
+/// keys, commands, paths, profiles, new tools — belongs to the root's agentloop.yaml, which the
+/// operator controls. Returns the first key that breaks the rule and why.
+pub(super) fn widening_key(layer: &Layer, base: &Config) -> Option<(String, String)> {
+    let mut leaves = Vec::new();
+    leaves_of(&layer.value, "", &mut leaves);
+    leaves.into_iter().find_map(|(key, v)| narrows(&key, v, base).err().map(|why| (key, why)))
+}
 
-/// The first key of the request's config layer that only the root config may set.
-pub(super) fn forbidden_key(layer: &Layer) -> Option<&'static str> {
-    LOCAL_ONLY.iter().copied().find(|key| key.split('.').try_fold(&layer.value, |v, k| v.get(k)).is_some())
+fn leaves_of<'a>(v: &'a Value, prefix: &str, out: &mut Vec<(String, &'a Value)>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                leaves_of(v, &key, out);
+            }
+        }
+        _ => out.push((prefix.to_string(), v)),
+    }
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+}
+
+/// Whether setting `key` to `v` only narrows `base` (a pure check).
+fn narrows(key: &str, v: &Value, base: &Config) -> Result<(), String> {
+    let at_most = |limit: Option<f64>| -> Result<(), String> {
+        let n = v.as_f64().ok_or("must be a number")?;
+        match limit {
+            Some(l) if n > l => Err(format!("{n} is above the root's {l}")),
+            _ => Ok(()),
+        }
+    };
+    let dur_at_most = |limit: std::time::Duration| -> Result<(), String> {
+        let d: crate::config::Dur = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+        if d.0 > limit {
+            return Err(format!("{}s is above the root's {}s", d.0.as_secs(), limit.as_secs()));
+        }
+        Ok(())
+    };
+    let subset = |have: &[String], what: &str| -> Result<(), String> {
+        let want = strings(v).ok_or("must be a list of names")?;
+        match want.iter().find(|w| !have.contains(w)) {
+            Some(w) => Err(format!("`{w}` is not in the root's {what}")),
+            None => Ok(()),
+        }
+    };
+    match key {
+        "max_steps" => at_most(Some(base.max_steps as f64)),
+        "max_reframes" => at_most(Some(base.max_reframes as f64)),
+        "max_consecutive_failures" => at_most(Some(base.max_consecutive_failures as f64)),
+        "max_repeats" => at_most(Some(base.max_repeats as f64)),
+        "max_done_refusals" => at_most(Some(base.max_done_refusals as f64)),
+        "max_tokens" => at_most(base.max_tokens.map(|n| n as f64)),
+        "max_cost_usd" => at_most(base.max_cost_usd),
+        "llm.max_tokens" => at_most(Some(base.llm.max_tokens as f64)),
+        "tools.output_cap" => at_most(Some(base.tools.output_cap as f64)),
+        "tools.max_file_bytes" => at_most(Some(base.tools.max_file_bytes as f64)),
+        "tools.http.max_bytes" => at_most(Some(base.tools.http.max_bytes as f64)),
+        "tools.http.max_redirects" => at_most(Some(base.tools.http.max_redirects as f64)),
+        "memory.top_k" => at_most(Some(base.memory.top_k as f64)),
+        "timeout" => dur_at_most(base.timeout.0),
+        "tools.timeout" => dur_at_most(base.tools.timeout.0),
+        "allowed_tools" => {
+            let registry = crate::tools::Registry::new(base);
+            let have: Vec<String> = registry.allowed(base).iter().map(|t| t.name.clone()).collect();
+            subset(&have, "allowed tools")
+        }
+        "tools.local" => subset(&base.tools.local, "tools.local"),
+        "tools.http.schemes" => subset(&base.tools.http.schemes, "tools.http.schemes"),
+        "tools.http.allow_hosts" if base.tools.http.allow_hosts.is_empty() => {
+            strings(v).filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of hosts".into())
+        }
+        "tools.http.allow_hosts" => subset(&base.tools.http.allow_hosts, "tools.http.allow_hosts"),
+        "tools.http.ports" if base.tools.http.ports.is_empty() => {
+            v.as_array().filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of ports".into())
+        }
+        "tools.http.ports" => {
+            let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
+            match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
+                Some(p) => Err(format!("port {p} is not in the root's tools.http.ports")),
+                None => Ok(()),
+            }
+        }
+        // Adding denials or escalation triggers only stops things sooner; dropping one widens.
+        "tools.http.deny_hosts" => {
+            let want = strings(v).ok_or("must be a list of hosts")?;
+            match base.tools.http.deny_hosts.iter().find(|d| !want.contains(d)) {
+                Some(d) => Err(format!("it drops the root's denial of `{d}`")),
+                None => Ok(()),
+            }
+        }
+        "escalation_triggers" => {
+            let want = strings(v).ok_or("must be a list of phrases")?;
+            match base.escalation_triggers.iter().find(|d| !want.contains(d)) {
+                Some(d) => Err(format!("it drops the root's trigger `{d}`")),
+                None => Ok(()),
+            }
+        }
+        "skills.only" => match &base.skills.only {
+            Some(only) => subset(only, "skills.only"),
+            None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
+        },
+        "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
+        // Goal-level text and sampling: harmless.
+        "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
+        "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
+        _ => Err("only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into()),
+    }
 }
 
 pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {

@@ -174,7 +174,7 @@ impl Model for Recorder {
     }
     fn complete(&mut self, req: &Request) -> Result<Response> {
         let r = self.inner.complete(req)?;
-        let line = scripted::record_line(&req.phase, &r);
+        let line = crate::redact::redact(&scripted::record_line(&req.phase, &r));
         crate::fs::append_line(&self.path, &line)?;
         Ok(r)
     }
@@ -251,9 +251,13 @@ pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
             return Err(Error::usage(format!("llm.api_key_cmd: `{prog}` exited with {}", out.status)));
         }
         let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        crate::redact::register(&key);
         return Ok(Some(key).filter(|k| !k.is_empty()));
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
+    if let Ok(v) = std::env::var(var) {
+        crate::redact::register(&v);
+    }
     Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
 }
 

@@ -94,7 +94,7 @@ impl Scripted {
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
         } else {
-            let v: Value = serde_yaml_ng::from_str(&text)
+            let v: Value = crate::config::parse_yaml(&text)
                 .map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
             match v {
                 Value::Object(m) => {

@@ -52,6 +52,16 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     };
     let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));
     let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);
+    // A hand edit that names an unknown tool or arguments its schema refuses is a broken file
+    // (exit 8), found before the step is used; a disallowed tool is still a recorded refusal.
+    let refusal_recorded = env.registry.get(&action.tool).is_some() && !crate::tools::is_allowed(env.cfg, &action.tool);
+    if edited && !refusal_recorded {
+        if let Err(e) = env.registry.check(env.cfg, &action.tool, &action.args) {
+            return Err(Error::data(format!("{}: the edited Next Action cannot run: {e}", env.ws.plan())).with_hint(
+                "fix the tool name or its arguments in the `json next-action` block (`agentloop tools list` shows each tool's parameters), then run `agentloop act`",
+            ));
+        }
+    }
     let watch = crate::clock::Stopwatch::start();
     let result = execute(env, step, &action);
     crate::crash::point("phase:act:after-tool");
@@ -70,6 +80,8 @@ pub fn record(
     edited: bool,
 ) -> Result<Outcome> {
     let ok = result.is_ok();
+    env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
+    state.tools_called.push(action.tool.clone());
     let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
@@ -87,7 +99,10 @@ pub fn record(
     state.last_action = Some(fp);
     state.consecutive_failures = if ok { 0 } else { state.consecutive_failures + 1 };
     for a in &result.artifacts {
-        if a.starts_with("artifacts/") && !state.artifacts.contains(a) {
+        // Tools report workspace-relative paths inside the workspace (answer.txt as much as
+        // artifacts/x.md); anything else is not the run's product.
+        let inside = !a.starts_with('/') && !camino::Utf8Path::new(a).components().any(|c| c.as_str() == "..");
+        if inside && !state.artifacts.contains(a) {
             state.artifacts.push(a.clone());
         }
     }

@@ -9,24 +9,44 @@ use crate::trace::{self, Entry, Phase};
 use crate::workspace::{Commit, Limits, State, Workspace};
 use serde_json::json;
 
-/// Turns a `--context` document into markdown: JSON and YAML mappings become fenced blocks,
-/// anything else is kept as markdown.
+/// Turns background text into markdown for context.md: a JSON object or array becomes a fenced
+/// block; anything else is kept as written (prose such as `Audience: managers` is not YAML).
 pub fn format_background(text: &str) -> String {
     let t = text.trim();
-    if t.is_empty() {
-        return String::new();
+    if t.is_empty() || t.starts_with("```") {
+        return t.to_string();
     }
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(t) {
         if v.is_object() || v.is_array() {
             return format!("```json\n{}\n```", serde_json::to_string_pretty(&v).unwrap_or_else(|_| t.into()));
         }
     }
-    if let Ok(serde_json::Value::Object(_)) = serde_yaml_ng::from_str::<serde_json::Value>(t) {
-        if !t.starts_with('#') {
-            return format!("```yaml\n{t}\n```");
+    t.to_string()
+}
+
+/// Reads `--context FILE|-`: a `.yaml`/`.yml` file that holds a mapping or list becomes a fenced
+/// YAML block; JSON becomes a fenced JSON block; any other text is kept as written.
+pub fn read_context(arg: &str) -> Result<String> {
+    let text = crate::fs::read_arg(arg)?;
+    let yaml = arg.ends_with(".yaml") || arg.ends_with(".yml");
+    if yaml {
+        if let Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_)) = serde_yaml_ng::from_str(&text) {
+            return Ok(format!("```yaml\n{}\n```", text.trim()));
         }
     }
-    t.to_string()
+    Ok(format_background(&text))
+}
+
+/// `--goal TEXT`, or `--goal -` to read it from stdin.
+pub fn read_goal(arg: &str, context: Option<&str>) -> Result<String> {
+    if arg != "-" {
+        return Ok(arg.to_string());
+    }
+    if context == Some("-") {
+        return Err(Error::usage("--goal - and --context - cannot both read stdin")
+            .with_hint("give the context as a file, or the goal as text"));
+    }
+    Ok(crate::fs::read_arg("-")?.trim().to_string())
 }
 
 /// Creates a new run in `ws`. The caller holds the lock. With `force`, a run already there is

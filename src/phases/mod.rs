@@ -53,6 +53,9 @@ pub struct Env<'a> {
     /// Keep the trace lines this environment commits in `committed` (single-phase commands).
     pub keep_committed: bool,
     pub committed: std::cell::RefCell<Vec<String>>,
+    /// transcript.md sections not yet committed (model calls, tool calls); the next commit
+    /// appends them, so the transcript is exactly as durable as the phase it records.
+    pub transcript: std::cell::RefCell<Vec<String>>,
     /// End of the run's wall-clock budget (set by `run`), passed to every model call.
     pub deadline: Option<std::time::Instant>,
     model: Option<Box<dyn Model>>,
@@ -76,16 +79,28 @@ impl<'a> Env<'a> {
 
     /// For event mode, where the workspace and config are built per run.
     pub fn with(ws: &'a Workspace, cfg: &'a Config, printer: Printer) -> Result<Self> {
+        let skills = SkillSet::load(cfg, &ws.root);
+        if let Some(only) = &cfg.skills.only {
+            let missing: Vec<&str> = only.iter().filter(|n| skills.get(n).is_none()).map(String::as_str).collect();
+            if !missing.is_empty() {
+                return Err(crate::error::Error::usage(format!(
+                    "skills.only names skills that do not exist: {}",
+                    missing.join(", ")
+                ))
+                .with_hint("`agentloop skills list` shows the skills found"));
+            }
+        }
         Ok(Env {
             ws,
             cfg,
             tpl: templates(ws, cfg)?,
             registry: Registry::new(cfg),
-            skills: SkillSet::load(cfg, &ws.root),
+            skills,
             printer,
             events: false,
             keep_committed: false,
             committed: Default::default(),
+            transcript: Default::default(),
             deadline: None,
             model: None,
         })
@@ -185,8 +200,29 @@ impl<'a> Env<'a> {
         )
     }
 
+    /// Adds a section to the run's transcript (written with the phase's commit).
+    pub fn note(&self, section: String) {
+        self.transcript.borrow_mut().push(section);
+    }
+
     /// Applies a commit and reports its trace entries (events stream, progress lines).
     pub fn commit(&self, commit: &Commit) -> Result<()> {
+        let pending: Vec<String> = self.transcript.borrow_mut().drain(..).collect();
+        if !pending.is_empty() {
+            let mut commit = commit.clone();
+            let path = self.ws.path("transcript.md");
+            let mut text = crate::fs::read_optional(&path)?.unwrap_or_else(|| "# Transcript\n".to_string());
+            for s in pending {
+                text.push('\n');
+                text.push_str(&s);
+            }
+            commit.file("transcript.md", text);
+            return self.commit_inner(&commit);
+        }
+        self.commit_inner(commit)
+    }
+
+    fn commit_inner(&self, commit: &Commit) -> Result<()> {
         self.ws.commit(commit)?;
         if self.keep_committed {
             self.committed.borrow_mut().extend(commit.trace.iter().cloned());
@@ -354,6 +390,8 @@ pub fn finish(
         "open_question": open_question,
         "outcome": state.outcome,
         "steps_taken": state.completed_steps.len(),
+        "tools_called": state.tools_called,
+        "duration_ms": state.elapsed_ms,
         "artifacts": state.artifacts,
         "usage": state.usage,
         "cost_usd": if state.cost_incomplete { Value::Null } else { json!(state.cost_usd) },

@@ -4,17 +4,54 @@
 //! inside is converted; navigation, headers, footers, asides, scripts, styles and forms are
 //! dropped. Conversion to markdown uses the `htmd` crate (html5ever underneath).
 
-fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
-    hay.get(from..)?.to_ascii_lowercase().find(needle).map(|i| i + from)
+/// Finds `needle` (lower case) in `lower` (the document already lower-cased once, so offsets
+/// are the original's): no per-call copy, so extraction stays linear in the page size.
+fn find_ci(lower: &str, needle: &str, from: usize) -> Option<usize> {
+    lower.get(from..)?.find(needle).map(|i| i + from)
 }
+
+/// Tags that never hold content, so they do not nest.
+const VOID: [&str; 14] =
+    ["br", "img", "hr", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr", "param"];
+
+/// How deeply the tags of a page nest (an upper bound: unclosed tags count as open).
+pub fn nesting(html: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let b = html.as_bytes();
+    let mut i = 0;
+    while let Some(off) = memchr_lt(&b[i..]) {
+        i += off + 1;
+        let closing = b.get(i) == Some(&b'/');
+        let start = if closing { i + 1 } else { i };
+        let end = b[start..].iter().position(|c| !c.is_ascii_alphanumeric()).map(|n| start + n).unwrap_or(b.len());
+        if end == start {
+            continue;
+        }
+        let name = html[start..end].to_ascii_lowercase();
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !VOID.contains(&name.as_str()) {
+            depth += 1;
+            max = max.max(depth);
+        }
+    }
+    max
+}
+
+fn memchr_lt(b: &[u8]) -> Option<usize> {
+    b.iter().position(|c| *c == b'<')
+}
+
+/// Deeper than this, a page is converted as plain text (linear, no recursion).
+pub const MAX_NESTING: usize = 400;
 
 /// The inside of the first `<article>` (else `<main>`), or the whole document.
 pub fn main_content(html: &str) -> &str {
+    let lower = html.to_ascii_lowercase();
     for tag in ["article", "main"] {
-        if let Some(open) = find_ci(html, &format!("<{tag}"), 0) {
+        if let Some(open) = find_ci(&lower, &format!("<{tag}"), 0) {
             if let Some(gt) = html[open..].find('>') {
                 let start = open + gt + 1;
-                let lower = html.to_ascii_lowercase();
                 if let Some(end) = lower.rfind(&format!("</{tag}>")) {
                     if end > start {
                         return &html[start..end];
@@ -27,9 +64,10 @@ pub fn main_content(html: &str) -> &str {
 }
 
 pub fn title(html: &str) -> Option<String> {
-    let open = find_ci(html, "<title", 0)?;
+    let lower = html.to_ascii_lowercase();
+    let open = find_ci(&lower, "<title", 0)?;
     let start = open + html[open..].find('>')? + 1;
-    let end = find_ci(html, "</title>", start)?;
+    let end = find_ci(&lower, "</title>", start)?;
     let t = decode_entities(html[start..end].trim());
     (!t.is_empty()).then_some(t)
 }
@@ -37,8 +75,13 @@ pub fn title(html: &str) -> Option<String> {
 const SKIP: [&str; 10] = ["script", "style", "nav", "header", "footer", "aside", "noscript", "form", "svg", "iframe"];
 
 pub fn to_markdown(html: &str) -> String {
-    let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIP.to_vec()).build();
     let body = main_content(html);
+    // The converter recurses per nesting level: a page nested deeper than any real one is
+    // converted as text instead of risking the stack.
+    if nesting(body) > MAX_NESTING {
+        return to_text(html);
+    }
+    let converter = htmd::HtmlToMarkdown::builder().skip_tags(SKIP.to_vec()).build();
     match converter.convert(body) {
         Ok(md) => collapse_blank_lines(&md),
         Err(_) => to_text(html),
@@ -48,6 +91,7 @@ pub fn to_markdown(html: &str) -> String {
 /// Plain text: tags removed, block elements become line breaks, entities decoded.
 pub fn to_text(html: &str) -> String {
     let body = main_content(html);
+    let lower = body.to_ascii_lowercase();
     let mut out = String::with_capacity(body.len() / 2);
     let mut i = 0;
     let bytes = body.as_bytes();
@@ -62,7 +106,7 @@ pub fn to_text(html: &str) -> String {
                 .to_ascii_lowercase();
             let closing = body[i + 1..].starts_with('/');
             if !closing && SKIP.contains(&tag.as_str()) {
-                match find_ci(body, &format!("</{tag}"), i + gt) {
+                match find_ci(&lower, &format!("</{tag}"), i + gt) {
                     Some(end) => {
                         i = end + body[end..].find('>').map(|g| g + 1).unwrap_or(body.len() - end);
                         continue;

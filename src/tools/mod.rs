@@ -4,17 +4,21 @@
 //! Invariants: arguments are validated against the tool's JSON Schema before anything runs; a
 //! tool never panics the loop or returns a Rust error for a failed action — every outcome is a
 //! [`ToolResult`] with status ok|error; output over the cap goes to artifacts/ and the result
-//! carries the path plus an excerpt.
+//! carries its first lines plus a note with the file_read call that reads on; what a result
+//! says names workspace-relative paths only.
 
 pub mod files;
+pub mod grep;
 pub mod html;
 pub mod memory;
 pub mod net;
+pub mod paging;
+pub mod sandbox;
 pub mod shell;
 
 use crate::config::Config;
 use crate::skills::SkillSet;
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -139,18 +143,19 @@ impl Registry {
         let mut specs = vec![
             spec(
                 "file_read",
-                "Read a UTF-8 text file inside the workspace (or another allowed folder). Paths are relative to the workspace.",
+                "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.",
                 obj(json!({
                     "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/page.md"},
-                    "max_length": {"type": "integer", "minimum": 1, "description": "Most characters to return (default: the output cap; the rest goes to an artifact)"}
+                    "offset": {"type": "integer", "minimum": 1, "default": 1, "description": "First line to read, counting from 1 (default 1)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default: as many as fit in the output cap)"}
                 }), &["path"]),
                 SideEffect::Read,
             ),
             spec(
                 "file_write",
-                "Write a text file under artifacts/ (or another allowed folder); creates parent folders.",
+                "Write a text file anywhere in the workspace except agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config); creates parent folders.",
                 obj(json!({
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/report.md"},
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. answer.txt or artifacts/report.md"},
                     "content": {"type": "string", "description": "Text to write"},
                     "mode": {"type": "string", "enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite (default) or append"}
                 }), &["path", "content"]),
@@ -162,6 +167,19 @@ impl Registry {
                 obj(json!({
                     "path": {"type": "string", "default": ".", "description": "Folder relative to the workspace (default: the workspace)"}
                 }), &[]),
+                SideEffect::Read,
+            ),
+            spec(
+                "grep",
+                "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).",
+                obj(json!({
+                    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout"},
+                    "path": {"type": "string", "minLength": 1, "default": ".", "description": "File or folder to search, relative to the workspace (default: the workspace)"},
+                    "glob": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs"},
+                    "context": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "default": 0, "description": "Lines to show before and after each match (default 0)"},
+                    "max_matches": {"type": "integer", "minimum": 1, "maximum": grep::MAX_MATCHES, "default": grep::DEFAULT_MATCHES, "description": "Stop after this many matching lines (default 50)"},
+                    "case_insensitive": {"type": "boolean", "default": false, "description": "Ignore case (default false)"}
+                }), &["pattern"]),
                 SideEffect::Read,
             ),
             spec(
@@ -182,7 +200,7 @@ impl Registry {
                 obj(json!({
                     "url": {"type": "string", "minLength": 1, "description": "http(s) URL of the page"},
                     "extract_mode": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown, text or html"},
-                    "max_length": {"type": "integer", "minimum": 1, "description": "Most characters to return (default 15000)"}
+                    "max_length": {"type": "integer", "minimum": 1, "default": 15000, "description": "Most characters of the page to keep (default 15000)"}
                 }), &["url"]),
                 SideEffect::Network,
             ),
@@ -318,14 +336,50 @@ impl Registry {
             Ok(s) => s.clone(),
             Err(e) => return ToolResult::err(e, false),
         };
-        let mut result = match spec.name.as_str() {
+        // A tool that panics is a recorded tool error, never a crash that wedges the run; it runs
+        // on its own thread with a large stack so deep but legal input (nested HTML) fits.
+        let run = || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.dispatch(env, &spec, args))) {
+            Ok(r) => r,
+            Err(p) => {
+                let what = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown cause".into());
+                ToolResult::err(format!("tool `{}` failed inside agentloop: {what}", spec.name), false)
+            }
+        };
+        let mut result = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(TOOL_STACK)
+                .spawn_scoped(s, run)
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        ToolResult::err(format!("tool `{}` failed inside agentloop", spec.name), false)
+                    })
+                })
+                .unwrap_or_else(|e| ToolResult::err(format!("cannot start tool `{}`: {e}", spec.name), true))
+        });
+        // A response that echoes a key is redacted before anything records it.
+        result.output = crate::redact::redact(&result.output);
+        result.error = result.error.as_deref().map(crate::redact::redact);
+        crate::redact::redact_value(&mut result.metadata);
+        if result.output.chars().count() > spec.output_cap {
+            spill(env, &spec, &mut result);
+        }
+        result
+    }
+
+    fn dispatch(&self, env: &ToolEnv, spec: &ToolSpec, args: &Value) -> ToolResult {
+        match spec.name.as_str() {
             "file_read" => files::file_read(env, args),
             "file_write" => files::file_write(env, args),
             "list_dir" => files::list_dir(env, args),
+            "grep" => grep::grep(env, args),
             "http_call" => net::http_call(env, args),
             "web_fetch" => net::web_fetch(env, args),
             "skill_read" => skill_read(self, env, args),
-            "finish" => finish(args),
+            "finish" => finish(env, args),
             "shell" => shell::run(env, args, spec.timeout),
             "memory_save" => memory::save_tool(env, args),
             "memory_search" => memory::search_tool(env, args),
@@ -334,13 +388,12 @@ impl Registry {
                 format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
                 false,
             ),
-        };
-        if result.output.chars().count() > spec.output_cap {
-            spill(env, &spec, &mut result);
         }
-        result
     }
 }
+
+/// Stack for a tool's thread: deep recursion in a parser must not overflow it.
+const TOOL_STACK: usize = 64 * 1024 * 1024;
 
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
@@ -369,24 +422,48 @@ pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
     }
 }
 
-/// Moves output over the cap into artifacts/ and keeps an excerpt inline.
+/// Moves output over the cap into artifacts/ and keeps its first lines inline, with a note
+/// naming the file_read call that reads on from there.
 fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
     let path = env.root.join(&rel);
     let full = std::mem::take(&mut result.output);
     let write = crate::fs::create_dir_all(&env.root.join("artifacts"))
         .and_then(|_| crate::fs::write_atomic(&path, full.as_bytes()));
-    let excerpt: String = full.chars().take(spec.output_cap.min(2000)).collect();
+    let excerpt_budget = spec.output_cap.min(2000);
+    let page = paging::window(&full, 1, None, excerpt_budget).unwrap_or(paging::Page {
+        text: String::new(),
+        first: 1,
+        last: 0,
+        total: 0,
+        cut: None,
+    });
+    let chars = full.chars().count();
+    let mut out = page.text.clone();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
     match write {
         Ok(()) => {
+            // The call reads on after the whole lines shown; a cut first line is read again.
+            let next = if page.cut.is_some() { 1 } else { page.last + 1 };
+            let shown = match (page.cut, page.last) {
+                (Some(_), _) => "the start of line 1 is shown above".to_string(),
+                (None, 1) => "line 1 is shown above".to_string(),
+                (None, n) => format!("lines 1-{n} are shown above"),
+            };
+            let budget = paging::budget(spec.output_cap, &rel);
+            let call = paging::next_call(&rel, next, paging::lines_that_fit(&full, next, budget));
             result.output = format!(
-                "{excerpt}\n\n[output truncated: {} characters in total; the full output is in {rel}]",
-                full.chars().count()
+                "{out}\n[output truncated: {chars} characters, {} lines in total; {shown}. The full output is in {rel}; read on with {call}]",
+                page.total
             );
             result.artifacts.push(rel);
         }
-        Err(e) => {
-            result.output = format!("{excerpt}\n\n[output truncated; could not save the rest: {}]", e.message);
+        Err(_) => {
+            // The error names the machine path; the model gets the workspace-relative one.
+            result.output =
+                format!("{out}\n[output truncated at {chars} characters; could not save the rest to {rel}]");
         }
     }
 }
@@ -411,25 +488,53 @@ fn skill_read(registry: &Registry, env: &ToolEnv, args: &Value) -> ToolResult {
             );
         }
     }
-    match env.skills.read(name, file) {
+    match env.skills.read(name, file, env.config.tools.max_file_bytes) {
         Ok((text, meta)) => ToolResult::ok(text, meta),
         Err(e) => ToolResult::err(e, false),
     }
 }
 
-fn finish(args: &Value) -> ToolResult {
+/// Ends the run. Artifacts are normalised to workspace-relative paths (`./a.md` and an
+/// absolute path inside the workspace become `a.md`) and must lie inside the workspace.
+fn finish(env: &ToolEnv, args: &Value) -> ToolResult {
     let summary = args["summary"].as_str().unwrap_or_default().to_string();
-    let artifacts: Vec<String> = args
+    let listed: Vec<&str> = args
         .get("artifacts")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    let mut artifacts: Vec<String> = Vec::new();
+    if !listed.is_empty() {
+        let sb = match sandbox::Sandbox::open(env, sandbox::Access::Workspace) {
+            Ok(s) => s,
+            Err(e) => return ToolResult::err(e, false),
+        };
+        for p in listed {
+            let inside = sb.locate(p).ok().filter(|t| t.root.is_workspace && !t.rel.as_str().is_empty());
+            let Some(t) = inside else {
+                let what =
+                    if Utf8Path::new(p).is_absolute() { "an absolute path".to_string() } else { format!("`{p}`") };
+                return ToolResult::err(
+                    format!("argument `artifacts`: {what} is not a file inside the workspace; list only files the run produced there, e.g. artifacts/report.md"),
+                    false,
+                );
+            };
+            // It must not lead out through a symlink either (a missing file is reported as is).
+            if let Err(e) = t.root.dir.metadata(t.rel_str()) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return ToolResult::err(
+                        format!("argument `artifacts`: {}", sandbox::io_error(&t.shown(), &e)),
+                        false,
+                    );
+                }
+            }
+            let shown = t.shown();
+            if !artifacts.contains(&shown) {
+                artifacts.push(shown);
+            }
+        }
+    }
     let mut r = ToolResult::ok(summary, json!({"finish": true}));
     r.artifacts = artifacts;
     r
-}
-
-/// Artifact paths are reported relative to the workspace.
-pub fn rel_artifact(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
-    p.strip_prefix(root).map(Utf8Path::to_path_buf).unwrap_or_else(|_| p.to_path_buf())
 }

@@ -45,11 +45,26 @@ pub fn is_private(ip: IpAddr) -> bool {
                 return is_private_v4(v4);
             }
             let s = v6.segments();
+            // IPv4-compatible (::a.b.c.d, deprecated but routed by some stacks) and 6to4
+            // (2002:AABB:CCDD::/48 embeds a.b.c.d) carry an IPv4 address: judge that one.
+            if s[..6].iter().all(|x| *x == 0) && (s[6] != 0 || s[7] > 1) {
+                let [a, b] = s[6].to_be_bytes();
+                let [c, d] = s[7].to_be_bytes();
+                return is_private_v4(Ipv4Addr::new(a, b, c, d));
+            }
+            if s[0] == 0x2002 {
+                let [a, b] = s[1].to_be_bytes();
+                let [c, d] = s[2].to_be_bytes();
+                if is_private_v4(Ipv4Addr::new(a, b, c, d)) {
+                    return true;
+                }
+            }
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xffc0) == 0xfec0
                 || (s[0] == 0x64 && s[1] == 0xff9b)
                 || (s[0] == 0x2001 && s[1] == 0xdb8)
                 || v6 == Ipv6Addr::from([0, 0, 0, 0, 0, 0, 0, 1])
@@ -186,11 +201,19 @@ pub fn fetch(
     let mut url = url.to_string();
     let mut method = method.to_ascii_uppercase();
     let mut body = body.map(str::to_string);
+    let mut origin: Option<(String, String, u16)> = None;
     for _hop in 0..=p.max_redirects {
         let target = check_url(&url, p).map_err(|e| (e, false))?;
+        let here = (target.scheme.clone(), target.host.clone(), target.port);
+        // Credentials go to the origin they were given for, never to another after a redirect.
+        let same_origin = origin.get_or_insert_with(|| here.clone()) == &here;
         let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
         for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
+            let secret = ["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"]
+                .contains(&k.to_ascii_lowercase().as_str());
+            if same_origin || !secret {
+                req = req.header(k.as_str(), v.as_str());
+            }
         }
         let sent = match (&body, method.as_str()) {
             (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => {
@@ -297,9 +320,44 @@ pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
         _ => super::html::to_markdown(&raw),
     };
     let total = content.chars().count();
-    let content: String = content.chars().take(max).collect();
+    let mut content: String = content.chars().take(max).collect();
+    // Say what was left out: the model cannot tell a short page from a cut one.
+    if total > max {
+        content.push_str(&format!(
+            "\n\n[page cut at {max} of {total} characters (max_length); fetch again with a larger max_length for the rest]"
+        ));
+    } else if f.truncated {
+        content.push_str(&format!(
+            "\n\n[the response was cut at tools.http.max_bytes ({} bytes); the page goes on]",
+            p.max_bytes
+        ));
+    }
     ToolResult::ok(
         content,
         json!({"url": f.url, "status_code": f.status, "content_type": ctype, "title": title, "length": total, "truncated": total > max || f.truncated}),
     )
+}
+
+#[cfg(test)]
+mod private_tests {
+    use super::is_private;
+
+    #[test]
+    fn embedded_and_site_local_ipv6_forms_are_private() {
+        for a in [
+            "::127.0.0.1",
+            "::ffff:10.0.0.1",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+            "fec0::1",
+            "fe80::1",
+            "::1",
+            "fc00::1",
+        ] {
+            assert!(is_private(a.parse().unwrap()), "{a}");
+        }
+        for a in ["2606:4700::1111", "2002:0808:0808::1", "8.8.8.8"] {
+            assert!(!is_private(a.parse().unwrap()), "{a}");
+        }
+    }
 }

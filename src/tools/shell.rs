@@ -1,9 +1,16 @@
 //! The shell tool: off by default; runs one allowlisted program as an argv (never through a
-//! shell string), in the workspace, with a timeout (the child is killed) and an output cap.
+//! shell string), in the workspace, with a timeout and an output cap.
+//!
+//! It cannot be talked around: the environment is cleared to `tools.shell.env` (no provider
+//! keys reach the child); programs that run other programs (shells, `env`, `xargs`, `nohup`,
+//! interpreters, `find -exec`, `tar --to-command`, ...) are refused even when allowlisted unless
+//! the whole argv matches a `tools.shell.patterns` entry; the child runs in its own process group
+//! and the whole group is killed on timeout, so grandchildren cannot outlive it.
 
 use super::{ToolEnv, ToolResult};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,8 +29,23 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
             false,
         );
     }
-    let mut child = match Command::new(program)
-        .args(&argv[1..])
+    if let Some(why) = exec_through(&argv) {
+        if !cfg.patterns.iter().any(|p| matches(p, &argv)) {
+            return ToolResult::err(
+                format!("refused: {why}; allow this exact command with a tools.shell.patterns entry"),
+                false,
+            );
+        }
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(&argv[1..]).env_clear();
+    for k in &cfg.env {
+        if let Ok(v) = std::env::var(k) {
+            cmd.env(k, v);
+        }
+    }
+    let mut child = match cmd
+        .process_group(0)
         .current_dir(env.root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -50,6 +72,9 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) if start.elapsed() >= timeout => {
+                // The whole group: a grandchild (`find -exec sleep`) must not outlive the call.
+                let pgid = rustix::process::Pid::from_child(&child);
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -85,4 +110,59 @@ fn read_capped<R: Read>(r: Option<&mut R>, cap: u64) -> String {
     // Drain the rest so the child never blocks on a full pipe.
     let _ = std::io::copy(r, &mut std::io::sink());
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Programs that run whatever their arguments name.
+const RUNNERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox", "env", "xargs", "nohup", "timeout", "nice",
+    "ionice", "stdbuf", "setsid", "chroot", "sudo", "su", "doas", "watch", "strace", "ltrace", "time", "exec",
+    "python", "python3", "perl", "ruby", "node", "php", "lua", "awk", "gawk", "mawk", "nawk", "ssh", "script", "flock",
+    "parallel", "unshare", "nsenter", "chrt", "taskset",
+];
+
+/// Arguments that make an otherwise plain program run another one.
+const RUNNER_ARGS: &[(&str, &[&str])] = &[
+    ("find", &["-exec", "-execdir", "-ok", "-okdir"]),
+    ("tar", &["--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "-F"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("git", &["-c", "--exec-path", "--upload-pack", "--receive-pack", "--config-env"]),
+    ("zip", &["-T", "-TT", "--unzip-command"]),
+    ("make", &[]),
+];
+
+/// Why an argv could run another program, if it could.
+pub fn exec_through(argv: &[String]) -> Option<String> {
+    let prog = argv.first()?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if RUNNERS.contains(&base) || RUNNERS.contains(&prog.as_str()) {
+        return Some(format!("`{prog}` runs other programs"));
+    }
+    for (p, flags) in RUNNER_ARGS {
+        if base == *p {
+            if flags.is_empty() {
+                return Some(format!("`{prog}` runs the commands of its input"));
+            }
+            if let Some(a) = argv[1..].iter().find(|a| flags.iter().any(|f| a == f || a.starts_with(&format!("{f}="))))
+            {
+                return Some(format!("`{prog} {a}` runs another program"));
+            }
+        }
+    }
+    None
+}
+
+/// Whether `argv` matches a pattern: words by spaces, `*` one argument, a final `**` the rest.
+pub fn matches(pattern: &str, argv: &[String]) -> bool {
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        if *w == "**" && i + 1 == words.len() {
+            return argv.len() >= i;
+        }
+        match argv.get(i) {
+            Some(a) if *w == "*" || w == a => {}
+            _ => return false,
+        }
+    }
+    argv.len() == words.len()
 }

@@ -417,3 +417,31 @@ fn a_torn_trace_line_does_not_swallow_the_next_entry() {
     assert!(stderr(&out).contains("trace.jsonl:2: skipped a corrupt line"));
     assert!(stdout(&out).lines().any(|l| l.contains("\"event\":\"frame\"")));
 }
+
+#[test]
+fn the_exit_code_table_has_one_source() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("### Exit codes").unwrap()..];
+    let rows: Vec<(u8, String)> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("|---"))
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+            (cells[0].parse().unwrap(), cells[1].to_string())
+        })
+        .collect();
+    let table: Vec<(u8, String)> = agentloop::error::code::TABLE.iter().map(|(n, m)| (*n, m.to_string())).collect();
+    assert_eq!(rows, table, "README's exit-code table must equal error::code::TABLE");
+    let t = T::new();
+    let help = stdout(&t.cmd().arg("--help").output().unwrap());
+    let footer = &help[help.find("Exit codes:").unwrap()..];
+    for (n, _) in agentloop::error::code::TABLE {
+        assert!(footer.contains(&format!("{n} ")), "help footer misses exit code {n}");
+    }
+    let man = stdout(&t.cmd().arg("man").output().unwrap());
+    for (n, _) in agentloop::error::code::TABLE {
+        assert!(man.contains(&format!(".TP\n{n}\n")), "man page misses exit code {n}");
+    }
+}

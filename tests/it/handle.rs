@@ -214,6 +214,15 @@ fn config_errors_exit_78_with_a_response() {
         json!({"tools": {"shell": {"enabled": true, "allow": ["sh"]}}}),
         json!({"tools": {"http": {"allow_private": true}}}),
         json!({"tools": {"read_paths": ["/"]}}),
+        // Exfiltration and widening: the request may only narrow.
+        json!({"llm": {"base_url": "http://attacker.example/v1"}}),
+        json!({"llm": {"api_key_env": "HOME"}}),
+        json!({"agent": "admin"}),
+        json!({"llm_model": "the-most-expensive-model"}),
+        json!({"tools": {"local": ["file_read", "http_call"]}}),
+        json!({"tools": {"http": {"user_agent": "x"}}}),
+        json!({"max_steps": 1000}),
+        json!({"allowed_tools": ["shell"]}),
     ] {
         let h = H::new();
         let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(json!({"command": "handle", "config": bad, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string()).output().unwrap();
@@ -222,7 +231,7 @@ fn config_errors_exit_78_with_a_response() {
         assert!(!h.t.exists("root/runs") && !h.t.exists("pwned"));
     }
     let ok = H::new();
-    let v = ok.send(&json!({"command": "handle", "config": {"max_steps": 3, "allowed_plugins": ["jina-reader", "file_write"], "api_url": "http://x"}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
+    let v = ok.send(&json!({"command": "handle", "config": {"max_steps": 3, "allowed_plugins": ["jina-reader", "file_write"], "api_url": "http://x", "system_prompt": "be brief", "tools": {"http": {"allow_hosts": ["example.com"]}}, "max_cost_usd": 0.5}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
 }
 
@@ -346,4 +355,23 @@ fn a_run_whose_workspace_is_lost_still_ends_once() {
     // With the router's updated state, a redelivery is ignored: one escalation in all.
     let v2 = h.send(&req(&v["state_updates"]));
     assert!(types(&v2).is_empty(), "{v2}");
+}
+
+#[test]
+fn hostile_sizes_are_refused_cheaply() {
+    let h = H::new();
+    let big = format!(
+        "{{\"command\": \"handle\", \"event\": {{\"type\": \"agentic.start\", \"payload\": {{\"goal\": \"{}\"}}}}}}",
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(big).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].as_str().unwrap().contains("larger than 8388608 bytes"), "{v}");
+    // Deep nesting in a config file or a skill's frontmatter is refused, not parsed.
+    h.t.write("root/agentloop.yaml", &format!("max_steps: {}\n", "[".repeat(100_000)));
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin("{\"command\": \"health\"}").output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(stdout(&out).contains("nests more than 64 levels"), "{}", stdout(&out));
 }

@@ -26,9 +26,16 @@ fn happy_path_matches_the_golden_workspace() {
     let out = demo_cmd(&t).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
-    for f in
-        ["memory.md", "plan.md", "decisions.md", "result.json", "trace.jsonl", "state.json", "artifacts/critique.md"]
-    {
+    for f in [
+        "memory.md",
+        "plan.md",
+        "decisions.md",
+        "result.json",
+        "trace.jsonl",
+        "state.json",
+        "transcript.md",
+        "artifacts/critique.md",
+    ] {
         golden(&format!("demo/{f}"), &t.read(&format!("ws/{f}")));
     }
     // Events: every committed entry streamed live; --json prints the completion event.
@@ -314,7 +321,30 @@ reflect:
     t.al(&["act"]).assert().code(2).stderr(predicate::str::contains("expects `frame` next"));
     t.al(&["--script", "script.yaml", "frame"]).assert().success();
     t.al(&["--script", "script.yaml", "plan"]).assert().success();
-    let plan = t.read("ws/plan.md").replace("planned.md", "edited.md");
+    let original = t.read("ws/plan.md");
+    // Hand edits that cannot run are broken files (exit 8) found before the step is used.
+    t.write("ws/plan.md", &original.replace("file_write", "file_wrte"));
+    t.al(&["act"])
+        .assert()
+        .code(8)
+        .stderr(predicate::str::contains("plan.md: the edited Next Action cannot run: unknown tool `file_wrte`"));
+    t.write("ws/plan.md", &original.replace("\"content\"", "\"contents\""));
+    t.al(&["act"]).assert().code(8).stderr(predicate::str::contains("contents"));
+    let block =
+        original[original.find("```json next-action").unwrap()..].split_inclusive("```\n").take(1).collect::<String>();
+    let twice = original.replace(&block, &format!("{block}\n{block}"));
+    let out = t.al(&["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    t.write("ws/plan.md", &twice);
+    let out = t.al(&["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("two Next Action blocks") && stderr(&out).matches("plan.md:").count() == 2,
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(t.json("ws/state.json")["next"], "act", "no step was used");
+    let plan = original.replace("planned.md", "edited.md");
     t.write("ws/plan.md", &plan);
     t.al(&["act"]).assert().success().stdout(predicate::str::contains("wrote 7 characters to artifacts/edited.md"));
     assert!(t.exists("ws/artifacts/edited.md") && !t.exists("ws/artifacts/planned.md"));
@@ -539,4 +569,52 @@ fn templates_can_be_overridden_and_undefined_variables_fail() {
     t.cmd().args(["init", "ws2", "--goal", "g"]).assert().code(2).stderr(
         predicate::str::contains("template context.md.j2 failed to render").and(predicate::str::contains("undefined")),
     );
+}
+
+#[test]
+fn the_demo_runs_from_the_binary_alone() {
+    let t = T::new();
+    let out = t.cmd().args(["demo", "d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
+    assert!(t.read("d/demo-ws/artifacts/critique.md").contains("# Critique"));
+    assert_eq!(t.json("d/demo-ws/result.json")["status"], "done");
+}
+
+/// A line deep inside a 4,000-line log: grep finds it, file_read reads around it by offset and
+/// limit, the answer is written at the workspace's top level, and the run is done.
+#[test]
+fn a_deep_log_line_is_found_read_and_answered() {
+    let t = T::new();
+    let log: String = (1..=4000)
+        .map(|i| if i == 3217 { "3217 ERROR disk full on /dev/sda1\n".to_string() } else { format!("{i} INFO ok\n") })
+        .collect();
+    t.write("ws/logs/app.log", &log);
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: grep, args: {pattern: ERROR, path: logs}}, expected_outcome: the error line's number, rationale: find it}
+  - answer: {next_action: {tool: file_read, args: {path: logs/app.log, offset: 3216, limit: 3}}, expected_outcome: the lines around it, rationale: read around it}
+  - answer: {next_action: {tool: file_write, args: {path: answer.txt, content: "line 3217: disk full on /dev/sda1\n"}}, expected_outcome: the answer saved, rationale: y}
+reflect:
+  - answer: {decision: continue, reason: "grep found logs/app.log:3217"}
+  - answer: {satisfied: [1], decision: continue, reason: the line is read}
+  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: the disk is full, artifacts: [answer.txt]}
+"#,
+    );
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let acts: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["phase"] == "act").collect();
+    assert_eq!(
+        acts[0]["result_summary"],
+        "logs/app.log:3217:3217 ERROR disk full on /dev/sda1 [1 match in 1 file (1 file searched)]"
+    );
+    assert_eq!(
+        acts[1]["result_summary"],
+        "3216 INFO ok 3217 ERROR disk full on /dev/sda1 3218 INFO ok [lines 3216-3218 of 4000 in logs/app.log; read on with file_read {\"path\": \"logs/app.log\", \"offset\": 3219, \"limit\": 3}]"
+    );
+    assert_eq!(t.read("ws/answer.txt"), "line 3217: disk full on /dev/sda1\n");
+    let result = t.json("ws/result.json");
+    assert_eq!(result["status"], "done");
+    assert_eq!(result["artifacts"], serde_json::json!(["answer.txt"]));
 }

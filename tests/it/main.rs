@@ -3,6 +3,7 @@
 
 mod common;
 mod contracts;
+mod files;
 mod foundation;
 mod handle;
 mod loop_;
@@ -10,6 +11,7 @@ mod models;
 mod modes;
 mod real;
 mod runs;
+mod sandbox;
 mod skills;
 mod tools;
 mod wire;

@@ -232,3 +232,113 @@ fn compaction_keeps_every_fact_in_the_archive() {
         assert!(archive.contains(&format!("fact number {i} (step 1)")), "{archive}");
     }
 }
+
+#[test]
+fn agent_profiles_carry_identity_skills_and_budgets() {
+    let t = T::new();
+    t.write("ws/identity.md", "You are Ada, a careful release engineer.\n");
+    t.write("ws/agents/ada.yaml", "system_prompt_file: identity.md\nsystem_prompt: Prefer small steps.\nskills: {only: [critique]}\nmax_loops: 3\nmemory: {enabled: false}\n");
+    let out = t.al(&["agents", "show", "ada", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["config"]["max_steps"], 3, "max_loops is max_steps");
+    assert!(v["sources"]["max_steps"].as_str().unwrap().ends_with("(agent profile)"));
+    assert_eq!(v["system_prompt"], "You are Ada, a careful release engineer.\n\nPrefer small steps.");
+    // Only the profile's skills are offered.
+    let out = t.al(&["--agent", "ada", "skills", "gen", "--format", "json"]).output().unwrap();
+    let cat = json_out(&out);
+    let names: Vec<&str> = cat["skills"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["critique"]);
+    // The identity reaches every phase's system prompt (the transcript shows what was sent).
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("ws/notes.txt", "n\n");
+    let out = t.al(&["--agent", "ada", "--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let transcript = t.read("ws/transcript.md");
+    assert_eq!(transcript.matches("You are Ada, a careful release engineer.").count(), 3, "frame, plan, reflect");
+    assert_eq!(t.json("ws/state.json")["limits"]["max_steps"], 3);
+    let r = t.json("ws/result.json");
+    assert_eq!(r["tools_called"], serde_json::json!(["file_read"]));
+    assert!(r["duration_ms"].is_u64());
+    // --skills narrows for one invocation; an unknown name is refused, not ignored.
+    t.al(&["--skills", "nope", "--script", "script.yaml", "run", "--new", "--goal", "g"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nope"));
+    t.write("ws/agents/bad.yaml", "max_loops: 3\nmax_steps: 4\n");
+    t.al(&["agents", "show", "bad"]).assert().code(2).stderr(predicate::str::contains("max_loops"));
+    t.write("ws/agents/lost.yaml", "system_prompt_file: nowhere.md\n");
+    t.al(&["agents", "show", "lost"]).assert().code(2).stderr(predicate::str::contains("system_prompt_file"));
+}
+
+#[test]
+fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "logging: {level: debug, file: logs/agentloop.log, format: json, max_bytes: 2048, keep: 2}\nmax_tokens: 100000\n");
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    for i in 0..3 {
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--new", "--goal", &format!("check hunter2secret {i}")])
+            .env("DEPLOY_TOKEN", "hunter2secret")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let log = t.read("ws/logs/agentloop.log");
+    let all = format!("{log}{}", t.read("ws/logs/agentloop.log.1"));
+    assert!(t.exists("ws/logs/agentloop.log.1") && !t.exists("ws/logs/agentloop.log.3"), "rotated, 2 kept");
+    assert!(!all.contains("hunter2secret") && all.contains("[REDACTED]"), "{all}");
+    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|l| l["ts"].is_string() && l["level"].is_string()));
+    assert!(all.contains("config sources: ") && all.contains("logging.file from"), "{all}");
+    assert!(all.contains("negotiation: smallest run"), "{all}");
+    t.write("ws/agentloop.yaml", "logging: {level: loud}\n");
+    t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("logging.level"));
+}
+
+#[test]
+fn a_configured_secret_is_written_nowhere() {
+    let t = T::new();
+    let key = "sk-live-abcdef1234567890";
+    let b64 = "c2stbGl2ZS1hYmNkZWYxMjM0NTY3ODkw"; // base64 of the key
+    let page = format!("echo: {key} and {b64}");
+    let s = Server::start(vec![Reply::text(200, "text/plain", &page)]);
+    t.write("ws/agentloop.yaml", "tools:\n  http:\n    allow_private: true\n");
+    t.write(
+        "script.yaml",
+        &format!(
+            r#"frame:
+  - answer: {{goal: g, definition_of_done: [a, b, c]}}
+plan:
+  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{}/echo"}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], facts: ["the page echoed {key}"], decision: done, reason: "saw {b64}", outcome: "key {key}"}}
+"#,
+            s.url
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "--record", "rec.jsonl", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut files = vec![t.path("rec.jsonl")];
+    let mut stack = vec![t.path("ws")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path())
+            } else {
+                files.push(e.path())
+            }
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        assert!(!text.contains(key) && !text.contains(b64), "{} holds the key:\n{text}", f.display());
+    }
+    assert!(t.read("ws/memory.md").contains("[REDACTED]"));
+    assert!(!stdout(&out).contains(key));
+}

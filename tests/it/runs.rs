@@ -238,3 +238,25 @@ fn archiving_survives_a_kill_at_every_point() {
         assert!(t.read("ws/memory.md").contains("(from run "), "{point}: facts carried");
     }
 }
+
+#[test]
+fn goal_from_stdin_and_context_kept_as_written() {
+    let t = T::new();
+    t.write("bg.txt", "Audience: managers\nTone: plain\n");
+    t.write("bg.yaml", "audience: managers\ntone: plain\n");
+    t.cmd()
+        .args(["-w", "ws", "init", "--goal", "-", "--context", "bg.txt"])
+        .write_stdin("Digest the feeds\n")
+        .assert()
+        .success();
+    let c = t.read("ws/context.md");
+    assert!(c.contains("## Goal\nDigest the feeds\n"), "{c}");
+    assert!(c.contains("Audience: managers\nTone: plain") && !c.contains("```"), "prose is kept as written: {c}");
+    t.cmd().args(["-w", "ws2", "init", "--goal", "g", "--context", "bg.yaml"]).assert().success();
+    assert!(t.read("ws2/context.md").contains("```yaml\naudience: managers"));
+    t.cmd()
+        .args(["-w", "ws3", "init", "--goal", "-", "--context", "-"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("stdin"));
+}

@@ -4,7 +4,7 @@ use crate::common::*;
 use predicates::prelude::*;
 use serde_json::{json, Value};
 
-fn call(t: &T, tool: &str, args: Value) -> (Option<i32>, Value) {
+pub fn call(t: &T, tool: &str, args: Value) -> (Option<i32>, Value) {
     let out = t.al(&["tools", "call", tool, "--args", &args.to_string()]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code(), v)
@@ -36,10 +36,10 @@ fn file_tools_work_inside_the_sandbox() {
     let (_, v) = call(&t, "list_dir", json!({"path": "."}));
     let out = v["output"].as_str().unwrap();
     assert!(out.contains("notes.txt\t12") && out.contains("sub/") && !out.contains(".agentloop"), "{out}");
-    let (code, v) = call(&t, "file_write", json!({"path": "notes.txt", "content": "overwrite"}));
+    let (code, v) = call(&t, "file_write", json!({"path": "memory.md", "content": "overwrite"}));
     assert_eq!(code, Some(6));
     assert!(v["error"].as_str().unwrap().contains("access denied"));
-    assert_eq!(t.read("ws/notes.txt"), "hello notes\n");
+    assert!(!t.exists("ws/memory.md"));
 }
 
 /// Every escape must be refused with nothing read or written outside the sandbox.
@@ -80,15 +80,15 @@ fn path_escapes_are_refused() {
     }
     let writes = [
         "../pwned.txt".to_string(),
-        "notes2.txt".into(),
-        "artifacts/../pwned.txt".into(),
         "artifacts/../../pwned.txt".into(),
         format!("{root}/pwned.txt"),
-        format!("{root}/ws/artifacts_evil/pwned.txt"),
-        "artifacts_evil/pwned.txt".into(),
+        format!("{root}/ws_evil/pwned.txt"),
+        "../ws_evil/pwned.txt".into(),
         "artifacts/evil_dir/pwned.txt".into(),
+        "dirlink/pwned.txt".into(),
         "/tmp/pwned.txt".into(),
         "artifacts/".into(),
+        ".".into(),
     ];
     for p in &writes {
         let (code, v) = call(&t, "file_write", json!({"path": p, "content": "pwned"}));
@@ -104,12 +104,7 @@ fn path_escapes_are_refused() {
         call(&t, "file_write", json!({"path": p, "content": "pwned"}));
     }
     assert_eq!(t.read("ws_evil/x.txt"), "evil\n");
-    assert!(
-        !t.exists("pwned.txt")
-            && !t.exists("ws/notes2.txt")
-            && !t.exists("ws_evil/pwned.txt")
-            && !t.exists("ws/artifacts_evil")
-    );
+    assert!(!t.exists("pwned.txt") && !t.exists("ws_evil/pwned.txt"));
     assert_eq!(t.read("secret.txt"), "TOP SECRET\n");
     assert_eq!(t.read("ws/notes.txt"), "hello notes\n");
     let (code, _) = call(&t, "list_dir", json!({"path": ".."}));
@@ -166,17 +161,17 @@ fn invalid_arguments_name_the_field() {
 }
 
 #[test]
-fn args_from_stdin_and_oversized_output_goes_to_artifacts() {
+fn args_from_stdin_and_an_overlong_line_is_cut_with_a_note() {
     let t = sandbox();
     t.write("ws/big.txt", &"x".repeat(20_000));
     let out =
         t.al(&["tools", "call", "file_read", "--args", "-"]).write_stdin("{\"path\": \"big.txt\"}").output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "ok");
-    let art = v["artifacts"][0].as_str().unwrap();
-    assert!(art.starts_with("artifacts/tool-file_read-"), "{art}");
-    assert_eq!(t.read(&format!("ws/{art}")).len(), 20_000);
-    assert!(v["output"].as_str().unwrap().contains("[output truncated: 20000 characters in total"));
+    let text = v["output"].as_str().unwrap();
+    assert!(text.chars().count() <= 8000, "file_read stays under the output cap");
+    assert!(text.contains("[line 1 of 1 in big.txt is 20000 characters long; only its first"), "{text}");
+    assert_eq!(v["artifacts"], json!([]), "nothing spilled: the note says what was left out");
 }
 
 #[test]
@@ -185,7 +180,10 @@ fn tools_list_matches_the_plan_catalog() {
     let out = t.al(&["tools", "list", "--json"]).output().unwrap();
     let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["file_read", "file_write", "list_dir", "http_call", "web_fetch", "skill_read", "finish"]);
+    assert_eq!(
+        names,
+        ["file_read", "file_write", "list_dir", "grep", "http_call", "web_fetch", "skill_read", "finish"]
+    );
     let gen = t.al(&["skills", "gen", "--format", "json"]).output().unwrap();
     let cat: Value = serde_json::from_slice(&gen.stdout).unwrap();
     let cat_names: Vec<&str> = cat["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -373,4 +371,91 @@ fn fifos_and_devices_are_refused_not_hung() {
         let (code, _) = call(&t, "file_write", json!({"path": "artifacts/pipe", "content": "x", "mode": "append"}));
         assert_eq!(code, Some(6));
     }
+}
+
+#[test]
+fn deeply_nested_and_huge_pages_are_converted_not_crashed_on() {
+    let t = sandbox();
+    let deep = format!(
+        "<html><body><article><p>start {}deep text{} end</p></article></body></html>",
+        "<b>".repeat(5000),
+        "</b>".repeat(5000)
+    );
+    let mut huge = String::from("<html><body><article>");
+    for i in 0..40_000 {
+        huge.push_str(&format!("<p>para {i} <script>x()</script> <b>bold</b> &amp; more</p>\n"));
+    }
+    huge.push_str("</article></body></html>");
+    let s = Server::start(vec![Reply::text(200, "text/html", &deep), Reply::text(200, "text/html", &huge)]);
+    net_config(&t, "");
+    let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/deep", s.url)}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("deep text"), "{v}");
+    let (code, v) = call(&t, "web_fetch", json!({"url": format!("{}/huge", s.url), "extract_mode": "text"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().starts_with("para 0"), "{v}");
+}
+
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+    })
+}
+
+#[test]
+fn the_shell_cannot_be_talked_around() {
+    let t = sandbox();
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [printenv, env, find, xargs, sh, tar], timeout: 1s, patterns: [\"sh -c **\", \"find . -name *\"]}\n",
+    );
+    // No provider key reaches the child.
+    let out = t
+        .al(&["tools", "call", "shell", "--args", r#"{"argv": ["printenv"]}"#])
+        .env("OPENAI_API_KEY", "sk-leak-me")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["output"].as_str().unwrap().contains("sk-leak-me"), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("PATH="), "{v}");
+    // Allowlisted programs that run other programs are refused unless a pattern names the argv.
+    for argv in [
+        json!(["env", "sh", "-c", "id"]),
+        json!(["find", ".", "-exec", "sleep", "30", ";"]),
+        json!(["xargs", "sh"]),
+        json!(["tar", "--to-command=sh", "-xf", "x.tar"]),
+    ] {
+        let (code, v) = call(&t, "shell", json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}");
+        assert!(v["error"].as_str().unwrap().contains("refused"), "{v}");
+    }
+    let (code, v) = call(&t, "shell", json!({"argv": ["find", ".", "-name", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+    // The timeout kills the whole process group, grandchildren included.
+    let (code, v) = call(&t, "shell", json!({"argv": ["sh", "-c", "sleep 31.7 & sleep 31.7; echo never"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("timed out"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!running("sleep 31.7"), "a grandchild outlived the timeout");
+}
+
+#[test]
+fn credentials_never_follow_a_redirect_to_another_origin() {
+    let t = sandbox();
+    let other = Server::start(vec![Reply::text(200, "text/plain", "landed")]);
+    let to = format!("{}/landing", other.url);
+    let first = Server::start(vec![Reply::text(307, "text/plain", "moved").header("location", &to)]);
+    net_config(&t, "");
+    let (code, v) = call(
+        &t,
+        "http_call",
+        json!({"method": "POST", "url": format!("{}/start", first.url), "headers": {"Authorization": "Bearer model-supplied", "X-Trace": "1"}, "body": "{}"}),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(first.request(0).header("authorization"), Some("Bearer model-supplied"));
+    let landed = other.request(0);
+    assert_eq!(landed.method, "POST", "307 keeps the method");
+    assert_eq!(landed.header("authorization"), None, "credentials dropped across origins");
+    assert_eq!(landed.header("x-trace"), Some("1"));
 }

@@ -1,0 +1,117 @@
+//! The diagnostics log (seed 002 `logging`): `logging: {level, file, format, max_bytes, keep}`.
+//! When `logging.file` is set, diagnostics — warnings, notes, retries and waits, the config
+//! sources, negotiation decisions — are appended to it as text or JSON lines, at or above
+//! `level`; the file rotates by size (`file.1` … `file.<keep>`). Every configured secret (API
+//! keys from the environment, tokens) is redacted before a line is written. stderr is unchanged.
+
+use crate::config::LoggingConfig;
+use camino::Utf8PathBuf;
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+}
+
+impl Level {
+    fn parse(s: &str) -> Level {
+        match s {
+            "debug" => Level::Debug,
+            "warn" => Level::Warn,
+            _ => Level::Info,
+        }
+    }
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+        }
+    }
+}
+
+struct Logger {
+    file: Utf8PathBuf,
+    level: Level,
+    json: bool,
+    max_bytes: u64,
+    keep: u32,
+    secrets: Vec<String>,
+}
+
+static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
+
+/// Values that must never reach a log: the environment's keys and tokens.
+fn secrets() -> Vec<String> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            let k = k.to_uppercase();
+            k.ends_with("_API_KEY") || k.ends_with("_TOKEN") || k.ends_with("_SECRET") || k.ends_with("_PASSWORD")
+        })
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| v.len() >= 4)
+        .collect()
+}
+
+/// Starts logging for this process (a no-op without `logging.file`).
+pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
+    let Some(file) = &cfg.file else { return };
+    let file = crate::workspace::resolve_in(root, file);
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let logger = Logger {
+        file,
+        level: Level::parse(&cfg.level),
+        json: cfg.format == "json",
+        max_bytes: cfg.max_bytes.max(1024),
+        keep: cfg.keep.max(1),
+        secrets: secrets(),
+    };
+    if let Ok(mut g) = LOGGER.lock() {
+        *g = Some(logger);
+    }
+}
+
+fn rotate(l: &Logger) {
+    for i in (1..l.keep).rev() {
+        let _ = std::fs::rename(format!("{}.{i}", l.file), format!("{}.{}", l.file, i + 1));
+    }
+    let _ = std::fs::rename(&l.file, format!("{}.1", l.file));
+}
+
+/// Writes one diagnostic line (if logging is on and the level is high enough).
+pub fn log(level: Level, msg: &str) {
+    let Ok(guard) = LOGGER.lock() else { return };
+    let Some(l) = guard.as_ref() else { return };
+    if level < l.level {
+        return;
+    }
+    let mut msg = msg.to_string();
+    for s in &l.secrets {
+        msg = msg.replace(s.as_str(), "[REDACTED]");
+    }
+    let ts = crate::clock::now_rfc3339();
+    let line = if l.json {
+        serde_json::json!({"ts": ts, "level": level.as_str(), "pid": std::process::id(), "msg": msg}).to_string()
+    } else {
+        format!("{ts} {:<5} [{}] {}", level.as_str(), std::process::id(), msg.replace('\n', " | "))
+    };
+    let size = std::fs::metadata(&l.file).map(|m| m.len()).unwrap_or(0);
+    if size > 0 && size + line.len() as u64 + 1 > l.max_bytes {
+        rotate(l);
+    }
+    let _ = crate::fs::append_line(&l.file, &line);
+}
+
+pub fn debug(msg: &str) {
+    log(Level::Debug, msg)
+}
+pub fn info(msg: &str) {
+    log(Level::Info, msg)
+}
+pub fn warn(msg: &str) {
+    log(Level::Warn, msg)
+}

@@ -1,0 +1,476 @@
+//! The file sandbox shared by file_read, file_write, list_dir and grep: which folders a tool may
+//! touch, how a requested path maps into one of them, and how files are opened there without
+//! escaping, blocking or writing through a link.
+//!
+//! Invariants:
+//! - The allowed roots are resolved once per call, before any requested path is looked at: each
+//!   is opened as a `cap_std::fs::Dir` and known by its identity (device, inode). A requested
+//!   path is matched to a root by comparing identities, never path strings, so a symlinked
+//!   `artifacts/` cannot smuggle an absolute path in. A root that lies inside the workspace but
+//!   is reached through a symlink is dropped (a link would open a folder outside).
+//! - Every open happens inside a root's capability (openat, component by component), so `..`,
+//!   symlinks pointing out and look-alike prefixes (`work` vs `work_evil`) cannot escape.
+//! - Files are opened with O_NONBLOCK and their type is checked on the opened handle: a FIFO or
+//!   device swapped in between a check and the open is refused, never waited on.
+//! - Writes never follow a symlink (folders are entered one at a time and checked against the
+//!   handle opened), never touch a file with more than one hard link, and never touch the
+//!   run's paper trail or agentloop's own files (see [`refuse_write`]).
+//! - What a tool reports names workspace-relative paths only: a root outside the workspace is
+//!   shown as the relative path from the workspace (e.g. `../data`), never the machine path.
+
+use super::ToolEnv;
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use std::io::Read;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    /// The workspace alone (where `finish` artifacts must lie).
+    Workspace,
+}
+
+impl Access {
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Workspace => "name",
+        }
+    }
+}
+
+/// Files at the workspace's top level that agentloop owns: the paper trail and the config that
+/// decides what the next command may do. No tool writes them.
+pub const PAPER_TRAIL: &[&str] =
+    &["context.md", "memory.md", "plan.md", "decisions.md", "skills.md", "trace.jsonl", "state.json", "result.json"];
+const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloop.json"];
+const CONFIG_DIRS: &[&str] = &["agents", "templates"];
+
+/// One allowed folder, opened.
+pub struct Root {
+    /// How messages name it: relative to the workspace ("" is the workspace itself).
+    pub label: Utf8PathBuf,
+    /// Its real location, used only to walk it (every open still goes through `dir`).
+    pub real: Utf8PathBuf,
+    pub dir: Dir,
+    id: (u64, u64),
+    pub is_workspace: bool,
+}
+
+impl Root {
+    /// The workspace-relative name of `rel` inside this root.
+    pub fn show(&self, rel: &Utf8Path) -> String {
+        let p = self.label.join(rel);
+        if p.as_str().is_empty() {
+            ".".into()
+        } else {
+            p.into_string()
+        }
+    }
+}
+
+/// A requested path, matched to the root holding it.
+pub struct Target<'a> {
+    pub root: &'a Root,
+    /// The path inside the root ("" is the root itself); never holds `..`.
+    pub rel: Utf8PathBuf,
+}
+
+impl Target<'_> {
+    pub fn shown(&self) -> String {
+        self.root.show(&self.rel)
+    }
+    /// The path for cap-std calls (`.` for the root itself).
+    pub fn rel_str(&self) -> &str {
+        if self.rel.as_str().is_empty() {
+            "."
+        } else {
+            self.rel.as_str()
+        }
+    }
+}
+
+pub struct Sandbox {
+    pub roots: Vec<Root>,
+    access: Access,
+    ws_abs: Utf8PathBuf,
+    runs_dir: String,
+    /// The workspace's identity, whichever roots are open.
+    ws_id: Option<(u64, u64)>,
+    /// Configured folders that were left out, with why (named in denials).
+    dropped: Vec<String>,
+}
+
+/// Resolves `.` and `..` lexically (only to pick the root; the open is confined by the root's
+/// capability, so a symlink cannot turn this into an escape).
+pub fn normalize(p: &Utf8Path) -> Utf8PathBuf {
+    let mut out = Utf8PathBuf::new();
+    for c in p.components() {
+        match c {
+            Utf8Component::ParentDir => {
+                if out.parent().is_some() {
+                    out.pop();
+                }
+            }
+            Utf8Component::CurDir => {}
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}
+
+/// `to` relative to `from`, both absolute and normalized (`../data`, `artifacts`, `` for equal).
+pub fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = Utf8PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c.as_str());
+    }
+    out
+}
+
+fn identity(m: &Metadata) -> (u64, u64) {
+    (m.dev(), m.ino())
+}
+
+pub fn absolute(p: &Utf8Path) -> Utf8PathBuf {
+    if p.is_absolute() {
+        normalize(p)
+    } else {
+        let cwd = std::env::current_dir()
+            .ok()
+            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+            .unwrap_or_else(|| Utf8PathBuf::from("/"));
+        normalize(&cwd.join(p))
+    }
+}
+
+impl Sandbox {
+    /// Opens the roots for one access: reads see the workspace, `tools.read_paths`,
+    /// `tools.write_paths` and the on-disk skill folders; writes see the workspace, or exactly
+    /// `tools.write_paths` when that is set.
+    pub fn open(env: &ToolEnv, access: Access) -> Result<Sandbox, String> {
+        let ws_abs = absolute(env.root);
+        let ws_real = ws_abs.canonicalize_utf8().map_err(|e| format!("cannot open the workspace: {e}"))?;
+        let cfg = &env.config.tools;
+        let mut wanted: Vec<(Utf8PathBuf, &str)> = Vec::new();
+        let configured = |p: &Utf8Path| normalize(&ws_abs.join(p));
+        match access {
+            Access::Read => {
+                wanted.push((ws_abs.clone(), ""));
+                wanted.extend(cfg.read_paths.iter().map(|p| (configured(p), "tools.read_paths")));
+                wanted.extend(cfg.write_paths.iter().map(|p| (configured(p), "tools.write_paths")));
+                wanted.extend(env.skills.dirs().iter().map(|p| (configured(p), "a skill folder")));
+            }
+            Access::Workspace => wanted.push((ws_abs.clone(), "")),
+            Access::Write if cfg.write_paths.is_empty() => wanted.push((ws_abs.clone(), "")),
+            Access::Write => wanted.extend(cfg.write_paths.iter().map(|p| (configured(p), "tools.write_paths"))),
+        }
+        let mut sb = Sandbox {
+            roots: Vec::new(),
+            access,
+            ws_abs: ws_abs.clone(),
+            runs_dir: env.config.handle.runs_dir.clone(),
+            ws_id: std::fs::metadata(&ws_real)
+                .ok()
+                .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m))),
+            dropped: Vec::new(),
+        };
+        for (abs, source) in wanted {
+            let label = relative(&ws_abs, &abs);
+            let Ok(real) = abs.canonicalize_utf8() else {
+                continue; // not there (yet): nothing to read or write in it
+            };
+            // Inside the workspace, a root must be the folder its name says, not a link out.
+            if let Ok(inner) = abs.strip_prefix(&ws_abs) {
+                if real != ws_real.join(inner) {
+                    sb.dropped.push(format!("{label} ({source}) is a symbolic link and is not used"));
+                    continue;
+                }
+            }
+            let Ok(dir) = Dir::open_ambient_dir(&real, ambient_authority()) else { continue };
+            let Ok(meta) = dir.dir_metadata() else { continue };
+            let id = identity(&meta);
+            if sb.roots.iter().any(|r| r.id == id) {
+                continue;
+            }
+            let is_workspace = real == ws_real;
+            sb.roots.push(Root { label, real, dir, id, is_workspace });
+        }
+        Ok(sb)
+    }
+
+    /// The roots as messages name them.
+    pub fn describe(&self) -> String {
+        let mut names: Vec<String> = self
+            .roots
+            .iter()
+            .map(|r| if r.is_workspace { "the workspace".to_string() } else { r.label.to_string() })
+            .collect();
+        if names.is_empty() {
+            names.push("none".into());
+        }
+        let mut s = names.join(", ");
+        if !self.dropped.is_empty() {
+            s.push_str(&format!("; {}", self.dropped.join("; ")));
+        }
+        s
+    }
+
+    /// Matches a requested path (relative to the workspace, or absolute) to its root. The
+    /// deepest folder on the path that *is* a root (same device and inode) wins.
+    pub fn locate(&self, requested: &str) -> Result<Target<'_>, String> {
+        if requested.contains('\0') {
+            return Err("the path contains a NUL byte".into());
+        }
+        let req = Utf8Path::new(requested);
+        let full = normalize(&if req.is_absolute() { req.to_path_buf() } else { self.ws_abs.join(req) });
+        for ancestor in full.ancestors() {
+            // stat, not open: a FIFO on the way cannot block.
+            let Ok(m) = std::fs::metadata(ancestor) else { continue };
+            if !m.is_dir() {
+                continue;
+            }
+            let id = (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m));
+            if let Some(root) = self.roots.iter().find(|r| r.id == id) {
+                let rel = full.strip_prefix(ancestor).map(Utf8Path::to_path_buf).unwrap_or_default();
+                return Ok(Target { root, rel });
+            }
+        }
+        let what = if req.is_absolute() { "that absolute path".to_string() } else { format!("`{requested}`") };
+        Err(format!(
+            "access denied: {what} is outside the folders this tool may {} ({}); give a path relative to the workspace",
+            self.access.verb(),
+            self.describe()
+        ))
+    }
+
+    /// Why a write to `t` is refused by its name alone: agentloop's own files and `.git`, at
+    /// any depth. The workspace's top level is checked while the folders are entered
+    /// ([`Sandbox::enter_parent`]), by identity, whichever root the path came through.
+    pub fn refuse_name(&self, t: &Target) -> Option<String> {
+        let shown = t.shown();
+        if t.rel.components().any(|c| c.as_str().starts_with(".agentloop")) {
+            return Some(format!("access denied: `{shown}`: files named .agentloop* belong to agentloop"));
+        }
+        if t.rel.components().any(|c| c.as_str() == ".git") {
+            return Some(format!(
+                "access denied: `{shown}` is inside .git, the repository's internals (a hook there would run code)"
+            ));
+        }
+        None
+    }
+
+    /// Why an entry named `name` directly in the workspace may not be written, if it may not.
+    fn refuse_top_level(&self, name: &str, is_file: bool) -> Option<String> {
+        if is_file && PAPER_TRAIL.contains(&name) {
+            return Some(format!(
+                "access denied: `{name}` is part of the run's paper trail, which only agentloop writes; write to another file, e.g. artifacts/{name}"
+            ));
+        }
+        if is_file && CONFIG_FILES.contains(&name) {
+            return Some(format!(
+                "access denied: `{name}` is the workspace's agentloop configuration, which a tool may not change"
+            ));
+        }
+        if CONFIG_DIRS.contains(&name) {
+            return Some(format!(
+                "access denied: `{name}/` holds agentloop's agent profiles or prompt templates, which a tool may not change"
+            ));
+        }
+        if !self.runs_dir.is_empty() && name == self.runs_dir {
+            return Some(format!(
+                "access denied: `{name}/` holds event-mode runs (handle.runs_dir), which only agentloop writes"
+            ));
+        }
+        None
+    }
+
+    /// Enters the folders of `t` one at a time without following a symlink: each is looked up
+    /// with lstat, opened, and the opened handle must be that same folder. Missing folders are
+    /// created. Whenever the folder entered is the workspace (by identity), the next name is
+    /// checked against the paper trail and agentloop's folders. Returns the file's parent
+    /// folder and the file's name.
+    pub fn enter_parent(&self, t: &Target) -> Result<(Dir, String), String> {
+        let shown = t.shown();
+        if let Some(why) = self.refuse_name(t) {
+            return Err(why);
+        }
+        let name = t.rel.file_name().ok_or_else(|| format!("`{shown}` names a folder, not a file"))?.to_string();
+        let mut dir = t.root.dir.try_clone().map_err(|e| io_error(&shown, &e))?;
+        let mut walked = Utf8PathBuf::new();
+        let at_workspace = |d: &Dir| d.dir_metadata().is_ok_and(|m| Some(identity(&m)) == self.ws_id);
+        for comp in t.rel.parent().map(|p| p.components().collect::<Vec<_>>()).unwrap_or_default() {
+            let comp = comp.as_str();
+            if at_workspace(&dir) {
+                if let Some(why) = self.refuse_top_level(comp, false) {
+                    return Err(why);
+                }
+            }
+            walked.push(comp);
+            let here = t.root.show(&walked);
+            let before = match dir.symlink_metadata(comp) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match dir.create_dir(comp) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(io_error(&here, &e)),
+                    }
+                    dir.symlink_metadata(comp).map_err(|e| io_error(&here, &e))?
+                }
+                Err(e) => return Err(io_error(&here, &e)),
+            };
+            if before.is_symlink() {
+                return Err(format!(
+                    "access denied: `{here}` is a symbolic link; file_write does not write through links"
+                ));
+            }
+            if !before.is_dir() {
+                return Err(format!("`{here}` is a file, not a folder"));
+            }
+            let next = dir.open_dir(comp).map_err(|e| io_error(&here, &e))?;
+            let after = next.dir_metadata().map_err(|e| io_error(&here, &e))?;
+            if identity(&after) != identity(&before) {
+                return Err(format!("access denied: `{here}` changed while it was opened; try again"));
+            }
+            dir = next;
+        }
+        if at_workspace(&dir) {
+            if let Some(why) = self.refuse_top_level(&name, true) {
+                return Err(why);
+            }
+        }
+        Ok((dir, name))
+    }
+}
+
+/// A message for a failed file operation that names the path as the model gave it.
+pub fn io_error(shown: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{shown}: no such file or folder"),
+        std::io::ErrorKind::PermissionDenied => format!("access denied: {shown}: permission denied"),
+        _ => match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::EXDEV) => {
+                format!("access denied: {shown} leads out of the allowed folders through a symbolic link")
+            }
+            Some(libc::ENXIO) => format!("{shown} is not a regular file"),
+            _ if e.to_string().contains("outside of the filesystem") => {
+                format!("access denied: {shown} leads out of the allowed folders")
+            }
+            _ => format!("cannot use {shown}: {}", strip_os_detail(e)),
+        },
+    }
+}
+
+/// An io::Error's text without any path the OS put in it.
+fn strip_os_detail(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Opens a regular file for reading inside `dir` without blocking: O_NONBLOCK, then the type is
+/// checked on the opened handle. Returns the file and its metadata.
+pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata), String> {
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NONBLOCK);
+    let f = dir.open_with(rel, &o).map_err(|e| io_error(shown, &e))?;
+    let m = f.metadata().map_err(|e| io_error(shown, &e))?;
+    if m.is_dir() {
+        return Err(format!("{shown} is a folder; use list_dir or grep"));
+    }
+    if !m.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    Ok((f, m))
+}
+
+/// Reads a whole regular file of at most `cap` bytes (see [`open_regular`]).
+pub fn read_capped(dir: &Dir, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, String> {
+    let (f, m) = open_regular(dir, rel, shown)?;
+    if m.len() > cap {
+        return Err(too_large(shown, m.len(), cap));
+    }
+    let mut buf = Vec::new();
+    f.take(cap + 1).read_to_end(&mut buf).map_err(|e| io_error(shown, &e))?;
+    if buf.len() as u64 > cap {
+        return Err(too_large(shown, buf.len() as u64, cap));
+    }
+    Ok(buf)
+}
+
+pub fn too_large(shown: &str, size: u64, cap: u64) -> String {
+    format!("{shown} is {size} bytes, more than tools.max_file_bytes ({cap}); raise tools.max_file_bytes to read it")
+}
+
+/// Checks the file about to be written in `parent`: a missing file or a regular file with one
+/// link is fine; a symlink is fine only for an overwrite (the rename replaces the link itself).
+pub fn check_target(parent: &Dir, name: &str, shown: &str, append: bool) -> Result<Option<Metadata>, String> {
+    match parent.symlink_metadata(name) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(shown, &e)),
+        Ok(m) if m.is_symlink() && append => Err(format!(
+            "access denied: `{shown}` is a symbolic link; append does not write through links (overwrite replaces the link)"
+        )),
+        Ok(m) if m.is_symlink() => Ok(None),
+        Ok(m) if m.is_dir() => Err(format!("`{shown}` is a folder, not a file")),
+        Ok(m) if !m.is_file() => Err(format!("`{shown}` exists and is not a regular file")),
+        Ok(m) if m.nlink() > 1 => Err(format!(
+            "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
+            m.nlink()
+        )),
+        Ok(m) => Ok(Some(m)),
+    }
+}
+
+/// Opens `name` in `parent` for appending, creating it, and checks on the opened handle that it
+/// is the regular, singly linked file that `name` names (not a link or FIFO swapped in).
+pub fn open_append(parent: &Dir, name: &str, shown: &str) -> Result<File, String> {
+    let mut o = OpenOptions::new();
+    o.append(true).create(true).custom_flags(libc::O_NONBLOCK);
+    let f = parent.open_with(name, &o).map_err(|e| io_error(shown, &e))?;
+    let opened = f.metadata().map_err(|e| io_error(shown, &e))?;
+    let named = parent.symlink_metadata(name).map_err(|e| io_error(shown, &e))?;
+    if !opened.is_file() || named.is_symlink() || identity(&opened) != identity(&named) {
+        return Err(format!("access denied: `{shown}` is not a regular file in place (a link or special file)"));
+    }
+    if opened.nlink() > 1 {
+        return Err(format!(
+            "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
+            opened.nlink()
+        ));
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_between_folders() {
+        let rel = |a: &str, b: &str| relative(Utf8Path::new(a), Utf8Path::new(b)).into_string();
+        assert_eq!(rel("/a/ws", "/a/ws"), "");
+        assert_eq!(rel("/a/ws", "/a/ws/artifacts"), "artifacts");
+        assert_eq!(rel("/a/ws", "/a/data"), "../data");
+        assert_eq!(rel("/a/ws", "/a/ws_evil"), "../ws_evil");
+        assert_eq!(rel("/a/b/ws", "/srv"), "../../../srv");
+    }
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(Utf8Path::new("/a/ws/../x/./y")), "/a/x/y");
+        assert_eq!(normalize(Utf8Path::new("/../../etc")), "/etc");
+    }
+}
