@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: build test test-real lint ci install demo bench man clean
+.PHONY: build test test-real test-real-mcp test-real-harness lint ci install demo bench man clean
 
 build:
 	$(CARGO) build --locked
@@ -12,9 +12,25 @@ build:
 test:
 	$(CARGO) test --locked
 
-## test-real: MCP tests against the real reference servers (install them first with
-## ../shared/harness/install.sh; HARNESS_DIR overrides where they are)
+## test-real: a few goals against the real OpenAI-compatible server at AGENTLOOP_REAL_BASE_URL
+## (skipped when unset; optional AGENTLOOP_REAL_MODEL, default smollm2, and AGENTLOOP_REAL_LOG,
+## the server's access log, checked for HTTP 5xx). Not part of `make test` or CI.
 test-real:
+	@if [ -z "$$AGENTLOOP_REAL_BASE_URL" ]; then \
+		echo "test-real skipped: set AGENTLOOP_REAL_BASE_URL (e.g. http://127.0.0.1:8088/v1)"; \
+	else \
+		$(CARGO) test --locked --test it real:: -- --ignored --nocapture; \
+	fi
+	@if [ -d "$${HARNESS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/agentloop-harness}/mcp" ]; then $(MAKE) test-real-mcp; else echo "test-real-mcp skipped: no harness MCP servers"; fi
+
+## test-real-harness: test-real against ../shared/harness's llama-cpp-python server, once with
+## the upstream chat handler and once with the fixed one (HARNESS_DIR overrides where it lives)
+test-real-harness:
+	tests/real-harness.sh
+
+## test-real-mcp: MCP tests against the real reference servers (install them first with
+## ../shared/harness/install.sh; HARNESS_DIR overrides where they are)
+test-real-mcp:
 	HARNESS_DIR="$${HARNESS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/agentloop-harness}" \
 		$(CARGO) test --locked --test it mcp_real -- --ignored --test-threads=1 --nocapture
 

@@ -5,6 +5,20 @@
 //! printed only when stderr is a terminal and `-q` was not given.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by a verbose printer, for the few notes written far from one (the model clients).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// A `debug:` line on stderr when `-v` was given, and in the diagnostics log; for code that
+/// holds no [`Printer`] (the model clients).
+pub fn debug_note(s: &str) {
+    let s = &crate::redact::redact(s);
+    crate::log::debug(s);
+    if VERBOSE.load(Ordering::Relaxed) {
+        eprintln!("debug: {s}");
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -32,6 +46,9 @@ impl Printer {
             ColorChoice::Auto => !no_color && std::io::stdout().is_terminal(),
         };
         let progress = !quiet && std::io::stderr().is_terminal();
+        if verbose {
+            VERBOSE.store(true, Ordering::Relaxed);
+        }
         Printer { quiet, verbose, json, color, progress }
     }
 

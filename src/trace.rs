@@ -101,6 +101,10 @@ pub struct Entry {
     pub prompt_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    /// How the answer was requested from an OpenAI-compatible server (`tool_named`,
+    /// `tool_required`, `tool_auto`, `json_schema`, `json_object`, `json_prompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_form: Option<String>,
     /// Free-form extra facts (limits at start, status at finish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,

@@ -14,6 +14,7 @@ pub mod http;
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
+pub mod wire;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -118,6 +119,21 @@ pub struct Response {
     pub model: String,
     pub request_id: Option<String>,
     pub latency_ms: u64,
+    /// The request form that produced this answer (OpenAI-compatible servers: [`wire::Form`]).
+    pub wire_form: Option<&'static str>,
+}
+
+/// What one request form got from the server (`models test`).
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub form: wire::Form,
+    /// The HTTP status; None when the exchange failed before one arrived.
+    pub status: Option<u16>,
+    /// Whether the forced answer came back (a tool call, or JSON read out of the text).
+    pub answered: bool,
+    /// The rejection, or what came back instead of the answer.
+    pub detail: String,
+    pub response: Option<Response>,
 }
 
 pub trait Model {
@@ -132,6 +148,15 @@ pub trait Model {
         Value::Null
     }
     fn seek(&mut self, _cursor: &Value) {}
+    /// The request form of the last answer (OpenAI-compatible servers), for the trace.
+    fn wire_form(&self) -> Option<&'static str> {
+        None
+    }
+    /// Sends `req` once in every request form the provider negotiates between; None for a
+    /// provider with one form.
+    fn probe(&mut self, _req: &Request) -> Option<Result<Vec<Probe>>> {
+        None
+    }
 }
 
 /// Wraps a model and appends every response to a JSONL file the scripted model can replay.
@@ -158,6 +183,12 @@ impl Model for Recorder {
     }
     fn seek(&mut self, c: &Value) {
         self.inner.seek(c)
+    }
+    fn wire_form(&self) -> Option<&'static str> {
+        self.inner.wire_form()
+    }
+    fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
+        self.inner.probe(req)
     }
 }
 

@@ -1,18 +1,23 @@
 //! OpenAI-compatible Chat Completions: `POST {base}/chat/completions`. Serves OpenAI, Ollama
-//! (`http://localhost:11434/v1`), llama.cpp's server, vLLM, LM Studio, OpenRouter and others.
+//! (`http://localhost:11434/v1`), llama.cpp's server, llama-cpp-python, vLLM, LM Studio,
+//! OpenRouter and others.
 //!
-//! Tools go as `{type: function, function: {name, description, parameters}}`; `tool_choice` is
-//! `auto`, `required` or a named function; assistant `tool_calls` and `role: tool` results carry
-//! the conversation. Arguments arrive as a JSON string: invalid JSON there is kept as
-//! `invalid_arguments` for the phase to correct, never a crash. Servers without tool support
-//! work through a JSON-in-text fallback: `llm.structured: json` (or `auto` after the server
-//! rejects tools, or answers in text) asks for one JSON object with `response_format` and
-//! parses it out of the text.
+//! Tools go as `{type: function, function: {name, description, parameters}}`; assistant
+//! `tool_calls` (with `content: ""`, never null) and `role: tool` results carry the
+//! conversation. Arguments arrive as a JSON string: invalid JSON there is kept as
+//! `invalid_arguments` for the phase to correct, never a crash.
+//!
+//! A forced answer is negotiated ([`wire`]): it goes out in the kept form (from the cache, else
+//! a named `tool_choice`), and a shape the server rejects, or a reply without the forced call
+//! and without a JSON answer in its text, is followed at once by the next form — `"required"`,
+//! `"auto"` with an instruction, `response_format` `json_schema`, `json_object`, then a plain
+//! JSON instruction. A real outage (connection refused, 429, 503) keeps the retry policy.
 
-use super::http::Client;
-use super::{json_in_text, Model, Part, Request, Response, Role, ToolCall, ToolChoice};
-use crate::config::Config;
-use crate::error::{Error, Kind, Result};
+use super::http::{Client, Failure, Rejection, Shapes};
+use super::wire::{self, Form, Structured};
+use super::{json_in_text, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
+use crate::config::{Config, Strict};
+use crate::error::{Error, Result};
 use crate::trace::Usage;
 use serde_json::{json, Value};
 
@@ -23,12 +28,21 @@ pub const OLLAMA_MODEL: &str = "llama3.2";
 pub struct OpenAi {
     client: Client,
     provider: String,
+    /// The base URL as configured (trailing `/` trimmed): with the model, the cache key.
+    base: String,
     url: String,
     key: Option<String>,
     model: String,
-    /// tools | json | auto
-    structured: String,
+    structured: Structured,
+    /// Whether schemas go in their strict form (`llm.strict`; `auto` means api.openai.com only).
+    strict: bool,
     official: bool,
+    /// The form that worked last in this run (at first: the cached one).
+    kept: Option<Form>,
+    /// What the cache holds for this server and model.
+    cached: Option<Form>,
+    /// The form of the last answer returned.
+    last: Option<Form>,
 }
 
 impl OpenAi {
@@ -58,39 +72,74 @@ impl OpenAi {
                 .with_hint("set OPENAI_API_KEY, or pass --base-url for a local server that needs no key"));
         }
         let url = if base.ends_with("/chat/completions") { base.clone() } else { format!("{base}/chat/completions") };
+        let model = cfg.llm.model.clone().unwrap_or_else(|| if ollama { OLLAMA_MODEL } else { DEFAULT_MODEL }.into());
+        let structured = Structured::parse(&cfg.llm.structured)?;
+        let cached = wire::load(&base, &model);
         Ok(OpenAi {
             client: Client::new(cfg, provider, key.clone()),
             provider: provider.into(),
+            base,
             url,
             key,
-            model: cfg.llm.model.clone().unwrap_or_else(|| {
-                if ollama {
-                    OLLAMA_MODEL.into()
-                } else {
-                    DEFAULT_MODEL.into()
-                }
-            }),
-            structured: cfg.llm.structured.clone(),
+            model,
+            structured,
+            strict: match cfg.llm.strict {
+                Strict::Auto => official,
+                Strict::On => true,
+                Strict::Off => false,
+            },
             official,
+            kept: cached,
+            cached,
+            last: None,
         })
     }
 }
 
-/// The request body; `json_mode` replaces tools with a JSON-in-text instruction.
-pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Value {
+/// The tools a forced request wants answered: the named one, else all of them.
+fn wanted(req: &Request) -> Vec<&ToolDef> {
+    match &req.tool_choice {
+        ToolChoice::Tool(n) if req.tools.iter().any(|t| &t.name == n) => {
+            req.tools.iter().filter(|t| &t.name == n).collect()
+        }
+        _ => req.tools.iter().collect(),
+    }
+}
+
+/// The schema sent for a tool: its strict form when strict mode applies and one exists.
+fn schema(t: &ToolDef, strict: bool) -> (&Value, bool) {
+    match (&t.strict, strict) {
+        (Some(s), true) => (s, true),
+        _ => (&t.parameters, false),
+    }
+}
+
+/// The request body in one [`Form`] (None: tools as given, `tool_choice` as asked, for a
+/// request that forces nothing). JSON forms replace the tools with a JSON-only instruction and
+/// the answer's schema; `strict` sends the strict form of a schema that has one.
+pub fn body(model: &str, req: &Request, form: Option<Form>, strict: bool, official: bool) -> Value {
+    let json_mode = form.is_some_and(|f| !f.uses_tools());
+    let wanted = wanted(req);
     let mut system = req.system.clone();
-    if json_mode && !req.tools.is_empty() {
+    if form == Some(Form::AutoInstructed) {
+        match wanted.as_slice() {
+            [t] => system.push_str(&format!(
+                "\n\nAnswer by calling the `{}` tool once, with arguments matching its schema; do not answer in prose.",
+                t.name
+            )),
+            _ => system.push_str(
+                "\n\nAnswer by calling one of the tools, with arguments matching its schema; do not answer in prose.",
+            ),
+        }
+    }
+    if json_mode {
         system.push_str("\n\nReply with only one JSON object, no prose and no code fence.");
-        let wanted: Vec<&super::ToolDef> = match &req.tool_choice {
-            ToolChoice::Tool(n) => req.tools.iter().filter(|t| &t.name == n).collect(),
-            _ => req.tools.iter().collect(),
-        };
-        if wanted.len() == 1 {
-            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", wanted[0].parameters));
+        if let [t] = wanted.as_slice() {
+            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", schema(t, strict).0));
         } else {
             system.push_str("\nThe object must be {\"tool\": NAME, \"arguments\": {...}} where NAME is one of these tools and arguments match its schema:");
-            for t in wanted {
-                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, t.parameters));
+            for t in &wanted {
+                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, schema(t, strict).0));
             }
         }
     }
@@ -119,31 +168,27 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
                     .iter()
                     .filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None })
                     .collect();
-                let calls: Vec<Value> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| if let Part::ToolCall(c) = p { Some(c) } else { None })
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
-                    .collect();
+                let calls: Vec<&ToolCall> =
+                    m.parts.iter().filter_map(|p| if let Part::ToolCall(c) = p { Some(c) } else { None }).collect();
                 if json_mode || calls.is_empty() {
-                    let shown =
-                        if calls.is_empty() {
-                            text
-                        } else {
-                            m.parts
-                                .iter()
-                                .filter_map(|p| {
-                                    if let Part::ToolCall(c) = p {
-                                        Some(c.arguments.to_string())
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect()
-                        };
+                    // Without tools, an earlier call is shown as the JSON it carried.
+                    let shown = if calls.is_empty() {
+                        text
+                    } else {
+                        calls
+                            .iter()
+                            .map(|c| c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string()))
+                            .collect()
+                    };
                     messages.push(json!({"role": "assistant", "content": shown}));
                 } else {
-                    messages.push(json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": calls}));
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
+                        .collect();
+                    // `content` is a string, never null or absent: llama-cpp-python answers
+                    // both with HTTP 500, and every server takes "".
+                    messages.push(json!({"role": "assistant", "content": text, "tool_calls": calls}));
                 }
             }
         }
@@ -157,24 +202,39 @@ pub fn body(model: &str, req: &Request, json_mode: bool, official: bool) -> Valu
     if let Some(t) = req.temperature {
         b["temperature"] = json!(t);
     }
-    if json_mode {
-        if !req.tools.is_empty() {
-            b["response_format"] = json!({"type": "json_object"});
+    if req.tools.is_empty() {
+        return b;
+    }
+    match form {
+        Some(Form::JsonSchema) => {
+            let t = wanted[0];
+            let (s, is_strict) = schema(t, strict);
+            b["response_format"] =
+                json!({"type": "json_schema", "json_schema": {"name": t.name, "schema": s, "strict": is_strict}});
         }
-    } else if !req.tools.is_empty() {
-        b["tools"] = Value::Array(
-            req.tools.iter().map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})).collect(),
-        );
-        b["tool_choice"] = match &req.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::Any => json!("required"),
-            // With one tool offered, "required" forces it and is understood by more servers
-            // (llama.cpp, vLLM, LM Studio) than the named-function form.
-            ToolChoice::Tool(n) if req.tools.len() == 1 && &req.tools[0].name == n => {
-                json!("required")
-            }
-            ToolChoice::Tool(n) => json!({"type": "function", "function": {"name": n}}),
-        };
+        Some(Form::JsonObject) => b["response_format"] = json!({"type": "json_object"}),
+        Some(Form::JsonPrompt) => {}
+        _ => {
+            b["tools"] = Value::Array(
+                req.tools
+                    .iter()
+                    .map(|t| {
+                        let (s, is_strict) = schema(t, strict);
+                        let mut f = json!({"name": t.name, "description": t.description, "parameters": s});
+                        if is_strict {
+                            f["strict"] = json!(true);
+                        }
+                        json!({"type": "function", "function": f})
+                    })
+                    .collect(),
+            );
+            b["tool_choice"] = match (form, &req.tool_choice) {
+                (Some(Form::Required), _) | (None, ToolChoice::Any) => json!("required"),
+                (Some(Form::AutoInstructed), _) | (None, ToolChoice::Auto) => json!("auto"),
+                (_, ToolChoice::Tool(n)) => json!({"type": "function", "function": {"name": n}}),
+                (_, _) => json!({"type": "function", "function": {"name": wanted[0].name}}),
+            };
+        }
     }
     b
 }
@@ -272,16 +332,58 @@ fn synthesize(req: &Request, r: &mut Response) {
     }
 }
 
-/// Whether an error says the server cannot do tool calling (HTTP 400/422/500 naming tools).
-fn rejects_tools(msg: &str) -> bool {
-    let m = msg.to_lowercase();
-    ["http 400", "http 422", "http 500"].iter().any(|c| m.contains(c)) && (m.contains("tool") || m.contains("function"))
+/// Whether a response carries the forced answer: a call of a wanted tool.
+fn answered(req: &Request, r: &Response) -> bool {
+    let wanted = wanted(req);
+    r.tool_calls.iter().any(|c| wanted.iter().any(|t| t.name == c.name))
 }
 
-/// Whether an error says the server cannot do `response_format: json_object`.
-fn rejects_format(msg: &str) -> bool {
-    let m = msg.to_lowercase();
-    (m.contains("http 400") || m.contains("http 422")) && (m.contains("response_format") || m.contains("json_object"))
+/// One exchange in one form.
+enum Outcome {
+    /// HTTP 2xx: the response (JSON in text already read into a tool call where allowed).
+    Reply(Response),
+    Rejected(Rejection),
+}
+
+impl OpenAi {
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        self.key.iter().map(|k| ("authorization", format!("Bearer {k}"))).collect()
+    }
+
+    /// The forms a request may be sent in, in order; empty when it forces no answer.
+    fn forms(&self, req: &Request) -> Vec<Form> {
+        if req.tools.is_empty() || req.tool_choice == ToolChoice::Auto {
+            return vec![];
+        }
+        let single = wanted(req).len() == 1;
+        wire::order(self.kept, self.structured, |f| single || !matches!(f, Form::Named | Form::JsonSchema))
+    }
+
+    fn send(&self, req: &Request, form: Option<Form>, shapes: Shapes) -> std::result::Result<Outcome, Error> {
+        let b = body(&self.model, req, form, self.strict, self.official);
+        match self.client.post(&self.url, &self.headers(), &b, "x-request-id", req.deadline, shapes) {
+            Ok(reply) => {
+                let mut r = parse(&reply.body)?;
+                if self.structured != Structured::Tools {
+                    synthesize(req, &mut r);
+                }
+                reply.complete(&mut r, &self.model);
+                r.wire_form = form.map(Form::as_str);
+                Ok(Outcome::Reply(r))
+            }
+            Err(Failure::Rejected(rej)) => Ok(Outcome::Rejected(rej)),
+            Err(Failure::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Keeps the form that worked for the rest of the run, and caches it for later runs.
+    fn keep(&mut self, form: Form) {
+        self.kept = Some(form);
+        if self.cached != Some(form) {
+            wire::store(&self.base, &self.model, form);
+            self.cached = Some(form);
+        }
+    }
 }
 
 impl Model for OpenAi {
@@ -291,46 +393,136 @@ impl Model for OpenAi {
     fn model(&self) -> &str {
         &self.model
     }
+    fn wire_form(&self) -> Option<&'static str> {
+        self.last.map(Form::as_str)
+    }
+
+    /// Sends a forced request in the kept form, then in each next form at once when the server
+    /// rejects the shape or answers without the forced call. Only the first unclear HTTP 500
+    /// of a call moves on to the next form; after that an unclear 500 is an outage and gets the
+    /// retry policy. Usage of every answer received is counted.
     fn complete(&mut self, req: &Request) -> Result<Response> {
-        let headers: Vec<(&str, String)> = self.key.iter().map(|k| ("authorization", format!("Bearer {k}"))).collect();
-        let post = |b: &Value| self.client.post_json(&self.url, &headers, b, "x-request-id", req.deadline);
-        let json_mode = self.structured == "json";
-        let mut b = body(&self.model, req, json_mode, self.official);
-        let reply = match post(&b) {
-            // A server that rejects tools gets the JSON-in-text form from now on.
-            Err(e)
-                if e.kind == Kind::Provider
-                    && self.structured == "auto"
-                    && !req.tools.is_empty()
-                    && rejects_tools(&e.message) =>
-            {
-                self.structured = "json".into();
-                b = body(&self.model, req, true, self.official);
-                match post(&b) {
-                    Err(e) if rejects_format(&e.message) => {
-                        b.as_object_mut().map(|o| o.remove("response_format"));
-                        post(&b)?
+        let forms = self.forms(req);
+        if forms.is_empty() {
+            return match self.send(req, None, Shapes::Off)? {
+                Outcome::Reply(r) => Ok(r),
+                Outcome::Rejected(rej) => Err(rej.error),
+            };
+        }
+        let mut usage = Usage::default();
+        let mut unanswered: Option<Response> = None;
+        let mut tried: Vec<String> = Vec::new();
+        let mut last_rejection: Option<Rejection> = None;
+        let mut probe_unclear = true;
+        let n = forms.len();
+        for (i, form) in forms.into_iter().enumerate() {
+            // An unclear 500 moves on only when there is a next form to move on to.
+            let shapes = if probe_unclear && i + 1 < n { Shapes::Probe } else { Shapes::Definite };
+            match self.send(req, Some(form), shapes)? {
+                Outcome::Reply(mut r) => {
+                    usage.add(&r.usage);
+                    r.usage = usage;
+                    self.last = Some(form);
+                    if answered(req, &r) {
+                        self.keep(form);
+                        return Ok(r);
                     }
-                    other => other?,
+                    crate::output::debug_note(&format!(
+                        "{}: {} was answered without the `{}` call; trying the next form",
+                        self.provider,
+                        form.as_str(),
+                        wanted(req).first().map_or("", |t| t.name.as_str())
+                    ));
+                    tried.push(format!("{}: answered without the call", form.as_str()));
+                    unanswered = Some(r);
+                }
+                Outcome::Rejected(rej) => {
+                    probe_unclear &= rej.definite;
+                    crate::output::debug_note(&format!(
+                        "{}: {} rejected ({}); trying the next form",
+                        self.provider,
+                        form.as_str(),
+                        rej.summary
+                    ));
+                    tried.push(format!("{}: {}", form.as_str(), rej.summary));
+                    last_rejection = Some(rej);
                 }
             }
-            // A server that rejects `response_format` gets the instruction in the prompt alone.
-            Err(e) if e.kind == Kind::Provider && b.get("response_format").is_some() && rejects_format(&e.message) => {
-                b.as_object_mut().map(|o| o.remove("response_format"));
-                post(&b)?
+        }
+        // No form gave the forced call: the last answer goes back for the phase to correct.
+        if let Some(r) = unanswered {
+            return Ok(r);
+        }
+        match last_rejection {
+            Some(rej) if n == 1 => Err(rej.error),
+            _ => {
+                let limited = match self.structured {
+                    Structured::Auto => String::new(),
+                    Structured::Tools => {
+                        "; llm.structured: tools allows the tool forms only (auto allows all six)".into()
+                    }
+                    Structured::Json => {
+                        "; llm.structured: json allows the JSON forms only (auto allows all six)".into()
+                    }
+                };
+                Err(Error::provider(format!(
+                    "provider {}: the server rejected every request form it was sent ({}){limited}",
+                    self.provider,
+                    tried.join("; ")
+                ))
+                .with_hint("`agentloop models test` shows what the server accepts"))
             }
-            other => other?,
-        };
-        let mut r = parse(&reply.body)?;
-        if self.structured != "tools" {
-            synthesize(req, &mut r);
         }
-        // A model that ignored the tools and wrote no JSON either is asked for JSON from now on
-        // (`response_format` makes servers such as llama.cpp and Ollama constrain the output).
-        if self.structured == "auto" && !req.tools.is_empty() && r.tool_calls.is_empty() {
-            self.structured = "json".into();
-        }
-        reply.complete(&mut r, &self.model);
-        Ok(r)
     }
+
+    /// Sends the request once in every form (`llm.structured` allowing), unclear 500s counted
+    /// as rejections; keeps and caches the first form that gave the forced answer.
+    fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
+        let single = wanted(req).len() == 1;
+        let forms: Vec<Form> =
+            wire::order(None, self.structured, |f| single || !matches!(f, Form::Named | Form::JsonSchema));
+        let mut out = Vec::new();
+        for form in forms {
+            let probe = match self.send(req, Some(form), Shapes::Probe) {
+                Ok(Outcome::Reply(r)) => {
+                    let answered = answered(req, &r);
+                    let detail = if answered {
+                        let c = r.tool_calls.iter().find(|c| wanted(req).iter().any(|t| t.name == c.name));
+                        let how = if r.tool_calls.iter().any(|c| c.id.starts_with("call_text_")) {
+                            "JSON in text"
+                        } else {
+                            "tool call"
+                        };
+                        format!("{how}: {}", c.map(|c| c.arguments.to_string()).unwrap_or_default())
+                    } else {
+                        format!("no answer: {}", short(if r.text.is_empty() { "(empty)" } else { &r.text }))
+                    };
+                    Probe { form, status: Some(200), answered, detail, response: Some(r) }
+                }
+                Ok(Outcome::Rejected(rej)) => Probe {
+                    form,
+                    status: Some(rej.status),
+                    answered: false,
+                    detail: format!("rejected: {}", short(rej.summary.split("; request id").next().unwrap_or(""))),
+                    response: None,
+                },
+                Err(e) => return Some(Err(e)),
+            };
+            out.push(probe);
+        }
+        if let Some(p) = out.iter().find(|p| p.answered) {
+            self.keep(p.form);
+        }
+        Some(Ok(out))
+    }
+}
+
+/// The first line of a text, at most 100 characters.
+fn short(s: &str) -> String {
+    let line = s.trim().lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(100).collect();
+    if out.len() < line.len() || s.trim().lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
 }

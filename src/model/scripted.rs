@@ -208,6 +208,7 @@ impl Model for Scripted {
             model: e.model.unwrap_or_else(|| "scripted".into()),
             request_id: None,
             latency_ms: 0,
+            wire_form: None,
         })
     }
     fn cursor(&self) -> Value {

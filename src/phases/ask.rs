@@ -174,6 +174,7 @@ pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
     state.add_usage(&a.usage, a.cost);
     if let Some(m) = &env.model {
         state.model_cursor = m.cursor();
+        e.wire_form = m.wire_form().map(String::from);
     }
     e.model = Some(a.model.clone());
     e.usage = Some(a.usage);

@@ -32,6 +32,7 @@ impl T {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.path("home"))
             .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("XDG_CACHE_HOME", self.path("cache"))
             .env("AGENTLOOP_NOW", NOW)
             .current_dir(self.root());
         c

@@ -100,7 +100,7 @@ fn list_starts_a_server_once_then_reads_the_cache() {
     let v = json_out(&t.al(&["mcp", "list", "--json"]).output().unwrap());
     assert_eq!(v[0]["status"], "cached");
     assert_eq!(starts(&t).len(), 1);
-    let cache: Vec<_> = std::fs::read_dir(t.path("home/.cache/agentloop/mcp")).unwrap().collect();
+    let cache: Vec<_> = std::fs::read_dir(t.path("cache/agentloop/mcp")).unwrap().collect();
     assert_eq!(cache.len(), 1);
     // tools list, skills gen and the text listing read the same cache.
     let out = t.al(&["tools", "list", "--json"]).output().unwrap();
@@ -134,7 +134,7 @@ fn list_starts_a_server_once_then_reads_the_cache() {
 fn a_stale_cache_heals_when_a_call_starts_the_server() {
     let t = with_server("fake", "");
     t.al(&["mcp", "list"]).assert().success();
-    let dir = t.path("home/.cache/agentloop/mcp");
+    let dir = t.path("cache/agentloop/mcp");
     let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
     let mut l: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     l["tools"].as_array_mut().unwrap().retain(|t| t["name"] != "get_current_time");
@@ -346,6 +346,7 @@ fn interrupt(t: &T, sig: &str) -> (std::process::ExitStatus, Vec<u32>) {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
         .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("XDG_CACHE_HOME", t.path("cache"))
         .current_dir(t.root())
         .args(["-w", "ws", "mcp", "call", "fake", "slow", "--args", r#"{"seconds": 60}"#])
         .stdout(std::process::Stdio::null())

@@ -180,9 +180,14 @@ fn openai_request_and_cached_usage() {
             "max_tokens": 64,
             "temperature": 0.0,
             "tools": [{"type": "function", "function": {"name": "report_color", "description": "Report a colour.", "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}}}],
-            "tool_choice": "required"
+            "tool_choice": {"type": "function", "function": {"name": "report_color"}}
         })
     );
+    // One request per form; the named form answered first, so it is the one runs use.
+    assert_eq!(s.count(), 6);
+    assert_eq!(v["wire_form"], "tool_named");
+    let forms: Vec<&str> = v["wire_forms"].as_array().unwrap().iter().map(|f| f["form"].as_str().unwrap()).collect();
+    assert_eq!(forms, ["tool_named", "tool_required", "tool_auto", "json_schema", "json_object", "json_prompt"]);
 }
 
 #[test]
@@ -310,7 +315,12 @@ fn openai_json_in_text_fallback_for_servers_without_tools() {
                 json!({"error": {"message": "tools are not supported by this model", "type": "invalid_request_error"}}),
             );
         }
-        assert_eq!(body["response_format"]["type"], "json_object");
+        if body["response_format"]["type"] == "json_schema" {
+            return Reply::json(
+                400,
+                json!({"error": {"message": "response_format.type must be json_object", "type": "invalid_request_error"}}),
+            );
+        }
         Reply::json(
             200,
             json!({"choices": [{"message": {"role": "assistant", "content": "Here:\n```json\n{\"color\": \"blue\"}\n```"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 5}}),
@@ -321,7 +331,12 @@ fn openai_json_in_text_fallback_for_servers_without_tools() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tool_calling"], true);
     assert_eq!(v["tool_call"]["arguments"]["color"], "blue");
-    assert_eq!(s.count(), 2);
+    assert_eq!(v["wire_form"], "json_object");
+    let statuses: Vec<u64> =
+        v["wire_forms"].as_array().unwrap().iter().map(|f| f["status"].as_u64().unwrap()).collect();
+    assert_eq!(statuses, [400, 400, 400, 400, 200, 200]);
+    assert_eq!(s.count(), 6);
+    assert_eq!(s.request(4).json()["response_format"], json!({"type": "json_object"}));
 }
 
 #[test]
@@ -387,18 +402,24 @@ fn servers_without_tools_or_json_mode_still_work() {
             return Reply::json(400, json!({"error": {"message": "this model does not support tools"}}));
         }
         if body.get("response_format").is_some() {
-            return Reply::json(400, json!({"error": {"message": "'response_format.type' must be 'json_schema'"}}));
+            return Reply::json(400, json!({"error": {"message": "'response_format' is not supported"}}));
         }
         Reply::json(
             200,
             json!({"choices": [{"message": {"role": "assistant", "content": "{\"color\": \"blue\"}"}, "finish_reason": "stop"}]}),
         )
     });
-    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test", "--json"]).output().unwrap();
+    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["tool_call"]["arguments"]["color"], "blue");
-    assert_eq!(s.count(), 3);
+    let text = stdout(&out);
+    assert!(text.contains("tool calling  works through JSON in text (json_prompt)"), "{text}");
+    assert!(
+        text.contains("tool_named     tool_choice {type: function, function: {name}}  400   rejected: HTTP 400: this model does not support tools"),
+        "{text}"
+    );
+    assert!(text.contains("json_prompt    JSON instruction only"), "{text}");
+    assert!(text.trim_end().ends_with("<- used"), "{text}");
+    assert_eq!(s.count(), 6);
 }
 
 #[test]
@@ -484,28 +505,39 @@ fn a_weak_local_model_still_finishes() {
 }
 
 #[test]
-fn a_model_that_ignores_tools_is_asked_for_json_next() {
+fn a_model_that_ignores_tools_is_asked_in_the_next_form() {
     let t = T::new();
-    let s = Server::start_with(|i, req| {
+    // Prose to every tool request; a schema-constrained JSON answer to json_schema.
+    let s = Server::start_with(|_, req| {
         let body = req.json();
-        let content = if i == 0 {
-            assert!(body.get("tools").is_some());
+        let content = if body.get("tools").is_some() {
             "Sure! The colour is blue.".to_string()
         } else {
-            assert_eq!(body["response_format"]["type"], "json_object", "{body}");
-            "{\"color\": \"blue\"}".to_string()
+            json!({"goal": "g", "definition_of_done": ["a", "b", "c"], "can_proceed": false, "open_question": "which colour?"})
+                .to_string()
         };
         Reply::json(
             200,
-            json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}),
+            json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}),
         )
     });
     let out = t
         .al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "g", "--max-steps", "1"])
         .output()
         .unwrap();
-    // Frame's first answer is prose; the corrective retry goes out in JSON mode.
-    assert!(s.count() >= 2, "{}", stderr(&out));
-    let second = s.request(1).json();
-    assert!(second.get("tools").is_none());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let shapes: Vec<String> = (0..s.count())
+        .map(|i| {
+            let b = s.request(i).json();
+            match (&b["tool_choice"], &b["response_format"]["type"]) {
+                (Value::Null, Value::String(rf)) => rf.clone(),
+                (Value::String(c), _) => c.clone(),
+                (c, _) => c["type"].as_str().unwrap_or("?").to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(shapes, ["function", "required", "auto", "json_schema"], "answers without the call move on at once");
+    let frame = t.trace().into_iter().find(|e| e["phase"] == "frame").unwrap();
+    assert_eq!(frame["wire_form"], "json_schema");
+    assert_eq!(frame["usage"]["input_tokens"], 28, "the usage of every answer is counted");
 }
