@@ -61,10 +61,7 @@ pub fn init_run(
     force: bool,
     run_id: Option<String>,
 ) -> Result<State> {
-    let goal = goal.trim();
-    if goal.is_empty() {
-        return Err(Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\""));
-    }
+    let goal = nonempty(goal)?;
     if ws.has_run() {
         let old = ws.load_state();
         let what = match &old {
@@ -95,11 +92,15 @@ pub fn init_run_carrying(
     background: &str,
     carried: &[String],
 ) -> Result<State> {
+    create(ws, cfg, tpl, nonempty(goal)?, background, carried, None)
+}
+
+fn nonempty(goal: &str) -> Result<&str> {
     let goal = goal.trim();
     if goal.is_empty() {
         return Err(Error::usage("the goal is empty").with_hint("pass --goal \"what you want done\""));
     }
-    create(ws, cfg, tpl, goal, background, carried, None)
+    Ok(goal)
 }
 
 fn create(
