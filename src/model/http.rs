@@ -224,6 +224,7 @@ impl Client {
             if left().is_some_and(|l| l <= d) {
                 return Err(out_of_time());
             }
+            crate::log::info(&format!("provider {}: retrying {url} in {} ms", self.provider, d.as_millis()));
             std::thread::sleep(d);
             Ok(())
         };
