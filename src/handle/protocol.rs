@@ -34,7 +34,15 @@ impl Response {
             v["retry"] = json!(r);
         }
         v["events"] = Value::Array(self.events.clone());
-        v["state_updates"] = json!({"runs": self.runs, "last_run_id": self.last_run_id});
+        // Seed 003's `runs` map beside seed 000's keys: the last run, its goal and the steps it took.
+        let last = self.last_run_id.as_ref().and_then(|id| self.runs.get(id));
+        v["state_updates"] = json!({
+            "runs": self.runs,
+            "last_run_id": self.last_run_id,
+            "last_run": self.last_run_id,
+            "last_goal": last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
+            "total_steps": last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
+        });
         v["logs"] = Value::Array(self.logs.clone());
         v
     }

@@ -81,6 +81,11 @@ fn start_creates_a_run_and_the_first_request_with_protected_keys() {
         (r["pending_step"].as_u64(), r["pending_tool"].as_str(), r["status"].as_str()),
         (Some(1), Some("jina-reader"), Some("running"))
     );
+    // Seed 000's state keys beside seed 003's runs map.
+    let su = &v["state_updates"];
+    assert_eq!(su["last_run"], run.as_str());
+    assert_eq!(su["last_goal"], r["goal"]);
+    assert_eq!(su["total_steps"], 1);
     // Persisted before the event is emitted.
     let state = h.t.json(&format!("root/runs/{run}/state.json"));
     assert_eq!(state["pending"]["step"], 1);
