@@ -18,8 +18,18 @@ use serde::{Deserialize, Serialize};
 
 /// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
 /// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
-pub const RUN_FILES: &[&str] =
-    &["context.md", "memory.md", "plan.md", "decisions.md", "trace.jsonl", "state.json", "result.json", "artifacts"];
+/// report.html (`agentloop report`) is derived from the others and moves with them.
+pub const RUN_FILES: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+    "artifacts",
+    "report.html",
+];
 
 const JOURNAL: &str = ".agentloop.archive.json";
 

@@ -20,6 +20,7 @@ pub mod model;
 pub mod output;
 pub mod phases;
 pub mod prompt;
+pub mod report;
 pub mod rest;
 pub mod settings;
 pub mod skills;

@@ -10,6 +10,7 @@ pub mod init;
 pub mod memory;
 pub mod models;
 pub mod phase;
+pub mod report;
 pub mod run;
 pub mod runs;
 pub mod skills;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
             | Command::Answer(_)
             | Command::Status(_)
             | Command::Runs(_)
+            | Command::Report(_)
             | Command::Trace(_)
             | Command::Tools(_)
             | Command::Dream(_)
@@ -54,6 +56,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Reflect(a) => phase::run(ctx, Phase::Reflect, a),
         Command::Status(a) => status::run(ctx, a),
         Command::Runs(a) => runs::run(ctx, a),
+        Command::Report(a) => report::run(ctx, a),
         Command::Trace(c) => trace::run(ctx, c),
         Command::Config(c) => config::run(ctx, c),
         Command::Tools(c) => tools::run(ctx, c),

@@ -1,6 +1,7 @@
 //! The one integration-test binary: every test runs the real CLI in a temporary folder with a
 //! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
 
+mod browser;
 mod common;
 mod contracts;
 mod foundation;
@@ -8,6 +9,7 @@ mod handle;
 mod loop_;
 mod models;
 mod modes;
+mod report;
 mod runs;
 mod skills;
 mod tools;
