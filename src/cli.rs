@@ -123,6 +123,7 @@ pub enum Command {
     Status(commands::status::StatusArgs),
     Runs(commands::runs::RunsArgs),
     Report(commands::report::ReportArgs),
+    Serve(commands::serve::ServeArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),

@@ -22,6 +22,7 @@ pub mod phases;
 pub mod prompt;
 pub mod report;
 pub mod rest;
+pub mod serve;
 pub mod settings;
 pub mod skills;
 pub mod tools;

@@ -13,6 +13,7 @@ pub mod phase;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod skills;
 pub mod status;
 pub mod tools;
@@ -25,6 +26,9 @@ use crate::trace::Phase;
 pub fn dispatch(cli: Cli) -> Result<u8> {
     if let Command::Handle(args) = cli.command {
         return handle::run(&cli.global, args);
+    }
+    if let Command::Serve(args) = cli.command {
+        return serve::run(&cli.global, args);
     }
     let ctx = crate::settings::build(&cli.global)?;
     // Only `init` and `run --goal` create a workspace; the other commands that work on a run
@@ -67,6 +71,6 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Dream(a) => dream::run(ctx, a),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
-        Command::Handle(_) => unreachable!("handled above"),
+        Command::Handle(_) | Command::Serve(_) => unreachable!("handled above"),
     }
 }

@@ -11,5 +11,6 @@ mod models;
 mod modes;
 mod report;
 mod runs;
+mod serve;
 mod skills;
 mod tools;
