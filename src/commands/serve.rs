@@ -21,7 +21,8 @@ use clap::Args;
 ///   GET  /runs/{id}               status: step, budgets, open question, queue place
 ///   GET  /runs/{id}/trace         trace.jsonl (JSONL); ?follow=1 streams it as server-sent events
 ///   POST /runs/{id}/answer        {"answer"}: answer an escalated run's question and go on
-///   POST /runs/{id}/continue      go on after a budget or provider stop, or an interruption
+///   POST /runs/{id}/continue      go on after a budget or provider stop, an interruption, or a
+///                                 worker error
 ///   GET  /runs/{id}/report        the run's HTML report; GET / the index of runs (a browser
 ///                                 signs in once with ?token=TOKEN, which sets a cookie)
 ///   GET  /runs/{id}/files/PATH    artifacts/... and the run's paper-trail files, as text
@@ -35,8 +36,11 @@ use clap::Args;
 /// to listen beyond loopback. stdout gets `listening on http://ADDR` (and `token TOKEN` when
 /// generated); with --json one JSON object. Logs go to stderr (-v: every request).
 ///
+/// --wait SECS: how long to wait for the root's lock at start, and how long a worker waits for
+/// a run's lock held by another process before it gives up on the run (default 30 s).
+///
 /// Exit codes: 1 cannot listen or the server stopped, 2 bad flags or configuration (or a
-/// non-loopback address without a token), 7 another process holds the root (--wait waits).
+/// non-loopback address without a token), 7 another process holds the root.
 ///
 /// Examples:
 ///   agentloop serve --root ~/agent-runs

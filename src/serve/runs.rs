@@ -22,7 +22,7 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// How long a worker waits for a run's lock held by someone else.
+/// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The limits a request may narrow.
@@ -218,8 +218,10 @@ fn recorded_config(shared: &Shared, id: &str) -> Result<Resolved> {
 pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     let ws = run_ws(shared, id);
     let resolved = recorded_config(shared, id)?;
-    // A person may be looking with a command that locks; the run waits for them a while.
-    let _lock = ws.lock(Some(LOCK_WAIT))?;
+    // Someone may be working on the run with a command that locks; the worker waits a while
+    // (--wait SECS, else 30 s), then gives up on it (POST continue queues it again).
+    let wait = shared.global.wait.map(std::time::Duration::from_secs).unwrap_or(LOCK_WAIT);
+    let _lock = ws.lock(Some(wait))?;
     let mut state = ws.load_state()?;
     if state.status.is_terminal() || state.interrupted {
         return Ok(None);
@@ -238,7 +240,9 @@ pub enum Reopen {
     Continue,
 }
 
-/// Reopens a stopped run (answer its question, or continue it) and queues it again.
+/// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
+/// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
+/// queued as it is by a continue.
 pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
@@ -252,6 +256,8 @@ pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResu
     let env = Env::with(&ws, &resolved.config, quiet())?;
     let state = match how {
         Reopen::Answer(text) => crate::commands::run::answer_run(&env, state, &text),
+        // Still going but held by no worker: one gave up on it (see worker_error); queue it.
+        Reopen::Continue if !state.status.is_terminal() && !state.interrupted => Ok(state),
         Reopen::Continue => crate::commands::run::continue_run(&env, state),
     }
     // What the run's state does not allow is a conflict, not a bad request.

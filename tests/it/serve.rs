@@ -412,6 +412,28 @@ fn a_full_queue_answers_503_and_tokens_are_rate_limited() {
 }
 
 #[test]
+fn a_run_a_worker_gave_up_on_is_continued() {
+    let t = T::new();
+    let (slow, hold) = gate();
+    root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
+    let s = serve(&t, &["--script", "script.yaml", "--wait", "1"], &["--workers", "1"], Some(TOKEN));
+    let a = s.post("/runs", &json!({"goal": "first"})).json()["run_id"].as_str().unwrap().to_string();
+    let b = s.post("/runs", &json!({"goal": "second"})).json()["run_id"].as_str().unwrap().to_string();
+    // Someone else holds the second run's lock when the worker comes to it.
+    let held = std::fs::File::open(t.path(&format!("root/runs/{b}/.agentloop.lock"))).unwrap();
+    held.try_lock().unwrap();
+    hold.store(false, Ordering::SeqCst);
+    assert_eq!(s.finished(&a)["status"], "done");
+    let v = s.wait_for(&b, "given up", |v| !v["worker_error"].is_null());
+    assert!(v["worker_error"].as_str().unwrap().contains("is locked by"), "{v}");
+    assert_eq!((v["status"].as_str(), v["queue"].is_null()), (Some("running"), true));
+    drop(held);
+    let r = s.post(&format!("/runs/{b}/continue"), &json!({}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(s.finished(&b)["status"], "done");
+}
+
+#[test]
 fn runs_go_on_after_a_restart() {
     let t = T::new();
     let (slow, hold) = gate();
