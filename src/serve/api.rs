@@ -320,7 +320,8 @@ fn skills(shared: &Shared) -> ApiResult {
 fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let body = http::json_body(req)?;
     only_keys(&body, &["id", "skill_id", "url"], "POST /skills/fetch")?;
-    let id = text_field(&body, "id").or_else(|_| text_field(&body, "skill_id"))?;
+    // `skill_id` is the seed's name for it.
+    let id = text_field(&body, "id").or_else(|e| text_field(&body, "skill_id").map_err(|_| e))?;
     let url = text_field(&body, "url")?;
     let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
     let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root.join("skills"))

@@ -183,8 +183,14 @@ fn root_with(t: &T, script: &str, config: &str) {
 #[test]
 fn the_api_starts_lists_follows_and_reports_runs() {
     let t = T::new();
-    root_with(&t, QUICK, "max_steps: 8\n");
+    root_with(&t, QUICK, "max_steps: 8\ntools: {http: {allow_private: true}}\n");
     t.write("root/agents/brief.yaml", "description: Short answers\nsystem_prompt: Be brief.\nmax_steps: 4\n");
+    let skill_host = Server::start_with(|_, r| {
+        match r.url.as_str() {
+        "/digest.md" => Reply::text(200, "text/markdown", "---\nname: digest\ndescription: Digest a feed into five bullets\n---\n# Digest\nRead, then list five bullets.\n"),
+        _ => Reply::text(404, "text/plain", "no"),
+    }
+    });
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
     // Health needs no token; everything else does.
     let h = s.call("GET", "/health", None, None);
@@ -242,6 +248,16 @@ fn the_api_starts_lists_follows_and_reports_runs() {
     // Skills and agents.
     let skills = s.get("/skills").json();
     assert!(skills["skills"].as_array().unwrap().iter().any(|k| k["name"] == "critique"), "{skills}");
+    let r = s.post("/skills/fetch", &json!({"id": "digest", "url": format!("{}/digest.md", skill_host.url)}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["description"], "Digest a feed into five bullets");
+    assert!(t.exists("root/skills/digest/skill.md") && t.exists("root/skills/registry.json"));
+    let skills = s.get("/skills").json();
+    assert!(skills["skills"].as_array().unwrap().iter().any(|k| k["name"] == "digest"), "{skills}");
+    let r = s.post("/skills/fetch", &json!({"id": "gone", "url": format!("{}/gone.md", skill_host.url)}));
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert_eq!(s.post("/skills/fetch", &json!({"id": "x", "url": "file:///etc/passwd"})).status, 400);
+    assert_eq!(s.post("/skills/fetch", &json!({"id": "../x", "url": "http://127.0.0.1/"})).status, 400);
     let agents = s.get("/agents").json();
     assert_eq!(agents["agents"][0]["name"], "brief");
     assert_eq!(agents["agents"][0]["description"], "Short answers");
