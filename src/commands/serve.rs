@@ -32,9 +32,10 @@ use clap::Args;
 /// negotiation, 429 rate limit (Retry-After) or a resting agent, 503 queue full (Retry-After).
 ///
 /// The token is AGENTLOOP_TOKEN (several may be given, separated by commas; each at least 16
-/// characters) or generated and printed at start; without AGENTLOOP_TOKEN the server refuses
-/// to listen beyond loopback. stdout gets `listening on http://ADDR` (and `token TOKEN` when
-/// generated); with --json one JSON object. Logs go to stderr (-v: every request).
+/// printable characters) or generated and printed at start; without AGENTLOOP_TOKEN the
+/// server refuses to listen beyond loopback. stdout gets `listening on http://ADDR` (and
+/// `token TOKEN` when generated); with --json one JSON object. Logs go to stderr (-v: every
+/// request).
 ///
 /// --wait SECS: how long to wait for the root's lock at start, and how long a worker waits for
 /// a run's lock held by another process before it gives up on the run (default 30 s).

@@ -58,11 +58,11 @@ impl Auth {
         let (tokens, generated) = match env.filter(|v| !v.trim().is_empty()) {
             Some(v) => {
                 let tokens: Vec<String> = v.split(',').map(|t| t.trim().to_string()).collect();
-                if let Some(t) =
-                    tokens.iter().find(|t| t.len() < 16 || t.chars().any(|c| c.is_whitespace() || c.is_control()))
-                {
+                // Printable ASCII that can sit in a header and a cookie as it is.
+                let bad = |c: char| !c.is_ascii_graphic() || matches!(c, ';' | ',' | '"' | '\\');
+                if let Some(t) = tokens.iter().find(|t| t.len() < 16 || t.chars().any(bad)) {
                     return Err(Error::usage(format!(
-                        "AGENTLOOP_TOKEN holds a token of {} characters; each must have at least 16 and no spaces",
+                        "AGENTLOOP_TOKEN holds a token of {} characters; each needs at least 16, printable ASCII, no spaces, quotes, backslashes or semicolons",
                         t.chars().count()
                     ))
                     .with_hint("use a long random value, e.g. AGENTLOOP_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \\n')"));
@@ -178,6 +178,8 @@ mod tests {
         // Each token has its own bucket.
         assert_eq!(a.take(1), Ok(()));
         assert!(Auth::new(Some("short".into()), None).is_err());
+        assert!(Auth::new(Some("aaaaaaaaaaaaaaaa;b".into()), None).is_err());
+        assert!(Auth::new(Some("aaaaaaaa aaaaaaaa".into()), None).is_err());
         let g = Auth::new(None, None).unwrap();
         assert!(g.generated && g.first().len() == 48);
     }
