@@ -46,7 +46,8 @@ install:
 	install -d $(PREFIX)/share/man/man1
 	install -m 644 man/agentloop.1 $(PREFIX)/share/man/man1/agentloop.1
 
-## demo: a full Frame → Plan → Act → Reflect run, offline: the scripted model drives real tools
+## demo: a full Frame → Plan → Act → Reflect run, offline: the scripted model drives real tools;
+##       ends with its HTML report in demo-ws/report.html
 demo: build
 	rm -rf demo-ws
 	$(BIN) -w demo-ws --script examples/critique/script.yaml --config examples/critique/agentloop.yaml \
@@ -56,6 +57,8 @@ demo: build
 	@echo "== trace"; $(BIN) -w demo-ws trace show --color never
 	@echo
 	@echo "The paper trail is in demo-ws/: context.md memory.md plan.md decisions.md trace.jsonl state.json result.json artifacts/"
+	@$(BIN) -w demo-ws report -q >/dev/null
+	@echo "The run's report is in demo-ws/report.html: open it in a browser."
 
 ## bench: loop overhead per step and prompt size growth (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs)

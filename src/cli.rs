@@ -125,6 +125,8 @@ pub enum Command {
     Reflect(commands::phase::PhaseArgs),
     Status(commands::status::StatusArgs),
     Runs(commands::runs::RunsArgs),
+    Report(commands::report::ReportArgs),
+    Serve(commands::serve::ServeArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),

@@ -601,7 +601,7 @@ pub fn user_config_dir() -> Option<Utf8PathBuf> {
 }
 
 /// Environment variables that are not configuration keys.
-const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT"];
+const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN"];
 
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 /// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
 /// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
+/// report.html (`agentloop report`) is derived from the others and moves with them.
 pub const RUN_FILES: &[&str] = &[
     "context.md",
     "memory.md",
@@ -28,6 +29,7 @@ pub const RUN_FILES: &[&str] = &[
     "state.json",
     "result.json",
     "artifacts",
+    "report.html",
 ];
 
 const JOURNAL: &str = ".agentloop.archive.json";

@@ -5,8 +5,11 @@
 //! summary, keywords, a content excerpt (so search reads the indexes only), provenance (run id,
 //! step, artifact) and an optional expiry; `<topic>/<content_id>.json` with the full sections.
 //! Topic and content ids are plain names (`[a-z0-9_-]{1,64}`), so a path never leaves the store;
-//! every write is atomic. Entries the loop writes have ids derived from the run and step, so
-//! writing one again (a phase replayed after a crash) replaces it instead of adding a copy.
+//! every write is atomic, and the read-modify-write of an index holds an exclusive lock on
+//! `.store.lock`, so runs finishing at once (several `serve` workers, overlapping cron jobs) do
+//! not lose each other's entries. Entries the loop writes have ids derived from the run and
+//! step, so writing one again (a phase replayed after a crash) replaces it instead of adding a
+//! copy.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -226,9 +229,24 @@ impl Store {
         Ok(Index::build(self.entries()?))
     }
 
+    /// Holds the store's write lock until dropped (the OS frees it if the holder dies).
+    fn write_lock(&self) -> Result<std::fs::File> {
+        fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join(".store.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io("open", &path, e))?;
+        f.lock().map_err(|e| Error::io("lock", &path, e))?;
+        Ok(f)
+    }
+
     /// Writes a memory (replacing one with the same id); returns its id.
     pub fn add(&self, n: &New) -> Result<String> {
         plain(&n.topic, "topic").map_err(Error::usage)?;
+        let _lock = self.write_lock()?;
         let now = crate::clock::now_rfc3339();
         let mut topics = load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
         let index_path = self.dir.join(format!("index_{}.json", n.topic));
@@ -299,6 +317,7 @@ impl Store {
     /// Removes one memory; false when there was none.
     pub fn forget(&self, id: &str) -> Result<bool> {
         let (topic, content) = split_id(id)?;
+        let _lock = self.write_lock()?;
         let index_path = self.dir.join(format!("index_{topic}.json"));
         let mut index = load(&index_path, json!({"entries": []}))?;
         let file = format!("{content}.json");

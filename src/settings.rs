@@ -192,3 +192,27 @@ pub fn build(g: &Global) -> Result<Ctx> {
     ));
     Ok(Ctx { global: g.clone(), printer, ws, resolved })
 }
+
+/// Makes the relative paths of a root's configuration absolute, taken from `root`, so they mean
+/// the same from every run's workspace under it (`serve` and event mode keep runs in
+/// `<root>/runs/<id>/`).
+pub fn absolutize(mut c: Config, root: &Utf8Path) -> Config {
+    let abs = |p: &mut Utf8PathBuf| {
+        if p.is_relative() {
+            *p = root.join(&*p);
+        }
+    };
+    if let Some(s) = c.llm.script.as_mut() {
+        abs(s);
+    }
+    if let Some(s) = c.llm.record.as_mut() {
+        abs(s);
+    }
+    if let Some(d) = c.templates_dir.as_mut() {
+        abs(d);
+    }
+    c.tools.read_paths.iter_mut().for_each(abs);
+    c.tools.write_paths.iter_mut().for_each(abs);
+    c.skills.dirs.iter_mut().for_each(abs);
+    c
+}

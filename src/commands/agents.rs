@@ -31,7 +31,34 @@ pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
     if let AgentsCommand::Show { name } = &cmd {
         return show(&ctx, name);
     }
-    let mut dirs = vec![ctx.ws.root.join("agents")];
+    let rows = profiles(&ctx.ws.root)?;
+    if ctx.printer.json {
+        ctx.printer.json_value(&json!(rows));
+    } else {
+        if rows.is_empty() {
+            ctx.printer
+                .info("no agent profiles (agents/NAME.yaml in the workspace or $XDG_CONFIG_HOME/agentloop/agents)");
+        }
+        for r in &rows {
+            let note = r["error"]
+                .as_str()
+                .map(|e| format!("INVALID: {e}"))
+                .unwrap_or_else(|| r["description"].as_str().unwrap_or("").to_string());
+            ctx.printer.outln(&format!(
+                "{:<20} {:<40} {}",
+                r["name"].as_str().unwrap_or(""),
+                r["path"].as_str().unwrap_or(""),
+                note
+            ));
+        }
+    }
+    Ok(0)
+}
+
+/// The agent profiles in `<root>/agents` and the user's `agents/` folder (the first of a name
+/// wins), each with its description, or the error that makes it unusable.
+pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
+    let mut dirs = vec![root.join("agents")];
     dirs.extend(config::user_config_dir().map(|d| d.join("agents")));
     let mut rows = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -57,27 +84,7 @@ pub fn run(ctx: Ctx, cmd: AgentsCommand) -> Result<u8> {
             rows.push(json!({"name": stem, "path": p, "description": description, "error": problem}));
         }
     }
-    if ctx.printer.json {
-        ctx.printer.json_value(&json!(rows));
-    } else {
-        if rows.is_empty() {
-            ctx.printer
-                .info("no agent profiles (agents/NAME.yaml in the workspace or $XDG_CONFIG_HOME/agentloop/agents)");
-        }
-        for r in &rows {
-            let note = r["error"]
-                .as_str()
-                .map(|e| format!("INVALID: {e}"))
-                .unwrap_or_else(|| r["description"].as_str().unwrap_or("").to_string());
-            ctx.printer.outln(&format!(
-                "{:<20} {:<40} {}",
-                r["name"].as_str().unwrap_or(""),
-                r["path"].as_str().unwrap_or(""),
-                note
-            ));
-        }
-    }
-    Ok(0)
+    Ok(rows)
 }
 
 fn show(ctx: &Ctx, name: &str) -> Result<u8> {

@@ -12,8 +12,10 @@ pub mod mcp;
 pub mod memory;
 pub mod models;
 pub mod phase;
+pub mod report;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod skills;
 pub mod status;
 pub mod tools;
@@ -26,6 +28,9 @@ use crate::trace::Phase;
 pub fn dispatch(cli: Cli) -> Result<u8> {
     if let Command::Handle(args) = cli.command {
         return handle::run(&cli.global, args);
+    }
+    if let Command::Serve(args) = cli.command {
+        return serve::run(&cli.global, args);
     }
     let ctx = crate::settings::build(&cli.global)?;
     // Only `init` and `run --goal` create a workspace; the other commands that work on a run
@@ -40,6 +45,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
             | Command::Answer(_)
             | Command::Status(_)
             | Command::Runs(_)
+            | Command::Report(_)
             | Command::Trace(_)
             | Command::Tools(_)
             | Command::Dream(_)
@@ -56,6 +62,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Reflect(a) => phase::run(ctx, Phase::Reflect, a),
         Command::Status(a) => status::run(ctx, a),
         Command::Runs(a) => runs::run(ctx, a),
+        Command::Report(a) => report::run(ctx, a),
         Command::Trace(c) => trace::run(ctx, c),
         Command::Config(c) => config::run(ctx, c),
         Command::Tools(c) => tools::run(ctx, c),
@@ -68,6 +75,6 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Demo(a) => demo::run(ctx, a),
         Command::Completions(a) => completions::completions(ctx, a),
         Command::Man(a) => completions::man(ctx, a),
-        Command::Handle(_) => unreachable!("handled above"),
+        Command::Handle(_) | Command::Serve(_) => unreachable!("handled above"),
     }
 }

@@ -216,18 +216,7 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         None => String::new(),
     };
     if matches!(first, Plan::Start { .. }) && !args.force {
-        let limits = crate::workspace::Limits::from_config(ctx.config());
-        let goal = args.goal.as_deref().unwrap_or("");
-        let est = phases::negotiate::estimate(&env, model.model(), goal, &background, &limits)?;
-        crate::log::info(&format!(
-            "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
-            est.min_tokens, est.min_cost_usd, est.max_steps, est.max_tokens, est.max_cost_usd, limits.max_tokens, limits.max_cost_usd
-        ));
-        if let Some(why) = phases::negotiate::refusal(&est, &limits) {
-            crate::log::warn(&format!("negotiation: refused: {why}"));
-            return Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-                .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate"));
-        }
+        check_fits(&env, model.model(), args.goal.as_deref().unwrap_or(""), &background)?;
     }
     let _lock = match early {
         Some(l) => l,
@@ -293,21 +282,98 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         Plan::Answer(text) => reopen(&env, existing.expect("answer needs a run"), "run.answered", Some(text))?,
         Plan::Report => unreachable!("handled above"),
     };
-    phases::refresh_limits(&env, &mut state, &ctx.resolved.sources)?;
     if !state.status.is_terminal() {
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
     }
-    let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
-    let stop = phases::run::drive(&mut env, &mut state, ctx.config().timeout.0);
-    // What this invocation used counts toward the agent's rest window, even when it failed.
-    let used = state.usage.total().saturating_sub(tokens0);
-    let cost = (state.cost_usd - cost0).max(0.0);
-    if let Err(e) = crate::rest::record(ctx.config(), &state.run_id, used, cost, started) {
-        ctx.printer.warn(&format!("usage ledger: {e}"));
-    }
-    let stop = stop?;
+    let stop = go_on(&mut env, &mut state, &ctx.resolved.sources, started)?;
     report(&ctx, &state, args.events);
     Ok(exit_code(stop))
+}
+
+/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`
+/// (negotiation), before anything is written.
+pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Result<()> {
+    let limits = crate::workspace::Limits::from_config(env.cfg);
+    let est = phases::negotiate::estimate(env, model, goal, background, &limits)?;
+    crate::log::info(&format!(
+        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
+        est.min_tokens,
+        est.min_cost_usd,
+        est.max_steps,
+        est.max_tokens,
+        est.max_cost_usd,
+        limits.max_tokens,
+        limits.max_cost_usd
+    ));
+    match phases::negotiate::refusal(&est, &limits) {
+        None => Ok(()),
+        Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
+            .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
+    }
+}
+
+/// Goes on with a run (the caller holds its lock) until it stops: the limits given now apply
+/// (`sources` says which were given), the loop runs, and what this invocation used counts
+/// toward the agent's rest window, even when it failed. `started`: the run is new.
+pub fn go_on(
+    env: &mut Env,
+    state: &mut State,
+    sources: &std::collections::BTreeMap<String, String>,
+    started: bool,
+) -> Result<StopKind> {
+    phases::refresh_limits(env, state, sources)?;
+    let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
+    let stop = phases::run::drive(env, state, env.cfg.timeout.0);
+    let used = state.usage.total().saturating_sub(tokens0);
+    let cost = (state.cost_usd - cost0).max(0.0);
+    if let Err(e) = crate::rest::record(env.cfg, &state.run_id, used, cost, started) {
+        env.printer.warn(&format!("usage ledger: {e}"));
+    }
+    stop
+}
+
+/// Records a person's answer to an escalated run's open question and reopens the run (the
+/// caller holds its lock; [`go_on`] then drives it). Refuses a run with no question to answer.
+pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
+    let args = RunArgs {
+        goal: None,
+        context: None,
+        new: false,
+        continue_: false,
+        run: None,
+        answer: Some(text.to_string()),
+        events: false,
+        dry_run: false,
+        force: false,
+    };
+    match decide(Some(&state), &args, Some(text.trim().to_string()))? {
+        Plan::Answer(text) => reopen(env, state, "run.answered", Some(text)),
+        other => Err(Error::failure(format!("internal error: an answer was decided as {other:?}"))),
+    }
+}
+
+/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (the caller
+/// holds its lock; [`go_on`] then drives it). Refuses a run that is done, escalated with a
+/// question, or still going.
+pub fn continue_run(env: &Env, state: State) -> Result<State> {
+    if !state.status.is_terminal() && !state.interrupted {
+        return Err(Error::usage(format!("run {} is still in progress", state.run_id)));
+    }
+    let args = RunArgs {
+        goal: None,
+        context: None,
+        new: false,
+        continue_: true,
+        run: None,
+        answer: None,
+        events: false,
+        dry_run: false,
+        force: false,
+    };
+    match decide(Some(&state), &args, None)? {
+        Plan::Continue => reopen(env, state, "run.continued", None),
+        other => Err(Error::failure(format!("internal error: a continue was decided as {other:?}"))),
+    }
 }
 
 fn read_answer(a: &str) -> Result<String> {

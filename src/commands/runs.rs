@@ -60,19 +60,7 @@ pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
 
 fn list(ctx: &Ctx) -> Result<u8> {
     let runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
-    let rows: Vec<serde_json::Value> = runs
-        .iter()
-        .map(|r| {
-            let s = &r.state;
-            json!({
-                "run_id": s.run_id, "status": history::shown_status(r), "current": r.current,
-                "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
-                "cost_usd": if s.cost_incomplete { serde_json::Value::Null } else { json!(s.cost_usd) },
-                "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,
-                "reason": s.reason, "workspace": r.ws.root,
-            })
-        })
-        .collect();
+    let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
     if ctx.printer.json {
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
@@ -92,6 +80,18 @@ fn list(ctx: &Ctx) -> Result<u8> {
         ));
     }
     Ok(0)
+}
+
+/// One run as `runs --json` shows it.
+pub fn row(r: &history::Run) -> serde_json::Value {
+    let s = &r.state;
+    json!({
+        "run_id": s.run_id, "status": history::shown_status(r), "current": r.current,
+        "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
+        "cost_usd": if s.cost_incomplete { serde_json::Value::Null } else { json!(s.cost_usd) },
+        "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,
+        "reason": s.reason, "workspace": r.ws.root,
+    })
 }
 
 fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {

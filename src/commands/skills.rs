@@ -170,13 +170,39 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
 }
 
 fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8> {
+    let root = match dir {
+        Some(d) => d,
+        None => skills::user_dir().ok_or_else(|| {
+            Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
+        })?,
+    };
+    let fetched = fetch_into(ctx.config(), id, url, &root)?;
+    ctx.printer.outln(fetched.dir.as_str());
+    ctx.printer.info(&format!(
+        "fetched skill `{id}` into {} and registered it in {}",
+        fetched.dir,
+        root.join("registry.json")
+    ));
+    Ok(0)
+}
+
+/// A skill written by [`fetch_into`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Fetched {
+    pub id: String,
+    pub description: String,
+    pub dir: Utf8PathBuf,
+}
+
+/// Fetches a skill's instructions from an http(s) URL (under the `tools.http` policy, at most
+/// 1 MiB) into `<root>/<id>/` (skill.md + skill.json) and registers it in `<root>/registry.json`.
+pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, root: &Utf8Path) -> Result<Fetched> {
     skills::valid_name(&id.replace('_', "-")).map_err(|e| Error::usage(format!("skill id {e}")))?;
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(Error::usage(format!("`{url}` is not an http(s) URL"))
             .with_hint("skills fetch only downloads over http or https"));
     }
-    let cfg = ctx.config();
     let mut policy = cfg.tools.http.clone();
     policy.max_bytes = policy.max_bytes.min(1024 * 1024);
     let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0)
@@ -188,12 +214,6 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
         return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file")));
     }
     let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
-    let root = match dir {
-        Some(d) => d,
-        None => skills::user_dir().ok_or_else(|| {
-            Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
-        })?,
-    };
     let skill_dir = root.join(id);
     crate::fs::create_dir_all(&skill_dir)?;
     let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
@@ -230,7 +250,5 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
     reg["last_updated"] = json!(crate::clock::now_rfc3339());
     crate::fs::write_atomic(&reg_path, (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
-    ctx.printer.outln(skill_dir.as_str());
-    ctx.printer.info(&format!("fetched skill `{id}` into {skill_dir} and registered it in {reg_path}"));
-    Ok(0)
+    Ok(Fetched { id: id.to_string(), description, dir: skill_dir })
 }

@@ -34,55 +34,10 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     if !s.status.is_terminal() && args.run.is_none() {
         s.limits = s.limits.in_force(ctx.config(), &ctx.resolved.sources);
     }
-    let sources: serde_json::Map<String, serde_json::Value> =
-        ["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"]
-            .iter()
-            .map(|k| {
-                (
-                    k.to_string(),
-                    json!(ctx
-                        .resolved
-                        .sources
-                        .get(*k)
-                        .filter(|v| *v != "default")
-                        .cloned()
-                        .unwrap_or_else(|| "recorded by the run".into())),
-                )
-            })
-            .collect();
-    let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
+    let v = view(&ws, &s, &recorded, ctx.config(), &ctx.resolved.sources);
+    let sources = v["limit_sources"].as_object().cloned().unwrap_or_default();
+    let answer_cmd = v["answer_with"].as_str().map(String::from);
     let l = &s.limits;
-    let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
-    let v = json!({
-        "run_id": s.run_id,
-        "goal": s.goal,
-        "status": s.status,
-        "next": s.next,
-        "step": s.step,
-        "reframes": s.reframes,
-        "reason": s.reason,
-        "open_question": s.open_question,
-        "answer_with": answer_cmd,
-        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(&s)) } else { None },
-        "interrupted": s.interrupted,
-        "rest": crate::rest::current(ctx.config()),
-        "frustration": {"score": s.frustration, "threshold": ctx.config().frustration.threshold, "reframed": s.frustration_reframed},
-        "workspace": ws.root,
-        "limits_recorded": recorded,
-        "limit_sources": sources,
-        "pending": s.pending,
-        "budgets": {
-            "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
-            "reframes": {"used": s.reframes, "max": l.max_reframes, "left": l.max_reframes.saturating_sub(s.reframes)},
-            "tokens": {"used": s.usage.total(), "max": l.max_tokens, "left": l.max_tokens.map(|m| m.saturating_sub(s.usage.total()))},
-            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete},
-            "time_secs": {"used": s.elapsed_ms / 1000, "max": l.timeout_secs, "left": l.timeout_secs.saturating_sub(s.elapsed_ms / 1000)},
-        },
-        "usage": s.usage,
-        "started_at": s.started_at,
-        "updated_at": s.updated_at,
-        "finished_at": s.finished_at,
-    });
     if ctx.printer.json {
         ctx.printer.json_value(&v);
         return Ok(0);
@@ -142,4 +97,62 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         None => p.outln("pending   (none)"),
     }
     Ok(0)
+}
+
+/// The status of a run as JSON (what `status --json` prints). `s.limits` are the limits in
+/// force; `recorded` the ones the run recorded; `sources` where each configured value came from.
+pub fn view(
+    ws: &crate::workspace::Workspace,
+    s: &crate::workspace::State,
+    recorded: &crate::workspace::Limits,
+    cfg: &crate::config::Config,
+    sources: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Value {
+    let sources: serde_json::Map<String, serde_json::Value> =
+        ["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"]
+            .iter()
+            .map(|k| {
+                (
+                    k.to_string(),
+                    json!(sources
+                        .get(*k)
+                        .filter(|v| *v != "default")
+                        .cloned()
+                        .unwrap_or_else(|| "recorded by the run".into())),
+                )
+            })
+            .collect();
+    let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
+    let l = &s.limits;
+    let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
+    json!({
+        "run_id": s.run_id,
+        "goal": s.goal,
+        "status": s.status,
+        "next": s.next,
+        "step": s.step,
+        "reframes": s.reframes,
+        "reason": s.reason,
+        "open_question": s.open_question,
+        "answer_with": answer_cmd,
+        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(s)) } else { None },
+        "interrupted": s.interrupted,
+        "rest": crate::rest::current(cfg),
+        "frustration": {"score": s.frustration, "threshold": cfg.frustration.threshold, "reframed": s.frustration_reframed},
+        "workspace": ws.root,
+        "limits_recorded": recorded,
+        "limit_sources": sources,
+        "pending": s.pending,
+        "budgets": {
+            "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
+            "reframes": {"used": s.reframes, "max": l.max_reframes, "left": l.max_reframes.saturating_sub(s.reframes)},
+            "tokens": {"used": s.usage.total(), "max": l.max_tokens, "left": l.max_tokens.map(|m| m.saturating_sub(s.usage.total()))},
+            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete},
+            "time_secs": {"used": s.elapsed_ms / 1000, "max": l.timeout_secs, "left": l.timeout_secs.saturating_sub(s.elapsed_ms / 1000)},
+        },
+        "usage": s.usage,
+        "started_at": s.started_at,
+        "updated_at": s.updated_at,
+        "finished_at": s.finished_at,
+    })
 }

@@ -121,8 +121,12 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             Err(e) => return fail_phase(env, state, Phase::Reflect, e),
         };
     let a = answer.value.clone();
+    let mut ticked = Vec::new();
     for n in &a.satisfied {
         if let Some(item) = (*n as usize).checked_sub(1).and_then(|i| mem.dod.get_mut(i)) {
+            if !item.done {
+                ticked.push(item.text.clone());
+            }
             item.done = true;
         }
     }
@@ -224,6 +228,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     account(env, state, &mut e, &answer);
     e.decision = Some(decision.clone());
     e.reason = Some(reason.clone());
+    // What this step ticked, for reports: the items' text, and the count after it.
+    let done = mem.dod.iter().filter(|i| i.done).count();
+    e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
     let mut commit = Commit::default();
     let body = format!(
         "Decision: {decision}\n\nWhy: {reason}\n\nDefinition of Done: {} of {} done.\n",

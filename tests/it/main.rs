@@ -1,6 +1,7 @@
 //! The one integration-test binary: every test runs the real CLI in a temporary folder with a
 //! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
 
+mod browser;
 mod common;
 mod contracts;
 mod files;
@@ -12,8 +13,10 @@ mod mcp_real;
 mod models;
 mod modes;
 mod real;
+mod report;
 mod runs;
 mod sandbox;
+mod serve;
 mod skills;
 mod tools;
 mod wire;

@@ -217,6 +217,8 @@ fn archiving_survives_a_kill_at_every_point() {
         t.write("ws/notes.txt", "n\n");
         t.write("script.yaml", &daily_script("one"));
         t.al(&["--script", "script.yaml", "run", "--goal", "day one"]).assert().success();
+        // With its report, the run has every one of its files.
+        t.al(&["report"]).assert().success();
         let first = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
         t.write("script.yaml", &daily_script("two"));
         let killed = t
@@ -235,6 +237,7 @@ fn archiving_survives_a_kill_at_every_point() {
         assert_eq!(t.json(&format!("ws/runs/{first}/result.json"))["status"], "done", "{point}");
         assert_eq!(t.read(&format!("ws/runs/{first}/trace.jsonl")).matches("run.started").count(), 1, "{point}");
         assert_eq!(t.read("ws/trace.jsonl").matches("run.started").count(), 1, "{point}");
+        assert!(t.exists(&format!("ws/runs/{first}/report.html")) && !t.exists("ws/report.html"), "{point}");
         assert!(t.read("ws/memory.md").contains("(from run "), "{point}: facts carried");
     }
 }

@@ -1,0 +1,165 @@
+//! `agentloop report`: a run's paper trail as one self-contained HTML page, and with `--all`
+//! an index page of every run under a root.
+
+use crate::error::{Error, Result};
+use crate::history;
+use crate::report::{self, Links, Row, Run};
+use crate::settings::Ctx;
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::Args;
+use serde_json::json;
+
+/// Write a run's report: one HTML page to open in a browser, with no network and no script.
+///
+/// The page shows the goal, status and reason, steps, tokens, cost, wall time and model; a
+/// timeline of the phases (one bar per phase entry); tokens and cost per step; one card per step
+/// (Plan's next action and why, the tool's result with links to its artifacts, Reflect's
+/// decision and the Definition-of-Done items it ticked); and memory.md and plan.md as they are.
+/// Text from the run is escaped: a goal or a tool result cannot add markup or script.
+///
+/// Writes report.html in the run's folder (it moves with the run to runs/<id>/) unless -o says
+/// otherwise, and prints the path written. -w may name a workspace or a runs/<id> folder.
+/// --all writes the report of every run under the workspace (the current one and runs/<id>/,
+/// where `serve` and event mode keep theirs) and an index page linking to them
+/// (<workspace>/index.html, or -o FILE), and prints the index's path.
+///
+/// Exit codes: 0 written, 1 cannot write, 2 no such run or bad flags.
+///
+/// Examples:
+///   agentloop -w ws report                         # ws/report.html
+///   agentloop -w ws report --run last -o last.html
+///   agentloop -w ws report -o - > /tmp/run.html
+///   agentloop -w root report --all                 # root/index.html and each run's report.html
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ReportArgs {
+    /// Report this run of the history instead of the current one (an id, a unique prefix, or `last`).
+    #[arg(long, value_name = "ID", conflicts_with = "all")]
+    pub run: Option<String>,
+    /// Write the page (with --all, the index) to FILE; - writes it to stdout.
+    #[arg(short, long, value_name = "FILE|-")]
+    pub output: Option<Utf8PathBuf>,
+    /// Report every run under the workspace and write an index page of them.
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
+    ctx.ws.require_dir()?;
+    let runs_dir = ctx.config().handle.runs_dir.clone();
+    if args.all {
+        return all(&ctx, &runs_dir, args.output);
+    }
+    let ws = match &args.run {
+        Some(id) => history::find(&ctx.ws, &runs_dir, id)?,
+        None if !ctx.ws.has_run() => {
+            return Err(Error::usage(format!("{} holds no current run", ctx.ws.root))
+                .with_hint("`agentloop report --all` reports every run under it; `--run ID` (or `last`) picks one"))
+        }
+        None => ctx.ws.clone(),
+    };
+    let run = Run::load(&ws)?;
+    let out = args.output.unwrap_or_else(|| ws.root.join("report.html"));
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None };
+    write(&out, &report::render(&run, &links))?;
+    let p = &ctx.printer;
+    if p.json {
+        p.json_value(&json!({"run_id": run.state.run_id, "report": out}));
+    } else if out != "-" {
+        p.outln(out.as_str());
+        p.info(&format!("wrote the report of run {} to {out}; open it in a browser", run.state.run_id));
+    }
+    Ok(0)
+}
+
+/// Every run's report, then the index linking to them.
+fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
+    let index = output.unwrap_or_else(|| ctx.ws.root.join("index.html"));
+    let runs = history::list(&ctx.ws, runs_dir, &|m| ctx.printer.warn(m));
+    // Links are made as if the index were written in the root when it goes to stdout.
+    let at = if index == "-" { ctx.ws.root.join("index.html") } else { index.clone() };
+    let index_name = report::html::encode_segment(at.file_name().unwrap_or("index.html"));
+    let mut rows = Vec::new();
+    let mut written = Vec::new();
+    for r in &runs {
+        let run = match Run::load(&r.ws) {
+            Ok(run) => run,
+            Err(e) => {
+                ctx.printer.warn(&format!("skipped {}: {}", r.ws.root, e.message));
+                continue;
+            }
+        };
+        let page = r.ws.root.join("report.html");
+        let links = Links {
+            files: String::new(),
+            index: Some(format!("{}{index_name}", link_prefix(&page, dir_of(&at))?)),
+            refresh: None,
+        };
+        write(&page, &report::render(&run, &links))?;
+        rows.push(row(r, &format!("{}report.html", link_prefix(&at, &r.ws.root)?)));
+        written.push(json!({"run_id": run.state.run_id, "report": page}));
+    }
+    let title = std::path::absolute(&ctx.ws.root)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| ctx.ws.root.to_string());
+    write(&index, &report::render_index(&title, &rows, None))?;
+    let p = &ctx.printer;
+    if p.json {
+        p.json_value(&json!({"index": index, "reports": written}));
+    } else if index != "-" {
+        p.outln(index.as_str());
+        p.info(&format!("wrote {} run report(s) and the index {index}", written.len()));
+    }
+    Ok(0)
+}
+
+/// The index row of a run of the history.
+pub fn row(r: &history::Run, href: &str) -> Row {
+    let s = &r.state;
+    Row {
+        run_id: s.run_id.clone(),
+        status: history::shown_status(r).to_string(),
+        goal: s.goal.clone(),
+        reason: s.reason.clone(),
+        steps: s.completed_steps.len(),
+        tokens: s.usage.total(),
+        cost_usd: (!s.cost_incomplete).then_some(s.cost_usd),
+        started_at: s.started_at.clone(),
+        finished_at: s.finished_at.clone(),
+        href: href.to_string(),
+        note: None,
+    }
+}
+
+fn dir_of(p: &Utf8Path) -> &Utf8Path {
+    p.parent().filter(|d| !d.as_str().is_empty()).unwrap_or(Utf8Path::new("."))
+}
+
+/// The link prefix from the page `out` (stdout: as if written in `target`) to folder `target`.
+fn link_prefix(out: &Utf8Path, target: &Utf8Path) -> Result<String> {
+    if out == "-" {
+        return Ok(String::new());
+    }
+    let canon = |p: &Utf8Path| {
+        p.canonicalize_utf8()
+            .map_err(|e| Error::io("find", p, e).with_hint("the folder of -o FILE must exist; create it first"))
+    };
+    let from = canon(dir_of(out))?;
+    let to = canon(target)?;
+    // No relative way there (another drive): an absolute file link.
+    Ok(report::relative_link(&from, &to)
+        .unwrap_or_else(|| format!("file:///{}/", report::html::encode_path(to.as_str().trim_start_matches('/')))))
+}
+
+fn write(out: &Utf8Path, page: &str) -> Result<()> {
+    if out == "-" {
+        use std::io::Write;
+        let mut o = std::io::stdout().lock();
+        return match o.write_all(page.as_bytes()).and_then(|_| o.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("write", "stdout", e)),
+            _ => Ok(()),
+        };
+    }
+    crate::fs::write_atomic(out, page.as_bytes())
+}

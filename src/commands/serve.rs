@@ -1,0 +1,85 @@
+//! `agentloop serve`: the HTTP API and panel (see `crate::serve`).
+
+use crate::cli::Global;
+use crate::error::Result;
+use camino::Utf8PathBuf;
+use clap::Args;
+
+/// Serve runs over HTTP: start, watch, answer and report runs under a root folder.
+///
+/// Each run is a workspace <root>/runs/<id>/ (as in event mode; `agentloop -w ROOT runs` lists
+/// them), configured by the root's agentloop.yaml, agents/ and the flags given here, and run by
+/// a pool of --workers from a queue of --queue places. A request chooses the goal, context,
+/// agent profile and budgets that may only narrow the limits (never provider, keys, tools or
+/// paths). Runs survive a restart: unfinished ones go on when the server starts again (or,
+/// with --no-resume, are marked interrupted; POST /runs/{id}/continue goes on).
+///
+/// Endpoints (JSON unless noted; all but /health need `Authorization: Bearer TOKEN`):
+///   GET  /health                  status and version
+///   POST /runs                    {"goal", "context"?, "agent"?, "budgets"?, "force"?} → 202 {"run_id"}
+///   GET  /runs                    every run under the root
+///   GET  /runs/{id}               status: step, budgets, open question, queue place
+///   GET  /runs/{id}/trace         trace.jsonl (JSONL); ?follow=1 streams it as server-sent events
+///   POST /runs/{id}/answer        {"answer"}: answer an escalated run's question and go on
+///   POST /runs/{id}/continue      go on after a budget or provider stop, an interruption, or a
+///                                 worker error
+///   GET  /runs/{id}/report        the run's HTML report; GET / the index of runs (a browser
+///                                 signs in once with ?token=TOKEN, which sets a cookie)
+///   GET  /runs/{id}/files/PATH    artifacts/... and the run's paper-trail files, as text
+///   GET  /skills, POST /skills/fetch {"id", "url"}, GET /agents
+/// Errors are {"error", "status", "hint"?}: 400 bad request (naming the field), 401 token,
+/// 404, 405, 409 the run's state does not allow it, 413 body over 1 MiB, 422 refused by
+/// negotiation, 429 rate limit (Retry-After) or a resting agent, 503 queue full (Retry-After).
+///
+/// The token is AGENTLOOP_TOKEN (several may be given, separated by commas; each at least 16
+/// printable characters) or generated and printed at start; without AGENTLOOP_TOKEN the
+/// server refuses to listen beyond loopback. stdout gets `listening on http://ADDR` (and
+/// `token TOKEN` when generated); with --json one JSON object. Logs go to stderr (-v: every
+/// request).
+///
+/// --wait SECS: how long to wait for the root's lock at start, and how long a worker waits for
+/// a run's lock held by another process before it gives up on the run (default 30 s).
+///
+/// Exit codes: 1 cannot listen or the server stopped, 2 bad flags or configuration (or a
+/// non-loopback address without a token), 7 another process holds the root.
+///
+/// Examples:
+///   agentloop serve --root ~/agent-runs
+///   AGENTLOOP_TOKEN=$(cat ~/.agentloop-token) agentloop serve --root runs --listen 0.0.0.0:8700
+///   agentloop serve --root runs --listen 127.0.0.1:0 --workers 4 --queue 32 --rate-limit 600/1m
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ServeArgs {
+    /// Folder holding the runs (each in <root>/runs/<id>/; created when missing); default: the
+    /// -w folder.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<Utf8PathBuf>,
+    /// Address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8700")]
+    pub listen: String,
+    /// Runs executed at once.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub workers: usize,
+    /// Runs that may wait for a worker; beyond that POST /runs answers 503.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub queue: usize,
+    /// Requests allowed per token, as N/DURATION (e.g. 120/1m); 0 for no limit.
+    #[arg(long, value_name = "N/DUR", default_value = "120/1m")]
+    pub rate_limit: String,
+    /// At start, mark unfinished runs as interrupted instead of going on with them.
+    #[arg(long)]
+    pub no_resume: bool,
+}
+
+pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
+    let rate = crate::serve::auth::parse_rate(&args.rate_limit)?;
+    let opts = crate::serve::Options {
+        root: args.root.unwrap_or_else(|| global.workspace.clone()),
+        listen: args.listen,
+        workers: args.workers,
+        queue: args.queue,
+        rate,
+        resume: !args.no_resume,
+    };
+    crate::serve::main(global, opts)
+}

@@ -1,0 +1,84 @@
+//! The index page: every run under a root, newest first, each linking to its report.
+
+use super::html::{self, esc, excerpt, thousands, usd};
+use std::fmt::Write;
+
+/// One run in the index.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub run_id: String,
+    /// As `agentloop runs` shows it (running, done, escalated, interrupted).
+    pub status: String,
+    pub goal: String,
+    pub reason: Option<String>,
+    pub steps: usize,
+    pub tokens: u64,
+    /// None when some model's price is unknown.
+    pub cost_usd: Option<f64>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// Link to the run's report, already a URL (relative or absolute path).
+    pub href: String,
+    /// A note shown under the goal (e.g. `queued` when served).
+    pub note: Option<String>,
+}
+
+/// The index page of `rows` (shown newest first); `title` names the root.
+pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
+    let mut rows: Vec<&Row> = rows.iter().collect();
+    rows.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.run_id.cmp(&a.run_id)));
+    let mut p = html::head(&format!("agentloop runs · {title}"), refresh);
+    let count = |s: &str| rows.iter().filter(|r| r.status == s).count();
+    let _ = write!(
+        p,
+        "<section class=\"summary\"><p class=\"kicker\">agentloop runs</p><h1 id=\"root\">{}</h1><dl class=\"facts\"><div><dt>runs</dt><dd id=\"run-count\">{}</dd></div><div><dt>done</dt><dd>{}</dd></div><div><dt>escalated</dt><dd>{}</dd></div><div><dt>running</dt><dd>{}</dd></div></dl></section>",
+        esc(title),
+        rows.len(),
+        count("done"),
+        count("escalated"),
+        count("running")
+    );
+    if rows.is_empty() {
+        p.push_str("<section><p class=\"empty\">No runs yet.</p></section>");
+        p.push_str(&html::foot());
+        return p;
+    }
+    p.push_str("<section><table class=\"runs\"><thead><tr><th>run</th><th>status</th><th>goal</th><th class=\"num\">steps</th><th class=\"num\">tokens</th><th class=\"num\">cost</th><th>started</th></tr></thead><tbody>");
+    let (mut tokens, mut cost, mut unpriced) = (0u64, 0.0f64, false);
+    for r in &rows {
+        tokens += r.tokens;
+        match r.cost_usd {
+            Some(c) => cost += c,
+            None => unpriced = true,
+        }
+        let _ = write!(
+            p,
+            "<tr class=\"run\" data-run=\"{id}\"><td><a href=\"{href}\"><code>{id}</code></a></td><td><span class=\"badge s-{st}\">{st}</span></td><td class=\"goal\">{goal}{note}{reason}</td><td class=\"num\">{steps}</td><td class=\"num\">{tok}</td><td class=\"num\"{usd_attr}>{cost}</td><td>{date}</td></tr>",
+            id = esc(&r.run_id),
+            href = esc(&r.href),
+            st = esc(&r.status),
+            goal = esc(&excerpt(&r.goal, 160)),
+            note = r.note.as_deref().map(|n| format!(" <span class=\"badge\">{}</span>", esc(n))).unwrap_or_default(),
+            reason = r
+                .reason
+                .as_deref()
+                .filter(|_| r.status != "done")
+                .map(|x| format!("<br><small class=\"reason\">{}</small>", esc(&excerpt(x, 200))))
+                .unwrap_or_default(),
+            steps = r.steps,
+            tok = thousands(r.tokens),
+            usd_attr = r.cost_usd.map(|c| format!(" data-usd=\"{c}\"")).unwrap_or_default(),
+            cost = r.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
+            date = esc(r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " ").as_str()),
+        );
+    }
+    let _ = write!(
+        p,
+        "</tbody><tfoot><tr><td>total</td><td></td><td></td><td></td><td class=\"num\">{}</td><td class=\"num\" id=\"cost-total\" data-usd=\"{cost}\">{}{}</td><td></td></tr></tfoot></table></section>",
+        thousands(tokens),
+        usd(cost),
+        if unpriced { " + unpriced" } else { "" }
+    );
+    p.push_str(&html::foot());
+    p
+}

@@ -1,0 +1,336 @@
+//! The routes of `serve`: authentication, the rate limit, then one handler per endpoint.
+//!
+//! Every reply is JSON (errors too: `{"error", "status", "hint"?}`) except the HTML pages, the
+//! JSONL trace, its event stream and run files.
+
+use super::http::{self, only_keys, ApiError, ApiResult, Reply};
+use super::queue::Place;
+use super::runs::{self, Budgets, NewRun, Reopen};
+use super::{auth, pages, stream, Shared};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What POST /runs takes.
+const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force"];
+
+/// Seconds a client is asked to wait when the queue is full.
+const RETRY_FULL: u64 = 10;
+
+/// What a route produces: a reply, or a stream or a file that needs the request itself.
+pub(super) enum Out {
+    Reply(Reply),
+    Stream(crate::workspace::Workspace, usize),
+    File(std::fs::File, &'static str),
+}
+
+/// Handles one request; a reply is always sent (or the stream started).
+pub fn handle(shared: &Arc<Shared>, mut req: tiny_http::Request) {
+    let method = req.method().as_str().to_ascii_uppercase();
+    let raw = req.url().to_string();
+    let path = raw.split('?').next().unwrap_or("").to_string();
+    let out = route(shared, &mut req, &method, &raw).unwrap_or_else(|e| Out::Reply(e.reply()));
+    match out {
+        Out::Reply(reply) => {
+            shared.debug(&format!("{method} {path} → {}", reply.status));
+            reply.send(req);
+        }
+        Out::Stream(ws, after) => {
+            shared.debug(&format!("{method} {path} → 200 (event stream)"));
+            let s = shared.clone();
+            std::thread::spawn(move || {
+                stream::follow(&s, ws, req, after);
+                s.streams.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+        Out::File(f, ctype) => {
+            shared.debug(&format!("{method} {path} → 200"));
+            let mut resp = tiny_http::Response::from_file(f);
+            for (k, v) in [
+                ("Content-Type", ctype),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Content-Security-Policy", "sandbox; default-src 'none'"),
+                ("Cache-Control", "no-store"),
+            ] {
+                if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+                    resp.add_header(h);
+                }
+            }
+            let _ = req.respond(resp);
+        }
+    }
+}
+
+fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: &str) -> ApiResult<Out> {
+    let (segs, query) = http::target(raw)?;
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let get = method == "GET" || method == "HEAD";
+    if segs == ["health"] {
+        return allow(method, &["GET"]).map(|_| Out::Reply(health()));
+    }
+    let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
+    let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
+        return Err(ApiError::new(401, "a valid bearer token is required")
+            .hint("send `Authorization: Bearer TOKEN` (the token serve printed at start, or AGENTLOOP_TOKEN)"));
+    };
+    if let Err(secs) = shared.auth.take(who) {
+        return Err(ApiError::new(429, "too many requests for this token").retry_after(secs));
+    }
+    // A browser signs in once with ?token=...: it gets a cookie and the same page without it.
+    if get && query.contains_key("token") {
+        let rest: Vec<&str> = raw
+            .split_once('?')
+            .map(|(_, q)| q)
+            .unwrap_or("")
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("token="))
+            .collect();
+        let path = raw.split('?').next().unwrap_or("/");
+        let to = if rest.is_empty() { path.to_string() } else { format!("{path}?{}", rest.join("&")) };
+        let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", auth::COOKIE, token.unwrap_or_default());
+        return Ok(Out::Reply(
+            Reply::json(303, &json!({"see": to})).header("Location", &to).header("Set-Cookie", &cookie),
+        ));
+    }
+    let reply = match segs.as_slice() {
+        [] => allow(method, &["GET"]).map(|_| pages::index(shared))?,
+        ["runs"] if method == "POST" => start(shared, req)?,
+        ["runs"] => allow(method, &["GET", "POST"]).map(|_| list(shared))?,
+        ["runs", id] => allow(method, &["GET"]).and_then(|_| status(shared, id))?,
+        ["runs", id, "trace"] => return allow(method, &["GET"]).and_then(|_| trace(shared, req, id, &query)),
+        ["runs", id, "answer"] => allow(method, &["POST"]).and_then(|_| answer(shared, req, id))?,
+        ["runs", id, "continue"] => allow(method, &["POST"]).and_then(|_| resume(shared, req, id))?,
+        ["runs", id, "report"] => allow(method, &["GET"]).and_then(|_| pages::report(shared, id))?,
+        ["runs", id, "files", rest @ ..] => return allow(method, &["GET"]).and_then(|_| pages::file(shared, id, rest)),
+        ["skills"] => allow(method, &["GET"]).and_then(|_| skills(shared))?,
+        ["skills", "fetch"] => allow(method, &["POST"]).and_then(|_| fetch_skill(shared, req))?,
+        ["agents"] => allow(method, &["GET"]).and_then(|_| agents(shared))?,
+        _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
+    };
+    Ok(Out::Reply(reply))
+}
+
+/// Refuses a method the endpoint does not take (405 with `Allow`); HEAD goes with GET.
+fn allow(method: &str, ok: &[&str]) -> ApiResult<()> {
+    if ok.contains(&method) || (method == "HEAD" && ok.contains(&"GET")) {
+        return Ok(());
+    }
+    Err(ApiError::new(405, format!("{method} is not allowed here; use {}", ok.join(" or "))).allow(&ok.join(", ")))
+}
+
+fn health() -> Reply {
+    Reply::json(200, &json!({"status": "healthy", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+fn links(id: &str) -> Value {
+    json!({
+        "self": format!("/runs/{id}"), "trace": format!("/runs/{id}/trace"),
+        "events": format!("/runs/{id}/trace?follow=1"), "report": format!("/runs/{id}/report"),
+        "answer": format!("/runs/{id}/answer"), "continue": format!("/runs/{id}/continue"),
+    })
+}
+
+fn place(shared: &Shared, id: &str) -> Value {
+    match shared.queue.place(id) {
+        Some(Place::Running) => json!({"state": "running"}),
+        Some(Place::Waiting(n)) => json!({"state": "waiting", "position": n}),
+        None => Value::Null,
+    }
+}
+
+/// POST /runs
+fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
+    let body = http::json_body(req)?;
+    // Every key a request may not set is named at once, the budgets' too.
+    let mut unknown: Vec<String> =
+        body.keys().filter(|k| !START_KEYS.contains(&k.as_str())).map(|k| format!("`{k}`")).collect();
+    if let Some(Value::Object(b)) = body.get("budgets") {
+        unknown.extend(b.keys().filter(|k| !runs::BUDGET_KEYS.contains(&k.as_str())).map(|k| format!("`budgets.{k}`")));
+    }
+    if !unknown.is_empty() {
+        return Err(ApiError::new(400, format!("POST /runs may not set {}", unknown.join(", "))).hint(format!(
+            "a request sets only {}; budgets only {} (and only to narrow the server's limits); provider, keys, tools and paths are the server's",
+            START_KEYS.join(", "),
+            runs::BUDGET_KEYS.join(", ")
+        )));
+    }
+    let goal = match body.get("goal") {
+        Some(Value::String(g)) if !g.trim().is_empty() => g.trim().to_string(),
+        _ => return Err(ApiError::new(400, "`goal` is required: a non-empty string")),
+    };
+    let agent = match body.get("agent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(a)) => Some(a.clone()),
+        Some(_) => return Err(ApiError::new(400, "`agent` must be the name of an agent profile (a string)")),
+    };
+    let budgets = match body.get("budgets") {
+        None | Some(Value::Null) => Budgets::default(),
+        Some(Value::Object(m)) => serde_path_to_error::deserialize(Value::Object(m.clone())).map_err(|e| {
+            let path = e.path().to_string();
+            ApiError::new(400, format!("budgets.{path}: {}", e.into_inner()))
+        })?,
+        Some(_) => {
+            return Err(ApiError::new(400, "`budgets` must be an object")
+                .hint(format!("keys: {}", runs::BUDGET_KEYS.join(", "))))
+        }
+    };
+    let force = match body.get("force") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(ApiError::new(400, "`force` must be true or false")),
+    };
+    let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
+    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
+    let id = runs::create(shared, new, ticket)?;
+    shared.log(&format!("run {id} queued"));
+    Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))
+        .header("Location", &format!("/runs/{id}")))
+}
+
+fn full(shared: &Shared) -> ApiError {
+    let (waiting, running) = shared.queue.counts();
+    ApiError::new(503, format!("the queue is full: {running} run(s) running and {waiting} waiting"))
+        .hint("try again later, or start serve with more --workers or a longer --queue")
+        .retry_after(RETRY_FULL)
+}
+
+/// GET /runs
+fn list(shared: &Shared) -> Reply {
+    let root = crate::workspace::Workspace::new(shared.root.clone());
+    let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
+        .iter()
+        .filter(|r| !r.current)
+        .map(|r| {
+            let mut v = crate::commands::runs::row(r);
+            let id = r.state.run_id.clone();
+            v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some());
+            v["queue"] = place(shared, &id);
+            v["links"] = links(&id);
+            v
+        })
+        .collect();
+    Reply::json(200, &json!({"runs": rows}))
+}
+
+/// GET /runs/{id}
+fn status(shared: &Shared, id: &str) -> ApiResult {
+    let ws = runs::existing(shared, id)?;
+    let record = runs::load_record(shared, id)?;
+    let resolved = match &record {
+        Some(r) => runs::config(shared, r.agent.as_deref(), &r.budgets, false)?,
+        None => runs::config(shared, None, &Budgets::default(), false)?,
+    };
+    let mut s = ws.load_state()?;
+    let recorded = s.limits.clone();
+    if !s.status.is_terminal() && !s.interrupted {
+        s.limits = s.limits.in_force(&resolved.config, &resolved.sources);
+    }
+    let mut v = crate::commands::status::view(&ws, &s, &recorded, &resolved.config, &resolved.sources);
+    v["served"] = json!(record.is_some());
+    v["queue"] = place(shared, id);
+    v["worker_error"] = json!(shared.queue.error(id));
+    v["links"] = links(id);
+    Ok(Reply::json(200, &v))
+}
+
+/// GET /runs/{id}/trace[?follow=1]
+fn trace(shared: &Shared, req: &tiny_http::Request, id: &str, q: &BTreeMap<String, String>) -> ApiResult<Out> {
+    let ws = runs::existing(shared, id)?;
+    let follow = match q.get("follow").map(String::as_str) {
+        None | Some("0" | "false") => false,
+        Some("1" | "true" | "") => true,
+        Some(other) => return Err(ApiError::new(400, format!("follow=`{other}`: use follow=1"))),
+    };
+    if !follow {
+        let text = crate::fs::read_optional(&ws.trace())?.unwrap_or_default();
+        return Ok(Out::Reply(Reply {
+            status: 200,
+            content_type: "application/x-ndjson",
+            body: text.into_bytes(),
+            headers: vec![],
+        }));
+    }
+    if *req.http_version() < tiny_http::HTTPVersion(1, 1) {
+        return Err(ApiError::new(400, "follow=1 streams with chunked encoding, which needs HTTP/1.1"));
+    }
+    if req.method() == &tiny_http::Method::Head {
+        return Ok(Out::Reply(Reply { status: 200, content_type: "text/event-stream", body: vec![], headers: vec![] }));
+    }
+    let after = req
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Last-Event-ID"))
+        .and_then(|h| h.value.as_str().trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    if shared.streams.fetch_add(1, Ordering::SeqCst) >= stream::MAX_STREAMS {
+        shared.streams.fetch_sub(1, Ordering::SeqCst);
+        return Err(ApiError::new(503, "too many open trace streams").retry_after(RETRY_FULL));
+    }
+    Ok(Out::Stream(ws, after))
+}
+
+fn text_field(body: &Map<String, Value>, key: &str) -> ApiResult<String> {
+    match body.get(key) {
+        Some(Value::String(t)) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+        _ => Err(ApiError::new(400, format!("`{key}` is required: a non-empty string"))),
+    }
+}
+
+/// POST /runs/{id}/answer
+fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult {
+    let body = http::json_body(req)?;
+    only_keys(&body, &["answer"], "POST /runs/{id}/answer")?;
+    let text = text_field(&body, "answer")?;
+    runs::existing(shared, id)?;
+    let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
+    let s = runs::reopen(shared, id, Reopen::Answer(text), ticket)?;
+    shared.log(&format!("run {id} answered; queued to go on"));
+    Ok(Reply::json(
+        202,
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+    ))
+}
+
+/// POST /runs/{id}/continue
+fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult {
+    // The body may be empty; if there is one it must be an empty object.
+    if req.body_length().unwrap_or(0) > 0 {
+        let body = http::json_body(req)?;
+        only_keys(&body, &[], "POST /runs/{id}/continue")?;
+    }
+    runs::existing(shared, id)?;
+    let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
+    let s = runs::reopen(shared, id, Reopen::Continue, ticket)?;
+    shared.log(&format!("run {id} continued; queued to go on"));
+    Ok(Reply::json(
+        202,
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+    ))
+}
+
+/// GET /skills
+fn skills(shared: &Shared) -> ApiResult {
+    let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
+    let set = crate::skills::SkillSet::load(&cfg, &shared.root);
+    Ok(Reply::json(200, &json!({"skills": set.skills, "problems": set.problems})))
+}
+
+/// POST /skills/fetch — into `<root>/skills/`, which every served run reads.
+fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
+    let body = http::json_body(req)?;
+    only_keys(&body, &["id", "skill_id", "url"], "POST /skills/fetch")?;
+    // `skill_id` is the seed's name for it.
+    let id = text_field(&body, "id").or_else(|e| text_field(&body, "skill_id").map_err(|_| e))?;
+    let url = text_field(&body, "url")?;
+    let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
+    let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root.join("skills"))
+        .map_err(|e| ApiError::from(e).status_if(500, 502))?;
+    shared.log(&format!("skill `{id}` fetched from {url}"));
+    Ok(Reply::json(201, &json!({"skill_id": f.id, "name": f.id, "description": f.description, "path": f.dir})))
+}
+
+/// GET /agents
+fn agents(shared: &Shared) -> ApiResult {
+    Ok(Reply::json(200, &json!({"agents": crate::commands::agents::profiles(&shared.root)?})))
+}

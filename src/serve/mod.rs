@@ -1,0 +1,181 @@
+//! `agentloop serve`: an HTTP API over a root folder of runs (seed 002 §10) and a read-only
+//! panel of them (§13), on tiny_http.
+//!
+//! Invariants:
+//! - The server holds the root's workspace lock for its life: one server per root.
+//! - Every request but GET /health presents a bearer token ([`auth`]); each token has its own
+//!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated and printed, and the server
+//!   refuses to listen beyond loopback.
+//! - Runs are workspaces under `<root>/runs/<id>/`, executed by a fixed pool of workers from a
+//!   bounded queue ([`queue`]); a full queue is a 503 with Retry-After, decided before anything
+//!   is created. A run's state lives only in its files, so a server killed at any instant loses
+//!   nothing: the next start queues the runs it had not finished ([`runs::recover`]).
+
+mod api;
+pub mod auth;
+mod http;
+mod pages;
+pub mod queue;
+mod runs;
+mod stream;
+
+use crate::cli::Global;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use camino::Utf8PathBuf;
+use serde_json::json;
+use std::net::ToSocketAddrs;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+
+/// Threads reading requests (streams get their own).
+const HTTP_THREADS: usize = 8;
+
+/// What `serve` was asked to do.
+pub struct Options {
+    pub root: Utf8PathBuf,
+    pub listen: String,
+    pub workers: usize,
+    pub queue: usize,
+    pub rate: Option<auth::Rate>,
+    pub resume: bool,
+}
+
+/// What every request handler and worker shares.
+pub struct Shared {
+    pub root: Utf8PathBuf,
+    /// Folder under the root holding the runs (`handle.runs_dir`).
+    pub runs_dir: String,
+    /// The server's own flags with `-w` set to the root: the top layers of every run's config.
+    pub global: Global,
+    pub auth: auth::Auth,
+    pub queue: queue::Queue,
+    pub printer: Printer,
+    pub streams: AtomicUsize,
+}
+
+impl Shared {
+    /// A line for people on stderr (unless -q).
+    pub fn log(&self, msg: &str) {
+        self.printer.info(&format!("{} {msg}", crate::clock::now_rfc3339()));
+    }
+    /// A line with -v only.
+    pub fn debug(&self, msg: &str) {
+        self.printer.debug(msg);
+    }
+}
+
+/// Starts the server and serves until the process is stopped (it never returns `Ok` otherwise).
+pub fn main(g: &Global, o: Options) -> Result<u8> {
+    if o.workers == 0 {
+        return Err(Error::usage("--workers must be at least 1"));
+    }
+    let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    crate::fs::create_dir_all(&o.root)?;
+    let root = o.root.canonicalize_utf8().map_err(|e| Error::io("find", &o.root, e))?;
+    let mut global = g.clone();
+    global.workspace = root.clone();
+    // The root's configuration must be valid before anything listens.
+    let base = crate::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
+    let runs_dir = base.handle.runs_dir.clone();
+    let plain = Utf8PathBuf::from(&runs_dir);
+    if plain.components().count() != 1 || !matches!(plain.components().next(), Some(camino::Utf8Component::Normal(_))) {
+        return Err(Error::usage(format!(
+            "invalid configuration at key `handle.runs_dir`: `{runs_dir}` must be a plain folder name under the root"
+        )));
+    }
+    let addr = o
+        .listen
+        .to_socket_addrs()
+        .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)))?
+        .next()
+        .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
+    let env_token = std::env::var("AGENTLOOP_TOKEN").ok().filter(|t| !t.trim().is_empty());
+    if env_token.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
+            .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
+    }
+    let auth = auth::Auth::new(env_token, o.rate)?;
+    let _root_lock = crate::workspace::Workspace::new(root.clone())
+        .lock(None)
+        .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
+    let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
+    let bound = server.server_addr().to_ip().map(|a| a.to_string()).unwrap_or_else(|| addr.to_string());
+    let url = format!("http://{bound}");
+    let shared = Arc::new(Shared {
+        root: root.clone(),
+        runs_dir,
+        global,
+        auth,
+        queue: queue::Queue::new(o.workers, o.queue),
+        printer,
+        streams: AtomicUsize::new(0),
+    });
+    // The address (and a generated token) on stdout, one parseable line each.
+    let token = shared.auth.generated.then(|| shared.auth.first().to_string());
+    if printer.json {
+        printer.outln(&json!({"listening": url, "token": token, "root": root}).to_string());
+    } else {
+        printer.outln(&format!("listening on {url}"));
+        if let Some(t) = &token {
+            printer.outln(&format!("token {t}"));
+        }
+    }
+    let panel = match &token {
+        Some(t) => format!("{url}/?token={t}"),
+        None => format!("{url}/?token=$AGENTLOOP_TOKEN"),
+    };
+    printer.info(&format!(
+        "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
+        root, shared.runs_dir, o.workers, o.queue
+    ));
+    runs::recover(&shared, o.resume)?;
+    for _ in 0..o.workers {
+        let s = shared.clone();
+        std::thread::spawn(move || worker(&s));
+    }
+    let server = Arc::new(server);
+    let mut threads = Vec::new();
+    for _ in 0..HTTP_THREADS {
+        let (s, srv) = (shared.clone(), server.clone());
+        threads.push(std::thread::spawn(move || serve_requests(&s, &srv)));
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    Err(Error::failure(format!("the server on {url} stopped")))
+}
+
+fn serve_requests(shared: &Arc<Shared>, server: &tiny_http::Server) {
+    loop {
+        let req = match server.recv() {
+            Ok(r) => r,
+            Err(e) => {
+                shared.printer.warn(&format!("cannot accept a request: {e}"));
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            }
+        };
+        // A bug in one handler must not take a thread of the server with it.
+        let s = shared.clone();
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::handle(&s, req))).is_err() {
+            shared.printer.warn("a request handler failed (see above); the request was dropped");
+        }
+    }
+}
+
+fn worker(shared: &Arc<Shared>) {
+    loop {
+        let id = shared.queue.pop();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runs::drive(shared, &id)));
+        let error = match result {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.message),
+            Err(_) => Some("internal error while driving the run (see the server's stderr)".to_string()),
+        };
+        if let Some(e) = &error {
+            shared.printer.warn(&format!("run {id}: {e}"));
+        }
+        shared.queue.done(&id, error);
+    }
+}

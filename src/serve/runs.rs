@@ -1,0 +1,360 @@
+//! The runs `serve` executes: each is a workspace `<root>/runs/<id>/` (the layout of event mode
+//! and `runs`), created and driven with the same library code as `agentloop run`.
+//!
+//! A run's configuration is the root's, as for `agentloop -w ROOT run` (user config, the root's
+//! agentloop.yaml, an agent profile from `<root>/agents/`, `AGENTLOOP_*`, the server's flags),
+//! with relative paths taken from the root and `<root>/skills` among the skill folders. A request
+//! adds two things only: the agent profile to use, and budgets that may narrow the limits, never
+//! widen them. They are kept in `<root>/.agentloop-serve/<id>.json` (outside every run's folder,
+//! so no tool of a run can change them) and applied again whenever the run is driven, so a
+//! restarted server drives the run with the same limits. Only runs with such a record are driven;
+//! other runs under the root (event mode's) are listed, never touched.
+
+use super::http::{ApiError, ApiResult};
+use super::queue::Ticket;
+use super::Shared;
+use crate::config::{self, Dur, Layer, Resolved};
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::phases::{self, Env};
+use crate::workspace::{State, StopKind, Workspace};
+use camino::Utf8PathBuf;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// How long a worker waits for a run's lock held by someone else, unless --wait says.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The limits a request may narrow.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reframes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+pub const BUDGET_KEYS: &[&str] = &["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"];
+
+/// What a client asked for, kept for the life of the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub run_id: String,
+    pub agent: Option<String>,
+    pub budgets: Budgets,
+    pub submitted_at: String,
+}
+
+/// A request to start a run (POST /runs), already validated.
+pub struct NewRun {
+    pub goal: String,
+    pub context: String,
+    pub agent: Option<String>,
+    pub budgets: Budgets,
+    pub force: bool,
+}
+
+fn records_dir(shared: &Shared) -> Utf8PathBuf {
+    shared.root.join(".agentloop-serve")
+}
+
+fn record_path(shared: &Shared, id: &str) -> Utf8PathBuf {
+    records_dir(shared).join(format!("{id}.json"))
+}
+
+pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
+    let path = record_path(shared, id);
+    match crate::fs::read_optional(&path)? {
+        None => Ok(None),
+        Some(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file")),
+    }
+}
+
+/// Whether `id` can name a run folder (ids are ULIDs; nothing that could climb out).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
+    Workspace::new(shared.root.join(&shared.runs_dir).join(id))
+}
+
+/// The workspace of an existing run, or 404.
+pub fn existing(shared: &Shared, id: &str) -> ApiResult<Workspace> {
+    let ws = run_ws(shared, id);
+    if !valid_id(id) || !ws.has_run() {
+        return Err(ApiError::new(404, format!("no run `{id}` under {}", shared.root)).hint("GET /runs lists them"));
+    }
+    Ok(ws)
+}
+
+/// The configuration of a run: the root's, with the agent given and budgets narrowed. With
+/// `strict`, a budget wider than the server allows is an error naming it; otherwise (a run
+/// driven again after the root's config changed) the narrower of the two applies.
+pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -> Result<Resolved> {
+    if let (Some(a), Some(fixed)) = (agent, shared.global.agent.as_deref()) {
+        if a != fixed {
+            return Err(Error::usage(format!(
+                "`agent`: this server runs every run as agent `{fixed}` (serve --agent)"
+            )));
+        }
+    }
+    let layer = agent.map(|a| Layer { source: "the request".into(), value: json!({"agent": a}) });
+    let mut r = config::resolve(&crate::settings::layers(&shared.global, &shared.root, layer)?)?;
+    r.config = crate::settings::absolutize(r.config, &shared.root);
+    let shared_skills = shared.root.join("skills");
+    if !r.config.skills.dirs.contains(&shared_skills) {
+        r.config.skills.dirs.insert(0, shared_skills);
+    }
+    narrow(&mut r, b, strict)?;
+    Ok(r)
+}
+
+fn narrow(r: &mut Resolved, b: &Budgets, strict: bool) -> Result<()> {
+    fn apply<T: PartialOrd + Copy + std::fmt::Display>(
+        r: &mut Resolved,
+        key: &str,
+        want: Option<T>,
+        base: Option<T>,
+        strict: bool,
+    ) -> Result<Option<T>> {
+        let Some(w) = want else { return Ok(None) };
+        if let Some(b) = base.filter(|b| w > *b) {
+            if strict {
+                let from = match r.sources.get(key).map(String::as_str) {
+                    None | Some("default") => "the built-in default".to_string(),
+                    Some(s) => s.to_string(),
+                };
+                return Err(Error::usage(format!(
+                    "budgets.{key}: {w} is more than this server allows ({b}, set by {from}); a request may only narrow a limit"
+                )));
+            }
+            return Ok(Some(b));
+        }
+        r.sources.insert(key.to_string(), "the request".into());
+        Ok(Some(w))
+    }
+    if let Some(c) = b.max_cost_usd.filter(|c| !c.is_finite() || *c < 0.0) {
+        return Err(Error::usage(format!("budgets.max_cost_usd: {c} is not an amount")));
+    }
+    let c = r.config.clone();
+    if let Some(v) = apply(r, "max_steps", b.max_steps, Some(c.max_steps), strict)? {
+        r.config.max_steps = v;
+    }
+    if let Some(v) = apply(r, "max_reframes", b.max_reframes, Some(c.max_reframes), strict)? {
+        r.config.max_reframes = v;
+    }
+    let secs = b.timeout.map(|d| d.0.as_secs_f64());
+    if let Some(v) = apply(r, "timeout", secs, Some(c.timeout.0.as_secs_f64()), strict)? {
+        r.config.timeout = Dur(std::time::Duration::from_secs_f64(v));
+    }
+    if let Some(v) = apply(r, "max_tokens", b.max_tokens, c.max_tokens, strict)? {
+        r.config.max_tokens = Some(v);
+    }
+    if let Some(v) = apply(r, "max_cost_usd", b.max_cost_usd, c.max_cost_usd, strict)? {
+        r.config.max_cost_usd = Some(v);
+    }
+    Ok(())
+}
+
+/// Phases of served runs print nothing (stdout belongs to the server); warnings still go to
+/// stderr.
+fn quiet() -> Printer {
+    Printer { quiet: true, ..Default::default() }
+}
+
+/// Creates a run for `new` in a reserved place and queues it; returns its id. Everything that
+/// can refuse it (agent, budgets, provider and key, rest, negotiation) is checked before a file
+/// is written.
+pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
+    let resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
+    let cfg = &resolved.config;
+    let model = crate::model::from_config(cfg, &shared.root)?;
+    crate::rest::check(cfg)?;
+    let mut id = crate::clock::new_run_id();
+    while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() {
+        id = crate::clock::new_run_id();
+    }
+    let ws = run_ws(shared, &id);
+    let env = Env::with(&ws, cfg, quiet())?;
+    if !new.force {
+        crate::commands::run::check_fits(&env, model.model(), &new.goal, &new.context)?;
+    }
+    // The record first: a run without one would never be driven; a record without a run (a
+    // crash in between) is ignored and removed at the next start.
+    let record = Record {
+        run_id: id.clone(),
+        agent: new.agent,
+        budgets: new.budgets,
+        submitted_at: crate::clock::now_rfc3339(),
+    };
+    crate::fs::create_dir_all(&records_dir(shared))?;
+    let text = serde_json::to_string_pretty(&record).expect("record serializes") + "\n";
+    crate::fs::write_durable(&record_path(shared, &id), text.as_bytes())?;
+    let lock = ws.lock(None)?;
+    phases::init::init_run(&ws, cfg, &env.tpl, &new.goal, &new.context, false, Some(id.clone()))?;
+    drop(lock);
+    ticket.push(&id);
+    Ok(id)
+}
+
+/// The configuration a recorded run is driven (or answered, or continued) with.
+fn recorded_config(shared: &Shared, id: &str) -> Result<Resolved> {
+    let rec = load_record(shared, id)?
+        .ok_or_else(|| Error::usage(format!("run {id} was not started by this server; it is only listed")))?;
+    config(shared, rec.agent.as_deref(), &rec.budgets, false)
+}
+
+/// A worker drives a run until it stops (done, escalated, a budget) or fails.
+pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
+    let ws = run_ws(shared, id);
+    let resolved = recorded_config(shared, id)?;
+    // Someone may be working on the run with a command that locks; the worker waits a while
+    // (--wait SECS, else 30 s), then gives up on it (POST continue queues it again).
+    let wait = shared.global.wait.map(std::time::Duration::from_secs).unwrap_or(LOCK_WAIT);
+    let _lock = ws.lock(Some(wait))?;
+    let mut state = ws.load_state()?;
+    if state.status.is_terminal() || state.interrupted {
+        return Ok(None);
+    }
+    let mut env = Env::with(&ws, &resolved.config, quiet())?;
+    let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
+    shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
+    let stop = crate::commands::run::go_on(&mut env, &mut state, &resolved.sources, started)?;
+    shared.log(&format!("run {id} {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()));
+    Ok(Some(stop))
+}
+
+/// How a stopped run is reopened by a request.
+pub enum Reopen {
+    Answer(String),
+    Continue,
+}
+
+/// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
+/// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
+/// queued as it is by a continue.
+pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResult<State> {
+    let ws = existing(shared, id)?;
+    if shared.queue.place(id).is_some() {
+        return Err(
+            ApiError::new(409, format!("run {id} is queued or running")).hint("GET /runs/{id} shows where it is")
+        );
+    }
+    let resolved = recorded_config(shared, id).map_err(|e| ApiError::from(e).status_if(400, 409))?;
+    let lock = ws.lock(None)?;
+    let state = ws.load_state()?;
+    let env = Env::with(&ws, &resolved.config, quiet())?;
+    let state = match how {
+        Reopen::Answer(text) => crate::commands::run::answer_run(&env, state, &text),
+        // Still going but held by no worker: one gave up on it (see worker_error); queue it.
+        Reopen::Continue if !state.status.is_terminal() && !state.interrupted => Ok(state),
+        Reopen::Continue => crate::commands::run::continue_run(&env, state),
+    }
+    // What the run's state does not allow is a conflict, not a bad request.
+    .map_err(|e| {
+        let mut e = ApiError::from(e).status_if(400, 409);
+        if e.status == 409 {
+            e.hint = Some(format!("GET /runs/{id} shows its status and open question; POST /runs starts a new run"));
+        }
+        e
+    })?;
+    drop(lock);
+    ticket.push(id);
+    Ok(state)
+}
+
+/// At start: runs this server started that had not finished are queued again (or, with
+/// `--no-resume`, marked interrupted); records of runs that were never created are removed.
+pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
+    let Ok(rd) = records_dir(shared).read_dir_utf8() else { return Ok(()) };
+    let mut ids: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().strip_suffix(".json").map(String::from))
+        .filter(|id| valid_id(id))
+        .collect();
+    ids.sort();
+    for id in ids {
+        let ws = run_ws(shared, &id);
+        if !ws.has_run() {
+            let _ = std::fs::remove_file(record_path(shared, &id));
+            continue;
+        }
+        let mut state = match ws.load_state() {
+            Ok(s) => s,
+            Err(e) => {
+                shared.printer.warn(&format!("run {id}: {}", e.message));
+                continue;
+            }
+        };
+        if state.status.is_terminal() || state.interrupted {
+            continue;
+        }
+        if resume {
+            shared.log(&format!("run {id} was unfinished; queued to go on"));
+            shared.queue.push(&id);
+        } else {
+            let _lock = ws.lock(None)?;
+            state.interrupted = true;
+            ws.save_state(&state)?;
+            shared.log(&format!("run {id} was unfinished; marked interrupted (POST /runs/{id}/continue goes on)"));
+        }
+    }
+    Ok(())
+}
+
+/// The `context` of a request as background text: a string as is, anything else as JSON.
+pub fn context_text(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_only_narrow() {
+        let base = || crate::config::resolve(&[]).unwrap();
+        let b = |v: serde_json::Value| serde_json::from_value::<Budgets>(v).unwrap();
+        let mut r = base();
+        narrow(&mut r, &b(json!({"max_steps": 5, "timeout": "10m", "max_tokens": 900, "max_cost_usd": 0.5})), true)
+            .unwrap();
+        assert_eq!((r.config.max_steps, r.config.timeout.0.as_secs()), (5, 600));
+        assert_eq!((r.config.max_tokens, r.config.max_cost_usd), (Some(900), Some(0.5)), "no limit: any narrows it");
+        assert_eq!(r.sources["max_steps"], "the request");
+        let mut r = base();
+        let e = narrow(&mut r, &b(json!({"max_steps": 50})), true).unwrap_err();
+        assert!(
+            e.message
+                .contains("budgets.max_steps: 50 is more than this server allows (20, set by the built-in default)"),
+            "{}",
+            e.message
+        );
+        // Driven again after the server's limit went down: the narrower applies.
+        narrow(&mut r, &b(json!({"max_steps": 50})), false).unwrap();
+        assert_eq!(r.config.max_steps, 20);
+        assert!(narrow(&mut base(), &b(json!({"max_cost_usd": -1.0})), true).is_err());
+        assert!(serde_json::from_value::<Budgets>(json!({"llm": {}})).is_err());
+    }
+
+    #[test]
+    fn ids_cannot_climb_out() {
+        assert!(valid_id("01KABCDEF0123456789ABCDEFG"));
+        for bad in ["", "..", "a/b", "a.b", "a b", "%2e"] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+}

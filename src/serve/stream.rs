@@ -1,0 +1,102 @@
+//! GET /runs/{id}/trace?follow=1: the trace as server-sent events while the run goes.
+//!
+//! Each trace line is one event (`id:` its line number, `data:` the entry's JSON line), so a
+//! client that reconnects with `Last-Event-ID` gets only what it missed. When the run has
+//! stopped and every line is sent, an `end` event closes the stream; a comment line every 15 s
+//! keeps proxies from closing a quiet stream and finds clients that went away. Each event is
+//! one HTTP chunk, flushed at once: tiny_http's own responses go through buffers that are only
+//! flushed when full or at the end, which would hold events back.
+
+use super::runs;
+use super::Shared;
+use crate::workspace::Workspace;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::time::{Duration, Instant};
+
+/// Most streams open at once; more are refused with 503.
+pub const MAX_STREAMS: usize = 64;
+
+const POLL: Duration = Duration::from_millis(200);
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Streams the trace of `ws` from the line after `after` until the run stops.
+pub fn follow(shared: &Shared, ws: Workspace, req: tiny_http::Request, after: usize) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let mut raw = req.into_writer();
+    if raw.write_all(head.as_bytes()).and_then(|_| raw.flush()).is_err() {
+        return;
+    }
+    let mut out = Chunked(raw);
+    let result = pump(shared, &ws, &mut out, after).and_then(|_| out.end());
+    if let Err(e) = result {
+        shared.debug(&format!("trace stream of {} ended: {e}", ws.root));
+    }
+}
+
+/// Chunked transfer encoding, one flushed chunk per event.
+struct Chunked<W: Write>(W);
+
+impl<W: Write> Chunked<W> {
+    fn send(&mut self, data: &str) -> std::io::Result<()> {
+        write!(self.0, "{:x}\r\n{data}\r\n", data.len())?;
+        self.0.flush()
+    }
+    /// The last chunk: the response is complete.
+    fn end(&mut self) -> std::io::Result<()> {
+        self.0.write_all(b"0\r\n\r\n")?;
+        self.0.flush()
+    }
+}
+
+fn pump<W: Write>(shared: &Shared, ws: &Workspace, out: &mut Chunked<W>, after: usize) -> std::io::Result<()> {
+    let path = ws.trace();
+    let (mut offset, mut line_no) = (0u64, 0usize);
+    let mut partial: Vec<u8> = Vec::new();
+    let mut last_write = Instant::now();
+    loop {
+        let mut got = false;
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len > offset {
+                let mut bytes = Vec::new();
+                f.seek(SeekFrom::Start(offset))?;
+                f.take(len - offset).read_to_end(&mut bytes)?;
+                offset += bytes.len() as u64;
+                partial.extend_from_slice(&bytes);
+                got = true;
+            }
+        }
+        while let Some(nl) = partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = partial.drain(..=nl).collect();
+            line_no += 1;
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim();
+            if line_no <= after || text.is_empty() {
+                continue;
+            }
+            // A line is sent only when it is one JSON object (a torn or corrupt line is skipped).
+            if serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
+                out.send(&format!("id: {line_no}\ndata: {text}\n\n"))?;
+                last_write = Instant::now();
+            }
+        }
+        if !got {
+            // Every line is out: the stream ends once the run has stopped (state.json is
+            // written after the trace lines of a commit, so nothing of the run is missed).
+            let stopped = ws.load_state().map(|s| s.status.is_terminal() || s.interrupted).unwrap_or(true);
+            if stopped && partial.is_empty() && shared.queue.place(run_id(ws)).is_none() {
+                out.send(&format!("event: end\ndata: {{\"lines\": {line_no}}}\n\n"))?;
+                return Ok(());
+            }
+            if last_write.elapsed() >= KEEPALIVE {
+                out.send(": keepalive\n\n")?;
+                last_write = Instant::now();
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+fn run_id(ws: &Workspace) -> &str {
+    ws.root.file_name().filter(|id| runs::valid_id(id)).unwrap_or("")
+}

@@ -1,0 +1,187 @@
+//! `agentloop report`: the HTML page of a run and the index of runs, read back as written and
+//! as a real browser renders them.
+
+use crate::browser;
+use crate::common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn demo(t: &T) -> assert_cmd::Command {
+    demo_files(t);
+    let mut c = t.al(&[
+        "--script",
+        "examples/critique/script.yaml",
+        "--config",
+        "examples/critique/agentloop.yaml",
+        "run",
+        "--goal",
+        "Write a two-paragraph critique of the bundled article",
+        "--context",
+        "examples/critique/context.md",
+    ]);
+    c.env("AGENTLOOP_SEED", "7");
+    c
+}
+
+/// `trace stats --json` of the workspace.
+fn stats(t: &T) -> Value {
+    let out = t.al(&["trace", "stats", "--json"]).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn phase_entries(t: &T, rel: &str) -> usize {
+    t.read(rel).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["phase"] != "run").count()
+}
+
+#[test]
+fn report_of_a_run_shows_its_steps_costs_and_files() {
+    let t = T::new();
+    demo(&t).assert().success();
+    let out = t.al(&["report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ws/report.html\n");
+    let html = t.read("ws/report.html");
+    // One self-contained page: no script, no fetch from anywhere.
+    assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"), "self-contained");
+    assert!(html.contains("Content-Security-Policy") && html.contains("default-src 'none'"));
+    // Header, timeline (one bar per phase entry), a card per step, the end files.
+    assert!(html.contains("<h1 id=\"goal\">Write a two-paragraph critique of the bundled article</h1>"));
+    assert!(html.contains("id=\"status\" class=\"badge s-done\">done</span>"));
+    assert_eq!(browser::count(&html, "<rect class=\"bar "), phase_entries(&t, "ws/trace.jsonl"));
+    for step in 1..=3 {
+        assert!(html.contains(&format!("<article class=\"step\" id=\"step-{step}\"")), "step {step}");
+    }
+    assert!(html.contains("<code class=\"tool\">file_write</code>"));
+    assert!(html.contains("The goal asks for a critique and a bundled skill covers exactly that."), "plan rationale");
+    assert!(
+        html.contains("<ul class=\"ticked\"><li>The article has been read in full</li></ul>"),
+        "DoD ticked at step 2"
+    );
+    assert!(html.contains("<a href=\"artifacts/critique.md\">artifacts/critique.md</a>"), "artifact link");
+    assert!(html.contains("<section id=\"memory\"><h2>memory.md</h2>") && html.contains("<section id=\"plan\">"));
+    // The cost total is the one `trace stats` sums.
+    let total = stats(&t)["total"]["cost_usd"].as_f64().unwrap();
+    let shown: f64 = browser::attr_of(&html, "cost-total", "data-usd").unwrap().parse().unwrap();
+    assert!((shown - total).abs() < 1e-12, "{shown} vs {total}");
+    assert_eq!(browser::text_of(&html, "cost-total").unwrap(), format!("${total:.4}"));
+    // Written elsewhere, links go back to the run's folder; - writes to stdout.
+    std::fs::create_dir_all(t.path("out")).unwrap();
+    t.al(&["report", "-o", "out/r.html"]).assert().success().stdout("out/r.html\n");
+    assert!(t.read("out/r.html").contains("<a href=\"../ws/artifacts/critique.md\">"));
+    let out = t.al(&["report", "-o", "-"]).output().unwrap();
+    assert!(stdout(&out).starts_with("<!doctype html>") && stdout(&out).contains("<a href=\"artifacts/critique.md\">"));
+    t.al(&["report", "--json"]).assert().success().stdout(predicate::str::contains("\"report\": \"ws/report.html\""));
+    // No such run, no such folder, no such output folder: usage errors that say so.
+    t.al(&["report", "--run", "NOPE"]).assert().code(2).stderr(predicate::str::contains("no run `NOPE`"));
+    t.cmd().args(["-w", "missing", "report"]).assert().code(2).stderr(predicate::str::contains("does not exist"));
+    assert!(!t.exists("missing"));
+    t.al(&["report", "-o", "nodir/r.html"]).assert().code(1).stderr(predicate::str::contains("nodir"));
+    t.al(&["report", "--all", "--run", "x"]).assert().code(2);
+}
+
+#[test]
+fn report_all_indexes_every_run_and_works_from_a_run_folder() {
+    let t = T::new();
+    demo(&t).assert().success();
+    let first = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
+    // A follow-up archives the first run to runs/<id>/; its report moves with it.
+    t.al(&["report"]).assert().success();
+    t.write("ws/notes.txt", "n\n");
+    t.write(
+        "s2.yaml",
+        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: second}\n",
+    );
+    t.al(&["--script", "s2.yaml", "run", "--goal", "Second <b>run</b>"]).assert().success();
+    assert!(t.exists(&format!("ws/runs/{first}/report.html")), "report.html moved with its run");
+    assert!(!t.exists("ws/report.html"));
+    // From the run's own folder.
+    t.cmd()
+        .args(["-w", &format!("ws/runs/{first}"), "report", "-o", "-"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Write a two-paragraph critique"));
+    t.al(&["report", "--run", &first, "-o", "-"]).assert().success();
+    let out = t.al(&["report", "--all"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ws/index.html\n");
+    let index = t.read("ws/index.html");
+    assert_eq!(browser::count(&index, "<tr class=\"run\""), 2);
+    assert!(index.contains(&format!("<a href=\"runs/{first}/report.html\"><code>{first}</code></a>")));
+    assert!(index.contains("<a href=\"report.html\">") && index.contains("Second &lt;b&gt;run&lt;/b&gt;"));
+    let archived = t.read(&format!("ws/runs/{first}/report.html"));
+    assert!(archived.contains("<a href=\"../../index.html\">all runs</a>"), "reports link back to the index");
+    // A root holding only runs/ (serve, event mode) has no current run: --all is the way.
+    std::fs::create_dir_all(t.path("root/runs")).unwrap();
+    std::fs::rename(t.path(&format!("ws/runs/{first}")), t.path(&format!("root/runs/{first}"))).unwrap();
+    t.cmd()
+        .args(["-w", "root", "report"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no current run").and(predicate::str::contains("--all")));
+    t.cmd().args(["-w", "root", "report", "--all"]).assert().success().stdout("root/index.html\n");
+}
+
+/// A goal and a tool result full of markup: the page shows them as text.
+fn hostile(t: &T) {
+    t.write("ws/notes.txt", "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>\n");
+    t.write(
+        "script.yaml",
+        "frame:\n  - answer: {goal: \"<script>document.title='pwned'</script>\", definition_of_done: [\"<b>read</b>\", b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, rationale: \"<iframe src=x></iframe>\"}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: \"<svg onload=alert(1)>\", outcome: \"<script>alert(1)</script>\"}\n",
+    );
+    let goal = "Summarise <script>document.title='pwned'</script> \"quoted\" & more";
+    t.al(&["--script", "script.yaml", "run", "--goal", goal]).assert().success();
+    t.al(&["report"]).assert().success();
+}
+
+#[test]
+fn untrusted_text_is_escaped() {
+    let t = T::new();
+    hostile(&t);
+    let html = t.read("ws/report.html");
+    for bad in ["<script", "<img", "<iframe", "<svg onload", "<b>read"] {
+        assert!(!html.contains(bad), "{bad} reached the page");
+    }
+    assert!(html.contains(
+        "Summarise &lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt; &quot;quoted&quot; &amp; more"
+    ));
+}
+
+#[test]
+fn a_browser_renders_the_report() {
+    let t = T::new();
+    // Real durations for the picture (no fixed clock), so the timeline shows them.
+    demo(&t).env_remove("AGENTLOOP_NOW").assert().success();
+    t.al(&["report"]).env_remove("AGENTLOOP_NOW").assert().success();
+    let Some(chromium) = browser::or_skip("a_browser_renders_the_report") else { return };
+    let page = t.path("ws/report.html");
+    let dom = browser::dump_dom(&chromium, &browser::file_url(&page));
+    assert!(dom.contains("<h1 id=\"goal\">Write a two-paragraph critique of the bundled article</h1>"), "{dom}");
+    assert_eq!(
+        browser::count(&dom, "<rect class=\"bar "),
+        phase_entries(&t, "ws/trace.jsonl"),
+        "one bar per phase entry"
+    );
+    let total = stats(&t)["total"]["cost_usd"].as_f64().unwrap();
+    assert_eq!(browser::text_of(&dom, "cost-total").unwrap(), format!("${total:.4}"));
+    let shown: f64 = browser::attr_of(&dom, "cost-total", "data-usd").unwrap().parse().unwrap();
+    assert!((shown - total).abs() < 1e-12);
+    let shot = browser::shots_dir().join("report.png");
+    browser::screenshot(&chromium, &browser::file_url(&page), &shot, 1200, 2000);
+    eprintln!("screenshot of the report: {}", shot.display());
+    // UPDATE_SCREENSHOTS=1 refreshes the picture the README shows.
+    if std::env::var_os("UPDATE_SCREENSHOTS").is_some() {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.png");
+        browser::screenshot(&chromium, &browser::file_url(&page), &docs, 1200, 1700);
+    }
+    // A goal with a script renders as text, and no script ran.
+    let h = T::new();
+    hostile(&h);
+    let dom = browser::dump_dom(&chromium, &browser::file_url(&h.path("ws/report.html")));
+    assert_eq!(
+        browser::text_of(&dom, "goal").unwrap(),
+        "Summarise <script>document.title='pwned'</script> \"quoted\" & more"
+    );
+    assert!(!dom.contains("<script") && !dom.contains("<img") && !dom.contains("<iframe"), "{dom}");
+    assert!(!dom.contains("<title>pwned</title>"));
+}
