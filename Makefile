@@ -36,6 +36,7 @@ test-real-mcp:
 
 ## lint: formatting and clippy with warnings as errors
 lint:
+	bash -n .ci/run
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
