@@ -508,7 +508,7 @@ fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
-        Error::usage(format!("invalid configuration in {source}{key}: {inner}"))
+        Error::config(format!("invalid configuration in {source}{key}: {inner}"))
             .with_hint("fix or remove that key; `agentloop config show` prints every valid key with its value")
     })
 }
@@ -564,17 +564,17 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
         return Ok(None);
     };
     let value: Value = if path.extension() == Some("json") {
-        serde_json::from_str(&text).map_err(|e| Error::usage(format!("invalid JSON in {path}: {e}")))?
+        serde_json::from_str(&text).map_err(|e| Error::config(format!("invalid JSON in {path}: {e}")))?
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        parse_yaml(&text).map_err(|e| Error::usage(format!("invalid YAML in {path}: {e}")))?
+        parse_yaml(&text).map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),
         v @ Value::Object(_) => v,
         _ => {
-            return Err(Error::usage(format!(
+            return Err(Error::config(format!(
                 "invalid configuration in {path}: the top level must be a mapping of keys"
             )))
         }
@@ -696,7 +696,7 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
     if let Some(obj) = l.value.as_object_mut() {
         if let Some(v) = obj.remove("max_loops") {
             if obj.contains_key("max_steps") {
-                return Err(Error::usage(format!(
+                return Err(Error::config(format!(
                     "invalid configuration in {}: both `max_loops` and `max_steps` are set",
                     layer.source
                 ))
@@ -719,7 +719,7 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
     }
     let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
-        Error::usage(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
+        Error::config(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
     })?;
     validate_values(&config)?;
     Ok(Resolved { config, value, sources })
@@ -741,38 +741,38 @@ fn mark_all(v: &Value, prefix: &str, sources: &mut BTreeMap<String, String>) {
 fn validate_values(c: &Config) -> Result<()> {
     const PROVIDERS: &[&str] = &["auto", "anthropic", "openai", "ollama", "scripted"];
     if !PROVIDERS.contains(&c.llm.provider.as_str()) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `llm.provider`: `{}` is not a provider",
             c.llm.provider
         ))
         .with_hint("use one of: anthropic, openai, ollama, scripted, auto"));
     }
     if !["auto", "tools", "json"].contains(&c.llm.structured.as_str()) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
             c.llm.structured
         )));
     }
     if !["debug", "info", "warn"].contains(&c.logging.level.as_str()) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `logging.level`: `{}`; use debug, info or warn",
             c.logging.level
         )));
     }
     if !["text", "json"].contains(&c.logging.format.as_str()) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `logging.format`: `{}`; use text or json",
             c.logging.format
         )));
     }
     if !["model", "mechanical"].contains(&c.memory.compact_with.as_str()) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `memory.compact_with`: `{}`; use model or mechanical",
             c.memory.compact_with
         )));
     }
     if c.llm.attempts == 0 {
-        return Err(Error::usage("invalid configuration at key `llm.attempts`: must be at least 1"));
+        return Err(Error::config("invalid configuration at key `llm.attempts`: must be at least 1"));
     }
     Ok(())
 }

@@ -58,6 +58,9 @@ pub mod code {
 pub enum Kind {
     Failure,
     Usage,
+    /// Configuration that cannot be used (a file, key or value): exit 2, and 78 in `handle`,
+    /// where a router must never retry it.
+    Config,
     Escalated,
     Budget,
     Provider,
@@ -87,6 +90,10 @@ impl Error {
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(Kind::Usage, message)
     }
+    /// A configuration error: names the file or key and the fix.
+    pub fn config(message: impl Into<String>) -> Self {
+        Self::new(Kind::Config, message)
+    }
     pub fn data(message: impl Into<String>) -> Self {
         Self::new(Kind::Data, message)
     }
@@ -107,7 +114,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self.kind {
             Kind::Failure => code::FAILURE,
-            Kind::Usage => code::USAGE,
+            Kind::Usage | Kind::Config => code::USAGE,
             Kind::Escalated => code::ESCALATED,
             Kind::Budget => code::BUDGET,
             Kind::Provider => code::PROVIDER,

@@ -9,20 +9,31 @@ use crate::workspace::Workspace;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 
-/// Everything a command needs: the workspace, the effective config and the printer.
+/// Everything a command needs, resolved once: the workspace, the effective config (with the
+/// source of every key), the printer and how long to wait for the workspace lock. Commands never
+/// see the raw flags; one that needs the same settings for another workspace or agent asks for
+/// them with [`Ctx::rebuild`].
 pub struct Ctx {
-    pub global: Global,
     pub printer: Printer,
     pub ws: Workspace,
     pub resolved: Resolved,
+    lock_wait: Option<std::time::Duration>,
+    flags: Global,
 }
 
 impl Ctx {
     pub fn config(&self) -> &Config {
         &self.resolved.config
     }
+    /// `--wait[=SECS]`: how long to wait for another process's lock (None: fail at once).
     pub fn lock_wait(&self) -> Option<std::time::Duration> {
-        self.global.wait.map(std::time::Duration::from_secs)
+        self.lock_wait
+    }
+    /// The same resolution with some flags changed (another workspace, agent or script).
+    pub fn rebuild(&self, change: impl FnOnce(&mut Global)) -> Result<Ctx> {
+        let mut flags = self.flags.clone();
+        change(&mut flags);
+        build(&flags)
     }
 }
 
@@ -107,7 +118,9 @@ pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec
         match config::load_file(p)? {
             Some(l) => out.push(l),
             None => {
-                return Err(Error::usage(format!("config file {p} does not exist")).with_hint("check the --config path"))
+                return Err(
+                    Error::config(format!("config file {p} does not exist")).with_hint("check the --config path")
+                )
             }
         }
     }
@@ -144,7 +157,7 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
             return Ok(layer);
         }
     }
-    Err(Error::usage(format!(
+    Err(Error::config(format!(
         "agent profile `{name}` not found (looked for {name}.yaml in {})",
         dirs.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
     ))
@@ -157,7 +170,7 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     let Some(file) = cfg.system_prompt_file.clone() else { return Ok(()) };
     let path = crate::workspace::resolve_in(root, &file);
     let text = crate::fs::read_optional(&path)?.ok_or_else(|| {
-        Error::usage(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
+        Error::config(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
             .with_hint("give a file relative to the workspace, or drop the key")
     })?;
     let text = text.trim();
@@ -190,7 +203,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
             .collect::<Vec<_>>()
             .join("; ")
     ));
-    Ok(Ctx { global: g.clone(), printer, ws, resolved })
+    Ok(Ctx { printer, ws, resolved, lock_wait: g.wait.map(std::time::Duration::from_secs), flags: g.clone() })
 }
 
 /// Makes the relative paths of a root's configuration absolute, taken from `root`, so they mean

@@ -88,9 +88,7 @@ pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
 }
 
 fn show(ctx: &Ctx, name: &str) -> Result<u8> {
-    let mut g = ctx.global.clone();
-    g.agent = Some(name.to_string());
-    let c = crate::settings::build(&g)?;
+    let c = ctx.rebuild(|g| g.agent = Some(name.to_string()))?;
     let r = &c.resolved;
     let from_profile: Vec<(&String, &String)> =
         r.sources.iter().filter(|(_, s)| s.ends_with("(agent profile)")).collect();

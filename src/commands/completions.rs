@@ -1,8 +1,9 @@
 //! `agentloop completions SHELL` and `agentloop man`: generated from the CLI definition, so
-//! they cannot drift from it (a test checks the committed man page).
+//! they cannot drift from it (a test checks the committed man page). Neither reads configuration,
+//! so a broken agentloop.yaml cannot stop them.
 
 use crate::error::{Error, Result};
-use crate::settings::Ctx;
+use crate::output::Printer;
 use clap::{Args, CommandFactory};
 
 /// Print a shell completion script.
@@ -23,11 +24,11 @@ pub struct CompletionsArgs {
 #[command(verbatim_doc_comment)]
 pub struct ManArgs {}
 
-pub fn completions(ctx: Ctx, args: CompletionsArgs) -> Result<u8> {
+pub fn completions(printer: &Printer, args: CompletionsArgs) -> Result<u8> {
     let mut cmd = crate::cli::Cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "agentloop", &mut buf);
-    ctx.printer.out(&String::from_utf8_lossy(&buf));
+    printer.out(&String::from_utf8_lossy(&buf));
     Ok(0)
 }
 
@@ -65,7 +66,7 @@ AGENTLOOP_WORKSPACE sets the workspace. AGENTLOOP_* set configuration keys
 AGENTLOOP_NOW fixes the clock (tests).
 "#;
 
-pub fn man(ctx: Ctx, _args: ManArgs) -> Result<u8> {
-    ctx.printer.out(&render_man()?);
+pub fn man(printer: &Printer, _args: ManArgs) -> Result<u8> {
+    printer.out(&render_man()?);
     Ok(0)
 }

@@ -39,12 +39,12 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
-    let mut g = ctx.global.clone();
-    g.workspace = abs.join("demo-ws");
-    g.script = Some(abs.join("examples/critique/script.yaml"));
-    g.config = Some(abs.join("examples/critique/agentloop.yaml"));
-    g.provider = Some("scripted".into());
-    let demo_ctx = crate::settings::build(&g)?;
+    let demo_ctx = ctx.rebuild(|g| {
+        g.workspace = abs.join("demo-ws");
+        g.script = Some(abs.join("examples/critique/script.yaml"));
+        g.config = Some(abs.join("examples/critique/agentloop.yaml"));
+        g.provider = Some("scripted".into());
+    })?;
     let code = crate::commands::run::run(
         demo_ctx,
         crate::commands::run::RunArgs {

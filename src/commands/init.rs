@@ -30,8 +30,7 @@ pub struct InitArgs {
 
 pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
     if let Some(dir) = args.dir {
-        ctx.global.workspace = dir;
-        ctx = crate::settings::build(&ctx.global)?;
+        ctx = ctx.rebuild(|g| g.workspace = dir)?;
     }
     let goal = crate::phases::init::read_goal(&args.goal, args.context.as_deref())?;
     let background = match &args.context {

@@ -26,18 +26,28 @@ use crate::error::Result;
 use crate::trace::Phase;
 
 pub fn dispatch(cli: Cli) -> Result<u8> {
-    if let Command::Handle(args) = cli.command {
-        return handle::run(&cli.global, args);
+    let g = &cli.global;
+    match cli.command {
+        // Event mode and the HTTP API resolve configuration per request under their root.
+        Command::Handle(args) => handle::run(g, args),
+        Command::Serve(args) => serve::run(g, args),
+        // Generated from the CLI definition alone: they work whatever the configuration holds.
+        Command::Completions(args) => completions::completions(&printer(g), args),
+        Command::Man(args) => completions::man(&printer(g), args),
+        command => with_settings(g, crate::settings::build(g)?, command),
     }
-    if let Command::Serve(args) = cli.command {
-        return serve::run(&cli.global, args);
-    }
-    let ctx = crate::settings::build(&cli.global)?;
+}
+
+fn printer(g: &crate::cli::Global) -> crate::output::Printer {
+    crate::output::Printer::new(g.quiet, g.verbose, g.json, g.color)
+}
+
+fn with_settings(g: &crate::cli::Global, ctx: crate::settings::Ctx, command: Command) -> Result<u8> {
     // Only `init` and `run --goal` create a workspace; the other commands that work on a run
     // refuse a folder that does not exist (a mistyped -w) and create nothing. (config, skills,
     // models and agents only read configuration and work anywhere.)
     if matches!(
-        cli.command,
+        command,
         Command::Frame(_)
             | Command::Plan(_)
             | Command::Act(_)
@@ -52,7 +62,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
     ) {
         ctx.ws.require_dir()?;
     }
-    match cli.command {
+    match command {
         Command::Init(a) => init::run(ctx, a),
         Command::Run(a) => run::run(ctx, a),
         Command::Answer(a) => answer::run(ctx, a),
@@ -73,8 +83,9 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Command::Memory(c) => memory::run(ctx, c),
         Command::Dream(a) => dream::run(ctx, a),
         Command::Demo(a) => demo::run(ctx, a),
-        Command::Completions(a) => completions::completions(ctx, a),
-        Command::Man(a) => completions::man(ctx, a),
-        Command::Handle(_) | Command::Serve(_) => unreachable!("handled above"),
+        Command::Handle(a) => handle::run(g, a),
+        Command::Serve(a) => serve::run(g, a),
+        Command::Completions(a) => completions::completions(&ctx.printer, a),
+        Command::Man(a) => completions::man(&ctx.printer, a),
     }
 }

@@ -176,7 +176,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     };
     match result {
         Ok(()) => 0,
-        Err(e) if e.kind == Kind::Usage && e.message.starts_with("invalid configuration") => {
+        Err(e) if e.kind == Kind::Config => {
             fail(resp, e.message, false);
             code::HANDLE_CONFIG
         }
@@ -217,7 +217,7 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
     }
     let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
     if runs.is_absolute() || runs.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `handle.runs_dir`: `{runs}` must be a plain folder name under the root"
         )));
     }

@@ -212,12 +212,12 @@ pub fn resolve_with(
     let mut out: Vec<Server> = Vec::new();
     for (name, (v, source)) in merged {
         let sc: ServerConfig = serde_json::from_value(v).map_err(|e| {
-            Error::usage(format!("invalid MCP server `{name}` ({source}): {e}"))
+            Error::config(format!("invalid MCP server `{name}` ({source}): {e}"))
                 .with_hint("a server is {command, args, env, cwd} or {url, headers}")
         })?;
         let server = resolve_one(&name, &sc, &source, default_timeout, root, var)?;
         if let Some(other) = out.iter().find(|s| s.slug == server.slug) {
-            return Err(Error::usage(format!(
+            return Err(Error::config(format!(
                 "MCP servers `{}` and `{name}` both become `{}` in tool names",
                 other.name, server.slug
             ))
@@ -231,13 +231,13 @@ pub fn resolve_with(
 /// Reads an `mcpServers` JSON file (Claude Desktop, Cursor, VS Code's `servers`, ...).
 fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
     let text = crate::fs::read_optional(path)?.ok_or_else(|| {
-        Error::usage(format!("mcp.config_file {path} does not exist"))
+        Error::config(format!("mcp.config_file {path} does not exist"))
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
     let v: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::usage(format!("mcp.config_file {path} is not valid JSON: {e}")))?;
+        .map_err(|e| Error::config(format!("mcp.config_file {path} is not valid JSON: {e}")))?;
     let servers = v.get("mcpServers").or_else(|| v.get("servers")).and_then(Value::as_object).ok_or_else(|| {
-        Error::usage(format!("mcp.config_file {path} has no `mcpServers` object"))
+        Error::config(format!("mcp.config_file {path} has no `mcpServers` object"))
             .with_hint("the file looks like {\"mcpServers\": {\"NAME\": {\"command\": \"...\", \"args\": [...]}}}")
     })?;
     Ok(servers.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -251,7 +251,7 @@ fn resolve_one(
     root: &Utf8Path,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Server> {
-    let bad = |msg: String| Error::usage(format!("MCP server `{name}` ({source}): {msg}"));
+    let bad = |msg: String| Error::config(format!("MCP server `{name}` ({source}): {msg}"));
     if name.is_empty() {
         return Err(bad("the server name is empty".into()));
     }

@@ -36,7 +36,7 @@ impl Structured {
             "auto" => Ok(Structured::Auto),
             "tools" => Ok(Structured::Tools),
             "json" => Ok(Structured::Json),
-            other => Err(Error::usage(format!(
+            other => Err(Error::config(format!(
                 "invalid configuration at key `llm.structured`: `{other}`; use tools, json or auto"
             ))),
         }

@@ -109,7 +109,7 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let status = match e.kind {
-            Kind::Usage => 400,
+            Kind::Usage | Kind::Config => 400,
             Kind::Negotiation => 422,
             Kind::Resting => 429,
             Kind::LockBusy => 409,

@@ -80,7 +80,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let runs_dir = base.handle.runs_dir.clone();
     let plain = Utf8PathBuf::from(&runs_dir);
     if plain.components().count() != 1 || !matches!(plain.components().next(), Some(camino::Utf8Component::Normal(_))) {
-        return Err(Error::usage(format!(
+        return Err(Error::config(format!(
             "invalid configuration at key `handle.runs_dir`: `{runs_dir}` must be a plain folder name under the root"
         )));
     }

@@ -220,6 +220,9 @@ fn config_errors_name_the_file_and_key() {
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("ws/agentloop.yaml at key `max_steps`"));
     t.write("ws/agentloop.yaml", "max_steps: [1\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("invalid YAML in ws/agentloop.yaml"));
+    // The man page and completions come from the CLI alone: a broken config cannot stop them.
+    t.al(&["man"]).assert().success().stdout(predicate::str::contains(".SH \"EXIT STATUS\""));
+    t.al(&["completions", "bash"]).assert().success().stdout(predicate::str::contains("agentloop"));
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     t.write("xdg/agentloop/config.yaml", "colour: red\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("xdg/agentloop/config.yaml at key `colour`"));

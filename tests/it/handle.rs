@@ -211,6 +211,13 @@ fn config_errors_exit_78_with_a_response() {
     assert_eq!(v["status"], "error");
     assert_eq!(v["retry"], false);
     assert!(v["error"].as_str().unwrap().contains("bogus"));
+    // A configuration error found during a turn (not while merging) is 78 too.
+    h.t.write("root/agentloop.yaml", "handle: {runs_dir: ../elsewhere}\n");
+    let start = json!({"command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
+    assert_eq!(out.status.code(), Some(78), "{}", String::from_utf8_lossy(&out.stdout));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("handle.runs_dir"), "{v}");
     let h = H::new();
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(json!({"command": "handle", "config": {"max_stepz": 3}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string()).output().unwrap();
     assert_eq!(out.status.code(), Some(78));
