@@ -1,9 +1,9 @@
-# agentloop — one Makefile for people and CI. `.ci/run` runs `make test` word for word.
+# agentloop — one Makefile for people and CI. `.ci/run` runs `make lint doc` and `make test` (= `make ci`).
 CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: build test test-real test-real-mcp test-real-harness lint ci install demo bench man clean
+.PHONY: doc build test test-real test-real-mcp test-real-harness lint ci install demo bench man clean
 
 build:
 	$(CARGO) build --locked
@@ -40,7 +40,12 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
-ci: lint test
+## doc: the API docs, with rustdoc warnings as errors
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
+
+## ci: what .ci/run runs on a clean checkout: lint, doc, test
+ci: lint doc test
 
 install:
 	$(CARGO) install --locked --path . --root $(PREFIX)

@@ -326,7 +326,7 @@ impl Default for HttpToolConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct ShellConfig {
     pub enabled: bool,
-    /// Programs the shell tool may run (argv[0], matched exactly).
+    /// Programs the shell tool may run (`argv[0]`, matched exactly).
     pub allow: Vec<String>,
     /// Exact argv patterns that may run even when they could run other programs (`env`, `find
     /// -exec`, interpreters): words separated by spaces, `*` one argument, a final `**` the rest.

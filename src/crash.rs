@@ -7,7 +7,7 @@
 pub fn point(name: &str) {
     if let Ok(want) = std::env::var("AGENTLOOP_CRASH_AT") {
         if want == name {
-            eprintln!("agentloop: crash point {name} reached (AGENTLOOP_CRASH_AT)");
+            crate::output::stderr_line(&format!("agentloop: crash point {name} reached (AGENTLOOP_CRASH_AT)"));
             std::process::abort();
         }
     }

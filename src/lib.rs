@@ -53,10 +53,7 @@ pub fn main() -> u8 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", e.message);
-            if let Some(h) = &e.hint {
-                eprintln!("hint: {h}");
-            }
+            output::error(&e);
             e.exit_code()
         }
     }

@@ -3,6 +3,8 @@
 //! A closed stdout (`agentloop trace show | head -1`) ends the process quietly with exit 0.
 //! Colour follows `--color`, `NO_COLOR` and whether the stream is a terminal; progress lines are
 //! printed only when stderr is a terminal and `-q` was not given.
+// The printer: the one module that writes to stdout and stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,4 +116,24 @@ impl Printer {
             s.to_string()
         }
     }
+}
+
+/// A warning where no printer is at hand (loading the tool registry): stderr and the log.
+pub fn warning(s: &str) {
+    let s = &crate::redact::redact(s);
+    crate::log::warn(s);
+    eprintln!("warning: {s}");
+}
+
+/// A command's final error: `error:` and, when there is one, `hint:` on stderr.
+pub fn error(e: &crate::error::Error) {
+    eprintln!("error: {}", e.message);
+    if let Some(h) = &e.hint {
+        eprintln!("hint: {h}");
+    }
+}
+
+/// A diagnostic line on stderr as it is (event mode's log, crash points).
+pub fn stderr_line(s: &str) {
+    eprintln!("{s}");
 }

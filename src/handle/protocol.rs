@@ -22,7 +22,7 @@ pub(super) struct Response {
 impl Response {
     pub(super) fn log(&mut self, level: &str, msg: impl Into<String>) {
         let msg = msg.into();
-        eprintln!("agentloop handle: {level}: {msg}");
+        crate::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
     pub(super) fn to_json(&self) -> Value {

@@ -4,7 +4,7 @@
 //! Invariants: the protocol version is what the server answers to our `initialize` (we ask for
 //! the newest version that has one and accept any the SDK knows); a stdio server's stderr goes
 //! to `artifacts/mcp-<server>.log`, never to the terminal; its environment is
-//! [`INHERITED_ENV`](super::config::INHERITED_ENV) plus its own `env`; it leads its own process
+//! [`super::config::INHERITED_ENV`] plus its own `env`; it leads its own process
 //! group, registered in [`super::proc`] from spawn to stop, and [`Session::close`] leaves no
 //! process of that group behind. Every function here runs inside the caller's tokio runtime.
 
@@ -50,7 +50,7 @@ fn client_info() -> ClientConfig {
 }
 
 /// Starts the server and runs `initialize`. The caller bounds this with the startup timeout;
-/// when it gives up, dropping the future kills what was started (see [`Spawned`]).
+/// when it gives up, dropping the future kills what was started (see `Spawned`).
 pub async fn connect(server: &Server, root: &Utf8Path) -> Result<Session, String> {
     match server.transport.as_ref() {
         None => Err(format!("MCP server {} is disabled", server.name)),

@@ -9,7 +9,7 @@
 //! - Runs are workspaces under `<root>/runs/<id>/`, executed by a fixed pool of workers from a
 //!   bounded queue ([`queue`]); a full queue is a 503 with Retry-After, decided before anything
 //!   is created. A run's state lives only in its files, so a server killed at any instant loses
-//!   nothing: the next start queues the runs it had not finished ([`runs::recover`]).
+//!   nothing: the next start queues the runs it had not finished (`runs::recover`).
 
 mod api;
 pub mod auth;

@@ -296,11 +296,11 @@ impl Registry {
         }
         let mcp = crate::mcp::Hub::load(cfg, root, crate::mcp::Source::CacheFirst)?;
         for w in &mcp.warnings {
-            eprintln!("warning: {w}");
+            crate::output::warning(w);
         }
         for m in mcp.specs() {
             if specs.iter().any(|s| s.name == m.name) {
-                eprintln!("warning: MCP tool {} is left out: a tool of that name exists", m.name);
+                crate::output::warning(&format!("MCP tool {} is left out: a tool of that name exists", m.name));
                 continue;
             }
             specs.push(m.clone());

@@ -14,7 +14,7 @@
 //!   device swapped in between a check and the open is refused, never waited on.
 //! - Writes never follow a symlink (folders are entered one at a time and checked against the
 //!   handle opened), never touch a file with more than one hard link, and never touch the
-//!   run's paper trail or agentloop's own files (see [`refuse_write`]).
+//!   run's paper trail or agentloop's own files (see `refuse_write`).
 //! - What a tool reports names workspace-relative paths only: a root outside the workspace is
 //!   shown as the relative path from the workspace (e.g. `../data`), never the machine path.
 
