@@ -30,6 +30,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Workspace folder (for `handle`: the root folder holding one workspace per run).
     #[arg(short, long, global = true, env = "AGENTLOOP_WORKSPACE", value_name = "DIR", default_value = ".")]

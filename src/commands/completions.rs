@@ -36,7 +36,8 @@ pub fn render_man() -> Result<String> {
     let cmd = crate::cli::Cli::command();
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
-    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let mut text = keep_quick_start_lines(&text);
     // The exit-code section is rendered from the one table in error.rs.
     text.push_str(".SH \"EXIT STATUS\"\n");
     for (n, meaning) in crate::error::code::TABLE {
@@ -44,6 +45,28 @@ pub fn render_man() -> Result<String> {
     }
     text.push_str(EXTRA);
     Ok(text)
+}
+
+/// The quick start is one command per line in `--help`; roff would fill it into one paragraph,
+/// so it goes out as no-fill lines.
+fn keep_quick_start_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut in_block = false;
+    for line in text.lines() {
+        if line.starts_with("Quick start") {
+            out.push_str(".nf\n");
+            in_block = true;
+        } else if in_block && (line.starts_with('.') || line.is_empty()) {
+            out.push_str(".fi\n");
+            in_block = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if in_block {
+        out.push_str(".fi\n");
+    }
+    out
 }
 
 const EXTRA: &str = r#".SH FILES

@@ -357,6 +357,14 @@ fn man_page_and_completions_match_the_cli() {
     t.cmd().args(["completions", "bash"]).assert().success().stdout(predicate::str::contains("agentloop"));
     t.cmd().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes"));
     t.cmd().args(["trace", "show", "--help"]).assert().success().stdout(predicate::str::contains("--follow"));
+    // A subcommand's own options come first; the global flags follow under their own heading.
+    let help = stdout(&t.cmd().args(["trace", "show", "--help"]).output().unwrap());
+    let (own, global) = help.split_once("Global options:").expect("a Global options heading");
+    assert!(own.contains("--follow") && !own.contains("--workspace"), "{help}");
+    assert!(global.contains("--workspace") && !global.contains("--follow"), "{help}");
+    // The man page keeps the quick start one command per line (no-fill), as --help shows it.
+    let quick = committed.find("Quick start").expect("quick start in the man page");
+    assert!(committed[..quick].ends_with(".nf\n"), "quick start is not a no-fill block");
     // Help output is snapshotted, so a change to the CLI shows up in review.
     for (args, name) in [
         (vec!["--help"], "help.txt"),
