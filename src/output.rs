@@ -137,3 +137,16 @@ pub fn error(e: &crate::error::Error) {
 pub fn stderr_line(s: &str) {
     eprintln!("{s}");
 }
+
+/// The width of the terminal stdout is, or None when stdout is not a terminal. `COLUMNS`
+/// overrides what the terminal says.
+pub fn terminal_width() -> Option<usize> {
+    let out = std::io::stdout();
+    if !out.is_terminal() {
+        return None;
+    }
+    if let Some(n) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|n| *n > 0) {
+        return Some(n);
+    }
+    rustix::termios::tcgetwinsize(&out).ok().map(|w| w.ws_col as usize).filter(|n| *n > 0)
+}

@@ -53,6 +53,12 @@ pub struct ShowArgs {
     /// Keep printing new entries as they are appended, until the run finishes.
     #[arg(long, short = 'f')]
     pub follow: bool,
+    /// Show every run the trace holds (default: the latest run, unless --run picks one).
+    #[arg(long)]
+    pub all_runs: bool,
+    /// Do not shorten lines to the terminal's width or notes to 80 characters.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 struct Filter {
@@ -119,24 +125,27 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
         );
     }
     // Streamed: memory stays flat however long the trace is (`--run last` reads it twice).
-    let last_run = || {
-        let mut last = None;
-        let _ = trace::scan(&path, |r| {
-            if let Ok(e) = r {
-                if !e.run_id.is_empty() {
-                    last = Some(e.run_id);
-                }
-            }
-        });
-        last
-    };
+    let last_run = || latest_run(&path).map(|l| l.id);
     let warn =
         |b: &trace::BadLine| ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
     match cmd {
         TraceCommand::Show(args) => {
+            // Without --run or --all-runs, the latest run and anything after it.
+            let from_line = match (&args.filter.run, args.all_runs) {
+                (None, false) => latest_run(&path).filter(|l| l.earlier_runs > 0),
+                _ => None,
+            };
+            if let Some(l) = &from_line {
+                ctx.printer.info(&format!(
+                    "showing the latest run, {}; {} earlier run(s) in this trace: --all-runs shows them",
+                    l.id, l.earlier_runs
+                ));
+            }
+            let skip = from_line.map_or(0, |l| l.first_line);
             let filter = Filter::new(args.filter, last_run)?;
+            let mut view = View::new(&ctx.printer, args.wide);
             if !ctx.printer.json && !ctx.printer.quiet {
-                ctx.printer.outln(&ctx.printer.paint(HEADER, "1"));
+                view.header();
             }
             let mut ended = false;
             let mut lines = 0;
@@ -145,15 +154,15 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                 match r {
                     Ok(e) => {
                         ended = finished(&e);
-                        if filter.keep(&e) {
-                            print_entry(&ctx.printer, &e);
+                        if lines >= skip && filter.keep(&e) {
+                            view.entry(&e);
                         }
                     }
                     Err(b) => warn(&b),
                 }
             })?;
             if args.follow && !ended {
-                follow(&ctx, &path, &filter, offset, lines)?;
+                follow(&mut view, &path, &filter, offset, lines)?;
             }
         }
         TraceCommand::Stats(args) => {
@@ -174,7 +183,37 @@ fn finished(e: &Entry) -> bool {
     e.event == "run.finished"
 }
 
-fn follow(ctx: &Ctx, path: &camino::Utf8Path, filter: &Filter, mut offset: u64, mut line_no: usize) -> Result<()> {
+/// The newest run in a trace: its id, the line (1-based) where its entries begin, and how many
+/// other runs come before it.
+struct Latest {
+    id: String,
+    first_line: usize,
+    earlier_runs: usize,
+}
+
+fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
+    let mut latest: Option<Latest> = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut line = 0;
+    let _ = trace::scan(path, |r| {
+        line += 1;
+        let Ok(e) = r else { return };
+        if e.run_id.is_empty() || latest.as_ref().is_some_and(|l| l.id == e.run_id) {
+            return;
+        }
+        seen.insert(e.run_id.clone());
+        latest = Some(Latest { id: e.run_id, first_line: line, earlier_runs: seen.len() - 1 });
+    });
+    latest
+}
+
+fn follow(
+    view: &mut View,
+    path: &camino::Utf8Path,
+    filter: &Filter,
+    mut offset: u64,
+    mut line_no: usize,
+) -> Result<()> {
     let mut partial = String::new();
     loop {
         std::thread::sleep(Duration::from_millis(200));
@@ -199,48 +238,93 @@ fn follow(ctx: &Ctx, path: &camino::Utf8Path, filter: &Filter, mut offset: u64, 
             match serde_json::from_str::<Entry>(line.trim_end()) {
                 Ok(e) => {
                     if filter.keep(&e) {
-                        print_entry(&ctx.printer, &e);
+                        view.entry(&e);
                     }
                     if finished(&e) {
                         return Ok(());
                     }
                 }
-                Err(err) => ctx.printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
+                Err(err) => view.printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
             }
         }
     }
 }
 
-fn print_entry(p: &Printer, e: &Entry) {
-    if p.json {
-        p.outln(&e.to_line());
-        return;
+/// The timeline printer: one line per entry, a rule where a new run begins, lines cut to the
+/// terminal's width (notes to 80 characters when not on a terminal) unless `--wide`.
+struct View<'a> {
+    printer: &'a Printer,
+    width: Option<usize>,
+    wide: bool,
+    run: Option<String>,
+}
+
+impl<'a> View<'a> {
+    fn new(printer: &'a Printer, wide: bool) -> Self {
+        let width = if wide { None } else { crate::output::terminal_width() };
+        View { printer, width, wide, run: None }
     }
-    let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
-    let status = e.result_status.clone().or_else(|| e.decision.clone()).unwrap_or_default();
-    let status = if e.is_error() { p.paint(&format!("{status:<9}"), "31") } else { format!("{status:<9}") };
-    let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
-    let tok = e
-        .usage
-        .map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens))
-        .unwrap_or_default();
-    let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
-    let what = e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
-    let what: String = what.replace('\n', " ").chars().take(80).collect();
-    let line = format!(
-        "{:<24} {:>4} {:<7} {:<13} {:<14} {} {:>7} {:>11} {:>8}  {}",
-        e.ts,
-        e.step,
-        phase,
-        e.event,
-        e.tool.as_deref().unwrap_or(""),
-        status,
-        dur,
-        tok,
-        cost,
-        what
-    );
-    p.outln(line.trim_end());
+
+    fn header(&self) {
+        self.printer.outln(&self.printer.paint(&self.fit(HEADER.to_string()), "1"));
+    }
+
+    fn fit(&self, line: String) -> String {
+        match self.width {
+            Some(w) if line.chars().count() > w => line.chars().take(w.saturating_sub(1)).chain(['…']).collect(),
+            _ => line,
+        }
+    }
+
+    fn entry(&mut self, e: &Entry) {
+        let p = self.printer;
+        if p.json {
+            p.outln(&e.to_line());
+            return;
+        }
+        if self.run.as_ref().is_some_and(|r| *r != e.run_id) {
+            p.outln(&self.fit(format!("── run {} ──", e.run_id)));
+        }
+        self.run = Some(e.run_id.clone());
+        let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
+        let status = e.result_status.clone().or_else(|| e.decision.clone()).unwrap_or_default();
+        let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
+        let tok = e
+            .usage
+            .map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens))
+            .unwrap_or_default();
+        let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
+        let mut what =
+            e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
+        if e.data.as_ref().and_then(|d| d.get("edited_by_hand")).and_then(serde_json::Value::as_bool) == Some(true) {
+            what = format!("[edited by hand] {what}");
+        }
+        let mut what = what.replace('\n', " ");
+        if !self.wide && self.width.is_none() {
+            what = what.chars().take(80).collect();
+        }
+        let line = format!(
+            "{:<24} {:>4} {:<7} {:<13} {:<14} {:<9} {:>7} {:>11} {:>8}  {}",
+            e.ts,
+            e.step,
+            phase,
+            e.event,
+            e.tool.as_deref().unwrap_or(""),
+            status,
+            dur,
+            tok,
+            cost,
+            what
+        );
+        let line = self.fit(line.trim_end().to_string());
+        // Colour after fitting, so escape codes never count as width.
+        let line = if e.is_error() && !status.is_empty() {
+            line.replacen(&format!(" {status:<9}"), &format!(" {}", p.paint(&format!("{status:<9}"), "31")), 1)
+        } else {
+            line
+        };
+        p.outln(&line);
+    }
 }
 
 const HEADER: &str =
@@ -282,17 +366,15 @@ struct Stats {
     total: Sum,
     phases: BTreeMap<String, Sum>,
     tools: BTreeMap<String, Sum>,
-    runs: std::collections::BTreeSet<String>,
-    steps: u32,
+    /// The highest step of each run: steps across runs are their sum.
+    runs: BTreeMap<String, u32>,
 }
 
 impl Stats {
     fn add(&mut self, e: &Entry) {
         self.total.add(e);
-        if !self.runs.contains(&e.run_id) {
-            self.runs.insert(e.run_id.clone());
-        }
-        self.steps = self.steps.max(e.step);
+        let steps = self.runs.entry(e.run_id.clone()).or_default();
+        *steps = (*steps).max(e.step);
         self.phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-").to_string()).or_default().add(e);
         if let (Some(t), Some(Phase::Act)) = (&e.tool, e.phase) {
             self.tools.entry(t.clone()).or_default().add(e);
@@ -300,7 +382,8 @@ impl Stats {
     }
 
     fn print(&self, p: &Printer) {
-        let Stats { total, phases, tools, runs, steps } = self;
+        let Stats { total, phases, tools, runs } = self;
+        let steps: u32 = runs.values().sum();
         if p.json {
             p.json_value(
                 &json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}),

@@ -213,20 +213,40 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
     })
 }
 
-pub fn resolve_provider(cfg: &Config) -> Result<String> {
-    if cfg.llm.provider != "auto" {
-        return Ok(cfg.llm.provider.clone());
+/// The model a provider will be asked for: `llm.model`, else the provider's default.
+pub fn model_and_why(cfg: &Config, provider: &str) -> (String, String) {
+    if let Some(m) = &cfg.llm.model {
+        return (m.clone(), "llm.model names it".into());
     }
+    let default = match provider {
+        "anthropic" => anthropic::DEFAULT_MODEL,
+        "ollama" => openai::OLLAMA_MODEL,
+        "openai" => openai::DEFAULT_MODEL,
+        _ => return ("(from the script)".into(), "the scripted model answers from its file".into()),
+    };
+    (default.into(), format!("the default for {provider}; set llm.model or --model to choose"))
+}
+
+pub fn resolve_provider(cfg: &Config) -> Result<String> {
+    provider_and_why(cfg).map(|(p, _)| p)
+}
+
+/// The provider `llm.provider` resolves to, and why (what `config show` prints for `auto`).
+pub fn provider_and_why(cfg: &Config) -> Result<(String, String)> {
+    if cfg.llm.provider != "auto" {
+        return Ok((cfg.llm.provider.clone(), "llm.provider names it".into()));
+    }
+    let auto = |p: &str, why: &str| Ok((p.to_string(), format!("llm.provider is auto and {why}")));
     if cfg.llm.script.is_some() {
-        return Ok("scripted".into());
+        return auto("scripted", "llm.script is set");
     }
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
     if set("ANTHROPIC_API_KEY") {
-        Ok("anthropic".into())
+        auto("anthropic", "ANTHROPIC_API_KEY is set")
     } else if set("OPENAI_API_KEY") {
-        Ok("openai".into())
+        auto("openai", "OPENAI_API_KEY is set and ANTHROPIC_API_KEY is not")
     } else if set("OLLAMA_HOST") {
-        Ok("ollama".into())
+        auto("ollama", "OLLAMA_HOST is set and neither ANTHROPIC_API_KEY nor OPENAI_API_KEY is")
     } else {
         Err(Error::usage("no model provider is configured").with_hint(
             "set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI) or OLLAMA_HOST (e.g. http://localhost:11434 for Ollama), \

@@ -130,7 +130,7 @@ fn trace_filters() {
     let t = T::new();
     synthetic_trace(&t, 30);
     let count = |args: &[&str]| {
-        let mut a = vec!["trace", "show", "--json"];
+        let mut a = vec!["trace", "show", "--json", "--all-runs"];
         a.extend_from_slice(args);
         let out = t.al(&a).output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
@@ -148,9 +148,31 @@ fn trace_filters() {
     // --since as a duration counts back from the (fixed) clock: all 30 are within the hour.
     assert_eq!(count(&["--since", "1h"]).len(), 30);
     t.al(&["trace", "show", "--since", "yesterday-ish"]).assert().code(2);
+    // Without --run or --all-runs: the latest run, saying so on stderr.
+    let out = t.al(&["trace", "show", "--json"]).output().unwrap();
+    let latest: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(latest.len(), 15);
+    assert!(latest.iter().all(|e| e["run_id"] == "RUN2"));
+    assert!(stderr(&out).contains("showing the latest run, RUN2; 1 earlier run(s)"), "{}", stderr(&out));
+    // Every run: a rule where the next run begins.
+    let all = stdout(&t.al(&["trace", "show", "--all-runs"]).output().unwrap());
+    assert_eq!(all.lines().filter(|l| l.starts_with("── run ")).collect::<Vec<_>>(), ["── run RUN2 ──"]);
     let stats = t.al(&["trace", "stats", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(v["runs"], 2);
+    // Steps across runs add up: RUN1 reached step 4, RUN2 step 9.
+    assert_eq!(v["steps"], 13);
+    // Notes are cut to 80 characters off a terminal; --wide keeps them whole.
+    let long = "x".repeat(200);
+    t.write(
+        "ws/trace.jsonl",
+        &format!(
+            "{{\"ts\":\"t\",\"run_id\":\"R\",\"step\":1,\"event\":\"act\",\"phase\":\"act\",\"error\":\"{long}\"}}\n"
+        ),
+    );
+    let cut = stdout(&t.al(&["trace", "show"]).output().unwrap());
+    assert!(cut.contains(&"x".repeat(80)) && !cut.contains(&"x".repeat(81)), "{cut}");
+    assert!(stdout(&t.al(&["trace", "show", "--wide"]).output().unwrap()).contains(&long));
     assert_eq!(v["phases"]["plan"]["input_tokens"], 100);
     assert_eq!(v["tools"]["file_read"]["entries"], 5);
 }
@@ -160,7 +182,7 @@ fn broken_pipe_exits_quietly() {
     let t = T::new();
     synthetic_trace(&t, 5000);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
-        .args(["-w", "ws", "trace", "show"])
+        .args(["-w", "ws", "trace", "show", "--all-runs"])
         .current_dir(t.root())
         .env_clear()
         .env("AGENTLOOP_NOW", NOW)
@@ -200,6 +222,13 @@ fn config_layers_and_sources() {
     assert_eq!(v["sources"]["timeout"], "default");
     let text = t.al(&["config", "show"]).env("AGENTLOOP_MAX_STEPS", "13").output().unwrap();
     assert!(stdout(&text).contains("max_steps = 13  # environment"), "{}", stdout(&text));
+    // What `auto` resolves to, and why.
+    let text = stdout(&t.al(&["config", "show"]).env("OPENAI_API_KEY", "sk-test").output().unwrap());
+    assert!(text.contains("# provider: openai (llm.provider is auto and OPENAI_API_KEY is set"), "{text}");
+    assert!(text.contains("# model: user-model (llm.model names it)"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&t.al(&["config", "show", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(v["resolved"]["error"], "no model provider is configured");
     // JSON config files work too.
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     t.write("ws/agentloop.json", "{\"max_steps\": 14}");

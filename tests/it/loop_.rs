@@ -350,6 +350,8 @@ reflect:
     assert!(t.exists("ws/artifacts/edited.md") && !t.exists("ws/artifacts/planned.md"));
     let act = t.trace().into_iter().find(|e| e["phase"] == "act").unwrap();
     assert_eq!(act["data"]["edited_by_hand"], true);
+    let shown = stdout(&t.al(&["trace", "show", "--phase", "act"]).output().unwrap());
+    assert!(shown.contains("[edited by hand] wrote 7 characters"), "{shown}");
     t.al(&["--script", "script.yaml", "reflect"]).assert().success();
     assert_eq!(t.json("ws/result.json")["status"], "done");
 }
