@@ -34,12 +34,14 @@ pub mod code {
     pub const RESTING: u8 = 10;
     /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
     pub const HANDLE_CONFIG: u8 = 78;
+    /// Ctrl-C (SIGINT): the process ends by the signal, which a shell reports as 128 + 2.
+    pub const INTERRUPTED: u8 = 130;
 
     /// Every code with its meaning: the man page's EXIT STATUS section is rendered from this
     /// table, and tests hold the README's table and the help footer to it.
     pub const TABLE: &[(u8, &str)] = &[
         (OK, "success; a run ended `done`"),
-        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed"),
+        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
         (USAGE, "usage or configuration error (bad flag, unknown config key, wrong type, no provider configured)"),
         (ESCALATED, "the run ended `escalated`: it needs a human (model asked, cannot proceed, repeated failures or actions, premature done)"),
         (BUDGET, "the run ended `escalated` because a budget or limit ran out (max_steps, max_reframes, timeout, tokens, cost)"),
@@ -50,6 +52,7 @@ pub mod code {
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full; `status` says when it may run again"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
+        (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),
     ];
 }
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod fs;
 pub mod handle;
 pub mod history;
+pub mod interrupt;
 pub mod log;
 pub mod longterm;
 pub mod markdown;

@@ -67,6 +67,15 @@ impl Printer {
         }
     }
 
+    /// Writes one line to stdout and says whether it could: for streams whose reader going away
+    /// must stop the work (`run --events`) instead of ending the process with 0.
+    pub fn try_outln(&self, s: &str) -> std::io::Result<()> {
+        let mut line = crate::redact::redact(s);
+        line.push('\n');
+        let mut out = std::io::stdout().lock();
+        out.write_all(line.as_bytes()).and_then(|_| out.flush())
+    }
+
     pub fn outln(&self, s: &str) {
         let mut line = String::with_capacity(s.len() + 1);
         line.push_str(s);

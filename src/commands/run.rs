@@ -284,6 +284,7 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     };
     if !state.status.is_terminal() {
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
+        crate::interrupt::run_in(&ctx.ws.root);
     }
     let stop = go_on(&mut env, &mut state, &ctx.resolved.sources, started)?;
     report(&ctx, &state, args.events);

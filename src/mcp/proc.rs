@@ -4,9 +4,9 @@
 //! does not reach it half-way through a reply, and everything it spawns — `npx` → `node`,
 //! `uvx` → `python` — can be signalled at once). The groups alive are kept in one list:
 //! - a normal stop closes the server's stdin, waits, then signals the group (TERM, then KILL);
-//! - on SIGINT, SIGTERM or SIGHUP to agentloop, a watcher thread (installed when the first
-//!   server starts) terminates every live group, then lets the signal take its default effect,
-//!   so agentloop still dies of it (exit 130 for Ctrl-C) as it did before;
+//! - on SIGINT, SIGTERM or SIGHUP to agentloop, the process's watcher ([`crate::interrupt`],
+//!   installed when the first group starts) terminates every live group, then lets the signal
+//!   take its default effect, so agentloop still dies of it (exit 130 for Ctrl-C);
 //! - SIGKILL to agentloop cannot be caught: the servers' stdin then closes, and a server that
 //!   follows the MCP stdio rule (exit when stdin closes) exits; one that ignores it is left
 //!   running. `PR_SET_PDEATHSIG` would need `unsafe` between fork and exec, which this crate
@@ -15,17 +15,14 @@
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-static WATCHER: Once = Once::new();
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Records a live process group (its leader's pid) and makes sure the signal watcher runs.
 pub fn register(pgid: u32) {
-    WATCHER.call_once(install_watcher);
+    crate::interrupt::watch();
     if let Ok(pgid) = i32::try_from(pgid) {
         LIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pgid);
     }
@@ -70,29 +67,15 @@ pub fn kill_group(pgid: u32, grace: Duration) {
 }
 
 /// After a signal, the servers die first and the command's own thread must not carry on as if
-/// a server had crashed (and exit with a tool error): it waits here for the watcher to end the
-/// process.
+/// a server had crashed (and exit with a tool error): it waits for the watcher to end the process.
 pub fn park_if_interrupted() {
-    while INTERRUPTED.load(Ordering::SeqCst) {
-        std::thread::park_timeout(Duration::from_secs(1));
-    }
+    crate::interrupt::park_if_interrupted();
 }
 
-fn install_watcher() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    let _ = std::thread::Builder::new().name("mcp-signals".into()).spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            INTERRUPTED.store(true, Ordering::SeqCst);
-            let groups: Vec<i32> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
-            for g in groups {
-                kill_group(g as u32, Duration::from_millis(500));
-            }
-            // The default action ends the process as the signal would have.
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-            std::process::exit(128 + sig);
-        }
-    });
+/// Terminates every live group (the signal watcher, before the process ends).
+pub fn kill_all() {
+    let groups: Vec<i32> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
+    for g in groups {
+        kill_group(g as u32, Duration::from_millis(500));
+    }
 }

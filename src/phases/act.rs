@@ -41,6 +41,7 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
         skills: &env.skills,
         artifact_stem: format!("step-{step}-{}", action.tool),
     };
+    env.printer.progress(&format!("[step {step}] act     running {}…", action.tool));
     env.registry.call(&tenv, &action.tool, &action.args)
 }
 

@@ -66,7 +66,13 @@ pub fn ask<T: DeserializeOwned>(
     let mut model_id;
     let prices = env.cfg.prices.clone();
     for attempt in 1..=2u32 {
+        let printer = env.printer;
         let m = env.model(state).map_err(AskError::Other)?;
+        // Said when the call starts: a slow model is visibly working, not hung.
+        let again = if attempt > 1 { ", correcting its answer" } else { "" };
+        let kb = prompt_bytes.div_ceil(1024);
+        let step = if phase == "plan" { state.step + 1 } else { state.step };
+        printer.progress(&format!("[step {step}] {phase:<7} asking {} ({kb} KB prompt{again})…", m.model()));
         let resp: Response = match m.complete(&req) {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),

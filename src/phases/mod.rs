@@ -229,7 +229,14 @@ impl<'a> Env<'a> {
         }
         for line in &commit.trace {
             if self.events {
-                self.printer.outln(line);
+                if let Err(e) = self.printer.try_outln(line) {
+                    // The commit is done: the run stops here, at a commit point, and resumes.
+                    let ws = &self.ws.root;
+                    return Err(crate::error::Error::failure(format!(
+                        "--events: cannot write to stdout ({e}); the run stopped after its last commit"
+                    ))
+                    .with_hint(format!("nothing was lost; `agentloop -w {ws} run` resumes it")));
+                }
             }
             if let Ok(e) = serde_json::from_str::<Entry>(line) {
                 self.printer.progress(&progress_line(&e));

@@ -620,3 +620,36 @@ reflect:
     assert_eq!(result["status"], "done");
     assert_eq!(result["artifacts"], serde_json::json!(["answer.txt"]));
 }
+
+#[test]
+fn on_a_terminal_progress_says_when_a_model_call_or_tool_starts() {
+    // A pseudo-terminal from util-linux's `script`; without it the check says so and skips.
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipping: `script` (util-linux) is not installed");
+        return;
+    }
+    let t = T::new();
+    demo_files(&t);
+    let bin = assert_cmd::cargo::cargo_bin("agentloop");
+    let line = format!(
+        "{} -w ws --script examples/critique/script.yaml --config examples/critique/agentloop.yaml run --goal critique --context examples/critique/context.md 2>&1 >/dev/null",
+        bin.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(t.root())
+        .env("AGENTLOOP_NOW", NOW)
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("XDG_CACHE_HOME", t.path("cache"))
+        .output()
+        .unwrap();
+    let text = stdout(&out).replace('\r', "");
+    let lines: Vec<&str> = text.lines().collect();
+    let asking = lines.iter().position(|l| l.starts_with("[step 1] plan    asking scripted (")).expect(&text);
+    let planned = lines.iter().position(|l| l.starts_with("[step 1] plan    plan skill_read")).expect(&text);
+    assert!(asking < planned, "the start is said before the answer:\n{text}");
+    let running = lines.iter().position(|l| *l == "[step 1] act     running skill_read…").expect(&text);
+    let acted = lines.iter().position(|l| l.starts_with("[step 1] act     act skill_read → ok")).expect(&text);
+    assert!(running < acted, "{text}");
+}

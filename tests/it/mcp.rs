@@ -622,3 +622,68 @@ fn event_mode_runs_mcp_tools_locally_when_listed_in_tools_local() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["events"][0]["type"], "agentic.tool_request.time__get_current_time", "{v}");
 }
+
+const SLOW_SCRIPT: &str = r#"frame:
+  - answer: {goal: call the slow tool, definition_of_done: [the slow call came back, its answer is known, nothing is left running], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: fake__slow, args: {seconds: SECONDS}}, expected_outcome: it answers, rationale: try}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: it answered, outcome: the slow call came back}
+"#;
+
+fn run_child(t: &T, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("XDG_CACHE_HOME", t.path("cache"))
+        .current_dir(t.root())
+        .args(["-w", "ws", "--script", "script.yaml"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn ctrl_c_during_a_run_says_what_was_kept_and_how_to_resume() {
+    use std::os::unix::process::ExitStatusExt;
+    let t = with_server("fake", "");
+    t.write("script.yaml", &SLOW_SCRIPT.replace("SECONDS", "60"));
+    let child = run_child(&t, &["run", "--goal", "call the slow tool"]);
+    let busy = wait_for(|| calls(&t).iter().any(|c| c["params"]["name"] == "slow"), Duration::from_secs(30));
+    assert!(busy, "the run reached the slow call");
+    let pids = starts(&t);
+    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    // It dies of the signal, as a shell expects ($? = 130), after saying how to go on.
+    assert_eq!(out.status.signal(), Some(2), "{:?}", out.status);
+    let err = stderr(&out);
+    assert!(err.contains("interrupted: every committed phase is kept in ws (step 1, next act)"), "{err}");
+    assert!(err.contains("Resume with: agentloop -w ws run"), "{err}");
+    assert!(gone(&pids, Duration::from_secs(3)), "the server is gone");
+    assert_eq!(t.json("ws/state.json")["next"], "act", "the planned action is kept for the resume");
+}
+
+#[test]
+fn a_closed_events_stream_stops_the_run_at_a_commit_point_not_with_0() {
+    use std::io::BufRead;
+    let t = with_server("fake", "");
+    t.write("script.yaml", &SLOW_SCRIPT.replace("SECONDS", "2"));
+    let mut child = run_child(&t, &["run", "--events", "--goal", "call the slow tool"]);
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("\"run_id\""), "{first}");
+    // The reader goes away while the slow call runs; the next event cannot be written.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--events: cannot write to stdout") && err.contains("agentloop -w ws run"), "{err}");
+    let state = t.json("ws/state.json");
+    assert_eq!(state["status"], "running", "the run is not over: it resumes");
+    // Resuming finishes it.
+    t.al(&["--script", "script.yaml", "run"]).assert().code(0);
+    assert_eq!(t.json("ws/result.json")["status"], "done");
+}

@@ -1,0 +1,85 @@
+//! Ctrl-C, SIGTERM and SIGHUP: one watcher for the whole process.
+//!
+//! Workspace state never depends on how the process ends (every phase commit is atomic and the
+//! journal replays), so an interrupted command may stop at any instant. What the watcher adds:
+//! - the process groups agentloop started (MCP servers, the shell tool's program) are
+//!   terminated first, so nothing is left running;
+//! - a `run` in progress says on stderr what was kept and the command that resumes it;
+//! - then the signal takes its default effect, so agentloop dies of it as a shell expects
+//!   (`$?` is 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP).
+//!
+//! The watcher is installed lazily: by the first process group registered, or by a run.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::Duration;
+
+static WATCHER: Once = Once::new();
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The workspace of the run in progress, for the message on interrupt.
+static RUN: Mutex<Option<Utf8PathBuf>> = Mutex::new(None);
+
+/// Makes sure the watcher runs.
+pub fn watch() {
+    WATCHER.call_once(install);
+}
+
+/// Whether a signal arrived (the process is about to end).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// A run is going on in `ws`: on interrupt, say what was kept and how to resume.
+pub fn run_in(ws: &Utf8Path) {
+    *RUN.lock().unwrap_or_else(|e| e.into_inner()) = Some(ws.to_owned());
+    watch();
+}
+
+/// After a signal, a command's own thread must not carry on as if a tool or server had failed:
+/// it waits here for the watcher to end the process.
+pub fn park_if_interrupted() {
+    while interrupted() {
+        std::thread::park_timeout(Duration::from_secs(1));
+    }
+}
+
+/// The message for an interrupted run: where it stands and the command that goes on.
+pub fn resume_message(ws: &Utf8Path) -> String {
+    let state = crate::fs::read_optional(&ws.join("state.json")).ok().flatten();
+    let field = |k: &str| {
+        state
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .and_then(|v| v.get(k).cloned())
+            .map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()))
+            .unwrap_or_else(|| "?".into())
+    };
+    let shown = if ws.as_str().is_empty() { "." } else { ws.as_str() };
+    format!(
+        "interrupted: every committed phase is kept in {shown} (step {}, next {}); a phase that was under way \
+         is redone. Resume with: agentloop -w {shown} run",
+        field("step"),
+        field("next")
+    )
+}
+
+fn install() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            crate::mcp::proc::kill_all();
+            let run = RUN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(ws) = run {
+                crate::output::stderr_line(&resume_message(&ws));
+            }
+            // The default action ends the process as the signal would have.
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
+}
