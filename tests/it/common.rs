@@ -109,10 +109,29 @@ impl Reply {
 
 /// A fake server on 127.0.0.1:0 serving canned replies in order (the last one repeats) or by
 /// path, recording every request.
+///
+/// An assert (or any panic) inside the reply function does not vanish with the server's thread:
+/// the request gets a 500 naming it, and the test fails when the server is dropped. So does a
+/// server whose `expect_calls(n)` count was not met.
 pub struct Server {
     pub url: String,
     pub requests: Arc<Mutex<Vec<Recorded>>>,
+    failures: Arc<Mutex<Vec<String>>>,
+    expected: Option<usize>,
     _thread: std::thread::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let failures = self.failures.lock().unwrap().clone();
+        assert!(failures.is_empty(), "the fake server's reply function failed: {failures:?}");
+        if let Some(n) = self.expected {
+            assert_eq!(self.count(), n, "the fake server expected {n} requests");
+        }
+    }
 }
 
 impl Server {
@@ -124,6 +143,8 @@ impl Server {
         let port = server.server_addr().to_ip().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let rec = requests.clone();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let failed = failures.clone();
         let thread = std::thread::spawn(move || {
             for mut req in server.incoming_requests() {
                 let mut body = String::new();
@@ -139,7 +160,18 @@ impl Server {
                     g.push(r.clone());
                     g.len() - 1
                 };
-                let reply = f(i, &r);
+                let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i, &r))) {
+                    Ok(reply) => reply,
+                    Err(p) => {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "a panic".into());
+                        failed.lock().unwrap().push(format!("request {i} ({} {}): {msg}", r.method, r.url));
+                        Reply::text(500, "text/plain", &format!("fake server assertion failed: {msg}"))
+                    }
+                };
                 let mut resp = tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
                 for (k, v) in reply.headers {
                     resp.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
@@ -147,7 +179,12 @@ impl Server {
                 let _ = req.respond(resp);
             }
         });
-        Server { url: format!("http://127.0.0.1:{port}"), requests, _thread: thread }
+        Server { url: format!("http://127.0.0.1:{port}"), requests, failures, expected: None, _thread: thread }
+    }
+    /// Fail the test on drop unless exactly `n` requests arrived.
+    pub fn expect_calls(mut self, n: usize) -> Self {
+        self.expected = Some(n);
+        self
     }
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()

@@ -485,3 +485,96 @@ fn the_exit_code_table_has_one_source() {
         assert!(man.contains(&format!(".TP\n{n}\n")), "man page misses exit code {n}");
     }
 }
+
+#[test]
+#[should_panic(expected = "the fake server's reply function failed")]
+fn a_failed_assert_inside_a_fake_server_fails_the_test() {
+    let s = Server::start_with(|_, req| {
+        assert_eq!(req.method, "GET", "only GET expected");
+        Reply::text(200, "text/plain", "ok")
+    });
+    let r = ureq::post(&s.url).send("x");
+    assert!(r.is_err(), "the failed assert answers 500");
+}
+
+#[test]
+#[should_panic(expected = "the fake server expected 2 requests")]
+fn a_fake_server_checks_its_expected_call_count() {
+    let s = Server::start(vec![Reply::text(200, "text/plain", "ok")]).expect_calls(2);
+    ureq::get(&s.url).call().unwrap();
+}
+
+/// The field names a struct deserializes, read from what serde asks the deserializer for.
+fn struct_fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    struct Probe(std::cell::Cell<&'static [&'static str]>);
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("probe")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    impl<'de> serde::Deserializer<'de> for &Probe {
+        type Error = Stop;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0.set(fields);
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let probe = Probe(std::cell::Cell::new(&[]));
+    let _ = T::deserialize(&probe);
+    probe.0.get()
+}
+
+#[test]
+fn the_readme_trace_table_names_every_field_of_an_entry() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("## Trace schema").unwrap()..readme.find("### Recipes").unwrap()];
+    let mut documented: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let cell = l.trim_start_matches('|').split('|').next().unwrap();
+            cell.split(',').map(|f| f.trim().trim_matches('`').to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    documented.sort();
+    let mut fields: Vec<String> = struct_fields::<agentloop::trace::Entry>().iter().map(|s| s.to_string()).collect();
+    fields.sort();
+    assert_eq!(documented, fields, "README's trace-schema table must list exactly trace::Entry's fields");
+}
+
+#[test]
+fn the_readme_config_block_is_the_defaults_and_loads() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("## Configuration").unwrap()..];
+    let block = &section[section.find("```yaml\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let documented: serde_json::Value = serde_yaml_ng::from_str(block).expect("the README's config block is YAML");
+    let t = T::new();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let out = t.al(&["config", "show", "--json"]).output().unwrap();
+    let defaults = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["config"].clone();
+    assert_eq!(documented, defaults, "README's config block must equal the defaults (`config show --json`)");
+    // And it loads as a config file as written.
+    t.write("ws/agentloop.yaml", block);
+    t.al(&["config", "show"]).assert().success();
+}

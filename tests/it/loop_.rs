@@ -78,14 +78,42 @@ fn readme_jq_recipes_work_on_the_trace() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["decision"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(decisions, ["continue", "continue", "done"]);
-    if std::process::Command::new("jq").arg("--version").output().is_ok() {
-        let o = std::process::Command::new("jq")
-            .args(["-r", "select(.phase==\"act\") | .tool", "ws/trace.jsonl"])
+    // Then every recipe as the README writes it, run by the shell against this workspace.
+    if std::process::Command::new("jq").arg("--version").output().is_err() {
+        eprintln!("skipping the README recipes: jq is not installed (.ci/run installs it)");
+        return;
+    }
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("### Recipes").expect("a Recipes section")..];
+    let block = &section[section.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let bin_dir = assert_cmd::cargo::cargo_bin("agentloop").parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut checked = 0;
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let (command, what) = line.split_once(" # ").map(|(c, w)| (c.trim(), w.trim())).unwrap_or((line.trim(), ""));
+        let out = std::process::Command::new("sh")
+            .args(["-c", command])
             .current_dir(t.root())
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", t.path("home"))
+            .env("AGENTLOOP_NOW", NOW)
             .output()
             .unwrap();
-        assert_eq!(stdout(&o), "skill_read\nfile_read\nfile_write\n");
+        assert!(out.status.success(), "recipe `{command}` failed: {}", stderr(&out));
+        let text = stdout(&out);
+        match what {
+            "tools used, in order" => assert_eq!(text, "skill_read\nfile_read\nfile_write\n"),
+            "output tokens" => assert_eq!(text.trim(), "1120"),
+            "decisions" => assert_eq!(text, "continue\ncontinue\ndone\n"),
+            "budgets used and left" => assert!(text.contains("\"steps\"") && text.contains("\"used\""), "{text}"),
+            "what went wrong" | "watch a live run" => assert!(text.starts_with("time "), "{text}"),
+            other => panic!("a README recipe this test does not know: `{other}` ({command})"),
+        }
+        checked += 1;
     }
+    assert_eq!(checked, 6, "every recipe in the README ran");
 }
 
 const FRAME: &str =
