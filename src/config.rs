@@ -508,6 +508,10 @@ fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
+        if source == "command line" {
+            return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
+                .with_hint("fix the flag's value; `agentloop help` lists the flags");
+        }
         Error::config(format!("invalid configuration in {source}{key}: {inner}"))
             .with_hint("fix or remove that key; `agentloop config show` prints every valid key with its value")
     })

@@ -44,56 +44,56 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     let p = &ctx.printer;
     let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
-    p.outln(&format!("run       {}", s.run_id));
-    p.outln(&format!("goal      {}", s.goal));
+    p.outln(&format!("run         {}", s.run_id));
+    p.outln(&format!("goal        {}", s.goal));
     p.outln(&format!(
-        "status    {}{}",
+        "status      {}{}",
         s.status.as_str(),
         s.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
     ));
     if let Some(q) = &s.open_question {
-        p.outln(&format!("question  {q}"));
-        p.outln(&format!("answer    {}", answer_cmd.clone().unwrap_or_default()));
+        p.outln(&format!("question    {q}"));
+        p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
-        p.outln(&format!("ways on   {}", crate::commands::run::ways_on(&s)));
+        p.outln(&format!("ways on     {}", crate::commands::run::ways_on(&s)));
     }
-    p.outln(&format!("next      {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
-    p.outln(&format!("steps     {} of {}", s.step, l.max_steps));
-    p.outln(&format!("reframes  {} of {}", s.reframes, l.max_reframes));
+    p.outln(&format!("next        {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
+    p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
+    p.outln(&format!("reframes    {} of {}", s.reframes, l.max_reframes));
     p.outln(&format!(
         "frustration {} of {}{}",
         s.frustration,
         ctx.config().frustration.threshold,
         if s.frustration_reframed { " (forced reframe used)" } else { "" }
     ));
-    p.outln(&format!("tokens    {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
+    p.outln(&format!("tokens      {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     p.outln(&format!(
-        "cost      ${:.4}{} of {}",
+        "cost        ${:.4}{} of {}",
         s.cost_usd,
         if s.cost_incomplete { " (some prices unknown)" } else { "" },
         max(l.max_cost_usd.map(|m| format!("${m:.2}")))
     ));
-    p.outln(&format!("time      {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
+    p.outln(&format!("time        {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
     let from: Vec<String> = sources
         .iter()
         .filter(|(_, v)| v.as_str() != Some("recorded by the run"))
         .map(|(k, v)| format!("{k} from {}", v.as_str().unwrap_or("")))
         .collect();
     if !from.is_empty() {
-        p.outln(&format!("limits    {}", from.join("; ")));
+        p.outln(&format!("limits      {}", from.join("; ")));
     }
     if let Some(w) = crate::rest::current(ctx.config()) {
         match (&w.resting, &w.until) {
-            (Some(why), Some(until)) => p.outln(&format!("rest      resting ({why}); may run again at {until}")),
+            (Some(why), Some(until)) => p.outln(&format!("rest        resting ({why}); may run again at {until}")),
             _ => p.outln(&format!(
-                "rest      {} tokens, ${:.4}, {} runs in the last {}s",
+                "rest        {} tokens, ${:.4}, {} runs in the last {}s",
                 w.tokens, w.cost_usd, w.runs, w.window_secs
             )),
         }
     }
     match &s.pending {
-        Some(a) => p.outln(&format!("pending   step {} {} {}", a.step, a.tool, a.args)),
+        Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, a.tool, a.args)),
         None => p.outln("pending   (none)"),
     }
     Ok(0)

@@ -78,7 +78,7 @@ fn status_reports_budgets_as_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["budgets"]["steps"], serde_json::json!({"used": 0, "max": 7, "left": 7}));
     assert_eq!(v["next"], "frame");
-    t.al(&["status"]).assert().success().stdout(predicate::str::contains("steps     0 of 7"));
+    t.al(&["status"]).assert().success().stdout(predicate::str::contains("steps       0 of 7"));
     t.cmd()
         .args(["-w", "nowhere", "status"])
         .assert()

@@ -681,3 +681,36 @@ fn on_a_terminal_progress_says_when_a_model_call_or_tool_starts() {
     let acted = lines.iter().position(|l| l.starts_with("[step 1] act     act skill_read → ok")).expect(&text);
     assert!(running < acted, "{text}");
 }
+
+/// Whole outputs people read, held byte for byte: `status`, `trace show`, `config show` and the
+/// error messages of common mistakes (`UPDATE_GOLDEN=1` rewrites them after a deliberate change).
+#[test]
+fn status_trace_config_and_errors_are_golden() {
+    let t = T::new();
+    demo_files(&t);
+    demo_cmd(&t).assert().success();
+    golden("status.txt", &stdout(&t.al(&["status"]).output().unwrap()));
+    golden("trace-show.txt", &stdout(&t.al(&["trace", "show"]).output().unwrap()));
+    golden("trace-stats.txt", &stdout(&t.al(&["trace", "stats"]).output().unwrap()));
+    golden("config-show.txt", &stdout(&t.al(&["config", "show"]).output().unwrap()));
+    let mut errors = String::new();
+    let mut case = |what: &str, args: &[&str], setup: &dyn Fn()| {
+        setup();
+        let out = t.cmd().args(args).output().unwrap();
+        errors.push_str(&format!(
+            "$ agentloop {}   # {what}\nexit {}\n{}\n",
+            args.join(" "),
+            out.status.code().unwrap_or(-1),
+            stderr(&out)
+        ));
+    };
+    case("a mistyped workspace", &["-w", "wss", "status"], &|| {});
+    case("an unknown config key", &["-w", "ws", "status"], &|| t.write("ws/agentloop.yaml", "max_stpes: 3\n"));
+    case("a wrong type", &["-w", "ws", "status"], &|| t.write("ws/agentloop.yaml", "max_steps: many\n"));
+    case("no provider", &["-w", "fresh", "run", "--goal", "g"], &|| {
+        std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap()
+    });
+    case("a phase out of turn", &["-w", "ws", "act"], &|| {});
+    case("a bad duration flag", &["-w", "ws", "status", "--timeout", "soon"], &|| {});
+    golden("errors.txt", &errors);
+}

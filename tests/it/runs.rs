@@ -93,7 +93,7 @@ fn an_escalation_is_answered_and_the_run_completes() {
     let id = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
     // status shows the question and the command that answers it.
     let out = t.al(&["status"]).output().unwrap();
-    assert!(stdout(&out).contains("question  Which year's figures?"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("question    Which year's figures?"), "{}", stdout(&out));
     assert!(stdout(&out).contains("answer \"...\""));
     // A plain run says what happened and how to go on: exit 0, not the stale code.
     let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
