@@ -98,8 +98,63 @@ fn compact(
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, mut mem) = env.read_memory()?;
     let (_, mut plan) = env.read_plan()?;
-    let memory_text = env.memory_prompt(&mem)?;
-    let plan_text = env.plan_prompt(&plan)?;
+    let answer = match ask_model(env, state, &mem, &plan)? {
+        Ok(a) => a,
+        Err(e) => return fail_phase(env, state, Phase::Reflect, e),
+    };
+    let a = answer.value.clone();
+    let step = state.step;
+    let ticked = take_answer(&mut mem, &a, step);
+    remember(env, state, &a);
+    let (archive, compact_entry) = compact(env, state, &mut mem)?;
+    // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
+    // still counts only when every Definition-of-Done item is ticked.
+    let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true);
+    let mut d = decide(env.cfg, state, &mut mem, &a, finished);
+    record_step(&mut plan, state, &a);
+    mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
+    let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
+    account(env, state, &mut e, &answer);
+    e.decision = Some(d.decision.clone());
+    e.reason = Some(d.reason.clone());
+    // What this step ticked, for reports: the items' text, and the count after it.
+    let done = mem.dod.iter().filter(|i| i.done).count();
+    e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
+    let body = format!(
+        "Decision: {}\n\nWhy: {}\n\nDefinition of Done: {done} of {} done.\n",
+        d.decision,
+        d.reason,
+        mem.dod.len()
+    );
+    apply(state, &mut mem, &mut d);
+    let mut commit = Commit::default();
+    commit.file("memory.md", env.render_memory(&mem)?);
+    commit.file("plan.md", env.render_plan(&plan)?);
+    if let Some(text) = archive {
+        commit.file("artifacts/facts-archive.md", text);
+    }
+    if let Some(c) = &compact_entry {
+        commit.entry(c);
+    }
+    commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {}", d.decision), &body)?);
+    commit.entry(&e);
+    for f in &d.entries {
+        commit.entry(f);
+    }
+    let outcome = conclude(env, state, &mut commit, d, &a, finished)?;
+    env.commit(&commit)?;
+    Ok(outcome)
+}
+
+/// Renders the reflect prompt and asks for the answer.
+fn ask_model(
+    env: &mut Env,
+    state: &State,
+    mem: &crate::markdown::Memory,
+    plan: &crate::markdown::Plan,
+) -> Result<std::result::Result<ask::Answer<ReflectAnswer>, ask::AskError>> {
+    let memory_text = env.memory_prompt(mem)?;
+    let plan_text = env.plan_prompt(plan)?;
     // Items are numbered as in memory.md; the answer names them by number.
     let open: Vec<String> =
         mem.dod.iter().enumerate().filter(|(_, i)| !i.done).map(|(n, i)| format!("{}. {}", n + 1, i.text)).collect();
@@ -115,12 +170,12 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     )?;
     let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
     let tool = contract::reflect_tool(items.len());
-    let answer =
-        match ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)) {
-            Ok(a) => a,
-            Err(e) => return fail_phase(env, state, Phase::Reflect, e),
-        };
-    let a = answer.value.clone();
+    Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
+}
+
+/// Ticks the items the answer names and records its facts (cited by step); returns the text of
+/// the items this step ticked.
+fn take_answer(mem: &mut crate::markdown::Memory, a: &ReflectAnswer, step: u32) -> Vec<String> {
     let mut ticked = Vec::new();
     for n in &a.satisfied {
         if let Some(item) = (*n as usize).checked_sub(1).and_then(|i| mem.dod.get_mut(i)) {
@@ -130,13 +185,17 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             item.done = true;
         }
     }
-    let step = state.step;
     for f in a.facts.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
         let cited = f.contains("step") || f.contains("artifacts/");
         mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
-    // Lessons for later runs go to long-term memory with where they came from; an id derived
-    // from the run and step makes a replayed phase replace, not repeat, them.
+    ticked
+}
+
+/// Lessons for later runs go to long-term memory with where they came from; an id derived from
+/// the run and step makes a replayed phase replace, not repeat, them.
+fn remember(env: &Env, state: &State, a: &ReflectAnswer) {
+    let step = state.step;
     let artifact = state.last_result.as_ref().and_then(|r| r.artifacts.first().cloned());
     for (i, text) in a.remember.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).enumerate() {
         let n = crate::longterm::New {
@@ -154,57 +213,82 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             env.printer.warn(&format!("long-term memory: {e}"));
         }
     }
-    let (archive, compact_entry) = compact(env, state, &mut mem)?;
-    let mut decision = a.decision.as_str().to_string();
-    let mut reason = a.reason.trim().to_string();
-    // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
-    // still counts only when every Definition-of-Done item is ticked.
-    let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true);
-    if finished && decision == "continue" {
-        decision = "done".into();
-        if reason.is_empty() {
-            reason = "the run was finished with `finish`".into();
+}
+
+/// What Reflect decided once the program's rules are applied to the model's answer.
+struct Decision {
+    decision: String,
+    reason: String,
+    stop: Option<(StopKind, String)>,
+    /// Frustration entries for the trace.
+    entries: Vec<Entry>,
+}
+
+/// The decision step: escalation triggers, `done` only with every item ticked (refusals, then
+/// frustration's forced reframe or escalation).
+fn decide(
+    cfg: &crate::config::Config,
+    state: &mut State,
+    mem: &mut crate::markdown::Memory,
+    a: &ReflectAnswer,
+    finished: bool,
+) -> Decision {
+    let mut d = Decision {
+        decision: a.decision.as_str().to_string(),
+        reason: a.reason.trim().to_string(),
+        stop: None,
+        entries: Vec::new(),
+    };
+    if finished && d.decision == "continue" {
+        d.decision = "done".into();
+        if d.reason.is_empty() {
+            d.reason = "the run was finished with `finish`".into();
         }
     }
-    let mut stop: Option<(StopKind, String)> = None;
-    let lower = reason.to_lowercase();
-    if let Some(t) = env.cfg.escalation_triggers.iter().find(|t| !t.is_empty() && lower.contains(&t.to_lowercase())) {
-        mem.open_question = Some(reason.clone());
-        stop = Some((StopKind::Escalated, format!("escalation trigger `{t}` in reflect: {reason}")));
+    let lower = d.reason.to_lowercase();
+    if let Some(t) = cfg.escalation_triggers.iter().find(|t| !t.is_empty() && lower.contains(&t.to_lowercase())) {
+        mem.open_question = Some(d.reason.clone());
+        d.stop = Some((StopKind::Escalated, format!("escalation trigger `{t}` in reflect: {}", d.reason)));
     }
-    let mut frustration_entries = Vec::new();
-    if decision == "done" && !mem.all_done() {
-        state.done_refusals += 1;
-        let open = mem.open_items();
-        let open_desc = if mem.dod.is_empty() {
-            "the Definition of Done is empty".to_string()
-        } else {
-            format!("open items: {}", open.join("; "))
-        };
-        frustration_entries.extend(frustration::update(state, 2, &format!("`done` refused ({open_desc})")));
-        let limit = (state.done_refusals > env.cfg.max_done_refusals).then(|| {
-            format!(
-                "the model declared done {} times with the Definition of Done incomplete ({open_desc})",
-                state.done_refusals
-            )
-        });
-        match frustration::over(env.cfg, state, limit).map(|r| frustration::verdict(env.cfg, state, r)) {
-            Some(frustration::Verdict::Escalate(r)) => stop = Some((StopKind::Escalated, r)),
-            Some(frustration::Verdict::Reframe(r)) => {
-                frustration_entries.push(frustration::reframe(state, &r));
-                reason = format!("forced reframe: {r}");
-                decision = "reframe".into();
-            }
-            None => {
-                reason = format!("`done` refused: {open_desc}. (model said: {reason})");
-                decision = "continue".into();
-            }
+    if d.decision != "done" || mem.all_done() {
+        return d;
+    }
+    state.done_refusals += 1;
+    let open_desc = if mem.dod.is_empty() {
+        "the Definition of Done is empty".to_string()
+    } else {
+        format!("open items: {}", mem.open_items().join("; "))
+    };
+    d.entries.extend(frustration::update(state, 2, &format!("`done` refused ({open_desc})")));
+    let limit = (state.done_refusals > cfg.max_done_refusals).then(|| {
+        format!(
+            "the model declared done {} times with the Definition of Done incomplete ({open_desc})",
+            state.done_refusals
+        )
+    });
+    match frustration::over(cfg, state, limit).map(|r| frustration::verdict(cfg, state, r)) {
+        Some(frustration::Verdict::Escalate(r)) => d.stop = Some((StopKind::Escalated, r)),
+        Some(frustration::Verdict::Reframe(r)) => {
+            d.entries.push(frustration::reframe(state, &r));
+            d.reason = format!("forced reframe: {r}");
+            d.decision = "reframe".into();
+        }
+        None => {
+            d.reason = format!("`done` refused: {open_desc}. (model said: {})", d.reason);
+            d.decision = "continue".into();
         }
     }
+    d
+}
+
+/// plan.md after the step: the completed action, the outline (the model's, or the next item
+/// ticked), no Next Action.
+fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswer) {
     if let Some(r) = &state.last_result {
         let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
         plan.completed.push(format!(
-            "step {step}: {tool} {} — {}",
+            "step {}: {tool} {} — {}",
+            state.step,
             r.status,
             r.summary().chars().take(120).collect::<String>()
         ));
@@ -223,99 +307,82 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     plan.next_action = None;
     plan.next_step = None;
-    mem.log.push(format!("step {step} reflect: {decision} — {}", reason.chars().take(160).collect::<String>()));
-    let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
-    account(env, state, &mut e, &answer);
-    e.decision = Some(decision.clone());
-    e.reason = Some(reason.clone());
-    // What this step ticked, for reports: the items' text, and the count after it.
-    let done = mem.dod.iter().filter(|i| i.done).count();
-    e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
-    let mut commit = Commit::default();
-    let body = format!(
-        "Decision: {decision}\n\nWhy: {reason}\n\nDefinition of Done: {} of {} done.\n",
-        mem.dod.iter().filter(|i| i.done).count(),
-        mem.dod.len()
-    );
-    let mut outcome = Outcome::Next;
-    let forced = state.next == Next::Frame && state.reframe_reason.is_some() && decision == "reframe";
-    if stop.is_none() {
-        match decision.as_str() {
+}
+
+/// Applies the decision to the state and memory.md's status: the next phase, a reframe counted
+/// against its budget, an escalation's open question.
+fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision) {
+    let forced = state.next == Next::Frame && state.reframe_reason.is_some() && d.decision == "reframe";
+    let reframing = |state: &State| format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
+    if d.stop.is_none() {
+        match d.decision.as_str() {
             "done" => mem.status = "done".into(),
             // A forced reframe (frustration) is already applied and counted.
-            "reframe" if forced => {
-                mem.status = format!("reframing ({} of {})", state.reframes, state.limits.max_reframes)
-            }
+            "reframe" if forced => mem.status = reframing(state),
             "reframe" => {
                 state.reframes += 1;
                 if state.reframes > state.limits.max_reframes {
-                    stop = Some((
-                        StopKind::Budget,
-                        format!(
-                            "max_reframes reached: reframe {} of at most {} ({reason})",
-                            state.reframes, state.limits.max_reframes
-                        ),
-                    ));
+                    let why = format!(
+                        "max_reframes reached: reframe {} of at most {} ({})",
+                        state.reframes, state.limits.max_reframes, d.reason
+                    );
+                    d.stop = Some((StopKind::Budget, why));
                 } else {
-                    state.reframe_reason = Some(reason.clone());
+                    state.reframe_reason = Some(d.reason.clone());
                     state.next = Next::Frame;
-                    mem.status = format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
+                    mem.status = reframing(state);
                 }
             }
             "escalate" => {
-                stop = Some((StopKind::Escalated, format!("escalated by reflect: {reason}")));
-                mem.open_question = Some(reason.clone());
+                d.stop = Some((StopKind::Escalated, format!("escalated by reflect: {}", d.reason)));
+                mem.open_question = Some(d.reason.clone());
             }
             _ => {
                 state.next = Next::Plan;
-                mem.status = format!(
-                    "step {step} done; {} of {} Definition-of-Done items checked",
-                    mem.dod.iter().filter(|i| i.done).count(),
-                    mem.dod.len()
-                );
+                let done = mem.dod.iter().filter(|i| i.done).count();
+                mem.status =
+                    format!("step {} done; {done} of {} Definition-of-Done items checked", state.step, mem.dod.len());
             }
         }
     }
-    if let Some((_, why)) = &stop {
+    if let Some((_, why)) = &d.stop {
         mem.status = format!("escalated: {why}");
     }
-    commit.file("memory.md", env.render_memory(&mem)?);
-    commit.file("plan.md", env.render_plan(&plan)?);
-    if let Some(text) = archive {
-        commit.file("artifacts/facts-archive.md", text);
+}
+
+/// Ends the run in this commit (a stop, or `done` with its outcome and artifacts), or keeps the
+/// state for the next phase.
+fn conclude(
+    env: &mut Env,
+    state: &mut State,
+    commit: &mut Commit,
+    d: Decision,
+    a: &ReflectAnswer,
+    finished: bool,
+) -> Result<Outcome> {
+    if let Some((kind, why)) = d.stop {
+        finish(env, state, commit, kind, &why, None)?;
+        return Ok(Outcome::Stopped(kind));
     }
-    if let Some(c) = &compact_entry {
-        commit.entry(c);
-    }
-    commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {decision}"), &body)?);
-    commit.entry(&e);
-    for f in &frustration_entries {
-        commit.entry(f);
-    }
-    if let Some((kind, why)) = stop {
-        finish(env, state, &mut commit, kind, &why, None)?;
-        outcome = Outcome::Stopped(kind);
-    } else if decision == "done" {
-        // Unsaid, the outcome is the reason given for done.
-        let summary = if finished { state.last_result.as_ref().map(|r| r.output.trim().to_string()) } else { None };
-        let text = [a.outcome.trim(), summary.as_deref().unwrap_or(""), reason.as_str()]
-            .into_iter()
-            .find(|t| !t.is_empty())
-            .unwrap_or("Every Definition-of-Done item is checked.")
-            .to_string();
-        let mut arts: Vec<String> = a.artifacts.iter().map(|p| p.trim().to_string()).collect();
-        // Only files inside the workspace that exist are reported as artifacts.
-        arts.retain(|p| {
-            let rel = camino::Utf8Path::new(p);
-            rel.is_relative()
-                && !rel.components().any(|c| matches!(c, camino::Utf8Component::ParentDir))
-                && env.ws.root.join(rel).exists()
-        });
-        finish(env, state, &mut commit, StopKind::Done, &reason, Some((text, arts)))?;
-        outcome = Outcome::Stopped(StopKind::Done);
-    } else {
+    if d.decision != "done" {
         commit.state = Some(state.clone());
+        return Ok(Outcome::Next);
     }
-    env.commit(&commit)?;
-    Ok(outcome)
+    // Unsaid, the outcome is the reason given for done.
+    let summary = if finished { state.last_result.as_ref().map(|r| r.output.trim().to_string()) } else { None };
+    let text = [a.outcome.trim(), summary.as_deref().unwrap_or(""), d.reason.as_str()]
+        .into_iter()
+        .find(|t| !t.is_empty())
+        .unwrap_or("Every Definition-of-Done item is checked.")
+        .to_string();
+    let mut arts: Vec<String> = a.artifacts.iter().map(|p| p.trim().to_string()).collect();
+    // Only files inside the workspace that exist are reported as artifacts.
+    arts.retain(|p| {
+        let rel = camino::Utf8Path::new(p);
+        rel.is_relative()
+            && !rel.components().any(|c| matches!(c, camino::Utf8Component::ParentDir))
+            && env.ws.root.join(rel).exists()
+    });
+    finish(env, state, commit, StopKind::Done, &d.reason, Some((text, arts)))?;
+    Ok(Outcome::Stopped(StopKind::Done))
 }
