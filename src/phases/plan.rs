@@ -26,83 +26,26 @@ fn default_risk(s: SideEffect) -> &'static str {
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let mut commit = Commit::default();
-    if state.step >= state.limits.max_steps {
-        let reason = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
+    let over = (state.step >= state.limits.max_steps)
+        .then(|| format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps))
+        .or_else(|| budget_exceeded(state));
+    if let Some(reason) = over {
         finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
         env.commit(&commit)?;
         return Ok(Outcome::Stopped(StopKind::Budget));
     }
-    if let Some(reason) = budget_exceeded(state) {
-        finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
-        env.commit(&commit)?;
-        return Ok(Outcome::Stopped(StopKind::Budget));
-    }
-    let (_, mem) = env.read_memory()?;
-    let memory = env.memory_prompt(&mem)?;
-    let (_, mut plan) = env.read_plan()?;
-    let plan_text = env.plan_prompt(&plan)?;
+    let (_, plan) = env.read_plan()?;
     let catalog = env.catalog();
-    // skills.md is written when missing; the prompt always gets the catalog from the registry,
-    // and a file that has drifted from it is reported, never rewritten.
-    match crate::fs::read_optional(&env.ws.skills())? {
-        None => env.ensure_skills_md()?,
-        Some(file) if file != catalog => env.printer.warn(&format!(
-            "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",
-            env.ws.skills(),
-            env.ws.skills()
-        )),
-        Some(_) => {}
-    }
-    let active: Vec<String> = state
-        .active_skills
-        .iter()
-        .filter_map(|n| env.skills.get(n))
-        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
-        .collect();
-    let step = state.step + 1;
-    let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
-    let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
-    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
-    let text = env.tpl.render(
-        "prompt-plan.j2",
-        json!({
-            "step": step,
-            "limits": state.limits,
-            "active_skills": active.join("\n\n"),
-            "memory": memory,
-            "plan": plan_text,
-            "recall": recall,
-        }),
-    )?;
+    check_skills_md(env, &catalog)?;
+    let (text, shown) = prompt(env, state, &plan)?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
     let tool = contract::plan_tool(&env.registry.allowed(env.cfg));
     let answer = match ask::<PlanAnswer>(env, state, "plan", &catalog, text, tool, &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),
     };
-    let a = &answer.value;
-    let action = NextAction { tool: a.next_action.tool.clone(), args: Value::Object(a.next_action.args.clone()) };
-    let spec = env.registry.get(&action.tool).cloned();
-    let outline: Vec<String> = a.outline.iter().map(|o| o.trim().to_string()).filter(|o| !o.is_empty()).collect();
-    if !outline.is_empty() {
-        plan.outline = outline.into_iter().map(|text| Item { done: false, text }).collect();
-    }
-    plan.next_step = Some(step);
-    plan.next_action = Some(action.clone());
-    plan.expected = a.expected_outcome.trim().to_string();
-    plan.risk = Some(a.risk.trim()).filter(|r| !r.is_empty()).map(String::from).unwrap_or_else(|| {
-        default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
-    });
-    plan.rationale = a.rationale.trim().to_string();
-    state.step = step;
-    state.pending = Some(Pending {
-        step,
-        tool: action.tool.clone(),
-        args: action.args.clone(),
-        attempt: 0,
-        requested_at: crate::clock::now_rfc3339(),
-    });
-    state.next = Next::Act;
+    let (plan, action) = take_answer(env, state, plan, &answer.value);
+    let step = state.step;
     let mut e = Entry::new(&state.run_id, step, Phase::Plan, "plan");
     account(env, state, &mut e, &answer);
     e.tool = Some(action.tool.clone());
@@ -125,4 +68,82 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     commit.state = Some(state.clone());
     env.commit(&commit)?;
     Ok(Outcome::Next)
+}
+
+/// skills.md is written when missing; the prompt always gets the catalog from the registry, and
+/// a file that has drifted from it is reported, never rewritten.
+fn check_skills_md(env: &Env, catalog: &str) -> Result<()> {
+    match crate::fs::read_optional(&env.ws.skills())? {
+        None => env.ensure_skills_md()?,
+        Some(file) if file != catalog => env.printer.warn(&format!(
+            "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",
+            env.ws.skills(),
+            env.ws.skills()
+        )),
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// The plan prompt (memory, plan, active skills, recalled long-term memory) and the ids of the
+/// long-term entries it shows.
+fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(String, Vec<String>)> {
+    let (_, mem) = env.read_memory()?;
+    let memory = env.memory_prompt(&mem)?;
+    let plan_text = env.plan_prompt(plan)?;
+    let active: Vec<String> = state
+        .active_skills
+        .iter()
+        .filter_map(|n| env.skills.get(n))
+        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
+        .collect();
+    let step = state.step + 1;
+    let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
+    let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
+    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
+    let text = env.tpl.render(
+        "prompt-plan.j2",
+        json!({
+            "step": step,
+            "limits": state.limits,
+            "active_skills": active.join("\n\n"),
+            "memory": memory,
+            "plan": plan_text,
+            "recall": recall,
+        }),
+    )?;
+    Ok((text, shown))
+}
+
+/// plan.md and the state with the chosen action pending for Act.
+fn take_answer(
+    env: &Env,
+    state: &mut State,
+    mut plan: crate::markdown::Plan,
+    a: &PlanAnswer,
+) -> (crate::markdown::Plan, NextAction) {
+    let step = state.step + 1;
+    let action = NextAction { tool: a.next_action.tool.clone(), args: Value::Object(a.next_action.args.clone()) };
+    let spec = env.registry.get(&action.tool).cloned();
+    let outline: Vec<String> = a.outline.iter().map(|o| o.trim().to_string()).filter(|o| !o.is_empty()).collect();
+    if !outline.is_empty() {
+        plan.outline = outline.into_iter().map(|text| Item { done: false, text }).collect();
+    }
+    plan.next_step = Some(step);
+    plan.next_action = Some(action.clone());
+    plan.expected = a.expected_outcome.trim().to_string();
+    plan.risk = Some(a.risk.trim()).filter(|r| !r.is_empty()).map(String::from).unwrap_or_else(|| {
+        default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
+    });
+    plan.rationale = a.rationale.trim().to_string();
+    state.step = step;
+    state.pending = Some(Pending {
+        step,
+        tool: action.tool.clone(),
+        args: action.args.clone(),
+        attempt: 0,
+        requested_at: crate::clock::now_rfc3339(),
+    });
+    state.next = Next::Act;
+    (plan, action)
 }
