@@ -82,7 +82,6 @@ pub fn record(
 ) -> Result<Outcome> {
     let ok = result.is_ok();
     env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
-    state.tools_called.push(action.tool.clone());
     let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
@@ -95,10 +94,66 @@ pub fn record(
     if edited {
         e.data = Some(json!({"edited_by_hand": true}));
     }
-    let fp = fingerprint(action, &result);
+    take_result(state, step, action, &result);
+    let mut commit = Commit::default();
+    commit.entry(&e);
+    // memory.md changes only for a spilled output (its path, so later phases can read it back)
+    // or a forced reframe (its status).
+    let spill = result.artifacts.iter().find(|a| a.contains(&format!("step-{step}-")));
+    let mut mem = match spill {
+        Some(spill) => env.read_memory().ok().map(|(_, mut m)| {
+            m.facts.push(format!("step {step} ({}): full output saved to {spill}", action.tool));
+            m
+        }),
+        None => None,
+    };
+    let (delta, why) = match (ok, state.repeats >= 2) {
+        (false, _) => (1, format!("tool error: {}", result.summary())),
+        (true, true) => (1, format!("the same action ({}) again with the same result", action.tool)),
+        (true, false) => (-1, "a clean step".to_string()),
+    };
+    if let Some(f) = frustration::update(state, delta, &why) {
+        commit.entry(&f);
+    }
+    let next = if ok { Outcome::Next } else { Outcome::ToolFailed };
+    let limit = limit_reached(env.cfg, state, ok, action, &result);
+    let outcome = match frustration::over(env.cfg, state, limit).map(|r| frustration::verdict(env.cfg, state, r)) {
+        Some(frustration::Verdict::Escalate(reason)) => {
+            if let Some(m) = &mem {
+                commit.file("memory.md", env.render_memory(m)?);
+            }
+            finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
+            env.commit(&commit)?;
+            return Ok(Outcome::Stopped(StopKind::Escalated));
+        }
+        Some(frustration::Verdict::Reframe(reason)) => {
+            commit.entry(&frustration::reframe(state, &reason));
+            if mem.is_none() {
+                mem = env.read_memory().ok().map(|(_, m)| m);
+            }
+            if let Some(m) = mem.as_mut() {
+                m.status = format!("reframing: {reason}");
+            }
+            next
+        }
+        None => next,
+    };
+    if let Some(m) = &mem {
+        commit.file("memory.md", env.render_memory(m)?);
+    }
+    commit.state = Some(state.clone());
+    env.commit(&commit)?;
+    Ok(outcome)
+}
+
+/// The state after a result: repeats and failures counted, artifacts and skills taken in, the
+/// step completed, Reflect next.
+fn take_result(state: &mut State, step: u32, action: &NextAction, result: &ToolResult) {
+    state.tools_called.push(action.tool.clone());
+    let fp = fingerprint(action, result);
     state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) { state.repeats + 1 } else { 1 };
     state.last_action = Some(fp);
-    state.consecutive_failures = if ok { 0 } else { state.consecutive_failures + 1 };
+    state.consecutive_failures = if result.is_ok() { 0 } else { state.consecutive_failures + 1 };
     for a in &result.artifacts {
         // Tools report workspace-relative paths inside the workspace (answer.txt as much as
         // artifacts/x.md); anything else is not the run's product.
@@ -107,7 +162,7 @@ pub fn record(
             state.artifacts.push(a.clone());
         }
     }
-    if ok && action.tool == "skill_read" {
+    if result.is_ok() && action.tool == "skill_read" {
         if let Some(name) = action.args.get("name").and_then(|v| v.as_str()) {
             if action.args.get("file").is_none() && !state.active_skills.iter().any(|s| s == name) {
                 state.active_skills.push(name.to_string());
@@ -123,26 +178,18 @@ pub fn record(
     state.pending = None;
     state.last_result = Some(result.clone());
     state.next = Next::Reflect;
-    let mut commit = Commit::default();
-    // Spilled output: memory.md gets the path so later phases can read it back.
-    if let Some(spill) = result.artifacts.iter().find(|a| a.contains(&format!("step-{step}-"))) {
-        if let Ok((_, mut mem)) = env.read_memory() {
-            mem.facts.push(format!("step {step} ({}): full output saved to {spill}", action.tool));
-            commit.file("memory.md", env.render_memory(&mem)?);
-        }
-    }
-    commit.entry(&e);
-    let (delta, why) = match (ok, state.repeats >= 2) {
-        (false, _) => (1, format!("tool error: {}", result.summary())),
-        (true, true) => (1, format!("the same action ({}) again with the same result", action.tool)),
-        (true, false) => (-1, "a clean step".to_string()),
-    };
-    if let Some(f) = frustration::update(state, delta, &why) {
-        commit.entry(&f);
-    }
-    let max_fail = env.cfg.max_consecutive_failures;
-    let max_rep = env.cfg.max_repeats;
-    let limit = if !ok && max_fail > 0 && state.consecutive_failures >= max_fail {
+}
+
+/// The failure and repeat limits, when this result reaches one.
+fn limit_reached(
+    cfg: &crate::config::Config,
+    state: &State,
+    ok: bool,
+    action: &NextAction,
+    result: &ToolResult,
+) -> Option<String> {
+    let (max_fail, max_rep) = (cfg.max_consecutive_failures, cfg.max_repeats);
+    if !ok && max_fail > 0 && state.consecutive_failures >= max_fail {
         Some(format!(
             "{} consecutive tool failures (max_consecutive_failures); last: {}",
             state.consecutive_failures,
@@ -155,34 +202,5 @@ pub fn record(
         ))
     } else {
         None
-    };
-    if let Some(reason) = frustration::over(env.cfg, state, limit) {
-        match frustration::verdict(env.cfg, state, reason) {
-            frustration::Verdict::Reframe(reason) => {
-                commit.entry(&frustration::reframe(state, &reason));
-                if let Ok((_, mut mem)) = env.read_memory() {
-                    mem.status = format!("reframing: {reason}");
-                    let pos = commit.files.iter().position(|(n, _)| n == "memory.md");
-                    let text = env.render_memory(&mem)?;
-                    match pos {
-                        Some(i) => commit.files[i].1 = text,
-                        None => {
-                            commit.file("memory.md", text);
-                        }
-                    }
-                }
-                commit.state = Some(state.clone());
-                env.commit(&commit)?;
-                return Ok(if ok { Outcome::Next } else { Outcome::ToolFailed });
-            }
-            frustration::Verdict::Escalate(reason) => {
-                finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
-                env.commit(&commit)?;
-                return Ok(Outcome::Stopped(StopKind::Escalated));
-            }
-        }
     }
-    commit.state = Some(state.clone());
-    env.commit(&commit)?;
-    Ok(if ok { Outcome::Next } else { Outcome::ToolFailed })
 }
