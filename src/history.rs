@@ -164,7 +164,8 @@ pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
     let hits: Vec<&Run> = all.iter().filter(|r| r.state.run_id.starts_with(id)).collect();
     match hits.as_slice() {
         [one] => Ok(one.ws.clone()),
-        [] => Err(Error::usage(format!("no run `{id}` in {}", ws.root)).with_hint("list them with `agentloop runs`")),
+        [] => Err(Error::usage(format!("no run `{id}` in {}", ws.root))
+            .with_hint(format!("list them with {}", crate::output::cli("runs")))),
         _ => Err(Error::usage(format!("`{id}` matches {} runs; give more of the id", hits.len()))),
     }
 }

@@ -159,3 +159,24 @@ pub fn terminal_width() -> Option<usize> {
     }
     rustix::termios::tcgetwinsize(&out).ok().map(|w| w.ws_col as usize).filter(|n| *n > 0)
 }
+
+/// The workspace the command was given (`-w`), for the commands hints suggest.
+static HINT_WS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Sets the workspace that suggested commands name (`.` names none).
+pub fn set_hint_workspace(ws: &str) {
+    let ws = (!ws.is_empty() && ws != ".").then(|| ws.to_string());
+    *HINT_WS.lock().unwrap_or_else(|e| e.into_inner()) = ws;
+}
+
+/// A command to suggest in a hint, with `-w DIR` when the command was given one, in backticks:
+/// `cli("plan")` → "`agentloop -w ws plan`".
+pub fn cli(rest: &str) -> String {
+    match HINT_WS.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+        Some(ws) if ws.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') => {
+            format!("`agentloop -w '{}' {rest}`", ws.replace('\'', "'\\''"))
+        }
+        Some(ws) => format!("`agentloop -w {ws} {rest}`"),
+        None => format!("`agentloop {rest}`"),
+    }
+}

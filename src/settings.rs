@@ -184,6 +184,7 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
 pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
+    crate::output::set_hint_workspace(ws.root.as_str());
     let mut resolved = config::resolve(&layers(g, &ws.root, None)?)?;
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).

@@ -47,10 +47,11 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
                 next.as_str().unwrap_or("?"),
                 phase.as_str()
             ))
-            .with_hint(format!("run `agentloop {}`, or pass --force", next.as_str().unwrap_or("status"))));
+            .with_hint(format!("run {}, or pass --force", crate::output::cli(next.as_str().unwrap_or("status")))));
         }
         if phase == Phase::Act && state.pending.is_none() {
-            return Err(Error::usage("there is no planned action to run").with_hint("run `agentloop plan` first"));
+            return Err(Error::usage("there is no planned action to run")
+                .with_hint(format!("run {} first", crate::output::cli("plan --force"))));
         }
         state.next = want;
     }

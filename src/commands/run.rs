@@ -5,6 +5,7 @@
 //! workspace (if any) and the flags; every flag is either honoured or refused with an error.
 
 use crate::error::{code, Error, Result};
+use crate::output::cli;
 use crate::phases::{self, Env};
 use crate::settings::Ctx;
 use crate::trace::{Entry, Phase};
@@ -122,9 +123,13 @@ pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> 
                 "run {} is still in progress (goal: {}); --goal names another",
                 s.run_id, s.goal
             ))
-            .with_hint("`agentloop run` resumes it; `agentloop run --new --goal \"...\"` archives it as interrupted and starts the new one")),
+            .with_hint(format!(
+                "{} resumes it; {} archives it as interrupted and starts the new one",
+                cli("run"),
+                cli("run --new --goal \"...\"")
+            ))),
             (_, Some(_), _) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
-                .with_hint("`agentloop run` resumes it")),
+                .with_hint(format!("{} resumes it", cli("run")))),
             _ => Ok(Plan::Resume),
         };
     }
@@ -146,7 +151,7 @@ pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> 
                 "run {} escalated with a question; --continue is for budget and provider stops",
                 s.run_id
             ))
-            .with_hint("answer it: agentloop answer \"...\"")),
+            .with_hint(format!("answer it: {}", cli("answer \"...\"")))),
             _ => Err(Error::usage(format!("run {} is done", s.run_id))
                 .with_hint("start a follow-up with --goal \"...\" (or a fresh run with --new --goal)")),
         };
@@ -169,16 +174,14 @@ pub fn ways_on(s: &State) -> String {
     let mut ways = Vec::new();
     match s.stop {
         Some(StopKind::Budget | StopKind::Provider) => {
-            ways.push("`agentloop run --continue` goes on with the budgets given now (e.g. --max-steps 40)".to_string())
+            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", cli("run --continue")))
         }
-        Some(StopKind::Escalated) => {
-            ways.push("`agentloop answer \"...\"` answers its question and goes on".to_string())
-        }
-        _ if s.interrupted => ways.push("`agentloop run --continue` goes on".to_string()),
+        Some(StopKind::Escalated) => ways.push(format!("{} answers its question and goes on", cli("answer \"...\""))),
+        _ if s.interrupted => ways.push(format!("{} goes on", cli("run --continue"))),
         _ => {}
     }
-    ways.push("`agentloop run --goal \"...\"` starts a follow-up that carries its facts".into());
-    ways.push("`agentloop run --new --goal \"...\"` starts afresh".into());
+    ways.push(format!("{} starts a follow-up that carries its facts", cli("run --goal \"...\"")));
+    ways.push(format!("{} starts afresh", cli("run --new --goal \"...\"")));
     ways.join("; ")
 }
 

@@ -94,7 +94,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, a.tool, a.args)),
-        None => p.outln("pending   (none)"),
+        None => p.outln("pending     (none)"),
     }
     Ok(0)
 }

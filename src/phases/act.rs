@@ -48,8 +48,10 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (_, plan) = env.read_plan()?;
     let Some(action) = plan.next_action.clone() else {
-        return Err(Error::data(format!("{} has no Next Action block", env.ws.plan()))
-            .with_hint("run `agentloop plan` to choose one"));
+        return Err(Error::data(format!("{} has no Next Action block", env.ws.plan())).with_hint(format!(
+            "restore the ```json next-action block, or choose again with {}",
+            crate::output::cli("plan --force")
+        )));
     };
     let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));
     let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);

@@ -714,3 +714,29 @@ fn status_trace_config_and_errors_are_golden() {
     case("a bad duration flag", &["-w", "ws", "status", "--timeout", "soon"], &|| {});
     golden("errors.txt", &errors);
 }
+
+#[test]
+fn every_hint_leads_out_of_the_situation() {
+    let t = T::new();
+    write_script(
+        &t,
+        "plan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, expected_outcome: notes, rationale: read}\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, expected_outcome: notes, rationale: read again}\n",
+    );
+    t.al(&["init", "--goal", "g"]).assert().success();
+    // Out of turn: the hint names the phase the run expects, with the workspace given.
+    let out = t.al(&["act"]).output().unwrap();
+    assert!(stderr(&out).contains("hint: run `agentloop -w ws frame`, or pass --force"), "{}", stderr(&out));
+    t.al(&["--script", "script.yaml", "frame"]).assert().success();
+    t.al(&["--script", "script.yaml", "plan"]).assert().success();
+    // The Next Action deleted by hand: act says how to get one, and that way works (no act → plan → act loop).
+    let plan = t.read("ws/plan.md");
+    let start = plan.find("```json next-action").unwrap();
+    let end = start + plan[start..].find("\n```\n").unwrap() + 5;
+    t.write("ws/plan.md", &format!("{}{}", &plan[..start], &plan[end..]));
+    let out = t.al(&["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let hint = stderr(&out);
+    assert!(hint.contains("`agentloop -w ws plan --force`"), "{hint}");
+    t.al(&["--script", "script.yaml", "plan", "--force"]).assert().success();
+    t.al(&["act"]).assert().success();
+}
