@@ -780,3 +780,46 @@ fn validate_values(c: &Config) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn layer(source: &str, v: Value) -> Layer {
+        Layer { source: source.into(), value: v }
+    }
+
+    #[test]
+    fn later_layers_win_key_by_key_and_keep_their_source() {
+        let r = resolve(&[
+            layer("user", json!({"max_steps": 11, "llm": {"model": "a", "temperature": 0.5}})),
+            layer("workspace", json!({"max_steps": 12, "llm": {"model": "b"}})),
+            layer("flags", json!({"llm": {"attempts": 2}})),
+        ])
+        .unwrap();
+        assert_eq!(r.config.max_steps, 12);
+        assert_eq!(r.config.llm.model.as_deref(), Some("b"));
+        // A nested key a later layer does not set stays from the earlier one.
+        assert_eq!(r.config.llm.temperature, Some(0.5));
+        assert_eq!(r.config.llm.attempts, 2);
+        assert_eq!(r.sources["max_steps"], "workspace");
+        assert_eq!(r.sources["llm.model"], "workspace");
+        assert_eq!(r.sources["llm.temperature"], "user");
+        assert_eq!(r.sources["llm.attempts"], "flags");
+        assert_eq!(r.sources["max_reframes"], "default");
+    }
+
+    #[test]
+    fn a_bad_layer_is_named_and_the_seed_alias_maps() {
+        let e = resolve(&[layer("ws/agentloop.yaml", json!({"llm": {"modle": "x"}}))]).err().unwrap();
+        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert!(e.message.contains("ws/agentloop.yaml at key `llm.modle`"), "{}", e.message);
+        let r = resolve(&[layer("seed", json!({"max_loops": 9}))]).unwrap();
+        assert_eq!(r.config.max_steps, 9);
+        let e = resolve(&[layer("both", json!({"max_loops": 9, "max_steps": 3}))]).err().unwrap();
+        assert!(e.message.contains("both `max_loops` and `max_steps`"), "{}", e.message);
+        let e = resolve(&[layer("x", json!({"llm": {"attempts": 0}}))]).err().unwrap();
+        assert!(e.message.contains("llm.attempts"), "{}", e.message);
+    }
+}
