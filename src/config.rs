@@ -205,6 +205,9 @@ pub struct LlmConfig {
     pub record: Option<Utf8PathBuf>,
     /// Use Anthropic prompt caching on the stable prefix.
     pub cache: bool,
+    /// Ask for the answer as an event stream and show its pieces live (`--events`
+    /// `model.delta` entries, the progress line); the answer recorded is the same.
+    pub stream: bool,
 }
 
 impl Default for LlmConfig {
@@ -228,6 +231,7 @@ impl Default for LlmConfig {
             script: None,
             record: None,
             cache: true,
+            stream: false,
         }
     }
 }

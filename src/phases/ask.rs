@@ -66,8 +66,11 @@ pub fn ask<T: DeserializeOwned>(
     let mut model_id;
     let prices = env.cfg.prices.clone();
     for attempt in 1..=2u32 {
+        let mut live = super::live::Live::new(env.printer, env.events, &state.run_id, state.step, phase, attempt);
         let m = env.model(state).map_err(AskError::Other)?;
-        let resp: Response = match m.complete(&req) {
+        let sent = m.complete(&req, &mut |d| live.delta(d));
+        live.end();
+        let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(e.message)),
