@@ -66,7 +66,9 @@ pub fn ask<T: DeserializeOwned>(
     let mut model_id;
     let prices = env.cfg.prices.clone();
     for attempt in 1..=2u32 {
-        let mut live = super::live::Live::new(env.printer, env.events, &state.run_id, state.step, phase, attempt);
+        // Pieces carry the step of the entry that will commit the answer (Plan starts the next).
+        let step = if phase == "plan" { state.step + 1 } else { state.step };
+        let mut live = super::live::Live::new(env.printer, env.events, &state.run_id, step, phase, attempt);
         let m = env.model(state).map_err(AskError::Other)?;
         let sent = m.complete(&req, &mut |d| live.delta(d));
         live.end();

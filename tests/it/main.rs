@@ -18,5 +18,6 @@ mod runs;
 mod sandbox;
 mod serve;
 mod skills;
+mod stream;
 mod tools;
 mod wire;
