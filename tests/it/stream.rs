@@ -321,7 +321,7 @@ fn streamed_run_matches_a_plain_one(format: &'static str) {
         assert!(first["run_id"].as_str().is_some_and(|r| !r.is_empty()));
         assert_eq!(first["step"], events.iter().find(|e| e["event"] == phase).unwrap()["step"]);
         // Each call's pieces come before the entry that commits its answer.
-        let at = |p: &dyn Fn(&Value) -> bool| events.iter().position(|e| p(e)).unwrap();
+        let at = |p: &dyn Fn(&Value) -> bool| events.iter().position(p).unwrap();
         assert!(at(&|e| e["event"] == "model.delta" && e["phase"] == phase) < at(&|e| e["event"] == phase));
     }
     let text: String =
