@@ -445,3 +445,41 @@ fn the_exit_code_table_has_one_source() {
         assert!(man.contains(&format!(".TP\n{n}\n")), "man page misses exit code {n}");
     }
 }
+
+/// Every key of the README's configuration block, against the defaults in the code: the same
+/// keys at every level (a `{}` in the README stands for a map of named entries), and the same
+/// value wherever the value is a number, a boolean or null.
+#[test]
+fn the_readme_config_block_lists_every_key_with_its_default() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("\n## Configuration").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let documented: serde_json::Value = serde_yaml_ng::from_str(block).unwrap();
+    let code = serde_json::to_value(agentloop::config::Config::default()).unwrap();
+    fn compare(doc: &serde_json::Value, code: &serde_json::Value, path: &str, problems: &mut Vec<String>) {
+        use serde_json::Value;
+        match (doc, code) {
+            (Value::Object(d), Value::Object(c)) if !d.is_empty() => {
+                for k in c.keys().filter(|k| !d.contains_key(*k)) {
+                    problems.push(format!("{path}{k} is missing from the README"));
+                }
+                for k in d.keys().filter(|k| !c.contains_key(*k)) {
+                    problems.push(format!("{path}{k} is in the README but not a key"));
+                }
+                for (k, v) in d {
+                    if let Some(cv) = c.get(k) {
+                        compare(v, cv, &format!("{path}{k}."), problems);
+                    }
+                }
+            }
+            (Value::Number(_) | Value::Bool(_) | Value::Null, _) if doc != code => {
+                problems.push(format!("{} is {doc} in the README but {code} in the code", path.trim_end_matches('.')));
+            }
+            _ => {}
+        }
+    }
+    let mut problems = Vec::new();
+    compare(&documented, &code, "", &mut problems);
+    assert!(problems.is_empty(), "README config block: {problems:#?}");
+}
