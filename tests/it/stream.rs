@@ -20,6 +20,8 @@ enum Answer {
     Sse { pieces: Vec<String>, cut: bool },
     /// A plain JSON body (a server that ignores `stream: true`).
     Json(Value),
+    /// An event stream of `: ping` comments, one every `gap` ms, `n` of them: alive, no answer.
+    Trickle { n: usize, gap: u64 },
 }
 
 struct SseServer {
@@ -69,6 +71,18 @@ impl SseServer {
                             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
                             b.len()
                         );
+                    }
+                    Answer::Trickle { n, gap } => {
+                        let _ = write!(
+                            conn,
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                        );
+                        for _ in 0..n {
+                            if write!(conn, "8\r\n: ping\n\n\r\n").and_then(|_| conn.flush()).is_err() {
+                                break;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(gap));
+                        }
                     }
                     Answer::Sse { pieces, cut } => {
                         let _ = write!(conn, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n");
@@ -521,4 +535,16 @@ fn a_terminal_sees_the_answer_grow_on_the_progress_line() {
     assert!(shown.contains("[step 0] frame   ▸ Let me answer.{\""), "{shown}");
     assert!(shown.contains("[step 1] plan    ▸ Let me answer."), "{shown}");
     assert!(!shown.contains(KEY));
+}
+
+#[test]
+fn a_stream_that_only_pings_cannot_outlast_the_run_timeout() {
+    let t = T::new();
+    let s = SseServer::start(|_, _| Answer::Trickle { n: 400, gap: 50 });
+    let start = std::time::Instant::now();
+    let out =
+        cmd(&t, "openai", &s.url, "ws").args(["--stream", "--timeout", "2s", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(start.elapsed() < std::time::Duration::from_secs(8), "took {:?}", start.elapsed());
+    assert!(stderr(&out).contains("wall-clock limit"), "{}", stderr(&out));
 }
