@@ -538,6 +538,20 @@ mod tests {
     }
 
     #[test]
+    fn names_are_looked_up_on_the_calling_thread_and_failures_retry() {
+        use ureq::unversioned::resolver::Resolver;
+        let cfg = ureq::config::Config::default();
+        let none = ureq::unversioned::transport::NextTimeout::default;
+        let uri: ureq::http::Uri = "http://127.0.0.1:9/v1".parse().unwrap();
+        let found = super::Lookup.resolve(&uri, &cfg, none()).unwrap();
+        assert_eq!(found[0], "127.0.0.1:9".parse().unwrap());
+        let uri: ureq::http::Uri = "http://agentloop-test.invalid/v1".parse().unwrap();
+        let e = super::Lookup.resolve(&uri, &cfg, none()).unwrap_err();
+        assert!(e.to_string().contains("agentloop-test.invalid") || matches!(e, ureq::Error::HostNotFound), "{e}");
+        assert!(super::transport_retryable(&e), "{e}");
+    }
+
+    #[test]
     fn retry_after_forms() {
         assert_eq!(super::retry_after(Some("2")), Some(std::time::Duration::from_secs(2)));
         assert_eq!(super::retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")), Some(std::time::Duration::ZERO));
