@@ -3,6 +3,7 @@
 //! `input_schema`; `tool_choice` auto / any / tool; prompt caching with `cache_control` on the
 //! stable prefix (the system prompt and the tool catalog), so repeated phase calls read it from
 //! the cache; usage including `cache_creation_input_tokens` and `cache_read_input_tokens`.
+//! With `llm.stream`, `stream: true` and the event stream read by [`super::stream::anthropic`].
 
 use super::http::{Client, Shapes};
 use super::{Live, Model, Part, Request, Response, Role, ToolCall, ToolChoice};

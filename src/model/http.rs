@@ -4,6 +4,12 @@
 //! and a final error that names the status, the provider's error type and message, the request
 //! id and the attempts made. The API key never appears in an error.
 //!
+//! The run's deadline bounds each attempt (ureq's global timeout) and each wait between
+//! attempts; no thread is started per call (host names are looked up on the calling thread, see
+//! `Lookup`). A `text/event-stream` reply is handed to the caller's decoder (see
+//! [`super::stream`]): a stream that breaks before any live piece was shown is retried like a
+//! dropped connection, one that breaks after is not.
+//!
 //! A caller that can send the same request in another shape (the OpenAI-compatible client)
 //! asks [`Client::post`] to tell a *shape rejection* from an outage, so that a rejected shape
 //! costs one request and no backoff:

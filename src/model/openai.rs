@@ -12,6 +12,10 @@
 //! and without a JSON answer in its text, is followed at once by the next form — `"required"`,
 //! `"auto"` with an instruction, `response_format` `json_schema`, `json_object`, then a plain
 //! JSON instruction. A real outage (connection refused, 429, 503) keeps the retry policy.
+//!
+//! With `llm.stream`, every form is sent with `stream: true` and `stream_options:
+//! {include_usage: true}` and the reply is read by [`super::stream::openai`]; a server that
+//! answers plain JSON instead is read as usual.
 
 use super::http::{Client, Failure, Rejection, Shapes};
 use super::wire::{self, Form, Structured};

@@ -38,9 +38,9 @@ pub struct Broken {
 /// Largest single line accepted in an event stream.
 const MAX_LINE: usize = 4 * 1024 * 1024;
 
-/// Reads events, calling `on` with each event's name and parsed data until `on` says the stream
-/// is complete (true) or the body ends. `complete_at_eof` decides whether an ended body is
-/// still a whole answer.
+/// Reads events, calling `on` with each event's name and parsed data, until `data: [DONE]` or
+/// `on` says the stream is complete (true), or the body ends (false: the caller decides whether
+/// what it has is a whole answer).
 fn read_events(
     body: &mut dyn BufRead,
     shown: &dyn Fn() -> bool,
