@@ -20,6 +20,8 @@ enum Answer {
     Sse { pieces: Vec<String>, cut: bool },
     /// A plain JSON body (a server that ignores `stream: true`).
     Json(Value),
+    /// A JSON body with another status (an error).
+    Status(u16, Value),
     /// An event stream of `: ping` comments, one every `gap` ms, `n` of them: alive, no answer.
     Trickle { n: usize, gap: u64 },
 }
@@ -63,12 +65,17 @@ impl SseServer {
                     g.push(body.clone());
                     g.len() - 1
                 };
-                match f(i, &body) {
-                    Answer::Json(v) => {
+                let answer = match f(i, &body) {
+                    Answer::Json(v) => Answer::Status(200, v),
+                    other => other,
+                };
+                match answer {
+                    Answer::Json(_) => unreachable!("sent as Status"),
+                    Answer::Status(code, v) => {
                         let b = v.to_string();
                         let _ = write!(
                             conn,
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                            "HTTP/1.1 {code} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
                             b.len()
                         );
                     }
@@ -547,4 +554,34 @@ fn a_stream_that_only_pings_cannot_outlast_the_run_timeout() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(start.elapsed() < std::time::Duration::from_secs(8), "took {:?}", start.elapsed());
     assert!(stderr(&out).contains("wall-clock limit"), "{}", stderr(&out));
+}
+
+#[test]
+fn streaming_goes_through_wire_negotiation_and_drops_stream_options_a_server_refuses() {
+    let t = T::new();
+    let s = SseServer::start(|_, body| {
+        if body.get("stream_options").is_some() {
+            return Answer::Status(
+                400,
+                json!({"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error"}}),
+            );
+        }
+        let tool = forced(body);
+        // Like llama-server: a named function is answered without the call.
+        if body["tool_choice"]["type"] == "function" {
+            let text = json!({"id": "x", "choices": [{"index": 0, "delta": {"content": "I will not call it."}, "finish_reason": "stop"}]});
+            return Answer::Sse { pieces: vec![data(text), "data: [DONE]\n\n".into()], cut: false };
+        }
+        Answer::Sse { pieces: openai_stream(&tool, &answer(&tool).to_string(), true), cut: false }
+    });
+    let out =
+        cmd(&t, "openai", &s.url, "ws").args(["--stream", "run", "--goal", "write x", "--events"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let forms: Vec<String> = t.trace().iter().filter_map(|e| e["wire_form"].as_str().map(String::from)).collect();
+    assert_eq!(forms, ["tool_required", "tool_required", "tool_required"]);
+    // stream_options went once, was refused, and never went again; every request streamed.
+    let with: Vec<usize> = (0..s.count()).filter(|i| s.request(*i).get("stream_options").is_some()).collect();
+    assert_eq!(with, [0]);
+    assert!((0..s.count()).all(|i| s.request(i)["stream"] == true));
+    assert!(stdout(&out).contains("I will not call it."), "the unanswered form's text was shown live too");
 }
