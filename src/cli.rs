@@ -69,6 +69,9 @@ pub struct Global {
     /// Record every model response to FILE (JSONL, replayable with --provider scripted --script FILE).
     #[arg(long, global = true, value_name = "FILE")]
     pub record: Option<Utf8PathBuf>,
+    /// Stream the model's answers and show them as they arrive (llm.stream: true).
+    #[arg(long, global = true)]
+    pub stream: bool,
     /// Apply the agent profile agents/NAME.yaml.
     #[arg(long, global = true, value_name = "NAME")]
     pub agent: Option<String>,

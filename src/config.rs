@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// A duration written as seconds (`90`) or a human string (`"90s"`, `"10m"`).
@@ -205,6 +205,9 @@ pub struct LlmConfig {
     pub record: Option<Utf8PathBuf>,
     /// Use Anthropic prompt caching on the stable prefix.
     pub cache: bool,
+    /// Ask for the answer as an event stream and show its pieces live (`--events`
+    /// `model.delta` entries, the progress line); the answer recorded is the same.
+    pub stream: bool,
 }
 
 impl Default for LlmConfig {
@@ -228,6 +231,7 @@ impl Default for LlmConfig {
             script: None,
             record: None,
             cache: true,
+            stream: false,
         }
     }
 }
@@ -721,12 +725,33 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
         layer.validate()?;
         merge(&mut value, &layer.value, &layer.source, "", &mut sources);
     }
+    agent_sandbox(&mut value, &mut sources);
     let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
         Error::config(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
     })?;
     validate_values(&config)?;
     Ok(Resolved { config, value, sources })
+}
+
+/// The folder inside the workspace where an agent's file tools write by default.
+pub fn agent_sandbox_dir(agent: &str) -> Utf8PathBuf {
+    Utf8PathBuf::from("sandbox").join(agent)
+}
+
+/// Where the source of the per-agent write folder is recorded.
+pub const AGENT_SANDBOX_SOURCE: &str = "agent sandbox default";
+
+/// Seed 002's per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
+/// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace.
+fn agent_sandbox(value: &mut Value, sources: &mut BTreeMap<String, String>) {
+    let Some(agent) = value.get("agent").and_then(Value::as_str).filter(|a| !a.is_empty()) else { return };
+    if sources.get("tools.write_paths").is_some_and(|s| s != "default") {
+        return;
+    }
+    let dir = agent_sandbox_dir(agent);
+    value["tools"]["write_paths"] = json!([dir]);
+    sources.insert("tools.write_paths".into(), AGENT_SANDBOX_SOURCE.into());
 }
 
 fn mark_all(v: &Value, prefix: &str, sources: &mut BTreeMap<String, String>) {

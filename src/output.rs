@@ -118,6 +118,14 @@ impl Printer {
         }
     }
 
+    /// Part of a progress line (stderr, terminals only): live model output as it arrives.
+    pub fn progress_piece(&self, s: &str) {
+        if self.progress {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(crate::redact::redact(s).as_bytes()).and_then(|_| err.flush());
+        }
+    }
+
     pub fn paint(&self, s: &str, ansi: &str) -> String {
         if self.color {
             format!("\x1b[{ansi}m{s}\x1b[0m")

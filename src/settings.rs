@@ -72,6 +72,9 @@ pub fn flag_layer(g: &Global) -> Layer {
     if let Some(r) = &g.record {
         set(&["llm", "record"], json!(abs(r)));
     }
+    if g.stream {
+        set(&["llm", "stream"], json!(true));
+    }
     if let Some(a) = &g.agent {
         set(&["agent"], json!(a));
     }

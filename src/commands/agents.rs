@@ -17,7 +17,9 @@ pub enum AgentsCommand {
     /// from (the profile, a config file, the environment, a flag or the default).
     ///
     /// A profile may set any config key: system_prompt / system_prompt_file (its identity),
-    /// llm, allowed_tools and tools, skills.only, memory, rest, budgets.
+    /// llm, allowed_tools and tools, skills.only, memory, rest, budgets. The sandbox lines show
+    /// where its file tools may write and read: without tools.write_paths set anywhere, an
+    /// agent writes only in sandbox/NAME/ inside the workspace.
     ///
     /// Example: agentloop agents show researcher --json | jq '.sources'
     #[command(verbatim_doc_comment)]
@@ -87,11 +89,38 @@ pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
     Ok(rows)
 }
 
+/// The folders the file tools may write and read for this configuration, with where that
+/// came from (`tools.write_paths`: a profile, a config file, the per-agent default).
+fn sandbox(cfg: &config::Config, sources: &std::collections::BTreeMap<String, String>) -> serde_json::Value {
+    let dir = |p: &camino::Utf8PathBuf| format!("{}/", p.as_str().trim_end_matches('/'));
+    let source = |k: &str| sources.get(k).cloned().unwrap_or_else(|| "default".into());
+    let write: Vec<String> = if cfg.tools.write_paths.is_empty() {
+        vec!["the workspace (except agentloop's own files)".into()]
+    } else {
+        cfg.tools.write_paths.iter().map(dir).collect()
+    };
+    let mut read = vec!["the workspace".to_string()];
+    read.extend(cfg.tools.read_paths.iter().chain(&cfg.tools.write_paths).map(dir));
+    read.dedup();
+    let read_source = format!(
+        "the workspace always; tools.read_paths from {}; tools.write_paths from {}",
+        source("tools.read_paths"),
+        source("tools.write_paths")
+    );
+    json!({
+        "write": write,
+        "write_source": source("tools.write_paths"),
+        "read": read,
+        "read_source": read_source,
+    })
+}
+
 fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     let c = ctx.rebuild(|g| g.agent = Some(name.to_string()))?;
     let r = &c.resolved;
     let from_profile: Vec<(&String, &String)> =
         r.sources.iter().filter(|(_, s)| s.ends_with("(agent profile)")).collect();
+    let sandbox = sandbox(c.config(), &r.sources);
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,
@@ -99,10 +128,20 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
             "sources": r.sources,
             "set_by_profile": from_profile.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             "system_prompt": c.config().system_prompt,
+            "sandbox": sandbox,
         }));
         return Ok(0);
     }
     ctx.printer.outln(&format!("agent {name}"));
+    ctx.printer.outln("sandbox:");
+    for (what, key) in [("write", "write"), ("read", "read")] {
+        let dirs: Vec<&str> = sandbox[key].as_array().into_iter().flatten().filter_map(|d| d.as_str()).collect();
+        ctx.printer.outln(&format!(
+            "  {what:<5} {}  # {}",
+            dirs.join(", "),
+            sandbox[format!("{key}_source")].as_str().unwrap_or("")
+        ));
+    }
     for (k, src) in &r.sources {
         if src == "default" {
             continue;

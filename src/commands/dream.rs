@@ -203,7 +203,7 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
         temperature: cfg.llm.temperature,
         deadline: None,
     };
-    let r = m.complete(&req)?;
+    let r = m.complete(&req, &mut |_| {})?;
     let call = r
         .tool_calls
         .into_iter()

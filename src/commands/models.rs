@@ -48,7 +48,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         None => None,
     };
     let r = match &probes {
-        None => m.complete(&req)?,
+        None => m.complete(&req, &mut |_| {})?,
         Some(ps) => {
             let chosen = ps.iter().find(|p| p.answered).or_else(|| ps.iter().find(|p| p.response.is_some()));
             match chosen.and_then(|p| p.response.clone()) {

@@ -3,9 +3,10 @@
 //! `input_schema`; `tool_choice` auto / any / tool; prompt caching with `cache_control` on the
 //! stable prefix (the system prompt and the tool catalog), so repeated phase calls read it from
 //! the cache; usage including `cache_creation_input_tokens` and `cache_read_input_tokens`.
+//! With `llm.stream`, `stream: true` and the event stream read by [`super::stream::anthropic`].
 
-use super::http::Client;
-use super::{Model, Part, Request, Response, Role, ToolCall, ToolChoice};
+use super::http::{Client, Shapes};
+use super::{Live, Model, Part, Request, Response, Role, ToolCall, ToolChoice};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::trace::Usage;
@@ -21,6 +22,8 @@ pub struct Anthropic {
     key: String,
     model: String,
     cache: bool,
+    /// `llm.stream`: ask for an event stream and report its pieces live.
+    stream: bool,
 }
 
 impl Anthropic {
@@ -46,6 +49,7 @@ impl Anthropic {
             key,
             model: cfg.llm.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
             cache: cfg.llm.cache,
+            stream: cfg.llm.stream,
         })
     }
 }
@@ -156,16 +160,21 @@ impl Model for Anthropic {
     fn model(&self) -> &str {
         &self.model
     }
-    fn complete(&mut self, req: &Request) -> Result<Response> {
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let headers = [("x-api-key", self.key.clone()), ("anthropic-version", VERSION.to_string())];
-        let reply = self.client.post_json(
-            &self.url,
-            &headers,
-            &body(&self.model, req, self.cache),
-            "request-id",
-            req.deadline,
-        )?;
-        let mut r = parse(&reply.body)?;
+        let mut b = body(&self.model, req, self.cache);
+        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::anthropic(r, live);
+        let decode: Option<super::http::Decode> = if self.stream {
+            b["stream"] = json!(true);
+            Some(&mut decode)
+        } else {
+            None
+        };
+        let reply = self
+            .client
+            .post(&self.url, &headers, &b, "request-id", req.deadline, Shapes::Off, decode)
+            .map_err(super::http::Failure::into_error)?;
+        let mut r = reply.response(parse)?;
         reply.complete(&mut r, &self.model);
         Ok(r)
     }

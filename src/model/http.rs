@@ -4,6 +4,12 @@
 //! and a final error that names the status, the provider's error type and message, the request
 //! id and the attempts made. The API key never appears in an error.
 //!
+//! The run's deadline bounds each attempt (ureq's global timeout) and each wait between
+//! attempts; no thread is started per call (host names are looked up on the calling thread, see
+//! `Lookup`). A `text/event-stream` reply is handed to the caller's decoder (see
+//! [`super::stream`]): a stream that breaks before any live piece was shown is retried like a
+//! dropped connection, one that breaks after is not.
+//!
 //! A caller that can send the same request in another shape (the OpenAI-compatible client)
 //! asks [`Client::post`] to tell a *shape rejection* from an outage, so that a rejected shape
 //! costs one request and no backoff:
@@ -18,10 +24,11 @@
 //!   caller may try its next shape once; otherwise it is an outage like 502, 503, 504, 429 and
 //!   connection failures, and gets the retry policy.
 
+use super::stream::Broken;
 use crate::config::Config;
 use crate::error::{Error, Kind, Result};
 use serde_json::Value;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct Client {
@@ -121,25 +128,48 @@ pub fn classify(status: u16, message: &str) -> Option<bool> {
     }
 }
 
+/// What a successful exchange brought back.
+pub enum Body {
+    /// A JSON body (also what a server that ignores `stream: true` answers).
+    Json(Value),
+    /// A `text/event-stream` body, already read into the answer by the caller's decoder.
+    Streamed(crate::model::Response),
+}
+
 pub struct Reply {
-    pub body: Value,
+    pub body: Body,
     pub request_id: Option<String>,
     pub latency_ms: u64,
 }
 
 impl Reply {
+    /// The response a provider's parser makes of the body (a streamed one is already parsed).
+    pub fn response(&self, parse: fn(&Value) -> Result<crate::model::Response>) -> Result<crate::model::Response> {
+        match &self.body {
+            Body::Json(v) => parse(v),
+            Body::Streamed(r) => Ok(r.clone()),
+        }
+    }
+
     /// Fills what every provider's response takes from the HTTP exchange: the request id
     /// (header, else the body's `id`), the latency, and the model asked for when the body
     /// names none.
     pub fn complete(&self, r: &mut crate::model::Response, model: &str) {
-        r.request_id =
-            self.request_id.clone().or_else(|| self.body.get("id").and_then(Value::as_str).map(String::from));
+        let body_id = match &self.body {
+            Body::Json(v) => v.get("id").and_then(Value::as_str).map(String::from),
+            Body::Streamed(s) => s.request_id.clone(),
+        };
+        r.request_id = self.request_id.clone().or(body_id);
         r.latency_ms = self.latency_ms;
         if r.model.is_empty() {
             r.model = model.to_string();
         }
     }
 }
+
+/// Reads a `text/event-stream` body into the answer, reporting live pieces as they arrive.
+pub type Decode<'a> = &'a mut DecodeFn<'a>;
+pub type DecodeFn<'a> = dyn FnMut(&mut dyn BufRead) -> std::result::Result<crate::model::Response, Broken> + 'a;
 
 /// Extracts (error type, message) from a provider's error body.
 fn error_parts(body: &Value) -> (Option<String>, Option<String>) {
@@ -159,16 +189,101 @@ fn retry_after(h: Option<&str>) -> Option<Duration> {
     Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO).min(Duration::from_secs(600)))
 }
 
+/// Whether a failure to exchange at all is worth another attempt: timeouts, connection and
+/// I/O failures, and name lookups that failed (a DNS server that did not answer, or answered
+/// nothing) — all of which pass. A malformed URL or a TLS refusal does not.
+pub fn transport_retryable(e: &ureq::Error) -> bool {
+    matches!(
+        e,
+        ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
+    )
+}
+
+/// Name lookup on the calling thread. ureq's default resolver starts a thread per lookup
+/// whenever a timeout applies (and the run's deadline always makes one apply); this one never
+/// does. A lookup is bounded by the system resolver's own timeout (`/etc/resolv.conf`), which
+/// is seconds; connecting, sending and receiving stay bounded by the run's deadline. An IP
+/// address in the URL needs no lookup at all.
+#[derive(Debug, Default)]
+struct Lookup;
+
+impl ureq::unversioned::resolver::Resolver for Lookup {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        _timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> std::result::Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        use std::net::ToSocketAddrs;
+        let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
+            return Err(ureq::Error::BadUri(format!("{uri} is not an absolute URL")));
+        };
+        let addr = ureq::unversioned::resolver::DefaultResolver::host_and_port(scheme, authority)
+            .ok_or_else(|| ureq::Error::BadUri(format!("{uri} has no port and an unknown scheme")))?;
+        let found = addr.to_socket_addrs().map_err(|e| {
+            ureq::Error::Io(std::io::Error::new(e.kind(), format!("cannot resolve {}: {e}", authority.host())))
+        })?;
+        let mut out = self.empty();
+        for a in found.take(16) {
+            out.push(a);
+        }
+        if out.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(out)
+    }
+}
+
+/// How one attempt ended.
+enum Step {
+    Done(Reply),
+    /// A failure worth another attempt: what happened, the hint for the final error, and the
+    /// wait the server asked for.
+    Again {
+        what: String,
+        hint: &'static str,
+        wait: Option<Duration>,
+    },
+    Stop(Failure),
+}
+
+const REACH_HINT: &str = "check the base URL, that the server is running, and your network";
+
+/// One POST's fixed parts.
+struct Call<'a> {
+    url: &'a str,
+    headers: &'a [(&'a str, String)],
+    payload: Vec<u8>,
+    request_id_header: &'a str,
+    deadline: Option<Instant>,
+    shapes: Shapes,
+    start: Instant,
+}
+
+impl Call<'_> {
+    fn left(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+    /// Whether the run's time is (nearly) gone, so a failure is the budget's, not the server's.
+    fn out_of_time(&self) -> bool {
+        self.left().is_some_and(|l| l < Duration::from_millis(50))
+    }
+}
+
+fn out_of_time() -> Error {
+    Error::new(Kind::Budget, "timeout: the run's wall-clock limit ran out while waiting for the model")
+}
+
 impl Client {
     pub fn new(cfg: &Config, provider: &str, secret: Option<String>) -> Self {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .timeout_connect(Some(cfg.llm.connect_timeout.0))
             .timeout_recv_response(Some(cfg.llm.read_timeout.0))
             .timeout_recv_body(Some(cfg.llm.read_timeout.0))
             .http_status_as_error(false)
             .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+            .build();
+        let agent = ureq::Agent::with_parts(config, ureq::unversioned::transport::DefaultConnector::default(), Lookup);
         Client {
             agent,
             provider: provider.to_string(),
@@ -190,6 +305,12 @@ impl Client {
         Error::provider(crate::model::redact(&msg, self.secret.as_deref()))
     }
 
+    /// The final error after `attempt` attempts.
+    fn final_error(&self, what: &str, attempt: u32, hint: &str) -> Error {
+        let s = if attempt == 1 { "" } else { "s" };
+        self.fail(format!("provider {}: {what} (after {attempt} attempt{s})", self.provider)).with_hint(hint)
+    }
+
     /// POSTs a JSON body and returns the JSON reply, retrying what is worth retrying.
     pub fn post_json(
         &self,
@@ -199,11 +320,15 @@ impl Client {
         request_id_header: &str,
         deadline: Option<Instant>,
     ) -> Result<Reply> {
-        self.post(url, headers, body, request_id_header, deadline, Shapes::Off).map_err(Failure::into_error)
+        self.post(url, headers, body, request_id_header, deadline, Shapes::Off, None).map_err(Failure::into_error)
     }
 
     /// POSTs a JSON body; rejections of the request's shape come back at once as
-    /// [`Failure::Rejected`] as `shapes` asks, everything else after the retry policy.
+    /// [`Failure::Rejected`] as `shapes` asks, everything else after the retry policy. With
+    /// `decode`, an event-stream reply is read by it; a stream that breaks before any live
+    /// piece was reported is retried like a dropped connection, one that breaks after is not
+    /// (the pieces shown would be shown again), and the error says so.
+    #[allow(clippy::too_many_arguments)]
     pub fn post(
         &self,
         url: &str,
@@ -212,137 +337,189 @@ impl Client {
         request_id_header: &str,
         deadline: Option<Instant>,
         shapes: Shapes,
+        mut decode: Option<Decode>,
     ) -> std::result::Result<Reply, Failure> {
         let payload = serde_json::to_vec(body).expect("request serializes");
-        let start = Instant::now();
+        let call = Call { url, headers, payload, request_id_header, deadline, shapes, start: Instant::now() };
         let mut last = String::new();
-        let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let out_of_time =
-            || Error::new(Kind::Budget, "timeout: the run's wall-clock limit ran out while waiting for the model");
-        // Waits before a retry, unless the wait would outlast the run's time budget.
-        let pause = |d: Duration| -> Result<()> {
-            if left().is_some_and(|l| l <= d) {
-                return Err(out_of_time());
-            }
-            crate::log::info(&format!("provider {}: retrying {url} in {} ms", self.provider, d.as_millis()));
-            std::thread::sleep(d);
-            Ok(())
-        };
         for attempt in 1..=self.attempts {
-            let mut req = self.agent.post(url).header("content-type", "application/json");
-            for (k, v) in headers {
-                req = req.header(*k, v.as_str());
-            }
-            if let Some(l) = left() {
-                if l.is_zero() {
-                    return Err(out_of_time().into());
-                }
-                req = req.config().timeout_global(Some(l)).build();
-            }
-            let resp = match req.send(&payload[..]) {
-                Ok(r) => r,
-                Err(e) => {
-                    let retry = matches!(
-                        e,
-                        ureq::Error::Timeout(_)
-                            | ureq::Error::Io(_)
-                            | ureq::Error::ConnectionFailed
-                            | ureq::Error::HostNotFound
-                    );
-                    last = format!("cannot reach {url}: {e}");
-                    if left().is_some_and(|l| l < Duration::from_millis(50)) {
+            match self.attempt(&call, attempt, decode.as_deref_mut()) {
+                Step::Done(reply) => return Ok(reply),
+                Step::Stop(f) => return Err(f),
+                Step::Again { what, hint, wait } => {
+                    if attempt == self.attempts {
+                        return Err(self.final_error(&what, attempt, hint).into());
+                    }
+                    let wait = wait.unwrap_or_else(|| self.backoff(attempt));
+                    // A wait that would outlast the run's time budget is not started.
+                    if call.left().is_some_and(|l| l <= wait) {
                         return Err(out_of_time().into());
                     }
-                    if retry && attempt < self.attempts {
-                        pause(self.backoff(attempt))?;
-                        continue;
-                    }
-                    return Err(self
-                        .fail(format!(
-                            "provider {}: {last} (after {attempt} attempt{})",
-                            self.provider,
-                            if attempt == 1 { "" } else { "s" }
-                        ))
-                        .with_hint("check the base URL, that the server is running, and your network")
-                        .into());
+                    crate::log::info(&format!("provider {}: retrying {url} in {} ms", self.provider, wait.as_millis()));
+                    std::thread::sleep(wait);
+                    last = what;
                 }
-            };
-            let status = resp.status().as_u16();
-            let request_id = resp.headers().get(request_id_header).and_then(|v| v.to_str().ok()).map(String::from);
-            let ra = retry_after(resp.headers().get("retry-after").and_then(|v| v.to_str().ok()));
-            let mut buf = Vec::new();
-            if let Err(e) = resp.into_body().into_reader().take(self.max_bytes + 1).read_to_end(&mut buf) {
-                last = format!("reading the response failed: {e}");
-                if left().is_some_and(|l| l < Duration::from_millis(50)) {
-                    return Err(out_of_time().into());
-                }
-                if attempt < self.attempts {
-                    pause(self.backoff(attempt))?;
-                    continue;
-                }
-                return Err(self.fail(format!("provider {}: {last} (after {attempt} attempts)", self.provider)).into());
             }
-            if buf.len() as u64 > self.max_bytes {
-                return Err(self
-                    .fail(format!(
-                        "provider {}: the response from {url} is larger than llm.max_response_bytes ({} bytes)",
-                        self.provider, self.max_bytes
-                    ))
-                    .into());
-            }
-            let parsed: std::result::Result<Value, _> = serde_json::from_slice(&buf);
-            let rid = request_id.as_deref().map(|r| format!("; request id {r}")).unwrap_or_default();
-            if (200..300).contains(&status) {
-                return match parsed {
-                    Ok(body) => Ok(Reply { body, request_id, latency_ms: start.elapsed().as_millis() as u64 }),
-                    Err(_) => Err(self
-                        .fail(format!(
-                            "provider {}: HTTP {status} but the body is not JSON: {}{rid}",
-                            self.provider,
-                            String::from_utf8_lossy(&buf[..buf.len().min(200)])
-                        ))
-                        .into()),
-                };
-            }
-            let (ty, msg) = parsed.as_ref().map(error_parts).unwrap_or((None, None));
-            let msg = msg.unwrap_or_else(|| String::from_utf8_lossy(&buf[..buf.len().min(300)]).trim().to_string());
-            last = format!(
-                "HTTP {status}{} {}{rid}",
-                ty.as_ref().map(|t| format!(" ({t}):")).unwrap_or_else(|| ":".into()),
-                if msg.is_empty() { "(no message)" } else { msg.as_str() }
-            );
-            let hint = match status {
-                401 | 403 => "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)",
-                404 => "check the model id (--model) and the base URL (--base-url)",
-                400 | 422 => "the provider rejected the request; see the message above",
-                _ => "the provider is failing; try again later or raise llm.attempts",
-            };
-            let final_error = |last: &str| {
-                self.fail(format!(
-                    "provider {}: {last} (after {attempt} attempt{})",
-                    self.provider,
-                    if attempt == 1 { "" } else { "s" }
-                ))
-                .with_hint(hint)
-            };
-            let shape = match (shapes, classify(status, &msg)) {
-                (Shapes::Off, _) | (_, None) => None,
-                (_, Some(true)) => Some(true),
-                (Shapes::Probe, Some(false)) if attempt == 1 => Some(false),
-                (_, Some(false)) => None,
-            };
-            if let Some(definite) = shape {
-                let summary = crate::model::redact(&last, self.secret.as_deref());
-                return Err(Failure::Rejected(Rejection { status, definite, summary, error: final_error(&last) }));
-            }
-            let retry = status == 429 || status >= 500 || ty.as_deref() == Some("overloaded_error");
-            if retry && attempt < self.attempts {
-                pause(ra.unwrap_or_else(|| self.backoff(attempt)))?;
-                continue;
-            }
-            return Err(final_error(&last).into());
         }
         Err(self.fail(format!("provider {}: {last}", self.provider)).into())
+    }
+
+    /// Sends the request once and sorts what came back.
+    fn attempt(&self, call: &Call, attempt: u32, decode: Option<&mut DecodeFn<'_>>) -> Step {
+        let mut req = self.agent.post(call.url).header("content-type", "application/json");
+        for (k, v) in call.headers {
+            req = req.header(*k, v.as_str());
+        }
+        if let Some(l) = call.left() {
+            if l.is_zero() {
+                return Step::Stop(out_of_time().into());
+            }
+            req = req.config().timeout_global(Some(l)).build();
+        }
+        let resp = match req.send(&call.payload[..]) {
+            Ok(r) => r,
+            Err(_) if call.out_of_time() => return Step::Stop(out_of_time().into()),
+            Err(e) => {
+                let what = format!("cannot reach {}: {e}", call.url);
+                if transport_retryable(&e) {
+                    return Step::Again { what, hint: REACH_HINT, wait: None };
+                }
+                return Step::Stop(self.final_error(&what, attempt, REACH_HINT).into());
+            }
+        };
+        let status = resp.status().as_u16();
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
+        let request_id = header(call.request_id_header);
+        let wait = retry_after(header("retry-after").as_deref());
+        let streamed = header("content-type").is_some_and(|c| c.trim_start().starts_with("text/event-stream"));
+        let mut reader = resp.into_body().into_reader().take(self.max_bytes + 1);
+        let rid = request_id.as_deref().map(|r| format!("; request id {r}")).unwrap_or_default();
+        if (200..300).contains(&status) && streamed {
+            if let Some(decode) = decode {
+                let mut buffered = std::io::BufReader::new(&mut reader);
+                let read = decode(&mut buffered);
+                drop(buffered);
+                return self.streamed(call, attempt, read, reader.limit() == 0, request_id);
+            }
+        }
+        let mut buf = Vec::new();
+        if let Err(e) = reader.read_to_end(&mut buf) {
+            if call.out_of_time() {
+                return Step::Stop(out_of_time().into());
+            }
+            return Step::Again { what: format!("reading the response failed: {e}"), hint: REACH_HINT, wait: None };
+        }
+        if buf.len() as u64 > self.max_bytes {
+            return Step::Stop(self.too_large(call.url).into());
+        }
+        let parsed: std::result::Result<Value, _> = serde_json::from_slice(&buf);
+        if (200..300).contains(&status) {
+            return match parsed {
+                Ok(body) => Step::Done(Reply {
+                    body: Body::Json(body),
+                    request_id,
+                    latency_ms: call.start.elapsed().as_millis() as u64,
+                }),
+                Err(_) => Step::Stop(
+                    self.fail(format!(
+                        "provider {}: HTTP {status} but the body is not JSON: {}{rid}",
+                        self.provider,
+                        String::from_utf8_lossy(&buf[..buf.len().min(200)])
+                    ))
+                    .into(),
+                ),
+            };
+        }
+        self.refused(call, attempt, status, parsed.ok(), &buf, &rid, wait)
+    }
+
+    fn too_large(&self, url: &str) -> Error {
+        self.fail(format!(
+            "provider {}: the response from {url} is larger than llm.max_response_bytes ({} bytes)",
+            self.provider, self.max_bytes
+        ))
+    }
+
+    /// Sorts a streamed reply: the answer, a retry (nothing shown yet), or a final error.
+    fn streamed(
+        &self,
+        call: &Call,
+        attempt: u32,
+        read: std::result::Result<crate::model::Response, Broken>,
+        capped: bool,
+        request_id: Option<String>,
+    ) -> Step {
+        let broken = match read {
+            Ok(r) => {
+                let latency_ms = call.start.elapsed().as_millis() as u64;
+                return Step::Done(Reply { body: Body::Streamed(r), request_id, latency_ms });
+            }
+            Err(_) if capped => return Step::Stop(self.too_large(call.url).into()),
+            Err(_) if call.out_of_time() => return Step::Stop(out_of_time().into()),
+            Err(b) => b,
+        };
+        let what = format!("the stream from {} broke: {}", call.url, broken.message);
+        if broken.shown {
+            let e = self.fail(format!(
+                "provider {}: {what}, after part of the answer had been shown live; not sent again (attempt {attempt})",
+                self.provider
+            ));
+            return Step::Stop(e.with_hint("try again, or set llm.stream: false to receive whole answers").into());
+        }
+        if broken.retryable {
+            return Step::Again {
+                what,
+                hint: "the provider is failing; try again later or raise llm.attempts",
+                wait: None,
+            };
+        }
+        Step::Stop(
+            self.final_error(&what, attempt, "the server sent a stream agentloop cannot read; set llm.stream: false")
+                .into(),
+        )
+    }
+
+    /// Sorts a 4xx/5xx: a shape rejection, a retry, or a final error.
+    #[allow(clippy::too_many_arguments)]
+    fn refused(
+        &self,
+        call: &Call,
+        attempt: u32,
+        status: u16,
+        parsed: Option<Value>,
+        buf: &[u8],
+        rid: &str,
+        wait: Option<Duration>,
+    ) -> Step {
+        let (ty, msg) = parsed.as_ref().map(error_parts).unwrap_or((None, None));
+        let msg = msg.unwrap_or_else(|| String::from_utf8_lossy(&buf[..buf.len().min(300)]).trim().to_string());
+        let what = format!(
+            "HTTP {status}{} {}{rid}",
+            ty.as_ref().map(|t| format!(" ({t}):")).unwrap_or_else(|| ":".into()),
+            if msg.is_empty() { "(no message)" } else { msg.as_str() }
+        );
+        let hint = match status {
+            401 | 403 => "check the API key (ANTHROPIC_API_KEY / OPENAI_API_KEY or llm.api_key_env)",
+            404 => "check the model id (--model) and the base URL (--base-url)",
+            400 | 422 => "the provider rejected the request; see the message above",
+            _ => "the provider is failing; try again later or raise llm.attempts",
+        };
+        let shape = match (call.shapes, classify(status, &msg)) {
+            (Shapes::Off, _) | (_, None) => None,
+            (_, Some(true)) => Some(true),
+            (Shapes::Probe, Some(false)) if attempt == 1 => Some(false),
+            (_, Some(false)) => None,
+        };
+        if let Some(definite) = shape {
+            let summary = crate::model::redact(&what, self.secret.as_deref());
+            let error = self.final_error(&what, attempt, hint);
+            return Step::Stop(Failure::Rejected(Rejection { status, definite, summary, error }));
+        }
+        let retry = status == 429 || status >= 500 || ty.as_deref() == Some("overloaded_error");
+        if retry {
+            return Step::Again { what, hint, wait };
+        }
+        Step::Stop(self.final_error(&what, attempt, hint).into())
     }
 }
 
@@ -364,6 +541,20 @@ mod tests {
         for outage in [429, 502, 503, 504, 401, 404] {
             assert_eq!(classify(outage, "invalid"), None);
         }
+    }
+
+    #[test]
+    fn names_are_looked_up_on_the_calling_thread_and_failures_retry() {
+        use ureq::unversioned::resolver::Resolver;
+        let cfg = ureq::config::Config::default();
+        let none = ureq::unversioned::transport::NextTimeout::default;
+        let uri: ureq::http::Uri = "http://127.0.0.1:9/v1".parse().unwrap();
+        let found = super::Lookup.resolve(&uri, &cfg, none()).unwrap();
+        assert_eq!(found[0], "127.0.0.1:9".parse().unwrap());
+        let uri: ureq::http::Uri = "http://agentloop-test.invalid/v1".parse().unwrap();
+        let e = super::Lookup.resolve(&uri, &cfg, none()).unwrap_err();
+        assert!(e.to_string().contains("agentloop-test.invalid") || matches!(e, ureq::Error::HostNotFound), "{e}");
+        assert!(super::transport_retryable(&e), "{e}");
     }
 
     #[test]

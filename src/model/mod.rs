@@ -14,6 +14,8 @@ pub mod http;
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
+pub mod sse;
+pub mod stream;
 pub mod wire;
 
 use crate::config::Config;
@@ -123,6 +125,23 @@ pub struct Response {
     pub wire_form: Option<&'static str>,
 }
 
+/// A piece of a model's answer as it arrives (`llm.stream`): text, or a fragment of a tool
+/// call's JSON arguments. The pieces of one call, joined, are its final text and arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    Text(String),
+    ToolArguments {
+        /// The call's position in the answer.
+        index: usize,
+        id: String,
+        name: String,
+        fragment: String,
+    },
+}
+
+/// Where live pieces go while a call is under way.
+pub type Live<'a> = &'a mut dyn FnMut(&Delta);
+
 /// What one request form got from the server (`models test`).
 #[derive(Debug, Clone)]
 pub struct Probe {
@@ -141,7 +160,9 @@ pub trait Model {
     fn provider(&self) -> &str;
     /// Model id requested.
     fn model(&self) -> &str;
-    fn complete(&mut self, req: &Request) -> Result<Response>;
+    /// Sends the request and returns the whole answer; with `llm.stream` on, the pieces of the
+    /// answer go to `live` as they arrive (the response is the same either way).
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response>;
     /// Replay position (scripted model only), persisted in state.json so a resumed run goes on
     /// where the last committed phase left off.
     fn cursor(&self) -> Value {
@@ -172,8 +193,8 @@ impl Model for Recorder {
     fn model(&self) -> &str {
         self.inner.model()
     }
-    fn complete(&mut self, req: &Request) -> Result<Response> {
-        let r = self.inner.complete(req)?;
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
+        let r = self.inner.complete(req, live)?;
         let line = crate::redact::redact(&scripted::record_line(&req.phase, &r));
         crate::fs::append_line(&self.path, &line)?;
         Ok(r)
@@ -201,7 +222,9 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
             };
-            Box::new(scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?)
+            let mut s = scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?;
+            s.stream = cfg.llm.stream;
+            Box::new(s)
         }
         "anthropic" => Box::new(anthropic::Anthropic::new(cfg)?),
         "openai" | "ollama" => Box::new(openai::OpenAi::new(cfg, &provider)?),

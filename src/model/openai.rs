@@ -12,10 +12,14 @@
 //! and without a JSON answer in its text, is followed at once by the next form — `"required"`,
 //! `"auto"` with an instruction, `response_format` `json_schema`, `json_object`, then a plain
 //! JSON instruction. A real outage (connection refused, 429, 503) keeps the retry policy.
+//!
+//! With `llm.stream`, every form is sent with `stream: true` and `stream_options:
+//! {include_usage: true}` and the reply is read by [`super::stream::openai`]; a server that
+//! answers plain JSON instead is read as usual.
 
 use super::http::{Client, Failure, Rejection, Shapes};
 use super::wire::{self, Form, Structured};
-use super::{json_in_text, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
+use super::{json_in_text, Live, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
 use crate::config::{Config, Strict};
 use crate::error::{Error, Result};
 use crate::trace::Usage;
@@ -43,6 +47,11 @@ pub struct OpenAi {
     cached: Option<Form>,
     /// The form of the last answer returned.
     last: Option<Form>,
+    /// `llm.stream`: ask for an event stream and report its pieces live.
+    stream: bool,
+    /// Whether `stream_options: {include_usage: true}` goes with a streamed request (dropped
+    /// for the rest of the run when a server rejects it by name).
+    stream_options: bool,
 }
 
 impl OpenAi {
@@ -92,6 +101,8 @@ impl OpenAi {
             kept: cached,
             cached,
             last: None,
+            stream: cfg.llm.stream,
+            stream_options: true,
         })
     }
 }
@@ -359,16 +370,45 @@ impl OpenAi {
         wire::order(self.kept, self.structured, |f| single || !matches!(f, Form::Named | Form::JsonSchema))
     }
 
-    fn send(&self, req: &Request, form: Option<Form>, shapes: Shapes) -> std::result::Result<Outcome, Error> {
-        let b = body(&self.model, req, form, self.strict, self.official);
-        match self.client.post(&self.url, &self.headers(), &b, "x-request-id", req.deadline, shapes) {
+    fn send(&mut self, req: &Request, form: Option<Form>, shapes: Shapes, live: Live) -> Result<Outcome> {
+        let mut b = body(&self.model, req, form, self.strict, self.official);
+        if self.stream {
+            b["stream"] = json!(true);
+            if self.stream_options {
+                b["stream_options"] = json!({"include_usage": true});
+            }
+        }
+        let sent = self.exchange(req, &b, shapes, &mut *live)?;
+        // A server that refuses `stream_options` by name is asked again without it, once.
+        let sent = match sent {
+            Outcome::Rejected(rej) if b.get("stream_options").is_some() && rej.summary.contains("stream_options") => {
+                crate::output::debug_note(&format!("{}: stream_options rejected; sending without it", self.provider));
+                self.stream_options = false;
+                b.as_object_mut().map(|o| o.remove("stream_options"));
+                self.exchange(req, &b, shapes, live)?
+            }
+            other => other,
+        };
+        Ok(match sent {
+            Outcome::Reply(mut r) => {
+                r.wire_form = form.map(Form::as_str);
+                Outcome::Reply(r)
+            }
+            other => other,
+        })
+    }
+
+    /// One POST of a request body, read into a response.
+    fn exchange(&self, req: &Request, b: &Value, shapes: Shapes, live: Live) -> Result<Outcome> {
+        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::openai(r, &mut *live);
+        let decode: Option<super::http::Decode> = if self.stream { Some(&mut decode) } else { None };
+        match self.client.post(&self.url, &self.headers(), b, "x-request-id", req.deadline, shapes, decode) {
             Ok(reply) => {
-                let mut r = parse(&reply.body)?;
+                let mut r = reply.response(parse)?;
                 if self.structured != Structured::Tools {
                     synthesize(req, &mut r);
                 }
                 reply.complete(&mut r, &self.model);
-                r.wire_form = form.map(Form::as_str);
                 Ok(Outcome::Reply(r))
             }
             Err(Failure::Rejected(rej)) => Ok(Outcome::Rejected(rej)),
@@ -401,10 +441,10 @@ impl Model for OpenAi {
     /// rejects the shape or answers without the forced call. Only the first unclear HTTP 500
     /// of a call moves on to the next form; after that an unclear 500 is an outage and gets the
     /// retry policy. Usage of every answer received is counted.
-    fn complete(&mut self, req: &Request) -> Result<Response> {
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let forms = self.forms(req);
         if forms.is_empty() {
-            return match self.send(req, None, Shapes::Off)? {
+            return match self.send(req, None, Shapes::Off, live)? {
                 Outcome::Reply(r) => Ok(r),
                 Outcome::Rejected(rej) => Err(rej.error),
             };
@@ -418,7 +458,7 @@ impl Model for OpenAi {
         for (i, form) in forms.into_iter().enumerate() {
             // An unclear 500 moves on only when there is a next form to move on to.
             let shapes = if probe_unclear && i + 1 < n { Shapes::Probe } else { Shapes::Definite };
-            match self.send(req, Some(form), shapes)? {
+            match self.send(req, Some(form), shapes, &mut *live)? {
                 Outcome::Reply(mut r) => {
                     usage.add(&r.usage);
                     r.usage = usage;
@@ -483,7 +523,7 @@ impl Model for OpenAi {
             wire::order(None, self.structured, |f| single || !matches!(f, Form::Named | Form::JsonSchema));
         let mut out = Vec::new();
         for form in forms {
-            let probe = match self.send(req, Some(form), Shapes::Probe) {
+            let probe = match self.send(req, Some(form), Shapes::Probe, &mut |_| {}) {
                 Ok(Outcome::Reply(r)) => {
                     let answered = answered(req, &r);
                     let detail = if answered {

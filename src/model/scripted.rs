@@ -14,7 +14,7 @@
 //!   error: "message"       # fail this call as a provider error
 //! ```
 
-use super::{Model, Request, Response, ToolCall, ToolChoice};
+use super::{Delta, Live, Model, Request, Response, ToolCall, ToolChoice};
 use crate::error::{Error, Result};
 use crate::trace::Usage;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -62,6 +62,8 @@ pub struct Scripted {
     path: Utf8PathBuf,
     queues: Queues,
     pos: BTreeMap<String, usize>,
+    /// `llm.stream`: report each answer's text and tool arguments as live pieces.
+    pub stream: bool,
 }
 
 fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
@@ -108,7 +110,7 @@ impl Scripted {
                 other => Queues::Ordered(parse_entries(other, path, "the script")?),
             }
         };
-        Ok(Scripted { path: path.clone(), queues, pos: BTreeMap::new() })
+        Ok(Scripted { path: path.clone(), queues, pos: BTreeMap::new(), stream: false })
     }
 
     fn next(&mut self, phase: &str) -> Result<Entry> {
@@ -154,7 +156,33 @@ impl Model for Scripted {
     fn model(&self) -> &str {
         "scripted"
     }
-    fn complete(&mut self, req: &Request) -> Result<Response> {
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
+        let r = self.answer(req)?;
+        if self.stream {
+            // Replayed answers arrive whole: one piece for the text, one per call's arguments.
+            if !r.text.is_empty() {
+                live(&Delta::Text(r.text.clone()));
+            }
+            for (index, c) in r.tool_calls.iter().enumerate() {
+                let fragment = c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string());
+                live(&Delta::ToolArguments { index, id: c.id.clone(), name: c.name.clone(), fragment });
+            }
+        }
+        Ok(r)
+    }
+    fn cursor(&self) -> Value {
+        json!(self.pos)
+    }
+    fn seek(&mut self, cursor: &Value) {
+        if let Ok(pos) = serde_json::from_value::<BTreeMap<String, usize>>(cursor.clone()) {
+            self.pos = pos;
+        }
+    }
+}
+
+impl Scripted {
+    /// The next scripted answer for this request.
+    fn answer(&mut self, req: &Request) -> Result<Response> {
         let e = self.next(&req.phase)?;
         if let Some(msg) = e.error {
             return Err(Error::provider(format!("provider scripted: {msg}")));
@@ -210,14 +238,6 @@ impl Model for Scripted {
             latency_ms: 0,
             wire_form: None,
         })
-    }
-    fn cursor(&self) -> Value {
-        json!(self.pos)
-    }
-    fn seek(&mut self, cursor: &Value) {
-        if let Ok(pos) = serde_json::from_value::<BTreeMap<String, usize>>(cursor.clone()) {
-            self.pos = pos;
-        }
     }
 }
 

@@ -66,14 +66,18 @@ pub fn ask<T: DeserializeOwned>(
     let mut model_id;
     let prices = env.cfg.prices.clone();
     for attempt in 1..=2u32 {
+        // Pieces carry the step of the entry that will commit the answer (Plan starts the next).
+        let step = if phase == "plan" { state.step + 1 } else { state.step };
         let printer = env.printer;
+        let mut live = super::live::Live::new(env.printer, env.events, &state.run_id, step, phase, attempt);
         let m = env.model(state).map_err(AskError::Other)?;
         // Said when the call starts: a slow model is visibly working, not hung.
         let again = if attempt > 1 { ", correcting its answer" } else { "" };
         let kb = prompt_bytes.div_ceil(1024);
-        let step = if phase == "plan" { state.step + 1 } else { state.step };
         printer.progress(&format!("[step {step}] {phase:<7} asking {} ({kb} KB prompt{again})…", m.model()));
-        let resp: Response = match m.complete(&req) {
+        let sent = m.complete(&req, &mut |d| live.delta(d));
+        live.end();
+        let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(e.message)),

@@ -10,6 +10,7 @@ pub mod ask;
 pub mod frame;
 pub mod frustration;
 pub mod init;
+pub mod live;
 pub mod negotiate;
 pub mod plan;
 pub mod reflect;

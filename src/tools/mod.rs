@@ -125,6 +125,27 @@ pub struct Registry {
     pub mcp: crate::mcp::Hub,
 }
 
+/// file_write's description names where it may write, so the model is told before it tries.
+fn write_description(cfg: &Config, root: &Utf8Path) -> String {
+    let own = "agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config)";
+    if cfg.tools.write_paths.is_empty() {
+        return format!("Write a text file anywhere in the workspace except {own}; creates parent folders.");
+    }
+    let ws = sandbox::absolute(root);
+    let dirs: Vec<String> = cfg
+        .tools
+        .write_paths
+        .iter()
+        .map(|p| sandbox::relative(&ws, &sandbox::normalize(&ws.join(p))))
+        .map(|p| format!("{}/", p.as_str().trim_end_matches('/')))
+        .collect();
+    format!(
+        "Write a text file inside {} only (paths relative to the workspace, e.g. {}notes.md), never {own}; creates parent folders.",
+        dirs.join(", "),
+        dirs[0]
+    )
+}
+
 fn obj(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
@@ -157,7 +178,7 @@ impl Registry {
             ),
             spec(
                 "file_write",
-                "Write a text file anywhere in the workspace except agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config); creates parent folders.",
+                &write_description(cfg, root),
                 obj(json!({
                     "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. answer.txt or artifacts/report.md"},
                     "content": {"type": "string", "description": "Text to write"},

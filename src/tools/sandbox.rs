@@ -153,6 +153,30 @@ pub fn absolute(p: &Utf8Path) -> Utf8PathBuf {
     }
 }
 
+/// Creates the missing write folders (`tools.write_paths`, and so an agent's default
+/// `sandbox/<agent>/`) that lie inside the workspace, through the workspace's capability, so a
+/// symlinked parent cannot create a folder outside. Outside the workspace only an agent's
+/// default folder under a root is made (event mode and `serve` take relative paths from the
+/// root); other configured folders must exist. A failure leaves a folder missing, and a write
+/// there is refused with the usual message naming the allowed folders.
+fn make_write_roots(env: &ToolEnv, ws_abs: &Utf8Path, ws_real: &Utf8Path) {
+    let agent_dir = env.config.agent.as_deref().map(crate::config::agent_sandbox_dir);
+    let Ok(ws) = Dir::open_ambient_dir(ws_real, ambient_authority()) else { return };
+    for p in &env.config.tools.write_paths {
+        let abs = normalize(&ws_abs.join(p));
+        match abs.strip_prefix(ws_abs) {
+            Ok(inner) if !inner.as_str().is_empty() => {
+                let _ = ws.create_dir_all(inner);
+            }
+            Ok(_) => {}
+            Err(_) if agent_dir.as_ref().is_some_and(|d| abs.ends_with(d)) => {
+                let _ = std::fs::create_dir_all(&abs);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 impl Sandbox {
     /// Opens the roots for one access: reads see the workspace, `tools.read_paths`,
     /// `tools.write_paths` and the on-disk skill folders; writes see the workspace, or exactly
@@ -173,6 +197,9 @@ impl Sandbox {
             Access::Workspace => wanted.push((ws_abs.clone(), "")),
             Access::Write if cfg.write_paths.is_empty() => wanted.push((ws_abs.clone(), "")),
             Access::Write => wanted.extend(cfg.write_paths.iter().map(|p| (configured(p), "tools.write_paths"))),
+        }
+        if access == Access::Write {
+            make_write_roots(env, &ws_abs, &ws_real);
         }
         let mut sb = Sandbox {
             roots: Vec::new(),

@@ -19,5 +19,6 @@ mod runs;
 mod sandbox;
 mod serve;
 mod skills;
+mod stream;
 mod tools;
 mod wire;

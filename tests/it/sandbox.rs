@@ -187,3 +187,57 @@ fn finish_artifacts_are_normalised_and_inside_the_workspace() {
         assert!(!v.to_string().contains(&ws), "{v}");
     }
 }
+
+#[test]
+fn an_agent_writes_in_its_own_sandbox_folder_unless_it_names_its_own() {
+    let t = T::new();
+    t.write("ws/agents/ada.yaml", "description: writes notes\n");
+    t.write("ws/agents/bob.yaml", "tools: {write_paths: [out], read_paths: [data]}\n");
+    t.write("ws/data/in.txt", "input\n");
+    let call = |agent: &str, tool: &str, args: Value| {
+        let out = t.al(&["--agent", agent, "tools", "call", tool, "--args", &args.to_string()]).output().unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    // No write paths in the profile: sandbox/ada/ only, made on first use.
+    let (code, v) = call("ada", "file_write", json!({"path": "artifacts/x.md", "content": "a"}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("outside the folders this tool may write (sandbox/ada)"), "{v}");
+    let (code, v) = call("ada", "file_write", json!({"path": "sandbox/ada/notes/x.md", "content": "a"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(t.read("ws/sandbox/ada/notes/x.md"), "a");
+    let (code, _) = call("ada", "file_write", json!({"path": "sandbox/bob/x.md", "content": "a"}));
+    assert_eq!(code, Some(6), "one agent's folder is not another's");
+    // The whole workspace stays readable.
+    assert_eq!(call("ada", "file_read", json!({"path": "data/in.txt"})).0, Some(0));
+    // A profile's own paths are used as they are, and no default folder is made.
+    let (code, v) = call("bob", "file_write", json!({"path": "out/y.md", "content": "b"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(call("bob", "file_write", json!({"path": "sandbox/bob/y.md", "content": "b"})).0, Some(6));
+    assert!(!t.exists("ws/sandbox/bob"));
+    // Without an agent, file_write writes anywhere in the workspace as before.
+    let out =
+        t.al(&["tools", "call", "file_write", "--args", r#"{"path": "artifacts/z.md", "content": "c"}"#]).output();
+    assert_eq!(out.unwrap().status.code(), Some(0));
+    // A workspace config that sets write paths wins over the default, for every agent.
+    t.write("ws/agentloop.yaml", "tools: {write_paths: [shared]}\n");
+    assert_eq!(call("ada", "file_write", json!({"path": "shared/w.md", "content": "d"})).0, Some(0));
+
+    // The model is told where it may write.
+    std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
+    let out = t.al(&["--agent", "ada", "skills", "gen"]).output().unwrap();
+    assert!(stdout(&out).contains("Write a text file inside sandbox/ada/ only"), "{}", stdout(&out));
+
+    // agents show names the sandbox and where it came from.
+    let out = t.al(&["agents", "show", "ada"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("  write sandbox/ada/  # agent sandbox default\n"), "{text}");
+    let out = t.al(&["agents", "show", "bob", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sandbox"]["write"], json!(["out/"]));
+    assert_eq!(v["sandbox"]["write_source"], "ws/agents/bob.yaml (agent profile)");
+    assert_eq!(v["sandbox"]["read"], json!(["the workspace", "data/", "out/"]));
+    let out = t.al(&["agents", "show", "ada", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["tools"]["write_paths"], json!(["sandbox/ada"]));
+    assert_eq!(v["sources"]["tools.write_paths"], "agent sandbox default");
+}
