@@ -11,6 +11,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by a verbose printer, for the few notes written far from one (the model clients).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
+/// Set by a printer that shows progress (stderr is a terminal, no `-q`).
+static PROGRESS: AtomicBool = AtomicBool::new(false);
+
+/// A progress note from code that holds no [`Printer`] (a provider's retry wait): on stderr when
+/// progress lines are shown or with `-v`, and in the diagnostics log.
+pub fn progress_note(s: &str) {
+    let s = &crate::redact::redact(s);
+    crate::log::info(s);
+    if PROGRESS.load(Ordering::Relaxed) || VERBOSE.load(Ordering::Relaxed) {
+        eprintln!("{s}");
+    }
+}
 
 /// A `debug:` line on stderr when `-v` was given, and in the diagnostics log; for code that
 /// holds no [`Printer`] (the model clients).
@@ -50,6 +62,9 @@ impl Printer {
         let progress = !quiet && std::io::stderr().is_terminal();
         if verbose {
             VERBOSE.store(true, Ordering::Relaxed);
+        }
+        if progress {
+            PROGRESS.store(true, Ordering::Relaxed);
         }
         Printer { quiet, verbose, json, color, progress }
     }

@@ -355,7 +355,13 @@ impl Client {
                     if call.left().is_some_and(|l| l <= wait) {
                         return Err(out_of_time().into());
                     }
-                    crate::log::info(&format!("provider {}: retrying {url} in {} ms", self.provider, wait.as_millis()));
+                    crate::output::progress_note(&format!(
+                        "provider {}: {what}; attempt {} of {} in {:.1}s",
+                        self.provider,
+                        attempt + 1,
+                        self.attempts,
+                        wait.as_secs_f64()
+                    ));
                     std::thread::sleep(wait);
                     last = what;
                 }
@@ -366,6 +372,13 @@ impl Client {
 
     /// Sends the request once and sorts what came back.
     fn attempt(&self, call: &Call, attempt: u32, decode: Option<&mut DecodeFn<'_>>) -> Step {
+        crate::output::debug_note(&format!(
+            "provider {}: POST {} (attempt {attempt} of {}, {} bytes)",
+            self.provider,
+            call.url,
+            self.attempts,
+            call.payload.len()
+        ));
         let mut req = self.agent.post(call.url).header("content-type", "application/json");
         for (k, v) in call.headers {
             req = req.header(*k, v.as_str());

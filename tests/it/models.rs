@@ -83,10 +83,19 @@ fn anthropic_retries_429_with_retry_after_then_succeeds() {
         anthropic_tool_reply("report_color", json!({"color": "blue"})),
     ]);
     let start = std::time::Instant::now();
-    let out = anthropic(&t, &s.url, &["models", "test"]).output().unwrap();
+    let out = anthropic(&t, &s.url, &["-v", "models", "test"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(s.count(), 3);
     assert!(start.elapsed() >= std::time::Duration::from_millis(950), "retry-after honoured");
+    // -v shows each request's endpoint and attempt, and every retry wait with its cause.
+    let err = stderr(&out);
+    assert!(err.contains(&format!("debug: provider anthropic: POST {}/v1/messages (attempt 1 of 4", s.url)), "{err}");
+    assert!(err.contains("attempt 3 of 4"), "{err}");
+    assert!(
+        err.contains("provider anthropic: HTTP 429 (rate_limit_error): slow down")
+            && err.contains("; attempt 2 of 4 in 1.0s"),
+        "{err}"
+    );
 }
 
 #[test]
