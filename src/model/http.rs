@@ -356,11 +356,15 @@ impl Client {
                         return Err(out_of_time().into());
                     }
                     crate::output::progress_note(&format!(
-                        "provider {}: {what}; attempt {} of {} in {:.1}s",
+                        "provider {}: {what}; attempt {} of {} in {}",
                         self.provider,
                         attempt + 1,
                         self.attempts,
-                        wait.as_secs_f64()
+                        if wait < Duration::from_secs(1) {
+                            format!("{} ms", wait.as_millis())
+                        } else {
+                            format!("{:.1}s", wait.as_secs_f64())
+                        }
                     ));
                     std::thread::sleep(wait);
                     last = what;

@@ -91,62 +91,78 @@ pub fn ask<T: DeserializeOwned>(
             _ => None,
         };
         let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
-        let problem = match &call {
-            None => format!(
-                "you answered without calling the `{}` tool; call it with arguments matching its schema",
-                tool.name
-            ),
-            Some(c) if c.name != tool.name => format!("you called `{}`; call the `{}` tool instead", c.name, tool.name),
-            Some(c) if c.invalid_arguments.is_some() => {
-                format!(
-                    "the arguments were not a JSON object: {}",
-                    c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>()
-                )
+        let problem = match decode::<T>(&tool, call.as_ref(), prepare) {
+            Ok(value) => {
+                let duration_ms = watch.ms();
+                return Ok(Answer {
+                    value,
+                    usage,
+                    cost,
+                    model: model_id,
+                    prompt_bytes,
+                    duration_ms,
+                    attempts: attempt,
+                });
             }
-            Some(c) => {
-                let mut args = c.arguments.clone();
-                prepare(&mut args);
-                match crate::contract::parse::<T>(&tool, &mut args) {
-                    Ok(value) => {
-                        return Ok(Answer {
-                            value,
-                            usage,
-                            cost,
-                            model: model_id,
-                            prompt_bytes,
-                            duration_ms: watch.ms(),
-                            attempts: attempt,
-                        })
-                    }
-                    Err(e) => e,
-                }
-            }
+            Err(problem) => problem,
         };
         if attempt == 2 {
             return Err(AskError::Invalid(problem, usage, cost));
         }
         env.printer.debug(&format!("{phase}: corrective retry: {problem}"));
-        match call {
-            Some(c) => {
-                let id = c.id.clone();
-                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::ToolCall(c)] });
-                req.messages.push(Message {
-                    role: model::Role::User,
-                    parts: vec![Part::ToolResult {
-                        id,
-                        content: format!("error: {problem}. Call `{}` again with a corrected answer.", tool.name),
-                        is_error: true,
-                    }],
-                });
-            }
-            None => {
-                let text = if resp.text.is_empty() { "(no answer)".to_string() } else { resp.text.clone() };
-                req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::Text(text)] });
-                req.messages.push(Message::user(format!("error: {problem}.")));
-            }
-        }
+        correct(&mut req, call, &resp.text, &problem, &tool.name);
     }
     unreachable!("the loop returns on the second attempt")
+}
+
+/// The decode step: the answer in the forced call, mended and checked against the schema sent,
+/// or the problem to show the model.
+fn decode<T: DeserializeOwned>(
+    tool: &ToolDef,
+    call: Option<&model::ToolCall>,
+    prepare: &dyn Fn(&mut Value),
+) -> std::result::Result<T, String> {
+    match call {
+        None => Err(format!(
+            "you answered without calling the `{}` tool; call it with arguments matching its schema",
+            tool.name
+        )),
+        Some(c) if c.name != tool.name => {
+            Err(format!("you called `{}`; call the `{}` tool instead", c.name, tool.name))
+        }
+        Some(c) if c.invalid_arguments.is_some() => Err(format!(
+            "the arguments were not a JSON object: {}",
+            c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>()
+        )),
+        Some(c) => {
+            let mut args = c.arguments.clone();
+            prepare(&mut args);
+            crate::contract::parse::<T>(tool, &mut args)
+        }
+    }
+}
+
+/// The corrective turn: the model's answer, then the error it made, as the conversation goes on.
+fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem: &str, tool: &str) {
+    match call {
+        Some(c) => {
+            let id = c.id.clone();
+            req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::ToolCall(c)] });
+            req.messages.push(Message {
+                role: model::Role::User,
+                parts: vec![Part::ToolResult {
+                    id,
+                    content: format!("error: {problem}. Call `{tool}` again with a corrected answer."),
+                    is_error: true,
+                }],
+            });
+        }
+        None => {
+            let text = if text.is_empty() { "(no answer)".to_string() } else { text.to_string() };
+            req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::Text(text)] });
+            req.messages.push(Message::user(format!("error: {problem}.")));
+        }
+    }
 }
 
 /// Records a failed structured call (provider failure or invalid answer) and ends the run.

@@ -38,26 +38,9 @@ fn dod_items(list: &[String]) -> Vec<Item> {
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
-    let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
-    let memory_text = if reframing { env.memory_prompt(&old)? } else { String::new() };
-    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
-    let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());
-    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
-    let prompt = env.tpl.render(
-        "prompt-frame.j2",
-        json!({
-            "context": bounded(context.trim(), 20_000),
-            "memory": memory_text,
-            "limits": state.limits,
-            "tool_names": tool_names,
-            "suggested_skills": env.skills.matching(&format!("{} {}", state.goal, context)),
-            "reframe_reason": state.reframe_reason,
-            "reframes": state.reframes,
-            "recall": recall,
-        }),
-    )?;
+    let (prompt, shown) = prompt(env, state, &old)?;
     let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Frame, e),
@@ -65,19 +48,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let a = &answer.value;
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
     let can_proceed = a.can_proceed;
-    let goal = if a.goal.trim().is_empty() { state.goal.trim() } else { a.goal.trim() };
-    let mut mem = Memory {
-        goal: goal.to_string(),
-        dod: dod_items(&a.definition_of_done),
-        constraints: texts(&a.constraints),
-        assumptions: texts(&a.assumptions),
-        hypothesis: a.hypothesis.trim().to_string(),
-        facts: old.facts.clone(),
-        status: String::new(),
-        open_question: None,
-        log: old.log.clone(),
-        extra: old.extra.clone(),
-    };
+    let mut mem = new_memory(a, state, &old);
     let event = if reframing { "reframe" } else { "frame" };
     let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);
     account(env, state, &mut e, &answer);
@@ -122,4 +93,45 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;
     Ok(Outcome::Stopped(StopKind::Escalated))
+}
+
+/// memory.md as the answer frames it; facts, the log and a person's own sections carry over.
+fn new_memory(a: &FrameAnswer, state: &State, old: &Memory) -> Memory {
+    let goal = if a.goal.trim().is_empty() { state.goal.trim() } else { a.goal.trim() };
+    Memory {
+        goal: goal.to_string(),
+        dod: dod_items(&a.definition_of_done),
+        constraints: texts(&a.constraints),
+        assumptions: texts(&a.assumptions),
+        hypothesis: a.hypothesis.trim().to_string(),
+        facts: old.facts.clone(),
+        status: String::new(),
+        open_question: None,
+        log: old.log.clone(),
+        extra: old.extra.clone(),
+    }
+}
+
+/// The frame prompt (context.md bounded, memory.md when reframing, tools, skills whose triggers
+/// match, recalled long-term memory) and the ids of the long-term entries it shows.
+fn prompt(env: &Env, state: &State, old: &Memory) -> Result<(String, Vec<String>)> {
+    let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
+    let memory_text = if state.reframe_reason.is_some() { env.memory_prompt(old)? } else { String::new() };
+    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
+    let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());
+    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
+    let prompt = env.tpl.render(
+        "prompt-frame.j2",
+        json!({
+            "context": bounded(context.trim(), 20_000),
+            "memory": memory_text,
+            "limits": state.limits,
+            "tool_names": tool_names,
+            "suggested_skills": env.skills.matching(&format!("{} {}", state.goal, context)),
+            "reframe_reason": state.reframe_reason,
+            "reframes": state.reframes,
+            "recall": recall,
+        }),
+    )?;
+    Ok((prompt, shown))
 }

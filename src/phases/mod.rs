@@ -339,56 +339,9 @@ pub fn finish(
             }
         }
     }
-    // memory.md records the final status (and an open question when escalated), on top of
-    // whatever this commit already changed in it.
-    let pending = commit.files.iter().position(|(n, _)| n == "memory.md");
-    let base = match pending {
-        Some(pos) => markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()),
-        None => env.read_memory().map(|(_, m)| m),
-    };
-    let mut goal = state.goal.clone();
-    let mut open_question = None;
-    if let Ok(mut mem) = base {
-        mem.status = format!("{}: {reason}", state.status.as_str());
-        if stop != StopKind::Done && mem.open_question.is_none() {
-            mem.open_question = Some(format!("The run stopped and needs a human: {reason}"));
-        }
-        if !mem.goal.is_empty() {
-            goal = mem.goal.clone();
-        }
-        if stop != StopKind::Done {
-            open_question = mem.open_question.clone();
-        }
-        let text = env.render_memory(&mem)?;
-        match pending {
-            Some(pos) => commit.files[pos].1 = text,
-            None => {
-                commit.file("memory.md", text);
-            }
-        }
-    }
-    state.open_question = open_question.clone();
-    if env.cfg.memory.auto_index {
-        let what = match &state.outcome {
-            Some(o) if stop == StopKind::Done => format!("Outcome: {o}"),
-            _ => format!("Stopped ({}): {reason}", state.status.as_str()),
-        };
-        let n = crate::longterm::New {
-            topic: "outcomes".into(),
-            content_id: Some(crate::longterm::loop_id(&state.run_id, 0, "outcome")),
-            title: goal.clone(),
-            content: format!("{what}\nArtifacts: {}", state.artifacts.join(", ")),
-            provenance: crate::longterm::Provenance {
-                run_id: Some(state.run_id.clone()),
-                step: Some(state.step),
-                artifact: state.artifacts.first().cloned(),
-            },
-            ..Default::default()
-        };
-        if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
-            env.printer.warn(&format!("long-term memory: {e}"));
-        }
-    }
+    let goal = final_memory(env, state, commit, stop, reason)?;
+    index_outcome(env, state, stop, reason, &goal);
+    let open_question = state.open_question.clone();
     let result = json!({
         "run_id": state.run_id,
         "goal": goal,
@@ -417,6 +370,66 @@ pub fn finish(
     commit.entry(&e);
     commit.state = Some(state.clone());
     Ok(())
+}
+
+/// memory.md records the final status (and an open question when escalated), on top of
+/// whatever this commit already changed in it; returns the goal as memory.md states it and
+/// sets the state's open question.
+fn final_memory(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind, reason: &str) -> Result<String> {
+    let pending = commit.files.iter().position(|(n, _)| n == "memory.md");
+    let base = match pending {
+        Some(pos) => markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()),
+        None => env.read_memory().map(|(_, m)| m),
+    };
+    let mut goal = state.goal.clone();
+    let mut open_question = None;
+    if let Ok(mut mem) = base {
+        mem.status = format!("{}: {reason}", state.status.as_str());
+        if stop != StopKind::Done && mem.open_question.is_none() {
+            mem.open_question = Some(format!("The run stopped and needs a human: {reason}"));
+        }
+        if !mem.goal.is_empty() {
+            goal = mem.goal.clone();
+        }
+        if stop != StopKind::Done {
+            open_question = mem.open_question.clone();
+        }
+        let text = env.render_memory(&mem)?;
+        match pending {
+            Some(pos) => commit.files[pos].1 = text,
+            None => {
+                commit.file("memory.md", text);
+            }
+        }
+    }
+    state.open_question = open_question;
+    Ok(goal)
+}
+
+/// The run's outcome goes to long-term memory (`memory.auto_index`), so later runs recall it.
+fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &str) {
+    if !env.cfg.memory.auto_index {
+        return;
+    }
+    let what = match &state.outcome {
+        Some(o) if stop == StopKind::Done => format!("Outcome: {o}"),
+        _ => format!("Stopped ({}): {reason}", state.status.as_str()),
+    };
+    let n = crate::longterm::New {
+        topic: "outcomes".into(),
+        content_id: Some(crate::longterm::loop_id(&state.run_id, 0, "outcome")),
+        title: goal.to_string(),
+        content: format!("{what}\nArtifacts: {}", state.artifacts.join(", ")),
+        provenance: crate::longterm::Provenance {
+            run_id: Some(state.run_id.clone()),
+            step: Some(state.step),
+            artifact: state.artifacts.first().cloned(),
+        },
+        ..Default::default()
+    };
+    if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
+        env.printer.warn(&format!("long-term memory: {e}"));
+    }
 }
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
