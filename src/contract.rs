@@ -598,6 +598,7 @@ fn lines_as_items(text: &str) -> Vec<Value> {
 mod tests {
     /// Writes the schemas sent (plain and strict) to $AGENTLOOP_DUMP_SCHEMAS for outside checks.
     #[test]
+    #[allow(clippy::disallowed_methods)] // a developer's dump into a folder they name
     fn dump_schemas() {
         let Some(dir) = std::env::var_os("AGENTLOOP_DUMP_SCHEMAS") else { return };
         let cfg = crate::config::Config::default();

@@ -60,7 +60,7 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
     let Some(file) = &cfg.file else { return };
     let file = crate::workspace::resolve_in(root, file);
     if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::fs::create_dir_all(dir);
     }
     let logger = Logger {
         file,

@@ -51,7 +51,14 @@ fn enabled(cfg: &Config) -> bool {
 
 fn read_lines() -> Vec<Line> {
     let Some(path) = ledger() else { return vec![] };
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = match crate::fs::read_optional(&path) {
+        Ok(t) => t.unwrap_or_default(),
+        // Unreadable is not "no usage": say so, then go on as the run would without the file.
+        Err(e) => {
+            crate::output::warning(&format!("rest: {}; usage windows start empty", e.message));
+            String::new()
+        }
+    };
     // A torn or foreign line is skipped: the ledger only ever narrows what a run may do.
     text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }

@@ -372,7 +372,7 @@ impl Workspace {
                             continue;
                         }
                     }
-                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let holder = crate::fs::read_optional(&path).ok().flatten().unwrap_or_default();
                     let holder = holder.trim();
                     let who = if holder.is_empty() {
                         "another agentloop process".to_string()

@@ -64,7 +64,7 @@ pub fn path(server: &Server) -> Option<Utf8PathBuf> {
 
 /// The cached listing, or None (a miss) for anything but a good file of this key.
 pub fn read(server: &Server) -> Option<Listing> {
-    let text = std::fs::read_to_string(path(server)?).ok()?;
+    let text = crate::fs::read_optional(&path(server)?).ok().flatten()?;
     let l: Listing = serde_json::from_str(&text).ok()?;
     (l.format == FORMAT && l.key == server.cache_key() && l.server == server.name).then_some(l)
 }

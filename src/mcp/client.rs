@@ -184,7 +184,7 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
 fn open_log(root: &Utf8Path, rel: &str, server: &Server) -> std::io::Result<std::fs::File> {
     let path = root.join(rel);
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
+        std::fs::DirBuilder::new().recursive(true).create(d)?;
     }
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
     // The command as configured: expanded values (which may hold secrets) stay out of logs.

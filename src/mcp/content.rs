@@ -135,6 +135,7 @@ fn extension(mime: &str) -> &'static str {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use camino::Utf8PathBuf;

@@ -143,10 +143,10 @@ pub fn cache_path() -> Option<Utf8PathBuf> {
 
 fn read() -> std::result::Result<(Utf8PathBuf, File), String> {
     let path = cache_path().ok_or("no cache folder (set XDG_CACHE_HOME or HOME)")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((path, File::default())),
-        Err(e) => return Err(format!("cannot read {path}: {e}")),
+    let text = match crate::fs::read_optional(&path) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok((path, File::default())),
+        Err(e) => return Err(e.message),
     };
     match serde_json::from_str::<File>(&text) {
         Ok(f) if f.version == VERSION => Ok((path, f)),

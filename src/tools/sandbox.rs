@@ -170,7 +170,7 @@ fn make_write_roots(env: &ToolEnv, ws_abs: &Utf8Path, ws_real: &Utf8Path) {
             }
             Ok(_) => {}
             Err(_) if agent_dir.as_ref().is_some_and(|d| abs.ends_with(d)) => {
-                let _ = std::fs::create_dir_all(&abs);
+                let _ = crate::fs::create_dir_all(&abs);
             }
             Err(_) => {}
         }
