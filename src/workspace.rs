@@ -314,7 +314,7 @@ impl Workspace {
             return Ok(());
         }
         Err(Error::usage(format!("workspace {} does not exist", self.root))
-            .with_hint(format!("check -w, or create a run there with `agentloop -w {} run --goal \"...\"`", self.root)))
+            .with_hint(format!("check -w, or create a run there with {}", crate::output::cli("run --goal \"...\""))))
     }
 
     pub fn has_run(&self) -> bool {
@@ -324,14 +324,14 @@ impl Workspace {
     pub fn load_state(&self) -> Result<State> {
         let path = self.state_path();
         let Some(text) = fs::read_optional(&path)? else {
-            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root)).with_hint(format!(
-                "start one with `agentloop init {} --goal \"...\"` or `agentloop run --goal \"...\"`",
-                self.root
-            )));
+            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
+                .with_hint(format!("start one with {}", crate::output::cli("run --goal \"...\""))));
         };
         let state: State = serde_json::from_str(&text).map_err(|e| {
-            Error::data(format!("cannot read {path}: {e}"))
-                .with_hint("restore the file from a backup, or start a new run with `agentloop init --force`")
+            Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
+                "restore the file from a backup, or start a new run with {}",
+                crate::output::cli("init --force --goal \"...\"")
+            ))
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
             return Err(Error::data(format!(
