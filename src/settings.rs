@@ -184,6 +184,16 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     Ok(())
 }
 
+/// The resolve step for a folder of runs (`handle`, `serve`): the same layers as [`build`] under
+/// `root`, plus a request's own layer, with relative paths taken from `root` and the agent's
+/// identity file loaded.
+pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Resolved> {
+    let mut r = config::resolve(&layers(g, root, request)?)?;
+    r.config = absolutize(r.config, root);
+    load_identity(&mut r.config, root)?;
+    Ok(r)
+}
+
 pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());

@@ -102,7 +102,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows.
-        let base = match crate::settings::layers(g, &root, None).and_then(|l| crate::config::resolve(&l)) {
+        let base = match crate::settings::resolve_under(g, &root, None) {
             Ok(r) => r.config,
             Err(e) => {
                 fail(resp, format!("configuration error: {}", e.message), false);
@@ -118,8 +118,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return code::HANDLE_CONFIG;
         }
     }
-    let cfg = match crate::settings::layers(g, &root, request_cfg).and_then(|l| crate::config::resolve(&l)) {
-        Ok(r) => absolutize(r.config, &root),
+    let cfg = match crate::settings::resolve_under(g, &root, request_cfg) {
+        Ok(r) => r.config,
         Err(e) => {
             fail(resp, format!("configuration error: {}", e.message), false);
             return code::HANDLE_CONFIG;
@@ -186,24 +186,6 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             0
         }
     }
-}
-
-fn absolutize(mut c: Config, root: &Utf8PathBuf) -> Config {
-    let abs = |p: &mut Utf8PathBuf| {
-        if p.is_relative() {
-            *p = root.join(&*p);
-        }
-    };
-    if let Some(s) = c.llm.script.as_mut() {
-        abs(s);
-    }
-    if let Some(s) = c.llm.record.as_mut() {
-        abs(s);
-    }
-    c.tools.read_paths.iter_mut().for_each(abs);
-    c.tools.write_paths.iter_mut().for_each(abs);
-    c.skills.dirs.iter_mut().for_each(abs);
-    c
 }
 
 /// A phase environment for one turn: stdout belongs to the protocol response, so it prints nothing.

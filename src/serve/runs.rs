@@ -13,7 +13,7 @@
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
-use crate::config::{self, Dur, Layer, Resolved};
+use crate::config::{Dur, Layer, Resolved};
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::phases::{self, Env};
@@ -109,8 +109,7 @@ pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -
         }
     }
     let layer = agent.map(|a| Layer { source: "the request".into(), value: json!({"agent": a}) });
-    let mut r = config::resolve(&crate::settings::layers(&shared.global, &shared.root, layer)?)?;
-    r.config = crate::settings::absolutize(r.config, &shared.root);
+    let mut r = crate::settings::resolve_under(&shared.global, &shared.root, layer)?;
     let shared_skills = shared.root.join("skills");
     if !r.config.skills.dirs.contains(&shared_skills) {
         r.config.skills.dirs.insert(0, shared_skills);

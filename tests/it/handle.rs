@@ -387,3 +387,18 @@ fn hostile_sizes_are_refused_cheaply() {
     assert_eq!(out.status.code(), Some(78));
     assert!(stdout(&out).contains("nests more than 64 levels"), "{}", stdout(&out));
 }
+
+#[test]
+fn the_roots_identity_file_reaches_every_prompt_in_event_mode() {
+    let h = H::new();
+    h.t.write("root/agentloop.yaml", &format!("{CONFIG}system_prompt_file: identity.md\n"));
+    h.t.write("root/identity.md", "You are Ada, the archive's careful reader.\n");
+    let (run, _) = h.start();
+    let transcript = h.t.read(&format!("root/runs/{run}/transcript.md"));
+    assert!(transcript.contains("You are Ada, the archive's careful reader."), "{transcript}");
+    // A missing identity file is a configuration error a router must not retry.
+    std::fs::remove_file(h.t.path("root/identity.md")).unwrap();
+    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(r#"{"command": "health"}"#).output().unwrap();
+    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
+    assert!(stdout(&out).contains("system_prompt_file"), "{}", stdout(&out));
+}
