@@ -139,6 +139,8 @@ pub struct Config {
     pub handle: HandleConfig,
     /// MCP servers whose tools join the registry (see [`crate::mcp::config`]).
     pub mcp: crate::mcp::McpConfig,
+    /// Ductile plugins whose commands join the registry (see [`crate::ductile`]).
+    pub ductile: DuctileConfig,
 }
 
 impl Default for Config {
@@ -169,6 +171,7 @@ impl Default for Config {
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
             mcp: crate::mcp::McpConfig::default(),
+            ductile: DuctileConfig::default(),
         }
     }
 }
@@ -484,11 +487,84 @@ pub struct HandleConfig {
     pub tool_retries: u32,
     /// Folder under the root holding one workspace per run.
     pub runs_dir: String,
+    /// Finished runs kept in `state_updates.runs` (the newest); running ones are always kept.
+    pub keep_finished: usize,
 }
 
 impl Default for HandleConfig {
     fn default() -> Self {
-        HandleConfig { tool_retries: 2, runs_dir: "runs".into() }
+        HandleConfig { tool_retries: 2, runs_dir: "runs".into(), keep_finished: 20 }
+    }
+}
+
+/// Which Ductile plugins become tools: `all`, or a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PluginChoice {
+    All(AllWord),
+    Only(Vec<String>),
+}
+
+/// The word `all`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllWord {
+    All,
+}
+
+impl PluginChoice {
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            PluginChoice::All(_) => true,
+            PluginChoice::Only(list) => list.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// Ductile's API as a source of tools (seed 000's Act): each allowed `plugin.command` becomes the
+/// registry tool `<plugin>__<command>`, run as a job through the API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DuctileConfig {
+    /// The gateway, e.g. http://localhost:8080 (seed 000's plugin config key `api_url`).
+    pub api_url: Option<String>,
+    /// Bearer token (seed 000's `api_token`); better `api_token_env` or `api_token_cmd`.
+    pub api_token: Option<String>,
+    /// Environment variable holding the token.
+    pub api_token_env: Option<String>,
+    /// A command printing the token, e.g. [pass, show, ductile].
+    pub api_token_cmd: Option<Vec<String>>,
+    /// Plugin `manifest.yaml` files under this folder are a source too (no running Ductile).
+    pub manifests: Option<Utf8PathBuf>,
+    /// `all`, or the plugin names that may become tools.
+    pub plugins: PluginChoice,
+    /// How often a job is polled.
+    pub poll_interval: Dur,
+    /// Longest wait for one job.
+    pub timeout: Dur,
+    /// How long a discovered catalog is reused before the API is asked again.
+    pub cache_ttl: Dur,
+    /// agentloop's own plugin name in Ductile (the recursion guard refuses calling it).
+    pub self_name: String,
+    /// How deep agentloop may call itself through Ductile (0: never).
+    pub max_depth: u32,
+}
+
+impl Default for DuctileConfig {
+    fn default() -> Self {
+        DuctileConfig {
+            api_url: None,
+            api_token: None,
+            api_token_env: None,
+            api_token_cmd: None,
+            manifests: None,
+            plugins: PluginChoice::All(AllWord::All),
+            poll_interval: Dur::secs(2),
+            timeout: Dur::secs(600),
+            cache_ttl: Dur::secs(300),
+            self_name: "agentloop".into(),
+            max_depth: 0,
+        }
     }
 }
 
@@ -711,6 +787,22 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
                 .with_hint("keep one: max_loops (seed 001's name) is max_steps"));
             }
             obj.insert("max_steps".into(), v);
+        }
+        // Seed 000's plugin config keys: `api_url` and `api_token` are the Ductile gateway's.
+        for key in ["api_url", "api_token"] {
+            if let Some(v) = obj.remove(key) {
+                let d = obj.entry("ductile").or_insert_with(|| serde_json::json!({}));
+                if d.get(key).is_some() {
+                    return Err(Error::config(format!(
+                        "invalid configuration in {}: both `{key}` and `ductile.{key}` are set",
+                        layer.source
+                    ))
+                    .with_hint(format!("keep one: {key} (seed 000's name) is ductile.{key}")));
+                }
+                if let Some(m) = d.as_object_mut() {
+                    m.insert(key.into(), v);
+                }
+            }
         }
     }
     Ok(l)

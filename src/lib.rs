@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod contract;
 pub mod crash;
+pub mod ductile;
 pub mod error;
 pub mod fs;
 pub mod handle;

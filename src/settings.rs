@@ -37,19 +37,21 @@ impl Ctx {
     }
 }
 
+/// A path given on the command line: relative to the current folder, not the workspace.
+pub fn from_cwd(p: &Utf8Path) -> Utf8PathBuf {
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    std::env::current_dir()
+        .ok()
+        .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+        .map(|d| d.join(p))
+        .unwrap_or_else(|| p.to_path_buf())
+}
+
 /// The command-line flags as a configuration layer.
 pub fn flag_layer(g: &Global) -> Layer {
-    // Paths given on the command line are relative to the current folder, not the workspace.
-    let abs = |p: &Utf8PathBuf| -> Utf8PathBuf {
-        if p.is_absolute() {
-            return p.clone();
-        }
-        std::env::current_dir()
-            .ok()
-            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
-            .map(|d| d.join(p))
-            .unwrap_or_else(|| p.clone())
-    };
+    let abs = |p: &Utf8PathBuf| from_cwd(p);
     let mut v = Value::Object(Map::new());
     let mut set = |path: &[&str], val: Value| {
         config::set_path(&mut v, &path.iter().map(|s| s.to_string()).collect::<Vec<_>>(), val);
@@ -236,6 +238,9 @@ pub fn absolutize(mut c: Config, root: &Utf8Path) -> Config {
         abs(s);
     }
     if let Some(d) = c.templates_dir.as_mut() {
+        abs(d);
+    }
+    if let Some(d) = c.ductile.manifests.as_mut() {
         abs(d);
     }
     c.tools.read_paths.iter_mut().for_each(abs);

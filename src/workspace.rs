@@ -183,6 +183,9 @@ pub struct State {
     /// Set on a running run that `run --new` archived: it can go on with `run --continue --run ID`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// How deep agentloop has called itself through Ductile to start this run (0: not at all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
     /// Frustration score: tool errors, repeats and refused `done`s raise it, clean steps lower it.
     #[serde(default)]
     pub frustration: u32,
@@ -230,6 +233,7 @@ impl State {
             resume_at: None,
             open_question: None,
             interrupted: false,
+            depth: 0,
             frustration: 0,
             frustration_reframed: false,
             tools_called: vec![],
@@ -488,6 +492,10 @@ impl Workspace {
 }
 
 /// Resolves a path relative to the workspace unless absolute.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 pub fn resolve_in(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
     if p.is_absolute() {
         p.to_path_buf()

@@ -27,6 +27,10 @@ pub enum SkillsCommand {
         /// Write to FILE (atomically) instead of stdout.
         #[arg(short, long, value_name = "FILE")]
         output: Option<Utf8PathBuf>,
+        /// Also read Ductile plugin manifests (DIR/<plugin>/manifest.yaml, manifest_spec
+        /// ductile.plugin) into the catalog, without a running gateway (as ductile.manifests).
+        #[arg(long, value_name = "DIR")]
+        ductile_manifests: Option<Utf8PathBuf>,
     },
     /// List the skills found (name, format, location, description).
     List,
@@ -55,7 +59,16 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
     let cfg = ctx.config();
     let p = &ctx.printer;
     match cmd {
-        SkillsCommand::Gen { format, output } => {
+        SkillsCommand::Gen { format, output, ductile_manifests } => {
+            let mut with_manifests;
+            let cfg = match ductile_manifests {
+                Some(dir) => {
+                    with_manifests = cfg.clone();
+                    with_manifests.ductile.manifests = Some(crate::settings::from_cwd(&dir));
+                    &with_manifests
+                }
+                None => cfg,
+            };
             let set = SkillSet::load(cfg, &ctx.ws.root);
             for prob in &set.problems {
                 p.warn(&prob.to_string());

@@ -174,6 +174,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             }
         },
     };
+    resp.keep_finished(cfg.handle.keep_finished);
     match result {
         Ok(()) => 0,
         Err(e) if e.kind == Kind::Config => {
@@ -211,6 +212,15 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
     }
+    // Recursion guard: a start that agentloop itself requested carries its depth.
+    let depth = crate::ductile::start_depth(payload);
+    if depth > cfg.ductile.max_depth {
+        return Err(Error::usage(format!(
+            "recursion guard: this start comes from agentloop itself at depth {depth} ({}), and ductile.max_depth is {}",
+            crate::ductile::DEPTH_KEY,
+            cfg.ductile.max_depth
+        )));
+    }
     let background = match payload.get("context") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
@@ -247,6 +257,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
         false,
         Some(run_id.clone()),
     )?;
+    state.depth = depth;
     if let Some(k) = key {
         index.insert(k, json!(run_id));
         crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
@@ -473,6 +484,16 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
         if state.next == Next::Act {
             if let Some(p) = state.pending.clone() {
                 if !local.contains(&p.tool) && env.registry.get(&p.tool).is_some() {
+                    if p.tool == env.cfg.ductile.self_name && state.depth + 1 > env.cfg.ductile.max_depth {
+                        // Recursion guard: the request is not sent; the step records why.
+                        let why = format!(
+                            "recursion guard: `{}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}",
+                            p.tool, state.depth, env.cfg.ductile.max_depth
+                        );
+                        let action = crate::markdown::NextAction { tool: p.tool.clone(), args: p.args.clone() };
+                        act::record(env, state, p.step, &action, crate::tools::ToolResult::err(why, false), 0, false)?;
+                        continue;
+                    }
                     resp.events.push(request_event(state, &p, env.cfg));
                     resp.result = format!("run {}: step {} requests tool {}", state.run_id, p.step, p.tool);
                     snapshot(state, resp);

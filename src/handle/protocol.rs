@@ -25,6 +25,26 @@ impl Response {
         crate::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
+    /// Bounded router state: every run not yet ended, and the `keep` finished runs updated last.
+    pub(super) fn keep_finished(&mut self, keep: usize) {
+        let mut finished: Vec<(String, String)> = self
+            .runs
+            .iter()
+            .filter(|(_, r)| matches!(r.get("status").and_then(Value::as_str), Some("done" | "escalated")))
+            .map(|(id, r)| (r.get("updated_at").and_then(Value::as_str).unwrap_or("").to_string(), id.clone()))
+            .collect();
+        if finished.len() <= keep {
+            return;
+        }
+        // Newest first; the current run is never dropped from its own answer.
+        finished.sort_by(|a, b| b.cmp(a));
+        for (_, id) in finished.into_iter().skip(keep) {
+            if self.last_run_id.as_deref() != Some(id.as_str()) {
+                self.runs.remove(&id);
+            }
+        }
+    }
+
     pub(super) fn to_json(&self) -> Value {
         let mut v = json!({"status": self.status, "result": if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() }});
         if let Some(e) = &self.error {
@@ -208,6 +228,9 @@ pub(super) fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &
     payload.insert("tool_command".into(), json!(command));
     payload.insert("requested_at".into(), json!(p.requested_at));
     payload.insert("attempt".into(), json!(p.attempt));
+    if p.tool == cfg.ductile.self_name {
+        payload.insert(crate::ductile::DEPTH_KEY.into(), json!(state.depth + 1));
+    }
     let mut key = format!("agentic:run:{}:step:{}:request", state.run_id, p.step);
     if p.attempt > 0 {
         key.push_str(&format!(":attempt:{}", p.attempt));

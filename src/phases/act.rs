@@ -93,8 +93,16 @@ pub fn record(
     e.retryable = Some(result.retryable);
     e.duration_ms = Some(duration_ms);
     e.artifacts = result.artifacts.clone();
+    let mut data = serde_json::Map::new();
     if edited {
-        e.data = Some(json!({"edited_by_hand": true}));
+        data.insert("edited_by_hand".into(), json!(true));
+    }
+    // A Ductile job's id, so the trace leads to the gateway's own record of it.
+    if let Some(job) = result.metadata.get("ductile_job").filter(|j| j.is_string()) {
+        data.insert("ductile_job".into(), job.clone());
+    }
+    if !data.is_empty() {
+        e.data = Some(serde_json::Value::Object(data));
     }
     take_result(state, step, action, &result);
     let mut commit = Commit::default();

@@ -123,6 +123,8 @@ pub struct Registry {
     specs: Vec<ToolSpec>,
     /// MCP servers' tools and the servers running for this command.
     pub mcp: crate::mcp::Hub,
+    /// Ductile plugins' tools (run as jobs through the gateway).
+    pub ductile: crate::ductile::Hub,
 }
 
 /// file_write's description names where it may write, so the model is told before it tries.
@@ -302,6 +304,13 @@ impl Registry {
             if specs.iter().any(|s| &s.name == name) {
                 continue;
             }
+            // Recursion guard: agentloop's own plugin is no tool unless ductile.max_depth allows.
+            if *name == cfg.ductile.self_name && cfg.ductile.max_depth == 0 {
+                crate::output::debug_note(&format!(
+                    "external tool `{name}` is agentloop itself (ductile.self_name) and ductile.max_depth is 0: left out"
+                ));
+                continue;
+            }
             specs.push(ToolSpec {
                 name: name.clone(),
                 description: if ext.description.is_empty() {
@@ -326,7 +335,18 @@ impl Registry {
             }
             specs.push(m.clone());
         }
-        Ok(Registry { specs, mcp })
+        let ductile = crate::ductile::Hub::load(cfg, root)?;
+        for w in &ductile.warnings {
+            crate::output::warning(w);
+        }
+        for d in ductile.specs() {
+            if specs.iter().any(|s| s.name == d.name) {
+                crate::output::warning(&format!("Ductile tool {} is left out: a tool of that name exists", d.name));
+                continue;
+            }
+            specs.push(d.clone());
+        }
+        Ok(Registry { specs, mcp, ductile })
     }
 
     pub fn all(&self) -> &[ToolSpec] {
@@ -421,6 +441,7 @@ impl Registry {
             "memory_search" => memory::search_tool(env, args),
             "memory_read" => memory::read_tool(env, args),
             mcp if self.mcp.handles(mcp) => self.mcp.call(env, mcp, args),
+            plugin if self.ductile.handles(plugin) => self.ductile.call(env, plugin, args),
             other => ToolResult::err(
                 format!("`{other}` is an external tool: only `agentloop handle` can request it (it emits agentic.tool_request.{other})"),
                 false,

@@ -5,6 +5,7 @@
 mod browser;
 mod common;
 mod contracts;
+mod ductile;
 mod files;
 mod foundation;
 mod handle;

@@ -1,0 +1,463 @@
+//! Ductile plugins as tools (seed 000's Act): each allowed `plugin.command` of a Ductile gateway
+//! becomes the registry tool `<plugin>__<command>`, run as a job through the gateway's API.
+//!
+//! - **Discovery**: `GET /plugins` lists the plugins; `GET /plugin/{name}` (bearer token) gives
+//!   each one's commands with their input schemas. The catalog is cached per `api_url` for
+//!   `ductile.cache_ttl`, so Plan does not ask the API every step. The same catalog comes from
+//!   plugin `manifest.yaml` files (`manifest_spec: ductile.plugin`) under `ductile.manifests`
+//!   or `skills gen --ductile-manifests DIR`, without a running gateway.
+//! - **Act**: `POST /plugin/{plugin}/{command}` with `{"payload": args}` answers 202 with a job
+//!   id, which is written to the workspace (`.agentloop.ductile-job.json`) before any wait; then
+//!   `GET /job/{id}` is polled until `succeeded`, `failed`, `timed_out` or `dead`. A process
+//!   killed while waiting polls the same job when the step runs again: the plugin is never
+//!   triggered twice for one step.
+//! - **Recursion guard** (seed 000, open question 4): agentloop's own plugin
+//!   (`ductile.self_name`) is no tool unless `ductile.max_depth` allows it; a call through the
+//!   API carries `agentloop_depth` in its payload, and `handle` refuses a start deeper than
+//!   `max_depth`.
+
+pub mod manifest;
+
+use crate::config::{Config, DuctileConfig};
+use crate::error::{Error, Result};
+use crate::tools::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Tool names are `<plugin>__<command>`.
+pub const SEP: &str = "__";
+/// The payload key that carries how deep agentloop has called itself.
+pub const DEPTH_KEY: &str = "agentloop_depth";
+/// Where a step's job id is kept while it runs (inside the workspace).
+const JOB_FILE: &str = ".agentloop.ductile-job.json";
+/// Commands that are the operator's, not an agent's.
+const OPERATOR_COMMANDS: &[&str] = &["health", "init"];
+
+/// One plugin and its commands, as the API or a manifest describes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plugin {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub commands: Vec<Command>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    pub name: String,
+    /// `read` or `write` (the scope a token needs: plugin:ro or plugin:rw).
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the payload.
+    pub input_schema: Value,
+}
+
+/// The plugins' tools for one command, and how to call them.
+pub struct Hub {
+    plugins: Vec<Plugin>,
+    specs: Vec<ToolSpec>,
+    cfg: DuctileConfig,
+    pub warnings: Vec<String>,
+}
+
+impl Hub {
+    /// No plugins: Ductile is not configured.
+    pub fn empty() -> Self {
+        Hub { plugins: vec![], specs: vec![], cfg: DuctileConfig::default(), warnings: vec![] }
+    }
+
+    /// The configured sources (the API, from its cache when fresh; manifest files), filtered
+    /// by `ductile.plugins` and the recursion guard. A gateway that cannot be reached is a
+    /// warning (its tools are left out), not an error.
+    pub fn load(cfg: &Config, root: &Utf8Path) -> Result<Self> {
+        let d = &cfg.ductile;
+        let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
+        let mut plugins = Vec::new();
+        if let Some(dir) = &d.manifests {
+            plugins.extend(manifest::load_dir(&crate::workspace::resolve_in(root, dir))?);
+        }
+        if let Some(url) = &d.api_url {
+            match discover(d, url) {
+                Ok(found) => plugins.extend(found),
+                Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.message)),
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        plugins.retain(|p| seen.insert(p.name.clone()));
+        plugins.retain(|p| d.plugins.allows(&p.name) && (p.name != d.self_name || d.max_depth > 0));
+        hub.specs = specs(&plugins, cfg);
+        hub.plugins = plugins;
+        Ok(hub)
+    }
+
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    pub fn handles(&self, tool: &str) -> bool {
+        self.specs.iter().any(|s| s.name == tool)
+    }
+
+    /// Runs one plugin command as a job and waits for its result.
+    pub fn call(&self, env: &ToolEnv, tool: &str, args: &Value) -> ToolResult {
+        let Some((plugin, command)) = tool.split_once(SEP) else {
+            return ToolResult::err(format!("`{tool}` is not a Ductile tool"), false);
+        };
+        let Some(url) = &self.cfg.api_url else {
+            return ToolResult::err(
+                format!("`{tool}` comes from a plugin manifest, but no Ductile gateway is configured to run it; set ductile.api_url"),
+                false,
+            );
+        };
+        // Read commands need plugin:ro, the rest plugin:rw (named when the gateway refuses).
+        let kind = self
+            .plugins
+            .iter()
+            .find(|p| p.name == plugin)
+            .and_then(|p| p.commands.iter().find(|c| c.name == command))
+            .map(|c| c.kind.as_str())
+            .unwrap_or("write");
+        match run_job(&self.cfg, url, env, (plugin, command, kind), args) {
+            Ok(r) => r,
+            Err(e) => *e,
+        }
+    }
+}
+
+/// The registry tools of these plugins.
+pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
+    let mut out = Vec::new();
+    for p in plugins {
+        for c in p.commands.iter().filter(|c| !OPERATOR_COMMANDS.contains(&c.name.as_str())) {
+            let what = if c.description.trim().is_empty() {
+                format!("{}: {}", p.name, c.name)
+            } else {
+                c.description.trim().to_string()
+            };
+            out.push(ToolSpec {
+                name: format!("{}{SEP}{}", p.name, c.name),
+                description: format!("{what} (Ductile plugin {}, runs as a job)", p.name),
+                parameters: c.input_schema.clone(),
+                side_effect: SideEffect::Network,
+                timeout: cfg.ductile.timeout.0,
+                output_cap: cfg.tools.output_cap,
+            });
+        }
+    }
+    out
+}
+
+/// The bearer token: `api_token_cmd`, else `api_token_env`, else `api_token`; registered for
+/// redaction.
+fn token(d: &DuctileConfig) -> Result<Option<String>> {
+    let token = if let Some(cmd) = &d.api_token_cmd {
+        let Some((prog, args)) = cmd.split_first() else {
+            return Err(Error::config("invalid configuration at key `ductile.api_token_cmd`: the command is empty"));
+        };
+        let out = std::process::Command::new(prog)
+            .args(args)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| Error::config(format!("ductile.api_token_cmd: cannot run `{prog}`: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::config(format!("ductile.api_token_cmd: `{prog}` exited with {}", out.status)));
+        }
+        Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else if let Some(var) = &d.api_token_env {
+        Some(
+            std::env::var(var).map_err(|_| {
+                Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
+            })?,
+        )
+    } else {
+        d.api_token.clone()
+    };
+    let token = token.filter(|t| !t.trim().is_empty());
+    if let Some(t) = &token {
+        crate::redact::register(t);
+    }
+    Ok(token)
+}
+
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into()
+}
+
+const MAX_BODY: u64 = 16 * 1024 * 1024;
+
+/// One API request: the status and the JSON body (or the text, when not JSON).
+fn request(d: &DuctileConfig, method: &str, url: &str, body: Option<&Value>) -> Result<(u16, Value)> {
+    let agent = agent(Duration::from_secs(30));
+    let auth = token(d)?.map(|t| format!("Bearer {t}"));
+    let resp = match (method, body) {
+        ("POST", Some(b)) => {
+            let mut r = agent.post(url).header("content-type", "application/json");
+            if let Some(a) = &auth {
+                r = r.header("authorization", a.as_str());
+            }
+            r.send(b.to_string().as_bytes())
+        }
+        _ => {
+            let mut r = agent.get(url);
+            if let Some(a) = &auth {
+                r = r.header("authorization", a.as_str());
+            }
+            r.call()
+        }
+    };
+    let mut resp = resp.map_err(|e| Error::tool(format!("cannot reach {url}: {e}")))?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .read_to_string()
+        .map_err(|e| Error::tool(format!("{method} {url}: cannot read the answer: {e}")))?;
+    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Ok((status, value))
+}
+
+/// The error text of an API answer (`{"error": "..."}`, `{"error": {"message"}}`, `{"message"}`).
+fn api_error(v: &Value) -> String {
+    let e = v.get("error").unwrap_or(v);
+    e.get("message")
+        .and_then(Value::as_str)
+        .or_else(|| e.as_str())
+        .or_else(|| v.get("message").and_then(Value::as_str))
+        .map(String::from)
+        .unwrap_or_else(|| v.to_string().chars().take(200).collect())
+}
+
+/// What an HTTP status from the gateway means for a plugin call, and whether to try again.
+fn status_error(plugin: &str, command: &str, kind: &str, status: u16, body: &Value) -> (String, bool) {
+    let scope = if kind == "read" { "plugin:ro" } else { "plugin:rw" };
+    let msg = api_error(body);
+    let what = match status {
+        401 => format!(
+            "the gateway refused the token (401): set ductile.api_token, api_token_env or api_token_cmd ({msg})"
+        ),
+        403 => format!("the token lacks the scope to run `{plugin}` `{command}` (403): it needs {scope} ({msg})"),
+        404 => format!("plugin `{plugin}` has no command `{command}` at the gateway (404): {msg}"),
+        409 => format!("the gateway refused `{plugin}` `{command}` as a conflict (409): {msg}"),
+        413 => format!("the payload for `{plugin}` `{command}` is too large for the gateway (413): {msg}"),
+        503 => format!("the gateway is unavailable (503): {msg}"),
+        s => format!("`{plugin}` `{command}`: HTTP {s}: {msg}"),
+    };
+    (what, matches!(status, 409 | 429 | 502 | 503 | 504))
+}
+
+/// The catalog of a gateway, from the cache when it is fresh.
+fn discover(d: &DuctileConfig, url: &str) -> Result<Vec<Plugin>> {
+    let base = url.trim_end_matches('/');
+    if let Some(p) = cache_read(base, d.cache_ttl.0) {
+        return Ok(p);
+    }
+    let (status, list) = request(d, "GET", &format!("{base}/plugins"), None)?;
+    if status != 200 {
+        return Err(Error::tool(format!("GET {base}/plugins: HTTP {status}: {}", api_error(&list))));
+    }
+    let names: Vec<String> = list
+        .get("plugins")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::tool(format!("GET {base}/plugins: the answer has no `plugins` list")))?
+        .iter()
+        .filter_map(|p| p.get("name").and_then(Value::as_str).map(String::from))
+        .collect();
+    let mut plugins = Vec::new();
+    for name in names.iter().filter(|n| d.plugins.allows(n) && (**n != d.self_name || d.max_depth > 0)) {
+        let (status, v) = request(d, "GET", &format!("{base}/plugin/{name}"), None)?;
+        if status != 200 {
+            let (why, _) = status_error(name, "(details)", "read", status, &v);
+            return Err(Error::tool(format!("GET {base}/plugin/{name}: {why}")));
+        }
+        plugins.push(manifest::plugin_from(&v, &format!("GET {base}/plugin/{name}"))?);
+    }
+    cache_write(base, &plugins);
+    Ok(plugins)
+}
+
+#[derive(Serialize, Deserialize)]
+struct Cached {
+    api_url: String,
+    fetched_at: String,
+    plugins: Vec<Plugin>,
+}
+
+fn cache_path(base: &str) -> Option<Utf8PathBuf> {
+    let dir = crate::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("ductile");
+    let key: String = base.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    Some(dir.join(format!("{key}.json")))
+}
+
+fn cache_read(base: &str, ttl: Duration) -> Option<Vec<Plugin>> {
+    let text = crate::fs::read_optional(&cache_path(base)?).ok().flatten()?;
+    let c: Cached = serde_json::from_str(&text).ok()?;
+    let age = crate::clock::now().duration_since(crate::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
+    (c.api_url == base && age <= ttl).then_some(c.plugins)
+}
+
+fn cache_write(base: &str, plugins: &[Plugin]) {
+    let Some(path) = cache_path(base) else { return };
+    let c = Cached { api_url: base.into(), fetched_at: crate::clock::now_rfc3339(), plugins: plugins.to_vec() };
+    if let Some(dir) = path.parent() {
+        let _ = crate::fs::create_dir_all(dir);
+    }
+    let _ = crate::fs::write_atomic(&path, serde_json::to_string_pretty(&c).unwrap_or_default().as_bytes());
+}
+
+/// The job a step started, kept until the step has its result.
+#[derive(Serialize, Deserialize, PartialEq)]
+struct JobRecord {
+    /// The step and tool (`step-3-<tool>`), and the arguments: the same call again means the
+    /// same job.
+    call: String,
+    args: Value,
+    job_id: String,
+}
+
+fn run_job(
+    d: &DuctileConfig,
+    url: &str,
+    env: &ToolEnv,
+    (plugin, command, kind): (&str, &str, &str),
+    args: &Value,
+) -> std::result::Result<ToolResult, Box<ToolResult>> {
+    let base = url.trim_end_matches('/');
+    let fail = |e: Error| Box::new(ToolResult::err(e.message, true));
+    let record_path = env.root.join(JOB_FILE);
+    let started = crate::fs::read_optional(&record_path)
+        .ok()
+        .flatten()
+        .and_then(|t| serde_json::from_str::<JobRecord>(&t).ok())
+        .filter(|r| r.call == env.artifact_stem && &r.args == args);
+    let job_id = match started {
+        // A step that ran before (the process was killed while waiting): the same job.
+        Some(r) => r.job_id,
+        None => {
+            let mut payload = args.clone();
+            if plugin == d.self_name {
+                let depth = depth_of(env.root) + 1;
+                if depth > d.max_depth {
+                    return Err(Box::new(ToolResult::err(
+                        format!("recursion guard: `{plugin}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}", depth - 1, d.max_depth),
+                        false,
+                    )));
+                }
+                if let Value::Object(m) = &mut payload {
+                    m.insert(DEPTH_KEY.into(), json!(depth));
+                }
+            }
+            let (status, v) =
+                request(d, "POST", &format!("{base}/plugin/{plugin}/{command}"), Some(&json!({"payload": payload})))
+                    .map_err(fail)?;
+            if status != 202 && status != 200 {
+                let (why, retry) = status_error(plugin, command, kind, status, &v);
+                return Err(Box::new(ToolResult::err(why, retry)));
+            }
+            let id = v.get("job_id").and_then(Value::as_str).ok_or_else(|| {
+                Box::new(ToolResult::err(
+                    format!("POST {base}/plugin/{plugin}/{command}: the answer has no `job_id`"),
+                    true,
+                ))
+            })?;
+            let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
+            crate::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
+                .map_err(fail)?;
+            id.to_string()
+        }
+    };
+    crate::crash::point("ductile:polling");
+    let job = poll(d, base, &job_id, plugin).map_err(|e| {
+        let mut r = ToolResult::err(e.message, true);
+        r.metadata = json!({"ductile_job": job_id});
+        Box::new(r)
+    })?;
+    Ok(job_result(&job, &job_id, plugin, command))
+}
+
+/// How deep this run is (0 unless it was started by agentloop through Ductile).
+fn depth_of(root: &Utf8Path) -> u32 {
+    crate::fs::read_optional(&root.join("state.json"))
+        .ok()
+        .flatten()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("depth").and_then(Value::as_u64))
+        .unwrap_or(0) as u32
+}
+
+const FINAL: &[&str] = &["succeeded", "failed", "timed_out", "dead", "completed"];
+
+fn poll(d: &DuctileConfig, base: &str, job_id: &str, plugin: &str) -> Result<Value> {
+    let start = Instant::now();
+    loop {
+        let (status, v) = request(d, "GET", &format!("{base}/job/{job_id}"), None)?;
+        match status {
+            200 => {
+                let s = v.get("status").and_then(Value::as_str).unwrap_or("");
+                if FINAL.contains(&s) {
+                    return Ok(v);
+                }
+            }
+            // Passing trouble: keep waiting until the timeout.
+            429 | 502 | 503 | 504 => {}
+            _ => {
+                let (why, _) = status_error(plugin, "(job)", "read", status, &v);
+                return Err(Error::tool(format!("GET {base}/job/{job_id}: {why}")));
+            }
+        }
+        if start.elapsed() + d.poll_interval.0 > d.timeout.0 {
+            return Err(Error::tool(format!(
+                "job {job_id} of `{plugin}` was not finished after {}s (ductile.timeout); it may still run",
+                d.timeout.0.as_secs()
+            )));
+        }
+        std::thread::sleep(d.poll_interval.0);
+    }
+}
+
+/// A finished job as a tool result: the plugin's protocol response (`status`, `result`,
+/// `error`, `logs`) when it gave one.
+fn job_result(job: &Value, job_id: &str, plugin: &str, command: &str) -> ToolResult {
+    let status = job.get("status").and_then(Value::as_str).unwrap_or("");
+    let response = job.get("result").cloned().unwrap_or(Value::Null);
+    let inner = response.get("result").cloned().unwrap_or_else(|| response.clone());
+    let output = match &inner {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => serde_json::to_string_pretty(v).unwrap_or_default(),
+    };
+    let meta = json!({"ductile_job": job_id, "plugin": plugin, "command": command, "job_status": status});
+    let plugin_error = response.get("status").and_then(Value::as_str) == Some("error");
+    if (status == "succeeded" || status == "completed") && !plugin_error {
+        return ToolResult::ok(output, meta);
+    }
+    let why = response
+        .get("error")
+        .and_then(Value::as_str)
+        .or_else(|| job.get("last_error").and_then(Value::as_str))
+        .or_else(|| job.get("error").and_then(Value::as_str))
+        .unwrap_or("no error message");
+    let retryable = matches!(status, "timed_out") || response.get("retry").and_then(Value::as_bool) == Some(true);
+    let mut r = ToolResult::err(format!("job {job_id} of `{plugin}` `{command}` ended {status}: {why}"), retryable);
+    r.output = output;
+    r.metadata = meta;
+    r
+}
+
+/// The payload depth of a start event (0 when absent), for `handle`'s recursion guard.
+pub fn start_depth(payload: &Value) -> u32 {
+    payload.get(DEPTH_KEY).and_then(Value::as_u64).unwrap_or(0) as u32
+}
+
+/// The plugins of a manifest folder as the catalog `skills gen` prints.
+pub fn from_manifests(dir: &Utf8Path) -> Result<Vec<Plugin>> {
+    manifest::load_dir(dir)
+}

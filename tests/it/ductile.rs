@@ -1,0 +1,245 @@
+//! Ductile plugins as tools from `run`, against a fake of the gateway's API on 127.0.0.1 that
+//! follows the documented shapes: GET /plugins, GET /plugin/{name} (bearer), POST
+//! /plugin/{plugin}/{command} → 202 {job_id}, GET /job/{id} → queued|running|succeeded|failed.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const TOKEN: &str = "tok-ductile-1234";
+
+fn echo_details() -> Value {
+    json!({"name": "echo", "version": "0.1.0", "description": "A demonstration plugin", "protocol": 2, "commands": [
+        {"name": "say", "type": "write", "description": "Say a message back", "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+        {"name": "health", "type": "read", "description": "Health check"}]})
+}
+
+/// The fake gateway. `polls_before_done` job polls answer `running` first; `post_status`
+/// overrides the answer to POST (403 and friends).
+fn gateway(polls_before_done: usize, post_status: Option<u16>) -> (Server, Arc<AtomicUsize>) {
+    let polls = Arc::new(AtomicUsize::new(0));
+    let p = polls.clone();
+    let s = Server::start_with(move |_, req| {
+        let authed = req.header("authorization") == Some(&format!("Bearer {TOKEN}"));
+        let path = req.url.as_str();
+        match (req.method.as_str(), path) {
+            ("GET", "/plugins") => Reply::json(
+                200,
+                json!({"plugins": [
+                {"name": "echo", "version": "0.1.0", "description": "A demonstration plugin", "commands": ["say", "health"]},
+                {"name": "agentloop", "version": "0.1.0", "description": "agentloop itself", "commands": ["handle"]}]}),
+            ),
+            (_, _) if !authed => Reply::json(401, json!({"error": "missing or invalid token"})),
+            ("GET", "/plugin/echo") => Reply::json(200, echo_details()),
+            ("GET", "/plugin/agentloop") => Reply::json(
+                200,
+                json!({"name": "agentloop", "description": "agentloop itself", "commands": [
+                {"name": "handle", "type": "write", "description": "Run a goal", "input_schema": {"type": "object", "properties": {"goal": {"type": "string"}}}}]}),
+            ),
+            ("POST", "/plugin/echo/say") => match post_status {
+                Some(code) => Reply::json(code, json!({"error": "insufficient scope"})),
+                None => {
+                    let body: Value = serde_json::from_str(&req.body).unwrap();
+                    assert_eq!(body["payload"]["message"], "hello", "the payload is the arguments");
+                    Reply::json(202, json!({"job_id": "job-1", "status": "queued", "plugin": "echo", "command": "say"}))
+                }
+            },
+            ("GET", "/job/job-1") => {
+                let n = p.fetch_add(1, Ordering::SeqCst);
+                if n < polls_before_done {
+                    Reply::json(
+                        200,
+                        json!({"job_id": "job-1", "status": "running", "plugin": "echo", "command": "say"}),
+                    )
+                } else {
+                    Reply::json(
+                        200,
+                        json!({"job_id": "job-1", "status": "succeeded", "plugin": "echo", "command": "say",
+                        "result": {"status": "ok", "result": "Echoed: hello", "events": [], "logs": []}}),
+                    )
+                }
+            }
+            _ => Reply::json(404, json!({"error": format!("no route {path}")})),
+        }
+    });
+    (s, polls)
+}
+
+const SCRIPT: &str = r#"frame:
+  - answer: {goal: say hello through the echo plugin, definition_of_done: [the echo plugin was asked, its answer came back, the answer is known], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: echo__say, args: {message: hello}}, expected_outcome: the echo, rationale: the plugin does it}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: echoed, outcome: "The echo plugin answered: Echoed: hello"}
+"#;
+
+fn setup(s: &Server) -> T {
+    let t = T::new();
+    t.write("ws/.keep", "");
+    t.write(
+        "ws/agentloop.yaml",
+        &format!("ductile:\n  api_url: {}\n  api_token_env: DUCTILE_TOKEN\n  poll_interval: 50ms\n", s.url),
+    );
+    t.write("script.yaml", SCRIPT);
+    t
+}
+
+fn posts(s: &Server) -> usize {
+    s.requests.lock().unwrap().iter().filter(|r| r.method == "POST").count()
+}
+
+#[test]
+fn a_run_whose_plan_uses_a_plugin_tool_reaches_done() {
+    let (s, polls) = gateway(2, None);
+    let t = setup(&s);
+    let tools = t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    let list = stdout(&tools);
+    assert!(list.contains("echo__say"), "{list}");
+    assert!(!list.contains("echo__health"), "operator commands are not tools: {list}");
+    assert!(!list.contains("agentloop__handle"), "agentloop itself is no tool by default: {list}");
+    let out =
+        t.al(&["--script", "script.yaml", "run", "--goal", "say hello"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(posts(&s), 1);
+    assert_eq!(polls.load(Ordering::SeqCst), 3, "polled until the job succeeded");
+    let act = t.trace().into_iter().find(|e| e["event"] == "act").unwrap();
+    assert_eq!(act["tool"], "echo__say");
+    assert_eq!(act["result_status"], "ok");
+    assert_eq!(act["result_summary"], "Echoed: hello");
+    assert_eq!(act["data"]["ductile_job"], "job-1", "the job id is in the trace");
+    // The token never reaches a file.
+    for f in ["trace.jsonl", "transcript.md", "state.json"] {
+        assert!(!t.read(&format!("ws/{f}")).contains(TOKEN), "{f}");
+    }
+    // The catalog is cached: a second listing does not ask the gateway again.
+    let before = s.count();
+    t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).assert().success();
+    assert_eq!(s.count(), before);
+}
+
+#[test]
+fn a_kill_during_the_poll_resumes_without_a_second_trigger() {
+    let (s, _) = gateway(1, None);
+    let t = setup(&s);
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "say hello"])
+        .env("DUCTILE_TOKEN", TOKEN)
+        .env("AGENTLOOP_CRASH_AT", "ductile:polling")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "killed while waiting for the job");
+    assert_eq!(posts(&s), 1, "the job was started once");
+    let out = t.al(&["--script", "script.yaml", "run"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(posts(&s), 1, "resuming polled the same job instead of triggering the plugin again");
+    assert_eq!(t.json("ws/result.json")["status"], "done");
+}
+
+#[test]
+fn discovery_from_the_api_and_from_manifests_give_the_same_catalog() {
+    let (s, _) = gateway(0, None);
+    let t = setup(&s);
+    let from_api = stdout(&t.al(&["skills", "gen"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap());
+    t.write(
+        "plugins/echo/manifest.yaml",
+        "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: health\n    type: read\n    description: Health check\n",
+    );
+    t.write("other/agentloop.yaml", "");
+    let from_files =
+        stdout(&t.cmd().args(["-w", "other", "skills", "gen", "--ductile-manifests", "plugins"]).output().unwrap());
+    assert!(from_api.contains("echo__say"), "{from_api}");
+    assert_eq!(from_api, from_files, "the API and the manifests give one catalog");
+    // A file that is not a plugin manifest is named.
+    t.write("bad/x/manifest.yaml", "manifest_spec: something.else\nname: x\n");
+    let out = t.cmd().args(["-w", "other", "skills", "gen", "--ductile-manifests", "bad"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad/x/manifest.yaml: `manifest_spec` is `something.else`"), "{}", stderr(&out));
+}
+
+#[test]
+fn gateway_refusals_are_tool_errors_naming_the_plugin_and_scope() {
+    let (s, _) = gateway(0, Some(403));
+    let t = setup(&s);
+    let out = t
+        .al(&["tools", "call", "echo__say", "--args", r#"{"message": "hello"}"#])
+        .env("DUCTILE_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stdout(&out));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("the token lacks the scope to run `echo` `say` (403): it needs plugin:rw"), "{text}");
+    // A wrong token: 401 says which keys set it.
+    let out = t
+        .al(&["tools", "call", "echo__say", "--args", r#"{"message": "hello"}"#])
+        .env("DUCTILE_TOKEN", "wrong-token")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("401") && text.contains("ductile.api_token"), "{text}");
+}
+
+#[test]
+fn agentloop_calling_itself_is_refused_unless_max_depth_allows() {
+    let (s, _) = gateway(0, None);
+    let t = setup(&s);
+    // With max_depth 1 the plugin is a tool; a run started at depth 1 may not call it again.
+    let cfg = t.read("ws/agentloop.yaml");
+    t.write("ws/agentloop.yaml", &format!("{cfg}  max_depth: 1\n"));
+    let list = stdout(&t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap());
+    assert!(list.contains("agentloop__handle"), "{list}");
+    // A run that agentloop itself started (depth 1) may not go one deeper.
+    t.al(&["init", "--goal", "g", "--force"]).assert().success();
+    let mut state = t.json("ws/state.json");
+    state["depth"] = json!(1);
+    t.write("ws/state.json", &state.to_string());
+    let out = t
+        .al(&["tools", "call", "agentloop__handle", "--args", r#"{"goal": "again"}"#])
+        .env("DUCTILE_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("recursion guard") && text.contains("depth 1"), "{text}");
+    assert_eq!(posts(&s), 0, "nothing was triggered");
+    // Event mode: a start deeper than max_depth is refused, not run.
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    t.write("root/script.yaml", SCRIPT);
+    let start = |depth: u64| {
+        let req = json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "g", "agentloop_depth": depth}}});
+        let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let v = start(1);
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].as_str().unwrap().contains("recursion guard"), "{v}");
+    assert_eq!(v["retry"], false);
+    // An external tool named like agentloop itself is left out of the catalog by default.
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\ntools:\n  external:\n    agentloop: {description: Run agentloop}\n");
+    let list = stdout(&t.cmd().args(["-w", "root", "tools", "list"]).output().unwrap());
+    assert!(!list.contains("agentloop "), "{list}");
+    assert_eq!(start(0)["status"], "ok");
+}
+
+#[test]
+fn the_routers_state_keeps_running_runs_and_the_last_finished_ones() {
+    let t = T::new();
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\nhandle: {keep_finished: 3}\n");
+    t.write("root/script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false}\n");
+    let mut runs = serde_json::Map::new();
+    for i in 0..10 {
+        runs.insert(format!("old{i}"), json!({"status": "done", "updated_at": format!("2025-01-01T00:00:0{i}Z")}));
+    }
+    runs.insert("busy".into(), json!({"status": "running", "updated_at": "2020-01-01T00:00:00Z"}));
+    let req = json!({"protocol": 2, "command": "handle", "state": {"runs": runs}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kept: Vec<&String> = v["state_updates"]["runs"].as_object().unwrap().keys().collect();
+    let new_run = v["state_updates"]["last_run_id"].as_str().unwrap();
+    assert!(kept.iter().any(|k| *k == "busy"), "running runs are kept: {kept:?}");
+    assert!(kept.iter().any(|k| *k == new_run), "{kept:?}");
+    // The new run (escalated: cannot proceed) and the two newest old ones fill the 3 finished places.
+    assert!(kept.iter().any(|k| *k == "old9") && kept.iter().any(|k| *k == "old8"), "{kept:?}");
+    assert_eq!(kept.len(), 4, "{kept:?}");
+}
