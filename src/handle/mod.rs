@@ -99,39 +99,17 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .unwrap_or_else(|| g.workspace.clone());
-    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
-    if let Some(layer) = &request_cfg {
-        // The request may only narrow what the root's own configuration allows.
-        let base = match crate::settings::resolve_under(g, &root, None) {
-            Ok(r) => r.config,
-            Err(e) => {
-                fail(resp, format!("configuration error: {}", e.message), false);
-                return code::HANDLE_CONFIG;
-            }
-        };
-        if let Some((key, why)) = widening_key(layer, &base, &root) {
-            fail(
-                resp,
-                format!("configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"),
-                false,
-            );
-            return code::HANDLE_CONFIG;
-        }
-    }
-    let cfg = match crate::settings::resolve_under(g, &root, request_cfg) {
-        Ok(r) => r.config,
-        Err(e) => {
-            fail(resp, format!("configuration error: {}", e.message), false);
+    let cfg = match turn_config(g, &req, &root) {
+        Ok(c) => c,
+        Err(message) => {
+            fail(resp, message, false);
             return code::HANDLE_CONFIG;
         }
     };
     match command {
         "health" => {
-            resp.result = format!(
-                "agentloop {} healthy; runs under {}",
-                env!("CARGO_PKG_VERSION"),
-                root.join(&cfg.handle.runs_dir)
-            );
+            let runs = root.join(&cfg.handle.runs_dir);
+            resp.result = format!("agentloop {} healthy; runs under {runs}", env!("CARGO_PKG_VERSION"));
             return 0;
         }
         "poll" => {
@@ -150,30 +128,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     }
-    let ty = event.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-    let payload = event.get("payload").cloned().unwrap_or(Value::Null);
-    let result = match ty.as_str() {
-        "agentic.start" | "api.trigger" => start(&cfg, &root, &event, &payload, resp),
-        "agentic.tool_result" => resume(&cfg, &root, &payload, resp),
-        "" => Err(Error::usage("the event has no `type`")),
-        _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
-            // A tool's own event resuming the run: correlation comes from the request context.
-            Some(ctx) => {
-                let synthesized = json!({
-                    "run_id": ctx["run_id"], "step": ctx["step"], "tool": ctx["tool"],
-                    "status": payload.get("status").cloned().unwrap_or(json!("ok")),
-                    "result": payload, "error": payload.get("error").cloned().unwrap_or(Value::Null),
-                });
-                resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
-                resume(&cfg, &root, &synthesized, resp)
-            }
-            None => {
-                resp.log("warn", format!("ignored event `{ty}`: not agentic.start, api.trigger or agentic.tool_result, and no run in the context"));
-                resp.result = format!("ignored event `{ty}`");
-                Ok(())
-            }
-        },
-    };
+    let result = on_event(&cfg, &root, &req, &event, resp);
     resp.keep_finished(cfg.handle.keep_finished);
     match result {
         Ok(()) => 0,
@@ -186,6 +141,53 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             fail(resp, e.message, retry);
             0
         }
+    }
+}
+
+/// The turn's configuration: the root's, narrowed by the request's own `config` (which may
+/// not widen it). An error is a configuration error, a router's exit 78.
+fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
+    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
+    if let Some(layer) = &request_cfg {
+        // The request may only narrow what the root's own configuration allows.
+        let base =
+            crate::settings::resolve_under(g, root, None).map_err(|e| format!("configuration error: {}", e.message))?;
+        if let Some((key, why)) = widening_key(layer, &base.config, root) {
+            return Err(format!(
+                "configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"
+            ));
+        }
+    }
+    crate::settings::resolve_under(g, root, request_cfg)
+        .map(|r| r.config)
+        .map_err(|e| format!("configuration error: {}", e.message))
+}
+
+/// What the event asks for: start a run, resume one with a tool's result, or nothing.
+fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: &mut Response) -> Result<()> {
+    let ty = event.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let payload = event.get("payload").cloned().unwrap_or(Value::Null);
+    match ty.as_str() {
+        "agentic.start" | "api.trigger" => start(cfg, root, event, &payload, resp),
+        "agentic.tool_result" => resume(cfg, root, &payload, resp),
+        "" => Err(Error::usage("the event has no `type`")),
+        _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
+            // A tool's own event resuming the run: correlation comes from the request context.
+            Some(ctx) => {
+                let synthesized = json!({
+                    "run_id": ctx["run_id"], "step": ctx["step"], "tool": ctx["tool"],
+                    "status": payload.get("status").cloned().unwrap_or(json!("ok")),
+                    "result": payload, "error": payload.get("error").cloned().unwrap_or(Value::Null),
+                });
+                resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
+                resume(cfg, root, &synthesized, resp)
+            }
+            None => {
+                resp.log("warn", format!("ignored event `{ty}`: not agentic.start, api.trigger or agentic.tool_result, and no run in the context"));
+                resp.result = format!("ignored event `{ty}`");
+                Ok(())
+            }
+        },
     }
 }
 
@@ -294,8 +296,6 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
 
 fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> Result<()> {
     let run_id = p.get("run_id").and_then(Value::as_str).unwrap_or("").to_string();
-    let step = p.get("step").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
-    let tool = p.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
     let ws = match run_ws(cfg, root, &run_id) {
         Ok(ws) if ws.has_run() => ws,
         _ => return lost_run(&run_id, resp),
@@ -305,11 +305,9 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     resp.last_run_id = Some(state.run_id.clone());
     let mut env = turn_env(&ws, cfg)?;
     if state.status.is_terminal() {
-        resp.log(
-            "info",
-            format!("ignored tool result for run {run_id}: the run already ended {}", state.status.as_str()),
-        );
-        resp.result = format!("ignored: run {run_id} already ended {}", state.status.as_str());
+        let ended = state.status.as_str();
+        resp.log("info", format!("ignored tool result for run {run_id}: the run already ended {ended}"));
+        resp.result = format!("ignored: run {run_id} already ended {ended}");
         snapshot(&state, resp);
         return Ok(());
     }
@@ -324,111 +322,150 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         );
         return advance(&mut env, &mut state, resp);
     };
-    let Some(step) = step else {
-        return escalate(&env, &mut state, resp, "protocol violation: the tool result has no `step`".into());
+    let step = match correlate(p, &pending, &state) {
+        Correlation::Step(step) => step,
+        Correlation::Ignore(why) => {
+            resp.log("info", format!("ignored {why} for run {run_id}"));
+            resp.result = format!("ignored: {why}; run {run_id} waits for step {}", pending.step);
+            snapshot(&state, resp);
+            return Ok(());
+        }
+        Correlation::Violation(why) => return escalate(&env, &mut state, resp, format!("protocol violation: {why}")),
     };
-    if (step as u32) < pending.step || state.completed_steps.contains(&(step as u32)) {
-        resp.log(
-            "info",
-            format!("ignored stale or duplicate result for run {run_id} step {step} (pending step {})", pending.step),
+    let result = decode_result(p);
+    let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
+    if let Err(error) = &result.status {
+        if pending.attempt < cfg.handle.tool_retries {
+            return retry(&env, &mut state, &pending, step, error, resp);
+        }
+        let mut r = ToolResult::err(error.clone(), false);
+        r.output = result.output;
+        act::record(&env, &mut state, step, &action, r, 0, false)?;
+        if state.status.is_terminal() {
+            return done(&state, resp);
+        }
+        let why = format!(
+            "tool `{}` failed at step {step} and its {} retries are spent: {error}",
+            pending.tool, cfg.handle.tool_retries
         );
-        resp.result =
-            format!("ignored: stale or duplicate result for step {step}; run {run_id} waits for step {}", pending.step);
-        snapshot(&state, resp);
-        return Ok(());
+        return escalate(&env, &mut state, resp, why);
     }
-    if step as u32 > pending.step {
-        return escalate(
-            &env,
-            &mut state,
-            resp,
-            format!("protocol violation: result for step {step} but step {} is pending", pending.step),
-        );
+    let r = ok_result(&ws, cfg, step, &pending.tool, result)?;
+    if let Outcome::Stopped(_) = act::record(&env, &mut state, step, &action, r, 0, false)? {
+        return done(&state, resp);
     }
-    if crate::tools::Registry::canonical(&tool) != pending.tool {
-        return escalate(
-            &env,
-            &mut state,
-            resp,
-            format!("protocol violation: result from tool `{tool}` but `{}` is pending for step {step}", pending.tool),
-        );
+    advance(&mut env, &mut state, resp)
+}
+
+/// How a tool result relates to the step the run waits for.
+enum Correlation {
+    Step(u32),
+    /// Stale or duplicate: ignored.
+    Ignore(String),
+    /// Cannot be: the run escalates.
+    Violation(String),
+}
+
+fn correlate(p: &Value, pending: &crate::workspace::Pending, state: &State) -> Correlation {
+    let step = p.get("step").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
+    let tool = p.get("tool").and_then(Value::as_str).unwrap_or("");
+    let Some(step) = step.and_then(|s| u32::try_from(s).ok()) else {
+        return Correlation::Violation("the tool result has no `step`".into());
+    };
+    if step < pending.step || state.completed_steps.contains(&step) {
+        return Correlation::Ignore(format!(
+            "stale or duplicate result for step {step} (pending step {})",
+            pending.step
+        ));
     }
+    if step > pending.step {
+        return Correlation::Violation(format!("result for step {step} but step {} is pending", pending.step));
+    }
+    if crate::tools::Registry::canonical(tool) != pending.tool {
+        return Correlation::Violation(format!(
+            "result from tool `{tool}` but `{}` is pending for step {step}",
+            pending.tool
+        ));
+    }
+    Correlation::Step(step)
+}
+
+/// A tool result as sent: ok, or the error it reports; its output and raw `result`.
+struct Decoded {
+    status: std::result::Result<(), String>,
+    output: String,
+    value: Value,
+}
+
+fn decode_result(p: &Value) -> Decoded {
     // `ok` per the seed; plugins also say success/succeeded/completed/done.
     let has_error = p.get("error").is_some_and(|e| !e.is_null() && e != "");
     let default = if has_error { "error" } else { "ok" };
     let status = p.get("status").and_then(Value::as_str).unwrap_or(default).trim().to_lowercase();
-    let status = if matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done") {
-        "ok"
-    } else {
-        status.as_str()
-    };
-    let result_value = p.get("result").cloned().unwrap_or(Value::Null);
-    let output = match &result_value {
+    let ok = matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done");
+    let value = p.get("result").cloned().unwrap_or(Value::Null);
+    let output = match &value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         v => serde_json::to_string_pretty(v).unwrap_or_default(),
     };
-    let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
-    if status != "ok" {
-        let error = p
+    let status = if ok {
+        Ok(())
+    } else {
+        Err(p
             .get("error")
             .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
             .filter(|e| e != "null")
-            .unwrap_or_else(|| format!("tool reported status `{status}`"));
-        if pending.attempt < cfg.handle.tool_retries {
-            let mut next = pending.clone();
-            next.attempt += 1;
-            next.requested_at = crate::clock::now_rfc3339();
-            state.pending = Some(next.clone());
-            let mut e = crate::trace::Entry::new(&state.run_id, step as u32, crate::trace::Phase::Act, "act.retry");
-            e.tool = Some(pending.tool.clone());
-            e.result_status = Some("error".into());
-            e.error = Some(error.clone());
-            e.retryable = Some(true);
-            e.attempt = Some(next.attempt);
-            let mut c = Commit::default();
-            c.entry(&e);
-            c.state = Some(state.clone());
-            env.commit(&c)?;
-            resp.log(
-                "warn",
-                format!(
-                    "run {run_id} step {step}: tool error ({error}); retry {} of {}",
-                    next.attempt, cfg.handle.tool_retries
-                ),
-            );
-            resp.events.push(request_event(&state, &next, cfg));
-            resp.result = format!(
-                "run {run_id}: step {step} failed ({error}); re-requested {} (attempt {})",
-                next.tool,
-                next.attempt + 1
-            );
-            snapshot(&state, resp);
-            return Ok(());
-        }
-        let mut r = ToolResult::err(error.clone(), false);
-        r.output = output;
-        act::record(&env, &mut state, step as u32, &action, r, 0, false)?;
-        if state.status.is_terminal() {
-            return done(&state, resp);
-        }
-        return escalate(
-            &env,
-            &mut state,
-            resp,
-            format!(
-                "tool `{}` failed at step {step} and its {} retries are spent: {error}",
-                pending.tool, cfg.handle.tool_retries
-            ),
-        );
-    }
-    let mut r = ToolResult::ok(output, result_value.clone());
-    if let Some(path) = result_value.get("artifact_path").and_then(Value::as_str) {
+            .unwrap_or_else(|| format!("tool reported status `{status}`")))
+    };
+    Decoded { status, output, value }
+}
+
+/// The tool failed with retries left: request it again (`act.retry` in the trace).
+fn retry(
+    env: &Env,
+    state: &mut State,
+    pending: &crate::workspace::Pending,
+    step: u32,
+    error: &str,
+    resp: &mut Response,
+) -> Result<()> {
+    let mut next = pending.clone();
+    next.attempt += 1;
+    next.requested_at = crate::clock::now_rfc3339();
+    state.pending = Some(next.clone());
+    let mut e = crate::trace::Entry::new(&state.run_id, step, crate::trace::Phase::Act, "act.retry");
+    e.tool = Some(pending.tool.clone());
+    e.result_status = Some("error".into());
+    e.error = Some(error.to_string());
+    e.retryable = Some(true);
+    e.attempt = Some(next.attempt);
+    let mut c = Commit::default();
+    c.entry(&e);
+    c.state = Some(state.clone());
+    env.commit(&c)?;
+    let run_id = &state.run_id;
+    let retries = env.cfg.handle.tool_retries;
+    resp.log("warn", format!("run {run_id} step {step}: tool error ({error}); retry {} of {retries}", next.attempt));
+    resp.events.push(request_event(state, &next, env.cfg));
+    resp.result = format!(
+        "run {run_id}: step {step} failed ({error}); re-requested {} (attempt {})",
+        next.tool,
+        next.attempt + 1
+    );
+    snapshot(state, resp);
+    Ok(())
+}
+
+/// A successful result as the step's tool result; a large one is spilled to artifacts/.
+fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) -> Result<ToolResult> {
+    let mut r = ToolResult::ok(d.output, d.value.clone());
+    if let Some(path) = d.value.get("artifact_path").and_then(Value::as_str) {
         r.artifacts.push(path.to_string());
     }
     if r.output.chars().count() > cfg.tools.output_cap {
         let full = std::mem::take(&mut r.output);
-        let rel = format!("artifacts/step-{step}-{}.txt", pending.tool);
+        let rel = format!("artifacts/step-{step}-{tool}.txt");
         crate::fs::create_dir_all(&ws.artifacts())?;
         crate::fs::write_atomic(&ws.root.join(&rel), full.as_bytes())?;
         r.output = format!(
@@ -437,10 +474,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         );
         r.artifacts.push(rel);
     }
-    if let Outcome::Stopped(_) = act::record(&env, &mut state, step as u32, &action, r, 0, false)? {
-        return done(&state, resp);
-    }
-    advance(&mut env, &mut state, resp)
+    Ok(r)
 }
 
 /// A result for a run with no workspace. Unknown to the router's state too: ignored with a

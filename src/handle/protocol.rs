@@ -119,6 +119,26 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 }
 
 /// Whether setting `key` to `v` only narrows `base` (a pure check).
+/// The root's numeric limits a request may only lower (None inside: the root sets no limit).
+fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
+    Some(match key {
+        "max_steps" => Some(base.max_steps as f64),
+        "max_reframes" => Some(base.max_reframes as f64),
+        "max_consecutive_failures" => Some(base.max_consecutive_failures as f64),
+        "max_repeats" => Some(base.max_repeats as f64),
+        "max_done_refusals" => Some(base.max_done_refusals as f64),
+        "max_tokens" => base.max_tokens.map(|n| n as f64),
+        "max_cost_usd" => base.max_cost_usd,
+        "llm.max_tokens" => Some(base.llm.max_tokens as f64),
+        "tools.output_cap" => Some(base.tools.output_cap as f64),
+        "tools.max_file_bytes" => Some(base.tools.max_file_bytes as f64),
+        "tools.http.max_bytes" => Some(base.tools.http.max_bytes as f64),
+        "tools.http.max_redirects" => Some(base.tools.http.max_redirects as f64),
+        "memory.top_k" => Some(base.memory.top_k as f64),
+        _ => return None,
+    })
+}
+
 fn narrows(key: &str, v: &Value, base: &Config, root: &camino::Utf8Path) -> Result<(), String> {
     let at_most = |limit: Option<f64>| -> Result<(), String> {
         let n = v.as_f64().ok_or("must be a number")?;
@@ -141,20 +161,10 @@ fn narrows(key: &str, v: &Value, base: &Config, root: &camino::Utf8Path) -> Resu
             None => Ok(()),
         }
     };
+    if let Some(limit) = numeric_cap(key, base) {
+        return at_most(limit);
+    }
     match key {
-        "max_steps" => at_most(Some(base.max_steps as f64)),
-        "max_reframes" => at_most(Some(base.max_reframes as f64)),
-        "max_consecutive_failures" => at_most(Some(base.max_consecutive_failures as f64)),
-        "max_repeats" => at_most(Some(base.max_repeats as f64)),
-        "max_done_refusals" => at_most(Some(base.max_done_refusals as f64)),
-        "max_tokens" => at_most(base.max_tokens.map(|n| n as f64)),
-        "max_cost_usd" => at_most(base.max_cost_usd),
-        "llm.max_tokens" => at_most(Some(base.llm.max_tokens as f64)),
-        "tools.output_cap" => at_most(Some(base.tools.output_cap as f64)),
-        "tools.max_file_bytes" => at_most(Some(base.tools.max_file_bytes as f64)),
-        "tools.http.max_bytes" => at_most(Some(base.tools.http.max_bytes as f64)),
-        "tools.http.max_redirects" => at_most(Some(base.tools.http.max_redirects as f64)),
-        "memory.top_k" => at_most(Some(base.memory.top_k as f64)),
         "timeout" => dur_at_most(base.timeout.0),
         "tools.timeout" => dur_at_most(base.tools.timeout.0),
         "allowed_tools" => {
