@@ -84,26 +84,7 @@ pub fn record(
 ) -> Result<Outcome> {
     let ok = result.is_ok();
     env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
-    let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
-    e.tool = Some(action.tool.clone());
-    e.args = Some(action.args.clone());
-    e.result_status = Some(result.status.clone());
-    e.result_summary = Some(result.summary());
-    e.error = result.error.clone();
-    e.retryable = Some(result.retryable);
-    e.duration_ms = Some(duration_ms);
-    e.artifacts = result.artifacts.clone();
-    let mut data = serde_json::Map::new();
-    if edited {
-        data.insert("edited_by_hand".into(), json!(true));
-    }
-    // A Ductile job's id, so the trace leads to the gateway's own record of it.
-    if let Some(job) = result.metadata.get("ductile_job").filter(|j| j.is_string()) {
-        data.insert("ductile_job".into(), job.clone());
-    }
-    if !data.is_empty() {
-        e.data = Some(serde_json::Value::Object(data));
-    }
+    let e = entry(state, step, action, &result, duration_ms, edited);
     take_result(state, step, action, &result);
     let mut commit = Commit::default();
     commit.entry(&e);
@@ -154,6 +135,31 @@ pub fn record(
     commit.state = Some(state.clone());
     env.commit(&commit)?;
     Ok(outcome)
+}
+
+/// The act trace entry: the action, its result, and what else the trace should lead to.
+fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, duration_ms: u64, edited: bool) -> Entry {
+    let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
+    e.tool = Some(action.tool.clone());
+    e.args = Some(action.args.clone());
+    e.result_status = Some(result.status.clone());
+    e.result_summary = Some(result.summary());
+    e.error = result.error.clone();
+    e.retryable = Some(result.retryable);
+    e.duration_ms = Some(duration_ms);
+    e.artifacts = result.artifacts.clone();
+    let mut data = serde_json::Map::new();
+    if edited {
+        data.insert("edited_by_hand".into(), json!(true));
+    }
+    // A Ductile job's id, so the trace leads to the gateway's own record of it.
+    if let Some(job) = result.metadata.get("ductile_job").filter(|j| j.is_string()) {
+        data.insert("ductile_job".into(), job.clone());
+    }
+    if !data.is_empty() {
+        e.data = Some(serde_json::Value::Object(data));
+    }
+    e
 }
 
 /// The state after a result: repeats and failures counted, artifacts and skills taken in, the

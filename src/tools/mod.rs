@@ -157,195 +157,17 @@ impl Registry {
     /// of the configured MCP servers (from their cache; see [`crate::mcp`]). Fails only on an
     /// MCP configuration mistake; a server that cannot be listed is a warning on stderr.
     pub fn new(cfg: &Config, root: &Utf8Path) -> crate::error::Result<Self> {
-        let t = cfg.tools.timeout.0;
-        let cap = cfg.tools.output_cap;
-        let spec = |name: &str, description: &str, parameters: Value, side_effect: SideEffect| ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-            side_effect,
-            timeout: t,
-            output_cap: cap,
-        };
-        let mut specs = vec![
-            spec(
-                "file_read",
-                "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.",
-                obj(json!({
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/page.md"},
-                    "offset": {"type": "integer", "minimum": 1, "default": 1, "description": "First line to read, counting from 1 (default 1)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default: as many as fit in the output cap)"}
-                }), &["path"]),
-                SideEffect::Read,
-            ),
-            spec(
-                "file_write",
-                &write_description(cfg, root),
-                obj(json!({
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. answer.txt or artifacts/report.md"},
-                    "content": {"type": "string", "description": "Text to write"},
-                    "mode": {"type": "string", "enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite (default) or append"}
-                }), &["path", "content"]),
-                SideEffect::Write,
-            ),
-            spec(
-                "list_dir",
-                "List the entries of a folder inside the workspace (or another allowed folder).",
-                obj(json!({
-                    "path": {"type": "string", "default": ".", "description": "Folder relative to the workspace (default: the workspace)"}
-                }), &[]),
-                SideEffect::Read,
-            ),
-            spec(
-                "grep",
-                "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).",
-                obj(json!({
-                    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout"},
-                    "path": {"type": "string", "minLength": 1, "default": ".", "description": "File or folder to search, relative to the workspace (default: the workspace)"},
-                    "glob": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs"},
-                    "context": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "default": 0, "description": "Lines to show before and after each match (default 0)"},
-                    "max_matches": {"type": "integer", "minimum": 1, "maximum": grep::MAX_MATCHES, "default": grep::DEFAULT_MATCHES, "description": "Stop after this many matching lines (default 50)"},
-                    "case_insensitive": {"type": "boolean", "default": false, "description": "Ignore case (default false)"}
-                }), &["pattern"]),
-                SideEffect::Read,
-            ),
-            spec(
-                "http_call",
-                "Make an HTTP request to an API endpoint; returns status, headers and a capped body.",
-                obj(json!({
-                    "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "description": "HTTP method"},
-                    "url": {"type": "string", "minLength": 1, "description": "Full http(s) URL"},
-                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
-                    "body": {"type": "string", "description": "Request body (POST, PUT, PATCH)"},
-                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Timeout in seconds (default 30)"}
-                }), &["method", "url"]),
-                SideEffect::Network,
-            ),
-            spec(
-                "web_fetch",
-                "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.",
-                obj(json!({
-                    "url": {"type": "string", "minLength": 1, "description": "http(s) URL of the page"},
-                    "extract_mode": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown, text or html"},
-                    "max_length": {"type": "integer", "minimum": 1, "default": 15000, "description": "Most characters of the page to keep (default 15000)"}
-                }), &["url"]),
-                SideEffect::Network,
-            ),
-            spec(
-                "skill_read",
-                "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.",
-                obj(json!({
-                    "name": {"type": "string", "minLength": 1, "description": "Skill name from the catalog"},
-                    "file": {"type": "string", "description": "A file inside the skill folder (default: the instructions)"}
-                }), &["name"]),
-                SideEffect::Read,
-            ),
-            spec(
-                "finish",
-                "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).",
-                obj(json!({
-                    "summary": {"type": "string", "minLength": 1, "description": "The final outcome, for the person who asked"},
-                    "artifacts": {"type": "array", "items": {"type": "string"}, "description": "Paths of the files produced, e.g. artifacts/report.md"}
-                }), &["summary"]),
-                SideEffect::None,
-            ),
-        ];
-        if cfg.tools.shell.enabled {
-            let mut s = spec(
-                "shell",
-                &format!(
-                    "Run one allowed program with arguments (argv, no shell) in the workspace; returns exit code, stdout and stderr. Allowed programs: {}.",
-                    if cfg.tools.shell.allow.is_empty() { "(none)".to_string() } else { cfg.tools.shell.allow.join(", ") }
-                ),
-                obj(json!({
-                    "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Program and arguments, e.g. [\"wc\", \"-l\", \"artifacts/a.txt\"]"},
-                    "stdin": {"type": "string", "description": "Text for the program's standard input"}
-                }), &["argv"]),
-                SideEffect::Exec,
-            );
-            s.timeout = cfg.tools.shell.timeout.0;
-            specs.push(s);
+        let mut specs = file_tools(cfg, root);
+        specs.extend(other_tools(cfg));
+        if let Some(shell) = shell_tool(cfg) {
+            specs.push(shell);
         }
-        if cfg.tools.memory.enabled {
-            specs.push(spec(
-                "memory_save",
-                "Save a note to long-term memory (kept across runs), under a topic.",
-                obj(json!({
-                    "topic": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Topic id, e.g. projects"},
-                    "title": {"type": "string", "description": "Title of the note"},
-                    "content": {"type": "string", "description": "The note"},
-                    "section": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Section id (default main); saving a section again replaces it"},
-                    "content_id": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Update this note instead of creating one"},
-                    "keywords": {"type": "array", "items": {"type": "string"}}
-                }), &["topic", "title", "content"]),
-                SideEffect::Write,
-            ));
-            specs.push(spec(
-                "memory_search",
-                "Search long-term memory by keywords; returns matching notes (topic, content_id, summary).",
-                obj(
-                    json!({
-                        "query": {"type": "string", "minLength": 1},
-                        "topic": {"type": "string"},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 50}
-                    }),
-                    &["query"],
-                ),
-                SideEffect::Read,
-            ));
-            specs.push(spec(
-                "memory_read",
-                "Read one long-term memory note in full.",
-                obj(json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}), &["topic", "content_id"]),
-                SideEffect::Read,
-            ));
-        }
-        for (name, ext) in &cfg.tools.external {
-            if specs.iter().any(|s| &s.name == name) {
-                continue;
-            }
-            // Recursion guard: agentloop's own plugin is no tool unless ductile.max_depth allows.
-            if *name == cfg.ductile.self_name && cfg.ductile.max_depth == 0 {
-                crate::output::debug_note(&format!(
-                    "external tool `{name}` is agentloop itself (ductile.self_name) and ductile.max_depth is 0: left out"
-                ));
-                continue;
-            }
-            specs.push(ToolSpec {
-                name: name.clone(),
-                description: if ext.description.is_empty() {
-                    format!("External tool {name}.")
-                } else {
-                    ext.description.clone()
-                },
-                parameters: ext.parameters.clone().unwrap_or_else(|| json!({"type": "object"})),
-                side_effect: SideEffect::External,
-                timeout: t,
-                output_cap: cap,
-            });
-        }
+        specs.extend(memory_tools(cfg));
+        external_tools(cfg, &mut specs);
         let mcp = crate::mcp::Hub::load(cfg, root, crate::mcp::Source::CacheFirst)?;
-        for w in &mcp.warnings {
-            crate::output::warning(w);
-        }
-        for m in mcp.specs() {
-            if specs.iter().any(|s| s.name == m.name) {
-                crate::output::warning(&format!("MCP tool {} is left out: a tool of that name exists", m.name));
-                continue;
-            }
-            specs.push(m.clone());
-        }
+        join(&mut specs, &mcp.warnings, mcp.specs(), "MCP");
         let ductile = crate::ductile::Hub::load(cfg, root)?;
-        for w in &ductile.warnings {
-            crate::output::warning(w);
-        }
-        for d in ductile.specs() {
-            if specs.iter().any(|s| s.name == d.name) {
-                crate::output::warning(&format!("Ductile tool {} is left out: a tool of that name exists", d.name));
-                continue;
-            }
-            specs.push(d.clone());
-        }
+        join(&mut specs, &ductile.warnings, ductile.specs(), "Ductile");
         Ok(Registry { specs, mcp, ductile })
     }
 
@@ -447,6 +269,221 @@ impl Registry {
                 false,
             ),
         }
+    }
+}
+
+/// A built-in tool's spec with the configured timeout and output cap.
+fn spec(cfg: &Config, name: &str, description: &str, parameters: Value, side_effect: SideEffect) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        parameters,
+        side_effect,
+        timeout: cfg.tools.timeout.0,
+        output_cap: cfg.tools.output_cap,
+    }
+}
+
+/// file_read, file_write, list_dir, grep.
+fn file_tools(cfg: &Config, root: &Utf8Path) -> Vec<ToolSpec> {
+    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
+    vec![
+            spec(
+                "file_read",
+                "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.",
+                obj(json!({
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/page.md"},
+                    "offset": {"type": "integer", "minimum": 1, "default": 1, "description": "First line to read, counting from 1 (default 1)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default: as many as fit in the output cap)"}
+                }), &["path"]),
+                SideEffect::Read,
+            ),
+            spec(
+                "file_write",
+                &write_description(cfg, root),
+                obj(json!({
+                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. answer.txt or artifacts/report.md"},
+                    "content": {"type": "string", "description": "Text to write"},
+                    "mode": {"type": "string", "enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite (default) or append"}
+                }), &["path", "content"]),
+                SideEffect::Write,
+            ),
+            spec(
+                "list_dir",
+                "List the entries of a folder inside the workspace (or another allowed folder).",
+                obj(json!({
+                    "path": {"type": "string", "default": ".", "description": "Folder relative to the workspace (default: the workspace)"}
+                }), &[]),
+                SideEffect::Read,
+            ),
+            spec(
+                "grep",
+                "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).",
+                obj(json!({
+                    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout"},
+                    "path": {"type": "string", "minLength": 1, "default": ".", "description": "File or folder to search, relative to the workspace (default: the workspace)"},
+                    "glob": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs"},
+                    "context": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "default": 0, "description": "Lines to show before and after each match (default 0)"},
+                    "max_matches": {"type": "integer", "minimum": 1, "maximum": grep::MAX_MATCHES, "default": grep::DEFAULT_MATCHES, "description": "Stop after this many matching lines (default 50)"},
+                    "case_insensitive": {"type": "boolean", "default": false, "description": "Ignore case (default false)"}
+                }), &["pattern"]),
+                SideEffect::Read,
+            ),
+    ]
+}
+
+/// http_call, web_fetch, skill_read, finish.
+fn other_tools(cfg: &Config) -> Vec<ToolSpec> {
+    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
+    vec![
+            spec(
+                "http_call",
+                "Make an HTTP request to an API endpoint; returns status, headers and a capped body.",
+                obj(json!({
+                    "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "description": "HTTP method"},
+                    "url": {"type": "string", "minLength": 1, "description": "Full http(s) URL"},
+                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
+                    "body": {"type": "string", "description": "Request body (POST, PUT, PATCH)"},
+                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Timeout in seconds (default 30)"}
+                }), &["method", "url"]),
+                SideEffect::Network,
+            ),
+            spec(
+                "web_fetch",
+                "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.",
+                obj(json!({
+                    "url": {"type": "string", "minLength": 1, "description": "http(s) URL of the page"},
+                    "extract_mode": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown, text or html"},
+                    "max_length": {"type": "integer", "minimum": 1, "default": 15000, "description": "Most characters of the page to keep (default 15000)"}
+                }), &["url"]),
+                SideEffect::Network,
+            ),
+            spec(
+                "skill_read",
+                "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.",
+                obj(json!({
+                    "name": {"type": "string", "minLength": 1, "description": "Skill name from the catalog"},
+                    "file": {"type": "string", "description": "A file inside the skill folder (default: the instructions)"}
+                }), &["name"]),
+                SideEffect::Read,
+            ),
+            spec(
+                "finish",
+                "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).",
+                obj(json!({
+                    "summary": {"type": "string", "minLength": 1, "description": "The final outcome, for the person who asked"},
+                    "artifacts": {"type": "array", "items": {"type": "string"}, "description": "Paths of the files produced, e.g. artifacts/report.md"}
+                }), &["summary"]),
+                SideEffect::None,
+            ),
+    ]
+}
+
+/// The shell tool, when enabled.
+fn shell_tool(cfg: &Config) -> Option<ToolSpec> {
+    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
+    if !cfg.tools.shell.enabled {
+        return None;
+    }
+    {
+        let mut s = spec(
+                "shell",
+                &format!(
+                    "Run one allowed program with arguments (argv, no shell) in the workspace; returns exit code, stdout and stderr. Allowed programs: {}.",
+                    if cfg.tools.shell.allow.is_empty() { "(none)".to_string() } else { cfg.tools.shell.allow.join(", ") }
+                ),
+                obj(json!({
+                    "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Program and arguments, e.g. [\"wc\", \"-l\", \"artifacts/a.txt\"]"},
+                    "stdin": {"type": "string", "description": "Text for the program's standard input"}
+                }), &["argv"]),
+                SideEffect::Exec,
+            );
+        s.timeout = cfg.tools.shell.timeout.0;
+        Some(s)
+    }
+}
+
+/// The long-term memory tools, when enabled.
+fn memory_tools(cfg: &Config) -> Vec<ToolSpec> {
+    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
+    let mut specs = Vec::new();
+    if cfg.tools.memory.enabled {
+        specs.push(spec(
+                "memory_save",
+                "Save a note to long-term memory (kept across runs), under a topic.",
+                obj(json!({
+                    "topic": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Topic id, e.g. projects"},
+                    "title": {"type": "string", "description": "Title of the note"},
+                    "content": {"type": "string", "description": "The note"},
+                    "section": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Section id (default main); saving a section again replaces it"},
+                    "content_id": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Update this note instead of creating one"},
+                    "keywords": {"type": "array", "items": {"type": "string"}}
+                }), &["topic", "title", "content"]),
+                SideEffect::Write,
+            ));
+        specs.push(spec(
+            "memory_search",
+            "Search long-term memory by keywords; returns matching notes (topic, content_id, summary).",
+            obj(
+                json!({
+                    "query": {"type": "string", "minLength": 1},
+                    "topic": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50}
+                }),
+                &["query"],
+            ),
+            SideEffect::Read,
+        ));
+        specs.push(spec(
+            "memory_read",
+            "Read one long-term memory note in full.",
+            obj(json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}), &["topic", "content_id"]),
+            SideEffect::Read,
+        ));
+    }
+    specs
+}
+
+/// Tools declared in `tools.external` (run by the router in event mode).
+fn external_tools(cfg: &Config, specs: &mut Vec<ToolSpec>) {
+    let (t, cap) = (cfg.tools.timeout.0, cfg.tools.output_cap);
+    for (name, ext) in &cfg.tools.external {
+        if specs.iter().any(|s| &s.name == name) {
+            continue;
+        }
+        // Recursion guard: agentloop's own plugin is no tool unless ductile.max_depth allows.
+        if *name == cfg.ductile.self_name && cfg.ductile.max_depth == 0 {
+            crate::output::debug_note(&format!(
+                "external tool `{name}` is agentloop itself (ductile.self_name) and ductile.max_depth is 0: left out"
+            ));
+            continue;
+        }
+        specs.push(ToolSpec {
+            name: name.clone(),
+            description: if ext.description.is_empty() {
+                format!("External tool {name}.")
+            } else {
+                ext.description.clone()
+            },
+            parameters: ext.parameters.clone().unwrap_or_else(|| json!({"type": "object"})),
+            side_effect: SideEffect::External,
+            timeout: t,
+            output_cap: cap,
+        });
+    }
+}
+
+/// Adds another source's tools (MCP servers, Ductile plugins); a name already taken is left out.
+fn join(specs: &mut Vec<ToolSpec>, warnings: &[String], more: &[ToolSpec], what: &str) {
+    for w in warnings {
+        crate::output::warning(w);
+    }
+    for m in more {
+        if specs.iter().any(|s| s.name == m.name) {
+            crate::output::warning(&format!("{what} tool {} is left out: a tool of that name exists", m.name));
+            continue;
+        }
+        specs.push(m.clone());
     }
 }
 
