@@ -578,3 +578,45 @@ fn the_readme_config_block_is_the_defaults_and_loads() {
     t.write("ws/agentloop.yaml", block);
     t.al(&["config", "show"]).assert().success();
 }
+
+/// Functions in the loop's core stay readable on one screen: none over 80 lines (a function runs
+/// from its `fn` line to the first `}` at the same indentation).
+#[test]
+fn no_function_over_80_lines_in_the_core() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<std::path::PathBuf> = ["src/phases", "src/handle"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
+        .collect();
+    files.push(root.join("src/tools/mod.rs"));
+    files.push(root.join("src/model/http.rs"));
+    let mut long = Vec::new();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let indent = l.len() - t.len();
+            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn "].iter().any(|p| t.starts_with(p));
+            if !is_fn || t.ends_with(';') {
+                continue;
+            }
+            let close = " ".repeat(indent) + "}";
+            let end = lines[i + 1..]
+                .iter()
+                .position(|x| *x == close || x.starts_with(&(close.clone() + " ")))
+                .map(|n| i + 1 + n);
+            if let Some(end) = end {
+                if end - i + 1 > 80 {
+                    long.push(format!(
+                        "{}:{} is {} lines",
+                        f.strip_prefix(root).unwrap().display(),
+                        i + 1,
+                        end - i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over 80 lines: {long:#?}");
+}
