@@ -161,24 +161,75 @@ fn collapse_blank_lines(s: &str) -> String {
     out.trim().to_string()
 }
 
+/// Decodes character references as HTML5 does: every named entity of the standard (from the
+/// html5ever project's table), decimal `&#39;` and hex `&#x27;` references (invalid code points
+/// become U+FFFD); an `&` that starts no reference stays as it is.
 fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }
-    s.replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&apos;", "'")
-        .replace("&mdash;", "—")
-        .replace("&ndash;", "–")
-        .replace("&hellip;", "…")
-        .replace("&amp;", "&")
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        match reference(rest) {
+            Some((text, len)) => {
+                out.push_str(&text);
+                rest = &rest[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text of the character reference at the start of `s` (which starts with `&`) and its
+/// length in bytes.
+fn reference(s: &str) -> Option<(String, usize)> {
+    let body = &s[1..];
+    if let Some(num) = body.strip_prefix('#') {
+        let (digits, radix, skip) = match num.strip_prefix(['x', 'X']) {
+            Some(hex) => (hex, 16, 3),
+            None => (num, 10, 2),
+        };
+        let n = digits.chars().take_while(|c| c.is_digit(radix)).count();
+        if n == 0 {
+            return None;
+        }
+        let code = u32::from_str_radix(&digits[..n.min(8)], radix).unwrap_or(0xFFFD);
+        let c = char::from_u32(code).filter(|c| *c != '\0').unwrap_or('\u{FFFD}');
+        let semi = usize::from(digits[n..].starts_with(';'));
+        return Some((c.to_string(), skip + n + semi));
+    }
+    let n = body.chars().take_while(|c| c.is_ascii_alphanumeric()).count().min(32);
+    if n == 0 {
+        return None;
+    }
+    let with_semi = body[n..].starts_with(';');
+    let key = &body[..n + usize::from(with_semi)];
+    // The table also holds every prefix of a name, with no character (0): those are no entity.
+    let (a, b) = markup5ever::data::NAMED_ENTITIES.get(key).filter(|(a, _)| *a != 0)?;
+    let mut text: String = char::from_u32(*a).into_iter().collect();
+    text.extend(char::from_u32(*b).filter(|_| *b != 0));
+    Some((text, 1 + key.len()))
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_character_reference_decodes() {
+        let d = super::decode_entities;
+        assert_eq!(d("&eacute;t&eacute; &euro;5 &rarr; &notin; &amp;&lt;b&gt;"), "été €5 → ∉ &<b>");
+        assert_eq!(d("&#39;q&#x27; &#X263A; &#0; &#xD800;"), "'q' ☺ \u{FFFD} \u{FFFD}");
+        assert_eq!(d("AT&T &unknown; & ;"), "AT&T &unknown; & ;");
+        assert_eq!(d("&NotEqualTilde;"), "\u{2242}\u{338}");
+    }
+
     #[test]
     fn keeps_article_drops_nav() {
         let html = "<html><head><title>T &amp; U</title></head><body><nav>Menu</nav><article><h1>Head</h1><p>Body <b>text</b>.</p><script>x()</script></article><footer>foot</footer></body></html>";

@@ -127,21 +127,16 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     Ok(Target { uri, scheme, host, port })
 }
 
-/// Resolves a Location header against the URL it came from.
+/// Resolves a Location header against the URL it came from, as a browser does (WHATWG URL:
+/// `?q`, `../`, `//host`, absolute URLs); a fragment is dropped, since it is never sent.
 fn join(base: &Target, loc: &str) -> String {
-    if loc.contains("://") {
-        return loc.to_string();
+    match url::Url::parse(&base.uri.to_string()).and_then(|b| b.join(loc.trim())) {
+        Ok(mut u) => {
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => loc.to_string(),
     }
-    let authority = base.uri.authority().map(|a| a.as_str()).unwrap_or(&base.host);
-    if let Some(rest) = loc.strip_prefix("//") {
-        return format!("{}://{rest}", base.scheme);
-    }
-    if loc.starts_with('/') {
-        return format!("{}://{authority}{loc}", base.scheme);
-    }
-    let path = base.uri.path();
-    let dir = &path[..path.rfind('/').map(|i| i + 1).unwrap_or(0)];
-    format!("{}://{authority}{}{loc}", base.scheme, if dir.is_empty() { "/" } else { dir })
 }
 
 pub struct Fetched {
@@ -358,6 +353,54 @@ mod private_tests {
         }
         for a in ["2606:4700::1111", "2002:0808:0808::1", "8.8.8.8"] {
             assert!(!is_private(a.parse().unwrap()), "{a}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod join_tests {
+    use super::*;
+
+    fn target(u: &str) -> Target {
+        let uri: Uri = u.parse().unwrap();
+        Target { scheme: uri.scheme_str().unwrap().into(), host: uri.host().unwrap().into(), port: 80, uri }
+    }
+
+    #[test]
+    fn redirects_join_as_a_browser_would() {
+        let base = target("http://a.example/dir/page?x=1");
+        for (loc, want) in [
+            ("?q=2", "http://a.example/dir/page?q=2"),
+            ("../up", "http://a.example/up"),
+            ("next#frag", "http://a.example/dir/next"),
+            ("/root", "http://a.example/root"),
+            ("//b.example/x", "http://b.example/x"),
+            ("https://c.example", "https://c.example/"),
+            ("./same", "http://a.example/dir/same"),
+        ] {
+            assert_eq!(join(&base, loc), want, "{loc}");
+        }
+    }
+
+    #[test]
+    fn private_addresses_are_classified() {
+        let private = [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "::1",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ];
+        for ip in private {
+            assert!(is_private(ip.parse().unwrap()), "{ip} is private");
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip} is public");
         }
     }
 }
