@@ -3,7 +3,7 @@
 //! a stable order, byte-identical between runs.
 
 use crate::skills::SkillSet;
-use crate::tools::ToolSpec;
+use crate::tool::ToolSpec;
 use serde_json::{json, Value};
 
 fn param_lines(schema: &Value) -> Vec<String> {

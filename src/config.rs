@@ -137,9 +137,9 @@ pub struct Config {
     /// The diagnostics log file.
     pub logging: LoggingConfig,
     pub handle: HandleConfig,
-    /// MCP servers whose tools join the registry (see [`crate::mcp::config`]).
-    pub mcp: crate::mcp::McpConfig,
-    /// Ductile plugins whose commands join the registry (see [`crate::ductile`]).
+    /// MCP servers whose tools join the registry (see the mcp module).
+    pub mcp: McpConfig,
+    /// Ductile plugins whose commands join the registry (see the ductile module).
     pub ductile: DuctileConfig,
 }
 
@@ -170,7 +170,7 @@ impl Default for Config {
             rest: RestConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
-            mcp: crate::mcp::McpConfig::default(),
+            mcp: McpConfig::default(),
             ductile: DuctileConfig::default(),
         }
     }
@@ -566,6 +566,60 @@ impl Default for DuctileConfig {
             max_depth: 0,
         }
     }
+}
+
+/// `mcp:` in agentloop.yaml.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// A file in the `mcpServers` JSON shape (`{"mcpServers": {NAME: {...}}}`), read as is;
+    /// relative to the workspace.
+    pub config_file: Option<Utf8PathBuf>,
+    /// Servers by name; merged over the file's servers of the same name.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One server as configured. Every key is optional here because an entry in `mcp.servers` may
+/// only adjust a server defined in `config_file`; `mcp::config::resolve` checks the merged result.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// `stdio`, `http` or `streamable-http` (the spellings other clients write); guessed from
+    /// `command`/`url` when absent.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extra environment for the server (values may name other variables: `${TOKEN}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Working folder of the server (default: the workspace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Default true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The `disabled: true` other clients write; `enabled` wins when both are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Per-call timeout (default `tools.timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Start + initialize + list tools must finish within this (default 30s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout: Option<Dur>,
+    /// The server's tools to offer (exact names, `*` matches any run of characters); null = all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denied_tools: Option<Vec<String>>,
 }
 
 /// One configuration layer and where it came from.

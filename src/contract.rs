@@ -11,7 +11,7 @@
 //! validation; mending only ever turns an invalid answer into a valid one.
 
 use crate::model::ToolDef;
-use crate::tools::ToolSpec;
+use crate::tool::ToolSpec;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

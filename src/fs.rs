@@ -114,3 +114,12 @@ pub fn read_arg(path: &str) -> Result<String> {
         read_to_string(Utf8Path::new(path))
     }
 }
+
+/// Resolves a path relative to `root` (a workspace) unless it is absolute.
+pub fn resolve_in(root: &Utf8Path, p: &Utf8Path) -> camino::Utf8PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}

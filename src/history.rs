@@ -7,40 +7,15 @@
 //!   its own id.
 //! - A move is journaled (`.agentloop.archive.json`): the journal is written durably first, then
 //!   each file is renamed (one atomic rename each), then the journal is removed. A process killed
-//!   at any instant leaves a journal the next locker finishes ([`recover`]); a rename already
-//!   done is skipped, so no run is lost or duplicated.
+//!   at any instant leaves a journal the next locker finishes; a rename already
+//!   done is skipped, so no run is lost or duplicated (the mechanics: [`crate::archive`]).
 
 use crate::error::{Error, Result};
-use crate::fs;
 use crate::workspace::{State, Status, Workspace};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
 
-/// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
-/// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
-/// report.html (`agentloop report`) is derived from the others and moves with them.
-pub const RUN_FILES: &[&str] = &[
-    "context.md",
-    "memory.md",
-    "plan.md",
-    "decisions.md",
-    "transcript.md",
-    "trace.jsonl",
-    "state.json",
-    "result.json",
-    "artifacts",
-    "report.html",
-];
-
-const JOURNAL: &str = ".agentloop.archive.json";
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Move {
-    /// Folder the run's files leave, relative to the workspace ("" for the root).
-    from: String,
-    /// Folder they go to.
-    to: String,
-}
+use crate::archive::Move;
+pub use crate::archive::RUN_FILES;
 
 /// Where archived runs live: `<workspace>/<runs_dir>/`.
 pub fn runs_dir(ws: &Workspace, runs_dir: &str) -> Utf8PathBuf {
@@ -54,7 +29,7 @@ pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf>
         return Err(Error::data(format!("{}/{to} already holds a run with the same id", ws.root))
             .with_hint("move that folder aside; a run is never archived over another"));
     }
-    apply(ws, Move { from: String::new(), to: to.clone() })?;
+    crate::archive::apply(&ws.root, Move { from: String::new(), to: to.clone() })?;
     Ok(ws.root.join(to))
 }
 
@@ -63,58 +38,7 @@ pub fn restore(ws: &Workspace, runs: &str, run_id: &str) -> Result<()> {
     if ws.has_run() {
         return Err(Error::usage(format!("{} already holds a run", ws.root)));
     }
-    apply(ws, Move { from: format!("{runs}/{run_id}"), to: String::new() })
-}
-
-fn apply(ws: &Workspace, m: Move) -> Result<()> {
-    let journal = ws.path(JOURNAL);
-    let text = serde_json::to_string(&m).expect("move serializes");
-    fs::write_durable(&journal, text.as_bytes())?;
-    crate::crash::point("archive:journaled");
-    finish_move(ws, &m)?;
-    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
-}
-
-fn finish_move(ws: &Workspace, m: &Move) -> Result<()> {
-    let from = ws.root.join(&m.from);
-    let to = ws.root.join(&m.to);
-    fs::create_dir_all(&to)?;
-    // state.json last: until it moves, the run is still where it was.
-    let mut names: Vec<&str> = RUN_FILES.iter().copied().filter(|n| *n != "state.json").collect();
-    names.push("state.json");
-    for name in names {
-        let src = from.join(name);
-        let dst = to.join(name);
-        if std::fs::symlink_metadata(&src).is_err() {
-            continue; // moved before a crash, or never there
-        }
-        if std::fs::symlink_metadata(&dst).is_ok() {
-            return Err(Error::data(format!("cannot move {src}: {dst} already exists"))
-                .with_hint("move one of them aside by hand; nothing is ever overwritten"));
-        }
-        std::fs::rename(&src, &dst).map_err(|e| Error::io("move", &src, e))?;
-        crate::crash::point(&format!("archive:moved:{name}"));
-    }
-    if !m.from.is_empty() {
-        // The emptied archive folder goes; anything else left in it stays.
-        let _ = std::fs::remove_dir(&from);
-    }
-    Ok(())
-}
-
-/// Finishes a move left by a killed process. Called by [`Workspace::lock`] holders.
-pub fn recover(ws: &Workspace) -> Result<()> {
-    let journal = ws.path(JOURNAL);
-    let Some(text) = fs::read_optional(&journal)? else {
-        return Ok(());
-    };
-    let m: Move = serde_json::from_str(&text).map_err(|e| {
-        Error::data(format!("cannot read {journal}: {e}")).with_hint(
-            "a run was being moved when a process died; check runs/ and the workspace by hand, then remove the file",
-        )
-    })?;
-    finish_move(ws, &m)?;
-    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+    crate::archive::apply(&ws.root, Move { from: format!("{runs}/{run_id}"), to: String::new() })
 }
 
 /// One run of the history: its folder and state.

@@ -11,9 +11,69 @@
 //! The watcher is installed lazily: by the first process group registered, or by a run.
 
 use camino::{Utf8Path, Utf8PathBuf};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Process groups agentloop started and has not ended (MCP servers, the shell tool's program).
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Records a live process group (its leader's pid) and makes sure the signal watcher runs.
+pub fn register(pgid: u32) {
+    watch();
+    if let Ok(pgid) = i32::try_from(pgid) {
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pgid);
+    }
+}
+
+pub fn unregister(pgid: u32) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pgid);
+    }
+}
+
+/// How many groups are live (for tests and `-v` output).
+pub fn live() -> usize {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// Whether any process of the group is still there (zombies included).
+pub fn group_exists(pgid: u32) -> bool {
+    let Ok(p) = i32::try_from(pgid) else { return false };
+    p > 1 && killpg(Pid::from_raw(p), None).is_ok()
+}
+
+/// SIGTERM to the group, up to `grace` for it to go, then SIGKILL. Safe on a group that is
+/// already gone.
+pub fn kill_group(pgid: u32, grace: Duration) {
+    let Ok(p) = i32::try_from(pgid) else { return };
+    if p <= 1 {
+        return;
+    }
+    let pid = Pid::from_raw(p);
+    if killpg(pid, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let start = Instant::now();
+    while start.elapsed() < grace {
+        std::thread::sleep(Duration::from_millis(20));
+        if killpg(pid, None).is_err() {
+            return;
+        }
+    }
+    let _ = killpg(pid, Signal::SIGKILL);
+}
+
+/// Terminates every live group (the signal watcher, before the process ends).
+pub fn kill_all() {
+    let groups: Vec<i32> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
+    for g in groups {
+        kill_group(g as u32, Duration::from_millis(500));
+    }
+}
 
 static WATCHER: Once = Once::new();
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -72,7 +132,7 @@ fn install() {
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
             INTERRUPTED.store(true, Ordering::SeqCst);
-            crate::mcp::proc::kill_all();
+            kill_all();
             let run = RUN.lock().unwrap_or_else(|e| e.into_inner()).clone();
             if let Some(ws) = run {
                 crate::output::stderr_line(&resume_message(&ws));

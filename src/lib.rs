@@ -3,6 +3,8 @@
 //!
 //! The binary is a thin shell around [`main`]; everything else is here so tests can call it.
 
+pub mod archive;
+pub mod capfs;
 pub mod catalog;
 pub mod cli;
 pub mod clock;
@@ -30,6 +32,7 @@ pub mod rest;
 pub mod serve;
 pub mod settings;
 pub mod skills;
+pub mod tool;
 pub mod tools;
 pub mod trace;
 pub mod transcript;

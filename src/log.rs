@@ -58,7 +58,7 @@ fn secrets() -> Vec<String> {
 /// Starts logging for this process (a no-op without `logging.file`).
 pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
     let Some(file) = &cfg.file else { return };
-    let file = crate::workspace::resolve_in(root, file);
+    let file = crate::fs::resolve_in(root, file);
     if let Some(dir) = file.parent() {
         let _ = crate::fs::create_dir_all(dir);
     }

@@ -175,7 +175,7 @@ impl Store {
     /// The store for this config: `memory.dir`, else `tools.memory.dir`, else the user data folder.
     pub fn open(cfg: &Config, root: &Utf8Path) -> Option<Store> {
         let dir = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
-            Some(d) => crate::workspace::resolve_in(root, d),
+            Some(d) => crate::fs::resolve_in(root, d),
             None => crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"),
         };
         Some(Store { dir })

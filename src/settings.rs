@@ -173,7 +173,7 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Res
 /// `system_prompt` given as text.
 pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     let Some(file) = cfg.system_prompt_file.clone() else { return Ok(()) };
-    let path = crate::workspace::resolve_in(root, &file);
+    let path = crate::fs::resolve_in(root, &file);
     let text = crate::fs::read_optional(&path)?.ok_or_else(|| {
         Error::config(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
             .with_hint("give a file relative to the workspace, or drop the key")

@@ -244,7 +244,7 @@ pub fn parse_skill_md(
 /// fails), never blocking on a FIFO, never more than `cap` bytes.
 fn read_in(dir: &Utf8Path, name: &str, cap: u64) -> Result<String, String> {
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| e.to_string())?;
-    let buf = crate::tools::sandbox::read_capped(&d, name, name, cap)?;
+    let buf = crate::capfs::read_capped(&d, name, name, cap)?;
     String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
 }
 
@@ -500,7 +500,7 @@ impl SkillSet {
         let mut dirs: Vec<Utf8PathBuf> = Vec::new();
         dirs.extend(user_dir());
         dirs.push(root.join("skills"));
-        dirs.extend(cfg.skills.dirs.iter().map(|d| crate::workspace::resolve_in(root, d)));
+        dirs.extend(cfg.skills.dirs.iter().map(|d| crate::fs::resolve_in(root, d)));
         for d in dirs {
             if !d.is_dir() {
                 continue;
@@ -513,10 +513,10 @@ impl SkillSet {
         }
         // Locations are shown to the model (the catalog): name them from the workspace, as
         // file_read does, never by the machine path.
-        let ws = crate::tools::sandbox::absolute(root);
+        let ws = crate::capfs::absolute(root);
         for s in by_name.values_mut() {
             if let Some(dir) = &s.dir {
-                let rel = crate::tools::sandbox::relative(&ws, &crate::tools::sandbox::absolute(dir));
+                let rel = crate::capfs::relative(&ws, &crate::capfs::absolute(dir));
                 s.location = if rel.as_str().is_empty() { ".".into() } else { rel.into_string() };
             }
         }
@@ -572,7 +572,7 @@ impl SkillSet {
                 let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
                     .map_err(|e| format!("cannot open the folder of skill `{name}`: {e}"))?;
                 let shown = format!("`{f}` in skill `{name}`");
-                let buf = crate::tools::sandbox::read_capped(&d, f, &shown, max_bytes)?;
+                let buf = crate::capfs::read_capped(&d, f, &shown, max_bytes)?;
                 let text = String::from_utf8(buf).map_err(|_| format!("{shown} is not UTF-8 text"))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::error::{Error, Kind, Result};
 use crate::fs;
 use crate::trace::{self, Usage};
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -167,7 +167,7 @@ pub struct State {
     pub active_skills: Vec<String>,
     /// The result of the last action, for Reflect (bounded by the output cap).
     #[serde(default)]
-    pub last_result: Option<crate::tools::ToolResult>,
+    pub last_result: Option<crate::tool::ToolResult>,
     /// Why Reflect asked for a reframe (read by the next Frame).
     #[serde(default)]
     pub reframe_reason: Option<String>,
@@ -397,7 +397,7 @@ impl Workspace {
         let _ = f.sync_data();
         self.remove_stale_temps();
         self.recover()?;
-        crate::history::recover(self)?;
+        crate::archive::recover(&self.root)?;
         Ok(Lock { _file: file })
     }
 
@@ -491,15 +491,6 @@ impl Workspace {
     }
 }
 
-/// Resolves a path relative to the workspace unless absolute.
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-pub fn resolve_in(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
 }

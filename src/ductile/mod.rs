@@ -20,7 +20,7 @@ pub mod manifest;
 
 use crate::config::{Config, DuctileConfig};
 use crate::error::{Error, Result};
-use crate::tools::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+use crate::tool::{SideEffect, ToolEnv, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -78,7 +78,7 @@ impl Hub {
         let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
         let mut plugins = Vec::new();
         if let Some(dir) = &d.manifests {
-            plugins.extend(manifest::load_dir(&crate::workspace::resolve_in(root, dir))?);
+            plugins.extend(manifest::load_dir(&crate::fs::resolve_in(root, dir))?);
         }
         if let Some(url) = &d.api_url {
             match discover(d, url) {

@@ -20,7 +20,7 @@ use crate::error::{code, Error, Kind, Result};
 use crate::markdown::NextAction;
 use crate::output::Printer;
 use crate::phases::{self, act, Env, Outcome};
-use crate::tools::ToolResult;
+use crate::tool::ToolResult;
 use crate::workspace::{Commit, Next, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
@@ -525,7 +525,7 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
                             p.tool, state.depth, env.cfg.ductile.max_depth
                         );
                         let action = crate::markdown::NextAction { tool: p.tool.clone(), args: p.args.clone() };
-                        act::record(env, state, p.step, &action, crate::tools::ToolResult::err(why, false), 0, false)?;
+                        act::record(env, state, p.step, &action, crate::tool::ToolResult::err(why, false), 0, false)?;
                         continue;
                     }
                     resp.events.push(request_event(state, &p, env.cfg));

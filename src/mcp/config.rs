@@ -13,67 +13,13 @@
 //! expanded values, so secrets passed through the environment stay out of them. Env and header
 //! values never appear anywhere but in the child's environment or the HTTP request.
 
-use crate::config::Dur;
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// `mcp:` in agentloop.yaml.
-#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct McpConfig {
-    /// A file in the `mcpServers` JSON shape (`{"mcpServers": {NAME: {...}}}`), read as is;
-    /// relative to the workspace.
-    pub config_file: Option<Utf8PathBuf>,
-    /// Servers by name; merged over the file's servers of the same name.
-    pub servers: BTreeMap<String, ServerConfig>,
-}
-
-/// One server as configured. Every key is optional here because an entry in `mcp.servers` may
-/// only adjust a server defined in `config_file`; [`resolve`] checks the merged result.
-#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerConfig {
-    /// `stdio`, `http` or `streamable-http` (the spellings other clients write); guessed from
-    /// `command`/`url` when absent.
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<Vec<String>>,
-    /// Extra environment for the server (values may name other variables: `${TOKEN}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub env: Option<BTreeMap<String, String>>,
-    /// Working folder of the server (default: the workspace).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub headers: Option<BTreeMap<String, String>>,
-    /// Default true.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// The `disabled: true` other clients write; `enabled` wins when both are given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disabled: Option<bool>,
-    /// Per-call timeout (default `tools.timeout`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Dur>,
-    /// Start + initialize + list tools must finish within this (default 30s).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub startup_timeout: Option<Dur>,
-    /// The server's tools to offer (exact names, `*` matches any run of characters); null = all.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_tools: Option<Vec<String>>,
-    /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub denied_tools: Option<Vec<String>>,
-}
+pub use crate::config::{McpConfig, ServerConfig};
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -190,7 +136,7 @@ pub fn resolve_with(
 ) -> Result<Vec<Server>> {
     let mut merged: BTreeMap<String, (Value, String)> = BTreeMap::new();
     if let Some(file) = &mcp.config_file {
-        let path = crate::workspace::resolve_in(root, file);
+        let path = crate::fs::resolve_in(root, file);
         for (name, v) in read_config_file(&path)? {
             merged.insert(name, (v, path.to_string()));
         }
@@ -337,7 +283,7 @@ fn resolve_one(
         let cwd = match &sc.cwd {
             Some(c) => {
                 let c = expand(c, var).map_err(|e| bad(format!("cwd: {e}")))?;
-                crate::workspace::resolve_in(root, Utf8Path::new(&c))
+                crate::fs::resolve_in(root, Utf8Path::new(&c))
             }
             None => root.to_path_buf(),
         };

@@ -6,7 +6,7 @@
 //! The result is read as the JSON the MCP specification defines (not through the SDK's
 //! types), so a content type added by a later protocol version is described, not lost.
 
-use crate::tools::{ToolEnv, ToolResult};
+use crate::tool::{ToolEnv, ToolResult};
 use base64::Engine as _;
 use serde_json::{json, Value};
 

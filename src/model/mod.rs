@@ -222,7 +222,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
             };
-            let mut s = scripted::Scripted::load(&crate::workspace::resolve_in(root, script).to_string().into())?;
+            let mut s = scripted::Scripted::load(&crate::fs::resolve_in(root, script).to_string().into())?;
             s.stream = cfg.llm.stream;
             Box::new(s)
         }
@@ -231,7 +231,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         other => return Err(Error::usage(format!("unknown provider `{other}`"))),
     };
     Ok(match &cfg.llm.record {
-        Some(path) => Box::new(Recorder { inner: model, path: crate::workspace::resolve_in(root, path) }),
+        Some(path) => Box::new(Recorder { inner: model, path: crate::fs::resolve_in(root, path) }),
         None => model,
     })
 }

@@ -35,7 +35,7 @@ use serde_json::{json, Value};
 /// `<workspace>/templates`).
 pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
     let dir = match &cfg.templates_dir {
-        Some(d) => crate::workspace::resolve_in(&ws.root, d),
+        Some(d) => crate::fs::resolve_in(&ws.root, d),
         None => ws.root.join("templates"),
     };
     Templates::load(Some(&dir))

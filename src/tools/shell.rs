@@ -57,7 +57,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
     };
     // Ctrl-C reaches only agentloop's own group: the watcher ends this one too.
     let group = child.id();
-    crate::mcp::proc::register(group);
+    crate::interrupt::register(group);
     let stdin_text = args.get("stdin").and_then(Value::as_str).unwrap_or("").to_string();
     let mut stdin = child.stdin.take();
     let feeder = std::thread::spawn(move || {
@@ -86,7 +86,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
             Err(e) => return ToolResult::err(format!("waiting for `{program}` failed: {e}"), true),
         }
     };
-    crate::mcp::proc::unregister(group);
+    crate::interrupt::unregister(group);
     let _ = feeder.join();
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();

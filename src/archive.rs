@@ -1,0 +1,87 @@
+//! Moving a run's files between the workspace root and `runs/<run_id>/`, journaled: the
+//! journal (`.agentloop.archive.json`) is written durably first, then each file is renamed (one
+//! atomic rename each, state.json last), then the journal is removed; a process killed at any
+//! instant leaves a journal that [`recover`] finishes when the workspace lock is next taken. A
+//! leaf below the workspace and the history of runs.
+
+use crate::error::{Error, Result};
+use crate::fs;
+use camino::Utf8Path;
+use serde::{Deserialize, Serialize};
+
+/// The files of one run, relative to its folder. Everything else in the workspace (skills.md,
+/// agentloop.yaml, templates/, agents/, files the person or the agent put there) stays.
+/// report.html (`agentloop report`) is derived from the others and moves with them.
+pub const RUN_FILES: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "transcript.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+    "artifacts",
+    "report.html",
+];
+
+const JOURNAL: &str = ".agentloop.archive.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Move {
+    /// Folder the run's files leave, relative to the workspace ("" for the root).
+    pub from: String,
+    /// Folder they go to.
+    pub to: String,
+}
+
+pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
+    let journal = root.join(JOURNAL);
+    let text = serde_json::to_string(&m).expect("move serializes");
+    fs::write_durable(&journal, text.as_bytes())?;
+    crate::crash::point("archive:journaled");
+    finish_move(root, &m)?;
+    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+}
+
+fn finish_move(root: &Utf8Path, m: &Move) -> Result<()> {
+    let from = root.join(&m.from);
+    let to = root.join(&m.to);
+    fs::create_dir_all(&to)?;
+    // state.json last: until it moves, the run is still where it was.
+    let mut names: Vec<&str> = RUN_FILES.iter().copied().filter(|n| *n != "state.json").collect();
+    names.push("state.json");
+    for name in names {
+        let src = from.join(name);
+        let dst = to.join(name);
+        if std::fs::symlink_metadata(&src).is_err() {
+            continue; // moved before a crash, or never there
+        }
+        if std::fs::symlink_metadata(&dst).is_ok() {
+            return Err(Error::data(format!("cannot move {src}: {dst} already exists"))
+                .with_hint("move one of them aside by hand; nothing is ever overwritten"));
+        }
+        std::fs::rename(&src, &dst).map_err(|e| Error::io("move", &src, e))?;
+        crate::crash::point(&format!("archive:moved:{name}"));
+    }
+    if !m.from.is_empty() {
+        // The emptied archive folder goes; anything else left in it stays.
+        let _ = std::fs::remove_dir(&from);
+    }
+    Ok(())
+}
+
+/// Finishes a move left by a killed process. Called when the workspace lock is taken.
+pub fn recover(root: &Utf8Path) -> Result<()> {
+    let journal = root.join(JOURNAL);
+    let Some(text) = fs::read_optional(&journal)? else {
+        return Ok(());
+    };
+    let m: Move = serde_json::from_str(&text).map_err(|e| {
+        Error::data(format!("cannot read {journal}: {e}")).with_hint(
+            "a run was being moved when a process died; check runs/ and the workspace by hand, then remove the file",
+        )
+    })?;
+    finish_move(root, &m)?;
+    std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+}

@@ -1,0 +1,158 @@
+//! File primitives under a capability (cap-std) and lexical path helpers: opening a regular file
+//! without blocking, reading with a size cap, checking a write target, and error messages that
+//! name a path as the model gave it. A leaf: the tool sandbox, skills and MCP build on it.
+
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use std::io::Read;
+
+/// Resolves `.` and `..` lexically (only to pick the root; the open is confined by the root's
+/// capability, so a symlink cannot turn this into an escape).
+pub fn normalize(p: &Utf8Path) -> Utf8PathBuf {
+    let mut out = Utf8PathBuf::new();
+    for c in p.components() {
+        match c {
+            Utf8Component::ParentDir => {
+                if out.parent().is_some() {
+                    out.pop();
+                }
+            }
+            Utf8Component::CurDir => {}
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}
+
+/// `to` relative to `from`, both absolute and normalized (`../data`, `artifacts`, `` for equal).
+pub fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = Utf8PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for c in &t[common..] {
+        out.push(c.as_str());
+    }
+    out
+}
+
+/// A file's identity (device, inode): the same file whichever path reached it.
+pub fn identity(m: &Metadata) -> (u64, u64) {
+    (m.dev(), m.ino())
+}
+
+pub fn absolute(p: &Utf8Path) -> Utf8PathBuf {
+    if p.is_absolute() {
+        normalize(p)
+    } else {
+        let cwd = std::env::current_dir()
+            .ok()
+            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+            .unwrap_or_else(|| Utf8PathBuf::from("/"));
+        normalize(&cwd.join(p))
+    }
+}
+
+/// A message for a failed file operation that names the path as the model gave it.
+pub fn io_error(shown: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{shown}: no such file or folder"),
+        std::io::ErrorKind::PermissionDenied => format!("access denied: {shown}: permission denied"),
+        _ => match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::EXDEV) => {
+                format!("access denied: {shown} leads out of the allowed folders through a symbolic link")
+            }
+            Some(libc::ENXIO) => format!("{shown} is not a regular file"),
+            _ if e.to_string().contains("outside of the filesystem") => {
+                format!("access denied: {shown} leads out of the allowed folders")
+            }
+            _ => format!("cannot use {shown}: {}", strip_os_detail(e)),
+        },
+    }
+}
+
+/// An io::Error's text without any path the OS put in it.
+fn strip_os_detail(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Opens a regular file for reading inside `dir` without blocking: O_NONBLOCK, then the type is
+/// checked on the opened handle. Returns the file and its metadata.
+pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata), String> {
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NONBLOCK);
+    let f = dir.open_with(rel, &o).map_err(|e| io_error(shown, &e))?;
+    let m = f.metadata().map_err(|e| io_error(shown, &e))?;
+    if m.is_dir() {
+        return Err(format!("{shown} is a folder; use list_dir or grep"));
+    }
+    if !m.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    Ok((f, m))
+}
+
+/// Reads a whole regular file of at most `cap` bytes (see [`open_regular`]).
+pub fn read_capped(dir: &Dir, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, String> {
+    let (f, m) = open_regular(dir, rel, shown)?;
+    if m.len() > cap {
+        return Err(too_large(shown, m.len(), cap));
+    }
+    let mut buf = Vec::new();
+    f.take(cap + 1).read_to_end(&mut buf).map_err(|e| io_error(shown, &e))?;
+    if buf.len() as u64 > cap {
+        return Err(too_large(shown, buf.len() as u64, cap));
+    }
+    Ok(buf)
+}
+
+pub fn too_large(shown: &str, size: u64, cap: u64) -> String {
+    format!("{shown} is {size} bytes, more than tools.max_file_bytes ({cap}); raise tools.max_file_bytes to read it")
+}
+
+/// Checks the file about to be written in `parent`: a missing file or a regular file with one
+/// link is fine; a symlink is fine only for an overwrite (the rename replaces the link itself).
+pub fn check_target(parent: &Dir, name: &str, shown: &str, append: bool) -> Result<Option<Metadata>, String> {
+    match parent.symlink_metadata(name) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(shown, &e)),
+        Ok(m) if m.is_symlink() && append => Err(format!(
+            "access denied: `{shown}` is a symbolic link; append does not write through links (overwrite replaces the link)"
+        )),
+        Ok(m) if m.is_symlink() => Ok(None),
+        Ok(m) if m.is_dir() => Err(format!("`{shown}` is a folder, not a file")),
+        Ok(m) if !m.is_file() => Err(format!("`{shown}` exists and is not a regular file")),
+        Ok(m) if m.nlink() > 1 => Err(format!(
+            "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
+            m.nlink()
+        )),
+        Ok(m) => Ok(Some(m)),
+    }
+}
+
+/// Opens `name` in `parent` for appending, creating it, and checks on the opened handle that it
+/// is the regular, singly linked file that `name` names (not a link or FIFO swapped in).
+pub fn open_append(parent: &Dir, name: &str, shown: &str) -> Result<File, String> {
+    let mut o = OpenOptions::new();
+    o.append(true).create(true).custom_flags(libc::O_NONBLOCK);
+    let f = parent.open_with(name, &o).map_err(|e| io_error(shown, &e))?;
+    let opened = f.metadata().map_err(|e| io_error(shown, &e))?;
+    let named = parent.symlink_metadata(name).map_err(|e| io_error(shown, &e))?;
+    if !opened.is_file() || named.is_symlink() || identity(&opened) != identity(&named) {
+        return Err(format!("access denied: `{shown}` is not a regular file in place (a link or special file)"));
+    }
+    if opened.nlink() > 1 {
+        return Err(format!(
+            "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
+            opened.nlink()
+        ));
+    }
+    Ok(f)
+}
