@@ -6,8 +6,8 @@
 //! entries/s. Prints a report and exits non-zero when a target is missed.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
-use agentloop::cli::Global;
 use agentloop::phases::{self, Env};
+use agentloop::settings::Global;
 use camino::Utf8PathBuf;
 use std::fmt::Write as _;
 use std::time::Instant;

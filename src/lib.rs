@@ -50,7 +50,7 @@ pub fn main() -> u8 {
             return code;
         }
     };
-    let result = match std::panic::catch_unwind(|| commands::dispatch(cli)) {
+    let result = match std::panic::catch_unwind(|| cli::dispatch(cli)) {
         Ok(r) => r,
         // The panic message is already on stderr; the workspace is safe (commits are atomic).
         Err(_) => return error::code::FAILURE,

@@ -14,12 +14,14 @@
 //! exactly one `agent.completed` / `agent.escalated`). `pending_step`/`pending_tool` are
 //! committed to state.json before a request is emitted. Redelivering an event changes nothing.
 
-use crate::cli::Global;
+pub mod command;
+
 use crate::config::Config;
 use crate::error::{code, Error, Kind, Result};
 use crate::markdown::NextAction;
 use crate::output::Printer;
 use crate::phases::{self, act, Env, Outcome};
+use crate::settings::Global;
 use crate::tool::ToolResult;
 use crate::workspace::{Commit, Next, State, StopKind, Workspace};
 use camino::Utf8PathBuf;

@@ -11,6 +11,8 @@
 //!   is created. A run's state lives only in its files, so a server killed at any instant loses
 //!   nothing: the next start queues the runs it had not finished (`runs::recover`).
 
+pub mod command;
+
 mod api;
 pub mod auth;
 mod http;
@@ -19,9 +21,9 @@ pub mod queue;
 mod runs;
 mod stream;
 
-use crate::cli::Global;
 use crate::error::{Error, Result};
 use crate::output::Printer;
+use crate::settings::Global;
 use camino::Utf8PathBuf;
 use serde_json::json;
 use std::net::ToSocketAddrs;

@@ -620,3 +620,96 @@ fn no_function_over_80_lines_in_the_core() {
     }
     assert!(long.is_empty(), "functions over 80 lines: {long:#?}");
 }
+
+/// The library's top-level modules form no cycle: each `crate::X` a module's files name (doc
+/// comments and test modules aside) is an edge, and the graph must be acyclic, so every module
+/// can be read and changed from the bottom up (docs/ARCHITECTURE.md has the layers).
+#[test]
+fn no_cycle_among_the_librarys_modules() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    fn files(p: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        if p.is_dir() {
+            for e in std::fs::read_dir(p).unwrap() {
+                files(&e.unwrap().path(), out);
+            }
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p.to_path_buf());
+        }
+    }
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "lib" || name == "bin" {
+            continue;
+        }
+        let mut fs = Vec::new();
+        files(&p, &mut fs);
+        let deps = graph.entry(name.clone()).or_default();
+        for f in fs {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                let mut rest = line;
+                while let Some(i) = rest.find("crate::") {
+                    rest = &rest[i + 7..];
+                    let m: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    if !m.is_empty() && m != name {
+                        deps.insert(m.clone());
+                    }
+                    if rest.starts_with('{') {
+                        let group = &rest[1..rest.find('}').unwrap_or(rest.len())];
+                        for part in group.split(',') {
+                            let m: String =
+                                part.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                            if !m.is_empty() && m != name && m != "self" {
+                                deps.insert(m);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let known: BTreeSet<String> = graph.keys().cloned().collect();
+    // Depth-first search for a back edge; the path to it is the cycle.
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        known: &BTreeSet<String>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for d in g[n].iter().filter(|d| known.contains(*d)) {
+            match state.get(d.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let start = path.iter().position(|p| p == d).unwrap();
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(d.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(d, g, known, state, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, &graph, &known, &mut state, &mut Vec::new()) {
+                panic!("module cycle: {}", c.join(" -> "));
+            }
+        }
+    }
+    assert!(graph.len() > 30, "the modules were found: {:?}", graph.keys());
+}

@@ -1,11 +1,15 @@
-//! The command-line definition (clap derive). It describes the CLI only: flags become a
-//! configuration layer in [`crate::settings`], and each subcommand's args struct lives beside
-//! its implementation in `commands/`.
+//! The command-line definition (clap derive) and the one `match` that dispatches it: the top of
+//! the library. The global flags ([`Global`]) become a configuration layer in
+//! [`crate::settings`]; each subcommand's args struct lives beside its implementation in
+//! `commands/` (and `handle/command.rs`, `serve/command.rs`, `cli/completions.rs`).
+
+pub mod completions;
 
 use crate::commands;
-use crate::output::ColorChoice;
-use camino::Utf8PathBuf;
-use clap::{Args, Parser, Subcommand};
+use crate::error::Result;
+use crate::settings::Global;
+use crate::trace::Phase;
+use clap::{Parser, Subcommand};
 
 /// Goal-directed LLM work as a Frame → Plan → Act → Reflect loop over a workspace of plain files.
 ///
@@ -28,77 +32,6 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Args, Clone, Default)]
-#[command(next_help_heading = "Global options")]
-pub struct Global {
-    /// Workspace folder (for `handle`: the root folder holding one workspace per run).
-    #[arg(short, long, global = true, env = "AGENTLOOP_WORKSPACE", value_name = "DIR", default_value = ".")]
-    pub workspace: Utf8PathBuf,
-    /// Print only data and errors.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
-    /// Print debugging detail on stderr.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
-    /// Print machine-readable JSON on stdout.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// When to colour output (NO_COLOR is honoured for auto).
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
-    pub color: ColorChoice,
-    /// Wait for the workspace lock instead of failing at once (optionally at most SECS seconds).
-    #[arg(long, global = true, value_name = "SECS", num_args = 0..=1, default_missing_value = "86400")]
-    pub wait: Option<u64>,
-    /// One more configuration file, applied after the workspace's agentloop.yaml.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<Utf8PathBuf>,
-    /// Model provider: anthropic, openai, ollama, scripted or auto.
-    #[arg(long, global = true, value_name = "NAME")]
-    pub provider: Option<String>,
-    /// Model id (e.g. claude-sonnet-4-5, gpt-4o-mini, qwen2.5:0.5b).
-    #[arg(long, global = true, value_name = "ID")]
-    pub model: Option<String>,
-    /// Base URL of the provider's API.
-    #[arg(long, global = true, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Script file for the scripted provider (YAML or JSONL).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub script: Option<Utf8PathBuf>,
-    /// Record every model response to FILE (JSONL, replayable with --provider scripted --script FILE).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub record: Option<Utf8PathBuf>,
-    /// Stream the model's answers and show them as they arrive (llm.stream: true).
-    #[arg(long, global = true)]
-    pub stream: bool,
-    /// Apply the agent profile agents/NAME.yaml.
-    #[arg(long, global = true, value_name = "NAME")]
-    pub agent: Option<String>,
-    /// Extra skills folder (repeatable; later wins).
-    #[arg(long = "skills-dir", global = true, value_name = "DIR")]
-    pub skills_dir: Vec<Utf8PathBuf>,
-    /// Only these skills for this invocation (comma-separated names; skills.only).
-    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
-    pub skills: Option<Vec<String>>,
-    /// Most plan→act→reflect steps.
-    #[arg(long, global = true, value_name = "N")]
-    pub max_steps: Option<u32>,
-    /// Most reframes.
-    #[arg(long, global = true, value_name = "N")]
-    pub max_reframes: Option<u32>,
-    /// Wall-clock limit for `run` (e.g. 90s, 10m).
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Token budget for the whole run.
-    #[arg(long, global = true, value_name = "N")]
-    pub max_tokens: Option<u64>,
-    /// Cost budget in USD for the whole run.
-    #[arg(long, global = true, value_name = "USD")]
-    pub max_cost: Option<f64>,
-    /// Comma-separated tools Act may run.
-    #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
-    pub allowed_tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,7 +64,7 @@ pub enum Command {
     Status(commands::status::StatusArgs),
     Runs(commands::runs::RunsArgs),
     Report(commands::report::ReportArgs),
-    Serve(commands::serve::ServeArgs),
+    Serve(crate::serve::command::ServeArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),
@@ -158,7 +91,72 @@ pub enum Command {
     Memory(commands::memory::MemoryCommand),
     Dream(commands::dream::DreamArgs),
     Demo(commands::demo::DemoArgs),
-    Handle(commands::handle::HandleArgs),
-    Completions(commands::completions::CompletionsArgs),
-    Man(commands::completions::ManArgs),
+    Handle(crate::handle::command::HandleArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
+}
+
+pub fn dispatch(cli: Cli) -> Result<u8> {
+    let g = &cli.global;
+    match cli.command {
+        // Event mode and the HTTP API resolve configuration per request under their root.
+        Command::Handle(args) => crate::handle::command::run(g, args),
+        Command::Serve(args) => crate::serve::command::run(g, args),
+        // Generated from the CLI definition alone: they work whatever the configuration holds.
+        Command::Completions(args) => completions::completions(&printer(g), args),
+        Command::Man(args) => completions::man(&printer(g), args),
+        command => with_settings(g, crate::settings::build(g)?, command),
+    }
+}
+
+fn printer(g: &Global) -> crate::output::Printer {
+    crate::output::Printer::new(g.quiet, g.verbose, g.json, g.color)
+}
+
+fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Result<u8> {
+    // Only `init` and `run --goal` create a workspace; the other commands that work on a run
+    // refuse a folder that does not exist (a mistyped -w) and create nothing. (config, skills,
+    // models and agents only read configuration and work anywhere.)
+    if matches!(
+        command,
+        Command::Frame(_)
+            | Command::Plan(_)
+            | Command::Act(_)
+            | Command::Reflect(_)
+            | Command::Answer(_)
+            | Command::Status(_)
+            | Command::Runs(_)
+            | Command::Report(_)
+            | Command::Trace(_)
+            | Command::Tools(_)
+            | Command::Dream(_)
+    ) {
+        ctx.ws.require_dir()?;
+    }
+    match command {
+        Command::Init(a) => commands::init::run(ctx, a),
+        Command::Run(a) => commands::run::run(ctx, a),
+        Command::Answer(a) => commands::answer::run(ctx, a),
+        Command::Frame(a) => commands::phase::run(ctx, Phase::Frame, a),
+        Command::Plan(a) => commands::phase::run(ctx, Phase::Plan, a),
+        Command::Act(a) => commands::phase::run(ctx, Phase::Act, a),
+        Command::Reflect(a) => commands::phase::run(ctx, Phase::Reflect, a),
+        Command::Status(a) => commands::status::run(ctx, a),
+        Command::Runs(a) => commands::runs::run(ctx, a),
+        Command::Report(a) => commands::report::run(ctx, a),
+        Command::Trace(c) => commands::trace::run(ctx, c),
+        Command::Config(c) => commands::config::run(ctx, c),
+        Command::Tools(c) => commands::tools::run(ctx, c),
+        Command::Mcp(c) => commands::mcp::run(ctx, c),
+        Command::Skills(c) => commands::skills::run(ctx, c),
+        Command::Models(c) => commands::models::run(ctx, c),
+        Command::Agents(c) => commands::agents::run(ctx, c),
+        Command::Memory(c) => commands::memory::run(ctx, c),
+        Command::Dream(a) => commands::dream::run(ctx, a),
+        Command::Demo(a) => commands::demo::run(ctx, a),
+        Command::Handle(a) => crate::handle::command::run(g, a),
+        Command::Serve(a) => crate::serve::command::run(g, a),
+        Command::Completions(a) => completions::completions(&ctx.printer, a),
+        Command::Man(a) => completions::man(&ctx.printer, a),
+    }
 }

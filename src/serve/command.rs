@@ -1,7 +1,7 @@
 //! `agentloop serve`: the HTTP API and panel (see `crate::serve`).
 
-use crate::cli::Global;
 use crate::error::Result;
+use crate::settings::Global;
 use camino::Utf8PathBuf;
 use clap::Args;
 

@@ -25,7 +25,7 @@ pub struct CompletionsArgs {
 pub struct ManArgs {}
 
 pub fn completions(printer: &Printer, args: CompletionsArgs) -> Result<u8> {
-    let mut cmd = crate::cli::Cli::command();
+    let mut cmd = super::Cli::command();
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "agentloop", &mut buf);
     printer.out(&String::from_utf8_lossy(&buf));
@@ -33,7 +33,7 @@ pub fn completions(printer: &Printer, args: CompletionsArgs) -> Result<u8> {
 }
 
 pub fn render_man() -> Result<String> {
-    let cmd = crate::cli::Cli::command();
+    let cmd = super::Cli::command();
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
     let text = String::from_utf8_lossy(&buf).into_owned();
