@@ -335,3 +335,46 @@ mod fence_tests {
         assert_eq!(m.status, "");
     }
 }
+
+#[cfg(test)]
+mod round_trip_tests {
+    use super::*;
+
+    /// memory.md and plan.md rendered by the bundled templates parse back to what was rendered.
+    #[test]
+    fn memory_and_plan_render_then_parse_to_the_same_values() {
+        let tpl = crate::prompt::Templates::load(None).unwrap();
+        let mem = Memory {
+            goal: "Critique the essay".into(),
+            dod: vec![
+                Item { done: true, text: "read it".into() },
+                Item { done: false, text: "write two paragraphs".into() },
+            ],
+            constraints: vec!["two paragraphs".into()],
+            assumptions: vec!["the essay is in English".into()],
+            hypothesis: "the argument rests on one anecdote".into(),
+            facts: vec!["the essay has 900 words (step 1)".into()],
+            status: "step 1 done".into(),
+            open_question: Some("Which audience?".into()),
+            log: vec!["step 1 reflect: continue".into()],
+            extra: vec![Extra { heading: "Notes from a person".into(), body: "Keep it kind.".into() }],
+        };
+        let text = tpl.render("memory.md.j2", &mem).unwrap();
+        assert_eq!(parse_memory(&text, Utf8Path::new("memory.md")).unwrap(), mem, "{text}");
+        let plan = Plan {
+            outline: vec![Item { done: true, text: "read".into() }, Item { done: false, text: "write".into() }],
+            next_step: Some(2),
+            next_action: Some(NextAction {
+                tool: "file_write".into(),
+                args: serde_json::json!({"path": "a.md", "content": "x"}),
+            }),
+            expected: "the critique".into(),
+            risk: "low".into(),
+            rationale: "the essay is read".into(),
+            completed: vec!["step 1: file_read ok — the essay".into()],
+            ..Default::default()
+        };
+        let text = tpl.render("plan.md.j2", plan_view(&plan)).unwrap();
+        assert_eq!(parse_plan(&text, Utf8Path::new("plan.md")).unwrap(), plan, "{text}");
+    }
+}

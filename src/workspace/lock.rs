@@ -1,0 +1,77 @@
+//! The workspace lock: one process at a time mutates a workspace (an exclusive OS lock on
+//! `.agentloop.lock`, released by the OS if the holder dies; the holder's pid is recorded).
+//! Taking it replays what a killed process left: a phase's journal, an archive move, temp files.
+
+use super::{Workspace, LOCK_FILE};
+use crate::error::{Error, Kind, Result};
+use crate::fs;
+use std::time::{Duration, Instant};
+
+/// Held while a process mutates the workspace; dropping it releases the lock.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Workspace {
+    /// Takes the exclusive workspace lock. `wait`: None fails at once, Some(d) waits up to d.
+    pub fn lock(&self, wait: Option<Duration>) -> Result<Lock> {
+        fs::create_dir_all(&self.root)?;
+        let path = self.path(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io("open lock file", &path, e))?;
+        let deadline = wait.map(|d| Instant::now() + d);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    if let Some(dl) = deadline {
+                        if Instant::now() < dl {
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        }
+                    }
+                    let holder = crate::fs::read_optional(&path).ok().flatten().unwrap_or_default();
+                    let holder = holder.trim();
+                    let who = if holder.is_empty() {
+                        "another agentloop process".to_string()
+                    } else {
+                        format!("agentloop process {holder}")
+                    };
+                    return Err(Error::new(Kind::LockBusy, format!("workspace {} is locked by {who}", self.root))
+                        .with_hint("wait for it to finish, or pass --wait[=SECS] to wait for the lock"));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+            }
+        }
+        use std::io::{Seek, Write};
+        let mut f = &file;
+        let _ = f.set_len(0);
+        let _ = f.seek(std::io::SeekFrom::Start(0));
+        let _ = write!(f, "{}", std::process::id());
+        let _ = f.sync_data();
+        self.remove_stale_temps();
+        self.recover()?;
+        crate::archive::recover(&self.root)?;
+        Ok(Lock { _file: file })
+    }
+
+    /// Removes temp files left by a process killed between write and rename (we hold the lock,
+    /// so no live writer owns them).
+    fn remove_stale_temps(&self) {
+        let Ok(rd) = self.root.read_dir_utf8() else {
+            return;
+        };
+        for e in rd.flatten() {
+            let n = e.file_name();
+            if n.starts_with('.') && n.ends_with(".tmp") && n != ".agentloop.journal.json" {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The workspace folder: its files, the lock, state.json and the commit journal.
+//!
+//! Invariants:
+//! - Every file is replaced atomically ([`crate::fs::write_atomic`]); trace.jsonl is append-only.
+//! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
+//!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
+//! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
+//!   `.agentloop.journal.json`, then applied file by file, then removed. A process killed at any
+//!   instant leaves either no journal (nothing or everything applied) or a journal that the next
+//!   locker replays; replay is idempotent, so no phase is applied twice or half.
+
+mod journal;
+mod lock;
+mod state;
+
+pub use journal::Commit;
+pub use lock::Lock;
+pub use state::*;
+
+use crate::error::{Error, Result};
+use crate::fs;
+use camino::Utf8PathBuf;
+
+const LOCK_FILE: &str = ".agentloop.lock";
+const JOURNAL_FILE: &str = ".agentloop.journal.json";
+
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub root: Utf8PathBuf,
+}
+
+impl Workspace {
+    pub fn new(root: impl Into<Utf8PathBuf>) -> Self {
+        Workspace { root: root.into() }
+    }
+    pub fn path(&self, name: &str) -> Utf8PathBuf {
+        self.root.join(name)
+    }
+    pub fn context(&self) -> Utf8PathBuf {
+        self.path("context.md")
+    }
+    pub fn memory(&self) -> Utf8PathBuf {
+        self.path("memory.md")
+    }
+    pub fn plan(&self) -> Utf8PathBuf {
+        self.path("plan.md")
+    }
+    pub fn decisions(&self) -> Utf8PathBuf {
+        self.path("decisions.md")
+    }
+    pub fn skills(&self) -> Utf8PathBuf {
+        self.path("skills.md")
+    }
+    pub fn trace(&self) -> Utf8PathBuf {
+        self.path("trace.jsonl")
+    }
+    pub fn state_path(&self) -> Utf8PathBuf {
+        self.path("state.json")
+    }
+    pub fn result(&self) -> Utf8PathBuf {
+        self.path("result.json")
+    }
+    pub fn artifacts(&self) -> Utf8PathBuf {
+        self.path("artifacts")
+    }
+
+    /// Refuses a workspace folder that does not exist, creating nothing (every command but
+    /// `init` and `run --goal`, which create it).
+    pub fn require_dir(&self) -> Result<()> {
+        if self.root.is_dir() {
+            return Ok(());
+        }
+        Err(Error::usage(format!("workspace {} does not exist", self.root))
+            .with_hint(format!("check -w, or create a run there with {}", crate::output::cli("run --goal \"...\""))))
+    }
+
+    pub fn has_run(&self) -> bool {
+        self.state_path().is_file()
+    }
+
+    pub fn load_state(&self) -> Result<State> {
+        let path = self.state_path();
+        let Some(text) = fs::read_optional(&path)? else {
+            return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
+                .with_hint(format!("start one with {}", crate::output::cli("run --goal \"...\""))));
+        };
+        let state: State = serde_json::from_str(&text).map_err(|e| {
+            Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
+                "restore the file from a backup, or start a new run with {}",
+                crate::output::cli("init --force --goal \"...\"")
+            ))
+        })?;
+        if state.schema_version > STATE_SCHEMA_VERSION {
+            return Err(Error::data(format!(
+                "{path} has schema_version {} but this agentloop reads up to {STATE_SCHEMA_VERSION}",
+                state.schema_version
+            ))
+            .with_hint("upgrade agentloop"));
+        }
+        Ok(state)
+    }
+
+    pub fn save_state(&self, state: &State) -> Result<()> {
+        let mut s = state.clone();
+        s.updated_at = crate::clock::now_rfc3339();
+        let text = crate::redact::redact(&(serde_json::to_string_pretty(&s).expect("state serializes") + "\n"));
+        fs::write_atomic(&self.state_path(), text.as_bytes())
+    }
+}

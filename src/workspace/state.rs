@@ -1,0 +1,235 @@
+//! state.json: the machine state of one run, and the limits, statuses and pending action it holds.
+
+use crate::config::Config;
+use crate::trace::Usage;
+use serde::{Deserialize, Serialize};
+
+pub const STATE_SCHEMA_VERSION: u32 = 1;
+
+/// Where a run is: the next phase to execute, or finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Next {
+    Frame,
+    Plan,
+    Act,
+    Reflect,
+    Finish,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Done,
+    Escalated,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Escalated => "escalated",
+        }
+    }
+    pub fn is_terminal(self) -> bool {
+        self != Status::Running
+    }
+}
+
+/// Why a run stopped, which fixes the exit code of `run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    Done,
+    Escalated,
+    Budget,
+    Provider,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub max_steps: u32,
+    pub max_reframes: u32,
+    pub timeout_secs: u64,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Limits {
+    /// The limits in force for a run that recorded `self`: each limit given now (a config file,
+    /// the environment or a flag — any source but the built-in default) replaces the recorded
+    /// one; the others stay as the run recorded them (e.g. `init --max-steps 7`).
+    pub fn in_force(&self, c: &Config, sources: &std::collections::BTreeMap<String, String>) -> Self {
+        let given = |k: &str| sources.get(k).is_some_and(|s| s != "default");
+        let now = Limits::from_config(c);
+        Limits {
+            max_steps: if given("max_steps") { now.max_steps } else { self.max_steps },
+            max_reframes: if given("max_reframes") { now.max_reframes } else { self.max_reframes },
+            timeout_secs: if given("timeout") { now.timeout_secs } else { self.timeout_secs },
+            max_tokens: if given("max_tokens") { now.max_tokens } else { self.max_tokens },
+            max_cost_usd: if given("max_cost_usd") { now.max_cost_usd } else { self.max_cost_usd },
+        }
+    }
+
+    pub fn from_config(c: &Config) -> Self {
+        Limits {
+            max_steps: c.max_steps,
+            max_reframes: c.max_reframes,
+            timeout_secs: c.timeout.0.as_secs(),
+            max_tokens: c.max_tokens,
+            max_cost_usd: c.max_cost_usd,
+        }
+    }
+}
+
+/// The action chosen by Plan and not yet reflected on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Pending {
+    pub step: u32,
+    pub tool: String,
+    pub args: serde_json::Value,
+    #[serde(default)]
+    pub attempt: u32,
+    pub requested_at: String,
+}
+
+/// state.json: the machine state of one run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct State {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub goal: String,
+    pub status: Status,
+    pub next: Next,
+    pub step: u32,
+    pub reframes: u32,
+    pub started_at: String,
+    pub updated_at: String,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    pub limits: Limits,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// True once any call had an unknown price (cost_usd then undercounts).
+    #[serde(default)]
+    pub cost_incomplete: bool,
+    /// Wall time spent in `run`, summed across invocations.
+    #[serde(default)]
+    pub elapsed_ms: u64,
+    #[serde(default)]
+    pub pending: Option<Pending>,
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Fingerprint of the last action + result, and how many times in a row it was seen.
+    #[serde(default)]
+    pub last_action: Option<String>,
+    #[serde(default)]
+    pub repeats: u32,
+    #[serde(default)]
+    pub done_refusals: u32,
+    #[serde(default)]
+    pub completed_steps: Vec<u32>,
+    #[serde(default)]
+    pub stop: Option<StopKind>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// Skills activated by skill_read, carried in later phase prompts.
+    #[serde(default)]
+    pub active_skills: Vec<String>,
+    /// The result of the last action, for Reflect (bounded by the output cap).
+    #[serde(default)]
+    pub last_result: Option<crate::tool::ToolResult>,
+    /// Why Reflect asked for a reframe (read by the next Frame).
+    #[serde(default)]
+    pub reframe_reason: Option<String>,
+    /// Replay position of the scripted model, committed with each phase.
+    #[serde(default)]
+    pub model_cursor: serde_json::Value,
+    /// The phase that was next when the run stopped (where `--continue` and `answer` go on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_at: Option<Next>,
+    /// The question a person must answer, when the run escalated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_question: Option<String>,
+    /// Set on a running run that `run --new` archived: it can go on with `run --continue --run ID`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// How deep agentloop has called itself through Ductile to start this run (0: not at all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+    /// Frustration score: tool errors, repeats and refused `done`s raise it, clean steps lower it.
+    #[serde(default)]
+    pub frustration: u32,
+    /// The tools Act ran, in order (result.json's `tools_called`).
+    #[serde(default)]
+    pub tools_called: Vec<String>,
+    /// The one forced reframe frustration allows has happened.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub frustration_reframed: bool,
+}
+
+impl State {
+    pub fn new(run_id: String, goal: String, limits: Limits) -> Self {
+        let now = crate::clock::now_rfc3339();
+        State {
+            schema_version: STATE_SCHEMA_VERSION,
+            run_id,
+            goal,
+            status: Status::Running,
+            next: Next::Frame,
+            step: 0,
+            reframes: 0,
+            started_at: now.clone(),
+            updated_at: now,
+            finished_at: None,
+            limits,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            cost_incomplete: false,
+            elapsed_ms: 0,
+            pending: None,
+            consecutive_failures: 0,
+            last_action: None,
+            repeats: 0,
+            done_refusals: 0,
+            completed_steps: vec![],
+            stop: None,
+            reason: None,
+            outcome: None,
+            artifacts: vec![],
+            active_skills: vec![],
+            last_result: None,
+            reframe_reason: None,
+            model_cursor: serde_json::Value::Null,
+            resume_at: None,
+            open_question: None,
+            interrupted: false,
+            depth: 0,
+            frustration: 0,
+            frustration_reframed: false,
+            tools_called: vec![],
+        }
+    }
+
+    pub fn add_usage(&mut self, usage: &Usage, cost: Option<f64>) {
+        self.usage.add(usage);
+        match cost {
+            Some(c) => self.cost_usd = ((self.cost_usd + c) * 1e8).round() / 1e8,
+            None if usage.total() > 0 => self.cost_incomplete = true,
+            None => {}
+        }
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
