@@ -158,28 +158,16 @@ pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
 /// The bearer token: `api_token_cmd`, else `api_token_env`, else `api_token`; registered for
 /// redaction.
 fn token(d: &DuctileConfig) -> Result<Option<String>> {
-    let token = if let Some(cmd) = &d.api_token_cmd {
-        let Some((prog, args)) = cmd.split_first() else {
-            return Err(Error::config("invalid configuration at key `ductile.api_token_cmd`: the command is empty"));
-        };
-        let out = std::process::Command::new(prog)
-            .args(args)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| Error::config(format!("ductile.api_token_cmd: cannot run `{prog}`: {e}")))?;
-        if !out.status.success() {
-            return Err(Error::config(format!("ductile.api_token_cmd: `{prog}` exited with {}", out.status)));
-        }
-        Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else if let Some(var) = &d.api_token_env {
-        Some(
-            std::env::var(var).map_err(|_| {
+    let token =
+        if let Some(cmd) = &d.api_token_cmd {
+            crate::model::secret_from_command(cmd, "ductile.api_token_cmd")?
+        } else if let Some(var) = &d.api_token_env {
+            Some(std::env::var(var).map_err(|_| {
                 Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
-            })?,
-        )
-    } else {
-        d.api_token.clone()
-    };
+            })?)
+        } else {
+            d.api_token.clone()
+        };
     let token = token.filter(|t| !t.trim().is_empty());
     if let Some(t) = &token {
         crate::redact::register(t);

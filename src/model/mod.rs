@@ -278,24 +278,30 @@ pub fn provider_and_why(cfg: &Config) -> Result<(String, String)> {
     }
 }
 
+/// Runs a configured command (`llm.api_key_cmd`, `ductile.api_token_cmd`) for a secret: its
+/// trimmed stdout, registered for redaction; stderr goes to the terminal (a password prompt).
+pub fn secret_from_command(cmd: &[String], key: &str) -> Result<Option<String>> {
+    let Some((prog, args)) = cmd.split_first() else {
+        return Err(Error::config(format!("invalid configuration at key `{key}`: the command is empty"))
+            .with_hint("give a command as a list, e.g. [pass, show, anthropic]"));
+    };
+    let out = std::process::Command::new(prog)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| Error::config(format!("{key}: cannot run `{prog}`: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::config(format!("{key}: `{prog}` exited with {}", out.status)));
+    }
+    let secret = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    crate::redact::register(&secret);
+    Ok(Some(secret).filter(|k| !k.is_empty()))
+}
+
 /// The API key: `llm.api_key_cmd`, else `llm.api_key_env`, else the provider's usual variable.
 pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
     if let Some(cmd) = &cfg.llm.api_key_cmd {
-        let Some((prog, args)) = cmd.split_first() else {
-            return Err(Error::usage("llm.api_key_cmd is empty")
-                .with_hint("give a command as a list, e.g. [pass, show, anthropic]"));
-        };
-        let out = std::process::Command::new(prog)
-            .args(args)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| Error::usage(format!("llm.api_key_cmd: cannot run `{prog}`: {e}")))?;
-        if !out.status.success() {
-            return Err(Error::usage(format!("llm.api_key_cmd: `{prog}` exited with {}", out.status)));
-        }
-        let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        crate::redact::register(&key);
-        return Ok(Some(key).filter(|k| !k.is_empty()));
+        return secret_from_command(cmd, "llm.api_key_cmd");
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
     if let Ok(v) = std::env::var(var) {
