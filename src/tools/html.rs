@@ -45,11 +45,35 @@ fn memchr_lt(b: &[u8]) -> Option<usize> {
 /// Deeper than this, a page is converted as plain text (linear, no recursion).
 pub const MAX_NESTING: usize = 400;
 
+/// The first start tag `<tag ...>` at or after `from`: a whole tag name (not `<mainframe>` for
+/// `main`), outside comments. Linear in the page: every search starts where the last one ended.
+fn find_tag(lower: &str, tag: &str, from: usize) -> Option<usize> {
+    let needle = format!("<{tag}");
+    let mut comment = find_ci(lower, "<!--", from);
+    let mut at = find_ci(lower, &needle, from)?;
+    loop {
+        if let Some(c) = comment.filter(|c| *c < at) {
+            // A comment opens first: go on after its end (an unclosed one hides the rest).
+            let after = find_ci(lower, "-->", c + 4)? + 3;
+            comment = find_ci(lower, "<!--", after);
+            if at < after {
+                at = find_ci(lower, &needle, after)?;
+            }
+            continue;
+        }
+        let next = lower.as_bytes().get(at + needle.len()).copied();
+        if matches!(next, Some(b'>' | b'/' | b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')) {
+            return Some(at);
+        }
+        at = find_ci(lower, &needle, at + needle.len())?;
+    }
+}
+
 /// The inside of the first `<article>` (else `<main>`), or the whole document.
 pub fn main_content(html: &str) -> &str {
     let lower = html.to_ascii_lowercase();
     for tag in ["article", "main"] {
-        if let Some(open) = find_ci(&lower, &format!("<{tag}"), 0) {
+        if let Some(open) = find_tag(&lower, tag, 0) {
             if let Some(gt) = html[open..].find('>') {
                 let start = open + gt + 1;
                 if let Some(end) = lower.rfind(&format!("</{tag}>")) {
@@ -221,6 +245,13 @@ fn reference(s: &str) -> Option<(String, usize)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tags_are_whole_names_outside_comments() {
+        let page = "<html><!-- <main>old</main> --><mainframe>menu</mainframe><main id=m>the content</main></html>";
+        assert_eq!(super::main_content(page), "the content");
+        assert_eq!(super::main_content("<articles>x</articles>"), "<articles>x</articles>");
+    }
+
     #[test]
     fn every_character_reference_decodes() {
         let d = super::decode_entities;
