@@ -104,6 +104,13 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
+/// Appends text with a single write, creating the file when it does not exist.
+pub fn append_text(path: &Utf8Path, text: &str) -> Result<()> {
+    let mut f =
+        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
+}
+
 /// Reads a file named on the command line, `-` meaning stdin.
 pub fn read_arg(path: &str) -> Result<String> {
     if path == "-" {

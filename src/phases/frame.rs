@@ -74,7 +74,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         state.next = Next::Plan;
         state.reframe_reason = None;
         commit.file("memory.md", env.render_memory(&mem)?);
-        commit.file("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
+        commit.append("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
         commit.entry(&e);
         commit.state = Some(state.clone());
         env.commit(&commit)?;
@@ -88,7 +88,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     mem.status = "escalated: cannot proceed".into();
     body.push_str(&format!("\nCannot proceed. Open question: {question}\n"));
     commit.file("memory.md", env.render_memory(&mem)?);
-    commit.file("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
+    commit.append("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
     commit.entry(&e);
     finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;

@@ -179,11 +179,10 @@ impl<'a> Env<'a> {
     }
 
     /// decisions.md with one more entry appended.
+    /// A decision record to append to decisions.md (with the file's heading when it is new).
     pub fn decisions_with(&self, step: u32, phase: &str, title: &str, body: &str) -> Result<String> {
-        let mut text = crate::fs::read_optional(&self.ws.decisions())?.unwrap_or_default();
-        if text.is_empty() {
-            text = self.tpl.render("decisions.md.j2", json!({}))?;
-        }
+        let exists = std::fs::metadata(self.ws.decisions()).is_ok_and(|m| m.len() > 0);
+        let mut text = if exists { String::new() } else { self.tpl.render("decisions.md.j2", json!({}))? };
         let entry = self.tpl.render(
             "decision.md.j2",
             json!({"step": step, "phase": phase, "ts": crate::clock::now_rfc3339(), "title": title, "body": body}),
@@ -211,13 +210,15 @@ impl<'a> Env<'a> {
         let pending: Vec<String> = self.transcript.borrow_mut().drain(..).collect();
         if !pending.is_empty() {
             let mut commit = commit.clone();
+            // Appended, not rewritten: a phase journals and writes its own sections only.
             let path = self.ws.path("transcript.md");
-            let mut text = crate::fs::read_optional(&path)?.unwrap_or_else(|| "# Transcript\n".to_string());
+            let exists = std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
+            let mut text = if exists { String::new() } else { "# Transcript\n".to_string() };
             for s in pending {
                 text.push('\n');
                 text.push_str(&s);
             }
-            commit.file("transcript.md", text);
+            commit.append("transcript.md", text);
             return self.commit_inner(&commit);
         }
         self.commit_inner(commit)

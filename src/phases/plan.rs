@@ -63,7 +63,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         plan.rationale
     );
     commit.file("plan.md", env.render_plan(&plan)?);
-    commit.file("decisions.md", env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?);
+    commit.append("decisions.md", env.decisions_with(step, "plan", &format!("Chose {}", action.tool), &body)?);
     commit.entry(&e);
     commit.state = Some(state.clone());
     env.commit(&commit)?;

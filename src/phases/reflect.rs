@@ -136,7 +136,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     if let Some(c) = &compact_entry {
         commit.entry(c);
     }
-    commit.file("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {}", d.decision), &body)?);
+    commit.append("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {}", d.decision), &body)?);
     commit.entry(&e);
     for f in &d.entries {
         commit.entry(f);

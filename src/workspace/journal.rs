@@ -14,12 +14,20 @@ pub struct Commit {
     /// (file name relative to the workspace, new contents)
     pub files: Vec<(String, String)>,
     pub trace: Vec<String>,
+    /// (file name, text appended to it): files that only grow (decisions.md, transcript.md),
+    /// so a phase journals and writes its own part, not the whole file.
+    #[serde(default)]
+    pub appends: Vec<(String, String)>,
     pub state: Option<State>,
 }
 
 impl Commit {
     pub fn file(&mut self, name: &str, contents: String) -> &mut Self {
         self.files.push((name.to_string(), contents));
+        self
+    }
+    pub fn append(&mut self, name: &str, text: String) -> &mut Self {
+        self.appends.push((name.to_string(), text));
         self
     }
     pub fn entry(&mut self, e: &trace::Entry) -> &mut Self {
@@ -34,7 +42,7 @@ impl Workspace {
         let journal = self.path(JOURNAL_FILE);
         // No secret reaches the workspace, whatever carried it here.
         let mut commit = commit.clone();
-        for (_, text) in commit.files.iter_mut() {
+        for (_, text) in commit.files.iter_mut().chain(commit.appends.iter_mut()) {
             *text = crate::redact::redact(text);
         }
         for line in commit.trace.iter_mut() {
@@ -55,6 +63,14 @@ impl Workspace {
                 fs::create_dir_all(parent)?;
             }
             fs::write_atomic(&path, contents.as_bytes())?;
+        }
+        for (name, text) in &commit.appends {
+            let path = self.path(name);
+            // On replay the text may be there already (the process died after appending it).
+            if replay && fs::read_optional(&path)?.is_some_and(|t| t.ends_with(text.as_str())) {
+                continue;
+            }
+            fs::append_text(&path, text)?;
         }
         if !commit.trace.is_empty() {
             let path = self.trace();
