@@ -104,6 +104,36 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
+/// Writes a journal in place and makes it durable with one fsync (the folder is fsynced too,
+/// once, when the file is new). Not atomic on its own: a journal torn by a crash is one whose
+/// phase was never applied (applying starts only after this returns), so readers discard it.
+pub fn write_journal(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    let existed = path.exists();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))?;
+    f.write_all(contents).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
+    if !existed {
+        let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// Empties a journal once its phase is applied (kept, so the next write needs no folder fsync).
+pub fn clear_journal(path: &Utf8Path) -> Result<()> {
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(f) => f.set_len(0).map_err(|e| Error::io("empty", path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("open", path, e)),
+    }
+}
+
 /// Appends text with a single write, creating the file when it does not exist.
 pub fn append_text(path: &Utf8Path, text: &str) -> Result<()> {
     let mut f =

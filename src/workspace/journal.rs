@@ -3,7 +3,7 @@
 //! left by a killed process is replayed (idempotently) by the next locker.
 
 use super::{State, Workspace, JOURNAL_FILE};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fs;
 use crate::trace;
 use serde::{Deserialize, Serialize};
@@ -50,10 +50,11 @@ impl Workspace {
         }
         let commit = &commit;
         let text = serde_json::to_string(commit).expect("commit serializes");
-        fs::write_durable(&journal, text.as_bytes())?;
+        // One fsync per phase: the journal, written in place (see fs::write_journal).
+        fs::write_journal(&journal, text.as_bytes())?;
         crate::crash::point("commit:journaled");
         self.apply(commit, false)?;
-        std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+        fs::clear_journal(&journal)
     }
 
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
@@ -105,19 +106,20 @@ impl Workspace {
     /// Replays a journal left by a killed process.
     pub fn recover(&self) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        let Some(text) = fs::read_optional(&journal)? else {
+        let Some(text) = fs::read_optional(&journal)?.filter(|t| !t.is_empty()) else {
             return Ok(());
         };
         match serde_json::from_str::<Commit>(&text) {
             Ok(commit) => self.apply(&commit, true)?,
-            // A torn journal cannot exist (it is written atomically); a foreign file is set aside.
+            // Torn by a crash while it was written (so its phase never began) or a foreign
+            // file: nothing to apply; it is set aside for a person to look at.
             Err(_) => {
                 let aside = self.path(".agentloop.journal.corrupt");
                 let _ = std::fs::rename(&journal, &aside);
                 return Ok(());
             }
         }
-        std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+        fs::clear_journal(&journal)
     }
 }
 
@@ -140,7 +142,7 @@ mod tests {
         ws.recover().unwrap();
         assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
         assert_eq!(std::fs::read_to_string(ws.memory()).unwrap(), "# Memory\n");
-        assert!(!ws.path(JOURNAL_FILE).exists(), "the journal is gone after replay");
+        assert_eq!(std::fs::read_to_string(ws.path(JOURNAL_FILE)).unwrap(), "", "the journal is emptied after replay");
         // Nothing to replay the second time.
         ws.recover().unwrap();
         assert_eq!(std::fs::read_to_string(ws.trace()).unwrap().lines().count(), 3);

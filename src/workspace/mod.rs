@@ -5,7 +5,7 @@
 //! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
 //!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
 //! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
-//!   `.agentloop.journal.json`, then applied file by file, then removed. A process killed at any
+//!   `.agentloop.journal.json` (fsynced), then applied file by file, then emptied. A process killed at any
 //!   instant leaves either no journal (nothing or everything applied) or a journal that the next
 //!   locker replays; replay is idempotent, so no phase is applied twice or half.
 
