@@ -10,8 +10,14 @@ use serde_json::{json, Map, Value};
 pub fn plugin_from(v: &Value, source: &str) -> Result<Plugin> {
     let bad = |what: String| Error::config(format!("{source}: {what}"));
     let name = v.get("name").and_then(Value::as_str).unwrap_or("").trim().to_string();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(bad(format!("`name` must be a plugin name of letters, digits, _ and - (got `{name}`)")));
+    // `__` separates plugin and command in tool names, so a plugin name may not hold it.
+    if name.is_empty()
+        || name.contains("__")
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(bad(format!(
+            "`name` must be a plugin name of letters, digits, _ and - without `__` (got `{name}`)"
+        )));
     }
     let description = v.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
     let mut commands = Vec::new();
@@ -112,6 +118,7 @@ mod tests {
         assert_eq!(plugin_from(&yaml_list, "list").unwrap(), a);
         assert_eq!(plugin_from(&yaml_map, "map").unwrap(), a);
         assert!(plugin_from(&json!({"name": "bad name", "commands": []}), "x").is_err());
+        assert!(plugin_from(&json!({"name": "a__b", "commands": []}), "x").is_err());
         assert!(plugin_from(&json!({"name": "p"}), "x").unwrap_err().message.contains("no `commands`"));
     }
 }
