@@ -102,9 +102,11 @@ pub(super) fn widening_key(layer: &Layer, base: &Config, root: &camino::Utf8Path
     leaves.into_iter().find_map(|(key, v)| narrows(&key, v, base, root).err().map(|why| (key, why)))
 }
 
+/// The set keys of a request's config layer. An empty object sets nothing (layers merge deeply),
+/// so it yields no leaf: `"config": {}` or `{"tools": {}}` narrows nothing and widens nothing.
 fn leaves_of<'a>(v: &'a Value, prefix: &str, out: &mut Vec<(String, &'a Value)>) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) => {
             for (k, v) in m {
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
                 leaves_of(v, &key, out);

@@ -245,6 +245,14 @@ fn config_errors_exit_78_with_a_response() {
     let ok = H::new();
     let v = ok.send(&json!({"command": "handle", "config": {"max_steps": 3, "allowed_plugins": ["jina-reader", "file_write"], "api_url": "http://x", "system_prompt": "be brief", "tools": {"http": {"allow_hosts": ["example.com"]}}, "max_cost_usd": 0.5}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
+    // An empty object sets nothing, so it narrows nothing and is accepted — for every command.
+    for config in [json!({}), json!({"tools": {}}), json!({"llm": {}, "tools": {"http": {}}})] {
+        let h = H::new();
+        let v = h.send(&json!({"command": "health", "config": config}).to_string());
+        assert_eq!(v["status"], "ok", "{config}: {v}");
+        let v = h.send(&json!({"command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "g"}}}).to_string());
+        assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{config}: {v}");
+    }
 }
 
 /// Many runs, with duplicated, reordered, stale and garbage deliveries: every run ends with
