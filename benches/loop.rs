@@ -62,7 +62,8 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measu
     for i in 0..STEPS {
         std::fs::write(dir.join(format!("ws/notes/n{i}.txt")), format!("hello {i}\n").repeat(20)).unwrap();
     }
-    let mut g = Global { workspace: root.join("ws"), quiet: true, max_steps: Some(STEPS as u32 + 5), ..Default::default() };
+    let mut g =
+        Global { workspace: root.join("ws"), quiet: true, max_steps: Some(STEPS as u32 + 5), ..Default::default() };
     match driver {
         Driver::Scripted => {
             std::fs::write(dir.join("script.yaml"), script()).unwrap();
@@ -153,7 +154,9 @@ impl Fake {
 fn answer(tool: &str, seen: &mut (usize, usize)) -> serde_json::Value {
     use serde_json::json;
     match tool {
-        "frame_answer" => json!({"goal": "read many files", "definition_of_done": ["read all notes", "summarise them", "write the summary"], "can_proceed": true}),
+        "frame_answer" => {
+            json!({"goal": "read many files", "definition_of_done": ["read all notes", "summarise them", "write the summary"], "can_proceed": true})
+        }
         "plan_answer" => {
             let i = seen.0;
             seen.0 += 1;

@@ -104,18 +104,23 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
-/// Writes a journal in place and makes it durable with one fsync (the folder is fsynced too,
-/// once, when the file is new). Not atomic on its own: a journal torn by a crash is one whose
-/// phase was never applied (applying starts only after this returns), so readers discard it.
+/// Writes a journal in place from its first byte (no truncation: a shorter record leaves stale
+/// bytes after it, which the record's own length excludes) and makes it durable with one
+/// `fdatasync` (the folder is fsynced too, once, when the file is new). Overwriting blocks the
+/// file already has costs no metadata change, unlike truncating and growing it again. Not
+/// atomic on its own: a record torn by a crash is one whose phase was never applied (applying
+/// starts only after this returns), and its checksum tells readers so.
 pub fn write_journal(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
     let existed = path.exists();
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(false)
+        .read(true)
         .write(true)
-        .truncate(true)
         .open(path)
         .map_err(|e| Error::io("open", path, e))?;
-    f.write_all(contents).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
+    f.write_all_at(contents, 0).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
     if !existed {
         let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
         if let Ok(d) = std::fs::File::open(dir) {
@@ -125,7 +130,18 @@ pub fn write_journal(path: &Utf8Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Empties a journal once its phase is applied (kept, so the next write needs no folder fsync).
+/// Overwrites bytes at `offset` of an existing file, not fsynced (a journal record marked
+/// applied: if the mark is lost in a power cut, the record is replayed, which is idempotent).
+pub fn write_at(path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(f) => f.write_all_at(bytes, offset).map_err(|e| Error::io("write", path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("open", path, e)),
+    }
+}
+
+/// Empties a file (a journal in an unknown format, once set aside).
 pub fn clear_journal(path: &Utf8Path) -> Result<()> {
     match std::fs::OpenOptions::new().write(true).open(path) {
         Ok(f) => f.set_len(0).map_err(|e| Error::io("empty", path, e)),
