@@ -25,6 +25,15 @@ pub fn read_optional(path: &Utf8Path) -> Result<Option<String>> {
     }
 }
 
+/// Reads a file's bytes when it exists.
+pub fn read_bytes_optional(path: &Utf8Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
 pub fn create_dir_all(path: &Utf8Path) -> Result<()> {
     std::fs::create_dir_all(path).map_err(|e| Error::io("create folder", path, e))
 }

@@ -171,10 +171,8 @@ impl Workspace {
     /// Replays a journal left by a killed process.
     pub fn recover(&self) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        let bytes = match std::fs::read(&journal) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(crate::error::Error::io("read", &journal, e)),
+        let Some(bytes) = fs::read_bytes_optional(&journal)? else {
+            return Ok(());
         };
         let legacy = bytes.first() == Some(&b'{');
         let commit = match unframe(&bytes) {
