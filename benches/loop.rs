@@ -265,9 +265,11 @@ fn main() {
     // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, trace, memory.
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
-    // A private cache folder (the wire-form cache), so the bench never touches the user's.
-    let cache = tempfile::tempdir().unwrap();
-    std::env::set_var("XDG_CACHE_HOME", cache.path());
+    // Private cache and data folders (the wire-form cache, long-term memory), so the bench
+    // never touches the user's.
+    let private = tempfile::tempdir().unwrap();
+    std::env::set_var("XDG_CACHE_HOME", private.path().join("cache"));
+    std::env::set_var("XDG_DATA_HOME", private.path().join("data"));
     let mut ok = true;
     let mut miss = |what: &str| {
         println!("MISSED: {what}");

@@ -144,6 +144,30 @@ impl bm25::Tokenizer for Words {
     }
 }
 
+/// The last index [`Store::cached_index`] built, and what it was built from.
+struct CachedIndex {
+    dir: Utf8PathBuf,
+    files: Vec<(Utf8PathBuf, Option<FileId>)>,
+    expires: Option<std::time::SystemTime>,
+    index: std::sync::Arc<Index>,
+}
+
+static INDEX_CACHE: std::sync::Mutex<Option<CachedIndex>> = std::sync::Mutex::new(None);
+
+/// (inode, size, modified, changed) of a file, None when it is missing.
+type FileId = (u64, u64, i64, i64, i64, i64);
+
+fn file_id(path: &Utf8Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+}
+
+/// Forgets the kept index (this process changed the store).
+fn drop_cached_index() {
+    *INDEX_CACHE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
 /// A BM25 index over entries (summary, keywords and content), built once and searched many times.
 pub struct Index {
     engine: bm25::SearchEngine<usize, u32, Words>,
@@ -229,6 +253,35 @@ impl Store {
         Ok(Index::build(self.entries()?))
     }
 
+    /// The index as [`Store::index`] builds it, kept between calls while the store's files are
+    /// unchanged (Plan and Frame recall on every step; rebuilding meant reading and indexing
+    /// every entry each time). A file counts as changed when its inode, size or times differ;
+    /// writes replace files by rename, so each gets a new inode. The kept index is dropped when
+    /// one of its entries expires and when this process writes the store.
+    pub fn cached_index(&self) -> Result<std::sync::Arc<Index>> {
+        let mut cache = INDEX_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.as_ref() {
+            let fresh = c.dir == self.dir
+                && c.expires.is_none_or(|t| crate::clock::now() < t)
+                && c.files.iter().all(|(path, id)| file_id(path) == *id);
+            if fresh {
+                return Ok(c.index.clone());
+            }
+        }
+        let topics_path = self.dir.join("topics.json");
+        let mut files = vec![(topics_path.clone(), file_id(&topics_path))];
+        for topic in self.topics()? {
+            let p = self.dir.join(format!("index_{topic}.json"));
+            files.push((p.clone(), file_id(&p)));
+        }
+        let entries = self.entries()?;
+        let expires =
+            entries.iter().filter_map(|e| e.expires_at.as_deref().and_then(crate::clock::parse_rfc3339)).min();
+        let index = std::sync::Arc::new(Index::build(entries));
+        *cache = Some(CachedIndex { dir: self.dir.clone(), files, expires, index: index.clone() });
+        Ok(index)
+    }
+
     /// Holds the store's write lock until dropped (the OS frees it if the holder dies).
     fn write_lock(&self) -> Result<std::fs::File> {
         fs::create_dir_all(&self.dir)?;
@@ -247,6 +300,7 @@ impl Store {
     pub fn add(&self, n: &New) -> Result<String> {
         plain(&n.topic, "topic").map_err(Error::usage)?;
         let _lock = self.write_lock()?;
+        drop_cached_index();
         let now = crate::clock::now_rfc3339();
         let mut topics = load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
         let index_path = self.dir.join(format!("index_{}.json", n.topic));
@@ -318,6 +372,7 @@ impl Store {
     pub fn forget(&self, id: &str) -> Result<bool> {
         let (topic, content) = split_id(id)?;
         let _lock = self.write_lock()?;
+        drop_cached_index();
         let index_path = self.dir.join(format!("index_{topic}.json"));
         let mut index = load(&index_path, json!({"entries": []}))?;
         let file = format!("{content}.json");
@@ -379,7 +434,7 @@ pub fn recall(cfg: &Config, root: &Utf8Path, query: &str) -> (String, Vec<String
     if !store.dir.join("topics.json").exists() {
         return (String::new(), vec![]);
     }
-    let Ok(index) = store.index() else { return (String::new(), vec![]) };
+    let Ok(index) = store.cached_index() else { return (String::new(), vec![]) };
     let mut text = String::new();
     let mut ids = Vec::new();
     for (e, _) in index.search(query, cfg.memory.top_k) {

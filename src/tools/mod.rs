@@ -398,9 +398,34 @@ pub fn is_allowed(cfg: &Config, name: &str) -> bool {
         || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
 }
 
+/// Compiled validators by schema text: a step validates the plan answer and the action's
+/// arguments against the same few schemas, and compiling one costs far more than looking it up.
+static VALIDATORS: std::sync::Mutex<Vec<(String, std::sync::Arc<jsonschema::Validator>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
+fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+    let key = schema.to_string();
+    let mut kept = VALIDATORS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(pos) = kept.iter().position(|(k, _)| *k == key) {
+        let hit = kept.remove(pos);
+        let v = hit.1.clone();
+        kept.push(hit);
+        return Ok(v);
+    }
+    let v = std::sync::Arc::new(
+        jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?,
+    );
+    if kept.len() >= 32 {
+        kept.remove(0);
+    }
+    kept.push((key, v.clone()));
+    Ok(v)
+}
+
 /// Validates arguments against a JSON Schema; the error names the field.
 pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?;
+    let validator = validator(schema)?;
     let errors: Vec<String> = validator
         .iter_errors(args)
         .map(|e| {
