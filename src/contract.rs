@@ -177,7 +177,19 @@ pub fn dream_tool() -> ToolDef {
 
 /// The schema of a type as it is sent: inlined, without `$schema`, titles or formats that
 /// only describe Rust integer widths.
-pub fn schema_of<T: JsonSchema>() -> Value {
+pub fn schema_of<T: JsonSchema + 'static>() -> Value {
+    // Generated once per type: every step asks for the same few schemas.
+    static KEPT: std::sync::Mutex<Vec<(std::any::TypeId, Value)>> = std::sync::Mutex::new(Vec::new());
+    let id = std::any::TypeId::of::<T>();
+    if let Some((_, v)) = KEPT.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(k, _)| *k == id) {
+        return v.clone();
+    }
+    let v = generate::<T>();
+    KEPT.lock().unwrap_or_else(|p| p.into_inner()).push((id, v.clone()));
+    v
+}
+
+fn generate<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;

@@ -113,23 +113,21 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
-/// Writes a journal in place from its first byte (no truncation: a shorter record leaves stale
-/// bytes after it, which the record's own length excludes) and makes it durable with one
+/// Writes journal bytes in place at `offset` (no truncation) and makes them durable with one
 /// `fdatasync` (the folder is fsynced too, once, when the file is new). Overwriting blocks the
 /// file already has costs no metadata change, unlike truncating and growing it again. Not
 /// atomic on its own: a record torn by a crash is one whose phase was never applied (applying
 /// starts only after this returns), and its checksum tells readers so.
-pub fn write_journal(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+pub fn write_journal(path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let existed = path.exists();
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
-        .read(true)
         .write(true)
         .open(path)
         .map_err(|e| Error::io("open", path, e))?;
-    f.write_all_at(contents, 0).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
+    f.write_all_at(bytes, offset).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
     if !existed {
         let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
         if let Ok(d) = std::fs::File::open(dir) {
@@ -137,6 +135,74 @@ pub fn write_journal(path: &Utf8Path, contents: &[u8]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fsyncs a file or folder (one the commit journal's checkpoint makes durable); a missing one
+/// is fine (a person may have removed it).
+pub fn sync_path(path: &Utf8Path) -> Result<()> {
+    match std::fs::File::open(path) {
+        Ok(f) => f.sync_all().map_err(|e| Error::io("sync", path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("open", path, e)),
+    }
+}
+
+/// Replaces `path` atomically, like [`write_atomic`], for files the commit journal covers:
+/// on Linux the new file is swapped in with `renameat2(RENAME_EXCHANGE)` and the old one
+/// removed. A plain rename over an existing file makes ext4 write the new file's data out at
+/// once (its `auto_da_alloc` guard for programs that never fsync), which cost more than the
+/// rest of a commit; here the journal, fsynced, and its checkpoint give that guarantee instead.
+/// Falls back to a plain rename where the target is missing or the filesystem cannot swap.
+pub fn replace(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+    let name = path.file_name().unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(contents));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("write", &tmp, e));
+    }
+    crate::crash::point(&format!("write:{name}"));
+    if swap(&tmp, path) {
+        // The old contents, now under the temp name (removed by the next lock if we die here).
+        let _ = std::fs::remove_file(&tmp);
+        return Ok(());
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("replace", path, e)
+    })
+}
+
+/// Swaps two existing paths atomically; false when it cannot (then nothing changed).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn swap(a: &Utf8Path, b: &Utf8Path) -> bool {
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    renameat2(AT_FDCWD, a.as_std_path(), AT_FDCWD, b.as_std_path(), RenameFlags::RENAME_EXCHANGE).is_ok()
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn swap(_: &Utf8Path, _: &Utf8Path) -> bool {
+    false
+}
+
+/// Appends `text` to a file whose size was `at` before it: text already there (a replay) is
+/// not added again, a torn tail past `at` is cut off first, a missing file is created.
+pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(Error::io("stat", path, e)),
+    };
+    let end = at + text.len() as u64;
+    if len >= end && len > at {
+        return Ok(());
+    }
+    if len > at {
+        let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| Error::io("open", path, e))?;
+        f.set_len(at).map_err(|e| Error::io("cut the torn end of", path, e))?;
+    }
+    append_text(path, text)
 }
 
 /// Overwrites bytes at `offset` of an existing file, not fsynced (a journal record marked

@@ -29,6 +29,8 @@ pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf>
         return Err(Error::data(format!("{}/{to} already holds a run with the same id", ws.root))
             .with_hint("move that folder aside; a run is never archived over another"));
     }
+    // The files move as they are on disk: make what the commits wrote durable first.
+    ws.checkpoint()?;
     crate::archive::apply(&ws.root, Move { from: String::new(), to: to.clone() })?;
     Ok(ws.root.join(to))
 }
@@ -38,6 +40,7 @@ pub fn restore(ws: &Workspace, runs: &str, run_id: &str) -> Result<()> {
     if ws.has_run() {
         return Err(Error::usage(format!("{} already holds a run", ws.root)));
     }
+    ws.checkpoint()?;
     crate::archive::apply(&ws.root, Move { from: format!("{runs}/{run_id}"), to: String::new() })
 }
 

@@ -39,25 +39,35 @@ fn forms(secret: &str) -> Vec<String> {
     out
 }
 
-fn secrets() -> Vec<String> {
-    let mut out: Vec<String> = std::env::vars()
-        .filter(|(k, _)| {
+/// The environment's secrets in every form, read once: the environment of a running process
+/// does not change, and scanning it and encoding each secret anew for every string redacted
+/// cost more than the rest of a commit.
+fn env_forms() -> &'static [String] {
+    static FORMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FORMS.get_or_init(|| {
+        let mut out: Vec<String> = Vec::new();
+        for (k, v) in std::env::vars() {
             let k = k.to_uppercase();
-            ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_APIKEY"].iter().any(|s| k.ends_with(s))
-        })
-        .map(|(_, v)| v.trim().to_string())
-        .filter(|v| v.len() >= 8)
-        .collect();
-    if let Ok(g) = EXTRA.lock() {
-        out.extend(g.iter().cloned());
-    }
-    out
+            let v = v.trim();
+            if v.len() >= 8 && ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_APIKEY"].iter().any(|s| k.ends_with(s))
+            {
+                out.extend(forms(v).into_iter().filter(|f| !out.contains(f)).collect::<Vec<_>>());
+            }
+        }
+        out
+    })
 }
 
 /// The text with every secret (and its base64 forms) replaced.
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
-    for s in secrets() {
+    for f in env_forms() {
+        if out.contains(f.as_str()) {
+            out = out.replace(f.as_str(), "[REDACTED]");
+        }
+    }
+    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
+    for s in extra {
         for f in forms(&s) {
             if out.contains(&f) {
                 out = out.replace(&f, "[REDACTED]");

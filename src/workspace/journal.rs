@@ -1,13 +1,28 @@
-//! The commit journal: a phase's effects (files, trace lines, state.json) written whole to
-//! `.agentloop.journal.json` and fsynced, then applied file by file, then marked applied; a
-//! pending journal left by a killed process is replayed (idempotently) by the next locker.
+//! The commit journal: a phase's effects (files, appended text, trace lines, state.json)
+//! written whole to `.agentloop.journal.json` and made durable with one `fdatasync`, then
+//! applied, then marked applied. Taking the workspace lock replays what a killed process left.
 //!
-//! The file is one record, written in place from its first byte (see [`crate::fs::write_journal`]):
-//! a header line `AGJ1 <mark> <length> <fnv64>` and the commit as JSON. The mark is `P` while
-//! the record is pending and becomes `-` once applied (one byte overwritten, not fsynced: a mark
-//! lost in a power cut only means an idempotent replay). A record whose length or checksum
-//! does not match was torn while written, so its phase never began; it is set aside, as is a
-//! file in no known format. A journal holding bare JSON (written by earlier versions) replays too.
+//! The journal holds the records of one *cycle*: every commit since the last checkpoint, one
+//! after another, each a header line `AGJ2 <mark> <cycle> <boot id> <length> <fnv64>` and the
+//! commit as JSON. Records are written in place into blocks the file already has (it grows in
+//! zeroed chunks), which costs no metadata change. The mark is `P` while a record is pending
+//! and becomes `-` once it is applied (one byte, not fsynced).
+//!
+//! Why records accumulate: applying a commit replaces files without fsyncing them (an fsync
+//! per file cost more than the rest of a step), so until a checkpoint the journal is what makes
+//! them durable. A checkpoint — when the lock is released, and when the journal passes
+//! [`CHECKPOINT_BYTES`] — fsyncs every file the cycle touched and their folders, then empties
+//! the journal by zeroing its first header.
+//!
+//! Replay, when the lock is taken: a record still marked `P` (its process was killed while
+//! applying it) is applied again; if the machine has restarted since the records were written
+//! (the boot id differs: a power cut may have lost unsynced file data), every record of the
+//! cycle is applied again, in order. Replay is idempotent: whole files are rewritten with the
+//! same contents, and appended text carries the size its file had before, so text already there
+//! is not added twice and a torn tail is cut off. A record whose length or checksum does not
+//! match was torn while written, so its phase never began: it ends the cycle. A journal in no
+//! known format is set aside (`.agentloop.journal.corrupt`); bare JSON (written by earlier
+//! versions) is replayed once.
 
 use super::{State, Workspace, JOURNAL_FILE};
 use crate::error::Result;
@@ -26,6 +41,10 @@ pub struct Commit {
     #[serde(default)]
     pub appends: Vec<(String, String)>,
     pub state: Option<State>,
+    /// The size of each appended file (and trace.jsonl) before this commit, filled in when it
+    /// is journaled: replay appends at that point, so it never adds text twice.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sizes: std::collections::BTreeMap<String, u64>,
 }
 
 impl Commit {
@@ -43,68 +62,157 @@ impl Commit {
     }
 }
 
-/// The header's fixed width: `AGJ1 P 0000000123 0123456789abcdef\n`.
-const HEADER_LEN: usize = 35;
-/// Where the mark byte sits in the header.
+/// The header's fixed width: `AGJ2 P <cycle:16> <boot:36> <length:10> <fnv64:16>\n`.
+const HEADER_LEN: usize = 89;
+/// Where the mark byte sits in a header.
 const MARK_AT: u64 = 5;
+/// A checkpoint is taken before a record would start past this offset.
+pub const CHECKPOINT_BYTES: u64 = 1 << 20;
+/// The journal grows by at least this many zeroed bytes at a time.
+const GROW_BYTES: usize = 256 << 10;
 
 /// FNV-1a, 64 bits: enough to tell a torn record from a whole one (not an adversary's).
 fn fnv64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3))
 }
 
-/// A pending record: the header, then the commit's JSON.
-fn frame(payload: &str) -> Vec<u8> {
-    let mut out = format!("AGJ1 P {:010} {:016x}\n", payload.len(), fnv64(payload.as_bytes())).into_bytes();
+/// This boot of the machine (Linux's boot id), 36 characters; zeros where there is none, and
+/// then a restart cannot be told, so only pending records are replayed.
+fn boot_id() -> &'static str {
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        let id = crate::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/random/boot_id"))
+            .ok()
+            .flatten()
+            .map(|t| t.trim().to_string())
+            .filter(|t| t.len() == 36 && t.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+            .unwrap_or_default();
+        if id.is_empty() {
+            "0".repeat(36)
+        } else {
+            id
+        }
+    })
+}
+
+/// A pending record of cycle `cycle`: the header, then the commit's JSON.
+fn frame(cycle: u64, payload: &str) -> Vec<u8> {
+    frame_on(cycle, boot_id(), payload)
+}
+
+fn frame_on(cycle: u64, boot: &str, payload: &str) -> Vec<u8> {
+    let mut out =
+        format!("AGJ2 P {cycle:016x} {boot} {:010} {:016x}\n", payload.len(), fnv64(payload.as_bytes())).into_bytes();
     debug_assert_eq!(out.len(), HEADER_LEN);
     out.extend_from_slice(payload.as_bytes());
     out
 }
 
+/// One whole record read back.
+#[derive(Debug, PartialEq)]
+struct Record<'a> {
+    pending: bool,
+    cycle: u64,
+    boot: &'a str,
+    payload: &'a str,
+    /// Where the next record would start.
+    end: usize,
+}
+
+/// The record at `at`, if a whole one is there (None: end of the cycle, zeros, or torn).
+fn record_at(bytes: &[u8], at: usize) -> Option<Record<'_>> {
+    let header = std::str::from_utf8(bytes.get(at..at + HEADER_LEN)?).ok()?;
+    let parts: Vec<&str> = header.strip_suffix('\n')?.split(' ').collect();
+    let ["AGJ2", mark, cycle, boot, len, sum] = parts.as_slice() else { return None };
+    let pending = match *mark {
+        "P" => true,
+        "-" => false,
+        _ => return None,
+    };
+    let (cycle, len, sum) =
+        (u64::from_str_radix(cycle, 16).ok()?, len.parse::<usize>().ok()?, u64::from_str_radix(sum, 16).ok()?);
+    let payload = bytes.get(at + HEADER_LEN..at + HEADER_LEN + len)?;
+    if fnv64(payload) != sum {
+        return None;
+    }
+    Some(Record { pending, cycle, boot, payload: std::str::from_utf8(payload).ok()?, end: at + HEADER_LEN + len })
+}
+
 /// What a journal file holds.
 #[derive(Debug, PartialEq)]
-enum Record<'a> {
-    /// Nothing to do: empty, or the record was applied.
-    Done,
-    /// A whole record not yet applied (or bare JSON from an earlier version).
-    Pending(&'a str),
-    /// Torn while written, or not a journal at all: set aside, nothing applied.
+enum Journal<'a> {
+    /// Nothing: empty, or emptied by a checkpoint.
+    Empty,
+    /// Bare JSON from an earlier version: one pending commit.
+    Legacy(&'a str),
+    /// The current cycle's whole records, in order.
+    Records(Vec<Record<'a>>),
+    /// Not a journal, or its first record torn: set aside, nothing applied.
     Unreadable,
 }
 
-fn unframe(bytes: &[u8]) -> Record<'_> {
-    if bytes.is_empty() {
-        return Record::Done;
+fn read_journal(bytes: &[u8]) -> Journal<'_> {
+    if bytes.is_empty() || bytes.iter().take(HEADER_LEN).all(|b| *b == 0) {
+        return Journal::Empty;
     }
     if bytes[0] == b'{' {
-        return std::str::from_utf8(bytes).map_or(Record::Unreadable, Record::Pending);
+        return std::str::from_utf8(bytes).map_or(Journal::Unreadable, Journal::Legacy);
     }
-    let Some(header) = bytes.get(..HEADER_LEN).and_then(|h| std::str::from_utf8(h).ok()) else {
-        return Record::Unreadable;
-    };
-    let parts: Vec<&str> = header.trim_end_matches('\n').split(' ').collect();
-    let (len, sum) = match parts.as_slice() {
-        ["AGJ1", "-", _, _] => return Record::Done,
-        ["AGJ1", "P", len, sum] if header.ends_with('\n') => match (len.parse::<usize>(), u64::from_str_radix(sum, 16))
-        {
-            (Ok(l), Ok(s)) => (l, s),
-            _ => return Record::Unreadable,
-        },
-        _ => return Record::Unreadable,
-    };
-    let Some(payload) = bytes.get(HEADER_LEN..HEADER_LEN + len) else {
-        return Record::Unreadable;
-    };
-    match std::str::from_utf8(payload) {
-        Ok(p) if fnv64(payload) == sum => Record::Pending(p),
-        _ => Record::Unreadable,
+    let Some(first) = record_at(bytes, 0) else { return Journal::Unreadable };
+    let cycle = first.cycle;
+    let mut at = first.end;
+    let mut records = vec![first];
+    while let Some(r) = record_at(bytes, at).filter(|r| r.cycle == cycle) {
+        at = r.end;
+        records.push(r);
+    }
+    Journal::Records(records)
+}
+
+/// Where this process writes the next record of a journal, and what the cycle has touched.
+#[derive(Debug)]
+struct Cycle {
+    id: u64,
+    /// Offset of the next record.
+    end: u64,
+    /// The file's size (bytes past `end` are zeros or stale records of older cycles).
+    size: u64,
+    /// Workspace-relative names the cycle's records wrote, fsynced at the checkpoint.
+    touched: std::collections::BTreeSet<String>,
+}
+
+impl Cycle {
+    fn new(size: u64) -> Cycle {
+        Cycle { id: fastrand::u64(1..), end: 0, size, touched: Default::default() }
+    }
+}
+
+/// The open cycle of each journal this process holds the lock of.
+static CYCLES: std::sync::Mutex<std::collections::BTreeMap<camino::Utf8PathBuf, Cycle>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn cycles() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<camino::Utf8PathBuf, Cycle>> {
+    CYCLES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Commit {
+    /// Every workspace-relative name this commit writes.
+    fn names(&self) -> impl Iterator<Item = &str> {
+        let state = self.state.as_ref().map(|_| "state.json");
+        let trace = (!self.trace.is_empty()).then_some("trace.jsonl");
+        self.files.iter().chain(&self.appends).map(|(n, _)| n.as_str()).chain(state).chain(trace)
     }
 }
 
 impl Workspace {
-    /// Applies a phase's effects all-or-nothing (see the module docs).
+    /// Applies a phase's effects all-or-nothing (see the module docs). The caller holds the
+    /// workspace lock.
     pub fn commit(&self, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
+        if !cycles().contains_key(&journal) {
+            // No cycle open here yet (a commit without the lock's replay): replay first.
+            self.recover()?;
+        }
         // No secret reaches the workspace, whatever carried it here.
         let mut commit = commit.clone();
         for (_, text) in commit.files.iter_mut().chain(commit.appends.iter_mut()) {
@@ -113,13 +221,49 @@ impl Workspace {
         for line in commit.trace.iter_mut() {
             *line = crate::redact::redact(line);
         }
-        let commit = &commit;
-        let text = serde_json::to_string(commit).expect("commit serializes");
-        // One fsync per phase: the journal, written in place (see fs::write_journal).
-        fs::write_journal(&journal, &frame(&text))?;
+        // A line torn outside any commit (a person's edit, an older version) is ended first, so
+        // it does not swallow this commit's first entry.
+        if !commit.trace.is_empty() && !fs::ends_with_newline(&self.trace())? {
+            fs::append_raw(&self.trace(), "\n")?;
+        }
+        let grown: Vec<String> = commit.appends.iter().map(|(n, _)| n.clone()).collect();
+        for name in grown.iter().map(String::as_str).chain((!commit.trace.is_empty()).then_some("trace.jsonl")) {
+            let size = std::fs::metadata(self.path(name)).map_or(0, |m| m.len());
+            commit.sizes.entry(name.to_string()).or_insert(size);
+        }
+        // The record stays on disk until a checkpoint: the state in it is redacted too.
+        let text = crate::redact::redact(&serde_json::to_string(&commit).expect("commit serializes"));
+        let (id, end, size) = {
+            let c = cycles();
+            let c = &c[&journal];
+            (c.id, c.end, c.size)
+        };
+        let (id, end, size) = if end > 0 && end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES {
+            self.checkpoint()?;
+            let c = cycles();
+            let c = &c[&journal];
+            (c.id, c.end, c.size)
+        } else {
+            (id, end, size)
+        };
+        let mut bytes = frame(id, &text);
+        let len = bytes.len() as u64;
+        if end + len + HEADER_LEN as u64 > size {
+            // Grow in zeroed chunks, so later records overwrite blocks the file already has.
+            bytes.resize(bytes.len() + GROW_BYTES.max(bytes.len()), 0);
+        }
+        // One fsync per phase: the record (see fs::write_journal).
+        fs::write_journal(&journal, end, &bytes)?;
+        {
+            let mut c = cycles();
+            let c = c.get_mut(&journal).expect("the cycle is open");
+            c.size = c.size.max(end + bytes.len() as u64);
+            c.end = end + len;
+            c.touched.extend(commit.names().map(String::from));
+        }
         crate::crash::point("commit:journaled");
-        self.apply(commit, false)?;
-        fs::write_at(&journal, MARK_AT, b"-")
+        self.apply(&commit, false)?;
+        fs::write_at(&journal, end + MARK_AT, b"-")
     }
 
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
@@ -128,71 +272,151 @@ impl Workspace {
             if let Some(parent) = path.parent() {
                 fs::create_dir_all(parent)?;
             }
-            fs::write_atomic(&path, contents.as_bytes())?;
+            fs::replace(&path, contents.as_bytes())?;
         }
         for (name, text) in &commit.appends {
             let path = self.path(name);
-            // On replay the text may be there already (the process died after appending it).
-            if replay && fs::read_optional(&path)?.is_some_and(|t| t.ends_with(text.as_str())) {
-                continue;
+            match commit.sizes.get(name) {
+                Some(at) => fs::append_at(&path, *at, text)?,
+                // A journal of an earlier version: the text may be there already (the process
+                // died after appending it).
+                None if replay && fs::read_optional(&path)?.is_some_and(|t| t.ends_with(text.as_str())) => {}
+                None => fs::append_text(&path, text)?,
             }
-            fs::append_text(&path, text)?;
         }
         if !commit.trace.is_empty() {
-            let path = self.trace();
-            // On replay the journal's lines may be partly written already (in order); skip the
-            // prefix that is there. A fresh commit has written none, so no read is needed.
-            let mut skip = 0;
-            if replay {
-                let existing = fs::read_optional(&path)?.unwrap_or_default();
-                let present: Vec<&str> = existing.lines().collect();
-                for k in (1..=commit.trace.len().min(present.len())).rev() {
-                    if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
-                        skip = k;
-                        break;
-                    }
-                }
-            }
-            // A line torn by a crash (no newline) must not swallow the next entry.
-            if skip < commit.trace.len() && !fs::ends_with_newline(&path)? {
-                fs::append_raw(&path, "\n")?;
-            }
-            for line in &commit.trace[skip..] {
-                fs::append_line(&path, line)?;
-                crate::crash::point("commit:trace-line");
-            }
+            self.append_trace(commit, replay)?;
         }
         if let Some(state) = &commit.state {
-            self.save_state(state)?;
+            fs::replace(&self.state_path(), Self::state_text(state).as_bytes())?;
         }
         Ok(())
     }
 
-    /// Replays a journal left by a killed process.
+    fn append_trace(&self, commit: &Commit, replay: bool) -> Result<()> {
+        let path = self.trace();
+        if let Some(at) = commit.sizes.get("trace.jsonl") {
+            // Line by line, so a crash point can fall between two lines of one commit.
+            let mut at = *at;
+            for line in &commit.trace {
+                let text = format!("{line}\n");
+                fs::append_at(&path, at, &text)?;
+                at += text.len() as u64;
+                crate::crash::point("commit:trace-line");
+            }
+            return Ok(());
+        }
+        // A journal of an earlier version: its lines may be partly written already (in order);
+        // skip the prefix that is there.
+        let mut skip = 0;
+        if replay {
+            let existing = fs::read_optional(&path)?.unwrap_or_default();
+            let present: Vec<&str> = existing.lines().collect();
+            for k in (1..=commit.trace.len().min(present.len())).rev() {
+                if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
+                    skip = k;
+                    break;
+                }
+            }
+        }
+        // A line torn by a crash (no newline) must not swallow the next entry.
+        if skip < commit.trace.len() && !fs::ends_with_newline(&path)? {
+            fs::append_raw(&path, "\n")?;
+        }
+        for line in &commit.trace[skip..] {
+            fs::append_line(&path, line)?;
+            crate::crash::point("commit:trace-line");
+        }
+        Ok(())
+    }
+
+    /// Replays what a killed process left (see the module docs), then checkpoints.
     pub fn recover(&self) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        let Some(bytes) = fs::read_bytes_optional(&journal)? else {
-            return Ok(());
+        let bytes = fs::read_bytes_optional(&journal)?.unwrap_or_default();
+        let mut cycle = Cycle::new(bytes.len() as u64);
+        let set_aside = match read_journal(&bytes) {
+            Journal::Empty => false,
+            Journal::Legacy(text) => match serde_json::from_str::<Commit>(text) {
+                Ok(commit) => {
+                    self.apply(&commit, true)?;
+                    cycle.touched.extend(commit.names().map(String::from));
+                    false
+                }
+                Err(_) => true,
+            },
+            Journal::Records(records) => {
+                let restarted = records.iter().any(|r| r.boot != boot_id());
+                for r in &records {
+                    // Whole and checksummed, so it parses unless a person wrote it.
+                    let Ok(commit) = serde_json::from_str::<Commit>(r.payload) else { break };
+                    if r.pending || restarted {
+                        self.apply(&commit, true)?;
+                    }
+                    cycle.touched.extend(commit.names().map(String::from));
+                }
+                cycle.end = records.last().map_or(0, |r| r.end as u64);
+                false
+            }
+            Journal::Unreadable => true,
         };
-        let legacy = bytes.first() == Some(&b'{');
-        let commit = match unframe(&bytes) {
-            Record::Done => return Ok(()),
-            Record::Pending(text) => serde_json::from_str::<Commit>(text).ok(),
-            Record::Unreadable => None,
-        };
-        let Some(commit) = commit else {
+        if set_aside {
             // Torn by a crash while it was written (so its phase never began) or a foreign
             // file: nothing to apply; it is set aside for a person to look at.
             let aside = self.path(".agentloop.journal.corrupt");
             let _ = std::fs::rename(&journal, &aside);
-            return Ok(());
-        };
-        self.apply(&commit, true)?;
-        if legacy {
-            fs::clear_journal(&journal)
-        } else {
-            fs::write_at(&journal, MARK_AT, b"-")
+            cycle = Cycle::new(0);
         }
+        let legacy = bytes.first() == Some(&b'{') && !set_aside;
+        cycles().insert(journal.clone(), cycle);
+        self.checkpoint()?;
+        if legacy {
+            fs::clear_journal(&journal)?;
+            cycles().insert(journal, Cycle::new(0));
+        }
+        Ok(())
+    }
+
+    /// Makes the cycle's files durable and empties the journal (see the module docs). A no-op
+    /// when nothing was committed since the last checkpoint.
+    pub fn checkpoint(&self) -> Result<()> {
+        let journal = self.path(JOURNAL_FILE);
+        let mut all = cycles();
+        let Some(c) = all.get_mut(&journal) else { return Ok(()) };
+        if c.end == 0 && c.touched.is_empty() {
+            return Ok(());
+        }
+        let mut dirs = std::collections::BTreeSet::new();
+        for name in &c.touched {
+            let path = self.path(name);
+            fs::sync_path(&path)?;
+            if let Some(d) = path.parent() {
+                dirs.insert(d.to_path_buf());
+            }
+        }
+        for d in &dirs {
+            fs::sync_path(d)?;
+        }
+        if c.size > 4 * CHECKPOINT_BYTES {
+            // A huge record grew it: give the space back.
+            fs::clear_journal(&journal)?;
+            fs::sync_path(&journal)?;
+            c.size = 0;
+        } else if c.end > 0 {
+            fs::write_journal(&journal, 0, &[0u8; HEADER_LEN])?;
+        }
+        let size = c.size;
+        *c = Cycle::new(size);
+        Ok(())
+    }
+
+    /// Forgets this process's cycle of the journal (the lock is being released), after a
+    /// checkpoint.
+    pub(super) fn close_journal(&self) {
+        if let Err(e) = self.checkpoint() {
+            crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
+        }
+        cycles().remove(&self.path(JOURNAL_FILE));
     }
 }
 
@@ -225,59 +449,102 @@ mod tests {
         assert!(ws.path(".agentloop.journal.corrupt").exists());
     }
 
-    /// A framed record: pending until applied, then marked; a shorter record written over a
-    /// longer one ignores the stale tail; a torn record (cut short, or a byte changed) is set
-    /// aside and nothing of it applied.
+    fn record(c: &Commit, cycle: u64, boot: &str, applied: bool) -> Vec<u8> {
+        let mut b = frame_on(cycle, boot, &serde_json::to_string(c).unwrap());
+        if applied {
+            b[MARK_AT as usize] = b'-';
+        }
+        b
+    }
+
+    /// Commits accumulate as records of one cycle, each marked applied; a checkpoint empties
+    /// the journal. A new process replays only a record still pending — unless the machine
+    /// restarted since (another boot id), when it replays the whole cycle in order, and
+    /// appended text is never added twice.
     #[test]
-    fn a_framed_record_replays_once_and_a_torn_one_is_set_aside() {
+    fn records_of_a_cycle_replay_when_pending_or_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(camino::Utf8Path::from_path(dir.path()).unwrap());
         let journal = ws.path(JOURNAL_FILE);
-        let mut long = Commit::default();
-        long.file("plan.md", "x".repeat(500));
-        let mut c = Commit::default();
-        c.file("memory.md", "# Memory\n".into());
-        c.trace = vec![r#"{"n":1}"#.into()];
-        crate::fs::write_journal(&journal, &frame(&serde_json::to_string(&long).unwrap())).unwrap();
-        crate::fs::write_journal(&journal, &frame(&serde_json::to_string(&c).unwrap())).unwrap();
-        assert!(std::fs::metadata(&journal).unwrap().len() > 500, "written in place, the stale tail stays");
-        ws.recover().unwrap();
-        assert_eq!(std::fs::read_to_string(ws.memory()).unwrap(), "# Memory\n");
-        assert!(!ws.plan().exists(), "the stale tail is not a record");
-        assert_eq!(std::fs::read(&journal).unwrap()[MARK_AT as usize], b'-', "marked applied");
-        std::fs::write(ws.memory(), "edited by a person\n").unwrap();
+        let mut one = Commit::default();
+        one.file("plan.md", "plan 1\n".into()).append("decisions.md", "d1\n".into());
+        one.trace = vec![r#"{"n":1}"#.into()];
+        let mut two = Commit::default();
+        two.file("memory.md", "memory 2\n".into()).append("decisions.md", "d2\n".into());
+        two.trace = vec![r#"{"n":2}"#.into()];
+        ws.commit(&one).unwrap();
+        ws.commit(&two).unwrap();
+        let bytes = std::fs::read(&journal).unwrap();
+        let Journal::Records(rs) = read_journal(&bytes) else { panic!("two records") };
+        assert_eq!(rs.len(), 2);
+        assert!(rs.iter().all(|r| !r.pending), "both marked applied");
+        assert_eq!(std::fs::read_to_string(ws.decisions()).unwrap(), "d1\nd2\n");
+        ws.checkpoint().unwrap();
+        assert_eq!(read_journal(&std::fs::read(&journal).unwrap()), Journal::Empty);
+
+        // What a killed process leaves: the first record applied, the second pending and half
+        // applied (its decision appended with a torn end, no trace line yet).
+        let c1 = Commit { sizes: [("decisions.md".into(), 0), ("trace.jsonl".into(), 0)].into(), ..one.clone() };
+        let c2 = Commit { sizes: [("decisions.md".into(), 3), ("trace.jsonl".into(), 8)].into(), ..two.clone() };
+        let mut bytes = record(&c1, 7, boot_id(), true);
+        bytes.extend(record(&c2, 7, boot_id(), false));
+        bytes.extend(record(&c1, 6, boot_id(), false)); // a stale record of an older cycle
+        std::fs::write(&journal, &bytes).unwrap();
+        std::fs::write(ws.plan(), "edited by a person\n").unwrap();
+        std::fs::write(ws.decisions(), "d1\nd").unwrap();
+        std::fs::write(ws.trace(), "{\"n\":1}\n").unwrap();
+        std::fs::remove_file(ws.memory()).unwrap();
+        cycles().remove(&journal);
         ws.recover().unwrap();
         assert_eq!(
-            std::fs::read_to_string(ws.memory()).unwrap(),
+            std::fs::read_to_string(ws.plan()).unwrap(),
             "edited by a person\n",
             "an applied record is not replayed"
         );
-        assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":1}\n");
+        assert_eq!(std::fs::read_to_string(ws.memory()).unwrap(), "memory 2\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.decisions()).unwrap(),
+            "d1\nd2\n",
+            "the torn end cut, the text added once"
+        );
+        assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":1}\n{\"n\":2}\n");
+        assert_eq!(read_journal(&std::fs::read(&journal).unwrap()), Journal::Empty, "checkpointed");
 
-        let whole = frame(&serde_json::to_string(&c).unwrap());
-        for torn in [
-            whole[..whole.len() - 3].to_vec(),
-            {
-                let mut b = whole.clone();
-                let n = b.len();
-                b[n - 5] ^= 1;
-                b
-            },
-            whole[..20].to_vec(),
-        ] {
+        // After a restart (records of another boot), the whole cycle is applied again.
+        let other = "0".repeat(36);
+        let mut bytes = record(&c1, 9, &other, true);
+        bytes.extend(record(&c2, 9, &other, true));
+        std::fs::write(&journal, &bytes).unwrap();
+        std::fs::write(ws.plan(), "").unwrap();
+        std::fs::write(ws.decisions(), "").unwrap();
+        std::fs::write(ws.trace(), "").unwrap();
+        cycles().remove(&journal);
+        ws.recover().unwrap();
+        assert_eq!(std::fs::read_to_string(ws.plan()).unwrap(), "plan 1\n");
+        assert_eq!(std::fs::read_to_string(ws.decisions()).unwrap(), "d1\nd2\n");
+        assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":1}\n{\"n\":2}\n");
+
+        // A torn record ends the cycle (its phase never began); a torn first record, or a
+        // foreign file, is set aside.
+        let whole = record(&c2, 11, boot_id(), false);
+        let mut bytes = record(&c1, 11, boot_id(), true);
+        bytes.extend(&whole[..whole.len() - 3]);
+        std::fs::write(&journal, &bytes).unwrap();
+        std::fs::remove_file(ws.memory()).unwrap();
+        cycles().remove(&journal);
+        ws.recover().unwrap();
+        assert!(!ws.memory().exists(), "nothing of a torn record is applied");
+        let mut flipped = whole.clone();
+        let n = flipped.len();
+        flipped[n - 5] ^= 1;
+        for torn in [flipped, whole[..20].to_vec(), b"GIF89a and then a picture".to_vec()] {
             let _ = std::fs::remove_file(ws.path(".agentloop.journal.corrupt"));
-            std::fs::write(ws.memory(), "before\n").unwrap();
             std::fs::write(&journal, &torn).unwrap();
+            cycles().remove(&journal);
             ws.recover().unwrap();
-            assert_eq!(
-                std::fs::read_to_string(ws.memory()).unwrap(),
-                "before\n",
-                "nothing of a torn record is applied"
-            );
+            assert!(!ws.memory().exists(), "nothing of a torn record is applied");
             assert!(ws.path(".agentloop.journal.corrupt").exists() && !journal.exists(), "set aside");
         }
-        assert_eq!(unframe(b""), Record::Done);
-        assert_eq!(unframe(b"AGJ1 - 0000000002 0000000000000000\n{}"), Record::Done);
-        assert_eq!(unframe(b"GIF89a and then some bytes of a picture"), Record::Unreadable);
+        cycles().remove(&journal);
     }
 }

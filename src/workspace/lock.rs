@@ -7,10 +7,18 @@ use crate::error::{Error, Kind, Result};
 use crate::fs;
 use std::time::{Duration, Instant};
 
-/// Held while a process mutates the workspace; dropping it releases the lock.
+/// Held while a process mutates the workspace; dropping it checkpoints the commit journal
+/// (the files the commits wrote are fsynced) and releases the lock.
 #[derive(Debug)]
 pub struct Lock {
     _file: std::fs::File,
+    ws: Workspace,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        self.ws.close_journal();
+    }
 }
 
 impl Workspace {
@@ -58,7 +66,7 @@ impl Workspace {
         self.remove_stale_temps();
         self.recover()?;
         crate::archive::recover(&self.root)?;
-        Ok(Lock { _file: file })
+        Ok(Lock { _file: file, ws: self.clone() })
     }
 
     /// Removes temp files left by a process killed between write and rename (we hold the lock,

@@ -5,9 +5,11 @@
 //! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
 //!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
 //! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
-//!   `.agentloop.journal.json` (fsynced), then applied file by file, then emptied. A process killed at any
-//!   instant leaves either no journal (nothing or everything applied) or a journal that the next
-//!   locker replays; replay is idempotent, so no phase is applied twice or half.
+//!   `.agentloop.journal.json` (fsynced), then applied file by file, then marked applied. A
+//!   process killed at any instant leaves either nothing or everything of a phase applied, or a
+//!   pending record that the next locker replays; replay is idempotent, so no phase is applied
+//!   twice or half. Releasing the lock checkpoints: the files the commits wrote are fsynced and
+//!   the journal emptied (see `journal`).
 
 mod journal;
 mod lock;
@@ -101,9 +103,13 @@ impl Workspace {
     }
 
     pub fn save_state(&self, state: &State) -> Result<()> {
+        fs::write_atomic(&self.state_path(), Self::state_text(state).as_bytes())
+    }
+
+    /// state.json's text for a state (stamped with the time it is written, secrets redacted).
+    fn state_text(state: &State) -> String {
         let mut s = state.clone();
         s.updated_at = crate::clock::now_rfc3339();
-        let text = crate::redact::redact(&(serde_json::to_string_pretty(&s).expect("state serializes") + "\n"));
-        fs::write_atomic(&self.state_path(), text.as_bytes())
+        crate::redact::redact(&(serde_json::to_string_pretty(&s).expect("state serializes") + "\n"))
     }
 }
