@@ -60,6 +60,9 @@ pub struct Env<'a> {
     /// End of the run's wall-clock budget (set by `run`), passed to every model call.
     pub deadline: Option<std::time::Instant>,
     model: Option<Box<dyn Model>>,
+    /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
+    /// the environment's life, so it is built once.
+    plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
 }
 
 /// How a phase ended.
@@ -104,7 +107,13 @@ impl<'a> Env<'a> {
             transcript: Default::default(),
             deadline: None,
             model: None,
+            plan_tool: Default::default(),
         })
+    }
+
+    /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
+    pub fn plan_tool(&self) -> crate::model::ToolDef {
+        self.plan_tool.get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg))).clone()
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).

@@ -5,7 +5,7 @@
 //! errors: one corrective retry with the error shown to the model, then escalation.
 
 use super::{account, ask, budget_exceeded, fail_phase, finish, Env, Outcome};
-use crate::contract::{self, PlanAnswer};
+use crate::contract::PlanAnswer;
 use crate::error::Result;
 use crate::markdown::{Item, NextAction};
 use crate::tool::SideEffect;
@@ -39,7 +39,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     check_skills_md(env, &catalog)?;
     let (text, shown) = prompt(env, state, &plan)?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
-    let tool = contract::plan_tool(&env.registry.allowed(env.cfg));
+    let tool = env.plan_tool();
     let answer = match ask::<PlanAnswer>(env, state, "plan", &catalog, text, tool, &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),

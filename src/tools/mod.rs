@@ -400,16 +400,38 @@ pub fn is_allowed(cfg: &Config, name: &str) -> bool {
 
 /// Compiled validators by schema text: a step validates the plan answer and the action's
 /// arguments against the same few schemas, and compiling one costs far more than looking it up.
-static VALIDATORS: std::sync::Mutex<Vec<(String, std::sync::Arc<jsonschema::Validator>)>> =
+#[allow(clippy::type_complexity)]
+static VALIDATORS: std::sync::Mutex<Vec<(u64, Value, std::sync::Arc<jsonschema::Validator>)>> =
     std::sync::Mutex::new(Vec::new());
+
+/// A fingerprint of a schema's JSON text (FNV-1a, 64 bits), computed while it is serialized,
+/// without building the text.
+fn fingerprint(schema: &Value) -> u64 {
+    struct Fnv(u64);
+    impl std::io::Write for Fnv {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            for b in buf {
+                self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100000001b3);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Fnv(0xcbf29ce484222325);
+    let _ = serde_json::to_writer(&mut h, schema);
+    h.0
+}
 
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
 fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
-    let key = schema.to_string();
+    let key = fingerprint(schema);
     let mut kept = VALIDATORS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(pos) = kept.iter().position(|(k, _)| *k == key) {
+    // The fingerprint finds it; the schema itself must match too.
+    if let Some(pos) = kept.iter().position(|(k, v, _)| *k == key && v == schema) {
         let hit = kept.remove(pos);
-        let v = hit.1.clone();
+        let v = hit.2.clone();
         kept.push(hit);
         return Ok(v);
     }
@@ -419,7 +441,7 @@ fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, St
     if kept.len() >= 32 {
         kept.remove(0);
     }
-    kept.push((key, v.clone()));
+    kept.push((key, schema.clone(), v.clone()));
     Ok(v)
 }
 

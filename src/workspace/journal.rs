@@ -269,7 +269,7 @@ impl Workspace {
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
         for (name, contents) in &commit.files {
             let path = self.path(name);
-            if let Some(parent) = path.parent() {
+            if let Some(parent) = path.parent().filter(|p| *p != self.root) {
                 fs::create_dir_all(parent)?;
             }
             fs::replace(&path, contents.as_bytes())?;
