@@ -66,7 +66,8 @@ demo: build
 	@$(BIN) -w demo-ws report -q >/dev/null
 	@echo "The run's report is in demo-ws/report.html: open it in a browser."
 
-## bench: loop overhead per step and prompt size growth (benches/loop.rs); MCP tool listing
+## bench: loop overhead per step (scripted model and a local HTTP fake), prompt size growth,
+## trace reading and memory search (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs)
 bench:
 	$(CARGO) bench --locked --bench loop
