@@ -147,13 +147,28 @@ pub fn sync_path(path: &Utf8Path) -> Result<()> {
     }
 }
 
-/// Replaces `path` atomically, like [`write_atomic`], for files the commit journal covers:
-/// on Linux the new file is swapped in with `renameat2(RENAME_EXCHANGE)` and the old one
-/// removed. A plain rename over an existing file makes ext4 write the new file's data out at
-/// once (its `auto_da_alloc` guard for programs that never fsync), which cost more than the
-/// rest of a commit; here the journal, fsynced, and its checkpoint give that guarantee instead.
-/// Falls back to a plain rename where the target is missing or the filesystem cannot swap.
-pub fn replace(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+/// Replaces `path` atomically, like [`write_atomic`], for files the commit journal covers.
+///
+/// With `spares` (a folder of agentloop's own), the new contents are written into a *spare*:
+/// one of [`SPARES`] earlier versions of the file kept there, the one retired longest ago; then
+/// the spare and the file swap names (`renameat2(RENAME_EXCHANGE)`, atomic), so the version
+/// just replaced becomes a spare in turn. No inode is created or freed. Creating and freeing
+/// one per write was most of a commit's cost: ext4 without a journal skips every inode freed
+/// in the last minutes when it allocates one, and a plain rename over a file makes ext4 write
+/// the new data out at once (`auto_da_alloc`). Readers that open the file by name always get
+/// a whole version; a reader that keeps a descriptor open sees its version unchanged until
+/// [`SPARES`] more versions have been written. A spare that is a symlink, not a plain file,
+/// or linked elsewhere (a hard-link backup) is never written into.
+///
+/// Without spares (or where the filesystem cannot swap), a new temporary file is swapped in
+/// and the old one removed, or renamed over the target when it does not exist yet. Durability
+/// comes from the journal, fsynced, and its checkpoint.
+pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<&Utf8Path>) -> Result<()> {
+    if let Some(dir) = spares {
+        if via_spare(path, contents, dir)? {
+            return Ok(());
+        }
+    }
     let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
     let name = path.file_name().unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -172,6 +187,82 @@ pub fn replace(path: &Utf8Path, contents: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         Error::io("replace", path, e)
     })
+}
+
+/// How many earlier versions of a file [`replace`] keeps as spares.
+pub const SPARES: usize = 4;
+
+/// The slot each file used last (ties in retirement time go round-robin from there).
+static LAST_SPARE: std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// [`replace`] through a spare; false when no spare can be used (nothing was changed).
+fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+    let Some(name) = path.file_name() else { return Ok(false) };
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::create_dir(dir).is_err() {
+                return Ok(false);
+            }
+        }
+        _ => return Ok(false),
+    }
+    // The slot retired longest ago (its ctime is when it was swapped out), or a free one.
+    let last = LAST_SPARE.lock().map(|l| l.iter().find(|(p, _)| p == path).map_or(SPARES - 1, |e| e.1)).unwrap_or(0);
+    let mut pick: Option<(usize, Option<(i64, i64)>)> = None;
+    for i in 1..=SPARES {
+        let k = (last + i) % SPARES;
+        match std::fs::symlink_metadata(dir.join(format!("{name}.{k}"))) {
+            Ok(m) => {
+                let t = (m.ctime(), m.ctime_nsec());
+                if pick.is_none_or(|(_, p)| p.is_some_and(|p| t < p)) {
+                    pick = Some((k, Some(t)));
+                }
+            }
+            Err(_) => {
+                pick = Some((k, None));
+                break;
+            }
+        }
+    }
+    let Some((k, _)) = pick else { return Ok(false) };
+    let slot = dir.join(format!("{name}.{k}"));
+    let f = match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&slot)
+    {
+        Ok(f) => f,
+        Err(_) => return Ok(false),
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.nlink() == 1 => {}
+        _ => {
+            drop(f);
+            let _ = std::fs::remove_file(&slot);
+            return Ok(false);
+        }
+    }
+    f.write_all_at(contents, 0)
+        .and_then(|_| f.set_len(contents.len() as u64))
+        .map_err(|e| Error::io("write", &slot, e))?;
+    drop(f);
+    if let Ok(mut l) = LAST_SPARE.lock() {
+        match l.iter_mut().find(|(p, _)| p == path) {
+            Some(e) => e.1 = k,
+            None => l.push((path.to_path_buf(), k)),
+        }
+    }
+    crate::crash::point(&format!("write:{name}"));
+    if swap(&slot, path) {
+        return Ok(true);
+    }
+    // The file does not exist yet (or the filesystem cannot swap): the slot becomes the file.
+    std::fs::rename(&slot, path).map_err(|e| Error::io("replace", path, e))?;
+    Ok(true)
 }
 
 /// Swaps two existing paths atomically; false when it cannot (then nothing changed).
@@ -249,5 +340,70 @@ pub fn resolve_in(root: &Utf8Path, p: &Utf8Path) -> camino::Utf8PathBuf {
         p.to_path_buf()
     } else {
         root.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+
+    fn ino(p: &Utf8Path) -> u64 {
+        std::fs::metadata(p).unwrap().ino()
+    }
+
+    /// Replacing through spares: the contents change atomically, no new inode appears after the
+    /// spares exist, a reader's open descriptor keeps its version for SPARES more writes, and a
+    /// hard-linked or symlinked spare (or spare folder) is never written into.
+    #[test]
+    fn replace_through_spares_reuses_inodes_and_spares_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        let (file, spares) = (root.join("state.json"), root.join(".spare"));
+        replace(&file, b"v0", Some(&spares)).unwrap();
+        let mut reader = std::fs::File::open(&file).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 1..=3 * SPARES {
+            replace(&file, format!("v{i}").as_bytes(), Some(&spares)).unwrap();
+            assert_eq!(read_to_string(&file).unwrap(), format!("v{i}"));
+            seen.insert(ino(&file));
+            if i == SPARES {
+                let mut old = String::new();
+                reader.read_to_string(&mut old).unwrap();
+                assert_eq!(old, "v0", "an open descriptor keeps its version for {SPARES} more writes");
+            }
+        }
+        assert!(seen.len() <= SPARES + 1, "inodes are reused, not created: {seen:?}");
+
+        // A spare linked elsewhere (a hard-link backup) is left alone.
+        let backup = root.join("backup");
+        std::fs::create_dir(&backup).unwrap();
+        for k in 0..SPARES {
+            let _ = std::fs::hard_link(spares.join(format!("state.json.{k}")), backup.join(k.to_string()));
+        }
+        let before: Vec<String> = (0..SPARES).map(|k| read_to_string(&backup.join(k.to_string())).unwrap()).collect();
+        for i in 0..2 * SPARES {
+            replace(&file, format!("w{i}").as_bytes(), Some(&spares)).unwrap();
+        }
+        let after: Vec<String> = (0..SPARES).map(|k| read_to_string(&backup.join(k.to_string())).unwrap()).collect();
+        assert_eq!(before, after, "a hard-linked spare is never written into");
+        assert_eq!(read_to_string(&file).unwrap(), format!("w{}", 2 * SPARES - 1));
+
+        // A symlinked spare folder or slot is not followed.
+        let outside = root.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let linked = root.join(".linked");
+        std::os::unix::fs::symlink(&outside, &linked).unwrap();
+        replace(&root.join("plan.md"), b"plan", Some(&linked)).unwrap();
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through a symlinked folder");
+        let slots = root.join(".slots");
+        std::fs::create_dir(&slots).unwrap();
+        for k in 0..SPARES {
+            std::os::unix::fs::symlink(outside.join(format!("x{k}")), slots.join(format!("memory.md.{k}"))).unwrap();
+        }
+        replace(&root.join("memory.md"), b"memory", Some(&slots)).unwrap();
+        assert_eq!(read_to_string(&root.join("memory.md")).unwrap(), "memory");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through a symlinked slot");
     }
 }

@@ -24,7 +24,7 @@
 //! known format is set aside (`.agentloop.journal.corrupt`); bare JSON (written by earlier
 //! versions) is replayed once.
 
-use super::{State, Workspace, JOURNAL_FILE};
+use super::{State, Workspace, JOURNAL_FILE, SPARE_DIR};
 use crate::error::Result;
 use crate::fs;
 use crate::trace;
@@ -69,7 +69,7 @@ const MARK_AT: u64 = 5;
 /// A checkpoint is taken before a record would start past this offset.
 pub const CHECKPOINT_BYTES: u64 = 1 << 20;
 /// The journal grows by at least this many zeroed bytes at a time.
-const GROW_BYTES: usize = 256 << 10;
+const GROW_BYTES: usize = 64 << 10;
 
 /// FNV-1a, 64 bits: enough to tell a torn record from a whole one (not an adversary's).
 fn fnv64(bytes: &[u8]) -> u64 {
@@ -269,10 +269,13 @@ impl Workspace {
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
         for (name, contents) in &commit.files {
             let path = self.path(name);
-            if let Some(parent) = path.parent().filter(|p| *p != self.root) {
+            let top = path.parent() == Some(self.root.as_path());
+            if let Some(parent) = path.parent().filter(|_| !top) {
                 fs::create_dir_all(parent)?;
             }
-            fs::replace(&path, contents.as_bytes())?;
+            // Files at the top of the workspace keep spare versions (see fs::replace).
+            let spares = self.path(SPARE_DIR);
+            fs::replace(&path, contents.as_bytes(), top.then_some(spares.as_path()))?;
         }
         for (name, text) in &commit.appends {
             let path = self.path(name);
@@ -288,7 +291,7 @@ impl Workspace {
             self.append_trace(commit, replay)?;
         }
         if let Some(state) = &commit.state {
-            fs::replace(&self.state_path(), Self::state_text(state).as_bytes())?;
+            fs::replace(&self.state_path(), Self::state_text(state).as_bytes(), Some(&self.path(SPARE_DIR)))?;
         }
         Ok(())
     }

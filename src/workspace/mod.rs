@@ -25,6 +25,8 @@ use camino::Utf8PathBuf;
 
 const LOCK_FILE: &str = ".agentloop.lock";
 const JOURNAL_FILE: &str = ".agentloop.journal.json";
+/// Earlier versions of the files commits replace, kept to be written into (see `fs::replace`).
+const SPARE_DIR: &str = ".agentloop.spare";
 
 #[derive(Debug, Clone)]
 pub struct Workspace {
