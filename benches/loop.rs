@@ -100,10 +100,12 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measu
     Measured { wall_ms, server_ms, plan_prompts }
 }
 
-/// A local OpenAI-compatible fake (Chat Completions wire format on 127.0.0.1): answers the
-/// forced answer tool named in `tool_choice` at once, in the order the scripted bench uses, and
-/// adds up the time it spends per request (reading the body, writing the reply), so the bench
-/// can tell the client's own cost from the server's.
+/// A local OpenAI-compatible fake: a minimal HTTP/1.1 server on 127.0.0.1 (keep-alive,
+/// `Content-Length` bodies) speaking the Chat Completions wire format. It answers the forced
+/// answer tool named in `tool_choice` at once, in the order the scripted bench uses, and adds up
+/// the time it spends per request — from the request's first bytes to the reply written — so
+/// the bench can tell the client's own cost from the server's. One thread per connection reads
+/// and answers directly (no hand-off between threads that would be counted as the client's).
 struct Fake {
     addr: std::net::SocketAddr,
     busy_ns: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -112,31 +114,15 @@ struct Fake {
 
 impl Fake {
     fn start() -> Fake {
-        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-        let addr = server.server_addr().to_ip().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
         let busy_ns = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let counts = std::sync::Arc::new(std::sync::Mutex::new((0usize, 0usize)));
         let (busy, seen) = (busy_ns.clone(), counts.clone());
         std::thread::spawn(move || {
-            for mut req in server.incoming_requests() {
-                let t = Instant::now();
-                let mut body = String::new();
-                let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
-                let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-                let tool = v.pointer("/tool_choice/function/name").and_then(|n| n.as_str()).unwrap_or("").to_string();
-                let args = {
-                    let mut c = seen.lock().unwrap();
-                    answer(&tool, &mut c)
-                };
-                let reply = serde_json::json!({
-                    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "fake",
-                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-                        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
-                    "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}
-                });
-                let header = tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap();
-                let _ = req.respond(tiny_http::Response::from_string(reply.to_string()).with_header(header));
-                busy.fetch_add(t.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+            for conn in listener.incoming().flatten() {
+                let (busy, seen) = (busy.clone(), seen.clone());
+                std::thread::spawn(move || serve_connection(conn, &busy, &seen));
             }
         });
         Fake { addr, busy_ns, counts }
@@ -149,6 +135,66 @@ impl Fake {
 
     fn busy_ms(&self) -> f64 {
         self.busy_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6
+    }
+}
+
+/// Answers requests on one connection until the client closes it.
+fn serve_connection(
+    mut conn: std::net::TcpStream,
+    busy: &std::sync::atomic::AtomicU64,
+    seen: &std::sync::Mutex<(usize, usize)>,
+) {
+    use std::io::{Read, Write};
+    let _ = conn.set_nodelay(true);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        // The head, then the body its Content-Length names.
+        let mut started = None;
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    started.get_or_insert_with(Instant::now);
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        };
+        let started = started.unwrap_or_else(Instant::now);
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body: serde_json::Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or_default();
+        buf.drain(..head_end + len);
+        let tool = body.pointer("/tool_choice/function/name").and_then(|n| n.as_str()).unwrap_or("").to_string();
+        let args = answer(&tool, &mut seen.lock().unwrap());
+        let reply = serde_json::json!({
+            "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "fake",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}
+        })
+        .to_string();
+        let out = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
+            reply.len()
+        );
+        if conn.write_all(out.as_bytes()).is_err() {
+            return;
+        }
+        busy.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

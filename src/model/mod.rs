@@ -92,12 +92,12 @@ impl Request {
             for p in &m.parts {
                 n += match p {
                     Part::Text(t) => t.len(),
-                    Part::ToolCall(c) => c.arguments.to_string().len(),
+                    Part::ToolCall(c) => json_len(&c.arguments),
                     Part::ToolResult { content, .. } => content.len(),
                 };
             }
         }
-        n += self.tools.iter().map(|t| t.parameters.to_string().len() + t.description.len()).sum::<usize>();
+        n += self.tools.iter().map(|t| json_len(&t.parameters) + t.description.len()).sum::<usize>();
         n as u64
     }
 }
@@ -378,4 +378,21 @@ mod tests {
         let v = super::json_in_text("use {braces} like {\"x\": 2}").unwrap();
         assert_eq!(v["x"], 2);
     }
+}
+
+/// The length of a value's JSON text, counted as it is written (no text is built).
+fn json_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }

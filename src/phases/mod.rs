@@ -63,6 +63,8 @@ pub struct Env<'a> {
     /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
     /// the environment's life, so it is built once.
     plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
+    /// The catalog, for the same reason.
+    catalog: std::cell::OnceCell<String>,
 }
 
 /// How a phase ended.
@@ -108,6 +110,7 @@ impl<'a> Env<'a> {
             deadline: None,
             model: None,
             plan_tool: Default::default(),
+            catalog: Default::default(),
         })
     }
 
@@ -118,7 +121,7 @@ impl<'a> Env<'a> {
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
     pub fn catalog(&self) -> String {
-        crate::catalog::markdown(&self.registry.allowed(self.cfg), &self.skills)
+        self.catalog.get_or_init(|| crate::catalog::markdown(&self.registry.allowed(self.cfg), &self.skills)).clone()
     }
 
     /// Writes skills.md into the workspace when it is missing (the loop never rewrites it).

@@ -3,7 +3,7 @@
 //! applied, then marked applied. Taking the workspace lock replays what a killed process left.
 //!
 //! The journal holds the records of one *cycle*: every commit since the last checkpoint, one
-//! after another, each a header line `AGJ2 <mark> <cycle> <boot id> <length> <fnv64>` and the
+//! after another, each a header line `AGJ2 <mark> <cycle> <boot id> <length> <crc32>` and the
 //! commit as JSON. Records are written in place into blocks the file already has (it grows in
 //! zeroed chunks), which costs no metadata change. The mark is `P` while a record is pending
 //! and becomes `-` once it is applied (one byte, not fsynced).
@@ -62,8 +62,8 @@ impl Commit {
     }
 }
 
-/// The header's fixed width: `AGJ2 P <cycle:16> <boot:36> <length:10> <fnv64:16>\n`.
-const HEADER_LEN: usize = 89;
+/// The header's fixed width: `AGJ2 P <cycle:16> <boot:36> <length:10> <crc32:8>\n`.
+const HEADER_LEN: usize = 81;
 /// Where the mark byte sits in a header.
 const MARK_AT: u64 = 5;
 /// A checkpoint is taken before a record would start past this offset.
@@ -71,9 +71,9 @@ pub const CHECKPOINT_BYTES: u64 = 1 << 20;
 /// The journal grows by at least this many zeroed bytes at a time.
 const GROW_BYTES: usize = 64 << 10;
 
-/// FNV-1a, 64 bits: enough to tell a torn record from a whole one (not an adversary's).
-fn fnv64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3))
+/// CRC-32 of a record's payload: tells a torn record from a whole one (not an adversary's).
+fn checksum(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
 }
 
 /// This boot of the machine (Linux's boot id), 36 characters; zeros where there is none, and
@@ -102,7 +102,7 @@ fn frame(cycle: u64, payload: &str) -> Vec<u8> {
 
 fn frame_on(cycle: u64, boot: &str, payload: &str) -> Vec<u8> {
     let mut out =
-        format!("AGJ2 P {cycle:016x} {boot} {:010} {:016x}\n", payload.len(), fnv64(payload.as_bytes())).into_bytes();
+        format!("AGJ2 P {cycle:016x} {boot} {:010} {:08x}\n", payload.len(), checksum(payload.as_bytes())).into_bytes();
     debug_assert_eq!(out.len(), HEADER_LEN);
     out.extend_from_slice(payload.as_bytes());
     out
@@ -130,9 +130,9 @@ fn record_at(bytes: &[u8], at: usize) -> Option<Record<'_>> {
         _ => return None,
     };
     let (cycle, len, sum) =
-        (u64::from_str_radix(cycle, 16).ok()?, len.parse::<usize>().ok()?, u64::from_str_radix(sum, 16).ok()?);
+        (u64::from_str_radix(cycle, 16).ok()?, len.parse::<usize>().ok()?, u32::from_str_radix(sum, 16).ok()?);
     let payload = bytes.get(at + HEADER_LEN..at + HEADER_LEN + len)?;
-    if fnv64(payload) != sum {
+    if checksum(payload) != sum {
         return None;
     }
     Some(Record { pending, cycle, boot, payload: std::str::from_utf8(payload).ok()?, end: at + HEADER_LEN + len })
