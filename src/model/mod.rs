@@ -368,18 +368,6 @@ fn balanced_end(s: &str) -> Option<usize> {
     None
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn finds_json_in_prose() {
-        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone").unwrap();
-        assert_eq!(v["b"]["c"], 1);
-        assert!(super::json_in_text("no json here").is_none());
-        let v = super::json_in_text("use {braces} like {\"x\": 2}").unwrap();
-        assert_eq!(v["x"], 2);
-    }
-}
-
 /// The length of a value's JSON text, counted as it is written (no text is built).
 fn json_len(v: &serde_json::Value) -> usize {
     struct Count(usize);
@@ -395,4 +383,16 @@ fn json_len(v: &serde_json::Value) -> usize {
     let mut c = Count(0);
     let _ = serde_json::to_writer(&mut c, v);
     c.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn finds_json_in_prose() {
+        let v = super::json_in_text("Sure!\n```json\n{\"a\": \"}\", \"b\": {\"c\": 1}}\n```\nDone").unwrap();
+        assert_eq!(v["b"]["c"], 1);
+        assert!(super::json_in_text("no json here").is_none());
+        let v = super::json_in_text("use {braces} like {\"x\": 2}").unwrap();
+        assert_eq!(v["x"], 2);
+    }
 }
