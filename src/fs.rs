@@ -113,13 +113,9 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
-/// Writes journal bytes in place at `offset` (no truncation) and makes them durable with one
-/// `fdatasync` (the folder is fsynced too, once, when the file is new). Overwriting blocks the
-/// file already has costs no metadata change, unlike truncating and growing it again. Not
-/// atomic on its own: a record torn by a crash is one whose phase was never applied (applying
-/// starts only after this returns), and its checksum tells readers so.
-pub fn write_journal(path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::FileExt;
+/// Opens (or creates) a journal for writing in place; a new one's folder is fsynced, so the
+/// file itself survives a power cut.
+pub fn open_journal(path: &Utf8Path) -> Result<std::fs::File> {
     let existed = path.exists();
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -127,14 +123,30 @@ pub fn write_journal(path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
         .write(true)
         .open(path)
         .map_err(|e| Error::io("open", path, e))?;
-    f.write_all_at(bytes, offset).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))?;
     if !existed {
         let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
         if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
         }
     }
-    Ok(())
+    Ok(f)
+}
+
+/// Writes journal bytes in place at `offset` (no truncation) and makes them durable with one
+/// `fdatasync`. Overwriting blocks the file already has costs no metadata change, unlike
+/// truncating and growing it again. Not atomic on its own: a record torn by a crash is one
+/// whose phase was never applied (applying starts only after this returns), and its checksum
+/// tells readers so.
+pub fn write_journal(f: &std::fs::File, path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(bytes, offset).and_then(|_| f.sync_data()).map_err(|e| Error::io("write", path, e))
+}
+
+/// Overwrites bytes at `offset` of an open file, not fsynced (a journal record marked applied:
+/// if the mark is lost in a power cut, the record is replayed, which is idempotent).
+pub fn write_at(f: &std::fs::File, path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(bytes, offset).map_err(|e| Error::io("write", path, e))
 }
 
 /// fsyncs a file or folder (one the commit journal's checkpoint makes durable); a missing one
@@ -192,24 +204,38 @@ pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<&Utf8Path>) -> R
 /// How many earlier versions of a file [`replace`] keeps as spares.
 pub const SPARES: usize = 4;
 
-/// The slot each file used last (ties in retirement time go round-robin from there).
-static LAST_SPARE: std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
+/// Per file: the slot written last and how many writes in a row this process has made
+/// through the spares. After [`SPARES`] of them the slots were all written by this process in
+/// rotation order, so the next in rotation is the one retired longest ago: no stat needed.
+static SPARE_STATE: std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize, usize)>> = std::sync::Mutex::new(Vec::new());
 
-/// [`replace`] through a spare; false when no spare can be used (nothing was changed).
-fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
-    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-    let Some(name) = path.file_name() else { return Ok(false) };
+/// Forgets what this process knows of the spares (another process may write them next: the
+/// workspace lock is being released).
+pub fn forget_spares() {
+    if let Ok(mut s) = SPARE_STATE.lock() {
+        s.clear();
+    }
+}
+
+/// The slot to write next for `path`: round-robin once this process knows the order, else the
+/// slot retired longest ago (its ctime is when it was swapped out) or a free one. None: the
+/// spare folder cannot be used.
+fn pick_spare(path: &Utf8Path, name: &str, dir: &Utf8Path) -> Option<usize> {
+    use std::os::unix::fs::MetadataExt;
+    let (last, streak) = SPARE_STATE
+        .lock()
+        .ok()
+        .and_then(|s| s.iter().find(|(p, _, _)| p == path).map(|e| (e.1, e.2)))
+        .unwrap_or((SPARES - 1, 0));
+    // The folder is checked every time: a symlink put in its place is never followed.
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::fs::create_dir(dir).is_err() {
-                return Ok(false);
-            }
-        }
-        _ => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(dir).ok()?,
+        _ => return None,
     }
-    // The slot retired longest ago (its ctime is when it was swapped out), or a free one.
-    let last = LAST_SPARE.lock().map(|l| l.iter().find(|(p, _)| p == path).map_or(SPARES - 1, |e| e.1)).unwrap_or(0);
+    if streak >= SPARES {
+        return Some((last + 1) % SPARES);
+    }
     let mut pick: Option<(usize, Option<(i64, i64)>)> = None;
     for i in 1..=SPARES {
         let k = (last + i) % SPARES;
@@ -220,13 +246,35 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
                     pick = Some((k, Some(t)));
                 }
             }
-            Err(_) => {
-                pick = Some((k, None));
-                break;
-            }
+            Err(_) => return Some(k),
         }
     }
-    let Some((k, _)) = pick else { return Ok(false) };
+    pick.map(|(k, _)| k)
+}
+
+/// Records a write through slot `k` (None: the slot could not be used; start over).
+fn wrote_spare(path: &Utf8Path, k: Option<usize>) {
+    let Ok(mut s) = SPARE_STATE.lock() else { return };
+    let pos = s.iter().position(|(p, _, _)| p == path);
+    match (pos, k) {
+        (Some(i), Some(k)) => {
+            let e = &mut s[i];
+            e.2 = if e.2 > 0 && k == (e.1 + 1) % SPARES { e.2 + 1 } else { 1 };
+            e.1 = k;
+        }
+        (None, Some(k)) => s.push((path.to_path_buf(), k, 1)),
+        (Some(i), None) => {
+            s.remove(i);
+        }
+        (None, None) => {}
+    }
+}
+
+/// [`replace`] through a spare; false when no spare can be used (nothing was changed).
+fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+    let Some(name) = path.file_name() else { return Ok(false) };
+    let Some(k) = pick_spare(path, name, dir) else { return Ok(false) };
     let slot = dir.join(format!("{name}.{k}"));
     let f = match std::fs::OpenOptions::new()
         .write(true)
@@ -236,13 +284,17 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
         .open(&slot)
     {
         Ok(f) => f,
-        Err(_) => return Ok(false),
+        Err(_) => {
+            wrote_spare(path, None);
+            return Ok(false);
+        }
     };
     match f.metadata() {
         Ok(m) if m.is_file() && m.nlink() == 1 => {}
         _ => {
             drop(f);
             let _ = std::fs::remove_file(&slot);
+            wrote_spare(path, None);
             return Ok(false);
         }
     }
@@ -250,16 +302,12 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
         .and_then(|_| f.set_len(contents.len() as u64))
         .map_err(|e| Error::io("write", &slot, e))?;
     drop(f);
-    if let Ok(mut l) = LAST_SPARE.lock() {
-        match l.iter_mut().find(|(p, _)| p == path) {
-            Some(e) => e.1 = k,
-            None => l.push((path.to_path_buf(), k)),
-        }
-    }
     crate::crash::point(&format!("write:{name}"));
     if swap(&slot, path) {
+        wrote_spare(path, Some(k));
         return Ok(true);
     }
+    wrote_spare(path, None);
     // The file does not exist yet (or the filesystem cannot swap): the slot becomes the file.
     std::fs::rename(&slot, path).map_err(|e| Error::io("replace", path, e))?;
     Ok(true)
@@ -294,17 +342,6 @@ pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
         f.set_len(at).map_err(|e| Error::io("cut the torn end of", path, e))?;
     }
     append_text(path, text)
-}
-
-/// Overwrites bytes at `offset` of an existing file, not fsynced (a journal record marked
-/// applied: if the mark is lost in a power cut, the record is replayed, which is idempotent).
-pub fn write_at(path: &Utf8Path, offset: u64, bytes: &[u8]) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    match std::fs::OpenOptions::new().write(true).open(path) {
-        Ok(f) => f.write_all_at(bytes, offset).map_err(|e| Error::io("write", path, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("open", path, e)),
-    }
 }
 
 /// Empties a file (a journal in an unknown format, once set aside).

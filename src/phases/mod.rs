@@ -65,6 +65,8 @@ pub struct Env<'a> {
     plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
+    /// Whether Plan has compared skills.md with the catalog (once per environment).
+    pub skills_checked: std::cell::Cell<bool>,
 }
 
 /// How a phase ended.
@@ -111,6 +113,7 @@ impl<'a> Env<'a> {
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),
+            skills_checked: Default::default(),
         })
     }
 

@@ -73,6 +73,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 /// skills.md is written when missing; the prompt always gets the catalog from the registry, and
 /// a file that has drifted from it is reported, never rewritten.
 fn check_skills_md(env: &Env, catalog: &str) -> Result<()> {
+    // Once per run: the catalog does not change while the environment lives.
+    if env.skills_checked.replace(true) {
+        return Ok(());
+    }
     match crate::fs::read_optional(&env.ws.skills())? {
         None => env.ensure_skills_md()?,
         Some(file) if file != catalog => env.printer.warn(&format!(

@@ -179,11 +179,16 @@ struct Cycle {
     size: u64,
     /// Workspace-relative names the cycle's records wrote, fsynced at the checkpoint.
     touched: std::collections::BTreeSet<String>,
+    /// The journal, kept open while the lock is held.
+    file: Option<std::sync::Arc<std::fs::File>>,
+    /// trace.jsonl's size after this process's last commit: a file still that size ends with
+    /// the newline the commit wrote, so it need not be read to check.
+    trace_end: Option<u64>,
 }
 
 impl Cycle {
     fn new(size: u64) -> Cycle {
-        Cycle { id: fastrand::u64(1..), end: 0, size, touched: Default::default() }
+        Cycle { id: fastrand::u64(1..), end: 0, size, touched: Default::default(), file: None, trace_end: None }
     }
 }
 
@@ -221,15 +226,23 @@ impl Workspace {
         for line in commit.trace.iter_mut() {
             *line = crate::redact::redact(line);
         }
-        // A line torn outside any commit (a person's edit, an older version) is ended first, so
-        // it does not swallow this commit's first entry.
-        if !commit.trace.is_empty() && !fs::ends_with_newline(&self.trace())? {
-            fs::append_raw(&self.trace(), "\n")?;
+        if !commit.trace.is_empty() {
+            let trace = self.trace();
+            let mut size = std::fs::metadata(&trace).map_or(0, |m| m.len());
+            // A line torn outside any commit (a person's edit, an older version) is ended
+            // first, so it does not swallow this commit's first entry.
+            let ours = cycles().get(&journal).and_then(|c| c.trace_end) == Some(size);
+            if !ours && !fs::ends_with_newline(&trace)? {
+                fs::append_raw(&trace, "\n")?;
+                size += 1;
+            }
+            commit.sizes.entry("trace.jsonl".into()).or_insert(size);
         }
-        let grown: Vec<String> = commit.appends.iter().map(|(n, _)| n.clone()).collect();
-        for name in grown.iter().map(String::as_str).chain((!commit.trace.is_empty()).then_some("trace.jsonl")) {
-            let size = std::fs::metadata(self.path(name)).map_or(0, |m| m.len());
-            commit.sizes.entry(name.to_string()).or_insert(size);
+        for (name, _) in &commit.appends {
+            if !commit.sizes.contains_key(name) {
+                let size = std::fs::metadata(self.path(name)).map_or(0, |m| m.len());
+                commit.sizes.insert(name.clone(), size);
+            }
         }
         // The record stays on disk until a checkpoint: the state in it is redacted too.
         let text = crate::redact::redact(&serde_json::to_string(&commit).expect("commit serializes"));
@@ -252,18 +265,37 @@ impl Workspace {
             // Grow in zeroed chunks, so later records overwrite blocks the file already has.
             bytes.resize(bytes.len() + GROW_BYTES.max(bytes.len()), 0);
         }
+        let file = self.journal_file()?;
         // One fsync per phase: the record (see fs::write_journal).
-        fs::write_journal(&journal, end, &bytes)?;
+        fs::write_journal(&file, &journal, end, &bytes)?;
         {
             let mut c = cycles();
             let c = c.get_mut(&journal).expect("the cycle is open");
             c.size = c.size.max(end + bytes.len() as u64);
             c.end = end + len;
             c.touched.extend(commit.names().map(String::from));
+            c.trace_end = None;
         }
         crate::crash::point("commit:journaled");
         self.apply(&commit, false)?;
-        fs::write_at(&journal, end + MARK_AT, b"-")
+        if let Some(at) = commit.sizes.get("trace.jsonl") {
+            let end = at + commit.trace.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+            if let Some(c) = cycles().get_mut(&journal) {
+                c.trace_end = Some(end);
+            }
+        }
+        fs::write_at(&file, &journal, end + MARK_AT, b"-")
+    }
+
+    /// The journal, opened once per cycle holder.
+    fn journal_file(&self) -> Result<std::sync::Arc<std::fs::File>> {
+        let journal = self.path(JOURNAL_FILE);
+        let mut all = cycles();
+        let c = all.get_mut(&journal).expect("the cycle is open");
+        if c.file.is_none() {
+            c.file = Some(std::sync::Arc::new(fs::open_journal(&journal)?));
+        }
+        Ok(c.file.clone().expect("opened"))
     }
 
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
@@ -406,10 +438,14 @@ impl Workspace {
             fs::sync_path(&journal)?;
             c.size = 0;
         } else if c.end > 0 {
-            fs::write_journal(&journal, 0, &[0u8; HEADER_LEN])?;
+            if c.file.is_none() {
+                c.file = Some(std::sync::Arc::new(fs::open_journal(&journal)?));
+            }
+            fs::write_journal(c.file.as_ref().expect("opened"), &journal, 0, &[0u8; HEADER_LEN])?;
         }
-        let size = c.size;
+        let (size, file) = (c.size, c.file.take());
         *c = Cycle::new(size);
+        c.file = file;
         Ok(())
     }
 
@@ -420,6 +456,7 @@ impl Workspace {
             crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
         }
         cycles().remove(&self.path(JOURNAL_FILE));
+        fs::forget_spares();
     }
 }
 
