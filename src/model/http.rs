@@ -41,6 +41,16 @@ pub struct Client {
     secret: Option<String>,
 }
 
+/// Time spent waiting on the wire, from handing a request to the connection until its whole
+/// reply was read (plain replies; streamed ones are read while decoded), for the whole process.
+static EXCHANGE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The time this process has spent in model calls on the wire so far (see `EXCHANGE_NS`):
+/// `make bench` subtracts it from a step's wall time to get agentloop's own cost.
+pub fn time_on_the_wire() -> Duration {
+    Duration::from_nanos(EXCHANGE_NS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// How a caller wants 4xx/5xx answers sorted (see the module comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shapes {
@@ -393,6 +403,7 @@ impl Client {
             }
             req = req.config().timeout_global(Some(l)).build();
         }
+        let sent_at = Instant::now();
         let resp = match req.send(&call.payload[..]) {
             Ok(r) => r,
             Err(_) if call.out_of_time() => return Step::Stop(out_of_time().into()),
@@ -420,7 +431,9 @@ impl Client {
             }
         }
         let mut buf = Vec::new();
-        if let Err(e) = reader.read_to_end(&mut buf) {
+        let read = reader.read_to_end(&mut buf);
+        EXCHANGE_NS.fetch_add(sent_at.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+        if let Err(e) = read {
             if call.out_of_time() {
                 return Step::Stop(out_of_time().into());
             }
