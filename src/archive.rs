@@ -36,6 +36,13 @@ pub struct Move {
 }
 
 pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
+    if !plain(&m.from) || !plain(&m.to) {
+        return Err(Error::config(format!(
+            "cannot move a run between `{}` and `{}`: runs are kept in a folder inside the workspace",
+            m.from, m.to
+        ))
+        .with_hint("set handle.runs_dir to a plain folder name, such as runs"));
+    }
     let journal = root.join(JOURNAL);
     let text = serde_json::to_string(&m).expect("move serializes");
     fs::write_durable(&journal, text.as_bytes())?;
@@ -44,7 +51,22 @@ pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
     std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
 }
 
+/// A folder a move may name: the root ("") or a plain path below it (no `..`, not absolute).
+fn plain(folder: &str) -> bool {
+    Utf8Path::new(folder).components().all(|c| matches!(c, camino::Utf8Component::Normal(_)))
+}
+
 fn finish_move(root: &Utf8Path, m: &Move) -> Result<()> {
+    // The journal is data a workspace carries: a crafted one must not move files across its edge.
+    if !plain(&m.from) || !plain(&m.to) {
+        return Err(Error::data(format!(
+            "{}: a move between `{}` and `{}` leaves the workspace; nothing was moved",
+            root.join(JOURNAL),
+            m.from,
+            m.to
+        ))
+        .with_hint("remove the file; agentloop only moves runs within the workspace (runs/<id>/)"));
+    }
     let from = root.join(&m.from);
     let to = root.join(&m.to);
     fs::create_dir_all(&to)?;
@@ -84,4 +106,33 @@ pub fn recover(root: &Utf8Path) -> Result<()> {
     })?;
     finish_move(root, &m)?;
     std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    /// A crafted move journal that leaves the workspace moves nothing; a move asked for across
+    /// the edge is refused before anything is written.
+    #[test]
+    fn a_move_never_crosses_the_workspace_edge() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Utf8Path::from_path(dir.path()).unwrap();
+        let (root, elsewhere) = (base.join("ws"), base.join("elsewhere"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("state.json"), "{}").unwrap();
+        std::fs::write(root.join("state.json"), "{}").unwrap();
+        std::fs::write(root.join(JOURNAL), r#"{"from": "../elsewhere", "to": ""}"#).unwrap();
+        assert!(recover(&root).is_err());
+        assert!(elsewhere.join("state.json").exists(), "nothing moved in");
+        std::fs::write(root.join(JOURNAL), r#"{"from": "", "to": "../elsewhere/x"}"#).unwrap();
+        assert!(recover(&root).is_err());
+        assert!(root.join("state.json").exists() && !elsewhere.join("x").exists(), "nothing moved out");
+        std::fs::remove_file(root.join(JOURNAL)).unwrap();
+        let e = apply(&root, Move { from: String::new(), to: "/tmp/runs".into() }).unwrap_err();
+        assert!(e.message.contains("inside the workspace"), "{}", e.message);
+        assert!(!root.join(JOURNAL).exists(), "refused before the journal is written");
+    }
 }

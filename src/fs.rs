@@ -113,16 +113,29 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
+/// An open error, saying so when the path is a symlink (refused by `O_NOFOLLOW`).
+pub fn not_a_symlink(action: &str, path: &Utf8Path, e: std::io::Error) -> Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return Error::data(format!("{path} is a symlink; agentloop writes its own files only in place"))
+            .with_hint(format!("remove the link (`rm {path}`) and run the command again"));
+    }
+    Error::io(action, path, e)
+}
+
 /// Opens (or creates) a journal for writing in place; a new one's folder is fsynced, so the
 /// file itself survives a power cut.
 pub fn open_journal(path: &Utf8Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let existed = path.exists();
+    // Never through a symlink: a workspace from elsewhere must not make us write over a file
+    // outside it.
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| Error::io("open", path, e))?;
+        .map_err(|e| not_a_symlink("open", path, e))?;
     if !existed {
         let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
         if let Ok(d) = std::fs::File::open(dir) {

@@ -201,6 +201,15 @@ fn cycles() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<camino:
 }
 
 impl Commit {
+    /// Whether every name is a plain path inside the workspace (no `..`, not absolute): a
+    /// journal is data a workspace carries, and a crafted one must not write outside it.
+    fn names_are_plain(&self) -> bool {
+        self.names().all(|n| {
+            !n.is_empty()
+                && camino::Utf8Path::new(n).components().all(|c| matches!(c, camino::Utf8Component::Normal(_)))
+        })
+    }
+
     /// Every workspace-relative name this commit writes.
     fn names(&self) -> impl Iterator<Item = &str> {
         let state = self.state.as_ref().map(|_| "state.json");
@@ -217,6 +226,12 @@ impl Workspace {
         if !cycles().contains_key(&journal) {
             // No cycle open here yet (a commit without the lock's replay): replay first.
             self.recover()?;
+        }
+        if !commit.names_are_plain() {
+            return Err(crate::error::Error::data(format!(
+                "a commit names a file outside the workspace: {}",
+                commit.names().collect::<Vec<_>>().join(", ")
+            )));
         }
         // No secret reaches the workspace, whatever carried it here.
         let mut commit = commit.clone();
@@ -373,13 +388,14 @@ impl Workspace {
         let set_aside = match read_journal(&bytes) {
             Journal::Empty => false,
             Journal::Legacy(text) => match serde_json::from_str::<Commit>(text) {
-                Ok(commit) => {
+                Ok(commit) if commit.names_are_plain() => {
                     self.apply(&commit, true)?;
                     cycle.touched.extend(commit.names().map(String::from));
                     false
                 }
-                Err(_) => true,
+                _ => true,
             },
+            Journal::Records(records) if !Self::plain_records(&records) => true,
             Journal::Records(records) => {
                 let restarted = records.iter().any(|r| r.boot != boot_id());
                 for r in &records {
@@ -410,6 +426,11 @@ impl Workspace {
             cycles().insert(journal, Cycle::new(0));
         }
         Ok(())
+    }
+
+    /// Whether every record of a cycle parses and names only plain paths (else none is applied).
+    fn plain_records(records: &[Record<'_>]) -> bool {
+        records.iter().all(|r| serde_json::from_str::<Commit>(r.payload).is_ok_and(|c| c.names_are_plain()))
     }
 
     /// Makes the cycle's files durable and empties the journal (see the module docs). A no-op
@@ -585,6 +606,44 @@ mod tests {
             assert!(!ws.memory().exists(), "nothing of a torn record is applied");
             assert!(ws.path(".agentloop.journal.corrupt").exists() && !journal.exists(), "set aside");
         }
+        cycles().remove(&journal);
+    }
+
+    /// A journal is data a workspace carries: a crafted one that names a file outside the
+    /// workspace is set aside with nothing applied, and a journal that is a symlink is never
+    /// written through.
+    #[test]
+    fn a_crafted_or_linked_journal_cannot_write_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir(root.join("ws")).unwrap();
+        let ws = Workspace::new(root.join("ws"));
+        let journal = ws.path(JOURNAL_FILE);
+        let mut evil = Commit::default();
+        evil.file("../outside.txt", "pwned".into()).file("memory.md", "x".into());
+        for bytes in [serde_json::to_vec(&evil).unwrap(), record(&evil, 3, boot_id(), false)] {
+            let _ = std::fs::remove_file(ws.path(".agentloop.journal.corrupt"));
+            std::fs::write(&journal, bytes).unwrap();
+            cycles().remove(&journal);
+            ws.recover().unwrap();
+            assert!(!root.join("outside.txt").exists(), "nothing written outside");
+            assert!(!ws.memory().exists(), "nothing of it applied");
+            assert!(ws.path(".agentloop.journal.corrupt").exists(), "set aside");
+        }
+        assert!(ws.commit(&evil).is_err(), "a commit naming ../ is refused");
+        assert!(!root.join("outside.txt").exists());
+
+        let target = root.join("precious.txt");
+        std::fs::write(&target, "keep me").unwrap();
+        let _ = std::fs::remove_file(&journal);
+        std::os::unix::fs::symlink(&target, &journal).unwrap();
+        cycles().remove(&journal);
+        ws.recover().unwrap();
+        let mut ok = Commit::default();
+        ok.file("memory.md", "fine\n".into());
+        ws.commit(&ok).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me", "the link's target is untouched");
+        assert!(!std::fs::symlink_metadata(&journal).unwrap().file_type().is_symlink());
         cycles().remove(&journal);
     }
 }

@@ -26,13 +26,13 @@ impl Workspace {
     pub fn lock(&self, wait: Option<Duration>) -> Result<Lock> {
         fs::create_dir_all(&self.root)?;
         let path = self.path(LOCK_FILE);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io("open lock file", &path, e))?;
+        // Never through a symlink: the holder's pid is written into the file.
+        let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false),
+            libc::O_NOFOLLOW,
+        )
+        .open(&path)
+        .map_err(|e| fs::not_a_symlink("open lock file", &path, e))?;
         let deadline = wait.map(|d| Instant::now() + d);
         loop {
             match file.try_lock() {
