@@ -228,7 +228,7 @@ fn tidy(v: &mut Value) {
 /// A forced answer tool with its schema (and its strict-mode variant, when one exists).
 pub fn answer_tool(name: &str, description: &str, parameters: Value) -> ToolDef {
     let strict = strict_variant(&parameters);
-    ToolDef { name: name.into(), description: description.into(), parameters, strict }
+    ToolDef { name: name.into(), description: description.into(), parameters, strict, validator: Default::default() }
 }
 
 pub fn frame_tool() -> ToolDef {
@@ -278,7 +278,8 @@ pub fn reflect_tool(items: usize) -> ToolDef {
 /// The error is what the model is told in its one corrective retry.
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
     mend(&tool.parameters, args);
-    crate::tools::validate(&tool.parameters, args)?;
+    let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;
+    crate::tools::validate_with(&validator, args)?;
     // The types accept everything the schema does; a failure here is a bug, reported as such.
     serde_json::from_value(args.clone()).map_err(|e| format!("the answer does not fit {}: {e}", tool.name))
 }

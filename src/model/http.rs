@@ -339,11 +339,11 @@ impl Client {
     /// piece was reported is retried like a dropped connection, one that breaks after is not
     /// (the pieces shown would be shown again), and the error says so.
     #[allow(clippy::too_many_arguments)]
-    pub fn post(
+    pub fn post<B: serde::Serialize + ?Sized>(
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: &B,
         request_id_header: &str,
         deadline: Option<Instant>,
         shapes: Shapes,

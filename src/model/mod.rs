@@ -34,6 +34,22 @@ pub struct ToolDef {
     /// mode send it when `llm.strict` allows.
     #[serde(skip)]
     pub strict: Option<Value>,
+    /// The compiled validator of `parameters`, made on first use and shared by clones.
+    #[serde(skip)]
+    pub validator: ValidatorMemo,
+}
+
+/// A validator compiled once per [`ToolDef`] (its clones share it). The schema is fixed once a
+/// ToolDef is made, so the validator always matches it.
+#[derive(Clone, Default)]
+pub struct ValidatorMemo(
+    pub std::sync::Arc<std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, String>>>,
+);
+
+impl std::fmt::Debug for ValidatorMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "ValidatorMemo(compiled)" } else { "ValidatorMemo(empty)" })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

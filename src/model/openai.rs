@@ -125,10 +125,48 @@ fn schema(t: &ToolDef, strict: bool) -> (&Value, bool) {
     }
 }
 
+/// A request body: the object built by [`body`], and the tools, written straight from the
+/// request's own schemas when it is serialized. Copying the plan answer's schema — most of a
+/// request — into a JSON value on every call cost more than sending it.
+pub struct Body<'a> {
+    pub value: Value,
+    tools: Vec<ToolEntry<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct ToolEntry<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionEntry<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct FunctionEntry<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
+}
+
+impl serde::Serialize for Body<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.value.as_object().into_iter().flatten() {
+            m.serialize_entry(k, v)?;
+        }
+        if !self.tools.is_empty() {
+            m.serialize_entry("tools", &self.tools)?;
+        }
+        m.end()
+    }
+}
+
 /// The request body in one [`Form`] (None: tools as given, `tool_choice` as asked, for a
 /// request that forces nothing). JSON forms replace the tools with a JSON-only instruction and
 /// the answer's schema; `strict` sends the strict form of a schema that has one.
-pub fn body(model: &str, req: &Request, form: Option<Form>, strict: bool, official: bool) -> Value {
+pub fn body<'a>(model: &str, req: &'a Request, form: Option<Form>, strict: bool, official: bool) -> Body<'a> {
     let json_mode = form.is_some_and(|f| !f.uses_tools());
     let wanted = wanted(req);
     let mut system = req.system.clone();
@@ -213,8 +251,9 @@ pub fn body(model: &str, req: &Request, form: Option<Form>, strict: bool, offici
     if let Some(t) = req.temperature {
         b["temperature"] = json!(t);
     }
+    let mut tools = Vec::new();
     if req.tools.is_empty() {
-        return b;
+        return Body { value: b, tools };
     }
     match form {
         Some(Form::JsonSchema) => {
@@ -226,19 +265,17 @@ pub fn body(model: &str, req: &Request, form: Option<Form>, strict: bool, offici
         Some(Form::JsonObject) => b["response_format"] = json!({"type": "json_object"}),
         Some(Form::JsonPrompt) => {}
         _ => {
-            b["tools"] = Value::Array(
-                req.tools
-                    .iter()
-                    .map(|t| {
-                        let (s, is_strict) = schema(t, strict);
-                        let mut f = json!({"name": t.name, "description": t.description, "parameters": s});
-                        if is_strict {
-                            f["strict"] = json!(true);
-                        }
-                        json!({"type": "function", "function": f})
-                    })
-                    .collect(),
-            );
+            tools = req
+                .tools
+                .iter()
+                .map(|t| {
+                    let (parameters, strict) = schema(t, strict);
+                    ToolEntry {
+                        kind: "function",
+                        function: FunctionEntry { name: &t.name, description: &t.description, parameters, strict },
+                    }
+                })
+                .collect();
             b["tool_choice"] = match (form, &req.tool_choice) {
                 (Some(Form::Required), _) | (None, ToolChoice::Any) => json!("required"),
                 (Some(Form::AutoInstructed), _) | (None, ToolChoice::Auto) => json!("auto"),
@@ -247,7 +284,7 @@ pub fn body(model: &str, req: &Request, form: Option<Form>, strict: bool, offici
             };
         }
     }
-    b
+    Body { value: b, tools }
 }
 
 /// Parses a Chat Completions response.
@@ -373,18 +410,20 @@ impl OpenAi {
     fn send(&mut self, req: &Request, form: Option<Form>, shapes: Shapes, live: Live) -> Result<Outcome> {
         let mut b = body(&self.model, req, form, self.strict, self.official);
         if self.stream {
-            b["stream"] = json!(true);
+            b.value["stream"] = json!(true);
             if self.stream_options {
-                b["stream_options"] = json!({"include_usage": true});
+                b.value["stream_options"] = json!({"include_usage": true});
             }
         }
         let sent = self.exchange(req, &b, shapes, &mut *live)?;
         // A server that refuses `stream_options` by name is asked again without it, once.
         let sent = match sent {
-            Outcome::Rejected(rej) if b.get("stream_options").is_some() && rej.summary.contains("stream_options") => {
+            Outcome::Rejected(rej)
+                if b.value.get("stream_options").is_some() && rej.summary.contains("stream_options") =>
+            {
                 crate::output::debug_note(&format!("{}: stream_options rejected; sending without it", self.provider));
                 self.stream_options = false;
-                b.as_object_mut().map(|o| o.remove("stream_options"));
+                b.value.as_object_mut().map(|o| o.remove("stream_options"));
                 self.exchange(req, &b, shapes, live)?
             }
             other => other,
@@ -399,7 +438,7 @@ impl OpenAi {
     }
 
     /// One POST of a request body, read into a response.
-    fn exchange(&self, req: &Request, b: &Value, shapes: Shapes, live: Live) -> Result<Outcome> {
+    fn exchange(&self, req: &Request, b: &Body<'_>, shapes: Shapes, live: Live) -> Result<Outcome> {
         let mut decode = |r: &mut dyn std::io::BufRead| super::stream::openai(r, &mut *live);
         let decode: Option<super::http::Decode> = if self.stream { Some(&mut decode) } else { None };
         match self.client.post(&self.url, &self.headers(), b, "x-request-id", req.deadline, shapes, decode) {

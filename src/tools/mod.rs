@@ -425,7 +425,7 @@ fn fingerprint(schema: &Value) -> u64 {
 }
 
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
-fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
     let key = fingerprint(schema);
     let mut kept = VALIDATORS.lock().unwrap_or_else(|p| p.into_inner());
     // The fingerprint finds it; the schema itself must match too.
@@ -447,7 +447,11 @@ fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, St
 
 /// Validates arguments against a JSON Schema; the error names the field.
 pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
-    let validator = validator(schema)?;
+    validate_with(&*validator(schema)?, args)
+}
+
+/// Validates arguments with a compiled validator; the error names the field.
+pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(args)
         .map(|e| {
