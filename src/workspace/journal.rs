@@ -184,11 +184,22 @@ struct Cycle {
     /// trace.jsonl's size after this process's last commit: a file still that size ends with
     /// the newline the commit wrote, so it need not be read to check.
     trace_end: Option<u64>,
+    /// A record is written but not yet (wholly) applied: a checkpoint must not empty the
+    /// journal then, so the next lock replays it.
+    pending: bool,
 }
 
 impl Cycle {
     fn new(size: u64) -> Cycle {
-        Cycle { id: fastrand::u64(1..), end: 0, size, touched: Default::default(), file: None, trace_end: None }
+        Cycle {
+            id: fastrand::u64(1..),
+            end: 0,
+            size,
+            touched: Default::default(),
+            file: None,
+            trace_end: None,
+            pending: false,
+        }
     }
 }
 
@@ -290,16 +301,19 @@ impl Workspace {
             c.end = end + len;
             c.touched.extend(commit.names().map(String::from));
             c.trace_end = None;
+            c.pending = true;
         }
         crate::crash::point("commit:journaled");
         self.apply(&commit, false)?;
-        if let Some(at) = commit.sizes.get("trace.jsonl") {
-            let end = at + commit.trace.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
-            if let Some(c) = cycles().get_mut(&journal) {
-                c.trace_end = Some(end);
-            }
+        fs::write_at(&file, &journal, end + MARK_AT, b"-")?;
+        if let Some(c) = cycles().get_mut(&journal) {
+            c.pending = false;
+            c.trace_end = commit
+                .sizes
+                .get("trace.jsonl")
+                .map(|at| at + commit.trace.iter().map(|l| l.len() as u64 + 1).sum::<u64>());
         }
-        fs::write_at(&file, &journal, end + MARK_AT, b"-")
+        Ok(())
     }
 
     /// The journal, opened once per cycle holder.
@@ -452,6 +466,10 @@ impl Workspace {
         }
         for d in &dirs {
             fs::sync_path(d)?;
+        }
+        if c.pending {
+            // A commit failed part-way: its record stays for the next lock to replay.
+            return Ok(());
         }
         if c.size > 4 * CHECKPOINT_BYTES {
             // A huge record grew it: give the space back.
@@ -645,5 +663,25 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me", "the link's target is untouched");
         assert!(!std::fs::symlink_metadata(&journal).unwrap().file_type().is_symlink());
         cycles().remove(&journal);
+    }
+
+    /// A commit that fails while applied keeps its record through the lock's release (the
+    /// checkpoint does not empty the journal), and the next lock applies it.
+    #[test]
+    fn a_commit_that_fails_part_way_is_replayed_by_the_next_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(camino::Utf8Path::from_path(dir.path()).unwrap());
+        let lock = ws.lock(None).unwrap();
+        std::fs::write(ws.path("artifacts"), "a file where a folder should be").unwrap();
+        let mut c = Commit::default();
+        c.file("memory.md", "m\n".into()).file("artifacts/a.md", "a\n".into());
+        assert!(ws.commit(&c).is_err());
+        drop(lock);
+        let bytes = std::fs::read(ws.path(JOURNAL_FILE)).unwrap();
+        assert!(matches!(read_journal(&bytes), Journal::Records(r) if r.len() == 1 && r[0].pending), "kept, pending");
+        std::fs::remove_file(ws.path("artifacts")).unwrap();
+        let _lock = ws.lock(None).unwrap();
+        assert_eq!(std::fs::read_to_string(ws.path("artifacts/a.md")).unwrap(), "a\n");
+        assert_eq!(read_journal(&std::fs::read(ws.path(JOURNAL_FILE)).unwrap()), Journal::Empty);
     }
 }
