@@ -50,8 +50,15 @@ pub fn write_durable(path: &Utf8Path, contents: &[u8]) -> Result<()> {
     write_atomic_with(path, contents, true)
 }
 
-fn write_atomic_with(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+/// The folder a path is in (`.` for a bare name).
+fn folder_of(path: &Utf8Path) -> &Utf8Path {
+    path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."))
+}
+
+/// Writes `contents` to a temp file beside `path` (fsynced when `durable`) and passes the
+/// crash point `write:<name>`; the caller puts it in place. Returns the temp file's path.
+fn write_temp(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<camino::Utf8PathBuf> {
+    let dir = folder_of(path);
     let name = path.file_name().unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
@@ -67,12 +74,22 @@ fn write_atomic_with(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<
         return Err(Error::io("write", &tmp, e));
     }
     crate::crash::point(&format!("write:{name}"));
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
+    Ok(tmp)
+}
+
+/// Renames a temp file over `path` (removing it when the rename fails).
+fn put_in_place(tmp: &Utf8Path, path: &Utf8Path) -> Result<()> {
+    std::fs::rename(tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(tmp);
         Error::io("replace", path, e)
-    })?;
+    })
+}
+
+fn write_atomic_with(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<()> {
+    let tmp = write_temp(path, contents, durable)?;
+    put_in_place(&tmp, path)?;
     if durable {
-        if let Ok(d) = std::fs::File::open(dir) {
+        if let Ok(d) = std::fs::File::open(folder_of(path)) {
             let _ = d.sync_all();
         }
     }
@@ -137,7 +154,7 @@ pub fn open_journal(path: &Utf8Path) -> Result<std::fs::File> {
         .open(path)
         .map_err(|e| not_a_symlink("open", path, e))?;
     if !existed {
-        let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
+        let dir = folder_of(path);
         if let Ok(d) = std::fs::File::open(dir) {
             let _ = d.sync_all();
         }
@@ -194,24 +211,13 @@ pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<&Utf8Path>) -> R
             return Ok(());
         }
     }
-    let dir = path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."));
-    let name = path.file_name().unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(contents));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io("write", &tmp, e));
-    }
-    crate::crash::point(&format!("write:{name}"));
+    let tmp = write_temp(path, contents, false)?;
     if swap(&tmp, path) {
         // The old contents, now under the temp name (removed by the next lock if we die here).
         let _ = std::fs::remove_file(&tmp);
         return Ok(());
     }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("replace", path, e)
-    })
+    put_in_place(&tmp, path)
 }
 
 /// How many earlier versions of a file [`replace`] keeps as spares.

@@ -384,21 +384,26 @@ fn balanced_end(s: &str) -> Option<usize> {
     None
 }
 
-/// The length of a value's JSON text, counted as it is written (no text is built).
-fn json_len(v: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
+/// Feeds a value's JSON text, piece by piece as it is written, to `f` (no text is built).
+pub fn json_pieces(v: &Value, f: impl FnMut(&[u8])) {
+    struct Pieces<F>(F);
+    impl<F: FnMut(&[u8])> std::io::Write for Pieces<F> {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
+            (self.0)(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
+    let _ = serde_json::to_writer(Pieces(f), v);
+}
+
+/// The length of a value's JSON text.
+fn json_len(v: &Value) -> usize {
+    let mut n = 0;
+    json_pieces(v, |b| n += b.len());
+    n
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ pub struct Env<'a> {
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
-    pub skills_checked: std::cell::Cell<bool>,
+    skills_checked: std::cell::Cell<bool>,
 }
 
 /// How a phase ended.

@@ -398,30 +398,17 @@ pub fn is_allowed(cfg: &Config, name: &str) -> bool {
         || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
 }
 
-/// Compiled validators by schema text: a step validates the plan answer and the action's
+/// Compiled validators by schema: a step validates the plan answer and the action's
 /// arguments against the same few schemas, and compiling one costs far more than looking it up.
 #[allow(clippy::type_complexity)]
-static VALIDATORS: std::sync::Mutex<Vec<(u64, Value, std::sync::Arc<jsonschema::Validator>)>> =
+static VALIDATORS: std::sync::Mutex<Vec<(u32, Value, std::sync::Arc<jsonschema::Validator>)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// A fingerprint of a schema's JSON text (FNV-1a, 64 bits), computed while it is serialized,
-/// without building the text.
-fn fingerprint(schema: &Value) -> u64 {
-    struct Fnv(u64);
-    impl std::io::Write for Fnv {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            for b in buf {
-                self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100000001b3);
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut h = Fnv(0xcbf29ce484222325);
-    let _ = serde_json::to_writer(&mut h, schema);
-    h.0
+/// A fingerprint of a schema's JSON text (CRC-32), computed without building the text.
+fn fingerprint(schema: &Value) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    crate::model::json_pieces(schema, |b| h.update(b));
+    h.finalize()
 }
 
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).

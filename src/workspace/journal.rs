@@ -272,18 +272,16 @@ impl Workspace {
         }
         // The record stays on disk until a checkpoint: the state in it is redacted too.
         let text = crate::redact::redact(&serde_json::to_string(&commit).expect("commit serializes"));
+        let full = cycles()
+            .get(&journal)
+            .is_some_and(|c| c.end > 0 && c.end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES);
+        if full {
+            self.checkpoint()?;
+        }
         let (id, end, size) = {
             let c = cycles();
             let c = &c[&journal];
             (c.id, c.end, c.size)
-        };
-        let (id, end, size) = if end > 0 && end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES {
-            self.checkpoint()?;
-            let c = cycles();
-            let c = &c[&journal];
-            (c.id, c.end, c.size)
-        } else {
-            (id, end, size)
         };
         let mut bytes = frame(id, &text);
         let len = bytes.len() as u64;
@@ -399,32 +397,28 @@ impl Workspace {
         let journal = self.path(JOURNAL_FILE);
         let bytes = fs::read_bytes_optional(&journal)?.unwrap_or_default();
         let mut cycle = Cycle::new(bytes.len() as u64);
-        let set_aside = match read_journal(&bytes) {
-            Journal::Empty => false,
-            Journal::Legacy(text) => match serde_json::from_str::<Commit>(text) {
-                Ok(commit) if commit.names_are_plain() => {
-                    self.apply(&commit, true)?;
-                    cycle.touched.extend(commit.names().map(String::from));
-                    false
-                }
-                _ => true,
-            },
-            Journal::Records(records) if !Self::plain_records(&records) => true,
+        // Each commit with whether to apply it again; None: set the journal aside, apply nothing.
+        let commits: Option<Vec<(Commit, bool)>> = match read_journal(&bytes) {
+            Journal::Empty => Some(vec![]),
+            Journal::Legacy(text) => serde_json::from_str::<Commit>(text).ok().map(|c| vec![(c, true)]),
             Journal::Records(records) => {
                 let restarted = records.iter().any(|r| r.boot != boot_id());
-                for r in &records {
-                    // Whole and checksummed, so it parses unless a person wrote it.
-                    let Ok(commit) = serde_json::from_str::<Commit>(r.payload) else { break };
-                    if r.pending || restarted {
-                        self.apply(&commit, true)?;
-                    }
-                    cycle.touched.extend(commit.names().map(String::from));
-                }
                 cycle.end = records.last().map_or(0, |r| r.end as u64);
-                false
+                records
+                    .iter()
+                    .map(|r| Some((serde_json::from_str::<Commit>(r.payload).ok()?, r.pending || restarted)))
+                    .collect()
             }
-            Journal::Unreadable => true,
+            Journal::Unreadable => None,
         };
+        let commits = commits.filter(|all| all.iter().all(|(c, _)| c.names_are_plain()));
+        for (commit, again) in commits.iter().flatten() {
+            if *again {
+                self.apply(commit, true)?;
+            }
+            cycle.touched.extend(commit.names().map(String::from));
+        }
+        let set_aside = commits.is_none();
         if set_aside {
             // Torn by a crash while it was written (so its phase never began) or a foreign
             // file: nothing to apply; it is set aside for a person to look at.
@@ -440,11 +434,6 @@ impl Workspace {
             cycles().insert(journal, Cycle::new(0));
         }
         Ok(())
-    }
-
-    /// Whether every record of a cycle parses and names only plain paths (else none is applied).
-    fn plain_records(records: &[Record<'_>]) -> bool {
-        records.iter().all(|r| serde_json::from_str::<Commit>(r.payload).is_ok_and(|c| c.names_are_plain()))
     }
 
     /// Makes the cycle's files durable and empties the journal (see the module docs). A no-op
