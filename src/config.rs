@@ -141,6 +141,9 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Ductile plugins whose commands join the registry (see the ductile module).
     pub ductile: DuctileConfig,
+    /// Trust every workspace's own configuration (CI, a machine holding only your own
+    /// workspaces). Honoured only from your own config; see `agentloop trust`.
+    pub trust_all: bool,
 }
 
 impl Default for Config {
@@ -172,6 +175,7 @@ impl Default for Config {
             handle: HandleConfig::default(),
             mcp: McpConfig::default(),
             ductile: DuctileConfig::default(),
+            trust_all: false,
         }
     }
 }
@@ -739,7 +743,7 @@ pub fn user_config_dir() -> Option<Utf8PathBuf> {
 }
 
 /// Environment variables that are not configuration keys.
-const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN"];
+const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL"];
 
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands

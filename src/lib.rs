@@ -36,6 +36,7 @@ pub mod tool;
 pub mod tools;
 pub mod trace;
 pub mod transcript;
+pub mod trust;
 pub mod workspace;
 
 use clap::Parser;

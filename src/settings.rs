@@ -5,6 +5,7 @@ use crate::config::{self, Config, Layer, Resolved};
 use crate::error::{Error, Result};
 use crate::output::ColorChoice;
 use crate::output::Printer;
+use crate::trust::Refusal;
 use crate::workspace::Workspace;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
@@ -92,6 +93,9 @@ pub struct Ctx {
     pub resolved: Resolved,
     lock_wait: Option<std::time::Duration>,
     flags: Global,
+    /// Keys the workspace's configuration set and may not (it is not trusted); already taken out
+    /// of `resolved`.
+    pub refused: Vec<Refusal>,
 }
 
 impl Ctx {
@@ -101,6 +105,20 @@ impl Ctx {
     /// `--wait[=SECS]`: how long to wait for another process's lock (None: fail at once).
     pub fn lock_wait(&self) -> Option<std::time::Duration> {
         self.lock_wait
+    }
+    /// For commands that act (run a phase, call a tool, start a server): an untrusted
+    /// workspace's refused keys are an error naming each, not something to go on without.
+    pub fn require_trusted(&self) -> Result<()> {
+        if self.refused.is_empty() {
+            return Ok(());
+        }
+        Err(crate::trust::refusal_error(&self.refused, &self.ws.root))
+    }
+    /// For read-only commands: one warning naming the keys left out.
+    pub fn warn_refused(&self) {
+        if !self.refused.is_empty() {
+            self.printer.warn(&crate::trust::refusal_warning(&self.refused, &self.ws.root));
+        }
     }
     /// The same resolution with some flags changed (another workspace, agent or script).
     pub fn rebuild(&self, change: impl FnOnce(&mut Global)) -> Result<Ctx> {
@@ -180,64 +198,94 @@ pub fn flag_layer(g: &Global) -> Layer {
     Layer { source: "command line".into(), value: v }
 }
 
-/// All layers for a workspace, lowest precedence first. `request` is event mode's `config` object.
+/// All layers for a workspace, lowest precedence first. `request` is event mode's `config`
+/// object. A workspace that is not trusted may only narrow: a key of its config or agent profile
+/// that would widen is refused here (see [`crate::trust`]).
 pub fn layers(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Vec<Layer>> {
-    let mut out = Vec::new();
+    let (layers, refused) = gather(g, root, request)?;
+    if !refused.is_empty() {
+        return Err(crate::trust::refusal_error(&refused, root));
+    }
+    Ok(layers)
+}
+
+/// The layers, with the keys an untrusted workspace may not set taken out and returned.
+fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<Layer>, Vec<Refusal>)> {
     let user_dir = config::user_config_dir();
-    if let Some(dir) = &user_dir {
-        if let Some(p) = config::find_in(dir, "config") {
-            out.extend(config::load_file(&p)?);
-        }
-    }
-    if let Some(p) = config::find_in(root, "agentloop") {
-        out.extend(config::load_file(&p)?);
-    }
-    if let Some(p) = &g.config {
-        match config::load_file(p)? {
-            Some(l) => out.push(l),
-            None => {
-                return Err(
-                    Error::config(format!("config file {p} does not exist")).with_hint("check the --config path")
-                )
-            }
-        }
-    }
-    out.extend(request);
+    let user = match &user_dir {
+        Some(dir) => match config::find_in(dir, "config") {
+            Some(p) => config::load_file(&p)?,
+            None => None,
+        },
+        None => None,
+    };
+    let workspace = match config::find_in(root, "agentloop") {
+        Some(p) => config::load_file(&p)?,
+        None => None,
+    };
+    let extra = match &g.config {
+        Some(p) => Some(config::load_file(p)?.ok_or_else(|| {
+            Error::config(format!("config file {p} does not exist")).with_hint("check the --config path")
+        })?),
+        None => None,
+    };
     let env = config::env_layer()?;
     let flags = flag_layer(g);
+    // What the user's own config, flags and environment say: the measure an untrusted
+    // workspace may only narrow.
+    let trusted_only: Vec<Layer> = user.iter().chain(&extra).chain(&request).chain([&env, &flags]).cloned().collect();
+    let base = config::resolve(&trusted_only)?.config;
+    let trusted = crate::trust::is_trusted(root, &base)?;
+    let mut refused = Vec::new();
+    let mut out: Vec<Layer> = user.into_iter().collect();
+    if let Some(mut layer) = workspace {
+        if !trusted {
+            layer.validate()?;
+            refused.extend(crate::trust::sanitize(&mut layer, &base, root));
+        }
+        out.push(layer);
+    }
+    out.extend(extra);
+    out.extend(request);
     // The agent profile sits above the files and below env and flags.
     let mut probe = out.clone();
     probe.push(env.clone());
     probe.push(flags.clone());
     let agent = config::resolve(&probe)?.config.agent;
     if let Some(name) = agent {
-        out.push(load_profile(&name, root, user_dir.as_deref())?);
+        let (mut layer, from_workspace) = load_profile(&name, root, user_dir.as_deref())?;
+        if from_workspace && !trusted {
+            layer.validate()?;
+            refused.extend(crate::trust::sanitize(&mut layer, &base, root));
+        }
+        out.push(layer);
     }
     out.push(env);
     out.push(flags);
-    Ok(out)
+    Ok((out, refused))
 }
 
-fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<Layer> {
+/// The profile's layer, and whether it came from the workspace (not the user's own folder).
+fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<(Layer, bool)> {
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(Error::usage(format!("agent profile name `{name}` is not a plain name")));
     }
-    let mut dirs: Vec<Utf8PathBuf> = vec![root.join("agents")];
+    let mut dirs: Vec<(Utf8PathBuf, bool)> = vec![(root.join("agents"), true)];
     if let Some(u) = user_dir {
-        dirs.push(u.join("agents"));
+        dirs.push((u.join("agents"), false));
     }
-    for d in &dirs {
+    for (d, from_workspace) in &dirs {
         if let Some(p) = config::find_in(d, name) {
             let Some(mut layer) = config::load_file(&p)? else {
                 continue;
             };
             layer.source = format!("{p} (agent profile)");
-            return Ok(layer);
+            return Ok((layer, *from_workspace));
         }
     }
     Err(Error::config(format!(
         "agent profile `{name}` not found (looked for {name}.yaml in {})",
-        dirs.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+        dirs.iter().map(|(d, _)| d.as_str()).collect::<Vec<_>>().join(", ")
     ))
     .with_hint("create agents/NAME.yaml with config keys and a system_prompt, or drop --agent"))
 }
@@ -273,7 +321,8 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
     crate::output::set_hint_workspace(ws.root.as_str());
-    let mut resolved = config::resolve(&layers(g, &ws.root, None)?)?;
+    let (layers, refused) = gather(g, &ws.root, None)?;
+    let mut resolved = config::resolve(&layers)?;
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
@@ -292,7 +341,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
             .collect::<Vec<_>>()
             .join("; ")
     ));
-    Ok(Ctx { printer, ws, resolved, lock_wait: g.wait.map(std::time::Duration::from_secs), flags: g.clone() })
+    Ok(Ctx { printer, ws, resolved, lock_wait: g.wait.map(std::time::Duration::from_secs), flags: g.clone(), refused })
 }
 
 /// Makes the relative paths of a root's configuration absolute, taken from `root`, so they mean

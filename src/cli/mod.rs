@@ -37,6 +37,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Init(commands::init::InitArgs),
+    Trust(commands::trust::TrustArgs),
     Run(commands::run::RunArgs),
     Answer(commands::answer::AnswerArgs),
     /// Frame: turn context.md into a goal and a 3-7 item Definition of Done in memory.md.
@@ -109,6 +110,22 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
     }
 }
 
+/// Whether a command only reads (Some(true): it goes on without an untrusted workspace's
+/// refused keys), acts (Some(false): it refuses), or is about trust itself (None).
+fn read_only(command: &Command) -> Option<bool> {
+    use commands::{memory::MemoryCommand as M, skills::SkillsCommand as S, tools::ToolsCommand as T};
+    Some(match command {
+        Command::Trust(_) => return None,
+        Command::Status(_) | Command::Runs(_) | Command::Report(_) | Command::Trace(_) | Command::Config(_) => true,
+        Command::Agents(_) => true,
+        Command::Run(a) => a.dry_run,
+        Command::Tools(T::List { .. }) => true,
+        Command::Skills(S::Gen { .. } | S::List | S::Show { .. } | S::Check { .. }) => true,
+        Command::Memory(M::List(_) | M::Search(_) | M::Show { .. }) => true,
+        _ => false,
+    })
+}
+
 fn printer(g: &Global) -> crate::output::Printer {
     crate::output::Printer::new(g.quiet, g.verbose, g.json, g.color)
 }
@@ -133,8 +150,18 @@ fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Res
     ) {
         ctx.ws.require_dir()?;
     }
+    // A workspace that is not trusted had its widening keys taken out: commands that only read
+    // go on without them (saying so), commands that act refuse, naming each key.
+    if !ctx.refused.is_empty() {
+        match read_only(&command) {
+            Some(true) => ctx.warn_refused(),
+            Some(false) => ctx.require_trusted()?,
+            None => {}
+        }
+    }
     match command {
         Command::Init(a) => commands::init::run(ctx, a),
+        Command::Trust(a) => commands::trust::run(ctx, a),
         Command::Run(a) => commands::run::run(ctx, a),
         Command::Answer(a) => commands::answer::run(ctx, a),
         Command::Frame(a) => commands::phase::run(ctx, Phase::Frame, a),

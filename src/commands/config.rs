@@ -30,14 +30,67 @@ fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// What `config show` prints instead of a secret.
+const MASK: &str = "[hidden]";
+
+/// Hides secrets wherever they came from: values of keys named like a secret (`api_token`,
+/// `*_key`, `*token`, `*secret*`, `*password*`; not `*_env`, which name a variable) and every MCP
+/// header and environment value but those that only reference variables (`${TOKEN}`).
+fn mask(v: &mut Value, key: &str, parent: &str) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                mask(v, k, key);
+            }
+        }
+        Value::Null => {}
+        _ if matches!(parent, "headers" | "env") && !only_references(v) => *v = Value::String(MASK.into()),
+        _ if secret_name(key) => *v = Value::String(MASK.into()),
+        _ => {}
+    }
+}
+
+fn secret_name(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    if k.ends_with("_env") || k.ends_with("_cmd") {
+        return false;
+    }
+    k.ends_with("token") || k.ends_with("_key") || k == "key" || k.contains("secret") || k.contains("password")
+}
+
+fn only_references(v: &Value) -> bool {
+    let Some(s) = v.as_str() else { return false };
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return true;
+    }
+    // `${NAME}` pieces separated by nothing but an auth scheme word (`Bearer ${TOKEN}`).
+    if let Some((scheme, tail)) = rest.split_once(' ') {
+        if scheme.chars().all(|c| c.is_ascii_alphabetic()) {
+            rest = tail.trim();
+        }
+    }
+    while let Some(r) = rest.strip_prefix("${") {
+        match r.split_once('}') {
+            Some((name, tail)) if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                rest = tail
+            }
+            _ => return false,
+        }
+    }
+    rest.is_empty()
+}
+
 pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
     match cmd {
         ConfigCommand::Show => {
-            let r = &ctx.resolved;
+            let mut masked = ctx.resolved.clone();
+            mask(&mut masked.value, "", "");
+            let r = &masked;
             let resolved = resolved_model(ctx.config());
             if ctx.printer.json {
                 ctx.printer
-                    .json_value(&serde_json::json!({"config": r.value, "sources": r.sources, "resolved": resolved}));
+                    .json_value(&serde_json::json!({"config": r.value, "sources": r.sources, "resolved": resolved, "refused": ctx.refused}));
                 return Ok(0);
             }
             let mut rows = Vec::new();
@@ -51,6 +104,12 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                     .next_back()
                     .unwrap_or("default");
                 ctx.printer.outln(&format!("{k} = {v}  # {src}"));
+            }
+            for refusal in &ctx.refused {
+                ctx.printer.outln(&format!(
+                    "# refused: {} in {} (this folder is not trusted: {})",
+                    refusal.key, refusal.file, refusal.why
+                ));
             }
             match (resolved["provider"].as_str(), resolved["model"].as_str()) {
                 (Some(p), Some(m)) => {

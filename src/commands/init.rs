@@ -31,13 +31,19 @@ pub struct InitArgs {
 pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
     if let Some(dir) = args.dir {
         ctx = ctx.rebuild(|g| g.workspace = dir)?;
+        ctx.require_trusted()?;
     }
     let goal = crate::phases::init::read_goal(&args.goal, args.context.as_deref())?;
     let background = match &args.context {
         Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
+    let fresh = !ctx.ws.root.exists();
     let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    if fresh {
+        // The folder is this command's own making: its config is the user's to write.
+        crate::trust::record_created(&ctx.ws.root, &ctx.printer);
+    }
     let env = crate::phases::Env::new(&ctx)?;
     let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
     env.ensure_skills_md()?;

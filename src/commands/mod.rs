@@ -17,3 +17,4 @@ pub mod skills;
 pub mod status;
 pub mod tools;
 pub mod trace;
+pub mod trust;

@@ -223,7 +223,12 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     }
     let _lock = match early {
         Some(l) => l,
-        None => ctx.ws.lock(ctx.lock_wait())?,
+        None => {
+            let lock = ctx.ws.lock(ctx.lock_wait())?;
+            // The folder is this command's own making: its config is the user's to write.
+            crate::trust::record_created(&ctx.ws.root, &ctx.printer);
+            lock
+        }
     };
     // Decided again under the lock: another process may have moved on since the peek.
     let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
@@ -493,10 +498,12 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
-    let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;
-    let env = Env::new(ctx)?;
+    // The model's name is all an estimate needs: no key is read, no key command run.
+    let (provider, _) = crate::model::provider_and_why(ctx.config())?;
+    let (model, _) = crate::model::model_and_why(ctx.config(), &provider);
+    let env = Env::read_only(ctx)?;
     let limits = crate::workspace::Limits::from_config(ctx.config());
-    let est = phases::negotiate::estimate(&env, model.model(), &goal, &background, &limits)?;
+    let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
     let refusal = phases::negotiate::refusal(&est, &limits);
     let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &limits)?;
     let p = &ctx.printer;

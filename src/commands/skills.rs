@@ -73,7 +73,8 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             for prob in &set.problems {
                 p.warn(&prob.to_string());
             }
-            let registry = Registry::new(cfg, &ctx.ws.root)?;
+            // The catalog is built from caches: `skills gen` starts no program, calls nothing out.
+            let registry = Registry::load(cfg, &ctx.ws.root, crate::tools::Reach::CachesOnly)?;
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
                 serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"

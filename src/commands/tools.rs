@@ -38,7 +38,12 @@ pub enum ToolsCommand {
 
 pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
     let cfg = ctx.config();
-    let registry = Registry::new(cfg, &ctx.ws.root)?;
+    // Listing starts no program and calls nothing out: MCP and Ductile tools come from caches.
+    let reach = match cmd {
+        ToolsCommand::List { .. } => crate::tools::Reach::CachesOnly,
+        ToolsCommand::Call { .. } => crate::tools::Reach::Start,
+    };
+    let registry = Registry::load(cfg, &ctx.ws.root, reach)?;
     match cmd {
         ToolsCommand::List { all } => {
             let tools: Vec<_> = if all { registry.all().iter().collect() } else { registry.allowed(cfg) };

@@ -73,14 +73,25 @@ impl Hub {
     /// The configured sources (the API, from its cache when fresh; manifest files), filtered
     /// by `ductile.plugins` and the recursion guard. A gateway that cannot be reached is a
     /// warning (its tools are left out), not an error.
-    pub fn load(cfg: &Config, root: &Utf8Path) -> Result<Self> {
+    /// The plugins of `cfg`. With `reach` false (read-only commands) no program runs: a gateway
+    /// whose token comes from `api_token_cmd` is read from the discovery cache only.
+    pub fn load(cfg: &Config, root: &Utf8Path, reach: bool) -> Result<Self> {
+        let reach = reach || cfg.ductile.api_token_cmd.is_none();
         let d = &cfg.ductile;
         let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
         let mut plugins = Vec::new();
         if let Some(dir) = &d.manifests {
             plugins.extend(manifest::load_dir(&crate::fs::resolve_in(root, dir))?);
         }
-        if let Some(url) = &d.api_url {
+        if let Some(url) = d.api_url.as_ref().filter(|_| !reach) {
+            match cache_read(url.trim_end_matches('/'), std::time::Duration::MAX) {
+                Some(found) => plugins.extend(found),
+                None => hub.warnings.push(format!(
+                    "Ductile at {url}: its plugins are not cached and this command does not run api_token_cmd; a run lists them and caches the list"
+                )),
+            }
+        }
+        if let Some(url) = d.api_url.as_ref().filter(|_| reach) {
             match discover(d, url) {
                 Ok(found) => plugins.extend(found),
                 Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.message)),

@@ -44,6 +44,8 @@ pub enum Source {
     CacheFirst,
     /// Start every enabled server and list again (and refresh the cache).
     Servers,
+    /// The cache only: a server whose list is not cached is left out, never started.
+    CacheOnly,
 }
 
 /// How a server's tool list was obtained.
@@ -127,7 +129,7 @@ impl Hub {
                 filtered: vec![],
             })
             .collect();
-        if source == Source::CacheFirst {
+        if source != Source::Servers {
             for st in hub.states.iter_mut().filter(|s| s.server.enabled) {
                 if let Some(l) = cache::read(&st.server) {
                     st.listing = Some(l);
@@ -138,7 +140,15 @@ impl Hub {
         let todo: Vec<usize> = (0..hub.states.len())
             .filter(|&i| hub.states[i].server.enabled && hub.states[i].listing.is_none())
             .collect();
-        if !todo.is_empty() {
+        if !todo.is_empty() && source == Source::CacheOnly {
+            for &i in &todo {
+                let name = hub.states[i].server.name.clone();
+                hub.states[i].status = Status::Failed("not started: its tool list is not cached".into());
+                hub.warnings.push(format!(
+                    "MCP server {name}: its tools are not cached and this command starts no program; `agentloop mcp list` starts it and caches them"
+                ));
+            }
+        } else if !todo.is_empty() {
             hub.list_servers(&todo);
         }
         hub.build_specs(cfg);

@@ -85,8 +85,18 @@ impl<'a> Env<'a> {
         Self::with(&ctx.ws, ctx.config(), ctx.printer)
     }
 
+    /// For read-only commands (`run --dry-run`): tool lists from caches only, no program
+    /// started, nothing sent.
+    pub fn read_only(ctx: &'a Ctx) -> Result<Self> {
+        Self::reaching(&ctx.ws, ctx.config(), ctx.printer, crate::tools::Reach::CachesOnly)
+    }
+
     /// For event mode, where the workspace and config are built per run.
     pub fn with(ws: &'a Workspace, cfg: &'a Config, printer: Printer) -> Result<Self> {
+        Self::reaching(ws, cfg, printer, crate::tools::Reach::Start)
+    }
+
+    fn reaching(ws: &'a Workspace, cfg: &'a Config, printer: Printer, reach: crate::tools::Reach) -> Result<Self> {
         let skills = SkillSet::load(cfg, &ws.root);
         if let Some(only) = &cfg.skills.only {
             let missing: Vec<&str> = only.iter().filter(|n| skills.get(n).is_none()).map(String::as_str).collect();
@@ -102,7 +112,7 @@ impl<'a> Env<'a> {
             ws,
             cfg,
             tpl: templates(ws, cfg)?,
-            registry: Registry::new(cfg, &ws.root)?,
+            registry: Registry::load(cfg, &ws.root, reach)?,
             skills,
             printer,
             events: false,

@@ -54,11 +54,27 @@ fn obj(props: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
+/// How far building the registry may reach for tool lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Start an MCP server whose list is not cached; ask Ductile's API (running a token command).
+    Start,
+    /// Caches and manifests only: no program runs, nothing is sent.
+    CachesOnly,
+}
+
 impl Registry {
     /// Built-ins, the shell tool when enabled, external tools declared in config and the tools
     /// of the configured MCP servers (from their cache; see [`crate::mcp`]). Fails only on an
     /// MCP configuration mistake; a server that cannot be listed is a warning on stderr.
     pub fn new(cfg: &Config, root: &Utf8Path) -> crate::error::Result<Self> {
+        Self::load(cfg, root, Reach::Start)
+    }
+
+    /// The registry, reaching servers only as far as `reach` allows: read-only commands
+    /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
+    /// and never start a program or call out.
+    pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> crate::error::Result<Self> {
         let mut specs = file_tools(cfg, root);
         specs.extend(other_tools(cfg));
         if let Some(shell) = shell_tool(cfg) {
@@ -66,9 +82,13 @@ impl Registry {
         }
         specs.extend(memory_tools(cfg));
         external_tools(cfg, &mut specs);
-        let mcp = crate::mcp::Hub::load(cfg, root, crate::mcp::Source::CacheFirst)?;
+        let source = match reach {
+            Reach::Start => crate::mcp::Source::CacheFirst,
+            Reach::CachesOnly => crate::mcp::Source::CacheOnly,
+        };
+        let mcp = crate::mcp::Hub::load(cfg, root, source)?;
         join(&mut specs, &mcp.warnings, mcp.specs(), "MCP");
-        let ductile = crate::ductile::Hub::load(cfg, root)?;
+        let ductile = crate::ductile::Hub::load(cfg, root, reach == Reach::Start)?;
         join(&mut specs, &ductile.warnings, ductile.specs(), "Ductile");
         Ok(Registry { specs, mcp, ductile })
     }

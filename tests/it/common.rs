@@ -25,8 +25,16 @@ impl T {
     pub fn root(&self) -> &Path {
         self.dir.path()
     }
-    /// The CLI with a cleared environment, a fixed clock, in the temp folder.
+    /// The CLI with a cleared environment, a fixed clock, in the temp folder. The workspaces a
+    /// test writes are its own, so their configuration is trusted (`AGENTLOOP_TRUST_ALL=1`);
+    /// [`T::untrusted`] is the CLI as it meets a workspace from elsewhere.
     pub fn cmd(&self) -> Command {
+        let mut c = self.untrusted();
+        c.env("AGENTLOOP_TRUST_ALL", "1");
+        c
+    }
+    /// The CLI without trusting any workspace (only `agentloop trust` would).
+    pub fn untrusted(&self) -> Command {
         let mut c = Command::cargo_bin("agentloop").expect("binary");
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -185,6 +185,7 @@ fn broken_pipe_exits_quietly() {
         .args(["-w", "ws", "trace", "show", "--all-runs"])
         .current_dir(t.root())
         .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("AGENTLOOP_NOW", NOW)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -330,6 +331,7 @@ fn two_processes_never_both_write() {
             .args(["-w", "ws", "--script", "script.yaml", "run", "--goal", "g"])
             .current_dir(t.root())
             .env_clear()
+            .env("AGENTLOOP_TRUST_ALL", "1")
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", t.path("home"))
             .env("XDG_CONFIG_HOME", t.path("xdg"))
@@ -413,6 +415,7 @@ fn follow_tails_until_the_run_finishes() {
         .args(["-w", "ws", "trace", "show", "--json", "--follow"])
         .current_dir(t.root())
         .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -96,6 +96,7 @@ fn readme_jq_recipes_work_on_the_trace() {
             .args(["-c", command])
             .current_dir(t.root())
             .env_clear()
+            .env("AGENTLOOP_TRUST_ALL", "1")
             .env("PATH", &path)
             .env("HOME", t.path("home"))
             .env("AGENTLOOP_NOW", NOW)

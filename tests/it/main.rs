@@ -22,4 +22,5 @@ mod serve;
 mod skills;
 mod stream;
 mod tools;
+mod trust;
 mod wire;

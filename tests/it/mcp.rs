@@ -271,6 +271,9 @@ fn servers_that_fail_to_start_are_warnings_for_the_catalog_and_failures_for_chec
     let out = t.al(&["tools", "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the catalog still works");
     assert!(!stdout(&out).contains("fake__"));
+    assert!(stderr(&out).contains("its tools are not cached and this command starts no program"), "{}", stderr(&out));
+    // A command that may start it (a tool call) says why it failed.
+    let out = t.al(&["tools", "call", "file_read", "--args", "{\"path\": \"agentloop.yaml\"}"]).output().unwrap();
     assert!(stderr(&out).contains("warning: MCP server fake (python3 "), "{}", stderr(&out));
     assert!(
         stderr(&out)
@@ -343,6 +346,7 @@ fn wait_for(f: impl Fn() -> bool, limit: Duration) -> bool {
 fn interrupt(t: &T, sig: &str) -> (std::process::ExitStatus, Vec<u32>) {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
     c.env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
         .env("XDG_CONFIG_HOME", t.path("xdg"))
@@ -457,6 +461,8 @@ fn config_file_as_is_with_overrides_and_errors() {
         "ws/agentloop.yaml",
         "mcp:\n  config_file: servers.json\n  servers:\n    fake: {allowed_tools: [echo, 'get_*', fail], denied_tools: [fail]}\n",
     );
+    // Listing tools starts no program: `mcp list` starts the server and caches its tools.
+    t.al(&["mcp", "list"]).assert().success();
     let out = t.al(&["tools", "list", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let names: Vec<String> =
@@ -634,6 +640,7 @@ reflect:
 fn run_child(t: &T, args: &[&str]) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
         .env("XDG_CONFIG_HOME", t.path("xdg"))

@@ -233,6 +233,7 @@ fn mcp_real_ctrl_c_leaves_no_server() {
     // A long operation of the everything server, interrupted.
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
     c.env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", r.t.path("home"))
         .env("XDG_CONFIG_HOME", r.t.path("xdg"))

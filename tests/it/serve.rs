@@ -36,6 +36,7 @@ fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
     let stderr = t.path(&format!("serve-{n}.err"));
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
     cmd.env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
         .env("XDG_CONFIG_HOME", t.path("xdg"))

@@ -532,6 +532,7 @@ fn a_terminal_sees_the_answer_grow_on_the_progress_line() {
         .args(["-qec", &line, "/dev/null"])
         .current_dir(t.root())
         .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
         .env("XDG_CONFIG_HOME", t.path("xdg"))

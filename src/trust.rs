@@ -1,0 +1,439 @@
+//! Trust: which configuration may widen what agentloop does, and the one "may only narrow"
+//! policy for everything else.
+//!
+//! Three parties besides the user feed agentloop: the model (held by the tool sandbox), a
+//! request (`handle`, `serve`) and a workspace from elsewhere. The user's own config file, flags
+//! and environment are trusted. A workspace's `agentloop.yaml` and `agents/*.yaml` are trusted
+//! only when the user trusted that folder (`agentloop trust DIR`, kept in
+//! `$XDG_CONFIG_HOME/agentloop/trusted.json`), when `AGENTLOOP_TRUST_ALL=1`, or when the user's
+//! own config says `trust_all: true`. Until then they are held to what a request may do:
+//! [`narrows`] is the only place that decides, for both. A key that would widen is taken out of
+//! the layer before anything resolves it (so no code path can act on it) and reported as a
+//! [`Refusal`]; commands that act refuse to start, read-only ones warn and go on without it.
+
+use crate::config::{Config, Dur, Layer};
+use crate::error::{Error, Result};
+use camino::{Utf8Path, Utf8PathBuf};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who set a key that must only narrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Party {
+    /// A `handle` request's `config` (or a `serve` request).
+    Request,
+    /// A workspace's own config or agent profile, not trusted by the user.
+    Workspace,
+}
+
+/// A key an untrusted layer set and may not: where, which, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub file: String,
+    pub key: String,
+    pub why: String,
+}
+
+/// The variable that trusts every workspace (CI, containers that only hold the user's own).
+pub const TRUST_ALL_ENV: &str = "AGENTLOOP_TRUST_ALL";
+
+fn env_trusts_all() -> bool {
+    std::env::var(TRUST_ALL_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
+}
+
+/// The folders the user trusts, as kept in `trusted.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Store {
+    #[serde(default)]
+    pub folders: Vec<Trusted>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trusted {
+    pub path: Utf8PathBuf,
+    pub since: String,
+}
+
+impl Store {
+    pub fn path() -> Option<Utf8PathBuf> {
+        Some(crate::config::user_config_dir()?.join("trusted.json"))
+    }
+
+    /// The store; a missing file is an empty one, a broken one an error naming it.
+    pub fn load() -> Result<Store> {
+        let Some(path) = Self::path() else { return Ok(Store::default()) };
+        match crate::fs::read_optional(&path)? {
+            None => Ok(Store::default()),
+            Some(text) => serde_json::from_str(&text).map_err(|e| {
+                Error::config(format!("{path} is not a valid list of trusted folders: {e}"))
+                    .with_hint("fix it, or remove it and trust your folders again with `agentloop trust DIR`")
+            }),
+        }
+    }
+
+    pub fn save(&self) -> Result<Utf8PathBuf> {
+        let path = Self::path().ok_or_else(|| {
+            Error::config("no user config folder: neither XDG_CONFIG_HOME nor HOME is set")
+                .with_hint("set HOME (or XDG_CONFIG_HOME) so agentloop can record trusted folders")
+        })?;
+        if let Some(dir) = path.parent() {
+            crate::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_string_pretty(self).expect("trust store serializes") + "\n";
+        crate::fs::write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+
+    pub fn contains(&self, dir: &Utf8Path) -> bool {
+        self.folders.iter().any(|t| t.path == dir)
+    }
+
+    /// Records `dir` (already canonical); false when it was there.
+    pub fn add(&mut self, dir: &Utf8Path) -> bool {
+        if self.contains(dir) {
+            return false;
+        }
+        self.folders.push(Trusted { path: dir.to_path_buf(), since: crate::clock::now_rfc3339() });
+        true
+    }
+
+    pub fn remove(&mut self, dir: &Utf8Path) -> bool {
+        let before = self.folders.len();
+        self.folders.retain(|t| t.path != dir);
+        before != self.folders.len()
+    }
+}
+
+/// A folder's identity for trust: its real path (links resolved), so a trusted folder reached
+/// through another name is the same folder and a link cannot borrow another folder's trust.
+pub fn canonical(dir: &Utf8Path) -> Result<Utf8PathBuf> {
+    let real = std::fs::canonicalize(dir).map_err(|e| Error::usage(format!("cannot open folder {dir}: {e}")))?;
+    Utf8PathBuf::from_path_buf(real).map_err(|p| Error::usage(format!("{} is not a UTF-8 path", p.display())))
+}
+
+/// Whether the workspace at `root` is trusted: `AGENTLOOP_TRUST_ALL=1`, `trust_all: true` in
+/// trusted configuration (`base`), or the folder recorded by `agentloop trust`.
+pub fn is_trusted(root: &Utf8Path, base: &Config) -> Result<bool> {
+    if env_trusts_all() || base.trust_all {
+        return Ok(true);
+    }
+    let Ok(dir) = canonical(root) else { return Ok(false) };
+    Ok(Store::load()?.contains(&dir))
+}
+
+/// Records a workspace folder that agentloop itself just created (`init`, `run --goal` on a new
+/// folder) as trusted: whatever config it later holds was written by the user. A store that
+/// cannot be written only costs the convenience, so it is a warning.
+pub fn record_created(dir: &Utf8Path, printer: &crate::output::Printer) {
+    if env_trusts_all() {
+        return;
+    }
+    let recorded = canonical(dir).and_then(|real| {
+        let mut store = Store::load()?;
+        if store.add(&real) {
+            store.save()?;
+        }
+        Ok(())
+    });
+    if let Err(e) = recorded {
+        printer.warn(&format!("could not record {dir} as trusted: {}", e.message));
+    }
+}
+
+/// Takes every key of `layer` that would widen `base` out of it and returns them: after this the
+/// layer only narrows. An MCP server is refused (and taken out) whole, so no half of one is left.
+pub fn sanitize(layer: &mut Layer, base: &Config, root: &Utf8Path) -> Vec<Refusal> {
+    let mut leaves = Vec::new();
+    leaves_of(&layer.value, &mut Vec::new(), &mut leaves);
+    let mut out: Vec<Refusal> = Vec::new();
+    let mut cut: Vec<Vec<String>> = Vec::new();
+    for (path, v) in leaves {
+        let key = path.join(".");
+        let Err(why) = narrows(&key, v, base, root, Party::Workspace) else { continue };
+        let whole = match path.as_slice() {
+            [m, s, name, ..] if m == "mcp" && s == "servers" => vec![m.clone(), s.clone(), name.clone()],
+            _ => path,
+        };
+        if !cut.contains(&whole) {
+            out.push(Refusal { file: layer.source.clone(), key: whole.join("."), why });
+            cut.push(whole);
+        }
+    }
+    for path in &cut {
+        remove_path(&mut layer.value, path);
+    }
+    out
+}
+
+fn remove_path(v: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut cur = v;
+    for p in parents {
+        match cur.get_mut(p) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Value::Object(m) = cur {
+        m.remove(last);
+    }
+}
+
+/// The generic reason a workspace key is refused (one shared sentence, said once).
+const ONLY_TRUSTED: &str = "only trusted configuration may set it: it could run a program, send a credential, read or write outside the workspace, or widen the sandbox";
+
+fn describe(refused: &[Refusal]) -> String {
+    let mut parts = Vec::new();
+    let mut files: Vec<&str> = refused.iter().map(|r| r.file.as_str()).collect();
+    files.dedup();
+    for file in files {
+        let keys: Vec<String> = refused
+            .iter()
+            .filter(|r| r.file == file)
+            .map(|r| if r.why == ONLY_TRUSTED { format!("`{}`", r.key) } else { format!("`{}` ({})", r.key, r.why) })
+            .collect();
+        parts.push(format!("{file} sets {}", keys.join(", ")));
+    }
+    parts.join("; ")
+}
+
+/// The error for refused keys: each named with its file, and the ways on.
+pub fn refusal_error(refused: &[Refusal], root: &Utf8Path) -> Error {
+    Error::config(format!(
+        "{root} is not a trusted folder, so its configuration may only narrow what yours allows; {}: only trusted configuration may set these (they could run a program, send a credential, read or write outside the workspace, or widen the sandbox)",
+        describe(refused)
+    ))
+    .with_hint(format!(
+        "if you trust this folder, run `agentloop trust {root}`; otherwise remove those keys, or set them in your own config (~/.config/agentloop/config.yaml), the environment or flags"
+    ))
+}
+
+/// A warning for read-only commands, which go on without the refused keys.
+pub fn refusal_warning(refused: &[Refusal], root: &Utf8Path) -> String {
+    format!(
+        "{root} is not a trusted folder: going on without what only trusted configuration may set ({}); `agentloop trust {root}` trusts it",
+        describe(refused)
+    )
+}
+
+/// The keys of `v` (a layer's value) that would widen `base`, with why.
+pub fn widening(v: &Value, base: &Config, root: &Utf8Path, party: Party) -> Vec<(String, String)> {
+    let mut leaves = Vec::new();
+    leaves_of(v, &mut Vec::new(), &mut leaves);
+    leaves
+        .into_iter()
+        .filter_map(|(path, v)| {
+            let key = path.join(".");
+            narrows(&key, v, base, root, party).err().map(|why| (key, why))
+        })
+        .collect()
+}
+
+/// The set keys of a layer. An empty object sets nothing (layers merge deeply), so it yields no
+/// leaf: `"config": {}` or `{"tools": {}}` narrows nothing and widens nothing.
+fn leaves_of<'a>(v: &'a Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, &'a Value)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                path.push(k.clone());
+                leaves_of(v, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push((path.clone(), v)),
+    }
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+}
+
+/// The trusted numeric limits an untrusted party may only lower (None inside: no limit set).
+fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
+    Some(match key {
+        "max_steps" => Some(base.max_steps as f64),
+        "max_reframes" => Some(base.max_reframes as f64),
+        "max_consecutive_failures" => Some(base.max_consecutive_failures as f64),
+        "max_repeats" => Some(base.max_repeats as f64),
+        "max_done_refusals" => Some(base.max_done_refusals as f64),
+        "max_tokens" => base.max_tokens.map(|n| n as f64),
+        "max_cost_usd" => base.max_cost_usd,
+        "llm.max_tokens" => Some(base.llm.max_tokens as f64),
+        "tools.output_cap" => Some(base.tools.output_cap as f64),
+        "tools.max_file_bytes" => Some(base.tools.max_file_bytes as f64),
+        "tools.http.max_bytes" => Some(base.tools.http.max_bytes as f64),
+        "tools.http.max_redirects" => Some(base.tools.http.max_redirects as f64),
+        "memory.top_k" => Some(base.memory.top_k as f64),
+        "rest.max_tokens" => base.rest.max_tokens.map(|n| n as f64),
+        "rest.max_cost_usd" => base.rest.max_cost_usd,
+        "rest.max_runs" => base.rest.max_runs.map(|n| n as f64),
+        _ => return None,
+    })
+}
+
+/// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
+/// exists) not leading out of it through a link.
+fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), String> {
+    let p = v.as_str().ok_or("must be a path")?;
+    let path = Utf8Path::new(p);
+    if path.is_absolute() || path.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
+        return Err(format!("`{p}` is outside the workspace"));
+    }
+    let full = root.join(path);
+    if let (Ok(real), Ok(top)) = (std::fs::canonicalize(&full), std::fs::canonicalize(root)) {
+        if !real.starts_with(&top) {
+            return Err(format!("`{p}` leads outside the workspace through a link"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether setting `key` to `v` only narrows `base` (a pure check but for `allowed_tools`, which
+/// lists the trusted registry from caches only, and the path keys, which look at the folder).
+pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Party) -> std::result::Result<(), String> {
+    let whose = if party == Party::Request { "the root's" } else { "the trusted" };
+    let at_most = |limit: Option<f64>| -> std::result::Result<(), String> {
+        let n = v.as_f64().ok_or("must be a number")?;
+        match limit {
+            Some(l) if n > l => Err(format!("{n} is above {whose} {l}")),
+            _ => Ok(()),
+        }
+    };
+    let dur_at_most = |limit: std::time::Duration| -> std::result::Result<(), String> {
+        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+        if d.0 > limit {
+            return Err(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs()));
+        }
+        Ok(())
+    };
+    let subset = |have: &[String], what: &str| -> std::result::Result<(), String> {
+        let want = strings(v).ok_or("must be a list of names")?;
+        match want.iter().find(|w| !have.contains(w)) {
+            Some(w) => Err(format!("`{w}` is not in {whose} {what}")),
+            None => Ok(()),
+        }
+    };
+    if let Some(limit) = numeric_cap(key, base) {
+        return at_most(limit);
+    }
+    match key {
+        "timeout" => dur_at_most(base.timeout.0),
+        "tools.timeout" => dur_at_most(base.tools.timeout.0),
+        "allowed_tools" => {
+            let registry = crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly)
+                .map_err(|e| e.message)?;
+            let have: Vec<String> = registry.allowed(base).iter().map(|t| t.name.clone()).collect();
+            subset(&have, "allowed tools")
+        }
+        "tools.local" => subset(&base.tools.local, "tools.local"),
+        "tools.http.schemes" => subset(&base.tools.http.schemes, "tools.http.schemes"),
+        "tools.http.allow_hosts" if base.tools.http.allow_hosts.is_empty() => {
+            strings(v).filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of hosts".into())
+        }
+        "tools.http.allow_hosts" => subset(&base.tools.http.allow_hosts, "tools.http.allow_hosts"),
+        "tools.http.ports" if base.tools.http.ports.is_empty() => {
+            v.as_array().filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of ports".into())
+        }
+        "tools.http.ports" => {
+            let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
+            match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
+                Some(p) => Err(format!("port {p} is not in {whose} tools.http.ports")),
+                None => Ok(()),
+            }
+        }
+        "tools.http.allow_private" | "tools.shell.enabled" | "tools.memory.enabled" if v == &Value::Bool(false) => Ok(()),
+        "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
+        // Adding denials or escalation triggers only stops things sooner; dropping one widens.
+        "tools.http.deny_hosts" => {
+            let want = strings(v).ok_or("must be a list of hosts")?;
+            match base.tools.http.deny_hosts.iter().find(|d| !want.contains(d)) {
+                Some(d) => Err(format!("it drops {whose} denial of `{d}`")),
+                None => Ok(()),
+            }
+        }
+        "escalation_triggers" => {
+            let want = strings(v).ok_or("must be a list of phrases")?;
+            match base.escalation_triggers.iter().find(|d| !want.contains(d)) {
+                Some(d) => Err(format!("it drops {whose} trigger `{d}`")),
+                None => Ok(()),
+            }
+        }
+        "skills.only" => match &base.skills.only {
+            Some(only) => subset(only, "skills.only"),
+            None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
+        },
+        "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
+        // Goal-level text and sampling: harmless.
+        "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
+        "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
+        // A workspace's own files, read or written inside it: its identity text, its log, its
+        // template overrides, the folders file_write may use (fewer than the whole workspace).
+        "system_prompt_file" | "logging.file" | "templates_dir" if party == Party::Workspace => inside(v, root),
+        "tools.write_paths" if party == Party::Workspace && base.tools.write_paths.is_empty() => {
+            let list = v.as_array().ok_or("must be a list of folders")?;
+            list.iter().try_for_each(|p| inside(p, root))
+        }
+        "logging.level" | "logging.format" | "logging.max_bytes" | "logging.keep" | "llm.stream"
+            if party == Party::Workspace =>
+        {
+            Ok(())
+        }
+        _ => Err(match party {
+            Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
+            Party::Workspace => ONLY_TRUSTED.into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refused(v: Value) -> Vec<String> {
+        widening(&v, &Config::default(), Utf8Path::new("/nonexistent-ws"), Party::Workspace)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn a_workspace_may_only_narrow() {
+        assert!(refused(json!({"max_steps": 5, "timeout": "10s", "tools": {"shell": {"enabled": false}}})).is_empty());
+        assert!(
+            refused(json!({"system_prompt_file": "identity.md", "logging": {"file": "log/agentloop.log"}})).is_empty()
+        );
+        assert_eq!(
+            refused(json!({
+                "max_steps": 500, "llm": {"base_url": "https://evil", "api_key_env": "X", "api_key_cmd": ["sh"]},
+                "logging": {"file": "../../.bashrc"}, "system_prompt_file": "/etc/passwd",
+                "mcp": {"servers": {"x": {"command": "touch"}}}, "ductile": {"api_url": "http://x"},
+                "tools": {"shell": {"enabled": true}, "read_paths": ["/"]}, "trust_all": true
+            })),
+            [
+                "ductile.api_url",
+                "llm.api_key_cmd",
+                "llm.api_key_env",
+                "llm.base_url",
+                "logging.file",
+                "max_steps",
+                "mcp.servers.x.command",
+                "system_prompt_file",
+                "tools.read_paths",
+                "tools.shell.enabled",
+                "trust_all"
+            ]
+        );
+    }
+
+    #[test]
+    fn sanitize_takes_the_keys_out() {
+        let mut l =
+            Layer { source: "ws/agentloop.yaml".into(), value: json!({"llm": {"base_url": "x", "temperature": 0.1}}) };
+        let r = sanitize(&mut l, &Config::default(), Utf8Path::new("/nonexistent-ws"));
+        assert_eq!(r.len(), 1);
+        assert_eq!(l.value, json!({"llm": {"temperature": 0.1}}));
+    }
+}
