@@ -74,8 +74,8 @@ impl Templates {
                 "built-in template {name} used more than {FUEL} steps of template work on this workspace's files"
             ))
             .with_hint("the lists it shows (memory.md, plan.md) may be far longer than a run writes; shorten them"),
-            (_, Some(path)) => Error::usage(format!("template {path} failed to render: {e}"))
-                .with_hint("check the override; undefined variables are errors"),
+            (_, Some(path)) => Error::usage(format!("template {name} failed to render: {e}"))
+                .with_hint(format!("check the override {path}; undefined variables are errors")),
             (_, None) => Error::usage(format!("template {name} failed to render: {e}"))
                 .with_hint("check the override in the templates folder; undefined variables are errors"),
         })
