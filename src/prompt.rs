@@ -7,7 +7,8 @@
 //! An override is code from whoever wrote the workspace: every render has a budget of template
 //! work ([`FUEL`], minijinja's fuel), so an override that loops for ever (nested loops over
 //! `range(100000)`) fails at once naming its file, instead of outliving `--timeout`, which is
-//! only checked between phases.
+//! only checked between phases; and what one render writes is capped ([`MAX_OUTPUT`]), since one
+//! step can write 100 MB (`"x" * 100000000`).
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -20,6 +21,27 @@ use std::collections::HashMap;
 /// leaves room for lists of about a million items, while an override that loops for ever is
 /// stopped within a second or two.
 pub const FUEL: u64 = 10_000_000;
+
+/// Bytes one render may write (64 MiB): far more than a prompt a model takes or a workspace
+/// file a run writes.
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// The render's output, refusing to grow past [`MAX_OUTPUT`].
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.0.len().saturating_add(b.len()) > MAX_OUTPUT {
+            return Err(std::io::Error::other("the template output cap is reached"));
+        }
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("context.md.j2", include_str!("../templates/context.md.j2")),
@@ -65,7 +87,8 @@ impl Templates {
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
         let t = self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
         let over = self.overrides.get(name);
-        t.render(ctx).map_err(|e| match (e.kind(), over) {
+        let mut out = Capped(Vec::new());
+        t.render_to_write(ctx, &mut out).map_err(|e| match (e.kind(), over) {
             (ErrorKind::OutOfFuel, Some(path)) => Error::config(format!(
                 "template {path} used more than {FUEL} steps of template work (nested loops?) and was stopped"
             ))
@@ -74,11 +97,23 @@ impl Templates {
                 "built-in template {name} used more than {FUEL} steps of template work on this workspace's files"
             ))
             .with_hint("the lists it shows (memory.md, plan.md) may be far longer than a run writes; shorten them"),
+            (ErrorKind::WriteFailure, Some(path)) => {
+                Error::config(format!("template {path} wrote more than {} MiB and was stopped", MAX_OUTPUT >> 20))
+                    .with_hint(format!("fix the override or remove {path} to use the built-in {name}"))
+            }
+            (ErrorKind::WriteFailure, None) => Error::failure(format!(
+                "built-in template {name} wrote more than {} MiB from this workspace's files",
+                MAX_OUTPUT >> 20
+            ))
+            .with_hint("the files it quotes (context.md, memory.md, plan.md) may be far larger than a run writes"),
             (_, Some(path)) => Error::usage(format!("template {name} failed to render: {e}"))
                 .with_hint(format!("check the override {path}; undefined variables are errors")),
             (_, None) => Error::usage(format!("template {name} failed to render: {e}"))
                 .with_hint("check the override in the templates folder; undefined variables are errors"),
-        })
+        })?;
+        // minijinja writes only whole UTF-8 strings.
+        String::from_utf8(out.0)
+            .map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
     }
 }
 
@@ -130,5 +165,12 @@ mod tests {
         assert!(e.message.starts_with(&format!("template {root}/plan.md.j2 used more than")), "{}", e.message);
         // The others are still the built-ins, and render.
         assert!(tpl.render("decisions.md.j2", serde_json::json!({})).is_ok());
+        // One step can write 100 MB: what a render writes is capped too.
+        std::fs::write(root.join("plan.md.j2"), r#"{% for a in range(100) %}{{ "x" * 10000000 }}{% endfor %}"#)
+            .unwrap();
+        let tpl = Templates::load(Some(&root)).unwrap();
+        let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.message, format!("template {root}/plan.md.j2 wrote more than 64 MiB and was stopped"));
     }
 }
