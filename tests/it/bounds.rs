@@ -62,6 +62,11 @@ fn status_runs_and_trace_show_control_characters_instead_of_sending_them() {
     assert!(runs.trim_end().ends_with(shown60.trim_end()), "{runs}");
     let trace = stdout(&t.al(&["trace", "show", "--wide"]).output().unwrap());
     assert!(trace.contains(SHOWN), "{trace}");
+    // With colour, the printer's own bold header is the only escape sequence written.
+    let coloured = stdout(&t.al(&["--color", "always", "trace", "show", "--wide"]).output().unwrap());
+    assert!(coloured.starts_with("\x1b[1mtime "), "{coloured}");
+    assert_eq!(coloured.matches('\x1b').count(), 2, "{coloured}");
+    assert!(coloured.contains(SHOWN), "{coloured}");
 
     // JSON output keeps the text exactly: the same string once decoded, and still inert.
     let out = t.al(&["status", "--json"]).output().unwrap();
