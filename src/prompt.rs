@@ -88,7 +88,7 @@ impl Templates {
         let t = self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
         let over = self.overrides.get(name);
         let mut out = Capped(Vec::new());
-        t.render_to_write(ctx, &mut out).map_err(|e| match (e.kind(), over) {
+        t.render_captured_to(ctx, &mut out).map_err(|e| match (e.kind(), over) {
             (ErrorKind::OutOfFuel, Some(path)) => Error::config(format!(
                 "template {path} used more than {FUEL} steps of template work (nested loops?) and was stopped"
             ))
