@@ -3,9 +3,18 @@
 //! A closed stdout (`agentloop trace show | head -1`) ends the process quietly with exit 0.
 //! Colour follows `--color`, `NO_COLOR` and whether the stream is a terminal; progress lines are
 //! printed only when stderr is a terminal and `-q` was not given.
+//!
+//! Text printed for people may come from a workspace someone else wrote, a model or a server
+//! (goals, reasons, tool output, error text), so nothing here reaches a terminal as a control
+//! sequence: human output goes through [`printable`] (C0 controls as Unicode control pictures,
+//! `ESC` as `␛`; C1 controls and bidi overrides as `<U+009B>`), and JSON output through
+//! [`json_safe`] (the same characters as `\u` escapes, which decode to the same text). The only
+//! escape sequences written are the printer's own colours ([`Printer::outln_painted`]).
 // The printer: the one module that writes to stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -17,7 +26,7 @@ static PROGRESS: AtomicBool = AtomicBool::new(false);
 /// A progress note from code that holds no [`Printer`] (a provider's retry wait): on stderr when
 /// progress lines are shown or with `-v`, and in the diagnostics log.
 pub fn progress_note(s: &str) {
-    let s = &crate::redact::redact(s);
+    let s = &for_people(s);
     crate::log::info(s);
     if PROGRESS.load(Ordering::Relaxed) || VERBOSE.load(Ordering::Relaxed) {
         eprintln!("{s}");
@@ -27,7 +36,7 @@ pub fn progress_note(s: &str) {
 /// A `debug:` line on stderr when `-v` was given, and in the diagnostics log; for code that
 /// holds no [`Printer`] (the model clients).
 pub fn debug_note(s: &str) {
-    let s = &crate::redact::redact(s);
+    let s = &for_people(s);
     crate::log::debug(s);
     if VERBOSE.load(Ordering::Relaxed) {
         eprintln!("debug: {s}");
@@ -69,23 +78,19 @@ impl Printer {
         Printer { quiet, verbose, json, color, progress }
     }
 
-    /// Writes data to stdout; exits quietly when the reader has gone away.
+    /// Writes data to stdout; exits quietly when the reader has gone away. Human output is made
+    /// [`printable`]; with `--json`, [`json_safe`].
     pub fn out(&self, s: &str) {
-        let s = &crate::redact::redact(s);
-        let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-            eprintln!("error: cannot write to stdout: {e}");
-            std::process::exit(1);
-        }
+        let s = crate::redact::redact(s);
+        let s = if self.json { json_safe(&s) } else { printable(&s) };
+        write_stdout(&s);
     }
 
     /// Writes one line to stdout and says whether it could: for streams whose reader going away
-    /// must stop the work (`run --events`) instead of ending the process with 0.
+    /// must stop the work (`run --events`) instead of ending the process with 0. The line is
+    /// JSON (an event), so it is made [`json_safe`].
     pub fn try_outln(&self, s: &str) -> std::io::Result<()> {
-        let mut line = crate::redact::redact(s);
+        let mut line = json_safe(&crate::redact::redact(s)).into_owned();
         line.push('\n');
         let mut out = std::io::stdout().lock();
         out.write_all(line.as_bytes()).and_then(|_| out.flush())
@@ -98,14 +103,34 @@ impl Printer {
         self.out(&line);
     }
 
+    /// One line of stdout made of pieces, each painted with its SGR code (`"31"`: red; `""`:
+    /// plain) when colour is on. Each piece is made [`printable`] before it is painted, so these
+    /// colours are the only escape sequences the printer writes.
+    pub fn outln_painted(&self, pieces: &[(&str, &str)]) {
+        let mut line = String::new();
+        for (text, ansi) in pieces {
+            let text = crate::redact::redact(text);
+            let text = printable(&text);
+            if self.color && !ansi.is_empty() && !self.json {
+                let _ = write!(line, "\x1b[{ansi}m{text}\x1b[0m");
+            } else {
+                line.push_str(&text);
+            }
+        }
+        line.push('\n');
+        write_stdout(&line);
+    }
+
     /// Prints a value as pretty JSON on stdout.
     pub fn json_value(&self, v: &serde_json::Value) {
-        self.outln(&serde_json::to_string_pretty(v).unwrap_or_default());
+        let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+        s.push('\n');
+        write_stdout(&json_safe(&crate::redact::redact(&s)));
     }
 
     /// A message for people on stderr, unless `-q`.
     pub fn info(&self, s: &str) {
-        let s = &crate::redact::redact(s);
+        let s = &for_people(s);
         crate::log::info(s);
         if !self.quiet {
             eprintln!("{s}");
@@ -113,12 +138,13 @@ impl Printer {
     }
 
     pub fn warn(&self, s: &str) {
-        let s = &crate::redact::redact(s);
+        let s = &for_people(s);
         crate::log::warn(s);
         eprintln!("warning: {s}");
     }
 
     pub fn debug(&self, s: &str) {
+        let s = &printable(s);
         crate::log::debug(s);
         if self.verbose {
             eprintln!("debug: {s}");
@@ -127,6 +153,7 @@ impl Printer {
 
     /// A progress line (stderr, terminals only).
     pub fn progress(&self, s: &str) {
+        let s = &printable(s);
         crate::log::debug(s);
         if self.progress {
             eprintln!("{s}");
@@ -137,37 +164,119 @@ impl Printer {
     pub fn progress_piece(&self, s: &str) {
         if self.progress {
             let mut err = std::io::stderr().lock();
-            let _ = err.write_all(crate::redact::redact(s).as_bytes()).and_then(|_| err.flush());
-        }
-    }
-
-    pub fn paint(&self, s: &str, ansi: &str) -> String {
-        if self.color {
-            format!("\x1b[{ansi}m{s}\x1b[0m")
-        } else {
-            s.to_string()
+            let _ = err.write_all(for_people(s).as_bytes()).and_then(|_| err.flush());
         }
     }
 }
 
 /// A warning where no printer is at hand (loading the tool registry): stderr and the log.
 pub fn warning(s: &str) {
-    let s = &crate::redact::redact(s);
+    let s = &for_people(s);
     crate::log::warn(s);
     eprintln!("warning: {s}");
 }
 
 /// A command's final error: `error:` and, when there is one, `hint:` on stderr.
 pub fn error(e: &crate::error::Error) {
-    eprintln!("error: {}", e.message);
+    eprintln!("error: {}", printable(&e.message));
     if let Some(h) = &e.hint {
-        eprintln!("hint: {h}");
+        eprintln!("hint: {}", printable(h));
     }
 }
 
-/// A diagnostic line on stderr as it is (event mode's log, crash points).
+/// A diagnostic line on stderr as it is, but [`printable`] (event mode's log, crash points).
 pub fn stderr_line(s: &str) {
-    eprintln!("{s}");
+    eprintln!("{}", printable(s));
+}
+
+/// Writes to stdout as it is; exits quietly when the reader has gone away.
+fn write_stdout(s: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// A message for people: redacted, then [`printable`].
+fn for_people(s: &str) -> String {
+    printable(&crate::redact::redact(s)).into_owned()
+}
+
+/// A character that must not reach a terminal as it is: C0 controls other than newline and
+/// tab, DEL, C1 controls (U+0080–U+009F, which some terminals act on as 8-bit escapes: U+009B
+/// is CSI), and the bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069),
+/// which reorder what is shown so text reads other than it is.
+fn is_unsafe(c: char) -> bool {
+    matches!(c, '\0'..='\x08' | '\x0b'..='\x1f' | '\x7f'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text from a workspace, a model or a server made safe to print on a terminal, every character
+/// kept visible: C0 controls become their Unicode control pictures (`ESC` → `␛`, `BEL` → `␇`,
+/// a carriage return not before a newline → `␍`), DEL → `␡`, C1 controls and bidi controls →
+/// `<U+009B>`. Newlines, tabs and `\r\n` are kept. Text with none of these is borrowed as is.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+/// [`printable`] for a field shown on one line (a goal in `status`, a note in `trace show`):
+/// a newline (or `\r\n`) is also shown, as `␤`, so a value cannot forge the lines after it;
+/// a tab is a space.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    escape(s, true)
+}
+
+fn escape(s: &str, one_line: bool) -> Cow<'_, str> {
+    let plain = |(i, c): (usize, char)| match c {
+        '\r' => !one_line && s[i + 1..].starts_with('\n'),
+        '\n' | '\t' => !one_line,
+        c => !is_unsafe(c),
+    };
+    if s.char_indices().all(plain) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {
+                if !one_line {
+                    out.push('\r');
+                }
+            }
+            '\n' if one_line => out.push('\u{2424}'),
+            '\t' if one_line => out.push(' '),
+            '\n' | '\t' => out.push(c),
+            '\0'..='\x1f' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}')),
+            '\x7f' => out.push('\u{2421}'),
+            c if is_unsafe(c) => {
+                let _ = write!(out, "<U+{:04X}>", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text made safe to print on a terminal without changing what it says: the characters
+/// [`printable`] escapes become `\uXXXX` escapes, which decode to the same string. serde_json
+/// already escapes C0 controls inside strings; DEL, C1 and bidi controls it writes as they are.
+pub fn json_safe(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The width of the terminal stdout is, or None when stdout is not a terminal. `COLUMNS`
@@ -201,5 +310,34 @@ pub fn cli(rest: &str) -> String {
         }
         Some(ws) => format!("`agentloop -w {ws} {rest}`"),
         None => format!("`agentloop {rest}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_shows_every_control_and_keeps_plain_text_borrowed() {
+        assert!(matches!(printable("plain text\n\ttabbed, ünïcode ✓\r\n"), Cow::Borrowed(_)));
+        assert_eq!(printable("\x1b]52;c;ZXZpbA==\x07"), "␛]52;c;ZXZpbA==␇");
+        assert_eq!(printable("a\x1b[2Jb\rc\0\x7f"), "a␛[2Jb␍c␀␡");
+        assert_eq!(printable("x\u{9b}31m y\u{202e}txt.exe\u{2066}"), "x<U+009B>31m y<U+202E>txt.exe<U+2066>");
+        assert_eq!(printable("line one\r\nline two\n"), "line one\r\nline two\n");
+    }
+
+    #[test]
+    fn one_line_also_shows_newlines() {
+        assert_eq!(one_line("goal\nstatus      done\r\nx\ty"), "goal␤status      done␤x y");
+        assert!(matches!(one_line("a goal"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn json_safe_escapes_what_serde_leaves_and_decodes_to_the_same_text() {
+        let v = serde_json::json!({"goal": "a\x1b]52;c;x\x07 \u{9b}2J \u{202e}z\x7f"});
+        let text = serde_json::to_string(&v).unwrap();
+        let safe = json_safe(&text);
+        assert!(!safe.chars().any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)), "{safe}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
     }
 }

@@ -3,11 +3,45 @@
 //! The templates in `templates/` are embedded in the binary, so agentloop works anywhere; a file
 //! of the same name in `<workspace>/templates/` (or `templates_dir` in config) overrides one.
 //! Undefined variables are errors (strict mode), so a typo in an override fails loudly.
+//!
+//! An override is code from whoever wrote the workspace: every render has a budget of template
+//! work ([`FUEL`], minijinja's fuel), so an override that loops for ever (nested loops over
+//! `range(100000)`) fails at once naming its file, instead of outliving `--timeout`, which is
+//! only checked between phases; and what one render writes is capped ([`MAX_OUTPUT`]), since one
+//! step can write 100 MB (`"x" * 100000000`).
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde::Serialize;
+use std::collections::HashMap;
+
+/// Steps of template work (minijinja instructions) one render may take. The built-ins take about
+/// 8 per list item (memory.md with 10,000 items in each of its five lists: 415,000), so this
+/// leaves room for lists of about a million items, while an override that loops for ever is
+/// stopped within a second or two.
+pub const FUEL: u64 = 10_000_000;
+
+/// Bytes one render may write (64 MiB): far more than a prompt a model takes or a workspace
+/// file a run writes.
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// The render's output, refusing to grow past [`MAX_OUTPUT`].
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.0.len().saturating_add(b.len()) > MAX_OUTPUT {
+            return Err(std::io::Error::other("the template output cap is reached"));
+        }
+        self.0.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("context.md.j2", include_str!("../templates/context.md.j2")),
@@ -23,6 +57,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
 
 pub struct Templates {
     env: Environment<'static>,
+    /// The file each overridden template was read from.
+    overrides: HashMap<&'static str, String>,
 }
 
 impl Templates {
@@ -31,6 +67,8 @@ impl Templates {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
+        env.set_fuel(Some(FUEL));
+        let mut overrides = HashMap::new();
         for (name, src) in BUILTIN {
             let over = dir.map(|d| d.join(name)).filter(|p| p.is_file());
             let (src, origin) = match &over {
@@ -39,15 +77,100 @@ impl Templates {
             };
             env.add_template_owned(name.to_string(), src)
                 .map_err(|e| Error::usage(format!("template {origin} does not parse: {e}")))?;
+            if let Some(p) = over {
+                overrides.insert(*name, p.to_string());
+            }
         }
-        Ok(Templates { env })
+        Ok(Templates { env, overrides })
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
         let t = self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
-        t.render(ctx).map_err(|e| {
-            Error::usage(format!("template {name} failed to render: {e}"))
-                .with_hint("check the override in the templates folder; undefined variables are errors")
-        })
+        let over = self.overrides.get(name);
+        let mut out = Capped(Vec::new());
+        t.render_captured_to(ctx, &mut out).map_err(|e| match (e.kind(), over) {
+            (ErrorKind::OutOfFuel, Some(path)) => Error::config(format!(
+                "template {path} used more than {FUEL} steps of template work (nested loops?) and was stopped"
+            ))
+            .with_hint(format!("fix the override or remove {path} to use the built-in {name}")),
+            (ErrorKind::OutOfFuel, None) => Error::failure(format!(
+                "built-in template {name} used more than {FUEL} steps of template work on this workspace's files"
+            ))
+            .with_hint("the lists it shows (memory.md, plan.md) may be far longer than a run writes; shorten them"),
+            (ErrorKind::WriteFailure, Some(path)) => {
+                Error::config(format!("template {path} wrote more than {} MiB and was stopped", MAX_OUTPUT >> 20))
+                    .with_hint(format!("fix the override or remove {path} to use the built-in {name}"))
+            }
+            (ErrorKind::WriteFailure, None) => Error::failure(format!(
+                "built-in template {name} wrote more than {} MiB from this workspace's files",
+                MAX_OUTPUT >> 20
+            ))
+            .with_hint("the files it quotes (context.md, memory.md, plan.md) may be far larger than a run writes"),
+            (_, Some(path)) => Error::usage(format!("template {name} failed to render: {e}"))
+                .with_hint(format!("check the override {path}; undefined variables are errors")),
+            (_, None) => Error::usage(format!("template {name} failed to render: {e}"))
+                .with_hint("check the override in the templates folder; undefined variables are errors"),
+        })?;
+        // minijinja writes only whole UTF-8 strings.
+        String::from_utf8(out.0)
+            .map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::markdown::{Item, Memory, Plan};
+
+    /// The built-ins on lists far longer than a run writes stay well inside [`FUEL`]: about 8
+    /// steps an item, so the budget holds lists of about a million items.
+    #[test]
+    fn the_builtins_on_long_lists_use_a_small_part_of_the_fuel() {
+        let tpl = Templates::load(None).unwrap();
+        let n = 10_000;
+        let lines: Vec<String> = (0..n).map(|i| format!("step {i} reflect: continue")).collect();
+        let items: Vec<Item> = (0..n).map(|i| Item { done: i % 2 == 0, text: format!("item {i}") }).collect();
+        let mem = Memory {
+            dod: items.clone(),
+            constraints: lines.clone(),
+            assumptions: lines.clone(),
+            facts: lines.clone(),
+            log: lines.clone(),
+            ..Default::default()
+        };
+        let plan = Plan { outline: items, completed: lines, ..Default::default() };
+        for (name, ctx) in
+            [("memory.md.j2", serde_json::to_value(&mem).unwrap()), ("plan.md.j2", crate::markdown::plan_view(&plan))]
+        {
+            let t = tpl.env.get_template(name).unwrap();
+            let captured = t.render_captured(ctx).unwrap();
+            let (used, _) = captured.state().fuel_levels().unwrap();
+            assert!(used < FUEL / 20, "{name} used {used} steps for {n} items of each list");
+        }
+    }
+
+    #[test]
+    fn an_override_that_runs_out_names_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8PathBuf::from_path_buf(dir.path().to_path_buf()).unwrap();
+        std::fs::write(
+            root.join("plan.md.j2"),
+            "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let tpl = Templates::load(Some(&root)).unwrap();
+        let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert!(e.message.starts_with(&format!("template {root}/plan.md.j2 used more than")), "{}", e.message);
+        // The others are still the built-ins, and render.
+        assert!(tpl.render("decisions.md.j2", serde_json::json!({})).is_ok());
+        // One step can write 100 MB: what a render writes is capped too.
+        std::fs::write(root.join("plan.md.j2"), r#"{% for a in range(100) %}{{ "x" * 10000000 }}{% endfor %}"#)
+            .unwrap();
+        let tpl = Templates::load(Some(&root)).unwrap();
+        let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.message, format!("template {root}/plan.md.j2 wrote more than 64 MiB and was stopped"));
     }
 }

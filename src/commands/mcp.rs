@@ -176,15 +176,16 @@ fn report(ctx: &Ctx, hub: &Hub, check: bool) {
     for st in &hub.states {
         let s = &st.server;
         let transport = if s.is_http() { "http" } else { "stdio" };
-        let mut line = if check {
-            let verdict = match st.status {
-                Status::Failed(_) => p.paint("FAIL", "31"),
-                Status::Disabled => "skip".to_string(),
-                _ => p.paint("ok  ", "32"),
-            };
-            format!("{verdict} {} ({transport})", s.name)
-        } else {
-            format!("{} ({transport}) {}", s.name, st.status.as_str())
+        // check paints its verdict; the rest of the line is plain.
+        let verdict = match st.status {
+            _ if !check => None,
+            Status::Failed(_) => Some(("FAIL", "31")),
+            Status::Disabled => Some(("skip", "")),
+            _ => Some(("ok  ", "32")),
+        };
+        let mut line = match verdict {
+            Some(_) => format!(" {} ({transport})", s.name),
+            None => format!("{} ({transport}) {}", s.name, st.status.as_str()),
         };
         if let Some(l) = &st.listing {
             let info = match (
@@ -207,7 +208,10 @@ fn report(ctx: &Ctx, hub: &Hub, check: bool) {
         if let Status::Failed(e) = &st.status {
             line.push_str(&format!(": {e}"));
         }
-        p.outln(&line);
+        match verdict {
+            Some(v) => p.outln_painted(&[v, (&line, "")]),
+            None => p.outln(&line),
+        }
         p.outln(&format!("    {}", s.display));
         // check reports; list shows the tools too.
         for (n, t) in st.tools.iter().filter(|_| !check) {

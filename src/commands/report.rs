@@ -155,6 +155,8 @@ fn link_prefix(out: &Utf8Path, target: &Utf8Path) -> Result<String> {
 fn write(out: &Utf8Path, page: &str) -> Result<()> {
     if out == "-" {
         use std::io::Write;
+        // The page quotes the workspace, which may hold terminal escapes; stdout may be one.
+        let page = crate::output::printable(page);
         let mut o = std::io::stdout().lock();
         return match o.write_all(page.as_bytes()).and_then(|_| o.flush()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("write", "stdout", e)),

@@ -65,17 +65,19 @@ fn list(ctx: &Ctx) -> Result<u8> {
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
     }
+    // Ids, statuses and goals come from state.json files: one line each, controls shown.
+    let line = |v: &serde_json::Value| crate::output::one_line(v.as_str().unwrap_or("")).into_owned();
     for r in &rows {
-        let goal: String = r["goal"].as_str().unwrap_or("").chars().take(60).collect();
+        let goal: String = line(&r["goal"]).chars().take(60).collect();
         let cost = r["cost_usd"].as_f64().map(|c| format!("${c:.4}")).unwrap_or_else(|| "$?".into());
         ctx.printer.outln(&format!(
             "{}{} {:<11} {:>3} steps {:>9}  {}  {}",
-            r["run_id"].as_str().unwrap_or(""),
+            line(&r["run_id"]),
             if r["current"] == true { "*" } else { " " },
-            r["status"].as_str().unwrap_or(""),
+            line(&r["status"]),
             r["steps_taken"],
             cost,
-            r["started_at"].as_str().unwrap_or(""),
+            line(&r["started_at"]),
             goal
         ));
     }
@@ -111,7 +113,13 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
         return Ok(0);
     }
     for s in &gone {
-        ctx.printer.outln(&format!("{}{}  {}", if a.dry_run { "would delete " } else { "deleted " }, s.run_id, s.goal));
+        let line = crate::output::one_line;
+        ctx.printer.outln(&format!(
+            "{}{}  {}",
+            if a.dry_run { "would delete " } else { "deleted " },
+            line(&s.run_id),
+            line(&s.goal)
+        ));
     }
     Ok(0)
 }

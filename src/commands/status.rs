@@ -44,15 +44,18 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     let p = &ctx.printer;
     let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
-    p.outln(&format!("run         {}", s.run_id));
-    p.outln(&format!("goal        {}", s.goal));
+    // The run's words come from state.json, which whoever wrote the workspace controls: one line
+    // each, so a value cannot forge the lines after it (the printer shows any control).
+    let line = crate::output::one_line;
+    p.outln(&format!("run         {}", line(&s.run_id)));
+    p.outln(&format!("goal        {}", line(&s.goal)));
     p.outln(&format!(
         "status      {}{}",
         s.status.as_str(),
-        s.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+        s.reason.as_ref().map(|r| format!(" ({})", line(r))).unwrap_or_default()
     ));
     if let Some(q) = &s.open_question {
-        p.outln(&format!("question    {q}"));
+        p.outln(&format!("question    {}", line(q)));
         p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
@@ -85,7 +88,9 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     if let Some(w) = crate::rest::current(ctx.config()) {
         match (&w.resting, &w.until) {
-            (Some(why), Some(until)) => p.outln(&format!("rest        resting ({why}); may run again at {until}")),
+            (Some(why), Some(until)) => {
+                p.outln(&format!("rest        resting ({}); may run again at {}", line(why), line(until)))
+            }
             _ => p.outln(&format!(
                 "rest        {} tokens, ${:.4}, {} runs in the last {}s",
                 w.tokens, w.cost_usd, w.runs, w.window_secs
@@ -93,7 +98,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         }
     }
     match &s.pending {
-        Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, a.tool, a.args)),
+        Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
     }
     Ok(0)

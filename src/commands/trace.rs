@@ -266,7 +266,7 @@ impl<'a> View<'a> {
     }
 
     fn header(&self) {
-        self.printer.outln(&self.printer.paint(&self.fit(HEADER.to_string()), "1"));
+        self.printer.outln_painted(&[(&self.fit(HEADER.to_string()), "1")]);
     }
 
     fn fit(&self, line: String) -> String {
@@ -282,12 +282,15 @@ impl<'a> View<'a> {
             p.outln(&e.to_line());
             return;
         }
+        // Every field comes from the trace file, which whoever wrote the workspace controls: each
+        // is shown on one line with its controls visible (before fitting, so widths are true).
+        let field = |s: &str| crate::output::one_line(s).into_owned();
         if self.run.as_ref().is_some_and(|r| *r != e.run_id) {
-            p.outln(&self.fit(format!("── run {} ──", e.run_id)));
+            p.outln(&self.fit(format!("── run {} ──", field(&e.run_id))));
         }
         self.run = Some(e.run_id.clone());
         let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
-        let status = e.result_status.clone().or_else(|| e.decision.clone()).unwrap_or_default();
+        let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
         let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
         let tok = e
             .usage
@@ -299,17 +302,17 @@ impl<'a> View<'a> {
         if e.data.as_ref().and_then(|d| d.get("edited_by_hand")).and_then(serde_json::Value::as_bool) == Some(true) {
             what = format!("[edited by hand] {what}");
         }
-        let mut what = what.replace('\n', " ");
+        let mut what = field(&what.replace('\n', " "));
         if !self.wide && self.width.is_none() {
             what = what.chars().take(80).collect();
         }
         let line = format!(
             "{:<24} {:>4} {:<7} {:<13} {:<14} {:<9} {:>7} {:>11} {:>8}  {}",
-            e.ts,
+            field(&e.ts),
             e.step,
             phase,
-            e.event,
-            e.tool.as_deref().unwrap_or(""),
+            field(&e.event),
+            field(e.tool.as_deref().unwrap_or("")),
             status,
             dur,
             tok,
@@ -318,12 +321,15 @@ impl<'a> View<'a> {
         );
         let line = self.fit(line.trim_end().to_string());
         // Colour after fitting, so escape codes never count as width.
-        let line = if e.is_error() && !status.is_empty() {
-            line.replacen(&format!(" {status:<9}"), &format!(" {}", p.paint(&format!("{status:<9}"), "31")), 1)
-        } else {
-            line
-        };
-        p.outln(&line);
+        let painted = format!(" {status:<9}");
+        match line.find(&painted).filter(|_| e.is_error() && !status.is_empty()) {
+            Some(at) => {
+                let (before, rest) = line.split_at(at + 1);
+                let (status, after) = rest.split_at(painted.len() - 1);
+                p.outln_painted(&[(before, ""), (status, "31"), (after, "")]);
+            }
+            None => p.outln(&line),
+        }
     }
 }
 
@@ -394,7 +400,7 @@ impl Stats {
         let row = |name: &str, s: &Sum| {
             format!(
                 "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
-                name,
+                crate::output::one_line(name),
                 s.entries,
                 s.errors,
                 s.duration_ms,

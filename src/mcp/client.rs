@@ -207,6 +207,10 @@ impl Session {
 
     /// One `tools/call`; the result as the JSON the server sent. Dropping the future cancels
     /// the request (the SDK sends `notifications/cancelled`), nothing else.
+    ///
+    /// The SDK bounds what it reads: one message (a stdio line, an HTTP body, an SSE event) of
+    /// at most 16 MiB; a longer one is dropped unread, so the call then ends by its timeout.
+    /// What is kept of a result is capped again in [`super::content`].
     pub async fn call(&self, tool: &str, args: &Value) -> Result<Value, CallError> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(m) = args {

@@ -5,66 +5,137 @@
 //!
 //! The result is read as the JSON the MCP specification defines (not through the SDK's
 //! types), so a content type added by a later protocol version is described, not lost.
+//!
+//! One call is bounded, whatever the server sends: at most [`MAX_ITEMS`] content items are read
+//! (the rest are counted), at most [`MAX_FILES`] files are saved, and text, saved files and
+//! structured content together hold at most [`MAX_BYTES`]; what is left out is said in the
+//! output. (The SDK already refuses a single message over 16 MiB.)
 
 use crate::tool::{ToolEnv, ToolResult};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+/// Content items one call's result may have; the rest are counted, not read.
+pub const MAX_ITEMS: usize = 100;
+/// Files (images, audio, embedded resources) one call may save under artifacts/.
+pub const MAX_FILES: usize = 10;
+/// Bytes of text, saved files and structured content one call may hold (8 MiB).
+pub const MAX_BYTES: usize = 8 << 20;
+
+/// What one call has taken so far, against the caps.
+#[derive(Default)]
+struct Budget {
+    bytes: usize,
+    files: usize,
+}
+
+impl Budget {
+    fn left(&self) -> usize {
+        MAX_BYTES.saturating_sub(self.bytes)
+    }
+
+    /// Text within what is left: all of it, or its head (cut at a character boundary) and a note
+    /// of what was left out.
+    fn text(&mut self, t: &str) -> String {
+        let left = self.left();
+        if t.len() <= left {
+            self.bytes += t.len();
+            return t.to_string();
+        }
+        let mut cut = left;
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.bytes += cut;
+        let mut head = t[..cut].to_string();
+        if !head.is_empty() {
+            head.push('\n');
+        }
+        head.push_str(&format!(
+            "[{} more bytes of text left out: one call may hold {} MiB]",
+            t.len() - cut,
+            MAX_BYTES >> 20
+        ));
+        head
+    }
+
+    /// Why a file of `len` bytes cannot be saved, or None when it can (and is now counted).
+    fn file(&mut self, len: usize) -> Option<String> {
+        if self.files >= MAX_FILES {
+            return Some(format!("not saved: one call may save {MAX_FILES} files"));
+        }
+        if len > self.left() {
+            return Some(format!("not saved: one call may hold {} MiB", MAX_BYTES >> 20));
+        }
+        self.files += 1;
+        self.bytes += len;
+        None
+    }
+}
+
 pub fn to_result(env: &ToolEnv, server: &str, tool: &str, result: &Value) -> ToolResult {
     let mut parts: Vec<String> = Vec::new();
     let mut artifacts: Vec<String> = Vec::new();
-    let mut saved = 0usize;
-    let items = result.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
-    for item in &items {
+    let mut budget = Budget::default();
+    let items = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for item in items.iter().take(MAX_ITEMS) {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
-            "text" => parts.push(item.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
+            "text" => parts.push(budget.text(item.get("text").and_then(Value::as_str).unwrap_or(""))),
             "image" | "audio" => {
                 let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
                 let data = item.get("data").and_then(Value::as_str).unwrap_or("");
+                // Refused before decoding: base64 is 4 characters for 3 bytes.
+                if let Some(why) = budget.file(data.len() / 4 * 3) {
+                    parts.push(format!("[{kind} {mime}, about {} bytes, {why}]", data.len() / 4 * 3));
+                    continue;
+                }
                 parts.push(match decode(data) {
-                    Some(bytes) => {
-                        saved += 1;
-                        match save(env, saved, mime, &bytes) {
-                            Ok(rel) => {
-                                let line = format!("[{kind} {mime}, {} bytes, saved to {rel}]", bytes.len());
-                                artifacts.push(rel);
-                                line
-                            }
-                            Err(e) => format!("[{kind} {mime}, {} bytes; could not save it: {e}]", bytes.len()),
+                    Some(bytes) => match save(env, budget.files, mime, &bytes) {
+                        Ok(rel) => {
+                            let line = format!("[{kind} {mime}, {} bytes, saved to {rel}]", bytes.len());
+                            artifacts.push(rel);
+                            line
                         }
-                    }
+                        Err(e) => format!("[{kind} {mime}, {} bytes; could not save it: {e}]", bytes.len()),
+                    },
                     None => format!("[{kind} {mime}: the server sent data that is not base64]"),
                 });
             }
             "resource" => {
-                let r = item.get("resource").cloned().unwrap_or(Value::Null);
+                let r = item.get("resource").unwrap_or(&Value::Null);
                 let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
                 let mime = r.get("mimeType").and_then(Value::as_str);
-                let (bytes, text) = match (r.get("text").and_then(Value::as_str), r.get("blob").and_then(Value::as_str))
-                {
-                    (Some(t), _) => (Some(t.as_bytes().to_vec()), Some(t)),
-                    (None, Some(b)) => (decode(b), None),
-                    (None, None) => (None, None),
-                };
+                let text = r.get("text").and_then(Value::as_str);
+                let blob = r.get("blob").and_then(Value::as_str);
                 let mime_s = mime.unwrap_or(if text.is_some() { "text/plain" } else { "application/octet-stream" });
-                let line = match bytes {
-                    Some(bytes) => {
-                        saved += 1;
-                        match save(env, saved, mime_s, &bytes) {
-                            Ok(rel) => {
-                                let l = format!("[resource {uri} ({mime_s}, {} bytes), saved to {rel}]", bytes.len());
-                                artifacts.push(rel);
-                                l
-                            }
-                            Err(e) => format!("[resource {uri} ({mime_s}); could not save it: {e}]"),
+                let size = match (text, blob) {
+                    (Some(t), _) => Some(t.len()),
+                    (None, Some(b)) => Some(b.len() / 4 * 3),
+                    (None, None) => None,
+                };
+                let why = size.and_then(|n| budget.file(n));
+                let bytes = match (why.is_some(), text, blob) {
+                    (true, _, _) => None,
+                    (false, Some(t), _) => Some(t.as_bytes().to_vec()),
+                    (false, None, Some(b)) => decode(b),
+                    (false, None, None) => None,
+                };
+                let line = match (bytes, why) {
+                    (_, Some(why)) => format!("[resource {uri} ({mime_s}, about {} bytes), {why}]", size.unwrap_or(0)),
+                    (Some(bytes), None) => match save(env, budget.files, mime_s, &bytes) {
+                        Ok(rel) => {
+                            let l = format!("[resource {uri} ({mime_s}, {} bytes), saved to {rel}]", bytes.len());
+                            artifacts.push(rel);
+                            l
                         }
-                    }
-                    None => format!("[resource {uri} ({mime_s}) with no contents]"),
+                        Err(e) => format!("[resource {uri} ({mime_s}); could not save it: {e}]"),
+                    },
+                    (None, None) => format!("[resource {uri} ({mime_s}) with no contents]"),
                 };
                 parts.push(line);
                 if let Some(t) = text {
-                    parts.push(t.to_string());
+                    parts.push(budget.text(t));
                 }
             }
             "resource_link" => {
@@ -73,12 +144,29 @@ pub fn to_result(env: &ToolEnv, server: &str, tool: &str, result: &Value) -> Too
                 let mime = item.get("mimeType").and_then(Value::as_str).map(|m| format!(", {m}")).unwrap_or_default();
                 let desc =
                     item.get("description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
-                parts.push(format!("[resource link {uri} ({name}{mime}){desc}]"));
+                parts.push(budget.text(&format!("[resource link {uri} ({name}{mime}){desc}]")));
             }
-            other => parts.push(format!("[content of type `{other}`, not shown]")),
+            other => parts.push(budget.text(&format!("[content of type `{other}`, not shown]"))),
         }
     }
-    let structured = result.get("structuredContent").filter(|v| !v.is_null()).cloned();
+    if items.len() > MAX_ITEMS {
+        parts.push(format!(
+            "[{} more content items left out: one call may return {MAX_ITEMS}]",
+            items.len() - MAX_ITEMS
+        ));
+    }
+    // Structured content is kept (and shown when there is no text) only within what is left.
+    let mut structured = result.get("structuredContent").filter(|v| !v.is_null()).cloned();
+    if let Some(s) = &structured {
+        let size = serde_json::to_string(s).map(|t| t.len()).unwrap_or(0);
+        if size > budget.left() {
+            parts.push(format!(
+                "[structuredContent of {size} bytes left out: one call may hold {} MiB]",
+                MAX_BYTES >> 20
+            ));
+            structured = None;
+        }
+    }
     let mut output = parts.join("\n");
     if output.trim().is_empty() {
         if let Some(s) = &structured {
@@ -187,5 +275,30 @@ mod tests {
             assert_eq!(s.metadata["structured_content"]["a"], 1);
         });
         assert_eq!(std::fs::read(dir.path().join("artifacts/step-1-s__t-1.png")).unwrap(), b"hi");
+    }
+
+    #[test]
+    fn one_call_is_capped_in_items_files_and_bytes() {
+        let dir = with_env(|env| {
+            let image = json!({"type": "image", "mimeType": "image/png", "data": "aGk="});
+            let mut content = vec![image; 150];
+            content.insert(0, json!({"type": "text", "text": "x".repeat(MAX_BYTES + 10)}));
+            let r = to_result(env, "s", "t", &json!({"content": content, "structuredContent": {"a": 1}}));
+            assert!(r.is_ok());
+            assert!(r.output.starts_with(&"x".repeat(100)), "{}", &r.output[..100]);
+            assert!(r.output.contains("\n[10 more bytes of text left out: one call may hold 8 MiB]\n"));
+            // The text took the whole budget: no file fits, and no structured content.
+            assert_eq!(r.output.matches("not saved: one call may hold 8 MiB]").count(), 99);
+            assert!(r.output.ends_with(
+                "[51 more content items left out: one call may return 100]\n[structuredContent of 7 bytes left out: one call may hold 8 MiB]"
+            ));
+            assert!(r.artifacts.is_empty() && r.metadata.get("structured_content").is_none());
+            let content = vec![json!({"type": "image", "mimeType": "image/png", "data": "aGk="}); 12];
+            let r = to_result(env, "s", "t", &json!({"content": content}));
+            assert_eq!(r.artifacts.len(), MAX_FILES);
+            assert_eq!(r.output.matches("not saved: one call may save 10 files]").count(), 2);
+        });
+        assert!(dir.path().join("artifacts/step-1-s__t-10.png").exists());
+        assert!(!dir.path().join("artifacts/step-1-s__t-11.png").exists());
     }
 }

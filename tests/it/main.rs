@@ -2,6 +2,7 @@
 //! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
+mod bounds;
 mod browser;
 mod common;
 mod contracts;

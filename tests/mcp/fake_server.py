@@ -8,7 +8,9 @@ it, else its newest (as the reference servers do).
 Tools: echo, fail (isError), rpc_error (a JSON-RPC error), slow (sleeps; honours
 notifications/cancelled), crash (the server exits), get_current_time (a fixed clock), image, spawn_child (starts `sleep 300` in
 the server's process group), weird.name/x (a name and schema that need normalising),
-bad_schema (an invalid schema). Anything else gets JSON-RPC error -32602.
+bad_schema (an invalid schema). With FAKE_MCP_FLOOD=1 also: images (COUNT tiny PNGs in one
+result), big_text (a text of BYTES bytes), big_files (COUNT images of BYTES bytes each).
+Anything else gets JSON-RPC error -32602.
 
 Environment:
   FAKE_MCP_STARTS   file: one line "<pid>" appended per start
@@ -17,6 +19,7 @@ Environment:
   FAKE_MCP_IGNORE_EOF=1  ignore stdin EOF and SIGTERM (a badly behaved server)
   FAKE_MCP_FAIL_INIT=1   exit before answering initialize
   FAKE_MCP_SLOW_START=S  sleep S seconds before reading anything
+  FAKE_MCP_FLOOD=1       list the flood tools (images, big_text, big_files)
 """
 import base64
 import json
@@ -59,6 +62,18 @@ TOOLS = [
     {"name": "bad_schema", "description": "Its schema is invalid.",
      "inputSchema": {"type": "object", "properties": {"a": {"type": "strang"}}}},
 ]
+
+FLOOD_TOOLS = [
+    {"name": "images", "description": "Return COUNT tiny PNGs.",
+     "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}},
+    {"name": "big_text", "description": "Return a text of BYTES bytes.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}},
+    {"name": "big_files", "description": "Return COUNT images of BYTES bytes each.",
+     "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}, "bytes": {"type": "integer"}},
+                     "required": ["count", "bytes"]}},
+]
+if os.environ.get("FAKE_MCP_FLOOD"):
+    TOOLS = TOOLS + FLOOD_TOOLS
 
 out_lock = threading.Lock()
 cancelled = set()
@@ -108,6 +123,15 @@ def call_tool(name, args, req_id):
     if name == "image":
         return {"content": [{"type": "text", "text": "a 1x1 PNG"},
                             {"type": "image", "mimeType": "image/png", "data": PNG}]}
+    if name == "images":
+        item = {"type": "image", "mimeType": "image/png", "data": PNG}
+        return {"content": [{"type": "text", "text": "many PNGs"}] + [item] * int(args.get("count", 0))}
+    if name == "big_text":
+        return text("x" * int(args.get("bytes", 0)))
+    if name == "big_files":
+        data = base64.b64encode(b"\0" * int(args.get("bytes", 0))).decode()
+        item = {"type": "image", "mimeType": "image/png", "data": data}
+        return {"content": [item] * int(args.get("count", 0))}
     if name == "spawn_child":
         p = subprocess.Popen(["sleep", "300"])
         children.append(p)
