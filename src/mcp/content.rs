@@ -109,7 +109,7 @@ fn decode(data: &str) -> Option<Vec<u8>> {
 
 fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> Result<String, String> {
     let rel = format!("artifacts/{}-{n}.{}", env.artifact_stem, extension(mime));
-    crate::fs::write_in(&env.root, camino::Utf8Path::new(&rel), bytes).map_err(|e| e.message)?;
+    crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes).map_err(|e| e.message)?;
     Ok(rel)
 }
 

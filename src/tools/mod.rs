@@ -463,7 +463,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
     let full = std::mem::take(&mut result.output);
     // Never through a link: a symlinked artifacts/ is refused (fs::Folder), not written into.
-    let write = crate::fs::write_in(&env.root, camino::Utf8Path::new(&rel), full.as_bytes());
+    let write = crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
     let excerpt_budget = spec.output_cap.min(2000);
     let page = paging::window(&full, 1, None, excerpt_budget).unwrap_or(paging::Page {
         text: String::new(),
