@@ -57,15 +57,12 @@ fn secrets() -> Vec<String> {
         .collect()
 }
 
-/// Starts logging for this process (a no-op without `logging.file`).
-pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
-    let Some(file) = &cfg.file else { return };
+/// Starts logging for this process (a no-op without `logging.file`). An error says why the log
+/// cannot be written (a symlink on the way); logging stays off, and the caller warns.
+pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Result<()> {
+    let Some(file) = &cfg.file else { return Ok(()) };
     let file = crate::fs::resolve_in(root, file);
-    if let Err(e) = log_folder(root, &file) {
-        // Logging is diagnostics: the command goes on without it, and says why.
-        crate::output::warning(&format!("logging.file: {}; logging is off", e.message));
-        return;
-    }
+    log_folder(root, &file)?;
     let logger = Logger {
         file,
         level: Level::parse(&cfg.level),
@@ -77,6 +74,7 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
     if let Ok(mut g) = LOGGER.lock() {
         *g = Some(logger);
     }
+    Ok(())
 }
 
 /// Makes the log's folder. Inside the workspace it is entered without following links (a
