@@ -220,3 +220,24 @@ fn file_write_cannot_touch_the_transcript_or_the_report() {
     assert_eq!(t.read("ws/transcript.md"), "## step 1\n");
     assert_eq!(t.read("ws/report.html"), "<html></html>\n");
 }
+
+/// Event mode keeps its runs in runs/<id>/; a symlinked runs/ makes a start event fail with an
+/// error naming the link, and nothing is written where it points.
+#[test]
+fn event_mode_never_starts_a_run_through_a_linked_runs_folder() {
+    let t = setup();
+    // The user's own config, so the test holds whatever the workspace's config may do.
+    t.write("xdg/agentloop/config.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    std::fs::create_dir_all(t.path("root")).unwrap();
+    t.write("root/script.yaml", SCRIPT);
+    std::fs::create_dir_all(t.path("outside/runs")).unwrap();
+    symlink(t.path("outside/runs"), t.path("root/runs")).unwrap();
+    let req = json!({"protocol": 2, "job_id": "j1", "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "digest the notes"}, "dedupe_key": "agentic:start:links-1", "timestamp": "0001-01-01T00:00:00Z"}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or(Value::Null);
+    assert_eq!(v["status"], "error", "{v} {}", stderr(&out));
+    let err = v["error"].as_str().unwrap_or_default();
+    assert!(err.contains("runs/ is a symbolic link; agentloop never writes through links"), "{v}");
+    assert!(files_in(&t, "outside/runs").is_empty(), "nothing written through the link");
+    assert_eq!(out.status.code(), Some(0), "an error response, as for any event that fails");
+}
