@@ -241,3 +241,19 @@ fn event_mode_never_starts_a_run_through_a_linked_runs_folder() {
     assert!(files_in(&t, "outside/runs").is_empty(), "nothing written through the link");
     assert_eq!(out.status.code(), Some(0), "an error response, as for any event that fails");
 }
+
+/// A new run in a workspace whose artifacts/ is a link is refused before it starts: exit 8,
+/// naming the folder and the fix, and nothing is created where the link points.
+#[test]
+fn a_run_does_not_start_with_a_linked_artifacts_folder() {
+    let t = setup();
+    std::fs::create_dir_all(t.path("outside/art")).unwrap();
+    symlink(t.path("outside/art"), t.path("ws/artifacts")).unwrap();
+    let out = run(&t, &["--goal", "digest the notes"]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("artifacts/ is a symbolic link; agentloop never writes through links"), "{err}");
+    assert!(err.contains("hint: replace it with a real folder"), "{err}");
+    assert!(files_in(&t, "outside/art").is_empty());
+    assert!(!t.exists("ws/state.json"), "no run started");
+}
