@@ -3,9 +3,13 @@
 //! atomic rename each, state.json last), then the journal is removed; a process killed at any
 //! instant leaves a journal that [`recover`] finishes when the workspace lock is next taken. A
 //! leaf below the workspace and the history of runs.
+//!
+//! Invariant: a move never goes through a link. The folders are entered as [`Folder`]s (no
+//! component followed), so a symlinked `runs/` or `runs/<id>/` is refused with exit 8 before
+//! the journal is written, and each file is renamed relative to the opened folders.
 
 use crate::error::{Error, Result};
-use crate::fs;
+use crate::fs::{self, Folder};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +47,10 @@ pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
         ))
         .with_hint("set handle.runs_dir to a plain folder name, such as runs"));
     }
+    // Refused before the journal is written, so nothing is left to finish: a symlinked
+    // `runs/` or run folder would move a run out of the workspace (or other files into it).
+    Folder::open(root, Utf8Path::new(&m.from), false)?;
+    Folder::open(root, Utf8Path::new(&m.to), false)?;
     let journal = root.join(JOURNAL);
     let text = serde_json::to_string(&m).expect("move serializes");
     fs::write_durable(&journal, text.as_bytes())?;
@@ -67,28 +75,34 @@ fn finish_move(root: &Utf8Path, m: &Move) -> Result<()> {
         ))
         .with_hint("remove the file; agentloop only moves runs within the workspace (runs/<id>/)"));
     }
-    let from = root.join(&m.from);
-    let to = root.join(&m.to);
-    fs::create_dir_all(&to)?;
+    // Both folders are entered without following links (see fs::Folder); the moves are
+    // relative to the opened folders.
+    let to = Folder::open(root, Utf8Path::new(&m.to), true)?.expect("created");
+    let Some(from) = Folder::open(root, Utf8Path::new(&m.from), false)? else {
+        return Ok(()); // moved and removed before a crash
+    };
     // state.json last: until it moves, the run is still where it was.
     let mut names: Vec<&str> = RUN_FILES.iter().copied().filter(|n| *n != "state.json").collect();
     names.push("state.json");
     for name in names {
-        let src = from.join(name);
-        let dst = to.join(name);
-        if std::fs::symlink_metadata(&src).is_err() {
+        if !from.has(name) {
             continue; // moved before a crash, or never there
         }
-        if std::fs::symlink_metadata(&dst).is_ok() {
-            return Err(Error::data(format!("cannot move {src}: {dst} already exists"))
-                .with_hint("move one of them aside by hand; nothing is ever overwritten"));
+        if to.has(name) {
+            return Err(Error::data(format!(
+                "cannot move {}: {} already exists",
+                from.path().join(name),
+                to.path().join(name)
+            ))
+            .with_hint("move one of them aside by hand; nothing is ever overwritten"));
         }
-        std::fs::rename(&src, &dst).map_err(|e| Error::io("move", &src, e))?;
+        from.move_to(name, &to)?;
         crate::crash::point(&format!("archive:moved:{name}"));
     }
     if !m.from.is_empty() {
-        // The emptied archive folder goes; anything else left in it stays.
-        let _ = std::fs::remove_dir(&from);
+        // The emptied archive folder goes; anything else left in it stays (rmdir never
+        // follows a link).
+        let _ = std::fs::remove_dir(from.path());
     }
     Ok(())
 }

@@ -5,8 +5,20 @@
 //! leaves either the old or the new file, never a torn one; [`write_durable`] also fsyncs.
 //! [`append_line`] writes one whole line with a single `write` call on an `O_APPEND` descriptor,
 //! so concurrent appends never interleave inside a line.
+//!
+//! Invariant: no write follows a symbolic link. A workspace may come from elsewhere (copied,
+//! unpacked, cloned), and a link in it must not make agentloop write over a file outside it.
+//! Appends and in-place writes open with `O_NOFOLLOW`; replacing writes create their temp file
+//! exclusively (never through a link) and rename it over the name, which replaces a link rather
+//! than writing where it points. Folders below the workspace (`artifacts/`, `runs/<id>/`) are
+//! entered as a [`Folder`]: one `O_NOFOLLOW` open per level from the workspace, so a symlinked
+//! folder is refused (exit 8) and the write happens relative to the opened handle.
 // The wrappers themselves call std::fs; everything else calls them.
 #![allow(clippy::disallowed_methods)]
+
+mod folder;
+
+pub use folder::{write_in, Folder};
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -62,7 +74,7 @@ fn write_temp(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<camino:
     let name = path.file_name().unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = create_exclusive(&tmp)?;
         f.write_all(contents)?;
         if durable {
             f.sync_all()?;
@@ -75,6 +87,30 @@ fn write_temp(path: &Utf8Path, contents: &[u8], durable: bool) -> Result<camino:
     }
     crate::crash::point(&format!("write:{name}"));
     Ok(tmp)
+}
+
+/// Creates a new file, never through a link: `O_EXCL` fails on any existing name, a symlink
+/// included; a leftover (a killed process's temp file, or a link put there) is removed first.
+fn create_exclusive(path: &Utf8Path) -> std::io::Result<std::fs::File> {
+    let open = || std::fs::OpenOptions::new().write(true).create_new(true).open(path);
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(path)?;
+            open()
+        }
+        r => r,
+    }
+}
+
+/// Opens `path` for appending (created when `create`), never through a symlink.
+fn open_append_nofollow(path: &Utf8Path, create: bool) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(create)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| not_a_symlink("open", path, e))
 }
 
 /// Renames a temp file over `path` (removing it when the rename fails).
@@ -102,8 +138,7 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
     let mut buf = Vec::with_capacity(line.len() + 1);
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
-    let mut f =
-        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut f = open_append_nofollow(path, true)?;
     f.write_all(&buf).map_err(|e| Error::io("append to", path, e))
 }
 
@@ -126,17 +161,30 @@ pub fn ends_with_newline(path: &Utf8Path) -> Result<bool> {
 
 /// Appends text as is (used to terminate a torn last line).
 pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut f = open_append_nofollow(path, false)?;
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 
 /// An open error, saying so when the path is a symlink (refused by `O_NOFOLLOW`).
 pub fn not_a_symlink(action: &str, path: &Utf8Path, e: std::io::Error) -> Error {
     if e.raw_os_error() == Some(libc::ELOOP) {
-        return Error::data(format!("{path} is a symlink; agentloop writes its own files only in place"))
-            .with_hint(format!("remove the link (`rm {path}`) and run the command again"));
+        return linked_file(path);
     }
     Error::io(action, path, e)
+}
+
+/// The refusal of a file agentloop writes that is a symbolic link (exit 8).
+pub fn linked_file(path: &Utf8Path) -> Error {
+    Error::data(format!("{path} is a symbolic link; agentloop never writes through links")).with_hint(format!(
+        "replace it with a real file: `rm {path}` removes the link only (what it points to is unchanged); then run the command again"
+    ))
+}
+
+/// The refusal of a folder agentloop writes into that is a symbolic link (exit 8).
+pub fn linked_folder(path: &Utf8Path) -> Error {
+    Error::data(format!("{path}/ is a symbolic link; agentloop never writes through links")).with_hint(format!(
+        "replace it with a real folder: `rm {path}` removes the link only, then `mkdir {path}` (move in what you want kept)"
+    ))
 }
 
 /// Opens (or creates) a journal for writing in place; a new one's folder is fsynced, so the
@@ -347,7 +395,9 @@ fn swap(_: &Utf8Path, _: &Utf8Path) -> bool {
 /// Appends `text` to a file whose size was `at` before it: text already there (a replay) is
 /// not added again, a torn tail past `at` is cut off first, a missing file is created.
 pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
-    let len = match std::fs::metadata(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let len = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_symlink() => return Err(linked_file(path)),
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(Error::io("stat", path, e)),
@@ -357,7 +407,11 @@ pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
         return Ok(());
     }
     if len > at {
-        let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| Error::io("open", path, e))?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| not_a_symlink("open", path, e))?;
         f.set_len(at).map_err(|e| Error::io("cut the torn end of", path, e))?;
     }
     append_text(path, text)
@@ -365,17 +419,17 @@ pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
 
 /// Empties a file (a journal in an unknown format, once set aside).
 pub fn clear_journal(path: &Utf8Path) -> Result<()> {
-    match std::fs::OpenOptions::new().write(true).open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path) {
         Ok(f) => f.set_len(0).map_err(|e| Error::io("empty", path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("open", path, e)),
+        Err(e) => Err(not_a_symlink("open", path, e)),
     }
 }
 
 /// Appends text with a single write, creating the file when it does not exist.
 pub fn append_text(path: &Utf8Path, text: &str) -> Result<()> {
-    let mut f =
-        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut f = open_append_nofollow(path, true)?;
     f.write_all(text.as_bytes()).map_err(|e| Error::io("append to", path, e))
 }
 

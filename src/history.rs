@@ -5,6 +5,8 @@
 //! Invariants:
 //! - Nothing is overwritten: a move never replaces an existing file, and a run is archived under
 //!   its own id.
+//! - A symlinked `runs/` or run folder is never followed: archiving through one is refused
+//!   (exit 8), and listing skips it with a warning.
 //! - A move is journaled (`.agentloop.archive.json`): the journal is written durably first, then
 //!   each file is renamed (one atomic rename each), then the journal is removed. A process killed
 //!   at any instant leaves a journal the next locker finishes; a rename already
@@ -25,7 +27,9 @@ pub fn runs_dir(ws: &Workspace, runs_dir: &str) -> Utf8PathBuf {
 /// Moves the root's run to `<runs_dir>/<run_id>/`. The caller holds the lock.
 pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf> {
     let to = format!("{runs}/{}", state.run_id);
-    if ws.root.join(&to).join("state.json").exists() {
+    // Entered without following links: a symlinked runs/ is refused here (exit 8).
+    let there = crate::fs::Folder::open(&ws.root, Utf8Path::new(&to), false)?;
+    if there.is_some_and(|f| f.has("state.json")) {
         return Err(Error::data(format!("{}/{to} already holds a run with the same id", ws.root))
             .with_hint("move that folder aside; a run is never archived over another"));
     }
@@ -62,10 +66,23 @@ pub fn list(ws: &Workspace, runs: &str, warn: &dyn Fn(&str)) -> Vec<Run> {
             Err(e) => warn(&e.message),
         }
     }
-    let mut found: Vec<Workspace> = runs_dir(ws, runs)
-        .read_dir_utf8()
-        .map(|rd| rd.flatten().filter(|e| e.path().is_dir()).map(|e| Workspace::new(e.path())).collect())
-        .unwrap_or_default();
+    // Links are not followed: a symlinked runs/ or run folder would show (and let `report`,
+    // `runs prune` and `serve` act on) files outside the workspace. Each is reported, skipped.
+    let dir = runs_dir(ws, runs);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_symlink()) {
+        warn(&format!("{dir}/ is a symbolic link; its runs are not listed (agentloop never follows links there)"));
+        return out;
+    }
+    let mut found: Vec<Workspace> = Vec::new();
+    for e in dir.read_dir_utf8().into_iter().flatten().flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => found.push(Workspace::new(e.path())),
+            Ok(t) if t.is_symlink() => {
+                warn(&format!("{} is a symbolic link; skipped (agentloop never follows links there)", e.path()))
+            }
+            _ => {}
+        }
+    }
     found.sort_by(|a, b| a.root.cmp(&b.root));
     for w in found.into_iter().filter(Workspace::has_run) {
         match w.load_state() {

@@ -3,6 +3,8 @@
 //! sources, negotiation decisions — are appended to it as text or JSON lines, at or above
 //! `level`; the file rotates by size (`file.1` … `file.<keep>`). Every configured secret (API
 //! keys from the environment, tokens) is redacted before a line is written. stderr is unchanged.
+//! The log is never written through a symbolic link (the file, or a folder inside the workspace
+//! on the way to it): logging is turned off with a warning instead.
 
 use crate::config::LoggingConfig;
 use camino::Utf8PathBuf;
@@ -55,13 +57,12 @@ fn secrets() -> Vec<String> {
         .collect()
 }
 
-/// Starts logging for this process (a no-op without `logging.file`).
-pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
-    let Some(file) = &cfg.file else { return };
+/// Starts logging for this process (a no-op without `logging.file`). An error says why the log
+/// cannot be written (a symlink on the way); logging stays off, and the caller warns.
+pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Result<()> {
+    let Some(file) = &cfg.file else { return Ok(()) };
     let file = crate::fs::resolve_in(root, file);
-    if let Some(dir) = file.parent() {
-        let _ = crate::fs::create_dir_all(dir);
-    }
+    log_folder(root, &file)?;
     let logger = Logger {
         file,
         level: Level::parse(&cfg.level),
@@ -73,6 +74,24 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) {
     if let Ok(mut g) = LOGGER.lock() {
         *g = Some(logger);
     }
+    Ok(())
+}
+
+/// Makes the log's folder. Inside the workspace it is entered without following links (a
+/// workspace from elsewhere must not point the log at a file outside it), and a log file that is
+/// a symbolic link is refused; appends never follow one either (`fs::append_line`).
+fn log_folder(root: &camino::Utf8Path, file: &camino::Utf8Path) -> crate::error::Result<()> {
+    let dir = file.parent().unwrap_or(camino::Utf8Path::new(""));
+    match dir.strip_prefix(root) {
+        Ok(rel) => {
+            crate::fs::Folder::open(root, rel, true)?;
+        }
+        Err(_) => crate::fs::create_dir_all(dir)?,
+    }
+    if std::fs::symlink_metadata(file).is_ok_and(|m| m.is_symlink()) {
+        return Err(crate::fs::linked_file(file));
+    }
+    Ok(())
 }
 
 fn rotate(l: &Logger) {

@@ -326,7 +326,10 @@ pub fn build(g: &Global) -> Result<Ctx> {
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
-        crate::log::init(&resolved.config.logging, &ws.root);
+        if let Err(e) = crate::log::init(&resolved.config.logging, &ws.root) {
+            // Logging is diagnostics: the command goes on without it, and says why.
+            crate::output::warning(&format!("logging.file: {}; logging is off", e.message));
+        }
     }
     crate::log::debug(&format!(
         "agentloop {} {:?} in {}; config sources: {}",

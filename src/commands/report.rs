@@ -61,7 +61,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
     let run = Run::load(&ws)?;
     let out = args.output.unwrap_or_else(|| ws.root.join("report.html"));
     let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None };
-    write(&out, &report::render(&run, &links))?;
+    write(&ctx.ws.root, &out, &report::render(&run, &links))?;
     let p = &ctx.printer;
     if p.json {
         p.json_value(&json!({"run_id": run.state.run_id, "report": out}));
@@ -95,7 +95,7 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
             index: Some(format!("{}{index_name}", link_prefix(&page, dir_of(&at))?)),
             refresh: None,
         };
-        write(&page, &report::render(&run, &links))?;
+        write(&ctx.ws.root, &page, &report::render(&run, &links))?;
         rows.push(row(r, &format!("{}report.html", link_prefix(&at, &r.ws.root)?)));
         written.push(json!({"run_id": run.state.run_id, "report": page}));
     }
@@ -103,7 +103,7 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| ctx.ws.root.to_string());
-    write(&index, &report::render_index(&title, &rows, None))?;
+    write(&ctx.ws.root, &index, &report::render_index(&title, &rows, None))?;
     let p = &ctx.printer;
     if p.json {
         p.json_value(&json!({"index": index, "reports": written}));
@@ -152,7 +152,10 @@ fn link_prefix(out: &Utf8Path, target: &Utf8Path) -> Result<String> {
         .unwrap_or_else(|| format!("file:///{}/", report::html::encode_path(to.as_str().trim_start_matches('/')))))
 }
 
-fn write(out: &Utf8Path, page: &str) -> Result<()> {
+/// Writes a page to `out` (`-`: stdout). Inside the workspace `root` the folders are entered
+/// without following links (a symlinked `runs/<id>/` is refused, exit 8); a page that is a link
+/// is replaced, never written through.
+fn write(root: &Utf8Path, out: &Utf8Path, page: &str) -> Result<()> {
     if out == "-" {
         use std::io::Write;
         // The page quotes the workspace, which may hold terminal escapes; stdout may be one.
@@ -163,5 +166,12 @@ fn write(out: &Utf8Path, page: &str) -> Result<()> {
             _ => Ok(()),
         };
     }
-    crate::fs::write_atomic(out, page.as_bytes())
+    match out.strip_prefix(root) {
+        Ok(rel)
+            if rel.components().all(|c| matches!(c, camino::Utf8Component::Normal(_))) && rel.file_name().is_some() =>
+        {
+            crate::fs::write_in(root, rel, page.as_bytes())
+        }
+        _ => crate::fs::write_atomic(out, page.as_bytes()),
+    }
 }

@@ -208,6 +208,8 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
             "invalid configuration at key `handle.runs_dir`: `{runs}` must be a plain folder name under the root"
         )));
     }
+    // Never through a link: a symlinked runs folder or run folder is refused (exit 8).
+    crate::fs::Folder::open(root, &runs.join(run_id), false)?;
     Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
@@ -468,8 +470,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
     if r.output.chars().count() > cfg.tools.output_cap {
         let full = std::mem::take(&mut r.output);
         let rel = format!("artifacts/step-{step}-{tool}.txt");
-        crate::fs::create_dir_all(&ws.artifacts())?;
-        crate::fs::write_atomic(&ws.root.join(&rel), full.as_bytes())?;
+        crate::fs::write_in(&ws.root, camino::Utf8Path::new(&rel), full.as_bytes())?;
         r.output = format!(
             "{}\n\n[output truncated; the full result is in {rel}]",
             full.chars().take(2000).collect::<String>()

@@ -197,8 +197,7 @@ fn decode(data: &str) -> Option<Vec<u8>> {
 
 fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> Result<String, String> {
     let rel = format!("artifacts/{}-{n}.{}", env.artifact_stem, extension(mime));
-    crate::fs::create_dir_all(&env.root.join("artifacts")).map_err(|e| e.message)?;
-    crate::fs::write_atomic(&env.root.join(&rel), bytes).map_err(|e| e.message)?;
+    crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes).map_err(|e| e.message)?;
     Ok(rel)
 }
 

@@ -112,7 +112,8 @@ fn create(
     carried: &[String],
     run_id: Option<String>,
 ) -> Result<State> {
-    crate::fs::create_dir_all(&ws.artifacts())?;
+    // Never through a link: a symlinked artifacts/ is refused (exit 8) before the run starts.
+    crate::fs::Folder::open(&ws.root, camino::Utf8Path::new("artifacts"), true)?;
     // A run id is never reused within a workspace's history (a fixed test clock repeats ids
     // across processes, so an archived one is skipped).
     let archive = crate::history::runs_dir(ws, &cfg.handle.runs_dir);

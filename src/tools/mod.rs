@@ -481,10 +481,9 @@ pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<
 /// naming the file_read call that reads on from there.
 fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
-    let path = env.root.join(&rel);
     let full = std::mem::take(&mut result.output);
-    let write = crate::fs::create_dir_all(&env.root.join("artifacts"))
-        .and_then(|_| crate::fs::write_atomic(&path, full.as_bytes()));
+    // Never through a link: a symlinked artifacts/ is refused (fs::Folder), not written into.
+    let write = crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
     let excerpt_budget = spec.output_cap.min(2000);
     let page = paging::window(&full, 1, None, excerpt_budget).unwrap_or(paging::Page {
         text: String::new(),
@@ -514,6 +513,12 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
                 page.total
             );
             result.artifacts.push(rel);
+        }
+        Err(e) if e.message.contains("symbolic link") => {
+            // Said plainly, so whoever reads the run learns why and what to do.
+            result.output = format!(
+                "{out}\n[output truncated at {chars} characters; could not save the rest to {rel}: artifacts/ is a symbolic link, and agentloop never writes through links (replace it with a real folder)]"
+            );
         }
         Err(_) => {
             // The error names the machine path; the model gets the workspace-relative one.

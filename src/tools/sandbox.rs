@@ -44,10 +44,22 @@ impl Access {
     }
 }
 
-/// Files at the workspace's top level that agentloop owns: the paper trail and the config that
-/// decides what the next command may do. No tool writes them.
-pub const PAPER_TRAIL: &[&str] =
-    &["context.md", "memory.md", "plan.md", "decisions.md", "skills.md", "trace.jsonl", "state.json", "result.json"];
+/// Files at the workspace's top level that agentloop writes: the paper trail (transcript.md and
+/// trace.jsonl are the audit record of what the model did, so the model must not rewrite them)
+/// and the report derived from it. No tool writes them; agentloop's dot files (`.agentloop*`)
+/// are refused by name at any depth.
+pub const PAPER_TRAIL: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "transcript.md",
+    "skills.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+    "report.html",
+];
 const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloop.json"];
 const CONFIG_DIRS: &[&str] = &["agents", "templates"];
 

@@ -229,6 +229,22 @@ impl Commit {
     }
 }
 
+/// A name below the top of the workspace as (its folder, its file name); None at the top.
+fn nested(name: &str) -> Option<(&camino::Utf8Path, &str)> {
+    let p = camino::Utf8Path::new(name);
+    let folder = p.parent().filter(|f| !f.as_str().is_empty())?;
+    Some((folder, p.file_name()?))
+}
+
+/// The size of a file a commit appends to (0 when missing); a symbolic link is refused.
+fn size_of(path: &camino::Utf8Path) -> Result<u64> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_symlink() => Err(fs::linked_file(path)),
+        Ok(m) => Ok(m.len()),
+        Err(_) => Ok(0),
+    }
+}
+
 impl Workspace {
     /// Applies a phase's effects all-or-nothing (see the module docs). The caller holds the
     /// workspace lock.
@@ -252,9 +268,12 @@ impl Workspace {
         for line in commit.trace.iter_mut() {
             *line = crate::redact::redact(line);
         }
+        // Refused before anything is journaled: a name that is a symbolic link (or lies in a
+        // symlinked folder) would make the commit write outside the workspace.
+        self.refuse_links(&commit)?;
         if !commit.trace.is_empty() {
             let trace = self.trace();
-            let mut size = std::fs::metadata(&trace).map_or(0, |m| m.len());
+            let mut size = size_of(&trace)?;
             // A line torn outside any commit (a person's edit, an older version) is ended
             // first, so it does not swallow this commit's first entry.
             let ours = cycles().get(&journal).and_then(|c| c.trace_end) == Some(size);
@@ -266,7 +285,7 @@ impl Workspace {
         }
         for (name, _) in &commit.appends {
             if !commit.sizes.contains_key(name) {
-                let size = std::fs::metadata(self.path(name)).map_or(0, |m| m.len());
+                let size = size_of(&self.path(name))?;
                 commit.sizes.insert(name.clone(), size);
             }
         }
@@ -325,19 +344,42 @@ impl Workspace {
         Ok(c.file.clone().expect("opened"))
     }
 
+    /// Refuses a commit that would write through a link: a folder on the way to a name below
+    /// the top (`artifacts/`) that is one. Names at the top are checked where their sizes are
+    /// taken; replacing a file renames over the name, which never writes through a link.
+    fn refuse_links(&self, commit: &Commit) -> Result<()> {
+        for name in commit.names() {
+            let Some((folder, _)) = nested(name) else { continue };
+            let mut path = self.root.clone();
+            for c in folder.components() {
+                path.push(c.as_str());
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+                    return Err(fs::linked_folder(&path));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&self, commit: &Commit, replay: bool) -> Result<()> {
         for (name, contents) in &commit.files {
-            let path = self.path(name);
-            let top = path.parent() == Some(self.root.as_path());
-            if let Some(parent) = path.parent().filter(|_| !top) {
-                fs::create_dir_all(parent)?;
+            if let Some((folder, file)) = nested(name) {
+                // Below the top: entered folder by folder, never through a link (fs::Folder).
+                let folder = fs::Folder::open(&self.root, folder, true)?.expect("created");
+                folder.write_atomic(file, contents.as_bytes())?;
+                continue;
             }
             // Files at the top of the workspace keep spare versions (see fs::replace).
             let spares = self.path(SPARE_DIR);
-            fs::replace(&path, contents.as_bytes(), top.then_some(spares.as_path()))?;
+            fs::replace(&self.path(name), contents.as_bytes(), Some(spares.as_path()))?;
         }
         for (name, text) in &commit.appends {
             let path = self.path(name);
+            if let Some((folder, file)) = nested(name) {
+                let folder = fs::Folder::open(&self.root, folder, true)?.expect("created");
+                folder.append_at(file, commit.sizes.get(name).copied(), text)?;
+                continue;
+            }
             match commit.sizes.get(name) {
                 Some(at) => fs::append_at(&path, *at, text)?,
                 // A journal of an earlier version: the text may be there already (the process

@@ -10,6 +10,7 @@ mod ductile;
 mod files;
 mod foundation;
 mod handle;
+mod links;
 mod loop_;
 mod mcp;
 mod mcp_real;

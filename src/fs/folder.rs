@@ -1,0 +1,206 @@
+//! A folder below the workspace, entered without following links: the workspace is opened as
+//! named (where it lies is the user's choice), then each folder below it with
+//! `O_NOFOLLOW | O_DIRECTORY`, one `openat` per level. A symlinked `artifacts/`, `runs/` or
+//! `runs/<id>/` is refused (exit 8, naming the folder and the fix), and every write happens
+//! relative to the opened handle, so a link swapped in after the check is not followed either.
+
+use super::{linked_file, linked_folder};
+use crate::error::{Error, Result};
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+use nix::errno::Errno;
+use nix::fcntl::{openat, renameat, AtFlags, OFlag};
+use nix::sys::stat::{fstatat, mkdirat, Mode};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+
+/// An opened folder of the workspace and its path (for messages only).
+#[derive(Debug)]
+pub struct Folder {
+    fd: OwnedFd,
+    path: Utf8PathBuf,
+}
+
+fn io(action: &str, path: &Utf8Path, e: Errno) -> Error {
+    Error::io(action, path, std::io::Error::from(e))
+}
+
+fn is_symlink(dir: &OwnedFd, name: &str) -> bool {
+    fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+}
+
+impl Folder {
+    /// Opens folder `rel` (plain components only) below `root`, creating missing folders when
+    /// `create`. None: a folder is missing and `create` is off. A component that is a symbolic
+    /// link is refused, wherever it points.
+    pub fn open(root: &Utf8Path, rel: &Utf8Path, create: bool) -> Result<Option<Folder>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let open =
+            || std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(root);
+        let file = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The workspace itself is created as named, like any folder the user names.
+                super::create_dir_all(root)?;
+                open()
+            }
+            r => r,
+        }
+        .map_err(|e| Error::io("open folder", root, e))?;
+        let mut folder = Folder { fd: OwnedFd::from(file), path: root.to_path_buf() };
+        for c in rel.components() {
+            let Utf8Component::Normal(name) = c else {
+                return Err(Error::data(format!("{root}/{rel}: not a plain folder inside the workspace"))
+                    .with_hint("name folders below the workspace without `..` or a leading /"));
+            };
+            match folder.sub(name, create)? {
+                Some(f) => folder = f,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(folder))
+    }
+
+    /// The folder `name` in this one (see [`Folder::open`]).
+    fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>> {
+        let path = self.path.join(name);
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mut made = false;
+        loop {
+            match openat(&self.fd, name, flags, Mode::empty()) {
+                Ok(fd) => return Ok(Some(Folder { fd, path })),
+                Err(Errno::ENOENT) if create && !made => match mkdirat(&self.fd, name, Mode::from_bits_truncate(0o777))
+                {
+                    Ok(()) | Err(Errno::EEXIST) => made = true,
+                    Err(e) => return Err(io("create folder", &path, e)),
+                },
+                Err(Errno::ENOENT) => return Ok(None),
+                Err(Errno::ELOOP) => return Err(linked_folder(&path)),
+                Err(Errno::ENOTDIR) if is_symlink(&self.fd, name) => return Err(linked_folder(&path)),
+                Err(Errno::ENOTDIR) => {
+                    return Err(Error::data(format!("{path} is a file where agentloop keeps a folder"))
+                        .with_hint(format!("move {path} aside and run the command again")))
+                }
+                Err(e) => return Err(io("open folder", &path, e)),
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Utf8Path {
+        &self.path
+    }
+
+    /// Whether `name` is in this folder (a link counts as itself and is not followed).
+    pub fn has(&self, name: &str) -> bool {
+        fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+    }
+
+    /// Replaces `name` atomically: a temp file created exclusively beside it (never through a
+    /// link), then renamed over the name, which replaces a link rather than writing through it.
+    pub fn write_atomic(&self, name: &str, contents: &[u8]) -> Result<()> {
+        let tmp = format!(".{name}.{}.tmp", std::process::id());
+        let tmp_path = self.path.join(&tmp);
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mode = Mode::from_bits_truncate(0o666);
+        let fd = match openat(&self.fd, tmp.as_str(), flags, mode) {
+            Err(Errno::EEXIST) => {
+                // A killed process's temp file, or something put in its place: not ours to follow.
+                let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+                openat(&self.fd, tmp.as_str(), flags, mode)
+            }
+            r => r,
+        }
+        .map_err(|e| io("write", &tmp_path, e))?;
+        if let Err(e) = std::fs::File::from(fd).write_all(contents) {
+            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+            return Err(Error::io("write", &tmp_path, e));
+        }
+        crate::crash::point(&format!("write:{name}"));
+        renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(|e| {
+            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+            io("replace", &self.path.join(name), e)
+        })
+    }
+
+    /// Appends `text` to `name`, whose size was `at` before (see [`super::append_at`]); None:
+    /// appended as is. Never through a link.
+    pub fn append_at(&self, name: &str, at: Option<u64>, text: &str) -> Result<()> {
+        let path = self.path.join(name);
+        let len = match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => return Err(linked_file(&path)),
+            Ok(st) => st.st_size as u64,
+            Err(Errno::ENOENT) => 0,
+            Err(e) => return Err(io("stat", &path, e)),
+        };
+        let open = |flags: OFlag| {
+            openat(&self.fd, name, flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::from_bits_truncate(0o666))
+                .map(std::fs::File::from)
+                .map_err(|e| if e == Errno::ELOOP { linked_file(&path) } else { io("open", &path, e) })
+        };
+        if let Some(at) = at {
+            if len >= at + text.len() as u64 && len > at {
+                return Ok(());
+            }
+            if len > at {
+                open(OFlag::O_WRONLY)?.set_len(at).map_err(|e| Error::io("cut the torn end of", &path, e))?;
+            }
+        }
+        open(OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT)?
+            .write_all(text.as_bytes())
+            .map_err(|e| Error::io("append to", &path, e))
+    }
+
+    /// Moves entry `name` of this folder into `to` under the same name: the entry itself (a
+    /// link moves as a link, a folder with what it holds).
+    pub fn move_to(&self, name: &str, to: &Folder) -> Result<()> {
+        renameat(&self.fd, name, &to.fd, name).map_err(|e| io("move", &self.path.join(name), e))
+    }
+}
+
+/// Writes `contents` to `rel` (a plain path) below `root` atomically, creating its folders;
+/// a folder on the way that is a symbolic link is refused (see [`Folder`]).
+pub fn write_in(root: &Utf8Path, rel: &Utf8Path, contents: &[u8]) -> Result<()> {
+    let name = rel.file_name().ok_or_else(|| Error::data(format!("{root}/{rel} names no file")))?;
+    let folder = Folder::open(root, rel.parent().unwrap_or(Utf8Path::new("")), true)?.expect("created");
+    folder.write_atomic(name, contents)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    /// A symlinked folder on the way is refused and nothing is written where it points; a
+    /// symlinked file is replaced as a link, never written through; real folders are created.
+    #[test]
+    fn a_folder_is_entered_only_when_it_is_not_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Utf8Path::from_path(dir.path()).unwrap();
+        let (root, outside) = (base.join("ws"), base.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("victim"), "keep").unwrap();
+
+        write_in(&root, Utf8Path::new("runs/1/state.json"), b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("runs/1/state.json")).unwrap(), "{}");
+
+        std::os::unix::fs::symlink(&outside, root.join("artifacts")).unwrap();
+        let e = write_in(&root, Utf8Path::new("artifacts/out.txt"), b"x").unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Data);
+        assert!(e.message.contains("artifacts/ is a symbolic link"), "{}", e.message);
+        assert!(!outside.join("out.txt").exists());
+        assert!(Folder::open(&root, Utf8Path::new("artifacts"), false).is_err());
+
+        std::os::unix::fs::symlink(outside.join("victim"), root.join("runs/1/plan.md")).unwrap();
+        let runs1 = Folder::open(&root, Utf8Path::new("runs/1"), false).unwrap().unwrap();
+        let e = runs1.append_at("plan.md", None, "more").unwrap_err();
+        assert!(e.message.contains("plan.md is a symbolic link"), "{}", e.message);
+        runs1.write_atomic("plan.md", b"plan").unwrap();
+        assert_eq!(std::fs::read_to_string(outside.join("victim")).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(root.join("runs/1/plan.md")).unwrap(), "plan");
+        runs1.append_at("plan.md", Some(4), "\nmore").unwrap();
+        runs1.append_at("plan.md", Some(4), "\nmore").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("runs/1/plan.md")).unwrap(), "plan\nmore");
+        assert!(Folder::open(&root, Utf8Path::new("runs/2"), false).unwrap().is_none());
+    }
+}
