@@ -190,7 +190,7 @@ fn fetch(ctx: &Ctx, id: &str, url: &str, dir: Option<Utf8PathBuf>) -> Result<u8>
             Error::usage("cannot find the user config folder").with_hint("set XDG_CONFIG_HOME or HOME, or pass --dir")
         })?,
     };
-    let fetched = fetch_into(ctx.config(), id, url, &root)?;
+    let fetched = fetch_into(ctx.config(), id, url, &root, Utf8Path::new(""))?;
     ctx.printer.outln(fetched.dir.as_str());
     ctx.printer.info(&format!(
         "fetched skill `{id}` into {} and registered it in {}",
@@ -210,7 +210,10 @@ pub struct Fetched {
 
 /// Fetches a skill's instructions from an http(s) URL (under the `tools.http` policy, at most
 /// 1 MiB) into `<root>/<id>/` (skill.md + skill.json) and registers it in `<root>/registry.json`.
-pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, root: &Utf8Path) -> Result<Fetched> {
+/// The folders below `base` (`sub`, then `<id>/`) are entered without following a link, so a
+/// linked `skills/` in a served root cannot send the files elsewhere.
+pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, base: &Utf8Path, sub: &Utf8Path) -> Result<Fetched> {
+    let root = &base.join(sub);
     skills::valid_name(&id.replace('_', "-")).map_err(|e| Error::usage(format!("skill id {e}")))?;
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
@@ -229,7 +232,11 @@ pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, root: &Utf8P
     }
     let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
     let skill_dir = root.join(id);
-    crate::fs::create_dir_all(&skill_dir)?;
+    let open = |rel: &Utf8Path| -> Result<crate::fs::Folder> {
+        Ok(crate::fs::Folder::open(base, rel, true)?.expect("created"))
+    };
+    let skill_folder = open(&sub.join(id))?;
+    let top = open(sub)?;
     let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
         .ok()
         .map(|(s, _)| s.description)
@@ -246,9 +253,9 @@ pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, root: &Utf8P
         "files": [{"name": "skill.md", "url": url}],
         "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
     });
-    crate::fs::write_atomic(&skill_dir.join("skill.md"), text.as_bytes())?;
-    crate::fs::write_atomic(
-        &skill_dir.join("skill.json"),
+    skill_folder.write_atomic("skill.md", text.as_bytes())?;
+    skill_folder.write_atomic(
+        "skill.json",
         (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes(),
     )?;
     let reg_path = root.join("registry.json");
@@ -263,6 +270,6 @@ pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, root: &Utf8P
     list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
     reg["last_updated"] = json!(crate::clock::now_rfc3339());
-    crate::fs::write_atomic(&reg_path, (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
+    top.write_atomic("registry.json", (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
     Ok(Fetched { id: id.to_string(), description, dir: skill_dir })
 }

@@ -324,7 +324,7 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let id = text_field(&body, "id").or_else(|e| text_field(&body, "skill_id").map_err(|_| e))?;
     let url = text_field(&body, "url")?;
     let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
-    let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root.join("skills"))
+    let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root, camino::Utf8Path::new("skills"))
         .map_err(|e| ApiError::from(e).status_if(500, 502))?;
     shared.log(&format!("skill `{id}` fetched from {url}"));
     Ok(Reply::json(201, &json!({"skill_id": f.id, "name": f.id, "description": f.description, "path": f.dir})))
