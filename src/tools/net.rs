@@ -1,11 +1,18 @@
 //! http_call and web_fetch, behind a network policy.
 //!
 //! Policy, checked for the first URL and again for every redirect hop: the scheme must be
-//! allowed, the host must not be denied (and must be allowed when an allowlist is set), the
-//! port must be allowed, and every address the host resolves to must be public unless
-//! `tools.http.allow_private` is set (loopback, private, link-local, CGNAT, unique-local,
-//! unspecified, multicast and IPv4-mapped forms of them are refused). Redirects are followed by
-//! hand, never by the HTTP client, so no hop escapes the check.
+//! allowed; the host must not be denied — `tools.http.deny_hosts` matches the host as written
+//! (any case, a final dot or not, `*.suffix`) and every address the host stands for against
+//! the addresses the entries name (an IP in any spelling the resolver takes, such as `127.1` or
+//! `2130706433`; a block such as `10.0.0.0/8`; a name, resolved at the check with the same
+//! resolver); the host must be allowed when an allowlist is set; the port must be allowed; and
+//! every address the host resolves to must be public unless `tools.http.allow_private` is set
+//! (loopback, private, link-local, CGNAT, unique-local, unspecified, multicast and IPv4-mapped
+//! forms of them are refused). Redirects are followed by hand, never by the HTTP client, so no
+//! hop escapes the check, and the addresses are judged again where the client connects (DNS
+//! rebinding). On a hop to another origin only a short list of harmless headers goes on; the
+//! rest, credentials of any name, stay with the origin they were given for. A call's timeout
+//! bounds it whole, redirects included, and never exceeds `tools.timeout`.
 
 use super::{ToolEnv, ToolResult};
 use crate::config::HttpToolConfig;
@@ -73,15 +80,167 @@ pub fn is_private(ip: IpAddr) -> bool {
 }
 
 fn host_matches(host: &str, pattern: &str) -> bool {
-    let pattern = pattern.to_ascii_lowercase();
+    let pattern = normal_host(pattern);
     match pattern.strip_prefix("*.") {
         Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
         None => host == pattern,
     }
 }
 
-/// Parses and checks a URL against the policy, resolving the host.
-pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
+/// An IP address in any spelling a resolver accepts: the usual forms, and the ones
+/// `inet_aton` and URL parsers also take (`127.1`, `2130706433`, `0x7f.1`, `0177.0.0.1`),
+/// with or without brackets. An IPv4-mapped IPv6 address is given as its IPv4 address.
+fn parse_ip(s: &str) -> Option<IpAddr> {
+    let s = s.trim().trim_start_matches('[').trim_end_matches(']');
+    if s.is_empty() {
+        return None;
+    }
+    let ip = match s.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        Err(_) if s.contains(':') => return None,
+        Err(_) => match url::Host::parse(s) {
+            Ok(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
+            _ => return None,
+        },
+    };
+    Some(ip.to_canonical())
+}
+
+/// A host as compared: lower case, without brackets or a final dot (`Example.COM.` is
+/// `example.com`).
+fn normal_host(h: &str) -> String {
+    h.trim().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// One `tools.http.deny_hosts` entry, as written and as read.
+#[derive(Debug, Clone)]
+struct Denied {
+    entry: String,
+    what: DenyKind,
+}
+
+#[derive(Debug, Clone)]
+enum DenyKind {
+    /// A name (`internal.example`), or a name and every name under it (`*.example`).
+    Name { name: String, below: bool },
+    /// Addresses: one (`prefix` its full length) or a block (`10.0.0.0/8`, `fd00::/8`);
+    /// `via` is the name the entry gave when the address is what that name resolves to.
+    Net { addr: IpAddr, prefix: u8, via: bool },
+}
+
+/// `tools.http.deny_hosts`, read for one request: names match the host as written; addresses
+/// (literals in any spelling, blocks, and what the entries that are names resolve to now, with
+/// the same resolver the request uses) match every address the host stands for, so no other
+/// spelling and no other name of a denied address gets through.
+#[derive(Debug, Clone, Default)]
+pub struct DenyList {
+    entries: Vec<Denied>,
+}
+
+impl DenyList {
+    pub fn new(entries: &[String]) -> DenyList {
+        let mut out = Vec::new();
+        for raw in entries {
+            let entry = raw.trim().to_string();
+            let e = normal_host(&entry);
+            if e.is_empty() {
+                continue;
+            }
+            if let Some((a, bits)) = e.split_once('/') {
+                let addr = parse_ip(a);
+                let max = if matches!(addr, Some(IpAddr::V4(_))) { 32 } else { 128 };
+                // A mapped block (`::ffff:10.0.0.0/104`) is the IPv4 block it maps.
+                let shift = if a.contains(':') && matches!(addr, Some(IpAddr::V4(_))) { 96 } else { 0 };
+                match (addr, bits.trim().parse::<u8>()) {
+                    (Some(addr), Ok(b)) if b >= shift && b - shift <= max => {
+                        out.push(Denied { entry, what: DenyKind::Net { addr, prefix: b - shift, via: false } });
+                    }
+                    // Not a block that parses: kept as a name, which no host can match.
+                    _ => out.push(Denied { entry, what: DenyKind::Name { name: e, below: false } }),
+                }
+                continue;
+            }
+            if let Some(addr) = parse_ip(&e) {
+                let prefix = if addr.is_ipv4() { 32 } else { 128 };
+                out.push(Denied { entry, what: DenyKind::Net { addr, prefix, via: false } });
+                continue;
+            }
+            if let Some(suffix) = e.strip_prefix("*.") {
+                out.push(Denied { entry, what: DenyKind::Name { name: suffix.to_string(), below: true } });
+                continue;
+            }
+            // A denied name also denies the addresses it stands for now; one that does not
+            // resolve is still denied by name.
+            if let Ok(addrs) = (e.as_str(), 80).to_socket_addrs() {
+                for a in addrs {
+                    let addr = a.ip().to_canonical();
+                    let prefix = if addr.is_ipv4() { 32 } else { 128 };
+                    out.push(Denied { entry: entry.clone(), what: DenyKind::Net { addr, prefix, via: true } });
+                }
+            }
+            out.push(Denied { entry, what: DenyKind::Name { name: e, below: false } });
+        }
+        DenyList { entries: out }
+    }
+
+    /// Whether any entry names addresses (then the host must be resolved to be judged).
+    fn has_addresses(&self) -> bool {
+        self.entries.iter().any(|d| matches!(d.what, DenyKind::Net { .. }))
+    }
+
+    /// The entry that denies the name `host` (normalised), if one does.
+    fn name(&self, host: &str) -> Option<&str> {
+        self.entries.iter().find_map(|d| match &d.what {
+            DenyKind::Name { name, below } => {
+                let hit = host == name || (*below && host.ends_with(&format!(".{name}")));
+                hit.then_some(d.entry.as_str())
+            }
+            DenyKind::Net { .. } => None,
+        })
+    }
+
+    /// Why the address `ip` is denied, if it is: `it is 127.0.0.1, which `localhost` resolves to`.
+    pub fn address(&self, ip: IpAddr) -> Option<String> {
+        let ip = ip.to_canonical();
+        self.entries.iter().find_map(|d| match d.what {
+            DenyKind::Net { addr, prefix, via } if in_block(ip, addr, prefix) => {
+                let how = match (via, u32::from(prefix) < full_length(addr)) {
+                    (true, _) => "which the entry `{}` resolves to",
+                    (false, true) => "inside the entry `{}`",
+                    (false, false) => "which the entry `{}` names",
+                };
+                Some(format!("it is {ip}, {}", how.replace("{}", &d.entry)))
+            }
+            _ => None,
+        })
+    }
+}
+
+fn full_length(ip: IpAddr) -> u32 {
+    if ip.is_ipv4() {
+        32
+    } else {
+        128
+    }
+}
+
+/// Whether `ip` lies in the block `net`/`prefix` (both canonical; families must agree).
+fn in_block(ip: IpAddr, net: IpAddr, prefix: u8) -> bool {
+    let (a, b, len) = match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32u32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128u32),
+        _ => return false,
+    };
+    let prefix = u32::from(prefix).min(len);
+    if prefix == 0 {
+        return true;
+    }
+    let shift = len - prefix;
+    (a >> shift) == (b >> shift)
+}
+
+/// Parses and checks a URL against the policy, resolving the host when an address decides.
+pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, String> {
     let uri: Uri = url.trim().parse().map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
     let scheme = uri
         .scheme_str()
@@ -90,18 +249,13 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
         return Err(format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", ")));
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| format!("`{url}` has no host"))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
+    let host = normal_host(uri.host().ok_or_else(|| format!("`{url}` has no host"))?);
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(format!("`{url}` carries credentials in the URL; pass them as headers"));
     }
     let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
-    if p.deny_hosts.iter().any(|d| host_matches(&host, d)) {
-        return Err(format!("host `{host}` is denied by tools.http.deny_hosts"));
+    if let Some(entry) = deny.name(&host) {
+        return Err(format!("host `{host}` is denied by tools.http.deny_hosts (the entry `{entry}`)"));
     }
     if !p.allow_hosts.is_empty() && !p.allow_hosts.iter().any(|a| host_matches(&host, a)) {
         return Err(format!("host `{host}` is not in tools.http.allow_hosts"));
@@ -109,16 +263,21 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     if !p.ports.is_empty() && !p.ports.contains(&port) {
         return Err(format!("port {port} is not in tools.http.ports"));
     }
-    if !p.allow_private {
-        let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![ip],
-            Err(_) => (host.as_str(), port)
+    if deny.has_addresses() || !p.allow_private {
+        // The resolver reads `127.1` and `2130706433` as 127.0.0.1, so the host is judged by
+        // the addresses it stands for, never by its spelling.
+        let addrs: Vec<IpAddr> = match parse_ip(&host) {
+            Some(ip) => vec![ip],
+            None => (host.as_str(), port)
                 .to_socket_addrs()
                 .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
                 .map(|a| a.ip())
                 .collect(),
         };
-        if let Some(ip) = addrs.iter().find(|ip| is_private(**ip)) {
+        if let Some(why) = addrs.iter().find_map(|ip| deny.address(*ip)) {
+            return Err(format!("host `{host}` is denied by tools.http.deny_hosts: {why}"));
+        }
+        if let Some(ip) = addrs.iter().find(|ip| !p.allow_private && is_private(**ip)) {
             return Err(format!(
                 "host `{host}` resolves to {ip}, a loopback, private or link-local address; set tools.http.allow_private: true to allow it"
             ));
@@ -147,10 +306,12 @@ pub struct Fetched {
     pub truncated: bool,
 }
 
-/// Resolves like the default resolver, then refuses private addresses unless allowed.
+/// Resolves like the default resolver, then refuses denied addresses, and private ones unless
+/// allowed: the addresses actually connected to are judged, not only those seen at the check.
 #[derive(Debug)]
 struct PinnedResolver {
     allow_private: bool,
+    deny: DenyList,
 }
 
 impl ureq::unversioned::resolver::Resolver for PinnedResolver {
@@ -161,17 +322,33 @@ impl ureq::unversioned::resolver::Resolver for PinnedResolver {
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
         let addrs = ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)?;
+        let refuse = |msg: String| Err(ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, msg)));
+        if let Some(why) = addrs.iter().find_map(|a| self.deny.address(a.ip())) {
+            return refuse(format!(
+                "refused: the host now resolves to an address tools.http.deny_hosts denies ({why})"
+            ));
+        }
         if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-            return Err(ureq::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "refused: the host now resolves to a loopback, private or link-local address",
-            )));
+            return refuse("refused: the host now resolves to a loopback, private or link-local address".into());
         }
         Ok(addrs)
     }
 }
 
-/// One request with manual, policy-checked redirects.
+/// The headers a call set that go on to another origin after a redirect. Any other header
+/// (credentials of whatever name: `Authorization`, `Cookie`, `X-Auth-Token`, `Private-Token`,
+/// `X-Goog-Api-Key`, ...) stays with the origin it was given for. `Content-Type` goes on only
+/// with the body it describes.
+const CROSS_ORIGIN_HEADERS: &[&str] = &["accept", "accept-encoding", "accept-language", "cache-control", "user-agent"];
+
+/// Whether a header the call set is sent on a hop to another origin.
+fn crosses_origin(name: &str, body_kept: bool) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    CROSS_ORIGIN_HEADERS.contains(&name.as_str()) || (body_kept && name == "content-type")
+}
+
+/// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
+/// hop included.
 pub fn fetch(
     p: &HttpToolConfig,
     method: &str,
@@ -180,41 +357,49 @@ pub fn fetch(
     body: Option<&str>,
     timeout: Duration,
 ) -> Result<Fetched, (String, bool)> {
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .max_redirects(0)
-        .http_status_as_error(false)
-        .user_agent(p.user_agent.as_str())
-        .build();
-    // The policy is checked again on the addresses actually connected to, so a host that
-    // resolves differently the second time (DNS rebinding) cannot reach a private address.
-    let agent = ureq::Agent::with_parts(
-        config,
-        ureq::unversioned::transport::DefaultConnector::new(),
-        PinnedResolver { allow_private: p.allow_private },
-    );
+    let started = std::time::Instant::now();
+    let deny = DenyList::new(&p.deny_hosts);
     let mut url = url.to_string();
     let mut method = method.to_ascii_uppercase();
     let mut body = body.map(str::to_string);
     let mut origin: Option<(String, String, u16)> = None;
     for _hop in 0..=p.max_redirects {
-        let target = check_url(&url, p).map_err(|e| (e, false))?;
+        let target = check_url(&url, p, &deny).map_err(|e| (e, false))?;
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err((format!("timed out after {} (before {url})", humantime::format_duration(timeout)), true));
+        }
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(left))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .user_agent(p.user_agent.as_str())
+            .build();
+        // The policy is checked again on the addresses actually connected to, so a host that
+        // resolves differently the second time (DNS rebinding) cannot reach a refused address.
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            PinnedResolver { allow_private: p.allow_private, deny: deny.clone() },
+        );
         let here = (target.scheme.clone(), target.host.clone(), target.port);
-        // Credentials go to the origin they were given for, never to another after a redirect.
         let same_origin = origin.get_or_insert_with(|| here.clone()) == &here;
+        let with_body = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") && body.is_some();
         let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
         for (k, v) in headers {
-            let secret = ["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"]
-                .contains(&k.to_ascii_lowercase().as_str());
-            if same_origin || !secret {
+            if same_origin || crosses_origin(k, with_body) {
                 req = req.header(k.as_str(), v.as_str());
             }
         }
-        let sent = match (&body, method.as_str()) {
-            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => {
-                req.body(b.clone()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify))
-            }
-            _ => req.body(()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify)),
+        let sent = match (&body, with_body) {
+            (Some(b), true) => req
+                .body(b.clone())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
+            _ => req
+                .body(())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
         };
         let resp = sent?;
         let status = resp.status().as_u16();
@@ -242,7 +427,7 @@ pub fn fetch(
     Err((format!("too many redirects (more than {})", p.max_redirects), false))
 }
 
-fn classify(e: ureq::Error) -> (String, bool) {
+fn classify(e: ureq::Error, timeout: Duration) -> (String, bool) {
     let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
     let retry = !refused
         && matches!(
@@ -250,7 +435,7 @@ fn classify(e: ureq::Error) -> (String, bool) {
             ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
         );
     let msg = match &e {
-        ureq::Error::Timeout(_) => format!("timed out ({e})"),
+        ureq::Error::Timeout(_) => format!("timed out after {} ({e})", humantime::format_duration(timeout)),
         _ => e.to_string(),
     };
     (msg, retry)
@@ -265,13 +450,22 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
         .unwrap_or_default();
-    let timeout = args
-        .get("timeout_seconds")
-        .and_then(Value::as_u64)
-        .map(Duration::from_secs)
-        .unwrap_or(env.config.tools.timeout.0);
+    // A call may shorten its timeout, never lengthen it past tools.timeout.
+    let cap = env.config.tools.timeout.0;
+    let asked = args.get("timeout_seconds").and_then(Value::as_u64).map(Duration::from_secs);
+    let timeout = asked.map_or(cap, |a| a.min(cap));
     match fetch(p, method, url, &headers, args.get("body").and_then(Value::as_str), timeout) {
-        Err((e, retry)) => ToolResult::err(e, retry),
+        Err((e, retry)) => match asked {
+            Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
+                format!(
+                    "{e}; stopped at tools.timeout ({}), which caps timeout_seconds ({})",
+                    humantime::format_duration(cap),
+                    a.as_secs()
+                ),
+                retry,
+            ),
+            _ => ToolResult::err(e, retry),
+        },
         Ok(f) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
             let out =
@@ -402,5 +596,64 @@ mod join_tests {
         for ip in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
             assert!(!is_private(ip.parse().unwrap()), "{ip} is public");
         }
+    }
+}
+
+#[cfg(test)]
+mod deny_tests {
+    use super::*;
+
+    #[test]
+    fn ip_spellings_are_read_as_the_resolver_reads_them() {
+        let home: IpAddr = "127.0.0.1".parse().unwrap();
+        for s in [
+            "127.0.0.1",
+            "127.1",
+            "2130706433",
+            "0x7f.1",
+            "0177.0.0.1",
+            "0x7f000001",
+            "[::ffff:127.0.0.1]",
+            "::ffff:7f00:1",
+        ] {
+            assert_eq!(parse_ip(s), Some(home), "{s}");
+        }
+        assert_eq!(parse_ip("[::1]"), Some("::1".parse().unwrap()));
+        for s in ["localhost", "example.com", "1.2.3.4.5", "foo.123", ""] {
+            assert_eq!(parse_ip(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn entries_deny_names_blocks_and_addresses() {
+        let d = DenyList::new(&[
+            "10.0.0.0/8".into(),
+            "*.Internal.".into(),
+            "0x7f.1".into(),
+            "fd00::/8".into(),
+            "bogus/99".into(),
+        ]);
+        let why = |ip: &str| d.address(ip.parse().unwrap());
+        assert!(why("10.2.3.4").unwrap().contains("inside the entry `10.0.0.0/8`"));
+        assert!(why("::ffff:10.2.3.4").is_some(), "a mapped address is its IPv4 address");
+        assert!(why("127.0.0.1").unwrap().contains("names"));
+        assert!(why("fd12::1").is_some());
+        assert_eq!((why("11.0.0.1"), why("fe80::1")), (None, None));
+        assert_eq!(d.name("a.b.internal"), Some("*.Internal."));
+        assert_eq!(d.name("internal"), Some("*.Internal."));
+        assert_eq!(d.name("internalx"), None);
+        assert!(!in_block("1.2.3.4".parse().unwrap(), "::".parse().unwrap(), 0), "families differ");
+        assert!(in_block("1.2.3.4".parse().unwrap(), "0.0.0.0".parse().unwrap(), 0));
+    }
+
+    #[test]
+    fn only_safe_headers_cross_origins() {
+        for h in ["Accept", "accept-language", "User-Agent", "Cache-Control", "Accept-Encoding"] {
+            assert!(crosses_origin(h, false), "{h}");
+        }
+        for h in ["Authorization", "Cookie", "X-Auth-Token", "Private-Token", "X-Goog-Api-Key", "X-Anything"] {
+            assert!(!crosses_origin(h, true), "{h}");
+        }
+        assert!(crosses_origin("Content-Type", true) && !crosses_origin("Content-Type", false));
     }
 }

@@ -14,6 +14,7 @@ mod mcp;
 mod mcp_real;
 mod models;
 mod modes;
+mod netsec;
 mod real;
 mod report;
 mod runs;
