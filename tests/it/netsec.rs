@@ -280,6 +280,8 @@ fn serve_follows_no_symbolic_link_in_its_runs() {
     symlink(t.path("secret.txt"), t.path("root/runs/REAL/artifacts/out.txt")).unwrap();
     symlink("../state.json", t.path("root/runs/REAL/artifacts/alias.json")).unwrap();
     symlink(t.path("outside"), t.path("root/runs/REAL/artifacts/sub")).unwrap();
+    std::fs::remove_file(t.path("root/runs/REAL/trace.jsonl")).ok();
+    symlink(t.path("secret.txt"), t.path("root/runs/REAL/trace.jsonl")).unwrap();
     let s = serve(&t);
     let get = |path: &str| ask(&s.addr, "GET", path, Some(TOKEN), Duration::from_secs(30)).expect(path);
     let (status, body) = get("/runs/REAL/files/artifacts/ok.txt");
@@ -295,6 +297,8 @@ fn serve_follows_no_symbolic_link_in_its_runs() {
         "/runs/REAL/files/artifacts/out.txt",
         "/runs/REAL/files/artifacts/alias.json",
         "/runs/REAL/files/artifacts/sub/s.txt",
+        "/runs/REAL/files/trace.jsonl",
+        "/runs/REAL/trace",
     ] {
         let (status, body) = get(path);
         assert_eq!(status, 403, "{path}: {body}");
