@@ -123,8 +123,8 @@ struct Denied {
 enum DenyKind {
     /// A name (`internal.example`), or a name and every name under it (`*.example`).
     Name { name: String, below: bool },
-    /// Addresses: one (`prefix` its full length) or a block (`10.0.0.0/8`, `fd00::/8`);
-    /// `via` is the name the entry gave when the address is what that name resolves to.
+    /// Addresses: one (`prefix` its full length) or a block (`10.0.0.0/8`, `fd00::/8`); `via`
+    /// when the entry is a name and this is an address it resolves to.
     Net { addr: IpAddr, prefix: u8, via: bool },
 }
 
@@ -204,12 +204,12 @@ impl DenyList {
         let ip = ip.to_canonical();
         self.entries.iter().find_map(|d| match d.what {
             DenyKind::Net { addr, prefix, via } if in_block(ip, addr, prefix) => {
-                let how = match (via, u32::from(prefix) < full_length(addr)) {
-                    (true, _) => "which the entry `{}` resolves to",
-                    (false, true) => "inside the entry `{}`",
-                    (false, false) => "which the entry `{}` names",
-                };
-                Some(format!("it is {ip}, {}", how.replace("{}", &d.entry)))
+                let e = &d.entry;
+                Some(match (via, u32::from(prefix) < full_length(addr)) {
+                    (true, _) => format!("it is {ip}, which the entry `{e}` resolves to"),
+                    (false, true) => format!("it is {ip}, inside the entry `{e}`"),
+                    (false, false) => format!("it is {ip}, which the entry `{e}` names"),
+                })
             }
             _ => None,
         })
