@@ -9,6 +9,7 @@
 
 pub mod files;
 pub mod grep;
+pub mod hosts;
 pub mod html;
 pub mod memory;
 pub mod net;
