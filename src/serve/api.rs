@@ -25,6 +25,14 @@ pub(super) enum Out {
     File(std::fs::File, &'static str),
 }
 
+/// Whether a request presents a valid token (without taking from its rate limit).
+pub fn signed_in(shared: &Shared, req: &tiny_http::Request) -> bool {
+    let get = matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head);
+    let query = http::target(req.url()).map(|(_, q)| q).unwrap_or_default();
+    let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
+    token.as_deref().and_then(|t| shared.auth.check(t)).is_some()
+}
+
 /// Handles one request; a reply is always sent (or the stream started).
 pub fn handle(shared: &Arc<Shared>, mut req: tiny_http::Request) {
     let method = req.method().as_str().to_ascii_uppercase();
@@ -200,7 +208,7 @@ fn list(shared: &Shared) -> Reply {
     let root = crate::workspace::Workspace::new(shared.root.clone());
     let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
-        .filter(|r| !r.current)
+        .filter(|r| !r.current && !runs::is_link(&r.ws.root))
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();
@@ -243,7 +251,19 @@ fn trace(shared: &Shared, req: &tiny_http::Request, id: &str, q: &BTreeMap<Strin
         Some(other) => return Err(ApiError::new(400, format!("follow=`{other}`: use follow=1"))),
     };
     if !follow {
-        let text = crate::fs::read_optional(&ws.trace())?.unwrap_or_default();
+        // Through the run's folder handle, as its files are: trace.jsonl may be a link a run made.
+        let mut text = String::new();
+        match pages::open_in_run(shared, id, &["trace.jsonl"]) {
+            Ok(mut f) => {
+                std::io::Read::read_to_string(&mut f, &mut text)
+                    .map_err(|e| ApiError::new(500, format!("cannot read the trace of run {id}: {e}")))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(pages::refused(id, "trace.jsonl", &e)
+                    .unwrap_or_else(|| ApiError::new(500, format!("cannot read the trace of run {id}: {e}"))))
+            }
+        }
         return Ok(Out::Reply(Reply {
             status: 200,
             content_type: "application/x-ndjson",

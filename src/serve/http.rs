@@ -1,13 +1,77 @@
 //! What the API handlers share: replies, errors as JSON, the request target, bounded bodies.
 //! HTTP itself (parsing, keep-alive, chunking) is tiny_http's.
+//!
+//! Bodies are where a slow client can hold a thread: tiny_http hands a request over once its
+//! head has arrived and reads the body only when it is read — and reads the rest of it anyway
+//! when the request is dropped, replied to or not. So a request with a body is handled on a
+//! thread of its own ([`Bodies`] counts them, per client address and in all), never on the
+//! threads that answer everyone else, and the handler reads it under [`BODY_DEADLINE`].
 
 use crate::error::{Error, Kind};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
+
+/// How long a request body may take to arrive, all of it; a slower one is a 408.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Requests with a body in progress from one client address; more are a 429, unread.
+pub const BODIES_PER_CLIENT: usize = 8;
+
+/// Requests with a body in progress from all clients; more are a 503, unread.
+pub const BODIES_TOTAL: usize = 64;
+
+/// The requests whose bodies are being read (or drained) now, by client address.
+#[derive(Default)]
+pub struct Bodies {
+    open: Mutex<HashMap<Option<IpAddr>, usize>>,
+}
+
+impl Bodies {
+    /// Counts one more request with a body from `client`; Err (the reply) when over a limit.
+    /// Every `Ok` is followed by one [`Bodies::leave`] when the request is gone.
+    pub fn enter(&self, client: Option<IpAddr>) -> Result<(), ApiError> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let total: usize = open.values().sum();
+        let mine = open.get(&client).copied().unwrap_or(0);
+        if mine >= BODIES_PER_CLIENT {
+            return Err(ApiError::new(
+                429,
+                format!("too many requests with a body from this address at once (at most {BODIES_PER_CLIENT})"),
+            )
+            .hint("send the next one when an earlier one is answered")
+            .retry_after(1));
+        }
+        if total >= BODIES_TOTAL {
+            return Err(ApiError::new(503, format!("too many requests with a body at once (at most {BODIES_TOTAL})"))
+                .retry_after(1));
+        }
+        *open.entry(client).or_insert(0) += 1;
+        Ok(())
+    }
+
+    pub fn leave(&self, client: Option<IpAddr>) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&client) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&client);
+            }
+        }
+    }
+}
+
+/// Whether a request carries a body (a length, or chunks) that reading or dropping it would
+/// wait for.
+pub fn has_body(req: &tiny_http::Request) -> bool {
+    req.body_length().is_some_and(|n| n > 0) || req.headers().iter().any(|h| h.field.equiv("Transfer-Encoding"))
+}
 
 /// A reply before it is sent.
 pub struct Reply {
@@ -159,16 +223,13 @@ pub fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Reads a JSON object body of at most [`MAX_BODY`] bytes.
+/// Reads a JSON object body of at most [`MAX_BODY`] bytes, all of it within [`BODY_DEADLINE`].
 pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<String, Value>> {
-    let mut buf = Vec::new();
-    let read = req.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut buf);
-    if let Err(e) = read {
-        return Err(ApiError::new(400, format!("cannot read the request body: {e}")));
+    let too_large = || ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes"));
+    if req.body_length().is_some_and(|n| n > MAX_BODY) {
+        return Err(too_large());
     }
-    if buf.len() > MAX_BODY {
-        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
-    }
+    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
     match serde_json::from_slice::<Value>(&buf) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::new(400, "the request body must be a JSON object")),
@@ -176,6 +237,31 @@ pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<Stri
             Err(ApiError::new(400, format!("the request body is empty ({e}); send a JSON object")))
         }
         Err(e) => Err(ApiError::new(400, format!("the request body is not valid JSON: {e}"))),
+    }
+}
+
+/// Reads to the end, at most `max` bytes, giving up once `deadline` has passed (checked after
+/// every read, so a client trickling a byte at a time is cut off too).
+fn read_within(r: &mut dyn Read, max: usize, deadline: Duration) -> ApiResult<Vec<u8>> {
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if started.elapsed() > deadline {
+            return Err(ApiError::new(408, format!("the request body did not arrive within {} s", deadline.as_secs()))
+                .hint("send the whole body at once, right after the headers"));
+        }
+        match r.read(&mut chunk) {
+            Ok(0) => return Ok(buf),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > max {
+                    return Err(ApiError::new(413, format!("the request body is larger than {max} bytes")));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ApiError::new(400, format!("cannot read the request body: {e}"))),
+        }
     }
 }
 
@@ -204,5 +290,51 @@ mod tests {
         assert!(target("/runs/%C3").is_err());
         assert!(target("*").is_err());
         assert_eq!(decode("%2e%2E").as_deref(), Some(".."));
+    }
+
+    /// Gives one byte per read, waiting `pause` before each.
+    struct Trickle {
+        left: usize,
+        pause: Duration,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.left == 0 || buf.is_empty() {
+                return Ok(0);
+            }
+            std::thread::sleep(self.pause);
+            self.left -= 1;
+            buf[0] = b' ';
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn bodies_are_read_within_a_deadline_and_a_size() {
+        let mut slow = Trickle { left: 1000, pause: Duration::from_millis(20) };
+        let e = read_within(&mut slow, 10_000, Duration::from_millis(200)).unwrap_err();
+        assert_eq!(e.status, 408, "{}", e.message);
+        assert!(slow.left > 900, "it stopped soon after the deadline");
+        let mut quick = Trickle { left: 50, pause: Duration::ZERO };
+        assert_eq!(read_within(&mut quick, 100, Duration::from_secs(5)).unwrap().len(), 50);
+        let mut big = Trickle { left: 50, pause: Duration::ZERO };
+        assert_eq!(read_within(&mut big, 10, Duration::from_secs(5)).unwrap_err().status, 413);
+    }
+
+    #[test]
+    fn bodies_in_progress_are_limited_per_client_and_in_all() {
+        let b = Bodies::default();
+        let a: Option<IpAddr> = Some("127.0.0.1".parse().unwrap());
+        for _ in 0..BODIES_PER_CLIENT {
+            b.enter(a).unwrap();
+        }
+        assert_eq!(b.enter(a).unwrap_err().status, 429);
+        b.leave(a);
+        b.enter(a).unwrap();
+        for i in 0..(BODIES_TOTAL - BODIES_PER_CLIENT) {
+            b.enter(Some(IpAddr::from([10, 0, (i / 250) as u8, (i % 250) as u8]))).unwrap();
+        }
+        assert_eq!(b.enter(Some("10.9.9.9".parse().unwrap())).unwrap_err().status, 503);
     }
 }

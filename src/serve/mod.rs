@@ -8,7 +8,11 @@
 //!   refuses to listen beyond loopback.
 //! - Runs are workspaces under `<root>/runs/<id>/`, executed by a fixed pool of workers from a
 //!   bounded queue ([`queue`]); a full queue is a 503 with Retry-After, decided before anything
-//!   is created. A run's state lives only in its files, so a server killed at any instant loses
+//!   is created.
+//! - A slow client holds no thread that answers others: a request with a body is handled on a
+//!   thread of its own, its body read under a deadline, with a limit of such requests per client
+//!   address ([`http::Bodies`]). A run's files are opened through folder handles that follow no
+//!   symbolic link, and a run folder that is a symbolic link is neither served nor listed. A run's state lives only in its files, so a server killed at any instant loses
 //!   nothing: the next start queues the runs it had not finished (`runs::recover`).
 
 pub mod command;
@@ -54,6 +58,8 @@ pub struct Shared {
     pub queue: queue::Queue,
     pub printer: Printer,
     pub streams: AtomicUsize,
+    /// Requests whose bodies are being read, by client address.
+    pub(crate) bodies: http::Bodies,
 }
 
 impl Shared {
@@ -112,6 +118,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         queue: queue::Queue::new(o.workers, o.queue),
         printer,
         streams: AtomicUsize::new(0),
+        bodies: http::Bodies::default(),
     });
     // The address (and a generated token) on stdout, one parseable line each.
     let token = shared.auth.generated.then(|| shared.auth.first().to_string());
@@ -158,11 +165,46 @@ fn serve_requests(shared: &Arc<Shared>, server: &tiny_http::Server) {
                 continue;
             }
         };
-        // A bug in one handler must not take a thread of the server with it.
-        let s = shared.clone();
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::handle(&s, req))).is_err() {
-            shared.printer.warn("a request handler failed (see above); the request was dropped");
+        if http::has_body(&req) {
+            with_body(shared, req);
+        } else {
+            handle(shared, req);
         }
+    }
+}
+
+/// Handles one request; a bug in one handler must not take a thread of the server with it.
+fn handle(shared: &Arc<Shared>, req: tiny_http::Request) {
+    let s = shared.clone();
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::handle(&s, req))).is_err() {
+        shared.printer.warn("a request handler failed (see above); the request was dropped");
+    }
+}
+
+/// A request with a body goes to a thread of its own: reading the body, and tiny_http reading
+/// what is left of it when the request is dropped, wait on the client, which may be slow on
+/// purpose. One without a valid token is answered 401 unread; a signed-in one over the limits
+/// of [`http::Bodies`] is answered unread too (so strangers cannot use up a client's share).
+fn with_body(shared: &Arc<Shared>, req: tiny_http::Request) {
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new().name("serve-body".into()).spawn(move || {
+        if !api::signed_in(&s, &req) {
+            return handle(&s, req);
+        }
+        let client = req.remote_addr().map(|a| a.ip());
+        match s.bodies.enter(client) {
+            Ok(()) => {
+                handle(&s, req);
+                s.bodies.leave(client);
+            }
+            Err(e) => {
+                s.debug(&format!("{} {} → {} (unread)", req.method(), req.url(), e.status));
+                e.reply().send(req);
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        shared.printer.warn(&format!("cannot start a thread for a request: {e}; the request was dropped"));
     }
 }
 

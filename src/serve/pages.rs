@@ -5,6 +5,7 @@ use super::http::{ApiError, ApiResult, Reply};
 use super::queue::Place;
 use super::{runs, Shared};
 use crate::report::{self, Links};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
 /// GET / — the index of runs (the admin panel).
 pub(super) fn index(shared: &Shared) -> Reply {
@@ -12,7 +13,7 @@ pub(super) fn index(shared: &Shared) -> Reply {
     let runs = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
     let rows: Vec<report::Row> = runs
         .iter()
-        .filter(|r| !r.current)
+        .filter(|r| !r.current && !runs::is_link(&r.ws.root))
         .map(|r| {
             let id = &r.state.run_id;
             let mut row =
@@ -41,7 +42,7 @@ pub(super) fn report(shared: &Shared, id: &str) -> ApiResult {
 /// GET /runs/{id}/files/... — a run's artifacts and paper-trail files, as text (never as a page
 /// of the server's origin: a run's file could hold script).
 pub(super) fn file(shared: &Shared, id: &str, rest: &[&str]) -> ApiResult<Out> {
-    let ws = runs::existing(shared, id)?;
+    runs::existing(shared, id)?;
     let not_found = || ApiError::new(404, format!("run {id} has no such file"));
     let plain = |s: &&str| !s.is_empty() && !s.starts_with('.') && !s.contains(['/', '\\', '\0']);
     let paper = ["context.md", "memory.md", "plan.md", "decisions.md", "trace.jsonl", "state.json", "result.json"];
@@ -53,15 +54,9 @@ pub(super) fn file(shared: &Shared, id: &str, rest: &[&str]) -> ApiResult<Out> {
     if !ok {
         return Err(not_found());
     }
-    let path = ws.root.join(rest.join("/"));
-    let (Ok(real), Ok(base)) = (path.canonicalize_utf8(), ws.root.canonicalize_utf8()) else {
-        return Err(not_found());
-    };
-    if !real.starts_with(&base) || !real.is_file() {
-        return Err(not_found());
-    }
-    let f = std::fs::File::open(&real).map_err(|_| not_found())?;
-    let ctype = match real.extension().map(str::to_ascii_lowercase).as_deref() {
+    let f = open_in_run(shared, id, rest).map_err(|e| refused(id, &rest.join("/"), &e).unwrap_or_else(not_found))?;
+    let name = rest.last().copied().unwrap_or_default();
+    let ctype = match name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()).as_deref() {
         Some("json") => "application/json",
         Some("png") => "image/png",
         Some("jpg" | "jpeg") => "image/jpeg",
@@ -70,4 +65,40 @@ pub(super) fn file(shared: &Shared, id: &str, rest: &[&str]) -> ApiResult<Out> {
         _ => "text/plain; charset=utf-8",
     };
     Ok(Out::File(f, ctype))
+}
+
+/// Opens `rest` (plain names) in the folder of run `id`, one name at a time through folder
+/// handles, following no symbolic link on the way — the run folder included — so a link put
+/// there, before or after any check, cannot lead out. Only a regular file is opened (without
+/// blocking on a FIFO); anything else is `ENXIO`.
+pub(super) fn open_in_run(shared: &Shared, id: &str, rest: &[&str]) -> std::io::Result<std::fs::File> {
+    let runs = Dir::open_ambient_dir(shared.root.join(&shared.runs_dir), cap_std::ambient_authority())?;
+    let mut dir = open_dir_nofollow(&runs, id)?;
+    let Some((name, folders)) = rest.split_last() else { return Err(std::io::Error::from_raw_os_error(libc::ENOENT)) };
+    for folder in folders {
+        dir = open_dir_nofollow(&dir, folder)?;
+    }
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let f = dir.open_with(name, &o)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENXIO));
+    }
+    Ok(f.into_std())
+}
+
+/// The reply for a run's file that exists but is not served (a symbolic link, not a regular
+/// file); None when it is simply missing.
+pub(super) fn refused(id: &str, shown: &str, e: &std::io::Error) -> Option<ApiError> {
+    matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR | libc::ENXIO)).then(|| {
+        ApiError::new(403, format!("run {id}: {shown} is not served: it is a symbolic link or not a regular file"))
+            .hint("a run's files are served only as regular files inside its folder")
+    })
+}
+
+/// The folder `name` right inside `dir`, refused (`ELOOP`, `ENOTDIR`) if it is a symbolic link.
+fn open_dir_nofollow(dir: &Dir, name: &str) -> std::io::Result<Dir> {
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY);
+    Ok(Dir::from_std_file(dir.open_with(name, &o)?.into_std()))
 }

@@ -88,13 +88,23 @@ pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
     Workspace::new(shared.root.join(&shared.runs_dir).join(id))
 }
 
-/// The workspace of an existing run, or 404.
+/// The workspace of an existing run, or 404; a run folder that is a symbolic link (its files
+/// live elsewhere, wherever the link points) is not served: 403.
 pub fn existing(shared: &Shared, id: &str) -> ApiResult<Workspace> {
     let ws = run_ws(shared, id);
     if !valid_id(id) || !ws.has_run() {
         return Err(ApiError::new(404, format!("no run `{id}` under {}", shared.root)).hint("GET /runs lists them"));
     }
+    if is_link(&ws.root) {
+        return Err(ApiError::new(403, format!("run `{id}` is not served: its folder is a symbolic link"))
+            .hint(format!("move the run's folder itself into {}/{}/", shared.root, shared.runs_dir)));
+    }
     Ok(ws)
+}
+
+/// Whether a path is a symbolic link itself (not followed).
+pub fn is_link(path: &camino::Utf8Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// The configuration of a run: the root's, with the agent given and budgets narrowed. With

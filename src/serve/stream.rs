@@ -33,6 +33,17 @@ pub fn follow(shared: &Shared, ws: Workspace, req: tiny_http::Request, after: us
     }
 }
 
+/// Opens the trace for reading, never through a symbolic link (a run could have made its trace
+/// one; the run's folder itself was checked when the stream began) and only a regular file.
+fn open_trace(path: &camino::Utf8Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENXIO));
+    }
+    Ok(f)
+}
+
 /// Chunked transfer encoding, one flushed chunk per event.
 struct Chunked<W: Write>(W);
 
@@ -55,7 +66,7 @@ fn pump<W: Write>(shared: &Shared, ws: &Workspace, out: &mut Chunked<W>, after: 
     let mut last_write = Instant::now();
     loop {
         let mut got = false;
-        if let Ok(mut f) = std::fs::File::open(&path) {
+        if let Ok(mut f) = open_trace(&path) {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len > offset {
                 let mut bytes = Vec::new();

@@ -9,6 +9,7 @@
 
 pub mod files;
 pub mod grep;
+pub mod hosts;
 pub mod html;
 pub mod memory;
 pub mod net;
@@ -266,7 +267,7 @@ fn other_tools(cfg: &Config) -> Vec<ToolSpec> {
                     "url": {"type": "string", "minLength": 1, "description": "Full http(s) URL"},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
                     "body": {"type": "string", "description": "Request body (POST, PUT, PATCH)"},
-                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": "Timeout in seconds (default 30)"}
+                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": timeout_description(cfg)}
                 }), &["method", "url"]),
                 SideEffect::Network,
             ),
@@ -299,6 +300,12 @@ fn other_tools(cfg: &Config) -> Vec<ToolSpec> {
                 SideEffect::None,
             ),
     ]
+}
+
+/// http_call's timeout: the whole call, redirects included, capped at tools.timeout.
+fn timeout_description(cfg: &Config) -> String {
+    let cap = humantime::format_duration(cfg.tools.timeout.0);
+    format!("Timeout in seconds for the whole call, redirects included; at most tools.timeout ({cap}), which is also the default")
 }
 
 /// The shell tool, when enabled.

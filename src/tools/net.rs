@@ -1,17 +1,25 @@
 //! http_call and web_fetch, behind a network policy.
 //!
 //! Policy, checked for the first URL and again for every redirect hop: the scheme must be
-//! allowed, the host must not be denied (and must be allowed when an allowlist is set), the
-//! port must be allowed, and every address the host resolves to must be public unless
-//! `tools.http.allow_private` is set (loopback, private, link-local, CGNAT, unique-local,
-//! unspecified, multicast and IPv4-mapped forms of them are refused). Redirects are followed by
-//! hand, never by the HTTP client, so no hop escapes the check.
+//! allowed; the host must not be denied — `tools.http.deny_hosts` matches the host as written
+//! (any case, a final dot or not, `*.suffix`) and every address the host stands for against
+//! the addresses the entries name (an IP in any spelling the resolver takes, such as `127.1` or
+//! `2130706433`; a block such as `10.0.0.0/8`; a name, resolved at the check with the same
+//! resolver); the host must be allowed when an allowlist is set; the port must be allowed; and
+//! every address the host resolves to must be public unless `tools.http.allow_private` is set
+//! (loopback, private, link-local, CGNAT, unique-local, unspecified, multicast and IPv4-mapped
+//! forms of them are refused). Redirects are followed by hand, never by the HTTP client, so no
+//! hop escapes the check, and the addresses are judged again where the client connects (DNS
+//! rebinding). On a hop to another origin only a short list of harmless headers goes on; the
+//! rest, credentials of any name, stay with the origin they were given for. A call's timeout
+//! bounds it whole, redirects included, and never exceeds `tools.timeout`.
 
+use super::hosts::{host_matches, is_private, normal_host, parse_ip, DenyList};
 use super::{ToolEnv, ToolResult};
 use crate::config::HttpToolConfig;
 use serde_json::{json, Map, Value};
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 use ureq::http::Uri;
 
@@ -22,66 +30,8 @@ pub struct Target {
     pub port: u16,
 }
 
-fn is_private_v4(ip: Ipv4Addr) -> bool {
-    let o = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || o[0] == 0
-        || (o[0] == 100 && (64..128).contains(&o[1]))
-        || (o[0] == 198 && (o[1] == 18 || o[1] == 19))
-        || o[0] >= 240
-}
-
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_private_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private_v4(v4);
-            }
-            let s = v6.segments();
-            // IPv4-compatible (::a.b.c.d, deprecated but routed by some stacks) and 6to4
-            // (2002:AABB:CCDD::/48 embeds a.b.c.d) carry an IPv4 address: judge that one.
-            if s[..6].iter().all(|x| *x == 0) && (s[6] != 0 || s[7] > 1) {
-                let [a, b] = s[6].to_be_bytes();
-                let [c, d] = s[7].to_be_bytes();
-                return is_private_v4(Ipv4Addr::new(a, b, c, d));
-            }
-            if s[0] == 0x2002 {
-                let [a, b] = s[1].to_be_bytes();
-                let [c, d] = s[2].to_be_bytes();
-                if is_private_v4(Ipv4Addr::new(a, b, c, d)) {
-                    return true;
-                }
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                || (s[0] & 0xffc0) == 0xfec0
-                || (s[0] == 0x64 && s[1] == 0xff9b)
-                || (s[0] == 0x2001 && s[1] == 0xdb8)
-                || v6 == Ipv6Addr::from([0, 0, 0, 0, 0, 0, 0, 1])
-        }
-    }
-}
-
-fn host_matches(host: &str, pattern: &str) -> bool {
-    let pattern = pattern.to_ascii_lowercase();
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
-        None => host == pattern,
-    }
-}
-
-/// Parses and checks a URL against the policy, resolving the host.
-pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
+/// Parses and checks a URL against the policy, resolving the host when an address decides.
+pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, String> {
     let uri: Uri = url.trim().parse().map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
     let scheme = uri
         .scheme_str()
@@ -90,18 +40,13 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
         return Err(format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", ")));
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| format!("`{url}` has no host"))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
+    let host = normal_host(uri.host().ok_or_else(|| format!("`{url}` has no host"))?);
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(format!("`{url}` carries credentials in the URL; pass them as headers"));
     }
     let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
-    if p.deny_hosts.iter().any(|d| host_matches(&host, d)) {
-        return Err(format!("host `{host}` is denied by tools.http.deny_hosts"));
+    if let Some(entry) = deny.name(&host) {
+        return Err(format!("host `{host}` is denied by tools.http.deny_hosts (the entry `{entry}`)"));
     }
     if !p.allow_hosts.is_empty() && !p.allow_hosts.iter().any(|a| host_matches(&host, a)) {
         return Err(format!("host `{host}` is not in tools.http.allow_hosts"));
@@ -109,16 +54,21 @@ pub fn check_url(url: &str, p: &HttpToolConfig) -> Result<Target, String> {
     if !p.ports.is_empty() && !p.ports.contains(&port) {
         return Err(format!("port {port} is not in tools.http.ports"));
     }
-    if !p.allow_private {
-        let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![ip],
-            Err(_) => (host.as_str(), port)
+    if deny.has_addresses() || !p.allow_private {
+        // The resolver reads `127.1` and `2130706433` as 127.0.0.1, so the host is judged by
+        // the addresses it stands for, never by its spelling.
+        let addrs: Vec<IpAddr> = match parse_ip(&host) {
+            Some(ip) => vec![ip],
+            None => (host.as_str(), port)
                 .to_socket_addrs()
                 .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
                 .map(|a| a.ip())
                 .collect(),
         };
-        if let Some(ip) = addrs.iter().find(|ip| is_private(**ip)) {
+        if let Some(why) = addrs.iter().find_map(|ip| deny.address(*ip)) {
+            return Err(format!("host `{host}` is denied by tools.http.deny_hosts: {why}"));
+        }
+        if let Some(ip) = addrs.iter().find(|ip| !p.allow_private && is_private(**ip)) {
             return Err(format!(
                 "host `{host}` resolves to {ip}, a loopback, private or link-local address; set tools.http.allow_private: true to allow it"
             ));
@@ -147,10 +97,12 @@ pub struct Fetched {
     pub truncated: bool,
 }
 
-/// Resolves like the default resolver, then refuses private addresses unless allowed.
+/// Resolves like the default resolver, then refuses denied addresses, and private ones unless
+/// allowed: the addresses actually connected to are judged, not only those seen at the check.
 #[derive(Debug)]
 struct PinnedResolver {
     allow_private: bool,
+    deny: DenyList,
 }
 
 impl ureq::unversioned::resolver::Resolver for PinnedResolver {
@@ -161,17 +113,33 @@ impl ureq::unversioned::resolver::Resolver for PinnedResolver {
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
         let addrs = ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)?;
+        let refuse = |msg: String| Err(ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, msg)));
+        if let Some(why) = addrs.iter().find_map(|a| self.deny.address(a.ip())) {
+            return refuse(format!(
+                "refused: the host now resolves to an address tools.http.deny_hosts denies ({why})"
+            ));
+        }
         if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-            return Err(ureq::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "refused: the host now resolves to a loopback, private or link-local address",
-            )));
+            return refuse("refused: the host now resolves to a loopback, private or link-local address".into());
         }
         Ok(addrs)
     }
 }
 
-/// One request with manual, policy-checked redirects.
+/// The headers a call set that go on to another origin after a redirect. Any other header
+/// (credentials of whatever name: `Authorization`, `Cookie`, `X-Auth-Token`, `Private-Token`,
+/// `X-Goog-Api-Key`, ...) stays with the origin it was given for. `Content-Type` goes on only
+/// with the body it describes.
+const CROSS_ORIGIN_HEADERS: &[&str] = &["accept", "accept-encoding", "accept-language", "cache-control", "user-agent"];
+
+/// Whether a header the call set is sent on a hop to another origin.
+fn crosses_origin(name: &str, body_kept: bool) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    CROSS_ORIGIN_HEADERS.contains(&name.as_str()) || (body_kept && name == "content-type")
+}
+
+/// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
+/// hop included.
 pub fn fetch(
     p: &HttpToolConfig,
     method: &str,
@@ -180,41 +148,49 @@ pub fn fetch(
     body: Option<&str>,
     timeout: Duration,
 ) -> Result<Fetched, (String, bool)> {
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .max_redirects(0)
-        .http_status_as_error(false)
-        .user_agent(p.user_agent.as_str())
-        .build();
-    // The policy is checked again on the addresses actually connected to, so a host that
-    // resolves differently the second time (DNS rebinding) cannot reach a private address.
-    let agent = ureq::Agent::with_parts(
-        config,
-        ureq::unversioned::transport::DefaultConnector::new(),
-        PinnedResolver { allow_private: p.allow_private },
-    );
+    let started = std::time::Instant::now();
+    let deny = DenyList::new(&p.deny_hosts);
     let mut url = url.to_string();
     let mut method = method.to_ascii_uppercase();
     let mut body = body.map(str::to_string);
     let mut origin: Option<(String, String, u16)> = None;
     for _hop in 0..=p.max_redirects {
-        let target = check_url(&url, p).map_err(|e| (e, false))?;
+        let target = check_url(&url, p, &deny).map_err(|e| (e, false))?;
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err((format!("timed out after {} (before {url})", humantime::format_duration(timeout)), true));
+        }
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(left))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .user_agent(p.user_agent.as_str())
+            .build();
+        // The policy is checked again on the addresses actually connected to, so a host that
+        // resolves differently the second time (DNS rebinding) cannot reach a refused address.
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            PinnedResolver { allow_private: p.allow_private, deny: deny.clone() },
+        );
         let here = (target.scheme.clone(), target.host.clone(), target.port);
-        // Credentials go to the origin they were given for, never to another after a redirect.
         let same_origin = origin.get_or_insert_with(|| here.clone()) == &here;
+        let with_body = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") && body.is_some();
         let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
         for (k, v) in headers {
-            let secret = ["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"]
-                .contains(&k.to_ascii_lowercase().as_str());
-            if same_origin || !secret {
+            if same_origin || crosses_origin(k, with_body) {
                 req = req.header(k.as_str(), v.as_str());
             }
         }
-        let sent = match (&body, method.as_str()) {
-            (Some(b), "POST" | "PUT" | "PATCH" | "DELETE") => {
-                req.body(b.clone()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify))
-            }
-            _ => req.body(()).map_err(|e| (e.to_string(), false)).and_then(|r| agent.run(r).map_err(classify)),
+        let sent = match (&body, with_body) {
+            (Some(b), true) => req
+                .body(b.clone())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
+            _ => req
+                .body(())
+                .map_err(|e| (e.to_string(), false))
+                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
         };
         let resp = sent?;
         let status = resp.status().as_u16();
@@ -242,7 +218,7 @@ pub fn fetch(
     Err((format!("too many redirects (more than {})", p.max_redirects), false))
 }
 
-fn classify(e: ureq::Error) -> (String, bool) {
+fn classify(e: ureq::Error, timeout: Duration) -> (String, bool) {
     let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
     let retry = !refused
         && matches!(
@@ -250,7 +226,7 @@ fn classify(e: ureq::Error) -> (String, bool) {
             ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
         );
     let msg = match &e {
-        ureq::Error::Timeout(_) => format!("timed out ({e})"),
+        ureq::Error::Timeout(_) => format!("timed out after {} ({e})", humantime::format_duration(timeout)),
         _ => e.to_string(),
     };
     (msg, retry)
@@ -265,13 +241,22 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
         .unwrap_or_default();
-    let timeout = args
-        .get("timeout_seconds")
-        .and_then(Value::as_u64)
-        .map(Duration::from_secs)
-        .unwrap_or(env.config.tools.timeout.0);
+    // A call may shorten its timeout, never lengthen it past tools.timeout.
+    let cap = env.config.tools.timeout.0;
+    let asked = args.get("timeout_seconds").and_then(Value::as_u64).map(Duration::from_secs);
+    let timeout = asked.map_or(cap, |a| a.min(cap));
     match fetch(p, method, url, &headers, args.get("body").and_then(Value::as_str), timeout) {
-        Err((e, retry)) => ToolResult::err(e, retry),
+        Err((e, retry)) => match asked {
+            Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
+                format!(
+                    "{e}; stopped at tools.timeout ({}), which caps timeout_seconds ({})",
+                    humantime::format_duration(cap),
+                    a.as_secs()
+                ),
+                retry,
+            ),
+            _ => ToolResult::err(e, retry),
+        },
         Ok(f) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
             let out =
@@ -334,30 +319,6 @@ pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
 }
 
 #[cfg(test)]
-mod private_tests {
-    use super::is_private;
-
-    #[test]
-    fn embedded_and_site_local_ipv6_forms_are_private() {
-        for a in [
-            "::127.0.0.1",
-            "::ffff:10.0.0.1",
-            "2002:7f00:1::",
-            "2002:c0a8:101::1",
-            "fec0::1",
-            "fe80::1",
-            "::1",
-            "fc00::1",
-        ] {
-            assert!(is_private(a.parse().unwrap()), "{a}");
-        }
-        for a in ["2606:4700::1111", "2002:0808:0808::1", "8.8.8.8"] {
-            assert!(!is_private(a.parse().unwrap()), "{a}");
-        }
-    }
-}
-
-#[cfg(test)]
 mod join_tests {
     use super::*;
 
@@ -402,5 +363,21 @@ mod join_tests {
         for ip in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
             assert!(!is_private(ip.parse().unwrap()), "{ip} is public");
         }
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn only_safe_headers_cross_origins() {
+        for h in ["Accept", "accept-language", "User-Agent", "Cache-Control", "Accept-Encoding"] {
+            assert!(crosses_origin(h, false), "{h}");
+        }
+        for h in ["Authorization", "Cookie", "X-Auth-Token", "Private-Token", "X-Goog-Api-Key", "X-Anything"] {
+            assert!(!crosses_origin(h, true), "{h}");
+        }
+        assert!(crosses_origin("Content-Type", true) && !crosses_origin("Content-Type", false));
     }
 }

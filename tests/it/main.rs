@@ -16,6 +16,7 @@ mod mcp;
 mod mcp_real;
 mod models;
 mod modes;
+mod netsec;
 mod real;
 mod report;
 mod runs;
