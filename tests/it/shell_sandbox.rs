@@ -27,6 +27,14 @@ fn bwrap_works() -> bool {
     ok
 }
 
+/// For tests of other things that use the shell tool: where bwrap cannot create a sandbox, the
+/// user's own config turns it off, so they still run (unsandboxed) there.
+pub fn bwrap_or_none(t: &T) {
+    if !bwrap_works() {
+        t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    }
+}
+
 fn call(t: &T, args: Value) -> (Option<i32>, Value) {
     let out = t
         .al(&["tools", "call", "shell", "--args", &args.to_string()])
@@ -194,6 +202,55 @@ fn a_child_that_leaves_the_group_ends_with_the_call() {
     let left = running("sleep 1234.6");
     end(&left);
     assert!(left.is_empty(), "a setsid child outlived the timeout");
+}
+
+#[test]
+fn programs_that_run_programs_are_refused_even_when_allowlisted() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/notes.txt", "line\n");
+    std::os::unix::fs::symlink("/bin/sh", t.path("ws/lister")).unwrap();
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [sed, git, sqlite3, split, sort, gdb, vim, ed, tclsh, prlimit, setpriv, runuser, nodejs, node, ./lister, /usr/bin/../bin/perl, busybox, less, man, cargo]}\n",
+    );
+    for argv in [
+        json!(["sqlite3", "x.db", ".shell id"]),
+        json!(["split", "--filter=id", "notes.txt"]),
+        json!(["sort", "--compress-program=id", "notes.txt"]),
+        json!(["git", "-c", "core.pager=id", "log"]),
+        json!(["git", "submodule", "foreach", "id"]),
+        json!(["git", "config", "core.fsmonitor", "id"]),
+        json!(["git", "st"]),
+        json!(["gdb", "-batch", "-ex", "shell id"]),
+        json!(["vim", "-c", ":!id"]),
+        json!(["ed", "notes.txt"]),
+        json!(["tclsh"]),
+        json!(["prlimit", "id"]),
+        json!(["setpriv", "id"]),
+        json!(["runuser", "-u", "root", "id"]),
+        json!(["nodejs", "-e", "1"]),
+        json!(["node", "-e", "1"]),
+        json!(["./lister", "-c", "id"]),
+        json!(["/usr/bin/../bin/perl", "-e", "1"]),
+        json!(["busybox", "sh"]),
+        json!(["less", "notes.txt"]),
+        json!(["man", "-P", "id", "ls"]),
+        json!(["cargo", "run"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("refused"), "{argv}: {v}");
+    }
+    // sed runs, but with --sandbox: its `e` command and `s///e` flag are refused by sed itself.
+    let (code, v) = call(&t, json!({"argv": ["sed", "-n", "1p", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("line"), "{v}");
+    for script in ["1e id", "s/line/id/e"] {
+        let (code, v) = call(&t, json!({"argv": ["sed", script, "notes.txt"]}));
+        assert_eq!(code, Some(6), "{v}");
+        assert!(!v.to_string().contains("uid="), "{v}");
+    }
 }
 
 #[test]
