@@ -127,9 +127,7 @@ impl Stream {
         let mut from = 0;
         while let Some(i) = self.text[from..].find(needle) {
             let (a, b) = (from + i, from + i + needle.len() - 1);
-            for l in self.line[a]..=self.line[b] {
-                marked[l] = true;
-            }
+            marked[self.line[a]..=self.line[b]].fill(true);
             from = a + 1;
             while !self.text.is_char_boundary(from) {
                 from += 1;
@@ -148,7 +146,8 @@ fn is_offset(tok: &str) -> bool {
 fn hex_group(tok: &str) -> Option<String> {
     let t = tok.replace("0x", "").replace("\\x", "");
     let t: String = t.chars().filter(|c| !"[](),:;'\"".contains(*c)).collect();
-    (t.len() >= 2 && t.len() % 2 == 0 && t.bytes().all(|b| b.is_ascii_hexdigit())).then(|| t.to_ascii_lowercase())
+    (t.len() >= 2 && t.len().is_multiple_of(2) && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| t.to_ascii_lowercase())
 }
 
 /// Replaces every line of `text` over which a secret is spelled out byte by byte: in a hex
@@ -253,6 +252,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::print_stderr)]
     fn every_dump_rendering_is_redacted() {
         let input = format!("before\n{KEY}\nafter\n");
         let mut seen = 0;

@@ -40,7 +40,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
     let Some(program) = argv.first().cloned() else {
         return ToolResult::err("argv is empty", false);
     };
-    if !cfg.allow.iter().any(|a| *a == program) {
+    if !cfg.allow.contains(&program) {
         return ToolResult::err(
             format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", ")),
             false,

@@ -233,7 +233,7 @@ pub fn names(prog: &str, cwd: &Utf8Path) -> Vec<String> {
     if let Some(real) = resolve(prog, cwd) {
         let b = base(real.as_str()).to_string();
         let multi_call = ["busybox", "toybox"].contains(&b.as_str());
-        if !out.contains(&b) && !(multi_call && out[0] != b) {
+        if !(out.contains(&b) || multi_call && out[0] != b) {
             out.push(b);
         }
     }
