@@ -126,6 +126,10 @@ fn the_network_is_off_unless_the_config_allows_it() {
     assert_eq!(code, Some(6), "{v}");
     assert!(!v["output"].as_str().unwrap_or("").contains("connected"), "{v}");
     assert!(listener.accept().is_err(), "the sandboxed program reached 127.0.0.1:{port}");
+    // Nor the system's daemons through their sockets under /run.
+    let (code, v) = call(&t, json!({"argv": ["sh", "-c", "ls -A /run | wc -l"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("stdout ---\n0\n"), "{v}");
     shell(&t, ", network: true");
     let (code, v) = call(&t, connect);
     assert_eq!(code, Some(0), "{v}");

@@ -1,7 +1,8 @@
 //! The shell tool's OS sandbox: bubblewrap (`bwrap`) around the program.
 //!
 //! Inside: a fresh PID namespace with its own `/proc` (agentloop's process and its environment
-//! are not there to read), no network unless `tools.shell.network`, the whole filesystem
+//! are not there to read), no network unless `tools.shell.network` (nor the daemons' sockets
+//! under `/run`), the whole filesystem
 //! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
 //! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
 //! `.git`) read-only even there, no capabilities and no new privileges (bwrap sets
@@ -159,6 +160,11 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     cmd.args(BASE);
     if !cfg.shell.network {
         cmd.arg("--unshare-net");
+        // Sockets of the system's daemons (docker, dbus, the user's session) live under /run:
+        // a network namespace does not cover sockets that are files.
+        if Utf8Path::new("/run").is_dir() {
+            cmd.args(["--tmpfs", "/run"]);
+        }
     }
     if bw.cap_drop {
         cmd.args(["--cap-drop", "ALL"]);
