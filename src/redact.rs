@@ -1,8 +1,8 @@
 //! Secrets never reach a file agentloop writes. The secrets are the values of environment
 //! variables named like keys (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, and the one
 //! `llm.api_key_env` names) and keys read by `llm.api_key_cmd`; each is replaced, raw, in its
-//! base64 forms (standard, URL-safe, with or without padding) and as hex (lower and upper case),
-//! by `[REDACTED]` in tool results (before anything sees them), in every workspace commit
+//! base64 forms (standard, URL-safe, with or without padding), as hex (lower and upper case) and
+//! reversed (`rev`), by `[REDACTED]` in tool results (before anything sees them), in every workspace commit
 //! (markdown, trace, state, result.json) and in `--record` files.
 //!
 //! A secret can also be rendered by a dump program, one byte at a time and over several lines
@@ -30,7 +30,7 @@ pub fn register(secret: &str) {
 
 fn forms(secret: &str) -> Vec<String> {
     let b = secret.as_bytes();
-    let mut out = vec![secret.to_string(), hex(secret), hex(secret).to_uppercase()];
+    let mut out = vec![secret.to_string(), hex(secret), hex(secret).to_uppercase(), secret.chars().rev().collect()];
     for e in [
         &base64::engine::general_purpose::STANDARD,
         &base64::engine::general_purpose::STANDARD_NO_PAD,
@@ -291,6 +291,10 @@ mod tests {
         hidden(&KEY.bytes().map(|b| format!("0x{b:02x},")).collect::<Vec<_>>().join(" "));
         hidden(&KEY.bytes().map(|b| format!("\\x{b:02x}")).collect::<String>());
         assert!(forms(KEY).contains(&h) && forms(KEY).contains(&h.to_uppercase()));
+        assert!(forms(KEY).contains(&KEY.chars().rev().collect::<String>()), "`rev` output");
+        // One character a line (`fold -w1`) or spaced out (`sed 's/./& /g'`) is a dump too.
+        hidden(&KEY.chars().map(|c| format!("{c}\n")).collect::<String>());
+        hidden(&KEY.chars().map(|c| format!("{c} ")).collect::<String>());
     }
 
     #[test]
