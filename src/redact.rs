@@ -106,17 +106,26 @@ pub fn redact(text: &str) -> String {
     redact_dumps(&out, &secrets)
 }
 
-/// One column of a dump read as a stream: its text, and the line each byte came from.
+/// One column of a dump read as a stream: its text, and where each line's part of it starts.
 #[derive(Default)]
 struct Stream {
     text: String,
-    line: Vec<usize>,
+    /// (offset in `text`, line number), one entry per line that added text.
+    starts: Vec<(usize, usize)>,
 }
 
 impl Stream {
     fn push(&mut self, s: &str, line: usize) {
+        if self.starts.last().is_none_or(|(_, l)| *l != line) {
+            self.starts.push((self.text.len(), line));
+        }
         self.text.push_str(s);
-        self.line.extend(std::iter::repeat_n(line, s.len()));
+    }
+
+    /// The line the byte at `at` came from.
+    fn line_of(&self, at: usize) -> usize {
+        let i = self.starts.partition_point(|(o, _)| *o <= at);
+        self.starts[i.saturating_sub(1)].1
     }
 
     /// Marks the lines every occurrence of `needle` spans.
@@ -127,7 +136,7 @@ impl Stream {
         let mut from = 0;
         while let Some(i) = self.text[from..].find(needle) {
             let (a, b) = (from + i, from + i + needle.len() - 1);
-            marked[self.line[a]..=self.line[b]].fill(true);
+            marked[self.line_of(a)..=self.line_of(b)].fill(true);
             from = a + 1;
             while !self.text.is_char_boundary(from) {
                 from += 1;
