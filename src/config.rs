@@ -346,6 +346,23 @@ pub struct ShellConfig {
     pub env: Vec<String>,
     pub timeout: Dur,
     pub max_output: usize,
+    /// The OS sandbox the program runs in: `bwrap` (bubblewrap; the shell refuses to run
+    /// without it) or `none` (only the argv checks). A top-level `sandbox:` is the same key.
+    pub sandbox: ShellSandbox,
+    /// Whether the program may use the network (inside the sandbox it has none by default).
+    pub network: bool,
+}
+
+/// `tools.shell.sandbox`: how the shell tool's program is confined by the OS.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShellSandbox {
+    /// bubblewrap: fresh PID namespace and /proc, no network, read-only filesystem except the
+    /// write folders, no new privileges.
+    #[default]
+    Bwrap,
+    /// No OS sandbox: only the allowlist, the argv checks and the cleared environment.
+    None,
 }
 
 impl Default for ShellConfig {
@@ -357,6 +374,8 @@ impl Default for ShellConfig {
             env: vec!["PATH".into(), "HOME".into(), "LANG".into(), "LC_ALL".into(), "TZ".into(), "TERM".into()],
             timeout: Dur::secs(30),
             max_output: 64 * 1024,
+            sandbox: ShellSandbox::Bwrap,
+            network: false,
         }
     }
 }
@@ -832,7 +851,8 @@ pub struct Resolved {
 }
 
 /// The seeds' own key names, taken as the keys they mean: `max_loops` (seed 001) is
-/// `max_steps`. Both in one layer is an error naming both.
+/// `max_steps`; a top-level `sandbox` is `tools.shell.sandbox`. Both in one layer is an error
+/// naming both.
 fn seed_names(layer: &Layer) -> Result<Layer> {
     let mut l = layer.clone();
     if let Some(obj) = l.value.as_object_mut() {
@@ -845,6 +865,23 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
                 .with_hint("keep one: max_loops (seed 001's name) is max_steps"));
             }
             obj.insert("max_steps".into(), v);
+        }
+        // `sandbox: none` reads as what it is about: the shell tool's OS sandbox.
+        if let Some(v) = obj.remove("sandbox") {
+            let tools = obj.entry("tools").or_insert_with(|| serde_json::json!({}));
+            if let Some(t) = tools.as_object_mut() {
+                let shell = t.entry("shell").or_insert_with(|| serde_json::json!({}));
+                if shell.get("sandbox").is_some() {
+                    return Err(Error::config(format!(
+                        "invalid configuration in {}: both `sandbox` and `tools.shell.sandbox` are set",
+                        layer.source
+                    ))
+                    .with_hint("keep one: `sandbox` is tools.shell.sandbox"));
+                }
+                if let Some(m) = shell.as_object_mut() {
+                    m.insert("sandbox".into(), v);
+                }
+            }
         }
         // Seed 000's plugin config keys: `api_url` and `api_token` are the Ductile gateway's.
         for key in ["api_url", "api_token"] {

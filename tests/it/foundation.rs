@@ -320,6 +320,7 @@ fn lock_contention_fails_fast_or_waits() {
 #[test]
 fn two_processes_never_both_write() {
     let t = T::new();
+    crate::shell_sandbox::bwrap_or_none(&t);
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep], timeout: 10s}\n");
     t.write(
         "script.yaml",

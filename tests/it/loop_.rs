@@ -506,6 +506,7 @@ fn token_and_cost_budgets_hold() {
 #[test]
 fn wall_clock_timeout_escalates() {
     let t = T::new();
+    crate::shell_sandbox::bwrap_or_none(&t);
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep]}\n");
     let mut s = String::from(FRAME);
     s.push_str("plan:\n");

@@ -22,6 +22,7 @@ mod report;
 mod runs;
 mod sandbox;
 mod serve;
+mod shell_sandbox;
 mod skills;
 mod stream;
 mod tools;

@@ -309,6 +309,7 @@ fn shell_is_off_by_default_and_confined_when_on() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("unknown tool `shell`"));
+    crate::shell_sandbox::bwrap_or_none(&t);
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [echo, sleep], timeout: 1s}\n");
     let (code, v) = call(&t, "shell", json!({"argv": ["echo", "hi; rm -rf /"]}));
     assert_eq!(code, Some(0));
@@ -406,6 +407,7 @@ fn running(marker: &str) -> bool {
 #[test]
 fn the_shell_cannot_be_talked_around() {
     let t = sandbox();
+    crate::shell_sandbox::bwrap_or_none(&t);
     t.write(
         "ws/agentloop.yaml",
         "tools:\n  shell: {enabled: true, allow: [printenv, env, find, xargs, sh, tar], timeout: 1s, patterns: [\"sh -c **\", \"find . -name *\"]}\n",

@@ -1,0 +1,201 @@
+//! The shell tool's OS sandbox: bubblewrap (`bwrap`) around the program.
+//!
+//! Inside: a fresh PID namespace with its own `/proc` (agentloop's process and its environment
+//! are not there to read), no network unless `tools.shell.network` (nor the daemons' sockets
+//! under `/run`), the whole filesystem
+//! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
+//! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
+//! `.git`) read-only even there, no capabilities and no new privileges (bwrap sets
+//! `PR_SET_NO_NEW_PRIVS`), a session of its own (no terminal to inject into).
+//!
+//! Ending: bwrap's first process is PID 1 of the namespace; when it ends, the kernel ends every
+//! other process there, so a child that left the process group (`setsid -f`) goes too. With
+//! `--die-with-parent` that PID 1 also ends when bwrap is killed (timeout, Ctrl-C).
+//!
+//! Whether bwrap works is probed once per process: it can be missing, or unable to create
+//! namespaces (a container without user namespaces).
+
+use crate::tools::sandbox::{Access, Sandbox};
+use crate::tools::ToolEnv;
+use camino::{Utf8Path, Utf8PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// Flags every sandbox gets (the probe uses them too, so a working probe means they work).
+const BASE: &[&str] = &[
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+];
+
+/// Top-level names in the workspace that belong to agentloop or decide what it does next:
+/// read-only inside the sandbox when they exist, removed after the call when the program
+/// created them.
+const OWN: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "transcript.md",
+    "skills.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+    "report.html",
+    "agentloop.yaml",
+    "agentloop.yml",
+    "agentloop.json",
+    "agents",
+    "templates",
+    ".git",
+    ".agentloop",
+    ".agentloop.lock",
+    ".agentloop.journal.json",
+    ".agentloop.archive.json",
+    ".agentloop.spare",
+];
+
+/// A working bwrap: its path and whether `--cap-drop ALL` is accepted.
+#[derive(Clone)]
+pub struct Bwrap {
+    path: Utf8PathBuf,
+    cap_drop: bool,
+}
+
+/// A working bwrap, or why there is none (with the fix). Probed once per process.
+pub fn available() -> Result<Bwrap, String> {
+    static PROBE: OnceLock<Result<Bwrap, String>> = OnceLock::new();
+    PROBE.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<Bwrap, String> {
+    let fix = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or, to run the shell tool \
+               without an OS sandbox, set `sandbox: none` in your own config (~/.config/agentloop/config.yaml)";
+    let Some(path) = find() else {
+        return Err(format!("the shell tool runs programs inside bubblewrap (bwrap), which is not installed; {fix}"));
+    };
+    let run = |cap_drop: bool| {
+        let mut c = Command::new(&path);
+        c.args(BASE).arg("--unshare-net");
+        if cap_drop {
+            c.args(["--cap-drop", "ALL"]);
+        }
+        c.args(["--", "true"]).env_clear().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        c.output()
+    };
+    match run(true) {
+        Ok(o) if o.status.success() => Ok(Bwrap { path, cap_drop: true }),
+        _ => match run(false) {
+            Ok(o) if o.status.success() => Ok(Bwrap { path, cap_drop: false }),
+            Ok(o) => {
+                let why = String::from_utf8_lossy(&o.stderr);
+                let why = why.lines().next().unwrap_or("no message").trim();
+                Err(format!("the shell tool's sandbox cannot start: {path} fails here ({why}; user namespaces may be off); {fix}"))
+            }
+            Err(e) => Err(format!("the shell tool's sandbox cannot start: {path}: {e}; {fix}")),
+        },
+    }
+}
+
+/// bwrap as PATH finds it (absolute folders only: a relative one would be the workspace's).
+fn find() -> Option<Utf8PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':').filter(|d| d.starts_with('/')).map(|d| Utf8Path::new(d).join("bwrap")).find(|p| p.is_file())
+}
+
+/// The workspace's own names that did not exist before the program ran (to be removed if it
+/// creates them).
+pub struct Sweep {
+    missing: Vec<Utf8PathBuf>,
+}
+
+impl Sweep {
+    /// After the program ended: removes agentloop's names the program created in the workspace
+    /// (a `state.json`, `.agentloop.journal.json` or `agentloop.yaml` of its own), and says which.
+    pub fn sweep(&self) -> Vec<String> {
+        let mut removed = Vec::new();
+        for p in &self.missing {
+            let Ok(m) = std::fs::symlink_metadata(p) else { continue };
+            let gone = if m.is_dir() { std::fs::remove_dir_all(p) } else { std::fs::remove_file(p) };
+            if gone.is_ok() {
+                removed.push(p.file_name().unwrap_or_default().to_string());
+            }
+        }
+        removed
+    }
+}
+
+/// Builds the bwrap command for `argv`, and what to sweep after it.
+pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, Sweep), String> {
+    let cfg = &env.config.tools;
+    let ws = crate::tools::sandbox::absolute(env.root)
+        .canonicalize_utf8()
+        .map_err(|e| format!("cannot open the workspace {}: {e}", env.root))?;
+    let writable: Vec<Utf8PathBuf> = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
+    // Read-only first (the workspace and the read folders, which may lie under the private
+    // /tmp), then the write folders, parents before children so none hides another.
+    let mut mounts: Vec<(Utf8PathBuf, bool)> = vec![(ws.clone(), false)];
+    for p in &cfg.read_paths {
+        if let Ok(real) = crate::tools::sandbox::normalize(&ws.join(p)).canonicalize_utf8() {
+            if !writable.iter().any(|w| real.starts_with(w)) {
+                mounts.push((real, false));
+            }
+        }
+    }
+    mounts.extend(writable.into_iter().map(|w| (w, true)));
+    mounts.sort_by_key(|(p, rw)| (p.components().count(), *rw));
+    let mut cmd = Command::new(&bw.path);
+    cmd.args(BASE);
+    if !cfg.shell.network {
+        cmd.arg("--unshare-net");
+        // Sockets of the system's daemons (docker, dbus, the user's session) live under /run:
+        // a network namespace does not cover sockets that are files.
+        if Utf8Path::new("/run").is_dir() {
+            cmd.args(["--tmpfs", "/run"]);
+        }
+    }
+    if bw.cap_drop {
+        cmd.args(["--cap-drop", "ALL"]);
+    }
+    for (p, rw) in &mounts {
+        cmd.args([if *rw { "--bind" } else { "--ro-bind" }, p.as_str(), p.as_str()]);
+    }
+    let mut own: Vec<String> = OWN.iter().map(|s| s.to_string()).collect();
+    if !env.config.handle.runs_dir.is_empty() {
+        own.push(env.config.handle.runs_dir.clone());
+    }
+    if let Ok(rd) = std::fs::read_dir(&ws) {
+        let found: Vec<String> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with(".agentloop") && !own.contains(n))
+            .collect();
+        own.extend(found);
+    }
+    let mut missing = Vec::new();
+    for name in own {
+        let p = ws.join(&name);
+        match std::fs::symlink_metadata(&p) {
+            // A link is left alone: binding it would bind whatever it points at.
+            Ok(m) if m.file_type().is_symlink() => {}
+            Ok(_) => {
+                cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
+            }
+            Err(_) => missing.push(p),
+        }
+    }
+    cmd.args(["--chdir", ws.as_str(), "--"]).args(argv);
+    Ok((cmd, Sweep { missing }))
+}

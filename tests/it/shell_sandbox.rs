@@ -1,0 +1,365 @@
+//! The shell tool's OS sandbox (bubblewrap): the child cannot read agentloop's environment,
+//! reach the network, write outside the write folders or the paper trail, or outlive the call;
+//! without a working bwrap the tool refuses unless the user's own config says `sandbox: none`.
+//! A secret rendered by a dump program is redacted wherever it would be recorded.
+//!
+//! Tests that need bwrap skip, saying so on stderr, where it cannot create a sandbox.
+
+use crate::common::T;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";
+const MARKER: &str = "agentloop-parent-marker-4242";
+
+/// Whether bwrap can create the sandbox here (it cannot without user namespaces, say).
+fn bwrap_works() -> bool {
+    let ok = std::process::Command::new("bwrap")
+        .args(["--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"])
+        .args(["--dev", "/dev", "--proc", "/proc", "--", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: bubblewrap (bwrap) cannot create a sandbox on this machine");
+    }
+    ok
+}
+
+/// For tests of other things that use the shell tool: where bwrap cannot create a sandbox, the
+/// user's own config turns it off, so they still run (unsandboxed) there.
+pub fn bwrap_or_none(t: &T) {
+    if !bwrap_works() {
+        t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    }
+}
+
+fn call(t: &T, args: Value) -> (Option<i32>, Value) {
+    let out = t
+        .al(&["tools", "call", "shell", "--args", &args.to_string()])
+        .env("OPENAI_API_KEY", KEY)
+        .env("PARENT_MARKER", MARKER)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| json!({"stderr": String::from_utf8_lossy(&out.stderr).into_owned()}));
+    (out.status.code(), v)
+}
+
+fn shell(t: &T, extra: &str) {
+    t.write(
+        "ws/agentloop.yaml",
+        &format!(
+            "tools:\n  shell: {{enabled: true, allow: [cat, sh, bash, od, echo, setsid], timeout: 3s, patterns: [\"sh -c **\", \"bash -c **\"]{extra}}}\n"
+        ),
+    );
+}
+
+/// Every rendering of `KEY` a dump or an encoder could produce, to look for in recorded files.
+fn renderings() -> Vec<String> {
+    let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    let spaced_chars = KEY.chars().map(String::from).collect::<Vec<_>>().join("   ");
+    vec![
+        KEY.to_string(),
+        hex.clone(),
+        hex.to_uppercase(),
+        spaced_chars,
+        "9   f   8   e".into(),
+        "39 66 38 65".into(),
+        "3966 3865".into(),
+        "sk-test-9f8e7d6c".into(),
+    ]
+}
+
+fn running(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+        })
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
+
+/// Ends what a failing test left running (only the processes named by this test's marker).
+fn end(pids: &[i32]) {
+    for p in pids {
+        let _ = std::process::Command::new("kill").args(["-9", &p.to_string()]).status();
+    }
+}
+
+#[test]
+fn the_child_cannot_read_agentloops_environment() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    shell(&t, "");
+    let (code, v) =
+        call(&t, json!({"argv": ["sh", "-c", "cat /proc/1/environ /proc/[0-9]*/environ; echo; echo done"]}));
+    assert_eq!(code, Some(0), "{v}");
+    let out = v["output"].as_str().unwrap();
+    assert!(out.contains("PATH=") && out.contains("done"), "{out}");
+    assert!(!out.contains(MARKER), "agentloop's environment was readable: {out}");
+    assert!(!out.contains("OPENAI_API_KEY") && !out.contains("REDACTED"), "{out}");
+    for f in ["1", "self"] {
+        let (_, v) = call(&t, json!({"argv": ["cat", format!("/proc/{f}/environ")]}));
+        assert!(!v.to_string().contains(MARKER), "{v}");
+    }
+}
+
+#[test]
+fn the_network_is_off_unless_the_config_allows_it() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = json!({"argv": ["bash", "-c", format!("echo hi > /dev/tcp/127.0.0.1/{port} && echo connected")]});
+    shell(&t, "");
+    let (code, v) = call(&t, connect.clone());
+    assert_eq!(code, Some(6), "{v}");
+    assert!(!v["output"].as_str().unwrap_or("").contains("connected"), "{v}");
+    assert!(listener.accept().is_err(), "the sandboxed program reached 127.0.0.1:{port}");
+    // Nor the system's daemons through their sockets under /run.
+    let (code, v) = call(&t, json!({"argv": ["sh", "-c", "ls -A /run | wc -l"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("stdout ---\n0\n"), "{v}");
+    shell(&t, ", network: true");
+    let (code, v) = call(&t, connect);
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("connected"), "{v}");
+}
+
+#[test]
+fn writes_go_only_to_the_write_folders() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    t.write("ws/notes.txt", "mine\n");
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  write_paths: [artifacts]\n  shell: {enabled: true, allow: [sh], patterns: [\"sh -c **\"]}\n",
+    );
+    let (code, v) = call(
+        &t,
+        json!({"argv": ["sh", "-c", "echo ok > artifacts/out.txt; echo x > notes.txt; echo y > new.txt; echo z > ../outside.txt; echo w > $HOME/home.txt; true"]}),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("Read-only file system"), "{v}");
+    assert_eq!(t.read("ws/artifacts/out.txt"), "ok\n");
+    assert_eq!(t.read("ws/notes.txt"), "mine\n");
+    assert!(!t.exists("ws/new.txt") && !t.exists("outside.txt") && !t.exists("home/home.txt"));
+}
+
+#[test]
+fn the_paper_trail_is_read_only_to_the_shell() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    t.write("ws/transcript.md", "# Transcript\n");
+    t.write("ws/.git/config", "[core]\n");
+    shell(&t, "");
+    let (code, v) = call(
+        &t,
+        json!({"argv": ["sh", "-c", "echo evil > transcript.md; echo evil >> transcript.md; rm -f transcript.md; mv agentloop.yaml x.yaml; echo '[core] fsmonitor = id' >> .git/config; echo '{}' > state.json; mkdir templates; echo x > .agentloop.journal.json; echo fine > artifacts.txt; true"]}),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let out = v["output"].as_str().unwrap();
+    assert!(out.contains("removed") && out.contains("state.json"), "{out}");
+    assert_eq!(t.read("ws/transcript.md"), "# Transcript\n");
+    assert_eq!(t.read("ws/.git/config"), "[core]\n");
+    assert!(t.exists("ws/agentloop.yaml") && !t.exists("ws/x.yaml"));
+    for made in ["state.json", "templates", ".agentloop.journal.json"] {
+        assert!(!t.exists(&format!("ws/{made}")), "{made} was left in the workspace");
+    }
+    assert_eq!(t.read("ws/artifacts.txt"), "fine\n", "other files stay writable");
+}
+
+#[test]
+fn a_child_that_leaves_the_group_ends_with_the_call() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    shell(&t, "");
+    let (code, v) =
+        call(&t, json!({"argv": ["sh", "-c", "setsid -f sleep 1234.5 </dev/null >/dev/null 2>&1; echo started"]}));
+    assert_eq!(code, Some(0), "{v}");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = running("sleep 1234.5");
+    end(&left);
+    assert!(left.is_empty(), "a setsid child outlived the call");
+    // And on timeout.
+    let (code, v) =
+        call(&t, json!({"argv": ["sh", "-c", "setsid -f sleep 1234.6 </dev/null >/dev/null 2>&1; sleep 30"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("timed out"), "{v}");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = running("sleep 1234.6");
+    end(&left);
+    assert!(left.is_empty(), "a setsid child outlived the timeout");
+}
+
+#[test]
+fn programs_that_run_programs_are_refused_even_when_allowlisted() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/notes.txt", "line\n");
+    std::os::unix::fs::symlink("/bin/sh", t.path("ws/lister")).unwrap();
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [sed, git, sqlite3, split, sort, gdb, vim, ed, tclsh, prlimit, setpriv, runuser, nodejs, node, ./lister, /usr/bin/../bin/perl, busybox, less, man, cargo]}\n",
+    );
+    for argv in [
+        json!(["sqlite3", "x.db", ".shell id"]),
+        json!(["split", "--filter=id", "notes.txt"]),
+        json!(["sort", "--compress-program=id", "notes.txt"]),
+        json!(["git", "-c", "core.pager=id", "log"]),
+        json!(["git", "submodule", "foreach", "id"]),
+        json!(["git", "config", "core.fsmonitor", "id"]),
+        json!(["git", "st"]),
+        json!(["gdb", "-batch", "-ex", "shell id"]),
+        json!(["vim", "-c", ":!id"]),
+        json!(["ed", "notes.txt"]),
+        json!(["tclsh"]),
+        json!(["prlimit", "id"]),
+        json!(["setpriv", "id"]),
+        json!(["runuser", "-u", "root", "id"]),
+        json!(["nodejs", "-e", "1"]),
+        json!(["node", "-e", "1"]),
+        json!(["./lister", "-c", "id"]),
+        json!(["/usr/bin/../bin/perl", "-e", "1"]),
+        json!(["busybox", "sh"]),
+        json!(["less", "notes.txt"]),
+        json!(["man", "-P", "id", "ls"]),
+        json!(["cargo", "run"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("refused"), "{argv}: {v}");
+    }
+    // sed runs, but with --sandbox: its `e` command and `s///e` flag are refused by sed itself.
+    let (code, v) = call(&t, json!({"argv": ["sed", "-n", "1p", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("line"), "{v}");
+    for script in ["1e id", "s/line/id/e"] {
+        let (code, v) = call(&t, json!({"argv": ["sed", script, "notes.txt"]}));
+        assert_eq!(code, Some(6), "{v}");
+        assert!(!v.to_string().contains("uid="), "{v}");
+    }
+}
+
+#[test]
+fn without_bwrap_the_shell_refuses_unless_the_user_says_none() {
+    let t = T::new();
+    // A PATH with the program and no bwrap.
+    let bin = t.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/echo", bin.join("echo")).unwrap();
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [echo]}\n");
+    let run = || {
+        let out = t
+            .al(&["tools", "call", "shell", "--args", r#"{"argv": ["echo", "hi"]}"#])
+            .env("PATH", &bin)
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or_default())
+    };
+    let (code, v) = run();
+    assert_eq!(code, Some(6), "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("bubblewrap") && e.contains("sandbox: none") && e.contains("config.yaml"), "{e}");
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    let (code, v) = run();
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().contains("hi"), "{v}");
+    // The top-level key is tools.shell.sandbox; both at once is an error naming both.
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\ntools:\n  shell: {sandbox: bwrap}\n");
+    let out = t.al(&["config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a configuration error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("both `sandbox` and `tools.shell.sandbox`"), "{err}");
+}
+
+#[test]
+fn a_key_in_a_dump_is_redacted_everywhere() {
+    let t = T::new();
+    t.write("ws/key.txt", &format!("{KEY}\n"));
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [od, xxd, hexdump]}\n");
+    if !bwrap_works() {
+        t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    }
+    let mut plans = String::new();
+    let mut reflects = String::new();
+    let mut steps = 0;
+    let dumps = [
+        &["od", "-c", "key.txt"][..],
+        &["od", "-An", "-tx1", "key.txt"],
+        &["xxd", "key.txt"],
+        &["xxd", "-p", "key.txt"],
+        &["hexdump", "-C", "key.txt"],
+    ];
+    let installed: Vec<_> = dumps
+        .iter()
+        .filter(|a| {
+            let ok = std::process::Command::new(a[0]).arg("--version").output().is_ok();
+            if !ok {
+                eprintln!("skipped: {} is not installed", a[0]);
+            }
+            ok
+        })
+        .collect();
+    for argv in &installed {
+        plans.push_str(&format!(
+            "  - answer: {{next_action: {{tool: shell, args: {{argv: {}}}}}, expected_outcome: x, rationale: y}}\n",
+            json!(argv)
+        ));
+        steps += 1;
+        let decision = if steps == installed.len() { "escalate" } else { "continue" };
+        reflects.push_str(&format!("  - answer: {{decision: {decision}, reason: step {steps}}}\n"));
+    }
+    t.write(
+        "script.yaml",
+        &format!(
+            "frame:\n  - answer: {{goal: g, definition_of_done: [a, b, c], can_proceed: true}}\nplan:\n{plans}reflect:\n{reflects}"
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", KEY)
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
+    for entry in walkdir(&t.path("ws")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        if entry.ends_with("key.txt") {
+            continue;
+        }
+        for r in renderings() {
+            assert!(!text.contains(&r), "{} holds the key as `{r}`", entry.display());
+        }
+    }
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
