@@ -37,6 +37,27 @@ pub fn read_optional(path: &Utf8Path) -> Result<Option<String>> {
     }
 }
 
+/// Reads one of a workspace's own files (the paper trail, a template override) that may not
+/// exist yet. A link is followed only when it stays inside `root`: a workspace from elsewhere
+/// whose `context.md` points at `~/.aws/credentials` must not send that file to the model or put
+/// it in a report. Refused: exit 8, naming the link.
+pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
+            (Ok(real), Ok(top)) => real.starts_with(&top),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => false,
+        };
+        if !inside {
+            return Err(Error::data(format!(
+                "{path} is a symbolic link to a file outside the workspace; agentloop reads its own files only from inside it"
+            ))
+            .with_hint(format!("replace the link with a copy of the file: `cp --remove-destination \"$(readlink -f {path})\" {path}`")));
+        }
+    }
+    read_optional(path)
+}
+
 /// Reads a file's bytes when it exists.
 pub fn read_bytes_optional(path: &Utf8Path) -> Result<Option<Vec<u8>>> {
     match std::fs::read(path) {

@@ -70,14 +70,15 @@ impl Templates {
         env.set_fuel(Some(FUEL));
         let mut overrides = HashMap::new();
         for (name, src) in BUILTIN {
-            let over = dir.map(|d| d.join(name)).filter(|p| p.is_file());
+            let over = dir.map(|d| (d, d.join(name))).filter(|(_, p)| p.is_file());
             let (src, origin) = match &over {
-                Some(p) => (crate::fs::read_to_string(p)?, p.to_string()),
+                // A link in the overrides folder may not lead out of it.
+                Some((d, p)) => (crate::fs::read_inside(d, p)?.unwrap_or_default(), p.to_string()),
                 None => (src.to_string(), format!("built-in {name}")),
             };
             env.add_template_owned(name.to_string(), src)
                 .map_err(|e| Error::usage(format!("template {origin} does not parse: {e}")))?;
-            if let Some(p) = over {
+            if let Some((_, p)) = over {
                 overrides.insert(*name, p.to_string());
             }
         }

@@ -341,7 +341,12 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
                 None => Ok(()),
             }
         }
-        "tools.http.allow_private" | "tools.shell.enabled" | "tools.memory.enabled" if v == &Value::Bool(false) => Ok(()),
+        "tools.http.allow_private" | "tools.shell.enabled" | "tools.shell.network" | "tools.memory.enabled"
+            if v == &Value::Bool(false) =>
+        {
+            Ok(())
+        }
+        "tools.shell.sandbox" | "sandbox" if v == "bwrap" => Ok(()),
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
         // Adding denials or escalation triggers only stops things sooner; dropping one widens.
         "tools.http.deny_hosts" => {

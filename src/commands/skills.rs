@@ -212,7 +212,13 @@ pub struct Fetched {
 /// 1 MiB) into `<root>/<id>/` (skill.md + skill.json) and registers it in `<root>/registry.json`.
 /// The folders below `base` (`sub`, then `<id>/`) are entered without following a link, so a
 /// linked `skills/` in a served root cannot send the files elsewhere.
-pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, base: &Utf8Path, sub: &Utf8Path) -> Result<Fetched> {
+pub fn fetch_into(
+    cfg: &crate::config::Config,
+    id: &str,
+    url: &str,
+    base: &Utf8Path,
+    sub: &Utf8Path,
+) -> Result<Fetched> {
     let root = &base.join(sub);
     skills::valid_name(&id.replace('_', "-")).map_err(|e| Error::usage(format!("skill id {e}")))?;
     let lower = url.to_ascii_lowercase();
@@ -254,10 +260,7 @@ pub fn fetch_into(cfg: &crate::config::Config, id: &str, url: &str, base: &Utf8P
         "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
     });
     skill_folder.write_atomic("skill.md", text.as_bytes())?;
-    skill_folder.write_atomic(
-        "skill.json",
-        (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes(),
-    )?;
+    skill_folder.write_atomic("skill.json", (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes())?;
     let reg_path = root.join("registry.json");
     let mut reg: Value = match crate::fs::read_optional(&reg_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| {

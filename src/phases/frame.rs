@@ -115,7 +115,7 @@ fn new_memory(a: &FrameAnswer, state: &State, old: &Memory) -> Memory {
 /// The frame prompt (context.md bounded, memory.md when reframing, tools, skills whose triggers
 /// match, recalled long-term memory) and the ids of the long-term entries it shows.
 fn prompt(env: &Env, state: &State, old: &Memory) -> Result<(String, Vec<String>)> {
-    let context = crate::fs::read_optional(&env.ws.context())?.unwrap_or_default();
+    let context = crate::fs::read_inside(&env.ws.root, &env.ws.context())?.unwrap_or_default();
     let memory_text = if state.reframe_reason.is_some() { env.memory_prompt(old)? } else { String::new() };
     let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
     let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());

@@ -157,14 +157,14 @@ impl<'a> Env<'a> {
 
     pub fn read_memory(&self) -> Result<(String, Memory)> {
         let path = self.ws.memory();
-        let text = crate::fs::read_optional(&path)?.unwrap_or_default();
+        let text = crate::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
         let mem = if text.trim().is_empty() { Memory::default() } else { markdown::parse_memory(&text, &path)? };
         Ok((text, mem))
     }
 
     pub fn read_plan(&self) -> Result<(String, Plan)> {
         let path = self.ws.plan();
-        let text = crate::fs::read_optional(&path)?.unwrap_or_default();
+        let text = crate::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
         let plan = markdown::parse_plan(&text, &path)?;
         Ok((text, plan))
     }

@@ -77,7 +77,7 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<()> {
     if env.skills_checked.replace(true) {
         return Ok(());
     }
-    match crate::fs::read_optional(&env.ws.skills())? {
+    match crate::fs::read_inside(&env.ws.root, &env.ws.skills())? {
         None => env.ensure_skills_md()?,
         Some(file) if file != catalog => env.printer.warn(&format!(
             "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",

@@ -72,7 +72,7 @@ impl Run {
         let state = ws.load_state()?;
         let (mut entries, bad) = trace::read(&ws.trace())?;
         entries.retain(|e| e.run_id == state.run_id);
-        let read = |p: camino::Utf8PathBuf| crate::fs::read_optional(&p).map(Option::unwrap_or_default);
+        let read = |p: camino::Utf8PathBuf| crate::fs::read_inside(&ws.root, &p).map(Option::unwrap_or_default);
         Ok(Run {
             ws: ws.clone(),
             state,

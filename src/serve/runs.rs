@@ -88,6 +88,15 @@ pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
     Workspace::new(shared.root.join(&shared.runs_dir).join(id))
 }
 
+/// A run's workspace after entering `runs/` and `runs/<id>/` one `O_NOFOLLOW` open at a time
+/// (made when `create`): a linked runs folder or run folder is refused, never written through.
+fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
+    let rel = camino::Utf8Path::new(&shared.runs_dir).join(id);
+    crate::fs::Folder::open(&shared.root, &rel, create)?
+        .ok_or_else(|| Error::usage(format!("no run `{id}` under {}", shared.root)))?;
+    Ok(run_ws(shared, id))
+}
+
 /// The workspace of an existing run, or 404; a run folder that is a symbolic link (its files
 /// live elsewhere, wherever the link points) is not served: 403.
 pub fn existing(shared: &Shared, id: &str) -> ApiResult<Workspace> {
@@ -193,7 +202,8 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() {
         id = crate::clock::new_run_id();
     }
-    let ws = run_ws(shared, &id);
+    // runs/ and runs/<id>/ are entered (and made) without following a link.
+    let ws = entered(shared, &id, true)?;
     let env = Env::with(&ws, cfg, quiet())?;
     if !new.force {
         crate::commands::run::check_fits(&env, model.model(), &new.goal, &new.context)?;
@@ -225,7 +235,7 @@ fn recorded_config(shared: &Shared, id: &str) -> Result<Resolved> {
 
 /// A worker drives a run until it stops (done, escalated, a budget) or fails.
 pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
-    let ws = run_ws(shared, id);
+    let ws = entered(shared, id, false)?;
     let resolved = recorded_config(shared, id)?;
     // Someone may be working on the run with a command that locks; the worker waits a while
     // (--wait SECS, else 30 s), then gives up on it (POST continue queues it again).

@@ -84,7 +84,7 @@ impl Workspace {
 
     pub fn load_state(&self) -> Result<State> {
         let path = self.state_path();
-        let Some(text) = fs::read_optional(&path)? else {
+        let Some(text) = fs::read_inside(&self.root, &path)? else {
             return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
                 .with_hint(format!("start one with {}", crate::output::cli("run --goal \"...\""))));
         };

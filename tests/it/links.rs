@@ -257,3 +257,39 @@ fn a_run_does_not_start_with_a_linked_artifacts_folder() {
     assert!(files_in(&t, "outside/art").is_empty());
     assert!(!t.exists("ws/state.json"), "no run started");
 }
+
+/// A workspace's own files read for a prompt or a report (context.md, memory.md, plan.md,
+/// state.json, a template override) are read through a link only when it stays inside: a
+/// context.md pointing at a secret outside is refused (exit 8) before anything reaches the model
+/// or a report, and a link inside the workspace still works.
+#[test]
+fn no_read_for_a_prompt_or_a_report_follows_a_link_out() {
+    for name in ["context.md", "memory.md", "plan.md", "templates/prompt-frame.j2"] {
+        let t = setup();
+        t.write("outside/secret.txt", "AWS_SECRET=hunter2-outside\n");
+        t.al(&["init", "--goal", "digest the notes"]).assert().success();
+        let path = t.path(&format!("ws/{name}"));
+        let _ = std::fs::remove_file(&path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        symlink(t.path("outside/secret.txt"), &path).unwrap();
+        let out = run(&t, &[]);
+        assert_eq!(out.status.code(), Some(8), "{name}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is a symbolic link to a file outside the workspace"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        let report = t.al(&["report"]).output().unwrap();
+        assert!(
+            !stdout(&report).contains("hunter2") && !t.exists("ws/report.html")
+                || !t.read("ws/report.html").contains("hunter2")
+        );
+    }
+    // A link that stays inside the workspace is the workspace's own business.
+    let t = setup();
+    t.al(&["init", "--goal", "digest the notes"]).assert().success();
+    std::fs::rename(t.path("ws/context.md"), t.path("ws/notes-context.md")).unwrap();
+    symlink("notes-context.md", t.path("ws/context.md")).unwrap();
+    let out = run(&t, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
