@@ -146,23 +146,29 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     }
 }
 
+/// A configuration error as the response says it: the message, and the fix when there is one
+/// (a router shows only this text).
+fn config_error(e: Error) -> String {
+    match e.hint {
+        Some(h) => format!("configuration error: {}; {h}", e.message),
+        None => format!("configuration error: {}", e.message),
+    }
+}
+
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
 /// not widen it). An error is a configuration error, a router's exit 78.
 fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
     let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows.
-        let base =
-            crate::settings::resolve_under(g, root, None).map_err(|e| format!("configuration error: {}", e.message))?;
+        let base = crate::settings::resolve_under(g, root, None).map_err(config_error)?;
         if let Some((key, why)) = widening_key(layer, &base.config, root) {
             return Err(format!(
                 "configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"
             ));
         }
     }
-    crate::settings::resolve_under(g, root, request_cfg)
-        .map(|r| r.config)
-        .map_err(|e| format!("configuration error: {}", e.message))
+    crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config).map_err(config_error)
 }
 
 /// What the event asks for: start a run, resume one with a tool's result, or nothing.
