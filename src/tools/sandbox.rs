@@ -60,8 +60,8 @@ pub const PAPER_TRAIL: &[&str] = &[
     "result.json",
     "report.html",
 ];
-const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloop.json"];
-const CONFIG_DIRS: &[&str] = &["agents", "templates"];
+pub const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloop.json"];
+pub const CONFIG_DIRS: &[&str] = &["agents", "templates"];
 
 /// One allowed folder, opened.
 pub struct Root {

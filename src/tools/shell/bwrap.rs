@@ -40,25 +40,10 @@ const BASE: &[&str] = &[
     "/tmp",
 ];
 
-/// Top-level names in the workspace that belong to agentloop or decide what it does next:
-/// read-only inside the sandbox when they exist, removed after the call when the program
-/// created them.
+/// Top-level names in the workspace that belong to agentloop or decide what it does next —
+/// the file tools' paper trail and config, and these — read-only inside the sandbox when they
+/// exist, removed after the call when the program created them.
 const OWN: &[&str] = &[
-    "context.md",
-    "memory.md",
-    "plan.md",
-    "decisions.md",
-    "transcript.md",
-    "skills.md",
-    "trace.jsonl",
-    "state.json",
-    "result.json",
-    "report.html",
-    "agentloop.yaml",
-    "agentloop.yml",
-    "agentloop.json",
-    "agents",
-    "templates",
     ".git",
     ".agentloop",
     ".agentloop.lock",
@@ -172,7 +157,9 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     for (p, rw) in &mounts {
         cmd.args([if *rw { "--bind" } else { "--ro-bind" }, p.as_str(), p.as_str()]);
     }
-    let mut own: Vec<String> = OWN.iter().map(|s| s.to_string()).collect();
+    use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+    let mut own: Vec<String> =
+        PAPER_TRAIL.iter().chain(CONFIG_FILES).chain(CONFIG_DIRS).chain(OWN).map(|s| s.to_string()).collect();
     if !env.config.handle.runs_dir.is_empty() {
         own.push(env.config.handle.runs_dir.clone());
     }
