@@ -38,21 +38,29 @@ pub fn read_optional(path: &Utf8Path) -> Result<Option<String>> {
 }
 
 /// Reads one of a workspace's own files (the paper trail, a template override) that may not
-/// exist yet. A link is followed only when it stays inside `root`: a workspace from elsewhere
-/// whose `context.md` points at `~/.aws/credentials` must not send that file to the model or put
-/// it in a report. Refused: exit 8, naming the link.
+/// exist yet. A link is followed only when it stays inside `root`, whether it is the file itself
+/// or a folder on the way to it (a `templates/` that is a link): a workspace from elsewhere whose
+/// `context.md` points at `~/.aws/credentials` must not send that file to the model or put it in
+/// a report. Refused: exit 8, naming the path.
 pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+    if std::fs::symlink_metadata(path).is_ok() {
         let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
             (Ok(real), Ok(top)) => real.starts_with(&top),
             (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             _ => false,
         };
         if !inside {
+            let leaf_is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if leaf_is_link {
+                return Err(Error::data(format!(
+                    "{path} is a symbolic link to a file outside the workspace; agentloop reads its own files only from inside it"
+                ))
+                .with_hint(format!("replace the link with a copy of the file: `cp --remove-destination \"$(readlink -f {path})\" {path}`")));
+            }
             return Err(Error::data(format!(
-                "{path} is a symbolic link to a file outside the workspace; agentloop reads its own files only from inside it"
+                "{path} is reached through a symbolic link to a folder outside {root}; agentloop reads its own files only from inside it"
             ))
-            .with_hint(format!("replace the link with a copy of the file: `cp --remove-destination \"$(readlink -f {path})\" {path}`")));
+            .with_hint(format!("replace the linked folder on the way to {path} with a copy of it, or remove it")));
         }
     }
     read_optional(path)

@@ -64,6 +64,12 @@ pub struct Templates {
 impl Templates {
     /// Loads the built-ins, then overrides from `dir` when it exists.
     pub fn load(dir: Option<&Utf8Path>) -> Result<Self> {
+        Self::load_within(dir, dir.unwrap_or(Utf8Path::new(".")))
+    }
+
+    /// Like [`Templates::load`], reading overrides only from inside `within` (no link on the
+    /// way to one, the folder included, may lead out of it).
+    pub fn load_within(dir: Option<&Utf8Path>, within: &Utf8Path) -> Result<Self> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_keep_trailing_newline(true);
@@ -72,8 +78,8 @@ impl Templates {
         for (name, src) in BUILTIN {
             let over = dir.map(|d| (d, d.join(name))).filter(|(_, p)| p.is_file());
             let (src, origin) = match &over {
-                // A link in the overrides folder may not lead out of it.
-                Some((d, p)) => (crate::fs::read_inside(d, p)?.unwrap_or_default(), p.to_string()),
+                // A link in the overrides folder (or the folder itself) may not lead out.
+                Some((_, p)) => (crate::fs::read_inside(within, p)?.unwrap_or_default(), p.to_string()),
                 None => (src.to_string(), format!("built-in {name}")),
             };
             env.add_template_owned(name.to_string(), src)

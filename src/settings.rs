@@ -253,7 +253,7 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
     probe.push(flags.clone());
     let agent = config::resolve(&probe)?.config.agent;
     if let Some(name) = agent {
-        let (mut layer, from_workspace) = load_profile(&name, root, user_dir.as_deref())?;
+        let (mut layer, from_workspace) = load_profile(&name, root, user_dir.as_deref(), trusted)?;
         if from_workspace && !trusted {
             layer.validate()?;
             refused.extend(crate::trust::sanitize(&mut layer, &base, root));
@@ -266,13 +266,21 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
 }
 
 /// The profile's layer, and whether it came from the workspace (not the user's own folder).
-fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>) -> Result<(Layer, bool)> {
+/// A trusted workspace's `agents/` comes first; an untrusted one's only after the user's own
+/// folder, so it cannot stand in for the user's profile of the same name and drop what that
+/// profile restricts.
+fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>, trusted: bool) -> Result<(Layer, bool)> {
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(Error::usage(format!("agent profile name `{name}` is not a plain name")));
     }
     let mut dirs: Vec<(Utf8PathBuf, bool)> = vec![(root.join("agents"), true)];
     if let Some(u) = user_dir {
-        dirs.push((u.join("agents"), false));
+        let own = (u.join("agents"), false);
+        if trusted {
+            dirs.push(own);
+        } else {
+            dirs.insert(0, own);
+        }
     }
     for (d, from_workspace) in &dirs {
         if let Some(p) = config::find_in(d, name) {

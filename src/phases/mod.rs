@@ -33,12 +33,19 @@ use serde_json::{json, Value};
 
 /// The templates for a workspace: built-ins, overridden from `templates_dir` (default
 /// `<workspace>/templates`).
+/// Overrides inside the workspace are read only from inside it: a `templates/` that is a link
+/// to a folder elsewhere is refused, not read into a prompt.
 pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
-    let dir = match &cfg.templates_dir {
-        Some(d) => crate::fs::resolve_in(&ws.root, d),
-        None => ws.root.join("templates"),
+    let (dir, within) = match &cfg.templates_dir {
+        // Trusted configuration may name a folder elsewhere: links stay inside that one.
+        Some(d) if d.is_absolute() || d.components().any(|c| c == camino::Utf8Component::ParentDir) => {
+            let dir = crate::fs::resolve_in(&ws.root, d);
+            (dir.clone(), dir)
+        }
+        Some(d) => (crate::fs::resolve_in(&ws.root, d), ws.root.clone()),
+        None => (ws.root.join("templates"), ws.root.clone()),
     };
-    Templates::load(Some(&dir))
+    Templates::load_within(Some(&dir), &within)
 }
 
 /// What a phase needs: the workspace, config, templates, tools, skills and (lazily) a model.

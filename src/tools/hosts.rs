@@ -176,8 +176,20 @@ impl DenyList {
     }
 
     /// Why the address `ip` is denied, if it is: `it is 127.0.0.1, which `localhost` resolves to`.
+    /// The unspecified address (`0.0.0.0`, `::`) connects to this machine, so it is also judged
+    /// as the loopback addresses: `deny_hosts: [127.0.0.1]` denies `http://0:8080/` too.
     pub fn address(&self, ip: IpAddr) -> Option<String> {
         let ip = ip.to_canonical();
+        if ip.is_unspecified() {
+            let loopback = [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)];
+            return [ip].into_iter().chain(loopback).find_map(|a| self.one(a)).map(|why| {
+                format!("{why} (the unspecified address {ip} connects to this machine, as the loopback address)")
+            });
+        }
+        self.one(ip)
+    }
+
+    fn one(&self, ip: IpAddr) -> Option<String> {
         self.entries.iter().find_map(|d| match d.what {
             DenyKind::Net { addr, prefix, via } if in_block(ip, addr, prefix) => {
                 let e = &d.entry;
@@ -284,5 +296,15 @@ mod deny_tests {
         assert_eq!(d.name("internalx"), None);
         assert!(!in_block("1.2.3.4".parse().unwrap(), "::".parse().unwrap(), 0), "families differ");
         assert!(in_block("1.2.3.4".parse().unwrap(), "0.0.0.0".parse().unwrap(), 0));
+    }
+
+    #[test]
+    fn the_unspecified_address_is_judged_as_this_machine() {
+        let d = DenyList::new(&["127.0.0.1".into(), "::1".into()]);
+        for ip in ["0.0.0.0", "::", "::ffff:0.0.0.0"] {
+            let why = d.address(ip.parse().unwrap()).unwrap_or_default();
+            assert!(why.contains("connects to this machine"), "{ip}: {why}");
+        }
+        assert_eq!(DenyList::new(&["10.0.0.0/8".into()]).address("0.0.0.0".parse().unwrap()), None);
     }
 }

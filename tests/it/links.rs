@@ -285,6 +285,14 @@ fn no_read_for_a_prompt_or_a_report_follows_a_link_out() {
                 || !t.read("ws/report.html").contains("hunter2")
         );
     }
+    // Nor does a folder on the way: a `templates/` that links to a folder outside.
+    let t = setup();
+    t.write("outside/tpl/prompt-system.j2", "OUTSIDE-TEMPLATE hunter2\n");
+    symlink(t.path("outside/tpl"), t.path("ws/templates")).unwrap();
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "digest the notes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is reached through a symbolic link to a folder outside"), "{}", stderr(&out));
+    assert!(!t.exists("ws/transcript.md") || !t.read("ws/transcript.md").contains("hunter2"));
     // A link that stays inside the workspace is the workspace's own business.
     let t = setup();
     t.al(&["init", "--goal", "digest the notes"]).assert().success();

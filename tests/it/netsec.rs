@@ -49,6 +49,12 @@ fn deny_hosts_refuse_every_spelling_and_name_of_a_denied_address() {
     ] {
         refused_by_deny(&t, &format!("http://{host}:{p}/"));
     }
+    // The unspecified address connects to this machine: it is judged as the loopback address.
+    net_config(&t, "    deny_hosts: [\"127.0.0.1\", \"::1\"]\n");
+    for host in ["0.0.0.0", "0", "[::]", "[::ffff:0.0.0.0]"] {
+        refused_by_deny(&t, &format!("http://{host}:{p}/"));
+    }
+    net_config(&t, "    deny_hosts: [\"127.0.0.1\"]\n");
     // The error says which address and which entry.
     let (_, v) = call(&t, "web_fetch", json!({"url": format!("http://2130706433:{p}/")}));
     let e = v["error"].as_str().unwrap();

@@ -214,9 +214,12 @@ fn programs_that_run_programs_are_refused_even_when_allowlisted() {
     bwrap_or_none(&t);
     t.write("ws/notes.txt", "line\n");
     std::os::unix::fs::symlink("/bin/sh", t.path("ws/lister")).unwrap();
+    // Debian's alternatives end in dotted names (`editor` is `vim.basic`): judged by the stem.
+    t.write("ws/vim.basic", "");
+    std::os::unix::fs::symlink("vim.basic", t.path("ws/notes")).unwrap();
     t.write(
         "ws/agentloop.yaml",
-        "tools:\n  shell: {enabled: true, allow: [sed, git, sqlite3, split, sort, gdb, vim, ed, tclsh, prlimit, setpriv, runuser, nodejs, node, ./lister, /usr/bin/../bin/perl, busybox, less, man, cargo]}\n",
+        "tools:\n  shell: {enabled: true, allow: [sed, git, sqlite3, split, sort, gdb, vim, ed, tclsh, prlimit, setpriv, runuser, nodejs, node, ./lister, /usr/bin/../bin/perl, busybox, less, man, cargo, setarch, linux64, run-parts, ssh-agent, dc, msgfilter, apt-get, wget, ./notes]}\n",
     );
     for argv in [
         json!(["sqlite3", "x.db", ".shell id"]),
@@ -241,6 +244,15 @@ fn programs_that_run_programs_are_refused_even_when_allowlisted() {
         json!(["less", "notes.txt"]),
         json!(["man", "-P", "id", "ls"]),
         json!(["cargo", "run"]),
+        json!(["setarch", "x86_64", "sh", "-c", "id"]),
+        json!(["linux64", "sh"]),
+        json!(["run-parts", "."]),
+        json!(["ssh-agent", "sh", "-c", "id"]),
+        json!(["dc", "-e", "!id"]),
+        json!(["msgfilter", "-i", "x.po", "sh", "-c", "id"]),
+        json!(["apt-get", "-o", "APT::Update::Pre-Invoke::=id", "update"]),
+        json!(["wget", "-e", "use_askpass=/bin/sh", "http://127.0.0.1:9/"]),
+        json!(["./notes", "-c", ":!id"]),
     ] {
         let (code, v) = call(&t, json!({"argv": argv}));
         assert_eq!(code, Some(6), "{argv}: {v}");

@@ -145,6 +145,27 @@ fn narrowing_keys_apply_without_trust() {
 }
 
 #[test]
+fn an_untrusted_profile_cannot_stand_in_for_the_users_own() {
+    let t = T::new();
+    t.write("xdg/agentloop/config.yaml", "agent: researcher\n");
+    t.write(
+        "xdg/agentloop/agents/researcher.yaml",
+        "allowed_tools: [file_read, finish]\ntools: {http: {deny_hosts: [internal.corp]}}\n",
+    );
+    // Only harmless text, so nothing is refused: it would simply replace the user's profile.
+    t.write("ws/agents/researcher.yaml", "system_prompt: from the workspace\n");
+    let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains(r#"allowed_tools = ["file_read","finish"]"#), "{shown}");
+    assert!(shown.contains(r#"tools.http.deny_hosts = ["internal.corp"]"#), "{shown}");
+    assert!(!shown.contains("from the workspace"), "{shown}");
+    // Once the folder is trusted, its own profile is the one that applies.
+    let out = t.cmd().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert!(stdout(&out).contains("from the workspace"), "{}", stdout(&out));
+}
+
+#[test]
 fn trust_is_listed_and_revoked() {
     let t = T::new();
     t.write("ws/agentloop.yaml", "llm: {base_url: 'http://127.0.0.1:9/v1'}\n");

@@ -22,7 +22,11 @@ const RUNNERS: &[&str] = &[
     "bwrap", "proot", "fakeroot", "fakechroot", "faketime", "unshare", "nsenter", "chrt", "taskset", "numactl",
     "watch", "strace", "ltrace", "valgrind", "perf", "gdb", "lldb", "rlwrap", "unbuffer", "expect", "script", "flock",
     "parallel", "tmux", "screen", "dtach", "catchsegv", "socat", "nc", "ncat", "netcat", "ssh", "scp", "sftp",
-    "telnet",
+    "telnet", "setarch", "linux32", "linux64", "i386", "x86_64", "uname26", "run-parts", "start-stop-daemon",
+    "ssh-agent", "dbus-run-session", "dbus-launch", "sg", "newgrp", "xvfb-run", "torsocks", "torify", "proxychains",
+    "cpulimit", "trickle", "schedtool", "chronic", "ifne", "pee", "vipe", "entr", "msgfilter", "tcc", "dc",
+    "mail", "mailx", "s-nail", "mutt", "ftp", "lftp", "gpg", "sensible-editor", "sensible-pager", "editor", "pager",
+    "vimtutor", "gnuplot", "octave", "duckdb", "hg",
     // interpreters
     "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish",
     "jimsh", "R", "Rscript", "julia", "guile", "racket", "sbcl", "clisp", "ocaml", "ghci", "runghc", "pwsh", "java",
@@ -32,7 +36,7 @@ const RUNNERS: &[&str] = &[
     "more", "most", "pg", "man", "sqlite", "psql", "mysql", "mariadb",
     // build tools and package managers: they run the project's own scripts
     "make", "gmake", "cmake", "ninja", "meson", "just", "cargo", "npm", "npx", "yarn", "pnpm", "pip", "pipx", "uv",
-    "uvx", "poetry", "go", "gradle", "mvn", "ant", "rake", "bundle",
+    "uvx", "poetry", "go", "gradle", "mvn", "ant", "rake", "bundle", "gem", "apt", "apt-get", "aptitude", "dpkg",
 ];
 
 /// Options that make an otherwise plain program run another one: the programs, the options,
@@ -45,7 +49,8 @@ const RUNNER_ARGS: &[(&[&str], &[&str], bool)] = &[
     (&["sort"], &["--compress-program"], false),
     (&["split"], &["--filter"], false),
     (&["sdiff", "diff3"], &["--diff-program"], false),
-    (&["wget"], &["--use-askpass"], false),
+    (&["wget"], &["--use-askpass", "-e", "--execute", "--config"], true),
+    (&["groff", "troff", "nroff"], &["-U"], true),
     (&["gcc", "g++", "cc", "c++", "clang", "clang++"], &["-wrapper", "-B", "-fplugin", "-specs", "--specs"], false),
 ];
 
@@ -80,9 +85,17 @@ fn base(prog: &str) -> &str {
     name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
 }
 
+/// A name's stem before a dotted suffix, when it has one: Debian's alternatives end in files
+/// such as `vim.basic`, `vim.tiny` or `python3.12-dbg`, which are `vim` and `python`.
+fn stem(name: &str) -> Option<String> {
+    let (head, _) = name.split_once('.')?;
+    let head = head.trim_end_matches(|c: char| c.is_ascii_digit());
+    (!head.is_empty() && head != "ld").then(|| head.to_string())
+}
+
 /// The names an argv's program goes by: as called, and the file it resolves to when that is
-/// another name. A multi-call binary (busybox) dispatches on the name it is called by, so then
-/// the called name is what runs.
+/// another name (each also by its stem: `vim.basic` is `vim`). A multi-call binary (busybox)
+/// dispatches on the name it is called by, so then the called name is what runs.
 pub fn names(prog: &str, cwd: &Utf8Path) -> Vec<String> {
     let mut out = vec![base(prog).to_string()];
     if let Some(real) = resolve(prog, cwd) {
@@ -90,6 +103,13 @@ pub fn names(prog: &str, cwd: &Utf8Path) -> Vec<String> {
         let multi_call = ["busybox", "toybox"].contains(&b.as_str());
         if !(out.contains(&b) || multi_call && out[0] != b) {
             out.push(b);
+        }
+    }
+    // Names that end in digits are listed whole too (`linux64`, `x86_64`, `i386`).
+    let whole = prog.rsplit('/').next().unwrap_or(prog).to_string();
+    for s in out.clone().iter().filter_map(|n| stem(n)).chain([whole]) {
+        if !out.contains(&s) {
+            out.push(s);
         }
     }
     out
@@ -244,7 +264,8 @@ mod tests {
 
     fn why(argv: &[&str]) -> Option<String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        exec_through(&argv, &[base(&argv[0]).to_string()])
+        let whole = argv[0].rsplit('/').next().unwrap().to_string();
+        exec_through(&argv, &[base(&argv[0]).to_string(), whole])
     }
 
     #[test]
@@ -275,6 +296,16 @@ mod tests {
             &["git", "diff", "--ext-diff"],
             &["make"],
             &["cargo", "run"],
+            &["setarch", "x86_64", "bash"],
+            &["linux64", "sh"],
+            &["run-parts", "."],
+            &["ssh-agent", "sh"],
+            &["dc", "-e", "!id"],
+            &["msgfilter", "-i", "x.po", "sh"],
+            &["apt-get", "-o", "APT::Update::Pre-Invoke::=id", "update"],
+            &["wget", "-e", "use_askpass=/bin/sh", "x"],
+            &["wget", "-qe", "use_askpass=/bin/sh", "x"],
+            &["groff", "-U", "x.ms"],
         ] {
             assert!(why(argv).is_some(), "{argv:?} should be refused");
         }
@@ -301,6 +332,13 @@ mod tests {
         let n = names("./lister", d);
         assert!(n.iter().any(|n| n == "sh" || n == "dash" || n == "bash"), "{n:?}");
         assert!(exec_through(&["./lister".into()], &n).is_some());
+        crate::fs::write_atomic(&d.join("vim.basic"), b"").unwrap();
+        std::os::unix::fs::symlink(d.join("vim.basic"), d.join("notes")).unwrap();
+        let n = names("./notes", d);
+        assert!(n.iter().any(|n| n == "vim"), "{n:?}");
+        assert!(exec_through(&["./notes".into()], &n).is_some());
+        assert_eq!(names("./ld.so", d), ["ld.so"]);
+        assert!(names("linux64", d).iter().any(|n| n == "linux64"));
     }
 
     #[test]
