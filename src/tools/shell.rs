@@ -54,6 +54,11 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
             format!("refused: {why}; allow this exact command with a tools.shell.patterns entry"),
             false,
         );
+    } else if let Some(why) = names.iter().any(|n| n == "git").then(|| argv::git_repo(env.root, &argv)).flatten() {
+        return ToolResult::err(
+            format!("refused: {why}; allow this exact command with a tools.shell.patterns entry if you trust that repository"),
+            false,
+        );
     } else {
         argv::defang(&argv, &names)
     };

@@ -375,3 +375,33 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A repository handed over with the workspace chooses programs git would run (a clean filter
+/// for `status`, a textconv for `blame`): git there is refused unless a pattern trusts it.
+#[test]
+fn git_does_not_run_the_programs_a_workspaces_repository_names() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/f.txt", "hi\n");
+    t.write("ws/.gitattributes", "* filter=x\n* diff=y\n");
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").current_dir(t.path("ws")).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["config", "filter.x.clean", "sh -c 'id > PWNED-git; cat'"]);
+    git(&["config", "diff.y.textconv", "sh -c 'id > PWNED-tc; cat'"]);
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [git]}\n");
+    for argv in [json!(["git", "status"]), json!(["git", "blame", "f.txt"]), json!(["git", "-C", ".", "log"])] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        let text = v.to_string();
+        assert!(text.contains("git would run") || text.contains("can make git run a program"), "{argv}: {v}");
+    }
+    assert!(!t.exists("ws/PWNED-git") && !t.exists("ws/PWNED-tc"), "git ran the repository's program");
+    // A repository without such settings is read as before.
+    std::fs::remove_dir_all(t.path("ws/.git")).unwrap();
+    git(&["init", "-q"]);
+    let (code, v) = call(&t, json!({"argv": ["git", "status", "--short"]}));
+    assert_eq!(code, Some(0), "{v}");
+}

@@ -191,6 +191,52 @@ fn git(prog: &str, args: &[String]) -> Option<String> {
     None
 }
 
+/// Why git in the repository at `root` (or `-C DIR` below it) could run a program its own
+/// configuration names: a filter (`status` runs its clean command), a diff textconv or command
+/// (`blame`, `log -p`), a merge driver, or an include that could hide one; or a `.git` file
+/// pointing at a repository elsewhere. The environment (`git_env`) cannot switch these off by
+/// name, and a workspace from elsewhere chooses them.
+pub fn git_repo(root: &Utf8Path, argv: &[String]) -> Option<String> {
+    let args = &argv[1..];
+    let mut dir = root.to_path_buf();
+    let mut i = 0;
+    while i < git_sub(args) {
+        match args[i].as_str() {
+            "-C" => {
+                dir = dir.join(args.get(i + 1)?);
+                i += 1;
+            }
+            "--git-dir" | "--work-tree" => return Some(format!("`git {}` names a repository elsewhere", args[i])),
+            a if a.starts_with("--git-dir=") || a.starts_with("--work-tree=") => {
+                return Some(format!("`git {a}` names a repository elsewhere"))
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let dot = dir.join(".git");
+    let meta = std::fs::symlink_metadata(&dot).ok()?;
+    if !meta.is_dir() {
+        return Some(format!("{dot} is not a folder: it points git at a repository elsewhere"));
+    }
+    let text = crate::fs::read_optional(&dot.join("config")).ok().flatten().unwrap_or_default();
+    let mut section = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(head) = line.strip_prefix('[') {
+            section = head.split([' ', ']', '"']).next().unwrap_or("").to_ascii_lowercase();
+            if section == "filter" || section.starts_with("include") {
+                return Some(format!("{dot}/config has a [{section}] section, which can make git run a program"));
+            }
+            continue;
+        }
+        let key = line.split(['=', ' ']).next().unwrap_or("").to_ascii_lowercase();
+        if matches!((section.as_str(), key.as_str()), ("diff", "textconv" | "command") | ("merge", "driver")) {
+            return Some(format!("{dot}/config sets {section}.*.{key}, a program git would run"));
+        }
+    }
+    None
+}
+
 /// Where git's subcommand is in its arguments (past the global options and their values);
 /// `args.len()` when there is none.
 fn git_sub(args: &[String]) -> usize {
