@@ -373,7 +373,23 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
         // A workspace's own files, read or written inside it: its identity text, its log, its
         // template overrides, the folders file_write may use (fewer than the whole workspace).
-        "system_prompt_file" | "logging.file" | "templates_dir" if party == Party::Workspace => inside(v, root),
+        "logging.file" if party == Party::Workspace => {
+            inside(v, root)?;
+            // A log appended to the paper trail or agentloop's own files would corrupt them.
+            let first = v.as_str().and_then(|p| Utf8Path::new(p).components().next()).map(|c| c.as_str().to_string());
+            match first {
+                Some(f)
+                    if crate::tools::sandbox::PAPER_TRAIL.contains(&f.as_str())
+                        || crate::tools::sandbox::CONFIG_FILES.contains(&f.as_str())
+                        || f == ".git"
+                        || f.starts_with(".agentloop") =>
+                {
+                    Err(format!("`{f}` is agentloop's own file, not a log"))
+                }
+                _ => Ok(()),
+            }
+        }
+        "system_prompt_file" | "templates_dir" if party == Party::Workspace => inside(v, root),
         "tools.write_paths" if party == Party::Workspace && base.tools.write_paths.is_empty() => {
             let list = v.as_array().ok_or("must be a list of folders")?;
             list.iter().try_for_each(|p| inside(p, root))
@@ -431,6 +447,12 @@ mod tests {
                 "trust_all"
             ]
         );
+    }
+
+    #[test]
+    fn a_log_may_not_be_one_of_agentloops_own_files() {
+        assert_eq!(refused(json!({"logging": {"file": "trace.jsonl"}})), ["logging.file"]);
+        assert_eq!(refused(json!({"logging": {"file": ".git/config"}})), ["logging.file"]);
     }
 
     #[test]
