@@ -39,15 +39,8 @@ impl Status {
     }
 }
 
-/// Why a run stopped, which fixes the exit code of `run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopKind {
-    Done,
-    Escalated,
-    Budget,
-    Provider,
-}
+/// Why a run stopped; its exit code, result.json value and event are in [`crate::outcome`].
+pub use crate::outcome::StopKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Limits {
