@@ -1,6 +1,6 @@
 //! How a run ends: one [`StopKind`] per way, and the one map from it to what each caller shows —
 //! the exit code of `run`/`answer`/`act`/`reflect`, the `stop` value of result.json and
-//! state.json, the run's status, and the completion event (`agent.completed` or
+//! state.json, and the completion event (`agent.completed` or
 //! `agent.escalated`) that `run --json`, `handle` and `serve`'s trace readers see.
 //!
 //! Invariant: every caller goes through these methods; no other code matches a stop to a code
@@ -9,7 +9,6 @@
 //! still decides the exit code.
 
 use crate::error::code;
-use crate::workspace::Status;
 use serde::{Deserialize, Serialize};
 
 /// Why a run stopped. Serialized as result.json's and state.json's `stop`.
@@ -50,12 +49,10 @@ impl StopKind {
         }
     }
 
-    /// The status a run that stopped this way has: `done`, or `escalated` (it needs someone).
-    pub fn status(self) -> Status {
-        match self {
-            StopKind::Done => Status::Done,
-            StopKind::Escalated | StopKind::Budget | StopKind::Provider => Status::Escalated,
-        }
+    /// Whether the run reached its definition of done (status `done`); every other way leaves
+    /// it `escalated`: it needs someone.
+    pub fn is_done(self) -> bool {
+        self == StopKind::Done
     }
 
     /// The completion event's `type`.
@@ -63,17 +60,6 @@ impl StopKind {
         match self {
             StopKind::Done => "agent.completed",
             StopKind::Escalated | StopKind::Budget | StopKind::Provider => "agent.escalated",
-        }
-    }
-
-    /// The way a run with this status and recorded stop ended, for a state written before
-    /// `stop` was recorded (or reopened and not yet ended): `done` is Done, anything else
-    /// counts as escalated.
-    pub fn of(status: Status, stop: Option<StopKind>) -> StopKind {
-        match (stop, status) {
-            (Some(s), _) => s,
-            (None, Status::Done) => StopKind::Done,
-            (None, _) => StopKind::Escalated,
         }
     }
 }
@@ -88,10 +74,6 @@ mod tests {
             assert!(code::TABLE.iter().any(|(c, _)| *c == s.exit_code()), "{s:?}");
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str(), "{s:?}");
             assert_eq!(s.event() == "agent.completed", s == StopKind::Done, "{s:?}");
-            assert_eq!(s.status() == Status::Done, s == StopKind::Done, "{s:?}");
-            assert_eq!(StopKind::of(s.status(), Some(s)), s);
         }
-        assert_eq!(StopKind::of(Status::Done, None), StopKind::Done);
-        assert_eq!(StopKind::of(Status::Running, None), StopKind::Escalated);
     }
 }

@@ -559,7 +559,7 @@ fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -
 /// The turn that ended the run emits its one completion event.
 fn done(state: &State, resp: &mut Response) -> Result<()> {
     let mut ev = phases::completion_event(state);
-    let end = StopKind::of(state.status, state.stop).event();
+    let end = state.ended_as().event();
     let kind = end.strip_prefix("agent.").unwrap_or(end);
     ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
     resp.events.push(ev);

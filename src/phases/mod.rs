@@ -28,7 +28,7 @@ use crate::settings::Ctx;
 use crate::skills::SkillSet;
 use crate::tools::Registry;
 use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, StopKind, Workspace};
+use crate::workspace::{Commit, Next, State, Status, StopKind, Workspace};
 use serde_json::{json, Value};
 
 /// The templates for a workspace: built-ins, overridden from `templates_dir` (default
@@ -348,7 +348,7 @@ pub fn finish(
     outcome: Option<(String, Vec<String>)>,
 ) -> Result<()> {
     let now = crate::clock::now_rfc3339();
-    state.status = stop.status();
+    state.status = Status::ended(stop);
     if stop != StopKind::Done && state.next != Next::None && state.next != Next::Finish {
         state.resume_at = Some(state.next);
     }
@@ -460,7 +460,7 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = StopKind::of(state.status, state.stop).event();
+    let ty = state.ended_as().event();
     json!({
         "type": ty,
         "payload": {

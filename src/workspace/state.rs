@@ -27,6 +27,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status of a run that stopped this way: `done`, or `escalated` (it needs someone).
+    pub fn ended(stop: StopKind) -> Status {
+        if stop.is_done() {
+            Status::Done
+        } else {
+            Status::Escalated
+        }
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
@@ -171,6 +179,15 @@ pub struct State {
 }
 
 impl State {
+    /// How the run ended, for its completion event: the recorded stop, else (a state written
+    /// before stops were recorded, or not ended) done if its status is, else escalated.
+    pub fn ended_as(&self) -> StopKind {
+        match (self.stop, self.status) {
+            (Some(stop), _) => stop,
+            (None, Status::Done) => StopKind::Done,
+            (None, _) => StopKind::Escalated,
+        }
+    }
     pub fn new(run_id: String, goal: String, limits: Limits) -> Self {
         let now = crate::clock::now_rfc3339();
         State {
