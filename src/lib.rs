@@ -23,6 +23,7 @@ pub mod longterm;
 pub mod markdown;
 pub mod mcp;
 pub mod model;
+pub mod outcome;
 pub mod output;
 pub mod phases;
 pub mod prompt;
@@ -57,6 +58,8 @@ pub fn main() -> u8 {
         Err(_) => return error::code::FAILURE,
     };
     match result {
+        // Output lost to a failing stdout (not a closed pipe) is not success.
+        Ok(error::code::OK) if output::stdout_failed() => error::code::FAILURE,
         Ok(code) => code,
         Err(e) => {
             output::error(&e);

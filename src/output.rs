@@ -1,6 +1,11 @@
 //! The one printer: stdout carries data only, stderr carries messages for people.
 //!
-//! A closed stdout (`agentloop trace show | head -1`) ends the process quietly with exit 0.
+//! A closed stdout (`agentloop trace show | head -1`) is not an error and does not end the
+//! process: writing stops quietly (every later write is a no-op) and the command finishes as it
+//! would have — locks released, the journal checkpointed — and returns its own exit code (an
+//! escalated `run` still exits 3; a listing cut short exits 0). Only `run --events`, whose
+//! stream is its work, stops at a commit point (exit 1). Any other write error (a full disk) is
+//! said once on stderr and turns an exit 0 into 1 ([`stdout_failed`]).
 //! Colour follows `--color`, `NO_COLOR` and whether the stream is a terminal; progress lines are
 //! printed only when stderr is a terminal and `-q` was not given.
 //!
@@ -22,6 +27,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static VERBOSE: AtomicBool = AtomicBool::new(false);
 /// Set by a printer that shows progress (stderr is a terminal, no `-q`).
 static PROGRESS: AtomicBool = AtomicBool::new(false);
+/// Set once a write to stdout failed: nothing more is written there.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+/// Set when that failure was not a closed pipe (the output was lost, not declined).
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Whether stdout has gone away (its reader closed it, or a write failed): loops that only
+/// print (`trace show --follow`) stop.
+pub fn stdout_gone() -> bool {
+    STDOUT_GONE.load(Ordering::Relaxed)
+}
+
+/// Whether a write to stdout failed for a reason other than a closed pipe: a command that
+/// would exit 0 exits 1 (its output is incomplete); any other code is kept.
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
+}
 
 /// A progress note from code that holds no [`Printer`] (a provider's retry wait): on stderr when
 /// progress lines are shown or with `-v`, and in the diagnostics log.
@@ -78,7 +99,7 @@ impl Printer {
         Printer { quiet, verbose, json, color, progress }
     }
 
-    /// Writes data to stdout; exits quietly when the reader has gone away. Human output is made
+    /// Writes data to stdout; nothing once the reader has gone away. Human output is made
     /// [`printable`]; with `--json`, [`json_safe`].
     pub fn out(&self, s: &str) {
         let s = crate::redact::redact(s);
@@ -90,10 +111,17 @@ impl Printer {
     /// must stop the work (`run --events`) instead of ending the process with 0. The line is
     /// JSON (an event), so it is made [`json_safe`].
     pub fn try_outln(&self, s: &str) -> std::io::Result<()> {
+        if stdout_gone() {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
         let mut line = json_safe(&crate::redact::redact(s)).into_owned();
         line.push('\n');
         let mut out = std::io::stdout().lock();
-        out.write_all(line.as_bytes()).and_then(|_| out.flush())
+        let wrote = out.write_all(line.as_bytes()).and_then(|_| out.flush());
+        if wrote.is_err() {
+            STDOUT_GONE.store(true, Ordering::Relaxed);
+        }
+        wrote
     }
 
     pub fn outln(&self, s: &str) {
@@ -189,15 +217,20 @@ pub fn stderr_line(s: &str) {
     eprintln!("{}", printable(s));
 }
 
-/// Writes to stdout as it is; exits quietly when the reader has gone away.
+/// Writes to stdout as it is. Once a write has failed nothing more is written: a closed pipe
+/// silently, any other error said once on stderr. The process goes on either way, so a command
+/// cut short by its reader still releases its lock and returns its own exit code.
 fn write_stdout(s: &str) {
+    if stdout_gone() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            STDOUT_FAILED.store(true, Ordering::Relaxed);
+            eprintln!("error: cannot write to stdout: {e}");
         }
-        eprintln!("error: cannot write to stdout: {e}");
-        std::process::exit(1);
     }
 }
 

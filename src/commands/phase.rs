@@ -81,6 +81,6 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     Ok(match outcome {
         Outcome::Next => code::OK,
         Outcome::ToolFailed => code::TOOL,
-        Outcome::Stopped(kind) => crate::commands::run::exit_code(kind),
+        Outcome::Stopped(kind) => kind.exit_code(),
     })
 }

@@ -74,15 +74,6 @@ pub struct RunArgs {
     pub force: bool,
 }
 
-pub fn exit_code(stop: StopKind) -> u8 {
-    match stop {
-        StopKind::Done => code::OK,
-        StopKind::Escalated => code::ESCALATED,
-        StopKind::Budget => code::BUDGET,
-        StopKind::Provider => code::PROVIDER,
-    }
-}
-
 /// What a `run` invocation does.
 #[derive(Debug, PartialEq)]
 pub enum Plan {
@@ -295,8 +286,10 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         crate::interrupt::run_in(&ctx.ws.root);
     }
     let stop = go_on(&mut env, &mut state, &ctx.resolved.sources, started)?;
+    // A closed stdout stops the report, never the command: the lock is released (the journal
+    // checkpointed) when this returns, and the outcome decides the code.
     report(&ctx, &state, args.events);
-    Ok(exit_code(stop))
+    Ok(stop.exit_code())
 }
 
 /// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`

@@ -216,6 +216,10 @@ fn follow(
 ) -> Result<()> {
     let mut partial = String::new();
     loop {
+        // The reader went away (`| head`): nothing more would be shown.
+        if crate::output::stdout_gone() {
+            return Ok(());
+        }
         std::thread::sleep(Duration::from_millis(200));
         // Only the bytes appended since the last look are read.
         let Ok(mut f) = std::fs::File::open(path) else { continue };

@@ -508,7 +508,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     resp.runs.insert(run_id.to_string(), snap);
     resp.last_run_id = Some(run_id.to_string());
     resp.events.push(json!({
-        "type": "agent.escalated",
+        "type": StopKind::Escalated.event(),
         "payload": {"run_id": run_id, "goal": goal, "status": "escalated", "reason": reason, "steps_taken": steps, "artifacts": []},
         "dedupe_key": format!("agentic:run:{run_id}:escalated"),
     }));
@@ -559,7 +559,8 @@ fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -
 /// The turn that ended the run emits its one completion event.
 fn done(state: &State, resp: &mut Response) -> Result<()> {
     let mut ev = phases::completion_event(state);
-    let kind = if ev["type"] == "agent.completed" { "completed" } else { "escalated" };
+    let end = state.ended_as().event();
+    let kind = end.strip_prefix("agent.").unwrap_or(end);
     ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
     resp.events.push(ev);
     resp.result =

@@ -355,7 +355,7 @@ pub fn finish(
     outcome: Option<(String, Vec<String>)>,
 ) -> Result<()> {
     let now = crate::clock::now_rfc3339();
-    state.status = if stop == StopKind::Done { Status::Done } else { Status::Escalated };
+    state.status = Status::ended(stop);
     if stop != StopKind::Done && state.next != Next::None && state.next != Next::Finish {
         state.resume_at = Some(state.next);
     }
@@ -467,7 +467,7 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = if state.status == Status::Done { "agent.completed" } else { "agent.escalated" };
+    let ty = state.ended_as().event();
     json!({
         "type": ty,
         "payload": {

@@ -203,12 +203,12 @@ fn full(shared: &Shared) -> ApiError {
         .retry_after(RETRY_FULL)
 }
 
-/// GET /runs
+/// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too).
 fn list(shared: &Shared) -> Reply {
     let root = crate::workspace::Workspace::new(shared.root.clone());
     let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
-        .filter(|r| !r.current && !runs::is_link(&r.ws.root))
+        .filter(|r| !runs::is_link(&r.ws.root))
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();

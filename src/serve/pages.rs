@@ -13,7 +13,7 @@ pub(super) fn index(shared: &Shared) -> Reply {
     let runs = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
     let rows: Vec<report::Row> = runs
         .iter()
-        .filter(|r| !r.current && !runs::is_link(&r.ws.root))
+        .filter(|r| !runs::is_link(&r.ws.root))
         .map(|r| {
             let id = &r.state.run_id;
             let mut row =
@@ -67,13 +67,18 @@ pub(super) fn file(shared: &Shared, id: &str, rest: &[&str]) -> ApiResult<Out> {
     Ok(Out::File(f, ctype))
 }
 
-/// Opens `rest` (plain names) in the folder of run `id`, one name at a time through folder
-/// handles, following no symbolic link on the way — the run folder included — so a link put
-/// there, before or after any check, cannot lead out. Only a regular file is opened (without
-/// blocking on a FIFO); anything else is `ENXIO`.
+/// Opens `rest` (plain names) in the folder of run `id` (`runs/<id>/`, or the root for the
+/// root's own run), one name at a time through folder handles, following no symbolic link on
+/// the way — the run folder included — so a link put there, before or after any check, cannot
+/// lead out. Only a regular file is opened (without blocking on a FIFO); anything else is `ENXIO`.
 pub(super) fn open_in_run(shared: &Shared, id: &str, rest: &[&str]) -> std::io::Result<std::fs::File> {
-    let runs = Dir::open_ambient_dir(shared.root.join(&shared.runs_dir), cap_std::ambient_authority())?;
-    let mut dir = open_dir_nofollow(&runs, id)?;
+    let folder = shared.root.join(&shared.runs_dir).join(id);
+    let mut dir = if std::fs::symlink_metadata(&folder).is_err() && runs::is_current(shared, id) {
+        Dir::open_ambient_dir(&shared.root, cap_std::ambient_authority())?
+    } else {
+        let runs = Dir::open_ambient_dir(shared.root.join(&shared.runs_dir), cap_std::ambient_authority())?;
+        open_dir_nofollow(&runs, id)?
+    };
     let Some((name, folders)) = rest.split_last() else { return Err(std::io::Error::from_raw_os_error(libc::ENOENT)) };
     for folder in folders {
         dir = open_dir_nofollow(&dir, folder)?;

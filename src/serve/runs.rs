@@ -8,7 +8,8 @@
 //! widen them. They are kept in `<root>/.agentloop-serve/<id>.json` (outside every run's folder,
 //! so no tool of a run can change them) and applied again whenever the run is driven, so a
 //! restarted server drives the run with the same limits. Only runs with such a record are driven;
-//! other runs under the root (event mode's) are listed, never touched.
+//! other runs (event mode's under `runs/`, and the root's own current run that `agentloop -w
+//! ROOT run` made) are listed and served, never touched.
 
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
@@ -97,10 +98,21 @@ fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
     Ok(run_ws(shared, id))
 }
 
-/// The workspace of an existing run, or 404; a run folder that is a symbolic link (its files
-/// live elsewhere, wherever the link points) is not served: 403.
+/// Whether `id` is the root's own run (one `agentloop -w ROOT run` made), which the server
+/// lists and serves as `agentloop -w ROOT runs` lists it, and never drives: it has no record.
+pub fn is_current(shared: &Shared, id: &str) -> bool {
+    let root = Workspace::new(shared.root.clone());
+    valid_id(id) && root.has_run() && root.load_state().is_ok_and(|s| s.run_id == id)
+}
+
+/// The workspace of an existing run — one under `runs/`, or the root's own — or 404; a run
+/// folder that is a symbolic link (its files live elsewhere, wherever the link points) is not
+/// served: 403.
 pub fn existing(shared: &Shared, id: &str) -> ApiResult<Workspace> {
     let ws = run_ws(shared, id);
+    if valid_id(id) && !ws.has_run() && !is_link(&ws.root) && is_current(shared, id) {
+        return Ok(Workspace::new(shared.root.clone()));
+    }
     if !valid_id(id) || !ws.has_run() {
         return Err(ApiError::new(404, format!("no run `{id}` under {}", shared.root)).hint("GET /runs lists them"));
     }
@@ -199,7 +211,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let model = crate::model::from_config(cfg, &shared.root)?;
     crate::rest::check(cfg)?;
     let mut id = crate::clock::new_run_id();
-    while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() {
+    while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
         id = crate::clock::new_run_id();
     }
     // runs/ and runs/<id>/ are entered (and made) without following a link.

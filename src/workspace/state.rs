@@ -27,6 +27,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status of a run that stopped this way: `done`, or `escalated` (it needs someone).
+    pub fn ended(stop: StopKind) -> Status {
+        if stop.is_done() {
+            Status::Done
+        } else {
+            Status::Escalated
+        }
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
@@ -39,15 +47,8 @@ impl Status {
     }
 }
 
-/// Why a run stopped, which fixes the exit code of `run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopKind {
-    Done,
-    Escalated,
-    Budget,
-    Provider,
-}
+/// Why a run stopped; its exit code, result.json value and event are in [`crate::outcome`].
+pub use crate::outcome::StopKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Limits {
@@ -178,6 +179,15 @@ pub struct State {
 }
 
 impl State {
+    /// How the run ended, for its completion event: the recorded stop, else (a state written
+    /// before stops were recorded, or not ended) done if its status is, else escalated.
+    pub fn ended_as(&self) -> StopKind {
+        match (self.stop, self.status) {
+            (Some(stop), _) => stop,
+            (None, Status::Done) => StopKind::Done,
+            (None, _) => StopKind::Escalated,
+        }
+    }
     pub fn new(run_id: String, goal: String, limits: Limits) -> Self {
         let now = crate::clock::now_rfc3339();
         State {

@@ -84,6 +84,60 @@ reflect:
   - answer: {satisfied: [1, 2, 3], decision: done, reason: answered, outcome: used the 2024 figures}
 "#;
 
+/// `program` (the CLI, or a shell) as a plain process with the CLI's hermetic environment, so
+/// the test decides what its stdout is.
+fn process(t: &T, program: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(program);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .env("AGENTLOOP_NOW", NOW)
+        .current_dir(t.root());
+    c
+}
+
+/// Whether `ws`'s commit journal was checkpointed (its first header zeroed, or no journal at
+/// all): the next locker finds nothing to replay.
+fn checkpointed(t: &T, ws: &str) -> bool {
+    let journal = std::fs::read(t.path(&format!("{ws}/.agentloop.journal.json"))).unwrap_or_default();
+    !journal.starts_with(b"AGJ")
+}
+
+#[test]
+fn a_closed_stdout_keeps_an_escalated_runs_exit_code_and_releases_its_lock() {
+    let t = T::new();
+    t.write("script.yaml", ESCALATING);
+    // The reader is gone before the run writes its outcome: every write to stdout fails.
+    let bin = assert_cmd::cargo::cargo_bin("agentloop");
+    let mut child = process(&t, &bin)
+        .args(["-w", "ws", "--script", "script.yaml", "run", "--goal", "g"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("stdout"), "a closed pipe is not an error: {}", stderr(&out));
+    assert_eq!(t.json("ws/result.json")["stop"], "escalated");
+    // The lock was released as usual: the journal is checkpointed, nothing is left to replay.
+    assert!(checkpointed(&t, "ws"), "the journal still holds the run's records");
+    t.al(&["status"]).assert().success().stdout(predicate::str::contains("Which year's figures?"));
+    assert!(checkpointed(&t, "ws"));
+
+    // The same through a shell pipe into `head -c1`: the run's code, whatever head does.
+    let out = process(&t, std::path::Path::new("sh"))
+        .args(["-c", r#"{ "$0" -w ws2 --script script.yaml run --goal g; echo $? > code.txt; } | head -c1"#])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out).len(), 1, "head printed one byte: {}", stderr(&out));
+    assert_eq!(t.read("code.txt").trim(), "3", "{}", stderr(&out));
+    assert!(checkpointed(&t, "ws2"));
+}
+
 #[test]
 fn an_escalation_is_answered_and_the_run_completes() {
     let t = T::new();

@@ -328,6 +328,49 @@ reflect:
 "#;
 
 #[test]
+fn serve_over_a_cli_workspace_lists_and_serves_its_current_run() {
+    let t = T::new();
+    root_with(&t, QUICK, "");
+    // Two runs made by the CLI: the first archived under runs/, the second the root's own.
+    for goal in ["first", "second"] {
+        let out = t.cmd().args(["-w", "root", "--script", "script.yaml", "run", "--goal", goal]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = t.cmd().args(["-w", "root", "runs", "--json"]).output().unwrap();
+    let cli: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let id = cli.iter().find(|r| r["current"] == true).expect("a current run")["run_id"].as_str().unwrap().to_string();
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    // GET /runs lists what `runs` lists, the current run too.
+    let listed = s.get("/runs").json()["runs"].as_array().unwrap().clone();
+    let shown = |rows: &[Value]| -> Vec<Value> {
+        let keys = ["run_id", "status", "current", "steps_taken", "goal", "started_at", "finished_at"];
+        rows.iter().map(|r| keys.iter().map(|k| (k.to_string(), r[*k].clone())).collect()).collect()
+    };
+    assert_eq!(shown(&listed), shown(&cli), "{listed:?}");
+    assert_eq!(cli.len(), 2);
+    // Its status, trace, report and files are served from the root.
+    let v = s.get(&format!("/runs/{id}")).json();
+    assert_eq!(
+        (v["run_id"].as_str(), v["status"].as_str(), &v["served"]),
+        (Some(id.as_str()), Some("done"), &json!(false))
+    );
+    let r = s.get(&format!("/runs/{id}/trace"));
+    assert_eq!((r.status, r.body.as_str()), (200, t.read("root/trace.jsonl").as_str()));
+    let r = s.get(&format!("/runs/{id}/trace?follow=1"));
+    assert!(r.body.contains("run.finished") && r.body.contains("event: end"), "{}", r.body);
+    let r = s.get(&format!("/runs/{id}/report"));
+    assert!(r.status == 200 && r.body.contains("second"), "{}", r.body);
+    assert_eq!(s.get(&format!("/runs/{id}/files/result.json")).json()["status"], "done");
+    assert!(s.get("/").body.contains(&format!("/runs/{id}/report")));
+    // The server never drives it (it was not started over HTTP)...
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(r.status, 409, "{}", r.body);
+    // ...and holds the root's lock: a CLI run there waits for the server to stop.
+    let out = t.cmd().args(["-w", "root", "--script", "script.yaml", "run", "--goal", "third"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+}
+
+#[test]
 fn an_escalated_run_is_answered_over_http() {
     let t = T::new();
     root_with(&t, ASKS, "");
