@@ -88,6 +88,90 @@ impl<'de> Deserialize<'de> for Strict {
     }
 }
 
+/// `llm.provider`: which model API answers. `auto` picks one from the environment
+/// (`crate::model::provider_and_why` says which and why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Anthropic,
+    /// OpenAI's API or any server that speaks it (`--base-url`).
+    Openai,
+    /// An Ollama server (OpenAI's API at `$OLLAMA_HOST/v1`, no key needed).
+    Ollama,
+    /// Answers from a script file (`llm.script`), offline.
+    Scripted,
+    Auto,
+}
+
+impl Provider {
+    /// The name users write, and the one messages and the trace use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::Ollama => "ollama",
+            Provider::Scripted => "scripted",
+            Provider::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `llm.structured`: which forms a forced answer may take (see `model::wire`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Structured {
+    /// Native tool calls only (named, required, auto); no JSON read out of text.
+    Tools,
+    /// JSON in the message text only (json_schema, json_object, prompt).
+    Json,
+    /// All six forms, negotiated (the default).
+    Auto,
+}
+
+/// `logging.level`: the least severe line the log keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+}
+
+impl LogLevel {
+    /// The name written in each log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+        }
+    }
+}
+
+/// `logging.format`: one line of text, or one JSON object, per entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `memory.compact_with`: how the oldest learned facts are summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactWith {
+    /// One model call writes the summary (a mechanical one if the call fails).
+    Model,
+    /// The facts' first words, joined; no call.
+    Mechanical,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -184,7 +268,7 @@ impl Default for Config {
 #[serde(deny_unknown_fields, default)]
 pub struct LlmConfig {
     /// anthropic | openai | ollama | scripted | auto
-    pub provider: String,
+    pub provider: Provider,
     pub model: Option<String>,
     pub base_url: Option<String>,
     /// Name of the environment variable holding the API key.
@@ -203,7 +287,7 @@ pub struct LlmConfig {
     /// Largest response body accepted, in bytes.
     pub max_response_bytes: u64,
     /// How structured answers are requested: tools | json | auto (tools, falling back to JSON in text).
-    pub structured: String,
+    pub structured: Structured,
     /// Strict schema mode for the answer schemas: auto | true | false (see [`Strict`]).
     pub strict: Strict,
     /// Script file for the scripted provider.
@@ -220,7 +304,7 @@ pub struct LlmConfig {
 impl Default for LlmConfig {
     fn default() -> Self {
         LlmConfig {
-            provider: "auto".into(),
+            provider: Provider::Auto,
             model: None,
             base_url: None,
             api_key_env: None,
@@ -233,7 +317,7 @@ impl Default for LlmConfig {
             backoff_ms: 500,
             max_backoff: Dur::secs(30),
             max_response_bytes: 16 * 1024 * 1024,
-            structured: "auto".into(),
+            structured: Structured::Auto,
             strict: Strict::Auto,
             script: None,
             record: None,
@@ -394,11 +478,11 @@ pub struct MemoryToolConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LoggingConfig {
     /// debug | info | warn
-    pub level: String,
+    pub level: LogLevel,
     /// Log file (relative to the workspace); null: no log.
     pub file: Option<Utf8PathBuf>,
     /// text | json
-    pub format: String,
+    pub format: LogFormat,
     /// Rotate when the file would pass this size.
     pub max_bytes: u64,
     /// Rotated files kept (file.1 … file.N).
@@ -407,7 +491,13 @@ pub struct LoggingConfig {
 
 impl Default for LoggingConfig {
     fn default() -> Self {
-        LoggingConfig { level: "info".into(), file: None, format: "text".into(), max_bytes: 10 * 1024 * 1024, keep: 3 }
+        LoggingConfig {
+            level: LogLevel::Info,
+            file: None,
+            format: LogFormat::Text,
+            max_bytes: 10 * 1024 * 1024,
+            keep: 3,
+        }
     }
 }
 
@@ -466,7 +556,7 @@ pub struct MemoryConfig {
     /// "Summary of earlier facts" (0: never); the full list goes to artifacts/facts-archive.md.
     pub compact_facts: usize,
     /// How compaction summarises: `model` (one call) or `mechanical` (no call).
-    pub compact_with: String,
+    pub compact_with: CompactWith,
 }
 
 impl Default for MemoryConfig {
@@ -479,7 +569,7 @@ impl Default for MemoryConfig {
             auto_index: true,
             ttl: None,
             compact_facts: 40,
-            compact_with: "model".into(),
+            compact_with: CompactWith::Model,
         }
     }
 }
@@ -610,7 +700,7 @@ pub struct ServerConfig {
     /// `stdio`, `http` or `streamable-http` (the spellings other clients write); guessed from
     /// `command`/`url` when absent.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<ServerType>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -645,10 +735,106 @@ pub struct ServerConfig {
     pub denied_tools: Option<Vec<String>>,
 }
 
+/// Where a configuration value came from. Code that asks whether a value was given matches on
+/// it; its text (`Display`, and the JSON string it serializes to) is what `config show`,
+/// `agents show` and `status` print beside a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// The user's own config file (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
+    UserConfig(Utf8PathBuf),
+    /// The workspace's agentloop.yaml.
+    Workspace(Utf8PathBuf),
+    /// The file given with `--config`.
+    ConfigFlag(Utf8PathBuf),
+    /// An agent profile (`agents/NAME.yaml` in the workspace or the user's config folder).
+    AgentProfile(Utf8PathBuf),
+    /// Event mode's request `config` object (`handle`).
+    Request,
+    /// A request to the HTTP API (`serve`): its agent and budgets.
+    ApiRequest,
+    /// The `AGENTLOOP_*` variables.
+    Environment,
+    /// One of those variables (what an error about it names).
+    EnvironmentVariable(String),
+    /// The command-line flags.
+    CommandLine,
+    /// Seed 002's per-agent write folder: an agent is chosen and no layer sets
+    /// `tools.write_paths`.
+    AgentSandbox,
+}
+
+impl Source {
+    /// Whether the value was given somewhere (not the built-in default).
+    pub fn is_given(&self) -> bool {
+        *self != Source::Default
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::UserConfig(p) | Source::Workspace(p) | Source::ConfigFlag(p) => write!(f, "{p}"),
+            Source::AgentProfile(p) => write!(f, "{p} (agent profile)"),
+            Source::Request => f.write_str("the request's config"),
+            Source::ApiRequest => f.write_str("the request"),
+            Source::Environment => f.write_str("environment"),
+            Source::EnvironmentVariable(k) => write!(f, "environment variable {k}"),
+            Source::CommandLine => f.write_str("command line"),
+            Source::AgentSandbox => f.write_str("agent sandbox default"),
+        }
+    }
+}
+
+impl Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Where each effective key came from (dotted key → source).
+pub type Sources = BTreeMap<String, Source>;
+
+/// An MCP server's `type`: how agentloop talks to it. Read case-insensitively, with the
+/// spellings other clients write (`streamable-http`, `streamableHttp`, `streamable_http`);
+/// the legacy `sse` is refused with what to use instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerType {
+    /// A child process speaking JSON-RPC on stdin/stdout (`command`, `args`).
+    Stdio,
+    /// Streamable HTTP (`url`, `headers`).
+    Http,
+}
+
+impl Serialize for ServerType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            ServerType::Stdio => "stdio",
+            ServerType::Http => "http",
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "stdio" => Ok(ServerType::Stdio),
+            "http" | "streamable-http" | "streamablehttp" | "streamable_http" => Ok(ServerType::Http),
+            "sse" => Err(serde::de::Error::custom(
+                "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint (`type: http`, usually ending in /mcp)",
+            )),
+            _ => Err(serde::de::Error::unknown_variant(&s, &["stdio", "http"])),
+        }
+    }
+}
+
 /// One configuration layer and where it came from.
 #[derive(Debug, Clone)]
 pub struct Layer {
-    pub source: String,
+    pub source: Source,
     pub value: Value,
 }
 
@@ -659,13 +845,13 @@ impl Layer {
     }
 }
 
-fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &str) -> Result<()> {
+fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) -> Result<()> {
     let de = v.clone();
     serde_path_to_error::deserialize::<_, T>(de).map(|_| ()).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
-        if source == "command line" {
+        if *source == Source::CommandLine {
             return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
                 .with_hint("fix the flag's value; `agentloop help` lists the flags");
         }
@@ -720,7 +906,9 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Re
     serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
 }
 
-pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
+/// `source` says which kind of file it is (`Source::Workspace`, ...): the layer's source is
+/// `source(path)`.
+pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<Option<Layer>> {
     let Some(text) = crate::fs::read_optional(path)? else {
         return Ok(None);
     };
@@ -740,7 +928,7 @@ pub fn load_file(path: &Utf8Path) -> Result<Option<Layer>> {
             )))
         }
     };
-    Ok(Some(Layer { source: path.to_string(), value }))
+    Ok(Some(Layer { source: source(path.to_path_buf()), value }))
 }
 
 /// Finds `<dir>/<stem>.yaml`, `.yml` or `.json`.
@@ -790,9 +978,9 @@ pub fn env_layer() -> Result<Layer> {
             serde_yaml_ng::from_str::<Value>(&v).unwrap_or(Value::String(v.clone()))
         };
         set_path(&mut root, &path, value);
-        check::<Config>(&root, &format!("environment variable {k}"))?;
+        check::<Config>(&root, &Source::EnvironmentVariable(k))?;
     }
-    Ok(Layer { source: "environment".into(), value: root })
+    Ok(Layer { source: Source::Environment, value: root })
 }
 
 pub fn set_path(root: &mut Value, path: &[String], value: Value) {
@@ -810,7 +998,7 @@ pub fn set_path(root: &mut Value, path: &[String], value: Value) {
     }
 }
 
-fn merge(into: &mut Value, from: &Value, source: &str, prefix: &str, sources: &mut BTreeMap<String, String>) {
+fn merge(into: &mut Value, from: &Value, source: &Source, prefix: &str, sources: &mut Sources) {
     match (into, from) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
@@ -829,7 +1017,7 @@ fn merge(into: &mut Value, from: &Value, source: &str, prefix: &str, sources: &m
     }
 }
 
-fn mark(key: &str, v: &Value, source: &str, sources: &mut BTreeMap<String, String>) {
+fn mark(key: &str, v: &Value, source: &Source, sources: &mut Sources) {
     sources.retain(|k, _| !(k == key || k.starts_with(&format!("{key}."))));
     if let Value::Object(m) = v {
         if !m.is_empty() {
@@ -839,7 +1027,7 @@ fn mark(key: &str, v: &Value, source: &str, sources: &mut BTreeMap<String, Strin
             return;
         }
     }
-    sources.insert(key.to_string(), source.to_string());
+    sources.insert(key.to_string(), source.clone());
 }
 
 /// The effective configuration and where each value came from.
@@ -847,7 +1035,7 @@ fn mark(key: &str, v: &Value, source: &str, sources: &mut BTreeMap<String, Strin
 pub struct Resolved {
     pub config: Config,
     pub value: Value,
-    pub sources: BTreeMap<String, String>,
+    pub sources: Sources,
 }
 
 /// The seeds' own key names, taken as the keys they mean: `max_loops` (seed 001) is
@@ -926,67 +1114,32 @@ pub fn agent_sandbox_dir(agent: &str) -> Utf8PathBuf {
     Utf8PathBuf::from("sandbox").join(agent)
 }
 
-/// Where the source of the per-agent write folder is recorded.
-pub const AGENT_SANDBOX_SOURCE: &str = "agent sandbox default";
-
 /// Seed 002's per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
 /// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace.
-fn agent_sandbox(value: &mut Value, sources: &mut BTreeMap<String, String>) {
+fn agent_sandbox(value: &mut Value, sources: &mut Sources) {
     let Some(agent) = value.get("agent").and_then(Value::as_str).filter(|a| !a.is_empty()) else { return };
-    if sources.get("tools.write_paths").is_some_and(|s| s != "default") {
+    if sources.get("tools.write_paths").is_some_and(Source::is_given) {
         return;
     }
     let dir = agent_sandbox_dir(agent);
     value["tools"]["write_paths"] = json!([dir]);
-    sources.insert("tools.write_paths".into(), AGENT_SANDBOX_SOURCE.into());
+    sources.insert("tools.write_paths".into(), Source::AgentSandbox);
 }
 
-fn mark_all(v: &Value, prefix: &str, sources: &mut BTreeMap<String, String>) {
+fn mark_all(v: &Value, prefix: &str, sources: &mut Sources) {
     if let Value::Object(m) = v {
         for (k, v) in m {
             let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
             if v.as_object().is_some_and(|o| !o.is_empty()) {
                 mark_all(v, &key, sources);
             } else {
-                sources.insert(key, "default".into());
+                sources.insert(key, Source::Default);
             }
         }
     }
 }
 
 fn validate_values(c: &Config) -> Result<()> {
-    const PROVIDERS: &[&str] = &["auto", "anthropic", "openai", "ollama", "scripted"];
-    if !PROVIDERS.contains(&c.llm.provider.as_str()) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `llm.provider`: `{}` is not a provider",
-            c.llm.provider
-        ))
-        .with_hint("use one of: anthropic, openai, ollama, scripted, auto"));
-    }
-    if !["auto", "tools", "json"].contains(&c.llm.structured.as_str()) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `llm.structured`: `{}`; use tools, json or auto",
-            c.llm.structured
-        )));
-    }
-    if !["debug", "info", "warn"].contains(&c.logging.level.as_str()) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `logging.level`: `{}`; use debug, info or warn",
-            c.logging.level
-        )));
-    }
-    if !["text", "json"].contains(&c.logging.format.as_str()) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `logging.format`: `{}`; use text or json",
-            c.logging.format
-        )));
-    }
-    if !["model", "mechanical"].contains(&c.memory.compact_with.as_str()) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `memory.compact_with`: `{}`; use model or mechanical",
-            c.memory.compact_with
-        )));
-    }
     if c.llm.attempts == 0 {
         return Err(Error::config("invalid configuration at key `llm.attempts`: must be at least 1"));
     }
@@ -998,16 +1151,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn layer(source: &str, v: Value) -> Layer {
-        Layer { source: source.into(), value: v }
+    fn layer(source: Source, v: Value) -> Layer {
+        Layer { source, value: v }
+    }
+
+    fn file(path: &str) -> Source {
+        Source::Workspace(path.into())
     }
 
     #[test]
     fn later_layers_win_key_by_key_and_keep_their_source() {
         let r = resolve(&[
-            layer("user", json!({"max_steps": 11, "llm": {"model": "a", "temperature": 0.5}})),
-            layer("workspace", json!({"max_steps": 12, "llm": {"model": "b"}})),
-            layer("flags", json!({"llm": {"attempts": 2}})),
+            layer(
+                Source::UserConfig("user".into()),
+                json!({"max_steps": 11, "llm": {"model": "a", "temperature": 0.5}}),
+            ),
+            layer(file("workspace"), json!({"max_steps": 12, "llm": {"model": "b"}})),
+            layer(Source::CommandLine, json!({"llm": {"attempts": 2}})),
         ])
         .unwrap();
         assert_eq!(r.config.max_steps, 12);
@@ -1015,23 +1175,56 @@ mod tests {
         // A nested key a later layer does not set stays from the earlier one.
         assert_eq!(r.config.llm.temperature, Some(0.5));
         assert_eq!(r.config.llm.attempts, 2);
-        assert_eq!(r.sources["max_steps"], "workspace");
-        assert_eq!(r.sources["llm.model"], "workspace");
-        assert_eq!(r.sources["llm.temperature"], "user");
-        assert_eq!(r.sources["llm.attempts"], "flags");
-        assert_eq!(r.sources["max_reframes"], "default");
+        assert_eq!(r.sources["max_steps"], file("workspace"));
+        assert_eq!(r.sources["llm.model"], file("workspace"));
+        assert_eq!(r.sources["llm.temperature"].to_string(), "user");
+        assert_eq!(r.sources["llm.attempts"], Source::CommandLine);
+        assert_eq!(r.sources["max_reframes"], Source::Default);
+    }
+
+    #[test]
+    fn a_source_reads_as_config_show_prints_it() {
+        let cases = [
+            (Source::Default, "default"),
+            (Source::Workspace("ws/agentloop.yaml".into()), "ws/agentloop.yaml"),
+            (Source::AgentProfile("ws/agents/a.yaml".into()), "ws/agents/a.yaml (agent profile)"),
+            (Source::Request, "the request's config"),
+            (Source::ApiRequest, "the request"),
+            (Source::Environment, "environment"),
+            (Source::CommandLine, "command line"),
+            (Source::AgentSandbox, "agent sandbox default"),
+        ];
+        for (source, text) in cases {
+            assert_eq!(source.to_string(), text);
+            assert_eq!(json!(source), json!(text));
+        }
+    }
+
+    #[test]
+    fn a_choice_outside_its_set_names_the_layer_and_the_valid_values() {
+        let e = resolve(&[layer(file("ws/agentloop.yaml"), json!({"llm": {"structured": "xml"}}))]).err().unwrap();
+        assert_eq!(
+            e.message,
+            "invalid configuration in ws/agentloop.yaml at key `llm.structured`: unknown variant `xml`, expected one of `tools`, `json`, `auto`"
+        );
+        let d = serde_json::to_value(Config::default()).unwrap();
+        assert_eq!(
+            (&d["llm"]["provider"], &d["llm"]["structured"], &d["logging"]["level"], &d["logging"]["format"]),
+            (&json!("auto"), &json!("auto"), &json!("info"), &json!("text"))
+        );
+        assert_eq!(d["memory"]["compact_with"], "model");
     }
 
     #[test]
     fn a_bad_layer_is_named_and_the_seed_alias_maps() {
-        let e = resolve(&[layer("ws/agentloop.yaml", json!({"llm": {"modle": "x"}}))]).err().unwrap();
+        let e = resolve(&[layer(file("ws/agentloop.yaml"), json!({"llm": {"modle": "x"}}))]).err().unwrap();
         assert_eq!(e.kind, crate::error::Kind::Config);
         assert!(e.message.contains("ws/agentloop.yaml at key `llm.modle`"), "{}", e.message);
-        let r = resolve(&[layer("seed", json!({"max_loops": 9}))]).unwrap();
+        let r = resolve(&[layer(file("seed"), json!({"max_loops": 9}))]).unwrap();
         assert_eq!(r.config.max_steps, 9);
-        let e = resolve(&[layer("both", json!({"max_loops": 9, "max_steps": 3}))]).err().unwrap();
+        let e = resolve(&[layer(file("both"), json!({"max_loops": 9, "max_steps": 3}))]).err().unwrap();
         assert!(e.message.contains("both `max_loops` and `max_steps`"), "{}", e.message);
-        let e = resolve(&[layer("x", json!({"llm": {"attempts": 0}}))]).err().unwrap();
+        let e = resolve(&[layer(file("x"), json!({"llm": {"attempts": 0}}))]).err().unwrap();
         assert!(e.message.contains("llm.attempts"), "{}", e.message);
     }
 }

@@ -6,33 +6,11 @@
 //! The log is never written through a symbolic link (the file, or a folder inside the workspace
 //! on the way to it): logging is turned off with a warning instead.
 
-use crate::config::LoggingConfig;
+use crate::config::{LogFormat, LoggingConfig};
 use camino::Utf8PathBuf;
 use std::sync::Mutex;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Debug,
-    Info,
-    Warn,
-}
-
-impl Level {
-    fn parse(s: &str) -> Level {
-        match s {
-            "debug" => Level::Debug,
-            "warn" => Level::Warn,
-            _ => Level::Info,
-        }
-    }
-    fn as_str(self) -> &'static str {
-        match self {
-            Level::Debug => "debug",
-            Level::Info => "info",
-            Level::Warn => "warn",
-        }
-    }
-}
+pub use crate::config::LogLevel as Level;
 
 struct Logger {
     file: Utf8PathBuf,
@@ -65,8 +43,8 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Resul
     log_folder(root, &file)?;
     let logger = Logger {
         file,
-        level: Level::parse(&cfg.level),
-        json: cfg.format == "json",
+        level: cfg.level,
+        json: cfg.format == LogFormat::Json,
         max_bytes: cfg.max_bytes.max(1024),
         keep: cfg.keep.max(1),
         secrets: secrets(),

@@ -1,7 +1,7 @@
 //! Resolve step: merges flags, environment, config files and defaults into one validated
 //! [`Config`], so commands never see raw strings.
 
-use crate::config::{self, Config, Layer, Resolved};
+use crate::config::{self, Config, Layer, Resolved, Source};
 use crate::error::{Error, Result};
 use crate::output::ColorChoice;
 use crate::output::Printer;
@@ -195,7 +195,7 @@ pub fn flag_layer(g: &Global) -> Layer {
     if let Some(t) = &g.allowed_tools {
         set(&["allowed_tools"], json!(t));
     }
-    Layer { source: "command line".into(), value: v }
+    Layer { source: Source::CommandLine, value: v }
 }
 
 /// All layers for a workspace, lowest precedence first. `request` is event mode's `config`
@@ -214,17 +214,17 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
     let user_dir = config::user_config_dir();
     let user = match &user_dir {
         Some(dir) => match config::find_in(dir, "config") {
-            Some(p) => config::load_file(&p)?,
+            Some(p) => config::load_file(&p, Source::UserConfig)?,
             None => None,
         },
         None => None,
     };
     let workspace = match config::find_in(root, "agentloop") {
-        Some(p) => config::load_file(&p)?,
+        Some(p) => config::load_file(&p, Source::Workspace)?,
         None => None,
     };
     let extra = match &g.config {
-        Some(p) => Some(config::load_file(p)?.ok_or_else(|| {
+        Some(p) => Some(config::load_file(p, Source::ConfigFlag)?.ok_or_else(|| {
             Error::config(format!("config file {p} does not exist")).with_hint("check the --config path")
         })?),
         None => None,
@@ -284,10 +284,9 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>, truste
     }
     for (d, from_workspace) in &dirs {
         if let Some(p) = config::find_in(d, name) {
-            let Some(mut layer) = config::load_file(&p)? else {
+            let Some(layer) = config::load_file(&p, Source::AgentProfile)? else {
                 continue;
             };
-            layer.source = format!("{p} (agent profile)");
             return Ok((layer, *from_workspace));
         }
     }
@@ -347,7 +346,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
         resolved
             .sources
             .iter()
-            .filter(|(_, s)| *s != "default")
+            .filter(|(_, s)| s.is_given())
             .map(|(k, s)| format!("{k} from {s}"))
             .collect::<Vec<_>>()
             .join("; ")

@@ -41,11 +41,34 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_u64(d.as_secs())
 }
 
+/// Whether a tool call worked (`ok`) or failed (`error`, with the reason in `error`); written
+/// as that word in state.json, the trace's `result_status` and the prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The uniform result of every tool call.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
-    /// ok | error
-    pub status: String,
+    pub status: ToolStatus,
     pub output: String,
     #[serde(default)]
     pub error: Option<String>,
@@ -60,7 +83,7 @@ pub struct ToolResult {
 impl ToolResult {
     pub fn ok(output: impl Into<String>, metadata: Value) -> Self {
         ToolResult {
-            status: "ok".into(),
+            status: ToolStatus::Ok,
             output: output.into(),
             error: None,
             retryable: false,
@@ -70,7 +93,7 @@ impl ToolResult {
     }
     pub fn err(error: impl Into<String>, retryable: bool) -> Self {
         ToolResult {
-            status: "error".into(),
+            status: ToolStatus::Error,
             output: String::new(),
             error: Some(error.into()),
             retryable,
@@ -79,7 +102,7 @@ impl ToolResult {
         }
     }
     pub fn is_ok(&self) -> bool {
-        self.status == "ok"
+        self.status == ToolStatus::Ok
     }
     /// One line for the trace and for people.
     pub fn summary(&self) -> String {

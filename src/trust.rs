@@ -11,7 +11,7 @@
 //! the layer before anything resolves it (so no code path can act on it) and reported as a
 //! [`Refusal`]; commands that act refuse to start, read-only ones warn and go on without it.
 
-use crate::config::{Config, Dur, Layer};
+use crate::config::{Config, Dur, Layer, ShellSandbox};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -155,7 +155,7 @@ pub fn sanitize(layer: &mut Layer, base: &Config, root: &Utf8Path) -> Vec<Refusa
             _ => path,
         };
         if !cut.contains(&whole) {
-            out.push(Refusal { file: layer.source.clone(), key: whole.join("."), why });
+            out.push(Refusal { file: layer.source.to_string(), key: whole.join("."), why });
             cut.push(whole);
         }
     }
@@ -346,7 +346,11 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         {
             Ok(())
         }
-        "tools.shell.sandbox" | "sandbox" if v == "bwrap" => Ok(()),
+        "tools.shell.sandbox" | "sandbox"
+            if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
+        {
+            Ok(())
+        }
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
         // Adding denials or escalation triggers only stops things sooner; dropping one widens.
         "tools.http.deny_hosts" => {
@@ -457,8 +461,10 @@ mod tests {
 
     #[test]
     fn sanitize_takes_the_keys_out() {
-        let mut l =
-            Layer { source: "ws/agentloop.yaml".into(), value: json!({"llm": {"base_url": "x", "temperature": 0.1}}) };
+        let mut l = Layer {
+            source: crate::config::Source::Workspace("ws/agentloop.yaml".into()),
+            value: json!({"llm": {"base_url": "x", "temperature": 0.1}}),
+        };
         let r = sanitize(&mut l, &Config::default(), Utf8Path::new("/nonexistent-ws"));
         assert_eq!(r.len(), 1);
         assert_eq!(l.value, json!({"llm": {"temperature": 0.1}}));

@@ -75,7 +75,7 @@ pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
             if !["yaml", "yml", "json"].contains(&ext) || !seen.insert(stem.to_string()) {
                 continue;
             }
-            let layer = config::load_file(&p)?;
+            let layer = config::load_file(&p, config::Source::AgentProfile)?;
             let (description, problem) = match layer.as_ref().map(|l| (l, l.validate())) {
                 Some((l, Ok(()))) => {
                     (l.value.get("description").and_then(|v| v.as_str()).unwrap_or("").to_string(), None)
@@ -91,9 +91,9 @@ pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
 
 /// The folders the file tools may write and read for this configuration, with where that
 /// came from (`tools.write_paths`: a profile, a config file, the per-agent default).
-fn sandbox(cfg: &config::Config, sources: &std::collections::BTreeMap<String, String>) -> serde_json::Value {
+fn sandbox(cfg: &config::Config, sources: &config::Sources) -> serde_json::Value {
     let dir = |p: &camino::Utf8PathBuf| format!("{}/", p.as_str().trim_end_matches('/'));
-    let source = |k: &str| sources.get(k).cloned().unwrap_or_else(|| "default".into());
+    let source = |k: &str| sources.get(k).cloned().unwrap_or(config::Source::Default).to_string();
     let write: Vec<String> = if cfg.tools.write_paths.is_empty() {
         vec!["the workspace (except agentloop's own files)".into()]
     } else {
@@ -118,15 +118,15 @@ fn sandbox(cfg: &config::Config, sources: &std::collections::BTreeMap<String, St
 fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     let c = ctx.rebuild(|g| g.agent = Some(name.to_string()))?;
     let r = &c.resolved;
-    let from_profile: Vec<(&String, &String)> =
-        r.sources.iter().filter(|(_, s)| s.ends_with("(agent profile)")).collect();
+    let from_profile: Vec<&String> =
+        r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,
             "config": r.value,
             "sources": r.sources,
-            "set_by_profile": from_profile.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            "set_by_profile": from_profile,
             "system_prompt": c.config().system_prompt,
             "sandbox": sandbox,
         }));
@@ -143,7 +143,7 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
         ));
     }
     for (k, src) in &r.sources {
-        if src == "default" {
+        if !src.is_given() {
             continue;
         }
         let v = k.split('.').try_fold(&r.value, |v, part| v.get(part));

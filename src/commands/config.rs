@@ -1,5 +1,6 @@
 //! `agentloop config show`: the effective configuration and where each value came from.
 
+use crate::config::Source;
 use crate::error::Result;
 use crate::settings::Ctx;
 use clap::Subcommand;
@@ -100,9 +101,9 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                     .sources
                     .iter()
                     .filter(|(sk, _)| k == **sk || k.starts_with(&format!("{sk}.")))
-                    .map(|(_, s)| s.as_str())
+                    .map(|(_, s)| s.to_string())
                     .next_back()
-                    .unwrap_or("default");
+                    .unwrap_or_else(|| Source::Default.to_string());
                 ctx.printer.outln(&format!("{k} = {v}  # {src}"));
             }
             for refusal in &ctx.refused {

@@ -317,12 +317,7 @@ pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Resul
 /// Goes on with a run (the caller holds its lock) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
 /// toward the agent's rest window, even when it failed. `started`: the run is new.
-pub fn go_on(
-    env: &mut Env,
-    state: &mut State,
-    sources: &std::collections::BTreeMap<String, String>,
-    started: bool,
-) -> Result<StopKind> {
+pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources, started: bool) -> Result<StopKind> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
     let stop = phases::run::drive(env, state, env.cfg.timeout.0);

@@ -111,7 +111,7 @@ pub fn view(
     s: &crate::workspace::State,
     recorded: &crate::workspace::Limits,
     cfg: &crate::config::Config,
-    sources: &std::collections::BTreeMap<String, String>,
+    sources: &crate::config::Sources,
 ) -> serde_json::Value {
     let sources: serde_json::Map<String, serde_json::Value> =
         ["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"]
@@ -121,8 +121,8 @@ pub fn view(
                     k.to_string(),
                     json!(sources
                         .get(*k)
-                        .filter(|v| *v != "default")
-                        .cloned()
+                        .filter(|v| v.is_given())
+                        .map(ToString::to_string)
                         .unwrap_or_else(|| "recorded by the run".into())),
                 )
             })

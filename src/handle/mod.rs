@@ -446,7 +446,7 @@ fn retry(
     state.pending = Some(next.clone());
     let mut e = crate::trace::Entry::new(&state.run_id, step, crate::trace::Phase::Act, "act.retry");
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some("error".into());
+    e.result_status = Some(crate::tool::ToolStatus::Error.to_string());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);

@@ -1,7 +1,7 @@
 //! The Ductile protocol v2 envelope: the response object, the request's `config` layer, the
 //! tool-request event and the `state_updates` snapshot.
 
-use crate::config::{Config, Layer};
+use crate::config::{Config, Layer, Source};
 use crate::workspace::{Next, State};
 use serde_json::{json, Map, Value};
 
@@ -89,7 +89,7 @@ pub(super) fn request_layer(cfg: &Value) -> Layer {
             }
         }
     }
-    Layer { source: "the request's config".into(), value: Value::Object(out) }
+    Layer { source: Source::Request, value: Value::Object(out) }
 }
 
 /// A request's `config` may only narrow what the root's configuration allows (see

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use crate::config::{McpConfig, ServerConfig};
+pub use crate::config::{McpConfig, ServerConfig, ServerType};
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -203,20 +203,10 @@ fn resolve_one(
     }
     let slug = slug(name);
     let enabled = sc.enabled.unwrap_or(!sc.disabled.unwrap_or(false));
-    let kind = match sc.kind.as_deref().map(|k| k.to_ascii_lowercase()) {
-        None => None,
-        Some(k) if k == "stdio" => Some(false),
-        Some(k) if ["http", "streamable-http", "streamablehttp", "streamable_http"].contains(&k.as_str()) => Some(true),
-        Some(k) if k == "sse" => {
-            return Err(bad("the legacy SSE transport is not supported".into())
-                .with_hint("use the server's streamable HTTP endpoint (`type: http`, usually ending in /mcp)"))
-        }
-        Some(k) => return Err(bad(format!("unknown type `{k}`; use stdio or http"))),
-    };
-    let http = match (kind, sc.command.is_some(), sc.url.is_some()) {
+    let http = match (sc.kind, sc.command.is_some(), sc.url.is_some()) {
         (_, true, true) => return Err(bad("give either `command` (stdio) or `url` (HTTP), not both".into())),
-        (Some(true), _, false) => return Err(bad("`type: http` needs `url`".into())),
-        (Some(false), false, _) => return Err(bad("`type: stdio` needs `command`".into())),
+        (Some(ServerType::Http), _, false) => return Err(bad("`type: http` needs `url`".into())),
+        (Some(ServerType::Stdio), false, _) => return Err(bad("`type: stdio` needs `command`".into())),
         (_, false, true) => true,
         (_, true, false) => false,
         (None, false, false) if enabled => {
@@ -501,8 +491,12 @@ mod tests {
         assert!(err.contains("no `command`"), "{err}");
         let err = one(serde_json::json!({"command": "x", "env": {"K": "${NOPE}"}})).unwrap_err().message;
         assert!(err.contains("env.K") && err.contains("NOPE"), "{err}");
-        let err = one(serde_json::json!({"type": "sse", "url": "http://a"})).unwrap_err().message;
+        // A `type` outside the closed set is refused where the config is read.
+        let sse = serde_json::json!({"servers": {"s": {"type": "sse", "url": "http://a"}}});
+        let err = serde_json::from_value::<McpConfig>(sse).unwrap_err().to_string();
         assert!(err.contains("SSE"), "{err}");
+        let h = &one(serde_json::json!({"type": "streamableHttp", "url": "http://a"})).unwrap()[0];
+        assert!(h.is_http());
         // A disabled server's variables are not expanded.
         let d = &one(serde_json::json!({"command": "${NOPE}", "disabled": true})).unwrap()[0];
         assert!(!d.enabled && d.transport.is_none());

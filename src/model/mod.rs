@@ -18,7 +18,7 @@ pub mod sse;
 pub mod stream;
 pub mod wire;
 
-use crate::config::Config;
+use crate::config::{Config, Provider};
 use crate::error::{Error, Result};
 use crate::trace::Usage;
 use serde::{Deserialize, Serialize};
@@ -232,8 +232,8 @@ impl Model for Recorder {
 /// Resolves `auto` and builds the model named by the config.
 pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Model>> {
     let provider = resolve_provider(cfg)?;
-    let model: Box<dyn Model> = match provider.as_str() {
-        "scripted" => {
+    let model: Box<dyn Model> = match provider {
+        Provider::Scripted => {
             let Some(script) = &cfg.llm.script else {
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
@@ -242,9 +242,10 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
             s.stream = cfg.llm.stream;
             Box::new(s)
         }
-        "anthropic" => Box::new(anthropic::Anthropic::new(cfg)?),
-        "openai" | "ollama" => Box::new(openai::OpenAi::new(cfg, &provider)?),
-        other => return Err(Error::usage(format!("unknown provider `{other}`"))),
+        Provider::Anthropic => Box::new(anthropic::Anthropic::new(cfg)?),
+        Provider::Openai | Provider::Ollama => Box::new(openai::OpenAi::new(cfg, provider)?),
+        // `provider_and_why` resolves `auto` or fails; never reached.
+        Provider::Auto => return Err(Error::usage("no model provider is configured")),
     };
     Ok(match &cfg.llm.record {
         Some(path) => Box::new(Recorder { inner: model, path: crate::fs::resolve_in(root, path) }),
@@ -253,39 +254,42 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
 }
 
 /// The model a provider will be asked for: `llm.model`, else the provider's default.
-pub fn model_and_why(cfg: &Config, provider: &str) -> (String, String) {
+pub fn model_and_why(cfg: &Config, provider: &Provider) -> (String, String) {
     if let Some(m) = &cfg.llm.model {
         return (m.clone(), "llm.model names it".into());
     }
     let default = match provider {
-        "anthropic" => anthropic::DEFAULT_MODEL,
-        "ollama" => openai::OLLAMA_MODEL,
-        "openai" => openai::DEFAULT_MODEL,
-        _ => return ("(from the script)".into(), "the scripted model answers from its file".into()),
+        Provider::Anthropic => anthropic::DEFAULT_MODEL,
+        Provider::Ollama => openai::OLLAMA_MODEL,
+        Provider::Openai => openai::DEFAULT_MODEL,
+        Provider::Scripted | Provider::Auto => {
+            return ("(from the script)".into(), "the scripted model answers from its file".into())
+        }
     };
     (default.into(), format!("the default for {provider}; set llm.model or --model to choose"))
 }
 
-pub fn resolve_provider(cfg: &Config) -> Result<String> {
+pub fn resolve_provider(cfg: &Config) -> Result<Provider> {
     provider_and_why(cfg).map(|(p, _)| p)
 }
 
-/// The provider `llm.provider` resolves to, and why (what `config show` prints for `auto`).
-pub fn provider_and_why(cfg: &Config) -> Result<(String, String)> {
-    if cfg.llm.provider != "auto" {
-        return Ok((cfg.llm.provider.clone(), "llm.provider names it".into()));
+/// The provider `llm.provider` resolves to (never `auto`), and why (what `config show` prints
+/// for `auto`).
+pub fn provider_and_why(cfg: &Config) -> Result<(Provider, String)> {
+    if cfg.llm.provider != Provider::Auto {
+        return Ok((cfg.llm.provider, "llm.provider names it".into()));
     }
-    let auto = |p: &str, why: &str| Ok((p.to_string(), format!("llm.provider is auto and {why}")));
+    let auto = |p: Provider, why: &str| Ok((p, format!("llm.provider is auto and {why}")));
     if cfg.llm.script.is_some() {
-        return auto("scripted", "llm.script is set");
+        return auto(Provider::Scripted, "llm.script is set");
     }
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
     if set("ANTHROPIC_API_KEY") {
-        auto("anthropic", "ANTHROPIC_API_KEY is set")
+        auto(Provider::Anthropic, "ANTHROPIC_API_KEY is set")
     } else if set("OPENAI_API_KEY") {
-        auto("openai", "OPENAI_API_KEY is set and ANTHROPIC_API_KEY is not")
+        auto(Provider::Openai, "OPENAI_API_KEY is set and ANTHROPIC_API_KEY is not")
     } else if set("OLLAMA_HOST") {
-        auto("ollama", "OLLAMA_HOST is set and neither ANTHROPIC_API_KEY nor OPENAI_API_KEY is")
+        auto(Provider::Ollama, "OLLAMA_HOST is set and neither ANTHROPIC_API_KEY nor OPENAI_API_KEY is")
     } else {
         Err(Error::usage("no model provider is configured").with_hint(
             "set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI) or OLLAMA_HOST (e.g. http://localhost:11434 for Ollama), \

@@ -20,7 +20,7 @@
 use super::http::{Client, Failure, Rejection, Shapes};
 use super::wire::{self, Form, Structured};
 use super::{json_in_text, Live, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
-use crate::config::{Config, Strict};
+use crate::config::{Config, Provider, Strict};
 use crate::error::{Error, Result};
 use crate::trace::Usage;
 use serde_json::{json, Value};
@@ -31,7 +31,7 @@ pub const OLLAMA_MODEL: &str = "llama3.2";
 
 pub struct OpenAi {
     client: Client,
-    provider: String,
+    provider: Provider,
     /// The base URL as configured (trailing `/` trimmed): with the model, the cache key.
     base: String,
     url: String,
@@ -55,8 +55,8 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(cfg: &Config, provider: &str) -> Result<Self> {
-        let ollama = provider == "ollama";
+    pub fn new(cfg: &Config, provider: Provider) -> Result<Self> {
+        let ollama = provider == Provider::Ollama;
         let base = match (&cfg.llm.base_url, ollama) {
             (Some(b), _) => b.clone(),
             (None, true) => {
@@ -82,11 +82,11 @@ impl OpenAi {
         }
         let url = if base.ends_with("/chat/completions") { base.clone() } else { format!("{base}/chat/completions") };
         let model = cfg.llm.model.clone().unwrap_or_else(|| if ollama { OLLAMA_MODEL } else { DEFAULT_MODEL }.into());
-        let structured = Structured::parse(&cfg.llm.structured)?;
+        let structured = cfg.llm.structured;
         let cached = wire::load(&base, &model);
         Ok(OpenAi {
-            client: Client::new(cfg, provider, key.clone()),
-            provider: provider.into(),
+            client: Client::new(cfg, provider.as_str(), key.clone()),
+            provider,
             base,
             url,
             key,
@@ -467,7 +467,7 @@ impl OpenAi {
 
 impl Model for OpenAi {
     fn provider(&self) -> &str {
-        &self.provider
+        self.provider.as_str()
     }
     fn model(&self) -> &str {
         &self.model

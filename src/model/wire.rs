@@ -14,34 +14,11 @@
 //! corrupt file is ignored (with a `-v` debug note), never an error, and it is replaced
 //! atomically; two processes writing it at once lose one update, never the file.
 
-use crate::error::{Error, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// `llm.structured`: which forms a forced answer may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Structured {
-    /// All six forms, negotiated (the default).
-    Auto,
-    /// Native tool calls only (named, required, auto); no JSON read out of text.
-    Tools,
-    /// JSON in the message text only (json_schema, json_object, prompt).
-    Json,
-}
-
-impl Structured {
-    pub fn parse(s: &str) -> Result<Structured> {
-        match s {
-            "auto" => Ok(Structured::Auto),
-            "tools" => Ok(Structured::Tools),
-            "json" => Ok(Structured::Json),
-            other => Err(Error::config(format!(
-                "invalid configuration at key `llm.structured`: `{other}`; use tools, json or auto"
-            ))),
-        }
-    }
-}
+pub use crate::config::Structured;
 
 /// How a forced answer is requested, most portable first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

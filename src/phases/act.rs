@@ -17,7 +17,7 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
         .tool
         .bytes()
         .chain(a.args.to_string().bytes())
-        .chain(r.status.bytes())
+        .chain(r.status.as_str().bytes())
         .chain(r.output.bytes())
         .chain(r.error.clone().unwrap_or_default().bytes())
     {
@@ -142,7 +142,7 @@ fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, dur
     let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
-    e.result_status = Some(result.status.clone());
+    e.result_status = Some(result.status.to_string());
     e.result_summary = Some(result.summary());
     e.error = result.error.clone();
     e.retryable = Some(result.retryable);

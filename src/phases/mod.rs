@@ -311,11 +311,7 @@ fn progress_line(e: &Entry) -> String {
 /// The budgets in force are the ones given now (flags, environment, config files), counted from
 /// what the run already used; a limit given nowhere keeps the run's recorded value. A change is
 /// committed with a `limits.changed` trace entry (from, to).
-pub fn refresh_limits(
-    env: &Env,
-    state: &mut State,
-    sources: &std::collections::BTreeMap<String, String>,
-) -> Result<()> {
+pub fn refresh_limits(env: &Env, state: &mut State, sources: &crate::config::Sources) -> Result<()> {
     let now = state.limits.in_force(env.cfg, sources);
     if now == state.limits || state.status.is_terminal() {
         return Ok(());

@@ -59,7 +59,7 @@ fn compact(
         }
         s
     };
-    let summary = if env.cfg.memory.compact_with == "model" {
+    let summary = if env.cfg.memory.compact_with == crate::config::CompactWith::Model {
         let prompt = format!(
             "Summarise these {} earlier facts of the run into one paragraph. Keep every fact that still matters and its step or artifact reference.\n\n{}",
             old.len(),

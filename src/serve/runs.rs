@@ -14,7 +14,7 @@
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
-use crate::config::{Dur, Layer, Resolved};
+use crate::config::{Dur, Layer, Resolved, Source};
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::phases::{self, Env};
@@ -139,7 +139,7 @@ pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -
             )));
         }
     }
-    let layer = agent.map(|a| Layer { source: "the request".into(), value: json!({"agent": a}) });
+    let layer = agent.map(|a| Layer { source: Source::ApiRequest, value: json!({"agent": a}) });
     let mut r = crate::settings::resolve_under(&shared.global, &shared.root, layer)?;
     let shared_skills = shared.root.join("skills");
     if !r.config.skills.dirs.contains(&shared_skills) {
@@ -160,8 +160,8 @@ fn narrow(r: &mut Resolved, b: &Budgets, strict: bool) -> Result<()> {
         let Some(w) = want else { return Ok(None) };
         if let Some(b) = base.filter(|b| w > *b) {
             if strict {
-                let from = match r.sources.get(key).map(String::as_str) {
-                    None | Some("default") => "the built-in default".to_string(),
+                let from = match r.sources.get(key) {
+                    None | Some(Source::Default) => "the built-in default".to_string(),
                     Some(s) => s.to_string(),
                 };
                 return Err(Error::usage(format!(
@@ -170,7 +170,7 @@ fn narrow(r: &mut Resolved, b: &Budgets, strict: bool) -> Result<()> {
             }
             return Ok(Some(b));
         }
-        r.sources.insert(key.to_string(), "the request".into());
+        r.sources.insert(key.to_string(), Source::ApiRequest);
         Ok(Some(w))
     }
     if let Some(c) = b.max_cost_usd.filter(|c| !c.is_finite() || *c < 0.0) {
@@ -365,7 +365,7 @@ mod tests {
             .unwrap();
         assert_eq!((r.config.max_steps, r.config.timeout.0.as_secs()), (5, 600));
         assert_eq!((r.config.max_tokens, r.config.max_cost_usd), (Some(900), Some(0.5)), "no limit: any narrows it");
-        assert_eq!(r.sources["max_steps"], "the request");
+        assert_eq!(r.sources["max_steps"], Source::ApiRequest);
         let mut r = base();
         let e = narrow(&mut r, &b(json!({"max_steps": 50})), true).unwrap_err();
         assert!(

@@ -63,8 +63,8 @@ impl Limits {
     /// The limits in force for a run that recorded `self`: each limit given now (a config file,
     /// the environment or a flag — any source but the built-in default) replaces the recorded
     /// one; the others stay as the run recorded them (e.g. `init --max-steps 7`).
-    pub fn in_force(&self, c: &Config, sources: &std::collections::BTreeMap<String, String>) -> Self {
-        let given = |k: &str| sources.get(k).is_some_and(|s| s != "default");
+    pub fn in_force(&self, c: &Config, sources: &crate::config::Sources) -> Self {
+        let given = |k: &str| sources.get(k).is_some_and(crate::config::Source::is_given);
         let now = Limits::from_config(c);
         Limits {
             max_steps: if given("max_steps") { now.max_steps } else { self.max_steps },

@@ -276,6 +276,66 @@ fn config_errors_name_the_file_and_key() {
 }
 
 #[test]
+fn a_value_outside_a_closed_set_is_refused_naming_the_valid_ones() {
+    let t = T::new();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    for (yaml, key, expected) in [
+        (
+            "llm: {structured: xml}\n",
+            "llm.structured",
+            "unknown variant `xml`, expected one of `tools`, `json`, `auto`",
+        ),
+        (
+            "llm: {provider: gemini}\n",
+            "llm.provider",
+            "unknown variant `gemini`, expected one of `anthropic`, `openai`, `ollama`, `scripted`, `auto`",
+        ),
+        ("logging: {format: yaml}\n", "logging.format", "unknown variant `yaml`, expected `text` or `json`"),
+        (
+            "logging: {level: loud}\n",
+            "logging.level",
+            "unknown variant `loud`, expected one of `debug`, `info`, `warn`",
+        ),
+        (
+            "memory: {compact_with: magic}\n",
+            "memory.compact_with",
+            "unknown variant `magic`, expected `model` or `mechanical`",
+        ),
+        (
+            "mcp: {servers: {a: {type: websocket, url: 'http://h'}}}\n",
+            "mcp.servers.a.type",
+            "unknown variant `websocket`, expected `stdio` or `http`",
+        ),
+    ] {
+        t.write("ws/agentloop.yaml", yaml);
+        let out = t.al(&["status"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{yaml}");
+        assert_eq!(
+            stderr(&out).lines().next().unwrap_or(""),
+            format!("error: invalid configuration in ws/agentloop.yaml at key `{key}`: {expected}"),
+            "{yaml}"
+        );
+    }
+    std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
+    let providers = "expected one of `anthropic`, `openai`, `ollama`, `scripted`, `auto`";
+    let out = t.al(&["status", "--provider", "gemini"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().next().unwrap_or(""),
+        format!("error: invalid value on the command line for `llm.provider`: unknown variant `gemini`, {providers}")
+    );
+    let out = t.al(&["status"]).env("AGENTLOOP_PROVIDER", "gemini").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().next().unwrap_or(""),
+        format!("error: invalid configuration in environment variable AGENTLOOP_PROVIDER at key `llm.provider`: unknown variant `gemini`, {providers}")
+    );
+    // The values that are valid still read as they did.
+    t.write("ws/agentloop.yaml", "llm: {structured: json, provider: ollama}\nlogging: {format: json, level: warn}\nmemory: {compact_with: mechanical}\n");
+    t.al(&["status"]).assert().success();
+}
+
+#[test]
 fn agent_profiles_are_a_layer() {
     let t = T::new();
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
