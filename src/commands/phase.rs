@@ -27,7 +27,7 @@ fn next_of(p: Phase) -> Next {
 
 pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
-    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let session = ctx.ws.lock(ctx.lock_wait())?;
     let mut state = ctx.ws.load_state()?;
     if state.status.is_terminal() {
         return Err(Error::usage(format!(
@@ -56,6 +56,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         state.next = want;
     }
     let mut env = Env::new(&ctx)?;
+    env.hold(&session);
     phases::refresh_limits(&env, &mut state, &ctx.resolved.sources)?;
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;

@@ -9,7 +9,7 @@ use crate::output::cli;
 use crate::phases::{self, Env};
 use crate::settings::Ctx;
 use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, Status, StopKind};
+use crate::workspace::{Commit, Next, Session, State, Status, StopKind};
 use clap::Args;
 use serde_json::json;
 
@@ -205,6 +205,8 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     // budget (negotiation). An existing folder is locked first (the lock finishes a commit or a
     // move a killed process left); a new one only once the checks pass (the lock creates it).
     let early = if ctx.ws.root.is_dir() { Some(ctx.ws.lock(ctx.lock_wait())?) } else { None };
+    // Declared before the environment, which commits through it.
+    let session: Session;
     let peek = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
     let first = decide(peek.as_ref(), &args, answer.clone())?;
     if first == Plan::Report {
@@ -221,7 +223,7 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     if matches!(first, Plan::Start { .. }) && !args.force {
         check_fits(&env, model.model(), args.goal.as_deref().unwrap_or(""), &background)?;
     }
-    let _lock = match early {
+    session = match early {
         Some(l) => l,
         None => {
             let lock = ctx.ws.lock(ctx.lock_wait())?;
@@ -230,6 +232,7 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
             lock
         }
     };
+    env.hold(&session);
     // Decided again under the lock: another process may have moved on since the peek.
     let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
     let plan = decide(existing.as_ref(), &args, answer)?;
@@ -261,13 +264,13 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
                 if interrupted {
                     let mut s = old.clone();
                     s.interrupted = true;
-                    ctx.ws.save_state(&s)?;
+                    session.save_state(&s)?;
                 }
-                let to = crate::history::archive(&ctx.ws, &runs, old)?;
+                let to = crate::history::archive(&session, &runs, old)?;
                 ctx.printer.info(&format!("run {} moved to {}", old.run_id, rel(&ctx, &to)));
             }
             let goal = args.goal.as_deref().unwrap_or("");
-            phases::init::init_run_carrying(&ctx.ws, ctx.config(), &env.tpl, goal, &background, &carried)?
+            phases::init::init_run_carrying(&session, ctx.config(), &env.tpl, goal, &background, &carried)?
         }
         Plan::Resume => existing.expect("resume needs a run"),
         Plan::Restore { id } => {
@@ -279,9 +282,9 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
                         return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
                             .with_hint("finish it first, or archive it with `run --new --goal ...`"));
                     }
-                    crate::history::archive(&ctx.ws, &runs, cur)?;
+                    crate::history::archive(&session, &runs, cur)?;
                 }
-                crate::history::restore(&ctx.ws, &runs, &s.run_id)?;
+                crate::history::restore(&session, &runs, &s.run_id)?;
             }
             let s = ctx.ws.load_state()?;
             reopen(&env, s, "run.continued", None)?

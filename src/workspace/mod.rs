@@ -16,7 +16,7 @@ mod lock;
 mod state;
 
 pub use journal::Commit;
-pub use lock::Lock;
+pub use lock::Session;
 pub use state::*;
 
 use crate::error::{Error, Result};
@@ -102,10 +102,6 @@ impl Workspace {
             .with_hint("upgrade agentloop"));
         }
         Ok(state)
-    }
-
-    pub fn save_state(&self, state: &State) -> Result<()> {
-        fs::write_atomic(&self.state_path(), Self::state_text(state).as_bytes())
     }
 
     /// state.json's text for a state (stamped with the time it is written, secrets redacted).
