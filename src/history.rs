@@ -111,7 +111,7 @@ pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
     match hits.as_slice() {
         [one] => Ok(one.ws.clone()),
         [] => Err(Error::usage(format!("no run `{id}` in {}", ws.root))
-            .with_hint(format!("list them with {}", crate::output::cli("runs")))),
+            .with_hint(format!("list them with {}", ws.cli("runs")))),
         _ => Err(Error::usage(format!("`{id}` matches {} runs; give more of the id", hits.len()))),
     }
 }

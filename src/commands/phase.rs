@@ -36,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(crate::commands::run::ways_on(&state)));
+        .with_hint(crate::commands::run::ways_on(&ctx.ws, &state)));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -47,11 +47,11 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
                 next.as_str().unwrap_or("?"),
                 phase.as_str()
             ))
-            .with_hint(format!("run {}, or pass --force", crate::output::cli(next.as_str().unwrap_or("status")))));
+            .with_hint(format!("run {}, or pass --force", ctx.ws.cli(next.as_str().unwrap_or("status")))));
         }
         if phase == Phase::Act && state.pending.is_none() {
             return Err(Error::usage("there is no planned action to run")
-                .with_hint(format!("run {} first", crate::output::cli("plan --force"))));
+                .with_hint(format!("run {} first", ctx.ws.cli("plan --force"))));
         }
         state.next = want;
     }

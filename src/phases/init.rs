@@ -71,7 +71,7 @@ pub fn init_run(
         };
         if !force {
             return Err(Error::usage(format!("workspace {} already holds {what}", ws.root))
-                .with_hint(format!("use another folder, go on with it with {}, or pass --force to start a new run (the old one moves to runs/<run_id>/)", crate::output::cli("run"))));
+                .with_hint(format!("use another folder, go on with it with {}, or pass --force to start a new run (the old one moves to runs/<run_id>/)", ws.cli("run"))));
         }
         let mut old = old?;
         if !old.status.is_terminal() {

@@ -68,6 +68,11 @@ impl Workspace {
         self.path("artifacts")
     }
 
+    /// A command to suggest in a hint about this workspace (see [`crate::output::cli`]).
+    pub fn cli(&self, rest: &str) -> String {
+        crate::output::cli(&self.root, rest)
+    }
+
     /// Refuses a workspace folder that does not exist, creating nothing (every command but
     /// `init` and `run --goal`, which create it).
     pub fn require_dir(&self) -> Result<()> {
@@ -75,7 +80,7 @@ impl Workspace {
             return Ok(());
         }
         Err(Error::usage(format!("workspace {} does not exist", self.root))
-            .with_hint(format!("check -w, or create a run there with {}", crate::output::cli("run --goal \"...\""))))
+            .with_hint(format!("check -w, or create a run there with {}", self.cli("run --goal \"...\""))))
     }
 
     pub fn has_run(&self) -> bool {
@@ -86,12 +91,12 @@ impl Workspace {
         let path = self.state_path();
         let Some(text) = fs::read_inside(&self.root, &path)? else {
             return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
-                .with_hint(format!("start one with {}", crate::output::cli("run --goal \"...\""))));
+                .with_hint(format!("start one with {}", self.cli("run --goal \"...\""))));
         };
         let state: State = serde_json::from_str(&text).map_err(|e| {
             Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
                 "restore the file from a backup, or start a new run with {}",
-                crate::output::cli("init --force --goal \"...\"")
+                self.cli("init --force --goal \"...\"")
             ))
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
