@@ -3,12 +3,14 @@
 //! Invariants:
 //! - Every file is replaced atomically ([`crate::fs::write_atomic`]); trace.jsonl is append-only.
 //! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
-//!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
+//!   on `.agentloop.lock` (released by the OS if the holder dies), records the holder's pid and
+//!   hands out a [`Session`], the only value through which a run is committed, its state saved
+//!   or its files moved.
 //! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
 //!   `.agentloop.journal.json` (fsynced), then applied file by file, then marked applied. A
 //!   process killed at any instant leaves either nothing or everything of a phase applied, or a
 //!   pending record that the next locker replays; replay is idempotent, so no phase is applied
-//!   twice or half. Releasing the lock checkpoints: the files the commits wrote are fsynced and
+//!   twice or half. Dropping the session checkpoints: the files the commits wrote are fsynced and
 //!   the journal emptied (see `journal`).
 
 mod journal;
