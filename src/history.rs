@@ -124,14 +124,15 @@ pub fn shown_status(r: &Run) -> &'static str {
     }
 }
 
-/// Removes archived runs that are not running; returns what went.
+/// Removes archived runs that are not running, under the lock's session; returns what went.
 pub fn prune(
-    ws: &Workspace,
+    session: &Session,
     runs: &str,
     keep: Option<usize>,
     older_than: Option<std::time::Duration>,
     dry_run: bool,
 ) -> Result<Vec<State>> {
+    let ws = session.workspace();
     let archived: Vec<Run> = list(ws, runs, &|_| {}).into_iter().filter(|r| !r.current).collect();
     // Newest first, so `keep` keeps the newest.
     let mut candidates: Vec<&Run> =

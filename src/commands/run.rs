@@ -331,7 +331,7 @@ pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Resul
     }
 }
 
-/// Goes on with a run (the caller holds its lock) until it stops: the limits given now apply
+/// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
 /// toward the agent's rest window, even when it failed. `started`: the run is new.
 pub fn go_on(
@@ -351,8 +351,8 @@ pub fn go_on(
     stop
 }
 
-/// Records a person's answer to an escalated run's open question and reopens the run (the
-/// caller holds its lock; [`go_on`] then drives it). Refuses a run with no question to answer.
+/// Records a person's answer to an escalated run's open question and reopens the run (`env`
+/// holds its lock's session; [`go_on`] then drives it). Refuses a run with no question to answer.
 pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
     let args = RunArgs {
         goal: None,
@@ -371,8 +371,8 @@ pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
     }
 }
 
-/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (the caller
-/// holds its lock; [`go_on`] then drives it). Refuses a run that is done, escalated with a
+/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (`env`
+/// holds its lock's session; [`go_on`] then drives it). Refuses a run that is done, escalated with a
 /// question, or still going.
 pub fn continue_run(env: &Env, state: State) -> Result<State> {
     if !state.status.is_terminal() && !state.interrupted {
