@@ -138,7 +138,7 @@ impl<'a> Env<'a> {
     }
 
     /// The session commits go through: an environment commits only under its workspace's lock.
-    pub fn session(&self) -> Result<&'a Session> {
+    fn session(&self) -> Result<&'a Session> {
         match self.session {
             Some(s) if s.workspace().root == self.ws.root => Ok(s),
             _ => Err(crate::error::Error::failure(format!(
