@@ -79,10 +79,11 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measu
         }
     }
     let ctx = agentloop::settings::build(&g).unwrap();
-    let _lock = ctx.ws.lock(None).unwrap();
+    let session = ctx.ws.lock(None).unwrap();
     let mut env = Env::new(&ctx).unwrap();
+    env.hold(&session);
     let mut state =
-        phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, "read many files", "", false, None).unwrap();
+        phases::init::init_run(&session, ctx.config(), &env.tpl, "read many files", "", false, None).unwrap();
     if let Some(f) = fake {
         f.reset();
     }
@@ -90,7 +91,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measu
     let start = Instant::now();
     let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
     // The checkpoint that releasing the lock takes (files fsynced) belongs to the run's cost.
-    ctx.ws.checkpoint().unwrap();
+    session.checkpoint().unwrap();
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
     let wire_ms = (agentloop::model::http::time_on_the_wire() - wire).as_secs_f64() * 1000.0;
     assert_eq!(stop, agentloop::workspace::StopKind::Done, "the bench run must finish done");

@@ -305,11 +305,11 @@ pub const SPARES: usize = 4;
 /// rotation order, so the next in rotation is the one retired longest ago: no stat needed.
 static SPARE_STATE: std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize, usize)>> = std::sync::Mutex::new(Vec::new());
 
-/// Forgets what this process knows of the spares (another process may write them next: the
-/// workspace lock is being released).
-pub fn forget_spares() {
+/// Forgets what this process knows of the spares of files under `root` (another process may
+/// write them next: that workspace's lock is being released).
+pub fn forget_spares(root: &Utf8Path) {
     if let Ok(mut s) = SPARE_STATE.lock() {
-        s.clear();
+        s.retain(|(p, _, _)| !p.starts_with(root));
     }
 }
 

@@ -13,7 +13,7 @@
 //!   done is skipped, so no run is lost or duplicated (the mechanics: [`crate::archive`]).
 
 use crate::error::{Error, Result};
-use crate::workspace::{State, Status, Workspace};
+use crate::workspace::{Session, State, Status, Workspace};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::archive::Move;
@@ -24,8 +24,9 @@ pub fn runs_dir(ws: &Workspace, runs_dir: &str) -> Utf8PathBuf {
     ws.root.join(runs_dir)
 }
 
-/// Moves the root's run to `<runs_dir>/<run_id>/`. The caller holds the lock.
-pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf> {
+/// Moves the root's run to `<runs_dir>/<run_id>/`, under the lock's session.
+pub fn archive(session: &Session, runs: &str, state: &State) -> Result<Utf8PathBuf> {
+    let ws = session.workspace();
     let to = format!("{runs}/{}", state.run_id);
     // Entered without following links: a symlinked runs/ is refused here (exit 8).
     let there = crate::fs::Folder::open(&ws.root, Utf8Path::new(&to), false)?;
@@ -34,17 +35,18 @@ pub fn archive(ws: &Workspace, runs: &str, state: &State) -> Result<Utf8PathBuf>
             .with_hint("move that folder aside; a run is never archived over another"));
     }
     // The files move as they are on disk: make what the commits wrote durable first.
-    ws.checkpoint()?;
+    session.checkpoint()?;
     crate::archive::apply(&ws.root, Move { from: String::new(), to: to.clone() })?;
     Ok(ws.root.join(to))
 }
 
-/// Moves an archived run back to the root (the root must hold no run). The caller holds the lock.
-pub fn restore(ws: &Workspace, runs: &str, run_id: &str) -> Result<()> {
+/// Moves an archived run back to the root (the root must hold no run), under the lock's session.
+pub fn restore(session: &Session, runs: &str, run_id: &str) -> Result<()> {
+    let ws = session.workspace();
     if ws.has_run() {
         return Err(Error::usage(format!("{} already holds a run", ws.root)));
     }
-    ws.checkpoint()?;
+    session.checkpoint()?;
     crate::archive::apply(&ws.root, Move { from: format!("{runs}/{run_id}"), to: String::new() })
 }
 
@@ -109,7 +111,7 @@ pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
     match hits.as_slice() {
         [one] => Ok(one.ws.clone()),
         [] => Err(Error::usage(format!("no run `{id}` in {}", ws.root))
-            .with_hint(format!("list them with {}", crate::output::cli("runs")))),
+            .with_hint(format!("list them with {}", ws.cli("runs")))),
         _ => Err(Error::usage(format!("`{id}` matches {} runs; give more of the id", hits.len()))),
     }
 }
@@ -122,14 +124,15 @@ pub fn shown_status(r: &Run) -> &'static str {
     }
 }
 
-/// Removes archived runs that are not running; returns what went.
+/// Removes archived runs that are not running, under the lock's session; returns what went.
 pub fn prune(
-    ws: &Workspace,
+    session: &Session,
     runs: &str,
     keep: Option<usize>,
     older_than: Option<std::time::Duration>,
     dry_run: bool,
 ) -> Result<Vec<State>> {
+    let ws = session.workspace();
     let archived: Vec<Run> = list(ws, runs, &|_| {}).into_iter().filter(|r| !r.current).collect();
     // Newest first, so `keep` keeps the newest.
     let mut candidates: Vec<&Run> =

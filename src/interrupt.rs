@@ -4,7 +4,7 @@
 //! journal replays), so an interrupted command may stop at any instant. What the watcher adds:
 //! - the process groups agentloop started (MCP servers, the shell tool's program) are
 //!   terminated first, so nothing is left running;
-//! - a `run` in progress says on stderr what was kept and the command that resumes it;
+//! - each `run` in progress says on stderr what was kept and the command that resumes it;
 //! - then the signal takes its default effect, so agentloop dies of it as a shell expects
 //!   (`$?` is 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP).
 //!
@@ -14,7 +14,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -77,8 +77,28 @@ pub fn kill_all() {
 
 static WATCHER: Once = Once::new();
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The workspace of the run in progress, for the message on interrupt.
-static RUN: Mutex<Option<Utf8PathBuf>> = Mutex::new(None);
+/// The runs in progress (an id, the run's workspace), for the message on interrupt. Each run
+/// adds itself and is removed when its [`Running`] guard drops, so runs of one process (`serve`'s
+/// workers) never stand in for each other; only the list is process-wide, as the signal is.
+static RUNS: Mutex<Vec<(u64, Utf8PathBuf)>> = Mutex::new(Vec::new());
+static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
+
+/// A run in progress, known to the watcher until dropped.
+#[derive(Debug)]
+pub struct Running {
+    id: u64,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// The workspaces of the runs in progress, oldest first.
+fn runs_in_progress() -> Vec<Utf8PathBuf> {
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws)| ws.clone()).collect()
+}
 
 /// Makes sure the watcher runs.
 pub fn watch() {
@@ -90,10 +110,14 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// A run is going on in `ws`: on interrupt, say what was kept and how to resume.
-pub fn run_in(ws: &Utf8Path) {
-    *RUN.lock().unwrap_or_else(|e| e.into_inner()) = Some(ws.to_owned());
+/// A run is going on in `ws` while the returned guard lives: on interrupt, say what was kept
+/// and how to resume.
+#[must_use = "the run is known to the watcher only while the guard lives"]
+pub fn run_in(ws: &Utf8Path) -> Running {
+    let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned()));
     watch();
+    Running { id }
 }
 
 /// After a signal, a command's own thread must not carry on as if a tool or server had failed:
@@ -133,8 +157,7 @@ fn install() {
         if let Some(sig) = signals.forever().next() {
             INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
-            let run = RUN.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if let Some(ws) = run {
+            for ws in runs_in_progress() {
                 crate::output::stderr_line(&resume_message(&ws));
             }
             // The default action ends the process as the signal would have.
@@ -142,4 +165,24 @@ fn install() {
             std::process::exit(128 + sig);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runs in one process (`serve`'s workers) are each known to the watcher while they
+    /// go on, and only then: one ending leaves the other's message in place.
+    #[test]
+    fn each_run_in_progress_is_known_until_it_ends() {
+        let (a, b) = (Utf8Path::new("/tmp/agentloop-ws-a"), Utf8Path::new("/tmp/agentloop-ws-b"));
+        let ours = || runs_in_progress().into_iter().filter(|w| w == a || w == b).collect::<Vec<_>>();
+        let first = run_in(a);
+        let second = run_in(b);
+        assert_eq!(ours(), vec![a.to_owned(), b.to_owned()]);
+        drop(first);
+        assert_eq!(ours(), vec![b.to_owned()]);
+        drop(second);
+        assert!(ours().is_empty());
+    }
 }

@@ -325,19 +325,13 @@ pub fn terminal_width() -> Option<usize> {
     rustix::termios::tcgetwinsize(&out).ok().map(|w| w.ws_col as usize).filter(|n| *n > 0)
 }
 
-/// The workspace the command was given (`-w`), for the commands hints suggest.
-static HINT_WS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-/// Sets the workspace that suggested commands name (`.` names none).
-pub fn set_hint_workspace(ws: &str) {
-    let ws = (!ws.is_empty() && ws != ".").then(|| ws.to_string());
-    *HINT_WS.lock().unwrap_or_else(|e| e.into_inner()) = ws;
-}
-
-/// A command to suggest in a hint, with `-w DIR` when the command was given one, in backticks:
-/// `cli("plan")` → "`agentloop -w ws plan`".
-pub fn cli(rest: &str) -> String {
-    match HINT_WS.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+/// A command to suggest in a hint about workspace `ws`, with `-w DIR` unless `ws` is the
+/// current folder, in backticks: `cli("ws", "plan")` → "`agentloop -w ws plan`". The
+/// workspace is passed by whoever makes the hint (no process-wide slot: `serve`'s workers each
+/// hint at their own run).
+pub fn cli(ws: &camino::Utf8Path, rest: &str) -> String {
+    let ws = Some(ws.as_str()).filter(|ws| !ws.is_empty() && *ws != ".");
+    match ws {
         Some(ws) if ws.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') => {
             format!("`agentloop -w '{}' {rest}`", ws.replace('\'', "'\\''"))
         }
@@ -357,6 +351,17 @@ mod tests {
         assert_eq!(printable("a\x1b[2Jb\rc\0\x7f"), "a␛[2Jb␍c␀␡");
         assert_eq!(printable("x\u{9b}31m y\u{202e}txt.exe\u{2066}"), "x<U+009B>31m y<U+202E>txt.exe<U+2066>");
         assert_eq!(printable("line one\r\nline two\n"), "line one\r\nline two\n");
+    }
+
+    /// A hint names the workspace it is about, as given; the current folder is not named.
+    #[test]
+    fn cli_names_the_workspace_it_is_given() {
+        use camino::Utf8Path;
+        assert_eq!(cli(Utf8Path::new("ws"), "plan"), "`agentloop -w ws plan`");
+        assert_eq!(cli(Utf8Path::new("runs/01K"), "run"), "`agentloop -w runs/01K run`");
+        assert_eq!(cli(Utf8Path::new("."), "run"), "`agentloop run`");
+        assert_eq!(cli(Utf8Path::new(""), "run"), "`agentloop run`");
+        assert_eq!(cli(Utf8Path::new("my ws"), "run"), "`agentloop -w 'my ws' run`");
     }
 
     #[test]

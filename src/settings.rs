@@ -327,7 +327,6 @@ pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Res
 pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
-    crate::output::set_hint_workspace(ws.root.as_str());
     let (layers, refused) = gather(g, &ws.root, None)?;
     let mut resolved = config::resolve(&layers)?;
     load_identity(&mut resolved.config, &ws.root)?;

@@ -39,13 +39,13 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         None => String::new(),
     };
     let fresh = !ctx.ws.root.exists();
-    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let session = ctx.ws.lock(ctx.lock_wait())?;
     if fresh {
         // The folder is this command's own making: its config is the user's to write.
         crate::trust::record_created(&ctx.ws.root, &ctx.printer);
     }
     let env = crate::phases::Env::new(&ctx)?;
-    let state = crate::phases::init::init_run(&ctx.ws, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
+    let state = crate::phases::init::init_run(&session, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
     env.ensure_skills_md()?;
     if ctx.printer.json {
         ctx.printer

@@ -27,7 +27,7 @@ fn next_of(p: Phase) -> Next {
 
 pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
-    let _lock = ctx.ws.lock(ctx.lock_wait())?;
+    let session = ctx.ws.lock(ctx.lock_wait())?;
     let mut state = ctx.ws.load_state()?;
     if state.status.is_terminal() {
         return Err(Error::usage(format!(
@@ -36,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(crate::commands::run::ways_on(&state)));
+        .with_hint(crate::commands::run::ways_on(&ctx.ws, &state)));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -47,15 +47,16 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
                 next.as_str().unwrap_or("?"),
                 phase.as_str()
             ))
-            .with_hint(format!("run {}, or pass --force", crate::output::cli(next.as_str().unwrap_or("status")))));
+            .with_hint(format!("run {}, or pass --force", ctx.ws.cli(next.as_str().unwrap_or("status")))));
         }
         if phase == Phase::Act && state.pending.is_none() {
             return Err(Error::usage("there is no planned action to run")
-                .with_hint(format!("run {} first", crate::output::cli("plan --force"))));
+                .with_hint(format!("run {} first", ctx.ws.cli("plan --force"))));
         }
         state.next = want;
     }
     let mut env = Env::new(&ctx)?;
+    env.hold(&session);
     phases::refresh_limits(&env, &mut state, &ctx.resolved.sources)?;
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;

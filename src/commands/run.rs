@@ -5,11 +5,10 @@
 //! workspace (if any) and the flags; every flag is either honoured or refused with an error.
 
 use crate::error::{code, Error, Result};
-use crate::output::cli;
 use crate::phases::{self, Env};
 use crate::settings::Ctx;
 use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, Status, StopKind};
+use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
 use clap::Args;
 use serde_json::json;
 
@@ -92,7 +91,12 @@ pub enum Plan {
 }
 
 /// Decides what `run` does; a pure function of the root's run and the flags.
-pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> std::result::Result<Plan, Error> {
+pub fn decide(
+    ws: &Workspace,
+    existing: Option<&State>,
+    a: &RunArgs,
+    answer: Option<String>,
+) -> std::result::Result<Plan, Error> {
     if let Some(id) = &a.run {
         return Ok(Plan::Restore { id: id.clone() });
     }
@@ -116,11 +120,11 @@ pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> 
             ))
             .with_hint(format!(
                 "{} resumes it; {} archives it as interrupted and starts the new one",
-                cli("run"),
-                cli("run --new --goal \"...\"")
+                ws.cli("run"),
+                ws.cli("run --new --goal \"...\"")
             ))),
             (_, Some(_), _) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
-                .with_hint(format!("{} resumes it", cli("run")))),
+                .with_hint(format!("{} resumes it", ws.cli("run")))),
             _ => Ok(Plan::Resume),
         };
     }
@@ -131,7 +135,7 @@ pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> 
         return match s.stop {
             Some(StopKind::Escalated) => Ok(Plan::Answer(text)),
             _ => Err(Error::usage(format!("run {} ended {} and has no question to answer", s.run_id, stop_word(s)))
-                .with_hint(ways_on(s))),
+                .with_hint(ways_on(ws, s))),
         };
     }
     if a.continue_ {
@@ -142,7 +146,7 @@ pub fn decide(existing: Option<&State>, a: &RunArgs, answer: Option<String>) -> 
                 "run {} escalated with a question; --continue is for budget and provider stops",
                 s.run_id
             ))
-            .with_hint(format!("answer it: {}", cli("answer \"...\"")))),
+            .with_hint(format!("answer it: {}", ws.cli("answer \"...\"")))),
             _ => Err(Error::usage(format!("run {} is done", s.run_id))
                 .with_hint("start a follow-up with --goal \"...\" (or a fresh run with --new --goal)")),
         };
@@ -161,18 +165,20 @@ fn stop_word(s: &State) -> &'static str {
 }
 
 /// The ways on from an ended run, for people.
-pub fn ways_on(s: &State) -> String {
+pub fn ways_on(ws: &Workspace, s: &State) -> String {
     let mut ways = Vec::new();
     match s.stop {
         Some(StopKind::Budget | StopKind::Provider) => {
-            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", cli("run --continue")))
+            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", ws.cli("run --continue")))
         }
-        Some(StopKind::Escalated) => ways.push(format!("{} answers its question and goes on", cli("answer \"...\""))),
-        _ if s.interrupted => ways.push(format!("{} goes on", cli("run --continue"))),
+        Some(StopKind::Escalated) => {
+            ways.push(format!("{} answers its question and goes on", ws.cli("answer \"...\"")))
+        }
+        _ if s.interrupted => ways.push(format!("{} goes on", ws.cli("run --continue"))),
         _ => {}
     }
-    ways.push(format!("{} starts a follow-up that carries its facts", cli("run --goal \"...\"")));
-    ways.push(format!("{} starts afresh", cli("run --new --goal \"...\"")));
+    ways.push(format!("{} starts a follow-up that carries its facts", ws.cli("run --goal \"...\"")));
+    ways.push(format!("{} starts afresh", ws.cli("run --new --goal \"...\"")));
     ways.join("; ")
 }
 
@@ -196,8 +202,10 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     // budget (negotiation). An existing folder is locked first (the lock finishes a commit or a
     // move a killed process left); a new one only once the checks pass (the lock creates it).
     let early = if ctx.ws.root.is_dir() { Some(ctx.ws.lock(ctx.lock_wait())?) } else { None };
+    // Declared before the environment, which commits through it.
+    let session: Session;
     let peek = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
-    let first = decide(peek.as_ref(), &args, answer.clone())?;
+    let first = decide(&ctx.ws, peek.as_ref(), &args, answer.clone())?;
     if first == Plan::Report {
         return report_ended(&ctx, peek.as_ref().expect("report needs a run"));
     }
@@ -212,7 +220,7 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     if matches!(first, Plan::Start { .. }) && !args.force {
         check_fits(&env, model.model(), args.goal.as_deref().unwrap_or(""), &background)?;
     }
-    let _lock = match early {
+    session = match early {
         Some(l) => l,
         None => {
             let lock = ctx.ws.lock(ctx.lock_wait())?;
@@ -221,9 +229,10 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
             lock
         }
     };
+    env.hold(&session);
     // Decided again under the lock: another process may have moved on since the peek.
     let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
-    let plan = decide(existing.as_ref(), &args, answer)?;
+    let plan = decide(&ctx.ws, existing.as_ref(), &args, answer)?;
     if plan == Plan::Report {
         return report_ended(&ctx, existing.as_ref().expect("report needs a run"));
     }
@@ -252,13 +261,13 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
                 if interrupted {
                     let mut s = old.clone();
                     s.interrupted = true;
-                    ctx.ws.save_state(&s)?;
+                    session.save_state(&s)?;
                 }
-                let to = crate::history::archive(&ctx.ws, &runs, old)?;
+                let to = crate::history::archive(&session, &runs, old)?;
                 ctx.printer.info(&format!("run {} moved to {}", old.run_id, rel(&ctx, &to)));
             }
             let goal = args.goal.as_deref().unwrap_or("");
-            phases::init::init_run_carrying(&ctx.ws, ctx.config(), &env.tpl, goal, &background, &carried)?
+            phases::init::init_run_carrying(&session, ctx.config(), &env.tpl, goal, &background, &carried)?
         }
         Plan::Resume => existing.expect("resume needs a run"),
         Plan::Restore { id } => {
@@ -270,9 +279,9 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
                         return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
                             .with_hint("finish it first, or archive it with `run --new --goal ...`"));
                     }
-                    crate::history::archive(&ctx.ws, &runs, cur)?;
+                    crate::history::archive(&session, &runs, cur)?;
                 }
-                crate::history::restore(&ctx.ws, &runs, &s.run_id)?;
+                crate::history::restore(&session, &runs, &s.run_id)?;
             }
             let s = ctx.ws.load_state()?;
             reopen(&env, s, "run.continued", None)?
@@ -281,10 +290,11 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         Plan::Answer(text) => reopen(&env, existing.expect("answer needs a run"), "run.answered", Some(text))?,
         Plan::Report => unreachable!("handled above"),
     };
-    if !state.status.is_terminal() {
+    // Known to the signal watcher until the command ends (its report included).
+    let _running = (!state.status.is_terminal()).then(|| {
         ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
-        crate::interrupt::run_in(&ctx.ws.root);
-    }
+        crate::interrupt::run_in(&ctx.ws.root)
+    });
     let stop = go_on(&mut env, &mut state, &ctx.resolved.sources, started)?;
     // A closed stdout stops the report, never the command: the lock is released (the journal
     // checkpointed) when this returns, and the outcome decides the code.
@@ -314,7 +324,7 @@ pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Resul
     }
 }
 
-/// Goes on with a run (the caller holds its lock) until it stops: the limits given now apply
+/// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
 /// toward the agent's rest window, even when it failed. `started`: the run is new.
 pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources, started: bool) -> Result<StopKind> {
@@ -329,8 +339,8 @@ pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources,
     stop
 }
 
-/// Records a person's answer to an escalated run's open question and reopens the run (the
-/// caller holds its lock; [`go_on`] then drives it). Refuses a run with no question to answer.
+/// Records a person's answer to an escalated run's open question and reopens the run (`env`
+/// holds its lock's session; [`go_on`] then drives it). Refuses a run with no question to answer.
 pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
     let args = RunArgs {
         goal: None,
@@ -343,14 +353,14 @@ pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
         dry_run: false,
         force: false,
     };
-    match decide(Some(&state), &args, Some(text.trim().to_string()))? {
+    match decide(env.ws, Some(&state), &args, Some(text.trim().to_string()))? {
         Plan::Answer(text) => reopen(env, state, "run.answered", Some(text)),
         other => Err(Error::failure(format!("internal error: an answer was decided as {other:?}"))),
     }
 }
 
-/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (the caller
-/// holds its lock; [`go_on`] then drives it). Refuses a run that is done, escalated with a
+/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (`env`
+/// holds its lock's session; [`go_on`] then drives it). Refuses a run that is done, escalated with a
 /// question, or still going.
 pub fn continue_run(env: &Env, state: State) -> Result<State> {
     if !state.status.is_terminal() && !state.interrupted {
@@ -367,7 +377,7 @@ pub fn continue_run(env: &Env, state: State) -> Result<State> {
         dry_run: false,
         force: false,
     };
-    match decide(Some(&state), &args, None)? {
+    match decide(env.ws, Some(&state), &args, None)? {
         Plan::Continue => reopen(env, state, "run.continued", None),
         other => Err(Error::failure(format!("internal error: a continue was decided as {other:?}"))),
     }
@@ -531,7 +541,7 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     if p.json {
         let mut v = phases::completion_event(s);
         v["payload"]["open_question"] = json!(s.open_question);
-        v["payload"]["ways_on"] = json!(ways_on(s));
+        v["payload"]["ways_on"] = json!(ways_on(&ctx.ws, s));
         p.outln(&v.to_string());
         return Ok(code::OK);
     }
@@ -544,7 +554,7 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     if let Some(q) = &s.open_question {
         p.outln(&format!("open question: {q}"));
     }
-    p.outln(&format!("ways on: {}", ways_on(s)));
+    p.outln(&format!("ways on: {}", ways_on(&ctx.ws, s)));
     Ok(code::OK)
 }
 
@@ -561,7 +571,7 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     }
     let mut how = String::new();
     if state.status == Status::Escalated {
-        how = format!("\nways on: {}", ways_on(state));
+        how = format!("\nways on: {}", ways_on(&ctx.ws, state));
     }
     p.info(&format!(
         "run {} {} after {} step{}: {}\npaper trail: {}/ (memory.md, plan.md, decisions.md, trace.jsonl, result.json, artifacts/){how}",

@@ -105,8 +105,8 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
         Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?),
         None => None,
     };
-    let _lock = ctx.ws.lock(ctx.lock_wait())?;
-    let gone = history::prune(&ctx.ws, &ctx.config().handle.runs_dir, a.keep, older, a.dry_run)?;
+    let session = ctx.ws.lock(ctx.lock_wait())?;
+    let gone = history::prune(&session, &ctx.config().handle.runs_dir, a.keep, older, a.dry_run)?;
     if ctx.printer.json {
         let ids: Vec<&str> = gone.iter().map(|s| s.run_id.as_str()).collect();
         ctx.printer.json_value(&json!({"deleted": if a.dry_run { vec![] } else { ids.clone() }, "would_delete": if a.dry_run { ids } else { vec![] }}));

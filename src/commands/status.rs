@@ -59,7 +59,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
-        p.outln(&format!("ways on     {}", crate::commands::run::ways_on(&s)));
+        p.outln(&format!("ways on     {}", crate::commands::run::ways_on(&ctx.ws, &s)));
     }
     p.outln(&format!("next        {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
@@ -140,7 +140,7 @@ pub fn view(
         "reason": s.reason,
         "open_question": s.open_question,
         "answer_with": answer_cmd,
-        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(s)) } else { None },
+        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(ws, s)) } else { None },
         "interrupted": s.interrupted,
         "rest": crate::rest::current(cfg),
         "frustration": {"score": s.frustration, "threshold": cfg.frustration.threshold, "reframed": s.frustration_reframed},

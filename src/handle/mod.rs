@@ -23,7 +23,7 @@ use crate::output::Printer;
 use crate::phases::{self, act, Env, Outcome};
 use crate::settings::Global;
 use crate::tool::ToolResult;
-use crate::workspace::{Commit, Next, State, StopKind, Workspace};
+use crate::workspace::{Commit, Next, Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -200,8 +200,11 @@ fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: 
 }
 
 /// A phase environment for one turn: stdout belongs to the protocol response, so it prints nothing.
-fn turn_env<'a>(ws: &'a Workspace, cfg: &'a Config) -> Result<Env<'a>> {
-    Env::with(ws, cfg, Printer { quiet: true, ..Default::default() })
+/// It commits through the run's lock `session`.
+fn turn_env<'a>(session: &'a Session, cfg: &'a Config) -> Result<Env<'a>> {
+    let mut env = Env::with(session.workspace(), cfg, Printer { quiet: true, ..Default::default() })?;
+    env.hold(session);
+    Ok(env)
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
@@ -258,10 +261,10 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
         run_id = crate::clock::new_run_id();
     }
     let ws = run_ws(cfg, root, &run_id)?;
-    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let env = turn_env(&ws, cfg)?;
+    let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let env = turn_env(&session, cfg)?;
     let mut state = phases::init::init_run(
-        &ws,
+        &session,
         cfg,
         &env.tpl,
         goal,
@@ -290,7 +293,7 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
         resp.result = format!("duplicate start ignored (run {run_id})");
         return Ok(());
     }
-    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     let waiting = state.next == Next::Act && state.pending.as_ref().is_some_and(|p| !cfg.tools.local.contains(&p.tool));
     if state.status.is_terminal() || waiting {
@@ -300,7 +303,7 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
         return Ok(());
     }
     resp.log("warn", format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
-    let mut env = turn_env(&ws, cfg)?;
+    let mut env = turn_env(&session, cfg)?;
     advance(&mut env, &mut state, resp)
 }
 
@@ -310,10 +313,10 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
         Ok(ws) if ws.has_run() => ws,
         _ => return lost_run(&run_id, resp),
     };
-    let _lock = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     resp.last_run_id = Some(state.run_id.clone());
-    let mut env = turn_env(&ws, cfg)?;
+    let mut env = turn_env(&session, cfg)?;
     if state.status.is_terminal() {
         let ended = state.status.as_str();
         resp.log("info", format!("ignored tool result for run {run_id}: the run already ended {ended}"));

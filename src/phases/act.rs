@@ -50,7 +50,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let Some(action) = plan.next_action.clone() else {
         return Err(Error::data(format!("{} has no Next Action block", env.ws.plan())).with_hint(format!(
             "restore the ```json next-action block, or choose again with {}",
-            crate::output::cli("plan --force")
+            env.ws.cli("plan --force")
         )));
     };
     let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));

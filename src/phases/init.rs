@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::markdown::{self, Memory, Plan};
 use crate::prompt::Templates;
 use crate::trace::{self, Entry, Phase};
-use crate::workspace::{Commit, Limits, State, Workspace};
+use crate::workspace::{Commit, Limits, Session, State};
 use serde_json::json;
 
 /// Turns background text into markdown for context.md: a JSON object or array becomes a fenced
@@ -49,11 +49,11 @@ pub fn read_goal(arg: &str, context: Option<&str>) -> Result<String> {
     Ok(crate::fs::read_arg("-")?.trim().to_string())
 }
 
-/// Creates a new run in `ws`. The caller holds the lock. With `force`, a run already there is
+/// Creates a new run in the session's workspace. With `force`, a run already there is
 /// archived to `runs/<run_id>/` first (as interrupted when it was still running); nothing is
 /// overwritten.
 pub fn init_run(
-    ws: &Workspace,
+    session: &Session,
     cfg: &Config,
     tpl: &Templates,
     goal: &str,
@@ -62,6 +62,7 @@ pub fn init_run(
     run_id: Option<String>,
 ) -> Result<State> {
     let goal = nonempty(goal)?;
+    let ws = session.workspace();
     if ws.has_run() {
         let old = ws.load_state();
         let what = match &old {
@@ -70,29 +71,29 @@ pub fn init_run(
         };
         if !force {
             return Err(Error::usage(format!("workspace {} already holds {what}", ws.root))
-                .with_hint(format!("use another folder, go on with it with {}, or pass --force to start a new run (the old one moves to runs/<run_id>/)", crate::output::cli("run"))));
+                .with_hint(format!("use another folder, go on with it with {}, or pass --force to start a new run (the old one moves to runs/<run_id>/)", ws.cli("run"))));
         }
         let mut old = old?;
         if !old.status.is_terminal() {
             old.interrupted = true;
-            ws.save_state(&old)?;
+            session.save_state(&old)?;
         }
-        crate::history::archive(ws, &cfg.handle.runs_dir, &old)?;
+        crate::history::archive(session, &cfg.handle.runs_dir, &old)?;
     }
-    create(ws, cfg, tpl, goal, background, &[], run_id)
+    create(session, cfg, tpl, goal, background, &[], run_id)
 }
 
 /// Creates a new run whose memory.md and context.md start with facts carried from earlier
 /// runs (each naming the run it came from). The root must hold no run.
 pub fn init_run_carrying(
-    ws: &Workspace,
+    session: &Session,
     cfg: &Config,
     tpl: &Templates,
     goal: &str,
     background: &str,
     carried: &[String],
 ) -> Result<State> {
-    create(ws, cfg, tpl, nonempty(goal)?, background, carried, None)
+    create(session, cfg, tpl, nonempty(goal)?, background, carried, None)
 }
 
 fn nonempty(goal: &str) -> Result<&str> {
@@ -104,7 +105,7 @@ fn nonempty(goal: &str) -> Result<&str> {
 }
 
 fn create(
-    ws: &Workspace,
+    session: &Session,
     cfg: &Config,
     tpl: &Templates,
     goal: &str,
@@ -112,6 +113,7 @@ fn create(
     carried: &[String],
     run_id: Option<String>,
 ) -> Result<State> {
+    let ws = session.workspace();
     // Never through a link: a symlinked artifacts/ is refused (exit 8) before the run starts.
     crate::fs::Folder::open(&ws.root, camino::Utf8Path::new("artifacts"), true)?;
     // A run id is never reused within a workspace's history (a fixed test clock repeats ids
@@ -149,6 +151,6 @@ fn create(
     });
     commit.entry(&e);
     commit.state = Some(state.clone());
-    ws.commit(&commit)?;
+    session.commit(&commit)?;
     Ok(state)
 }

@@ -28,7 +28,7 @@ use crate::settings::Ctx;
 use crate::skills::SkillSet;
 use crate::tools::Registry;
 use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, Status, StopKind, Workspace};
+use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
 use serde_json::{json, Value};
 
 /// The templates for a workspace: built-ins, overridden from `templates_dir` (default
@@ -51,6 +51,9 @@ pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
 /// What a phase needs: the workspace, config, templates, tools, skills and (lazily) a model.
 pub struct Env<'a> {
     pub ws: &'a Workspace,
+    /// The workspace lock's session, through which commits go (see [`Env::hold`]); None for a
+    /// read-only environment.
+    session: Option<&'a Session>,
     pub cfg: &'a Config,
     pub tpl: Templates,
     pub registry: Registry,
@@ -117,6 +120,7 @@ impl<'a> Env<'a> {
         }
         Ok(Env {
             ws,
+            session: None,
             cfg,
             tpl: templates(ws, cfg)?,
             registry: Registry::load(cfg, &ws.root, reach)?,
@@ -132,6 +136,24 @@ impl<'a> Env<'a> {
             catalog: Default::default(),
             skills_checked: Default::default(),
         })
+    }
+
+    /// Commits go through `session` from now on: the lock of this environment's workspace,
+    /// taken after the environment was built (a new run's folder is locked once its checks pass).
+    pub fn hold(&mut self, session: &'a Session) {
+        self.session = Some(session);
+    }
+
+    /// The session commits go through: an environment commits only under its workspace's lock.
+    fn session(&self) -> Result<&'a Session> {
+        match self.session {
+            Some(s) if s.workspace().root == self.ws.root => Ok(s),
+            _ => Err(crate::error::Error::failure(format!(
+                "a commit to {} was attempted without holding its lock; nothing was written",
+                self.ws.root
+            ))
+            .with_hint("this is a bug in agentloop; please report it")),
+        }
     }
 
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
@@ -257,7 +279,7 @@ impl<'a> Env<'a> {
     }
 
     fn commit_inner(&self, commit: &Commit) -> Result<()> {
-        self.ws.commit(commit)?;
+        self.session()?.commit(commit)?;
         if self.keep_committed {
             self.committed.borrow_mut().extend(commit.trace.iter().cloned());
         }

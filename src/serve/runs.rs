@@ -231,9 +231,9 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     crate::fs::create_dir_all(&records_dir(shared))?;
     let text = serde_json::to_string_pretty(&record).expect("record serializes") + "\n";
     crate::fs::write_durable(&record_path(shared, &id), text.as_bytes())?;
-    let lock = ws.lock(None)?;
-    phases::init::init_run(&ws, cfg, &env.tpl, &new.goal, &new.context, false, Some(id.clone()))?;
-    drop(lock);
+    let session = ws.lock(None)?;
+    phases::init::init_run(&session, cfg, &env.tpl, &new.goal, &new.context, false, Some(id.clone()))?;
+    drop(session);
     ticket.push(&id);
     Ok(id)
 }
@@ -252,12 +252,13 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     // Someone may be working on the run with a command that locks; the worker waits a while
     // (--wait SECS, else 30 s), then gives up on it (POST continue queues it again).
     let wait = shared.global.wait.map(std::time::Duration::from_secs).unwrap_or(LOCK_WAIT);
-    let _lock = ws.lock(Some(wait))?;
+    let session = ws.lock(Some(wait))?;
     let mut state = ws.load_state()?;
     if state.status.is_terminal() || state.interrupted {
         return Ok(None);
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
+    env.hold(&session);
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
     let stop = crate::commands::run::go_on(&mut env, &mut state, &resolved.sources, started)?;
@@ -282,9 +283,10 @@ pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResu
         );
     }
     let resolved = recorded_config(shared, id).map_err(|e| ApiError::from(e).status_if(400, 409))?;
-    let lock = ws.lock(None)?;
+    let session = ws.lock(None)?;
     let state = ws.load_state()?;
-    let env = Env::with(&ws, &resolved.config, quiet())?;
+    let mut env = Env::with(&ws, &resolved.config, quiet())?;
+    env.hold(&session);
     let state = match how {
         Reopen::Answer(text) => crate::commands::run::answer_run(&env, state, &text),
         // Still going but held by no worker: one gave up on it (see worker_error); queue it.
@@ -299,7 +301,8 @@ pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResu
         }
         e
     })?;
-    drop(lock);
+    drop(env);
+    drop(session);
     ticket.push(id);
     Ok(state)
 }
@@ -334,9 +337,9 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
             shared.log(&format!("run {id} was unfinished; queued to go on"));
             shared.queue.push(&id);
         } else {
-            let _lock = ws.lock(None)?;
+            let session = ws.lock(None)?;
             state.interrupted = true;
-            ws.save_state(&state)?;
+            session.save_state(&state)?;
             shared.log(&format!("run {id} was unfinished; marked interrupted (POST /runs/{id}/continue goes on)"));
         }
     }

@@ -24,7 +24,7 @@
 //! known format is set aside (`.agentloop.journal.corrupt`); bare JSON (written by earlier
 //! versions) is replayed once.
 
-use super::{State, Workspace, JOURNAL_FILE, SPARE_DIR};
+use super::{Session, State, Workspace, JOURNAL_FILE, SPARE_DIR};
 use crate::error::Result;
 use crate::fs;
 use crate::trace;
@@ -169,9 +169,10 @@ fn read_journal(bytes: &[u8]) -> Journal<'_> {
     Journal::Records(records)
 }
 
-/// Where this process writes the next record of a journal, and what the cycle has touched.
+/// Where the lock's holder writes the next record of a journal, and what the cycle has
+/// touched: owned by the [`Session`] the lock handed out.
 #[derive(Debug)]
-struct Cycle {
+pub(super) struct Cycle {
     id: u64,
     /// Offset of the next record.
     end: u64,
@@ -201,14 +202,6 @@ impl Cycle {
             pending: false,
         }
     }
-}
-
-/// The open cycle of each journal this process holds the lock of.
-static CYCLES: std::sync::Mutex<std::collections::BTreeMap<camino::Utf8PathBuf, Cycle>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-fn cycles() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<camino::Utf8PathBuf, Cycle>> {
-    CYCLES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Commit {
@@ -245,15 +238,22 @@ fn size_of(path: &camino::Utf8Path) -> Result<u64> {
     }
 }
 
-impl Workspace {
-    /// Applies a phase's effects all-or-nothing (see the module docs). The caller holds the
-    /// workspace lock.
+impl Session {
+    /// Applies a phase's effects all-or-nothing (see the module docs).
     pub fn commit(&self, commit: &Commit) -> Result<()> {
+        self.ws.commit(&mut self.cycle.borrow_mut(), commit)
+    }
+
+    /// Makes what the cycle's commits wrote durable and empties the journal (see the module
+    /// docs): before the files are moved as they are on disk (archiving a run).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.ws.checkpoint(&mut self.cycle.borrow_mut())
+    }
+}
+
+impl Workspace {
+    fn commit(&self, c: &mut Cycle, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        if !cycles().contains_key(&journal) {
-            // No cycle open here yet (a commit without the lock's replay): replay first.
-            self.recover()?;
-        }
         if !commit.names_are_plain() {
             return Err(crate::error::Error::data(format!(
                 "a commit names a file outside the workspace: {}",
@@ -276,7 +276,7 @@ impl Workspace {
             let mut size = size_of(&trace)?;
             // A line torn outside any commit (a person's edit, an older version) is ended
             // first, so it does not swallow this commit's first entry.
-            let ours = cycles().get(&journal).and_then(|c| c.trace_end) == Some(size);
+            let ours = c.trace_end == Some(size);
             if !ours && !fs::ends_with_newline(&trace)? {
                 fs::append_raw(&trace, "\n")?;
                 size += 1;
@@ -291,55 +291,38 @@ impl Workspace {
         }
         // The record stays on disk until a checkpoint: the state in it is redacted too.
         let text = crate::redact::redact(&serde_json::to_string(&commit).expect("commit serializes"));
-        let full = cycles()
-            .get(&journal)
-            .is_some_and(|c| c.end > 0 && c.end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES);
+        let full = c.end > 0 && c.end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES;
         if full {
-            self.checkpoint()?;
+            self.checkpoint(c)?;
         }
-        let (id, end, size) = {
-            let c = cycles();
-            let c = &c[&journal];
-            (c.id, c.end, c.size)
-        };
+        let (id, end, size) = (c.id, c.end, c.size);
         let mut bytes = frame(id, &text);
         let len = bytes.len() as u64;
         if end + len + HEADER_LEN as u64 > size {
             // Grow in zeroed chunks, so later records overwrite blocks the file already has.
             bytes.resize(bytes.len() + GROW_BYTES.max(bytes.len()), 0);
         }
-        let file = self.journal_file()?;
+        let file = Self::journal_file(&journal, c)?;
         // One fsync per phase: the record (see fs::write_journal).
         fs::write_journal(&file, &journal, end, &bytes)?;
-        {
-            let mut c = cycles();
-            let c = c.get_mut(&journal).expect("the cycle is open");
-            c.size = c.size.max(end + bytes.len() as u64);
-            c.end = end + len;
-            c.touched.extend(commit.names().map(String::from));
-            c.trace_end = None;
-            c.pending = true;
-        }
+        c.size = c.size.max(end + bytes.len() as u64);
+        c.end = end + len;
+        c.touched.extend(commit.names().map(String::from));
+        c.trace_end = None;
+        c.pending = true;
         crate::crash::point("commit:journaled");
         self.apply(&commit, false)?;
         fs::write_at(&file, &journal, end + MARK_AT, b"-")?;
-        if let Some(c) = cycles().get_mut(&journal) {
-            c.pending = false;
-            c.trace_end = commit
-                .sizes
-                .get("trace.jsonl")
-                .map(|at| at + commit.trace.iter().map(|l| l.len() as u64 + 1).sum::<u64>());
-        }
+        c.pending = false;
+        c.trace_end =
+            commit.sizes.get("trace.jsonl").map(|at| at + commit.trace.iter().map(|l| l.len() as u64 + 1).sum::<u64>());
         Ok(())
     }
 
-    /// The journal, opened once per cycle holder.
-    fn journal_file(&self) -> Result<std::sync::Arc<std::fs::File>> {
-        let journal = self.path(JOURNAL_FILE);
-        let mut all = cycles();
-        let c = all.get_mut(&journal).expect("the cycle is open");
+    /// The journal, opened once per cycle.
+    fn journal_file(journal: &camino::Utf8Path, c: &mut Cycle) -> Result<std::sync::Arc<std::fs::File>> {
         if c.file.is_none() {
-            c.file = Some(std::sync::Arc::new(fs::open_journal(&journal)?));
+            c.file = Some(std::sync::Arc::new(fs::open_journal(journal)?));
         }
         Ok(c.file.clone().expect("opened"))
     }
@@ -434,8 +417,9 @@ impl Workspace {
         Ok(())
     }
 
-    /// Replays what a killed process left (see the module docs), then checkpoints.
-    pub fn recover(&self) -> Result<()> {
+    /// Replays what a killed process left (see the module docs), then checkpoints; the cycle
+    /// the lock's session goes on with.
+    pub(super) fn recover(&self) -> Result<Cycle> {
         let journal = self.path(JOURNAL_FILE);
         let bytes = fs::read_bytes_optional(&journal)?.unwrap_or_default();
         let mut cycle = Cycle::new(bytes.len() as u64);
@@ -469,21 +453,18 @@ impl Workspace {
             cycle = Cycle::new(0);
         }
         let legacy = bytes.first() == Some(&b'{') && !set_aside;
-        cycles().insert(journal.clone(), cycle);
-        self.checkpoint()?;
+        self.checkpoint(&mut cycle)?;
         if legacy {
             fs::clear_journal(&journal)?;
-            cycles().insert(journal, Cycle::new(0));
+            cycle = Cycle::new(0);
         }
-        Ok(())
+        Ok(cycle)
     }
 
     /// Makes the cycle's files durable and empties the journal (see the module docs). A no-op
     /// when nothing was committed since the last checkpoint.
-    pub fn checkpoint(&self) -> Result<()> {
+    pub(super) fn checkpoint(&self, c: &mut Cycle) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        let mut all = cycles();
-        let Some(c) = all.get_mut(&journal) else { return Ok(()) };
         if c.end == 0 && c.touched.is_empty() {
             return Ok(());
         }
@@ -518,16 +499,6 @@ impl Workspace {
         c.file = file;
         Ok(())
     }
-
-    /// Forgets this process's cycle of the journal (the lock is being released), after a
-    /// checkpoint.
-    pub(super) fn close_journal(&self) {
-        if let Err(e) = self.checkpoint() {
-            crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
-        }
-        cycles().remove(&self.path(JOURNAL_FILE));
-        fs::forget_spares();
-    }
 }
 
 #[cfg(test)]
@@ -546,16 +517,16 @@ mod tests {
         c.trace = vec![r#"{"n":1}"#.into(), r#"{"n":2}"#.into()];
         std::fs::write(ws.trace(), "{\"n\":0}\n{\"n\":1}\n").unwrap();
         std::fs::write(ws.path(JOURNAL_FILE), serde_json::to_string(&c).unwrap()).unwrap();
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
         assert_eq!(std::fs::read_to_string(ws.memory()).unwrap(), "# Memory\n");
         assert_eq!(std::fs::read_to_string(ws.path(JOURNAL_FILE)).unwrap(), "", "the journal is emptied after replay");
         // Nothing to replay the second time.
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert_eq!(std::fs::read_to_string(ws.trace()).unwrap().lines().count(), 3);
         // A journal that is not a commit is set aside, not applied.
         std::fs::write(ws.path(JOURNAL_FILE), "not json").unwrap();
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert!(ws.path(".agentloop.journal.corrupt").exists());
     }
 
@@ -582,15 +553,17 @@ mod tests {
         let mut two = Commit::default();
         two.file("memory.md", "memory 2\n".into()).append("decisions.md", "d2\n".into());
         two.trace = vec![r#"{"n":2}"#.into()];
-        ws.commit(&one).unwrap();
-        ws.commit(&two).unwrap();
+        let session = ws.lock(None).unwrap();
+        session.commit(&one).unwrap();
+        session.commit(&two).unwrap();
         let bytes = std::fs::read(&journal).unwrap();
         let Journal::Records(rs) = read_journal(&bytes) else { panic!("two records") };
         assert_eq!(rs.len(), 2);
         assert!(rs.iter().all(|r| !r.pending), "both marked applied");
         assert_eq!(std::fs::read_to_string(ws.decisions()).unwrap(), "d1\nd2\n");
-        ws.checkpoint().unwrap();
+        session.checkpoint().unwrap();
         assert_eq!(read_journal(&std::fs::read(&journal).unwrap()), Journal::Empty);
+        drop(session);
 
         // What a killed process leaves: the first record applied, the second pending and half
         // applied (its decision appended with a torn end, no trace line yet).
@@ -604,8 +577,7 @@ mod tests {
         std::fs::write(ws.decisions(), "d1\nd").unwrap();
         std::fs::write(ws.trace(), "{\"n\":1}\n").unwrap();
         std::fs::remove_file(ws.memory()).unwrap();
-        cycles().remove(&journal);
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert_eq!(
             std::fs::read_to_string(ws.plan()).unwrap(),
             "edited by a person\n",
@@ -628,8 +600,7 @@ mod tests {
         std::fs::write(ws.plan(), "").unwrap();
         std::fs::write(ws.decisions(), "").unwrap();
         std::fs::write(ws.trace(), "").unwrap();
-        cycles().remove(&journal);
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert_eq!(std::fs::read_to_string(ws.plan()).unwrap(), "plan 1\n");
         assert_eq!(std::fs::read_to_string(ws.decisions()).unwrap(), "d1\nd2\n");
         assert_eq!(std::fs::read_to_string(ws.trace()).unwrap(), "{\"n\":1}\n{\"n\":2}\n");
@@ -641,8 +612,7 @@ mod tests {
         bytes.extend(&whole[..whole.len() - 3]);
         std::fs::write(&journal, &bytes).unwrap();
         std::fs::remove_file(ws.memory()).unwrap();
-        cycles().remove(&journal);
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         assert!(!ws.memory().exists(), "nothing of a torn record is applied");
         let mut flipped = whole.clone();
         let n = flipped.len();
@@ -650,12 +620,10 @@ mod tests {
         for torn in [flipped, whole[..20].to_vec(), b"GIF89a and then a picture".to_vec()] {
             let _ = std::fs::remove_file(ws.path(".agentloop.journal.corrupt"));
             std::fs::write(&journal, &torn).unwrap();
-            cycles().remove(&journal);
-            ws.recover().unwrap();
+            drop(ws.lock(None).unwrap());
             assert!(!ws.memory().exists(), "nothing of a torn record is applied");
             assert!(ws.path(".agentloop.journal.corrupt").exists() && !journal.exists(), "set aside");
         }
-        cycles().remove(&journal);
     }
 
     /// A journal is data a workspace carries: a crafted one that names a file outside the
@@ -673,27 +641,79 @@ mod tests {
         for bytes in [serde_json::to_vec(&evil).unwrap(), record(&evil, 3, boot_id(), false)] {
             let _ = std::fs::remove_file(ws.path(".agentloop.journal.corrupt"));
             std::fs::write(&journal, bytes).unwrap();
-            cycles().remove(&journal);
-            ws.recover().unwrap();
+            drop(ws.lock(None).unwrap());
             assert!(!root.join("outside.txt").exists(), "nothing written outside");
             assert!(!ws.memory().exists(), "nothing of it applied");
             assert!(ws.path(".agentloop.journal.corrupt").exists(), "set aside");
         }
-        assert!(ws.commit(&evil).is_err(), "a commit naming ../ is refused");
+        assert!(ws.lock(None).unwrap().commit(&evil).is_err(), "a commit naming ../ is refused");
         assert!(!root.join("outside.txt").exists());
 
         let target = root.join("precious.txt");
         std::fs::write(&target, "keep me").unwrap();
         let _ = std::fs::remove_file(&journal);
         std::os::unix::fs::symlink(&target, &journal).unwrap();
-        cycles().remove(&journal);
-        ws.recover().unwrap();
+        drop(ws.lock(None).unwrap());
         let mut ok = Commit::default();
         ok.file("memory.md", "fine\n".into());
-        ws.commit(&ok).unwrap();
+        ws.lock(None).unwrap().commit(&ok).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me", "the link's target is untouched");
         assert!(!std::fs::symlink_metadata(&journal).unwrap().file_type().is_symlink());
-        cycles().remove(&journal);
+    }
+
+    /// Two workspaces locked in one process (two threads, as `serve`'s workers) commit
+    /// independently: each session's cycle is its own, and releasing one checkpoints only its
+    /// own journal.
+    #[test]
+    fn two_sessions_in_one_process_keep_their_own_cycles() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8Path::from_path(dir.path()).unwrap().to_path_buf();
+        let both = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let worker = |name: &'static str, release_first: bool| {
+            let (ws, both) = (Workspace::new(root.join(name)), both.clone());
+            std::thread::spawn(move || {
+                let session = ws.lock(None).unwrap();
+                for n in 0..3 {
+                    let mut c = Commit::default();
+                    c.file("memory.md", format!("{name} {n}\n")).append("decisions.md", format!("{name} {n}\n"));
+                    c.trace = vec![format!(r#"{{"ws":"{name}","n":{n}}}"#)];
+                    session.commit(&c).unwrap();
+                }
+                let records = |ws: &Workspace| match read_journal(&std::fs::read(ws.path(JOURNAL_FILE)).unwrap()) {
+                    Journal::Records(r) => r.iter().map(|r| (r.cycle, r.pending)).collect::<Vec<_>>(),
+                    _ => vec![],
+                };
+                let mine = records(&ws);
+                assert_eq!(mine.len(), 3, "{name}: its three commits, one cycle");
+                assert!(mine.iter().all(|(c, pending)| *c == mine[0].0 && !pending), "{name}: {mine:?}");
+                both.wait(); // both sessions hold records now
+                if release_first {
+                    drop(session);
+                    both.wait();
+                    assert_eq!(records(&ws), vec![], "{name}: released, checkpointed");
+                } else {
+                    both.wait(); // the other session is released
+                    assert_eq!(records(&ws), mine, "{name}: untouched by the other's release");
+                    let mut c = Commit::default();
+                    c.file("plan.md", "more\n".into());
+                    session.commit(&c).unwrap();
+                    let now = records(&ws);
+                    assert_eq!(now.len(), 4, "{name}: the same cycle goes on");
+                    assert_eq!(now[3].0, mine[0].0);
+                    drop(session);
+                    assert_eq!(records(&ws), vec![]);
+                }
+                mine[0].0
+            })
+        };
+        let (a, b) = (worker("a", true), worker("b", false));
+        let (a, b) = (a.join().unwrap(), b.join().unwrap());
+        assert_ne!(a, b, "each session opened its own cycle");
+        for name in ["a", "b"] {
+            let ws = Workspace::new(root.join(name));
+            assert_eq!(std::fs::read_to_string(ws.decisions()).unwrap(), format!("{name} 0\n{name} 1\n{name} 2\n"));
+            assert_eq!(std::fs::read_to_string(ws.trace()).unwrap().lines().count(), 3);
+        }
     }
 
     /// A commit that fails while applied keeps its record through the lock's release (the
@@ -706,7 +726,7 @@ mod tests {
         std::fs::write(ws.path("artifacts"), "a file where a folder should be").unwrap();
         let mut c = Commit::default();
         c.file("memory.md", "m\n".into()).file("artifacts/a.md", "a\n".into());
-        assert!(ws.commit(&c).is_err());
+        assert!(lock.commit(&c).is_err());
         drop(lock);
         let bytes = std::fs::read(ws.path(JOURNAL_FILE)).unwrap();
         assert!(matches!(read_journal(&bytes), Journal::Records(r) if r.len() == 1 && r[0].pending), "kept, pending");

@@ -1,29 +1,55 @@
 //! The workspace lock: one process at a time mutates a workspace (an exclusive OS lock on
 //! `.agentloop.lock`, released by the OS if the holder dies; the holder's pid is recorded).
-//! Taking it replays what a killed process left: a phase's journal, an archive move, temp files.
+//! Taking it replays what a killed process left: a phase's journal, an archive move, temp files,
+//! and hands out the [`Session`]: the one value that may change the workspace's run.
 
-use super::{Workspace, LOCK_FILE};
+use super::journal::Cycle;
+use super::{State, Workspace, LOCK_FILE};
 use crate::error::{Error, Kind, Result};
 use crate::fs;
 use std::time::{Duration, Instant};
 
-/// Held while a process mutates the workspace; dropping it checkpoints the commit journal
-/// (the files the commits wrote are fsynced) and releases the lock.
+/// The workspace lock, held: what may only happen under the lock (a commit, a checkpoint,
+/// writing state.json, moving a run) is a method of this guard, so holding the lock is
+/// checked by the compiler. It owns the journal's open cycle (the journal file, the cycle id,
+/// what the cycle wrote); nothing of it is kept anywhere else in the process, so two
+/// workspaces locked in one process (`serve`'s workers) commit independently. Dropping it
+/// checkpoints (the files the commits wrote are fsynced, the journal emptied) and releases
+/// the lock.
 #[derive(Debug)]
-pub struct Lock {
+pub struct Session {
     _file: std::fs::File,
-    ws: Workspace,
+    pub(super) ws: Workspace,
+    /// One commit at a time: a phase environment shares the session by reference.
+    pub(super) cycle: std::cell::RefCell<Cycle>,
 }
 
-impl Drop for Lock {
+impl Session {
+    /// The workspace this session holds.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    /// Writes state.json as it is, outside the journal (marking a run interrupted before it
+    /// is archived): the file is replaced atomically.
+    pub fn save_state(&self, state: &State) -> Result<()> {
+        fs::write_atomic(&self.ws.state_path(), Workspace::state_text(state).as_bytes())
+    }
+}
+
+impl Drop for Session {
     fn drop(&mut self) {
-        self.ws.close_journal();
+        if let Err(e) = self.ws.checkpoint(self.cycle.get_mut()) {
+            crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
+        }
+        fs::forget_spares(&self.ws.root);
     }
 }
 
 impl Workspace {
-    /// Takes the exclusive workspace lock. `wait`: None fails at once, Some(d) waits up to d.
-    pub fn lock(&self, wait: Option<Duration>) -> Result<Lock> {
+    /// Takes the exclusive workspace lock and hands out its session. `wait`: None fails at
+    /// once, Some(d) waits up to d.
+    pub fn lock(&self, wait: Option<Duration>) -> Result<Session> {
         fs::create_dir_all(&self.root)?;
         let path = self.path(LOCK_FILE);
         // Never through a symlink: the holder's pid is written into the file.
@@ -64,9 +90,9 @@ impl Workspace {
         let _ = write!(f, "{}", std::process::id());
         let _ = f.sync_data();
         self.remove_stale_temps();
-        self.recover()?;
+        let cycle = self.recover()?;
         crate::archive::recover(&self.root)?;
-        Ok(Lock { _file: file, ws: self.clone() })
+        Ok(Session { _file: file, ws: self.clone(), cycle: std::cell::RefCell::new(cycle) })
     }
 
     /// Removes temp files left by a process killed between write and rename (we hold the lock,

@@ -3,12 +3,14 @@
 //! Invariants:
 //! - Every file is replaced atomically ([`crate::fs::write_atomic`]); trace.jsonl is append-only.
 //! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
-//!   on `.agentloop.lock` (released by the OS if the holder dies) and records the holder's pid.
+//!   on `.agentloop.lock` (released by the OS if the holder dies), records the holder's pid and
+//!   hands out a [`Session`], the only value through which a run is committed, its state saved
+//!   or its files moved.
 //! - A phase applies its effects through one [`Commit`]: the commit is first written whole to
 //!   `.agentloop.journal.json` (fsynced), then applied file by file, then marked applied. A
 //!   process killed at any instant leaves either nothing or everything of a phase applied, or a
 //!   pending record that the next locker replays; replay is idempotent, so no phase is applied
-//!   twice or half. Releasing the lock checkpoints: the files the commits wrote are fsynced and
+//!   twice or half. Dropping the session checkpoints: the files the commits wrote are fsynced and
 //!   the journal emptied (see `journal`).
 
 mod journal;
@@ -16,7 +18,7 @@ mod lock;
 mod state;
 
 pub use journal::Commit;
-pub use lock::Lock;
+pub use lock::Session;
 pub use state::*;
 
 use crate::error::{Error, Result};
@@ -68,6 +70,11 @@ impl Workspace {
         self.path("artifacts")
     }
 
+    /// A command to suggest in a hint about this workspace (see [`crate::output::cli`]).
+    pub fn cli(&self, rest: &str) -> String {
+        crate::output::cli(&self.root, rest)
+    }
+
     /// Refuses a workspace folder that does not exist, creating nothing (every command but
     /// `init` and `run --goal`, which create it).
     pub fn require_dir(&self) -> Result<()> {
@@ -75,7 +82,7 @@ impl Workspace {
             return Ok(());
         }
         Err(Error::usage(format!("workspace {} does not exist", self.root))
-            .with_hint(format!("check -w, or create a run there with {}", crate::output::cli("run --goal \"...\""))))
+            .with_hint(format!("check -w, or create a run there with {}", self.cli("run --goal \"...\""))))
     }
 
     pub fn has_run(&self) -> bool {
@@ -86,12 +93,12 @@ impl Workspace {
         let path = self.state_path();
         let Some(text) = fs::read_inside(&self.root, &path)? else {
             return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
-                .with_hint(format!("start one with {}", crate::output::cli("run --goal \"...\""))));
+                .with_hint(format!("start one with {}", self.cli("run --goal \"...\""))));
         };
         let state: State = serde_json::from_str(&text).map_err(|e| {
             Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
                 "restore the file from a backup, or start a new run with {}",
-                crate::output::cli("init --force --goal \"...\"")
+                self.cli("init --force --goal \"...\"")
             ))
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
@@ -102,10 +109,6 @@ impl Workspace {
             .with_hint("upgrade agentloop"));
         }
         Ok(state)
-    }
-
-    pub fn save_state(&self, state: &State) -> Result<()> {
-        fs::write_atomic(&self.state_path(), Self::state_text(state).as_bytes())
     }
 
     /// state.json's text for a state (stamped with the time it is written, secrets redacted).

@@ -493,6 +493,43 @@ fn a_run_a_worker_gave_up_on_is_continued() {
     assert_eq!(s.finished(&b)["status"], "done");
 }
 
+/// Two runs driven at once by two workers of one process: each commits through its own lock's
+/// session (its journal holds only its own records, and each is checkpointed when its run ends),
+/// and each run's hints name its own folder.
+#[test]
+fn two_workers_drive_two_runs_each_with_its_own_session() {
+    let t = T::new();
+    let (slow, hold) = gate();
+    root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
+    let s = serve(&t, &["--script", "script.yaml"], &["--workers", "2"], Some(TOKEN));
+    let a = s.post("/runs", &json!({"goal": "first"})).json()["run_id"].as_str().unwrap().to_string();
+    let b = s.post("/runs", &json!({"goal": "second"})).json()["run_id"].as_str().unwrap().to_string();
+    // Both workers wait in Act (the fake answers one request at a time: one is held there, the
+    // other waits to be heard), each holding its run's lock with framing and planning journaled.
+    let planned = |id: &str| {
+        std::fs::read_to_string(t.path(&format!("root/runs/{id}/trace.jsonl")))
+            .is_ok_and(|tr| tr.lines().any(|l| l.contains(r#""event":"plan""#)))
+    };
+    wait_until("both runs plan and call the slow service", &s, || slow.count() >= 1 && planned(&a) && planned(&b));
+    let journal =
+        |id: &str| std::fs::read(t.path(&format!("root/runs/{id}/.agentloop.journal.json"))).unwrap_or_default();
+    for (mine, other) in [(&a, &b), (&b, &a)] {
+        let text = String::from_utf8_lossy(&journal(mine)).to_string();
+        assert!(text.starts_with("AGJ2 "), "run {mine}'s journal holds its records: {text:.200}");
+        assert!(text.contains(mine.as_str()) && !text.contains(other.as_str()), "only its own run's records");
+    }
+    hold.store(false, Ordering::SeqCst);
+    for (mine, other) in [(&a, &b), (&b, &a)] {
+        let v = s.finished(mine);
+        assert_eq!(v["status"], "done", "{v}");
+        assert!(journal(mine).iter().take(81).all(|b| *b == 0), "run {mine}'s journal is checkpointed");
+        let ways = v["ways_on"].as_str().unwrap();
+        assert!(ways.contains(&format!("runs/{mine} run --goal")) && !ways.contains(other.as_str()), "{ways}");
+        let trace = t.read(&format!("root/runs/{mine}/trace.jsonl"));
+        assert!(trace.lines().all(|l| l.contains(mine.as_str())), "{trace}");
+    }
+}
+
 #[test]
 fn runs_go_on_after_a_restart() {
     let t = T::new();
