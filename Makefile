@@ -67,7 +67,7 @@ demo: build
 	@echo "The run's report is in demo-ws/report.html: open it in a browser."
 
 ## bench: loop overhead per step (scripted model and a local HTTP fake), prompt size growth,
-## trace reading and memory search (benches/loop.rs); MCP tool listing
+## trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs)
 bench:
 	$(CARGO) bench --locked --bench loop

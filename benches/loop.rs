@@ -7,8 +7,9 @@
 //! full plan → act → reflect step in both (wall time minus the time model calls spent on the
 //! wire, from a request handed to the connection until its reply was read), plan-prompt
 //! input flat within 20% between step 1 and step 30, trace.jsonl read at over 100k entries/s,
-//! memory search under 50 ms. Prints a report and exits non-zero when a target is missed;
-//! `cargo bench --bench loop -- http` runs one part (scripted, http, trace, memory).
+//! memory search under 50 ms. Also prints the size of the release binary the bench was built
+//! with (no target: a figure to watch). Prints a report and exits non-zero when a target is
+//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, memory, size).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 use agentloop::phases::{self, Env};
@@ -344,8 +345,25 @@ fn memory_search() -> (f64, f64) {
     (build_ms, start.elapsed().as_secs_f64() * 1000.0 / n as f64)
 }
 
+/// Prints the size of the agentloop binary cargo built beside this bench: the release profile,
+/// symbols stripped, so what `cargo install` puts on a user's disk.
+fn binary_size() {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_agentloop"));
+    let shown = std::env::current_dir().ok().and_then(|d| path.strip_prefix(d).ok()).unwrap_or(path);
+    match std::fs::metadata(path) {
+        Ok(m) => println!(
+            "binary size:   {:.1} MiB ({} bytes) {}",
+            m.len() as f64 / (1024.0 * 1024.0),
+            m.len(),
+            shown.display()
+        ),
+        Err(e) => println!("binary size:   unknown ({}: {e})", path.display()),
+    }
+}
+
 fn main() {
-    // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, trace, memory.
+    // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, trace,
+    // memory, size.
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
     // Private cache and data folders (the wire-form cache, long-term memory), so the bench
@@ -400,6 +418,9 @@ fn main() {
         if search_ms >= 50.0 {
             miss("memory search target (< 50 ms)");
         }
+    }
+    if wants("size") {
+        binary_size();
     }
     if ok {
         println!("all targets met");

@@ -2,6 +2,7 @@
 //! without blocking, reading with a size cap, checking a write target, and error messages that
 //! name a path as the model gave it. A leaf: the tool sandbox, skills and MCP build on it.
 
+use crate::fs::sys;
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 use std::io::Read;
@@ -62,10 +63,10 @@ pub fn io_error(shown: &str, e: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => format!("{shown}: no such file or folder"),
         std::io::ErrorKind::PermissionDenied => format!("access denied: {shown}: permission denied"),
         _ => match e.raw_os_error() {
-            Some(libc::ELOOP) | Some(libc::EXDEV) => {
+            Some(sys::ELOOP) | Some(sys::EXDEV) => {
                 format!("access denied: {shown} leads out of the allowed folders through a symbolic link")
             }
-            Some(libc::ENXIO) => format!("{shown} is not a regular file"),
+            Some(sys::ENXIO) => format!("{shown} is not a regular file"),
             _ if e.to_string().contains("outside of the filesystem") => {
                 format!("access denied: {shown} leads out of the allowed folders")
             }
@@ -87,7 +88,7 @@ fn strip_os_detail(e: &std::io::Error) -> String {
 /// checked on the opened handle. Returns the file and its metadata.
 pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata), String> {
     let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_NONBLOCK);
+    o.read(true).custom_flags(sys::O_NONBLOCK);
     let f = dir.open_with(rel, &o).map_err(|e| io_error(shown, &e))?;
     let m = f.metadata().map_err(|e| io_error(shown, &e))?;
     if m.is_dir() {
@@ -141,7 +142,7 @@ pub fn check_target(parent: &Dir, name: &str, shown: &str, append: bool) -> Resu
 /// is the regular, singly linked file that `name` names (not a link or FIFO swapped in).
 pub fn open_append(parent: &Dir, name: &str, shown: &str) -> Result<File, String> {
     let mut o = OpenOptions::new();
-    o.append(true).create(true).custom_flags(libc::O_NONBLOCK);
+    o.append(true).create(true).custom_flags(sys::O_NONBLOCK);
     let f = parent.open_with(name, &o).map_err(|e| io_error(shown, &e))?;
     let opened = f.metadata().map_err(|e| io_error(shown, &e))?;
     let named = parent.symlink_metadata(name).map_err(|e| io_error(shown, &e))?;

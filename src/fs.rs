@@ -17,6 +17,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod folder;
+pub(crate) mod sys;
 
 pub use folder::{write_in, Folder};
 
@@ -137,7 +138,7 @@ fn open_append_nofollow(path: &Utf8Path, create: bool) -> Result<std::fs::File> 
     std::fs::OpenOptions::new()
         .create(create)
         .append(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(sys::O_NOFOLLOW)
         .open(path)
         .map_err(|e| not_a_symlink("open", path, e))
 }
@@ -196,7 +197,7 @@ pub fn append_raw(path: &Utf8Path, text: &str) -> Result<()> {
 
 /// An open error, saying so when the path is a symlink (refused by `O_NOFOLLOW`).
 pub fn not_a_symlink(action: &str, path: &Utf8Path, e: std::io::Error) -> Error {
-    if e.raw_os_error() == Some(libc::ELOOP) {
+    if e.raw_os_error() == Some(sys::ELOOP) {
         return linked_file(path);
     }
     Error::io(action, path, e)
@@ -227,7 +228,7 @@ pub fn open_journal(path: &Utf8Path) -> Result<std::fs::File> {
         .create(true)
         .truncate(false)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(sys::O_NOFOLLOW)
         .open(path)
         .map_err(|e| not_a_symlink("open", path, e))?;
     if !existed {
@@ -376,7 +377,7 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
         .write(true)
         .create(true)
         .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(sys::O_NOFOLLOW)
         .open(&slot)
     {
         Ok(f) => f,
@@ -410,13 +411,13 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
 }
 
 /// Swaps two existing paths atomically; false when it cannot (then nothing changed).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(target_os = "linux")]
 fn swap(a: &Utf8Path, b: &Utf8Path) -> bool {
-    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
-    renameat2(AT_FDCWD, a.as_std_path(), AT_FDCWD, b.as_std_path(), RenameFlags::RENAME_EXCHANGE).is_ok()
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    renameat_with(CWD, a.as_std_path(), CWD, b.as_std_path(), RenameFlags::EXCHANGE).is_ok()
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(target_os = "linux"))]
 fn swap(_: &Utf8Path, _: &Utf8Path) -> bool {
     false
 }
@@ -438,7 +439,7 @@ pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
     if len > at {
         let f = std::fs::OpenOptions::new()
             .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(sys::O_NOFOLLOW)
             .open(path)
             .map_err(|e| not_a_symlink("open", path, e))?;
         f.set_len(at).map_err(|e| Error::io("cut the torn end of", path, e))?;
@@ -449,7 +450,7 @@ pub fn append_at(path: &Utf8Path, at: u64, text: &str) -> Result<()> {
 /// Empties a file (a journal in an unknown format, once set aside).
 pub fn clear_journal(path: &Utf8Path) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+    match std::fs::OpenOptions::new().write(true).custom_flags(sys::O_NOFOLLOW).open(path) {
         Ok(f) => f.set_len(0).map_err(|e| Error::io("empty", path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(not_a_symlink("open", path, e)),

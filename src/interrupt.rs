@@ -11,8 +11,7 @@
 //! The watcher is installed lazily: by the first process group registered, or by a run.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
@@ -43,28 +42,25 @@ pub fn live() -> usize {
 /// Whether any process of the group is still there (zombies included).
 pub fn group_exists(pgid: u32) -> bool {
     let Ok(p) = i32::try_from(pgid) else { return false };
-    p > 1 && killpg(Pid::from_raw(p), None).is_ok()
+    p > 1 && Pid::from_raw(p).is_some_and(|pid| test_kill_process_group(pid).is_ok())
 }
 
 /// SIGTERM to the group, up to `grace` for it to go, then SIGKILL. Safe on a group that is
 /// already gone.
 pub fn kill_group(pgid: u32, grace: Duration) {
     let Ok(p) = i32::try_from(pgid) else { return };
-    if p <= 1 {
-        return;
-    }
-    let pid = Pid::from_raw(p);
-    if killpg(pid, Signal::SIGTERM).is_err() {
+    let Some(pid) = Pid::from_raw(p).filter(|_| p > 1) else { return };
+    if kill_process_group(pid, Signal::TERM).is_err() {
         return;
     }
     let start = Instant::now();
     while start.elapsed() < grace {
         std::thread::sleep(Duration::from_millis(20));
-        if killpg(pid, None).is_err() {
+        if test_kill_process_group(pid).is_err() {
             return;
         }
     }
-    let _ = killpg(pid, Signal::SIGKILL);
+    let _ = kill_process_group(pid, Signal::KILL);
 }
 
 /// Terminates every live group (the signal watcher, before the process ends).

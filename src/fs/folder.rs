@@ -7,10 +7,8 @@
 use super::{linked_file, linked_folder};
 use crate::error::{Error, Result};
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
-use nix::errno::Errno;
-use nix::fcntl::{openat, renameat, AtFlags, OFlag};
-use nix::sys::stat::{fstatat, mkdirat, Mode};
-use nix::unistd::{unlinkat, UnlinkatFlags};
+use rustix::fs::{mkdirat, openat, renameat, statat, unlinkat, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 
@@ -26,7 +24,8 @@ fn io(action: &str, path: &Utf8Path, e: Errno) -> Error {
 }
 
 fn is_symlink(dir: &OwnedFd, name: &str) -> bool {
-    fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
 }
 
 impl Folder {
@@ -35,8 +34,12 @@ impl Folder {
     /// link is refused, wherever it points.
     pub fn open(root: &Utf8Path, rel: &Utf8Path, create: bool) -> Result<Option<Folder>> {
         use std::os::unix::fs::OpenOptionsExt;
-        let open =
-            || std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(root);
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(super::sys::O_DIRECTORY | super::sys::O_CLOEXEC)
+                .open(root)
+        };
         let file = match open() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -64,20 +67,21 @@ impl Folder {
     /// The folder `name` in this one (see [`Folder::open`]).
     fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>> {
         let path = self.path.join(name);
-        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut made = false;
         loop {
             match openat(&self.fd, name, flags, Mode::empty()) {
                 Ok(fd) => return Ok(Some(Folder { fd, path })),
-                Err(Errno::ENOENT) if create && !made => match mkdirat(&self.fd, name, Mode::from_bits_truncate(0o777))
-                {
-                    Ok(()) | Err(Errno::EEXIST) => made = true,
-                    Err(e) => return Err(io("create folder", &path, e)),
-                },
-                Err(Errno::ENOENT) => return Ok(None),
-                Err(Errno::ELOOP) => return Err(linked_folder(&path)),
-                Err(Errno::ENOTDIR) if is_symlink(&self.fd, name) => return Err(linked_folder(&path)),
-                Err(Errno::ENOTDIR) => {
+                Err(Errno::NOENT) if create && !made => {
+                    match mkdirat(&self.fd, name, Mode::from_bits_truncate(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => made = true,
+                        Err(e) => return Err(io("create folder", &path, e)),
+                    }
+                }
+                Err(Errno::NOENT) => return Ok(None),
+                Err(Errno::LOOP) => return Err(linked_folder(&path)),
+                Err(Errno::NOTDIR) if is_symlink(&self.fd, name) => return Err(linked_folder(&path)),
+                Err(Errno::NOTDIR) => {
                     return Err(Error::data(format!("{path} is a file where agentloop keeps a folder"))
                         .with_hint(format!("move {path} aside and run the command again")))
                 }
@@ -92,7 +96,7 @@ impl Folder {
 
     /// Whether `name` is in this folder (a link counts as itself and is not followed).
     pub fn has(&self, name: &str) -> bool {
-        fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+        statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
     }
 
     /// Replaces `name` atomically: a temp file created exclusively beside it (never through a
@@ -100,24 +104,24 @@ impl Folder {
     pub fn write_atomic(&self, name: &str, contents: &[u8]) -> Result<()> {
         let tmp = format!(".{name}.{}.tmp", std::process::id());
         let tmp_path = self.path.join(&tmp);
-        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mode = Mode::from_bits_truncate(0o666);
         let fd = match openat(&self.fd, tmp.as_str(), flags, mode) {
-            Err(Errno::EEXIST) => {
+            Err(Errno::EXIST) => {
                 // A killed process's temp file, or something put in its place: not ours to follow.
-                let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+                let _ = unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
                 openat(&self.fd, tmp.as_str(), flags, mode)
             }
             r => r,
         }
         .map_err(|e| io("write", &tmp_path, e))?;
         if let Err(e) = std::fs::File::from(fd).write_all(contents) {
-            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+            let _ = unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
             return Err(Error::io("write", &tmp_path, e));
         }
         crate::crash::point(&format!("write:{name}"));
         renameat(&self.fd, tmp.as_str(), &self.fd, name).map_err(|e| {
-            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+            let _ = unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
             io("replace", &self.path.join(name), e)
         })
     }
@@ -126,26 +130,26 @@ impl Folder {
     /// appended as is. Never through a link.
     pub fn append_at(&self, name: &str, at: Option<u64>, text: &str) -> Result<()> {
         let path = self.path.join(name);
-        let len = match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => return Err(linked_file(&path)),
+        let len = match statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => return Err(linked_file(&path)),
             Ok(st) => st.st_size as u64,
-            Err(Errno::ENOENT) => 0,
+            Err(Errno::NOENT) => 0,
             Err(e) => return Err(io("stat", &path, e)),
         };
-        let open = |flags: OFlag| {
-            openat(&self.fd, name, flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::from_bits_truncate(0o666))
+        let open = |flags: OFlags| {
+            openat(&self.fd, name, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::from_bits_truncate(0o666))
                 .map(std::fs::File::from)
-                .map_err(|e| if e == Errno::ELOOP { linked_file(&path) } else { io("open", &path, e) })
+                .map_err(|e| if e == Errno::LOOP { linked_file(&path) } else { io("open", &path, e) })
         };
         if let Some(at) = at {
             if len >= at + text.len() as u64 && len > at {
                 return Ok(());
             }
             if len > at {
-                open(OFlag::O_WRONLY)?.set_len(at).map_err(|e| Error::io("cut the torn end of", &path, e))?;
+                open(OFlags::WRONLY)?.set_len(at).map_err(|e| Error::io("cut the torn end of", &path, e))?;
             }
         }
-        open(OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT)?
+        open(OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE)?
             .write_all(text.as_bytes())
             .map_err(|e| Error::io("append to", &path, e))
     }

@@ -4,6 +4,7 @@ use super::api::Out;
 use super::http::{ApiError, ApiResult, Reply};
 use super::queue::Place;
 use super::{runs, Shared};
+use crate::fs::sys;
 use crate::report::{self, Links};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
@@ -79,15 +80,15 @@ pub(super) fn open_in_run(shared: &Shared, id: &str, rest: &[&str]) -> std::io::
         let runs = Dir::open_ambient_dir(shared.root.join(&shared.runs_dir), cap_std::ambient_authority())?;
         open_dir_nofollow(&runs, id)?
     };
-    let Some((name, folders)) = rest.split_last() else { return Err(std::io::Error::from_raw_os_error(libc::ENOENT)) };
+    let Some((name, folders)) = rest.split_last() else { return Err(std::io::Error::from_raw_os_error(sys::ENOENT)) };
     for folder in folders {
         dir = open_dir_nofollow(&dir, folder)?;
     }
     let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    o.read(true).custom_flags(sys::O_NOFOLLOW | sys::O_NONBLOCK);
     let f = dir.open_with(name, &o)?;
     if !f.metadata()?.is_file() {
-        return Err(std::io::Error::from_raw_os_error(libc::ENXIO));
+        return Err(std::io::Error::from_raw_os_error(sys::ENXIO));
     }
     Ok(f.into_std())
 }
@@ -95,7 +96,7 @@ pub(super) fn open_in_run(shared: &Shared, id: &str, rest: &[&str]) -> std::io::
 /// The reply for a run's file that exists but is not served (a symbolic link, not a regular
 /// file); None when it is simply missing.
 pub(super) fn refused(id: &str, shown: &str, e: &std::io::Error) -> Option<ApiError> {
-    matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR | libc::ENXIO)).then(|| {
+    matches!(e.raw_os_error(), Some(sys::ELOOP | sys::ENOTDIR | sys::ENXIO)).then(|| {
         ApiError::new(403, format!("run {id}: {shown} is not served: it is a symbolic link or not a regular file"))
             .hint("a run's files are served only as regular files inside its folder")
     })
@@ -104,6 +105,6 @@ pub(super) fn refused(id: &str, shown: &str, e: &std::io::Error) -> Option<ApiEr
 /// The folder `name` right inside `dir`, refused (`ELOOP`, `ENOTDIR`) if it is a symbolic link.
 fn open_dir_nofollow(dir: &Dir, name: &str) -> std::io::Result<Dir> {
     let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY);
+    o.read(true).custom_flags(sys::O_NOFOLLOW | sys::O_DIRECTORY);
     Ok(Dir::from_std_file(dir.open_with(name, &o)?.into_std()))
 }

@@ -9,6 +9,7 @@
 
 use super::runs;
 use super::Shared;
+use crate::fs::sys;
 use crate::workspace::Workspace;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
@@ -37,9 +38,9 @@ pub fn follow(shared: &Shared, ws: Workspace, req: tiny_http::Request, after: us
 /// one; the run's folder itself was checked when the stream began) and only a regular file.
 fn open_trace(path: &camino::Utf8Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(sys::O_NOFOLLOW | sys::O_NONBLOCK).open(path)?;
     if !f.metadata()?.is_file() {
-        return Err(std::io::Error::from_raw_os_error(libc::ENXIO));
+        return Err(std::io::Error::from_raw_os_error(sys::ENXIO));
     }
     Ok(f)
 }

@@ -55,7 +55,7 @@ impl Workspace {
         // Never through a symlink: the holder's pid is written into the file.
         let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
             std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false),
-            libc::O_NOFOLLOW,
+            fs::sys::O_NOFOLLOW,
         )
         .open(&path)
         .map_err(|e| fs::not_a_symlink("open lock file", &path, e))?;
