@@ -189,7 +189,9 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Value {
     v
 }
 
-fn generate<T: JsonSchema>() -> Value {
+/// A type's schema without `$schema`, titles, integer formats or its own description; also
+/// the start of a built-in tool's parameters (see `tools::builtin::args_schema`).
+pub(crate) fn generate<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
