@@ -1,5 +1,6 @@
 //! The one tool registry. It feeds the Plan prompt, `skills gen`, `tools list` and Act, so they
-//! can never disagree about which tools exist and what their parameters are.
+//! can never disagree about which tools exist and what their parameters are. The built-ins come
+//! from one table ([`builtin::BUILTINS`]); external, MCP and Ductile tools join after them.
 //!
 //! Invariants: arguments are validated against the tool's JSON Schema before anything runs; a
 //! tool never panics the loop or returns a Rust error for a failed action — every outcome is a
