@@ -184,45 +184,9 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Value {
     if let Some((_, v)) = KEPT.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(k, _)| *k == id) {
         return v.clone();
     }
-    let v = generate::<T>();
+    let v = crate::tool::schema_for::<T>();
     KEPT.lock().unwrap_or_else(|p| p.into_inner()).push((id, v.clone()));
     v
-}
-
-fn generate<T: JsonSchema>() -> Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    let mut v = settings.into_generator().into_root_schema_for::<T>().to_value();
-    tidy(&mut v);
-    // The tool's own description says what the answer is.
-    v.as_object_mut().map(|o| o.remove("description"));
-    v
-}
-
-fn tidy(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            o.remove("title");
-            o.remove("$schema");
-            if o.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint") || f.starts_with("int")) {
-                o.remove("format");
-            }
-            for (k, child) in o.iter_mut() {
-                // Property names are data, not keywords: recurse into their schemas only.
-                if k == "properties" {
-                    if let Value::Object(props) = child {
-                        props.values_mut().for_each(tidy);
-                    }
-                } else {
-                    tidy(child);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(tidy),
-        _ => {}
-    }
 }
 
 /// A forced answer tool with its schema (and its strict-mode variant, when one exists).

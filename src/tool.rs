@@ -1,6 +1,7 @@
 //! What a tool is and what it returns: the spec every part of agentloop describes tools with
 //! (the registry, MCP servers, Ductile plugins, the catalog, the answer schema) and the uniform
-//! result of a call. A leaf below the registry, so tool sources do not depend on it.
+//! result of a call, and how a type's JSON Schema is generated for them. A leaf below the
+//! registry and the answer contract, so tool sources do not depend on either.
 
 use crate::config::Config;
 use crate::skills::SkillSet;
@@ -126,4 +127,44 @@ pub struct ToolEnv<'a> {
     pub skills: &'a SkillSet,
     /// Name stem for artifacts written by the registry (e.g. `step-3-web_fetch`).
     pub artifact_stem: String,
+}
+
+/// A type's JSON Schema as agentloop sends schemas: inlined, without `$schema`, titles, formats
+/// that only describe Rust integer widths, or the type's own description (the tool's description
+/// says what it is). The answer schemas (`contract`) and the built-in tools' parameters
+/// (`tools::builtin`) both start from it.
+pub(crate) fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let mut v = settings.into_generator().into_root_schema_for::<T>().to_value();
+    tidy(&mut v);
+    // The tool's own description says what the answer is.
+    v.as_object_mut().map(|o| o.remove("description"));
+    v
+}
+
+fn tidy(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("title");
+            o.remove("$schema");
+            if o.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint") || f.starts_with("int")) {
+                o.remove("format");
+            }
+            for (k, child) in o.iter_mut() {
+                // Property names are data, not keywords: recurse into their schemas only.
+                if k == "properties" {
+                    if let Value::Object(props) = child {
+                        props.values_mut().for_each(tidy);
+                    }
+                } else {
+                    tidy(child);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(tidy),
+        _ => {}
+    }
 }

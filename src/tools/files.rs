@@ -6,17 +6,131 @@
 //! `tools.output_cap`, and a partial read ends with the exact call that reads on, so a file of
 //! any length (up to `tools.max_file_bytes`) can be read without spilling a copy.
 
+use super::builtin::{Call, Tool, Whole};
 use super::paging::{self, window};
 use super::sandbox::{self, Access, Sandbox};
-use super::{ToolEnv, ToolResult};
+use super::{SideEffect, ToolEnv, ToolResult};
+use crate::config::Config;
+use camino::Utf8Path;
 use cap_std::fs::OpenOptions;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 use std::io::Write;
 
-pub fn file_read(env: &ToolEnv, args: &Value) -> ToolResult {
-    let path = args["path"].as_str().unwrap_or_default();
-    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
-    let limit = args.get("limit").and_then(Value::as_u64).map(|n| n.max(1) as usize);
+/// file_read: reads a text file by lines.
+pub struct FileRead;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileReadArgs {
+    /// File path relative to the workspace, e.g. artifacts/page.md
+    #[schemars(length(min = 1))]
+    path: String,
+    /// First line to read, counting from 1 (default 1)
+    #[schemars(range(min = 1), extend("default" = 1))]
+    offset: Option<Whole>,
+    /// Most lines to read (default: as many as fit in the output cap)
+    #[schemars(range(min = 1))]
+    limit: Option<Whole>,
+}
+
+impl Tool for FileRead {
+    const NAME: &'static str = "file_read";
+    const SIDE_EFFECT: SideEffect = SideEffect::Read;
+    type Args = FileReadArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.".into()
+    }
+    fn run(call: &Call, args: FileReadArgs) -> ToolResult {
+        file_read(call.env, &args)
+    }
+}
+
+/// file_write: writes or appends to a text file.
+pub struct FileWrite;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileWriteArgs {
+    /// File path relative to the workspace, e.g. answer.txt or artifacts/report.md
+    #[schemars(length(min = 1))]
+    path: String,
+    /// Text to write
+    content: String,
+    /// overwrite (default) or append
+    #[schemars(extend("default" = "overwrite"))]
+    mode: Option<WriteMode>,
+}
+
+// Variants carry no doc comments: those would make the schema a oneOf instead of an enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    Overwrite,
+    Append,
+}
+
+impl Tool for FileWrite {
+    const NAME: &'static str = "file_write";
+    const SIDE_EFFECT: SideEffect = SideEffect::Write;
+    type Args = FileWriteArgs;
+    fn description(cfg: &Config, root: &Utf8Path) -> String {
+        write_description(cfg, root)
+    }
+    fn run(call: &Call, args: FileWriteArgs) -> ToolResult {
+        file_write(call.env, &args)
+    }
+}
+
+/// list_dir: lists a folder.
+pub struct ListDir;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    /// Folder relative to the workspace (default: the workspace)
+    #[schemars(extend("default" = "."))]
+    path: Option<String>,
+}
+
+impl Tool for ListDir {
+    const NAME: &'static str = "list_dir";
+    const SIDE_EFFECT: SideEffect = SideEffect::Read;
+    type Args = ListDirArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "List the entries of a folder inside the workspace (or another allowed folder).".into()
+    }
+    fn run(call: &Call, args: ListDirArgs) -> ToolResult {
+        list_dir(call.env, args.path.as_deref().unwrap_or("."))
+    }
+}
+
+/// file_write's description names where it may write, so the model is told before it tries.
+fn write_description(cfg: &Config, root: &Utf8Path) -> String {
+    let own = "agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config)";
+    if cfg.tools.write_paths.is_empty() {
+        return format!("Write a text file anywhere in the workspace except {own}; creates parent folders.");
+    }
+    let ws = sandbox::absolute(root);
+    let dirs: Vec<String> = cfg
+        .tools
+        .write_paths
+        .iter()
+        .map(|p| sandbox::relative(&ws, &sandbox::normalize(&ws.join(p))))
+        .map(|p| format!("{}/", p.as_str().trim_end_matches('/')))
+        .collect();
+    format!(
+        "Write a text file inside {} only (paths relative to the workspace, e.g. {}notes.md), never {own}; creates parent folders.",
+        dirs.join(", "),
+        dirs[0]
+    )
+}
+
+fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
+    let path = args.path.as_str();
+    let offset = args.offset.map_or(1, Whole::get).max(1) as usize;
+    let limit = args.limit.map(|n| n.get().max(1) as usize);
     let sb = match Sandbox::open(env, Access::Read) {
         Ok(s) => s,
         Err(e) => return ToolResult::err(e, false),
@@ -78,10 +192,9 @@ pub fn file_read(env: &ToolEnv, args: &Value) -> ToolResult {
     ToolResult::ok(out, meta)
 }
 
-pub fn file_write(env: &ToolEnv, args: &Value) -> ToolResult {
-    let path = args["path"].as_str().unwrap_or_default();
-    let content = args["content"].as_str().unwrap_or_default();
-    let append = args.get("mode").and_then(Value::as_str) == Some("append");
+fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
+    let (path, content) = (args.path.as_str(), args.content.as_str());
+    let append = args.mode == Some(WriteMode::Append);
     match write(env, path, content, append) {
         Ok(shown) => {
             let mut r = ToolResult::ok(
@@ -132,8 +245,7 @@ fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<Strin
     Ok(shown)
 }
 
-pub fn list_dir(env: &ToolEnv, args: &Value) -> ToolResult {
-    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
+fn list_dir(env: &ToolEnv, path: &str) -> ToolResult {
     let sb = match Sandbox::open(env, Access::Read) {
         Ok(s) => s,
         Err(e) => return ToolResult::err(e, false),

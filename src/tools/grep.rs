@@ -13,11 +13,15 @@
 //! (memory.md, trace.jsonl, ... quote earlier results; naming one as `path` searches it). The
 //! walk stops at `tools.timeout`.
 
+use super::builtin::{Call, Tool, Whole};
 use super::sandbox::{self, Access, Sandbox};
-use super::{ToolEnv, ToolResult};
+use super::{SideEffect, ToolEnv, ToolResult};
+use crate::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};
 use regex::Regex;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 use std::time::Instant;
 
 pub const DEFAULT_MATCHES: u64 = 50;
@@ -38,25 +42,56 @@ struct Search {
     out: Vec<String>,
 }
 
-pub fn grep(env: &ToolEnv, args: &Value) -> ToolResult {
-    match run(env, args) {
-        Ok(r) => r,
-        Err(e) => ToolResult::err(e, false),
+/// grep: searches files by regular expression.
+pub struct Grep;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout
+    #[schemars(length(min = 1))]
+    pattern: String,
+    /// File or folder to search, relative to the workspace (default: the workspace)
+    #[schemars(length(min = 1), extend("default" = "."))]
+    path: Option<String>,
+    /// Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs
+    #[schemars(length(min = 1))]
+    glob: Option<String>,
+    /// Lines to show before and after each match (default 0)
+    #[schemars(range(min = 0, max = MAX_CONTEXT), extend("default" = 0))]
+    context: Option<Whole>,
+    /// Stop after this many matching lines (default 50)
+    #[schemars(range(min = 1, max = MAX_MATCHES), extend("default" = DEFAULT_MATCHES))]
+    max_matches: Option<Whole>,
+    /// Ignore case (default false)
+    #[schemars(extend("default" = false))]
+    case_insensitive: Option<bool>,
+}
+
+impl Tool for Grep {
+    const NAME: &'static str = "grep";
+    const SIDE_EFFECT: SideEffect = SideEffect::Read;
+    type Args = GrepArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).".into()
+    }
+    fn run(call: &Call, args: GrepArgs) -> ToolResult {
+        run(call.env, &args).unwrap_or_else(|e| ToolResult::err(e, false))
     }
 }
 
-fn run(env: &ToolEnv, args: &Value) -> Result<ToolResult, String> {
-    let pattern = args["pattern"].as_str().unwrap_or_default();
-    let path = args.get("path").and_then(Value::as_str).unwrap_or(".");
-    let ci = args.get("case_insensitive").and_then(Value::as_bool).unwrap_or(false);
-    let context = args.get("context").and_then(Value::as_u64).unwrap_or(0).min(MAX_CONTEXT) as usize;
-    let max = args.get("max_matches").and_then(Value::as_u64).unwrap_or(DEFAULT_MATCHES).clamp(1, MAX_MATCHES) as usize;
+fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
+    let pattern = args.pattern.as_str();
+    let path = args.path.as_deref().unwrap_or(".");
+    let ci = args.case_insensitive.unwrap_or(false);
+    let context = args.context.map_or(0, Whole::get).min(MAX_CONTEXT) as usize;
+    let max = args.max_matches.map_or(DEFAULT_MATCHES, Whole::get).clamp(1, MAX_MATCHES) as usize;
     let re = regex::RegexBuilder::new(pattern)
         .case_insensitive(ci)
         .size_limit(1 << 22)
         .build()
         .map_err(|e| format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}"))?;
-    let glob = match args.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+    let glob = match args.glob.as_deref().filter(|g| !g.is_empty()) {
         Some(g) => Some((
             globset::GlobBuilder::new(g)
                 .literal_separator(true)

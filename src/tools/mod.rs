@@ -1,5 +1,6 @@
 //! The one tool registry. It feeds the Plan prompt, `skills gen`, `tools list` and Act, so they
-//! can never disagree about which tools exist and what their parameters are.
+//! can never disagree about which tools exist and what their parameters are. The built-ins come
+//! from one table ([`builtin::BUILTINS`]); external, MCP and Ductile tools join after them.
 //!
 //! Invariants: arguments are validated against the tool's JSON Schema before anything runs; a
 //! tool never panics the loop or returns a Rust error for a failed action — every outcome is a
@@ -7,6 +8,7 @@
 //! carries its first lines plus a note with the file_read call that reads on; what a result
 //! says names workspace-relative paths only.
 
+pub mod builtin;
 pub mod files;
 pub mod grep;
 pub mod hosts;
@@ -20,6 +22,8 @@ pub mod shell;
 use crate::config::Config;
 pub use crate::tool::{SideEffect, ToolEnv, ToolResult, ToolSpec};
 use camino::Utf8Path;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 pub struct Registry {
@@ -28,31 +32,6 @@ pub struct Registry {
     pub mcp: crate::mcp::Hub,
     /// Ductile plugins' tools (run as jobs through the gateway).
     pub ductile: crate::ductile::Hub,
-}
-
-/// file_write's description names where it may write, so the model is told before it tries.
-fn write_description(cfg: &Config, root: &Utf8Path) -> String {
-    let own = "agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config)";
-    if cfg.tools.write_paths.is_empty() {
-        return format!("Write a text file anywhere in the workspace except {own}; creates parent folders.");
-    }
-    let ws = sandbox::absolute(root);
-    let dirs: Vec<String> = cfg
-        .tools
-        .write_paths
-        .iter()
-        .map(|p| sandbox::relative(&ws, &sandbox::normalize(&ws.join(p))))
-        .map(|p| format!("{}/", p.as_str().trim_end_matches('/')))
-        .collect();
-    format!(
-        "Write a text file inside {} only (paths relative to the workspace, e.g. {}notes.md), never {own}; creates parent folders.",
-        dirs.join(", "),
-        dirs[0]
-    )
-}
-
-fn obj(props: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
 /// How far building the registry may reach for tool lists.
@@ -76,12 +55,7 @@ impl Registry {
     /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
     /// and never start a program or call out.
     pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> crate::error::Result<Self> {
-        let mut specs = file_tools(cfg, root);
-        specs.extend(other_tools(cfg));
-        if let Some(shell) = shell_tool(cfg) {
-            specs.push(shell);
-        }
-        specs.extend(memory_tools(cfg));
+        let mut specs = builtin::specs(cfg, root);
         external_tools(cfg, &mut specs);
         let source = match reach {
             Reach::Start => crate::mcp::Source::CacheFirst,
@@ -172,19 +146,10 @@ impl Registry {
     }
 
     fn dispatch(&self, env: &ToolEnv, spec: &ToolSpec, args: &Value) -> ToolResult {
+        if let Some(b) = builtin::find(env.config, &spec.name) {
+            return (b.run)(&builtin::Call { env, registry: self, spec }, args);
+        }
         match spec.name.as_str() {
-            "file_read" => files::file_read(env, args),
-            "file_write" => files::file_write(env, args),
-            "list_dir" => files::list_dir(env, args),
-            "grep" => grep::grep(env, args),
-            "http_call" => net::http_call(env, args),
-            "web_fetch" => net::web_fetch(env, args),
-            "skill_read" => skill_read(self, env, args),
-            "finish" => finish(env, args),
-            "shell" => shell::run(env, args, spec.timeout),
-            "memory_save" => memory::save_tool(env, args),
-            "memory_search" => memory::search_tool(env, args),
-            "memory_read" => memory::read_tool(env, args),
             mcp if self.mcp.handles(mcp) => self.mcp.call(env, mcp, args),
             plugin if self.ductile.handles(plugin) => self.ductile.call(env, plugin, args),
             other => ToolResult::err(
@@ -193,184 +158,6 @@ impl Registry {
             ),
         }
     }
-}
-
-/// A built-in tool's spec with the configured timeout and output cap.
-fn spec(cfg: &Config, name: &str, description: &str, parameters: Value, side_effect: SideEffect) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-        side_effect,
-        timeout: cfg.tools.timeout.0,
-        output_cap: cfg.tools.output_cap,
-    }
-}
-
-/// file_read, file_write, list_dir, grep.
-fn file_tools(cfg: &Config, root: &Utf8Path) -> Vec<ToolSpec> {
-    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
-    vec![
-            spec(
-                "file_read",
-                "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.",
-                obj(json!({
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. artifacts/page.md"},
-                    "offset": {"type": "integer", "minimum": 1, "default": 1, "description": "First line to read, counting from 1 (default 1)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default: as many as fit in the output cap)"}
-                }), &["path"]),
-                SideEffect::Read,
-            ),
-            spec(
-                "file_write",
-                &write_description(cfg, root),
-                obj(json!({
-                    "path": {"type": "string", "minLength": 1, "description": "File path relative to the workspace, e.g. answer.txt or artifacts/report.md"},
-                    "content": {"type": "string", "description": "Text to write"},
-                    "mode": {"type": "string", "enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite (default) or append"}
-                }), &["path", "content"]),
-                SideEffect::Write,
-            ),
-            spec(
-                "list_dir",
-                "List the entries of a folder inside the workspace (or another allowed folder).",
-                obj(json!({
-                    "path": {"type": "string", "default": ".", "description": "Folder relative to the workspace (default: the workspace)"}
-                }), &[]),
-                SideEffect::Read,
-            ),
-            spec(
-                "grep",
-                "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).",
-                obj(json!({
-                    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout"},
-                    "path": {"type": "string", "minLength": 1, "default": ".", "description": "File or folder to search, relative to the workspace (default: the workspace)"},
-                    "glob": {"type": "string", "minLength": 1, "description": "Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs"},
-                    "context": {"type": "integer", "minimum": 0, "maximum": grep::MAX_CONTEXT, "default": 0, "description": "Lines to show before and after each match (default 0)"},
-                    "max_matches": {"type": "integer", "minimum": 1, "maximum": grep::MAX_MATCHES, "default": grep::DEFAULT_MATCHES, "description": "Stop after this many matching lines (default 50)"},
-                    "case_insensitive": {"type": "boolean", "default": false, "description": "Ignore case (default false)"}
-                }), &["pattern"]),
-                SideEffect::Read,
-            ),
-    ]
-}
-
-/// http_call, web_fetch, skill_read, finish.
-fn other_tools(cfg: &Config) -> Vec<ToolSpec> {
-    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
-    vec![
-            spec(
-                "http_call",
-                "Make an HTTP request to an API endpoint; returns status, headers and a capped body.",
-                obj(json!({
-                    "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "description": "HTTP method"},
-                    "url": {"type": "string", "minLength": 1, "description": "Full http(s) URL"},
-                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
-                    "body": {"type": "string", "description": "Request body (POST, PUT, PATCH)"},
-                    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 600, "description": timeout_description(cfg)}
-                }), &["method", "url"]),
-                SideEffect::Network,
-            ),
-            spec(
-                "web_fetch",
-                "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.",
-                obj(json!({
-                    "url": {"type": "string", "minLength": 1, "description": "http(s) URL of the page"},
-                    "extract_mode": {"type": "string", "enum": ["markdown", "text", "html"], "default": "markdown", "description": "markdown, text or html"},
-                    "max_length": {"type": "integer", "minimum": 1, "default": 15000, "description": "Most characters of the page to keep (default 15000)"}
-                }), &["url"]),
-                SideEffect::Network,
-            ),
-            spec(
-                "skill_read",
-                "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.",
-                obj(json!({
-                    "name": {"type": "string", "minLength": 1, "description": "Skill name from the catalog"},
-                    "file": {"type": "string", "description": "A file inside the skill folder (default: the instructions)"}
-                }), &["name"]),
-                SideEffect::Read,
-            ),
-            spec(
-                "finish",
-                "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).",
-                obj(json!({
-                    "summary": {"type": "string", "minLength": 1, "description": "The final outcome, for the person who asked"},
-                    "artifacts": {"type": "array", "items": {"type": "string"}, "description": "Paths of the files produced, e.g. artifacts/report.md"}
-                }), &["summary"]),
-                SideEffect::None,
-            ),
-    ]
-}
-
-/// http_call's timeout: the whole call, redirects included, capped at tools.timeout.
-fn timeout_description(cfg: &Config) -> String {
-    let cap = humantime::format_duration(cfg.tools.timeout.0);
-    format!("Timeout in seconds for the whole call, redirects included; at most tools.timeout ({cap}), which is also the default")
-}
-
-/// The shell tool, when enabled.
-fn shell_tool(cfg: &Config) -> Option<ToolSpec> {
-    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
-    if !cfg.tools.shell.enabled {
-        return None;
-    }
-    {
-        let mut s = spec(
-                "shell",
-                &format!(
-                    "Run one allowed program with arguments (argv, no shell) in the workspace; returns exit code, stdout and stderr. Allowed programs: {}.",
-                    if cfg.tools.shell.allow.is_empty() { "(none)".to_string() } else { cfg.tools.shell.allow.join(", ") }
-                ),
-                obj(json!({
-                    "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Program and arguments, e.g. [\"wc\", \"-l\", \"artifacts/a.txt\"]"},
-                    "stdin": {"type": "string", "description": "Text for the program's standard input"}
-                }), &["argv"]),
-                SideEffect::Exec,
-            );
-        s.timeout = cfg.tools.shell.timeout.0;
-        Some(s)
-    }
-}
-
-/// The long-term memory tools, when enabled.
-fn memory_tools(cfg: &Config) -> Vec<ToolSpec> {
-    let spec = |n: &str, d: &str, p: Value, s: SideEffect| spec(cfg, n, d, p, s);
-    let mut specs = Vec::new();
-    if cfg.tools.memory.enabled {
-        specs.push(spec(
-                "memory_save",
-                "Save a note to long-term memory (kept across runs), under a topic.",
-                obj(json!({
-                    "topic": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Topic id, e.g. projects"},
-                    "title": {"type": "string", "description": "Title of the note"},
-                    "content": {"type": "string", "description": "The note"},
-                    "section": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Section id (default main); saving a section again replaces it"},
-                    "content_id": {"type": "string", "pattern": "^[a-z0-9_-]{1,64}$", "description": "Update this note instead of creating one"},
-                    "keywords": {"type": "array", "items": {"type": "string"}}
-                }), &["topic", "title", "content"]),
-                SideEffect::Write,
-            ));
-        specs.push(spec(
-            "memory_search",
-            "Search long-term memory by keywords; returns matching notes (topic, content_id, summary).",
-            obj(
-                json!({
-                    "query": {"type": "string", "minLength": 1},
-                    "topic": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50}
-                }),
-                &["query"],
-            ),
-            SideEffect::Read,
-        ));
-        specs.push(spec(
-            "memory_read",
-            "Read one long-term memory note in full.",
-            obj(json!({"topic": {"type": "string"}, "content_id": {"type": "string"}}), &["topic", "content_id"]),
-            SideEffect::Read,
-        ));
-    }
-    specs
 }
 
 /// Tools declared in `tools.external` (run by the router in event mode).
@@ -535,41 +322,82 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     }
 }
 
-fn skill_read(registry: &Registry, env: &ToolEnv, args: &Value) -> ToolResult {
-    let name = args["name"].as_str().unwrap_or_default();
-    let file = args.get("file").and_then(Value::as_str);
-    if let Some(skill) = env.skills.get(name) {
-        let missing: Vec<&str> = skill
-            .requires_tools
-            .iter()
-            .map(String::as_str)
-            .filter(|t| registry.get(t).is_none() || !is_allowed(env.config, t))
-            .collect();
-        if !missing.is_empty() {
-            return ToolResult::err(
-                format!(
-                    "skill `{name}` requires the tool(s) {} which are not available or not in allowed_tools",
-                    missing.join(", ")
-                ),
-                false,
-            );
+/// skill_read: activates a skill by reading its instructions or one of its files.
+pub struct SkillRead;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillReadArgs {
+    /// Skill name from the catalog
+    #[schemars(length(min = 1))]
+    name: String,
+    /// A file inside the skill folder (default: the instructions)
+    file: Option<String>,
+}
+
+impl builtin::Tool for SkillRead {
+    const NAME: &'static str = "skill_read";
+    const SIDE_EFFECT: SideEffect = SideEffect::Read;
+    type Args = SkillReadArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.".into()
+    }
+    fn run(call: &builtin::Call, args: SkillReadArgs) -> ToolResult {
+        let (env, name) = (call.env, args.name.as_str());
+        if let Some(skill) = env.skills.get(name) {
+            let missing: Vec<&str> = skill
+                .requires_tools
+                .iter()
+                .map(String::as_str)
+                .filter(|t| call.registry.get(t).is_none() || !is_allowed(env.config, t))
+                .collect();
+            if !missing.is_empty() {
+                return ToolResult::err(
+                    format!(
+                        "skill `{name}` requires the tool(s) {} which are not available or not in allowed_tools",
+                        missing.join(", ")
+                    ),
+                    false,
+                );
+            }
+        }
+        match env.skills.read(name, args.file.as_deref(), env.config.tools.max_file_bytes) {
+            Ok((text, meta)) => ToolResult::ok(text, meta),
+            Err(e) => ToolResult::err(e, false),
         }
     }
-    match env.skills.read(name, file, env.config.tools.max_file_bytes) {
-        Ok((text, meta)) => ToolResult::ok(text, meta),
-        Err(e) => ToolResult::err(e, false),
+}
+
+/// finish: ends the run with the final answer.
+pub struct Finish;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishArgs {
+    /// The final outcome, for the person who asked
+    #[schemars(length(min = 1))]
+    summary: String,
+    /// Paths of the files produced, e.g. artifacts/report.md
+    artifacts: Option<Vec<String>>,
+}
+
+impl builtin::Tool for Finish {
+    const NAME: &'static str = "finish";
+    const SIDE_EFFECT: SideEffect = SideEffect::None;
+    type Args = FinishArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).".into()
+    }
+    fn run(call: &builtin::Call, args: FinishArgs) -> ToolResult {
+        finish(call.env, args)
     }
 }
 
 /// Ends the run. Artifacts are normalised to workspace-relative paths (`./a.md` and an
 /// absolute path inside the workspace become `a.md`) and must lie inside the workspace.
-fn finish(env: &ToolEnv, args: &Value) -> ToolResult {
-    let summary = args["summary"].as_str().unwrap_or_default().to_string();
-    let listed: Vec<&str> = args
-        .get("artifacts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+fn finish(env: &ToolEnv, args: FinishArgs) -> ToolResult {
+    let summary = args.summary;
+    let listed: Vec<&str> = args.artifacts.iter().flatten().map(String::as_str).collect();
     let mut artifacts: Vec<String> = Vec::new();
     if !listed.is_empty() {
         let sb = match sandbox::Sandbox::open(env, sandbox::Access::Workspace) {

@@ -14,9 +14,13 @@
 //! rest, credentials of any name, stay with the origin they were given for. A call's timeout
 //! bounds it whole, redirects included, and never exceeds `tools.timeout`.
 
+use super::builtin::{Call, Tool, Whole};
 use super::hosts::{host_matches, is_private, normal_host, parse_ip, DenyList};
-use super::{ToolEnv, ToolResult};
-use crate::config::HttpToolConfig;
+use super::{SideEffect, ToolEnv, ToolResult};
+use crate::config::{Config, HttpToolConfig};
+use camino::Utf8Path;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::Read;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -232,20 +236,84 @@ fn classify(e: ureq::Error, timeout: Duration) -> (String, bool) {
     (msg, retry)
 }
 
-pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
+/// http_call: one HTTP request to an API.
+pub struct HttpCall;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCallArgs {
+    /// HTTP method
+    method: Method,
+    /// Full http(s) URL
+    #[schemars(length(min = 1))]
+    url: String,
+    /// Request headers
+    // A JSON object keeps the order the model wrote the headers in.
+    #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
+    headers: Option<Map<String, Value>>,
+    /// Request body (POST, PUT, PATCH)
+    body: Option<String>,
+    // Described by `HttpCall::schema`: the text names the configured tools.timeout.
+    #[schemars(range(min = 1, max = 600))]
+    timeout_seconds: Option<Whole>,
+}
+
+// Variants carry no doc comments: those would make the schema a oneOf instead of an enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Head => "HEAD",
+        }
+    }
+}
+
+impl Tool for HttpCall {
+    const NAME: &'static str = "http_call";
+    const SIDE_EFFECT: SideEffect = SideEffect::Network;
+    type Args = HttpCallArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Make an HTTP request to an API endpoint; returns status, headers and a capped body.".into()
+    }
+    fn schema(cfg: &Config) -> Value {
+        let mut v = super::builtin::args_schema::<HttpCallArgs>();
+        // The whole call, redirects included, capped at tools.timeout.
+        let cap = humantime::format_duration(cfg.tools.timeout.0);
+        v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
+            "Timeout in seconds for the whole call, redirects included; at most tools.timeout ({cap}), which is also the default"
+        ));
+        v
+    }
+    fn run(call: &Call, args: HttpCallArgs) -> ToolResult {
+        http_call(call.env, &args)
+    }
+}
+
+fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
     let p = &env.config.tools.http;
-    let method = args["method"].as_str().unwrap_or("GET");
-    let url = args["url"].as_str().unwrap_or_default();
-    let headers: Vec<(String, String)> = args
-        .get("headers")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-        .unwrap_or_default();
+    let (method, url) = (args.method.as_str(), args.url.as_str());
+    let headers: Vec<(String, String)> =
+        args.headers.iter().flatten().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect();
     // A call may shorten its timeout, never lengthen it past tools.timeout.
     let cap = env.config.tools.timeout.0;
-    let asked = args.get("timeout_seconds").and_then(Value::as_u64).map(Duration::from_secs);
+    let asked = args.timeout_seconds.map(|s| Duration::from_secs(s.get()));
     let timeout = asked.map_or(cap, |a| a.min(cap));
-    match fetch(p, method, url, &headers, args.get("body").and_then(Value::as_str), timeout) {
+    match fetch(p, method, url, &headers, args.body.as_deref(), timeout) {
         Err((e, retry)) => match asked {
             Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
                 format!(
@@ -276,11 +344,49 @@ pub fn http_call(env: &ToolEnv, args: &Value) -> ToolResult {
     }
 }
 
-pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
+/// web_fetch: a page's main content as markdown, text or HTML.
+pub struct WebFetch;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebFetchArgs {
+    /// http(s) URL of the page
+    #[schemars(length(min = 1))]
+    url: String,
+    /// markdown, text or html
+    #[schemars(extend("default" = "markdown"))]
+    extract_mode: Option<ExtractMode>,
+    /// Most characters of the page to keep (default 15000)
+    #[schemars(range(min = 1), extend("default" = 15000))]
+    max_length: Option<Whole>,
+}
+
+// Variants carry no doc comments: those would make the schema a oneOf instead of an enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtractMode {
+    Markdown,
+    Text,
+    Html,
+}
+
+impl Tool for WebFetch {
+    const NAME: &'static str = "web_fetch";
+    const SIDE_EFFECT: SideEffect = SideEffect::Network;
+    type Args = WebFetchArgs;
+    fn description(_: &Config, _: &Utf8Path) -> String {
+        "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.".into()
+    }
+    fn run(call: &Call, args: WebFetchArgs) -> ToolResult {
+        web_fetch(call.env, &args)
+    }
+}
+
+fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let p = &env.config.tools.http;
-    let url = args["url"].as_str().unwrap_or_default();
-    let mode = args.get("extract_mode").and_then(Value::as_str).unwrap_or("markdown");
-    let max = args.get("max_length").and_then(Value::as_u64).unwrap_or(15_000) as usize;
+    let url = args.url.as_str();
+    let mode = args.extract_mode.unwrap_or(ExtractMode::Markdown);
+    let max = usize::try_from(args.max_length.map_or(15_000, Whole::get)).unwrap_or(usize::MAX);
     let headers =
         vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
     let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout.0) {
@@ -295,9 +401,9 @@ pub fn web_fetch(env: &ToolEnv, args: &Value) -> ToolResult {
     let is_html = ctype.contains("html") || (ctype.is_empty() && raw.trim_start().starts_with('<'));
     let title = if is_html { super::html::title(&raw) } else { None };
     let content = match (mode, is_html) {
-        ("html", _) | (_, false) => raw,
-        ("text", true) => super::html::to_text(&raw),
-        _ => super::html::to_markdown(&raw),
+        (ExtractMode::Html, _) | (_, false) => raw,
+        (ExtractMode::Text, true) => super::html::to_text(&raw),
+        (ExtractMode::Markdown, true) => super::html::to_markdown(&raw),
     };
     let total = content.chars().count();
     let mut content: String = content.chars().take(max).collect();

@@ -22,21 +22,57 @@ mod bwrap;
 
 pub use argv::{exec_through, matches};
 
-use super::{ToolEnv, ToolResult};
-use crate::config::ShellSandbox;
-use serde_json::{json, Value};
+use super::builtin::{Call, Tool};
+use super::{SideEffect, ToolEnv, ToolResult};
+use crate::config::{Config, ShellSandbox};
+use camino::Utf8Path;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
+/// shell: runs one allowed program.
+pub struct Shell;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellArgs {
+    /// Program and arguments, e.g. ["wc", "-l", "artifacts/a.txt"]
+    #[schemars(length(min = 1))]
+    argv: Vec<String>,
+    /// Text for the program's standard input
+    stdin: Option<String>,
+}
+
+impl Tool for Shell {
+    const NAME: &'static str = "shell";
+    const SIDE_EFFECT: SideEffect = SideEffect::Exec;
+    type Args = ShellArgs;
+    fn description(cfg: &Config, _: &Utf8Path) -> String {
+        let allow = &cfg.tools.shell.allow;
+        format!(
+            "Run one allowed program with arguments (argv, no shell) in the workspace; returns exit code, stdout and stderr. Allowed programs: {}.",
+            if allow.is_empty() { "(none)".to_string() } else { allow.join(", ") }
+        )
+    }
+    fn enabled(cfg: &Config) -> bool {
+        cfg.tools.shell.enabled
+    }
+    fn timeout(cfg: &Config) -> Duration {
+        cfg.tools.shell.timeout.0
+    }
+    fn run(call: &Call, args: ShellArgs) -> ToolResult {
+        run(call.env, args, call.spec.timeout)
+    }
+}
+
+fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let cfg = &env.config.tools.shell;
-    let argv: Vec<String> = args["argv"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-        .unwrap_or_default();
+    let argv = args.argv;
     let Some(program) = argv.first().cloned() else {
         return ToolResult::err("argv is empty", false);
     };
@@ -96,7 +132,7 @@ pub fn run(env: &ToolEnv, args: &Value, timeout: Duration) -> ToolResult {
     // Ctrl-C reaches only agentloop's own group: the watcher ends this one too.
     let group = child.id();
     crate::interrupt::register(group);
-    let stdin_text = args.get("stdin").and_then(Value::as_str).unwrap_or("").to_string();
+    let stdin_text = args.stdin.unwrap_or_default();
     let mut stdin = child.stdin.take();
     std::thread::spawn(move || {
         if let Some(s) = stdin.as_mut() {

@@ -161,6 +161,27 @@ fn invalid_arguments_name_the_field() {
 }
 
 #[test]
+fn generated_schemas_name_the_field_and_take_what_they_allow() {
+    let t = sandbox();
+    // A limit from grep's args struct is refused naming the field, before grep runs.
+    let out = t.al(&["tools", "call", "grep", "--args", r#"{"pattern": "x", "context": 11}"#]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("argument `context`"), "{}", stderr(&out));
+    // An enum from file_write's args struct: the valid values are in the schema shown.
+    let out = t
+        .al(&["tools", "call", "file_write", "--args", r#"{"path": "a.txt", "content": "x", "mode": "insert"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("argument `mode`"), "{}", stderr(&out));
+    // JSON Schema's integer takes 2.0: so does the args struct.
+    t.write("ws/lines.txt", "one\ntwo\nthree\n");
+    let (code, v) = call(&t, "file_read", json!({"path": "lines.txt", "offset": 2.0, "limit": 1.0}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["output"].as_str().unwrap().starts_with("two"), "{v}");
+}
+
+#[test]
 fn args_from_stdin_and_an_overlong_line_is_cut_with_a_note() {
     let t = sandbox();
     t.write("ws/big.txt", &"x".repeat(20_000));
