@@ -11,7 +11,7 @@
 //!   is created.
 //! - A slow client holds no thread that answers others: a request with a body is handled on a
 //!   thread of its own, its body read under a deadline, with a limit of such requests per client
-//!   address ([`http::Bodies`]). A run's files are opened through folder handles that follow no
+//!   address (`http::Bodies`). A run's files are opened through folder handles that follow no
 //!   symbolic link, and a run folder that is a symbolic link is neither served nor listed. A run's state lives only in its files, so a server killed at any instant loses
 //!   nothing: the next start queues the runs it had not finished (`runs::recover`).
 
