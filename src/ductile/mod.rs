@@ -73,9 +73,11 @@ impl Hub {
     /// The configured sources (the API, from its cache when fresh; manifest files), filtered
     /// by `ductile.plugins` and the recursion guard. A gateway that cannot be reached is a
     /// warning (its tools are left out), not an error.
-    /// The plugins of `cfg`. With `reach` false (read-only commands) no program runs: a gateway
-    /// whose token comes from `api_token_cmd` is read from the discovery cache only.
+    /// The plugins of `cfg`. With `reach` false (read-only commands) no program runs and nothing
+    /// is written: a gateway whose token comes from `api_token_cmd` is read from the discovery
+    /// cache only, and a discovery is not cached.
     pub fn load(cfg: &Config, root: &Utf8Path, reach: bool) -> Result<Self> {
+        let cache = reach;
         let reach = reach || cfg.ductile.api_token_cmd.is_none();
         let d = &cfg.ductile;
         let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
@@ -92,7 +94,7 @@ impl Hub {
             }
         }
         if let Some(url) = d.api_url.as_ref().filter(|_| reach) {
-            match discover(d, url) {
+            match discover(d, url, cache) {
                 Ok(found) => plugins.extend(found),
                 Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.message)),
             }
@@ -254,7 +256,7 @@ fn status_error(plugin: &str, command: &str, kind: &str, status: u16, body: &Val
 }
 
 /// The catalog of a gateway, from the cache when it is fresh.
-fn discover(d: &DuctileConfig, url: &str) -> Result<Vec<Plugin>> {
+fn discover(d: &DuctileConfig, url: &str, cache: bool) -> Result<Vec<Plugin>> {
     let base = url.trim_end_matches('/');
     if let Some(p) = cache_read(base, d.cache_ttl.0) {
         return Ok(p);
@@ -279,7 +281,9 @@ fn discover(d: &DuctileConfig, url: &str) -> Result<Vec<Plugin>> {
         }
         plugins.push(manifest::plugin_from(&v, &format!("GET {base}/plugin/{name}"))?);
     }
-    cache_write(base, &plugins);
+    if cache {
+        cache_write(base, &plugins);
+    }
     Ok(plugins)
 }
 

@@ -141,6 +141,8 @@ fn discovery_from_the_api_and_from_manifests_give_the_same_catalog() {
     let (s, _) = gateway(0, None);
     let t = setup(&s);
     let from_api = stdout(&t.al(&["skills", "gen"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap());
+    // A read-only command writes nothing outside the workspace: the discovery is not cached.
+    assert!(!t.path("cache/agentloop/ductile").exists(), "skills gen wrote the discovery cache");
     t.write(
         "plugins/echo/manifest.yaml",
         "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: health\n    type: read\n    description: Health check\n",
