@@ -44,7 +44,7 @@ pub fn read_optional(path: &Utf8Path) -> Result<Option<String>> {
 /// `context.md` points at `~/.aws/credentials` must not send that file to the model or put it in
 /// a report. Refused: exit 8, naming the path.
 pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
-    if std::fs::symlink_metadata(path).is_ok() {
+    if through_link(root, path) {
         let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
             (Ok(real), Ok(top)) => real.starts_with(&top),
             (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -65,6 +65,32 @@ pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
         }
     }
     read_optional(path)
+}
+
+/// Whether `path` is reached through a link below `root` (the file or a folder on the way), or
+/// is not a plain path below it: only then is resolving it worth the cost. The paper trail is
+/// read every phase, and a plain name costs one `lstat` here instead of resolving the whole path
+/// and the root.
+pub fn through_link(root: &Utf8Path, path: &Utf8Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else { return true };
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        let camino::Utf8Component::Normal(name) = c else { return true };
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Whether `path`, reached through a link below `root`, resolves outside it (a path that does
+/// not exist leads nowhere).
+pub fn leads_outside(root: &Utf8Path, path: &Utf8Path) -> bool {
+    through_link(root, path)
+        && matches!((std::fs::canonicalize(path), std::fs::canonicalize(root)), (Ok(real), Ok(top)) if !real.starts_with(&top))
 }
 
 /// Reads a file's bytes when it exists.

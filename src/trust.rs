@@ -279,11 +279,8 @@ fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), String> {
     if path.is_absolute() || path.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
         return Err(format!("`{p}` is outside the workspace"));
     }
-    let full = root.join(path);
-    if let (Ok(real), Ok(top)) = (std::fs::canonicalize(&full), std::fs::canonicalize(root)) {
-        if !real.starts_with(&top) {
-            return Err(format!("`{p}` leads outside the workspace through a link"));
-        }
+    if crate::fs::leads_outside(root, &root.join(path)) {
+        return Err(format!("`{p}` leads outside the workspace through a link"));
     }
     Ok(())
 }
