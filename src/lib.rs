@@ -4,6 +4,7 @@
 //! The binary is a thin shell around [`main`]; everything else is here so tests can call it.
 
 pub mod archive;
+pub mod budget;
 pub mod capfs;
 pub mod catalog;
 pub mod cli;
@@ -18,6 +19,7 @@ pub mod fs;
 pub mod handle;
 pub mod history;
 pub mod interrupt;
+pub mod lifecycle;
 pub mod log;
 pub mod longterm;
 pub mod markdown;

@@ -11,7 +11,8 @@
 //! the layer before anything resolves it (so no code path can act on it) and reported as a
 //! [`Refusal`]; commands that act refuse to start, read-only ones warn and go on without it.
 
-use crate::config::{Config, Dur, Layer, ShellSandbox};
+use crate::budget::{Budget, Budgets};
+use crate::config::{Config, Dur, Layer, Resolved, ShellSandbox, Source};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -271,6 +272,35 @@ fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
     })
 }
 
+/// Narrows `r`'s limits to the budgets a request asked for (a `serve` request's `budgets`).
+/// With `strict`, a budget wider than `r` allows is an error naming it, held to the same check
+/// as every other key a request sets ([`narrows`]); otherwise (a run driven again after the
+/// server's limits went down) the narrower of the two applies.
+pub fn narrow_budgets(r: &mut Resolved, asked: &Budgets, root: &Utf8Path, strict: bool) -> Result<()> {
+    if let Some(c) = asked.max_cost_usd.filter(|c| !c.is_finite() || *c < 0.0) {
+        return Err(Error::usage(format!("budgets.max_cost_usd: {c} is not an amount")));
+    }
+    let mut asked = asked.clone();
+    if !strict {
+        asked.clamp_to(&r.config);
+    }
+    for b in Budget::ALL {
+        let Some(v) = asked.get(b) else { continue };
+        if strict {
+            narrows(b.key(), &v, &r.config, root, Party::Request).map_err(|why| {
+                let from = match r.sources.get(b.key()) {
+                    None | Some(Source::Default) => "the built-in default".to_string(),
+                    Some(s) => s.to_string(),
+                };
+                Error::usage(format!("budgets.{}: {why} (set by {from}); a request may only narrow a limit", b.key()))
+            })?;
+        }
+        asked.apply(b, &mut r.config);
+        r.sources.insert(b.key().to_string(), Source::ApiRequest);
+    }
+    Ok(())
+}
+
 /// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
 /// exists) not leading out of it through a link.
 fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), String> {
@@ -313,6 +343,12 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
+    if let Some(r) = narrows_list(key, v, base, whose) {
+        return r;
+    }
+    if let Some(r) = (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten() {
+        return r;
+    }
     match key {
         "timeout" => dur_at_most(base.timeout.0),
         "tools.timeout" => dur_at_most(base.tools.timeout.0),
@@ -331,13 +367,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         "tools.http.ports" if base.tools.http.ports.is_empty() => {
             v.as_array().filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of ports".into())
         }
-        "tools.http.ports" => {
-            let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
-            match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
-                Some(p) => Err(format!("port {p} is not in {whose} tools.http.ports")),
-                None => Ok(()),
-            }
-        }
         "tools.http.allow_private" | "tools.shell.enabled" | "tools.shell.network" | "tools.memory.enabled"
             if v == &Value::Bool(false) =>
         {
@@ -349,21 +378,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Ok(())
         }
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
-        // Adding denials or escalation triggers only stops things sooner; dropping one widens.
-        "tools.http.deny_hosts" => {
-            let want = strings(v).ok_or("must be a list of hosts")?;
-            match base.tools.http.deny_hosts.iter().find(|d| !want.contains(d)) {
-                Some(d) => Err(format!("it drops {whose} denial of `{d}`")),
-                None => Ok(()),
-            }
-        }
-        "escalation_triggers" => {
-            let want = strings(v).ok_or("must be a list of phrases")?;
-            match base.escalation_triggers.iter().find(|d| !want.contains(d)) {
-                Some(d) => Err(format!("it drops {whose} trigger `{d}`")),
-                None => Ok(()),
-            }
-        }
         "skills.only" => match &base.skills.only {
             Some(only) => subset(only, "skills.only"),
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
@@ -372,10 +386,42 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
-        // A workspace's own files, read or written inside it: its identity text, its log, its
-        // template overrides, the folders file_write may use (fewer than the whole workspace).
-        "logging.file" if party == Party::Workspace => {
-            inside(v, root)?;
+        _ => Err(match party {
+            Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
+            Party::Workspace => ONLY_TRUSTED.into(),
+        }),
+    }
+}
+
+/// [`narrows`] for the lists whose numbers or entries a narrower value must keep: ports, host
+/// denials, escalation triggers (adding a denial or a trigger only stops things sooner).
+fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+    let keeps = |have: &[String], what: &str, drops: &str| -> std::result::Result<(), String> {
+        let want = strings(v).ok_or(format!("must be a list of {what}"))?;
+        match have.iter().find(|d| !want.contains(d)) {
+            Some(d) => Err(format!("it drops {whose} {drops} `{d}`")),
+            None => Ok(()),
+        }
+    };
+    Some(match key {
+        "tools.http.ports" => {
+            let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
+            match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
+                Some(p) => Err(format!("port {p} is not in {whose} tools.http.ports")),
+                None => Ok(()),
+            }
+        }
+        "tools.http.deny_hosts" => keeps(&base.tools.http.deny_hosts, "hosts", "denial of"),
+        "escalation_triggers" => keeps(&base.escalation_triggers, "phrases", "trigger"),
+        _ => return None,
+    })
+}
+
+/// [`narrows`] for a workspace's own files, read or written inside it: its identity text, its
+/// log, its template overrides, the folders file_write may use (fewer than the whole workspace).
+fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std::result::Result<(), String>> {
+    Some(match key {
+        "logging.file" => inside(v, root).and_then(|()| {
             // A log appended to the paper trail or agentloop's own files would corrupt them.
             let first = v.as_str().and_then(|p| Utf8Path::new(p).components().next()).map(|c| c.as_str().to_string());
             match first {
@@ -389,28 +435,48 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
                 }
                 _ => Ok(()),
             }
-        }
-        "system_prompt_file" | "templates_dir" if party == Party::Workspace => inside(v, root),
-        "tools.write_paths" if party == Party::Workspace && base.tools.write_paths.is_empty() => {
-            let list = v.as_array().ok_or("must be a list of folders")?;
-            list.iter().try_for_each(|p| inside(p, root))
-        }
-        "logging.level" | "logging.format" | "logging.max_bytes" | "logging.keep" | "llm.stream"
-            if party == Party::Workspace =>
-        {
-            Ok(())
-        }
-        _ => Err(match party {
-            Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
-            Party::Workspace => ONLY_TRUSTED.into(),
         }),
-    }
+        "system_prompt_file" | "templates_dir" => inside(v, root),
+        "tools.write_paths" if base.tools.write_paths.is_empty() => match v.as_array() {
+            Some(list) => list.iter().try_for_each(|p| inside(p, root)),
+            None => Err("must be a list of folders".into()),
+        },
+        "logging.level" | "logging.format" | "logging.max_bytes" | "logging.keep" | "llm.stream" => Ok(()),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn request_budgets_only_narrow() {
+        let base = || crate::config::resolve(&[]).unwrap();
+        let root = Utf8Path::new("/nonexistent-root");
+        let b = |v: Value| serde_json::from_value::<Budgets>(v).unwrap();
+        let mut r = base();
+        let asked = b(json!({"max_steps": 5, "timeout": "10m", "max_tokens": 900, "max_cost_usd": 0.5}));
+        narrow_budgets(&mut r, &asked, root, true).unwrap();
+        assert_eq!((r.config.max_steps, r.config.timeout.0.as_secs()), (5, 600));
+        assert_eq!((r.config.max_tokens, r.config.max_cost_usd), (Some(900), Some(0.5)), "no limit: any narrows it");
+        assert_eq!(r.sources["max_steps"], Source::ApiRequest);
+        let mut r = base();
+        let e = narrow_budgets(&mut r, &b(json!({"max_steps": 50})), root, true).unwrap_err();
+        assert!(
+            e.message.contains("budgets.max_steps: 50 is above the root's 20 (set by the built-in default)"),
+            "{}",
+            e.message
+        );
+        let e = narrow_budgets(&mut r, &b(json!({"timeout": "2h"})), root, true).unwrap_err();
+        assert!(e.message.starts_with("budgets.timeout: 7200s is above the root's"), "{}", e.message);
+        // Driven again after the server's limit went down: the narrower applies.
+        narrow_budgets(&mut r, &b(json!({"max_steps": 50})), root, false).unwrap();
+        assert_eq!(r.config.max_steps, 20);
+        assert!(narrow_budgets(&mut base(), &b(json!({"max_cost_usd": -1.0})), root, true).is_err());
+        assert!(serde_json::from_value::<Budgets>(json!({"llm": {}})).is_err());
+    }
 
     fn refused(v: Value) -> Vec<String> {
         widening(&v, &Config::default(), Utf8Path::new("/nonexistent-ws"), Party::Workspace)

@@ -28,16 +28,6 @@ pub struct AnswerArgs {
 }
 
 pub fn run(ctx: Ctx, args: AnswerArgs) -> Result<u8> {
-    let run = crate::commands::run::RunArgs {
-        goal: None,
-        context: None,
-        new: false,
-        continue_: false,
-        run: None,
-        answer: Some(args.text),
-        events: args.events,
-        dry_run: false,
-        force: false,
-    };
-    crate::commands::run::run(ctx, run)
+    let text = crate::commands::run::read_answer(&args.text)?;
+    crate::commands::run::execute(&ctx, &crate::lifecycle::Request::Answer(text), args.events)
 }

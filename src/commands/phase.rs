@@ -36,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(crate::commands::run::ways_on(&ctx.ws, &state)));
+        .with_hint(crate::lifecycle::ways_on(&ctx.ws, &state)));
     }
     let want = next_of(phase);
     if state.next != want {

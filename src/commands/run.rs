@@ -1,14 +1,14 @@
 //! `agentloop run` (and `agentloop answer`): start, resume, follow up, answer or continue a run,
 //! then frame → (plan → act → reflect)* → finish.
 //!
-//! What a `run` does is decided by one pure function, [`decide`], from the run in the
-//! workspace (if any) and the flags; every flag is either honoured or refused with an error.
+//! The flags become a [`Request`] that the run lifecycle (`crate::lifecycle`) carries out;
+//! every flag is either honoured or refused with an error.
 
 use crate::error::{code, Error, Result};
+use crate::lifecycle::{ways_on, Outcome, Request, Runner, Start};
 use crate::phases::{self, Env};
 use crate::settings::Ctx;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
+use crate::workspace::{State, Status};
 use clap::Args;
 use serde_json::json;
 
@@ -73,115 +73,29 @@ pub struct RunArgs {
     pub force: bool,
 }
 
-/// What a `run` invocation does.
-#[derive(Debug, PartialEq)]
-pub enum Plan {
-    /// Start a run; `archive` moves the root's run away first; `carry` brings its facts along.
-    Start { archive: bool, interrupted: bool, carry: bool },
-    /// Go on with the root's run as it is.
-    Resume,
-    /// Restore an archived run to the root (archiving the root's first), then continue it.
-    Restore { id: String },
-    /// Reopen the root's stopped run and go on.
-    Continue,
-    /// Record the answer to the open question and go on.
-    Answer(String),
-    /// Say what happened and how to go on; nothing is run.
-    Report,
+/// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
+fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
+    if args.context.is_some() && args.goal.is_none() {
+        return Err(Error::usage("--context is a new run's background and needs --goal")
+            .with_hint("a run in the workspace keeps the background it started with (context.md)"));
+    }
+    Ok(match (&args.goal, answer) {
+        _ if args.continue_ => Request::Continue { archived: args.run.clone() },
+        (_, Some(text)) => Request::Answer(text),
+        (Some(goal), None) => Request::Start(Start {
+            goal: goal.clone(),
+            background: match &args.context {
+                Some(c) => phases::init::read_context(c)?,
+                None => String::new(),
+            },
+            carry: !args.new,
+            force: args.force,
+        }),
+        (None, None) => Request::Go,
+    })
 }
 
-/// Decides what `run` does; a pure function of the root's run and the flags.
-pub fn decide(
-    ws: &Workspace,
-    existing: Option<&State>,
-    a: &RunArgs,
-    answer: Option<String>,
-) -> std::result::Result<Plan, Error> {
-    if let Some(id) = &a.run {
-        return Ok(Plan::Restore { id: id.clone() });
-    }
-    let Some(s) = existing else {
-        if a.continue_ || answer.is_some() {
-            return Err(Error::usage("the workspace holds no run to continue or answer")
-                .with_hint("start one with --goal \"...\""));
-        }
-        return match &a.goal {
-            Some(_) => Ok(Plan::Start { archive: false, interrupted: false, carry: !a.new }),
-            None => Err(Error::usage("the workspace holds no run").with_hint("pass --goal \"...\" to start one")),
-        };
-    };
-    let ended = s.status.is_terminal() || s.interrupted;
-    if !ended {
-        return match (&a.goal, answer, a.continue_) {
-            (Some(_), _, _) if a.new => Ok(Plan::Start { archive: true, interrupted: true, carry: false }),
-            (Some(g), _, _) if g.trim() != s.goal.trim() => Err(Error::usage(format!(
-                "run {} is still in progress (goal: {}); --goal names another",
-                s.run_id, s.goal
-            ))
-            .with_hint(format!(
-                "{} resumes it; {} archives it as interrupted and starts the new one",
-                ws.cli("run"),
-                ws.cli("run --new --goal \"...\"")
-            ))),
-            (_, Some(_), _) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
-                .with_hint(format!("{} resumes it", ws.cli("run")))),
-            _ => Ok(Plan::Resume),
-        };
-    }
-    if a.goal.is_some() {
-        return Ok(Plan::Start { archive: true, interrupted: false, carry: !a.new });
-    }
-    if let Some(text) = answer {
-        return match s.stop {
-            Some(StopKind::Escalated) => Ok(Plan::Answer(text)),
-            _ => Err(Error::usage(format!("run {} ended {} and has no question to answer", s.run_id, stop_word(s)))
-                .with_hint(ways_on(ws, s))),
-        };
-    }
-    if a.continue_ {
-        return match s.stop {
-            Some(StopKind::Budget | StopKind::Provider) => Ok(Plan::Continue),
-            _ if s.interrupted => Ok(Plan::Continue),
-            Some(StopKind::Escalated) => Err(Error::usage(format!(
-                "run {} escalated with a question; --continue is for budget and provider stops",
-                s.run_id
-            ))
-            .with_hint(format!("answer it: {}", ws.cli("answer \"...\"")))),
-            _ => Err(Error::usage(format!("run {} is done", s.run_id))
-                .with_hint("start a follow-up with --goal \"...\" (or a fresh run with --new --goal)")),
-        };
-    }
-    Ok(Plan::Report)
-}
-
-fn stop_word(s: &State) -> &'static str {
-    match s.stop {
-        Some(StopKind::Done) => "done",
-        Some(StopKind::Budget) => "on a budget",
-        Some(StopKind::Provider) => "on a provider failure",
-        Some(StopKind::Escalated) => "escalated",
-        None => "interrupted",
-    }
-}
-
-/// The ways on from an ended run, for people.
-pub fn ways_on(ws: &Workspace, s: &State) -> String {
-    let mut ways = Vec::new();
-    match s.stop {
-        Some(StopKind::Budget | StopKind::Provider) => {
-            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", ws.cli("run --continue")))
-        }
-        Some(StopKind::Escalated) => {
-            ways.push(format!("{} answers its question and goes on", ws.cli("answer \"...\"")))
-        }
-        _ if s.interrupted => ways.push(format!("{} goes on", ws.cli("run --continue"))),
-        _ => {}
-    }
-    ways.push(format!("{} starts a follow-up that carries its facts", ws.cli("run --goal \"...\"")));
-    ways.push(format!("{} starts afresh", ws.cli("run --new --goal \"...\"")));
-    ways.join("; ")
-}
-
+/// `agentloop run`: the flags as a request, carried out by the lifecycle, its outcome printed.
 pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
@@ -193,197 +107,28 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     if args.dry_run {
         return dry_run(&ctx, &args);
     }
+    let req = request(&args, answer)?;
+    execute(&ctx, &req, args.events)
+}
+
+/// Carries out `req` in the context's workspace and prints the outcome; the exit code is the
+/// outcome's (a closed stdout stops the printing, never changes the code).
+pub fn execute(ctx: &Ctx, req: &Request, events: bool) -> Result<u8> {
     // Nothing is created for a mistyped -w unless a run is being started.
-    if args.goal.is_none() {
+    if !matches!(req, Request::Start(_)) {
         ctx.ws.require_dir()?;
     }
-    // Everything that can refuse the run is checked before any file is written: the flags
-    // against the run there, the provider and key, and, for a new run, whether it can fit its
-    // budget (negotiation). An existing folder is locked first (the lock finishes a commit or a
-    // move a killed process left); a new one only once the checks pass (the lock creates it).
-    let early = if ctx.ws.root.is_dir() { Some(ctx.ws.lock(ctx.lock_wait())?) } else { None };
-    // Declared before the environment, which commits through it.
-    let session: Session;
-    let peek = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
-    let first = decide(&ctx.ws, peek.as_ref(), &args, answer.clone())?;
-    if first == Plan::Report {
-        return report_ended(&ctx, peek.as_ref().expect("report needs a run"));
-    }
-    let model = crate::model::from_config(ctx.config(), &ctx.ws.root)?;
-    crate::rest::check(ctx.config())?;
-    let mut env = Env::new(&ctx)?;
-    env.events = args.events;
-    let background = match &args.context {
-        Some(c) => crate::phases::init::read_context(c)?,
-        None => String::new(),
-    };
-    if matches!(first, Plan::Start { .. }) && !args.force {
-        check_fits(&env, model.model(), args.goal.as_deref().unwrap_or(""), &background)?;
-    }
-    session = match early {
-        Some(l) => l,
-        None => {
-            let lock = ctx.ws.lock(ctx.lock_wait())?;
-            // The folder is this command's own making: its config is the user's to write.
-            crate::trust::record_created(&ctx.ws.root, &ctx.printer);
-            lock
+    let runner = Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events };
+    match runner.request(req)? {
+        Outcome::Ended(s) => report_ended(ctx, &s),
+        Outcome::Ran { state, stop } => {
+            report(ctx, &state, events);
+            Ok(stop.exit_code())
         }
-    };
-    env.hold(&session);
-    // Decided again under the lock: another process may have moved on since the peek.
-    let existing = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
-    let plan = decide(&ctx.ws, existing.as_ref(), &args, answer)?;
-    if plan == Plan::Report {
-        return report_ended(&ctx, existing.as_ref().expect("report needs a run"));
-    }
-    let runs = ctx.config().handle.runs_dir.clone();
-    let started = matches!(plan, Plan::Start { .. });
-    let mut state = match plan {
-        Plan::Start { archive, interrupted, carry } => {
-            let mut carried = Vec::new();
-            if carry && !archive {
-                // The root is empty (a pruned or recovered history): the follow-up carries the
-                // newest archived run that ended.
-                let last = crate::history::list(&ctx.ws, &runs, &|_| {})
-                    .into_iter()
-                    .filter(|r| !r.current && r.state.status.is_terminal())
-                    .max_by(|a, b| {
-                        a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id))
-                    });
-                if let Some(r) = last {
-                    carried = carried_facts(&r.ws, &r.state)?;
-                }
-            }
-            if let (true, Some(old)) = (archive, existing.as_ref()) {
-                if carry {
-                    carried = carried_facts(&ctx.ws, old)?;
-                }
-                if interrupted {
-                    let mut s = old.clone();
-                    s.interrupted = true;
-                    session.save_state(&s)?;
-                }
-                let to = crate::history::archive(&session, &runs, old)?;
-                ctx.printer.info(&format!("run {} moved to {}", old.run_id, rel(&ctx, &to)));
-            }
-            let goal = args.goal.as_deref().unwrap_or("");
-            phases::init::init_run_carrying(&session, ctx.config(), &env.tpl, goal, &background, &carried)?
-        }
-        Plan::Resume => existing.expect("resume needs a run"),
-        Plan::Restore { id } => {
-            let found = crate::history::find(&ctx.ws, &runs, &id)?;
-            if found.root != ctx.ws.root {
-                let s = found.load_state()?;
-                if let Some(cur) = &existing {
-                    if !cur.status.is_terminal() && !cur.interrupted {
-                        return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
-                            .with_hint("finish it first, or archive it with `run --new --goal ...`"));
-                    }
-                    crate::history::archive(&session, &runs, cur)?;
-                }
-                crate::history::restore(&session, &runs, &s.run_id)?;
-            }
-            let s = ctx.ws.load_state()?;
-            reopen(&env, s, "run.continued", None)?
-        }
-        Plan::Continue => reopen(&env, existing.expect("continue needs a run"), "run.continued", None)?,
-        Plan::Answer(text) => reopen(&env, existing.expect("answer needs a run"), "run.answered", Some(text))?,
-        Plan::Report => unreachable!("handled above"),
-    };
-    // Known to the signal watcher until the command ends (its report included).
-    let _running = (!state.status.is_terminal()).then(|| {
-        ctx.printer.progress(&format!("run {} in {}", state.run_id, ctx.ws.root));
-        crate::interrupt::run_in(&ctx.ws.root)
-    });
-    let stop = go_on(&mut env, &mut state, &ctx.resolved.sources, started)?;
-    // A closed stdout stops the report, never the command: the lock is released (the journal
-    // checkpointed) when this returns, and the outcome decides the code.
-    report(&ctx, &state, args.events);
-    Ok(stop.exit_code())
-}
-
-/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`
-/// (negotiation), before anything is written.
-pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Result<()> {
-    let limits = crate::workspace::Limits::from_config(env.cfg);
-    let est = phases::negotiate::estimate(env, model, goal, background, &limits)?;
-    crate::log::info(&format!(
-        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
-        est.min_tokens,
-        est.min_cost_usd,
-        est.max_steps,
-        est.max_tokens,
-        est.max_cost_usd,
-        limits.max_tokens,
-        limits.max_cost_usd
-    ));
-    match phases::negotiate::refusal(&est, &limits) {
-        None => Ok(()),
-        Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-            .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
     }
 }
 
-/// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
-/// (`sources` says which were given), the loop runs, and what this invocation used counts
-/// toward the agent's rest window, even when it failed. `started`: the run is new.
-pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources, started: bool) -> Result<StopKind> {
-    phases::refresh_limits(env, state, sources)?;
-    let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
-    let stop = phases::run::drive(env, state, env.cfg.timeout.0);
-    let used = state.usage.total().saturating_sub(tokens0);
-    let cost = (state.cost_usd - cost0).max(0.0);
-    if let Err(e) = crate::rest::record(env.cfg, &state.run_id, used, cost, started) {
-        env.printer.warn(&format!("usage ledger: {e}"));
-    }
-    stop
-}
-
-/// Records a person's answer to an escalated run's open question and reopens the run (`env`
-/// holds its lock's session; [`go_on`] then drives it). Refuses a run with no question to answer.
-pub fn answer_run(env: &Env, state: State, text: &str) -> Result<State> {
-    let args = RunArgs {
-        goal: None,
-        context: None,
-        new: false,
-        continue_: false,
-        run: None,
-        answer: Some(text.to_string()),
-        events: false,
-        dry_run: false,
-        force: false,
-    };
-    match decide(env.ws, Some(&state), &args, Some(text.trim().to_string()))? {
-        Plan::Answer(text) => reopen(env, state, "run.answered", Some(text)),
-        other => Err(Error::failure(format!("internal error: an answer was decided as {other:?}"))),
-    }
-}
-
-/// Reopens a run that stopped on a budget or a provider failure, or was interrupted (`env`
-/// holds its lock's session; [`go_on`] then drives it). Refuses a run that is done, escalated with a
-/// question, or still going.
-pub fn continue_run(env: &Env, state: State) -> Result<State> {
-    if !state.status.is_terminal() && !state.interrupted {
-        return Err(Error::usage(format!("run {} is still in progress", state.run_id)));
-    }
-    let args = RunArgs {
-        goal: None,
-        context: None,
-        new: false,
-        continue_: true,
-        run: None,
-        answer: None,
-        events: false,
-        dry_run: false,
-        force: false,
-    };
-    match decide(env.ws, Some(&state), &args, None)? {
-        Plan::Continue => reopen(env, state, "run.continued", None),
-        other => Err(Error::failure(format!("internal error: a continue was decided as {other:?}"))),
-    }
-}
-
-fn read_answer(a: &str) -> Result<String> {
+pub fn read_answer(a: &str) -> Result<String> {
     let text = if a == "-" { crate::fs::read_arg(a)? } else { a.to_string() };
     let text = text.trim().to_string();
     if text.is_empty() {
@@ -392,97 +137,6 @@ fn read_answer(a: &str) -> Result<String> {
         );
     }
     Ok(text)
-}
-
-fn rel(ctx: &Ctx, p: &camino::Utf8Path) -> String {
-    p.strip_prefix(&ctx.ws.root).map(|r| r.to_string()).unwrap_or_else(|_| p.to_string())
-}
-
-/// The previous run's learned facts and outcome, each with the run it came from (bounded: the
-/// newest 20).
-fn carried_facts(ws: &crate::workspace::Workspace, old: &State) -> Result<Vec<String>> {
-    let path = ws.memory();
-    let text = crate::fs::read_optional(&path)?.unwrap_or_default();
-    let mem = if text.trim().is_empty() {
-        crate::markdown::Memory::default()
-    } else {
-        crate::markdown::parse_memory(&text, &path)?
-    };
-    let tag = format!("(from run {})", old.run_id);
-    let mut facts: Vec<String> = mem
-        .facts
-        .iter()
-        .filter(|f| !f.starts_with('(') || !f.contains("earlier facts"))
-        .map(|f| if f.contains("(from run ") { f.clone() } else { format!("{f} {tag}") })
-        .collect();
-    let outcome = match (&old.outcome, old.status) {
-        (Some(o), Status::Done) => format!("Run {} ({}) ended done: {}", old.run_id, old.goal, o.trim()),
-        _ => format!(
-            "Run {} ({}) ended {}: {}",
-            old.run_id,
-            old.goal,
-            old.status.as_str(),
-            old.reason.clone().unwrap_or_default()
-        ),
-    };
-    facts.push(outcome.chars().take(600).collect());
-    let keep = facts.len().saturating_sub(20);
-    Ok(facts.split_off(keep))
-}
-
-/// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the
-/// limits in force, or `run.answered` with the question and answer) and the run goes on where
-/// it stopped — from Frame when it could not proceed at framing, else from Plan.
-fn reopen(env: &Env, mut s: State, event: &str, answer: Option<String>) -> Result<State> {
-    let question = s.open_question.clone();
-    let mut commit = Commit::default();
-    let mut e = Entry::new(&s.run_id, s.step, Phase::Run, event);
-    let resume = match s.resume_at {
-        // An interrupted run never stopped: it goes on where it was.
-        _ if !s.status.is_terminal() => s.next,
-        Some(Next::Frame) => Next::Frame,
-        Some(n) if answer.is_none() && n != Next::Finish && n != Next::None => n,
-        _ => Next::Plan,
-    };
-    if let Some(text) = &answer {
-        let (_, mut mem) = env.read_memory()?;
-        let q = question.clone().unwrap_or_else(|| s.reason.clone().unwrap_or_default());
-        mem.facts.push(format!("A person answered \"{}\": {text} (step {})", q.trim(), s.step));
-        mem.open_question = None;
-        mem.log.push(format!("step {} answered: {}", s.step, text.chars().take(160).collect::<String>()));
-        mem.status = format!("answered; going on from {}", if resume == Next::Frame { "frame" } else { "plan" });
-        commit.file("memory.md", env.render_memory(&mem)?);
-        commit.file(
-            "decisions.md",
-            env.decisions_with(s.step, "answer", "A person answered", &format!("Question: {q}\n\nAnswer: {text}\n"))?,
-        );
-        e.data = Some(json!({"question": q, "answer": text}));
-        s.done_refusals = 0;
-        s.consecutive_failures = 0;
-        s.repeats = 0;
-        s.last_action = None;
-        // A reframe is the way to act on an answer given at framing.
-        if resume == Next::Frame {
-            s.reframe_reason = Some(format!("a person answered the open question: {text}"));
-        }
-    } else {
-        e.data = Some(json!({"after": s.stop, "reason": s.reason, "limits": s.limits}));
-    }
-    e.reason = s.reason.clone();
-    s.status = Status::Running;
-    s.next = resume;
-    s.stop = None;
-    s.reason = None;
-    s.finished_at = None;
-    s.open_question = None;
-    s.interrupted = false;
-    s.resume_at = None;
-    commit.entry(&e);
-    commit.state = Some(s.clone());
-    env.commit(&commit)?;
-    // result.json describes an ended run; the reopened run writes it again when it ends.
-    let _ = std::fs::remove_file(env.ws.result());
-    Ok(s)
 }
 
 /// `run --dry-run`: the estimate and the first prompts, no model call, nothing written.

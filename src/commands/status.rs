@@ -59,7 +59,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
-        p.outln(&format!("ways on     {}", crate::commands::run::ways_on(&ctx.ws, &s)));
+        p.outln(&format!("ways on     {}", crate::lifecycle::ways_on(&ctx.ws, &s)));
     }
     p.outln(&format!("next        {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
@@ -113,20 +113,19 @@ pub fn view(
     cfg: &crate::config::Config,
     sources: &crate::config::Sources,
 ) -> serde_json::Value {
-    let sources: serde_json::Map<String, serde_json::Value> =
-        ["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"]
-            .iter()
-            .map(|k| {
-                (
-                    k.to_string(),
-                    json!(sources
-                        .get(*k)
-                        .filter(|v| v.is_given())
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| "recorded by the run".into())),
-                )
-            })
-            .collect();
+    let sources: serde_json::Map<String, serde_json::Value> = crate::budget::Budget::ALL
+        .iter()
+        .map(|b| {
+            (
+                b.key().to_string(),
+                json!(sources
+                    .get(b.key())
+                    .filter(|v| v.is_given())
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "recorded by the run".into())),
+            )
+        })
+        .collect();
     let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
     let l = &s.limits;
     let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
@@ -140,7 +139,7 @@ pub fn view(
         "reason": s.reason,
         "open_question": s.open_question,
         "answer_with": answer_cmd,
-        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::commands::run::ways_on(ws, s)) } else { None },
+        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
         "interrupted": s.interrupted,
         "rest": crate::rest::current(cfg),
         "frustration": {"score": s.frustration, "threshold": cfg.frustration.threshold, "reframed": s.frustration_reframed},

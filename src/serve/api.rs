@@ -5,8 +5,10 @@
 
 use super::http::{self, only_keys, ApiError, ApiResult, Reply};
 use super::queue::Place;
-use super::runs::{self, Budgets, NewRun, Reopen};
+use super::runs::{self, Budgets, NewRun};
 use super::{auth, pages, stream, Shared};
+use crate::budget::Budget;
+use crate::lifecycle::Request;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -147,6 +149,11 @@ fn place(shared: &Shared, id: &str) -> Value {
     }
 }
 
+/// The budget keys a request may set, for hints.
+fn budget_keys() -> String {
+    Budget::ALL.map(Budget::key).join(", ")
+}
+
 /// POST /runs
 fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let body = http::json_body(req)?;
@@ -154,13 +161,13 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let mut unknown: Vec<String> =
         body.keys().filter(|k| !START_KEYS.contains(&k.as_str())).map(|k| format!("`{k}`")).collect();
     if let Some(Value::Object(b)) = body.get("budgets") {
-        unknown.extend(b.keys().filter(|k| !runs::BUDGET_KEYS.contains(&k.as_str())).map(|k| format!("`budgets.{k}`")));
+        unknown.extend(b.keys().filter(|k| Budget::from_key(k).is_none()).map(|k| format!("`budgets.{k}`")));
     }
     if !unknown.is_empty() {
         return Err(ApiError::new(400, format!("POST /runs may not set {}", unknown.join(", "))).hint(format!(
             "a request sets only {}; budgets only {} (and only to narrow the server's limits); provider, keys, tools and paths are the server's",
             START_KEYS.join(", "),
-            runs::BUDGET_KEYS.join(", ")
+            budget_keys()
         )));
     }
     let goal = match body.get("goal") {
@@ -179,8 +186,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
             ApiError::new(400, format!("budgets.{path}: {}", e.into_inner()))
         })?,
         Some(_) => {
-            return Err(ApiError::new(400, "`budgets` must be an object")
-                .hint(format!("keys: {}", runs::BUDGET_KEYS.join(", "))))
+            return Err(ApiError::new(400, "`budgets` must be an object").hint(format!("keys: {}", budget_keys())))
         }
     };
     let force = match body.get("force") {
@@ -304,7 +310,7 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
     let text = text_field(&body, "answer")?;
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let s = runs::reopen(shared, id, Reopen::Answer(text), ticket)?;
+    let s = runs::reopen(shared, id, Request::Answer(text), ticket)?;
     shared.log(&format!("run {id} answered; queued to go on"));
     Ok(Reply::json(
         202,
@@ -321,7 +327,7 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
     }
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let s = runs::reopen(shared, id, Reopen::Continue, ticket)?;
+    let s = runs::reopen(shared, id, Request::Continue { archived: None }, ticket)?;
     shared.log(&format!("run {id} continued; queued to go on"));
     Ok(Reply::json(
         202,

@@ -14,8 +14,9 @@
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
-use crate::config::{Dur, Layer, Resolved, Source};
+use crate::config::{Layer, Resolved, Source};
 use crate::error::{Error, Result};
+use crate::lifecycle::Request;
 use crate::output::Printer;
 use crate::phases::{self, Env};
 use crate::workspace::{State, StopKind, Workspace};
@@ -26,23 +27,7 @@ use serde_json::{json, Value};
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The limits a request may narrow.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budgets {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_steps: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_reframes: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Dur>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost_usd: Option<f64>,
-}
-
-pub const BUDGET_KEYS: &[&str] = &["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"];
+pub use crate::budget::Budgets;
 
 /// What a client asked for, kept for the life of the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -145,55 +130,8 @@ pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -
     if !r.config.skills.dirs.contains(&shared_skills) {
         r.config.skills.dirs.insert(0, shared_skills);
     }
-    narrow(&mut r, b, strict)?;
+    crate::trust::narrow_budgets(&mut r, b, &shared.root, strict)?;
     Ok(r)
-}
-
-fn narrow(r: &mut Resolved, b: &Budgets, strict: bool) -> Result<()> {
-    fn apply<T: PartialOrd + Copy + std::fmt::Display>(
-        r: &mut Resolved,
-        key: &str,
-        want: Option<T>,
-        base: Option<T>,
-        strict: bool,
-    ) -> Result<Option<T>> {
-        let Some(w) = want else { return Ok(None) };
-        if let Some(b) = base.filter(|b| w > *b) {
-            if strict {
-                let from = match r.sources.get(key) {
-                    None | Some(Source::Default) => "the built-in default".to_string(),
-                    Some(s) => s.to_string(),
-                };
-                return Err(Error::usage(format!(
-                    "budgets.{key}: {w} is more than this server allows ({b}, set by {from}); a request may only narrow a limit"
-                )));
-            }
-            return Ok(Some(b));
-        }
-        r.sources.insert(key.to_string(), Source::ApiRequest);
-        Ok(Some(w))
-    }
-    if let Some(c) = b.max_cost_usd.filter(|c| !c.is_finite() || *c < 0.0) {
-        return Err(Error::usage(format!("budgets.max_cost_usd: {c} is not an amount")));
-    }
-    let c = r.config.clone();
-    if let Some(v) = apply(r, "max_steps", b.max_steps, Some(c.max_steps), strict)? {
-        r.config.max_steps = v;
-    }
-    if let Some(v) = apply(r, "max_reframes", b.max_reframes, Some(c.max_reframes), strict)? {
-        r.config.max_reframes = v;
-    }
-    let secs = b.timeout.map(|d| d.0.as_secs_f64());
-    if let Some(v) = apply(r, "timeout", secs, Some(c.timeout.0.as_secs_f64()), strict)? {
-        r.config.timeout = Dur(std::time::Duration::from_secs_f64(v));
-    }
-    if let Some(v) = apply(r, "max_tokens", b.max_tokens, c.max_tokens, strict)? {
-        r.config.max_tokens = Some(v);
-    }
-    if let Some(v) = apply(r, "max_cost_usd", b.max_cost_usd, c.max_cost_usd, strict)? {
-        r.config.max_cost_usd = Some(v);
-    }
-    Ok(())
 }
 
 /// Phases of served runs print nothing (stdout belongs to the server); warnings still go to
@@ -218,7 +156,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let ws = entered(shared, &id, true)?;
     let env = Env::with(&ws, cfg, quiet())?;
     if !new.force {
-        crate::commands::run::check_fits(&env, model.model(), &new.goal, &new.context)?;
+        crate::lifecycle::check_fits(&env, model.model(), &new.goal, &new.context)?;
     }
     // The record first: a run without one would never be driven; a record without a run (a
     // crash in between) is ignored and removed at the next start.
@@ -261,21 +199,15 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     env.hold(&session);
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
-    let stop = crate::commands::run::go_on(&mut env, &mut state, &resolved.sources, started)?;
+    let stop = crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started)?;
     shared.log(&format!("run {id} {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()));
     Ok(Some(stop))
-}
-
-/// How a stopped run is reopened by a request.
-pub enum Reopen {
-    Answer(String),
-    Continue,
 }
 
 /// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
 /// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
 /// queued as it is by a continue.
-pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResult<State> {
+pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
         return Err(
@@ -288,10 +220,9 @@ pub fn reopen(shared: &Shared, id: &str, how: Reopen, ticket: Ticket) -> ApiResu
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
     let state = match how {
-        Reopen::Answer(text) => crate::commands::run::answer_run(&env, state, &text),
         // Still going but held by no worker: one gave up on it (see worker_error); queue it.
-        Reopen::Continue if !state.status.is_terminal() && !state.interrupted => Ok(state),
-        Reopen::Continue => crate::commands::run::continue_run(&env, state),
+        Request::Continue { .. } if !state.status.is_terminal() && !state.interrupted => Ok(state),
+        req => crate::lifecycle::reopen_for(&env, state, &req),
     }
     // What the run's state does not allow is a conflict, not a bad request.
     .map_err(|e| {
@@ -358,31 +289,6 @@ pub fn context_text(v: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn budgets_only_narrow() {
-        let base = || crate::config::resolve(&[]).unwrap();
-        let b = |v: serde_json::Value| serde_json::from_value::<Budgets>(v).unwrap();
-        let mut r = base();
-        narrow(&mut r, &b(json!({"max_steps": 5, "timeout": "10m", "max_tokens": 900, "max_cost_usd": 0.5})), true)
-            .unwrap();
-        assert_eq!((r.config.max_steps, r.config.timeout.0.as_secs()), (5, 600));
-        assert_eq!((r.config.max_tokens, r.config.max_cost_usd), (Some(900), Some(0.5)), "no limit: any narrows it");
-        assert_eq!(r.sources["max_steps"], Source::ApiRequest);
-        let mut r = base();
-        let e = narrow(&mut r, &b(json!({"max_steps": 50})), true).unwrap_err();
-        assert!(
-            e.message
-                .contains("budgets.max_steps: 50 is more than this server allows (20, set by the built-in default)"),
-            "{}",
-            e.message
-        );
-        // Driven again after the server's limit went down: the narrower applies.
-        narrow(&mut r, &b(json!({"max_steps": 50})), false).unwrap();
-        assert_eq!(r.config.max_steps, 20);
-        assert!(narrow(&mut base(), &b(json!({"max_cost_usd": -1.0})), true).is_err());
-        assert!(serde_json::from_value::<Budgets>(json!({"llm": {}})).is_err());
-    }
 
     #[test]
     fn ids_cannot_climb_out() {

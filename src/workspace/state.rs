@@ -1,5 +1,6 @@
 //! state.json: the machine state of one run, and the limits, statuses and pending action it holds.
 
+use crate::budget::Budget;
 use crate::config::Config;
 use crate::trace::Usage;
 use serde::{Deserialize, Serialize};
@@ -64,14 +65,24 @@ impl Limits {
     /// the environment or a flag — any source but the built-in default) replaces the recorded
     /// one; the others stay as the run recorded them (e.g. `init --max-steps 7`).
     pub fn in_force(&self, c: &Config, sources: &crate::config::Sources) -> Self {
-        let given = |k: &str| sources.get(k).is_some_and(crate::config::Source::is_given);
         let now = Limits::from_config(c);
-        Limits {
-            max_steps: if given("max_steps") { now.max_steps } else { self.max_steps },
-            max_reframes: if given("max_reframes") { now.max_reframes } else { self.max_reframes },
-            timeout_secs: if given("timeout") { now.timeout_secs } else { self.timeout_secs },
-            max_tokens: if given("max_tokens") { now.max_tokens } else { self.max_tokens },
-            max_cost_usd: if given("max_cost_usd") { now.max_cost_usd } else { self.max_cost_usd },
+        let mut l = self.clone();
+        for b in Budget::ALL {
+            if sources.get(b.key()).is_some_and(crate::config::Source::is_given) {
+                l.take(b, &now);
+            }
+        }
+        l
+    }
+
+    /// Sets the limit `b` to `from`'s.
+    fn take(&mut self, b: Budget, from: &Limits) {
+        match b {
+            Budget::MaxSteps => self.max_steps = from.max_steps,
+            Budget::MaxReframes => self.max_reframes = from.max_reframes,
+            Budget::Timeout => self.timeout_secs = from.timeout_secs,
+            Budget::MaxTokens => self.max_tokens = from.max_tokens,
+            Budget::MaxCostUsd => self.max_cost_usd = from.max_cost_usd,
         }
     }
 

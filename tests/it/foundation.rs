@@ -643,21 +643,35 @@ fn the_readme_config_block_is_the_defaults_and_loads() {
     t.al(&["config", "show"]).assert().success();
 }
 
-/// Functions in the loop's core stay readable on one screen: none over 80 lines (a function runs
+/// Functions in the loop's core and the run lifecycle stay readable on one screen: none over 80 lines (a function runs
 /// from its `fn` line to the first `}` at the same indentation).
 #[test]
 fn no_function_over_80_lines_in_the_core() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<std::path::PathBuf> = ["src/phases", "src/handle"]
+    let mut files: Vec<std::path::PathBuf> = ["src/phases", "src/handle", "src/serve", "src/workspace"]
         .iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
         .collect();
+    // The run lifecycle and the modules it runs through.
+    for f in [
+        "src/lifecycle.rs",
+        "src/budget.rs",
+        "src/outcome.rs",
+        "src/trust.rs",
+        "src/settings.rs",
+        "src/commands/run.rs",
+        "src/commands/answer.rs",
+    ] {
+        files.push(root.join(f));
+    }
     files.push(root.join("src/tools/mod.rs"));
     files.push(root.join("src/model/http.rs"));
     let mut long = Vec::new();
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
         let text = std::fs::read_to_string(f).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
+        // A module's unit tests (a story each) are not held to it.
+        let code = text.split("\n#[cfg(test)]\n").next().unwrap_or_default();
+        let lines: Vec<&str> = code.lines().collect();
         for (i, l) in lines.iter().enumerate() {
             let t = l.trim_start();
             let indent = l.len() - t.len();

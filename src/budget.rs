@@ -1,0 +1,146 @@
+//! The limits a run is held to, named once: the same five keys are configuration keys
+//! (`max_steps`, … in agentloop.yaml, `AGENTLOOP_*`, flags), state.json's `limits`, `status`'s
+//! budget lines, a `serve` request's `budgets` and a `handle` request's `config`. Code that walks
+//! the budgets walks [`Budget::ALL`]; nothing else lists their names.
+
+use crate::config::{Config, Dur};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// One limit of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Budget {
+    /// Plan → act → reflect steps.
+    MaxSteps,
+    /// Times the run may go back to Frame.
+    MaxReframes,
+    /// Wall-clock time of one invocation.
+    Timeout,
+    /// Tokens, prompt and completion together.
+    MaxTokens,
+    /// Spend in US dollars (by the price table).
+    MaxCostUsd,
+}
+
+impl Budget {
+    /// Every budget, in the order they are shown.
+    pub const ALL: [Budget; 5] =
+        [Budget::MaxSteps, Budget::MaxReframes, Budget::Timeout, Budget::MaxTokens, Budget::MaxCostUsd];
+
+    /// The key, the same in configuration, state.json's `limits` (bar `timeout_secs`) and requests.
+    pub fn key(self) -> &'static str {
+        match self {
+            Budget::MaxSteps => "max_steps",
+            Budget::MaxReframes => "max_reframes",
+            Budget::Timeout => "timeout",
+            Budget::MaxTokens => "max_tokens",
+            Budget::MaxCostUsd => "max_cost_usd",
+        }
+    }
+
+    /// The flag that sets it for one command.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Budget::MaxSteps => "--max-steps",
+            Budget::MaxReframes => "--max-reframes",
+            Budget::Timeout => "--timeout",
+            Budget::MaxTokens => "--max-tokens",
+            Budget::MaxCostUsd => "--max-cost",
+        }
+    }
+
+    /// The budget a configuration key names, if it names one.
+    pub fn from_key(key: &str) -> Option<Budget> {
+        Budget::ALL.into_iter().find(|b| b.key() == key)
+    }
+}
+
+/// Budgets a request asks for (a `serve` request's `budgets`); each may only narrow the limit
+/// the server's own configuration sets (see `trust::narrow_budgets`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reframes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Budgets {
+    /// The value asked for `b`, as its configuration value (a timeout as seconds), if any.
+    pub fn get(&self, b: Budget) -> Option<Value> {
+        match b {
+            Budget::MaxSteps => self.max_steps.map(|v| json!(v)),
+            Budget::MaxReframes => self.max_reframes.map(|v| json!(v)),
+            Budget::Timeout => self.timeout.map(|d| json!(d.0.as_secs())),
+            Budget::MaxTokens => self.max_tokens.map(|v| json!(v)),
+            Budget::MaxCostUsd => self.max_cost_usd.map(|v| json!(v)),
+        }
+    }
+
+    /// Sets `b` in `cfg` to the value asked for (nothing when none is).
+    pub fn apply(&self, b: Budget, cfg: &mut Config) {
+        match b {
+            Budget::MaxSteps => cfg.max_steps = self.max_steps.unwrap_or(cfg.max_steps),
+            Budget::MaxReframes => cfg.max_reframes = self.max_reframes.unwrap_or(cfg.max_reframes),
+            Budget::Timeout => cfg.timeout = self.timeout.unwrap_or(cfg.timeout),
+            Budget::MaxTokens => cfg.max_tokens = self.max_tokens.or(cfg.max_tokens),
+            Budget::MaxCostUsd => cfg.max_cost_usd = self.max_cost_usd.or(cfg.max_cost_usd),
+        }
+    }
+
+    /// The narrower of what was asked and what `cfg` allows, for each budget (a run driven
+    /// again after the server's limits went down).
+    pub fn clamp_to(&mut self, cfg: &Config) {
+        fn min<T: PartialOrd + Copy>(want: &mut Option<T>, limit: Option<T>) {
+            if let (Some(w), Some(l)) = (*want, limit) {
+                if w > l {
+                    *want = Some(l);
+                }
+            }
+        }
+        min(&mut self.max_steps, Some(cfg.max_steps));
+        min(&mut self.max_reframes, Some(cfg.max_reframes));
+        min(&mut self.max_tokens, cfg.max_tokens);
+        min(&mut self.max_cost_usd, cfg.max_cost_usd);
+        if self.timeout.is_some_and(|t| t.0 > cfg.timeout.0) {
+            self.timeout = Some(cfg.timeout);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_are_config_keys() {
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        for b in Budget::ALL {
+            assert_eq!(Budget::from_key(b.key()), Some(b));
+            assert!(defaults.get(b.key()).is_some(), "{} is a config key", b.key());
+        }
+        assert_eq!(Budget::from_key("max_loops"), None);
+    }
+
+    #[test]
+    fn budgets_apply_and_clamp() {
+        let mut cfg = Config::default();
+        let mut b: Budgets =
+            serde_json::from_value(json!({"max_steps": 50, "timeout": "10m", "max_cost_usd": 0.5})).unwrap();
+        assert_eq!(b.get(Budget::Timeout), Some(json!(600)));
+        b.clamp_to(&cfg);
+        assert_eq!(b.max_steps, Some(cfg.max_steps), "above the limit: the limit");
+        assert_eq!(b.max_cost_usd, Some(0.5), "no limit: anything narrows it");
+        for k in Budget::ALL {
+            b.apply(k, &mut cfg);
+        }
+        assert_eq!((cfg.max_steps, cfg.timeout.0.as_secs(), cfg.max_cost_usd), (20, 600, Some(0.5)));
+    }
+}

@@ -1,0 +1,507 @@
+//! The run lifecycle as library code: a domain [`Request`] (start with a goal and background,
+//! go on, continue with the limits given now, answer) goes in, an [`Outcome`] comes out.
+//! `agentloop run` and `agentloop answer` are adapters from flags, `serve` one from HTTP
+//! requests; event mode drives the same phases one turn at a time.
+//!
+//! What a request does to the run in the workspace is decided by one pure function,
+//! [`decide`]; its [`Decision`] carries the state it was decided on, so nothing after it has to
+//! look the run up again or assume it is there.
+
+use crate::config::{Config, Resolved};
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::phases::{self, Env};
+use crate::trace::{Entry, Phase};
+use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
+use serde_json::json;
+use std::time::Duration;
+
+/// What a person, a script or a client asks of a workspace's run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Start a run (a follow-up when the workspace holds an ended run).
+    Start(Start),
+    /// Go on with the run there: resume one in progress, or say how an ended one ended.
+    Go,
+    /// Go on with a run that stopped on a budget or a provider failure, or was interrupted;
+    /// `archived` names a run under `runs/` to bring back first.
+    Continue { archived: Option<String> },
+    /// Answer an escalated run's open question and go on.
+    Answer(String),
+}
+
+/// A new run's goal and background.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub goal: String,
+    /// context.md's background, as read (`phases::init::read_context`).
+    pub background: String,
+    /// Carry the previous run's facts and outcome (a follow-up); false starts afresh.
+    pub carry: bool,
+    /// Start even when the estimate says the run cannot fit its budget.
+    pub force: bool,
+}
+
+/// What a request does to the run there; each variant carries the state it was decided on.
+#[derive(Debug, PartialEq)]
+pub enum Decision {
+    /// Start a run. `previous`: the root's run, archived first (`interrupted` when it was still
+    /// going); with `start.carry` the new run carries its facts (or, with none at the root, the
+    /// newest archived run's).
+    Start { start: Start, previous: Option<State>, interrupted: bool },
+    /// Go on with the root's run as it is.
+    Resume(State),
+    /// Bring the archived run `id` back to the root (archiving `current` first), then continue it.
+    Restore { id: String, current: Option<State> },
+    /// Reopen the root's stopped run and go on.
+    Continue(State),
+    /// Record the answer to the run's open question and go on.
+    Answer(State, String),
+    /// Nothing to run: the run ended; say how and how to go on.
+    Report(State),
+}
+
+/// How a request ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The run went until it stopped: its state and how it stopped.
+    Ran { state: State, stop: StopKind },
+    /// Nothing was run (a plain `run` on an ended run).
+    Ended(State),
+}
+
+/// Decides what `req` does, a pure function of the root's run (`existing`) and the request.
+pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<Decision> {
+    if let Request::Continue { archived: Some(id) } = req {
+        return Ok(Decision::Restore { id: id.clone(), current: existing });
+    }
+    let Some(s) = existing else {
+        return match req {
+            Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: None, interrupted: false }),
+            Request::Go => {
+                Err(Error::usage("the workspace holds no run").with_hint("pass --goal \"...\" to start one"))
+            }
+            _ => Err(Error::usage("the workspace holds no run to continue or answer")
+                .with_hint("start one with --goal \"...\"")),
+        };
+    };
+    if !(s.status.is_terminal() || s.interrupted) {
+        return decide_going(ws, s, req);
+    }
+    match req {
+        Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: false }),
+        Request::Answer(text) => match s.stop {
+            Some(StopKind::Escalated) => Ok(Decision::Answer(s, text.clone())),
+            _ => Err(Error::usage(format!("run {} ended {} and has no question to answer", s.run_id, stop_word(&s)))
+                .with_hint(ways_on(ws, &s))),
+        },
+        Request::Continue { .. } => decide_continue(ws, s),
+        Request::Go => Ok(Decision::Report(s)),
+    }
+}
+
+/// [`decide`] for a run still in progress.
+fn decide_going(ws: &Workspace, s: State, req: &Request) -> Result<Decision> {
+    match req {
+        Request::Start(st) if !st.carry => {
+            Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: true })
+        }
+        Request::Start(st) if st.goal.trim() != s.goal.trim() => {
+            Err(Error::usage(format!("run {} is still in progress (goal: {}); --goal names another", s.run_id, s.goal))
+                .with_hint(format!(
+                    "{} resumes it; {} archives it as interrupted and starts the new one",
+                    ws.cli("run"),
+                    ws.cli("run --new --goal \"...\"")
+                )))
+        }
+        Request::Answer(_) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
+            .with_hint(format!("{} resumes it", ws.cli("run")))),
+        _ => Ok(Decision::Resume(s)),
+    }
+}
+
+/// [`decide`] for `--continue` on an ended run.
+fn decide_continue(ws: &Workspace, s: State) -> Result<Decision> {
+    match s.stop {
+        Some(StopKind::Budget | StopKind::Provider) => Ok(Decision::Continue(s)),
+        _ if s.interrupted => Ok(Decision::Continue(s)),
+        Some(StopKind::Escalated) => Err(Error::usage(format!(
+            "run {} escalated with a question; --continue is for budget and provider stops",
+            s.run_id
+        ))
+        .with_hint(format!("answer it: {}", ws.cli("answer \"...\"")))),
+        _ => Err(Error::usage(format!("run {} is done", s.run_id))
+            .with_hint("start a follow-up with --goal \"...\" (or a fresh run with --new --goal)")),
+    }
+}
+
+fn stop_word(s: &State) -> &'static str {
+    match s.stop {
+        Some(StopKind::Done) => "done",
+        Some(StopKind::Budget) => "on a budget",
+        Some(StopKind::Provider) => "on a provider failure",
+        Some(StopKind::Escalated) => "escalated",
+        None => "interrupted",
+    }
+}
+
+/// The ways on from an ended run, for people.
+pub fn ways_on(ws: &Workspace, s: &State) -> String {
+    let mut ways = Vec::new();
+    match s.stop {
+        Some(StopKind::Budget | StopKind::Provider) => {
+            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", ws.cli("run --continue")))
+        }
+        Some(StopKind::Escalated) => {
+            ways.push(format!("{} answers its question and goes on", ws.cli("answer \"...\"")))
+        }
+        _ if s.interrupted => ways.push(format!("{} goes on", ws.cli("run --continue"))),
+        _ => {}
+    }
+    ways.push(format!("{} starts a follow-up that carries its facts", ws.cli("run --goal \"...\"")));
+    ways.push(format!("{} starts afresh", ws.cli("run --new --goal \"...\"")));
+    ways.join("; ")
+}
+
+/// Where a request runs: the workspace, its resolved configuration, the printer phases use, how
+/// long to wait for another process's lock, and whether trace entries stream on stdout.
+pub struct Runner<'a> {
+    pub ws: &'a Workspace,
+    pub resolved: &'a Resolved,
+    pub printer: Printer,
+    pub wait: Option<Duration>,
+    pub events: bool,
+}
+
+impl Runner<'_> {
+    fn cfg(&self) -> &Config {
+        &self.resolved.config
+    }
+
+    /// Carries out `req` and drives the run until it stops. Everything that can refuse it — the
+    /// request against the run there, the provider and key, the rest window and, for a new run,
+    /// whether it can fit its budget — is checked before any file is written. An existing
+    /// folder is locked first (the lock finishes a commit or a move a killed process left); a
+    /// new one only once the checks pass (the lock creates it). The lock is released (the
+    /// journal checkpointed) before this returns, so printing the outcome never holds it.
+    pub fn request(&self, req: &Request) -> Result<Outcome> {
+        let early = if self.ws.root.is_dir() { Some(self.ws.lock(self.wait)?) } else { None };
+        // Declared before the environment, which commits through it.
+        let session: Session;
+        let first = decide(self.ws, self.existing()?, req)?;
+        if let Decision::Report(s) = first {
+            return Ok(Outcome::Ended(s));
+        }
+        let model = crate::model::from_config(self.cfg(), &self.ws.root)?;
+        crate::rest::check(self.cfg())?;
+        let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
+        env.events = self.events;
+        if let Decision::Start { start, .. } = &first {
+            if !start.force {
+                check_fits(&env, model.model(), &start.goal, &start.background)?;
+            }
+        }
+        session = match early {
+            Some(l) => l,
+            None => {
+                let lock = self.ws.lock(self.wait)?;
+                // The folder is this command's own making: its config is the user's to write.
+                crate::trust::record_created(&self.ws.root, &self.printer);
+                lock
+            }
+        };
+        env.hold(&session);
+        // Decided again under the lock: another process may have moved on since the first look.
+        let decision = decide(self.ws, self.existing()?, req)?;
+        let started = matches!(decision, Decision::Start { .. });
+        let mut state = match decision {
+            Decision::Report(s) => return Ok(Outcome::Ended(s)),
+            d => self.carry_out(&env, &session, d)?,
+        };
+        // Known to the signal watcher while it goes on.
+        let _running = (!state.status.is_terminal()).then(|| {
+            self.printer.progress(&format!("run {} in {}", state.run_id, self.ws.root));
+            crate::interrupt::run_in(&self.ws.root)
+        });
+        let stop = go_on(&mut env, &mut state, &self.resolved.sources, started)?;
+        Ok(Outcome::Ran { state, stop })
+    }
+
+    /// The root's run, if it holds one.
+    fn existing(&self) -> Result<Option<State>> {
+        if self.ws.has_run() {
+            self.ws.load_state().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Applies a decision under the lock: the state to drive (an ended run's, for a report, is
+    /// driven nowhere).
+    fn carry_out(&self, env: &Env, session: &Session, d: Decision) -> Result<State> {
+        match d {
+            Decision::Report(s) | Decision::Resume(s) => Ok(s),
+            Decision::Start { start, previous, interrupted } => self.start(env, session, &start, previous, interrupted),
+            Decision::Restore { id, current } => {
+                self.restore(session, &id, current)?;
+                reopen(env, self.ws.load_state()?, None)
+            }
+            Decision::Continue(s) => reopen(env, s, None),
+            Decision::Answer(s, text) => reopen(env, s, Some(text)),
+        }
+    }
+
+    /// Starts a run, archiving the root's previous one first.
+    fn start(
+        &self,
+        env: &Env,
+        session: &Session,
+        st: &Start,
+        previous: Option<State>,
+        interrupted: bool,
+    ) -> Result<State> {
+        let runs = &self.cfg().handle.runs_dir;
+        let carried = match (&previous, st.carry) {
+            (Some(old), true) => carried_facts(self.ws, old)?,
+            // The root is empty (a pruned or recovered history): the follow-up carries the
+            // newest archived run that ended.
+            (None, true) => match newest_ended(self.ws, runs) {
+                Some(r) => carried_facts(&r.ws, &r.state)?,
+                None => Vec::new(),
+            },
+            (_, false) => Vec::new(),
+        };
+        if let Some(mut old) = previous {
+            if interrupted {
+                old.interrupted = true;
+                session.save_state(&old)?;
+            }
+            let to = crate::history::archive(session, runs, &old)?;
+            let shown = to.strip_prefix(&self.ws.root).map(|r| r.to_string()).unwrap_or_else(|_| to.to_string());
+            self.printer.info(&format!("run {} moved to {shown}", old.run_id));
+        }
+        phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried)
+    }
+
+    /// Brings the archived run `id` back to the root, archiving the root's own first.
+    fn restore(&self, session: &Session, id: &str, current: Option<State>) -> Result<()> {
+        let runs = &self.cfg().handle.runs_dir;
+        let found = crate::history::find(self.ws, runs, id)?;
+        if found.root == self.ws.root {
+            return Ok(());
+        }
+        let s = found.load_state()?;
+        if let Some(cur) = &current {
+            if !cur.status.is_terminal() && !cur.interrupted {
+                return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
+                    .with_hint("finish it first, or archive it with `run --new --goal ...`"));
+            }
+            crate::history::archive(session, runs, cur)?;
+        }
+        crate::history::restore(session, runs, &s.run_id)
+    }
+}
+
+/// The newest archived run that ended.
+fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
+    crate::history::list(ws, runs, &|_| {})
+        .into_iter()
+        .filter(|r| !r.current && r.state.status.is_terminal())
+        .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)))
+}
+
+/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`
+/// (negotiation), before anything is written.
+pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Result<()> {
+    let limits = crate::workspace::Limits::from_config(env.cfg);
+    let est = phases::negotiate::estimate(env, model, goal, background, &limits)?;
+    crate::log::info(&format!(
+        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
+        est.min_tokens,
+        est.min_cost_usd,
+        est.max_steps,
+        est.max_tokens,
+        est.max_cost_usd,
+        limits.max_tokens,
+        limits.max_cost_usd
+    ));
+    match phases::negotiate::refusal(&est, &limits) {
+        None => Ok(()),
+        Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
+            .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
+    }
+}
+
+/// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
+/// (`sources` says which were given), the loop runs, and what this invocation used counts
+/// toward the agent's rest window, even when it failed. `started`: the run is new.
+pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources, started: bool) -> Result<StopKind> {
+    phases::refresh_limits(env, state, sources)?;
+    let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
+    let stop = phases::run::drive(env, state, env.cfg.timeout.0);
+    let used = state.usage.total().saturating_sub(tokens0);
+    let cost = (state.cost_usd - cost0).max(0.0);
+    if let Err(e) = crate::rest::record(env.cfg, &state.run_id, used, cost, started) {
+        env.printer.warn(&format!("usage ledger: {e}"));
+    }
+    stop
+}
+
+/// Reopens a stopped run for `req` — an answer to its question, or a continue — without driving
+/// it (`env` holds its lock's session; [`go_on`] drives it later). What the run's state does not
+/// allow is refused as [`decide`] refuses it; a start or a plain go is not a reopening.
+pub fn reopen_for(env: &Env, state: State, req: &Request) -> Result<State> {
+    if !state.status.is_terminal() && !state.interrupted {
+        return Err(Error::usage(format!("run {} is still in progress", state.run_id)));
+    }
+    match (decide(env.ws, Some(state), req)?, req) {
+        (Decision::Answer(s, text), _) => reopen(env, s, Some(text)),
+        (Decision::Continue(s), Request::Continue { archived: None }) => reopen(env, s, None),
+        (other, _) => Err(Error::failure(format!("internal error: {req:?} was decided as {other:?}"))),
+    }
+}
+
+/// The previous run's learned facts and outcome, each with the run it came from (bounded: the
+/// newest 20).
+fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
+    let path = ws.memory();
+    let text = crate::fs::read_optional(&path)?.unwrap_or_default();
+    let mem = if text.trim().is_empty() {
+        crate::markdown::Memory::default()
+    } else {
+        crate::markdown::parse_memory(&text, &path)?
+    };
+    let tag = format!("(from run {})", old.run_id);
+    let mut facts: Vec<String> = mem
+        .facts
+        .iter()
+        .filter(|f| !f.starts_with('(') || !f.contains("earlier facts"))
+        .map(|f| if f.contains("(from run ") { f.clone() } else { format!("{f} {tag}") })
+        .collect();
+    let outcome = match (&old.outcome, old.status) {
+        (Some(o), Status::Done) => format!("Run {} ({}) ended done: {}", old.run_id, old.goal, o.trim()),
+        _ => format!(
+            "Run {} ({}) ended {}: {}",
+            old.run_id,
+            old.goal,
+            old.status.as_str(),
+            old.reason.clone().unwrap_or_default()
+        ),
+    };
+    facts.push(outcome.chars().take(600).collect());
+    let keep = facts.len().saturating_sub(20);
+    Ok(facts.split_off(keep))
+}
+
+/// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the
+/// limits in force, or `run.answered` with the question and answer) and the run goes on where
+/// it stopped — from Frame when it could not proceed at framing, else from Plan.
+fn reopen(env: &Env, mut s: State, answer: Option<String>) -> Result<State> {
+    let event = if answer.is_some() { "run.answered" } else { "run.continued" };
+    let mut commit = Commit::default();
+    let mut e = Entry::new(&s.run_id, s.step, Phase::Run, event);
+    let resume = match s.resume_at {
+        // An interrupted run never stopped: it goes on where it was.
+        _ if !s.status.is_terminal() => s.next,
+        Some(Next::Frame) => Next::Frame,
+        Some(n) if answer.is_none() && n != Next::Finish && n != Next::None => n,
+        _ => Next::Plan,
+    };
+    match &answer {
+        Some(text) => e.data = Some(record_answer(env, &mut s, &mut commit, text, resume)?),
+        None => e.data = Some(json!({"after": s.stop, "reason": s.reason, "limits": s.limits})),
+    }
+    e.reason = s.reason.clone();
+    s.status = Status::Running;
+    s.next = resume;
+    s.stop = None;
+    s.reason = None;
+    s.finished_at = None;
+    s.open_question = None;
+    s.interrupted = false;
+    s.resume_at = None;
+    commit.entry(&e);
+    commit.state = Some(s.clone());
+    env.commit(&commit)?;
+    // result.json describes an ended run; the reopened run writes it again when it ends.
+    let _ = std::fs::remove_file(env.ws.result());
+    Ok(s)
+}
+
+/// Puts a person's answer into memory.md and decisions.md (in `commit`) and clears the counters
+/// that led to the escalation; returns the trace entry's data.
+fn record_answer(env: &Env, s: &mut State, commit: &mut Commit, text: &str, resume: Next) -> Result<serde_json::Value> {
+    let (_, mut mem) = env.read_memory()?;
+    let q = s.open_question.clone().unwrap_or_else(|| s.reason.clone().unwrap_or_default());
+    mem.facts.push(format!("A person answered \"{}\": {text} (step {})", q.trim(), s.step));
+    mem.open_question = None;
+    mem.log.push(format!("step {} answered: {}", s.step, text.chars().take(160).collect::<String>()));
+    mem.status = format!("answered; going on from {}", if resume == Next::Frame { "frame" } else { "plan" });
+    commit.file("memory.md", env.render_memory(&mem)?);
+    commit.file(
+        "decisions.md",
+        env.decisions_with(s.step, "answer", "A person answered", &format!("Question: {q}\n\nAnswer: {text}\n"))?,
+    );
+    s.done_refusals = 0;
+    s.consecutive_failures = 0;
+    s.repeats = 0;
+    s.last_action = None;
+    // A reframe is the way to act on an answer given at framing.
+    if resume == Next::Frame {
+        s.reframe_reason = Some(format!("a person answered the open question: {text}"));
+    }
+    Ok(json!({"question": q, "answer": text}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(status: Status, stop: Option<StopKind>) -> State {
+        let mut s: State = serde_json::from_value(json!({
+            "schema_version": 1, "run_id": "R1", "goal": "g", "status": "running", "next": "plan", "step": 0, "reframes": 0,
+            "started_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "limits": {"max_steps": 1, "max_reframes": 1, "timeout_secs": 1, "max_tokens": null, "max_cost_usd": null}
+        }))
+        .unwrap();
+        s.status = status;
+        s.stop = stop;
+        s
+    }
+
+    fn start(goal: &str, carry: bool) -> Request {
+        Request::Start(Start { goal: goal.into(), background: String::new(), carry, force: false })
+    }
+
+    #[test]
+    fn decisions_carry_the_state_they_were_made_on() {
+        let ws = Workspace::new("/nonexistent/ws");
+        let ended = || state(Status::Escalated, Some(StopKind::Escalated));
+        assert!(matches!(decide(&ws, Some(ended()), &Request::Go).unwrap(), Decision::Report(s) if s.run_id == "R1"));
+        assert!(matches!(
+            decide(&ws, Some(ended()), &Request::Answer("yes".into())).unwrap(),
+            Decision::Answer(s, t) if s.run_id == "R1" && t == "yes"
+        ));
+        assert!(matches!(
+            decide(&ws, Some(ended()), &start("h", true)).unwrap(),
+            Decision::Start { previous: Some(_), interrupted: false, .. }
+        ));
+        let going = || state(Status::Running, None);
+        assert!(matches!(decide(&ws, Some(going()), &Request::Go).unwrap(), Decision::Resume(_)));
+        assert!(matches!(decide(&ws, Some(going()), &start("g", true)).unwrap(), Decision::Resume(_)));
+        assert!(decide(&ws, Some(going()), &start("other", true)).is_err());
+        assert!(matches!(
+            decide(&ws, Some(going()), &start("other", false)).unwrap(),
+            Decision::Start { interrupted: true, .. }
+        ));
+        let budget = state(Status::Escalated, Some(StopKind::Budget));
+        assert!(matches!(
+            decide(&ws, Some(budget), &Request::Continue { archived: None }).unwrap(),
+            Decision::Continue(_)
+        ));
+        let done = state(Status::Done, Some(StopKind::Done));
+        assert!(decide(&ws, Some(done), &Request::Continue { archived: None }).is_err());
+        assert!(decide(&ws, None, &Request::Go).is_err());
+        assert!(decide(&ws, None, &Request::Answer("x".into())).is_err());
+    }
+}
