@@ -3,7 +3,7 @@
 //! a stable order, byte-identical between runs.
 
 use crate::skills::SkillSet;
-use crate::tool::ToolSpec;
+use crate::tool_spec::ToolSpec;
 use serde_json::{json, Value};
 
 fn param_lines(schema: &Value) -> Vec<String> {

@@ -197,7 +197,7 @@ pub struct Config {
     pub allowed_tools: Option<Vec<String>>,
     /// Extra instructions added to every phase prompt (agent profiles set this).
     pub system_prompt: Option<String>,
-    /// A file whose text is the agent's identity (seed 004's identity loader): it comes before
+    /// A file whose text is the agent's identity: it comes before
     /// `system_prompt` in every phase's system prompt. Relative to the workspace.
     pub system_prompt_file: Option<Utf8PathBuf>,
     /// A note for people about this config or agent profile (shown by `agentloop agents list`).
@@ -501,7 +501,7 @@ impl Default for LoggingConfig {
     }
 }
 
-/// `rest:` — rolling usage limits across invocations for the agent profile (seed 004's rest):
+/// `rest:` — rolling usage limits across invocations for the agent profile:
 /// within `window`, at most `max_tokens`, `max_cost_usd` and `max_runs` (none set: no limit).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -634,14 +634,14 @@ impl PluginChoice {
     }
 }
 
-/// Ductile's API as a source of tools (seed 000's Act): each allowed `plugin.command` becomes the
+/// Ductile's API as a source of tools: each allowed `plugin.command` becomes the
 /// registry tool `<plugin>__<command>`, run as a job through the API.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DuctileConfig {
-    /// The gateway, e.g. http://localhost:8080 (seed 000's plugin config key `api_url`).
+    /// The gateway, e.g. http://localhost:8080.
     pub api_url: Option<String>,
-    /// Bearer token (seed 000's `api_token`); better `api_token_env` or `api_token_cmd`.
+    /// Bearer token; better `api_token_env` or `api_token_cmd`.
     pub api_token: Option<String>,
     /// Environment variable holding the token.
     pub api_token_env: Option<String>,
@@ -760,7 +760,7 @@ pub enum Source {
     EnvironmentVariable(String),
     /// The command-line flags.
     CommandLine,
-    /// Seed 002's per-agent write folder: an agent is chosen and no layer sets
+    /// The per-agent write folder: an agent is chosen and no layer sets
     /// `tools.write_paths`.
     AgentSandbox,
 }
@@ -1038,7 +1038,7 @@ pub struct Resolved {
     pub sources: Sources,
 }
 
-/// The seeds' own key names, taken as the keys they mean: `max_loops` (seed 001) is
+/// Other names of keys (docs/SEEDS.md says where each comes from), taken as the keys they mean: `max_loops` is
 /// `max_steps`; a top-level `sandbox` is `tools.shell.sandbox`. Both in one layer is an error
 /// naming both.
 fn seed_names(layer: &Layer) -> Result<Layer> {
@@ -1050,7 +1050,7 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
                     "invalid configuration in {}: both `max_loops` and `max_steps` are set",
                     layer.source
                 ))
-                .with_hint("keep one: max_loops (seed 001's name) is max_steps"));
+                .with_hint("keep one: max_loops is another name for max_steps"));
             }
             obj.insert("max_steps".into(), v);
         }
@@ -1071,7 +1071,7 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
                 }
             }
         }
-        // Seed 000's plugin config keys: `api_url` and `api_token` are the Ductile gateway's.
+        // A Ductile plugin's config keys: `api_url` and `api_token` are the Ductile gateway's.
         for key in ["api_url", "api_token"] {
             if let Some(v) = obj.remove(key) {
                 let d = obj.entry("ductile").or_insert_with(|| serde_json::json!({}));
@@ -1080,7 +1080,7 @@ fn seed_names(layer: &Layer) -> Result<Layer> {
                         "invalid configuration in {}: both `{key}` and `ductile.{key}` are set",
                         layer.source
                     ))
-                    .with_hint(format!("keep one: {key} (seed 000's name) is ductile.{key}")));
+                    .with_hint(format!("keep one: {key} is another name for ductile.{key}")));
                 }
                 if let Some(m) = d.as_object_mut() {
                     m.insert(key.into(), v);
@@ -1114,7 +1114,7 @@ pub fn agent_sandbox_dir(agent: &str) -> Utf8PathBuf {
     Utf8PathBuf::from("sandbox").join(agent)
 }
 
-/// Seed 002's per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
+/// The per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
 /// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace.
 fn agent_sandbox(value: &mut Value, sources: &mut Sources) {
     let Some(agent) = value.get("agent").and_then(Value::as_str).filter(|a| !a.is_empty()) else { return };

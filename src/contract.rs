@@ -11,7 +11,7 @@
 //! validation; mending only ever turns an invalid answer into a valid one.
 
 use crate::model::ToolDef;
-use crate::tool::ToolSpec;
+use crate::tool_spec::ToolSpec;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -184,7 +184,7 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Value {
     if let Some((_, v)) = KEPT.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(k, _)| *k == id) {
         return v.clone();
     }
-    let v = crate::tool::schema_for::<T>();
+    let v = crate::tool_spec::schema_for::<T>();
     KEPT.lock().unwrap_or_else(|p| p.into_inner()).push((id, v.clone()));
     v
 }

@@ -193,7 +193,7 @@ impl Runner<'_> {
             return Ok(Outcome::Ended(s));
         }
         let model = crate::model::from_config(self.cfg(), &self.ws.root)?;
-        crate::rest::check(self.cfg())?;
+        crate::rest_window::check(self.cfg())?;
         let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
         env.events = self.events;
         if let Decision::Start { start, .. } = &first {
@@ -341,7 +341,7 @@ pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources,
     let stop = phases::run::drive(env, state, env.cfg.timeout.0);
     let used = state.usage.total().saturating_sub(tokens0);
     let cost = (state.cost_usd - cost0).max(0.0);
-    if let Err(e) = crate::rest::record(env.cfg, &state.run_id, used, cost, started) {
+    if let Err(e) = crate::rest_window::record(env.cfg, &state.run_id, used, cost, started) {
         env.printer.warn(&format!("usage ledger: {e}"));
     }
     stop

@@ -1,4 +1,4 @@
-//! The diagnostics log (seed 002 `logging`): `logging: {level, file, format, max_bytes, keep}`.
+//! The diagnostics log: `logging: {level, file, format, max_bytes, keep}`.
 //! When `logging.file` is set, diagnostics — warnings, notes, retries and waits, the config
 //! sources, negotiation decisions — are appended to it as text or JSON lines, at or above
 //! `level`; the file rotates by size (`file.1` … `file.<keep>`). Every configured secret (API

@@ -1,4 +1,4 @@
-//! Long-term memory across runs (seed 002 §7): the store the memory tools, the loop and
+//! Long-term memory across runs: the store the memory tools, the loop and
 //! `agentloop memory` share, and its BM25 ranking.
 //!
 //! Layout (the seed's): `topics.json`; one `index_<topic>.json` per topic whose entries carry the

@@ -3,7 +3,7 @@
 //! is capped and the full text of a large one is where the run keeps it (the trace, artifacts/).
 
 use crate::model::{Part, Request, Response, Role};
-use crate::tool::ToolResult;
+use crate::tool_spec::ToolResult;
 
 /// Most characters of one body in the transcript.
 const CAP: usize = 6000;

@@ -1,4 +1,4 @@
-//! `agentloop dream`: consolidate finished runs into long-term memory (seed 004's dream).
+//! `agentloop dream`: consolidate finished runs into long-term memory.
 
 use crate::contract::{self, DreamAnswer};
 use crate::error::{code, Error, Result};

@@ -86,7 +86,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     if !from.is_empty() {
         p.outln(&format!("limits      {}", from.join("; ")));
     }
-    if let Some(w) = crate::rest::current(ctx.config()) {
+    if let Some(w) = crate::rest_window::current(ctx.config()) {
         match (&w.resting, &w.until) {
             (Some(why), Some(until)) => {
                 p.outln(&format!("rest        resting ({}); may run again at {}", line(why), line(until)))
@@ -141,7 +141,7 @@ pub fn view(
         "answer_with": answer_cmd,
         "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
         "interrupted": s.interrupted,
-        "rest": crate::rest::current(cfg),
+        "rest": crate::rest_window::current(cfg),
         "frustration": {"score": s.frustration, "threshold": cfg.frustration.threshold, "reframed": s.frustration_reframed},
         "workspace": ws.root,
         "limits_recorded": recorded,

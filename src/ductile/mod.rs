@@ -1,4 +1,4 @@
-//! Ductile plugins as tools (seed 000's Act): each allowed `plugin.command` of a Ductile gateway
+//! Ductile plugins as tools: each allowed `plugin.command` of a Ductile gateway
 //! becomes the registry tool `<plugin>__<command>`, run as a job through the gateway's API.
 //!
 //! - **Discovery**: `GET /plugins` lists the plugins; `GET /plugin/{name}` (bearer token) gives
@@ -11,7 +11,7 @@
 //!   `GET /job/{id}` is polled until `succeeded`, `failed`, `timed_out` or `dead`. A process
 //!   killed while waiting polls the same job when the step runs again: the plugin is never
 //!   triggered twice for one step.
-//! - **Recursion guard** (seed 000, open question 4): agentloop's own plugin
+//! - **Recursion guard**: agentloop's own plugin
 //!   (`ductile.self_name`) is no tool unless `ductile.max_depth` allows it; a call through the
 //!   API carries `agentloop_depth` in its payload, and `handle` refuses a start deeper than
 //!   `max_depth`.
@@ -20,7 +20,7 @@ pub mod manifest;
 
 use crate::config::{Config, DuctileConfig};
 use crate::error::{Error, Result};
-use crate::tool::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+use crate::tool_spec::{SideEffect, ToolEnv, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

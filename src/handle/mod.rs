@@ -1,4 +1,4 @@
-//! Event mode: one turn per invocation, speaking Ductile plugin protocol v2 (seed RFC-103).
+//! Event mode: one turn per invocation, speaking Ductile plugin protocol v2.
 //!
 //! Input is one request on stdin (a protocol v2 request or a bare event); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
@@ -22,7 +22,7 @@ use crate::markdown::NextAction;
 use crate::output::Printer;
 use crate::phases::{self, act, Env, Outcome};
 use crate::settings::Global;
-use crate::tool::ToolResult;
+use crate::tool_spec::ToolResult;
 use crate::workspace::{Commit, Next, Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
@@ -449,7 +449,7 @@ fn retry(
     state.pending = Some(next.clone());
     let mut e = crate::trace::Entry::new(&state.run_id, step, crate::trace::Phase::Act, "act.retry");
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some(crate::tool::ToolStatus::Error.to_string());
+    e.result_status = Some(crate::tool_spec::ToolStatus::Error.to_string());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);
@@ -537,7 +537,15 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
                             p.tool, state.depth, env.cfg.ductile.max_depth
                         );
                         let action = crate::markdown::NextAction { tool: p.tool.clone(), args: p.args.clone() };
-                        act::record(env, state, p.step, &action, crate::tool::ToolResult::err(why, false), 0, false)?;
+                        act::record(
+                            env,
+                            state,
+                            p.step,
+                            &action,
+                            crate::tool_spec::ToolResult::err(why, false),
+                            0,
+                            false,
+                        )?;
                         continue;
                     }
                     resp.events.push(request_event(state, &p, env.cfg));

@@ -54,7 +54,7 @@ impl Response {
             v["retry"] = json!(r);
         }
         v["events"] = Value::Array(self.events.clone());
-        // Seed 003's `runs` map beside seed 000's keys: the last run, its goal and the steps it took.
+        // The `runs` map beside the protocol's own keys: the last run, its goal and the steps it took.
         let last = self.last_run_id.as_ref().and_then(|id| self.runs.get(id));
         v["state_updates"] = json!({
             "runs": self.runs,

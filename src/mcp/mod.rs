@@ -28,7 +28,7 @@ pub mod schema;
 pub use config::McpConfig;
 
 use crate::error::{Error, Result};
-use crate::tool::{ToolEnv, ToolResult, ToolSpec};
+use crate::tool_spec::{ToolEnv, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use client::{CallError, Session};
 use config::Server;

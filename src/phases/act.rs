@@ -5,7 +5,7 @@
 use super::{finish, frustration, Env, Outcome};
 use crate::error::{Error, Result};
 use crate::markdown::NextAction;
-use crate::tool::{ToolEnv, ToolResult};
+use crate::tool_spec::{ToolEnv, ToolResult};
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Frustration (seed 004): consecutive tool errors, repeated actions and refused `done`s raise a
+//! Frustration: consecutive tool errors, repeated actions and refused `done`s raise a
 //! score kept in state.json (shown by `status`); a clean step lowers it. When a failure limit is
 //! hit (`max_consecutive_failures`, `max_repeats`, `max_done_refusals`) or the score reaches
 //! `frustration.threshold`, the loop forces one reframe, with the reason, before it escalates.

@@ -1,4 +1,4 @@
-//! Live model output while a call is under way (`llm.stream`, seed 004's `onThinking`): each
+//! Live model output while a call is under way (`llm.stream`): each
 //! piece of the answer becomes a `model.delta` entry on the `--events` stream and grows the
 //! progress line on a terminal. Pieces are never written to trace.jsonl or the transcript:
 //! those keep the one whole answer per call, exactly as without streaming.

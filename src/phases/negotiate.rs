@@ -1,4 +1,4 @@
-//! Negotiation (seed 004): before a run's first model call, estimate what it will cost from the
+//! Negotiation: before a run's first model call, estimate what it will cost from the
 //! prompts it will send — the system prompt, the catalog, the answer schemas (rendered exactly)
 //! and the phase prompts (the Frame prompt exactly, Plan and Reflect with a typical working
 //! memory) — and refuse a run whose smallest possible course (Frame, one Plan, one Reflect)

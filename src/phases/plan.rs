@@ -8,7 +8,7 @@ use super::{account, ask, budget_exceeded, fail_phase, finish, Env, Outcome};
 use crate::contract::PlanAnswer;
 use crate::error::Result;
 use crate::markdown::{Item, NextAction};
-use crate::tool::SideEffect;
+use crate::tool_spec::SideEffect;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, Pending, State, StopKind};
 use serde_json::{json, Value};

@@ -27,7 +27,7 @@ fn describe_result(state: &State) -> String {
     s
 }
 
-/// Compaction (seed 002 §4.4): past `memory.compact_facts` facts, the oldest half becomes one
+/// Compaction: past `memory.compact_facts` facts, the oldest half becomes one
 /// "Summary of earlier facts" (a model call, or mechanically) and the full list is appended to
 /// artifacts/facts-archive.md, whose new text is returned for the phase's commit. Nothing is
 /// dropped from the record; a failed model call falls back to the mechanical summary.

@@ -1,5 +1,5 @@
-//! `agentloop serve`: an HTTP API over a root folder of runs (seed 002 §10) and a read-only
-//! panel of them (§13), on tiny_http.
+//! `agentloop serve`: an HTTP API over a root folder of runs and a read-only
+//! panel of them, on tiny_http.
 //!
 //! Invariants:
 //! - The server holds the root's workspace lock for its life: one server per root.

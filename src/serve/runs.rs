@@ -147,7 +147,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &shared.root)?;
-    crate::rest::check(cfg)?;
+    crate::rest_window::check(cfg)?;
     let mut id = crate::clock::new_run_id();
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
         id = crate::clock::new_run_id();

@@ -120,11 +120,11 @@ fn fits<T: Tool>(args: &Value) -> Result<(), String> {
     T::Args::deserialize(args).map(drop).map_err(|e| e.to_string())
 }
 
-/// An args struct's schema in the form sent: generated (`crate::tool::schema_for`), with an
+/// An args struct's schema in the form sent: generated (`crate::tool_spec::schema_for`), with an
 /// optional field described by its own type (a call leaves it out; null is not offered), an
 /// empty `required` kept, and each schema's keys in one fixed order.
 pub fn args_schema<T: JsonSchema>() -> Value {
-    let mut v = crate::tool::schema_for::<T>();
+    let mut v = crate::tool_spec::schema_for::<T>();
     if let Some(o) = v.as_object_mut() {
         o.entry("required").or_insert_with(|| Value::Array(vec![]));
         if let Some(Value::Object(props)) = o.get_mut("properties") {

@@ -1,4 +1,4 @@
-//! Long-term memory across runs (seed 002 §7): memory_save, memory_search, memory_read.
+//! Long-term memory across runs: memory_save, memory_search, memory_read.
 //!
 //! Off by default (`tools.memory.enabled`); the loop recalls and remembers on its own
 //! (`memory.enabled`). The store, its layout and its BM25 ranking are [`crate::longterm`].

@@ -20,7 +20,7 @@ pub mod sandbox;
 pub mod shell;
 
 use crate::config::Config;
-pub use crate::tool::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+pub use crate::tool_spec::{SideEffect, ToolEnv, ToolResult, ToolSpec};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;

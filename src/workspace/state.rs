@@ -159,7 +159,7 @@ pub struct State {
     pub active_skills: Vec<String>,
     /// The result of the last action, for Reflect (bounded by the output cap).
     #[serde(default)]
-    pub last_result: Option<crate::tool::ToolResult>,
+    pub last_result: Option<crate::tool_spec::ToolResult>,
     /// Why Reflect asked for a reframe (read by the next Frame).
     #[serde(default)]
     pub reframe_reason: Option<String>,

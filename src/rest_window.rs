@@ -1,4 +1,4 @@
-//! Rest (seed 004): rolling usage windows across invocations. Each `run` invocation appends
+//! Rest: rolling usage windows across invocations. Each `run` invocation appends
 //! what it used (tokens, cost, whether it started a run) to a ledger in the user state folder
 //! (`$XDG_STATE_HOME/agentloop/usage.jsonl`, one line per invocation, written with one append so
 //! concurrent processes never interleave). Before a run calls a model, the usage of the agent
