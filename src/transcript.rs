@@ -25,6 +25,10 @@ fn fence(text: &str) -> String {
 }
 
 pub fn model_call(step: u32, phase: &str, attempt: u32, model: &str, req: &Request, resp: &Response) -> String {
+    let model = match &resp.recorded_from {
+        Some(from) => format!("{model}, replaying an answer recorded from {from}"),
+        None => model.to_string(),
+    };
     let mut s = format!("## step {step} · {phase} · model call (attempt {attempt}, {model})\n\n");
     if attempt == 1 {
         s.push_str("### system\n\n");

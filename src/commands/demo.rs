@@ -14,10 +14,11 @@ const FILES: &[(&str, &str)] = &[
 
 /// Run the bundled example offline: the scripted model drives real tools over a bundled article.
 ///
-/// Writes the example to DIR/examples/critique/ and runs the whole loop in DIR/demo-ws (the paper
+/// Writes the example to DIR/examples/critique/, runs the whole loop in DIR/demo-ws (the paper
 /// trail: context.md, memory.md, plan.md, decisions.md, transcript.md, trace.jsonl, result.json,
-/// artifacts/critique.md). No network, no API key. An earlier demo in DIR is archived under
-/// DIR/demo-ws/runs/ (a follow-up).
+/// artifacts/critique.md) and writes the run's HTML report to DIR/demo-ws/report.html. No
+/// network, no API key: the answers are replayed, so the model is recorded as `scripted` and the
+/// run has no cost. An earlier demo in DIR is archived under DIR/demo-ws/runs/ (a follow-up).
 ///
 /// Example: agentloop demo /tmp/al-demo && agentloop -w /tmp/al-demo/demo-ws trace show
 #[derive(Debug, Args)]
@@ -39,6 +40,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
+    let ws = crate::workspace::Workspace::new(abs.join("demo-ws"));
     let demo_ctx = ctx.rebuild(|g| {
         g.workspace = abs.join("demo-ws");
         g.script = Some(abs.join("examples/critique/script.yaml"));
@@ -59,9 +61,14 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
             force: false,
         },
     )?;
+    let dir = &args.dir;
+    // A run that stopped early still has a paper trail worth a page.
+    let report = if ws.has_run() { Some(crate::commands::report::write_current(&ws)?) } else { None };
     ctx.printer.info(&format!(
-        "the critique: {}/demo-ws/artifacts/critique.md; the timeline: agentloop -w {}/demo-ws trace show",
-        args.dir, args.dir
+        "the critique: {dir}/demo-ws/artifacts/critique.md; the timeline: agentloop -w {dir}/demo-ws trace show"
     ));
+    if report.is_some() {
+        ctx.printer.info(&format!("the report: {dir}/demo-ws/report.html (open it in a browser)"));
+    }
     Ok(code)
 }

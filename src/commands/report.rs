@@ -72,6 +72,15 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// Writes the current run's report to report.html in the workspace `ws` and returns its path.
+pub fn write_current(ws: &crate::workspace::Workspace) -> Result<Utf8PathBuf> {
+    let run = Run::load(ws)?;
+    let out = ws.root.join("report.html");
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None };
+    write(&ws.root, &out, &report::render(&run, &links))?;
+    Ok(out)
+}
+
 /// Every run's report, then the index linking to them.
 fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
     let index = output.unwrap_or_else(|| ctx.ws.root.join("index.html"));
@@ -124,7 +133,8 @@ pub fn row(r: &history::Run, href: &str) -> Row {
         reason: s.reason.clone(),
         steps: s.completed_steps.len(),
         tokens: s.usage.total(),
-        cost_usd: (!s.cost_incomplete).then_some(s.cost_usd),
+        cost_usd: s.cost(),
+        scripted: s.scripted(),
         started_at: s.started_at.clone(),
         finished_at: s.finished_at.clone(),
         href: href.to_string(),

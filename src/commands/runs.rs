@@ -10,6 +10,7 @@ use serde_json::json;
 /// List the runs of the workspace (-w): the current one and those under runs/<run_id>/.
 ///
 /// One line per run: id, status, steps, cost, started, goal; --json prints an array of objects.
+/// A scripted run shows `scripted` for its cost: a replay spends nothing.
 /// An archived run that was still going when `run --new` replaced it shows as `interrupted`.
 ///
 /// Examples:
@@ -69,7 +70,12 @@ fn list(ctx: &Ctx) -> Result<u8> {
     let line = |v: &serde_json::Value| crate::output::one_line(v.as_str().unwrap_or("")).into_owned();
     for r in &rows {
         let goal: String = line(&r["goal"]).chars().take(60).collect();
-        let cost = r["cost_usd"].as_f64().map(|c| format!("${c:.4}")).unwrap_or_else(|| "$?".into());
+        // A scripted run spends nothing: it shows as such, never as a price.
+        let cost = match r["cost_usd"].as_f64() {
+            _ if r["model"] == crate::model::SCRIPTED => "scripted".to_string(),
+            Some(c) => format!("${c:.4}"),
+            None => "$?".into(),
+        };
         ctx.printer.outln(&format!(
             "{}{} {:<11} {:>3} steps {:>9}  {}  {}",
             line(&r["run_id"]),
@@ -90,7 +96,7 @@ pub fn row(r: &history::Run) -> serde_json::Value {
     json!({
         "run_id": s.run_id, "status": history::shown_status(r), "current": r.current,
         "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
-        "cost_usd": if s.cost_incomplete { serde_json::Value::Null } else { json!(s.cost_usd) },
+        "model": s.model, "cost_usd": s.cost(),
         "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,
         "reason": s.reason, "workspace": r.ws.root,
     })

@@ -71,12 +71,16 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         if s.frustration_reframed { " (forced reframe used)" } else { "" }
     ));
     p.outln(&format!("tokens      {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
-    p.outln(&format!(
-        "cost        ${:.4}{} of {}",
-        s.cost_usd,
-        if s.cost_incomplete { " (some prices unknown)" } else { "" },
-        max(l.max_cost_usd.map(|m| format!("${m:.2}")))
-    ));
+    if let Some(m) = &s.model {
+        let note = if s.scripted() { " (answers replayed from a script, offline)" } else { "" };
+        p.outln(&format!("model       {}{note}", line(m)));
+    }
+    let spent = if s.scripted() {
+        "none (a scripted run spends nothing)".to_string()
+    } else {
+        format!("${:.4}{}", s.cost_usd, if s.cost_incomplete { " (some prices unknown)" } else { "" })
+    };
+    p.outln(&format!("cost        {spent} of {}", max(l.max_cost_usd.map(|m| format!("${m:.2}")))));
     p.outln(&format!("time        {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
     let from: Vec<String> = sources
         .iter()
@@ -136,6 +140,7 @@ pub fn view(
         "next": s.next,
         "step": s.step,
         "reframes": s.reframes,
+        "model": s.model,
         "reason": s.reason,
         "open_question": s.open_question,
         "answer_with": answer_cmd,
@@ -151,7 +156,7 @@ pub fn view(
             "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
             "reframes": {"used": s.reframes, "max": l.max_reframes, "left": l.max_reframes.saturating_sub(s.reframes)},
             "tokens": {"used": s.usage.total(), "max": l.max_tokens, "left": l.max_tokens.map(|m| m.saturating_sub(s.usage.total()))},
-            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete},
+            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete, "scripted": s.scripted()},
             "time_secs": {"used": s.elapsed_ms / 1000, "max": l.timeout_secs, "left": l.timeout_secs.saturating_sub(s.elapsed_ms / 1000)},
         },
         "usage": s.usage,

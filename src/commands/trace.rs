@@ -350,6 +350,11 @@ struct Sum {
     cache_read_tokens: u64,
     cache_write_tokens: u64,
     cost_usd: f64,
+    /// Model calls the scripted model answered: they spend nothing and are never priced.
+    scripted_calls: u64,
+    /// Model calls with a price (those in cost_usd).
+    #[serde(skip)]
+    priced_calls: u64,
 }
 
 impl Sum {
@@ -368,6 +373,8 @@ impl Sum {
             self.cache_write_tokens += u.cache_write_tokens;
         }
         self.cost_usd += e.cost_usd.unwrap_or(0.0);
+        self.priced_calls += e.cost_usd.is_some() as u64;
+        self.scripted_calls += e.model.as_deref().is_some_and(crate::model::is_scripted) as u64;
     }
 }
 
@@ -410,7 +417,12 @@ impl Stats {
                 s.duration_ms,
                 s.input_tokens + s.cache_read_tokens + s.cache_write_tokens,
                 s.output_tokens,
-                format!("{:.4}", s.cost_usd)
+                // Only scripted calls: no spend to show, and none implied.
+                if s.scripted_calls > 0 && s.priced_calls == 0 {
+                    "scripted".into()
+                } else {
+                    format!("{:.4}", s.cost_usd)
+                }
             )
         };
         let header = format!(

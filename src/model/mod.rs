@@ -18,6 +18,15 @@ pub mod sse;
 pub mod stream;
 pub mod wire;
 
+/// The model id (and provider name) of the offline scripted model. Its calls are recorded under
+/// this id and never priced: a replay spends nothing.
+pub const SCRIPTED: &str = "scripted";
+
+/// Whether a recorded model id is the scripted model's.
+pub fn is_scripted(model: &str) -> bool {
+    model == SCRIPTED
+}
+
 use crate::config::{Config, Provider};
 use crate::error::{Error, Result};
 use crate::trace::Usage;
@@ -135,6 +144,9 @@ pub struct Response {
     pub stop_reason: String,
     pub usage: Usage,
     pub model: String,
+    /// A replayed answer's `model:` note (the scripted model only): which model it was
+    /// recorded from. The call is still `scripted` and unpriced.
+    pub recorded_from: Option<String>,
     pub request_id: Option<String>,
     pub latency_ms: u64,
     /// The request form that produced this answer (OpenAI-compatible servers: [`wire::Form`]).

@@ -3,7 +3,8 @@
 //! Shipped entries cover current Anthropic and OpenAI models; `prices:` in config adds or
 //! overrides entries. A model id matches an entry exactly or by the longest entry that is a
 //! prefix of it (so dated ids such as `claude-sonnet-4-5-20250929` match `claude-sonnet-4-5`).
-//! Unknown models get no price: their calls record tokens with `cost_usd: null`.
+//! Unknown models get no price: their calls record tokens with `cost_usd: null`. Neither does the
+//! scripted model: a replay spends nothing, so its calls have no cost whatever `prices:` says.
 
 use crate::config::Price;
 use crate::trace::Usage;
@@ -57,6 +58,9 @@ pub fn price_for<'a>(
 
 /// Cost in USD of one call, or None when the model has no price.
 pub fn cost(model: &str, usage: &Usage, extra: &BTreeMap<String, Price>) -> Option<f64> {
+    if super::is_scripted(model) {
+        return None;
+    }
     let table = builtin();
     let p = price_for(model, extra, &table)?;
     let c = (usage.input_tokens as f64 * p.input
@@ -85,5 +89,7 @@ mod tests {
         let mut extra = BTreeMap::new();
         extra.insert("qwen2.5".to_string(), Price::default());
         assert_eq!(cost("qwen2.5:0.5b", &u, &extra), Some(0.0));
+        extra.insert("scripted".to_string(), Price::default());
+        assert_eq!(cost("scripted", &u, &extra), None, "a replay is never priced");
     }
 }

@@ -10,9 +10,15 @@
 //!   tool_calls: [{name: x, arguments: {...}}]   # or explicit calls (arguments may be a string)
 //!   text: "..."            # plain text
 //!   usage: {input_tokens: 120, output_tokens: 30}
-//!   model: scripted
+//!   model: claude-sonnet-4-5   # a note: which model a recorded answer came from
 //!   error: "message"       # fail this call as a provider error
 //! ```
+//!
+//! Whatever a response's `model:` says, a replayed answer comes from the script: its model is
+//! recorded as `scripted` everywhere (trace, result.json, status, report) and it has no cost —
+//! a replay spends nothing, so it is never priced, not even by `prices:`. The tokens are the ones
+//! the script states. `model:` is kept so a `--record` file says where its answers came from,
+//! and transcript.md shows it beside each replayed call.
 
 use super::{Delta, Live, Model, Request, Response, ToolCall, ToolChoice};
 use crate::error::{Error, Result};
@@ -233,7 +239,8 @@ impl Scripted {
             }),
             tool_calls: calls,
             usage: e.usage.unwrap_or_default(),
-            model: e.model.unwrap_or_else(|| "scripted".into()),
+            model: crate::model::SCRIPTED.into(),
+            recorded_from: e.model,
             request_id: None,
             latency_ms: 0,
             wire_form: None,

@@ -197,6 +197,8 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
 
 /// Records the model accounting of one answer in the state and a trace entry.
 pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
+    // The model first: a scripted answer's missing cost is no unknown price.
+    state.model = Some(a.model.clone());
     state.add_usage(&a.usage, a.cost);
     if let Some(m) = &env.model {
         state.model_cursor = m.cursor();

@@ -405,8 +405,9 @@ pub fn finish(
         "tools_called": state.tools_called,
         "duration_ms": state.elapsed_ms,
         "artifacts": state.artifacts,
+        "model": state.model,
         "usage": state.usage,
-        "cost_usd": if state.cost_incomplete { Value::Null } else { json!(state.cost_usd) },
+        "cost_usd": state.cost(),
         "started_at": state.started_at,
         "finished_at": now,
     });
@@ -416,7 +417,7 @@ pub fn finish(
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());
     e.usage = Some(state.usage);
-    e.cost_usd = if state.cost_incomplete { None } else { Some(state.cost_usd) };
+    e.cost_usd = state.cost();
     e.artifacts = state.artifacts.clone();
     commit.entry(&e);
     commit.state = Some(state.clone());
@@ -497,7 +498,7 @@ pub fn completion_event(state: &State) -> Value {
             "steps_taken": state.completed_steps.len(),
             "artifacts": state.artifacts,
             "usage": state.usage,
-            "cost_usd": if state.cost_incomplete { Value::Null } else { json!(state.cost_usd) },
+            "cost_usd": state.cost(),
         }
     })
 }

@@ -97,8 +97,9 @@ pub fn timeline(run: &Run) -> String {
     s
 }
 
-/// Tokens per step as stacked bars (input, output), with each step's cost above its bar.
-pub fn usage(steps: &[Step]) -> String {
+/// Tokens per step as stacked bars (input, output), with each step's cost above its bar (none
+/// for a scripted run, which spends nothing).
+pub fn usage(steps: &[Step], scripted: bool) -> String {
     let steps: Vec<&Step> = steps.iter().filter(|s| s.usage.total() > 0 || s.cost_usd > 0.0).collect();
     if steps.is_empty() {
         return "<p class=\"empty\">No model call has been recorded.</p>".into();
@@ -133,7 +134,7 @@ pub fn usage(steps: &[Step]) -> String {
             "{label}: {} tokens in, {} out, {}",
             thousands(input as u64),
             thousands(output as u64),
-            usd(st.cost_usd)
+            if scripted { "no cost (scripted)".into() } else { usd(st.cost_usd) }
         );
         let _ = write!(
             s,
@@ -143,7 +144,7 @@ pub fn usage(steps: &[Step]) -> String {
             tip = esc(&tip),
             cx = x + bar_w / 2.0,
             cy = (y_out - 4.0).max(10.0),
-            cost = esc(&usd(st.cost_usd)),
+            cost = if scripted { String::new() } else { esc(&usd(st.cost_usd)) },
             ly = top + chart_h + 16.0,
         );
     }

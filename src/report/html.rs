@@ -70,6 +70,16 @@ pub fn usd(c: f64) -> String {
     format!("${c:.4}")
 }
 
+/// A cost as the report shows it: `none` for a scripted run (a replay spends nothing and is
+/// never shown as a price), else dollars.
+pub fn spend(c: f64, scripted: bool) -> String {
+    if scripted {
+        "none".into()
+    } else {
+        usd(c)
+    }
+}
+
 /// A short excerpt of `s`: at most `n` characters, on one line.
 pub fn excerpt(s: &str, n: usize) -> String {
     let line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");

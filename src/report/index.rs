@@ -13,8 +13,10 @@ pub struct Row {
     pub reason: Option<String>,
     pub steps: usize,
     pub tokens: u64,
-    /// None when some model's price is unknown.
+    /// None when some model's price is unknown, or the run was scripted.
     pub cost_usd: Option<f64>,
+    /// The answers were replayed by the scripted model: the cost shows as `scripted`.
+    pub scripted: bool,
     pub started_at: String,
     pub finished_at: Option<String>,
     /// Link to the run's report, already a URL (relative or absolute path).
@@ -49,6 +51,7 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
         tokens += r.tokens;
         match r.cost_usd {
             Some(c) => cost += c,
+            None if r.scripted => {}
             None => unpriced = true,
         }
         let _ = write!(
@@ -68,7 +71,11 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
             steps = r.steps,
             tok = thousands(r.tokens),
             usd_attr = r.cost_usd.map(|c| format!(" data-usd=\"{c}\"")).unwrap_or_default(),
-            cost = r.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
+            cost = match r.cost_usd {
+                _ if r.scripted => "scripted".into(),
+                Some(c) => usd(c),
+                None => "unpriced".into(),
+            },
             date = esc(r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " ").as_str()),
         );
     }

@@ -1,7 +1,7 @@
 //! The page for one run: header, outcome, timeline, tokens and cost, one card per step, and
 //! memory.md and plan.md as they are now.
 
-use super::html::{self, duration, esc, excerpt, thousands, usd};
+use super::html::{self, duration, esc, excerpt, spend, thousands, usd};
 use super::{charts, Links, Run, Step};
 use crate::trace::Entry;
 use crate::workspace::Status;
@@ -59,7 +59,11 @@ pub fn render(run: &Run, links: &Links) -> String {
         ("tokens", thousands(u.total()), format!(" id=\"tokens-total\" data-tokens=\"{}\"", u.total())),
         (
             "cost",
-            format!("{}{}", usd(totals.cost_usd), if s.cost_incomplete { " + unpriced calls" } else { "" }),
+            if s.scripted() {
+                "none (a scripted run spends nothing)".into()
+            } else {
+                format!("{}{}", usd(totals.cost_usd), if s.cost_incomplete { " + unpriced calls" } else { "" })
+            },
             format!(" id=\"cost-total\" data-usd=\"{}\"", totals.cost_usd),
         ),
         ("wall time", duration(s.elapsed_ms), format!(" id=\"wall-time\" data-ms=\"{}\"", s.elapsed_ms)),
@@ -111,9 +115,9 @@ pub fn render(run: &Run, links: &Links) -> String {
         charts::timeline(run)
     );
     p.push_str("<section id=\"usage\"><h2>Tokens and cost per step</h2>");
-    p.push_str(&charts::usage(&steps));
+    p.push_str(&charts::usage(&steps, s.scripted()));
     p.push_str("<div class=\"legend\"><span><i style=\"background:var(--in)\"></i>input (with cache)</span><span><i style=\"background:var(--out)\"></i>output</span></div>");
-    usage_table(&mut p, &steps, &totals);
+    usage_table(&mut p, &steps, &totals, s.scripted());
     p.push_str("</section>");
     for st in &steps {
         step_card(&mut p, run, links, st);
@@ -135,7 +139,7 @@ pub fn render(run: &Run, links: &Links) -> String {
     p
 }
 
-fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals) {
+fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals, scripted: bool) {
     p.push_str("<table class=\"per-step\"><thead><tr><th>step</th><th class=\"num\">tokens in</th><th class=\"num\">tokens out</th><th class=\"num\">cost</th><th class=\"num\">time</th></tr></thead><tbody>");
     let row = |label: String, u: &crate::trace::Usage, cost: f64, ms: u64| {
         format!(
@@ -143,7 +147,7 @@ fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals) {
             label,
             thousands(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens),
             thousands(u.output_tokens),
-            esc(&usd(cost)),
+            esc(&spend(cost, scripted)),
             esc(&duration(ms))
         )
     };
@@ -171,7 +175,7 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
         if st.n == 0 { "Framing".to_string() } else { format!("Step {}", st.n) },
         decision.as_deref().map(|d| badge(&format!("d-{d}"), d)).unwrap_or_default(),
         thousands(st.usage.total()),
-        esc(&usd(st.cost_usd)),
+        esc(&spend(st.cost_usd, run.state.scripted())),
         esc(&duration(st.duration_ms)),
         n = st.n,
     );

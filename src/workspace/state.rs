@@ -130,6 +130,9 @@ pub struct State {
     /// True once any call had an unknown price (cost_usd then undercounts).
     #[serde(default)]
     pub cost_incomplete: bool,
+    /// The model id of the last answer (`scripted` for a replay, which has no cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Wall time spent in `run`, summed across invocations.
     #[serde(default)]
     pub elapsed_ms: u64,
@@ -216,6 +219,7 @@ impl State {
             usage: Usage::default(),
             cost_usd: 0.0,
             cost_incomplete: false,
+            model: None,
             elapsed_ms: 0,
             pending: None,
             consecutive_failures: 0,
@@ -241,11 +245,22 @@ impl State {
         }
     }
 
+    /// Whether the run's answers were replayed by the scripted model (no cost, no provider).
+    pub fn scripted(&self) -> bool {
+        self.model.as_deref().is_some_and(crate::model::is_scripted)
+    }
+
+    /// The cost to show: None when a price was unknown or the answers were scripted (a replay
+    /// spends nothing and is never shown as a provider's spend).
+    pub fn cost(&self) -> Option<f64> {
+        (!self.cost_incomplete && !self.scripted()).then_some(self.cost_usd)
+    }
+
     pub fn add_usage(&mut self, usage: &Usage, cost: Option<f64>) {
         self.usage.add(usage);
         match cost {
             Some(c) => self.cost_usd = ((self.cost_usd + c) * 1e8).round() / 1e8,
-            None if usage.total() > 0 => self.cost_incomplete = true,
+            None if usage.total() > 0 && !self.scripted() => self.cost_incomplete = true,
             None => {}
         }
     }

@@ -477,7 +477,7 @@ fn resume_after_a_kill_at_any_point() {
 }
 
 #[test]
-fn token_and_cost_budgets_hold() {
+fn token_budget_holds() {
     let t = T::new();
     endless_script(&t, "x", 10);
     let s = t
@@ -490,17 +490,7 @@ fn token_and_cost_budgets_hold() {
     let r = t.json("ws/result.json");
     assert!(r["reason"].as_str().unwrap().contains("token budget exhausted"), "{r}");
     assert!(r["usage"]["input_tokens"].as_u64().unwrap() <= 1200);
-    let t = T::new();
-    endless_script(&t, "x", 10);
-    let s = t.read("script.yaml").replace(
-        "rationale: y}",
-        "rationale: y}\n    model: claude-sonnet-4-5\n    usage: {input_tokens: 100000, output_tokens: 1000}",
-    );
-    t.write("script.yaml", &s);
-    let out =
-        t.al(&["--script", "script.yaml", "--max-cost", "0.5", "run", "--force", "--goal", "g"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("cost budget exhausted"));
+    // The cost budget needs a priced model: see models::cost_budget_holds_over_a_priced_provider.
 }
 
 #[test]
@@ -610,7 +600,34 @@ fn the_demo_runs_from_the_binary_alone() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("Wrote a two-paragraph critique"));
     assert!(t.read("d/demo-ws/artifacts/critique.md").contains("# Critique"));
-    assert_eq!(t.json("d/demo-ws/result.json")["status"], "done");
+    let r = t.json("d/demo-ws/result.json");
+    assert_eq!(r["status"], "done");
+    // Its report is written and named; nothing claims a provider answered or anything was spent.
+    assert!(stderr(&out).contains("the report: d/demo-ws/report.html"), "{}", stderr(&out));
+    let html = t.read("d/demo-ws/report.html");
+    assert!(html.contains("<h1 id=\"goal\">Write a two-paragraph critique of the bundled article</h1>"));
+    assert!(html.contains("<dd>scripted</dd>") && html.contains("none (a scripted run spends nothing)"));
+    assert_eq!((r["model"].clone(), r["cost_usd"].clone()), (serde_json::json!("scripted"), serde_json::Value::Null));
+    let ws = |args: &[&str]| {
+        let out = t.cmd().args(["-w", "d/demo-ws"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let status = ws(&["status"]);
+    assert!(status.contains("model       scripted (answers replayed from a script, offline)\n"), "{status}");
+    assert!(status.contains("cost        none (a scripted run spends nothing) of unlimited\n"), "{status}");
+    let v: serde_json::Value = serde_json::from_str(&ws(&["status", "--json"])).unwrap();
+    assert_eq!(
+        (v["model"].clone(), v["budgets"]["cost_usd"]["scripted"].clone()),
+        (serde_json::json!("scripted"), serde_json::json!(true))
+    );
+    assert!(ws(&["runs"]).contains(" scripted "), "runs shows no price");
+    assert!(ws(&["trace", "stats"]).lines().last().unwrap().ends_with(" scripted"));
+    for e in t.read("d/demo-ws/trace.jsonl").lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()) {
+        assert!(e.get("model").is_none_or(|m| m == "scripted") && e.get("cost_usd").is_none(), "{e}");
+    }
+    let all = [ws(&["trace", "show"]), status, t.read("d/demo-ws/transcript.md"), html].concat();
+    assert!(!all.contains("claude") && !all.contains("$0.0"), "no provider model, no price");
 }
 
 /// A line deep inside a 4,000-line log: grep finds it, file_read reads around it by offset and

@@ -382,12 +382,54 @@ fn record_then_replay_offline_is_identical() {
         v.iter()
             .map(|e| {
                 let mut e = e.clone();
-                e.as_object_mut().unwrap().remove("run_id");
+                // The same but for who answered and what it cost (checked below).
+                for k in ["run_id", "model", "cost_usd"] {
+                    e.as_object_mut().unwrap().remove(k);
+                }
                 e
             })
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&t.trace()), strip(&original));
+    // The replay spent nothing: its model is `scripted`, never the recorded one, and it has no
+    // cost; transcript.md says where each replayed answer came from.
+    let replay = t.trace();
+    for e in replay.iter().filter(|e| e.get("usage").is_some() && e["event"] != "run.finished") {
+        assert_eq!(e["model"], "scripted", "{e}");
+        assert!(e.get("cost_usd").is_none(), "a replay has no cost: {e}");
+    }
+    let r = t.json("ws/result.json");
+    assert_eq!((r["model"].clone(), r["cost_usd"].clone()), (json!("scripted"), Value::Null));
+    assert!(original.iter().any(|e| e["cost_usd"].as_f64().is_some_and(|c| c > 0.0)), "the recorded run was priced");
+    assert!(t
+        .read("ws/transcript.md")
+        .contains("model call (attempt 1, scripted, replaying an answer recorded from claude-sonnet-4-5-20250929)"));
+}
+
+#[test]
+fn cost_budget_holds_over_a_priced_provider() {
+    let t = T::new();
+    // Every Reflect says continue: only the cost budget ends the run (0.0010875 USD a call).
+    let s = Server::start_with(|_, req| {
+        let tool = req.json()["tool_choice"]["name"].as_str().unwrap().to_string();
+        let args = match tool.as_str() {
+            "frame_answer" => json!({"goal": "g", "definition_of_done": ["a", "b", "c"], "can_proceed": true}),
+            "plan_answer" => {
+                json!({"next_action": {"tool": "list_dir", "args": {}}, "expected_outcome": "x", "rationale": "y"})
+            }
+            _ => json!({"decision": "continue", "reason": "more"}),
+        };
+        anthropic_tool_reply(&tool, args)
+    });
+    let out = anthropic(&t, &s.url, &["--max-cost", "0.004", "run", "--force", "--goal", "g"])
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert!(r["reason"].as_str().unwrap().contains("cost budget exhausted"), "{r}");
+    assert!(r["cost_usd"].as_f64().unwrap() >= 0.004, "{r}");
+    assert_eq!(r["model"], "claude-sonnet-4-5-20250929");
 }
 
 #[test]

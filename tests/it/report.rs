@@ -60,8 +60,33 @@ fn report_of_a_run_shows_its_steps_costs_and_files() {
     );
     assert!(html.contains("<a href=\"artifacts/critique.md\">artifacts/critique.md</a>"), "artifact link");
     assert!(html.contains("<section id=\"memory\"><h2>memory.md</h2>") && html.contains("<section id=\"plan\">"));
-    // The cost total is the one `trace stats` sums.
+    // A scripted run spends nothing: no price anywhere on its page, the model is `scripted`.
+    assert_eq!(browser::text_of(&html, "cost-total").unwrap(), "none (a scripted run spends nothing)");
+    assert_eq!(browser::attr_of(&html, "cost-total", "data-usd").unwrap(), "0");
+    assert!(html.contains("<dd>scripted</dd>"), "the model shown");
+    assert!(!html.contains("$0.0"), "no price shown for a scripted run");
+    // A priced run (the same trail, as if a provider had answered at $0.01 a call): the cost
+    // total is the one `trace stats` sums.
+    let priced: Vec<String> = t
+        .read("ws/trace.jsonl")
+        .lines()
+        .map(|l| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            if e["model"] == "scripted" {
+                e["model"] = "claude-sonnet-4-5".into();
+                e["cost_usd"] = 0.01.into();
+            }
+            e.to_string()
+        })
+        .collect();
+    t.write("ws/trace.jsonl", &(priced.join("\n") + "\n"));
+    let mut state = t.json("ws/state.json");
+    state["model"] = "claude-sonnet-4-5".into();
+    t.write("ws/state.json", &state.to_string());
+    t.al(&["report"]).assert().success();
+    let html = t.read("ws/report.html");
     let total = stats(&t)["total"]["cost_usd"].as_f64().unwrap();
+    assert!(total > 0.0);
     let shown: f64 = browser::attr_of(&html, "cost-total", "data-usd").unwrap().parse().unwrap();
     assert!((shown - total).abs() < 1e-12, "{shown} vs {total}");
     assert_eq!(browser::text_of(&html, "cost-total").unwrap(), format!("${total:.4}"));
@@ -162,10 +187,7 @@ fn a_browser_renders_the_report() {
         phase_entries(&t, "ws/trace.jsonl"),
         "one bar per phase entry"
     );
-    let total = stats(&t)["total"]["cost_usd"].as_f64().unwrap();
-    assert_eq!(browser::text_of(&dom, "cost-total").unwrap(), format!("${total:.4}"));
-    let shown: f64 = browser::attr_of(&dom, "cost-total", "data-usd").unwrap().parse().unwrap();
-    assert!((shown - total).abs() < 1e-12);
+    assert_eq!(browser::text_of(&dom, "cost-total").unwrap(), "none (a scripted run spends nothing)");
     let shot = browser::shots_dir().join("report.png");
     browser::screenshot(&chromium, &browser::file_url(&page), &shot, 1200, 2000);
     eprintln!("screenshot of the report: {}", shot.display());
