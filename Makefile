@@ -42,7 +42,7 @@ lint:
 
 ## doc: the API docs, with rustdoc warnings as errors
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --document-private-items --locked
 
 ## ci: what .ci/run runs on a clean checkout: lint, doc, test
 ci: lint doc test

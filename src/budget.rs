@@ -38,17 +38,6 @@ impl Budget {
         }
     }
 
-    /// The flag that sets it for one command.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Budget::MaxSteps => "--max-steps",
-            Budget::MaxReframes => "--max-reframes",
-            Budget::Timeout => "--timeout",
-            Budget::MaxTokens => "--max-tokens",
-            Budget::MaxCostUsd => "--max-cost",
-        }
-    }
-
     /// The budget a configuration key names, if it names one.
     pub fn from_key(key: &str) -> Option<Budget> {
         Budget::ALL.into_iter().find(|b| b.key() == key)

@@ -32,11 +32,6 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(s).ok()
 }
 
-/// Today's date (UTC) as YYYY-MM-DD.
-pub fn today() -> String {
-    now_rfc3339()[..10].to_string()
-}
-
 /// Measures elapsed wall time; always 0 under a fixed clock.
 pub struct Stopwatch(Instant);
 

@@ -1,45 +1,48 @@
 //! agentloop: goal-directed LLM work as a Frame → Plan → Act → Reflect loop whose whole state
 //! lives in a workspace folder of plain files.
 //!
-//! The binary is a thin shell around [`main`]; everything else is here so tests can call it.
+//! The binary is a thin shell around [`main`]. The library's public surface is what the tests
+//! and benches reach into; every other module is `pub(crate)`. The API docs (`make doc`) cover
+//! private items too, since they are written for people changing agentloop.
+#![allow(rustdoc::private_intra_doc_links)]
 
-pub mod archive;
-pub mod budget;
-pub mod capfs;
-pub mod catalog;
-pub mod cli;
-pub mod clock;
-pub mod commands;
+pub(crate) mod archive;
+pub(crate) mod budget;
+pub(crate) mod capfs;
+pub(crate) mod catalog;
+pub(crate) mod cli;
+pub(crate) mod clock;
+pub(crate) mod commands;
 pub mod config;
 pub mod contract;
-pub mod crash;
-pub mod ductile;
+pub(crate) mod crash;
+pub(crate) mod ductile;
 pub mod error;
-pub mod fs;
-pub mod handle;
+pub(crate) mod fs;
+pub(crate) mod handle;
 pub mod history;
-pub mod interrupt;
-pub mod lifecycle;
-pub mod log;
+pub(crate) mod interrupt;
+pub(crate) mod lifecycle;
+pub(crate) mod log;
 pub mod longterm;
-pub mod markdown;
+pub(crate) mod markdown;
 pub mod mcp;
 pub mod model;
-pub mod outcome;
-pub mod output;
+pub(crate) mod outcome;
+pub(crate) mod output;
 pub mod phases;
-pub mod prompt;
-pub mod redact;
-pub mod report;
-pub mod rest_window;
-pub mod serve;
+pub(crate) mod prompt;
+pub(crate) mod redact;
+pub(crate) mod report;
+pub(crate) mod rest_window;
+pub(crate) mod serve;
 pub mod settings;
-pub mod skills;
-pub mod tool_spec;
+pub(crate) mod skills;
+pub(crate) mod tool_spec;
 pub mod tools;
 pub mod trace;
-pub mod transcript;
-pub mod trust;
+pub(crate) mod transcript;
+pub(crate) mod trust;
 pub mod workspace;
 
 use clap::Parser;

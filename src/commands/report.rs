@@ -136,7 +136,6 @@ pub fn row(r: &history::Run, href: &str) -> Row {
         cost_usd: s.cost(),
         scripted: s.scripted(),
         started_at: s.started_at.clone(),
-        finished_at: s.finished_at.clone(),
         href: href.to_string(),
         note: None,
     }

@@ -459,8 +459,3 @@ fn job_result(job: &Value, job_id: &str, plugin: &str, command: &str) -> ToolRes
 pub fn start_depth(payload: &Value) -> u32 {
     payload.get(DEPTH_KEY).and_then(Value::as_u64).unwrap_or(0) as u32
 }
-
-/// The plugins of a manifest folder as the catalog `skills gen` prints.
-pub fn from_manifests(dir: &Utf8Path) -> Result<Vec<Plugin>> {
-    manifest::load_dir(dir)
-}

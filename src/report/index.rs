@@ -18,7 +18,6 @@ pub struct Row {
     /// The answers were replayed by the scripted model: the cost shows as `scripted`.
     pub scripted: bool,
     pub started_at: String,
-    pub finished_at: Option<String>,
     /// Link to the run's report, already a URL (relative or absolute path).
     pub href: String,
     /// A note shown under the goal (e.g. `queued` when served).

@@ -125,10 +125,6 @@ impl Queue {
         let g = self.lock();
         (g.waiting.len(), g.active.len())
     }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
 }
 
 #[cfg(test)]
