@@ -129,6 +129,15 @@ pub fn check(cfg: &Config) -> Result<()> {
     }
 }
 
+/// Set by `agentloop demo`: its scripted runs are nobody's usage, and the demo writes nothing
+/// outside its folder.
+static NO_LEDGER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps this process from appending to the ledger (the demo).
+pub fn keep_no_ledger() {
+    NO_LEDGER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Appends what one invocation used. Ledger failures are reported, not fatal.
 pub fn record(
     cfg: &Config,
@@ -137,7 +146,7 @@ pub fn record(
     cost_usd: f64,
     new_run: bool,
 ) -> std::result::Result<(), String> {
-    if tokens == 0 && !new_run {
+    if (tokens == 0 && !new_run) || NO_LEDGER.load(std::sync::atomic::Ordering::Relaxed) {
         return Ok(());
     }
     let Some(path) = ledger() else { return Ok(()) };

@@ -369,6 +369,18 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
         },
         "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
+        // Memory kept in the workspace itself reads and writes nothing outside it; the user's
+        // shared store (or a folder elsewhere) would let this workspace see and change what
+        // every other project remembers.
+        "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
+            Ok(crate::config::MemoryScope::Workspace) => Ok(()),
+            Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),
+            Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
+            Err(_) => Err("must be `workspace` or `user`".into()),
+        },
+        "memory.dir" | "tools.memory.dir" if party == Party::Workspace => {
+            inside(v, root).map_err(|e| format!("{e}: a memory store outside it is shared with other projects"))
+        }
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),

@@ -17,7 +17,9 @@ const FILES: &[(&str, &str)] = &[
 /// Writes the example to DIR/examples/critique/ and runs the whole loop in DIR/demo-ws (the paper
 /// trail: context.md, memory.md, plan.md, decisions.md, transcript.md, trace.jsonl, result.json,
 /// artifacts/critique.md). No network, no API key. An earlier demo in DIR is archived under
-/// DIR/demo-ws/runs/ (a follow-up).
+/// DIR/demo-ws/runs/ (a follow-up). Nothing is written outside DIR: the demo's long-term memory
+/// is demo-ws/.agentloop/memory/ whatever memory.scope or memory.dir say, and its runs are not
+/// counted in the rest ledger.
 ///
 /// Example: agentloop demo /tmp/al-demo && agentloop -w /tmp/al-demo/demo-ws trace show
 #[derive(Debug, Args)]
@@ -39,12 +41,19 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
-    let demo_ctx = ctx.rebuild(|g| {
+    let mut demo_ctx = ctx.rebuild(|g| {
         g.workspace = abs.join("demo-ws");
         g.script = Some(abs.join("examples/critique/script.yaml"));
         g.config = Some(abs.join("examples/critique/agentloop.yaml"));
         g.provider = Some("scripted".into());
     })?;
+    // The demo writes nothing outside DIR: its memories stay in demo-ws/.agentloop/memory/
+    // whatever the user's config shares, and its scripted usage is no agent's.
+    let memory = &mut demo_ctx.resolved.config.memory;
+    memory.scope = crate::config::MemoryScope::Workspace;
+    memory.dir = None;
+    demo_ctx.resolved.config.tools.memory.dir = None;
+    crate::rest::keep_no_ledger();
     let code = crate::commands::run::run(
         demo_ctx,
         crate::commands::run::RunArgs {
