@@ -14,6 +14,7 @@ pub mod contract;
 pub mod crash;
 pub mod ductile;
 pub mod error;
+pub mod facts;
 pub mod fs;
 pub mod handle;
 pub mod history;

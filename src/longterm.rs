@@ -319,6 +319,13 @@ impl Store {
     /// Writes a memory (replacing one with the same id); returns its id.
     pub fn add(&self, n: &New) -> Result<String> {
         plain(&n.topic, "topic").map_err(Error::usage)?;
+        // No configured secret reaches the store (it may be the workspace's own, or shared).
+        let n = &New {
+            title: crate::redact::redact(&n.title),
+            content: crate::redact::redact(&n.content),
+            keywords: n.keywords.iter().map(|k| crate::redact::redact(k)).collect(),
+            ..n.clone()
+        };
         let _lock = self.write_lock()?;
         drop_cached_index();
         let now = crate::clock::now_rfc3339();

@@ -221,9 +221,12 @@ fn compaction_keeps_every_fact_in_the_archive() {
     );
     let out = run(&t, &["--goal", "g"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
     let memory = t.read("ws/memory.md");
     assert!(
-        memory.contains("Summary of earlier facts (4 facts; step 1; all in artifacts/facts-archive.md)"),
+        memory.contains(&format!(
+            "Summary of earlier facts (4 facts from run {id} step 1; all in artifacts/facts-archive.md): fact number 1; fact number 2"
+        )),
         "{memory}"
     );
     assert!(memory.contains("fact number 6") && !memory.contains("- fact number 1 (step 1)"), "{memory}");
@@ -231,6 +234,77 @@ fn compaction_keeps_every_fact_in_the_archive() {
     for i in 1..=4 {
         assert!(archive.contains(&format!("fact number {i} (step 1)")), "{archive}");
     }
+}
+
+/// Compacting again, in the same run or in a follow-up that carried the summary, folds the
+/// earlier summary into one: no summary inside a summary, words cut whole, every run named.
+#[test]
+fn compaction_summarises_once_at_whole_words_naming_the_runs() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "memory: {compact_facts: 4, compact_with: mechanical}\n");
+    let long = "a remarkably long observation about the quarterly figures that keeps going well past sixty characters";
+    let mut ids = Vec::new();
+    for (day, goal) in ["first", "second"].iter().enumerate() {
+        let facts: Vec<String> = (1..=7).map(|i| format!("\"{long} item{day}{i}\"")).collect();
+        t.write(
+            "script.yaml",
+            &format!(
+                r#"frame:
+  - answer: {{goal: g, definition_of_done: [notes read, summary written, facts noted]}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {{satisfied: [1], facts: [{}], decision: continue, reason: more}}
+  - answer: {{satisfied: [2, 3], facts: [{}], decision: done, reason: ok, outcome: fine}}
+"#,
+                facts[..4].join(", "),
+                facts[4..].join(", ")
+            ),
+        );
+        let out = run(&t, &["--goal", goal]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(t.json("ws/state.json")["run_id"].as_str().unwrap().to_string());
+    }
+    let memory = t.read("ws/memory.md");
+    assert_eq!(memory.matches("Summary of earlier facts").count(), 1, "one summary, none nested: {memory}");
+    let line = memory.lines().find(|l| l.contains("Summary of earlier facts")).unwrap();
+    for id in &ids {
+        assert!(line.contains(&format!("run {id}")), "names run {id}: {line}");
+    }
+    // Every word of the summary's text is a whole word of the facts.
+    let body = line.split_once("): ").unwrap().1;
+    for w in body.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        assert!(long.split(' ').any(|x| x == w) || w.starts_with("item"), "`{w}` is cut: {line}");
+    }
+    assert!(body.chars().count() <= 601, "{body}");
+}
+
+/// A fact learned again — later in the run, or by a follow-up it is carried into — stays one
+/// line listing every source.
+#[test]
+fn a_fact_learned_in_several_runs_is_kept_once_with_every_source() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    let mut ids = Vec::new();
+    for goal in ["one", "two", "three"] {
+        t.write(
+            "script.yaml",
+            &script("{satisfied: [1, 2, 3], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
+        );
+        let out = run(&t, &["--goal", goal]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(t.json("ws/state.json")["run_id"].as_str().unwrap().to_string());
+    }
+    let memory = t.read("ws/memory.md");
+    let lines: Vec<&str> = memory.lines().filter(|l| l.to_lowercase().contains("the feed has 12 items")).collect();
+    assert_eq!(lines.len(), 1, "{memory}");
+    assert!(
+        lines[0].contains(&format!("step 1, from run {}; step 1, from run {}; step 1)", ids[0], ids[1])),
+        "{}",
+        lines[0]
+    );
 }
 
 #[test]
