@@ -65,6 +65,69 @@ fn what_one_run_learns_is_recalled_by_the_next() {
     assert!(t.trace().iter().all(|e| e["data"]["memory_shown"].is_null()));
 }
 
+/// Long-term memory belongs to its workspace: a new workspace recalls nothing another project
+/// learned, unless both share a store (`memory.scope: user`, or the same `memory.dir`).
+#[test]
+fn memory_belongs_to_its_workspace_unless_shared() {
+    let t = T::new();
+    let learn = r#"{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#;
+    t.write("script.yaml", &script(learn));
+    for ws in ["ws", "other"] {
+        t.write(&format!("{ws}/notes.txt"), "n\n");
+    }
+    let run_in = |ws: &str, goal: &str| {
+        let out = t.cmd().args(["-w", ws, "--script", "script.yaml", "run", "--new", "--goal", goal]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        t.read(&format!("{ws}/trace.jsonl"))
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["phase"] == "frame")
+            .and_then(|e| e["data"]["memory_shown"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(t.exists("ws/.agentloop/memory/topics.json"), "the workspace's own store");
+    assert!(!t.exists("home/.local/share/agentloop"), "nothing in the user's data folder");
+    assert!(run_in("other", "Rotate the payments deploy keys").is_empty(), "another project's memory is not recalled");
+    assert!(!run_in("ws", "Rotate the payments deploy keys").is_empty(), "its own is");
+    // Shared when configured: the user's store (scope) or one folder both name.
+    t.write("xdg/agentloop/config.yaml", "memory: {scope: user}\n");
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(t.exists("home/.local/share/agentloop/memory/topics.json"));
+    assert!(!run_in("other", "Rotate the payments deploy keys").is_empty(), "shared by scope: user");
+    t.write("xdg/agentloop/config.yaml", "memory: {dir: ../shared-memory}\n");
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(!run_in("other", "Rotate the payments deploy keys").is_empty(), "shared by one memory.dir");
+    assert!(t.exists("shared-memory/topics.json"));
+    // The key is listed and checked.
+    let out = t.al(&["config", "show"]).output().unwrap();
+    assert!(stdout(&out).contains("memory.scope = \"workspace\"  # default"), "{}", stdout(&out));
+    t.write("ws/agentloop.yaml", "memory: {scope: everyone}\n");
+    t.al(&["status"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("memory.scope").and(predicate::str::contains("`workspace` or `user`")));
+}
+
+/// An untrusted workspace may keep its memory inside itself but not reach a store it shares
+/// with other projects.
+#[test]
+fn an_untrusted_workspace_may_not_share_memory() {
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "memory: {scope: workspace, dir: notes/memory}\n");
+    let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert!(out.status.success() && !stderr(&out).contains("memory"), "{}", stderr(&out));
+    for (yaml, key) in [
+        ("memory: {scope: user}\n", "memory.scope"),
+        ("memory: {dir: ../elsewhere}\n", "memory.dir"),
+        ("tools: {memory: {dir: /tmp/elsewhere}}\n", "tools.memory.dir"),
+    ] {
+        t.write("ws/agentloop.yaml", yaml);
+        let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+        assert!(stderr(&out).contains(key), "{yaml}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn memory_command_adds_searches_forgets_and_prunes() {
     let t = T::new();
