@@ -463,6 +463,21 @@ mod tests {
     }
 
     #[test]
+    fn memory_may_stay_in_the_workspace_but_not_be_shared() {
+        assert!(refused(json!({"memory": {"scope": "workspace", "dir": "notes/memory"}})).is_empty());
+        assert_eq!(
+            refused(json!({"memory": {"scope": "user", "dir": "../shared"}, "tools": {"memory": {"dir": "/srv/m"}}})),
+            ["memory.dir", "memory.scope", "tools.memory.dir"]
+        );
+        let user = Config {
+            memory: crate::config::MemoryConfig { scope: crate::config::MemoryScope::User, ..Default::default() },
+            ..Default::default()
+        };
+        let v = json!("user");
+        assert!(narrows("memory.scope", &v, &user, Utf8Path::new("/nonexistent-ws"), Party::Workspace).is_ok());
+    }
+
+    #[test]
     fn a_log_may_not_be_one_of_agentloops_own_files() {
         assert_eq!(refused(json!({"logging": {"file": "trace.jsonl"}})), ["logging.file"]);
         assert_eq!(refused(json!({"logging": {"file": ".git/config"}})), ["logging.file"]);
