@@ -162,6 +162,9 @@ pub struct Summary {
 
 const HEADER_END: &str = "): ";
 
+/// Most sources a summary names step by step.
+pub const MAX_STEP_SOURCES: usize = 12;
+
 impl Summary {
     /// Reads a summary line (this form, or the earlier `N facts; step 1, …; all in …` one).
     /// A run tag added when it was carried names the run of sources that name none.
@@ -195,12 +198,23 @@ impl Summary {
         s
     }
 
-    /// The one line memory.md keeps.
+    /// The one line memory.md keeps. Past [`MAX_STEP_SOURCES`] sources, each run is named once
+    /// (its steps are in the facts archive).
     pub fn render(&self) -> String {
-        let from = if self.sources.is_empty() {
+        let mut sources = self.sources.clone();
+        if sources.len() > MAX_STEP_SOURCES {
+            sources = sources
+                .into_iter()
+                .map(|s| match s.split_once(" step ") {
+                    Some((run, _)) if s.starts_with("run ") => run.to_string(),
+                    _ => s,
+                })
+                .collect();
+        }
+        let from = if sources.is_empty() {
             String::new()
         } else {
-            format!(" from {}", self.sources.iter().cloned().collect::<Vec<_>>().join(", "))
+            format!(" from {}", sources.into_iter().collect::<Vec<_>>().join(", "))
         };
         format!(
             "{SUMMARY} ({} facts{from}; all in artifacts/facts-archive.md{HEADER_END}{}",
@@ -249,6 +263,13 @@ mod tests {
         assert_eq!(Summary::parse(&line, "Z"), s);
         let carried = Summary::parse(&format!("{line} (from run B)"), "Z");
         assert_eq!(carried, s, "sources already name their run");
+        let many =
+            Summary { count: 20, sources: (1..=13).map(|i| format!("run A step {i}")).collect(), body: "b".into() };
+        assert!(
+            many.render().starts_with("Summary of earlier facts (20 facts from run A; all in"),
+            "{}",
+            many.render()
+        );
         let old = Summary::parse(
             "Summary of earlier facts (3 facts; step 2, from run A; all in artifacts/facts-archive.md): x (from run B)",
             "Z",
