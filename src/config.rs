@@ -162,6 +162,17 @@ pub enum LogFormat {
     Json,
 }
 
+/// `memory.scope`: whose long-term memory a workspace reads and writes when `memory.dir` is not
+/// set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryScope {
+    /// The workspace's own store, `.agentloop/memory/` inside it.
+    Workspace,
+    /// One store for every workspace of the user, `$XDG_DATA_HOME/agentloop/memory`.
+    User,
+}
+
 /// `memory.compact_with`: how the oldest learned facts are summarised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -469,7 +480,7 @@ impl Default for ShellConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryToolConfig {
     pub enabled: bool,
-    /// Store folder (default `$XDG_DATA_HOME/agentloop/memory`).
+    /// Store folder (default: memory.dir, else the one `memory.scope` picks).
     pub dir: Option<Utf8PathBuf>,
 }
 
@@ -542,7 +553,11 @@ impl Default for FrustrationConfig {
 pub struct MemoryConfig {
     /// Recall in Frame and Plan, `remember` in Reflect, outcomes indexed at the end.
     pub enabled: bool,
-    /// Store folder (default: tools.memory.dir, else `$XDG_DATA_HOME/agentloop/memory`).
+    /// Whose store, when no folder is named: `workspace` (`.agentloop/memory/` inside it) or
+    /// `user` (`$XDG_DATA_HOME/agentloop/memory`, shared by every workspace).
+    pub scope: MemoryScope,
+    /// Store folder, shared by every workspace that names it (default: tools.memory.dir, else
+    /// the one `scope` picks).
     pub dir: Option<Utf8PathBuf>,
     /// Entries shown in a "Relevant memory" block.
     pub top_k: usize,
@@ -563,6 +578,7 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
             enabled: true,
+            scope: MemoryScope::Workspace,
             dir: None,
             top_k: 5,
             max_chars: 2000,

@@ -171,6 +171,8 @@ pub struct Runner<'a> {
     pub printer: Printer,
     pub wait: Option<Duration>,
     pub events: bool,
+    /// Count what the run uses toward the agent's rest window (false for the demo's replay).
+    pub ledger: bool,
 }
 
 impl Runner<'_> {
@@ -223,7 +225,7 @@ impl Runner<'_> {
             self.printer.progress(&format!("run {} in {}", state.run_id, self.ws.root));
             crate::interrupt::run_in(&self.ws.root)
         });
-        let stop = go_on(&mut env, &mut state, &self.resolved.sources, started)?;
+        let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger)?;
         Ok(Outcome::Ran { state, stop })
     }
 
@@ -334,13 +336,22 @@ pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Resul
 
 /// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
-/// toward the agent's rest window, even when it failed. `started`: the run is new.
-pub fn go_on(env: &mut Env, state: &mut State, sources: &crate::config::Sources, started: bool) -> Result<StopKind> {
+/// toward the agent's rest window (with `ledger`), even when it failed. `started`: the run is new.
+pub fn go_on(
+    env: &mut Env,
+    state: &mut State,
+    sources: &crate::config::Sources,
+    started: bool,
+    ledger: bool,
+) -> Result<StopKind> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
     let stop = phases::run::drive(env, state, env.cfg.timeout.0);
     let used = state.usage.total().saturating_sub(tokens0);
     let cost = (state.cost_usd - cost0).max(0.0);
+    if !ledger {
+        return stop;
+    }
     if let Err(e) = crate::rest_window::record(env.cfg, &state.run_id, used, cost, started) {
         env.printer.warn(&format!("usage ledger: {e}"));
     }

@@ -77,8 +77,14 @@ pub struct New {
     pub ttl: Option<std::time::Duration>,
 }
 
+/// A workspace's own store (`memory.scope: workspace`), below the names the file tools never
+/// touch.
+pub const WORKSPACE_DIR: &str = ".agentloop/memory";
+
 pub struct Store {
     pub dir: Utf8PathBuf,
+    /// The workspace a workspace-scoped store lives in: it is never written through a link.
+    inside: Option<Utf8PathBuf>,
 }
 
 /// `[a-z0-9_-]{1,64}`: ids that can never name a path outside the store.
@@ -196,13 +202,20 @@ impl Index {
 }
 
 impl Store {
-    /// The store for this config: `memory.dir`, else `tools.memory.dir`, else the user data folder.
+    /// The store for this config: `memory.dir`, else `tools.memory.dir`, else the one
+    /// `memory.scope` picks: the workspace's own (`.agentloop/memory/`, the default) or the user
+    /// data folder's, shared by every workspace.
     pub fn open(cfg: &Config, root: &Utf8Path) -> Option<Store> {
-        let dir = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
-            Some(d) => crate::fs::resolve_in(root, d),
-            None => crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"),
+        let (dir, inside) = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
+            Some(d) => (crate::fs::resolve_in(root, d), None),
+            None => match cfg.memory.scope {
+                crate::config::MemoryScope::Workspace => (root.join(WORKSPACE_DIR), Some(root.to_path_buf())),
+                crate::config::MemoryScope::User => {
+                    (crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"), None)
+                }
+            },
         };
-        Some(Store { dir })
+        Some(Store { dir, inside })
     }
 
     fn topics(&self) -> Result<Vec<String>> {
@@ -284,6 +297,13 @@ impl Store {
 
     /// Holds the store's write lock until dropped (the OS frees it if the holder dies).
     fn write_lock(&self) -> Result<std::fs::File> {
+        if let Some(root) = &self.inside {
+            // A workspace from elsewhere whose `.agentloop` is a link must not have the loop
+            // write memories wherever it points.
+            if fs::through_link(root, &self.dir) {
+                return Err(fs::linked_folder(&self.dir));
+            }
+        }
         fs::create_dir_all(&self.dir)?;
         let path = self.dir.join(".store.lock");
         let f = std::fs::OpenOptions::new()
@@ -299,6 +319,13 @@ impl Store {
     /// Writes a memory (replacing one with the same id); returns its id.
     pub fn add(&self, n: &New) -> Result<String> {
         plain(&n.topic, "topic").map_err(Error::usage)?;
+        // No configured secret reaches the store (it may be the workspace's own, or shared).
+        let n = &New {
+            title: crate::redact::redact(&n.title),
+            content: crate::redact::redact(&n.content),
+            keywords: n.keywords.iter().map(|k| crate::redact::redact(k)).collect(),
+            ..n.clone()
+        };
         let _lock = self.write_lock()?;
         drop_cached_index();
         let now = crate::clock::now_rfc3339();

@@ -343,6 +343,9 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
+    if let Some(r) = narrows_choice(key, v, base) {
+        return r;
+    }
     if let Some(r) = narrows_list(key, v, base, whose) {
         return r;
     }
@@ -372,17 +375,15 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         {
             Ok(())
         }
-        "tools.shell.sandbox" | "sandbox"
-            if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
-        {
-            Ok(())
-        }
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
         "skills.only" => match &base.skills.only {
             Some(only) => subset(only, "skills.only"),
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
         },
         "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
+        // Memory kept in the workspace itself reads and writes nothing outside it; the user's
+        // shared store (or a folder elsewhere) would let this workspace see and change what
+        // every other project remembers.
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
@@ -391,6 +392,25 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// [`narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's
+/// sandbox (`bwrap` only) and the memory store's scope (`workspace`, or `user` when it is already).
+fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result<(), String>> {
+    Some(match key {
+        "tools.shell.sandbox" | "sandbox"
+            if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
+        {
+            Ok(())
+        }
+        "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
+            Ok(crate::config::MemoryScope::Workspace) => Ok(()),
+            Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),
+            Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
+            Err(_) => Err("must be `workspace` or `user`".into()),
+        },
+        _ => return None,
+    })
 }
 
 /// [`narrows`] for the lists whose numbers or entries a narrower value must keep: ports, host
@@ -437,6 +457,9 @@ fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std:
             }
         }),
         "system_prompt_file" | "templates_dir" => inside(v, root),
+        "memory.dir" | "tools.memory.dir" => {
+            inside(v, root).map_err(|e| format!("{e}: a memory store outside it is shared with other projects"))
+        }
         "tools.write_paths" if base.tools.write_paths.is_empty() => match v.as_array() {
             Some(list) => list.iter().try_for_each(|p| inside(p, root)),
             None => Err("must be a list of folders".into()),
@@ -514,6 +537,21 @@ mod tests {
                 "trust_all"
             ]
         );
+    }
+
+    #[test]
+    fn memory_may_stay_in_the_workspace_but_not_be_shared() {
+        assert!(refused(json!({"memory": {"scope": "workspace", "dir": "notes/memory"}})).is_empty());
+        assert_eq!(
+            refused(json!({"memory": {"scope": "user", "dir": "../shared"}, "tools": {"memory": {"dir": "/srv/m"}}})),
+            ["memory.dir", "memory.scope", "tools.memory.dir"]
+        );
+        let user = Config {
+            memory: crate::config::MemoryConfig { scope: crate::config::MemoryScope::User, ..Default::default() },
+            ..Default::default()
+        };
+        let v = json!("user");
+        assert!(narrows("memory.scope", &v, &user, Utf8Path::new("/nonexistent-ws"), Party::Workspace).is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `agentloop demo`: the bundled example, run from the installed binary (its files are embedded).
 
 use crate::error::{Error, Result};
+use crate::lifecycle::{Request, Start};
 use crate::settings::Ctx;
 use camino::Utf8PathBuf;
 use clap::Args;
@@ -19,6 +20,8 @@ const FILES: &[(&str, &str)] = &[
 /// artifacts/critique.md) and writes the run's HTML report to DIR/demo-ws/report.html. No
 /// network, no API key: the answers are replayed, so the model is recorded as `scripted` and the
 /// run has no cost. An earlier demo in DIR is archived under DIR/demo-ws/runs/ (a follow-up).
+/// Nothing is written outside DIR: the demo's long-term memory is demo-ws/.agentloop/memory/
+/// whatever memory.scope or memory.dir say, and its runs are not counted in the rest ledger.
 ///
 /// Example: agentloop demo /tmp/al-demo && agentloop -w /tmp/al-demo/demo-ws trace show
 #[derive(Debug, Args)]
@@ -41,26 +44,26 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
     let ws = crate::workspace::Workspace::new(abs.join("demo-ws"));
-    let demo_ctx = ctx.rebuild(|g| {
+    let mut demo_ctx = ctx.rebuild(|g| {
         g.workspace = abs.join("demo-ws");
         g.script = Some(abs.join("examples/critique/script.yaml"));
         g.config = Some(abs.join("examples/critique/agentloop.yaml"));
         g.provider = Some("scripted".into());
     })?;
-    let code = crate::commands::run::run(
-        demo_ctx,
-        crate::commands::run::RunArgs {
-            goal: Some("Write a two-paragraph critique of the bundled article".into()),
-            context: Some(ex.join("context.md").to_string()),
-            new: false,
-            continue_: false,
-            run: None,
-            answer: None,
-            events: false,
-            dry_run: false,
-            force: false,
-        },
-    )?;
+    // The demo writes nothing outside DIR: its memories stay in demo-ws/.agentloop/memory/
+    // whatever the user's config shares, and its scripted usage is no agent's.
+    let memory = &mut demo_ctx.resolved.config.memory;
+    memory.scope = crate::config::MemoryScope::Workspace;
+    memory.dir = None;
+    demo_ctx.resolved.config.tools.memory.dir = None;
+    let start = Start {
+        goal: "Write a two-paragraph critique of the bundled article".into(),
+        background: crate::phases::init::read_context(ex.join("context.md").as_str())?,
+        carry: true,
+        force: false,
+    };
+    // A replay is no agent's usage: it counts toward no rest window.
+    let code = crate::commands::run::execute_counting(&demo_ctx, &Request::Start(start), false, false)?;
     let dir = &args.dir;
     // A run that stopped early still has a paper trail worth a page.
     let report = if ws.has_run() { Some(crate::commands::report::write_current(&ws)?) } else { None };

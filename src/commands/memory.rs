@@ -9,8 +9,10 @@ use serde_json::json;
 /// Long-term memory across runs: list, search, show, add, forget, prune.
 ///
 /// The loop recalls the best entries for the goal (Frame) and the current step (Plan), writes
-/// Reflect's `remember` items and each run's outcome. The store is memory.dir (default
-/// $XDG_DATA_HOME/agentloop/memory). Ids are TOPIC/CONTENT_ID.
+/// Reflect's `remember` items and each run's outcome. The store is memory.dir, else the
+/// workspace's own .agentloop/memory/ (memory.scope: workspace, the default) or the one every
+/// workspace shares, $XDG_DATA_HOME/agentloop/memory (memory.scope: user). Ids are
+/// TOPIC/CONTENT_ID.
 ///
 /// Examples:
 ///   agentloop memory search "release checklist" --json | jq -r '.[].id'

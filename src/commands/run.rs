@@ -114,11 +114,18 @@ pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
 /// Carries out `req` in the context's workspace and prints the outcome; the exit code is the
 /// outcome's (a closed stdout stops the printing, never changes the code).
 pub fn execute(ctx: &Ctx, req: &Request, events: bool) -> Result<u8> {
+    execute_counting(ctx, req, events, true)
+}
+
+/// [`execute`], with `ledger` saying whether the run's usage counts toward the agent's rest
+/// window.
+pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<u8> {
     // Nothing is created for a mistyped -w unless a run is being started.
     if !matches!(req, Request::Start(_)) {
         ctx.ws.require_dir()?;
     }
-    let runner = Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events };
+    let runner =
+        Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events, ledger };
     match runner.request(req)? {
         Outcome::Ended(s) => report_ended(ctx, &s),
         Outcome::Ran { state, stop } => {

@@ -114,6 +114,8 @@ fn create(
     run_id: Option<String>,
 ) -> Result<State> {
     let ws = session.workspace();
+    // A fact carried from several runs is one line naming each of them.
+    let carried = &crate::facts::merged(carried.iter().cloned());
     // Never through a link: a symlinked artifacts/ is refused (exit 8) before the run starts.
     crate::fs::Folder::open(&ws.root, camino::Utf8Path::new("artifacts"), true)?;
     // A run id is never reused within a workspace's history (a fixed test clock repeats ids

@@ -31,37 +31,51 @@ fn describe_result(state: &State) -> String {
 /// "Summary of earlier facts" (a model call, or mechanically) and the full list is appended to
 /// artifacts/facts-archive.md, whose new text is returned for the phase's commit. Nothing is
 /// dropped from the record; a failed model call falls back to the mechanical summary.
+///
+/// There is one summary at most: an earlier one among the old facts (this run's, or one
+/// carried from an earlier run) is folded into the new one — its count, its sources and its
+/// text — never summarised as a fact. The summary names each source by its run; mechanical text
+/// is cut at whole words.
 fn compact(
     env: &mut Env,
     state: &mut State,
     mem: &mut crate::markdown::Memory,
 ) -> Result<(Option<String>, Option<Entry>)> {
+    use crate::facts::{clip_words, is_summary, Summary};
     let max = env.cfg.memory.compact_facts;
     if max == 0 || mem.facts.len() <= max {
         return Ok((None, None));
     }
     let mut entry = None;
     let n = mem.facts.len() - max / 2;
-    let old: Vec<String> = mem.facts.drain(..n).collect();
-    let refs: Vec<String> = old
-        .iter()
-        .flat_map(|f| f.split(['(', ')', ',']).map(str::trim))
-        .filter(|p| p.starts_with("step ") || p.starts_with("artifacts/") || p.starts_with("from run "))
-        .map(String::from)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let mut taken: Vec<String> = mem.facts.drain(..n).collect();
+    // A summary left among the newer facts joins the new one too.
+    taken.extend(mem.facts.extract_if(.., |f| is_summary(f)));
+    let (earlier, old): (Vec<String>, Vec<String>) = taken.into_iter().partition(|f| is_summary(f));
+    let mut summary = Summary::default();
+    let mut earlier_text = Vec::new();
+    for s in earlier.iter().map(|f| Summary::parse(f, &state.run_id)) {
+        summary.count += s.count;
+        summary.sources.extend(s.sources);
+        earlier_text.push(s.body);
+    }
+    summary.count += old.len();
+    for f in &old {
+        summary.sources.extend(crate::facts::sources_of(f, &state.run_id));
+    }
     let mechanical = || {
-        let gist: Vec<String> = old.iter().map(|f| f.chars().take(60).collect::<String>()).collect();
-        let mut s = gist.join("; ");
-        if s.chars().count() > 600 {
-            s = s.chars().take(600).collect::<String>() + "…";
-        }
-        s
+        let mut parts: Vec<String> = earlier_text.iter().map(|t| clip_words(t, 300)).collect();
+        parts.extend(old.iter().map(|f| clip_words(&crate::facts::split(f).0, 60)));
+        clip_words(&parts.join("; "), 600)
     };
-    let summary = if env.cfg.memory.compact_with == crate::config::CompactWith::Model {
+    summary.body = if env.cfg.memory.compact_with == crate::config::CompactWith::Model {
+        let earlier_part = if earlier_text.is_empty() {
+            String::new()
+        } else {
+            format!("Fold in the earlier summary (one paragraph, not nested):\n{}\n\n", earlier_text.join("\n"))
+        };
         let prompt = format!(
-            "Summarise these {} earlier facts of the run into one paragraph. Keep every fact that still matters and its step or artifact reference.\n\n{}",
+            "Summarise these {} earlier facts of the run into one paragraph. Keep every fact that still matters and its step or artifact reference.\n\n{earlier_part}{}",
             old.len(),
             old.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
         );
@@ -70,25 +84,21 @@ fn compact(
                 let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "compact");
                 account(env, state, &mut e, &a);
                 entry = Some(e);
-                a.value.summary.trim().to_string()
+                // A summary the model began with the header would nest one in the other.
+                let text = a.value.summary.trim();
+                let text = if is_summary(text) { Summary::parse(text, &state.run_id).body } else { text.to_string() };
+                text.split_whitespace().collect::<Vec<_>>().join(" ")
             }
             Err(_) => mechanical(),
         }
     } else {
         mechanical()
     };
-    mem.facts.insert(
-        0,
-        format!(
-            "Summary of earlier facts ({} facts; {}; all in artifacts/facts-archive.md): {summary}",
-            old.len(),
-            if refs.is_empty() { "no references".to_string() } else { refs.join(", ") }
-        ),
-    );
+    mem.facts.insert(0, summary.render());
     let path = env.ws.artifacts().join("facts-archive.md");
     let mut text = crate::fs::read_optional(&path)?
         .unwrap_or_else(|| "# Facts archive\n\nFacts compacted out of memory.md, oldest first.\n".into());
-    text.push_str(&format!("\n## Compacted at step {}\n\n", state.step));
+    text.push_str(&format!("\n## Compacted at step {} of run {}\n\n", state.step, state.run_id));
     for f in &old {
         text.push_str(&format!("- {f}\n"));
     }
@@ -187,7 +197,8 @@ fn take_answer(mem: &mut crate::markdown::Memory, a: &ReflectAnswer, step: u32) 
     }
     for f in a.facts.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
         let cited = f.contains("step") || f.contains("artifacts/");
-        mem.facts.push(if cited { f.to_string() } else { format!("{f} (step {step})") });
+        // Learned again: the line it already has gains this step as a source.
+        crate::facts::add(&mut mem.facts, if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
     ticked
 }

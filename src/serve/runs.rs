@@ -199,7 +199,7 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     env.hold(&session);
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
-    let stop = crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started)?;
+    let stop = crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true)?;
     shared.log(&format!("run {id} {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()));
     Ok(Some(stop))
 }

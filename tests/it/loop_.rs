@@ -630,6 +630,41 @@ fn the_demo_runs_from_the_binary_alone() {
     assert!(!all.contains("claude") && !all.contains("$0.0"), "no provider model, no price");
 }
 
+/// The demo writes nothing outside its folder, even for a user whose config shares long-term
+/// memory across workspaces: its memories stay in demo-ws/.agentloop/memory/, and its scripted
+/// runs are not counted as anyone's usage.
+#[test]
+fn the_demo_writes_nothing_outside_its_folder() {
+    let t = T::new();
+    t.write("xdg/agentloop/config.yaml", "memory: {scope: user}\n");
+    let listing = |t: &T| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![t.root().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.starts_with(t.path("d")) {
+                    continue;
+                }
+                if p.is_dir() {
+                    stack.push(p.clone());
+                }
+                out.push(p.strip_prefix(t.root()).unwrap().display().to_string());
+            }
+        }
+        out.sort();
+        out
+    };
+    let before = listing(&t);
+    for _ in 0..2 {
+        let out = t.cmd().args(["demo", "d"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(listing(&t), before, "nothing written outside d/");
+    let topics = t.read("d/demo-ws/.agentloop/memory/topics.json");
+    assert!(topics.contains("outcomes"), "{topics}");
+}
+
 /// A line deep inside a 4,000-line log: grep finds it, file_read reads around it by offset and
 /// limit, the answer is written at the workspace's top level, and the run is done.
 #[test]

@@ -65,6 +65,69 @@ fn what_one_run_learns_is_recalled_by_the_next() {
     assert!(t.trace().iter().all(|e| e["data"]["memory_shown"].is_null()));
 }
 
+/// Long-term memory belongs to its workspace: a new workspace recalls nothing another project
+/// learned, unless both share a store (`memory.scope: user`, or the same `memory.dir`).
+#[test]
+fn memory_belongs_to_its_workspace_unless_shared() {
+    let t = T::new();
+    let learn = r#"{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#;
+    t.write("script.yaml", &script(learn));
+    for ws in ["ws", "other"] {
+        t.write(&format!("{ws}/notes.txt"), "n\n");
+    }
+    let run_in = |ws: &str, goal: &str| {
+        let out = t.cmd().args(["-w", ws, "--script", "script.yaml", "run", "--new", "--goal", goal]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        t.read(&format!("{ws}/trace.jsonl"))
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["phase"] == "frame")
+            .and_then(|e| e["data"]["memory_shown"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(t.exists("ws/.agentloop/memory/topics.json"), "the workspace's own store");
+    assert!(!t.exists("home/.local/share/agentloop"), "nothing in the user's data folder");
+    assert!(run_in("other", "Rotate the payments deploy keys").is_empty(), "another project's memory is not recalled");
+    assert!(!run_in("ws", "Rotate the payments deploy keys").is_empty(), "its own is");
+    // Shared when configured: the user's store (scope) or one folder both name.
+    t.write("xdg/agentloop/config.yaml", "memory: {scope: user}\n");
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(t.exists("home/.local/share/agentloop/memory/topics.json"));
+    assert!(!run_in("other", "Rotate the payments deploy keys").is_empty(), "shared by scope: user");
+    t.write("xdg/agentloop/config.yaml", "memory: {dir: ../shared-memory}\n");
+    run_in("ws", "Summarise the payments deploy notes");
+    assert!(!run_in("other", "Rotate the payments deploy keys").is_empty(), "shared by one memory.dir");
+    assert!(t.exists("shared-memory/topics.json"));
+    // The key is listed and checked.
+    let out = t.al(&["config", "show"]).output().unwrap();
+    assert!(stdout(&out).contains("memory.scope = \"workspace\"  # default"), "{}", stdout(&out));
+    t.write("ws/agentloop.yaml", "memory: {scope: everyone}\n");
+    t.al(&["status"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("memory.scope").and(predicate::str::contains("`workspace` or `user`")));
+}
+
+/// An untrusted workspace may keep its memory inside itself but not reach a store it shares
+/// with other projects.
+#[test]
+fn an_untrusted_workspace_may_not_share_memory() {
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "memory: {scope: workspace, dir: notes/memory}\n");
+    let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert!(out.status.success() && !stderr(&out).contains("memory"), "{}", stderr(&out));
+    for (yaml, key) in [
+        ("memory: {scope: user}\n", "memory.scope"),
+        ("memory: {dir: ../elsewhere}\n", "memory.dir"),
+        ("tools: {memory: {dir: /tmp/elsewhere}}\n", "tools.memory.dir"),
+    ] {
+        t.write("ws/agentloop.yaml", yaml);
+        let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+        assert!(stderr(&out).contains(key), "{yaml}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn memory_command_adds_searches_forgets_and_prunes() {
     let t = T::new();
@@ -221,9 +284,12 @@ fn compaction_keeps_every_fact_in_the_archive() {
     );
     let out = run(&t, &["--goal", "g"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
     let memory = t.read("ws/memory.md");
     assert!(
-        memory.contains("Summary of earlier facts (4 facts; step 1; all in artifacts/facts-archive.md)"),
+        memory.contains(&format!(
+            "Summary of earlier facts (4 facts from run {id} step 1; all in artifacts/facts-archive.md): fact number 1; fact number 2"
+        )),
         "{memory}"
     );
     assert!(memory.contains("fact number 6") && !memory.contains("- fact number 1 (step 1)"), "{memory}");
@@ -231,6 +297,77 @@ fn compaction_keeps_every_fact_in_the_archive() {
     for i in 1..=4 {
         assert!(archive.contains(&format!("fact number {i} (step 1)")), "{archive}");
     }
+}
+
+/// Compacting again, in the same run or in a follow-up that carried the summary, folds the
+/// earlier summary into one: no summary inside a summary, words cut whole, every run named.
+#[test]
+fn compaction_summarises_once_at_whole_words_naming_the_runs() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "memory: {compact_facts: 4, compact_with: mechanical}\n");
+    let long = "a remarkably long observation about the quarterly figures that keeps going well past sixty characters";
+    let mut ids = Vec::new();
+    for (day, goal) in ["first", "second"].iter().enumerate() {
+        let facts: Vec<String> = (1..=7).map(|i| format!("\"{long} item{day}{i}\"")).collect();
+        t.write(
+            "script.yaml",
+            &format!(
+                r#"frame:
+  - answer: {{goal: g, definition_of_done: [notes read, summary written, facts noted]}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {{satisfied: [1], facts: [{}], decision: continue, reason: more}}
+  - answer: {{satisfied: [2, 3], facts: [{}], decision: done, reason: ok, outcome: fine}}
+"#,
+                facts[..4].join(", "),
+                facts[4..].join(", ")
+            ),
+        );
+        let out = run(&t, &["--goal", goal]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(t.json("ws/state.json")["run_id"].as_str().unwrap().to_string());
+    }
+    let memory = t.read("ws/memory.md");
+    assert_eq!(memory.matches("Summary of earlier facts").count(), 1, "one summary, none nested: {memory}");
+    let line = memory.lines().find(|l| l.contains("Summary of earlier facts")).unwrap();
+    for id in &ids {
+        assert!(line.contains(&format!("run {id}")), "names run {id}: {line}");
+    }
+    // Every word of the summary's text is a whole word of the facts.
+    let body = line.split_once("): ").unwrap().1;
+    for w in body.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        assert!(long.split(' ').any(|x| x == w) || w.starts_with("item"), "`{w}` is cut: {line}");
+    }
+    assert!(body.chars().count() <= 601, "{body}");
+}
+
+/// A fact learned again — later in the run, or by a follow-up it is carried into — stays one
+/// line listing every source.
+#[test]
+fn a_fact_learned_in_several_runs_is_kept_once_with_every_source() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    let mut ids = Vec::new();
+    for goal in ["one", "two", "three"] {
+        t.write(
+            "script.yaml",
+            &script("{satisfied: [1, 2, 3], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
+        );
+        let out = run(&t, &["--goal", goal]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(t.json("ws/state.json")["run_id"].as_str().unwrap().to_string());
+    }
+    let memory = t.read("ws/memory.md");
+    let lines: Vec<&str> = memory.lines().filter(|l| l.to_lowercase().contains("the feed has 12 items")).collect();
+    assert_eq!(lines.len(), 1, "{memory}");
+    assert!(
+        lines[0].contains(&format!("step 1, from run {}; step 1, from run {}; step 1)", ids[0], ids[1])),
+        "{}",
+        lines[0]
+    );
 }
 
 #[test]

@@ -317,3 +317,101 @@ fn goal_from_stdin_and_context_kept_as_written() {
         .code(2)
         .stderr(predicate::str::contains("stdin"));
 }
+
+/// One morning of the README's cron recipe with the bundled daily-digest skill, played by the
+/// scripted model: activate the skill, read the job's state, read the source, write the digest
+/// of the items not yet seen, save the state.
+fn digest_script(date: &str, seen: &[String], feed: &[&str]) -> (String, Vec<String>) {
+    let new: Vec<String> = feed.iter().map(|s| s.to_string()).filter(|i| !seen.contains(i)).collect();
+    let mut all = seen.to_vec();
+    all.extend(new.iter().cloned());
+    let digest = format!(
+        "# Digest {date}\n\n{}\n",
+        if new.is_empty() {
+            "nothing new".to_string()
+        } else {
+            new.iter().map(|i| format!("- {i}")).collect::<Vec<_>>().join("\n")
+        }
+    );
+    let action = |tool: &str, args: Value| serde_json::json!({"answer": {"next_action": {"tool": tool, "args": args}}});
+    let go = |n: Vec<u32>| serde_json::json!({"answer": {"satisfied": n, "decision": "continue", "reason": "next"}});
+    let script = serde_json::json!({
+        "frame": [{"answer": {"goal": "Today's digest", "definition_of_done": ["state read", "digest written", "state saved"], "can_proceed": true}}],
+        "plan": [
+            action("skill_read", serde_json::json!({"name": "daily-digest"})),
+            action("file_read", serde_json::json!({"path": "state/daily-digest.json"})),
+            action("file_read", serde_json::json!({"path": "feed.txt"})),
+            action("file_write", serde_json::json!({"path": format!("artifacts/digest-{date}.md"), "content": digest})),
+            action("file_write", serde_json::json!({"path": "state/daily-digest.json", "content": serde_json::json!({"seen": all}).to_string()})),
+        ],
+        "reflect": [
+            go(vec![]),
+            go(vec![1]),
+            go(vec![]),
+            go(vec![2]),
+            serde_json::json!({"answer": {"satisfied": [3], "decision": "done", "reason": "saved", "outcome": format!("{} new items", new.len())}}),
+        ],
+    });
+    (script.to_string(), new)
+}
+
+/// The README's cron recipe (`run --goal "Today's digest"` each morning) with daily-digest
+/// reports each item once across days: the job's `state/` stays when a new goal moves the run's
+/// artifacts into runs/<id>/, so the second and third mornings see what the first reported.
+#[test]
+fn a_daily_digest_reports_each_item_once_across_days() {
+    let t = T::new();
+    let days = [
+        ("2026-03-01", vec!["alpha", "beta"]),
+        ("2026-03-02", vec!["alpha", "beta", "gamma"]),
+        ("2026-03-03", vec!["beta", "gamma", "delta", "epsilon"]),
+    ];
+    let mut reported: Vec<String> = Vec::new();
+    for (date, feed) in &days {
+        t.write("ws/feed.txt", &feed.join("\n"));
+        // The model reads the state the way file_read shows it: what is on disk now.
+        let seen: Vec<String> = if t.exists("ws/state/daily-digest.json") {
+            let v = t.json("ws/state/daily-digest.json");
+            v["seen"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        } else {
+            vec![]
+        };
+        let (script, new) = digest_script(date, &seen, feed);
+        t.write("script.yaml", &script);
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--goal", "Today's digest", "-q"])
+            .env("AGENTLOOP_NOW", format!("{date}T07:00:00Z"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{date}: {}", stderr(&out));
+        if !seen.is_empty() {
+            // file_read reached the state the earlier mornings left.
+            let transcript = t.read("ws/transcript.md");
+            assert!(
+                transcript.contains(&seen.join("\\\",\\\"")) || transcript.contains(&seen.join("\",\"")),
+                "{transcript}"
+            );
+        }
+        reported.extend(new);
+    }
+    // Each morning's digest stays with its run: two in runs/<id>/artifacts/, today's in artifacts/.
+    let mut digests = vec![t.read("ws/artifacts/digest-2026-03-03.md")];
+    for entry in std::fs::read_dir(t.path("ws/runs")).unwrap() {
+        let dir = entry.unwrap().path();
+        for f in std::fs::read_dir(dir.join("artifacts")).unwrap() {
+            digests.push(std::fs::read_to_string(f.unwrap().path()).unwrap());
+        }
+    }
+    assert_eq!(digests.len(), 3, "{digests:?}");
+    let lines: Vec<&str> = digests.iter().flat_map(|d| d.lines()).filter_map(|l| l.strip_prefix("- ")).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["alpha", "beta", "delta", "epsilon", "gamma"], "each item once: {digests:?}");
+    assert_eq!(reported.len(), 5);
+    // The state outlived the three runs and is the job's, not a run's.
+    assert!(!t.exists("ws/artifacts/daily-digest.json"));
+    assert_eq!(t.json("ws/state/daily-digest.json")["seen"].as_array().unwrap().len(), 5);
+    // The bundled skill keeps its state there.
+    let out = t.al(&["skills", "show", "daily-digest"]).output().unwrap();
+    assert!(stdout(&out).contains("state/daily-digest.json"), "{}", stdout(&out));
+}

@@ -144,7 +144,7 @@ fn skills_show_and_builtin_bodies() {
         .args(["skills", "show", "daily-digest"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("digest-state.json"));
+        .stdout(predicate::str::contains("state/daily-digest.json"));
     t.cmd().args(["skills", "show", "nope"]).assert().code(2);
     let out = t.cmd().args(["skills", "check"]).output().unwrap();
     assert!(out.status.success(), "bundled skills are valid: {}", stdout(&out));
