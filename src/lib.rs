@@ -40,11 +40,9 @@ pub mod transcript;
 pub mod trust;
 pub mod workspace;
 
-use clap::Parser;
-
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { error::code::USAGE } else { error::code::OK };

@@ -449,11 +449,13 @@ fn man_page_and_completions_match_the_cli() {
     t.cmd().args(["completions", "bash"]).assert().success().stdout(predicate::str::contains("agentloop"));
     t.cmd().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes"));
     t.cmd().args(["trace", "show", "--help"]).assert().success().stdout(predicate::str::contains("--follow"));
-    // A subcommand's own options come first; the global flags follow under their own heading.
+    // A subcommand's help shows its own options and one line pointing at the global ones.
     let help = stdout(&t.cmd().args(["trace", "show", "--help"]).output().unwrap());
-    let (own, global) = help.split_once("Global options:").expect("a Global options heading");
-    assert!(own.contains("--follow") && !own.contains("--workspace"), "{help}");
-    assert!(global.contains("--workspace") && !global.contains("--follow"), "{help}");
+    assert!(help.contains("--follow") && !help.contains("--workspace"), "{help}");
+    assert!(help.contains("Global options (-w DIR") && help.contains("`agentloop --help`"), "{help}");
+    let top = stdout(&t.cmd().arg("--help").output().unwrap());
+    let (_, global) = top.split_once("Global options:").expect("a Global options heading");
+    assert!(global.contains("--workspace") && global.contains("--max-cost"), "{top}");
     // The man page keeps the quick start one command per line (no-fill), as --help shows it.
     let quick = committed.find("Quick start").expect("quick start in the man page");
     assert!(committed[..quick].ends_with(".nf\n"), "quick start is not a no-fill block");
