@@ -137,7 +137,11 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         // Generated from the CLI definition alone: they work whatever the configuration holds.
         Command::Completions(args) => completions::completions(&printer(g), args),
         Command::Man(args) => completions::man(&printer(g), args),
-        command => with_settings(g, crate::settings::build(g)?, command),
+        command => {
+            // A stray AGENTLOOP_* variable does not stop a command that only reads.
+            let g = &Global { read_only: read_only(&command) == Some(true), ..g.clone() };
+            with_settings(g, crate::settings::build(g)?, command)
+        }
     }
 }
 
