@@ -1003,8 +1003,10 @@ const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "
 /// for the `llm.` keys. Values are parsed as YAML scalars; `ALLOWED_TOOLS` is a comma list.
 ///
 /// A variable that is no valid key or value is refused (exit 2), unless `skip_bad` (commands that
-/// only read): then it is left out with a warning, so a stray variable cannot stop a look.
-pub fn env_layer(skip_bad: bool) -> Result<Layer> {
+/// only read): then it is left out and returned with its name, for the caller to warn about, so a stray
+/// variable cannot stop a look.
+pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<(String, Error)>)> {
+    let mut skipped = Vec::new();
     let mut root = Value::Object(Map::new());
     let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("AGENTLOOP_")).collect();
     vars.sort();
@@ -1032,15 +1034,11 @@ pub fn env_layer(skip_bad: bool) -> Result<Layer> {
             if !skip_bad {
                 return Err(e);
             }
-            // The list of valid keys is for the error; the warning stays one readable line.
-            let what = e.message.split(", expected one of").next().unwrap_or_default();
-            let near = e.hint.as_deref().filter(|h| h.starts_with("did you mean")).and_then(|h| h.split('?').next());
-            let near = near.map(|n| format!(" ({n}?)")).unwrap_or_default();
-            crate::output::warning(&format!("{what}; this command only reads, so it goes on without {k}{near}"));
+            skipped.push((k, e));
             root = before;
         }
     }
-    Ok(Layer { source: Source::Environment, value: root })
+    Ok((Layer { source: Source::Environment, value: root }, skipped))
 }
 
 pub fn set_path(root: &mut Value, path: &[String], value: Value) {

@@ -374,7 +374,7 @@ impl<'a> View<'a> {
                 }
             };
             let tool = cut(field(e.tool.as_deref().unwrap_or("")), 10);
-            let status = cut(status.clone(), 8);
+            let status = cut(status.clone(), 9);
             columns(&time_of_day(&field(&e.ts)), &step, &cut(field(&event(e)), 9), &tool, &status, &took, &cost)
         };
         let mut rest = Vec::new();
@@ -387,7 +387,7 @@ impl<'a> View<'a> {
             _ => self.fit(format!("{prefix}  {what}").trim_end().to_string()),
         };
         // Colour after fitting, so escape codes never count as width.
-        let painted = format!(" {status:<8}");
+        let painted = format!(" {status:<9}");
         match line.find(&painted).filter(|_| e.is_error() && !status.is_empty()) {
             Some(at) => {
                 let (before, after) = line.split_at(at + 1);
@@ -415,7 +415,7 @@ fn event(e: &Entry) -> String {
 
 #[allow(clippy::too_many_arguments)]
 fn columns(time: &str, step: &str, event: &str, tool: &str, status: &str, took: &str, cost: &str) -> String {
-    format!("{time:<8} {step:>4} {event:<9} {tool:<10} {status:<8} {took:>5} {cost:>7}")
+    format!("{time:<8} {step:>4} {event:<9} {tool:<10} {status:<9} {took:>5} {cost:>7}")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -429,7 +429,7 @@ fn columns_wide(
     tok: &str,
     cost: &str,
 ) -> String {
-    format!("{time:<24} {step:>4} {event:<12} {tool:<14} {status:<8} {took:>6} {tok:>11} {cost:>8}")
+    format!("{time:<24} {step:>4} {event:<12} {tool:<14} {status:<9} {took:>6} {tok:>11} {cost:>8}")
 }
 
 /// `2026-01-01T09:30:05.123Z` → `09:30:05`; anything else as it is, cut to 8.

@@ -257,12 +257,13 @@ fn config_errors_name_the_file_and_key() {
     t.write("xdg/agentloop/config.yaml", "colour: red\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("xdg/agentloop/config.yaml at key `colour`"));
     std::fs::remove_file(t.path("xdg/agentloop/config.yaml")).unwrap();
-    t.al(&["status"])
+    // A bad AGENTLOOP_* variable stops commands that act (those that only read warn and go on).
+    t.al(&["plan"])
         .env("AGENTLOOP_BOGUS_KEY", "1")
         .assert()
         .code(2)
         .stderr(predicate::str::contains("environment variable AGENTLOOP_BOGUS_KEY"));
-    t.al(&["status"])
+    t.al(&["plan"])
         .env("AGENTLOOP_MAX_STEPS", "lots")
         .assert()
         .code(2)
@@ -324,7 +325,7 @@ fn a_value_outside_a_closed_set_is_refused_naming_the_valid_ones() {
         stderr(&out).lines().next().unwrap_or(""),
         format!("error: invalid value on the command line for `llm.provider`: unknown variant `gemini`, {providers}")
     );
-    let out = t.al(&["status"]).env("AGENTLOOP_PROVIDER", "gemini").output().unwrap();
+    let out = t.al(&["plan"]).env("AGENTLOOP_PROVIDER", "gemini").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).lines().next().unwrap_or(""),
