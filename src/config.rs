@@ -883,7 +883,7 @@ fn near_miss(message: &str) -> Option<String> {
     let (bad, expected) = rest.split_once('`')?;
     let candidates = expected.split('`').skip(1).step_by(2);
     let (best, d) = candidates.map(|c| (c, edit_distance(bad, c))).min_by_key(|(_, d)| *d)?;
-    (d > 0 && d <= (bad.chars().count() + 2) / 3).then(|| best.to_string())
+    (d > 0 && d <= bad.chars().count().div_ceil(3)).then(|| best.to_string())
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

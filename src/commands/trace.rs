@@ -145,7 +145,14 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                 .filter(|r| !r.current)
                 .collect();
         archived.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
-        files.extend(archived.iter().map(|r| r.ws.trace()).filter(|p| p.exists()));
+        for p in archived.iter().map(|r| r.ws.trace()).filter(|p| p.exists()) {
+            // A linked trace.jsonl would show a file from outside the workspace.
+            if crate::fs::leads_outside(&ctx.ws.root, &p) {
+                ctx.printer.warn(&format!("{p} is a link out of the workspace; skipped"));
+            } else {
+                files.push(p);
+            }
+        }
     }
     if path.exists() {
         files.push(path.clone());
@@ -413,7 +420,6 @@ fn event(e: &Entry) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn columns(time: &str, step: &str, event: &str, tool: &str, status: &str, took: &str, cost: &str) -> String {
     format!("{time:<8} {step:>4} {event:<9} {tool:<10} {status:<9} {took:>5} {cost:>7}")
 }

@@ -129,6 +129,14 @@ fn all_runs_and_the_runs_list_cover_the_archived_runs() {
     let all = stats(&["--all-runs"]);
     assert_eq!(all["runs"], 3);
     assert_eq!(all["tools"]["file_read"]["entries"], 3);
+    // An archived trace that links out of the workspace is not read.
+    let first = format!("ws/runs/{}/trace.jsonl", ids[0]);
+    t.write("outside.jsonl", &entry(&ids[0], 1, "act", json!({"error": "OUTSIDE SECRET"})));
+    std::fs::remove_file(t.path(&first)).unwrap();
+    std::os::unix::fs::symlink(t.path("outside.jsonl"), t.path(&first)).unwrap();
+    let out = t.al(&["trace", "show", "--all-runs", "--wide"]).output().unwrap();
+    assert!(out.status.success() && !stdout(&out).contains("OUTSIDE SECRET"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("is a link out of the workspace; skipped"), "{}", stderr(&out));
     // `runs`: a header, then newest first; the current run is marked.
     let out = t.al(&["runs"]).output().unwrap();
     let listed = stdout(&out);
