@@ -871,9 +871,55 @@ fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) -> Result<()>
             return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
                 .with_hint("fix the flag's value; `agentloop help` lists the flags");
         }
-        Error::config(format!("invalid configuration in {source}{key}: {inner}"))
-            .with_hint("fix or remove that key; `agentloop config show` prints every valid key with its value")
+        let near = near_miss(&inner).map(|k| match path.rsplit_once('.') {
+            Some((parent, _)) => format!("{parent}.{k}"),
+            None => k,
+        });
+        let hint = match (source, near) {
+            (Source::EnvironmentVariable(var), Some(k)) => {
+                format!("did you mean {}? Otherwise unset {var} (commands that only read skip it)", env_name(&k))
+            }
+            (Source::EnvironmentVariable(var), None) => {
+                format!("unset {var} or fix its value (an AGENTLOOP_* variable sets a configuration key; commands that only read skip a bad one)")
+            }
+            (_, Some(k)) => format!("did you mean `{k}`? Fix or remove that key (the keys valid there are listed above)"),
+            (_, None) if inner.starts_with("unknown field") => {
+                "remove that key or rename it to one listed above".to_string()
+            }
+            (_, None) => "fix that key's value; once the file is valid `agentloop config show` prints every key with its value".to_string(),
+        };
+        Error::config(format!("invalid configuration in {source}{key}: {inner}")).with_hint(hint)
     })
+}
+
+/// The valid key nearest an unknown one, from serde's "unknown field `x`, expected one of `a`,
+/// `b`" (a near miss: about a third of its letters differ, at most).
+fn near_miss(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (bad, expected) = rest.split_once('`')?;
+    let candidates = expected.split('`').skip(1).step_by(2);
+    let (best, d) = candidates.map(|c| (c, edit_distance(bad, c))).min_by_key(|(_, d)| *d)?;
+    (d > 0 && d <= bad.chars().count().div_ceil(3)).then(|| best.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The variable that sets a dotted key: `llm.model` → `AGENTLOOP_LLM__MODEL`.
+fn env_name(key: &str) -> String {
+    format!("AGENTLOOP_{}", key.replace('.', "__").to_uppercase())
 }
 
 /// Parses a YAML or JSON config file into a layer (JSON is YAML, but `.json` files get JSON errors).
@@ -971,7 +1017,12 @@ const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands
 /// for the `llm.` keys. Values are parsed as YAML scalars; `ALLOWED_TOOLS` is a comma list.
-pub fn env_layer() -> Result<Layer> {
+///
+/// A variable that is no valid key or value is refused (exit 2), unless `skip_bad` (commands that
+/// only read): then it is left out and returned with its name, for the caller to warn about, so a stray
+/// variable cannot stop a look.
+pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<(String, Error)>)> {
+    let mut skipped = Vec::new();
     let mut root = Value::Object(Map::new());
     let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("AGENTLOOP_")).collect();
     vars.sort();
@@ -993,10 +1044,17 @@ pub fn env_layer() -> Result<Layer> {
         } else {
             serde_yaml_ng::from_str::<Value>(&v).unwrap_or(Value::String(v.clone()))
         };
+        let before = root.clone();
         set_path(&mut root, &path, value);
-        check::<Config>(&root, &Source::EnvironmentVariable(k))?;
+        if let Err(e) = check::<Config>(&root, &Source::EnvironmentVariable(k.clone())) {
+            if !skip_bad {
+                return Err(e);
+            }
+            skipped.push((k, e));
+            root = before;
+        }
     }
-    Ok(Layer { source: Source::Environment, value: root })
+    Ok((Layer { source: Source::Environment, value: root }, skipped))
 }
 
 pub fn set_path(root: &mut Value, path: &[String], value: Value) {

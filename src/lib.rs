@@ -46,11 +46,9 @@ pub(crate) mod transcript;
 pub(crate) mod trust;
 pub mod workspace;
 
-use clap::Parser;
-
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { error::code::USAGE } else { error::code::OK };

@@ -81,6 +81,10 @@ pub struct Global {
     /// Comma-separated tools Act may run.
     #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
     pub allowed_tools: Option<Vec<String>>,
+    /// Set for commands that only read: an `AGENTLOOP_*` variable that is no valid key is left
+    /// out with a warning instead of refused. Not a flag.
+    #[arg(skip)]
+    pub read_only: bool,
 }
 
 /// Everything a command needs, resolved once: the workspace, the effective config (with the
@@ -229,7 +233,14 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
         })?),
         None => None,
     };
-    let env = config::env_layer()?;
+    let (env, skipped) = config::env_layer(g.read_only)?;
+    for (var, e) in skipped {
+        // The list of valid keys is for the error; the warning stays one readable line.
+        let what = e.message.split(", expected one of").next().unwrap_or_default();
+        let near = e.hint.as_deref().filter(|h| h.starts_with("did you mean")).and_then(|h| h.split('?').next());
+        let near = near.map(|n| format!(" ({n}?)")).unwrap_or_default();
+        crate::output::warning(&format!("{what}; this command only reads, so it goes on without {var}{near}"));
+    }
     let flags = flag_layer(g);
     // What the user's own config, flags and environment say: the measure an untrusted
     // workspace may only narrow.

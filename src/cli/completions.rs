@@ -37,7 +37,7 @@ pub fn render_man() -> Result<String> {
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
     let text = String::from_utf8_lossy(&buf).into_owned();
-    let mut text = keep_quick_start_lines(&text);
+    let mut text = keep_quick_start_lines(&name_commands(&text));
     // The exit-code section is rendered from the one table in error.rs.
     text.push_str(".SH \"EXIT STATUS\"\n");
     for (n, meaning) in crate::error::code::TABLE {
@@ -45,6 +45,23 @@ pub fn render_man() -> Result<String> {
     }
     text.push_str(EXTRA);
     Ok(text)
+}
+
+/// clap_mangen names each subcommand as a page of its own (`agentloop-run(1)`), which is not
+/// installed: the list names the command (`agentloop run`) and says where its options are.
+fn name_commands(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.strip_prefix("agentloop\\-").and_then(|l| l.strip_suffix("(1)")) {
+            Some(name) if !name.contains(' ') => out.push_str(&format!("agentloop {name}")),
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+        if line == ".SH SUBCOMMANDS" {
+            out.push_str("`agentloop COMMAND \\-\\-help` prints a command's own options.\n");
+        }
+    }
+    out
 }
 
 /// The quick start is one command per line in `--help`; roff would fill it into one paragraph,

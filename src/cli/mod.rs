@@ -9,7 +9,7 @@ use crate::commands;
 use crate::error::Result;
 use crate::settings::Global;
 use crate::trace::Phase;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Goal-directed LLM work as a Frame → Plan → Act → Reflect loop over a workspace of plain files.
 ///
@@ -97,6 +97,37 @@ pub enum Command {
     Man(completions::ManArgs),
 }
 
+/// What a subcommand's help says instead of repeating the global options.
+const GLOBALS_POINTER: &str =
+    "Global options (-w DIR, -q, -v, --json, --color, --wait, --config FILE, --provider, --model, \
+--max-steps, --max-cost, ...) work before or after the subcommand; `agentloop --help` lists them all.";
+
+/// The CLI as it is parsed and as `--help` shows it. The global options are accepted after every
+/// subcommand (clap copies them down), but only `agentloop --help` lists them: each subcommand
+/// gets its own hidden copies (clap then copies nothing over them) and one line pointing at the
+/// list. Completions and the man page use [`Cli::command`], where nothing is hidden.
+pub fn command() -> clap::Command {
+    let top = Cli::command();
+    let globals: Vec<clap::Arg> = top.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    top.mut_subcommands(|sc| hide_globals(sc, &globals))
+}
+
+fn hide_globals(mut sc: clap::Command, globals: &[clap::Arg]) -> clap::Command {
+    for a in globals {
+        if sc.get_arguments().all(|own| own.get_id() != a.get_id()) {
+            sc = sc.arg(a.clone().hide(true));
+        }
+    }
+    sc.after_help(GLOBALS_POINTER).mut_subcommands(|sub| hide_globals(sub, globals))
+}
+
+/// Parses the command line with [`command`].
+pub fn parse() -> std::result::Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
 pub fn dispatch(cli: Cli) -> Result<u8> {
     let g = &cli.global;
     match cli.command {
@@ -106,7 +137,11 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         // Generated from the CLI definition alone: they work whatever the configuration holds.
         Command::Completions(args) => completions::completions(&printer(g), args),
         Command::Man(args) => completions::man(&printer(g), args),
-        command => with_settings(g, crate::settings::build(g)?, command),
+        command => {
+            // A stray AGENTLOOP_* variable does not stop a command that only reads.
+            let g = &Global { read_only: read_only(&command) == Some(true), ..g.clone() };
+            with_settings(g, crate::settings::build(g)?, command)
+        }
     }
 }
 

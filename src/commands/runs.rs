@@ -9,9 +9,11 @@ use serde_json::json;
 
 /// List the runs of the workspace (-w): the current one and those under runs/<run_id>/.
 ///
-/// One line per run: id, status, steps, cost, started, goal; --json prints an array of objects.
-/// A scripted run shows `scripted` for its cost: a replay spends nothing.
-/// An archived run that was still going when `run --new` replaced it shows as `interrupted`.
+/// A header, then one line per run, newest first: id (`*` marks the current run), status, steps,
+/// cost, started, goal. --json prints an array of objects (the current run first, then archived
+/// runs oldest first). An empty workspace says so on stderr. A scripted run shows `scripted` for
+/// its cost: a replay spends nothing. An archived run that was still going when `run --new`
+/// replaced it shows as `interrupted`.
 ///
 /// Examples:
 ///   agentloop -w ws runs
@@ -60,34 +62,57 @@ pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
 }
 
 fn list(ctx: &Ctx) -> Result<u8> {
-    let runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
-    let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
+    let mut runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
     if ctx.printer.json {
+        // The JSON order stays what it always was: the current run, then archived oldest first.
+        let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
     }
+    if runs.is_empty() {
+        ctx.printer.info(&format!(
+            "no runs in {} yet; start one with {}",
+            ctx.ws.root,
+            ctx.ws.cli("run --goal \"...\"")
+        ));
+        return Ok(0);
+    }
+    // Newest first: by start time, then id (ids sort by time too).
+    runs.sort_by(|a, b| (&b.state.started_at, &b.state.run_id).cmp(&(&a.state.started_at, &a.state.run_id)));
+    let w = id_width(&runs);
+    if !ctx.printer.quiet {
+        let header = format!("{:<w$}  {:<11} {:>5} {:>9}  {:<16}  goal", "run", "status", "steps", "cost", "started");
+        ctx.printer.outln_painted(&[(&header, "1")]);
+    }
     // Ids, statuses and goals come from state.json files: one line each, controls shown.
-    let line = |v: &serde_json::Value| crate::output::one_line(v.as_str().unwrap_or("")).into_owned();
-    for r in &rows {
-        let goal: String = line(&r["goal"]).chars().take(60).collect();
+    let line = |s: &str| crate::output::one_line(s).into_owned();
+    for r in &runs {
+        let s = &r.state;
+        let goal: String = line(&s.goal).chars().take(60).collect();
         // A scripted run spends nothing: it shows as such, never as a price.
-        let cost = match r["cost_usd"].as_f64() {
-            _ if r["model"] == crate::model::SCRIPTED => "scripted".to_string(),
+        let cost = match s.cost() {
+            _ if s.scripted() => "scripted".to_string(),
             Some(c) => format!("${c:.4}"),
             None => "$?".into(),
         };
+        // Minutes are enough to tell runs apart: 2026-01-01 09:30.
+        let started = line(&s.started_at).replacen('T', " ", 1).chars().take(16).collect::<String>();
         ctx.printer.outln(&format!(
-            "{}{} {:<11} {:>3} steps {:>9}  {}  {}",
-            line(&r["run_id"]),
-            if r["current"] == true { "*" } else { " " },
-            line(&r["status"]),
-            r["steps_taken"],
+            "{:<w$}{} {:<11} {:>5} {:>9}  {:<16}  {}",
+            line(&s.run_id),
+            if r.current { "*" } else { " " },
+            history::shown_status(r),
+            s.completed_steps.len(),
             cost,
-            line(&r["started_at"]),
-            goal
+            started,
+            goal,
         ));
     }
     Ok(0)
+}
+
+fn id_width(runs: &[history::Run]) -> usize {
+    runs.iter().map(|r| r.state.run_id.chars().count()).max().unwrap_or(3).max(3)
 }
 
 /// One run as `runs --json` shows it.

@@ -21,7 +21,10 @@ pub enum TraceCommand {
     #[command(verbatim_doc_comment)]
     Show(ShowArgs),
     /// Sum steps, tokens, cost and time per phase and per tool.
-    Stats(FilterArgs),
+    ///
+    /// Sums the workspace's trace.jsonl; --all-runs adds every archived run under runs/<id>/.
+    #[command(verbatim_doc_comment)]
+    Stats(StatsArgs),
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -47,16 +50,26 @@ pub struct FilterArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Also sum the archived runs under runs/<id>/ (the runs `agentloop runs` lists).
+    #[arg(long)]
+    pub all_runs: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ShowArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
     /// Keep printing new entries as they are appended, until the run finishes.
     #[arg(long, short = 'f')]
     pub follow: bool,
-    /// Show every run the trace holds (default: the latest run, unless --run picks one).
+    /// Show every run: the archived ones under runs/<id>/ (oldest first), then every run the
+    /// workspace's trace holds (default: its latest run, unless --run picks one).
     #[arg(long)]
     pub all_runs: bool,
-    /// Do not shorten lines to the terminal's width or notes to 80 characters.
+    /// Full timestamps and a tokens column; no line or note shortened.
     #[arg(long)]
     pub wide: bool,
 }
@@ -106,7 +119,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
     // older workspaces shared between runs.
     let run_arg = match &mut cmd {
         TraceCommand::Show(a) => &mut a.filter.run,
-        TraceCommand::Stats(a) => &mut a.run,
+        TraceCommand::Stats(a) => &mut a.filter.run,
     };
     let ws = match run_arg.as_deref() {
         Some(id) => match crate::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id) {
@@ -119,15 +132,40 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
         None => ctx.ws.clone(),
     };
     let path = ws.trace();
-    if !path.exists() {
+    let all_runs = match &cmd {
+        TraceCommand::Show(a) => a.all_runs,
+        TraceCommand::Stats(a) => a.all_runs,
+    };
+    // --all-runs: every archived run's own trace (oldest first), then the workspace's.
+    let mut files = Vec::new();
+    if all_runs {
+        let mut archived: Vec<_> =
+            crate::history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
+                .into_iter()
+                .filter(|r| !r.current)
+                .collect();
+        archived.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
+        for p in archived.iter().map(|r| r.ws.trace()).filter(|p| p.exists()) {
+            // A linked trace.jsonl would show a file from outside the workspace.
+            if crate::fs::leads_outside(&ctx.ws.root, &p) {
+                ctx.printer.warn(&format!("{p} is a link out of the workspace; skipped"));
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    if path.exists() {
+        files.push(path.clone());
+    } else if files.is_empty() {
         return Err(
             Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR")
         );
     }
     // Streamed: memory stays flat however long the trace is (`--run last` reads it twice).
     let last_run = || latest_run(&path).map(|l| l.id);
-    let warn =
-        |b: &trace::BadLine| ctx.printer.warn(&format!("{path}:{}: skipped a corrupt line ({})", b.line, b.message));
+    let warn = |file: &camino::Utf8Path, b: &trace::BadLine| {
+        ctx.printer.warn(&format!("{file}:{}: skipped a corrupt line ({})", b.line, b.message))
+    };
     match cmd {
         TraceCommand::Show(args) => {
             // Without --run or --all-runs, the latest run and anything after it.
@@ -142,37 +180,45 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                 ));
             }
             let skip = from_line.map_or(0, |l| l.first_line);
+            let whole_errors = args.filter.errors;
             let filter = Filter::new(args.filter, last_run)?;
-            let mut view = View::new(&ctx.printer, args.wide);
+            let mut view = View::new(&ctx.printer, args.wide, whole_errors);
             if !ctx.printer.json && !ctx.printer.quiet {
                 view.header();
             }
             let mut ended = false;
+            let mut offset = 0;
             let mut lines = 0;
-            let offset = trace::scan(&path, |r| {
-                lines += 1;
-                match r {
-                    Ok(e) => {
-                        ended = finished(&e);
-                        if lines >= skip && filter.keep(&e) {
-                            view.entry(&e);
+            for file in &files {
+                let own = *file == path;
+                lines = 0;
+                offset = trace::scan(file, |r| {
+                    lines += 1;
+                    match r {
+                        Ok(e) => {
+                            ended = finished(&e);
+                            if (!own || lines >= skip) && filter.keep(&e) {
+                                view.entry(&e);
+                            }
                         }
+                        Err(b) => warn(file, &b),
                     }
-                    Err(b) => warn(&b),
-                }
-            })?;
-            if args.follow && !ended {
+                })?;
+            }
+            if args.follow && !ended && files.last() == Some(&path) {
                 follow(&mut view, &path, &filter, offset, lines)?;
             }
         }
         TraceCommand::Stats(args) => {
-            let filter = Filter::new(args, last_run)?;
+            let filter = Filter::new(args.filter, last_run)?;
             let mut stats = Stats::default();
-            trace::scan(&path, |r| match r {
-                Ok(e) if filter.keep(&e) => stats.add(&e),
-                Ok(_) => {}
-                Err(b) => warn(&b),
-            })?;
+            for file in &files {
+                trace::scan(file, |r| match r {
+                    Ok(e) if filter.keep(&e) => stats.add(&e),
+                    Ok(_) => {}
+                    Err(b) => warn(file, &b),
+                })?;
+            }
             stats.print(&ctx.printer);
         }
     }
@@ -254,23 +300,36 @@ fn follow(
     }
 }
 
-/// The timeline printer: one line per entry, a rule where a new run begins, lines cut to the
-/// terminal's width (notes to 80 characters when not on a terminal) unless `--wide`.
+/// The timeline printer: one line per entry, a rule where a new run begins. The columns fit an
+/// 80-column terminal (time of day, step, event, tool, status, duration, cost), the note last;
+/// lines are cut to the terminal's width (notes to 80 characters when not on a terminal) unless
+/// `--wide` (full timestamps, a tokens column, nothing cut). Under `--errors` a note is never cut:
+/// on a terminal it wraps onto indented lines.
 struct View<'a> {
     printer: &'a Printer,
     width: Option<usize>,
     wide: bool,
+    /// Notes are shown whole (`--errors`: the fix is usually at the end of the error).
+    whole: bool,
     run: Option<String>,
 }
 
+/// Where a wrapped note continues.
+const INDENT: &str = "    ";
+
 impl<'a> View<'a> {
-    fn new(printer: &'a Printer, wide: bool) -> Self {
+    fn new(printer: &'a Printer, wide: bool, whole: bool) -> Self {
         let width = if wide { None } else { crate::output::terminal_width() };
-        View { printer, width, wide, run: None }
+        View { printer, width, wide, whole, run: None }
     }
 
     fn header(&self) {
-        self.printer.outln_painted(&[(&self.fit(HEADER.to_string()), "1")]);
+        let h = if self.wide {
+            columns_wide("time", "step", "event", "tool", "status", "took", "tokens", "cost")
+        } else {
+            columns("time", "step", "event", "tool", "status", "took", "cost")
+        };
+        self.printer.outln_painted(&[(&self.fit(format!("{h}  note")), "1")]);
     }
 
     fn fit(&self, line: String) -> String {
@@ -293,13 +352,8 @@ impl<'a> View<'a> {
             p.outln(&self.fit(format!("── run {} ──", field(&e.run_id))));
         }
         self.run = Some(e.run_id.clone());
-        let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
         let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
-        let dur = e.duration_ms.map(|d| format!("{d}ms")).unwrap_or_default();
-        let tok = e
-            .usage
-            .map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens))
-            .unwrap_or_default();
+        let took = e.duration_ms.map(short_duration).unwrap_or_default();
         let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
         let mut what =
             e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
@@ -307,38 +361,131 @@ impl<'a> View<'a> {
             what = format!("[edited by hand] {what}");
         }
         let mut what = field(&what.replace('\n', " "));
-        if !self.wide && self.width.is_none() {
+        if !self.wide && !self.whole && self.width.is_none() {
             what = what.chars().take(80).collect();
         }
-        let line = format!(
-            "{:<24} {:>4} {:<7} {:<13} {:<14} {:<9} {:>7} {:>11} {:>8}  {}",
-            field(&e.ts),
-            e.step,
-            phase,
-            field(&e.event),
-            field(e.tool.as_deref().unwrap_or("")),
-            status,
-            dur,
-            tok,
-            cost,
-            what
-        );
-        let line = self.fit(line.trim_end().to_string());
+        let step = e.step.to_string();
+        let prefix = if self.wide {
+            let tok = e
+                .usage
+                .map(|u| format!("{}→{}", u.input_tokens + u.cache_read_tokens + u.cache_write_tokens, u.output_tokens))
+                .unwrap_or_default();
+            let tool = field(e.tool.as_deref().unwrap_or(""));
+            columns_wide(&field(&e.ts), &step, &field(&event(e)), &tool, &status, &took, &tok, &cost)
+        } else {
+            let cut = |s: String, w: usize| {
+                if s.chars().count() > w {
+                    s.chars().take(w - 1).chain(['…']).collect()
+                } else {
+                    s
+                }
+            };
+            let tool = cut(field(e.tool.as_deref().unwrap_or("")), 10);
+            let status = cut(status.clone(), 9);
+            columns(&time_of_day(&field(&e.ts)), &step, &cut(field(&event(e)), 9), &tool, &status, &took, &cost)
+        };
+        let mut rest = Vec::new();
+        let line = match self.width {
+            // A whole note that does not fit goes on indented lines below.
+            Some(w) if self.whole && prefix.chars().count() + 2 + what.chars().count() > w => {
+                rest = wrap(&what, w.saturating_sub(INDENT.len()).max(20));
+                self.fit(prefix.trim_end().to_string())
+            }
+            _ => self.fit(format!("{prefix}  {what}").trim_end().to_string()),
+        };
         // Colour after fitting, so escape codes never count as width.
         let painted = format!(" {status:<9}");
         match line.find(&painted).filter(|_| e.is_error() && !status.is_empty()) {
             Some(at) => {
-                let (before, rest) = line.split_at(at + 1);
-                let (status, after) = rest.split_at(painted.len() - 1);
+                let (before, after) = line.split_at(at + 1);
+                let (status, after) = after.split_at(status.len());
                 p.outln_painted(&[(before, ""), (status, "31"), (after, "")]);
             }
             None => p.outln(&line),
         }
+        for l in rest {
+            p.outln(&format!("{INDENT}{l}"));
+        }
     }
 }
 
-const HEADER: &str =
-    "time                     step phase   event         tool           status       time      tokens     cost  note";
+/// The event, said once: a phase's own event is its name; `run.` is implied by the phase `run`.
+fn event(e: &Entry) -> String {
+    let ev = e.event.as_str();
+    match e.phase {
+        Some(Phase::Run) => ev.strip_prefix("run.").unwrap_or(ev).to_string(),
+        Some(p) if p.as_str() == ev => ev.to_string(),
+        None if ev.is_empty() => "-".into(),
+        _ => ev.to_string(),
+    }
+}
+
+fn columns(time: &str, step: &str, event: &str, tool: &str, status: &str, took: &str, cost: &str) -> String {
+    format!("{time:<8} {step:>4} {event:<9} {tool:<10} {status:<9} {took:>5} {cost:>7}")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn columns_wide(
+    time: &str,
+    step: &str,
+    event: &str,
+    tool: &str,
+    status: &str,
+    took: &str,
+    tok: &str,
+    cost: &str,
+) -> String {
+    format!("{time:<24} {step:>4} {event:<12} {tool:<14} {status:<9} {took:>6} {tok:>11} {cost:>8}")
+}
+
+/// `2026-01-01T09:30:05.123Z` → `09:30:05`; anything else as it is, cut to 8.
+fn time_of_day(ts: &str) -> String {
+    match ts.split_once('T') {
+        Some((_, t)) if t.len() >= 8 => t[..8].to_string(),
+        _ => ts.chars().take(8).collect(),
+    }
+}
+
+/// At most five characters: 850ms, 12.3s, 3m05s, 2h10m.
+fn short_duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
+/// Word-wraps text to lines of at most `w` characters (a longer word is split).
+fn wrap(text: &str, w: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|s| !s.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count();
+            let gap = usize::from(used > 0);
+            if used + gap + word.len() <= w {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                out.push(std::mem::take(&mut line));
+                continue;
+            }
+            let tail = word.split_off(w);
+            out.push(word.iter().collect());
+            word = tail;
+        }
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
 
 #[derive(Default, serde::Serialize)]
 struct Sum {

@@ -51,6 +51,51 @@ impl T {
         c.arg("-w").arg("ws").args(args);
         c
     }
+    /// `agentloop -w ws ARGS` with stdout on a pseudo-terminal `columns` wide (as `COLUMNS` says),
+    /// stderr piped: the exit code, what the terminal showed (`\r` removed) and stderr.
+    pub fn on_terminal(&self, args: &[&str], columns: usize) -> (Option<i32>, String, String) {
+        use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+        use std::io::Read;
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+        grantpt(&master).expect("grantpt");
+        unlockpt(&master).expect("unlockpt");
+        let name = ptsname(&master, Vec::new()).expect("ptsname");
+        let slave = std::fs::OpenOptions::new().read(true).write(true).open(name.to_str().unwrap()).expect("pts");
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("XDG_CACHE_HOME", self.path("cache"))
+            .env("AGENTLOOP_NOW", NOW)
+            .env("AGENTLOOP_TRUST_ALL", "1")
+            .env("COLUMNS", columns.to_string())
+            .arg("-w")
+            .arg("ws")
+            .args(args)
+            .current_dir(self.root())
+            .stdin(std::process::Stdio::null())
+            .stdout(slave)
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().expect("spawn");
+        // The child holds the only other end: reading ends (EIO) when it exits.
+        drop(cmd);
+        let reader = std::thread::spawn(move || {
+            let mut f = std::fs::File::from(master);
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = f.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                bytes.extend_from_slice(&buf[..n]);
+            }
+            bytes
+        });
+        let out = child.wait_with_output().expect("wait");
+        let shown = String::from_utf8_lossy(&reader.join().unwrap()).replace('\r', "");
+        (out.status.code(), shown, stderr(&out))
+    }
     pub fn write(&self, rel: &str, content: &str) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

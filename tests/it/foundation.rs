@@ -257,12 +257,13 @@ fn config_errors_name_the_file_and_key() {
     t.write("xdg/agentloop/config.yaml", "colour: red\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("xdg/agentloop/config.yaml at key `colour`"));
     std::fs::remove_file(t.path("xdg/agentloop/config.yaml")).unwrap();
-    t.al(&["status"])
+    // A bad AGENTLOOP_* variable stops commands that act (those that only read warn and go on).
+    t.al(&["plan"])
         .env("AGENTLOOP_BOGUS_KEY", "1")
         .assert()
         .code(2)
         .stderr(predicate::str::contains("environment variable AGENTLOOP_BOGUS_KEY"));
-    t.al(&["status"])
+    t.al(&["plan"])
         .env("AGENTLOOP_MAX_STEPS", "lots")
         .assert()
         .code(2)
@@ -324,7 +325,7 @@ fn a_value_outside_a_closed_set_is_refused_naming_the_valid_ones() {
         stderr(&out).lines().next().unwrap_or(""),
         format!("error: invalid value on the command line for `llm.provider`: unknown variant `gemini`, {providers}")
     );
-    let out = t.al(&["status"]).env("AGENTLOOP_PROVIDER", "gemini").output().unwrap();
+    let out = t.al(&["plan"]).env("AGENTLOOP_PROVIDER", "gemini").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).lines().next().unwrap_or(""),
@@ -449,11 +450,13 @@ fn man_page_and_completions_match_the_cli() {
     t.cmd().args(["completions", "bash"]).assert().success().stdout(predicate::str::contains("agentloop"));
     t.cmd().arg("--help").assert().success().stdout(predicate::str::contains("Exit codes"));
     t.cmd().args(["trace", "show", "--help"]).assert().success().stdout(predicate::str::contains("--follow"));
-    // A subcommand's own options come first; the global flags follow under their own heading.
+    // A subcommand's help shows its own options and one line pointing at the global ones.
     let help = stdout(&t.cmd().args(["trace", "show", "--help"]).output().unwrap());
-    let (own, global) = help.split_once("Global options:").expect("a Global options heading");
-    assert!(own.contains("--follow") && !own.contains("--workspace"), "{help}");
-    assert!(global.contains("--workspace") && !global.contains("--follow"), "{help}");
+    assert!(help.contains("--follow") && !help.contains("--workspace"), "{help}");
+    assert!(help.contains("Global options (-w DIR") && help.contains("`agentloop --help`"), "{help}");
+    let top = stdout(&t.cmd().arg("--help").output().unwrap());
+    let (_, global) = top.split_once("Global options:").expect("a Global options heading");
+    assert!(global.contains("--workspace") && global.contains("--max-cost"), "{top}");
     // The man page keeps the quick start one command per line (no-fill), as --help shows it.
     let quick = committed.find("Quick start").expect("quick start in the man page");
     assert!(committed[..quick].ends_with(".nf\n"), "quick start is not a no-fill block");

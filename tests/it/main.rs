@@ -17,6 +17,7 @@ mod mcp_real;
 mod models;
 mod modes;
 mod netsec;
+mod reading;
 mod real;
 mod report;
 mod runs;

@@ -1,0 +1,209 @@
+//! Reading a workspace: a timeline that fits the terminal, every run's trace, the list of runs,
+//! help that points at the global options, and configuration mistakes that do not block a look.
+
+use crate::common::*;
+use serde_json::{json, Value};
+
+/// The note of a failed act entry ends with the fix, as errors do.
+const FAILURE: &str = "file_read: notes/monday.txt does not exist in the workspace; the files \
+there are notes/tuesday.txt and notes/wednesday.txt, so plan a file_read of one of those instead";
+
+fn entry(run: &str, step: u32, phase: &str, extra: Value) -> String {
+    let mut e = json!({"ts": "2026-01-01T09:30:05.123Z", "run_id": run, "step": step, "phase": phase, "event": phase});
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    format!("{e}\n")
+}
+
+fn write_trace(t: &T) {
+    let mut s = entry("RUN1", 0, "run", json!({"event": "run.started"}));
+    s += &entry(
+        "RUN1",
+        1,
+        "plan",
+        json!({"tool": "file_read", "reason": "The notes hold the figures the digest needs.", "duration_ms": 1250, "usage": {"input_tokens": 2410, "output_tokens": 120}, "cost_usd": 0.009}),
+    );
+    s += &entry(
+        "RUN1",
+        1,
+        "act",
+        json!({"tool": "file_read", "result_status": "error", "error": FAILURE, "duration_ms": 3}),
+    );
+    s += &entry(
+        "RUN1",
+        1,
+        "run",
+        json!({"event": "run.finished", "decision": "escalated", "reason": "repeated failures"}),
+    );
+    t.write("ws/trace.jsonl", &s);
+}
+
+#[test]
+fn trace_show_fits_80_columns_and_never_cuts_an_error() {
+    let t = T::new();
+    write_trace(&t);
+    let (code, shown, err) = t.on_terminal(&["--color", "never", "trace", "show"], 80);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 5, "{shown}");
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80 columns: {l:?}");
+    }
+    // One column each: the time of day, the event said once, then the note.
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["time", "step", "event", "tool", "status", "took", "cost", "note"]);
+    assert!(lines[2].starts_with("09:30:05    1 plan      file_read"), "{shown}");
+    assert!(lines[2].contains("1.2s $0.0090  The notes hold"), "{shown}");
+    assert!(lines[4].contains(" finished ") && lines[4].contains("escalated"), "{shown}");
+    // --errors: the whole error, wrapped onto indented lines, the fix included.
+    let (code, shown, err) = t.on_terminal(&["--color", "never", "trace", "show", "--errors"], 80);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(shown.lines().all(|l| l.chars().count() <= 80), "{shown}");
+    let note: Vec<&str> = shown.lines().skip(2).map(str::trim).collect();
+    assert_eq!(note.join(" "), FAILURE, "{shown}");
+    // Piped, --errors keeps the note whole on its line; without it, notes stop at 80 characters.
+    let piped = stdout(&t.al(&["trace", "show", "--errors"]).output().unwrap());
+    assert!(piped.lines().nth(1).unwrap().ends_with(FAILURE), "{piped}");
+    let piped = stdout(&t.al(&["trace", "show"]).output().unwrap());
+    assert!(!piped.contains(FAILURE) && piped.contains(&FAILURE[..80]), "{piped}");
+    // --wide: the full timestamp and the tokens.
+    let wide = stdout(&t.al(&["trace", "show", "--wide"]).output().unwrap());
+    assert!(wide.contains("2026-01-01T09:30:05.123Z") && wide.contains("2410→120") && wide.contains(FAILURE), "{wide}");
+}
+
+fn daily_script(fact: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest"}}
+"#
+    )
+}
+
+#[test]
+fn all_runs_and_the_runs_list_cover_the_archived_runs() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    // An empty workspace says so (on stderr), and lists nothing.
+    let out = t.al(&["runs"]).output().unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no runs in ws yet; start one with `agentloop -w ws run --goal"), "{}", stderr(&out));
+    t.al(&["runs", "--json"]).assert().success().stdout("[]\n");
+    t.write("ws/notes.txt", "monday\n");
+    let mut ids = Vec::new();
+    for (day, fact) in ["alpha", "beta", "gamma"].iter().enumerate() {
+        t.write("script.yaml", &daily_script(fact));
+        let goal = format!("Digest of day {}", day + 1);
+        let out = t.al(&["--script", "script.yaml", "run", "--goal", &goal]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        ids.push(t.json("ws/state.json")["run_id"].as_str().unwrap().to_string());
+    }
+    let ids_in = |out: &std::process::Output| -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for l in stdout(out).lines() {
+            let id = serde_json::from_str::<Value>(l).unwrap()["run_id"].as_str().unwrap().to_string();
+            if seen.last() != Some(&id) {
+                seen.push(id);
+            }
+        }
+        seen
+    };
+    // Without --all-runs: the workspace's trace, the current run only.
+    assert_eq!(ids_in(&t.al(&["trace", "show", "--json"]).output().unwrap()), [ids[2].clone()]);
+    // --all-runs: the archived runs oldest first, then the current one.
+    assert_eq!(ids_in(&t.al(&["trace", "show", "--json", "--all-runs"]).output().unwrap()), ids);
+    let shown = stdout(&t.al(&["trace", "show", "--all-runs"]).output().unwrap());
+    assert_eq!(shown.lines().filter(|l| l.starts_with("── run ")).count(), 2, "{shown}");
+    let stats = |args: &[&str]| -> Value {
+        let mut a = vec!["trace", "stats", "--json"];
+        a.extend_from_slice(args);
+        let out = t.al(&a).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(stats(&[])["runs"], 1);
+    let all = stats(&["--all-runs"]);
+    assert_eq!(all["runs"], 3);
+    assert_eq!(all["tools"]["file_read"]["entries"], 3);
+    // An archived trace that links out of the workspace is not read.
+    let first = format!("ws/runs/{}/trace.jsonl", ids[0]);
+    t.write("outside.jsonl", &entry(&ids[0], 1, "act", json!({"error": "OUTSIDE SECRET"})));
+    std::fs::remove_file(t.path(&first)).unwrap();
+    std::os::unix::fs::symlink(t.path("outside.jsonl"), t.path(&first)).unwrap();
+    let out = t.al(&["trace", "show", "--all-runs", "--wide"]).output().unwrap();
+    assert!(out.status.success() && !stdout(&out).contains("OUTSIDE SECRET"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("is a link out of the workspace; skipped"), "{}", stderr(&out));
+    // `runs`: a header, then newest first; the current run is marked.
+    let out = t.al(&["runs"]).output().unwrap();
+    let listed = stdout(&out);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["run", "status", "steps", "cost", "started", "goal"]);
+    let order: Vec<&str> =
+        lines[1..].iter().map(|l| l.split_whitespace().next().unwrap().trim_end_matches('*')).collect();
+    assert_eq!(order, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()], "{listed}");
+    assert!(lines[1].starts_with(&format!("{}*", ids[2])) && lines[1].ends_with("Digest of day 3"), "{listed}");
+    // --json keeps its order: the current run, then the archived ones oldest first.
+    let rows: Vec<Value> = serde_json::from_slice(&t.al(&["runs", "--json"]).output().unwrap().stdout).unwrap();
+    let order: Vec<&str> = rows.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(order, [ids[2].as_str(), ids[0].as_str(), ids[1].as_str()]);
+}
+
+#[test]
+fn subcommand_help_is_its_own_and_globals_work_after_it() {
+    let t = T::new();
+    let help = stdout(&t.cmd().args(["run", "--help"]).output().unwrap());
+    assert!(help.contains("--goal") && help.contains("Global options (-w DIR"), "{help}");
+    for global in ["--workspace", "--max-cost", "--provider", "--allowed-tools"] {
+        let listed = help.lines().any(|l| l.trim_start().trim_start_matches("-w, ").starts_with(global));
+        assert!(!listed, "{global} repeated in run --help:\n{help}");
+    }
+    assert!(help.lines().count() < 80, "{} lines", help.lines().count());
+    let top = stdout(&t.cmd().arg("--help").output().unwrap());
+    assert!(top.contains("--workspace") && top.contains("--max-cost"), "{top}");
+    // A global option after the subcommand is still taken.
+    write_trace(&t);
+    let out = t.cmd().args(["trace", "show", "--json", "--workspace", "ws", "--errors"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 1);
+    // The man page names commands, not pages that do not exist.
+    let man = stdout(&t.cmd().arg("man").output().unwrap());
+    assert!(!man.contains("(1)"), "a page reference");
+    assert!(man.contains("\nagentloop run\n") && man.contains("prints a command's own options"));
+}
+
+#[test]
+fn configuration_mistakes_say_the_near_key_and_do_not_block_reading() {
+    let t = T::new();
+    write_trace(&t);
+    t.write("ws/agentloop.yaml", "max_stpes: 3\n");
+    let out = t.al(&["config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("ws/agentloop.yaml at key `max_stpes`") && err.contains("did you mean `max_steps`?"), "{err}");
+    assert!(!err.contains("config show` prints"), "the hint sends to a command that fails the same way: {err}");
+    t.write("ws/agentloop.yaml", "llm:\n  modle: x\n");
+    let err = stderr(&t.al(&["config", "show"]).output().unwrap());
+    assert!(err.contains("did you mean `llm.model`?"), "{err}");
+    std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
+    // An unknown AGENTLOOP_* variable: commands that only read warn and go on...
+    for args in [&["trace", "show"][..], &["config", "show"], &["runs"]] {
+        let out = t.al(args).env("AGENTLOOP_FOO", "1").env("AGENTLOOP_MAX_STPES", "3").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("warning: invalid configuration in environment variable AGENTLOOP_FOO"), "{err}");
+        assert!(err.contains("goes on without AGENTLOOP_MAX_STPES (did you mean AGENTLOOP_MAX_STEPS?)"), "{err}");
+    }
+    // ...and it is not taken: the default stands.
+    let out = t.al(&["config", "show", "--json"]).env("AGENTLOOP_MAX_STEPS", "many").output().unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["config"]["max_steps"], 20);
+    // ...commands that act refuse it, naming it.
+    let out = t.al(&["--script", "none.yaml", "run", "--goal", "g"]).env("AGENTLOOP_FOO", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("error: invalid configuration in environment variable AGENTLOOP_FOO"));
+    assert!(stderr(&out).contains("hint: unset AGENTLOOP_FOO"), "{}", stderr(&out));
+    assert!(!t.exists("ws/state.json"));
+}
