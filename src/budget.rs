@@ -38,6 +38,32 @@ impl Budget {
         }
     }
 
+    /// The budget a stop's reason names (the reasons the loop writes start with it).
+    pub fn from_reason(reason: &str) -> Option<Budget> {
+        let r = reason.trim_start();
+        [
+            ("max_steps", Budget::MaxSteps),
+            ("max_reframes", Budget::MaxReframes),
+            ("timeout", Budget::Timeout),
+            ("token budget", Budget::MaxTokens),
+            ("cost budget", Budget::MaxCostUsd),
+        ]
+        .into_iter()
+        .find(|(p, _)| r.starts_with(p))
+        .map(|(_, b)| b)
+    }
+
+    /// The flag that sets it for one command.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Budget::MaxSteps => "--max-steps",
+            Budget::MaxReframes => "--max-reframes",
+            Budget::Timeout => "--timeout",
+            Budget::MaxTokens => "--max-tokens",
+            Budget::MaxCostUsd => "--max-cost",
+        }
+    }
+
     /// The budget a configuration key names, if it names one.
     pub fn from_key(key: &str) -> Option<Budget> {
         Budget::ALL.into_iter().find(|b| b.key() == key)

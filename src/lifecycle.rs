@@ -7,6 +7,7 @@
 //! [`decide`]; its [`Decision`] carries the state it was decided on, so nothing after it has to
 //! look the run up again or assume it is there.
 
+use crate::budget::Budget;
 use crate::config::{Config, Resolved};
 use crate::error::{Error, Result};
 use crate::output::Printer;
@@ -123,7 +124,7 @@ fn decide_going(ws: &Workspace, s: State, req: &Request) -> Result<Decision> {
 /// [`decide`] for `--continue` on an ended run.
 fn decide_continue(ws: &Workspace, s: State) -> Result<Decision> {
     match s.stop {
-        Some(StopKind::Budget | StopKind::Provider) => Ok(Decision::Continue(s)),
+        Some(k) if k.can_continue() => Ok(Decision::Continue(s)),
         _ if s.interrupted => Ok(Decision::Continue(s)),
         Some(StopKind::Escalated) => Err(Error::usage(format!(
             "run {} escalated with a question; --continue is for budget and provider stops",
@@ -138,7 +139,7 @@ fn decide_continue(ws: &Workspace, s: State) -> Result<Decision> {
 fn stop_word(s: &State) -> &'static str {
     match s.stop {
         Some(StopKind::Done) => "done",
-        Some(StopKind::Budget) => "on a budget",
+        Some(StopKind::Budget(_)) => "on a budget",
         Some(StopKind::Provider) => "on a provider failure",
         Some(StopKind::Escalated) => "escalated",
         None => "interrupted",
@@ -149,9 +150,7 @@ fn stop_word(s: &State) -> &'static str {
 pub fn ways_on(ws: &Workspace, s: &State) -> String {
     let mut ways = Vec::new();
     match s.stop {
-        Some(StopKind::Budget | StopKind::Provider) => {
-            ways.push(format!("{} goes on with the budgets given now (e.g. --max-steps 40)", ws.cli("run --continue")))
-        }
+        Some(k) if k.can_continue() => ways.push(continue_way(ws, s, k)),
         Some(StopKind::Escalated) => {
             ways.push(format!("{} answers its question and goes on", ws.cli("answer \"...\"")))
         }
@@ -161,6 +160,74 @@ pub fn ways_on(ws: &Workspace, s: &State) -> String {
     ways.push(format!("{} starts a follow-up that carries its facts", ws.cli("run --goal \"...\"")));
     ways.push(format!("{} starts afresh", ws.cli("run --new --goal \"...\"")));
     ways.join("; ")
+}
+
+/// How `run --continue` goes on from a stop: the flag that raises the limit that ran out (with
+/// a value to start from), or what to change after a provider failure.
+fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
+    let l = &s.limits;
+    let raise = |b: Budget, now: String, more: String| {
+        format!(
+            "{} goes on with a higher limit ({} is {now} now)",
+            ws.cli(&format!("run --continue {} {more}", b.flag())),
+            b.key()
+        )
+    };
+    match stop {
+        StopKind::Budget(b @ Budget::MaxSteps) => {
+            raise(b, l.max_steps.to_string(), (l.max_steps * 2).max(5).to_string())
+        }
+        StopKind::Budget(b @ Budget::MaxReframes) => {
+            raise(b, l.max_reframes.to_string(), (l.max_reframes + 2).to_string())
+        }
+        StopKind::Budget(b @ Budget::MaxTokens) => {
+            let now = l.max_tokens.unwrap_or_default();
+            raise(b, now.to_string(), (now * 2).max(1000).to_string())
+        }
+        StopKind::Budget(b @ Budget::MaxCostUsd) => {
+            let now = l.max_cost_usd.unwrap_or_default();
+            raise(b, format!("${now:.2}"), format!("{:.2}", (now * 2.0).max(0.01)))
+        }
+        StopKind::Budget(Budget::Timeout) => format!(
+            "{} goes on with a fresh wall-clock limit of {}s ({} for a longer one)",
+            ws.cli("run --continue"),
+            l.timeout_secs,
+            "--timeout 30m"
+        ),
+        StopKind::Provider if s.reason.as_deref().is_some_and(|r| r.contains("HTTP 404")) => format!(
+            "{} goes on with a model the provider has (the provider said 404: check the model's name)",
+            ws.cli("run --continue --model NAME")
+        ),
+        _ => format!("{} tries the provider again", ws.cli("run --continue")),
+    }
+}
+
+/// A limit the run is still over with the limits in force now (`now`), which a continue would
+/// stop on again at once: which, and the refusal naming the flag that raises it.
+pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> Option<Error> {
+    let over = if s.step >= now.max_steps {
+        Some((Budget::MaxSteps, format!("{} of {} steps used", s.step, now.max_steps)))
+    } else if s.stop == Some(StopKind::Budget(Budget::MaxReframes)) && s.reframes > now.max_reframes {
+        Some((Budget::MaxReframes, format!("{} reframes of at most {}", s.reframes, now.max_reframes)))
+    } else if let Some(max) = now.max_tokens.filter(|m| s.usage.total() >= *m) {
+        Some((Budget::MaxTokens, format!("{} of {max} tokens used", s.usage.total())))
+    } else {
+        now.max_cost_usd
+            .filter(|m| s.cost_usd >= *m)
+            .map(|max| (Budget::MaxCostUsd, format!("${:.4} of ${max:.4} spent", s.cost_usd)))
+    };
+    let (b, used) = over?;
+    let mut raised = s.clone();
+    raised.limits = now.clone();
+    raised.stop = Some(StopKind::Budget(b));
+    Some(
+        Error::usage(format!(
+            "run {} would stop again at once: {} is still over ({used}); nothing was changed",
+            s.run_id,
+            b.key()
+        ))
+        .with_hint(continue_way(ws, &raised, StopKind::Budget(b))),
+    )
 }
 
 /// Where a request runs: the workspace, its resolved configuration, the printer phases use, how
@@ -194,6 +261,7 @@ impl Runner<'_> {
         if let Decision::Report(s) = first {
             return Ok(Outcome::Ended(s));
         }
+        self.refuse_stopping_again(&first)?;
         let model = crate::model::from_config(self.cfg(), &self.ws.root)?;
         crate::rest_window::check(self.cfg())?;
         let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
@@ -215,6 +283,7 @@ impl Runner<'_> {
         env.hold(&session);
         // Decided again under the lock: another process may have moved on since the first look.
         let decision = decide(self.ws, self.existing()?, req)?;
+        self.refuse_stopping_again(&decision)?;
         let started = matches!(decision, Decision::Start { .. });
         let mut state = match decision {
             Decision::Report(s) => return Ok(Outcome::Ended(s)),
@@ -227,6 +296,18 @@ impl Runner<'_> {
         });
         let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger)?;
         Ok(Outcome::Ran { state, stop })
+    }
+
+    /// A continue that would stop again at once on a limit not raised is refused before anything
+    /// is written (the trace stays as it was).
+    fn refuse_stopping_again(&self, d: &Decision) -> Result<()> {
+        if let Decision::Continue(s) = d {
+            let now = s.limits.in_force(self.cfg(), &self.resolved.sources);
+            if let Some(e) = still_over(self.ws, s, &now) {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// The root's run, if it holds one.
@@ -505,7 +586,7 @@ mod tests {
             decide(&ws, Some(going()), &start("other", false)).unwrap(),
             Decision::Start { interrupted: true, .. }
         ));
-        let budget = state(Status::Escalated, Some(StopKind::Budget));
+        let budget = state(Status::Escalated, Some(StopKind::Budget(Budget::MaxSteps)));
         assert!(matches!(
             decide(&ws, Some(budget), &Request::Continue { archived: None }).unwrap(),
             Decision::Continue(_)

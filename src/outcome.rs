@@ -8,33 +8,44 @@
 //! A closed stdout never enters here: writing stops (see [`crate::output`]) and the outcome
 //! still decides the exit code.
 
+use crate::budget::Budget;
 use crate::error::code;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Why a run stopped. Serialized as result.json's and state.json's `stop`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Why a run stopped. Serialized as result.json's and state.json's `stop`: `done`, `escalated`,
+/// `provider`, or the key of the limit that ran out (`max_steps`, `max_reframes`, `timeout`,
+/// `max_tokens`, `max_cost_usd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopKind {
     /// The run reached its definition of done.
     Done,
     /// The run needs a person: the model asked, could not proceed, or repeated itself.
     Escalated,
-    /// A budget or limit ran out (steps, reframes, time, tokens, cost).
-    Budget,
+    /// A budget or limit ran out: which one.
+    Budget(Budget),
     /// The model provider failed after all retries.
     Provider,
 }
 
 impl StopKind {
     /// Every way a run ends.
-    pub const ALL: [StopKind; 4] = [StopKind::Done, StopKind::Escalated, StopKind::Budget, StopKind::Provider];
+    pub const ALL: [StopKind; 8] = [
+        StopKind::Done,
+        StopKind::Escalated,
+        StopKind::Budget(Budget::MaxSteps),
+        StopKind::Budget(Budget::MaxReframes),
+        StopKind::Budget(Budget::Timeout),
+        StopKind::Budget(Budget::MaxTokens),
+        StopKind::Budget(Budget::MaxCostUsd),
+        StopKind::Provider,
+    ];
 
     /// The process exit code of a command that drove the run to this end (the README's table).
     pub fn exit_code(self) -> u8 {
         match self {
             StopKind::Done => code::OK,
             StopKind::Escalated => code::ESCALATED,
-            StopKind::Budget => code::BUDGET,
+            StopKind::Budget(_) => code::BUDGET,
             StopKind::Provider => code::PROVIDER,
         }
     }
@@ -44,8 +55,17 @@ impl StopKind {
         match self {
             StopKind::Done => "done",
             StopKind::Escalated => "escalated",
-            StopKind::Budget => "budget",
+            StopKind::Budget(b) => b.key(),
             StopKind::Provider => "provider",
+        }
+    }
+
+    /// The stop a `stop` value names. `budget`, what state.json said before the limit was
+    /// recorded, is read with the limit `reason` names (max_steps when it names none).
+    pub fn parse(s: &str, reason: Option<&str>) -> Option<StopKind> {
+        match s {
+            "budget" => Some(StopKind::Budget(reason.and_then(Budget::from_reason).unwrap_or(Budget::MaxSteps))),
+            _ => StopKind::ALL.into_iter().find(|k| k.as_str() == s),
         }
     }
 
@@ -55,12 +75,33 @@ impl StopKind {
         self == StopKind::Done
     }
 
+    /// Whether `run --continue` may go on from it (a limit or the provider; not a question).
+    pub fn can_continue(self) -> bool {
+        matches!(self, StopKind::Budget(_) | StopKind::Provider)
+    }
+
     /// The completion event's `type`.
     pub fn event(self) -> &'static str {
         match self {
             StopKind::Done => "agent.completed",
-            StopKind::Escalated | StopKind::Budget | StopKind::Provider => "agent.escalated",
+            StopKind::Escalated | StopKind::Budget(_) | StopKind::Provider => "agent.escalated",
         }
+    }
+}
+
+impl Serialize for StopKind {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StopKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        StopKind::parse(&s, None).ok_or_else(|| {
+            let valid: Vec<&str> = StopKind::ALL.iter().map(|k| k.as_str()).collect();
+            serde::de::Error::custom(format!("unknown stop `{s}`, expected one of {}", valid.join(", ")))
+        })
     }
 }
 
@@ -73,7 +114,12 @@ mod tests {
         for s in StopKind::ALL {
             assert!(code::TABLE.iter().any(|(c, _)| *c == s.exit_code()), "{s:?}");
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str(), "{s:?}");
+            assert_eq!(serde_json::from_value::<StopKind>(serde_json::json!(s.as_str())).unwrap(), s);
             assert_eq!(s.event() == "agent.completed", s == StopKind::Done, "{s:?}");
         }
+        let old = |reason| StopKind::parse("budget", Some(reason));
+        assert_eq!(old("cost budget exhausted: $0.51 of $0.50 spent"), Some(StopKind::Budget(Budget::MaxCostUsd)));
+        assert_eq!(old("timeout: the run used its wall-clock limit of 60s"), Some(StopKind::Budget(Budget::Timeout)));
+        assert!(serde_json::from_value::<StopKind>(serde_json::json!("nope")).is_err());
     }
 }

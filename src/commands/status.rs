@@ -135,6 +135,7 @@ pub fn view(
     let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
     json!({
         "run_id": s.run_id,
+        "agent": s.agent,
         "goal": s.goal,
         "status": s.status,
         "next": s.next,

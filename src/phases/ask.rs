@@ -3,6 +3,7 @@
 //! cost, prompt size) that lands in the trace.
 
 use super::{budget_exceeded, finish, Env, Outcome};
+use crate::budget::Budget;
 use crate::error::{Error, Kind, Result};
 use crate::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
 use crate::trace::{Entry, Phase, Usage};
@@ -28,7 +29,7 @@ pub enum AskError {
     /// The model did not give a valid answer even after one correction.
     Invalid(String, Usage, Option<f64>),
     /// A token or cost budget ran out before the call.
-    Budget(String),
+    Budget(Budget, String),
     Other(Error),
 }
 
@@ -45,8 +46,8 @@ pub fn ask<T: DeserializeOwned>(
     prepare: &dyn Fn(&mut Value),
 ) -> std::result::Result<Answer<T>, AskError> {
     // Budgets are checked before every model call, not only between steps.
-    if let Some(reason) = budget_exceeded(state) {
-        return Err(AskError::Budget(reason));
+    if let Some((budget, reason)) = budget_exceeded(state) {
+        return Err(AskError::Budget(budget, reason));
     }
     let system = env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?;
     let mut req = Request {
@@ -80,7 +81,7 @@ pub fn ask<T: DeserializeOwned>(
         let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
-            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(e.message)),
+            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
@@ -172,7 +173,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
         AskError::Provider(e, u) => {
             (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
         }
-        AskError::Budget(reason) => (StopKind::Budget, reason, Usage::default(), Some(0.0)),
+        AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0)),
         AskError::Invalid(p, u, c) => (
             StopKind::Escalated,
             format!("the model gave no valid {} answer after a correction: {p}", phase.as_str()),

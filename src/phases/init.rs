@@ -125,7 +125,8 @@ fn create(
     while archive.join(&id).exists() {
         id = crate::clock::new_run_id();
     }
-    let state = State::new(id, goal.to_string(), Limits::from_config(cfg));
+    let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
+    state.agent = cfg.agent.clone();
     let memory = Memory {
         goal: goal.to_string(),
         status: "initialised; not framed yet".into(),
@@ -146,11 +147,14 @@ fn create(
         .file("decisions.md", tpl.render("decisions.md.j2", json!({}))?);
     let mut e = Entry::new(&state.run_id, 0, Phase::Run, "run.started");
     e.schema_version = Some(trace::SCHEMA_VERSION);
-    e.data = Some(if carried.is_empty() {
-        json!({"goal": goal, "limits": state.limits})
-    } else {
-        json!({"goal": goal, "limits": state.limits, "carried_facts": carried.len()})
-    });
+    let mut data = json!({"goal": goal, "limits": state.limits});
+    if let Some(a) = &state.agent {
+        data["agent"] = json!(a);
+    }
+    if !carried.is_empty() {
+        data["carried_facts"] = json!(carried.len());
+    }
+    e.data = Some(data);
     commit.entry(&e);
     commit.state = Some(state.clone());
     session.commit(&commit)?;

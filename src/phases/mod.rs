@@ -18,6 +18,7 @@ pub mod run;
 
 pub use ask::{account, ask, fail_phase, Answer, AskError};
 
+use crate::budget::Budget;
 use crate::config::Config;
 use crate::error::Result;
 use crate::markdown::{self, Memory, Plan};
@@ -69,6 +70,9 @@ pub struct Env<'a> {
     pub transcript: std::cell::RefCell<Vec<String>>,
     /// End of the run's wall-clock budget (set by `run`), passed to every model call.
     pub deadline: Option<std::time::Instant>,
+    /// When this invocation began driving the run, and the run's elapsed time then (set by
+    /// `run`): `state.elapsed_ms` is brought up to date from it at every step and at the end.
+    pub clock: Option<(std::time::Instant, u64)>,
     model: Option<Box<dyn Model>>,
     /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
     /// the environment's life, so it is built once.
@@ -131,6 +135,7 @@ impl<'a> Env<'a> {
             committed: Default::default(),
             transcript: Default::default(),
             deadline: None,
+            clock: None,
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),
@@ -140,6 +145,13 @@ impl<'a> Env<'a> {
 
     /// Commits go through `session` from now on: the lock of this environment's workspace,
     /// taken after the environment was built (a new run's folder is locked once its checks pass).
+    /// Brings the run's elapsed time up to date (nothing under a fixed clock, or outside `run`).
+    pub fn tick(&self, state: &mut State) {
+        if let (Some((t0, base)), false) = (self.clock, crate::clock::is_fixed()) {
+            state.elapsed_ms = base + t0.elapsed().as_millis() as u64;
+        }
+    }
+
     pub fn hold(&mut self, session: &'a Session) {
         self.session = Some(session);
     }
@@ -347,17 +359,21 @@ pub fn refresh_limits(env: &Env, state: &mut State, sources: &crate::config::Sou
     env.commit(&commit)
 }
 
-/// A budget that has run out, if any (tokens, cost).
-pub fn budget_exceeded(state: &State) -> Option<String> {
+/// A budget that has run out, if any (tokens, cost), and why.
+pub fn budget_exceeded(state: &State) -> Option<(Budget, String)> {
     let l = &state.limits;
     if let Some(max) = l.max_tokens {
         if state.usage.total() >= max {
-            return Some(format!("token budget exhausted: {} of {max} tokens used", state.usage.total()));
+            let why = format!("token budget exhausted: {} of {max} tokens used", state.usage.total());
+            return Some((Budget::MaxTokens, why));
         }
     }
     if let Some(max) = l.max_cost_usd {
         if state.cost_usd >= max {
-            return Some(format!("cost budget exhausted: ${:.4} of ${max:.4} spent", state.cost_usd));
+            return Some((
+                Budget::MaxCostUsd,
+                format!("cost budget exhausted: ${:.4} of ${max:.4} spent", state.cost_usd),
+            ));
         }
     }
     None
@@ -373,6 +389,7 @@ pub fn finish(
     outcome: Option<(String, Vec<String>)>,
 ) -> Result<()> {
     let now = crate::clock::now_rfc3339();
+    env.tick(state);
     state.status = Status::ended(stop);
     if stop != StopKind::Done && state.next != Next::None && state.next != Next::Finish {
         state.resume_at = Some(state.next);
@@ -395,6 +412,7 @@ pub fn finish(
     let open_question = state.open_question.clone();
     let result = json!({
         "run_id": state.run_id,
+        "agent": state.agent,
         "goal": goal,
         "status": state.status,
         "stop": stop,

@@ -27,12 +27,15 @@ fn default_risk(s: SideEffect) -> &'static str {
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let mut commit = Commit::default();
     let over = (state.step >= state.limits.max_steps)
-        .then(|| format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps))
+        .then(|| {
+            let why = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
+            (crate::budget::Budget::MaxSteps, why)
+        })
         .or_else(|| budget_exceeded(state));
-    if let Some(reason) = over {
-        finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
+    if let Some((budget, reason)) = over {
+        finish(env, state, &mut commit, StopKind::Budget(budget), &reason, None)?;
         env.commit(&commit)?;
-        return Ok(Outcome::Stopped(StopKind::Budget));
+        return Ok(Outcome::Stopped(StopKind::Budget(budget)));
     }
     let (_, plan) = env.read_plan()?;
     let catalog = env.catalog();

@@ -337,7 +337,7 @@ fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision)
                         "max_reframes reached: reframe {} of at most {} ({})",
                         state.reframes, state.limits.max_reframes, d.reason
                     );
-                    d.stop = Some((StopKind::Budget, why));
+                    d.stop = Some((StopKind::Budget(crate::budget::Budget::MaxReframes), why));
                 } else {
                     state.reframe_reason = Some(d.reason.clone());
                     state.next = Next::Frame;

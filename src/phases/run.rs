@@ -22,21 +22,19 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
 pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
     let start = Instant::now();
     env.deadline = Some(start + timeout);
-    let mut last = Instant::now();
+    env.clock = Some((start, state.elapsed_ms));
     loop {
         if state.status.is_terminal() {
             return Ok(state.stop.unwrap_or(StopKind::Escalated));
         }
-        if !crate::clock::is_fixed() {
-            state.elapsed_ms += last.elapsed().as_millis() as u64;
-        }
-        last = Instant::now();
+        env.tick(state);
         if start.elapsed() >= timeout {
             let mut commit = Commit::default();
             let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());
-            finish(env, state, &mut commit, StopKind::Budget, &reason, None)?;
+            let stop = StopKind::Budget(crate::budget::Budget::Timeout);
+            finish(env, state, &mut commit, stop, &reason, None)?;
             env.commit(&commit)?;
-            return Ok(StopKind::Budget);
+            return Ok(stop);
         }
         if let Outcome::Stopped(kind) = step(env, state)? {
             return Ok(kind);

@@ -95,7 +95,7 @@ impl Workspace {
             return Err(Error::usage(format!("no run in {}: {path} does not exist", self.root))
                 .with_hint(format!("start one with {}", self.cli("run --goal \"...\""))));
         };
-        let state: State = serde_json::from_str(&text).map_err(|e| {
+        let mut state: State = serde_json::from_str(&text).map_err(|e| {
             Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
                 "restore the file from a backup, or start a new run with {}",
                 self.cli("init --force --goal \"...\"")
@@ -107,6 +107,12 @@ impl Workspace {
                 state.schema_version
             ))
             .with_hint("upgrade agentloop"));
+        }
+        // A stop recorded as `budget` (before the limit was recorded) is the limit its reason names.
+        if let (Some(crate::outcome::StopKind::Budget(_)), Some(b)) =
+            (state.stop, state.reason.as_deref().and_then(crate::budget::Budget::from_reason))
+        {
+            state.stop = Some(crate::outcome::StopKind::Budget(b));
         }
         Ok(state)
     }

@@ -113,6 +113,9 @@ pub struct Pending {
 pub struct State {
     pub schema_version: u32,
     pub run_id: String,
+    /// The agent profile the run started as (`agent`, `--agent`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     pub goal: String,
     pub status: Status,
     pub next: Next,
@@ -207,6 +210,7 @@ impl State {
         State {
             schema_version: STATE_SCHEMA_VERSION,
             run_id,
+            agent: None,
             goal,
             status: Status::Running,
             next: Next::Frame,

@@ -188,6 +188,7 @@ fn max_reframes_escalates_with_budget_code() {
     let out = t.al(&["--script", "script.yaml", "--max-reframes", "0", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(t.json("ws/result.json")["reason"].as_str().unwrap().contains("max_reframes"));
+    assert_eq!(t.json("ws/result.json")["stop"], "max_reframes");
 }
 
 fn endless_script(t: &T, tool_args: &str, n: usize) {
@@ -489,7 +490,14 @@ fn token_budget_holds() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let r = t.json("ws/result.json");
     assert!(r["reason"].as_str().unwrap().contains("token budget exhausted"), "{r}");
+    assert_eq!(r["stop"], "max_tokens", "the limit that ran out");
     assert!(r["usage"]["input_tokens"].as_u64().unwrap() <= 1200);
+    // The way on names the flag that raises it, and --continue without raising it is refused.
+    let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
+    assert!(stdout(&out).contains("run --continue --max-tokens 2000` goes on"), "{}", stdout(&out));
+    let out = t.al(&["--script", "script.yaml", "--max-tokens", "1000", "run", "--continue"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max_tokens is still over"), "{}", stderr(&out));
     // The cost budget needs a priced model: see models::cost_budget_holds_over_a_priced_provider.
 }
 

@@ -428,6 +428,7 @@ fn cost_budget_holds_over_a_priced_provider() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let r = t.json("ws/result.json");
     assert!(r["reason"].as_str().unwrap().contains("cost budget exhausted"), "{r}");
+    assert_eq!(r["stop"], "max_cost_usd");
     assert!(r["cost_usd"].as_f64().unwrap() >= 0.004, "{r}");
     assert_eq!(r["model"], "claude-sonnet-4-5-20250929");
 }

@@ -397,6 +397,15 @@ fn agent_profiles_carry_identity_skills_and_budgets() {
     let r = t.json("ws/result.json");
     assert_eq!(r["tools_called"], serde_json::json!(["file_read"]));
     assert!(r["duration_ms"].is_u64());
+    // The run records its agent: state, result, the trace's run.started, runs and status.
+    assert_eq!(r["agent"], "ada");
+    assert_eq!(t.json("ws/state.json")["agent"], "ada");
+    assert_eq!(t.trace()[0]["data"]["agent"], "ada");
+    let runs: serde_json::Value = serde_json::from_slice(&t.al(&["runs", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(runs[0]["agent"], "ada");
+    let status: serde_json::Value =
+        serde_json::from_slice(&t.al(&["status", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(status["agent"], "ada");
     // --skills narrows for one invocation; an unknown name is refused, not ignored.
     t.al(&["--skills", "nope", "--script", "script.yaml", "run", "--new", "--goal", "g"])
         .assert()

@@ -202,11 +202,25 @@ fn a_budget_stop_is_continued_with_the_budgets_given_now() {
         (changed["data"]["from"]["max_steps"].as_u64(), changed["data"]["to"]["max_steps"].as_u64()),
         (Some(7), Some(1))
     );
-    // A plain run reports the stop and the ways on, with exit 0, never the stale error.
+    // result.json names the limit that ran out.
+    assert_eq!(t.json("ws/result.json")["stop"], "max_steps");
+    // A plain run reports the stop and the ways on, with exit 0, never the stale error; the way
+    // on names the flag that raises that limit.
     let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(stdout(&out).contains("--continue"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("run --continue --max-steps 5` goes on with a higher limit (max_steps is 1 now)"),
+        "{}",
+        stdout(&out)
+    );
     t.al(&["answer", "x"]).assert().code(2);
+    // --continue with the limit not raised would stop again at once: refused, the trace untouched.
+    let before = t.read("ws/trace.jsonl");
+    let out = t.al(&["--script", "script.yaml", "run", "--continue", "--max-steps", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max_steps is still over (1 of 1 steps used)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-steps"), "{}", stderr(&out));
+    assert_eq!(t.read("ws/trace.jsonl"), before, "nothing written");
     // --continue with more steps goes on in the same run to done.
     let out = t.al(&["--script", "script.yaml", "run", "--continue", "--max-steps", "5"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

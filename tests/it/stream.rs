@@ -552,11 +552,16 @@ fn a_stream_that_only_pings_cannot_outlast_the_run_timeout() {
     let t = T::new();
     let s = SseServer::start(|_, _| Answer::Trickle { n: 400, gap: 50 });
     let start = std::time::Instant::now();
+    let mut c = cmd(&t, "openai", &s.url, "ws");
+    // The real clock: the run's duration is measured.
     let out =
-        cmd(&t, "openai", &s.url, "ws").args(["--stream", "--timeout", "2s", "run", "--goal", "g"]).output().unwrap();
+        c.args(["--stream", "--timeout", "2s", "run", "--goal", "g"]).env_remove("AGENTLOOP_NOW").output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(start.elapsed() < std::time::Duration::from_secs(8), "took {:?}", start.elapsed());
     assert!(stderr(&out).contains("wall-clock limit"), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["stop"], "timeout", "{r}");
+    assert!(r["duration_ms"].as_u64().unwrap() >= 1500, "the time the run took, not 0: {r}");
 }
 
 #[test]
