@@ -2,7 +2,7 @@
 //!
 //! Every failure a user can see is an [`Error`]: a kind (which fixes the exit code), a message that
 //! names the file or field and the action, and an optional `hint:` line with the obvious next step.
-//! The table below is documented in the README and the man page; changing a number is a breaking
+//! The table below is documented in docs/COMMANDS.md and the man page; changing a number is a breaking
 //! change for every cron script that reads it.
 
 use std::fmt;
@@ -38,7 +38,7 @@ pub mod code {
     pub const INTERRUPTED: u8 = 130;
 
     /// Every code with its meaning: the man page's EXIT STATUS section is rendered from this
-    /// table, and tests hold the README's table and the help footer to it.
+    /// table, and tests hold docs/COMMANDS.md's table and the help footer to it.
     pub const TABLE: &[(u8, &str)] = &[
         (OK, "success; a run ended `done`"),
         (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),

@@ -40,7 +40,7 @@ impl StopKind {
         StopKind::Provider,
     ];
 
-    /// The process exit code of a command that drove the run to this end (the README's table).
+    /// The process exit code of a command that drove the run to this end (the table in docs/COMMANDS.md).
     pub fn exit_code(self) -> u8 {
         match self {
             StopKind::Done => code::OK,

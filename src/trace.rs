@@ -3,7 +3,7 @@
 //! Invariants: lines are only ever appended, each with a single write, and never rewritten. The
 //! first entry of a run (`event: "run.started"`) carries `schema_version`. Readers skip a corrupt
 //! or truncated line and report its number instead of failing. Field names are a public contract
-//! (README "Trace schema"): add fields, never rename them.
+//! (docs/WORKSPACE.md, "Trace schema"): add fields, never rename them.
 
 use crate::error::Result;
 use crate::fs;

@@ -33,7 +33,7 @@ use protocol::{fail, request_event, request_layer, snapshot, widening_key, Respo
 
 const INDEX: &str = ".agentloop-handle.json";
 
-/// Largest request `handle` reads (documented in the README).
+/// Largest request `handle` reads (documented in docs/TOOLS.md, Security model).
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 
 /// Entry point: always writes one response; returns the exit code.

@@ -83,7 +83,7 @@ fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
         .map(|(i, e)| {
             serde_path_to_error::deserialize::<_, Entry>(e).map_err(|err| {
                 Error::usage(format!("script {path}: {what} response {}: {err}", i + 1))
-                    .with_hint("see `Scripted model` in the README for the format")
+                    .with_hint("see `Scripted model` in docs/MODELS.md for the format")
             })
         })
         .collect()

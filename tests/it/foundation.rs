@@ -527,7 +527,8 @@ fn a_torn_trace_line_does_not_swallow_the_next_entry() {
 
 #[test]
 fn the_exit_code_table_has_one_source() {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/COMMANDS.md")).unwrap();
     let section = &readme[readme.find("### Exit codes").unwrap()..];
     let rows: Vec<(u8, String)> = section
         .lines()
@@ -540,7 +541,7 @@ fn the_exit_code_table_has_one_source() {
         })
         .collect();
     let table: Vec<(u8, String)> = agentloop::error::code::TABLE.iter().map(|(n, m)| (*n, m.to_string())).collect();
-    assert_eq!(rows, table, "README's exit-code table must equal error::code::TABLE");
+    assert_eq!(rows, table, "docs/COMMANDS.md's exit-code table must equal error::code::TABLE");
     let t = T::new();
     let help = stdout(&t.cmd().arg("--help").output().unwrap());
     let footer = &help[help.find("Exit codes:").unwrap()..];
@@ -612,8 +613,9 @@ fn struct_fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
 }
 
 #[test]
-fn the_readme_trace_table_names_every_field_of_an_entry() {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_documented_trace_table_names_every_field_of_an_entry() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/WORKSPACE.md")).unwrap();
     let section = &readme[readme.find("## Trace schema").unwrap()..readme.find("### Recipes").unwrap()];
     let mut documented: Vec<String> = section
         .lines()
@@ -626,21 +628,27 @@ fn the_readme_trace_table_names_every_field_of_an_entry() {
     documented.sort();
     let mut fields: Vec<String> = struct_fields::<agentloop::trace::Entry>().iter().map(|s| s.to_string()).collect();
     fields.sort();
-    assert_eq!(documented, fields, "README's trace-schema table must list exactly trace::Entry's fields");
+    assert_eq!(documented, fields, "docs/WORKSPACE.md's trace-schema table must list exactly trace::Entry's fields");
 }
 
 #[test]
-fn the_readme_config_block_is_the_defaults_and_loads() {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_documented_config_block_is_the_defaults_and_loads() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CONFIGURATION.md"))
+            .unwrap();
     let section = &readme[readme.find("## Configuration").unwrap()..];
     let block = &section[section.find("```yaml\n").unwrap() + 8..];
     let block = &block[..block.find("```").unwrap()];
-    let documented: serde_json::Value = serde_yaml_ng::from_str(block).expect("the README's config block is YAML");
+    let documented: serde_json::Value =
+        serde_yaml_ng::from_str(block).expect("docs/CONFIGURATION.md's config block is YAML");
     let t = T::new();
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let out = t.al(&["config", "show", "--json"]).output().unwrap();
     let defaults = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["config"].clone();
-    assert_eq!(documented, defaults, "README's config block must equal the defaults (`config show --json`)");
+    assert_eq!(
+        documented, defaults,
+        "docs/CONFIGURATION.md's config block must equal the defaults (`config show --json`)"
+    );
     // And it loads as a config file as written.
     t.write("ws/agentloop.yaml", block);
     t.al(&["config", "show"]).assert().success();

@@ -61,11 +61,11 @@ fn happy_path_matches_the_golden_workspace() {
 }
 
 #[test]
-fn readme_jq_recipes_work_on_the_trace() {
+fn documented_jq_recipes_work_on_the_trace() {
     let t = T::new();
     demo_files(&t);
     demo_cmd(&t).assert().success();
-    // Each recipe is in the README's "Recipes" section.
+    // Each recipe is in docs/WORKSPACE.md's "Recipes" section.
     let trace = t.trace();
     let tools: Vec<&str> = trace.iter().filter(|e| e["phase"] == "act").map(|e| e["tool"].as_str().unwrap()).collect();
     assert_eq!(tools, ["skill_read", "file_read", "file_write"]);
@@ -78,12 +78,13 @@ fn readme_jq_recipes_work_on_the_trace() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["decision"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(decisions, ["continue", "continue", "done"]);
-    // Then every recipe as the README writes it, run by the shell against this workspace.
+    // Then every recipe as docs/WORKSPACE.md writes it, run by the shell against this workspace.
     if std::process::Command::new("jq").arg("--version").output().is_err() {
-        eprintln!("skipping the README recipes: jq is not installed (.ci/run installs it)");
+        eprintln!("skipping the documented recipes: jq is not installed (.ci/run installs it)");
         return;
     }
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/WORKSPACE.md")).unwrap();
     let section = &readme[readme.find("### Recipes").expect("a Recipes section")..];
     let block = &section[section.find("```sh\n").unwrap() + 6..];
     let block = &block[..block.find("```").unwrap()];
@@ -110,11 +111,11 @@ fn readme_jq_recipes_work_on_the_trace() {
             "decisions" => assert_eq!(text, "continue\ncontinue\ndone\n"),
             "budgets used and left" => assert!(text.contains("\"steps\"") && text.contains("\"used\""), "{text}"),
             "what went wrong" | "watch a live run" => assert!(text.starts_with("time "), "{text}"),
-            other => panic!("a README recipe this test does not know: `{other}` ({command})"),
+            other => panic!("a documented recipe this test does not know: `{other}` ({command})"),
         }
         checked += 1;
     }
-    assert_eq!(checked, 6, "every recipe in the README ran");
+    assert_eq!(checked, 6, "every recipe in docs/WORKSPACE.md ran");
 }
 
 const FRAME: &str =

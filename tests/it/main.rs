@@ -6,6 +6,7 @@ mod bounds;
 mod browser;
 mod common;
 mod contracts;
+mod docs;
 mod ductile;
 mod files;
 mod foundation;
