@@ -41,6 +41,9 @@ pub struct Start {
     pub carry: bool,
     /// Start even when the estimate says the run cannot fit its budget.
     pub force: bool,
+    /// The scheduler's slot (e.g. the date): a run for a slot that already has an ended run is
+    /// skipped.
+    pub slot: Option<String>,
 }
 
 /// What a request does to the run there; each variant carries the state it was decided on.
@@ -69,6 +72,8 @@ pub enum Outcome {
     Ran { state: State, stop: StopKind },
     /// Nothing was run (a plain `run` on an ended run).
     Ended(State),
+    /// Nothing was run: the request's slot already has this run, which ended.
+    SlotTaken(State),
 }
 
 /// Decides what `req` does, a pure function of the root's run (`existing`) and the request.
@@ -90,6 +95,8 @@ pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<
         return decide_going(ws, s, req);
     }
     match req {
+        // A retry of an interrupted slot goes on with it rather than running the slot again.
+        Request::Start(st) if st.slot.is_some() && st.slot == s.slot && s.interrupted => Ok(Decision::Continue(s)),
         Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: false }),
         Request::Answer(text) => match s.stop {
             Some(StopKind::Escalated) => Ok(Decision::Answer(s, text.clone())),
@@ -257,6 +264,9 @@ impl Runner<'_> {
         let early = if self.ws.root.is_dir() { Some(self.ws.lock(self.wait)?) } else { None };
         // Declared before the environment, which commits through it.
         let session: Session;
+        if let Some(s) = self.slot_taken(req) {
+            return Ok(Outcome::SlotTaken(s));
+        }
         let first = decide(self.ws, self.existing()?, req)?;
         if let Decision::Report(s) = first {
             return Ok(Outcome::Ended(s));
@@ -282,6 +292,9 @@ impl Runner<'_> {
         };
         env.hold(&session);
         // Decided again under the lock: another process may have moved on since the first look.
+        if let Some(s) = self.slot_taken(req) {
+            return Ok(Outcome::SlotTaken(s));
+        }
         let decision = decide(self.ws, self.existing()?, req)?;
         self.refuse_stopping_again(&decision)?;
         let started = matches!(decision, Decision::Start { .. });
@@ -308,6 +321,19 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+
+    /// For a start with a slot: the run of the same slot that already ended (the root's or an
+    /// archived one), if any. A run of the slot still going is not taken: the start resumes it.
+    fn slot_taken(&self, req: &Request) -> Option<State> {
+        let Request::Start(Start { slot: Some(slot), .. }) = req else { return None };
+        if !self.ws.root.is_dir() {
+            return None;
+        }
+        crate::history::list(self.ws, &self.cfg().handle.runs_dir, &|m| self.printer.warn(m))
+            .into_iter()
+            .map(|r| r.state)
+            .find(|s| s.slot.as_deref() == Some(slot.as_str()) && s.status.is_terminal())
     }
 
     /// The root's run, if it holds one.
@@ -363,7 +389,8 @@ impl Runner<'_> {
             let shown = to.strip_prefix(&self.ws.root).map(|r| r.to_string()).unwrap_or_else(|_| to.to_string());
             self.printer.info(&format!("run {} moved to {shown}", old.run_id));
         }
-        phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried)
+        let slot = st.slot.as_deref();
+        phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried, slot)
     }
 
     /// Brings the archived run `id` back to the root, archiving the root's own first.
@@ -562,7 +589,7 @@ mod tests {
     }
 
     fn start(goal: &str, carry: bool) -> Request {
-        Request::Start(Start { goal: goal.into(), background: String::new(), carry, force: false })
+        Request::Start(Start { goal: goal.into(), background: String::new(), carry, force: false, slot: None })
     }
 
     #[test]
@@ -593,6 +620,21 @@ mod tests {
         ));
         let done = state(Status::Done, Some(StopKind::Done));
         assert!(decide(&ws, Some(done), &Request::Continue { archived: None }).is_err());
+        // A retry of an interrupted slot goes on with it; another slot starts anew.
+        let mut cut = state(Status::Running, None);
+        cut.interrupted = true;
+        cut.slot = Some("2026-01-01".into());
+        let slotted = |slot: &str| {
+            Request::Start(Start {
+                goal: "g".into(),
+                background: String::new(),
+                carry: true,
+                force: false,
+                slot: Some(slot.into()),
+            })
+        };
+        assert!(matches!(decide(&ws, Some(cut.clone()), &slotted("2026-01-01")).unwrap(), Decision::Continue(_)));
+        assert!(matches!(decide(&ws, Some(cut), &slotted("2026-01-02")).unwrap(), Decision::Start { .. }));
         assert!(decide(&ws, None, &Request::Go).is_err());
         assert!(decide(&ws, None, &Request::Answer("x".into())).is_err());
     }

@@ -61,6 +61,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         background: crate::phases::init::read_context(ex.join("context.md").as_str())?,
         carry: true,
         force: false,
+        slot: None,
     };
     // A replay is no agent's usage: it counts toward no rest window.
     let code = crate::commands::run::execute_counting(&demo_ctx, &Request::Start(start), false, false)?;

@@ -30,12 +30,13 @@ use serde_json::json;
 /// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
-/// 5 provider failure.
+/// 5 provider failure, 11 the --slot already has a run that ended (nothing run).
 ///
 /// Examples:
 ///   agentloop -w ws run --goal "Critique https://example.com in two paragraphs"
 ///   agentloop -w ws run                              # resume, or say how to go on
 ///   agentloop -w ws run --goal "Today's digest"      # a follow-up of yesterday's run
+///   agentloop -w ws run --goal "Today's digest" --slot "$(date +%F)"  # once a day
 ///   agentloop -w ws run --continue --max-steps 40    # after `max_steps reached`
 ///   agentloop -w ws run --answer "Use the 2024 figures"
 ///   agentloop -w ws run --events | jq -c .           # live trace entries as JSONL
@@ -71,6 +72,10 @@ pub struct RunArgs {
     /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
     #[arg(long)]
     pub force: bool,
+    /// The scheduler's slot this run is for (e.g. `$(date +%F)`): when a run for KEY already
+    /// ended, nothing is run and the exit code is 11; an interrupted one goes on.
+    #[arg(long, value_name = "KEY", requires = "goal")]
+    pub slot: Option<String>,
 }
 
 /// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
@@ -90,6 +95,7 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
             },
             carry: !args.new,
             force: args.force,
+            slot: args.slot.clone(),
         }),
         (None, None) => Request::Go,
     })
@@ -128,6 +134,22 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
         Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events, ledger };
     match runner.request(req)? {
         Outcome::Ended(s) => report_ended(ctx, &s),
+        Outcome::SlotTaken(s) => {
+            let p = &ctx.printer;
+            if p.json {
+                let mut v = phases::completion_event(&s);
+                v["payload"]["skipped"] = json!(true);
+                p.outln(&v.to_string());
+            }
+            p.info(&format!(
+                "slot {} already ran: run {} ended {} ({}); nothing was run",
+                s.slot.as_deref().unwrap_or_default(),
+                s.run_id,
+                s.status.as_str(),
+                s.reason.as_deref().unwrap_or_default()
+            ));
+            Ok(code::SLOT_TAKEN)
+        }
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
             Ok(stop.exit_code())

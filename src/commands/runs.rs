@@ -119,7 +119,7 @@ fn id_width(runs: &[history::Run]) -> usize {
 pub fn row(r: &history::Run) -> serde_json::Value {
     let s = &r.state;
     json!({
-        "run_id": s.run_id, "agent": s.agent, "status": history::shown_status(r), "current": r.current,
+        "run_id": s.run_id, "agent": s.agent, "slot": s.slot, "status": history::shown_status(r), "current": r.current,
         "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
         "model": s.model, "cost_usd": s.cost(),
         "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,

@@ -80,7 +80,7 @@ pub fn init_run(
         }
         crate::history::archive(session, &cfg.handle.runs_dir, &old)?;
     }
-    create(session, cfg, tpl, goal, background, &[], run_id)
+    create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None })
 }
 
 /// Creates a new run whose memory.md and context.md start with facts carried from earlier
@@ -92,8 +92,9 @@ pub fn init_run_carrying(
     goal: &str,
     background: &str,
     carried: &[String],
+    slot: Option<&str>,
 ) -> Result<State> {
-    create(session, cfg, tpl, nonempty(goal)?, background, carried, None)
+    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot })
 }
 
 fn nonempty(goal: &str) -> Result<&str> {
@@ -104,15 +105,17 @@ fn nonempty(goal: &str) -> Result<&str> {
     Ok(goal)
 }
 
-fn create(
-    session: &Session,
-    cfg: &Config,
-    tpl: &Templates,
-    goal: &str,
-    background: &str,
-    carried: &[String],
+/// What a new run starts from.
+struct New<'a> {
+    goal: &'a str,
+    background: &'a str,
+    carried: &'a [String],
     run_id: Option<String>,
-) -> Result<State> {
+    slot: Option<&'a str>,
+}
+
+fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<State> {
+    let New { goal, background, carried, run_id, slot } = new;
     let ws = session.workspace();
     // A fact carried from several runs is one line naming each of them.
     let carried = &crate::facts::merged(carried.iter().cloned());
@@ -127,6 +130,7 @@ fn create(
     }
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
+    state.slot = slot.map(String::from);
     let memory = Memory {
         goal: goal.to_string(),
         status: "initialised; not framed yet".into(),
@@ -150,6 +154,9 @@ fn create(
     let mut data = json!({"goal": goal, "limits": state.limits});
     if let Some(a) = &state.agent {
         data["agent"] = json!(a);
+    }
+    if let Some(s) = &state.slot {
+        data["slot"] = json!(s);
     }
     if !carried.is_empty() {
         data["carried_facts"] = json!(carried.len());

@@ -413,6 +413,7 @@ pub fn finish(
     let result = json!({
         "run_id": state.run_id,
         "agent": state.agent,
+        "slot": state.slot,
         "goal": goal,
         "status": state.status,
         "stop": stop,

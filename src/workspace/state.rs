@@ -116,6 +116,9 @@ pub struct State {
     /// The agent profile the run started as (`agent`, `--agent`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The scheduler's slot the run is for (`run --slot KEY`, e.g. a date), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
     pub goal: String,
     pub status: Status,
     pub next: Next,
@@ -211,6 +214,7 @@ impl State {
             schema_version: STATE_SCHEMA_VERSION,
             run_id,
             agent: None,
+            slot: None,
             goal,
             status: Status::Running,
             next: Next::Frame,

@@ -392,12 +392,16 @@ fn a_daily_digest_reports_each_item_once_across_days() {
         };
         let (script, new) = digest_script(date, &seen, feed);
         t.write("script.yaml", &script);
-        let out = t
-            .al(&["--script", "script.yaml", "run", "--goal", "Today's digest", "-q"])
-            .env("AGENTLOOP_NOW", format!("{date}T07:00:00Z"))
-            .output()
-            .unwrap();
+        let fire = || {
+            t.al(&["--script", "script.yaml", "run", "--goal", "Today's digest", "--slot", date, "-q"])
+                .env("AGENTLOOP_NOW", format!("{date}T07:00:00Z"))
+                .output()
+                .unwrap()
+        };
+        let out = fire();
         assert_eq!(out.status.code(), Some(0), "{date}: {}", stderr(&out));
+        // Cron fired twice (or a retry wrapper ran it again): the slot ran already.
+        assert_eq!(fire().status.code(), Some(11), "{date}: the same slot runs once");
         if !seen.is_empty() {
             // file_read reached the state the earlier mornings left.
             let transcript = t.read("ws/transcript.md");
@@ -428,4 +432,43 @@ fn a_daily_digest_reports_each_item_once_across_days() {
     // The bundled skill keeps its state there.
     let out = t.al(&["skills", "show", "daily-digest"]).output().unwrap();
     assert!(stdout(&out).contains("state/daily-digest.json"), "{}", stdout(&out));
+}
+
+/// A scheduler's slot runs once: a second firing (or a retry wrapper) for a slot whose run ended
+/// calls no model and exits 11; an archived run of the slot counts too; the next slot runs.
+#[test]
+fn a_slot_runs_once_however_often_it_is_fired() {
+    let t = T::new();
+    t.write("ws/notes.txt", "monday\n");
+    t.write("script.yaml", &daily_script("alpha"));
+    let fire = |slot: &str| {
+        t.al(&["--script", "script.yaml", "run", "--goal", "Today's digest", "--slot", slot]).output().unwrap()
+    };
+    let out = fire("2026-01-01");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = state(&t, "ws");
+    assert_eq!(first["slot"], "2026-01-01");
+    assert_eq!(t.json("ws/result.json")["slot"], "2026-01-01");
+    assert_eq!(t.trace()[0]["data"]["slot"], "2026-01-01");
+    // Fired again: the script has no answers left, so any model call would fail (exit 5).
+    let trace = t.read("ws/trace.jsonl");
+    let out = fire("2026-01-01");
+    assert_eq!(out.status.code(), Some(11), "{}", stderr(&out));
+    assert!(stderr(&out)
+        .contains(&format!("slot 2026-01-01 already ran: run {} ended done", first["run_id"].as_str().unwrap())));
+    assert_eq!(t.read("ws/trace.jsonl"), trace, "nothing written");
+    let out = t
+        .al(&["--json", "--script", "script.yaml", "run", "--goal", "Today's digest", "--slot", "2026-01-01"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(11));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["type"].as_str(), v["payload"]["skipped"].as_bool()), (Some("agent.completed"), Some(true)));
+    // The next day's slot runs (a follow-up); the first day's, now archived, is still taken.
+    t.write("script.yaml", &daily_script("beta"));
+    assert_eq!(fire("2026-01-02").status.code(), Some(0));
+    assert_eq!(fire("2026-01-01").status.code(), Some(11));
+    assert_eq!(fire("2026-01-02").status.code(), Some(11));
+    // --slot goes with --goal.
+    t.al(&["run", "--slot", "x"]).assert().code(2).stderr(predicate::str::contains("--goal"));
 }
