@@ -277,9 +277,7 @@ impl Runner<'_> {
         let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
         env.events = self.events;
         if let Decision::Start { start, .. } = &first {
-            if !start.force {
-                check_fits(&env, model.model(), &start.goal, &start.background)?;
-            }
+            check_fits(&env, model.model(), start)?;
         }
         session = match early {
             Some(l) => l,
@@ -370,16 +368,7 @@ impl Runner<'_> {
         interrupted: bool,
     ) -> Result<State> {
         let runs = &self.cfg().handle.runs_dir;
-        let carried = match (&previous, st.carry) {
-            (Some(old), true) => carried_facts(self.ws, old)?,
-            // The root is empty (a pruned or recovered history): the follow-up carries the
-            // newest archived run that ended.
-            (None, true) => match newest_ended(self.ws, runs) {
-                Some(r) => carried_facts(&r.ws, &r.state)?,
-                None => Vec::new(),
-            },
-            (_, false) => Vec::new(),
-        };
+        let carried = if st.carry { carried_for(self.ws, runs, previous.as_ref())? } else { Vec::new() };
         if let Some(mut old) = previous {
             if interrupted {
                 old.interrupted = true;
@@ -412,6 +401,18 @@ impl Runner<'_> {
     }
 }
 
+/// The facts a follow-up of `previous` (the root's ended run) carries; with none at the root (a
+/// pruned or recovered history), the newest archived run that ended is carried.
+pub fn carried_for(ws: &Workspace, runs: &str, previous: Option<&State>) -> Result<Vec<String>> {
+    match previous {
+        Some(old) => carried_facts(ws, old),
+        None => match newest_ended(ws, runs) {
+            Some(r) => carried_facts(&r.ws, &r.state),
+            None => Ok(Vec::new()),
+        },
+    }
+}
+
 /// The newest archived run that ended.
 fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
     crate::history::list(ws, runs, &|_| {})
@@ -420,11 +421,12 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
         .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)))
 }
 
-/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`
-/// (negotiation), before anything is written.
-pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Result<()> {
+/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, or whose
+/// cost cap cannot be counted (negotiation), before anything is written; with `start.force` the
+/// refusal is a warning and the run starts.
+pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     let limits = crate::workspace::Limits::from_config(env.cfg);
-    let est = phases::negotiate::estimate(env, model, goal, background, &limits)?;
+    let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
     crate::log::info(&format!(
         "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
         est.min_tokens,
@@ -437,6 +439,10 @@ pub fn check_fits(env: &Env, model: &str, goal: &str, background: &str) -> Resul
     ));
     match phases::negotiate::refusal(&est, &limits) {
         None => Ok(()),
+        Some(why) if start.force => {
+            env.printer.warn(&format!("starting anyway (--force): {why}"));
+            Ok(())
+        }
         Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
             .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
     }

@@ -129,8 +129,6 @@ pub fn check(cfg: &Config) -> Result<()> {
     }
 }
 
-/// Set by `agentloop demo`: its scripted runs are nobody's usage, and the demo writes nothing
-/// outside its folder.
 /// Appends what one invocation used. Ledger failures are reported, not fatal.
 pub fn record(
     cfg: &Config,

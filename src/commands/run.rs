@@ -186,12 +186,36 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let limits = crate::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
     let refusal = phases::negotiate::refusal(&est, &limits);
-    let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &limits)?;
+    // A follow-up's context.md carries the previous run's facts: the prompt shows them.
+    let previous = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
+    let ended = previous.filter(|s| s.status.is_terminal() || s.interrupted);
+    let carried = match (&args.goal, args.new) {
+        (Some(_), false) if ended.is_some() || !ctx.ws.has_run() => {
+            crate::lifecycle::carried_for(&ctx.ws, &ctx.config().handle.runs_dir, ended.as_ref())?
+        }
+        _ => Vec::new(),
+    };
+    let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &carried, &limits)?;
+    // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9).
+    let resting = crate::rest_window::check(ctx.config()).err();
     let p = &ctx.printer;
+    let verdict = || -> Result<u8> {
+        if let Some(e) = resting.clone() {
+            return Err(e);
+        }
+        match &refusal {
+            Some(why) => {
+                Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
+                    .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force"))
+            }
+            None => Ok(code::OK),
+        }
+    };
     if p.json {
-        p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none(), "refusal": refusal,
+        p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none() && resting.is_none(),
+            "refusal": refusal, "resting": resting.as_ref().map(|e| e.message.clone()),
             "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
-        return Ok(code::OK);
+        return verdict();
     }
     let cost =
         |c: Option<f64>| c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown (no price for this model)".into());
@@ -209,13 +233,16 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         "fits budget  {}",
         refusal.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
     ));
+    if let Some(e) = &resting {
+        p.outln(&format!("resting      yes: {}", e.message));
+    }
     p.outln("\n== system prompt (frame)");
     p.outln(system.trim_end());
     p.outln("\n== frame prompt");
     p.outln(frame.trim_end());
     p.outln("\n== catalog (plan)");
     p.outln(catalog.trim_end());
-    Ok(code::OK)
+    verdict()
 }
 
 /// A plain `run` on an ended run: what happened, and the ways on (exit 0).

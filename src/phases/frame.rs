@@ -116,6 +116,11 @@ fn new_memory(a: &FrameAnswer, state: &State, old: &Memory) -> Memory {
 /// match, recalled long-term memory) and the ids of the long-term entries it shows.
 fn prompt(env: &Env, state: &State, old: &Memory) -> Result<(String, Vec<String>)> {
     let context = crate::fs::read_inside(&env.ws.root, &env.ws.context())?.unwrap_or_default();
+    prompt_with(env, state, old, &context)
+}
+
+/// [`prompt`] over context.md's text as given (`run --dry-run` renders the one a run would write).
+pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Result<(String, Vec<String>)> {
     let memory_text = if state.reframe_reason.is_some() { env.memory_prompt(old)? } else { String::new() };
     let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
     let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());

@@ -38,30 +38,31 @@ fn tokens(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(BYTES_PER_TOKEN)
 }
 
-/// The first prompts of a run as they will be sent: (system for Frame, Frame prompt, catalog).
+/// The first prompts of a run exactly as they will be sent: (system for Frame, Frame prompt,
+/// catalog) — context.md as the run will write it (with the facts it carries), the skills whose
+/// triggers match and the long-term memory recalled, as Frame builds them.
 pub fn first_prompts(
     env: &Env,
     goal: &str,
-    context: &str,
+    background: &str,
+    carried: &[String],
     limits: &Limits,
 ) -> crate::error::Result<(String, String, String)> {
     let catalog = env.catalog();
     let frame_tool = contract::frame_tool();
     let system = env.system_prompt("frame", &frame_tool.name, "")?;
-    let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
-    let prompt = env.tpl.render(
-        "prompt-frame.j2",
-        json!({
-            "context": format!("# Context\n\n## Goal\n{goal}\n\n## Background\n{context}"),
-            "memory": "", "limits": limits, "tool_names": tool_names, "suggested_skills": Vec::<String>::new(),
-            "reframe_reason": null, "reframes": 0, "recall": "",
-        }),
+    let carried = crate::facts::merged(carried.iter().cloned());
+    let context = env.tpl.render(
+        "context.md.j2",
+        json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried}),
     )?;
+    let state = crate::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
+    let (prompt, _) = super::frame::prompt_with(env, &state, &crate::markdown::Memory::default(), &context)?;
     Ok((system, prompt, catalog))
 }
 
 pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
-    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, limits)?;
+    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], limits)?;
     let frame_tool = contract::frame_tool();
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg));
     let reflect_tool = contract::reflect_tool(5);
@@ -99,6 +100,15 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
             return Some(format!(
                 "the smallest run (Frame, one Plan, one Reflect) needs about {} tokens; max_tokens is {max}",
                 e.min_tokens
+            ));
+        }
+    }
+    if let (Some(max), None) = (limits.max_cost_usd, e.min_cost_usd) {
+        // A cap that cannot be counted would hold nothing (a replay spends nothing: it holds).
+        if !crate::model::is_scripted(&e.model) {
+            return Some(format!(
+                "max_cost_usd is ${max:.2} but model `{0}` has no price, so the cap could not hold; add its price per million tokens under `prices:` in agentloop.yaml (e.g. `prices: {{\"{0}\": {{input: 1.0, output: 2.0}}}}`), or pass --force to run with the cap unenforced",
+                e.model
             ));
         }
     }

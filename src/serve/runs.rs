@@ -155,9 +155,14 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     // runs/ and runs/<id>/ are entered (and made) without following a link.
     let ws = entered(shared, &id, true)?;
     let env = Env::with(&ws, cfg, quiet())?;
-    if !new.force {
-        crate::lifecycle::check_fits(&env, model.model(), &new.goal, &new.context)?;
-    }
+    let start = crate::lifecycle::Start {
+        goal: new.goal.clone(),
+        background: new.context.clone(),
+        carry: false,
+        force: new.force,
+        slot: None,
+    };
+    crate::lifecycle::check_fits(&env, model.model(), &start)?;
     // The record first: a run without one would never be driven; a record without a run (a
     // crash in between) is ignored and removed at the next start.
     let record = Record {

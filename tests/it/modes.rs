@@ -236,7 +236,8 @@ fn negotiation_refuses_a_run_that_cannot_fit_and_dry_run_calls_no_model() {
         .al(&["--script", "script.yaml", "--max-tokens", "300", "run", "--goal", "g", "--dry-run", "--json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The estimate and prompts are printed, and the dry run refuses as the run would.
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     let v = json_out(&out);
     assert_eq!(v["fits"], false);
     assert!(v["estimate"]["min_tokens"].as_u64().unwrap() > 300);
@@ -247,6 +248,41 @@ fn negotiation_refuses_a_run_that_cannot_fit_and_dry_run_calls_no_model() {
     let out =
         t.al(&["--script", "script.yaml", "--max-tokens", "300", "run", "--goal", "g", "--force"]).output().unwrap();
     assert_ne!(out.status.code(), Some(9));
+    assert!(stderr(&out).contains("starting anyway (--force): the smallest run"), "{}", stderr(&out));
+}
+
+/// `run --dry-run` shows the first prompt exactly as the run sends it: context.md as the run
+/// writes it, the skills whose triggers match; a cost cap over a model with no price is
+/// refused by both (it could not hold), naming the model and the `prices:` key.
+#[test]
+fn dry_run_shows_the_prompt_the_run_sends_and_an_uncountable_cost_cap_is_refused() {
+    let t = T::new();
+    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("ws/notes.txt", "n\n");
+    let goal = "Write a critique of the notes";
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", goal, "--dry-run", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let frame = json_out(&out)["prompts"]["frame"].as_str().unwrap().to_string();
+    assert!(frame.contains("Skills whose triggers match the goal: critique"), "{frame}");
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", goal]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let transcript = t.read("ws/transcript.md");
+    let first_line = frame.lines().find(|l| l.contains("Skills whose triggers match")).unwrap();
+    assert!(transcript.contains(first_line), "the dry run's prompt is the one sent:\n{first_line}\n---\n{transcript}");
+    // An unpriced model with a cost cap: refused at start (exit 9), and by the dry run.
+    let unpriced =
+        ["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "my-local", "--max-cost", "0.5"];
+    let out = t.cmd().args(["-w", "fresh"]).args(unpriced).args(["run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("model `my-local` has no price") && stderr(&out).contains("prices:"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!t.exists("fresh"), "nothing created");
+    let out = t.cmd().args(["-w", "fresh"]).args(unpriced).args(["run", "--goal", "g", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stdout(&out).contains("fits budget  no: max_cost_usd is $0.50 but model `my-local` has no price"));
 }
 
 #[test]
