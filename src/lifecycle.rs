@@ -211,7 +211,7 @@ fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
 
 /// A limit the run is still over with the limits in force now (`now`), which a continue would
 /// stop on again at once: which, and the refusal naming the flag that raises it.
-pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> Option<Error> {
+pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> Option<(Budget, Error)> {
     let over = if s.step >= now.max_steps {
         Some((Budget::MaxSteps, format!("{} of {} steps used", s.step, now.max_steps)))
     } else if s.stop == Some(StopKind::Budget(Budget::MaxReframes)) && s.reframes > now.max_reframes {
@@ -227,14 +227,15 @@ pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> 
     let mut raised = s.clone();
     raised.limits = now.clone();
     raised.stop = Some(StopKind::Budget(b));
-    Some(
+    Some((
+        b,
         Error::usage(format!(
             "run {} would stop again at once: {} is still over ({used}); nothing was changed",
             s.run_id,
             b.key()
         ))
         .with_hint(continue_way(ws, &raised, StopKind::Budget(b))),
-    )
+    ))
 }
 
 /// Where a request runs: the workspace, its resolved configuration, the printer phases use, how
@@ -314,7 +315,7 @@ impl Runner<'_> {
     fn refuse_stopping_again(&self, d: &Decision) -> Result<()> {
         if let Decision::Continue(s) = d {
             let now = s.limits.in_force(self.cfg(), &self.resolved.sources);
-            if let Some(e) = still_over(self.ws, s, &now) {
+            if let Some((_, e)) = still_over(self.ws, s, &now) {
                 return Err(e);
             }
         }

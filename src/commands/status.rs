@@ -138,6 +138,7 @@ pub fn view(
         "agent": s.agent,
         "goal": s.goal,
         "status": s.status,
+        "stop": s.stop,
         "next": s.next,
         "step": s.step,
         "reframes": s.reframes,

@@ -154,6 +154,18 @@ fn budget_keys() -> String {
     Budget::ALL.map(Budget::key).join(", ")
 }
 
+/// A request's `budgets` (none: no budgets asked for).
+fn budgets_of(body: &Map<String, Value>) -> ApiResult<Budgets> {
+    match body.get("budgets") {
+        None | Some(Value::Null) => Ok(Budgets::default()),
+        Some(Value::Object(m)) => serde_path_to_error::deserialize(Value::Object(m.clone())).map_err(|e| {
+            let path = e.path().to_string();
+            ApiError::new(400, format!("budgets.{path}: {}", e.into_inner()))
+        }),
+        Some(_) => Err(ApiError::new(400, "`budgets` must be an object").hint(format!("keys: {}", budget_keys()))),
+    }
+}
+
 /// POST /runs
 fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let body = http::json_body(req)?;
@@ -179,16 +191,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(Value::String(a)) => Some(a.clone()),
         Some(_) => return Err(ApiError::new(400, "`agent` must be the name of an agent profile (a string)")),
     };
-    let budgets = match body.get("budgets") {
-        None | Some(Value::Null) => Budgets::default(),
-        Some(Value::Object(m)) => serde_path_to_error::deserialize(Value::Object(m.clone())).map_err(|e| {
-            let path = e.path().to_string();
-            ApiError::new(400, format!("budgets.{path}: {}", e.into_inner()))
-        })?,
-        Some(_) => {
-            return Err(ApiError::new(400, "`budgets` must be an object").hint(format!("keys: {}", budget_keys())))
-        }
-    };
+    let budgets = budgets_of(&body)?;
     let force = match body.get("force") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -310,7 +313,7 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
     let text = text_field(&body, "answer")?;
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let s = runs::reopen(shared, id, Request::Answer(text), ticket)?;
+    let s = runs::reopen(shared, id, Request::Answer(text), ticket, None)?;
     shared.log(&format!("run {id} answered; queued to go on"));
     Ok(Reply::json(
         202,
@@ -320,14 +323,17 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
 
 /// POST /runs/{id}/continue
 fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult {
-    // The body may be empty; if there is one it must be an empty object.
+    // The body may be empty; if there is one it may raise the run's budgets (up to the server's
+    // own limits).
+    let mut budgets = None;
     if req.body_length().unwrap_or(0) > 0 {
         let body = http::json_body(req)?;
-        only_keys(&body, &[], "POST /runs/{id}/continue")?;
+        only_keys(&body, &["budgets"], "POST /runs/{id}/continue")?;
+        budgets = Some(budgets_of(&body)?);
     }
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let s = runs::reopen(shared, id, Request::Continue { archived: None }, ticket)?;
+    let s = runs::reopen(shared, id, Request::Continue { archived: None }, ticket, budgets)?;
     shared.log(&format!("run {id} continued; queued to go on"));
     Ok(Reply::json(
         202,

@@ -171,14 +171,30 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         budgets: new.budgets,
         submitted_at: crate::clock::now_rfc3339(),
     };
-    crate::fs::create_dir_all(&records_dir(shared))?;
-    let text = serde_json::to_string_pretty(&record).expect("record serializes") + "\n";
-    crate::fs::write_durable(&record_path(shared, &id), text.as_bytes())?;
+    save_record(shared, &record)?;
     let session = ws.lock(None)?;
     phases::init::init_run(&session, cfg, &env.tpl, &new.goal, &new.context, false, Some(id.clone()))?;
     drop(session);
     ticket.push(&id);
     Ok(id)
+}
+
+/// Writes a run's record (durably: a run is driven only with one).
+fn save_record(shared: &Shared, record: &Record) -> Result<()> {
+    crate::fs::create_dir_all(&records_dir(shared))?;
+    let text = serde_json::to_string_pretty(record).expect("record serializes") + "\n";
+    crate::fs::write_durable(&record_path(shared, &record.run_id), text.as_bytes())
+}
+
+/// The recorded budgets with those of `new` put in their place.
+fn merged(old: &Budgets, new: &Budgets) -> Budgets {
+    Budgets {
+        max_steps: new.max_steps.or(old.max_steps),
+        max_reframes: new.max_reframes.or(old.max_reframes),
+        timeout: new.timeout.or(old.timeout),
+        max_tokens: new.max_tokens.or(old.max_tokens),
+        max_cost_usd: new.max_cost_usd.or(old.max_cost_usd),
+    }
 }
 
 /// The configuration a recorded run is driven (or answered, or continued) with.
@@ -212,16 +228,39 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
 /// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
 /// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
 /// queued as it is by a continue.
-pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket) -> ApiResult<State> {
+pub fn reopen(
+    shared: &Shared,
+    id: &str,
+    how: Request,
+    ticket: Ticket,
+    budgets: Option<Budgets>,
+) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
         return Err(
             ApiError::new(409, format!("run {id} is queued or running")).hint("GET /runs/{id} shows where it is")
         );
     }
-    let resolved = recorded_config(shared, id).map_err(|e| ApiError::from(e).status_if(400, 409))?;
+    let mut record = load_record(shared, id)?
+        .ok_or_else(|| ApiError::new(409, format!("run {id} was not started by this server; it is only listed")))?;
+    // New budgets replace the recorded ones they name, each held to the server's limits.
+    if let Some(b) = &budgets {
+        record.budgets = merged(&record.budgets, b);
+    }
+    let strict = budgets.is_some();
+    let resolved = config(shared, record.agent.as_deref(), &record.budgets, strict)?;
     let session = ws.lock(None)?;
     let state = ws.load_state()?;
+    if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
+        let now = state.limits.in_force(&resolved.config, &resolved.sources);
+        if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
+            let hint = format!("raise it in the request: {{\"budgets\": {{\"{}\": ...}}}}, up to this server's limit", b.key());
+            return Err(ApiError::new(409, e.message).hint(hint));
+        }
+    }
+    if strict {
+        save_record(shared, &record)?;
+    }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
     let state = match how {

@@ -636,3 +636,41 @@ fn a_browser_shows_the_served_pages() {
     );
     eprintln!("screenshots of the served pages: {}", shot.parent().unwrap().display());
 }
+
+const TWO_STEPS: &str = r#"frame:
+  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: list_dir, args: {}}}
+  - answer: {next_action: {tool: finish, args: {summary: done it}}}
+reflect:
+  - answer: {decision: continue, reason: more}
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished, outcome: done it}
+"#;
+
+/// A served run stopped by a budget goes on when the continue raises that budget, up to the
+/// server's own limit; a continue that would stop again at once is refused, changing nothing.
+#[test]
+fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 6\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = s.finished(&id);
+    assert_eq!(v["stop"], "max_steps", "{v}");
+    let trace = t.read(&format!("root/runs/{id}/trace.jsonl"));
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.body.contains("max_steps is still over") && r.body.contains("budgets"), "{}", r.body);
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({"budgets": {"max_steps": 9}}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("budgets.max_steps: 9 is above the root's 6"), "{}", r.body);
+    assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "nothing written");
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({"budgets": {"max_steps": 4}}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let v = s.finished(&id);
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+}
