@@ -262,7 +262,9 @@ impl Runner<'_> {
     /// new one only once the checks pass (the lock creates it). The lock is released (the
     /// journal checkpointed) before this returns, so printing the outcome never holds it.
     pub fn request(&self, req: &Request) -> Result<Outcome> {
-        let early = if self.ws.root.is_dir() { Some(self.ws.lock(self.wait)?) } else { None };
+        // Locked at once only when there is a run or a journal to finish: a command refused
+        // before it starts creates nothing in a folder that holds neither.
+        let early = if self.ws.has_run() || self.ws.has_journal() { Some(self.ws.lock(self.wait)?) } else { None };
         // Declared before the environment, which commits through it.
         let session: Session;
         if let Some(s) = self.slot_taken(req) {
@@ -380,7 +382,16 @@ impl Runner<'_> {
             self.printer.info(&format!("run {} moved to {shown}", old.run_id));
         }
         let slot = st.slot.as_deref();
-        phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried, slot)
+        let state =
+            phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried, slot)?;
+        // The event stream starts with the run: its `run.started` entry first.
+        if self.events {
+            let trace = crate::fs::read_inside(&self.ws.root, &self.ws.trace())?.unwrap_or_default();
+            if let Some(line) = trace.lines().find(|l| l.contains("\"run.started\"")) {
+                let _ = self.printer.try_outln(line);
+            }
+        }
+        Ok(state)
     }
 
     /// Brings the archived run `id` back to the root, archiving the root's own first.

@@ -91,6 +91,10 @@ fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
 
 impl Scripted {
     pub fn load(path: &Utf8PathBuf) -> Result<Self> {
+        if !path.is_file() {
+            return Err(Error::usage(format!("--script {path}: no such file"))
+                .with_hint("give the path of a script (YAML or JSONL of answers), or drop --script"));
+        }
         let text = crate::fs::read_to_string(path)?;
         let jsonl = path.extension() == Some("jsonl");
         let queues = if jsonl {

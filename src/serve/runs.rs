@@ -228,13 +228,7 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
 /// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
 /// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
 /// queued as it is by a continue.
-pub fn reopen(
-    shared: &Shared,
-    id: &str,
-    how: Request,
-    ticket: Ticket,
-    budgets: Option<Budgets>,
-) -> ApiResult<State> {
+pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: Option<Budgets>) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
         return Err(
@@ -254,7 +248,10 @@ pub fn reopen(
     if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
         let now = state.limits.in_force(&resolved.config, &resolved.sources);
         if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
-            let hint = format!("raise it in the request: {{\"budgets\": {{\"{}\": ...}}}}, up to this server's limit", b.key());
+            let hint = format!(
+                "raise it in the request: {{\"budgets\": {{\"{}\": ...}}}}, up to this server's limit",
+                b.key()
+            );
             return Err(ApiError::new(409, e.message).hint(hint));
         }
     }

@@ -39,7 +39,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Err(e) = self.ws.checkpoint(self.cycle.get_mut()) {
+        if let Err(e) = self.ws.release(self.cycle.get_mut()) {
             crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
         }
         fs::forget_spares(&self.ws.root);

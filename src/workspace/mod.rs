@@ -89,6 +89,14 @@ impl Workspace {
         self.state_path().is_file()
     }
 
+    /// Whether a commit journal with anything in it is here (a command killed part-way left it
+    /// for the next lock to replay).
+    pub fn has_journal(&self) -> bool {
+        [JOURNAL_FILE, crate::archive::JOURNAL]
+            .iter()
+            .any(|j| std::fs::symlink_metadata(self.path(j)).is_ok_and(|m| m.len() > 0))
+    }
+
     pub fn load_state(&self) -> Result<State> {
         let path = self.state_path();
         let Some(text) = fs::read_inside(&self.root, &path)? else {

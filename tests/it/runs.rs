@@ -472,3 +472,28 @@ fn a_slot_runs_once_however_often_it_is_fired() {
     // --slot goes with --goal.
     t.al(&["run", "--slot", "x"]).assert().code(2).stderr(predicate::str::contains("--goal"));
 }
+
+/// The paper trail tells the truth about the workspace at rest: the journal is empty after a
+/// finished run, a command refused before it starts creates nothing in the folder, a missing
+/// --script is a usage error naming it, and --events starts with `run.started`.
+#[test]
+fn a_workspace_at_rest_holds_no_journal_and_a_refused_command_creates_nothing() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("script.yaml", &daily_script("alpha"));
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "g", "--events"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+    assert_eq!(first["event"], "run.started", "the event stream starts with the run");
+    let journal = t.path("ws/.agentloop.journal.json");
+    assert_eq!(std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0), 0, "the journal is emptied");
+    // A folder with no run, and a command refused before it starts: nothing is created in it.
+    std::fs::create_dir_all(t.path("empty")).unwrap();
+    let out = t.cmd().args(["-w", "empty", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "no provider: {}", stderr(&out));
+    assert_eq!(std::fs::read_dir(t.path("empty")).unwrap().count(), 0, "nothing created");
+    let out = t.cmd().args(["-w", "empty", "--script", "nowhere.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nowhere.yaml: no such file"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(t.path("empty")).unwrap().count(), 0, "nothing created");
+}
