@@ -32,7 +32,9 @@ pub enum AskError {
     Other(Error),
 }
 
-/// Calls the model with a forced answer tool; one corrective retry when the answer is missing
+/// Calls the model with a forced answer tool, sent among all of the run's answer tools after the
+/// same system message and task as every other call ([`super::Env::answer_tools`]), so a
+/// server's prompt cache serves that prefix; one corrective retry when the answer is missing
 /// or does not validate against the schema sent (after near misses are mended: `prepare`, then
 /// [`crate::contract::mend`]), shown to the model as the error it made.
 pub fn ask<T: DeserializeOwned>(
@@ -48,12 +50,25 @@ pub fn ask<T: DeserializeOwned>(
     if let Some(reason) = budget_exceeded(state) {
         return Err(AskError::Budget(reason));
     }
-    let system = env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?;
+    let (system, messages) = if super::shared_prefix() {
+        // The same tools, system message and task for every call; what changes comes last.
+        let system = env.system_prompt("", "", &env.catalog()).map_err(AskError::Other)?;
+        let task = env.task_prompt().map_err(AskError::Other)?;
+        let turn = format!(
+            "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{}` tool once with arguments that match its schema.\n",
+            prompt.trim_end(),
+            tool.name
+        );
+        (system, vec![Message { role: model::Role::User, parts: vec![Part::Text(task), Part::Text(turn)] }])
+    } else {
+        (env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?, vec![Message::user(prompt)])
+    };
+    let tools = env.answer_tools(&tool).map_err(AskError::Other)?;
     let mut req = Request {
         phase: phase.to_string(),
         system,
-        messages: vec![Message::user(prompt)],
-        tools: vec![tool.clone()],
+        messages,
+        tools,
         tool_choice: ToolChoice::Tool(tool.name.clone()),
         max_tokens: env.cfg.llm.max_tokens,
         temperature: env.cfg.llm.temperature,

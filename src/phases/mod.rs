@@ -75,6 +75,9 @@ pub struct Env<'a> {
     plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
+    /// The answer tools whose schemas never change in a run (frame, compact, plan), in the
+    /// order every call sends them ([`Env::answer_tools`]).
+    fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
     skills_checked: std::cell::Cell<bool>,
 }
@@ -134,6 +137,7 @@ impl<'a> Env<'a> {
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),
+            fixed_tools: Default::default(),
             skills_checked: Default::default(),
         })
     }
@@ -159,6 +163,32 @@ impl<'a> Env<'a> {
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
     pub fn plan_tool(&self) -> crate::model::ToolDef {
         self.plan_tool.get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg))).clone()
+    }
+
+    /// Every answer tool of the run in one fixed order — frame, compact, plan, then reflect (the
+    /// one whose schema changes with the Definition of Done's length, so last) — with `phase`'s
+    /// own in its place: every call sends the same tool definitions, and the phase's answer is
+    /// forced by `tool_choice`. Without prefix sharing ([`shared_prefix`]), the phase's alone.
+    pub fn answer_tools(&self, phase: &crate::model::ToolDef) -> Result<Vec<crate::model::ToolDef>> {
+        if !shared_prefix() {
+            return Ok(vec![phase.clone()]);
+        }
+        let fixed = self.fixed_tools.get_or_init(|| {
+            vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool()]
+        });
+        let reflect = if phase.name == "reflect_answer" {
+            phase.clone()
+        } else {
+            crate::contract::reflect_tool(self.read_memory()?.1.dod.len())
+        };
+        Ok(fixed.iter().chain([&reflect]).map(|t| if t.name == phase.name { phase.clone() } else { t.clone() }).collect())
+    }
+
+    /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes
+    /// after the shared tools and system message and before what changes from call to call.
+    pub fn task_prompt(&self) -> Result<String> {
+        let context = crate::fs::read_inside(&self.ws.root, &self.ws.context())?.unwrap_or_default();
+        self.tpl.render("prompt-task.j2", json!({"context": frame::bounded(context.trim(), 20_000)}))
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
@@ -247,6 +277,8 @@ impl<'a> Env<'a> {
 
     /// The system prompt: the phase's role, the profile's instructions and, for Plan, the
     /// catalog. It is the stable prefix that Anthropic prompt caching reuses across calls.
+    /// With prefix sharing, `phase` and `answer_tool` are empty and the catalog is always
+    /// given: the same system message for every call of a run.
     pub fn system_prompt(&self, phase: &str, answer_tool: &str, catalog: &str) -> Result<String> {
         self.tpl.render(
             "prompt-system.j2",
@@ -300,6 +332,13 @@ impl<'a> Env<'a> {
         }
         Ok(())
     }
+}
+
+/// Whether every model call of a run starts with the same bytes (tools, system message, task):
+/// always, except under the hidden `AGENTLOOP_UNSHARED_PREFIX=1` that `make bench-real` sets to
+/// measure the difference (each phase then sends its own tool and system message, as before).
+pub fn shared_prefix() -> bool {
+    std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_none_or(|v| v.is_empty() || v == "0")
 }
 
 fn keep_last(v: &mut Vec<String>, n: usize) {
