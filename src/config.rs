@@ -1012,7 +1012,8 @@ pub fn user_config_dir() -> Option<Utf8PathBuf> {
 }
 
 /// Environment variables that are not configuration keys.
-const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL", "UNSHARED_PREFIX"];
+const ENV_RESERVED: &[&str] =
+    &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL", "UNSHARED_PREFIX"];
 
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands

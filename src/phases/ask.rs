@@ -50,30 +50,7 @@ pub fn ask<T: DeserializeOwned>(
     if let Some(reason) = budget_exceeded(state) {
         return Err(AskError::Budget(reason));
     }
-    let (system, messages) = if super::shared_prefix() {
-        // The same tools, system message and task for every call; what changes comes last.
-        let system = env.system_prompt("", "", &env.catalog()).map_err(AskError::Other)?;
-        let task = env.task_prompt().map_err(AskError::Other)?;
-        let turn = format!(
-            "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{}` tool once with arguments that match its schema.\n",
-            prompt.trim_end(),
-            tool.name
-        );
-        (system, vec![Message { role: model::Role::User, parts: vec![Part::Text(task), Part::Text(turn)] }])
-    } else {
-        (env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?, vec![Message::user(prompt)])
-    };
-    let tools = env.answer_tools(&tool).map_err(AskError::Other)?;
-    let mut req = Request {
-        phase: phase.to_string(),
-        system,
-        messages,
-        tools,
-        tool_choice: ToolChoice::Tool(tool.name.clone()),
-        max_tokens: env.cfg.llm.max_tokens,
-        temperature: env.cfg.llm.temperature,
-        deadline: env.deadline,
-    };
+    let mut req = request(env, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
     let prompt_bytes = req.prompt_bytes();
     let watch = crate::clock::Stopwatch::start();
     let mut usage = Usage::default();
@@ -128,6 +105,36 @@ pub fn ask<T: DeserializeOwned>(
         correct(&mut req, call, &resp.text, &problem, &tool.name);
     }
     unreachable!("the loop returns on the second attempt")
+}
+
+/// The request of a phase's call: with prefix sharing, all of the run's answer tools, the one
+/// system message and the task, then the phase's prompt and which tool to call; without it,
+/// the phase's own tool and system message.
+fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
+    let (system, messages) = if super::shared_prefix() {
+        // The same tools, system message and task for every call; what changes comes last.
+        let system = env.system_prompt("", "", &env.catalog())?;
+        let task = env.task_prompt()?;
+        let turn = format!(
+            "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{}` tool once with arguments that match its schema.\n",
+            prompt.trim_end(),
+            tool.name
+        );
+        (system, vec![Message { role: model::Role::User, parts: vec![Part::Text(task), Part::Text(turn)] }])
+    } else {
+        (env.system_prompt(phase, &tool.name, catalog)?, vec![Message::user(prompt)])
+    };
+    let tools = env.answer_tools(tool)?;
+    Ok(Request {
+        phase: phase.to_string(),
+        system,
+        messages,
+        tools,
+        tool_choice: ToolChoice::Tool(tool.name.clone()),
+        max_tokens: env.cfg.llm.max_tokens,
+        temperature: env.cfg.llm.temperature,
+        deadline: env.deadline,
+    })
 }
 
 /// The decode step: the answer in the forced call, mended and checked against the schema sent,

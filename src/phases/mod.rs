@@ -173,15 +173,19 @@ impl<'a> Env<'a> {
         if !shared_prefix() {
             return Ok(vec![phase.clone()]);
         }
-        let fixed = self.fixed_tools.get_or_init(|| {
-            vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool()]
-        });
+        let fixed = self
+            .fixed_tools
+            .get_or_init(|| vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool()]);
         let reflect = if phase.name == "reflect_answer" {
             phase.clone()
         } else {
             crate::contract::reflect_tool(self.read_memory()?.1.dod.len())
         };
-        Ok(fixed.iter().chain([&reflect]).map(|t| if t.name == phase.name { phase.clone() } else { t.clone() }).collect())
+        Ok(fixed
+            .iter()
+            .chain([&reflect])
+            .map(|t| if t.name == phase.name { phase.clone() } else { t.clone() })
+            .collect())
     }
 
     /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes
