@@ -111,10 +111,12 @@ pub fn ask<T: DeserializeOwned>(
 /// system message and the task, then the phase's prompt and which tool to call; without it,
 /// the phase's own tool and system message.
 fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
+    let tools = env.answer_tools(tool)?;
     let (system, messages) = if super::shared_prefix() {
         // The same tools, system message and task for every call; what changes comes last.
-        let system = env.system_prompt("", "", &env.catalog())?;
         let task = env.task_prompt()?;
+        let catalog = env.prompt_catalog(&tools, &task)?;
+        let system = env.system_prompt("", "", &catalog)?;
         let turn = format!(
             "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{}` tool once with arguments that match its schema.\n",
             prompt.trim_end(),
@@ -124,7 +126,6 @@ fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef
     } else {
         (env.system_prompt(phase, &tool.name, catalog)?, vec![Message::user(prompt)])
     };
-    let tools = env.answer_tools(tool)?;
     Ok(Request {
         phase: phase.to_string(),
         system,

@@ -75,6 +75,9 @@ pub struct Env<'a> {
     plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
+    /// The catalog as the shared system message shows it ([`Env::prompt_catalog`]), chosen
+    /// once so every call sends the same one.
+    prompt_catalog: std::cell::OnceCell<String>,
     /// The answer tools whose schemas never change in a run (frame, compact, plan), in the
     /// order every call sends them ([`Env::answer_tools`]).
     fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
@@ -137,6 +140,7 @@ impl<'a> Env<'a> {
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),
+            prompt_catalog: Default::default(),
             fixed_tools: Default::default(),
             skills_checked: Default::default(),
         })
@@ -193,6 +197,43 @@ impl<'a> Env<'a> {
     pub fn task_prompt(&self) -> Result<String> {
         let context = crate::fs::read_inside(&self.ws.root, &self.ws.context())?.unwrap_or_default();
         self.tpl.render("prompt-task.j2", json!({"context": frame::bounded(context.trim(), 20_000)}))
+    }
+
+    /// The catalog the shared system message shows: whole, unless `llm.context_window` says the
+    /// shared prefix (`tools`, the system message, `task`) would not leave room for
+    /// `llm.max_tokens` and [`PROMPT_RESERVE`] tokens of what changes per call; then shortened
+    /// ([`crate::catalog::shortened`]: descriptions cut, then skills by name) rather than the
+    /// request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
+    /// same bytes; when even the shortest does not fit it goes anyway and the server decides.
+    pub fn prompt_catalog(&self, tools: &[crate::model::ToolDef], task: &str) -> Result<String> {
+        if let Some(c) = self.prompt_catalog.get() {
+            return Ok(c.clone());
+        }
+        let mut pick = self.catalog();
+        if let Some(window) = self.cfg.llm.context_window {
+            let tool_bytes: usize = tools
+                .iter()
+                .map(|t| {
+                    t.name.len() + t.description.len() + serde_json::to_string(&t.parameters).map_or(0, |s| s.len())
+                })
+                .sum();
+            let room = u64::from(window).saturating_sub(u64::from(self.cfg.llm.max_tokens) + PROMPT_RESERVE);
+            let allowed = self.registry.allowed(self.cfg);
+            for level in 0..=2u8 {
+                if level > 0 {
+                    pick = crate::catalog::shortened(&allowed, &self.skills, level);
+                }
+                let system = self.system_prompt("", "", &pick)?;
+                let estimate = ((system.len() + task.len() + tool_bytes) / 3) as u64;
+                if estimate <= room {
+                    break;
+                }
+                self.printer.debug(&format!(
+                    "llm.context_window {window}: a prompt of about {estimate} tokens leaves too little room; shortening the catalog"
+                ));
+            }
+        }
+        Ok(self.prompt_catalog.get_or_init(|| pick).clone())
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
@@ -337,6 +378,10 @@ impl<'a> Env<'a> {
         Ok(())
     }
 }
+
+/// Tokens `llm.context_window` keeps free, besides `llm.max_tokens`, for what changes from call
+/// to call (memory, plan, the latest result, the phase's instruction).
+pub const PROMPT_RESERVE: u64 = 1024;
 
 /// Whether every model call of a run starts with the same bytes (tools, system message, task):
 /// always, except under the hidden `AGENTLOOP_UNSHARED_PREFIX=1` that `make bench-real` sets to

@@ -151,3 +151,33 @@ fn anthropic_requests_mark_the_shared_prefix_for_caching_and_stats_show_cache_re
     assert!(plan.split_whitespace().any(|w| w == "1000"), "the plan row shows its cache reads: {text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
+
+#[test]
+fn a_small_context_window_shortens_the_catalog_the_same_way_for_every_call() {
+    let t = T::new();
+    let s = server(false);
+    // Room for the tools and a shortened catalog, not the whole one.
+    t.write(
+        "ws/skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: Take careful notes. Then more words that a short catalog cuts.\n---\nBody.\n",
+    );
+    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 512\n  context_window: 5000\n");
+    let mut c = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
+    c.env("OPENAI_API_KEY", "sk-test-prefix");
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bodies: Vec<Value> = (0..s.count()).map(|i| s.request(i).json()).collect();
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("shortened to fit the context window"), "{system}");
+    assert!(system.contains("file_write") && !system.contains("- parameters:"), "{system}");
+    for b in &bodies {
+        assert_eq!(b["messages"][0], bodies[0]["messages"][0]);
+    }
+    // Without the key, the whole catalog.
+    let t = T::new();
+    let s = server(false);
+    let out = run(&t, &s, false, false);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let system = s.request(0).json()["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(!system.contains("shortened") && system.contains("- parameters:"), "{system}");
+}
