@@ -117,12 +117,8 @@ fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef
         let task = env.task_prompt()?;
         let catalog = env.prompt_catalog(&tools, &task)?;
         let system = env.system_prompt("", "", &catalog)?;
-        let turn = format!(
-            "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{}` tool once with arguments that match its schema.\n",
-            prompt.trim_end(),
-            tool.name
-        );
-        (system, vec![Message { role: model::Role::User, parts: vec![Part::Text(task), Part::Text(turn)] }])
+        let parts = vec![Part::Text(task), Part::Text(turn(phase, &prompt, &tool.name))];
+        (system, vec![Message { role: model::Role::User, parts }])
     } else {
         (env.system_prompt(phase, &tool.name, catalog)?, vec![Message::user(prompt)])
     };
@@ -136,6 +132,15 @@ fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef
         temperature: env.cfg.llm.temperature,
         deadline: env.deadline,
     })
+}
+
+/// The part of a shared-prefix request that follows the task: the phase's prompt, then which
+/// phase this is and the tool to call (last, nearest the answer).
+pub(crate) fn turn(phase: &str, prompt: &str, tool: &str) -> String {
+    format!(
+        "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{tool}` tool once with arguments that match its schema.\n",
+        prompt.trim_end()
+    )
 }
 
 /// The decode step: the answer in the forced call, mended and checked against the schema sent,
