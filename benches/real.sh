@@ -5,6 +5,7 @@
 # AGENTLOOP_UNSHARED_PREFIX=1: each phase sends its own tool and system message). Prints, for
 # each, the share of prompt tokens the server's prefix cache served from the second call on
 # (its log's `prefix-match hit` counts), the median wall time per step, and HTTP 5xx replies.
+# BENCH_MODES=shared (or unshared) runs one side; with BENCH_PORT, two can run side by side.
 # Skipped without the harness. The server runs from a private folder (its own pid file and log,
 # the harness's venv and model) on BENCH_PORT, so a harness server already running is left alone.
 set -euo pipefail
@@ -18,6 +19,8 @@ PORT="${BENCH_PORT:-8097}"
 STEPS="${BENCH_STEPS:-3}"
 GOAL="${BENCH_GOAL:-Write a haiku about the sea to artifacts/haiku.txt}"
 MODES="${BENCH_MODES:-shared unshared}"
+# Answers are capped alike in both modes: SmolLM2 under a grammar can write until max_tokens.
+MAX_TOKENS="${BENCH_MAX_TOKENS:-512}"
 work="$(mktemp -d)"
 priv="$work/harness"
 mkdir -p "$priv"
@@ -38,6 +41,7 @@ for mode in $MODES; do
   [[ "$mode" == unshared ]] && unshared=1
   start=$(date +%s)
   env -u AGENTLOOP_UNSHARED_PREFIX ${unshared:+AGENTLOOP_UNSHARED_PREFIX=1} XDG_CACHE_HOME="$work/cache" \
+    AGENTLOOP_LLM__MAX_TOKENS="$MAX_TOKENS" \
     "$BIN" -w "$ws" --provider openai --base-url "http://127.0.0.1:$PORT/v1" --model smollm2 \
     run --goal "$GOAL" --max-steps "$STEPS" > "$work/$mode.out" 2>&1 || true
   end=$(date +%s)

@@ -81,6 +81,8 @@ pub struct Env<'a> {
     /// The answer tools whose schemas never change in a run (frame, compact, plan), in the
     /// order every call sends them ([`Env::answer_tools`]).
     fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
+    /// Reflect's answer tool for the Definition of Done's length, as the other phases send it.
+    reflect_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
     skills_checked: std::cell::Cell<bool>,
 }
@@ -142,6 +144,7 @@ impl<'a> Env<'a> {
             catalog: Default::default(),
             prompt_catalog: Default::default(),
             fixed_tools: Default::default(),
+            reflect_tool: Default::default(),
             skills_checked: Default::default(),
         })
     }
@@ -183,7 +186,12 @@ impl<'a> Env<'a> {
         let reflect = if phase.name == "reflect_answer" {
             phase.clone()
         } else {
-            crate::contract::reflect_tool(self.read_memory()?.1.dod.len())
+            let n = self.read_memory()?.1.dod.len();
+            let mut memo = self.reflect_tool.borrow_mut();
+            match &*memo {
+                Some((m, t)) if *m == n => t.clone(),
+                _ => memo.insert((n, crate::contract::reflect_tool(n))).1.clone(),
+            }
         };
         Ok(fixed
             .iter()
