@@ -51,7 +51,16 @@ for mode in $MODES; do
 import json, re, statistics, sys
 mode, log, trace, wall = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 text = open(log, errors="replace").read()
-calls = [(int(h), int(r)) for h, r in re.findall(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval", text)]
+# One figure per request: the first prefix match logged before its reply (a function call
+# may generate twice on the same prompt; the second match is of the same request).
+calls = []
+for chunk in re.split(r'"POST /v1/chat/completions HTTP/1\.1" \d+', text)[:-1]:
+    m = re.search(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens to eval", chunk)
+    cold = re.search(r"prompt eval time = .*/ *(\d+) tokens", chunk)
+    if m:
+        calls.append((int(m.group(1)), int(m.group(2))))
+    elif cold:  # a fresh server's first prompt: nothing to match
+        calls.append((0, int(cold.group(1))))
 errors = len(re.findall(r'HTTP/1\.1" 5\d\d', text))
 later = calls[1:]
 hit = sum(h for h, _ in later)
