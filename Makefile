@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: doc build test test-real test-real-mcp test-real-harness lint ci install demo bench man clean
+.PHONY: doc build test test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
 
 build:
 	$(CARGO) build --locked
@@ -72,6 +72,13 @@ demo: build
 bench:
 	$(CARGO) bench --locked --bench loop
 	$(CARGO) bench --locked --bench mcp
+
+## bench-real: one fixed goal on the harness's SmolLM2 server (../shared/harness), with the shared
+## prompt prefix and without it: the share of prompt tokens served from the server's prefix cache
+## from the second call on, the median wall time per step, HTTP 5xx (skipped without the harness;
+## BENCH_STEPS, BENCH_GOAL, BENCH_PORT, BENCH_MODES override). Takes minutes: one CPU thread.
+bench-real: build
+	benches/real.sh
 
 ## man: regenerate the committed man page from the CLI definition
 man: build

@@ -86,6 +86,59 @@ pub fn markdown(tools: &[&ToolSpec], skills: &SkillSet) -> String {
     out
 }
 
+/// The first sentence of a description (up to `. `), at most `max` characters, cut at a word.
+fn first_sentence(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let sentence = line.find(". ").map_or(line, |i| &line[..=i]);
+    if sentence.chars().count() <= max {
+        return sentence.to_string();
+    }
+    let cut: String = sentence.chars().take(max).collect();
+    format!("{}…", cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a))
+}
+
+/// The catalog shortened for a small context window: at `level` 1 every description is cut to
+/// its first sentence; at 2 the tools keep one short line and no parameter list (the answer
+/// schema carries each tool's parameters) and the skills are listed by name, opened with
+/// `skill_read`. Level 0 is [`markdown`].
+pub fn shortened(tools: &[&ToolSpec], skills: &SkillSet, level: u8) -> String {
+    if level == 0 {
+        return markdown(tools, skills);
+    }
+    let mut out = String::from("# Skills (shortened to fit the context window)\n\n## Tools\n");
+    for t in tools {
+        if level >= 2 {
+            out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 80)));
+            continue;
+        }
+        out.push_str(&format!("\n### {}\n{}\n", t.name, first_sentence(&t.description, 160)));
+        for p in param_lines(&t.parameters) {
+            out.push_str(&first_sentence(&p, 120));
+            out.push('\n');
+        }
+    }
+    out.push_str("\n## Skills\n");
+    if skills.skills.is_empty() {
+        out.push_str("\n(none)\n");
+    } else if level >= 2 {
+        let names: Vec<&str> = skills.skills.iter().map(|s| s.name.as_str()).collect();
+        out.push_str(&format!(
+            "\n{}\n\nOpen one with skill_read {{\"name\": NAME}} to read what it does.\n",
+            names.join(", ")
+        ));
+    } else {
+        for s in &skills.skills {
+            out.push_str(&format!(
+                "- {}: {} (skill_read {{\"name\": \"{}\"}})\n",
+                s.name,
+                first_sentence(&s.description, 160),
+                s.name
+            ));
+        }
+    }
+    out
+}
+
 pub fn json(tools: &[&ToolSpec], skills: &SkillSet) -> Value {
     json!({
         "tools": tools.iter().map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters, "side_effect": t.side_effect})).collect::<Vec<_>>(),

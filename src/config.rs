@@ -307,6 +307,9 @@ pub struct LlmConfig {
     pub record: Option<Utf8PathBuf>,
     /// Use Anthropic prompt caching on the stable prefix.
     pub cache: bool,
+    /// The model's context window in tokens, when it is small: the tool and skill catalog in
+    /// the prompt is shortened (descriptions cut, then skills by name) so the prompt fits.
+    pub context_window: Option<u32>,
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.
     pub stream: bool,
@@ -333,6 +336,7 @@ impl Default for LlmConfig {
             script: None,
             record: None,
             cache: true,
+            context_window: None,
             stream: false,
         }
     }
@@ -1012,7 +1016,8 @@ pub fn user_config_dir() -> Option<Utf8PathBuf> {
 }
 
 /// Environment variables that are not configuration keys.
-const ENV_RESERVED: &[&str] = &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL"];
+const ENV_RESERVED: &[&str] =
+    &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL", "UNSHARED_PREFIX"];
 
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands

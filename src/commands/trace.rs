@@ -557,12 +557,14 @@ impl Stats {
         p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
         let row = |name: &str, s: &Sum| {
             format!(
-                "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
+                "{:<14} {:>7} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9}",
                 crate::output::one_line(name),
                 s.entries,
                 s.errors,
                 s.duration_ms,
                 s.input_tokens + s.cache_read_tokens + s.cache_write_tokens,
+                // Of those, the ones a provider's prompt cache served.
+                s.cache_read_tokens,
                 s.output_tokens,
                 // Only scripted calls: no spend to show, and none implied.
                 if s.scripted_calls > 0 && s.priced_calls == 0 {
@@ -573,8 +575,8 @@ impl Stats {
             )
         };
         let header = format!(
-            "{:<14} {:>7} {:>6} {:>10} {:>10} {:>10} {:>10}",
-            "", "entries", "errors", "time_ms", "tokens_in", "tokens_out", "cost_usd"
+            "{:<14} {:>7} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9}",
+            "", "entries", "errors", "time_ms", "tokens_in", "cached_in", "tokens_out", "cost_usd"
         );
         p.outln(&header.replacen("              ", "phase         ", 1));
         for (k, s) in phases.iter() {

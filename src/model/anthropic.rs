@@ -1,8 +1,9 @@
 //! The Anthropic Messages API: `POST {base}/v1/messages` with `x-api-key` and
 //! `anthropic-version: 2023-06-01`; content blocks text / tool_use / tool_result; tools with
 //! `input_schema`; `tool_choice` auto / any / tool; prompt caching with `cache_control` on the
-//! stable prefix (the system prompt and the tool catalog), so repeated phase calls read it from
-//! the cache; usage including `cache_creation_input_tokens` and `cache_read_input_tokens`.
+//! stable prefix every call of a run shares (the answer tools, the system prompt with the
+//! catalog, and the task part of the first message), so every phase reads it from the cache
+//! from the second call on; usage including `cache_creation_input_tokens` and `cache_read_input_tokens`.
 //! With `llm.stream`, `stream: true` and the event stream read by [`super::stream::anthropic`].
 
 use super::http::{Client, Shapes};
@@ -74,6 +75,15 @@ pub fn body(model: &str, req: &Request, cache: bool) -> Value {
             json!({"role": if m.role == Role::User { "user" } else { "assistant" }, "content": content})
         })
         .collect();
+    let mut messages = messages;
+    // The task part every call of a run shares (the first block of a first message in parts)
+    // ends the cached prefix: tools, system and task are read from the cache from the second
+    // call on, whatever the phase.
+    if cache {
+        if let Some(first) = messages.first_mut().and_then(|m| m["content"].as_array_mut()).filter(|c| c.len() > 1) {
+            first[0]["cache_control"] = json!({"type": "ephemeral"});
+        }
+    }
     let mut system = json!({"type": "text", "text": req.system});
     if cache {
         system["cache_control"] = json!({"type": "ephemeral"});

@@ -265,9 +265,16 @@ pub fn body<'a>(model: &str, req: &'a Request, form: Option<Form>, strict: bool,
         Some(Form::JsonObject) => b["response_format"] = json!({"type": "json_object"}),
         Some(Form::JsonPrompt) => {}
         _ => {
-            tools = req
-                .tools
-                .iter()
+            // A named `tool_choice` forces one answer among all the tools sent (the run's shared
+            // prefix); `"required"` and `"auto"` would let the model pick another, so they get
+            // the wanted tools alone.
+            let sent = if matches!(form, Some(Form::Required | Form::AutoInstructed)) {
+                wanted.clone()
+            } else {
+                req.tools.iter().collect()
+            };
+            tools = sent
+                .into_iter()
                 .map(|t| {
                     let (parameters, strict) = schema(t, strict);
                     ToolEntry {

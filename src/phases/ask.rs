@@ -33,7 +33,9 @@ pub enum AskError {
     Other(Error),
 }
 
-/// Calls the model with a forced answer tool; one corrective retry when the answer is missing
+/// Calls the model with a forced answer tool, sent among all of the run's answer tools after the
+/// same system message and task as every other call ([`super::Env::answer_tools`]), so a
+/// server's prompt cache serves that prefix; one corrective retry when the answer is missing
 /// or does not validate against the schema sent (after near misses are mended: `prepare`, then
 /// [`crate::contract::mend`]), shown to the model as the error it made.
 pub fn ask<T: DeserializeOwned>(
@@ -49,17 +51,7 @@ pub fn ask<T: DeserializeOwned>(
     if let Some((budget, reason)) = budget_exceeded(state) {
         return Err(AskError::Budget(budget, reason));
     }
-    let system = env.system_prompt(phase, &tool.name, catalog).map_err(AskError::Other)?;
-    let mut req = Request {
-        phase: phase.to_string(),
-        system,
-        messages: vec![Message::user(prompt)],
-        tools: vec![tool.clone()],
-        tool_choice: ToolChoice::Tool(tool.name.clone()),
-        max_tokens: env.cfg.llm.max_tokens,
-        temperature: env.cfg.llm.temperature,
-        deadline: env.deadline,
-    };
+    let mut req = request(env, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
     let prompt_bytes = req.prompt_bytes();
     let watch = crate::clock::Stopwatch::start();
     let mut usage = Usage::default();
@@ -114,6 +106,42 @@ pub fn ask<T: DeserializeOwned>(
         correct(&mut req, call, &resp.text, &problem, &tool.name);
     }
     unreachable!("the loop returns on the second attempt")
+}
+
+/// The request of a phase's call: with prefix sharing, all of the run's answer tools, the one
+/// system message and the task, then the phase's prompt and which tool to call; without it,
+/// the phase's own tool and system message.
+fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
+    let tools = env.answer_tools(tool)?;
+    let (system, messages) = if super::shared_prefix() {
+        // The same tools, system message and task for every call; what changes comes last.
+        let task = env.task_prompt()?;
+        let catalog = env.prompt_catalog(&tools, &task)?;
+        let system = env.system_prompt("", "", &catalog)?;
+        let parts = vec![Part::Text(task), Part::Text(turn(phase, &prompt, &tool.name))];
+        (system, vec![Message { role: model::Role::User, parts }])
+    } else {
+        (env.system_prompt(phase, &tool.name, catalog)?, vec![Message::user(prompt)])
+    };
+    Ok(Request {
+        phase: phase.to_string(),
+        system,
+        messages,
+        tools,
+        tool_choice: ToolChoice::Tool(tool.name.clone()),
+        max_tokens: env.cfg.llm.max_tokens,
+        temperature: env.cfg.llm.temperature,
+        deadline: env.deadline,
+    })
+}
+
+/// The part of a shared-prefix request that follows the task: the phase's prompt, then which
+/// phase this is and the tool to call (last, nearest the answer).
+pub(crate) fn turn(phase: &str, prompt: &str, tool: &str) -> String {
+    format!(
+        "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{tool}` tool once with arguments that match its schema.\n",
+        prompt.trim_end()
+    )
 }
 
 /// The decode step: the answer in the forced call, mended and checked against the schema sent,

@@ -11,7 +11,7 @@ use crate::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
 /// At most `max` characters of a document for a prompt, with a note saying where the rest is.
-fn bounded(text: &str, max: usize) -> String {
+pub(crate) fn bounded(text: &str, max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
         return text.to_string();
@@ -128,7 +128,8 @@ pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Res
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({
-            "context": bounded(context.trim(), 20_000),
+            // With prefix sharing, context.md comes before this prompt, in the shared task part.
+            "context": if super::shared_prefix() { String::new() } else { bounded(context.trim(), 20_000) },
             "memory": memory_text,
             "limits": state.limits,
             "tool_names": tool_names,

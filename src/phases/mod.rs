@@ -79,6 +79,14 @@ pub struct Env<'a> {
     plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
+    /// The catalog as the shared system message shows it ([`Env::prompt_catalog`]), chosen
+    /// once so every call sends the same one.
+    prompt_catalog: std::cell::OnceCell<String>,
+    /// The answer tools whose schemas never change in a run (frame, compact, plan), in the
+    /// order every call sends them ([`Env::answer_tools`]).
+    fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
+    /// Reflect's answer tool for the Definition of Done's length, as the other phases send it.
+    reflect_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
     skills_checked: std::cell::Cell<bool>,
 }
@@ -139,6 +147,9 @@ impl<'a> Env<'a> {
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),
+            prompt_catalog: Default::default(),
+            fixed_tools: Default::default(),
+            reflect_tool: Default::default(),
             skills_checked: Default::default(),
         })
     }
@@ -171,6 +182,78 @@ impl<'a> Env<'a> {
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
     pub fn plan_tool(&self) -> crate::model::ToolDef {
         self.plan_tool.get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg))).clone()
+    }
+
+    /// Every answer tool of the run in one fixed order — frame, compact, plan, then reflect (the
+    /// one whose schema changes with the Definition of Done's length, so last) — with `phase`'s
+    /// own in its place: every call sends the same tool definitions, and the phase's answer is
+    /// forced by `tool_choice`. Without prefix sharing ([`shared_prefix`]), the phase's alone.
+    pub fn answer_tools(&self, phase: &crate::model::ToolDef) -> Result<Vec<crate::model::ToolDef>> {
+        if !shared_prefix() {
+            return Ok(vec![phase.clone()]);
+        }
+        let fixed = self
+            .fixed_tools
+            .get_or_init(|| vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool()]);
+        let reflect = if phase.name == "reflect_answer" {
+            phase.clone()
+        } else {
+            let n = self.read_memory()?.1.dod.len();
+            let mut memo = self.reflect_tool.borrow_mut();
+            match &*memo {
+                Some((m, t)) if *m == n => t.clone(),
+                _ => memo.insert((n, crate::contract::reflect_tool(n))).1.clone(),
+            }
+        };
+        Ok(fixed
+            .iter()
+            .chain([&reflect])
+            .map(|t| if t.name == phase.name { phase.clone() } else { t.clone() })
+            .collect())
+    }
+
+    /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes
+    /// after the shared tools and system message and before what changes from call to call.
+    pub fn task_prompt(&self) -> Result<String> {
+        let context = crate::fs::read_inside(&self.ws.root, &self.ws.context())?.unwrap_or_default();
+        self.tpl.render("prompt-task.j2", json!({"context": frame::bounded(context.trim(), 20_000)}))
+    }
+
+    /// The catalog the shared system message shows: whole, unless `llm.context_window` says the
+    /// shared prefix (`tools`, the system message, `task`) would not leave room for
+    /// `llm.max_tokens` and [`PROMPT_RESERVE`] tokens of what changes per call; then shortened
+    /// ([`crate::catalog::shortened`]: descriptions cut, then skills by name) rather than the
+    /// request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
+    /// same bytes; when even the shortest does not fit it goes anyway and the server decides.
+    pub fn prompt_catalog(&self, tools: &[crate::model::ToolDef], task: &str) -> Result<String> {
+        if let Some(c) = self.prompt_catalog.get() {
+            return Ok(c.clone());
+        }
+        let mut pick = self.catalog();
+        if let Some(window) = self.cfg.llm.context_window {
+            let tool_bytes: usize = tools
+                .iter()
+                .map(|t| {
+                    t.name.len() + t.description.len() + serde_json::to_string(&t.parameters).map_or(0, |s| s.len())
+                })
+                .sum();
+            let room = u64::from(window).saturating_sub(u64::from(self.cfg.llm.max_tokens) + PROMPT_RESERVE);
+            let allowed = self.registry.allowed(self.cfg);
+            for level in 0..=2u8 {
+                if level > 0 {
+                    pick = crate::catalog::shortened(&allowed, &self.skills, level);
+                }
+                let system = self.system_prompt("", "", &pick)?;
+                let estimate = ((system.len() + task.len() + tool_bytes) / 3) as u64;
+                if estimate <= room {
+                    break;
+                }
+                self.printer.debug(&format!(
+                    "llm.context_window {window}: a prompt of about {estimate} tokens leaves too little room; shortening the catalog"
+                ));
+            }
+        }
+        Ok(self.prompt_catalog.get_or_init(|| pick).clone())
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
@@ -259,6 +342,8 @@ impl<'a> Env<'a> {
 
     /// The system prompt: the phase's role, the profile's instructions and, for Plan, the
     /// catalog. It is the stable prefix that Anthropic prompt caching reuses across calls.
+    /// With prefix sharing, `phase` and `answer_tool` are empty and the catalog is always
+    /// given: the same system message for every call of a run.
     pub fn system_prompt(&self, phase: &str, answer_tool: &str, catalog: &str) -> Result<String> {
         self.tpl.render(
             "prompt-system.j2",
@@ -312,6 +397,17 @@ impl<'a> Env<'a> {
         }
         Ok(())
     }
+}
+
+/// Tokens `llm.context_window` keeps free, besides `llm.max_tokens`, for what changes from call
+/// to call (memory, plan, the latest result, the phase's instruction).
+pub const PROMPT_RESERVE: u64 = 1024;
+
+/// Whether every model call of a run starts with the same bytes (tools, system message, task):
+/// always, except under the hidden `AGENTLOOP_UNSHARED_PREFIX=1` that `make bench-real` sets to
+/// measure the difference (each phase then sends its own tool and system message, as before).
+pub fn shared_prefix() -> bool {
+    std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_none_or(|v| v.is_empty() || v == "0")
 }
 
 fn keep_last(v: &mut Vec<String>, n: usize) {

@@ -50,7 +50,9 @@ pub fn first_prompts(
 ) -> crate::error::Result<(String, String, String)> {
     let catalog = env.catalog();
     let frame_tool = contract::frame_tool();
-    let system = env.system_prompt("frame", &frame_tool.name, "")?;
+    let shared = super::shared_prefix();
+    let system =
+        if shared { env.system_prompt("", "", &catalog)? } else { env.system_prompt("frame", &frame_tool.name, "")? };
     let carried = crate::facts::merged(carried.iter().cloned());
     let context = env.tpl.render(
         "context.md.j2",
@@ -58,6 +60,12 @@ pub fn first_prompts(
     )?;
     let state = crate::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
     let (prompt, _) = super::frame::prompt_with(env, &state, &crate::markdown::Memory::default(), &context)?;
+    if shared {
+        // As sent: the task part every call shares, then the frame's own.
+        let task =
+            env.tpl.render("prompt-task.j2", json!({"context": super::frame::bounded(context.trim(), 20_000)}))?;
+        return Ok((system, format!("{task}{}", super::ask::turn("frame", &prompt, &frame_tool.name)), catalog));
+    }
     Ok((system, prompt, catalog))
 }
 
@@ -66,12 +74,28 @@ pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limi
     let frame_tool = contract::frame_tool();
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg));
     let reflect_tool = contract::reflect_tool(5);
-    let frame_in = tokens(system.len() + frame_prompt.len() + frame_tool.parameters.to_string().len());
-    let plan_system = env.system_prompt("plan", &plan_tool.name, &catalog)?;
-    let plan_in = tokens(plan_system.len() + plan_tool.parameters.to_string().len() + RUNNING_STATE as usize);
-    let reflect_system = env.system_prompt("reflect", &reflect_tool.name, "")?;
-    let reflect_in =
-        tokens(reflect_system.len() + reflect_tool.parameters.to_string().len() + RUNNING_STATE as usize + 2000);
+    let schema = |t: &crate::model::ToolDef| t.parameters.to_string().len();
+    let (frame_in, plan_in, reflect_in) = if super::shared_prefix() {
+        // Every call sends every answer tool, the one system message (with the catalog) and
+        // the task: the frame prompt holds the task, the others carry it and their state.
+        let tools =
+            schema(&frame_tool) + schema(&contract::compact_tool()) + schema(&plan_tool) + schema(&reflect_tool);
+        let fixed = system.len() + tools;
+        let task = frame_prompt.len();
+        (
+            tokens(fixed + task),
+            tokens(fixed + task + RUNNING_STATE as usize),
+            tokens(fixed + task + RUNNING_STATE as usize + 2000),
+        )
+    } else {
+        let plan_system = env.system_prompt("plan", &plan_tool.name, &catalog)?;
+        let reflect_system = env.system_prompt("reflect", &reflect_tool.name, "")?;
+        (
+            tokens(system.len() + frame_prompt.len() + schema(&frame_tool)),
+            tokens(plan_system.len() + schema(&plan_tool) + RUNNING_STATE as usize),
+            tokens(reflect_system.len() + schema(&reflect_tool) + RUNNING_STATE as usize + 2000),
+        )
+    };
     let frame_tokens = frame_in + OUTPUT[0];
     let step_tokens = plan_in + OUTPUT[1] + reflect_in + OUTPUT[2];
     let usage = |steps: u64| Usage {

@@ -223,7 +223,15 @@ fn literal_server(kind: &'static str, seed: u64, steer: bool) -> Server {
     let lit = std::sync::Mutex::new(lit);
     Server::start_with(move |i, req| {
         let body = req.json();
-        let tool = &body["tools"][0];
+        // The forced tool among all the answer tools sent (the first when nothing names one).
+        let named = body["tool_choice"]["name"].as_str().or(body["tool_choice"]["function"]["name"].as_str());
+        let tools = body["tools"].as_array().cloned().unwrap_or_default();
+        let tool = &tools
+            .iter()
+            .find(|t| named.is_some() && (t["name"].as_str() == named || t["function"]["name"].as_str() == named))
+            .or(tools.first())
+            .cloned()
+            .unwrap_or(Value::Null);
         let (name, schema) = if kind == "anthropic" {
             (tool["name"].as_str().unwrap_or("").to_string(), tool["input_schema"].clone())
         } else if tool.is_object() {

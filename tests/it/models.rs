@@ -237,7 +237,7 @@ fn loop_script_server(kind: &str) -> Server {
         let tool = if anthropic {
             body["tool_choice"]["name"].as_str().unwrap().to_string()
         } else {
-            body["tools"][0]["function"]["name"].as_str().unwrap().to_string()
+            body["tool_choice"]["function"]["name"].as_str().unwrap().to_string()
         };
         let args = match tool.as_str() {
             "frame_answer" => {

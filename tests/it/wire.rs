@@ -23,8 +23,9 @@ fn answer(tool: &str) -> Value {
 
 /// The tool a request forces (from the tools, else the json_schema name).
 fn forced(body: &Value) -> String {
-    body["tools"][0]["function"]["name"]
+    body["tool_choice"]["function"]["name"]
         .as_str()
+        .or(body["tools"][0]["function"]["name"].as_str())
         .or(body["response_format"]["json_schema"]["name"].as_str())
         .unwrap_or("")
         .to_string()
