@@ -585,7 +585,7 @@ fn record_answer(env: &Env, s: &mut State, commit: &mut Commit, text: &str, resu
     s.last_action = None;
     // A reframe is the way to act on an answer given at framing.
     if resume == Next::Frame {
-        s.reframe_reason = Some(format!("a person answered the open question: {text}"));
+        s.reframe_reason = Some(format!("a person's answer to the open question: {text}"));
     }
     Ok(json!({"question": q, "answer": text}))
 }

@@ -77,7 +77,7 @@ pub fn ask<T: DeserializeOwned>(
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
-        env.note(crate::transcript::model_call(state.step, phase, attempt, &model_id, &req, &resp));
+        env.note(crate::transcript::model_call(step, phase, attempt, &model_id, &req, &resp));
         usage.add(&resp.usage);
         cost = match (cost, model::pricing::cost(&model_id, &resp.usage, &prices)) {
             (Some(a), Some(b)) => Some(((a + b) * 1e8).round() / 1e8),

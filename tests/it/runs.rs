@@ -170,6 +170,21 @@ fn an_escalation_is_answered_and_the_run_completes() {
     assert_eq!(answered["data"]["question"], "Which year's figures?");
     assert!(t.read("ws/memory.md").contains("Use the 2024 figures"));
     assert_eq!(trace.iter().filter(|e| e["event"] == "reframe").count(), 1, "an answer at framing reframes");
+    // The reframe prompt says why, without counting a reframe that reflect never asked for; the
+    // transcript numbers steps as the trace does.
+    let transcript = t.read("ws/transcript.md");
+    assert!(
+        transcript
+            .contains("Frame the task again, after a person's answer to the open question: Use the 2024 figures."),
+        "{transcript}"
+    );
+    assert!(!transcript.contains("reframe number 0"), "{transcript}");
+    let plan_steps: Vec<u64> =
+        trace.iter().filter(|e| e["event"] == "plan").map(|e| e["step"].as_u64().unwrap()).collect();
+    for s in plan_steps {
+        assert!(transcript.contains(&format!("step {s} · plan")), "step {s} · plan in the transcript:\n{transcript}");
+    }
+    assert!(!transcript.contains("step 0 · plan"), "{transcript}");
     // A done run has nothing to answer.
     t.al(&["answer", "more"]).assert().code(2).stderr(predicate::str::contains("no question"));
 }
