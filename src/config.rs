@@ -906,7 +906,8 @@ fn near_miss(message: &str) -> Option<String> {
     (d > 0 && d <= bad.chars().count().div_ceil(3)).then(|| best.to_string())
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance between two names (characters).
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -437,6 +437,7 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
 /// cost cap cannot be counted (negotiation), before anything is written; with `start.force` the
 /// refusal is a warning and the run starts.
 pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
+    check_model_name(env.cfg, model)?;
     let limits = crate::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
     crate::log::info(&format!(
@@ -458,6 +459,24 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
         Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
             .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
     }
+}
+
+/// Refuses a hosted provider's model name that is a near miss of a model agentloop knows (a
+/// typo would otherwise surface as a 404 after the run was created). Local servers (Ollama, a
+/// `base_url` of one's own) take any name, so they are not checked; a `prices:` entry for the
+/// name makes it known.
+fn check_model_name(cfg: &Config, model: &str) -> Result<()> {
+    let hosted = match crate::model::resolve_provider(cfg)? {
+        crate::config::Provider::Anthropic => true,
+        crate::config::Provider::Openai => cfg.llm.base_url.as_deref().is_none_or(|u| u.contains("api.openai.com")),
+        _ => false,
+    };
+    let Some(known) = hosted.then(|| crate::model::pricing::likely_typo(model, &cfg.prices)).flatten() else {
+        return Ok(());
+    };
+    Err(Error::usage(format!("model `{model}` looks like a mistyping of `{known}`; nothing was started")).with_hint(
+        format!("fix --model (or llm.model); if `{model}` is a real model, add it under `prices:` in agentloop.yaml"),
+    ))
 }
 
 /// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
@@ -608,6 +627,30 @@ mod tests {
 
     fn start(goal: &str, carry: bool) -> Request {
         Request::Start(Start { goal: goal.into(), background: String::new(), carry, force: false, slot: None })
+    }
+
+    #[test]
+    fn the_way_on_names_the_flag_for_each_stop() {
+        let ws = Workspace::new("/nonexistent/ws");
+        let mut s = state(Status::Escalated, None);
+        s.limits.max_tokens = Some(1000);
+        s.limits.max_cost_usd = Some(0.5);
+        for (stop, want) in [
+            (StopKind::Budget(Budget::MaxSteps), "run --continue --max-steps 5`"),
+            (StopKind::Budget(Budget::MaxReframes), "run --continue --max-reframes 3`"),
+            (StopKind::Budget(Budget::MaxTokens), "run --continue --max-tokens 2000`"),
+            (StopKind::Budget(Budget::MaxCostUsd), "run --continue --max-cost 1.00`"),
+            (StopKind::Budget(Budget::Timeout), "--timeout 30m"),
+            (StopKind::Provider, "run --continue` tries the provider again"),
+            (StopKind::Escalated, "answer \"...\"` answers its question"),
+        ] {
+            s.stop = Some(stop);
+            let ways = ways_on(&ws, &s);
+            assert!(ways.contains(want), "{stop:?}: {ways}");
+        }
+        s.stop = Some(StopKind::Provider);
+        s.reason = Some("provider failure in frame: HTTP 404 (not_found_error): model: claude-x".into());
+        assert!(ways_on(&ws, &s).contains("run --continue --model NAME`"), "{}", ways_on(&ws, &s));
     }
 
     #[test]

@@ -93,3 +93,55 @@ mod tests {
         assert_eq!(cost("scripted", &u, &extra), None, "a replay is never priced");
     }
 }
+
+/// The known model a name is most likely a mistyping of: a hosted provider's model agentloop has
+/// no price for whose letters are one or two edits from a known model's, with the same digits
+/// (so a new version, `claude-opus-4-6`, is never taken for a typo of `claude-opus-4-5`).
+/// A date suffix (`-20250929`) or `-latest` is ignored.
+pub fn likely_typo(model: &str, extra: &BTreeMap<String, Price>) -> Option<String> {
+    let table = builtin();
+    // The user's own prices name it (or its prefix): known.
+    if price_for(model, extra, &BTreeMap::new()).is_some() {
+        return None;
+    }
+    let base = model.strip_suffix("-latest").unwrap_or(model);
+    let base = match base.rsplit_once('-') {
+        Some((head, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => base,
+    };
+    if table.contains_key(base) {
+        return None;
+    }
+    let split = |s: &str| -> (String, String) {
+        (s.chars().filter(|c| !c.is_ascii_digit()).collect(), s.chars().filter(char::is_ascii_digit).collect())
+    };
+    let (letters, digits) = split(base);
+    table
+        .keys()
+        .chain(extra.keys())
+        .filter_map(|k| {
+            let (kl, kd) = split(k);
+            let d = crate::config::edit_distance(&letters, &kl);
+            (kd == digits && (1..=2).contains(&d)).then(|| (d, k.clone()))
+        })
+        .min()
+        .map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod typo_tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_name_is_told_from_a_new_one() {
+        let none = BTreeMap::new();
+        assert_eq!(likely_typo("claude-sonet-4-5", &none).as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(likely_typo("claude-sonet-4-5-20250929", &none).as_deref(), Some("claude-sonnet-4-5"));
+        assert_eq!(likely_typo("gpt-4o-mni", &none).as_deref(), Some("gpt-4o-mini"));
+        for fine in
+            ["claude-sonnet-4-5-20250929", "claude-opus-4-6", "gpt-4.2", "my-local-model", "gpt-5", "gpt-4o-2024-08-06"]
+        {
+            assert_eq!(likely_typo(fine, &none), None, "{fine}");
+        }
+    }
+}

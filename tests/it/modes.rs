@@ -283,6 +283,24 @@ fn dry_run_shows_the_prompt_the_run_sends_and_an_uncountable_cost_cap_is_refused
     let out = t.cmd().args(["-w", "fresh"]).args(unpriced).args(["run", "--goal", "g", "--dry-run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     assert!(stdout(&out).contains("fits budget  no: max_cost_usd is $0.50 but model `my-local` has no price"));
+    // A hosted provider's model name one letter off a known one fails before a run is created;
+    // a new version of a known model does not.
+    let typo = ["--provider", "anthropic", "--base-url", "http://127.0.0.1:9", "--model", "claude-sonet-4-5"];
+    let out = t
+        .cmd()
+        .args(["-w", "fresh"])
+        .args(typo)
+        .args(["run", "--goal", "g"])
+        .env("ANTHROPIC_API_KEY", "k")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("model `claude-sonet-4-5` looks like a mistyping of `claude-sonnet-4-5`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!t.exists("fresh"), "nothing created");
 }
 
 #[test]
