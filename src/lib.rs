@@ -44,6 +44,7 @@ pub mod tools;
 pub mod trace;
 pub(crate) mod transcript;
 pub(crate) mod trust;
+pub(crate) mod worker;
 pub mod workspace;
 
 /// Parses the command line, runs the command and returns the exit code.

@@ -23,6 +23,10 @@ mod http;
 mod pages;
 pub mod queue;
 mod runs;
+
+/// Shared with the queue worker (`crate::worker`), whose runs are configured and laid out as
+/// the server's.
+pub(crate) use runs::{config_under as run_config, enter as enter_run};
 mod stream;
 
 use crate::error::{Error, Result};

@@ -77,10 +77,16 @@ pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
 /// A run's workspace after entering `runs/` and `runs/<id>/` one `O_NOFOLLOW` open at a time
 /// (made when `create`): a linked runs folder or run folder is refused, never written through.
 fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
-    let rel = camino::Utf8Path::new(&shared.runs_dir).join(id);
-    crate::fs::Folder::open(&shared.root, &rel, create)?
-        .ok_or_else(|| Error::usage(format!("no run `{id}` under {}", shared.root)))?;
-    Ok(run_ws(shared, id))
+    enter(&shared.root, &shared.runs_dir, id, create)
+}
+
+/// The workspace `<root>/<runs_dir>/<id>/`, entered as [`entered`] does (shared with the queue
+/// worker, whose runs live in the same layout).
+pub fn enter(root: &camino::Utf8Path, runs_dir: &str, id: &str, create: bool) -> Result<Workspace> {
+    let rel = camino::Utf8Path::new(runs_dir).join(id);
+    crate::fs::Folder::open(root, &rel, create)?
+        .ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
+    Ok(Workspace::new(root.join(runs_dir).join(id)))
 }
 
 /// Whether `id` is the root's own run (one `agentloop -w ROOT run` made), which the server
@@ -117,7 +123,19 @@ pub fn is_link(path: &camino::Utf8Path) -> bool {
 /// `strict`, a budget wider than the server allows is an error naming it; otherwise (a run
 /// driven again after the root's config changed) the narrower of the two applies.
 pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -> Result<Resolved> {
-    if let (Some(a), Some(fixed)) = (agent, shared.global.agent.as_deref()) {
+    config_under(&shared.global, &shared.root, agent, b, strict)
+}
+
+/// [`config`] for the root `root` and the process's own flags `global` (shared with the queue
+/// worker, which configures its runs as the server does).
+pub fn config_under(
+    global: &crate::settings::Global,
+    root: &camino::Utf8Path,
+    agent: Option<&str>,
+    b: &Budgets,
+    strict: bool,
+) -> Result<Resolved> {
+    if let (Some(a), Some(fixed)) = (agent, global.agent.as_deref()) {
         if a != fixed {
             return Err(Error::usage(format!(
                 "`agent`: this server runs every run as agent `{fixed}` (serve --agent)"
@@ -125,12 +143,12 @@ pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -
         }
     }
     let layer = agent.map(|a| Layer { source: Source::ApiRequest, value: json!({"agent": a}) });
-    let mut r = crate::settings::resolve_under(&shared.global, &shared.root, layer)?;
-    let shared_skills = shared.root.join("skills");
+    let mut r = crate::settings::resolve_under(global, root, layer)?;
+    let shared_skills = root.join("skills");
     if !r.config.skills.dirs.contains(&shared_skills) {
         r.config.skills.dirs.insert(0, shared_skills);
     }
-    crate::trust::narrow_budgets(&mut r, b, &shared.root, strict)?;
+    crate::trust::narrow_budgets(&mut r, b, root, strict)?;
     Ok(r)
 }
 
