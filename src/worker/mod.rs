@@ -22,6 +22,7 @@
 
 pub mod request;
 pub mod streams;
+pub mod view;
 
 use crate::error::{Error, Kind, Result};
 use crate::lifecycle::Request;

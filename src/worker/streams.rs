@@ -364,3 +364,9 @@ pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Ov
             .collect(),
     })
 }
+
+/// The request of message `id`, if the stream still holds it.
+pub fn request_of(con: &mut Connection, n: &Names, id: &str) -> RedisResult<Option<String>> {
+    let r: redis::streams::StreamRangeReply = redis::cmd("XRANGE").arg(&n.requests).arg(id).arg(id).query(con)?;
+    Ok(r.ids.into_iter().next().and_then(|m| m.get::<String>("request")))
+}

@@ -308,7 +308,7 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     assert_eq!(results[0].1["run_id"], ok["run_id"].as_str().unwrap());
     assert_eq!(redis.pending(), 0);
     // `runs` under the root lists the run; `status --redis` shows the queue.
-    let out = t.cmd().args(["status", "--redis", &redis.url(), "--queue"]).output().unwrap();
+    let out = t.cmd().args(["status", "--redis", &redis.url()]).output().unwrap();
     let shown = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(shown.contains("dead-lettered 4"), "{shown}");
