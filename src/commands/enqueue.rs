@@ -76,7 +76,9 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         key: a.key.clone(),
         force: a.force,
     };
-    req.check().map_err(|e| Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot")))?;
+    req.check().map_err(|e| {
+        Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
+    })?;
     let names = Names::new(&a.streams)?;
     let mut link = Link::open(&a.redis, "--redis", printer, Some(Duration::from_secs(10)))?;
     let text = serde_json::to_string(&req).expect("request serializes");
@@ -97,8 +99,10 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
             break o;
         }
         if Instant::now() >= deadline {
-            return Err(Error::failure(format!("no outcome for run {run_id} within {secs}s"))
-                .with_hint(format!("it stays queued; `agentloop --wait enqueue ... --key {run_id}` or the results stream {} has it later", names.results)));
+            return Err(Error::failure(format!("no outcome for run {run_id} within {secs}s")).with_hint(format!(
+                "it stays queued; `agentloop --wait enqueue ... --key {run_id}` or the results stream {} has it later",
+                names.results
+            )));
         }
         std::thread::sleep(Duration::from_millis(100));
     };

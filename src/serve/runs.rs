@@ -84,8 +84,7 @@ fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
 /// worker, whose runs live in the same layout).
 pub fn enter(root: &camino::Utf8Path, runs_dir: &str, id: &str, create: bool) -> Result<Workspace> {
     let rel = camino::Utf8Path::new(runs_dir).join(id);
-    crate::fs::Folder::open(root, &rel, create)?
-        .ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
+    crate::fs::Folder::open(root, &rel, create)?.ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
     Ok(Workspace::new(root.join(runs_dir).join(id)))
 }
 

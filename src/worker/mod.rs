@@ -164,8 +164,9 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
 
 /// A consumer name unique to this process: the host's name and the pid.
 fn default_consumer() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    let host = crate::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
         .ok()
+        .flatten()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
@@ -197,9 +198,8 @@ fn work(w: &Worker) {
             .call("claim idle messages", |c| streams::claim_idle(c, &w.names, &w.consumer, w.claim_idle))
             .and_then(|d| match d {
                 Some(d) => Ok(Some(d)),
-                None => link.call("read the stream", |c| {
-                    streams::read_new(c, &w.names, &w.consumer, Duration::from_secs(1))
-                }),
+                None => link
+                    .call("read the stream", |c| streams::read_new(c, &w.names, &w.consumer, Duration::from_secs(1))),
             });
         match next {
             Ok(Some(d)) => {
@@ -222,11 +222,11 @@ fn work(w: &Worker) {
 /// acknowledges it; or dead-letters it; or, on an error that may pass, leaves it pending.
 fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
     let last = link.call("read the last error", |c| streams::last_error(c, &w.names, &d.id)).ok().flatten();
-    let (req, run_id) = match request::triage(&d.id, d.request.as_deref(), d.deliveries, w.max_deliveries, last.as_deref())
-    {
-        Triage::Run { request, run_id } => (request, run_id),
-        Triage::Dead(reason) => return dead(w, link, d, &reason),
-    };
+    let (req, run_id) =
+        match request::triage(&d.id, d.request.as_deref(), d.deliveries, w.max_deliveries, last.as_deref()) {
+            Triage::Run { request, run_id } => (request, run_id),
+            Triage::Dead(reason) => return dead(w, link, d, &reason),
+        };
     w.hold(&d.id, true);
     let result = drive(w, &req, &run_id, &d.id);
     let result = result.and_then(|state| {
@@ -288,8 +288,15 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             crate::lifecycle::check_fits(&env, model.model(), &req.goal, &req.background())?;
         }
         save_record(w, req, run_id, message_id)?;
-        let state =
-            crate::phases::init::init_run(&session, cfg, &env.tpl, &req.goal, &req.background(), false, Some(run_id.into()))?;
+        let state = crate::phases::init::init_run(
+            &session,
+            cfg,
+            &env.tpl,
+            &req.goal,
+            &req.background(),
+            false,
+            Some(run_id.into()),
+        )?;
         w.log(&format!("run {run_id} started for message {message_id}"));
         (resolved, state, true)
     } else {

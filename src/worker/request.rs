@@ -47,8 +47,8 @@ impl RunRequest {
     /// Reads the `request` field of a message; the error names what is wrong.
     pub fn parse(text: &str) -> Result<RunRequest, String> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let r: RunRequest =
-            serde_path_to_error::deserialize(de).map_err(|e| format!("`request` field: {} (at {})", e.inner(), e.path()))?;
+        let r: RunRequest = serde_path_to_error::deserialize(de)
+            .map_err(|e| format!("`request` field: {} (at {})", e.inner(), e.path()))?;
         r.check()?;
         Ok(r)
     }

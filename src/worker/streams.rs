@@ -339,7 +339,9 @@ pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Ov
         redis::cmd("XINFO").arg("GROUPS").arg(&n.requests).query(con)?;
     let last = groups
         .iter()
-        .find(|g| g.get("name").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok()).as_deref() == Some(&n.group))
+        .find(|g| {
+            g.get("name").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok()).as_deref() == Some(&n.group)
+        })
         .and_then(|g| g.get("last-delivered-id"))
         .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
         .unwrap_or_else(|| "0-0".into());
@@ -360,7 +362,13 @@ pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Ov
         dead: dead
             .ids
             .iter()
-            .map(|m| (field(m, "message_id").unwrap_or_default(), field(m, "reason").unwrap_or_default(), field(m, "request")))
+            .map(|m| {
+                (
+                    field(m, "message_id").unwrap_or_default(),
+                    field(m, "reason").unwrap_or_default(),
+                    field(m, "request"),
+                )
+            })
             .collect(),
     })
 }

@@ -200,7 +200,11 @@ fn assert_no_phase_twice(t: &T, run_id: &str) {
     let mut seen = BTreeSet::new();
     for line in text.lines() {
         let e: Value = serde_json::from_str(line).unwrap();
-        let key = (e["step"].as_u64().unwrap(), e["phase"].as_str().unwrap().to_string(), e["event"].as_str().unwrap().to_string());
+        let key = (
+            e["step"].as_u64().unwrap(),
+            e["phase"].as_str().unwrap().to_string(),
+            e["event"].as_str().unwrap().to_string(),
+        );
         if key.2 == "run.continued" {
             continue;
         }
@@ -287,8 +291,10 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     let server = slow_server(0, Arc::new(AtomicBool::new(false)));
     setup(&t, &server);
     let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", "{not json")]).unwrap();
-    let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "colour": "red"}"#)]).unwrap();
-    let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "output_schema": {}}"#)]).unwrap();
+    let _: String =
+        redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "colour": "red"}"#)]).unwrap();
+    let _: String =
+        redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "output_schema": {}}"#)]).unwrap();
     let wide = enqueue(&t, &redis, &["--goal", "too long", "--max-steps", "50"]);
     let ok = enqueue(&t, &redis, &["--goal", "fine", "--max-steps", "3"]);
     let w = worker(&t, &redis, "w1", &[]);
@@ -301,7 +307,10 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     assert!(reasons[0].starts_with("invalid request: `request` field"), "{reasons:?}");
     assert!(reasons[1].contains("colour"), "{reasons:?}");
     assert!(reasons[2].contains("output_schema"), "{reasons:?}");
-    assert!(reasons[3].contains("budgets.max_steps") && reasons[3].contains(wide["run_id"].as_str().unwrap()), "{reasons:?}");
+    assert!(
+        reasons[3].contains("budgets.max_steps") && reasons[3].contains(wide["run_id"].as_str().unwrap()),
+        "{reasons:?}"
+    );
     assert_eq!(dead[3].1["message_id"], wide["message_id"].as_str().unwrap());
     let results = redis.entries("agentloop:results");
     assert_eq!(results.len(), 1);
@@ -313,6 +322,12 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(shown.contains("dead-lettered 4"), "{shown}");
     assert!(shown.contains("budgets.max_steps"), "{shown}");
+    let out = t.cmd().args(["-w", "root", "--json", "runs", "--redis", &redis.url()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["queue"]["dead"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["queue"]["dead"][3]["goal"], Value::Null, "{v}");
 }
 
 #[test]
@@ -337,4 +352,43 @@ fn a_redis_restart_mid_run_loses_nothing() {
     assert_no_phase_twice(&t, &run_id);
     let log = w.log();
     assert!(log.contains("is unreachable") && log.contains("is back"), "{log}");
+}
+
+/// The Kubernetes manifests parse, and say what docs/QUEUE.md says they do.
+#[test]
+fn the_kubernetes_manifests_hold_workers_a_daily_job_and_redis() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let mut docs: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        for d in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(d).unwrap();
+            assert!(v["apiVersion"].is_string() && v["metadata"]["name"].is_string(), "{v}");
+            docs.entry(v["kind"].as_str().unwrap().to_string()).or_default().push(v);
+        }
+    }
+    let one = |k: &str| docs.get(k).and_then(|d| d.first()).unwrap_or_else(|| panic!("no {k}")).clone();
+    let redis_service = one("Service")["metadata"]["name"].as_str().unwrap().to_string();
+    let url = format!("redis://{redis_service}:6379/0");
+    let worker = one("Deployment");
+    let pod = &worker["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(args[..3], ["worker", "--root", "/runs"]);
+    let env =
+        |c: &Value, k: &str| c["env"].as_array().unwrap().iter().find(|e| e["name"] == k).map(|e| e["value"].clone());
+    assert_eq!(env(c, "AGENTLOOP_REDIS"), Some(Value::String(url.clone())));
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/runs");
+    let claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str().unwrap();
+    let pvc = one("PersistentVolumeClaim");
+    assert_eq!(pvc["metadata"]["name"], claim);
+    assert_eq!(pvc["spec"]["accessModes"][0], "ReadWriteMany");
+    let cron = one("CronJob");
+    let job = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    let script = job["args"][0].as_str().unwrap();
+    assert!(script.contains("agentloop enqueue --goal") && script.contains("--slot \"$(date +%F)\""), "{script}");
+    assert_eq!(env(job, "AGENTLOOP_REDIS"), Some(Value::String(url)));
+    let redis = one("StatefulSet");
+    let rargs = redis["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(rargs.contains("appendonly"), "{rargs}");
 }
