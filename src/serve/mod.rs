@@ -19,6 +19,7 @@ pub mod command;
 
 mod api;
 pub mod auth;
+mod fleet;
 mod http;
 mod pages;
 pub mod queue;
@@ -49,6 +50,8 @@ pub struct Options {
     pub queue: usize,
     pub rate: Option<auth::Rate>,
     pub resume: bool,
+    /// `--redis URL` and `--streams NAME`: queue runs for `agentloop worker`s instead.
+    pub redis: Option<(String, String)>,
 }
 
 /// What every request handler and worker shares.
@@ -64,6 +67,8 @@ pub struct Shared {
     pub streams: AtomicUsize,
     /// Requests whose bodies are being read, by client address.
     pub(crate) bodies: http::Bodies,
+    /// With --redis: the stream new runs are queued on (no local worker runs them).
+    pub(crate) fleet: Option<fleet::Fleet>,
 }
 
 impl Shared {
@@ -108,6 +113,10 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
             .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
     }
     let auth = auth::Auth::new(env_token, o.rate)?;
+    let fleet = match &o.redis {
+        Some((url, prefix)) => Some(fleet::Fleet::open(url, prefix, printer)?),
+        None => None,
+    };
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
@@ -123,6 +132,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         printer,
         streams: AtomicUsize::new(0),
         bodies: http::Bodies::default(),
+        fleet,
     });
     // The address (and a generated token) on stdout, one parseable line each.
     let token = shared.auth.generated.then(|| shared.auth.first().to_string());
@@ -142,6 +152,9 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
         root, shared.runs_dir, o.workers, o.queue
     ));
+    if let Some(f) = &shared.fleet {
+        printer.info(&format!("new runs are queued on {} for `agentloop worker`s", f.names.requests));
+    }
     runs::recover(&shared, o.resume)?;
     for _ in 0..o.workers {
         let s = shared.clone();

@@ -392,3 +392,73 @@ fn the_kubernetes_manifests_hold_workers_a_daily_job_and_redis() {
     let rargs = redis["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(rargs.contains("appendonly"), "{rargs}");
 }
+
+/// `serve --redis` queues POST /runs for the workers, which run it under the same root.
+#[test]
+fn serve_with_redis_fronts_the_workers() {
+    use std::io::BufRead;
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    let token = "test-token-0123456789abcdef";
+    let mut serve = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .env("AGENTLOOP_TOKEN", token)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("AGENTLOOP_NOW", NOW)
+        .current_dir(t.root())
+        .args([
+            "--script",
+            "script.yaml",
+            "serve",
+            "--root",
+            "root",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis",
+            &redis.url(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(t.path("serve.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap().strip_prefix("listening on ").unwrap().to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let post = |body: &str| {
+        let mut r = agent
+            .post(&format!("{url}/runs"))
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .send(body)
+            .unwrap();
+        (r.status().as_u16(), serde_json::from_str::<Value>(&r.body_mut().read_to_string().unwrap()).unwrap())
+    };
+    // Budgets wider than the root's are refused at once, as for a local run.
+    let (status, v) = post(r#"{"goal": "too long", "budgets": {"max_steps": 50}}"#);
+    assert_eq!(status, 400, "{v}");
+    let (status, v) = post(r#"{"goal": "from the API", "budgets": {"max_steps": 4}}"#);
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["status"], "queued");
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    assert_eq!(v["queue"]["message_id"].as_str(), Some(run_id.as_str()));
+    // Nothing runs until a worker takes it.
+    assert_eq!(redis.entries("agentloop:runs").len(), 1);
+    let w = worker(&t, &redis, "w1", &[]);
+    let logs = || format!("{}\nserve:\n{}", w.log(), std::fs::read_to_string(t.path("serve.err")).unwrap_or_default());
+    wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1);
+    assert_eq!(redis.entries("agentloop:results")[0].1["run_id"], run_id);
+    let mut r =
+        agent.get(&format!("{url}/runs/{run_id}")).header("Authorization", &format!("Bearer {token}")).call().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!(v["limits_recorded"]["max_steps"], 4, "{v}");
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
