@@ -462,3 +462,32 @@ fn serve_with_redis_fronts_the_workers() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+/// SIGTERM ends a worker mid-run without acknowledging: another worker takes the message over
+/// after --claim-idle and finishes the run from its journal.
+#[test]
+fn a_terminated_worker_leaves_its_message_for_another() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let hold = Arc::new(AtomicBool::new(true));
+    let server = slow_server(0, hold.clone());
+    setup(&t, &server);
+    let v = enqueue(&t, &redis, &["--goal", "outlive a worker", "--key", "term-1"]);
+    assert_eq!(v["run_id"], "term-1");
+    let mut first = worker(&t, &redis, "w1", &["--claim-idle", "2s"]);
+    let logs = || first.log();
+    wait_until("the run waiting on the slow server", &logs, &mut || server.count() >= 1);
+    rustix::process::kill_process(rustix::process::Pid::from_child(&first.child), rustix::process::Signal::TERM)
+        .unwrap();
+    let status = first.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).or(status.code().map(|c| c - 128)), Some(15));
+    assert!(first.log().contains("interrupted: every committed phase is kept"), "{}", first.log());
+    assert_eq!(redis.pending(), 1);
+    assert!(redis.entries("agentloop:results").is_empty());
+    hold.store(false, Ordering::SeqCst);
+    let second = worker(&t, &redis, "w2", &["--claim-idle", "2s"]);
+    let logs = || second.log();
+    wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1 && redis.pending() == 0);
+    assert!(second.log().contains("run term-1 goes on for message"), "{}", second.log());
+    assert_no_phase_twice(&t, "term-1");
+}
