@@ -33,9 +33,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct EnqueueArgs {
-    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (or AGENTLOOP_REDIS).
+    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (or AGENTLOOP_REDIS, or `queue.redis` of the
+    /// -w folder's configuration).
     #[arg(long, value_name = "URL", env = "AGENTLOOP_REDIS")]
-    pub redis: String,
+    pub redis: Option<String>,
     /// The goal of the run.
     #[arg(long, value_name = "TEXT")]
     pub goal: String,
@@ -54,9 +55,9 @@ pub struct EnqueueArgs {
     /// Start even when the estimate says the run cannot fit its budget.
     #[arg(long)]
     pub force: bool,
-    /// Prefix of the stream names.
-    #[arg(long, value_name = "NAME", default_value = "agentloop")]
-    pub streams: String,
+    /// Prefix of the stream names (default: `queue.streams`, agentloop).
+    #[arg(long, value_name = "NAME")]
+    pub streams: Option<String>,
 }
 
 pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
@@ -79,8 +80,10 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     req.check().map_err(|e| {
         Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
     })?;
-    let names = Names::new(&a.streams)?;
-    let mut link = Link::open(&a.redis, "--redis", printer, Some(Duration::from_secs(10)))?;
+    let q = crate::config::resolve(&crate::settings::layers(g, &g.workspace, None)?)?.config.queue;
+    let url = super::worker::redis_url(a.redis.clone(), &q)?;
+    let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
+    let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
     let text = serde_json::to_string(&req).expect("request serializes");
     let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
     let run_id = req.run_id(&message_id);

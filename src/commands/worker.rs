@@ -33,42 +33,58 @@ use clap::Args;
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct WorkerArgs {
-    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (or AGENTLOOP_REDIS).
+    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (or AGENTLOOP_REDIS, or `queue.redis`).
     #[arg(long, value_name = "URL", env = "AGENTLOOP_REDIS")]
-    pub redis: String,
+    pub redis: Option<String>,
     /// Folder holding the runs (shared by every worker; created when missing); default: the -w
     /// folder.
     #[arg(long, value_name = "DIR")]
     pub root: Option<Utf8PathBuf>,
-    /// Runs this worker drives at once.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub concurrency: usize,
-    /// How long a message may go unclaimed before another worker takes it over (e.g. 60s, 5m).
-    #[arg(long, value_name = "DUR", default_value = "60s")]
-    pub claim_idle: String,
-    /// Deliveries after which a message goes to the dead-letter stream.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub max_deliveries: u64,
-    /// Prefix of the stream names.
-    #[arg(long, value_name = "NAME", default_value = "agentloop")]
-    pub streams: String,
+    /// Runs this worker drives at once (default: `queue.concurrency`, 1).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// How long a message may go unclaimed before another worker takes it over, e.g. 90s or 5m
+    /// (default: `queue.claim_idle`, 60s).
+    #[arg(long, value_name = "DUR")]
+    pub claim_idle: Option<String>,
+    /// Deliveries after which a message goes to the dead-letter stream (default:
+    /// `queue.max_deliveries`, 5).
+    #[arg(long, value_name = "N")]
+    pub max_deliveries: Option<u64>,
+    /// Prefix of the stream names (default: `queue.streams`, agentloop).
+    #[arg(long, value_name = "NAME")]
+    pub streams: Option<String>,
     /// This worker's consumer name (default: host name and process id).
     #[arg(long, value_name = "NAME")]
     pub consumer: Option<String>,
 }
 
 pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
-    let claim_idle = parse_duration("--claim-idle", &args.claim_idle)?;
+    let root = args.root.unwrap_or_else(|| global.workspace.clone());
+    // The root's configuration (its `queue:` keys among them) must be valid before anything runs.
+    let q = crate::config::resolve(&crate::settings::layers(global, &root, None)?)?.config.queue;
+    let claim_idle = match &args.claim_idle {
+        Some(v) => parse_duration("--claim-idle", v)?,
+        None => q.claim_idle.0,
+    };
     let opts = crate::worker::Options {
-        root: args.root.unwrap_or_else(|| global.workspace.clone()),
-        redis: args.redis,
-        stream: args.streams,
-        concurrency: args.concurrency,
+        root,
+        redis: redis_url(args.redis, &q)?,
+        stream: args.streams.unwrap_or(q.streams),
+        concurrency: args.concurrency.unwrap_or(q.concurrency),
         claim_idle,
-        max_deliveries: args.max_deliveries,
+        max_deliveries: args.max_deliveries.unwrap_or(q.max_deliveries),
         consumer: args.consumer,
     };
     crate::worker::main(global, opts)
+}
+
+/// The Redis URL: the flag (or AGENTLOOP_REDIS), else `queue.redis`.
+pub fn redis_url(flag: Option<String>, q: &crate::config::QueueConfig) -> Result<String> {
+    flag.or_else(|| q.redis.clone()).ok_or_else(|| {
+        crate::error::Error::usage("no Redis to queue runs on")
+            .with_hint("pass --redis redis://HOST:6379/0, set AGENTLOOP_REDIS, or set `queue.redis` in agentloop.yaml")
+    })
 }
 
 /// A duration flag such as `90s` or `5m`.

@@ -491,3 +491,25 @@ fn a_terminated_worker_leaves_its_message_for_another() {
     assert!(second.log().contains("run term-1 goes on for message"), "{}", second.log());
     assert_no_phase_twice(&t, "term-1");
 }
+
+/// `queue.redis` and `queue.streams` in the configuration stand in for the flags; with no Redis
+/// named anywhere the command says where to name one.
+#[test]
+fn the_queue_keys_of_the_configuration_name_the_redis() {
+    let t = T::new();
+    let out = t.cmd().args(["enqueue", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("no Redis to queue runs on") && err.contains("`queue.redis`"), "{err}");
+    let out = t.cmd().args(["worker", "--root", "root"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    t.write("root/agentloop.yaml", "queue: {claim_idel: 5s}\n");
+    let out = t.cmd().args(["worker", "--root", "root", "--redis", "redis://127.0.0.1:1/0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("claim_idel"), "{}", stderr(&out));
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    t.write("root/agentloop.yaml", &format!("queue: {{redis: \"{}\", streams: nightly}}\n", redis.url()));
+    let out = t.cmd().args(["-w", "root", "--json", "enqueue", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(redis.entries("nightly:runs").len(), 1);
+}
