@@ -23,6 +23,7 @@ impl Fleet {
         let names = Names::new(prefix)?;
         let mut link = Link::open(url, "--redis", printer, Some(Duration::from_secs(10)))?;
         link.call("create the consumer group", |c| streams::ensure_group(c, &names))?;
+        printer.info(&format!("new runs are queued on {} for `agentloop worker`s", names.requests));
         Ok(Fleet { link: Mutex::new(link), names })
     }
 }

@@ -25,9 +25,6 @@ mod pages;
 pub mod queue;
 mod runs;
 
-/// Shared with the queue worker (`crate::worker`), whose runs are configured and laid out as
-/// the server's.
-pub(crate) use runs::{config_under as run_config, enter as enter_run};
 mod stream;
 
 use crate::error::{Error, Result};
@@ -88,19 +85,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--workers must be at least 1"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    crate::fs::create_dir_all(&o.root)?;
-    let root = o.root.canonicalize_utf8().map_err(|e| Error::io("find", &o.root, e))?;
-    let mut global = g.clone();
-    global.workspace = root.clone();
     // The root's configuration must be valid before anything listens.
-    let base = crate::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
-    let runs_dir = base.handle.runs_dir.clone();
-    let plain = Utf8PathBuf::from(&runs_dir);
-    if plain.components().count() != 1 || !matches!(plain.components().next(), Some(camino::Utf8Component::Normal(_))) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `handle.runs_dir`: `{runs_dir}` must be a plain folder name under the root"
-        )));
-    }
+    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
     let addr = o
         .listen
         .to_socket_addrs()
@@ -113,10 +99,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
             .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
     }
     let auth = auth::Auth::new(env_token, o.rate)?;
-    let fleet = match &o.redis {
-        Some((url, prefix)) => Some(fleet::Fleet::open(url, prefix, printer)?),
-        None => None,
-    };
+    let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
@@ -152,9 +135,6 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
         root, shared.runs_dir, o.workers, o.queue
     ));
-    if let Some(f) = &shared.fleet {
-        printer.info(&format!("new runs are queued on {} for `agentloop worker`s", f.names.requests));
-    }
     runs::recover(&shared, o.resume)?;
     for _ in 0..o.workers {
         let s = shared.clone();

@@ -110,12 +110,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--claim-idle must be at least 1s"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    crate::fs::create_dir_all(&o.root)?;
-    let root = o.root.canonicalize_utf8().map_err(|e| Error::io("find", &o.root, e))?;
-    let mut global = g.clone();
-    global.workspace = root.clone();
-    let base = crate::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
-    let runs_dir = base.handle.runs_dir.clone();
+    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
     let names = Names::new(&o.stream)?;
     let consumer = o.consumer.clone().unwrap_or_else(default_consumer);
     let w = Arc::new(Worker {
@@ -269,7 +264,7 @@ fn permanent(e: &Error) -> bool {
 
 /// Creates the run (first delivery), resumes it, or finds it ended; returns its ended state.
 fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result<State> {
-    let ws = crate::serve::enter_run(&w.root, &w.runs_dir, run_id, true)?;
+    let ws = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
     // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
     let session = loop {
         match ws.lock(Some(Duration::from_secs(1))) {
@@ -279,7 +274,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     };
     let quiet = Printer { quiet: true, ..Default::default() };
     let (resolved, mut state, started) = if !ws.has_run() {
-        let resolved = crate::serve::run_config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
+        let resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
         let cfg = &resolved.config;
         let model = crate::model::from_config(cfg, &w.root)?;
         crate::rest_window::check(cfg)?;
@@ -305,7 +300,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             Some(r) => (r.agent.as_deref(), &r.budgets),
             None => (req.agent.as_deref(), &req.budgets),
         };
-        let resolved = crate::serve::run_config(&w.global, &w.root, agent, budgets, false)?;
+        let resolved = crate::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
         let state = ws.load_state()?;
         if state.status.is_terminal() && !state.interrupted {
             return Ok(state);
