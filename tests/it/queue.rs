@@ -513,3 +513,28 @@ fn the_queue_keys_of_the_configuration_name_the_redis() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(redis.entries("nightly:runs").len(), 1);
 }
+
+/// An error that may pass (here: the agent is resting) leaves the message pending; it is taken
+/// over after --claim-idle, and past --max-deliveries it goes to the dead-letter stream with
+/// the last error.
+#[test]
+fn a_message_failing_past_max_deliveries_is_dead_lettered_with_its_last_error() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    t.write("root/agentloop.yaml", "max_steps: 8\nrest: {max_runs: 0}\ntools: {http: {allow_private: true}}\n");
+    let v = enqueue(&t, &redis, &["--goal", "never now"]);
+    let w = worker(&t, &redis, "w1", &["--claim-idle", "1s", "--max-deliveries", "2"]);
+    let logs = || w.log();
+    wait_until("a dead letter", &logs, &mut || !redis.entries("agentloop:dead").is_empty());
+    let dead = redis.entries("agentloop:dead");
+    assert_eq!(dead[0].1["message_id"], v["message_id"].as_str().unwrap());
+    assert_eq!(dead[0].1["deliveries"], "3");
+    let reason = &dead[0].1["reason"];
+    assert!(reason.starts_with("delivered 3 times, over --max-deliveries 2; last error: "), "{reason}");
+    assert!(reason.to_lowercase().contains("rest"), "{reason}");
+    assert!(w.log().contains("stays pending (delivery 1 of at most 2)"), "{}", w.log());
+    assert_eq!(redis.pending(), 0);
+    assert!(redis.entries("agentloop:results").is_empty());
+}
