@@ -68,10 +68,12 @@ demo: build
 
 ## bench: loop overhead per step (scripted model and a local HTTP fake), prompt size growth,
 ## trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
-## from the cache and cold server starts (benches/mcp.rs)
+## from the cache and cold server starts (benches/mcp.rs); runs per minute of 1, 2, 4 and 8
+## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server)
 bench:
 	$(CARGO) bench --locked --bench loop
 	$(CARGO) bench --locked --bench mcp
+	$(CARGO) bench --locked --bench queue
 
 ## bench-real: one fixed goal on the harness's SmolLM2 server (../shared/harness), with the shared
 ## prompt prefix and without it: the share of prompt tokens served from the server's prefix cache

@@ -232,6 +232,8 @@ pub struct Config {
     /// The diagnostics log file.
     pub logging: LoggingConfig,
     pub handle: HandleConfig,
+    /// `agentloop worker` and `enqueue` on Redis Streams (flags override each key).
+    pub queue: QueueConfig,
     /// MCP servers whose tools join the registry (see the mcp module).
     pub mcp: McpConfig,
     /// Ductile plugins whose commands join the registry (see the ductile module).
@@ -268,6 +270,7 @@ impl Default for Config {
             rest: RestConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
+            queue: QueueConfig::default(),
             mcp: McpConfig::default(),
             ductile: DuctileConfig::default(),
             trust_all: false,
@@ -627,6 +630,33 @@ pub struct HandleConfig {
 impl Default for HandleConfig {
     fn default() -> Self {
         HandleConfig { tool_retries: 2, runs_dir: "runs".into(), keep_finished: 20 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// Redis URL (`--redis`, `AGENTLOOP_REDIS`).
+    pub redis: Option<String>,
+    /// Prefix of the stream names (`--streams`).
+    pub streams: String,
+    /// Runs one worker drives at once (`--concurrency`).
+    pub concurrency: usize,
+    /// How long a message may go unclaimed before another worker takes it over.
+    pub claim_idle: Dur,
+    /// Deliveries after which a message goes to the dead-letter stream.
+    pub max_deliveries: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            redis: None,
+            streams: "agentloop".into(),
+            concurrency: 1,
+            claim_idle: Dur::secs(60),
+            max_deliveries: 5,
+        }
     }
 }
 

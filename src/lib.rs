@@ -36,6 +36,7 @@ pub(crate) mod prompt;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod rest_window;
+pub(crate) mod runs_root;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod skills;
@@ -44,6 +45,7 @@ pub mod tools;
 pub mod trace;
 pub(crate) mod transcript;
 pub(crate) mod trust;
+pub(crate) mod worker;
 pub mod workspace;
 
 /// Parses the command line, runs the command and returns the exit code.

@@ -67,6 +67,8 @@ pub enum Command {
     Runs(commands::runs::RunsArgs),
     Report(commands::report::ReportArgs),
     Serve(crate::serve::command::ServeArgs),
+    Worker(commands::worker::WorkerArgs),
+    Enqueue(commands::enqueue::EnqueueArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),
@@ -135,6 +137,8 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         // Event mode and the HTTP API resolve configuration per request under their root.
         Command::Handle(args) => crate::handle::command::run(g, args),
         Command::Serve(args) => crate::serve::command::run(g, args),
+        Command::Worker(args) => commands::worker::run(g, args),
+        Command::Enqueue(args) => commands::enqueue::run(g, args),
         // Generated from the CLI definition alone: they work whatever the configuration holds.
         Command::Completions(args) => completions::completions(&printer(g), args),
         Command::Man(args) => completions::man(&printer(g), args),
@@ -219,6 +223,8 @@ fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Res
         Command::Demo(a) => commands::demo::run(ctx, a),
         Command::Handle(a) => crate::handle::command::run(g, a),
         Command::Serve(a) => crate::serve::command::run(g, a),
+        Command::Worker(a) => commands::worker::run(g, a),
+        Command::Enqueue(a) => commands::enqueue::run(g, a),
         Command::Completions(a) => completions::completions(&ctx.printer, a),
         Command::Man(a) => completions::man(&ctx.printer, a),
     }

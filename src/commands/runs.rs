@@ -19,11 +19,19 @@ use serde_json::json;
 ///   agentloop -w ws runs
 ///   agentloop -w ws runs --json | jq -r '.[] | select(.status=="escalated") | .run_id'
 ///   agentloop -w ws runs prune --keep 30
+///   agentloop -w /srv/agent-runs runs --redis redis://127.0.0.1:6379   # and the worker queue
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
 pub struct RunsArgs {
     #[command(subcommand)]
     pub command: Option<RunsCommand>,
+    /// After the runs, show the queue of `agentloop worker` on this Redis: runs queued, claimed
+    /// and dead-lettered (as `status --redis`); with --json, {"runs": [...], "queue": {...}}.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Prefix of the stream names (with --redis).
+    #[arg(long, value_name = "NAME", default_value = "agentloop", requires = "redis")]
+    pub streams: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,6 +63,19 @@ pub struct PruneArgs {
 
 pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
+    if let Some(url) = &args.redis {
+        let queue = crate::worker::view::queue(url, &args.streams, ctx.printer)?;
+        if ctx.printer.json {
+            let runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
+            let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
+            ctx.printer.json_value(&json!({"runs": rows, "queue": queue}));
+            return Ok(0);
+        }
+        list(&ctx)?;
+        ctx.printer.outln("");
+        crate::worker::view::print(&ctx.printer, &queue);
+        return Ok(0);
+    }
     match args.command.unwrap_or(RunsCommand::List) {
         RunsCommand::List => list(&ctx),
         RunsCommand::Prune(a) => prune(&ctx, a),

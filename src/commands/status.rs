@@ -14,15 +14,32 @@ use serde_json::json;
 /// Examples:
 ///   agentloop -w ws status --json | jq .run_id
 ///   agentloop -w ws status --run last      # an archived run (runs/<id>/)
+///   agentloop status --redis redis://127.0.0.1:6379   # the queue of `agentloop worker`
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct StatusArgs {
     /// Show this run of the history instead of the current one (an id, a unique prefix, or `last`).
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
+    /// Show the queue of `agentloop worker` on this Redis instead: runs queued, claimed (by
+    /// which worker, idle how long, delivered how often) and dead-lettered (with the reason).
+    #[arg(long, value_name = "URL", conflicts_with = "run")]
+    pub redis: Option<String>,
+    /// Prefix of the stream names (with --redis).
+    #[arg(long, value_name = "NAME", default_value = "agentloop", requires = "redis")]
+    pub streams: String,
 }
 
 pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
+    if let Some(url) = &args.redis {
+        let v = crate::worker::view::queue(url, &args.streams, ctx.printer)?;
+        if ctx.printer.json {
+            ctx.printer.json_value(&v);
+        } else {
+            crate::worker::view::print(&ctx.printer, &v);
+        }
+        return Ok(0);
+    }
     ctx.ws.require_dir()?;
     let ws = match &args.run {
         Some(id) => crate::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id)?,

@@ -197,6 +197,16 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(ApiError::new(400, "`force` must be true or false")),
     };
+    if let Some(fleet) = &shared.fleet {
+        let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
+        let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
+        shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
+        return Ok(Reply::json(
+            202,
+            &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": links(&id)}),
+        )
+        .header("Location", &format!("/runs/{id}")));
+    }
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
     let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
     let id = runs::create(shared, new, ticket)?;

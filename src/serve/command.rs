@@ -37,6 +37,9 @@ use clap::Args;
 /// `token TOKEN` when generated); with --json one JSON object. Logs go to stderr (-v: every
 /// request).
 ///
+/// --redis URL: POST /runs queues the run on a Redis stream for `agentloop worker`s sharing
+/// the root instead of running it here (see `agentloop worker --help`).
+///
 /// --wait SECS: how long to wait for the root's lock at start, and how long a worker waits for
 /// a run's lock held by another process before it gives up on the run (default 30 s).
 ///
@@ -69,6 +72,14 @@ pub struct ServeArgs {
     /// At start, mark unfinished runs as interrupted instead of going on with them.
     #[arg(long)]
     pub no_resume: bool,
+    /// Queue new runs on this Redis for `agentloop worker`s sharing the root, instead of running
+    /// them here: POST /runs answers 202 with the run id, and the run is listed once a worker
+    /// has started it.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Prefix of the stream names (with --redis).
+    #[arg(long, value_name = "NAME", default_value = "agentloop", requires = "redis")]
+    pub streams: String,
 }
 
 pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
@@ -80,6 +91,7 @@ pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
         queue: args.queue,
         rate,
         resume: !args.no_resume,
+        redis: args.redis.map(|u| (u, args.streams)),
     };
     crate::serve::main(global, opts)
 }

@@ -19,10 +19,12 @@ pub mod command;
 
 mod api;
 pub mod auth;
+mod fleet;
 mod http;
 mod pages;
 pub mod queue;
 mod runs;
+
 mod stream;
 
 use crate::error::{Error, Result};
@@ -45,6 +47,8 @@ pub struct Options {
     pub queue: usize,
     pub rate: Option<auth::Rate>,
     pub resume: bool,
+    /// `--redis URL` and `--streams NAME`: queue runs for `agentloop worker`s instead.
+    pub redis: Option<(String, String)>,
 }
 
 /// What every request handler and worker shares.
@@ -60,6 +64,8 @@ pub struct Shared {
     pub streams: AtomicUsize,
     /// Requests whose bodies are being read, by client address.
     pub(crate) bodies: http::Bodies,
+    /// With --redis: the stream new runs are queued on (no local worker runs them).
+    pub(crate) fleet: Option<fleet::Fleet>,
 }
 
 impl Shared {
@@ -79,19 +85,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--workers must be at least 1"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    crate::fs::create_dir_all(&o.root)?;
-    let root = o.root.canonicalize_utf8().map_err(|e| Error::io("find", &o.root, e))?;
-    let mut global = g.clone();
-    global.workspace = root.clone();
     // The root's configuration must be valid before anything listens.
-    let base = crate::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
-    let runs_dir = base.handle.runs_dir.clone();
-    let plain = Utf8PathBuf::from(&runs_dir);
-    if plain.components().count() != 1 || !matches!(plain.components().next(), Some(camino::Utf8Component::Normal(_))) {
-        return Err(Error::config(format!(
-            "invalid configuration at key `handle.runs_dir`: `{runs_dir}` must be a plain folder name under the root"
-        )));
-    }
+    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
     let addr = o
         .listen
         .to_socket_addrs()
@@ -104,6 +99,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
             .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
     }
     let auth = auth::Auth::new(env_token, o.rate)?;
+    let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
@@ -119,6 +115,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         printer,
         streams: AtomicUsize::new(0),
         bodies: http::Bodies::default(),
+        fleet,
     });
     // The address (and a generated token) on stdout, one parseable line each.
     let token = shared.auth.generated.then(|| shared.auth.first().to_string());

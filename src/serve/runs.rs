@@ -14,7 +14,7 @@
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
-use crate::config::{Layer, Resolved, Source};
+use crate::config::Resolved;
 use crate::error::{Error, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
@@ -22,7 +22,7 @@ use crate::phases::{self, Env};
 use crate::workspace::{State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -77,10 +77,7 @@ pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
 /// A run's workspace after entering `runs/` and `runs/<id>/` one `O_NOFOLLOW` open at a time
 /// (made when `create`): a linked runs folder or run folder is refused, never written through.
 fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
-    let rel = camino::Utf8Path::new(&shared.runs_dir).join(id);
-    crate::fs::Folder::open(&shared.root, &rel, create)?
-        .ok_or_else(|| Error::usage(format!("no run `{id}` under {}", shared.root)))?;
-    Ok(run_ws(shared, id))
+    crate::runs_root::enter(&shared.root, &shared.runs_dir, id, create)
 }
 
 /// Whether `id` is the root's own run (one `agentloop -w ROOT run` made), which the server
@@ -117,21 +114,7 @@ pub fn is_link(path: &camino::Utf8Path) -> bool {
 /// `strict`, a budget wider than the server allows is an error naming it; otherwise (a run
 /// driven again after the root's config changed) the narrower of the two applies.
 pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -> Result<Resolved> {
-    if let (Some(a), Some(fixed)) = (agent, shared.global.agent.as_deref()) {
-        if a != fixed {
-            return Err(Error::usage(format!(
-                "`agent`: this server runs every run as agent `{fixed}` (serve --agent)"
-            )));
-        }
-    }
-    let layer = agent.map(|a| Layer { source: Source::ApiRequest, value: json!({"agent": a}) });
-    let mut r = crate::settings::resolve_under(&shared.global, &shared.root, layer)?;
-    let shared_skills = shared.root.join("skills");
-    if !r.config.skills.dirs.contains(&shared_skills) {
-        r.config.skills.dirs.insert(0, shared_skills);
-    }
-    crate::trust::narrow_budgets(&mut r, b, &shared.root, strict)?;
-    Ok(r)
+    crate::runs_root::config(&shared.global, &shared.root, agent, b, strict)
 }
 
 /// Phases of served runs print nothing (stdout belongs to the server); warnings still go to

@@ -19,6 +19,7 @@ mod models;
 mod modes;
 mod netsec;
 mod prefix;
+mod queue;
 mod reading;
 mod real;
 mod report;

@@ -1,0 +1,175 @@
+//! `make bench`: runs per minute of `agentloop worker` with 1, 2, 4 and 8 worker processes
+//! sharing a root, against a local OpenAI-compatible fake that answers every call after 200 ms
+//! and a real `redis-server` on a free loopback port (skipped, saying so, without one).
+//!
+//! Turns wait on the model, not on the CPU, so throughput should grow with the workers even on
+//! a 2-core machine: the target is at least 0.85 × N times the one-worker rate for every N.
+//! Each round enqueues `RUNS_PER_WORKER × N` runs once its workers are listening and measures
+//! until the last outcome is published. Prints a table and exits non-zero when a target is
+//! missed.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LATENCY: Duration = Duration::from_millis(200);
+const RUNS_PER_WORKER: usize = 10;
+const WORKERS: [usize; 4] = [1, 2, 4, 8];
+
+struct Killed(Vec<Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The fake model: every request answered after [`LATENCY`], each on its own thread.
+fn fake_model() -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let addr = server.server_addr().to_ip().unwrap();
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            std::thread::spawn(move || {
+                let mut body = String::new();
+                let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
+                let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                let tool =
+                    body.pointer("/tool_choice/function/name").and_then(|n| n.as_str()).unwrap_or("").to_string();
+                let args = match tool.as_str() {
+                    "frame_answer" => json!({"goal": "g", "definition_of_done": ["answered"], "can_proceed": true}),
+                    "plan_answer" => {
+                        json!({"next_action": {"tool": "finish", "args": {"summary": "answered"}}, "rationale": "nothing to do"})
+                    }
+                    _ => json!({"satisfied": [1], "decision": "done", "reason": "ok", "outcome": "answered"}),
+                };
+                std::thread::sleep(LATENCY);
+                let reply = json!({
+                    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "fake",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+                });
+                let header = tiny_http::Header::from_bytes("content-type", "application/json").unwrap();
+                let _ = req.respond(tiny_http::Response::from_string(reply.to_string()).with_header(header));
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn redis(dir: &std::path::Path) -> Option<(Killed, String)> {
+    if Command::new("redis-server").arg("--version").output().is_err() {
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let start = Instant::now();
+    while redis::Client::open(url.as_str()).unwrap().get_connection().is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some((Killed(vec![child]), url))
+}
+
+/// One round (named `tag`): `n` workers, `RUNS_PER_WORKER × n` runs; returns runs per minute.
+fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, n: usize) -> f64 {
+    let n = n.max(1);
+    let root = dir.join(format!("root-{tag}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let cfg = format!("llm:\n  provider: openai\n  base_url: {model}\n  model: fake\n  attempts: 1\n");
+    std::fs::write(root.join("agentloop.yaml"), cfg).unwrap();
+    let prefix = format!("bench{tag}");
+    let mut workers = Killed(Vec::new());
+    let mut logs = Vec::new();
+    for i in 0..n {
+        let log = dir.join(format!("worker-{tag}-{i}.err"));
+        let child = Command::new(env!("CARGO_BIN_EXE_agentloop"))
+            .env("AGENTLOOP_TRUST_ALL", "1")
+            .env("OPENAI_API_KEY", "bench")
+            .env("HOME", dir)
+            .env("XDG_CONFIG_HOME", dir.join("xdg"))
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .args(["worker", "--redis", url, "--streams", &prefix, "--consumer", &format!("w{i}")])
+            .arg("--root")
+            .arg(&root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        workers.0.push(child);
+        logs.push(log);
+    }
+    let start = Instant::now();
+    while !logs.iter().all(|l| std::fs::read_to_string(l).unwrap_or_default().contains(" on redis://")) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the workers did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let runs = RUNS_PER_WORKER * n;
+    let start = Instant::now();
+    for i in 0..runs {
+        let req = json!({"goal": format!("answer {i}")}).to_string();
+        let _: String =
+            redis::cmd("XADD").arg(format!("{prefix}:runs")).arg("*").arg("request").arg(req).query(&mut con).unwrap();
+    }
+    loop {
+        let done: usize = redis::cmd("XLEN").arg(format!("{prefix}:results")).query(&mut con).unwrap();
+        if done >= runs {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "only {done} of {runs} runs finished");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    runs as f64 / start.elapsed().as_secs_f64() * 60.0
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_redis, url)) = redis(dir.path()) else {
+        println!("queue bench skipped: redis-server is not installed (apt-get install redis-server)");
+        return;
+    };
+    let model = fake_model();
+    println!("agentloop worker: runs per minute, model answering after {} ms", LATENCY.as_millis());
+    println!("{:>8} {:>6} {:>12} {:>9} {:>8}", "workers", "runs", "runs/min", "speedup", "target");
+    // A round nobody counts first: the binary and the filesystem warm up.
+    round(dir.path(), &url, &model, 0, 2);
+    let mut base = 0.0;
+    let mut missed = Vec::new();
+    for n in WORKERS {
+        let rate = round(dir.path(), &url, &model, n, n);
+        if n == 1 {
+            base = rate;
+        }
+        let speedup = rate / base;
+        let target = 0.85 * n as f64;
+        let ok = speedup >= target;
+        println!(
+            "{n:>8} {:>6} {rate:>12.1} {speedup:>8.2}x {:>7.2}x {}",
+            RUNS_PER_WORKER * n,
+            target,
+            if ok { "ok" } else { "MISSED" }
+        );
+        if !ok {
+            missed.push(n);
+        }
+    }
+    if !missed.is_empty() {
+        eprintln!("queue bench: below 0.85 × N with {missed:?} workers");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,145 @@
+//! `agentloop enqueue`: adds a run request to a Redis stream for `agentloop worker`, and
+//! optionally waits for its outcome.
+
+use crate::budget::Budgets;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::settings::Global;
+use crate::worker::request::RunRequest;
+use crate::worker::streams::{self, Link, Names};
+use clap::Args;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Queue a goal for the workers on a Redis stream (`agentloop worker`).
+///
+/// Adds one run request to the stream P:runs and prints the run id it maps to and the message
+/// id. The agent (--agent) and budgets (--max-steps, --max-reframes, --timeout, --max-tokens,
+/// --max-cost) given are part of the request; a worker refuses budgets wider than its root
+/// allows (the message goes to the dead-letter stream with the reason).
+///
+/// The run id comes from --key, else from --slot with the agent and goal (the same daily job
+/// enqueued twice for one slot runs once), else from the message id. With --wait[=SECS] the
+/// command waits for the outcome and prints it (with --json, the agent.completed /
+/// agent.escalated event), exiting as `run` would.
+///
+/// Exit codes: 0 queued (with --wait: the run ended done), 1 Redis unreachable or no outcome in
+/// time, 2 bad flags, 3 escalated, 4 budget exhausted, 5 provider failure.
+///
+/// Examples:
+///   agentloop enqueue --redis redis://127.0.0.1:6379 --goal "Digest today's feed"
+///   agentloop enqueue --redis $R --goal "Daily digest" --slot $(date +%F) --agent digest
+///   agentloop --json enqueue --redis $R --goal "Triage ticket 42" --key ticket-42 --wait=600
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct EnqueueArgs {
+    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (or AGENTLOOP_REDIS, or `queue.redis` of the
+    /// -w folder's configuration).
+    #[arg(long, value_name = "URL", env = "AGENTLOOP_REDIS")]
+    pub redis: Option<String>,
+    /// The goal of the run.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: String,
+    /// Background for the run's context.md.
+    #[arg(long, value_name = "TEXT", conflicts_with = "context_file")]
+    pub context: Option<String>,
+    /// Background read from a file (- for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub context_file: Option<String>,
+    /// A slot such as a date: the same goal and agent run once per slot.
+    #[arg(long, value_name = "KEY")]
+    pub slot: Option<String>,
+    /// The idempotency key the run id is derived from.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Start even when the estimate says the run cannot fit its budget.
+    #[arg(long)]
+    pub force: bool,
+    /// Prefix of the stream names (default: `queue.streams`, agentloop).
+    #[arg(long, value_name = "NAME")]
+    pub streams: Option<String>,
+}
+
+pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
+    let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    let context = match (&a.context, &a.context_file) {
+        (Some(t), _) => Value::String(t.clone()),
+        (None, Some(f)) => Value::String(crate::fs::read_arg(f)?),
+        (None, None) => Value::Null,
+    };
+    let req = RunRequest {
+        goal: a.goal.clone(),
+        context,
+        agent: g.agent.clone(),
+        budgets: budgets(g)?,
+        slot: a.slot.clone(),
+        output_schema: None,
+        key: a.key.clone(),
+        force: a.force,
+    };
+    req.check().map_err(|e| {
+        Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
+    })?;
+    let q = crate::config::resolve(&crate::settings::layers(g, &g.workspace, None)?)?.config.queue;
+    let url = super::worker::redis_url(a.redis.clone(), &q)?;
+    let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
+    let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
+    let text = serde_json::to_string(&req).expect("request serializes");
+    let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
+    let run_id = req.run_id(&message_id);
+    let Some(secs) = g.wait else {
+        if printer.json {
+            printer.outln(&json!({"run_id": run_id, "message_id": message_id, "stream": names.requests}).to_string());
+        } else {
+            printer.outln(&format!("queued run {run_id} (message {message_id} on {})", names.requests));
+        }
+        return Ok(crate::error::code::OK);
+    };
+    printer.info(&format!("queued run {run_id} (message {message_id}); waiting for its outcome"));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let outcome = loop {
+        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &run_id))? {
+            break o;
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::failure(format!("no outcome for run {run_id} within {secs}s")).with_hint(format!(
+                "it stays queued; `agentloop --wait enqueue ... --key {run_id}` or the results stream {} has it later",
+                names.results
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let v: Value = serde_json::from_str(&outcome)
+        .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON: {e}")))?;
+    let p = &v["payload"];
+    if printer.json {
+        printer.outln(&v.to_string());
+    } else {
+        printer.outln(&format!(
+            "run {run_id} {} ({}): {}",
+            p["status"].as_str().unwrap_or("?"),
+            p["stop"].as_str().unwrap_or("?"),
+            p["outcome"].as_str().or(p["reason"].as_str()).unwrap_or("")
+        ));
+    }
+    let stop = p["stop"].as_str().and_then(|s| crate::workspace::StopKind::parse(s, p["reason"].as_str()));
+    Ok(stop.map(|s| s.exit_code()).unwrap_or(crate::error::code::FAILURE))
+}
+
+/// The budgets given as global flags, as a request's budgets.
+fn budgets(g: &Global) -> Result<Budgets> {
+    let timeout = match &g.timeout {
+        None => None,
+        Some(t) => Some(
+            serde_json::from_value(json!(t))
+                .map_err(|e| Error::usage(format!("--timeout `{t}`: {e}")).with_hint("write it as 90s, 5m or 1h"))?,
+        ),
+    };
+    Ok(Budgets {
+        max_steps: g.max_steps,
+        max_reframes: g.max_reframes,
+        timeout,
+        max_tokens: g.max_tokens,
+        max_cost_usd: g.max_cost,
+    })
+}

@@ -1,0 +1,359 @@
+//! `agentloop worker`: runs goals from a Redis stream, several workers (on one machine or many)
+//! sharing one root folder of runs.
+//!
+//! Invariants:
+//! - Redis carries only requests and outcomes; each run's state is its folder
+//!   `<root>/runs/<id>/`, created and driven with the library code `serve` uses
+//!   ([`crate::lifecycle::go_on`], the root's configuration narrowed by the request's budgets).
+//! - A message's run id is derived from its idempotency key ([`request`]): a delivery of a
+//!   finished run publishes nothing new, one of an unfinished run resumes it from its journal.
+//!   The run's lock (a `flock` on its folder) makes sure one worker drives it at a time.
+//! - A message is acknowledged only after its run's outcome is durable (the run's lock released,
+//!   its journal checkpointed) and published; publishing and acknowledging are one Redis script
+//!   ([`streams::publish`]).
+//! - While a run goes on, a heartbeat thread re-claims the worker's messages every third of
+//!   `--claim-idle`; any worker takes over a message idle for longer (a worker killed, or cut
+//!   off), and a message delivered more than `--max-deliveries` times, or one no worker could
+//!   ever run (a bad request, budgets wider than the root allows), goes to the dead-letter
+//!   stream with the reason.
+//! - A signal ends the worker as it ends `run`: every committed phase is kept and the message
+//!   stays pending, so another worker (or this one restarted) takes it over after
+//!   `--claim-idle`.
+
+pub mod request;
+pub mod streams;
+pub mod view;
+
+use crate::error::{Error, Kind, Result};
+use crate::lifecycle::Request;
+use crate::output::Printer;
+use crate::phases::Env;
+use crate::settings::Global;
+use crate::workspace::State;
+use camino::Utf8PathBuf;
+use request::{RunRequest, Triage};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use streams::{Delivery, Link, Names};
+
+/// What `worker` was asked to do.
+pub struct Options {
+    pub root: Utf8PathBuf,
+    pub redis: String,
+    pub stream: String,
+    pub concurrency: usize,
+    pub claim_idle: Duration,
+    pub max_deliveries: u64,
+    pub consumer: Option<String>,
+}
+
+/// What the worker's threads share.
+struct Worker {
+    root: Utf8PathBuf,
+    runs_dir: String,
+    global: Global,
+    names: Names,
+    redis: String,
+    consumer: String,
+    claim_idle: Duration,
+    max_deliveries: u64,
+    printer: Printer,
+    /// Messages this process is working on (the heartbeat keeps them claimed).
+    held: Mutex<BTreeSet<String>>,
+}
+
+/// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
+/// run can change it) and used whenever the run is driven again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub run_id: String,
+    pub key: String,
+    pub message_id: String,
+    pub agent: Option<String>,
+    pub budgets: crate::budget::Budgets,
+    pub submitted_at: String,
+}
+
+/// The folder of records under a root.
+pub const RECORDS: &str = ".agentloop-queue";
+
+impl Worker {
+    fn log(&self, msg: &str) {
+        self.printer.info(&format!("{} {msg}", crate::clock::now_rfc3339()));
+    }
+
+    fn link(&self) -> Result<Link> {
+        Link::open(&self.redis, "--redis", self.printer, None)
+    }
+
+    fn hold(&self, id: &str, on: bool) {
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if on {
+            g.insert(id.to_string());
+        } else {
+            g.remove(id);
+        }
+    }
+}
+
+/// Joins the consumer group and works until the process is stopped.
+pub fn main(g: &Global, o: Options) -> Result<u8> {
+    if o.concurrency == 0 {
+        return Err(Error::usage("--concurrency must be at least 1"));
+    }
+    if o.max_deliveries == 0 {
+        return Err(Error::usage("--max-deliveries must be at least 1"));
+    }
+    if o.claim_idle < Duration::from_secs(1) {
+        return Err(Error::usage("--claim-idle must be at least 1s"));
+    }
+    let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
+    let names = Names::new(&o.stream)?;
+    let consumer = o.consumer.clone().unwrap_or_else(default_consumer);
+    let w = Arc::new(Worker {
+        root,
+        runs_dir,
+        global,
+        names,
+        redis: o.redis.clone(),
+        consumer,
+        claim_idle: o.claim_idle,
+        max_deliveries: o.max_deliveries,
+        printer,
+        held: Mutex::new(BTreeSet::new()),
+    });
+    let mut link = w.link()?;
+    link.call("create the consumer group", |c| streams::ensure_group(c, &w.names))?;
+    crate::interrupt::watch();
+    w.log(&format!(
+        "worker {} on {} (group {}) with {} run(s) at once; runs under {}/{}",
+        w.consumer,
+        streams::shown_url(&w.redis),
+        w.names.group,
+        o.concurrency,
+        w.root,
+        w.runs_dir
+    ));
+    let beat = w.clone();
+    std::thread::Builder::new()
+        .name("heartbeat".into())
+        .spawn(move || heartbeat(&beat))
+        .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+    let mut threads = Vec::new();
+    for i in 0..o.concurrency {
+        let w = w.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("worker-{i}"))
+            .spawn(move || work(&w))
+            .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+        threads.push(t);
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    Err(Error::failure("the worker stopped"))
+}
+
+/// A consumer name unique to this process: the host's name and the pid.
+fn default_consumer() -> String {
+    let host = crate::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
+        .ok()
+        .flatten()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Re-claims the messages being worked on, well inside the idle limit.
+fn heartbeat(w: &Worker) {
+    let Ok(mut link) = w.link() else { return };
+    loop {
+        std::thread::sleep(w.claim_idle / 3);
+        let ids: Vec<String> = w.held.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        if let Err(e) = link.call("keep its claims fresh", |c| streams::refresh(c, &w.names, &w.consumer, &ids)) {
+            w.printer.warn(&e.message);
+        }
+    }
+}
+
+/// One thread: the next message (an idle one first, then a new one), handled, forever.
+fn work(w: &Worker) {
+    let mut link = match w.link() {
+        Ok(l) => l,
+        Err(e) => return w.printer.warn(&e.message),
+    };
+    loop {
+        crate::interrupt::park_if_interrupted();
+        let next = link
+            .call("claim idle messages", |c| streams::claim_idle(c, &w.names, &w.consumer, w.claim_idle))
+            .and_then(|d| match d {
+                Some(d) => Ok(Some(d)),
+                None => link
+                    .call("read the stream", |c| streams::read_new(c, &w.names, &w.consumer, Duration::from_secs(1))),
+            });
+        match next {
+            Ok(Some(d)) => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(w, &mut link, &d)));
+                if r.is_err() {
+                    w.printer.warn(&format!("message {}: internal error (see above); it stays pending", d.id));
+                    w.hold(&d.id, false);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                w.printer.warn(&e.message);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Handles one delivery: runs it (or resumes or reports its run), publishes the outcome and
+/// acknowledges it; or dead-letters it; or, on an error that may pass, leaves it pending.
+fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
+    let last = link.call("read the last error", |c| streams::last_error(c, &w.names, &d.id)).ok().flatten();
+    let (req, run_id) =
+        match request::triage(&d.id, d.request.as_deref(), d.deliveries, w.max_deliveries, last.as_deref()) {
+            Triage::Run { request, run_id } => (request, run_id),
+            Triage::Dead(reason) => return dead(w, link, d, &reason),
+        };
+    w.hold(&d.id, true);
+    let result = drive(w, &req, &run_id, &d.id);
+    let result = result.and_then(|state| {
+        let key = req.idempotency_key(&d.id);
+        let outcome = request::outcome(&state, &key).to_string();
+        let fresh = link.call("publish the outcome", |c| streams::publish(c, &w.names, &d.id, &run_id, &outcome))?;
+        Ok((state, fresh))
+    });
+    w.hold(&d.id, false);
+    match result {
+        Ok((state, fresh)) => w.log(&format!(
+            "run {run_id} {} ({}); message {} {}",
+            state.status.as_str(),
+            state.ended_as().as_str(),
+            d.id,
+            if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
+        )),
+        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
+        Err(e) => {
+            w.printer.warn(&format!(
+                "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
+                e.message, d.id, d.deliveries, w.max_deliveries
+            ));
+            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.message));
+        }
+    }
+}
+
+fn dead(w: &Worker, link: &mut Link, d: &Delivery, reason: &str) {
+    match link.call("dead-letter a message", |c| streams::dead_letter(c, &w.names, d, reason)) {
+        Ok(()) => w.printer.warn(&format!("message {} moved to {}: {reason}", d.id, w.names.dead)),
+        Err(e) => w.printer.warn(&e.message),
+    }
+}
+
+/// Errors no later delivery can mend: the request or the configuration is wrong.
+fn permanent(e: &Error) -> bool {
+    matches!(e.kind, Kind::Usage | Kind::Config | Kind::Negotiation | Kind::Data)
+}
+
+/// Creates the run (first delivery), resumes it, or finds it ended; returns its ended state.
+fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result<State> {
+    let ws = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
+    // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
+    let session = loop {
+        match ws.lock(Some(Duration::from_secs(1))) {
+            Err(e) if e.kind == Kind::LockBusy => crate::interrupt::park_if_interrupted(),
+            other => break other?,
+        }
+    };
+    let quiet = Printer { quiet: true, ..Default::default() };
+    let (resolved, mut state, started) = if !ws.has_run() {
+        let resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
+        let cfg = &resolved.config;
+        let model = crate::model::from_config(cfg, &w.root)?;
+        crate::rest_window::check(cfg)?;
+        let env = Env::with(&ws, cfg, quiet)?;
+        let start = crate::lifecycle::Start {
+            goal: req.goal.clone(),
+            background: req.background(),
+            carry: false,
+            force: req.force,
+            slot: req.slot.clone(),
+        };
+        crate::lifecycle::check_fits(&env, model.model(), &start)?;
+        save_record(w, req, run_id, message_id)?;
+        let state = crate::phases::init::init_run(
+            &session,
+            cfg,
+            &env.tpl,
+            &req.goal,
+            &req.background(),
+            false,
+            Some(run_id.into()),
+        )?;
+        w.log(&format!("run {run_id} started for message {message_id}"));
+        (resolved, state, true)
+    } else {
+        let rec = load_record(w, run_id)?;
+        let (agent, budgets) = match &rec {
+            Some(r) => (r.agent.as_deref(), &r.budgets),
+            None => (req.agent.as_deref(), &req.budgets),
+        };
+        let resolved = crate::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
+        let state = ws.load_state()?;
+        if state.status.is_terminal() && !state.interrupted {
+            return Ok(state);
+        }
+        w.log(&format!("run {run_id} goes on for message {message_id} (step {})", state.step));
+        (resolved, state, false)
+    };
+    let mut env = Env::with(&ws, &resolved.config, quiet)?;
+    env.hold(&session);
+    if state.interrupted {
+        state = crate::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
+    }
+    let _running = crate::interrupt::run_in(&ws.root);
+    crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true)?;
+    drop(env);
+    // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
+    drop(session);
+    Ok(state)
+}
+
+fn record_path(w: &Worker, run_id: &str) -> Utf8PathBuf {
+    w.root.join(RECORDS).join(format!("{run_id}.json"))
+}
+
+fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result<()> {
+    let path = record_path(w, run_id);
+    if path.exists() {
+        return Ok(());
+    }
+    let rec = Record {
+        run_id: run_id.into(),
+        key: req.idempotency_key(message_id),
+        message_id: message_id.into(),
+        agent: req.agent.clone(),
+        budgets: req.budgets.clone(),
+        submitted_at: crate::clock::now_rfc3339(),
+    };
+    crate::fs::create_dir_all(&w.root.join(RECORDS))?;
+    let text = serde_json::to_string_pretty(&rec).expect("record serializes") + "\n";
+    crate::fs::write_durable(&path, text.as_bytes())
+}
+
+fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {
+    let path = record_path(w, run_id);
+    match crate::fs::read_optional(&path)? {
+        None => Ok(None),
+        Some(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file")),
+    }
+}

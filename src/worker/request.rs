@@ -1,0 +1,206 @@
+//! What travels on the streams, as types: a run request (the `request` field of a message on
+//! the requests stream), the run id it maps to, what a worker does with a delivery, and the
+//! outcome it publishes. Everything here is pure, so the rules are unit-tested without Redis.
+//!
+//! Invariants: every field of a request is honoured or refused naming it, never ignored; the
+//! run id is a function of the request and its message id alone, so every delivery of one
+//! message (and every message with the same idempotency key) maps to the same run folder.
+
+use crate::budget::Budgets;
+use crate::workspace::State;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// A request to run a goal, as `agentloop enqueue` (or `serve --redis`) writes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    pub goal: String,
+    /// Background for context.md: a string as is, anything else as JSON.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub context: Value,
+    /// An agent profile under `<root>/agents/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Limits that may only narrow the root's.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub budgets: Budgets,
+    /// A slot such as a date: the same goal and agent enqueued twice for one slot runs once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// Not supported yet; refused naming it (see [`RunRequest::check`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// The idempotency key the run id is derived from (default: the slot, else the message id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Start even when the estimate says the run cannot fit its budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+}
+
+fn is_default(b: &Budgets) -> bool {
+    *b == Budgets::default()
+}
+
+impl RunRequest {
+    /// Reads the `request` field of a message; the error names what is wrong.
+    pub fn parse(text: &str) -> Result<RunRequest, String> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let r: RunRequest = serde_path_to_error::deserialize(de)
+            .map_err(|e| format!("`request` field: {} (at {})", e.inner(), e.path()))?;
+        r.check()?;
+        Ok(r)
+    }
+
+    /// Refuses what no worker can honour, naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        if self.goal.trim().is_empty() {
+            return Err("`goal` is empty".into());
+        }
+        if self.output_schema.is_some() {
+            return Err("`output_schema` is not supported by this version's workers; leave it out".into());
+        }
+        for (name, v) in [("key", &self.key), ("slot", &self.slot), ("agent", &self.agent)] {
+            if let Some(v) = v {
+                if v.trim().is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
+                    return Err(format!("`{name}` must be 1-200 printable characters"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// context.md's background text.
+    pub fn background(&self) -> String {
+        match &self.context {
+            Value::Null => String::new(),
+            Value::String(s) => s.clone(),
+            v => serde_json::to_string_pretty(v).unwrap_or_default(),
+        }
+    }
+
+    /// The idempotency key: `key`, else the slot with the agent and goal, else the message id.
+    pub fn idempotency_key(&self, message_id: &str) -> String {
+        match (&self.key, &self.slot) {
+            (Some(k), _) => k.clone(),
+            (None, Some(slot)) => {
+                let what = format!("{}\n{}", self.agent.as_deref().unwrap_or(""), self.goal.trim());
+                format!("slot-{slot}-{:016x}", fnv1a(what.as_bytes()))
+            }
+            (None, None) => message_id.to_string(),
+        }
+    }
+
+    /// The run's id: the key itself when it can name a folder, else its readable part and a hash.
+    pub fn run_id(&self, message_id: &str) -> String {
+        run_id_for(&self.idempotency_key(message_id))
+    }
+}
+
+/// A run id for an idempotency key (stable across versions: FNV-1a, not std's hasher).
+pub fn run_id_for(key: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if !key.is_empty() && key.len() <= 64 && key.chars().all(plain) {
+        return key.to_string();
+    }
+    let readable: String = key.chars().map(|c| if plain(c) { c } else { '_' }).take(40).collect();
+    format!("{readable}-{:016x}", fnv1a(key.as_bytes()))
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// What a worker does with a delivered message.
+#[derive(Debug, PartialEq)]
+pub enum Triage {
+    /// Run (or resume, or report) the run `run_id`.
+    Run { request: Box<RunRequest>, run_id: String },
+    /// Move it to the dead-letter stream with this reason.
+    Dead(String),
+}
+
+/// Decides what to do with message `id` (its `request` field, delivered `deliveries` times;
+/// `last_error`: why the previous delivery failed, if one did).
+pub fn triage(
+    id: &str,
+    request: Option<&str>,
+    deliveries: u64,
+    max_deliveries: u64,
+    last_error: Option<&str>,
+) -> Triage {
+    if deliveries > max_deliveries {
+        let why = last_error.map(|e| format!("; last error: {e}")).unwrap_or_default();
+        return Triage::Dead(format!("delivered {deliveries} times, over --max-deliveries {max_deliveries}{why}"));
+    }
+    let Some(text) = request else {
+        return Triage::Dead("the message has no `request` field".into());
+    };
+    match RunRequest::parse(text) {
+        Ok(r) => {
+            let run_id = r.run_id(id);
+            Triage::Run { request: Box::new(r), run_id }
+        }
+        Err(e) => Triage::Dead(format!("invalid request: {e}")),
+    }
+}
+
+/// The outcome published for a finished run: event mode's `agent.completed` /
+/// `agent.escalated` object, its payload with the `stop` and the idempotency key added.
+pub fn outcome(state: &State, key: &str) -> Value {
+    let mut ev = crate::phases::completion_event(state);
+    if let Some(p) = ev.get_mut("payload").and_then(Value::as_object_mut) {
+        p.insert("stop".into(), json!(state.ended_as()));
+        p.insert("key".into(), json!(key));
+    }
+    ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain_id(id: &str) -> bool {
+        id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    }
+
+    #[test]
+    fn every_delivery_of_a_message_maps_to_one_run() {
+        let r = RunRequest::parse(r#"{"goal": "digest"}"#).unwrap();
+        assert_eq!(r.run_id("1700000000000-0"), "1700000000000-0");
+        let keyed = RunRequest { key: Some("ticket 42/a".into()), ..r.clone() };
+        assert_eq!(keyed.run_id("1-0"), keyed.run_id("2-0"));
+        assert!(plain_id(&keyed.run_id("1-0")), "{}", keyed.run_id("1-0"));
+        let daily = RunRequest { slot: Some("2026-01-01".into()), ..r.clone() };
+        assert_eq!(daily.run_id("1-0"), daily.run_id("2-0"));
+        let other = RunRequest { goal: "another".into(), ..daily.clone() };
+        assert_ne!(daily.run_id("1-0"), other.run_id("1-0"));
+        let long = "k".repeat(100);
+        assert!(plain_id(&run_id_for(&long)));
+        assert_ne!(run_id_for("a b"), run_id_for("a_b"));
+    }
+
+    #[test]
+    fn fields_are_honoured_or_refused_by_name() {
+        assert!(RunRequest::parse(r#"{"goal": "g", "colour": 1}"#).unwrap_err().contains("colour"));
+        assert!(RunRequest::parse(r#"{"goal": "g", "output_schema": {}}"#).unwrap_err().contains("output_schema"));
+        assert!(RunRequest::parse(r#"{"goal": " "}"#).unwrap_err().contains("goal"));
+        assert!(RunRequest::parse(r#"{"goal": "g", "budgets": {"max_stepz": 1}}"#).unwrap_err().contains("max_stepz"));
+        let r = RunRequest::parse(r#"{"goal": "g", "context": {"a": 1}, "budgets": {"max_steps": 2}}"#).unwrap();
+        assert_eq!(r.budgets.max_steps, Some(2));
+        assert!(r.background().contains("\"a\": 1"));
+    }
+
+    #[test]
+    fn poison_and_redelivered_messages_go_to_dead_letters() {
+        assert!(matches!(triage("1-0", Some("{"), 1, 3, None), Triage::Dead(r) if r.starts_with("invalid request")));
+        assert!(matches!(triage("1-0", None, 1, 3, None), Triage::Dead(_)));
+        let ok = r#"{"goal": "g"}"#;
+        assert!(matches!(triage("1-0", Some(ok), 3, 3, None), Triage::Run { run_id, .. } if run_id == "1-0"));
+        assert_eq!(
+            triage("1-0", Some(ok), 4, 3, Some("disk full")),
+            Triage::Dead("delivered 4 times, over --max-deliveries 3; last error: disk full".into())
+        );
+    }
+}

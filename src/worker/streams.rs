@@ -1,0 +1,380 @@
+//! The Redis side of the queue: one blocking connection per thread ([`Link`]), retried with
+//! backoff while Redis is down or restarting, and the stream commands the worker, `enqueue`
+//! and `status` use. Redis holds only requests and outcomes; a run's state is its folder.
+//!
+//! Keys, for a prefix `P` (`--streams`, default `agentloop`):
+//! - `P:runs`: run requests (field `request`, a JSON [`super::request::RunRequest`]), read by
+//!   the consumer group `P:workers`;
+//! - `P:results`: one outcome per finished run (fields `run_id`, `type`, `outcome`);
+//! - `P:dead`: dead letters (fields `message_id`, `request`, `reason`, `deliveries`);
+//! - `P:outcome:<run id>`: the published outcome, set once (with an expiry): publishing and
+//!   acknowledging are one script, so a run's outcome is published once however often its
+//!   message is delivered, as long as Redis keeps its data;
+//! - `P:errors`: the last error of each message being retried (message id → text).
+
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use redis::{Commands, Connection, RedisResult};
+use std::time::{Duration, Instant};
+
+/// How long an outcome key is kept (consumers de-duplicate by run id beyond it).
+pub const OUTCOME_TTL_SECS: u64 = 7 * 24 * 3600;
+
+/// The keys of one queue.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub requests: String,
+    pub results: String,
+    pub dead: String,
+    pub group: String,
+    pub errors: String,
+    prefix: String,
+}
+
+impl Names {
+    pub fn new(prefix: &str) -> Result<Names> {
+        if prefix.is_empty() || prefix.len() > 100 || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::usage(format!("--streams `{prefix}`: give 1-100 characters without spaces")));
+        }
+        Ok(Names {
+            requests: format!("{prefix}:runs"),
+            results: format!("{prefix}:results"),
+            dead: format!("{prefix}:dead"),
+            group: format!("{prefix}:workers"),
+            errors: format!("{prefix}:errors"),
+            prefix: prefix.to_string(),
+        })
+    }
+
+    pub fn outcome(&self, run_id: &str) -> String {
+        format!("{}:outcome:{run_id}", self.prefix)
+    }
+}
+
+/// A message handed to a worker.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: String,
+    pub request: Option<String>,
+    /// How many times it was delivered, this time included.
+    pub deliveries: u64,
+}
+
+/// One connection to Redis that reconnects: a command that fails because Redis is down,
+/// restarting or loading its data is tried again with backoff (saying so once per outage),
+/// for at most `patience` (forever when None).
+pub struct Link {
+    client: redis::Client,
+    shown: String,
+    con: Option<Connection>,
+    printer: Printer,
+    patience: Option<Duration>,
+}
+
+/// The URL with its password left out, for messages.
+pub fn shown_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => url.to_string(),
+    }
+}
+
+/// Whether an error is Redis being away for a while (so the command is tried again).
+fn passing(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || e.is_timeout()
+        || matches!(e.code(), Some("LOADING" | "TRYAGAIN" | "MASTERDOWN" | "BUSY"))
+}
+
+impl Link {
+    /// Checks the URL (`flag` names where it came from); connects at the first command.
+    pub fn open(url: &str, flag: &str, printer: Printer, patience: Option<Duration>) -> Result<Link> {
+        let client = redis::Client::open(url).map_err(|e| {
+            Error::usage(format!("{flag} `{}`: {e}", shown_url(url)))
+                .with_hint("give a URL such as redis://127.0.0.1:6379/0 (rediss:// is not supported)")
+        })?;
+        Ok(Link { client, shown: shown_url(url), con: None, printer, patience })
+    }
+
+    /// Runs `f` on the connection, reconnecting and retrying while Redis is away.
+    pub fn call<T>(&mut self, what: &str, mut f: impl FnMut(&mut Connection) -> RedisResult<T>) -> Result<T> {
+        let start = Instant::now();
+        let mut delay = Duration::from_millis(100);
+        let mut said = false;
+        loop {
+            let result = match self.connection() {
+                Ok(con) => f(con),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(v) => {
+                    if said {
+                        self.printer.info(&format!("redis at {} is back", self.shown));
+                    }
+                    return Ok(v);
+                }
+                Err(e) if passing(&e) => {
+                    self.con = None;
+                    if self.patience.is_some_and(|p| start.elapsed() >= p) {
+                        return Err(Error::failure(format!("cannot reach redis at {} to {what}: {e}", self.shown))
+                            .with_hint("start redis-server, or check --redis"));
+                    }
+                    if !said {
+                        self.printer.warn(&format!(
+                            "redis at {} is unreachable ({e}); retrying with backoff (nothing is lost meanwhile)",
+                            self.shown
+                        ));
+                        said = true;
+                    }
+                    crate::interrupt::park_if_interrupted();
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+                Err(e) => return Err(Error::failure(format!("redis at {}: cannot {what}: {e}", self.shown))),
+            }
+        }
+    }
+
+    fn connection(&mut self) -> RedisResult<&mut Connection> {
+        if self.con.is_none() {
+            let con = self.client.get_connection_with_timeout(Duration::from_secs(5))?;
+            con.set_read_timeout(Some(Duration::from_secs(30)))?;
+            con.set_write_timeout(Some(Duration::from_secs(30)))?;
+            self.con = Some(con);
+        }
+        Ok(self.con.as_mut().expect("just connected"))
+    }
+}
+
+/// Makes the consumer group (and the stream) unless they exist.
+pub fn ensure_group(con: &mut Connection, n: &Names) -> RedisResult<()> {
+    let made: RedisResult<()> =
+        redis::cmd("XGROUP").arg("CREATE").arg(&n.requests).arg(&n.group).arg("0").arg("MKSTREAM").query(con);
+    match made {
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        other => other,
+    }
+}
+
+/// The `request` field of a message's fields.
+fn request_field(map: &std::collections::HashMap<String, redis::Value>) -> Option<String> {
+    map.get("request").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
+}
+
+/// A new message for `consumer`, waiting up to `block` for one.
+pub fn read_new(con: &mut Connection, n: &Names, consumer: &str, block: Duration) -> RedisResult<Option<Delivery>> {
+    let reply: RedisResult<Option<redis::streams::StreamReadReply>> = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(&n.group)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("BLOCK")
+        .arg(block.as_millis() as u64)
+        .arg("STREAMS")
+        .arg(&n.requests)
+        .arg(">")
+        .query(con);
+    let reply = match reply {
+        // The group went away (Redis restarted without its data): make it again.
+        Err(e) if e.code() == Some("NOGROUP") => {
+            ensure_group(con, n)?;
+            return Ok(None);
+        }
+        r => r?,
+    };
+    let first = reply.and_then(|r| r.keys.into_iter().next()).and_then(|k| k.ids.into_iter().next());
+    Ok(first.map(|m| Delivery { request: request_field(&m.map), id: m.id, deliveries: 1 }))
+}
+
+/// A message pending longer than `idle` with any consumer (one killed, or gone quiet), now
+/// `consumer`'s, with how many times it was delivered.
+pub fn claim_idle(con: &mut Connection, n: &Names, consumer: &str, idle: Duration) -> RedisResult<Option<Delivery>> {
+    let mut cursor = "0-0".to_string();
+    loop {
+        let reply: RedisResult<redis::streams::StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
+            .arg(&n.requests)
+            .arg(&n.group)
+            .arg(consumer)
+            .arg(idle.as_millis() as u64)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(1)
+            .query(con);
+        let reply = match reply {
+            Err(e) if e.code() == Some("NOGROUP") => {
+                ensure_group(con, n)?;
+                return Ok(None);
+            }
+            r => r?,
+        };
+        if let Some(m) = reply.claimed.into_iter().next() {
+            let deliveries = delivery_count(con, n, &m.id)?.unwrap_or(1);
+            return Ok(Some(Delivery { request: request_field(&m.map), id: m.id, deliveries }));
+        }
+        if reply.next_stream_id == "0-0" || reply.next_stream_id == cursor {
+            return Ok(None);
+        }
+        cursor = reply.next_stream_id;
+    }
+}
+
+/// How many times a pending message was delivered.
+fn delivery_count(con: &mut Connection, n: &Names, id: &str) -> RedisResult<Option<u64>> {
+    let p: redis::streams::StreamPendingCountReply =
+        redis::cmd("XPENDING").arg(&n.requests).arg(&n.group).arg(id).arg(id).arg(1).query(con)?;
+    Ok(p.ids.into_iter().next().map(|p| p.times_delivered as u64))
+}
+
+/// Keeps `consumer`'s claim on messages it is working on fresh (their idle time starts again;
+/// JUSTID leaves the delivery count as it is).
+pub fn refresh(con: &mut Connection, n: &Names, consumer: &str, ids: &[String]) -> RedisResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let _: redis::Value =
+        redis::cmd("XCLAIM").arg(&n.requests).arg(&n.group).arg(consumer).arg(0).arg(ids).arg("JUSTID").query(con)?;
+    Ok(())
+}
+
+/// Publishes a run's outcome unless it was published before, and acknowledges the message, in
+/// one step. True when this call published it.
+pub fn publish(con: &mut Connection, n: &Names, message_id: &str, run_id: &str, outcome: &str) -> RedisResult<bool> {
+    const SCRIPT: &str = r"
+local fresh = redis.call('SET', KEYS[1], ARGV[2], 'NX', 'EX', ARGV[5])
+if fresh then
+  redis.call('XADD', KEYS[2], '*', 'run_id', ARGV[1], 'type', ARGV[3], 'outcome', ARGV[2])
+end
+redis.call('XACK', KEYS[3], ARGV[4], ARGV[6])
+redis.call('HDEL', KEYS[4], ARGV[6])
+if fresh then return 1 else return 0 end";
+    let ty = serde_json::from_str::<serde_json::Value>(outcome)
+        .ok()
+        .and_then(|v| v["type"].as_str().map(String::from))
+        .unwrap_or_default();
+    let fresh: i64 = redis::cmd("EVAL")
+        .arg(SCRIPT)
+        .arg(4)
+        .arg(n.outcome(run_id))
+        .arg(&n.results)
+        .arg(&n.requests)
+        .arg(&n.errors)
+        .arg(run_id)
+        .arg(outcome)
+        .arg(ty)
+        .arg(&n.group)
+        .arg(OUTCOME_TTL_SECS)
+        .arg(message_id)
+        .query(con)?;
+    Ok(fresh == 1)
+}
+
+/// Moves a message to the dead-letter stream with the reason, and acknowledges it.
+pub fn dead_letter(con: &mut Connection, n: &Names, d: &Delivery, reason: &str) -> RedisResult<()> {
+    redis::pipe()
+        .atomic()
+        .cmd("XADD")
+        .arg(&n.dead)
+        .arg("*")
+        .arg("message_id")
+        .arg(&d.id)
+        .arg("request")
+        .arg(d.request.as_deref().unwrap_or(""))
+        .arg("reason")
+        .arg(reason)
+        .arg("deliveries")
+        .arg(d.deliveries)
+        .ignore()
+        .cmd("XACK")
+        .arg(&n.requests)
+        .arg(&n.group)
+        .arg(&d.id)
+        .ignore()
+        .cmd("HDEL")
+        .arg(&n.errors)
+        .arg(&d.id)
+        .ignore()
+        .query(con)
+}
+
+/// Records why a delivery failed (read back when the message is delivered again).
+pub fn note_error(con: &mut Connection, n: &Names, id: &str, error: &str) -> RedisResult<()> {
+    con.hset(&n.errors, id, error)
+}
+
+pub fn last_error(con: &mut Connection, n: &Names, id: &str) -> RedisResult<Option<String>> {
+    con.hget(&n.errors, id)
+}
+
+/// Adds a request; returns its message id.
+pub fn enqueue(con: &mut Connection, n: &Names, request: &str) -> RedisResult<String> {
+    redis::cmd("XADD").arg(&n.requests).arg("*").arg("request").arg(request).query(con)
+}
+
+/// A run's published outcome, if there is one.
+pub fn outcome(con: &mut Connection, n: &Names, run_id: &str) -> RedisResult<Option<String>> {
+    con.get(n.outcome(run_id))
+}
+
+/// What the queue holds: messages not yet read by any worker, messages claimed (read, not
+/// acknowledged: id, consumer, idle ms, deliveries), and dead letters (id, reason).
+#[derive(Debug, Default)]
+pub struct Overview {
+    pub queued: Vec<(String, Option<String>)>,
+    pub claimed: Vec<(String, String, u64, u64)>,
+    pub dead: Vec<(String, String, Option<String>)>,
+}
+
+/// Reads the queue's state, at most `limit` of each kind.
+pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Overview> {
+    ensure_group(con, n)?;
+    // The group's last-delivered id: entries after it are not yet read.
+    let groups: Vec<std::collections::HashMap<String, redis::Value>> =
+        redis::cmd("XINFO").arg("GROUPS").arg(&n.requests).query(con)?;
+    let last = groups
+        .iter()
+        .find(|g| {
+            g.get("name").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok()).as_deref() == Some(&n.group)
+        })
+        .and_then(|g| g.get("last-delivered-id"))
+        .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
+        .unwrap_or_else(|| "0-0".into());
+    let queued: redis::streams::StreamRangeReply =
+        redis::cmd("XRANGE").arg(&n.requests).arg(format!("({last}")).arg("+").arg("COUNT").arg(limit).query(con)?;
+    let pending: redis::streams::StreamPendingCountReply =
+        redis::cmd("XPENDING").arg(&n.requests).arg(&n.group).arg("-").arg("+").arg(limit).query(con)?;
+    let mut claimed = Vec::new();
+    for p in pending.ids {
+        claimed.push((p.id, p.consumer, p.last_delivered_ms as u64, p.times_delivered as u64));
+    }
+    let dead: redis::streams::StreamRangeReply =
+        redis::cmd("XREVRANGE").arg(&n.dead).arg("+").arg("-").arg("COUNT").arg(limit).query(con)?;
+    let field = |m: &redis::streams::StreamId, k: &str| m.get::<String>(k);
+    Ok(Overview {
+        queued: queued.ids.iter().map(|m| (m.id.clone(), field(m, "request"))).collect(),
+        claimed,
+        dead: dead
+            .ids
+            .iter()
+            .map(|m| {
+                (
+                    field(m, "message_id").unwrap_or_default(),
+                    field(m, "reason").unwrap_or_default(),
+                    field(m, "request"),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// The request of message `id`, if the stream still holds it.
+pub fn request_of(con: &mut Connection, n: &Names, id: &str) -> RedisResult<Option<String>> {
+    let r: redis::streams::StreamRangeReply = redis::cmd("XRANGE").arg(&n.requests).arg(id).arg(id).query(con)?;
+    Ok(r.ids.into_iter().next().and_then(|m| m.get::<String>("request")))
+}

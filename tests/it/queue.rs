@@ -1,0 +1,540 @@
+//! `agentloop worker` and `enqueue` against a real `redis-server` on a free 127.0.0.1 port
+//! (skipped, saying so, where redis-server is not installed): several workers share a root,
+//! one is killed with `kill -9` mid-run, a message is delivered twice, a poison message goes to
+//! the dead-letter stream, and Redis restarts mid-run. Nothing is timed: every wait polls with
+//! a generous deadline.
+
+use crate::common::*;
+use redis::Commands;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(180);
+
+/// A `redis-server` of the test's own, with its data in a temp folder (kept across restarts).
+pub struct Redis {
+    child: Option<Child>,
+    pub port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Redis {
+    /// None (and a note on stderr) when redis-server is not installed.
+    pub fn start(dir: &std::path::Path) -> Option<Redis> {
+        if Command::new("redis-server").arg("--version").output().is_err() {
+            eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        std::fs::create_dir_all(dir).unwrap();
+        let mut r = Redis { child: None, port, dir: dir.to_path_buf() };
+        r.launch();
+        Some(r)
+    }
+
+    fn launch(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let start = Instant::now();
+        while self.con_once().is_err() {
+            assert!(start.elapsed() < DEADLINE, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops Redis (as a crash would) and starts it again on the same port and data.
+    pub fn restart(&mut self) {
+        self.stop();
+        std::thread::sleep(Duration::from_millis(500));
+        self.launch();
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn con_once(&self) -> redis::RedisResult<redis::Connection> {
+        let mut c = redis::Client::open(self.url())?.get_connection()?;
+        redis::cmd("PING").query::<String>(&mut c)?;
+        Ok(c)
+    }
+
+    pub fn con(&self) -> redis::Connection {
+        self.con_once().expect("connect to redis")
+    }
+
+    /// The entries of a stream: (id, fields).
+    pub fn entries(&self, key: &str) -> Vec<(String, BTreeMap<String, String>)> {
+        let r: redis::streams::StreamRangeReply = self.con().xrange_all(key).unwrap();
+        r.ids
+            .into_iter()
+            .map(|m| {
+                let f = m.map.keys().map(|k| (k.clone(), m.get::<String>(k).unwrap_or_default())).collect();
+                (m.id, f)
+            })
+            .collect()
+    }
+
+    /// Messages read and not acknowledged.
+    pub fn pending(&self) -> usize {
+        let v: redis::Value =
+            redis::cmd("XPENDING").arg("agentloop:runs").arg("agentloop:workers").query(&mut self.con()).unwrap();
+        match v {
+            redis::Value::Array(a) => redis::from_redis_value::<usize>(a[0].clone()).unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// A worker process (killed when dropped), its stderr in a file.
+pub struct Worker {
+    pub child: Child,
+    pub log: std::path::PathBuf,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Worker {
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+pub fn worker(t: &T, redis: &Redis, name: &str, args: &[&str]) -> Worker {
+    let log = t.path(&format!("{name}.err"));
+    let child = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("AGENTLOOP_NOW", NOW)
+        .current_dir(t.root())
+        .args(["--script", "script.yaml", "worker", "--redis", &redis.url(), "--root", "root", "--consumer", name])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start worker");
+    Worker { child, log }
+}
+
+fn wait_until(what: &str, logs: &dyn Fn() -> String, ok: &mut dyn FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < DEADLINE, "{what} did not happen:\n{}", logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A script whose one step fetches `url`/slow (so a run lasts as long as the server takes).
+fn slow_script(url: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: g, definition_of_done: [fetched, read, noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{url}/slow"}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched the slow answer}}
+"#
+    )
+}
+
+/// A server that answers after `ms` milliseconds, or holds while `hold` is set.
+fn slow_server(ms: u64, hold: Arc<AtomicBool>) -> Server {
+    Server::start_with(move |_, _| {
+        std::thread::sleep(Duration::from_millis(ms));
+        let start = Instant::now();
+        while hold.load(Ordering::SeqCst) && start.elapsed() < DEADLINE {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Reply::text(200, "text/plain", "the slow answer")
+    })
+}
+
+fn setup(t: &T, server: &Server) {
+    t.write("script.yaml", &slow_script(&server.url));
+    t.write("root/agentloop.yaml", "max_steps: 8\ntools: {http: {allow_private: true}}\n");
+}
+
+fn enqueue(t: &T, redis: &Redis, args: &[&str]) -> Value {
+    let out = t.cmd().args(["--json", "enqueue", "--redis", &redis.url()]).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// Each run's trace: every phase entry once per step, one start and one finish.
+fn assert_no_phase_twice(t: &T, run_id: &str) {
+    let text = t.read(&format!("root/runs/{run_id}/trace.jsonl"));
+    let mut seen = BTreeSet::new();
+    for line in text.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let key = (
+            e["step"].as_u64().unwrap(),
+            e["phase"].as_str().unwrap().to_string(),
+            e["event"].as_str().unwrap().to_string(),
+        );
+        if key.2 == "run.continued" {
+            continue;
+        }
+        assert!(seen.insert(key.clone()), "run {run_id}: {key:?} applied twice:\n{text}");
+    }
+    assert!(seen.iter().any(|k| k.2 == "run.finished"), "run {run_id} did not finish:\n{text}");
+}
+
+#[test]
+fn three_workers_run_thirty_goals_once_each_though_one_is_killed() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(150, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    let mut ids = BTreeSet::new();
+    // Delivered twice on purpose: two messages with one idempotency key are one run.
+    let first = enqueue(&t, &redis, &["--goal", "twice", "--key", "dup-1"]);
+    let second = enqueue(&t, &redis, &["--goal", "twice", "--key", "dup-1"]);
+    assert_eq!(first["run_id"], "dup-1");
+    assert_eq!(second["run_id"], "dup-1");
+    assert_ne!(first["message_id"], second["message_id"]);
+    ids.insert("dup-1".to_string());
+    for i in 1..30 {
+        let v = enqueue(&t, &redis, &["--goal", &format!("goal {i}")]);
+        ids.insert(v["run_id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(ids.len(), 30);
+    let flags = ["--claim-idle", "2s", "--max-deliveries", "5"];
+    let mut doomed = Some(worker(&t, &redis, "w1", &flags));
+    let w2 = worker(&t, &redis, "w2", &flags);
+    let w3 = worker(&t, &redis, "w3", &flags);
+    let logs = || {
+        let w1 = doomed.as_ref().map(|w| w.log()).unwrap_or_default();
+        format!("w1:\n{w1}\nw2:\n{}\nw3:\n{}", w2.log(), w3.log())
+    };
+    // w1 is killed in the middle of a run it started.
+    wait_until("w1 starting a run", &logs, &mut || doomed.as_ref().unwrap().log().contains("started for message"));
+    let w1_log = {
+        let mut w = doomed.take().unwrap();
+        rustix::process::kill_process(rustix::process::Pid::from_child(&w.child), rustix::process::Signal::KILL)
+            .unwrap();
+        let _ = w.child.wait();
+        w.log()
+    };
+    let results = || redis.entries("agentloop:results");
+    let logs = || format!("w1:\n{w1_log}\nw2:\n{}\nw3:\n{}", w2.log(), w3.log());
+    wait_until("30 outcomes", &logs, &mut || results().len() >= 30 && redis.pending() == 0);
+    std::thread::sleep(Duration::from_millis(500));
+    let results = results();
+    let published: Vec<String> = results.iter().map(|(_, f)| f["run_id"].clone()).collect();
+    let unique: BTreeSet<String> = published.iter().cloned().collect();
+    assert_eq!(published.len(), 30, "exactly one outcome per run id: {published:?}");
+    assert_eq!(unique, ids);
+    for (_, f) in &results {
+        let o: Value = serde_json::from_str(&f["outcome"]).unwrap();
+        assert_eq!(o["type"], "agent.completed", "{o}");
+        assert_eq!(o["payload"]["run_id"].as_str(), Some(f["run_id"].as_str()));
+        assert_eq!(o["payload"]["stop"], "done");
+        assert_eq!(o["payload"]["outcome"], "fetched the slow answer");
+    }
+    for id in &ids {
+        assert_no_phase_twice(&t, id);
+    }
+    // The killed worker's run was taken over by another worker, and resumed.
+    let all = logs();
+    assert!(all.contains("goes on for message"), "{all}");
+    assert!(all.contains("outcome was published before"), "{all}");
+    assert!(redis.entries("agentloop:dead").is_empty(), "{all}");
+    // `enqueue --wait` on a finished key answers with the outcome published earlier.
+    let out = t
+        .cmd()
+        .args(["--json", "--wait=60", "enqueue", "--redis", &redis.url(), "--goal", "twice", "--key", "dup-1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((v["type"].as_str(), v["payload"]["run_id"].as_str()), (Some("agent.completed"), Some("dup-1")));
+}
+
+#[test]
+fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", "{not json")]).unwrap();
+    let _: String =
+        redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "colour": "red"}"#)]).unwrap();
+    let _: String =
+        redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "output_schema": {}}"#)]).unwrap();
+    let wide = enqueue(&t, &redis, &["--goal", "too long", "--max-steps", "50"]);
+    let ok = enqueue(&t, &redis, &["--goal", "fine", "--max-steps", "3"]);
+    let w = worker(&t, &redis, "w1", &[]);
+    let logs = || w.log();
+    wait_until("four dead letters and one outcome", &logs, &mut || {
+        redis.entries("agentloop:dead").len() >= 4 && !redis.entries("agentloop:results").is_empty()
+    });
+    let dead = redis.entries("agentloop:dead");
+    let reasons: Vec<&str> = dead.iter().map(|(_, f)| f["reason"].as_str()).collect();
+    assert!(reasons[0].starts_with("invalid request: `request` field"), "{reasons:?}");
+    assert!(reasons[1].contains("colour"), "{reasons:?}");
+    assert!(reasons[2].contains("output_schema"), "{reasons:?}");
+    assert!(
+        reasons[3].contains("budgets.max_steps") && reasons[3].contains(wide["run_id"].as_str().unwrap()),
+        "{reasons:?}"
+    );
+    assert_eq!(dead[3].1["message_id"], wide["message_id"].as_str().unwrap());
+    let results = redis.entries("agentloop:results");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].1["run_id"], ok["run_id"].as_str().unwrap());
+    assert_eq!(redis.pending(), 0);
+    // `runs` under the root lists the run; `status --redis` shows the queue.
+    let out = t.cmd().args(["status", "--redis", &redis.url()]).output().unwrap();
+    let shown = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(shown.contains("dead-lettered 4"), "{shown}");
+    assert!(shown.contains("budgets.max_steps"), "{shown}");
+    let out = t.cmd().args(["-w", "root", "--json", "runs", "--redis", &redis.url()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["queue"]["dead"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["queue"]["dead"][3]["goal"], Value::Null, "{v}");
+}
+
+#[test]
+fn a_redis_restart_mid_run_loses_nothing() {
+    let t = T::new();
+    let Some(mut redis) = Redis::start(&t.path("redis")) else { return };
+    let hold = Arc::new(AtomicBool::new(true));
+    let server = slow_server(0, hold.clone());
+    setup(&t, &server);
+    let v = enqueue(&t, &redis, &["--goal", "survive a restart"]);
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    let w = worker(&t, &redis, "w1", &["--claim-idle", "3s"]);
+    let logs = || w.log();
+    wait_until("the run waiting on the slow server", &logs, &mut || server.count() >= 1);
+    redis.restart();
+    // The worker notices while the run waits (its heartbeat fails), then Redis is back.
+    std::thread::sleep(Duration::from_secs(2));
+    hold.store(false, Ordering::SeqCst);
+    wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1 && redis.pending() == 0);
+    let results = redis.entries("agentloop:results");
+    assert_eq!(results[0].1["run_id"], run_id);
+    assert_no_phase_twice(&t, &run_id);
+    let log = w.log();
+    assert!(log.contains("is unreachable") && log.contains("is back"), "{log}");
+}
+
+/// The Kubernetes manifests parse, and say what docs/QUEUE.md says they do.
+#[test]
+fn the_kubernetes_manifests_hold_workers_a_daily_job_and_redis() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let mut docs: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        for d in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(d).unwrap();
+            assert!(v["apiVersion"].is_string() && v["metadata"]["name"].is_string(), "{v}");
+            docs.entry(v["kind"].as_str().unwrap().to_string()).or_default().push(v);
+        }
+    }
+    let one = |k: &str| docs.get(k).and_then(|d| d.first()).unwrap_or_else(|| panic!("no {k}")).clone();
+    let redis_service = one("Service")["metadata"]["name"].as_str().unwrap().to_string();
+    let url = format!("redis://{redis_service}:6379/0");
+    let worker = one("Deployment");
+    let pod = &worker["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(args[..3], ["worker", "--root", "/runs"]);
+    let env =
+        |c: &Value, k: &str| c["env"].as_array().unwrap().iter().find(|e| e["name"] == k).map(|e| e["value"].clone());
+    assert_eq!(env(c, "AGENTLOOP_REDIS"), Some(Value::String(url.clone())));
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/runs");
+    let claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str().unwrap();
+    let pvc = one("PersistentVolumeClaim");
+    assert_eq!(pvc["metadata"]["name"], claim);
+    assert_eq!(pvc["spec"]["accessModes"][0], "ReadWriteMany");
+    let cron = one("CronJob");
+    let job = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    let script = job["args"][0].as_str().unwrap();
+    assert!(script.contains("agentloop enqueue --goal") && script.contains("--slot \"$(date +%F)\""), "{script}");
+    assert_eq!(env(job, "AGENTLOOP_REDIS"), Some(Value::String(url)));
+    let redis = one("StatefulSet");
+    let rargs = redis["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(rargs.contains("appendonly"), "{rargs}");
+}
+
+/// `serve --redis` queues POST /runs for the workers, which run it under the same root.
+#[test]
+fn serve_with_redis_fronts_the_workers() {
+    use std::io::BufRead;
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    let token = "test-token-0123456789abcdef";
+    let mut serve = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .env("AGENTLOOP_TOKEN", token)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("AGENTLOOP_NOW", NOW)
+        .current_dir(t.root())
+        .args([
+            "--script",
+            "script.yaml",
+            "serve",
+            "--root",
+            "root",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis",
+            &redis.url(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(t.path("serve.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let url = lines.next().unwrap().unwrap().strip_prefix("listening on ").unwrap().to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let post = |body: &str| {
+        let mut r = agent
+            .post(&format!("{url}/runs"))
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .send(body)
+            .unwrap();
+        (r.status().as_u16(), serde_json::from_str::<Value>(&r.body_mut().read_to_string().unwrap()).unwrap())
+    };
+    // Budgets wider than the root's are refused at once, as for a local run.
+    let (status, v) = post(r#"{"goal": "too long", "budgets": {"max_steps": 50}}"#);
+    assert_eq!(status, 400, "{v}");
+    let (status, v) = post(r#"{"goal": "from the API", "budgets": {"max_steps": 4}}"#);
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["status"], "queued");
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    assert_eq!(v["queue"]["message_id"].as_str(), Some(run_id.as_str()));
+    // Nothing runs until a worker takes it.
+    assert_eq!(redis.entries("agentloop:runs").len(), 1);
+    let w = worker(&t, &redis, "w1", &[]);
+    let logs = || format!("{}\nserve:\n{}", w.log(), std::fs::read_to_string(t.path("serve.err")).unwrap_or_default());
+    wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1);
+    assert_eq!(redis.entries("agentloop:results")[0].1["run_id"], run_id);
+    let mut r =
+        agent.get(&format!("{url}/runs/{run_id}")).header("Authorization", &format!("Bearer {token}")).call().unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!(v["limits_recorded"]["max_steps"], 4, "{v}");
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// SIGTERM ends a worker mid-run without acknowledging: another worker takes the message over
+/// after --claim-idle and finishes the run from its journal.
+#[test]
+fn a_terminated_worker_leaves_its_message_for_another() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let hold = Arc::new(AtomicBool::new(true));
+    let server = slow_server(0, hold.clone());
+    setup(&t, &server);
+    let v = enqueue(&t, &redis, &["--goal", "outlive a worker", "--key", "term-1"]);
+    assert_eq!(v["run_id"], "term-1");
+    let mut first = worker(&t, &redis, "w1", &["--claim-idle", "2s"]);
+    let logs = || first.log();
+    wait_until("the run waiting on the slow server", &logs, &mut || server.count() >= 1);
+    rustix::process::kill_process(rustix::process::Pid::from_child(&first.child), rustix::process::Signal::TERM)
+        .unwrap();
+    let status = first.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).or(status.code().map(|c| c - 128)), Some(15));
+    assert!(first.log().contains("interrupted: every committed phase is kept"), "{}", first.log());
+    assert_eq!(redis.pending(), 1);
+    assert!(redis.entries("agentloop:results").is_empty());
+    hold.store(false, Ordering::SeqCst);
+    let second = worker(&t, &redis, "w2", &["--claim-idle", "2s"]);
+    let logs = || second.log();
+    wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1 && redis.pending() == 0);
+    assert!(second.log().contains("run term-1 goes on for message"), "{}", second.log());
+    assert_no_phase_twice(&t, "term-1");
+}
+
+/// `queue.redis` and `queue.streams` in the configuration stand in for the flags; with no Redis
+/// named anywhere the command says where to name one.
+#[test]
+fn the_queue_keys_of_the_configuration_name_the_redis() {
+    let t = T::new();
+    let out = t.cmd().args(["enqueue", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("no Redis to queue runs on") && err.contains("`queue.redis`"), "{err}");
+    let out = t.cmd().args(["worker", "--root", "root"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    t.write("root/agentloop.yaml", "queue: {claim_idel: 5s}\n");
+    let out = t.cmd().args(["worker", "--root", "root", "--redis", "redis://127.0.0.1:1/0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("claim_idel"), "{}", stderr(&out));
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    t.write("root/agentloop.yaml", &format!("queue: {{redis: \"{}\", streams: nightly}}\n", redis.url()));
+    let out = t.cmd().args(["-w", "root", "--json", "enqueue", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(redis.entries("nightly:runs").len(), 1);
+}
+
+/// An error that may pass (here: the agent is resting) leaves the message pending; it is taken
+/// over after --claim-idle, and past --max-deliveries it goes to the dead-letter stream with
+/// the last error.
+#[test]
+fn a_message_failing_past_max_deliveries_is_dead_lettered_with_its_last_error() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    t.write("root/agentloop.yaml", "max_steps: 8\nrest: {max_runs: 0}\ntools: {http: {allow_private: true}}\n");
+    let v = enqueue(&t, &redis, &["--goal", "never now"]);
+    let w = worker(&t, &redis, "w1", &["--claim-idle", "1s", "--max-deliveries", "2"]);
+    let logs = || w.log();
+    wait_until("a dead letter", &logs, &mut || !redis.entries("agentloop:dead").is_empty());
+    let dead = redis.entries("agentloop:dead");
+    assert_eq!(dead[0].1["message_id"], v["message_id"].as_str().unwrap());
+    assert_eq!(dead[0].1["deliveries"], "3");
+    let reason = &dead[0].1["reason"];
+    assert!(reason.starts_with("delivered 3 times, over --max-deliveries 2; last error: "), "{reason}");
+    assert!(reason.to_lowercase().contains("rest"), "{reason}");
+    assert!(w.log().contains("stays pending (delivery 1 of at most 2)"), "{}", w.log());
+    assert_eq!(redis.pending(), 0);
+    assert!(redis.entries("agentloop:results").is_empty());
+}
