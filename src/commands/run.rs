@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
     #[arg(long)]
     pub force: bool,
+    /// A new run's final output must match the JSON Schema in FILE (output_schema): `finish`
+    /// takes it as `output`, result.json holds it under `output`, and stdout shows it.
+    #[arg(long, value_name = "FILE", requires = "goal")]
+    pub output_schema: Option<camino::Utf8PathBuf>,
 }
 
 /// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
@@ -96,7 +100,10 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
 }
 
 /// `agentloop run`: the flags as a request, carried out by the lifecycle, its outcome printed.
-pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
+pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
+    if let Some(file) = &args.output_schema {
+        ctx.resolved.config.output_schema = Some(read_output_schema(file, ctx.config())?);
+    }
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
     }
@@ -133,6 +140,17 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
             Ok(stop.exit_code())
         }
     }
+}
+
+/// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
+fn read_output_schema(file: &camino::Utf8Path, cfg: &crate::config::Config) -> Result<serde_json::Value> {
+    let text = crate::fs::read_to_string(file)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
+            .with_hint("the file must hold one JSON Schema object")
+    })?;
+    crate::contract::check_output_schema(&v, &format!("--output-schema {file}"), crate::model::strict_schemas(cfg))?;
+    Ok(v)
 }
 
 pub fn read_answer(a: &str) -> Result<String> {
@@ -225,8 +243,10 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     if p.json {
         p.outln(&phases::completion_event(state).to_string());
     } else if !events {
-        match &state.outcome {
-            Some(o) if state.status == Status::Done => p.outln(o),
+        match (&state.output, &state.outcome) {
+            // The output in the user's shape is the data; the outcome text stays in result.json.
+            (Some(out), _) if state.status == Status::Done => p.outln(&out.to_string()),
+            (_, Some(o)) if state.status == Status::Done => p.outln(o),
             _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }

@@ -125,8 +125,10 @@ fn create(
     while archive.join(&id).exists() {
         id = crate::clock::new_run_id();
     }
+    let output_schema = crate::contract::output_schema(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
+    state.output_schema = output_schema;
     let memory = Memory {
         goal: goal.to_string(),
         status: "initialised; not framed yet".into(),

@@ -168,9 +168,12 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
-    pub fn plan_tool(&self) -> crate::model::ToolDef {
-        self.plan_tool.get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg))).clone()
+    /// Plan's forced answer tool (see [`crate::contract::plan_tool`]); `finish` takes the run's
+    /// output schema, which is fixed for the run.
+    pub fn plan_tool(&self, state: &State) -> crate::model::ToolDef {
+        self.plan_tool
+            .get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg), state.output_schema.as_ref()))
+            .clone()
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
@@ -410,7 +413,7 @@ pub fn finish(
     let goal = final_memory(env, state, commit, stop, reason)?;
     index_outcome(env, state, stop, reason, &goal);
     let open_question = state.open_question.clone();
-    let result = json!({
+    let mut result = json!({
         "run_id": state.run_id,
         "agent": state.agent,
         "goal": goal,
@@ -429,6 +432,9 @@ pub fn finish(
         "started_at": state.started_at,
         "finished_at": now,
     });
+    if let Some(out) = &state.output {
+        result["output"] = out.clone();
+    }
     commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
@@ -505,7 +511,7 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
     let ty = state.ended_as().event();
-    json!({
+    let mut v = json!({
         "type": ty,
         "payload": {
             "run_id": state.run_id,
@@ -518,5 +524,9 @@ pub fn completion_event(state: &State) -> Value {
             "usage": state.usage,
             "cost_usd": state.cost(),
         }
-    })
+    });
+    if let Some(out) = &state.output {
+        v["payload"]["output"] = out.clone();
+    }
+    v
 }

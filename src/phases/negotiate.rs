@@ -63,7 +63,7 @@ pub fn first_prompts(
 pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
     let (system, frame_prompt, catalog) = first_prompts(env, goal, context, limits)?;
     let frame_tool = contract::frame_tool();
-    let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg));
+    let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
     let frame_in = tokens(system.len() + frame_prompt.len() + frame_tool.parameters.to_string().len());
     let plan_system = env.system_prompt("plan", &plan_tool.name, &catalog)?;

@@ -193,6 +193,12 @@ pub struct State {
     /// The one forced reframe frustration allows has happened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frustration_reframed: bool,
+    /// The JSON Schema the final output must match (`output_schema`), fixed when the run starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// The final output, valid against `output_schema`, once `finish` gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
 }
 
 impl State {
@@ -246,6 +252,8 @@ impl State {
             frustration: 0,
             frustration_reframed: false,
             tools_called: vec![],
+            output_schema: None,
+            output: None,
         }
     }
 

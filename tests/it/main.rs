@@ -18,6 +18,7 @@ mod mcp_real;
 mod models;
 mod modes;
 mod netsec;
+mod output_schema;
 mod reading;
 mod real;
 mod report;
