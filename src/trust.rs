@@ -234,6 +234,8 @@ pub fn widening(v: &Value, base: &Config, root: &Utf8Path, party: Party) -> Vec<
 /// leaf: `"config": {}` or `{"tools": {}}` narrows nothing and widens nothing.
 fn leaves_of<'a>(v: &'a Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, &'a Value)>) {
     match v {
+        // The output schema is one value (a JSON Schema), not keys of the configuration.
+        Value::Object(_) if path.len() == 1 && path[0] == "output_schema" => out.push((path.clone(), v)),
         Value::Object(m) => {
             for (k, v) in m {
                 path.push(k.clone());
@@ -386,6 +388,18 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         // every other project remembers.
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
+        // The shape of the final output asks for nothing beyond the run: a schema given inline,
+        // or (from the workspace's own config) a file inside the workspace.
+        "output_schema" if v.is_object() || v.is_null() => Ok(()),
+        "output_schema"
+            if party == Party::Workspace
+                && v.as_str().is_some_and(|p| {
+                    let p = Utf8Path::new(p);
+                    p.is_relative() && !p.components().any(|c| c == camino::Utf8Component::ParentDir)
+                }) =>
+        {
+            Ok(())
+        }
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
         _ => Err(match party {
             Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),

@@ -236,6 +236,19 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
             cfg.ductile.max_depth
         )));
     }
+    // The payload's output schema (an object; a file path is the root config's to give).
+    let with_schema;
+    let cfg = match payload.get("output_schema") {
+        None | Some(Value::Null) => cfg,
+        Some(s) if s.is_object() => {
+            with_schema = Config { output_schema: Some(s.clone()), ..cfg.clone() };
+            &with_schema
+        }
+        Some(_) => {
+            return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
+                .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
+        }
+    };
     let background = match payload.get("context") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),

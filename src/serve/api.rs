@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What POST /runs takes.
-const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force"];
+const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "output_schema"];
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
@@ -194,8 +194,13 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(ApiError::new(400, "`force` must be true or false")),
     };
+    let output_schema = match body.get("output_schema") {
+        None | Some(Value::Null) => None,
+        Some(s) if s.is_object() => Some(s.clone()),
+        Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
+    };
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
+    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
     let id = runs::create(shared, new, ticket)?;
     shared.log(&format!("run {id} queued"));
     Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))

@@ -636,3 +636,21 @@ fn a_browser_shows_the_served_pages() {
     );
     eprintln!("screenshots of the served pages: {}", shot.parent().unwrap().display());
 }
+
+#[test]
+fn a_served_run_ends_with_the_output_in_the_requested_shape() {
+    let t = T::new();
+    let script = QUICK.replace("args: {summary: all done}", "args: {summary: all done, output: {title: t, score: 3}}");
+    root_with(&t, &script, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"}},
+        "required": ["title", "score"], "additionalProperties": false});
+    let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": schema}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["status"], "done");
+    let result: Value = serde_json::from_str(&t.read(&format!("root/runs/{id}/result.json"))).unwrap();
+    assert_eq!(result["output"], json!({"title": "t", "score": 3}));
+    let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": "schema.json"}));
+    assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("`output_schema` must be a JSON Schema object")));
+}
