@@ -36,6 +36,7 @@ pub(crate) mod prompt;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod rest_window;
+pub mod schema;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod skills;

@@ -345,7 +345,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    if let Some(r) = narrows_choice(key, v, base) {
+    if let Some(r) = narrows_choice(key, v, base).or_else(|| output_schema(key, v, party)) {
         return r;
     }
     if let Some(r) = narrows_list(key, v, base, whose) {
@@ -388,24 +388,30 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         // every other project remembers.
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
-        // The shape of the final output asks for nothing beyond the run: a schema given inline,
-        // or (from the workspace's own config) a file inside the workspace.
-        "output_schema" if v.is_object() || v.is_null() => Ok(()),
-        "output_schema"
-            if party == Party::Workspace
-                && v.as_str().is_some_and(|p| {
-                    let p = Utf8Path::new(p);
-                    p.is_relative() && !p.components().any(|c| c == camino::Utf8Component::ParentDir)
-                }) =>
-        {
-            Ok(())
-        }
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
         _ => Err(match party {
             Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
+/// the workspace's own config) a JSON file inside the workspace.
+fn output_schema(key: &str, v: &Value, party: Party) -> Option<std::result::Result<(), String>> {
+    if key != "output_schema" {
+        return None;
+    }
+    let inside = |p: &str| {
+        let p = Utf8Path::new(p);
+        p.is_relative() && !p.components().any(|c| c == camino::Utf8Component::ParentDir)
+    };
+    Some(match v {
+        Value::Object(_) | Value::Null => Ok(()),
+        Value::String(p) if party == Party::Workspace && inside(p) => Ok(()),
+        Value::String(_) if party == Party::Workspace => Err("a file outside the workspace".into()),
+        _ => Err("a request gives the schema itself, as an object".into()),
+    })
 }
 
 /// [`narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's

@@ -133,36 +133,56 @@ pub fn view(
     let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
     let l = &s.limits;
     let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
-    json!({
-        "run_id": s.run_id,
-        "agent": s.agent,
-        "goal": s.goal,
-        "status": s.status,
-        "next": s.next,
-        "step": s.step,
-        "reframes": s.reframes,
-        "model": s.model,
-        "reason": s.reason,
-        "open_question": s.open_question,
-        "answer_with": answer_cmd,
-        "ways_on": if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
-        "interrupted": s.interrupted,
-        "rest": crate::rest_window::current(cfg),
-        "frustration": {"score": s.frustration, "threshold": cfg.frustration.threshold, "reframed": s.frustration_reframed},
-        "workspace": ws.root,
-        "limits_recorded": recorded,
-        "limit_sources": sources,
-        "pending": s.pending,
-        "budgets": {
-            "steps": {"used": s.step, "max": l.max_steps, "left": l.max_steps.saturating_sub(s.step)},
-            "reframes": {"used": s.reframes, "max": l.max_reframes, "left": l.max_reframes.saturating_sub(s.reframes)},
-            "tokens": {"used": s.usage.total(), "max": l.max_tokens, "left": l.max_tokens.map(|m| m.saturating_sub(s.usage.total()))},
-            "cost_usd": {"used": s.cost_usd, "max": l.max_cost_usd, "left": left(l.max_cost_usd, s.cost_usd), "incomplete": s.cost_incomplete, "scripted": s.scripted()},
-            "time_secs": {"used": s.elapsed_ms / 1000, "max": l.timeout_secs, "left": l.timeout_secs.saturating_sub(s.elapsed_ms / 1000)},
+    use crate::schema::{Budgets, Frustration, Used};
+    let v = crate::schema::StatusView {
+        run_id: s.run_id.clone(),
+        agent: s.agent.clone(),
+        goal: s.goal.clone(),
+        status: s.status,
+        next: s.next,
+        step: s.step,
+        reframes: s.reframes,
+        model: s.model.clone(),
+        reason: s.reason.clone(),
+        open_question: s.open_question.clone(),
+        answer_with: answer_cmd,
+        ways_on: if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
+        interrupted: s.interrupted,
+        rest: json!(crate::rest_window::current(cfg)),
+        frustration: Frustration {
+            score: s.frustration,
+            threshold: cfg.frustration.threshold,
+            reframed: s.frustration_reframed,
         },
-        "usage": s.usage,
-        "started_at": s.started_at,
-        "updated_at": s.updated_at,
-        "finished_at": s.finished_at,
-    })
+        workspace: ws.root.to_string(),
+        limits_recorded: recorded.clone(),
+        limit_sources: sources,
+        pending: s.pending.clone(),
+        budgets: Budgets {
+            steps: Used { used: s.step, max: l.max_steps, left: l.max_steps.saturating_sub(s.step) },
+            reframes: Used { used: s.reframes, max: l.max_reframes, left: l.max_reframes.saturating_sub(s.reframes) },
+            tokens: Used {
+                used: s.usage.total(),
+                max: l.max_tokens,
+                left: l.max_tokens.map(|m| m.saturating_sub(s.usage.total())),
+            },
+            cost_usd: crate::schema::CostUsed {
+                used: s.cost_usd,
+                max: l.max_cost_usd,
+                left: left(l.max_cost_usd, s.cost_usd),
+                incomplete: s.cost_incomplete,
+                scripted: s.scripted(),
+            },
+            time_secs: Used {
+                used: s.elapsed_ms / 1000,
+                max: l.timeout_secs,
+                left: l.timeout_secs.saturating_sub(s.elapsed_ms / 1000),
+            },
+        },
+        usage: s.usage,
+        started_at: s.started_at.clone(),
+        updated_at: s.updated_at.clone(),
+        finished_at: s.finished_at.clone(),
+    };
+    serde_json::to_value(v).expect("the status serializes")
 }

@@ -413,28 +413,26 @@ pub fn finish(
     let goal = final_memory(env, state, commit, stop, reason)?;
     index_outcome(env, state, stop, reason, &goal);
     let open_question = state.open_question.clone();
-    let mut result = json!({
-        "run_id": state.run_id,
-        "agent": state.agent,
-        "goal": goal,
-        "status": state.status,
-        "stop": stop,
-        "reason": reason,
-        "open_question": open_question,
-        "outcome": state.outcome,
-        "steps_taken": state.completed_steps.len(),
-        "tools_called": state.tools_called,
-        "duration_ms": state.elapsed_ms,
-        "artifacts": state.artifacts,
-        "model": state.model,
-        "usage": state.usage,
-        "cost_usd": state.cost(),
-        "started_at": state.started_at,
-        "finished_at": now,
-    });
-    if let Some(out) = &state.output {
-        result["output"] = out.clone();
-    }
+    let result = crate::schema::RunResult {
+        run_id: state.run_id.clone(),
+        agent: state.agent.clone(),
+        goal,
+        status: state.status,
+        stop,
+        reason: reason.to_string(),
+        open_question,
+        outcome: state.outcome.clone(),
+        steps_taken: state.completed_steps.len(),
+        tools_called: state.tools_called.clone(),
+        duration_ms: state.elapsed_ms,
+        artifacts: state.artifacts.clone(),
+        model: state.model.clone(),
+        usage: state.usage,
+        cost_usd: state.cost(),
+        started_at: state.started_at.clone(),
+        finished_at: now,
+        output: state.output.clone(),
+    };
     commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
@@ -510,23 +508,5 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = state.ended_as().event();
-    let mut v = json!({
-        "type": ty,
-        "payload": {
-            "run_id": state.run_id,
-            "goal": state.goal,
-            "status": state.status,
-            "reason": state.reason,
-            "outcome": state.outcome,
-            "steps_taken": state.completed_steps.len(),
-            "artifacts": state.artifacts,
-            "usage": state.usage,
-            "cost_usd": state.cost(),
-        }
-    });
-    if let Some(out) = &state.output {
-        v["payload"]["output"] = out.clone();
-    }
-    v
+    crate::schema::CompletionEvent::of(state).to_value()
 }

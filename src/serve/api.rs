@@ -79,6 +79,9 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     if segs == ["health"] {
         return allow(method, &["GET"]).map(|_| Out::Reply(health()));
     }
+    if segs == ["openapi.json"] {
+        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &crate::schema::openapi())));
+    }
     let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
         return Err(ApiError::new(401, "a valid bearer token is required")

@@ -24,6 +24,7 @@ mod real;
 mod report;
 mod runs;
 mod sandbox;
+mod schemas;
 mod serve;
 mod shell_sandbox;
 mod skills;

@@ -651,6 +651,14 @@ fn a_served_run_ends_with_the_output_in_the_requested_shape() {
     assert_eq!(s.finished(&id)["status"], "done");
     let result: Value = serde_json::from_str(&t.read(&format!("root/runs/{id}/result.json"))).unwrap();
     assert_eq!(result["output"], json!({"title": "t", "score": 3}));
+    // What serve answers holds to the published schemas; its OpenAPI document is the committed one.
+    crate::schemas::check("result.json", &result);
+    crate::schemas::check("status.json", &s.get(&format!("/runs/{id}")).json());
+    crate::schemas::check("runs.json", &s.get("/runs").json()["runs"]);
+    let doc = s.call("GET", "/openapi.json", None, None);
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.json(), crate::schemas::schema("openapi.json"));
+    assert_eq!(doc.json()["openapi"], "3.1.0");
     let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": "schema.json"}));
     assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("`output_schema` must be a JSON Schema object")));
 }
