@@ -1082,9 +1082,10 @@ fn merge(into: &mut Value, from: &Value, source: &Source, prefix: &str, sources:
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                // Maps of named entries (prices, external tools) merge; other objects merge too.
+                // Maps of named entries (prices, external tools) merge; other objects merge too,
+                // except the output schema: one JSON Schema, replaced whole by a later layer.
                 let slot = a.entry(k.clone()).or_insert(Value::Null);
-                if slot.is_object() && v.is_object() {
+                if slot.is_object() && v.is_object() && key != "output_schema" {
                     merge(slot, v, source, &key, sources);
                 } else {
                     *slot = v.clone();

@@ -395,7 +395,10 @@ pub fn output_schema(
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(path)) => {
             let p = root.join(path);
-            let text = crate::fs::read_to_string(&p)?;
+            let text = crate::fs::read_to_string(&p).map_err(|e| {
+                Error::usage(format!("output_schema: {}", e.message))
+                    .with_hint("name a JSON file relative to the workspace, or give the schema itself as an object")
+            })?;
             let v: Value = serde_json::from_str(&text).map_err(|e| {
                 Error::usage(format!("output_schema: {p} is not JSON: {e}"))
                     .with_hint("the file must hold one JSON Schema object")

@@ -103,6 +103,10 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
 pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     if let Some(file) = &args.output_schema {
         ctx.resolved.config.output_schema = Some(read_output_schema(file, ctx.config())?);
+    } else if args.goal.is_some() && !args.dry_run {
+        // A configured schema that cannot be used refuses the run before anything is moved.
+        let strict = crate::model::strict_schemas(ctx.config());
+        crate::contract::output_schema(ctx.config(), &ctx.ws.root, strict)?;
     }
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
@@ -144,7 +148,7 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
 
 /// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
 fn read_output_schema(file: &camino::Utf8Path, cfg: &crate::config::Config) -> Result<serde_json::Value> {
-    let text = crate::fs::read_to_string(file)?;
+    let text = crate::fs::read_to_string(file).map_err(|e| Error::usage(format!("--output-schema: {}", e.message)))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
             .with_hint("the file must hold one JSON Schema object")

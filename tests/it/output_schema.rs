@@ -162,3 +162,56 @@ fn schemas_strict_mode_cannot_take_and_broken_ones_are_refused_before_anything_i
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(t.json("ws2/result.json")["output"], json!({"title": "y", "score": 1}));
 }
+
+#[test]
+fn done_without_the_output_is_refused_and_a_later_layer_replaces_the_schema_whole() {
+    let t = T::new();
+    // The user's config gives a schema with `extra` required; the workspace's replaces it whole
+    // (a merge key by key would keep `extra` and no output here could be valid).
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "output_schema: {type: object, properties: {extra: {type: string}}, required: [extra]}\n",
+    );
+    t.write(
+        "ws/agentloop.yaml",
+        "llm: {provider: scripted, script: script.yaml}\noutput_schema: {type: object, properties: {n: {type: integer}}, required: [n]}\n",
+    );
+    t.write(
+        "ws/script.yaml",
+        r#"frame:
+  - answer: {goal: count, definition_of_done: [counted, noted, said], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/n.md, content: "3"}}, rationale: note it}
+  - answer: {next_action: {tool: finish, args: {summary: three, output: {n: 3}}}, rationale: said}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: all there}
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished}
+"#,
+    );
+    let out = t.cmd().args(["-w", "ws", "run", "--goal", "count"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), r#"{"n":3}"#);
+    let refused = t.trace().into_iter().find(|e| e["phase"] == "reflect").unwrap();
+    assert_eq!(refused["decision"], "continue");
+    assert!(
+        refused["reason"].as_str().unwrap().contains("no final output yet: call `finish` with `output`"),
+        "{refused}"
+    );
+    assert_eq!(t.json("ws/result.json")["output"], json!({"n": 3}));
+}
+
+#[test]
+fn a_configured_schema_that_cannot_be_used_refuses_a_follow_up_before_anything_moves() {
+    let t = T::new();
+    t.write("ws/script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    t.write("ws/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let out = t.cmd().args(["-w", "ws", "run", "--goal", "g", "--max-steps", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    t.write("ws/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\noutput_schema: missing.json\n");
+    let out = t.cmd().args(["-w", "ws", "run", "--goal", "again"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("missing.json"), "{}", stderr(&out));
+    // The ended run is still the workspace's own: nothing was archived.
+    assert!(!t.exists("ws/runs"));
+    assert_eq!(t.json("ws/state.json")["goal"], "g");
+}
