@@ -48,6 +48,13 @@ impl H {
 }
 
 fn check_protocol(v: &Value) {
+    // Every response of this suite holds to the published schemas.
+    crate::schemas::check("handle-response.json", v);
+    for e in
+        v["events"].as_array().into_iter().flatten().filter(|e| e["type"].as_str().unwrap_or("").starts_with("agent."))
+    {
+        crate::schemas::check("completion-event.json", e);
+    }
     assert!(v["status"] == "ok" || v["status"] == "error", "{v}");
     assert!(!v["result"].as_str().unwrap().is_empty(), "{v}");
     if v["status"] == "error" {

@@ -16,10 +16,23 @@ pub fn schema(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The validator of docs/schema/`name`, built once per test process.
+fn validator(name: &str) -> std::sync::Arc<jsonschema::Validator> {
+    static KEPT: std::sync::Mutex<Vec<(String, std::sync::Arc<jsonschema::Validator>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = kept.iter().find(|(n, _)| n == name) {
+        return v.clone();
+    }
+    let v = jsonschema::validator_for(&schema(name)).unwrap_or_else(|e| panic!("{name} is no valid schema: {e}"));
+    let v = std::sync::Arc::new(v);
+    kept.push((name.to_string(), v.clone()));
+    v
+}
+
 /// Panics listing every way `v` breaks the schema `name`.
 pub fn check(name: &str, v: &Value) {
-    let s = schema(name);
-    let validator = jsonschema::validator_for(&s).unwrap_or_else(|e| panic!("{name} is no valid schema: {e}"));
+    let validator = validator(name);
     let errors: Vec<String> = validator.iter_errors(v).map(|e| format!("{}: {e}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{name}: {}\n{v}", errors.join("\n"));
 }
