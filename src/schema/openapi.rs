@@ -6,12 +6,13 @@ use super::{CompletionEvent, RunResult, RunRow, VERSION};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-/// The schemas of the typed bodies, as OpenAPI components (their `$defs` lifted beside them).
+/// The schemas of the typed bodies, as OpenAPI components (their definitions lifted beside them).
 fn components() -> Value {
     let mut out = Map::new();
     let mut add = |name: &str, mut v: Value| {
-        if let Some(defs) = v.as_object_mut().and_then(|o| o.remove("$defs")) {
-            for (k, d) in defs.as_object().cloned().unwrap_or_default() {
+        // The generator puts the definitions at the path its refs name, `components.schemas`.
+        if let Some(defs) = v.as_object_mut().and_then(|o| o.remove("components")) {
+            for (k, d) in defs["schemas"].as_object().cloned().unwrap_or_default() {
                 out.insert(k, d);
             }
         }

@@ -73,6 +73,17 @@ fn what_the_cli_emits_validates_against_the_published_schemas() {
     let out = t.cmd().args(["demo", "d"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     check("result.json", &t.json("d/demo-ws/result.json"));
+    // The OpenAPI document's components hold the same shapes (refs resolve inside it).
+    let api = schema("openapi.json");
+    for (component, file) in [("RunResult", "d/demo-ws/result.json"), ("State", "d/demo-ws/state.json")] {
+        let root = json!({"$ref": format!("#/components/schemas/{component}"), "components": api["components"]});
+        let v = jsonschema::validator_for(&root).unwrap_or_else(|e| panic!("{component}: {e}"));
+        let doc = t.json(file);
+        assert!(v.is_valid(&doc), "{component}: {:?}", v.iter_errors(&doc).map(|e| e.to_string()).collect::<Vec<_>>());
+        let mut broken = doc.clone();
+        broken["run_id"] = json!(7);
+        assert!(!v.is_valid(&broken), "{component} holds nothing");
+    }
     check("state.json", &t.json("d/demo-ws/state.json"));
     let trace = t.read("d/demo-ws/trace.jsonl");
     assert!(trace.lines().count() > 5);
