@@ -215,3 +215,34 @@ fn a_configured_schema_that_cannot_be_used_refuses_a_follow_up_before_anything_m
     assert!(!t.exists("ws/runs"));
     assert_eq!(t.json("ws/state.json")["goal"], "g");
 }
+
+#[test]
+fn a_hand_edited_finish_whose_output_does_not_match_is_a_failed_step() {
+    let t = T::new();
+    t.write(
+        "ws/agentloop.yaml",
+        "llm: {provider: scripted, script: script.yaml}\noutput_schema: {type: object, properties: {n: {type: integer}}, required: [n]}\n",
+    );
+    t.write(
+        "ws/script.yaml",
+        "frame:\n  - answer: {goal: count, definition_of_done: [counted, noted, said], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: three, output: {n: 3}}}, rationale: said}\n",
+    );
+    let out = t.cmd().args(["init", "ws", "--goal", "count"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.json("ws/state.json")["output_schema"]["required"], json!(["n"]));
+    for phase in ["frame", "plan"] {
+        let out = t.cmd().args(["-w", "ws", phase]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{phase}: {}", stderr(&out));
+    }
+    let plan = t.read("ws/plan.md");
+    assert!(plan.contains(r#""output": {"#) || plan.contains(r#""output":{"#), "{plan}");
+    t.write("ws/plan.md", &plan.replace("\"n\": 3", "\"n\": \"three\"").replace("\"n\":3", "\"n\":\"three\""));
+    // A tool error: exit 6, the step recorded for Reflect.
+    let out = t.cmd().args(["-w", "ws", "act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let act = t.trace().into_iter().find(|e| e["phase"] == "act").unwrap();
+    assert_eq!(act["result_status"], "error", "{act}");
+    assert!(act["error"].as_str().unwrap().contains("the output does not match the output schema"), "{act}");
+    assert_eq!(act["data"]["edited_by_hand"], true);
+    assert!(t.json("ws/state.json").get("output").is_none());
+}
