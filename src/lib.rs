@@ -31,6 +31,7 @@ pub mod mcp;
 pub mod model;
 pub(crate) mod outcome;
 pub(crate) mod output;
+pub mod output_schema;
 pub mod phases;
 pub(crate) mod prompt;
 pub(crate) mod redact;

@@ -106,7 +106,7 @@ pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     } else if args.goal.is_some() && !args.dry_run {
         // A configured schema that cannot be used refuses the run before anything is moved.
         let strict = crate::model::strict_schemas(ctx.config());
-        crate::contract::output_schema(ctx.config(), &ctx.ws.root, strict)?;
+        crate::output_schema::resolve(ctx.config(), &ctx.ws.root, strict)?;
     }
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
@@ -153,7 +153,7 @@ fn read_output_schema(file: &camino::Utf8Path, cfg: &crate::config::Config) -> R
         Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
             .with_hint("the file must hold one JSON Schema object")
     })?;
-    crate::contract::check_output_schema(&v, &format!("--output-schema {file}"), crate::model::strict_schemas(cfg))?;
+    crate::output_schema::check_schema(&v, &format!("--output-schema {file}"), crate::model::strict_schemas(cfg))?;
     Ok(v)
 }
 

@@ -93,7 +93,7 @@ fn take_output(state: &State, result: ToolResult, output: Option<Option<serde_js
     if !result.is_ok() {
         return result;
     }
-    match (crate::contract::check_output(schema, out.as_ref()), out) {
+    match (crate::output_schema::check_output(schema, out.as_ref()), out) {
         (Ok(()), Some(out)) => {
             let mut r = result;
             r.metadata["output"] = out;

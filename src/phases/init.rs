@@ -125,7 +125,7 @@ fn create(
     while archive.join(&id).exists() {
         id = crate::clock::new_run_id();
     }
-    let output_schema = crate::contract::output_schema(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
+    let output_schema = crate::output_schema::resolve(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
     state.output_schema = output_schema;

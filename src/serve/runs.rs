@@ -149,7 +149,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let mut resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
     if let Some(schema) = &new.output_schema {
         let strict = crate::model::strict_schemas(&resolved.config);
-        crate::contract::check_output_schema(schema, "`output_schema`", strict)?;
+        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
         resolved.config.output_schema = Some(schema.clone());
     }
     let cfg = &resolved.config;
