@@ -206,6 +206,10 @@ pub struct Config {
     pub escalation_triggers: Vec<String>,
     /// Tools Act may run; null = every enabled tool.
     pub allowed_tools: Option<Vec<String>>,
+    /// The JSON Schema the run's final output must match (`run --output-schema FILE`): a schema
+    /// object, or the path of a JSON file holding one (relative to the workspace). null = the
+    /// final outcome is free text.
+    pub output_schema: Option<serde_json::Value>,
     /// Extra instructions added to every phase prompt (agent profiles set this).
     pub system_prompt: Option<String>,
     /// A file whose text is the agent's identity: it comes before
@@ -254,6 +258,7 @@ impl Default for Config {
             max_consecutive_failures: 3,
             max_repeats: 3,
             max_done_refusals: 2,
+            output_schema: None,
             escalation_triggers: ["need human input", "escalate to human", "ask the user"].map(String::from).to_vec(),
             allowed_tools: None,
             system_prompt: None,
@@ -1113,9 +1118,10 @@ fn merge(into: &mut Value, from: &Value, source: &Source, prefix: &str, sources:
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
                 let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                // Maps of named entries (prices, external tools) merge; other objects merge too.
+                // Maps of named entries (prices, external tools) merge; other objects merge too,
+                // except the output schema: one JSON Schema, replaced whole by a later layer.
                 let slot = a.entry(k.clone()).or_insert(Value::Null);
-                if slot.is_object() && v.is_object() {
+                if slot.is_object() && v.is_object() && key != "output_schema" {
                     merge(slot, v, source, &key, sources);
                 } else {
                     *slot = v.clone();

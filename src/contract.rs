@@ -201,16 +201,20 @@ pub fn frame_tool() -> ToolDef {
 
 /// Plan's answer tool: `next_action` is a union over the tools allowed this step, each variant
 /// `{tool: NAME, args: <that tool's parameters>}`.
-pub fn plan_tool(tools: &[&ToolSpec]) -> ToolDef {
+pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
     let mut schema = schema_of::<PlanAnswer>();
     let variants: Vec<Value> = tools
         .iter()
         .map(|t| {
+            let args = match output {
+                Some(o) if t.name == "finish" => finish_with_output(&t.parameters, o),
+                _ => t.parameters.clone(),
+            };
             json!({
                 "type": "object",
                 "properties": {
                     "tool": {"type": "string", "enum": [t.name]},
-                    "args": t.parameters,
+                    "args": args,
                 },
                 "required": ["tool", "args"],
                 "additionalProperties": false
@@ -222,6 +226,24 @@ pub fn plan_tool(tools: &[&ToolSpec]) -> ToolDef {
         "anyOf": variants,
     });
     answer_tool("plan_answer", "Record the plan and the one next action.", schema)
+}
+
+/// `finish`'s parameters when the run has an output schema: `output`, required, is that schema
+/// (so constrained decoding and strict modes hold the model to it).
+fn finish_with_output(params: &Value, output: &Value) -> Value {
+    let mut p = params.clone();
+    let mut o = output.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.remove("$schema");
+        m.remove("$id");
+        m.entry("description").or_insert(json!("The final output, matching the output schema"));
+    }
+    p["properties"]["output"] = o;
+    match p.get_mut("required") {
+        Some(Value::Array(r)) => r.push(json!("output")),
+        _ => p["required"] = json!(["output"]),
+    }
+    p
 }
 
 /// Reflect's answer tool: `satisfied` holds item numbers 1..=n of the Definition of Done.
@@ -243,9 +265,23 @@ pub fn reflect_tool(items: usize) -> ToolDef {
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
     mend(&tool.parameters, args);
     let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;
-    crate::tools::validate_with(&validator, args)?;
+    if let Err(e) = crate::tools::validate_with(&validator, args) {
+        return Err(explain_variant(&tool.parameters, args).unwrap_or(e));
+    }
     // The types accept everything the schema does; a failure here is a bug, reported as such.
     serde_json::from_value(args.clone()).map_err(|e| format!("the answer does not fit {}: {e}", tool.name))
+}
+
+/// A Next Action that matches none of the union's variants: the errors against the variant of
+/// the tool it names (e.g. `next_action.args.output.score: 11 is greater than the maximum of
+/// 10`), which say what to fix where "not valid under any of the schemas" does not.
+fn explain_variant(schema: &Value, args: &Value) -> Option<String> {
+    let name = args.get("next_action")?.get("tool")?.as_str()?;
+    let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
+    let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
+    let v = crate::tools::validator(variant).ok()?;
+    let e = crate::tools::validate_with(&v, &args["next_action"]).err()?;
+    Some(e.replace("argument `", "argument `next_action.").replace("arguments: ", "argument `next_action`: "))
 }
 
 // ---- strict mode -----------------------------------------------------------------------------
@@ -286,11 +322,17 @@ const STRICT_KEYWORDS: &[&str] = &[
 pub const NON_BLANK: &str = "^\\s*\\S[\\s\\S]*$";
 
 fn strictify(v: &mut Value) -> bool {
+    strict_at(v, "").is_ok()
+}
+
+/// [`strictify`] at the JSON pointer `at`; the error says where and why strict mode cannot take it.
+fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
+    let here = if at.is_empty() { "the schema's top level".to_string() } else { format!("`{at}`") };
     let Some(o) = v.as_object_mut() else {
-        return false;
+        return Err(format!("{here} is not a schema object"));
     };
-    if o.keys().any(|k| !STRICT_KEYWORDS.contains(&k.as_str())) {
-        return false;
+    if let Some(k) = o.keys().find(|k| !STRICT_KEYWORDS.contains(&k.as_str())) {
+        return Err(format!("{here} uses `{k}`, a keyword strict mode does not take"));
     }
     o.remove("default");
     // A non-empty string is the one length rule used; strict mode says it as a pattern.
@@ -300,22 +342,23 @@ fn strictify(v: &mut Value) -> bool {
             // Anchored: llama.cpp's grammar builder takes only `^...$` patterns.
             o.insert("pattern".into(), json!(NON_BLANK));
         }
-        Some(_) => return false,
+        Some(_) => return Err(format!("{here} has a minLength other than 1, which strict mode cannot say")),
     }
     if let Some(Value::Array(alts)) = o.get_mut("anyOf") {
-        return alts.iter_mut().all(strictify);
+        for (i, a) in alts.iter_mut().enumerate() {
+            strict_at(a, &format!("{at}/anyOf/{i}"))?;
+        }
+        return Ok(());
     }
     if let Some(items) = o.get_mut("items") {
-        if !strictify(items) {
-            return false;
-        }
+        strict_at(items, &format!("{at}/items"))?;
     }
     let is_object = o.get("type") == Some(&json!("object")) || o.contains_key("properties");
     if !is_object {
-        return true;
+        return Ok(());
     }
     if o.get("additionalProperties").is_some_and(|a| a != &json!(false)) {
-        return false;
+        return Err(format!("{here} allows additional properties; strict mode needs every object closed"));
     }
     let required: Vec<String> = match o.get("required") {
         Some(Value::Array(r)) => r.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
@@ -323,12 +366,10 @@ fn strictify(v: &mut Value) -> bool {
     };
     let Some(Value::Object(props)) = o.get_mut("properties") else {
         // A free-form object cannot be closed without forbidding what it allows.
-        return false;
+        return Err(format!("{here} is an object without `properties`; strict mode cannot take a free-form object"));
     };
     for (name, p) in props.iter_mut() {
-        if !strictify(p) {
-            return false;
-        }
+        strict_at(p, &format!("{at}/properties/{name}"))?;
         if !required.contains(name) {
             nullable(p);
         }
@@ -336,7 +377,12 @@ fn strictify(v: &mut Value) -> bool {
     let all: Vec<Value> = props.keys().map(|k| json!(k)).collect();
     o.insert("required".into(), Value::Array(all));
     o.insert("additionalProperties".into(), json!(false));
-    true
+    Ok(())
+}
+
+/// Why strict mode cannot take `schema` (where, and which rule), or None when it can.
+pub fn strict_refusal(schema: &Value) -> Option<String> {
+    strict_at(&mut schema.clone(), "").err()
 }
 
 fn nullable(p: &mut Value) {
@@ -581,7 +627,7 @@ mod tests {
         let cfg = crate::config::Config::default();
         let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let all = reg.allowed(&cfg);
-        for t in [super::frame_tool(), super::plan_tool(&all), super::reflect_tool(4)] {
+        for t in [super::frame_tool(), super::plan_tool(&all, None), super::reflect_tool(4)] {
             let p = std::path::Path::new(&dir).join(format!("{}.json", t.name));
             std::fs::write(p, t.parameters.to_string()).unwrap();
             if let Some(s) = t.strict {

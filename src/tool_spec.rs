@@ -44,7 +44,7 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
 
 /// Whether a tool call worked (`ok`) or failed (`error`, with the reason in `error`); written
 /// as that word in state.json, the trace's `result_status` and the prompts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolStatus {
     Ok,
@@ -67,7 +67,7 @@ impl std::fmt::Display for ToolStatus {
 }
 
 /// The uniform result of every tool call.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolResult {
     pub status: ToolStatus,
     pub output: String,

@@ -234,6 +234,8 @@ pub fn widening(v: &Value, base: &Config, root: &Utf8Path, party: Party) -> Vec<
 /// leaf: `"config": {}` or `{"tools": {}}` narrows nothing and widens nothing.
 fn leaves_of<'a>(v: &'a Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, &'a Value)>) {
     match v {
+        // The output schema is one value (a JSON Schema), not keys of the configuration.
+        Value::Object(_) if path.len() == 1 && path[0] == "output_schema" => out.push((path.clone(), v)),
         Value::Object(m) => {
             for (k, v) in m {
                 path.push(k.clone());
@@ -343,7 +345,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    if let Some(r) = narrows_choice(key, v, base) {
+    if let Some(r) = narrows_choice(key, v, base).or_else(|| output_schema(key, v, party)) {
         return r;
     }
     if let Some(r) = narrows_list(key, v, base, whose) {
@@ -392,6 +394,24 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
+/// the workspace's own config) a JSON file inside the workspace.
+fn output_schema(key: &str, v: &Value, party: Party) -> Option<std::result::Result<(), String>> {
+    if key != "output_schema" {
+        return None;
+    }
+    let inside = |p: &str| {
+        let p = Utf8Path::new(p);
+        p.is_relative() && !p.components().any(|c| c == camino::Utf8Component::ParentDir)
+    };
+    Some(match v {
+        Value::Object(_) | Value::Null => Ok(()),
+        Value::String(p) if party == Party::Workspace && inside(p) => Ok(()),
+        Value::String(_) if party == Party::Workspace => Err("a file outside the workspace".into()),
+        _ => Err("a request gives the schema itself, as an object".into()),
+    })
 }
 
 /// [`narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's

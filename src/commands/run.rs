@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// ended, nothing is run and the exit code is 11; an interrupted one goes on.
     #[arg(long, value_name = "KEY", requires = "goal")]
     pub slot: Option<String>,
+    /// A new run's final output must match the JSON Schema in FILE (output_schema): `finish`
+    /// takes it as `output`, result.json holds it under `output`, and stdout shows it.
+    #[arg(long, value_name = "FILE", requires = "goal")]
+    pub output_schema: Option<camino::Utf8PathBuf>,
 }
 
 /// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
@@ -102,7 +106,14 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
 }
 
 /// `agentloop run`: the flags as a request, carried out by the lifecycle, its outcome printed.
-pub fn run(ctx: Ctx, mut args: RunArgs) -> Result<u8> {
+pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
+    if let Some(file) = &args.output_schema {
+        ctx.resolved.config.output_schema = Some(read_output_schema(file, ctx.config())?);
+    } else if args.goal.is_some() && !args.dry_run {
+        // A configured schema that cannot be used refuses the run before anything is moved.
+        let strict = crate::model::strict_schemas(ctx.config());
+        crate::output_schema::resolve(ctx.config(), &ctx.ws.root, strict)?;
+    }
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
     }
@@ -155,6 +166,17 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
             Ok(stop.exit_code())
         }
     }
+}
+
+/// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
+fn read_output_schema(file: &camino::Utf8Path, cfg: &crate::config::Config) -> Result<serde_json::Value> {
+    let text = crate::fs::read_to_string(file).map_err(|e| Error::usage(format!("--output-schema: {}", e.message)))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
+            .with_hint("the file must hold one JSON Schema object")
+    })?;
+    crate::output_schema::check_schema(&v, &format!("--output-schema {file}"), crate::model::strict_schemas(cfg))?;
+    Ok(v)
 }
 
 pub fn read_answer(a: &str) -> Result<String> {
@@ -274,8 +296,10 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     if p.json {
         p.outln(&phases::completion_event(state).to_string());
     } else if !events {
-        match &state.outcome {
-            Some(o) if state.status == Status::Done => p.outln(o),
+        match (&state.output, &state.outcome) {
+            // The output in the user's shape is the data; the outcome text stays in result.json.
+            (Some(out), _) if state.status == Status::Done => p.outln(&out.to_string()),
+            (_, Some(o)) if state.status == Status::Done => p.outln(o),
             _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }

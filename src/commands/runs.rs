@@ -139,13 +139,24 @@ fn id_width(runs: &[history::Run]) -> usize {
 /// One run as `runs --json` shows it.
 pub fn row(r: &history::Run) -> serde_json::Value {
     let s = &r.state;
-    json!({
-        "run_id": s.run_id, "agent": s.agent, "slot": s.slot, "status": history::shown_status(r), "current": r.current,
-        "step": s.step, "steps_taken": s.completed_steps.len(), "goal": s.goal,
-        "model": s.model, "cost_usd": s.cost(),
-        "started_at": s.started_at, "updated_at": s.updated_at, "finished_at": s.finished_at,
-        "reason": s.reason, "workspace": r.ws.root,
-    })
+    let row = crate::schema::RunRow {
+        run_id: s.run_id.clone(),
+        agent: s.agent.clone(),
+        slot: s.slot.clone(),
+        status: history::shown_status(r).to_string(),
+        current: r.current,
+        step: s.step,
+        steps_taken: s.completed_steps.len(),
+        goal: s.goal.clone(),
+        model: s.model.clone(),
+        cost_usd: s.cost(),
+        started_at: s.started_at.clone(),
+        updated_at: s.updated_at.clone(),
+        finished_at: s.finished_at.clone(),
+        reason: s.reason.clone(),
+        workspace: r.ws.root.to_string(),
+    };
+    serde_json::to_value(row).expect("rows serialize")
 }
 
 fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {

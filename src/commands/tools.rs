@@ -50,7 +50,16 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
             if ctx.printer.json {
                 let v: Vec<Value> = tools
                     .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters, "side_effect": t.side_effect, "allowed": crate::tools::is_allowed(cfg, &t.name), "timeout_secs": t.timeout.as_secs(), "output_cap": t.output_cap}))
+                    .map(|t| crate::schema::ToolInfo {
+                        name: t.name.clone(),
+                        description: t.description.clone(),
+                        parameters: t.parameters.clone(),
+                        side_effect: serde_json::to_value(t.side_effect).unwrap_or_default(),
+                        allowed: crate::tools::is_allowed(cfg, &t.name),
+                        timeout_secs: t.timeout.as_secs(),
+                        output_cap: t.output_cap,
+                    })
+                    .map(|i| serde_json::to_value(i).expect("tool entries serialize"))
                     .collect();
                 ctx.printer.json_value(&Value::Array(v));
             } else {

@@ -236,6 +236,19 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
             cfg.ductile.max_depth
         )));
     }
+    // The payload's output schema (an object; a file path is the root config's to give).
+    let with_schema;
+    let cfg = match payload.get("output_schema") {
+        None | Some(Value::Null) => cfg,
+        Some(s) if s.is_object() => {
+            with_schema = Config { output_schema: Some(s.clone()), ..cfg.clone() };
+            &with_schema
+        }
+        Some(_) => {
+            return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
+                .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
+        }
+    };
     let background = match payload.get("context") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
@@ -506,15 +519,30 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     snap["pending_step"] = Value::Null;
     snap["pending_tool"] = Value::Null;
     snap["updated_at"] = json!(crate::clock::now_rfc3339());
-    let goal = snap.get("goal").cloned().unwrap_or(Value::Null);
+    let goal = snap.get("goal").and_then(Value::as_str).unwrap_or_default().to_string();
     let steps = snap.get("completed_steps").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
     resp.runs.insert(run_id.to_string(), snap);
     resp.last_run_id = Some(run_id.to_string());
-    resp.events.push(json!({
-        "type": StopKind::Escalated.event(),
-        "payload": {"run_id": run_id, "goal": goal, "status": "escalated", "reason": reason, "steps_taken": steps, "artifacts": []},
-        "dedupe_key": format!("agentic:run:{run_id}:escalated"),
-    }));
+    // The same event as any escalated run's, from what the router's state knows.
+    let ev = crate::schema::CompletionEvent {
+        kind: crate::schema::EventType::Escalated,
+        payload: crate::schema::CompletionPayload {
+            run_id: run_id.to_string(),
+            goal,
+            status: crate::workspace::Status::Escalated,
+            reason: Some(reason.clone()),
+            outcome: None,
+            steps_taken: steps,
+            artifacts: vec![],
+            usage: Default::default(),
+            cost_usd: None,
+            output: None,
+            open_question: None,
+            ways_on: None,
+        },
+        dedupe_key: Some(format!("agentic:run:{run_id}:escalated")),
+    };
+    resp.events.push(ev.to_value());
     resp.log("warn", reason.clone());
     resp.result = format!("run {run_id} escalated: {reason}");
     Ok(())

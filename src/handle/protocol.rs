@@ -46,25 +46,24 @@ impl Response {
     }
 
     pub(super) fn to_json(&self) -> Value {
-        let mut v = json!({"status": self.status, "result": if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() }});
-        if let Some(e) = &self.error {
-            v["error"] = json!(e);
-        }
-        if let Some(r) = self.retry {
-            v["retry"] = json!(r);
-        }
-        v["events"] = Value::Array(self.events.clone());
         // The `runs` map beside the protocol's own keys: the last run, its goal and the steps it took.
         let last = self.last_run_id.as_ref().and_then(|id| self.runs.get(id));
-        v["state_updates"] = json!({
-            "runs": self.runs,
-            "last_run_id": self.last_run_id,
-            "last_run": self.last_run_id,
-            "last_goal": last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
-            "total_steps": last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
-        });
-        v["logs"] = Value::Array(self.logs.clone());
-        v
+        let r = crate::schema::HandleResponse {
+            status: self.status.to_string(),
+            result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
+            error: self.error.clone(),
+            retry: self.retry,
+            events: self.events.clone(),
+            state_updates: crate::schema::StateUpdates {
+                runs: self.runs.clone(),
+                last_run_id: self.last_run_id.clone(),
+                last_run: self.last_run_id.clone(),
+                last_goal: last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
+                total_steps: last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
+            },
+            logs: self.logs.clone(),
+        };
+        serde_json::to_value(r).expect("responses serialize")
     }
 }
 

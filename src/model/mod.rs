@@ -287,6 +287,19 @@ pub fn resolve_provider(cfg: &Config) -> Result<Provider> {
 
 /// The provider `llm.provider` resolves to (never `auto`), and why (what `config show` prints
 /// for `auto`).
+/// Whether the answer schemas go to the provider in their strict form (`llm.strict`: `auto` means
+/// OpenAI's own API), so a schema strict mode cannot take must be refused before a run starts.
+pub fn strict_schemas(cfg: &Config) -> bool {
+    match cfg.llm.strict {
+        crate::config::Strict::Off => false,
+        crate::config::Strict::On => true,
+        crate::config::Strict::Auto => {
+            matches!(provider_and_why(cfg), Ok((Provider::Openai, _)))
+                && cfg.llm.base_url.as_deref().unwrap_or(openai::DEFAULT_BASE).contains("api.openai.com")
+        }
+    }
+}
+
 pub fn provider_and_why(cfg: &Config) -> Result<(Provider, String)> {
     if cfg.llm.provider != Provider::Auto {
         return Ok((cfg.llm.provider, "llm.provider names it".into()));

@@ -54,22 +54,54 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         )));
     };
     let step = state.pending.as_ref().map(|p| p.step).or(plan.next_step).unwrap_or(state.step.max(1));
+    let (run_action, output) = split_output(state, &action);
     let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);
     // A hand edit that names an unknown tool or arguments its schema refuses is a broken file
     // (exit 8), found before the step is used; a disallowed tool is still a recorded refusal.
     let refusal_recorded = env.registry.get(&action.tool).is_some() && !crate::tools::is_allowed(env.cfg, &action.tool);
     if edited && !refusal_recorded {
-        if let Err(e) = env.registry.check(env.cfg, &action.tool, &action.args) {
+        if let Err(e) = env.registry.check(env.cfg, &run_action.tool, &run_action.args) {
             return Err(Error::data(format!("{}: the edited Next Action cannot run: {e}", env.ws.plan())).with_hint(
                 "fix the tool name or its arguments in the `json next-action` block (`agentloop tools list` shows each tool's parameters), then run `agentloop act`",
             ));
         }
     }
     let watch = crate::clock::Stopwatch::start();
-    let result = execute(env, step, &action);
+    let result = take_output(state, execute(env, step, &run_action), output);
     crate::crash::point("phase:act:after-tool");
     let outcome = record(env, state, step, &action, result, watch.ms(), edited)?;
     Ok(outcome)
+}
+
+/// With an output schema, `finish`'s `output` is the run's final output: it is taken out of the
+/// arguments the tool itself checks, and held to the output schema by [`take_output`].
+fn split_output(state: &State, action: &NextAction) -> (NextAction, Option<Option<serde_json::Value>>) {
+    if action.tool != "finish" || state.output_schema.is_none() {
+        return (action.clone(), None);
+    }
+    let mut a = action.clone();
+    let out = a.args.as_object_mut().and_then(|m| m.remove("output"));
+    (a, Some(out))
+}
+
+/// A `finish` whose output does not match the output schema is a failed step (the error says
+/// what does not match); one that does carries the output in its metadata.
+fn take_output(state: &State, result: ToolResult, output: Option<Option<serde_json::Value>>) -> ToolResult {
+    let (Some(out), Some(schema)) = (output, &state.output_schema) else {
+        return result;
+    };
+    if !result.is_ok() {
+        return result;
+    }
+    match (crate::output_schema::check_output(schema, out.as_ref()), out) {
+        (Ok(()), Some(out)) => {
+            let mut r = result;
+            r.metadata["output"] = out;
+            r
+        }
+        (Err(e), _) => ToolResult::err(e, false),
+        (Ok(()), None) => ToolResult::err("`finish` needs `output`", false),
+    }
 }
 
 /// Records an action's result (also used by event mode for external tool results).
@@ -186,6 +218,11 @@ fn take_result(state: &mut State, step: u32, action: &NextAction, result: &ToolR
                     state.active_skills.remove(0);
                 }
             }
+        }
+    }
+    if result.is_ok() && action.tool == "finish" {
+        if let Some(out) = result.metadata.get("output") {
+            state.output = Some(out.clone());
         }
     }
     if !state.completed_steps.contains(&step) {

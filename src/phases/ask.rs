@@ -51,7 +51,7 @@ pub fn ask<T: DeserializeOwned>(
     if let Some((budget, reason)) = budget_exceeded(state) {
         return Err(AskError::Budget(budget, reason));
     }
-    let mut req = request(env, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
+    let mut req = request(env, state, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
     let prompt_bytes = req.prompt_bytes();
     let watch = crate::clock::Stopwatch::start();
     let mut usage = Usage::default();
@@ -111,8 +111,8 @@ pub fn ask<T: DeserializeOwned>(
 /// The request of a phase's call: with prefix sharing, all of the run's answer tools, the one
 /// system message and the task, then the phase's prompt and which tool to call; without it,
 /// the phase's own tool and system message.
-fn request(env: &Env, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
-    let tools = env.answer_tools(tool)?;
+fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
+    let tools = env.answer_tools(tool, state)?;
     let (system, messages) = if super::shared_prefix() {
         // The same tools, system message and task for every call; what changes comes last.
         let task = env.task_prompt()?;

@@ -128,9 +128,11 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     while archive.join(&id).exists() {
         id = crate::clock::new_run_id();
     }
+    let output_schema = crate::output_schema::resolve(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
     state.slot = slot.map(String::from);
+    state.output_schema = output_schema;
     let memory = Memory {
         goal: goal.to_string(),
         status: "initialised; not framed yet".into(),

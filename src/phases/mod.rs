@@ -179,22 +179,25 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// Plan's forced answer tool (see [`crate::contract::plan_tool`]).
-    pub fn plan_tool(&self) -> crate::model::ToolDef {
-        self.plan_tool.get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg))).clone()
+    /// Plan's forced answer tool (see [`crate::contract::plan_tool`]); `finish` takes the run's
+    /// output schema, which is fixed for the run.
+    pub fn plan_tool(&self, state: &State) -> crate::model::ToolDef {
+        self.plan_tool
+            .get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg), state.output_schema.as_ref()))
+            .clone()
     }
 
     /// Every answer tool of the run in one fixed order — frame, compact, plan, then reflect (the
     /// one whose schema changes with the Definition of Done's length, so last) — with `phase`'s
     /// own in its place: every call sends the same tool definitions, and the phase's answer is
     /// forced by `tool_choice`. Without prefix sharing ([`shared_prefix`]), the phase's alone.
-    pub fn answer_tools(&self, phase: &crate::model::ToolDef) -> Result<Vec<crate::model::ToolDef>> {
+    pub fn answer_tools(&self, phase: &crate::model::ToolDef, state: &State) -> Result<Vec<crate::model::ToolDef>> {
         if !shared_prefix() {
             return Ok(vec![phase.clone()]);
         }
-        let fixed = self
-            .fixed_tools
-            .get_or_init(|| vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool()]);
+        let fixed = self.fixed_tools.get_or_init(|| {
+            vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool(state)]
+        });
         let reflect = if phase.name == "reflect_answer" {
             phase.clone()
         } else {
@@ -506,26 +509,27 @@ pub fn finish(
     let goal = final_memory(env, state, commit, stop, reason)?;
     index_outcome(env, state, stop, reason, &goal);
     let open_question = state.open_question.clone();
-    let result = json!({
-        "run_id": state.run_id,
-        "agent": state.agent,
-        "slot": state.slot,
-        "goal": goal,
-        "status": state.status,
-        "stop": stop,
-        "reason": reason,
-        "open_question": open_question,
-        "outcome": state.outcome,
-        "steps_taken": state.completed_steps.len(),
-        "tools_called": state.tools_called,
-        "duration_ms": state.elapsed_ms,
-        "artifacts": state.artifacts,
-        "model": state.model,
-        "usage": state.usage,
-        "cost_usd": state.cost(),
-        "started_at": state.started_at,
-        "finished_at": now,
-    });
+    let result = crate::schema::RunResult {
+        run_id: state.run_id.clone(),
+        agent: state.agent.clone(),
+        slot: state.slot.clone(),
+        goal,
+        status: state.status,
+        stop,
+        reason: reason.to_string(),
+        open_question,
+        outcome: state.outcome.clone(),
+        steps_taken: state.completed_steps.len(),
+        tools_called: state.tools_called.clone(),
+        duration_ms: state.elapsed_ms,
+        artifacts: state.artifacts.clone(),
+        model: state.model.clone(),
+        usage: state.usage,
+        cost_usd: state.cost(),
+        started_at: state.started_at.clone(),
+        finished_at: now,
+        output: state.output.clone(),
+    };
     commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
@@ -601,19 +605,5 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
 
 /// The event object of the seeds for a finished run (`agent.completed` / `agent.escalated`).
 pub fn completion_event(state: &State) -> Value {
-    let ty = state.ended_as().event();
-    json!({
-        "type": ty,
-        "payload": {
-            "run_id": state.run_id,
-            "goal": state.goal,
-            "status": state.status,
-            "reason": state.reason,
-            "outcome": state.outcome,
-            "steps_taken": state.completed_steps.len(),
-            "artifacts": state.artifacts,
-            "usage": state.usage,
-            "cost_usd": state.cost(),
-        }
-    })
+    crate::schema::CompletionEvent::of(state).to_value()
 }

@@ -72,7 +72,7 @@ pub fn first_prompts(
 pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
     let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], limits)?;
     let frame_tool = contract::frame_tool();
-    let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg));
+    let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
     let schema = |t: &crate::model::ToolDef| t.parameters.to_string().len();
     let (frame_in, plan_in, reflect_in) = if super::shared_prefix() {

@@ -42,7 +42,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     check_skills_md(env, &catalog)?;
     let (text, shown) = prompt(env, state, &plan)?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
-    let tool = env.plan_tool();
+    let tool = env.plan_tool(state);
     let answer = match ask::<PlanAnswer>(env, state, "plan", &catalog, text, tool, &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),

@@ -261,11 +261,15 @@ fn decide(
         mem.open_question = Some(d.reason.clone());
         d.stop = Some((StopKind::Escalated, format!("escalation trigger `{t}` in reflect: {}", d.reason)));
     }
-    if d.decision != "done" || mem.all_done() {
+    // With an output schema, done also needs the final output `finish` gave.
+    let no_output = state.output_schema.is_some() && state.output.is_none();
+    if d.decision != "done" || (mem.all_done() && !no_output) {
         return d;
     }
     state.done_refusals += 1;
-    let open_desc = if mem.dod.is_empty() {
+    let open_desc = if mem.all_done() && !mem.dod.is_empty() {
+        "no final output yet: call `finish` with `output` matching the output schema".to_string()
+    } else if mem.dod.is_empty() {
         "the Definition of Done is empty".to_string()
     } else {
         format!("open items: {}", mem.open_items().join("; "))

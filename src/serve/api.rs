@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What POST /runs takes.
-const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force"];
+const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "output_schema"];
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
@@ -78,6 +78,9 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     let get = method == "GET" || method == "HEAD";
     if segs == ["health"] {
         return allow(method, &["GET"]).map(|_| Out::Reply(health()));
+    }
+    if segs == ["openapi.json"] {
+        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &crate::schema::openapi())));
     }
     let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
@@ -197,8 +200,18 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(ApiError::new(400, "`force` must be true or false")),
     };
+    let output_schema = match body.get("output_schema") {
+        None | Some(Value::Null) => None,
+        Some(s) if s.is_object() => Some(s.clone()),
+        Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
+    };
     if let Some(fleet) = &shared.fleet {
-        let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
+        if output_schema.is_some() {
+            return Err(ApiError::new(400, "`output_schema` is not taken by runs queued for workers (serve --redis)")
+                .hint("start the run on a server without --redis, or drop output_schema"));
+        }
+        let new =
+            NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
         return Ok(Reply::json(
@@ -208,7 +221,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         .header("Location", &format!("/runs/{id}")));
     }
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force };
+    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
     let id = runs::create(shared, new, ticket)?;
     shared.log(&format!("run {id} queued"));
     Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))

@@ -45,6 +45,8 @@ pub struct NewRun {
     pub agent: Option<String>,
     pub budgets: Budgets,
     pub force: bool,
+    /// The JSON Schema the run's final output must match.
+    pub output_schema: Option<Value>,
 }
 
 fn records_dir(shared: &Shared) -> Utf8PathBuf {
@@ -127,7 +129,12 @@ fn quiet() -> Printer {
 /// can refuse it (agent, budgets, provider and key, rest, negotiation) is checked before a file
 /// is written.
 pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
-    let resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
+    let mut resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
+    if let Some(schema) = &new.output_schema {
+        let strict = crate::model::strict_schemas(&resolved.config);
+        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
+        resolved.config.output_schema = Some(schema.clone());
+    }
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &shared.root)?;
     crate::rest_window::check(cfg)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const STATE_SCHEMA_VERSION: u32 = 1;
 
 /// Where a run is: the next phase to execute, or finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Next {
     Frame,
@@ -19,7 +19,7 @@ pub enum Next {
     None,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Running,
@@ -51,7 +51,7 @@ impl Status {
 /// Why a run stopped; its exit code, result.json value and event are in [`crate::outcome`].
 pub use crate::outcome::StopKind;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Limits {
     pub max_steps: u32,
     pub max_reframes: u32,
@@ -98,7 +98,7 @@ impl Limits {
 }
 
 /// The action chosen by Plan and not yet reflected on.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Pending {
     pub step: u32,
     pub tool: String,
@@ -109,7 +109,7 @@ pub struct Pending {
 }
 
 /// state.json: the machine state of one run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct State {
     pub schema_version: u32,
     pub run_id: String,
@@ -196,6 +196,12 @@ pub struct State {
     /// The one forced reframe frustration allows has happened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frustration_reframed: bool,
+    /// The JSON Schema the final output must match (`output_schema`), fixed when the run starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// The final output, valid against `output_schema`, once `finish` gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
 }
 
 impl State {
@@ -250,6 +256,8 @@ impl State {
             frustration: 0,
             frustration_reframed: false,
             tools_called: vec![],
+            output_schema: None,
+            output: None,
         }
     }
 

@@ -107,11 +107,22 @@ impl T {
     pub fn exists(&self, rel: &str) -> bool {
         self.path(rel).exists()
     }
+    /// A JSON file; result.json and state.json are checked against their published schemas.
     pub fn json(&self, rel: &str) -> serde_json::Value {
-        serde_json::from_str(&self.read(rel)).unwrap()
+        let v = serde_json::from_str(&self.read(rel)).unwrap();
+        for name in ["result.json", "state.json"] {
+            if rel.ends_with(&format!("/{name}")) {
+                crate::schemas::check(name, &v);
+            }
+        }
+        v
     }
+    /// ws/trace.jsonl, each entry checked against the published schema.
     pub fn trace(&self) -> Vec<serde_json::Value> {
-        self.read("ws/trace.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        let entries: Vec<serde_json::Value> =
+            self.read("ws/trace.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        entries.iter().for_each(|e| crate::schemas::check("trace-entry.json", e));
+        entries
     }
 }
 

@@ -100,8 +100,12 @@ fn registry_tools() -> Vec<agentloop::tools::ToolSpec> {
 fn literal_answers_to_every_sent_schema_are_accepted() {
     let specs = registry_tools();
     let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
-    let tools =
-        [contract::frame_tool(), contract::plan_tool(&refs), contract::reflect_tool(0), contract::reflect_tool(5)];
+    let tools = [
+        contract::frame_tool(),
+        contract::plan_tool(&refs, None),
+        contract::reflect_tool(0),
+        contract::reflect_tool(5),
+    ];
     let mut lit = Literal::new(7);
     for tool in &tools {
         for variant in [Some(&tool.parameters), tool.strict.as_ref()].into_iter().flatten() {
@@ -136,14 +140,14 @@ fn every_rule_is_in_the_schema() {
     let specs = registry_tools();
     let refs: Vec<&agentloop::tools::ToolSpec> =
         specs.iter().filter(|s| s.name == "file_read" || s.name == "finish").collect();
-    let plan = contract::plan_tool(&refs).parameters;
+    let plan = contract::plan_tool(&refs, None).parameters;
     let variants = plan["properties"]["next_action"]["anyOf"].as_array().unwrap();
     assert_eq!(variants.len(), 2);
     assert_eq!(variants[0]["properties"]["tool"]["enum"], json!(["file_read"]));
     assert_eq!(variants[0]["properties"]["args"], specs.iter().find(|s| s.name == "file_read").unwrap().parameters);
     assert_eq!(variants[1]["properties"]["tool"]["enum"], json!(["finish"]));
     // Not offered, so refused by the schema itself, with the error the model is shown.
-    let tool = contract::plan_tool(&refs);
+    let tool = contract::plan_tool(&refs, None);
     let mut a = json!({"next_action": {"tool": "web_fetch", "args": {"url": "https://example.com"}}});
     assert!(contract::parse::<PlanAnswer>(&tool, &mut a).is_err());
 }
@@ -166,9 +170,9 @@ fn strict_variant_closes_objects_and_makes_optional_fields_nullable() {
     // A free-form map (http_call headers) has no strict form: the plain schema is sent.
     let specs = registry_tools();
     let http: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name == "http_call").collect();
-    assert!(contract::plan_tool(&http).strict.is_none());
+    assert!(contract::plan_tool(&http, None).strict.is_none());
     let files: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name.starts_with("file_")).collect();
-    assert!(contract::plan_tool(&files).strict.is_some());
+    assert!(contract::plan_tool(&files, None).strict.is_some());
 }
 
 #[test]
@@ -184,7 +188,7 @@ fn near_misses_are_mended_before_validation() {
 
     let specs = registry_tools();
     let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
-    let plan = contract::plan_tool(&refs);
+    let plan = contract::plan_tool(&refs, None);
     for a in [
         json!({"next_action": {"tool": "web_fetch", "args": {"url": "u"}}}),
         json!({"next_action": {"name": "web_fetch", "arguments": "{\"url\": \"u\"}"}}),

@@ -48,6 +48,13 @@ impl H {
 }
 
 fn check_protocol(v: &Value) {
+    // Every response of this suite holds to the published schemas.
+    crate::schemas::check("handle-response.json", v);
+    for e in
+        v["events"].as_array().into_iter().flatten().filter(|e| e["type"].as_str().unwrap_or("").starts_with("agent."))
+    {
+        crate::schemas::check("completion-event.json", e);
+    }
     assert!(v["status"] == "ok" || v["status"] == "error", "{v}");
     assert!(!v["result"].as_str().unwrap().is_empty(), "{v}");
     if v["status"] == "error" {
@@ -409,4 +416,26 @@ fn the_roots_identity_file_reaches_every_prompt_in_event_mode() {
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(r#"{"command": "health"}"#).output().unwrap();
     assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
     assert!(stdout(&out).contains("system_prompt_file"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_start_payload_output_schema_shapes_the_completion_event() {
+    let t = T::new();
+    t.write(
+        "root/script.yaml",
+        "frame:\n  - answer: {goal: rate, definition_of_done: [rated, titled, scored], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: rated, output: {title: t, score: 3}}}, rationale: known}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok}\n",
+    );
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"}}, "required": ["title", "score"]});
+    let req = json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "rate it", "output_schema": schema}}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    check_protocol(&v);
+    let done = v["events"].as_array().unwrap().iter().find(|e| e["type"] == "agent.completed").unwrap().clone();
+    assert_eq!(done["payload"]["output"], json!({"title": "t", "score": 3}), "{v}");
+    let req = json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "rate it", "output_schema": "x.json"}}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].as_str().unwrap().contains("`output_schema` must be a JSON Schema object"), "{v}");
 }

@@ -674,3 +674,29 @@ fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
     assert_eq!(v["status"], "done", "{v}");
     assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
 }
+
+#[test]
+fn a_served_run_ends_with_the_output_in_the_requested_shape() {
+    let t = T::new();
+    let script = QUICK.replace("args: {summary: all done}", "args: {summary: all done, output: {title: t, score: 3}}");
+    root_with(&t, &script, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"}},
+        "required": ["title", "score"], "additionalProperties": false});
+    let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": schema}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["status"], "done");
+    let result: Value = serde_json::from_str(&t.read(&format!("root/runs/{id}/result.json"))).unwrap();
+    assert_eq!(result["output"], json!({"title": "t", "score": 3}));
+    // What serve answers holds to the published schemas; its OpenAPI document is the committed one.
+    crate::schemas::check("result.json", &result);
+    crate::schemas::check("status.json", &s.get(&format!("/runs/{id}")).json());
+    crate::schemas::check("runs.json", &s.get("/runs").json()["runs"]);
+    let doc = s.call("GET", "/openapi.json", None, None);
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.json(), crate::schemas::schema("openapi.json"));
+    assert_eq!(doc.json()["openapi"], "3.1.0");
+    let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": "schema.json"}));
+    assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("`output_schema` must be a JSON Schema object")));
+}

@@ -1,0 +1,67 @@
+//! The user's output schema (`run --output-schema FILE`, `output_schema` in config, a `serve`
+//! request or `handle`'s start payload): read and checked when a run starts — a JSON Schema
+//! object that compiles, without `$ref`, and one the provider's strict mode can take when that
+//! mode will be used — and the final output held to it. The run keeps the schema in state.json;
+//! `contract::plan_tool` puts it into `finish`'s parameters, Act checks what `finish` gave.
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+
+/// The run's output schema from `output_schema` (an object, or a JSON file relative to `root`),
+/// checked: a JSON Schema object that compiles, and — when `strict` says the provider's strict
+/// mode will be used — one strict mode can take. The error names the key or file and the fix.
+pub fn resolve(cfg: &crate::config::Config, root: &camino::Utf8Path, strict: bool) -> Result<Option<Value>> {
+    let (schema, from) = match &cfg.output_schema {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(path)) => {
+            let p = root.join(path);
+            let text = crate::fs::read_to_string(&p).map_err(|e| {
+                Error::usage(format!("output_schema: {}", e.message))
+                    .with_hint("name a JSON file relative to the workspace, or give the schema itself as an object")
+            })?;
+            let v: Value = serde_json::from_str(&text).map_err(|e| {
+                Error::usage(format!("output_schema: {p} is not JSON: {e}"))
+                    .with_hint("the file must hold one JSON Schema object")
+            })?;
+            (v, p.to_string())
+        }
+        Some(v) => (v.clone(), "output_schema".to_string()),
+    };
+    check_schema(&schema, &from, strict)?;
+    Ok(Some(schema))
+}
+
+/// A user's output schema must be an object schema that compiles; under strict mode, one that
+/// strict mode can take (else the run is refused before it starts, with the reason).
+pub fn check_schema(schema: &Value, from: &str, strict: bool) -> Result<()> {
+    if !schema.is_object() {
+        return Err(Error::usage(format!("{from}: the output schema must be a JSON Schema object"))
+            .with_hint("e.g. {\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\"}}, \"required\": [\"title\"]}"));
+    }
+    if schema.to_string().contains("\"$ref\"") {
+        return Err(Error::usage(format!("{from}: the output schema uses `$ref`; it is sent inside the finish tool's parameters, where references do not resolve"))
+            .with_hint("inline the definitions it refers to"));
+    }
+    if let Err(e) = jsonschema::validator_for(schema) {
+        return Err(Error::usage(format!("{from}: the output schema is not a valid JSON Schema: {e}")));
+    }
+    if strict {
+        if let Some(why) = crate::contract::strict_refusal(schema) {
+            return Err(Error::usage(format!(
+                "{from}: the provider's strict schema mode cannot take this output schema: {why}"
+            ))
+            .with_hint("close every object (`additionalProperties: false`, with `properties`) and use only the keywords strict mode takes, or set llm.strict: false"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `output` matches the run's output schema; the error lists what does not.
+pub fn check_output(schema: &Value, output: Option<&Value>) -> std::result::Result<(), String> {
+    let Some(output) = output else {
+        return Err("`finish` needs `output`, the final output as an object matching the output schema".into());
+    };
+    let v = crate::tools::validator(schema)?;
+    crate::tools::validate_with(&v, output)
+        .map_err(|e| format!("the output does not match the output schema: {}", e.replace("arguments", "output")))
+}

@@ -1,0 +1,337 @@
+//! The published contract: JSON Schemas of everything a machine reads from agentloop, generated
+//! from the Rust types that write it (`schemars`), and the OpenAPI document of `serve`.
+//!
+//! Each output is built from its type here (result.json, the completion event, `runs --json`
+//! rows, `tools list --json` entries, `handle`'s response), or the type already is the output
+//! (state.json's [`State`], trace.jsonl's [`Entry`]), so a schema and what is written cannot
+//! disagree. Invariant: docs/schema/*.json are exactly [`documents`] (a test regenerates them and
+//! fails on any difference); fields may be added, never renamed or removed, without a new
+//! [`VERSION`].
+
+use crate::outcome::StopKind;
+use crate::trace::{Entry, Usage};
+use crate::workspace::{Limits, Next, Pending, State, Status};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+mod openapi;
+pub use openapi::openapi;
+
+/// The version of the published schemas (each document's `schema_version`, and its `$id`).
+pub const VERSION: u32 = 1;
+
+impl JsonSchema for StopKind {
+    fn schema_name() -> Cow<'static, str> {
+        "StopKind".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let all: Vec<&str> = StopKind::ALL.iter().map(|s| s.as_str()).collect();
+        json_schema!({
+            "description": "Why the run stopped (docs/COMMANDS.md, the outcome table)",
+            "type": "string",
+            "enum": all,
+        })
+    }
+}
+
+/// result.json: the final outcome, written when the run ends.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunResult {
+    pub run_id: String,
+    /// The agent profile the run ran as
+    pub agent: Option<String>,
+    /// The scheduler's slot the run is for (`run --slot KEY`)
+    pub slot: Option<String>,
+    /// The goal as memory.md states it
+    pub goal: String,
+    pub status: Status,
+    pub stop: StopKind,
+    pub reason: String,
+    /// The question a person must answer (when escalated)
+    pub open_question: Option<String>,
+    /// The final outcome text
+    pub outcome: Option<String>,
+    pub steps_taken: usize,
+    /// The tools Act ran, in order
+    pub tools_called: Vec<String>,
+    /// Wall time in `run`, every invocation that drove it
+    pub duration_ms: u64,
+    /// Files produced, relative to the workspace
+    pub artifacts: Vec<String>,
+    /// The model id of the last answer
+    pub model: Option<String>,
+    pub usage: Usage,
+    /// USD; null when a price was unknown or the answers were scripted
+    pub cost_usd: Option<f64>,
+    pub started_at: String,
+    pub finished_at: String,
+    /// The final output, valid against the run's output schema (only when it has one)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// The two completion events.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub enum EventType {
+    #[serde(rename = "agent.completed")]
+    Completed,
+    #[serde(rename = "agent.escalated")]
+    Escalated,
+}
+
+/// The event a finished run emits: `run --json`'s stdout, and `handle`'s last event.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CompletionEvent {
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    pub payload: CompletionPayload,
+    /// `handle` only: `agentic:run:<run_id>:completed` or `:escalated`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CompletionPayload {
+    pub run_id: String,
+    pub goal: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub outcome: Option<String>,
+    pub steps_taken: usize,
+    pub artifacts: Vec<String>,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    /// The final output (runs with an output schema)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// `run --json` on a run that had already ended: its open question (null when none)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_question: Option<Option<String>>,
+    /// `run --json` on a run that had already ended: the ways on
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ways_on: Option<String>,
+}
+
+impl CompletionEvent {
+    pub fn of(state: &State) -> Self {
+        let kind = if state.ended_as().is_done() { EventType::Completed } else { EventType::Escalated };
+        CompletionEvent {
+            kind,
+            payload: CompletionPayload {
+                run_id: state.run_id.clone(),
+                goal: state.goal.clone(),
+                status: state.status,
+                reason: state.reason.clone(),
+                outcome: state.outcome.clone(),
+                steps_taken: state.completed_steps.len(),
+                artifacts: state.artifacts.clone(),
+                usage: state.usage,
+                cost_usd: state.cost(),
+                output: state.output.clone(),
+                open_question: None,
+                ways_on: None,
+            },
+            dedupe_key: None,
+        }
+    }
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("events serialize")
+    }
+}
+
+/// `status --json` (and GET /runs/{id} of `serve`, which adds `served`, `queue`,
+/// `worker_error` and `links`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusView {
+    pub run_id: String,
+    pub agent: Option<String>,
+    pub goal: String,
+    pub status: Status,
+    /// How the run stopped, once it has: done, escalated, provider, or the limit that ran out
+    pub stop: Option<StopKind>,
+    /// The phase that comes next
+    pub next: Next,
+    pub step: u32,
+    pub reframes: u32,
+    pub model: Option<String>,
+    pub reason: Option<String>,
+    pub open_question: Option<String>,
+    /// The command that answers the open question
+    pub answer_with: Option<String>,
+    /// How to go on from an ended or interrupted run
+    pub ways_on: Option<String>,
+    pub interrupted: bool,
+    /// The agent's rolling usage window (null when `rest` sets no limit)
+    pub rest: Value,
+    pub frustration: Frustration,
+    pub workspace: String,
+    /// The limits the run recorded when it started or was last continued
+    pub limits_recorded: Limits,
+    /// Where each limit in force comes from
+    pub limit_sources: Map<String, Value>,
+    pub pending: Option<Pending>,
+    pub budgets: Budgets,
+    pub usage: Usage,
+    pub started_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Frustration {
+    pub score: u32,
+    pub threshold: u32,
+    pub reframed: bool,
+}
+
+/// Budgets used, their maximum and what is left.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Budgets {
+    pub steps: Used<u32, u32>,
+    pub reframes: Used<u32, u32>,
+    pub tokens: Used<u64, Option<u64>>,
+    pub cost_usd: CostUsed,
+    pub time_secs: Used<u64, u64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Used<U, M> {
+    pub used: U,
+    /// null: no limit
+    pub max: M,
+    pub left: M,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CostUsed {
+    pub used: f64,
+    pub max: Option<f64>,
+    pub left: Option<f64>,
+    /// A price was unknown, so `used` undercounts
+    pub incomplete: bool,
+    /// The answers were replayed by the scripted model (no cost)
+    pub scripted: bool,
+}
+
+/// One row of `runs --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunRow {
+    pub run_id: String,
+    pub agent: Option<String>,
+    /// The scheduler's slot the run is for (`run --slot KEY`)
+    pub slot: Option<String>,
+    /// running, done, escalated, or interrupted (an archived run `run --new` cut short)
+    pub status: String,
+    /// Whether it is the workspace's current run (not one under runs/)
+    pub current: bool,
+    pub step: u32,
+    pub steps_taken: usize,
+    pub goal: String,
+    pub model: Option<String>,
+    pub cost_usd: Option<f64>,
+    pub started_at: String,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+    pub reason: Option<String>,
+    /// The run's workspace folder
+    pub workspace: String,
+}
+
+/// One entry of `tools list --json`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the tool's arguments
+    pub parameters: Value,
+    /// read, write, network, exec, none or external
+    pub side_effect: Value,
+    /// Whether allowed_tools lets Act run it
+    pub allowed: bool,
+    pub timeout_secs: u64,
+    pub output_cap: usize,
+}
+
+/// `handle`'s response (Ductile protocol v2): one JSON object on stdout.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HandleResponse {
+    /// ok or error
+    pub status: String,
+    /// One line for people
+    pub result: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the router should retry the job
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<bool>,
+    /// `agentic.tool_request.<tool>` events and the one completion event of a run
+    #[schemars(with = "Vec<HandleEvent>")]
+    pub events: Vec<Value>,
+    pub state_updates: StateUpdates,
+    #[schemars(with = "Vec<LogLine>")]
+    pub logs: Vec<Value>,
+}
+
+/// An event `handle` emits: a tool request (payload: run_id, step, tool, tool_command,
+/// requested_at, attempt and the tool's arguments) or a completion event.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HandleEvent {
+    /// `agentic.tool_request.<tool>`, `agent.completed` or `agent.escalated`
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub payload: Map<String, Value>,
+    pub dedupe_key: String,
+}
+
+/// The router's state snapshot.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StateUpdates {
+    /// Runs by id: every run not yet ended, and the latest finished ones
+    pub runs: Map<String, Value>,
+    pub last_run_id: Option<String>,
+    pub last_run: Option<String>,
+    pub last_goal: Value,
+    pub total_steps: Value,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LogLine {
+    pub level: String,
+    pub message: String,
+}
+
+/// A published schema: file name, title, and the schema of the type.
+fn document<T: JsonSchema>(file: &str, title: &str, description: &str) -> (String, Value) {
+    let settings = schemars::generate::SchemaSettings::draft2020_12();
+    let mut v = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut out = Map::new();
+    out.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
+    out.insert("$id".into(), json!(format!("urn:agentloop:schema:{}:v{VERSION}", file.trim_end_matches(".json"))));
+    out.insert("title".into(), json!(title));
+    out.insert("description".into(), json!(description));
+    out.insert("schema_version".into(), json!(VERSION));
+    if let Some(o) = v.as_object_mut() {
+        for k in ["$schema", "title", "description"] {
+            o.remove(k);
+        }
+        out.extend(std::mem::take(o));
+    }
+    (file.to_string(), Value::Object(out))
+}
+
+/// Every published schema, as written to docs/schema/ (file name, document).
+pub fn documents() -> Vec<(String, Value)> {
+    vec![
+        document::<RunResult>("result.json", "result.json", "The final outcome of a run, written when it ends."),
+        document::<State>("state.json", "state.json", "The machine state of one run."),
+        document::<Entry>("trace-entry.json", "trace.jsonl entry", "One line of trace.jsonl (and of `run --events`, which streams the same entries live, with `model.delta` entries when streaming)."),
+        document::<CompletionEvent>("completion-event.json", "Completion event", "`agent.completed` / `agent.escalated`: what `run --json` prints and `handle`'s last event of a run."),
+        document::<StatusView>("status.json", "status --json", "Where a run stands: budgets used and left, limits and their source, the pending action."),
+        document::<Vec<RunRow>>("runs.json", "runs --json", "The runs of a workspace, newest first."),
+        document::<Vec<ToolInfo>>("tools.json", "tools list --json", "The tool registry."),
+        document::<HandleResponse>("handle-response.json", "handle response", "`agentloop handle`'s one JSON object on stdout (Ductile protocol v2)."),
+        ("openapi.json".to_string(), openapi()),
+    ]
+}
