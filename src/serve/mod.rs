@@ -4,8 +4,9 @@
 //! Invariants:
 //! - The server holds the root's workspace lock for its life: one server per root.
 //! - Every request but GET /health presents a bearer token ([`auth`]); each token has its own
-//!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated and printed, and the server
-//!   refuses to listen beyond loopback.
+//!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated (kept in the user's state
+//!   folder for the next start) and printed, and the server refuses to listen beyond loopback.
+//!   A browser (a GET that accepts HTML) without a token gets a sign-in page; others a JSON 401.
 //! - Runs are workspaces under `<root>/runs/<id>/`, executed by a fixed pool of workers from a
 //!   bounded queue ([`queue`]); a full queue is a 503 with Retry-After, decided before anything
 //!   is created.
@@ -45,6 +46,8 @@ pub struct Options {
     pub queue: usize,
     pub rate: Option<auth::Rate>,
     pub resume: bool,
+    /// Replace the kept generated token.
+    pub new_token: bool,
 }
 
 /// What every request handler and worker shares.
@@ -103,7 +106,19 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
             .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
     }
-    let auth = auth::Auth::new(env_token, o.rate)?;
+    if o.new_token && env_token.is_some() {
+        return Err(Error::usage(
+            "--new-token replaces the kept generated token; AGENTLOOP_TOKEN is set, so none is used",
+        )
+        .with_hint("unset AGENTLOOP_TOKEN, or change its value instead"));
+    }
+    let (auth, kept) = match env_token {
+        Some(_) => (auth::Auth::new(env_token, o.rate)?, None),
+        None => {
+            let (token, kept) = auth::kept_token(o.new_token)?;
+            (auth::Auth::generated(token, o.rate), kept)
+        }
+    };
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
@@ -134,10 +149,15 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         Some(t) => format!("{url}/?token={t}"),
         None => format!("{url}/?token=$AGENTLOOP_TOKEN"),
     };
+    if let Some(path) = &kept {
+        printer.info(&format!("the token is kept in {path} (serve --new-token replaces it)"));
+    }
     printer.info(&format!(
         "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
         root, shared.runs_dir, o.workers, o.queue
     ));
+    // Ctrl-C or SIGTERM: say so, and mark the runs being driven interrupted.
+    crate::interrupt::doing(&format!("agentloop serve on {url}"));
     runs::recover(&shared, o.resume)?;
     for _ in 0..o.workers {
         let s = shared.clone();
