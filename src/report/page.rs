@@ -49,6 +49,9 @@ pub fn render(run: &Run, links: &Links) -> String {
         "</p><h1 id=\"goal\">{}</h1><p><span id=\"status\" class=\"badge s-{status}\">{status}</span></p>",
         esc(&s.goal)
     );
+    if let (Some(now), Status::Running, false) = (&links.now, s.status, s.interrupted) {
+        let _ = write!(p, "<p class=\"now\" id=\"now\"><strong>Now:</strong> {}</p>", esc(now));
+    }
     if let Some(r) = &s.reason {
         let _ = write!(p, "<p class=\"reason\" id=\"reason\">{}</p>", esc(r));
     }

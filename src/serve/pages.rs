@@ -73,8 +73,32 @@ p{margin:.6rem 0;color:#444c5c;overflow-wrap:anywhere}code{font-size:.9em;backgr
 pub(super) fn report(shared: &Shared, id: &str) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let run = report::Run::load(&ws)?;
-    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5) };
+    let now = doing_now(shared, id, &run.state);
+    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5), now };
     Ok(Reply::html(report::render(&run, &links)))
+}
+
+/// What a running run is doing now, as the server knows it: its place in the queue, and for the
+/// run a worker drives, the phase under way (state.json's `next`; a tool from its pending action).
+fn doing_now(shared: &Shared, id: &str, s: &crate::workspace::State) -> Option<String> {
+    use crate::workspace::{Next, Status};
+    if s.status != Status::Running || s.interrupted {
+        return None;
+    }
+    Some(match shared.queue.place(id) {
+        Some(Place::Waiting(n)) => format!("waiting for a worker ({n} in line)"),
+        Some(Place::Running) => match s.next {
+            Next::Frame => "asking the model to frame the goal".into(),
+            Next::Plan => "asking the model to plan the next step".into(),
+            Next::Act => match &s.pending {
+                Some(p) => format!("running the tool {} (step {})", p.tool, p.step),
+                None => "running the chosen action".into(),
+            },
+            Next::Reflect => "asking the model to reflect on the result".into(),
+            Next::Finish | Next::None => "finishing the run".into(),
+        },
+        None => format!("waiting: no worker is driving it (POST /runs/{id}/continue goes on)"),
+    })
 }
 
 /// GET /runs/{id}/files/... — a run's artifacts and paper-trail files, as text (never as a page

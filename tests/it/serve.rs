@@ -766,6 +766,13 @@ fn sigint_marks_the_served_run_interrupted_and_the_next_start_goes_on() {
     let mut s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
     let id = s.post("/runs", &json!({"goal": "fetch slowly"})).json()["run_id"].as_str().unwrap().to_string();
     wait_until("the slow service is called", &s, || slow.count() >= 1);
+    // Its page says what it is doing now.
+    let page = s.get(&format!("/runs/{id}/report"));
+    assert!(
+        page.body.contains("<p class=\"now\" id=\"now\"><strong>Now:</strong> running the tool http_call"),
+        "{}",
+        page.body
+    );
     let ok = Command::new("kill").args(["-INT", &s.child.id().to_string()]).status().unwrap();
     assert!(ok.success());
     let status = s.child.wait().unwrap();
