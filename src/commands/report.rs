@@ -139,6 +139,9 @@ pub fn row(r: &history::Run, href: &str) -> Row {
         started_at: s.started_at.clone(),
         href: href.to_string(),
         note: None,
+        outcome: s.outcome.clone(),
+        agent: s.agent.clone(),
+        slot: s.slot.clone(),
     }
 }
 
