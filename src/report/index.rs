@@ -67,7 +67,7 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
             st = esc(&r.status),
             goal = esc(&excerpt(&r.goal, 160)),
             note = r.note.as_deref().map(|n| format!(" <span class=\"badge\">{}</span>", esc(n))).unwrap_or_default(),
-            day = esc(&crate::report::page::when(&r.started_at).get(..10).unwrap_or("").to_string()),
+            day = esc(crate::report::page::when(&r.started_at).get(..10).unwrap_or("")),
             tags = [r.slot.as_ref().map(|s| format!("slot {s}")), r.agent.as_ref().map(|a| format!("agent {a}"))]
                 .into_iter()
                 .flatten()

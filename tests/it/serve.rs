@@ -789,6 +789,12 @@ fn sigint_marks_the_served_run_interrupted_and_the_next_start_goes_on() {
     let line = stdout(&listed).lines().find(|l| l.contains(&id)).map(String::from).unwrap_or_default();
     assert!(line.contains("interrupted"), "{}", stdout(&listed));
     drop(s);
+    // With --no-resume it stays interrupted, and the panel says so.
+    let s = serve(&t, &["--script", "script.yaml"], &["--no-resume"], Some(TOKEN));
+    let panel = s.get("/").body;
+    assert!(panel.contains(&format!("data-run=\"{id}\"")) && panel.contains("badge s-interrupted"), "{panel}");
+    assert_eq!(s.get(&format!("/runs/{id}")).json()["interrupted"], true);
+    drop(s);
     hold.store(false, Ordering::SeqCst);
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
     assert_eq!(s.finished(&id)["status"], "done", "{}", s.log());
