@@ -800,3 +800,28 @@ fn sigint_marks_the_served_run_interrupted_and_the_next_start_goes_on() {
     assert_eq!(s.finished(&id)["status"], "done", "{}", s.log());
     assert!(s.log().contains(&format!("run {id} was interrupted by SIGINT; queued to go on")), "{}", s.log());
 }
+
+/// A running run's page says what it is doing now: asking the model during its first call,
+/// waiting for a worker while another run holds the only one.
+#[test]
+fn a_running_runs_page_says_what_it_is_doing_now() {
+    let t = T::new();
+    let (model, hold) = gate();
+    let config = format!(
+        "llm: {{provider: openai, base_url: '{}/v1', model: m, api_key_cmd: [echo, sk-test], attempts: 1}}\n",
+        model.url
+    );
+    t.write("root/agentloop.yaml", &config);
+    let s = serve(&t, &[], &["--workers", "1"], Some(TOKEN));
+    let a = s.post("/runs", &json!({"goal": "first"}));
+    assert_eq!(a.status, 202, "{}", a.body);
+    let a = a.json()["run_id"].as_str().unwrap().to_string();
+    wait_until("the model is asked", &s, || model.count() >= 1);
+    let page = s.get(&format!("/runs/{a}/report")).body;
+    assert!(page.contains("<strong>Now:</strong> asking the model to frame the goal</p>"), "{page}");
+    assert!(page.contains("No phase has finished yet."));
+    let b = s.post("/runs", &json!({"goal": "second"})).json()["run_id"].as_str().unwrap().to_string();
+    let page = s.get(&format!("/runs/{b}/report")).body;
+    assert!(page.contains("<strong>Now:</strong> waiting for a worker (1 in line)</p>"), "{page}");
+    hold.store(false, Ordering::SeqCst);
+}
