@@ -83,8 +83,10 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
         // A person in a browser gets a page to sign in on; API clients the JSON error.
         if get && wants_html(req) {
-            let path = raw.split('?').next().unwrap_or("/");
-            return Ok(Out::Reply(pages::sign_in(path, token.is_some(), shared.auth.generated)));
+            // Rebuilt from the decoded segments: always one leading slash, so never another host.
+            let path: Vec<String> = segs.iter().map(|s| crate::report::html::encode_segment(s)).collect();
+            let path = format!("/{}", path.join("/"));
+            return Ok(Out::Reply(pages::sign_in(&path, token.is_some(), shared.auth.generated)));
         }
         return Err(ApiError::new(401, "a valid bearer token is required").hint(
             "send `Authorization: Bearer TOKEN` (the token serve printed at start, or AGENTLOOP_TOKEN); \

@@ -700,7 +700,9 @@ fn a_browser_without_a_token_gets_a_sign_in_page_and_a_made_token_is_kept() {
     assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), s.token);
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777, 0o600);
-    assert!(s.log().contains("serve-token (serve --new-token replaces it)"), "{}", s.log());
+    wait_until("serve says where the token is kept", &s, || {
+        s.log().contains("serve-token (serve --new-token replaces it)")
+    });
     // A browser: the sign-in page, still a 401.
     let page = browse(&s, "/", None);
     assert_eq!(page.status, 401);
@@ -713,6 +715,12 @@ fn a_browser_without_a_token_gets_a_sign_in_page_and_a_made_token_is_kept() {
     let wrong = browse(&s, "/runs/X/report?token=wrong-token-0123456789", None);
     assert_eq!(wrong.status, 401);
     assert!(wrong.body.contains("id=\"refused\"") && wrong.body.contains("action=\"/runs/X/report\""));
+    // The form never leads to another host, whatever the address asked for.
+    for odd in ["//evil.example/x", "/%5Cevil.example/", "/\\evil.example/"] {
+        let page = browse(&s, odd, None);
+        assert_eq!(page.status, 401);
+        assert!(!page.body.contains("action=\"//") && !page.body.contains("action=\"/\\"), "{odd}: {}", page.body);
+    }
     // The form's target signs in: a cookie and the page without the token.
     let ok = browse(&s, &format!("/?token={}", s.token), None);
     assert_eq!((ok.status, ok.header("location")), (303, Some("/")));
