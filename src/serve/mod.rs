@@ -101,24 +101,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)))?
         .next()
         .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
-    let env_token = std::env::var("AGENTLOOP_TOKEN").ok().filter(|t| !t.trim().is_empty());
-    if env_token.is_none() && !addr.ip().is_loopback() {
-        return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
-            .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
-    }
-    if o.new_token && env_token.is_some() {
-        return Err(Error::usage(
-            "--new-token replaces the kept generated token; AGENTLOOP_TOKEN is set, so none is used",
-        )
-        .with_hint("unset AGENTLOOP_TOKEN, or change its value instead"));
-    }
-    let (auth, kept) = match env_token {
-        Some(_) => (auth::Auth::new(env_token, o.rate)?, None),
-        None => {
-            let (token, kept) = auth::kept_token(o.new_token)?;
-            (auth::Auth::generated(token, o.rate), kept)
-        }
-    };
+    let (auth, kept) = auth_for(addr, &o)?;
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
@@ -173,6 +156,30 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         let _ = t.join();
     }
     Err(Error::failure(format!("the server on {url} stopped")))
+}
+
+/// The token(s) to accept: `AGENTLOOP_TOKEN`, else the kept generated one (where it is kept);
+/// refuses a non-loopback address without `AGENTLOOP_TOKEN`, and `--new-token` with it.
+fn auth_for(addr: std::net::SocketAddr, o: &Options) -> Result<(auth::Auth, Option<Utf8PathBuf>)> {
+    let env_token = std::env::var("AGENTLOOP_TOKEN").ok().filter(|t| !t.trim().is_empty());
+    if env_token.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
+            .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
+    }
+    if o.new_token && env_token.is_some() {
+        return Err(Error::usage(
+            "--new-token replaces the kept generated token; AGENTLOOP_TOKEN is set, so none is used",
+        )
+        .with_hint("unset AGENTLOOP_TOKEN, or change its value instead"));
+    }
+    let (auth, kept) = match env_token {
+        Some(_) => (auth::Auth::new(env_token, o.rate)?, None),
+        None => {
+            let (token, kept) = auth::kept_token(o.new_token)?;
+            (auth::Auth::generated(token, o.rate), kept)
+        }
+    };
+    Ok((auth, kept))
 }
 
 fn serve_requests(shared: &Arc<Shared>, server: &tiny_http::Server) {
