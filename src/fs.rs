@@ -118,6 +118,26 @@ pub fn write_durable(path: &Utf8Path, contents: &[u8]) -> Result<()> {
     write_atomic_with(path, contents, true)
 }
 
+/// Like [`write_atomic`], for a secret: the file is created readable and writable by its owner
+/// only (0600) before anything is written to it.
+pub fn write_private(path: &Utf8Path, contents: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = folder_of(path);
+    let name = path.file_name().unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io("write", &tmp, e));
+    }
+    put_in_place(&tmp, path)
+}
+
 /// The folder a path is in (`.` for a bare name).
 fn folder_of(path: &Utf8Path) -> &Utf8Path {
     path.parent().filter(|p| !p.as_str().is_empty()).unwrap_or(Utf8Path::new("."))

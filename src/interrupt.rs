@@ -76,7 +76,9 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The runs in progress (an id, the run's workspace), for the message on interrupt. Each run
 /// adds itself and is removed when its [`Running`] guard drops, so runs of one process (`serve`'s
 /// workers) never stand in for each other; only the list is process-wide, as the signal is.
-static RUNS: Mutex<Vec<(u64, Utf8PathBuf)>> = Mutex::new(Vec::new());
+static RUNS: Mutex<Vec<(u64, Utf8PathBuf, Option<Utf8PathBuf>)>> = Mutex::new(Vec::new());
+/// What the process was doing, said first on interrupt (e.g. `serve`'s address).
+static DOING: Mutex<Option<String>> = Mutex::new(None);
 static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// A run in progress, known to the watcher until dropped.
@@ -87,13 +89,25 @@ pub struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|(id, _)| *id != self.id);
+        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|(id, _, _)| *id != self.id);
     }
 }
 
 /// The workspaces of the runs in progress, oldest first.
+#[cfg(test)]
 fn runs_in_progress() -> Vec<Utf8PathBuf> {
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws)| ws.clone()).collect()
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws, _)| ws.clone()).collect()
+}
+
+/// The runs in progress with their serve records (None for a command's own run).
+fn runs_with_records() -> Vec<(Utf8PathBuf, Option<Utf8PathBuf>)> {
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws, r)| (ws.clone(), r.clone())).collect()
+}
+
+/// Says `what` first when a signal stops the process (and makes sure the watcher runs).
+pub fn doing(what: &str) {
+    *DOING.lock().unwrap_or_else(|e| e.into_inner()) = Some(what.to_string());
+    watch();
 }
 
 /// Makes sure the watcher runs.
@@ -111,9 +125,55 @@ pub fn interrupted() -> bool {
 #[must_use = "the run is known to the watcher only while the guard lives"]
 pub fn run_in(ws: &Utf8Path) -> Running {
     let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned()));
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned(), None));
     watch();
     Running { id }
+}
+
+/// A run `serve` drives in `ws`, with its record at `record`: on interrupt it is marked
+/// interrupted (state.json's `interrupted`, and `interrupted_by` in the record, so the next
+/// start goes on with it) and named on stderr.
+#[must_use = "the run is known to the watcher only while the guard lives"]
+pub fn served_run_in(ws: &Utf8Path, record: &Utf8Path) -> Running {
+    let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned(), Some(record.to_owned())));
+    watch();
+    Running { id }
+}
+
+/// Marks a served run interrupted by `signal`: its record first (what the next start reads),
+/// then state.json (what lists show), each replaced atomically. A run no longer going is left
+/// as it is. Returns the message for stderr.
+pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
+    use serde_json::Value;
+    let read =
+        |p: &Utf8Path| crate::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let id = ws.file_name().unwrap_or(ws.as_str()).to_string();
+    let state_path = ws.join("state.json");
+    let Some(mut state) = read(&state_path) else {
+        return format!("interrupted: run {id} (its state could not be read)");
+    };
+    if state.get("status").and_then(Value::as_str) != Some("running") {
+        return format!("interrupted: run {id} had just stopped; nothing to mark");
+    }
+    let step = state.get("step").cloned().unwrap_or(Value::Null);
+    let mut marked = true;
+    if let Some(mut rec) = read(record) {
+        rec["interrupted_by"] = Value::from(signal);
+        let text = serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n";
+        marked &= crate::fs::write_atomic(record, text.as_bytes()).is_ok();
+    }
+    state["interrupted"] = Value::Bool(true);
+    let text = serde_json::to_string_pretty(&state).unwrap_or_default() + "\n";
+    marked &= crate::fs::write_atomic(&state_path, text.as_bytes()).is_ok();
+    if marked {
+        format!(
+            "interrupted: run {id} at step {step} is marked interrupted; every committed phase is kept and the next \
+             `agentloop serve` on this root goes on with it"
+        )
+    } else {
+        format!("interrupted: run {id} at step {step}; it could not be marked, and the next `agentloop serve` goes on with it")
+    }
 }
 
 /// After a signal, a command's own thread must not carry on as if a tool or server had failed:
@@ -153,8 +213,30 @@ fn install() {
         if let Some(sig) = signals.forever().next() {
             INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
-            for ws in runs_in_progress() {
-                crate::output::stderr_line(&resume_message(&ws));
+            let name = match sig {
+                SIGINT => "SIGINT",
+                SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            let doing = DOING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let runs = runs_with_records();
+            if let Some(what) = doing {
+                let n = runs.len();
+                crate::output::stderr_line(&format!(
+                    "{what} stopped by {name}; {}",
+                    match n {
+                        0 => "no run was in progress".to_string(),
+                        1 => "1 run was in progress".to_string(),
+                        n => format!("{n} runs were in progress"),
+                    }
+                ));
+            }
+            for (ws, record) in runs {
+                let msg = match record {
+                    Some(r) => mark_served(&ws, &r, name),
+                    None => resume_message(&ws),
+                };
+                crate::output::stderr_line(&msg);
             }
             // The default action ends the process as the signal would have.
             let _ = signal_hook::low_level::emulate_default_handler(sig);

@@ -60,7 +60,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
     };
     let run = Run::load(&ws)?;
     let out = args.output.unwrap_or_else(|| ws.root.join("report.html"));
-    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None };
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None };
     write(&ctx.ws.root, &out, &report::render(&run, &links))?;
     let p = &ctx.printer;
     if p.json {
@@ -76,7 +76,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
 pub fn write_current(ws: &crate::workspace::Workspace) -> Result<Utf8PathBuf> {
     let run = Run::load(ws)?;
     let out = ws.root.join("report.html");
-    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None };
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None };
     write(&ws.root, &out, &report::render(&run, &links))?;
     Ok(out)
 }
@@ -103,6 +103,7 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
             files: String::new(),
             index: Some(format!("{}{index_name}", link_prefix(&page, dir_of(&at))?)),
             refresh: None,
+            now: None,
         };
         write(&ctx.ws.root, &page, &report::render(&run, &links))?;
         rows.push(row(r, &format!("{}report.html", link_prefix(&at, &r.ws.root)?)));
@@ -138,6 +139,9 @@ pub fn row(r: &history::Run, href: &str) -> Row {
         started_at: s.started_at.clone(),
         href: href.to_string(),
         note: None,
+        outcome: s.outcome.clone(),
+        agent: s.agent.clone(),
+        slot: s.slot.clone(),
     }
 }
 

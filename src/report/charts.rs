@@ -36,7 +36,7 @@ fn describe(e: &Entry) -> String {
 pub fn timeline(run: &Run) -> String {
     let bars = run.phase_entries();
     if bars.is_empty() {
-        return "<p class=\"empty\">No phase has run yet.</p>".into();
+        return "<p class=\"empty\">No phase has finished yet.</p>".into();
     }
     let total: u64 = bars.iter().map(|e| e.duration_ms.unwrap_or(0)).sum();
     let floor = if total == 0 { 1.0 } else { total as f64 * 0.02 };

@@ -22,6 +22,12 @@ pub struct Row {
     pub href: String,
     /// A note shown under the goal (e.g. `queued` when served).
     pub note: Option<String>,
+    /// What the run produced (result.json's outcome), shown under the goal of a done run.
+    pub outcome: Option<String>,
+    /// The agent profile the run started as, if any.
+    pub agent: Option<String>,
+    /// The scheduler's slot (`run --slot KEY`, e.g. a date), if any.
+    pub slot: Option<String>,
 }
 
 /// The index page of `rows` (shown newest first); `title` names the root.
@@ -55,18 +61,23 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
         }
         let _ = write!(
             p,
-            "<tr class=\"run\" data-run=\"{id}\"><td><a href=\"{href}\"><code>{id}</code></a></td><td><span class=\"badge s-{st}\">{st}</span></td><td class=\"goal\">{goal}{note}{reason}</td><td class=\"num\">{steps}</td><td class=\"num\">{tok}</td><td class=\"num\"{usd_attr}>{cost}</td><td>{date}</td></tr>",
+            "<tr class=\"run\" data-run=\"{id}\"><td data-label=\"run\"><a href=\"{href}\"><code>{id}</code></a></td><td><span class=\"badge s-{st}\">{st}</span></td><td class=\"goal\"><a class=\"goal-link\" href=\"{href}\">{goal}</a> <span class=\"run-when\">· {day}</span>{tags}{note}{summary}</td><td class=\"num\" data-label=\"steps\">{steps}</td><td class=\"num\" data-label=\"tokens\">{tok}</td><td class=\"num\" data-label=\"cost\"{usd_attr}>{cost}</td><td data-label=\"started\">{date}</td></tr>",
             id = esc(&r.run_id),
             href = esc(&r.href),
             st = esc(&r.status),
             goal = esc(&excerpt(&r.goal, 160)),
             note = r.note.as_deref().map(|n| format!(" <span class=\"badge\">{}</span>", esc(n))).unwrap_or_default(),
-            reason = r
-                .reason
-                .as_deref()
-                .filter(|_| r.status != "done")
-                .map(|x| format!("<br><small class=\"reason\">{}</small>", esc(&excerpt(x, 200))))
-                .unwrap_or_default(),
+            day = esc(crate::report::page::when(&r.started_at).get(..10).unwrap_or("")),
+            tags = [r.slot.as_ref().map(|s| format!("slot {s}")), r.agent.as_ref().map(|a| format!("agent {a}"))]
+                .into_iter()
+                .flatten()
+                .map(|t| format!(" <span class=\"run-when\">· {}</span>", esc(&t)))
+                .collect::<String>(),
+            summary = match (r.status.as_str(), &r.outcome, &r.reason) {
+                ("done", Some(o), _) => format!("<br><small class=\"outcome\">{}</small>", esc(&excerpt(o, 200))),
+                (st, _, Some(x)) if st != "done" => format!("<br><small class=\"reason\">{}</small>", esc(&excerpt(x, 200))),
+                _ => String::new(),
+            },
             steps = r.steps,
             tok = thousands(r.tokens),
             usd_attr = r.cost_usd.map(|c| format!(" data-usd=\"{c}\"")).unwrap_or_default(),

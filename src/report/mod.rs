@@ -29,6 +29,9 @@ pub struct Links {
     pub index: Option<String>,
     /// Reload the page every N seconds while the run is going (served pages).
     pub refresh: Option<u32>,
+    /// What a running run is doing now, when the page's maker knows (served pages: asking the
+    /// model, running a tool, waiting for a worker).
+    pub now: Option<String>,
 }
 
 /// Everything a run report shows, read from the run's folder.

@@ -49,6 +49,9 @@ pub fn render(run: &Run, links: &Links) -> String {
         "</p><h1 id=\"goal\">{}</h1><p><span id=\"status\" class=\"badge s-{status}\">{status}</span></p>",
         esc(&s.goal)
     );
+    if let (Some(now), Status::Running, false) = (&links.now, s.status, s.interrupted) {
+        let _ = write!(p, "<p class=\"now\" id=\"now\"><strong>Now:</strong> {}</p>", esc(now));
+    }
     if let Some(r) = &s.reason {
         let _ = write!(p, "<p class=\"reason\" id=\"reason\">{}</p>", esc(r));
     }
@@ -126,7 +129,7 @@ pub fn render(run: &Run, links: &Links) -> String {
         p,
         "<div class=\"twin\"><section id=\"memory\"><h2>memory.md</h2><div class=\"md\">{}</div></section><section id=\"plan\"><h2>plan.md</h2><div class=\"md\">{}</div></section></div>",
         html::markdown(&run.memory),
-        html::markdown(&run.plan)
+        html::markdown(&outline_as_ended(run))
     );
     if run.bad_lines > 0 {
         let _ = write!(
@@ -143,7 +146,7 @@ fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals, scripted: bool
     p.push_str("<table class=\"per-step\"><thead><tr><th>step</th><th class=\"num\">tokens in</th><th class=\"num\">tokens out</th><th class=\"num\">cost</th><th class=\"num\">time</th></tr></thead><tbody>");
     let row = |label: String, u: &crate::trace::Usage, cost: f64, ms: u64| {
         format!(
-            "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            "<td>{}</td><td class=\"num\" data-label=\"tokens in\">{}</td><td class=\"num\" data-label=\"tokens out\">{}</td><td class=\"num\" data-label=\"cost\">{}</td><td class=\"num\" data-label=\"time\">{}</td>",
             label,
             thousands(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens),
             thousands(u.output_tokens),
@@ -179,6 +182,9 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
         esc(&duration(st.duration_ms)),
         n = st.n,
     );
+    if st.n == 0 {
+        framing(p, run);
+    }
     for f in &st.frames {
         let _ = write!(
             p,
@@ -203,8 +209,7 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
             let _ = write!(p, "<p><code class=\"tool\">{}</code></p>", esc(t));
         }
         if let Some(a) = &e.args {
-            let pretty = serde_json::to_string_pretty(a).unwrap_or_default();
-            let _ = write!(p, "<pre class=\"args\">{}</pre>", esc(&excerpt_lines(&pretty, 40)));
+            args(p, run, links, e.tool.as_deref(), a);
         }
         if let Some(r) = e.reason.as_deref().filter(|r| !r.is_empty()) {
             let _ = write!(p, "<p class=\"why\"><strong>Why:</strong> {}</p>", esc(r));
@@ -296,4 +301,115 @@ fn excerpt_lines(s: &str, n: usize) -> String {
         return s.to_string();
     }
     format!("{}\n… {} more lines", lines[..n].join("\n"), lines.len() - n)
+}
+
+/// The framing as memory.md holds it now: the goal statement, the Definition of Done with each
+/// item ticked or open, constraints, assumptions, the hypothesis, and any question asked when
+/// the run could not proceed.
+fn framing(p: &mut String, run: &Run) {
+    let Ok(m) = crate::markdown::parse_memory(&run.memory, &run.ws.memory()) else { return };
+    let question = m.open_question.clone().or_else(|| run.state.open_question.clone());
+    if m.goal.is_empty() && m.dod.is_empty() && question.is_none() {
+        return;
+    }
+    p.push_str("<div class=\"framing\" id=\"framing\"><h4>Goal statement</h4>");
+    let _ = write!(p, "<p id=\"framed-goal\">{}</p>", esc(&m.goal));
+    if !m.dod.is_empty() {
+        let done = m.dod.iter().filter(|i| i.done).count();
+        let _ = write!(p, "<h4>Definition of Done · {done} of {} met</h4><ul class=\"dod\" id=\"dod\">", m.dod.len());
+        for i in &m.dod {
+            let (class, mark, title) =
+                if i.done { ("dod-item met", "☑", "met") } else { ("dod-item", "☐", "open") };
+            let _ = write!(p, "<li class=\"{class}\" title=\"{title}\">{mark} {}</li>", esc(&i.text));
+        }
+        p.push_str("</ul>");
+    }
+    for (id, title, items) in
+        [("constraints", "Constraints", &m.constraints), ("assumptions", "Assumptions and unknowns", &m.assumptions)]
+    {
+        if !items.is_empty() {
+            let _ = write!(p, "<h4>{title}</h4><ul id=\"{id}\">");
+            for c in items.iter() {
+                let _ = write!(p, "<li>{}</li>", esc(c));
+            }
+            p.push_str("</ul>");
+        }
+    }
+    if !m.hypothesis.is_empty() {
+        let _ = write!(p, "<h4>Hypothesis</h4><p>{}</p>", esc(&m.hypothesis));
+    }
+    if let Some(q) = question {
+        let _ =
+            write!(p, "<p class=\"question\" id=\"framing-question\"><strong>Question asked:</strong> {}</p>", esc(&q));
+    }
+    p.push_str("</div>");
+}
+
+/// Lines of a written file shown before the rest is folded.
+const SHOWN_LINES: usize = 24;
+
+/// A planned call's arguments: text that spans lines (what `file_write` writes, a command) as
+/// text, folded when long, with a link to the file written; the other arguments as JSON.
+fn args(p: &mut String, run: &Run, links: &Links, tool: Option<&str>, a: &Value) {
+    let Some(obj) = a.as_object() else {
+        let pretty = serde_json::to_string_pretty(a).unwrap_or_default();
+        let _ = write!(p, "<pre class=\"args\">{}</pre>", esc(&excerpt_lines(&pretty, 40)));
+        return;
+    };
+    let is_text = |v: &Value| v.as_str().is_some_and(|t| t.contains('\n') || t.len() > 120);
+    let rest: serde_json::Map<String, Value> =
+        obj.iter().filter(|(_, v)| !is_text(v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    if !rest.is_empty() {
+        let pretty = serde_json::to_string_pretty(&Value::Object(rest)).unwrap_or_default();
+        let _ = write!(p, "<pre class=\"args\">{}</pre>", esc(&excerpt_lines(&pretty, 40)));
+    }
+    let path = obj.get("path").and_then(Value::as_str).filter(|_| tool == Some("file_write"));
+    for (k, v) in obj.iter().filter(|(_, v)| is_text(v)) {
+        let text = v.as_str().unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let _ = write!(p, "<div class=\"text-arg\" data-arg=\"{}\"><h4>{}", esc(k), esc(k));
+        if let (Some(path), "content") = (path, k.as_str()) {
+            let _ = write!(p, " · {}", file_link(run, links, path));
+        }
+        p.push_str("</h4>");
+        if lines.len() <= SHOWN_LINES {
+            let _ = write!(p, "<pre class=\"text\">{}</pre>", esc(text));
+        } else {
+            let _ = write!(
+                p,
+                "<pre class=\"text\">{}</pre><details class=\"fold\"><summary>{} more lines</summary><pre class=\"text\">{}</pre></details>",
+                esc(&lines[..SHOWN_LINES].join("\n")),
+                lines.len() - SHOWN_LINES,
+                esc(&lines[SHOWN_LINES..].join("\n"))
+            );
+        }
+        p.push_str("</div>");
+    }
+}
+
+/// plan.md as the run ended: once a run is done its outline is over, so items plan.md still
+/// shows open (the `Finish` the last step carried out) are shown ticked; otherwise as written.
+fn outline_as_ended(run: &Run) -> String {
+    if run.state.status != Status::Done {
+        return run.plan.clone();
+    }
+    let mut in_outline = false;
+    let mut out = String::with_capacity(run.plan.len());
+    for line in run.plan.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            in_outline = h.trim().eq_ignore_ascii_case("outline");
+        }
+        let t = line.trim_start();
+        let digits = t.chars().take_while(char::is_ascii_digit).count();
+        match t[digits..].strip_prefix(". [ ] ") {
+            Some(rest) if in_outline && digits > 0 => {
+                let _ = writeln!(out, "{}. [x] {rest}", &t[..digits]);
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }

@@ -84,8 +84,17 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     }
     let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
-        return Err(ApiError::new(401, "a valid bearer token is required")
-            .hint("send `Authorization: Bearer TOKEN` (the token serve printed at start, or AGENTLOOP_TOKEN)"));
+        // A person in a browser gets a page to sign in on; API clients the JSON error.
+        if get && wants_html(req) {
+            // Rebuilt from the decoded segments: always one leading slash, so never another host.
+            let path: Vec<String> = segs.iter().map(|s| crate::report::html::encode_segment(s)).collect();
+            let path = format!("/{}", path.join("/"));
+            return Ok(Out::Reply(pages::sign_in(&path, token.is_some(), shared.auth.generated)));
+        }
+        return Err(ApiError::new(401, "a valid bearer token is required").hint(
+            "send `Authorization: Bearer TOKEN` (the token serve printed at start, or AGENTLOOP_TOKEN); \
+             a browser opens the page once with ?token=TOKEN, which signs it in with a cookie",
+        ));
     };
     if let Err(secs) = shared.auth.take(who) {
         return Err(ApiError::new(429, "too many requests for this token").retry_after(secs));
@@ -122,6 +131,11 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
+}
+
+/// Whether the client is a browser asking for a page (`Accept` names `text/html`).
+fn wants_html(req: &tiny_http::Request) -> bool {
+    req.headers().iter().any(|h| h.field.equiv("Accept") && h.value.as_str().contains("text/html"))
 }
 
 /// Refuses a method the endpoint does not take (405 with `Allow`); HEAD goes with GET.

@@ -1,7 +1,9 @@
 //! Bearer tokens and the per-token rate limit of `serve`.
 //!
 //! Tokens come from `AGENTLOOP_TOKEN` (one, or several separated by commas, each at least 16
-//! characters) or are generated from the system's random source and printed at start. A request
+//! characters) or are generated from the system's random source, printed at start and kept in
+//! the user's state folder ([`token_path`], owner-only) so a restart keeps it (`--new-token`
+//! replaces it). A request
 //! presents its token as `Authorization: Bearer TOKEN`; a browser may instead present it once as
 //! `?token=TOKEN` on a GET, which sets an HttpOnly, SameSite=Strict cookie, and the cookie is
 //! then accepted on GET and HEAD only (so a page cannot make the browser POST with it). Tokens are
@@ -78,6 +80,17 @@ impl Auth {
         Ok(Auth { tokens, rate, buckets: Mutex::new(buckets), generated })
     }
 
+    /// The one token `token` (a kept or generated one, printed at start).
+    pub fn generated(token: String, rate: Option<Rate>) -> Auth {
+        let level = rate.map(|r| r.n as f64).unwrap_or(0.0);
+        Auth {
+            tokens: vec![token],
+            rate,
+            buckets: Mutex::new(vec![Bucket { level, last: Instant::now() }]),
+            generated: true,
+        }
+    }
+
     /// The first token (the one printed when generated).
     pub fn first(&self) -> &str {
         &self.tokens[0]
@@ -128,6 +141,37 @@ fn generate() -> Result<String> {
             .with_hint("set AGENTLOOP_TOKEN to a long random value")
     })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Where a generated token is kept: `$XDG_STATE_HOME/agentloop/serve-token`, else
+/// `~/.local/state/agentloop/serve-token`; None without either variable.
+pub fn token_path() -> Option<camino::Utf8PathBuf> {
+    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("serve-token"))
+}
+
+/// The token to use without `AGENTLOOP_TOKEN`: the kept one, else (or with `rotate`) a new one,
+/// kept (written atomically, readable by the owner only). Returns where it is kept; None when
+/// there is no state folder, and the token lives as long as the server.
+pub fn kept_token(rotate: bool) -> Result<(String, Option<camino::Utf8PathBuf>)> {
+    let Some(path) = token_path() else { return Ok((generate()?, None)) };
+    if !rotate {
+        if let Some(text) = crate::fs::read_optional(&path)? {
+            let t = text.trim();
+            if t.len() < 16 || !t.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(Error::config(format!(
+                    "{path} does not hold a serve token (at least 16 letters and digits)"
+                ))
+                .with_hint("run `agentloop serve --new-token` to replace it, or remove the file"));
+            }
+            return Ok((t.to_string(), Some(path)));
+        }
+    }
+    let token = generate()?;
+    if let Some(dir) = path.parent() {
+        crate::fs::create_dir_all(dir)?;
+    }
+    crate::fs::write_private(&path, format!("{token}\n").as_bytes())?;
+    Ok((token, Some(path)))
 }
 
 /// The token a request presents: the bearer header; on GET and HEAD also the cookie or the

@@ -32,8 +32,11 @@ use clap::Args;
 /// negotiation, 429 rate limit (Retry-After) or a resting agent, 503 queue full (Retry-After).
 ///
 /// The token is AGENTLOOP_TOKEN (several may be given, separated by commas; each at least 16
-/// printable characters) or generated and printed at start; without AGENTLOOP_TOKEN the
-/// server refuses to listen beyond loopback. stdout gets `listening on http://ADDR` (and
+/// printable characters) or generated, printed at start and kept (owner-only) in
+/// $XDG_STATE_HOME/agentloop/serve-token (else ~/.local/state/agentloop/serve-token), so a
+/// restart keeps it; --new-token replaces it. Without AGENTLOOP_TOKEN the server refuses to
+/// listen beyond loopback. A browser without the token gets a sign-in page; other clients a
+/// JSON 401. stdout gets `listening on http://ADDR` (and
 /// `token TOKEN` when generated); with --json one JSON object. Logs go to stderr (-v: every
 /// request).
 ///
@@ -42,6 +45,9 @@ use clap::Args;
 ///
 /// --wait SECS: how long to wait for the root's lock at start, and how long a worker waits for
 /// a run's lock held by another process before it gives up on the run (default 30 s).
+///
+/// Ctrl-C or SIGTERM stops the server: each run it was driving is marked interrupted (as
+/// `runs` and the panel show it) and stderr says which; the next start goes on with them.
 ///
 /// Exit codes: 1 cannot listen or the server stopped, 2 bad flags or configuration (or a
 /// non-loopback address without a token), 7 another process holds the root.
@@ -80,6 +86,10 @@ pub struct ServeArgs {
     /// Prefix of the stream names (with --redis).
     #[arg(long, value_name = "NAME", default_value = "agentloop", requires = "redis")]
     pub streams: String,
+    /// Replace the kept generated token with a new one (the old one stops working); refused
+    /// with AGENTLOOP_TOKEN.
+    #[arg(long)]
+    pub new_token: bool,
 }
 
 pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
@@ -92,6 +102,7 @@ pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
         rate,
         resume: !args.no_resume,
         redis: args.redis.map(|u| (u, args.streams)),
+        new_token: args.new_token,
     };
     crate::serve::main(global, opts)
 }

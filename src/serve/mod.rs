@@ -4,8 +4,9 @@
 //! Invariants:
 //! - The server holds the root's workspace lock for its life: one server per root.
 //! - Every request but GET /health presents a bearer token ([`auth`]); each token has its own
-//!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated and printed, and the server
-//!   refuses to listen beyond loopback.
+//!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated (kept in the user's state
+//!   folder for the next start) and printed, and the server refuses to listen beyond loopback.
+//!   A browser (a GET that accepts HTML) without a token gets a sign-in page; others a JSON 401.
 //! - Runs are workspaces under `<root>/runs/<id>/`, executed by a fixed pool of workers from a
 //!   bounded queue ([`queue`]); a full queue is a 503 with Retry-After, decided before anything
 //!   is created.
@@ -49,6 +50,8 @@ pub struct Options {
     pub resume: bool,
     /// `--redis URL` and `--streams NAME`: queue runs for `agentloop worker`s instead.
     pub redis: Option<(String, String)>,
+    /// Replace the kept generated token.
+    pub new_token: bool,
 }
 
 /// What every request handler and worker shares.
@@ -93,12 +96,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)))?
         .next()
         .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
-    let env_token = std::env::var("AGENTLOOP_TOKEN").ok().filter(|t| !t.trim().is_empty());
-    if env_token.is_none() && !addr.ip().is_loopback() {
-        return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
-            .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
-    }
-    let auth = auth::Auth::new(env_token, o.rate)?;
+    let (auth, kept) = auth_for(addr, &o)?;
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
@@ -131,10 +129,15 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         Some(t) => format!("{url}/?token={t}"),
         None => format!("{url}/?token=$AGENTLOOP_TOKEN"),
     };
+    if let Some(path) = &kept {
+        printer.info(&format!("the token is kept in {path} (serve --new-token replaces it)"));
+    }
     printer.info(&format!(
         "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
         root, shared.runs_dir, o.workers, o.queue
     ));
+    // Ctrl-C or SIGTERM: say so, and mark the runs being driven interrupted.
+    crate::interrupt::doing(&format!("agentloop serve on {url}"));
     runs::recover(&shared, o.resume)?;
     for _ in 0..o.workers {
         let s = shared.clone();
@@ -150,6 +153,30 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         let _ = t.join();
     }
     Err(Error::failure(format!("the server on {url} stopped")))
+}
+
+/// The token(s) to accept: `AGENTLOOP_TOKEN`, else the kept generated one (where it is kept);
+/// refuses a non-loopback address without `AGENTLOOP_TOKEN`, and `--new-token` with it.
+fn auth_for(addr: std::net::SocketAddr, o: &Options) -> Result<(auth::Auth, Option<Utf8PathBuf>)> {
+    let env_token = std::env::var("AGENTLOOP_TOKEN").ok().filter(|t| !t.trim().is_empty());
+    if env_token.is_none() && !addr.ip().is_loopback() {
+        return Err(Error::usage(format!("refusing to listen on {addr} (beyond loopback) without AGENTLOOP_TOKEN"))
+            .with_hint("set AGENTLOOP_TOKEN to a long random value, or listen on 127.0.0.1"));
+    }
+    if o.new_token && env_token.is_some() {
+        return Err(Error::usage(
+            "--new-token replaces the kept generated token; AGENTLOOP_TOKEN is set, so none is used",
+        )
+        .with_hint("unset AGENTLOOP_TOKEN, or change its value instead"));
+    }
+    let (auth, kept) = match env_token {
+        Some(_) => (auth::Auth::new(env_token, o.rate)?, None),
+        None => {
+            let (token, kept) = auth::kept_token(o.new_token)?;
+            (auth::Auth::generated(token, o.rate), kept)
+        }
+    };
+    Ok((auth, kept))
 }
 
 fn serve_requests(shared: &Arc<Shared>, server: &tiny_http::Server) {

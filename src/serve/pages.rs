@@ -32,12 +32,73 @@ pub(super) fn index(shared: &Shared) -> Reply {
     Reply::html(report::render_index(&title, &rows, live.then_some(5)))
 }
 
+/// The page a browser gets without a valid token (401): a field for the token, which the form
+/// sends as `?token=` to the page asked for (the usual sign-in: a cookie, then the page). No
+/// script; the policy allows only this form's own target.
+pub(super) fn sign_in(path: &str, tried: bool, generated: bool) -> Reply {
+    use crate::report::html::esc;
+    let source = if generated {
+        "the line <code>token …</code> that <code>agentloop serve</code> printed at start (it is also kept in \
+         <code>~/.local/state/agentloop/serve-token</code>, or under <code>$XDG_STATE_HOME</code>)"
+    } else {
+        "the value of <code>AGENTLOOP_TOKEN</code> the server was started with"
+    };
+    let wrong = if tried {
+        "<p class=\"refused\" id=\"refused\">That token was not accepted. Check it, or ask whoever runs the server for the current one.</p>"
+    } else {
+        ""
+    };
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Sign in · agentloop</title><style>{css}</style></head>\n<body><main><h1>Sign in to agentloop</h1>{wrong}<form method=\"get\" action=\"{action}\" id=\"sign-in\"><label for=\"token\">Token</label><input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required minlength=\"16\" autofocus><button type=\"submit\">Sign in</button></form><p>The token is {source}.</p><p id=\"about-token\">Opening any page of this server once with <code>?token=TOKEN</code> (e.g. <code>/?token=TOKEN</code>) signs this browser in: the server sets a cookie that stays in this browser (HttpOnly, SameSite=Strict), and takes the token out of the address. Programs send <code>Authorization: Bearer TOKEN</code> instead.</p></main></body></html>\n",
+        css = SIGN_IN_CSS,
+        action = esc(path),
+    );
+    let csp =
+        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    Reply { status: 401, content_type: "text/html; charset=utf-8", body: page.into_bytes(), headers: vec![] }
+        .header("Content-Security-Policy", csp)
+        .header("WWW-Authenticate", "Bearer realm=\"agentloop\"")
+}
+
+const SIGN_IN_CSS: &str = "*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1d2330;background:#f4f5f7}\
+main{max-width:28rem;margin:12vh auto;padding:2rem;background:#fff;border-radius:12px;box-shadow:0 1px 4px rgba(0,0,0,.12)}\
+h1{font-size:1.4rem;margin:0 0 1rem}form{display:flex;flex-wrap:wrap;gap:.5rem;margin:0 0 1rem}label{flex-basis:100%;font-weight:600}\
+input{flex:1 1 12rem;min-width:0;padding:.55rem .7rem;font:inherit;border:1px solid #b8bfcc;border-radius:8px}\
+button{padding:.55rem 1.1rem;font:inherit;font-weight:600;color:#fff;background:#2f5bd3;border:0;border-radius:8px;cursor:pointer}\
+p{margin:.6rem 0;color:#444c5c;overflow-wrap:anywhere}code{font-size:.9em;background:#eef0f4;padding:0 .25em;border-radius:4px}\
+.refused{color:#a31d1d;background:#fdecec;padding:.5rem .7rem;border-radius:8px}\
+@media (max-width:480px){main{margin:0;border-radius:0;box-shadow:none;min-height:100vh;padding:1.25rem}}";
+
 /// GET /runs/{id}/report
 pub(super) fn report(shared: &Shared, id: &str) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let run = report::Run::load(&ws)?;
-    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5) };
+    let now = doing_now(shared, id, &run.state);
+    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5), now };
     Ok(Reply::html(report::render(&run, &links)))
+}
+
+/// What a running run is doing now, as the server knows it: its place in the queue, and for the
+/// run a worker drives, the phase under way (state.json's `next`; a tool from its pending action).
+fn doing_now(shared: &Shared, id: &str, s: &crate::workspace::State) -> Option<String> {
+    use crate::workspace::{Next, Status};
+    if s.status != Status::Running || s.interrupted {
+        return None;
+    }
+    Some(match shared.queue.place(id) {
+        Some(Place::Waiting(n)) => format!("waiting for a worker ({n} in line)"),
+        Some(Place::Running) => match s.next {
+            Next::Frame => "asking the model to frame the goal".into(),
+            Next::Plan => "asking the model to plan the next step".into(),
+            Next::Act => match &s.pending {
+                Some(p) => format!("running the tool {} (step {})", p.tool, p.step),
+                None => "running the chosen action".into(),
+            },
+            Next::Reflect => "asking the model to reflect on the result".into(),
+            Next::Finish | Next::None => "finishing the run".into(),
+        },
+        None => format!("waiting: no worker is driving it (POST /runs/{id}/continue goes on)"),
+    })
 }
 
 /// GET /runs/{id}/files/... — a run's artifacts and paper-trail files, as text (never as a page

@@ -36,6 +36,10 @@ pub struct Record {
     pub agent: Option<String>,
     pub budgets: Budgets,
     pub submitted_at: String,
+    /// The signal that stopped the server while it drove the run (SIGINT, SIGTERM): the run is
+    /// marked interrupted, and the next start goes on with it unless --no-resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
 }
 
 /// A request to start a run (POST /runs), already validated.
@@ -160,6 +164,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         agent: new.agent,
         budgets: new.budgets,
         submitted_at: crate::clock::now_rfc3339(),
+        interrupted_by: None,
     };
     save_record(shared, &record)?;
     let session = ws.lock(None)?;
@@ -208,6 +213,8 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
+    // Known to the signal watcher while it goes on: a stopped server marks it interrupted.
+    let _running = crate::interrupt::served_run_in(&ws.root, &record_path(shared, id));
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
     let stop = crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true)?;
@@ -292,7 +299,20 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
                 continue;
             }
         };
-        if state.status.is_terminal() || state.interrupted {
+        // A run the server was driving when a signal stopped it goes on as an unfinished one.
+        let record = load_record(shared, &id).ok().flatten();
+        let by_signal = record.as_ref().and_then(|r| r.interrupted_by.clone());
+        if state.status.is_terminal() || (state.interrupted && (by_signal.is_none() || !resume)) {
+            continue;
+        }
+        if let (Some(sig), Some(mut rec)) = (by_signal, record) {
+            let session = ws.lock(None)?;
+            state.interrupted = false;
+            session.save_state(&state)?;
+            rec.interrupted_by = None;
+            save_record(shared, &rec)?;
+            shared.log(&format!("run {id} was interrupted by {sig}; queued to go on"));
+            shared.queue.push(&id);
             continue;
         }
         if resume {

@@ -126,3 +126,28 @@ pub fn text_of(dom: &str, id: &str) -> Option<String> {
 fn decode(s: &str) -> String {
     s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
 }
+
+/// The DOM of `url` laid out in a window `width` × `height`.
+pub fn dump_dom_sized(bin: &Path, url: &str, width: u32, height: u32) -> String {
+    run(bin, &[format!("--window-size={width},{height}"), "--dump-dom".into(), url.into()])
+}
+
+/// How wide the page at `page` (a file) lays out in `width` px: a copy without the page's
+/// script ban gets a probe that writes the body's scroll width (what its content needs) into it, and the
+/// browser's DOM is read back. A page that needs sideways scrolling is wider than `width`.
+/// Headless chromium lays out no window narrower than 500 px, so the copy's root element is
+/// held to `width` (the page's narrow-screen rules apply below 640 px either way).
+pub fn scroll_width(bin: &Path, page: &Path, width: u32) -> u32 {
+    let html = std::fs::read_to_string(page).expect("page");
+    let csp = html.find("<meta http-equiv=\"Content-Security-Policy\"").expect("the page has a policy");
+    let end = csp + html[csp..].find('>').expect("meta ends") + 1;
+    let probe = "<script>document.body.setAttribute('data-scroll-width', document.body.scrollWidth)</script>";
+    let copy = format!("{}<style>html {{ width: {width}px; }}</style>{}", &html[..csp], &html[end..])
+        .replace("</body>", &format!("{probe}</body>"));
+    let dir = tempfile::tempdir().expect("probe dir");
+    let probe_page = dir.path().join("probe.html");
+    std::fs::write(&probe_page, copy).expect("probe page");
+    let dom = dump_dom_sized(bin, &file_url(&probe_page), width, 900);
+    let at = dom.find("data-scroll-width=\"").expect("the probe ran") + "data-scroll-width=\"".len();
+    dom[at..at + dom[at..].find('"').unwrap()].parse().expect("a width")
+}

@@ -207,3 +207,103 @@ fn a_browser_renders_the_report() {
     assert!(!dom.contains("<script") && !dom.contains("<img") && !dom.contains("<iframe"), "{dom}");
     assert!(!dom.contains("<title>pwned</title>"));
 }
+
+/// A run that writes a long file in step 1 and finishes in step 2, with an outline.
+fn long_write(t: &T) {
+    let content: String = (1..=60).map(|i| format!("line {i} of the notes")).collect::<Vec<_>>().join("\\n");
+    t.write(
+        "long.yaml",
+        &format!(
+            r#"frame:
+  - answer: {{goal: "Write the long notes", definition_of_done: [the notes are written, the notes are checked, the notes are linked], constraints: [Offline only, Sixty lines], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: file_write, args: {{path: artifacts/notes.md, content: "{content}"}}}}, outline: [Write the notes, Finish], rationale: write them}}
+  - answer: {{next_action: {{tool: finish, args: {{summary: wrote the notes}}}}, rationale: all there}}
+reflect:
+  - answer: {{satisfied: [1, 2], decision: continue, reason: written and checked}}
+  - answer: {{satisfied: [3], decision: done, reason: all met, outcome: Sixty lines of notes in artifacts/notes.md, outline: [Write the notes, Finish]}}
+"#
+        ),
+    );
+    t.al(&["--script", "long.yaml", "run", "--goal", "Write notes"]).assert().success();
+    t.al(&["report"]).assert().success();
+}
+
+/// The Framing card shows the goal statement, the Definition of Done (each item ticked or
+/// open), the constraints and any question asked; a written file shows as text, folded when
+/// long, with a link to it; the outline shows the run as it ended.
+#[test]
+fn the_report_shows_the_framing_written_text_and_the_outline_as_ended() {
+    let t = T::new();
+    long_write(&t);
+    let html = t.read("ws/report.html");
+    let framing = &html[html.find("<div class=\"framing\" id=\"framing\">").expect("a framing card")..];
+    let framing = &framing[..framing.find("</div>").unwrap()];
+    assert!(framing.contains("<p id=\"framed-goal\">Write the long notes</p>"), "{framing}");
+    assert!(framing.contains("Definition of Done · 3 of 3 met"), "{framing}");
+    assert_eq!(browser::count(framing, "<li class=\"dod-item met\" title=\"met\">☑ "), 3, "{framing}");
+    assert!(framing.contains("<ul id=\"constraints\"><li>Offline only</li><li>Sixty lines</li></ul>"), "{framing}");
+    // The written file: text, not a JSON string; 24 lines shown, the rest folded; a link.
+    let arg = &html[html.find("<div class=\"text-arg\" data-arg=\"content\">").expect("content as text")..];
+    let arg = &arg[..arg.find("</div>").unwrap()];
+    assert!(arg.contains("<a href=\"artifacts/notes.md\">artifacts/notes.md</a>"), "{arg}");
+    assert!(arg.contains("<pre class=\"text\">line 1 of the notes\nline 2 of the notes\n"), "{arg}");
+    assert!(arg.contains("<summary>36 more lines</summary><pre class=\"text\">line 25 of the notes\n"), "{arg}");
+    assert!(!arg.contains("\\n") && !arg.contains("\\\""), "{arg}");
+    // The outline as the run ended: done, so nothing is left open.
+    let plan = &html[html.find("<section id=\"plan\">").unwrap()..];
+    assert!(plan.contains("<li class=\"check done\">☑ Finish</li>"), "{plan}");
+    assert!(!plan.contains("☐"), "{plan}");
+    assert!(t.read("ws/plan.md").contains("2. [ ] Finish"), "plan.md itself is left as written");
+    // A run that could not proceed: the question asked is on the card.
+    let u = T::new();
+    u.write(
+        "q.yaml",
+        "frame:\n  - answer: {goal: Review the article, definition_of_done: [a, b, c], can_proceed: false, open_question: Which article should be reviewed?}\n",
+    );
+    u.al(&["--script", "q.yaml", "run", "--goal", "Review it"]).assert().code(3);
+    u.al(&["report"]).assert().success();
+    let html = u.read("ws/report.html");
+    assert!(html.contains("<p class=\"question\" id=\"framing-question\"><strong>Question asked:</strong> Which article should be reviewed?</p>"), "{html}");
+    assert!(
+        html.contains("Definition of Done · 0 of 3 met")
+            && html.contains("<li class=\"dod-item\" title=\"open\">☐ a</li>")
+    );
+}
+
+/// `report --all` shows each run's goal with its date, slot and outcome, so daily runs of one
+/// goal are told apart; pages reflow on a narrow screen without sideways scrolling.
+#[test]
+fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
+    let t = T::new();
+    for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
+        t.write(
+            &format!("{day}.yaml"),
+            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: s}}}}}}\nreflect:\n  - answer: {{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
+        );
+        t.al(&["--script", &format!("{day}.yaml"), "run", "--goal", "Today's digest", "--slot", day])
+            .assert()
+            .success();
+    }
+    t.al(&["report", "--all"]).assert().success();
+    let index = t.read("ws/index.html");
+    assert_eq!(browser::count(&index, "<tr class=\"run\""), 3, "{index}");
+    for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
+        assert!(index.contains(&format!("<span class=\"run-when\">· slot {day}</span>")), "{day}: {index}");
+        assert!(index.contains(&format!("<small class=\"outcome\">Digest of {day}: 3 items</small>")), "{day}");
+    }
+    assert!(index.contains(">Today&#39;s digest</a> <span class=\"run-when\">· 20"), "{index}");
+    long_write(&t);
+    let Some(chromium) = browser::or_skip("report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens") else {
+        return;
+    };
+    for (name, page) in [("report", t.path("ws/report.html")), ("index", t.path("ws/index.html"))] {
+        for w in [1280u32, 420] {
+            let width = browser::scroll_width(&chromium, &page, w);
+            assert!(width <= w, "the {name} page is {width} px wide in a {w} px window: it scrolls sideways");
+            let shot = browser::shots_dir().join(format!("{name}-{w}.png"));
+            browser::screenshot(&chromium, &browser::file_url(&page), &shot, w, if w == 420 { 2400 } else { 1600 });
+        }
+    }
+    eprintln!("screenshots of the report and the index at 1280 and 420 px: {}", browser::shots_dir().display());
+}

@@ -700,3 +700,162 @@ fn a_served_run_ends_with_the_output_in_the_requested_shape() {
     let r = s.post("/runs", &json!({"goal": "Rate it", "output_schema": "schema.json"}));
     assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("`output_schema` must be a JSON Schema object")));
 }
+
+/// GET `path` as a browser would (`Accept: text/html`), with `token` as a bearer token if any.
+fn browse(s: &Serve, path: &str, token: Option<&str>) -> Resp {
+    let mut r = agent().get(&format!("{}{path}", s.url)).header("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+    if let Some(t) = token {
+        r = r.header("Authorization", &format!("Bearer {t}"));
+    }
+    let mut resp = r.call().unwrap();
+    let headers = resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+    let status = resp.status().as_u16();
+    Resp { status, headers, body: resp.body_mut().read_to_string().unwrap_or_default() }
+}
+
+/// A browser without a token gets a sign-in page; API clients the JSON 401 naming both ways to
+/// sign in. A generated token is kept (owner-only) in the user's state folder and reused by the
+/// next start; --new-token replaces it.
+#[test]
+fn a_browser_without_a_token_gets_a_sign_in_page_and_a_made_token_is_kept() {
+    use predicates::prelude::PredicateBooleanExt;
+    let t = T::new();
+    root_with(&t, QUICK, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], None);
+    let kept = t.path("home/.local/state/agentloop/serve-token");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), s.token);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777, 0o600);
+    wait_until("serve says where the token is kept", &s, || {
+        s.log().contains("serve-token (serve --new-token replaces it)")
+    });
+    // A browser: the sign-in page, still a 401.
+    let page = browse(&s, "/", None);
+    assert_eq!(page.status, 401);
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    assert!(page.body.contains("<form method=\"get\" action=\"/\" id=\"sign-in\">"), "{}", page.body);
+    assert!(page.body.contains("name=\"token\"") && page.body.contains("?token=TOKEN"));
+    assert!(page.header("content-security-policy").unwrap().contains("form-action 'self'"));
+    assert!(!page.body.contains("id=\"refused\""));
+    // A wrong token says so; the page asked for is where the form goes.
+    let wrong = browse(&s, "/runs/X/report?token=wrong-token-0123456789", None);
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("id=\"refused\"") && wrong.body.contains("action=\"/runs/X/report\""));
+    // The form never leads to another host, whatever the address asked for.
+    for odd in ["//evil.example/x", "/%5Cevil.example/", "/\\evil.example/"] {
+        let page = browse(&s, odd, None);
+        assert_eq!(page.status, 401);
+        assert!(!page.body.contains("action=\"//") && !page.body.contains("action=\"/\\"), "{odd}: {}", page.body);
+    }
+    // The form's target signs in: a cookie and the page without the token.
+    let ok = browse(&s, &format!("/?token={}", s.token), None);
+    assert_eq!((ok.status, ok.header("location")), (303, Some("/")));
+    // An API client: JSON, with a hint naming the header and ?token=.
+    let api = s.call("GET", "/runs", None, None);
+    assert_eq!(api.status, 401);
+    let hint = api.json()["hint"].as_str().unwrap().to_string();
+    assert!(hint.contains("Authorization: Bearer TOKEN") && hint.contains("?token=TOKEN"), "{hint}");
+    if let Some(chromium) = browser::or_skip("a_browser_without_a_token_gets_a_sign_in_page") {
+        let dom = browser::dump_dom(&chromium, &format!("{}/runs", s.url));
+        assert!(dom.contains("id=\"sign-in\"") && dom.contains("Sign in to agentloop"), "{dom}");
+        for w in [1280, 420] {
+            let shot = browser::shots_dir().join(format!("serve-sign-in-{w}.png"));
+            browser::screenshot(&chromium, &format!("{}/", s.url), &shot, w, 700);
+        }
+        eprintln!("screenshots of the sign-in page: {}", browser::shots_dir().display());
+    }
+    let first = s.token.clone();
+    drop(s);
+    // The next start uses the kept token; --new-token replaces it and the old one is refused.
+    let s = serve(&t, &["--script", "script.yaml"], &[], None);
+    assert_eq!(s.token, first);
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &["--new-token"], None);
+    assert_ne!(s.token, first);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), s.token);
+    assert_eq!(s.call("GET", "/runs", None, Some(&first)).status, 401);
+    assert_eq!(s.get("/runs").status, 200);
+    drop(s);
+    t.cmd()
+        .env("AGENTLOOP_TOKEN", TOKEN)
+        .args(["serve", "--root", "root", "--listen", "127.0.0.1:0", "--new-token"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--new-token").and(predicates::str::contains("AGENTLOOP_TOKEN")));
+    // A kept file that holds no token is named, with the fix.
+    std::fs::write(&kept, "x\n").unwrap();
+    t.cmd().args(["serve", "--root", "root", "--listen", "127.0.0.1:0"]).assert().code(2).stderr(
+        predicates::str::contains("serve-token does not hold a serve token")
+            .and(predicates::str::contains("--new-token")),
+    );
+}
+
+/// Ctrl-C stops serve saying what it interrupted; the run it was driving is marked so (`runs`
+/// and GET /runs show `interrupted`), and the next start goes on with it.
+#[test]
+fn sigint_marks_the_served_run_interrupted_and_the_next_start_goes_on() {
+    let t = T::new();
+    let (slow, hold) = gate();
+    root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
+    let mut s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "fetch slowly"})).json()["run_id"].as_str().unwrap().to_string();
+    wait_until("the slow service is called", &s, || slow.count() >= 1);
+    // Its page says what it is doing now.
+    let page = s.get(&format!("/runs/{id}/report"));
+    assert!(
+        page.body.contains("<p class=\"now\" id=\"now\"><strong>Now:</strong> running the tool http_call"),
+        "{}",
+        page.body
+    );
+    let ok = Command::new("kill").args(["-INT", &s.child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+    let status = s.child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert!(status.signal() == Some(2) || status.code() == Some(130), "{status:?}");
+    let log = s.log();
+    assert!(log.contains(&format!("agentloop serve on {} stopped by SIGINT; 1 run was in progress", s.url)), "{log}");
+    assert!(
+        log.contains(&format!("interrupted: run {id} at step 1 is marked interrupted; every committed phase is kept")),
+        "{log}"
+    );
+    assert!(t.json(&format!("root/runs/{id}/state.json"))["interrupted"].as_bool().unwrap());
+    let listed = t.cmd().args(["-w", "root", "runs"]).output().unwrap();
+    let line = stdout(&listed).lines().find(|l| l.contains(&id)).map(String::from).unwrap_or_default();
+    assert!(line.contains("interrupted"), "{}", stdout(&listed));
+    drop(s);
+    // With --no-resume it stays interrupted, and the panel says so.
+    let s = serve(&t, &["--script", "script.yaml"], &["--no-resume"], Some(TOKEN));
+    let panel = s.get("/").body;
+    assert!(panel.contains(&format!("data-run=\"{id}\"")) && panel.contains("badge s-interrupted"), "{panel}");
+    assert_eq!(s.get(&format!("/runs/{id}")).json()["interrupted"], true);
+    drop(s);
+    hold.store(false, Ordering::SeqCst);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    assert_eq!(s.finished(&id)["status"], "done", "{}", s.log());
+    assert!(s.log().contains(&format!("run {id} was interrupted by SIGINT; queued to go on")), "{}", s.log());
+}
+
+/// A running run's page says what it is doing now: asking the model during its first call,
+/// waiting for a worker while another run holds the only one.
+#[test]
+fn a_running_runs_page_says_what_it_is_doing_now() {
+    let t = T::new();
+    let (model, hold) = gate();
+    let config = format!(
+        "llm: {{provider: openai, base_url: '{}/v1', model: m, api_key_cmd: [echo, sk-test], attempts: 1}}\n",
+        model.url
+    );
+    t.write("root/agentloop.yaml", &config);
+    let s = serve(&t, &[], &["--workers", "1"], Some(TOKEN));
+    let a = s.post("/runs", &json!({"goal": "first"}));
+    assert_eq!(a.status, 202, "{}", a.body);
+    let a = a.json()["run_id"].as_str().unwrap().to_string();
+    wait_until("the model is asked", &s, || model.count() >= 1);
+    let page = s.get(&format!("/runs/{a}/report")).body;
+    assert!(page.contains("<strong>Now:</strong> asking the model to frame the goal</p>"), "{page}");
+    assert!(page.contains("No phase has finished yet."));
+    let b = s.post("/runs", &json!({"goal": "second"})).json()["run_id"].as_str().unwrap().to_string();
+    let page = s.get(&format!("/runs/{b}/report")).body;
+    assert!(page.contains("<strong>Now:</strong> waiting for a worker (1 in line)</p>"), "{page}");
+    hold.store(false, Ordering::SeqCst);
+}
