@@ -220,10 +220,6 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
     };
     if let Some(fleet) = &shared.fleet {
-        if output_schema.is_some() {
-            return Err(ApiError::new(400, "`output_schema` is not taken by runs queued for workers (serve --redis)")
-                .hint("start the run on a server without --redis, or drop output_schema"));
-        }
         let new =
             NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;

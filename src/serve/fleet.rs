@@ -33,7 +33,12 @@ impl Fleet {
 pub fn enqueue(shared: &Shared, fleet: &Fleet, new: NewRun) -> Result<(String, String)> {
     let resolved = super::runs::config(shared, new.agent.as_deref(), &new.budgets, true)?;
     crate::model::from_config(&resolved.config, &shared.root)?;
+    if let Some(schema) = &new.output_schema {
+        let strict = crate::model::strict_schemas(&resolved.config);
+        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
+    }
     let req = RunRequest {
+        output_schema: new.output_schema,
         goal: new.goal,
         context: if new.context.is_empty() { serde_json::Value::Null } else { serde_json::Value::String(new.context) },
         agent: new.agent,

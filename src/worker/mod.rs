@@ -274,7 +274,12 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     };
     let quiet = Printer { quiet: true, ..Default::default() };
     let (resolved, mut state, started) = if !ws.has_run() {
-        let resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
+        let mut resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
+        if let Some(schema) = &req.output_schema {
+            let strict = crate::model::strict_schemas(&resolved.config);
+            crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
+            resolved.config.output_schema = Some(schema.clone());
+        }
         let cfg = &resolved.config;
         let model = crate::model::from_config(cfg, &w.root)?;
         crate::rest_window::check(cfg)?;

@@ -58,8 +58,8 @@ impl RunRequest {
         if self.goal.trim().is_empty() {
             return Err("`goal` is empty".into());
         }
-        if self.output_schema.is_some() {
-            return Err("`output_schema` is not supported by this version's workers; leave it out".into());
+        if self.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err("`output_schema` must be a JSON Schema object".into());
         }
         for (name, v) in [("key", &self.key), ("slot", &self.slot), ("agent", &self.agent)] {
             if let Some(v) = v {
@@ -184,7 +184,9 @@ mod tests {
     #[test]
     fn fields_are_honoured_or_refused_by_name() {
         assert!(RunRequest::parse(r#"{"goal": "g", "colour": 1}"#).unwrap_err().contains("colour"));
-        assert!(RunRequest::parse(r#"{"goal": "g", "output_schema": {}}"#).unwrap_err().contains("output_schema"));
+        assert!(RunRequest::parse(r#"{"goal": "g", "output_schema": "s.json"}"#)
+            .unwrap_err()
+            .contains("output_schema"));
         assert!(RunRequest::parse(r#"{"goal": " "}"#).unwrap_err().contains("goal"));
         assert!(RunRequest::parse(r#"{"goal": "g", "budgets": {"max_stepz": 1}}"#).unwrap_err().contains("max_stepz"));
         let r = RunRequest::parse(r#"{"goal": "g", "context": {"a": 1}, "budgets": {"max_steps": 2}}"#).unwrap();

@@ -293,8 +293,10 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", "{not json")]).unwrap();
     let _: String =
         redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "colour": "red"}"#)]).unwrap();
-    let _: String =
-        redis.con().xadd("agentloop:runs", "*", &[("request", r#"{"goal": "g", "output_schema": {}}"#)]).unwrap();
+    let _: String = redis
+        .con()
+        .xadd("agentloop:runs", "*", &[("request", r##"{"goal": "g", "output_schema": {"$ref": "#/nowhere"}}"##)])
+        .unwrap();
     let wide = enqueue(&t, &redis, &["--goal", "too long", "--max-steps", "50"]);
     let ok = enqueue(&t, &redis, &["--goal", "fine", "--max-steps", "3"]);
     let w = worker(&t, &redis, "w1", &[]);
