@@ -202,8 +202,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         None => String::new(),
     };
     // The model's name is all an estimate needs: no key is read, no key command run.
-    let (provider, _) = crate::model::provider_and_why(ctx.config())?;
-    let (model, _) = crate::model::model_and_why(ctx.config(), &provider);
+    let model = crate::model::name_for_estimate(ctx.config())?;
     let env = Env::read_only(ctx)?;
     let limits = crate::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;

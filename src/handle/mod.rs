@@ -249,11 +249,9 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
                 .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
         }
     };
-    let background = match payload.get("context") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
-    };
+    let background = background_of(payload);
+    // Refused the way `run` refuses a new run, before anything is written: a resting agent.
+    crate::rest_window::check(cfg)?;
     // Redelivery of the same start event must not create a second run.
     let key = event.get("dedupe_key").or_else(|| event.get("event_id")).and_then(Value::as_str).map(String::from);
     crate::fs::create_dir_all(root)?;
@@ -276,6 +274,13 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     let ws = run_ws(cfg, root, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let env = turn_env(&session, cfg)?;
+    // ...and one whose smallest course cannot fit its budget (negotiation): its folder goes.
+    if let Err(e) = admit(&env, cfg, goal, &background) {
+        drop(env);
+        drop(session);
+        let _ = std::fs::remove_dir_all(&ws.root);
+        return Err(e);
+    }
     let mut state = phases::init::init_run(
         &session,
         cfg,
@@ -295,6 +300,27 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
     advance(&mut env, &mut state, resp)
+}
+
+/// A start payload's `context` as background text: a string as is, anything else as JSON.
+fn background_of(payload: &Value) -> String {
+    match payload.get("context") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}
+
+/// Refuses a start whose smallest course cannot fit its budget, as `run` does (negotiation).
+fn admit(env: &Env, cfg: &Config, goal: &str, background: &str) -> Result<()> {
+    let start = crate::lifecycle::Start {
+        goal: goal.to_string(),
+        background: phases::init::format_background(background),
+        carry: false,
+        force: false,
+        slot: None,
+    };
+    crate::lifecycle::check_fits(env, &crate::model::name_for_estimate(cfg)?, &start)
 }
 
 /// A redelivered start: ignored, unless the first delivery's turn was cut short, which is

@@ -265,6 +265,16 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
     })
 }
 
+/// The name a run's model is known by before anything is built (no key read, no key command
+/// run): what an estimate prices; `scripted` for a replay.
+pub fn name_for_estimate(cfg: &Config) -> Result<String> {
+    let (provider, _) = provider_and_why(cfg)?;
+    Ok(match provider {
+        Provider::Scripted => SCRIPTED.to_string(),
+        p => model_and_why(cfg, &p).0,
+    })
+}
+
 /// The model a provider will be asked for: `llm.model`, else the provider's default.
 pub fn model_and_why(cfg: &Config, provider: &Provider) -> (String, String) {
     if let Some(m) = &cfg.llm.model {

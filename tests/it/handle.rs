@@ -439,3 +439,19 @@ fn a_start_payload_output_schema_shapes_the_completion_event() {
     assert_eq!(v["status"], "error");
     assert!(v["error"].as_str().unwrap().contains("`output_schema` must be a JSON Schema object"), "{v}");
 }
+
+/// Event mode refuses a start the way `run` does, before anything is written: a run whose
+/// smallest course cannot fit its budget leaves no run folder behind.
+#[test]
+fn a_start_that_cannot_fit_its_budget_is_refused_and_leaves_nothing() {
+    let h = H::new();
+    let v = h.send(
+        &json!({"command": "handle", "config": {"max_tokens": 300}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}})
+            .to_string(),
+    );
+    let text = v.to_string();
+    assert!(text.contains("run refused before it started") && text.contains("max_tokens is 300"), "{text}");
+    let runs = h.t.path("root/runs");
+    let left = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "no run folder is left in {}", runs.display());
+}
