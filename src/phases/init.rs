@@ -97,6 +97,20 @@ pub fn init_run_carrying(
     create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot })
 }
 
+/// Creates a new run with a given id for a scheduler's slot in an empty run folder (a worker's
+/// `runs/<id>/`): nothing is carried.
+pub fn init_slotted(
+    session: &Session,
+    cfg: &Config,
+    tpl: &Templates,
+    goal: &str,
+    background: &str,
+    run_id: String,
+    slot: Option<&str>,
+) -> Result<State> {
+    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot })
+}
+
 fn nonempty(goal: &str) -> Result<&str> {
     let goal = goal.trim();
     if goal.is_empty() {

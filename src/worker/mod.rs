@@ -293,14 +293,14 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
         };
         crate::lifecycle::check_fits(&env, model.model(), &start)?;
         save_record(w, req, run_id, message_id)?;
-        let state = crate::phases::init::init_run(
+        let state = crate::phases::init::init_slotted(
             &session,
             cfg,
             &env.tpl,
             &req.goal,
             &req.background(),
-            false,
-            Some(run_id.into()),
+            run_id.into(),
+            req.slot.as_deref(),
         )?;
         w.log(&format!("run {run_id} started for message {message_id}"));
         (resolved, state, true)

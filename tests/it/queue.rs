@@ -298,7 +298,7 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
         .xadd("agentloop:runs", "*", &[("request", r##"{"goal": "g", "output_schema": {"$ref": "#/nowhere"}}"##)])
         .unwrap();
     let wide = enqueue(&t, &redis, &["--goal", "too long", "--max-steps", "50"]);
-    let ok = enqueue(&t, &redis, &["--goal", "fine", "--max-steps", "3"]);
+    let ok = enqueue(&t, &redis, &["--goal", "fine", "--max-steps", "3", "--slot", "2026-01-01"]);
     let w = worker(&t, &redis, "w1", &[]);
     let logs = || w.log();
     wait_until("four dead letters and one outcome", &logs, &mut || {
@@ -318,6 +318,9 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].1["run_id"], ok["run_id"].as_str().unwrap());
     assert_eq!(redis.pending(), 0);
+    // The run records the slot it was queued for, as `run --slot` does.
+    let id = ok["run_id"].as_str().unwrap();
+    assert_eq!(t.json(&format!("root/runs/{id}/state.json"))["slot"], "2026-01-01");
     // `runs` under the root lists the run; `status --redis` shows the queue.
     let out = t.cmd().args(["status", "--redis", &redis.url()]).output().unwrap();
     let shown = stdout(&out);
