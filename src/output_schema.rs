@@ -15,10 +15,17 @@ pub fn resolve(cfg: &crate::config::Config, root: &camino::Utf8Path, strict: boo
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(path)) => {
             let p = root.join(path);
-            let text = crate::fs::read_to_string(&p).map_err(|e| {
-                Error::usage(format!("output_schema: {}", e.message))
-                    .with_hint("name a JSON file relative to the workspace, or give the schema itself as an object")
-            })?;
+            let hint = "name a JSON file relative to the workspace, or give the schema itself as an object";
+            // A relative path is a workspace file, read as the workspace's own files are: never
+            // through a link that leads outside it (what it holds is sent to the model).
+            let read = if camino::Utf8Path::new(path).is_relative() {
+                crate::fs::read_inside(root, &p)
+            } else {
+                crate::fs::read_to_string(&p).map(Some)
+            };
+            let text = read
+                .map_err(|e| Error::new(e.kind, format!("output_schema: {}", e.message)).with_hint(hint))?
+                .ok_or_else(|| Error::usage(format!("output_schema: {p} does not exist")).with_hint(hint))?;
             let v: Value = serde_json::from_str(&text).map_err(|e| {
                 Error::usage(format!("output_schema: {p} is not JSON: {e}"))
                     .with_hint("the file must hold one JSON Schema object")

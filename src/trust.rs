@@ -345,7 +345,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    if let Some(r) = narrows_choice(key, v, base).or_else(|| output_schema(key, v, party)) {
+    if let Some(r) = narrows_choice(key, v, base).or_else(|| output_schema(key, v, root, party)) {
         return r;
     }
     if let Some(r) = narrows_list(key, v, base, whose) {
@@ -398,18 +398,13 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
 
 /// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
 /// the workspace's own config) a JSON file inside the workspace.
-fn output_schema(key: &str, v: &Value, party: Party) -> Option<std::result::Result<(), String>> {
+fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<std::result::Result<(), String>> {
     if key != "output_schema" {
         return None;
     }
-    let inside = |p: &str| {
-        let p = Utf8Path::new(p);
-        p.is_relative() && !p.components().any(|c| c == camino::Utf8Component::ParentDir)
-    };
     Some(match v {
         Value::Object(_) | Value::Null => Ok(()),
-        Value::String(p) if party == Party::Workspace && inside(p) => Ok(()),
-        Value::String(_) if party == Party::Workspace => Err("a file outside the workspace".into()),
+        Value::String(_) if party == Party::Workspace => inside(v, root),
         _ => Err("a request gives the schema itself, as an object".into()),
     })
 }

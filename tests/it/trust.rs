@@ -235,3 +235,25 @@ fn handle_and_serve_hold_an_untrusted_root_to_the_same_rule() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("`llm.base_url`"), "{}", stderr(&out));
 }
+
+/// An untrusted workspace's `output_schema` file is read only from inside it: a `schema.json`
+/// that is a link to a file elsewhere (whose text would be sent to the model) is refused by the
+/// trust check, and a trusted one is refused when the file is read.
+#[test]
+fn an_output_schema_linked_out_of_the_workspace_is_never_read() {
+    let t = T::new();
+    t.write("secret.json", r#"{"type": "object", "description": "a secret"}"#);
+    t.write("ws/agentloop.yaml", "output_schema: schema.json\n");
+    std::os::unix::fs::symlink(t.path("secret.json"), t.path("ws/schema.json")).unwrap();
+    let out = t.untrusted().args(["-w", "ws", "--script", "s.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`output_schema` (`schema.json` leads outside the workspace through a link)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = t.cmd().args(["-w", "ws", "--script", "s.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a symbolic link to a file outside the workspace"), "{}", stderr(&out));
+    assert!(!t.exists("ws/state.json"), "no run was created");
+}
