@@ -167,6 +167,18 @@ fn request_field(map: &std::collections::HashMap<String, redis::Value>) -> Optio
     map.get("request").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
 }
 
+/// A group command's reply, or None once the group is made again when it went away (Redis
+/// restarted without its data).
+fn regrouped<T>(con: &mut Connection, n: &Names, reply: RedisResult<T>) -> RedisResult<Option<T>> {
+    match reply {
+        Err(e) if e.code() == Some("NOGROUP") => {
+            ensure_group(con, n)?;
+            Ok(None)
+        }
+        r => r.map(Some),
+    }
+}
+
 /// A new message for `consumer`, waiting up to `block` for one.
 pub fn read_new(con: &mut Connection, n: &Names, consumer: &str, block: Duration) -> RedisResult<Option<Delivery>> {
     let reply: RedisResult<Option<redis::streams::StreamReadReply>> = redis::cmd("XREADGROUP")
@@ -181,14 +193,7 @@ pub fn read_new(con: &mut Connection, n: &Names, consumer: &str, block: Duration
         .arg(&n.requests)
         .arg(">")
         .query(con);
-    let reply = match reply {
-        // The group went away (Redis restarted without its data): make it again.
-        Err(e) if e.code() == Some("NOGROUP") => {
-            ensure_group(con, n)?;
-            return Ok(None);
-        }
-        r => r?,
-    };
+    let Some(reply) = regrouped(con, n, reply)? else { return Ok(None) };
     let first = reply.and_then(|r| r.keys.into_iter().next()).and_then(|k| k.ids.into_iter().next());
     Ok(first.map(|m| Delivery { request: request_field(&m.map), id: m.id, deliveries: 1 }))
 }
@@ -207,13 +212,7 @@ pub fn claim_idle(con: &mut Connection, n: &Names, consumer: &str, idle: Duratio
             .arg("COUNT")
             .arg(1)
             .query(con);
-        let reply = match reply {
-            Err(e) if e.code() == Some("NOGROUP") => {
-                ensure_group(con, n)?;
-                return Ok(None);
-            }
-            r => r?,
-        };
+        let Some(reply) = regrouped(con, n, reply)? else { return Ok(None) };
         if let Some(m) = reply.claimed.into_iter().next() {
             let deliveries = delivery_count(con, n, &m.id)?.unwrap_or(1);
             return Ok(Some(Delivery { request: request_field(&m.map), id: m.id, deliveries }));

@@ -278,3 +278,29 @@ pub fn golden(name: &str, actual: &str) {
         std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("missing golden {name}; run with UPDATE_GOLDEN=1"));
     assert_eq!(actual, expected, "golden {name} differs (UPDATE_GOLDEN=1 rewrites it)");
 }
+
+/// A script whose one step fetches `url`/slow (so a run lasts as long as the server takes).
+pub fn slow_script(url: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: g, definition_of_done: [fetched, read, noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{url}/slow"}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched the slow answer}}
+"#
+    )
+}
+
+/// A run that reads notes.txt, learns one fact and finishes.
+pub fn daily_script(fact: &str) -> String {
+    format!(
+        r#"frame:
+  - answer: {{goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
+reflect:
+  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest of {fact}"}}
+"#
+    )
+}

@@ -158,19 +158,6 @@ fn wait_until(what: &str, logs: &dyn Fn() -> String, ok: &mut dyn FnMut() -> boo
     }
 }
 
-/// A script whose one step fetches `url`/slow (so a run lasts as long as the server takes).
-fn slow_script(url: &str) -> String {
-    format!(
-        r#"frame:
-  - answer: {{goal: g, definition_of_done: [fetched, read, noted], can_proceed: true}}
-plan:
-  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{url}/slow"}}}}}}
-reflect:
-  - answer: {{satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched the slow answer}}
-"#
-    )
-}
-
 /// A server that answers after `ms` milliseconds, or holds while `hold` is set.
 fn slow_server(ms: u64, hold: Arc<AtomicBool>) -> Server {
     Server::start_with(move |_, _| {

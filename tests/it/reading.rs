@@ -72,18 +72,6 @@ fn trace_show_fits_80_columns_and_never_cuts_an_error() {
     assert!(wide.contains("2026-01-01T09:30:05.123Z") && wide.contains("2410→120") && wide.contains(FAILURE), "{wide}");
 }
 
-fn daily_script(fact: &str) -> String {
-    format!(
-        r#"frame:
-  - answer: {{goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}}
-plan:
-  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
-reflect:
-  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest"}}
-"#
-    )
-}
-
 #[test]
 fn all_runs_and_the_runs_list_cover_the_archived_runs() {
     let t = T::new();

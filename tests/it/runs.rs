@@ -5,19 +5,6 @@ use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// A run that reads notes.txt, learns one fact and finishes.
-fn daily_script(fact: &str) -> String {
-    format!(
-        r#"frame:
-  - answer: {{goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}}
-plan:
-  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
-reflect:
-  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest of {fact}"}}
-"#
-    )
-}
-
 fn state(t: &T, rel: &str) -> Value {
     t.json(&format!("{rel}/state.json"))
 }

@@ -401,18 +401,6 @@ fn gate() -> (Server, Arc<AtomicBool>) {
     (server, hold)
 }
 
-fn slow_script(url: &str) -> String {
-    format!(
-        r#"frame:
-  - answer: {{goal: g, definition_of_done: [fetched, read, noted], can_proceed: true}}
-plan:
-  - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{url}/slow"}}}}}}
-reflect:
-  - answer: {{satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched the slow answer}}
-"#
-    )
-}
-
 fn wait_until(what: &str, s: &Serve, ok: impl Fn() -> bool) {
     let start = Instant::now();
     while !ok() {
