@@ -99,6 +99,17 @@ impl Budgets {
         }
     }
 
+    /// These budgets with those `new` names put in their place.
+    pub fn replaced_by(&self, new: &Budgets) -> Budgets {
+        Budgets {
+            max_steps: new.max_steps.or(self.max_steps),
+            max_reframes: new.max_reframes.or(self.max_reframes),
+            timeout: new.timeout.or(self.timeout),
+            max_tokens: new.max_tokens.or(self.max_tokens),
+            max_cost_usd: new.max_cost_usd.or(self.max_cost_usd),
+        }
+    }
+
     /// Sets `b` in `cfg` to the value asked for (nothing when none is).
     pub fn apply(&self, b: Budget, cfg: &mut Config) {
         match b {

@@ -212,20 +212,16 @@ fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
 /// A limit the run is still over with the limits in force now (`now`), which a continue would
 /// stop on again at once: which, and the refusal naming the flag that raises it.
 pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> Option<(Budget, Error)> {
-    let over = if s.step >= now.max_steps {
-        Some((Budget::MaxSteps, format!("{} of {} steps used", s.step, now.max_steps)))
-    } else if s.stop == Some(StopKind::Budget(Budget::MaxReframes)) && s.reframes > now.max_reframes {
-        Some((Budget::MaxReframes, format!("{} reframes of at most {}", s.reframes, now.max_reframes)))
-    } else if let Some(max) = now.max_tokens.filter(|m| s.usage.total() >= *m) {
-        Some((Budget::MaxTokens, format!("{} of {max} tokens used", s.usage.total())))
-    } else {
-        now.max_cost_usd
-            .filter(|m| s.cost_usd >= *m)
-            .map(|max| (Budget::MaxCostUsd, format!("${:.4} of ${max:.4} spent", s.cost_usd)))
-    };
-    let (b, used) = over?;
     let mut raised = s.clone();
     raised.limits = now.clone();
+    // The checks the loop itself makes (tokens and cost: `phases::budget_exceeded`).
+    let (b, used) = if s.step >= now.max_steps {
+        (Budget::MaxSteps, format!("{} of {} steps used", s.step, now.max_steps))
+    } else if s.stop == Some(StopKind::Budget(Budget::MaxReframes)) && s.reframes > now.max_reframes {
+        (Budget::MaxReframes, format!("{} reframes of at most {}", s.reframes, now.max_reframes))
+    } else {
+        phases::budget_exceeded(&raised)?
+    };
     raised.stop = Some(StopKind::Budget(b));
     Some((
         b,

@@ -249,7 +249,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
                 .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
         }
     };
-    let background = background_of(payload);
+    let background = phases::init::context_text(payload.get("context"));
     // Refused the way `run` refuses a new run, before anything is written: a resting agent.
     crate::rest_window::check(cfg)?;
     // Redelivery of the same start event must not create a second run.
@@ -300,15 +300,6 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
     advance(&mut env, &mut state, resp)
-}
-
-/// A start payload's `context` as background text: a string as is, anything else as JSON.
-fn background_of(payload: &Value) -> String {
-    match payload.get("context") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
-    }
 }
 
 /// Refuses a start whose smallest course cannot fit its budget, as `run` does (negotiation).

@@ -37,6 +37,16 @@ pub fn read_context(arg: &str) -> Result<String> {
     Ok(format_background(&text))
 }
 
+/// A request's `context` (a `serve` or queue request, an event's payload) as background text: a
+/// string as is, anything else as JSON.
+pub fn context_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}
+
 /// `--goal TEXT`, or `--goal -` to read it from stdin.
 pub fn read_goal(arg: &str, context: Option<&str>) -> Result<String> {
     if arg != "-" {

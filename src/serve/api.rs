@@ -219,9 +219,9 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         Some(s) if s.is_object() => Some(s.clone()),
         Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
     };
+    let context = crate::phases::init::context_text(body.get("context"));
+    let new = NewRun { goal, context, agent, budgets, force, output_schema };
     if let Some(fleet) = &shared.fleet {
-        let new =
-            NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
         return Ok(Reply::json(
@@ -231,7 +231,6 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         .header("Location", &format!("/runs/{id}")));
     }
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
-    let new = NewRun { goal, context: runs::context_text(body.get("context")), agent, budgets, force, output_schema };
     let id = runs::create(shared, new, ticket)?;
     shared.log(&format!("run {id} queued"));
     Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))

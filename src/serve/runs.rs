@@ -181,17 +181,6 @@ fn save_record(shared: &Shared, record: &Record) -> Result<()> {
     crate::fs::write_durable(&record_path(shared, &record.run_id), text.as_bytes())
 }
 
-/// The recorded budgets with those of `new` put in their place.
-fn merged(old: &Budgets, new: &Budgets) -> Budgets {
-    Budgets {
-        max_steps: new.max_steps.or(old.max_steps),
-        max_reframes: new.max_reframes.or(old.max_reframes),
-        timeout: new.timeout.or(old.timeout),
-        max_tokens: new.max_tokens.or(old.max_tokens),
-        max_cost_usd: new.max_cost_usd.or(old.max_cost_usd),
-    }
-}
-
 /// The configuration a recorded run is driven (or answered, or continued) with.
 fn recorded_config(shared: &Shared, id: &str) -> Result<Resolved> {
     let rec = load_record(shared, id)?
@@ -236,7 +225,7 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
         .ok_or_else(|| ApiError::new(409, format!("run {id} was not started by this server; it is only listed")))?;
     // New budgets replace the recorded ones they name, each held to the server's limits.
     if let Some(b) = &budgets {
-        record.budgets = merged(&record.budgets, b);
+        record.budgets = record.budgets.replaced_by(b);
     }
     let strict = budgets.is_some();
     let resolved = config(shared, record.agent.as_deref(), &record.budgets, strict)?;
@@ -326,15 +315,6 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The `context` of a request as background text: a string as is, anything else as JSON.
-pub fn context_text(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
-    }
 }
 
 #[cfg(test)]

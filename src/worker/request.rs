@@ -73,11 +73,7 @@ impl RunRequest {
 
     /// context.md's background text.
     pub fn background(&self) -> String {
-        match &self.context {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            v => serde_json::to_string_pretty(v).unwrap_or_default(),
-        }
+        crate::phases::init::context_text(Some(&self.context))
     }
 
     /// The idempotency key: `key`, else the slot with the agent and goal, else the message id.
