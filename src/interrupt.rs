@@ -9,6 +9,11 @@
 //!   (`$?` is 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP).
 //!
 //! The watcher is installed lazily: by the first process group registered, or by a run.
+//!
+//! A process that asks for it ([`drain_on_signal`], `agentloop worker`) is stopped differently:
+//! the first signal only sets [`draining`]; each run finishes the phase under way, commits it and
+//! stops there (see [`crate::phases::run::drive`]), and the process ends by itself. A second
+//! signal stops it at once, as above.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
@@ -73,6 +78,10 @@ pub fn kill_all() {
 
 static WATCHER: Once = Once::new();
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The process drains on the first signal instead of ending ([`drain_on_signal`]).
+static DRAIN: AtomicBool = AtomicBool::new(false);
+/// A first signal arrived in a draining process: runs stop at their next commit point.
+static DRAINING: AtomicBool = AtomicBool::new(false);
 /// The runs in progress (an id, the run's workspace), for the message on interrupt. Each run
 /// adds itself and is removed when its [`Running`] guard drops, so runs of one process (`serve`'s
 /// workers) never stand in for each other; only the list is process-wide, as the signal is.
@@ -118,6 +127,20 @@ pub fn watch() {
 /// Whether a signal arrived (the process is about to end).
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// From now on the first SIGTERM, SIGINT or SIGHUP drains the process instead of ending it:
+/// [`draining`] turns true, runs stop at their next commit point, and the process (which watches
+/// [`draining`]) ends by itself. A second signal ends it at once.
+pub fn drain_on_signal() {
+    DRAIN.store(true, Ordering::SeqCst);
+    watch();
+}
+
+/// Whether a draining process got its first signal: no new work, and each run stops at its next
+/// commit point.
+pub fn draining() -> bool {
+    DRAINING.load(Ordering::SeqCst)
 }
 
 /// A run is going on in `ws` while the returned guard lives: on interrupt, say what was kept
@@ -204,20 +227,34 @@ pub fn resume_message(ws: &Utf8Path) -> String {
     )
 }
 
+fn signal_name(sig: i32) -> &'static str {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
+    }
+}
+
 fn install() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-        if let Some(sig) = signals.forever().next() {
+        for sig in signals.forever() {
+            if DRAIN.load(Ordering::SeqCst) && !DRAINING.swap(true, Ordering::SeqCst) {
+                let n = runs_with_records().len();
+                crate::output::stderr_line(&format!(
+                    "{}: finishing the phase under way in {n} run(s), then stopping at that commit point; \
+                     a second signal stops at once (every committed phase is kept either way)",
+                    signal_name(sig)
+                ));
+                continue;
+            }
             INTERRUPTED.store(true, Ordering::SeqCst);
             kill_all();
-            let name = match sig {
-                SIGINT => "SIGINT",
-                SIGTERM => "SIGTERM",
-                _ => "SIGHUP",
-            };
+            let name = signal_name(sig);
             let doing = DOING.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let runs = runs_with_records();
             if let Some(what) = doing {

@@ -19,13 +19,17 @@ use clap::Args;
 /// over a message idle for longer (its worker was killed or cut off) and resumes the run. A
 /// message delivered more than --max-deliveries times, or one that can never run (a bad
 /// request, budgets wider than the root's), goes to the dead-letter stream with the reason.
-/// SIGTERM or Ctrl-C stops the worker at once: every committed phase is kept and the message
-/// stays pending for another worker. While Redis is down or restarting, workers retry with
-/// backoff and say so; runs go on meanwhile.
+/// SIGTERM (or Ctrl-C) drains the worker: it takes no new message, each of its runs finishes the
+/// phase under way, commits it and stops there, and its message is handed back so another
+/// worker goes on from that commit at once; then the worker exits 0. A second signal stops it at
+/// once (every committed phase is still kept; the message is taken over after --claim-idle). Give
+/// a drain as long as one phase may take (a model call, a tool's timeout). While Redis is down or
+/// restarting, workers retry with backoff and say so; runs go on meanwhile.
 ///
 /// Streams, for --streams P: P:runs (requests), P:results (outcomes), P:dead (dead letters).
 ///
-/// Exit codes: 1 the worker stopped, 2 bad flags or configuration, 143 SIGTERM.
+/// Exit codes: 0 drained after a signal, 1 the worker stopped, 2 bad flags or configuration,
+/// 143 a second SIGTERM (130 Ctrl-C).
 ///
 /// Examples:
 ///   agentloop worker --redis redis://127.0.0.1:6379 --root /srv/agent-runs

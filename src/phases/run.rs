@@ -19,6 +19,17 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
 }
 
 /// Drives the run until it stops or the wall-clock timeout passes.
+/// The error a run stopped by a draining process ends with ([`crate::interrupt::draining`]):
+/// its last phase is committed, and it goes on from there when driven again.
+pub fn drained(state: &State) -> crate::error::Error {
+    crate::error::Error::failure(format!(
+        "run {} stopped at a commit point (step {}, next {}): the process is draining",
+        state.run_id,
+        state.step,
+        format!("{:?}", state.next).to_lowercase()
+    ))
+}
+
 pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
     let start = Instant::now();
     env.deadline = Some(start + timeout);
@@ -26,6 +37,9 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<Stop
     loop {
         if state.status.is_terminal() {
             return Ok(state.stop.unwrap_or(StopKind::Escalated));
+        }
+        if crate::interrupt::draining() {
+            return Err(drained(state));
         }
         env.tick(state);
         if start.elapsed() >= timeout {

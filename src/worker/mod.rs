@@ -16,9 +16,12 @@
 //!   off), and a message delivered more than `--max-deliveries` times, or one no worker could
 //!   ever run (a bad request, budgets wider than the root allows), goes to the dead-letter
 //!   stream with the reason.
-//! - A signal ends the worker as it ends `run`: every committed phase is kept and the message
-//!   stays pending, so another worker (or this one restarted) takes it over after
-//!   `--claim-idle`.
+//! - SIGTERM (or SIGINT, SIGHUP) drains the worker: it takes no new message, each run it drives
+//!   finishes the phase under way, commits it and stops there, and its message is handed back
+//!   (pending, its idle time set past `--claim-idle` and its delivery not counted), so another
+//!   worker takes it over at once and goes on from that commit. Then the worker exits 0. A
+//!   second signal ends it at once, as `run` ends: every committed phase is kept and the message
+//!   is taken over after `--claim-idle`.
 
 pub mod request;
 pub mod streams;
@@ -127,7 +130,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     });
     let mut link = w.link()?;
     link.call("create the consumer group", |c| streams::ensure_group(c, &w.names))?;
-    crate::interrupt::watch();
+    crate::interrupt::drain_on_signal();
     w.log(&format!(
         "worker {} on {} (group {}) with {} run(s) at once; runs under {}/{}",
         w.consumer,
@@ -153,6 +156,13 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     }
     for t in threads {
         let _ = t.join();
+    }
+    if crate::interrupt::draining() {
+        w.log(&format!(
+            "worker {} drained: it took no new message and every run it drove stopped at a commit point",
+            w.consumer
+        ));
+        return Ok(crate::error::code::OK);
     }
     Err(Error::failure("the worker stopped"))
 }
@@ -189,6 +199,9 @@ fn work(w: &Worker) {
     };
     loop {
         crate::interrupt::park_if_interrupted();
+        if crate::interrupt::draining() {
+            return;
+        }
         let next = link
             .call("claim idle messages", |c| streams::claim_idle(c, &w.names, &w.consumer, w.claim_idle))
             .and_then(|d| match d {
@@ -239,6 +252,7 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             d.id,
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
+        Err(_) if crate::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
         Err(e) => {
             w.printer.warn(&format!(
@@ -247,6 +261,21 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             ));
             let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.message));
         }
+    }
+}
+
+/// A draining worker's run stopped at a commit point: its message goes back to the group for
+/// another worker to take over at once (this delivery not counted against `--max-deliveries`).
+fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
+    let state = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, false).and_then(|ws| ws.load_state()).ok();
+    let at = state.map(|s| format!(" at step {}", s.step)).unwrap_or_default();
+    let back = d.deliveries.saturating_sub(1);
+    match link.call("hand the message back", |c| streams::hand_back(c, &w.names, &w.consumer, &d.id, back)) {
+        Ok(()) => w.log(&format!(
+            "run {run_id} stopped at a commit point{at}; message {} handed back for another worker",
+            d.id
+        )),
+        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e.message, d.id)),
     }
 }
 
@@ -268,6 +297,9 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
     let session = loop {
         match ws.lock(Some(Duration::from_secs(1))) {
+            Err(e) if e.kind == Kind::LockBusy && crate::interrupt::draining() => {
+                return Err(Error::failure(format!("run {run_id} is held by another worker; this one is draining")));
+            }
             Err(e) if e.kind == Kind::LockBusy => crate::interrupt::park_if_interrupted(),
             other => break other?,
         }

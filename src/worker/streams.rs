@@ -242,6 +242,25 @@ pub fn refresh(con: &mut Connection, n: &Names, consumer: &str, ids: &[String]) 
     Ok(())
 }
 
+/// Hands a message back to the group: still pending on `consumer`, but idle as if for a day, so
+/// the next XAUTOCLAIM of any worker takes it; its delivery count is set to `deliveries`.
+pub fn hand_back(con: &mut Connection, n: &Names, consumer: &str, id: &str, deliveries: u64) -> RedisResult<()> {
+    const DAY_MS: u64 = 24 * 3600 * 1000;
+    let _: redis::Value = redis::cmd("XCLAIM")
+        .arg(&n.requests)
+        .arg(&n.group)
+        .arg(consumer)
+        .arg(0)
+        .arg(id)
+        .arg("IDLE")
+        .arg(DAY_MS)
+        .arg("RETRYCOUNT")
+        .arg(deliveries)
+        .arg("JUSTID")
+        .query(con)?;
+    Ok(())
+}
+
 /// Publishes a run's outcome unless it was published before, and acknowledges the message, in
 /// one step. True when this call published it.
 pub fn publish(con: &mut Connection, n: &Names, message_id: &str, run_id: &str, outcome: &str) -> RedisResult<bool> {

@@ -455,10 +455,12 @@ fn serve_with_redis_fronts_the_workers() {
     let _ = serve.wait();
 }
 
-/// SIGTERM ends a worker mid-run without acknowledging: another worker takes the message over
-/// after --claim-idle and finishes the run from its journal.
+/// SIGTERM drains a worker: the phase under way (an action waiting on a slow server) finishes
+/// and is committed, the worker takes nothing new, hands its message back and exits 0; another
+/// worker takes the message over at once (well before its --claim-idle) and goes on from that
+/// commit, with no phase applied twice.
 #[test]
-fn a_terminated_worker_leaves_its_message_for_another() {
+fn a_terminated_worker_finishes_its_phase_and_hands_the_message_on() {
     let t = T::new();
     let Some(redis) = Redis::start(&t.path("redis")) else { return };
     let hold = Arc::new(AtomicBool::new(true));
@@ -466,22 +468,75 @@ fn a_terminated_worker_leaves_its_message_for_another() {
     setup(&t, &server);
     let v = enqueue(&t, &redis, &["--goal", "outlive a worker", "--key", "term-1"]);
     assert_eq!(v["run_id"], "term-1");
+    enqueue(&t, &redis, &["--goal", "wait for the next worker", "--key", "term-2"]);
     let mut first = worker(&t, &redis, "w1", &["--claim-idle", "2s"]);
     let logs = || first.log();
     wait_until("the run waiting on the slow server", &logs, &mut || server.count() >= 1);
-    rustix::process::kill_process(rustix::process::Pid::from_child(&first.child), rustix::process::Signal::TERM)
+    let pid = rustix::process::Pid::from_child(&first.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let logs = || first.log();
+    wait_until("the drain to be announced", &logs, &mut || first.log().contains("finishing the phase under way"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(first.child.try_wait().unwrap().is_none(), "the worker ended before its phase did:\n{}", first.log());
+    hold.store(false, Ordering::SeqCst);
+    let status = first.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", first.log());
+    let log = first.log();
+    assert!(log.contains("run term-1 stopped at a commit point"), "{log}");
+    assert!(log.contains("handed back for another worker") && log.contains("drained"), "{log}");
+    assert!(!log.contains("term-2"), "a draining worker took a new message:\n{log}");
+    let trace = t.read("root/runs/term-1/trace.jsonl");
+    assert!(trace.lines().any(|l| l.contains("\"phase\":\"act\"")), "the action was not committed:\n{trace}");
+    assert_eq!(redis.pending(), 1);
+    assert!(redis.entries("agentloop:results").is_empty());
+    // Handed back: idle as if for a day (any worker's next XAUTOCLAIM takes it), the drained
+    // delivery not counted.
+    let p: redis::streams::StreamPendingCountReply = redis::cmd("XPENDING")
+        .arg("agentloop:runs")
+        .arg("agentloop:workers")
+        .arg("-")
+        .arg("+")
+        .arg(10)
+        .query(&mut redis.con())
         .unwrap();
+    assert_eq!(p.ids.len(), 1);
+    assert!(p.ids[0].last_delivered_ms >= 3_600_000, "idle {} ms", p.ids[0].last_delivered_ms);
+    assert_eq!(p.ids[0].times_delivered, 0);
+    // Its --claim-idle is longer than the test may take: only a handed-back message is taken.
+    let second = worker(&t, &redis, "w2", &["--claim-idle", "600s"]);
+    let logs = || second.log();
+    wait_until("both outcomes", &logs, &mut || redis.entries("agentloop:results").len() == 2 && redis.pending() == 0);
+    assert!(second.log().contains("run term-1 goes on for message"), "{}", second.log());
+    assert_no_phase_twice(&t, "term-1");
+}
+
+/// A second signal stops a draining worker at once, as `run` is stopped: every committed phase
+/// is kept, the message stays pending and is taken over after --claim-idle.
+#[test]
+fn a_second_signal_stops_a_worker_at_once() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let hold = Arc::new(AtomicBool::new(true));
+    let server = slow_server(0, hold.clone());
+    setup(&t, &server);
+    enqueue(&t, &redis, &["--goal", "outlive a worker", "--key", "term-3"]);
+    let mut first = worker(&t, &redis, "w1", &["--claim-idle", "2s"]);
+    let logs = || first.log();
+    wait_until("the run waiting on the slow server", &logs, &mut || server.count() >= 1);
+    let pid = rustix::process::Pid::from_child(&first.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    wait_until("the drain to be announced", &logs, &mut || first.log().contains("finishing the phase under way"));
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let status = first.child.wait().unwrap();
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status).or(status.code().map(|c| c - 128)), Some(15));
     assert!(first.log().contains("interrupted: every committed phase is kept"), "{}", first.log());
     assert_eq!(redis.pending(), 1);
-    assert!(redis.entries("agentloop:results").is_empty());
     hold.store(false, Ordering::SeqCst);
     let second = worker(&t, &redis, "w2", &["--claim-idle", "2s"]);
     let logs = || second.log();
     wait_until("the outcome", &logs, &mut || redis.entries("agentloop:results").len() == 1 && redis.pending() == 0);
-    assert!(second.log().contains("run term-1 goes on for message"), "{}", second.log());
-    assert_no_phase_twice(&t, "term-1");
+    assert!(second.log().contains("run term-3 goes on for message"), "{}", second.log());
+    assert_no_phase_twice(&t, "term-3");
 }
 
 /// `queue.redis` and `queue.streams` in the configuration stand in for the flags; with no Redis
