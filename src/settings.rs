@@ -103,6 +103,10 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The agent profile the flags name (`--agent`), if any.
+    pub fn agent_flag(&self) -> Option<&str> {
+        self.flags.agent.as_deref()
+    }
     pub fn config(&self) -> &Config {
         &self.resolved.config
     }

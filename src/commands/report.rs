@@ -60,7 +60,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
     };
     let run = Run::load(&ws)?;
     let out = args.output.unwrap_or_else(|| ws.root.join("report.html"));
-    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None };
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None, actions: None };
     write(&ctx.ws.root, &out, &report::render(&run, &links))?;
     let p = &ctx.printer;
     if p.json {
@@ -76,7 +76,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
 pub fn write_current(ws: &crate::workspace::Workspace) -> Result<Utf8PathBuf> {
     let run = Run::load(ws)?;
     let out = ws.root.join("report.html");
-    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None };
+    let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None, actions: None };
     write(&ws.root, &out, &report::render(&run, &links))?;
     Ok(out)
 }
@@ -104,6 +104,7 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
             index: Some(format!("{}{index_name}", link_prefix(&page, dir_of(&at))?)),
             refresh: None,
             now: None,
+            actions: None,
         };
         write(&ctx.ws.root, &page, &report::render(&run, &links))?;
         rows.push(row(r, &format!("{}report.html", link_prefix(&at, &r.ws.root)?)));

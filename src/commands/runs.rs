@@ -13,10 +13,11 @@ use serde_json::json;
 /// cost, started, goal. --json prints an array of objects (the current run first, then archived
 /// runs oldest first). An empty workspace says so on stderr. A scripted run shows `scripted` for
 /// its cost: a replay spends nothing. An archived run that was still going when `run --new`
-/// replaced it shows as `interrupted`.
+/// replaced it shows as `interrupted`. With --agent NAME only the runs of that agent profile.
 ///
 /// Examples:
 ///   agentloop -w ws runs
+///   agentloop -w ws runs --agent digest
 ///   agentloop -w ws runs --json | jq -r '.[] | select(.status=="escalated") | .run_id'
 ///   agentloop -w ws runs prune --keep 30
 ///   agentloop -w /srv/agent-runs runs --redis redis://127.0.0.1:6379   # and the worker queue
@@ -63,31 +64,46 @@ pub struct PruneArgs {
 
 pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
+    // `runs --agent NAME` (the global flag) lists that agent's runs only.
+    let agent = ctx.agent_flag().map(String::from);
     if let Some(url) = &args.redis {
         let queue = crate::worker::view::queue(url, &args.streams, ctx.printer)?;
         if ctx.printer.json {
-            let runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
-            let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
+            let rows: Vec<serde_json::Value> = runs_of(&ctx, agent.as_deref()).iter().map(row).collect();
             ctx.printer.json_value(&json!({"runs": rows, "queue": queue}));
             return Ok(0);
         }
-        list(&ctx)?;
+        list(&ctx, agent.as_deref())?;
         ctx.printer.outln("");
         crate::worker::view::print(&ctx.printer, &queue);
         return Ok(0);
     }
     match args.command.unwrap_or(RunsCommand::List) {
-        RunsCommand::List => list(&ctx),
+        RunsCommand::List => list(&ctx, agent.as_deref()),
+        RunsCommand::Prune(_) if agent.is_some() => {
+            Err(Error::usage("--agent filters the list; `runs prune` does not take it"))
+        }
         RunsCommand::Prune(a) => prune(&ctx, a),
     }
 }
 
-fn list(ctx: &Ctx) -> Result<u8> {
+/// The runs of the workspace (all, or those of `agent`).
+fn runs_of(ctx: &Ctx, agent: Option<&str>) -> Vec<history::Run> {
     let mut runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
+    runs.retain(|r| agent.is_none() || r.state.agent.as_deref() == agent);
+    runs
+}
+
+fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
+    let mut runs = runs_of(ctx, agent);
     if ctx.printer.json {
         // The JSON order stays what it always was: the current run, then archived oldest first.
         let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
         ctx.printer.json_value(&json!(rows));
+        return Ok(0);
+    }
+    if let (true, Some(a)) = (runs.is_empty(), agent) {
+        ctx.printer.info(&format!("no runs of agent `{a}` in {}", ctx.ws.root));
         return Ok(0);
     }
     if runs.is_empty() {

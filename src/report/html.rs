@@ -189,10 +189,15 @@ pub fn markdown(text: &str) -> String {
 /// The start of a page: the inline stylesheet and a policy that forbids scripts, plug-ins,
 /// frames and every network fetch (the page is self-contained).
 pub fn head(title: &str, refresh: Option<u32>) -> String {
+    head_with(title, refresh, CSP)
+}
+
+/// [`head`] under the policy `csp` ([`CSP`], or [`CSP_FORMS`] for a served page with forms).
+pub fn head_with(title: &str, refresh: Option<u32>, csp: &str) -> String {
     let mut s = String::from("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     s.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"");
-    s.push_str(CSP);
+    s.push_str(csp);
     s.push_str("\"><meta name=\"referrer\" content=\"no-referrer\">");
     if let Some(n) = refresh {
         let _ = write!(s, "<meta http-equiv=\"refresh\" content=\"{n}\">");
@@ -211,6 +216,11 @@ pub fn head(title: &str, refresh: Option<u32>) -> String {
 /// `frame-ancestors 'none'`, which only a header can say).
 pub const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+/// [`CSP`] for a served run's page that carries the panel's forms: they may post to the server
+/// that served the page, and nowhere else.
+pub const CSP_FORMS: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'";
 
 /// The end of a page.
 pub fn foot() -> String {

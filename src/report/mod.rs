@@ -32,6 +32,9 @@ pub struct Links {
     /// What a running run is doing now, when the page's maker knows (served pages: asking the
     /// model, running a tool, waiting for a worker).
     pub now: Option<String>,
+    /// Forms that act on the run (served pages: answer its question, continue it), as HTML put
+    /// under the run's status; the page's policy then lets forms post to the server.
+    pub actions: Option<String>,
 }
 
 /// Everything a run report shows, read from the run's folder.

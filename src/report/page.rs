@@ -36,7 +36,8 @@ pub fn render(run: &Run, links: &Links) -> String {
     let status = shown_status(run);
     let title = format!("{} · agentloop run {}", excerpt(&s.goal, 80), s.run_id);
     let refresh = links.refresh.filter(|_| s.status == Status::Running && !s.interrupted);
-    let mut p = html::head(&title, refresh);
+    let csp = if links.actions.is_some() { html::CSP_FORMS } else { html::CSP };
+    let mut p = html::head_with(&title, refresh, csp);
     // Header: what, how it ended, what it used.
     p.push_str("<section class=\"summary\" id=\"summary\"><p class=\"kicker\">agentloop run <code>");
     p.push_str(&esc(&s.run_id));
@@ -54,6 +55,9 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     if let Some(r) = &s.reason {
         let _ = write!(p, "<p class=\"reason\" id=\"reason\">{}</p>", esc(r));
+    }
+    if let Some(actions) = &links.actions {
+        p.push_str(actions);
     }
     let u = &totals.usage;
     let models = run.models();

@@ -91,6 +91,8 @@ pub fn openapi() -> Value {
                 "responses": {"200": reply("The OpenAPI document", json!({"type": "object"}))}}},
             "/runs": {
                 "get": {"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
+                    "parameters": [{"name": "agent", "in": "query", "required": false, "schema": {"type": "string"},
+                        "description": "Only the runs of this agent profile"}],
                     "responses": {"200": reply("The runs", json!({"type": "object", "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})), "401": err()}},
                 "post": {"summary": "Start a run",
                     "requestBody": {"required": true, "content": {"application/json": {"schema": reference("StartRun")}}},
@@ -103,10 +105,20 @@ pub fn openapi() -> Value {
                     "application/x-ndjson": {"schema": reference("TraceEntry")},
                     "text/event-stream": {"schema": {"type": "string"}}}}, "404": err()}}},
             "/runs/{id}/answer": {"post": {"summary": "Answer an escalated run's open question", "parameters": id,
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}}}},
-                "responses": {"202": queued.clone(), "404": err(), "409": err()}}},
+                "requestBody": {"required": true, "content": {
+                    "application/json": {"schema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}},
+                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["answer"],
+                        "properties": {"answer": {"type": "string"}, "csrf": {"type": "string", "description": "The form value of the run's page; required with the sign-in cookie"}}}}}},
+                "responses": {"202": queued.clone(), "303": {"description": "A form: back to the run's page"}, "403": err(), "404": err(), "409": err()}}},
             "/runs/{id}/continue": {"post": {"summary": "Go on after a budget or provider stop, or an interruption", "parameters": id,
-                "responses": {"202": queued, "404": err(), "409": err()}}},
+                "requestBody": {"required": false, "content": {
+                    "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": {"type": "object", "additionalProperties": false,
+                        "description": "Up to the server's limits", "properties": {"max_steps": {"type": "integer"}, "max_reframes": {"type": "integer"},
+                        "timeout": {"type": ["string", "integer"]}, "max_tokens": {"type": "integer"}, "max_cost_usd": {"type": "number"}}}}}},
+                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {
+                        "csrf": {"type": "string"}, "max_steps": {"type": "string"}, "max_reframes": {"type": "string"},
+                        "timeout": {"type": "string"}, "max_tokens": {"type": "string"}, "max_cost_usd": {"type": "string"}}}}}},
+                "responses": {"202": queued, "303": {"description": "A form: back to the run's page"}, "400": err(), "403": err(), "404": err(), "409": err()}}},
             "/runs/{id}/report": {"get": {"summary": "The run's HTML report", "parameters": id,
                 "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/runs/{id}/files/{path}": {"get": {"summary": "A file of the run (artifacts/..., result.json, state.json, ...) as text",
@@ -118,6 +130,13 @@ pub fn openapi() -> Value {
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "properties": {"id": {"type": "string"}, "url": {"type": "string"}}}}}},
                 "responses": {"201": reply("Fetched", json!({"type": "object"})), "400": err()}}},
             "/agents": {"get": {"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object"}))}}},
+            "/agents/{name}/status": {"get": {"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": reply("The agent's status", json!({"type": "object", "required": ["agent", "runs"], "properties": {
+                    "agent": {"type": "string"}, "profile": {"type": ["object", "null"]},
+                    "runs": {"type": "object", "properties": {"total": {"type": "integer"}, "by_status": {"type": "object", "additionalProperties": {"type": "integer"}}}},
+                    "running": {"type": "array", "items": {"type": "string"}}, "last_run": {"anyOf": [reference("RunRow"), {"type": "null"}]},
+                    "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err()}}},
         },
     })
 }

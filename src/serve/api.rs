@@ -6,7 +6,7 @@
 use super::http::{self, only_keys, ApiError, ApiResult, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
-use super::{auth, pages, stream, Shared};
+use super::{auth, forms, pages, stream, Shared};
 use crate::budget::Budget;
 use crate::lifecycle::Request;
 use serde_json::{json, Map, Value};
@@ -29,10 +29,20 @@ pub(super) enum Out {
 
 /// Whether a request presents a valid token (without taking from its rate limit).
 pub fn signed_in(shared: &Shared, req: &tiny_http::Request) -> bool {
-    let get = matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head);
     let query = http::target(req.url()).map(|(_, q)| q).unwrap_or_default();
-    let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
+    let (token, _) = token_of(req, &query);
     token.as_deref().and_then(|t| shared.auth.check(t)).is_some()
+}
+
+/// The token a request presents, and whether it came from the cookie of a posted form (which
+/// may act only with the panel's form value: [`forms::fields`] checks it).
+fn token_of(req: &tiny_http::Request, query: &BTreeMap<String, String>) -> (Option<String>, bool) {
+    let get = matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head);
+    match auth::presented(req.headers(), get, query.get("token").map(String::as_str)) {
+        Some(t) => (Some(t), false),
+        None if *req.method() == tiny_http::Method::Post && http::is_form(req) => (auth::cookie(req.headers()), true),
+        None => (None, false),
+    }
 }
 
 /// Handles one request; a reply is always sent (or the stream started).
@@ -82,7 +92,7 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     if segs == ["openapi.json"] {
         return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &crate::schema::openapi())));
     }
-    let token = auth::presented(req.headers(), get, query.get("token").map(String::as_str));
+    let (token, by_cookie) = token_of(req, &query);
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
         // A person in a browser gets a page to sign in on; API clients the JSON error.
         if get && wants_html(req) {
@@ -118,16 +128,17 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     let reply = match segs.as_slice() {
         [] => allow(method, &["GET"]).map(|_| pages::index(shared))?,
         ["runs"] if method == "POST" => start(shared, req)?,
-        ["runs"] => allow(method, &["GET", "POST"]).map(|_| list(shared))?,
+        ["runs"] => allow(method, &["GET", "POST"]).and_then(|_| list(shared, &query))?,
         ["runs", id] => allow(method, &["GET"]).and_then(|_| status(shared, id))?,
         ["runs", id, "trace"] => return allow(method, &["GET"]).and_then(|_| trace(shared, req, id, &query)),
-        ["runs", id, "answer"] => allow(method, &["POST"]).and_then(|_| answer(shared, req, id))?,
-        ["runs", id, "continue"] => allow(method, &["POST"]).and_then(|_| resume(shared, req, id))?,
+        ["runs", id, "answer"] => allow(method, &["POST"]).and_then(|_| answer(shared, req, id, by_cookie))?,
+        ["runs", id, "continue"] => allow(method, &["POST"]).and_then(|_| resume(shared, req, id, by_cookie))?,
         ["runs", id, "report"] => allow(method, &["GET"]).and_then(|_| pages::report(shared, id))?,
         ["runs", id, "files", rest @ ..] => return allow(method, &["GET"]).and_then(|_| pages::file(shared, id, rest)),
         ["skills"] => allow(method, &["GET"]).and_then(|_| skills(shared))?,
         ["skills", "fetch"] => allow(method, &["POST"]).and_then(|_| fetch_skill(shared, req))?,
         ["agents"] => allow(method, &["GET"]).and_then(|_| agents(shared))?,
+        ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agent_status(shared, name))?,
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
@@ -245,11 +256,19 @@ fn full(shared: &Shared) -> ApiError {
 }
 
 /// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too).
-fn list(shared: &Shared) -> Reply {
+/// GET /runs, or GET /runs?agent=NAME for one agent's runs.
+fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
+    if let Some(k) = query.keys().find(|k| *k != "agent" && *k != "token") {
+        return Err(
+            ApiError::new(400, format!("GET /runs takes no query parameter `{k}`")).hint("filter with ?agent=NAME")
+        );
+    }
+    let agent = query.get("agent");
     let root = crate::workspace::Workspace::new(shared.root.clone());
     let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
+        .filter(|r| agent.is_none() || r.state.agent.as_ref() == agent)
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();
@@ -259,7 +278,7 @@ fn list(shared: &Shared) -> Reply {
             v
         })
         .collect();
-    Reply::json(200, &json!({"runs": rows}))
+    Ok(Reply::json(200, &json!({"runs": rows})))
 }
 
 /// GET /runs/{id}
@@ -339,14 +358,21 @@ fn text_field(body: &Map<String, Value>, key: &str) -> ApiResult<String> {
 }
 
 /// POST /runs/{id}/answer
-fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult {
-    let body = http::json_body(req)?;
+fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bool) -> ApiResult {
+    let form = http::is_form(req);
+    let body = match form {
+        true => forms::fields(shared, req, by_cookie, forms::ANSWER)?,
+        false => http::json_body(req)?,
+    };
     only_keys(&body, &["answer"], "POST /runs/{id}/answer")?;
     let text = text_field(&body, "answer")?;
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
     let s = runs::reopen(shared, id, Request::Answer(text), ticket, None)?;
     shared.log(&format!("run {id} answered; queued to go on"));
+    if form {
+        return Ok(forms::back_to_run(id));
+    }
     Ok(Reply::json(
         202,
         &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
@@ -354,12 +380,16 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
 }
 
 /// POST /runs/{id}/continue
-fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult {
+fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bool) -> ApiResult {
     // The body may be empty; if there is one it may raise the run's budgets (up to the server's
     // own limits).
     let mut budgets = None;
-    if req.body_length().unwrap_or(0) > 0 {
-        let body = http::json_body(req)?;
+    let form = http::is_form(req);
+    if form || req.body_length().unwrap_or(0) > 0 {
+        let body = match form {
+            true => forms::fields(shared, req, by_cookie, forms::CONTINUE)?,
+            false => http::json_body(req)?,
+        };
         only_keys(&body, &["budgets"], "POST /runs/{id}/continue")?;
         budgets = Some(budgets_of(&body)?);
     }
@@ -367,6 +397,9 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str) -> ApiResult 
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
     let s = runs::reopen(shared, id, Request::Continue { archived: None }, ticket, budgets)?;
     shared.log(&format!("run {id} continued; queued to go on"));
+    if form {
+        return Ok(forms::back_to_run(id));
+    }
     Ok(Reply::json(
         202,
         &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
@@ -397,4 +430,49 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
 /// GET /agents
 fn agents(shared: &Shared) -> ApiResult {
     Ok(Reply::json(200, &json!({"agents": crate::commands::agents::profiles(&shared.root)?})))
+}
+
+/// GET /agents/{name}/status: an agent's profile, its runs on this server by status, the one
+/// going on and the last one, and its rolling usage window (whether it is resting).
+fn agent_status(shared: &Shared, name: &str) -> ApiResult {
+    let profiles = crate::commands::agents::profiles(&shared.root)?;
+    let profile = profiles.iter().find(|p| p["name"].as_str() == Some(name)).cloned();
+    let root = crate::workspace::Workspace::new(shared.root.clone());
+    let mut mine: Vec<crate::history::Run> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
+        .into_iter()
+        .filter(|r| !runs::is_link(&r.ws.root) && r.state.agent.as_deref() == Some(name))
+        .collect();
+    if profile.is_none() && mine.is_empty() {
+        return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
+            .hint("GET /agents lists the profiles"));
+    }
+    mine.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
+    let mut by_status = BTreeMap::new();
+    for r in &mine {
+        *by_status.entry(crate::history::shown_status(r).to_string()).or_insert(0u64) += 1;
+    }
+    let running: Vec<&str> =
+        mine.iter().filter(|r| crate::history::shown_status(r) == "running").map(|r| r.state.run_id.as_str()).collect();
+    let last = mine.last().map(|r| {
+        let mut v = crate::commands::runs::row(r);
+        v["links"] = links(&r.state.run_id);
+        v
+    });
+    // The window is the agent's own (a profile may set `rest:`); without a profile, the root's.
+    let rest = match &profile {
+        Some(_) => crate::rest_window::current(&runs::config(shared, Some(name), &Budgets::default(), false)?.config),
+        None => None,
+    };
+    Ok(Reply::json(
+        200,
+        &json!({
+            "agent": name,
+            "profile": profile,
+            "runs": {"total": mine.len(), "by_status": by_status},
+            "running": running,
+            "last_run": last,
+            "rest": rest,
+            "links": {"runs": format!("/runs?agent={}", crate::report::html::encode_segment(name))},
+        }),
+    ))
 }

@@ -52,6 +52,10 @@ pub struct Auth {
     buckets: Mutex<Vec<Bucket>>,
     /// The token was made here (and printed), not given by the operator.
     pub generated: bool,
+    /// The value the panel's forms carry (made at start from the system's random source, shown
+    /// only on pages a signed-in browser gets): a form posted with the cookie must hold it, so a
+    /// page of another site cannot post one (see [`Auth::form_ok`]).
+    csrf: String,
 }
 
 impl Auth {
@@ -77,18 +81,39 @@ impl Auth {
             .iter()
             .map(|_| Bucket { level: rate.map(|r| r.n as f64).unwrap_or(0.0), last: Instant::now() })
             .collect();
-        Ok(Auth { tokens, rate, buckets: Mutex::new(buckets), generated })
+        Ok(Auth { tokens, rate, buckets: Mutex::new(buckets), generated, csrf: generate()? })
     }
 
     /// The one token `token` (a kept or generated one, printed at start).
-    pub fn generated(token: String, rate: Option<Rate>) -> Auth {
+    pub fn generated(token: String, rate: Option<Rate>) -> Result<Auth> {
         let level = rate.map(|r| r.n as f64).unwrap_or(0.0);
-        Auth {
+        Ok(Auth {
             tokens: vec![token],
             rate,
             buckets: Mutex::new(vec![Bucket { level, last: Instant::now() }]),
             generated: true,
-        }
+            csrf: generate()?,
+        })
+    }
+
+    /// The value the panel's forms carry.
+    pub fn csrf(&self) -> &str {
+        &self.csrf
+    }
+
+    /// Whether a form posted with the cookie may act: it holds this server's form value, and a
+    /// browser's `Origin` (sent with every form post), when there is one, is this server's own
+    /// address (`Host`).
+    pub fn form_ok(&self, headers: &[tiny_http::Header], csrf: Option<&str>) -> bool {
+        let header = |name: &'static str| headers.iter().find(|h| h.field.equiv(name)).map(|h| h.value.as_str());
+        let same_origin = match (header("Origin"), header("Host")) {
+            (None, _) => true,
+            (Some(origin), Some(host)) => {
+                origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host)
+            }
+            (Some(_), None) => false,
+        };
+        same_origin && csrf.is_some_and(|c| ct_eq(c.as_bytes(), self.csrf.as_bytes()))
     }
 
     /// The first token (the one printed when generated).
@@ -174,8 +199,14 @@ pub fn kept_token(rotate: bool) -> Result<(String, Option<camino::Utf8PathBuf>)>
     Ok((token, Some(path)))
 }
 
+/// The token a browser's cookie holds (the sign-in's).
+pub fn cookie(headers: &[tiny_http::Header]) -> Option<String> {
+    let cookies = headers.iter().find(|h| h.field.equiv("Cookie"))?.value.as_str();
+    cookies.split(';').filter_map(|c| c.trim().split_once('=')).find(|(k, _)| *k == COOKIE).map(|(_, v)| v.to_string())
+}
+
 /// The token a request presents: the bearer header; on GET and HEAD also the cookie or the
-/// `token` query parameter.
+/// `token` query parameter. (A form posted with the cookie is let in by [`Auth::form_ok`].)
 pub fn presented(headers: &[tiny_http::Header], safe_method: bool, query_token: Option<&str>) -> Option<String> {
     let header =
         |name: &'static str| headers.iter().find(|h| h.field.equiv(name)).map(|h| h.value.as_str().to_string());
@@ -190,8 +221,7 @@ pub fn presented(headers: &[tiny_http::Header], safe_method: bool, query_token: 
     if let Some(t) = query_token {
         return Some(t.to_string());
     }
-    let cookies = header("Cookie")?;
-    cookies.split(';').filter_map(|c| c.trim().split_once('=')).find(|(k, _)| *k == COOKIE).map(|(_, v)| v.to_string())
+    cookie(headers)
 }
 
 #[cfg(test)]

@@ -88,7 +88,11 @@ impl Reply {
         Reply { status, content_type: "application/json", body, headers: vec![] }
     }
     pub fn html(page: String) -> Reply {
-        let csp = format!("{}; frame-ancestors 'none'", crate::report::html::CSP);
+        Reply::html_with(page, crate::report::html::CSP)
+    }
+    /// A page under the policy `csp` (e.g. one that lets the page's forms post to this server).
+    pub fn html_with(page: String, csp: &str) -> Reply {
+        let csp = format!("{csp}; frame-ancestors 'none'");
         Reply { status: 200, content_type: "text/html; charset=utf-8", body: page.into_bytes(), headers: vec![] }
             .header("Content-Security-Policy", &csp)
     }
@@ -195,14 +199,38 @@ pub fn target(url: &str) -> std::result::Result<(Vec<String>, BTreeMap<String, S
     }
     let segs =
         path.split('/').filter(|s| !s.is_empty()).map(|s| decode(s).ok_or_else(bad)).collect::<Result<Vec<_>, _>>()?;
+    Ok((segs, pairs(query).ok_or_else(bad)?))
+}
+
+/// `k=v&k2=v2` (a query, or a form's `application/x-www-form-urlencoded` body), decoded; None
+/// when an escape is broken. A name given twice keeps its last value.
+fn pairs(text: &str) -> Option<BTreeMap<String, String>> {
     let mut q = BTreeMap::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
+    for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let k = decode(&k.replace('+', " ")).ok_or_else(bad)?;
-        let v = decode(&v.replace('+', " ")).ok_or_else(bad)?;
-        q.insert(k, v);
+        q.insert(decode(&k.replace('+', " "))?, decode(&v.replace('+', " "))?);
     }
-    Ok((segs, q))
+    Some(q)
+}
+
+/// Whether the request's body is a browser form (`application/x-www-form-urlencoded`).
+pub fn is_form(req: &tiny_http::Request) -> bool {
+    req.headers().iter().any(|h| {
+        h.field.equiv("Content-Type")
+            && h.value.as_str().trim().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded")
+    })
+}
+
+/// Reads a form body (at most [`MAX_BODY`] bytes, within [`BODY_DEADLINE`]) into its fields.
+pub fn form_body(req: &mut tiny_http::Request) -> ApiResult<BTreeMap<String, String>> {
+    if req.body_length().is_some_and(|n| n > MAX_BODY) {
+        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
+    }
+    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
+    std::str::from_utf8(&buf)
+        .ok()
+        .and_then(|t| pairs(t.trim()))
+        .ok_or_else(|| ApiError::new(400, "the form body is not valid `application/x-www-form-urlencoded` UTF-8"))
 }
 
 /// Percent-decoding; None for a broken escape or bytes that are not UTF-8.

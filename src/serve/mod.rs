@@ -21,6 +21,7 @@ pub mod command;
 mod api;
 pub mod auth;
 mod fleet;
+mod forms;
 mod http;
 mod pages;
 pub mod queue;
@@ -173,7 +174,7 @@ fn auth_for(addr: std::net::SocketAddr, o: &Options) -> Result<(auth::Auth, Opti
         Some(_) => (auth::Auth::new(env_token, o.rate)?, None),
         None => {
             let (token, kept) = auth::kept_token(o.new_token)?;
-            (auth::Auth::generated(token, o.rate), kept)
+            (auth::Auth::generated(token, o.rate)?, kept)
         }
     };
     Ok((auth, kept))

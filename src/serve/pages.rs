@@ -74,8 +74,10 @@ pub(super) fn report(shared: &Shared, id: &str) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let run = report::Run::load(&ws)?;
     let now = doing_now(shared, id, &run.state);
-    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5), now };
-    Ok(Reply::html(report::render(&run, &links)))
+    let actions = super::forms::actions(shared.auth.csrf(), &run.state, shared.queue.place(id).is_some());
+    let csp = if actions.is_some() { report::html::CSP_FORMS } else { report::html::CSP };
+    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5), now, actions };
+    Ok(Reply::html_with(report::render(&run, &links), csp))
 }
 
 /// What a running run is doing now, as the server knows it: its place in the queue, and for the

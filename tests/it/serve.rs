@@ -847,3 +847,148 @@ fn a_running_runs_page_says_what_it_is_doing_now() {
     assert!(page.contains("<strong>Now:</strong> waiting for a worker (1 in line)</p>"), "{page}");
     hold.store(false, Ordering::SeqCst);
 }
+
+impl Serve {
+    /// POSTs a form as a signed-in browser does: the sign-in cookie, no bearer token.
+    fn post_form(&self, path: &str, form: &str, origin: Option<&str>) -> Resp {
+        let mut r = agent()
+            .post(&format!("{}{path}", self.url))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Cookie", &format!("agentloop_token={}", self.token));
+        if let Some(o) = origin {
+            r = r.header("Origin", o);
+        }
+        let mut resp = r.send(form).unwrap();
+        let headers =
+            resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+        let status = resp.status().as_u16();
+        Resp { status, headers, body: resp.body_mut().read_to_string().unwrap_or_default() }
+    }
+}
+
+/// The form value a served page carries.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("the page has a form") + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+/// The panel answers an escalated run and continues a stopped one with forms; a form posted
+/// with the cookie acts only with the value its page carries and from the server's own origin,
+/// and a refused form changes nothing.
+#[test]
+fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
+    let t = T::new();
+    root_with(&t, ASKS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "Report the figures"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["status"], "escalated");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
+    assert!(
+        page.body.contains("id=\"answer-form\"") && page.body.contains("Which year&#39;s figures?"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("id=\"continue-form\""));
+    assert!(page.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
+    assert!(page.body.contains("form-action 'self'"));
+    let csrf = csrf_of(&page.body);
+    let origin = s.url.clone();
+    let trace = t.read(&format!("root/runs/{id}/trace.jsonl"));
+    // Without the page's value, from another site, or with a field the form lacks: refused.
+    let r = s.post_form(&format!("/runs/{id}/answer"), "answer=2024", Some(&origin));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.body.contains("reload the run's page"), "{}", r.body);
+    let r =
+        s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=2024"), Some("http://evil.example"));
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=2024&goal=x"), Some(&origin));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("no field `goal`"), "{}", r.body);
+    // No cookie at all: the sign-in is needed.
+    let r = agent()
+        .post(&format!("{}/runs/{id}/answer", s.url))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .send(format!("csrf={csrf}&answer=2024"))
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
+    let r =
+        s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=Use+the+2024+figures"), Some(&origin));
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("Location"), Some(format!("/runs/{id}/report").as_str()));
+    assert_eq!(s.finished(&id)["status"], "done");
+    let answered = t.read(&format!("root/runs/{id}/trace.jsonl"));
+    assert!(answered.contains("\"answer\":\"Use the 2024 figures\""), "{answered}");
+    // A done run's page offers no form, and its policy lets no form post.
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
+    assert!(!page.body.contains("<form") && page.body.contains("form-action 'none'"), "{}", page.body);
+
+    // A run stopped by its step budget: the continue form raises it.
+    t.write("script.yaml", TWO_STEPS);
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
+    assert!(page.body.contains("id=\"continue-form\"") && page.body.contains("name=\"max_steps\""), "{}", page.body);
+    let csrf = csrf_of(&page.body);
+    let r = s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=many"), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("`max_steps` = `many` is not a number"), "{}", r.body);
+    let r =
+        s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=4&max_tokens=&timeout="), None);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(s.finished(&id)["status"], "done");
+    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+}
+
+/// Runs record their agent: GET /runs?agent= and `runs --agent` list one agent's runs, and
+/// GET /agents/{name}/status sums them up with the agent's profile and usage window.
+#[test]
+fn each_agent_has_its_own_view_of_its_runs() {
+    let t = T::new();
+    root_with(&t, QUICK, "");
+    t.write("root/agents/digest.yaml", "description: The morning digest\nrest: {max_runs: 5, window: 1d}\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let mine =
+        s.post("/runs", &json!({"goal": "digest", "agent": "digest"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&mine)["status"], "done");
+    let other = s.post("/runs", &json!({"goal": "other"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&other)["status"], "done");
+    let ids = |v: Value| -> Vec<String> {
+        v["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(ids(s.get("/runs?agent=digest").json()), vec![mine.clone()]);
+    assert!(ids(s.get("/runs").json()).contains(&other));
+    assert!(ids(s.get("/runs?agent=nobody").json()).is_empty());
+    let r = s.get("/runs?agnt=digest");
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("`agnt`"), "{}", r.body);
+    let v = s.get("/agents/digest/status").json();
+    assert_eq!(v["agent"], "digest");
+    assert_eq!(v["profile"]["description"], "The morning digest");
+    assert_eq!(v["runs"], json!({"total": 1, "by_status": {"done": 1}}));
+    assert_eq!(v["last_run"]["run_id"], mine.as_str());
+    assert_eq!(v["running"], json!([]));
+    assert_eq!(v["rest"]["agent"], "digest");
+    assert_eq!(v["rest"]["runs"], 1, "{v}");
+    let r = s.get("/agents/nobody/status");
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("GET /agents"), "{}", r.body);
+    // The CLI's list, by agent.
+    let out = t.cmd().args(["-w", "root", "--json", "runs", "--agent", "digest"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    assert_eq!(rows[0]["run_id"], mine.as_str());
+    t.write("root/agents/idle.yaml", "description: Never ran\n");
+    let out = t.cmd().args(["-w", "root", "runs", "--agent", "idle"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no runs of agent `idle`"), "{}", stderr(&out));
+    let out = t.cmd().args(["-w", "root", "runs", "--agent", "nobody"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("agent profile `nobody` not found"), "{}", stderr(&out));
+}

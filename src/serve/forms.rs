@@ -1,0 +1,130 @@
+//! The panel's forms: a run's page lets a signed-in browser answer the run's question or
+//! continue a stopped run, posting to the same endpoints API clients use.
+//!
+//! A form is posted with the sign-in cookie (`HttpOnly`, `SameSite=Strict`), so besides that
+//! it must hold the server's form value (`csrf`, shown only on pages a signed-in browser gets)
+//! and, when the browser names an `Origin`, come from this server's own address: a page of
+//! another site can neither read the value nor pass the check. The page's policy lets its forms
+//! post to this server only (`form-action 'self'`). A form that acts is answered with a
+//! redirect to the run's page; a refused one with the JSON error, naming the field.
+
+use super::http::{self, ApiError, ApiResult, Reply};
+use super::Shared;
+use crate::budget::Budget;
+use crate::report::html::{encode_segment, esc};
+use crate::workspace::{State, Status, StopKind};
+use serde_json::{json, Map, Value};
+
+/// Which form: the fields it may hold (besides `csrf`).
+pub struct Form {
+    name: &'static str,
+    fields: &'static [&'static str],
+}
+
+pub const ANSWER: Form = Form { name: "answer", fields: &["answer"] };
+pub const CONTINUE: Form =
+    Form { name: "continue", fields: &["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"] };
+
+/// Reads a posted form into the JSON body its endpoint takes. One posted with the cookie must
+/// pass [`super::auth::Auth::form_ok`]; a field the form does not have is refused, naming it.
+pub fn fields(
+    shared: &Shared,
+    req: &mut tiny_http::Request,
+    by_cookie: bool,
+    form: Form,
+) -> ApiResult<Map<String, Value>> {
+    let headers = req.headers().to_vec();
+    let mut got = http::form_body(req)?;
+    let csrf = got.remove("csrf");
+    if by_cookie && !shared.auth.form_ok(&headers, csrf.as_deref()) {
+        return Err(ApiError::new(
+            403,
+            format!("this {} form was not sent from this server's page of the run", form.name),
+        )
+        .hint("reload the run's page and send the form again (the form value changes when the server restarts)"));
+    }
+    if let Some(k) = got.keys().find(|k| !form.fields.contains(&k.as_str())) {
+        return Err(ApiError::new(400, format!("the {} form has no field `{k}`", form.name))
+            .hint(format!("its fields: csrf, {}", form.fields.join(", "))));
+    }
+    if form.name == ANSWER.name {
+        return Ok(got.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
+    }
+    // Continue: the budgets filled in (an empty field asks for nothing).
+    let mut budgets = Map::new();
+    for (k, v) in got.into_iter().filter(|(_, v)| !v.trim().is_empty()) {
+        let v = v.trim();
+        let bad = || ApiError::new(400, format!("`{k}` = `{v}` is not a number")).hint("e.g. 20, or leave it empty");
+        let value = match Budget::from_key(&k) {
+            Some(Budget::Timeout) => json!(v),
+            Some(Budget::MaxCostUsd) => json!(v.parse::<f64>().ok().filter(|c| c.is_finite()).ok_or_else(bad)?),
+            _ => json!(v.parse::<u64>().map_err(|_| bad())?),
+        };
+        budgets.insert(k, value);
+    }
+    let mut body = Map::new();
+    if !budgets.is_empty() {
+        body.insert("budgets".into(), Value::Object(budgets));
+    }
+    Ok(body)
+}
+
+/// After a form acted: back to the run's page (303, so the browser asks for it with GET).
+pub fn back_to_run(id: &str) -> Reply {
+    let to = format!("/runs/{}/report", encode_segment(id));
+    Reply::json(303, &json!({"see": to})).header("Location", &to)
+}
+
+/// The forms a run's page shows: answer the question of a run whose model asked one; continue
+/// one that a limit or the provider stopped, or that was interrupted. None for a run going on
+/// or done.
+pub fn actions(csrf: &str, s: &State, going: bool) -> Option<String> {
+    let id = encode_segment(&s.run_id);
+    let hidden = format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf));
+    if going {
+        return None;
+    }
+    // A question the model asked is answered; a run a limit or the provider stopped goes on.
+    if let (Status::Escalated, Some(q), Some(StopKind::Escalated)) = (s.status, &s.open_question, s.stop) {
+        return Some(format!(
+            "<section class=\"actions\" id=\"actions\"><h2>Answer the question</h2>\
+             <form method=\"post\" action=\"/runs/{id}/answer\" id=\"answer-form\">{hidden}\
+             <label for=\"answer\">{}</label><textarea id=\"answer\" name=\"answer\" rows=\"4\" required></textarea>\
+             <button type=\"submit\">Answer and go on</button></form></section>",
+            esc(q)
+        ));
+    }
+    if s.status == Status::Done || (s.status == Status::Running && !s.interrupted) {
+        return None;
+    }
+    let field = |k: &str, label: &str, kind: &str, hint: &str| {
+        format!(
+            "<label for=\"{k}\">{label}</label><input id=\"{k}\" name=\"{k}\" {kind} placeholder=\"{hint}\" autocomplete=\"off\">"
+        )
+    };
+    let l = &s.limits;
+    let inputs = [
+        field("max_steps", "Steps", "type=\"number\" min=\"1\" step=\"1\"", &l.max_steps.to_string()),
+        field("max_reframes", "Reframes", "type=\"number\" min=\"0\" step=\"1\"", &l.max_reframes.to_string()),
+        field("timeout", "Time limit", "type=\"text\"", &format!("{}s", l.timeout_secs)),
+        field(
+            "max_tokens",
+            "Tokens",
+            "type=\"number\" min=\"1\" step=\"1\"",
+            &l.max_tokens.map(|t| t.to_string()).unwrap_or_default(),
+        ),
+        field(
+            "max_cost_usd",
+            "Cost (USD)",
+            "type=\"number\" min=\"0\" step=\"any\"",
+            &l.max_cost_usd.map(|c| c.to_string()).unwrap_or_default(),
+        ),
+    ];
+    Some(format!(
+        "<section class=\"actions\" id=\"actions\"><h2>Continue the run</h2>\
+         <form method=\"post\" action=\"/runs/{id}/continue\" id=\"continue-form\">{hidden}\
+         <fieldset><legend>New limits (optional: empty keeps the run's own; at most the server's)</legend>{}</fieldset>\
+         <button type=\"submit\">Continue</button></form></section>",
+        inputs.join("")
+    ))
+}
