@@ -502,7 +502,7 @@ fn anthropic_phases() -> Server {
         let tool = body["tool_choice"]["name"].as_str().unwrap_or("").to_string();
         let input = match tool.as_str() {
             "frame_answer" => {
-                json!({"goal": "critique", "definition_of_done": ["fetched", "critiqued"], "can_proceed": true})
+                json!({"goal": "critique", "definition_of_done": ["fetched", "critiqued", "two paragraphs"], "can_proceed": true})
             }
             _ => {
                 json!({"next_action": {"tool": "jina-reader", "args": {"url": "http://mattjoyce.ai"}}, "expected_outcome": "page", "rationale": "fetch"})
@@ -601,7 +601,14 @@ fn a_requests_plugin_config_may_not_widen_the_root() {
         (with("llm_provider", json!("openai")), "llm.provider"),
         (with("llm_model", json!("claude-opus-4-1")), "llm.model"),
         (with("max_steps", json!(21)), "max_steps"),
-        (with("max_loops", json!(21)), "max_steps"),
+        (
+            {
+                let mut c = with("max_loops", json!(21));
+                c.as_object_mut().unwrap().remove("max_steps");
+                c
+            },
+            "max_steps",
+        ),
         (with("max_reframes", json!(3)), "max_reframes"),
         (with("allowed_plugins", json!(["jina-reader", "shell"])), "allowed_tools"),
     ] {
