@@ -325,13 +325,12 @@ fn context_budgets(cfg: &Config, root: &Utf8PathBuf, context: Option<&Value>) ->
     let mut asked = Map::new();
     for (k, v) in ctx {
         let key = if k == "max_loops" { "max_steps" } else { k.as_str() };
-        if crate::budget::Budget::from_key(key).is_some() && !v.is_null() {
-            if asked.insert(key.to_string(), v.clone()).is_some_and(|old| &old != v) {
-                return Err(Error::config(
-                    "the start's context sets both `max_loops` and `max_steps`, to different values",
-                )
-                .with_hint("keep one: max_loops is another name for max_steps"));
-            }
+        let budget = crate::budget::Budget::from_key(key).is_some() && !v.is_null();
+        if budget && asked.insert(key.to_string(), v.clone()).is_some_and(|old| &old != v) {
+            return Err(Error::config(
+                "the start's context sets both `max_loops` and `max_steps`, to different values",
+            )
+            .with_hint("keep one: max_loops is another name for max_steps"));
         }
     }
     if asked.is_empty() {
