@@ -289,6 +289,10 @@ pub struct LlmConfig {
     /// anthropic | openai | ollama | scripted | auto
     pub provider: Provider,
     pub model: Option<String>,
+    /// Other providers a `handle` request or an untrusted workspace may choose (`llm_provider`).
+    pub allowed_providers: Vec<Provider>,
+    /// Other models a `handle` request or an untrusted workspace may choose (`llm_model`).
+    pub allowed_models: Vec<String>,
     pub base_url: Option<String>,
     /// Name of the environment variable holding the API key.
     pub api_key_env: Option<String>,
@@ -328,6 +332,8 @@ impl Default for LlmConfig {
         LlmConfig {
             provider: Provider::Auto,
             model: None,
+            allowed_providers: vec![],
+            allowed_models: vec![],
             base_url: None,
             api_key_env: None,
             api_key_cmd: None,
@@ -630,11 +636,24 @@ pub struct HandleConfig {
     pub runs_dir: String,
     /// Finished runs kept in `state_updates.runs` (the newest); running ones are always kept.
     pub keep_finished: usize,
+    /// A webhook each phase of a turn is posted to as it ends (off when unset).
+    pub progress_url: Option<String>,
+    /// Bearer token sent to the progress webhook.
+    pub progress_token: Option<String>,
+    /// Longest a progress post may take; the turn waits at most this for the last ones.
+    pub progress_timeout: Dur,
 }
 
 impl Default for HandleConfig {
     fn default() -> Self {
-        HandleConfig { tool_retries: 2, runs_dir: "runs".into(), keep_finished: 20 }
+        HandleConfig {
+            tool_retries: 2,
+            runs_dir: "runs".into(),
+            keep_finished: 20,
+            progress_url: None,
+            progress_token: None,
+            progress_timeout: Dur::secs(2),
+        }
     }
 }
 
@@ -1030,7 +1049,8 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
             )))
         }
     };
-    Ok(Some(Layer { source: source(path.to_path_buf()), value }))
+    // Other names are taken as their keys from the start, so every check sees the real keys.
+    seed_names(&Layer { source: source(path.to_path_buf()), value }).map(Some)
 }
 
 /// Finds `<dir>/<stem>.yaml`, `.yml` or `.json`.
@@ -1154,57 +1174,73 @@ pub struct Resolved {
     pub sources: Sources,
 }
 
-/// Other names of keys (docs/SEEDS.md says where each comes from), taken as the keys they mean: `max_loops` is
-/// `max_steps`; a top-level `sandbox` is `tools.shell.sandbox`. Both in one layer is an error
-/// naming both.
-fn seed_names(layer: &Layer) -> Result<Layer> {
+/// Other names of keys (docs/SEEDS.md says where each comes from), taken as the keys they mean:
+/// a Ductile plugin's `config:` block (`llm_provider`, `llm_model`, `max_loops`,
+/// `allowed_plugins`, `api_url`, `api_token`) and a top-level `sandbox` (`tools.shell.sandbox`).
+/// A layer that sets an other name and its key to different values is an error naming both.
+const SEED_NAMES: &[(&str, &[&str])] = &[
+    ("max_loops", &["max_steps"]),
+    ("llm_provider", &["llm", "provider"]),
+    ("llm_model", &["llm", "model"]),
+    ("allowed_plugins", &["allowed_tools"]),
+    ("sandbox", &["tools", "shell", "sandbox"]),
+    ("api_url", &["ductile", "api_url"]),
+    ("api_token", &["ductile", "api_token"]),
+];
+
+/// A layer with the other names of [`SEED_NAMES`] replaced by the keys they mean. In a file, a
+/// Ductile `api_token: "${NAME}"` reads the token from variable NAME (`ductile.api_token_env`),
+/// and `${NAME}` in `api_url` is that variable's value, as Ductile's own config reads them.
+pub fn seed_names(layer: &Layer) -> Result<Layer> {
     let mut l = layer.clone();
-    if let Some(obj) = l.value.as_object_mut() {
-        if let Some(v) = obj.remove("max_loops") {
-            if obj.contains_key("max_steps") {
-                return Err(Error::config(format!(
-                    "invalid configuration in {}: both `max_loops` and `max_steps` are set",
-                    layer.source
-                ))
-                .with_hint("keep one: max_loops is another name for max_steps"));
+    for (alias, path) in SEED_NAMES {
+        let Some(mut v) = l.value.as_object_mut().and_then(|o| o.remove(*alias)) else { continue };
+        let mut path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+        if *alias == "api_token" {
+            if let Some(name) = v.as_str().and_then(whole_reference) {
+                path = vec!["ductile".into(), "api_token_env".into()];
+                v = Value::String(name.to_string());
             }
-            obj.insert("max_steps".into(), v);
+        } else if *alias == "api_url" && layer.source != Source::Request {
+            v = expand_vars(&v, &layer.source)?;
         }
-        // `sandbox: none` reads as what it is about: the shell tool's OS sandbox.
-        if let Some(v) = obj.remove("sandbox") {
-            let tools = obj.entry("tools").or_insert_with(|| serde_json::json!({}));
-            if let Some(t) = tools.as_object_mut() {
-                let shell = t.entry("shell").or_insert_with(|| serde_json::json!({}));
-                if shell.get("sandbox").is_some() {
-                    return Err(Error::config(format!(
-                        "invalid configuration in {}: both `sandbox` and `tools.shell.sandbox` are set",
-                        layer.source
-                    ))
-                    .with_hint("keep one: `sandbox` is tools.shell.sandbox"));
-                }
-                if let Some(m) = shell.as_object_mut() {
-                    m.insert("sandbox".into(), v);
-                }
-            }
+        let key = path.join(".");
+        let existing = path.iter().try_fold(&l.value, |cur, p| cur.get(p));
+        if existing.is_some_and(|e| e != &v) {
+            return Err(Error::config(format!(
+                "invalid configuration in {}: both `{alias}` and `{key}` are set, to different values",
+                layer.source
+            ))
+            .with_hint(format!("keep one: `{alias}` is another name for `{key}`")));
         }
-        // A Ductile plugin's config keys: `api_url` and `api_token` are the Ductile gateway's.
-        for key in ["api_url", "api_token"] {
-            if let Some(v) = obj.remove(key) {
-                let d = obj.entry("ductile").or_insert_with(|| serde_json::json!({}));
-                if d.get(key).is_some() {
-                    return Err(Error::config(format!(
-                        "invalid configuration in {}: both `{key}` and `ductile.{key}` are set",
-                        layer.source
-                    ))
-                    .with_hint(format!("keep one: {key} is another name for ductile.{key}")));
-                }
-                if let Some(m) = d.as_object_mut() {
-                    m.insert(key.into(), v);
-                }
-            }
-        }
+        set_path(&mut l.value, &path, v);
     }
     Ok(l)
+}
+
+/// `NAME` when `s` is exactly `${NAME}`.
+fn whole_reference(s: &str) -> Option<&str> {
+    let name = s.trim().strip_prefix("${")?.strip_suffix('}')?;
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(name)
+}
+
+/// A string with each `${NAME}` replaced by that variable's value; an unset one is an error.
+fn expand_vars(v: &Value, source: &Source) -> Result<Value> {
+    let Some(s) = v.as_str() else { return Ok(v.clone()) };
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let Some((name, tail)) = rest[i + 2..].split_once('}') else { break };
+        let value = std::env::var(name).map_err(|_| {
+            Error::config(format!("invalid configuration in {source}: `api_url` names ${{{name}}}, which is not set"))
+                .with_hint(format!("set {name} in the environment, or write the address itself"))
+        })?;
+        out.push_str(&value);
+        rest = tail;
+    }
+    out.push_str(rest);
+    Ok(Value::String(out))
 }
 
 pub fn resolve(layers: &[Layer]) -> Result<Resolved> {

@@ -351,6 +351,9 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(r) = narrows_list(key, v, base, whose) {
         return r;
     }
+    if let Some(r) = same_endpoint(key, v, base, whose) {
+        return r;
+    }
     if let Some(r) = (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten() {
         return r;
     }
@@ -426,6 +429,56 @@ fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Re
         },
         _ => return None,
     })
+}
+
+/// [`narrows`] for where the run's model calls and Ductile calls go: a provider or model the same
+/// as the trusted one or one it lists (`llm.allowed_providers`, `llm.allowed_models`); the
+/// Ductile gateway and its token only as the trusted configuration names them (a token or an
+/// address of the request's own would send a credential to a host the user did not name). The
+/// reasons never repeat a token.
+fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+    let d = &base.ductile;
+    let same = |have: Option<&str>, what: &str| match (v.as_str(), have) {
+        (Some(w), Some(h)) if w == h => Ok(()),
+        (Some(_), Some(_)) => Err(format!("it differs from {whose} {what}")),
+        (Some(_), None) => Err(format!("{whose} configuration sets no {what}")),
+        (None, _) => Err("must be a string".into()),
+    };
+    Some(match key {
+        "llm.provider" => {
+            let Ok(p) = serde_json::from_value::<crate::config::Provider>(v.clone()) else {
+                return Some(Err("is not a provider agentloop knows".into()));
+            };
+            if p == base.llm.provider || base.llm.allowed_providers.contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("`{}` is neither {whose} provider nor in {whose} llm.allowed_providers", p.as_str()))
+            }
+        }
+        "llm.model" => match v.as_str() {
+            Some(m) if base.llm.model.as_deref() == Some(m) || base.llm.allowed_models.iter().any(|a| a == m) => Ok(()),
+            Some(m) => Err(format!("`{m}` is neither {whose} model nor in {whose} llm.allowed_models")),
+            None => Err("must be a model name".into()),
+        },
+        "ductile.api_url" => same(d.api_url.as_deref(), "ductile.api_url"),
+        "ductile.api_token_env" => same(d.api_token_env.as_deref(), "ductile.api_token_env"),
+        "ductile.api_token" => {
+            // The token the trusted configuration gives, read the way a call reads it (never by
+            // running a command to compare).
+            let have = d.api_token.clone().or_else(|| d.api_token_env.as_ref().and_then(|n| std::env::var(n).ok()));
+            match (v.as_str(), have) {
+                (Some(w), Some(h)) if constant_time_eq(w.as_bytes(), h.as_bytes()) => Ok(()),
+                (Some(_), Some(_)) => Err(format!("it is not {whose} Ductile token")),
+                _ => Err(format!("{whose} configuration gives no Ductile token to compare it with")),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Equality that takes as long for every pair of the same length (a token is compared).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// [`narrows`] for the lists whose numbers or entries a narrower value must keep: ports, host

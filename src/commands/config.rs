@@ -34,9 +34,12 @@ fn flatten(v: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
 /// What `config show` prints instead of a secret.
 const MASK: &str = "[hidden]";
 
-/// Hides secrets wherever they came from: values of keys named like a secret (`api_token`,
-/// `*_key`, `*token`, `*secret*`, `*password*`; not `*_env`, which name a variable) and every MCP
-/// header and environment value but those that only reference variables (`${TOKEN}`).
+/// Hides secrets wherever they came from (a file, the environment, a flag): values of keys named
+/// like a secret (`api_token`, `*_key`, `*token`, `*secret*`, `*password*`; not `*_env`, which
+/// name a variable), the progress webhook's address (it is the credential, as chat webhooks are),
+/// every MCP header and environment value but those that only reference variables (`${TOKEN}`),
+/// the password and query of any address (`https://user:pw@host/?key=...`), and in a command's
+/// arguments the value of a secret-named option (`--api-key X`, `--token=X`).
 fn mask(v: &mut Value, key: &str, parent: &str) {
     match v {
         Value::Object(m) => {
@@ -46,9 +49,60 @@ fn mask(v: &mut Value, key: &str, parent: &str) {
         }
         Value::Null => {}
         _ if matches!(parent, "headers" | "env") && !only_references(v) => *v = Value::String(MASK.into()),
-        _ if secret_name(key) => *v = Value::String(MASK.into()),
+        _ if secret_name(key) || key == "progress_url" => *v = Value::String(MASK.into()),
+        Value::Array(items) => {
+            let mut after_secret_flag = false;
+            for item in items.iter_mut() {
+                let hide = std::mem::take(&mut after_secret_flag);
+                match item {
+                    Value::String(s) if hide && !s.starts_with('-') => *s = MASK.into(),
+                    Value::String(s) => after_secret_flag = mask_arg(s),
+                    other => mask(other, key, parent),
+                }
+            }
+        }
+        Value::String(s) => *s = mask_url(s),
         _ => {}
     }
+}
+
+/// Masks `--secret-name=value` in place; true when `s` is a secret-named option whose value
+/// is the next argument.
+fn mask_arg(s: &mut String) -> bool {
+    let Some(flag) = s.strip_prefix('-').map(|f| f.trim_start_matches('-').to_string()) else {
+        *s = mask_url(s);
+        return false;
+    };
+    let (name, value) = flag.split_once('=').unwrap_or((flag.as_str(), ""));
+    let secret = secret_name(&name.replace('-', "_")) || matches!(name, "token" | "password" | "key");
+    if secret && !value.is_empty() {
+        let keep = s.len() - value.len();
+        s.replace_range(keep.., MASK);
+        return false;
+    }
+    secret && !flag.contains('=')
+}
+
+/// An address with its password and query hidden (`https://user:[hidden]@host/p?[hidden]`);
+/// any other text as it is.
+fn mask_url(s: &str) -> String {
+    let Some((scheme, rest)) = s.split_once("://") else { return s.to_string() };
+    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+        return s.to_string();
+    }
+    let (authority, tail) = rest.find(['/', '?', '#']).map(|i| rest.split_at(i)).unwrap_or((rest, ""));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:{MASK}@{host}"),
+            None => format!("{MASK}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, _)) => format!("{path}?{MASK}"),
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 fn secret_name(key: &str) -> bool {
@@ -133,5 +187,23 @@ fn resolved_model(cfg: &crate::config::Config) -> Value {
             serde_json::json!({"provider": provider, "provider_why": provider_why, "model": model, "model_why": model_why})
         }
         Err(e) => serde_json::json!({"error": e.message}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn addresses_and_arguments_keep_what_is_not_secret() {
+        assert_eq!(mask_url("https://u:pw@h.example/v1?key=k#f"), "https://u:[hidden]@h.example/v1?[hidden]");
+        assert_eq!(mask_url("https://tok@h.example"), "https://[hidden]@h.example");
+        assert_eq!(mask_url("http://localhost:8080/x"), "http://localhost:8080/x");
+        assert_eq!(mask_url("not a url"), "not a url");
+        let mut v =
+            json!({"args": ["--api-key", "k1", "--token=k2", "-v", "file", "--password", "--x"], "command": "srv"});
+        mask(&mut v, "", "");
+        assert_eq!(v["args"], json!(["--api-key", "[hidden]", "--token=[hidden]", "-v", "file", "--password", "--x"]));
     }
 }

@@ -28,6 +28,7 @@ use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
+mod progress;
 mod protocol;
 use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
 
@@ -118,7 +119,13 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             resp.result = "agentloop has nothing to poll; it acts on events".into();
             return 0;
         }
-        "handle" => {}
+        "handle" => match progress::Progress::new(&cfg.handle) {
+            Ok(p) => resp.progress = p,
+            Err(e) => {
+                fail(resp, config_error(e), false);
+                return code::HANDLE_CONFIG;
+            }
+        },
         other => {
             fail(resp, format!("unknown command `{other}`; expected handle, health or poll"), false);
             return 0;
@@ -131,6 +138,9 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         }
     }
     let result = on_event(&cfg, &root, &req, &event, resp);
+    if let Some(p) = resp.progress.take() {
+        p.finish();
+    }
     resp.keep_finished(cfg.handle.keep_finished);
     match result {
         Ok(()) => 0,
@@ -158,7 +168,7 @@ fn config_error(e: Error) -> String {
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
 /// not widen it). An error is a configuration error, a router's exit 78.
 fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
-    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer);
+    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows.
         let base = crate::settings::resolve_under(g, root, None).map_err(config_error)?;
@@ -236,19 +246,8 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
             cfg.ductile.max_depth
         )));
     }
-    // The payload's output schema (an object; a file path is the root config's to give).
-    let with_schema;
-    let cfg = match payload.get("output_schema") {
-        None | Some(Value::Null) => cfg,
-        Some(s) if s.is_object() => {
-            with_schema = Config { output_schema: Some(s.clone()), ..cfg.clone() };
-            &with_schema
-        }
-        Some(_) => {
-            return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
-                .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
-        }
-    };
+    let own = start_config(cfg, root, payload)?;
+    let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.get("context"));
     // Refused the way `run` refuses a new run, before anything is written: a resting agent.
     crate::rest_window::check(cfg)?;
@@ -300,6 +299,62 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
     advance(&mut env, &mut state, resp)
+}
+
+/// The run's configuration when the start asks for its own: the payload's output schema (an
+/// object; a file path is the root config's to give) and the budgets of its context.
+fn start_config(cfg: &Config, root: &Utf8PathBuf, payload: &Value) -> Result<Option<Config>> {
+    let with_schema = match payload.get("output_schema") {
+        None | Some(Value::Null) => None,
+        Some(s) if s.is_object() => Some(Config { output_schema: Some(s.clone()), ..cfg.clone() }),
+        Some(_) => {
+            return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
+                .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
+        }
+    };
+    let base = with_schema.as_ref().unwrap_or(cfg);
+    Ok(context_budgets(base, root, payload.get("context"))?.or(with_schema))
+}
+
+/// The configuration with the budgets a start's `context` names (`max_steps`, or `max_loops`,
+/// `max_reframes`, `timeout`, `max_tokens`, `max_cost_usd`) applied; each may only narrow, as
+/// the request's `config` may (a wider one is a configuration error naming it). None when the
+/// context names none.
+fn context_budgets(cfg: &Config, root: &Utf8PathBuf, context: Option<&Value>) -> Result<Option<Config>> {
+    let Some(ctx) = context.and_then(Value::as_object) else { return Ok(None) };
+    let mut asked = Map::new();
+    for (k, v) in ctx {
+        let key = if k == "max_loops" { "max_steps" } else { k.as_str() };
+        let budget = crate::budget::Budget::from_key(key).is_some() && !v.is_null();
+        if budget && asked.insert(key.to_string(), v.clone()).is_some_and(|old| &old != v) {
+            return Err(Error::config(
+                "the start's context sets both `max_loops` and `max_steps`, to different values",
+            )
+            .with_hint("keep one: max_loops is another name for max_steps"));
+        }
+    }
+    if asked.is_empty() {
+        return Ok(None);
+    }
+    let budgets: crate::budget::Budgets = serde_json::from_value(Value::Object(asked)).map_err(|e| {
+        Error::config(format!("the start's context has a budget that is not one: {e}"))
+            .with_hint("give max_steps, max_reframes and max_tokens as whole numbers, timeout as e.g. 10m, max_cost_usd in dollars")
+    })?;
+    if budgets.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(
+            Error::config("`payload.context.max_cost_usd` is not an amount").with_hint("give dollars, e.g. 0.5")
+        );
+    }
+    let mut out = cfg.clone();
+    for b in crate::budget::Budget::ALL {
+        let Some(v) = budgets.get(b) else { continue };
+        crate::trust::narrows(b.key(), &v, cfg, root, crate::trust::Party::Request).map_err(|why| {
+            Error::config(format!("the start event may not set `payload.context.{}`: {why}", b.key()))
+                .with_hint("a start may only narrow a budget; raise it in the root's agentloop.yaml")
+        })?;
+        budgets.apply(b, &mut out);
+    }
+    Ok(Some(out))
 }
 
 /// Refuses a start whose smallest course cannot fit its budget, as `run` does (negotiation).
@@ -600,7 +655,28 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
                 }
             }
         }
+        let phase = state.next;
         phases::run::step(env, state)?;
+        if let Some(p) = &resp.progress {
+            let (name, summary) = progress_summary(phase, state);
+            p.post(state, name, &summary);
+        }
+    }
+}
+
+/// The phase that just ran and one line on where it left the run (a progress post).
+fn progress_summary(phase: Next, state: &State) -> (&'static str, String) {
+    let pending = state.pending.as_ref().filter(|_| state.next == Next::Act).map(|p| p.tool.clone());
+    let ended = || format!("run {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default());
+    match phase {
+        _ if state.status.is_terminal() => ("finish", ended()),
+        Next::Frame => ("frame", format!("framed the goal (reframes: {})", state.reframes)),
+        Next::Plan => ("plan", format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into()))),
+        Next::Act => ("act", format!("step {} ran its tool", state.step)),
+        Next::Reflect => {
+            ("reflect", format!("reflected on step {}; next: {:?}", state.step, state.next).to_lowercase())
+        }
+        Next::Finish | Next::None => ("finish", ended()),
     }
 }
 

@@ -17,6 +17,8 @@ pub(super) struct Response {
     pub(super) runs: Map<String, Value>,
     pub(super) last_run_id: Option<String>,
     pub(super) logs: Vec<Value>,
+    /// Where each phase is posted as it ends (`handle.progress_url`), when configured.
+    pub(super) progress: Option<super::progress::Progress>,
 }
 
 impl Response {
@@ -57,7 +59,7 @@ impl Response {
             state_updates: crate::schema::StateUpdates {
                 runs: self.runs.clone(),
                 last_run_id: self.last_run_id.clone(),
-                last_run: self.last_run_id.clone(),
+                last_run: last.and_then(|r| r.get("updated_at")).and_then(Value::as_str).map(String::from),
                 last_goal: last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
                 total_steps: last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
             },
@@ -67,28 +69,22 @@ impl Response {
     }
 }
 
-/// Aliases the seeds use in plugin config, mapped onto agentloop's keys; router-only keys dropped.
-pub(super) fn request_layer(cfg: &Value) -> Layer {
+/// A request's `config` as a layer: the keys only a router reads (`workspace_dir`, `timeouts`,
+/// `schedule`) dropped, the seed's plugin config names taken as agentloop's keys
+/// ([`crate::config::seed_names`]). Setting a name and its key differently is refused.
+pub(super) fn request_layer(cfg: &Value) -> Result<Layer, String> {
     let mut out = Map::new();
     if let Value::Object(m) = cfg {
         for (k, v) in m {
-            match k.as_str() {
-                "allowed_plugins" => {
-                    out.insert("allowed_tools".into(), v.clone());
-                }
-                "llm_provider" | "llm_model" => {
-                    let key = k.trim_start_matches("llm_").to_string();
-                    let llm = out.entry("llm").or_insert_with(|| json!({}));
-                    llm[key] = v.clone();
-                }
-                "api_url" | "api_token" | "workspace_dir" | "timeouts" | "schedule" => {}
-                _ => {
-                    out.insert(k.clone(), v.clone());
-                }
+            if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
+                out.insert(k.clone(), v.clone());
             }
         }
     }
-    Layer { source: Source::Request, value: Value::Object(out) }
+    crate::config::seed_names(&Layer { source: Source::Request, value: Value::Object(out) }).map_err(|e| match e.hint {
+        Some(h) => format!("configuration error: {}; {h}", e.message),
+        None => format!("configuration error: {}", e.message),
+    })
 }
 
 /// A request's `config` may only narrow what the root's configuration allows (see
@@ -159,9 +155,15 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
 mod tests {
     #[test]
     fn seed_aliases_map_to_keys() {
-        let l = super::request_layer(
-            &serde_json::json!({"allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_steps": 3}),
+        let l = super::request_layer(&serde_json::json!({
+            "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
+        }))
+        .unwrap();
+        assert_eq!(
+            l.value,
+            serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "ductile": {"api_url": "x"}, "max_steps": 3})
         );
-        assert_eq!(l.value, serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "max_steps": 3}));
+        let e = super::request_layer(&serde_json::json!({"max_loops": 3, "max_steps": 4})).unwrap_err();
+        assert!(e.contains("both `max_loops` and `max_steps`"), "{e}");
     }
 }

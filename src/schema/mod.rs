@@ -291,6 +291,7 @@ pub struct StateUpdates {
     /// Runs by id: every run not yet ended, and the latest finished ones
     pub runs: Map<String, Value>,
     pub last_run_id: Option<String>,
+    /// When the last run last changed (its `updated_at`): an RFC 3339 UTC time
     pub last_run: Option<String>,
     pub last_goal: Value,
     pub total_steps: Value,

@@ -219,6 +219,43 @@ fn config_show_never_prints_a_secret() {
 }
 
 #[test]
+fn config_show_masks_secrets_from_a_workspace_file_as_from_the_environment() {
+    let t = T::new();
+    t.write(
+        "ws/agentloop.yaml",
+        "api_token: file-tok-111\n\
+         llm: {base_url: 'https://user:url-pw-222@llm.example/v1?key=url-q-333'}\n\
+         handle: {progress_url: 'https://hooks.example/services/T0/hook-path-444', progress_token: hook-tok-555}\n\
+         mcp: {servers: {x: {command: srv, args: [--api-key, arg-key-666, '--token=arg-tok-777', --verbose]}}}\n",
+    );
+    let secrets = [
+        "file-tok-111",
+        "url-pw-222",
+        "url-q-333",
+        "hook-path-444",
+        "hook-tok-555",
+        "arg-key-666",
+        "arg-tok-777",
+        "env-tok-888",
+    ];
+    for json in [false, true] {
+        let mut c = t.al(&["config", "show"]);
+        c.env("AGENTLOOP_HANDLE__PROGRESS_TOKEN", "env-tok-888");
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        for secret in secrets {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        // What is not secret stays readable.
+        assert!(text.contains("llm.example/v1") && text.contains("--verbose") && text.contains("--api-key"), "{text}");
+    }
+}
+
+#[test]
 fn handle_and_serve_hold_an_untrusted_root_to_the_same_rule() {
     let t = T::new();
     t.write("root/agentloop.yaml", "llm: {provider: openai, base_url: 'http://203.0.113.9/v1'}\n");
