@@ -21,10 +21,10 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default, schemars::JsonSchema)]
 pub struct Evidence {
     /// Steps of the run whose actions showed the item
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub steps: Vec<u32>,
     /// Workspace files, relative to the workspace, written or read during the run
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub artifacts: Vec<String>,
 }
 

@@ -22,7 +22,7 @@ pub struct Item {
     pub done: bool,
     pub text: String,
     /// What shows a Definition-of-Done item is met (empty for open items and plan outlines).
-    #[serde(default, skip_serializing_if = "Evidence::is_empty")]
+    #[serde(default)]
     pub evidence: Evidence,
 }
 

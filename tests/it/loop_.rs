@@ -830,7 +830,7 @@ fn an_overclaiming_model_never_reaches_done() {
     assert!(r["reason"].as_str().unwrap().contains("declared done 3 times"), "{r}");
     let dod = r["definition_of_done"].as_array().unwrap();
     assert_eq!(dod.len(), 3);
-    assert!(dod.iter().all(|i| i["done"] == false && i["evidence"] == serde_json::json!({})), "{r}");
+    assert!(dod.iter().all(|i| i["done"] == false && i["evidence"] == serde_json::json!({"steps": [], "artifacts": []})), "{r}");
     // Each refusal is in the trace, naming the item and why.
     let refused: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["event"] == "tick.refused").collect();
     assert_eq!(refused.len(), 9, "three items refused at each of three reflections");
@@ -862,7 +862,7 @@ fn an_overclaiming_model_never_reaches_done() {
     );
     assert_eq!(refused[0]["phase"], "reflect");
     assert_eq!(refused[0]["data"]["text"], "read the file");
-    assert_eq!(refused[0]["data"]["cited"], serde_json::json!({"steps": [1, 9]}));
+    assert_eq!(refused[0]["data"]["cited"], serde_json::json!({"steps": [1, 9], "artifacts": []}));
     // decisions.md says it; the next Plan and Reflect prompts tell the model.
     let decisions = t.read("ws/decisions.md");
     assert!(
@@ -912,7 +912,7 @@ reflect:
         serde_json::json!([
             {"text": "read the file", "done": true, "evidence": {"steps": [1], "artifacts": ["notes.txt"]}},
             {"text": "write the note", "done": true, "evidence": {"steps": [2], "artifacts": ["artifacts/note.md"]}},
-            {"text": "say done", "done": true, "evidence": {"steps": [3]}},
+            {"text": "say done", "done": true, "evidence": {"steps": [3], "artifacts": []}},
         ])
     );
     t.al(&["report"]).assert().success();
