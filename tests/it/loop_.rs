@@ -830,7 +830,10 @@ fn an_overclaiming_model_never_reaches_done() {
     assert!(r["reason"].as_str().unwrap().contains("declared done 3 times"), "{r}");
     let dod = r["definition_of_done"].as_array().unwrap();
     assert_eq!(dod.len(), 3);
-    assert!(dod.iter().all(|i| i["done"] == false && i["evidence"] == serde_json::json!({"steps": [], "artifacts": []})), "{r}");
+    assert!(
+        dod.iter().all(|i| i["done"] == false && i["evidence"] == serde_json::json!({"steps": [], "artifacts": []})),
+        "{r}"
+    );
     // Each refusal is in the trace, naming the item and why.
     let refused: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["event"] == "tick.refused").collect();
     assert_eq!(refused.len(), 9, "three items refused at each of three reflections");
@@ -873,8 +876,11 @@ fn an_overclaiming_model_never_reaches_done() {
     let plan2 = &transcript[transcript.find("## step 1 · plan").expect("the second plan call")..];
     assert!(plan2.contains("<refused-ticks>") && plan2.contains("- item 3 (say done): no evidence"), "{plan2}");
     assert!(transcript.contains(
-        "Ticks refused at the last reflection (the items stay open):\n- item 2 (write the note): `secret.txt`"
+        "Ticks refused at the last reflection (the items stay open):\n- item 1 (read the file): step 1's action failed; step 9"
     ));
+    assert!(
+        transcript.contains("- item 2 (write the note): `secret.txt` was not written or read by an action of this run")
+    );
     let memory = t.read("ws/memory.md");
     assert!(memory.contains("- [ ] read the file\n- [ ] write the note\n- [ ] say done\n"), "{memory}");
 }
