@@ -408,7 +408,7 @@ fn a_fact_learned_in_several_runs_is_kept_once_with_every_source() {
     for goal in ["one", "two", "three"] {
         t.write(
             "script.yaml",
-            &script("{satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
+            &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
         );
         let out = run(&t, &["--goal", goal]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -441,7 +441,7 @@ fn agent_profiles_carry_identity_skills_and_budgets() {
     let names: Vec<&str> = cat["skills"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["critique"]);
     // The identity reaches every phase's system prompt (the transcript shows what was sent).
-    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     t.write("ws/notes.txt", "n\n");
     let out = t.al(&["--agent", "ada", "--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -476,7 +476,7 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
     t.write("ws/agentloop.yaml", "logging: {level: debug, file: logs/agentloop.log, format: json, max_bytes: 2048, keep: 2}\nmax_tokens: 100000\n");
-    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     for i in 0..3 {
         let out = t
             .al(&["--script", "script.yaml", "run", "--new", "--goal", &format!("check hunter2secret {i}")])
