@@ -352,7 +352,7 @@ fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswe
         ));
     }
     let outline: Vec<crate::markdown::Item> =
-        a.outline.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(|t| crate::markdown::Item::open(t)).collect();
+        a.outline.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(crate::markdown::Item::open).collect();
     if !outline.is_empty() {
         plan.outline = outline;
     } else if let Some(first_open) = plan.outline.iter_mut().find(|i| !i.done) {
