@@ -32,7 +32,7 @@ fn script() -> String {
     for i in 0..STEPS {
         if i + 1 == STEPS {
             s.push_str(
-                "  - answer: {satisfied: [1, 2, 3], decision: done, reason: all read, outcome: read every note}\n",
+                "  - answer: {satisfied: [{item: 1, steps: [30]}, {item: 2, steps: [30]}, {item: 3, steps: [30]}], decision: done, reason: all read, outcome: read every note}\n",
             );
         } else {
             let _ = writeln!(s, "  - answer: {{facts: [\"note {i} says hello {i} (step {})\"], decision: continue, reason: more notes to read}}", i + 1);
@@ -228,7 +228,7 @@ fn answer(tool: &str, seen: &mut (usize, usize)) -> serde_json::Value {
             let i = seen.1;
             seen.1 += 1;
             if i + 1 == STEPS {
-                json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "all read", "outcome": "read every note"})
+                json!({"satisfied": [{"item": 1, "steps": [STEPS]}, {"item": 2, "steps": [STEPS]}, {"item": 3, "steps": [STEPS]}], "decision": "done", "reason": "all read", "outcome": "read every note"})
             } else {
                 json!({"facts": [format!("note {i} says hello {i} (step {})", i + 1)], "decision": "continue", "reason": "more notes to read"})
             }

@@ -45,7 +45,9 @@ fn fake_model() -> String {
                     "plan_answer" => {
                         json!({"next_action": {"tool": "finish", "args": {"summary": "answered"}}, "rationale": "nothing to do"})
                     }
-                    _ => json!({"satisfied": [1], "decision": "done", "reason": "ok", "outcome": "answered"}),
+                    _ => {
+                        json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "done", "reason": "ok", "outcome": "answered"})
+                    }
                 };
                 std::thread::sleep(LATENCY);
                 let reply = json!({

@@ -102,9 +102,9 @@ impl Decision {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReflectAnswer {
-    /// Numbers of the Definition-of-Done items now satisfied (1-based, as listed)
+    /// The Definition-of-Done items now satisfied, each with its evidence: the steps of this run whose actions showed it and/or the workspace files written or read during this run that show it. A tick without evidence that checks out is refused and the item stays open
     #[serde(default)]
-    pub satisfied: Vec<u32>,
+    pub satisfied: Vec<Tick>,
     /// New facts, each citing its step or artifact
     #[serde(default)]
     pub facts: Vec<String>,
@@ -127,6 +127,23 @@ pub struct ReflectAnswer {
     #[serde(default)]
     #[schemars(length(max = 5), inner(length(min = 1)))]
     pub remember: Vec<String>,
+}
+
+/// One Definition-of-Done item ticked, with its evidence (checked by the program: each step
+/// must be one of this run whose action succeeded, each file one in the workspace that this run
+/// wrote or read).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tick {
+    /// The item's number (1-based, as listed)
+    pub item: u32,
+    /// Steps of this run whose actions showed the item (their actions succeeded)
+    #[serde(default)]
+    #[schemars(inner(range(min = 1)))]
+    pub steps: Vec<u32>,
+    /// Files that show the item, relative to the workspace, written or read during this run
+    #[serde(default)]
+    pub artifacts: Vec<String>,
 }
 
 /// Compaction's answer: earlier facts in one paragraph.
@@ -246,14 +263,17 @@ fn finish_with_output(params: &Value, output: &Value) -> Value {
     p
 }
 
-/// Reflect's answer tool: `satisfied` holds item numbers 1..=n of the Definition of Done.
+/// Reflect's answer tool: `satisfied` holds ticks of items 1..=n of the Definition of Done.
 pub fn reflect_tool(items: usize) -> ToolDef {
     let mut schema = schema_of::<ReflectAnswer>();
     let sat = &mut schema["properties"]["satisfied"];
     if items == 0 {
-        *sat = json!({"type": "array", "maxItems": 0, "items": {"type": "integer"}, "description": "The Definition of Done is empty: nothing to tick"});
+        sat["maxItems"] = json!(0);
+        sat["description"] = json!("The Definition of Done is empty: nothing to tick");
+        sat.as_object_mut().map(|o| o.remove("default"));
     } else {
-        sat["items"] = json!({"type": "integer", "minimum": 1, "maximum": items});
+        sat["items"]["properties"]["item"]["minimum"] = json!(1);
+        sat["items"]["properties"]["item"]["maximum"] = json!(items);
         sat["maxItems"] = json!(items);
         sat.as_object_mut().map(|o| o.remove("default"));
     }
@@ -421,8 +441,12 @@ pub fn mend(schema: &Value, v: &mut Value) {
     mend_value(schema, v);
 }
 
-/// Reflect's `satisfied`, given as numbers, numeric strings ("1, 3") or item texts, becomes the
-/// item numbers within 1..=n; what matches no item is dropped.
+/// Reflect's `satisfied`: each tick given as an object, a number, a numeric string ("1, 3") or
+/// an item's text becomes `{item, steps, artifacts}` with the item's number within 1..=n (what
+/// matches no item is dropped; a later tick of the same item adds its evidence). Evidence given
+/// as `step`/`artifact`/`path`, a single value, or one `evidence` string (`step 2, notes.md`, as
+/// memory.md writes it) is laid out in the schema's shape. A tick without evidence stays a tick
+/// without evidence: the program refuses it, and says why.
 pub fn mend_satisfied(v: &mut Value, items: &[String]) {
     let Some(sat) = v.get_mut("satisfied") else { return };
     let list: Vec<Value> = match sat.take() {
@@ -430,42 +454,114 @@ pub fn mend_satisfied(v: &mut Value, items: &[String]) {
         Value::Null => vec![],
         other => vec![other],
     };
-    let n = items.len();
-    let mut out: Vec<u64> = Vec::new();
-    let mut push = |i: u64| {
-        if (1..=n as u64).contains(&i) && !out.contains(&i) {
-            out.push(i);
+    let mut out: Vec<(u64, Map<String, Value>)> = Vec::new();
+    let mut push = |i: u64, ev: Map<String, Value>| {
+        if !(1..=items.len() as u64).contains(&i) {
+            return;
+        }
+        match out.iter_mut().find(|(n, _)| *n == i) {
+            Some((_, have)) => {
+                for k in ["steps", "artifacts"] {
+                    let more = ev.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+                    if let Some(Value::Array(a)) = have.get_mut(k) {
+                        for x in more {
+                            if !a.contains(&x) {
+                                a.push(x);
+                            }
+                        }
+                    }
+                }
+            }
+            None => out.push((i, ev)),
         }
     };
     for x in list {
         match x {
-            Value::Number(num) => {
-                if let Some(i) =
-                    num.as_u64().or_else(|| num.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
-                {
-                    push(i);
-                }
+            Value::Object(mut o) => {
+                let evidence = tick_evidence(&mut o);
+                let which = o.remove("item").or_else(|| o.remove("number")).unwrap_or(Value::Null);
+                item_numbers(&which, items).into_iter().for_each(|i| push(i, evidence.clone()));
             }
-            Value::String(t) => {
-                let t = t.trim();
-                let parts: Vec<&str> = t.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
-                if !parts.is_empty() && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
-                    parts.iter().filter_map(|p| p.parse().ok()).for_each(&mut push);
-                    continue;
-                }
-                let lower = t.to_lowercase();
-                let found = items
-                    .iter()
-                    .position(|i| i.to_lowercase() == lower)
-                    .or_else(|| items.iter().position(|i| !lower.is_empty() && i.to_lowercase().contains(&lower)));
-                if let Some(i) = found {
-                    push(i as u64 + 1);
-                }
-            }
-            _ => {}
+            other => item_numbers(&other, items).into_iter().for_each(|i| push(i, tick_evidence(&mut Map::new()))),
         }
     }
-    *sat = json!(out);
+    *sat = Value::Array(
+        out.into_iter()
+            .map(|(i, mut ev)| {
+                ev.insert("item".into(), json!(i));
+                Value::Object(ev)
+            })
+            .collect(),
+    );
+}
+
+/// The item numbers a tick names: a number, numeric strings ("1, 3"), or an item's text.
+fn item_numbers(x: &Value, items: &[String]) -> Vec<u64> {
+    match x {
+        Value::Number(num) => num
+            .as_u64()
+            .or_else(|| num.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            .into_iter()
+            .collect(),
+        Value::String(t) => {
+            let t = t.trim();
+            let parts: Vec<&str> = t.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+            if !parts.is_empty() && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
+                return parts.iter().filter_map(|p| p.parse().ok()).collect();
+            }
+            let lower = t.to_lowercase();
+            items
+                .iter()
+                .position(|i| i.to_lowercase() == lower)
+                .or_else(|| items.iter().position(|i| !lower.is_empty() && i.to_lowercase().contains(&lower)))
+                .map(|i| i as u64 + 1)
+                .into_iter()
+                .collect()
+        }
+        _ => vec![],
+    }
+}
+
+/// A tick's evidence in the schema's shape (`steps`: integers, `artifacts`: strings), taken out
+/// of the tick's other keys; what is neither is left for validation to name.
+fn tick_evidence(o: &mut Map<String, Value>) -> Map<String, Value> {
+    let mut steps: Vec<Value> = Vec::new();
+    let mut arts: Vec<Value> = Vec::new();
+    if let Some(Value::String(line)) = o.remove("evidence") {
+        let e = crate::markdown::Evidence::parse(&line);
+        steps.extend(e.steps.into_iter().map(|s| json!(s)));
+        arts.extend(e.artifacts.into_iter().map(Value::String));
+    }
+    for k in ["steps", "step"] {
+        for s in o.remove(k).map(one_or_many).unwrap_or_default() {
+            match s {
+                Value::String(t) => {
+                    let n = t.trim().trim_start_matches("step").trim().parse::<u64>();
+                    steps.push(n.map_or(Value::String(t), |n| json!(n)));
+                }
+                other => steps.push(other),
+            }
+        }
+    }
+    for k in ["artifacts", "artifact", "paths", "path", "files", "file"] {
+        arts.extend(o.remove(k).map(one_or_many).unwrap_or_default());
+    }
+    let mut ev = Map::new();
+    ev.insert("steps".into(), Value::Array(steps));
+    ev.insert("artifacts".into(), Value::Array(arts));
+    // Anything else the tick carries stays, so validation names it.
+    for (k, v) in o.iter().filter(|(k, _)| *k != "item" && *k != "number") {
+        ev.insert(k.clone(), v.clone());
+    }
+    ev
+}
+
+fn one_or_many(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a,
+        Value::Null => vec![],
+        other => vec![other],
+    }
 }
 
 /// The shapes small models give an action: `name` for `tool`, `arguments`/`parameters` for

@@ -18,6 +18,7 @@ pub mod contract;
 pub(crate) mod crash;
 pub(crate) mod ductile;
 pub mod error;
+pub mod evidence;
 pub(crate) mod facts;
 pub(crate) mod fs;
 pub(crate) mod handle;

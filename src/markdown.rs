@@ -2,7 +2,9 @@
 //!
 //! People and models read these files; the program reads back only what it must, in one
 //! documented form each:
-//! - memory.md: `## ` sections; the Definition of Done is a list of `- [ ] item` / `- [x] item`.
+//! - memory.md: `## ` sections; the Definition of Done is a list of `- [ ] item` / `- [x] item`,
+//!   an item optionally followed by one indented `evidence: step 2, artifacts/notes.md` line (the
+//!   steps and workspace files that show it; Reflect writes it when it ticks the item).
 //! - plan.md: the Next Action is one fenced block opened by ```` ```json next-action ```` holding
 //!   `{"tool": NAME, "args": {...}}`.
 //!
@@ -13,10 +15,21 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::evidence::Evidence;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Item {
     pub done: bool,
     pub text: String,
+    /// What shows a Definition-of-Done item is met (empty for open items and plan outlines).
+    #[serde(default)]
+    pub evidence: Evidence,
+}
+
+impl Item {
+    pub fn open(text: impl Into<String>) -> Self {
+        Item { done: false, text: text.into(), evidence: Evidence::default() }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -133,7 +146,16 @@ fn checkbox(line: &str) -> Option<Item> {
     } else {
         return None;
     };
-    Some(Item { done, text: text.trim().to_string() })
+    Some(Item { done, text: text.trim().to_string(), evidence: Evidence::default() })
+}
+
+/// An item's evidence line: indented, `evidence: ...`.
+fn evidence_line(line: &str) -> Option<Evidence> {
+    let t = line.trim_start();
+    if t.len() == line.len() {
+        return None;
+    }
+    t.strip_prefix("evidence:").map(Evidence::parse)
 }
 
 pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
@@ -148,6 +170,10 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
                     if line.trim().is_empty() || is_placeholder(line) {
                         continue;
                     }
+                    if let (Some(e), Some(item)) = (evidence_line(line), m.dod.last_mut()) {
+                        item.evidence = e;
+                        continue;
+                    }
                     match checkbox(line) {
                         Some(item) => m.dod.push(item),
                         None => {
@@ -156,7 +182,7 @@ pub fn parse_memory(text: &str, path: &Utf8Path) -> Result<Memory> {
                                 s.first_line + k,
                                 line.trim()
                             ))
-                            .with_hint("write each item as `- [ ] text` (open) or `- [x] text` (done)"))
+                            .with_hint("write each item as `- [ ] text` (open) or `- [x] text` (done), optionally followed by an indented `evidence: step N, artifacts/file` line"))
                         }
                     }
                 }
@@ -212,20 +238,18 @@ pub fn parse_plan(text: &str, path: &Utf8Path) -> Result<Plan> {
     for s in sections(text) {
         match s.heading.as_str() {
             "outline" => {
-                p.outline = s
-                    .lines
-                    .iter()
-                    .filter(|l| !l.trim().is_empty() && !is_placeholder(l))
-                    .map(|l| {
-                        checkbox(l).unwrap_or_else(|| Item {
-                            done: false,
-                            text: l
-                                .trim()
-                                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-' || c == ' ')
-                                .to_string(),
+                p.outline =
+                    s.lines
+                        .iter()
+                        .filter(|l| !l.trim().is_empty() && !is_placeholder(l))
+                        .map(|l| {
+                            checkbox(l).unwrap_or_else(|| {
+                                Item::open(l.trim().trim_start_matches(|c: char| {
+                                    c.is_ascii_digit() || c == '.' || c == '-' || c == ' '
+                                }))
+                            })
                         })
-                    })
-                    .collect()
+                        .collect()
             }
             "next action" => {
                 let (step, action) = parse_next_action(&s, path)?;
@@ -312,8 +336,8 @@ mod tests {
 
     #[test]
     fn checkbox_forms() {
-        assert_eq!(checkbox("- [x] a").unwrap(), Item { done: true, text: "a".into() });
-        assert_eq!(checkbox("2. [ ] b").unwrap(), Item { done: false, text: "b".into() });
+        assert_eq!(checkbox("- [x] a").unwrap(), Item { done: true, text: "a".into(), ..Default::default() });
+        assert_eq!(checkbox("2. [ ] b").unwrap(), Item::open("b"));
         assert!(checkbox("- b").is_none());
     }
 
@@ -347,8 +371,13 @@ mod round_trip_tests {
         let mem = Memory {
             goal: "Critique the essay".into(),
             dod: vec![
-                Item { done: true, text: "read it".into() },
-                Item { done: false, text: "write two paragraphs".into() },
+                Item {
+                    done: true,
+                    text: "read it".into(),
+                    evidence: Evidence { steps: vec![1, 3], artifacts: vec!["artifacts/essay.md".into()] },
+                },
+                Item { done: true, text: "cite it".into(), evidence: Evidence { steps: vec![2], artifacts: vec![] } },
+                Item::open("write two paragraphs"),
             ],
             constraints: vec!["two paragraphs".into()],
             assumptions: vec!["the essay is in English".into()],
@@ -362,7 +391,7 @@ mod round_trip_tests {
         let text = tpl.render("memory.md.j2", &mem).unwrap();
         assert_eq!(parse_memory(&text, Utf8Path::new("memory.md")).unwrap(), mem, "{text}");
         let plan = Plan {
-            outline: vec![Item { done: true, text: "read".into() }, Item { done: false, text: "write".into() }],
+            outline: vec![Item { done: true, text: "read".into(), ..Default::default() }, Item::open("write")],
             next_step: Some(2),
             next_action: Some(NextAction {
                 tool: "file_write".into(),

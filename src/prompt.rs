@@ -138,7 +138,8 @@ mod tests {
         let tpl = Templates::load(None).unwrap();
         let n = 10_000;
         let lines: Vec<String> = (0..n).map(|i| format!("step {i} reflect: continue")).collect();
-        let items: Vec<Item> = (0..n).map(|i| Item { done: i % 2 == 0, text: format!("item {i}") }).collect();
+        let items: Vec<Item> =
+            (0..n).map(|i| Item { done: i % 2 == 0, text: format!("item {i}"), ..Default::default() }).collect();
         let mem = Memory {
             dod: items.clone(),
             constraints: lines.clone(),

@@ -32,7 +32,7 @@ fn dod_items(list: &[String]) -> Vec<Item> {
         .enumerate()
         .map(|(i, t)| {
             let text = t.split_whitespace().collect::<Vec<_>>().join(" ");
-            Item { done: false, text: if text.is_empty() { format!("(item {} was left blank)", i + 1) } else { text } }
+            Item::open(if text.is_empty() { format!("(item {} was left blank)", i + 1) } else { text })
         })
         .collect()
 }
@@ -73,6 +73,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         mem.status = format!("framed; planning step {}", state.step + 1);
         state.next = Next::Plan;
         state.reframe_reason = None;
+        // Refusals named the items of the Definition of Done just replaced.
+        state.refused_ticks.clear();
         commit.file("memory.md", env.render_memory(&mem)?);
         commit.append("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
         commit.entry(&e);

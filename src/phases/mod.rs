@@ -506,7 +506,7 @@ pub fn finish(
             }
         }
     }
-    let goal = final_memory(env, state, commit, stop, reason)?;
+    let (goal, dod) = final_memory(env, state, commit, stop, reason)?;
     index_outcome(env, state, stop, reason, &goal);
     let open_question = state.open_question.clone();
     let result = crate::schema::RunResult {
@@ -529,6 +529,7 @@ pub fn finish(
         started_at: state.started_at.clone(),
         finished_at: now,
         output: state.output.clone(),
+        definition_of_done: dod.iter().map(crate::schema::DodItem::of).collect(),
     };
     commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
@@ -544,9 +545,15 @@ pub fn finish(
 }
 
 /// memory.md records the final status (and an open question when escalated), on top of
-/// whatever this commit already changed in it; returns the goal as memory.md states it and
-/// sets the state's open question.
-fn final_memory(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKind, reason: &str) -> Result<String> {
+/// whatever this commit already changed in it; returns the goal as memory.md states it and its
+/// Definition of Done, and sets the state's open question.
+fn final_memory(
+    env: &Env,
+    state: &mut State,
+    commit: &mut Commit,
+    stop: StopKind,
+    reason: &str,
+) -> Result<(String, Vec<markdown::Item>)> {
     let pending = commit.files.iter().position(|(n, _)| n == "memory.md");
     let base = match pending {
         Some(pos) => markdown::parse_memory(&commit.files[pos].1, &env.ws.memory()),
@@ -554,6 +561,7 @@ fn final_memory(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKin
     };
     let mut goal = state.goal.clone();
     let mut open_question = None;
+    let mut dod = Vec::new();
     if let Ok(mut mem) = base {
         mem.status = format!("{}: {reason}", state.status.as_str());
         if stop != StopKind::Done && mem.open_question.is_none() {
@@ -566,6 +574,7 @@ fn final_memory(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKin
             open_question = mem.open_question.clone();
         }
         let text = env.render_memory(&mem)?;
+        dod = mem.dod;
         match pending {
             Some(pos) => commit.files[pos].1 = text,
             None => {
@@ -574,7 +583,7 @@ fn final_memory(env: &Env, state: &mut State, commit: &mut Commit, stop: StopKin
         }
     }
     state.open_question = open_question;
-    Ok(goal)
+    Ok((goal, dod))
 }
 
 /// The run's outcome goes to long-term memory (`memory.auto_index`), so later runs recall it.

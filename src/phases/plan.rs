@@ -117,6 +117,7 @@ fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(Str
             "memory": memory,
             "plan": plan_text,
             "recall": recall,
+            "refused": state.refused_ticks,
         }),
     )?;
     Ok((text, shown))
@@ -134,7 +135,7 @@ fn take_answer(
     let spec = env.registry.get(&action.tool).cloned();
     let outline: Vec<String> = a.outline.iter().map(|o| o.trim().to_string()).filter(|o| !o.is_empty()).collect();
     if !outline.is_empty() {
-        plan.outline = outline.into_iter().map(|text| Item { done: false, text }).collect();
+        plan.outline = outline.into_iter().map(Item::open).collect();
     }
     plan.next_step = Some(step);
     plan.next_action = Some(action.clone());

@@ -114,7 +114,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     };
     let a = answer.value.clone();
     let step = state.step;
-    let ticked = take_answer(&mut mem, &a, step);
+    let record = crate::evidence::Record::read(&env.ws.trace(), &state.run_id)?;
+    let root = env.ws.root.clone();
+    let (ticked, refused) = take_answer(&mut mem, &a, step, &record, &|p: &str| crate::evidence::file_check(&root, p));
+    state.refused_ticks = refused.iter().map(|r| r.line()).collect();
     remember(env, state, &a);
     let (archive, compact_entry) = compact(env, state, &mut mem)?;
     // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
@@ -130,12 +133,18 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     // What this step ticked, for reports: the items' text, and the count after it.
     let done = mem.dod.iter().filter(|i| i.done).count();
     e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
-    let body = format!(
+    let mut body = format!(
         "Decision: {}\n\nWhy: {}\n\nDefinition of Done: {done} of {} done.\n",
         d.decision,
         d.reason,
         mem.dod.len()
     );
+    if !refused.is_empty() {
+        body.push_str("\nTicks refused (the items stay open):\n");
+        for r in &refused {
+            body.push_str(&format!("- {}\n", r.line()));
+        }
+    }
     apply(state, &mut mem, &mut d);
     let mut commit = Commit::default();
     commit.file("memory.md", env.render_memory(&mem)?);
@@ -148,6 +157,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     commit.append("decisions.md", env.decisions_with(step, "reflect", &format!("Decided: {}", d.decision), &body)?);
     commit.entry(&e);
+    for r in &refused {
+        commit.entry(&refusal_entry(state, r));
+    }
     for f in &d.entries {
         commit.entry(f);
     }
@@ -176,6 +188,7 @@ fn ask_model(
             "plan": plan_text,
             "result": describe_result(state),
             "open_items": open,
+            "refused": state.refused_ticks,
         }),
     )?;
     let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
@@ -183,16 +196,34 @@ fn ask_model(
     Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
 }
 
-/// Ticks the items the answer names and records its facts (cited by step); returns the text of
-/// the items this step ticked.
-fn take_answer(mem: &mut crate::markdown::Memory, a: &ReflectAnswer, step: u32) -> Vec<String> {
+/// Ticks the items the answer names whose evidence checks out against the run's record
+/// ([`crate::evidence::check`]), writing the evidence under each, and records its facts (cited
+/// by step); returns the text of the items this step ticked and the ticks refused (their items
+/// stay open).
+fn take_answer(
+    mem: &mut crate::markdown::Memory,
+    a: &ReflectAnswer,
+    step: u32,
+    record: &crate::evidence::Record,
+    file: &dyn Fn(&str) -> crate::evidence::FileCheck,
+) -> (Vec<String>, Vec<crate::evidence::Refusal>) {
     let mut ticked = Vec::new();
-    for n in &a.satisfied {
-        if let Some(item) = (*n as usize).checked_sub(1).and_then(|i| mem.dod.get_mut(i)) {
-            if !item.done {
+    let mut refused = Vec::new();
+    for t in &a.satisfied {
+        let Some(item) = (t.item as usize).checked_sub(1).and_then(|i| mem.dod.get_mut(i)) else { continue };
+        if item.done {
+            continue;
+        }
+        let cited = crate::evidence::Evidence { steps: t.steps.clone(), artifacts: t.artifacts.clone() };
+        match crate::evidence::check(&cited, record, file) {
+            Ok(evidence) => {
                 ticked.push(item.text.clone());
+                item.done = true;
+                item.evidence = evidence;
             }
-            item.done = true;
+            Err(reasons) => {
+                refused.push(crate::evidence::Refusal { item: t.item, text: item.text.clone(), cited, reasons })
+            }
         }
     }
     for f in a.facts.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
@@ -200,7 +231,15 @@ fn take_answer(mem: &mut crate::markdown::Memory, a: &ReflectAnswer, step: u32) 
         // Learned again: the line it already has gains this step as a source.
         crate::facts::add(&mut mem.facts, if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
-    ticked
+    (ticked, refused)
+}
+
+/// The trace entry of a refused tick: the item, what it cited and why each citation failed.
+fn refusal_entry(state: &State, r: &crate::evidence::Refusal) -> Entry {
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "tick.refused");
+    e.reason = Some(r.reasons.join("; "));
+    e.data = Some(json!({"item": r.item, "text": r.text, "cited": r.cited, "reasons": r.reasons}));
+    e
 }
 
 /// Lessons for later runs go to long-term memory with where they came from; an id derived from
@@ -272,7 +311,11 @@ fn decide(
     } else if mem.dod.is_empty() {
         "the Definition of Done is empty".to_string()
     } else {
-        format!("open items: {}", mem.open_items().join("; "))
+        let mut s = format!("open items: {}", mem.open_items().join("; "));
+        if !state.refused_ticks.is_empty() {
+            s.push_str(&format!("; ticks refused for want of evidence: {}", state.refused_ticks.join("; ")));
+        }
+        s
     };
     d.entries.extend(frustration::update(state, 2, &format!("`done` refused ({open_desc})")));
     let limit = (state.done_refusals > cfg.max_done_refusals).then(|| {
@@ -308,13 +351,8 @@ fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswe
             r.summary().chars().take(120).collect::<String>()
         ));
     }
-    let outline: Vec<crate::markdown::Item> = a
-        .outline
-        .iter()
-        .map(|t| t.trim())
-        .filter(|t| !t.is_empty())
-        .map(|t| crate::markdown::Item { done: false, text: t.to_string() })
-        .collect();
+    let outline: Vec<crate::markdown::Item> =
+        a.outline.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(crate::markdown::Item::open).collect();
     if !outline.is_empty() {
         plan.outline = outline;
     } else if let Some(first_open) = plan.outline.iter_mut().find(|i| !i.done) {

@@ -308,7 +308,7 @@ fn excerpt_lines(s: &str, n: usize) -> String {
 }
 
 /// The framing as memory.md holds it now: the goal statement, the Definition of Done with each
-/// item ticked or open, constraints, assumptions, the hypothesis, and any question asked when
+/// item ticked (with its evidence) or open, constraints, assumptions, the hypothesis, and any question asked when
 /// the run could not proceed.
 fn framing(p: &mut String, run: &Run) {
     let Ok(m) = crate::markdown::parse_memory(&run.memory, &run.ws.memory()) else { return };
@@ -324,7 +324,12 @@ fn framing(p: &mut String, run: &Run) {
         for i in &m.dod {
             let (class, mark, title) =
                 if i.done { ("dod-item met", "☑", "met") } else { ("dod-item", "☐", "open") };
-            let _ = write!(p, "<li class=\"{class}\" title=\"{title}\">{mark} {}</li>", esc(&i.text));
+            let evidence = if i.evidence.is_empty() {
+                String::new()
+            } else {
+                format!(" <span class=\"evidence\">evidence: {}</span>", esc(&i.evidence.line()))
+            };
+            let _ = write!(p, "<li class=\"{class}\" title=\"{title}\">{mark} {}{evidence}</li>", esc(&i.text));
         }
         p.push_str("</ul>");
     }

@@ -70,6 +70,25 @@ pub struct RunResult {
     /// The final output, valid against the run's output schema (only when it has one)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
+    /// The Definition of Done as memory.md holds it at the end, each item with its evidence
+    pub definition_of_done: Vec<DodItem>,
+}
+
+/// A Definition-of-Done item in result.json.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DodItem {
+    pub text: String,
+    /// Whether it is ticked
+    pub done: bool,
+    /// What showed it is met: steps of the run whose actions succeeded and files the run wrote or
+    /// read (both checked when Reflect ticked it; empty for an open item or one ticked by hand)
+    pub evidence: crate::evidence::Evidence,
+}
+
+impl DodItem {
+    pub(crate) fn of(i: &crate::markdown::Item) -> Self {
+        DodItem { text: i.text.clone(), done: i.done, evidence: i.evidence.clone() }
+    }
 }
 
 /// The two completion events.

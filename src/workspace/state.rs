@@ -153,6 +153,10 @@ pub struct State {
     pub repeats: u32,
     #[serde(default)]
     pub done_refusals: u32,
+    /// The ticks Reflect's last answer made that were refused, each with why (`item N (text):
+    /// ...`): the next Plan and Reflect prompts tell the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_ticks: Vec<String>,
     #[serde(default)]
     pub completed_steps: Vec<u32>,
     #[serde(default)]
@@ -240,6 +244,7 @@ impl State {
             last_action: None,
             repeats: 0,
             done_refusals: 0,
+            refused_ticks: vec![],
             completed_steps: vec![],
             stop: None,
             reason: None,

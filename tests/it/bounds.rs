@@ -18,7 +18,7 @@ const SCRIPT: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, expected_outcome: the notes, rationale: read them}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: "evil \e]52;c;ZXZpbA==\a \e[2J \x9b31m \u202Etxt.exe", outcome: "read \e]52;c;ZXZpbA==\a"}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: "evil \e]52;c;ZXZpbA==\a \e[2J \x9b31m \u202Etxt.exe", outcome: "read \e]52;c;ZXZpbA==\a"}
 "#;
 
 /// No escape, bell, C1 control or bidi override in the bytes.

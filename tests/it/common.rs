@@ -287,7 +287,7 @@ pub fn slow_script(url: &str) -> String {
 plan:
   - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{url}/slow"}}}}}}
 reflect:
-  - answer: {{satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched the slow answer}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: fetched, outcome: fetched the slow answer}}
 "#
     )
 }
@@ -300,7 +300,7 @@ pub fn daily_script(fact: &str) -> String {
 plan:
   - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
 reflect:
-  - answer: {{satisfied: [1, 2, 3], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest of {fact}"}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], facts: ["{fact}"], decision: done, reason: all good, outcome: "digest of {fact}"}}
 "#
     )
 }

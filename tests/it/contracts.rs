@@ -136,7 +136,13 @@ fn every_rule_is_in_the_schema() {
     assert_eq!(frame["properties"]["definition_of_done"]["items"]["minLength"], 1);
     let reflect = contract::reflect_tool(4).parameters;
     assert_eq!(reflect["properties"]["decision"]["enum"], json!(["continue", "done", "reframe", "escalate"]));
-    assert_eq!(reflect["properties"]["satisfied"]["items"], json!({"type": "integer", "minimum": 1, "maximum": 4}));
+    let tick = &reflect["properties"]["satisfied"]["items"];
+    assert_eq!(tick["required"], json!(["item"]));
+    assert_eq!(tick["properties"]["item"]["minimum"], 1);
+    assert_eq!(tick["properties"]["item"]["maximum"], 4);
+    assert_eq!(tick["properties"]["steps"]["items"]["minimum"], 1);
+    assert_eq!(tick["properties"]["artifacts"]["items"]["type"], "string");
+    assert_eq!(reflect["properties"]["satisfied"]["maxItems"], 4);
     let specs = registry_tools();
     let refs: Vec<&agentloop::tools::ToolSpec> =
         specs.iter().filter(|s| s.name == "file_read" || s.name == "finish").collect();
@@ -215,8 +221,23 @@ fn near_misses_are_mended_before_validation() {
     let mut a = json!({"satisfied": ["1, 3", "write the critique", 9], "decision": "Continue"});
     contract::mend_satisfied(&mut a, &items);
     let r: ReflectAnswer = contract::parse(&reflect, &mut a).unwrap();
-    assert_eq!(r.satisfied, [1, 3, 2]);
+    assert_eq!(r.satisfied.iter().map(|t| t.item).collect::<Vec<_>>(), [1, 3, 2]);
+    assert!(r.satisfied.iter().all(|t| t.steps.is_empty() && t.artifacts.is_empty()), "no evidence is made up");
     assert_eq!(r.decision, contract::Decision::Continue);
+    // Evidence laid out the ways small models give it lands in the schema's shape; a second
+    // tick of one item adds its evidence to the first.
+    let mut a = json!({"satisfied": [
+        {"item": "1", "step": "step 2", "artifact": "artifacts/a.md"},
+        {"item": 2, "evidence": "step 3, ./notes.txt"},
+        {"item": "read the article", "steps": [4]},
+    ], "decision": "continue"});
+    contract::mend_satisfied(&mut a, &items);
+    let r: ReflectAnswer = contract::parse(&reflect, &mut a).unwrap();
+    let want = [
+        contract::Tick { item: 1, steps: vec![2, 4], artifacts: vec!["artifacts/a.md".into()] },
+        contract::Tick { item: 2, steps: vec![3], artifacts: vec!["./notes.txt".into()] },
+    ];
+    assert_eq!(r.satisfied, want);
 }
 
 /// A fake server that answers every forced tool call with a schema-literal answer, in the

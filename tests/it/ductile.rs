@@ -71,7 +71,7 @@ const SCRIPT: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: echo__say, args: {message: hello}}, expected_outcome: the echo, rationale: the plugin does it}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: echoed, outcome: "The echo plugin answered: Echoed: hello"}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: echoed, outcome: "The echo plugin answered: Echoed: hello"}
 "#;
 
 fn setup(s: &Server) -> T {

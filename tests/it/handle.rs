@@ -12,8 +12,8 @@ plan:
   - answer: {next_action: {tool: file_write, args: {path: artifacts/critique.md, content: "p1\n\np2"}}, expected_outcome: written, rationale: write}
   - answer: {next_action: {tool: jina-reader, args: {url: "http://example.com/2"}}, expected_outcome: page, rationale: again}
 reflect:
-  - answer: {satisfied: [1], decision: continue, reason: fetched}
-  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: critique in artifacts/critique.md, artifacts: [artifacts/critique.md]}
+  - answer: {satisfied: [{item: 1, steps: [1]}], decision: continue, reason: fetched}
+  - answer: {satisfied: [{item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: all met, outcome: critique in artifacts/critique.md, artifacts: [artifacts/critique.md]}
 "#;
 
 const CONFIG: &str = "llm: {provider: scripted, script: script.yaml}\ntools:\n  external:\n    jina-reader:\n      description: Fetch a page as markdown.\n      parameters: {type: object, properties: {url: {type: string}}, required: [url]}\n";
@@ -429,7 +429,7 @@ fn a_start_payload_output_schema_shapes_the_completion_event() {
     let t = T::new();
     t.write(
         "root/script.yaml",
-        "frame:\n  - answer: {goal: rate, definition_of_done: [rated, titled, scored], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: rated, output: {title: t, score: 3}}}, rationale: known}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok}\n",
+        "frame:\n  - answer: {goal: rate, definition_of_done: [rated, titled, scored], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: rated, output: {title: t, score: 3}}}, rationale: known}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok}\n",
     );
     t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
     let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"}}, "required": ["title", "score"]});

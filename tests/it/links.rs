@@ -17,7 +17,7 @@ const SCRIPT: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
 reflect:
-  - answer: {satisfied: [1, 2, 3], facts: ["notes say monday"], decision: done, reason: all good, outcome: digest}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], facts: ["notes say monday"], decision: done, reason: all good, outcome: digest}
 "#;
 
 fn setup() -> T {

@@ -142,8 +142,8 @@ fn tool_error_then_recovery() {
   - answer: {next_action: {tool: file_write, args: {path: artifacts/n.md, content: note}}, expected_outcome: x, rationale: y}
 reflect:
   - answer: {decision: continue, reason: the file was missing; try notes.txt}
-  - answer: {satisfied: [1], decision: continue, reason: read}
-  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: note written, artifacts: [artifacts/n.md]}
+  - answer: {satisfied: [{item: 1, steps: [2]}], decision: continue, reason: read}
+  - answer: {satisfied: [{item: 2, steps: [3]}, {item: 3, steps: [3]}], decision: done, reason: all met, outcome: note written, artifacts: [artifacts/n.md]}
 "#,
     );
     let out = run(&t);
@@ -168,7 +168,7 @@ plan:
   - answer: {next_action: {tool: finish, args: {summary: finished}}, expected_outcome: x, rationale: y}
 reflect:
   - answer: {decision: reframe, reason: the goal was misread}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: finished}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: finished}
 "#,
     );
     let out = run(&t);
@@ -278,7 +278,7 @@ fn premature_done_is_refused_then_escalates() {
     let mut s = t.read("script.yaml");
     s = s.replace(
         "  - answer: {decision: continue, reason: more}\n",
-        "  - answer: {satisfied: [1], decision: done, reason: looks fine, outcome: done early}\n",
+        "  - answer: {satisfied: [{item: 1, steps: [1]}], decision: done, reason: looks fine, outcome: done early}\n",
     );
     t.write("script.yaml", &s);
     t.write("ws/agentloop.yaml", "frustration: {reframe: false}\n");
@@ -317,7 +317,7 @@ fn corrective_retry_recovers_a_bad_tool_choice() {
   - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md}}, expected_outcome: x, rationale: y}
   - answer: {next_action: {tool: finish, args: {summary: all good}}, expected_outcome: x, rationale: y}
 reflect:
-  - answer: {satisfied: ["1", 2, "say done"], decision: Done, reason: ok, outcome: all good}
+  - answer: {satisfied: [{item: "1", steps: [1]}, {item: 2, steps: [1]}, {item: "say done", steps: [1]}], decision: Done, reason: ok, outcome: all good}
 "#,
     );
     let out = run(&t);
@@ -346,7 +346,7 @@ fn stepping_by_hand_honours_an_edited_plan() {
         r#"plan:
   - answer: {next_action: {tool: file_write, args: {path: artifacts/planned.md, content: planned}}, expected_outcome: x, rationale: y}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: edited run}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: edited run}
 "#,
     );
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
@@ -538,7 +538,7 @@ fn sections_a_person_adds_survive_the_loop() {
         r#"plan:
   - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: listed}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: listed}
 "#,
     );
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
@@ -692,8 +692,8 @@ fn a_deep_log_line_is_found_read_and_answered() {
   - answer: {next_action: {tool: file_write, args: {path: answer.txt, content: "line 3217: disk full on /dev/sda1\n"}}, expected_outcome: the answer saved, rationale: y}
 reflect:
   - answer: {decision: continue, reason: "grep found logs/app.log:3217"}
-  - answer: {satisfied: [1], decision: continue, reason: the line is read}
-  - answer: {satisfied: [2, 3], decision: done, reason: all met, outcome: the disk is full, artifacts: [answer.txt]}
+  - answer: {satisfied: [{item: 1, steps: [2]}], decision: continue, reason: the line is read}
+  - answer: {satisfied: [{item: 2, steps: [3]}, {item: 3, steps: [3]}], decision: done, reason: all met, outcome: the disk is full, artifacts: [answer.txt]}
 "#,
     );
     let out = run(&t);
@@ -803,4 +803,128 @@ fn every_hint_leads_out_of_the_situation() {
     assert!(hint.contains("`agentloop -w ws plan --force`"), "{hint}");
     t.al(&["--script", "script.yaml", "plan", "--force"]).assert().success();
     t.al(&["act"]).assert().success();
+}
+
+/// A model that claims every item at its first reflection, citing a step that failed, a step
+/// that never ran, files it never touched or that lie outside the workspace, and nothing at all,
+/// never reaches done: each tick is refused with why, the model is told, and the run escalates.
+#[test]
+fn an_overclaiming_model_never_reaches_done() {
+    let t = T::new();
+    let claim = r#"  - answer: {satisfied: [{item: 1, steps: [1, 9]}, {item: 2, artifacts: [secret.txt, link.md, ../outside.txt, /etc/passwd]}, {item: 3}], decision: done, reason: everything is done, outcome: all of it}
+"#;
+    write_script(
+        &t,
+        &format!(
+            "plan:\n  - answer: {{next_action: {{tool: file_read, args: {{path: missing.txt}}}}}}\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}}}\n  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}\nreflect:\n{claim}{claim}{claim}"
+        ),
+    );
+    t.write("ws/secret.txt", "never read\n");
+    t.write("outside.md", "not the workspace's\n");
+    std::os::unix::fs::symlink(t.path("outside.md"), t.path("ws/link.md")).unwrap();
+    t.write("ws/agentloop.yaml", "frustration: {reframe: false}\n");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["stop"], "escalated");
+    assert!(r["reason"].as_str().unwrap().contains("declared done 3 times"), "{r}");
+    let dod = r["definition_of_done"].as_array().unwrap();
+    assert_eq!(dod.len(), 3);
+    assert!(
+        dod.iter().all(|i| i["done"] == false && i["evidence"] == serde_json::json!({"steps": [], "artifacts": []})),
+        "{r}"
+    );
+    // Each refusal is in the trace, naming the item and why.
+    let refused: Vec<serde_json::Value> = t.trace().into_iter().filter(|e| e["event"] == "tick.refused").collect();
+    assert_eq!(refused.len(), 9, "three items refused at each of three reflections");
+    let first: Vec<(u64, Vec<String>)> = refused[..3]
+        .iter()
+        .map(|e| {
+            let reasons = e["data"]["reasons"].as_array().unwrap();
+            (e["data"]["item"].as_u64().unwrap(), reasons.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+        })
+        .collect();
+    assert_eq!(
+        first,
+        [
+            (1, vec!["step 1's action failed".to_string(), "step 9 is not a step of this run that ran an action".into()]),
+            (
+                2,
+                vec![
+                    "`secret.txt` was not written or read by an action of this run".to_string(),
+                    "`link.md` leads outside the workspace".into(),
+                    "`../outside.txt` is outside the workspace".into(),
+                    "`/etc/passwd` is outside the workspace".into(),
+                ]
+            ),
+            (
+                3,
+                vec!["no evidence: cite the step whose action showed it (`steps`) and/or a file this run wrote or read (`artifacts`)".to_string()]
+            ),
+        ]
+    );
+    assert_eq!(refused[0]["phase"], "reflect");
+    assert_eq!(refused[0]["data"]["text"], "read the file");
+    assert_eq!(refused[0]["data"]["cited"], serde_json::json!({"steps": [1, 9], "artifacts": []}));
+    // decisions.md says it; the next Plan and Reflect prompts tell the model.
+    let decisions = t.read("ws/decisions.md");
+    assert!(
+        decisions.contains("Ticks refused (the items stay open):\n- item 1 (read the file): step 1's action failed"),
+        "{decisions}"
+    );
+    let transcript = t.read("ws/transcript.md");
+    let plan2 = &transcript[transcript.find("## step 1 · plan").expect("the second plan call")..];
+    assert!(plan2.contains("<refused-ticks>") && plan2.contains("- item 3 (say done): no evidence"), "{plan2}");
+    assert!(transcript.contains(
+        "Ticks refused at the last reflection (the items stay open):\n- item 1 (read the file): step 1's action failed; step 9"
+    ));
+    assert!(
+        transcript.contains("- item 2 (write the note): `secret.txt` was not written or read by an action of this run")
+    );
+    let memory = t.read("ws/memory.md");
+    assert!(memory.contains("- [ ] read the file\n- [ ] write the note\n- [ ] say done\n"), "{memory}");
+}
+
+/// A model that ticks each item citing the step whose action showed it and the files it wrote
+/// or read reaches done; the evidence lands in memory.md, result.json and the report.
+#[test]
+fn an_honest_model_citing_real_steps_and_files_is_done() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: file_read, args: {path: ./notes.txt}}}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/note.md, content: a note}}}
+  - answer: {next_action: {tool: finish, args: {summary: noted}}}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1], artifacts: [notes.txt]}], decision: continue, reason: read}
+  - answer: {satisfied: [{item: 2, steps: [2], artifacts: [./artifacts/note.md]}], decision: continue, reason: written}
+  - answer: {satisfied: [{item: 3, steps: [3]}], decision: done, reason: all met, outcome: noted, artifacts: [artifacts/note.md]}
+"#,
+    );
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(t.trace().iter().all(|e| e["event"] != "tick.refused"));
+    let memory = t.read("ws/memory.md");
+    assert!(
+        memory.contains(
+            "- [x] read the file\n  evidence: step 1, notes.txt\n- [x] write the note\n  evidence: step 2, artifacts/note.md\n- [x] say done\n  evidence: step 3\n"
+        ),
+        "{memory}"
+    );
+    let r = t.json("ws/result.json");
+    assert_eq!(
+        r["definition_of_done"],
+        serde_json::json!([
+            {"text": "read the file", "done": true, "evidence": {"steps": [1], "artifacts": ["notes.txt"]}},
+            {"text": "write the note", "done": true, "evidence": {"steps": [2], "artifacts": ["artifacts/note.md"]}},
+            {"text": "say done", "done": true, "evidence": {"steps": [3], "artifacts": []}},
+        ])
+    );
+    t.al(&["report"]).assert().success();
+    let html = t.read("ws/report.html");
+    assert!(
+        html.contains("write the note <span class=\"evidence\">evidence: step 2, artifacts/note.md</span>"),
+        "{html}"
+    );
 }

@@ -516,8 +516,8 @@ plan:
   - answer: {next_action: {tool: time__get_current_time, args: {timezone: Asia/Tokyo}}, expected_outcome: the time in Tokyo, rationale: the time server knows it}
   - answer: {next_action: {tool: file_write, args: {path: artifacts/time.txt, content: "Asia/Tokyo: 2026-01-01T09:00:00+09:00\n"}}, expected_outcome: the file, rationale: write it down}
 reflect:
-  - answer: {satisfied: [1], facts: ["Tokyo time is 2026-01-01T09:00:00+09:00 (step 1)"], decision: continue, reason: write it next}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: written, outcome: "The time in Tokyo is in artifacts/time.txt", artifacts: [artifacts/time.txt]}
+  - answer: {satisfied: [{item: 1, steps: [1]}], facts: ["Tokyo time is 2026-01-01T09:00:00+09:00 (step 1)"], decision: continue, reason: write it next}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: written, outcome: "The time in Tokyo is in artifacts/time.txt", artifacts: [artifacts/time.txt]}
 "#;
 
 #[test]
@@ -582,8 +582,8 @@ plan:
   - answer: {next_action: {tool: fake__slow, args: {seconds: 20}}, expected_outcome: it may time out, rationale: try}
   - answer: {next_action: {tool: fake__echo, args: {text: still here}}, expected_outcome: echo, rationale: same server}
 reflect:
-  - answer: {satisfied: [1], decision: continue, reason: it timed out}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: echoed, outcome: the server kept running}
+  - answer: {satisfied: [{item: 1, steps: [1]}], decision: continue, reason: it timed out}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: echoed, outcome: the server kept running}
 "#,
     );
     let out = t.al(&["--script", "script.yaml", "run", "--goal", "echo after a slow call"]).output().unwrap();
@@ -634,7 +634,7 @@ const SLOW_SCRIPT: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: fake__slow, args: {seconds: SECONDS}}, expected_outcome: it answers, rationale: try}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: it answered, outcome: the slow call came back}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: it answered, outcome: the slow call came back}
 "#;
 
 fn run_child(t: &T, args: &[&str]) -> std::process::Child {

@@ -250,7 +250,7 @@ fn loop_script_server(kind: &str) -> Server {
                 json!({"next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}}, "expected_outcome": "x", "rationale": "y"})
             }
             _ => {
-                json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "ok", "outcome": "wrote x", "artifacts": ["artifacts/x.md"]})
+                json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "ok", "outcome": "wrote x", "artifacts": ["artifacts/x.md"]})
             }
         };
         if anthropic {
@@ -521,11 +521,14 @@ fn a_weak_local_model_still_finishes() {
         } else {
             let user = body["messages"][1]["content"].as_str().unwrap_or("");
             if user.contains("Reflect on step 1") {
-                ("reflect_answer", json!({"satisfied": "1, 2", "decision": "Continue", "reason": "note written"}))
+                (
+                    "reflect_answer",
+                    json!({"satisfied": [{"item": 1, "step": 1}, {"item": "2", "evidence": "step 1, artifacts/note.md"}], "decision": "Continue", "reason": "note written"}),
+                )
             } else {
                 (
                     "reflect_answer",
-                    json!({"satisfied": ["3"], "decision": "DONE", "reason": "finished", "outcome": "Wrote artifacts/note.md", "artifacts": "artifacts/note.md"}),
+                    json!({"satisfied": [{"item": "3", "steps": "step 2"}], "decision": "DONE", "reason": "finished", "outcome": "Wrote artifacts/note.md", "artifacts": "artifacts/note.md"}),
                 )
             }
         };

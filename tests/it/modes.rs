@@ -33,7 +33,7 @@ fn what_one_run_learns_is_recalled_by_the_next() {
     t.write("ws/notes.txt", "the deploy key is in vault payments\n");
     t.write(
         "script.yaml",
-        &script(r#"{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#),
+        &script(r#"{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#),
     );
     let out = run(&t, &["--goal", "Summarise the deploy notes"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -70,7 +70,7 @@ fn what_one_run_learns_is_recalled_by_the_next() {
 #[test]
 fn memory_belongs_to_its_workspace_unless_shared() {
     let t = T::new();
-    let learn = r#"{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#;
+    let learn = r#"{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: summarised, remember: ["Deploy keys for payments live in the vault named payments"]}"#;
     t.write("script.yaml", &script(learn));
     for ws in ["ws", "other"] {
         t.write(&format!("{ws}/notes.txt"), "n\n");
@@ -172,7 +172,7 @@ fn dream_consolidates_each_finished_run_once() {
     for (goal, fact) in [("day one", "alpha rose"), ("day two", "alpha rose")] {
         t.write(
             "script.yaml",
-            &script(&format!(r#"{{satisfied: [1, 2, 3], facts: ["{fact}", "only {goal}"], decision: done, reason: ok, outcome: "{goal} done"}}"#)),
+            &script(&format!(r#"{{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], facts: ["{fact}", "only {goal}"], decision: done, reason: ok, outcome: "{goal} done"}}"#)),
         );
         assert_eq!(run(&t, &["--new", "--goal", goal]).status.code(), Some(0));
     }
@@ -203,7 +203,7 @@ fn a_resting_agent_makes_no_model_call() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
     t.write("ws/agentloop.yaml", "rest: {window: 24h, max_runs: 2}\n");
-    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     for i in 0..2 {
         assert_eq!(run(&t, &["--new", "--goal", &format!("run {i}")]).status.code(), Some(0));
     }
@@ -257,7 +257,7 @@ fn negotiation_refuses_a_run_that_cannot_fit_and_dry_run_calls_no_model() {
 #[test]
 fn dry_run_shows_the_prompt_the_run_sends_and_an_uncountable_cost_cap_is_refused() {
     let t = T::new();
-    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     t.write("ws/notes.txt", "n\n");
     let goal = "Write a critique of the notes";
     let out = t.al(&["--script", "script.yaml", "run", "--goal", goal, "--dry-run", "--json"]).output().unwrap();
@@ -313,7 +313,7 @@ fn finish_ends_the_loop_even_when_reflect_says_continue() {
 plan:
   - answer: {next_action: {tool: finish, args: {summary: "the answer is 42"}}}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: continue, reason: keep going}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: continue, reason: keep going}
 "#,
     );
     let out = run(&t, &["--goal", "g"]);
@@ -332,7 +332,7 @@ fn compaction_keeps_every_fact_in_the_archive() {
     t.write(
         "script.yaml",
         &script(&format!(
-            "{{satisfied: [1, 2, 3], facts: [{}], decision: done, reason: ok, outcome: fine}}",
+            "{{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], facts: [{}], decision: done, reason: ok, outcome: fine}}",
             facts.join(", ")
         )),
     );
@@ -373,8 +373,8 @@ plan:
   - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
   - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}}}
 reflect:
-  - answer: {{satisfied: [1], facts: [{}], decision: continue, reason: more}}
-  - answer: {{satisfied: [2, 3], facts: [{}], decision: done, reason: ok, outcome: fine}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}], facts: [{}], decision: continue, reason: more}}
+  - answer: {{satisfied: [{{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], facts: [{}], decision: done, reason: ok, outcome: fine}}
 "#,
                 facts[..4].join(", "),
                 facts[4..].join(", ")
@@ -408,7 +408,7 @@ fn a_fact_learned_in_several_runs_is_kept_once_with_every_source() {
     for goal in ["one", "two", "three"] {
         t.write(
             "script.yaml",
-            &script("{satisfied: [1, 2, 3], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
+            &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], facts: [\"the feed has 12 items\", \"The feed has 12 items.\"], decision: done, reason: ok, outcome: fine}"),
         );
         let out = run(&t, &["--goal", goal]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -441,7 +441,7 @@ fn agent_profiles_carry_identity_skills_and_budgets() {
     let names: Vec<&str> = cat["skills"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["critique"]);
     // The identity reaches every phase's system prompt (the transcript shows what was sent).
-    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     t.write("ws/notes.txt", "n\n");
     let out = t.al(&["--agent", "ada", "--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -476,7 +476,7 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
     t.write("ws/agentloop.yaml", "logging: {level: debug, file: logs/agentloop.log, format: json, max_bytes: 2048, keep: 2}\nmax_tokens: 100000\n");
-    t.write("script.yaml", &script("{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}"));
+    t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     for i in 0..3 {
         let out = t
             .al(&["--script", "script.yaml", "run", "--new", "--goal", &format!("check hunter2secret {i}")])
@@ -513,7 +513,7 @@ fn a_configured_secret_is_written_nowhere() {
 plan:
   - answer: {{next_action: {{tool: http_call, args: {{method: GET, url: "{}/echo"}}}}}}
 reflect:
-  - answer: {{satisfied: [1, 2, 3], facts: ["the page echoed {key}"], decision: done, reason: "saw {b64}", outcome: "key {key}"}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], facts: ["the page echoed {key}"], decision: done, reason: "saw {b64}", outcome: "key {key}"}}
 "#,
             s.url
         ),

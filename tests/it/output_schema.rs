@@ -31,7 +31,9 @@ fn server(kind: &'static str, output: Value) -> Server {
                 json!({"next_action": {"tool": "finish", "args": {"summary": "rated x", "output": output}},
                 "expected_outcome": "done", "rationale": "the rating is known"})
             }
-            _ => json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "rated", "outcome": "rated x"}),
+            _ => {
+                json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "rated", "outcome": "rated x"})
+            }
         };
         if anthropic {
             Reply::json(
@@ -190,8 +192,8 @@ plan:
   - answer: {next_action: {tool: file_write, args: {path: artifacts/n.md, content: "3"}}, rationale: note it}
   - answer: {next_action: {tool: finish, args: {summary: three, output: {n: 3}}}, rationale: said}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: all there}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: all there}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: finished}
 "#,
     );
     let out = t.cmd().args(["-w", "ws", "run", "--goal", "count"]).output().unwrap();

@@ -22,8 +22,10 @@ fn server(anthropic: bool) -> Server {
                 json!({"next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}},
                 "expected_outcome": "x", "rationale": "y"})
             }
-            _ => json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "ok", "outcome": "wrote x",
-                "artifacts": ["artifacts/x.md"]}),
+            _ => {
+                json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "ok", "outcome": "wrote x",
+                "artifacts": ["artifacts/x.md"]})
+            }
         };
         if anthropic {
             let read = if i == 0 { 0 } else { 1000 };

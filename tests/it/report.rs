@@ -115,7 +115,7 @@ fn report_all_indexes_every_run_and_works_from_a_run_folder() {
     t.write("ws/notes.txt", "n\n");
     t.write(
         "s2.yaml",
-        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: second}\n",
+        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: second}\n",
     );
     t.al(&["--script", "s2.yaml", "run", "--goal", "Second <b>run</b>"]).assert().success();
     assert!(t.exists(&format!("ws/runs/{first}/report.html")), "report.html moved with its run");
@@ -152,7 +152,7 @@ fn hostile(t: &T) {
     t.write("ws/notes.txt", "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>\n");
     t.write(
         "script.yaml",
-        "frame:\n  - answer: {goal: \"<script>document.title='pwned'</script>\", definition_of_done: [\"<b>read</b>\", b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, rationale: \"<iframe src=x></iframe>\"}\nreflect:\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: \"<svg onload=alert(1)>\", outcome: \"<script>alert(1)</script>\"}\n",
+        "frame:\n  - answer: {goal: \"<script>document.title='pwned'</script>\", definition_of_done: [\"<b>read</b>\", b, c]}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}, rationale: \"<iframe src=x></iframe>\"}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: \"<svg onload=alert(1)>\", outcome: \"<script>alert(1)</script>\"}\n",
     );
     let goal = "Summarise <script>document.title='pwned'</script> \"quoted\" & more";
     t.al(&["--script", "script.yaml", "run", "--goal", goal]).assert().success();
@@ -220,8 +220,8 @@ plan:
   - answer: {{next_action: {{tool: file_write, args: {{path: artifacts/notes.md, content: "{content}"}}}}, outline: [Write the notes, Finish], rationale: write them}}
   - answer: {{next_action: {{tool: finish, args: {{summary: wrote the notes}}}}, rationale: all there}}
 reflect:
-  - answer: {{satisfied: [1, 2], decision: continue, reason: written and checked}}
-  - answer: {{satisfied: [3], decision: done, reason: all met, outcome: Sixty lines of notes in artifacts/notes.md, outline: [Write the notes, Finish]}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}], decision: continue, reason: written and checked}}
+  - answer: {{satisfied: [{{item: 3, steps: [2]}}], decision: done, reason: all met, outcome: Sixty lines of notes in artifacts/notes.md, outline: [Write the notes, Finish]}}
 "#
         ),
     );
@@ -279,7 +279,7 @@ fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
     for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
         t.write(
             &format!("{day}.yaml"),
-            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: s}}}}}}\nreflect:\n  - answer: {{satisfied: [1, 2, 3], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
+            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: s}}}}}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
         );
         t.al(&["--script", &format!("{day}.yaml"), "run", "--goal", "Today's digest", "--slot", day])
             .assert()

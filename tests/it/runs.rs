@@ -68,7 +68,7 @@ const ESCALATING: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: finish, args: {summary: used 2024}}}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: answered, outcome: used the 2024 figures}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}
 "#;
 
 /// `program` (the CLI, or a shell) as a plain process with the CLI's hermetic environment, so
@@ -185,7 +185,7 @@ plan:
 reflect:
   - answer: {decision: continue, reason: more}
   - answer: {decision: continue, reason: more}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished, outcome: done it}
+  - answer: {satisfied: [{item: 1, steps: [3]}, {item: 2, steps: [3]}, {item: 3, steps: [3]}], decision: done, reason: finished, outcome: done it}
 "#;
 
 #[test]
@@ -350,7 +350,8 @@ fn digest_script(date: &str, seen: &[String], feed: &[&str]) -> (String, Vec<Str
         }
     );
     let action = |tool: &str, args: Value| serde_json::json!({"answer": {"next_action": {"tool": tool, "args": args}}});
-    let go = |n: Vec<u32>| serde_json::json!({"answer": {"satisfied": n, "decision": "continue", "reason": "next"}});
+    let go =
+        |ticks: Value| serde_json::json!({"answer": {"satisfied": ticks, "decision": "continue", "reason": "next"}});
     let script = serde_json::json!({
         "frame": [{"answer": {"goal": "Today's digest", "definition_of_done": ["state read", "digest written", "state saved"], "can_proceed": true}}],
         "plan": [
@@ -361,11 +362,11 @@ fn digest_script(date: &str, seen: &[String], feed: &[&str]) -> (String, Vec<Str
             action("file_write", serde_json::json!({"path": "state/daily-digest.json", "content": serde_json::json!({"seen": all}).to_string()})),
         ],
         "reflect": [
-            go(vec![]),
-            go(vec![1]),
-            go(vec![]),
-            go(vec![2]),
-            serde_json::json!({"answer": {"satisfied": [3], "decision": "done", "reason": "saved", "outcome": format!("{} new items", new.len())}}),
+            go(serde_json::json!([])),
+            go(serde_json::json!([])),
+            go(serde_json::json!([])),
+            go(serde_json::json!([{"item": 2, "steps": [4], "artifacts": [format!("artifacts/digest-{date}.md")]}])),
+            serde_json::json!({"answer": {"satisfied": [{"item": 1, "steps": [5], "artifacts": ["state/daily-digest.json"]}, {"item": 3, "steps": [5]}], "decision": "done", "reason": "saved", "outcome": format!("{} new items", new.len())}}),
         ],
     });
     (script.to_string(), new)

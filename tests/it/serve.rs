@@ -171,7 +171,7 @@ plan:
     usage: {input_tokens: 200, output_tokens: 30}
     model: claude-sonnet-4-5
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: summarised}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: summarised}
     usage: {input_tokens: 300, output_tokens: 40}
     model: claude-sonnet-4-5
 "#;
@@ -320,7 +320,7 @@ const ASKS: &str = r#"frame:
 plan:
   - answer: {next_action: {tool: finish, args: {summary: used 2024}}}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: answered, outcome: used the 2024 figures}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}
 "#;
 
 #[test]
@@ -632,7 +632,7 @@ plan:
   - answer: {next_action: {tool: finish, args: {summary: done it}}}
 reflect:
   - answer: {decision: continue, reason: more}
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: finished, outcome: done it}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: finished, outcome: done it}
 "#;
 
 /// A served run stopped by a budget goes on when the continue raises that budget, up to the

@@ -211,9 +211,9 @@ plan:
 reflect:
   - answer: {{decision: continue, reason: skill active}}
   - answer: {{decision: continue, reason: first run}}
-  - answer: {{satisfied: [1], decision: continue, reason: fetched}}
-  - answer: {{satisfied: [2], decision: continue, reason: written}}
-  - answer: {{satisfied: [3], decision: done, reason: all met, outcome: 2 new items, artifacts: [artifacts/digest-2026-01-01.md]}}
+  - answer: {{satisfied: [{{item: 1, steps: [3]}}], decision: continue, reason: fetched}}
+  - answer: {{satisfied: [{{item: 2, steps: [4]}}], decision: continue, reason: written}}
+  - answer: {{satisfied: [{{item: 3, steps: [5]}}], decision: done, reason: all met, outcome: 2 new items, artifacts: [artifacts/digest-2026-01-01.md]}}
 "##
     );
     t.write("digest.yaml", &script);
@@ -231,7 +231,7 @@ reflect:
     let t2 = T::new();
     t2.write(
         "r.yaml",
-        "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: s}\n",
+        "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: s}\n",
     );
     let out = t2
         .al(&["--script", "r.yaml", "--record", "rec.jsonl", "run", "--goal", "Research the history of cron"])

@@ -126,8 +126,10 @@ fn answer(tool: &str) -> Value {
             "expected_outcome": "x written", "rationale": "the one thing to do"
         }),
         "report_color" => json!({"color": "blue"}),
-        _ => json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "x written", "outcome": "wrote x",
-            "artifacts": ["artifacts/x.md"]}),
+        _ => {
+            json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "x written", "outcome": "wrote x",
+            "artifacts": ["artifacts/x.md"]})
+        }
     }
 }
 

@@ -16,8 +16,10 @@ fn answer(tool: &str) -> Value {
             "next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}},
             "expected_outcome": "x written", "rationale": "the one thing to do"
         }),
-        _ => json!({"satisfied": [1, 2, 3], "decision": "done", "reason": "x written", "outcome": "wrote x",
-            "artifacts": ["artifacts/x.md"]}),
+        _ => {
+            json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "x written", "outcome": "wrote x",
+            "artifacts": ["artifacts/x.md"]})
+        }
     }
 }
 
