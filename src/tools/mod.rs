@@ -99,7 +99,11 @@ impl Registry {
             ));
         };
         if !is_allowed(cfg, &spec.name) {
-            return Err(format!("tool `{name}` is not in allowed_tools"));
+            return Err(if cfg.tools.is_disabled(&spec.name) {
+                format!("tool `{name}` is disabled (tools.disabled or tools.{name}.enabled: false)")
+            } else {
+                format!("tool `{name}` is not in allowed_tools")
+            });
         }
         validate(&spec.parameters, args)?;
         Ok(spec)
@@ -209,7 +213,8 @@ const TOOL_STACK: usize = 64 * 1024 * 1024;
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
     name == "finish"
-        || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+        || (cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+            && !cfg.tools.is_disabled(name))
 }
 
 /// Compiled validators by schema: a step validates the plan answer and the action's

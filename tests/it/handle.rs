@@ -455,3 +455,17 @@ fn a_start_that_cannot_fit_its_budget_is_refused_and_leaves_nothing() {
     let left = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
     assert_eq!(left, 0, "no run folder is left in {}", runs.display());
 }
+
+#[test]
+fn a_skills_md_the_core_seeded_into_the_root_is_each_runs_catalog() {
+    let h = H::new();
+    let seeded = "# Plugins\n\n## jina-reader\nFetch a page as markdown: `jina-reader.handle`.\n";
+    h.t.write("root/skills.md", seeded);
+    let (run, _) = h.start();
+    assert_eq!(h.t.read(&format!("root/runs/{run}/skills.md")), seeded, "the run's catalog is the seeded one");
+    let trace: Vec<Value> =
+        h.t.read(&format!("root/runs/{run}/trace.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(trace[0]["data"]["skills_md"], "seeded");
+    let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
+    assert_eq!(plan["data"]["skills_md_unknown_tools"], json!(["jina-reader__handle"]));
+}
