@@ -171,9 +171,12 @@ pub fn mark_seeded(ws: &crate::workspace::Workspace) -> crate::error::Result<boo
     Ok(false)
 }
 
-/// The seeded catalog of a workspace (see [`mark_seeded`]), if it has one.
+/// The seeded catalog of a workspace (see [`mark_seeded`]), if it has one: marked at its run's
+/// start, or about to be (no run yet, or the last one ended, so the next start marks it).
 pub fn seeded_text(ws: &crate::workspace::Workspace) -> Option<String> {
-    ws.root.join(SEEDED_MARK).is_file().then(|| foreign(ws)).flatten()
+    let text = foreign(ws)?;
+    let starting = !ws.has_run() || ws.load_state().is_ok_and(|s| s.status.is_terminal());
+    (starting || ws.root.join(SEEDED_MARK).is_file()).then_some(text)
 }
 
 /// Most characters of a seeded skills.md shown to the model.

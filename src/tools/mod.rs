@@ -262,10 +262,18 @@ pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<
         .iter_errors(args)
         .map(|e| {
             let at = e.instance_path().to_string();
+            // A choice outside a set names the whole set (the crate's text names only two).
+            let what = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Enum { options } => {
+                    let all: Vec<String> = options.as_array().into_iter().flatten().map(Value::to_string).collect();
+                    format!("{} is not one of {}", e.instance(), all.join(", "))
+                }
+                _ => e.to_string(),
+            };
             if at.is_empty() {
-                format!("arguments: {e}")
+                format!("arguments: {what}")
             } else {
-                format!("argument `{}`: {e}", at.trim_start_matches('/').replace('/', "."))
+                format!("argument `{}`: {what}", at.trim_start_matches('/').replace('/', "."))
             }
         })
         .collect();

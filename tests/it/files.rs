@@ -358,7 +358,7 @@ fn file_read_reads_latin_1_and_utf_16_when_told() {
     let (_, v) = call(&t, "file_read", json!({"path": "be.txt", "encoding": "utf-16be"}));
     assert_eq!(v["output"], "größe\n");
     let (_, v) = call(&t, "file_read", json!({"path": "le.txt", "encoding": "utf-16le", "offset": 2}));
-    assert_eq!(v["output"], "wörld\n");
+    assert_eq!(body(v["output"].as_str().unwrap()), "wörld\n");
     // A partial read's note reads on the same way.
     let (_, v) = call(&t, "file_read", json!({"path": "latin.txt", "encoding": "latin-1", "limit": 1}));
     let next = read_on(v["output"].as_str().unwrap()).unwrap();

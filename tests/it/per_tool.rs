@@ -222,7 +222,7 @@ fn the_seeds_agent_json_loads_as_a_profile() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["config"];
     assert_eq!(c["max_steps"], 25);
-    assert_eq!(c["timeout"], "15m");
+    assert_eq!(c["timeout"], "900s");
     assert_eq!(
         (c["llm"]["provider"].as_str(), c["llm"]["model"].as_str()),
         (Some("anthropic"), Some("claude-sonnet-4-5-20250929"))
