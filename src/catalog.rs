@@ -171,6 +171,15 @@ pub fn mark_seeded(ws: &crate::workspace::Workspace) -> crate::error::Result<boo
     Ok(false)
 }
 
+/// A skills.md seeded into a root (a Ductile core's `workspace_dir`) becomes the catalog of the
+/// run `handle` starts in `ws` under it.
+pub fn copy_seeded(root: &crate::workspace::Workspace, ws: &crate::workspace::Workspace) -> crate::error::Result<()> {
+    match foreign(root) {
+        Some(text) => crate::fs::write_atomic(&ws.skills(), text.as_bytes()),
+        None => Ok(()),
+    }
+}
+
 /// The seeded catalog of a workspace (see [`mark_seeded`]), if it has one: marked at its run's
 /// start, or about to be (no run yet, or the last one ended, so the next start marks it).
 pub fn seeded_text(ws: &crate::workspace::Workspace) -> Option<String> {
