@@ -322,7 +322,12 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
         Err((e, retry)) => match asked {
             Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
                 format!(
-                    "{e}; stopped at the tool's timeout ({}; tools.timeout or tools.http_call.timeout_seconds), which caps timeout_seconds ({})",
+                    "{e}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    if env.config.tools.http_call.timeout_seconds.is_some() {
+                        "tools.http_call.timeout_seconds"
+                    } else {
+                        "tools.timeout"
+                    },
                     humantime::format_duration(cap),
                     a.as_secs()
                 ),
