@@ -276,7 +276,7 @@ impl<'a> Env<'a> {
 
     /// The skills.md seeded into the workspace before the run started, which Plan uses.
     pub fn seeded_skills_md(&self) -> Option<String> {
-        crate::catalog::seeded_text(&self.ws)
+        crate::catalog::seeded_text(self.ws)
     }
 
     /// Writes skills.md into the workspace when it is missing (the loop never rewrites it).

@@ -69,7 +69,7 @@ impl Encoding {
 /// what is wrong and which encoding might fit.
 pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, String> {
     let utf16 = |bytes: &[u8], big: bool| -> Result<String, String> {
-        if bytes.len() % 2 != 0 {
+        if !bytes.len().is_multiple_of(2) {
             return Err(format!("{shown} is not UTF-16 text: it has an odd number of bytes"));
         }
         let units = bytes.chunks_exact(2).map(|c| {
