@@ -11,6 +11,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// A duration written as seconds (`90`) or a human string (`"90s"`, `"10m"`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -386,6 +387,16 @@ pub struct ToolsConfig {
     pub external: BTreeMap<String, ExternalTool>,
     /// Event mode: tools run in-process by `handle` (the rest are emitted as requests).
     pub local: Vec<String>,
+    /// Tools never offered or run, by name (a deny list, applied with `allowed_tools`).
+    pub disabled: Vec<String>,
+    /// Per-tool settings, each only narrowing the global policy (`src/tool_settings.rs`).
+    pub file_read: FileToolSettings,
+    pub file_write: FileToolSettings,
+    pub list_dir: FileToolSettings,
+    pub grep: FileToolSettings,
+    pub http_call: ToolSettings,
+    pub web_fetch: FetchToolSettings,
+    pub skill_read: ToolSettings,
 }
 
 impl Default for ToolsConfig {
@@ -401,6 +412,119 @@ impl Default for ToolsConfig {
             memory: MemoryToolConfig::default(),
             external: BTreeMap::new(),
             local: ["file_read", "file_write", "list_dir", "grep", "skill_read", "finish"].map(String::from).to_vec(),
+            disabled: vec![],
+            file_read: FileToolSettings::default(),
+            file_write: FileToolSettings::default(),
+            list_dir: FileToolSettings::default(),
+            grep: FileToolSettings::default(),
+            http_call: ToolSettings::default(),
+            web_fetch: FetchToolSettings::default(),
+            skill_read: ToolSettings::default(),
+        }
+    }
+}
+
+/// Per-tool settings (the framework seed's `tools.<tool>:` form); each only narrows the global
+/// policy, checked by `crate::tool_settings` when the configuration resolves.
+///
+/// `tools.file_read`, `tools.file_write`, `tools.list_dir`, `tools.grep`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FileToolSettings {
+    /// `false` takes the tool away (as `tools.disabled` does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The only folders this tool may use; each must lie inside the ones it may use anyway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_paths: Option<Vec<Utf8PathBuf>>,
+    /// At most `tools.timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+}
+
+/// `tools.web_fetch`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FetchToolSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+    /// Most characters of a page kept: the default and the cap of the call's `max_length`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
+}
+
+/// `tools.http_call`, `tools.skill_read`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+}
+
+/// The tools with a `tools.<name>:` section of their own here.
+pub const PER_TOOL: &[&str] = &["file_read", "file_write", "list_dir", "grep", "http_call", "web_fetch", "skill_read"];
+
+impl ToolsConfig {
+    pub fn enabled_of(&self, name: &str) -> Option<bool> {
+        match name {
+            "file_read" => self.file_read.enabled,
+            "file_write" => self.file_write.enabled,
+            "list_dir" => self.list_dir.enabled,
+            "grep" => self.grep.enabled,
+            "http_call" => self.http_call.enabled,
+            "web_fetch" => self.web_fetch.enabled,
+            "skill_read" => self.skill_read.enabled,
+            _ => None,
+        }
+    }
+
+    pub fn timeout_seconds_of(&self, name: &str) -> Option<u64> {
+        match name {
+            "file_read" => self.file_read.timeout_seconds,
+            "file_write" => self.file_write.timeout_seconds,
+            "list_dir" => self.list_dir.timeout_seconds,
+            "grep" => self.grep.timeout_seconds,
+            "http_call" => self.http_call.timeout_seconds,
+            "web_fetch" => self.web_fetch.timeout_seconds,
+            "skill_read" => self.skill_read.timeout_seconds,
+            _ => None,
+        }
+    }
+
+    /// Whether a tool is taken away: named in `tools.disabled`, or `tools.<name>.enabled: false`.
+    pub fn is_disabled(&self, name: &str) -> bool {
+        self.disabled.iter().any(|d| d == name) || self.enabled_of(name) == Some(false)
+    }
+
+    /// The tool's timeout: `tools.timeout`, or its own `timeout_seconds` (never more).
+    pub fn timeout_of(&self, name: &str) -> Duration {
+        let own = self.timeout_seconds_of(name).map(Duration::from_secs);
+        own.map_or(self.timeout.0, |d| d.min(self.timeout.0))
+    }
+
+    /// A file tool's own folders, when it has them.
+    pub fn allowed_paths_of(&self, name: &str) -> Option<&[Utf8PathBuf]> {
+        match name {
+            "file_read" => self.file_read.allowed_paths.as_deref(),
+            "file_write" => self.file_write.allowed_paths.as_deref(),
+            "list_dir" => self.list_dir.allowed_paths.as_deref(),
+            "grep" => self.grep.allowed_paths.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The per-tool folder lists, relative ones taken from `root`.
+    pub fn absolutize_tool_paths(&mut self, root: &Utf8Path) {
+        for s in [&mut self.file_read, &mut self.file_write, &mut self.list_dir, &mut self.grep] {
+            for p in s.allowed_paths.iter_mut().flatten() {
+                if p.is_relative() {
+                    *p = root.join(&*p);
+                }
+            }
         }
     }
 }
@@ -619,11 +743,13 @@ pub struct SkillsConfig {
     pub max_entries: usize,
     /// Only these skills (by name) are offered and readable; null = every skill found.
     pub only: Option<Vec<String>>,
+    /// Skills never offered or readable, by name (a deny list, applied after `only`).
+    pub disabled: Vec<String>,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
-        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000, only: None }
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000, only: None, disabled: vec![] }
     }
 }
 
@@ -1049,8 +1175,15 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
             )))
         }
     };
+    let source = source(path.to_path_buf());
+    // The framework seed's agent file is a profile too, read field by field.
+    let value = if matches!(source, Source::AgentProfile(_)) && crate::seed_agent::is_seed_form(&value) {
+        crate::seed_agent::translate(value, path)?
+    } else {
+        value
+    };
     // Other names are taken as their keys from the start, so every check sees the real keys.
-    seed_names(&Layer { source: source(path.to_path_buf()), value }).map(Some)
+    seed_names(&Layer { source, value }).map(Some)
 }
 
 /// Finds `<dir>/<stem>.yaml`, `.yml` or `.json`.

@@ -334,6 +334,7 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
 /// identity file loaded.
 pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Resolved> {
     let mut r = config::resolve(&layers(g, root, request)?)?;
+    crate::tool_settings::check(&r.config, root)?;
     r.config = absolutize(r.config, root);
     load_identity(&mut r.config, root)?;
     Ok(r)
@@ -344,6 +345,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let ws = Workspace::new(g.workspace.clone());
     let (layers, refused) = gather(g, &ws.root, None)?;
     let mut resolved = config::resolve(&layers)?;
+    crate::tool_settings::check(&resolved.config, &ws.root)?;
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
@@ -392,5 +394,6 @@ pub fn absolutize(mut c: Config, root: &Utf8Path) -> Config {
     c.tools.read_paths.iter_mut().for_each(abs);
     c.tools.write_paths.iter_mut().for_each(abs);
     c.skills.dirs.iter_mut().for_each(abs);
+    c.tools.absolutize_tool_paths(root);
     c
 }

@@ -525,6 +525,7 @@ impl SkillSet {
         if let Some(only) = &cfg.skills.only {
             set.skills.retain(|s| only.iter().any(|o| o == &s.name));
         }
+        set.skills.retain(|s| !cfg.skills.disabled.contains(&s.name));
         set
     }
 

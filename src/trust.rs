@@ -354,6 +354,9 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(r) = same_endpoint(key, v, base, whose) {
         return r;
     }
+    if let Some(r) = crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)) {
+        return r;
+    }
     if let Some(r) = (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten() {
         return r;
     }

@@ -77,9 +77,12 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             let registry = Registry::load(cfg, &ctx.ws.root, crate::tools::Reach::CachesOnly)?;
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
-                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set)).expect("catalog serializes") + "\n"
+                let plugins = registry.ductile.plugins();
+                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set, plugins))
+                    .expect("catalog serializes")
+                    + "\n"
             } else {
-                crate::catalog::markdown(&allowed, &set)
+                crate::catalog::with_plugins(&allowed, &set, registry.ductile.plugins())
             };
             match output {
                 Some(path) => crate::fs::write_atomic(&path, text.as_bytes())?,

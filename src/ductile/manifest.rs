@@ -1,7 +1,7 @@
 //! Plugin descriptions: Ductile's `GET /plugin/{name}` answer and plugin `manifest.yaml` files
 //! (`manifest_spec: ductile.plugin`), read into the same [`Plugin`] so both give one catalog.
 
-use super::{Command, Plugin};
+use super::{Command, ConfigKey, Example, Plugin};
 use crate::error::{Error, Result};
 use camino::Utf8Path;
 use serde_json::{json, Map, Value};
@@ -39,10 +39,79 @@ pub fn plugin_from(v: &Value, source: &str) -> Result<Plugin> {
             kind: c.get("type").and_then(Value::as_str).unwrap_or("write").to_string(),
             description: c.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
             input_schema: schema_of(c.get("input_schema")),
+            examples: examples_of(c),
             name: cname,
         });
     }
-    Ok(Plugin { name, description, commands })
+    // Plugin-level examples name their command (`command: say`).
+    if let Some(Value::Array(list)) = v.get("examples") {
+        for e in list {
+            let Some(c) = e.get("command").and_then(Value::as_str) else { continue };
+            if let Some(cmd) = commands.iter_mut().find(|x| x.name == c) {
+                cmd.examples.extend(example(e));
+            }
+        }
+    }
+    Ok(Plugin { name, description, commands, config_keys: config_keys_of(v.get("config_keys")) })
+}
+
+/// A command's `example: {input, output}` or `examples: [...]`.
+fn examples_of(c: &Value) -> Vec<Example> {
+    let mut out: Vec<Example> = c.get("example").and_then(example).into_iter().collect();
+    if let Some(Value::Array(list)) = c.get("examples") {
+        out.extend(list.iter().filter_map(example));
+    }
+    out
+}
+
+fn example(v: &Value) -> Option<Example> {
+    let e = Example {
+        description: v.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+        input: v.get("input").cloned(),
+        output: v.get("output").cloned(),
+    };
+    (e.input.is_some() || e.output.is_some()).then_some(e)
+}
+
+/// `config_keys` in the forms manifests write it: `{required: [...], optional: [...]}`, a list,
+/// or a map of name to description; each key a name or `{name, description}`.
+fn config_keys_of(v: Option<&Value>) -> Vec<ConfigKey> {
+    let key = |k: &Value, required: bool| -> Option<ConfigKey> {
+        match k {
+            Value::String(n) => Some(ConfigKey { name: n.clone(), required, description: String::new() }),
+            Value::Object(m) => Some(ConfigKey {
+                name: m.get("name")?.as_str()?.to_string(),
+                required: m.get("required").and_then(Value::as_bool).unwrap_or(required),
+                description: m.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+            }),
+            _ => None,
+        }
+    };
+    let list = |v: Option<&Value>, required: bool| -> Vec<ConfigKey> {
+        v.and_then(Value::as_array).into_iter().flatten().filter_map(|k| key(k, required)).collect()
+    };
+    match v {
+        Some(Value::Array(_)) => list(v, false),
+        Some(Value::Object(m)) if m.contains_key("required") || m.contains_key("optional") => {
+            let mut out = list(m.get("required"), true);
+            out.extend(list(m.get("optional"), false));
+            out
+        }
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(name, d)| ConfigKey {
+                name: name.clone(),
+                required: d.get("required").and_then(Value::as_bool).unwrap_or(false),
+                description: d
+                    .as_str()
+                    .or_else(|| d.get("description").and_then(Value::as_str))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+            })
+            .collect(),
+        _ => vec![],
+    }
 }
 
 /// An input schema as a JSON Schema object: a schema as given, the manifest shorthand

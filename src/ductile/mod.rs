@@ -42,6 +42,30 @@ pub struct Plugin {
     #[serde(default)]
     pub description: String,
     pub commands: Vec<Command>,
+    /// The plugin's configuration keys, as its manifest declares them (the catalog shows them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_keys: Vec<ConfigKey>,
+}
+
+/// One configuration key a plugin declares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigKey {
+    pub name: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+}
+
+/// An example call a manifest declares: what goes in and what comes out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +78,9 @@ pub struct Command {
     pub description: String,
     /// JSON Schema of the payload.
     pub input_schema: Value,
+    /// Example input/output, when the manifest declares them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
 }
 
 /// The plugins' tools for one command, and how to call them.

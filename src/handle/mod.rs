@@ -272,6 +272,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     }
     let ws = run_ws(cfg, root, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
+    crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
     let env = turn_env(&session, cfg)?;
     // ...and one whose smallest course cannot fit its budget (negotiation): its folder goes.
     if let Err(e) = admit(&env, cfg, goal, &background) {

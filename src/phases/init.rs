@@ -187,6 +187,9 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     if !carried.is_empty() {
         data["carried_facts"] = json!(carried.len());
     }
+    if crate::catalog::mark_seeded(ws)? {
+        data["skills_md"] = json!("seeded");
+    }
     e.data = Some(data);
     commit.entry(&e);
     commit.state = Some(state.clone());

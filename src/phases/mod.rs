@@ -259,9 +259,24 @@ impl<'a> Env<'a> {
         Ok(self.prompt_catalog.get_or_init(|| pick).clone())
     }
 
-    /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows).
+    /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows), or, when
+    /// the workspace came with a skills.md of its own (seeded by whatever started the run), that
+    /// file followed by the tools that can actually be called.
     pub fn catalog(&self) -> String {
-        self.catalog.get_or_init(|| crate::catalog::markdown(&self.registry.allowed(self.cfg), &self.skills)).clone()
+        self.catalog
+            .get_or_init(|| {
+                let allowed = self.registry.allowed(self.cfg);
+                match self.seeded_skills_md() {
+                    Some(text) => crate::catalog::seeded(&text, &allowed).0,
+                    None => crate::catalog::with_plugins(&allowed, &self.skills, self.registry.ductile.plugins()),
+                }
+            })
+            .clone()
+    }
+
+    /// The skills.md seeded into the workspace before the run started, which Plan uses.
+    pub fn seeded_skills_md(&self) -> Option<String> {
+        crate::catalog::seeded_text(self.ws)
     }
 
     /// Writes skills.md into the workspace when it is missing (the loop never rewrites it).

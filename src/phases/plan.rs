@@ -39,7 +39,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
     let (_, plan) = env.read_plan()?;
     let catalog = env.catalog();
-    check_skills_md(env, &catalog)?;
+    let unknown = check_skills_md(env, &catalog)?;
     let (text, shown) = prompt(env, state, &plan)?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
     let tool = env.plan_tool(state);
@@ -57,6 +57,10 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     if !shown.is_empty() {
         e.data = Some(json!({"memory_shown": shown}));
     }
+    if !unknown.is_empty() {
+        // The seeded catalog's tools that cannot be called, on record with the plan that saw it.
+        e.data.get_or_insert_with(|| json!({}))["skills_md_unknown_tools"] = json!(unknown);
+    }
     let body = format!(
         "Next action: `{}` {}\n\nExpected outcome: {}\n\nRisk: {}\n\nWhy: {}\n",
         action.tool,
@@ -73,12 +77,26 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     Ok(Outcome::Next)
 }
 
-/// skills.md is written when missing; the prompt always gets the catalog from the registry, and
-/// a file that has drifted from it is reported, never rewritten.
-fn check_skills_md(env: &Env, catalog: &str) -> Result<()> {
+/// skills.md is written when missing; the prompt gets the catalog from the registry, and a file
+/// agentloop wrote that has drifted from it is reported, never rewritten. A skills.md seeded by
+/// whatever started the run is the catalog (see [`Env::catalog`]); the tools it names that
+/// cannot be called are returned (and warned of) once.
+fn check_skills_md(env: &Env, catalog: &str) -> Result<Vec<String>> {
     // Once per run: the catalog does not change while the environment lives.
     if env.skills_checked.replace(true) {
-        return Ok(());
+        return Ok(vec![]);
+    }
+    if let Some(text) = env.seeded_skills_md() {
+        let allowed = env.registry.allowed(env.cfg);
+        let (_, unknown) = crate::catalog::seeded(&text, &allowed);
+        if !unknown.is_empty() {
+            env.printer.warn(&format!(
+                "{} names tools agentloop cannot call here: {}; Plan is shown only the tools it can call, and a call to any other is refused",
+                env.ws.skills(),
+                unknown.join(", ")
+            ));
+        }
+        return Ok(unknown);
     }
     match crate::fs::read_inside(&env.ws.root, &env.ws.skills())? {
         None => env.ensure_skills_md()?,
@@ -89,7 +107,7 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<()> {
         )),
         Some(_) => {}
     }
-    Ok(())
+    Ok(vec![])
 }
 
 /// The plan prompt (memory, plan, active skills, recalled long-term memory) and the ids of the

@@ -43,7 +43,7 @@ pub trait Tool {
         true
     }
     fn timeout(cfg: &Config) -> Duration {
-        cfg.tools.timeout.0
+        cfg.tools.timeout_of(Self::NAME)
     }
     /// The parameters' schema; a tool whose field descriptions name configured values adjusts it.
     fn schema(_cfg: &Config) -> Value {

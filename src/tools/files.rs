@@ -33,6 +33,72 @@ pub struct FileReadArgs {
     /// Most lines to read (default: as many as fit in the output cap)
     #[schemars(range(min = 1))]
     limit: Option<Whole>,
+    /// How the file's bytes are text: utf-8 (default), latin-1, utf-16 (byte order from its BOM, else little-endian), utf-16le or utf-16be
+    #[schemars(extend("default" = "utf-8"))]
+    encoding: Option<Encoding>,
+}
+
+/// file_read's `encoding`. Variants carry no doc comments (the schema stays an enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum Encoding {
+    #[serde(rename = "utf-8", alias = "utf8", alias = "UTF-8")]
+    Utf8,
+    #[serde(rename = "latin-1", alias = "latin1", alias = "iso-8859-1", alias = "ISO-8859-1")]
+    Latin1,
+    #[serde(rename = "utf-16", alias = "utf16", alias = "UTF-16")]
+    Utf16,
+    #[serde(rename = "utf-16le", alias = "UTF-16LE")]
+    Utf16Le,
+    #[serde(rename = "utf-16be", alias = "UTF-16BE")]
+    Utf16Be,
+}
+
+impl Encoding {
+    fn name(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Latin1 => "latin-1",
+            Encoding::Utf16 => "utf-16",
+            Encoding::Utf16Le => "utf-16le",
+            Encoding::Utf16Be => "utf-16be",
+        }
+    }
+}
+
+/// The file's bytes as text in `enc`; a byte order mark is read, never shown. The error says
+/// what is wrong and which encoding might fit.
+pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, String> {
+    let utf16 = |bytes: &[u8], big: bool| -> Result<String, String> {
+        if !bytes.len().is_multiple_of(2) {
+            return Err(format!("{shown} is not UTF-16 text: it has an odd number of bytes"));
+        }
+        let units = bytes.chunks_exact(2).map(|c| {
+            if big {
+                u16::from_be_bytes([c[0], c[1]])
+            } else {
+                u16::from_le_bytes([c[0], c[1]])
+            }
+        });
+        char::decode_utf16(units)
+            .collect::<Result<String, _>>()
+            .map_err(|_| format!("{shown} is not UTF-16{} text (an unpaired surrogate)", if big { "BE" } else { "LE" }))
+    };
+    match enc {
+        Encoding::Utf8 => {
+            let body = buf.strip_prefix(b"\xEF\xBB\xBF".as_slice()).map(<[u8]>::to_vec).unwrap_or(buf);
+            String::from_utf8(body).map_err(|_| {
+                format!("{shown} is not UTF-8 text; if it is text in another encoding, read it with \"encoding\": \"latin-1\" or \"utf-16\"")
+            })
+        }
+        Encoding::Latin1 => Ok(buf.iter().map(|&b| char::from(b)).collect()),
+        Encoding::Utf16 => match buf.as_slice() {
+            [0xFE, 0xFF, rest @ ..] => utf16(rest, true),
+            [0xFF, 0xFE, rest @ ..] => utf16(rest, false),
+            rest => utf16(rest, false),
+        },
+        Encoding::Utf16Le => utf16(buf.strip_prefix([0xFF, 0xFE].as_slice()).unwrap_or(buf.as_slice()), false),
+        Encoding::Utf16Be => utf16(buf.strip_prefix([0xFE, 0xFF].as_slice()).unwrap_or(buf.as_slice()), true),
+    }
 }
 
 impl Tool for FileRead {
@@ -40,7 +106,7 @@ impl Tool for FileRead {
     const SIDE_EFFECT: SideEffect = SideEffect::Read;
     type Args = FileReadArgs;
     fn description(_: &Config, _: &Utf8Path) -> String {
-        "Read a UTF-8 text file inside the workspace (or another allowed folder), by lines. A partial read ends with a note giving its line range, the total line count and the exact call that reads on.".into()
+        "Read a text file inside the workspace (or another allowed folder), by lines (UTF-8 unless `encoding` says otherwise). A partial read ends with a note giving its line range, the total line count and the exact call that reads on.".into()
     }
     fn run(call: &Call, args: FileReadArgs) -> ToolResult {
         file_read(call.env, &args)
@@ -109,13 +175,12 @@ impl Tool for ListDir {
 /// file_write's description names where it may write, so the model is told before it tries.
 fn write_description(cfg: &Config, root: &Utf8Path) -> String {
     let own = "agentloop's own files (context.md, memory.md, plan.md, decisions.md, skills.md, trace.jsonl, state.json, result.json, its config)";
-    if cfg.tools.write_paths.is_empty() {
+    let paths = cfg.tools.allowed_paths_of("file_write").unwrap_or(&cfg.tools.write_paths);
+    if paths.is_empty() {
         return format!("Write a text file anywhere in the workspace except {own}; creates parent folders.");
     }
     let ws = sandbox::absolute(root);
-    let dirs: Vec<String> = cfg
-        .tools
-        .write_paths
+    let dirs: Vec<String> = paths
         .iter()
         .map(|p| sandbox::relative(&ws, &sandbox::normalize(&ws.join(p))))
         .map(|p| format!("{}/", p.as_str().trim_end_matches('/')))
@@ -131,7 +196,7 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
     let path = args.path.as_str();
     let offset = args.offset.map_or(1, Whole::get).max(1) as usize;
     let limit = args.limit.map(|n| n.get().max(1) as usize);
-    let sb = match Sandbox::open(env, Access::Read) {
+    let sb = match Sandbox::open_for(env, Access::Read, "file_read") {
         Ok(s) => s,
         Err(e) => return ToolResult::err(e, false),
     };
@@ -145,8 +210,10 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
         Err(e) => return ToolResult::err(e, false),
     };
     let size = buf.len();
-    let Ok(text) = String::from_utf8(buf) else {
-        return ToolResult::err(format!("{shown} is not UTF-8 text"), false);
+    let enc = args.encoding.unwrap_or(Encoding::Utf8);
+    let text = match decode(buf, enc, &shown) {
+        Ok(t) => t,
+        Err(e) => return ToolResult::err(e, false),
     };
     let budget = paging::budget(env.config.tools.output_cap, &shown);
     let page = match window(&text, offset, limit, budget) {
@@ -158,10 +225,13 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
             )
         }
     };
-    let meta = json!({
+    let mut meta = json!({
         "path": shown, "size_bytes": size, "total_lines": page.total,
         "first_line": page.first, "last_line": page.last, "next_offset": page.next(),
     });
+    if enc != Encoding::Utf8 {
+        meta["encoding"] = json!(enc.name());
+    }
     if page.is_whole() {
         return ToolResult::ok(page.text, meta);
     }
@@ -183,7 +253,13 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
     match page.next() {
         Some(next) => {
             let lines = limit.unwrap_or_else(|| paging::lines_that_fit(&text, next, budget));
-            note.push_str(&format!("; read on with {}]", paging::next_call(&shown, next, lines)));
+            let mut call = paging::next_call(&shown, next, lines);
+            if enc != Encoding::Utf8 {
+                // The call that reads on reads the same way.
+                call.truncate(call.len() - 1);
+                call.push_str(&format!(", \"encoding\": \"{}\"}}", enc.name()));
+            }
+            note.push_str(&format!("; read on with {call}]"));
         }
         None if page.cut.is_some() => note.push(']'),
         None => note.push_str("; end of file]"),
@@ -214,7 +290,7 @@ fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
 
 /// Writes inside the sandbox; returns the workspace-relative name written.
 fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<String, String> {
-    let sb = Sandbox::open(env, Access::Write)?;
+    let sb = Sandbox::open_for(env, Access::Write, "file_write")?;
     let t = sb.locate(path)?;
     let shown = t.shown();
     if t.rel.as_str().is_empty() {
@@ -246,7 +322,7 @@ fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<Strin
 }
 
 fn list_dir(env: &ToolEnv, path: &str) -> ToolResult {
-    let sb = match Sandbox::open(env, Access::Read) {
+    let sb = match Sandbox::open_for(env, Access::Read, "list_dir") {
         Ok(s) => s,
         Err(e) => return ToolResult::err(e, false),
     };

@@ -102,7 +102,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
         )),
         None => None,
     };
-    let sb = Sandbox::open(env, Access::Read)?;
+    let sb = Sandbox::open_for(env, Access::Read, "grep")?;
     let t = sb.locate(path)?;
     let shown = t.shown();
     if let Some(why) = hidden(&t.rel) {

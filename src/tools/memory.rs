@@ -139,6 +139,8 @@ pub struct MemoryRead;
 pub struct MemoryReadArgs {
     topic: String,
     content_id: String,
+    /// One section only: a stored section's id (e.g. main) or a `## heading` in the note's text (case does not matter)
+    section: Option<String>,
 }
 
 impl Tool for MemoryRead {
@@ -146,7 +148,7 @@ impl Tool for MemoryRead {
     const SIDE_EFFECT: SideEffect = SideEffect::Read;
     type Args = MemoryReadArgs;
     fn description(_: &Config, _: &Utf8Path) -> String {
-        "Read one long-term memory note in full.".into()
+        "Read one long-term memory note in full, or one section of it.".into()
     }
     fn enabled(cfg: &Config) -> bool {
         enabled(cfg)
@@ -163,11 +165,71 @@ fn read_tool(env: &ToolEnv, args: &MemoryReadArgs) -> ToolResult {
         plain(topic, "topic").and_then(|_| plain(id, "content_id"))?;
         match store.show(&format!("{topic}/{id}")).map_err(|e| e.message)? {
             None => Err(format!("no memory {topic}/{id}")),
-            Some(v) => Ok(ToolResult::ok(
-                serde_json::to_string_pretty(&v).unwrap_or_default(),
-                json!({"id": format!("{topic}/{id}")}),
-            )),
+            Some(v) => match args.section.as_deref() {
+                None => Ok(ToolResult::ok(
+                    serde_json::to_string_pretty(&v).unwrap_or_default(),
+                    json!({"id": format!("{topic}/{id}")}),
+                )),
+                Some(want) => {
+                    let (name, text) = section_of(&v, want)
+                        .map_err(|have| format!("memory {topic}/{id} has no section `{want}`; its sections: {have}"))?;
+                    Ok(ToolResult::ok(text, json!({"id": format!("{topic}/{id}"), "section": name})))
+                }
+            },
         }
     };
     run().unwrap_or_else(|e| ToolResult::err(e, false))
+}
+
+/// One section of a stored note: a section the store keeps (by id or title), else a `## heading`
+/// in a stored section's text, up to the next heading of the same or a higher level. Err lists
+/// the sections there are, so the model can pick one.
+pub fn section_of(doc: &Value, want: &str) -> Result<(String, String), String> {
+    let want_l = want.trim().trim_start_matches('#').trim().to_lowercase();
+    let sections = doc["sections"].as_array().cloned().unwrap_or_default();
+    let mut names = Vec::new();
+    for s in &sections {
+        let id = s["section_id"].as_str().unwrap_or("");
+        let title = s["title"].as_str().unwrap_or("");
+        if id.to_lowercase() == want_l || title.to_lowercase() == want_l {
+            return Ok((id.to_string(), s["content"].as_str().unwrap_or("").to_string()));
+        }
+        names.push(id.to_string());
+    }
+    for s in &sections {
+        let text = s["content"].as_str().unwrap_or("");
+        let mut found: Option<(usize, String, Vec<&str>)> = None;
+        for line in text.lines() {
+            let level = line.chars().take_while(|c| *c == '#').count();
+            let heading = (level >= 2 && line[level..].starts_with(' ')).then(|| line[level..].trim());
+            match (&mut found, heading) {
+                (Some((l, _, _)), Some(_)) if level <= *l => break,
+                (Some((_, _, body)), _) => body.push(line),
+                (None, Some(h)) if h.to_lowercase() == want_l => found = Some((level, h.to_string(), vec![line])),
+                (None, Some(h)) => names.push(format!("{} {h}", "#".repeat(level))),
+                (None, None) => {}
+            }
+        }
+        if let Some((_, h, body)) = found {
+            return Ok((h, body.join("\n").trim_end().to_string()));
+        }
+    }
+    Err(if names.is_empty() { "none".into() } else { names.join(", ") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::section_of;
+    use serde_json::json;
+
+    #[test]
+    fn a_section_is_a_stored_one_or_a_heading_up_to_the_next_of_its_level() {
+        let doc = json!({"sections": [{"section_id": "main", "title": "main",
+            "content": "intro\n## Setup\nstep one\n### detail\nmore\n## Usage\nrun it\n"}]});
+        assert_eq!(section_of(&doc, "main").unwrap().0, "main");
+        let (name, text) = section_of(&doc, "setup").unwrap();
+        assert_eq!((name.as_str(), text.as_str()), ("Setup", "## Setup\nstep one\n### detail\nmore"));
+        assert_eq!(section_of(&doc, "## Usage").unwrap().1, "## Usage\nrun it");
+        assert_eq!(section_of(&doc, "nope").unwrap_err(), "main, ## Setup, ### detail, ## Usage");
+    }
 }

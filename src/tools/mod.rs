@@ -99,7 +99,11 @@ impl Registry {
             ));
         };
         if !is_allowed(cfg, &spec.name) {
-            return Err(format!("tool `{name}` is not in allowed_tools"));
+            return Err(if cfg.tools.is_disabled(&spec.name) {
+                format!("tool `{name}` is disabled (tools.disabled or tools.{name}.enabled: false)")
+            } else {
+                format!("tool `{name}` is not in allowed_tools")
+            });
         }
         validate(&spec.parameters, args)?;
         Ok(spec)
@@ -209,7 +213,8 @@ const TOOL_STACK: usize = 64 * 1024 * 1024;
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
     name == "finish"
-        || cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+        || (cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
+            && !cfg.tools.is_disabled(name))
 }
 
 /// Compiled validators by schema: a step validates the plan answer and the action's
@@ -257,10 +262,18 @@ pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<
         .iter_errors(args)
         .map(|e| {
             let at = e.instance_path().to_string();
+            // A choice outside a set names the whole set (the crate's text names only two).
+            let what = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Enum { options } => {
+                    let all: Vec<String> = options.as_array().into_iter().flatten().map(Value::to_string).collect();
+                    format!("{} is not one of {}", e.instance(), all.join(", "))
+                }
+                _ => e.to_string(),
+            };
             if at.is_empty() {
-                format!("arguments: {e}")
+                format!("arguments: {what}")
             } else {
-                format!("argument `{}`: {e}", at.trim_start_matches('/').replace('/', "."))
+                format!("argument `{}`: {what}", at.trim_start_matches('/').replace('/', "."))
             }
         })
         .collect();

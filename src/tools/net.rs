@@ -293,9 +293,14 @@ impl Tool for HttpCall {
     fn schema(cfg: &Config) -> Value {
         let mut v = super::builtin::args_schema::<HttpCallArgs>();
         // The whole call, redirects included, capped at tools.timeout.
-        let cap = humantime::format_duration(cfg.tools.timeout.0);
+        let cap = humantime::format_duration(cfg.tools.timeout_of("http_call"));
+        let key = if cfg.tools.http_call.timeout_seconds.is_some() {
+            "tools.http_call.timeout_seconds"
+        } else {
+            "tools.timeout"
+        };
         v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
-            "Timeout in seconds for the whole call, redirects included; at most tools.timeout ({cap}), which is also the default"
+            "Timeout in seconds for the whole call, redirects included; at most {key} ({cap}), which is also the default"
         ));
         v
     }
@@ -310,14 +315,19 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
     let headers: Vec<(String, String)> =
         args.headers.iter().flatten().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect();
     // A call may shorten its timeout, never lengthen it past tools.timeout.
-    let cap = env.config.tools.timeout.0;
+    let cap = env.config.tools.timeout_of("http_call");
     let asked = args.timeout_seconds.map(|s| Duration::from_secs(s.get()));
     let timeout = asked.map_or(cap, |a| a.min(cap));
     match fetch(p, method, url, &headers, args.body.as_deref(), timeout) {
         Err((e, retry)) => match asked {
             Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
                 format!(
-                    "{e}; stopped at tools.timeout ({}), which caps timeout_seconds ({})",
+                    "{e}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    if env.config.tools.http_call.timeout_seconds.is_some() {
+                        "tools.http_call.timeout_seconds"
+                    } else {
+                        "tools.timeout"
+                    },
                     humantime::format_duration(cap),
                     a.as_secs()
                 ),
@@ -377,6 +387,17 @@ impl Tool for WebFetch {
     fn description(_: &Config, _: &Utf8Path) -> String {
         "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.".into()
     }
+    fn schema(cfg: &Config) -> Value {
+        let mut v = super::builtin::args_schema::<WebFetchArgs>();
+        if let Some(n) = cfg.tools.web_fetch.max_length {
+            let p = &mut v["properties"]["max_length"];
+            p["description"] = Value::String(format!(
+                "Most characters of the page to keep (default and at most {n}, tools.web_fetch.max_length)"
+            ));
+            p["default"] = json!(n);
+        }
+        v
+    }
     fn run(call: &Call, args: WebFetchArgs) -> ToolResult {
         web_fetch(call.env, &args)
     }
@@ -386,10 +407,13 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let p = &env.config.tools.http;
     let url = args.url.as_str();
     let mode = args.extract_mode.unwrap_or(ExtractMode::Markdown);
-    let max = usize::try_from(args.max_length.map_or(15_000, Whole::get)).unwrap_or(usize::MAX);
+    // tools.web_fetch.max_length is the default and the most a call may ask for.
+    let cap = env.config.tools.web_fetch.max_length;
+    let asked = usize::try_from(args.max_length.map_or(cap.unwrap_or(15_000) as u64, Whole::get)).unwrap_or(usize::MAX);
+    let max = cap.map_or(asked, |c| asked.min(c));
     let headers =
         vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
-    let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout.0) {
+    let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout_of("web_fetch")) {
         Err((e, retry)) => return ToolResult::err(e, retry),
         Ok(f) => f,
     };
@@ -408,7 +432,11 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let total = content.chars().count();
     let mut content: String = content.chars().take(max).collect();
     // Say what was left out: the model cannot tell a short page from a cut one.
-    if total > max {
+    if total > max && max < asked {
+        content.push_str(&format!(
+            "\n\n[page cut at {max} of {total} characters: tools.web_fetch.max_length ({max}) caps max_length]"
+        ));
+    } else if total > max {
         content.push_str(&format!(
             "\n\n[page cut at {max} of {total} characters (max_length); fetch again with a larger max_length for the rest]"
         ));

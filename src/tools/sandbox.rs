@@ -200,6 +200,41 @@ impl Sandbox {
         Ok(sb)
     }
 
+    /// The roots for one tool: [`Sandbox::open`], narrowed to the tool's own
+    /// `tools.<tool>.allowed_paths` when it has them. Each of those becomes a root of its own
+    /// (so a link inside one cannot reach a sibling folder) and is used only when its real
+    /// location lies inside a root the tool had anyway; one that is not is named in denials.
+    pub fn open_for(env: &ToolEnv, access: Access, tool: &str) -> Result<Sandbox, String> {
+        let mut sb = Sandbox::open(env, access)?;
+        let Some(paths) = env.config.tools.allowed_paths_of(tool) else { return Ok(sb) };
+        let key = format!("tools.{tool}.allowed_paths");
+        let wider = std::mem::take(&mut sb.roots);
+        let ws_real = sb.ws_abs.canonicalize_utf8().map_err(|e| format!("cannot open the workspace: {e}"))?;
+        for p in paths {
+            let abs = normalize(&sb.ws_abs.join(p));
+            let label = relative(&sb.ws_abs, &abs);
+            let Ok(real) = abs.canonicalize_utf8() else { continue };
+            let inside_own = abs.strip_prefix(&sb.ws_abs).map(|inner| real == ws_real.join(inner));
+            if inside_own == Ok(false) {
+                sb.dropped.push(format!("{label} ({key}) is a symbolic link and is not used"));
+                continue;
+            }
+            if !wider.iter().any(|r| real.starts_with(&r.real)) {
+                sb.dropped.push(format!("{label} ({key}) is outside the folders this tool may {}", access.verb()));
+                continue;
+            }
+            let Ok(dir) = Dir::open_ambient_dir(&real, ambient_authority()) else { continue };
+            let Ok(meta) = dir.dir_metadata() else { continue };
+            let id = identity(&meta);
+            if sb.roots.iter().any(|r| r.id == id) {
+                continue;
+            }
+            let is_workspace = real == ws_real;
+            sb.roots.push(Root { label, real, dir, id, is_workspace });
+        }
+        Ok(sb)
+    }
+
     /// The roots as messages name them.
     pub fn describe(&self) -> String {
         let mut names: Vec<String> = self

@@ -335,3 +335,40 @@ fn no_message_names_a_machine_path() {
     let text = stdout(&out);
     assert!(text.contains("- location: skills/local\n") && !text.contains(&root), "{text}");
 }
+
+#[test]
+fn file_read_reads_latin_1_and_utf_16_when_told() {
+    let t = T::new();
+    t.write("ws/.keep", "");
+    std::fs::write(t.path("ws/latin.txt"), b"caf\xe9\nna\xefve\n").unwrap();
+    let mut le = vec![0xFF, 0xFE];
+    le.extend("héllo\nwörld\n".encode_utf16().flat_map(u16::to_le_bytes));
+    std::fs::write(t.path("ws/le.txt"), &le).unwrap();
+    let be: Vec<u8> = "größe\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
+    std::fs::write(t.path("ws/be.txt"), &be).unwrap();
+    // UTF-8 is the default; a file that is not says which encodings there are.
+    let (code, v) = call(&t, "file_read", json!({"path": "latin.txt"}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("\"encoding\": \"latin-1\""), "{v}");
+    let (_, v) = call(&t, "file_read", json!({"path": "latin.txt", "encoding": "latin-1"}));
+    assert_eq!(v["output"], "café\nnaïve\n");
+    assert_eq!(v["metadata"]["encoding"], "latin-1");
+    let (_, v) = call(&t, "file_read", json!({"path": "le.txt", "encoding": "utf-16"}));
+    assert_eq!(v["output"], "héllo\nwörld\n", "the byte order mark picks little-endian and is not shown");
+    let (_, v) = call(&t, "file_read", json!({"path": "be.txt", "encoding": "utf-16be"}));
+    assert_eq!(v["output"], "größe\n");
+    let (_, v) = call(&t, "file_read", json!({"path": "le.txt", "encoding": "utf-16le", "offset": 2}));
+    assert_eq!(body(v["output"].as_str().unwrap()), "wörld\n");
+    // A partial read's note reads on the same way.
+    let (_, v) = call(&t, "file_read", json!({"path": "latin.txt", "encoding": "latin-1", "limit": 1}));
+    let next = read_on(v["output"].as_str().unwrap()).unwrap();
+    assert_eq!(file_read_raw(&t, &next)["output"].as_str().map(body), Some("naïve\n"));
+    // A name it does not know is refused, naming the ones it does.
+    let out = t
+        .al(&["tools", "call", "file_read", "--args", r#"{"path": "latin.txt", "encoding": "ebcdic"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out) + &stdout(&out);
+    assert!(err.contains("encoding") && err.contains("latin-1") && err.contains("utf-16be"), "{err}");
+}

@@ -769,4 +769,16 @@ fn only_the_users_configuration_names_the_progress_webhook() {
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
     assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
     assert!(stdout(&out).contains("handle.progress_url"), "{}", stdout(&out));
+#[test]
+fn a_skills_md_the_core_seeded_into_the_root_is_each_runs_catalog() {
+    let h = H::new();
+    let seeded = "# Plugins\n\n## jina-reader\nFetch a page as markdown: `jina-reader.handle`.\n";
+    h.t.write("root/skills.md", seeded);
+    let (run, _) = h.start();
+    assert_eq!(h.t.read(&format!("root/runs/{run}/skills.md")), seeded, "the run's catalog is the seeded one");
+    let trace: Vec<Value> =
+        h.t.read(&format!("root/runs/{run}/trace.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(trace[0]["data"]["skills_md"], "seeded");
+    let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
+    assert_eq!(plan["data"]["skills_md_unknown_tools"], json!(["jina-reader__handle"]));
 }

@@ -19,6 +19,7 @@ mod models;
 mod modes;
 mod netsec;
 mod output_schema;
+mod per_tool;
 mod prefix;
 mod queue;
 mod reading;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 /// A server that answers whichever answer tool a request forces: frame, one plan
 /// (file_write), then reflect `done`; Anthropic replies say 1,000 tokens came from the cache.
-fn server(anthropic: bool) -> Server {
+pub fn server(anthropic: bool) -> Server {
     Server::start_with(move |i, req| {
         let body = req.json();
         let tool = body["tool_choice"]["name"]

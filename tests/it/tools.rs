@@ -378,6 +378,18 @@ fn long_term_memory_persists_across_runs() {
     assert!(v["output"].as_str().unwrap().contains("Frame Plan Act Reflect"));
     let (code, _) = call(&t, "memory_read", json!({"topic": "../..", "content_id": "x"}));
     assert_eq!(code, Some(6));
+    // One section of a stored note: a `## heading` in it, up to the next one.
+    let note = "Setup and use.\n## Setup\ncargo build\n## Usage\nagentloop run\n";
+    let (_, v) = call(&t, "memory_save", json!({"topic": "howto", "title": "Build", "content": note}));
+    let id = v["metadata"]["id"].as_str().unwrap().split_once('/').unwrap().1.to_string();
+    let (code, v) = call(&t, "memory_read", json!({"topic": "howto", "content_id": id, "section": "usage"}));
+    assert_eq!((code, v["output"].as_str()), (Some(0), Some("## Usage\nagentloop run")), "{v}");
+    assert_eq!(v["metadata"]["section"], "Usage");
+    let (_, v) = call(&t, "memory_read", json!({"topic": "howto", "content_id": id, "section": "main"}));
+    assert_eq!(v["output"], note, "a stored section by its id");
+    let (code, v) = call(&t, "memory_read", json!({"topic": "howto", "content_id": id, "section": "install"}));
+    assert_eq!(code, Some(6));
+    assert!(v["error"].as_str().unwrap().contains("its sections: main, ## Setup, ## Usage"), "{v}");
     let (code, _) = call(&t, "memory_save", json!({"topic": "../escape", "title": "x", "content": "y"}));
     assert_eq!(code, Some(2));
 }
