@@ -23,6 +23,7 @@ pub(crate) mod fs;
 pub(crate) mod handle;
 pub mod history;
 pub(crate) mod interrupt;
+pub(crate) mod otel;
 pub(crate) mod lifecycle;
 pub(crate) mod log;
 pub mod longterm;
@@ -63,8 +64,13 @@ pub fn main() -> u8 {
     let result = match std::panic::catch_unwind(|| cli::dispatch(cli)) {
         Ok(r) => r,
         // The panic message is already on stderr; the workspace is safe (commits are atomic).
-        Err(_) => return error::code::FAILURE,
+        Err(_) => {
+            otel::finish();
+            return error::code::FAILURE;
+        }
     };
+    // Spans leave as the command ends, within a bounded time, whatever the outcome.
+    otel::finish();
     match result {
         // Output lost to a failing stdout (not a closed pipe) is not success.
         Ok(error::code::OK) if output::stdout_failed() => error::code::FAILURE,
