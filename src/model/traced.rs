@@ -27,7 +27,9 @@ fn parts(parts: &[Part]) -> Vec<Json> {
         .map(|p| match p {
             Part::Text(t) => json!({"type": "text", "content": t}),
             Part::ToolCall(c) => json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}),
-            Part::ToolResult { id, content, .. } => json!({"type": "tool_call_response", "id": id, "response": content}),
+            Part::ToolResult { id, content, .. } => {
+                json!({"type": "tool_call_response", "id": id, "response": content})
+            }
         })
         .collect()
 }

@@ -117,7 +117,7 @@ fn start(cfg: &Config) -> Option<Otel> {
         }
     };
     let batch = BatchConfigBuilder::default().with_max_queue_size(16_384).build();
-    let processor = BatchSpanProcessor::builder(exporter).with_batch_config(batch).build();
+    let processor = BatchSpanProcessor::builder(Watched(exporter)).with_batch_config(batch).build();
     let resource = opentelemetry_sdk::Resource::builder_empty()
         .with_service_name(e.service)
         .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
@@ -131,11 +131,48 @@ fn start(cfg: &Config) -> Option<Otel> {
     Some(Otel { provider, tracer, capture: e.capture_content, url: e.url })
 }
 
+/// The first export that failed, if one did: the one warning at the command's end.
+static FAILED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The OTLP exporter, noting the first failed export (the SDK only logs them, and a collector
+/// that is down must be said once, not per batch and not never).
+#[derive(Debug)]
+struct Watched(opentelemetry_otlp::SpanExporter);
+
+impl opentelemetry_sdk::trace::SpanExporter for Watched {
+    fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> impl std::future::Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
+        let sent = self.0.export(batch);
+        async move {
+            let r = sent.await;
+            if let Err(e) = &r {
+                if let Ok(mut first) = FAILED.lock() {
+                    first.get_or_insert_with(|| e.to_string());
+                }
+            }
+            r
+        }
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.0.set_resource(resource)
+    }
+}
+
 /// The values of a `key=value,key=value` header list (URL-encoded values, as the variable is).
 fn header_values(list: &str) -> Vec<String> {
     list.split(',')
         .filter_map(|kv| kv.split_once('='))
-        .map(|(_, v)| url::form_urlencoded::parse(format!("v={}", v.trim()).as_bytes()).map(|(_, v)| v.into_owned()).collect())
+        .map(|(_, v)| {
+            url::form_urlencoded::parse(format!("v={}", v.trim()).as_bytes()).map(|(_, v)| v.into_owned()).collect()
+        })
         .collect()
 }
 
@@ -157,8 +194,11 @@ pub fn capture() -> bool {
 /// timeout; a collector that did not take them is one warning, never a failed command.
 pub fn finish() {
     let Some(o) = get() else { return };
-    if let Err(e) = o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)) {
-        crate::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {e}", o.url));
+    let shut =
+        o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)).err().map(|e| e.to_string());
+    let failed = FAILED.lock().ok().and_then(|mut f| f.take());
+    if let Some(why) = failed.or(shut) {
+        crate::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
     }
 }
 
@@ -254,9 +294,7 @@ impl RunSpan {
     pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
         init(cfg);
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
-        let parent = caller()
-            .or_else(|| stored.as_deref().and_then(|s| extract(s, None)))
-            .unwrap_or_else(Context::new);
+        let parent = caller().or_else(|| stored.as_deref().and_then(|s| extract(s, None))).unwrap_or_else(Context::new);
         let agent = agent.unwrap_or("agentloop");
         let span = o
             .tracer
