@@ -294,7 +294,7 @@ impl RunSpan {
     pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
         init(cfg);
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
-        let parent = caller().or_else(|| stored.as_deref().and_then(|s| extract(s, None))).unwrap_or_else(Context::new);
+        let parent = caller().or_else(|| stored.as_deref().and_then(|s| extract(s, None))).unwrap_or_default();
         let agent = agent.unwrap_or("agentloop");
         let span = o
             .tracer
