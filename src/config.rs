@@ -243,6 +243,9 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Ductile plugins whose commands join the registry (see the ductile module).
     pub ductile: DuctileConfig,
+    /// OpenTelemetry traces (docs/OBSERVABILITY.md); off unless an endpoint is set here or in
+    /// the standard `OTEL_EXPORTER_OTLP_*` variables.
+    pub otel: OtelConfig,
     /// Trust every workspace's own configuration (CI, a machine holding only your own
     /// workspaces). Honoured only from your own config; see `agentloop trust`.
     pub trust_all: bool,
@@ -279,6 +282,7 @@ impl Default for Config {
             queue: QueueConfig::default(),
             mcp: McpConfig::default(),
             ductile: DuctileConfig::default(),
+            otel: OtelConfig::default(),
             trust_all: false,
         }
     }
@@ -879,6 +883,23 @@ impl Default for DuctileConfig {
             max_depth: 0,
         }
     }
+}
+
+/// `otel:` in agentloop.yaml: where spans go (OTLP/HTTP, protobuf) and whether they carry
+/// message content. Only trusted configuration may set these (`src/trust.rs`): an endpoint or a
+/// header could send prompts, answers and credentials to a host the user did not name.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OtelConfig {
+    /// The collector's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` gives it (e.g.
+    /// http://localhost:4318; `/v1/traces` is added). The variables win over this key.
+    pub endpoint: Option<String>,
+    /// Headers sent with every export (e.g. an API key); `OTEL_EXPORTER_OTLP_HEADERS` adds to
+    /// and overrides them. `config show` hides their values.
+    pub headers: BTreeMap<String, String>,
+    /// Put prompts, answers and tool arguments/results on the spans (off: only names, ids,
+    /// models, token counts and outcomes).
+    pub capture_content: bool,
 }
 
 /// `mcp:` in agentloop.yaml.

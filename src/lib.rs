@@ -30,6 +30,7 @@ pub mod longterm;
 pub(crate) mod markdown;
 pub mod mcp;
 pub mod model;
+pub(crate) mod otel;
 pub(crate) mod outcome;
 pub(crate) mod output;
 pub mod output_schema;
@@ -66,8 +67,13 @@ pub fn main() -> u8 {
     let result = match std::panic::catch_unwind(|| cli::dispatch(cli)) {
         Ok(r) => r,
         // The panic message is already on stderr; the workspace is safe (commits are atomic).
-        Err(_) => return error::code::FAILURE,
+        Err(_) => {
+            otel::finish();
+            return error::code::FAILURE;
+        }
     };
+    // Spans leave as the command ends, within a bounded time, whatever the outcome.
+    otel::finish();
     match result {
         // Output lost to a failing stdout (not a closed pipe) is not success.
         Ok(error::code::OK) if output::stdout_failed() => error::code::FAILURE,

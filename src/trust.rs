@@ -183,6 +183,9 @@ fn remove_path(v: &mut Value, path: &[String]) {
 /// The generic reason a workspace key is refused (one shared sentence, said once).
 const ONLY_TRUSTED: &str = "only trusted configuration may set it: it could run a program, send a credential, read or write outside the workspace, or widen the sandbox";
 
+/// Why `otel.*` keys are the user's own to set (the endpoint, headers, capturing content).
+const OTEL_ONLY_TRUSTED: &str = "only your own config or environment may set it: spans could carry prompts, answers and tokens to a host you did not name";
+
 fn describe(refused: &[Refusal]) -> String {
     let mut parts = Vec::new();
     let mut files: Vec<&str> = refused.iter().map(|r| r.file.as_str()).collect();
@@ -395,6 +398,10 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
+        // Spans go where the user said and carry what the user allowed: an endpoint or a header
+        // from elsewhere would send prompts, answers, token counts and credentials to its host.
+        "otel.capture_content" if v == &Value::Bool(false) => Ok(()),
+        k if k.starts_with("otel.") => Err(OTEL_ONLY_TRUSTED.into()),
         _ => Err(match party {
             Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
             Party::Workspace => ONLY_TRUSTED.into(),

@@ -299,7 +299,17 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     env.ensure_skills_md()?;
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
-    advance(&mut env, &mut state, resp)
+    advance_traced(&mut env, &mut state, resp)
+}
+
+/// [`advance`] inside the start turn's `invoke_agent` span (src/otel), whose context state.json
+/// keeps for the later turns; the span says how the turn left the run.
+fn advance_traced(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
+    let span = crate::otel::RunSpan::start(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let r = advance(env, state, resp);
+    let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
+    span.ended(r.as_ref().map(|_| left));
+    r
 }
 
 /// The run's configuration when the start asks for its own: the payload's output schema (an
@@ -402,6 +412,8 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     resp.last_run_id = Some(state.run_id.clone());
+    // The turn joins the run's trace (the start turn's span, kept in state.json) until it returns.
+    let _span = crate::otel::RunSpan::start(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
     let mut env = turn_env(&session, cfg)?;
     if state.status.is_terminal() {
         let ended = state.status.as_str();

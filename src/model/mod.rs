@@ -16,6 +16,7 @@ pub mod pricing;
 pub mod scripted;
 pub mod sse;
 pub mod stream;
+pub mod traced;
 pub mod wire;
 
 /// The model id (and provider name) of the offline scripted model. Its calls are recorded under
@@ -259,10 +260,12 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         // `provider_and_why` resolves `auto` or fails; never reached.
         Provider::Auto => return Err(Error::usage("no model provider is configured")),
     };
-    Ok(match &cfg.llm.record {
+    let model: Box<dyn Model> = match &cfg.llm.record {
         Some(path) => Box::new(Recorder { inner: model, path: crate::fs::resolve_in(root, path) }),
         None => model,
-    })
+    };
+    crate::otel::init(cfg);
+    Ok(if crate::otel::enabled() { Box::new(traced::Traced { inner: model }) } else { model })
 }
 
 /// The name a run's model is known by before anything is built (no key read, no key command

@@ -206,6 +206,10 @@ pub struct State {
     /// The final output, valid against `output_schema`, once `finish` gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
+    /// The W3C `traceparent` of the run's first `invoke_agent` span (only with OpenTelemetry
+    /// traces on): later processes on this run (event mode's turns) join its trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 impl State {
@@ -263,6 +267,7 @@ impl State {
             tools_called: vec![],
             output_schema: None,
             output: None,
+            trace_parent: None,
         }
     }
 

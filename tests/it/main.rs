@@ -18,6 +18,7 @@ mod mcp_real;
 mod models;
 mod modes;
 mod netsec;
+mod otel;
 mod output_schema;
 mod per_tool;
 mod prefix;

@@ -1,0 +1,122 @@
+//! A `chat {model}` span around every model call, when traces are on (src/otel): the GenAI
+//! attributes of the request and the answer, and the messages only with `otel.capture_content`.
+//!
+//! `gen_ai.usage.input_tokens` counts every prompt token, cached ones included, as the
+//! conventions ask (agentloop's own `usage.input_tokens` leaves out the cache reads and writes,
+//! which the span also gives on their own).
+
+use super::{Live, Model, Part, Probe, Request, Response, Role};
+use crate::error::Result;
+use crate::otel::{content, Span};
+use opentelemetry::trace::SpanKind;
+use opentelemetry::{Array, KeyValue, StringValue, Value};
+use serde_json::{json, Value as Json};
+
+/// Wraps a model: each call is a span, a child of the run's `invoke_agent` span.
+pub struct Traced {
+    pub inner: Box<dyn Model>,
+}
+
+fn int(n: u64) -> Value {
+    Value::I64(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn parts(parts: &[Part]) -> Vec<Json> {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => json!({"type": "text", "content": t}),
+            Part::ToolCall(c) => json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}),
+            Part::ToolResult { id, content, .. } => {
+                json!({"type": "tool_call_response", "id": id, "response": content})
+            }
+        })
+        .collect()
+}
+
+fn input_messages(req: &Request) -> String {
+    let msgs: Vec<Json> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let role = if m.role == Role::User { "user" } else { "assistant" };
+            json!({"role": role, "parts": parts(&m.parts)})
+        })
+        .collect();
+    Json::Array(msgs).to_string()
+}
+
+fn output_messages(r: &Response) -> String {
+    let mut out: Vec<Json> = Vec::new();
+    if !r.text.is_empty() {
+        out.push(json!({"type": "text", "content": r.text}));
+    }
+    for c in &r.tool_calls {
+        out.push(json!({"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}));
+    }
+    json!([{"role": "assistant", "parts": out, "finish_reason": r.stop_reason}]).to_string()
+}
+
+fn answered(span: &mut Span, r: &Response) {
+    let u = &r.usage;
+    let prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    span.set(KeyValue::new("gen_ai.response.model", r.model.clone()));
+    span.set(KeyValue::new("gen_ai.usage.input_tokens", int(prompt)));
+    span.set(KeyValue::new("gen_ai.usage.output_tokens", int(u.output_tokens)));
+    span.set(KeyValue::new("gen_ai.usage.cache_read.input_tokens", int(u.cache_read_tokens)));
+    span.set(KeyValue::new("gen_ai.usage.cache_creation.input_tokens", int(u.cache_write_tokens)));
+    let reasons = Array::String(vec![StringValue::from(r.stop_reason.clone())]);
+    span.set(KeyValue::new("gen_ai.response.finish_reasons", Value::Array(reasons)));
+    if let Some(id) = &r.request_id {
+        span.set(KeyValue::new("gen_ai.response.id", id.clone()));
+    }
+    if crate::otel::capture() {
+        span.set(KeyValue::new("gen_ai.output.messages", content(&output_messages(r))));
+    }
+}
+
+impl Model for Traced {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
+        let model = self.inner.model().to_string();
+        let mut attrs = vec![
+            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.provider.name", self.inner.provider().to_string()),
+            KeyValue::new("gen_ai.request.model", model.clone()),
+            KeyValue::new("gen_ai.request.max_tokens", i64::from(req.max_tokens)),
+            KeyValue::new("agentloop.phase", req.phase.clone()),
+        ];
+        if let Some(t) = req.temperature {
+            attrs.push(KeyValue::new("gen_ai.request.temperature", t));
+        }
+        let mut span = Span::start(format!("chat {model}"), SpanKind::Client, attrs);
+        if span.is_on() && crate::otel::capture() {
+            let system = json!([{"type": "text", "content": req.system}]).to_string();
+            span.set(KeyValue::new("gen_ai.system_instructions", content(&system)));
+            span.set(KeyValue::new("gen_ai.input.messages", content(&input_messages(req))));
+        }
+        let r = self.inner.complete(req, live);
+        match &r {
+            Ok(resp) => answered(&mut span, resp),
+            Err(e) => span.fail(&crate::otel::error_type(e), &e.message),
+        }
+        r
+    }
+    fn cursor(&self) -> Json {
+        self.inner.cursor()
+    }
+    fn seek(&mut self, c: &Json) {
+        self.inner.seek(c)
+    }
+    fn wire_form(&self) -> Option<&'static str> {
+        self.inner.wire_form()
+    }
+    fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
+        self.inner.probe(req)
+    }
+}

@@ -1,0 +1,396 @@
+//! OpenTelemetry traces (docs/OBSERVABILITY.md): OTLP/HTTP spans that follow the GenAI semantic
+//! conventions ([`SEMCONV`]), off unless an endpoint is configured.
+//!
+//! The tree: one `invoke_agent {agent}` span per process that drives a run, whose children are a
+//! `chat {model}` span per model call (made by `model::traced`) and an `execute_tool {tool}` span
+//! per action ([`tool`]). The run span joins the caller's trace when `TRACEPARENT` (W3C) is in
+//! the environment; its own context is kept in state.json (`trace_parent`) the first time, so a
+//! later process on the same run (event mode's next turn, a resumed `run`) joins the same trace
+//! as its child.
+//!
+//! Invariants: nothing here fails or slows a run. Spans are batched in memory and exported by a
+//! background thread and at the command's end ([`finish`]), each export bounded by
+//! [`http::TIMEOUT`]; a collector that is down costs at most one warning on stderr. Message
+//! content goes on spans only with `otel.capture_content`, redacted like everything else the
+//! program writes.
+
+mod http;
+
+use crate::config::Config;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _};
+use opentelemetry::{Context, ContextGuard, KeyValue};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+/// The version of the OpenTelemetry semantic conventions for generative AI (development status)
+/// whose span names and attributes agentloop follows.
+pub const SEMCONV: &str = "1.38.0";
+
+/// Where spans go and what they carry, resolved from `otel:` and the standard variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    /// The full traces URL (`…/v1/traces`).
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
+    pub capture_content: bool,
+    pub service: String,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// The traces URL for a base endpoint, as the OTLP exporter specification builds it.
+fn traces_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1/traces") {
+        base.to_string()
+    } else {
+        format!("{base}/v1/traces")
+    }
+}
+
+/// The export the configuration asks for; None when traces are off. The standard variables win
+/// over `otel:` (the environment wins over config files): `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is
+/// the traces URL as is, `OTEL_EXPORTER_OTLP_ENDPOINT` and `otel.endpoint` a base URL;
+/// `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn traces off. The exporter adds
+/// `OTEL_EXPORTER_OTLP_HEADERS` (and `…_TRACES_HEADERS`) to `otel.headers` itself.
+pub fn export(cfg: &Config) -> Option<Export> {
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
+    {
+        return None;
+    }
+    let url = match (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+        (Some(url), _) => url,
+        (None, Some(base)) => traces_url(&base),
+        (None, None) => traces_url(cfg.otel.endpoint.as_deref().map(str::trim).filter(|e| !e.is_empty())?),
+    };
+    Some(Export {
+        url,
+        headers: cfg.otel.headers.clone(),
+        capture_content: cfg.otel.capture_content,
+        service: var("OTEL_SERVICE_NAME").unwrap_or_else(|| "agentloop".into()),
+    })
+}
+
+struct Otel {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    capture: bool,
+    url: String,
+}
+
+static OTEL: OnceLock<Option<Otel>> = OnceLock::new();
+
+/// Starts the exporter the first time a run is driven with traces on (later calls, and other
+/// runs of the same process, share it: the `otel:` keys are the user's own, the same for all).
+pub fn init(cfg: &Config) {
+    OTEL.get_or_init(|| start(cfg));
+}
+
+fn start(cfg: &Config) -> Option<Otel> {
+    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+    let e = export(cfg)?;
+    // Header values are credentials: never in the trace, the log or an error.
+    let env_headers = var("OTEL_EXPORTER_OTLP_TRACES_HEADERS").or_else(|| var("OTEL_EXPORTER_OTLP_HEADERS"));
+    for v in e.headers.values().cloned().chain(env_headers.iter().flat_map(|h| header_values(h))) {
+        crate::redact::register(&v);
+    }
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(http::Ureq::new())
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(e.url.clone())
+        .with_headers(e.headers.into_iter().collect::<HashMap<_, _>>())
+        .with_timeout(http::TIMEOUT)
+        .build();
+    let exporter = match exporter {
+        Ok(x) => x,
+        Err(err) => {
+            crate::output::warning(&format!("OpenTelemetry: spans will not be exported to {}: {err}", e.url));
+            return None;
+        }
+    };
+    let batch = BatchConfigBuilder::default().with_max_queue_size(16_384).build();
+    let processor = BatchSpanProcessor::builder(Watched(exporter)).with_batch_config(batch).build();
+    let resource = opentelemetry_sdk::Resource::builder_empty()
+        .with_service_name(e.service)
+        .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
+        .build();
+    let provider = SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource).build();
+    let scope = opentelemetry::InstrumentationScope::builder("agentloop")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .with_schema_url(format!("https://opentelemetry.io/schemas/{SEMCONV}"))
+        .build();
+    let tracer = provider.tracer_with_scope(scope);
+    Some(Otel { provider, tracer, capture: e.capture_content, url: e.url })
+}
+
+/// The first export that failed, if one did: the one warning at the command's end.
+static FAILED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The OTLP exporter, noting the first failed export (the SDK only logs them, and a collector
+/// that is down must be said once, not per batch and not never).
+#[derive(Debug)]
+struct Watched(opentelemetry_otlp::SpanExporter);
+
+impl opentelemetry_sdk::trace::SpanExporter for Watched {
+    fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> impl std::future::Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
+        let sent = self.0.export(batch);
+        async move {
+            let r = sent.await;
+            if let Err(e) = &r {
+                if let Ok(mut first) = FAILED.lock() {
+                    first.get_or_insert_with(|| e.to_string());
+                }
+            }
+            r
+        }
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        self.0.set_resource(resource)
+    }
+}
+
+/// The values of a `key=value,key=value` header list (URL-encoded values, as the variable is).
+fn header_values(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(_, v)| {
+            url::form_urlencoded::parse(format!("v={}", v.trim()).as_bytes()).map(|(_, v)| v.into_owned()).collect()
+        })
+        .collect()
+}
+
+fn get() -> Option<&'static Otel> {
+    OTEL.get().and_then(Option::as_ref)
+}
+
+/// Whether traces are on (after [`init`]).
+pub fn enabled() -> bool {
+    get().is_some()
+}
+
+/// Whether spans carry message content (`otel.capture_content`).
+pub fn capture() -> bool {
+    get().is_some_and(|o| o.capture)
+}
+
+/// Exports the spans still queued; called once, as the command ends. Bounded by the export
+/// timeout; a collector that did not take them is one warning, never a failed command.
+pub fn finish() {
+    let Some(o) = get() else { return };
+    let shut =
+        o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)).err().map(|e| e.to_string());
+    let failed = FAILED.lock().ok().and_then(|mut f| f.take());
+    if let Some(why) = failed.or(shut) {
+        crate::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
+    }
+}
+
+/// A span in progress (a no-op without traces on); ended when dropped, if not before.
+pub struct Span(Option<opentelemetry_sdk::trace::Span>);
+
+impl Span {
+    /// Starts a span named `name` as a child of the current run's span.
+    pub fn start(name: String, kind: SpanKind, attributes: Vec<KeyValue>) -> Span {
+        Span::start_at(name, kind, attributes, None)
+    }
+
+    fn start_at(name: String, kind: SpanKind, attributes: Vec<KeyValue>, at: Option<SystemTime>) -> Span {
+        let Some(o) = get() else { return Span(None) };
+        let mut b = o.tracer.span_builder(name).with_kind(kind).with_attributes(attributes);
+        if let Some(at) = at {
+            b = b.with_start_time(at);
+        }
+        Span(Some(b.start_with_context(&o.tracer, &Context::current())))
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    pub fn set(&mut self, kv: KeyValue) {
+        if let Some(s) = &mut self.0 {
+            s.set_attribute(kv);
+        }
+    }
+
+    /// Marks the span failed: `error.type` and the status (the description redacted).
+    pub fn fail(&mut self, error_type: &str, description: &str) {
+        if let Some(s) = &mut self.0 {
+            s.set_attribute(KeyValue::new("error.type", error_type.to_string()));
+            s.set_status(Status::error(crate::redact::redact(description)));
+        }
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some(s) = &mut self.0 {
+            s.end();
+        }
+    }
+}
+
+/// Text for a span attribute when content is captured: redacted like everything written.
+pub fn content(text: &str) -> opentelemetry::Value {
+    crate::redact::redact(text).into()
+}
+
+/// The W3C trace context of the caller (`TRACEPARENT`, `TRACESTATE`), if it is one.
+fn caller() -> Option<Context> {
+    let parent = var("TRACEPARENT")?;
+    let cx = extract(&parent, var("TRACESTATE"));
+    if cx.is_none() {
+        crate::output::warning(&format!(
+            "TRACEPARENT `{parent}` is not a W3C traceparent (00-<trace id>-<span id>-<flags>); the run starts its own trace"
+        ));
+    }
+    cx
+}
+
+fn extract(traceparent: &str, tracestate: Option<String>) -> Option<Context> {
+    let mut carrier = HashMap::from([("traceparent".to_string(), traceparent.to_string())]);
+    if let Some(s) = tracestate {
+        carrier.insert("tracestate".into(), s);
+    }
+    let cx = TraceContextPropagator::new().extract(&carrier);
+    cx.span().span_context().is_valid().then_some(cx)
+}
+
+fn traceparent(cx: &Context) -> Option<String> {
+    let mut carrier = HashMap::new();
+    TraceContextPropagator::new().inject_context(cx, &mut carrier);
+    carrier.remove("traceparent")
+}
+
+/// The run's `invoke_agent` span, current on this thread while it lives: model calls and actions
+/// made meanwhile are its children.
+pub struct RunSpan {
+    // Field order is drop order: the span ends (in `drop`) before the context is detached.
+    cx: Option<Context>,
+    _attached: Option<ContextGuard>,
+}
+
+impl RunSpan {
+    /// Starts the span for run `run_id` driven as `agent`: a child of the caller's `TRACEPARENT`,
+    /// else of the run's earlier process (`stored`), else a new trace. `stored` is set to this
+    /// span the first time, for the run's later processes.
+    pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
+        init(cfg);
+        let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
+        let parent = caller().or_else(|| stored.as_deref().and_then(|s| extract(s, None))).unwrap_or_default();
+        let agent = agent.unwrap_or("agentloop");
+        let span = o
+            .tracer
+            .span_builder(format!("invoke_agent {agent}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes([
+                KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+                KeyValue::new("gen_ai.agent.name", agent.to_string()),
+                KeyValue::new("gen_ai.conversation.id", run_id.to_string()),
+            ])
+            .start_with_context(&o.tracer, &parent);
+        let cx = parent.with_span(span);
+        if stored.is_none() {
+            *stored = traceparent(&cx);
+        }
+        RunSpan { _attached: Some(cx.clone().attach()), cx: Some(cx) }
+    }
+
+    /// Records how this process's part of the run ended: the stop (`done`, `escalated`, …), or
+    /// the error that ended it.
+    pub fn ended(&self, stop: Result<&str, &crate::error::Error>) {
+        let Some(cx) = &self.cx else { return };
+        let span = cx.span();
+        match stop {
+            Ok(stop) => span.set_attribute(KeyValue::new("agentloop.run.stop", stop.to_string())),
+            Err(e) => {
+                span.set_attribute(KeyValue::new("error.type", error_type(e)));
+                span.set_status(Status::error(crate::redact::redact(&e.message)));
+            }
+        }
+    }
+}
+
+impl Drop for RunSpan {
+    fn drop(&mut self) {
+        if let Some(cx) = &self.cx {
+            cx.span().end();
+        }
+    }
+}
+
+/// `error.type` for an error: its kind (`provider`, `budget`, `tool`, …).
+pub fn error_type(e: &crate::error::Error) -> String {
+    format!("{:?}", e.kind).to_ascii_lowercase()
+}
+
+/// One action as it ran: an `execute_tool {tool}` span ending now, begun `duration_ms` ago.
+/// `call_id` names the call (`<run id>:step:<n>`); `error` is the failed status, if it failed.
+pub fn tool(call_id: &str, tool: &str, args: &serde_json::Value, result: (&str, Option<&str>), duration_ms: u64) {
+    if get().is_none() {
+        return;
+    }
+    let began = SystemTime::now().checked_sub(Duration::from_millis(duration_ms));
+    let mut span = Span::start_at(
+        format!("execute_tool {tool}"),
+        SpanKind::Internal,
+        vec![
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", tool.to_string()),
+            KeyValue::new("gen_ai.tool.call.id", call_id.to_string()),
+            KeyValue::new("gen_ai.tool.type", "function"),
+        ],
+        began,
+    );
+    let (output, error) = result;
+    if capture() {
+        span.set(KeyValue::new("gen_ai.tool.call.arguments", content(&args.to_string())));
+        span.set(KeyValue::new("gen_ai.tool.call.result", content(output)));
+    }
+    if let Some(status) = error {
+        span.fail(status, &format!("tool `{tool}` failed"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_endpoint_gets_the_traces_path_once() {
+        assert_eq!(traces_url("http://h:4318"), "http://h:4318/v1/traces");
+        assert_eq!(traces_url("http://h:4318/"), "http://h:4318/v1/traces");
+        assert_eq!(traces_url("http://h:4318/v1/traces"), "http://h:4318/v1/traces");
+    }
+
+    #[test]
+    fn a_traceparent_round_trips_and_a_bad_one_is_none() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let cx = extract(tp, None).expect("valid");
+        assert_eq!(traceparent(&cx).as_deref(), Some(tp));
+        assert!(extract("00-zz-b7ad6b7169203331-01", None).is_none());
+        assert!(extract("00-00000000000000000000000000000000-b7ad6b7169203331-01", None).is_none());
+    }
+
+    #[test]
+    fn header_values_are_url_decoded() {
+        assert_eq!(header_values("api-key=a%20b, x=y"), vec!["a b".to_string(), "y".to_string()]);
+    }
+}
