@@ -149,7 +149,10 @@ pub fn explore(ctx: &Ctx, store: &Store) -> Result<Value> {
         .collect();
     let open = questions(cfg, store, &explored)?;
     let id = format!("dream-{}", crate::clock::new_run_id());
-    let name = crate::model::name_for_estimate(cfg)?;
+    // The model is named only when it could be called (no budget: no provider is needed).
+    let c = &cfg.dream.curiosity;
+    let callable = !open.is_empty() && (c.max_tokens.is_some() || c.max_cost_usd.is_some());
+    let name = if callable { crate::model::name_for_estimate(cfg)? } else { String::new() };
     let (mut model, mut rows, mut stopped) = (None, Vec::new(), None);
     for q in open.iter().take(cfg.dream.max_questions) {
         let cap = match budget_left(cfg, &name) {
