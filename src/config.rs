@@ -1361,7 +1361,9 @@ fn validate_values(c: &Config) -> Result<()> {
     ];
     for (key, v) in percents {
         if !(0.0..=100.0).contains(&v) {
-            return Err(Error::config(format!("invalid configuration at key `{key}`: {v} is not a percent (0 to 100)")));
+            return Err(Error::config(format!(
+                "invalid configuration at key `{key}`: {v} is not a percent (0 to 100)"
+            )));
         }
     }
     for (key, v) in non_negative {

@@ -225,7 +225,10 @@ pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
     let level = (decay(level, at, now) * 10.0).round() / 10.0;
     let over = c.threshold > 0.0 && level >= c.threshold;
     let resting = over.then(|| {
-        format!("stress {level} reached stress.threshold {} (runs escalated by frustration a reframe did not resolve)", c.threshold)
+        format!(
+            "stress {level} reached stress.threshold {} (runs escalated by frustration a reframe did not resolve)",
+            c.threshold
+        )
     });
     // Stress is below the threshold again once it has fallen past it.
     let until = (over && c.decay_per_hour > 0.0).then(|| {

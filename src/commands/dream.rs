@@ -124,7 +124,12 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
                     title: String::new(),
                     content: content.clone(),
                     keywords: sources.clone(),
-                    provenance: Provenance { run_id: Some(s.run_id.clone()), step: None, artifact: None, ..Default::default() },
+                    provenance: Provenance {
+                        run_id: Some(s.run_id.clone()),
+                        step: None,
+                        artifact: None,
+                        ..Default::default()
+                    },
                     ttl: None,
                 };
                 store.add(&n)?;
@@ -195,7 +200,11 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
     if let Some(x) = &explored {
         for r in x["explored"].as_array().into_iter().flatten() {
             let n = r["entries"].as_array().map_or(0, Vec::len);
-            ctx.printer.outln(&format!("explored \"{}\" ({}): {n} findings", r["question"].as_str().unwrap_or(""), r["source"].as_str().unwrap_or("")));
+            ctx.printer.outln(&format!(
+                "explored \"{}\" ({}): {n} findings",
+                r["question"].as_str().unwrap_or(""),
+                r["source"].as_str().unwrap_or("")
+            ));
         }
         if let Some(why) = x["stopped"].as_str() {
             ctx.printer.outln(&format!("exploring stopped: {why}"));

@@ -57,7 +57,9 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
     let (tokens, cost) = crate::rest_window::curiosity(cfg);
     let span = humantime::format_duration(c.window.0);
     if let Some(m) = c.max_tokens.filter(|m| tokens >= *m) {
-        return Err(format!("curiosity budget spent: {tokens} tokens in the last {span} (dream.curiosity.max_tokens {m})"));
+        return Err(format!(
+            "curiosity budget spent: {tokens} tokens in the last {span} (dream.curiosity.max_tokens {m})"
+        ));
     }
     if let Some(m) = c.max_cost_usd {
         let priced = crate::model::is_scripted(model)
@@ -66,7 +68,9 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
             return Err(format!("dream.curiosity.max_cost_usd cannot hold: model `{model}` has no price (add it under `prices:`, or set dream.curiosity.max_tokens)"));
         }
         if cost >= m {
-            return Err(format!("curiosity budget spent: ${cost:.4} in the last {span} (dream.curiosity.max_cost_usd {m})"));
+            return Err(format!(
+                "curiosity budget spent: ${cost:.4} in the last {span} (dream.curiosity.max_cost_usd {m})"
+            ));
         }
     }
     Ok(c.max_tokens.map(|m| m - tokens))
@@ -78,13 +82,22 @@ fn recalled(cfg: &Config, store: &Store, q: &str) -> Result<String> {
     let lines: Vec<String> = index
         .search(q, cfg.memory.top_k.max(1))
         .into_iter()
-        .map(|(e, _)| format!("- [{}] {}", e.id, crate::output::one_line(&e.content).chars().take(600).collect::<String>()))
+        .map(|(e, _)| {
+            format!("- [{}] {}", e.id, crate::output::one_line(&e.content).chars().take(600).collect::<String>())
+        })
         .collect();
     Ok(if lines.is_empty() { "(nothing yet)".into() } else { lines.join("\n") })
 }
 
 /// One model call for one question; the memory entries written.
-fn explore_one(ctx: &Ctx, store: &Store, m: &mut dyn crate::model::Model, q: &Question, id: &str, cap: Option<u64>) -> Result<Vec<String>> {
+fn explore_one(
+    ctx: &Ctx,
+    store: &Store,
+    m: &mut dyn crate::model::Model,
+    q: &Question,
+    id: &str,
+    cap: Option<u64>,
+) -> Result<Vec<String>> {
     let cfg = ctx.config();
     let tool = contract::explore_tool();
     let prompt = format!(

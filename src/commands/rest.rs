@@ -61,8 +61,9 @@ pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
     let done: Vec<String> =
         rows.iter().filter(|r| r["ok"] == true).filter_map(|r| r["task"].as_str().map(String::from)).collect();
     let id = format!("rest-{}", crate::clock::now_rfc3339());
-    crate::rest_window::record_rest(cfg, &id, done)
-        .map_err(|e| Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable"))?;
+    crate::rest_window::record_rest(cfg, &id, done).map_err(|e| {
+        Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
+    })?;
     let after = wellbeing(&ctx);
     let agent = crate::rest_window::agent_of(cfg);
     let p = &ctx.printer;
@@ -75,6 +76,12 @@ pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
         p.outln(&format!("{:<13} {mark}: {}", r["task"].as_str().unwrap_or(""), r["detail"].as_str().unwrap_or("")));
     }
     let pct = |v: &Value| v.as_f64().map(|f| format!("{f}%")).unwrap_or_else(|| "n/a (no rest: limit)".into());
-    p.outln(&format!("agent `{agent}` rested: fatigue {} -> {}, stress {} -> {}", pct(&before["fatigue"]), pct(&after["fatigue"]), before["stress"], after["stress"]));
+    p.outln(&format!(
+        "agent `{agent}` rested: fatigue {} -> {}, stress {} -> {}",
+        pct(&before["fatigue"]),
+        pct(&after["fatigue"]),
+        before["stress"],
+        after["stress"]
+    ));
     Ok(code::OK)
 }

@@ -270,7 +270,10 @@ fn print_estimate(
         est.max_tokens,
         cost(est.max_cost_usd)
     ));
-    p.outln(&format!("fits budget  {}", n.reason.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())));
+    p.outln(&format!(
+        "fits budget  {}",
+        n.reason.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
+    ));
     if let Some(f) = n.current_fatigue {
         p.outln(&format!("fatigue      {f}%"));
     }

@@ -133,7 +133,8 @@ fn frustration_a_reframe_did_not_resolve_leaves_stress_that_rests_the_agent() {
     assert!(err.contains("stress 80 reached stress.threshold 75") && err.contains("agentloop rest"), "{err}");
     assert!(err.contains("2026-01-01T00:30:01"), "below the threshold again after half an hour: {err}");
     assert_eq!(t.read("ws/trace.jsonl"), before);
-    assert!(stdout(&t.al(&["status"]).output().unwrap()).contains("stress      80 of 75 (2 escalations by frustration); resting until"));
+    assert!(stdout(&t.al(&["status"]).output().unwrap())
+        .contains("stress      80 of 75 (2 escalations by frustration); resting until"));
     // Stress decays with time: 10 an hour.
     let later = "2026-01-01T01:00:00Z";
     let st = status(later);
