@@ -232,8 +232,12 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// When the loop is stuck: a forced reframe once, then escalation.
     pub frustration: FrustrationConfig,
-    /// Rolling usage limits across invocations, per agent profile.
+    /// Rolling usage limits across invocations, per agent profile; fatigue; `agentloop rest`.
     pub rest: RestConfig,
+    /// Stress: what frustration the forced reframe did not resolve leaves behind, across runs.
+    pub stress: StressConfig,
+    /// `dream --explore`: open questions and interests explored on a curiosity budget.
+    pub dream: DreamConfig,
     /// The diagnostics log file.
     pub logging: LoggingConfig,
     pub handle: HandleConfig,
@@ -277,6 +281,8 @@ impl Default for Config {
             memory: MemoryConfig::default(),
             frustration: FrustrationConfig::default(),
             rest: RestConfig::default(),
+            stress: StressConfig::default(),
+            dream: DreamConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
             queue: QueueConfig::default(),
@@ -660,6 +666,9 @@ impl Default for LoggingConfig {
 
 /// `rest:` — rolling usage limits across invocations for the agent profile:
 /// within `window`, at most `max_tokens`, `max_cost_usd` and `max_runs` (none set: no limit).
+/// Fatigue is the share of the fullest of these used; a new run is refused above `max_fatigue`
+/// percent (negotiation). `agentloop rest` runs `tasks` (no model call) and forgives `relief`
+/// percent of the usage and stress before it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RestConfig {
@@ -667,11 +676,96 @@ pub struct RestConfig {
     pub max_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
     pub max_runs: Option<u64>,
+    /// Fatigue (percent of the window used) above which a new run is refused.
+    pub max_fatigue: f64,
+    /// Percent of the window's usage and of stress that a rest forgives.
+    pub relief: f64,
+    /// The light tasks `agentloop rest` runs, from a fixed set (see [`RestTask`]).
+    pub tasks: Vec<RestTask>,
 }
 
 impl Default for RestConfig {
     fn default() -> Self {
-        RestConfig { window: Dur::secs(24 * 3600), max_tokens: None, max_cost_usd: None, max_runs: None }
+        RestConfig {
+            window: Dur::secs(24 * 3600),
+            max_tokens: None,
+            max_cost_usd: None,
+            max_runs: None,
+            max_fatigue: 90.0,
+            relief: 50.0,
+            tasks: vec![RestTask::MemoryPrune, RestTask::Report],
+        }
+    }
+}
+
+/// A light task of `agentloop rest`: built in, no model call, no program of anyone's choosing.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RestTask {
+    /// `memory prune`: expired long-term memory entries are deleted.
+    MemoryPrune,
+    /// `report`: the workspace's report.html is written again from its files.
+    Report,
+}
+
+impl RestTask {
+    pub fn name(self) -> &'static str {
+        match self {
+            RestTask::MemoryPrune => "memory_prune",
+            RestTask::Report => "report",
+        }
+    }
+}
+
+/// `stress:` — a run escalated by frustration (the forced reframe did not resolve it) raises
+/// the agent's stress by `per_escalation`; stress falls by `decay_per_hour` and with a rest; at
+/// `threshold` or above the agent rests (new work refused, exit 10) until it is below again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StressConfig {
+    pub per_escalation: f64,
+    /// 0 turns the automatic rest off (stress is still kept and shown).
+    pub threshold: f64,
+    pub decay_per_hour: f64,
+}
+
+impl Default for StressConfig {
+    fn default() -> Self {
+        StressConfig { per_escalation: 25.0, threshold: 75.0, decay_per_hour: 5.0 }
+    }
+}
+
+/// `dream:` — what `dream --explore` explores and what it may spend.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DreamConfig {
+    /// Topics the agent is curious about, explored beside its open questions.
+    pub interests: Vec<String>,
+    /// Questions explored in one dream, at most.
+    pub max_questions: usize,
+    /// The curiosity budget: its own rolling window, apart from `rest:`.
+    pub curiosity: CuriosityConfig,
+}
+
+impl Default for DreamConfig {
+    fn default() -> Self {
+        DreamConfig { interests: vec![], max_questions: 3, curiosity: CuriosityConfig::default() }
+    }
+}
+
+/// `dream.curiosity:` — tokens and USD `dream --explore` may spend within `window`; with
+/// neither set, exploring makes no model call.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CuriosityConfig {
+    pub window: Dur,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Default for CuriosityConfig {
+    fn default() -> Self {
+        CuriosityConfig { window: Dur::secs(24 * 3600), max_tokens: None, max_cost_usd: None }
     }
 }
 
@@ -1448,6 +1542,24 @@ fn mark_all(v: &Value, prefix: &str, sources: &mut Sources) {
 fn validate_values(c: &Config) -> Result<()> {
     if c.llm.attempts == 0 {
         return Err(Error::config("invalid configuration at key `llm.attempts`: must be at least 1"));
+    }
+    let percents = [("rest.max_fatigue", c.rest.max_fatigue), ("rest.relief", c.rest.relief)];
+    let non_negative = [
+        ("stress.per_escalation", c.stress.per_escalation),
+        ("stress.threshold", c.stress.threshold),
+        ("stress.decay_per_hour", c.stress.decay_per_hour),
+    ];
+    for (key, v) in percents {
+        if !(0.0..=100.0).contains(&v) {
+            return Err(Error::config(format!(
+                "invalid configuration at key `{key}`: {v} is not a percent (0 to 100)"
+            )));
+        }
+    }
+    for (key, v) in non_negative {
+        if !v.is_finite() || v < 0.0 {
+            return Err(Error::config(format!("invalid configuration at key `{key}`: {v} must be 0 or more")));
+        }
     }
     Ok(())
 }

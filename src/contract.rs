@@ -188,6 +188,32 @@ pub struct DreamAnswer {
     pub contradictions: Vec<String>,
 }
 
+/// `dream --explore`'s answer for one open question or interest: what it found.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExploreAnswer {
+    /// What exploring the question found, each a short note
+    #[serde(default)]
+    #[schemars(length(max = 5))]
+    pub findings: Vec<ExploreFinding>,
+}
+
+/// One finding of `dream --explore`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExploreFinding {
+    /// A short title
+    #[schemars(length(min = 1))]
+    pub title: String,
+    /// The finding, with what in memory it rests on
+    #[schemars(length(min = 1))]
+    pub content: String,
+}
+
+pub fn explore_tool() -> ToolDef {
+    answer_tool("explore_answer", "Record what exploring the question found.", schema_of::<ExploreAnswer>())
+}
+
 pub fn dream_tool() -> ToolDef {
     answer_tool("dream_answer", "Record the consolidated notes and contradictions.", schema_of::<DreamAnswer>())
 }

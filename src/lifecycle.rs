@@ -429,31 +429,39 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
         .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)))
 }
 
-/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, or whose
-/// cost cap cannot be counted (negotiation), before anything is written; with `start.force` the
-/// refusal is a warning and the run starts.
+/// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, whose
+/// cost cap cannot be counted, or whose agent is too tired (fatigue above `rest.max_fatigue`)
+/// — negotiation, before anything is written; with `start.force` the refusal is a warning and
+/// the run starts. The refusal carries the seed's answer (canProceed, reason, estimatedCost,
+/// currentBudget, currentFatigue).
 pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     check_model_name(env.cfg, model)?;
     let limits = crate::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
+    let window = crate::rest_window::current(env.cfg);
+    let n = phases::negotiate::negotiate(&est, &limits, window.as_ref());
     crate::log::info(&format!(
-        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD",
+        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD; fatigue {:?}",
         est.min_tokens,
         est.min_cost_usd,
         est.max_steps,
         est.max_tokens,
         est.max_cost_usd,
         limits.max_tokens,
-        limits.max_cost_usd
+        limits.max_cost_usd,
+        n.current_fatigue
     ));
-    match phases::negotiate::refusal(&est, &limits) {
+    match &n.reason {
         None => Ok(()),
         Some(why) if start.force => {
             env.printer.warn(&format!("starting anyway (--force): {why}"));
             Ok(())
         }
-        Some(why) => Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-            .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force; `run --dry-run` shows the estimate")),
+        Some(why) => Err(Error::new(
+            crate::error::Kind::Negotiation,
+            format!("run refused before it started: {why}; negotiation: {}", serde_json::json!(n)),
+        )
+        .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force; `run --dry-run` shows the estimate")),
     }
 }
 

@@ -27,6 +27,12 @@ pub struct Provenance {
     pub step: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<String>,
+    /// What the memory answers: the open question or interest `dream --explore` explored
+    /// (a memory id, or `dream.interests`), and the question itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 impl Provenance {
@@ -40,6 +46,9 @@ impl Provenance {
         }
         if let Some(a) = &self.artifact {
             parts.push(a.clone());
+        }
+        if let Some(q) = &self.question {
+            parts.push(format!("exploring \"{q}\""));
         }
         parts.join(", ")
     }

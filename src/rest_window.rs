@@ -4,6 +4,13 @@
 //! concurrent processes never interleave). Before a run calls a model, the usage of the agent
 //! profile within `rest.window` is summed; over `rest.max_tokens`, `rest.max_cost_usd` or
 //! `rest.max_runs`, the agent rests: no model call, exit 10, and the time it may run again.
+//!
+//! The same ledger keeps the agent's wellbeing, as lines of their own `kind`: fatigue is the
+//! share of the fullest window limit used (a new run is refused above `rest.max_fatigue`);
+//! `stress` lines are runs escalated by frustration the forced reframe did not resolve, and
+//! stress (their sum, falling by `stress.decay_per_hour`) at `stress.threshold` puts the agent
+//! to rest; a `rest` line (`agentloop rest`) forgives `rest.relief` percent of the usage and
+//! stress before it; `dream` lines are what `dream --explore` spent of its curiosity budget.
 
 use crate::config::Config;
 use crate::error::{Error, Kind, Result};
@@ -21,6 +28,34 @@ pub struct Line {
     /// This invocation started a new run.
     #[serde(default)]
     pub new_run: bool,
+    /// What the line records: absent for a run's usage; `rest`, `stress` or `dream`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A `stress` line: how much stress rose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<f64>,
+    /// A `rest` line: the light tasks it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
+}
+
+impl Line {
+    fn new(cfg: &Config, run_id: &str, kind: Option<&str>) -> Line {
+        Line {
+            ts: crate::clock::now_rfc3339(),
+            agent: agent_of(cfg),
+            run_id: run_id.into(),
+            tokens: 0,
+            cost_usd: 0.0,
+            new_run: false,
+            kind: kind.map(String::from),
+            amount: None,
+            tasks: vec![],
+        }
+    }
+    fn is(&self, kind: &str) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
 }
 
 /// Usage inside the window, and when the window frees up.
@@ -31,7 +66,30 @@ pub struct Window {
     pub tokens: u64,
     pub cost_usd: f64,
     pub runs: u64,
+    /// The window's limits (`rest.max_tokens`, `rest.max_cost_usd`, `rest.max_runs`).
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub max_runs: Option<u64>,
+    /// Percent (0-100) of the fullest limit used: the agent's fatigue.
+    pub fatigue: f64,
+    /// Fatigue above which a new run is refused (`rest.max_fatigue`).
+    pub max_fatigue: f64,
+    /// The last rest, if one is inside the window (usage before it counts `rest.relief` less).
+    pub rested_at: Option<String>,
     /// Set when a limit is reached: why, and the time the agent may run again.
+    pub resting: Option<String>,
+    pub until: Option<String>,
+}
+
+/// The agent's stress now: what unresolved frustration left behind, less decay and rests.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stress {
+    pub agent: String,
+    pub level: f64,
+    pub threshold: f64,
+    /// Runs escalated by frustration that raised it, ever.
+    pub escalations: u64,
+    /// Set at the threshold: why the agent rests, and when stress will be below it again.
     pub resting: Option<String>,
     pub until: Option<String>,
 }
@@ -63,6 +121,16 @@ fn read_lines() -> Vec<Line> {
     text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
+/// When the agent last rested (its newest `rest` line), if ever.
+fn last_rest(agent: &str, lines: &[Line], now: SystemTime) -> Option<SystemTime> {
+    lines
+        .iter()
+        .filter(|l| l.agent == agent && l.is("rest"))
+        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts))
+        .filter(|t| *t <= now)
+        .max()
+}
+
 /// The agent's usage within the window (a pure function of the ledger lines and the time).
 pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
     let agent = agent_of(cfg);
@@ -70,14 +138,29 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
     let start = now.checked_sub(span).unwrap_or(SystemTime::UNIX_EPOCH);
     let inside: Vec<(SystemTime, &Line)> = lines
         .iter()
-        .filter(|l| l.agent == agent)
+        .filter(|l| l.agent == agent && l.kind.is_none())
         .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
         .filter(|(t, _)| *t > start)
         .collect();
-    let tokens: u64 = inside.iter().map(|(_, l)| l.tokens).sum();
-    let cost: f64 = inside.iter().map(|(_, l)| l.cost_usd).sum();
-    let runs = inside.iter().filter(|(_, l)| l.new_run).count() as u64;
+    // What came before the last rest counts `rest.relief` percent less.
+    let rested = last_rest(&agent, lines, now).filter(|t| *t > start);
+    let keep = 1.0 - cfg.rest.relief / 100.0;
+    let weight = |t: &SystemTime| if rested.is_some_and(|r| *t <= r) { keep } else { 1.0 };
+    let tokens = inside.iter().map(|(t, l)| l.tokens as f64 * weight(t)).sum::<f64>().round() as u64;
+    let cost: f64 = inside.iter().map(|(t, l)| l.cost_usd * weight(t)).sum();
+    let runs_f: f64 = inside.iter().filter(|(_, l)| l.new_run).map(|(t, _)| weight(t)).sum();
+    let runs = runs_f.round() as u64;
     let r = &cfg.rest;
+    let share = |used: f64, max: Option<f64>| max.map(|m| if m <= 0.0 { 100.0 } else { used / m * 100.0 });
+    let fatigue = [
+        share(tokens as f64, r.max_tokens.map(|m| m as f64)),
+        share(cost, r.max_cost_usd),
+        share(runs_f, r.max_runs.map(|m| m as f64)),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0f64, f64::max)
+    .min(100.0);
     let reason = if r.max_tokens.is_some_and(|m| tokens >= m) {
         Some(format!("{tokens} tokens used in the last {} (rest.max_tokens {})", fmt(span), r.max_tokens.unwrap_or(0)))
     } else if r.max_cost_usd.is_some_and(|m| cost >= m) {
@@ -86,7 +169,7 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
             fmt(span),
             r.max_cost_usd.unwrap_or(0.0)
         ))
-    } else if r.max_runs.is_some_and(|m| runs >= m) {
+    } else if r.max_runs.is_some_and(|m| runs_f >= m as f64) {
         Some(format!("{runs} runs started in the last {} (rest.max_runs {})", fmt(span), r.max_runs.unwrap_or(0)))
     } else {
         None
@@ -100,9 +183,70 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
         tokens,
         cost_usd: (cost * 1e6).round() / 1e6,
         runs,
+        max_tokens: r.max_tokens,
+        max_cost_usd: r.max_cost_usd,
+        max_runs: r.max_runs,
+        fatigue: (fatigue * 10.0).round() / 10.0,
+        max_fatigue: r.max_fatigue,
+        rested_at: rested.map(crate::clock::rfc3339),
         resting: reason,
         until,
     }
+}
+
+/// The agent's stress at `now` (a pure function of the ledger lines and the time): each
+/// `stress` line adds its amount (up to 100), each `rest` line forgives `rest.relief` percent,
+/// and between them it falls by `stress.decay_per_hour`.
+pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
+    let agent = agent_of(cfg);
+    let mut events: Vec<(SystemTime, &Line)> = lines
+        .iter()
+        .filter(|l| l.agent == agent && (l.is("stress") || l.is("rest")))
+        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
+        .filter(|(t, _)| *t <= now)
+        .collect();
+    events.sort_by_key(|(t, _)| *t);
+    let c = &cfg.stress;
+    let decay = |level: f64, from: SystemTime, to: SystemTime| {
+        let hours = to.duration_since(from).unwrap_or_default().as_secs_f64() / 3600.0;
+        (level - c.decay_per_hour * hours).max(0.0)
+    };
+    let (mut level, mut at, mut escalations) = (0.0f64, SystemTime::UNIX_EPOCH, 0u64);
+    for (t, l) in events {
+        level = decay(level, at, t);
+        at = t;
+        if l.is("stress") {
+            level = (level + l.amount.unwrap_or(0.0).max(0.0)).min(100.0);
+            escalations += 1;
+        } else {
+            level *= 1.0 - cfg.rest.relief / 100.0;
+        }
+    }
+    let level = (decay(level, at, now) * 10.0).round() / 10.0;
+    let over = c.threshold > 0.0 && level >= c.threshold;
+    let resting = over.then(|| {
+        format!(
+            "stress {level} reached stress.threshold {} (runs escalated by frustration a reframe did not resolve)",
+            c.threshold
+        )
+    });
+    // Stress is below the threshold again once it has fallen past it.
+    let until = (over && c.decay_per_hour > 0.0).then(|| {
+        let secs = ((level - c.threshold) / c.decay_per_hour * 3600.0).floor() as u64 + 1;
+        crate::clock::rfc3339(now + Duration::from_secs(secs))
+    });
+    Stress { agent, level, threshold: c.threshold, escalations, resting, until }
+}
+
+/// Tokens and USD `dream --explore` spent within `dream.curiosity.window` (a pure function).
+pub fn curiosity_of(cfg: &Config, lines: &[Line], now: SystemTime) -> (u64, f64) {
+    let agent = agent_of(cfg);
+    let start = now.checked_sub(cfg.dream.curiosity.window.0).unwrap_or(SystemTime::UNIX_EPOCH);
+    lines
+        .iter()
+        .filter(|l| l.agent == agent && l.is("dream"))
+        .filter(|l| crate::clock::parse_rfc3339(&l.ts).is_some_and(|t| t > start && t <= now))
+        .fold((0, 0.0), |(t, c), l| (t + l.tokens, c + l.cost_usd))
 }
 
 fn fmt(d: Duration) -> String {
@@ -114,8 +258,35 @@ pub fn current(cfg: &Config) -> Option<Window> {
     enabled(cfg).then(|| window_of(cfg, &read_lines(), crate::clock::now()))
 }
 
-/// Refuses to start model work while the agent rests (exit 10).
+/// The agent's stress now.
+pub fn stress(cfg: &Config) -> Stress {
+    stress_of(cfg, &read_lines(), crate::clock::now())
+}
+
+/// What `dream --explore` spent of its curiosity budget in the window now.
+pub fn curiosity(cfg: &Config) -> (u64, f64) {
+    curiosity_of(cfg, &read_lines(), crate::clock::now())
+}
+
+/// Why a new run is refused as too tired (fatigue above `rest.max_fatigue`), if it is.
+pub fn too_tired(w: &Window) -> Option<String> {
+    (w.fatigue > w.max_fatigue).then(|| {
+        format!(
+            "agent `{}` is too tired: fatigue {}% of its rolling usage window is above rest.max_fatigue {}%",
+            w.agent, w.fatigue, w.max_fatigue
+        )
+    })
+}
+
+/// Refuses to start model work while the agent rests (exit 10): a full usage window, or
+/// stress at its threshold.
 pub fn check(cfg: &Config) -> Result<()> {
+    let s = stress(cfg);
+    if let Some(why) = &s.resting {
+        let when = s.until.as_deref().map(|u| format!("it may run again at {u}, or ")).unwrap_or_default();
+        return Err(Error::new(Kind::Resting, format!("agent `{}` is resting: {why}; {when}after `agentloop rest`", s.agent))
+            .with_hint("run `agentloop rest` (light tasks, no model call; it lowers stress by rest.relief), or wait; stress.threshold sets where stress puts the agent to rest"));
+    }
     let Some(w) = current(cfg) else { return Ok(()) };
     match (&w.resting, &w.until) {
         (Some(why), until) => Err(Error::new(
@@ -140,17 +311,38 @@ pub fn record(
     if tokens == 0 && !new_run {
         return Ok(());
     }
+    let mut line = Line::new(cfg, run_id, None);
+    (line.tokens, line.cost_usd, line.new_run) = (tokens, cost_usd, new_run);
+    append(&line)
+}
+
+/// Appends one line to the ledger (one append: concurrent processes never interleave).
+fn append(line: &Line) -> std::result::Result<(), String> {
     let Some(path) = ledger() else { return Ok(()) };
     if let Some(dir) = path.parent() {
         crate::fs::create_dir_all(dir).map_err(|e| e.message)?;
     }
-    let line = Line {
-        ts: crate::clock::now_rfc3339(),
-        agent: agent_of(cfg),
-        run_id: run_id.into(),
-        tokens,
-        cost_usd,
-        new_run,
-    };
-    crate::fs::append_line(&path, &serde_json::to_string(&line).expect("line serializes")).map_err(|e| e.message)
+    crate::fs::append_line(&path, &serde_json::to_string(line).expect("line serializes")).map_err(|e| e.message)
+}
+
+/// Records that frustration escalated run `run_id` after the forced reframe: stress rises by
+/// `stress.per_escalation`.
+pub fn record_stress(cfg: &Config, run_id: &str) -> std::result::Result<(), String> {
+    let mut line = Line::new(cfg, run_id, Some("stress"));
+    line.amount = Some(cfg.stress.per_escalation);
+    append(&line)
+}
+
+/// Records a rest (`agentloop rest`) and the tasks it ran: fatigue and stress fall.
+pub fn record_rest(cfg: &Config, id: &str, tasks: Vec<String>) -> std::result::Result<(), String> {
+    let mut line = Line::new(cfg, id, Some("rest"));
+    line.tasks = tasks;
+    append(&line)
+}
+
+/// Records what one exploration of `dream --explore` spent of the curiosity budget.
+pub fn record_dream(cfg: &Config, id: &str, tokens: u64, cost_usd: f64) -> std::result::Result<(), String> {
+    let mut line = Line::new(cfg, id, Some("dream"));
+    (line.tokens, line.cost_usd) = (tokens, cost_usd);
+    append(&line)
 }

@@ -273,6 +273,11 @@ fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
         "rest.max_tokens" => base.rest.max_tokens.map(|n| n as f64),
         "rest.max_cost_usd" => base.rest.max_cost_usd,
         "rest.max_runs" => base.rest.max_runs.map(|n| n as f64),
+        "rest.max_fatigue" => Some(base.rest.max_fatigue),
+        "dream.max_questions" => Some(base.dream.max_questions as f64),
+        // No curiosity budget means no exploring at all: nothing above 0 narrows it.
+        "dream.curiosity.max_tokens" => Some(base.dream.curiosity.max_tokens.map_or(0.0, |n| n as f64)),
+        "dream.curiosity.max_cost_usd" => Some(base.dream.curiosity.max_cost_usd.unwrap_or(0.0)),
         _ => return None,
     })
 }

@@ -94,6 +94,7 @@ pub enum Command {
     #[command(subcommand)]
     Memory(commands::memory::MemoryCommand),
     Dream(commands::dream::DreamArgs),
+    Rest(commands::rest::RestArgs),
     Demo(commands::demo::DemoArgs),
     Handle(crate::handle::command::HandleArgs),
     Completions(completions::CompletionsArgs),
@@ -187,6 +188,7 @@ fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Res
             | Command::Trace(_)
             | Command::Tools(_)
             | Command::Dream(_)
+            | Command::Rest(_)
     ) {
         ctx.ws.require_dir()?;
     }
@@ -220,6 +222,7 @@ fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Res
         Command::Agents(c) => commands::agents::run(ctx, c),
         Command::Memory(c) => commands::memory::run(ctx, c),
         Command::Dream(a) => commands::dream::run(ctx, a),
+        Command::Rest(a) => commands::rest::run(ctx, a),
         Command::Demo(a) => commands::demo::run(ctx, a),
         Command::Handle(a) => crate::handle::command::run(g, a),
         Command::Serve(a) => crate::serve::command::run(g, a),

@@ -14,7 +14,8 @@ pub enum AgentsCommand {
     /// applied with --agent NAME, above the config files and below environment and flags.
     List,
     /// Print a profile's effective configuration: every key with its value and where it came
-    /// from (the profile, a config file, the environment, a flag or the default).
+    /// from (the profile, a config file, the environment, a flag or the default), and the
+    /// agent's fatigue (percent of its rolling `rest:` window used) and stress.
     ///
     /// A profile may set any config key: system_prompt / system_prompt_file (its identity),
     /// llm, allowed_tools and tools, skills.only, memory, rest, budgets. The sandbox lines show
@@ -121,6 +122,8 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     let from_profile: Vec<&String> =
         r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);
+    let window = crate::rest_window::current(c.config());
+    let stress = crate::rest_window::stress(c.config());
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,
@@ -129,10 +132,23 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
             "set_by_profile": from_profile,
             "system_prompt": c.config().system_prompt,
             "sandbox": sandbox,
+            "rest": window,
+            "fatigue": window.as_ref().map(|w| w.fatigue),
+            "stress": stress,
         }));
         return Ok(0);
     }
     ctx.printer.outln(&format!("agent {name}"));
+    match &window {
+        Some(w) => ctx.printer.outln(&format!(
+            "fatigue {}% of its rolling usage window (refused above rest.max_fatigue {}%){}",
+            w.fatigue,
+            w.max_fatigue,
+            w.resting.as_ref().map(|r| format!("; resting: {r}")).unwrap_or_default()
+        )),
+        None => ctx.printer.outln("fatigue n/a (no rest: limit sets a usage window)"),
+    }
+    ctx.printer.outln(crate::commands::status::stress_line(&stress).replacen("stress      ", "stress ", 1).as_str());
     ctx.printer.outln("sandbox:");
     for (what, key) in [("write", "write"), ("read", "read")] {
         let dirs: Vec<&str> = sandbox[key].as_array().into_iter().flatten().filter_map(|d| d.as_str()).collect();

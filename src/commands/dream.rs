@@ -16,13 +16,15 @@ use std::collections::BTreeSet;
 /// outcome (`outcomes`) and, when it escalated, its failure (`failures`). With a model, one call
 /// per batch of up to 5 runs also merges related facts into topic notes (`insights`) and notes
 /// contradictions (`contradictions`). Idempotent: a run is consolidated once (the store's
-/// dreamed.json lists them). Meant for a nightly cron line.
+/// dreamed.json lists them). Meant for a nightly cron line. With --explore, the agent's open
+/// questions and interests are then explored on its curiosity budget (`dream.curiosity`).
 ///
 /// Exit codes: 0 ok (also when there was nothing to do), 2 usage, 5 provider failure.
 ///
 /// Examples:
 ///   agentloop -w ~/digest dream --no-model
 ///   0 3 * * * agentloop -w ~/digest dream --since 1d -q
+///   agentloop -w ~/digest dream --explore --json | jq .exploration
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DreamArgs {
@@ -32,10 +34,17 @@ pub struct DreamArgs {
     /// The mechanical part only: no model call.
     #[arg(long)]
     pub no_model: bool,
+    /// Then explore the agent's open questions (an escalated run's open question, memories in
+    /// topic `questions`) and interests (`dream.interests`) with the model, one call each, up
+    /// to `dream.max_questions`, on the curiosity budget (`dream.curiosity`: max_tokens and/or
+    /// max_cost_usd per window; none set or spent: no model call). Findings become memories in
+    /// topic `explorations`, with the dream's id and the question as provenance.
+    #[arg(long, conflicts_with = "no_model")]
+    pub explore: bool,
 }
 
 /// The normal form facts are compared in: lower case, words only, citations dropped.
-fn norm(f: &str) -> String {
+pub(crate) fn norm(f: &str) -> String {
     let cut = f.find(" (step").or_else(|| f.find(" (from run")).unwrap_or(f.len());
     f[..cut]
         .split(|c: char| !c.is_alphanumeric())
@@ -115,7 +124,12 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
                     title: String::new(),
                     content: content.clone(),
                     keywords: sources.clone(),
-                    provenance: Provenance { run_id: Some(s.run_id.clone()), step: None, artifact: None },
+                    provenance: Provenance {
+                        run_id: Some(s.run_id.clone()),
+                        step: None,
+                        artifact: None,
+                        ..Default::default()
+                    },
                     ttl: None,
                 };
                 store.add(&n)?;
@@ -130,6 +144,7 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
                 run_id: Some(s.run_id.clone()),
                 step: Some(s.step),
                 artifact: s.artifacts.first().cloned(),
+                ..Default::default()
             };
             store.add(&New {
                 topic: "outcomes".into(),
@@ -175,11 +190,25 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
         crate::fs::create_dir_all(&store.dir)?;
         crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&dreamed).expect("json").as_bytes())?;
     }
-    let v = json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some()});
+    let explored = if args.explore { Some(super::explore::explore(&ctx, &store)?) } else { None };
+    let v = json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some(), "exploration": explored});
     if ctx.printer.json {
         ctx.printer.json_value(&v);
-    } else {
-        ctx.printer.outln(&format!("consolidated {} run(s); {written} memory entries written", runs.len()));
+        return Ok(code::OK);
+    }
+    ctx.printer.outln(&format!("consolidated {} run(s); {written} memory entries written", runs.len()));
+    if let Some(x) = &explored {
+        for r in x["explored"].as_array().into_iter().flatten() {
+            let n = r["entries"].as_array().map_or(0, Vec::len);
+            ctx.printer.outln(&format!(
+                "explored \"{}\" ({}): {n} findings",
+                r["question"].as_str().unwrap_or(""),
+                r["source"].as_str().unwrap_or("")
+            ));
+        }
+        if let Some(why) = x["stopped"].as_str() {
+            ctx.printer.outln(&format!("exploring stopped: {why}"));
+        }
     }
     Ok(code::OK)
 }
@@ -224,6 +253,7 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
                 run_id: note.runs.first().cloned().or(Some(ids[0].clone())),
                 step: None,
                 artifact: None,
+                ..Default::default()
             },
             ttl: None,
         })?;
@@ -234,7 +264,7 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
             topic: "contradictions".into(),
             content_id: Some(loop_id(&ids[0], i as u32, "contradiction")),
             content: c.clone(),
-            provenance: Provenance { run_id: Some(ids[0].clone()), step: None, artifact: None },
+            provenance: Provenance { run_id: Some(ids[0].clone()), step: None, artifact: None, ..Default::default() },
             ..Default::default()
         })?;
         n += 1;
@@ -243,6 +273,6 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
 }
 
 /// A stable 64-bit hash (FNV-1a) for content ids.
-fn fxhash(s: &str) -> u64 {
+pub(crate) fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }

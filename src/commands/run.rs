@@ -206,7 +206,9 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let env = Env::read_only(ctx)?;
     let limits = crate::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
-    let refusal = phases::negotiate::refusal(&est, &limits);
+    let window = crate::rest_window::current(ctx.config());
+    let negotiation = phases::negotiate::negotiate(&est, &limits, window.as_ref());
+    let refusal = negotiation.reason.clone();
     // A follow-up's context.md carries the previous run's facts: the prompt shows them.
     let previous = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
     let ended = previous.filter(|s| s.status.is_terminal() || s.interrupted);
@@ -227,17 +229,35 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         match &refusal {
             Some(why) => {
                 Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-                    .with_hint("raise --max-tokens / --max-cost, narrow allowed_tools, or pass --force"))
+                    .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force"))
             }
             None => Ok(code::OK),
         }
     };
     if p.json {
         p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none() && resting.is_none(),
+            "negotiation": negotiation,
             "refusal": refusal, "resting": resting.as_ref().map(|e| e.message.clone()),
             "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
         return verdict();
     }
+    print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.message.as_str()));
+    p.outln("\n== system prompt (frame)");
+    p.outln(system.trim_end());
+    p.outln("\n== frame prompt");
+    p.outln(frame.trim_end());
+    p.outln("\n== catalog (plan)");
+    p.outln(catalog.trim_end());
+    verdict()
+}
+
+/// The dry run's estimate for people: tokens and dollars, whether it fits, fatigue, resting.
+fn print_estimate(
+    p: &crate::output::Printer,
+    est: &phases::negotiate::Estimate,
+    n: &phases::negotiate::Negotiation,
+    resting: Option<&str>,
+) {
     let cost =
         |c: Option<f64>| c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown (no price for this model)".into());
     p.outln(&format!("model        {}", est.model));
@@ -252,18 +272,14 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     ));
     p.outln(&format!(
         "fits budget  {}",
-        refusal.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
+        n.reason.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
     ));
-    if let Some(e) = &resting {
-        p.outln(&format!("resting      yes: {}", e.message));
+    if let Some(f) = n.current_fatigue {
+        p.outln(&format!("fatigue      {f}%"));
     }
-    p.outln("\n== system prompt (frame)");
-    p.outln(system.trim_end());
-    p.outln("\n== frame prompt");
-    p.outln(frame.trim_end());
-    p.outln("\n== catalog (plan)");
-    p.outln(catalog.trim_end());
-    verdict()
+    if let Some(e) = resting {
+        p.outln(&format!("resting      yes: {e}"));
+    }
 }
 
 /// A plain `run` on an ended run: what happened, and the ways on (exit 0).

@@ -117,12 +117,24 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
                 w.tokens, w.cost_usd, w.runs, w.window_secs
             )),
         }
+        p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
+    p.outln(&stress_line(&crate::rest_window::stress(ctx.config())));
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
     }
     Ok(0)
+}
+
+/// The agent's stress, one line: its level of the threshold, and whether it rests.
+pub fn stress_line(s: &crate::rest_window::Stress) -> String {
+    let resting = match (&s.resting, &s.until) {
+        (Some(_), Some(u)) => format!("; resting until {u} or `agentloop rest`"),
+        (Some(_), None) => "; resting until `agentloop rest`".into(),
+        _ => String::new(),
+    };
+    format!("stress      {} of {} ({} escalations by frustration){resting}", s.level, s.threshold, s.escalations)
 }
 
 /// The status of a run as JSON (what `status --json` prints). `s.limits` are the limits in
@@ -167,6 +179,7 @@ pub fn view(
         ways_on: if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
         interrupted: s.interrupted,
         rest: json!(crate::rest_window::current(cfg)),
+        stress: json!(crate::rest_window::stress(cfg)),
         frustration: Frustration {
             score: s.frustration,
             threshold: cfg.frustration.threshold,

@@ -42,12 +42,24 @@ pub fn over(cfg: &Config, state: &State, limit: Option<String>) -> Option<String
     })
 }
 
-/// A pure decision: reframe once (when enabled and reframes are left), else escalate.
-pub fn verdict(cfg: &Config, state: &State, reason: String) -> Verdict {
+/// Reframe once (when enabled and reframes are left), else escalate; an escalation marks the
+/// state so the run's end raises the agent's stress (frustration the reframe did not resolve).
+pub fn verdict(cfg: &Config, state: &mut State, reason: String) -> Verdict {
     if cfg.frustration.reframe && !state.frustration_reframed && state.reframes < state.limits.max_reframes {
         Verdict::Reframe(reason)
     } else {
+        state.frustration_escalated = true;
         Verdict::Escalate(reason)
+    }
+}
+
+/// At a run's end: an escalation by frustration raises the agent's stress (ledger failures are
+/// reported, not fatal).
+pub fn on_end(cfg: &Config, state: &mut State, escalated: bool, warn: &dyn Fn(&str)) {
+    if std::mem::take(&mut state.frustration_escalated) && escalated {
+        if let Err(e) = crate::rest_window::record_stress(cfg, &state.run_id) {
+            warn(&format!("stress ledger: {e}"));
+        }
     }
 }
 

@@ -513,6 +513,7 @@ pub fn finish(
     state.reason = Some(reason.to_string());
     state.pending = None;
     state.finished_at = Some(now.clone());
+    frustration::on_end(env.cfg, state, stop == StopKind::Escalated, &|m| env.printer.warn(m));
     if let Some((text, arts)) = &outcome {
         state.outcome = Some(text.clone());
         for a in arts {
@@ -619,6 +620,7 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
             run_id: Some(state.run_id.clone()),
             step: Some(state.step),
             artifact: state.artifacts.first().cloned(),
+            ..Default::default()
         },
         ..Default::default()
     };

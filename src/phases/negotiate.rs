@@ -146,3 +146,41 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
     }
     None
 }
+
+/// The answer to "can I take this task?" in the seed's words: the smallest run's estimated
+/// cost and the budget left, in tokens (every model counts them; USD beside them when priced),
+/// and the agent's fatigue (percent of its rolling usage window, null with no `rest:` limit).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Negotiation {
+    pub can_proceed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub estimated_cost: u64,
+    pub current_budget: Option<u64>,
+    pub current_fatigue: Option<f64>,
+    pub estimated_cost_usd: Option<f64>,
+    pub current_budget_usd: Option<f64>,
+}
+
+/// The negotiation of a new run: the budget refusal first, then fatigue above
+/// `rest.max_fatigue` (`window` is the agent's rolling usage window, if `rest:` limits it).
+pub fn negotiate(e: &Estimate, limits: &Limits, window: Option<&crate::rest_window::Window>) -> Negotiation {
+    let reason = refusal(e, limits).or_else(|| window.and_then(crate::rest_window::too_tired));
+    let tokens_left = |w: &crate::rest_window::Window, cap: Option<u64>| cap.map(|m| m.saturating_sub(w.tokens));
+    let usd_left = |w: &crate::rest_window::Window, cap: Option<f64>| cap.map(|m| (m - w.cost_usd).max(0.0));
+    let (rest_tokens, rest_usd) = match window {
+        Some(w) => (tokens_left(w, w.max_tokens), usd_left(w, w.max_cost_usd)),
+        None => (None, None),
+    };
+    let min_of = |a: Option<u64>, b: Option<u64>| a.into_iter().chain(b).min();
+    Negotiation {
+        can_proceed: reason.is_none(),
+        reason,
+        estimated_cost: e.min_tokens,
+        current_budget: min_of(limits.max_tokens, rest_tokens),
+        current_fatigue: window.map(|w| w.fatigue),
+        estimated_cost_usd: e.min_cost_usd,
+        current_budget_usd: limits.max_cost_usd.into_iter().chain(rest_usd).reduce(f64::min),
+    }
+}

@@ -256,6 +256,7 @@ fn remember(env: &Env, state: &State, a: &ReflectAnswer) {
                 run_id: Some(state.run_id.clone()),
                 step: Some(step),
                 artifact: artifact.clone(),
+                ..Default::default()
             },
             ..Default::default()
         };

@@ -182,8 +182,12 @@ pub struct StatusView {
     /// How to go on from an ended or interrupted run
     pub ways_on: Option<String>,
     pub interrupted: bool,
-    /// The agent's rolling usage window (null when `rest` sets no limit)
+    /// The agent's rolling usage window (null when `rest` sets no limit), with its fatigue
+    /// (percent of the fullest limit used)
     pub rest: Value,
+    /// The agent's stress: level, threshold, escalations that raised it, and whether (and until
+    /// when) it rests because of it
+    pub stress: Value,
     pub frustration: Frustration,
     pub workspace: String,
     /// The limits the run recorded when it started or was last continued

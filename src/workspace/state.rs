@@ -200,6 +200,10 @@ pub struct State {
     /// The one forced reframe frustration allows has happened.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frustration_reframed: bool,
+    /// Frustration escalated the run in this process (it raises the agent's stress when the
+    /// run ends); not kept in state.json.
+    #[serde(skip)]
+    pub frustration_escalated: bool,
     /// The JSON Schema the final output must match (`output_schema`), fixed when the run starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Value>,
@@ -264,6 +268,7 @@ impl State {
             depth: 0,
             frustration: 0,
             frustration_reframed: false,
+            frustration_escalated: false,
             tools_called: vec![],
             output_schema: None,
             output: None,

@@ -35,4 +35,5 @@ mod skills;
 mod stream;
 mod tools;
 mod trust;
+mod wellbeing;
 mod wire;

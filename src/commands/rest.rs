@@ -1,0 +1,87 @@
+//! `agentloop rest`: the agent's rest mode — light tasks, no model call.
+
+use crate::config::RestTask;
+use crate::error::{code, Error, Result};
+use crate::settings::Ctx;
+use clap::Args;
+use serde_json::{json, Value};
+
+/// Rest the agent: run its light tasks (no model call) and lower its fatigue and stress.
+///
+/// The tasks are `rest.tasks` in the user's config, from a fixed set: `memory_prune` (expired
+/// long-term memory entries are deleted) and `report` (the workspace's report.html is written
+/// again). What the rest did goes into the usage ledger
+/// ($XDG_STATE_HOME/agentloop/usage.jsonl); from then on the usage in the rolling window
+/// before it (fatigue) and the agent's stress count `rest.relief` percent (50) less. Stress
+/// at `stress.threshold` puts an agent to rest on its own: new runs are refused (exit 10) until
+/// stress is below it again, by time (`stress.decay_per_hour`) or by this command.
+///
+/// Exit codes: 0 rested (a task that could not run is reported and skipped), 2 usage.
+///
+/// Examples:
+///   agentloop -w ~/digest rest
+///   agentloop --agent researcher rest --json | jq .after
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct RestArgs {}
+
+/// Runs one light task: what it did, or why it could not.
+fn task(ctx: &Ctx, t: RestTask) -> std::result::Result<String, String> {
+    match t {
+        RestTask::MemoryPrune => {
+            let store = crate::longterm::Store::open(ctx.config(), &ctx.ws.root).ok_or("no memory folder")?;
+            let gone = store.prune().map_err(|e| e.message)?;
+            Ok(format!("{} expired memory entries deleted", gone.len()))
+        }
+        RestTask::Report if !ctx.ws.has_run() => Err("the workspace holds no run".into()),
+        RestTask::Report => {
+            let out = crate::commands::report::write_current(&ctx.ws).map_err(|e| e.message)?;
+            Ok(format!("wrote {out}"))
+        }
+    }
+}
+
+/// Fatigue and stress now.
+fn wellbeing(ctx: &Ctx) -> Value {
+    let cfg = ctx.config();
+    json!({"fatigue": crate::rest_window::current(cfg).map(|w| w.fatigue), "stress": crate::rest_window::stress(cfg).level})
+}
+
+pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
+    let cfg = ctx.config();
+    let before = wellbeing(&ctx);
+    let mut rows = Vec::new();
+    for t in &cfg.rest.tasks {
+        let (ok, detail) = match task(&ctx, *t) {
+            Ok(d) => (true, d),
+            Err(d) => (false, d),
+        };
+        rows.push(json!({"task": t.name(), "ok": ok, "detail": detail}));
+    }
+    let done: Vec<String> =
+        rows.iter().filter(|r| r["ok"] == true).filter_map(|r| r["task"].as_str().map(String::from)).collect();
+    let id = format!("rest-{}", crate::clock::now_rfc3339());
+    crate::rest_window::record_rest(cfg, &id, done).map_err(|e| {
+        Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
+    })?;
+    let after = wellbeing(&ctx);
+    let agent = crate::rest_window::agent_of(cfg);
+    let p = &ctx.printer;
+    if p.json {
+        p.json_value(&json!({"agent": agent, "tasks": rows, "before": before, "after": after, "model_calls": 0}));
+        return Ok(code::OK);
+    }
+    for r in &rows {
+        let mark = if r["ok"] == true { "done" } else { "skipped" };
+        p.outln(&format!("{:<13} {mark}: {}", r["task"].as_str().unwrap_or(""), r["detail"].as_str().unwrap_or("")));
+    }
+    let pct = |v: &Value| v.as_f64().map(|f| format!("{f}%")).unwrap_or_else(|| "n/a (no rest: limit)".into());
+    p.outln(&format!(
+        "agent `{agent}` rested: fatigue {} -> {}, stress {} -> {}",
+        pct(&before["fatigue"]),
+        pct(&after["fatigue"]),
+        before["stress"],
+        after["stress"]
+    ));
+    Ok(code::OK)
+}

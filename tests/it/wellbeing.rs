@@ -1,0 +1,229 @@
+//! Seed 004's wellbeing: fatigue (the share of the agent's rolling usage window used) refused
+//! above 90% by negotiation, stress left by frustration a reframe did not resolve, rest mode's
+//! light tasks, and dream's exploration on its own curiosity budget.
+
+use crate::common::*;
+use serde_json::Value;
+
+fn json_out(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+}
+
+/// A run that ends done and states its tokens: 950 in all.
+const TIRING: &str = r#"frame:
+  - answer: {goal: g, definition_of_done: [notes read, summary written, facts noted]}
+    usage: {input_tokens: 500, output_tokens: 0}
+plan:
+  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
+    usage: {input_tokens: 200, output_tokens: 0}
+reflect:
+  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}
+    usage: {input_tokens: 250, output_tokens: 0}
+"#;
+
+#[test]
+fn fatigue_is_shown_and_a_tired_agent_is_refused_until_it_rests() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agents/researcher.yaml", "description: reads notes\n");
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\n");
+    t.write("script.yaml", TIRING);
+    let al = |args: &[&str]| {
+        let mut a = vec!["--agent", "researcher", "--script", "script.yaml"];
+        a.extend_from_slice(args);
+        t.al(&a).output().unwrap()
+    };
+    let out = al(&["run", "--goal", "g"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // 950 of 1000 tokens: fatigue 95%, shown by status and agents show.
+    let st = json_out(&al(&["status", "--json"]));
+    assert_eq!(st["rest"]["fatigue"], 95.0, "{st}");
+    let human = stdout(&al(&["status"]));
+    assert!(human.contains("fatigue     95% (refused above rest.max_fatigue 90%)"), "{human}");
+    let show = json_out(&al(&["agents", "show", "researcher", "--json"]));
+    assert_eq!(show["fatigue"], 95.0);
+    assert!(stdout(&al(&["agents", "show", "researcher"])).contains("fatigue 95% of its rolling usage window"));
+    // Negotiation refuses above 90%, in the seed's words: the dry run and the real start.
+    let out = al(&["run", "--new", "--goal", "g2", "--dry-run", "--json"]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let n = &json_out(&out)["negotiation"];
+    assert_eq!(n["canProceed"], false);
+    assert_eq!(n["currentFatigue"], 95.0);
+    assert_eq!(n["currentBudget"], 50, "1000 - 950 tokens left in the window");
+    assert!(n["estimatedCost"].as_u64().unwrap() > 0);
+    assert!(n["reason"].as_str().unwrap().contains("too tired: fatigue 95%"), "{n}");
+    let before = t.read("ws/trace.jsonl");
+    let out = al(&["run", "--new", "--goal", "g2"]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("\"canProceed\":false") && err.contains("\"currentFatigue\":95.0"), "{err}");
+    assert!(err.contains("\"estimatedCost\":") && err.contains("\"currentBudget\":50"), "{err}");
+    assert_eq!(t.read("ws/trace.jsonl"), before, "nothing was started");
+    // Rest: light tasks, no model call (the script is not even named), fatigue halves.
+    let out = t.al(&["--agent", "researcher", "rest", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = json_out(&out);
+    assert_eq!(r["model_calls"], 0);
+    assert_eq!((r["before"]["fatigue"].as_f64(), r["after"]["fatigue"].as_f64()), (Some(95.0), Some(47.5)));
+    let tasks: Vec<(&str, bool)> =
+        r["tasks"].as_array().unwrap().iter().map(|x| (x["task"].as_str().unwrap(), x["ok"] == true)).collect();
+    assert_eq!(tasks, [("memory_prune", true), ("report", true)]);
+    assert!(t.exists("ws/report.html"));
+    let out = al(&["run", "--new", "--goal", "g2"]);
+    assert_eq!(out.status.code(), Some(0), "rested, it runs again: {}", stderr(&out));
+    // Another agent's window is its own.
+    let st = json_out(&t.al(&["status", "--json"]).output().unwrap());
+    assert_eq!(st["rest"]["fatigue"], 0.0);
+}
+
+#[test]
+fn a_tired_agent_may_be_forced_and_a_full_window_still_rests() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\n");
+    t.write("script.yaml", TIRING);
+    let run = |extra: &[&str]| {
+        let mut a = vec!["--script", "script.yaml", "run", "--new", "--goal", "g"];
+        a.extend_from_slice(extra);
+        t.al(&a).output().unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let out = run(&["--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("starting anyway (--force): agent `default` is too tired"), "{}", stderr(&out));
+    // 1900 of 1000: the window is full, and --force does not override resting.
+    let out = run(&["--force"]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+}
+
+fn frustrating_script() -> String {
+    let mut s = String::from("frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\n");
+    s.push_str("  - answer: {goal: g2, definition_of_done: [a, b, c]}\n");
+    s.push_str("plan:\n");
+    for i in 0..8 {
+        s.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: gone{i}.txt}}}}}}\n"));
+    }
+    s.push_str("reflect:\n");
+    for _ in 0..8 {
+        s.push_str("  - answer: {decision: continue, reason: try another}\n");
+    }
+    s
+}
+
+#[test]
+fn frustration_a_reframe_did_not_resolve_leaves_stress_that_rests_the_agent() {
+    let t = T::new();
+    t.write("script.yaml", &frustrating_script());
+    t.write("ws/agentloop.yaml", "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\n");
+    let run = |now: &str| {
+        t.al(&["--script", "script.yaml", "run", "--new", "--goal", "g"]).env("AGENTLOOP_NOW", now).output().unwrap()
+    };
+    let status = |now: &str| json_out(&t.al(&["status", "--json"]).env("AGENTLOOP_NOW", now).output().unwrap());
+    let out = run(NOW);
+    assert_eq!(out.status.code(), Some(3), "escalated after the forced reframe: {}", stderr(&out));
+    let st = status(NOW);
+    assert_eq!((st["stress"]["level"].as_f64(), st["stress"]["escalations"].as_u64()), (Some(40.0), Some(1)));
+    assert!(st["stress"]["resting"].is_null());
+    // Stress persists across runs and adds up: at 80 the agent rests (exit 10, nothing written).
+    assert_eq!(run(NOW).status.code(), Some(3));
+    let before = t.read("ws/trace.jsonl");
+    let out = run(NOW);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("stress 80 reached stress.threshold 75") && err.contains("agentloop rest"), "{err}");
+    assert!(err.contains("2026-01-01T00:30:01"), "below the threshold again after half an hour: {err}");
+    assert_eq!(t.read("ws/trace.jsonl"), before);
+    assert!(stdout(&t.al(&["status"]).output().unwrap())
+        .contains("stress      80 of 75 (2 escalations by frustration); resting until"));
+    // Stress decays with time: 10 an hour.
+    let later = "2026-01-01T01:00:00Z";
+    let st = status(later);
+    assert_eq!(st["stress"]["level"], 70.0);
+    assert!(st["stress"]["resting"].is_null());
+    // And with rest: half of it is forgiven at once.
+    let r = json_out(&t.al(&["rest", "--json"]).output().unwrap());
+    assert_eq!((r["before"]["stress"].as_f64(), r["after"]["stress"].as_f64()), (Some(80.0), Some(40.0)));
+    assert!(status(NOW)["stress"]["resting"].is_null());
+}
+
+#[test]
+fn a_run_that_ends_done_or_stops_for_steps_leaves_no_stress() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("script.yaml", TIRING);
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    t.write("script.yaml", &frustrating_script());
+    let out = t.al(&["--script", "script.yaml", "--max-steps", "1", "run", "--new", "--goal", "g"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let st = json_out(&t.al(&["status", "--json"]).output().unwrap());
+    assert_eq!(st["stress"]["level"], 0.0, "{}", stderr(&out));
+}
+
+const EXPLORE: &str = r#"explore:
+  - answer: {findings: [{title: Friday deploys, content: "The Friday failures follow the weekly key rotation (outcomes of two runs)."}]}
+    usage: {input_tokens: 100, output_tokens: 20}
+"#;
+
+#[test]
+fn dream_explores_open_questions_on_its_curiosity_budget() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    t.write("script.yaml", EXPLORE);
+    let q = "Why do the payments deploys fail on Fridays?";
+    t.al(&["memory", "add", "--topic", "questions", q]).assert().success();
+    // No curiosity budget: nothing is explored and no model is called (the script is not named).
+    let v = json_out(&t.al(&["dream", "--explore", "--json"]).output().unwrap());
+    assert!(v["exploration"]["stopped"].as_str().unwrap().contains("dream.curiosity sets no budget"), "{v}");
+    assert_eq!(v["exploration"]["explored"], serde_json::json!([]));
+    t.write("ws/agentloop.yaml", "dream: {interests: [vector clocks], curiosity: {window: 24h, max_tokens: 100}}\n");
+    let out = t.al(&["--script", "script.yaml", "dream", "--explore", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let x = &json_out(&out)["exploration"];
+    // One call (120 tokens) spends the budget of 100: the interest waits, with no second call.
+    assert_eq!(x["explored"].as_array().unwrap().len(), 1, "{x}");
+    assert_eq!(x["explored"][0]["question"], q);
+    assert!(x["stopped"].as_str().unwrap().contains("curiosity budget spent: 120 tokens"), "{x}");
+    let id = x["dream_id"].as_str().unwrap();
+    let list = json_out(&t.al(&["memory", "list", "--topic", "explorations", "--json"]).output().unwrap());
+    let e = &list[0];
+    assert!(e["content"].as_str().unwrap().contains("weekly key rotation"));
+    assert_eq!(e["provenance"]["run_id"], id);
+    assert_eq!(e["provenance"]["question"], q);
+    assert!(e["provenance"]["source"].as_str().unwrap().starts_with("questions/"), "{e}");
+    // Spent: the next dream makes no model call (the script has no second answer) ...
+    let out = t.al(&["--script", "script.yaml", "dream", "--explore", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(json_out(&out)["exploration"]["stopped"].as_str().unwrap().contains("curiosity budget spent"));
+    // ... until the window moves on; the explored question is not asked again.
+    let out = t
+        .al(&["--script", "script.yaml", "dream", "--explore", "--json"])
+        .env("AGENTLOOP_NOW", "2026-01-02T00:00:01Z")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let x = &json_out(&out)["exploration"];
+    assert_eq!(x["explored"][0]["question"], "vector clocks", "{x}");
+    assert_eq!(x["explored"][0]["source"], "dream.interests");
+}
+
+#[test]
+fn a_workspace_from_elsewhere_cannot_buy_curiosity_or_add_rest_tasks() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    t.write("script.yaml", EXPLORE);
+    t.write("ws/agentloop.yaml", "dream: {curiosity: {max_tokens: 100000}}\n");
+    let out = t.untrusted().args(["-w", "ws", "--script", "script.yaml", "dream", "--explore"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("dream.curiosity.max_tokens"), "{}", stderr(&out));
+    for key in ["rest: {relief: 100}", "stress: {threshold: 0}", "rest: {tasks: [report]}"] {
+        t.write("ws/agentloop.yaml", &format!("{key}\n"));
+        let out = t.untrusted().args(["-w", "ws", "rest"]).output().unwrap();
+        assert_ne!(out.status.code(), Some(0), "{key}");
+        let name = key.split(':').next().unwrap();
+        assert!(stderr(&out).contains(&format!("{name}.")), "{key}: {}", stderr(&out));
+    }
+    // Narrowing is allowed: a lower fatigue ceiling.
+    t.write("ws/agentloop.yaml", "rest: {max_fatigue: 50}\n");
+    t.untrusted().args(["-w", "ws", "rest"]).assert().success();
+}
