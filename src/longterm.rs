@@ -305,14 +305,17 @@ impl Store {
     }
 
     /// Holds the store's write lock until dropped (the OS frees it if the holder dies).
-    fn write_lock(&self) -> Result<std::fs::File> {
-        if let Some(root) = &self.inside {
-            // A workspace from elsewhere whose `.agentloop` is a link must not have the loop
-            // write memories wherever it points.
-            if fs::through_link(root, &self.dir) {
-                return Err(fs::linked_folder(&self.dir));
-            }
+    /// Refuses a store of a workspace reached through a link (a workspace from elsewhere whose
+    /// `.agentloop` is a link must not have anything written wherever it points).
+    pub fn refuse_linked(&self) -> Result<()> {
+        match &self.inside {
+            Some(root) if fs::through_link(root, &self.dir) => Err(fs::linked_folder(&self.dir)),
+            _ => Ok(()),
         }
+    }
+
+    fn write_lock(&self) -> Result<std::fs::File> {
+        self.refuse_linked()?;
         fs::create_dir_all(&self.dir)?;
         let path = self.dir.join(".store.lock");
         let f = std::fs::OpenOptions::new()

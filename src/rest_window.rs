@@ -232,7 +232,9 @@ pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
     });
     // Stress is below the threshold again once it has fallen past it.
     let until = (over && c.decay_per_hour > 0.0).then(|| {
-        let secs = ((level - c.threshold) / c.decay_per_hour * 3600.0).floor() as u64 + 1;
+        // At most a hundred years: a tiny decay still names a time that can be printed.
+        const MAX_SECS: f64 = 100.0 * 365.25 * 86400.0;
+        let secs = ((level - c.threshold) / c.decay_per_hour * 3600.0).floor().min(MAX_SECS) as u64 + 1;
         crate::clock::rfc3339(now + Duration::from_secs(secs))
     });
     Stress { agent, level, threshold: c.threshold, escalations, resting, until }

@@ -65,6 +65,9 @@ pub fn translate(v: Value, path: &Utf8Path) -> Result<Value> {
         let mut s = object(sandbox, "sandbox", &bad)?;
         if let Some(paths) = s.remove("root_paths") {
             let t = out.entry("tools").or_insert_with(|| json!({}));
+            if t.get("write_paths").is_some() {
+                return Err(bad("sandbox.root_paths", "is set twice: with tools.write_paths too".into()));
+            }
             t["write_paths"] = paths;
         }
         if let Some(k) = s.keys().next() {

@@ -84,11 +84,17 @@ pub fn check(cfg: &Config, root: &Utf8Path) -> Result<()> {
 
 /// Why a folder inside the workspace may not be a write folder: agentloop's own.
 fn own_folder(ws: &Utf8Path, abs: &Utf8Path, cfg: &Config) -> Option<String> {
-    let first = abs.strip_prefix(ws).ok()?.components().next()?.as_str().to_string();
+    let rel = abs.strip_prefix(ws).ok()?;
+    let first = rel.components().next()?.as_str().to_string();
     use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let own = PAPER_TRAIL.iter().chain(CONFIG_FILES).chain(CONFIG_DIRS).any(|n| *n == first);
-    (own || first == cfg.handle.runs_dir || first == ".git" || first.starts_with(".agentloop"))
-        .then(|| format!("is agentloop's own (`{first}`), which no tool may write"))
+    if own || first == cfg.handle.runs_dir || first.starts_with(".agentloop") {
+        return Some(format!("is agentloop's own (`{first}`), which no tool may write"));
+    }
+    // A repository's `.git` at any depth (its hooks run programs), as the write sandbox says.
+    rel.components()
+        .any(|c| c.as_str() == ".git")
+        .then(|| format!("is inside a `.git` folder (`{rel}`), which no tool may write"))
 }
 
 /// [`crate::trust::narrows`] for the keys of this module: None for any other key. `base` is

@@ -353,19 +353,13 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    if let Some(r) = narrows_choice(key, v, base).or_else(|| output_schema(key, v, root, party)) {
-        return r;
-    }
-    if let Some(r) = narrows_list(key, v, base, whose) {
-        return r;
-    }
-    if let Some(r) = same_endpoint(key, v, base, whose) {
-        return r;
-    }
-    if let Some(r) = crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)) {
-        return r;
-    }
-    if let Some(r) = (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten() {
+    let special = narrows_choice(key, v, base)
+        .or_else(|| output_schema(key, v, root, party))
+        .or_else(|| narrows_list(key, v, base, whose))
+        .or_else(|| same_endpoint(key, v, base, whose))
+        .or_else(|| crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)))
+        .or_else(|| (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten());
+    if let Some(r) = special {
         return r;
     }
     match key {
@@ -464,7 +458,19 @@ fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std
             let Ok(p) = serde_json::from_value::<crate::config::Provider>(v.clone()) else {
                 return Some(Err("is not a provider agentloop knows".into()));
             };
-            if p == base.llm.provider || base.llm.allowed_providers.contains(&p) {
+            let l = &base.llm;
+            if p == l.provider {
+                Ok(())
+            } else if l.allowed_providers.contains(&p)
+                && (l.base_url.is_some() || l.api_key_env.is_some() || l.api_key_cmd.is_some())
+            {
+                // The address and key the user set are for their own provider: another one would
+                // send its key to that address, or that key to its own.
+                Err(format!(
+                    "{whose} llm.base_url / api_key_env / api_key_cmd are set for `{}`, so no other provider may be chosen",
+                    l.provider.as_str()
+                ))
+            } else if l.allowed_providers.contains(&p) {
                 Ok(())
             } else {
                 Err(format!("`{}` is neither {whose} provider nor in {whose} llm.allowed_providers", p.as_str()))

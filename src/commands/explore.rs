@@ -181,6 +181,7 @@ pub fn explore(ctx: &Ctx, store: &Store) -> Result<Value> {
         let m = model.as_deref_mut().expect("set above");
         let ids = explore_one(ctx, store, m, q, &id, cap)?;
         explored.insert(q.key.clone());
+        store.refuse_linked()?;
         crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&explored).expect("json").as_bytes())?;
         rows.push(json!({"question": q.text, "source": q.source, "entries": ids}));
     }

@@ -265,7 +265,11 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         None => model,
     };
     crate::otel::init(cfg);
-    Ok(if crate::otel::enabled() { Box::new(traced::Traced { inner: model }) } else { model })
+    Ok(if crate::otel::enabled() {
+        Box::new(traced::Traced { inner: model, capture: crate::otel::capture(cfg) })
+    } else {
+        model
+    })
 }
 
 /// The name a run's model is known by before anything is built (no key read, no key command

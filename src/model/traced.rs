@@ -15,6 +15,8 @@ use serde_json::{json, Value as Json};
 /// Wraps a model: each call is a span, a child of the run's `invoke_agent` span.
 pub struct Traced {
     pub inner: Box<dyn Model>,
+    /// Message content goes on the spans ([`crate::otel::capture`] for the run's configuration).
+    pub capture: bool,
 }
 
 fn int(n: u64) -> Value {
@@ -57,7 +59,7 @@ fn output_messages(r: &Response) -> String {
     json!([{"role": "assistant", "parts": out, "finish_reason": r.stop_reason}]).to_string()
 }
 
-fn answered(span: &mut Span, r: &Response) {
+fn answered(span: &mut Span, r: &Response, capture: bool) {
     let u = &r.usage;
     let prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
     span.set(KeyValue::new("gen_ai.response.model", r.model.clone()));
@@ -70,7 +72,7 @@ fn answered(span: &mut Span, r: &Response) {
     if let Some(id) = &r.request_id {
         span.set(KeyValue::new("gen_ai.response.id", id.clone()));
     }
-    if crate::otel::capture() {
+    if capture {
         span.set(KeyValue::new("gen_ai.output.messages", content(&output_messages(r))));
     }
 }
@@ -95,14 +97,14 @@ impl Model for Traced {
             attrs.push(KeyValue::new("gen_ai.request.temperature", t));
         }
         let mut span = Span::start(format!("chat {model}"), SpanKind::Client, attrs);
-        if span.is_on() && crate::otel::capture() {
+        if span.is_on() && self.capture {
             let system = json!([{"type": "text", "content": req.system}]).to_string();
             span.set(KeyValue::new("gen_ai.system_instructions", content(&system)));
             span.set(KeyValue::new("gen_ai.input.messages", content(&input_messages(req))));
         }
         let r = self.inner.complete(req, live);
         match &r {
-            Ok(resp) => answered(&mut span, resp),
+            Ok(resp) => answered(&mut span, resp, self.capture),
             Err(e) => span.fail(&crate::otel::error_type(e), &e.message),
         }
         r

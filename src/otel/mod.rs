@@ -185,9 +185,11 @@ pub fn enabled() -> bool {
     get().is_some()
 }
 
-/// Whether spans carry message content (`otel.capture_content`).
-pub fn capture() -> bool {
-    get().is_some_and(|o| o.capture)
+/// Whether this run's spans carry message content: traces were started with
+/// `otel.capture_content` and the run's own configuration keeps it on (a profile or request may
+/// turn it off for its run, in a process whose first run turned it on).
+pub fn capture(cfg: &crate::config::Config) -> bool {
+    cfg.otel.capture_content && get().is_some_and(|o| o.capture)
 }
 
 /// Exports the spans still queued; called once, as the command ends. Bounded by the export
@@ -273,6 +275,14 @@ fn extract(traceparent: &str, tracestate: Option<String>) -> Option<Context> {
     cx.span().span_context().is_valid().then_some(cx)
 }
 
+/// `traceparent` with its flags set to sampled.
+fn sampled(traceparent: &str) -> String {
+    match traceparent.rsplit_once('-') {
+        Some((head, _)) => format!("{head}-01"),
+        None => traceparent.to_string(),
+    }
+}
+
 fn traceparent(cx: &Context) -> Option<String> {
     let mut carrier = HashMap::new();
     TraceContextPropagator::new().inject_context(cx, &mut carrier);
@@ -294,7 +304,10 @@ impl RunSpan {
     pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
         init(cfg);
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
-        let parent = caller().or_else(|| stored.as_deref().and_then(|s| extract(s, None))).unwrap_or_default();
+        // The stored context is a workspace file's: it links the run's processes, and its
+        // flags are ignored (a copied state.json must not turn this run's spans off).
+        let parent =
+            caller().or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
         let agent = agent.unwrap_or("agentloop");
         let span = o
             .tracer
@@ -343,7 +356,14 @@ pub fn error_type(e: &crate::error::Error) -> String {
 
 /// One action as it ran: an `execute_tool {tool}` span ending now, begun `duration_ms` ago.
 /// `call_id` names the call (`<run id>:step:<n>`); `error` is the failed status, if it failed.
-pub fn tool(call_id: &str, tool: &str, args: &serde_json::Value, result: (&str, Option<&str>), duration_ms: u64) {
+pub fn tool(
+    capture: bool,
+    call_id: &str,
+    tool: &str,
+    args: &serde_json::Value,
+    result: (&str, Option<&str>),
+    duration_ms: u64,
+) {
     if get().is_none() {
         return;
     }
@@ -360,7 +380,7 @@ pub fn tool(call_id: &str, tool: &str, args: &serde_json::Value, result: (&str, 
         began,
     );
     let (output, error) = result;
-    if capture() {
+    if capture {
         span.set(KeyValue::new("gen_ai.tool.call.arguments", content(&args.to_string())));
         span.set(KeyValue::new("gen_ai.tool.call.result", content(output)));
     }
@@ -378,6 +398,13 @@ mod tests {
         assert_eq!(traces_url("http://h:4318"), "http://h:4318/v1/traces");
         assert_eq!(traces_url("http://h:4318/"), "http://h:4318/v1/traces");
         assert_eq!(traces_url("http://h:4318/v1/traces"), "http://h:4318/v1/traces");
+    }
+
+    #[test]
+    fn a_stored_traceparent_is_always_sampled() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+        assert_eq!(sampled(tp), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        assert!(extract(&sampled(tp), None).unwrap().span().span_context().is_sampled());
     }
 
     #[test]

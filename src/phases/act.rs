@@ -117,7 +117,14 @@ pub fn record(
     let ok = result.is_ok();
     let failed = (!ok).then_some("tool_error");
     let call_id = format!("{}:step:{step}", state.run_id);
-    crate::otel::tool(&call_id, &action.tool, &action.args, (&result.output, failed), duration_ms);
+    crate::otel::tool(
+        crate::otel::capture(env.cfg),
+        &call_id,
+        &action.tool,
+        &action.args,
+        (&result.output, failed),
+        duration_ms,
+    );
     env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
     let e = entry(state, step, action, &result, duration_ms, edited);
     take_result(state, step, action, &result);

@@ -40,9 +40,17 @@ fn token_of(req: &tiny_http::Request, query: &BTreeMap<String, String>) -> (Opti
     let get = matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head);
     match auth::presented(req.headers(), get, query.get("token").map(String::as_str)) {
         Some(t) => (Some(t), false),
-        None if *req.method() == tiny_http::Method::Post && http::is_form(req) => (auth::cookie(req.headers()), true),
+        None if *req.method() == tiny_http::Method::Post && http::is_form(req) && is_form_target(req.url()) => {
+            (auth::cookie(req.headers()), true)
+        }
         None => (None, false),
     }
+}
+
+/// Whether `url` is one the panel's forms post to (the only POSTs the cookie may sign).
+fn is_form_target(url: &str) -> bool {
+    let Ok((segs, _)) = http::target(url) else { return false };
+    matches!(segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice(), ["runs", _, "answer" | "continue"])
 }
 
 /// Handles one request; a reply is always sent (or the stream started).

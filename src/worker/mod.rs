@@ -252,8 +252,8 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             d.id,
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
-        Err(_) if crate::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
+        Err(_) if crate::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",

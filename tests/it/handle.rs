@@ -769,6 +769,8 @@ fn only_the_users_configuration_names_the_progress_webhook() {
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
     assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
     assert!(stdout(&out).contains("handle.progress_url"), "{}", stdout(&out));
+}
+
 #[test]
 fn a_skills_md_the_core_seeded_into_the_root_is_each_runs_catalog() {
     let h = H::new();
@@ -781,4 +783,27 @@ fn a_skills_md_the_core_seeded_into_the_root_is_each_runs_catalog() {
     assert_eq!(trace[0]["data"]["skills_md"], "seeded");
     let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
     assert_eq!(plan["data"]["skills_md_unknown_tools"], json!(["jina-reader__handle"]));
+}
+
+/// A provider the root allows is not one a request may choose while the root's address or key
+/// is set for its own provider: that address would get the other provider's key.
+#[test]
+fn an_allowed_provider_does_not_inherit_the_roots_address() {
+    let t = T::new();
+    let model = anthropic_phases();
+    let ductile = Server::start(vec![Reply::json(200, json!({"plugins": []}))]);
+    let port = seed_root(&t, &model, &ductile);
+    let file =
+        t.read("root/agentloop.yaml").replace("structured: tools}", "structured: tools, allowed_providers: [openai]}");
+    t.write("root/agentloop.yaml", &file);
+    let (mut config, _) = seed_000_config(port);
+    config["llm_provider"] = json!("openai");
+    let start =
+        json!({"command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
+    let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();
+    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("may not set `llm.provider`") && err.contains("no other provider may be chosen"), "{err}");
+    assert_eq!(model.count(), 0);
 }

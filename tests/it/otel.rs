@@ -75,7 +75,7 @@ plan:
   - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
     usage: {input_tokens: 200, output_tokens: 30, cache_read_tokens: 50}
 reflect:
-  - answer: {satisfied: [1, 2, 3], facts: ["the notes say hello"], decision: done, reason: all good, outcome: "digest written"}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], facts: ["the notes say hello"], decision: done, reason: all good, outcome: "digest written"}
     usage: {input_tokens: 300, output_tokens: 40}
 "#;
 
@@ -201,7 +201,7 @@ fn event_mode_turns_join_the_trace_the_start_began() {
 plan:
   - answer: {next_action: {tool: fetcher, args: {url: "http://example.com"}}}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: fetched, outcome: fetched}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: fetched, outcome: fetched}
 "#,
     );
     t.write(

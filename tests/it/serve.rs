@@ -911,6 +911,11 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
         .send(format!("csrf={csrf}&answer=2024"))
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
+    // The cookie signs no other POST, whatever its body says it is.
+    for path in ["/runs", "/skills/fetch"] {
+        let r = s.post_form(path, r#"{"goal": "spend their money", "id": "x", "url": "http://127.0.0.1:9/x"}"#, None);
+        assert_eq!(r.status, 401, "{path}: {}", r.body);
+    }
     assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
     let r =
         s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=Use+the+2024+figures"), Some(&origin));

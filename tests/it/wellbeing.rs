@@ -17,7 +17,7 @@ plan:
   - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
     usage: {input_tokens: 200, output_tokens: 0}
 reflect:
-  - answer: {satisfied: [1, 2, 3], decision: done, reason: ok, outcome: fine}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}
     usage: {input_tokens: 250, output_tokens: 0}
 "#;
 
