@@ -188,16 +188,22 @@ impl Sandbox {
                     continue;
                 }
             }
-            let Ok(dir) = Dir::open_ambient_dir(&real, ambient_authority()) else { continue };
-            let Ok(meta) = dir.dir_metadata() else { continue };
-            let id = identity(&meta);
-            if sb.roots.iter().any(|r| r.id == id) {
-                continue;
-            }
-            let is_workspace = real == ws_real;
-            sb.roots.push(Root { label, real, dir, id, is_workspace });
+            sb.add_root(label, real, &ws_real);
         }
         Ok(sb)
+    }
+
+    /// Adds the folder `real` (shown as `label`) as a root, once: a folder that cannot be opened
+    /// is left out, as is one already a root (by identity, so two names of one folder are one).
+    fn add_root(&mut self, label: Utf8PathBuf, real: Utf8PathBuf, ws_real: &Utf8Path) {
+        let Ok(dir) = Dir::open_ambient_dir(&real, ambient_authority()) else { return };
+        let Ok(meta) = dir.dir_metadata() else { return };
+        let id = identity(&meta);
+        if self.roots.iter().any(|r| r.id == id) {
+            return;
+        }
+        let is_workspace = real == ws_real;
+        self.roots.push(Root { label, real, dir, id, is_workspace });
     }
 
     /// The roots for one tool: [`Sandbox::open`], narrowed to the tool's own
@@ -223,14 +229,7 @@ impl Sandbox {
                 sb.dropped.push(format!("{label} ({key}) is outside the folders this tool may {}", access.verb()));
                 continue;
             }
-            let Ok(dir) = Dir::open_ambient_dir(&real, ambient_authority()) else { continue };
-            let Ok(meta) = dir.dir_metadata() else { continue };
-            let id = identity(&meta);
-            if sb.roots.iter().any(|r| r.id == id) {
-                continue;
-            }
-            let is_workspace = real == ws_real;
-            sb.roots.push(Root { label, real, dir, id, is_workspace });
+            sb.add_root(label, real, &ws_real);
         }
         Ok(sb)
     }
