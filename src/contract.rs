@@ -308,6 +308,18 @@ pub fn reflect_tool(items: usize) -> ToolDef {
 
 /// Mends near misses, validates against the schema sent, then parses into the answer type.
 /// The error is what the model is told in its one corrective retry.
+/// The answer of a call that forced `tool` (`dream`, `dream --explore`): its arguments, parsed
+/// as [`parse`] does; an error when the model did not call it.
+pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &ToolDef) -> crate::error::Result<T> {
+    let call = r
+        .tool_calls
+        .into_iter()
+        .find(|c| c.name == tool.name)
+        .ok_or_else(|| crate::error::Error::failure(format!("the model did not call {}", tool.name)))?;
+    let mut args = call.arguments;
+    parse(tool, &mut args).map_err(crate::error::Error::failure)
+}
+
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
     mend(&tool.parameters, args);
     let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;

@@ -233,13 +233,7 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
         deadline: None,
     };
     let r = m.complete(&req, &mut |_| {})?;
-    let call = r
-        .tool_calls
-        .into_iter()
-        .find(|c| c.name == tool.name)
-        .ok_or_else(|| Error::failure("the model did not call dream_answer"))?;
-    let mut args = call.arguments;
-    let a: DreamAnswer = contract::parse(&tool, &mut args).map_err(Error::failure)?;
+    let a: DreamAnswer = contract::forced_answer(r, &tool)?;
     let ids: Vec<String> = batch.iter().map(|r| r.state.run_id.clone()).collect();
     let mut n = 0;
     for (i, note) in a.notes.iter().enumerate() {

@@ -6,7 +6,7 @@
 
 use crate::config::Config;
 use crate::contract::{self, ExploreAnswer};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::longterm::{New, Provenance, Store};
 use crate::settings::Ctx;
 use serde_json::{json, Value};
@@ -116,21 +116,12 @@ fn explore_one(
         deadline: None,
     };
     let r = m.complete(&req, &mut |_| {})?;
-    let cost = if crate::model::is_scripted(m.model()) {
-        0.0
-    } else {
-        crate::model::pricing::cost(m.model(), &r.usage, &cfg.prices).unwrap_or(0.0)
-    };
+    // A scripted model, like an unpriced one, has no price.
+    let cost = crate::model::pricing::cost(m.model(), &r.usage, &cfg.prices).unwrap_or(0.0);
     if let Err(e) = crate::rest_window::record_dream(cfg, id, r.usage.total(), cost) {
         ctx.printer.warn(&format!("usage ledger: {e}"));
     }
-    let call = r
-        .tool_calls
-        .into_iter()
-        .find(|c| c.name == tool.name)
-        .ok_or_else(|| Error::failure("the model did not call explore_answer"))?;
-    let mut args = call.arguments;
-    let a: ExploreAnswer = contract::parse(&tool, &mut args).map_err(Error::failure)?;
+    let a: ExploreAnswer = contract::forced_answer(r, &tool)?;
     let mut ids = Vec::new();
     for (i, f) in a.findings.iter().enumerate() {
         ids.push(store.add(&New {

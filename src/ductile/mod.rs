@@ -215,7 +215,9 @@ fn token(d: &DuctileConfig) -> Result<Option<String>> {
     Ok(token)
 }
 
-fn agent(timeout: Duration) -> ureq::Agent {
+/// An HTTP client for Ductile and the progress webhook: one timeout for the whole call, and a
+/// reply of any status returned (not turned into an error).
+pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into()
 }
 

@@ -33,8 +33,7 @@ impl Progress {
         let (tx, rx) = mpsc::channel::<Value>();
         let (done_tx, done) = mpsc::channel();
         std::thread::spawn(move || {
-            let agent: ureq::Agent =
-                ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into();
+            let agent = crate::ductile::agent(timeout);
             for event in rx {
                 let mut r = agent.post(url.as_str()).header("content-type", "application/json");
                 if let Some(t) = &token {
