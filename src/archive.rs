@@ -59,9 +59,10 @@ pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
     std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))
 }
 
-/// A folder a move may name: the root ("") or a plain path below it (no `..`, not absolute).
+/// A folder a move may name: the root ("") or a plain path below it (no `..`, not absolute,
+/// no part starting with a dot: a crafted journal must not move files into `.git/`).
 fn plain(folder: &str) -> bool {
-    Utf8Path::new(folder).components().all(|c| matches!(c, camino::Utf8Component::Normal(_)))
+    Utf8Path::new(folder).components().all(|c| matches!(c, camino::Utf8Component::Normal(p) if !p.starts_with('.')))
 }
 
 fn finish_move(root: &Utf8Path, m: &Move) -> Result<()> {

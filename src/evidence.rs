@@ -68,7 +68,8 @@ impl Record {
         for e in entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == "act") {
             let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
             r.steps.insert(e.step, ok);
-            if !ok {
+            // The files `finish` lists are a claim about the run, not files it wrote or read.
+            if !ok || crate::tools::is_finish(e.tool.as_deref().unwrap_or("")) {
                 continue;
             }
             let path = e.args.as_ref().and_then(|a| a.get("path")).and_then(|p| p.as_str());
@@ -260,5 +261,18 @@ mod tests {
         let r = Record::of(&entries, "r1");
         assert_eq!(r.steps, BTreeMap::from([(1, true), (3, false), (4, true)]));
         assert_eq!(r.touched, BTreeSet::from(["a.md".to_string()]));
+    }
+
+    /// `finish` lists files; it neither wrote nor read them, so its list is no evidence.
+    #[test]
+    fn a_file_finish_merely_lists_is_no_evidence() {
+        let mut fin = Entry::new("r1", 2, Phase::Act, "act");
+        fin.tool = Some("submit_response".into());
+        fin.result_status = Some("ok".into());
+        fin.artifacts = vec!["context.md".into()];
+        let r = Record::of(&[fin], "r1");
+        assert!(r.touched.is_empty());
+        let why = check(&tick(&[2], &["context.md"]), &r, fs).unwrap_err();
+        assert_eq!(why, ["`context.md` was not written or read by an action of this run"]);
     }
 }

@@ -260,6 +260,9 @@ impl Runner<'_> {
     pub fn request(&self, req: &Request) -> Result<Outcome> {
         // Locked at once only when there is a run or a journal to finish: a command refused
         // before it starts creates nothing in a folder that holds neither.
+        // Asked before anything is made there: only a folder this command creates (or finds
+        // empty) is recorded as trusted, never one handed over with files in it.
+        let was_new = crate::trust::is_new_folder(&self.ws.root);
         let early = if self.ws.has_run() || self.ws.has_journal() { Some(self.ws.lock(self.wait)?) } else { None };
         // Declared before the environment, which commits through it.
         let session: Session;
@@ -282,8 +285,8 @@ impl Runner<'_> {
             Some(l) => l,
             None => {
                 let lock = self.ws.lock(self.wait)?;
-                // The folder is this command's own making: its config is the user's to write.
-                crate::trust::record_created(&self.ws.root, &self.printer);
+                // A folder of this command's own making: its config is the user's to write.
+                crate::trust::record_created(&self.ws.root, was_new, &self.printer);
                 lock
             }
         };

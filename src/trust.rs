@@ -53,6 +53,40 @@ pub struct Store {
 pub struct Trusted {
     pub path: Utf8PathBuf,
     pub since: String,
+    /// Which folder was trusted: its device and inode then. A folder deleted and made again at
+    /// the same path (a repository cloned anew) is another folder, and is not trusted. Entries
+    /// written before this was kept have none and are matched by path alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<FolderId>,
+}
+
+/// A folder's identity on this machine: its device and inode, and its birth time where the
+/// filesystem keeps one (an inode number freed by a deleted folder may be given to the next).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FolderId {
+    pub dev: u64,
+    pub ino: u64,
+    /// Nanoseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub born: Option<u128>,
+}
+
+impl FolderId {
+    /// The identity of the folder at `dir` now; None when it cannot be read.
+    pub fn of(dir: &Utf8Path) -> Option<FolderId> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(dir).ok()?;
+        let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos());
+        Some(FolderId { dev: m.dev(), ino: m.ino(), born })
+    }
+}
+
+impl Trusted {
+    /// Whether this entry trusts the folder at `dir` (already canonical): the same path and,
+    /// when the entry knows it, the same folder.
+    pub fn covers(&self, dir: &Utf8Path) -> bool {
+        self.path == dir && self.id.is_none_or(|id| FolderId::of(dir) == Some(id))
+    }
 }
 
 impl Store {
@@ -85,16 +119,20 @@ impl Store {
         Ok(path)
     }
 
+    /// Whether the folder at `dir` (already canonical) is trusted.
     pub fn contains(&self, dir: &Utf8Path) -> bool {
-        self.folders.iter().any(|t| t.path == dir)
+        self.folders.iter().any(|t| t.covers(dir))
     }
 
-    /// Records `dir` (already canonical); false when it was there.
+    /// Records the folder at `dir` (already canonical) with its identity; false when it was
+    /// there. An entry for the same path that names another folder (or none) is renewed.
     pub fn add(&mut self, dir: &Utf8Path) -> bool {
-        if self.contains(dir) {
+        let id = FolderId::of(dir);
+        if self.folders.iter().any(|t| t.path == dir && t.id.is_some() && t.id == id) {
             return false;
         }
-        self.folders.push(Trusted { path: dir.to_path_buf(), since: crate::clock::now_rfc3339() });
+        self.folders.retain(|t| t.path != dir);
+        self.folders.push(Trusted { path: dir.to_path_buf(), since: crate::clock::now_rfc3339(), id });
         true
     }
 
@@ -122,11 +160,23 @@ pub fn is_trusted(root: &Utf8Path, base: &Config) -> Result<bool> {
     Ok(Store::load()?.contains(&dir))
 }
 
-/// Records a workspace folder that agentloop itself just created (`init`, `run --goal` on a new
-/// folder) as trusted: whatever config it later holds was written by the user. A store that
-/// cannot be written only costs the convenience, so it is a warning.
-pub fn record_created(dir: &Utf8Path, printer: &crate::output::Printer) {
-    if env_trusts_all() {
+/// Whether agentloop would be the maker of the folder at `dir`: it does not exist yet, or is an
+/// empty folder. Asked before a command creates anything there, for [`record_created`].
+pub fn is_new_folder(dir: &Utf8Path) -> bool {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(m) if m.is_dir() => std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none()),
+        Ok(_) => false,
+    }
+}
+
+/// Records a workspace folder that agentloop itself just created (`init`, `run --goal` on a
+/// folder that did not exist or was empty, as [`is_new_folder`] said before anything was made)
+/// as trusted: whatever config it later holds was written by the user. A folder that held
+/// anything — a cloned repository, an unpacked archive — is never recorded. A store that cannot
+/// be written only costs the convenience, so it is a warning.
+pub fn record_created(dir: &Utf8Path, was_new: bool, printer: &crate::output::Printer) {
+    if env_trusts_all() || !was_new {
         return;
     }
     let recorded = canonical(dir).and_then(|real| {

@@ -38,12 +38,10 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         Some(c) => crate::phases::init::read_context(c)?,
         None => String::new(),
     };
-    let fresh = !ctx.ws.root.exists();
+    let was_new = crate::trust::is_new_folder(&ctx.ws.root);
     let session = ctx.ws.lock(ctx.lock_wait())?;
-    if fresh {
-        // The folder is this command's own making: its config is the user's to write.
-        crate::trust::record_created(&ctx.ws.root, &ctx.printer);
-    }
+    // A folder of this command's own making (missing or empty): its config is the user's.
+    crate::trust::record_created(&ctx.ws.root, was_new, &ctx.printer);
     let env = crate::phases::Env::new(&ctx)?;
     let state = crate::phases::init::init_run(&session, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
     env.ensure_skills_md()?;

@@ -204,14 +204,41 @@ impl Cycle {
     }
 }
 
+/// The files at the top of the workspace a commit may write: the paper trail's own. Anything
+/// else a phase produces goes below `artifacts/`.
+const COMMITTED_FILES: &[&str] = &[
+    "context.md",
+    "memory.md",
+    "plan.md",
+    "decisions.md",
+    "transcript.md",
+    "trace.jsonl",
+    "state.json",
+    "result.json",
+];
+
+/// Whether a commit may write `name`: one of [`COMMITTED_FILES`], or a plain path below
+/// `artifacts/` none of whose parts starts with a dot. A journal is data a workspace carries
+/// (a cloned repository may ship one), so replay must not write anything else — not outside the
+/// workspace, and not `.git/config`, `agentloop.yaml`, `agents/` or a hidden file inside it.
+pub(crate) fn may_commit(name: &str) -> bool {
+    let mut parts = camino::Utf8Path::new(name).components();
+    let plain = camino::Utf8Path::new(name).components().all(|c| match c {
+        camino::Utf8Component::Normal(p) => !p.starts_with('.'),
+        _ => false,
+    });
+    match (parts.next(), parts.next()) {
+        (Some(top), None) => COMMITTED_FILES.contains(&top.as_str()),
+        (Some(top), Some(_)) => plain && top.as_str() == "artifacts",
+        _ => false,
+    }
+}
+
 impl Commit {
-    /// Whether every name is a plain path inside the workspace (no `..`, not absolute): a
-    /// journal is data a workspace carries, and a crafted one must not write outside it.
-    fn names_are_plain(&self) -> bool {
-        self.names().all(|n| {
-            !n.is_empty()
-                && camino::Utf8Path::new(n).components().all(|c| matches!(c, camino::Utf8Component::Normal(_)))
-        })
+    /// Whether every name is one a commit may write ([`may_commit`]), checked before anything
+    /// is journaled or replayed.
+    fn names_may_be_committed(&self) -> bool {
+        self.names().all(may_commit)
     }
 
     /// Every workspace-relative name this commit writes.
@@ -254,10 +281,10 @@ impl Session {
 impl Workspace {
     fn commit(&self, c: &mut Cycle, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
-        if !commit.names_are_plain() {
+        if !commit.names_may_be_committed() {
             return Err(crate::error::Error::data(format!(
-                "a commit names a file outside the workspace: {}",
-                commit.names().collect::<Vec<_>>().join(", ")
+                "a commit names a file agentloop does not write: {}",
+                commit.names().filter(|n| !may_commit(n)).collect::<Vec<_>>().join(", ")
             )));
         }
         // No secret reaches the workspace, whatever carried it here.
@@ -437,7 +464,7 @@ impl Workspace {
             }
             Journal::Unreadable => None,
         };
-        let commits = commits.filter(|all| all.iter().all(|(c, _)| c.names_are_plain()));
+        let commits = commits.filter(|all| all.iter().all(|(c, _)| c.names_may_be_committed()));
         for (commit, again) in commits.iter().flatten() {
             if *again {
                 self.apply(commit, true)?;
@@ -673,6 +700,46 @@ mod tests {
         ws.lock(None).unwrap().commit(&ok).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me", "the link's target is untouched");
         assert!(!std::fs::symlink_metadata(&journal).unwrap().file_type().is_symlink());
+    }
+
+    /// A journal may write only the paper trail and artifacts/: a cloned repository's crafted
+    /// journal naming `.git/config` (a hook git would run), the workspace's config or a hidden
+    /// file is set aside with nothing applied.
+    #[test]
+    fn a_journal_writes_only_the_paper_trail_and_artifacts() {
+        for name in ["memory.md", "state.json", "trace.jsonl", "artifacts/a.md", "artifacts/sub/b.txt"] {
+            assert!(may_commit(name), "{name}");
+        }
+        for name in [
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "agentloop.yaml",
+            "agents/x.yaml",
+            "templates/plan.md.j2",
+            "notes.txt",
+            "artifacts",
+            "artifacts/.hidden",
+            "artifacts/../x",
+            "artifacts/.git/config",
+            "./memory.md",
+            "",
+        ] {
+            assert!(!may_commit(name), "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        let ws = Workspace::new(root.to_path_buf());
+        let mut evil = Commit::default();
+        evil.file(".git/config", "[core]\n\tfsmonitor = ./hook.sh\n".into()).file("memory.md", "x".into());
+        for bytes in [serde_json::to_vec(&evil).unwrap(), record(&evil, 3, boot_id(), false)] {
+            std::fs::write(ws.path(JOURNAL_FILE), bytes).unwrap();
+            drop(ws.lock(None).unwrap());
+            assert_eq!(std::fs::read_to_string(root.join(".git/config")).unwrap(), "[core]\n");
+            assert!(!ws.memory().exists(), "nothing of it applied");
+        }
+        assert!(ws.lock(None).unwrap().commit(&evil).is_err(), "a commit naming .git is refused");
     }
 
     /// Two workspaces locked in one process (two threads, as `serve`'s workers) commit

@@ -10,6 +10,7 @@ mod docs;
 mod ductile;
 mod files;
 mod foundation;
+mod handed;
 mod handle;
 mod links;
 mod loop_;
