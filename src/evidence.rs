@@ -69,7 +69,7 @@ impl Record {
             let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
             r.steps.insert(e.step, ok);
             // The files `finish` lists are a claim about the run, not files it wrote or read.
-            if !ok || crate::tools::is_finish(e.tool.as_deref().unwrap_or("")) {
+            if !ok || crate::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {
                 continue;
             }
             let path = e.args.as_ref().and_then(|a| a.get("path")).and_then(|p| p.as_str());

@@ -10,6 +10,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
 
+/// A tool's one name: `submit_response` is an alias of `finish`.
+pub fn canonical(name: &str) -> &str {
+    if name == "submit_response" {
+        "finish"
+    } else {
+        name
+    }
+}
+
+/// Whether `name` (or its alias) is the tool that ends the run.
+pub fn is_finish(name: &str) -> bool {
+    canonical(name) == "finish"
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SideEffect {

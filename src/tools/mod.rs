@@ -73,11 +73,7 @@ impl Registry {
     }
 
     pub fn canonical(name: &str) -> &str {
-        if name == "submit_response" {
-            "finish"
-        } else {
-            name
-        }
+        crate::tool_spec::canonical(name)
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
@@ -210,14 +206,9 @@ fn join(specs: &mut Vec<ToolSpec>, warnings: &[String], more: &[ToolSpec], what:
 /// Stack for a tool's thread: deep recursion in a parser must not overflow it.
 const TOOL_STACK: usize = 64 * 1024 * 1024;
 
-/// Whether `name` (or its alias) is the tool that ends the run.
-pub fn is_finish(name: &str) -> bool {
-    Registry::canonical(name) == "finish"
-}
-
 pub fn is_allowed(cfg: &Config, name: &str) -> bool {
     let name = Registry::canonical(name);
-    is_finish(name)
+    crate::tool_spec::is_finish(name)
         || (cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
             && !cfg.tools.is_disabled(name))
 }
