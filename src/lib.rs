@@ -1,58 +1,19 @@
 //! agentloop: goal-directed LLM work as a Frame → Plan → Act → Reflect loop whose whole state
 //! lives in a workspace folder of plain files.
 //!
-//! The binary is a thin shell around [`main`]. The library's public surface is what the tests
-//! and benches reach into; every other module is `pub(crate)`. The API docs (`make doc`) cover
+//! The binary is a thin shell around [`main`]. This crate is the top layer: the CLI, its
+//! commands, `serve`, `handle` and `worker`; the engine is agentloop-core and agentloop-base,
+//! re-exported here so `crate::config`, `crate::error`, ... name them. The API docs (`make doc`) cover
 //! private items too, since they are written for people changing agentloop.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub(crate) mod archive;
-pub(crate) mod budget;
-pub(crate) mod capfs;
-pub(crate) mod catalog;
+pub use agentloop_core::*;
+
 pub(crate) mod cli;
-pub(crate) mod clock;
 pub(crate) mod commands;
-pub mod config;
-pub mod contract;
-pub(crate) mod crash;
-pub(crate) mod ductile;
-pub mod error;
-pub mod evidence;
-pub(crate) mod facts;
-pub(crate) mod fs;
 pub(crate) mod handle;
-pub mod history;
-pub(crate) mod interrupt;
-pub(crate) mod lifecycle;
-pub(crate) mod log;
-pub mod longterm;
-pub(crate) mod markdown;
-pub mod mcp;
-pub mod model;
-pub(crate) mod otel;
-pub(crate) mod outcome;
-pub(crate) mod output;
-pub mod output_schema;
-pub mod phases;
-pub(crate) mod prompt;
-pub(crate) mod redact;
-pub(crate) mod report;
-pub(crate) mod rest_window;
-pub(crate) mod runs_root;
-pub mod schema;
-pub mod seed_agent;
 pub(crate) mod serve;
-pub mod settings;
-pub(crate) mod skills;
-pub mod tool_settings;
-pub(crate) mod tool_spec;
-pub mod tools;
-pub mod trace;
-pub(crate) mod transcript;
-pub(crate) mod trust;
 pub(crate) mod worker;
-pub mod workspace;
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {

@@ -221,7 +221,7 @@ const COMMITTED_FILES: &[&str] = &[
 /// `artifacts/` none of whose parts starts with a dot. A journal is data a workspace carries
 /// (a cloned repository may ship one), so replay must not write anything else — not outside the
 /// workspace, and not `.git/config`, `agentloop.yaml`, `agents/` or a hidden file inside it.
-pub(crate) fn may_commit(name: &str) -> bool {
+pub fn may_commit(name: &str) -> bool {
     let mut parts = camino::Utf8Path::new(name).components();
     let plain = camino::Utf8Path::new(name).components().all(|c| match c {
         camino::Utf8Component::Normal(p) => !p.starts_with('.'),

@@ -44,16 +44,16 @@ impl std::io::Write for Capped {
 }
 
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("context.md.j2", include_str!("../templates/context.md.j2")),
-    ("memory.md.j2", include_str!("../templates/memory.md.j2")),
-    ("plan.md.j2", include_str!("../templates/plan.md.j2")),
-    ("decisions.md.j2", include_str!("../templates/decisions.md.j2")),
-    ("decision.md.j2", include_str!("../templates/decision.md.j2")),
-    ("prompt-system.j2", include_str!("../templates/prompt-system.j2")),
-    ("prompt-task.j2", include_str!("../templates/prompt-task.j2")),
-    ("prompt-frame.j2", include_str!("../templates/prompt-frame.j2")),
-    ("prompt-plan.j2", include_str!("../templates/prompt-plan.j2")),
-    ("prompt-reflect.j2", include_str!("../templates/prompt-reflect.j2")),
+    ("context.md.j2", include_str!("../../../templates/context.md.j2")),
+    ("memory.md.j2", include_str!("../../../templates/memory.md.j2")),
+    ("plan.md.j2", include_str!("../../../templates/plan.md.j2")),
+    ("decisions.md.j2", include_str!("../../../templates/decisions.md.j2")),
+    ("decision.md.j2", include_str!("../../../templates/decision.md.j2")),
+    ("prompt-system.j2", include_str!("../../../templates/prompt-system.j2")),
+    ("prompt-task.j2", include_str!("../../../templates/prompt-task.j2")),
+    ("prompt-frame.j2", include_str!("../../../templates/prompt-frame.j2")),
+    ("prompt-plan.j2", include_str!("../../../templates/prompt-plan.j2")),
+    ("prompt-reflect.j2", include_str!("../../../templates/prompt-reflect.j2")),
 ];
 
 pub struct Templates {

@@ -11,7 +11,7 @@ use crate::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
 /// At most `max` characters of a document for a prompt, with a note saying where the rest is.
-pub(crate) fn bounded(text: &str, max: usize) -> String {
+pub fn bounded(text: &str, max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
         return text.to_string();

@@ -147,7 +147,7 @@ pub struct ToolEnv<'a> {
 /// that only describe Rust integer widths, or the type's own description (the tool's description
 /// says what it is). The answer schemas (`contract`) and the built-in tools' parameters
 /// (`tools::builtin`) both start from it.
-pub(crate) fn schema_for<T: schemars::JsonSchema>() -> Value {
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;

@@ -137,7 +137,7 @@ fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String,
 
 /// The part of a shared-prefix request that follows the task: the phase's prompt, then which
 /// phase this is and the tool to call (last, nearest the answer).
-pub(crate) fn turn(phase: &str, prompt: &str, tool: &str) -> String {
+pub fn turn(phase: &str, prompt: &str, tool: &str) -> String {
     format!(
         "\n{}\n\nThis is the {phase} phase. Answer only by calling the `{tool}` tool once with arguments that match its schema.\n",
         prompt.trim_end()

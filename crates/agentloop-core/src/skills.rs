@@ -24,9 +24,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("critique", include_str!("../skills/critique/SKILL.md")),
-    ("daily-digest", include_str!("../skills/daily-digest/SKILL.md")),
-    ("web-research", include_str!("../skills/web-research/SKILL.md")),
+    ("critique", include_str!("../../../skills/critique/SKILL.md")),
+    ("daily-digest", include_str!("../../../skills/daily-digest/SKILL.md")),
+    ("web-research", include_str!("../../../skills/web-research/SKILL.md")),
 ];
 
 #[derive(Debug, Clone, Serialize)]

@@ -86,7 +86,7 @@ pub struct DodItem {
 }
 
 impl DodItem {
-    pub(crate) fn of(i: &crate::markdown::Item) -> Self {
+    pub fn of(i: &crate::markdown::Item) -> Self {
         DodItem { text: i.text.clone(), done: i.done, evidence: i.evidence.clone() }
     }
 }

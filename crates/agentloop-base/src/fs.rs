@@ -17,7 +17,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod folder;
-pub(crate) mod sys;
+pub mod sys;
 
 pub use folder::{write_in, Folder};
 

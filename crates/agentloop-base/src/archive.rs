@@ -29,7 +29,7 @@ pub const RUN_FILES: &[&str] = &[
     "report.html",
 ];
 
-pub(crate) const JOURNAL: &str = ".agentloop.archive.json";
+pub const JOURNAL: &str = ".agentloop.archive.json";
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Move {

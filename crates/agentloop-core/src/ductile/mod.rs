@@ -217,7 +217,7 @@ fn token(d: &DuctileConfig) -> Result<Option<String>> {
 
 /// An HTTP client for Ductile and the progress webhook: one timeout for the whole call, and a
 /// reply of any status returned (not turned into an error).
-pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
+pub fn agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into()
 }
 

@@ -1,0 +1,16 @@
+//! agentloop-base: the bottom layer — errors and their exit codes, the clock, files written
+//! atomically and never through a link, the trace's types, redaction, crash points, facts, the
+//! move journal and the seed agent format. It knows nothing of configuration, models or tools
+//! (docs/ARCHITECTURE.md).
+#![allow(rustdoc::private_intra_doc_links)]
+
+pub mod archive;
+pub mod capfs;
+pub mod clock;
+pub mod crash;
+pub mod error;
+pub mod facts;
+pub mod fs;
+pub mod redact;
+pub mod seed_agent;
+pub mod trace;

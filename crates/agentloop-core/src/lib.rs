@@ -1,0 +1,41 @@
+//! agentloop-core: the engine — configuration and trust, model clients, tools (built-in, MCP,
+//! Ductile), skills, the workspace with its commit journal, the phases and the run lifecycle,
+//! reports. Above agentloop-base, below the binary (CLI, serve, handle, worker), which it never
+//! reaches into (docs/ARCHITECTURE.md).
+#![allow(rustdoc::private_intra_doc_links)]
+
+// The base layer's modules, re-exported so `crate::error`, `crate::fs`, ... read the same here.
+pub use agentloop_base::{archive, capfs, clock, crash, error, facts, fs, redact, seed_agent, trace};
+
+pub mod budget;
+pub mod catalog;
+pub mod config;
+pub mod contract;
+pub mod ductile;
+pub mod evidence;
+pub mod history;
+pub mod interrupt;
+pub mod lifecycle;
+pub mod log;
+pub mod longterm;
+pub mod markdown;
+pub mod mcp;
+pub mod model;
+pub mod otel;
+pub mod outcome;
+pub mod output;
+pub mod output_schema;
+pub mod phases;
+pub mod prompt;
+pub mod report;
+pub mod rest_window;
+pub mod runs_root;
+pub mod schema;
+pub mod settings;
+pub mod skills;
+pub mod tool_settings;
+pub mod tool_spec;
+pub mod tools;
+pub mod transcript;
+pub mod trust;
+pub mod workspace;
