@@ -294,3 +294,41 @@ fn an_output_schema_linked_out_of_the_workspace_is_never_read() {
     assert!(stderr(&out).contains("is a symbolic link to a file outside the workspace"), "{}", stderr(&out));
     assert!(!t.exists("ws/state.json"), "no run was created");
 }
+
+/// An untrusted `logging.file` is judged by its whole path, not its first name: `./.git/config`,
+/// `./state.json`, a log inside `agents/`, `templates/`, `runs/` or a nested `.git` is refused,
+/// and a read-only command goes on without it, writing nothing there.
+#[test]
+fn a_log_is_judged_by_its_whole_path() {
+    for file in [
+        "./.git/config",
+        "./state.json",
+        "notes/../state.json",
+        "./trace.jsonl",
+        "agents/x.yaml",
+        "./templates/prompt-system.j2",
+        "runs/x.log",
+        "runs/..",
+        "vendor/.git/config",
+        "./.agentloop/memory/topics.json",
+    ] {
+        let t = T::new();
+        t.write("ws/.git/config", "[core]\n");
+        t.write("ws/vendor/.git/config", "[core]\n");
+        t.write("ws/agentloop.yaml", &format!("logging: {{file: '{file}', level: debug}}\n"));
+        let out = t.untrusted().args(["-w", "ws", "status"]).output().unwrap();
+        let err = stderr(&out);
+        assert!(err.contains("ws is not a trusted folder") && err.contains("`logging.file`"), "{file}: {err}");
+        assert_eq!(t.read("ws/.git/config"), "[core]\n", "{file}");
+        assert_eq!(t.read("ws/vendor/.git/config"), "[core]\n", "{file}");
+        for made in ["state.json", "trace.jsonl", "agents", "templates", "runs", ".agentloop"] {
+            assert!(!t.exists(&format!("ws/{made}")), "{file}: {made} was written");
+        }
+    }
+    // A log of its own, in a folder of its own, is narrowing: it applies and is written.
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "logging: {file: ./logs/agent.log, level: debug}\n");
+    let out = t.untrusted().args(["-w", "ws", "status"]).output().unwrap();
+    assert!(!stderr(&out).contains("`logging.file`"), "{}", stderr(&out));
+    assert!(t.read("ws/logs/agent.log").contains("config sources"), "the log is written");
+}
