@@ -87,7 +87,8 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     }
     // A bare name runs what an absolute folder of PATH holds, never a file of that name in the
     // workspace (an empty entry, `.` or a relative folder); a path (`./tool`) is allowlisted as one.
-    let exe = if program.contains('/') { Some(program.clone()) } else { argv::lookup(&program).map(|p| p.into_string()) };
+    let exe =
+        if program.contains('/') { Some(program.clone()) } else { argv::lookup(&program).map(|p| p.into_string()) };
     let names = argv::names(&program, &crate::tools::sandbox::absolute(env.root));
     let is_git = names.iter().any(|n| n == "git");
     let mut child_env: Vec<(String, String)> =

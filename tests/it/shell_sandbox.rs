@@ -427,9 +427,17 @@ fn git_judges_the_configuration_git_will_actually_read() {
     for (config, argv, key) in [
         ("[filter.x]\n\tclean = sh -c 'id > PWNED-f; cat'\n", json!(["git", "-C", "sub", "status"]), "filter.x.clean"),
         ("[filter \"x\"]\n\tclean = sh -c 'id > PWNED-f; cat'\n", json!(["git", "status"]), "filter.x.clean"),
-        ("[diff.y]\n\ttextconv = sh -c 'id > PWNED-d; cat'\n", json!(["git", "-C", "sub", "blame", "g.txt"]), "diff.y.textconv"),
+        (
+            "[diff.y]\n\ttextconv = sh -c 'id > PWNED-d; cat'\n",
+            json!(["git", "-C", "sub", "blame", "g.txt"]),
+            "diff.y.textconv",
+        ),
         ("[gpg]\n\tprogram = ./PWNED-gpg\n", json!(["git", "log", "--show-signature"]), "gpg.program"),
-        ("[log]\n\tshowSignature = true\n[gpg \"ssh\"]\n\tprogram = ./PWNED-gpg\n", json!(["git", "-C", "sub", "log"]), "gpg.ssh.program"),
+        (
+            "[log]\n\tshowSignature = true\n[gpg \"ssh\"]\n\tprogram = ./PWNED-gpg\n",
+            json!(["git", "-C", "sub", "log"]),
+            "gpg.ssh.program",
+        ),
     ] {
         t.write("ws/.git/config", &format!("{base}{config}"));
         let (code, v) = call(&t, json!({"argv": argv}));

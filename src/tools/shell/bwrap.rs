@@ -202,7 +202,7 @@ fn sockets(mounts: &[(Utf8PathBuf, bool)]) -> Vec<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::FileTypeExt;
     use std::path::Path;
-    let table = std::fs::read("/proc/net/unix").unwrap_or_default();
+    let table = crate::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
     let mut found = Vec::new();
     // Each line: slot, refcount, protocol, flags, type, state, inode, then the path it was bound
     // to, if any (`@` for an abstract name, relative as the binder spelled it). Only the path
