@@ -6,6 +6,11 @@
 //! private items too, since they are written for people changing agentloop.
 #![allow(rustdoc::private_intra_doc_links)]
 
+/// What a template render may hold is counted (`alloc.rs`); every other thread is unlimited.
+#[global_allocator]
+static ALLOCATOR: alloc::Budgeted = alloc::Budgeted;
+
+pub(crate) mod alloc;
 pub(crate) mod archive;
 pub(crate) mod budget;
 pub(crate) mod capfs;

@@ -106,7 +106,9 @@ pub fn log(level: Level, msg: &str) {
     if level < l.level {
         return;
     }
-    let mut msg = msg.to_string();
+    // Every secret in every form `redact` knows (encoded, dumped, registered at run time), then
+    // the short values only this log looks for.
+    let mut msg = crate::redact::redact(msg);
     for s in &l.secrets {
         msg = msg.replace(s.as_str(), "[REDACTED]");
     }

@@ -363,6 +363,74 @@ fn a_key_in_a_dump_is_redacted_everywhere() {
     }
 }
 
+/// A key at an offset no encoder aligns to, encoded (wrapped base64, base32), dumped by words
+/// or in octal and decimal, cut into pieces, and one agentloop was never given (in a `.env` the
+/// shell can read): none reaches the transcript, the trace or any other recorded file.
+#[test]
+fn an_encoded_or_split_key_is_redacted_from_the_transcript() {
+    let t = T::new();
+    t.write("ws/key.txt", &format!("xy{KEY}\n"));
+    t.write("ws/.env", "export SOME_SERVICE_TOKEN=unknown-secret-value-777\n");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [base64, basenc, od, fold, cat]}\n");
+    bwrap_or_none(&t);
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["base64", "-w", "20", "key.txt"],
+        vec!["base64", "-w", "40", "key.txt"],
+        vec!["basenc", "--base32", "key.txt"],
+        vec!["od", "-tx2", "key.txt"],
+        vec!["od", "-An", "-tx4", "key.txt"],
+        vec!["od", "-to1", "key.txt"],
+        vec!["od", "-tu1", "key.txt"],
+        vec!["fold", "-w2", "key.txt"],
+        vec!["cat", ".env"],
+    ];
+    let (mut plans, mut reflects) = (String::new(), String::new());
+    for (i, argv) in calls.iter().enumerate() {
+        plans.push_str(&format!(
+            "  - answer: {{next_action: {{tool: shell, args: {{argv: {}}}}}, expected_outcome: x, rationale: y}}\n",
+            json!(argv)
+        ));
+        let decision = if i + 1 == calls.len() { "escalate" } else { "continue" };
+        reflects.push_str(&format!("  - answer: {{decision: {decision}, reason: step {i}}}\n"));
+    }
+    t.write(
+        "script.yaml",
+        &format!(
+            "frame:\n  - answer: {{goal: g, definition_of_done: [a, b, c], can_proceed: true}}\nplan:\n{plans}reflect:\n{reflects}"
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", KEY)
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
+    assert!(transcript.contains("SOME_SERVICE_TOKEN="), "the name stays: {transcript}");
+    // What each program prints, run here on the same file: no line of it that spells part of
+    // the key may be recorded.
+    let printed: Vec<String> = calls
+        .iter()
+        .filter_map(|argv| std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(t.path("ws")).output().ok())
+        .flat_map(|o| String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect::<Vec<_>>())
+        .filter(|l| l.len() >= 12 && !l.contains("SOME_SERVICE_TOKEN"))
+        .collect();
+    assert!(printed.len() > 10, "the programs ran here: {printed:?}");
+    for entry in walkdir(&t.path("ws")) {
+        if entry.ends_with("key.txt") || entry.ends_with(".env") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        let compact: String = text.split_whitespace().collect();
+        assert!(!compact.contains("9f8e7d6c5b4a39281706"), "{} holds the key", entry.display());
+        assert!(!text.contains("unknown-secret-value-777"), "{} holds the .env secret", entry.display());
+        for line in &printed {
+            assert!(!text.contains(line.as_str()), "{} holds `{line}`", entry.display());
+        }
+    }
+}
+
 fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {

@@ -255,6 +255,35 @@ fn config_show_masks_secrets_from_a_workspace_file_as_from_the_environment() {
     }
 }
 
+/// A command written as one string is a command too: its secret options' values are hidden as
+/// an argument list's are.
+#[test]
+fn config_show_masks_secret_options_in_a_command_line() {
+    let t = T::new();
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {external: {fetch: {description: d, command: \"fetch --token cmd-tok-901 --api-key=cmd-key-902 -v --out f \
+         --password 'cmd pw 903' GH_TOKEN=cmd-env-904 -p 8200 secret/x\"}}}\n\
+         llm: {api_key_cmd: [vault, read, GH_TOKEN=arg-env-905, --secret, arg-906, -p, '8200']}\n",
+    );
+    for json in [false, true] {
+        let mut c = t.al(&["config", "show"]);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        for secret in ["cmd-tok-901", "cmd-key-902", "cmd pw 903", "cmd-env-904", "arg-env-905", "arg-906"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        // The options and every other word stay.
+        for kept in ["fetch --token [hidden] --api-key=[hidden] -v --out f --password [hidden] GH_TOKEN=[hidden] -p 8200 secret/x", "8200"] {
+            assert!(text.contains(kept), "{kept} not shown: {text}");
+        }
+    }
+}
+
 #[test]
 fn handle_and_serve_hold_an_untrusted_root_to_the_same_rule() {
     let t = T::new();
