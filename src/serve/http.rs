@@ -15,8 +15,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Largest request body accepted.
-pub const MAX_BODY: usize = 1024 * 1024;
+/// Largest request body accepted (the same cap as a worker's messages).
+pub const MAX_BODY: usize = crate::runs_root::MAX_REQUEST_BYTES;
 
 /// How long a request body may take to arrive, all of it; a slower one is a 408.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
