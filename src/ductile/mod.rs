@@ -387,7 +387,11 @@ fn run_job(
                     m.insert(DEPTH_KEY.into(), json!(depth));
                 }
             }
-            let path = format!("{base}/plugin/{}/{}", segment("plugin", plugin).map_err(fail)?, segment("command", command).map_err(fail)?);
+            let path = format!(
+                "{base}/plugin/{}/{}",
+                segment("plugin", plugin).map_err(fail)?,
+                segment("command", command).map_err(fail)?
+            );
             let (status, v) = request(d, "POST", &path, Some(&json!({"payload": payload}))).map_err(fail)?;
             if status != 202 && status != 200 {
                 let (why, retry) = status_error(plugin, command, kind, status, &v);

@@ -318,8 +318,7 @@ impl RunSpan {
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
         // The stored context is a workspace file's: it links the run's processes, and its
         // flags are ignored (a copied state.json must not turn this run's spans off).
-        let parent =
-            caller.or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
+        let parent = caller.or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
         let agent = agent.unwrap_or("agentloop");
         let span = o
             .tracer

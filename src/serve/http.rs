@@ -334,8 +334,18 @@ mod tests {
             assert_eq!(same_origin_path(ok), ok);
         }
         for off in [
-            "//evil/x", "/\\evil", "///evil", "/\\/evil", "/\t/evil", "/\n/evil", "http://evil/", "evil", "",
-            "https:evil", "/x y", "/x\u{85}",
+            "//evil/x",
+            "/\\evil",
+            "///evil",
+            "/\\/evil",
+            "/\t/evil",
+            "/\n/evil",
+            "http://evil/",
+            "evil",
+            "",
+            "https:evil",
+            "/x y",
+            "/x\u{85}",
         ] {
             assert_eq!(same_origin_path(off), "/", "{off:?}");
         }

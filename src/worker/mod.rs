@@ -358,12 +358,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
 /// Everything that can refuse a new run `ws` before anything of it is written: its
 /// configuration (the agent, budgets that may only narrow, the output schema), the model, the
 /// rest window, and whether the goal fits its budget. Returns the run's configuration.
-fn check_new(
-    w: &Worker,
-    req: &RunRequest,
-    ws: &Workspace,
-    quiet: Printer,
-) -> Result<crate::config::Resolved> {
+fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Result<crate::config::Resolved> {
     let mut resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
     if let Some(schema) = &req.output_schema {
         let strict = crate::model::strict_schemas(&resolved.config);

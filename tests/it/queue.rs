@@ -354,13 +354,17 @@ fn an_oversized_request_is_dead_lettered_and_no_dead_letter_leaves_a_run_folder(
     assert_eq!(redis.pending(), 0);
     let id = wide["run_id"].as_str().unwrap();
     assert!(!t.exists(&format!("root/runs/{id}")), "a refused run left its folder");
-    let left: Vec<_> =
-        std::fs::read_dir(t.path("root/runs")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(t.path("root/runs"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
     // `enqueue` refuses such a request before it reaches the stream.
     t.write("big.txt", &"g".repeat(2 << 20));
-    let out =
-        t.cmd().args(["enqueue", "--redis", &redis.url(), "--goal", "g", "--context-file", "big.txt"]).output().unwrap();
+    let out = t
+        .cmd()
+        .args(["enqueue", "--redis", &redis.url(), "--goal", "g", "--context-file", "big.txt"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("over the limit of 1048576 bytes"), "{}", stderr(&out));
     assert_eq!(redis.entries("agentloop:runs").len(), 3);

@@ -241,7 +241,8 @@ fn a_negative_cost_in_the_ledger_or_the_trace_is_not_summed() {
     let out = t.al(&["--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let ledger = t.path("home/.local/state/agentloop/usage.jsonl");
-    let forged = r#"{"ts":"2025-12-31T23:00:00Z","agent":"default","run_id":"x","tokens":10,"cost_usd":-1e308,"new_run":true}"#;
+    let forged =
+        r#"{"ts":"2025-12-31T23:00:00Z","agent":"default","run_id":"x","tokens":10,"cost_usd":-1e308,"new_run":true}"#;
     let mut text = std::fs::read_to_string(&ledger).unwrap();
     text.push_str(&format!("{forged}\n{forged}\n"));
     std::fs::write(&ledger, text).unwrap();
