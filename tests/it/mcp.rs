@@ -532,6 +532,14 @@ fn a_server_name_with_a_newline_is_refused_and_shown_escaped() {
     let out = t.al(&["tools", "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("MCP server `a<U+202E>b` (mcp.servers.a<U+202E>b)"), "{}", stderr(&out));
+    // A workspace from elsewhere: the refusal of its server names the key on one line too.
+    t.write("ws/agentloop.yaml", "mcp: {servers: {\"a\\nerror: forged\": {command: x}}}\n");
+    for args in [&["tools", "list"][..], &["run", "--goal", "x"][..]] {
+        let out = t.untrusted().args(["-w", "ws"]).args(args).output().unwrap();
+        let err = stderr(&out);
+        assert!(err.contains("sets `mcp.servers.a␤error: forged`"), "{args:?}: {err}");
+        assert!(!err.lines().any(|l| l.starts_with("error: forged")), "{err}");
+    }
 }
 
 pub const TOKYO_SCRIPT: &str = r#"frame:
