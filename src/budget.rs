@@ -7,6 +7,19 @@ use crate::config::{Config, Dur};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+/// The most one recorded cost (a trace entry's, a usage ledger line's) may say was spent, in
+/// USD: more than any model call or invocation costs, and small enough that no sum of such
+/// costs overflows to infinity.
+pub const MAX_RECORDED_COST_USD: f64 = 1e9;
+
+/// Why a cost read back from a file cannot be one: negative, not a number, or over
+/// [`MAX_RECORDED_COST_USD`]. A file is data (a workspace from elsewhere, a hand-edited ledger):
+/// a cost of −1e308 would print as `$-inf` and lower a sum that only ever narrows a run.
+pub fn bad_cost(c: f64) -> Option<String> {
+    (!(0.0..=MAX_RECORDED_COST_USD).contains(&c))
+        .then(|| format!("cost_usd {c:?} is not a cost (it must be from 0 to {MAX_RECORDED_COST_USD})"))
+}
+
 /// One limit of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Budget {

@@ -154,6 +154,16 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// One line read back as an entry: JSON of an entry whose cost, if any, is one
+/// ([`crate::budget::bad_cost`]); otherwise why not.
+fn checked(line: &str) -> std::result::Result<Entry, String> {
+    let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
+    match e.cost_usd.and_then(crate::budget::bad_cost) {
+        Some(why) => Err(why),
+        None => Ok(e),
+    }
+}
+
 /// Reads every entry; corrupt lines are returned separately with their line numbers.
 pub fn read(path: &Utf8Path) -> Result<(Vec<Entry>, Vec<BadLine>)> {
     let text = fs::read_optional(path)?.unwrap_or_default();
@@ -167,9 +177,9 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Entry>(line) {
+        match checked(line) {
             Ok(e) => entries.push(e),
-            Err(e) => bad.push(BadLine { line: i + 1, message: e.to_string() }),
+            Err(message) => bad.push(BadLine { line: i + 1, message }),
         }
     }
     (entries, bad)
@@ -201,9 +211,9 @@ pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLin
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Entry>(text) {
+        match checked(text) {
             Ok(e) => f(Ok(e)),
-            Err(e) => f(Err(BadLine { line, message: e.to_string() })),
+            Err(message) => f(Err(BadLine { line, message })),
         }
     }
 }

@@ -244,7 +244,9 @@ fn describe(refused: &[Refusal]) -> String {
         let keys: Vec<String> = refused
             .iter()
             .filter(|r| r.file == file)
-            .map(|r| if r.why == ONLY_TRUSTED { format!("`{}`", r.key) } else { format!("`{}` ({})", r.key, r.why) })
+            // A key holds the workspace's own names (`mcp.servers.<name>`): shown on one line.
+            .map(|r| (crate::output::one_line(&r.key), &r.why))
+            .map(|(key, why)| if *why == ONLY_TRUSTED { format!("`{key}`") } else { format!("`{key}` ({why})") })
             .collect();
         parts.push(format!("{file} sets {}", keys.join(", ")));
     }
