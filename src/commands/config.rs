@@ -38,8 +38,9 @@ const MASK: &str = "[hidden]";
 /// like a secret (`api_token`, `*_key`, `*token`, `*secret*`, `*password*`; not `*_env`, which
 /// name a variable), the progress webhook's address (it is the credential, as chat webhooks are),
 /// every MCP header and environment value but those that only reference variables (`${TOKEN}`),
-/// the password and query of any address (`https://user:pw@host/?key=...`), and in a command's
-/// arguments the value of a secret-named option (`--api-key X`, `--token=X`).
+/// the password and query of any address (`https://user:pw@host/?key=...`), and in every command
+/// (an argument list, or a command line in one string: `tools.external.*.command`) the value of
+/// a secret-named option (`--api-key X`, `--token=X`) or variable (`GH_TOKEN=X fetch`).
 fn mask(v: &mut Value, key: &str, parent: &str) {
     match v {
         Value::Object(m) => {
@@ -51,36 +52,78 @@ fn mask(v: &mut Value, key: &str, parent: &str) {
         _ if matches!(parent, "headers" | "env") && !only_references(v) => *v = Value::String(MASK.into()),
         _ if secret_name(key) || key == "progress_url" => *v = Value::String(MASK.into()),
         Value::Array(items) => {
-            let mut after_secret_flag = false;
+            let mut hide = false;
             for item in items.iter_mut() {
-                let hide = std::mem::take(&mut after_secret_flag);
                 match item {
-                    Value::String(s) if hide && !s.starts_with('-') => *s = MASK.into(),
-                    Value::String(s) => after_secret_flag = mask_arg(s),
-                    other => mask(other, key, parent),
+                    Value::String(s) => *s = mask_word(s, &mut hide),
+                    other => {
+                        hide = false;
+                        mask(other, key, parent)
+                    }
                 }
             }
         }
-        Value::String(s) => *s = mask_url(s),
+        Value::String(s) => *s = mask_command(s),
         _ => {}
     }
 }
 
-/// Masks `--secret-name=value` in place; true when `s` is a secret-named option whose value
-/// is the next argument.
-fn mask_arg(s: &mut String) -> bool {
-    let Some(flag) = s.strip_prefix('-').map(|f| f.trim_start_matches('-').to_string()) else {
-        *s = mask_url(s);
-        return false;
-    };
-    let (name, value) = flag.split_once('=').unwrap_or((flag.as_str(), ""));
-    let secret = secret_name(&name.replace('-', "_")) || matches!(name, "token" | "password" | "key");
-    if secret && !value.is_empty() {
-        let keep = s.len() - value.len();
-        s.replace_range(keep.., MASK);
-        return false;
+/// A command line with each word masked as an argument list's items are ([`mask_word`]); a
+/// quoted word (`--token "a b"`) is one word. Text that is not a command goes through unchanged
+/// but for the addresses in it.
+fn mask_command(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let (mut hide, mut word, mut quote) = (false, String::new(), None);
+    for c in s.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c.is_whitespace() => {
+                if !word.is_empty() {
+                    out.push_str(&mask_word(&std::mem::take(&mut word), &mut hide));
+                }
+                out.push(c);
+                continue;
+            }
+            _ => {}
+        }
+        word.push(c);
     }
-    secret && !flag.contains('=')
+    if !word.is_empty() {
+        out.push_str(&mask_word(&word, &mut hide));
+    }
+    out
+}
+
+/// One word of a command, masked: the value after a secret-named option (`--api-key X`; `hide`
+/// set by the word before), the value in `--token=X` and `API_TOKEN=X`, the password and query
+/// of an address. Sets `hide` when the word is a secret-named option whose value comes next.
+/// One-letter options (`-p`) mean different things to different programs and are left alone.
+fn mask_word(word: &str, hide: &mut bool) -> String {
+    if std::mem::take(hide) && !word.starts_with('-') {
+        return MASK.into();
+    }
+    let flag = word.strip_prefix('-').map(|f| f.trim_start_matches('-'));
+    let body = flag.unwrap_or(word);
+    let (name, value) = body.split_once('=').unwrap_or((body, ""));
+    let name = name.trim_matches(['"', '\'']);
+    let secret = name.len() > 1
+        && (secret_name(&name.replace('-', "_")) || matches!(name.to_ascii_lowercase().as_str(), "passwd" | "pass"));
+    if !secret {
+        return mask_url(word);
+    }
+    match (flag.is_some(), body.contains('=')) {
+        (true, false) => {
+            *hide = true;
+            word.to_string()
+        }
+        // `--token=X`, and `NAME=X` where NAME is a variable's name (not a path or address).
+        (true, true) => format!("{}{MASK}", &word[..word.len() - value.len()]),
+        (false, true) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            format!("{}{MASK}", &word[..word.len() - value.len()])
+        }
+        _ => mask_url(word),
+    }
 }
 
 /// An address with its password and query hidden (`https://user:[hidden]@host/p?[hidden]`);
@@ -205,5 +248,11 @@ mod tests {
             json!({"args": ["--api-key", "k1", "--token=k2", "-v", "file", "--password", "--x"], "command": "srv"});
         mask(&mut v, "", "");
         assert_eq!(v["args"], json!(["--api-key", "[hidden]", "--token=[hidden]", "-v", "file", "--password", "--x"]));
+        // One rule for an argument list and a command line.
+        assert_eq!(
+            mask_command("fetch --token t1  --auth-token=t2 -p 22 --password \"a b\" API_KEY=k3 ./key=v https://u:pw@h/x"),
+            "fetch --token [hidden]  --auth-token=[hidden] -p 22 --password [hidden] API_KEY=[hidden] ./key=v https://u:[hidden]@h/x"
+        );
+        assert_eq!(mask_command("a plain sentence, with words"), "a plain sentence, with words");
     }
 }

@@ -85,6 +85,10 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
     let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
     let text = serde_json::to_string(&req).expect("request serializes");
+    if let Some(why) = crate::worker::request::oversized(&text) {
+        return Err(Error::usage(format!("{why}: no worker would take it"))
+            .with_hint("shorten --goal, --context or --context-file"));
+    }
     let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
     let run_id = req.run_id(&message_id);
     let Some(secs) = g.wait else {

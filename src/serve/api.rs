@@ -128,6 +128,9 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
             .collect();
         let path = raw.split('?').next().unwrap_or("/");
         let to = if rest.is_empty() { path.to_string() } else { format!("{path}?{}", rest.join("&")) };
+        // The address asked for is the client's to spell: `//host` would send the browser, now
+        // holding the cookie, to another site.
+        let to = http::same_origin_path(&to).to_string();
         let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", auth::COOKIE, token.unwrap_or_default());
         return Ok(Out::Reply(
             Reply::json(303, &json!({"see": to})).header("Location", &to).header("Set-Cookie", &cookie),

@@ -15,8 +15,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Largest request body accepted.
-pub const MAX_BODY: usize = 1024 * 1024;
+/// Largest request body accepted (the same cap as a worker's messages).
+pub const MAX_BODY: usize = crate::runs_root::MAX_REQUEST_BYTES;
 
 /// How long a request body may take to arrive, all of it; a slower one is a 408.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
@@ -202,6 +202,26 @@ pub fn target(url: &str) -> std::result::Result<(Vec<String>, BTreeMap<String, S
     Ok((segs, pairs(query).ok_or_else(bad)?))
 }
 
+/// Where a browser goes after signing in: `to` when it is a path on this server, else `/`.
+///
+/// A browser resolves `Location` against the page's address by the WHATWG URL rules, under
+/// which `//host/x`, `/\host` and `///host` name another host (a backslash counts as a slash;
+/// tabs and newlines are dropped first). So `to` must begin with one `/` not followed by `/` or
+/// `\`, hold no control character or space, and, resolved by those same rules (the `url`
+/// crate), keep this server's origin: a scheme or another host, however spelled, fails.
+pub fn same_origin_path(to: &str) -> &str {
+    let mut chars = to.chars();
+    let one_slash = chars.next() == Some('/') && !matches!(chars.next(), Some('/' | '\\'));
+    let plain = !to.chars().any(|c| c.is_control() || c.is_whitespace());
+    let Ok(here) = url::Url::parse("http://agentloop.invalid/") else { return "/" };
+    let stays = here.join(to).is_ok_and(|u| u.origin() == here.origin());
+    if one_slash && plain && stays {
+        to
+    } else {
+        "/"
+    }
+}
+
 /// `k=v&k2=v2` (a query, or a form's `application/x-www-form-urlencoded` body), decoded; None
 /// when an escape is broken. A name given twice keeps its last value.
 fn pairs(text: &str) -> Option<BTreeMap<String, String>> {
@@ -307,6 +327,29 @@ pub fn only_keys(body: &serde_json::Map<String, Value>, allowed: &[&str], what: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sign_in_goes_only_to_a_path_here() {
+        for ok in ["/", "/runs/X/report", "/runs?status=done", "/a:b", "/.%2F%2Fevil"] {
+            assert_eq!(same_origin_path(ok), ok);
+        }
+        for off in [
+            "//evil/x",
+            "/\\evil",
+            "///evil",
+            "/\\/evil",
+            "/\t/evil",
+            "/\n/evil",
+            "http://evil/",
+            "evil",
+            "",
+            "https:evil",
+            "/x y",
+            "/x\u{85}",
+        ] {
+            assert_eq!(same_origin_path(off), "/", "{off:?}");
+        }
+    }
 
     #[test]
     fn targets_decode() {

@@ -32,7 +32,7 @@ use crate::lifecycle::Request;
 use crate::output::Printer;
 use crate::phases::Env;
 use crate::settings::Global;
-use crate::workspace::State;
+use crate::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
 use request::{RunRequest, Triage};
 use serde::{Deserialize, Serialize};
@@ -293,6 +293,11 @@ fn permanent(e: &Error) -> bool {
 
 /// Creates the run (first delivery), resumes it, or finds it ended; returns its ended state.
 fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result<State> {
+    let quiet = Printer { quiet: true, ..Default::default() };
+    // A new run is checked in full before its folder is made, so a request no worker can run
+    // (dead-lettered) leaves nothing under the root, not even a lock file.
+    let unmade = Workspace::new(w.root.join(&w.runs_dir).join(run_id));
+    let checked = if unmade.has_run() { None } else { Some(check_new(w, req, &unmade, quiet)?) };
     let ws = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
     // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
     let session = loop {
@@ -304,31 +309,18 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             other => break other?,
         }
     };
-    let quiet = Printer { quiet: true, ..Default::default() };
     let (resolved, mut state, started) = if !ws.has_run() {
-        let mut resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
-        if let Some(schema) = &req.output_schema {
-            let strict = crate::model::strict_schemas(&resolved.config);
-            crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
-            resolved.config.output_schema = Some(schema.clone());
-        }
-        let cfg = &resolved.config;
-        let model = crate::model::from_config(cfg, &w.root)?;
-        crate::rest_window::check(cfg)?;
-        let env = Env::with(&ws, cfg, quiet)?;
-        let start = crate::lifecycle::Start {
-            goal: req.goal.clone(),
-            background: req.background(),
-            carry: false,
-            force: req.force,
-            slot: req.slot.clone(),
+        let resolved = match checked {
+            Some(r) => r,
+            None => check_new(w, req, &ws, quiet)?,
         };
-        crate::lifecycle::check_fits(&env, model.model(), &start)?;
+        let cfg = &resolved.config;
+        let tpl = crate::phases::templates(&ws, cfg)?;
         save_record(w, req, run_id, message_id)?;
         let state = crate::phases::init::init_slotted(
             &session,
             cfg,
-            &env.tpl,
+            &tpl,
             &req.goal,
             &req.background(),
             run_id.into(),
@@ -361,6 +353,32 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
     Ok(state)
+}
+
+/// Everything that can refuse a new run `ws` before anything of it is written: its
+/// configuration (the agent, budgets that may only narrow, the output schema), the model, the
+/// rest window, and whether the goal fits its budget. Returns the run's configuration.
+fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Result<crate::config::Resolved> {
+    let mut resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
+    if let Some(schema) = &req.output_schema {
+        let strict = crate::model::strict_schemas(&resolved.config);
+        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
+        resolved.config.output_schema = Some(schema.clone());
+    }
+    let cfg = &resolved.config;
+    let model = crate::model::from_config(cfg, &w.root)?;
+    crate::rest_window::check(cfg)?;
+    let env = Env::with(ws, cfg, quiet)?;
+    let start = crate::lifecycle::Start {
+        goal: req.goal.clone(),
+        background: req.background(),
+        carry: false,
+        force: req.force,
+        slot: req.slot.clone(),
+    };
+    crate::lifecycle::check_fits(&env, model.model(), &start)?;
+    drop(env);
+    Ok(resolved)
 }
 
 fn record_path(w: &Worker, run_id: &str) -> Utf8PathBuf {

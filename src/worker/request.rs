@@ -133,6 +133,11 @@ pub fn triage(
     let Some(text) = request else {
         return Triage::Dead("the message has no `request` field".into());
     };
+    // Refused before it is parsed: what a request holds is copied into the run's files and
+    // held in memory several times over.
+    if let Some(why) = oversized(text) {
+        return Triage::Dead(why);
+    }
     match RunRequest::parse(text) {
         Ok(r) => {
             let run_id = r.run_id(id);
@@ -140,6 +145,13 @@ pub fn triage(
         }
         Err(e) => Triage::Dead(format!("invalid request: {e}")),
     }
+}
+
+/// Why a request's text is too large to take (over [`crate::runs_root::MAX_REQUEST_BYTES`], as
+/// `serve` caps a request body), or None.
+pub fn oversized(text: &str) -> Option<String> {
+    let max = crate::runs_root::MAX_REQUEST_BYTES;
+    (text.len() > max).then(|| format!("the request is {} bytes, over the limit of {max} bytes", text.len()))
 }
 
 /// The outcome published for a finished run: event mode's `agent.completed` /
@@ -196,6 +208,8 @@ mod tests {
         assert!(matches!(triage("1-0", None, 1, 3, None), Triage::Dead(_)));
         let ok = r#"{"goal": "g"}"#;
         assert!(matches!(triage("1-0", Some(ok), 3, 3, None), Triage::Run { run_id, .. } if run_id == "1-0"));
+        let big = format!(r#"{{"goal": "{}"}}"#, "g".repeat(crate::runs_root::MAX_REQUEST_BYTES));
+        assert!(matches!(triage("1-0", Some(&big), 1, 3, None), Triage::Dead(r) if r.contains("over the limit")));
         assert_eq!(
             triage("1-0", Some(ok), 4, 3, Some("disk full")),
             Triage::Dead("delivered 4 times, over --max-deliveries 3; last error: disk full".into())

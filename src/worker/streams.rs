@@ -293,8 +293,10 @@ if fresh then return 1 else return 0 end";
     Ok(fresh == 1)
 }
 
-/// Moves a message to the dead-letter stream with the reason, and acknowledges it.
+/// Moves a message to the dead-letter stream with the reason, and acknowledges it. A request
+/// over the size limit is not copied (the requests stream keeps it under its id until trimmed).
 pub fn dead_letter(con: &mut Connection, n: &Names, d: &Delivery, reason: &str) -> RedisResult<()> {
+    let request = d.request.as_deref().filter(|r| super::request::oversized(r).is_none()).unwrap_or("");
     redis::pipe()
         .atomic()
         .cmd("XADD")
@@ -303,7 +305,7 @@ pub fn dead_letter(con: &mut Connection, n: &Names, d: &Delivery, reason: &str) 
         .arg("message_id")
         .arg(&d.id)
         .arg("request")
-        .arg(d.request.as_deref().unwrap_or(""))
+        .arg(request)
         .arg("reason")
         .arg(reason)
         .arg("deliveries")

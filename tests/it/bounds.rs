@@ -131,6 +131,36 @@ fn a_template_override_that_loops_for_ever_is_stopped_naming_its_file() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// A string that doubles at each step outgrows memory in a few dozen steps, far inside the fuel
+/// and without writing a byte: what one render holds is bounded too, and going over is the
+/// documented error (exit 2, 78 in `handle`), not an abort.
+#[test]
+fn a_template_override_that_doubles_a_string_is_stopped_naming_its_file() {
+    let t = T::new();
+    t.write("script.yaml", SCRIPT);
+    t.write("ws/notes.txt", "some notes\n");
+    t.write(
+        "ws/templates/prompt-frame.j2",
+        &format!("{{% set s = 'abcdefgh' %}}{}{{{{ s|length }}}}\n", "{% set s = s ~ s %}".repeat(40)),
+    );
+    let out =
+        t.al(&["--script", "script.yaml", "run", "--goal", "g"]).timeout(Duration::from_secs(60)).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("templates/prompt-frame.j2 held more than 256 MiB of memory and was stopped"), "{err}");
+    assert!(err.contains("remove ws/templates/prompt-frame.j2"), "{err}");
+    let start = serde_json::json!({"command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
+    t.write("root/agentloop.yaml", &format!("templates_dir: {}\n", t.path("ws/templates").display()));
+    let out = t
+        .cmd()
+        .args(["--script", "script.yaml", "-w", "root", "handle"])
+        .write_stdin(start.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
+    assert!(stdout(&out).contains("held more than 256 MiB"), "{}", stdout(&out));
+}
+
 /// A workspace with the fake MCP server (its flood tools listed) as `fake`.
 fn flood_server() -> T {
     let t = T::new();

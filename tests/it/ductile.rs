@@ -182,6 +182,54 @@ fn gateway_refusals_are_tool_errors_naming_the_plugin_and_scope() {
     assert!(text.contains("401") && text.contains("ductile.api_token"), "{text}");
 }
 
+/// A gateway whose POST answers with `job_id` `id` and whose every other job path answers 404.
+fn gateway_giving_job_id(id: &'static str) -> Server {
+    Server::start_with(move |_, req| match (req.method.as_str(), req.url.as_str()) {
+        ("GET", "/plugins") => Reply::json(200, json!({"plugins": [{"name": "echo", "commands": ["say"]}]})),
+        ("GET", "/plugin/echo") => Reply::json(200, echo_details()),
+        ("POST", "/plugin/echo/say") => Reply::json(202, json!({"job_id": id, "status": "queued"})),
+        ("GET", "/job/..%2Fadmin%3Fdrop%3D1%23x") => Reply::json(
+            200,
+            json!({"job_id": id, "status": "succeeded", "result": {"status": "ok", "result": "Echoed: hello"}}),
+        ),
+        (_, path) => Reply::json(404, json!({"error": format!("no route {path}")})),
+    })
+}
+
+/// A job id is the gateway's data: it goes into the job's address as one percent-encoded
+/// segment (never more path, a query or a fragment), and one that cannot be a segment is
+/// refused before anything is asked with it.
+#[test]
+fn a_job_id_from_the_gateway_is_one_encoded_path_segment() {
+    let s = gateway_giving_job_id("../admin?drop=1#x");
+    let t = setup(&s);
+    let call = || {
+        t.al(&["tools", "call", "echo__say", "--args", r#"{"message": "hello"}"#])
+            .env("DUCTILE_TOKEN", TOKEN)
+            .output()
+            .unwrap()
+    };
+    let out = call();
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("Echoed: hello"), "{}", stdout(&out));
+    let asked: Vec<String> = s.requests.lock().unwrap().iter().map(|r| r.url.clone()).collect();
+    assert!(asked.contains(&"/job/..%2Fadmin%3Fdrop%3D1%23x".to_string()), "{asked:?}");
+    assert!(!asked.iter().any(|u| u.starts_with("/admin") || u.contains('#')), "{asked:?}");
+    drop(s);
+    let s = gateway_giving_job_id("..");
+    let t2 = setup(&s);
+    let out = t2
+        .al(&["tools", "call", "echo__say", "--args", r#"{"message": "hello"}"#])
+        .env("DUCTILE_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}{}", stdout(&out), stderr(&out));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("the Ductile job id `..` cannot be part of a gateway address"), "{text}");
+    assert!(!s.requests.lock().unwrap().iter().any(|r| r.url.starts_with("/job")), "nothing asked with it");
+    assert!(!t2.exists("ws/.agentloop.ductile-job.json"), "the id was not kept");
+}
+
 #[test]
 fn agentloop_calling_itself_is_refused_unless_max_depth_allows() {
     let (s, _) = gateway(0, None);

@@ -301,3 +301,175 @@ fn no_read_for_a_prompt_or_a_report_follows_a_link_out() {
     let out = run(&t, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A skill folder outside the workspace that holds a secret beside its instructions, as a
+/// user's own `~/.claude/skills/deploy/` does.
+fn outside_skill(t: &T) {
+    t.write(
+        "outside/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Deploys the service.\n---\nRead prod.env, then deploy.\n",
+    );
+    t.write("outside/skills/deploy/prod.env", "DEPLOY_TOKEN=hunter2-prod\n");
+}
+
+/// `skill_read` of `file` in skill `name`, through the real tool.
+fn skill_read(t: &T, name: &str, file: &str) -> std::process::Output {
+    let args = json!({"name": name, "file": file}).to_string();
+    t.untrusted().args(["-w", "ws", "tools", "call", "skill_read", "--args", &args]).output().unwrap()
+}
+
+/// A workspace's `skills/` that is itself a link, or a link below it (a folder on the way to a
+/// skill, a skill's folder, its SKILL.md or a file in it) is skipped with a warning: the skill
+/// it leads to is not offered, and nothing it holds is read, wherever the link points.
+#[test]
+fn a_linked_skills_folder_is_not_followed() {
+    let t = setup();
+    outside_skill(&t);
+    symlink(t.path("outside/skills"), t.path("ws/skills")).unwrap();
+    let out = t.untrusted().args(["-w", "ws", "skills", "check"]).output().unwrap();
+    assert!(stdout(&out).contains("ws/skills: is a symbolic link (or reached through one)"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("ok      deploy"), "{}", stdout(&out));
+    let out = skill_read(&t, "deploy", "prod.env");
+    assert!(!stdout(&out).contains("hunter2"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no skill named `deploy`"), "{}", stdout(&out));
+
+    // Below a real skills/: a folder on the way, a skill's folder, its SKILL.md.
+    for (link, to) in [
+        ("ws/skills/vendor", "outside/skills"),
+        ("ws/skills/deploy", "outside/skills/deploy"),
+        ("ws/skills/deploy/SKILL.md", "outside/skills/deploy/SKILL.md"),
+    ] {
+        let t = setup();
+        outside_skill(&t);
+        std::fs::create_dir_all(t.path(link).parent().unwrap()).unwrap();
+        symlink(t.path(to), t.path(link)).unwrap();
+        let out = t.untrusted().args(["-w", "ws", "skills", "check"]).output().unwrap();
+        assert!(stdout(&out).contains("is a symbolic link (or reached through one)"), "{link}: {}", stdout(&out));
+        assert!(!stdout(&out).contains("ok      deploy"), "{link}: {}", stdout(&out));
+        let out = skill_read(&t, "deploy", "prod.env");
+        assert!(!stdout(&out).contains("hunter2"), "{link}: {}", stdout(&out));
+    }
+
+    // A file in a real skill folder that is a link is not read, even one to a file beside it.
+    let t = setup();
+    outside_skill(&t);
+    t.write("ws/skills/deploy/SKILL.md", &std::fs::read_to_string(t.path("outside/skills/deploy/SKILL.md")).unwrap());
+    t.write("ws/skills/deploy/notes.md", "deploy on tuesdays\n");
+    symlink(t.path("outside/skills/deploy/prod.env"), t.path("ws/skills/deploy/prod.env")).unwrap();
+    symlink("notes.md", t.path("ws/skills/deploy/again.md")).unwrap();
+    let out = t.untrusted().args(["-w", "ws", "skills", "show", "deploy"]).output().unwrap();
+    assert!(stdout(&out).contains("files        notes.md\n"), "links are not listed: {}", stdout(&out));
+    for file in ["prod.env", "again.md"] {
+        let out = skill_read(&t, "deploy", file);
+        assert!(!stdout(&out).contains("hunter2") && !stdout(&out).contains("tuesdays"), "{}", stdout(&out));
+        assert!(
+            stdout(&out).contains(&format!("access denied: `{file}` in skill `deploy` is a symbolic link")),
+            "{}",
+            stdout(&out)
+        );
+    }
+    let out = skill_read(&t, "deploy", "notes.md");
+    assert!(stdout(&out).contains("deploy on tuesdays"), "a real file is read: {}", stdout(&out));
+
+    // A `skills.dirs` entry of the user's own config that lands in the workspace is the same.
+    let t = setup();
+    outside_skill(&t);
+    symlink(t.path("outside/skills"), t.path("ws/more")).unwrap();
+    t.write("xdg/agentloop/config.yaml", "skills: {dirs: [more]}\n");
+    let out = skill_read(&t, "deploy", "prod.env");
+    assert!(!stdout(&out).contains("hunter2"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no skill named `deploy`"), "{}", stdout(&out));
+}
+
+/// A relative `system_prompt_file` in the user's own profile or config names a file of the
+/// workspace, which may come from elsewhere: it is read as the workspace's own, so a link that
+/// leads out (the file, or a folder on the way) is refused (exit 8) before anything reaches the
+/// model. A link inside the workspace, and a file of the user's own by absolute path, still work.
+#[test]
+fn a_relative_identity_file_is_read_as_the_workspaces_own() {
+    for (config, file, link, to) in [
+        ("xdg/agentloop/agents/ada.yaml", "identity.md", "ws/identity.md", "secret.txt"),
+        ("xdg/agentloop/config.yaml", "identity.md", "ws/identity.md", "secret.txt"),
+        ("xdg/agentloop/config.yaml", "./prompts/identity.md", "ws/prompts", "outside/prompts"),
+    ] {
+        let t = setup();
+        t.write("secret.txt", "AWS_SECRET=hunter2-identity\n");
+        t.write("outside/prompts/identity.md", "AWS_SECRET=hunter2-identity\n");
+        t.write(config, &format!("system_prompt_file: {file}\n"));
+        symlink(t.path(to), t.path(link)).unwrap();
+        let agent: &[&str] = if config.contains("/agents/") { &["--agent", "ada"] } else { &[] };
+        let out = t
+            .untrusted()
+            .args(["-w", "ws"])
+            .args(agent)
+            .args(["--script", "script.yaml", "run", "--goal", "digest the notes"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(8), "{config} {file}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("system_prompt_file:") && stderr(&out).contains("symbolic link"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!t.exists("ws/transcript.md"), "{config} {file}: nothing reached the model");
+    }
+    // A link inside the workspace is its own business; the user's own file is read as named.
+    let t = setup();
+    t.write("ws/notes/identity.md", "You are Ada.\n");
+    symlink("notes/identity.md", t.path("ws/identity.md")).unwrap();
+    t.write("xdg/agentloop/agents/ada.yaml", "system_prompt_file: identity.md\n");
+    t.write("mine.md", "Prefer small steps.\n");
+    t.write(
+        "xdg/agentloop/config.yaml",
+        &format!("system_prompt: x\nsystem_prompt_file: {}\n", t.path("mine.md").display()),
+    );
+    let out = t.untrusted().args(["-w", "ws", "--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(t.read("ws/transcript.md").contains("Prefer small steps."));
+    let out = t
+        .untrusted()
+        .args(["-w", "ws", "--agent", "ada", "--script", "script.yaml", "run", "--new", "--goal", "g"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(t.read("ws/transcript.md").contains("You are Ada."));
+}
+
+/// A workspace's memory store reached through a link (`.agentloop`, `.agentloop/memory`) is
+/// refused for reads as for writes: `memory search` stops with exit 8 naming the link, and a
+/// run's prompts show none of the other project's memories.
+#[test]
+fn a_linked_memory_store_is_not_read() {
+    for (link, to) in [("ws/.agentloop", "other/.agentloop"), ("ws/.agentloop/memory", "other/.agentloop/memory")] {
+        let t = setup();
+        std::fs::create_dir_all(t.path("other")).unwrap();
+        t.cmd()
+            .args(["-w", "other", "memory", "add", "--topic", "ops", "Deploy keys rotate on hunter2day"])
+            .assert()
+            .success();
+        std::fs::create_dir_all(t.path(link).parent().unwrap()).unwrap();
+        symlink(t.path(to), t.path(link)).unwrap();
+        for args in
+            [vec!["memory", "search", "deploy keys"], vec!["memory", "list"], vec!["memory", "show", "ops/content_001"]]
+        {
+            let out = t.untrusted().args(["-w", "ws"]).args(&args).output().unwrap();
+            assert_eq!(out.status.code(), Some(8), "{link} {args:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains("is a symbolic link; agentloop reads the workspace's own stores only"),
+                "{}",
+                stderr(&out)
+            );
+            assert!(!stdout(&out).contains("hunter2day"), "{link} {args:?}: {}", stdout(&out));
+        }
+        let out = t
+            .untrusted()
+            .args(["-w", "ws", "--script", "script.yaml", "run", "--goal", "digest the deploy keys notes"])
+            .output()
+            .unwrap();
+        assert!(
+            !t.exists("ws/transcript.md") || !t.read("ws/transcript.md").contains("hunter2day"),
+            "{link}: {}",
+            stderr(&out)
+        );
+    }
+}

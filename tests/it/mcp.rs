@@ -510,6 +510,38 @@ fn config_file_as_is_with_overrides_and_errors() {
     }
 }
 
+/// A server name is shown on one line as written: one holding a newline, an escape sequence or
+/// a bidi control (from `.mcp.json` or `mcp.servers`) is refused when the configuration is
+/// read, naming it with those characters escaped, so nothing of it reaches the terminal raw.
+#[test]
+fn a_server_name_with_a_newline_is_refused_and_shown_escaped() {
+    let t = T::new();
+    t.write("ws/.mcp.json", r#"{"mcpServers": {"time\nerror: forged line \u001b[2J": {"command": "x"}}}"#);
+    t.write("ws/agentloop.yaml", "mcp: {config_file: .mcp.json}\n");
+    for args in [&["tools", "list"][..], &["mcp", "list"][..]] {
+        let out = t.al(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("MCP server `time␤error: forged line ␛[2J`") && err.contains("a server name must be"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.lines().any(|l| l.starts_with("error: forged")) && !err.contains('\u{1b}'), "{err}");
+    }
+    t.write("ws/agentloop.yaml", "mcp: {servers: {\"a\\u202Eb\": {command: x}}}\n");
+    let out = t.al(&["tools", "list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("MCP server `a<U+202E>b` (mcp.servers.a<U+202E>b)"), "{}", stderr(&out));
+    // A workspace from elsewhere: the refusal of its server names the key on one line too.
+    t.write("ws/agentloop.yaml", "mcp: {servers: {\"a\\nerror: forged\": {command: x}}}\n");
+    for args in [&["tools", "list"][..], &["run", "--goal", "x"][..]] {
+        let out = t.untrusted().args(["-w", "ws"]).args(args).output().unwrap();
+        let err = stderr(&out);
+        assert!(err.contains("sets `mcp.servers.a␤error: forged`"), "{args:?}: {err}");
+        assert!(!err.lines().any(|l| l.starts_with("error: forged")), "{err}");
+    }
+}
+
 pub const TOKYO_SCRIPT: &str = r#"frame:
   - answer: {goal: Write the current time in Tokyo to artifacts/time.txt, definition_of_done: [the time in Tokyo is known, it is written to artifacts/time.txt, the file names the timezone], can_proceed: true}
 plan:

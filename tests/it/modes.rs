@@ -479,7 +479,14 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     for i in 0..3 {
         let out = t
-            .al(&["--script", "script.yaml", "run", "--new", "--goal", &format!("check hunter2secret {i}")])
+            .al(&[
+                "--script",
+                "script.yaml",
+                "run",
+                "--new",
+                "--goal",
+                &format!("check hunter2secret {i} aHVudGVyMnNlY3JldA=="),
+            ])
             .env("DEPLOY_TOKEN", "hunter2secret")
             .output()
             .unwrap();
@@ -489,6 +496,7 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     let all = format!("{log}{}", t.read("ws/logs/agentloop.log.1"));
     assert!(t.exists("ws/logs/agentloop.log.1") && !t.exists("ws/logs/agentloop.log.3"), "rotated, 2 kept");
     assert!(!all.contains("hunter2secret") && all.contains("[REDACTED]"), "{all}");
+    assert!(!all.contains("aHVudGVyMnNlY3JldA"), "the log redacts a secret's encodings too: {all}");
     let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.iter().all(|l| l["ts"].is_string() && l["level"].is_string()));
     assert!(all.contains("config sources: ") && all.contains("logging.file from"), "{all}");

@@ -287,3 +287,29 @@ fn only_the_users_own_config_may_point_spans_somewhere() {
     assert_eq!(v["status"], "error", "{v}");
     assert!(v["error"].as_str().unwrap().contains("otel.endpoint"), "{v}");
 }
+
+/// A `TRACEPARENT` that is not one — 100 kB of garbage, or a valid-looking one padded past
+/// 512 bytes — is one warning, whether traces are exported or not, showing its start on one
+/// line and its size; the run goes on as its own.
+#[test]
+fn a_garbage_traceparent_is_one_short_warning() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let garbage = format!("x\n{}", "x".repeat(100_000));
+    let padded = format!("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-{}", "y".repeat(1000));
+    for (otel, tp) in [
+        (String::new(), &garbage),
+        (format!("otel: {{endpoint: 'http://127.0.0.1:{port}'}}\n"), &garbage),
+        (format!("otel: {{endpoint: 'http://127.0.0.1:{port}'}}\n"), &padded),
+    ] {
+        let t = workspace(&otel);
+        let out = t.al(&["run", "--goal", "digest the notes"]).env("TRACEPARENT", tp).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let err = stderr(&out);
+        let said: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: TRACEPARENT")).collect();
+        assert_eq!(said.len(), 1, "{err:.2000}");
+        assert!(said[0].len() < 400, "{:.2000}", said[0]);
+        assert!(said[0].contains(&format!("… ({} bytes)` is not a W3C traceparent", tp.len())), "{}", said[0]);
+        assert!(!err.contains(&"x".repeat(200)), "the value is not printed whole");
+        assert_eq!(t.json("ws/result.json")["status"], "done");
+    }
+}

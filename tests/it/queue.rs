@@ -322,6 +322,54 @@ fn poison_messages_and_wider_budgets_go_to_the_dead_letter_stream() {
     assert_eq!(v["queue"]["dead"][3]["goal"], Value::Null, "{v}");
 }
 
+/// A message larger than a request may be (the cap `serve` puts on a body) is dead-lettered with
+/// the reason before it is parsed, whatever field makes it large; no dead-lettered message leaves
+/// a run folder (or its lock file) under the root.
+#[test]
+fn an_oversized_request_is_dead_lettered_and_no_dead_letter_leaves_a_run_folder() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    setup(&t, &server);
+    let goal = serde_json::json!({"goal": "g".repeat(2 << 20)}).to_string();
+    let words: Vec<String> = (0..300_000).map(|i| format!("w{i}")).collect();
+    let schema = serde_json::json!({"goal": "g", "output_schema": {"type": "object",
+        "properties": {"w": {"enum": words}}}})
+    .to_string();
+    for text in [&goal, &schema] {
+        let _: String = redis.con().xadd("agentloop:runs", "*", &[("request", text.as_str())]).unwrap();
+    }
+    let wide = enqueue(&t, &redis, &["--goal", "too long", "--max-steps", "50"]);
+    let w = worker(&t, &redis, "w1", &[]);
+    let logs = || w.log();
+    wait_until("three dead letters", &logs, &mut || redis.entries("agentloop:dead").len() >= 3);
+    let dead = redis.entries("agentloop:dead");
+    for (i, len) in [(0, goal.len()), (1, schema.len())] {
+        let reason = &dead[i].1["reason"];
+        assert_eq!(reason, &format!("the request is {len} bytes, over the limit of 1048576 bytes"), "{dead:?}");
+        // The dead letter does not copy it: the requests stream keeps it under its id.
+        assert_eq!(dead[i].1["request"], "");
+    }
+    assert!(dead[2].1["reason"].contains("budgets.max_steps"), "{:?}", dead[2].1);
+    assert_eq!(redis.pending(), 0);
+    let id = wide["run_id"].as_str().unwrap();
+    assert!(!t.exists(&format!("root/runs/{id}")), "a refused run left its folder");
+    let left: Vec<_> = std::fs::read_dir(t.path("root/runs"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    // `enqueue` refuses such a request before it reaches the stream.
+    t.write("big.txt", &"g".repeat(2 << 20));
+    let out = t
+        .cmd()
+        .args(["enqueue", "--redis", &redis.url(), "--goal", "g", "--context-file", "big.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("over the limit of 1048576 bytes"), "{}", stderr(&out));
+    assert_eq!(redis.entries("agentloop:runs").len(), 3);
+}
+
 #[test]
 fn a_redis_restart_mid_run_loses_nothing() {
     let t = T::new();

@@ -778,6 +778,45 @@ fn a_browser_without_a_token_gets_a_sign_in_page_and_a_made_token_is_kept() {
     );
 }
 
+/// Sends `GET target` as written (no client in between to tidy it) and returns the status line's
+/// code and the head's lines.
+fn get_as_written(s: &Serve, target: &str) -> (u16, Vec<String>) {
+    use std::io::{Read, Write};
+    let addr = s.url.trim_start_matches("http://");
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(c, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/html\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = Vec::new();
+    let _ = c.read_to_end(&mut reply);
+    let text = String::from_utf8_lossy(&reply).to_string();
+    let head: Vec<String> = text.split("\r\n\r\n").next().unwrap_or("").lines().map(String::from).collect();
+    let code = head.first().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, head)
+}
+
+/// Signing in with a valid `?token=` sends the browser, now holding the cookie, only to a page of
+/// this server: an address that a browser would read as another host goes to `/`.
+#[test]
+fn a_sign_in_never_redirects_to_another_site() {
+    let t = T::new();
+    root_with(&t, QUICK, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let location = |target: &str| {
+        let (code, head) = get_as_written(&s, target);
+        assert_eq!(code, 303, "{target}: {head:?}");
+        assert!(head.iter().any(|h| h.to_ascii_lowercase().starts_with("set-cookie: agentloop_token=")), "{head:?}");
+        let at = head.iter().find_map(|h| h.split_once(": ").filter(|(k, _)| k.eq_ignore_ascii_case("location")));
+        at.map(|(_, v)| v.to_string()).unwrap_or_else(|| panic!("{target}: no Location in {head:?}"))
+    };
+    for off in ["//evil.example/x", "/\\evil.example", "///evil.example", "/\\/evil.example", "//evil.example"] {
+        assert_eq!(location(&format!("{off}?token={TOKEN}")), "/", "{off}");
+        assert_eq!(location(&format!("{off}?a=1&token={TOKEN}")), "/", "{off} with more query");
+    }
+    // A path of this server keeps its page and the rest of its query.
+    assert_eq!(location(&format!("/runs/X/report?token={TOKEN}&x=1")), "/runs/X/report?x=1");
+    assert_eq!(location(&format!("/runs?token={TOKEN}")), "/runs");
+}
+
 /// Ctrl-C stops serve saying what it interrupted; the run it was driving is marked so (`runs`
 /// and GET /runs show `interrupted`), and the next start goes on with it.
 #[test]

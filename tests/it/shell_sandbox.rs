@@ -363,6 +363,74 @@ fn a_key_in_a_dump_is_redacted_everywhere() {
     }
 }
 
+/// A key at an offset no encoder aligns to, encoded (wrapped base64, base32), dumped by words
+/// or in octal and decimal, cut into pieces, and one agentloop was never given (in a `.env` the
+/// shell can read): none reaches the transcript, the trace or any other recorded file.
+#[test]
+fn an_encoded_or_split_key_is_redacted_from_the_transcript() {
+    let t = T::new();
+    t.write("ws/key.txt", &format!("xy{KEY}\n"));
+    t.write("ws/.env", "export SOME_SERVICE_TOKEN=unknown-secret-value-777\n");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [base64, basenc, od, fold, cat]}\n");
+    bwrap_or_none(&t);
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["base64", "-w", "20", "key.txt"],
+        vec!["base64", "-w", "40", "key.txt"],
+        vec!["basenc", "--base32", "key.txt"],
+        vec!["od", "-tx2", "key.txt"],
+        vec!["od", "-An", "-tx4", "key.txt"],
+        vec!["od", "-to1", "key.txt"],
+        vec!["od", "-tu1", "key.txt"],
+        vec!["fold", "-w2", "key.txt"],
+        vec!["cat", ".env"],
+    ];
+    let (mut plans, mut reflects) = (String::new(), String::new());
+    for (i, argv) in calls.iter().enumerate() {
+        plans.push_str(&format!(
+            "  - answer: {{next_action: {{tool: shell, args: {{argv: {}}}}}, expected_outcome: x, rationale: y}}\n",
+            json!(argv)
+        ));
+        let decision = if i + 1 == calls.len() { "escalate" } else { "continue" };
+        reflects.push_str(&format!("  - answer: {{decision: {decision}, reason: step {i}}}\n"));
+    }
+    t.write(
+        "script.yaml",
+        &format!(
+            "frame:\n  - answer: {{goal: g, definition_of_done: [a, b, c], can_proceed: true}}\nplan:\n{plans}reflect:\n{reflects}"
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", KEY)
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
+    assert!(transcript.contains("SOME_SERVICE_TOKEN="), "the name stays: {transcript}");
+    // What each program prints, run here on the same file: no line of it that spells part of
+    // the key may be recorded.
+    let printed: Vec<String> = calls
+        .iter()
+        .filter_map(|argv| std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(t.path("ws")).output().ok())
+        .flat_map(|o| String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect::<Vec<_>>())
+        .filter(|l| l.len() >= 12 && !l.contains("SOME_SERVICE_TOKEN"))
+        .collect();
+    assert!(printed.len() > 10, "the programs ran here: {printed:?}");
+    for entry in walkdir(&t.path("ws")) {
+        if entry.ends_with("key.txt") || entry.ends_with(".env") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        let compact: String = text.split_whitespace().collect();
+        assert!(!compact.contains("9f8e7d6c5b4a39281706"), "{} holds the key", entry.display());
+        assert!(!text.contains("unknown-secret-value-777"), "{} holds the .env secret", entry.display());
+        for line in &printed {
+            assert!(!text.contains(line.as_str()), "{} holds `{line}`", entry.display());
+        }
+    }
+}
+
 fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -404,4 +472,197 @@ fn git_does_not_run_the_programs_a_workspaces_repository_names() {
     git(&["init", "-q"]);
     let (code, v) = call(&t, json!({"argv": ["git", "status", "--short"]}));
     assert_eq!(code, Some(0), "{v}");
+}
+
+/// git reads the configuration of the repository it finds, wherever that is and however it is
+/// spelled: a folder without `.git` uses its parent's, `[filter.x]` is `[filter "x"]`, a
+/// signature program runs on `log --show-signature`. Each is refused, and nothing runs.
+#[test]
+fn git_judges_the_configuration_git_will_actually_read() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/f.txt", "hi\n");
+    t.write("ws/sub/g.txt", "hi\n");
+    t.write("ws/.gitattributes", "* filter=x diff=y\n");
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").current_dir(t.path("ws")).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "x"]);
+    let base = t.read("ws/.git/config");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [git]}\n");
+    for (config, argv, key) in [
+        ("[filter.x]\n\tclean = sh -c 'id > PWNED-f; cat'\n", json!(["git", "-C", "sub", "status"]), "filter.x.clean"),
+        ("[filter \"x\"]\n\tclean = sh -c 'id > PWNED-f; cat'\n", json!(["git", "status"]), "filter.x.clean"),
+        (
+            "[diff.y]\n\ttextconv = sh -c 'id > PWNED-d; cat'\n",
+            json!(["git", "-C", "sub", "blame", "g.txt"]),
+            "diff.y.textconv",
+        ),
+        ("[gpg]\n\tprogram = ./PWNED-gpg\n", json!(["git", "log", "--show-signature"]), "gpg.program"),
+        (
+            "[log]\n\tshowSignature = true\n[gpg \"ssh\"]\n\tprogram = ./PWNED-gpg\n",
+            json!(["git", "-C", "sub", "log"]),
+            "gpg.ssh.program",
+        ),
+    ] {
+        t.write("ws/.git/config", &format!("{base}{config}"));
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv} with {config}: {v}");
+        let e = v["error"].as_str().unwrap_or("");
+        assert!(e.contains("refused") && e.contains(key) && e.contains("git would run"), "{argv}: {v}");
+    }
+    assert!(!t.exists("ws/PWNED-f") && !t.exists("ws/PWNED-d") && !t.exists("ws/sub/PWNED-f"), "git ran a program");
+    // A repository that names no program is read as before, from a folder below it too.
+    t.write("ws/.git/config", &base);
+    let (code, v) = call(&t, json!({"argv": ["git", "-C", "sub", "log", "--oneline"]}));
+    assert_eq!(code, Some(0), "{v}");
+}
+
+/// GNU programs take any unambiguous prefix of a long option (`--filt=` is `--filter=`), gcc
+/// reads more options from an `@file`, tar reads its first argument as options without a dash,
+/// and pydoc imports the module it documents: each is refused, and nothing runs.
+#[test]
+fn abbreviated_options_response_files_and_importers_are_refused() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/notes.txt", "line\n");
+    t.write("ws/other.txt", "line\n");
+    t.write("ws/args.txt", "-wrapper /bin/sh,-c,touch${IFS}PWNED-gcc\n");
+    t.write("ws/evil.py", "open('PWNED-py', 'w').write('x')\n");
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [split, sort, sdiff, wget, zip, tar, gcc, pydoc3]}\n",
+    );
+    for argv in [
+        json!(["split", "--filt=touch PWNED-split", "notes.txt"]),
+        json!(["split", "--f", "touch PWNED-split", "notes.txt"]),
+        json!(["sort", "--compress-prog=touch", "notes.txt"]),
+        json!(["sdiff", "--diff-pro=touch", "notes.txt", "other.txt"]),
+        json!(["wget", "--use-ask=/bin/sh", "http://127.0.0.1:9/"]),
+        json!(["zip", "--unzip-comm=touch", "x.zip", "notes.txt"]),
+        json!(["tar", "--to-comm=touch PWNED-tar", "-xf", "x.tar"]),
+        json!(["tar", "--checkpoint=1", "--checkpoint-act=exec=touch PWNED-tar", "-cf", "x.tar", "notes.txt"]),
+        json!(["tar", "--use-compress=touch", "-cf", "x.tar", "notes.txt"]),
+        json!(["tar", "--new-volume-script=touch", "-cf", "x.tar", "notes.txt"]),
+        json!(["tar", "cIf", "touch", "x.tar", "notes.txt"]),
+        json!(["gcc", "@args.txt", "-E", "-x", "c", "/dev/null"]),
+        json!(["pydoc3", "evil"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("refused"), "{argv}: {v}");
+    }
+    for made in ["PWNED-split", "PWNED-tar", "PWNED-gcc", "PWNED-py", "touch"] {
+        assert!(!t.exists(&format!("ws/{made}")), "{made}: a program ran");
+    }
+    // The whole names still run: `--checkpoint` is tar's own option, not an abbreviation.
+    let (code, v) = call(&t, json!({"argv": ["tar", "--checkpoint=1", "-cf", "x.tar", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+    let (code, v) = call(&t, json!({"argv": ["sort", "-u", "notes.txt"]}));
+    assert_eq!(code, Some(0), "{v}");
+}
+
+/// Without the OS sandbox nothing contains what a program runs, so no pattern can allow a
+/// program that runs programs.
+#[test]
+fn without_the_os_sandbox_no_pattern_allows_a_program_that_runs_programs() {
+    let t = T::new();
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    t.write("ws/notes.txt", "line\n");
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [split, git], patterns: [\"split **\", \"git **\"]}\n",
+    );
+    let (code, v) = call(&t, json!({"argv": ["split", "--filter=touch PWNED-split", "notes.txt"]}));
+    assert_eq!(code, Some(6), "{v}");
+    let e = v["error"].as_str().unwrap_or("");
+    assert!(e.contains("refused") && e.contains("sandbox: none"), "{v}");
+    assert!(!t.exists("ws/PWNED-split"), "split ran its filter on the host");
+    let (code, v) = call(&t, json!({"argv": ["git", "-c", "core.pager=touch PWNED-git", "log"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(!t.exists("ws/PWNED-git"));
+}
+
+/// A descriptor agentloop's caller left open (`9>>outside.txt`) does not reach the program.
+#[test]
+fn descriptors_agentloop_inherits_do_not_reach_the_program() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [tee]}\n");
+    let args = json!({"argv": ["tee", "-a", "/dev/fd/9"], "stdin": "through the inherited descriptor\n"});
+    let out = std::process::Command::new("bash")
+        .args(["-c", "exec 9>>outside.txt; exec \"$@\"", "bash", env!("CARGO_BIN_EXE_agentloop")])
+        .args(["-w", "ws", "tools", "call", "shell", "--args", &args.to_string()])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("XDG_CACHE_HOME", t.path("cache"))
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .current_dir(t.root())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(v.get("output").is_some() || v.get("error").is_some(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(t.read("outside.txt"), "", "the program wrote through agentloop's descriptor 9: {v}");
+}
+
+/// `network: false` also keeps a listening unix socket the sandbox can see (here in a read
+/// folder outside the workspace, as `~/.docker/run/docker.sock` would be) out of reach.
+#[test]
+fn a_unix_socket_the_sandbox_can_see_is_unreachable_without_the_network() {
+    if !bwrap_works() {
+        return;
+    }
+    let t = T::new();
+    std::fs::create_dir_all(t.path("data")).unwrap();
+    let sock = t.path("data/d.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let config = |network: bool| {
+        t.write(
+            "ws/agentloop.yaml",
+            &format!(
+                "tools:\n  read_paths: [../data]\n  shell: {{enabled: true, allow: [curl, cat], timeout: 5s, network: {network}}}\n"
+            ),
+        );
+    };
+    let curl = json!({"argv": ["curl", "-sS", "-m", "1", "--unix-socket", sock.to_str().unwrap(), "http://x/"]});
+    config(false);
+    // The folder itself is visible; only the socket is masked.
+    t.write("data/seen.txt", "seen\n");
+    let (_, v) = call(&t, json!({"argv": ["cat", t.path("data/seen.txt").to_str().unwrap()]}));
+    assert!(v["output"].as_str().unwrap_or("").contains("seen"), "{v}");
+    let (code, v) = call(&t, curl.clone());
+    assert_eq!(code, Some(6), "{v}");
+    assert!(listener.accept().is_err(), "the sandboxed program reached the socket: {v}");
+    config(true);
+    let _ = call(&t, curl);
+    assert!(listener.accept().is_ok(), "with network: true the socket is reachable");
+}
+
+/// A PATH holding `.` or an empty entry does not make a workspace file stand in for an
+/// allowlisted program that is not installed.
+#[test]
+fn a_workspace_file_does_not_stand_in_for_an_uninstalled_program() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/frobnicate-tool", "#!/bin/sh\necho ran > PWNED-path\n");
+    std::fs::set_permissions(t.path("ws/frobnicate-tool"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [frobnicate-tool]}\n");
+    let host = std::env::var("PATH").unwrap_or_default();
+    for path in [format!("{host}:."), format!(":{host}"), format!("{host}:./")] {
+        let out = t
+            .al(&["tools", "call", "shell", "--args", r#"{"argv": ["frobnicate-tool"]}"#])
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        assert_eq!(out.status.code(), Some(6), "{path}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("not installed"), "{v}");
+        assert!(!t.exists("ws/PWNED-path"), "PATH {path} ran the workspace's file");
+    }
 }

@@ -255,6 +255,35 @@ fn config_show_masks_secrets_from_a_workspace_file_as_from_the_environment() {
     }
 }
 
+/// A command written as one string is a command too: its secret options' values are hidden as
+/// an argument list's are.
+#[test]
+fn config_show_masks_secret_options_in_a_command_line() {
+    let t = T::new();
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {external: {fetch: {description: d, command: \"fetch --token cmd-tok-901 --api-key=cmd-key-902 -v --out f \
+         --password 'cmd pw 903' GH_TOKEN=cmd-env-904 -p 8200 secret/x\"}}}\n\
+         llm: {api_key_cmd: [vault, read, GH_TOKEN=arg-env-905, --secret, arg-906, -p, '8200']}\n",
+    );
+    for json in [false, true] {
+        let mut c = t.al(&["config", "show"]);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        for secret in ["cmd-tok-901", "cmd-key-902", "cmd pw 903", "cmd-env-904", "arg-env-905", "arg-906"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        // The options and every other word stay.
+        for kept in ["fetch --token [hidden] --api-key=[hidden] -v --out f --password [hidden] GH_TOKEN=[hidden] -p 8200 secret/x", "8200"] {
+            assert!(text.contains(kept), "{kept} not shown: {text}");
+        }
+    }
+}
+
 #[test]
 fn handle_and_serve_hold_an_untrusted_root_to_the_same_rule() {
     let t = T::new();
@@ -293,4 +322,42 @@ fn an_output_schema_linked_out_of_the_workspace_is_never_read() {
     assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
     assert!(stderr(&out).contains("is a symbolic link to a file outside the workspace"), "{}", stderr(&out));
     assert!(!t.exists("ws/state.json"), "no run was created");
+}
+
+/// An untrusted `logging.file` is judged by its whole path, not its first name: `./.git/config`,
+/// `./state.json`, a log inside `agents/`, `templates/`, `runs/` or a nested `.git` is refused,
+/// and a read-only command goes on without it, writing nothing there.
+#[test]
+fn a_log_is_judged_by_its_whole_path() {
+    for file in [
+        "./.git/config",
+        "./state.json",
+        "notes/../state.json",
+        "./trace.jsonl",
+        "agents/x.yaml",
+        "./templates/prompt-system.j2",
+        "runs/x.log",
+        "runs/..",
+        "vendor/.git/config",
+        "./.agentloop/memory/topics.json",
+    ] {
+        let t = T::new();
+        t.write("ws/.git/config", "[core]\n");
+        t.write("ws/vendor/.git/config", "[core]\n");
+        t.write("ws/agentloop.yaml", &format!("logging: {{file: '{file}', level: debug}}\n"));
+        let out = t.untrusted().args(["-w", "ws", "status"]).output().unwrap();
+        let err = stderr(&out);
+        assert!(err.contains("ws is not a trusted folder") && err.contains("`logging.file`"), "{file}: {err}");
+        assert_eq!(t.read("ws/.git/config"), "[core]\n", "{file}");
+        assert_eq!(t.read("ws/vendor/.git/config"), "[core]\n", "{file}");
+        for made in ["state.json", "trace.jsonl", "agents", "templates", "runs", ".agentloop"] {
+            assert!(!t.exists(&format!("ws/{made}")), "{file}: {made} was written");
+        }
+    }
+    // A log of its own, in a folder of its own, is narrowing: it applies and is written.
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "logging: {file: ./logs/agent.log, level: debug}\n");
+    let out = t.untrusted().args(["-w", "ws", "status"]).output().unwrap();
+    assert!(!stderr(&out).contains("`logging.file`"), "{}", stderr(&out));
+    assert!(t.read("ws/logs/agent.log").contains("config sources"), "the log is written");
 }

@@ -227,3 +227,45 @@ fn a_workspace_from_elsewhere_cannot_buy_curiosity_or_add_rest_tasks() {
     t.write("ws/agentloop.yaml", "rest: {max_fatigue: 50}\n");
     t.untrusted().args(["-w", "ws", "rest"]).assert().success();
 }
+
+/// A cost read back from a file is a cost: a usage ledger line or a trace entry saying −1e308
+/// (hand-edited, or from a workspace from elsewhere) neither prints as `$-inf` nor lowers a sum.
+/// The ledger line still counts its tokens and run, its cost read as $0, with a warning naming
+/// the ledger; the trace entry is skipped as a corrupt line, named by file and line.
+#[test]
+fn a_negative_cost_in_the_ledger_or_the_trace_is_not_summed() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_cost_usd: 5}\n");
+    t.write("script.yaml", TIRING);
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ledger = t.path("home/.local/state/agentloop/usage.jsonl");
+    let forged =
+        r#"{"ts":"2025-12-31T23:00:00Z","agent":"default","run_id":"x","tokens":10,"cost_usd":-1e308,"new_run":true}"#;
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&format!("{forged}\n{forged}\n"));
+    std::fs::write(&ledger, text).unwrap();
+    let trace = t.read("ws/trace.jsonl");
+    let first = trace.lines().find(|l| l.contains("\"usage\"")).unwrap_or_else(|| panic!("{trace}"));
+    let mut e: Value = serde_json::from_str(first).unwrap();
+    e["cost_usd"] = serde_json::json!(-1e308);
+    t.write("ws/trace.jsonl", &format!("{trace}{e}\n{e}\n"));
+    let out = t.al(&["status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (human, err) = (stdout(&out), stderr(&out));
+    assert!(!human.contains("inf") && !human.contains("$-"), "{human}");
+    assert!(human.contains("rest        970 tokens, $0.0000, 3 runs in the last 86400s"), "{human}");
+    let warning = format!("{}: 2 line(s) give a cost_usd below 0 or over 1000000000", ledger.display());
+    assert_eq!(err.matches(&warning).count(), 1, "said once: {err}");
+    let st = json_out(&t.al(&["status", "--json"]).output().unwrap());
+    assert_eq!(st["rest"]["cost_usd"], 0.0, "{st}");
+    let out = t.al(&["trace", "stats"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("inf") && !stdout(&out).contains("-1"), "{}", stdout(&out));
+    let n = trace.lines().count();
+    for line in [n + 1, n + 2] {
+        let said = format!("trace.jsonl:{line}: skipped a corrupt line (cost_usd -1e308 is not a cost");
+        assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    }
+}

@@ -19,7 +19,7 @@
 mod folder;
 pub mod sys;
 
-pub use folder::{write_in, Folder};
+pub use folder::{read_no_link, write_in, Folder};
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -65,6 +65,29 @@ pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
         }
     }
     read_optional(path)
+}
+
+/// The plain path below `root` that `path` (relative to `root`, or absolute) names when it lands
+/// inside the workspace, judged lexically with both made absolute and `.`/`..` resolved: so
+/// `identity.md`, `./identity.md`, `notes/../identity.md` and the workspace's own absolute path
+/// all count. A file there is the workspace's, whoever's configuration names it: a relative path
+/// in the user's own config is taken from a workspace that may come from elsewhere. None:
+/// elsewhere, or the workspace itself.
+pub fn in_workspace(root: &Utf8Path, path: &Utf8Path) -> Option<camino::Utf8PathBuf> {
+    let top = crate::capfs::absolute(root);
+    let at = crate::capfs::absolute(&resolve_in(root, path));
+    at.strip_prefix(&top).ok().filter(|rel| !rel.as_str().is_empty()).map(Utf8Path::to_path_buf)
+}
+
+/// Reads a file a configuration names (`system_prompt_file`, ...) that may not exist. One that
+/// lands in the workspace ([`in_workspace`]) is read as the workspace's own ([`read_inside`]: a
+/// link on the way must stay inside), whoever named it; one elsewhere is read as named (only
+/// the user's own configuration can name one).
+pub fn read_named(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
+    match in_workspace(root, path) {
+        Some(rel) => read_inside(root, &root.join(rel)),
+        None => read_optional(&resolve_in(root, path)),
+    }
 }
 
 /// Whether `path` is reached through a link below `root` (the file or a folder on the way), or
@@ -261,6 +284,25 @@ pub fn linked_folder(path: &Utf8Path) -> Error {
     Error::data(format!("{path}/ is a symbolic link; agentloop never writes through links")).with_hint(format!(
         "replace it with a real folder: `rm {path}` removes the link only, then `mkdir {path}` (move in what you want kept)"
     ))
+}
+
+/// The refusal of a workspace file or folder agentloop reads only when no link is on the way (a
+/// store of its own: long-term memory, a skill) that is a symbolic link (exit 8).
+pub fn linked_for_reading(path: &Utf8Path, folder: bool) -> Error {
+    let (what, fix) = if folder {
+        ("/", format!("replace it with a real folder: `rm {path}` removes the link only, then `mkdir {path}` (copy in what you want kept)"))
+    } else {
+        (
+            "",
+            format!(
+                "replace it with a real file: `cp --remove-destination \"$(readlink -f {path})\" {path}`, or remove it"
+            ),
+        )
+    };
+    Error::data(format!(
+        "{path}{what} is a symbolic link; agentloop reads the workspace's own stores only from real files and folders inside it"
+    ))
+    .with_hint(fix)
 }
 
 /// Opens (or creates) a journal for writing in place; a new one's folder is fsynced, so the
@@ -537,6 +579,26 @@ mod tests {
 
     fn ino(p: &Utf8Path) -> u64 {
         std::fs::metadata(p).unwrap().ino()
+    }
+
+    /// A path that lands in the workspace, however spelled, is read as the workspace's own: a
+    /// link on the way that leads out is refused; a file elsewhere is read as named.
+    #[test]
+    fn a_named_file_in_the_workspace_is_read_as_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Utf8Path::from_path(dir.path()).unwrap();
+        let root = base.join("ws");
+        std::fs::create_dir_all(root.join("notes")).unwrap();
+        std::fs::write(base.join("secret.txt"), "hunter2").unwrap();
+        std::os::unix::fs::symlink(base.join("secret.txt"), root.join("identity.md")).unwrap();
+        for p in ["identity.md", "./identity.md", "notes/../identity.md"] {
+            assert_eq!(in_workspace(&root, Utf8Path::new(p)).as_deref(), Some(Utf8Path::new("identity.md")), "{p}");
+            assert!(read_named(&root, Utf8Path::new(p)).is_err(), "{p}");
+        }
+        assert!(read_named(&root, &root.join("identity.md")).is_err());
+        assert_eq!(in_workspace(&root, Utf8Path::new("../secret.txt")), None);
+        assert_eq!(read_named(&root, &base.join("secret.txt")).unwrap().as_deref(), Some("hunter2"));
+        assert_eq!(in_workspace(&root, Utf8Path::new(".")), None);
     }
 
     /// Replacing through spares: the contents change atomically, no new inode appears after the

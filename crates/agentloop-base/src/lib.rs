@@ -4,6 +4,13 @@
 //! (docs/ARCHITECTURE.md).
 #![allow(rustdoc::private_intra_doc_links)]
 
+/// What a template render may hold is counted (`alloc.rs`); every other thread is unlimited.
+/// Declared here, at the bottom, so every binary that links agentloop — the CLI and each
+/// crate's tests — counts the same way.
+#[global_allocator]
+static ALLOCATOR: alloc::Budgeted = alloc::Budgeted;
+
+pub mod alloc;
 pub mod archive;
 pub mod capfs;
 pub mod clock;

@@ -1,15 +1,27 @@
 //! Secrets never reach a file agentloop writes. The secrets are the values of environment
 //! variables named like keys (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, and the one
-//! `llm.api_key_env` names) and keys read by `llm.api_key_cmd`; each is replaced, raw, in its
-//! base64 forms (standard, URL-safe, with or without padding), as hex (lower and upper case) and
-//! reversed (`rev`), by `[REDACTED]` in tool results (before anything sees them), in every workspace commit
-//! (markdown, trace, state, result.json) and in `--record` files.
+//! `llm.api_key_env` names) and keys read by `llm.api_key_cmd`; each is replaced by `[REDACTED]`
+//! in tool results (before anything sees them), in every workspace commit (markdown, trace,
+//! state, result.json) and in `--record` files: raw, reversed (`rev`), split over lines
+//! (`fold -w2`, halves printed one after the other), and encoded.
 //!
-//! A secret can also be rendered by a dump program, one byte at a time and over several lines
-//! (`od -c`, `od -An -tx1`, `xxd`, `xxd -p`, `hexdump -C`, hex with `:` or `0x` separators).
-//! Such text is read the way a person would: offsets dropped, the hex columns joined into one
-//! stream and the character columns into another; when a secret is in either stream, every line
-//! it spans is replaced by `[REDACTED]`. That scan runs only when there is a secret to look for.
+//! Encodings are read back, not guessed: every run of base64 (standard or URL-safe), base32
+//! (standard or `base32hex`) or hex text, with the line breaks of wrapped output (`base64 -w 20`)
+//! taken out, is decoded at every alignment and the decoded bytes searched for a secret, so a key
+//! at any offset of an encoded file is found; the characters that spell it are replaced.
+//!
+//! A secret can also be rendered by a dump program, one byte or one word at a time and over
+//! several lines (`od -c`, `od -An -tx1`, `od -tx2/-tx4/-to1/-tu1`, `xxd`, `xxd -p`,
+//! `hexdump -C`, hex with `:` or `0x` separators). Such text is read the way a person would:
+//! offsets dropped, the hex columns joined into one stream, the character columns into another,
+//! each column of numbers read as bytes of every width in octal, decimal and hex (words in the
+//! machine's little-endian order); when a secret is in a stream, every line it spans is replaced
+//! by `[REDACTED]`. These scans run only when there is a secret to look for.
+//!
+//! Secrets agentloop was never given (a key in `~/.bashrc` or a `.env` a tool reads) are masked
+//! in tool results where they are written as one: the value of an assignment whose name ends
+//! like a secret's (`export FOO_API_KEY=...`, `DB_PASSWORD: ...`, `"token": "..."`), kept name,
+//! hidden value.
 
 use base64::Engine;
 use std::sync::Mutex;
@@ -103,23 +115,229 @@ pub fn redact(text: &str) -> String {
         return out;
     }
     let secrets: Vec<&str> = env.iter().chain(extra.iter()).map(String::as_str).collect();
-    redact_dumps(&out, &secrets)
+    redact_dumps(&redact_encoded(&out, &secrets), &secrets)
+}
+
+/// A tool's result with every secret replaced ([`redact`]), and the values of secret-looking
+/// assignments too ([`mask_assignments`]): what a program prints from a file agentloop never
+/// read (`~/.bashrc`, a `.env`) reaches neither the model nor the paper trail. agentloop's own
+/// output is left to [`redact`], since it prints secrets the user asked for (`serve`'s token).
+pub fn redact_tool_output(text: &str) -> String {
+    mask_assignments(&redact(text))
+}
+
+/// An assignment to a name that ends like a secret's: `NAME=value`, `export NAME=value`,
+/// `NAME: value`, `"name": "value"`, quoted or not.
+fn assignment() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(
+            r#"(?i)(\b[a-z0-9_]*(?:api_?key|token|secret|password|passwd)\b["']?[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s"',;}\]]+)"#,
+        )
+        .expect("the assignment pattern is valid")
+    })
+}
+
+/// The text with the value of every secret-looking assignment hidden, the name kept
+/// (`export GITHUB_TOKEN=[REDACTED]`): a key agentloop was never given, read from `~/.bashrc`
+/// or a `.env`. What only names a secret is left: a reference (`$TOKEN`, `${TOKEN}`), a
+/// placeholder (`[hidden]`, `<token>`, `...`), a number, `null`, and values under 6 characters.
+fn mask_assignments(text: &str) -> String {
+    let re = assignment();
+    if !re.is_match(text) {
+        return text.to_string();
+    }
+    re.replace_all(text, |c: &regex::Captures| {
+        let value = &c[2];
+        let inner = value.trim_matches(|q| q == '"' || q == '\'');
+        let quote = if value.len() > inner.len() { &value[..1] } else { "" };
+        let keep = inner.chars().count() < 6
+            || inner.starts_with(['$', '[', '<', '{', '%', '(', '*', '.'])
+            || inner.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            || ["null", "none", "true", "false"].iter().any(|w| inner.eq_ignore_ascii_case(w));
+        if keep {
+            c[0].to_string()
+        } else {
+            format!("{}{quote}[REDACTED]{quote}", &c[1])
+        }
+    })
+    .into_owned()
+}
+
+/// The value of a base64 character, standard (`+/`) or URL-safe (`-_`).
+fn base64_value(c: u8) -> Option<u8> {
+    match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' | b'-' => Some(62),
+        b'/' | b'_' => Some(63),
+        _ => None,
+    }
+}
+
+/// The value of a base32 character (RFC 4648, either case).
+fn base32_value(c: u8) -> Option<u8> {
+    match c.to_ascii_uppercase() {
+        c @ b'A'..=b'Z' => Some(c - b'A'),
+        c @ b'2'..=b'7' => Some(c - b'2' + 26),
+        _ => None,
+    }
+}
+
+/// The value of a `base32hex` character (`basenc --base32hex`, either case).
+fn base32hex_value(c: u8) -> Option<u8> {
+    match c.to_ascii_uppercase() {
+        c @ b'0'..=b'9' => Some(c - b'0'),
+        c @ b'A'..=b'V' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Every start of `needle` in `hay`.
+fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    let first = needle.first().copied();
+    (0..(hay.len() + 1).saturating_sub(needle.len().max(1)))
+        .filter(move |&i| Some(hay[i]) == first && hay[i..].starts_with(needle))
+}
+
+/// The text with every encoded rendering of a secret replaced: base64, base32 and hex runs,
+/// wrapped over lines or not, decoded at every alignment and searched for each secret.
+fn redact_encoded(text: &str, secrets: &[&str]) -> String {
+    let secrets: Vec<&[u8]> = secrets.iter().map(|s| s.as_bytes()).collect();
+    let mut spans = Vec::new();
+    for (value, bits) in
+        [(base64_value as fn(u8) -> Option<u8>, 6), (base32_value, 5), (base32hex_value, 5), (hex_value, 4)]
+    {
+        encoded_spans(text, value, bits, &secrets, &mut spans);
+    }
+    replace_spans(text, spans)
+}
+
+/// Collects, as byte ranges of `text`, the characters that spell a secret in an encoding of
+/// `bits` bits a character. A run of the encoding's characters goes on over a line break and
+/// the blanks around it (wrapped output: `base64 -w 20`, `fold`); anything else ends it,
+/// padding (`=`) included, since what follows padding is encoded afresh.
+fn encoded_spans(
+    text: &str,
+    value: fn(u8) -> Option<u8>,
+    bits: usize,
+    secrets: &[&[u8]],
+    out: &mut Vec<(usize, usize)>,
+) {
+    let b = text.as_bytes();
+    let mut run: Vec<(u8, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if let Some(v) = value(b[i]) {
+            run.push((v, i));
+            i += 1;
+            continue;
+        }
+        if b[i].is_ascii_whitespace() && !run.is_empty() {
+            let gap = b[i..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+            if b[i..i + gap].contains(&b'\n') {
+                i += gap;
+                continue;
+            }
+        }
+        decode_run(&run, bits, secrets, out);
+        run.clear();
+        i += 1;
+    }
+    decode_run(&run, bits, secrets, out);
+}
+
+/// Decodes one run at each alignment (the run may start in the middle of an encoded group) and
+/// adds the characters of every whole group that spells part of a secret.
+fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec<(usize, usize)>) {
+    // Characters in a group that decodes to whole bytes: 4 in base64, 8 in base32, 2 in hex.
+    let group = 8 / gcd(bits, 8);
+    let group_bytes = group * bits / 8;
+    let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
+    if shortest == 0 || run.len() * bits / 8 < shortest {
+        return;
+    }
+    let mut decoded = Vec::with_capacity(run.len());
+    for a in 0..group.min(run.len()) {
+        decoded.clear();
+        let (mut acc, mut n) = (0u32, 0);
+        for &(v, _) in &run[a..] {
+            acc = (acc << bits) | u32::from(v);
+            n += bits;
+            if n >= 8 {
+                n -= 8;
+                decoded.push((acc >> n) as u8);
+                acc &= (1 << n) - 1;
+            }
+        }
+        for s in secrets {
+            for p in find_all(&decoded, s) {
+                let first = a + p / group_bytes * group;
+                let last = (a + (p + s.len()).div_ceil(group_bytes) * group).min(run.len()) - 1;
+                out.push((run[first].1, run[last].1 + 1));
+            }
+        }
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The text with each byte range replaced by `[REDACTED]`, one for each line a range spans (the
+/// line breaks stay, so the lines around it keep their place).
+fn replace_spans(text: &str, mut spans: Vec<(usize, usize)>) -> String {
+    if spans.is_empty() {
+        return text.to_string();
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        let start = start.max(at);
+        if end <= start {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        let mut first = true;
+        for piece in text[start..end].split('\n') {
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            if !piece.trim().is_empty() {
+                out.push_str("[REDACTED]");
+            }
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// One column of a dump read as a stream: its text, and where each line's part of it starts.
 #[derive(Default)]
 struct Stream {
-    text: String,
+    text: Vec<u8>,
     /// (offset in `text`, line number), one entry per line that added text.
     starts: Vec<(usize, usize)>,
 }
 
 impl Stream {
-    fn push(&mut self, s: &str, line: usize) {
+    fn push(&mut self, s: &[u8], line: usize) {
         if self.starts.last().is_none_or(|(_, l)| *l != line) {
             self.starts.push((self.text.len(), line));
         }
-        self.text.push_str(s);
+        self.text.extend_from_slice(s);
     }
 
     /// The line the byte at `at` came from.
@@ -129,18 +347,60 @@ impl Stream {
     }
 
     /// Marks the lines every occurrence of `needle` spans.
-    fn mark(&self, needle: &str, marked: &mut [bool]) {
+    fn mark(&self, needle: &[u8], marked: &mut [bool]) {
         if needle.is_empty() {
             return;
         }
-        let mut from = 0;
-        while let Some(i) = self.text[from..].find(needle) {
-            let (a, b) = (from + i, from + i + needle.len() - 1);
-            marked[self.line_of(a)..=self.line_of(b)].fill(true);
-            from = a + 1;
-            while !self.text.is_char_boundary(from) {
-                from += 1;
+        for a in find_all(&self.text, needle) {
+            marked[self.line_of(a)..=self.line_of(a + needle.len() - 1)].fill(true);
+        }
+    }
+}
+
+/// The columns of numbers in a dump (`od -to1`, `od -tu1`, `od -tx2`, `od -tx4`, `hexdump`),
+/// read as bytes: one stream for each radix (8, 10, 16), width of a number (1, 2, 4, 8 bytes,
+/// little-endian as `od` prints words) and reading of a line's first number (a leading offset
+/// or a number of the dump, which `od -An` output cannot tell apart).
+#[derive(Default)]
+struct Numbers {
+    streams: Vec<Stream>,
+}
+
+impl Numbers {
+    const RADICES: [u32; 3] = [8, 10, 16];
+    const WIDTHS: [usize; 4] = [1, 2, 4, 8];
+
+    /// Adds a line whose tokens are all numbers; any other line adds nothing.
+    fn line(&mut self, toks: &[&str], line: usize) {
+        if toks.is_empty() || !toks.iter().all(|t| t.len() <= 22 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
+            return;
+        }
+        if self.streams.is_empty() {
+            self.streams.resize_with(Self::RADICES.len() * Self::WIDTHS.len() * 2, Stream::default);
+        }
+        let mut k = 0;
+        for skip in [0, 1] {
+            let toks = if skip == 1 && toks.len() > 1 && is_offset(toks[0]) { &toks[1..] } else { toks };
+            for radix in Self::RADICES {
+                let values: Option<Vec<u64>> = toks.iter().map(|t| u64::from_str_radix(t, radix).ok()).collect();
+                for width in Self::WIDTHS {
+                    let stream = &mut self.streams[k];
+                    k += 1;
+                    let Some(values) = &values else { continue };
+                    if width < 8 && values.iter().any(|v| *v >> (8 * width) != 0) {
+                        continue;
+                    }
+                    for v in values {
+                        stream.push(&v.to_le_bytes()[..width], line);
+                    }
+                }
             }
+        }
+    }
+
+    fn mark(&self, needle: &[u8], marked: &mut [bool]) {
+        for s in &self.streams {
+            s.mark(needle, marked);
         }
     }
 }
@@ -164,17 +424,24 @@ fn hex_group(tok: &str) -> Option<String> {
 }
 
 /// Replaces every line of `text` over which a secret is spelled out byte by byte: in a hex
-/// column (xxd, od -tx1, hexdump -C, hex with separators) or a character column (od -c, the
-/// right-hand side of xxd and hexdump -C), across lines.
+/// column (xxd, od -tx1, hexdump -C, hex with separators), a character column (od -c, the
+/// right-hand side of xxd and hexdump -C), a column of numbers (od -to1, -tu1, -tx2, -tx4) or
+/// the text with its blanks taken out (a secret cut into pieces), across lines.
 fn redact_dumps(text: &str, secrets: &[&str]) -> String {
     let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
     if text.len() < shortest {
         return text.to_string();
     }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let (mut hexs, mut chars) = (Stream::default(), Stream::default());
+    let (mut hexs, mut chars, mut all) = (Stream::default(), Stream::default(), Stream::default());
+    let mut numbers = Numbers::default();
     for (n, line) in lines.iter().enumerate() {
         let toks: Vec<&str> = line.split_whitespace().collect();
+        // Everything but the blanks: a secret cut into pieces (`fold -w2`, two `cut`s).
+        for tok in &toks {
+            all.push(tok.as_bytes(), n);
+        }
+        numbers.line(&toks, n);
         let mut t = &toks[..];
         if t.len() > 1 && is_offset(t[0]) {
             t = &t[1..];
@@ -186,7 +453,7 @@ fn redact_dumps(text: &str, secrets: &[&str]) -> String {
             if g.len() > w {
                 break;
             }
-            hexs.push(&g, n);
+            hexs.push(g.as_bytes(), n);
             t = &t[1..];
             if g.len() < w {
                 break;
@@ -194,17 +461,19 @@ fn redact_dumps(text: &str, secrets: &[&str]) -> String {
         }
         for tok in t {
             if tok.contains('|') {
-                chars.push(&tok.replace('|', ""), n);
+                chars.push(tok.replace('|', "").as_bytes(), n);
             } else {
-                chars.push(tok, n);
+                chars.push(tok.as_bytes(), n);
             }
         }
     }
     let mut marked = vec![false; lines.len()];
     for s in secrets {
         let compact: String = s.split_whitespace().collect();
-        chars.mark(&compact, &mut marked);
-        hexs.mark(&hex(s), &mut marked);
+        chars.mark(compact.as_bytes(), &mut marked);
+        all.mark(compact.as_bytes(), &mut marked);
+        hexs.mark(hex(s).as_bytes(), &mut marked);
+        numbers.mark(s.as_bytes(), &mut marked);
     }
     if !marked.contains(&true) {
         return text.to_string();
@@ -306,12 +575,126 @@ mod tests {
         hidden(&KEY.chars().map(|c| format!("{c} ")).collect::<String>());
     }
 
+    /// What `redact` does with [`KEY`] as the one secret.
+    fn scrub(text: &str) -> String {
+        redact_dumps(&redact_encoded(text, &[KEY]), &[KEY])
+    }
+
+    /// `text` wrapped at `width` characters a line, as `base64 -w` and `fold -w` do.
+    fn wrap(text: &str, width: usize) -> String {
+        text.as_bytes().chunks(width).map(|c| format!("{}\n", String::from_utf8_lossy(c))).collect()
+    }
+
+    /// A key at every offset of an encoded file, in every encoding, wrapped at every width, is
+    /// found: the encoding is decoded at every alignment, not matched against a precomputed form.
+    #[test]
+    fn an_encoded_key_is_found_at_every_offset_and_wrap_width() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let b32 = |data: &[u8]| {
+            let abc = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+            let mut out = String::new();
+            for chunk in data.chunks(5) {
+                let mut buf = [0u8; 5];
+                buf[..chunk.len()].copy_from_slice(chunk);
+                let n = buf.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+                let chars = (chunk.len() * 8).div_ceil(5);
+                for i in 0..8 {
+                    out.push(if i < chars { abc[(n >> (35 - 5 * i) & 31) as usize] as char } else { '=' });
+                }
+            }
+            out
+        };
+        // Each encoding, and its groups: bytes, and the characters that spell them.
+        type Encode<'a> = &'a dyn Fn(&[u8]) -> String;
+        let encoders: [(&str, Encode, (usize, usize)); 4] = [
+            ("base64", &|d| STANDARD.encode(d), (3, 4)),
+            ("base64url", &|d| URL_SAFE_NO_PAD.encode(d), (3, 4)),
+            ("base32", &b32, (5, 8)),
+            ("hex", &|d| d.iter().map(|b| format!("{b:02x}")).collect(), (1, 2)),
+        ];
+        for (name, encode, groups) in encoders {
+            for offset in 0..12 {
+                let data = format!("{}{KEY} trailing bytes", "p".repeat(offset));
+                let encoded = encode(data.as_bytes());
+                for width in [0, 1, 2, 3, 7, 20, 40, 76] {
+                    let text = if width == 0 { encoded.clone() } else { wrap(&encoded, width) };
+                    let r = scrub(&format!("output:\n{text}done\n"));
+                    assert!(r.contains("[REDACTED]"), "{name} at offset {offset}, wrapped at {width}:\n{text}");
+                    // What is left holds none of the groups that spell the key alone.
+                    let (gb, gc) = groups;
+                    let (first, last) = (offset.div_ceil(gb), (offset + KEY.len()) / gb);
+                    let core = &encoded[first * gc..last * gc];
+                    let left: String = r.split_whitespace().collect();
+                    assert!(!left.contains(core), "{name} at offset {offset}, wrapped at {width}: {r}");
+                    assert!(r.starts_with("output:\n") && r.ends_with("done\n"), "the text around it stays: {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn word_dumps_base32_and_pieces_are_redacted() {
+        let input = format!("before\n{KEY}\nafter\n");
+        for offset in 0..4 {
+            let input = format!("{}{input}", "x".repeat(offset));
+            for argv in [
+                &["od", "-tx2"][..],
+                &["od", "-An", "-tx2"],
+                &["od", "-tx4"],
+                &["od", "-An", "-tx4"],
+                &["od", "-to1"],
+                &["od", "-An", "-to1"],
+                &["od", "-tu1"],
+                &["od", "-An", "-tu1"],
+                &["od", "-to2"],
+                &["od", "-tu2"],
+                &["od", "-td1"],
+                &["hexdump"],
+                &["basenc", "--base32"],
+                &["basenc", "--base32hex"],
+                &["base32", "-w", "7"],
+                &["base64", "-w", "20"],
+                &["fold", "-w2"],
+                &["fold", "-w3"],
+            ] {
+                let Some(out) = dump(argv, &input) else {
+                    eprintln!("skipped: {} is not installed", argv[0]);
+                    continue;
+                };
+                let r = scrub(&out);
+                assert!(r.contains("[REDACTED]"), "{argv:?} at offset {offset}:\n{out}");
+                assert_ne!(scrub(&r), out);
+            }
+        }
+        // Two halves printed one after the other (`cut -c1-10`, then `cut -c11-`).
+        let (a, b) = KEY.split_at(10);
+        let r = scrub(&format!("{a}\n{b}\n"));
+        assert!(!r.contains(a) && !r.contains(b), "{r}");
+    }
+
+    #[test]
+    fn assignments_of_secret_names_are_masked() {
+        let text = "export GITHUB_TOKEN=ghp_abcdefghijklmnop\nOPENAI_API_KEY='sk-proj-123456789'\n\
+                    DB_PASSWORD: hunter2x\n{\"api_key\": \"AKIAEXAMPLEKEY\", \"n\": 1}\npassword=s3cr3tpass # note\n";
+        let r = mask_assignments(text);
+        for secret in ["ghp_abcdefghijklmnop", "sk-proj-123456789", "hunter2x", "AKIAEXAMPLEKEY", "s3cr3tpass"] {
+            assert!(!r.contains(secret), "{secret} in\n{r}");
+        }
+        assert!(r.contains("export GITHUB_TOKEN=[REDACTED]\n") && r.contains("OPENAI_API_KEY='[REDACTED]'"), "{r}");
+        assert!(r.contains("\"api_key\": \"[REDACTED]\", \"n\": 1") && r.contains("# note"), "{r}");
+        // What names a secret without holding one stays.
+        let kept = "AGENTLOOP_TOKEN=$(cat f)\nOPENAI_API_KEY=${KEY}\nllm.api_key = [hidden]\n\
+                    handle.progress_token = null\nmax_tokens: 4096\nllm.api_key_env = OPENAI_API_KEY\nTOKEN=...\n";
+        assert_eq!(mask_assignments(kept), kept);
+    }
+
     #[test]
     fn ordinary_text_is_scanned_quickly() {
         let text = "exit code: 0 -- a line of ordinary output, words and 42 numbers | pipes\n".repeat(2000);
         let start = std::time::Instant::now();
         for _ in 0..10 {
-            assert_eq!(redact_dumps(&text, &[KEY]), text);
+            assert_eq!(scrub(&text), text);
         }
         // 140 KB ten times: a generous bound even for a debug build on a busy machine.
         assert!(start.elapsed() < std::time::Duration::from_secs(2), "{:?}", start.elapsed());

@@ -154,6 +154,29 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// The most one recorded cost (a trace entry's, a usage ledger line's) may say was spent, in
+/// USD: more than any model call or invocation costs, and small enough that no sum of such
+/// costs overflows to infinity.
+pub const MAX_RECORDED_COST_USD: f64 = 1e9;
+
+/// Why a cost read back from a file cannot be one: negative, not a number, or over
+/// [`MAX_RECORDED_COST_USD`]. A file is data (a workspace from elsewhere, a hand-edited ledger):
+/// a cost of −1e308 would print as `$-inf` and lower a sum that only ever narrows a run.
+pub fn bad_cost(c: f64) -> Option<String> {
+    (!(0.0..=MAX_RECORDED_COST_USD).contains(&c))
+        .then(|| format!("cost_usd {c:?} is not a cost (it must be from 0 to {MAX_RECORDED_COST_USD})"))
+}
+
+/// One line read back as an entry: JSON of an entry whose cost, if any, is one
+/// ([`bad_cost`]); otherwise why not.
+fn checked(line: &str) -> std::result::Result<Entry, String> {
+    let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
+    match e.cost_usd.and_then(bad_cost) {
+        Some(why) => Err(why),
+        None => Ok(e),
+    }
+}
+
 /// Reads every entry; corrupt lines are returned separately with their line numbers.
 pub fn read(path: &Utf8Path) -> Result<(Vec<Entry>, Vec<BadLine>)> {
     let text = fs::read_optional(path)?.unwrap_or_default();
@@ -167,9 +190,9 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Entry>(line) {
+        match checked(line) {
             Ok(e) => entries.push(e),
-            Err(e) => bad.push(BadLine { line: i + 1, message: e.to_string() }),
+            Err(message) => bad.push(BadLine { line: i + 1, message }),
         }
     }
     (entries, bad)
@@ -201,9 +224,9 @@ pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLin
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Entry>(text) {
+        match checked(text) {
             Ok(e) => f(Ok(e)),
-            Err(e) => f(Err(BadLine { line, message: e.to_string() })),
+            Err(message) => f(Err(BadLine { line, message })),
         }
     }
 }

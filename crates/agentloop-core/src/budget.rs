@@ -7,6 +7,10 @@ use crate::config::{Config, Dur};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+// Recorded costs are checked where the trace is read (the base layer); re-exported here, with
+// the rest of what a budget is.
+pub use crate::trace::{bad_cost, MAX_RECORDED_COST_USD};
+
 /// One limit of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Budget {

@@ -4,7 +4,9 @@
 //! `level`; the file rotates by size (`file.1` … `file.<keep>`). Every configured secret (API
 //! keys from the environment, tokens) is redacted before a line is written. stderr is unchanged.
 //! The log is never written through a symbolic link (the file, or a folder inside the workspace
-//! on the way to it): logging is turned off with a warning instead.
+//! on the way to it): logging is turned off with a warning instead. A log in the workspace is
+//! written relative to its opened folder (`fs::Folder`), so a link put on the way later is not
+//! followed either.
 
 use crate::config::{LogFormat, LoggingConfig};
 use camino::Utf8PathBuf;
@@ -14,6 +16,8 @@ pub use crate::config::LogLevel as Level;
 
 struct Logger {
     file: Utf8PathBuf,
+    /// A log in the workspace: its folder, opened without following a link, and its name.
+    within: Option<(crate::fs::Folder, String)>,
     level: Level,
     json: bool,
     max_bytes: u64,
@@ -39,10 +43,11 @@ fn secrets() -> Vec<String> {
 /// cannot be written (a symlink on the way); logging stays off, and the caller warns.
 pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Result<()> {
     let Some(file) = &cfg.file else { return Ok(()) };
+    let within = log_folder(root, file)?;
     let file = crate::fs::resolve_in(root, file);
-    log_folder(root, &file)?;
     let logger = Logger {
         file,
+        within,
         level: cfg.level,
         json: cfg.format == LogFormat::Json,
         max_bytes: cfg.max_bytes.max(1024),
@@ -55,24 +60,39 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Resul
     Ok(())
 }
 
-/// Makes the log's folder. Inside the workspace it is entered without following links (a
-/// workspace from elsewhere must not point the log at a file outside it), and a log file that is
-/// a symbolic link is refused; appends never follow one either (`fs::append_line`).
-fn log_folder(root: &camino::Utf8Path, file: &camino::Utf8Path) -> crate::error::Result<()> {
-    let dir = file.parent().unwrap_or(camino::Utf8Path::new(""));
-    match dir.strip_prefix(root) {
-        Ok(rel) => {
-            crate::fs::Folder::open(root, rel, true)?;
-        }
-        Err(_) => crate::fs::create_dir_all(dir)?,
-    }
+/// Makes the log's folder. Inside the workspace (whoever named the file) it is entered without
+/// following links (a workspace from elsewhere must not point the log at a file outside it) and
+/// kept open: the log is written relative to it. A log file that is a symbolic link is refused;
+/// appends never follow one either (`O_NOFOLLOW`). `named` is the file as configured.
+fn log_folder(
+    root: &camino::Utf8Path,
+    named: &camino::Utf8Path,
+) -> crate::error::Result<Option<(crate::fs::Folder, String)>> {
+    let file = &crate::fs::resolve_in(root, named);
     if std::fs::symlink_metadata(file).is_ok_and(|m| m.is_symlink()) {
         return Err(crate::fs::linked_file(file));
     }
-    Ok(())
+    let Some(rel) = crate::fs::in_workspace(root, named) else {
+        crate::fs::create_dir_all(file.parent().unwrap_or(camino::Utf8Path::new(".")))?;
+        return Ok(None);
+    };
+    let name = rel.file_name().ok_or_else(|| crate::error::Error::config(format!("{file} names no file")))?;
+    let folder = crate::fs::Folder::open(root, rel.parent().unwrap_or(camino::Utf8Path::new("")), true)?
+        .ok_or_else(|| crate::error::Error::config(format!("cannot make the folder of {file}")))?;
+    if folder.is_link(name) {
+        return Err(crate::fs::linked_file(&folder.path().join(name)));
+    }
+    Ok(Some((folder, name.to_string())))
 }
 
 fn rotate(l: &Logger) {
+    if let Some((folder, name)) = &l.within {
+        for i in (1..l.keep).rev() {
+            let _ = folder.rename(&format!("{name}.{i}"), &format!("{name}.{}", i + 1));
+        }
+        let _ = folder.rename(name, &format!("{name}.1"));
+        return;
+    }
     for i in (1..l.keep).rev() {
         let _ = std::fs::rename(format!("{}.{i}", l.file), format!("{}.{}", l.file, i + 1));
     }
@@ -86,7 +106,9 @@ pub fn log(level: Level, msg: &str) {
     if level < l.level {
         return;
     }
-    let mut msg = msg.to_string();
+    // Every secret in every form `redact` knows (encoded, dumped, registered at run time), then
+    // the short values only this log looks for.
+    let mut msg = crate::redact::redact(msg);
     for s in &l.secrets {
         msg = msg.replace(s.as_str(), "[REDACTED]");
     }
@@ -96,11 +118,17 @@ pub fn log(level: Level, msg: &str) {
     } else {
         format!("{ts} {:<5} [{}] {}", level.as_str(), std::process::id(), msg.replace('\n', " | "))
     };
-    let size = std::fs::metadata(&l.file).map(|m| m.len()).unwrap_or(0);
+    let size = match &l.within {
+        Some((folder, name)) => folder.size_of(name),
+        None => std::fs::metadata(&l.file).map(|m| m.len()).unwrap_or(0),
+    };
     if size > 0 && size + line.len() as u64 + 1 > l.max_bytes {
         rotate(l);
     }
-    let _ = crate::fs::append_line(&l.file, &line);
+    let _ = match &l.within {
+        Some((folder, name)) => folder.append_at(name, None, &format!("{line}\n")),
+        None => crate::fs::append_line(&l.file, &line),
+    };
 }
 
 pub fn debug(msg: &str) {

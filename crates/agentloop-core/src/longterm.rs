@@ -92,7 +92,8 @@ pub const WORKSPACE_DIR: &str = ".agentloop/memory";
 
 pub struct Store {
     pub dir: Utf8PathBuf,
-    /// The workspace a workspace-scoped store lives in: it is never written through a link.
+    /// The workspace a store inside it lives in: it is never written or read through a link
+    /// (a linked `.agentloop` would hand it another project's memories).
     inside: Option<Utf8PathBuf>,
 }
 
@@ -107,8 +108,11 @@ pub fn plain(id: &str, what: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn load(path: &Utf8Path, default: Value) -> Result<Value> {
-    match fs::read_optional(path)? {
+/// The most of one store file read (an index holds up to 2,000 characters per entry).
+const MAX_STORE_FILE: u64 = 256 << 20;
+
+fn parse(path: &Utf8Path, text: Option<String>, default: Value) -> Result<Value> {
+    match text {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
             Error::data(format!("{path} is not valid JSON: {e}"))
                 .with_hint("fix or remove the file; the rest of the store is unaffected")
@@ -216,7 +220,11 @@ impl Store {
     /// data folder's, shared by every workspace.
     pub fn open(cfg: &Config, root: &Utf8Path) -> Option<Store> {
         let (dir, inside) = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
-            Some(d) => (crate::fs::resolve_in(root, d), None),
+            // A folder in the workspace is the workspace's, whoever named it.
+            Some(d) => match crate::fs::in_workspace(root, d) {
+                Some(rel) => (root.join(rel), Some(root.to_path_buf())),
+                None => (crate::fs::resolve_in(root, d), None),
+            },
             None => match cfg.memory.scope {
                 crate::config::MemoryScope::Workspace => (root.join(WORKSPACE_DIR), Some(root.to_path_buf())),
                 crate::config::MemoryScope::User => {
@@ -227,8 +235,24 @@ impl Store {
         Some(Store { dir, inside })
     }
 
+    /// Reads one store file (`default` when missing). A store inside the workspace is read
+    /// with no link on the way from the workspace, the file included (refused, exit 8), as it
+    /// is written.
+    fn load(&self, path: &Utf8Path, default: Value) -> Result<Value> {
+        let text = match &self.inside {
+            Some(root) => {
+                let rel = path.strip_prefix(root).map_err(|_| Error::data(format!("{path} is not in {root}")))?;
+                fs::read_no_link(root, rel, MAX_STORE_FILE)?
+                    .map(|b| String::from_utf8(b).map_err(|_| Error::data(format!("{path} is not UTF-8 text"))))
+                    .transpose()?
+            }
+            None => fs::read_optional(path)?,
+        };
+        parse(path, text, default)
+    }
+
     fn topics(&self) -> Result<Vec<String>> {
-        let t = load(&self.dir.join("topics.json"), json!({"topics": []}))?;
+        let t = self.load(&self.dir.join("topics.json"), json!({"topics": []}))?;
         Ok(t["topics"]
             .as_array()
             .map(|a| {
@@ -246,7 +270,7 @@ impl Store {
         let now = crate::clock::now();
         let mut out = Vec::new();
         for topic in self.topics()? {
-            let index = load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
+            let index = self.load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
             for e in index["entries"].as_array().cloned().unwrap_or_default() {
                 let content_id = e["content_file"].as_str().unwrap_or("").trim_end_matches(".json").to_string();
                 let expires_at = e["expires_at"].as_str().map(String::from);
@@ -341,9 +365,9 @@ impl Store {
         let _lock = self.write_lock()?;
         drop_cached_index();
         let now = crate::clock::now_rfc3339();
-        let mut topics = load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
+        let mut topics = self.load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
         let index_path = self.dir.join(format!("index_{}.json", n.topic));
-        let mut index = load(&index_path, json!({"topic_id": n.topic, "version": "1.0.0", "entries": []}))?;
+        let mut index = self.load(&index_path, json!({"topic_id": n.topic, "version": "1.0.0", "entries": []}))?;
         let entries = index["entries"].as_array().cloned().unwrap_or_default();
         let content_id = match &n.content_id {
             Some(id) => {
@@ -403,7 +427,7 @@ impl Store {
     /// The full content document of `topic/content_id`.
     pub fn show(&self, id: &str) -> Result<Option<Value>> {
         let (topic, content) = split_id(id)?;
-        let v = load(&self.dir.join(topic).join(format!("{content}.json")), Value::Null)?;
+        let v = self.load(&self.dir.join(topic).join(format!("{content}.json")), Value::Null)?;
         Ok(Some(v).filter(|v| !v.is_null()))
     }
 
@@ -413,7 +437,7 @@ impl Store {
         let _lock = self.write_lock()?;
         drop_cached_index();
         let index_path = self.dir.join(format!("index_{topic}.json"));
-        let mut index = load(&index_path, json!({"entries": []}))?;
+        let mut index = self.load(&index_path, json!({"entries": []}))?;
         let file = format!("{content}.json");
         let before = index["entries"].as_array().map(Vec::len).unwrap_or(0);
         if let Some(a) = index["entries"].as_array_mut() {
@@ -436,7 +460,7 @@ impl Store {
         let now = crate::clock::now();
         let mut gone = Vec::new();
         for topic in self.topics()? {
-            let index = load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
+            let index = self.load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
             for e in index["entries"].as_array().cloned().unwrap_or_default() {
                 let expired = e["expires_at"].as_str().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now);
                 if expired {

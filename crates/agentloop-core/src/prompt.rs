@@ -7,8 +7,11 @@
 //! An override is code from whoever wrote the workspace: every render has a budget of template
 //! work ([`FUEL`], minijinja's fuel), so an override that loops for ever (nested loops over
 //! `range(100000)`) fails at once naming its file, instead of outliving `--timeout`, which is
-//! only checked between phases; and what one render writes is capped ([`MAX_OUTPUT`]), since one
-//! step can write 100 MB (`"x" * 100000000`).
+//! only checked between phases; what one render writes is capped ([`MAX_OUTPUT`]), since one
+//! step can write 100 MB (`"x" * 100000000`); and what it holds is capped ([`MAX_MEMORY`]), since
+//! a few steps can build a string of gigabytes (`{% set s = s ~ s %}`, 30 times). A render runs
+//! on a thread of its own with that budget (`alloc.rs`); one that goes over is left asleep and
+//! the render fails naming its file.
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -25,6 +28,10 @@ pub const FUEL: u64 = 10_000_000;
 /// Bytes one render may write (64 MiB): far more than a prompt a model takes or a workspace
 /// file a run writes.
 pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// Bytes one render may hold at once (256 MiB): its output at the cap, and room for the values
+/// it builds on the way.
+pub const MAX_MEMORY: usize = 256 << 20;
 
 /// The render's output, refusing to grow past [`MAX_OUTPUT`].
 struct Capped(Vec<u8>);
@@ -57,7 +64,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 pub struct Templates {
-    env: Environment<'static>,
+    env: std::sync::Arc<Environment<'static>>,
     /// The file each overridden template was read from.
     overrides: HashMap<&'static str, String>,
 }
@@ -89,14 +96,14 @@ impl Templates {
                 overrides.insert(*name, p.to_string());
             }
         }
-        Ok(Templates { env, overrides })
+        Ok(Templates { env: std::sync::Arc::new(env), overrides })
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
-        let t = self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
+        self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
         let over = self.overrides.get(name);
-        let mut out = Capped(Vec::new());
-        t.render_captured_to(ctx, &mut out).map_err(|e| match (e.kind(), over) {
+        let rendered = self.render_budgeted(name, minijinja::Value::from_serialize(ctx));
+        let out = rendered.map_err(|e| match (e.kind(), over) {
             (ErrorKind::OutOfFuel, Some(path)) => Error::config(format!(
                 "template {path} used more than {FUEL} steps of template work (nested loops?) and was stopped"
             ))
@@ -119,9 +126,53 @@ impl Templates {
             (_, None) => Error::usage(format!("template {name} failed to render: {e}"))
                 .with_hint("check the override in the templates folder; undefined variables are errors"),
         })?;
+        let out = match out {
+            Some(out) => out,
+            None => {
+                let held = format!("held more than {} MiB of memory", MAX_MEMORY >> 20);
+                return Err(match over {
+                    Some(path) => Error::config(format!("template {path} {held} and was stopped")).with_hint(format!(
+                        "a string that doubles (`{{% set s = s ~ s %}}`) outgrows any bound in a few steps; fix the override or remove {path} to use the built-in {name}"
+                    )),
+                    None => Error::failure(format!("built-in template {name} {held} on this workspace's files"))
+                        .with_hint("the files it quotes (context.md, memory.md, plan.md) may be far larger than a run writes"),
+                });
+            }
+        };
         // minijinja writes only whole UTF-8 strings.
-        String::from_utf8(out.0)
-            .map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
+        String::from_utf8(out).map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
+    }
+
+    /// Renders on a thread of its own holding at most [`MAX_MEMORY`]: the output, or `None` when
+    /// the render went over (its thread is then left asleep, holding what it took).
+    fn render_budgeted(
+        &self,
+        name: &str,
+        ctx: minijinja::Value,
+    ) -> std::result::Result<Option<Vec<u8>>, minijinja::Error> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let over = std::sync::Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (env, name, flag) = (self.env.clone(), name.to_string(), over.clone());
+        let spawned = std::thread::Builder::new().name("render".into()).stack_size(8 << 20).spawn(move || {
+            crate::alloc::set_budget(MAX_MEMORY, &flag);
+            let mut out = Capped(Vec::new());
+            let r = env.get_template(&name).and_then(|t| t.render_captured_to(ctx, &mut out)).map(|_| out.0);
+            let _ = tx.send(r);
+        });
+        if let Err(e) = spawned {
+            return Err(minijinja::Error::new(ErrorKind::InvalidOperation, format!("no thread to render on: {e}")));
+        }
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(r) => return r.map(Some),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if over.load(Ordering::SeqCst) => return Ok(None),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(minijinja::Error::new(ErrorKind::InvalidOperation, "the render stopped unexpectedly"))
+                }
+            }
+        }
     }
 }
 
@@ -181,5 +232,17 @@ mod tests {
         let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
         assert_eq!(e.kind, crate::error::Kind::Config);
         assert_eq!(e.message, format!("template {root}/plan.md.j2 wrote more than 64 MiB and was stopped"));
+        // A few steps can build gigabytes that are never written: what a render holds is capped.
+        std::fs::write(
+            root.join("plan.md.j2"),
+            format!("{{% set s = 'xxxxxxxx' %}}{}{{{{ s|length }}}}", "{% set s = s ~ s %}".repeat(40)),
+        )
+        .unwrap();
+        let tpl = Templates::load(Some(&root)).unwrap();
+        let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.message, format!("template {root}/plan.md.j2 held more than 256 MiB of memory and was stopped"));
+        // The next render has its own budget.
+        assert!(tpl.render("decisions.md.j2", serde_json::json!({})).is_ok());
     }
 }

@@ -118,7 +118,26 @@ fn read_lines() -> Vec<Line> {
         }
     };
     // A torn or foreign line is skipped: the ledger only ever narrows what a run may do.
-    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    let mut lines: Vec<Line> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    // A cost that is not one (negative, or absurdly large) counts as $0, or as the largest cost
+    // a line may record: the line's tokens and run still count, and no sum prints as `$-inf`.
+    let mut fixed = 0;
+    for l in &mut lines {
+        if crate::budget::bad_cost(l.cost_usd).is_some() {
+            let max = crate::budget::MAX_RECORDED_COST_USD;
+            l.cost_usd = if l.cost_usd > max { max } else { 0.0 };
+            fixed += 1;
+        }
+    }
+    // Said once per process: a command reads the ledger more than once.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if fixed > 0 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        let max = crate::budget::MAX_RECORDED_COST_USD;
+        crate::output::warning(&format!(
+            "rest: {path}: {fixed} line(s) give a cost_usd below 0 or over {max}; read as $0 (or {max})"
+        ));
+    }
+    lines
 }
 
 /// When the agent last rested (its newest `rest` line), if ever.
@@ -248,7 +267,7 @@ pub fn curiosity_of(cfg: &Config, lines: &[Line], now: SystemTime) -> (u64, f64)
         .iter()
         .filter(|l| l.agent == agent && l.is("dream"))
         .filter(|l| crate::clock::parse_rfc3339(&l.ts).is_some_and(|t| t > start && t <= now))
-        .fold((0, 0.0), |(t, c), l| (t + l.tokens, c + l.cost_usd))
+        .fold((0u64, 0.0), |(t, c), l| (t.saturating_add(l.tokens), c + l.cost_usd))
 }
 
 fn fmt(d: Duration) -> String {

@@ -10,6 +10,11 @@ use crate::workspace::Workspace;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::json;
 
+/// Largest run request taken, in bytes: a `serve` request's body, a message a `worker` reads
+/// from its stream. Everything a request carries (goal, context, output schema) is written
+/// into the run's files and held in memory several times over, so this bounds both.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
 /// A root made ready: created, made absolute, its configuration valid.
 pub struct Root {
     pub root: Utf8PathBuf,

@@ -313,14 +313,17 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>, truste
 }
 
 /// Reads `system_prompt_file` (the agent's identity text) into the system prompt, before any
-/// `system_prompt` given as text.
+/// `system_prompt` given as text. A file in the workspace is read as the workspace's own, whoever
+/// named it: a link on the way may not lead out (its text goes to the model).
 pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     let Some(file) = cfg.system_prompt_file.clone() else { return Ok(()) };
     let path = crate::fs::resolve_in(root, &file);
-    let text = crate::fs::read_optional(&path)?.ok_or_else(|| {
-        Error::config(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
-            .with_hint("give a file relative to the workspace, or drop the key")
-    })?;
+    let text = crate::fs::read_named(root, &file)
+        .map_err(|e| Error { message: format!("system_prompt_file: {}", e.message), ..e })?
+        .ok_or_else(|| {
+            Error::config(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
+                .with_hint("give a file relative to the workspace, or drop the key")
+        })?;
     let text = text.trim();
     cfg.system_prompt = Some(match cfg.system_prompt.take().filter(|s| !s.trim().is_empty()) {
         Some(extra) => format!("{text}\n\n{extra}"),

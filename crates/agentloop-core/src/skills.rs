@@ -15,7 +15,11 @@
 //! One rule for both formats: a skill folder that is a symlink, or is reached through one, is
 //! skipped with a warning (its folder would become readable by file_read). Skill files are read
 //! inside their folder's capability, non-blocking (a FIFO is refused, never waited on) and at
-//! most `tools.max_file_bytes` each.
+//! most `tools.max_file_bytes` each. Skills in the workspace (`skills/`, or a `skills.dirs`
+//! entry that lands in it) are the workspace's own files: a link anywhere from the workspace
+//! down — `skills/` itself, a folder on the way, a skill's folder, a file in it — is skipped
+//! with a warning, and every read opens one component at a time without following one
+//! (`fs::read_no_link`).
 
 use crate::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -39,6 +43,9 @@ pub struct Skill {
     pub location: String,
     #[serde(skip)]
     pub dir: Option<Utf8PathBuf>,
+    /// The workspace the skill's folder is in: its files are read with no link on the way.
+    #[serde(skip)]
+    pub workspace: Option<Utf8PathBuf>,
     #[serde(skip)]
     pub body: String,
     pub triggers: Vec<String>,
@@ -226,6 +233,7 @@ pub fn parse_skill_md(
         format: "agent-skills".into(),
         location: String::new(),
         dir: None,
+        workspace: None,
         body: body.trim().to_string(),
         triggers,
         requires_tools,
@@ -241,11 +249,41 @@ pub fn parse_skill_md(
 }
 
 /// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
-/// fails), never blocking on a FIFO, never more than `cap` bytes.
-fn read_in(dir: &Utf8Path, name: &str, cap: u64) -> Result<String, String> {
-    let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| e.to_string())?;
-    let buf = crate::capfs::read_capped(&d, name, name, cap)?;
+/// fails), never blocking on a FIFO, never more than `cap` bytes. In the workspace `ws`, no link
+/// is followed at all ([`read_skill_file`]).
+fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> Result<String, String> {
+    let buf = read_skill_file(ws, dir, name, name, cap)?;
     String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
+}
+
+/// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
+/// folder in the workspace `ws` is read one component at a time from the workspace down, none a
+/// link (`fs::read_no_link`); one elsewhere (the user's own) inside its capability.
+fn read_skill_file(ws: Option<&Utf8Path>, dir: &Utf8Path, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, String> {
+    if let Some((ws, inner)) = ws.and_then(|ws| Some((ws, dir.strip_prefix(ws).ok()?))) {
+        let rel = Utf8Path::new(rel);
+        if rel.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
+            return Err(format!("access denied: {shown} is not a plain path inside the skill folder"));
+        }
+        return match crate::fs::read_no_link(ws, &inner.join(rel), cap) {
+            Ok(Some(b)) => Ok(b),
+            Ok(None) => Err(format!("{shown}: no such file or folder")),
+            // Named as the model gave it, never by the machine path.
+            Err(e) if e.message.contains("symbolic link") => Err(format!(
+                "access denied: {shown} is a symbolic link or reached through one; skill files are read only from real files inside the workspace"
+            )),
+            Err(e) => Err(format!("cannot read {shown}: {}", e.message)),
+        };
+    }
+    let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+        .map_err(|e| format!("cannot open the folder of {shown}: {e}"))?;
+    crate::capfs::read_capped(&d, rel, shown, cap)
+}
+
+/// Whether `name` in skill folder `dir` of the workspace `ws` is a symbolic link (such a skill
+/// is skipped with a warning, not read).
+fn linked_in_workspace(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str) -> bool {
+    ws.is_some() && dir.join(name).symlink_metadata().is_ok_and(|m| m.is_symlink())
 }
 
 /// Whether `dir` (below `root`) is a real folder, reached without a symlink. Skill folders that
@@ -300,9 +338,19 @@ impl Limits {
     }
 }
 
-fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Problem>, budget: &mut usize, cap: u64) {
+fn load_agent_skill(
+    ws: Option<&Utf8Path>,
+    dir: &Utf8Path,
+    set: &mut Vec<Skill>,
+    problems: &mut Vec<Problem>,
+    budget: &mut usize,
+    cap: u64,
+) {
     let file = dir.join("SKILL.md");
-    let text = match read_in(dir, "SKILL.md", cap) {
+    if linked_in_workspace(ws, dir, "SKILL.md") {
+        return problems.push(linked(&file));
+    }
+    let text = match read_in(ws, dir, "SKILL.md", cap) {
         Ok(t) => t,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
     };
@@ -312,6 +360,7 @@ fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Pro
             s.location = dir.to_string();
             s.files = list_files(dir, budget);
             s.dir = Some(dir.to_path_buf());
+            s.workspace = ws.map(Utf8Path::to_path_buf);
             set.push(s);
         }
         Err(p) => problems.extend(p),
@@ -319,6 +368,7 @@ fn load_agent_skill(dir: &Utf8Path, set: &mut Vec<Skill>, problems: &mut Vec<Pro
 }
 
 fn load_seed_skill(
+    ws: Option<&Utf8Path>,
     dir: &Utf8Path,
     expect_id: Option<&str>,
     set: &mut Vec<Skill>,
@@ -327,8 +377,11 @@ fn load_seed_skill(
     cap: u64,
 ) {
     let file = dir.join("skill.json");
+    if linked_in_workspace(ws, dir, "skill.json") || linked_in_workspace(ws, dir, "skill.md") {
+        return problems.push(linked(&file));
+    }
     let v: Value =
-        match read_in(dir, "skill.json", cap).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        match read_in(ws, dir, "skill.json", cap).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
             Ok(v) => v,
             Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
         };
@@ -352,7 +405,7 @@ fn load_seed_skill(
     if v.get("enabled").and_then(Value::as_bool) == Some(false) {
         return;
     }
-    let body = match read_in(dir, "skill.md", cap) {
+    let body = match read_in(ws, dir, "skill.md", cap) {
         Ok(b) => b,
         Err(_) if !dir.join("skill.md").exists() => String::new(),
         Err(e) => return problems.push(Problem::error(&dir.join("skill.md"), None, format!("cannot read: {e}"))),
@@ -364,6 +417,7 @@ fn load_seed_skill(
         format: "seed".into(),
         location: dir.to_string(),
         dir: Some(dir.to_path_buf()),
+        workspace: ws.map(Utf8Path::to_path_buf),
         body: body.trim().to_string(),
         triggers: str_list(v.get("triggers")),
         requires_tools: str_list(requires.get("tools")),
@@ -380,6 +434,11 @@ fn load_seed_skill(
 /// Loads every skill under one folder (both formats), bounded and skipping .git/node_modules.
 /// A skill folder that is a symlink, or reached through one, is skipped with a warning.
 pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
+    scan_in(None, root, limits)
+}
+
+/// [`scan`] of a folder in the workspace `ws` (when given): no file is read through a link.
+fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
     let mut skills = Vec::new();
     let mut problems = Vec::new();
     let max_entries = limits.max_entries;
@@ -388,7 +447,7 @@ pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
     let mut seen_seed = std::collections::BTreeSet::new();
     let registry = root.join("registry.json");
     if registry.is_file() {
-        match read_in(root, "registry.json", cap)
+        match read_in(ws, root, "registry.json", cap)
             .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
         {
             Ok(v) => {
@@ -412,14 +471,14 @@ pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
                         problems.push(linked(&dir));
                         continue;
                     }
-                    load_seed_skill(&dir, Some(id), &mut skills, &mut problems, &mut budget, cap);
+                    load_seed_skill(ws, &dir, Some(id), &mut skills, &mut problems, &mut budget, cap);
                 }
             }
             Err(e) => problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
         }
     }
     if root.join("SKILL.md").is_file() {
-        load_agent_skill(root, &mut skills, &mut problems, &mut budget, cap);
+        load_agent_skill(ws, root, &mut skills, &mut problems, &mut budget, cap);
         return (skills, problems);
     }
     let mut stack = vec![(root.to_path_buf(), 0usize)];
@@ -447,7 +506,9 @@ pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
                 Ok(t) if t.is_dir() => subdirs.push(e.path().to_path_buf()),
                 Ok(t) if t.is_symlink() => {
                     let p = e.path();
-                    if !seen_seed.contains(p) && (p.join("SKILL.md").is_file() || p.join("skill.json").is_file()) {
+                    // In the workspace, any linked folder is said (skills may sit below it).
+                    let skill = p.join("SKILL.md").is_file() || p.join("skill.json").is_file();
+                    if !seen_seed.contains(p) && (skill || ws.is_some() && p.is_dir()) {
                         problems.push(linked(p));
                     }
                 }
@@ -457,10 +518,10 @@ pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
         subdirs.sort();
         for d in subdirs.into_iter().rev() {
             if d.join("SKILL.md").is_file() {
-                load_agent_skill(&d, &mut skills, &mut problems, &mut budget, cap);
+                load_agent_skill(ws, &d, &mut skills, &mut problems, &mut budget, cap);
             } else if d.join("skill.json").is_file() {
                 if !seen_seed.contains(&d) {
-                    load_seed_skill(&d, None, &mut skills, &mut problems, &mut budget, cap);
+                    load_seed_skill(ws, &d, None, &mut skills, &mut problems, &mut budget, cap);
                 }
             } else if depth < 4 {
                 stack.push((d, depth + 1));
@@ -497,15 +558,27 @@ impl SkillSet {
                 }
             }
         }
-        let mut dirs: Vec<Utf8PathBuf> = Vec::new();
-        dirs.extend(user_dir());
-        dirs.push(root.join("skills"));
-        dirs.extend(cfg.skills.dirs.iter().map(|d| crate::fs::resolve_in(root, d)));
-        for d in dirs {
+        // The user's own folder is read as it is; the others, when they land in the workspace
+        // (whoever named them), as the workspace's own files.
+        // Each as named: relative to the workspace, or absolute.
+        let mut dirs: Vec<(Utf8PathBuf, bool)> = Vec::new();
+        dirs.extend(user_dir().map(|d| (d, false)));
+        dirs.push(("skills".into(), true));
+        dirs.extend(cfg.skills.dirs.iter().map(|d| (d.clone(), true)));
+        for (d, judged) in dirs {
+            let inner = if judged { crate::fs::in_workspace(root, &d) } else { None };
+            let (d, ws) = match inner {
+                Some(rel) => (root.join(rel), Some(root)),
+                None => (crate::fs::resolve_in(root, &d), None),
+            };
             if !d.is_dir() {
                 continue;
             }
-            let (skills, problems) = scan(&d, Limits::of(cfg));
+            if ws.is_some() && crate::fs::through_link(root, &d) {
+                set.problems.push(linked(&d));
+                continue;
+            }
+            let (skills, problems) = scan_in(ws, &d, Limits::of(cfg));
             set.problems.extend(problems);
             for s in skills {
                 by_name.insert(s.name.clone(), s);
@@ -570,10 +643,8 @@ impl SkillSet {
             }
             Some(f) => {
                 let dir = s.dir.as_ref().ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
-                let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-                    .map_err(|e| format!("cannot open the folder of skill `{name}`: {e}"))?;
                 let shown = format!("`{f}` in skill `{name}`");
-                let buf = crate::capfs::read_capped(&d, f, &shown, max_bytes)?;
+                let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
                 let text = String::from_utf8(buf).map_err(|_| format!("{shown} is not UTF-8 text"))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }

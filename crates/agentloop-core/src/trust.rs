@@ -244,7 +244,9 @@ fn describe(refused: &[Refusal]) -> String {
         let keys: Vec<String> = refused
             .iter()
             .filter(|r| r.file == file)
-            .map(|r| if r.why == ONLY_TRUSTED { format!("`{}`", r.key) } else { format!("`{}` ({})", r.key, r.why) })
+            // A key holds the workspace's own names (`mcp.servers.<name>`): shown on one line.
+            .map(|r| (crate::output::one_line(&r.key), &r.why))
+            .map(|(key, why)| if *why == ONLY_TRUSTED { format!("`{key}`") } else { format!("`{key}` ({why})") })
             .collect();
         parts.push(format!("{file} sets {}", keys.join(", ")));
     }
@@ -581,18 +583,27 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
 fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std::result::Result<(), String>> {
     Some(match key {
         "logging.file" => inside(v, root).and_then(|()| {
-            // A log appended to the paper trail or agentloop's own files would corrupt them.
-            let first = v.as_str().and_then(|p| Utf8Path::new(p).components().next()).map(|c| c.as_str().to_string());
-            match first {
-                Some(f)
-                    if crate::tools::sandbox::PAPER_TRAIL.contains(&f.as_str())
-                        || crate::tools::sandbox::CONFIG_FILES.contains(&f.as_str())
-                        || f == ".git"
-                        || f.starts_with(".agentloop") =>
-                {
-                    Err(format!("`{f}` is agentloop's own file, not a log"))
-                }
-                _ => Ok(()),
+            // A log appended to the paper trail or agentloop's own files would corrupt them, and
+            // one in .git could change what git runs. Judged by every component of the path
+            // (`inside` has refused `..`), so `./state.json`, `notes/.git/config` and
+            // `agents/x.yaml` are all refused, as the file tools refuse them at any depth.
+            use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+            let p = Utf8Path::new(v.as_str().unwrap_or_default());
+            let own = |c: &str| {
+                PAPER_TRAIL.contains(&c)
+                    || CONFIG_FILES.contains(&c)
+                    || CONFIG_DIRS.contains(&c)
+                    || c == "runs"
+                    || c == base.handle.runs_dir
+                    || c == ".git"
+                    || c.starts_with(".agentloop")
+            };
+            match p.components().map(|c| c.as_str()).find(|c| own(c)) {
+                Some(f) => Err(format!(
+                    "`{p}` names `{f}`, agentloop's own (its paper trail, config, runs/, .git or .agentloop*), not a log"
+                )),
+                None if p.file_name().is_none() => Err(format!("`{p}` names no file")),
+                None => Ok(()),
             }
         }),
         "system_prompt_file" | "templates_dir" => inside(v, root),
@@ -697,6 +708,10 @@ mod tests {
     fn a_log_may_not_be_one_of_agentloops_own_files() {
         assert_eq!(refused(json!({"logging": {"file": "trace.jsonl"}})), ["logging.file"]);
         assert_eq!(refused(json!({"logging": {"file": ".git/config"}})), ["logging.file"]);
+        for file in ["./state.json", "./.git/config", "notes/.git/config", "agents/x.log", "runs/x.log", "./."] {
+            assert_eq!(refused(json!({"logging": {"file": file}})), ["logging.file"], "{file}");
+        }
+        assert!(refused(json!({"logging": {"file": "./logs/agent.log"}})).is_empty());
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! `O_NOFOLLOW | O_DIRECTORY`, one `openat` per level. A symlinked `artifacts/`, `runs/` or
 //! `runs/<id>/` is refused (exit 8, naming the folder and the fix), and every write happens
 //! relative to the opened handle, so a link swapped in after the check is not followed either.
+//! Reads of the workspace's own stores (long-term memory, skills) go the same way
+//! ([`read_no_link`]): a link anywhere below the workspace, the file included, is refused.
 
-use super::{linked_file, linked_folder};
+use super::{linked_file, linked_folder, linked_for_reading};
 use crate::error::{Error, Result};
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use rustix::fs::{mkdirat, openat, renameat, statat, unlinkat, AtFlags, FileType, Mode, OFlags};
@@ -33,6 +35,16 @@ impl Folder {
     /// `create`. None: a folder is missing and `create` is off. A component that is a symbolic
     /// link is refused, wherever it points.
     pub fn open(root: &Utf8Path, rel: &Utf8Path, create: bool) -> Result<Option<Folder>> {
+        Self::enter(root, rel, create, false)
+    }
+
+    /// Opens folder `rel` below `root` to read from it, as [`Folder::open`] does (never
+    /// creating one): a component that is a link is refused with an error that says so.
+    pub fn open_to_read(root: &Utf8Path, rel: &Utf8Path) -> Result<Option<Folder>> {
+        Self::enter(root, rel, false, true)
+    }
+
+    fn enter(root: &Utf8Path, rel: &Utf8Path, create: bool, reading: bool) -> Result<Option<Folder>> {
         use std::os::unix::fs::OpenOptionsExt;
         let open = || {
             std::fs::OpenOptions::new()
@@ -56,7 +68,7 @@ impl Folder {
                 return Err(Error::data(format!("{root}/{rel}: not a plain folder inside the workspace"))
                     .with_hint("name folders below the workspace without `..` or a leading /"));
             };
-            match folder.sub(name, create)? {
+            match folder.sub(name, create, reading)? {
                 Some(f) => folder = f,
                 None => return Ok(None),
             }
@@ -65,7 +77,7 @@ impl Folder {
     }
 
     /// The folder `name` in this one (see [`Folder::open`]).
-    fn sub(&self, name: &str, create: bool) -> Result<Option<Folder>> {
+    fn sub(&self, name: &str, create: bool, reading: bool) -> Result<Option<Folder>> {
         let path = self.path.join(name);
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut made = false;
@@ -79,6 +91,9 @@ impl Folder {
                     }
                 }
                 Err(Errno::NOENT) => return Ok(None),
+                Err(Errno::LOOP) | Err(Errno::NOTDIR) if reading && is_symlink(&self.fd, name) => {
+                    return Err(linked_for_reading(&path, true))
+                }
                 Err(Errno::LOOP) => return Err(linked_folder(&path)),
                 Err(Errno::NOTDIR) if is_symlink(&self.fd, name) => return Err(linked_folder(&path)),
                 Err(Errno::NOTDIR) => {
@@ -92,6 +107,58 @@ impl Folder {
 
     pub fn path(&self) -> &Utf8Path {
         &self.path
+    }
+
+    /// Reads `name` in this folder: a regular file of at most `cap` bytes, opened without
+    /// following a link (refused, exit 8) or waiting on a FIFO. None: it does not exist.
+    pub fn read(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let path = self.path.join(name);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(linked_for_reading(&path, false)),
+            Err(e) => return Err(io("open", &path, e)),
+        };
+        let f = std::fs::File::from(fd);
+        let m = f.metadata().map_err(|e| Error::io("stat", &path, e))?;
+        if !m.is_file() {
+            return Err(Error::data(format!("{path} is not a regular file"))
+                .with_hint(format!("move {path} aside; agentloop reads only regular files there")));
+        }
+        let too_large = |n: u64| {
+            Error::data(format!("{path} is {n} bytes, more than the {cap} agentloop reads of it"))
+                .with_hint("raise tools.max_file_bytes, or make the file smaller")
+        };
+        if m.len() > cap {
+            return Err(too_large(m.len()));
+        }
+        let mut buf = Vec::new();
+        f.take(cap.saturating_add(1)).read_to_end(&mut buf).map_err(|e| Error::io("read", &path, e))?;
+        if buf.len() as u64 > cap {
+            return Err(too_large(buf.len() as u64));
+        }
+        Ok(Some(buf))
+    }
+
+    /// Renames entry `from` of this folder to `to` (the entry itself: a link moves as a link).
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        renameat(&self.fd, from, &self.fd, to).map_err(|e| io("rename", &self.path.join(from), e))
+    }
+
+    /// The size of regular file `name` (0 when missing or not a regular file; a link is not
+    /// followed).
+    pub fn size_of(&self, name: &str) -> u64 {
+        match statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => st.st_size as u64,
+            _ => 0,
+        }
+    }
+
+    /// Whether `name` in this folder is a symbolic link.
+    pub fn is_link(&self, name: &str) -> bool {
+        is_symlink(&self.fd, name)
     }
 
     /// Whether `name` is in this folder (a link counts as itself and is not followed).
@@ -158,6 +225,17 @@ impl Folder {
     /// link moves as a link, a folder with what it holds).
     pub fn move_to(&self, name: &str, to: &Folder) -> Result<()> {
         renameat(&self.fd, name, &to.fd, name).map_err(|e| io("move", &self.path.join(name), e))
+    }
+}
+
+/// Reads `rel` (plain components) below `root` with no link anywhere below `root`, the file
+/// included: a regular file of at most `cap` bytes; None when it or a folder on the way does not
+/// exist. A workspace's own store read this way cannot be another project's through a link.
+pub fn read_no_link(root: &Utf8Path, rel: &Utf8Path, cap: u64) -> Result<Option<Vec<u8>>> {
+    let name = rel.file_name().ok_or_else(|| Error::data(format!("{root}/{rel} names no file")))?;
+    match Folder::open_to_read(root, rel.parent().unwrap_or(Utf8Path::new("")))? {
+        Some(folder) => folder.read(name, cap),
+        None => Ok(None),
     }
 }
 

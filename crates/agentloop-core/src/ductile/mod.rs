@@ -303,7 +303,7 @@ fn discover(d: &DuctileConfig, url: &str, cache: bool) -> Result<Vec<Plugin>> {
         .collect();
     let mut plugins = Vec::new();
     for name in names.iter().filter(|n| d.plugins.allows(n) && (**n != d.self_name || d.max_depth > 0)) {
-        let (status, v) = request(d, "GET", &format!("{base}/plugin/{name}"), None)?;
+        let (status, v) = request(d, "GET", &format!("{base}/plugin/{}", segment("plugin name", name)?), None)?;
         if status != 200 {
             let (why, _) = status_error(name, "(details)", "read", status, &v);
             return Err(Error::tool(format!("GET {base}/plugin/{name}: {why}")));
@@ -387,9 +387,12 @@ fn run_job(
                     m.insert(DEPTH_KEY.into(), json!(depth));
                 }
             }
-            let (status, v) =
-                request(d, "POST", &format!("{base}/plugin/{plugin}/{command}"), Some(&json!({"payload": payload})))
-                    .map_err(fail)?;
+            let path = format!(
+                "{base}/plugin/{}/{}",
+                segment("plugin", plugin).map_err(fail)?,
+                segment("command", command).map_err(fail)?
+            );
+            let (status, v) = request(d, "POST", &path, Some(&json!({"payload": payload}))).map_err(fail)?;
             if status != 202 && status != 200 {
                 let (why, retry) = status_error(plugin, command, kind, status, &v);
                 return Err(Box::new(ToolResult::err(why, retry)));
@@ -400,6 +403,8 @@ fn run_job(
                     true,
                 ))
             })?;
+            // Checked before it is kept: a step run again would poll the same id.
+            segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.message, false)))?;
             let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
             crate::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
                 .map_err(fail)?;
@@ -425,12 +430,38 @@ fn depth_of(root: &Utf8Path) -> u32 {
         .unwrap_or(0) as u32
 }
 
+/// `s` (a name or job id from an answer or a workspace file) as one path segment of a gateway
+/// URL: every byte but letters, digits and `-._~` percent-encoded, so it cannot add segments,
+/// a query or a fragment. The empty name, `.` and `..` (segments a server resolves) are
+/// refused, and so is anything over 256 bytes.
+fn segment(what: &str, s: &str) -> Result<String> {
+    if s.is_empty() || s == "." || s == ".." || s.len() > 256 {
+        let shown: String = s.chars().take(80).collect();
+        return Err(Error::tool(format!(
+            "the Ductile {what} `{}` cannot be part of a gateway address (empty, `.`, `..` or over 256 bytes)",
+            crate::output::one_line(&shown)
+        )));
+    }
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Ok(out)
+}
+
 const FINAL: &[&str] = &["succeeded", "failed", "timed_out", "dead", "completed"];
 
 fn poll(d: &DuctileConfig, base: &str, job_id: &str, plugin: &str) -> Result<Value> {
     let start = Instant::now();
+    // The id came from the gateway's answer, or from the job file a killed step left in the
+    // workspace: either way data, so it is one encoded segment, never more path or a query.
+    let url = format!("{base}/job/{}", segment("job id", job_id)?);
     loop {
-        let (status, v) = request(d, "GET", &format!("{base}/job/{job_id}"), None)?;
+        let (status, v) = request(d, "GET", &url, None)?;
         match status {
             200 => {
                 let s = v.get("status").and_then(Value::as_str).unwrap_or("");
@@ -442,7 +473,7 @@ fn poll(d: &DuctileConfig, base: &str, job_id: &str, plugin: &str) -> Result<Val
             429 | 502 | 503 | 504 => {}
             _ => {
                 let (why, _) = status_error(plugin, "(job)", "read", status, &v);
-                return Err(Error::tool(format!("GET {base}/job/{job_id}: {why}")));
+                return Err(Error::tool(format!("GET {url}: {why}")));
             }
         }
         if start.elapsed() + d.poll_interval.0 > d.timeout.0 {

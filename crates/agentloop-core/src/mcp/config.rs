@@ -157,6 +157,7 @@ pub fn resolve_with(
     }
     let mut out: Vec<Server> = Vec::new();
     for (name, (v, source)) in merged {
+        check_name(&name, &source)?;
         let sc: ServerConfig = serde_json::from_value(v).map_err(|e| {
             Error::config(format!("invalid MCP server `{name}` ({source}): {e}"))
                 .with_hint("a server is {command, args, env, cwd} or {url, headers}")
@@ -172,6 +173,27 @@ pub fn resolve_with(
         out.push(server);
     }
     Ok(out)
+}
+
+/// Longest server name taken, in characters.
+const MAX_NAME: usize = 128;
+
+/// A server name is printed in messages, lists and errors as it is, so it must be text that
+/// shows on one line as written: no control character (a newline would forge the lines after
+/// it on a terminal), no bidi control, and at most [`MAX_NAME`] characters. Refused when the
+/// configuration is read, naming the key with the name escaped by the one-line printer.
+fn check_name(name: &str, source: &str) -> Result<()> {
+    let shown = crate::output::one_line(name);
+    let one_line = matches!(shown, std::borrow::Cow::Borrowed(_));
+    if one_line && (1..=MAX_NAME).contains(&name.chars().count()) {
+        return Ok(());
+    }
+    let shown: String = shown.chars().take(MAX_NAME).collect();
+    let source = crate::output::one_line(source);
+    Err(Error::config(format!(
+        "MCP server `{shown}` ({source}): a server name must be 1-{MAX_NAME} characters with no control characters"
+    ))
+    .with_hint("rename the server to a plain name such as `github` or `web-search`"))
 }
 
 /// Reads an `mcpServers` JSON file (Claude Desktop, Cursor, VS Code's `servers`, ...).
@@ -445,6 +467,16 @@ mod tests {
         assert!(!glob("read_*", "write_file"));
         assert!(glob("exact", "exact"));
         assert!(!glob("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn a_name_must_show_on_one_line() {
+        assert!(check_name("brave search", "mcp.servers").is_ok());
+        for bad in ["a\nb", "a\u{1b}[2Jb", "a\u{202e}b", "", &"n".repeat(MAX_NAME + 1)] {
+            let e = check_name(bad, "x.json").unwrap_err();
+            assert!(!e.message.contains('\n') && !e.message.contains('\u{1b}'), "{}", e.message);
+            assert!(e.message.contains("(x.json): a server name must be"), "{}", e.message);
+        }
     }
 
     #[test]

@@ -254,13 +254,24 @@ pub fn content(text: &str) -> opentelemetry::Value {
     crate::redact::redact(text).into()
 }
 
-/// The W3C trace context of the caller (`TRACEPARENT`, `TRACESTATE`), if it is one.
+/// Longest `TRACEPARENT` taken: version 00 is 55 characters, and a later version may add
+/// fields, but not kilobytes of them.
+const MAX_TRACEPARENT: usize = 512;
+
+/// The W3C trace context of the caller (`TRACEPARENT`, `TRACESTATE`), if it is one. One that is
+/// not is one warning per process, whether traces are exported or not (the environment is
+/// checked the same either way), showing at most its first 80 characters, on one line.
 fn caller() -> Option<Context> {
     let parent = var("TRACEPARENT")?;
-    let cx = extract(&parent, var("TRACESTATE"));
-    if cx.is_none() {
+    let cx = (parent.len() <= MAX_TRACEPARENT).then(|| extract(&parent, var("TRACESTATE"))).flatten();
+    // Once per process: `serve` and `worker` start a span for every run they drive.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if cx.is_none() && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        let shown: String = parent.chars().take(80).collect();
+        let more = if shown.len() < parent.len() { format!("… ({} bytes)", parent.len()) } else { String::new() };
         crate::output::warning(&format!(
-            "TRACEPARENT `{parent}` is not a W3C traceparent (00-<trace id>-<span id>-<flags>); the run starts its own trace"
+            "TRACEPARENT `{}{more}` is not a W3C traceparent (00-<trace id>-<span id>-<flags>, at most {MAX_TRACEPARENT} bytes); the run does not join it",
+            crate::output::one_line(&shown)
         ));
     }
     cx
@@ -303,11 +314,11 @@ impl RunSpan {
     /// span the first time, for the run's later processes.
     pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
         init(cfg);
+        let caller = caller();
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
         // The stored context is a workspace file's: it links the run's processes, and its
         // flags are ignored (a copied state.json must not turn this run's spans off).
-        let parent =
-            caller().or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
+        let parent = caller.or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
         let agent = agent.unwrap_or("agentloop");
         let span = o
             .tracer

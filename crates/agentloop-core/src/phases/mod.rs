@@ -34,16 +34,18 @@ use serde_json::{json, Value};
 
 /// The templates for a workspace: built-ins, overridden from `templates_dir` (default
 /// `<workspace>/templates`).
-/// Overrides inside the workspace are read only from inside it: a `templates/` that is a link
-/// to a folder elsewhere is refused, not read into a prompt.
+/// Overrides inside the workspace are read only from inside it, whoever named the folder: a
+/// `templates/` that is a link to a folder elsewhere is refused, not read into a prompt.
 pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
     let (dir, within) = match &cfg.templates_dir {
-        // Trusted configuration may name a folder elsewhere: links stay inside that one.
-        Some(d) if d.is_absolute() || d.components().any(|c| c == camino::Utf8Component::ParentDir) => {
-            let dir = crate::fs::resolve_in(&ws.root, d);
-            (dir.clone(), dir)
-        }
-        Some(d) => (crate::fs::resolve_in(&ws.root, d), ws.root.clone()),
+        Some(d) => match crate::fs::in_workspace(&ws.root, d) {
+            Some(rel) => (ws.root.join(rel), ws.root.clone()),
+            // Trusted configuration may name a folder elsewhere: links stay inside that one.
+            None => {
+                let dir = crate::fs::resolve_in(&ws.root, d);
+                (dir.clone(), dir)
+            }
+        },
         None => (ws.root.join("templates"), ws.root.clone()),
     };
     Templates::load_within(Some(&dir), &within)

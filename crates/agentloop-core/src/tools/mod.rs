@@ -136,8 +136,8 @@ impl Registry {
                 .unwrap_or_else(|e| ToolResult::err(format!("cannot start tool `{}`: {e}", spec.name), true))
         });
         // A response that echoes a key is redacted before anything records it.
-        result.output = crate::redact::redact(&result.output);
-        result.error = result.error.as_deref().map(crate::redact::redact);
+        result.output = crate::redact::redact_tool_output(&result.output);
+        result.error = result.error.as_deref().map(crate::redact::redact_tool_output);
         crate::redact::redact_value(&mut result.metadata);
         if result.output.chars().count() > spec.output_cap {
             spill(env, &spec, &mut result);

@@ -8,10 +8,13 @@
 //!   file_write may write, agentloop's own files read-only, no new privileges. Without a
 //!   working bwrap every call is refused, naming the fix, unless the user's config says
 //!   `sandbox: none`;
-//! - the environment is cleared to `tools.shell.env` (no provider keys reach the child);
+//! - the environment is cleared to `tools.shell.env` (no provider keys reach the child), and no
+//!   descriptor agentloop inherited reaches it (all are made close-on-exec first);
+//! - a bare program name is found only in PATH's absolute folders, never in the workspace;
 //! - programs that run other programs (shells, `env`, `xargs`, interpreters, editors, `sqlite3`,
 //!   `find -exec`, `split --filter`, git beyond its reading subcommands, ...; see `argv.rs`) are
-//!   refused even when allowlisted unless the whole argv matches a `tools.shell.patterns` entry;
+//!   refused even when allowlisted unless the whole argv matches a `tools.shell.patterns` entry
+//!   (and with `sandbox: none` whatever the patterns say: nothing would contain them);
 //!   `sed` runs with `--sandbox`, and git ignores the repository's fsmonitor, hooks and pager;
 //! - the child runs in its own process group and the whole group is killed on timeout; inside
 //!   the sandbox a child that left the group (`setsid -f`) ends with the sandbox's PID
@@ -82,42 +85,64 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
             false,
         );
     }
+    // A bare name runs what an absolute folder of PATH holds, never a file of that name in the
+    // workspace (an empty entry, `.` or a relative folder); a path (`./tool`) is allowlisted as one.
+    let exe =
+        if program.contains('/') { Some(program.clone()) } else { argv::lookup(&program).map(|p| p.into_string()) };
     let names = argv::names(&program, &crate::tools::sandbox::absolute(env.root));
-    let argv = if cfg.patterns.iter().any(|p| matches(p, &argv)) {
+    let is_git = names.iter().any(|n| n == "git");
+    let mut child_env: Vec<(String, String)> =
+        cfg.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
+    if is_git {
+        child_env.extend(argv::git_env());
+    }
+    // Without the OS sandbox nothing contains a program that runs another: no pattern allows one.
+    let unsandboxed = matches!(cfg.sandbox, ShellSandbox::None);
+    let patterned = cfg.patterns.iter().any(|p| matches(p, &argv));
+    let fix = if unsandboxed {
+        "without the OS sandbox (`sandbox: none`) no tools.shell.patterns entry can allow it; install bubblewrap to allow it by a pattern"
+    } else {
+        "allow this exact command with a tools.shell.patterns entry"
+    };
+    let mut argv = if patterned && !unsandboxed {
         argv
     } else if let Some(why) = exec_through(&argv, &names) {
-        return ToolResult::err(
-            format!("refused: {why}; allow this exact command with a tools.shell.patterns entry"),
-            false,
-        );
-    } else if let Some(why) = names.iter().any(|n| n == "git").then(|| argv::git_repo(env.root, &argv)).flatten() {
-        return ToolResult::err(
-            format!("refused: {why}; allow this exact command with a tools.shell.patterns entry if you trust that repository"),
-            false,
-        );
+        return ToolResult::err(format!("refused: {why}; {fix}"), false);
+    } else if let Some(why) = exe
+        .as_deref()
+        .filter(|_| is_git)
+        .and_then(|git| argv::git_repo(Utf8Path::new(git), env.root, &argv, &child_env))
+    {
+        return ToolResult::err(format!("refused: {why}; {fix} if you trust that repository"), false);
+    } else if patterned {
+        argv
     } else {
         argv::defang(&argv, &names)
     };
+    let Some(exe) = exe else {
+        return ToolResult::err(
+            format!(
+                "`{program}` is not installed: no absolute folder of PATH holds it (empty, `.` and relative PATH entries are not searched); install it or remove it from tools.shell.allow"
+            ),
+            false,
+        );
+    };
+    argv[0] = exe;
     let (mut cmd, sweep) = match cfg.sandbox {
         ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, &argv)) {
             Ok((cmd, sweep)) => (cmd, Some(sweep)),
             Err(e) => return ToolResult::err(e, false),
         },
         ShellSandbox::None => {
-            let mut cmd = Command::new(&program);
+            let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
             (cmd, None)
         }
     };
-    cmd.env_clear();
-    for k in &cfg.env {
-        if let Ok(v) = std::env::var(k) {
-            cmd.env(k, v);
-        }
-    }
-    if names.iter().any(|n| n == "git") {
-        cmd.envs(argv::git_env());
-    }
+    cmd.env_clear().envs(child_env);
+    // Descriptors agentloop inherited without close-on-exec (a caller's `9>>file`) would pass
+    // through bwrap into the program; agentloop's own are opened close-on-exec already.
+    close_fds::set_fds_cloexec_threadsafe(3, &[]);
     let mut child = match cmd
         .process_group(0)
         .current_dir(env.root)

@@ -37,13 +37,38 @@ const RUNNERS: &[&str] = &[
     // build tools and package managers: they run the project's own scripts
     "make", "gmake", "cmake", "ninja", "meson", "just", "cargo", "npm", "npx", "yarn", "pnpm", "pip", "pipx", "uv",
     "uvx", "poetry", "go", "gradle", "mvn", "ant", "rake", "bundle", "gem", "apt", "apt-get", "aptitude", "dpkg",
+    "bazel", "bazelisk", "scons", "waf", "ctest", "zig", "dune", "cabal", "stack", "sbt", "lein", "mix", "composer",
+    // tools that import or evaluate the project's own code or config (`pydoc mod` imports the
+    // workspace's mod.py; `pylintrc`'s init-hook, `conftest.py`, `eslint.config.js` are code)
+    "pydoc", "pytest", "ipython", "jupyter", "tox", "nox", "sphinx-build", "pre-commit", "mypy", "pylint", "eslint",
+    "prettier", "jest", "vitest", "mocha", "webpack", "vite", "rollup", "babel", "ts-node", "tsx", "gulp", "grunt",
+    "rspec", "rails", "phpunit", "elixir", "iex", "erl", "swift", "dart",
 ];
 
 /// Options that make an otherwise plain program run another one: the programs, the options,
 /// and whether the program's one-letter options cluster (`-avze ssh` holds `-e`).
+///
+/// A `--long` option is matched the way GNU getopt matches it, by any prefix (`--filt=` is
+/// `--filter=`), so every abbreviation of these is refused; `@` stands for a response file
+/// (`gcc @args` reads more options, `-wrapper` among them, from a file the workspace holds);
+/// a flag ending in `,` or `=` matches any argument it begins.
 const RUNNER_ARGS: &[(&[&str], &[&str], bool)] = &[
     (&["find"], &["-exec", "-execdir", "-ok", "-okdir"], false),
-    (&["tar"], &["--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "-F"], true),
+    (
+        &["tar"],
+        &[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+            "--rsh-command",
+            "--rmt-command",
+        ],
+        true,
+    ),
     (&["rsync"], &["-e", "--rsh", "--rsync-path"], true),
     (&["zip"], &["-T", "-TT", "--unzip-command"], true),
     (&["sort"], &["--compress-program"], false),
@@ -51,8 +76,17 @@ const RUNNER_ARGS: &[(&[&str], &[&str], bool)] = &[
     (&["sdiff", "diff3"], &["--diff-program"], false),
     (&["wget"], &["--use-askpass", "-e", "--execute", "--config"], true),
     (&["groff", "troff", "nroff"], &["-U"], true),
-    (&["gcc", "g++", "cc", "c++", "clang", "clang++"], &["-wrapper", "-B", "-fplugin", "-specs", "--specs"], false),
+    (
+        &["gcc", "g++", "cc", "c++", "clang", "clang++"],
+        &["@", "-wrapper", "-B", "-fplugin", "-specs", "--specs", "-fuse-ld=", "--ld-path", "-Wl,", "-Xlinker"],
+        false,
+    ),
 ];
+
+/// Whole long options that are a prefix of one in [`RUNNER_ARGS`] and are harmless: getopt
+/// takes an exact name before any abbreviation (`tar --checkpoint=10` is not
+/// `--checkpoint-action`).
+const EXACT_SAFE: &[(&str, &str)] = &[("tar", "--checkpoint")];
 
 /// git subcommands that only read. Anything else (an alias, `config`, `submodule foreach`,
 /// hooks) is refused unless a pattern names the argv.
@@ -117,13 +151,16 @@ pub fn names(prog: &str, cwd: &Utf8Path) -> Vec<String> {
 
 /// The real file `prog` runs: a path is taken from `cwd`, a bare name is looked up in PATH.
 fn resolve(prog: &str, cwd: &Utf8Path) -> Option<Utf8PathBuf> {
-    let candidates: Vec<Utf8PathBuf> = if prog.contains('/') {
-        vec![cwd.join(prog)]
-    } else {
-        let path = std::env::var("PATH").unwrap_or_default();
-        path.split(':').filter(|d| !d.is_empty()).map(|d| cwd.join(d).join(prog)).collect()
-    };
-    candidates.into_iter().find(|c| c.is_file()).and_then(|c| c.canonicalize_utf8().ok())
+    let found = if prog.contains('/') { Some(cwd.join(prog)).filter(|c| c.is_file()) } else { lookup(prog) };
+    found.and_then(|c| c.canonicalize_utf8().ok())
+}
+
+/// Where a bare program name is installed: the first absolute folder of PATH holding it. An
+/// empty entry, `.` or any relative folder would be the workspace, whose files are not
+/// programs to run (a `rg` there must not stand in for an uninstalled ripgrep).
+pub fn lookup(prog: &str) -> Option<Utf8PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':').filter(|d| d.starts_with('/')).map(|d| Utf8Path::new(d).join(prog)).find(|c| c.is_file())
 }
 
 /// Why an argv could run another program, if it could. `names` are the program's names, as
@@ -140,8 +177,17 @@ pub fn exec_through(argv: &[String], names: &[String]) -> Option<String> {
             if !progs.contains(&n) {
                 continue;
             }
-            if let Some(a) = args.iter().find(|a| has_flag(a, flags, *clusters)) {
+            let safe = |a: &str| EXACT_SAFE.iter().any(|(p, o)| *p == n && a.split('=').next() == Some(*o));
+            if let Some(a) = args.iter().find(|a| !safe(a) && has_flag(a, flags, *clusters)) {
                 return Some(format!("`{prog} {a}` runs another program"));
+            }
+            // tar's first argument may be its one-letter options without a dash (`tar xIf sh a`).
+            if n == "tar" {
+                if let Some(a) = args.first().filter(|a| !a.starts_with('-')) {
+                    if has_flag(&format!("-{a}"), flags, true) {
+                        return Some(format!("`{prog} {a}` runs another program"));
+                    }
+                }
             }
         }
         if n == "git" {
@@ -153,12 +199,19 @@ pub fn exec_through(argv: &[String], names: &[String]) -> Option<String> {
     None
 }
 
-/// Whether `a` is one of `flags` (also `--flag=value`, `-Xvalue`, and inside a cluster of
-/// one-letter options when the program clusters them).
+/// Whether `a` is one of `flags` (also `--flag=value`, any prefix of a `--flag` as getopt takes
+/// it, `-Xvalue`, and inside a cluster of one-letter options when the program clusters them).
 fn has_flag(a: &str, flags: &[&str], clusters: bool) -> bool {
     flags.iter().any(|f| {
         if a == *f || a.starts_with(&format!("{f}=")) {
             return true;
+        }
+        if *f == "@" || f.ends_with([',', '=']) {
+            return a.starts_with(f);
+        }
+        if let (Some(long), Some(name)) = (f.strip_prefix("--"), a.strip_prefix("--")) {
+            let name = name.split('=').next().unwrap_or(name);
+            return !name.is_empty() && long.starts_with(name);
         }
         let short = f.len() == 2 && !f.starts_with("--");
         if short && a.starts_with(f) && !a.starts_with("--") {
@@ -191,50 +244,79 @@ fn git(prog: &str, args: &[String]) -> Option<String> {
     None
 }
 
-/// Why git in the repository at `root` (or `-C DIR` below it) could run a program its own
-/// configuration names: a filter (`status` runs its clean command), a diff textconv or command
-/// (`blame`, `log -p`), a merge driver, or an include that could hide one; or a `.git` file
-/// pointing at a repository elsewhere. The environment (`git_env`) cannot switch these off by
-/// name, and a workspace from elsewhere chooses them.
-pub fn git_repo(root: &Utf8Path, argv: &[String]) -> Option<String> {
+/// Why git, run as `argv` in `root` with the environment `env`, could run a program the
+/// repository's configuration names: a filter (`status` runs its clean command), a diff textconv
+/// or command (`blame`, `log -p`), a merge driver, a signature program (`log --show-signature`),
+/// and the like; or `--git-dir`/`--work-tree` naming a repository elsewhere. git itself says
+/// which configuration it will use (`git config --list --show-scope`, with the same `-C`
+/// folders, from the same folder, in the same environment: the repository found above a folder
+/// without `.git`, a `.git` file's target, included files, any spelling of a section), and
+/// every key the repository sets (scopes `local` and `worktree`) is judged; your own
+/// `~/.gitconfig` is yours. The environment (`git_env`) cannot switch these off by name: the
+/// repository chooses the names.
+pub fn git_repo(git: &Utf8Path, root: &Utf8Path, argv: &[String], env: &[(String, String)]) -> Option<String> {
     let args = &argv[1..];
-    let mut dir = root.to_path_buf();
-    let mut i = 0;
-    while i < git_sub(args) {
-        match args[i].as_str() {
-            "-C" => {
-                dir = dir.join(args.get(i + 1)?);
-                i += 1;
-            }
-            "--git-dir" | "--work-tree" => return Some(format!("`git {}` names a repository elsewhere", args[i])),
-            a if a.starts_with("--git-dir=") || a.starts_with("--work-tree=") => {
-                return Some(format!("`git {a}` names a repository elsewhere"))
-            }
-            _ => {}
+    // The global options (`-C`, `--bare`, ...) decide which repository git finds: the listing
+    // gets them all (`-c` and `--exec-path` were refused before).
+    let global = &args[..git_sub(args)];
+    for a in global {
+        if ["--git-dir", "--work-tree"].iter().any(|o| a == o || a.starts_with(&format!("{o}="))) {
+            return Some(format!("`git {a}` names a repository elsewhere"));
         }
-        i += 1;
     }
-    let dot = dir.join(".git");
-    let meta = std::fs::symlink_metadata(&dot).ok()?;
-    if !meta.is_dir() {
-        return Some(format!("{dot} is not a folder: it points git at a repository elsewhere"));
-    }
-    let text = crate::fs::read_optional(&dot.join("config")).ok().flatten().unwrap_or_default();
-    let mut section = String::new();
-    for line in text.lines().map(str::trim) {
-        if let Some(head) = line.strip_prefix('[') {
-            section = head.split([' ', ']', '"']).next().unwrap_or("").to_ascii_lowercase();
-            if section == "filter" || section.starts_with("include") {
-                return Some(format!("{dot}/config has a [{section}] section, which can make git run a program"));
-            }
+    let out = std::process::Command::new(git)
+        .args(global)
+        .args(["config", "--list", "--show-scope", "-z"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o.stdout,
+        Ok(o) => {
+            let why = String::from_utf8_lossy(&o.stderr);
+            return Some(format!(
+                "git cannot read the repository's configuration ({})",
+                why.lines().next().unwrap_or("no message").trim()
+            ));
+        }
+        Err(e) => return Some(format!("cannot ask {git} for the repository's configuration: {e}")),
+    };
+    // `-z`: scope NUL key NEWLINE value NUL, one setting after another.
+    let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    for pair in fields.chunks(2) {
+        let [scope, setting] = pair else { continue };
+        if !matches!(*scope, b"local" | b"worktree") {
             continue;
         }
-        let key = line.split(['=', ' ']).next().unwrap_or("").to_ascii_lowercase();
-        if matches!((section.as_str(), key.as_str()), ("diff", "textconv" | "command") | ("merge", "driver")) {
-            return Some(format!("{dot}/config sets {section}.*.{key}, a program git would run"));
+        let setting = String::from_utf8_lossy(setting);
+        let key = setting.split('\n').next().unwrap_or("");
+        if runs_a_program(key) {
+            return Some(format!("the repository's configuration sets `{key}`, a program git would run"));
         }
     }
     None
+}
+
+/// Whether a git configuration key (as `git config --list` spells it: section and name in
+/// lower case, the subsection as written) names a program git may run.
+fn runs_a_program(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    let (section, rest) = lower.split_once('.').unwrap_or((&lower, ""));
+    let name = rest.rsplit('.').next().unwrap_or(rest);
+    match section {
+        "filter" | "pager" | "credential" => true,
+        "diff" => matches!(name, "textconv" | "command" | "external"),
+        "merge" => name == "driver",
+        "gpg" => name == "program",
+        "core" => matches!(name, "pager" | "sshcommand" | "askpass" | "gitproxy" | "editor" | "alternaterefscommand"),
+        "remote" => matches!(name, "uploadpack" | "receivepack"),
+        "uploadpack" => name == "packobjectshook",
+        "interactive" => name == "difffilter",
+        "sequence" => name == "editor",
+        _ => false,
+    }
 }
 
 /// Where git's subcommand is in its arguments (past the global options and their values);
@@ -277,6 +359,7 @@ pub fn git_env() -> Vec<(String, String)> {
         ("core.sshCommand", "false"),
         ("core.editor", "false"),
         ("credential.helper", ""),
+        ("log.showSignature", "false"),
         ("protocol.allow", "never"),
     ];
     let mut env = vec![("GIT_CONFIG_COUNT".to_string(), pairs.len().to_string())];
@@ -352,6 +435,20 @@ mod tests {
             &["wget", "-e", "use_askpass=/bin/sh", "x"],
             &["wget", "-qe", "use_askpass=/bin/sh", "x"],
             &["groff", "-U", "x.ms"],
+            &["split", "--filt=sh", "f"],
+            &["split", "--f", "sh", "f"],
+            &["sort", "--compress-prog=sh", "f"],
+            &["sdiff", "--diff-pro=sh", "a", "b"],
+            &["wget", "--use-ask=/bin/sh", "x"],
+            &["zip", "--unzip-comm=sh", "x.zip", "f"],
+            &["tar", "--to-comm=sh", "-xf", "x.tar"],
+            &["tar", "--checkpoint-act=exec=sh", "-cf", "x.tar", "f"],
+            &["tar", "--use-compress=sh", "-cf", "x.tar", "f"],
+            &["tar", "--new-volume-script=sh", "-cf", "x.tar", "f"],
+            &["tar", "cIf", "sh", "x.tar", "f"],
+            &["gcc", "@args", "f.c"],
+            &["gcc", "-Wl,-plugin,x.so", "f.c"],
+            &["pydoc3", "mod"],
         ] {
             assert!(why(argv).is_some(), "{argv:?} should be refused");
         }
@@ -365,6 +462,11 @@ mod tests {
             &["rsync", "-av", "a", "b"],
             &["grep", "-e", "x", "f"],
             &["od", "-c", "f"],
+            &["tar", "--checkpoint=10", "-cf", "x.tar", "f"],
+            &["tar", "cf", "x.tar", "f"],
+            &["wget", "--user=x", "http://h/"],
+            &["sort", "--check", "f"],
+            &["gcc", "-O2", "-c", "f.c"],
         ] {
             assert_eq!(why(argv), None, "{argv:?} should run");
         }

@@ -2,7 +2,7 @@
 //!
 //! Inside: a fresh PID namespace with its own `/proc` (agentloop's process and its environment
 //! are not there to read), no network unless `tools.shell.network` (nor the daemons' sockets
-//! under `/run`), the whole filesystem
+//! under `/run`, nor a listening unix socket anywhere else it can see), the whole filesystem
 //! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
 //! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
 //! `.git`) read-only even there, no capabilities and no new privileges (bwrap sets
@@ -183,6 +183,41 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
             Err(_) => missing.push(p),
         }
     }
+    if !cfg.shell.network {
+        // Last, so no folder bound after it uncovers one.
+        for socket in sockets(&mounts) {
+            cmd.args(["--ro-bind", "/dev/null"]).arg(socket);
+        }
+    }
     cmd.args(["--chdir", ws.as_str(), "--"]).args(argv);
     Ok((cmd, Sweep { missing }))
+}
+
+/// The unix sockets the sandbox could reach by path (a docker or gpg-agent socket under your
+/// home, in a read folder): a network namespace covers abstract sockets, not sockets that are
+/// files. They are the ones bound in agentloop's network namespace, as the kernel lists them
+/// (`/proc/net/unix`), at their real locations, less those under `/run` and the private `/tmp`
+/// (hidden anyway). Each gets `/dev/null` bound over it, so a connect is refused.
+fn sockets(mounts: &[(Utf8PathBuf, bool)]) -> Vec<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::Path;
+    let table = crate::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
+    let mut found = Vec::new();
+    // Each line: slot, refcount, protocol, flags, type, state, inode, then the path it was bound
+    // to, if any (`@` for an abstract name, relative as the binder spelled it). Only the path
+    // holds a `/`; it is bytes, not always UTF-8.
+    for line in table.split(|b| *b == b'\n').skip(1) {
+        let Some(at) = line.windows(2).position(|w| w == b" /") else { continue };
+        let path = Path::new(std::ffi::OsStr::from_bytes(&line[at + 1..]));
+        let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
+        let Ok(real) = parent.canonicalize().map(|p| p.join(name)) else { continue };
+        let hidden = ["/run", "/proc", "/dev"].iter().any(|h| real.starts_with(h))
+            || real.starts_with("/tmp") && !mounts.iter().any(|(m, _)| real.starts_with(m));
+        if is_socket && !hidden && !found.contains(&real) {
+            found.push(real);
+        }
+    }
+    found
 }
