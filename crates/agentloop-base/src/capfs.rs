@@ -3,27 +3,11 @@
 //! name a path as the model gave it. A leaf: the tool sandbox, skills and MCP build on it.
 
 use crate::fs::sys;
-use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+// The lexical path helpers live in fs (below this module), for both.
+pub use crate::fs::{absolute, normalize};
+use camino::{Utf8Path, Utf8PathBuf};
 use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 use std::io::Read;
-
-/// Resolves `.` and `..` lexically (only to pick the root; the open is confined by the root's
-/// capability, so a symlink cannot turn this into an escape).
-pub fn normalize(p: &Utf8Path) -> Utf8PathBuf {
-    let mut out = Utf8PathBuf::new();
-    for c in p.components() {
-        match c {
-            Utf8Component::ParentDir => {
-                if out.parent().is_some() {
-                    out.pop();
-                }
-            }
-            Utf8Component::CurDir => {}
-            other => out.push(other.as_str()),
-        }
-    }
-    out
-}
 
 /// `to` relative to `from`, both absolute and normalized (`../data`, `artifacts`, `` for equal).
 pub fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
@@ -43,18 +27,6 @@ pub fn relative(from: &Utf8Path, to: &Utf8Path) -> Utf8PathBuf {
 /// A file's identity (device, inode): the same file whichever path reached it.
 pub fn identity(m: &Metadata) -> (u64, u64) {
     (m.dev(), m.ino())
-}
-
-pub fn absolute(p: &Utf8Path) -> Utf8PathBuf {
-    if p.is_absolute() {
-        normalize(p)
-    } else {
-        let cwd = std::env::current_dir()
-            .ok()
-            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
-            .unwrap_or_else(|| Utf8PathBuf::from("/"));
-        normalize(&cwd.join(p))
-    }
 }
 
 /// A message for a failed file operation that names the path as the model gave it.

@@ -19,11 +19,41 @@
 mod folder;
 pub mod sys;
 
-pub use folder::{read_no_link, write_in, Folder};
+pub use folder::{read_file_no_link, read_no_link, write_in, Folder, Unreadable};
 
 use crate::error::{Error, Result};
-use camino::Utf8Path;
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use std::io::Write;
+
+/// Resolves `.` and `..` lexically (only to pick the root; the open is confined by the root's
+/// capability, so a symlink cannot turn this into an escape).
+pub fn normalize(p: &Utf8Path) -> Utf8PathBuf {
+    let mut out = Utf8PathBuf::new();
+    for c in p.components() {
+        match c {
+            Utf8Component::ParentDir => {
+                if out.parent().is_some() {
+                    out.pop();
+                }
+            }
+            Utf8Component::CurDir => {}
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}
+
+pub fn absolute(p: &Utf8Path) -> Utf8PathBuf {
+    if p.is_absolute() {
+        normalize(p)
+    } else {
+        let cwd = std::env::current_dir()
+            .ok()
+            .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+            .unwrap_or_else(|| Utf8PathBuf::from("/"));
+        normalize(&cwd.join(p))
+    }
+}
 
 pub fn read_to_string(path: &Utf8Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))
@@ -74,8 +104,8 @@ pub fn read_inside(root: &Utf8Path, path: &Utf8Path) -> Result<Option<String>> {
 /// in the user's own config is taken from a workspace that may come from elsewhere. None:
 /// elsewhere, or the workspace itself.
 pub fn in_workspace(root: &Utf8Path, path: &Utf8Path) -> Option<camino::Utf8PathBuf> {
-    let top = crate::capfs::absolute(root);
-    let at = crate::capfs::absolute(&resolve_in(root, path));
+    let top = absolute(root);
+    let at = absolute(&resolve_in(root, path));
     at.strip_prefix(&top).ok().filter(|rel| !rel.as_str().is_empty()).map(Utf8Path::to_path_buf)
 }
 

@@ -265,14 +265,16 @@ fn read_skill_file(ws: Option<&Utf8Path>, dir: &Utf8Path, rel: &str, shown: &str
         if rel.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
             return Err(format!("access denied: {shown} is not a plain path inside the skill folder"));
         }
-        return match crate::fs::read_no_link(ws, &inner.join(rel), cap) {
+        // Named as the model gave it, never by the machine path.
+        return match crate::fs::read_file_no_link(ws, &inner.join(rel), cap) {
             Ok(Some(b)) => Ok(b),
             Ok(None) => Err(format!("{shown}: no such file or folder")),
-            // Named as the model gave it, never by the machine path.
-            Err(e) if e.message.contains("symbolic link") => Err(format!(
+            Err(crate::fs::Unreadable::Link | crate::fs::Unreadable::Folder(_)) => Err(format!(
                 "access denied: {shown} is a symbolic link or reached through one; skill files are read only from real files inside the workspace"
             )),
-            Err(e) => Err(format!("cannot read {shown}: {}", e.message)),
+            Err(crate::fs::Unreadable::NotRegular) => Err(format!("{shown} is not a regular file")),
+            Err(crate::fs::Unreadable::TooLarge(n)) => Err(crate::capfs::too_large(shown, n, cap)),
+            Err(crate::fs::Unreadable::Io(e)) => Err(format!("cannot read {shown}: {}", e.message)),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())

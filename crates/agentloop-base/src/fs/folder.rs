@@ -112,32 +112,43 @@ impl Folder {
     /// Reads `name` in this folder: a regular file of at most `cap` bytes, opened without
     /// following a link (refused, exit 8) or waiting on a FIFO. None: it does not exist.
     pub fn read(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
+        let path = self.path.join(name);
+        self.read_file(name, cap).map_err(|why| match why {
+            Unreadable::Link => linked_for_reading(&path, false),
+            Unreadable::NotRegular => Error::data(format!("{path} is not a regular file"))
+                .with_hint(format!("move {path} aside; agentloop reads only regular files there")),
+            Unreadable::TooLarge(n) => {
+                Error::data(format!("{path} is {n} bytes, more than the {cap} agentloop reads of it"))
+                    .with_hint("raise tools.max_file_bytes, or make the file smaller")
+            }
+            Unreadable::Folder(e) | Unreadable::Io(e) => e,
+        })
+    }
+
+    /// [`Folder::read`], with why a file was not read as a value, for callers that word it
+    /// their own way (a tool result names the file as the model gave it).
+    pub fn read_file(&self, name: &str, cap: u64) -> std::result::Result<Option<Vec<u8>>, Unreadable> {
         use std::io::Read;
         let path = self.path.join(name);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = match openat(&self.fd, name, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) => return Err(linked_for_reading(&path, false)),
-            Err(e) => return Err(io("open", &path, e)),
+            Err(Errno::LOOP) => return Err(Unreadable::Link),
+            Err(e) => return Err(Unreadable::Io(io("open", &path, e))),
         };
         let f = std::fs::File::from(fd);
-        let m = f.metadata().map_err(|e| Error::io("stat", &path, e))?;
+        let m = f.metadata().map_err(|e| Unreadable::Io(Error::io("stat", &path, e)))?;
         if !m.is_file() {
-            return Err(Error::data(format!("{path} is not a regular file"))
-                .with_hint(format!("move {path} aside; agentloop reads only regular files there")));
+            return Err(Unreadable::NotRegular);
         }
-        let too_large = |n: u64| {
-            Error::data(format!("{path} is {n} bytes, more than the {cap} agentloop reads of it"))
-                .with_hint("raise tools.max_file_bytes, or make the file smaller")
-        };
         if m.len() > cap {
-            return Err(too_large(m.len()));
+            return Err(Unreadable::TooLarge(m.len()));
         }
         let mut buf = Vec::new();
-        f.take(cap.saturating_add(1)).read_to_end(&mut buf).map_err(|e| Error::io("read", &path, e))?;
+        f.take(cap.saturating_add(1)).read_to_end(&mut buf).map_err(|e| Unreadable::Io(Error::io("read", &path, e)))?;
         if buf.len() as u64 > cap {
-            return Err(too_large(buf.len() as u64));
+            return Err(Unreadable::TooLarge(buf.len() as u64));
         }
         Ok(Some(buf))
     }
@@ -231,6 +242,34 @@ impl Folder {
 /// Reads `rel` (plain components) below `root` with no link anywhere below `root`, the file
 /// included: a regular file of at most `cap` bytes; None when it or a folder on the way does not
 /// exist. A workspace's own store read this way cannot be another project's through a link.
+/// Why [`Folder::read_file`] read nothing.
+#[derive(Debug)]
+pub enum Unreadable {
+    /// The file, or a folder on the way to it, is a symbolic link.
+    Link,
+    /// A FIFO, a device, a folder: not a regular file.
+    NotRegular,
+    /// Larger than the cap: its size.
+    TooLarge(u64),
+    /// A folder on the way could not be entered: a link (exit 8), or not a folder.
+    Folder(Error),
+    Io(Error),
+}
+
+/// [`read_no_link`], with why a file was not read as a value.
+pub fn read_file_no_link(
+    root: &Utf8Path,
+    rel: &Utf8Path,
+    cap: u64,
+) -> std::result::Result<Option<Vec<u8>>, Unreadable> {
+    let Some(name) = rel.file_name() else { return Err(Unreadable::NotRegular) };
+    match Folder::open_to_read(root, rel.parent().unwrap_or(Utf8Path::new(""))) {
+        Ok(Some(folder)) => folder.read_file(name, cap),
+        Ok(None) => Ok(None),
+        Err(e) => Err(Unreadable::Folder(e)),
+    }
+}
+
 pub fn read_no_link(root: &Utf8Path, rel: &Utf8Path, cap: u64) -> Result<Option<Vec<u8>>> {
     let name = rel.file_name().ok_or_else(|| Error::data(format!("{root}/{rel} names no file")))?;
     match Folder::open_to_read(root, rel.parent().unwrap_or(Utf8Path::new("")))? {
