@@ -27,7 +27,9 @@ pub fn chromium() -> Option<PathBuf> {
 pub fn or_skip(test: &str) -> Option<PathBuf> {
     let found = chromium();
     if found.is_none() {
-        eprintln!("skipping the browser part of {test}: chromium is not installed (apt-get install chromium; .ci/run installs it)");
+        crate::common::missing(&format!(
+            "the browser part of {test}: chromium is not installed (apt-get install chromium; .ci/run installs it)"
+        ));
     }
     found
 }

@@ -8,6 +8,15 @@ use std::sync::{Arc, Mutex};
 
 pub const NOW: &str = "2026-01-01T00:00:00Z";
 
+/// A test component (a browser, redis-server, bubblewrap, a decoder) is missing: locally the
+/// test says so on stderr and skips that part; under CI (`CI` set, as `.ci/run` sets it) a
+/// missing component is a failure, so a broken install step cannot hide a suite.
+pub fn missing(what: &str) {
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
+    assert!(!ci, "{what} (required under CI: .ci/run installs it)");
+    eprintln!("skipping: {what}");
+}
+
 pub struct T {
     pub dir: tempfile::TempDir,
 }

@@ -81,7 +81,7 @@ fn documented_jq_recipes_work_on_the_trace() {
     assert_eq!(decisions, ["continue", "continue", "done"]);
     // Then every recipe as docs/WORKSPACE.md writes it, run by the shell against this workspace.
     if std::process::Command::new("jq").arg("--version").output().is_err() {
-        eprintln!("skipping the documented recipes: jq is not installed (.ci/run installs it)");
+        missing("the documented recipes: jq is not installed (.ci/run installs it)");
         return;
     }
     let readme =
@@ -717,7 +717,7 @@ reflect:
 fn on_a_terminal_progress_says_when_a_model_call_or_tool_starts() {
     // A pseudo-terminal from util-linux's `script`; without it the check says so and skips.
     if std::process::Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipping: `script` (util-linux) is not installed");
+        missing("`script` (util-linux) is not installed");
         return;
     }
     let t = T::new();

@@ -32,7 +32,7 @@ impl Receiver {
         let Ok(mut child) =
             Command::new("python3").arg(script).arg(&port_file).arg(&spans).stdin(Stdio::null()).spawn()
         else {
-            eprintln!("skipping {test}: python3 is not installed");
+            crate::common::missing(&format!("{test}: python3 is not installed"));
             return None;
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -42,9 +42,9 @@ impl Receiver {
             }
             if let Some(status) = child.try_wait().unwrap() {
                 assert_eq!(status.code(), Some(3), "the OTLP receiver failed");
-                eprintln!(
-                    "skipping {test}: the Python package opentelemetry-proto is not installed (pip install opentelemetry-proto; .ci/run installs it)"
-                );
+                crate::common::missing(&format!(
+                    "{test}: the Python package opentelemetry-proto is not installed (pip install opentelemetry-proto; .ci/run installs it)"
+                ));
                 return None;
             }
             assert!(Instant::now() < deadline, "the OTLP receiver did not start");

@@ -32,7 +32,7 @@ impl Redis {
     /// None (and a note on stderr) when redis-server is not installed.
     pub fn start(dir: &std::path::Path) -> Option<Redis> {
         if Command::new("redis-server").arg("--version").output().is_err() {
-            eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
+            crate::common::missing("redis-server is not installed (apt-get install redis-server)");
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

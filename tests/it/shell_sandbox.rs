@@ -22,7 +22,7 @@ fn bwrap_works() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: bubblewrap (bwrap) cannot create a sandbox on this machine");
+        crate::common::missing("bubblewrap (bwrap) cannot create a sandbox on this machine");
     }
     ok
 }
