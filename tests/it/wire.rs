@@ -357,3 +357,25 @@ fn models_test_prints_what_a_llama_cpp_python_server_accepts() {
     assert_eq!(s.count(), 6, "each form once, the empty 500 included: no retries");
     assert_eq!(cache(&t)["servers"][s.url.clone()]["smollm2"]["form"], "tool_named");
 }
+
+/// A local server's JSON grammar lets a model type a raw newline or tab inside a string and
+/// escape a lone surrogate; strict JSON refuses both. Such answers are taken as written, first
+/// time: no corrective retry, and the file holds the newline the model meant.
+#[test]
+fn answers_a_json_grammar_allows_are_taken_as_written() {
+    let s = Server::start_with(|_, req| {
+        let tool = forced(&req.json());
+        let args = match tool.as_str() {
+            "frame_answer" => "{\"goal\": \"write x\",\n \"definition_of_done\": [\"x written\", \"x is\tshort\", \"run ends \\ud800\"]}".to_string(),
+            "plan_answer" => "{\"next_action\": {\"tool\": \"file_write\", \"args\": {\"path\": \"artifacts/x.md\", \"content\": \"line one\nline two\n\"}}, \"rationale\": \"the\tone thing\"}".to_string(),
+            _ => answer(&tool).to_string(),
+        };
+        tool_reply(&tool, &args)
+    });
+    let t = T::new();
+    let out = run(&t, "ws", &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s.count(), 3, "one call per phase: no answer was refused");
+    assert_eq!(t.read("ws/artifacts/x.md"), "line one\nline two\n");
+    assert!(t.read("ws/memory.md").contains("run ends \u{fffd}"), "{}", t.read("ws/memory.md"));
+}

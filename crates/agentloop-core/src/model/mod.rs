@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 pub mod http;
+pub mod json_text;
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
@@ -383,7 +384,7 @@ pub fn redact(text: &str, secret: Option<&str>) -> String {
 /// Finds the first JSON object in text (bare, or in a ``` fence), for servers without tools.
 pub fn json_in_text(text: &str) -> Option<Value> {
     let t = text.trim();
-    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(t) {
+    if let Ok(v @ Value::Object(_)) = json_text::parse(t) {
         return Some(v);
     }
     // Try each `{` in turn: the first balanced span that parses as an object wins.
@@ -391,7 +392,7 @@ pub fn json_in_text(text: &str) -> Option<Value> {
     while let Some(off) = t[from..].find('{') {
         let start = from + off;
         if let Some(end) = balanced_end(&t[start..]) {
-            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&t[start..start + end]) {
+            if let Ok(v @ Value::Object(_)) = json_text::parse(&t[start..start + end]) {
                 return Some(v);
             }
         }

@@ -314,7 +314,7 @@ pub fn parse(v: &Value) -> Result<Response> {
         let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
         let (arguments, invalid) = match &raw {
             Value::String(s) if s.trim().is_empty() => (json!({}), None),
-            Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Value::String(s) => match super::json_text::parse(s) {
                 Ok(v @ Value::Object(_)) => (v, None),
                 _ => (json!({}), Some(s.clone())),
             },
@@ -354,7 +354,7 @@ fn synthesize(req: &Request, r: &mut Response) {
     if let (Some(name), Some(args)) = (wrapped, obj.get("arguments").or_else(|| obj.get("parameters")).cloned()) {
         if req.tools.iter().any(|t| t.name == name) {
             let args = match args {
-                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                Value::String(s) => super::json_text::parse(&s).unwrap_or(Value::String(s)),
                 other => other,
             };
             let invalid = (!args.is_object()).then(|| args.to_string());

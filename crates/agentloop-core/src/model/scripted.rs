@@ -205,7 +205,7 @@ impl Scripted {
                 let (arguments, invalid) = match &c.arguments {
                     Value::Object(_) => (c.arguments.clone(), None),
                     Value::Null => (json!({}), None),
-                    Value::String(s) => match serde_json::from_str::<Value>(s) {
+                    Value::String(s) => match super::json_text::parse(s) {
                         Ok(v @ Value::Object(_)) => (v, None),
                         _ => (json!({}), Some(s.clone())),
                     },

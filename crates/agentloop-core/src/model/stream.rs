@@ -291,7 +291,7 @@ pub fn anthropic(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::r
             match out.get("type").and_then(Value::as_str) {
                 Some("text") => out["text"] = json!(b.text),
                 Some("tool_use") if !b.json.trim().is_empty() => {
-                    out["input"] = serde_json::from_str(&b.json).unwrap_or(Value::String(b.json))
+                    out["input"] = super::json_text::parse(&b.json).unwrap_or(Value::String(b.json))
                 }
                 _ => {}
             }
