@@ -155,6 +155,30 @@ reflect:
     assert_eq!(t.json("ws/result.json")["steps_taken"], 3);
 }
 
+/// A reframe asked for when no step is left spends no framing call: the run stops at once on
+/// max_steps, naming what reflect asked.
+#[test]
+fn a_reframe_with_no_step_left_makes_no_model_call() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}
+reflect:
+  - answer: {decision: reframe, reason: the goal was misread}
+"#,
+    );
+    t.write("ws/agentloop.yaml", "max_steps: 1\n");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert!(
+        r["reason"].as_str().unwrap().contains("max_steps reached: 1 of 1 steps used (reflect asked to reframe"),
+        "{r}"
+    );
+    assert_eq!(t.trace().iter().filter(|e| e["phase"] == "frame").count(), 1, "no second framing");
+}
+
 #[test]
 fn reframe_reenters_frame_and_counts() {
     let t = T::new();

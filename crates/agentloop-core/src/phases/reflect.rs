@@ -368,6 +368,14 @@ fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswe
 fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision) {
     let forced = state.next == Next::Frame && state.reframe_reason.is_some() && d.decision == "reframe";
     let reframing = |state: &State| format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
+    // A reframe with no step left to use would only spend a framing call: the run stops here.
+    if d.stop.is_none() && d.decision == "reframe" && state.step >= state.limits.max_steps {
+        let why = format!(
+            "max_steps reached: {} of {} steps used (reflect asked to reframe: {})",
+            state.step, state.limits.max_steps, d.reason
+        );
+        d.stop = Some((StopKind::Budget(crate::budget::Budget::MaxSteps), why));
+    }
     if d.stop.is_none() {
         match d.decision.as_str() {
             "done" => mem.status = "done".into(),
