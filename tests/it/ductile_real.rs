@@ -374,27 +374,3 @@ fn run_calls_ductiles_fetch_plugin_as_a_tool_and_reads_the_page() {
     let jobs = g.jobs();
     assert!(jobs.iter().any(|j| j["plugin"] == "fetch" && j["status"] == "succeeded"), "{jobs:#?}");
 }
-
-#[test]
-fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
-    // Health and a start with the seed's block, as written, under ductile/agentloop.yaml: no exit 78.
-    let t = T::new();
-    t.write("root/agentloop.yaml", &repo("ductile/agentloop.yaml"));
-    // The seed's block as Ductile hands it over: `${PORT}` and `${DUCTILE_AGENT_TOKEN}` expanded.
-    let block = json!({"api_url": "http://localhost:8080", "api_token": ADMIN, "max_steps": 20, "max_reframes": 2,
-        "llm_provider": "anthropic", "llm_model": "claude-sonnet-4-5-20250929",
-        "allowed_plugins": ["jina-reader", "fabric", "file_handler", "youtube_transcript"]});
-    for command in ["health", "poll"] {
-        let out = t
-            .cmd()
-            .args(["-w", "root", "handle"])
-            .env("PORT", "8080")
-            .env("DUCTILE_AGENT_TOKEN", ADMIN)
-            .write_stdin(json!({"protocol": 2, "command": command, "config": block}).to_string())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{command}: {}{}", stdout(&out), stderr(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["status"], "ok", "{v}");
-    }
-}

@@ -844,3 +844,30 @@ fn an_allowed_provider_does_not_inherit_the_roots_address() {
     assert!(err.contains("may not set `llm.provider`") && err.contains("no other provider may be chosen"), "{err}");
     assert_eq!(model.count(), 0);
 }
+
+#[test]
+fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
+    // Health and poll with the seed's block as written (Ductile expands its variables), under
+    // the shipped ductile/agentloop.yaml: no exit 78.
+    let t = T::new();
+    t.write(
+        "root/agentloop.yaml",
+        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile/agentloop.yaml"))
+            .unwrap(),
+    );
+    // The seed's block as Ductile hands it over: `${PORT}` and `${DUCTILE_AGENT_TOKEN}` expanded.
+    let (block, _) = seed_000_config(8080);
+    for command in ["health", "poll"] {
+        let out = t
+            .cmd()
+            .args(["-w", "root", "handle"])
+            .env("PORT", "8080")
+            .env("DUCTILE_AGENT_TOKEN", DUCTILE_TOKEN)
+            .write_stdin(json!({"protocol": 2, "command": command, "config": block}).to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {}{}", stdout(&out), stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["status"], "ok", "{v}");
+    }
+}
