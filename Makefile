@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: doc build test test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
+.PHONY: doc build test test-ductile test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
 
 build:
 	$(CARGO) build --locked
@@ -11,6 +11,13 @@ build:
 ## test: every unit and integration test (offline; fake servers on 127.0.0.1 only)
 test:
 	$(CARGO) test --locked
+
+## test-ductile: only the tests against the real Ductile (tests/it/ductile_real.rs): build it first
+## with ../shared/ductile/install.sh; DUCTILE_BIN (default
+## ${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-ductile/bin/ductile) and DUCTILE_PLUGINS say where it is.
+## Part of `make test` too (skipped there, saying so, without Ductile; a failure under CI).
+test-ductile:
+	$(CARGO) test --locked --test it ductile_real:: -- --nocapture
 
 ## test-real: a few goals against the real OpenAI-compatible server at AGENTLOOP_REAL_BASE_URL
 ## (skipped when unset; optional AGENTLOOP_REAL_MODEL, default smollm2, and AGENTLOOP_REAL_LOG,

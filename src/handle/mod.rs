@@ -190,12 +190,17 @@ fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: 
         "agentic.tool_result" => resume(cfg, root, &payload, resp),
         "" => Err(Error::usage("the event has no `type`")),
         _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
-            // A tool's own event resuming the run: correlation comes from the request context.
+            // A tool's own event resuming the run (`fetch.completed`, `ductile.step.succeeded`):
+            // correlation comes from the request context, where the pipeline's `baggage` put the
+            // request's run_id, step and tool. Ductile merges that context and its own control
+            // keys into the payload; the model sees only the plugin's content.
             Some(ctx) => {
+                let content = crate::ductile::plugin_content(&payload, Some(ctx));
                 let synthesized = json!({
                     "run_id": ctx["run_id"], "step": ctx["step"], "tool": ctx["tool"],
-                    "status": payload.get("status").cloned().unwrap_or(json!("ok")),
-                    "result": payload, "error": payload.get("error").cloned().unwrap_or(Value::Null),
+                    "status": content.get("status").cloned().unwrap_or(json!("ok")),
+                    "error": content.get("error").cloned().unwrap_or(Value::Null),
+                    "result": content,
                 });
                 resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
                 resume(cfg, root, &synthesized, resp)
@@ -515,11 +520,8 @@ fn decode_result(p: &Value) -> Decoded {
     let status = p.get("status").and_then(Value::as_str).unwrap_or(default).trim().to_lowercase();
     let ok = matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done");
     let value = p.get("result").cloned().unwrap_or(Value::Null);
-    let output = match &value {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        v => serde_json::to_string_pretty(v).unwrap_or_default(),
-    };
+    // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
+    let output = crate::ductile::render_content(&value);
     let status = if ok {
         Ok(())
     } else {

@@ -117,6 +117,10 @@ pub(super) fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &
     payload.insert("tool_command".into(), json!(command));
     payload.insert("requested_at".into(), json!(p.requested_at));
     payload.insert("attempt".into(), json!(p.attempt));
+    // `result` is always present (null unless the tool's arguments give one): Ductile copies the
+    // turn's one-line `result` into an emitted event that has none, and a plugin such as
+    // file_handler would then write that line instead of the `content` it was given.
+    payload.entry("result").or_insert(Value::Null);
     if p.tool == cfg.ductile.self_name {
         payload.insert(crate::ductile::DEPTH_KEY.into(), json!(state.depth + 1));
     }

@@ -213,6 +213,43 @@ fn bare_events_and_context_correlation() {
 }
 
 #[test]
+fn a_resume_as_ductile_delivers_it_gives_the_model_the_plugins_content_only() {
+    let h = H::new();
+    let (run, v) = h.start();
+    // `result` is in every request, null unless the arguments give one: Ductile copies the
+    // turn's summary only into an event without it.
+    assert_eq!(v["events"][0]["payload"].get("result"), Some(&Value::Null), "{v}");
+    // The second step of a tool pipeline as Ductile sends it: the pipeline's baggage in `context`,
+    // and context plus Ductile's control keys merged into the tool event's payload.
+    let ctx = json!({"ductile": {"pipeline_instance_id": "p-1", "route_depth": 2}, "ductile_pipeline": "agentloop-tool-jina-reader",
+        "ductile_pipeline_instance_id": "p-1", "ductile_plugin": "agentloop", "ductile_route_depth": 2, "ductile_step_id": "resume",
+        "run_id": run, "step": 1, "tool": "jina-reader"});
+    let mut payload = ctx.clone();
+    for (k, v) in [
+        ("content", json!("The page, line one.\nLine two of the page.")),
+        ("url", json!("http://example.com")),
+        ("status_code", json!(200)),
+        ("result", json!("fetched http://example.com (40 chars)")),
+        ("ductile_upstream_plugin", json!("fetch")),
+        ("ductile_upstream_pipeline", json!("agentloop-tool-jina-reader")),
+        ("ductile_upstream_step_id", json!("fetch")),
+    ] {
+        payload[k] = v;
+    }
+    let v = h.send(&json!({"protocol": 2, "job_id": "j2", "command": "handle", "event": {"type": "fetch.completed", "payload": payload}, "context": ctx}).to_string());
+    assert_eq!(types(&v), ["agent.completed"], "{v}");
+    let trace = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
+    let act = trace.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|e| e["event"] == "act").unwrap();
+    let seen = act.to_string();
+    let summary = act["result_summary"].as_str().unwrap();
+    assert!(summary.contains("content: The page, line one. Line two of the page."), "the page, not JSON: {act:#}");
+    assert!(summary.contains("status_code: 200"), "{act:#}");
+    for key in ["ductile", "pipeline_instance_id", "route_depth", "agentloop-tool-jina-reader"] {
+        assert!(!seen.contains(key), "`{key}` is Ductile's, not the plugin's: {act:#}");
+    }
+}
+
+#[test]
 fn config_errors_exit_78_with_a_response() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", "bogus: 1\n");
@@ -806,4 +843,31 @@ fn an_allowed_provider_does_not_inherit_the_roots_address() {
     let err = v["error"].as_str().unwrap();
     assert!(err.contains("may not set `llm.provider`") && err.contains("no other provider may be chosen"), "{err}");
     assert_eq!(model.count(), 0);
+}
+
+#[test]
+fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
+    // Health and poll with the seed's block as written (Ductile expands its variables), under
+    // the shipped ductile/agentloop.yaml: no exit 78.
+    let t = T::new();
+    t.write(
+        "root/agentloop.yaml",
+        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile/agentloop.yaml"))
+            .unwrap(),
+    );
+    // The seed's block as Ductile hands it over: `${PORT}` and `${DUCTILE_AGENT_TOKEN}` expanded.
+    let (block, _) = seed_000_config(8080);
+    for command in ["health", "poll"] {
+        let out = t
+            .cmd()
+            .args(["-w", "root", "handle"])
+            .env("PORT", "8080")
+            .env("DUCTILE_AGENT_TOKEN", DUCTILE_TOKEN)
+            .write_stdin(json!({"protocol": 2, "command": command, "config": block}).to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {}{}", stdout(&out), stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["status"], "ok", "{v}");
+    }
 }

@@ -8,6 +8,7 @@ mod common;
 mod contracts;
 mod docs;
 mod ductile;
+mod ductile_real;
 mod files;
 mod foundation;
 mod handed;

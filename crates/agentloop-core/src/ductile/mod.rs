@@ -486,17 +486,86 @@ fn poll(d: &DuctileConfig, base: &str, job_id: &str, plugin: &str) -> Result<Val
     }
 }
 
+/// The prefix of the keys Ductile adds to routed payloads and request contexts
+/// (`ductile_pipeline`, `ductile_upstream_plugin`, `ductile_route_depth`, ...), and beside them
+/// the `ductile` object (`pipeline_instance_id`, `route_depth`): its control plane, never a
+/// plugin's content.
+pub const CONTROL_PREFIX: &str = "ductile_";
+
+/// Whether a payload or context key is Ductile's own.
+pub fn is_control_key(k: &str) -> bool {
+    k == "ductile" || k.starts_with(CONTROL_PREFIX)
+}
+
+/// A plugin's content as a model should see it: an event payload without Ductile's
+/// control-plane keys and without the keys Ductile merged in from the request's `context`
+/// (the same key with the same value: a pipeline's baggage, such as the run's own `run_id`,
+/// `step` and `tool`). Anything but an object is returned as it is.
+pub fn plugin_content(payload: &Value, context: Option<&Value>) -> Value {
+    let Value::Object(m) = payload else { return payload.clone() };
+    let from_context = |k: &str, v: &Value| context.and_then(|c| c.get(k)).is_some_and(|c| c == v);
+    Value::Object(
+        m.iter()
+            .filter(|(k, v)| !is_control_key(k) && !from_context(k, v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
+/// A plugin's content as text: short values as `key: value` lines, then each long or
+/// multi-line string (a fetched page, a file) as it is, under its key, so the model reads the
+/// page rather than a JSON-escaped copy of it.
+pub fn render_content(v: &Value) -> String {
+    let Value::Object(m) = v else {
+        return match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => serde_json::to_string_pretty(v).unwrap_or_default(),
+        };
+    };
+    let (mut lines, mut blocks) = (Vec::new(), Vec::new());
+    for (k, v) in m {
+        match v {
+            Value::String(s) if s.contains('\n') || s.chars().count() > 160 => blocks.push(format!("{k}:\n{s}")),
+            Value::String(s) => lines.push(format!("{k}: {s}")),
+            v => lines.push(format!("{k}: {v}")),
+        }
+    }
+    let head = lines.join("\n");
+    std::iter::once(head).chain(blocks).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n\n")
+}
+
+/// A job's answer as the model reads it: the plugin's one-line `result`, then the content of
+/// each event it emitted (a fetched page is in `events[].payload`, not in `result`).
+fn response_text(response: &Value) -> String {
+    // A protocol response without `result` says nothing beside its events; anything else is shown whole.
+    let inner = match response.get("result") {
+        Some(r) => r.clone(),
+        None if response.get("status").is_some() => Value::Null,
+        None => response.clone(),
+    };
+    let mut parts = vec![render_content(&inner)];
+    for e in response.get("events").and_then(Value::as_array).into_iter().flatten() {
+        let ty = e.get("type").and_then(Value::as_str).unwrap_or("event");
+        let mut content = plugin_content(e.get("payload").unwrap_or(&Value::Null), None);
+        // Ductile copies the response's `result` into an event without one: said once above.
+        if let (Value::Object(m), Some(r)) = (&mut content, inner.as_str()) {
+            if m.get("result").and_then(Value::as_str) == Some(r) {
+                m.remove("result");
+            }
+        }
+        parts.push(format!("event {ty}:\n{}", render_content(&content)));
+    }
+    parts.retain(|p| !p.trim().is_empty());
+    parts.join("\n\n")
+}
+
 /// A finished job as a tool result: the plugin's protocol response (`status`, `result`,
-/// `error`, `logs`) when it gave one.
+/// `events`, `error`, `logs`) when it gave one.
 fn job_result(job: &Value, job_id: &str, plugin: &str, command: &str) -> ToolResult {
     let status = job.get("status").and_then(Value::as_str).unwrap_or("");
     let response = job.get("result").cloned().unwrap_or(Value::Null);
-    let inner = response.get("result").cloned().unwrap_or_else(|| response.clone());
-    let output = match &inner {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        v => serde_json::to_string_pretty(v).unwrap_or_default(),
-    };
+    let output = response_text(&response);
     let meta = json!({"ductile_job": job_id, "plugin": plugin, "command": command, "job_status": status});
     let plugin_error = response.get("status").and_then(Value::as_str) == Some("error");
     if (status == "succeeded" || status == "completed") && !plugin_error {

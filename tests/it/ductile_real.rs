@@ -1,0 +1,376 @@
+//! agentloop under the real Ductile (`make test-ductile`; `.ci/run` builds it with
+//! ../shared/ductile/install.sh): the walk of docs/EVENT-MODE.md ("Under Ductile, from zero to a
+//! finished run") with its config block as written and the shipped `ductile/` folder, Ductile on a
+//! free 127.0.0.1 port, a fake Anthropic API that records every prompt and a local page server for
+//! Ductile's `fetch`. Ductile is found at `DUCTILE_BIN` or
+//! `${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-ductile/bin/ductile` (its bundled plugins at
+//! `DUCTILE_PLUGINS` or `../src/plugins` beside its `bin/`); without it each test says so and
+//! returns, and under CI fails.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The most any one wait of these tests takes (each test stays well under a minute).
+const DEADLINE: Duration = Duration::from_secs(45);
+const ADMIN: &str = "test-admin-token";
+const PAGE_TEXT: &str = "Ductile routed this page to the agent";
+
+/// Where the built Ductile and its bundled plugins are; None (said, or a failure under CI) without them.
+fn ductile() -> Option<(PathBuf, PathBuf)> {
+    let bin = std::env::var_os("DUCTILE_BIN").map(PathBuf::from).unwrap_or_else(|| {
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache"));
+        cache.join("agentloop-ductile/bin/ductile")
+    });
+    if !bin.is_file() {
+        missing(&format!(
+            "no Ductile at {} (build it with ../shared/ductile/install.sh or set DUCTILE_BIN)",
+            bin.display()
+        ));
+        return None;
+    }
+    let plugins = std::env::var_os("DUCTILE_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| bin.parent().and_then(Path::parent).unwrap_or(Path::new("/")).join("src/plugins"));
+    if !plugins.join("fetch/manifest.yaml").is_file() {
+        missing(&format!("Ductile's bundled plugins are not at {} (set DUCTILE_PLUGINS)", plugins.display()));
+        return None;
+    }
+    Some((bin, plugins))
+}
+
+fn repo(rel: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+/// The block of docs/EVENT-MODE.md whose first line is `first`.
+fn doc_block(first: &str) -> String {
+    let doc = repo("docs/EVENT-MODE.md");
+    let start = doc.find(first).unwrap_or_else(|| panic!("EVENT-MODE.md has no block starting `{first}`"));
+    let body = &doc[start..];
+    body[..body.find("```").unwrap()].to_string()
+}
+
+/// A fake Anthropic API answering each phase from its own list, in order (the last repeats),
+/// recording every request.
+fn model(frame: Value, plans: Vec<Value>, reflects: Vec<Value>) -> Server {
+    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    Server::start_with(move |i, req| {
+        let body = req.json();
+        let tool = body["tool_choice"]["name"].as_str().unwrap_or("").to_string();
+        let n = {
+            let mut s = seen.lock().unwrap();
+            let n = s.entry(tool.clone()).or_default();
+            *n += 1;
+            *n - 1
+        };
+        let pick = |l: &Vec<Value>| l.get(n).or(l.last()).cloned().unwrap();
+        let input = match tool.as_str() {
+            "frame_answer" => frame.clone(),
+            "plan_answer" => pick(&plans),
+            "reflect_answer" => pick(&reflects),
+            other => panic!("the fake model has no answer for `{other}`"),
+        };
+        Reply::json(
+            200,
+            json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": body["model"],
+            "content": [{"type": "tool_use", "id": format!("tu_{i}"), "name": tool, "input": input}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        )
+    })
+}
+
+fn plan(tool: &str, args: Value) -> Value {
+    json!({"next_action": {"tool": tool, "args": args}, "expected_outcome": "it works", "rationale": "the next item"})
+}
+
+fn page_server() -> Server {
+    Server::start(vec![Reply::text(
+        200,
+        "text/html",
+        &format!("<html><head><title>T</title></head><body><p>{PAGE_TEXT}.</p></body></html>"),
+    )])
+}
+
+/// Everything a prompt sent to the fake model says.
+fn prompts(m: &Server) -> String {
+    (0..m.count()).map(|i| m.request(i).body).collect::<Vec<_>>().join("\n")
+}
+
+/// A Ductile gateway of the test's own, set up as EVENT-MODE.md walks it (killed when dropped).
+struct Gateway {
+    child: Child,
+    bin: PathBuf,
+    port: u16,
+    dir: PathBuf,
+    root: PathBuf,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("ductile log:\n{}", std::fs::read_to_string(self.dir.join("ductile.log")).unwrap_or_default());
+        }
+    }
+}
+
+impl Gateway {
+    /// Steps 1-3 of the walk: the plugin folder and root from `ductile/`, `agentloop trust`, the
+    /// doc's config (its paths and port made the test's, `extra` appended), `ductile system start`.
+    fn start(t: &T, model: &Server, extra: &str) -> Option<Gateway> {
+        let (bin, bundled) = ductile()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = t.path("ductile");
+        let plugin = dir.join("plugins/agentloop");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::create_dir_all(t.path("notes")).unwrap();
+        for f in ["manifest.yaml", "run.sh", "pipelines.yaml"] {
+            std::fs::write(plugin.join(f), repo(&format!("ductile/{f}"))).unwrap();
+        }
+        let run_sh = plugin.join("run.sh");
+        std::fs::set_permissions(&run_sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // The root, where run.sh looks by default (HOME is the test's).
+        let root = t.path("home/.local/share/agentloop/ductile");
+        std::fs::create_dir_all(&root).unwrap();
+        let shipped = repo("ductile/agentloop.yaml")
+            .replace("http://localhost:8080", &format!("http://localhost:{port}"))
+            .replace(
+                "llm: {provider: anthropic, model: claude-sonnet-4-5-20250929}",
+                &format!("llm: {{provider: anthropic, model: claude-sonnet-4-5-20250929, base_url: '{}', structured: tools}}", model.url),
+            );
+        assert!(shipped.contains("base_url"), "ductile/agentloop.yaml's llm line changed");
+        std::fs::write(root.join("agentloop.yaml"), shipped).unwrap();
+        let out = t.untrusted().arg("trust").arg(&root).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "agentloop trust: {}", stderr(&out));
+        let notes = t.path("notes");
+        let config = doc_block("# ~/ductile/config.yaml")
+            .replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"))
+            .replace("/opt/ductile/plugins", bundled.to_str().unwrap())
+            .replace("/home/me/notes", notes.to_str().unwrap());
+        std::fs::write(dir.join("config.yaml"), format!("{config}{extra}")).unwrap();
+        let log = std::fs::File::create(dir.join("ductile.log")).unwrap();
+        let child = Command::new(&bin)
+            .args(["system", "start", "--config", "config.yaml"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(Self::env(t, port))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ductile");
+        let g = Gateway { child, bin, port, dir, root };
+        let started = Instant::now();
+        while ureq::get(&format!("{}/healthz", g.url())).call().is_err() {
+            assert!(started.elapsed() < DEADLINE, "Ductile did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(g)
+    }
+
+    /// The environment of step 3: agentloop on PATH, the tokens, the model's key.
+    fn env(t: &T, port: u16) -> Vec<(String, String)> {
+        let al = assert_cmd::cargo::cargo_bin("agentloop");
+        let path = format!("{}:{}", al.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+        [
+            ("PATH", path),
+            ("HOME", t.path("home").display().to_string()),
+            ("XDG_CONFIG_HOME", t.path("xdg").display().to_string()),
+            ("XDG_CACHE_HOME", t.path("cache").display().to_string()),
+            ("PORT", port.to_string()),
+            ("DUCTILE_TOKEN_ADMIN", ADMIN.into()),
+            ("DUCTILE_AGENT_TOKEN", ADMIN.into()),
+            ("DUCTILE_API_KEY", ADMIN.into()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn cli(&self, t: &T, args: &[&str]) -> String {
+        let out = Command::new(&self.bin)
+            .args(args)
+            .current_dir(&self.dir)
+            .env_clear()
+            .envs(Self::env(t, self.port))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ductile {args:?}: {}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    }
+
+    /// `ductile plugin run ... agentloop` as the walk gives it: the queued job's id.
+    fn start_goal(&self, t: &T, goal: &str) -> String {
+        let url = self.url();
+        let payload = json!({"goal": goal}).to_string();
+        let out = self
+            .cli(t, &["plugin", "run", "--api-url", &url, "--command", "handle", "--payload", &payload, "agentloop"]);
+        out.split_whitespace()
+            .nth(2)
+            .filter(|_| out.starts_with("Queued job"))
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string()
+    }
+
+    fn jobs(&self) -> Vec<Value> {
+        let body = ureq::get(&format!("{}/jobs?limit=200", self.url()))
+            .header("Authorization", &format!("Bearer {ADMIN}"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["jobs"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The one run under the root, once it has ended, and every job Ductile ran once none is
+    /// queued or running.
+    fn finished_run(&self) -> (Value, Vec<Value>) {
+        let started = Instant::now();
+        loop {
+            let runs = self.root.join("runs");
+            let state = std::fs::read_dir(&runs).ok().and_then(|mut d| d.next()).and_then(|e| {
+                let s = std::fs::read_to_string(e.ok()?.path().join("state.json")).ok()?;
+                serde_json::from_str::<Value>(&s).ok()
+            });
+            let jobs = self.jobs();
+            let idle = jobs.iter().all(|j| !matches!(j["status"].as_str(), Some("queued" | "running")));
+            if let Some(s) = state.filter(|s| s["status"] != "running" && idle) {
+                return (s, jobs);
+            }
+            assert!(started.elapsed() < DEADLINE, "the run did not end; jobs: {jobs:#?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn frame() -> Value {
+    json!({"goal": "note a page", "definition_of_done": ["page fetched", "note written", "nothing else changed"], "can_proceed": true})
+}
+
+fn succeeded(jobs: &[Value]) {
+    for j in jobs {
+        assert_eq!(j["status"], "succeeded", "every job of the run succeeds: {jobs:#?}");
+    }
+}
+
+#[test]
+fn a_run_fetches_a_page_and_writes_a_note_through_ductiles_own_plugins() {
+    let t = T::new();
+    let page = page_server();
+    let note = t.path("notes/page.md");
+    let m = model(
+        frame(),
+        vec![
+            plan("web_fetch", json!({"url": format!("{}/article", page.url)})),
+            plan(
+                "file_handler",
+                json!({"action": "write", "content": "# The note\nwritten by the agent", "output_path": note.to_str().unwrap()}),
+            ),
+        ],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "continue", "reason": "fetched"}),
+            json!({"satisfied": [{"item": 2, "steps": [2]}, {"item": 3, "steps": [2]}], "decision": "done", "reason": "all met", "outcome": "the note is written", "artifacts": []}),
+        ],
+    );
+    let Some(g) = Gateway::start(&t, &m, "") else { return };
+    let job = g.start_goal(&t, "Fetch the page and write a note on it");
+    let (state, jobs) = g.finished_run();
+    assert_eq!(state["status"], "done", "{state:#}");
+    succeeded(&jobs);
+    // Two tool pipelines (fetch → agentloop, file_handler → agentloop) after the start: the
+    // resume jobs got the run from the pipeline's baggage, across pipelines (max_depth 0).
+    let plugins: Vec<&str> = jobs.iter().filter_map(|j| j["plugin"].as_str()).collect();
+    for p in ["fetch", "file_handler"] {
+        assert_eq!(plugins.iter().filter(|x| **x == p).count(), 1, "{plugins:?}");
+    }
+    assert_eq!(plugins.iter().filter(|x| **x == "agentloop").count(), 3, "{plugins:?}");
+    // The page, as the fetch plugin gave it, reached the model; Ductile's control keys did not.
+    let said = prompts(&m);
+    assert!(said.contains(PAGE_TEXT), "the page is in a prompt");
+    for key in ["ductile_pipeline", "ductile_upstream", "ductile_route_depth", "ductile_plugin"] {
+        assert!(!said.contains(key), "`{key}` reached the model");
+    }
+    // file_handler wrote the content it was given, not agentloop's one-line summary.
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "# The note\nwritten by the agent");
+    // The walk's last steps: the start job as `ductile job inspect` shows it, the run as `runs` does.
+    let inspect = g.cli(&t, &["job", "inspect", "--config", "config.yaml", &job]);
+    assert!(inspect.contains("succeeded"), "{inspect}");
+    let out = t.untrusted().arg("-w").arg(&g.root).arg("runs").output().unwrap();
+    assert!(stdout(&out).contains("done"), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn a_pipeline_on_agent_completed_gets_the_outcome() {
+    let t = T::new();
+    let page = page_server();
+    let m = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "the page says hello", "artifacts": []}),
+        ],
+    );
+    // The doc's downstream example, its path the test's.
+    let downstream = doc_block("pipelines:\n  - name: agentloop-done-note")
+        .replace("/home/me/notes", t.path("notes").to_str().unwrap());
+    let Some(g) = Gateway::start(&t, &m, &downstream) else { return };
+    g.start_goal(&t, "Fetch the page");
+    let (state, jobs) = g.finished_run();
+    assert_eq!(state["status"], "done", "{state:#}");
+    succeeded(&jobs);
+    // file_handler, run by Ductile on agentloop's `agent.completed`, wrote the event's outcome.
+    let run = state["run_id"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(t.path("notes/last-outcome.md")).unwrap(), format!("run {run} done: met"));
+    let plugins: Vec<&str> = jobs.iter().filter_map(|j| j["plugin"].as_str()).collect();
+    assert_eq!(plugins.iter().filter(|x| **x == "file_handler").count(), 1, "{plugins:?}");
+}
+
+#[test]
+fn run_calls_ductiles_fetch_plugin_as_a_tool_and_reads_the_page() {
+    let t = T::new();
+    let page = page_server();
+    let m = model(
+        frame(),
+        vec![plan("fetch__handle", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "read", "artifacts": []}),
+        ],
+    );
+    let Some(g) = Gateway::start(&t, &m, "") else { return };
+    t.write(
+        "ws/agentloop.yaml",
+        &format!(
+            "llm: {{provider: anthropic, model: m, base_url: '{}', structured: tools}}\nductile: {{api_url: '{}', api_token_env: DUCTILE_AGENT_TOKEN, plugins: [fetch], poll_interval: 200ms}}\n",
+            m.url,
+            g.url()
+        ),
+    );
+    let out = t
+        .al(&["run", "--goal", "Read the page"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("DUCTILE_AGENT_TOKEN", ADMIN)
+        .timeout(DEADLINE)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let said = prompts(&m);
+    assert!(said.contains(PAGE_TEXT), "the fetched page (events[0].payload.content) is in a prompt");
+    assert!(!said.contains("ductile_"), "Ductile's control keys reached the model");
+    let jobs = g.jobs();
+    assert!(jobs.iter().any(|j| j["plugin"] == "fetch" && j["status"] == "succeeded"), "{jobs:#?}");
+}
