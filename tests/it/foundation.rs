@@ -811,3 +811,26 @@ fn no_cycle_among_the_librarys_modules() {
     }
     assert!(modules > 30, "the modules were found: {modules}");
 }
+
+/// A stderr that is gone (its reader closed it) loses the messages, never the exit code: the
+/// command ends with the code it documents, not a panic's 101.
+#[test]
+fn a_closed_stderr_keeps_the_documented_exit_code() {
+    let t = T::new();
+    let expected = t.al(&["status"]).output().unwrap().status.code();
+    assert_ne!(expected, Some(0));
+    for _ in 0..5 {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+            .args(["-w", "ws", "status"])
+            .current_dir(t.root())
+            .env_clear()
+            .env("HOME", t.path("home"))
+            .env("XDG_CONFIG_HOME", t.path("xdg"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        assert_eq!(child.wait().unwrap().code(), expected);
+    }
+}

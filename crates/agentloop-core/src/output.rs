@@ -50,7 +50,7 @@ pub fn progress_note(s: &str) {
     let s = &for_people(s);
     crate::log::info(s);
     if PROGRESS.load(Ordering::Relaxed) || VERBOSE.load(Ordering::Relaxed) {
-        eprintln!("{s}");
+        err_line(s);
     }
 }
 
@@ -60,7 +60,7 @@ pub fn debug_note(s: &str) {
     let s = &for_people(s);
     crate::log::debug(s);
     if VERBOSE.load(Ordering::Relaxed) {
-        eprintln!("debug: {s}");
+        err_line(&format!("debug: {s}"));
     }
 }
 
@@ -161,21 +161,21 @@ impl Printer {
         let s = &for_people(s);
         crate::log::info(s);
         if !self.quiet {
-            eprintln!("{s}");
+            err_line(s);
         }
     }
 
     pub fn warn(&self, s: &str) {
         let s = &for_people(s);
         crate::log::warn(s);
-        eprintln!("warning: {s}");
+        err_line(&format!("warning: {s}"));
     }
 
     pub fn debug(&self, s: &str) {
         let s = &printable(s);
         crate::log::debug(s);
         if self.verbose {
-            eprintln!("debug: {s}");
+            err_line(&format!("debug: {s}"));
         }
     }
 
@@ -184,7 +184,7 @@ impl Printer {
         let s = &printable(s);
         crate::log::debug(s);
         if self.progress {
-            eprintln!("{s}");
+            err_line(s);
         }
     }
 
@@ -201,20 +201,27 @@ impl Printer {
 pub fn warning(s: &str) {
     let s = &for_people(s);
     crate::log::warn(s);
-    eprintln!("warning: {s}");
+    err_line(&format!("warning: {s}"));
 }
 
 /// A command's final error: `error:` and, when there is one, `hint:` on stderr.
 pub fn error(e: &crate::error::Error) {
-    eprintln!("error: {}", printable(&e.message));
+    err_line(&format!("error: {}", printable(&e.message)));
     if let Some(h) = &e.hint {
-        eprintln!("hint: {}", printable(h));
+        err_line(&format!("hint: {}", printable(h)));
     }
 }
 
 /// A diagnostic line on stderr as it is, but [`printable`] (event mode's log, crash points).
 pub fn stderr_line(s: &str) {
-    eprintln!("{}", printable(s));
+    err_line(&printable(s));
+}
+
+/// One line on stderr. A stderr that is closed or full (`2>&- `, a reader that went away) loses
+/// the line, never the command: `eprintln!` would panic there and end it with 101.
+fn err_line(s: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(s.as_bytes()).and_then(|_| err.write_all(b"\n"));
 }
 
 /// Writes to stdout as it is. Once a write has failed nothing more is written: a closed pipe
@@ -229,7 +236,7 @@ fn write_stdout(s: &str) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             STDOUT_FAILED.store(true, Ordering::Relaxed);
-            eprintln!("error: cannot write to stdout: {e}");
+            err_line(&format!("error: cannot write to stdout: {e}"));
         }
     }
 }
