@@ -294,7 +294,7 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     }
     // Under an output schema stdout holds the run's output in that shape or nothing; the
     // account of the run goes to stderr.
-    let schema = ctx.config().output_schema.is_some();
+    let schema = s.output_schema.is_some() || ctx.config().output_schema.is_some();
     let say = |line: &str| if schema { crate::output::stderr_line(line) } else { p.outln(line) };
     if let (true, Some(out), Status::Done) = (schema, &s.output, s.status) {
         p.outln(&out.to_string());
@@ -324,11 +324,9 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
             (_, Some(o)) if state.status == Status::Done => p.outln(o),
             // A script reading the output in its shape gets that or nothing: the prose goes to
             // stderr (even with -q: it is why the exit code is not 0).
-            _ if ctx.config().output_schema.is_some() => crate::output::stderr_line(&format!(
-                "{}: {}",
-                state.status.as_str(),
-                state.reason.clone().unwrap_or_default()
-            )),
+            _ if state.output_schema.is_some() || ctx.config().output_schema.is_some() => crate::output::stderr_line(
+                &format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()),
+            ),
             _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }
