@@ -657,7 +657,7 @@ fn the_readme_queue_lines_run_as_written_from_any_folder() {
     std::fs::create_dir_all(t.path("elsewhere")).unwrap();
     let root = t.path("srv/agent-runs");
     let log = t.path("worker.err");
-    let mut worker = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+    let child = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .env_clear()
         .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -676,6 +676,8 @@ fn the_readme_queue_lines_run_as_written_from_any_folder() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .expect("start worker");
+    // Stopped when dropped, whatever happens.
+    let _worker = Worker { child, log: log.clone() };
     let run = |args: &[&str]| {
         t.cmd().env("AGENTLOOP_REDIS", &url).current_dir(t.path("elsewhere")).args(args).output().unwrap()
     };
@@ -690,10 +692,8 @@ fn the_readme_queue_lines_run_as_written_from_any_folder() {
         "--slot",
         "2026-01-01",
     ]);
-    let logs = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = worker.kill();
-    let _ = worker.wait();
-    assert_eq!(out.status.code(), Some(0), "{}\nworker:\n{logs}", stderr(&out));
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\nworker:\n{}", stderr(&out), logs());
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["type"], "agent.completed", "{v}");
     let run_id = v["payload"]["run_id"].as_str().unwrap();
@@ -708,4 +708,7 @@ fn the_readme_queue_lines_run_as_written_from_any_folder() {
     // A profile the root lacks is dead-lettered by the worker, not refused where enqueue runs.
     let out = run(&["--json", "enqueue", "--goal", "Other", "--agent", "nobody"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    wait_until("the dead letter", &logs, &mut || !redis.entries("agentloop:dead").is_empty());
+    let dead = redis.entries("agentloop:dead");
+    assert!(dead[0].1["reason"].contains("nobody"), "{dead:?}");
 }
