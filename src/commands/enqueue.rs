@@ -80,7 +80,10 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     req.check().map_err(|e| {
         Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
     })?;
-    let q = crate::config::resolve(&crate::settings::layers(g, &g.workspace, None)?)?.config.queue;
+    // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
+    // the request carries only its name, and the worker that takes it loads and checks it.
+    let local = Global { agent: None, ..g.clone() };
+    let q = crate::config::resolve(&crate::settings::layers(&local, &local.workspace, None)?)?.config.queue;
     let url = super::worker::redis_url(a.redis.clone(), &q)?;
     let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
     let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;

@@ -292,16 +292,23 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
         p.outln(&v.to_string());
         return Ok(code::OK);
     }
-    p.outln(&format!(
+    // Under an output schema stdout holds the run's output in that shape or nothing; the
+    // account of the run goes to stderr.
+    let schema = s.output_schema.is_some() || ctx.config().output_schema.is_some();
+    let say = |line: &str| if schema { crate::output::stderr_line(line) } else { p.outln(line) };
+    if let (true, Some(out), Status::Done) = (schema, &s.output, s.status) {
+        p.outln(&out.to_string());
+    }
+    say(&format!(
         "run {} ended {}: {}",
         s.run_id,
         if s.interrupted { "interrupted" } else { s.status.as_str() },
         s.reason.clone().unwrap_or_default()
     ));
     if let Some(q) = &s.open_question {
-        p.outln(&format!("open question: {q}"));
+        say(&format!("open question: {q}"));
     }
-    p.outln(&format!("ways on: {}", ways_on(&ctx.ws, s)));
+    say(&format!("ways on: {}", ways_on(&ctx.ws, s)));
     Ok(code::OK)
 }
 
@@ -315,6 +322,11 @@ pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
             // The output in the user's shape is the data; the outcome text stays in result.json.
             (Some(out), _) if state.status == Status::Done => p.outln(&out.to_string()),
             (_, Some(o)) if state.status == Status::Done => p.outln(o),
+            // A script reading the output in its shape gets that or nothing: the prose goes to
+            // stderr (even with -q: it is why the exit code is not 0).
+            _ if state.output_schema.is_some() || ctx.config().output_schema.is_some() => crate::output::stderr_line(
+                &format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()),
+            ),
             _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
         }
     }

@@ -131,7 +131,12 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         // The address asked for is the client's to spell: `//host` would send the browser, now
         // holding the cookie, to another site.
         let to = http::same_origin_path(&to).to_string();
-        let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", auth::COOKIE, token.unwrap_or_default());
+        let cookie = format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+            auth::COOKIE,
+            token.unwrap_or_default(),
+            auth::COOKIE_MAX_AGE
+        );
         return Ok(Out::Reply(
             Reply::json(303, &json!({"see": to})).header("Location", &to).header("Set-Cookie", &cookie),
         ));
@@ -370,11 +375,7 @@ fn text_field(body: &Map<String, Value>, key: &str) -> ApiResult<String> {
 
 /// POST /runs/{id}/answer
 fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bool) -> ApiResult {
-    let form = http::is_form(req);
-    let body = match form {
-        true => forms::fields(shared, req, by_cookie, forms::ANSWER)?,
-        false => http::json_body(req)?,
-    };
+    let (body, form) = forms::body_of(shared, req, by_cookie, forms::ANSWER)?;
     only_keys(&body, &["answer"], "POST /runs/{id}/answer")?;
     let text = text_field(&body, "answer")?;
     runs::existing(shared, id)?;
@@ -395,12 +396,10 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
     // The body may be empty; if there is one it may raise the run's budgets (up to the server's
     // own limits).
     let mut budgets = None;
-    let form = http::is_form(req);
-    if form || req.body_length().unwrap_or(0) > 0 {
-        let body = match form {
-            true => forms::fields(shared, req, by_cookie, forms::CONTINUE)?,
-            false => http::json_body(req)?,
-        };
+    let mut form = false;
+    if http::is_form(req) || req.body_length().unwrap_or(0) > 0 {
+        let (body, is_form) = forms::body_of(shared, req, by_cookie, forms::CONTINUE)?;
+        form = is_form;
         only_keys(&body, &["budgets"], "POST /runs/{id}/continue")?;
         budgets = Some(budgets_of(&body)?);
     }

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 pub const COOKIE: &str = "agentloop_token";
 
+/// How long the sign-in cookie lasts, in seconds (30 days): with an expiry it is kept on disk,
+/// so a new browser process stays signed in; a session cookie would not be.
+pub const COOKIE_MAX_AGE: u64 = 30 * 24 * 60 * 60;
+
 /// Requests allowed per token: `n` per `per`, refilled continuously.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {

@@ -29,14 +29,13 @@ pub const CONTINUE: Form =
 /// pass [`super::auth::Auth::form_ok`]; a field the form does not have is refused, naming it.
 pub fn fields(
     shared: &Shared,
-    req: &mut tiny_http::Request,
+    headers: &[tiny_http::Header],
+    mut got: std::collections::BTreeMap<String, String>,
     by_cookie: bool,
     form: Form,
 ) -> ApiResult<Map<String, Value>> {
-    let headers = req.headers().to_vec();
-    let mut got = http::form_body(req)?;
     let csrf = got.remove("csrf");
-    if by_cookie && !shared.auth.form_ok(&headers, csrf.as_deref()) {
+    if by_cookie && !shared.auth.form_ok(headers, csrf.as_deref()) {
         return Err(ApiError::new(
             403,
             format!("this {} form was not sent from this server's page of the run", form.name),
@@ -67,6 +66,26 @@ pub fn fields(
         body.insert("budgets".into(), Value::Object(budgets));
     }
     Ok(body)
+}
+
+/// A posted body as its endpoint takes it: a form's fields through [`fields`]; a JSON object as
+/// it is, except under the sign-in cookie alone, which signs only the panel's own forms (a
+/// page of another site can make a form body that reads as JSON, but not the form value).
+pub fn body_of(
+    shared: &Shared,
+    req: &mut tiny_http::Request,
+    by_cookie: bool,
+    form: Form,
+) -> ApiResult<(Map<String, Value>, bool)> {
+    let headers = req.headers().to_vec();
+    match http::body(req)? {
+        http::Body::Form(got) => Ok((fields(shared, &headers, got, by_cookie, form)?, true)),
+        http::Body::Json(_) if by_cookie => {
+            Err(ApiError::new(403, format!("this {} form was not sent from this server's page of the run", form.name))
+                .hint("send a JSON body with `Authorization: Bearer TOKEN`, or use the run's page"))
+        }
+        http::Body::Json(m) => Ok((m, false)),
+    }
 }
 
 /// After a form acted: back to the run's page (303, so the browser asks for it with GET).

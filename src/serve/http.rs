@@ -106,7 +106,10 @@ impl Reply {
             ("Content-Type".to_string(), self.content_type.to_string()),
             ("X-Content-Type-Options".into(), "nosniff".into()),
             ("Cache-Control".into(), "no-store".into()),
-            ("Referrer-Policy".into(), "no-referrer".into()),
+            // `same-origin`: no address leaves for another site, while the panel's own form
+            // posts carry the real `Origin` (under `no-referrer` a browser sends `Origin: null`,
+            // which the form check must refuse).
+            ("Referrer-Policy".into(), "same-origin".into()),
         ];
         headers.extend(self.headers);
         for (k, v) in headers {
@@ -241,18 +244,6 @@ pub fn is_form(req: &tiny_http::Request) -> bool {
     })
 }
 
-/// Reads a form body (at most [`MAX_BODY`] bytes, within [`BODY_DEADLINE`]) into its fields.
-pub fn form_body(req: &mut tiny_http::Request) -> ApiResult<BTreeMap<String, String>> {
-    if req.body_length().is_some_and(|n| n > MAX_BODY) {
-        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
-    }
-    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
-    std::str::from_utf8(&buf)
-        .ok()
-        .and_then(|t| pairs(t.trim()))
-        .ok_or_else(|| ApiError::new(400, "the form body is not valid `application/x-www-form-urlencoded` UTF-8"))
-}
-
 /// Percent-decoding; None for a broken escape or bytes that are not UTF-8.
 pub fn decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
@@ -271,14 +262,45 @@ pub fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Reads a JSON object body of at most [`MAX_BODY`] bytes, all of it within [`BODY_DEADLINE`].
-pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<String, Value>> {
-    let too_large = || ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes"));
+/// A POST body as read by [`body`].
+pub enum Body {
+    /// A JSON object (whatever the content type said).
+    Json(serde_json::Map<String, Value>),
+    /// A browser form's fields.
+    Form(BTreeMap<String, String>),
+}
+
+/// Reads a POST body that may be a browser form. One rule for every POST: a body that is a
+/// JSON object is read as JSON whatever the content type says (`curl -d '{...}'` sends
+/// `application/x-www-form-urlencoded`); only a form-typed body that is not one is a form.
+pub fn body(req: &mut tiny_http::Request) -> ApiResult<Body> {
     if req.body_length().is_some_and(|n| n > MAX_BODY) {
-        return Err(too_large());
+        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
+    }
+    let form = is_form(req);
+    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
+    if form && !matches!(serde_json::from_slice::<Value>(&buf), Ok(Value::Object(_))) {
+        return std::str::from_utf8(&buf)
+            .ok()
+            .and_then(|t| pairs(t.trim()))
+            .map(Body::Form)
+            .ok_or_else(|| ApiError::new(400, "the form body is not valid `application/x-www-form-urlencoded` UTF-8"));
+    }
+    json_object(&buf).map(Body::Json)
+}
+
+/// Reads a JSON object body of at most [`MAX_BODY`] bytes, all of it within [`BODY_DEADLINE`]
+/// (whatever the content type says: see [`body`]).
+pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<String, Value>> {
+    if req.body_length().is_some_and(|n| n > MAX_BODY) {
+        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
     }
     let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
-    match serde_json::from_slice::<Value>(&buf) {
+    json_object(&buf)
+}
+
+fn json_object(buf: &[u8]) -> ApiResult<serde_json::Map<String, Value>> {
+    match serde_json::from_slice::<Value>(buf) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::new(400, "the request body must be a JSON object")),
         Err(e) if buf.iter().all(u8::is_ascii_whitespace) => {

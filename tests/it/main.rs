@@ -22,6 +22,7 @@ mod modes;
 mod netsec;
 mod otel;
 mod output_schema;
+mod panel;
 mod per_tool;
 mod prefix;
 mod queue;

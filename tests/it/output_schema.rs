@@ -254,3 +254,54 @@ fn a_hand_edited_finish_whose_output_does_not_match_is_a_failed_step() {
     assert_eq!(act["data"]["edited_by_hand"], true);
     assert!(t.json("ws/state.json").get("output").is_none());
 }
+
+/// Under an output schema stdout holds JSON or nothing, whatever the outcome: an escalated run
+/// (`-q` too) prints its reason on stderr only; `--json` prints the completion event; running
+/// the ended run again prints the output of a done one, and the account on stderr.
+#[test]
+fn under_an_output_schema_stdout_holds_json_or_nothing_whatever_the_outcome() {
+    let t = T::new();
+    t.write("schema.json", SCHEMA);
+    let s = server("openai", json!({"title": "x", "score": 11}));
+    for extra in [&[][..], &["-q"]] {
+        let out = run(&t, "openai", &s.url, extra, false);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{extra:?}: stdout holds no prose");
+        assert!(
+            stderr(&out).contains("escalated: the model gave no valid plan answer after a correction"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = run(&t, "openai", &s.url, &["--json", "-q"], false);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["payload"]["status"], "escalated", "{v}");
+    // The ended run asked again (no goal) under the configured schema: its account goes to
+    // stderr.
+    t.write("ws/agentloop.yaml", "output_schema: ../schema.json\n");
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--provider", "openai", "--base-url", &s.url, "run"])
+        .env("OPENAI_API_KEY", "k")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("ended escalated"), "{}", stderr(&out));
+    // A done run asked again prints its output, in the shape, and nothing else.
+    let t = T::new();
+    t.write("schema.json", SCHEMA);
+    let s = server("openai", json!({"title": "x", "score": 3}));
+    let out = run(&t, "openai", &s.url, &[], false);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    t.write("ws/agentloop.yaml", "output_schema: ../schema.json\n");
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--provider", "openai", "--base-url", &s.url, "run"])
+        .env("OPENAI_API_KEY", "k")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(serde_json::from_str::<Value>(stdout(&out).trim()).unwrap(), json!({"title": "x", "score": 3}));
+}

@@ -633,3 +633,82 @@ fn a_message_failing_past_max_deliveries_is_dead_lettered_with_its_last_error() 
     assert_eq!(redis.pending(), 0);
     assert!(redis.entries("agentloop:results").is_empty());
 }
+
+/// The README's queue lines as written: `AGENTLOOP_REDIS` exported (read as `--redis` by
+/// `worker` and `enqueue`, and by no other command as a configuration key), the worker started
+/// from another folder with `--root`, `enqueue --agent digest` run from a folder without the
+/// profile (it lives at ROOT/agents/digest.yaml), and `status --redis "$AGENTLOOP_REDIS"`.
+#[test]
+fn the_readme_queue_lines_run_as_written_from_any_folder() {
+    let t = T::new();
+    // Every command, with the variable set: no error, no warning about it.
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    for args in [&["status"][..], &["config", "show"], &["runs"]] {
+        let out = t.al(args).env("AGENTLOOP_REDIS", "redis://127.0.0.1:1/0").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("AGENTLOOP_REDIS"), "{args:?}: {}", stderr(&out));
+    }
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    let url = redis.url();
+    let server = slow_server(0, Arc::new(AtomicBool::new(false)));
+    t.write("script.yaml", &slow_script(&server.url));
+    t.write("srv/agent-runs/agentloop.yaml", "tools: {http: {allow_private: true}}\n");
+    t.write("srv/agent-runs/agents/digest.yaml", "max_steps: 7\n");
+    std::fs::create_dir_all(t.path("elsewhere")).unwrap();
+    let root = t.path("srv/agent-runs");
+    let log = t.path("worker.err");
+    let child = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("AGENTLOOP_TRUST_ALL", "1")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("AGENTLOOP_NOW", NOW)
+        .env("AGENTLOOP_REDIS", &url)
+        .current_dir(t.path("elsewhere"))
+        .arg("--script")
+        .arg(t.path("script.yaml"))
+        .args(["worker", "--root"])
+        .arg(&root)
+        .args(["--concurrency", "4"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start worker");
+    // Stopped when dropped, whatever happens.
+    let _worker = Worker { child, log: log.clone() };
+    let run = |args: &[&str]| {
+        t.cmd().env("AGENTLOOP_REDIS", &url).current_dir(t.path("elsewhere")).args(args).output().unwrap()
+    };
+    let out = run(&[
+        "--json",
+        "--wait=120",
+        "enqueue",
+        "--goal",
+        "Daily digest",
+        "--agent",
+        "digest",
+        "--slot",
+        "2026-01-01",
+    ]);
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{}\nworker:\n{}", stderr(&out), logs());
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["type"], "agent.completed", "{v}");
+    let run_id = v["payload"]["run_id"].as_str().unwrap();
+    // The run ran as the root's profile.
+    let state: Value = serde_json::from_str(&t.read(&format!("srv/agent-runs/runs/{run_id}/state.json"))).unwrap();
+    assert_eq!(state["status"], "done", "{state}");
+    let record: Value =
+        serde_json::from_str(&t.read(&format!("srv/agent-runs/.agentloop-queue/{run_id}.json"))).unwrap();
+    assert_eq!(record["agent"], "digest", "{record}");
+    let out = run(&["status", "--redis", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A profile the root lacks is dead-lettered by the worker, not refused where enqueue runs.
+    let out = run(&["--json", "enqueue", "--goal", "Other", "--agent", "nobody"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    wait_until("the dead letter", &logs, &mut || !redis.entries("agentloop:dead").is_empty());
+    let dead = redis.entries("agentloop:dead");
+    assert!(dead[0].1["reason"].contains("nobody"), "{dead:?}");
+}

@@ -183,15 +183,30 @@ fn configuration_mistakes_say_the_near_key_and_do_not_block_reading() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains("warning: invalid configuration in environment variable AGENTLOOP_FOO"), "{err}");
-        assert!(err.contains("goes on without AGENTLOOP_MAX_STPES (did you mean AGENTLOOP_MAX_STEPS?)"), "{err}");
+        assert!(
+            err.contains(
+                "AGENTLOOP_MAX_STPES names no configuration key, so it is ignored (did you mean AGENTLOOP_MAX_STEPS?)"
+            ),
+            "{err}"
+        );
+        let out = t.al(args).env("AGENTLOOP_MAX_STEPS", "lots").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("this command only reads, so it goes on without AGENTLOOP_MAX_STEPS"));
     }
     // ...and it is not taken: the default stands.
     let out = t.al(&["config", "show", "--json"]).env("AGENTLOOP_MAX_STEPS", "many").output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["config"]["max_steps"], 20);
-    // ...commands that act refuse it, naming it.
-    let out = t.al(&["--script", "none.yaml", "run", "--goal", "g"]).env("AGENTLOOP_FOO", "1").output().unwrap();
+    // ...commands that act refuse a bad value for a real key, naming it...
+    let out =
+        t.al(&["--script", "none.yaml", "run", "--goal", "g"]).env("AGENTLOOP_MAX_STEPS", "lots").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("error: invalid configuration in environment variable AGENTLOOP_FOO"));
-    assert!(stderr(&out).contains("hint: unset AGENTLOOP_FOO"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error: invalid configuration in environment variable AGENTLOOP_MAX_STEPS"));
+    assert!(stderr(&out).contains("hint: unset AGENTLOOP_MAX_STEPS"), "{}", stderr(&out));
     assert!(!t.exists("ws/state.json"));
+    // ...but a variable that names no key does not stop them: it is ignored with a warning.
+    let out = t.al(&["--script", "none.yaml", "run", "--goal", "g"]).env("AGENTLOOP_FOO", "1").output().unwrap();
+    let err = stderr(&out);
+    assert!(err.contains("warning: invalid configuration in environment variable AGENTLOOP_FOO"), "{err}");
+    assert!(err.contains("AGENTLOOP_FOO names no configuration key, so it is ignored"), "{err}");
+    assert!(!err.contains("error: invalid configuration in environment variable"), "{err}");
 }

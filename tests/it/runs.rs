@@ -500,3 +500,34 @@ fn a_workspace_at_rest_holds_no_journal_and_a_refused_command_creates_nothing() 
     assert!(stderr(&out).contains("nowhere.yaml: no such file"), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(t.path("empty")).unwrap().count(), 0, "nothing created");
 }
+
+/// `run --continue --run ID` refuses a run that ended done, as `run --continue` refuses the
+/// current done run: whether ID names an archived run or the current one, nothing moves and
+/// its result stays.
+#[test]
+fn continue_with_a_run_id_refuses_a_done_run_as_continue_does() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("script.yaml", &daily_script("one"));
+    t.al(&["--script", "script.yaml", "run", "--goal", "day one"]).assert().success();
+    let first = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    t.write("script.yaml", &daily_script("two"));
+    t.al(&["--script", "script.yaml", "run", "--goal", "day two"]).assert().success();
+    let second = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    let archived = t.read(&format!("ws/runs/{first}/result.json"));
+    let current = t.read("ws/result.json");
+    let trace = t.read("ws/trace.jsonl");
+    t.al(&["--script", "script.yaml", "run", "--continue"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!("run {second} is done")));
+    for id in [first.as_str(), second.as_str(), "last"] {
+        let out = t.al(&["--script", "script.yaml", "run", "--continue", "--run", id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{id}: {}", stderr(&out));
+        assert!(stderr(&out).contains(" is done") && stderr(&out).contains("follow-up"), "{id}: {}", stderr(&out));
+        assert_eq!(state(&t, "ws")["run_id"], second.as_str(), "{id}: the current run stays");
+        assert_eq!(t.read(&format!("ws/runs/{first}/result.json")), archived, "{id}");
+        assert_eq!(t.read("ws/result.json"), current, "{id}");
+        assert_eq!(t.read("ws/trace.jsonl"), trace, "{id}");
+    }
+}

@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "test-token-0123456789abcdef";
+pub const TOKEN: &str = "test-token-0123456789abcdef";
 const DEADLINE: Duration = Duration::from_secs(120);
 
 /// A running `agentloop serve` (killed when dropped).
-struct Serve {
+pub struct Serve {
     child: Child,
-    url: String,
-    token: String,
+    pub url: String,
+    pub token: String,
     stderr: std::path::PathBuf,
 }
 
@@ -31,7 +31,7 @@ impl Drop for Serve {
 
 /// Starts `agentloop [global] serve --root root --listen 127.0.0.1:0 [args]` in `t` and waits
 /// for the line that gives its address. `token`: AGENTLOOP_TOKEN, or None to have one made.
-fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
+pub fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
     let n = std::fs::read_dir(t.root()).unwrap().count();
     let stderr = t.path(&format!("serve-{n}.err"));
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
@@ -77,22 +77,22 @@ fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
     Serve { child, url: url.unwrap(), token: token.map(String::from).or(made).unwrap(), stderr }
 }
 
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
 }
 
 impl Resp {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
-    fn header(&self, k: &str) -> Option<&str> {
+    pub fn header(&self, k: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)).map(|(_, v)| v.as_str())
     }
 }
 
-fn agent() -> ureq::Agent {
+pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -133,14 +133,14 @@ impl Serve {
         let body = resp.body_mut().read_to_string().unwrap_or_default();
         Resp { status, headers, body }
     }
-    fn get(&self, path: &str) -> Resp {
+    pub fn get(&self, path: &str) -> Resp {
         self.call("GET", path, None, Some(&self.token))
     }
-    fn post(&self, path: &str, body: &Value) -> Resp {
+    pub fn post(&self, path: &str, body: &Value) -> Resp {
         self.call("POST", path, Some(&body.to_string()), Some(&self.token))
     }
     /// Polls GET /runs/{id} until `ok` holds.
-    fn wait_for(&self, id: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    pub fn wait_for(&self, id: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
             let r = self.get(&format!("/runs/{id}"));
@@ -153,10 +153,10 @@ impl Serve {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    fn finished(&self, id: &str) -> Value {
+    pub fn finished(&self, id: &str) -> Value {
         self.wait_for(id, "finished", |v| v["status"] != "running" && v["queue"].is_null())
     }
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
@@ -176,7 +176,7 @@ reflect:
     model: claude-sonnet-4-5
 "#;
 
-fn root_with(t: &T, script: &str, config: &str) {
+pub fn root_with(t: &T, script: &str, config: &str) {
     t.write("script.yaml", script);
     t.write("root/agentloop.yaml", config);
 }
@@ -314,7 +314,7 @@ fn the_api_starts_lists_follows_and_reports_runs() {
     assert_eq!(s.post(&format!("/runs/{id}/continue"), &json!({})).status, 409);
 }
 
-const ASKS: &str = r#"frame:
+pub const ASKS: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: "Which year's figures?"}
   - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}
 plan:
@@ -625,7 +625,7 @@ fn a_browser_shows_the_served_pages() {
     eprintln!("screenshots of the served pages: {}", shot.parent().unwrap().display());
 }
 
-const TWO_STEPS: &str = r#"frame:
+pub const TWO_STEPS: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}
 plan:
   - answer: {next_action: {tool: list_dir, args: {}}}

@@ -1265,7 +1265,167 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Re
     if max > MAX_YAML_DEPTH {
         return Err(format!("the document nests more than {MAX_YAML_DEPTH} levels deep"));
     }
+    // Maps built into a JSON value keep the last of two equal keys; a second `tools:` block
+    // would silently drop the first, so a repeated key is refused with its line first.
+    if let Err(e) = serde_yaml_ng::from_str::<NoDuplicateKeys>(text) {
+        let e = e.to_string();
+        // The parser knows the key but not where the second one stands: find its line.
+        let key = e.split('`').nth(1).unwrap_or_default();
+        return Err(match duplicate_key_line(text, key) {
+            // The parser's own position (where it had got to) gives way to the key's line.
+            Some(n) if e.contains("appears twice") => {
+                format!("line {n}: {}", e.split(" at line ").next().unwrap_or_default())
+            }
+            _ => e,
+        });
+    }
     serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
+}
+
+/// The line (from 1) where block mapping key `key` is given a second time in one mapping.
+/// Block scalars (`|`, `>`) are skipped, so text that looks like keys is not taken for them.
+fn duplicate_key_line(text: &str, key: &str) -> Option<usize> {
+    // The block mappings open at each indentation, with the keys each has seen.
+    let mut open: Vec<(usize, std::collections::HashSet<String>)> = Vec::new();
+    let mut scalar_under: Option<usize> = None;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let mut indent = line.len() - trimmed.len();
+        if let Some(i) = scalar_under {
+            if trimmed.is_empty() || indent > i {
+                continue;
+            }
+            scalar_under = None;
+        }
+        if trimmed == "---" {
+            open.clear();
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut rest = trimmed;
+        let mut item = false;
+        while let Some(r) = rest.strip_prefix("- ") {
+            indent += 2 + (r.len() - r.trim_start().len());
+            rest = r.trim_start();
+            item = true;
+        }
+        // A sequence item starts a new mapping at its own indentation.
+        while open.last().is_some_and(|(i, _)| *i > indent || (item && *i == indent)) {
+            open.pop();
+        }
+        let Some((k, value)) = block_key(rest) else { continue };
+        if value.starts_with(['|', '>']) {
+            scalar_under = Some(indent);
+        }
+        match open.last_mut() {
+            Some((i, keys)) if *i == indent => {
+                if !keys.insert(k.clone()) && k == key {
+                    return Some(n + 1);
+                }
+            }
+            _ => open.push((indent, std::collections::HashSet::from([k]))),
+        }
+    }
+    None
+}
+
+/// `key: value` (or `key:`) at the start of `s`: the key (unquoted) and the value's text.
+fn block_key(s: &str) -> Option<(String, &str)> {
+    let (key, after) = match s.chars().next()? {
+        q @ ('"' | '\'') => {
+            let end = s[1..].find(q)? + 1;
+            (s[1..end].to_string(), &s[end + 1..])
+        }
+        '{' | '[' | '#' | '|' | '>' | '&' | '*' | '!' => return None,
+        _ => {
+            let at = s.find(": ").or_else(|| s.strip_suffix(':').map(str::len))?;
+            (s[..at].trim_end().to_string(), &s[at..])
+        }
+    };
+    let value = after.strip_prefix(':')?;
+    (value.is_empty() || value.starts_with(' ')).then(|| (key, value.trim()))
+}
+
+/// A YAML document read only to find a mapping that repeats a key (at any depth).
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_i128<E>(self, _: i128) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_u128<E>(self, _: u128) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_bytes<E>(self, _: &[u8]) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(self)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        NoDuplicateKeys::deserialize(d)
+    }
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        NoDuplicateKeys::deserialize(d)
+    }
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, a: A) -> std::result::Result<Self::Value, A::Error> {
+        // A tagged value (`!tag x`): its content is checked like any other.
+        use serde::de::VariantAccess;
+        let (_, v) = a.variant::<serde::de::IgnoredAny>()?;
+        v.newtype_variant::<NoDuplicateKeys>()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Self::Value, A::Error> {
+        while a.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = a.next_key::<serde_yaml_ng::Value>()? {
+            let name = match &key {
+                serde_yaml_ng::Value::String(s) => s.clone(),
+                other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
+            };
+            if !seen.insert(name.clone()) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{name}` appears twice in one mapping (the second would replace the first); merge the two"
+                )));
+            }
+            a.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(self)
+    }
 }
 
 /// `source` says which kind of file it is (`Source::Workspace`, ...): the layer's source is
@@ -1319,25 +1479,54 @@ pub fn user_config_dir() -> Option<Utf8PathBuf> {
     Some(xdg_dir("XDG_CONFIG_HOME", ".config")?.join("agentloop"))
 }
 
-/// Environment variables that are not configuration keys.
-const ENV_RESERVED: &[&str] =
-    &["WORKSPACE", "NOW", "SEED", "CRASH_AT", "LOG", "WAIT", "TOKEN", "TRUST_ALL", "UNSHARED_PREFIX"];
+/// `AGENTLOOP_*` variables that are not configuration keys: the flags' own variables (clap
+/// reads `AGENTLOOP_WORKSPACE` as `-w` and `AGENTLOOP_REDIS` as `--redis`; `serve` reads
+/// `AGENTLOOP_TOKEN`), the trust switch and the test hooks. Reading one of them as a key as
+/// well would give it two meanings, so the configuration layer leaves them alone.
+pub const ENV_NOT_KEYS: &[&str] = &[
+    "WORKSPACE",
+    "REDIS",
+    "TOKEN",
+    "TRUST_ALL",
+    "NOW",
+    "SEED",
+    "CRASH_AT",
+    "LOG",
+    "WAIT",
+    "UNSHARED_PREFIX",
+    "DUMP_SCHEMAS",
+];
+
+/// Prefixes of variables that belong to the test suite's own setup, never to a run.
+const ENV_NOT_KEY_PREFIXES: &[&str] = &["REAL_", "TEST_"];
+
+/// A variable the environment layer left out, and why.
+#[derive(Debug)]
+pub struct SkippedVar {
+    /// The variable's name.
+    pub var: String,
+    /// What is wrong with it (names the variable and the key).
+    pub error: Error,
+    /// It names no configuration key at all (rather than a bad value for one).
+    pub unknown: bool,
+}
 
 /// Reads `AGENTLOOP_*` variables into a layer. `AGENTLOOP_MAX_STEPS=5` sets `max_steps`;
 /// `__` nests (`AGENTLOOP_LLM__MODEL`); `PROVIDER`, `MODEL`, `BASE_URL`, `SCRIPT` are shorthands
 /// for the `llm.` keys. Values are parsed as YAML scalars; `ALLOWED_TOOLS` is a comma list.
 ///
-/// A variable that is no valid key or value is refused (exit 2), unless `skip_bad` (commands that
-/// only read): then it is left out and returned with its name, for the caller to warn about, so a stray
-/// variable cannot stop a look.
-pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<(String, Error)>)> {
+/// A variable that names no key is left out and returned for the caller to warn about: other
+/// programs and older versions set `AGENTLOOP_*` names of their own, and one of them must not
+/// stop every command. A bad value for a real key is refused (exit 2), unless `skip_bad`
+/// (commands that only read): then it is left out and returned too, so it cannot stop a look.
+pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<SkippedVar>)> {
     let mut skipped = Vec::new();
     let mut root = Value::Object(Map::new());
     let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("AGENTLOOP_")).collect();
     vars.sort();
     for (k, v) in vars {
         let name = &k["AGENTLOOP_".len()..];
-        if ENV_RESERVED.contains(&name) {
+        if ENV_NOT_KEYS.contains(&name) || ENV_NOT_KEY_PREFIXES.iter().any(|p| name.starts_with(p)) {
             continue;
         }
         let path: Vec<String> = match name {
@@ -1356,10 +1545,11 @@ pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<(String, Error)>)> {
         let before = root.clone();
         set_path(&mut root, &path, value);
         if let Err(e) = check::<Config>(&root, &Source::EnvironmentVariable(k.clone())) {
-            if !skip_bad {
+            let unknown = e.message.contains(": unknown field `");
+            if !unknown && !skip_bad {
                 return Err(e);
             }
-            skipped.push((k, e));
+            skipped.push(SkippedVar { var: k, error: e, unknown });
             root = before;
         }
     }
@@ -1567,6 +1757,17 @@ fn validate_values(c: &Config) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_found_on_its_line_but_not_in_block_text_or_other_mappings() {
+        let yaml = "a: 1\nb:\n  c: 1\n  d: |\n    c: x\n    c: y\n  c: 2\nlist:\n  - c: 1\n  - c: 2\nb: 3\n";
+        assert_eq!(duplicate_key_line(yaml, "c"), Some(7));
+        assert_eq!(duplicate_key_line(yaml, "b"), Some(11));
+        assert_eq!(duplicate_key_line("x: {c: 1, c: 2}\n", "c"), None);
+        let e = parse_yaml::<Value>("tools: {}\nmax_steps: 3\ntools: {}\n").unwrap_err();
+        assert!(e.starts_with("line 3: the key `tools` appears twice"), "{e}");
+        assert!(parse_yaml::<Value>("- c: 1\n- c: 2\n").is_ok());
+    }
     use serde_json::json;
 
     fn layer(source: Source, v: Value) -> Layer {

@@ -397,10 +397,13 @@ impl Runner<'_> {
     fn restore(&self, session: &Session, id: &str, current: Option<State>) -> Result<()> {
         let runs = &self.cfg().handle.runs_dir;
         let found = crate::history::find(self.ws, runs, id)?;
+        let s = found.load_state()?;
+        // The run named is refused as `--continue` refuses the current one (a done run stays
+        // done: reopening it would overwrite its result), before anything is moved.
+        decide_continue(self.ws, s.clone())?;
         if found.root == self.ws.root {
             return Ok(());
         }
-        let s = found.load_state()?;
         if let Some(cur) = &current {
             if !cur.status.is_terminal() && !cur.interrupted {
                 return Err(Error::usage(format!("run {} is in progress here", cur.run_id))

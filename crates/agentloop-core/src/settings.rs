@@ -238,12 +238,16 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
         None => None,
     };
     let (env, skipped) = config::env_layer(g.read_only)?;
-    for (var, e) in skipped {
+    for config::SkippedVar { var, error: e, unknown } in skipped {
         // The list of valid keys is for the error; the warning stays one readable line.
         let what = e.message.split(", expected one of").next().unwrap_or_default();
         let near = e.hint.as_deref().filter(|h| h.starts_with("did you mean")).and_then(|h| h.split('?').next());
         let near = near.map(|n| format!(" ({n}?)")).unwrap_or_default();
-        crate::output::warning(&format!("{what}; this command only reads, so it goes on without {var}{near}"));
+        if unknown {
+            crate::output::warning(&format!("{what}; {var} names no configuration key, so it is ignored{near}"));
+        } else {
+            crate::output::warning(&format!("{what}; this command only reads, so it goes on without {var}{near}"));
+        }
     }
     let flags = flag_layer(g);
     // What the user's own config, flags and environment say: the measure an untrusted

@@ -198,7 +198,9 @@ pub fn head_with(title: &str, refresh: Option<u32>, csp: &str) -> String {
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     s.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"");
     s.push_str(csp);
-    s.push_str("\"><meta name=\"referrer\" content=\"no-referrer\">");
+    // Same origin only: a served page's form posts carry its `Origin` (see serve's form check);
+    // no link sends the address to another site.
+    s.push_str("\"><meta name=\"referrer\" content=\"same-origin\">");
     if let Some(n) = refresh {
         let _ = write!(s, "<meta http-equiv=\"refresh\" content=\"{n}\">");
     }

@@ -61,6 +61,10 @@ fn reference(name: &str) -> Value {
 }
 
 /// The whole document.
+/// What every POST body is read as (the server's one rule; see `serve::http::body`).
+const JSON_ANY_TYPE: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded)";
+const JSON_OR_FORM: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded); a form-encoded body that is not a JSON object is the panel's form, which needs its `csrf` value with the sign-in cookie";
+
 pub fn openapi() -> Value {
     let err = || reply("An error: what went wrong and, when there is one, the fix", reference("Error"));
     let id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]);
@@ -95,7 +99,7 @@ pub fn openapi() -> Value {
                         "description": "Only the runs of this agent profile"}],
                     "responses": {"200": reply("The runs", json!({"type": "object", "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})), "401": err()}},
                 "post": {"summary": "Start a run",
-                    "requestBody": {"required": true, "content": {"application/json": {"schema": reference("StartRun")}}},
+                    "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": reference("StartRun")}}},
                     "responses": {"202": queued.clone(), "400": err(), "401": err(), "422": err(), "429": err(), "503": err()}},
             },
             "/runs/{id}": {"get": {"summary": "The run's status", "parameters": id,
@@ -105,13 +109,13 @@ pub fn openapi() -> Value {
                     "application/x-ndjson": {"schema": reference("TraceEntry")},
                     "text/event-stream": {"schema": {"type": "string"}}}}, "404": err()}}},
             "/runs/{id}/answer": {"post": {"summary": "Answer an escalated run's open question", "parameters": id,
-                "requestBody": {"required": true, "content": {
+                "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}},
                     "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["answer"],
                         "properties": {"answer": {"type": "string"}, "csrf": {"type": "string", "description": "The form value of the run's page; required with the sign-in cookie"}}}}}},
                 "responses": {"202": queued.clone(), "303": {"description": "A form: back to the run's page"}, "403": err(), "404": err(), "409": err()}}},
             "/runs/{id}/continue": {"post": {"summary": "Go on after a budget or provider stop, or an interruption", "parameters": id,
-                "requestBody": {"required": false, "content": {
+                "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": {"type": "object", "additionalProperties": false,
                         "description": "Up to the server's limits", "properties": {"max_steps": {"type": "integer"}, "max_reframes": {"type": "integer"},
                         "timeout": {"type": ["string", "integer"]}, "max_tokens": {"type": "integer"}, "max_cost_usd": {"type": "number"}}}}}},
@@ -127,7 +131,7 @@ pub fn openapi() -> Value {
                 "responses": {"200": {"description": "The file; result.json follows RunResult, state.json State", "content": {"text/plain": {"schema": {"type": "string"}}}}, "404": err()}}},
             "/skills": {"get": {"summary": "The skills every run sees", "responses": {"200": reply("Skills", json!({"type": "object"}))}}},
             "/skills/fetch": {"post": {"summary": "Fetch a skill into the root's skills/",
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "properties": {"id": {"type": "string"}, "url": {"type": "string"}}}}}},
+                "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "properties": {"id": {"type": "string"}, "url": {"type": "string"}}}}}},
                 "responses": {"201": reply("Fetched", json!({"type": "object"})), "400": err()}}},
             "/agents": {"get": {"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object"}))}}},
             "/agents/{name}/status": {"get": {"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
