@@ -834,6 +834,7 @@ fn a_closed_stderr_keeps_the_documented_exit_code() {
         drop(child.stderr.take());
         assert_eq!(child.wait().unwrap().code(), expected);
     }
+}
 
 /// A key given twice in one mapping is refused, naming the file, the line and the key: two
 /// `tools:` blocks would otherwise keep only the second, silently dropping `tools.external`.
