@@ -287,9 +287,25 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
         crate::fs::read_optional(&index_path)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     // Redelivery of the same start (any one of its keys) must not create a second run.
     let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
+    // Every key names the run before its folder exists (and a repeat's new keys name it too), so
+    // a delivery stopped at any point is finished by the next, never started twice.
+    let mut name_run = |run_id: &str| -> Result<()> {
+        let mut added = false;
+        for k in keys {
+            if index.get(k).and_then(Value::as_str) != Some(run_id) {
+                index.insert(k.clone(), json!(run_id));
+                added = true;
+            }
+        }
+        if added {
+            crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
+        }
+        Ok(())
+    };
     let run_id = match known {
         Some((k, run_id)) => {
             if run_ws(cfg, root, &run_id)?.has_run() {
+                name_run(&run_id)?;
                 drop(_root_lock);
                 return duplicate_start(cfg, root, &k, &run_id, resp);
             }
@@ -313,15 +329,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
             run_id
         }
     };
-    // Every key names the run before its folder exists, so a delivery stopped at any point is
-    // finished by the next, never started twice.
-    let unindexed: Vec<&String> = keys.iter().filter(|k| index.get(*k).and_then(Value::as_str) != Some(&run_id)).collect();
-    for k in &unindexed {
-        index.insert((*k).clone(), json!(run_id));
-    }
-    if !unindexed.is_empty() {
-        crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
-    }
+    name_run(&run_id)?;
     let ws = run_ws(cfg, root, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
