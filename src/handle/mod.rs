@@ -2,7 +2,9 @@
 //!
 //! Input is one request on stdin (a protocol v2 request or a bare event); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
-//! `events`, `state_updates` (a full snapshot: `runs` + `last_run_id`) and `logs`. Diagnostics
+//! `events`, `state_updates` (one `run:<run_id>` key per run the turn changed, and the last run's
+//! summary keys; none when no run changed) and `logs`. `poll` sweeps runs whose requested tool
+//! is overdue (see `sweep`). Diagnostics
 //! go to stderr. The exit code is 0 whenever a response was written, 78 for configuration
 //! errors that must never be retried.
 //!
@@ -224,8 +226,35 @@ fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: 
 fn turn_env<'a>(session: &'a Session, cfg: &'a Config) -> Result<Env<'a>> {
     let mut env = Env::with(session.workspace(), cfg, Printer { quiet: true, ..Default::default() })?;
     env.hold(session);
-    env.provider_failure_resumable = true;
+    // An outage is the router's to retry, a bounded number of times: a provider that keeps
+    // failing (a revoked key, a model that is gone) then ends the run as `run` would, so the
+    // run still ends once the router has given up retrying.
+    env.provider_failure_resumable = outages(session.workspace()) < OUTAGE_TURNS;
     Ok(env)
+}
+
+/// Turns in a row a run's model calls may fail in before the next failure ends the run.
+const OUTAGE_TURNS: u32 = 3;
+/// The run's count of turns in a row that ended in a provider failure.
+const OUTAGES: &str = ".agentloop-handle-outages";
+
+fn outages(ws: &Workspace) -> u32 {
+    crate::fs::read_optional(&ws.root.join(OUTAGES)).ok().flatten().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Counts a phase that ended in a resumable provider failure; a phase that ran clears the count.
+fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
+    let path = env.ws.root.join(OUTAGES);
+    match &r {
+        Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
+            crate::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
+        }
+        Ok(_) if path.exists() => {
+            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
+        }
+        _ => {}
+    }
+    r
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
@@ -574,10 +603,10 @@ fn sweep(cfg: &Config, root: &Utf8PathBuf, resp: &mut Response) -> Result<()> {
         };
         let env = turn_env(&session, cfg)?;
         let error = format!(
-            "no result for step {} from tool `{}` within {} (the tool's timeout plus handle.pending_grace)",
+            "no result for step {} from tool `{}` within {}s (the tool's timeout plus handle.pending_grace)",
             pending.step,
             pending.tool,
-            format!("{}s", limit.as_secs())
+            limit.as_secs()
         );
         resp.log("warn", format!("run {id}: {error}"));
         tool_failed(&env, &mut state, &pending, &error, String::new(), resp)?;
@@ -803,7 +832,8 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
             }
         }
         let phase = state.next;
-        phases::run::step(env, state)?;
+        let ran = phases::run::step(env, state);
+        outage_counted(env, ran)?;
         if let Some(p) = &resp.progress {
             let (name, summary) = progress_summary(phase, state);
             p.post(state, name, &summary);

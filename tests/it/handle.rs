@@ -817,7 +817,13 @@ fn an_allowed_provider_does_not_inherit_the_roots_address() {
 
 /// `handle` with the clock at `now` (the fixed test clock moved on).
 fn send_at(h: &H, now: &str, req: &Value) -> Value {
-    let out = h.t.cmd().args(["-w", "root", "handle"]).env("AGENTLOOP_NOW", now).write_stdin(req.to_string()).output().unwrap();
+    let out =
+        h.t.cmd()
+            .args(["-w", "root", "handle"])
+            .env("AGENTLOOP_NOW", now)
+            .write_stdin(req.to_string())
+            .output()
+            .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_protocol(&v);
@@ -868,9 +874,23 @@ fn poll_treats_a_step_pending_too_long_as_a_failed_tool_call_so_every_run_ends()
 fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
     for crash in ["write:state.json", "commit:journaled", "phase:act:after-tool"] {
         let h = H::new();
-        h.t.write("root/script.yaml", &SCRIPT.replace("tool: jina-reader, args: {url: \"http://example.com\", run_id: EVIL, step: 99, tool: evil}", "tool: file_write, args: {path: notes.md, content: n}"));
+        h.t.write(
+            "root/script.yaml",
+            &SCRIPT
+                .replace(
+                    "tool: jina-reader, args: {url: \"http://example.com\", run_id: EVIL, step: 99, tool: evil}",
+                    "tool: file_write, args: {path: notes.md, content: n}",
+                )
+                .replace("reflect:\n", "reflect:\n  - answer: {decision: continue, reason: notes written}\n"),
+        );
         let api = json!({"protocol": 2, "job_id": "job-7", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}});
-        let out = h.t.cmd().args(["-w", "root", "handle"]).env("AGENTLOOP_CRASH_AT", crash).write_stdin(api.to_string()).output().unwrap();
+        let out =
+            h.t.cmd()
+                .args(["-w", "root", "handle"])
+                .env("AGENTLOOP_CRASH_AT", crash)
+                .write_stdin(api.to_string())
+                .output()
+                .unwrap();
         assert!(!out.status.success() && out.stdout.is_empty(), "{crash}: the first attempt was killed");
         let v = h.send(&api.to_string());
         assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1, "{crash}: one run: {v}");
@@ -887,7 +907,12 @@ fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
     };
     let first = start("j1", json!({"event_id": "ev-1", "dedupe_key": "dk-1"}));
     let run = first["state_updates"]["last_run_id"].clone();
-    for (job, ev) in [("j2", json!({"event_id": "ev-1", "dedupe_key": "dk-2"})), ("j3", json!({"event_id": "ev-2", "dedupe_key": "dk-1"})), ("j4", json!({"event_id": "ev-2"})), ("j5", json!({"dedupe_key": "dk-2"}))] {
+    for (job, ev) in [
+        ("j2", json!({"event_id": "ev-1", "dedupe_key": "dk-2"})),
+        ("j3", json!({"event_id": "ev-2", "dedupe_key": "dk-1"})),
+        ("j4", json!({"event_id": "ev-2"})),
+        ("j5", json!({"dedupe_key": "dk-2"})),
+    ] {
         let v = start(job, ev.clone());
         assert!(types(&v).is_empty(), "{ev}: {v}");
         assert_eq!(v["state_updates"]["last_run_id"], run, "{ev}");
@@ -933,7 +958,8 @@ fn four_concurrent_turns_merge_into_state_that_keeps_every_run() {
     let mut state = serde_json::Map::new();
     let starts = (0..4).map(|i| json!({"protocol": 2, "job_id": format!("s{i}"), "command": "handle", "state": {}, "event": {"type": "agentic.start", "payload": {"goal": format!("goal {i}")}}})).collect();
     let started = at_once(starts);
-    let runs: Vec<String> = started.iter().map(|v| v["state_updates"]["last_run_id"].as_str().unwrap().to_string()).collect();
+    let runs: Vec<String> =
+        started.iter().map(|v| v["state_updates"]["last_run_id"].as_str().unwrap().to_string()).collect();
     for v in &started {
         merge(&mut state, v);
     }
@@ -985,4 +1011,14 @@ fn a_provider_outage_is_a_retryable_error_and_the_retry_resumes_the_run() {
     let v = h.send(&result);
     assert_eq!(types(&v), ["agent.completed"], "{v}");
     assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1);
+    // A provider that never comes back: after three retryable turns the run ends as `run` ends it.
+    h.t.write("root/agentloop.yaml", &down);
+    let api = json!({"protocol": 2, "job_id": "job-2", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}}).to_string();
+    for _ in 0..3 {
+        let v = h.send(&api);
+        assert_eq!((v["retry"].as_bool(), types(&v).len()), (Some(true), 0), "{v}");
+    }
+    let v = h.send(&api);
+    assert_eq!((v["status"].as_str(), types(&v)), (Some("ok"), vec!["agent.escalated".to_string()]), "{v}");
+    assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("provider failure"), "{v}");
 }
