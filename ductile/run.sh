@@ -1,5 +1,6 @@
 #!/usr/bin/env sh
 # Ductile entrypoint: one protocol v2 request on stdin, one response on stdout.
-# Every run lives in its own folder under AGENTLOOP_WORKSPACE (runs/<run_id>/), beside the
-# root's agentloop.yaml: one root for all of agentloop's jobs, kept between them.
+# Runs live under AGENTLOOP_WORKSPACE (one workspace per run in runs/<run_id>/). Ductile gives a
+# plugin no folder of its own and starts every job afresh, so this root is what keeps a run
+# between its jobs: give every job the same one.
 exec agentloop -w "${AGENTLOOP_WORKSPACE:-${XDG_DATA_HOME:-$HOME/.local/share}/agentloop/ductile}" handle

@@ -2,7 +2,9 @@
 //!
 //! Input is one request on stdin (a protocol v2 request or a bare event); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
-//! `events`, `state_updates` (a full snapshot: `runs` + `last_run_id`) and `logs`. Diagnostics
+//! `events`, `state_updates` (one `run:<run_id>` key per run the turn changed, and the last run's
+//! summary keys; none when no run changed) and `logs`. `poll` sweeps runs whose requested tool
+//! is overdue (see `sweep`). Diagnostics
 //! go to stderr. The exit code is 0 whenever a response was written, 78 for configuration
 //! errors that must never be retried.
 //!
@@ -91,11 +93,11 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     let is_protocol = req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
     let event = if is_protocol { req.get("event").cloned().unwrap_or(Value::Null) } else { req.clone() };
     let command = req.get("command").and_then(Value::as_str).unwrap_or("handle");
-    // Carry the incoming state forward so state_updates is a full snapshot.
-    if let Some(runs) = req.pointer("/state/runs").and_then(Value::as_object) {
-        resp.runs = runs.clone();
+    // What the router's state knows of the runs (a lost run's escalation and the bounded
+    // state read it); only the runs this turn changes are written back.
+    if let Some(state) = req.get("state") {
+        resp.read_state(state);
     }
-    resp.last_run_id = req.pointer("/state/last_run_id").and_then(Value::as_str).map(String::from);
     // Absolute, so paths in the root config resolve the same from every run's workspace; the
     // folder itself is created only when a run starts (health and garbage change nothing).
     let root = std::path::absolute(&g.workspace)
@@ -116,8 +118,16 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
         "poll" => {
-            resp.result = "agentloop has nothing to poll; it acts on events".into();
-            return 0;
+            let swept = sweep(&cfg, &root, resp);
+            resp.keep_finished(cfg.handle.keep_finished);
+            return match swept {
+                Ok(()) => 0,
+                Err(e) => {
+                    let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
+                    fail(resp, e.message, retry);
+                    0
+                }
+            };
         }
         "handle" => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
@@ -148,8 +158,10 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             fail(resp, e.message, false);
             code::HANDLE_CONFIG
         }
+        // A provider failure after the model client's own retries is the router's to retry
+        // (its backoff and circuit breaker): the run stays where the turn stopped.
         Err(e) => {
-            let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy);
+            let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
             fail(resp, e.message, retry);
             0
         }
@@ -186,7 +198,7 @@ fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: 
     let ty = event.get("type").and_then(Value::as_str).unwrap_or("").to_string();
     let payload = event.get("payload").cloned().unwrap_or(Value::Null);
     match ty.as_str() {
-        "agentic.start" | "api.trigger" => start(cfg, root, event, &payload, resp),
+        "agentic.start" | "api.trigger" => start(cfg, root, &start_keys(req, event), &payload, resp),
         "agentic.tool_result" => resume(cfg, root, &payload, resp),
         "" => Err(Error::usage("the event has no `type`")),
         _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
@@ -219,7 +231,35 @@ fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: 
 fn turn_env<'a>(session: &'a Session, cfg: &'a Config) -> Result<Env<'a>> {
     let mut env = Env::with(session.workspace(), cfg, Printer { quiet: true, ..Default::default() })?;
     env.hold(session);
+    // An outage is the router's to retry, a bounded number of times: a provider that keeps
+    // failing (a revoked key, a model that is gone) then ends the run as `run` would, so the
+    // run still ends once the router has given up retrying.
+    env.provider_failure_resumable = outages(session.workspace()) < OUTAGE_TURNS;
     Ok(env)
+}
+
+/// Turns in a row a run's model calls may fail in before the next failure ends the run.
+const OUTAGE_TURNS: u32 = 3;
+/// The run's count of turns in a row that ended in a provider failure.
+const OUTAGES: &str = ".agentloop-handle-outages";
+
+fn outages(ws: &Workspace) -> u32 {
+    crate::fs::read_optional(&ws.root.join(OUTAGES)).ok().flatten().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Counts a phase that ended in a resumable provider failure; a phase that ran clears the count.
+fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
+    let path = env.ws.root.join(OUTAGES);
+    match &r {
+        Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
+            crate::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
+        }
+        Ok(_) if path.exists() => {
+            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
+        }
+        _ => {}
+    }
+    r
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
@@ -237,7 +277,24 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
     Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
-fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp: &mut Response) -> Result<()> {
+/// The keys that make two deliveries one start, each on its own: the event's `event_id` and
+/// `dedupe_key`, and the router's `job_id` (the same across its retries of one job, and the only
+/// key an API-triggered start has).
+fn start_keys(req: &Value, event: &Value) -> Vec<String> {
+    let mut keys = Vec::new();
+    // The event's keys as the index has always held them; the job's under a prefix of its own.
+    for k in ["dedupe_key", "event_id"] {
+        if let Some(v) = event.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+            keys.push(v.to_string());
+        }
+    }
+    if let Some(job) = req.get("job_id").and_then(Value::as_str).filter(|v| !v.is_empty()) {
+        keys.push(format!("job:{job}"));
+    }
+    keys
+}
+
+fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, resp: &mut Response) -> Result<()> {
     let goal = payload.get("goal").and_then(Value::as_str).map(str::trim).unwrap_or("");
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
@@ -256,25 +313,57 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
     let background = phases::init::context_text(payload.get("context"));
     // Refused the way `run` refuses a new run, before anything is written: a resting agent.
     crate::rest_window::check(cfg)?;
-    // Redelivery of the same start event must not create a second run.
-    let key = event.get("dedupe_key").or_else(|| event.get("event_id")).and_then(Value::as_str).map(String::from);
     crate::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let index_path = root.join(INDEX);
     let mut index: Map<String, Value> =
         crate::fs::read_optional(&index_path)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    if let Some(k) = &key {
-        if let Some(run_id) = index.get(k).and_then(Value::as_str).map(String::from) {
-            drop(_root_lock);
-            return duplicate_start(cfg, root, k, &run_id, resp);
+    // Redelivery of the same start (any one of its keys) must not create a second run.
+    let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
+    // Every key names the run before its folder exists (and a repeat's new keys name it too), so
+    // a delivery stopped at any point is finished by the next, never started twice.
+    let mut name_run = |run_id: &str| -> Result<()> {
+        let mut added = false;
+        for k in keys {
+            if index.get(k).and_then(Value::as_str) != Some(run_id) {
+                index.insert(k.clone(), json!(run_id));
+                added = true;
+            }
         }
-    }
-    // Ids are unique by construction; under a fixed test clock they are made unique here.
-    let mut run_id = crate::clock::new_run_id();
-    while run_ws(cfg, root, &run_id)?.root.exists() {
-        run_id = crate::clock::new_run_id();
-    }
+        if added {
+            crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
+        }
+        Ok(())
+    };
+    let run_id = match known {
+        Some((k, run_id)) => {
+            if run_ws(cfg, root, &run_id)?.has_run() {
+                name_run(&run_id)?;
+                drop(_root_lock);
+                return duplicate_start(cfg, root, &k, &run_id, resp);
+            }
+            // The first delivery was stopped before its run was written: the run starts now,
+            // under the id its keys already name.
+            resp.log("warn", format!("start `{k}`: run {run_id} was never written; starting it"));
+            let partial = run_ws(cfg, root, &run_id)?;
+            if partial.root.exists() {
+                std::fs::remove_dir_all(&partial.root).map_err(|e| {
+                    Error::failure(format!("cannot clear the unfinished run folder {}: {e}", partial.root))
+                })?;
+            }
+            run_id
+        }
+        None => {
+            // Ids are unique by construction; under a fixed test clock they are made unique here.
+            let mut run_id = crate::clock::new_run_id();
+            while run_ws(cfg, root, &run_id)?.root.exists() {
+                run_id = crate::clock::new_run_id();
+            }
+            run_id
+        }
+    };
+    name_run(&run_id)?;
     let ws = run_ws(cfg, root, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
@@ -284,6 +373,9 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
         drop(env);
         drop(session);
         let _ = std::fs::remove_dir_all(&ws.root);
+        // ...and so do its keys: a refused start leaves nothing.
+        index.retain(|_, v| v.as_str() != Some(&run_id));
+        crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
         return Err(e);
     }
     let mut state = phases::init::init_run(
@@ -296,10 +388,6 @@ fn start(cfg: &Config, root: &Utf8PathBuf, event: &Value, payload: &Value, resp:
         Some(run_id.clone()),
     )?;
     state.depth = depth;
-    if let Some(k) = key {
-        index.insert(k, json!(run_id));
-        crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
-    }
     drop(_root_lock);
     env.ensure_skills_md()?;
     resp.log("info", format!("started run {run_id}"));
@@ -451,26 +539,102 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let result = decode_result(p);
     let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
     if let Err(error) = &result.status {
-        if pending.attempt < cfg.handle.tool_retries {
-            return retry(&env, &mut state, &pending, step, error, resp);
-        }
-        let mut r = ToolResult::err(error.clone(), false);
-        r.output = result.output;
-        act::record(&env, &mut state, step, &action, r, 0, false)?;
-        if state.status.is_terminal() {
-            return done(&state, resp);
-        }
-        let why = format!(
-            "tool `{}` failed at step {step} and its {} retries are spent: {error}",
-            pending.tool, cfg.handle.tool_retries
-        );
-        return escalate(&env, &mut state, resp, why);
+        return tool_failed(&env, &mut state, &pending, error, result.output, resp);
     }
     let r = ok_result(&ws, cfg, step, &pending.tool, result)?;
     if let Outcome::Stopped(_) = act::record(&env, &mut state, step, &action, r, 0, false)? {
         return done(&state, resp);
     }
     advance(&mut env, &mut state, resp)
+}
+
+/// The pending step's tool failed: request it again (attempt + 1) while `handle.tool_retries`
+/// allow, then record the error and escalate the run.
+fn tool_failed(
+    env: &Env,
+    state: &mut State,
+    pending: &crate::workspace::Pending,
+    error: &str,
+    output: String,
+    resp: &mut Response,
+) -> Result<()> {
+    let step = pending.step;
+    if pending.attempt < env.cfg.handle.tool_retries {
+        return retry(env, state, pending, step, error, resp);
+    }
+    let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
+    let mut r = ToolResult::err(error.to_string(), false);
+    r.output = output;
+    act::record(env, state, step, &action, r, 0, false)?;
+    if state.status.is_terminal() {
+        return done(state, resp);
+    }
+    let why = format!(
+        "tool `{}` failed at step {step} and its {} retries are spent: {error}",
+        pending.tool, env.cfg.handle.tool_retries
+    );
+    escalate(env, state, resp, why)
+}
+
+/// `poll`: every run under the root whose requested tool has been pending longer than the
+/// tool's timeout plus `handle.pending_grace` is treated as if the tool had failed (the router
+/// routes nothing for a tool job that ends in error, so no result would ever come). This is the
+/// only change `poll` makes; a run a turn is working on right now (its lock held) is left for
+/// the next poll.
+fn sweep(cfg: &Config, root: &Utf8PathBuf, resp: &mut Response) -> Result<()> {
+    let runs_dir = root.join(&cfg.handle.runs_dir);
+    let mut ids: Vec<String> = match std::fs::read_dir(&runs_dir) {
+        Ok(rd) => rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
+        Err(_) => Vec::new(),
+    };
+    ids.sort();
+    let now = crate::clock::now();
+    let mut swept = Vec::new();
+    for id in ids {
+        let Ok(ws) = run_ws(cfg, root, &id) else { continue };
+        if !ws.has_run() {
+            continue;
+        }
+        // A cheap look first; the decision is taken again under the run's lock.
+        let Some(limit) = ws.load_state().ok().and_then(|s| overdue(cfg, &s, now)) else { continue };
+        let session = match ws.lock(Some(std::time::Duration::from_millis(200))) {
+            Ok(s) => s,
+            Err(e) if e.kind == Kind::LockBusy => continue,
+            Err(e) => return Err(e),
+        };
+        let mut state = ws.load_state()?;
+        let Some(pending) = state.pending.clone().filter(|_| overdue(cfg, &state, now).is_some()) else {
+            continue;
+        };
+        let env = turn_env(&session, cfg)?;
+        let error = format!(
+            "no result for step {} from tool `{}` within {}s (the tool's timeout plus handle.pending_grace)",
+            pending.step,
+            pending.tool,
+            limit.as_secs()
+        );
+        resp.log("warn", format!("run {id}: {error}"));
+        tool_failed(&env, &mut state, &pending, &error, String::new(), resp)?;
+        swept.push(format!("{id} step {}", pending.step));
+    }
+    resp.result = if swept.is_empty() {
+        "poll: no run has a step pending past its tool's timeout".into()
+    } else {
+        format!("poll: treated as failed tool calls: {}", swept.join(", "))
+    };
+    Ok(())
+}
+
+/// When the run waits on an external tool for longer than the tool's timeout plus
+/// `handle.pending_grace`: that limit.
+fn overdue(cfg: &Config, state: &State, now: std::time::SystemTime) -> Option<std::time::Duration> {
+    if state.status.is_terminal() || state.next != Next::Act {
+        return None;
+    }
+    let p = state.pending.as_ref().filter(|p| !cfg.tools.local.contains(&p.tool))?;
+    let since = crate::clock::parse_rfc3339(&p.requested_at)?;
+    let limit = cfg.tools.timeout_of(&p.tool) + cfg.handle.pending_grace.0;
+    (now.duration_since(since).ok()? > limit).then_some(limit)
 }
 
 /// How a tool result relates to the step the run waits for.
@@ -608,8 +772,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     snap["updated_at"] = json!(crate::clock::now_rfc3339());
     let goal = snap.get("goal").and_then(Value::as_str).unwrap_or_default().to_string();
     let steps = snap.get("completed_steps").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
-    resp.runs.insert(run_id.to_string(), snap);
-    resp.last_run_id = Some(run_id.to_string());
+    resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
     let ev = crate::schema::CompletionEvent {
         kind: crate::schema::EventType::Escalated,
@@ -671,7 +834,8 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> 
             }
         }
         let phase = state.next;
-        phases::run::step(env, state)?;
+        let ran = phases::run::step(env, state);
+        outage_counted(env, ran)?;
         if let Some(p) = &resp.progress {
             let (name, summary) = progress_summary(phase, state);
             p.post(state, name, &summary);

@@ -1,9 +1,17 @@
 //! The Ductile protocol v2 envelope: the response object, the request's `config` layer, the
-//! tool-request event and the `state_updates` snapshot.
+//! tool-request event and `state_updates`.
+//!
+//! Ductile merges `state_updates` into the plugin's state shallowly (a later job's top-level
+//! key replaces an earlier one's), and with `parallelism` above 1 several turns run at once on
+//! snapshots of the same state. So each run is a top-level key of its own, `run:<run_id>`, and a
+//! turn writes only the keys of the runs it changed: two turns on different runs never touch
+//! the same key. An older state's `runs` map is still read, and moved into per-run keys by the
+//! next turn that writes.
 
 use crate::config::{Config, Layer, Source};
 use crate::workspace::{Next, State};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
 
 const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested_at", "attempt"];
 
@@ -14,7 +22,15 @@ pub(super) struct Response {
     pub(super) error: Option<String>,
     pub(super) retry: Option<bool>,
     pub(super) events: Vec<Value>,
+    /// Every run the router's state knows, by id: its `run:<id>` keys over an older `runs` map,
+    /// then the snapshots this turn took.
     pub(super) runs: Map<String, Value>,
+    /// The runs this turn changed: their keys are the ones written.
+    pub(super) changed: BTreeSet<String>,
+    /// Finished runs past `handle.keep_finished`: written as null.
+    pub(super) dropped: BTreeSet<String>,
+    /// The request state's older `runs` map, moved into per-run keys when this turn writes.
+    pub(super) legacy: Option<Map<String, Value>>,
     pub(super) last_run_id: Option<String>,
     pub(super) logs: Vec<Value>,
     /// Where each phase is posted as it ends (`handle.progress_url`), when configured.
@@ -27,8 +43,33 @@ impl Response {
         crate::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
-    /// Bounded router state: every run not yet ended, and the `keep` finished runs updated last.
+    /// The runs the request's `state` knows: `run:<id>` keys, over an older `runs` map.
+    pub(super) fn read_state(&mut self, state: &Value) {
+        if let Some(legacy) = state.get("runs").and_then(Value::as_object) {
+            self.runs = legacy.clone();
+            self.legacy = Some(legacy.clone());
+        }
+        for (k, v) in state.as_object().into_iter().flatten() {
+            if let (Some(id), true) = (k.strip_prefix("run:"), v.is_object()) {
+                self.runs.insert(id.to_string(), v.clone());
+            }
+        }
+        self.last_run_id = state.get("last_run_id").and_then(Value::as_str).map(String::from);
+    }
+
+    /// Records a run's new snapshot: its key is written.
+    pub(super) fn set_run(&mut self, run_id: &str, snapshot: Value) {
+        self.runs.insert(run_id.to_string(), snapshot);
+        self.changed.insert(run_id.to_string());
+        self.last_run_id = Some(run_id.to_string());
+    }
+
+    /// Bounded router state: every run not yet ended, and the `keep` finished runs updated last;
+    /// the others are dropped (written as null) by a turn that writes anyway.
     pub(super) fn keep_finished(&mut self, keep: usize) {
+        if self.changed.is_empty() {
+            return;
+        }
         let mut finished: Vec<(String, String)> = self
             .runs
             .iter()
@@ -41,28 +82,52 @@ impl Response {
         // Newest first; the current run is never dropped from its own answer.
         finished.sort_by(|a, b| b.cmp(a));
         for (_, id) in finished.into_iter().skip(keep) {
-            if self.last_run_id.as_deref() != Some(id.as_str()) {
+            if !self.changed.contains(&id) {
                 self.runs.remove(&id);
+                self.dropped.insert(id);
             }
         }
     }
 
+    /// `state_updates`: the changed runs' keys and the summary of the last one; None when no
+    /// run changed, so `health` and an idle `poll` leave the router's state alone.
+    fn state_updates(&self) -> Option<crate::schema::StateUpdates> {
+        if self.changed.is_empty() && self.dropped.is_empty() {
+            return None;
+        }
+        let mut keys = Map::new();
+        if let Some(legacy) = &self.legacy {
+            for (id, v) in legacy {
+                keys.insert(format!("run:{id}"), self.runs.get(id).unwrap_or(v).clone());
+            }
+            keys.insert("runs".into(), Value::Null);
+        }
+        for id in &self.changed {
+            keys.insert(format!("run:{id}"), self.runs.get(id).cloned().unwrap_or(Value::Null));
+        }
+        for id in &self.dropped {
+            keys.insert(format!("run:{id}"), Value::Null);
+        }
+        // The summary keys of the last run this turn changed: the last writer's are the newest.
+        let last_id = self.last_run_id.clone().filter(|id| self.changed.contains(id));
+        let last = last_id.as_ref().and_then(|id| self.runs.get(id));
+        Some(crate::schema::StateUpdates {
+            runs: keys,
+            last_run_id: last_id.clone(),
+            last_run: last.and_then(|r| r.get("updated_at")).and_then(Value::as_str).map(String::from),
+            last_goal: last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
+            total_steps: last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
+        })
+    }
+
     pub(super) fn to_json(&self) -> Value {
-        // The `runs` map beside the protocol's own keys: the last run, its goal and the steps it took.
-        let last = self.last_run_id.as_ref().and_then(|id| self.runs.get(id));
         let r = crate::schema::HandleResponse {
             status: self.status.to_string(),
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
             error: self.error.clone(),
             retry: self.retry,
             events: self.events.clone(),
-            state_updates: crate::schema::StateUpdates {
-                runs: self.runs.clone(),
-                last_run_id: self.last_run_id.clone(),
-                last_run: last.and_then(|r| r.get("updated_at")).and_then(Value::as_str).map(String::from),
-                last_goal: last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
-                total_steps: last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
-            },
+            state_updates: self.state_updates(),
             logs: self.logs.clone(),
         };
         serde_json::to_value(r).expect("responses serialize")
@@ -133,8 +198,8 @@ pub(super) fn request_event(state: &State, p: &crate::workspace::Pending, cfg: &
 
 pub(super) fn snapshot(state: &State, resp: &mut Response) {
     let pending = state.pending.as_ref().filter(|_| state.next == Next::Act);
-    resp.runs.insert(
-        state.run_id.clone(),
+    resp.set_run(
+        &state.run_id,
         json!({
             "status": state.status,
             "goal": state.goal,
@@ -152,7 +217,6 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
             "workspace_ref": format!("runs/{}", state.run_id),
         }),
     );
-    resp.last_run_id = Some(state.run_id.clone());
 }
 
 #[cfg(test)]

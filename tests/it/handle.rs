@@ -61,7 +61,14 @@ fn check_protocol(v: &Value) {
         assert!(v["error"].is_string());
     }
     assert!(v["events"].is_array() && v["logs"].is_array());
-    assert!(v["state_updates"]["runs"].is_object());
+    // Only the keys of runs the turn changed, one per run, and the last run's summary; none at
+    // all when no run changed.
+    if let Some(su) = v.get("state_updates") {
+        for (k, val) in su.as_object().unwrap() {
+            let summary = ["last_run_id", "last_run", "last_goal", "total_steps"].contains(&k.as_str());
+            assert!(summary || k.starts_with("run:") || (k == "runs" && val.is_null()), "{k} in {su}");
+        }
+    }
     for e in v["events"].as_array().unwrap() {
         assert!(e["type"].is_string() && e["payload"].is_object() && e["dedupe_key"].is_string(), "{e}");
     }
@@ -83,12 +90,12 @@ fn start_creates_a_run_and_the_first_request_with_protected_keys() {
     assert_eq!(e["payload"]["tool"], "jina-reader");
     assert_eq!(e["payload"]["tool_command"], "handle");
     assert_eq!(e["payload"]["url"], "http://example.com");
-    let r = &v["state_updates"]["runs"][&run];
+    let r = &v["state_updates"][&format!("run:{run}")];
     assert_eq!(
         (r["pending_step"].as_u64(), r["pending_tool"].as_str(), r["status"].as_str()),
         (Some(1), Some("jina-reader"), Some("running"))
     );
-    // Seed 000's state keys beside seed 003's runs map.
+    // Seed 000's state keys beside the run's own key.
     let su = &v["state_updates"];
     assert_eq!(su["last_run_id"], run.as_str());
     // The time of the last run's latest turn (the test clock's), ISO 8601 in UTC.
@@ -117,7 +124,7 @@ fn matching_result_advances_to_completion_exactly_once() {
     let v2 = h.result(&run, 1, "jina-reader", "ok");
     assert!(types(&v2).is_empty());
     assert_eq!(h.t.read(&format!("root/runs/{run}/trace.jsonl")), before);
-    assert_eq!(v2["state_updates"]["runs"][&run]["status"], "done");
+    assert_eq!(v2["state_updates"][&format!("run:{run}")]["status"], "done");
 }
 
 #[test]
@@ -158,7 +165,7 @@ fn tool_errors_retry_then_escalate() {
     assert_eq!(v["events"][0]["payload"]["attempt"], 1);
     assert_eq!(v["events"][0]["dedupe_key"], format!("agentic:run:{run}:step:1:request:attempt:1"));
     let v = h.result(&run, 1, "jina-reader", "error");
-    assert_eq!(v["state_updates"]["runs"][&run]["attempts"], 2);
+    assert_eq!(v["state_updates"][&format!("run:{run}")]["attempts"], 2);
     let v = h.result(&run, 1, "jina-reader", "error");
     assert_eq!(types(&v), ["agent.escalated"]);
     assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("retries are spent"));
@@ -421,7 +428,7 @@ fn a_run_whose_workspace_is_lost_still_ends_once() {
     };
     let v = h.send(&req(&state));
     assert_eq!(types(&v), ["agent.escalated"], "{v}");
-    assert_eq!(v["state_updates"]["runs"][&run]["status"], "escalated");
+    assert_eq!(v["state_updates"][&format!("run:{run}")]["status"], "escalated");
     // With the router's updated state, a redelivery is ignored: one escalation in all.
     let v2 = h.send(&req(&v["state_updates"]));
     assert!(types(&v2).is_empty(), "{v2}");
@@ -615,7 +622,7 @@ fn seed_000s_plugin_config_works_as_written_in_a_request_and_in_a_file() {
         (Some("claude-sonnet-4-5-20250929"), Some("sk-ant-test"))
     );
     let run = v["state_updates"]["last_run_id"].as_str().unwrap();
-    assert_eq!(v["state_updates"]["runs"][run]["max_steps"], 20);
+    assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 20);
     assert!(!stdout(&out).contains(DUCTILE_TOKEN));
 }
 
@@ -729,7 +736,7 @@ fn budgets_in_the_start_payload_apply_narrowing_only() {
     let h = H::new();
     let v = h.send(RFC_103_START);
     let run = v["state_updates"]["last_run_id"].as_str().unwrap();
-    assert_eq!(v["state_updates"]["runs"][run]["max_steps"], 6, "{v}");
+    assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 6, "{v}");
     assert_eq!(h.t.json(&format!("root/runs/{run}/state.json"))["limits"]["max_steps"], 6);
     // The context's other keys are still the run's background.
     assert!(h.t.read(&format!("root/runs/{run}/context.md")).contains("constructive"));
@@ -870,4 +877,212 @@ fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["status"], "ok", "{v}");
     }
+}
+
+/// `handle` with the clock at `now` (the fixed test clock moved on).
+fn send_at(h: &H, now: &str, req: &Value) -> Value {
+    let out =
+        h.t.cmd()
+            .args(["-w", "root", "handle"])
+            .env("AGENTLOOP_NOW", now)
+            .write_stdin(req.to_string())
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_protocol(&v);
+    v
+}
+
+/// A tool job that ends in error makes the router route nothing, so no result ever comes: the
+/// scheduled `poll` treats a step pending past its tool's timeout plus `handle.pending_grace` as
+/// a failed tool call, retries it, then escalates, and changes nothing else.
+#[test]
+fn poll_treats_a_step_pending_too_long_as_a_failed_tool_call_so_every_run_ends() {
+    let h = H::new();
+    h.t.write("root/agentloop.yaml", &format!("{CONFIG}handle: {{pending_grace: 1m}}\n"));
+    let (run, _) = h.start();
+    let key = format!("run:{run}");
+    let poll = json!({"protocol": 2, "job_id": "p", "command": "poll", "state": {}});
+    // Health and a poll with nothing overdue (30s tool timeout + 1m grace) leave state alone.
+    for (cmd, at) in [("health", NOW), ("poll", NOW), ("poll", "2026-01-01T00:01:29Z")] {
+        let v = send_at(&h, at, &json!({"protocol": 2, "command": cmd, "state": {}}));
+        assert!(v.get("state_updates").is_none() && types(&v).is_empty(), "{cmd} at {at}: {v}");
+    }
+    let v = send_at(&h, "2026-01-01T00:02:00Z", &poll);
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
+    assert_eq!(v["events"][0]["payload"]["attempt"], 1);
+    assert!(v["logs"][0]["message"].as_str().unwrap().contains("no result for step 1"), "{v}");
+    let su = v["state_updates"].as_object().unwrap();
+    assert_eq!(su[&key]["attempts"], 1);
+    assert_eq!(su.keys().filter(|k| k.starts_with("run:")).count(), 1, "only the swept run's key: {v}");
+    // The retry's own clock starts when it was requested.
+    let v = send_at(&h, "2026-01-01T00:03:00Z", &poll);
+    assert!(types(&v).is_empty() && v.get("state_updates").is_none(), "{v}");
+    let v = send_at(&h, "2026-01-01T00:04:00Z", &poll);
+    assert_eq!(v["events"][0]["payload"]["attempt"], 2, "{v}");
+    let v = send_at(&h, "2026-01-01T00:06:00Z", &poll);
+    assert_eq!(types(&v), ["agent.escalated"], "{v}");
+    assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("retries are spent"), "{v}");
+    assert_eq!(v["state_updates"][&key]["status"], "escalated");
+    let v = send_at(&h, "2026-01-02T00:00:00Z", &poll);
+    assert!(types(&v).is_empty() && v.get("state_updates").is_none(), "an ended run is never swept again: {v}");
+    let trace = h.t.read(&format!("root/runs/{run}/trace.jsonl"));
+    assert_eq!(trace.matches("\"event\":\"act.retry\"").count(), 2);
+}
+
+/// Ductile retries a job under the same `job_id` (a handle timeout kills the turn part-way), and
+/// an API-started job has no event_id or dedupe_key: the job id alone keeps it one run. The
+/// event's `event_id` and `dedupe_key` each dedupe on their own.
+#[test]
+fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
+    for crash in ["write:state.json", "commit:journaled", "phase:act:after-tool"] {
+        let h = H::new();
+        h.t.write(
+            "root/script.yaml",
+            &SCRIPT
+                .replace(
+                    "tool: jina-reader, args: {url: \"http://example.com\", run_id: EVIL, step: 99, tool: evil}",
+                    "tool: file_write, args: {path: notes.md, content: n}",
+                )
+                .replace("reflect:\n", "reflect:\n  - answer: {decision: continue, reason: notes written}\n"),
+        );
+        let api = json!({"protocol": 2, "job_id": "job-7", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}});
+        let out =
+            h.t.cmd()
+                .args(["-w", "root", "handle"])
+                .env("AGENTLOOP_CRASH_AT", crash)
+                .write_stdin(api.to_string())
+                .output()
+                .unwrap();
+        assert!(!out.status.success() && out.stdout.is_empty(), "{crash}: the first attempt was killed");
+        let v = h.send(&api.to_string());
+        assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1, "{crash}: one run: {v}");
+        assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{crash}: the retry finished the turn: {v}");
+        let again = h.send(&api.to_string());
+        assert!(types(&again).is_empty(), "{crash}: {again}");
+        assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1);
+    }
+    let h = H::new();
+    let start = |job: &str, ev: Value| {
+        let mut e = json!({"type": "agentic.start", "payload": {"goal": "g"}});
+        e.as_object_mut().unwrap().extend(ev.as_object().unwrap().clone());
+        h.send(&json!({"protocol": 2, "job_id": job, "command": "handle", "event": e}).to_string())
+    };
+    let first = start("j1", json!({"event_id": "ev-1", "dedupe_key": "dk-1"}));
+    let run = first["state_updates"]["last_run_id"].clone();
+    for (job, ev) in [
+        ("j2", json!({"event_id": "ev-1", "dedupe_key": "dk-2"})),
+        ("j3", json!({"event_id": "ev-2", "dedupe_key": "dk-1"})),
+        ("j4", json!({"event_id": "ev-2"})),
+        ("j5", json!({"dedupe_key": "dk-2"})),
+    ] {
+        let v = start(job, ev.clone());
+        assert!(types(&v).is_empty(), "{ev}: {v}");
+        assert_eq!(v["state_updates"]["last_run_id"], run, "{ev}");
+    }
+    assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1);
+    let v = start("j6", json!({"event_id": "ev-3"}));
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "a new start is a new run");
+    assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 2);
+}
+
+/// Ductile shallow-merges each job's `state_updates` into the plugin's state (a later top-level
+/// key wins). Four turns at once on one root, each from a stale snapshot, leave every run right.
+#[test]
+fn four_concurrent_turns_merge_into_state_that_keeps_every_run() {
+    let h = H::new();
+    let merge = |state: &mut serde_json::Map<String, Value>, v: &Value| {
+        if let Some(su) = v.get("state_updates").and_then(Value::as_object) {
+            for (k, val) in su {
+                state.insert(k.clone(), val.clone());
+            }
+        }
+    };
+    let at_once = |reqs: Vec<Value>| -> Vec<Value> {
+        let threads: Vec<_> = reqs
+            .into_iter()
+            .map(|r| {
+                let mut c = h.t.cmd();
+                c.args(["-w", "root", "handle"]).write_stdin(r.to_string());
+                std::thread::spawn(move || c.output().unwrap())
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                let out = t.join().unwrap();
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                check_protocol(&v);
+                v
+            })
+            .collect()
+    };
+    let mut state = serde_json::Map::new();
+    let starts = (0..4).map(|i| json!({"protocol": 2, "job_id": format!("s{i}"), "command": "handle", "state": {}, "event": {"type": "agentic.start", "payload": {"goal": format!("goal {i}")}}})).collect();
+    let started = at_once(starts);
+    let runs: Vec<String> =
+        started.iter().map(|v| v["state_updates"]["last_run_id"].as_str().unwrap().to_string()).collect();
+    for v in &started {
+        merge(&mut state, v);
+    }
+    let snapshot = Value::Object(state.clone());
+    // Every result turn reads the same snapshot (all four running), as parallel jobs do.
+    let results = runs.iter().map(|r| json!({"protocol": 2, "command": "handle", "state": snapshot, "event": {"type": "agentic.tool_result", "payload": {"run_id": r, "step": 1, "tool": "jina-reader", "status": "ok", "result": "page"}}})).collect();
+    let finished = at_once(results);
+    // Merged in the order least kind to a full snapshot: the turn that finished first, last.
+    for v in finished.iter().rev() {
+        assert_eq!(types(v), ["agent.completed"], "{v}");
+        merge(&mut state, v);
+    }
+    for r in &runs {
+        assert_eq!(state[&format!("run:{r}")]["status"], "done", "{r}: {state:?}");
+        let on_disk = h.t.json(&format!("root/runs/{r}/state.json"));
+        assert_eq!(on_disk["status"], "done");
+    }
+    assert_eq!(state.keys().filter(|k| k.starts_with("run:")).count(), 4);
+}
+
+/// A model outage inside a turn (after agentloop's own retries) answers a retryable error, so
+/// the router retries the job and its circuit breaker can count it; the run stays where the turn
+/// stopped and the retried job's event picks it up there.
+#[test]
+fn a_provider_outage_is_a_retryable_error_and_the_retry_resumes_the_run() {
+    let h = H::new();
+    let down = format!("llm: {{provider: openai, base_url: 'http://127.0.0.1:9/v1', model: m, api_key_cmd: [echo, sk-test], attempts: 1}}\n{}", CONFIG.trim_start_matches("llm: {provider: scripted, script: script.yaml}\n"));
+    let api = json!({"protocol": 2, "job_id": "job-1", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}}).to_string();
+    h.t.write("root/agentloop.yaml", &down);
+    let v = h.send(&api);
+    assert_eq!((v["status"].as_str(), v["retry"].as_bool()), (Some("error"), Some(true)), "{v}");
+    assert!(types(&v).is_empty(), "no agent.escalated: {v}");
+    assert!(v["error"].as_str().unwrap().contains("provider failure in frame"), "{v}");
+    let run_dir = std::fs::read_dir(h.t.path("root/runs")).unwrap().next().unwrap().unwrap().path();
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["status"], "running", "{state}");
+    // The provider is back: Ductile's retry of the same job continues the run.
+    h.t.write("root/agentloop.yaml", CONFIG);
+    let v = h.send(&api);
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap().to_string();
+    // An outage in the turn a tool result starts: the same result, redelivered, finishes it.
+    h.t.write("root/agentloop.yaml", &down);
+    let result = json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.tool_result", "payload": {"run_id": run, "step": 1, "tool": "jina-reader", "status": "ok", "result": "page"}}}).to_string();
+    let v = h.send(&result);
+    assert_eq!((v["status"].as_str(), v["retry"].as_bool()), (Some("error"), Some(true)), "{v}");
+    assert!(types(&v).is_empty(), "{v}");
+    h.t.write("root/agentloop.yaml", CONFIG);
+    let v = h.send(&result);
+    assert_eq!(types(&v), ["agent.completed"], "{v}");
+    assert_eq!(std::fs::read_dir(h.t.path("root/runs")).unwrap().count(), 1);
+    // A provider that never comes back: after three retryable turns the run ends as `run` ends it.
+    h.t.write("root/agentloop.yaml", &down);
+    let api = json!({"protocol": 2, "job_id": "job-2", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}}).to_string();
+    for _ in 0..3 {
+        let v = h.send(&api);
+        assert_eq!((v["retry"].as_bool(), types(&v).len()), (Some(true), 0), "{v}");
+    }
+    let v = h.send(&api);
+    assert_eq!((v["status"].as_str(), types(&v)), (Some("ok"), vec!["agent.escalated".to_string()]), "{v}");
+    assert!(v["events"][0]["payload"]["reason"].as_str().unwrap().contains("provider failure"), "{v}");
 }

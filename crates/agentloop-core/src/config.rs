@@ -866,6 +866,9 @@ pub struct HandleConfig {
     pub progress_token: Option<String>,
     /// Longest a progress post may take; the turn waits at most this for the last ones.
     pub progress_timeout: Dur,
+    /// How long past its tool's timeout a requested step may stay pending before `poll` treats
+    /// it as a failed tool call: room for the router's queueing and its own retries of the tool.
+    pub pending_grace: Dur,
 }
 
 impl Default for HandleConfig {
@@ -877,6 +880,7 @@ impl Default for HandleConfig {
             progress_url: None,
             progress_token: None,
             progress_timeout: Dur::secs(2),
+            pending_grace: Dur::secs(600),
         }
     }
 }

@@ -194,10 +194,15 @@ fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem
     }
 }
 
-/// Records a failed structured call (provider failure or invalid answer) and ends the run.
+/// Records a failed structured call (provider failure or invalid answer) and ends the run;
+/// with [`Env::provider_failure_resumable`], a provider failure is returned as the error and
+/// nothing is committed, so the phase runs again when the run is next driven.
 pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
     let (stop, reason, usage, cost) = match err {
         AskError::Other(e) => return Err(e),
+        AskError::Provider(e, _) if env.provider_failure_resumable => {
+            return Err(Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message)))
+        }
         AskError::Provider(e, u) => {
             (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
         }

@@ -75,6 +75,10 @@ pub struct Env<'a> {
     /// When this invocation began driving the run, and the run's elapsed time then (set by
     /// `run`): `state.elapsed_ms` is brought up to date from it at every step and at the end.
     pub clock: Option<(std::time::Instant, u64)>,
+    /// A provider failure (after the model client's own retries) leaves the run where it was
+    /// and returns the error instead of ending the run: event mode answers it as retryable, so
+    /// the router retries the job, and the redelivered event picks the run up at that phase.
+    pub provider_failure_resumable: bool,
     model: Option<Box<dyn Model>>,
     /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
     /// the environment's life, so it is built once.
@@ -146,6 +150,7 @@ impl<'a> Env<'a> {
             transcript: Default::default(),
             deadline: None,
             clock: None,
+            provider_failure_resumable: false,
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),

@@ -292,7 +292,9 @@ pub struct HandleResponse {
     /// `agentic.tool_request.<tool>` events and the one completion event of a run
     #[schemars(with = "Vec<HandleEvent>")]
     pub events: Vec<Value>,
-    pub state_updates: StateUpdates,
+    /// Left out when the turn changed no run (`health`, and `poll` when its sweep changed nothing)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_updates: Option<StateUpdates>,
     #[schemars(with = "Vec<LogLine>")]
     pub logs: Vec<Value>,
 }
@@ -308,10 +310,15 @@ pub struct HandleEvent {
     pub dedupe_key: String,
 }
 
-/// The router's state snapshot.
+/// The router's state changes. Ductile merges them into the plugin's state one top-level key at a
+/// time, so each run has a key of its own and concurrent turns cannot overwrite each other's runs.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StateUpdates {
-    /// Runs by id: every run not yet ended, and the latest finished ones
+    /// `run:<run_id>`: the snapshot of a run this turn changed (status, step, pending_step,
+    /// pending_tool, pending_since, attempts, completed_steps, ...); null for a finished run
+    /// dropped from the bounded state, and `runs: null` once an older `runs` map was moved into
+    /// per-run keys
+    #[serde(flatten)]
     pub runs: Map<String, Value>,
     pub last_run_id: Option<String>,
     /// When the last run last changed (its `updated_at`): an RFC 3339 UTC time
