@@ -26,7 +26,7 @@ use crate::phases::{self, act, Env, Outcome};
 use crate::settings::Global;
 use crate::tool_spec::ToolResult;
 use crate::workspace::{Commit, Next, Session, State, StopKind, Workspace};
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -78,18 +78,36 @@ pub fn main(g: &Global) -> Result<u8> {
     Ok(exit)
 }
 
-fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
-    let req: Value = match serde_json::from_str(input) {
-        Ok(v @ Value::Object(_)) => v,
+/// The request as a JSON object, or the failure answered for it.
+fn parse_request(input: &str, resp: &mut Response) -> Option<Value> {
+    match serde_json::from_str(input) {
+        Ok(v @ Value::Object(_)) => Some(v),
         Ok(_) => {
             fail(resp, "the request must be a JSON object".into(), false);
-            return 0;
+            None
         }
         Err(e) => {
             fail(resp, format!("the request is not valid JSON: {e}"), false);
-            return 0;
+            None
         }
-    };
+    }
+}
+
+/// How a turn's error is answered: a configuration error is never retried (78); a failure
+/// after the model client's own retries — a provider outage, a busy lock — is the router's to
+/// retry (its backoff and circuit breaker), and the run stays where the turn stopped.
+fn answer_error(e: Error, resp: &mut Response) -> u8 {
+    if e.kind == Kind::Config {
+        fail(resp, e.message, false);
+        return code::HANDLE_CONFIG;
+    }
+    let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
+    fail(resp, e.message, retry);
+    0
+}
+
+fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
+    let Some(req) = parse_request(input, resp) else { return 0 };
     let is_protocol = req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
     let event = if is_protocol { req.get("event").cloned().unwrap_or(Value::Null) } else { req.clone() };
     let command = req.get("command").and_then(Value::as_str).unwrap_or("handle");
@@ -120,14 +138,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         "poll" => {
             let swept = sweep(&cfg, &root, resp);
             resp.keep_finished(cfg.handle.keep_finished);
-            return match swept {
-                Ok(()) => 0,
-                Err(e) => {
-                    let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
-                    fail(resp, e.message, retry);
-                    0
-                }
-            };
+            return swept.map_or_else(|e| answer_error(e, resp), |()| 0);
         }
         "handle" => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
@@ -152,20 +163,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         p.finish();
     }
     resp.keep_finished(cfg.handle.keep_finished);
-    match result {
-        Ok(()) => 0,
-        Err(e) if e.kind == Kind::Config => {
-            fail(resp, e.message, false);
-            code::HANDLE_CONFIG
-        }
-        // A provider failure after the model client's own retries is the router's to retry
-        // (its backoff and circuit breaker): the run stays where the turn stopped.
-        Err(e) => {
-            let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
-            fail(resp, e.message, retry);
-            0
-        }
-    }
+    result.map_or_else(|e| answer_error(e, resp), |()| 0)
 }
 
 /// A configuration error as the response says it: the message, and the fix when there is one
@@ -321,49 +319,16 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
         crate::fs::read_optional(&index_path)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     // Redelivery of the same start (any one of its keys) must not create a second run.
     let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
-    // Every key names the run before its folder exists (and a repeat's new keys name it too), so
-    // a delivery stopped at any point is finished by the next, never started twice.
-    let mut name_run = |run_id: &str| -> Result<()> {
-        let mut added = false;
-        for k in keys {
-            if index.get(k).and_then(Value::as_str) != Some(run_id) {
-                index.insert(k.clone(), json!(run_id));
-                added = true;
-            }
-        }
-        if added {
-            crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
-        }
-        Ok(())
-    };
     let run_id = match known {
-        Some((k, run_id)) => {
-            if run_ws(cfg, root, &run_id)?.has_run() {
-                name_run(&run_id)?;
-                drop(_root_lock);
-                return duplicate_start(cfg, root, &k, &run_id, resp);
-            }
-            // The first delivery was stopped before its run was written: the run starts now,
-            // under the id its keys already name.
-            resp.log("warn", format!("start `{k}`: run {run_id} was never written; starting it"));
-            let partial = run_ws(cfg, root, &run_id)?;
-            if partial.root.exists() {
-                std::fs::remove_dir_all(&partial.root).map_err(|e| {
-                    Error::failure(format!("cannot clear the unfinished run folder {}: {e}", partial.root))
-                })?;
-            }
-            run_id
+        Some((k, run_id)) if run_ws(cfg, root, &run_id)?.has_run() => {
+            name_run(&mut index, &index_path, keys, &run_id)?;
+            drop(_root_lock);
+            return duplicate_start(cfg, root, &k, &run_id, resp);
         }
-        None => {
-            // Ids are unique by construction; under a fixed test clock they are made unique here.
-            let mut run_id = crate::clock::new_run_id();
-            while run_ws(cfg, root, &run_id)?.root.exists() {
-                run_id = crate::clock::new_run_id();
-            }
-            run_id
-        }
+        Some((k, run_id)) => restart_unwritten(cfg, root, &k, run_id, resp)?,
+        None => new_run_id(cfg, root)?,
     };
-    name_run(&run_id)?;
+    name_run(&mut index, &index_path, keys, &run_id)?;
     let ws = run_ws(cfg, root, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
@@ -393,6 +358,51 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
     resp.log("info", format!("started run {run_id}"));
     let mut env = env;
     advance_traced(&mut env, &mut state, resp)
+}
+
+/// Records every key of a start as naming `run_id`, before the run's folder exists (and a
+/// repeat's new keys name it too), so a delivery stopped at any point is finished by the next,
+/// never started twice.
+fn name_run(index: &mut Map<String, Value>, path: &Utf8Path, keys: &[String], run_id: &str) -> Result<()> {
+    let mut added = false;
+    for k in keys {
+        if index.get(k).and_then(Value::as_str) != Some(run_id) {
+            index.insert(k.clone(), json!(run_id));
+            added = true;
+        }
+    }
+    if added {
+        crate::fs::write_atomic(path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The first delivery of a start was stopped before its run was written: the run starts now,
+/// under the id its keys already name, in a cleared folder.
+fn restart_unwritten(
+    cfg: &Config,
+    root: &Utf8PathBuf,
+    key: &str,
+    run_id: String,
+    resp: &mut Response,
+) -> Result<String> {
+    resp.log("warn", format!("start `{key}`: run {run_id} was never written; starting it"));
+    let partial = run_ws(cfg, root, &run_id)?;
+    if partial.root.exists() {
+        std::fs::remove_dir_all(&partial.root)
+            .map_err(|e| Error::failure(format!("cannot clear the unfinished run folder {}: {e}", partial.root)))?;
+    }
+    Ok(run_id)
+}
+
+/// A run id no folder under the root has: unique by construction, and under a fixed test clock
+/// made unique here.
+fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
+    let mut run_id = crate::clock::new_run_id();
+    while run_ws(cfg, root, &run_id)?.root.exists() {
+        run_id = crate::clock::new_run_id();
+    }
+    Ok(run_id)
 }
 
 /// [`advance`] inside the start turn's `invoke_agent` span (src/otel), whose context state.json
@@ -743,7 +753,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
     if r.output.chars().count() > cfg.tools.output_cap {
         let full = std::mem::take(&mut r.output);
         let rel = format!("artifacts/step-{step}-{tool}.txt");
-        crate::fs::write_in(&ws.root, camino::Utf8Path::new(&rel), full.as_bytes())?;
+        crate::fs::write_in(&ws.root, Utf8Path::new(&rel), full.as_bytes())?;
         r.output = format!(
             "{}\n\n[output truncated; the full result is in {rel}]",
             full.chars().take(2000).collect::<String>()
