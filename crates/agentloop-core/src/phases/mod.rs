@@ -587,7 +587,9 @@ fn final_memory(
     let mut dod = Vec::new();
     if let Ok(mut mem) = base {
         mem.status = format!("{}: {reason}", state.status.as_str());
-        if stop != StopKind::Done && mem.open_question.is_none() {
+        // Only an escalation waits for a person's answer; a limit or a provider that ran out
+        // is gone on from with `run --continue` (the ways on say how), not answered.
+        if stop == StopKind::Escalated && mem.open_question.is_none() {
             mem.open_question = Some(format!("The run stopped and needs a human: {reason}"));
         }
         if !mem.goal.is_empty() {
