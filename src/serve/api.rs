@@ -435,6 +435,11 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     // upstream that failed: a URL the policy refuses is the request's problem (403), a
     // malformed one a bad request.
     use crate::tools::net::{judge_url, UrlProblem};
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(ApiError::new(400, format!("`url`: `{url}` is not an http(s) URL"))
+            .hint("skills are fetched over http or https"));
+    }
     let deny = crate::tools::hosts::DenyList::new(&cfg.tools.http.deny_hosts);
     if let Err((problem, why)) = judge_url(&url, &cfg.tools.http, &deny) {
         return Err(match problem {

@@ -121,9 +121,7 @@ fn guarded(mut op: Value, get: bool) -> Value {
         );
     }
     r.insert("401".into(), unauthorized);
-    let retry = |required: bool| {
-        json!({"Retry-After": header("Seconds to wait before trying again", required, json!({"type": "string", "pattern": "^[0-9]+$"}))})
-    };
+    let retry = |required: bool| json!({"Retry-After": header("Seconds to wait before trying again", required, json!({"type": "string", "pattern": "^[0-9]+$"}))});
     r.entry("429").or_insert_with(|| {
         err_with("Too many requests: the token's rate limit (`--rate-limit`), or more than 8 requests with a body from one address at once", retry(true))
     });
@@ -209,7 +207,8 @@ pub fn openapi() -> Value {
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
                     "404": no_run(), "409": err("The run has no open question, is queued or running, or was not started by this server"),
                     "503": full()}}));
-    let resume = posted(json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
+    let resume = posted(
+        json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
                 "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": budgets("Up to the server's limits")}}},
                     "application/x-www-form-urlencoded": {"schema": {"type": "object", "additionalProperties": false, "properties": {
@@ -219,7 +218,8 @@ pub fn openapi() -> Value {
                     "400": err("A bad body: not a JSON object or form, a key other than `budgets` (named), a budget of the wrong type or above the server's limit"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
                     "404": no_run(), "409": err("The run is done, queued or running, was not started by this server, or would stop again at once on the limit that ran out (named)"),
-                    "503": full()}}));
+                    "503": full()}}),
+    );
     let skills_fetch = posted(json!({"summary": "Fetch a skill into the root's skills/",
                 "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "additionalProperties": false, "properties": {
                     "id": {"type": "string", "pattern": "^\\s*[a-z0-9]+([-_][a-z0-9]+)*\\s*$", "maxLength": 64, "description": "The skill's name: lowercase letters, digits and single inner hyphens"},
@@ -228,13 +228,16 @@ pub fn openapi() -> Value {
                     "400": err("A bad body: a key other than `id` and `url` (named), a blank or invalid id, a URL that is not http(s)"),
                     "403": err("The server's tools.http policy refuses the URL (a scheme, host, port or private address it does not allow): nothing was fetched"),
                     "502": err("The upstream failed: it could not be reached or resolved, answered an HTTP error, sent more than 1 MiB or not UTF-8 text")}}));
-    let agent_status = guarded(json!({"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
+    let agent_status = guarded(
+        json!({"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
                 "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "responses": {"200": reply("The agent's status", json!({"type": "object", "required": ["agent", "runs"], "properties": {
                     "agent": {"type": "string"}, "profile": {"type": ["object", "null"]},
                     "runs": {"type": "object", "properties": {"total": {"type": "integer"}, "by_status": {"type": "object", "additionalProperties": {"type": "integer"}}}},
                     "running": {"type": "array", "items": {"type": "string"}}, "last_run": {"anyOf": [reference("RunRow"), {"type": "null"}]},
-                    "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err("No profile of that name and no run of it")}}), true);
+                    "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err("No profile of that name and no run of it")}}),
+        true,
+    );
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
