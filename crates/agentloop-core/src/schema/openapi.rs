@@ -126,6 +126,9 @@ fn guarded(mut op: Value, get: bool) -> Value {
         err_with("Too many requests: the token's rate limit (`--rate-limit`), or more than 8 requests with a body from one address at once", retry(true))
     });
     r.entry("503").or_insert_with(|| err_with("More than 64 requests with a body at once", retry(true)));
+    r.entry("500").or_insert_with(|| {
+        err("The server cannot read or write its own files (e.g. a run's state.json damaged by hand): the error names the file")
+    });
     r.insert(
         "405".into(),
         err_with(
