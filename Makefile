@@ -3,7 +3,7 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: doc build test test-ductile test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
+.PHONY: doc build test conformance test-ductile test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
 
 build:
 	$(CARGO) build --locked
@@ -11,6 +11,13 @@ build:
 ## test: every unit and integration test (offline; fake servers on 127.0.0.1 only)
 test:
 	$(CARGO) test --locked
+
+## conformance: only the suites that hold `serve` to its OpenAPI document (tests/it/conformance.rs):
+## openapi-spec-validator, and schemathesis with its five response checks against a served root
+## (bounded: a few minutes at most). Both from PyPI, on PATH (.ci/run installs them). Part of
+## `make test` too (skipped there, saying so, without them; a failure under CI).
+conformance:
+	$(CARGO) test --locked --test it conformance:: -- --nocapture
 
 ## test-ductile: only the tests against the real Ductile (tests/it/ductile_real.rs): build it first
 ## with ../shared/ductile/install.sh; DUCTILE_BIN (default

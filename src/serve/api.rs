@@ -431,8 +431,37 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let id = text_field(&body, "id").or_else(|e| text_field(&body, "skill_id").map_err(|_| e))?;
     let url = text_field(&body, "url")?;
     let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
+    // What the request names is judged before anything is sent, so that 502 means only an
+    // upstream that failed: a URL the policy refuses is the request's problem (403), a
+    // malformed one a bad request.
+    use crate::tools::net::{judge_url, UrlProblem};
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(ApiError::new(400, format!("`url`: `{url}` is not an http(s) URL"))
+            .hint("skills are fetched over http or https"));
+    }
+    let deny = crate::tools::hosts::DenyList::new(&cfg.tools.http.deny_hosts);
+    if let Err((problem, why)) = judge_url(&url, &cfg.tools.http, &deny) {
+        return Err(match problem {
+            UrlProblem::Invalid => ApiError::new(400, format!("`url`: {why}")),
+            UrlProblem::Refused => ApiError::new(403, format!("`url` is refused by the server's policy: {why}"))
+                .hint("the server's tools.http settings (schemes, allow_hosts, deny_hosts, ports, allow_private) say where skills may come from"),
+            UrlProblem::Unresolved => ApiError::new(502, format!("cannot fetch {url}: {why}")),
+        });
+    }
     let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root, camino::Utf8Path::new("skills"))
-        .map_err(|e| ApiError::from(e).status_if(500, 502))?;
+        .map_err(|e| {
+            // After the checks above, a failure that names the URL is the upstream's (it could
+            // not be reached, answered an error, sent too much or not text); anything else (the
+            // id, the skills folder) keeps its own status.
+            let upstream = e.kind == crate::error::Kind::Failure && e.message.contains(url.as_str());
+            let e = ApiError::from(e);
+            if upstream {
+                ApiError { status: 502, ..e }
+            } else {
+                e
+            }
+        })?;
     shared.log(&format!("skill `{id}` fetched from {url}"));
     Ok(Reply::json(201, &json!({"skill_id": f.id, "name": f.id, "description": f.description, "path": f.dir})))
 }

@@ -5,6 +5,7 @@
 mod bounds;
 mod browser;
 mod common;
+mod conformance;
 mod contracts;
 mod docs;
 mod ductile;

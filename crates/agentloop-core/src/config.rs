@@ -40,8 +40,10 @@ impl<'de> Deserialize<'de> for Dur {
         }
         match Raw::deserialize(d)? {
             Raw::N(n) => Ok(Dur::secs(n)),
-            Raw::F(f) if f >= 0.0 && f.is_finite() => Ok(Dur(std::time::Duration::from_secs_f64(f))),
-            Raw::F(f) => Err(serde::de::Error::custom(format!("{f} is not a duration"))),
+            // `try_`: a number too large for a duration is refused, never a panic.
+            Raw::F(f) => std::time::Duration::try_from_secs_f64(f)
+                .map(Dur)
+                .map_err(|_| serde::de::Error::custom(format!("{f} is not a duration (seconds, at least 0)"))),
             Raw::S(s) => crate::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
         }
     }

@@ -40,14 +40,12 @@ fn components() -> Value {
     out.insert(
         "StartRun".into(),
         json!({"type": "object", "required": ["goal"], "additionalProperties": false, "properties": {
-            "goal": {"type": "string", "minLength": 1},
+            "goal": {"type": "string", "pattern": NOT_BLANK, "description": "Not blank (it is read trimmed)"},
             "context": {"description": "Background: text, or any JSON (shown pretty-printed)"},
-            "agent": {"type": "string", "description": "A profile in the root's agents/"},
-            "budgets": {"type": "object", "additionalProperties": false, "description": "Only narrower than the server's limits",
-                "properties": {"max_steps": {"type": "integer"}, "max_reframes": {"type": "integer"}, "timeout": {"type": ["string", "integer"]},
-                    "max_tokens": {"type": "integer"}, "max_cost_usd": {"type": "number"}}},
-            "force": {"type": "boolean", "description": "Start even when the estimate says it cannot fit its budget"},
-            "output_schema": {"type": "object", "description": "The JSON Schema the final output must match"}}}),
+            "agent": {"type": ["string", "null"], "pattern": AGENT, "description": "A profile in the root's agents/ (an unknown one is 400)"},
+            "budgets": budgets("Only narrower than the server's limits"),
+            "force": {"type": ["boolean", "null"], "description": "Start even when the estimate says it cannot fit its budget"},
+            "output_schema": {"type": ["object", "null"], "description": "The JSON Schema the final output must match"}}}),
     );
     Value::Object(out)
 }
@@ -60,19 +58,188 @@ fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
-/// The whole document.
 /// What every POST body is read as (the server's one rule; see `serve::http::body`).
 const JSON_ANY_TYPE: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded)";
 const JSON_OR_FORM: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded); a form-encoded body that is not a JSON object is the panel's form, which needs its `csrf` value with the sign-in cookie";
 
+/// A string the server reads trimmed and refuses when nothing is left.
+const NOT_BLANK: &str = "\\S";
+
+/// A run id: what can name a run folder (anything else is no run: 404).
+const RUN_ID: &str = "^[A-Za-z0-9_-]{1,64}$";
+
+/// An agent profile's name: a plain file name in `agents/` (no separator, no leading dot).
+const AGENT: &str = "^[^./\\\\\\u0000][^/\\\\\\u0000]*$";
+
+/// A duration as `budgets.timeout` takes it: seconds, or numbers with humantime's units
+/// (`90s`, `10m`, `1h 30m`).
+const DURATION: &str = "^\\s*[0-9]+(\\s*(nsec|ns|usec|us|µs|msec|ms|seconds|second|secs|sec|s|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|w|months|month|M|years|year|y)(\\s*[0-9]+\\s*(nsec|ns|usec|us|µs|msec|ms|seconds|second|secs|sec|s|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|w|months|month|M|years|year|y))*)?\\s*$";
+
+/// The budgets a request may set (each only narrower than the server's limits, or for a
+/// continue up to them).
+fn budgets(description: &str) -> Value {
+    json!({"type": ["object", "null"], "additionalProperties": false, "description": description, "properties": {
+        "max_steps": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
+        "max_reframes": {"type": ["integer", "null"], "minimum": 0, "maximum": u32::MAX},
+        "timeout": {"description": "Seconds, or a duration such as `90s`, `10m`, `1h 30m`",
+            "anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": DURATION}, {"type": "null"}]},
+        "max_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": u64::MAX},
+        "max_cost_usd": {"type": ["number", "null"]}}})
+}
+
+fn header(description: &str, required: bool, schema: Value) -> Value {
+    json!({"description": description, "required": required, "schema": schema})
+}
+
+/// An error reply with the headers it always carries.
+fn err_with(description: &str, headers: Value) -> Value {
+    let mut r = reply(description, reference("Error"));
+    r["headers"] = headers;
+    r
+}
+
+/// The replies every operation behind the bearer token can give, besides its own: the
+/// request target, the token, the rate limit, the limits on requests with a body, and another
+/// method on the path. `get`: a browser (Accept: text/html) is answered the sign-in page, and
+/// `?token=` signs it in.
+fn guarded(mut op: Value, get: bool) -> Value {
+    let r = op["responses"].as_object_mut().expect("responses");
+    let err = |d: &str| reply(d, reference("Error"));
+    r.entry("400").or_insert_with(|| err("A request target that is not a valid path or query (a broken %-escape)"));
+    let www = json!({"WWW-Authenticate": header("`Bearer realm=\"agentloop\"`", true, json!({"type": "string"}))});
+    let mut unauthorized = err_with("No valid bearer token", www);
+    if get {
+        unauthorized["description"] =
+            json!("No valid bearer token: JSON, or for a browser (`Accept` naming text/html) the sign-in page");
+        unauthorized["content"]["text/html"] = json!({"schema": {"type": "string"}});
+        r.insert(
+            "303".into(),
+            json!({"description": "`?token=TOKEN` signed a browser in: the same page without the token, with the sign-in cookie",
+                "headers": {"Location": header("The page asked for, without `token`", true, json!({"type": "string"})),
+                    "Set-Cookie": header("The HttpOnly, SameSite=Strict sign-in cookie", true, json!({"type": "string"}))},
+                "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}}),
+        );
+    }
+    r.insert("401".into(), unauthorized);
+    let retry = |required: bool| json!({"Retry-After": header("Seconds to wait before trying again", required, json!({"type": "string", "pattern": "^[0-9]+$"}))});
+    r.entry("429").or_insert_with(|| {
+        err_with("Too many requests: the token's rate limit (`--rate-limit`), or more than 8 requests with a body from one address at once", retry(true))
+    });
+    r.entry("503").or_insert_with(|| err_with("More than 64 requests with a body at once", retry(true)));
+    r.entry("500").or_insert_with(|| {
+        err("The server cannot read or write its own files (e.g. a run's state.json damaged by hand): the error names the file")
+    });
+    r.insert(
+        "405".into(),
+        err_with(
+            "Another method on this path: not one it takes",
+            json!({"Allow": header("The methods the path takes", true, json!({"type": "string"}))}),
+        ),
+    );
+    let o = op.as_object_mut().expect("operation");
+    if get {
+        let mut params = o.remove("parameters").and_then(|p| p.as_array().cloned()).unwrap_or_default();
+        params.push(json!({"name": "token", "in": "query", "required": false, "schema": {"type": "string"},
+            "description": "A browser's sign-in: with a valid token, 303 to the same page without it, setting the sign-in cookie"}));
+        o.insert("parameters".into(), Value::Array(params));
+    }
+    op
+}
+
+/// [`guarded`], for a POST: its body must arrive whole within 10 s (408) and hold at most
+/// 1 MiB (413).
+fn posted(op: Value) -> Value {
+    let mut op = guarded(op, false);
+    let r = op["responses"].as_object_mut().expect("responses");
+    r.insert("408".into(), reply("The body did not arrive whole within 10 s", reference("Error")));
+    r.insert("413".into(), reply("A body over 1 MiB", reference("Error")));
+    op
+}
+
+/// The whole document.
 pub fn openapi() -> Value {
-    let err = || reply("An error: what went wrong and, when there is one, the fix", reference("Error"));
-    let id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]);
+    let err = |d: &str| reply(d, reference("Error"));
+    let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": RUN_ID},
+        "description": "A run id (as `runs` lists them)"});
+    let no_run = || err("No such run");
+    let linked = || err("The run's folder, or the file, is a symbolic link (or not a regular file): not served");
     let run_body = json!({"type": "object", "description": "As `status --json` shows it, with `served`, `queue`, `worker_error` and `links`"});
-    let queued = reply(
-        "Queued",
-        json!({"type": "object", "required": ["run_id"], "properties": {"run_id": {"type": "string"}, "status": {"type": "string"},
-            "queue": {"type": ["object", "null"]}, "links": {"type": "object"}}}),
+    let queue = json!({"type": ["object", "null"], "description": "Its place: `{\"state\": \"running\"}`, `{\"state\": \"waiting\", \"position\"}` (or, queued for workers, `{\"state\": \"queued\", \"stream\", \"message_id\"}`); null once no worker holds it"});
+    let queued = |location: bool| {
+        let mut r = reply(
+            "Queued",
+            json!({"type": "object", "required": ["run_id", "status", "queue", "links"], "properties": {"run_id": {"type": "string"}, "status": {"type": "string"},
+                "queue": queue, "links": {"type": "object"}}}),
+        );
+        if location {
+            r["headers"] = json!({"Location": header("`/runs/{id}`", true, json!({"type": "string"}))});
+        }
+        r
+    };
+    let full = || {
+        err_with(
+            "The queue is full (created nothing), or more than 64 requests with a body at once",
+            json!({"Retry-After": header("Seconds to wait before trying again", true, json!({"type": "string", "pattern": "^[0-9]+$"}))}),
+        )
+    };
+    let form_back = json!({"description": "A form acted: back to the run's page",
+        "headers": {"Location": header("The run's page", true, json!({"type": "string"}))},
+        "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}});
+    let html = |d: &str| json!({"description": d, "content": {"text/html": {"schema": {"type": "string"}}}});
+    let open = |mut op: Value| {
+        // No token needed: only the request target can be refused, and another method.
+        let r = op["responses"].as_object_mut().expect("responses");
+        r.insert("400".into(), err("A request target that is not a valid path or query (a broken %-escape)"));
+        r.insert(
+            "405".into(),
+            err_with(
+                "Another method on this path: not one it takes",
+                json!({"Allow": header("The methods the path takes", true, json!({"type": "string"}))}),
+            ),
+        );
+        op
+    };
+    let answer = posted(json!({"summary": "Answer an escalated run's open question", "parameters": [id],
+                "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {
+                    "application/json": {"schema": {"type": "object", "required": ["answer"], "additionalProperties": false,
+                        "properties": {"answer": {"type": "string", "pattern": NOT_BLANK, "description": "Not blank (it is read trimmed)"}}}},
+                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["answer"], "additionalProperties": false,
+                        "properties": {"answer": {"type": "string", "pattern": NOT_BLANK}, "csrf": {"type": "string", "description": "The form value of the run's page; required with the sign-in cookie"}}}}}},
+                "responses": {"202": queued(false), "303": form_back.clone(),
+                    "400": err("A bad body: not a JSON object or form, a key other than `answer` (named), a blank answer"),
+                    "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
+                    "404": no_run(), "409": err("The run has no open question, is queued or running, or was not started by this server"),
+                    "503": full()}}));
+    let resume = posted(
+        json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
+                "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
+                    "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": budgets("Up to the server's limits")}}},
+                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "additionalProperties": false, "properties": {
+                        "csrf": {"type": "string"}, "max_steps": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_reframes": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"},
+                        "timeout": {"type": "string"}, "max_tokens": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_cost_usd": {"type": "string"}}}}}},
+                "responses": {"202": queued(false), "303": form_back,
+                    "400": err("A bad body: not a JSON object or form, a key other than `budgets` (named), a budget of the wrong type or above the server's limit"),
+                    "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
+                    "404": no_run(), "409": err("The run is done, queued or running, was not started by this server, or would stop again at once on the limit that ran out (named)"),
+                    "503": full()}}),
+    );
+    let skills_fetch = posted(json!({"summary": "Fetch a skill into the root's skills/",
+                "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "additionalProperties": false, "properties": {
+                    "id": {"type": "string", "pattern": "^\\s*[a-z0-9]+([-_][a-z0-9]+)*\\s*$", "maxLength": 64, "description": "The skill's name: lowercase letters, digits and single inner hyphens"},
+                    "url": {"type": "string", "pattern": "^\\s*[hH][tT][tT][pP][sS]?://", "description": "An http(s) URL the server's tools.http policy allows"}}}}}},
+                "responses": {"201": reply("Fetched", json!({"type": "object", "required": ["skill_id", "name", "path"], "properties": {"skill_id": {"type": "string"}, "name": {"type": "string"}, "description": {"type": ["string", "null"]}, "path": {"type": "string"}}})),
+                    "400": err("A bad body: a key other than `id` and `url` (named), a blank or invalid id, a URL that is not http(s)"),
+                    "403": err("The server's tools.http policy refuses the URL (a scheme, host, port or private address it does not allow): nothing was fetched"),
+                    "502": err("The upstream failed: it could not be reached or resolved, answered an HTTP error, sent more than 1 MiB or not UTF-8 text")}}));
+    let agent_status = guarded(
+        json!({"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": reply("The agent's status", json!({"type": "object", "required": ["agent", "runs"], "properties": {
+                    "agent": {"type": "string"}, "profile": {"type": ["object", "null"]},
+                    "runs": {"type": "object", "properties": {"total": {"type": "integer"}, "by_status": {"type": "object", "additionalProperties": {"type": "integer"}}}},
+                    "running": {"type": "array", "items": {"type": "string"}}, "last_run": {"anyOf": [reference("RunRow"), {"type": "null"}]},
+                    "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err("No profile of that name and no run of it")}}),
+        true,
     );
     json!({
         "openapi": "3.1.0",
@@ -80,7 +247,7 @@ pub fn openapi() -> Value {
         "info": {
             "title": "agentloop serve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md).",
+            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md). Every reply an operation can give is listed with it: besides its own, each operation behind the bearer token can answer 400 (a broken request target), 401, 405 with `Allow` (another method on its path), 429 and 503 with `Retry-After`, and each POST 408 and 413. Errors are JSON `{\"error\", \"status\", \"hint\"?}`.",
             "x-schema-version": VERSION,
         },
         "components": {
@@ -89,58 +256,54 @@ pub fn openapi() -> Value {
         },
         "security": [{"bearer": []}],
         "paths": {
-            "/health": {"get": {"summary": "Liveness; no token needed", "security": [],
-                "responses": {"200": reply("Healthy", json!({"type": "object", "properties": {"status": {"const": "healthy"}, "version": {"type": "string"}}}))}}},
-            "/openapi.json": {"get": {"summary": "This document; no token needed", "security": [],
-                "responses": {"200": reply("The OpenAPI document", json!({"type": "object"}))}}},
+            "/health": {"get": open(json!({"summary": "Liveness; no token needed", "security": [],
+                "responses": {"200": reply("Healthy", json!({"type": "object", "required": ["status", "version"], "properties": {"status": {"const": "healthy"}, "version": {"type": "string"}}}))}}))},
+            "/openapi.json": {"get": open(json!({"summary": "This document; no token needed", "security": [],
+                "responses": {"200": reply("The OpenAPI document", json!({"type": "object"}))}}))},
+            "/": {"get": guarded(json!({"summary": "The panel: the index of runs, as HTML",
+                "responses": {"200": html("The index of runs")}}), true)},
             "/runs": {
-                "get": {"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
+                "get": guarded(json!({"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
                     "parameters": [{"name": "agent", "in": "query", "required": false, "schema": {"type": "string"},
                         "description": "Only the runs of this agent profile"}],
-                    "responses": {"200": reply("The runs", json!({"type": "object", "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})), "401": err()}},
-                "post": {"summary": "Start a run",
+                    "responses": {"200": reply("The runs", json!({"type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})),
+                        "400": err("A query parameter other than `agent` (named), or a broken request target")}}), true),
+                "post": posted(json!({"summary": "Start a run",
                     "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": reference("StartRun")}}},
-                    "responses": {"202": queued.clone(), "400": err(), "401": err(), "422": err(), "429": err(), "503": err()}},
+                    "responses": {"202": queued(true),
+                        "400": err("A bad body: not a JSON object, a key it may not set (all named), a field of the wrong type or value, an unknown agent, a budget wider than the server's, an output_schema strict mode cannot take"),
+                        "422": err("Refused before it started: the estimate says it cannot fit its budget (`force: true` starts it anyway)"),
+                        "429": err_with("The token's rate limit, too many requests with a body from this address, or the agent is resting (its usage window is spent)",
+                            json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
+                        "503": full()}})),
             },
-            "/runs/{id}": {"get": {"summary": "The run's status", "parameters": id,
-                "responses": {"200": reply("The status", run_body), "404": err()}}},
-            "/runs/{id}/trace": {"get": {"summary": "trace.jsonl (`?follow=1`: server-sent events)", "parameters": id,
-                "responses": {"200": {"description": "One trace entry a line", "content": {
-                    "application/x-ndjson": {"schema": reference("TraceEntry")},
-                    "text/event-stream": {"schema": {"type": "string"}}}}, "404": err()}}},
-            "/runs/{id}/answer": {"post": {"summary": "Answer an escalated run's open question", "parameters": id,
-                "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {
-                    "application/json": {"schema": {"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}},
-                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["answer"],
-                        "properties": {"answer": {"type": "string"}, "csrf": {"type": "string", "description": "The form value of the run's page; required with the sign-in cookie"}}}}}},
-                "responses": {"202": queued.clone(), "303": {"description": "A form: back to the run's page"}, "403": err(), "404": err(), "409": err()}}},
-            "/runs/{id}/continue": {"post": {"summary": "Go on after a budget or provider stop, or an interruption", "parameters": id,
-                "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
-                    "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": {"type": "object", "additionalProperties": false,
-                        "description": "Up to the server's limits", "properties": {"max_steps": {"type": "integer"}, "max_reframes": {"type": "integer"},
-                        "timeout": {"type": ["string", "integer"]}, "max_tokens": {"type": "integer"}, "max_cost_usd": {"type": "number"}}}}}},
-                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "properties": {
-                        "csrf": {"type": "string"}, "max_steps": {"type": "string"}, "max_reframes": {"type": "string"},
-                        "timeout": {"type": "string"}, "max_tokens": {"type": "string"}, "max_cost_usd": {"type": "string"}}}}}},
-                "responses": {"202": queued, "303": {"description": "A form: back to the run's page"}, "400": err(), "403": err(), "404": err(), "409": err()}}},
-            "/runs/{id}/report": {"get": {"summary": "The run's HTML report", "parameters": id,
-                "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
-            "/runs/{id}/files/{path}": {"get": {"summary": "A file of the run (artifacts/..., result.json, state.json, ...) as text",
-                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
-                    {"name": "path", "in": "path", "required": true, "schema": {"type": "string"}}],
-                "responses": {"200": {"description": "The file; result.json follows RunResult, state.json State", "content": {"text/plain": {"schema": {"type": "string"}}}}, "404": err()}}},
-            "/skills": {"get": {"summary": "The skills every run sees", "responses": {"200": reply("Skills", json!({"type": "object"}))}}},
-            "/skills/fetch": {"post": {"summary": "Fetch a skill into the root's skills/",
-                "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "properties": {"id": {"type": "string"}, "url": {"type": "string"}}}}}},
-                "responses": {"201": reply("Fetched", json!({"type": "object"})), "400": err()}}},
-            "/agents": {"get": {"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object"}))}}},
-            "/agents/{name}/status": {"get": {"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
-                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
-                "responses": {"200": reply("The agent's status", json!({"type": "object", "required": ["agent", "runs"], "properties": {
-                    "agent": {"type": "string"}, "profile": {"type": ["object", "null"]},
-                    "runs": {"type": "object", "properties": {"total": {"type": "integer"}, "by_status": {"type": "object", "additionalProperties": {"type": "integer"}}}},
-                    "running": {"type": "array", "items": {"type": "string"}}, "last_run": {"anyOf": [reference("RunRow"), {"type": "null"}]},
-                    "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err()}}},
+            "/runs/{id}": {"get": guarded(json!({"summary": "The run's status", "parameters": [id],
+                "responses": {"200": reply("The status", run_body), "403": linked(), "404": no_run()}}), true)},
+            "/runs/{id}/trace": {"get": guarded(json!({"summary": "trace.jsonl (`?follow=1`: server-sent events)",
+                "parameters": [id, {"name": "follow", "in": "query", "required": false, "schema": {"enum": ["", "0", "1", "false", "true"]},
+                    "description": "1 (or true, or empty): stream the trace as server-sent events until the run stops"}],
+                "responses": {"200": {"description": "One trace entry a line; with `follow`, server-sent events (`id:` the line number, `data:` the entry, `event: end` at the end)", "content": {
+                    "application/x-ndjson": {"schema": {"type": "string"}},
+                    "text/event-stream": {"schema": {"type": "object", "description": "One event: a trace line, or the closing `end`",
+                        "properties": {"id": {"type": "string"}, "event": {"enum": ["message", "end"]}, "data": {"type": "string"}}}}}},
+                    "400": err("`follow` other than 1, true, 0 or false; follow over HTTP/1.0; a broken request target"),
+                    "403": linked(), "404": no_run(),
+                    "503": full()}}), true)},
+            "/runs/{id}/answer": {"post": answer},
+            "/runs/{id}/continue": {"post": resume},
+            "/runs/{id}/report": {"get": guarded(json!({"summary": "The run's HTML report", "parameters": [id],
+                "responses": {"200": html("The report"), "403": linked(), "404": no_run()}}), true)},
+            "/runs/{id}/files/{path}": {"get": guarded(json!({"summary": "A file of the run (artifacts/..., result.json, state.json, ...), never as a page of the server",
+                "parameters": [id, {"name": "path", "in": "path", "required": true, "schema": {"type": "string"},
+                    "description": "context.md, memory.md, plan.md, decisions.md, trace.jsonl, state.json, result.json, or artifacts/NAME..."}],
+                "responses": {"200": {"description": "The file; result.json follows RunResult, state.json State", "content": {
+                        "text/plain": {"schema": {"type": "string"}}, "application/json": {}, "image/png": {}, "image/jpeg": {}, "image/gif": {}, "image/webp": {}}},
+                    "403": linked(), "404": err("No such run, or no such file of it")}}), true)},
+            "/skills": {"get": guarded(json!({"summary": "The skills every run sees",
+                "responses": {"200": reply("Skills", json!({"type": "object", "required": ["skills", "problems"], "properties": {"skills": {"type": "array"}, "problems": {"type": "array"}}}))}}), true)},
+            "/skills/fetch": {"post": skills_fetch},
+            "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
+            "/agents/{name}/status": {"get": agent_status},
         },
     })
 }

@@ -36,27 +36,45 @@ pub struct Target {
 
 /// Parses and checks a URL against the policy, resolving the host when an address decides.
 pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, String> {
-    let uri: Uri = url.trim().parse().map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+    judge_url(url, p, deny).map_err(|(_, e)| e)
+}
+
+/// Why a URL cannot be fetched before anything is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlProblem {
+    /// Not a URL with a scheme and a host, or one carrying credentials.
+    Invalid,
+    /// The policy refuses it: its scheme, host, port, or the addresses it stands for.
+    Refused,
+    /// Its host cannot be resolved (the name service failed or knows no such name).
+    Unresolved,
+}
+
+/// [`check_url`], saying which kind of problem stopped it: a caller reporting to someone else
+/// tells a refusal by policy from a host that could not be reached.
+pub fn judge_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, (UrlProblem, String)> {
+    use UrlProblem::{Invalid, Refused, Unresolved};
+    let uri: Uri = url.trim().parse().map_err(|e| (Invalid, format!("`{url}` is not a valid URL: {e}")))?;
     let scheme = uri
         .scheme_str()
         .map(str::to_ascii_lowercase)
-        .ok_or_else(|| format!("`{url}` has no scheme; use http:// or https://"))?;
+        .ok_or_else(|| (Invalid, format!("`{url}` has no scheme; use http:// or https://")))?;
     if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
-        return Err(format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", ")));
+        return Err((Refused, format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", "))));
     }
-    let host = normal_host(uri.host().ok_or_else(|| format!("`{url}` has no host"))?);
+    let host = normal_host(uri.host().ok_or_else(|| (Invalid, format!("`{url}` has no host")))?);
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-        return Err(format!("`{url}` carries credentials in the URL; pass them as headers"));
+        return Err((Invalid, format!("`{url}` carries credentials in the URL; pass them as headers")));
     }
     let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
     if let Some(entry) = deny.name(&host) {
-        return Err(format!("host `{host}` is denied by tools.http.deny_hosts (the entry `{entry}`)"));
+        return Err((Refused, format!("host `{host}` is denied by tools.http.deny_hosts (the entry `{entry}`)")));
     }
     if !p.allow_hosts.is_empty() && !p.allow_hosts.iter().any(|a| host_matches(&host, a)) {
-        return Err(format!("host `{host}` is not in tools.http.allow_hosts"));
+        return Err((Refused, format!("host `{host}` is not in tools.http.allow_hosts")));
     }
     if !p.ports.is_empty() && !p.ports.contains(&port) {
-        return Err(format!("port {port} is not in tools.http.ports"));
+        return Err((Refused, format!("port {port} is not in tools.http.ports")));
     }
     if deny.has_addresses() || !p.allow_private {
         // The resolver reads `127.1` and `2130706433` as 127.0.0.1, so the host is judged by
@@ -65,16 +83,17 @@ pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Targe
             Some(ip) => vec![ip],
             None => (host.as_str(), port)
                 .to_socket_addrs()
-                .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+                .map_err(|e| (Unresolved, format!("cannot resolve `{host}`: {e}")))?
                 .map(|a| a.ip())
                 .collect(),
         };
         if let Some(why) = addrs.iter().find_map(|ip| deny.address(*ip)) {
-            return Err(format!("host `{host}` is denied by tools.http.deny_hosts: {why}"));
+            return Err((Refused, format!("host `{host}` is denied by tools.http.deny_hosts: {why}")));
         }
         if let Some(ip) = addrs.iter().find(|ip| !p.allow_private && is_private(**ip)) {
-            return Err(format!(
-                "host `{host}` resolves to {ip}, a loopback, private or link-local address; set tools.http.allow_private: true to allow it"
+            return Err((
+                Refused,
+                format!("host `{host}` resolves to {ip}, a loopback, private or link-local address; set tools.http.allow_private: true to allow it"),
             ));
         }
     }
