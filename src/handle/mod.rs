@@ -802,7 +802,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
         },
         dedupe_key: Some(format!("agentic:run:{run_id}:escalated")),
     };
-    resp.events.push(ev.to_value());
+    resp.events.push(routable(ev.to_value()));
     resp.log("warn", reason.clone());
     resp.result = format!("run {run_id} escalated: {reason}");
     Ok(())
@@ -883,9 +883,20 @@ fn done(state: &State, resp: &mut Response) -> Result<()> {
     let end = state.ended_as().event();
     let kind = end.strip_prefix("agent.").unwrap_or(end);
     ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
-    resp.events.push(ev);
+    resp.events.push(routable(ev));
     resp.result =
         format!("run {} {}: {}", state.run_id, state.status.as_str(), state.reason.clone().unwrap_or_default());
     snapshot(state, resp);
     Ok(())
+}
+
+/// A completion event as the router should pass it on: `result` present (null), because Ductile
+/// copies the turn's one-line `result` into an emitted event without one, and a downstream plugin
+/// that reads `result` before `content` (file_handler) would write that line instead of what its
+/// pipeline gave it (`{payload.outcome}`).
+fn routable(mut ev: Value) -> Value {
+    if let Some(p) = ev.get_mut("payload").and_then(Value::as_object_mut) {
+        p.entry("result").or_insert(Value::Null);
+    }
+    ev
 }

@@ -126,6 +126,17 @@ impl Gateway {
     /// Steps 1-3 of the walk: the plugin folder and root from `ductile/`, `agentloop trust`, the
     /// doc's config (its paths and port made the test's, `extra` appended), `ductile system start`.
     fn start(t: &T, model: &Server, extra: &str) -> Option<Gateway> {
+        Self::start_tuned(t, model, |c| format!("{c}{extra}"), |r| r)
+    }
+
+    /// `start` with the doc's Ductile config and the shipped root config each passed through an
+    /// edit first (shorter timeouts, retries, parallelism for a test that needs them).
+    fn start_tuned(
+        t: &T,
+        model: &Server,
+        edit_config: impl Fn(String) -> String,
+        edit_root: impl Fn(String) -> String,
+    ) -> Option<Gateway> {
         let (bin, bundled) = ductile()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = t.path("ductile");
@@ -147,7 +158,7 @@ impl Gateway {
                 &format!("llm: {{provider: anthropic, model: claude-sonnet-4-5-20250929, base_url: '{}', structured: tools}}", model.url),
             );
         assert!(shipped.contains("base_url"), "ductile/agentloop.yaml's llm line changed");
-        std::fs::write(root.join("agentloop.yaml"), shipped).unwrap();
+        std::fs::write(root.join("agentloop.yaml"), edit_root(shipped)).unwrap();
         let out = t.untrusted().arg("trust").arg(&root).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "agentloop trust: {}", stderr(&out));
         let notes = t.path("notes");
@@ -155,7 +166,7 @@ impl Gateway {
             .replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"))
             .replace("/opt/ductile/plugins", bundled.to_str().unwrap())
             .replace("/home/me/notes", notes.to_str().unwrap());
-        std::fs::write(dir.join("config.yaml"), format!("{config}{extra}")).unwrap();
+        std::fs::write(dir.join("config.yaml"), edit_config(config)).unwrap();
         let log = std::fs::File::create(dir.join("ductile.log")).unwrap();
         let child = Command::new(&bin)
             .args(["system", "start", "--config", "config.yaml"])
@@ -240,21 +251,57 @@ impl Gateway {
     /// The one run under the root, once it has ended, and every job Ductile ran once none is
     /// queued or running.
     fn finished_run(&self) -> (Value, Vec<Value>) {
+        let (mut runs, jobs) = self.finished_runs(1);
+        (runs.remove(0), jobs)
+    }
+
+    /// Every run's state.json under the root (run folders without one yet count as running).
+    fn runs(&self) -> Vec<Value> {
+        let Ok(dir) = std::fs::read_dir(self.root.join("runs")) else { return Vec::new() };
+        dir.filter_map(|e| {
+            let s = std::fs::read_to_string(e.ok()?.path().join("state.json")).unwrap_or_default();
+            Some(serde_json::from_str::<Value>(&s).unwrap_or_else(|_| json!({"status": "running"})))
+        })
+        .collect()
+    }
+
+    /// The `n` runs under the root once each has ended (sorted by run id), and every job Ductile
+    /// ran once none is queued or running; more runs than `n` fail at once.
+    fn finished_runs(&self, n: usize) -> (Vec<Value>, Vec<Value>) {
         let started = Instant::now();
         loop {
-            let runs = self.root.join("runs");
-            let state = std::fs::read_dir(&runs).ok().and_then(|mut d| d.next()).and_then(|e| {
-                let s = std::fs::read_to_string(e.ok()?.path().join("state.json")).ok()?;
-                serde_json::from_str::<Value>(&s).ok()
-            });
+            let mut runs = self.runs();
+            assert!(runs.len() <= n, "{} runs where {n} were started: {runs:#}", runs.len(), runs = json!(runs));
             let jobs = self.jobs();
             let idle = jobs.iter().all(|j| !matches!(j["status"].as_str(), Some("queued" | "running")));
-            if let Some(s) = state.filter(|s| s["status"] != "running" && idle) {
-                return (s, jobs);
+            if runs.len() == n && idle && runs.iter().all(|s| s["status"] != "running") {
+                runs.sort_by_key(|s| s["run_id"].as_str().unwrap_or("").to_string());
+                return (runs, jobs);
             }
-            assert!(started.elapsed() < DEADLINE, "the run did not end; jobs: {jobs:#?}");
+            assert!(started.elapsed() < DEADLINE, "the runs did not end: {:#}; jobs: {jobs:#?}", json!(runs));
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// The job Ductile ran under `id` as `GET /jobs` lists it (status, attempt).
+    fn job(&self, id: &str) -> Value {
+        self.jobs().into_iter().find(|j| j["job_id"] == id).unwrap_or_else(|| panic!("no job {id}"))
+    }
+
+    /// agentloop's plugin_state as Ductile holds it, read with the query its docs/DATABASE.md
+    /// gives (`SELECT state FROM plugin_state WHERE plugin_name = ...`) through Python's sqlite3.
+    fn plugin_state(&self) -> Option<Value> {
+        let db = self.dir.join("ductile.db");
+        let script = "import sqlite3,sys\nc=sqlite3.connect('file:'+sys.argv[1]+'?mode=ro',uri=True)\nprint(c.execute(\"SELECT state FROM plugin_state WHERE plugin_name='agentloop'\").fetchone()[0])";
+        let out = match Command::new("python3").arg("-c").arg(script).arg(&db).output() {
+            Ok(out) => out,
+            Err(e) => {
+                missing(&format!("python3 (to read Ductile's plugin_state): {e}"));
+                return None;
+            }
+        };
+        assert!(out.status.success(), "reading plugin_state from {}: {}", db.display(), stderr(&out));
+        Some(serde_json::from_str(&stdout(&out)).unwrap())
     }
 }
 
@@ -333,9 +380,9 @@ fn a_pipeline_on_agent_completed_gets_the_outcome() {
     let (state, jobs) = g.finished_run();
     assert_eq!(state["status"], "done", "{state:#}");
     succeeded(&jobs);
-    // file_handler, run by Ductile on agentloop's `agent.completed`, wrote the event's outcome.
-    let run = state["run_id"].as_str().unwrap();
-    assert_eq!(std::fs::read_to_string(t.path("notes/last-outcome.md")).unwrap(), format!("run {run} done: met"));
+    // file_handler, run by Ductile on agentloop's `agent.completed`, wrote the event's outcome
+    // itself, not agentloop's one-line summary of the turn.
+    assert_eq!(std::fs::read_to_string(t.path("notes/last-outcome.md")).unwrap(), "the page says hello");
     let plugins: Vec<&str> = jobs.iter().filter_map(|j| j["plugin"].as_str()).collect();
     assert_eq!(plugins.iter().filter(|x| **x == "file_handler").count(), 1, "{plugins:?}");
 }
@@ -373,4 +420,248 @@ fn run_calls_ductiles_fetch_plugin_as_a_tool_and_reads_the_page() {
     assert!(!said.contains("ductile_"), "Ductile's control keys reached the model");
     let jobs = g.jobs();
     assert!(jobs.iter().any(|j| j["plugin"] == "fetch" && j["status"] == "succeeded"), "{jobs:#?}");
+}
+
+/// Ductile's config of the walk with its scheduler ticking every second and agentloop's `poll`
+/// sweep on that schedule, as docs/EVENT-MODE.md ("Runs never hang") sets it up, its grace short.
+fn sweeping(config: String) -> String {
+    let c = config
+        .replace("service: {name: ductile}", "service: {name: ductile, tick_interval: 1s}")
+        .replace(
+            "    timeouts: {handle: 10m}\n",
+            "    timeouts: {handle: 10m}\n    schedules:\n      - {id: sweep, command: poll, every: 1s}\n",
+        )
+        .replace(
+            "      allowed_plugins: [web_fetch, file_handler]\n",
+            "      allowed_plugins: [web_fetch, file_handler]\n      handle: {pending_grace: 1s}\n",
+        );
+    assert!(
+        c.contains("tick_interval") && c.contains("sweep") && c.contains("pending_grace"),
+        "the walk's config changed: {c}"
+    );
+    c
+}
+
+/// A root config whose tools time out after a second (so a sweep finds a step overdue soon).
+fn short_tools(root: String) -> String {
+    assert!(root.contains("\ntools:\n"), "ductile/agentloop.yaml has no tools block");
+    root.replace("\ntools:\n", "\ntools:\n  timeout: 1s\n")
+}
+
+#[test]
+fn a_tool_that_keeps_failing_is_retried_by_the_poll_sweep_and_the_run_escalates() {
+    let t = T::new();
+    let broken = Server::start(vec![Reply::text(500, "text/plain", "the page is broken")]);
+    let m = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": format!("{}/article", broken.url)}))],
+        vec![json!({"satisfied": [], "decision": "continue", "reason": "no page yet"})],
+    );
+    // fetch answers an HTTP 500 with `status: error`: Ductile retries it (a pipeline step's job
+    // keeps Ductile's default attempts; the plugin's `retry:` sets the backoff), then the job
+    // has failed and no event reaches agentloop. Ductile routes the escalation to a note.
+    let escalated = t.path("notes/escalated.md");
+    let edit = |c: String| {
+        let c = sweeping(c).replace(
+            "  fetch:\n    enabled: true\n",
+            "  fetch:\n    enabled: true\n    retry: {max_attempts: 2, backoff_base: 1s}\n",
+        );
+        assert!(c.contains("max_attempts: 2"), "the walk's fetch entry changed");
+        format!(
+            "{c}\npipelines:\n  - name: agentloop-escalated-note\n    on: agent.escalated\n    steps:\n      - uses: file_handler\n        with: {{action: write, content: \"{{payload.reason}}\", output_path: {}}}\n",
+            escalated.display()
+        )
+    };
+    let Some(g) = Gateway::start_tuned(&t, &m, edit, short_tools) else { return };
+    g.start_goal(&t, "Fetch the broken page");
+    let started = Instant::now();
+    while !escalated.exists() {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "no agent.escalated was routed; runs {:#}; jobs {:#?}",
+            json!(g.runs()),
+            g.jobs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (state, jobs) = g.finished_run();
+    assert_eq!(state["status"], "escalated", "{state:#}");
+    // Three requests of the step (the first and handle.tool_retries = 2 more), each a fetch job
+    // Ductile retried and gave up on; every re-request came from a `poll` job.
+    let fetches: Vec<&Value> = jobs.iter().filter(|j| j["plugin"] == "fetch").collect();
+    assert_eq!(fetches.len(), 3, "{fetches:#?}");
+    let mut attempts = 0;
+    for f in &fetches {
+        assert!(matches!(f["status"].as_str(), Some("dead" | "failed")), "{f:#}");
+        let n = f["attempt"].as_u64().unwrap();
+        assert!(n >= 2, "Ductile retried the fetch: {f:#}");
+        attempts += n as usize;
+    }
+    assert_eq!(broken.count(), attempts, "each fetch attempt reached the page");
+    let run = state["run_id"].as_str().unwrap();
+    let trace = std::fs::read_to_string(g.root.join("runs").join(run).join("trace.jsonl")).unwrap();
+    assert_eq!(trace.matches("\"event\":\"act.retry\"").count(), 2, "{trace}");
+    assert!(trace.contains("no result for step 1 from tool `web_fetch`"), "{trace}");
+    let note = std::fs::read_to_string(&escalated).unwrap();
+    assert!(note.starts_with("tool `web_fetch` failed at step 1 and its 2 retries are spent"), "{note}");
+    assert!(jobs.iter().any(|j| j["command"] == "poll" && j["status"] == "succeeded"), "{jobs:#?}");
+}
+
+#[test]
+fn a_turn_ductile_times_out_is_retried_into_the_same_run() {
+    let t = T::new();
+    let page = page_server();
+    let inner = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "read", "artifacts": []}),
+        ],
+    );
+    // The first model call takes longer than Ductile's handle timeout; the rest answer at once.
+    let inner_url = inner.url.clone();
+    let slow = Server::start_with(move |i, req| {
+        if i == 0 {
+            std::thread::sleep(Duration::from_secs(5));
+        }
+        let resp = ureq::post(&format!("{inner_url}{}", req.url))
+            .header("content-type", "application/json")
+            .send(req.body.as_bytes())
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        Reply::json(200, serde_json::from_str(&resp).unwrap())
+    });
+    let edit = |c: String| {
+        let c = c.replace(
+            "    timeouts: {handle: 10m}\n",
+            "    timeouts: {handle: 3s}\n    retry: {max_attempts: 3, backoff_base: 1s}\n",
+        );
+        assert!(c.contains("handle: 3s"), "the walk's agentloop entry changed");
+        c
+    };
+    let Some(g) = Gateway::start_tuned(&t, &slow, edit, |r| r) else { return };
+    let job = g.start_goal(&t, "Fetch the page");
+    let (runs, _) = g.finished_runs(1);
+    assert_eq!(runs[0]["status"], "done", "{:#}", runs[0]);
+    let start = g.job(&job);
+    assert_eq!(start["status"], "succeeded", "{start:#}");
+    assert_eq!(start["attempt"], 2, "Ductile timed out the first attempt and retried: {start:#}");
+    // The killed turn's frame call and the retried turn's.
+    assert_eq!(slow.request(0).body, slow.request(1).body, "the retry framed the same start again");
+}
+
+#[test]
+fn four_runs_at_once_under_parallelism_4_all_finish_and_plugin_state_agrees() {
+    let t = T::new();
+    let page = page_server();
+    let m = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "read", "artifacts": []}),
+        ],
+    );
+    let edit = |c: String| {
+        let c = c
+            .replace("service: {name: ductile}", "service: {name: ductile, max_workers: 8}")
+            .replace("    timeouts: {handle: 10m}\n", "    timeouts: {handle: 10m}\n    parallelism: 4\n")
+            .replace("  fetch:\n    enabled: true\n", "  fetch:\n    enabled: true\n    parallelism: 4\n");
+        assert_eq!(c.matches("parallelism: 4").count(), 2, "the walk's config changed");
+        c
+    };
+    let Some(g) = Gateway::start_tuned(&t, &m, edit, |r| r) else { return };
+    let jobs: Vec<String> = std::thread::scope(|s| {
+        let starts: Vec<_> = (0..4)
+            .map(|i| {
+                s.spawn({
+                    let (g, t) = (&g, &t);
+                    move || g.start_goal(t, &format!("Fetch the page, take {i}"))
+                })
+            })
+            .collect();
+        starts.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (runs, all) = g.finished_runs(4);
+    succeeded(&all);
+    for r in &runs {
+        assert_eq!(r["status"], "done", "{r:#}");
+    }
+    for j in &jobs {
+        assert_eq!(g.job(j)["status"], "succeeded");
+    }
+    // Ductile ran agentloop jobs side by side: some started before another had completed.
+    let agentloop: Vec<&Value> = all.iter().filter(|j| j["plugin"] == "agentloop").collect();
+    let overlap = agentloop.iter().any(|a| {
+        agentloop.iter().any(|b| {
+            a["job_id"] != b["job_id"]
+                && a["started_at"].as_str() < b["completed_at"].as_str()
+                && b["started_at"].as_str() < a["completed_at"].as_str()
+        })
+    });
+    assert!(overlap, "no two agentloop jobs ran at once: {agentloop:#?}");
+    // Every run's key in Ductile's plugin_state says what its workspace says.
+    let Some(state) = g.plugin_state() else { return };
+    for r in &runs {
+        let id = r["run_id"].as_str().unwrap();
+        let key = &state[format!("run:{id}")];
+        assert_eq!(key["status"], r["status"], "plugin_state `run:{id}` against the workspace: {state:#}");
+        assert_eq!(key["step"], r["step"], "{state:#}");
+    }
+    let keys = state.as_object().unwrap().keys().filter(|k| k.starts_with("run:")).count();
+    assert_eq!(keys, 4, "{state:#}");
+}
+
+#[test]
+fn a_model_outage_is_retried_by_ductile_and_the_run_finishes_once_the_model_is_back() {
+    let t = T::new();
+    let page = page_server();
+    let inner = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "read", "artifacts": []}),
+        ],
+    );
+    // The provider is down for its first two calls.
+    let inner_url = inner.url.clone();
+    let flaky = Server::start_with(move |i, req| {
+        if i < 2 {
+            return Reply::json(
+                503,
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "down"}}),
+            );
+        }
+        let resp = ureq::post(&format!("{inner_url}{}", req.url))
+            .header("content-type", "application/json")
+            .send(req.body.as_bytes())
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        Reply::json(200, serde_json::from_str(&resp).unwrap())
+    });
+    let edit = |c: String| {
+        let c = c.replace(
+            "    timeouts: {handle: 10m}\n",
+            "    timeouts: {handle: 10m}\n    retry: {max_attempts: 4, backoff_base: 1s}\n",
+        );
+        assert!(c.contains("max_attempts: 4"), "the walk's agentloop entry changed");
+        c
+    };
+    // agentloop gives up on the provider after one call, so the outage reaches Ductile.
+    let root = |r: String| {
+        let r = r.replace("structured: tools}", "structured: tools, attempts: 1}");
+        assert!(r.contains("attempts: 1"), "the root's llm line changed");
+        r
+    };
+    let Some(g) = Gateway::start_tuned(&t, &flaky, edit, root) else { return };
+    let job = g.start_goal(&t, "Fetch the page");
+    let (runs, _) = g.finished_runs(1);
+    assert_eq!(runs[0]["status"], "done", "{:#}", runs[0]);
+    let start = g.job(&job);
+    assert_eq!(start["status"], "succeeded", "{start:#}");
+    assert_eq!(start["attempt"], 3, "two failed attempts retried by Ductile: {start:#}");
+    assert!(prompts(&inner).contains(PAGE_TEXT));
 }

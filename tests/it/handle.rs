@@ -655,6 +655,7 @@ fn a_requests_plugin_config_may_not_widen_the_root() {
         ),
         (with("max_reframes", json!(3)), "max_reframes"),
         (with("allowed_plugins", json!(["jina-reader", "shell"])), "allowed_tools"),
+        (with("handle", json!({"pending_grace": "11m"})), "handle.pending_grace"),
     ] {
         let start =
             json!({"command": "handle", "config": bad, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
@@ -681,6 +682,7 @@ fn a_requests_plugin_config_may_not_widen_the_root() {
     let mut ok = ok;
     ok["max_steps"] = json!(4);
     ok["allowed_plugins"] = json!(["jina-reader"]);
+    ok["handle"] = json!({"pending_grace": "1s"});
     let start =
         json!({"command": "handle", "config": ok, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
     let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();

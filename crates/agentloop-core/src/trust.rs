@@ -417,6 +417,9 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     match key {
         "timeout" => dur_at_most(base.timeout.0),
         "tools.timeout" => dur_at_most(base.tools.timeout.0),
+        // The router's plugin config sets how long a step may stay pending before `poll` treats
+        // it as failed: a shorter wait only ends a stuck run sooner.
+        "handle.pending_grace" => dur_at_most(base.handle.pending_grace.0),
         "allowed_tools" => {
             let registry = crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly)
                 .map_err(|e| e.message)?;
