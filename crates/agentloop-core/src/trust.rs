@@ -388,13 +388,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             _ => Ok(()),
         }
     };
-    let dur_at_most = |limit: std::time::Duration| -> std::result::Result<(), String> {
-        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
-        if d.0 > limit {
-            return Err(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs()));
-        }
-        Ok(())
-    };
     let subset = |have: &[String], what: &str| -> std::result::Result<(), String> {
         let want = strings(v).ok_or("must be a list of names")?;
         match want.iter().find(|w| !have.contains(w)) {
@@ -407,6 +400,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     }
     let special = narrows_choice(key, v, base)
         .or_else(|| output_schema(key, v, root, party))
+        .or_else(|| narrows_duration(key, v, base, whose))
         .or_else(|| narrows_list(key, v, base, whose))
         .or_else(|| same_endpoint(key, v, base, whose))
         .or_else(|| crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)))
@@ -415,11 +409,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         return r;
     }
     match key {
-        "timeout" => dur_at_most(base.timeout.0),
-        "tools.timeout" => dur_at_most(base.tools.timeout.0),
-        // The router's plugin config sets how long a step may stay pending before `poll` treats
-        // it as failed: a shorter wait only ends a stuck run sooner.
-        "handle.pending_grace" => dur_at_most(base.handle.pending_grace.0),
         "allowed_tools" => {
             let registry = crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly)
                 .map_err(|e| e.message)?;
@@ -461,6 +450,24 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// [`narrows`] for the durations an untrusted layer may shorten, each at most the trusted one.
+fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+    let limit = match key {
+        "timeout" => base.timeout.0,
+        "tools.timeout" => base.tools.timeout.0,
+        // The router's plugin config sets how long a step may stay pending before `poll` treats
+        // it as failed: a shorter wait only ends a stuck run sooner.
+        "handle.pending_grace" => base.handle.pending_grace.0,
+        _ => return None,
+    };
+    Some(serde_json::from_value::<Dur>(v.clone()).map_err(|e| e.to_string()).and_then(|d| {
+        if d.0 > limit {
+            return Err(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs()));
+        }
+        Ok(())
+    }))
 }
 
 /// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
