@@ -123,9 +123,8 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 .collect();
             warn_problems(p, &own);
             if p.json {
-                let mut v = serde_json::to_value(s).expect("skill serializes");
-                v["body"] = json!(s.body);
-                p.json_value(&v);
+                let view = crate::schema::SkillView { skill: s.clone(), body: s.body.clone() };
+                p.json_value(&serde_json::to_value(&view).expect("skill serializes"));
             } else {
                 p.outln(&format!(
                     "name         {}\nformat       {}\nlocation     {}\ndescription  {}",

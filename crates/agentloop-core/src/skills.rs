@@ -39,7 +39,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("web-research", include_str!("../../../skills/web-research/SKILL.md")),
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Skill {
     pub name: String,
     pub description: String,
@@ -48,11 +48,14 @@ pub struct Skill {
     /// `builtin` or the folder it was loaded from (relative to the workspace once loaded for one).
     pub location: String,
     #[serde(skip)]
+    #[schemars(skip)]
     pub dir: Option<Utf8PathBuf>,
     /// The workspace the skill's folder is in: its files are read with no link on the way.
     #[serde(skip)]
+    #[schemars(skip)]
     pub workspace: Option<Utf8PathBuf>,
     #[serde(skip)]
+    #[schemars(skip)]
     pub body: String,
     pub triggers: Vec<String>,
     pub requires_tools: Vec<String>,
