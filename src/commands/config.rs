@@ -187,8 +187,22 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
             let r = &masked;
             let resolved = resolved_model(ctx.config());
             if ctx.printer.json {
-                ctx.printer
-                    .json_value(&serde_json::json!({"config": r.value, "sources": r.sources, "resolved": resolved, "refused": ctx.refused}));
+                // The published shape (docs/schema/config-show.json).
+                let show = crate::schema::ConfigShow {
+                    config: r.value.as_object().cloned().unwrap_or_default(),
+                    sources: r.sources.iter().map(|(k, v)| (k.clone(), v.to_string())).collect(),
+                    resolved,
+                    refused: ctx
+                        .refused
+                        .iter()
+                        .map(|x| crate::schema::ConfigRefusal {
+                            file: x.file.clone(),
+                            key: x.key.clone(),
+                            why: x.why.clone(),
+                        })
+                        .collect(),
+                };
+                ctx.printer.json_value(&serde_json::to_value(&show).expect("config serializes"));
                 return Ok(0);
             }
             let mut rows = Vec::new();
@@ -209,13 +223,12 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                     refusal.key, refusal.file, refusal.why
                 ));
             }
-            match (resolved["provider"].as_str(), resolved["model"].as_str()) {
+            match (&resolved.provider, &resolved.model) {
                 (Some(p), Some(m)) => {
-                    ctx.printer
-                        .outln(&format!("# provider: {p} ({})", resolved["provider_why"].as_str().unwrap_or("")));
-                    ctx.printer.outln(&format!("# model: {m} ({})", resolved["model_why"].as_str().unwrap_or("")));
+                    ctx.printer.outln(&format!("# provider: {p} ({})", resolved.provider_why.as_deref().unwrap_or("")));
+                    ctx.printer.outln(&format!("# model: {m} ({})", resolved.model_why.as_deref().unwrap_or("")));
                 }
-                _ => ctx.printer.outln(&format!("# provider: none ({})", resolved["error"].as_str().unwrap_or(""))),
+                _ => ctx.printer.outln(&format!("# provider: none ({})", resolved.error.as_deref().unwrap_or(""))),
             }
         }
     }
@@ -223,13 +236,19 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
 }
 
 /// What a run with this configuration would call, without calling it.
-fn resolved_model(cfg: &crate::config::Config) -> Value {
+fn resolved_model(cfg: &crate::config::Config) -> crate::schema::ResolvedModel {
     match crate::model::provider_and_why(cfg) {
         Ok((provider, provider_why)) => {
             let (model, model_why) = crate::model::model_and_why(cfg, &provider);
-            serde_json::json!({"provider": provider, "provider_why": provider_why, "model": model, "model_why": model_why})
+            crate::schema::ResolvedModel {
+                provider: Some(provider.to_string()),
+                provider_why: Some(provider_why),
+                model: Some(model),
+                model_why: Some(model_why),
+                error: None,
+            }
         }
-        Err(e) => serde_json::json!({"error": e.message}),
+        Err(e) => crate::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
     }
 }
 

@@ -287,7 +287,6 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     let p = &ctx.printer;
     if p.json {
         let mut v = phases::completion_event(s);
-        v["payload"]["open_question"] = json!(s.open_question);
         v["payload"]["ways_on"] = json!(ways_on(&ctx.ws, s));
         p.outln(&v.to_string());
         return Ok(code::OK);

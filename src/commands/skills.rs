@@ -38,8 +38,10 @@ pub enum SkillsCommand {
     Show { name: String },
     /// Validate skills against the spec; print every problem. Exit 1 when any error is found.
     ///
-    /// PATH may be a skill folder, a folder of skills, or omitted for every configured folder.
-    /// Unknown frontmatter keys are warnings (the skill still loads).
+    /// Judged as the spec's reference validator (skills-ref) judges: what the spec refuses but
+    /// still loads (an unknown frontmatter key, a description over 1024 characters) is a
+    /// warning that also makes the check fail. PATH may be a skill folder, its SKILL.md, a
+    /// folder of skills, or omitted for every configured folder.
     Check { path: Option<Utf8PathBuf> },
     /// Fetch a skill's instructions from an http(s) URL into the user skills folder.
     ///
@@ -70,9 +72,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 None => cfg,
             };
             let set = SkillSet::load(cfg, &ctx.ws.root);
-            for prob in &set.problems {
-                p.warn(&prob.to_string());
-            }
+            warn_problems(p, &set.problems);
             // The catalog is built from caches: `skills gen` starts no program, calls nothing out.
             let registry = Registry::load(cfg, &ctx.ws.root, crate::tools::Reach::CachesOnly)?;
             let allowed = registry.allowed(cfg);
@@ -92,9 +92,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
         }
         SkillsCommand::List => {
             let set = SkillSet::load(cfg, &ctx.ws.root);
-            for prob in &set.problems {
-                p.warn(&prob.to_string());
-            }
+            warn_problems(p, &set.problems);
             if p.json {
                 p.json_value(&serde_json::to_value(&set.skills).expect("skills serialize"));
             } else {
@@ -116,10 +114,17 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 Error::usage(format!("no skill named `{name}`"))
                     .with_hint("`agentloop skills list` shows the skills found")
             })?;
+            // The shown skill's own warnings (a value ignored, a field the spec refuses).
+            let own: Vec<skills::Problem> = set
+                .problems
+                .iter()
+                .filter(|x| s.dir.as_deref().is_some_and(|d| Utf8Path::new(&x.file).parent() == Some(d)))
+                .cloned()
+                .collect();
+            warn_problems(p, &own);
             if p.json {
-                let mut v = serde_json::to_value(s).expect("skill serializes");
-                v["body"] = json!(s.body);
-                p.json_value(&v);
+                let view = crate::schema::SkillView { skill: s.clone(), body: s.body.clone() };
+                p.json_value(&serde_json::to_value(&view).expect("skill serializes"));
             } else {
                 p.outln(&format!(
                     "name         {}\nformat       {}\nlocation     {}\ndescription  {}",
@@ -151,10 +156,30 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
         SkillsCommand::Check { path } => {
             let (skills, problems) = match &path {
                 Some(dir) => {
+                    // A SKILL.md named directly stands for its folder, as the reference validator takes it.
+                    let named_file =
+                        dir.is_file() && dir.file_name().is_some_and(|n| n.eq_ignore_ascii_case("skill.md"));
+                    let dir = match dir.parent() {
+                        Some(parent) if named_file => {
+                            if parent.as_str().is_empty() {
+                                Utf8Path::new(".")
+                            } else {
+                                parent
+                            }
+                        }
+                        _ => dir.as_path(),
+                    };
                     if !dir.is_dir() {
-                        return Err(Error::usage(format!("{dir} is not a folder")));
+                        return Err(Error::usage(format!("{dir} is not a folder"))
+                            .with_hint("name a skill folder, its SKILL.md, or a folder of skills"));
                     }
-                    skills::scan(dir, skills::Limits::of(cfg))
+                    let (skills, mut problems) = skills::scan(dir, skills::Limits::of(cfg));
+                    // Checking a folder that holds no skill at all is a mistake worth an error
+                    // (the reference validator says the same of a folder with no SKILL.md).
+                    if skills.is_empty() && problems.is_empty() {
+                        problems.push(skills::Problem::nothing_found(dir));
+                    }
+                    (skills, problems)
                 }
                 None => {
                     let set = SkillSet::load(cfg, &ctx.ws.root);
@@ -162,27 +187,59 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
                 }
             };
             let errors = problems.iter().filter(|x| x.is_error()).count();
+            let failing = problems.iter().filter(|x| x.fails_check()).count();
+            // A skill that loads but breaks the spec is not counted valid: `skills check` judges
+            // as the reference validator does.
+            let against_spec = |s: &skills::Skill| {
+                s.dir
+                    .as_deref()
+                    .is_some_and(|d| problems.iter().any(|x| x.spec && Utf8Path::new(&x.file).parent() == Some(d)))
+            };
+            let (valid, loaded): (Vec<&skills::Skill>, Vec<&skills::Skill>) =
+                skills.iter().partition(|s| !against_spec(s));
             if p.json {
-                p.json_value(&json!({"valid": skills.iter().map(|s| json!({"name": s.name, "location": s.location})).collect::<Vec<_>>(), "problems": problems}));
+                let entry = |s: &&skills::Skill| json!({"name": s.name, "location": s.location});
+                p.json_value(&json!({
+                    "valid": valid.iter().map(entry).collect::<Vec<_>>(),
+                    "against_spec": loaded.iter().map(entry).collect::<Vec<_>>(),
+                    "problems": problems,
+                }));
             } else {
-                for s in &skills {
+                for s in &valid {
                     p.outln(&format!("ok      {} ({})", s.name, s.location));
+                }
+                for s in &loaded {
+                    p.outln(&format!("loads   {} ({}), against the Agent Skills spec", s.name, s.location));
                 }
                 for prob in &problems {
                     p.outln(&prob.to_string());
                 }
+                let warnings = problems.len() - errors;
+                let spec = failing - errors;
                 p.info(&format!(
-                    "{} valid, {} error{}, {} warning{}",
-                    skills.len(),
+                    "{} valid, {} error{}, {} warning{}{}",
+                    valid.len(),
                     errors,
                     if errors == 1 { "" } else { "s" },
-                    problems.len() - errors,
-                    if problems.len() - errors == 1 { "" } else { "s" }
+                    warnings,
+                    if warnings == 1 { "" } else { "s" },
+                    if spec > 0 { format!(" ({spec} against the Agent Skills spec)") } else { String::new() }
                 ));
             }
-            Ok(if errors > 0 { 1 } else { 0 })
+            Ok(if failing > 0 { 1 } else { 0 })
         }
         SkillsCommand::Fetch { id, url, dir } => fetch(&ctx, &id, &url, dir),
+    }
+}
+
+/// Problems met while loading, on stderr, each worded once: a skill with an error is skipped.
+fn warn_problems(p: &crate::output::Printer, problems: &[skills::Problem]) {
+    for prob in problems {
+        if prob.is_error() {
+            p.warn(&format!("{} (skipped)", prob.detail()));
+        } else {
+            p.warn(&prob.detail());
+        }
     }
 }
 

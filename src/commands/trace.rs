@@ -5,8 +5,6 @@ use crate::output::Printer;
 use crate::settings::Ctx;
 use crate::trace::{self, Entry, Phase};
 use clap::{Args, Subcommand};
-use serde_json::json;
-use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
@@ -487,75 +485,23 @@ fn wrap(text: &str, w: usize) -> Vec<String> {
     out
 }
 
-#[derive(Default, serde::Serialize)]
-struct Sum {
-    entries: u64,
-    errors: u64,
-    duration_ms: u64,
-    input_tokens: u64,
-    output_tokens: u64,
-    cache_read_tokens: u64,
-    cache_write_tokens: u64,
-    cost_usd: f64,
-    /// Model calls the scripted model answered: they spend nothing and are never priced.
-    scripted_calls: u64,
-    /// Model calls with a price (those in cost_usd).
-    #[serde(skip)]
-    priced_calls: u64,
-}
-
-impl Sum {
-    fn add(&mut self, e: &Entry) {
-        self.entries += 1;
-        self.errors += e.is_error() as u64;
-        self.duration_ms += e.duration_ms.unwrap_or(0);
-        // run.finished carries the run's totals; counting it would count everything twice.
-        if e.event == "run.finished" {
-            return;
-        }
-        if let Some(u) = e.usage {
-            self.input_tokens += u.input_tokens;
-            self.output_tokens += u.output_tokens;
-            self.cache_read_tokens += u.cache_read_tokens;
-            self.cache_write_tokens += u.cache_write_tokens;
-        }
-        self.cost_usd += e.cost_usd.unwrap_or(0.0);
-        self.priced_calls += e.cost_usd.is_some() as u64;
-        self.scripted_calls += e.model.as_deref().is_some_and(crate::model::is_scripted) as u64;
-    }
-}
-
+/// Sums by phase and tool; the shape of `trace stats --json` (docs/schema/trace-stats.json).
 #[derive(Default)]
-struct Stats {
-    total: Sum,
-    phases: BTreeMap<String, Sum>,
-    tools: BTreeMap<String, Sum>,
-    /// The highest step of each run: steps across runs are their sum.
-    runs: BTreeMap<String, u32>,
-}
+struct Stats(crate::schema::TraceStats);
 
 impl Stats {
     fn add(&mut self, e: &Entry) {
-        self.total.add(e);
-        let steps = self.runs.entry(e.run_id.clone()).or_default();
-        *steps = (*steps).max(e.step);
-        self.phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-").to_string()).or_default().add(e);
-        if let (Some(t), Some(Phase::Act)) = (&e.tool, e.phase) {
-            self.tools.entry(t.clone()).or_default().add(e);
-        }
+        self.0.add(e);
     }
 
     fn print(&self, p: &Printer) {
-        let Stats { total, phases, tools, runs } = self;
-        let steps: u32 = runs.values().sum();
+        let crate::schema::TraceStats { total, phases, tools, runs, steps, .. } = &self.0;
         if p.json {
-            p.json_value(
-                &json!({"runs": runs.len(), "steps": steps, "total": total, "phases": phases, "tools": tools}),
-            );
+            p.json_value(&serde_json::to_value(&self.0).expect("stats serialize"));
             return;
         }
-        p.outln(&format!("runs {}  steps {}  entries {}  errors {}", runs.len(), steps, total.entries, total.errors));
-        let row = |name: &str, s: &Sum| {
+        p.outln(&format!("runs {runs}  steps {steps}  entries {}  errors {}", total.entries, total.errors));
+        let row = |name: &str, s: &crate::schema::TraceSum| {
             format!(
                 "{:<14} {:>7} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9}",
                 crate::output::one_line(name),

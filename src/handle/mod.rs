@@ -790,6 +790,8 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
             run_id: run_id.to_string(),
             goal,
             status: crate::workspace::Status::Escalated,
+            stop: crate::outcome::StopKind::Escalated,
+            open_question: None,
             reason: Some(reason.clone()),
             outcome: None,
             steps_taken: steps,
@@ -797,8 +799,8 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
             usage: Default::default(),
             cost_usd: None,
             output: None,
-            open_question: None,
             ways_on: None,
+            key: None,
         },
         dedupe_key: Some(format!("agentic:run:{run_id}:escalated")),
     };

@@ -9,7 +9,7 @@
 use crate::budget::Budgets;
 use crate::workspace::State;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// A request to run a goal, as `agentloop enqueue` (or `serve --redis`) writes it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -155,14 +155,11 @@ pub fn oversized(text: &str) -> Option<String> {
 }
 
 /// The outcome published for a finished run: event mode's `agent.completed` /
-/// `agent.escalated` object, its payload with the `stop` and the idempotency key added.
+/// `agent.escalated` object (completion-event.json), with the idempotency key.
 pub fn outcome(state: &State, key: &str) -> Value {
-    let mut ev = crate::phases::completion_event(state);
-    if let Some(p) = ev.get_mut("payload").and_then(Value::as_object_mut) {
-        p.insert("stop".into(), json!(state.ended_as()));
-        p.insert("key".into(), json!(key));
-    }
-    ev
+    let mut ev = crate::schema::CompletionEvent::of(state);
+    ev.payload.key = Some(key.to_string());
+    ev.to_value()
 }
 
 #[cfg(test)]

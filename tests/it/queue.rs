@@ -251,6 +251,9 @@ fn three_workers_run_thirty_goals_once_each_though_one_is_killed() {
         assert_eq!(o["payload"]["run_id"].as_str(), Some(f["run_id"].as_str()));
         assert_eq!(o["payload"]["stop"], "done");
         assert_eq!(o["payload"]["outcome"], "fetched the slow answer");
+        assert!(o["payload"]["key"].is_string(), "{o}");
+        // The published outcome is the declared one: completion-event.json, `key` included.
+        crate::schemas::check("completion-event.json", &o);
     }
     for id in &ids {
         assert_no_phase_twice(&t, id);

@@ -171,3 +171,129 @@ fn the_outcome_table_is_the_codes() {
     assert_eq!(schema("result.json")["$defs"]["StopKind"]["enum"], json!(stops));
     assert_eq!(schema("state.json")["$defs"]["StopKind"]["enum"], json!(stops));
 }
+
+/// Runs check-jsonschema (PyPI), a second validator nobody here wrote, on `doc` against
+/// docs/schema/`name`; None when it is not installed.
+fn check_jsonschema(t: &T, name: &str, doc: &Value) -> Option<()> {
+    let ok = std::process::Command::new("check-jsonschema").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        return None;
+    }
+    let file = t.path(&format!("instance-{name}"));
+    std::fs::write(&file, serde_json::to_string(doc).unwrap()).unwrap();
+    let out = std::process::Command::new("check-jsonschema")
+        .arg("--schemafile")
+        .arg(schema_dir().join(name))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "check-jsonschema: {name}: {}{}\n{doc}", stdout(&out), stderr(&out));
+    Some(())
+}
+
+/// `trace stats`, `mcp list`, `config show` and `skills show` with `--json` have published
+/// schemas; the completion events say how a run stopped (`stop`, `open_question`) as typed
+/// fields, and a worker's outcome declares its `key`.
+#[test]
+fn every_json_output_has_a_schema_and_completion_events_say_how_runs_stopped() {
+    let t = T::new();
+    let out = t.cmd().args(["demo", "d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json_of = |args: &[&str]| -> Value {
+        let out = t.cmd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)))
+    };
+    let mut docs: Vec<(&str, Value)> = Vec::new();
+    let stats = json_of(&["-w", "d/demo-ws", "trace", "stats", "--json"]);
+    assert!(stats["total"]["entries"].as_u64().unwrap() > 5 && stats["runs"] == 1, "{stats}");
+    docs.push(("trace-stats.json", stats));
+    let shown = json_of(&["-w", "d/demo-ws", "config", "show", "--json"]);
+    assert_eq!(shown["config"]["max_steps"], 20, "{shown}");
+    assert_eq!(shown["sources"]["max_steps"], "default", "{shown}");
+    assert!(shown["resolved"]["error"].is_string(), "no provider here: {shown}");
+    docs.push(("config-show.json", shown));
+    let skill = json_of(&["skills", "show", "critique", "--json"]);
+    assert!(skill["body"].as_str().is_some_and(|b| !b.is_empty()) && skill["location"] == "builtin", "{skill}");
+    docs.push(("skills-show.json", skill));
+    t.write(
+        "m/agentloop.yaml",
+        &format!("mcp:\n  servers:\n    fake:\n      command: python3\n      args: [{}]\n", crate::mcp::fake_server()),
+    );
+    let servers = json_of(&["-w", "m", "mcp", "list", "--json"]);
+    assert_eq!(servers[0]["status"], "listed", "{servers}");
+    assert!(!servers[0]["tools"].as_array().unwrap().is_empty(), "{servers}");
+    docs.push(("mcp-list.json", servers));
+    // A run stopped by max_steps and one that asks a question: told apart by `stop`, the
+    // question in `open_question`, with no prose to parse.
+    t.write("frame.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    let out = t
+        .cmd()
+        .args(["-w", "steps", "--script", "frame.yaml", "--json", "run", "--goal", "g", "--max-steps", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let steps: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(steps["payload"]["stop"], "max_steps", "{steps}");
+    // A stopped run still asks a person to go on; `stop` says why it stopped.
+    assert!(steps["payload"]["open_question"].as_str().is_some_and(|q| q.contains("max_steps")), "{steps}");
+    t.write(
+        "ask.yaml",
+        "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: Which audience?}\n",
+    );
+    let out = t.cmd().args(["-w", "ask", "--script", "ask.yaml", "--json", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let asked: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(asked["payload"]["stop"], "escalated", "{asked}");
+    assert_eq!(asked["payload"]["open_question"], "Which audience?", "{asked}");
+    docs.push(("completion-event.json", steps));
+    docs.push(("completion-event.json", asked.clone()));
+    // handle's completion event carries the same fields.
+    let req = json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
+    t.write("h/script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: Which audience?}\n");
+    t.write("h/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let out = t.cmd().args(["-w", "h", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let resp: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let ev = resp["events"].as_array().unwrap().iter().find(|e| e["type"] == "agent.escalated").cloned();
+    let ev = ev.unwrap_or_else(|| panic!("no completion event: {resp}"));
+    assert_eq!(ev["payload"]["stop"], "escalated", "{ev}");
+    assert_eq!(ev["payload"]["open_question"], "Which audience?", "{ev}");
+    docs.push(("handle-response.json", resp));
+    docs.push(("completion-event.json", ev));
+    // A worker's outcome is a completion event with its idempotency key: declared, typed.
+    let payload = &schema("completion-event.json")["$defs"]["CompletionPayload"];
+    assert!(payload["properties"]["key"].is_object() && payload["properties"]["stop"].is_object(), "{payload}");
+    assert!(payload["required"].as_array().unwrap().contains(&json!("stop")), "{payload}");
+    assert!(payload["required"].as_array().unwrap().contains(&json!("open_question")), "{payload}");
+    let mut keyed = asked.clone();
+    keyed["payload"]["key"] = json!(7);
+    assert!(!valid("completion-event.json", &keyed), "a key that is not text is refused");
+    keyed["payload"]["key"] = json!("ticket-7");
+    assert!(valid("completion-event.json", &keyed));
+    let mut unstopped = asked;
+    unstopped["payload"].as_object_mut().unwrap().remove("stop");
+    assert!(!valid("completion-event.json", &unstopped), "stop is required");
+    for (name, doc) in &docs {
+        check(name, doc);
+    }
+    // The schemas hold: each refuses a document with a field of the wrong type.
+    for (name, broken) in [
+        ("trace-stats.json", json!({"runs": "1", "steps": 0, "total": {}, "phases": {}, "tools": {}})),
+        ("config-show.json", json!({"config": {}, "sources": {}, "resolved": {}, "refused": "none"})),
+        ("skills-show.json", json!({"name": "x", "body": 1})),
+        ("mcp-list.json", json!([{"name": "x", "tools": "none"}])),
+    ] {
+        assert!(!valid(name, &broken), "{name} holds nothing: {broken}");
+    }
+    // A second, independent validator agrees.
+    let mut ran = false;
+    for (name, doc) in &docs {
+        ran = check_jsonschema(&t, name, doc).is_some();
+        if !ran {
+            break;
+        }
+    }
+    if !ran {
+        missing("check-jsonschema (python3 -m pip install check-jsonschema) to validate with a second validator");
+    }
+}

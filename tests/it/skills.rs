@@ -96,16 +96,16 @@ fn invalid_skills_are_reported_not_fatal() {
     let s = stdout(&out);
     for want in [
         "ok      good-one",
-        "ok      extra-keys",
+        "loads   extra-keys (coll/extra-keys), against the Agent Skills spec",
         "ok      deep-one",
         "Bad_Name/SKILL.md: field `name`: `Bad_Name` may hold only lowercase",
         "folder-a/SKILL.md: field `name`: `folder-b` must equal the folder name `folder-a`",
-        "ok      too-long",
+        "loads   too-long (coll/too-long), against the Agent Skills spec",
         "too-long/SKILL.md: field `description`: is 1025 characters, over the Agent Skills limit of 1024 (loaded as it is)",
         "no-front/SKILL.md: no YAML frontmatter",
         "bad-yaml/SKILL.md: the frontmatter is not valid YAML",
         "warning: ",
-        "field `model`: is not an Agent Skills field (ignored)",
+        "field `model`: is not an Agent Skills field (ignored; the spec refuses it)",
     ] {
         assert!(s.contains(want), "missing {want:?} in:\n{s}");
     }
@@ -117,6 +117,15 @@ fn invalid_skills_are_reported_not_fatal() {
     assert!(stdout(&out).contains("### good-one") && stdout(&out).contains("### deep-one"));
     assert!(stdout(&out).contains("### too-long"), "a long description loads with a warning");
     assert!(stderr(&out).contains("Bad_Name"));
+    // Each diagnostic is worded once: a skipped skill says so, never "warning: error:".
+    let err = stderr(&out);
+    assert!(err.contains("Bad_Name/SKILL.md: field `name`: `Bad_Name` may hold only lowercase"), "{err}");
+    assert!(!err.contains("warning: warning:") && !err.contains("warning: error:"), "{err}");
+    assert!(err.lines().any(|l| l.starts_with("warning: ") && l.ends_with("(skipped)")), "{err}");
+    let list = t.al(&["--skills-dir", "coll", "skills", "list"]).output().unwrap();
+    let err = stderr(&list);
+    assert!(err.contains("field `model`: is not an Agent Skills field"), "{err}");
+    assert!(!err.contains("warning: warning:") && !err.contains("warning: error:"), "{err}");
     agent_skill(&t, "clean", "only-good", "Fine.");
     t.cmd().args(["skills", "check", "clean"]).assert().success();
 }
@@ -243,4 +252,147 @@ reflect:
         plans[1]["prompt_bytes"].as_u64().unwrap() > plans[0]["prompt_bytes"].as_u64().unwrap() + 500,
         "the skill body is in the second plan prompt"
     );
+}
+
+/// The Agent Skills edge cases: (folder, file name, bytes, valid). "valid" is the reference
+/// validator's verdict (`skills-ref`, Python): name rules, description length, frontmatter
+/// shapes, metadata types, a byte-order mark, the case of the file name, the folder-name match.
+fn spec_cases() -> Vec<(&'static str, &'static str, Vec<u8>, bool)> {
+    let fm = |body: &str| format!("---\n{body}\n---\n# Body\nSteps.\n").into_bytes();
+    let long_desc = format!("name: long-desc\ndescription: {}", "x".repeat(1025));
+    let max_desc = format!("name: max-desc\ndescription: {}", "x".repeat(1024));
+    let long_name = "a".repeat(65);
+    // The folder must carry the name too; a test's one small leak buys a `&'static str`.
+    let max_name: &'static str = Box::leak("b".repeat(64).into_boxed_str());
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend(fm("name: bom\ndescription: Starts with a byte-order mark."));
+    let compat = format!("name: long-compat\ndescription: d\ncompatibility: {}", "c".repeat(501));
+    vec![
+        ("plain", "SKILL.md", fm("name: plain\ndescription: A plain skill."), true),
+        ("Upper", "SKILL.md", fm("name: Upper\ndescription: Uppercase name."), false),
+        ("-lead", "SKILL.md", fm("name: -lead\ndescription: Leading hyphen."), false),
+        ("trail-", "SKILL.md", fm("name: trail-\ndescription: Trailing hyphen."), false),
+        ("two--hyphens", "SKILL.md", fm("name: two--hyphens\ndescription: Two hyphens."), false),
+        ("under_score", "SKILL.md", fm("name: under_score\ndescription: Underscore."), false),
+        ("café", "SKILL.md", fm("name: café\ndescription: A lowercase letter beyond ASCII."), true),
+        ("long-name", "SKILL.md", fm(&format!("name: {long_name}\ndescription: 65 characters.")), false),
+        (max_name, "SKILL.md", fm(&format!("name: {max_name}\ndescription: 64 characters.")), true),
+        ("folder-a", "SKILL.md", fm("name: folder-b\ndescription: Names another folder."), false),
+        ("no-name", "SKILL.md", fm("description: No name."), false),
+        ("no-desc", "SKILL.md", fm("name: no-desc"), false),
+        ("empty-desc", "SKILL.md", fm("name: empty-desc\ndescription:"), false),
+        ("long-desc", "SKILL.md", fm(&long_desc), false),
+        ("max-desc", "SKILL.md", fm(&max_desc), true),
+        ("num-desc", "SKILL.md", fm("name: num-desc\ndescription: 42"), true),
+        ("no-front", "SKILL.md", b"# Just markdown\n".to_vec(), false),
+        ("unclosed", "SKILL.md", b"---\nname: unclosed\ndescription: d\n".to_vec(), false),
+        ("bad-yaml", "SKILL.md", fm("name: [unclosed"), false),
+        ("list-front", "SKILL.md", fm("- name\n- description"), false),
+        ("dup-key", "SKILL.md", fm("name: dup-key\nname: dup-key\ndescription: d"), false),
+        ("flow-meta", "SKILL.md", fm("name: flow-meta\ndescription: d\nmetadata: {a: b}"), false),
+        ("unknown-key", "SKILL.md", fm("name: unknown-key\ndescription: d\nmodel: opus"), false),
+        (
+            "meta-types",
+            "SKILL.md",
+            fm("name: meta-types\ndescription: d\nmetadata:\n  version: 1.0\n  count: 3\n  on: true"),
+            true,
+        ),
+        ("meta-list", "SKILL.md", fm("name: meta-list\ndescription: d\nmetadata:\n  - a"), true),
+        ("all-fields", "SKILL.md", fm("name: all-fields\ndescription: d\nlicense: MIT\ncompatibility: Needs git\nallowed-tools: Bash(git:*) Read\nmetadata:\n  author: x"), true),
+        ("compat-empty", "SKILL.md", fm("name: compat-empty\ndescription: d\ncompatibility: \"\""), true),
+        ("long-compat", "SKILL.md", fm(&compat), false),
+        ("compat-list", "SKILL.md", fm("name: compat-list\ndescription: d\ncompatibility:\n  - x"), false),
+        ("bom", "SKILL.md", bom, false),
+        ("lower", "skill.md", fm("name: lower\ndescription: Only a lowercase skill.md."), true),
+        ("crlf", "SKILL.md", b"---\r\nname: crlf\r\ndescription: Windows line ends.\r\n---\r\nbody\r\n".to_vec(), true),
+        ("no-skill-md", "README.md", b"# Not a skill\n".to_vec(), false),
+    ]
+}
+
+/// The reference validator's command: `agentskills` (skills-ref's entry point) or the module.
+fn skills_ref() -> Option<Vec<String>> {
+    let works = |cmd: &[&str]| {
+        std::process::Command::new(cmd[0]).args(&cmd[1..]).arg("--help").output().is_ok_and(|o| o.status.success())
+    };
+    [vec!["agentskills"], vec!["python3", "-m", "skills_ref.cli"]]
+        .into_iter()
+        .find(|c| works(c))
+        .map(|c| c.into_iter().map(String::from).collect())
+}
+
+#[test]
+fn skills_check_agrees_with_the_reference_validator() {
+    let t = T::new();
+    let cases = spec_cases();
+    for (folder, file, bytes, _) in &cases {
+        std::fs::create_dir_all(t.path(&format!("cases/{folder}"))).unwrap();
+        std::fs::write(t.path(&format!("cases/{folder}/{file}")), bytes).unwrap();
+    }
+    let mut wrong = Vec::new();
+    for (folder, _, _, valid) in &cases {
+        let out = t.cmd().args(["skills", "check", &format!("cases/{folder}")]).output().unwrap();
+        let code = out.status.code();
+        assert!(matches!(code, Some(0 | 1)), "{folder}: exit {code:?}: {}", stderr(&out));
+        if (code == Some(0)) != *valid {
+            wrong.push(format!("{folder}: agentloop says {code:?}, the spec says valid={valid}\n{}", stdout(&out)));
+        }
+    }
+    assert!(wrong.is_empty(), "agentloop disagrees on:\n{}", wrong.join("\n"));
+    let Some(cmd) = skills_ref() else {
+        return missing("skills-ref (python3 -m pip install skills-ref) to compare with the reference validator");
+    };
+    for (folder, _, _, valid) in &cases {
+        let out = std::process::Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .args(["validate", &format!("cases/{folder}")])
+            .current_dir(t.root())
+            .output()
+            .unwrap();
+        if out.status.success() != *valid {
+            wrong.push(format!("{folder}: skills-ref says valid={}: {}", out.status.success(), stderr(&out)));
+        }
+    }
+    assert!(wrong.is_empty(), "the reference validator judges otherwise:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn skills_are_read_as_the_validator_reads_them() {
+    let t = T::new();
+    t.write(
+        "coll/typed/SKILL.md",
+        "---\nname: typed\ndescription: 42\ncompatibility: 7\nmetadata:\n  version: 1.10\n  count: 3\n  on: true\n  nothing: ~\n  nested:\n    a: b\n---\nbody\n",
+    );
+    t.write("coll/lower/skill.md", "---\nname: lower\ndescription: Only a lowercase file.\n---\nLower body.\n");
+    t.write("coll/lower/notes.txt", "extra");
+    std::fs::create_dir_all(t.path("coll/bom")).unwrap();
+    std::fs::write(t.path("coll/bom/SKILL.md"), b"\xef\xbb\xbf---\nname: bom\ndescription: d\n---\nbody\n").unwrap();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let out = t.al(&["--skills-dir", "coll", "skills", "show", "typed", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["description"], "42");
+    assert_eq!(v["compatibility"], "7");
+    assert_eq!(v["version"], "1.10", "the text as written, not the number");
+    assert_eq!(v["metadata"], serde_json::json!({"version": "1.10", "count": "3", "on": "true", "nothing": "~"}));
+    assert!(stderr(&out).contains("value of `nested` is a list or mapping, not text (ignored)"), "{}", stderr(&out));
+    // A folder with only a lowercase skill.md is a skill, its file not among its resources.
+    let out = t.al(&["--skills-dir", "coll", "skills", "show", "lower", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["body"], "Lower body.");
+    assert_eq!(v["files"], serde_json::json!(["notes.txt"]));
+    // A byte-order mark before `---` is named, and the skill skipped.
+    let out = t.cmd().args(["skills", "check", "coll"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let s = stdout(&out);
+    assert!(s.contains("ok      lower (coll/lower)") && s.contains("ok      typed"), "{s}");
+    assert!(s.contains("error: coll/bom/SKILL.md: starts with a byte-order mark (U+FEFF)"), "{s}");
+    // An empty folder holds no skill: an error, not "0 valid".
+    std::fs::create_dir_all(t.path("empty")).unwrap();
+    let out = t.cmd().args(["skills", "check", "empty"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("error: empty: holds no skill"), "{}", stdout(&out));
+    // A SKILL.md named directly stands for its folder.
+    t.cmd().args(["skills", "check", "coll/typed/SKILL.md"]).assert().success();
+    let out = t.cmd().args(["skills", "check", "coll/lower/notes.txt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }

@@ -10,7 +10,13 @@
 //! reported (file, field, why) and skipped; it never stops the others from loading. Scans are
 //! bounded (`skills.max_entries`, depth 4) and skip `.git` and `node_modules`.
 //!
-//! Unknown frontmatter keys are warnings, not errors: the skill loads, `skills check` lists them.
+//! SKILL.md is read as the Agent Skills reference validator (`skills-ref`) reads it: every
+//! scalar as the text written (`version: 1.0` is "1.0", `description: 42` is "42"), a lowercase
+//! `skill.md` when there is no `SKILL.md` (and no `skill.json`: then it is a seed skill's body),
+//! no byte-order mark before the opening `---`. Two deviations the validator refuses still load,
+//! with a warning marked as against the spec (`spec`): an unknown frontmatter key and a
+//! description over 1024 characters (real skills have both). `skills check` fails on those too,
+//! so it agrees with the validator on valid and invalid.
 //!
 //! One rule for both formats: a skill folder that is a symlink, or is reached through one, is
 //! skipped with a warning (its folder would become readable by file_read). Skill files are read
@@ -33,7 +39,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("web-research", include_str!("../../../skills/web-research/SKILL.md")),
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Skill {
     pub name: String,
     pub description: String,
@@ -42,11 +48,14 @@ pub struct Skill {
     /// `builtin` or the folder it was loaded from (relative to the workspace once loaded for one).
     pub location: String,
     #[serde(skip)]
+    #[schemars(skip)]
     pub dir: Option<Utf8PathBuf>,
     /// The workspace the skill's folder is in: its files are read with no link on the way.
     #[serde(skip)]
+    #[schemars(skip)]
     pub workspace: Option<Utf8PathBuf>,
     #[serde(skip)]
+    #[schemars(skip)]
     pub body: String,
     pub triggers: Vec<String>,
     pub requires_tools: Vec<String>,
@@ -67,6 +76,10 @@ pub struct Problem {
     pub message: String,
     /// error | warning
     pub severity: String,
+    /// A warning about something the Agent Skills spec (its reference validator) refuses though
+    /// the skill loads: `skills check` fails on it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub spec: bool,
 }
 
 impl Problem {
@@ -76,7 +89,11 @@ impl Problem {
             field: field.map(String::from),
             message: message.into(),
             severity: "error".into(),
+            spec: false,
         }
+    }
+    fn against_spec(file: &Utf8Path, field: Option<&str>, message: impl Into<String>) -> Self {
+        Problem { spec: true, ..Self::warning(file, field, message) }
     }
     fn warning(file: &Utf8Path, field: Option<&str>, message: impl Into<String>) -> Self {
         Problem { severity: "warning".into(), ..Self::error(file, field, message) }
@@ -84,14 +101,30 @@ impl Problem {
     pub fn is_error(&self) -> bool {
         self.severity == "error"
     }
+    /// A folder checked that holds no skill in either format.
+    pub fn nothing_found(dir: &Utf8Path) -> Self {
+        Self::error(
+            dir,
+            None,
+            "holds no skill: a skill is a folder with SKILL.md (Agent Skills) or skill.json (seed format)",
+        )
+    }
+    /// Whether `skills check` fails on it: an error, or a warning the spec refuses.
+    pub fn fails_check(&self) -> bool {
+        self.is_error() || self.spec
+    }
+    /// The line without its severity, for printers that say `warning:` themselves.
+    pub fn detail(&self) -> String {
+        match &self.field {
+            Some(k) => format!("{}: field `{k}`: {}", self.file, self.message),
+            None => format!("{}: {}", self.file, self.message),
+        }
+    }
 }
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.field {
-            Some(k) => write!(f, "{}: {}: field `{k}`: {}", self.severity, self.file, self.message),
-            None => write!(f, "{}: {}: {}", self.severity, self.file, self.message),
-        }
+        write!(f, "{}: {}", self.severity, self.detail())
     }
 }
 
@@ -103,12 +136,13 @@ pub struct SkillSet {
 
 const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
 
-/// Checks a name against the Agent Skills rule: 1–64 of a-z, 0-9 and single inner hyphens.
+/// Checks a name against the Agent Skills rule as its reference validator applies it: 1–64
+/// lowercase letters (any script, so `café` is a name), digits and single inner hyphens.
 pub fn valid_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 64 {
+    if name.is_empty() || name.chars().count() > 64 {
         return Err(format!("`{name}` must be 1 to 64 characters"));
     }
-    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+    if name.to_lowercase() != name || !name.chars().all(|c| c.is_alphanumeric() || c == '-') {
         return Err(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
@@ -118,13 +152,102 @@ pub fn valid_name(name: &str) -> Result<(), String> {
 }
 
 fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
     let end = rest.find("\n---")?;
     let fm = &rest[..end];
     let after = &rest[end + 4..];
     let body = after.split_once('\n').map(|(_, b)| b).unwrap_or("");
     Some((fm, body))
+}
+
+/// The frontmatter again, with every scalar as the text written, as the reference validator (a
+/// strict YAML reader with no types) reads it: `1.0` stays "1.0", `true` "true", `~` "~", an
+/// empty value "". `shape` is the same document read with types, which says where the lists
+/// and mappings are.
+fn as_text(fm: &str, shape: &Value) -> Result<Value, String> {
+    use serde::de::DeserializeSeed;
+    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(|e| e.to_string())
+}
+
+/// Reads one node of [`as_text`]: a scalar through `deserialize_str` (the text as written), a
+/// list or mapping item by item.
+struct Texts<'a>(&'a Value);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Texts<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        match self.0 {
+            Value::Object(_) => d.deserialize_map(self),
+            Value::Array(_) => d.deserialize_seq(self),
+            _ => <String as serde::Deserialize>::deserialize(d).map(Value::String),
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Texts<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the frontmatter as read before")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = m.next_key::<String>()? {
+            let v = m.next_value_seed(Texts(self.0.get(&k).unwrap_or(&Value::Null)))?;
+            out.insert(k, v);
+        }
+        Ok(Value::Object(out))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut q: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = q.next_element_seed(Texts(self.0.get(out.len()).unwrap_or(&Value::Null)))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+}
+
+/// YAML the validator's strict reader refuses: flow collections (`{a: b}`, `[a]`), anchors,
+/// aliases and tags, found where a value starts. Each kind once, with how to write it instead.
+fn strict_yaml_breaks(fm: &str) -> Vec<(&'static str, &'static str)> {
+    let mut found: Vec<(&'static str, &'static str)> = Vec::new();
+    let mut block_under: Option<usize> = None;
+    for line in fm.lines() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if let Some(i) = block_under {
+            if trimmed.is_empty() || indent > i {
+                continue;
+            }
+            block_under = None;
+        }
+        if trimmed.starts_with('#') {
+            continue;
+        }
+        let mut item = trimmed;
+        while let Some(rest) = item.strip_prefix("- ") {
+            item = rest.trim_start();
+        }
+        let value = match item.split_once(": ") {
+            Some((key, v)) if !key.starts_with(['"', '\'']) => v.trim_start(),
+            _ => item,
+        };
+        let kind = match value.chars().next() {
+            Some('{' | '[') => Some(("YAML flow style", "write lists and mappings in block style, one item a line")),
+            Some('&' | '*') => Some(("a YAML anchor or alias", "write the value out")),
+            Some('!') => Some(("a YAML tag", "drop the tag")),
+            Some('|' | '>') => {
+                block_under = Some(indent);
+                None
+            }
+            _ => None,
+        };
+        if let Some(k) = kind {
+            if !found.contains(&k) {
+                found.push(k);
+            }
+        }
+    }
+    found
 }
 
 fn str_list(v: Option<&Value>) -> Vec<String> {
@@ -142,6 +265,14 @@ pub fn parse_skill_md(
     folder: Option<&str>,
 ) -> Result<(Skill, Vec<Problem>), Vec<Problem>> {
     let mut problems = Vec::new();
+    if text.starts_with('\u{feff}') {
+        // The reference validator reads the mark as text before `---`, so no frontmatter.
+        return Err(vec![Problem::error(
+            file,
+            None,
+            "starts with a byte-order mark (U+FEFF) before `---`; save it as UTF-8 without one",
+        )]);
+    }
     let Some((fm, body)) = split_frontmatter(text) else {
         return Err(vec![Problem::error(
             file,
@@ -149,14 +280,24 @@ pub fn parse_skill_md(
             "no YAML frontmatter: the file must start with `---`, the fields, and `---`",
         )]);
     };
-    let map: serde_json::Map<String, Value> = match crate::config::parse_yaml::<Value>(fm) {
+    let map: serde_json::Map<String, Value> = match crate::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v))
+    {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
         Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
     };
-    let name = map.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    for (what, how) in strict_yaml_breaks(fm) {
+        problems.push(Problem::against_spec(
+            file,
+            None,
+            format!("uses {what}, which the Agent Skills spec's strict YAML refuses (loaded as it is); {how}"),
+        ));
+    }
+    let name = map.get("name").and_then(Value::as_str).unwrap_or("").trim().to_string();
     if !map.contains_key("name") {
         problems.push(Problem::error(file, Some("name"), "missing"));
+    } else if !map["name"].is_string() {
+        problems.push(Problem::error(file, Some("name"), "must be a string"));
     } else if let Err(e) = valid_name(&name) {
         problems.push(Problem::error(file, Some("name"), e));
     } else if let Some(f) = folder {
@@ -169,15 +310,13 @@ pub fn parse_skill_md(
         None => problems.push(Problem::error(file, Some("description"), "missing")),
         Some(v) if !v.is_string() => problems.push(Problem::error(file, Some("description"), "must be a string")),
         _ if description.is_empty() => problems.push(Problem::error(file, Some("description"), "must not be empty")),
-        // Over the Agent Skills limit is a warning: real skills exceed it (one of Anthropic's own
-        // has 1,068 characters), and a long description still reads well in the catalog.
-        _ if description.chars().count() > 1024 => problems.push(Problem::warning(
+        // Over the Agent Skills limit loads with a warning: real skills exceed it (one of
+        // Anthropic's own has 1,068 characters), and a long description still reads well in the
+        // catalog. `skills check` fails on it, as the validator does (which counts it untrimmed).
+        Some(Value::String(d)) if d.chars().count() > 1024 => problems.push(Problem::against_spec(
             file,
             Some("description"),
-            format!(
-                "is {} characters, over the Agent Skills limit of 1024 (loaded as it is)",
-                description.chars().count()
-            ),
+            format!("is {} characters, over the Agent Skills limit of 1024 (loaded as it is)", d.chars().count()),
         )),
         _ => {}
     }
@@ -190,6 +329,8 @@ pub fn parse_skill_md(
             None => problems.push(Problem::error(file, Some("compatibility"), "must be a string")),
         }
     }
+    // Values are read as written (`version: 1.0` is "1.0"); the validator judges neither a
+    // metadata that is not a mapping nor a value that is not text, so they are ignored, said.
     let mut metadata = BTreeMap::new();
     if let Some(m) = map.get("metadata") {
         match m.as_object() {
@@ -202,17 +343,23 @@ pub fn parse_skill_md(
                         None => problems.push(Problem::warning(
                             file,
                             Some("metadata"),
-                            format!("value of `{k}` is not a string"),
+                            format!("value of `{k}` is a list or mapping, not text (ignored)"),
                         )),
                     }
                 }
             }
-            None => problems.push(Problem::error(file, Some("metadata"), "must be a mapping of strings")),
+            None => {
+                problems.push(Problem::warning(file, Some("metadata"), "is not a mapping of keys to text (ignored)"))
+            }
         }
     }
     for k in map.keys() {
         if !SPEC_KEYS.contains(&k.as_str()) {
-            problems.push(Problem::warning(file, Some(k), "is not an Agent Skills field (ignored)"));
+            problems.push(Problem::against_spec(
+                file,
+                Some(k),
+                "is not an Agent Skills field (ignored; the spec refuses it): put it under `metadata`",
+            ));
         }
     }
     if problems.iter().any(Problem::is_error) {
@@ -299,7 +446,9 @@ fn real_subdir(root: &Utf8Path, dir: &Utf8Path) -> bool {
     d == r.join(inner) && dir.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
-fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
+/// The supporting files of a skill: every file below `dir` but `own` (its SKILL.md, or a seed
+/// skill's skill.json).
+fn list_files(dir: &Utf8Path, own: &str, budget: &mut usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![(dir.to_path_buf(), 0)];
     while let Some((d, depth)) = stack.pop() {
@@ -316,7 +465,7 @@ fn list_files(dir: &Utf8Path, budget: &mut usize) -> Vec<String> {
             let Ok(ft) = e.file_type() else { continue };
             if ft.is_dir() && depth < 3 {
                 stack.push((e.path().to_path_buf(), depth + 1));
-            } else if ft.is_file() && !matches!(name, "SKILL.md" | "skill.json") {
+            } else if ft.is_file() && !(depth == 0 && name == own) {
                 if let Ok(rel) = e.path().strip_prefix(dir) {
                     out.push(rel.to_string());
                 }
@@ -340,19 +489,35 @@ impl Limits {
     }
 }
 
+/// The file an Agent Skill folder is read from, as the reference validator finds it:
+/// `SKILL.md`, else a lowercase `skill.md` — unless a `skill.json` makes that a seed skill's
+/// body. None when the folder holds neither.
+fn skill_md(dir: &Utf8Path) -> Option<&'static str> {
+    let listed = |n: &str| dir.read_dir_utf8().ok()?.flatten().find(|e| e.file_name() == n).map(|e| e.path().is_file());
+    // Listed by name, so a case-insensitive file system does not take skill.md for SKILL.md.
+    if listed("SKILL.md") == Some(true) {
+        Some("SKILL.md")
+    } else if listed("skill.md") == Some(true) && !dir.join("skill.json").is_file() {
+        Some("skill.md")
+    } else {
+        None
+    }
+}
+
 fn load_agent_skill(
     ws: Option<&Utf8Path>,
     dir: &Utf8Path,
+    own: &str,
     set: &mut Vec<Skill>,
     problems: &mut Vec<Problem>,
     budget: &mut usize,
     cap: u64,
 ) {
-    let file = dir.join("SKILL.md");
-    if linked_in_workspace(ws, dir, "SKILL.md") {
+    let file = dir.join(own);
+    if linked_in_workspace(ws, dir, own) {
         return problems.push(linked(&file));
     }
-    let text = match read_in(ws, dir, "SKILL.md", cap) {
+    let text = match read_in(ws, dir, own, cap) {
         Ok(t) => t,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
     };
@@ -360,7 +525,7 @@ fn load_agent_skill(
         Ok((mut s, warnings)) => {
             problems.extend(warnings);
             s.location = dir.to_string();
-            s.files = list_files(dir, budget);
+            s.files = list_files(dir, own, budget);
             s.dir = Some(dir.to_path_buf());
             s.workspace = ws.map(Utf8Path::to_path_buf);
             set.push(s);
@@ -429,7 +594,7 @@ fn load_seed_skill(
         compatibility: None,
         version: v.get("version").and_then(Value::as_str).map(String::from),
         metadata: BTreeMap::new(),
-        files: list_files(dir, budget),
+        files: list_files(dir, "skill.json", budget),
     });
 }
 
@@ -479,8 +644,8 @@ fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill
             Err(e) => problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
         }
     }
-    if root.join("SKILL.md").is_file() {
-        load_agent_skill(ws, root, &mut skills, &mut problems, &mut budget, cap);
+    if let Some(own) = skill_md(root) {
+        load_agent_skill(ws, root, own, &mut skills, &mut problems, &mut budget, cap);
         return (skills, problems);
     }
     let mut stack = vec![(root.to_path_buf(), 0usize)];
@@ -509,7 +674,7 @@ fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill
                 Ok(t) if t.is_symlink() => {
                     let p = e.path();
                     // In the workspace, any linked folder is said (skills may sit below it).
-                    let skill = p.join("SKILL.md").is_file() || p.join("skill.json").is_file();
+                    let skill = skill_md(p).is_some() || p.join("skill.json").is_file();
                     if !seen_seed.contains(p) && (skill || ws.is_some() && p.is_dir()) {
                         problems.push(linked(p));
                     }
@@ -519,8 +684,8 @@ fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill
         }
         subdirs.sort();
         for d in subdirs.into_iter().rev() {
-            if d.join("SKILL.md").is_file() {
-                load_agent_skill(ws, &d, &mut skills, &mut problems, &mut budget, cap);
+            if let Some(own) = skill_md(&d) {
+                load_agent_skill(ws, &d, own, &mut skills, &mut problems, &mut budget, cap);
             } else if d.join("skill.json").is_file() {
                 if !seen_seed.contains(&d) {
                     load_seed_skill(ws, &d, None, &mut skills, &mut problems, &mut budget, cap);

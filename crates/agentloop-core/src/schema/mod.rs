@@ -116,6 +116,12 @@ pub struct CompletionPayload {
     pub run_id: String,
     pub goal: String,
     pub status: Status,
+    /// How the run stopped: done, escalated (a question or a person needed), provider, or the
+    /// limit that ran out (max_steps, …), as in result.json
+    pub stop: StopKind,
+    /// The question a person must answer (null when the run asks none): always present
+    #[schemars(required, schema_with = "nullable_text")]
+    pub open_question: Option<String>,
     pub reason: Option<String>,
     pub outcome: Option<String>,
     pub steps_taken: usize,
@@ -125,12 +131,17 @@ pub struct CompletionPayload {
     /// The final output (runs with an output schema)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
-    /// `run --json` on a run that had already ended: its open question (null when none)
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_question: Option<Option<String>>,
     /// `run --json` on a run that had already ended: the ways on
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ways_on: Option<String>,
+    /// A queue worker's outcome only: the request's idempotency key (its `key`, or the run id)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// A string or null, for a field that is always present.
+fn nullable_text(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": ["string", "null"]})
 }
 
 impl CompletionEvent {
@@ -142,6 +153,8 @@ impl CompletionEvent {
                 run_id: state.run_id.clone(),
                 goal: state.goal.clone(),
                 status: state.status,
+                stop: state.ended_as(),
+                open_question: state.open_question.clone(),
                 reason: state.reason.clone(),
                 outcome: state.outcome.clone(),
                 steps_taken: state.completed_steps.len(),
@@ -149,8 +162,8 @@ impl CompletionEvent {
                 usage: state.usage,
                 cost_usd: state.cost(),
                 output: state.output.clone(),
-                open_question: None,
                 ways_on: None,
+                key: None,
             },
             dedupe_key: None,
         }
@@ -333,6 +346,184 @@ pub struct LogLine {
     pub message: String,
 }
 
+/// `trace stats --json`: sums over the trace entries read.
+#[derive(Debug, Default, Clone, Serialize, JsonSchema)]
+pub struct TraceStats {
+    /// Runs the entries belong to
+    pub runs: usize,
+    /// Steps across those runs: the sum of each run's highest step
+    pub steps: u32,
+    pub total: TraceSum,
+    /// Sums by phase (frame, plan, act, reflect; `-` for entries of no phase)
+    pub phases: std::collections::BTreeMap<String, TraceSum>,
+    /// Sums of the Act entries by tool
+    pub tools: std::collections::BTreeMap<String, TraceSum>,
+    /// The highest step of each run
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub by_run: std::collections::BTreeMap<String, u32>,
+}
+
+impl TraceStats {
+    pub fn add(&mut self, e: &Entry) {
+        self.total.add(e);
+        let steps = self.by_run.entry(e.run_id.clone()).or_default();
+        *steps = (*steps).max(e.step);
+        self.runs = self.by_run.len();
+        self.steps = self.by_run.values().sum();
+        self.phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-").to_string()).or_default().add(e);
+        if let (Some(t), Some(crate::trace::Phase::Act)) = (&e.tool, e.phase) {
+            self.tools.entry(t.clone()).or_default().add(e);
+        }
+    }
+}
+
+/// Sums over a set of trace entries.
+#[derive(Debug, Default, Clone, Serialize, JsonSchema)]
+pub struct TraceSum {
+    pub entries: u64,
+    /// Entries that record a failure
+    pub errors: u64,
+    pub duration_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// USD of the priced model calls
+    pub cost_usd: f64,
+    /// Model calls the scripted model answered: they spend nothing and are never priced
+    pub scripted_calls: u64,
+    /// Model calls with a price (those in cost_usd)
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub priced_calls: u64,
+}
+
+impl TraceSum {
+    pub fn add(&mut self, e: &Entry) {
+        self.entries += 1;
+        self.errors += e.is_error() as u64;
+        self.duration_ms += e.duration_ms.unwrap_or(0);
+        // run.finished carries the run's totals; counting it would count everything twice.
+        if e.event == "run.finished" {
+            return;
+        }
+        if let Some(u) = e.usage {
+            self.input_tokens += u.input_tokens;
+            self.output_tokens += u.output_tokens;
+            self.cache_read_tokens += u.cache_read_tokens;
+            self.cache_write_tokens += u.cache_write_tokens;
+        }
+        self.cost_usd += e.cost_usd.unwrap_or(0.0);
+        self.priced_calls += e.cost_usd.is_some() as u64;
+        self.scripted_calls += e.model.as_deref().is_some_and(crate::model::is_scripted) as u64;
+    }
+}
+
+/// One server of `mcp list --json` (and `mcp check --json`, which adds `ok`). The command
+/// builds it from the server's config and its cached listing; this type is its published shape,
+/// held to the real output by the tests.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpServerView {
+    pub name: String,
+    /// stdio or http
+    pub transport: String,
+    /// The command line (stdio) or the address (http), secrets hidden
+    pub command: String,
+    /// Names of the environment variables given to it (never their values)
+    pub env: Vec<String>,
+    /// Names of the HTTP headers sent (never their values)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<Vec<String>>,
+    pub enabled: bool,
+    pub timeout_secs: f64,
+    pub startup_timeout_secs: f64,
+    /// listed (from the cache or just now), disabled, failed or not listed yet
+    pub status: String,
+    /// Why it failed (status failed)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The server's own `serverInfo` (name, version)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<u64>,
+    pub tools: Vec<McpToolView>,
+    /// Tools its config's filter left out
+    pub filtered: Vec<String>,
+    /// Tools left out, and why
+    pub dropped: Vec<McpDropped>,
+    /// `mcp check` only: whether it answered
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpToolView {
+    /// The tool's name in agentloop (`<server>__<tool>`)
+    pub name: String,
+    /// The server's own name for it
+    pub tool: String,
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments
+    pub parameters: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpDropped {
+    pub tool: String,
+    pub reason: String,
+}
+
+/// `config show --json`: the effective configuration and where each key came from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ConfigShow {
+    /// The effective configuration (agentloop.yaml's keys), secrets shown as `[hidden]`
+    pub config: Map<String, Value>,
+    /// Where each dotted key came from (`default`, a file, `AGENTLOOP_*`, a flag)
+    pub sources: std::collections::BTreeMap<String, String>,
+    /// What a run with this configuration would call, without calling it
+    pub resolved: ResolvedModel,
+    /// Keys an untrusted layer set and was refused
+    pub refused: Vec<ConfigRefusal>,
+}
+
+/// The provider and model a run would use, with why; or why there is none.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ResolvedModel {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_why: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_why: Option<String>,
+    /// Why no provider can be used
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ConfigRefusal {
+    pub file: String,
+    pub key: String,
+    pub why: String,
+}
+
+/// `skills show --json`: one skill's metadata and its instructions.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillView {
+    #[serde(flatten)]
+    pub skill: crate::skills::Skill,
+    /// The instructions (the markdown after the frontmatter)
+    pub body: String,
+}
+
 /// A published schema: file name, title, and the schema of the type.
 fn document<T: JsonSchema>(file: &str, title: &str, description: &str) -> (String, Value) {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
@@ -362,6 +553,10 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<StatusView>("status.json", "status --json", "Where a run stands: budgets used and left, limits and their source, the pending action."),
         document::<Vec<RunRow>>("runs.json", "runs --json", "The runs of a workspace, newest first."),
         document::<Vec<ToolInfo>>("tools.json", "tools list --json", "The tool registry."),
+        document::<TraceStats>("trace-stats.json", "trace stats --json", "Sums over trace entries: in total, by phase and by tool."),
+        document::<Vec<McpServerView>>("mcp-list.json", "mcp list --json", "The configured MCP servers, their state and tools (`mcp check --json` adds `ok`)."),
+        document::<ConfigShow>("config-show.json", "config show --json", "The effective configuration, each key's source, the model a run would use and the refused keys."),
+        document::<SkillView>("skills-show.json", "skills show --json", "One skill: its metadata, resource files and instructions."),
         document::<HandleResponse>("handle-response.json", "handle response", "`agentloop handle`'s one JSON object on stdout (Ductile protocol v2)."),
         ("openapi.json".to_string(), openapi()),
     ]
