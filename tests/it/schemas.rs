@@ -235,8 +235,8 @@ fn every_json_output_has_a_schema_and_completion_events_say_how_runs_stopped() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let steps: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(steps["payload"]["stop"], "max_steps", "{steps}");
-    // A stopped run still asks a person to go on; `stop` says why it stopped.
-    assert!(steps["payload"]["open_question"].as_str().is_some_and(|q| q.contains("max_steps")), "{steps}");
+    // A limit that ran out asks no question (`run --continue` goes on); only an escalation does.
+    assert_eq!(steps["payload"]["open_question"], Value::Null, "{steps}");
     t.write(
         "ask.yaml",
         "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: Which audience?}\n",
