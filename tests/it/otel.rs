@@ -117,7 +117,10 @@ fn a_run_exports_genai_spans_under_the_callers_trace() {
     let a = &agent["attributes"];
     assert_eq!(a["gen_ai.operation.name"], "invoke_agent");
     assert_eq!(a["gen_ai.agent.name"], "agentloop");
+    assert_eq!(a["gen_ai.provider.name"], "scripted");
+    assert_eq!(a["gen_ai.request.model"], "scripted");
     assert_eq!(a["gen_ai.conversation.id"], run_id.as_str());
+    assert_eq!(agent["status"], 0, "a done run's span is not an error");
     assert_eq!(a["agentloop.run.stop"], "done");
     let chats = named(&spans, "chat ");
     assert_eq!(chats.len(), 3, "one chat span per model call: {spans:#?}");
@@ -137,8 +140,11 @@ fn a_run_exports_genai_spans_under_the_callers_trace() {
         assert_eq!(a["agentloop.phase"], phase);
         assert_eq!(a["gen_ai.usage.input_tokens"], input, "{c}");
         assert_eq!(a["gen_ai.usage.output_tokens"], output, "{c}");
-        assert_eq!(a["gen_ai.usage.cache_read.input_tokens"], read, "{c}");
-        assert_eq!(a["gen_ai.usage.cache_creation.input_tokens"], write, "{c}");
+        // v1.38 has no cache-token attributes: agentloop's own names carry them.
+        assert_eq!(a["agentloop.usage.cache_read_tokens"], read, "{c}");
+        assert_eq!(a["agentloop.usage.cache_write_tokens"], write, "{c}");
+        assert!(a.get("gen_ai.usage.cache_read.input_tokens").is_none(), "{c}");
+        assert!(a.get("server.address").is_none(), "the scripted model is no server: {c}");
         assert!(a["gen_ai.response.finish_reasons"].as_array().is_some_and(|r| r.len() == 1), "{c}");
     }
     let [tool] = named(&spans, "execute_tool")[..] else { panic!("one execute_tool span: {spans:#?}") };
