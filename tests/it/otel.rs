@@ -414,33 +414,48 @@ fn conformance(s: &Value) -> Vec<String> {
 fn provider(kind: &'static str, fail: bool) -> Server {
     Server::start_with(move |i, req| {
         if fail {
-            return Reply::json(500, serde_json::json!({"type": "error", "error": {"type": "api_error", "message": "down"}}))
-                .header("request-id", &format!("req_{i}"))
-                .header("x-request-id", &format!("req_{i}"));
+            return Reply::json(
+                500,
+                serde_json::json!({"type": "error", "error": {"type": "api_error", "message": "down"}}),
+            )
+            .header("request-id", &format!("req_{i}"))
+            .header("x-request-id", &format!("req_{i}"));
         }
         let body = req.json();
         let tool = if kind == "anthropic" {
             body["tool_choice"]["name"].as_str().unwrap().to_string()
         } else {
-            body["tool_choice"]["function"]["name"].as_str().or(body["tools"][0]["function"]["name"].as_str()).unwrap().to_string()
+            body["tool_choice"]["function"]["name"]
+                .as_str()
+                .or(body["tools"][0]["function"]["name"].as_str())
+                .unwrap()
+                .to_string()
         };
         let args = match tool.as_str() {
             "frame_answer" => {
                 serde_json::json!({"goal": "digest", "definition_of_done": ["notes read", "digest written", "facts noted"], "can_proceed": true})
             }
             "plan_answer" => serde_json::json!({"next_action": {"tool": "file_read", "args": {"path": "notes.txt"}}}),
-            _ => serde_json::json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
-                "decision": "done", "reason": "read", "outcome": "digest written"}),
+            _ => {
+                serde_json::json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
+                "decision": "done", "reason": "read", "outcome": "digest written"})
+            }
         };
         let reply = if kind == "anthropic" {
-            Reply::json(200, serde_json::json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            Reply::json(
+                200,
+                serde_json::json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "tool_use", "id": "toolu_01", "name": tool, "input": args}],
-                "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 20}}))
+                "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 20}}),
+            )
         } else {
-            Reply::json(200, serde_json::json!({"id": format!("chatcmpl-{i}"), "object": "chat.completion", "model": "gpt-4o-mini",
+            Reply::json(
+                200,
+                serde_json::json!({"id": format!("chatcmpl-{i}"), "object": "chat.completion", "model": "gpt-4o-mini",
                 "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                     "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+            )
         };
         reply.header("request-id", &format!("req_{i}")).header("x-request-id", &format!("req_{i}"))
     })
