@@ -117,7 +117,10 @@ fn a_run_exports_genai_spans_under_the_callers_trace() {
     let a = &agent["attributes"];
     assert_eq!(a["gen_ai.operation.name"], "invoke_agent");
     assert_eq!(a["gen_ai.agent.name"], "agentloop");
+    assert_eq!(a["gen_ai.provider.name"], "scripted");
+    assert_eq!(a["gen_ai.request.model"], "scripted");
     assert_eq!(a["gen_ai.conversation.id"], run_id.as_str());
+    assert_eq!(agent["status"], 0, "a done run's span is not an error");
     assert_eq!(a["agentloop.run.stop"], "done");
     let chats = named(&spans, "chat ");
     assert_eq!(chats.len(), 3, "one chat span per model call: {spans:#?}");
@@ -137,8 +140,11 @@ fn a_run_exports_genai_spans_under_the_callers_trace() {
         assert_eq!(a["agentloop.phase"], phase);
         assert_eq!(a["gen_ai.usage.input_tokens"], input, "{c}");
         assert_eq!(a["gen_ai.usage.output_tokens"], output, "{c}");
-        assert_eq!(a["gen_ai.usage.cache_read.input_tokens"], read, "{c}");
-        assert_eq!(a["gen_ai.usage.cache_creation.input_tokens"], write, "{c}");
+        // v1.38 has no cache-token attributes: agentloop's own names carry them.
+        assert_eq!(a["agentloop.usage.cache_read_tokens"], read, "{c}");
+        assert_eq!(a["agentloop.usage.cache_write_tokens"], write, "{c}");
+        assert!(a.get("gen_ai.usage.cache_read.input_tokens").is_none(), "{c}");
+        assert!(a.get("server.address").is_none(), "the scripted model is no server: {c}");
         assert!(a["gen_ai.response.finish_reasons"].as_array().is_some_and(|r| r.len() == 1), "{c}");
     }
     let [tool] = named(&spans, "execute_tool")[..] else { panic!("one execute_tool span: {spans:#?}") };
@@ -311,5 +317,208 @@ fn a_garbage_traceparent_is_one_short_warning() {
         assert!(said[0].contains(&format!("… ({} bytes)` is not a W3C traceparent", tp.len())), "{}", said[0]);
         assert!(!err.contains(&"x".repeat(200)), "the value is not printed whole");
         assert_eq!(t.json("ws/result.json")["status"], "done");
+    }
+}
+
+/// The GenAI semantic conventions v1.38.0, per operation: the attributes a span must carry
+/// (Required), and those it must carry when their condition holds (Conditionally Required)
+/// where agentloop always has what the condition asks for (the agent, the run, the model).
+/// `error.type` when the span failed and `server.port` with `server.address` are checked for
+/// every span.
+const REQUIRED: [(&str, i64, &[&str]); 3] = [
+    (
+        "invoke_agent",
+        1, // INTERNAL: the agent runs in this process
+        &[
+            "gen_ai.operation.name",
+            "gen_ai.provider.name",
+            "gen_ai.agent.name",
+            "gen_ai.conversation.id",
+            "gen_ai.request.model",
+        ],
+    ),
+    ("chat", 3, &["gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model"]),
+    ("execute_tool", 1, &["gen_ai.operation.name"]),
+];
+
+/// The `gen_ai.*` attributes v1.38.0 defines that an agent's spans may carry: any other
+/// `gen_ai.*` name is from another version (extensions go under `agentloop.*`).
+const DEFINED: &[&str] = &[
+    "gen_ai.operation.name",
+    "gen_ai.provider.name",
+    "gen_ai.agent.name",
+    "gen_ai.agent.id",
+    "gen_ai.agent.description",
+    "gen_ai.conversation.id",
+    "gen_ai.request.model",
+    "gen_ai.request.max_tokens",
+    "gen_ai.request.temperature",
+    "gen_ai.request.top_p",
+    "gen_ai.request.seed",
+    "gen_ai.response.model",
+    "gen_ai.response.id",
+    "gen_ai.response.finish_reasons",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.system_instructions",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.output.type",
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.type",
+    "gen_ai.tool.description",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.tool.definitions",
+];
+
+/// Checks one exported span against [`REQUIRED`] and [`DEFINED`]; every problem, named.
+fn conformance(s: &Value) -> Vec<String> {
+    let a = s["attributes"].as_object().unwrap();
+    let name = s["name"].as_str().unwrap();
+    let mut bad = Vec::new();
+    let op = a.get("gen_ai.operation.name").and_then(Value::as_str).unwrap_or("");
+    let Some((_, kind, required)) = REQUIRED.iter().find(|(o, ..)| *o == op) else {
+        return vec![format!("{name}: operation `{op}` is not one of {:?}", REQUIRED.map(|r| r.0))];
+    };
+    if !name.starts_with(&format!("{op} ")) {
+        bad.push(format!("{name}: the name does not start with `{op} `"));
+    }
+    if s["kind"] != *kind {
+        bad.push(format!("{name}: span kind {} where {kind} is due", s["kind"]));
+    }
+    for key in *required {
+        if a.get(*key).is_none_or(|v| v.is_null() || v == "") {
+            bad.push(format!("{name}: `{key}` is required"));
+        }
+    }
+    let failed = s["status"] == 2;
+    if failed != a.contains_key("error.type") {
+        bad.push(format!("{name}: status {} with error.type {:?}", s["status"], a.get("error.type")));
+    }
+    if a.contains_key("server.address") && !a.get("server.port").is_some_and(Value::is_i64) {
+        bad.push(format!("{name}: `server.port` is required with `server.address`"));
+    }
+    for key in a.keys().filter(|k| k.starts_with("gen_ai.")) {
+        if !DEFINED.contains(&key.as_str()) {
+            bad.push(format!("{name}: `{key}` is not defined by v1.38.0"));
+        }
+    }
+    bad
+}
+
+/// A model server of `kind` (anthropic, openai) that frames, reads notes.txt, then reflects
+/// done, unless `fail`: then every call is a 500. Each answer's body id (`msg_<n>`,
+/// `chatcmpl-<n>`) differs from its request-id header (`req_<n>`).
+fn provider(kind: &'static str, fail: bool) -> Server {
+    Server::start_with(move |i, req| {
+        if fail {
+            return Reply::json(
+                500,
+                serde_json::json!({"type": "error", "error": {"type": "api_error", "message": "down"}}),
+            )
+            .header("request-id", &format!("req_{i}"))
+            .header("x-request-id", &format!("req_{i}"));
+        }
+        let body = req.json();
+        let tool = if kind == "anthropic" {
+            body["tool_choice"]["name"].as_str().unwrap().to_string()
+        } else {
+            body["tool_choice"]["function"]["name"]
+                .as_str()
+                .or(body["tools"][0]["function"]["name"].as_str())
+                .unwrap()
+                .to_string()
+        };
+        let args = match tool.as_str() {
+            "frame_answer" => {
+                serde_json::json!({"goal": "digest", "definition_of_done": ["notes read", "digest written", "facts noted"], "can_proceed": true})
+            }
+            "plan_answer" => serde_json::json!({"next_action": {"tool": "file_read", "args": {"path": "notes.txt"}}}),
+            _ => {
+                serde_json::json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
+                "decision": "done", "reason": "read", "outcome": "digest written"})
+            }
+        };
+        let reply = if kind == "anthropic" {
+            Reply::json(
+                200,
+                serde_json::json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": "toolu_01", "name": tool, "input": args}],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 100, "output_tokens": 20}}),
+            )
+        } else {
+            Reply::json(
+                200,
+                serde_json::json!({"id": format!("chatcmpl-{i}"), "object": "chat.completion", "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+            )
+        };
+        reply.header("request-id", &format!("req_{i}")).header("x-request-id", &format!("req_{i}"))
+    })
+}
+
+/// Every span of a done run and of a run whose provider failed, over both wire formats, holds
+/// what the conventions require of its operation; the failed run's span is an error.
+#[test]
+fn every_span_carries_what_the_conventions_require_of_its_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let test = "every_span_carries_what_the_conventions_require_of_its_operation";
+    let Some(rx) = Receiver::start(dir.path(), test) else { return };
+    // Spans the receiver had before the run at hand.
+    let mut seen = 0;
+    for kind in ["anthropic", "openai"] {
+        for fail in [false, true] {
+            let server = provider(kind, fail);
+            let t = T::new();
+            t.write("ws/notes.txt", "hello from the notes\n");
+            let out = t
+                .al(&["--provider", kind, "--base-url", &server.url, "run", "--goal", "digest the notes"])
+                .env("ANTHROPIC_API_KEY", "k")
+                .env("OPENAI_API_KEY", "k")
+                .env("AGENTLOOP_LLM__BACKOFF_MS", "10")
+                .env("AGENTLOOP_LLM__ATTEMPTS", "2")
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(if fail { 5 } else { 0 }), "{kind}: {}", stderr(&out));
+            // This run's spans: the ones the receiver got since the last run (each command
+            // exports all of its spans before it exits).
+            let spans = rx.spans().split_off(seen);
+            seen += spans.len();
+            let bad: Vec<String> = spans.iter().flat_map(conformance).collect();
+            assert!(bad.is_empty(), "{kind}, provider failing: {fail}: {bad:#?}\n{spans:#?}");
+
+            let [agent] = named(&spans, "invoke_agent")[..] else { panic!("one invoke_agent span: {spans:#?}") };
+            assert_eq!(agent["attributes"]["gen_ai.provider.name"], kind);
+            let chats = named(&spans, "chat ");
+            let port = server.url.rsplit(':').next().unwrap().parse::<u64>().unwrap();
+            for c in &chats {
+                let a = &c["attributes"];
+                assert_eq!(a["gen_ai.provider.name"], kind, "{c}");
+                assert_eq!(a["server.address"], "127.0.0.1", "{c}");
+                assert_eq!(a["server.port"], port, "{c}");
+            }
+            if fail {
+                assert_eq!(agent["status"], 2, "a provider failure is the run's error: {agent}");
+                assert_eq!(agent["attributes"]["error.type"], "provider", "{agent}");
+                assert_eq!(agent["attributes"]["agentloop.run.stop"], "provider", "{agent}");
+                assert!(!chats.is_empty() && chats.iter().all(|c| c["status"] == 2), "{chats:#?}");
+                assert!(chats.iter().all(|c| c["attributes"].get("gen_ai.response.id").is_none()), "{chats:#?}");
+            } else {
+                assert_eq!(agent["status"], 0, "{agent}");
+                assert_eq!(chats.len(), 3, "{spans:#?}");
+                assert_eq!(named(&spans, "execute_tool").len(), 1, "{spans:#?}");
+                // The completion's own id, never the request-id header's.
+                let prefix = if kind == "anthropic" { "msg_" } else { "chatcmpl-" };
+                for c in &chats {
+                    let id = c["attributes"]["gen_ai.response.id"].as_str().unwrap_or_default();
+                    assert!(id.starts_with(prefix), "{kind}: gen_ai.response.id `{id}`: {c}");
+                }
+            }
+        }
     }
 }

@@ -167,6 +167,9 @@ impl Model for Anthropic {
     fn provider(&self) -> &str {
         "anthropic"
     }
+    fn endpoint(&self) -> Option<&str> {
+        Some(&self.url)
+    }
     fn model(&self) -> &str {
         &self.model
     }

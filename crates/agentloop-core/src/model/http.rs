@@ -161,14 +161,15 @@ impl Reply {
         }
     }
 
-    /// Fills what every provider's response takes from the HTTP exchange: the request id
-    /// (header, else the body's `id`), the latency, and the model asked for when the body
-    /// names none.
+    /// Fills what every provider's response takes from the HTTP exchange: the completion's id
+    /// (the body's `id`), the request id (header, else the body's `id`), the latency, and the
+    /// model asked for when the body names none.
     pub fn complete(&self, r: &mut crate::model::Response, model: &str) {
         let body_id = match &self.body {
             Body::Json(v) => v.get("id").and_then(Value::as_str).map(String::from),
-            Body::Streamed(s) => s.request_id.clone(),
+            Body::Streamed(s) => s.response_id.clone(),
         };
+        r.response_id = body_id.clone();
         r.request_id = self.request_id.clone().or(body_id);
         r.latency_ms = self.latency_ms;
         if r.model.is_empty() {

@@ -149,7 +149,11 @@ pub struct Response {
     /// A replayed answer's `model:` note (the scripted model only): which model it was
     /// recorded from. The call is still `scripted` and unpriced.
     pub recorded_from: Option<String>,
+    /// The provider's request id for support (its response header, else the body's `id`).
     pub request_id: Option<String>,
+    /// The completion's own id, from the response body (OpenAI's and Anthropic's `id`): what
+    /// `gen_ai.response.id` names, which a request-id header is not.
+    pub response_id: Option<String>,
     pub latency_ms: u64,
     /// The request form that produced this answer (OpenAI-compatible servers: [`wire::Form`]).
     pub wire_form: Option<&'static str>,
@@ -208,6 +212,10 @@ pub trait Model {
     fn probe(&mut self, _req: &Request) -> Option<Result<Vec<Probe>>> {
         None
     }
+    /// The URL requests go to; None for a model that is not a server (scripted).
+    fn endpoint(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Wraps a model and appends every response to a JSONL file the scripted model can replay.
@@ -219,6 +227,9 @@ pub struct Recorder {
 impl Model for Recorder {
     fn provider(&self) -> &str {
         self.inner.provider()
+    }
+    fn endpoint(&self) -> Option<&str> {
+        self.inner.endpoint()
     }
     fn model(&self) -> &str {
         self.inner.model()

@@ -476,6 +476,9 @@ impl Model for OpenAi {
     fn provider(&self) -> &str {
         self.provider.as_str()
     }
+    fn endpoint(&self) -> Option<&str> {
+        Some(&self.url)
+    }
     fn model(&self) -> &str {
         &self.model
     }

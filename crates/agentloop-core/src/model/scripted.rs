@@ -246,6 +246,7 @@ impl Scripted {
             model: crate::model::SCRIPTED.into(),
             recorded_from: e.model,
             request_id: None,
+            response_id: None,
             latency_ms: 0,
             wire_form: None,
         })

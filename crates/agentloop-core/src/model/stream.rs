@@ -193,6 +193,7 @@ pub fn openai(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::resu
 
 fn finish_parse(r: Result<Response>, id: Option<String>) -> std::result::Result<Response, Broken> {
     let mut r = r.map_err(|e| Broken { message: e.message, shown: true, retryable: false })?;
+    r.response_id = id.clone();
     r.request_id = id;
     Ok(r)
 }

@@ -1,9 +1,10 @@
 //! A `chat {model}` span around every model call, when traces are on (src/otel): the GenAI
 //! attributes of the request and the answer, and the messages only with `otel.capture_content`.
 //!
-//! `gen_ai.usage.input_tokens` counts every prompt token, cached ones included, as the
-//! conventions ask (agentloop's own `usage.input_tokens` leaves out the cache reads and writes,
-//! which the span also gives on their own).
+//! `gen_ai.usage.input_tokens` counts every prompt token, cached ones included (agentloop's own
+//! `usage.input_tokens` leaves out the cache reads and writes). The conventions of the declared
+//! version ([`crate::otel::SEMCONV`]) have no cache-token attributes, so the cache reads and
+//! writes go on the span under agentloop's own names (`agentloop.usage.cache_*_tokens`).
 
 use super::{Live, Model, Part, Probe, Request, Response, Role};
 use crate::error::Result;
@@ -65,11 +66,12 @@ fn answered(span: &mut Span, r: &Response, capture: bool) {
     span.set(KeyValue::new("gen_ai.response.model", r.model.clone()));
     span.set(KeyValue::new("gen_ai.usage.input_tokens", int(prompt)));
     span.set(KeyValue::new("gen_ai.usage.output_tokens", int(u.output_tokens)));
-    span.set(KeyValue::new("gen_ai.usage.cache_read.input_tokens", int(u.cache_read_tokens)));
-    span.set(KeyValue::new("gen_ai.usage.cache_creation.input_tokens", int(u.cache_write_tokens)));
+    span.set(KeyValue::new("agentloop.usage.cache_read_tokens", int(u.cache_read_tokens)));
+    span.set(KeyValue::new("agentloop.usage.cache_write_tokens", int(u.cache_write_tokens)));
     let reasons = Array::String(vec![StringValue::from(r.stop_reason.clone())]);
     span.set(KeyValue::new("gen_ai.response.finish_reasons", Value::Array(reasons)));
-    if let Some(id) = &r.request_id {
+    // The completion's own id; the provider's request id is a support handle, not this.
+    if let Some(id) = &r.response_id {
         span.set(KeyValue::new("gen_ai.response.id", id.clone()));
     }
     if capture {
@@ -77,9 +79,20 @@ fn answered(span: &mut Span, r: &Response, capture: bool) {
     }
 }
 
+/// `server.address` and `server.port` of a model server's URL; the port is the scheme's
+/// default (443, 80) when the URL names none.
+fn server(endpoint: &str) -> Option<(String, u16)> {
+    let url = url::Url::parse(endpoint).ok()?;
+    let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']').to_string();
+    Some((host, url.port_or_known_default()?))
+}
+
 impl Model for Traced {
     fn provider(&self) -> &str {
         self.inner.provider()
+    }
+    fn endpoint(&self) -> Option<&str> {
+        self.inner.endpoint()
     }
     fn model(&self) -> &str {
         self.inner.model()
@@ -95,6 +108,10 @@ impl Model for Traced {
         ];
         if let Some(t) = req.temperature {
             attrs.push(KeyValue::new("gen_ai.request.temperature", t));
+        }
+        if let Some((host, port)) = self.inner.endpoint().and_then(server) {
+            attrs.push(KeyValue::new("server.address", host));
+            attrs.push(KeyValue::new("server.port", i64::from(port)));
         }
         let mut span = Span::start(format!("chat {model}"), SpanKind::Client, attrs);
         if span.is_on() && self.capture {
@@ -120,5 +137,19 @@ impl Model for Traced {
     }
     fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
         self.inner.probe(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server;
+
+    #[test]
+    fn the_server_port_is_the_urls_or_its_schemes_default() {
+        assert_eq!(server("https://api.anthropic.com/v1/messages"), Some(("api.anthropic.com".into(), 443)));
+        assert_eq!(server("http://localhost:11434/v1/chat/completions"), Some(("localhost".into(), 11434)));
+        assert_eq!(server("http://gpu-box/v1/chat/completions"), Some(("gpu-box".into(), 80)));
+        assert_eq!(server("http://[::1]:8080/v1"), Some(("::1".into(), 8080)));
+        assert_eq!(server("not a url"), None);
     }
 }

@@ -320,15 +320,24 @@ impl RunSpan {
         // flags are ignored (a copied state.json must not turn this run's spans off).
         let parent = caller.or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
         let agent = agent.unwrap_or("agentloop");
+        // Required on the span: the provider the run's model calls go to (as `chat` spans name
+        // it); the model it asks for is conditionally required, when known.
+        let provider = crate::model::provider_and_why(cfg).map_or(cfg.llm.provider, |(p, _)| p);
+        let model = crate::model::name_for_estimate(cfg).ok();
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.provider.name", provider.as_str()),
+            KeyValue::new("gen_ai.agent.name", agent.to_string()),
+            KeyValue::new("gen_ai.conversation.id", run_id.to_string()),
+        ];
+        if let Some(m) = model {
+            attributes.push(KeyValue::new("gen_ai.request.model", m));
+        }
         let span = o
             .tracer
             .span_builder(format!("invoke_agent {agent}"))
             .with_kind(SpanKind::Internal)
-            .with_attributes([
-                KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-                KeyValue::new("gen_ai.agent.name", agent.to_string()),
-                KeyValue::new("gen_ai.conversation.id", run_id.to_string()),
-            ])
+            .with_attributes(attributes)
             .start_with_context(&o.tracer, &parent);
         let cx = parent.with_span(span);
         if stored.is_none() {
@@ -338,12 +347,20 @@ impl RunSpan {
     }
 
     /// Records how this process's part of the run ended: the stop (`done`, `escalated`, …), or
-    /// the error that ended it.
+    /// the error that ended it. A run stopped by its provider failing (exit 5) ended in an
+    /// error, as a command that failed did: `error.type` and an error status. A run that needs
+    /// a person or ran out of a limit ended as designed, so its status stays unset.
     pub fn ended(&self, stop: Result<&str, &crate::error::Error>) {
         let Some(cx) = &self.cx else { return };
         let span = cx.span();
         match stop {
-            Ok(stop) => span.set_attribute(KeyValue::new("agentloop.run.stop", stop.to_string())),
+            Ok(stop) => {
+                span.set_attribute(KeyValue::new("agentloop.run.stop", stop.to_string()));
+                if stop == crate::outcome::StopKind::Provider.as_str() {
+                    span.set_attribute(KeyValue::new("error.type", stop.to_string()));
+                    span.set_status(Status::error("the model provider failed after all retries"));
+                }
+            }
             Err(e) => {
                 span.set_attribute(KeyValue::new("error.type", error_type(e)));
                 span.set_status(Status::error(crate::redact::redact(&e.message)));
