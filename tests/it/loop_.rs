@@ -952,3 +952,37 @@ reflect:
         "{html}"
     );
 }
+
+/// result.json's artifacts are files that exist in the workspace when the run ends: what
+/// `finish` and the done decision claimed that is no such file (`*`, a glob, a folder, a file
+/// never written) is listed apart under claimed_missing, in result.json, state.json and the
+/// report alike.
+#[test]
+fn only_existing_files_are_artifacts_and_the_rest_is_listed_apart() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/note.md, content: a note}}}
+  - answer: {next_action: {tool: finish, args: {summary: noted, artifacts: ["*", artifacts/note.md, "id.png", artifacts]}}}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1], artifacts: [artifacts/note.md]}], decision: continue, reason: written}
+  - answer: {satisfied: [{item: 3, steps: [2]}], decision: done, reason: all met, outcome: noted, artifacts: [./artifacts/note.md, "*.jpg", ../outside.txt]}
+"#,
+    );
+    t.write("outside.txt", "not the run's");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["artifacts"], serde_json::json!(["artifacts/note.md"]), "{r}");
+    assert_eq!(r["claimed_missing"], serde_json::json!(["*", "id.png", "artifacts", "*.jpg", "../outside.txt"]), "{r}");
+    assert_eq!(t.json("ws/state.json")["claimed_missing"], r["claimed_missing"]);
+    t.al(&["report"]).assert().success();
+    let html = t.read("ws/report.html");
+    let missing = &html[html.find("Claimed but not found in the workspace").expect("the claims are shown apart")..];
+    let missing = &missing[..missing.find("</ul>").unwrap()];
+    for name in ["<code>*</code>", "<code>id.png</code>", "<code>*.jpg</code>"] {
+        assert!(missing.contains(name), "{name}: {missing}");
+    }
+    assert!(!missing.contains("note.md"), "an existing file is an artifact, not a missing claim");
+}
