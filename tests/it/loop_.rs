@@ -986,3 +986,32 @@ reflect:
     }
     assert!(!missing.contains("note.md"), "an existing file is an artifact, not a missing claim");
 }
+
+/// After a run stops on a limit, `status` shows the way on (`run --continue` with the flag that
+/// raises it), never an open question to answer: nobody is asked anything.
+#[test]
+fn status_after_a_budget_stop_names_run_continue_not_answer() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}
+reflect:
+  - answer: {decision: continue, reason: more to do}
+"#,
+    );
+    t.write("ws/agentloop.yaml", "max_steps: 1\n");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let out = t.al(&["status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("run --continue --max-steps"), "{text}");
+    for wrong in ["needs a human", "agentloop answer", "open question"] {
+        assert!(!text.to_lowercase().contains(wrong), "{wrong}: {text}");
+    }
+    let out = t.al(&["status", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["open_question"].is_null(), "{v}");
+    assert!(v["answer_with"].is_null(), "{v}");
+}
