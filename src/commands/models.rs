@@ -1,5 +1,8 @@
 //! `agentloop models test`: tiny requests to check keys, endpoint and tool calling, and for
-//! OpenAI-compatible servers a table of the request forms the server accepts.
+//! OpenAI-compatible servers a table of the request forms the server accepts and the probes of
+//! what breaks loops there (a tool result or the system message dropped by the chat template).
+
+mod probes;
 
 use crate::error::Result;
 use crate::model::{self, Message, Request, ToolChoice};
@@ -14,10 +17,14 @@ pub enum ModelsCommand {
     /// For OpenAI-compatible servers the request goes once in every form a forced answer
     /// can take (tool_named, tool_required, tool_auto, json_schema, json_object,
     /// json_prompt) and a table shows what the server did with each; the first form that
-    /// answered is the one runs use, and it is cached for this base URL and model.
+    /// answered is the one runs use, and it is cached for this base URL and model. Then
+    /// two probes in that form: does a tool result reach the model, does the system
+    /// message survive. "works" means the answer carried the value asked for and both
+    /// probes passed; otherwise each failure is named with its fix.
     ///
     /// Uses --provider/--model/--base-url and the config like every phase does.
-    /// Exit codes: 0 ok, 5 the provider failed or took no form, 2 nothing configured.
+    /// Exit codes: 0 the server answered (whether it works is in the output), 5 the
+    /// provider failed or took no form, 2 nothing configured.
     ///
     /// Example: agentloop models test --provider ollama --model qwen2.5:0.5b
     #[command(verbatim_doc_comment)]
@@ -65,7 +72,16 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         }
     };
     let call = r.tool_calls.iter().find(|c| c.name == "report_color");
-    let tools_ok = call.is_some_and(|c| c.invalid_arguments.is_none() && c.arguments.get("color").is_some());
+    let value = probes::value(&r);
+    let tools_ok = value.passed;
+    // The carrier probes only where a chat template can drop messages: OpenAI-compatible
+    // servers, and only once a form gave the answer.
+    let mut checks = vec![value];
+    let answered_form = probes.as_ref().and_then(|ps| ps.iter().find(|p| p.answered).map(|p| p.form));
+    if answered_form.is_some() {
+        checks.extend(probes::carriers(m.as_mut(), probes::prompt_tokens(&r)));
+    }
+    let works = checks.iter().all(|c| c.passed);
     let cost = model::pricing::cost(&r.model, &r.usage, &cfg.prices);
     let mut v = json!({
         "provider": m.provider(),
@@ -75,6 +91,8 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         "cost_usd": cost,
         "request_id": r.request_id,
         "tool_calling": tools_ok,
+        "works": works,
+        "probes": checks.iter().map(probes::Check::to_json).collect::<Vec<_>>(),
         "tool_call": call.map(|c| json!({"name": c.name, "arguments": c.arguments, "invalid_arguments": c.invalid_arguments})),
         "text": r.text,
     });
@@ -100,25 +118,40 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         match &probes {
             None => p.outln(&format!(
                 "tool calling  {}",
-                if tools_ok {
+                if works {
                     "works"
+                } else if call.is_some() {
+                    "answers, but not with the value asked for (see below)"
                 } else {
                     "did not work (the JSON-in-text fallback will be used: llm.structured)"
                 }
             )),
-            Some(ps) => {
-                let chosen = ps.iter().find(|p| p.answered).map(|p| p.form);
+            Some(_) => {
                 p.outln(&format!(
                     "tool calling  {}",
-                    match chosen {
-                        Some(f) if f.uses_tools() && tools_ok => format!("works ({})", f.as_str()),
-                        Some(f) if tools_ok => format!("works through JSON in text ({})", f.as_str()),
-                        Some(f) => format!("answers, with arguments that need correcting ({})", f.as_str()),
+                    match answered_form {
+                        Some(f) if f.uses_tools() && works => format!("works ({})", f.as_str()),
+                        Some(f) if works => format!("works through JSON in text ({})", f.as_str()),
+                        Some(f) => {
+                            let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.name).collect();
+                            format!("answers ({}), but does not work: {} failed (below)", f.as_str(), failed.join(", "))
+                        }
                         None => "no form gave the answer; runs will rely on corrective retries".into(),
                     }
                 ));
-                print_forms(&ctx, ps);
             }
+        }
+        if !(works && checks.len() == 1) {
+            p.outln("");
+            for c in &checks {
+                p.outln(&format!("{:<12} {}  {}", c.name, if c.passed { "ok  " } else { "FAIL" }, c.detail));
+                if let Some(fix) = &c.fix {
+                    p.outln(&format!("{:<12}       fix: {fix}", ""));
+                }
+            }
+        }
+        if let Some(ps) = &probes {
+            print_forms(&ctx, ps);
         }
     }
     Ok(0)

@@ -313,3 +313,38 @@ reflect:
 "#
     )
 }
+
+/// How a fake OpenAI-compatible server's chat template treats a request (`models test`'s
+/// probes): which messages it drops, and whether its "model" reports the colour it was asked for.
+#[derive(Clone, Copy, Default)]
+pub struct Template {
+    pub drops_tool: bool,
+    pub drops_system: bool,
+    pub wrong_value: bool,
+}
+
+impl Template {
+    /// The prompt this template renders from a request body: every message's content but those
+    /// it drops, and the tools' schemas.
+    pub fn render(&self, body: &serde_json::Value) -> String {
+        let mut out = body["tools"].to_string();
+        for m in body["messages"].as_array().into_iter().flatten() {
+            let role = m["role"].as_str().unwrap_or("");
+            if (role == "tool" && self.drops_tool) || (role == "system" && self.drops_system) {
+                continue;
+            }
+            out.push_str(m["content"].as_str().unwrap_or(""));
+        }
+        out
+    }
+    /// What a model that follows the prompt reports: the word a probe hid where it sees it,
+    /// else the colour the request names; and the prompt tokens (four bytes a token).
+    pub fn answer(&self, body: &serde_json::Value) -> (String, u64) {
+        let prompt = self.render(body);
+        let color = ["periwinkle", "vermilion"]
+            .into_iter()
+            .find(|w| prompt.contains(w))
+            .unwrap_or(if prompt.contains("\"blue\"") && !self.wrong_value { "blue" } else { "default" });
+        (color.to_string(), prompt.len() as u64 / 4)
+    }
+}

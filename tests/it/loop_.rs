@@ -952,3 +952,66 @@ reflect:
         "{html}"
     );
 }
+
+/// result.json's artifacts are files that exist in the workspace when the run ends: what
+/// `finish` and the done decision claimed that is no such file (`*`, a glob, a folder, a file
+/// never written) is listed apart under claimed_missing, in result.json, state.json and the
+/// report alike.
+#[test]
+fn only_existing_files_are_artifacts_and_the_rest_is_listed_apart() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/note.md, content: a note}}}
+  - answer: {next_action: {tool: finish, args: {summary: noted, artifacts: ["*", artifacts/note.md, "id.png", artifacts]}}}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1], artifacts: [artifacts/note.md]}], decision: continue, reason: written}
+  - answer: {satisfied: [{item: 3, steps: [2]}], decision: done, reason: all met, outcome: noted, artifacts: [./artifacts/note.md, "*.jpg", ../outside.txt]}
+"#,
+    );
+    t.write("outside.txt", "not the run's");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["artifacts"], serde_json::json!(["artifacts/note.md"]), "{r}");
+    assert_eq!(r["claimed_missing"], serde_json::json!(["*", "id.png", "artifacts", "*.jpg", "../outside.txt"]), "{r}");
+    assert_eq!(t.json("ws/state.json")["claimed_missing"], r["claimed_missing"]);
+    t.al(&["report"]).assert().success();
+    let html = t.read("ws/report.html");
+    let missing = &html[html.find("Claimed but not found in the workspace").expect("the claims are shown apart")..];
+    let missing = &missing[..missing.find("</ul>").unwrap()];
+    for name in ["<code>*</code>", "<code>id.png</code>", "<code>*.jpg</code>"] {
+        assert!(missing.contains(name), "{name}: {missing}");
+    }
+    assert!(!missing.contains("note.md"), "an existing file is an artifact, not a missing claim");
+}
+
+/// After a run stops on a limit, `status` shows the way on (`run --continue` with the flag that
+/// raises it), never an open question to answer: nobody is asked anything.
+#[test]
+fn status_after_a_budget_stop_names_run_continue_not_answer() {
+    let t = T::new();
+    write_script(
+        &t,
+        r#"plan:
+  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}
+reflect:
+  - answer: {decision: continue, reason: more to do}
+"#,
+    );
+    t.write("ws/agentloop.yaml", "max_steps: 1\n");
+    let out = run(&t);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let out = t.al(&["status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("run --continue --max-steps"), "{text}");
+    for wrong in ["needs a human", "agentloop answer", "open question"] {
+        assert!(!text.to_lowercase().contains(wrong), "{wrong}: {text}");
+    }
+    let out = t.al(&["status", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["open_question"].is_null(), "{v}");
+    assert!(v["answer_with"].is_null(), "{v}");
+}

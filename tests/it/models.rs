@@ -192,8 +192,10 @@ fn openai_request_and_cached_usage() {
             "tool_choice": {"type": "function", "function": {"name": "report_color"}}
         })
     );
-    // One request per form; the named form answered first, so it is the one runs use.
-    assert_eq!(s.count(), 6);
+    // One request per form; the named form answered first, so it is the one runs use; then
+    // the two probes in that form.
+    assert_eq!(s.count(), 8);
+    assert_eq!(s.request(7).json()["tool_choice"], json!({"type": "function", "function": {"name": "report_color"}}));
     assert_eq!(v["wire_form"], "tool_named");
     let forms: Vec<&str> = v["wire_forms"].as_array().unwrap().iter().map(|f| f["form"].as_str().unwrap()).collect();
     assert_eq!(forms, ["tool_named", "tool_required", "tool_auto", "json_schema", "json_object", "json_prompt"]);
@@ -344,7 +346,8 @@ fn openai_json_in_text_fallback_for_servers_without_tools() {
     let statuses: Vec<u64> =
         v["wire_forms"].as_array().unwrap().iter().map(|f| f["status"].as_u64().unwrap()).collect();
     assert_eq!(statuses, [400, 400, 400, 400, 200, 200]);
-    assert_eq!(s.count(), 6);
+    assert_eq!(s.count(), 8, "each form once, then the two probes in json_object");
+    assert_eq!(s.request(7).json()["response_format"], json!({"type": "json_object"}));
     assert_eq!(s.request(4).json()["response_format"], json!({"type": "json_object"}));
 }
 
@@ -456,9 +459,11 @@ fn servers_without_tools_or_json_mode_still_work() {
         if body.get("response_format").is_some() {
             return Reply::json(400, json!({"error": {"message": "'response_format' is not supported"}}));
         }
+        // A model that reports what the prompt asks for; the tool result reaches it as text.
+        let (color, _) = Template::default().answer(&req.json());
         Reply::json(
             200,
-            json!({"choices": [{"message": {"role": "assistant", "content": "{\"color\": \"blue\"}"}, "finish_reason": "stop"}]}),
+            json!({"choices": [{"message": {"role": "assistant", "content": json!({"color": color}).to_string()}, "finish_reason": "stop"}]}),
         )
     });
     let out = t.al(&["--provider", "openai", "--base-url", &s.url, "models", "test"]).output().unwrap();
@@ -471,7 +476,7 @@ fn servers_without_tools_or_json_mode_still_work() {
     );
     assert!(text.contains("json_prompt    JSON instruction only"), "{text}");
     assert!(text.trim_end().ends_with("<- used"), "{text}");
-    assert_eq!(s.count(), 6);
+    assert_eq!(s.count(), 8);
 }
 
 #[test]

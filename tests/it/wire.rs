@@ -328,7 +328,7 @@ fn models_test_prints_what_a_llama_cpp_python_server_accepts() {
             return err("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}");
         }
         if body.get("tools").is_some() {
-            return tool_reply("report_color", "{ \"color\": \"blue\" }");
+            return template_reply(Template::default(), &body);
         }
         if body.get("response_format").is_some() {
             return text_reply("{\"color\": \"blue\"}");
@@ -354,7 +354,7 @@ fn models_test_prints_what_a_llama_cpp_python_server_accepts() {
         "{text}"
     );
     assert!(text.contains("tool calling  works (tool_named)"), "{text}");
-    assert_eq!(s.count(), 6, "each form once, the empty 500 included: no retries");
+    assert_eq!(s.count(), 8, "each form once, the empty 500 included: no retries; then the two probes");
     assert_eq!(cache(&t)["servers"][s.url.clone()]["smollm2"]["form"], "tool_named");
 }
 
@@ -378,4 +378,96 @@ fn answers_a_json_grammar_allows_are_taken_as_written() {
     assert_eq!(s.count(), 3, "one call per phase: no answer was refused");
     assert_eq!(t.read("ws/artifacts/x.md"), "line one\nline two\n");
     assert!(t.read("ws/memory.md").contains("run ends \u{fffd}"), "{}", t.read("ws/memory.md"));
+}
+
+/// A report_color call with the colour a chat template's "model" reports, and the prompt
+/// tokens of what the template rendered.
+fn template_reply(t: Template, body: &Value) -> Reply {
+    let (color, tokens) = t.answer(body);
+    Reply::json(
+        200,
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "smollm2",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "report_color", "arguments": json!({"color": color}).to_string()}}]}}],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 10}}),
+    )
+}
+
+fn models_test(t: Template) -> (String, Value) {
+    let s = Server::start_with(move |_, req| template_reply(t, &req.json()));
+    let args = ["--provider", "openai", "--base-url", &s.url, "--model", "smollm2", "models", "test"];
+    let out = T::new().al(&args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let out = T::new().al(&args).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    (text, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn probe(v: &Value, name: &str) -> Value {
+    v["probes"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{name}: {v}")).clone()
+}
+
+/// A template that shows the model every message: the value, the tool result and the system
+/// message all come back, and only then does models test say "works".
+#[test]
+fn models_test_says_works_when_every_probe_passes() {
+    let (text, v) = models_test(Template::default());
+    assert!(text.contains("tool calling  works (tool_named)"), "{text}");
+    assert_eq!(v["works"], true, "{v}");
+    let names: Vec<&str> = v["probes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["value", "tool_result", "system"]);
+    assert!(v["probes"].as_array().unwrap().iter().all(|p| p["passed"] == true && p["fix"].is_null()), "{v}");
+    assert_eq!(probe(&v, "tool_result")["answered"], "periwinkle");
+    assert_eq!(probe(&v, "system")["answered"], "vermilion");
+}
+
+/// A template that drops `role: tool` messages (upstream chatml-function-calling, llama-2,
+/// gemma): every form answers, but the tool-result probe fails and names the fix.
+#[test]
+fn models_test_flags_a_template_that_drops_tool_results() {
+    let (text, v) = models_test(Template { drops_tool: true, ..Default::default() });
+    assert!(
+        text.contains("tool calling  answers (tool_named), but does not work: tool_result failed (below)"),
+        "{text}"
+    );
+    assert!(text.contains("tool_result  FAIL  the tool result was dropped: the prompt counted"), "{text}");
+    assert!(text.contains("fix: the server's chat template drops `role: tool` messages"), "{text}");
+    assert_eq!(v["works"], false);
+    let p = probe(&v, "tool_result");
+    assert_eq!((p["passed"].clone(), p["answered"].clone()), (json!(false), json!("default")), "{p}");
+    assert!(p["fix"].as_str().unwrap().contains("--jinja"), "{p}");
+    assert!(p["fix"].as_str().unwrap().contains("chatml-function-calling"), "{p}");
+    assert_eq!(probe(&v, "system")["passed"], true);
+    assert_eq!(probe(&v, "value")["passed"], true);
+}
+
+/// A template that drops the system message (llama-cpp-python's gemma format): the prompt
+/// token count stays far below the system message's size, and models test says so.
+#[test]
+fn models_test_flags_a_template_that_drops_the_system_message() {
+    let (text, v) = models_test(Template { drops_system: true, ..Default::default() });
+    assert!(text.contains("but does not work: system failed (below)"), "{text}");
+    assert!(text.contains("system       FAIL  the system message was dropped: the prompt counted"), "{text}");
+    assert_eq!(v["works"], false);
+    let p = probe(&v, "system");
+    assert_eq!(p["passed"], false, "{p}");
+    assert!(p["fix"].as_str().unwrap().contains("gemma"), "{p}");
+    assert!(p["prompt_tokens"].as_u64().unwrap() < 200, "{p}");
+    assert_eq!(probe(&v, "tool_result")["passed"], true);
+}
+
+/// A model that answers every call in the right shape but with the wrong value ("default" for
+/// "blue") does not "work".
+#[test]
+fn models_test_flags_an_answer_without_the_value_asked_for() {
+    let (text, v) = models_test(Template { wrong_value: true, ..Default::default() });
+    assert!(text.contains("but does not work: value failed (below)"), "{text}");
+    assert!(
+        text.contains("value        FAIL  the call carried color=\"default\", not the \"blue\" asked for"),
+        "{text}"
+    );
+    assert_eq!((v["works"].clone(), v["tool_calling"].clone()), (json!(false), json!(false)));
+    assert_eq!(probe(&v, "value")["answered"], "default");
+    assert_eq!(probe(&v, "tool_result")["passed"], true);
 }

@@ -500,6 +500,29 @@ pub fn budget_exceeded(state: &State) -> Option<(Budget, String)> {
     None
 }
 
+/// Keeps as artifacts only the files that exist in the workspace when the run ends; what was
+/// claimed (by `finish` or Reflect's done) that is not such a file — `*`, a glob, a folder, a
+/// file never written or since removed, a path outside — moves to `claimed_missing`, so
+/// result.json, the completion event and the report never offer a file nobody can open.
+fn keep_real_artifacts(root: &camino::Utf8Path, state: &mut State) {
+    let (kept, missing): (Vec<String>, Vec<String>) =
+        std::mem::take(&mut state.artifacts).into_iter().partition(|a| is_workspace_file(root, a));
+    state.artifacts = kept;
+    for m in missing {
+        if !state.claimed_missing.contains(&m) {
+            state.claimed_missing.push(m);
+        }
+    }
+}
+
+/// Whether `rel` names a plain file below `root` reached without leaving it through a link.
+fn is_workspace_file(root: &camino::Utf8Path, rel: &str) -> bool {
+    let p = camino::Utf8Path::new(rel);
+    let plain = !rel.is_empty() && p.components().all(|c| matches!(c, camino::Utf8Component::Normal(_)));
+    let at = root.join(p);
+    plain && !crate::fs::leads_outside(root, &at) && std::fs::metadata(&at).is_ok_and(|m| m.is_file())
+}
+
 /// Ends the run inside `commit`: result.json, the `run.finished` entry, terminal state.
 pub fn finish(
     env: &Env,
@@ -529,6 +552,7 @@ pub fn finish(
             }
         }
     }
+    keep_real_artifacts(&env.ws.root, state);
     let (goal, dod) = final_memory(env, state, commit, stop, reason)?;
     index_outcome(env, state, stop, reason, &goal);
     let open_question = state.open_question.clone();
@@ -546,6 +570,7 @@ pub fn finish(
         tools_called: state.tools_called.clone(),
         duration_ms: state.elapsed_ms,
         artifacts: state.artifacts.clone(),
+        claimed_missing: state.claimed_missing.clone(),
         model: state.model.clone(),
         usage: state.usage,
         cost_usd: state.cost(),

@@ -437,14 +437,18 @@ fn conclude(
         .find(|t| !t.is_empty())
         .unwrap_or("Every Definition-of-Done item is checked.")
         .to_string();
-    let mut arts: Vec<String> = a.artifacts.iter().map(|p| p.trim().to_string()).collect();
-    // Only files inside the workspace that exist are reported as artifacts.
-    arts.retain(|p| {
-        let rel = camino::Utf8Path::new(p);
-        rel.is_relative()
-            && !rel.components().any(|c| matches!(c, camino::Utf8Component::ParentDir))
-            && env.ws.root.join(rel).exists()
-    });
+    // Every claim is passed on, as a workspace-relative path where it lands inside (`./a.md` is
+    // `a.md`): `finish` keeps the files that exist and lists the rest apart.
+    let arts: Vec<String> = a
+        .artifacts
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .map(|p| match crate::fs::in_workspace(&env.ws.root, camino::Utf8Path::new(p)) {
+            Some(rel) => rel.to_string(),
+            None => p.to_string(),
+        })
+        .collect();
     finish(env, state, commit, StopKind::Done, &d.reason, Some((text, arts)))?;
     Ok(Outcome::Stopped(StopKind::Done))
 }

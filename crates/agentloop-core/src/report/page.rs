@@ -102,7 +102,7 @@ pub fn render(run: &Run, links: &Links) -> String {
     if let Some(q) = &s.open_question {
         let _ = write!(p, "<p class=\"question\" id=\"open-question\"><strong>Open question:</strong> {}</p>", esc(q));
     }
-    if s.outcome.is_some() || !s.artifacts.is_empty() {
+    if s.outcome.is_some() || !s.artifacts.is_empty() || !s.claimed_missing.is_empty() {
         p.push_str("<section id=\"outcome\"><h2>Outcome</h2>");
         if let Some(o) = &s.outcome {
             let _ = write!(p, "<div class=\"md\">{}</div>", html::markdown(o));
@@ -111,6 +111,14 @@ pub fn render(run: &Run, links: &Links) -> String {
             p.push_str("<h4>Artifacts</h4><ul>");
             for a in &s.artifacts {
                 let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
+            }
+            p.push_str("</ul>");
+        }
+        // Shown apart and unlinked: these names lead to no file.
+        if !s.claimed_missing.is_empty() {
+            p.push_str("<h4>Claimed but not found in the workspace</h4><ul class=\"claimed-missing\">");
+            for a in &s.claimed_missing {
+                let _ = write!(p, "<li><code>{}</code></li>", esc(a));
             }
             p.push_str("</ul>");
         }

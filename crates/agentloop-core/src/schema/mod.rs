@@ -58,8 +58,11 @@ pub struct RunResult {
     pub tools_called: Vec<String>,
     /// Wall time in `run`, every invocation that drove it
     pub duration_ms: u64,
-    /// Files produced, relative to the workspace
+    /// Files produced, relative to the workspace: only files that exist there when the run ends
     pub artifacts: Vec<String>,
+    /// Paths claimed as produced (by `finish` or the done decision) that were no file in the
+    /// workspace when the run ended: globs such as `*`, folders, files never written
+    pub claimed_missing: Vec<String>,
     /// The model id of the last answer
     pub model: Option<String>,
     pub usage: Usage,

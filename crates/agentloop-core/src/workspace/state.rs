@@ -167,6 +167,9 @@ pub struct State {
     pub outcome: Option<String>,
     #[serde(default)]
     pub artifacts: Vec<String>,
+    /// Paths claimed as produced that were no file in the workspace when the run ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claimed_missing: Vec<String>,
     /// Skills activated by skill_read, carried in later phase prompts.
     #[serde(default)]
     pub active_skills: Vec<String>,
@@ -258,6 +261,7 @@ impl State {
             reason: None,
             outcome: None,
             artifacts: vec![],
+            claimed_missing: vec![],
             active_skills: vec![],
             last_result: None,
             reframe_reason: None,
