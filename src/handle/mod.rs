@@ -515,14 +515,32 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     let mut state = ws.load_state()?;
     resp.last_run_id = Some(state.run_id.clone());
-    // The turn joins the run's trace (the start turn's span, kept in state.json) until it returns.
-    let _span = crate::otel::RunSpan::start(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
-    let mut env = turn_env(&session, cfg)?;
+    // The turn joins the run's trace (the start turn's span, kept in state.json) and its span
+    // says how the turn left the run, as the start turn's does.
+    let span = crate::otel::RunSpan::start(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let r = resume_locked(cfg, p, &ws, &session, &mut state, resp);
+    let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
+    span.ended(r.as_ref().map(|_| left));
+    r
+}
+
+/// [`resume`] once the run is locked and loaded: the result matched to the pending step, then
+/// the run driven on.
+fn resume_locked(
+    cfg: &Config,
+    p: &Value,
+    ws: &Workspace,
+    session: &Session,
+    state: &mut State,
+    resp: &mut Response,
+) -> Result<()> {
+    let run_id = state.run_id.clone();
+    let mut env = turn_env(session, cfg)?;
     if state.status.is_terminal() {
         let ended = state.status.as_str();
         resp.log("info", format!("ignored tool result for run {run_id}: the run already ended {ended}"));
         resp.result = format!("ignored: run {run_id} already ended {ended}");
-        snapshot(&state, resp);
+        snapshot(state, resp);
         return Ok(());
     }
     // Only a pending external tool waits for a result; a pending local one means the turn that
@@ -534,28 +552,28 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
             "warn",
             format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"),
         );
-        return advance(&mut env, &mut state, resp);
+        return advance(&mut env, state, resp);
     };
-    let step = match correlate(p, &pending, &state) {
+    let step = match correlate(p, &pending, state) {
         Correlation::Step(step) => step,
         Correlation::Ignore(why) => {
             resp.log("info", format!("ignored {why} for run {run_id}"));
             resp.result = format!("ignored: {why}; run {run_id} waits for step {}", pending.step);
-            snapshot(&state, resp);
+            snapshot(state, resp);
             return Ok(());
         }
-        Correlation::Violation(why) => return escalate(&env, &mut state, resp, format!("protocol violation: {why}")),
+        Correlation::Violation(why) => return escalate(&env, state, resp, format!("protocol violation: {why}")),
     };
     let result = decode_result(p);
     let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
     if let Err(error) = &result.status {
-        return tool_failed(&env, &mut state, &pending, error, result.output, resp);
+        return tool_failed(&env, state, &pending, error, result.output, resp);
     }
-    let r = ok_result(&ws, cfg, step, &pending.tool, result)?;
-    if let Outcome::Stopped(_) = act::record(&env, &mut state, step, &action, r, 0, false)? {
-        return done(&state, resp);
+    let r = ok_result(ws, cfg, step, &pending.tool, result)?;
+    if let Outcome::Stopped(_) = act::record(&env, state, step, &action, r, 0, false)? {
+        return done(state, resp);
     }
-    advance(&mut env, &mut state, resp)
+    advance(&mut env, state, resp)
 }
 
 /// The pending step's tool failed: request it again (attempt + 1) while `handle.tool_retries`
