@@ -204,21 +204,9 @@ impl Cycle {
     }
 }
 
-/// The files at the top of the workspace a commit may write: the paper trail's own. Anything
-/// else a phase produces goes below `artifacts/`.
-const COMMITTED_FILES: &[&str] = &[
-    "context.md",
-    "memory.md",
-    "plan.md",
-    "decisions.md",
-    "transcript.md",
-    "trace.jsonl",
-    "state.json",
-    "result.json",
-];
-
-/// Whether a commit may write `name`: one of [`COMMITTED_FILES`], or a plain path below
-/// `artifacts/` none of whose parts starts with a dot. A journal is data a workspace carries
+/// Whether a commit may write `name`: one of a run's own files at the top of the workspace
+/// ([`crate::archive::RUN_FILES`], the paper trail), or a plain path below `artifacts/` none of
+/// whose parts starts with a dot. A journal is data a workspace carries
 /// (a cloned repository may ship one), so replay must not write anything else — not outside the
 /// workspace, and not `.git/config`, `agentloop.yaml`, `agents/` or a hidden file inside it.
 pub fn may_commit(name: &str) -> bool {
@@ -228,7 +216,7 @@ pub fn may_commit(name: &str) -> bool {
         _ => false,
     });
     match (parts.next(), parts.next()) {
-        (Some(top), None) => COMMITTED_FILES.contains(&top.as_str()),
+        (Some(top), None) => top.as_str() != "artifacts" && crate::archive::RUN_FILES.contains(&top.as_str()),
         (Some(top), Some(_)) => plain && top.as_str() == "artifacts",
         _ => false,
     }
