@@ -61,7 +61,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;
     // One phase by hand is a process on the run too: its spans join the run's trace.
-    let span = crate::otel::RunSpan::start(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
     let outcome = phases::run::step(&mut env, &mut state);
     let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "running" };
     span.ended(outcome.as_ref().map(|_| left));

@@ -408,7 +408,7 @@ fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
 /// [`advance`] inside the start turn's `invoke_agent` span (src/otel), whose context state.json
 /// keeps for the later turns; the span says how the turn left the run.
 fn advance_traced(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
-    let span = crate::otel::RunSpan::start(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
     let r = advance(env, state, resp);
     let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
     span.ended(r.as_ref().map(|_| left));
@@ -517,7 +517,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
     resp.last_run_id = Some(state.run_id.clone());
     // The turn joins the run's trace (the start turn's span, kept in state.json) and its span
     // says how the turn left the run, as the start turn's does.
-    let span = crate::otel::RunSpan::start(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = crate::model::traced::run_span(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
     let r = resume_locked(cfg, p, &ws, &session, &mut state, resp);
     let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
     span.ended(r.as_ref().map(|_| left));

@@ -501,7 +501,7 @@ pub fn go_on(
 ) -> Result<StopKind> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
-    let span = crate::otel::RunSpan::start(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
     let stop = phases::run::drive(env, state, env.cfg.timeout.0);
     span.ended(stop.as_ref().map(|s| s.as_str()));
     drop(span);

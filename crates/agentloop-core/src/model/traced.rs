@@ -140,6 +140,19 @@ impl Model for Traced {
     }
 }
 
+/// The run's `invoke_agent` span ([`crate::otel::RunSpan`]), naming the provider and model the
+/// run's calls go to as this configuration resolves them.
+pub fn run_span(
+    cfg: &crate::config::Config,
+    run_id: &str,
+    agent: Option<&str>,
+    stored: &mut Option<String>,
+) -> crate::otel::RunSpan {
+    let provider = super::provider_and_why(cfg).map_or(cfg.llm.provider, |(p, _)| p);
+    let model = super::name_for_estimate(cfg).ok();
+    crate::otel::RunSpan::start(cfg, (provider.as_str(), model), run_id, agent, stored)
+}
+
 #[cfg(test)]
 mod tests {
     use super::server;

@@ -312,7 +312,15 @@ impl RunSpan {
     /// Starts the span for run `run_id` driven as `agent`: a child of the caller's `TRACEPARENT`,
     /// else of the run's earlier process (`stored`), else a new trace. `stored` is set to this
     /// span the first time, for the run's later processes.
-    pub fn start(cfg: &Config, run_id: &str, agent: Option<&str>, stored: &mut Option<String>) -> RunSpan {
+    /// `provider` and `model` are what the run's model calls go to (`model::traced::run_span`
+    /// works them out from the configuration, so this module needs no model client).
+    pub fn start(
+        cfg: &Config,
+        (provider, model): (&str, Option<String>),
+        run_id: &str,
+        agent: Option<&str>,
+        stored: &mut Option<String>,
+    ) -> RunSpan {
         init(cfg);
         let caller = caller();
         let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
@@ -322,11 +330,9 @@ impl RunSpan {
         let agent = agent.unwrap_or("agentloop");
         // Required on the span: the provider the run's model calls go to (as `chat` spans name
         // it); the model it asks for is conditionally required, when known.
-        let provider = crate::model::provider_and_why(cfg).map_or(cfg.llm.provider, |(p, _)| p);
-        let model = crate::model::name_for_estimate(cfg).ok();
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-            KeyValue::new("gen_ai.provider.name", provider.as_str()),
+            KeyValue::new("gen_ai.provider.name", provider.to_string()),
             KeyValue::new("gen_ai.agent.name", agent.to_string()),
             KeyValue::new("gen_ai.conversation.id", run_id.to_string()),
         ];
