@@ -201,11 +201,15 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
 /// Streams the file line by line (constant memory however long the trace), calling `f` with
 /// each entry or each corrupt line. Returns the file's length in bytes at the end of the scan.
 pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLine>)) -> Result<u64> {
-    scan_where(path, |_| true, |r| {
-        if let Some(r) = r {
-            f(r)
-        }
-    })
+    scan_where(
+        path,
+        |_| true,
+        |r| {
+            if let Some(r) = r {
+                f(r)
+            }
+        },
+    )
 }
 
 /// [`scan`] that reads as entries only the lines `wanted` passes: `wanted` sees each non-empty
