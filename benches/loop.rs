@@ -9,7 +9,9 @@
 //! input flat within 20% between step 1 and step 30, trace.jsonl read at over 100k entries/s,
 //! memory search under 50 ms. Also prints the size of the release binary the bench was built
 //! with (no target: a figure to watch). Prints a report and exits non-zero when a target is
-//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, memory, size).
+//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, trace-show,
+//! memory, size). `trace-show` times the binary's `trace show --json --phase act --all-runs`
+//! over a 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 use agentloop::phases::{self, Env};
@@ -295,6 +297,64 @@ fn trace_throughput() -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// `trace show --json --phase act --all-runs` over a 500,000-line trace of about 300 MB (30% act
+/// entries, ~600 bytes a line) as the binary runs it, its output read through a pipe, beside
+/// `grep -c` counting the same lines in the same file. Returns (agentloop s, grep s, entries
+/// shown, lines grep counted); grep's time is None when there is no grep.
+fn trace_show_vs_grep() -> (f64, Option<f64>, usize, Option<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_agentloop");
+    let status = std::process::Command::new(bin)
+        .args(["init", "ws", "--goal", "read a long trace"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "agentloop init failed");
+    let path = dir.path().join("ws/trace.jsonl");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let note = "the page lists the release notes of every version since the first, with dates and authors; ".repeat(4);
+    for i in 0..500_000u32 {
+        let (phase, event) = match i % 10 {
+            0..=2 => (agentloop::trace::Phase::Act, "act"),
+            3..=6 => (agentloop::trace::Phase::Plan, "plan"),
+            _ => (agentloop::trace::Phase::Reflect, "reflect"),
+        };
+        let mut e = agentloop::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
+        e.ts = "2026-01-01T00:00:00.000Z".into();
+        e.duration_ms = Some(u64::from(i % 997));
+        if phase == agentloop::trace::Phase::Act {
+            e.tool = Some("web_fetch".into());
+            e.args = Some(serde_json::json!({"url": format!("https://example.com/notes/{i}")}));
+            e.result_status = Some("ok".into());
+            e.result_summary = Some(note.clone());
+        } else {
+            e.model = Some("gpt-4o-mini".into());
+            e.usage = Some(agentloop::trace::Usage { input_tokens: 1200, output_tokens: 80, ..Default::default() });
+            e.cost_usd = Some(0.0003);
+            e.reason = Some(note.clone());
+        }
+        std::io::Write::write_all(&mut w, e.to_line().as_bytes()).unwrap();
+        std::io::Write::write_all(&mut w, b"\n").unwrap();
+    }
+    std::io::Write::flush(&mut w).unwrap();
+    drop(w);
+    let start = Instant::now();
+    let out = std::process::Command::new(bin)
+        .args(["-w", "ws", "trace", "show", "--json", "--phase", "act", "--all-runs"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let ours = start.elapsed().as_secs_f64();
+    assert!(out.status.success(), "trace show failed: {}", String::from_utf8_lossy(&out.stderr));
+    let shown = out.stdout.iter().filter(|b| **b == b'\n').count();
+    let start = Instant::now();
+    let grep = std::process::Command::new("grep").args(["-c", "\"phase\":\"act\""]).arg(&path).output().ok();
+    let grep_s = start.elapsed().as_secs_f64();
+    let counted = grep.as_ref().and_then(|g| String::from_utf8_lossy(&g.stdout).trim().parse().ok());
+    (ours, grep.map(|_| grep_s), shown, counted)
+}
+
 /// Memory search over 100,000 entries: the index is built once per process (the load and
 /// build are reported separately), a search must stay under 50 ms.
 fn memory_search() -> (f64, f64) {
@@ -363,7 +423,7 @@ fn binary_size() {
 
 fn main() {
     // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, trace,
-    // memory, size.
+    // trace-show, memory, size.
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
     // Private cache and data folders (the wire-form cache, long-term memory), so the bench
@@ -410,6 +470,25 @@ fn main() {
         println!("trace reading: {lps:.0} entries per second (streamed, constant memory; target > 100000)");
         if lps < 100_000.0 {
             miss("trace reading target (> 100000 entries/s)");
+        }
+    }
+    if wants("trace-show") {
+        let (ours, grep, shown, counted) = trace_show_vs_grep();
+        match grep {
+            Some(g) => {
+                println!(
+                    "trace show:    {ours:.2} s for `trace show --json --phase act --all-runs` over 500000 lines ({shown} entries) vs {g:.2} s for `grep -c` ({} lines): ×{:.1} (target ≤ 3)",
+                    counted.map_or("?".into(), |c: usize| c.to_string()),
+                    ours / g
+                );
+                if ours > 3.0 * g {
+                    miss("trace show within 3× grep -c");
+                }
+            }
+            None => println!("trace show:    {ours:.2} s over 500000 lines ({shown} entries); no grep to compare with"),
+        }
+        if shown != 150_000 || counted.is_some_and(|c| c != shown) {
+            miss("trace show printed every act entry and nothing else (150000)");
         }
     }
     if wants("memory") {

@@ -1,10 +1,12 @@
 //! `agentloop trace show|stats`: read trace.jsonl as a timeline or as sums.
 
 use crate::error::{Error, Result};
-use crate::output::Printer;
+use crate::output::{Out, Printer};
 use crate::settings::Ctx;
 use crate::trace::{self, Entry, Phase};
 use clap::{Args, Subcommand};
+use memchr::memmem;
+use std::cell::Cell;
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
@@ -109,6 +111,66 @@ impl Filter {
             && self.run.as_ref().is_none_or(|r| &e.run_id == r)
             && self.since.is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
     }
+
+    /// The byte test run on a line before it is parsed; None when nothing filters on a value
+    /// it can look for.
+    fn prefilter(&self) -> Option<Prefilter> {
+        let a = &self.args;
+        let quoted = |s: &str| serde_json::to_string(s).expect("a string serializes");
+        let mut needles: Vec<String> = Vec::new();
+        needles.extend(a.phase.map(|p| quoted(p.as_str())));
+        needles.extend(a.tool.as_deref().map(quoted));
+        needles.extend(self.run.as_deref().map(quoted));
+        // `error` is both the key of an error and the result status of one.
+        needles.extend(a.errors.then(|| quoted("error")));
+        if needles.is_empty() && a.step.is_none() {
+            return None;
+        }
+        Some(Prefilter {
+            needles: needles.iter().map(|n| memmem::Finder::new(n.as_bytes()).into_owned()).collect(),
+            step: a.step.map(|s| s.to_string()),
+        })
+    }
+}
+
+/// Which lines can hold an entry the filter keeps, decided on the line's bytes without parsing
+/// it: a kept entry's phase, tool, run id and `error` are JSON strings in its line, and a string
+/// written without `\u` or `\/` escapes has one spelling, the one serde_json writes (a needle).
+/// So a line that lacks a needle and has neither escape cannot be kept and is passed over; a
+/// line that has one of those escapes is always parsed. The test only ever lets through more
+/// than [`Filter::keep`]; every line it lets through is parsed and judged by `keep` as before.
+struct Prefilter {
+    /// Each a quoted JSON string every kept line holds.
+    needles: Vec<memmem::Finder<'static>>,
+    /// `--step N` as its decimal digits, the one way a JSON number reads as that u32.
+    step: Option<String>,
+}
+
+impl Prefilter {
+    fn may_keep(&self, line: &str) -> bool {
+        let b = line.as_bytes();
+        let found = self.needles.iter().all(|n| n.find(b).is_some())
+            && self.step.as_deref().is_none_or(|s| has_step(b, s.as_bytes()));
+        found || memmem::find(b, b"\\u").is_some() || memmem::find(b, b"\\/").is_some()
+    }
+}
+
+/// Whether some `"step"` in the line is a key whose value starts with exactly these digits:
+/// whitespace is allowed around the colon, as JSON allows it. (A `"step"` elsewhere, in a note or
+/// in args, only lets the line through to the parse.)
+fn has_step(b: &[u8], digits: &[u8]) -> bool {
+    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    memmem::find_iter(b, b"\"step\"").any(|at| {
+        let mut rest = &b[at + 6..];
+        while rest.first().is_some_and(ws) {
+            rest = &rest[1..];
+        }
+        let Some(rest) = rest.strip_prefix(b":") else { return false };
+        let start = rest.iter().position(|c| !ws(c)).unwrap_or(rest.len());
+        let number = &rest[start..];
+        let len = number.iter().position(|c| !c.is_ascii_digit()).unwrap_or(number.len());
+        &number[..len] == digits
+    })
 }
 
 pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
@@ -180,41 +242,49 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let skip = from_line.map_or(0, |l| l.first_line);
             let whole_errors = args.filter.errors;
             let filter = Filter::new(args.filter, last_run)?;
+            // --follow must see the trace's last entry (has the run finished?), so it parses
+            // every line; a plain read parses only the lines that can be shown.
+            let prefilter = filter.prefilter().filter(|_| !args.follow);
             let mut view = View::new(&ctx.printer, args.wide, whole_errors);
             if !ctx.printer.json && !ctx.printer.quiet {
                 view.header();
             }
             let mut ended = false;
             let mut offset = 0;
-            let mut lines = 0;
+            let lines = Cell::new(0);
             for file in &files {
                 let own = *file == path;
-                lines = 0;
-                offset = trace::scan(file, |r| {
-                    lines += 1;
-                    match r {
-                        Ok(e) => {
-                            ended = finished(&e);
-                            if (!own || lines >= skip) && filter.keep(&e) {
-                                view.entry(&e);
-                            }
+                lines.set(0);
+                let shown = |text: &str| {
+                    lines.set(lines.get() + 1);
+                    prefilter.as_ref().is_none_or(|p| p.may_keep(text))
+                };
+                offset = trace::scan_where(file, shown, |r| match r {
+                    Some(Ok(e)) => {
+                        ended = finished(&e);
+                        if (!own || lines.get() >= skip) && filter.keep(&e) {
+                            view.entry(&e);
                         }
-                        Err(b) => warn(file, &b),
                     }
+                    Some(Err(b)) => warn(file, &b),
+                    None => {}
                 })?;
             }
+            let lines = lines.get();
             if args.follow && !ended && files.last() == Some(&path) {
                 follow(&mut view, &path, &filter, offset, lines)?;
             }
         }
         TraceCommand::Stats(args) => {
             let filter = Filter::new(args.filter, last_run)?;
+            let prefilter = filter.prefilter();
             let mut stats = Stats::default();
             for file in &files {
-                trace::scan(file, |r| match r {
-                    Ok(e) if filter.keep(&e) => stats.add(&e),
-                    Ok(_) => {}
-                    Err(b) => warn(file, &b),
+                let counted = |text: &str| prefilter.as_ref().is_none_or(|p| p.may_keep(text));
+                trace::scan_where(file, counted, |r| match r {
+                    Some(Ok(e)) if filter.keep(&e) => stats.add(&e),
+                    Some(Ok(_)) | None => {}
+                    Some(Err(b)) => warn(file, &b),
                 })?;
             }
             stats.print(&ctx.printer);
@@ -260,6 +330,9 @@ fn follow(
 ) -> Result<()> {
     let mut partial = String::new();
     loop {
+        // What was read so far is shown before waiting for more; a write that fails here is
+        // how a reader that went away is noticed.
+        view.out.flush();
         // The reader went away (`| head`): nothing more would be shown.
         if crate::output::stdout_gone() {
             return Ok(());
@@ -305,6 +378,8 @@ fn follow(
 /// on a terminal it wraps onto indented lines.
 struct View<'a> {
     printer: &'a Printer,
+    /// Stdout, locked once and buffered for the whole listing.
+    out: Out<'a>,
     width: Option<usize>,
     wide: bool,
     /// Notes are shown whole (`--errors`: the fix is usually at the end of the error).
@@ -318,16 +393,17 @@ const INDENT: &str = "    ";
 impl<'a> View<'a> {
     fn new(printer: &'a Printer, wide: bool, whole: bool) -> Self {
         let width = if wide { None } else { crate::output::terminal_width() };
-        View { printer, width, wide, whole, run: None }
+        View { printer, out: printer.buffered(), width, wide, whole, run: None }
     }
 
-    fn header(&self) {
+    fn header(&mut self) {
         let h = if self.wide {
             columns_wide("time", "step", "event", "tool", "status", "took", "tokens", "cost")
         } else {
             columns("time", "step", "event", "tool", "status", "took", "cost")
         };
-        self.printer.outln_painted(&[(&self.fit(format!("{h}  note")), "1")]);
+        let h = self.fit(format!("{h}  note"));
+        self.out.outln_painted(&[(&h, "1")]);
     }
 
     fn fit(&self, line: String) -> String {
@@ -338,16 +414,16 @@ impl<'a> View<'a> {
     }
 
     fn entry(&mut self, e: &Entry) {
-        let p = self.printer;
-        if p.json {
-            p.outln(&e.to_line());
+        if self.printer.json {
+            self.out.outln(&e.to_line());
             return;
         }
         // Every field comes from the trace file, which whoever wrote the workspace controls: each
         // is shown on one line with its controls visible (before fitting, so widths are true).
         let field = |s: &str| crate::output::one_line(s).into_owned();
         if self.run.as_ref().is_some_and(|r| *r != e.run_id) {
-            p.outln(&self.fit(format!("── run {} ──", field(&e.run_id))));
+            let rule = self.fit(format!("── run {} ──", field(&e.run_id)));
+            self.out.outln(&rule);
         }
         self.run = Some(e.run_id.clone());
         let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
@@ -397,12 +473,12 @@ impl<'a> View<'a> {
             Some(at) => {
                 let (before, after) = line.split_at(at + 1);
                 let (status, after) = after.split_at(status.len());
-                p.outln_painted(&[(before, ""), (status, "31"), (after, "")]);
+                self.out.outln_painted(&[(before, ""), (status, "31"), (after, "")]);
             }
-            None => p.outln(&line),
+            None => self.out.outln(&line),
         }
         for l in rest {
-            p.outln(&format!("{INDENT}{l}"));
+            self.out.outln(&format!("{INDENT}{l}"));
         }
     }
 }
@@ -500,6 +576,7 @@ impl Stats {
             p.json_value(&serde_json::to_value(&self.0).expect("stats serialize"));
             return;
         }
+        let mut p = p.buffered();
         p.outln(&format!("runs {runs}  steps {steps}  entries {}  errors {}", total.entries, total.errors));
         let row = |name: &str, s: &crate::schema::TraceSum| {
             format!(

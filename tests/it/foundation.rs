@@ -177,6 +177,69 @@ fn trace_filters() {
     assert_eq!(v["tools"]["file_read"]["entries"], 5);
 }
 
+/// `trace show` and `trace stats` pass over lines a filter cannot keep before parsing them; the
+/// lines here hold a filter's value in other fields, or the filtered field written in forms the
+/// trace writer never uses (spaces, `\u` and `\/` escapes), and every filter must still keep
+/// exactly the entries a full reading keeps.
+#[test]
+fn trace_prefilter_never_changes_results() {
+    let t = T::new();
+    let lines = [
+        // A plan entry whose words and args name the act phase, a tool, an error, a step.
+        r#"{"ts":"2026-01-01T00:00:00Z","run_id":"R","step":1,"phase":"plan","event":"plan","args":{"phase":"act","tool":"web_fetch","step":7,"x":"error"},"reason":"next: \"phase\":\"act\" with \"tool\":\"web_fetch\", \"step\":7"}"#,
+        // The event is `act` but the phase is not.
+        r#"{"ts":"2026-01-01T00:01:00Z","run_id":"R","step":2,"phase":"reflect","event":"act","tool":"file_read"}"#,
+        // Written by hand: spaces around the colons.
+        r#"{"ts": "2026-01-01T00:02:00Z", "run_id": "R", "step" : 7, "phase": "act", "event": "act", "tool": "web_fetch", "error" : "boom"}"#,
+        // Escapes serde_json never writes: the same values, spelt otherwise.
+        r#"{"ts":"2026-01-01T00:03:00Z","run_id":"R","step":3,"phase":"\u0061ct","event":"act","tool":"mcp\/fetch","result_status":"\u0065rror"}"#,
+        // Steps that only start like 7, or come after another "step" that is not the key.
+        r#"{"ts":"2026-01-01T00:04:00Z","run_id":"R","step":70,"phase":"act","event":"act","tool":"web_fetch"}"#,
+        r#"{"ts":"2026-01-01T00:05:00Z","run_id":"R","reason":"\"step\":7","step":17,"phase":"act","event":"act"}"#,
+        // The writer's own form.
+        r#"{"ts":"2026-01-01T00:06:00Z","run_id":"R","step":7,"phase":"act","event":"act","tool":"mcp/fetch","result_status":"error"}"#,
+        r#"{"ts":"2026-01-01T00:07:00Z","run_id":"R","step":7,"phase":"reflect","event":"reflect","error":null}"#,
+    ];
+    t.write("ws/trace.jsonl", &(lines.join("\n") + "\n"));
+    let show = |args: &[&str]| {
+        let mut a = vec!["trace", "show", "--json", "--all-runs"];
+        a.extend_from_slice(args);
+        let out = t.al(&a).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).is_empty(), "no line is corrupt: {}", stderr(&out));
+        stdout(&out).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>()
+    };
+    let all = show(&[]);
+    assert_eq!(all.len(), lines.len());
+    let is_error = |e: &serde_json::Value| !e["error"].is_null() || e["result_status"] == "error";
+    type Keep = fn(&serde_json::Value) -> bool;
+    let cases: [(&[&str], Keep, usize); 6] = [
+        (&["--phase", "act"], |e| e["phase"] == "act", 5),
+        (&["--tool", "web_fetch"], |e| e["tool"] == "web_fetch", 2),
+        (&["--tool", "mcp/fetch"], |e| e["tool"] == "mcp/fetch", 2),
+        (&["--step", "7"], |e| e["step"] == 7, 3),
+        (&["--errors"], |e| !e["error"].is_null() || e["result_status"] == "error", 3),
+        (&["--phase", "act", "--step", "7", "--errors"], |e| e["phase"] == "act" && e["step"] == 7, 2),
+    ];
+    for (args, keep, n) in cases {
+        let want: Vec<_> = all.iter().filter(|e| keep(e)).cloned().collect();
+        let got = show(args);
+        assert_eq!(got.len(), n, "{args:?}: {got:?}");
+        assert_eq!(got, want, "{args:?}");
+        if args.contains(&"--errors") {
+            assert!(got.iter().all(is_error));
+        }
+        // Stats sum the same entries.
+        let mut a = vec!["trace", "stats", "--json"];
+        a.extend_from_slice(args);
+        let stats: serde_json::Value = serde_json::from_slice(&t.al(&a).output().unwrap().stdout).unwrap();
+        assert_eq!(stats["total"]["entries"], n, "{args:?}: {stats}");
+    }
+    // Human output goes through the same buffered writer: one row per kept entry.
+    let human = stdout(&t.al(&["trace", "show", "--phase", "act"]).output().unwrap());
+    assert_eq!(human.lines().count(), 1 + 5, "{human}");
+}
+
 #[test]
 fn broken_pipe_exits_quietly() {
     let t = T::new();

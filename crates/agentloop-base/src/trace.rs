@@ -201,6 +201,27 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
 /// Streams the file line by line (constant memory however long the trace), calling `f` with
 /// each entry or each corrupt line. Returns the file's length in bytes at the end of the scan.
 pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLine>)) -> Result<u64> {
+    scan_where(
+        path,
+        |_| true,
+        |r| {
+            if let Some(r) = r {
+                f(r)
+            }
+        },
+    )
+}
+
+/// [`scan`] that reads as entries only the lines `wanted` passes: `wanted` sees each non-empty
+/// line's text (trimmed, invalid UTF-8 replaced as [`scan`] replaces it) and `f` gets `None` for
+/// a line it passed over, which is neither parsed nor checked. A reader that filters skips lines
+/// that cannot match without paying for their parse; `f` still sees every line, so line
+/// numbers stay true.
+pub fn scan_where(
+    path: &Utf8Path,
+    mut wanted: impl FnMut(&str) -> bool,
+    mut f: impl FnMut(Option<std::result::Result<Entry, BadLine>>),
+) -> Result<u64> {
     use std::io::BufRead;
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -224,9 +245,13 @@ pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLin
         if text.is_empty() {
             continue;
         }
+        if !wanted(text) {
+            f(None);
+            continue;
+        }
         match checked(text) {
-            Ok(e) => f(Ok(e)),
-            Err(message) => f(Err(BadLine { line, message })),
+            Ok(e) => f(Some(Ok(e))),
+            Err(message) => f(Some(Err(BadLine { line, message }))),
         }
     }
 }

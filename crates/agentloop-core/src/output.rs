@@ -102,9 +102,21 @@ impl Printer {
     /// Writes data to stdout; nothing once the reader has gone away. Human output is made
     /// [`printable`]; with `--json`, [`json_safe`].
     pub fn out(&self, s: &str) {
+        write_stdout(&self.render(s));
+    }
+
+    /// What [`Printer::out`] writes for `s`: redacted, then [`json_safe`] or [`printable`].
+    fn render(&self, s: &str) -> String {
         let s = crate::redact::redact(s);
         let s = if self.json { json_safe(&s) } else { printable(&s) };
-        write_stdout(&s);
+        s.into_owned()
+    }
+
+    /// Stdout locked once and buffered, for a command that prints many lines (`trace show`): the
+    /// same rules as [`Printer::outln`] and [`Printer::outln_painted`], one write per buffer
+    /// instead of one per line. See [`Out`].
+    pub fn buffered(&self) -> Out<'_> {
+        Out { printer: self, w: Some(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())) }
     }
 
     /// Writes one line to stdout and says whether it could: for streams whose reader going away
@@ -135,6 +147,11 @@ impl Printer {
     /// plain) when colour is on. Each piece is made [`printable`] before it is painted, so these
     /// colours are the only escape sequences the printer writes.
     pub fn outln_painted(&self, pieces: &[(&str, &str)]) {
+        write_stdout(&self.render_painted(pieces));
+    }
+
+    /// The line [`Printer::outln_painted`] writes, newline included.
+    fn render_painted(&self, pieces: &[(&str, &str)]) -> String {
         let mut line = String::new();
         for (text, ansi) in pieces {
             let text = crate::redact::redact(text);
@@ -146,7 +163,7 @@ impl Printer {
             }
         }
         line.push('\n');
-        write_stdout(&line);
+        line
     }
 
     /// Prints a value as pretty JSON on stdout.
@@ -224,6 +241,80 @@ fn err_line(s: &str) {
     let _ = err.write_all(s.as_bytes()).and_then(|_| err.write_all(b"\n"));
 }
 
+/// Buffered stdout from [`Printer::buffered`]. Lines are rendered exactly as the printer
+/// renders them; the buffer is written when full, on [`Out::flush`] and when dropped. A failed
+/// write follows [`write_stdout`]'s rules: nothing more is written (the buffer's rest is
+/// dropped), a closed pipe quietly, any other error said once and remembered for the exit code.
+pub struct Out<'a> {
+    printer: &'a Printer,
+    /// None once a write failed.
+    w: Option<std::io::BufWriter<std::io::StdoutLock<'static>>>,
+}
+
+impl Out<'_> {
+    /// [`Printer::outln`] into the buffer.
+    pub fn outln(&mut self, s: &str) {
+        let mut line = String::with_capacity(s.len() + 1);
+        line.push_str(s);
+        line.push('\n');
+        let line = self.printer.render(&line);
+        self.write(&line);
+    }
+
+    /// [`Printer::outln_painted`] into the buffer.
+    pub fn outln_painted(&mut self, pieces: &[(&str, &str)]) {
+        let line = self.printer.render_painted(pieces);
+        self.write(&line);
+    }
+
+    /// Writes what is buffered (a follower shows each new entry as it comes).
+    pub fn flush(&mut self) {
+        if let Some(w) = self.w.as_mut().filter(|_| !stdout_gone()) {
+            let flushed = w.flush();
+            self.failed(flushed);
+        }
+    }
+
+    fn write(&mut self, s: &str) {
+        if let Some(w) = self.w.as_mut().filter(|_| !stdout_gone()) {
+            let wrote = w.write_all(s.as_bytes());
+            self.failed(wrote);
+        }
+    }
+
+    fn failed(&mut self, r: std::io::Result<()>) {
+        if let Err(e) = r {
+            stdout_write_failed(&e);
+            self.discard();
+        }
+    }
+
+    /// Drops what is buffered without writing it: it would only fail again.
+    fn discard(&mut self) {
+        if let Some(w) = self.w.take() {
+            let _ = w.into_parts();
+        }
+    }
+}
+
+impl Drop for Out<'_> {
+    fn drop(&mut self) {
+        self.flush();
+        // Stdout went away elsewhere: the buffer's own drop must not write to it again.
+        self.discard();
+    }
+}
+
+/// Notes that a write to stdout failed: nothing more is written there, and unless the reader
+/// simply closed the pipe the error is said once and the exit code remembers it.
+fn stdout_write_failed(e: &std::io::Error) {
+    STDOUT_GONE.store(true, Ordering::Relaxed);
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        STDOUT_FAILED.store(true, Ordering::Relaxed);
+        err_line(&format!("error: cannot write to stdout: {e}"));
+    }
+}
+
 /// Writes to stdout as it is. Once a write has failed nothing more is written: a closed pipe
 /// silently, any other error said once on stderr. The process goes on either way, so a command
 /// cut short by its reader still releases its lock and returns its own exit code.
@@ -233,11 +324,7 @@ fn write_stdout(s: &str) {
     }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        STDOUT_GONE.store(true, Ordering::Relaxed);
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            STDOUT_FAILED.store(true, Ordering::Relaxed);
-            err_line(&format!("error: cannot write to stdout: {e}"));
-        }
+        stdout_write_failed(&e);
     }
 }
 
