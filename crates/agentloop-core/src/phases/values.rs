@@ -1,0 +1,93 @@
+//! The values part of negotiation: before a task is accepted, its goal and context are checked
+//! against the agent's `values:`. A value lists the words or phrases (`refuse_if`) that mark a
+//! task in conflict with it; the first phrase found declines the task, naming the value, the
+//! phrase and where it was found.
+//!
+//! The match is deterministic and the user's own — no model is asked — so it costs nothing,
+//! gives the same answer every time and can be tested: the text and the phrase are both reduced
+//! to their words (letters and digits, lower-cased), and a phrase matches where its words stand
+//! together, whole, in the text ("fake review" matches "Write a FAKE review!" but not "fake
+//! reviewers").
+
+use crate::config::AgentValue;
+use serde::Serialize;
+
+/// A task in conflict with a value: which value, the phrase found and where.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Conflict {
+    pub value: String,
+    pub phrase: String,
+    /// `goal` or `context`.
+    pub found_in: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl Conflict {
+    /// The reason a declined task is given, in one sentence.
+    pub fn reason(&self) -> String {
+        let why = self.description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+        format!(
+            "the task conflicts with the agent's value `{}`{why}: its {} names \"{}\" (refuse_if)",
+            self.value, self.found_in, self.phrase
+        )
+    }
+}
+
+/// The values part of the negotiation: the values checked and the conflict found, if any.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Check {
+    pub checked: Vec<String>,
+    pub conflict: Option<Conflict>,
+}
+
+/// The words of `text`: runs of letters and digits, lower-cased.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
+}
+
+/// Whether `phrase`'s words stand together, whole, in `text`'s words.
+fn holds(text: &[String], phrase: &[String]) -> bool {
+    !phrase.is_empty() && text.windows(phrase.len()).any(|w| w == phrase)
+}
+
+/// Checks the task (its goal, then its context) against every value, in the order written.
+pub fn check(values: &[AgentValue], goal: &str, context: &str) -> Check {
+    let parts = [("goal", words(goal)), ("context", words(context))];
+    let conflict = values.iter().find_map(|v| {
+        v.refuse_if.iter().find_map(|p| {
+            let phrase = words(p);
+            parts.iter().find(|(_, text)| holds(text, &phrase)).map(|(found_in, _)| Conflict {
+                value: v.name.clone(),
+                phrase: p.clone(),
+                found_in,
+                description: v.description.clone(),
+            })
+        })
+    });
+    Check { checked: values.iter().map(|v| v.name.clone()).collect(), conflict }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(name: &str, refuse_if: &[&str]) -> AgentValue {
+        AgentValue {
+            name: name.into(),
+            description: None,
+            refuse_if: refuse_if.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_phrase_matches_as_whole_words_case_and_punctuation_aside() {
+        let v = [value("honesty", &["fake review"]), value("privacy", &["home address"])];
+        let c = check(&v, "Write a FAKE   review!", "").conflict.unwrap();
+        assert_eq!((c.value.as_str(), c.found_in), ("honesty", "goal"));
+        assert!(check(&v, "hire fake reviewers", "").conflict.is_none(), "a word must be whole");
+        let c = check(&v, "find the owner", "look up their home-address").conflict.unwrap();
+        assert_eq!((c.value.as_str(), c.found_in, c.phrase.as_str()), ("privacy", "context", "home address"));
+        assert_eq!(check(&v, "summarise notes", "").checked, ["honesty", "privacy"]);
+    }
+}
