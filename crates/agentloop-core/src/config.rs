@@ -743,7 +743,8 @@ impl Default for StressConfig {
 
 /// One of `values:` — a value of the agent and the phrases that mark a task in conflict with
 /// it. The match is the user's own and deterministic (no model is asked): a phrase conflicts
-/// when the goal or the context holds it as whole words, case and punctuation aside.
+/// when the goal or the context holds it as whole words, case and punctuation aside (a word
+/// ending in `*` matches any word it begins).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, try_from = "RawAgentValue")]
 pub struct AgentValue {
@@ -777,7 +778,7 @@ impl TryFrom<RawAgentValue> for AgentValue {
                 "value `{name}` has an empty `refuse_if`: list the words or phrases a task in conflict with it names"
             ));
         }
-        if let Some(p) = r.refuse_if.iter().find(|p| crate::phases::values::words(p).is_empty()) {
+        if let Some(p) = r.refuse_if.iter().find(|p| crate::phases::values::pattern(p).is_empty()) {
             return Err(format!(
                 "value `{name}`: refuse_if phrase {p:?} has no letters or digits, so it could never match"
             ));

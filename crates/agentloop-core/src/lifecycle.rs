@@ -483,7 +483,7 @@ pub fn declined(c: &phases::values::Conflict, n: &phases::negotiate::Negotiation
         format!("task declined before it started: {}; negotiation: {}", c.reason(), serde_json::json!(n)),
     )
     .with_hint(format!(
-        "change the task, or the value `{}` under `values:` in the agent's profile (`agentloop config show` says which file sets it); --force does not override a value",
+        "change the task, or the value `{}` under `values:` (`agentloop config show` names the file that sets it); --force does not override a value",
         c.value
     ))
 }

@@ -7,7 +7,7 @@
 //! gives the same answer every time and can be tested: the text and the phrase are both reduced
 //! to their words (letters and digits, lower-cased), and a phrase matches where its words stand
 //! together, whole, in the text ("fake review" matches "Write a FAKE review!" but not "fake
-//! reviewers").
+//! reviewers"); a word ending in `*` matches any word it begins ("fake review*" matches both).
 
 use crate::config::AgentValue;
 use serde::Serialize;
@@ -17,6 +17,8 @@ use serde::Serialize;
 pub struct Conflict {
     pub value: String,
     pub phrase: String,
+    /// The words of the task it matched, lower-cased.
+    pub matched: String,
     /// `goal` or `context`.
     pub found_in: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,8 +30,8 @@ impl Conflict {
     pub fn reason(&self) -> String {
         let why = self.description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
         format!(
-            "the task conflicts with the agent's value `{}`{why}: its {} names \"{}\" (refuse_if)",
-            self.value, self.found_in, self.phrase
+            "the task conflicts with the agent's value `{}`{why}: its {} names \"{}\" (refuse_if \"{}\")",
+            self.value, self.found_in, self.matched, self.phrase
         )
     }
 }
@@ -46,9 +48,33 @@ pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
 }
 
-/// Whether `phrase`'s words stand together, whole, in `text`'s words.
-fn holds(text: &[String], phrase: &[String]) -> bool {
-    !phrase.is_empty() && text.windows(phrase.len()).any(|w| w == phrase)
+/// One word of a `refuse_if` phrase: whole, or (written with a trailing `*`) any word it begins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    pub text: String,
+    pub prefix: bool,
+}
+
+/// A phrase's words; empty when it has no letters or digits (it could never match).
+pub fn pattern(phrase: &str) -> Vec<Word> {
+    phrase
+        .split(|c: char| !c.is_alphanumeric() && c != '*')
+        .filter_map(|w| {
+            let text = w.trim_end_matches('*');
+            // A `*` inside a word is no wildcard: the word is its letters and digits.
+            let text: String = text.chars().filter(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+            (!text.is_empty()).then(|| Word { prefix: w.ends_with('*'), text })
+        })
+        .collect()
+}
+
+/// The first place `phrase`'s words stand together in `text`'s words, as those words.
+fn holds(text: &[String], phrase: &[Word]) -> Option<String> {
+    let fits = |t: &String, w: &Word| if w.prefix { t.starts_with(&w.text) } else { *t == w.text };
+    if phrase.is_empty() {
+        return None;
+    }
+    text.windows(phrase.len()).find(|ts| ts.iter().zip(phrase).all(|(t, w)| fits(t, w))).map(|ts| ts.join(" "))
 }
 
 /// Checks the task (its goal, then its context) against every value, in the order written.
@@ -56,13 +82,16 @@ pub fn check(values: &[AgentValue], goal: &str, context: &str) -> Check {
     let parts = [("goal", words(goal)), ("context", words(context))];
     let conflict = values.iter().find_map(|v| {
         v.refuse_if.iter().find_map(|p| {
-            let phrase = words(p);
-            parts.iter().find(|(_, text)| holds(text, &phrase)).map(|(found_in, _)| Conflict {
-                value: v.name.clone(),
-                phrase: p.clone(),
-                found_in,
-                description: v.description.clone(),
-            })
+            let phrase = pattern(p);
+            parts.iter().find_map(|(found_in, text)| Some((*found_in, holds(text, &phrase)?))).map(
+                |(found_in, matched)| Conflict {
+                    value: v.name.clone(),
+                    phrase: p.clone(),
+                    matched,
+                    found_in,
+                    description: v.description.clone(),
+                },
+            )
         })
     });
     Check { checked: values.iter().map(|v| v.name.clone()).collect(), conflict }
@@ -86,6 +115,9 @@ mod tests {
         let c = check(&v, "Write a FAKE   review!", "").conflict.unwrap();
         assert_eq!((c.value.as_str(), c.found_in), ("honesty", "goal"));
         assert!(check(&v, "hire fake reviewers", "").conflict.is_none(), "a word must be whole");
+        let star = [value("honesty", &["fake review*"])];
+        assert!(check(&star, "hire fake reviewers", "").conflict.is_some(), "unless it ends in *");
+        assert!(check(&star, "a fake", "").conflict.is_none());
         let c = check(&v, "find the owner", "look up their home-address").conflict.unwrap();
         assert_eq!((c.value.as_str(), c.found_in, c.phrase.as_str()), ("privacy", "context", "home address"));
         assert_eq!(check(&v, "summarise notes", "").checked, ["honesty", "privacy"]);
