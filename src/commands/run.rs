@@ -229,7 +229,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
             return Err(e);
         }
         if let Some(c) = &negotiation.values.conflict {
-            return Err(crate::lifecycle::declined(c, &negotiation));
+            return Err(phases::values::declined(c, Some(json!(negotiation))));
         }
         match &refusal {
             Some(why) => {

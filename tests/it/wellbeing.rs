@@ -334,9 +334,21 @@ fn a_task_that_conflicts_with_the_agents_values_is_declined_before_it_starts() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let n = &json_out(&out)["negotiation"];
     assert_eq!((n["canProceed"].as_bool(), n["values"]["conflict"].is_null()), (Some(true), true), "{n}");
-    // A task in line with the values runs.
+    // A task in line with the values runs; its start and its report name the values checked.
     let out = al(&["run", "--goal", "Summarise notes.txt"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let started = t.trace().into_iter().find(|e| e["event"] == "run.started").unwrap();
+    assert_eq!(started["data"]["values"], serde_json::json!(["honesty", "privacy"]), "{started}");
+    let out = t.al(&["report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = t.read("ws/report.html");
+    assert!(html.contains("<dd id=\"values\">honesty, privacy (no conflict)</dd>"), "{html}");
+    // `init` creates a run too, and declines the same task (exit 9, nothing written; the run
+    // that is there stays).
+    let out = t.al(&["--agent", "writer", "init", "--force", "--goal", "Astroturf the forum"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("value `honesty`"), "{}", stderr(&out));
+    assert_eq!(t.json("ws/state.json")["goal"], "Summarise notes.txt");
 }
 
 #[test]

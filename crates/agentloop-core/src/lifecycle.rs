@@ -459,7 +459,7 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
         n.current_fatigue
     ));
     if let Some(c) = &n.values.conflict {
-        return Err(declined(c, &n));
+        return Err(phases::values::declined(c, Some(serde_json::json!(n))));
     }
     match &n.reason {
         None => Ok(()),
@@ -473,19 +473,6 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
         )
         .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force; `run --dry-run` shows the estimate")),
     }
-}
-
-/// A task declined for a conflict with the agent's values (exit 9, as negotiation). `--force`
-/// does not override it: the values are the user's own rule, changed in the profile, not per run.
-pub fn declined(c: &phases::values::Conflict, n: &phases::negotiate::Negotiation) -> Error {
-    Error::new(
-        crate::error::Kind::Negotiation,
-        format!("task declined before it started: {}; negotiation: {}", c.reason(), serde_json::json!(n)),
-    )
-    .with_hint(format!(
-        "change the task, or the value `{}` under `values:` (`agentloop config show` names the file that sets it); --force does not override a value",
-        c.value
-    ))
 }
 
 /// Refuses a hosted provider's model name that is a near miss of a model agentloop knows (a

@@ -97,6 +97,32 @@ pub fn check(values: &[AgentValue], goal: &str, context: &str) -> Check {
     Check { checked: values.iter().map(|v| v.name.clone()).collect(), conflict }
 }
 
+/// The values part of accepting a task where a run is created: the check, or the error that
+/// declines the task (exit 9). Every new run passes here, however it was started (`init`,
+/// `run`, event mode, the API, a worker), so no way in skips the agent's values.
+pub fn accept(values: &[AgentValue], goal: &str, context: &str) -> crate::error::Result<Check> {
+    let c = check(values, goal, context);
+    match &c.conflict {
+        Some(k) => Err(declined(k, None)),
+        None => Ok(c),
+    }
+}
+
+/// A task declined for a conflict with the agent's values (exit 9, as negotiation), with the
+/// negotiation when one was made. `--force` does not override it: the values are the user's
+/// own rule, changed where they are written, not per run.
+pub fn declined(c: &Conflict, negotiation: Option<serde_json::Value>) -> crate::error::Error {
+    let n = negotiation.map(|n| format!("; negotiation: {n}")).unwrap_or_default();
+    crate::error::Error::new(
+        crate::error::Kind::Negotiation,
+        format!("task declined before it started: {}{n}", c.reason()),
+    )
+    .with_hint(format!(
+        "change the task, or the value `{}` under `values:` (`agentloop config show` names the file that sets it); --force does not override a value",
+        c.value
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
