@@ -410,3 +410,23 @@ fn a_workspace_from_elsewhere_may_add_values_but_not_drop_yours() {
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     assert_eq!(json_out(&out)["negotiation"]["values"]["conflict"]["value"], "privacy");
 }
+
+/// Event mode declines a conflicting start as `run` does, and leaves no run folder behind.
+#[test]
+fn an_event_mode_start_that_conflicts_with_a_value_is_declined_and_leaves_nothing() {
+    let t = T::new();
+    t.write("root/script.yaml", TIRING);
+    t.write(
+        "root/agentloop.yaml",
+        "llm: {provider: scripted, script: script.yaml}\nvalues: [{name: privacy, refuse_if: [home address]}]\n",
+    );
+    let req = serde_json::json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "Find Ann's home address"}}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["status"], "error", "{v}");
+    let text = v.to_string();
+    assert!(text.contains("task declined before it started") && text.contains("value `privacy`"), "{text}");
+    let left = std::fs::read_dir(t.path("root/runs")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "no run folder is left");
+}
