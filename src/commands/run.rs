@@ -207,7 +207,8 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let limits = crate::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
     let window = crate::rest_window::current(ctx.config());
-    let negotiation = phases::negotiate::negotiate(&est, &limits, window.as_ref());
+    let values = phases::values::check(&ctx.config().values, &goal, &background);
+    let negotiation = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     let refusal = negotiation.reason.clone();
     // A follow-up's context.md carries the previous run's facts: the prompt shows them.
     let previous = if ctx.ws.has_run() { Some(ctx.ws.load_state()?) } else { None };
@@ -219,12 +220,16 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         _ => Vec::new(),
     };
     let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &carried, &limits)?;
-    // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9).
+    // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9; a
+    // values conflict first, which --force does not override).
     let resting = crate::rest_window::check(ctx.config()).err();
     let p = &ctx.printer;
     let verdict = || -> Result<u8> {
         if let Some(e) = resting.clone() {
             return Err(e);
+        }
+        if let Some(c) = &negotiation.values.conflict {
+            return Err(phases::values::declined(c, Some(json!(negotiation))));
         }
         match &refusal {
             Some(why) => {
@@ -272,8 +277,20 @@ fn print_estimate(
     ));
     p.outln(&format!(
         "fits budget  {}",
-        n.reason.as_deref().map(|r| format!("no: {r}")).unwrap_or_else(|| "yes".into())
+        match (&n.values.conflict, n.reason.as_deref()) {
+            // Negotiation stops at the first refusal: a declined task is not weighed further.
+            (Some(_), _) => "not weighed: the task is declined for a value (below)".into(),
+            (None, Some(r)) => format!("no: {r}"),
+            (None, None) => "yes".into(),
+        }
     ));
+    if !n.values.checked.is_empty() {
+        let verdict = match &n.values.conflict {
+            Some(c) => format!("declined: {}", c.reason()),
+            None => "no conflict".into(),
+        };
+        p.outln(&format!("values       {} — {verdict}", n.values.checked.join(", ")));
+    }
     if let Some(f) = n.current_fatigue {
         p.outln(&format!("fatigue      {f}%"));
     }

@@ -269,3 +269,164 @@ fn a_negative_cost_in_the_ledger_or_the_trace_is_not_summed() {
         assert!(stderr(&out).contains(&said), "{}", stderr(&out));
     }
 }
+
+/// A writer that will not deceive or expose anyone, in the profile's YAML form.
+const WRITER: &str = r#"description: writes copy
+values:
+  - name: honesty
+    description: no deception
+    refuse_if: ["fake review*", astroturf]
+  - name: privacy
+    refuse_if: ["home address"]
+"#;
+
+#[test]
+fn a_task_that_conflicts_with_the_agents_values_is_declined_before_it_starts() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agents/writer.yaml", WRITER);
+    t.write("script.yaml", TIRING);
+    let al = |args: &[&str]| {
+        let mut a = vec!["--agent", "writer", "--script", "script.yaml"];
+        a.extend_from_slice(args);
+        t.al(&a).output().unwrap()
+    };
+    // The dry run shows the values part of the negotiation, and the decline.
+    let out = al(&["run", "--goal", "Write five FAKE reviews for the shop", "--dry-run", "--json"]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let n = &json_out(&out)["negotiation"];
+    assert_eq!(n["canProceed"], false, "{n}");
+    assert_eq!(n["values"]["checked"], serde_json::json!(["honesty", "privacy"]), "{n}");
+    let c = &n["values"]["conflict"];
+    assert_eq!(
+        (c["value"].as_str(), c["phrase"].as_str(), c["found_in"].as_str()),
+        (Some("honesty"), Some("fake review*"), Some("goal")),
+        "{n}"
+    );
+    assert_eq!(
+        n["reason"],
+        "the task conflicts with the agent's value `honesty` (no deception): its goal names \"fake reviews\" (refuse_if \"fake review*\")"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("task declined before it started") && err.contains("--force does not override a value"),
+        "{err}"
+    );
+    let human = stdout(&al(&["run", "--goal", "Write five FAKE reviews for the shop", "--dry-run"]));
+    assert!(human.contains("values       honesty, privacy — declined: the task conflicts"), "{human}");
+    // The real start is declined the same way, --force or not, and nothing is written.
+    for extra in [&[][..], &["--force"][..]] {
+        let mut args = vec!["run", "--goal", "Write five fake reviews"];
+        args.extend_from_slice(extra);
+        let out = al(&args);
+        assert_eq!(out.status.code(), Some(9), "{extra:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("\"conflict\":{\"value\":\"honesty\""), "{err}");
+        assert!(!t.exists("ws/state.json") && !t.exists("ws/trace.jsonl"), "nothing was started");
+    }
+    // The context is part of the task; a phrase matches as whole words only.
+    t.write("brief.txt", "Find the owner's home-address and send it on.\n");
+    let out = al(&["run", "--goal", "Find the owner", "--context", "brief.txt", "--dry-run", "--json"]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let c = &json_out(&out)["negotiation"]["values"]["conflict"];
+    assert_eq!((c["value"].as_str(), c["found_in"].as_str()), (Some("privacy"), Some("context")), "{c}");
+    let out = al(&["run", "--goal", "Count the home addresses in notes.txt", "--dry-run", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let n = &json_out(&out)["negotiation"];
+    assert_eq!((n["canProceed"].as_bool(), n["values"]["conflict"].is_null()), (Some(true), true), "{n}");
+    // A task in line with the values runs; its start and its report name the values checked.
+    let out = al(&["run", "--goal", "Summarise notes.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let started = t.trace().into_iter().find(|e| e["event"] == "run.started").unwrap();
+    assert_eq!(started["data"]["values"], serde_json::json!(["honesty", "privacy"]), "{started}");
+    let out = t.al(&["report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = t.read("ws/report.html");
+    assert!(html.contains("<dd id=\"values\">honesty, privacy (no conflict)</dd>"), "{html}");
+    // `init` creates a run too, and declines the same task (exit 9, nothing written; the run
+    // that is there stays).
+    let out = t.al(&["--agent", "writer", "init", "--force", "--goal", "Astroturf the forum"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("value `honesty`"), "{}", stderr(&out));
+    assert_eq!(t.json("ws/state.json")["goal"], "Summarise notes.txt");
+}
+
+#[test]
+fn a_value_that_could_never_match_is_an_error_naming_its_file_and_key() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    for (yaml, says) in [
+        ("values: [{name: honesty, refuse_if: []}]\n", "empty `refuse_if`"),
+        ("values: [{name: honesty, refuse_if: [\"!!\"]}]\n", "no letters or digits"),
+        ("values: [{name: \" \", refuse_if: [lie]}]\n", "needs a `name`"),
+        ("values: [{name: honesty, refuse: [lie]}]\n", "refuse"),
+    ] {
+        t.write("ws/agents/writer.yaml", yaml);
+        let out = t.al(&["--agent", "writer", "run", "--goal", "g", "--dry-run"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("writer.yaml") && err.contains("values") && err.contains(says), "{yaml}: {err}");
+    }
+}
+
+#[test]
+fn a_workspace_from_elsewhere_may_add_values_but_not_drop_yours() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    t.write("xdg/agentloop/config.yaml", "values: [{name: honesty, refuse_if: [fake review]}]\n");
+    let al = |args: &[&str]| {
+        let mut a = vec!["-w", "ws", "--provider", "scripted", "run"];
+        a.extend_from_slice(args);
+        t.untrusted().args(a).output().unwrap()
+    };
+    let dry = |goal: &str| al(&["--goal", goal, "--dry-run", "--json"]);
+    for (yaml, drops) in [
+        ("values: [{name: privacy, refuse_if: [home address]}]\n", "drops the trusted value `honesty`"),
+        (
+            "values: [{name: honesty, refuse_if: [astroturf]}]\n",
+            "drops the trusted value `honesty`'s refuse_if phrase \"fake review\"",
+        ),
+    ] {
+        t.write("ws/agentloop.yaml", yaml);
+        // A run is refused naming the key; the dry run (read-only) goes on without it, warning,
+        // and your value still declines.
+        let out = al(&["--goal", "Summarise notes"]);
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("ws/agentloop.yaml sets `values` (it ") && err.contains(drops), "{yaml}: {err}");
+        let out = dry("Post a fake review");
+        assert_eq!(out.status.code(), Some(9), "{yaml}: {}", stderr(&out));
+        assert!(stderr(&out).contains(drops), "{yaml}: {}", stderr(&out));
+        assert_eq!(json_out(&out)["negotiation"]["values"]["checked"], serde_json::json!(["honesty"]));
+    }
+    // Adding a value (and keeping yours) narrows: both are checked.
+    t.write(
+        "ws/agentloop.yaml",
+        "values: [{name: honesty, refuse_if: [fake review]}, {name: privacy, refuse_if: [home address]}]\n",
+    );
+    let out = dry("Post a fake review");
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let out = dry("Look up a home address");
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert_eq!(json_out(&out)["negotiation"]["values"]["conflict"]["value"], "privacy");
+}
+
+/// Event mode declines a conflicting start as `run` does, and leaves no run folder behind.
+#[test]
+fn an_event_mode_start_that_conflicts_with_a_value_is_declined_and_leaves_nothing() {
+    let t = T::new();
+    t.write("root/script.yaml", TIRING);
+    t.write(
+        "root/agentloop.yaml",
+        "llm: {provider: scripted, script: script.yaml}\nvalues: [{name: privacy, refuse_if: [home address]}]\n",
+    );
+    let req = serde_json::json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "Find Ann's home address"}}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(v["status"], "error", "{v}");
+    let text = v.to_string();
+    assert!(text.contains("task declined before it started") && text.contains("value `privacy`"), "{text}");
+    let left = std::fs::read_dir(t.path("root/runs")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "no run folder is left");
+}

@@ -28,7 +28,8 @@ pub mod code {
     /// A workspace file is broken (plan.md Next Action, memory.md, state.json) and needs a fix.
     pub const DATA: u8 = 8;
     /// The run was refused before it started: its smallest course cannot fit `max_tokens` or
-    /// `max_cost_usd` (negotiation; `run --force` overrides).
+    /// `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of
+    /// the agent's `values` (not overridden).
     pub const NEGOTIATION: u8 = 9;
     /// The agent is resting: a rolling usage window (`rest:`) is full; `status` says until when.
     pub const RESTING: u8 = 10;
@@ -51,7 +52,7 @@ pub mod code {
         (TOOL, "a tool reported an error (`act`, `tools call`, `mcp call`)"),
         (LOCK_BUSY, "another agentloop process holds the workspace lock"),
         (DATA, "a workspace file is broken (plan.md Next Action, memory.md checkboxes, state.json)"),
-        (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides)"),
+        (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full; `status` says when it may run again"),
         (SLOT_TAKEN, "`run --slot KEY`: a run for that slot already ended (done or not); nothing was run, no model called"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),

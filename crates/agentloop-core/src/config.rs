@@ -238,6 +238,9 @@ pub struct Config {
     pub rest: RestConfig,
     /// Stress: what frustration the forced reframe did not resolve leaves behind, across runs.
     pub stress: StressConfig,
+    /// The agent's values: a task whose goal or context names one of a value's `refuse_if`
+    /// phrases is declined before it starts (negotiation).
+    pub values: Vec<AgentValue>,
     /// `dream --explore`: open questions and interests explored on a curiosity budget.
     pub dream: DreamConfig,
     /// The diagnostics log file.
@@ -284,6 +287,7 @@ impl Default for Config {
             frustration: FrustrationConfig::default(),
             rest: RestConfig::default(),
             stress: StressConfig::default(),
+            values: Vec::new(),
             dream: DreamConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
@@ -734,6 +738,52 @@ pub struct StressConfig {
 impl Default for StressConfig {
     fn default() -> Self {
         StressConfig { per_escalation: 25.0, threshold: 75.0, decay_per_hour: 5.0 }
+    }
+}
+
+/// One of `values:` — a value of the agent and the phrases that mark a task in conflict with
+/// it. The match is the user's own and deterministic (no model is asked): a phrase conflicts
+/// when the goal or the context holds it as whole words, case and punctuation aside (a word
+/// ending in `*` matches any word it begins).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, try_from = "RawAgentValue")]
+pub struct AgentValue {
+    pub name: String,
+    /// Why the value matters, said with a declined task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub refuse_if: Vec<String>,
+}
+
+/// [`AgentValue`] as written, checked before it is taken (a value that could never match, or
+/// one without a name, is an error naming its key rather than a check that silently passes).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgentValue {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    refuse_if: Vec<String>,
+}
+
+impl TryFrom<RawAgentValue> for AgentValue {
+    type Error = String;
+    fn try_from(r: RawAgentValue) -> std::result::Result<Self, String> {
+        let name = r.name.trim().to_string();
+        if name.is_empty() {
+            return Err("a value needs a `name`".into());
+        }
+        if r.refuse_if.is_empty() {
+            return Err(format!(
+                "value `{name}` has an empty `refuse_if`: list the words or phrases a task in conflict with it names"
+            ));
+        }
+        if let Some(p) = r.refuse_if.iter().find(|p| crate::phases::values::pattern(p).is_empty()) {
+            return Err(format!(
+                "value `{name}`: refuse_if phrase {p:?} has no letters or digits, so it could never match"
+            ));
+        }
+        Ok(AgentValue { name, description: r.description, refuse_if: r.refuse_if })
     }
 }
 

@@ -436,8 +436,8 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
 }
 
 /// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, whose
-/// cost cap cannot be counted, or whose agent is too tired (fatigue above `rest.max_fatigue`)
-/// — negotiation, before anything is written; with `start.force` the refusal is a warning and
+/// cost cap cannot be counted, whose agent is too tired (fatigue above `rest.max_fatigue`), or
+/// whose task conflicts with the agent's values (never forced) — negotiation, before anything is written; with `start.force` the refusal is a warning and
 /// the run starts. The refusal carries the seed's answer (canProceed, reason, estimatedCost,
 /// currentBudget, currentFatigue).
 pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
@@ -445,7 +445,8 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     let limits = crate::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
     let window = crate::rest_window::current(env.cfg);
-    let n = phases::negotiate::negotiate(&est, &limits, window.as_ref());
+    let values = phases::values::check(&env.cfg.values, &start.goal, &start.background);
+    let n = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     crate::log::info(&format!(
         "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD; fatigue {:?}",
         est.min_tokens,
@@ -457,6 +458,9 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
         limits.max_cost_usd,
         n.current_fatigue
     ));
+    if let Some(c) = &n.values.conflict {
+        return Err(phases::values::declined(c, Some(serde_json::json!(n))));
+    }
     match &n.reason {
         None => Ok(()),
         Some(why) if start.force => {

@@ -584,8 +584,26 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
         }
         "tools.http.deny_hosts" => keeps(&base.tools.http.deny_hosts, "hosts", "denial of"),
         "escalation_triggers" => keeps(&base.escalation_triggers, "phrases", "trigger"),
+        // Values only decline tasks: more of them, or more phrases, narrow; each trusted value
+        // must stay with every one of its phrases.
+        "values" => keeps_values(v, &base.values, whose),
         _ => return None,
     })
+}
+
+/// Whether the `values` list `v` keeps every one of `have` (by name) with all its phrases.
+fn keeps_values(v: &Value, have: &[crate::config::AgentValue], whose: &str) -> std::result::Result<(), String> {
+    let want: Vec<crate::config::AgentValue> =
+        serde_json::from_value(v.clone()).map_err(|e| format!("must be a list of values: {e}"))?;
+    for h in have {
+        let Some(w) = want.iter().find(|w| w.name == h.name) else {
+            return Err(format!("it drops {whose} value `{}`", h.name));
+        };
+        if let Some(p) = h.refuse_if.iter().find(|p| !w.refuse_if.contains(p)) {
+            return Err(format!("it drops {whose} value `{}`'s refuse_if phrase \"{p}\"", h.name));
+        }
+    }
+    Ok(())
 }
 
 /// [`narrows`] for a workspace's own files, read or written inside it: its identity text, its
@@ -722,6 +740,27 @@ mod tests {
             assert_eq!(refused(json!({"logging": {"file": file}})), ["logging.file"], "{file}");
         }
         assert!(refused(json!({"logging": {"file": "./logs/agent.log"}})).is_empty());
+    }
+
+    #[test]
+    fn values_may_be_added_but_not_dropped() {
+        let user = Config {
+            values: vec![crate::config::AgentValue {
+                name: "honesty".into(),
+                description: None,
+                refuse_if: vec!["fake review".into()],
+            }],
+            ..Default::default()
+        };
+        let ws = Utf8Path::new("/nonexistent-ws");
+        let check = |v: Value| narrows("values", &v, &user, ws, Party::Workspace);
+        let more = json!([{"name": "honesty", "refuse_if": ["fake review", "astroturf"]}, {"name": "privacy", "refuse_if": ["home address"]}]);
+        assert!(check(more).is_ok());
+        let e = check(json!([{"name": "privacy", "refuse_if": ["home address"]}])).unwrap_err();
+        assert_eq!(e, "it drops the trusted value `honesty`");
+        let e = check(json!([{"name": "honesty", "refuse_if": ["astroturf"]}])).unwrap_err();
+        assert!(e.contains("\"fake review\""), "{e}");
+        assert!(check(json!([])).is_err());
     }
 
     #[test]

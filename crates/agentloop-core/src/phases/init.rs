@@ -72,6 +72,8 @@ pub fn init_run(
     run_id: Option<String>,
 ) -> Result<State> {
     let goal = nonempty(goal)?;
+    // Declined before the old run is moved aside.
+    super::values::accept(&cfg.values, goal, background)?;
     let ws = session.workspace();
     if ws.has_run() {
         let old = ws.load_state();
@@ -140,6 +142,8 @@ struct New<'a> {
 
 fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<State> {
     let New { goal, background, carried, run_id, slot } = new;
+    // A task in conflict with the agent's values is declined before anything is written.
+    let values = super::values::accept(&cfg.values, goal, background)?;
     let ws = session.workspace();
     // A fact carried from several runs is one line naming each of them.
     let carried = &crate::facts::merged(carried.iter().cloned());
@@ -178,6 +182,10 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     let mut e = Entry::new(&state.run_id, 0, Phase::Run, "run.started");
     e.schema_version = Some(trace::SCHEMA_VERSION);
     let mut data = json!({"goal": goal, "limits": state.limits});
+    if !values.checked.is_empty() {
+        // The values the task was checked against when it was accepted (the report shows them).
+        data["values"] = json!(values.checked);
+    }
     if let Some(a) = &state.agent {
         data["agent"] = json!(a);
     }

@@ -15,6 +15,7 @@ pub mod negotiate;
 pub mod plan;
 pub mod reflect;
 pub mod run;
+pub mod values;
 
 pub use ask::{account, ask, fail_phase, Answer, AskError};
 

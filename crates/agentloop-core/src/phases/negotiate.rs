@@ -2,7 +2,8 @@
 //! prompts it will send — the system prompt, the catalog, the answer schemas (rendered exactly)
 //! and the phase prompts (the Frame prompt exactly, Plan and Reflect with a typical working
 //! memory) — and refuse a run whose smallest possible course (Frame, one Plan, one Reflect)
-//! cannot fit `max_tokens` or `max_cost_usd`. `run --dry-run` prints the estimate and the first
+//! cannot fit `max_tokens` or `max_cost_usd`, or that conflicts with the agent's values (see
+//! [`super::values`]). `run --dry-run` prints the estimate and the first
 //! prompts and calls no model.
 
 use super::Env;
@@ -149,7 +150,8 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
 
 /// The answer to "can I take this task?" in the seed's words: the smallest run's estimated
 /// cost and the budget left, in tokens (every model counts them; USD beside them when priced),
-/// and the agent's fatigue (percent of its rolling usage window, null with no `rest:` limit).
+/// the agent's fatigue (percent of its rolling usage window, null with no `rest:` limit) and
+/// its values (those checked, and the conflict that declines the task).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Negotiation {
@@ -161,12 +163,24 @@ pub struct Negotiation {
     pub current_fatigue: Option<f64>,
     pub estimated_cost_usd: Option<f64>,
     pub current_budget_usd: Option<f64>,
+    pub values: super::values::Check,
 }
 
-/// The negotiation of a new run: the budget refusal first, then fatigue above
+/// The negotiation of a new run: a conflict with the agent's values first (whatever the
+/// budget, that task is not taken), then the budget refusal, then fatigue above
 /// `rest.max_fatigue` (`window` is the agent's rolling usage window, if `rest:` limits it).
-pub fn negotiate(e: &Estimate, limits: &Limits, window: Option<&crate::rest_window::Window>) -> Negotiation {
-    let reason = refusal(e, limits).or_else(|| window.and_then(crate::rest_window::too_tired));
+pub fn negotiate(
+    e: &Estimate,
+    limits: &Limits,
+    window: Option<&crate::rest_window::Window>,
+    values: super::values::Check,
+) -> Negotiation {
+    let reason = values
+        .conflict
+        .as_ref()
+        .map(super::values::Conflict::reason)
+        .or_else(|| refusal(e, limits))
+        .or_else(|| window.and_then(crate::rest_window::too_tired));
     let tokens_left = |w: &crate::rest_window::Window, cap: Option<u64>| cap.map(|m| m.saturating_sub(w.tokens));
     let usd_left = |w: &crate::rest_window::Window, cap: Option<f64>| cap.map(|m| (m - w.cost_usd).max(0.0));
     let (rest_tokens, rest_usd) = match window {
@@ -182,5 +196,6 @@ pub fn negotiate(e: &Estimate, limits: &Limits, window: Option<&crate::rest_wind
         current_fatigue: window.map(|w| w.fatigue),
         estimated_cost_usd: e.min_cost_usd,
         current_budget_usd: limits.max_cost_usd.into_iter().chain(rest_usd).reduce(f64::min),
+        values,
     }
 }

@@ -61,7 +61,7 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     let u = &totals.usage;
     let models = run.models();
-    let facts: Vec<(&str, String, String)> = vec![
+    let mut facts: Vec<(&str, String, String)> = vec![
         ("steps", format!("{} of {}", s.completed_steps.len(), s.limits.max_steps), String::new()),
         ("tokens", thousands(u.total()), format!(" id=\"tokens-total\" data-tokens=\"{}\"", u.total())),
         (
@@ -79,6 +79,12 @@ pub fn render(run: &Run, links: &Links) -> String {
         ("started", when(&s.started_at), String::new()),
         ("finished", s.finished_at.as_deref().map(when).unwrap_or_else(|| "not yet".into()), String::new()),
     ];
+    // The values negotiation checked the task against when it was accepted.
+    let values = run.entries.iter().find(|e| e.event == "run.started").and_then(|e| e.data.as_ref()?.get("values"));
+    if let Some(names) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) {
+        let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+        facts.push(("values", format!("{} (no conflict)", names.join(", ")), " id=\"values\"".into()));
+    }
     p.push_str("<dl class=\"facts\">");
     for (k, v, attrs) in facts {
         // `attrs` are built above from numbers only.
