@@ -778,7 +778,7 @@ impl TryFrom<RawAgentValue> for AgentValue {
                 "value `{name}` has an empty `refuse_if`: list the words or phrases a task in conflict with it names"
             ));
         }
-        if let Some(p) = r.refuse_if.iter().find(|p| crate::phases::values::pattern(p).is_empty()) {
+        if let Some(p) = r.refuse_if.iter().find(|p| !p.chars().any(char::is_alphanumeric)) {
             return Err(format!(
                 "value `{name}`: refuse_if phrase {p:?} has no letters or digits, so it could never match"
             ));
