@@ -264,7 +264,7 @@ fn print_estimate(
     resting: Option<&str>,
 ) {
     let cost =
-        |c: Option<f64>| c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown (no price for this model)".into());
+        |c: Option<f64>| c.map(crate::report::html::usd).unwrap_or_else(|| "unknown (no price for this model)".into());
     p.outln(&format!("model        {}", est.model));
     p.outln(&format!("frame        ~{} tokens", est.frame_tokens));
     p.outln(&format!("each step    ~{} tokens (plan + reflect)", est.step_tokens));

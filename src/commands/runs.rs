@@ -129,7 +129,7 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
         // A scripted run spends nothing: it shows as such, never as a price.
         let cost = match s.cost() {
             _ if s.scripted() => "scripted".to_string(),
-            Some(c) => format!("${c:.4}"),
+            Some(c) => crate::report::html::usd(c),
             None => "$?".into(),
         };
         // Minutes are enough to tell runs apart: 2026-01-01 09:30.

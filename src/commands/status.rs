@@ -95,7 +95,11 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     let spent = if s.scripted() {
         "none (a scripted run spends nothing)".to_string()
     } else {
-        format!("${:.4}{}", s.cost_usd, if s.cost_incomplete { " (some prices unknown)" } else { "" })
+        format!(
+            "{}{}",
+            crate::report::html::usd(s.cost_usd),
+            if s.cost_incomplete { " (some prices unknown)" } else { "" }
+        )
     };
     p.outln(&format!("cost        {spent} of {}", max(l.max_cost_usd.map(|m| format!("${m:.2}")))));
     p.outln(&format!("time        {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
@@ -113,8 +117,11 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
                 p.outln(&format!("rest        resting ({}); may run again at {}", line(why), line(until)))
             }
             _ => p.outln(&format!(
-                "rest        {} tokens, ${:.4}, {} runs in the last {}s",
-                w.tokens, w.cost_usd, w.runs, w.window_secs
+                "rest        {} tokens, {}, {} runs in the last {}s",
+                w.tokens,
+                crate::report::html::usd(w.cost_usd),
+                w.runs,
+                w.window_secs
             )),
         }
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));

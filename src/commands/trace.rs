@@ -428,7 +428,7 @@ impl<'a> View<'a> {
         self.run = Some(e.run_id.clone());
         let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
         let took = e.duration_ms.map(short_duration).unwrap_or_default();
-        let cost = e.cost_usd.map(|c| format!("${c:.4}")).unwrap_or_default();
+        let cost = e.cost_usd.map(crate::report::html::usd).unwrap_or_default();
         let mut what =
             e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
         if e.data.as_ref().and_then(|d| d.get("edited_by_hand")).and_then(serde_json::Value::as_bool) == Some(true) {

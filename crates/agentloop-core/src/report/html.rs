@@ -65,9 +65,10 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
-/// USD with four decimals, as `trace stats` prints it.
+/// USD with four decimals, as every cost is printed (`status`, `runs`, `trace`, reports). A
+/// negative zero (a sum that cancelled out) prints as `$0.0000`, never `$-0.0000`.
 pub fn usd(c: f64) -> String {
-    format!("${c:.4}")
+    format!("${:.4}", c + 0.0)
 }
 
 /// A cost as the report shows it: `none` for a scripted run (a replay spends nothing and is
@@ -236,6 +237,13 @@ pub fn foot() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cost_that_cancelled_out_prints_as_zero() {
+        assert_eq!(usd(-0.0), "$0.0000");
+        assert_eq!(usd(0.5 - 0.5), "$0.0000");
+        assert_eq!(usd(0.01234), "$0.0123");
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {
