@@ -200,9 +200,17 @@ fn hex_value(c: u8) -> Option<u8> {
 
 /// Every start of `needle` in `hay`.
 fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-    let first = needle.first().copied();
-    (0..(hay.len() + 1).saturating_sub(needle.len().max(1)))
-        .filter(move |&i| Some(hay[i]) == first && hay[i..].starts_with(needle))
+    // Overlapping matches, as a scan at every position would find them.
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if needle.is_empty() || at > hay.len() {
+            return None;
+        }
+        let p = at + finder.find(&hay[at..])?;
+        at = p + 1;
+        Some(p)
+    })
 }
 
 /// The text with every encoded rendering of a secret replaced: base64, base32 and hex runs,
@@ -255,13 +263,17 @@ fn encoded_spans(
 /// Decodes one run at each alignment (the run may start in the middle of an encoded group) and
 /// adds the characters of every whole group that spells part of a secret.
 fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec<(usize, usize)>) {
-    // Characters in a group that decodes to whole bytes: 4 in base64, 8 in base32, 2 in hex.
-    let group = 8 / gcd(bits, 8);
-    let group_bytes = group * bits / 8;
     let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
     if shortest == 0 || run.len() * bits / 8 < shortest {
         return;
     }
+    // Characters in a group that decodes to whole bytes: 4 in base64, 8 in base32, 2 in hex.
+    let group = match bits {
+        6 => 4,
+        5 => 8,
+        _ => 2,
+    };
+    let group_bytes = group * bits / 8;
     let mut decoded = Vec::with_capacity(run.len());
     for a in 0..group.min(run.len()) {
         decoded.clear();
@@ -282,14 +294,6 @@ fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec
                 out.push((run[first].1, run[last].1 + 1));
             }
         }
-    }
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 
