@@ -4,10 +4,11 @@
 //! `commands/` (and `handle/command.rs`, `serve/command.rs`, `cli/completions.rs`).
 
 pub mod completions;
+pub mod global;
 
 use crate::commands;
 use crate::error::Result;
-use crate::settings::Global;
+use crate::settings::{Ctx, Global};
 use crate::trace::Phase;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -30,7 +31,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 #[command(name = "agentloop", version, propagate_version = true, max_term_width = 100, verbatim_doc_comment)]
 pub struct Cli {
     #[command(flatten)]
-    pub global: Global,
+    pub global: global::GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -133,102 +134,102 @@ pub fn parse() -> std::result::Result<Cli, clap::Error> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<u8> {
-    let g = &cli.global;
-    match cli.command {
-        // Event mode and the HTTP API resolve configuration per request under their root.
-        Command::Handle(args) => crate::handle::command::run(g, args),
-        Command::Serve(args) => crate::serve::command::run(g, args),
-        Command::Worker(args) => commands::worker::run(g, args),
-        Command::Enqueue(args) => commands::enqueue::run(g, args),
-        // Generated from the CLI definition alone: they work whatever the configuration holds.
-        Command::Completions(args) => completions::completions(&printer(g), args),
-        Command::Man(args) => completions::man(&printer(g), args),
-        command => {
+    let g = cli.global.settings();
+    match entry(cli.command) {
+        Entry::Root(run) => run(&g),
+        Entry::Plain(run) => run(&crate::output::Printer::new(g.quiet, g.verbose, g.json, g.color)),
+        Entry::Workspace { access, needs_dir, run } => {
             // A stray AGENTLOOP_* variable does not stop a command that only reads.
-            let g = &Global { read_only: read_only(&command) == Some(true), ..g.clone() };
-            with_settings(g, crate::settings::build(g)?, command)
+            let g = Global { read_only: access == Access::Reads, ..g };
+            let ctx = crate::settings::build(&g)?;
+            // A mistyped -w: the command refuses a folder that does not exist and creates nothing.
+            if needs_dir {
+                ctx.ws.require_dir()?;
+            }
+            // A workspace that is not trusted had its widening keys taken out: commands that only
+            // read go on without them (saying so), commands that act refuse, naming each key.
+            if !ctx.refused.is_empty() {
+                match access {
+                    Access::Reads => ctx.warn_refused(),
+                    Access::Acts => ctx.require_trusted()?,
+                    Access::Trust => {}
+                }
+            }
+            run(ctx)
         }
     }
 }
 
-/// Whether a command only reads (Some(true): it goes on without an untrusted workspace's
-/// refused keys), acts (Some(false): it refuses), or is about trust itself (None).
-fn read_only(command: &Command) -> Option<bool> {
+/// How a subcommand meets configuration and its workspace.
+enum Entry {
+    /// Resolves configuration itself, per request or job under its root folder.
+    Root(Box<dyn FnOnce(&Global) -> Result<u8>>),
+    /// Generated from the CLI definition alone: works whatever the configuration holds.
+    Plain(Box<dyn FnOnce(&crate::output::Printer) -> Result<u8>>),
+    /// Works on one workspace's resolved settings.
+    Workspace { access: Access, needs_dir: bool, run: Box<dyn FnOnce(Ctx) -> Result<u8>> },
+}
+
+/// What a workspace command does with an untrusted workspace's refused keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Only reads: goes on without them, saying so.
+    Reads,
+    /// Acts (runs a phase, calls a tool, changes files): refuses, naming each key.
+    Acts,
+    /// Is about trust itself.
+    Trust,
+}
+
+/// Refuses a folder that does not exist: the commands that work on a run (only `init` and
+/// `run --goal` create a workspace; config, skills, models and agents work anywhere).
+const DIR: bool = true;
+const ANY: bool = false;
+
+fn ws(access: Access, needs_dir: bool, run: impl FnOnce(Ctx) -> Result<u8> + 'static) -> Entry {
+    Entry::Workspace { access, needs_dir, run: Box::new(run) }
+}
+
+/// The one table of subcommands: what each needs and what runs it. There is no catch-all arm,
+/// so a new subcommand does not compile until it says whether it only reads.
+fn entry(command: Command) -> Entry {
     use commands::{memory::MemoryCommand as M, skills::SkillsCommand as S, tools::ToolsCommand as T};
-    Some(match command {
-        Command::Trust(_) => return None,
-        Command::Status(_) | Command::Runs(_) | Command::Report(_) | Command::Trace(_) | Command::Config(_) => true,
-        Command::Agents(_) => true,
-        Command::Run(a) => a.dry_run,
-        Command::Tools(T::List { .. }) => true,
-        Command::Skills(S::Gen { .. } | S::List | S::Show { .. } | S::Check { .. }) => true,
-        Command::Memory(M::List(_) | M::Search(_) | M::Show { .. }) => true,
-        _ => false,
-    })
-}
-
-fn printer(g: &Global) -> crate::output::Printer {
-    crate::output::Printer::new(g.quiet, g.verbose, g.json, g.color)
-}
-
-fn with_settings(g: &Global, ctx: crate::settings::Ctx, command: Command) -> Result<u8> {
-    // Only `init` and `run --goal` create a workspace; the other commands that work on a run
-    // refuse a folder that does not exist (a mistyped -w) and create nothing. (config, skills,
-    // models and agents only read configuration and work anywhere.)
-    if matches!(
-        command,
-        Command::Frame(_)
-            | Command::Plan(_)
-            | Command::Act(_)
-            | Command::Reflect(_)
-            | Command::Answer(_)
-            | Command::Status(_)
-            | Command::Runs(_)
-            | Command::Report(_)
-            | Command::Trace(_)
-            | Command::Tools(_)
-            | Command::Dream(_)
-            | Command::Rest(_)
-    ) {
-        ctx.ws.require_dir()?;
-    }
-    // A workspace that is not trusted had its widening keys taken out: commands that only read
-    // go on without them (saying so), commands that act refuse, naming each key.
-    if !ctx.refused.is_empty() {
-        match read_only(&command) {
-            Some(true) => ctx.warn_refused(),
-            Some(false) => ctx.require_trusted()?,
-            None => {}
-        }
-    }
+    use Access::{Acts, Reads, Trust};
     match command {
-        Command::Init(a) => commands::init::run(ctx, a),
-        Command::Trust(a) => commands::trust::run(ctx, a),
-        Command::Run(a) => commands::run::run(ctx, a),
-        Command::Answer(a) => commands::answer::run(ctx, a),
-        Command::Frame(a) => commands::phase::run(ctx, Phase::Frame, a),
-        Command::Plan(a) => commands::phase::run(ctx, Phase::Plan, a),
-        Command::Act(a) => commands::phase::run(ctx, Phase::Act, a),
-        Command::Reflect(a) => commands::phase::run(ctx, Phase::Reflect, a),
-        Command::Status(a) => commands::status::run(ctx, a),
-        Command::Runs(a) => commands::runs::run(ctx, a),
-        Command::Report(a) => commands::report::run(ctx, a),
-        Command::Trace(c) => commands::trace::run(ctx, c),
-        Command::Config(c) => commands::config::run(ctx, c),
-        Command::Tools(c) => commands::tools::run(ctx, c),
-        Command::Mcp(c) => commands::mcp::run(ctx, c),
-        Command::Skills(c) => commands::skills::run(ctx, c),
-        Command::Models(c) => commands::models::run(ctx, c),
-        Command::Agents(c) => commands::agents::run(ctx, c),
-        Command::Memory(c) => commands::memory::run(ctx, c),
-        Command::Dream(a) => commands::dream::run(ctx, a),
-        Command::Rest(a) => commands::rest::run(ctx, a),
-        Command::Demo(a) => commands::demo::run(ctx, a),
-        Command::Handle(a) => crate::handle::command::run(g, a),
-        Command::Serve(a) => crate::serve::command::run(g, a),
-        Command::Worker(a) => commands::worker::run(g, a),
-        Command::Enqueue(a) => commands::enqueue::run(g, a),
-        Command::Completions(a) => completions::completions(&ctx.printer, a),
-        Command::Man(a) => completions::man(&ctx.printer, a),
+        Command::Init(a) => ws(Acts, ANY, |c| commands::init::run(c, a)),
+        Command::Trust(a) => ws(Trust, ANY, |c| commands::trust::run(c, a)),
+        Command::Run(a) => ws(if a.dry_run { Reads } else { Acts }, ANY, |c| commands::run::run(c, a)),
+        Command::Answer(a) => ws(Acts, DIR, |c| commands::answer::run(c, a)),
+        Command::Frame(a) => ws(Acts, DIR, |c| commands::phase::run(c, Phase::Frame, a)),
+        Command::Plan(a) => ws(Acts, DIR, |c| commands::phase::run(c, Phase::Plan, a)),
+        Command::Act(a) => ws(Acts, DIR, |c| commands::phase::run(c, Phase::Act, a)),
+        Command::Reflect(a) => ws(Acts, DIR, |c| commands::phase::run(c, Phase::Reflect, a)),
+        Command::Status(a) => ws(Reads, DIR, |c| commands::status::run(c, a)),
+        Command::Runs(a) => ws(Reads, DIR, |c| commands::runs::run(c, a)),
+        Command::Report(a) => ws(Reads, DIR, |c| commands::report::run(c, a)),
+        Command::Trace(a) => ws(Reads, DIR, |c| commands::trace::run(c, a)),
+        Command::Config(a) => ws(Reads, ANY, |c| commands::config::run(c, a)),
+        Command::Tools(a) => ws(if matches!(a, T::List { .. }) { Reads } else { Acts }, DIR, |c| commands::tools::run(c, a)),
+        Command::Mcp(a) => ws(Acts, ANY, |c| commands::mcp::run(c, a)),
+        Command::Skills(a) => {
+            let reads = matches!(a, S::Gen { .. } | S::List | S::Show { .. } | S::Check { .. });
+            ws(if reads { Reads } else { Acts }, ANY, |c| commands::skills::run(c, a))
+        }
+        Command::Models(a) => ws(Acts, ANY, |c| commands::models::run(c, a)),
+        Command::Agents(a) => ws(Reads, ANY, |c| commands::agents::run(c, a)),
+        Command::Memory(a) => {
+            let reads = matches!(a, M::List(_) | M::Search(_) | M::Show { .. });
+            ws(if reads { Reads } else { Acts }, ANY, |c| commands::memory::run(c, a))
+        }
+        Command::Dream(a) => ws(Acts, DIR, |c| commands::dream::run(c, a)),
+        Command::Rest(a) => ws(Acts, DIR, |c| commands::rest::run(c, a)),
+        Command::Demo(a) => ws(Acts, ANY, |c| commands::demo::run(c, a)),
+        // Event mode, the HTTP API and the queue resolve configuration per request under their root.
+        Command::Handle(a) => Entry::Root(Box::new(|g| crate::handle::command::run(g, a))),
+        Command::Serve(a) => Entry::Root(Box::new(|g| crate::serve::command::run(g, a))),
+        Command::Worker(a) => Entry::Root(Box::new(|g| commands::worker::run(g, a))),
+        Command::Enqueue(a) => Entry::Root(Box::new(|g| commands::enqueue::run(g, a))),
+        Command::Completions(a) => Entry::Plain(Box::new(|p| completions::completions(p, a))),
+        Command::Man(a) => Entry::Plain(Box::new(|p| completions::man(p, a))),
     }
 }

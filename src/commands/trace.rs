@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::output::{Out, Printer};
 use crate::settings::Ctx;
 use crate::trace::{self, Entry, Phase};
+use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use memchr::memmem;
 use std::cell::Cell;
@@ -27,10 +28,15 @@ pub enum TraceCommand {
     Stats(StatsArgs),
 }
 
+/// `--phase NAME`: the phases' own names, listed in `--help` and completions.
+fn phase_parser() -> impl clap::builder::TypedValueParser<Value = Phase> {
+    clap::builder::PossibleValuesParser::new(Phase::ALL.map(Phase::as_str)).try_map(|s| s.parse::<Phase>())
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct FilterArgs {
     /// Only this phase.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = phase_parser())]
     pub phase: Option<Phase>,
     /// Only this step.
     #[arg(long)]

@@ -24,7 +24,6 @@ pub const SCHEMA_VERSION: u32 = 1;
     PartialOrd,
     Ord,
     Hash,
-    clap::ValueEnum,
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
@@ -37,6 +36,9 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in loop order (`run` last: it names the whole loop).
+    pub const ALL: [Phase; 5] = [Phase::Frame, Phase::Plan, Phase::Act, Phase::Reflect, Phase::Run];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Frame => "frame",
@@ -45,6 +47,17 @@ impl Phase {
             Phase::Reflect => "reflect",
             Phase::Run => "run",
         }
+    }
+}
+
+impl std::str::FromStr for Phase {
+    type Err = String;
+    /// A phase by its name, case aside (`--phase Act` is `act`).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Phase::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("`{s}` is no phase (frame, plan, act, reflect or run)"))
     }
 }
 

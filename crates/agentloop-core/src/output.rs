@@ -64,7 +64,8 @@ pub fn debug_note(s: &str) {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+/// `--color WHEN`: auto (a terminal without NO_COLOR), always or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ColorChoice {
     #[default]
     Auto,

@@ -25,7 +25,7 @@ pub struct Live {
 impl Live {
     pub fn new(printer: Printer, events: bool, run_id: &str, step: u32, phase: &str, attempt: u32) -> Self {
         // Memory compaction ("compact") is part of Reflect.
-        let phase = <Phase as clap::ValueEnum>::from_str(phase, true).unwrap_or(Phase::Reflect);
+        let phase = phase.parse::<Phase>().unwrap_or(Phase::Reflect);
         Live { printer, events, run_id: run_id.to_string(), step, phase, attempt, shown: 0 }
     }
 
