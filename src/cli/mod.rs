@@ -209,7 +209,9 @@ fn entry(command: Command) -> Entry {
         Command::Report(a) => ws(Reads, DIR, |c| commands::report::run(c, a)),
         Command::Trace(a) => ws(Reads, DIR, |c| commands::trace::run(c, a)),
         Command::Config(a) => ws(Reads, ANY, |c| commands::config::run(c, a)),
-        Command::Tools(a) => ws(if matches!(a, T::List { .. }) { Reads } else { Acts }, DIR, |c| commands::tools::run(c, a)),
+        Command::Tools(a) => {
+            ws(if matches!(a, T::List { .. }) { Reads } else { Acts }, DIR, |c| commands::tools::run(c, a))
+        }
         Command::Mcp(a) => ws(Acts, ANY, |c| commands::mcp::run(c, a)),
         Command::Skills(a) => {
             let reads = matches!(a, S::Gen { .. } | S::List | S::Show { .. } | S::Check { .. });

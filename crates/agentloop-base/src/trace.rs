@@ -13,19 +13,7 @@ use serde_json::Value;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    PartialOrd,
-    Ord,
-    Hash,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     Frame,

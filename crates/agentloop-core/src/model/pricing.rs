@@ -121,7 +121,7 @@ pub fn likely_typo(model: &str, extra: &BTreeMap<String, Price>) -> Option<Strin
         .chain(extra.keys())
         .filter_map(|k| {
             let (kl, kd) = split(k);
-            let d = crate::config::edit_distance(&letters, &kl);
+            let d = strsim::levenshtein(&letters, &kl);
             (kd == digits && (1..=2).contains(&d)).then(|| (d, k.clone()))
         })
         .min()

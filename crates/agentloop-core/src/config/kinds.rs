@@ -1,0 +1,177 @@
+//! The value kinds configuration keys take: durations, strictness, the provider, log levels and
+//! formats, memory scopes.
+
+use serde::{Deserialize, Serialize};
+
+/// A duration written as seconds (`90`) or a human string (`"90s"`, `"10m"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dur(pub std::time::Duration);
+
+impl Dur {
+    pub const fn secs(n: u64) -> Self {
+        Dur(std::time::Duration::from_secs(n))
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            F(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Dur::secs(n)),
+            // `try_`: a number too large for a duration is refused, never a panic.
+            Raw::F(f) => std::time::Duration::try_from_secs_f64(f)
+                .map(Dur)
+                .map_err(|_| serde::de::Error::custom(format!("{f} is not a duration (seconds, at least 0)"))),
+            Raw::S(s) => crate::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// `llm.strict`: whether a provider's strict schema mode is used for the answer schemas.
+/// `auto` (the default) uses it where it is known to hold every rule (OpenAI's own API);
+/// `true` asks for it from any OpenAI-compatible server; `false` never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strict {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Serialize for Strict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Strict::Auto => s.serialize_str("auto"),
+            Strict::On => s.serialize_bool(true),
+            Strict::Off => s.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            B(bool),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::B(true) => Ok(Strict::On),
+            Raw::B(false) => Ok(Strict::Off),
+            Raw::S(s) => match s.trim().to_lowercase().as_str() {
+                "auto" => Ok(Strict::Auto),
+                "true" => Ok(Strict::On),
+                "false" => Ok(Strict::Off),
+                other => Err(serde::de::Error::custom(format!("`{other}` is not one of auto, true, false"))),
+            },
+        }
+    }
+}
+
+/// `llm.provider`: which model API answers. `auto` picks one from the environment
+/// (`crate::model::provider_and_why` says which and why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Anthropic,
+    /// OpenAI's API or any server that speaks it (`--base-url`).
+    Openai,
+    /// An Ollama server (OpenAI's API at `$OLLAMA_HOST/v1`, no key needed).
+    Ollama,
+    /// Answers from a script file (`llm.script`), offline.
+    Scripted,
+    Auto,
+}
+
+impl Provider {
+    /// The name users write, and the one messages and the trace use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::Ollama => "ollama",
+            Provider::Scripted => "scripted",
+            Provider::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `llm.structured`: which forms a forced answer may take (see `model::wire`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Structured {
+    /// Native tool calls only (named, required, auto); no JSON read out of text.
+    Tools,
+    /// JSON in the message text only (json_schema, json_object, prompt).
+    Json,
+    /// All six forms, negotiated (the default).
+    Auto,
+}
+
+/// `logging.level`: the least severe line the log keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+}
+
+impl LogLevel {
+    /// The name written in each log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+        }
+    }
+}
+
+/// `logging.format`: one line of text, or one JSON object, per entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `memory.scope`: whose long-term memory a workspace reads and writes when `memory.dir` is not
+/// set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryScope {
+    /// The workspace's own store, `.agentloop/memory/` inside it.
+    Workspace,
+    /// One store for every workspace of the user, `$XDG_DATA_HOME/agentloop/memory`.
+    User,
+}
+
+/// `memory.compact_with`: how the oldest learned facts are summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactWith {
+    /// One model call writes the summary (a mechanical one if the call fails).
+    Model,
+    /// The facts' first words, joined; no call.
+    Mechanical,
+}

@@ -1,0 +1,345 @@
+//! The other sections: memory, logging, skills, event mode (`handle`), the queue, Ductile,
+//! OpenTelemetry and MCP servers.
+
+use super::*;
+use camino::Utf8PathBuf;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Long-term memory across runs (memory_save / memory_search / memory_read).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryToolConfig {
+    pub enabled: bool,
+    /// Store folder (default: memory.dir, else the one `memory.scope` picks).
+    pub dir: Option<Utf8PathBuf>,
+}
+
+/// `logging:` — diagnostics to a file (none by default); stderr is unchanged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingConfig {
+    /// debug | info | warn
+    pub level: LogLevel,
+    /// Log file (relative to the workspace); null: no log.
+    pub file: Option<Utf8PathBuf>,
+    /// text | json
+    pub format: LogFormat,
+    /// Rotate when the file would pass this size.
+    pub max_bytes: u64,
+    /// Rotated files kept (file.1 … file.N).
+    pub keep: u32,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig {
+            level: LogLevel::Info,
+            file: None,
+            format: LogFormat::Text,
+            max_bytes: 10 * 1024 * 1024,
+            keep: 3,
+        }
+    }
+}
+
+/// `memory:` — long-term memory across runs, used by the loop itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Recall in Frame and Plan, `remember` in Reflect, outcomes indexed at the end.
+    pub enabled: bool,
+    /// Whose store, when no folder is named: `workspace` (`.agentloop/memory/` inside it) or
+    /// `user` (`$XDG_DATA_HOME/agentloop/memory`, shared by every workspace).
+    pub scope: MemoryScope,
+    /// Store folder, shared by every workspace that names it (default: tools.memory.dir, else
+    /// the one `scope` picks).
+    pub dir: Option<Utf8PathBuf>,
+    /// Entries shown in a "Relevant memory" block.
+    pub top_k: usize,
+    /// Most characters of that block.
+    pub max_chars: usize,
+    /// Index each run's outcome when it ends.
+    pub auto_index: bool,
+    /// Lifetime of entries the loop writes (none: kept until forgotten or pruned).
+    pub ttl: Option<Dur>,
+    /// When memory.md holds more learned facts than this, the oldest half is compacted into a
+    /// "Summary of earlier facts" (0: never); the full list goes to artifacts/facts-archive.md.
+    pub compact_facts: usize,
+    /// How compaction summarises: `model` (one call) or `mechanical` (no call).
+    pub compact_with: CompactWith,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            scope: MemoryScope::Workspace,
+            dir: None,
+            top_k: 5,
+            max_chars: 2000,
+            auto_index: true,
+            ttl: None,
+            compact_facts: 40,
+            compact_with: CompactWith::Model,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// Extra skill folders, highest precedence last.
+    pub dirs: Vec<Utf8PathBuf>,
+    /// Skip the skills bundled in the binary.
+    pub no_builtin: bool,
+    /// Most directory entries one scan looks at.
+    pub max_entries: usize,
+    /// Only these skills (by name) are offered and readable; null = every skill found.
+    pub only: Option<Vec<String>>,
+    /// Skills never offered or readable, by name (a deny list, applied after `only`).
+    pub disabled: Vec<String>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig { dirs: vec![], no_builtin: false, max_entries: 10_000, only: None, disabled: vec![] }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HandleConfig {
+    /// Retries of a step whose external tool reported an error.
+    pub tool_retries: u32,
+    /// Folder under the root holding one workspace per run.
+    pub runs_dir: String,
+    /// Finished runs kept in `state_updates.runs` (the newest); running ones are always kept.
+    pub keep_finished: usize,
+    /// A webhook each phase of a turn is posted to as it ends (off when unset).
+    pub progress_url: Option<String>,
+    /// Bearer token sent to the progress webhook.
+    pub progress_token: Option<String>,
+    /// Longest a progress post may take; the turn waits at most this for the last ones.
+    pub progress_timeout: Dur,
+    /// How long past its tool's timeout a requested step may stay pending before `poll` treats
+    /// it as a failed tool call: room for the router's queueing and its own retries of the tool.
+    pub pending_grace: Dur,
+}
+
+impl Default for HandleConfig {
+    fn default() -> Self {
+        HandleConfig {
+            tool_retries: 2,
+            runs_dir: "runs".into(),
+            keep_finished: 20,
+            progress_url: None,
+            progress_token: None,
+            progress_timeout: Dur::secs(2),
+            pending_grace: Dur::secs(600),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// Redis URL (`--redis`, `AGENTLOOP_REDIS`).
+    pub redis: Option<String>,
+    /// Prefix of the stream names (`--streams`).
+    pub streams: String,
+    /// Runs one worker drives at once (`--concurrency`).
+    pub concurrency: usize,
+    /// How long a message may go unclaimed before another worker takes it over.
+    pub claim_idle: Dur,
+    /// Deliveries after which a message goes to the dead-letter stream.
+    pub max_deliveries: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            redis: None,
+            streams: "agentloop".into(),
+            concurrency: 1,
+            claim_idle: Dur::secs(60),
+            max_deliveries: 5,
+        }
+    }
+}
+
+/// Which Ductile plugins become tools: `all`, or a list of names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PluginChoice {
+    All(AllWord),
+    Only(Vec<String>),
+}
+
+/// The word `all`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllWord {
+    All,
+}
+
+impl PluginChoice {
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            PluginChoice::All(_) => true,
+            PluginChoice::Only(list) => list.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// Ductile's API as a source of tools: each allowed `plugin.command` becomes the
+/// registry tool `<plugin>__<command>`, run as a job through the API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DuctileConfig {
+    /// The gateway, e.g. http://localhost:8080.
+    pub api_url: Option<String>,
+    /// Bearer token; better `api_token_env` or `api_token_cmd`.
+    pub api_token: Option<String>,
+    /// Environment variable holding the token.
+    pub api_token_env: Option<String>,
+    /// A command printing the token, e.g. [pass, show, ductile].
+    pub api_token_cmd: Option<Vec<String>>,
+    /// Plugin `manifest.yaml` files under this folder are a source too (no running Ductile).
+    pub manifests: Option<Utf8PathBuf>,
+    /// `all`, or the plugin names that may become tools.
+    pub plugins: PluginChoice,
+    /// How often a job is polled.
+    pub poll_interval: Dur,
+    /// Longest wait for one job.
+    pub timeout: Dur,
+    /// How long a discovered catalog is reused before the API is asked again.
+    pub cache_ttl: Dur,
+    /// agentloop's own plugin name in Ductile (the recursion guard refuses calling it).
+    pub self_name: String,
+    /// How deep agentloop may call itself through Ductile (0: never).
+    pub max_depth: u32,
+}
+
+impl Default for DuctileConfig {
+    fn default() -> Self {
+        DuctileConfig {
+            api_url: None,
+            api_token: None,
+            api_token_env: None,
+            api_token_cmd: None,
+            manifests: None,
+            plugins: PluginChoice::All(AllWord::All),
+            poll_interval: Dur::secs(2),
+            timeout: Dur::secs(600),
+            cache_ttl: Dur::secs(300),
+            self_name: "agentloop".into(),
+            max_depth: 0,
+        }
+    }
+}
+
+/// `otel:` in agentloop.yaml: where spans go (OTLP/HTTP, protobuf) and whether they carry
+/// message content. Only trusted configuration may set these (`src/trust.rs`): an endpoint or a
+/// header could send prompts, answers and credentials to a host the user did not name.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OtelConfig {
+    /// The collector's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` gives it (e.g.
+    /// http://localhost:4318; `/v1/traces` is added). The variables win over this key.
+    pub endpoint: Option<String>,
+    /// Headers sent with every export (e.g. an API key); `OTEL_EXPORTER_OTLP_HEADERS` adds to
+    /// and overrides them. `config show` hides their values.
+    pub headers: BTreeMap<String, String>,
+    /// Put prompts, answers and tool arguments/results on the spans (off: only names, ids,
+    /// models, token counts and outcomes).
+    pub capture_content: bool,
+}
+
+/// `mcp:` in agentloop.yaml.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// A file in the `mcpServers` JSON shape (`{"mcpServers": {NAME: {...}}}`), read as is;
+    /// relative to the workspace.
+    pub config_file: Option<Utf8PathBuf>,
+    /// Servers by name; merged over the file's servers of the same name.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One server as configured. Every key is optional here because an entry in `mcp.servers` may
+/// only adjust a server defined in `config_file`; `mcp::config::resolve` checks the merged result.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// `stdio`, `http` or `streamable-http` (the spellings other clients write); guessed from
+    /// `command`/`url` when absent.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ServerType>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extra environment for the server (values may name other variables: `${TOKEN}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Working folder of the server (default: the workspace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Default true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The `disabled: true` other clients write; `enabled` wins when both are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+    /// Per-call timeout (default `tools.timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Start + initialize + list tools must finish within this (default 30s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout: Option<Dur>,
+    /// The server's tools to offer (exact names, `*` matches any run of characters); null = all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denied_tools: Option<Vec<String>>,
+}
+
+/// An MCP server's `type`: how agentloop talks to it. Read case-insensitively, with the
+/// spellings other clients write (`streamable-http`, `streamableHttp`, `streamable_http`);
+/// the legacy `sse` is refused with what to use instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerType {
+    /// A child process speaking JSON-RPC on stdin/stdout (`command`, `args`).
+    Stdio,
+    /// Streamable HTTP (`url`, `headers`).
+    Http,
+}
+
+impl Serialize for ServerType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            ServerType::Stdio => "stdio",
+            ServerType::Http => "http",
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "stdio" => Ok(ServerType::Stdio),
+            "http" | "streamable-http" | "streamablehttp" | "streamable_http" => Ok(ServerType::Http),
+            "sse" => Err(serde::de::Error::custom(
+                "the legacy SSE transport is not supported; use the server's streamable HTTP endpoint (`type: http`, usually ending in /mcp)",
+            )),
+            _ => Err(serde::de::Error::unknown_variant(&s, &["stdio", "http"])),
+        }
+    }
+}
