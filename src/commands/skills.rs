@@ -288,15 +288,20 @@ pub fn fetch_into(
     }
     let mut policy = cfg.tools.http.clone();
     policy.max_bytes = policy.max_bytes.min(1024 * 1024);
-    let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0)
-        .map_err(|(e, _)| Error::failure(format!("cannot fetch {url}: {e}")))?;
+    let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0).map_err(|(e, _)| {
+        Error::failure(format!("cannot fetch {url}: {e}")).with_cause(crate::error::Cause::Upstream)
+    })?;
     if f.status >= 400 {
-        return Err(Error::failure(format!("cannot fetch {url}: HTTP {}", f.status)));
+        return Err(
+            Error::failure(format!("cannot fetch {url}: HTTP {}", f.status)).with_cause(crate::error::Cause::Upstream)
+        );
     }
     if f.truncated {
-        return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file")));
+        return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file"))
+            .with_cause(crate::error::Cause::Upstream));
     }
-    let text = String::from_utf8(f.body).map_err(|_| Error::failure(format!("{url} is not UTF-8 text")))?;
+    let text = String::from_utf8(f.body)
+        .map_err(|_| Error::failure(format!("{url} is not UTF-8 text")).with_cause(crate::error::Cause::Upstream))?;
     let skill_dir = root.join(id);
     let open = |rel: &Utf8Path| -> Result<crate::fs::Folder> {
         Ok(crate::fs::Folder::open(base, rel, true)?.expect("created"))

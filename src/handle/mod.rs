@@ -261,9 +261,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
-    if run_id.is_empty() || !run_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(Error::usage(format!("`{run_id}` is not a valid run id")));
-    }
+    crate::run_id::RunId::parse(run_id)?;
     let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
     if runs.is_absolute() || runs.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
         return Err(Error::config(format!(
@@ -398,9 +396,9 @@ fn restart_unwritten(
 /// A run id no folder under the root has: unique by construction, and under a fixed test clock
 /// made unique here.
 fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
-    let mut run_id = crate::clock::new_run_id();
+    let mut run_id = crate::run_id::RunId::generate().into_string();
     while run_ws(cfg, root, &run_id)?.root.exists() {
-        run_id = crate::clock::new_run_id();
+        run_id = crate::run_id::RunId::generate().into_string();
     }
     Ok(run_id)
 }

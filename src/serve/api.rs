@@ -451,10 +451,10 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     }
     let f = crate::commands::skills::fetch_into(&cfg, &id, &url, &shared.root, camino::Utf8Path::new("skills"))
         .map_err(|e| {
-            // After the checks above, a failure that names the URL is the upstream's (it could
-            // not be reached, answered an error, sent too much or not text); anything else (the
-            // id, the skills folder) keeps its own status.
-            let upstream = e.kind == crate::error::Kind::Failure && e.message.contains(url.as_str());
+            // The upstream's failure (it could not be reached, answered an error, sent too much
+            // or not text) is a bad gateway; anything else (the id, the skills folder) keeps its
+            // own status.
+            let upstream = e.cause == Some(crate::error::Cause::Upstream);
             let e = ApiError::from(e);
             if upstream {
                 ApiError { status: 502, ..e }

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
 use crate::phases::{self, Env};
+use crate::run_id::RunId;
 use crate::workspace::{State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
@@ -71,9 +72,9 @@ pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
     }
 }
 
-/// Whether `id` can name a run folder (ids are ULIDs; nothing that could climb out).
+/// Whether `id` can name a run folder ([`RunId`]'s rule: nothing that could climb out).
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    RunId::is_valid(id)
 }
 
 pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
@@ -142,9 +143,9 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &shared.root)?;
     crate::rest_window::check(cfg)?;
-    let mut id = crate::clock::new_run_id();
+    let mut id = RunId::generate().into_string();
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
-        id = crate::clock::new_run_id();
+        id = RunId::generate().into_string();
     }
     // runs/ and runs/<id>/ are entered (and made) without following a link.
     let ws = entered(shared, &id, true)?;
@@ -315,17 +316,4 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_cannot_climb_out() {
-        assert!(valid_id("01KABCDEF0123456789ABCDEFG"));
-        for bad in ["", "..", "a/b", "a.b", "a b", "%2e"] {
-            assert!(!valid_id(bad), "{bad}");
-        }
-    }
 }

@@ -82,7 +82,7 @@ impl RunRequest {
             (Some(k), _) => k.clone(),
             (None, Some(slot)) => {
                 let what = format!("{}\n{}", self.agent.as_deref().unwrap_or(""), self.goal.trim());
-                format!("slot-{slot}-{:016x}", fnv1a(what.as_bytes()))
+                format!("slot-{slot}-{:016x}", crate::run_id::fnv1a(what.as_bytes()))
             }
             (None, None) => message_id.to_string(),
         }
@@ -94,18 +94,9 @@ impl RunRequest {
     }
 }
 
-/// A run id for an idempotency key (stable across versions: FNV-1a, not std's hasher).
+/// A run id for an idempotency key ([`crate::run_id::RunId::for_key`]).
 pub fn run_id_for(key: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-    if !key.is_empty() && key.len() <= 64 && key.chars().all(plain) {
-        return key.to_string();
-    }
-    let readable: String = key.chars().map(|c| if plain(c) { c } else { '_' }).take(40).collect();
-    format!("{readable}-{:016x}", fnv1a(key.as_bytes()))
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    crate::run_id::RunId::for_key(key).into_string()
 }
 
 /// What a worker does with a delivered message.
@@ -167,7 +158,7 @@ mod tests {
     use super::*;
 
     fn plain_id(id: &str) -> bool {
-        id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        crate::run_id::RunId::is_valid(id)
     }
 
     #[test]

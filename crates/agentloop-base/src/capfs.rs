@@ -33,15 +33,17 @@ pub fn identity(m: &Metadata) -> (u64, u64) {
 pub fn io_error(shown: &str, e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => format!("{shown}: no such file or folder"),
+        // cap-std refuses a path that would climb out of its folder with an error of its own
+        // (no OS error number); an OS refusal carries its errno.
+        std::io::ErrorKind::PermissionDenied if e.raw_os_error().is_none() => {
+            format!("access denied: {shown} leads out of the allowed folders")
+        }
         std::io::ErrorKind::PermissionDenied => format!("access denied: {shown}: permission denied"),
         _ => match e.raw_os_error() {
             Some(sys::ELOOP) | Some(sys::EXDEV) => {
                 format!("access denied: {shown} leads out of the allowed folders through a symbolic link")
             }
             Some(sys::ENXIO) => format!("{shown} is not a regular file"),
-            _ if e.to_string().contains("outside of the filesystem") => {
-                format!("access denied: {shown} leads out of the allowed folders")
-            }
             _ => format!("cannot use {shown}: {}", strip_os_detail(e)),
         },
     }
@@ -72,16 +74,38 @@ pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata
     Ok((f, m))
 }
 
+/// Why a capped read failed, as the model is told. Too large is its own case: a search skips
+/// and counts such files instead of failing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    TooLarge(String),
+    Other(String),
+}
+
+impl From<String> for ReadError {
+    fn from(message: String) -> Self {
+        ReadError::Other(message)
+    }
+}
+
+impl From<ReadError> for String {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::TooLarge(m) | ReadError::Other(m) => m,
+        }
+    }
+}
+
 /// Reads a whole regular file of at most `cap` bytes (see [`open_regular`]).
-pub fn read_capped(dir: &Dir, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, String> {
+pub fn read_capped(dir: &Dir, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, ReadError> {
     let (f, m) = open_regular(dir, rel, shown)?;
     if m.len() > cap {
-        return Err(too_large(shown, m.len(), cap));
+        return Err(ReadError::TooLarge(too_large(shown, m.len(), cap)));
     }
     let mut buf = Vec::new();
     f.take(cap + 1).read_to_end(&mut buf).map_err(|e| io_error(shown, &e))?;
     if buf.len() as u64 > cap {
-        return Err(too_large(shown, buf.len() as u64, cap));
+        return Err(ReadError::TooLarge(too_large(shown, buf.len() as u64, cap)));
     }
     Ok(buf)
 }

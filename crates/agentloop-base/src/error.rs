@@ -83,13 +83,31 @@ pub struct Error {
     pub kind: Kind,
     pub message: String,
     pub hint: Option<String>,
+    /// What code may act on, so that no caller reads the message to decide.
+    pub cause: Option<Cause>,
+    /// The foreign error this one wraps (an I/O error, a parser's), kept for
+    /// [`std::error::Error::source`].
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+/// A fact about an error that code branches on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// A configuration value that cannot be used, at dotted `key`: a key that is none
+    /// (`unknown`), with `near` the valid key nearest it, or a value of the wrong kind.
+    ConfigKey { key: String, unknown: bool, near: Option<String> },
+    /// A symbolic link stands where agentloop writes or reads its own files.
+    Link,
+    /// A server agentloop fetched from could not be reached, answered an error or sent what
+    /// cannot be used.
+    Upstream,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None }
+        Error { kind, message: message.into(), hint: None, cause: None, source: None }
     }
     pub fn failure(message: impl Into<String>) -> Self {
         Self::new(Kind::Failure, message)
@@ -110,12 +128,20 @@ impl Error {
     pub fn tool(message: impl Into<String>) -> Self {
         Self::new(Kind::Tool, message)
     }
-    /// An I/O error on a path, phrased as "cannot ACTION PATH: cause".
+    /// An I/O error on a path, phrased as "cannot ACTION PATH: cause" (and kept as the source).
     pub fn io(action: &str, path: impl fmt::Display, err: std::io::Error) -> Self {
-        Self::failure(format!("cannot {action} {path}: {err}"))
+        Self::failure(format!("cannot {action} {path}: {err}")).with_source(err)
     }
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+    pub fn with_cause(mut self, cause: Cause) -> Self {
+        self.cause = Some(cause);
+        self
+    }
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(source));
         self
     }
     pub fn exit_code(&self) -> u8 {
@@ -140,7 +166,11 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Attach context to foreign errors without losing the kind.
 pub trait Context<T> {

@@ -307,6 +307,7 @@ pub fn linked_file(path: &Utf8Path) -> Error {
     Error::data(format!("{path} is a symbolic link; agentloop never writes through links")).with_hint(format!(
         "replace it with a real file: `rm {path}` removes the link only (what it points to is unchanged); then run the command again"
     ))
+    .with_cause(crate::error::Cause::Link)
 }
 
 /// The refusal of a folder agentloop writes into that is a symbolic link (exit 8).
@@ -314,6 +315,7 @@ pub fn linked_folder(path: &Utf8Path) -> Error {
     Error::data(format!("{path}/ is a symbolic link; agentloop never writes through links")).with_hint(format!(
         "replace it with a real folder: `rm {path}` removes the link only, then `mkdir {path}` (move in what you want kept)"
     ))
+    .with_cause(crate::error::Cause::Link)
 }
 
 /// The refusal of a workspace file or folder agentloop reads only when no link is on the way (a
@@ -333,6 +335,7 @@ pub fn linked_for_reading(path: &Utf8Path, folder: bool) -> Error {
         "{path}{what} is a symbolic link; agentloop reads the workspace's own stores only from real files and folders inside it"
     ))
     .with_hint(fix)
+    .with_cause(crate::error::Cause::Link)
 }
 
 /// Opens (or creates) a journal for writing in place; a new one's folder is fsynced, so the

@@ -19,5 +19,6 @@ pub mod error;
 pub mod facts;
 pub mod fs;
 pub mod redact;
+pub mod run_id;
 pub mod seed_agent;
 pub mod trace;

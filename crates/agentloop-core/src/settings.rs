@@ -195,8 +195,12 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
     for config::SkippedVar { var, error: e, unknown } in skipped {
         // The list of valid keys is for the error; the warning stays one readable line.
         let what = e.message.split(", expected one of").next().unwrap_or_default();
-        let near = e.hint.as_deref().filter(|h| h.starts_with("did you mean")).and_then(|h| h.split('?').next());
-        let near = near.map(|n| format!(" ({n}?)")).unwrap_or_default();
+        let near = match &e.cause {
+            Some(crate::error::Cause::ConfigKey { near: Some(n), .. }) => {
+                format!(" (did you mean {}?)", config::env_name(n))
+            }
+            _ => String::new(),
+        };
         if unknown {
             crate::output::warning(&format!("{what}; {var} names no configuration key, so it is ignored{near}"));
         } else {

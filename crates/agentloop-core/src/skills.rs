@@ -426,7 +426,7 @@ fn read_skill_file(ws: Option<&Utf8Path>, dir: &Utf8Path, rel: &str, shown: &str
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
         .map_err(|e| format!("cannot open the folder of {shown}: {e}"))?;
-    crate::capfs::read_capped(&d, rel, shown, cap)
+    crate::capfs::read_capped(&d, rel, shown, cap).map_err(String::from)
 }
 
 /// Whether `name` in skill folder `dir` of the workspace `ws` is a symbolic link (such a skill

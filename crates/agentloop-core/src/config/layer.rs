@@ -2,7 +2,7 @@
 //! and the key of a wrong value.
 
 use super::*;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -90,14 +90,18 @@ pub(super) fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) ->
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
-        if *source == Source::CommandLine {
-            return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
-                .with_hint("fix the flag's value; `agentloop help` lists the flags");
-        }
+        // serde reports an unknown field only in its message: this is the one place it is read.
+        let unknown = inner.starts_with("unknown field `");
         let near = near_miss(&inner).map(|k| match path.rsplit_once('.') {
             Some((parent, _)) => format!("{parent}.{k}"),
             None => k,
         });
+        let cause = Cause::ConfigKey { key: path.clone(), unknown, near: near.clone() };
+        if *source == Source::CommandLine {
+            return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
+                .with_hint("fix the flag's value; `agentloop help` lists the flags")
+                .with_cause(cause);
+        }
         let hint = match (source, near) {
             (Source::EnvironmentVariable(var), Some(k)) => {
                 format!("did you mean {}? Otherwise unset {var} (commands that only read skip it)", env_name(&k))
@@ -106,12 +110,12 @@ pub(super) fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) ->
                 format!("unset {var} or fix its value (an AGENTLOOP_* variable sets a configuration key; commands that only read skip a bad one)")
             }
             (_, Some(k)) => format!("did you mean `{k}`? Fix or remove that key (the keys valid there are listed above)"),
-            (_, None) if inner.starts_with("unknown field") => {
+            (_, None) if unknown => {
                 "remove that key or rename it to one listed above".to_string()
             }
             (_, None) => "fix that key's value; once the file is valid `agentloop config show` prints every key with its value".to_string(),
         };
-        Error::config(format!("invalid configuration in {source}{key}: {inner}")).with_hint(hint)
+        Error::config(format!("invalid configuration in {source}{key}: {inner}")).with_hint(hint).with_cause(cause)
     })
 }
 
@@ -126,6 +130,6 @@ fn near_miss(message: &str) -> Option<String> {
 }
 
 /// The variable that sets a dotted key: `llm.model` → `AGENTLOOP_LLM__MODEL`.
-fn env_name(key: &str) -> String {
+pub fn env_name(key: &str) -> String {
     format!("AGENTLOOP_{}", key.replace('.', "__").to_uppercase())
 }

@@ -152,9 +152,9 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     // A run id is never reused within a workspace's history (a fixed test clock repeats ids
     // across processes, so an archived one is skipped).
     let archive = crate::history::runs_dir(ws, &cfg.handle.runs_dir);
-    let mut id = run_id.unwrap_or_else(crate::clock::new_run_id);
+    let mut id = run_id.unwrap_or_else(|| crate::run_id::RunId::generate().into_string());
     while archive.join(&id).exists() {
-        id = crate::clock::new_run_id();
+        id = crate::run_id::RunId::generate().into_string();
     }
     let output_schema = crate::output_schema::resolve(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));

@@ -125,7 +125,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
     if meta.is_file() {
         match sandbox::read_capped(&t.root.dir, t.rel_str(), &shown, cap) {
             Ok(buf) => s.file(&shown, &buf),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     } else if meta.is_dir() {
         // Walk the folder's real location, which must lie inside the root's.
@@ -169,7 +169,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
             let name = t.root.show(&rel);
             match sandbox::read_capped(&t.root.dir, rel.as_str(), &name, cap) {
                 Ok(buf) => s.file(&name, &buf),
-                Err(e) if e.contains("tools.max_file_bytes") => s.too_large += 1,
+                Err(crate::capfs::ReadError::TooLarge(_)) => s.too_large += 1,
                 Err(_) => {}
             }
         }

@@ -317,7 +317,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
             );
             result.artifacts.push(rel);
         }
-        Err(e) if e.message.contains("symbolic link") => {
+        Err(e) if e.cause == Some(crate::error::Cause::Link) => {
             // Said plainly, so whoever reads the run learns why and what to do.
             result.output = format!(
                 "{out}\n[output truncated at {chars} characters; could not save the rest to {rel}: artifacts/ is a symbolic link, and agentloop never writes through links (replace it with a real folder)]"
