@@ -141,7 +141,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     }
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &shared.root)?;
-    crate::rest_window::check(cfg)?;
+    crate::rest_window::check(cfg, &shared.root)?;
     let mut id = crate::clock::new_run_id();
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
         id = crate::clock::new_run_id();
@@ -155,6 +155,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         carry: false,
         force: new.force,
         slot: None,
+        follow_up: false,
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     // The record first: a run without one would never be driven; a record without a run (a

@@ -544,7 +544,7 @@ pub fn finish(
     state.reason = Some(reason.to_string());
     state.pending = None;
     state.finished_at = Some(now.clone());
-    frustration::on_end(env.cfg, state, stop == StopKind::Escalated, &|m| env.printer.warn(m));
+    frustration::on_end(env.cfg, &env.ws.root, state, stop == StopKind::Escalated, &|m| env.printer.warn(m));
     if let Some((text, arts)) = &outcome {
         state.outcome = Some(text.clone());
         for a in arts {
