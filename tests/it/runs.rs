@@ -472,6 +472,15 @@ fn a_slot_runs_once_however_often_it_is_fired() {
     assert_eq!(fire("2026-01-02").status.code(), Some(0));
     assert_eq!(fire("2026-01-01").status.code(), Some(11));
     assert_eq!(fire("2026-01-02").status.code(), Some(11));
+    // `runs` shows each run's slot, and the report's header names it.
+    let listed = stdout(&t.al(&["runs"]).output().unwrap());
+    let head: Vec<&str> = listed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["run", "status", "steps", "cost", "started", "slot", "goal"], "{listed}");
+    assert!(listed.lines().nth(1).unwrap().contains("  2026-01-02  Today's digest"), "{listed}");
+    assert!(listed.lines().nth(2).unwrap().contains("  2026-01-01  Today's digest"), "{listed}");
+    t.al(&["report"]).assert().success();
+    let page = t.read("ws/report.html");
+    assert!(page.contains("<dt>slot</dt><dd id=\"slot\">2026-01-02</dd>"), "the header names the slot");
     // --slot goes with --goal.
     t.al(&["run", "--slot", "x"]).assert().code(2).stderr(predicate::str::contains("--goal"));
 }

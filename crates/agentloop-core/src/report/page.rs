@@ -79,6 +79,10 @@ pub fn render(run: &Run, links: &Links) -> String {
         ("started", when(&s.started_at), String::new()),
         ("finished", s.finished_at.as_deref().map(when).unwrap_or_else(|| "not yet".into()), String::new()),
     ];
+    // The scheduler's slot (`run --slot`): which day's run this page is.
+    if let Some(slot) = &s.slot {
+        facts.insert(0, ("slot", slot.clone(), " id=\"slot\"".into()));
+    }
     // The values negotiation checked the task against when it was accepted.
     let values = run.entries.iter().find(|e| e.event == "run.started").and_then(|e| e.data.as_ref()?.get("values"));
     if let Some(names) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) {
@@ -87,7 +91,7 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     p.push_str("<dl class=\"facts\">");
     for (k, v, attrs) in facts {
-        // `attrs` are built above from numbers only.
+        // `attrs` are built above from numbers and fixed ids only; values are escaped.
         let _ = write!(p, "<div><dt>{}</dt><dd{attrs}>{}</dd></div>", esc(k), esc(&v));
     }
     let _ = write!(
