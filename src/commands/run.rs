@@ -18,28 +18,22 @@ use serde_json::json;
 ///   no run              --goal starts one (the folder is created)
 ///   a run in progress   resumes it where it stopped (after a kill, no phase is skipped or
 ///                       applied twice); --new --goal archives it as interrupted and starts anew
-///   a run that ended    --goal starts a follow-up: the old run moves to runs/<id>/ and its
-///                       learned facts and outcome are carried into the new one (with the run id
-///                       they came from); the ended run's own goal again (the same command
-///                       repeated) runs nothing: it prints that run's outcome and exits 11,
-///                       unless --follow-up (or a new --slot) asks for the follow-up;
-///                       --new --goal starts afresh, carrying nothing;
+///   a run that ended    --goal starts a follow-up (the old run moves to runs/<id>/, its facts
+///                       and outcome carried, tagged with its id; its own goal again exits 11
+///                       unless --follow-up); --new --goal starts afresh, carrying nothing;
 ///                       --continue goes on after a budget or provider stop, with the budgets
 ///                       given now; --answer TEXT answers an escalation's open question and goes
 ///                       on; with none of these it says what happened and how to go on (exit 0)
 ///
-/// Budgets (--max-steps, --max-tokens, --max-cost, --timeout, config) are the ones given now,
-/// counted from what the run already used; a change is recorded in the trace.
+/// The budgets given now (flags, config) apply, counted from what the run used; a change is traced.
 /// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
-/// 5 provider failure, 11 nothing run: the --slot already has a run that ended, or --goal
-/// repeats the ended run's goal without --follow-up.
+/// 5 provider failure, 11 nothing run (the --slot or the same --goal already ran).
 ///
 /// Examples:
 ///   agentloop -w ws run --goal "Critique https://example.com in two paragraphs"
 ///   agentloop -w ws run                              # resume, or say how to go on
-///   agentloop -w ws run --goal "Today's digest" --follow-up  # a follow-up, same goal
 ///   agentloop -w ws run --goal "Today's digest" --slot "$(date +%F)"  # once a day
 ///   agentloop -w ws run --continue --max-steps 40    # after `max_steps reached`
 ///   agentloop -w ws run --answer "Use the 2024 figures"
@@ -57,8 +51,7 @@ pub struct RunArgs {
     /// progress is archived as interrupted.
     #[arg(long, requires = "goal", conflicts_with_all = ["continue_", "answer"])]
     pub new: bool,
-    /// Start a follow-up even when --goal is the ended run's own goal (without it, the same
-    /// command repeated prints that run's outcome, runs nothing and exits 11).
+    /// Start a follow-up even when --goal repeats the ended run's goal (else: exit 11).
     #[arg(long, requires = "goal", conflicts_with_all = ["new", "continue_", "answer"])]
     pub follow_up: bool,
     /// Go on with a run that stopped for a budget or a provider failure (or was interrupted).
