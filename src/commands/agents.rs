@@ -22,10 +22,14 @@ pub enum AgentsCommand {
     /// where its file tools may write and read: without tools.write_paths set anywhere, an
     /// agent writes only in sandbox/NAME/ inside the workspace.
     ///
+    /// `default` is the agent a run has without --agent: the configuration without a profile
+    /// (unless agents/default.yaml exists). Its stress is this workspace's; a named profile's
+    /// is of all its runs.
+    ///
     /// Example: agentloop agents show researcher --json | jq '.sources'
     #[command(verbatim_doc_comment)]
     Show {
-        /// The profile name (agents/NAME.yaml).
+        /// The profile name (agents/NAME.yaml), or `default`.
         name: String,
     },
 }
@@ -117,16 +121,20 @@ fn sandbox(cfg: &config::Config, sources: &config::Sources) -> serde_json::Value
 }
 
 fn show(ctx: &Ctx, name: &str) -> Result<u8> {
-    let c = ctx.rebuild(|g| g.agent = Some(name.to_string()))?;
+    // `default` names the agent of a run without --agent (no profile), unless a profile of
+    // that name exists.
+    let profile = name != "default" || profiles(&ctx.ws.root)?.iter().any(|r| r["name"] == "default");
+    let c = ctx.rebuild(|g| g.agent = profile.then(|| name.to_string()))?;
     let r = &c.resolved;
     let from_profile: Vec<&String> =
         r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);
     let window = crate::rest_window::current(c.config());
-    let stress = crate::rest_window::stress(c.config());
+    let stress = crate::rest_window::stress(c.config(), &ctx.ws.root);
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,
+            "profile": profile,
             "config": r.value,
             "sources": r.sources,
             "set_by_profile": from_profile,
@@ -139,6 +147,9 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
         return Ok(0);
     }
     ctx.printer.outln(&format!("agent {name}"));
+    if !profile {
+        ctx.printer.outln("profile (none: the agent of a run without --agent; config files, environment and flags)");
+    }
     match &window {
         Some(w) => ctx.printer.outln(&format!(
             "fatigue {}% of its rolling usage window (refused above rest.max_fatigue {}%){}",

@@ -72,7 +72,13 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         if ctx.printer.json {
             ctx.printer.outln(&e.to_line());
         } else {
-            let what = e.error.clone().or(e.result_summary.clone()).or(e.reason.clone()).unwrap_or_default();
+            let what = e.error.clone().or(e.result_summary.clone()).or(e.reason.clone()).unwrap_or_else(|| {
+                // A frame says nothing of its own: where what it framed went.
+                match e.event.as_str() {
+                    "frame" | "reframe" => "the goal and its Definition of Done are in memory.md".into(),
+                    _ => String::new(),
+                }
+            });
             let head = [
                 e.event.clone(),
                 e.tool.clone().unwrap_or_default(),
@@ -82,7 +88,8 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-            ctx.printer.outln(&format!("step {} {head}: {what}", e.step));
+            let what = if what.is_empty() { what } else { format!(": {what}") };
+            ctx.printer.outln(&format!("step {} {head}{what}", e.step));
         }
     }
     Ok(match outcome {

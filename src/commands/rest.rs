@@ -44,7 +44,7 @@ fn task(ctx: &Ctx, t: RestTask) -> std::result::Result<String, String> {
 /// Fatigue and stress now.
 fn wellbeing(ctx: &Ctx) -> Value {
     let cfg = ctx.config();
-    json!({"fatigue": crate::rest_window::current(cfg).map(|w| w.fatigue), "stress": crate::rest_window::stress(cfg).level})
+    json!({"fatigue": crate::rest_window::current(cfg).map(|w| w.fatigue), "stress": crate::rest_window::stress(cfg, &ctx.ws.root).level})
 }
 
 pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {

@@ -18,24 +18,22 @@ use serde_json::json;
 ///   no run              --goal starts one (the folder is created)
 ///   a run in progress   resumes it where it stopped (after a kill, no phase is skipped or
 ///                       applied twice); --new --goal archives it as interrupted and starts anew
-///   a run that ended    --goal starts a follow-up: the old run moves to runs/<id>/ and its
-///                       learned facts and outcome are carried into the new one (with the run id
-///                       they came from); --new --goal starts afresh, carrying nothing;
+///   a run that ended    --goal starts a follow-up (the old run moves to runs/<id>/, its facts
+///                       and outcome carried, tagged with its id; its own goal again exits 11
+///                       unless --follow-up); --new --goal starts afresh, carrying nothing;
 ///                       --continue goes on after a budget or provider stop, with the budgets
 ///                       given now; --answer TEXT answers an escalation's open question and goes
 ///                       on; with none of these it says what happened and how to go on (exit 0)
 ///
-/// Budgets (--max-steps, --max-tokens, --max-cost, --timeout, config) are the ones given now,
-/// counted from what the run already used; a change is recorded in the trace.
+/// The budgets given now (flags, config) apply, counted from what the run used; a change is traced.
 /// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
-/// 5 provider failure, 11 the --slot already has a run that ended (nothing run).
+/// 5 provider failure, 11 nothing run (the --slot or the same --goal already ran).
 ///
 /// Examples:
 ///   agentloop -w ws run --goal "Critique https://example.com in two paragraphs"
 ///   agentloop -w ws run                              # resume, or say how to go on
-///   agentloop -w ws run --goal "Today's digest"      # a follow-up of yesterday's run
 ///   agentloop -w ws run --goal "Today's digest" --slot "$(date +%F)"  # once a day
 ///   agentloop -w ws run --continue --max-steps 40    # after `max_steps reached`
 ///   agentloop -w ws run --answer "Use the 2024 figures"
@@ -53,6 +51,9 @@ pub struct RunArgs {
     /// progress is archived as interrupted.
     #[arg(long, requires = "goal", conflicts_with_all = ["continue_", "answer"])]
     pub new: bool,
+    /// Start a follow-up even when --goal repeats the ended run's goal (else: exit 11).
+    #[arg(long, requires = "goal", conflicts_with_all = ["new", "continue_", "answer"])]
+    pub follow_up: bool,
     /// Go on with a run that stopped for a budget or a provider failure (or was interrupted).
     #[arg(long = "continue", conflicts_with_all = ["goal", "answer"])]
     pub continue_: bool,
@@ -100,6 +101,7 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
             carry: !args.new,
             force: args.force,
             slot: args.slot.clone(),
+            follow_up: args.follow_up,
         }),
         (None, None) => Request::Go,
     })
@@ -161,11 +163,34 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
             ));
             Ok(code::SLOT_TAKEN)
         }
+        Outcome::Repeated(s) => report_repeat(ctx, &s),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
             Ok(stop.exit_code())
         }
     }
+}
+
+/// The same `run --goal` again on the run it started: that run's outcome, as when it ended, and
+/// what the command would do with `--follow-up` (exit 11, nothing run, no model called).
+fn report_repeat(ctx: &Ctx, s: &State) -> Result<u8> {
+    let p = &ctx.printer;
+    if p.json {
+        let mut v = phases::completion_event(s);
+        v["payload"]["skipped"] = json!(true);
+        v["payload"]["ways_on"] = json!(ways_on(&ctx.ws, s));
+        p.outln(&v.to_string());
+    } else {
+        report(ctx, s, false);
+    }
+    p.info(&format!(
+        "run {} already had this goal and ended {}; nothing was run. {} starts a follow-up with the same goal (a new run that calls the model); {} shows this one",
+        s.run_id,
+        if s.interrupted { "interrupted" } else { s.status.as_str() },
+        ctx.ws.cli("run --goal \"...\" --follow-up"),
+        ctx.ws.cli("report"),
+    ));
+    Ok(code::SLOT_TAKEN)
 }
 
 /// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
@@ -222,7 +247,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &carried, &limits)?;
     // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9; a
     // values conflict first, which --force does not override).
-    let resting = crate::rest_window::check(ctx.config()).err();
+    let resting = crate::rest_window::check(ctx.config(), &ctx.ws.root).err();
     let p = &ctx.printer;
     let verdict = || -> Result<u8> {
         if let Some(e) = resting.clone() {

@@ -117,12 +117,26 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
     // Newest first: by start time, then id (ids sort by time too).
     runs.sort_by(|a, b| (&b.state.started_at, &b.state.run_id).cmp(&(&a.state.started_at, &a.state.run_id)));
     let w = id_width(&runs);
+    // Ids, statuses, slots and goals come from state.json files: one line each, controls shown.
+    let line = |s: &str| crate::output::one_line(s).into_owned();
+    // A slot column when a scheduler gave any run a slot (`run --slot`): which day each was.
+    let slot_w = runs.iter().filter_map(|r| r.state.slot.as_deref()).map(|s| line(s).chars().count()).max();
+    let slot_col = |s: Option<&str>| match slot_w {
+        Some(n) => format!("{:<n$}  ", s.map(line).unwrap_or_else(|| "-".into()), n = n.max(4)),
+        None => String::new(),
+    };
     if !ctx.printer.quiet {
-        let header = format!("{:<w$}  {:<11} {:>5} {:>9}  {:<16}  goal", "run", "status", "steps", "cost", "started");
+        let header = format!(
+            "{:<w$}  {:<11} {:>5} {:>9}  {:<16}  {}goal",
+            "run",
+            "status",
+            "steps",
+            "cost",
+            "started",
+            slot_col(Some("slot"))
+        );
         ctx.printer.outln_painted(&[(&header, "1")]);
     }
-    // Ids, statuses and goals come from state.json files: one line each, controls shown.
-    let line = |s: &str| crate::output::one_line(s).into_owned();
     for r in &runs {
         let s = &r.state;
         let goal: String = line(&s.goal).chars().take(60).collect();
@@ -135,13 +149,14 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
         // Minutes are enough to tell runs apart: 2026-01-01 09:30.
         let started = line(&s.started_at).replacen('T', " ", 1).chars().take(16).collect::<String>();
         ctx.printer.outln(&format!(
-            "{:<w$}{} {:<11} {:>5} {:>9}  {:<16}  {}",
+            "{:<w$}{} {:<11} {:>5} {:>9}  {:<16}  {}{}",
             line(&s.run_id),
             if r.current { "*" } else { " " },
             history::shown_status(r),
             s.completed_steps.len(),
             cost,
             started,
+            slot_col(s.slot.as_deref()),
             goal,
         ));
     }

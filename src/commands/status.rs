@@ -126,7 +126,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         }
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
-    p.outln(&stress_line(&crate::rest_window::stress(ctx.config())));
+    p.outln(&stress_line(&crate::rest_window::stress(ctx.config(), &ctx.ws.root)));
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
@@ -186,7 +186,7 @@ pub fn view(
         ways_on: if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },
         interrupted: s.interrupted,
         rest: json!(crate::rest_window::current(cfg)),
-        stress: json!(crate::rest_window::stress(cfg)),
+        stress: json!(crate::rest_window::stress(cfg, &ws.root)),
         frustration: Frustration {
             score: s.frustration,
             threshold: cfg.frustration.threshold,

@@ -253,7 +253,12 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let prefilter = filter.prefilter().filter(|_| !args.follow);
             let mut view = View::new(&ctx.printer, args.wide, whole_errors);
             if !ctx.printer.json && !ctx.printer.quiet {
-                view.header();
+                // Followed, the header stands above the entries still to come.
+                if args.follow {
+                    view.header();
+                } else {
+                    view.header_due = true;
+                }
             }
             let mut ended = false;
             let mut offset = 0;
@@ -279,6 +284,8 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let lines = lines.get();
             if args.follow && !ended && files.last() == Some(&path) {
                 follow(&mut view, &path, &filter, offset, lines)?;
+            } else if view.shown == 0 {
+                ctx.printer.info(if whole_errors { "no errors" } else { "no entries match" });
             }
         }
         TraceCommand::Stats(args) => {
@@ -391,6 +398,11 @@ struct View<'a> {
     /// Notes are shown whole (`--errors`: the fix is usually at the end of the error).
     whole: bool,
     run: Option<String>,
+    /// The column header, printed before the first entry: a listing with no entry prints
+    /// nothing on stdout (stderr says so), as other empty listings do.
+    header_due: bool,
+    /// Entries shown so far.
+    shown: usize,
 }
 
 /// Where a wrapped note continues.
@@ -399,7 +411,7 @@ const INDENT: &str = "    ";
 impl<'a> View<'a> {
     fn new(printer: &'a Printer, wide: bool, whole: bool) -> Self {
         let width = if wide { None } else { crate::output::terminal_width() };
-        View { printer, out: printer.buffered(), width, wide, whole, run: None }
+        View { printer, out: printer.buffered(), width, wide, whole, run: None, header_due: false, shown: 0 }
     }
 
     fn header(&mut self) {
@@ -420,6 +432,10 @@ impl<'a> View<'a> {
     }
 
     fn entry(&mut self, e: &Entry) {
+        self.shown += 1;
+        if std::mem::take(&mut self.header_due) {
+            self.header();
+        }
         if self.printer.json {
             self.out.outln(&e.to_line());
             return;

@@ -308,7 +308,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.get("context"));
     // Refused the way `run` refuses a new run, before anything is written: a resting agent.
-    crate::rest_window::check(cfg)?;
+    crate::rest_window::check(cfg, root)?;
     crate::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
@@ -477,6 +477,7 @@ fn admit(env: &Env, cfg: &Config, goal: &str, background: &str) -> Result<()> {
         carry: false,
         force: false,
         slot: None,
+        follow_up: false,
     };
     crate::lifecycle::check_fits(env, &crate::model::name_for_estimate(cfg)?, &start)
 }

@@ -142,7 +142,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     }
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &shared.root)?;
-    crate::rest_window::check(cfg)?;
+    crate::rest_window::check(cfg, &shared.root)?;
     let mut id = RunId::generate().into_string();
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
         id = RunId::generate().into_string();
@@ -156,6 +156,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         carry: false,
         force: new.force,
         slot: None,
+        follow_up: false,
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     // The record first: a run without one would never be driven; a record without a run (a

@@ -367,7 +367,7 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
     }
     let cfg = &resolved.config;
     let model = crate::model::from_config(cfg, &w.root)?;
-    crate::rest_window::check(cfg)?;
+    crate::rest_window::check(cfg, &w.root)?;
     let env = Env::with(ws, cfg, quiet)?;
     let start = crate::lifecycle::Start {
         goal: req.goal.clone(),
@@ -375,6 +375,7 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
         carry: false,
         force: req.force,
         slot: req.slot.clone(),
+        follow_up: false,
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     drop(env);

@@ -140,16 +140,23 @@ pub fn dump_dom_sized(bin: &Path, url: &str, width: u32, height: u32) -> String 
 /// Headless chromium lays out no window narrower than 500 px, so the copy's root element is
 /// held to `width` (the page's narrow-screen rules apply below 640 px either way).
 pub fn scroll_width(bin: &Path, page: &Path, width: u32) -> u32 {
+    probe(bin, page, width, "document.body.scrollWidth").parse().expect("a width")
+}
+
+/// What the JavaScript expression `js` gives on the page at `page` (a file) laid out `width` px
+/// wide, as text: computed in the browser, on a copy without the page's script ban, the root
+/// element held to `width` (see [`scroll_width`]).
+pub fn probe(bin: &Path, page: &Path, width: u32, js: &str) -> String {
     let html = std::fs::read_to_string(page).expect("page");
     let csp = html.find("<meta http-equiv=\"Content-Security-Policy\"").expect("the page has a policy");
     let end = csp + html[csp..].find('>').expect("meta ends") + 1;
-    let probe = "<script>document.body.setAttribute('data-scroll-width', document.body.scrollWidth)</script>";
+    let probe = format!("<script>document.body.setAttribute('data-probe', String({js}))</script>");
     let copy = format!("{}<style>html {{ width: {width}px; }}</style>{}", &html[..csp], &html[end..])
         .replace("</body>", &format!("{probe}</body>"));
     let dir = tempfile::tempdir().expect("probe dir");
     let probe_page = dir.path().join("probe.html");
     std::fs::write(&probe_page, copy).expect("probe page");
     let dom = dump_dom_sized(bin, &file_url(&probe_page), width, 900);
-    let at = dom.find("data-scroll-width=\"").expect("the probe ran") + "data-scroll-width=\"".len();
-    dom[at..at + dom[at..].find('"').unwrap()].parse().expect("a width")
+    let at = dom.find("data-probe=\"").expect("the probe ran") + "data-probe=\"".len();
+    decode(&dom[at..at + dom[at..].find('"').unwrap()])
 }

@@ -589,6 +589,60 @@ fn a_torn_trace_line_does_not_swallow_the_next_entry() {
     assert!(stdout(&out).lines().any(|l| l.contains("\"event\":\"frame\"")));
 }
 
+/// `frame` by hand says where its framing went (never a colon with nothing after it), and
+/// `trace show --errors` with no error prints nothing on stdout and says so on stderr, as other
+/// empty listings do.
+#[test]
+fn a_frame_by_hand_says_where_it_went_and_no_errors_is_said_not_headed() {
+    let t = T::new();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    t.write("s.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    let out = t.al(&["--script", "s.yaml", "frame"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "step 0 frame proceed: the goal and its Definition of Done are in memory.md\n");
+    let out = t.al(&["trace", "show", "--errors"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "no header without an entry");
+    assert!(stderr(&out).contains("no errors"), "{}", stderr(&out));
+    let out = t.al(&["trace", "show", "--tool", "nothing_like_this"]).output().unwrap();
+    assert_eq!((stdout(&out).as_str(), stderr(&out).contains("no entries match")), ("", true), "{}", stderr(&out));
+    // With entries, the header comes first.
+    let shown = stdout(&t.al(&["trace", "show"]).output().unwrap());
+    assert!(shown.starts_with("time") && shown.contains(" frame "), "{shown}");
+}
+
+/// The README's lines for a binary installed without `make install`: `agentloop man` written
+/// to ~/.local/share/man/man1/ is found by `man agentloop`, and piped to `man -l -` reads.
+#[test]
+fn the_man_page_of_a_copied_binary_installs_as_the_readme_says() {
+    if std::process::Command::new("man").arg("--version").output().is_err() {
+        missing("man (man-db)");
+        return;
+    }
+    let t = T::new();
+    let home = t.path("home");
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::fs::create_dir_all(home.join(".local/share/man/man1")).unwrap();
+    let page = t.cmd().arg("man").output().unwrap();
+    assert_eq!(page.status.code(), Some(0));
+    std::fs::write(home.join(".local/share/man/man1/agentloop.1"), &page.stdout).unwrap();
+    let path = format!("{}:/usr/bin:/bin", home.join(".local/bin").display());
+    let man = |args: &[&str]| {
+        let mut c = std::process::Command::new("man");
+        c.args(args).env_remove("MANPATH").env("HOME", &home).env("PATH", &path).env("MANPAGER", "cat");
+        c.env("MANWIDTH", "80");
+        c
+    };
+    let found = man(&["-w", "agentloop"]).output().unwrap();
+    assert_eq!(found.status.code(), Some(0), "{}", stderr(&found));
+    assert!(stdout(&found).trim_end().ends_with(".local/share/man/man1/agentloop.1"), "{}", stdout(&found));
+    let mut read =
+        man(&["-l", "-"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(read.stdin.as_mut().unwrap(), &page.stdout).unwrap();
+    let read = read.wait_with_output().unwrap();
+    assert!(stdout(&read).contains("EXIT STATUS"), "{}", stdout(&read));
+}
+
 #[test]
 fn the_exit_code_table_has_one_source() {
     let readme =

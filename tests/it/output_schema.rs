@@ -61,7 +61,9 @@ fn run(t: &T, kind: &str, url: &str, extra: &[&str], strict: bool) -> std::proce
         c.env("AGENTLOOP_LLM__STRICT", "true");
     }
     c.args(["-w", "ws", "--provider", if kind == "anthropic" { "anthropic" } else { "openai" }, "--base-url", url]);
-    c.args(extra).args(["run", "--goal", "rate x", "--output-schema", "schema.json"]);
+    // Each call is a new run of the same goal, asked for as such (the same command repeated
+    // would print the ended run and run nothing).
+    c.args(extra).args(["run", "--goal", "rate x", "--follow-up", "--output-schema", "schema.json"]);
     c.env("ANTHROPIC_API_KEY", "k").env("OPENAI_API_KEY", "k").env("AGENTLOOP_LLM__BACKOFF_MS", "10");
     c.output().unwrap()
 }

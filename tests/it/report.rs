@@ -59,7 +59,9 @@ fn report_of_a_run_shows_its_steps_costs_and_files() {
         "DoD ticked at step 2"
     );
     assert!(html.contains("<a href=\"artifacts/critique.md\">artifacts/critique.md</a>"), "artifact link");
-    assert!(html.contains("<section id=\"memory\"><h2>memory.md</h2>") && html.contains("<section id=\"plan\">"));
+    // The files themselves, folded at the end: what they say is on the cards above.
+    assert!(html.contains("<section id=\"memory\"><details class=\"file\"><summary><h2>memory.md</h2></summary>"));
+    assert!(html.contains("<section id=\"plan\"><details class=\"file\"><summary><h2>plan.md</h2></summary>"));
     // A scripted run spends nothing: no price anywhere on its page, the model is `scripted`.
     assert_eq!(browser::text_of(&html, "cost-total").unwrap(), "none (a scripted run spends nothing)");
     assert_eq!(browser::attr_of(&html, "cost-total", "data-usd").unwrap(), "0");
@@ -250,11 +252,12 @@ fn the_report_shows_the_framing_written_text_and_the_outline_as_ended() {
     assert!(arg.contains("<pre class=\"text\">line 1 of the notes\nline 2 of the notes\n"), "{arg}");
     assert!(arg.contains("<summary>36 more lines</summary><pre class=\"text\">line 25 of the notes\n"), "{arg}");
     assert!(!arg.contains("\\n") && !arg.contains("\\\""), "{arg}");
-    // The outline as the run ended: done, so nothing is left open.
+    // A run that ended done carried out its outline: plan.md says so, and the page shows it as
+    // written.
     let plan = &html[html.find("<section id=\"plan\">").unwrap()..];
     assert!(plan.contains("<li class=\"check done\">☑ Finish</li>"), "{plan}");
     assert!(!plan.contains("☐"), "{plan}");
-    assert!(t.read("ws/plan.md").contains("2. [ ] Finish"), "plan.md itself is left as written");
+    assert!(t.read("ws/plan.md").contains("2. [x] Finish"), "plan.md itself ticks it");
     // A run that could not proceed: the question asked is on the card.
     let u = T::new();
     u.write(
@@ -264,11 +267,65 @@ fn the_report_shows_the_framing_written_text_and_the_outline_as_ended() {
     u.al(&["--script", "q.yaml", "run", "--goal", "Review it"]).assert().code(3);
     u.al(&["report"]).assert().success();
     let html = u.read("ws/report.html");
-    assert!(html.contains("<p class=\"question\" id=\"framing-question\"><strong>Question asked:</strong> Which article should be reviewed?</p>"), "{html}");
+    // The question is the header's: the reason and the card do not say it again.
+    assert!(html.contains("<p class=\"question\" id=\"open-question\"><strong>Open question:</strong> Which article should be reviewed?</p>"), "{html}");
+    assert!(html.contains("<p class=\"reason\" id=\"reason\">cannot proceed</p>"), "{html}");
+    assert!(!html.contains("id=\"framing-question\""), "{html}");
     assert!(
         html.contains("Definition of Done · 0 of 3 met")
             && html.contains("<li class=\"dod-item\" title=\"open\">☐ a</li>")
     );
+}
+
+/// At 420 px the report reads: chart labels keep their drawn size (each chart scrolls in its
+/// own box), an escalated run's question shows once, and the Outcome card shows the text of
+/// what the run made, escaped.
+#[test]
+fn the_report_reads_at_420_px_asks_once_and_shows_what_the_run_made() {
+    let t = T::new();
+    demo(&t).assert().success();
+    t.al(&["report"]).assert().success();
+    let html = t.read("ws/report.html");
+    let critique = t.read("ws/artifacts/critique.md");
+    let first = critique.lines().find(|l| !l.trim().is_empty()).unwrap();
+    let outcome = &html[html.find("<section id=\"outcome\">").expect("an Outcome card")..];
+    let outcome = &outcome[..outcome.find("</section>").unwrap()];
+    let escaped = first.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    assert!(outcome.contains("<div class=\"artifact-text\" data-file=\"artifacts/critique.md\">"), "{outcome}");
+    assert!(outcome.contains(&escaped), "the critique itself: {outcome}");
+    // Its text is escaped: markup in an artifact is shown, never run.
+    t.write("ws/artifacts/critique.md", "<script>alert(1)</script> & more\n");
+    t.al(&["report"]).assert().success();
+    let page = t.read("ws/report.html");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), "escaped");
+    assert!(!page.contains("<script>alert(1)"));
+    // An escalated run with a question.
+    let u = T::new();
+    u.write(
+        "q.yaml",
+        "frame:\n  - answer: {goal: Review the article, definition_of_done: [a, b, c], can_proceed: false, open_question: Which article should be reviewed?}\n",
+    );
+    u.al(&["--script", "q.yaml", "run", "--goal", "Review it"]).assert().code(3);
+    u.al(&["report"]).assert().success();
+    let Some(chromium) = browser::or_skip("the_report_reads_at_420_px_asks_once_and_shows_what_the_run_made") else {
+        return;
+    };
+    // The smallest label as drawn: its font size times the chart's scale on the screen.
+    let smallest = "(() => { let m = 1e9; for (const t of document.querySelectorAll('svg text')) { \
+        const c = t.getScreenCTM(); if (!c || !t.textContent.trim()) continue; \
+        m = Math.min(m, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(c.a, c.b)); } return m.toFixed(1); })()";
+    for w in [420u32, 1280] {
+        let px: f64 = browser::probe(&chromium, &t.path("ws/report.html"), w, smallest).parse().unwrap();
+        assert!(px >= 9.5, "at {w} px the smallest chart label is {px} px");
+        assert!(browser::scroll_width(&chromium, &t.path("ws/report.html"), w) <= w, "only a chart's box scrolls");
+    }
+    let seen = browser::probe(
+        &chromium,
+        &u.path("ws/report.html"),
+        420,
+        "document.body.innerText.split('Which article should be reviewed?').length - 1",
+    );
+    assert_eq!(seen, "1", "the question is shown once");
 }
 
 /// `report --all` shows each run's goal with its date, slot and outcome, so daily runs of one

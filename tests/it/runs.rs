@@ -472,8 +472,59 @@ fn a_slot_runs_once_however_often_it_is_fired() {
     assert_eq!(fire("2026-01-02").status.code(), Some(0));
     assert_eq!(fire("2026-01-01").status.code(), Some(11));
     assert_eq!(fire("2026-01-02").status.code(), Some(11));
+    // `runs` shows each run's slot, and the report's header names it.
+    let listed = stdout(&t.al(&["runs"]).output().unwrap());
+    let head: Vec<&str> = listed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["run", "status", "steps", "cost", "started", "slot", "goal"], "{listed}");
+    assert!(listed.lines().nth(1).unwrap().contains("  2026-01-02  Today's digest"), "{listed}");
+    assert!(listed.lines().nth(2).unwrap().contains("  2026-01-01  Today's digest"), "{listed}");
+    t.al(&["report"]).assert().success();
+    let page = t.read("ws/report.html");
+    assert!(page.contains("<dt>slot</dt><dd id=\"slot\">2026-01-02</dd>"), "the header names the slot");
     // --slot goes with --goal.
     t.al(&["run", "--slot", "x"]).assert().code(2).stderr(predicate::str::contains("--goal"));
+}
+
+/// The same `run --goal` again on the run it started (to see the output again) runs nothing:
+/// it prints that run's outcome, says what `--follow-up` would do and exits 11, calling no
+/// model; `--follow-up` (or another goal, `--new`, a new `--slot`) starts the next run.
+#[test]
+fn the_same_command_again_prints_the_ended_run_and_a_follow_up_is_asked_for() {
+    let t = T::new();
+    t.write("ws/notes.txt", "monday\n");
+    t.write("script.yaml", &daily_script("alpha"));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--script", "script.yaml", "run", "--goal", "Today's digest"];
+        args.extend_from_slice(extra);
+        t.al(&args).output().unwrap()
+    };
+    let first = run(&[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let id = state(&t, "ws")["run_id"].as_str().unwrap().to_string();
+    let trace = t.read("ws/trace.jsonl");
+    // Again, as typed: the script has no answers left, so any model call would fail (exit 5).
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(11), "{}", stderr(&again));
+    assert_eq!(stdout(&again), stdout(&first), "the outcome again, on stdout");
+    let err = stderr(&again);
+    assert!(err.contains(&format!("run {id} already had this goal and ended done; nothing was run")), "{err}");
+    assert!(err.contains("--follow-up` starts a follow-up with the same goal"), "{err}");
+    assert_eq!(t.read("ws/trace.jsonl"), trace, "nothing written");
+    assert!(!t.exists(&format!("ws/runs/{id}")), "nothing archived");
+    let out = t.al(&["--json", "--script", "script.yaml", "run", "--goal", "Today's digest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(11));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["payload"]["run_id"].as_str(), v["payload"]["skipped"].as_bool()), (Some(id.as_str()), Some(true)));
+    // Asked for: a follow-up with the same goal, carrying the ended run's facts.
+    t.write("script.yaml", &daily_script("beta"));
+    let follow = run(&["--follow-up"]);
+    assert_eq!(follow.status.code(), Some(0), "{}", stderr(&follow));
+    assert_ne!(state(&t, "ws")["run_id"].as_str(), Some(id.as_str()));
+    assert!(t.exists(&format!("ws/runs/{id}/state.json")), "the ended run archived");
+    assert!(t.read("ws/context.md").contains(&format!("from run {id}")), "its facts carried");
+    // --follow-up is a follow-up's flag: not with --new, and it needs --goal.
+    t.al(&["run", "--goal", "g", "--new", "--follow-up"]).assert().code(2);
+    t.al(&["run", "--follow-up"]).assert().code(2).stderr(predicate::str::contains("--goal"));
 }
 
 /// The paper trail tells the truth about the workspace at rest: the journal is empty after a

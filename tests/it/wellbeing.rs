@@ -133,6 +133,38 @@ fn frustration_a_reframe_did_not_resolve_leaves_stress_that_rests_the_agent() {
     assert!(err.contains("stress 80 reached stress.threshold 75") && err.contains("agentloop rest"), "{err}");
     assert!(err.contains("2026-01-01T00:30:01"), "below the threshold again after half an hour: {err}");
     assert_eq!(t.read("ws/trace.jsonl"), before);
+    // The time named is when the refusal ends: resting a second before it, not at it.
+    let dry = |ws: &str, now: &str| {
+        t.cmd()
+            .args(["-w", ws, "--script", "script.yaml", "run", "--new", "--goal", "g", "--dry-run"])
+            .env("AGENTLOOP_NOW", now)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(dry("ws", "2026-01-01T00:30:00Z").status.code(), Some(10));
+    let out = dry("ws", "2026-01-01T00:30:01Z");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Stress is the workspace's: another folder's runs go on, and `agents show default` shows
+    // each folder's own.
+    t.write("ws2/agentloop.yaml", "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\n");
+    let out = dry("ws2", NOW);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show = |ws: &str| {
+        json_out(
+            &t.cmd()
+                .args(["-w", ws, "agents", "show", "default", "--json"])
+                .env("AGENTLOOP_NOW", NOW)
+                .output()
+                .unwrap(),
+        )
+    };
+    let (here, there) = (show("ws"), show("ws2"));
+    assert_eq!((here["profile"].as_bool(), here["stress"]["level"].as_f64()), (Some(false), Some(80.0)), "{here}");
+    assert!(here["stress"]["workspace"].as_str().unwrap().ends_with("/ws"), "{here}");
+    assert_eq!(there["stress"]["level"], 0.0, "{there}");
+    let human = t.cmd().args(["-w", "ws", "agents", "show", "default"]).env("AGENTLOOP_NOW", NOW).output().unwrap();
+    assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+    assert!(stdout(&human).contains("stress 80 of 75"), "{}", stdout(&human));
     assert!(stdout(&t.al(&["status"]).output().unwrap())
         .contains("stress      80 of 75 (2 escalations by frustration); resting until"));
     // Stress decays with time: 10 an hour.

@@ -33,7 +33,8 @@ pub mod code {
     pub const NEGOTIATION: u8 = 9;
     /// The agent is resting: a rolling usage window (`rest:`) is full; `status` says until when.
     pub const RESTING: u8 = 10;
-    /// `run --slot KEY`: the slot already has a run that ended; nothing was run.
+    /// Nothing was run, it already ran: `run --slot KEY` whose slot has a run that ended, or
+    /// `run --goal` repeating the ended run's goal without `--follow-up`.
     pub const SLOT_TAKEN: u8 = 11;
     /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
     pub const HANDLE_CONFIG: u8 = 78;
@@ -54,7 +55,7 @@ pub mod code {
         (DATA, "a workspace file is broken (plan.md Next Action, memory.md checkboxes, state.json)"),
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full; `status` says when it may run again"),
-        (SLOT_TAKEN, "`run --slot KEY`: a run for that slot already ended (done or not); nothing was run, no model called"),
+        (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
         (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),
     ];

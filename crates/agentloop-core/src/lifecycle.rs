@@ -44,6 +44,11 @@ pub struct Start {
     /// The scheduler's slot (e.g. the date): a run for a slot that already has an ended run is
     /// skipped.
     pub slot: Option<String>,
+    /// Asked for explicitly as a follow-up (`run --follow-up`). Without it, a carrying start
+    /// with no slot whose goal is the ended run's own is a repeat of the command that started
+    /// that run: it is reported ([`Decision::Repeat`]), never run, so seeing an output again
+    /// never pays for a new run.
+    pub follow_up: bool,
 }
 
 /// What a request does to the run there; each variant carries the state it was decided on.
@@ -63,6 +68,8 @@ pub enum Decision {
     Answer(State, String),
     /// Nothing to run: the run ended; say how and how to go on.
     Report(State),
+    /// Nothing run: the start repeats the ended run's goal without asking for a follow-up.
+    Repeat(State),
 }
 
 /// How a request ended.
@@ -74,6 +81,8 @@ pub enum Outcome {
     Ended(State),
     /// Nothing was run: the request's slot already has this run, which ended.
     SlotTaken(State),
+    /// Nothing was run: the start repeats this ended run's goal and asked for no follow-up.
+    Repeated(State),
 }
 
 /// Decides what `req` does, a pure function of the root's run (`existing`) and the request.
@@ -97,6 +106,9 @@ pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<
     match req {
         // A retry of an interrupted slot goes on with it rather than running the slot again.
         Request::Start(st) if st.slot.is_some() && st.slot == s.slot && s.interrupted => Ok(Decision::Continue(s)),
+        // The same command again (to see its output, or by habit) is not a paid follow-up: a
+        // follow-up with the same goal is asked for with `follow_up`, a new slot or afresh.
+        Request::Start(st) if is_repeat(st, &s) => Ok(Decision::Repeat(s)),
         Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: false }),
         Request::Answer(text) => match s.stop {
             Some(StopKind::Escalated) => Ok(Decision::Answer(s, text.clone())),
@@ -106,6 +118,12 @@ pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<
         Request::Continue { .. } => decide_continue(ws, s),
         Request::Go => Ok(Decision::Report(s)),
     }
+}
+
+/// Whether `st` repeats the ended run `s`: carrying, no slot, not asked for as a follow-up, and
+/// the same goal.
+fn is_repeat(st: &Start, s: &State) -> bool {
+    st.carry && !st.follow_up && st.slot.is_none() && st.goal.trim() == s.goal.trim()
 }
 
 /// [`decide`] for a run still in progress.
@@ -270,12 +288,14 @@ impl Runner<'_> {
             return Ok(Outcome::SlotTaken(s));
         }
         let first = decide(self.ws, self.existing()?, req)?;
-        if let Decision::Report(s) = first {
-            return Ok(Outcome::Ended(s));
+        match first {
+            Decision::Report(s) => return Ok(Outcome::Ended(s)),
+            Decision::Repeat(s) => return Ok(Outcome::Repeated(s)),
+            _ => {}
         }
         self.refuse_stopping_again(&first)?;
         let model = crate::model::from_config(self.cfg(), &self.ws.root)?;
-        crate::rest_window::check(self.cfg())?;
+        crate::rest_window::check(self.cfg(), &self.ws.root)?;
         let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
         env.events = self.events;
         if let Decision::Start { start, .. } = &first {
@@ -300,6 +320,7 @@ impl Runner<'_> {
         let started = matches!(decision, Decision::Start { .. });
         let mut state = match decision {
             Decision::Report(s) => return Ok(Outcome::Ended(s)),
+            Decision::Repeat(s) => return Ok(Outcome::Repeated(s)),
             d => self.carry_out(&env, &session, d)?,
         };
         // Known to the signal watcher while it goes on.
@@ -349,7 +370,7 @@ impl Runner<'_> {
     /// driven nowhere).
     fn carry_out(&self, env: &Env, session: &Session, d: Decision) -> Result<State> {
         match d {
-            Decision::Report(s) | Decision::Resume(s) => Ok(s),
+            Decision::Report(s) | Decision::Repeat(s) | Decision::Resume(s) => Ok(s),
             Decision::Start { start, previous, interrupted } => self.start(env, session, &start, previous, interrupted),
             Decision::Restore { id, current } => {
                 self.restore(session, &id, current)?;
@@ -643,7 +664,14 @@ mod tests {
     }
 
     fn start(goal: &str, carry: bool) -> Request {
-        Request::Start(Start { goal: goal.into(), background: String::new(), carry, force: false, slot: None })
+        Request::Start(Start {
+            goal: goal.into(),
+            background: String::new(),
+            carry,
+            force: false,
+            slot: None,
+            follow_up: false,
+        })
     }
 
     #[test]
@@ -683,6 +711,16 @@ mod tests {
             decide(&ws, Some(ended()), &start("h", true)).unwrap(),
             Decision::Start { previous: Some(_), interrupted: false, .. }
         ));
+        // The ended run's own goal again is a repeat unless asked for as a follow-up or afresh.
+        assert!(
+            matches!(decide(&ws, Some(ended()), &start("g", true)).unwrap(), Decision::Repeat(s) if s.run_id == "R1")
+        );
+        assert!(matches!(decide(&ws, Some(ended()), &start("g", false)).unwrap(), Decision::Start { .. }));
+        let mut again = start("g", true);
+        if let Request::Start(st) = &mut again {
+            st.follow_up = true;
+        }
+        assert!(matches!(decide(&ws, Some(ended()), &again).unwrap(), Decision::Start { .. }));
         let going = || state(Status::Running, None);
         assert!(matches!(decide(&ws, Some(going()), &Request::Go).unwrap(), Decision::Resume(_)));
         assert!(matches!(decide(&ws, Some(going()), &start("g", true)).unwrap(), Decision::Resume(_)));
@@ -709,6 +747,7 @@ mod tests {
                 carry: true,
                 force: false,
                 slot: Some(slot.into()),
+                follow_up: false,
             })
         };
         assert!(matches!(decide(&ws, Some(cut.clone()), &slotted("2026-01-01")).unwrap(), Decision::Continue(_)));

@@ -9,7 +9,9 @@
 //! share of the fullest window limit used (a new run is refused above `rest.max_fatigue`);
 //! `stress` lines are runs escalated by frustration the forced reframe did not resolve, and
 //! stress (their sum, falling by `stress.decay_per_hour`) at `stress.threshold` puts the agent
-//! to rest; a `rest` line (`agentloop rest`) forgives `rest.relief` percent of the usage and
+//! to rest. Stress is kept per workspace for the unnamed agent `default` (a flaky model in one
+//! folder rests no other), and across workspaces for a named profile (`--agent NAME`), whose
+//! identity the person chose to share; a `rest` line (`agentloop rest`) forgives `rest.relief` percent of the usage and
 //! stress before it; `dream` lines are what `dream --explore` spent of its curiosity budget.
 
 use crate::config::Config;
@@ -37,6 +39,9 @@ pub struct Line {
     /// A `rest` line: the light tasks it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
+    /// A `stress` line: the workspace the run was in ([`stress_scope`]'s folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl Line {
@@ -51,6 +56,7 @@ impl Line {
             kind: kind.map(String::from),
             amount: None,
             tasks: vec![],
+            workspace: None,
         }
     }
     fn is(&self, kind: &str) -> bool {
@@ -85,6 +91,10 @@ pub struct Window {
 #[derive(Debug, Clone, Serialize)]
 pub struct Stress {
     pub agent: String,
+    /// The workspace whose runs the stress is of (the agent `default`); absent for a named
+    /// profile, whose stress is of all its runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     pub level: f64,
     pub threshold: f64,
     /// Runs escalated by frustration that raised it, ever.
@@ -213,14 +223,29 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
     }
 }
 
-/// The agent's stress at `now` (a pure function of the ledger lines and the time): each
-/// `stress` line adds its amount (up to 100), each `rest` line forgives `rest.relief` percent,
-/// and between them it falls by `stress.decay_per_hour`.
-pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
+/// Whose stress a run in `root` adds to and is refused by: its workspace's folder for the agent
+/// `default`, None (all of the profile's runs) for a named one. A run that event mode, `serve`
+/// or a worker keeps in `ROOT/<handle.runs_dir>/<id>/` is of the workspace ROOT.
+pub fn stress_scope(cfg: &Config, root: &camino::Utf8Path) -> Option<String> {
+    if cfg.agent.is_some() {
+        return None;
+    }
+    let abs = std::path::absolute(root).ok().and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
+    let abs = abs.unwrap_or_else(|| root.to_path_buf());
+    let owner = abs.parent().filter(|p| p.file_name() == Some(cfg.handle.runs_dir.as_str())).and_then(|p| p.parent());
+    Some(owner.unwrap_or(&abs).to_string())
+}
+
+/// The agent's stress at `now` in `scope` ([`stress_scope`]; a pure function of the ledger
+/// lines and the time): each `stress` line adds its amount (up to 100), each `rest` line
+/// forgives `rest.relief` percent, and between them it falls by `stress.decay_per_hour`.
+pub fn stress_of(cfg: &Config, scope: Option<&str>, lines: &[Line], now: SystemTime) -> Stress {
     let agent = agent_of(cfg);
+    // A rest is the agent's, wherever it ran; a stress line counts only in its own scope.
+    let mine = |l: &Line| l.is("rest") || scope.is_none() || l.workspace.as_deref() == scope;
     let mut events: Vec<(SystemTime, &Line)> = lines
         .iter()
-        .filter(|l| l.agent == agent && (l.is("stress") || l.is("rest")))
+        .filter(|l| l.agent == agent && (l.is("stress") || l.is("rest")) && mine(l))
         .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
         .filter(|(t, _)| *t <= now)
         .collect();
@@ -241,8 +266,11 @@ pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
             level *= 1.0 - cfg.rest.relief / 100.0;
         }
     }
-    let level = (decay(level, at, now) * 10.0).round() / 10.0;
-    let over = c.threshold > 0.0 && level >= c.threshold;
+    // Decided on the level itself, and shown rounded down: the level shown is at the threshold
+    // exactly when the agent rests, and `until` is the moment the refusal really ends.
+    let exact = decay(level, at, now);
+    let level = ((exact * 10.0) + 1e-9).floor() / 10.0;
+    let over = c.threshold > 0.0 && exact >= c.threshold;
     let resting = over.then(|| {
         format!(
             "stress {level} reached stress.threshold {} (runs escalated by frustration a reframe did not resolve)",
@@ -253,10 +281,10 @@ pub fn stress_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Stress {
     let until = (over && c.decay_per_hour > 0.0).then(|| {
         // At most a hundred years: a tiny decay still names a time that can be printed.
         const MAX_SECS: f64 = 100.0 * 365.25 * 86400.0;
-        let secs = ((level - c.threshold) / c.decay_per_hour * 3600.0).floor().min(MAX_SECS) as u64 + 1;
+        let secs = ((exact - c.threshold) / c.decay_per_hour * 3600.0).floor().min(MAX_SECS) as u64 + 1;
         crate::clock::rfc3339(now + Duration::from_secs(secs))
     });
-    Stress { agent, level, threshold: c.threshold, escalations, resting, until }
+    Stress { agent, workspace: scope.map(String::from), level, threshold: c.threshold, escalations, resting, until }
 }
 
 /// Tokens and USD `dream --explore` spent within `dream.curiosity.window` (a pure function).
@@ -279,9 +307,9 @@ pub fn current(cfg: &Config) -> Option<Window> {
     enabled(cfg).then(|| window_of(cfg, &read_lines(), crate::clock::now()))
 }
 
-/// The agent's stress now.
-pub fn stress(cfg: &Config) -> Stress {
-    stress_of(cfg, &read_lines(), crate::clock::now())
+/// The agent's stress now, for a run in the workspace `root`.
+pub fn stress(cfg: &Config, root: &camino::Utf8Path) -> Stress {
+    stress_of(cfg, stress_scope(cfg, root).as_deref(), &read_lines(), crate::clock::now())
 }
 
 /// What `dream --explore` spent of its curiosity budget in the window now.
@@ -299,13 +327,14 @@ pub fn too_tired(w: &Window) -> Option<String> {
     })
 }
 
-/// Refuses to start model work while the agent rests (exit 10): a full usage window, or
-/// stress at its threshold.
-pub fn check(cfg: &Config) -> Result<()> {
-    let s = stress(cfg);
+/// Refuses to start model work in the workspace `root` while the agent rests (exit 10): a full
+/// usage window, or stress at its threshold.
+pub fn check(cfg: &Config, root: &camino::Utf8Path) -> Result<()> {
+    let s = stress(cfg, root);
     if let Some(why) = &s.resting {
         let when = s.until.as_deref().map(|u| format!("it may run again at {u}, or ")).unwrap_or_default();
-        return Err(Error::new(Kind::Resting, format!("agent `{}` is resting: {why}; {when}after `agentloop rest`", s.agent))
+        let here = s.workspace.as_deref().map(|w| format!(" in {w}")).unwrap_or_default();
+        return Err(Error::new(Kind::Resting, format!("agent `{}` is resting{here}: {why}; {when}after `agentloop rest`", s.agent))
             .with_hint("run `agentloop rest` (light tasks, no model call; it lowers stress by rest.relief), or wait; stress.threshold sets where stress puts the agent to rest"));
     }
     let Some(w) = current(cfg) else { return Ok(()) };
@@ -346,11 +375,12 @@ fn append(line: &Line) -> std::result::Result<(), String> {
     crate::fs::append_line(&path, &serde_json::to_string(line).expect("line serializes")).map_err(|e| e.message)
 }
 
-/// Records that frustration escalated run `run_id` after the forced reframe: stress rises by
-/// `stress.per_escalation`.
-pub fn record_stress(cfg: &Config, run_id: &str) -> std::result::Result<(), String> {
+/// Records that frustration escalated run `run_id` in the workspace `root` after the forced
+/// reframe: stress rises by `stress.per_escalation`.
+pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> std::result::Result<(), String> {
     let mut line = Line::new(cfg, run_id, Some("stress"));
     line.amount = Some(cfg.stress.per_escalation);
+    line.workspace = stress_scope(cfg, root);
     append(&line)
 }
 

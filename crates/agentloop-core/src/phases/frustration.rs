@@ -55,9 +55,9 @@ pub fn verdict(cfg: &Config, state: &mut State, reason: String) -> Verdict {
 
 /// At a run's end: an escalation by frustration raises the agent's stress (ledger failures are
 /// reported, not fatal).
-pub fn on_end(cfg: &Config, state: &mut State, escalated: bool, warn: &dyn Fn(&str)) {
+pub fn on_end(cfg: &Config, root: &camino::Utf8Path, state: &mut State, escalated: bool, warn: &dyn Fn(&str)) {
     if std::mem::take(&mut state.frustration_escalated) && escalated {
-        if let Err(e) = crate::rest_window::record_stress(cfg, &state.run_id) {
+        if let Err(e) = crate::rest_window::record_stress(cfg, root, &state.run_id) {
             warn(&format!("stress ledger: {e}"));
         }
     }

@@ -443,7 +443,12 @@ fn keep_last(v: &mut Vec<String>, n: usize) {
 }
 
 fn progress_line(e: &Entry) -> String {
-    let mut s = format!("[step {}] {:<7} {}", e.step, e.phase.map(|p| p.as_str()).unwrap_or("-"), e.event);
+    let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
+    let mut s = format!("[step {}] {phase:<7}", e.step);
+    // A phase's own entry (`plan` in Plan) is said once: `plan    file_write`, not `plan    plan`.
+    if e.event != phase {
+        s.push_str(&format!(" {}", e.event));
+    }
     if let Some(t) = &e.tool {
         s.push_str(&format!(" {t}"));
     }
@@ -544,7 +549,7 @@ pub fn finish(
     state.reason = Some(reason.to_string());
     state.pending = None;
     state.finished_at = Some(now.clone());
-    frustration::on_end(env.cfg, state, stop == StopKind::Escalated, &|m| env.printer.warn(m));
+    frustration::on_end(env.cfg, &env.ws.root, state, stop == StopKind::Escalated, &|m| env.printer.warn(m));
     if let Some((text, arts)) = &outcome {
         state.outcome = Some(text.clone());
         for a in arts {

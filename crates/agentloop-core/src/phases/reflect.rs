@@ -146,6 +146,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     apply(state, &mut mem, &mut d);
+    // A run that ends done has carried out its outline: plan.md says so (its `Finish` ticked),
+    // so the file and every view of it agree.
+    if d.stop.is_none() && d.decision == "done" {
+        plan.outline.iter_mut().for_each(|i| i.done = true);
+    }
     let mut commit = Commit::default();
     commit.file("memory.md", env.render_memory(&mem)?);
     commit.file("plan.md", env.render_plan(&plan)?);

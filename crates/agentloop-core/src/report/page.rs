@@ -54,6 +54,15 @@ pub fn render(run: &Run, links: &Links) -> String {
         let _ = write!(p, "<p class=\"now\" id=\"now\"><strong>Now:</strong> {}</p>", esc(now));
     }
     if let Some(r) = &s.reason {
+        // The open question has its own box below: the reason does not say it again.
+        let r = match &s.open_question {
+            Some(q) => r
+                .strip_suffix(q.as_str())
+                .map(|h| h.trim_end_matches([' ', ':']))
+                .filter(|h| !h.is_empty())
+                .unwrap_or(r),
+            None => r,
+        };
         let _ = write!(p, "<p class=\"reason\" id=\"reason\">{}</p>", esc(r));
     }
     if let Some(actions) = &links.actions {
@@ -79,6 +88,10 @@ pub fn render(run: &Run, links: &Links) -> String {
         ("started", when(&s.started_at), String::new()),
         ("finished", s.finished_at.as_deref().map(when).unwrap_or_else(|| "not yet".into()), String::new()),
     ];
+    // The scheduler's slot (`run --slot`): which day's run this page is.
+    if let Some(slot) = &s.slot {
+        facts.insert(0, ("slot", slot.clone(), " id=\"slot\"".into()));
+    }
     // The values negotiation checked the task against when it was accepted.
     let values = run.entries.iter().find(|e| e.event == "run.started").and_then(|e| e.data.as_ref()?.get("values"));
     if let Some(names) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) {
@@ -87,7 +100,7 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     p.push_str("<dl class=\"facts\">");
     for (k, v, attrs) in facts {
-        // `attrs` are built above from numbers only.
+        // `attrs` are built above from numbers and fixed ids only; values are escaped.
         let _ = write!(p, "<div><dt>{}</dt><dd{attrs}>{}</dd></div>", esc(k), esc(&v));
     }
     let _ = write!(
@@ -119,6 +132,10 @@ pub fn render(run: &Run, links: &Links) -> String {
                 let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
             }
             p.push_str("</ul>");
+            // What the run made, itself: the digest or the critique, as text.
+            for a in &s.artifacts {
+                artifact_text(&mut p, run, links, a);
+            }
         }
         // Shown apart and unlinked: these names lead to no file.
         if !s.claimed_missing.is_empty() {
@@ -132,11 +149,11 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     let _ = write!(
         p,
-        "<section id=\"timeline\"><h2>Timeline</h2>{}<div class=\"legend\"><span><i style=\"background:var(--frame)\"></i>frame</span><span><i style=\"background:var(--plan)\"></i>plan</span><span><i style=\"background:var(--act)\"></i>act</span><span><i style=\"background:var(--reflect)\"></i>reflect</span><span>one bar per phase entry; click a bar for its step</span></div></section>",
+        "<section id=\"timeline\"><h2>Timeline</h2><div class=\"chart\">{}</div><div class=\"legend\"><span><i style=\"background:var(--frame)\"></i>frame</span><span><i style=\"background:var(--plan)\"></i>plan</span><span><i style=\"background:var(--act)\"></i>act</span><span><i style=\"background:var(--reflect)\"></i>reflect</span><span>one bar per phase entry; click a bar for its step</span></div></section>",
         charts::timeline(run)
     );
     p.push_str("<section id=\"usage\"><h2>Tokens and cost per step</h2>");
-    p.push_str(&charts::usage(&steps, s.scripted()));
+    let _ = write!(p, "<div class=\"chart\">{}</div>", charts::usage(&steps, s.scripted()));
     p.push_str("<div class=\"legend\"><span><i style=\"background:var(--in)\"></i>input (with cache)</span><span><i style=\"background:var(--out)\"></i>output</span></div>");
     usage_table(&mut p, &steps, &totals, s.scripted());
     p.push_str("</section>");
@@ -145,9 +162,9 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     let _ = write!(
         p,
-        "<div class=\"twin\"><section id=\"memory\"><h2>memory.md</h2><div class=\"md\">{}</div></section><section id=\"plan\"><h2>plan.md</h2><div class=\"md\">{}</div></section></div>",
+        "<div class=\"twin\"><section id=\"memory\"><details class=\"file\"><summary><h2>memory.md</h2></summary><div class=\"md\">{}</div></details></section><section id=\"plan\"><details class=\"file\"><summary><h2>plan.md</h2></summary><div class=\"md\">{}</div></details></section></div>",
         html::markdown(&run.memory),
-        html::markdown(&outline_as_ended(run))
+        html::markdown(&run.plan)
     );
     if run.bad_lines > 0 {
         let _ = write!(
@@ -361,7 +378,8 @@ fn framing(p: &mut String, run: &Run) {
     if !m.hypothesis.is_empty() {
         let _ = write!(p, "<h4>Hypothesis</h4><p>{}</p>", esc(&m.hypothesis));
     }
-    if let Some(q) = question {
+    // The run's open question is in the header's box; the card shows one it no longer asks.
+    if let Some(q) = question.filter(|q| run.state.open_question.as_deref() != Some(q.as_str())) {
         let _ =
             write!(p, "<p class=\"question\" id=\"framing-question\"><strong>Question asked:</strong> {}</p>", esc(&q));
     }
@@ -370,6 +388,41 @@ fn framing(p: &mut String, run: &Run) {
 
 /// Lines of a written file shown before the rest is folded.
 const SHOWN_LINES: usize = 24;
+
+/// Bytes of an artifact shown on the Outcome card; a larger file is linked only.
+const ARTIFACT_BYTES: u64 = 64 * 1024;
+
+/// An artifact's own text on the Outcome card (escaped, folded after [`SHOWN_LINES`]): a text
+/// file of the workspace, read without following a link out of it; anything else is linked
+/// only.
+fn artifact_text(p: &mut String, run: &Run, links: &Links, rel: &str) {
+    if !run.has_file(rel) {
+        return;
+    }
+    let path = run.ws.root.join(rel);
+    if std::fs::metadata(&path).map(|m| m.len() > ARTIFACT_BYTES).unwrap_or(true) {
+        return;
+    }
+    let Ok(Some(text)) = crate::fs::read_inside(&run.ws.root, &path) else { return };
+    if text.trim().is_empty() || text.contains('\0') {
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let _ =
+        write!(p, "<div class=\"artifact-text\" data-file=\"{}\"><h4>{}</h4>", esc(rel), file_link(run, links, rel));
+    if lines.len() <= SHOWN_LINES {
+        let _ = write!(p, "<pre class=\"text\">{}</pre>", esc(text.trim_end()));
+    } else {
+        let _ = write!(
+            p,
+            "<pre class=\"text\">{}</pre><details class=\"fold\"><summary>{} more lines</summary><pre class=\"text\">{}</pre></details>",
+            esc(&lines[..SHOWN_LINES].join("\n")),
+            lines.len() - SHOWN_LINES,
+            esc(&lines[SHOWN_LINES..].join("\n"))
+        );
+    }
+    p.push_str("</div>");
+}
 
 /// A planned call's arguments: text that spans lines (what `file_write` writes, a command) as
 /// text, folded when long, with a link to the file written; the other arguments as JSON.
@@ -408,31 +461,4 @@ fn args(p: &mut String, run: &Run, links: &Links, tool: Option<&str>, a: &Value)
         }
         p.push_str("</div>");
     }
-}
-
-/// plan.md as the run ended: once a run is done its outline is over, so items plan.md still
-/// shows open (the `Finish` the last step carried out) are shown ticked; otherwise as written.
-fn outline_as_ended(run: &Run) -> String {
-    if run.state.status != Status::Done {
-        return run.plan.clone();
-    }
-    let mut in_outline = false;
-    let mut out = String::with_capacity(run.plan.len());
-    for line in run.plan.lines() {
-        if let Some(h) = line.strip_prefix("## ") {
-            in_outline = h.trim().eq_ignore_ascii_case("outline");
-        }
-        let t = line.trim_start();
-        let digits = t.chars().take_while(char::is_ascii_digit).count();
-        match t[digits..].strip_prefix(". [ ] ") {
-            Some(rest) if in_outline && digits > 0 => {
-                let _ = writeln!(out, "{}. [x] {rest}", &t[..digits]);
-            }
-            _ => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    out
 }
