@@ -1104,6 +1104,9 @@ pub struct ServerConfig {
     /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_tools: Option<Vec<String>>,
+    /// OAuth client settings of an HTTP server (see `mcp::auth`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<crate::mcp::auth::OAuthConfig>,
 }
 
 /// Where a configuration value came from. Code that asks whether a value was given matches on
