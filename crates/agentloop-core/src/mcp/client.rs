@@ -300,7 +300,12 @@ impl Drop for Session {
 }
 
 fn call_error(e: ServiceError) -> CallError {
-    if let Some(ch) = challenge_of(&e) {
+    // The SDK's send error does not chain its transport's error: look inside it.
+    let challenge = match &e {
+        ServiceError::TransportSend(d) => challenge_of(&*d.error),
+        other => challenge_of(other),
+    };
+    if let Some(ch) = challenge {
         return CallError::Auth(ch);
     }
     match e {
