@@ -178,8 +178,15 @@ pub fn forget(url: &str) -> crate::error::Result<bool> {
     }
 }
 
+/// rustls needs one process-wide crypto provider before any HTTP client is built; ring is the
+/// one already in the tree.
+fn crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The authorization manager of a server with its stored token (if any), for every request.
 pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+    crypto();
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
     m.set_credential_store(FileStore::new(url));
     if FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?.is_some() {
@@ -192,6 +199,7 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
 
 /// The client-credentials grant: a token for the configured machine client, kept like any other.
 async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+    crypto();
     let o = server.oauth.clone().unwrap_or_default();
     let (Some(client_id), Some(client_secret)) = (o.client_id, o.client_secret) else {
         return Err(format!(
@@ -226,6 +234,7 @@ pub fn challenge_scopes(challenge: &str) -> Vec<String> {
 /// `challenge` is the server's `WWW-Authenticate` (None: discover from the URL); `scopes` are
 /// asked for beyond what the challenge names (the ones already granted, on a step-up).
 pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Result<(), String> {
+    crypto();
     let o = server.oauth.clone().unwrap_or_default();
     if o.grant == Grant::ClientCredentials {
         let _ = FileStore::new(url).clear().await;
