@@ -288,7 +288,7 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
         format!("MCP server {}: no sign-in came back within {} minutes", server.name, SIGN_IN_WAIT.as_secs() / 60)
     })??;
     st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, &e))?;
-    eprintln!("signed in to MCP server {}", server.name);
+    crate::output::stderr_line(&format!("signed in to MCP server {}", server.name));
     Ok(())
 }
 
@@ -307,7 +307,8 @@ const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
 /// Opens the authorization URL: with `$BROWSER` when set (a command that takes the URL as its
 /// argument), else by printing it for the person to open.
 fn open_browser(server: &Server, url: &str) {
-    eprintln!("sign in to MCP server {} in your browser:\n  {url}", server.name);
+    crate::output::stderr_line(&format!("sign in to MCP server {} in your browser:", server.name));
+    crate::output::stderr_line(&format!("  {url}"));
     let Ok(browser) = std::env::var("BROWSER") else { return };
     let Some(cmd) = browser.split(':').find(|c| !c.trim().is_empty()) else { return };
     let mut parts = cmd.split_whitespace();
@@ -324,7 +325,9 @@ fn open_browser(server: &Server, url: &str) {
         .stdout(std::process::Stdio::null())
         .spawn();
     if let Err(e) = spawned {
-        eprintln!("warning: cannot start $BROWSER ({program}): {e}; open the address above yourself");
+        crate::output::stderr_line(&format!(
+            "warning: cannot start $BROWSER ({program}): {e}; open the address above yourself"
+        ));
     }
 }
 
