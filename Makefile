@@ -12,10 +12,11 @@ build:
 test:
 	$(CARGO) test --locked
 
-## conformance: only the suites that hold `serve` to its OpenAPI document (tests/it/conformance.rs):
-## openapi-spec-validator, and schemathesis with its five response checks against a served root
-## (bounded: a few minutes at most). Both from PyPI, on PATH (.ci/run installs them). Part of
-## `make test` too (skipped there, saying so, without them; a failure under CI).
+## conformance: only the suites other people wrote: openapi-spec-validator, and schemathesis with its
+## five response checks against a served root (tests/it/conformance.rs; from PyPI, on PATH), and the
+## official MCP conformance suite in client mode (tests/it/mcp_conformance.rs; node 22 and the suite
+## from npm in $XDG_CACHE_HOME/agentloop-mcp-conformance). .ci/run installs them; bounded (a few
+## minutes at most). Part of `make test` too (skipped there, saying so, without them; a failure under CI).
 conformance:
 	$(CARGO) test --locked --test it conformance:: -- --nocapture
 

@@ -1,4 +1,5 @@
-//! `agentloop mcp list|call|check`: the configured MCP servers from the shell, no model.
+//! `agentloop mcp list|call|check|login|logout`: the configured MCP servers from the shell, no
+//! model.
 
 use crate::error::{code, Error, Result};
 use crate::mcp::{self, Hub, ServerState, Source, Status};
@@ -21,6 +22,9 @@ pub enum McpCommand {
         /// Start every enabled server and list its tools again (refreshes the cache).
         #[arg(long)]
         refresh: bool,
+        /// Sign in (in the browser) to a server that asks for authorization, then go on.
+        #[arg(long)]
+        login: bool,
     },
     /// Call one tool of one server with JSON arguments and print its result as JSON.
     ///
@@ -39,6 +43,10 @@ pub enum McpCommand {
         /// Arguments as a JSON object, or - to read them from stdin.
         #[arg(long, value_name = "JSON|-", default_value = "{}")]
         args: String,
+        /// Sign in (in the browser) when the server asks for authorization or more scopes
+        /// (a 401, or a 403 insufficient_scope), then call again; at most 3 sign-ins.
+        #[arg(long)]
+        login: bool,
     },
     /// Start each enabled server, initialize, list its tools; report and refresh the cache.
     ///
@@ -46,19 +54,61 @@ pub enum McpCommand {
     /// how many tools it offers (and any left out, with why), and the start-up time.
     /// Exit codes: 0 every enabled server passed, 1 one or more failed.
     #[command(verbatim_doc_comment)]
-    Check,
+    Check {
+        /// Sign in (in the browser) to a server that asks for authorization, then go on.
+        #[arg(long)]
+        login: bool,
+    },
+    /// Sign in to an HTTP MCP server that uses OAuth, and keep its token for later commands.
+    ///
+    /// Finds the server's authorization server (protected-resource and authorization-server
+    /// metadata), registers agentloop as a client unless mcp.servers.NAME.oauth.client_id is
+    /// set, and opens the sign-in page with $BROWSER (else prints its address). The browser
+    /// comes back to a loopback port (127.0.0.1); the token is kept, owner-only, in
+    /// $XDG_STATE_HOME/agentloop/mcp-auth/ (never in a workspace) and refreshed when it
+    /// expires. With oauth.grant: client_credentials, gets a machine token instead (no browser).
+    /// Exit codes: 0 signed in, 1 the sign-in failed, 2 unknown or non-HTTP server.
+    ///
+    /// Example: agentloop mcp login github
+    #[command(verbatim_doc_comment)]
+    Login {
+        /// Server name (a key of mcp.servers or of the mcpServers file).
+        server: String,
+    },
+    /// Forget the token kept for an HTTP MCP server (`mcp login` signs in again).
+    Logout {
+        /// Server name (a key of mcp.servers or of the mcpServers file).
+        server: String,
+    },
 }
 
 pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
     let cfg = ctx.config();
+    let login = matches!(
+        cmd,
+        McpCommand::List { login: true, .. } | McpCommand::Call { login: true, .. } | McpCommand::Check { login: true }
+    );
+    if login {
+        mcp::auth::allow_sign_in();
+    }
     match cmd {
-        McpCommand::List { refresh } => {
+        McpCommand::Login { server } => login_cmd(&ctx, &server),
+        McpCommand::Logout { server } => {
+            let (s, url) = http_server(&ctx, &server)?;
+            if mcp::auth::forget(&url)? {
+                ctx.printer.info(&format!("signed out of MCP server {}", s.name));
+            } else {
+                ctx.printer.info(&format!("no token was kept for MCP server {}", s.name));
+            }
+            Ok(0)
+        }
+        McpCommand::List { refresh, .. } => {
             let hub = Hub::load(cfg, &ctx.ws.root, if refresh { Source::Servers } else { Source::CacheFirst })?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, false);
             Ok(0)
         }
-        McpCommand::Check => {
+        McpCommand::Check { .. } => {
             let hub = Hub::load(cfg, &ctx.ws.root, Source::Servers)?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, true);
@@ -73,7 +123,7 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
             }
             Ok(0)
         }
-        McpCommand::Call { server, tool, args } => {
+        McpCommand::Call { server, tool, args, .. } => {
             let registry = Registry::new(cfg, &ctx.ws.root)?;
             let hub = &registry.mcp;
             let Some(st) = hub.states.iter().find(|s| s.server.name == server) else {
@@ -86,6 +136,43 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
             super::tools::call(&ctx, &registry, &name, &args)
         }
     }
+}
+
+/// A configured, enabled HTTP server and its URL.
+fn http_server(ctx: &Ctx, name: &str) -> Result<(mcp::config::Server, String)> {
+    let servers = mcp::config::resolve(ctx.config(), &ctx.ws.root)?;
+    let Some(s) = servers.into_iter().find(|s| s.name == name) else {
+        return Err(mcp::unknown_server(&Hub::load(ctx.config(), &ctx.ws.root, Source::CacheOnly)?, name));
+    };
+    match &s.transport {
+        Some(mcp::config::Transport::Http { url, .. }) => {
+            let url = url.clone();
+            Ok((s, url))
+        }
+        Some(_) => Err(Error::usage(format!("MCP server {name} runs as a program (stdio); only HTTP servers sign in"))
+            .with_hint("a stdio server takes its credentials from its env")),
+        None => Err(Error::usage(format!("MCP server {name} is disabled"))
+            .with_hint(format!("set mcp.servers.{name}.enabled: true"))),
+    }
+}
+
+/// `mcp login`: sign in, then connect with the new token and list the tools (refreshing the
+/// cache), so a sign-in that does not work says so at once.
+fn login_cmd(ctx: &Ctx, name: &str) -> Result<u8> {
+    let (server, url) = http_server(ctx, name)?;
+    mcp::auth::allow_sign_in();
+    mcp::auth::sign_in_now(&server, &url).map_err(|e| {
+        Error::failure(e).with_hint("check the server's url; `agentloop mcp logout NAME` forgets a token that went bad")
+    })?;
+    let hub = Hub::load(ctx.config(), &ctx.ws.root, Source::Servers)?;
+    warn_all(ctx, &hub);
+    if let Some(st) = hub.states.iter().find(|s| s.server.name == name) {
+        if let Status::Failed(e) = &st.status {
+            return Err(Error::failure(format!("signed in, but MCP server {name} still failed: {e}")));
+        }
+        ctx.printer.info(&format!("MCP server {name}: {} tools", st.tools.len()));
+    }
+    Ok(0)
 }
 
 fn warn_all(ctx: &Ctx, hub: &Hub) {
@@ -148,6 +235,11 @@ fn state_json(st: &ServerState, hub: &Hub) -> Value {
                 .collect(),
         ),
     );
+    if let Some(mcp::config::Transport::Http { url, .. }) = &st.server.transport {
+        if let Some(who) = mcp::auth::FileStore::new(url).describe() {
+            m.insert("signed_in".into(), who);
+        }
+    }
     m.insert("filtered".into(), json!(st.filtered));
     m.insert(
         "dropped".into(),

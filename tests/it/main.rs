@@ -17,6 +17,7 @@ mod handle;
 mod links;
 mod loop_;
 mod mcp;
+mod mcp_conformance;
 mod mcp_real;
 mod models;
 mod modes;

@@ -726,3 +726,150 @@ fn a_closed_events_stream_stops_the_run_at_a_commit_point_not_with_0() {
     t.al(&["--script", "script.yaml", "run"]).assert().code(0);
     assert_eq!(t.json("ws/result.json")["status"], "done");
 }
+
+/// The fake server over HTTP as an OAuth-protected server and its own authorization server,
+/// logging to `LOG` (a file of the test); its port.
+fn oauth_server(t: &T, log: &str) -> (std::process::Child, String) {
+    let port_file = t.path(&format!("{log}.port"));
+    let server = std::process::Command::new("python3")
+        .arg(fake_server())
+        .arg("--http")
+        .arg(&port_file)
+        .env("FAKE_MCP_LOG", t.path(log))
+        .env("FAKE_MCP_OAUTH", "1")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs the fake server");
+    assert!(wait_for(|| port_file.exists(), Duration::from_secs(20)), "the HTTP server started");
+    (server, std::fs::read_to_string(&port_file).unwrap())
+}
+
+fn lines(t: &T, log: &str) -> Vec<Value> {
+    std::fs::read_to_string(t.path(log))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_holding(&p, needle));
+        } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            out.push(p.display().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn an_oauth_server_is_signed_in_to_and_its_token_goes_only_to_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = T::new();
+    let (mut a, port) = oauth_server(&t, "a.jsonl");
+    let (mut b, other) = oauth_server(&t, "b.jsonl");
+    // The browser a person would use, headless: it follows the authorization server's redirect
+    // to agentloop's loopback port.
+    t.write("browser.sh", "#!/bin/sh\nexec curl -s -o /dev/null -L \"$1\"\n");
+    std::fs::set_permissions(t.path("browser.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let browser = t.path("browser.sh").display().to_string();
+    t.write("ws/agentloop.yaml", &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n"));
+    let call = |ws: &str| {
+        t.cmd().args(["-w", ws, "mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#]).output().unwrap()
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // Not signed in: the 401 says what to run; no browser opens.
+        let out = call("ws");
+        assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+        assert!(stdout(&out).contains("requires authorization: run `agentloop mcp login web`"), "{}", stdout(&out));
+        // Sign in: discovery from the challenge, registration, PKCE with the resource, a token.
+        let out = t.al(&["mcp", "login", "web"]).env("BROWSER", &browser).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(stderr(&out).contains("signed in to MCP server web"), "{}", stderr(&out));
+        let log = lines(&t, "a.jsonl");
+        let steps: Vec<&str> = log.iter().filter_map(|l| l["oauth"].as_str()).collect();
+        for step in [
+            "GET /.well-known/oauth-protected-resource/mcp",
+            "GET /.well-known/oauth-authorization-server",
+            "POST /register",
+            "GET /authorize",
+            "POST /token",
+        ] {
+            assert!(steps.contains(&step), "{step} missing from {steps:?}");
+        }
+        let authorize = log.iter().find(|l| l["oauth"] == "GET /authorize").unwrap();
+        assert_eq!(authorize["query"]["code_challenge_method"], "S256");
+        assert_eq!(authorize["query"]["resource"], format!("http://127.0.0.1:{port}/mcp"));
+        assert_eq!(authorize["query"]["client_id"], "dyn-client");
+        assert!(authorize["query"]["redirect_uri"].as_str().unwrap().starts_with("http://127.0.0.1:"));
+        let token = log.iter().find(|l| l["oauth"] == "POST /token").unwrap();
+        assert_eq!(token["form"]["grant_type"], "authorization_code");
+        assert_eq!(token["form"]["resource"], format!("http://127.0.0.1:{port}/mcp"));
+        // The token is kept owner-only in the user's state folder, never in the workspace.
+        let store = t.path("home/.local/state/agentloop/mcp-auth");
+        let kept = files_holding(&store, "access-1");
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(std::fs::metadata(&kept[0]).unwrap().permissions().mode() & 0o777, 0o600);
+        let out = call("ws");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(json_out(&out)["output"], "echo: hi");
+        assert!(lines(&t, "a.jsonl").iter().any(|l| l["http_headers"]["authorization"] == "Bearer access-1"));
+        // `mcp list` says who is signed in, never the token.
+        let out = t.al(&["mcp", "list", "--json"]).output().unwrap();
+        assert_eq!(json_out(&out)[0]["signed_in"]["client_id"], "dyn-client");
+        assert!(!stdout(&out).contains("access-"), "{}", stdout(&out));
+        // The server drops its access tokens: the refresh token gets a new one, no browser.
+        let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        std::io::Write::write_all(&mut s, b"GET /fake/expire HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let _ = std::io::Read::read_to_end(&mut s, &mut vec![]);
+        let out = call("ws");
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        let log = lines(&t, "a.jsonl");
+        assert!(log.iter().any(|l| l["form"]["grant_type"] == "refresh_token"), "refreshed");
+        assert!(log.iter().any(|l| l["http_headers"]["authorization"] == "Bearer access-2"));
+        assert_eq!(files_holding(&t.path("ws"), "access-"), Vec::<String>::new(), "no token in the workspace");
+        // A workspace from elsewhere naming the same server at another address gets no token:
+        // its server sees no Authorization header at all.
+        t.write(
+            "ws2/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{other}/mcp\n"),
+        );
+        let out = call("ws2");
+        assert_eq!(out.status.code(), Some(6), "{}", stdout(&out));
+        assert!(stdout(&out).contains("agentloop mcp login web"), "{}", stdout(&out));
+        let seen = lines(&t, "b.jsonl");
+        assert!(!seen.is_empty());
+        assert!(seen.iter().all(|l| l["http_headers"].get("authorization").is_none()), "{seen:?}");
+        // Signed out: the token file is gone and the server asks again.
+        let out = t.al(&["mcp", "logout", "web"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(files_holding(&store, "access-").is_empty());
+        assert_eq!(call("ws").status.code(), Some(6));
+        // A machine client: the client-credentials grant, its secret from the environment.
+        t.write(
+            "ws3/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n      oauth: {{grant: client_credentials, client_id: cc-client, client_secret: '${{CC_SECRET}}'}}\n"),
+        );
+        let out = t
+            .cmd()
+            .args(["-w", "ws3", "mcp", "call", "web", "echo", "--args", r#"{"text": "cc"}"#])
+            .env("CC_SECRET", "cc-secret")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert!(lines(&t, "a.jsonl").iter().any(|l| l["form"]["grant_type"] == "client_credentials"));
+        assert!(!stdout(&out).contains("cc-secret") && !stderr(&out).contains("cc-secret"));
+    }));
+    let _ = a.kill();
+    let _ = b.kill();
+    let _ = a.wait();
+    let _ = b.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

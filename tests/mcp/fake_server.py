@@ -20,6 +20,12 @@ Environment:
   FAKE_MCP_FAIL_INIT=1   exit before answering initialize
   FAKE_MCP_SLOW_START=S  sleep S seconds before reading anything
   FAKE_MCP_FLOOD=1       list the flood tools (images, big_text, big_files)
+  FAKE_MCP_OAUTH=1       (--http) require an OAuth bearer token, and be the authorization
+                         server too: protected-resource and authorization-server metadata,
+                         registration, /authorize (redirects at once, as if a person signed
+                         in), /token (authorization_code with PKCE S256 checked, refresh_token,
+                         client_credentials for client cc-client / cc-secret); GET /fake/expire
+                         makes every access token so far invalid (refresh tokens stay good)
 """
 import base64
 import json
@@ -212,6 +218,10 @@ def serve_stdio():
     os._exit(0)
 
 
+OAUTH = bool(os.environ.get("FAKE_MCP_OAUTH"))
+OAUTH_STATE = {"valid": set(), "refresh": set(), "challenge": None, "n": 0}
+
+
 def serve_http(port_file):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -234,8 +244,19 @@ def serve_http(port_file):
 
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
-            msg = json.loads(self.rfile.read(n) or b"{}")
+            raw = self.rfile.read(n) or b"{}"
+            if OAUTH and self.path != "/mcp":
+                return self.oauth_post(raw)
+            msg = json.loads(raw)
             log({"http_headers": {k.lower(): v for k, v in self.headers.items()}})
+            if OAUTH:
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                if token not in OAUTH_STATE["valid"]:
+                    base = "http://%s" % self.headers.get("Host")
+                    return self.reply(401, {"error": "invalid_token"}, [(
+                        "WWW-Authenticate",
+                        'Bearer error="invalid_token", resource_metadata="%s/.well-known/oauth-protected-resource/mcp"' % base,
+                    )])
             r = handle(msg)
             extra = [("Mcp-Session-Id", "fake-session-1")] if msg.get("method") == "initialize" else []
             if r is None:
@@ -244,7 +265,73 @@ def serve_http(port_file):
                 self.reply(200, r, extra)
 
         def do_GET(self):
+            if OAUTH and self.path != "/mcp":
+                return self.oauth_get()
             self.reply(405, None, [("Allow", "POST, DELETE")])
+
+        def oauth_get(self):
+            import urllib.parse
+            base = "http://%s" % self.headers.get("Host")
+            path, _, query = self.path.partition("?")
+            q = dict(urllib.parse.parse_qsl(query))
+            log({"oauth": "GET " + path, "query": q})
+            if path == "/.well-known/oauth-protected-resource/mcp":
+                return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base]})
+            if path == "/.well-known/oauth-authorization-server":
+                return self.reply(200, {
+                    "issuer": base,
+                    "authorization_endpoint": base + "/authorize",
+                    "token_endpoint": base + "/token",
+                    "registration_endpoint": base + "/register",
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
+                })
+            if path == "/authorize":
+                OAUTH_STATE["challenge"] = q.get("code_challenge")
+                target = q["redirect_uri"] + "?" + urllib.parse.urlencode({"code": "code-1", "state": q.get("state", "")})
+                return self.reply(302, None, [("Location", target)])
+            if path == "/fake/expire":
+                OAUTH_STATE["valid"].clear()
+                return self.reply(200, {})
+            self.reply(404, {})
+
+        def oauth_post(self, raw):
+            import base64, hashlib, urllib.parse
+            path = self.path.partition("?")[0]
+            if path == "/register":
+                body = json.loads(raw)
+                log({"oauth": "POST /register", "body": body})
+                return self.reply(201, {"client_id": "dyn-client", "redirect_uris": body.get("redirect_uris", [])})
+            if path != "/token":
+                return self.reply(404, {})
+            form = dict(urllib.parse.parse_qsl(raw.decode()))
+            auth = self.headers.get("Authorization") or ""
+            if auth.startswith("Basic "):
+                cid, _, sec = base64.b64decode(auth[6:]).decode().partition(":")
+                form.setdefault("client_id", urllib.parse.unquote(cid))
+                form.setdefault("client_secret", urllib.parse.unquote(sec))
+            log({"oauth": "POST /token", "form": {k: v for k, v in form.items() if k != "client_secret"}})
+            grant = form.get("grant_type")
+            if grant == "authorization_code":
+                verifier = form.get("code_verifier", "")
+                digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+                if form.get("code") != "code-1" or digest != OAUTH_STATE["challenge"]:
+                    return self.reply(400, {"error": "invalid_grant"})
+            elif grant == "refresh_token":
+                if form.get("refresh_token") not in OAUTH_STATE["refresh"]:
+                    return self.reply(400, {"error": "invalid_grant"})
+            elif grant == "client_credentials":
+                if (form.get("client_id"), form.get("client_secret")) != ("cc-client", "cc-secret"):
+                    return self.reply(401, {"error": "invalid_client"})
+            else:
+                return self.reply(400, {"error": "unsupported_grant_type"})
+            OAUTH_STATE["n"] += 1
+            access, refresh = "access-%d" % OAUTH_STATE["n"], "refresh-%d" % OAUTH_STATE["n"]
+            OAUTH_STATE["valid"].add(access)
+            OAUTH_STATE["refresh"].add(refresh)
+            self.reply(200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh})
 
         def do_DELETE(self):
             log({"method": "DELETE"})

@@ -308,6 +308,9 @@ pub struct ServerConfig {
     /// The server's tools never to offer (same patterns); applied after `allowed_tools`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denied_tools: Option<Vec<String>>,
+    /// OAuth client settings of an HTTP server (see `mcp::auth`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<crate::mcp::auth::OAuthConfig>,
 }
 
 /// An MCP server's `type`: how agentloop talks to it. Read case-insensitively, with the

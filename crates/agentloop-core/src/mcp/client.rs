@@ -35,6 +35,8 @@ pub enum CallError {
     Rpc { code: i32, message: String },
     /// The connection is gone (the server exited or closed it).
     Closed(String),
+    /// The server asks for (more) authorization: its `WWW-Authenticate` challenge.
+    Auth(String),
     /// Anything else the SDK reports.
     Other(String),
 }
@@ -113,6 +115,29 @@ async fn connect_stdio(
 }
 
 async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, String> {
+    // A server that asks for authorization is signed in to (where a person asked for that) and
+    // connected again, at most MAX_SIGN_INS times.
+    let mut sign_ins = 0;
+    loop {
+        match connect_http_once(server, url, headers).await {
+            Err(Failure::Challenge(ch)) if super::auth::sign_in_allowed() && sign_ins < super::auth::MAX_SIGN_INS => {
+                sign_ins += 1;
+                super::auth::sign_in(server, url, Some(&ch)).await?;
+            }
+            Err(Failure::Challenge(ch)) => return Err(super::auth::needs_sign_in(server, &ch)),
+            Err(Failure::Other(e)) => return Err(e),
+            Ok(s) => return Ok(s),
+        }
+    }
+}
+
+/// Why connecting failed: the server's authorization challenge, or anything else.
+enum Failure {
+    Challenge(String),
+    Other(String),
+}
+
+async fn connect_http_once(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, Failure> {
     use reqwest::header::{HeaderName, HeaderValue};
     // rustls needs one process-wide crypto provider; ring is the one already in the tree.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -120,19 +145,47 @@ async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) 
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("MCP server {}: cannot build the HTTP client: {e}", server.name))?;
+        .map_err(|e| Failure::Other(format!("MCP server {}: cannot build the HTTP client: {e}", server.name)))?;
     let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
     for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| format!("MCP server {}: `{k}` is not a valid HTTP header name", server.name))?;
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            Failure::Other(format!("MCP server {}: `{k}` is not a valid HTTP header name", server.name))
+        })?;
         let value = HeaderValue::from_str(v).map_err(|_| {
-            format!("MCP server {}: the value of header `{k}` is not a valid HTTP header value", server.name)
+            Failure::Other(format!(
+                "MCP server {}: the value of header `{k}` is not a valid HTTP header value",
+                server.name
+            ))
         })?;
         config.custom_headers.insert(name, value);
     }
-    let transport = StreamableHttpClientTransport::with_client(client, config);
-    let service = client_info().serve(transport).await.map_err(|e| init_error(server, &e, None))?;
-    Ok(session(service, None))
+    // The token kept for this exact URL (if any) goes with every request to it, refreshed
+    // when it expires; without one, requests go out plain and a 401 says what to do.
+    let manager = super::auth::manager(server, url).await.map_err(Failure::Other)?;
+    let transport =
+        StreamableHttpClientTransport::with_client(rmcp::transport::AuthClient::new(client, manager), config);
+    match client_info().serve(transport).await {
+        Ok(service) => Ok(session(service, None)),
+        Err(ClientInitializeError::TransportError { error, .. }) if challenge_of(&*error.error).is_some() => {
+            Err(Failure::Challenge(challenge_of(&*error.error).unwrap_or_default()))
+        }
+        Err(e) => Err(Failure::Other(init_error(server, &e, None))),
+    }
+}
+
+/// The `WWW-Authenticate` challenge of a 401 or 403 answer somewhere in an error's chain.
+fn challenge_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            if let Some(c) = h.auth_challenge() {
+                return Some(c.to_string());
+            }
+        }
+        cur = err.source();
+    }
+    None
 }
 
 fn session(service: RunningService<RoleClient, ClientConfig>, pgid: Option<u32>) -> Session {
@@ -247,6 +300,14 @@ impl Drop for Session {
 }
 
 fn call_error(e: ServiceError) -> CallError {
+    // The SDK's send error does not chain its transport's error: look inside it.
+    let challenge = match &e {
+        ServiceError::TransportSend(d) => challenge_of(&*d.error),
+        other => challenge_of(other),
+    };
+    if let Some(ch) = challenge {
+        return CallError::Auth(ch);
+    }
     match e {
         ServiceError::McpError(d) => CallError::Rpc { code: d.code.0, message: d.message.to_string() },
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => CallError::Closed(e.to_string()),

@@ -52,6 +52,8 @@ pub struct Server {
     /// Values that must not be recorded: what `${VAR}` put into env, headers, url or args,
     /// and every header value (6 characters or more; shorter ones would redact noise).
     pub secrets: Vec<String>,
+    /// OAuth client settings (HTTP servers only), variables expanded.
+    pub oauth: Option<super::auth::OAuth>,
 }
 
 impl Server {
@@ -301,6 +303,27 @@ fn resolve_one(
         };
         Some(Transport::Stdio { command, args, env, cwd })
     };
+    let oauth = match (&sc.oauth, http && enabled) {
+        (Some(_), false) if enabled => {
+            return Err(bad("`oauth` applies to HTTP servers (`url`) only".into())
+                .with_hint("remove oauth, or give the server's url"))
+        }
+        (Some(o), true) => {
+            let ex = |k: &str, v: &Option<String>| {
+                v.as_deref().map(|v| expand(v, &rec).map_err(|e| bad(format!("oauth.{k}: {e}")))).transpose()
+            };
+            let client_secret = ex("client_secret", &o.client_secret)?;
+            secrets.extend(client_secret.clone());
+            Some(super::auth::OAuth {
+                grant: o.grant.unwrap_or_default(),
+                client_id: ex("client_id", &o.client_id)?,
+                client_secret,
+                scopes: o.scopes.clone().unwrap_or_default(),
+                client_metadata_url: ex("client_metadata_url", &o.client_metadata_url)?,
+            })
+        }
+        _ => None,
+    };
     secrets.extend(used.into_inner());
     secrets.retain(|s| s.chars().count() >= 6);
     secrets.sort();
@@ -320,6 +343,7 @@ fn resolve_one(
         allowed_tools: sc.allowed_tools.clone(),
         denied_tools: sc.denied_tools.clone().unwrap_or_default(),
         secrets,
+        oauth,
     })
 }
 

@@ -18,6 +18,7 @@
 //! - All async work runs on one current-thread tokio runtime owned by the hub, created on first
 //!   use; commands that configure no servers never create it.
 
+pub mod auth;
 pub mod cache;
 pub mod client;
 pub mod config;
@@ -269,7 +270,8 @@ impl Hub {
         };
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let where_ = log_note(server);
-        let mut result = rt.block_on(async {
+        let mut sign_ins = 0;
+        let mut result = rt.block_on(async { loop {
             if live.get(idx).is_some_and(Session::is_closed) {
                 if let Some(s) = live.remove(idx) {
                     s.close().await;
@@ -309,7 +311,33 @@ impl Hub {
                 }
             }
             let session = live.get(idx).expect("session just inserted");
-            match tokio::time::timeout(server.timeout, session.call(tool, args)).await {
+            let outcome = tokio::time::timeout(server.timeout, session.call(tool, args)).await;
+            // A 401/403 mid-session: sign in again (step-up) where a person asked for that,
+            // then reconnect and call once more; else say how to sign in.
+            if let Ok(Err(CallError::Auth(ch))) = &outcome {
+                let url = match &server.transport {
+                    Some(config::Transport::Http { url, .. }) => url.clone(),
+                    _ => String::new(),
+                };
+                if !auth::sign_in_allowed() {
+                    break ToolResult::err(auth::needs_sign_in(server, ch), true);
+                }
+                if sign_ins >= auth::MAX_SIGN_INS {
+                    break ToolResult::err(
+                        format!("{} (gave up after {sign_ins} sign-ins)", auth::needs_sign_in(server, ch)),
+                        true,
+                    );
+                }
+                sign_ins += 1;
+                if let Some(s) = live.remove(idx) {
+                    s.close().await;
+                }
+                if let Err(e) = auth::sign_in(server, &url, Some(ch)).await {
+                    break ToolResult::err(e, true);
+                }
+                continue;
+            }
+            break match outcome {
                 Err(_) => {
                     // Dropping the call queued `notifications/cancelled`: let it go out.
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -343,8 +371,9 @@ impl Hub {
                 Ok(Err(CallError::Other(e))) => {
                     ToolResult::err(format!("MCP server {}: tool {tool} failed: {e}", server.name), true)
                 }
-            }
-        });
+                Ok(Err(CallError::Auth(ch))) => ToolResult::err(auth::needs_sign_in(server, &ch), true),
+            };
+        } });
         proc::park_if_interrupted();
         result.output = server.redact(&result.output);
         result.error = result.error.map(|e| server.redact(&e));
@@ -393,12 +422,27 @@ fn secs(d: Duration) -> String {
 async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache::Listing, String> {
     let watch = crate::clock::Stopwatch::start();
     let work = async {
-        let s = client::connect(server, root).await?;
-        match s.list_tools().await {
-            Ok(tools) => Ok((s, tools)),
-            Err(e) => {
-                s.close().await;
-                Err(format!("MCP server {} could not list its tools: {e:?}", server.name))
+        let mut sign_ins = 0;
+        loop {
+            let s = client::connect(server, root).await?;
+            match s.list_tools().await {
+                Ok(tools) => return Ok((s, tools)),
+                Err(CallError::Auth(ch)) => {
+                    s.close().await;
+                    if !auth::sign_in_allowed() || sign_ins >= auth::MAX_SIGN_INS {
+                        return Err(auth::needs_sign_in(server, &ch));
+                    }
+                    sign_ins += 1;
+                    let url = match &server.transport {
+                        Some(config::Transport::Http { url, .. }) => url.clone(),
+                        _ => String::new(),
+                    };
+                    auth::sign_in(server, &url, Some(&ch)).await?;
+                }
+                Err(e) => {
+                    s.close().await;
+                    return Err(format!("MCP server {} could not list its tools: {e:?}", server.name));
+                }
             }
         }
     };

@@ -463,6 +463,17 @@ pub struct McpServerView {
     /// `mcp check` only: whether it answered
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
+    /// HTTP servers: who is signed in (`mcp login`), or null; never the token
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_in: Option<McpSignedIn>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct McpSignedIn {
+    /// The OAuth client agentloop signed in as
+    pub client_id: String,
+    /// The scopes granted
+    pub scopes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

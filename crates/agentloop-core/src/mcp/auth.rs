@@ -1,0 +1,418 @@
+//! OAuth for streamable-HTTP MCP servers, as the MCP authorization specification profiles
+//! OAuth 2.1: protected-resource metadata (RFC 9728) found from the server's 401
+//! `WWW-Authenticate` challenge or the well-known paths, authorization-server metadata (RFC 8414
+//! and OpenID discovery), a client from configuration, a client metadata document or dynamic
+//! registration (RFC 7591), the authorization code flow with PKCE (S256) and the `resource`
+//! parameter (RFC 8707) for people, the client-credentials grant for unattended use, refresh,
+//! and step-up on 403 `insufficient_scope`. The protocol itself is rmcp's `auth` feature (the
+//! official SDK's, built on the `oauth2` crate); this module keeps the tokens, runs the loopback
+//! redirect and decides when a person may be asked.
+//!
+//! Invariants:
+//! - Tokens live in one file per server URL under `$XDG_STATE_HOME/agentloop/mcp-auth/`
+//!   (else `~/.local/state/...`), written atomically and readable by the owner only; never in a
+//!   workspace, a trace, a log or a report.
+//! - A stored token is found by the exact URL it was issued for (the resource) and the file
+//!   repeats that URL, checked on every read: a configuration that names another host under the
+//!   same server name finds no token, so a token is only ever sent to its own server.
+//! - A browser sign-in runs only where a person asked for it (`mcp login`, or `--login` on
+//!   `mcp list|call|check`); everywhere else a server that asks for authorization is an error
+//!   naming `agentloop mcp login NAME`.
+
+use super::config::Server;
+use camino::Utf8PathBuf;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig, CredentialStore, OAuthState,
+    StoredCredentials,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// `mcp.servers.NAME.oauth`: how agentloop identifies itself to the server's authorization
+/// server. Every key is optional: with none, the client registers itself (dynamic registration)
+/// and a person signs in with `agentloop mcp login NAME`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OAuthConfig {
+    /// `authorization_code` (default: a person signs in) or `client_credentials` (a machine
+    /// client: workers and cron, needs `client_id` and `client_secret`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+    /// A client registered with the authorization server beforehand (skips registration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret; `${VAR}` takes it from the environment (recommended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for (default: what the server's challenge or metadata names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// An https URL of a client metadata document, used as the client id where the
+    /// authorization server supports them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    #[default]
+    AuthorizationCode,
+    ClientCredentials,
+}
+
+/// [`OAuthConfig`] with its variables expanded.
+#[derive(Debug, Clone, Default)]
+pub struct OAuth {
+    pub grant: Grant,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub scopes: Vec<String>,
+    pub client_metadata_url: Option<String>,
+}
+
+static INTERACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Lets this process ask a person to sign in when a server asks for authorization.
+pub fn allow_sign_in() {
+    INTERACTIVE.store(true, Ordering::SeqCst);
+}
+
+pub fn sign_in_allowed() -> bool {
+    INTERACTIVE.load(Ordering::SeqCst)
+}
+
+/// How many times one operation re-authorizes before giving up: a server that keeps answering
+/// 403 must not loop a person (or a script) through sign-ins for ever.
+pub const MAX_SIGN_INS: u32 = 3;
+
+/// The folder of stored tokens; None without `XDG_STATE_HOME` and `HOME`.
+pub fn store_dir() -> Option<Utf8PathBuf> {
+    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("mcp-auth"))
+}
+
+/// The token file of a server URL.
+pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
+    Some(store_dir()?.join(format!("{:016x}.json", super::config::fnv1a(url.as_bytes()))))
+}
+
+/// What a token file holds: the URL the token was issued for, and rmcp's credentials.
+#[derive(Serialize, Deserialize)]
+struct TokenFile {
+    resource: String,
+    credentials: StoredCredentials,
+}
+
+/// rmcp's credential store on the token file of one server URL.
+#[derive(Clone)]
+pub struct FileStore {
+    pub url: String,
+    pub path: Option<Utf8PathBuf>,
+}
+
+impl FileStore {
+    pub fn new(url: &str) -> Self {
+        FileStore { url: url.to_string(), path: token_path(url) }
+    }
+
+    fn read(&self) -> Result<Option<StoredCredentials>, String> {
+        let Some(path) = &self.path else { return Ok(None) };
+        let Some(text) = crate::fs::read_optional(path).map_err(|e| e.message)? else { return Ok(None) };
+        let f: TokenFile = serde_json::from_str(&text).map_err(|e| format!("{path} is not a token file: {e}"))?;
+        // The file name is a hash of the URL; the URL inside is what decides.
+        Ok((f.resource == self.url).then_some(f.credentials))
+    }
+
+    /// Who is signed in: the client id and the granted scopes, never the token.
+    pub fn describe(&self) -> Option<serde_json::Value> {
+        let c = self.read().ok()??;
+        c.token_response.as_ref()?;
+        Some(serde_json::json!({"client_id": c.client_id, "scopes": c.granted_scopes}))
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FileStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.read().map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let Some(path) = &self.path else {
+            return Err(AuthError::CredentialStoreError(
+                "no state folder to keep MCP tokens in (set XDG_STATE_HOME or HOME)".into(),
+            ));
+        };
+        let f = TokenFile { resource: self.url.clone(), credentials };
+        let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        let write = || -> crate::error::Result<()> {
+            if let Some(d) = path.parent() {
+                crate::fs::create_dir_all(d)?;
+            }
+            crate::fs::write_private(path, &text)
+        };
+        write().map_err(|e| AuthError::CredentialStoreError(e.message))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        match &self.path {
+            Some(p) => match std::fs::remove_file(p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(AuthError::CredentialStoreError(format!("cannot remove {p}: {e}")))
+                }
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+/// Removes the stored token of a server URL; whether there was one.
+pub fn forget(url: &str) -> crate::error::Result<bool> {
+    let Some(path) = token_path(url) else { return Ok(false) };
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::error::Error::io("remove", &path, e)),
+    }
+}
+
+/// rustls needs one process-wide crypto provider before any HTTP client is built; ring is the
+/// one already in the tree.
+fn crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The authorization manager of a server with its stored token (if any), for every request.
+pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+    crypto();
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    m.set_credential_store(FileStore::new(url));
+    if FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?.is_some() {
+        m.initialize_from_store().await.map_err(|e| auth_error(server, &e))?;
+    } else if server.oauth.as_ref().is_some_and(|o| o.grant == Grant::ClientCredentials) {
+        return client_credentials(server, url).await;
+    }
+    Ok(m)
+}
+
+/// The client-credentials grant: a token for the configured machine client, kept like any other.
+async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+    crypto();
+    let o = server.oauth.clone().unwrap_or_default();
+    let (Some(client_id), Some(client_secret)) = (o.client_id, o.client_secret) else {
+        return Err(format!(
+            "MCP server {}: mcp.servers.{}.oauth.grant `client_credentials` needs oauth.client_id and oauth.client_secret",
+            server.name, server.name
+        ));
+    };
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    m.set_credential_store(FileStore::new(url));
+    let mut st = OAuthState::Unauthorized(m);
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id,
+        client_secret,
+        scopes: o.scopes,
+        resource: Some(url.to_string()),
+    };
+    st.authenticate_client_credentials(config).await.map_err(|e| auth_error(server, &e))?;
+    st.into_authorization_manager()
+        .ok_or_else(|| format!("MCP server {}: the client-credentials grant did not finish", server.name))
+}
+
+/// The scopes a `WWW-Authenticate` challenge names (`scope="a b"`).
+pub fn challenge_scopes(challenge: &str) -> Vec<String> {
+    let Some(i) = challenge.find("scope=\"") else { return vec![] };
+    let rest = &challenge[i + 7..];
+    let end = rest.find('"').unwrap_or(rest.len());
+    rest[..end].split_whitespace().map(str::to_string).collect()
+}
+
+/// Runs a sign-in for `server`: the authorization URL is opened with `$BROWSER` (else printed
+/// for the person to open), the redirect comes back to a loopback port, and the token is kept.
+/// `challenge` is the server's `WWW-Authenticate` (None: discover from the URL); `scopes` are
+/// asked for beyond what the challenge names (the ones already granted, on a step-up).
+pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Result<(), String> {
+    crypto();
+    let o = server.oauth.clone().unwrap_or_default();
+    if o.grant == Grant::ClientCredentials {
+        let _ = FileStore::new(url).clear().await;
+        client_credentials(server, url).await?;
+        return Ok(());
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot open a loopback port for the sign-in redirect: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    // A step-up keeps what was granted and adds what the server now asks for.
+    let store = FileStore::new(url);
+    let mut scopes: Vec<String> = o.scopes.clone();
+    if let Some(ch) = challenge {
+        let asked = challenge_scopes(ch);
+        if !asked.is_empty() && ch.contains("insufficient_scope") {
+            if let Ok(Some(c)) = store.read() {
+                scopes.extend(c.granted_scopes);
+            }
+        }
+        scopes.extend(asked);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    scopes.retain(|s| seen.insert(s.clone()));
+    let mut req = AuthorizationRequest::new(&redirect).with_client_name("agentloop");
+    if !scopes.is_empty() {
+        req = req.with_scopes(scopes);
+    } else {
+        req = req.with_initial_scope_selection();
+    }
+    if let Some(id) = &o.client_id {
+        req = req.with_preregistered_client(id);
+        if let Some(s) = &o.client_secret {
+            req = req.with_client_secret(s);
+        }
+    }
+    if let Some(u) = &o.client_metadata_url {
+        req = req.with_client_metadata_url(u);
+    }
+    if let Some(ch) = challenge {
+        req = req.with_challenge(ch);
+    }
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    m.set_credential_store(store);
+    let mut st = OAuthState::Unauthorized(m);
+    st.start_authorization(req).await.map_err(|e| auth_error(server, &e))?;
+    let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, &e))?;
+    open_browser(server, &auth_url);
+    let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| {
+        format!("MCP server {}: no sign-in came back within {} minutes", server.name, SIGN_IN_WAIT.as_secs() / 60)
+    })??;
+    st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, &e))?;
+    crate::output::stderr_line(&format!("signed in to MCP server {}", server.name));
+    Ok(())
+}
+
+/// [`sign_in`] on a runtime of its own, for `mcp login` (which has no hub).
+pub fn sign_in_now(server: &Server, url: &str) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the MCP client runtime: {e}"))?;
+    rt.block_on(sign_in(server, url, None))
+}
+
+/// How long a sign-in waits for the browser to come back.
+const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// Opens the authorization URL: with `$BROWSER` when set (a command that takes the URL as its
+/// argument), else by printing it for the person to open.
+fn open_browser(server: &Server, url: &str) {
+    crate::output::stderr_line(&format!("sign in to MCP server {} in your browser:", server.name));
+    crate::output::stderr_line(&format!("  {url}"));
+    let Ok(browser) = std::env::var("BROWSER") else { return };
+    let Some(cmd) = browser.split(':').find(|c| !c.trim().is_empty()) else { return };
+    let mut parts = cmd.split_whitespace();
+    let Some(program) = parts.next() else { return };
+    let mut args: Vec<String> = parts.map(str::to_string).collect();
+    if args.iter().any(|a| a.contains("%s")) {
+        args = args.into_iter().map(|a| a.replace("%s", url)).collect();
+    } else {
+        args.push(url.to_string());
+    }
+    let spawned = std::process::Command::new(program)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        crate::output::stderr_line(&format!(
+            "warning: cannot start $BROWSER ({program}): {e}; open the address above yourself"
+        ));
+    }
+}
+
+/// Waits for the browser's redirect on the loopback port: the first request to `/callback`
+/// carrying `code` or `error`. Returns the full redirect URL.
+async fn receive(listener: tokio::net::TcpListener) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    loop {
+        let (mut sock, _) = listener.accept().await.map_err(|e| format!("the sign-in redirect failed: {e}"))?;
+        let mut buf = vec![0u8; 8192];
+        let mut n = 0;
+        while n < buf.len() {
+            match sock.read(&mut buf[n..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+            if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        let is_callback = target.starts_with("/callback?");
+        let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
+        let has = |k: &str| query.split('&').any(|p| p.starts_with(&format!("{k}=")));
+        let (status, body) = if is_callback && (has("code") || has("error")) {
+            ("200 OK", "Signed in. You can close this page and go back to agentloop.")
+        } else {
+            ("404 Not Found", "Not the sign-in redirect.")
+        };
+        let _ = sock
+            .write_all(
+                format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await;
+        if !(is_callback && (has("code") || has("error"))) {
+            continue;
+        }
+        if has("error") {
+            let err = query.split('&').find_map(|p| p.strip_prefix("error=")).unwrap_or("error");
+            return Err(format!("the authorization server refused the sign-in: {err}"));
+        }
+        return Ok(format!("http://127.0.0.1{target}"));
+    }
+}
+
+/// An rmcp auth error as a message naming the server.
+pub fn auth_error(server: &Server, e: &AuthError) -> String {
+    server.redact(&format!("MCP server {} ({}): authorization failed: {e}", server.name, server.display))
+}
+
+/// What to tell a person when a server wants authorization and no sign-in may run here.
+pub fn needs_sign_in(server: &Server, challenge: &str) -> String {
+    let what = if challenge.contains("insufficient_scope") {
+        let s = challenge_scopes(challenge);
+        if s.is_empty() {
+            "needs more scopes".to_string()
+        } else {
+            format!("needs the scope {}", s.join(" "))
+        }
+    } else {
+        "requires authorization".to_string()
+    };
+    format!(
+        "MCP server {} ({}) {what}: run `agentloop mcp login {}` (or configure mcp.servers.{}.oauth with grant: client_credentials)",
+        server.name, server.display, server.name, server.name
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_scopes_of_a_challenge() {
+        assert_eq!(
+            challenge_scopes(
+                r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="x""#
+            ),
+            ["mcp:basic", "mcp:write"]
+        );
+        assert!(challenge_scopes(r#"Bearer resource_metadata="x""#).is_empty());
+    }
+}
