@@ -232,10 +232,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
             return Err(phases::values::declined(c, Some(json!(negotiation))));
         }
         match &refusal {
-            Some(why) => {
-                Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-                    .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force"))
-            }
+            Some(why) => Err(phases::negotiate::refused(&est, &limits, why)),
             None => Ok(code::OK),
         }
     };

@@ -4,6 +4,7 @@
 
 mod bounds;
 mod browser;
+mod chat;
 mod common;
 mod conformance;
 mod contracts;
