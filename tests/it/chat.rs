@@ -13,10 +13,14 @@ use serde_json::{json, Value};
 /// slot, and the carried facts that reached it (so a test can see them on stdout).
 fn outcome(prompt: &str) -> String {
     let pick = |label: &str| {
-        prompt.lines().find_map(|l| l.trim().strip_prefix(label).map(|v| v.trim().to_string())).unwrap_or_default()
+        // The value's first word: `Date: 2026-01-01 (UTC, ...)` gives the date.
+        prompt
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(label).and_then(|v| v.split_whitespace().next()).map(String::from))
+            .unwrap_or_default()
     };
-    let carried: Vec<&str> = prompt.lines().filter(|l| l.contains("A person answered")).collect();
-    format!("Digest for {} (slot {}); answers carried: {}", pick("Date:"), pick("Slot:"), carried.len())
+    let answered = if prompt.contains("A person answered") { "yes" } else { "no" };
+    format!("Digest for {} (slot {}); a person's answer reached the model: {answered}", pick("Date:"), pick("Slot:"))
 }
 
 /// The whole text a request sends (system, messages, tool results), for [`outcome`].
@@ -32,8 +36,28 @@ fn prompt_text(body: &Value) -> String {
     out.replace("\\n", "\n")
 }
 
+/// How the fake model behaves beyond the plain run.
+#[derive(Clone, Copy, Default)]
+pub struct Behaviour {
+    /// Reflect asks a person which topics matter (escalates) until an answer reaches the prompt.
+    pub asks_once: bool,
+    /// Reflect learns this many facts a run, all new (named by the run's date), so what a
+    /// follow-up carries overflows its cap.
+    pub facts: usize,
+}
+
 /// The arguments the fake model gives for the answer tool `tool`.
-fn answer(tool: &str, body: &Value) -> Value {
+fn answer(tool: &str, body: &Value, b: Behaviour) -> Value {
+    let prompt = prompt_text(body);
+    if tool == "reflect_answer" && b.asks_once && !prompt.contains("A person answered") {
+        return json!({"decision": "escalate", "reason": "need human input: which topics matter most?"});
+    }
+    if tool == "reflect_answer" && b.facts > 0 {
+        let date = prompt.lines().find_map(|l| l.trim().strip_prefix("Date:")).unwrap_or("").trim();
+        let facts: Vec<String> = (1..=b.facts).map(|i| format!("item {i} of {date} was reported (step 1)")).collect();
+        return json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1], "artifacts": ["artifacts/out.md"]}, {"item": 3, "steps": [1]}],
+            "facts": facts, "decision": "done", "reason": "every item is met", "outcome": outcome(&prompt)});
+    }
     match tool {
         "frame_answer" => {
             json!({"goal": "the goal", "definition_of_done": ["sources read", "digest written", "result said"], "can_proceed": true})
@@ -69,10 +93,15 @@ fn forced(body: &Value) -> String {
 /// Starts the fake model. `/v1/messages` answers in Anthropic's format, anything else in
 /// OpenAI's (Ollama's `/v1/chat/completions` included).
 pub fn model_server() -> Server {
-    Server::start_with(|_, req| {
+    model_server_with(Behaviour::default())
+}
+
+/// [`model_server`] with a behaviour.
+pub fn model_server_with(b: Behaviour) -> Server {
+    Server::start_with(move |_, req| {
         let body = req.json();
         let tool = forced(&body);
-        let args = answer(&tool, &body);
+        let args = answer(&tool, &body, b);
         if req.url.ends_with("/messages") {
             return Reply::json(
                 200,

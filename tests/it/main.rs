@@ -8,6 +8,7 @@ mod chat;
 mod common;
 mod conformance;
 mod contracts;
+mod digest;
 mod docs;
 mod ductile;
 mod ductile_real;

@@ -558,8 +558,8 @@ fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
         ),
     };
     facts.push(outcome.chars().take(600).collect());
-    let keep = facts.len().saturating_sub(20);
-    Ok(facts.split_off(keep))
+    // 20 lines at most, but a person's answer is never dropped: it cannot be learned again.
+    Ok(crate::facts::capped_keeping_answers(facts, 20))
 }
 
 /// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the

@@ -47,6 +47,7 @@ pub fn first_prompts(
     goal: &str,
     background: &str,
     carried: &[String],
+    slot: Option<&str>,
     limits: &Limits,
 ) -> crate::error::Result<(String, String, String)> {
     let catalog = env.catalog();
@@ -57,7 +58,8 @@ pub fn first_prompts(
     let carried = crate::facts::merged(carried.iter().cloned());
     let context = env.tpl.render(
         "context.md.j2",
-        json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried}),
+        json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried,
+            "date": super::init::run_date(), "slot": slot}),
     )?;
     let state = crate::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
     let (prompt, _) = super::frame::prompt_with(env, &state, &crate::markdown::Memory::default(), &context)?;
@@ -71,7 +73,7 @@ pub fn first_prompts(
 }
 
 pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
-    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], limits)?;
+    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], None, limits)?;
     let frame_tool = contract::frame_tool();
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
