@@ -10,6 +10,7 @@ mod conformance;
 mod contracts;
 mod digest;
 mod docs;
+mod docs_run;
 mod ductile;
 mod ductile_real;
 mod files;
