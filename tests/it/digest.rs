@@ -110,3 +110,17 @@ fn the_readme_cron_digest_runs_as_written_over_three_mornings() {
     let archived = std::fs::read_dir(t.path("home/digest/runs")).unwrap().count();
     assert_eq!(archived, 2);
 }
+
+/// `--output` into a folder that does not exist is refused before anything is spent or created.
+#[test]
+fn output_into_a_missing_folder_is_refused_before_the_run() {
+    let t = T::new();
+    let model = crate::chat::model_server().expect_calls(0);
+    let out = t
+        .al(&["--provider", "openai", "--base-url", &model.url, "run", "--goal", "g", "--output", "nowhere/today.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--output nowhere/today.txt: nowhere is not an existing folder"), "{}", stderr(&out));
+    assert!(!t.exists("ws") && !t.exists("nowhere"));
+}
