@@ -63,7 +63,7 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
     }
     if let Some(m) = c.max_cost_usd {
         let priced = crate::model::is_scripted(model)
-            || crate::model::pricing::cost(model, &Default::default(), &cfg.prices).is_some();
+            || crate::model::pricing::cost_in(cfg, model, &Default::default()).is_some();
         if !priced && c.max_tokens.is_none() {
             return Err(format!("dream.curiosity.max_cost_usd cannot hold: model `{model}` has no price (add it under `prices:`, or set dream.curiosity.max_tokens)"));
         }
@@ -117,7 +117,7 @@ fn explore_one(
     };
     let r = m.complete(&req, &mut |_| {})?;
     // A scripted model, like an unpriced one, has no price.
-    let cost = crate::model::pricing::cost(m.model(), &r.usage, &cfg.prices).unwrap_or(0.0);
+    let cost = crate::model::pricing::cost_in(cfg, m.model(), &r.usage).unwrap_or(0.0);
     if let Err(e) = crate::rest_window::record_dream(cfg, id, r.usage.total(), cost) {
         ctx.printer.warn(&format!("usage ledger: {e}"));
     }

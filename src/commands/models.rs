@@ -82,7 +82,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
         checks.extend(probes::carriers(m.as_mut(), probes::prompt_tokens(&r)));
     }
     let works = checks.iter().all(|c| c.passed);
-    let cost = model::pricing::cost(&r.model, &r.usage, &cfg.prices);
+    let cost = model::pricing::cost_in(cfg, &r.model, &r.usage);
     let mut v = json!({
         "provider": m.provider(),
         "model": if r.model.is_empty() { m.model().to_string() } else { r.model.clone() },

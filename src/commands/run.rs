@@ -81,6 +81,12 @@ pub struct RunArgs {
     /// takes it as `output`, result.json holds it under `output`, and stdout shows it.
     #[arg(long, value_name = "FILE", requires = "goal")]
     pub output_schema: Option<camino::Utf8PathBuf>,
+    /// Also write what stdout shows of a run that ends done (its outcome, or its output under
+    /// an output schema) to FILE, replacing it atomically once the run has ended. A run that
+    /// escalates, stops, fails, or whose --slot already ran leaves FILE as it was (a shell
+    /// redirect would have emptied it first).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dry_run", "events"])]
+    pub output: Option<camino::Utf8PathBuf>,
 }
 
 /// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
@@ -127,7 +133,32 @@ pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         return dry_run(&ctx, &args);
     }
     let req = request(&args, answer)?;
-    execute(&ctx, &req, args.events)
+    let Some(file) = &args.output else { return execute(&ctx, &req, args.events) };
+    // Checked before anything is spent: a run whose result could not be written is wasted.
+    let dir = match file.parent() {
+        Some(d) if !d.as_str().is_empty() => d,
+        _ => camino::Utf8Path::new("."),
+    };
+    // The workspace itself may not exist yet: a new run creates it.
+    let in_workspace = dir.as_str().trim_end_matches('/') == ctx.ws.root.as_str().trim_end_matches('/');
+    if !(dir.is_dir() || in_workspace) || file.is_dir() {
+        return Err(Error::usage(format!("--output {file}: {dir} is not an existing folder, or {file} is a folder"))
+            .with_hint("name a file in a folder that exists (or in the workspace), e.g. --output ~/digest/today.txt"));
+    }
+    let (exit, ran) = carry_out(&ctx, &req, false, true)?;
+    if let Some(text) = ran.as_ref().filter(|s| s.status == Status::Done).and_then(final_text) {
+        crate::fs::write_atomic(file, format!("{}\n", text.trim_end()).as_bytes())?;
+    }
+    Ok(exit)
+}
+
+/// What stdout shows of a run that ended done: its output in the user's shape, or its outcome.
+fn final_text(state: &State) -> Option<String> {
+    match (&state.output, &state.outcome) {
+        (Some(out), _) => Some(out.to_string()),
+        (None, Some(o)) => Some(o.clone()),
+        (None, None) => None,
+    }
 }
 
 /// Carries out `req` in the context's workspace and prints the outcome; the exit code is the
@@ -139,6 +170,12 @@ pub fn execute(ctx: &Ctx, req: &Request, events: bool) -> Result<u8> {
 /// [`execute`], with `ledger` saying whether the run's usage counts toward the agent's rest
 /// window.
 pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<u8> {
+    carry_out(ctx, req, events, ledger).map(|(exit, _)| exit)
+}
+
+/// [`execute_counting`], with the run's state when this invocation ran it (not when it only
+/// said how a run ended, or found its slot taken).
+fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8, Option<State>)> {
     // Nothing is created for a mistyped -w unless a run is being started.
     if !matches!(req, Request::Start(_)) {
         ctx.ws.require_dir()?;
@@ -146,7 +183,7 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
     let runner =
         Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events, ledger };
     match runner.request(req)? {
-        Outcome::Ended(s) => report_ended(ctx, &s),
+        Outcome::Ended(s) => report_ended(ctx, &s).map(|exit| (exit, None)),
         Outcome::SlotTaken(s) => {
             let p = &ctx.printer;
             if p.json {
@@ -161,12 +198,12 @@ pub fn execute_counting(ctx: &Ctx, req: &Request, events: bool, ledger: bool) ->
                 s.status.as_str(),
                 s.reason.as_deref().unwrap_or_default()
             ));
-            Ok(code::SLOT_TAKEN)
+            Ok((code::SLOT_TAKEN, None))
         }
         Outcome::Repeated(s) => report_repeat(ctx, &s),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
-            Ok(stop.exit_code())
+            Ok((stop.exit_code(), Some(state)))
         }
     }
 }
@@ -244,7 +281,8 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         }
         _ => Vec::new(),
     };
-    let (system, frame, catalog) = phases::negotiate::first_prompts(&env, &goal, &background, &carried, &limits)?;
+    let (system, frame, catalog) =
+        phases::negotiate::first_prompts(&env, &goal, &background, &carried, args.slot.as_deref(), &limits)?;
     // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9; a
     // values conflict first, which --force does not override).
     let resting = crate::rest_window::check(ctx.config(), &ctx.ws.root).err();
@@ -257,10 +295,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
             return Err(phases::values::declined(c, Some(json!(negotiation))));
         }
         match &refusal {
-            Some(why) => {
-                Err(Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-                    .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force"))
-            }
+            Some(why) => Err(phases::negotiate::refused(&est, &limits, why)),
             None => Ok(code::OK),
         }
     };

@@ -4,10 +4,13 @@
 
 mod bounds;
 mod browser;
+mod chat;
 mod common;
 mod conformance;
 mod contracts;
+mod digest;
 mod docs;
+mod docs_run;
 mod ductile;
 mod ductile_real;
 mod files;

@@ -253,7 +253,8 @@ fn negotiation_refuses_a_run_that_cannot_fit_and_dry_run_calls_no_model() {
 
 /// `run --dry-run` shows the first prompt exactly as the run sends it: context.md as the run
 /// writes it, the skills whose triggers match; a cost cap over a model with no price is
-/// refused by both (it could not hold), naming the model and the `prices:` key.
+/// refused by both (it could not hold), naming the model and the `prices:` key (a model served
+/// from a loopback address is free instead: `models::`).
 #[test]
 fn dry_run_shows_the_prompt_the_run_sends_and_an_uncountable_cost_cap_is_refused() {
     let t = T::new();
@@ -271,7 +272,7 @@ fn dry_run_shows_the_prompt_the_run_sends_and_an_uncountable_cost_cap_is_refused
     assert!(transcript.contains(first_line), "the dry run's prompt is the one sent:\n{first_line}\n---\n{transcript}");
     // An unpriced model with a cost cap: refused at start (exit 9), and by the dry run.
     let unpriced =
-        ["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "my-local", "--max-cost", "0.5"];
+        ["--provider", "openai", "--base-url", "http://192.0.2.1:9/v1", "--model", "my-local", "--max-cost", "0.5"];
     let out = t.cmd().args(["-w", "fresh"]).args(unpriced).args(["run", "--goal", "g"]).output().unwrap();
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     assert!(

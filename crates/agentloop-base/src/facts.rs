@@ -17,6 +17,35 @@ pub fn is_summary(fact: &str) -> bool {
     fact.starts_with(SUMMARY)
 }
 
+/// The first words of the fact an answer to a run's question becomes (`A person answered
+/// "QUESTION": ANSWER (step N)`).
+pub const ANSWERED: &str = "A person answered";
+
+/// Whether a fact is a person's answer: it is never dropped — not by the cap on what a
+/// follow-up carries, not by compaction — since no run can learn it again on its own.
+pub fn is_answer(fact: &str) -> bool {
+    fact.starts_with(ANSWERED)
+}
+
+/// The facts a follow-up carries, in order: every person's answer, and the newest others, up
+/// to `cap` lines in all (at least the last line, the earlier run's outcome).
+pub fn capped_keeping_answers(facts: Vec<String>, cap: usize) -> Vec<String> {
+    let answers = facts.iter().filter(|f| is_answer(f)).count();
+    let others = facts.len() - answers;
+    let keep_others = cap.saturating_sub(answers).max(1);
+    let mut skip = others.saturating_sub(keep_others);
+    facts
+        .into_iter()
+        .filter(|f| {
+            if is_answer(f) || skip == 0 {
+                return true;
+            }
+            skip -= 1;
+            false
+        })
+        .collect()
+}
+
 /// A part of a provenance group: `step N`, `from run ID`, `run ID` or an artifact path.
 fn is_source_part(p: &str) -> bool {
     let p = p.trim();
@@ -277,5 +306,20 @@ mod tests {
         assert_eq!(old.count, 3);
         assert_eq!(old.sources.into_iter().collect::<Vec<_>>(), ["run A", "run B step 2"]);
         assert_eq!(old.body, "x");
+    }
+
+    #[test]
+    fn the_cap_keeps_every_answer_and_the_newest_others() {
+        let mut facts: Vec<String> = (1..=30).map(|i| format!("fact {i}")).collect();
+        facts.insert(2, "A person answered \"which feed?\": https://example.com/feed (step 1)".into());
+        facts.push("Run R ended done: ok".into());
+        let kept = capped_keeping_answers(facts, 20);
+        assert_eq!(kept.len(), 20);
+        assert!(is_answer(&kept[0]), "{kept:?}");
+        assert_eq!(kept[1], "fact 13");
+        assert_eq!(kept.last().unwrap(), "Run R ended done: ok");
+        let answers: Vec<String> = (0..25).map(|i| format!("A person answered \"q{i}\": a")).collect();
+        let kept = capped_keeping_answers([answers.clone(), vec!["outcome".into()]].concat(), 20);
+        assert_eq!(kept.len(), 26, "every answer and the outcome");
     }
 }

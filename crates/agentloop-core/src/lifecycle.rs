@@ -459,8 +459,8 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
 /// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, whose
 /// cost cap cannot be counted, whose agent is too tired (fatigue above `rest.max_fatigue`), or
 /// whose task conflicts with the agent's values (never forced) — negotiation, before anything is written; with `start.force` the refusal is a warning and
-/// the run starts. The refusal carries the seed's answer (canProceed, reason, estimatedCost,
-/// currentBudget, currentFatigue).
+/// the run starts. The refusal says why in words; `run --dry-run --json` gives the seed's answer
+/// (canProceed, reason, estimatedCost, currentBudget, currentFatigue).
 pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     check_model_name(env.cfg, model)?;
     let limits = crate::workspace::Limits::from_config(env.cfg);
@@ -488,11 +488,7 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
             env.printer.warn(&format!("starting anyway (--force): {why}"));
             Ok(())
         }
-        Some(why) => Err(Error::new(
-            crate::error::Kind::Negotiation,
-            format!("run refused before it started: {why}; negotiation: {}", serde_json::json!(n)),
-        )
-        .with_hint("raise --max-tokens / --max-cost (or the rest: limits), narrow allowed_tools, rest the agent (`agentloop rest`), or pass --force; `run --dry-run` shows the estimate")),
+        Some(why) => Err(phases::negotiate::refused(&est, &limits, why)),
     }
 }
 
@@ -583,8 +579,8 @@ fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
         ),
     };
     facts.push(outcome.chars().take(600).collect());
-    let keep = facts.len().saturating_sub(20);
-    Ok(facts.split_off(keep))
+    // 20 lines at most, but a person's answer is never dropped: it cannot be learned again.
+    Ok(crate::facts::capped_keeping_answers(facts, 20))
 }
 
 /// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the

@@ -5,8 +5,11 @@
 //! prefix of it (so dated ids such as `claude-sonnet-4-5-20250929` match `claude-sonnet-4-5`).
 //! Unknown models get no price: their calls record tokens with `cost_usd: null`. Neither does the
 //! scripted model: a replay spends nothing, so its calls have no cost whatever `prices:` says.
+//! A model served on the user's own machine — Ollama, or an OpenAI-compatible server on a
+//! loopback address — costs nothing unless `prices:` names it: [`cost_in`] counts it at $0, so
+//! a `max_cost_usd` cap holds with it as a user expects.
 
-use crate::config::Price;
+use crate::config::{Config, Price, Provider};
 use crate::trace::Usage;
 use std::collections::BTreeMap;
 
@@ -71,9 +74,66 @@ pub fn cost(model: &str, usage: &Usage, extra: &BTreeMap<String, Price>) -> Opti
     Some((c * 1e8).round() / 1e8)
 }
 
+/// Whether the configured provider runs on the user's own machine: Ollama (wherever
+/// `OLLAMA_HOST` points, it is a server one runs oneself), or an OpenAI-compatible `base_url`
+/// whose host is `localhost` or a loopback address (llama.cpp, vLLM, LM Studio).
+pub fn is_local(cfg: &Config) -> bool {
+    match super::resolve_provider(cfg) {
+        Ok(Provider::Ollama) => true,
+        Ok(Provider::Openai) => cfg.llm.base_url.as_deref().is_some_and(is_loopback_url),
+        _ => false,
+    }
+}
+
+/// Whether a URL's host is `localhost` (or a name under it) or a loopback IP address.
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => hostport.rsplit_once(':').map_or(hostport, |(h, _)| h),
+    };
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Cost in USD of one call under a configuration: the model's price (`prices:` first, then the
+/// shipped table); a model with no price served on the user's own machine ([`is_local`]) costs
+/// $0; otherwise None. The scripted model is never priced.
+pub fn cost_in(cfg: &Config, model: &str, usage: &Usage) -> Option<f64> {
+    if super::is_scripted(model) {
+        return None;
+    }
+    cost(model, usage, &cfg.prices).or_else(|| is_local(cfg).then_some(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_hosts_are_local_and_others_are_not() {
+        for u in [
+            "http://localhost:8080/v1",
+            "http://127.0.0.1:9/v1",
+            "http://[::1]:8080",
+            "http://a.localhost/v1",
+            "http://u:p@127.0.0.2",
+        ] {
+            assert!(is_loopback_url(u), "{u}");
+        }
+        for u in [
+            "https://api.openai.com/v1",
+            "http://10.0.0.5:8080/v1",
+            "http://localhost.evil.com/v1",
+            "http://[2001:db8::1]:80",
+        ] {
+            assert!(!is_loopback_url(u), "{u}");
+        }
+    }
 
     #[test]
     fn dated_ids_match_by_prefix_and_unknown_is_none() {

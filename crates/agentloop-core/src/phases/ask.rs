@@ -57,7 +57,7 @@ pub fn ask<T: DeserializeOwned>(
     let mut usage = Usage::default();
     let mut cost: Option<f64> = Some(0.0);
     let mut model_id;
-    let prices = env.cfg.prices.clone();
+    let cfg = env.cfg;
     for attempt in 1..=2u32 {
         // Pieces carry the step of the entry that will commit the answer (Plan starts the next).
         let step = if phase == "plan" { state.step + 1 } else { state.step };
@@ -79,7 +79,7 @@ pub fn ask<T: DeserializeOwned>(
         model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
         env.note(crate::transcript::model_call(step, phase, attempt, &model_id, &req, &resp));
         usage.add(&resp.usage);
-        cost = match (cost, model::pricing::cost(&model_id, &resp.usage, &prices)) {
+        cost = match (cost, model::pricing::cost_in(cfg, &model_id, &resp.usage)) {
             (Some(a), Some(b)) => Some(((a + b) * 1e8).round() / 1e8),
             _ => None,
         };

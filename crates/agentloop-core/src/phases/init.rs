@@ -131,6 +131,12 @@ fn nonempty(goal: &str) -> Result<&str> {
     Ok(goal)
 }
 
+/// The run's date as context.md gives it (UTC, `YYYY-MM-DD`): a scheduled job names its files
+/// and sections by it, and the model has no clock of its own.
+pub fn run_date() -> String {
+    crate::clock::now_rfc3339().chars().take(10).collect()
+}
+
 /// What a new run starts from.
 struct New<'a> {
     goal: &'a str,
@@ -173,7 +179,8 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
             "context.md",
             tpl.render(
                 "context.md.j2",
-                json!({"goal": goal, "background": format_background(background), "carried": carried}),
+                json!({"goal": goal, "background": format_background(background), "carried": carried,
+                    "date": run_date(), "slot": slot}),
             )?,
         )
         .file("memory.md", tpl.render("memory.md.j2", &memory)?)

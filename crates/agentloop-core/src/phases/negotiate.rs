@@ -47,6 +47,7 @@ pub fn first_prompts(
     goal: &str,
     background: &str,
     carried: &[String],
+    slot: Option<&str>,
     limits: &Limits,
 ) -> crate::error::Result<(String, String, String)> {
     let catalog = env.catalog();
@@ -57,7 +58,8 @@ pub fn first_prompts(
     let carried = crate::facts::merged(carried.iter().cloned());
     let context = env.tpl.render(
         "context.md.j2",
-        json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried}),
+        json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried,
+            "date": super::init::run_date(), "slot": slot}),
     )?;
     let state = crate::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
     let (prompt, _) = super::frame::prompt_with(env, &state, &crate::markdown::Memory::default(), &context)?;
@@ -71,7 +73,7 @@ pub fn first_prompts(
 }
 
 pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
-    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], limits)?;
+    let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], None, limits)?;
     let frame_tool = contract::frame_tool();
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
@@ -112,8 +114,8 @@ pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limi
         step_tokens,
         min_tokens: frame_tokens + step_tokens,
         max_tokens: frame_tokens + steps * step_tokens,
-        min_cost_usd: pricing::cost(model, &usage(1), &env.cfg.prices),
-        max_cost_usd: pricing::cost(model, &usage(steps), &env.cfg.prices),
+        min_cost_usd: pricing::cost_in(env.cfg, model, &usage(1)),
+        max_cost_usd: pricing::cost_in(env.cfg, model, &usage(steps)),
         max_steps: limits.max_steps,
     })
 }
@@ -146,6 +148,19 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
         }
     }
     None
+}
+
+/// The error that refuses a run's start for `why` (the negotiation's reason), in words, with the
+/// fix for that reason: a budget the run cannot fit, or an agent too tired to take it on.
+/// The negotiation object itself is `run --dry-run --json`'s, not the error's.
+pub fn refused(e: &Estimate, limits: &Limits, why: &str) -> crate::error::Error {
+    let hint = if refusal(e, limits).is_some() {
+        "raise --max-cost / --max-tokens, give the model a price under `prices:` (0 for a model you run yourself), narrow allowed_tools, or pass --force to start anyway; `run --dry-run` shows the estimate"
+    } else {
+        "let the agent rest (`agentloop rest`), raise rest.max_fatigue, or pass --force to start anyway; `agentloop status` shows its fatigue"
+    };
+    crate::error::Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
+        .with_hint(hint)
 }
 
 /// The answer to "can I take this task?" in the seed's words: the smallest run's estimated

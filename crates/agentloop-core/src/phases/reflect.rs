@@ -49,6 +49,9 @@ fn compact(
     let mut entry = None;
     let n = mem.facts.len() - max / 2;
     let mut taken: Vec<String> = mem.facts.drain(..n).collect();
+    // A person's answer stays a fact of its own, ahead of the newer ones: never summarised away.
+    let answers: Vec<String> = taken.extract_if(.., |f| crate::facts::is_answer(f)).collect();
+    mem.facts.splice(0..0, answers);
     // A summary left among the newer facts joins the new one too.
     taken.extend(mem.facts.extract_if(.., |f| is_summary(f)));
     let (earlier, old): (Vec<String>, Vec<String>) = taken.into_iter().partition(|f| is_summary(f));
