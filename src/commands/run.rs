@@ -47,8 +47,7 @@ pub struct RunArgs {
     /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
     #[arg(long, value_name = "FILE|-")]
     pub context: Option<String>,
-    /// Start a new run that carries nothing from earlier ones (needs --goal); a run in
-    /// progress is archived as interrupted.
+    /// Start afresh, carrying nothing (needs --goal); a run in progress is archived.
     #[arg(long, requires = "goal", conflicts_with_all = ["continue_", "answer"])]
     pub new: bool,
     /// Start a follow-up even when --goal repeats the ended run's goal (else: exit 11).
@@ -66,25 +65,20 @@ pub struct RunArgs {
     /// Stream trace entries as JSONL on stdout while the run goes.
     #[arg(long)]
     pub events: bool,
-    /// Print the estimate of the run's tokens and cost and its first prompts; call no model,
-    /// write nothing.
+    /// Print the estimated tokens, cost and first prompts; call no model, write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
     #[arg(long)]
     pub force: bool,
-    /// The scheduler's slot this run is for (e.g. `$(date +%F)`): when a run for KEY already
-    /// ended, nothing is run and the exit code is 11; an interrupted one goes on.
+    /// The scheduler's slot (e.g. `$(date +%F)`): once a run for KEY ended, nothing runs (11).
     #[arg(long, value_name = "KEY", requires = "goal")]
     pub slot: Option<String>,
-    /// A new run's final output must match the JSON Schema in FILE (output_schema): `finish`
-    /// takes it as `output`, result.json holds it under `output`, and stdout shows it.
+    /// The final output must match the JSON Schema in FILE; result.json and stdout hold it.
     #[arg(long, value_name = "FILE", requires = "goal")]
     pub output_schema: Option<camino::Utf8PathBuf>,
-    /// Also write what stdout shows of a run that ends done (its outcome, or its output under
-    /// an output schema) to FILE, replacing it atomically once the run has ended. A run that
-    /// escalates, stops, fails, or whose --slot already ran leaves FILE as it was (a shell
-    /// redirect would have emptied it first).
+    /// Also write what stdout shows to FILE, atomically, once the run ended done; any other end
+    /// (or a taken --slot) leaves FILE as it was, which a shell redirect would not.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["dry_run", "events"])]
     pub output: Option<camino::Utf8PathBuf>,
 }
@@ -200,7 +194,7 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
             ));
             Ok((code::SLOT_TAKEN, None))
         }
-        Outcome::Repeated(s) => report_repeat(ctx, &s),
+        Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
             Ok((stop.exit_code(), Some(state)))

@@ -45,7 +45,7 @@ pub mod code {
     /// table, and tests hold docs/COMMANDS.md's table and the help footer to it.
     pub const TABLE: &[(u8, &str)] = &[
         (OK, "success; a run ended `done`"),
-        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
+        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `mcp login`: the sign-in failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
         (USAGE, "usage or configuration error (bad flag, unknown config key, wrong type, no provider configured)"),
         (ESCALATED, "the run ended `escalated`: it needs a human (model asked, cannot proceed, repeated failures or actions, premature done)"),
         (BUDGET, "the run ended `escalated` because a budget or limit ran out (max_steps, max_reframes, timeout, tokens, cost)"),
@@ -91,12 +91,20 @@ pub struct Error {
     pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
+/// A configuration value that cannot be used, at dotted `key`: a key that is none (`unknown`),
+/// with `near` the valid key nearest it, or a value of the wrong kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyProblem {
+    pub key: String,
+    pub unknown: bool,
+    pub near: Option<String>,
+}
+
 /// A fact about an error that code branches on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    /// A configuration value that cannot be used, at dotted `key`: a key that is none
-    /// (`unknown`), with `near` the valid key nearest it, or a value of the wrong kind.
-    ConfigKey { key: String, unknown: bool, near: Option<String> },
+    /// A configuration value that cannot be used (boxed: an error stays small to return).
+    ConfigKey(Box<KeyProblem>),
     /// A symbolic link stands where agentloop writes or reads its own files.
     Link,
     /// A server agentloop fetched from could not be reached, answered an error or sent what
