@@ -200,3 +200,28 @@ fn a_read_timeout_on_a_local_server_is_recorded_and_not_sent_again() {
     assert!(result["reason"].as_str().unwrap().contains("llm.read_timeout"), "{result}");
     drop(hold);
 }
+
+/// A model with no price reads one way everywhere: `$?` for people (`status`, `runs`,
+/// `trace show`, `trace stats`, the report) and null in JSON.
+#[test]
+fn an_unknown_price_reads_one_way_everywhere() {
+    let s = server("tool_calls");
+    let t = T::new();
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.json("ws/result.json")["cost_usd"], Value::Null);
+    let out = stdout(&t.al(&["status"]).output().unwrap());
+    assert!(out.contains("cost        $? (no price for smollm2: add one under `prices:`)"), "{out}");
+    let out = stdout(&t.al(&["runs"]).output().unwrap());
+    assert!(out.lines().nth(1).is_some_and(|l| l.contains(" $? ")), "{out}");
+    let out = stdout(&t.al(&["trace", "stats"]).output().unwrap());
+    let total = out.lines().find(|l| l.starts_with("total")).unwrap();
+    assert!(total.ends_with(" $?"), "{out}");
+    let v: Value = serde_json::from_slice(&t.al(&["trace", "stats", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(v["total"]["cost_usd"], Value::Null, "{v}");
+    let out = stdout(&t.al(&["trace", "show"]).output().unwrap());
+    assert!(out.lines().any(|l| l.contains(" frame ") && l.contains("$?")), "{out}");
+    assert!(t.al(&["report"]).output().unwrap().status.success());
+    let html = t.read("ws/report.html");
+    assert!(html.contains("$?") && !html.contains("unpriced"), "the report shows the unknown cost as $?");
+}
