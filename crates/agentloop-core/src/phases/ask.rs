@@ -47,6 +47,22 @@ pub fn ask<T: DeserializeOwned>(
     tool: ToolDef,
     prepare: &dyn Fn(&mut Value),
 ) -> std::result::Result<Answer<T>, AskError> {
+    ask_checked(env, state, phase, catalog, prompt, tool, prepare, &|_| Ok(()))
+}
+
+/// [`ask`], with a check of the decoded answer for what a schema cannot say: a problem it
+/// finds is refused back to the model like a schema error (the one corrective retry).
+#[allow(clippy::too_many_arguments)]
+pub fn ask_checked<T: DeserializeOwned>(
+    env: &mut Env,
+    state: &State,
+    phase: &str,
+    catalog: &str,
+    prompt: String,
+    tool: ToolDef,
+    prepare: &dyn Fn(&mut Value),
+    check: &dyn Fn(&T) -> std::result::Result<(), String>,
+) -> std::result::Result<Answer<T>, AskError> {
     // Budgets are checked before every model call, not only between steps.
     if let Some((budget, reason)) = budget_exceeded(state) {
         return Err(AskError::Budget(budget, reason));
@@ -87,7 +103,7 @@ pub fn ask<T: DeserializeOwned>(
             _ => None,
         };
         let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
-        let decoded = decode::<T>(&tool, call.as_ref(), prepare);
+        let decoded = decode::<T>(&tool, call.as_ref(), prepare).and_then(|v| check(&v).map(|()| v));
         // An answer cut off by its token cap is said to be so, with the cap: the model can
         // answer briefer, which "not valid JSON" alone would not tell it.
         let decoded = decoded.map_err(|p| match resp.stop_reason.as_str() {
