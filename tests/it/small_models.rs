@@ -225,3 +225,101 @@ fn an_unknown_price_reads_one_way_everywhere() {
     let html = t.read("ws/report.html");
     assert!(html.contains("$?") && !html.contains("unpriced"), "the report shows the unknown cost as $?");
 }
+
+/// A scripted run of the task `context` says.
+fn scripted_in_context(t: &T, context: &str, script: &str) -> std::process::Output {
+    let out = t.cmd().args(["init", "ws", "--goal", "write x"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    t.write("ws/context.md", context);
+    t.write("script.yaml", script);
+    t.al(&["--script", "script.yaml", "run"]).output().unwrap()
+}
+
+fn scripted(t: &T, script: &str) -> std::process::Output {
+    t.write("script.yaml", script);
+    t.al(&["--script", "script.yaml", "run", "--goal", "write x"]).output().unwrap()
+}
+
+/// `finish` while Definition-of-Done items are open is refused, not run, and the refusal names
+/// the open items; plan.md (and decisions.md) said beforehand that it would be.
+#[test]
+fn finish_is_refused_while_items_are_open_and_names_them() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        r#"frame:
+  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: all done}}, rationale: done already}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
+  - answer: {next_action: {tool: finish, args: {summary: wrote x, artifacts: [artifacts/x.md]}}, rationale: done now}
+reflect:
+  - answer: {decision: continue, reason: not yet}
+  - answer: {satisfied: [{item: 1, steps: [2], artifacts: [artifacts/x.md]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: continue, reason: x written}
+  - answer: {decision: done, reason: finished, outcome: wrote x}
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let acts: Vec<Value> = t.trace().into_iter().filter(|e| e["phase"] == "act").collect();
+    assert_eq!((acts[0]["tool"].clone(), acts[0]["result_status"].clone()), (json!("finish"), json!("error")));
+    let error = acts[0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("`finish` refused (not run): 3 Definition-of-Done items are still open: \"x written\", \"x is short\", \"run ends\""),
+        "{error}"
+    );
+    // The last finish, with every item ticked, runs.
+    assert_eq!((acts[2]["tool"].clone(), acts[2]["result_status"].clone()), (json!("finish"), json!("ok")));
+    let decisions = t.read("ws/decisions.md");
+    assert!(
+        decisions.contains("Risk: Act will refuse it (not run): 3 Definition-of-Done items are open: \"x written\""),
+        "{decisions}"
+    );
+    assert!(decisions.contains("Risk: Ends the run: every Definition-of-Done item is ticked."), "{decisions}");
+    assert!(!decisions.contains("Risk: None; ends the run."), "{decisions}");
+}
+
+/// A Definition of Done that only repeats numbers, headings or the field's own name is refused
+/// back to the model, which frames again; the second answer is taken.
+#[test]
+fn a_junk_definition_of_done_is_refused_back_to_the_model() {
+    let t = T::new();
+    let out = scripted_in_context(
+        &t,
+        "# Context\n\nWrite x.\n\n## Benchmark\n\nx is short.\n",
+        r##"frame:
+  - answer: {goal: write x, definition_of_done: [definition_of_done, "0", "# Context", Benchmark], can_proceed: true}
+  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1], artifacts: [artifacts/x.md]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: x written, outcome: wrote x}
+"##,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let frame = t.trace().into_iter().find(|e| e["event"] == "frame").unwrap();
+    assert_eq!(frame["attempt"], 2, "{frame}");
+    let transcript = t.read("ws/transcript.md");
+    for why in [
+        "item 1 (\"definition_of_done\") is the field's own name",
+        "item 2 (\"0\") has no words",
+        "item 3 (\"# Context\") is a heading",
+        "item 4 (\"Benchmark\") only repeats a heading of the task",
+    ] {
+        assert!(transcript.contains(why), "{why}: {transcript}");
+    }
+    assert!(t.read("ws/memory.md").contains("x is short"));
+}
+
+/// A model that frames junk twice escalates with the problem named, instead of a run whose
+/// Definition of Done no step can meet.
+#[test]
+fn a_junk_definition_of_done_twice_escalates() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        "frame:\n  - answer: {goal: g, definition_of_done: [\"1\", \"2\", \"3\"], can_proceed: true}\n  - answer: {goal: g, definition_of_done: [\"1\", \"2\", \"3\"], can_proceed: true}\n",
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let result = t.json("ws/result.json");
+    assert!(result["reason"].as_str().unwrap().contains("item 1 (\"1\") has no words"), "{result}");
+}
