@@ -35,11 +35,6 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
             false,
         );
     }
-    if crate::tool_spec::is_finish(&action.tool) {
-        if let Some(refused) = finish_refused(env) {
-            return refused;
-        }
-    }
     let tenv = ToolEnv {
         root: &env.ws.root,
         config: env.cfg,
@@ -48,33 +43,6 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
     };
     env.printer.progress(&format!("[step {step}] act     running {}…", action.tool));
     env.registry.call(&tenv, &action.tool, &action.args)
-}
-
-/// `finish` is refused, not run, while Definition-of-Done items are open: a run ends only when
-/// every item is ticked, so a finish then would end nothing. The refusal names the open items,
-/// so the model does the work they need (or ticks them in Reflect, citing the steps that showed
-/// them) instead of calling finish again.
-fn finish_refused(env: &Env) -> Option<ToolResult> {
-    let open = match env.read_memory() {
-        Ok((_, mem)) => mem.open_items(),
-        Err(e) => return Some(ToolResult::err(format!("`finish` refused: {}", e.message), false)),
-    };
-    if open.is_empty() {
-        return None;
-    }
-    let items: Vec<String> = open.iter().map(|i| format!("\"{i}\"")).collect();
-    Some(ToolResult::err(
-        format!(
-            "`finish` refused (not run): {} Definition-of-Done item{} still open: {}; do the work that shows {}, and tick {} in Reflect with the steps that showed {}, before calling `finish`",
-            open.len(),
-            if open.len() == 1 { " is" } else { "s are" },
-            items.join(", "),
-            if open.len() == 1 { "it" } else { "them" },
-            if open.len() == 1 { "it" } else { "them" },
-            if open.len() == 1 { "it" } else { "them" },
-        ),
-        false,
-    ))
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {

@@ -24,16 +24,17 @@ fn default_risk(s: SideEffect) -> &'static str {
     }
 }
 
-/// What `finish` will do, as things stand: Act refuses it while Definition-of-Done items are open.
+/// What `finish` will do, as things stand: the run ends only when Reflect then ticks every
+/// Definition-of-Done item, so the open ones are named.
 fn finish_risk(env: &Env) -> String {
     let open = env.read_memory().map(|(_, m)| m.open_items()).unwrap_or_default();
     if open.is_empty() {
         return default_risk(SideEffect::None).to_string();
     }
     format!(
-        "Act will refuse it (not run): {} Definition-of-Done item{} open: {}.",
+        "Ends the run only if Reflect then ticks every Definition-of-Done item, with the steps that showed it; {} {} open: {}.",
         open.len(),
-        if open.len() == 1 { " is" } else { "s are" },
+        if open.len() == 1 { "is" } else { "are" },
         open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
     )
 }

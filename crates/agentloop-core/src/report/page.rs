@@ -69,7 +69,7 @@ pub fn render(run: &Run, links: &Links) -> String {
             if s.scripted() {
                 "none (a scripted run spends nothing)".into()
             } else {
-                cost_text(s.cost())
+                cost_text((!s.cost_incomplete).then_some(totals.cost_usd))
             },
             format!(" id=\"cost-total\" data-usd=\"{}\"", totals.cost_usd),
         ),
