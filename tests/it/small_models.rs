@@ -13,8 +13,10 @@ fn answer(tool: &str) -> Value {
             "next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}},
             "expected_outcome": "x written", "rationale": "the one thing to do"
         }),
-        _ => json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
-            "decision": "done", "reason": "x written", "outcome": "wrote x", "artifacts": ["artifacts/x.md"]}),
+        _ => {
+            json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
+            "decision": "done", "reason": "x written", "outcome": "wrote x", "artifacts": ["artifacts/x.md"]})
+        }
     }
 }
 
@@ -120,7 +122,8 @@ fn tool_messages_tool_sends_the_correction_as_a_tool_result() {
 fn models_test_finding_tool_results_shown_makes_auto_use_tool_messages() {
     let s = server("tool_calls");
     let t = T::new();
-    let out = t.al(&["--provider", "openai", "--base-url", &s.url, "--model", "smollm2", "models", "test"]).output().unwrap();
+    let out =
+        t.al(&["--provider", "openai", "--base-url", &s.url, "--model", "smollm2", "models", "test"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let cache = t.read("cache/agentloop/wire.json");
     assert!(cache.contains("\"tool_results\": true"), "{cache}");
@@ -150,7 +153,10 @@ fn answers_are_capped_per_phase_and_a_cut_answer_is_told_so() {
     let out = run(&t, &s.url);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let cap = |tool: &str| nth(&s, tool, 0)["max_tokens"].clone();
-    assert_eq!((cap("frame_answer"), cap("plan_answer"), cap("reflect_answer")), (json!(1024), json!(2048), json!(1024)));
+    assert_eq!(
+        (cap("frame_answer"), cap("plan_answer"), cap("reflect_answer")),
+        (json!(1024), json!(2048), json!(1024))
+    );
     let retry = nth(&s, "plan_answer", 1);
     let e = retry["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(e.contains("your answer was cut off at this phase's limit of 2048 tokens"), "{e}");
@@ -195,7 +201,11 @@ fn a_read_timeout_on_a_local_server_is_recorded_and_not_sent_again() {
     assert!(e["duration_ms"].as_u64().unwrap() >= 1000, "{e}");
     let transcript = t.read("ws/transcript.md");
     assert!(transcript.contains("frame · model call timed out (attempt 1, smollm2)"), "{transcript}");
-    assert!(transcript.contains("tokens: unknown (a server reports usage only with a whole answer); at most 1024 generated"), "{transcript}");
+    assert!(
+        transcript
+            .contains("tokens: unknown (a server reports usage only with a whole answer); at most 1024 generated"),
+        "{transcript}"
+    );
     let result = t.json("ws/result.json");
     assert!(result["reason"].as_str().unwrap().contains("llm.read_timeout"), "{result}");
     drop(hold);

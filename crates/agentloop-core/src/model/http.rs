@@ -85,8 +85,7 @@ pub fn take_timeouts() -> Vec<TimedOut> {
 pub fn loopback(url: &str) -> bool {
     let Ok(uri) = url.parse::<ureq::http::Uri>() else { return false };
     let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a caller wants 4xx/5xx answers sorted (see the module comment).
@@ -514,9 +513,9 @@ impl Client {
     fn read_timeout(&self, call: &Call, attempt: u32, sent_at: Instant) -> Step {
         let waited_ms = sent_at.elapsed().as_millis() as u64;
         // Read back from the body only now, when it is needed: the bound of what was abandoned.
-        let max_tokens = serde_json::from_slice::<Value>(&call.payload).ok().and_then(|v| {
-            v.get("max_tokens").or_else(|| v.get("max_completion_tokens")).and_then(Value::as_u64)
-        });
+        let max_tokens = serde_json::from_slice::<Value>(&call.payload)
+            .ok()
+            .and_then(|v| v.get("max_tokens").or_else(|| v.get("max_completion_tokens")).and_then(Value::as_u64));
         let local = loopback(call.url);
         let sent_again = !local && attempt < self.attempts;
         let bound = match max_tokens {
@@ -539,7 +538,8 @@ impl Client {
         TIMEOUTS.with(|t| {
             t.borrow_mut().push(TimedOut { url: call.url.to_string(), waited_ms, max_tokens, sent_again, message })
         });
-        const HINT: &str = "raise llm.read_timeout, or lower llm.max_tokens so an answer ends sooner; `-v` shows each request";
+        const HINT: &str =
+            "raise llm.read_timeout, or lower llm.max_tokens so an answer ends sooner; `-v` shows each request";
         if local {
             let e = self.final_error(&format!("{what}; not sent again to a server on this machine"), attempt, HINT);
             return Step::Stop(e.into());
@@ -669,6 +669,20 @@ mod tests {
         let e = super::Lookup.resolve(&uri, &cfg, none()).unwrap_err();
         assert!(e.to_string().contains("agentloop-test.invalid") || matches!(e, ureq::Error::HostNotFound), "{e}");
         assert!(super::transport_retryable(&e), "{e}");
+    }
+
+    #[test]
+    fn loopback_servers_are_told_from_remote_ones() {
+        for local in
+            ["http://127.0.0.1:8088/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1", "http://127.3.2.1/x"]
+        {
+            assert!(super::loopback(local), "{local}");
+        }
+        for remote in
+            ["https://api.openai.com/v1", "http://192.168.1.5:8088/v1", "http://localhost.example/v1", "nonsense"]
+        {
+            assert!(!super::loopback(remote), "{remote}");
+        }
     }
 
     #[test]

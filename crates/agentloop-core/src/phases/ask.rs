@@ -329,3 +329,20 @@ pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
     e.prompt_bytes = Some(a.prompt_bytes);
     e.attempt = Some(a.attempts);
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_phase_gets_a_cap_suited_to_its_answer() {
+        use super::answer_cap;
+        assert_eq!(
+            [answer_cap("frame", 4096), answer_cap("plan", 4096), answer_cap("reflect", 4096)],
+            [1024, 2048, 1024]
+        );
+        assert_eq!(answer_cap("compact", 16384), 4096);
+        // Never below 256, never above llm.max_tokens itself.
+        assert_eq!([answer_cap("frame", 600), answer_cap("plan", 600)], [256, 300]);
+        assert_eq!(answer_cap("reflect", 100), 100);
+        assert_eq!(answer_cap("plan", 0), 1);
+    }
+}

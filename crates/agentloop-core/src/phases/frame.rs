@@ -92,11 +92,11 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (prompt, shown) = prompt(env, state, &old)?;
     let headings = context_headings(env);
     let check = |a: &FrameAnswer| uncheckable(&a.definition_of_done, &headings);
-    let answer = match ask_checked::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}, &check)
-    {
-        Ok(a) => a,
-        Err(e) => return fail_phase(env, state, Phase::Frame, e),
-    };
+    let answer =
+        match ask_checked::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}, &check) {
+            Ok(a) => a,
+            Err(e) => return fail_phase(env, state, Phase::Frame, e),
+        };
     let a = &answer.value;
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
     let can_proceed = a.can_proceed;
@@ -194,4 +194,24 @@ pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Res
         }),
     )?;
     Ok((prompt, shown))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uncheckable_items_are_named_and_real_ones_pass() {
+        let items = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let headings = vec!["context".to_string(), "benchmark".to_string()];
+        assert!(super::uncheckable(&items(&["x written", "answer.txt holds 391", "done"]), &headings).is_ok());
+        let e = super::uncheckable(
+            &items(&["Definition of Done", "3.", "## Goal", "Benchmark", "bench marked"]),
+            &headings,
+        )
+        .unwrap_err();
+        assert!(e.contains("item 1 (\"Definition of Done\") is the field's own name"), "{e}");
+        assert!(e.contains("item 2 (\"3.\") has no words"), "{e}");
+        assert!(e.contains("item 3 (\"## Goal\") is a heading"), "{e}");
+        assert!(e.contains("item 4 (\"Benchmark\") only repeats a heading of the task"), "{e}");
+        assert!(!e.contains("item 5"), "{e}");
+    }
 }
