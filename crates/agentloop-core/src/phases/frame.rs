@@ -63,7 +63,10 @@ pub fn uncheckable(items: &[String], headings: &[String]) -> std::result::Result
         .filter_map(|(i, item)| {
             let t = item.trim();
             let n = norm(t);
-            let why = if !t.chars().any(char::is_alphabetic) {
+            // A blank item is kept and said to be blank (see `dod_items`).
+            let why = if t.is_empty() {
+                return None;
+            } else if !t.chars().any(char::is_alphabetic) {
                 "has no words"
             } else if t.starts_with('#') {
                 "is a heading"
