@@ -445,17 +445,7 @@ impl Client {
         let sent_at = Instant::now();
         let resp = match req.send(&call.payload[..]) {
             Ok(r) => r,
-            Err(_) if call.out_of_time() => return Step::Stop(out_of_time().into()),
-            Err(ureq::Error::Timeout(
-                ureq::Timeout::RecvResponse | ureq::Timeout::RecvBody | ureq::Timeout::PerRead,
-            )) => return self.read_timeout(call, attempt, sent_at),
-            Err(e) => {
-                let what = format!("cannot reach {}: {e}", call.url);
-                if transport_retryable(&e) {
-                    return Step::Again { what, hint: REACH_HINT, wait: None };
-                }
-                return Step::Stop(self.final_error(&what, attempt, REACH_HINT).into());
-            }
+            Err(e) => return self.unsent(call, attempt, e, sent_at),
         };
         let status = resp.status().as_u16();
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
@@ -506,6 +496,25 @@ impl Client {
             };
         }
         self.refused(call, attempt, status, parsed.ok(), &buf, &rid, wait)
+    }
+
+    /// Sorts a request that got no response: the run's time gone, a read timeout, a retry, or
+    /// a final error.
+    fn unsent(&self, call: &Call, attempt: u32, e: ureq::Error, sent_at: Instant) -> Step {
+        if call.out_of_time() {
+            return Step::Stop(out_of_time().into());
+        }
+        if matches!(
+            e,
+            ureq::Error::Timeout(ureq::Timeout::RecvResponse | ureq::Timeout::RecvBody | ureq::Timeout::PerRead)
+        ) {
+            return self.read_timeout(call, attempt, sent_at);
+        }
+        let what = format!("cannot reach {}: {e}", call.url);
+        if transport_retryable(&e) {
+            return Step::Again { what, hint: REACH_HINT, wait: None };
+        }
+        Step::Stop(self.final_error(&what, attempt, REACH_HINT).into())
     }
 
     /// No whole answer within `llm.read_timeout`: said on stderr and kept for the caller's

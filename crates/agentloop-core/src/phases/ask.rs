@@ -104,16 +104,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         };
         let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
         let decoded = decode::<T>(&tool, call.as_ref(), prepare).and_then(|v| check(&v).map(|()| v));
-        // An answer cut off by its token cap is said to be so, with the cap: the model can
-        // answer briefer, which "not valid JSON" alone would not tell it.
-        let decoded = decoded.map_err(|p| match resp.stop_reason.as_str() {
-            "length" | "max_tokens" => format!(
-                "your answer was cut off at this phase's limit of {} tokens ({p}); answer again, more briefly",
-                req.max_tokens
-            ),
-            _ => p,
-        });
-        let problem = match decoded {
+        let problem = match decoded.map_err(|p| cut_off(p, &resp.stop_reason, req.max_tokens)) {
             Ok(value) => {
                 let duration_ms = watch.ms();
                 return Ok(Answer {
@@ -162,6 +153,19 @@ fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String,
         temperature: env.cfg.llm.temperature,
         deadline: env.deadline,
     })
+}
+
+/// An answer cut off by its token cap is said to be so, with the cap: the model can answer
+/// briefer, which "not valid JSON" alone would not tell it.
+fn cut_off(problem: String, stop_reason: &str, cap: u32) -> String {
+    match stop_reason {
+        "length" | "max_tokens" => {
+            format!(
+                "your answer was cut off at this phase's limit of {cap} tokens ({problem}); answer again, more briefly"
+            )
+        }
+        _ => problem,
+    }
 }
 
 /// The most tokens one phase's answer may take: `llm.max_tokens` bounds the largest answer,
