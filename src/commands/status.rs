@@ -95,11 +95,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     let spent = if s.scripted() {
         "none (a scripted run spends nothing)".to_string()
     } else {
-        format!(
-            "{}{}",
-            crate::report::html::usd(s.cost_usd),
-            if s.cost_incomplete { " (some prices unknown)" } else { "" }
-        )
+        // One display for an unknown price everywhere; here with what makes it known.
+        match s.cost() {
+            Some(c) => crate::report::html::usd(c),
+            None => format!(
+                "{} (no price for {}: add one under `prices:`)",
+                crate::report::html::UNKNOWN_COST,
+                line(s.model.as_deref().unwrap_or("the model"))
+            ),
+        }
     };
     p.outln(&format!("cost        {spent} of {}", max(l.max_cost_usd.map(|m| format!("${m:.2}")))));
     p.outln(&format!("time        {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));

@@ -40,6 +40,7 @@ mod schemas;
 mod serve;
 mod shell_sandbox;
 mod skills;
+mod small_models;
 mod stream;
 mod tools;
 mod trust;
