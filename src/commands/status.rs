@@ -66,6 +66,9 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     let line = crate::output::one_line;
     p.outln(&format!("run         {}", line(&s.run_id)));
     p.outln(&format!("goal        {}", line(&s.goal)));
+    if let Some(name) = &s.session {
+        p.outln(&format!("session     {}", line(name)));
+    }
     p.outln(&format!(
         "status      {}{}",
         s.status.as_str(),
@@ -131,6 +134,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
     p.outln(&stress_line(&crate::rest_window::stress(ctx.config(), &ctx.ws.root)));
+    let m = &v["modes"];
+    let last = match (m["last_rest"]["at"].as_str(), m["last_rest"]["by"].as_str()) {
+        (Some(at), Some("agent")) => format!("; last rest {at}, by the agent itself"),
+        (Some(at), _) => format!("; last rest {at}, by `agentloop rest`"),
+        _ => String::new(),
+    };
+    let how =
+        if m["auto"] == true { "auto (rests when tired, dreams when idle)" } else { "manual (modes.auto: false)" };
+    p.outln(&format!("modes       {how}{last}"));
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
@@ -191,6 +203,8 @@ pub fn view(
         interrupted: s.interrupted,
         rest: json!(crate::rest_window::current(cfg)),
         stress: json!(crate::rest_window::stress(cfg, &ws.root)),
+        modes: crate::rest_window::modes(cfg),
+        session: s.session.clone(),
         frustration: Frustration {
             score: s.frustration,
             threshold: cfg.frustration.threshold,

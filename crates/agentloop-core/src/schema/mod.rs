@@ -204,6 +204,11 @@ pub struct StatusView {
     /// The agent's stress: level, threshold, escalations that raised it, and whether (and until
     /// when) it rests because of it
     pub stress: Value,
+    /// Whether the agent switches modes itself (`modes.auto`) and its last rest: when, and
+    /// whether it rested itself (`by: agent`, after a run) or was rested (`by: command`)
+    pub modes: Value,
+    /// The named session the run is a turn of (`run --session NAME`)
+    pub session: Option<String>,
     pub frustration: Frustration,
     pub workspace: String,
     /// The limits the run recorded when it started or was last continued
