@@ -215,13 +215,20 @@ fn a_read_timeout_on_a_local_server_is_recorded_and_not_sent_again() {
 /// `trace show`, `trace stats`, the report) and null in JSON.
 #[test]
 fn an_unknown_price_reads_one_way_everywhere() {
-    let s = server("tool_calls");
+    // A model served from this machine costs $0, so the unpriced model is a remote provider's.
+    let s = crate::chat::model_server();
     let t = T::new();
-    let out = run(&t, &s.url);
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--provider", "anthropic", "--base-url", &s.url, "--model", "mystery-1"])
+        .args(["run", "--goal", "write x"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(t.json("ws/result.json")["cost_usd"], Value::Null);
     let out = stdout(&t.al(&["status"]).output().unwrap());
-    assert!(out.contains("cost        $? (no price for smollm2: add one under `prices:`)"), "{out}");
+    assert!(out.contains("cost        $? (no price for mystery-1: add one under `prices:`)"), "{out}");
     let out = stdout(&t.al(&["runs"]).output().unwrap());
     assert!(out.lines().nth(1).is_some_and(|l| l.contains(" $? ")), "{out}");
     let out = stdout(&t.al(&["trace", "stats"]).output().unwrap());
