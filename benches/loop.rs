@@ -12,7 +12,7 @@
 //! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, trace-show,
 //! memory, size). `trace-show` times the binary's `trace show --json --phase act --all-runs`
 //! over a 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
 
 use agentloop::phases::{self, Env};
 use agentloop::settings::Global;
