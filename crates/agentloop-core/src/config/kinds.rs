@@ -145,7 +145,7 @@ impl<'de> Deserialize<'de> for LogLevel {
             "info" => Ok(LogLevel::Info),
             "warn" | "warning" => Ok(LogLevel::Warn),
             _ => Err(serde::de::Error::custom(format!(
-                "unknown level `{s}`, expected one of `debug`, `info`, `warn` (any case; `warning` is `warn`)"
+                "unknown variant `{s}`, expected one of `debug`, `info`, `warn` (in any case; `warning` is `warn`)"
             ))),
         }
     }
