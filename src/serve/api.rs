@@ -50,7 +50,10 @@ fn token_of(req: &tiny_http::Request, query: &BTreeMap<String, String>) -> (Opti
 /// Whether `url` is one the panel's forms post to (the only POSTs the cookie may sign).
 fn is_form_target(url: &str) -> bool {
     let Ok((segs, _)) = http::target(url) else { return false };
-    matches!(segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice(), ["runs"] | ["runs", _, "answer" | "continue"])
+    matches!(
+        segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        ["runs"] | ["runs", _, "answer" | "continue"]
+    )
 }
 
 /// Handles one request; a reply is always sent (or the stream started).

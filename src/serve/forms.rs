@@ -40,11 +40,8 @@ pub fn fields(
 ) -> ApiResult<Map<String, Value>> {
     let csrf = got.remove("csrf");
     if by_cookie && !shared.auth.form_ok(headers, csrf.as_deref()) {
-        return Err(ApiError::new(
-            403,
-            format!("this {} form was not sent from this server's own page", form.name),
-        )
-        .hint("reload the page and send the form again (the form value changes when the server restarts)"));
+        return Err(ApiError::new(403, format!("this {} form was not sent from this server's own page", form.name))
+            .hint("reload the page and send the form again (the form value changes when the server restarts)"));
     }
     if let Some(k) = got.keys().find(|k| !form.fields.contains(&k.as_str())) {
         return Err(ApiError::new(400, format!("the {} form has no field `{k}`", form.name))

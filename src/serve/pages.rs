@@ -40,10 +40,7 @@ pub(super) fn start(shared: &Shared) -> Reply {
     use crate::report::html;
     let title = shared.root.file_name().unwrap_or(shared.root.as_str()).to_string();
     let mut page = html::head_with(&format!("Start a run · {title}"), None, html::CSP_FORMS);
-    page.push_str(&format!(
-        "<p><a href=\"/\">All runs</a></p><h1>Start a run in {}</h1>",
-        html::esc(&title)
-    ));
+    page.push_str(&format!("<p><a href=\"/\">All runs</a></p><h1>Start a run in {}</h1>", html::esc(&title)));
     page.push_str(&super::forms::start_form(shared.auth.csrf()));
     page.push_str("</main></body></html>\n");
     Reply::html_with(page, html::CSP_FORMS)

@@ -394,7 +394,11 @@ fn file_write_writes_latin_1_and_utf_16_when_told_and_file_read_reads_them_back(
     let be: Vec<u8> = "größe\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
     assert_eq!(std::fs::read(t.path("ws/be.txt")).unwrap(), be);
     // file_read reads each back with the same name.
-    for (path, enc, text) in [("latin.txt", "latin-1", "café\nnaïve\n"), ("le.txt", "utf-16", "héllo\nwörld\n"), ("be.txt", "utf-16be", "größe\n")] {
+    for (path, enc, text) in [
+        ("latin.txt", "latin-1", "café\nnaïve\n"),
+        ("le.txt", "utf-16", "héllo\nwörld\n"),
+        ("be.txt", "utf-16be", "größe\n"),
+    ] {
         let (_, v) = call(&t, "file_read", json!({"path": path, "encoding": enc}));
         assert_eq!(v["output"], text, "{path}");
     }

@@ -731,7 +731,8 @@ fn a_root_that_trusts_request_config_takes_the_operators_block_as_written() {
     let run = v["state_updates"]["last_run_id"].as_str().unwrap();
     assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 20);
     // Its plugin list is the run's: a tool the root has but the block does not list is not one.
-    let tools_shown = req.json()["tools"].to_string() + &req.json()["system"].to_string() + &req.json()["messages"].to_string();
+    let tools_shown =
+        req.json()["tools"].to_string() + &req.json()["system"].to_string() + &req.json()["messages"].to_string();
     assert!(!tools_shown.contains("shell_exec"), "{tools_shown}");
     // The event's payload stays untrusted: a budget in it may only narrow.
     let (code, v) = start(&config, json!({"goal": "g", "context": {"max_steps": 50}}));

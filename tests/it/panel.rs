@@ -232,7 +232,14 @@ fn a_browser_starts_a_run_from_the_panel() {
     let page = b.wait_for("List the folder", &s);
     assert!(!page.contains("id=\"start-form\""), "{page}");
     let at = wd("GET", &format!("{}/url", b.base), None);
-    let id = at.as_str().unwrap().strip_prefix(&format!("{}/runs/", s.url)).unwrap().strip_suffix("/report").unwrap().to_string();
+    let id = at
+        .as_str()
+        .unwrap()
+        .strip_prefix(&format!("{}/runs/", s.url))
+        .unwrap()
+        .strip_suffix("/report")
+        .unwrap()
+        .to_string();
     let v = s.wait_for(&id, "done", |v| v["status"] == "done");
     assert_eq!(v["limits_recorded"]["max_steps"], 4, "{v}");
     assert!(t.read(&format!("root/runs/{id}/context.md")).contains("It is the served root"));

@@ -372,7 +372,10 @@ fn the_seeds_global_config_file_loads_as_written() {
         "xdg/agentloop/config.json",
         &SEED_GLOBAL.replace(r#"["./SKILLS", "./MEMORY", "./OUTPUT", "./SANDBOX"]"#, r#"["./OUTPUT"]"#),
     );
-    t.write("ws/agentloop.yaml", "tools:\n  read_paths: [../elsewhere]\n  file_read:\n    allowed_paths: [../elsewhere]\n");
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  read_paths: [../elsewhere]\n  file_read:\n    allowed_paths: [../elsewhere]\n",
+    );
     let (code, v) = call(&t, "file_read", json!({"path": "../elsewhere/x.txt"}));
     assert_eq!(code, Some(6), "{v}");
     assert!(v["error"].as_str().unwrap().contains("does not exist"), "{v}");
@@ -388,7 +391,8 @@ fn the_seeds_global_config_sections_are_checked_like_any_key() {
         (out.status.code(), stderr(&out), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
     };
     // `human_escalation.enabled: false`: no phrase escalates.
-    let (code, _, v) = show(r#"{"version": "1.0.0", "human_escalation": {"enabled": false, "triggers": ["ask the user"]}}"#);
+    let (code, _, v) =
+        show(r#"{"version": "1.0.0", "human_escalation": {"enabled": false, "triggers": ["ask the user"]}}"#);
     assert_eq!(code, Some(0));
     assert_eq!(v["config"]["escalation_triggers"], json!([]));
     // A seed key and its agentloop key set differently: both named.
@@ -398,7 +402,10 @@ fn the_seeds_global_config_sections_are_checked_like_any_key() {
     // A key the section does not have is named, with the ones it has.
     let (code, err, _) = show(r#"{"paths": {"sandbox_dir": "./SANDBOX"}}"#);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("`paths.sandbox_dir`") && err.contains("`skills_dir`") && err.contains("config.json"), "{err}");
+    assert!(
+        err.contains("`paths.sandbox_dir`") && err.contains("`skills_dir`") && err.contains("config.json"),
+        "{err}"
+    );
     // Level names in any case; an unknown one names the ones there are.
     let (code, err, _) = show(r#"{"logging": {"level": "Warning"}}"#);
     assert_eq!(code, Some(0), "{err}");

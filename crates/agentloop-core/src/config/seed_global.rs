@@ -56,19 +56,25 @@ pub fn translate_seed_global(mut v: Value, file: &str) -> Result<Value> {
     let mut not_used: Map<String, Value> = Map::new();
     if let Some(version) = obj.remove("version") {
         if !(version.is_string() || version.is_number()) {
-            return Err(Error::config(format!("invalid configuration in {file} at key `version`: must be a version text such as \"1.0.0\""))
-                .with_hint("write the format's version as text, or remove the key"));
+            return Err(Error::config(format!(
+                "invalid configuration in {file} at key `version`: must be a version text such as \"1.0.0\""
+            ))
+            .with_hint("write the format's version as text, or remove the key"));
         }
         not_used.insert(
             "version".into(),
-            Value::String(format!("{version} is the format's version label; this form is read as written and no version is checked")),
+            Value::String(format!(
+                "{version} is the format's version label; this form is read as written and no version is checked"
+            )),
         );
     }
     for section in ["paths", "defaults", "human_escalation"] {
         let Some(body) = obj.remove(section) else { continue };
         let Value::Object(mut body) = body else {
-            return Err(Error::config(format!("invalid configuration in {file} at key `{section}`: must be a mapping of keys"))
-                .with_hint(format!("write `{section}:` as a mapping, or remove it")));
+            return Err(Error::config(format!(
+                "invalid configuration in {file} at key `{section}`: must be a mapping of keys"
+            ))
+            .with_hint(format!("write `{section}:` as a mapping, or remove it")));
         };
         if section == "human_escalation" {
             // `enabled: false` means no phrase escalates; `true` is what agentloop does anyway.
@@ -108,7 +114,8 @@ pub fn translate_seed_global(mut v: Value, file: &str) -> Result<Value> {
         if let Some(key) = rest.keys().next() {
             let known: Vec<String> =
                 KEYS.iter().filter(|(s, _, _)| *s == section).map(|(_, k, _)| format!("`{k}`")).collect();
-            let known = if section == "human_escalation" { "`enabled`, `triggers`".to_string() } else { known.join(", ") };
+            let known =
+                if section == "human_escalation" { "`enabled`, `triggers`".to_string() } else { known.join(", ") };
             return Err(Error::config(format!(
                 "invalid configuration in {file} at key `{section}.{key}`: unknown key, expected one of {known}"
             ))

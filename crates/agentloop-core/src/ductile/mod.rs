@@ -350,7 +350,12 @@ fn cache_read(d: &DuctileConfig, base: &str, ttl: Duration) -> Option<Vec<Plugin
 
 fn cache_write(d: &DuctileConfig, base: &str, plugins: &[Plugin]) {
     let Some(path) = cache_path(base) else { return };
-    let c = Cached { api_url: base.into(), selection: selection(d), fetched_at: crate::clock::now_rfc3339(), plugins: plugins.to_vec() };
+    let c = Cached {
+        api_url: base.into(),
+        selection: selection(d),
+        fetched_at: crate::clock::now_rfc3339(),
+        plugins: plugins.to_vec(),
+    };
     if let Some(dir) = path.parent() {
         let _ = crate::fs::create_dir_all(dir);
     }
