@@ -176,12 +176,19 @@ fn config_error(e: Error) -> String {
 }
 
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
-/// not widen it). An error is a configuration error, a router's exit 78.
+/// not widen it), or with `handle.trust_request_config` in the root's own configuration, the
+/// request's `config` over it as written. An error is a configuration error, a router's exit 78.
 fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
     let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
-        // The request may only narrow what the root's own configuration allows.
+        // The request may only narrow what the root's own configuration allows, unless that
+        // configuration says the requests' `config` is the operator's own.
         let base = crate::settings::resolve_under(g, root, None).map_err(config_error)?;
+        // `base` has no request in it: only the root's own files, environment and flags (a
+        // root from elsewhere cannot set this key, see `trust`) can say so.
+        if base.config.handle.trust_request_config {
+            return crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config).map_err(config_error);
+        }
         if let Some((key, why)) = widening_key(layer, &base.config, root) {
             return Err(format!(
                 "configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"

@@ -50,7 +50,10 @@ fn token_of(req: &tiny_http::Request, query: &BTreeMap<String, String>) -> (Opti
 /// Whether `url` is one the panel's forms post to (the only POSTs the cookie may sign).
 fn is_form_target(url: &str) -> bool {
     let Ok((segs, _)) = http::target(url) else { return false };
-    matches!(segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice(), ["runs", _, "answer" | "continue"])
+    matches!(
+        segs.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        ["runs"] | ["runs", _, "answer" | "continue"]
+    )
 }
 
 /// Handles one request; a reply is always sent (or the stream started).
@@ -143,7 +146,8 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     }
     let reply = match segs.as_slice() {
         [] => allow(method, &["GET"]).map(|_| pages::index(shared))?,
-        ["runs"] if method == "POST" => start(shared, req)?,
+        ["start"] => allow(method, &["GET"]).map(|_| pages::start(shared))?,
+        ["runs"] if method == "POST" => start(shared, req, by_cookie)?,
         ["runs"] => allow(method, &["GET", "POST"]).and_then(|_| list(shared, &query))?,
         ["runs", id] => allow(method, &["GET"]).and_then(|_| status(shared, id))?,
         ["runs", id, "trace"] => return allow(method, &["GET"]).and_then(|_| trace(shared, req, id, &query)),
@@ -210,9 +214,9 @@ fn budgets_of(body: &Map<String, Value>) -> ApiResult<Budgets> {
     }
 }
 
-/// POST /runs
-fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
-    let body = http::json_body(req)?;
+/// POST /runs (a JSON body, or the panel's start form)
+fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiResult {
+    let (body, form) = forms::body_of(shared, req, by_cookie, forms::START)?;
     // Every key a request may not set is named at once, the budgets' too.
     let mut unknown: Vec<String> =
         body.keys().filter(|k| !START_KEYS.contains(&k.as_str())).map(|k| format!("`{k}`")).collect();
@@ -251,6 +255,10 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     if let Some(fleet) = &shared.fleet {
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
+        if form {
+            // Its page exists once a worker takes it: back to the list, where it will show.
+            return Ok(Reply::json(303, &json!({"see": "/", "run_id": id})).header("Location", "/"));
+        }
         return Ok(Reply::json(
             202,
             &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": links(&id)}),
@@ -260,6 +268,9 @@ fn start(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
     let id = runs::create(shared, new, ticket)?;
     shared.log(&format!("run {id} queued"));
+    if form {
+        return Ok(forms::back_to_run(&id));
+    }
     Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))
         .header("Location", &format!("/runs/{id}")))
 }

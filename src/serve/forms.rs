@@ -1,5 +1,5 @@
-//! The panel's forms: a run's page lets a signed-in browser answer the run's question or
-//! continue a stopped run, posting to the same endpoints API clients use.
+//! The panel's forms: the index lets a signed-in browser start a run, and a run's page answer
+//! the run's question or continue a stopped run, posting to the same endpoints API clients use.
 //!
 //! A form is posted with the sign-in cookie (`HttpOnly`, `SameSite=Strict`), so besides that
 //! it must hold the server's form value (`csrf`, shown only on pages a signed-in browser gets)
@@ -24,6 +24,10 @@ pub struct Form {
 pub const ANSWER: Form = Form { name: "answer", fields: &["answer"] };
 pub const CONTINUE: Form =
     Form { name: "continue", fields: &["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"] };
+pub const START: Form = Form {
+    name: "start",
+    fields: &["goal", "context", "agent", "max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"],
+};
 
 /// Reads a posted form into the JSON body its endpoint takes. One posted with the cookie must
 /// pass [`super::auth::Auth::form_ok`]; a field the form does not have is refused, naming it.
@@ -36,11 +40,8 @@ pub fn fields(
 ) -> ApiResult<Map<String, Value>> {
     let csrf = got.remove("csrf");
     if by_cookie && !shared.auth.form_ok(headers, csrf.as_deref()) {
-        return Err(ApiError::new(
-            403,
-            format!("this {} form was not sent from this server's page of the run", form.name),
-        )
-        .hint("reload the run's page and send the form again (the form value changes when the server restarts)"));
+        return Err(ApiError::new(403, format!("this {} form was not sent from this server's own page", form.name))
+            .hint("reload the page and send the form again (the form value changes when the server restarts)"));
     }
     if let Some(k) = got.keys().find(|k| !form.fields.contains(&k.as_str())) {
         return Err(ApiError::new(400, format!("the {} form has no field `{k}`", form.name))
@@ -49,7 +50,20 @@ pub fn fields(
     if form.name == ANSWER.name {
         return Ok(got.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
     }
-    // Continue: the budgets filled in (an empty field asks for nothing).
+    // Start: the goal as typed (the endpoint says when it is empty), the context and agent
+    // when filled in; the rest are budgets, as the continue form's.
+    let mut body = Map::new();
+    if form.name == START.name {
+        for k in ["goal", "context", "agent"] {
+            match got.remove(k) {
+                Some(v) if k == "goal" || !v.trim().is_empty() => {
+                    body.insert(k.into(), Value::String(v));
+                }
+                _ => {}
+            }
+        }
+    }
+    // Continue and start: the budgets filled in (an empty field asks for nothing).
     let mut budgets = Map::new();
     for (k, v) in got.into_iter().filter(|(_, v)| !v.trim().is_empty()) {
         let v = v.trim();
@@ -61,7 +75,6 @@ pub fn fields(
         };
         budgets.insert(k, value);
     }
-    let mut body = Map::new();
     if !budgets.is_empty() {
         body.insert("budgets".into(), Value::Object(budgets));
     }
@@ -81,8 +94,8 @@ pub fn body_of(
     match http::body(req)? {
         http::Body::Form(got) => Ok((fields(shared, &headers, got, by_cookie, form)?, true)),
         http::Body::Json(_) if by_cookie => {
-            Err(ApiError::new(403, format!("this {} form was not sent from this server's page of the run", form.name))
-                .hint("send a JSON body with `Authorization: Bearer TOKEN`, or use the run's page"))
+            Err(ApiError::new(403, format!("this {} form was not sent from this server's own page", form.name))
+                .hint("send a JSON body with `Authorization: Bearer TOKEN`, or use the page's form"))
         }
         http::Body::Json(m) => Ok((m, false)),
     }
@@ -92,6 +105,33 @@ pub fn body_of(
 pub fn back_to_run(id: &str) -> Reply {
     let to = format!("/runs/{}/report", encode_segment(id));
     Reply::json(303, &json!({"see": to})).header("Location", &to)
+}
+
+/// The index's form that starts a run: the goal, its background, an agent profile, and limits
+/// (each empty field asks for nothing; a limit only narrows the server's).
+pub fn start_form(csrf: &str) -> String {
+    let hidden = format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf));
+    let field = |k: &str, label: &str, kind: &str| {
+        format!("<label for=\"{k}\">{label}</label><input id=\"{k}\" name=\"{k}\" {kind} autocomplete=\"off\">")
+    };
+    let limits = [
+        field("max_steps", "Steps", "type=\"number\" min=\"1\" step=\"1\""),
+        field("max_reframes", "Reframes", "type=\"number\" min=\"0\" step=\"1\""),
+        field("timeout", "Time limit", "type=\"text\" placeholder=\"e.g. 10m\""),
+        field("max_tokens", "Tokens", "type=\"number\" min=\"1\" step=\"1\""),
+        field("max_cost_usd", "Cost (USD)", "type=\"number\" min=\"0\" step=\"any\""),
+    ];
+    format!(
+        "<section class=\"actions\" id=\"actions\"><h2>Start a run</h2>\
+         <form method=\"post\" action=\"/runs\" id=\"start-form\">{hidden}\
+         <label for=\"goal\">Goal</label><textarea id=\"goal\" name=\"goal\" rows=\"3\" required></textarea>\
+         <label for=\"context\">Background (optional)</label><textarea id=\"context\" name=\"context\" rows=\"3\"></textarea>\
+         {}\
+         <fieldset><legend>Limits (optional: empty keeps the server's; at most the server's)</legend>{}</fieldset>\
+         <button type=\"submit\">Start</button></form></section>",
+        field("agent", "Agent profile (optional)", "type=\"text\""),
+        limits.join("")
+    )
 }
 
 /// The forms a run's page shows: answer the question of a run whose model asked one; continue

@@ -29,7 +29,21 @@ pub(super) fn index(shared: &Shared) -> Reply {
         .collect();
     let live = rows.iter().any(|r| r.status == "running");
     let title = shared.root.file_name().unwrap_or(shared.root.as_str()).to_string();
-    Reply::html(report::render_index(&title, &rows, live.then_some(5)))
+    // The form has a page of its own: this one reloads itself while runs go on, which would
+    // wipe a goal being typed.
+    let start = "<p class=\"actions\" id=\"start\"><a href=\"/start\">Start a run</a></p>";
+    Reply::html(report::render_index_with(&title, &rows, live.then_some(5), Some(start)))
+}
+
+/// GET /start — the form that starts a run (it posts to POST /runs, as API clients do).
+pub(super) fn start(shared: &Shared) -> Reply {
+    use crate::report::html;
+    let title = shared.root.file_name().unwrap_or(shared.root.as_str()).to_string();
+    let mut page = html::head_with(&format!("Start a run · {title}"), None, html::CSP_FORMS);
+    page.push_str(&format!("<p><a href=\"/\">All runs</a></p><h1>Start a run in {}</h1>", html::esc(&title)));
+    page.push_str(&super::forms::start_form(shared.auth.csrf()));
+    page.push_str("</main></body></html>\n");
+    Reply::html_with(page, html::CSP_FORMS)
 }
 
 /// The page a browser gets without a valid token (401): a field for the token, which the form

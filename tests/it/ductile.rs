@@ -275,6 +275,37 @@ fn agentloop_calling_itself_is_refused_unless_max_depth_allows() {
 }
 
 #[test]
+fn changing_what_chooses_the_plugins_lists_them_again_despite_the_cache() {
+    let (s, _) = gateway(0, None);
+    let t = setup(&s);
+    let list = || stdout(&t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap());
+    // A command that acts lists the plugins and caches the list.
+    let act = || {
+        let out = t.al(&["tools", "call", "list_dir", "--args", "{}"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    let details = || s.requests.lock().unwrap().iter().filter(|r| r.url == "/plugin/agentloop").count();
+    // max_depth 0: agentloop itself is not listed, and its details are never asked for.
+    act();
+    assert!(!list().contains("agentloop__handle"));
+    assert_eq!(details(), 0);
+    // Within the cache's lifetime, max_depth 1 lists it at once: the cached list was chosen
+    // without it.
+    let cfg = t.read("ws/agentloop.yaml");
+    t.write("ws/agentloop.yaml", &format!("{cfg}  max_depth: 1\n"));
+    assert!(list().contains("agentloop__handle"), "the cached list was reused");
+    assert_eq!(details(), 1);
+    // A list cached for this choice serves it.
+    act();
+    assert_eq!(details(), 2);
+    assert!(list().contains("agentloop__handle"));
+    assert_eq!(details(), 2, "the list cached for the same choice was not used");
+    // And the first choice again is listed afresh, not from the list cached for the other.
+    t.write("ws/agentloop.yaml", &cfg);
+    assert!(!list().contains("agentloop__handle"));
+}
+
+#[test]
 fn the_routers_state_keeps_running_runs_and_the_last_finished_ones() {
     let t = T::new();
     t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\nhandle: {keep_finished: 3}\n");

@@ -362,6 +362,42 @@ fn a_run_fetches_a_page_and_writes_a_note_through_ductiles_own_plugins() {
 }
 
 #[test]
+fn a_root_that_trusts_request_config_runs_on_the_operators_plugin_block_alone() {
+    let t = T::new();
+    let page = page_server();
+    let m = model(
+        frame(),
+        vec![plan("web_fetch", json!({"url": page.url}))],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "met", "outcome": "the page says hello", "artifacts": []}),
+        ],
+    );
+    // The root repeats none of the plugin's `config:` block (budgets, provider, model, gateway,
+    // token): it only says the block is the operator's own.
+    let bare = |root: String| {
+        let kept: String = root
+            .lines()
+            .filter(|l| {
+                !["#", "max_steps:", "max_reframes:", "ductile:", "  api_url:", "  api_token_env:"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
+            .map(|l| format!("{}\n", l.replace("provider: anthropic, model: claude-sonnet-4-5-20250929, ", "")))
+            .collect();
+        assert!(!kept.contains("claude") && !kept.contains("api_url") && !kept.contains("max_steps"), "{kept}");
+        format!("{kept}handle: {{trust_request_config: true}}\n")
+    };
+    let Some(g) = Gateway::start_tuned(&t, &m, |c| c, bare) else { return };
+    g.start_goal(&t, "Fetch the page");
+    let (state, jobs) = g.finished_run();
+    assert_eq!(state["status"], "done", "{state:#}");
+    succeeded(&jobs);
+    // The block's model and budgets ran the run.
+    assert_eq!(m.request(0).json()["model"], "claude-sonnet-4-5-20250929");
+    assert_eq!(state["limits"]["max_steps"], 20, "{state:#}");
+}
+
+#[test]
 fn a_pipeline_on_agent_completed_gets_the_outcome() {
     let t = T::new();
     let page = page_server();

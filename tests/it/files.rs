@@ -372,3 +372,49 @@ fn file_read_reads_latin_1_and_utf_16_when_told() {
     let err = stderr(&out) + &stdout(&out);
     assert!(err.contains("encoding") && err.contains("latin-1") && err.contains("utf-16be"), "{err}");
 }
+
+#[test]
+fn file_write_writes_latin_1_and_utf_16_when_told_and_file_read_reads_them_back() {
+    let t = T::new();
+    t.write("ws/.keep", "");
+    let (code, v) = call(&t, "file_write", json!({"path": "latin.txt", "content": "café\n", "encoding": "latin-1"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(std::fs::read(t.path("ws/latin.txt")).unwrap(), b"caf\xe9\n");
+    assert_eq!((v["metadata"]["size_bytes"].as_u64(), v["metadata"]["encoding"].as_str()), (Some(5), Some("latin-1")));
+    // Appending continues in the same bytes.
+    call(&t, "file_write", json!({"path": "latin.txt", "content": "naïve\n", "encoding": "latin-1", "mode": "append"}));
+    assert_eq!(std::fs::read(t.path("ws/latin.txt")).unwrap(), b"caf\xe9\nna\xefve\n");
+    // utf-16 opens with its byte order mark (once, appends add none); utf-16be has none.
+    call(&t, "file_write", json!({"path": "le.txt", "content": "héllo\n", "encoding": "utf-16"}));
+    call(&t, "file_write", json!({"path": "le.txt", "content": "wörld\n", "encoding": "utf-16", "mode": "append"}));
+    let mut le = vec![0xFF, 0xFE];
+    le.extend("héllo\nwörld\n".encode_utf16().flat_map(u16::to_le_bytes));
+    assert_eq!(std::fs::read(t.path("ws/le.txt")).unwrap(), le);
+    call(&t, "file_write", json!({"path": "be.txt", "content": "größe\n", "encoding": "utf-16be"}));
+    let be: Vec<u8> = "größe\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
+    assert_eq!(std::fs::read(t.path("ws/be.txt")).unwrap(), be);
+    // file_read reads each back with the same name.
+    for (path, enc, text) in [
+        ("latin.txt", "latin-1", "café\nnaïve\n"),
+        ("le.txt", "utf-16", "héllo\nwörld\n"),
+        ("be.txt", "utf-16be", "größe\n"),
+    ] {
+        let (_, v) = call(&t, "file_read", json!({"path": path, "encoding": enc}));
+        assert_eq!(v["output"], text, "{path}");
+    }
+    // Text latin-1 cannot hold is refused, naming the character, and the file is unchanged.
+    let (code, v) = call(&t, "file_write", json!({"path": "latin.txt", "content": "a → b", "encoding": "latin-1"}));
+    assert_eq!(code, Some(6), "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("U+2192") && e.contains("character 3") && e.contains("\"encoding\": \"utf-8\""), "{e}");
+    assert_eq!(std::fs::read(t.path("ws/latin.txt")).unwrap(), b"caf\xe9\nna\xefve\n");
+    // A name it does not know is refused as file_read refuses it.
+    let out = t
+        .al(&["tools", "call", "file_write", "--args", r#"{"path": "x.txt", "content": "x", "encoding": "ebcdic"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out) + &stdout(&out);
+    assert!(err.contains("encoding") && err.contains("latin-1") && err.contains("utf-16be"), "{err}");
+    assert!(!t.exists("ws/x.txt"));
+}

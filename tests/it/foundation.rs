@@ -359,7 +359,7 @@ fn a_value_outside_a_closed_set_is_refused_naming_the_valid_ones() {
         (
             "logging: {level: loud}\n",
             "logging.level",
-            "unknown variant `loud`, expected one of `debug`, `info`, `warn`",
+            "unknown variant `loud`, expected one of `debug`, `info`, `warn` (in any case; `warning` is `warn`)",
         ),
         (
             "memory: {compact_with: magic}\n",

@@ -193,6 +193,54 @@ fn a_requests_plugin_config_may_not_widen_the_root() {
 }
 
 #[test]
+fn a_root_that_trusts_request_config_takes_the_operators_block_as_written() {
+    let t = T::new();
+    let model = anthropic_phases();
+    let ductile = Server::start(vec![Reply::json(200, json!({"plugins": []}))]);
+    let port: u16 = ductile.url.rsplit(':').next().unwrap().parse().unwrap();
+    let (config, _) = seed_000_config(port);
+    // The root repeats none of the block: no provider, model, gateway, token or plugin list.
+    let tools: String = ["jina-reader", "fabric", "file_handler", "youtube_transcript", "shell_exec"]
+        .iter()
+        .map(|n| format!("    {n}: {{description: The {n} plugin., parameters: {{type: object, properties: {{url: {{type: string}}}}}}}}\n"))
+        .collect();
+    let root = format!("llm: {{base_url: '{}', structured: tools}}\ntools:\n  external:\n{tools}", model.url);
+    t.write("root/agentloop.yaml", &root);
+    let start = |config: &Value, payload: Value| {
+        let req = json!({"protocol": 2, "command": "handle", "config": config, "event": {"type": "agentic.start", "payload": payload}});
+        let out = seed_cmd(&t, port).write_stdin(req.to_string()).output().unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
+    };
+    // By default the block is held to narrowing the root: refused.
+    let (code, v) = start(&config, json!({"goal": "g"}));
+    assert_eq!(code, Some(78), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("may not set"), "{v}");
+    // A request cannot say it is trusted itself.
+    let mut own = config.clone();
+    own["handle"] = json!({"trust_request_config": true});
+    let (code, v) = start(&own, json!({"goal": "g"}));
+    assert_eq!(code, Some(78), "{v}");
+    // The root saying so takes the block as written.
+    t.write("root/agentloop.yaml", &format!("{root}handle: {{trust_request_config: true}}\n"));
+    let (code, v) = start(&config, json!({"goal": "fetch web http://mattjoyce.ai and produce a 2 para critique"}));
+    assert_eq!(code, Some(0), "{v}");
+    check_protocol(&v);
+    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
+    let req = model.request(model.count() - 1);
+    assert_eq!(req.json()["model"], "claude-sonnet-4-5-20250929", "the block's model");
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap();
+    assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 20);
+    // Its plugin list is the run's: a tool the root has but the block does not list is not one.
+    let tools_shown =
+        req.json()["tools"].to_string() + &req.json()["system"].to_string() + &req.json()["messages"].to_string();
+    assert!(!tools_shown.contains("shell_exec"), "{tools_shown}");
+    // The event's payload stays untrusted: a budget in it may only narrow.
+    let (code, v) = start(&config, json!({"goal": "g", "context": {"max_steps": 50}}));
+    assert_eq!(code, Some(78), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("payload.context.max_steps"), "{v}");
+}
+
+#[test]
 fn a_config_file_with_an_alias_and_its_key_set_differently_names_both() {
     let t = T::new();
     t.write("ws/agentloop.yaml", "llm_model: a\nllm: {model: b}\n");

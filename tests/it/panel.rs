@@ -1,9 +1,9 @@
 //! The panel in a real browser: Debian's chromium driven over W3C WebDriver (chromedriver) by a
-//! small client over HTTP. It signs in through the sign-in form, answers an escalated run and
-//! continues a budget-stopped one with the pages' own forms, and checks each run went on; a
-//! browser started again on the same profile is still signed in. The documented curl lines of
-//! the API run as written against the same kind of server. Where chromedriver or chromium is
-//! missing the browser test says so and skips (under CI it fails).
+//! small client over HTTP. It signs in through the sign-in form, starts a run from the start
+//! page, answers an escalated run and continues a budget-stopped one with the pages' own forms,
+//! and checks each run went on; a browser started again on the same profile is still signed in.
+//! The documented curl lines of the API run as written against the same kind of server. Where
+//! chromedriver or chromium is missing the browser test says so and skips (under CI it fails).
 
 use crate::common::*;
 use crate::serve::{agent, root_with, serve, Serve, ASKS, TOKEN, TWO_STEPS};
@@ -204,6 +204,45 @@ fn a_browser_signs_in_answers_and_continues_runs_through_the_panel() {
     // The browser came back to the run's page.
     let at = wd("GET", &format!("{}/url", b.base), None);
     assert_eq!(at.as_str(), Some(format!("{}/runs/{id}/report", s.url).as_str()), "{at}");
+}
+
+#[test]
+fn a_browser_starts_a_run_from_the_panel() {
+    let (Some(driver_bin), Some(chromium)) = (on_path("chromedriver"), crate::browser::chromium()) else {
+        crate::common::missing(
+            "the panel's browser test: chromedriver or chromium is not installed (apt-get install chromium chromium-driver; .ci/run installs them)",
+        );
+        return;
+    };
+    let t = T::new();
+    let profile = tempfile::tempdir().unwrap();
+    root_with(&t, TWO_STEPS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let driver = Driver::start(&driver_bin);
+    let b = driver.session(&chromium, profile.path());
+    b.go(&format!("{}/?token={TOKEN}", s.url));
+    b.wait_for("id=\"start\"", &s);
+    b.click("#start a");
+    b.wait_for("id=\"start-form\"", &s);
+    b.type_into("#goal", "List the folder");
+    b.type_into("#context", "It is the served root");
+    b.type_into("#max_steps", "4");
+    b.click("#start-form button");
+    // The browser lands on the new run's page, and the run goes to done.
+    let page = b.wait_for("List the folder", &s);
+    assert!(!page.contains("id=\"start-form\""), "{page}");
+    let at = wd("GET", &format!("{}/url", b.base), None);
+    let id = at
+        .as_str()
+        .unwrap()
+        .strip_prefix(&format!("{}/runs/", s.url))
+        .unwrap()
+        .strip_suffix("/report")
+        .unwrap()
+        .to_string();
+    let v = s.wait_for(&id, "done", |v| v["status"] == "done");
+    assert_eq!(v["limits_recorded"]["max_steps"], 4, "{v}");
+    assert!(t.read(&format!("root/runs/{id}/context.md")).contains("It is the served root"));
 }
 
 /// What the sign-in and the pages send: a cookie with an expiry, and a referrer policy under

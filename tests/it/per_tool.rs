@@ -270,3 +270,146 @@ fn the_seeds_agent_json_loads_as_a_profile() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`agent_id`"), "{}", stderr(&out));
 }
+
+/// The seed's §9.1 global configuration, verbatim.
+const SEED_GLOBAL: &str = r#"{
+  "version": "1.0.0",
+
+  "paths": {
+    "skills_dir": "./SKILLS",
+    "memory_dir": "./MEMORY",
+    "output_dir": "./OUTPUT",
+    "config_dir": "./CONFIG"
+  },
+
+  "defaults": {
+    "max_turns": 20,
+    "timeout_seconds": 600,
+    "llm_provider": "anthropic",
+    "llm_model": "claude-sonnet-4-5-20250929"
+  },
+
+  "tools": {
+    "file_read": {
+      "enabled": true,
+      "allowed_paths": ["./SKILLS", "./MEMORY", "./OUTPUT", "./SANDBOX"]
+    },
+    "file_write": {
+      "enabled": true,
+      "allowed_paths": ["./OUTPUT", "./SANDBOX", "./MEMORY"]
+    },
+    "http_call": {
+      "enabled": true,
+      "timeout_seconds": 30
+    },
+    "web_fetch": {
+      "enabled": true,
+      "max_length": 15000
+    }
+  },
+
+  "human_escalation": {
+    "enabled": true,
+    "triggers": [
+      "need human input",
+      "escalate to human",
+      "ask the user"
+    ]
+  },
+
+  "logging": {
+    "level": "INFO",
+    "file": "./logs/agentic_loop.log",
+    "format": "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
+  }
+}"#;
+
+#[test]
+fn the_seeds_global_config_file_loads_as_written() {
+    let t = T::new();
+    t.write("ws/.keep", "");
+    t.write("xdg/agentloop/config.json", SEED_GLOBAL);
+    let file = t.path("xdg/agentloop/config.json").display().to_string();
+    let out = t.al(&["config", "show", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (c, s) = (&v["config"], &v["sources"]);
+    // Each section's keys are the agentloop keys they mean, from that file.
+    for (key, want) in [
+        ("max_steps", json!(20)),
+        ("timeout", json!(600)),
+        ("llm.provider", json!("anthropic")),
+        ("llm.model", json!("claude-sonnet-4-5-20250929")),
+        ("escalation_triggers", json!(["need human input", "escalate to human", "ask the user"])),
+        ("skills.dirs", json!(["./SKILLS"])),
+        ("memory.dir", json!("./MEMORY")),
+        ("logging.level", json!("INFO")),
+        ("logging.file", json!("./logs/agentic_loop.log")),
+        ("tools.web_fetch.max_length", json!(15000)),
+    ] {
+        let got = key.split('.').fold(c, |v, k| &v[k]);
+        assert_eq!(got, &want, "{key}: {c}");
+        assert_eq!(s[key], file.as_str(), "{key} comes from the file: {s}");
+    }
+    // What means nothing here is named, with why.
+    let not_used = c["not_used"].as_object().unwrap();
+    let mut keys: Vec<&str> = not_used.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["logging.format", "paths.config_dir", "paths.output_dir", "version"], "{not_used:?}");
+    assert!(not_used["paths.output_dir"].as_str().unwrap().contains("artifacts/"), "{not_used:?}");
+    let text = stdout(&t.al(&["config", "show"]).output().unwrap());
+    assert!(text.contains("not_used.paths.output_dir = ") && text.contains("runs/<run_id>/"), "{text}");
+    // The tool folders, named but not there yet, are made when a tool uses them.
+    assert!(!t.exists("ws/OUTPUT") && !t.exists("ws/MEMORY"));
+    let (code, v) = call(&t, "file_write", json!({"path": "OUTPUT/report.md", "content": "done\n"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(t.exists("ws/SANDBOX") && t.exists("ws/MEMORY"), "file_write's folders were made");
+    let (code, v) = call(&t, "file_read", json!({"path": "OUTPUT/report.md"}));
+    assert_eq!((code, v["output"].as_str()), (Some(0), Some("done\n")), "{v}");
+    assert!(t.exists("ws/SKILLS"), "file_read's folders were made");
+    // A folder outside the workspace that is not there is named where the tool is refused.
+    t.write(
+        "xdg/agentloop/config.json",
+        &SEED_GLOBAL.replace(r#"["./SKILLS", "./MEMORY", "./OUTPUT", "./SANDBOX"]"#, r#"["./OUTPUT"]"#),
+    );
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  read_paths: [../elsewhere]\n  file_read:\n    allowed_paths: [../elsewhere]\n",
+    );
+    let (code, v) = call(&t, "file_read", json!({"path": "../elsewhere/x.txt"}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("does not exist"), "{v}");
+}
+
+#[test]
+fn the_seeds_global_config_sections_are_checked_like_any_key() {
+    let t = T::new();
+    t.write("ws/.keep", "");
+    let show = |cfg: &str| {
+        t.write("xdg/agentloop/config.json", cfg);
+        let out = t.al(&["config", "show", "--json"]).output().unwrap();
+        (out.status.code(), stderr(&out), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    // `human_escalation.enabled: false`: no phrase escalates.
+    let (code, _, v) =
+        show(r#"{"version": "1.0.0", "human_escalation": {"enabled": false, "triggers": ["ask the user"]}}"#);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["config"]["escalation_triggers"], json!([]));
+    // A seed key and its agentloop key set differently: both named.
+    let (code, err, _) = show(r#"{"defaults": {"max_turns": 10}, "max_steps": 5}"#);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`defaults.max_turns`") && err.contains("`max_steps`") && err.contains("hint:"), "{err}");
+    // A key the section does not have is named, with the ones it has.
+    let (code, err, _) = show(r#"{"paths": {"sandbox_dir": "./SANDBOX"}}"#);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`paths.sandbox_dir`") && err.contains("`skills_dir`") && err.contains("config.json"),
+        "{err}"
+    );
+    // Level names in any case; an unknown one names the ones there are.
+    let (code, err, _) = show(r#"{"logging": {"level": "Warning"}}"#);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err, _) = show(r#"{"logging": {"level": "LOUD"}}"#);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`logging.level`") && err.contains("LOUD") && err.contains("`debug`"), "{err}");
+}

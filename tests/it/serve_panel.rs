@@ -206,6 +206,53 @@ fn a_running_runs_page_says_what_it_is_doing_now() {
     hold.store(false, Ordering::SeqCst);
 }
 
+#[test]
+fn the_panels_start_page_starts_a_run_with_a_form_only_its_pages_can_post() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 5\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    // The index links to the start page; that page's form posts to POST /runs.
+    let index = browse(&s, "/", Some(TOKEN));
+    assert!(index.body.contains("href=\"/start\""), "{}", index.body);
+    let page = browse(&s, "/start", Some(TOKEN));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("id=\"start-form\"") && page.body.contains("action=\"/runs\""), "{}", page.body);
+    assert!(page.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
+    assert!(!page.body.contains("http-equiv=\"refresh\""), "a goal being typed is not wiped");
+    let csrf = csrf_of(&page.body);
+    let origin = s.url.clone();
+    let runs = || std::fs::read_dir(t.path("root/runs")).map(|d| d.count()).unwrap_or(0);
+    // Refused as the other forms are: no form value, another site, a field it lacks; and as
+    // POST /runs refuses: a blank goal, a limit above the server's.
+    for (form, from, status, says) in [
+        ("goal=g".to_string(), origin.as_str(), 403, "reload the page"),
+        (format!("csrf={csrf}&goal=g"), "http://evil.example", 403, "form"),
+        (format!("csrf={csrf}&goal=g&force=true"), origin.as_str(), 400, "no field `force`"),
+        (format!("csrf={csrf}&goal=+"), origin.as_str(), 400, "`goal` is required"),
+        (format!("csrf={csrf}&goal=g&max_steps=9"), origin.as_str(), 400, "max_steps"),
+    ] {
+        let r = s.post_form("/runs", &form, Some(from));
+        assert_eq!(r.status, status, "{form}: {}", r.body);
+        assert!(r.body.contains(says), "{form}: {}", r.body);
+    }
+    assert_eq!(runs(), 0, "a refused form started nothing");
+    // Filled in as a person would: the run starts with its background and narrower limit, and
+    // the browser is sent to its page.
+    let r = s.post_form(
+        "/runs",
+        &format!("csrf={csrf}&goal=List+the+folder&context=It+is+the+root&agent=&max_steps=3&max_reframes=&timeout=&max_tokens=&max_cost_usd="),
+        Some(&origin),
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let to = r.header("Location").unwrap().to_string();
+    let id = to.strip_prefix("/runs/").and_then(|r| r.strip_suffix("/report")).unwrap().to_string();
+    let v = s.finished(&id);
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!(v["limits_recorded"]["max_steps"], 3, "{v}");
+    assert!(t.read(&format!("root/runs/{id}/context.md")).contains("It is the root"));
+    assert_eq!(runs(), 1);
+}
+
 impl Serve {
     /// POSTs a form as a signed-in browser does: the sign-in cookie, no bearer token.
     fn post_form(&self, path: &str, form: &str, origin: Option<&str>) -> Resp {
@@ -255,7 +302,7 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
     // Without the page's value, from another site, or with a field the form lacks: refused.
     let r = s.post_form(&format!("/runs/{id}/answer"), "answer=2024", Some(&origin));
     assert_eq!(r.status, 403, "{}", r.body);
-    assert!(r.body.contains("reload the run's page"), "{}", r.body);
+    assert!(r.body.contains("reload the page"), "{}", r.body);
     let r =
         s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=2024"), Some("http://evil.example"));
     assert_eq!(r.status, 403, "{}", r.body);
@@ -269,11 +316,12 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
         .send(format!("csrf={csrf}&answer=2024"))
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
-    // The cookie signs no other POST, whatever its body says it is.
-    for path in ["/runs", "/skills/fetch"] {
-        let r = s.post_form(path, r#"{"goal": "spend their money", "id": "x", "url": "http://127.0.0.1:9/x"}"#, None);
-        assert_eq!(r.status, 401, "{path}: {}", r.body);
-    }
+    // The cookie signs no other POST, whatever its body says it is; nor a body for the start
+    // form that reads as JSON.
+    let r = s.post_form("/skills/fetch", r#"{"id": "x", "url": "http://127.0.0.1:9/x"}"#, None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = s.post_form("/runs", r#"{"goal": "spend their money"}"#, None);
+    assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
     let r =
         s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=Use+the+2024+figures"), Some(&origin));

@@ -442,6 +442,8 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         // every other project remembers.
         // Goal-level text and sampling: harmless.
         "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
+        // Notes on keys of another format that do nothing: inert text.
+        k if k.starts_with("not_used.") && v.is_string() => Ok(()),
         "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
         // Spans go where the user said and carry what the user allowed: an endpoint or a header
         // from elsewhere would send prompts, answers, token counts and credentials to its host.

@@ -239,6 +239,9 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
     // The framework seed's agent file is a profile too, read field by field.
     let value = if matches!(source, Source::AgentProfile(_)) && crate::seed_agent::is_seed_form(&value) {
         crate::seed_agent::translate(value, path)?
+    } else if !matches!(source, Source::AgentProfile(_)) && is_seed_global(&value) {
+        // And its global config file is a config file, read section by section.
+        translate_seed_global(value, path.as_str())?
     } else {
         value
     };

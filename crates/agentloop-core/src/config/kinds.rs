@@ -127,13 +127,28 @@ pub enum Structured {
     Auto,
 }
 
-/// `logging.level`: the least severe line the log keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// `logging.level`: the least severe line the log keeps. Read case-insensitively (`INFO` as
+/// other loggers write it), and `warning` is `warn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
     Debug,
     Info,
     Warn,
+}
+
+impl<'de> Deserialize<'de> for LogLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.to_ascii_lowercase().as_str() {
+            "debug" => Ok(LogLevel::Debug),
+            "info" => Ok(LogLevel::Info),
+            "warn" | "warning" => Ok(LogLevel::Warn),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown variant `{s}`, expected one of `debug`, `info`, `warn` (in any case; `warning` is `warn`)"
+            ))),
+        }
+    }
 }
 
 impl LogLevel {

@@ -21,6 +21,7 @@ mod layer;
 mod llm;
 mod merge;
 mod sections;
+mod seed_global;
 mod tools;
 mod wellbeing;
 pub use env::*;
@@ -30,6 +31,7 @@ pub use layer::*;
 pub use llm::*;
 pub use merge::*;
 pub use sections::*;
+pub use seed_global::*;
 pub use tools::*;
 pub use wellbeing::*;
 
@@ -107,6 +109,9 @@ pub struct Config {
     /// Trust every workspace's own configuration (CI, a machine holding only your own
     /// workspaces). Honoured only from your own config; see `agentloop trust`.
     pub trust_all: bool,
+    /// Keys of the framework seed's global config that mean nothing here, each with why: filled
+    /// in when such a file is read (`seed_global`), so `config show` names them.
+    pub not_used: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -146,6 +151,7 @@ impl Default for Config {
             ductile: DuctileConfig::default(),
             otel: OtelConfig::default(),
             trust_all: false,
+            not_used: BTreeMap::new(),
         }
     }
 }

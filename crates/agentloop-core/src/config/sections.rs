@@ -125,6 +125,11 @@ pub struct HandleConfig {
     /// How long past its tool's timeout a requested step may stay pending before `poll` treats
     /// it as a failed tool call: room for the router's queueing and its own retries of the tool.
     pub pending_grace: Dur,
+    /// Take a request's `config` as written, as trusted as this file, instead of letting it
+    /// only narrow this file. For a router whose `config` is the operator's own (Ductile sends
+    /// the plugin's block from plugins.yaml); event payloads stay untrusted. Honoured only from
+    /// the root's own configuration, never from a request.
+    pub trust_request_config: bool,
 }
 
 impl Default for HandleConfig {
@@ -137,6 +142,7 @@ impl Default for HandleConfig {
             progress_token: None,
             progress_timeout: Dur::secs(2),
             pending_grace: Dur::secs(600),
+            trust_request_config: false,
         }
     }
 }

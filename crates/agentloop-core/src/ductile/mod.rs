@@ -3,7 +3,9 @@
 //!
 //! - **Discovery**: `GET /plugins` lists the plugins; `GET /plugin/{name}` (bearer token) gives
 //!   each one's commands with their input schemas. The catalog is cached per `api_url` for
-//!   `ductile.cache_ttl`, so Plan does not ask the API every step. The same catalog comes from
+//!   `ductile.cache_ttl`, so Plan does not ask the API every step; the cache is also keyed on
+//!   what chose the plugins listed (`ductile.plugins`, `self_name`, `max_depth`), so changing
+//!   one of those lists again at once. The same catalog comes from
 //!   plugin `manifest.yaml` files (`manifest_spec: ductile.plugin`) under `ductile.manifests`
 //!   or `skills gen --ductile-manifests DIR`, without a running gateway.
 //! - **Act**: `POST /plugin/{plugin}/{command}` with `{"payload": args}` answers 202 with a job
@@ -113,7 +115,7 @@ impl Hub {
             plugins.extend(manifest::load_dir(&crate::fs::resolve_in(root, dir))?);
         }
         if let Some(url) = d.api_url.as_ref().filter(|_| !reach) {
-            match cache_read(url.trim_end_matches('/'), std::time::Duration::MAX) {
+            match cache_read(d, url.trim_end_matches('/'), std::time::Duration::MAX) {
                 Some(found) => plugins.extend(found),
                 None => hub.warnings.push(format!(
                     "Ductile at {url}: its plugins are not cached and this command does not run api_token_cmd; a run lists them and caches the list"
@@ -287,7 +289,7 @@ fn status_error(plugin: &str, command: &str, kind: &str, status: u16, body: &Val
 /// The catalog of a gateway, from the cache when it is fresh.
 fn discover(d: &DuctileConfig, url: &str, cache: bool) -> Result<Vec<Plugin>> {
     let base = url.trim_end_matches('/');
-    if let Some(p) = cache_read(base, d.cache_ttl.0) {
+    if let Some(p) = cache_read(d, base, d.cache_ttl.0) {
         return Ok(p);
     }
     let (status, list) = request(d, "GET", &format!("{base}/plugins"), None)?;
@@ -311,7 +313,7 @@ fn discover(d: &DuctileConfig, url: &str, cache: bool) -> Result<Vec<Plugin>> {
         plugins.push(manifest::plugin_from(&v, &format!("GET {base}/plugin/{name}"))?);
     }
     if cache {
-        cache_write(base, &plugins);
+        cache_write(d, base, &plugins);
     }
     Ok(plugins)
 }
@@ -319,8 +321,18 @@ fn discover(d: &DuctileConfig, url: &str, cache: bool) -> Result<Vec<Plugin>> {
 #[derive(Serialize, Deserialize)]
 struct Cached {
     api_url: String,
+    /// What chose the plugins listed ([`selection`]); a list made under other settings is stale.
+    #[serde(default)]
+    selection: Value,
     fetched_at: String,
     plugins: Vec<Plugin>,
+}
+
+/// The settings discovery filters the gateway's plugins by: only the allowed ones are asked
+/// for their details, and agentloop's own plugin only when `max_depth` lets a run call it. A
+/// cached list holds what these chose, so it serves only the same choice.
+fn selection(d: &DuctileConfig) -> Value {
+    json!({"plugins": d.plugins, "self_name": d.self_name, "self_callable": d.max_depth > 0})
 }
 
 fn cache_path(base: &str) -> Option<Utf8PathBuf> {
@@ -329,16 +341,21 @@ fn cache_path(base: &str) -> Option<Utf8PathBuf> {
     Some(dir.join(format!("{key}.json")))
 }
 
-fn cache_read(base: &str, ttl: Duration) -> Option<Vec<Plugin>> {
+fn cache_read(d: &DuctileConfig, base: &str, ttl: Duration) -> Option<Vec<Plugin>> {
     let text = crate::fs::read_optional(&cache_path(base)?).ok().flatten()?;
     let c: Cached = serde_json::from_str(&text).ok()?;
     let age = crate::clock::now().duration_since(crate::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
-    (c.api_url == base && age <= ttl).then_some(c.plugins)
+    (c.api_url == base && c.selection == selection(d) && age <= ttl).then_some(c.plugins)
 }
 
-fn cache_write(base: &str, plugins: &[Plugin]) {
+fn cache_write(d: &DuctileConfig, base: &str, plugins: &[Plugin]) {
     let Some(path) = cache_path(base) else { return };
-    let c = Cached { api_url: base.into(), fetched_at: crate::clock::now_rfc3339(), plugins: plugins.to_vec() };
+    let c = Cached {
+        api_url: base.into(),
+        selection: selection(d),
+        fetched_at: crate::clock::now_rfc3339(),
+        plugins: plugins.to_vec(),
+    };
     if let Some(dir) = path.parent() {
         let _ = crate::fs::create_dir_all(dir);
     }

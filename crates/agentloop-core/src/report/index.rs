@@ -32,6 +32,12 @@ pub struct Row {
 
 /// The index page of `rows` (shown newest first); `title` names the root.
 pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
+    render_index_with(title, rows, refresh, None)
+}
+
+/// [`render_index`] with `extra` (HTML, e.g. the served panel's link to start a run) after the
+/// summary.
+pub fn render_index_with(title: &str, rows: &[Row], refresh: Option<u32>, extra: Option<&str>) -> String {
     let mut rows: Vec<&Row> = rows.iter().collect();
     rows.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.run_id.cmp(&a.run_id)));
     let mut p = html::head(&format!("agentloop runs · {title}"), refresh);
@@ -45,6 +51,7 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
         count("escalated"),
         count("running")
     );
+    p.push_str(extra.unwrap_or_default());
     if rows.is_empty() {
         p.push_str("<section><p class=\"empty\">No runs yet.</p></section>");
         p.push_str(&html::foot());

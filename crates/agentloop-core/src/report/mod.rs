@@ -13,7 +13,7 @@ pub mod html;
 mod index;
 mod page;
 
-pub use index::{render_index, Row};
+pub use index::{render_index, render_index_with, Row};
 
 use crate::error::Result;
 use crate::trace::{self, Entry, Phase, Usage};

@@ -38,7 +38,7 @@ pub struct FileReadArgs {
     encoding: Option<Encoding>,
 }
 
-/// file_read's `encoding`. Variants carry no doc comments (the schema stays an enum).
+/// file_read's and file_write's `encoding`. Variants carry no doc comments (the schema stays an enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum Encoding {
     #[serde(rename = "utf-8", alias = "utf8", alias = "UTF-8")]
@@ -113,6 +113,31 @@ impl Tool for FileRead {
     }
 }
 
+/// The text as bytes in `enc`, for file_write. `bom` starts UTF-16 (the one without a stated
+/// byte order) with its byte order mark, so file_read's `utf-16` reads it back whatever the
+/// reader's default. The error names the first character the encoding cannot hold.
+pub fn encode(text: &str, enc: Encoding, bom: bool) -> Result<Vec<u8>, String> {
+    let units = |big: bool| -> Vec<u8> {
+        text.encode_utf16().flat_map(|u| if big { u.to_be_bytes() } else { u.to_le_bytes() }).collect()
+    };
+    Ok(match enc {
+        Encoding::Utf8 => text.as_bytes().to_vec(),
+        Encoding::Latin1 => {
+            if let Some((at, c)) = text.chars().enumerate().find(|(_, c)| u32::from(*c) > 0xFF) {
+                return Err(format!(
+                    "argument `content`: latin-1 cannot hold {c:?} (U+{:04X}, character {}); write it with \"encoding\": \"utf-8\" or \"utf-16\"",
+                    u32::from(c),
+                    at + 1
+                ));
+            }
+            text.chars().map(|c| u32::from(c) as u8).collect()
+        }
+        Encoding::Utf16 if bom => [0xFF, 0xFE].into_iter().chain(units(false)).collect(),
+        Encoding::Utf16 | Encoding::Utf16Le => units(false),
+        Encoding::Utf16Be => units(true),
+    })
+}
+
 /// file_write: writes or appends to a text file.
 pub struct FileWrite;
 
@@ -127,6 +152,9 @@ pub struct FileWriteArgs {
     /// overwrite (default) or append
     #[schemars(extend("default" = "overwrite"))]
     mode: Option<WriteMode>,
+    /// How the text is written as bytes: utf-8 (default), latin-1, utf-16 (little-endian, starting with a byte order mark), utf-16le or utf-16be
+    #[schemars(extend("default" = "utf-8"))]
+    encoding: Option<Encoding>,
 }
 
 // Variants carry no doc comments: those would make the schema a oneOf instead of an enum.
@@ -271,15 +299,21 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
 fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
     let (path, content) = (args.path.as_str(), args.content.as_str());
     let append = args.mode == Some(WriteMode::Append);
-    match write(env, path, content, append) {
-        Ok(shown) => {
+    let enc = args.encoding.unwrap_or(Encoding::Utf8);
+    // Checked before anything is opened, so text the encoding cannot hold changes no file.
+    if let Err(e) = encode(content, enc, false) {
+        return ToolResult::err(e, false);
+    }
+    match write(env, path, content, enc, append) {
+        Ok((shown, size)) => {
+            let in_enc = if enc == Encoding::Utf8 { String::new() } else { format!(" in {}", enc.name()) };
             let mut r = ToolResult::ok(
                 format!(
-                    "wrote {} characters to {shown}{}",
+                    "wrote {} characters to {shown}{in_enc}{}",
                     content.chars().count(),
                     if append { " (appended)" } else { "" }
                 ),
-                json!({"path": shown, "size_bytes": content.len(), "mode": if append { "append" } else { "overwrite" }}),
+                json!({"path": shown, "size_bytes": size, "mode": if append { "append" } else { "overwrite" }, "encoding": enc.name()}),
             );
             r.artifacts.push(shown);
             r
@@ -288,8 +322,9 @@ fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
     }
 }
 
-/// Writes inside the sandbox; returns the workspace-relative name written.
-fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<String, String> {
+/// Writes inside the sandbox; returns the workspace-relative name written and the bytes
+/// written.
+fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) -> Result<(String, usize), String> {
     let sb = Sandbox::open_for(env, Access::Write, "file_write")?;
     let t = sb.locate(path)?;
     let shown = t.shown();
@@ -300,9 +335,13 @@ fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<Strin
     sandbox::check_target(&parent, &name, &shown, append)?;
     if append {
         let mut f = sandbox::open_append(&parent, &name, &shown)?;
-        f.write_all(content.as_bytes()).and_then(|_| f.sync_data()).map_err(|e| sandbox::io_error(&shown, &e))?;
-        return Ok(shown);
+        // A byte order mark only opens a file: appended text continues the one there.
+        let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(false);
+        let bytes = encode(content, enc, empty)?;
+        f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| sandbox::io_error(&shown, &e))?;
+        return Ok((shown, bytes.len()));
     }
+    let bytes = encode(content, enc, true)?;
     // Atomic: a new temp file beside the target (O_EXCL, so never a planted link), then a
     // rename, which replaces a symlink itself rather than writing through it.
     let tmp = format!(".{name}.{}.tmp", std::process::id());
@@ -310,7 +349,7 @@ fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<Strin
     parent
         .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
         .and_then(|mut f| {
-            f.write_all(content.as_bytes())?;
+            f.write_all(&bytes)?;
             f.sync_all()
         })
         .and_then(|_| parent.rename(&tmp, &parent, &name))
@@ -318,7 +357,7 @@ fn write(env: &ToolEnv, path: &str, content: &str, append: bool) -> Result<Strin
             let _ = parent.remove_file(&tmp);
         })
         .map_err(|e| sandbox::io_error(&shown, &e))?;
-    Ok(shown)
+    Ok((shown, bytes.len()))
 }
 
 fn list_dir(env: &ToolEnv, path: &str) -> ToolResult {

@@ -216,10 +216,22 @@ impl Sandbox {
         let key = format!("tools.{tool}.allowed_paths");
         let wider = std::mem::take(&mut sb.roots);
         let ws_real = sb.ws_abs.canonicalize_utf8().map_err(|e| format!("cannot open the workspace: {e}"))?;
+        let ws_dir = Dir::open_ambient_dir(&ws_real, ambient_authority()).ok();
         for p in paths {
             let abs = normalize(&sb.ws_abs.join(p));
             let label = relative(&sb.ws_abs, &abs);
-            let Ok(real) = abs.canonicalize_utf8() else { continue };
+            // A tool's own folder inside the workspace is made when missing, as the framework
+            // seed's tools make theirs: named but absent, it would leave the tool no folder at
+            // all. Made through the workspace's handle, so never through a link out of it.
+            if let (Ok(inner), Some(ws)) = (abs.strip_prefix(&sb.ws_abs), &ws_dir) {
+                if !inner.as_str().is_empty() && !ws.exists(inner) {
+                    let _ = ws.create_dir_all(inner);
+                }
+            }
+            let Ok(real) = abs.canonicalize_utf8() else {
+                sb.dropped.push(format!("{label} ({key}) does not exist"));
+                continue;
+            };
             let inside_own = abs.strip_prefix(&sb.ws_abs).map(|inner| real == ws_real.join(inner));
             if inside_own == Ok(false) {
                 sb.dropped.push(format!("{label} ({key}) is a symbolic link and is not used"));
