@@ -35,6 +35,7 @@ mod reading;
 mod real;
 mod report;
 mod runs;
+mod runs_diff;
 mod sandbox;
 mod schemas;
 mod serve;
