@@ -17,6 +17,7 @@ mod files;
 mod foundation;
 mod handed;
 mod handle;
+mod http_cache;
 mod links;
 mod loop_;
 mod mcp;
