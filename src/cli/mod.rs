@@ -82,7 +82,7 @@ pub enum Command {
     /// MCP servers: list them and their tools, call one tool, check that each starts.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
-    /// Generate the catalog (skills.md); list, show, check and fetch skills.
+    /// Generate the catalog (skills.md); list, show, check, fetch and learn skills.
     #[command(subcommand)]
     Skills(commands::skills::SkillsCommand),
     /// Check a provider with one tiny request.

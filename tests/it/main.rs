@@ -18,6 +18,7 @@ mod foundation;
 mod handed;
 mod handle;
 mod http_cache;
+mod learn;
 mod links;
 mod loop_;
 mod mcp;
