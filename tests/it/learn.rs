@@ -96,3 +96,83 @@ reflect:
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((d["then"]["steps"].as_u64(), d["now"]["steps"].as_u64()), (Some(2), Some(1)), "{d}");
 }
+
+/// One morning: fetch the feed, (day 1 only: look around first), write the dated digest.
+fn morning(feed: &str, date: &str, first: bool, tokens: u64) -> String {
+    let look = if first {
+        "  - answer: {next_action: {tool: list_dir, args: {path: .}}}\n    usage: {input_tokens: 900, output_tokens: 50}\n"
+    } else {
+        ""
+    };
+    let wait = if first { "  - answer: {decision: continue, reason: looked}\n" } else { "" };
+    format!(
+        r#"frame:
+  - answer: {{goal: digest the feed, definition_of_done: [feed fetched, digest written, items noted], can_proceed: true}}
+    usage: {{input_tokens: {tokens}, output_tokens: 40}}
+plan:
+{look}  - answer: {{next_action: {{tool: web_fetch, args: {{url: "{feed}"}}}}}}
+    usage: {{input_tokens: {tokens}, output_tokens: 40}}
+  - answer: {{next_action: {{tool: file_write, args: {{path: "artifacts/digest-{date}.md", content: "digest of {date}"}}}}}}
+    usage: {{input_tokens: {tokens}, output_tokens: 40}}
+reflect:
+{wait}  - answer: {{decision: continue, reason: fetched}}
+  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], facts: ["the feed was read on {date}"], decision: done, reason: written, outcome: "digest of {date}"}}
+learn:
+  - answer: {{description: "Digest the morning feed into artifacts/digest-DATE.md. Use for the morning feed digest.", triggers: [feed digest], instructions: "1. Fetch the feed with web_fetch.\n2. Write artifacts/digest-DATE.md with file_write."}}
+"#
+    )
+}
+
+#[test]
+fn three_mornings_of_a_feed_learn_revalidate_and_show_what_changed() {
+    let t = T::new();
+    // The feed: v1 on day 1, v2 from day 2 on; answers 304 to a matching If-None-Match.
+    let day = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let d = day.clone();
+    let s = Server::start_with(move |_, r| {
+        let tag = if d.load(std::sync::atomic::Ordering::SeqCst) == 1 { "\"v1\"" } else { "\"v2\"" };
+        if r.header("if-none-match") == Some(tag) {
+            return Reply::text(304, "text/plain", "").header("ETag", tag).header("Cache-Control", "no-cache");
+        }
+        let body = if tag == "\"v1\"" { "item a\n" } else { "item a\nitem b\n" };
+        Reply::text(200, "text/plain", body).header("ETag", tag).header("Cache-Control", "no-cache")
+    });
+    t.write("ws/agentloop.yaml", "tools:\n  http:\n    allow_private: true\n");
+    let feed = format!("{}/feed", s.url);
+    let run = |date: &str, first: bool, tokens: u64| {
+        t.write("script.yaml", &morning(&feed, date, first, tokens));
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--goal", "Morning feed digest", "--slot", date])
+            .env("AGENTLOOP_NOW", format!("{date}T06:00:00Z"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{date}: {}", stderr(&out));
+    };
+    run("2026-01-01", true, 1000);
+    t.al(&["--script", "script.yaml", "skills", "learn", "feed-digest"]).assert().success();
+    t.al(&["skills", "check", "ws/skills/feed-digest"]).assert().success();
+
+    // Day 2: the feed changed (a full answer), the skill is offered, fewer steps and tokens.
+    day.store(2, std::sync::atomic::Ordering::SeqCst);
+    run("2026-01-02", false, 600);
+    let offered = t.read("ws/transcript.md");
+    assert!(offered.lines().any(|l| l.starts_with("Skills whose triggers") && l.contains("feed-digest")));
+    let d2: Value = serde_json::from_slice(&t.al(&["runs", "diff", "--json"]).output().unwrap().stdout).unwrap();
+    assert!(d2["now"]["steps"].as_u64() < d2["then"]["steps"].as_u64(), "{d2}");
+    assert!(d2["now"]["tokens"].as_u64() < d2["then"]["tokens"].as_u64(), "{d2}");
+    assert_eq!(d2["artifacts"]["changed"][0]["path_then"], "artifacts/digest-2026-01-01.md", "{d2}");
+    assert!(d2["changes"].as_u64() > Some(0));
+
+    // Day 3: the feed is unchanged: a conditional request, a 304, the body from the cache.
+    run("2026-01-03", false, 600);
+    let last = s.request(s.count() - 1);
+    assert_eq!(last.header("if-none-match"), Some("\"v2\""), "{last:?}");
+    let fetch = t.trace().into_iter().find(|e| e["event"] == "act" && e["tool"] == "web_fetch").unwrap();
+    assert_eq!(fetch["data"]["http_cache"]["hit"], "revalidated", "{fetch}");
+    assert_eq!(fetch["data"]["http_cache"]["age_seconds"], 86400, "{fetch}");
+    // What changed since day 2: only the dated digest and the day's fact.
+    let d3: Value = serde_json::from_slice(&t.al(&["runs", "diff", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(d3["facts"]["added"], serde_json::json!(["the feed was read on 2026-01-03"]), "{d3}");
+    t.al(&["report"]).assert().success();
+    assert!(t.read("ws/report.html").contains("id=\"since-last-run\""));
+}
