@@ -15,11 +15,12 @@ pub fn card(p: &mut String, d: &RunsDiff) {
         d.changes,
         esc(&d.verdict)
     );
-    p.push_str("<table><thead><tr><th></th><th>run</th><th>status</th><th>steps</th><th>tokens</th><th>cost</th></tr></thead><tbody>");
+    // The table scrolls in its own box on a narrow screen; the page never scrolls sideways.
+    p.push_str("<div class=\"chart\"><table class=\"since\"><thead><tr><th></th><th>run</th><th>status</th><th>steps</th><th>tokens</th><th>cost</th></tr></thead><tbody>");
     for (label, s) in [("then", &d.then), ("now", &d.now)] {
         row(p, label, s);
     }
-    p.push_str("</tbody></table>");
+    p.push_str("</tbody></table></div>");
     let f = &d.facts;
     if !f.added.is_empty() || !f.dropped.is_empty() {
         p.push_str("<h4>Facts</h4><ul class=\"since-facts\">");
