@@ -180,3 +180,24 @@ reflect:
     assert_eq!(acts[1]["data"]["http_cache"], json!({"hit": "revalidated", "age_seconds": 0, "status": 304}));
     assert_eq!(hits(&s, "/feed"), 2);
 }
+
+#[test]
+fn an_untrusted_workspace_may_turn_the_cache_off_but_not_lengthen_it() {
+    let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
+    let s = server();
+    let fresh = json!({"method": "GET", "url": format!("{}/fresh", s.url)}).to_string();
+    // The user's own config allows the local server; the workspace's own is not trusted.
+    t.write("xdg/agentloop/config.yaml", "tools:\n  http:\n    allow_private: true\n");
+    t.write("ws/agentloop.yaml", "tools:\n  http:\n    cache: 1h\n");
+    let out = t.untrusted().args(["-w", "ws", "tools", "call", "http_call", "--args", &fresh]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tools.http.cache"), "{}", stderr(&out));
+    assert_eq!(s.count(), 0);
+    t.write("ws/agentloop.yaml", "tools:\n  http:\n    cache: off\n");
+    for _ in 0..2 {
+        let out = t.untrusted().args(["-w", "ws", "tools", "call", "http_call", "--args", &fresh]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(s.count(), 2, "off: both calls reach the server");
+}
