@@ -8,6 +8,7 @@ pub mod dream;
 pub mod enqueue;
 pub mod explore;
 pub mod init;
+pub mod learn;
 pub mod mcp;
 pub mod memory;
 pub mod models;

@@ -15,6 +15,8 @@ use serde_json::json;
 /// timeline of the phases (one bar per phase entry); tokens and cost per step; one card per step
 /// (Plan's next action and why, the tool's result with links to its artifacts, Reflect's
 /// decision and the Definition-of-Done items it ticked); and memory.md and plan.md as they are.
+/// A run with an earlier run of its series (the same job run again) gets a "Since last run"
+/// card: what `runs diff` shows.
 /// Text from the run is escaped: a goal or a tool result cannot add markup or script.
 ///
 /// Writes report.html in the run's folder (it moves with the run to runs/<id>/) unless -o says
@@ -58,7 +60,8 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
         }
         None => ctx.ws.clone(),
     };
-    let run = Run::load(&ws)?;
+    let mut run = Run::load(&ws)?;
+    run.since = since(&ctx.ws, &runs_dir, &ws, &|m| ctx.printer.warn(m));
     let out = args.output.unwrap_or_else(|| ws.root.join("report.html"));
     let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None, actions: None };
     write(&ctx.ws.root, &out, &report::render(&run, &links))?;
@@ -81,6 +84,36 @@ pub fn write_current(ws: &crate::workspace::Workspace) -> Result<Utf8PathBuf> {
     Ok(out)
 }
 
+/// What changed since the previous run of `run`'s series in the workspace `root` (None when it
+/// is the first, or when `run` is no run of that history).
+fn since(
+    root: &crate::workspace::Workspace,
+    runs_dir: &str,
+    run: &crate::workspace::Workspace,
+    warn: &dyn Fn(&str),
+) -> Option<crate::runs_diff::RunsDiff> {
+    let runs = history::list(root, runs_dir, &|_| {});
+    let this = runs.iter().find(|r| r.ws.root == run.root)?;
+    previous_diff(&runs, this, warn)
+}
+
+/// The "Since last run" comparison of `this` with the previous run of its series; a run whose
+/// files cannot be compared gets no card and a warning.
+fn previous_diff(
+    runs: &[history::Run],
+    this: &history::Run,
+    warn: &dyn Fn(&str),
+) -> Option<crate::runs_diff::RunsDiff> {
+    let then = crate::runs_diff::previous(runs, this)?;
+    match crate::runs_diff::diff(then, this) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            warn(&format!("no \"Since last run\" card for run {}: {}", this.state.run_id, e.message));
+            None
+        }
+    }
+}
+
 /// Every run's report, then the index linking to them.
 fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
     let index = output.unwrap_or_else(|| ctx.ws.root.join("index.html"));
@@ -91,13 +124,14 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
     let mut rows = Vec::new();
     let mut written = Vec::new();
     for r in &runs {
-        let run = match Run::load(&r.ws) {
+        let mut run = match Run::load(&r.ws) {
             Ok(run) => run,
             Err(e) => {
                 ctx.printer.warn(&format!("skipped {}: {}", r.ws.root, e.message));
                 continue;
             }
         };
+        run.since = previous_diff(&runs, r, &|m| ctx.printer.warn(m));
         let page = r.ws.root.join("report.html");
         let links = Links {
             files: String::new(),

@@ -47,6 +47,47 @@ pub enum RunsCommand {
     /// Example: agentloop -w ws runs prune --older-than 30d
     #[command(verbatim_doc_comment)]
     Prune(PruneArgs),
+    /// What changed from one run of a job to another: ending, facts, files, steps, tokens, cost.
+    ///
+    /// With no ids: the current run (the root's, else the newest) against the previous run of
+    /// its series (the newest earlier run of the same agent with the same goal — the same job
+    /// run again, say `run --goal G --slot DATE` every morning — else the newest earlier run of
+    /// that agent). With one id: that run against the current one. With two: A then, B now.
+    /// An id may be a unique prefix or `last`.
+    ///
+    /// Shows how each ended (status, stop, outcome), the learned facts added and dropped
+    /// (compared by text: the sources a fact lists do not make it new), the files under
+    /// artifacts/ added, removed and changed (a unified diff for text files; a dated file such
+    /// as digest-2026-01-02.md is compared with the earlier run's file of the same name but for
+    /// its digits), steps, tokens and cost then and now, and a one-line verdict. --json prints
+    /// one object (docs/schema/runs-diff.json).
+    ///
+    /// Exit codes: 0 compared; 2 no such run, or no earlier run to compare with; with
+    /// --exit-code (or --threshold N), 12 when the runs differ by at least N changes (default 1):
+    /// a different ending, each fact added or dropped, each file added, removed or changed.
+    ///
+    /// Examples:
+    ///   agentloop -w ws runs diff
+    ///   agentloop -w ws runs diff 01KA 01KB --json | jq .verdict
+    ///   agentloop -w ws runs diff --exit-code > diff.txt || mail -s "digest changed" me < diff.txt
+    #[command(verbatim_doc_comment)]
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The earlier run (default: the previous run of the later one's series).
+    #[arg(value_name = "A")]
+    pub then: Option<String>,
+    /// The later run (default: the current run).
+    #[arg(value_name = "B")]
+    pub now: Option<String>,
+    /// Exit 12 when the runs differ (at least --threshold changes), 0 when not.
+    #[arg(long)]
+    pub exit_code: bool,
+    /// Changes it takes to exit 12 (implies --exit-code).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threshold: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +125,7 @@ pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
             Err(Error::usage("--agent filters the list; `runs prune` does not take it"))
         }
         RunsCommand::Prune(a) => prune(&ctx, a),
+        RunsCommand::Diff(a) => diff(&ctx, agent.as_deref(), a),
     }
 }
 
@@ -216,4 +258,123 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
         ));
     }
     Ok(0)
+}
+
+/// `runs diff`: picks the two runs, compares them, prints the diff, and says by the exit code
+/// whether they differ when asked to.
+fn diff(ctx: &Ctx, agent: Option<&str>, a: DiffArgs) -> Result<u8> {
+    let runs = runs_of(ctx, agent);
+    let runs_dir = &ctx.config().handle.runs_dir;
+    let pick = |id: &str| -> Result<&history::Run> {
+        let ws = history::find(&ctx.ws, runs_dir, id)?;
+        runs.iter().find(|r| r.ws.root == ws.root).ok_or_else(|| {
+            Error::usage(format!("run `{id}` is not a run of agent `{}`", agent.unwrap_or("-")))
+                .with_hint("leave out --agent, or name a run of that agent")
+        })
+    };
+    let now = match &a.now {
+        Some(id) => pick(id)?,
+        None => crate::runs_diff::latest(&runs).ok_or_else(|| {
+            Error::usage(format!("no runs in {} to compare", ctx.ws.root))
+                .with_hint(format!("start one with {}", ctx.ws.cli("run --goal \"...\"")))
+        })?,
+    };
+    let then = match &a.then {
+        Some(id) => pick(id)?,
+        None => crate::runs_diff::previous(&runs, now).ok_or_else(|| {
+            Error::usage(format!("run {} has no earlier run to compare with", now.state.run_id))
+                .with_hint(format!("list the runs with {}, or name two: runs diff A B", ctx.ws.cli("runs")))
+        })?,
+    };
+    if then.ws.root == now.ws.root {
+        return Err(Error::usage(format!("run {} is compared with itself", now.state.run_id))
+            .with_hint("name two different runs: runs diff A B"));
+    }
+    let d = crate::runs_diff::diff(then, now)?;
+    let p = &ctx.printer;
+    if p.json {
+        p.json_value(&serde_json::to_value(&d).expect("a diff serializes"));
+    } else {
+        print_diff(ctx, &d);
+    }
+    let threshold = a.threshold.map(|n| n as usize).or(a.exit_code.then_some(1));
+    Ok(match threshold {
+        Some(n) if d.changes >= n => crate::error::code::CHANGED,
+        _ => 0,
+    })
+}
+
+fn print_diff(ctx: &Ctx, d: &crate::runs_diff::RunsDiff) {
+    let p = &ctx.printer;
+    // Everything here comes from workspace files: one line each, controls shown.
+    let line = |s: &str| crate::output::one_line(s).into_owned();
+    let cost = |s: &crate::runs_diff::Side| match s.cost_usd {
+        _ if s.outcome.is_none() && s.cost_usd.is_none() && s.tokens == 0 => "none".to_string(),
+        Some(c) => crate::report::html::usd(c),
+        None => "unpriced".into(),
+    };
+    let th = crate::report::html::thousands;
+    p.outln_painted(&[(&line(&d.verdict), "1")]);
+    for (label, s) in [("then", &d.then), ("now ", &d.now)] {
+        let slot = s.slot.as_deref().map(|x| format!(" slot {}", line(x))).unwrap_or_default();
+        p.outln(&format!(
+            "{label}  {}{slot}  {}{}  {} steps, {} tokens, {}",
+            line(&s.run_id),
+            s.status,
+            s.stop.map(|k| format!(" ({})", k.as_str())).unwrap_or_default(),
+            s.steps,
+            th(s.tokens),
+            cost(s)
+        ));
+    }
+    if d.then.outcome != d.now.outcome {
+        p.outln("");
+        p.outln("outcome");
+        for (sign, o) in [("-", &d.then.outcome), ("+", &d.now.outcome)] {
+            let text: String = line(o.as_deref().unwrap_or("(none)")).chars().take(300).collect();
+            p.outln(&format!("  {sign} {text}"));
+        }
+    }
+    if !d.facts.added.is_empty() || !d.facts.dropped.is_empty() {
+        p.outln("");
+        p.outln("facts");
+        for f in &d.facts.added {
+            p.outln_painted(&[(&format!("  + {}", line(f)), "32")]);
+        }
+        for f in &d.facts.dropped {
+            p.outln_painted(&[(&format!("  - {}", line(f)), "31")]);
+        }
+    }
+    let a = &d.artifacts;
+    if !a.added.is_empty() || !a.removed.is_empty() || !a.changed.is_empty() {
+        p.outln("");
+        p.outln("files");
+        for f in &a.added {
+            p.outln(&format!("  added    {}", line(f)));
+        }
+        for f in &a.removed {
+            p.outln(&format!("  removed  {}", line(f)));
+        }
+        for c in &a.changed {
+            let was = c.path_then.as_deref().map(|t| format!(" (was {})", line(t))).unwrap_or_default();
+            p.outln(&format!("  changed  {}{was}  {} → {} bytes", line(&c.path), c.bytes_then, c.bytes_now));
+        }
+        for c in &a.changed {
+            let Some(diff) = &c.diff else { continue };
+            p.outln("");
+            for l in diff.lines() {
+                let color = match l.as_bytes().first() {
+                    Some(b'+') if !l.starts_with("+++") => "32",
+                    Some(b'-') if !l.starts_with("---") => "31",
+                    Some(b'@') => "36",
+                    _ => "",
+                };
+                // outln_painted shows a file's terminal escapes as text, never sends them.
+                p.outln_painted(&[(l, color)]);
+            }
+            if c.diff_lines_left_out > 0 {
+                p.outln(&format!("  ... {} more diff lines (--json has the first 200)", c.diff_lines_left_out));
+            }
+        }
+    }
 }

@@ -55,6 +55,25 @@ pub enum SkillsCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<Utf8PathBuf>,
     },
+    /// Turn a done run's successful path into a skill: skills/NAME/ in the workspace.
+    ///
+    /// One model call drafts the description, the triggers and the steps from the run's trace;
+    /// agentloop adds the tools used, the Definition of Done the run met, the run it came from
+    /// and references/facts.md (the run's key facts), redacts secrets, and checks the skill as
+    /// `skills check` does before writing it. A later run whose goal holds a trigger is offered
+    /// the skill at Frame. Refuses a run that did not end done and a folder that exists.
+    ///
+    /// Exit codes: 0 written, 1 the draft fails the check, 2 no such run or not done, 5 provider.
+    ///
+    /// Example: agentloop -w ~/digest skills learn --run last morning-digest
+    #[command(verbatim_doc_comment)]
+    Learn {
+        /// The skill's name (lowercase letters, digits, hyphens).
+        name: String,
+        /// The run to learn from (an id, a unique prefix, or `last`; default: the current run).
+        #[arg(long, value_name = "ID")]
+        run: Option<String>,
+    },
 }
 
 pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
@@ -229,6 +248,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             Ok(if failing > 0 { 1 } else { 0 })
         }
         SkillsCommand::Fetch { id, url, dir } => fetch(&ctx, &id, &url, dir),
+        SkillsCommand::Learn { name, run } => super::learn::learn(&ctx, &name, run.as_deref()),
     }
 }
 

@@ -36,6 +36,9 @@ pub mod code {
     /// Nothing was run, it already ran: `run --slot KEY` whose slot has a run that ended, or
     /// `run --goal` repeating the ended run's goal without `--follow-up`.
     pub const SLOT_TAKEN: u8 = 11;
+    /// `runs diff --exit-code`: the runs compared differ by at least the threshold's count of
+    /// changes (a cron job mails only then).
+    pub const CHANGED: u8 = 12;
     /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
     pub const HANDLE_CONFIG: u8 = 78;
     /// Ctrl-C (SIGINT): the process ends by the signal, which a shell reports as 128 + 2.
@@ -56,6 +59,7 @@ pub mod code {
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full (a run is refused, or a run that filled it stopped at a commit point: stop `resting`, `run --continue` after a rest), or its stress is at `stress.threshold`; `status` says when it may run again"),
         (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
+        (CHANGED, "`runs diff --exit-code` (or `--threshold N`) only: the runs compared differ by at least N changes (a different ending, facts added or dropped, files under artifacts/ added, removed or changed)"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
         (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),
     ];

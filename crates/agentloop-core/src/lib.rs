@@ -29,6 +29,7 @@ pub mod phases;
 pub mod prompt;
 pub mod report;
 pub mod rest_window;
+pub mod runs_diff;
 pub mod runs_root;
 pub mod schema;
 pub mod settings;

@@ -401,6 +401,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     let special = narrows_choice(key, v, base)
         .or_else(|| output_schema(key, v, root, party))
         .or_else(|| narrows_duration(key, v, base, whose))
+        .or_else(|| narrows_http_cache(key, v, base, whose))
         .or_else(|| narrows_list(key, v, base, whose))
         .or_else(|| same_endpoint(key, v, base, whose))
         .or_else(|| crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)))
@@ -454,6 +455,22 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// [`narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
+/// makes answers fresher (the floor applies when an answer is read).
+fn narrows_http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+    if key != "tools.http.cache" {
+        return None;
+    }
+    Some(match serde_json::from_value::<crate::config::HttpCache>(v.clone()) {
+        Ok(crate::config::HttpCache::Off) => Ok(()),
+        Ok(crate::config::HttpCache::On { floor }) if base.tools.http.cache.floor().is_some_and(|b| floor <= b) => {
+            Ok(())
+        }
+        Ok(_) => Err(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor")),
+        Err(e) => Err(e.to_string()),
+    })
 }
 
 /// [`narrows`] for the durations an untrusted layer may shorten, each at most the trusted one.

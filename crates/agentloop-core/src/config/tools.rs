@@ -195,6 +195,72 @@ pub struct HttpToolConfig {
     pub max_bytes: u64,
     pub max_redirects: u32,
     pub user_agent: String,
+    /// The per-user HTTP cache of `web_fetch` and `http_call` GETs: `on` (the default: what
+    /// Cache-Control, Expires, ETag and Last-Modified allow), `off`, or a duration — a floor:
+    /// a response that sends no Cache-Control or Expires is fresh that long.
+    pub cache: HttpCache,
+}
+
+/// `tools.http.cache`: off, or on with a floor TTL (zero: the headers alone decide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpCache {
+    Off,
+    On { floor: Duration },
+}
+
+impl HttpCache {
+    /// The floor TTL, or None when the cache is off.
+    pub fn floor(&self) -> Option<Duration> {
+        match self {
+            HttpCache::Off => None,
+            HttpCache::On { floor } => Some(*floor),
+        }
+    }
+}
+
+impl Default for HttpCache {
+    fn default() -> Self {
+        HttpCache::On { floor: Duration::ZERO }
+    }
+}
+
+impl Serialize for HttpCache {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            HttpCache::Off => s.serialize_str("off"),
+            HttpCache::On { floor } if floor.is_zero() => s.serialize_str("on"),
+            HttpCache::On { floor } => s.serialize_str(&humantime::format_duration(*floor).to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HttpCache {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            B(bool),
+            N(u64),
+            S(String),
+        }
+        let bad = |what: &str| {
+            serde::de::Error::custom(format!(
+                "{what} is not a cache setting; use off, on, or a floor such as 10m (a duration)"
+            ))
+        };
+        match Raw::deserialize(d)? {
+            Raw::B(false) => Ok(HttpCache::Off),
+            Raw::B(true) => Ok(HttpCache::default()),
+            Raw::N(n) => Ok(HttpCache::On { floor: Duration::from_secs(n) }),
+            Raw::S(s) => match s.trim() {
+                "off" => Ok(HttpCache::Off),
+                "on" => Ok(HttpCache::default()),
+                t => crate::clock::parse_duration(t)
+                    .map(|floor| HttpCache::On { floor })
+                    .map_err(|_| bad(&format!("`{t}`"))),
+            },
+        }
+    }
 }
 
 impl Default for HttpToolConfig {
@@ -208,6 +274,7 @@ impl Default for HttpToolConfig {
             max_bytes: 5 * 1024 * 1024,
             max_redirects: 5,
             user_agent: concat!("agentloop/", env!("CARGO_PKG_VERSION")).into(),
+            cache: HttpCache::default(),
         }
     }
 }

@@ -198,6 +198,11 @@ fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, dur
     if let Some(job) = result.metadata.get("ductile_job").filter(|j| j.is_string()) {
         data.insert("ductile_job".into(), job.clone());
     }
+    // An answer from the HTTP cache (a fresh hit, or a 304 revalidation), so the trace shows
+    // what the network was spared.
+    if let Some(c) = result.metadata.get("http_cache").filter(|c| c.is_object()) {
+        data.insert("http_cache".into(), c.clone());
+    }
     if !data.is_empty() {
         e.data = Some(serde_json::Value::Object(data));
     }

@@ -12,6 +12,7 @@ mod charts;
 pub mod html;
 mod index;
 mod page;
+mod since;
 
 pub use index::{render_index, render_index_with, Row};
 
@@ -47,6 +48,9 @@ pub struct Run {
     pub bad_lines: usize,
     pub memory: String,
     pub plan: String,
+    /// What changed since the previous run of its series (the "Since last run" card), when the
+    /// page's maker compared it with one ([`crate::runs_diff`]).
+    pub since: Option<crate::runs_diff::RunsDiff>,
 }
 
 /// One step of the run: what Plan chose, what Act got, what Reflect decided.
@@ -86,6 +90,7 @@ impl Run {
             bad_lines: bad.len(),
             memory: read(ws.memory())?,
             plan: read(ws.plan())?,
+            since: None,
         })
     }
 

@@ -147,6 +147,9 @@ pub fn render(run: &Run, links: &Links) -> String {
         }
         p.push_str("</section>");
     }
+    if let Some(d) = &run.since {
+        super::since::card(&mut p, d);
+    }
     let _ = write!(
         p,
         "<section id=\"timeline\"><h2>Timeline</h2><div class=\"chart\">{}</div><div class=\"legend\"><span><i style=\"background:var(--frame)\"></i>frame</span><span><i style=\"background:var(--plan)\"></i>plan</span><span><i style=\"background:var(--act)\"></i>act</span><span><i style=\"background:var(--reflect)\"></i>reflect</span><span>one bar per phase entry; click a bar for its step</span></div></section>",

@@ -590,6 +590,7 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<Entry>("trace-entry.json", "trace.jsonl entry", "One line of trace.jsonl (and of `run --events`, which streams the same entries live, with `model.delta` entries when streaming)."),
         document::<CompletionEvent>("completion-event.json", "Completion event", "`agent.completed` / `agent.escalated`: what `run --json` prints and `handle`'s last event of a run."),
         document::<StatusView>("status.json", "status --json", "Where a run stands: budgets used and left, limits and their source, the pending action."),
+        document::<crate::runs_diff::RunsDiff>("runs-diff.json", "runs diff --json", "What changed from one run of a job to another: the ending, facts added and dropped, files under artifacts/ added, removed and changed, steps, tokens and cost, and a one-line verdict."),
         document::<Vec<RunRow>>("runs.json", "runs --json", "The runs of a workspace, newest first."),
         document::<Vec<ToolInfo>>("tools.json", "tools list --json", "The tool registry."),
         document::<TraceStats>("trace-stats.json", "trace stats --json", "Sums over trace entries: in total, by phase and by tool."),

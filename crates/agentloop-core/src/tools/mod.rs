@@ -13,6 +13,7 @@ pub mod files;
 pub mod grep;
 pub mod hosts;
 pub mod html;
+pub mod http_cache;
 pub mod memory;
 pub mod net;
 pub mod paging;

@@ -337,7 +337,12 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
     let cap = env.config.tools.timeout_of("http_call");
     let asked = args.timeout_seconds.map(|s| Duration::from_secs(s.get()));
     let timeout = asked.map_or(cap, |a| a.min(cap));
-    match fetch(p, method, url, &headers, args.body.as_deref(), timeout) {
+    // A GET goes through the per-user HTTP cache (a request with credentials bypasses it).
+    let got = match args.method {
+        Method::Get => super::http_cache::get(p, url, &headers, timeout),
+        _ => fetch(p, method, url, &headers, args.body.as_deref(), timeout).map(|f| (f, None)),
+    };
+    match got {
         Err((e, retry)) => match asked {
             Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
                 format!(
@@ -354,12 +359,17 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
             ),
             _ => ToolResult::err(e, retry),
         },
-        Ok(f) => {
+        Ok((f, hit)) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
-            let out =
+            let mut out =
                 json!({"status": f.status, "url": f.url, "headers": f.headers, "body": body, "truncated": f.truncated});
+            let mut meta = json!({"status_code": f.status, "url": f.url});
+            // An answer from the cache says so, and how old it is.
+            if let Some(h) = &hit {
+                out["cache"] = json!(h.note());
+                meta["http_cache"] = h.to_value();
+            }
             let text = serde_json::to_string_pretty(&out).unwrap_or_default();
-            let meta = json!({"status_code": f.status, "url": f.url});
             if f.status >= 400 {
                 let mut r =
                     ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
@@ -432,9 +442,9 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let max = cap.map_or(asked, |c| asked.min(c));
     let headers =
         vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
-    let f = match fetch(p, "GET", url, &headers, None, env.config.tools.timeout_of("web_fetch")) {
+    let (f, hit) = match super::http_cache::get(p, url, &headers, env.config.tools.timeout_of("web_fetch")) {
         Err((e, retry)) => return ToolResult::err(e, retry),
-        Ok(f) => f,
+        Ok(got) => got,
     };
     if f.status >= 400 {
         return ToolResult::err(format!("HTTP {} from {}", f.status, f.url), f.status == 429 || f.status >= 500);
@@ -465,10 +475,13 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
             p.max_bytes
         ));
     }
-    ToolResult::ok(
-        content,
-        json!({"url": f.url, "status_code": f.status, "content_type": ctype, "title": title, "length": total, "truncated": total > max || f.truncated}),
-    )
+    let mut meta = json!({"url": f.url, "status_code": f.status, "content_type": ctype, "title": title, "length": total, "truncated": total > max || f.truncated});
+    // An answer from the cache says so, and how old it is.
+    if let Some(h) = &hit {
+        content.push_str(&format!("\n\n{}", h.note()));
+        meta["http_cache"] = h.to_value();
+    }
+    ToolResult::ok(content, meta)
 }
 
 #[cfg(test)]
