@@ -200,7 +200,7 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
             ));
             Ok((code::SLOT_TAKEN, None))
         }
-        Outcome::Repeated(s) => report_repeat(ctx, &s),
+        Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
             Ok((stop.exit_code(), Some(state)))
