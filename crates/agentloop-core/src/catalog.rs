@@ -252,6 +252,28 @@ fn first_sentence(text: &str, max: usize) -> String {
     format!("{}…", cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a))
 }
 
+/// The catalog as every model call's system message shows it: one line a tool (the first
+/// sentence of its description; its parameters are in the plan answer's schema, which offers
+/// each tool with its own, so they are not said twice), one line a skill (the first sentence of
+/// its description; `skill_read` opens the rest; Frame names the skills whose triggers match), and the Ductile plugins' part (config keys and
+/// examples are information the schemas do not carry). skills.md and `skills gen` keep the
+/// whole catalog ([`with_plugins`]).
+pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> String {
+    let mut out = String::from("## Tools (each one's parameters are in the plan answer's schema)\n\n");
+    for t in tools {
+        out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 100)));
+    }
+    plugins_part(&mut out, tools, plugins);
+    out.push_str("\n## Skills (skill_read {\"name\": NAME} opens one)\n\n");
+    if skills.skills.is_empty() {
+        out.push_str("(none)\n");
+    }
+    for s in &skills.skills {
+        out.push_str(&format!("- {}: {}\n", s.name, first_sentence(s.description.trim(), 120)));
+    }
+    out
+}
+
 /// The catalog shortened for a small context window: at `level` 1 every description is cut to
 /// its first sentence; at 2 the tools keep one short line and no parameter list (the answer
 /// schema carries each tool's parameters) and the skills are listed by name, opened with

@@ -318,9 +318,8 @@ impl Tool for HttpCall {
         } else {
             "tools.timeout"
         };
-        v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
-            "Timeout in seconds for the whole call, redirects included; at most {key} ({cap}), which is also the default"
-        ));
+        v["properties"]["timeout_seconds"]["description"] =
+            Value::String(format!("Seconds for the whole call, redirects included; default and most: {key} ({cap})"));
         v
     }
     fn run(call: &Call, args: HttpCallArgs) -> ToolResult {
@@ -382,10 +381,10 @@ pub struct WebFetchArgs {
     /// http(s) URL of the page
     #[schemars(length(min = 1))]
     url: String,
-    /// markdown, text or html
+    /// The form of the text kept
     #[schemars(extend("default" = "markdown"))]
     extract_mode: Option<ExtractMode>,
-    /// Most characters of the page to keep (default 15000)
+    /// Most characters of the page to keep
     #[schemars(range(min = 1), extend("default" = 15000))]
     max_length: Option<Whole>,
 }
