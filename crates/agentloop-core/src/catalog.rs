@@ -40,6 +40,10 @@ fn param_lines(schema: &Value) -> Vec<String> {
             if let Some(e) = p.get("enum").and_then(Value::as_array) {
                 rules.push(format!("One of: {}.", e.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
             }
+            // The schema's default, which the description no longer repeats.
+            if let Some(d) = p.get("default") {
+                rules.push(format!("Default {d}."));
+            }
             if !rules.is_empty() {
                 if !s.ends_with('.') {
                     s.push('.');

@@ -155,7 +155,7 @@ pub struct ListDir;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDirArgs {
-    /// Folder relative to the workspace (default: the workspace)
+    /// Folder relative to the workspace
     #[schemars(extend("default" = "."))]
     path: Option<String>,
 }
