@@ -9,9 +9,12 @@
 //! input flat within 20% between step 1 and step 30, trace.jsonl read at over 100k entries/s,
 //! memory search under 50 ms. Also prints the size of the release binary the bench was built
 //! with (no target: a figure to watch). Prints a report and exits non-zero when a target is
-//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, trace-show,
-//! memory, size). `trace-show` times the binary's `trace show --json --phase act --all-runs`
-//! over a 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
+//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, tokens, trace,
+//! trace-show, memory, size). `tokens` counts the prompt tokens a 31-step run with 2 KB of tool
+//! output per step sends, per phase, and what a prefix cache would not cover, for a provider that
+//! caches the prefix and one that does not, beside llm's and smolagents' figures for that run.
+//! `trace-show` times the binary's `trace show --json --phase act --all-runs` over a
+//! 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 use agentloop::phases::{self, Env};
