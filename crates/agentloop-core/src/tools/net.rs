@@ -318,8 +318,9 @@ impl Tool for HttpCall {
         } else {
             "tools.timeout"
         };
-        v["properties"]["timeout_seconds"]["description"] =
-            Value::String(format!("Seconds for the whole call, redirects included; default and most: {key} ({cap})"));
+        v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
+            "Seconds for the whole call, redirects included; at most {key} ({cap}), also the default"
+        ));
         v
     }
     fn run(call: &Call, args: HttpCallArgs) -> ToolResult {
