@@ -100,6 +100,15 @@ fn every_call_of_a_run_starts_with_the_same_tools_system_message_and_task() {
         assert!(u.trim_end().ends_with(&format!("This is the {phase} phase. Answer only by calling the `{phase}_answer` tool once with arguments that match its schema.")), "{u}");
         assert_eq!(u.matches("<context.md>").count(), 1, "context.md once: {u}");
     }
+    // memory.md and plan.md are quoted as the next step needs them: no empty sections, no goal
+    // (context.md states it), no note for people editing the Next Action by hand.
+    for u in &users[1..] {
+        let memory = &u[u.find("<memory.md>").unwrap()..u.find("</memory.md>").unwrap()];
+        assert!(memory.contains("## Definition of Done") && !memory.contains("## Goal"), "{memory}");
+        let own = &u[u.find("</context.md>").unwrap()..];
+        assert!(!own.contains("(none") && !own.contains("You may edit it before"), "{u}");
+    }
+    assert!(users[2].contains("## Next Action\nStep 1.\n"), "{}", users[2]);
     assert_eq!(t.read("ws/artifacts/x.md"), "hello");
 }
 
