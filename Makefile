@@ -28,8 +28,11 @@ test-ductile:
 	$(CARGO) test --locked --test it ductile_real:: -- --nocapture
 
 ## test-real: a few goals against the real OpenAI-compatible server at AGENTLOOP_REAL_BASE_URL
-## (skipped when unset; optional AGENTLOOP_REAL_MODEL, default smollm2, and AGENTLOOP_REAL_LOG,
-## the server's access log, checked for HTTP 5xx). Not part of `make test` or CI.
+## (skipped when unset; optional AGENTLOOP_REAL_MODEL, default smollm2, AGENTLOOP_REAL_LOG,
+## the server's access log, checked for HTTP 5xx, and AGENTLOOP_REAL_CHAT_FORMAT, the server's
+## chat format: `models test` must flag upstream chatml-function-calling's dropped tool results).
+## Checks every answer was taken or refused with the error shown, each answer within its cap and
+## each read timeout on record. Not part of `make test` or CI: no real model server runs there.
 test-real:
 	@if [ -z "$$AGENTLOOP_REAL_BASE_URL" ]; then \
 		echo "test-real skipped: set AGENTLOOP_REAL_BASE_URL (e.g. http://127.0.0.1:8088/v1)"; \

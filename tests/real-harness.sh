@@ -15,7 +15,8 @@ status=0
 for handler in chatml-function-calling harness-chatml-function-calling; do
   echo "=== handler $handler"
   LLM_CHAT_FORMAT="$handler" LLM_PORT="$PORT" "$H/start-llm.sh"
-  AGENTLOOP_REAL_BASE_URL="http://127.0.0.1:$PORT/v1" AGENTLOOP_REAL_LOG="$H/llm.log" make test-real || status=1
+  AGENTLOOP_REAL_BASE_URL="http://127.0.0.1:$PORT/v1" AGENTLOOP_REAL_LOG="$H/llm.log" AGENTLOOP_REAL_CHAT_FORMAT="$handler" \
+    make test-real || status=1
   "$H/stop-llm.sh"
 done
 exit $status

@@ -163,12 +163,17 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
 /// How a subcommand meets configuration and its workspace.
 enum Entry {
     /// Resolves configuration itself, per request or job under its root folder.
-    Root(Box<dyn FnOnce(&Global) -> Result<u8>>),
+    Root(RootHandler),
     /// Generated from the CLI definition alone: works whatever the configuration holds.
-    Plain(Box<dyn FnOnce(&crate::output::Printer) -> Result<u8>>),
+    Plain(PlainHandler),
     /// Works on one workspace's resolved settings.
-    Workspace { access: Access, needs_dir: bool, run: Box<dyn FnOnce(Ctx) -> Result<u8>> },
+    Workspace { access: Access, needs_dir: bool, run: Handler },
 }
+
+/// What runs a subcommand, given what it needs.
+type Handler = Box<dyn FnOnce(Ctx) -> Result<u8>>;
+type RootHandler = Box<dyn FnOnce(&Global) -> Result<u8>>;
+type PlainHandler = Box<dyn FnOnce(&crate::output::Printer) -> Result<u8>>;
 
 /// What a workspace command does with an untrusted workspace's refused keys.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -64,6 +64,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
         slot: None,
         // A replay calls no paid model: the demo run again in the same folder replays anew.
         follow_up: true,
+        session: None,
     };
     // A replay is no agent's usage: it counts toward no rest window.
     let code = crate::commands::run::execute_counting(&demo_ctx, &Request::Start(start), false, false)?;

@@ -54,7 +54,10 @@ pub(crate) fn norm(f: &str) -> String {
         .join(" ")
 }
 
-pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
+/// Dreams: consolidates the runs not consolidated before (and explores, with `explore`) and
+/// says what it did (`runs`, `entries_written`, `model`, `exploration`). `agentloop dream` and a
+/// `run` with nothing to do (`modes.auto`) both dream this way.
+pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     let cfg = ctx.config();
     let store =
         Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
@@ -174,7 +177,7 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
             }
         }
         if model.is_some() {
-            match consolidate(&ctx, &store, batch, &batch_text) {
+            match consolidate(ctx, &store, batch, &batch_text) {
                 Ok(n) => written += n,
                 Err(e) if e.kind == crate::error::Kind::Provider => return Err(e),
                 Err(e) => {
@@ -190,14 +193,21 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
         crate::fs::create_dir_all(&store.dir)?;
         crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&dreamed).expect("json").as_bytes())?;
     }
-    let explored = if args.explore { Some(super::explore::explore(&ctx, &store)?) } else { None };
-    let v = json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some(), "exploration": explored});
+    let explored = if args.explore { Some(super::explore::explore(ctx, &store)?) } else { None };
+    Ok(
+        json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some(), "exploration": explored}),
+    )
+}
+
+pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
+    let v = dream_now(&ctx, &args)?;
     if ctx.printer.json {
         ctx.printer.json_value(&v);
         return Ok(code::OK);
     }
-    ctx.printer.outln(&format!("consolidated {} run(s); {written} memory entries written", runs.len()));
-    if let Some(x) = &explored {
+    let (runs, written) = (v["runs"].as_array().map_or(0, Vec::len), &v["entries_written"]);
+    ctx.printer.outln(&format!("consolidated {runs} run(s); {written} memory entries written"));
+    if let Some(x) = v["exploration"].as_object() {
         for r in x["explored"].as_array().into_iter().flatten() {
             let n = r["entries"].as_array().map_or(0, Vec::len);
             ctx.printer.outln(&format!(

@@ -47,12 +47,22 @@ fn wellbeing(ctx: &Ctx) -> Value {
     json!({"fatigue": crate::rest_window::current(cfg).map(|w| w.fatigue), "stress": crate::rest_window::stress(cfg, &ctx.ws.root).level})
 }
 
-pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
+/// What one rest did: its tasks (task, ok, detail) and fatigue and stress before and after.
+pub struct Rested {
+    pub tasks: Vec<Value>,
+    pub before: Value,
+    pub after: Value,
+}
+
+/// Rests the agent: runs `rest.tasks` and records the rest (as `id`) in the usage ledger,
+/// which lowers fatigue and stress by `rest.relief`. `agentloop rest` and a `run` whose agent
+/// rests itself (`modes.auto`) both rest this way.
+pub fn rest_now(ctx: &Ctx, id: &str) -> Result<Rested> {
     let cfg = ctx.config();
-    let before = wellbeing(&ctx);
+    let before = wellbeing(ctx);
     let mut rows = Vec::new();
     for t in &cfg.rest.tasks {
-        let (ok, detail) = match task(&ctx, *t) {
+        let (ok, detail) = match task(ctx, *t) {
             Ok(d) => (true, d),
             Err(d) => (false, d),
         };
@@ -60,11 +70,16 @@ pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
     }
     let done: Vec<String> =
         rows.iter().filter(|r| r["ok"] == true).filter_map(|r| r["task"].as_str().map(String::from)).collect();
-    let id = format!("rest-{}", crate::clock::now_rfc3339());
-    crate::rest_window::record_rest(cfg, &id, done).map_err(|e| {
+    crate::rest_window::record_rest(cfg, id, done).map_err(|e| {
         Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
     })?;
-    let after = wellbeing(&ctx);
+    Ok(Rested { tasks: rows, before, after: wellbeing(ctx) })
+}
+
+pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
+    let cfg = ctx.config();
+    let id = format!("rest-{}", crate::clock::now_rfc3339());
+    let Rested { tasks: rows, before, after } = rest_now(&ctx, &id)?;
     let agent = crate::rest_window::agent_of(cfg);
     let p = &ctx.printer;
     if p.json {

@@ -12,24 +12,24 @@ use crate::workspace::{State, Status};
 use clap::Args;
 use serde_json::json;
 
+#[path = "run_modes.rs"]
+mod modes;
+
 /// Run the loop until the run is done or escalated.
 ///
 /// What happens depends on the run in the workspace:
 ///   no run              --goal starts one (the folder is created)
-///   a run in progress   resumes it where it stopped (after a kill, no phase is skipped or
-///                       applied twice); --new --goal archives it as interrupted and starts anew
+///   a run in progress   resumes it where it stopped; --new --goal archives it and starts anew
 ///   a run that ended    --goal starts a follow-up (the old run moves to runs/<id>/, its facts
-///                       and outcome carried, tagged with its id; its own goal again exits 11
-///                       unless --follow-up); --new --goal starts afresh, carrying nothing;
-///                       --continue goes on after a budget or provider stop, with the budgets
-///                       given now; --answer TEXT answers an escalation's open question and goes
-///                       on; with none of these it says what happened and how to go on (exit 0)
+///                       and outcome carried; its own goal again exits 11 unless --follow-up);
+///                       --new --goal carries nothing; --continue goes on after a budget or
+///                       provider stop; --answer TEXT answers its question; else: how to go on
 ///
 /// The budgets given now (flags, config) apply, counted from what the run used; a change is traced.
 /// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
-/// 5 provider failure, 11 nothing run (the --slot or the same --goal already ran).
+/// 5 provider failure, 10 resting (--continue after a rest), 11 nothing run (slot or goal ran).
 ///
 /// Examples:
 ///   agentloop -w ws run --goal "Critique https://example.com in two paragraphs"
@@ -47,13 +47,15 @@ pub struct RunArgs {
     /// Background for context.md: a YAML, JSON or markdown file, or - for stdin.
     #[arg(long, value_name = "FILE|-")]
     pub context: Option<String>,
-    /// Start a new run that carries nothing from earlier ones (needs --goal); a run in
-    /// progress is archived as interrupted.
+    /// Start afresh, carrying nothing (needs --goal); a run in progress is archived.
     #[arg(long, requires = "goal", conflicts_with_all = ["continue_", "answer"])]
     pub new: bool,
     /// Start a follow-up even when --goal repeats the ended run's goal (else: exit 11).
     #[arg(long, requires = "goal", conflicts_with_all = ["new", "continue_", "answer"])]
     pub follow_up: bool,
+    /// The next turn of session NAME: --goal is the message, its earlier turns the context.
+    #[arg(long, value_name = "NAME", requires = "goal", conflicts_with_all = ["new", "follow_up", "continue_", "answer", "slot"])]
+    pub session: Option<String>,
     /// Go on with a run that stopped for a budget or a provider failure (or was interrupted).
     #[arg(long = "continue", conflicts_with_all = ["goal", "answer"])]
     pub continue_: bool,
@@ -66,27 +68,35 @@ pub struct RunArgs {
     /// Stream trace entries as JSONL on stdout while the run goes.
     #[arg(long)]
     pub events: bool,
-    /// Print the estimate of the run's tokens and cost and its first prompts; call no model,
-    /// write nothing.
+    /// Print the estimated tokens, cost and first prompts; call no model, write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
     #[arg(long)]
     pub force: bool,
-    /// The scheduler's slot this run is for (e.g. `$(date +%F)`): when a run for KEY already
-    /// ended, nothing is run and the exit code is 11; an interrupted one goes on.
+    /// The scheduler's slot (e.g. `$(date +%F)`): once a run for KEY ended, nothing runs (11).
     #[arg(long, value_name = "KEY", requires = "goal")]
     pub slot: Option<String>,
-    /// A new run's final output must match the JSON Schema in FILE (output_schema): `finish`
-    /// takes it as `output`, result.json holds it under `output`, and stdout shows it.
+    /// The final output must match the JSON Schema in FILE; result.json and stdout hold it.
     #[arg(long, value_name = "FILE", requires = "goal")]
     pub output_schema: Option<camino::Utf8PathBuf>,
-    /// Also write what stdout shows of a run that ends done (its outcome, or its output under
-    /// an output schema) to FILE, replacing it atomically once the run has ended. A run that
-    /// escalates, stops, fails, or whose --slot already ran leaves FILE as it was (a shell
-    /// redirect would have emptied it first).
+    /// Also write what stdout shows to FILE, atomically, once the run ended done; any other end
+    /// (or a taken --slot) leaves FILE as it was, which a shell redirect would not.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["dry_run", "events"])]
     pub output: Option<camino::Utf8PathBuf>,
+}
+
+/// A session's name as given to `--session`: letters, digits, `.`, `_` and `-`, at most 64.
+fn session_name(name: &str) -> Result<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(Error::usage(format!("--session: `{name}` is not a session name"))
+            .with_hint("use letters, digits, `.`, `_` and `-` (at most 64), e.g. --session support-42"))
+    }
 }
 
 /// The domain request the flags ask for (clap keeps --goal, --continue and --answer apart).
@@ -104,10 +114,16 @@ fn request(args: &RunArgs, answer: Option<String>) -> Result<Request> {
                 Some(c) => phases::init::read_context(c)?,
                 None => String::new(),
             },
-            carry: !args.new,
+            // A session's context is its own conversation: nothing else is carried, and the
+            // same message again is a new turn, not a repeat.
+            carry: !args.new && args.session.is_none(),
             force: args.force,
             slot: args.slot.clone(),
-            follow_up: args.follow_up,
+            follow_up: args.follow_up || args.session.is_some(),
+            session: match &args.session {
+                Some(name) => Some(session_name(name)?),
+                None => None,
+            },
         }),
         (None, None) => Request::Go,
     })
@@ -183,7 +199,13 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
     let runner =
         Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events, ledger };
     match runner.request(req)? {
-        Outcome::Ended(s) => report_ended(ctx, &s).map(|exit| (exit, None)),
+        Outcome::Ended(s) => {
+            let rc = report_ended(ctx, &s);
+            if ledger {
+                modes::dream_when_idle(ctx, &s);
+            }
+            rc.map(|exit| (exit, None))
+        }
         Outcome::SlotTaken(s) => {
             let p = &ctx.printer;
             if p.json {
@@ -203,6 +225,9 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
         Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
+            if ledger {
+                modes::rest_when_tired(ctx, &state);
+            }
             Ok((stop.exit_code(), Some(state)))
         }
     }

@@ -144,7 +144,7 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
         let cost = match s.cost() {
             _ if s.scripted() => "scripted".to_string(),
             Some(c) => crate::report::html::usd(c),
-            None => "$?".into(),
+            None => crate::report::html::UNKNOWN_COST.into(),
         };
         // Minutes are enough to tell runs apart: 2026-01-01 09:30.
         let started = line(&s.started_at).replacen('T', " ", 1).chars().take(16).collect::<String>();

@@ -66,6 +66,9 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     let line = crate::output::one_line;
     p.outln(&format!("run         {}", line(&s.run_id)));
     p.outln(&format!("goal        {}", line(&s.goal)));
+    if let Some(name) = &s.session {
+        p.outln(&format!("session     {}", line(name)));
+    }
     p.outln(&format!(
         "status      {}{}",
         s.status.as_str(),
@@ -95,11 +98,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     let spent = if s.scripted() {
         "none (a scripted run spends nothing)".to_string()
     } else {
-        format!(
-            "{}{}",
-            crate::report::html::usd(s.cost_usd),
-            if s.cost_incomplete { " (some prices unknown)" } else { "" }
-        )
+        // One display for an unknown price everywhere; here with what makes it known.
+        match s.cost() {
+            Some(c) => crate::report::html::usd(c),
+            None => format!(
+                "{} (no price for {}: add one under `prices:`)",
+                crate::report::html::UNKNOWN_COST,
+                line(s.model.as_deref().unwrap_or("the model"))
+            ),
+        }
     };
     p.outln(&format!("cost        {spent} of {}", max(l.max_cost_usd.map(|m| format!("${m:.2}")))));
     p.outln(&format!("time        {}s of {}s", s.elapsed_ms / 1000, l.timeout_secs));
@@ -127,6 +134,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
     p.outln(&stress_line(&crate::rest_window::stress(ctx.config(), &ctx.ws.root)));
+    let m = &v["modes"];
+    let last = match (m["last_rest"]["at"].as_str(), m["last_rest"]["by"].as_str()) {
+        (Some(at), Some("agent")) => format!("; last rest {at}, by the agent itself"),
+        (Some(at), _) => format!("; last rest {at}, by `agentloop rest`"),
+        _ => String::new(),
+    };
+    let how =
+        if m["auto"] == true { "auto (rests when tired, dreams when idle)" } else { "manual (modes.auto: false)" };
+    p.outln(&format!("modes       {how}{last}"));
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
@@ -187,6 +203,8 @@ pub fn view(
         interrupted: s.interrupted,
         rest: json!(crate::rest_window::current(cfg)),
         stress: json!(crate::rest_window::stress(cfg, &ws.root)),
+        modes: crate::rest_window::modes(cfg),
+        session: s.session.clone(),
         frustration: Frustration {
             score: s.frustration,
             threshold: cfg.frustration.threshold,

@@ -450,7 +450,12 @@ impl<'a> View<'a> {
         self.run = Some(e.run_id.clone());
         let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
         let took = e.duration_ms.map(short_duration).unwrap_or_default();
-        let cost = e.cost_usd.map(crate::report::html::usd).unwrap_or_default();
+        // A model call without a price shows as unknown, not as no cost.
+        let cost = match e.cost_usd {
+            Some(c) => crate::report::html::usd(c),
+            None if crate::schema::unpriced(e) => crate::report::html::UNKNOWN_COST.into(),
+            None => String::new(),
+        };
         let mut what =
             e.error.clone().or_else(|| e.result_summary.clone()).or_else(|| e.reason.clone()).unwrap_or_default();
         if e.data.as_ref().and_then(|d| d.get("edited_by_hand")).and_then(serde_json::Value::as_bool) == Some(true) {
@@ -612,10 +617,10 @@ impl Stats {
                 s.cache_read_tokens,
                 s.output_tokens,
                 // Only scripted calls: no spend to show, and none implied.
-                if s.scripted_calls > 0 && s.priced_calls == 0 {
-                    "scripted".into()
-                } else {
-                    format!("{:.4}", s.cost_usd)
+                match s.cost_usd {
+                    _ if s.scripted_calls > 0 && s.priced_calls == 0 => "scripted".into(),
+                    Some(c) => format!("{:.4}", c + 0.0),
+                    None => crate::report::html::UNKNOWN_COST.into(),
                 }
             )
         };

@@ -478,6 +478,7 @@ fn admit(env: &Env, cfg: &Config, goal: &str, background: &str) -> Result<()> {
         force: false,
         slot: None,
         follow_up: false,
+        session: None,
     };
     crate::lifecycle::check_fits(env, &crate::model::name_for_estimate(cfg)?, &start)
 }

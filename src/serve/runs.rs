@@ -157,6 +157,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         force: new.force,
         slot: None,
         follow_up: false,
+        session: None,
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     // The record first: a run without one would never be driven; a record without a run (a

@@ -376,6 +376,7 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
         force: req.force,
         slot: req.slot.clone(),
         follow_up: false,
+        session: None,
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     drop(env);

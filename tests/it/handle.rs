@@ -3,7 +3,7 @@
 use crate::common::*;
 use serde_json::{json, Value};
 
-const SCRIPT: &str = r#"frame:
+pub(crate) const SCRIPT: &str = r#"frame:
   - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
   - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
   - answer: {goal: critique a page, definition_of_done: [page fetched, critique written, two paragraphs], can_proceed: true}
@@ -16,20 +16,20 @@ reflect:
   - answer: {satisfied: [{item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: all met, outcome: critique in artifacts/critique.md, artifacts: [artifacts/critique.md]}
 "#;
 
-const CONFIG: &str = "llm: {provider: scripted, script: script.yaml}\ntools:\n  external:\n    jina-reader:\n      description: Fetch a page as markdown.\n      parameters: {type: object, properties: {url: {type: string}}, required: [url]}\n";
+pub(crate) const CONFIG: &str = "llm: {provider: scripted, script: script.yaml}\ntools:\n  external:\n    jina-reader:\n      description: Fetch a page as markdown.\n      parameters: {type: object, properties: {url: {type: string}}, required: [url]}\n";
 
-struct H {
-    t: T,
+pub(crate) struct H {
+    pub(crate) t: T,
 }
 
 impl H {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let t = T::new();
         t.write("root/script.yaml", SCRIPT);
         t.write("root/agentloop.yaml", CONFIG);
         H { t }
     }
-    fn send(&self, req: &str) -> Value {
+    pub(crate) fn send(&self, req: &str) -> Value {
         let out = self.t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let text = stdout(&out);
@@ -38,16 +38,16 @@ impl H {
         check_protocol(&v);
         v
     }
-    fn start(&self) -> (String, Value) {
+    pub(crate) fn start(&self) -> (String, Value) {
         let v = self.send(&json!({"protocol": 2, "job_id": "j1", "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "fetch http://example.com and critique it"}, "dedupe_key": "agentic:start:req-1", "timestamp": "0001-01-01T00:00:00Z"}, "unknown_field": true}).to_string());
         (v["state_updates"]["last_run_id"].as_str().unwrap().to_string(), v)
     }
-    fn result(&self, run: &str, step: u64, tool: &str, status: &str) -> Value {
+    pub(crate) fn result(&self, run: &str, step: u64, tool: &str, status: &str) -> Value {
         self.send(&json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.tool_result", "payload": {"run_id": run, "step": step, "tool": tool, "status": status, "result": {"excerpt": "page text"}, "error": if status == "ok" { Value::Null } else { json!("fetch failed") }}}}).to_string())
     }
 }
 
-fn check_protocol(v: &Value) {
+pub(crate) fn check_protocol(v: &Value) {
     // Every response of this suite holds to the published schemas.
     crate::schemas::check("handle-response.json", v);
     for e in
@@ -74,12 +74,12 @@ fn check_protocol(v: &Value) {
     }
 }
 
-fn types(v: &Value) -> Vec<String> {
+pub(crate) fn types(v: &Value) -> Vec<String> {
     v["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
 }
 
 #[test]
-fn start_creates_a_run_and_the_first_request_with_protected_keys() {
+pub(crate) fn start_creates_a_run_and_the_first_request_with_protected_keys() {
     let h = H::new();
     let (run, v) = h.start();
     assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
@@ -112,7 +112,7 @@ fn start_creates_a_run_and_the_first_request_with_protected_keys() {
 }
 
 #[test]
-fn matching_result_advances_to_completion_exactly_once() {
+pub(crate) fn matching_result_advances_to_completion_exactly_once() {
     let h = H::new();
     let (run, _) = h.start();
     let v = h.result(&run, 1, "jina-reader", "ok");
@@ -128,7 +128,7 @@ fn matching_result_advances_to_completion_exactly_once() {
 }
 
 #[test]
-fn duplicate_start_and_stale_results_are_ignored() {
+pub(crate) fn duplicate_start_and_stale_results_are_ignored() {
     let h = H::new();
     let (run, _) = h.start();
     let (run2, v) = h.start();
@@ -144,7 +144,7 @@ fn duplicate_start_and_stale_results_are_ignored() {
 }
 
 #[test]
-fn wrong_tool_or_future_step_escalates() {
+pub(crate) fn wrong_tool_or_future_step_escalates() {
     for (step, tool, why) in [(1, "fabric", "tool `fabric`"), (5, "jina-reader", "step 5")] {
         let h = H::new();
         let (run, _) = h.start();
@@ -157,7 +157,7 @@ fn wrong_tool_or_future_step_escalates() {
 }
 
 #[test]
-fn tool_errors_retry_then_escalate() {
+pub(crate) fn tool_errors_retry_then_escalate() {
     let h = H::new();
     let (run, _) = h.start();
     let v = h.result(&run, 1, "jina-reader", "error");
@@ -172,7 +172,7 @@ fn tool_errors_retry_then_escalate() {
 }
 
 #[test]
-fn max_steps_escalates_deterministically() {
+pub(crate) fn max_steps_escalates_deterministically() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", &format!("{CONFIG}max_steps: 1\n"));
     h.t.write(
@@ -186,7 +186,7 @@ fn max_steps_escalates_deterministically() {
 }
 
 #[test]
-fn garbage_and_odd_requests_get_valid_responses() {
+pub(crate) fn garbage_and_odd_requests_get_valid_responses() {
     let h = H::new();
     for req in [
         "",
@@ -209,7 +209,7 @@ fn garbage_and_odd_requests_get_valid_responses() {
 }
 
 #[test]
-fn bare_events_and_context_correlation() {
+pub(crate) fn bare_events_and_context_correlation() {
     let h = H::new();
     let v = h.send(&json!({"type": "api.trigger", "payload": {"goal": "fetch and critique"}}).to_string());
     let run = v["state_updates"]["last_run_id"].as_str().unwrap().to_string();
@@ -220,7 +220,7 @@ fn bare_events_and_context_correlation() {
 }
 
 #[test]
-fn a_resume_as_ductile_delivers_it_gives_the_model_the_plugins_content_only() {
+pub(crate) fn a_resume_as_ductile_delivers_it_gives_the_model_the_plugins_content_only() {
     let h = H::new();
     let (run, v) = h.start();
     // `result` is in every request, null unless the arguments give one: Ductile copies the
@@ -257,7 +257,7 @@ fn a_resume_as_ductile_delivers_it_gives_the_model_the_plugins_content_only() {
 }
 
 #[test]
-fn config_errors_exit_78_with_a_response() {
+pub(crate) fn config_errors_exit_78_with_a_response() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", "bogus: 1\n");
     let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin("{\"command\": \"health\"}").output().unwrap();
@@ -315,7 +315,7 @@ fn config_errors_exit_78_with_a_response() {
 /// Many runs, with duplicated, reordered, stale and garbage deliveries: every run ends with
 /// exactly one completion or escalation and nothing advances twice.
 #[test]
-fn a_noisy_router_never_double_advances() {
+pub(crate) fn a_noisy_router_never_double_advances() {
     let h = H::new();
     let mut completions: std::collections::BTreeMap<String, usize> = Default::default();
     let mut runs = vec![];
@@ -346,7 +346,7 @@ fn a_noisy_router_never_double_advances() {
 }
 
 #[test]
-fn ductile_manifest_and_example_config_are_valid() {
+pub(crate) fn ductile_manifest_and_example_config_are_valid() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile");
     let m: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("manifest.yaml")).unwrap()).unwrap();
     assert_eq!(
@@ -375,7 +375,7 @@ fn ductile_manifest_and_example_config_are_valid() {
 
 /// A turn killed part-way is finished by the next delivery, with nothing applied twice.
 #[test]
-fn a_turn_killed_part_way_is_finished_by_the_redelivery() {
+pub(crate) fn a_turn_killed_part_way_is_finished_by_the_redelivery() {
     let h = H::new();
     h.t.write(
         "root/script.yaml",
@@ -404,7 +404,7 @@ fn a_turn_killed_part_way_is_finished_by_the_redelivery() {
 }
 
 #[test]
-fn runs_lists_the_runs_under_a_root() {
+pub(crate) fn runs_lists_the_runs_under_a_root() {
     let h = H::new();
     let (run, _) = h.start();
     let out = h.t.cmd().args(["-w", "root", "runs", "--json"]).output().unwrap();
@@ -418,7 +418,7 @@ fn runs_lists_the_runs_under_a_root() {
 }
 
 #[test]
-fn a_run_whose_workspace_is_lost_still_ends_once() {
+pub(crate) fn a_run_whose_workspace_is_lost_still_ends_once() {
     let h = H::new();
     let (run, v) = h.start();
     let state = v["state_updates"].clone();
@@ -435,7 +435,7 @@ fn a_run_whose_workspace_is_lost_still_ends_once() {
 }
 
 #[test]
-fn hostile_sizes_are_refused_cheaply() {
+pub(crate) fn hostile_sizes_are_refused_cheaply() {
     let h = H::new();
     let big = format!(
         "{{\"command\": \"handle\", \"event\": {{\"type\": \"agentic.start\", \"payload\": {{\"goal\": \"{}\"}}}}}}",
@@ -454,7 +454,7 @@ fn hostile_sizes_are_refused_cheaply() {
 }
 
 #[test]
-fn the_roots_identity_file_reaches_every_prompt_in_event_mode() {
+pub(crate) fn the_roots_identity_file_reaches_every_prompt_in_event_mode() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", &format!("{CONFIG}system_prompt_file: identity.md\n"));
     h.t.write("root/identity.md", "You are Ada, the archive's careful reader.\n");
@@ -469,7 +469,7 @@ fn the_roots_identity_file_reaches_every_prompt_in_event_mode() {
 }
 
 #[test]
-fn a_start_payload_output_schema_shapes_the_completion_event() {
+pub(crate) fn a_start_payload_output_schema_shapes_the_completion_event() {
     let t = T::new();
     t.write(
         "root/script.yaml",
@@ -493,7 +493,7 @@ fn a_start_payload_output_schema_shapes_the_completion_event() {
 /// Event mode refuses a start the way `run` does, before anything is written: a run whose
 /// smallest course cannot fit its budget leaves no run folder behind.
 #[test]
-fn a_start_that_cannot_fit_its_budget_is_refused_and_leaves_nothing() {
+pub(crate) fn a_start_that_cannot_fit_its_budget_is_refused_and_leaves_nothing() {
     let h = H::new();
     let v = h.send(
         &json!({"command": "handle", "config": {"max_tokens": 300}, "event": {"type": "agentic.start", "payload": {"goal": "g"}}})
@@ -506,383 +506,8 @@ fn a_start_that_cannot_fit_its_budget_is_refused_and_leaves_nothing() {
     assert_eq!(left, 0, "no run folder is left in {}", runs.display());
 }
 
-/// Seed 000's plugin configuration, as the seed writes it (Plugin Configuration).
-const SEED_000_PLUGIN: &str = r#"plugins:
-  agentic-loop:
-    schedule: null                    # typically trigger-only, not scheduled
-    timeout: 10m                      # generous timeout for multi-step work
-    config:
-      api_url: "http://localhost:${PORT}"
-      api_token: "${DUCTILE_AGENT_TOKEN}"
-      max_steps: 20                   # hard budget — Reflect enforces
-      max_reframes: 2                 # prevent infinite reframing
-      llm_provider: "anthropic"       # or ollama, openai, etc.
-      llm_model: "claude-sonnet-4-5-20250929"
-      allowed_plugins:                # skill whitelist (optional)
-        - jina-reader
-        - fabric
-        - file_handler
-        - youtube_transcript
-"#;
-
-const DUCTILE_TOKEN: &str = "dtok-seed-000-SECRET";
-
-/// The seed's `config:` block: as Ductile sends it in a request (its `${...}` expanded), and
-/// as it reads in a file (the block's own lines, unexpanded).
-fn seed_000_config(port: u16) -> (Value, String) {
-    let expanded =
-        SEED_000_PLUGIN.replace("${PORT}", &port.to_string()).replace("${DUCTILE_AGENT_TOKEN}", DUCTILE_TOKEN);
-    let v: Value = serde_yaml_ng::from_str(&expanded).unwrap();
-    let block = SEED_000_PLUGIN.split_once("    config:\n").unwrap().1;
-    let file: String = block.lines().map(|l| format!("{}\n", l.strip_prefix("      ").unwrap())).collect();
-    (v["plugins"]["agentic-loop"]["config"].clone(), file)
-}
-
-/// A fake Anthropic API that answers whichever phase a request forces: frame, then a plan
-/// asking for jina-reader.
-fn anthropic_phases() -> Server {
-    Server::start_with(|i, req| {
-        let body = req.json();
-        let tool = body["tool_choice"]["name"].as_str().unwrap_or("").to_string();
-        let input = match tool.as_str() {
-            "frame_answer" => {
-                json!({"goal": "critique", "definition_of_done": ["fetched", "critiqued", "two paragraphs"], "can_proceed": true})
-            }
-            _ => {
-                json!({"next_action": {"tool": "jina-reader", "args": {"url": "http://mattjoyce.ai"}}, "expected_outcome": "page", "rationale": "fetch"})
-            }
-        };
-        Reply::json(
-            200,
-            json!({"id": format!("msg_{i}"), "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "tool_use", "id": format!("tu_{i}"), "name": tool, "input": input}],
-            "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}),
-        )
-    })
-}
-
-fn seed_root(t: &T, model: &Server, ductile: &Server) -> u16 {
-    let port: u16 = ductile.url.rsplit(':').next().unwrap().parse().unwrap();
-    let (_, file) = seed_000_config(port);
-    let tools: String = ["jina-reader", "fabric", "file_handler", "youtube_transcript"]
-        .iter()
-        .map(|n| format!("    {n}: {{description: The {n} plugin., parameters: {{type: object, properties: {{url: {{type: string}}}}}}}}\n"))
-        .collect();
-    t.write(
-        "root/agentloop.yaml",
-        &format!("{file}llm: {{base_url: '{}', structured: tools}}\ntools:\n  external:\n{tools}", model.url),
-    );
-    port
-}
-
-fn seed_cmd(t: &T, port: u16) -> assert_cmd::Command {
-    let mut c = t.cmd();
-    c.args(["-w", "root", "handle"])
-        .env("PORT", port.to_string())
-        .env("DUCTILE_AGENT_TOKEN", DUCTILE_TOKEN)
-        .env("ANTHROPIC_API_KEY", "sk-ant-test");
-    c
-}
-
-#[test]
-fn seed_000s_plugin_config_works_as_written_in_a_request_and_in_a_file() {
-    let t = T::new();
-    let model = anthropic_phases();
-    let ductile = Server::start(vec![Reply::json(200, json!({"plugins": []}))]);
-    let port = seed_root(&t, &model, &ductile);
-    // The file: the block's keys are agentloop's own.
-    let out = t.cmd().args(["-w", "root", "config", "show", "--json"]).env("PORT", port.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let c = &v["config"];
-    assert_eq!(
-        (c["llm"]["provider"].as_str(), c["llm"]["model"].as_str()),
-        (Some("anthropic"), Some("claude-sonnet-4-5-20250929"))
-    );
-    assert_eq!((c["max_steps"].as_u64(), c["max_reframes"].as_u64()), (Some(20), Some(2)));
-    assert_eq!(c["allowed_tools"], json!(["jina-reader", "fabric", "file_handler", "youtube_transcript"]));
-    assert_eq!(c["ductile"]["api_url"], format!("http://localhost:{port}"));
-    assert_eq!(c["ductile"]["api_token_env"], "DUCTILE_AGENT_TOKEN");
-    // The request: the same block, as Ductile sends it, is accepted for every command.
-    let (config, _) = seed_000_config(port);
-    let out = seed_cmd(&t, port)
-        .write_stdin(json!({"protocol": 2, "command": "health", "config": config}).to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let start = json!({"protocol": 2, "command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "fetch web http://mattjoyce.ai and produce a 2 para critique"}}});
-    let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    check_protocol(&v);
-    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
-    let req = model.request(0);
-    assert_eq!(
-        (req.json()["model"].as_str(), req.header("x-api-key")),
-        (Some("claude-sonnet-4-5-20250929"), Some("sk-ant-test"))
-    );
-    let run = v["state_updates"]["last_run_id"].as_str().unwrap();
-    assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 20);
-    assert!(!stdout(&out).contains(DUCTILE_TOKEN));
-}
-
-#[test]
-fn a_requests_plugin_config_may_not_widen_the_root() {
-    let t = T::new();
-    let model = anthropic_phases();
-    let ductile = Server::start(vec![Reply::json(200, json!({"plugins": []}))]);
-    let port = seed_root(&t, &model, &ductile);
-    let (config, _) = seed_000_config(port);
-    let with = |k: &str, v: Value| {
-        let mut c = config.clone();
-        c[k] = v;
-        c
-    };
-    for (bad, key) in [
-        (with("api_url", json!("http://attacker.example")), "ductile.api_url"),
-        (with("api_token", json!("a-token-of-the-requests-own")), "ductile.api_token"),
-        (with("api_token", json!("${HOME}")), "ductile.api_token_env"),
-        (with("llm_provider", json!("openai")), "llm.provider"),
-        (with("llm_model", json!("claude-opus-4-1")), "llm.model"),
-        (with("max_steps", json!(21)), "max_steps"),
-        (
-            {
-                let mut c = with("max_loops", json!(21));
-                c.as_object_mut().unwrap().remove("max_steps");
-                c
-            },
-            "max_steps",
-        ),
-        (with("max_reframes", json!(3)), "max_reframes"),
-        (with("allowed_plugins", json!(["jina-reader", "shell"])), "allowed_tools"),
-        (with("handle", json!({"pending_grace": "11m"})), "handle.pending_grace"),
-    ] {
-        let start =
-            json!({"command": "handle", "config": bad, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
-        let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();
-        assert_eq!(out.status.code(), Some(78), "{key}: {}", stdout(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let err = v["error"].as_str().unwrap();
-        assert!(err.contains(&format!("may not set `{key}`")), "{key}: {err}");
-        assert!(!err.contains("a-token-of-the-requests-own") && !err.contains(DUCTILE_TOKEN), "{err}");
-    }
-    // An alias and its key, set differently in one request: refused naming both.
-    let out = seed_cmd(&t, port)
-        .write_stdin(json!({"command": "health", "config": with("max_loops", json!(5))}).to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-    assert!(stdout(&out).contains("both `max_loops` and `max_steps`"), "{}", stdout(&out));
-    // A narrower budget and a model the root lists as allowed are accepted.
-    let yaml = t
-        .read("root/agentloop.yaml")
-        .replace("structured: tools", "structured: tools, allowed_models: [claude-haiku-4-5]");
-    t.write("root/agentloop.yaml", &yaml);
-    let ok = with("llm_model", json!("claude-haiku-4-5"));
-    let mut ok = ok;
-    ok["max_steps"] = json!(4);
-    ok["allowed_plugins"] = json!(["jina-reader"]);
-    ok["handle"] = json!({"pending_grace": "1s"});
-    let start =
-        json!({"command": "handle", "config": ok, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
-    let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"], "{v}");
-    assert_eq!(model.request(model.count() - 1).json()["model"], "claude-haiku-4-5");
-}
-
-#[test]
-fn a_config_file_with_an_alias_and_its_key_set_differently_names_both() {
-    let t = T::new();
-    t.write("ws/agentloop.yaml", "llm_model: a\nllm: {model: b}\n");
-    let out = t.al(&["config", "show"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("both `llm_model` and `llm.model`"), "{}", stderr(&out));
-    // The same value twice is no conflict.
-    t.write("ws/agentloop.yaml", "llm_model: a\nllm: {model: a}\nmax_loops: 7\n");
-    let out = t.al(&["config", "show", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((v["config"]["llm"]["model"].as_str(), v["config"]["max_steps"].as_u64()), (Some("a"), Some(7)));
-}
-
-#[test]
-fn an_untrusted_workspace_is_held_to_the_same_narrowing_for_the_seed_keys() {
-    let t = T::new();
-    t.write("ws/agentloop.yaml", "llm_provider: openai\napi_url: http://attacker.example\nmax_loops: 5\n");
-    let out = t.untrusted().args(["-w", "ws", "config", "show", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut refused: Vec<&str> = v["refused"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
-    refused.sort();
-    assert_eq!(refused, ["ductile.api_url", "llm.provider"], "{v}");
-    assert_eq!(v["config"]["max_steps"], 5, "a lower budget narrows");
-}
-
-/// RFC-103's start event, as the seed gives it.
-const RFC_103_START: &str = r#"{
-  "type": "agentic.start",
-  "payload": {
-    "goal": "fetch web http://mattjoyce.ai and produce a 2 para critique",
-    "context": {
-      "tone": "constructive",
-      "max_steps": 6
-    }
-  },
-  "dedupe_key": "agentic:start:<external-request-id>"
-}"#;
-
-#[test]
-fn budgets_in_the_start_payload_apply_narrowing_only() {
-    let h = H::new();
-    let v = h.send(RFC_103_START);
-    let run = v["state_updates"]["last_run_id"].as_str().unwrap();
-    assert_eq!(v["state_updates"][&format!("run:{run}")]["max_steps"], 6, "{v}");
-    assert_eq!(h.t.json(&format!("root/runs/{run}/state.json"))["limits"]["max_steps"], 6);
-    // The context's other keys are still the run's background.
-    assert!(h.t.read(&format!("root/runs/{run}/context.md")).contains("constructive"));
-    // Wider than the root allows: refused naming the key, before anything is written.
-    let h = H::new();
-    for (ctx, key) in [
-        (json!({"max_steps": 21}), "payload.context.max_steps"),
-        (json!({"max_loops": 50}), "payload.context.max_steps"),
-        (json!({"timeout": "2d"}), "payload.context.timeout"),
-    ] {
-        let start = json!({"type": "agentic.start", "payload": {"goal": "g", "context": ctx}});
-        let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
-        assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-        assert!(stdout(&out).contains(&format!("may not set `{key}`")), "{}", stdout(&out));
-        assert!(!h.t.exists("root/runs"));
-    }
-    let start = json!({"type": "agentic.start", "payload": {"goal": "g", "context": {"max_cost_usd": "lots"}}});
-    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-}
-
-#[test]
-fn progress_is_posted_to_the_users_webhook_per_phase() {
-    let hook = Server::start(vec![Reply::json(200, json!({}))]);
-    let h = H::new();
-    h.t.write(
-        "root/agentloop.yaml",
-        &format!("{CONFIG}handle: {{progress_url: '{}/progress', progress_token: hook-SECRET-1}}\n", hook.url),
-    );
-    let (run, v) = h.start();
-    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
-    let posts: Vec<Value> = (0..hook.count()).map(|i| hook.request(i).json()).collect();
-    let phases: Vec<&str> = posts.iter().map(|p| p["phase"].as_str().unwrap()).collect();
-    assert_eq!(phases, ["frame", "plan"], "{posts:?}");
-    for p in &posts {
-        assert_eq!((p["type"].as_str(), p["run_id"].as_str()), (Some("agent.progress"), Some(run.as_str())));
-        assert!(p["step"].is_u64() && p["summary"].is_string(), "{p}");
-    }
-    assert!(posts[1]["summary"].as_str().unwrap().contains("jina-reader"), "{:?}", posts[1]);
-    let r = hook.request(0);
-    assert_eq!((r.url.as_str(), r.header("authorization")), ("/progress", Some("Bearer hook-SECRET-1")));
-    // The run ends: the last post says so.
-    let v = h.result(&run, 1, "jina-reader", "ok");
-    assert_eq!(types(&v), ["agent.completed"]);
-    let last = hook.request(hook.count() - 1).json();
-    assert_eq!((last["phase"].as_str(), last["status"].as_str()), (Some("finish"), Some("done")), "{last}");
-    // A webhook that is down costs the run nothing.
-    let h = H::new();
-    h.t.write("root/agentloop.yaml", &format!("{CONFIG}handle: {{progress_url: 'http://127.0.0.1:9/progress'}}\n"));
-    let (_, v) = h.start();
-    assert_eq!(types(&v), ["agentic.tool_request.jina-reader"]);
-}
-
-#[test]
-fn only_the_users_configuration_names_the_progress_webhook() {
-    let hook = Server::start(vec![Reply::json(200, json!({}))]).expect_calls(0);
-    let h = H::new();
-    for config in
-        [json!({"handle": {"progress_url": format!("{}/x", hook.url)}}), json!({"handle": {"progress_token": "t"}})]
-    {
-        let start = json!({"command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
-        let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
-        assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-        assert!(stdout(&out).contains("may not set `handle.progress_"), "{}", stdout(&out));
-    }
-    // Nor does a workspace the user has not trusted.
-    h.t.write("root/agentloop.yaml", &format!("{CONFIG}handle: {{progress_url: '{}/x'}}\n", hook.url));
-    let start = json!({"type": "agentic.start", "payload": {"goal": "g"}});
-    let out = h.t.untrusted().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-    assert!(stdout(&out).contains("handle.progress_url"), "{}", stdout(&out));
-    // An address that is not http(s) is a configuration error naming the key.
-    h.t.write("root/agentloop.yaml", &format!("{CONFIG}handle: {{progress_url: 'file:///etc/passwd'}}\n"));
-    let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-    assert!(stdout(&out).contains("handle.progress_url"), "{}", stdout(&out));
-}
-
-#[test]
-fn a_skills_md_the_core_seeded_into_the_root_is_each_runs_catalog() {
-    let h = H::new();
-    let seeded = "# Plugins\n\n## jina-reader\nFetch a page as markdown: `jina-reader.handle`.\n";
-    h.t.write("root/skills.md", seeded);
-    let (run, _) = h.start();
-    assert_eq!(h.t.read(&format!("root/runs/{run}/skills.md")), seeded, "the run's catalog is the seeded one");
-    let trace: Vec<Value> =
-        h.t.read(&format!("root/runs/{run}/trace.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(trace[0]["data"]["skills_md"], "seeded");
-    let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
-    assert_eq!(plan["data"]["skills_md_unknown_tools"], json!(["jina-reader__handle"]));
-}
-
-/// A provider the root allows is not one a request may choose while the root's address or key
-/// is set for its own provider: that address would get the other provider's key.
-#[test]
-fn an_allowed_provider_does_not_inherit_the_roots_address() {
-    let t = T::new();
-    let model = anthropic_phases();
-    let ductile = Server::start(vec![Reply::json(200, json!({"plugins": []}))]);
-    let port = seed_root(&t, &model, &ductile);
-    let file =
-        t.read("root/agentloop.yaml").replace("structured: tools}", "structured: tools, allowed_providers: [openai]}");
-    t.write("root/agentloop.yaml", &file);
-    let (mut config, _) = seed_000_config(port);
-    config["llm_provider"] = json!("openai");
-    let start =
-        json!({"command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
-    let out = seed_cmd(&t, port).write_stdin(start.to_string()).output().unwrap();
-    assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let err = v["error"].as_str().unwrap();
-    assert!(err.contains("may not set `llm.provider`") && err.contains("no other provider may be chosen"), "{err}");
-    assert_eq!(model.count(), 0);
-}
-
-#[test]
-fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
-    // Health and poll with the seed's block as written (Ductile expands its variables), under
-    // the shipped ductile/agentloop.yaml: no exit 78.
-    let t = T::new();
-    t.write(
-        "root/agentloop.yaml",
-        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ductile/agentloop.yaml"))
-            .unwrap(),
-    );
-    // The seed's block as Ductile hands it over: `${PORT}` and `${DUCTILE_AGENT_TOKEN}` expanded.
-    let (block, _) = seed_000_config(8080);
-    for command in ["health", "poll"] {
-        let out = t
-            .cmd()
-            .args(["-w", "root", "handle"])
-            .env("PORT", "8080")
-            .env("DUCTILE_AGENT_TOKEN", DUCTILE_TOKEN)
-            .write_stdin(json!({"protocol": 2, "command": command, "config": block}).to_string())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{command}: {}{}", stdout(&out), stderr(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["status"], "ok", "{v}");
-    }
-}
-
 /// `handle` with the clock at `now` (the fixed test clock moved on).
-fn send_at(h: &H, now: &str, req: &Value) -> Value {
+pub(crate) fn send_at(h: &H, now: &str, req: &Value) -> Value {
     let out =
         h.t.cmd()
             .args(["-w", "root", "handle"])
@@ -900,7 +525,7 @@ fn send_at(h: &H, now: &str, req: &Value) -> Value {
 /// scheduled `poll` treats a step pending past its tool's timeout plus `handle.pending_grace` as
 /// a failed tool call, retries it, then escalates, and changes nothing else.
 #[test]
-fn poll_treats_a_step_pending_too_long_as_a_failed_tool_call_so_every_run_ends() {
+pub(crate) fn poll_treats_a_step_pending_too_long_as_a_failed_tool_call_so_every_run_ends() {
     let h = H::new();
     h.t.write("root/agentloop.yaml", &format!("{CONFIG}handle: {{pending_grace: 1m}}\n"));
     let (run, _) = h.start();
@@ -937,7 +562,7 @@ fn poll_treats_a_step_pending_too_long_as_a_failed_tool_call_so_every_run_ends()
 /// an API-started job has no event_id or dedupe_key: the job id alone keeps it one run. The
 /// event's `event_id` and `dedupe_key` each dedupe on their own.
 #[test]
-fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
+pub(crate) fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
     for crash in ["write:state.json", "commit:journaled", "phase:act:after-tool"] {
         let h = H::new();
         h.t.write(
@@ -992,7 +617,7 @@ fn a_start_is_one_run_across_its_jobs_retries_and_either_event_key() {
 /// Ductile shallow-merges each job's `state_updates` into the plugin's state (a later top-level
 /// key wins). Four turns at once on one root, each from a stale snapshot, leave every run right.
 #[test]
-fn four_concurrent_turns_merge_into_state_that_keeps_every_run() {
+pub(crate) fn four_concurrent_turns_merge_into_state_that_keeps_every_run() {
     let h = H::new();
     let merge = |state: &mut serde_json::Map<String, Value>, v: &Value| {
         if let Some(su) = v.get("state_updates").and_then(Value::as_object) {
@@ -1050,7 +675,7 @@ fn four_concurrent_turns_merge_into_state_that_keeps_every_run() {
 /// the router retries the job and its circuit breaker can count it; the run stays where the turn
 /// stopped and the retried job's event picks it up there.
 #[test]
-fn a_provider_outage_is_a_retryable_error_and_the_retry_resumes_the_run() {
+pub(crate) fn a_provider_outage_is_a_retryable_error_and_the_retry_resumes_the_run() {
     let h = H::new();
     let down = format!("llm: {{provider: openai, base_url: 'http://127.0.0.1:9/v1', model: m, api_key_cmd: [echo, sk-test], attempts: 1}}\n{}", CONFIG.trim_start_matches("llm: {provider: scripted, script: script.yaml}\n"));
     let api = json!({"protocol": 2, "job_id": "job-1", "command": "handle", "event": {"type": "api.trigger", "payload": {"goal": "g"}}}).to_string();

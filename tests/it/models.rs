@@ -303,6 +303,8 @@ fn walk(dir: std::path::PathBuf) -> Vec<std::path::PathBuf> {
 #[test]
 fn full_loop_over_openai_corrects_malformed_arguments() {
     let t = T::new();
+    // Corrections as tool results (on a local server nobody probed, `auto` sends user messages).
+    t.write("ws/agentloop.yaml", "llm:\n  tool_messages: tool\n");
     let s = loop_script_server("openai");
     let out = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "write x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -202,7 +202,8 @@ fn dream_consolidates_each_finished_run_once() {
 fn a_resting_agent_makes_no_model_call() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
-    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_runs: 2}\n");
+    // The agent left to rest by whoever runs it (it would rest itself after the second run).
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_runs: 2}\nmodes: {auto: false}\n");
     t.write("script.yaml", &script("{satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: fine}"));
     for i in 0..2 {
         assert_eq!(run(&t, &["--new", "--goal", &format!("run {i}")]).status.code(), Some(0));

@@ -8,9 +8,17 @@
 //!   fail the check. `models test` runs first and sends rejected shapes on purpose, so the
 //!   log is read only from after it.
 //!
+//! - `AGENTLOOP_REAL_CHAT_FORMAT`: the server's chat format (optional): with
+//!   `chatml-function-calling` (upstream llama-cpp-python, whose template drops `role: tool`
+//!   messages) `models test` must flag the dropped tool result; with another format it must not.
+//!
 //! Asserted: `models test` finds a form that answers; every run ends `done` or `escalated`
 //! (exit 0, 3 or 4; a provider failure, exit 5, fails the check) with a consistent workspace;
-//! at least one action was executed over all runs; no HTTP 5xx during the runs.
+//! at least one action was executed over all runs; no HTTP 5xx during the runs. And what small
+//! models need: every answer the grammar produced was taken or refused for a reason the model
+//! was shown (each corrective retry's prompt holds the error, never "not a JSON object" for an
+//! answer that was not cut off); no request ran past its bound unrecorded (each answer within
+//! its phase's token cap, each read timeout in the trace and the transcript).
 
 use crate::common::*;
 use serde_json::Value;
@@ -43,6 +51,11 @@ fn real_server_runs_end_cleanly() {
     eprintln!("{}", stdout(&out));
     assert!(out.status.success(), "models test: {}", stderr(&out));
     assert!(!stdout(&out).contains("no form gave the answer"), "no request form answered");
+    if let Some(format) = std::env::var("AGENTLOOP_REAL_CHAT_FORMAT").ok().filter(|v| !v.trim().is_empty()) {
+        let dropped = stdout(&out).contains("the tool result was dropped");
+        // The upstream handler renders no `role: tool` message: models test must say so.
+        assert_eq!(dropped, format == "chatml-function-calling", "chat format {format}: {}", stdout(&out));
+    }
 
     let log_from = log.as_ref().map(|l| std::fs::metadata(l).map(|m| m.len()).unwrap_or(0));
     let mut actions = 0;
@@ -64,6 +77,7 @@ fn real_server_runs_end_cleanly() {
         let trace: Vec<Value> =
             t.read(&format!("{ws}/trace.jsonl")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let acts = check_workspace(&t, &ws, &trace);
+        check_small_model_needs(&t, &ws, &trace);
         actions += acts;
         let result = t.json(&format!("{ws}/result.json"));
         let mut forms: Vec<&str> = trace.iter().filter_map(|e| e["wire_form"].as_str()).collect();
@@ -97,6 +111,37 @@ fn real_server_runs_end_cleanly() {
         eprintln!("server log: {requests} requests during the runs, {} answered with HTTP 5xx", errors.len());
         assert!(errors.is_empty(), "HTTP 5xx during the runs:\n{}", errors.join("\n"));
     }
+}
+
+/// What a small model needs of the loop, read from a run's trace and transcript: refusals it was
+/// shown, answers within their cap, timeouts on record.
+fn check_small_model_needs(t: &T, ws: &str, trace: &[Value]) {
+    let transcript = t.read(&format!("{ws}/transcript.md"));
+    // Every corrective retry shows the model the error it made.
+    let sections: Vec<&str> = transcript.split("\n## ").collect();
+    let retries = sections.iter().filter(|s| s.contains("model call (attempt 2,")).count();
+    let shown = sections.iter().filter(|s| s.contains("model call (attempt 2,") && s.contains("error:")).count();
+    assert_eq!(shown, retries, "{ws}: a corrective retry without the error in its prompt");
+    for e in trace {
+        let error = e["error"].as_str().unwrap_or("");
+        // The grammar emits JSON: a refusal as "not a JSON object" means an answer was dropped
+        // that the grammar allowed, unless the cap cut it off (and the model was told so).
+        assert!(
+            !error.contains("not a JSON object") || error.contains("cut off"),
+            "{ws}: an answer the grammar allowed was refused: {error}"
+        );
+        // Each answer within its phase's cap (llm.max_tokens 4096: plan half, the rest a quarter).
+        if let (Some(phase), Some(out)) = (e["phase"].as_str(), e["usage"]["output_tokens"].as_u64()) {
+            let cap = if phase == "plan" { 2048 } else { 1024 };
+            let attempts = e["attempt"].as_u64().unwrap_or(1);
+            if e["event"] != "run.finished" {
+                assert!(out <= cap * attempts, "{ws}: {phase} generated {out} tokens, over {attempts} × {cap}");
+            }
+        }
+    }
+    // Every read timeout is on record in both places.
+    let timeouts = trace.iter().filter(|e| e["event"] == "model.timeout").count();
+    assert_eq!(transcript.matches("model call timed out").count(), timeouts, "{ws}: timeouts not in the transcript");
 }
 
 /// An access-log line with a 5xx status: `"POST /v1/chat/completions HTTP/1.1" 500 ...`.

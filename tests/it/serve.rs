@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const TOKEN: &str = "test-token-0123456789abcdef";
-const DEADLINE: Duration = Duration::from_secs(120);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(120);
 
 /// A running `agentloop serve` (killed when dropped).
 pub struct Serve {
-    child: Child,
+    pub(crate) child: Child,
     pub url: String,
     pub token: String,
     stderr: std::path::PathBuf,
@@ -102,7 +102,7 @@ pub fn agent() -> ureq::Agent {
 }
 
 impl Serve {
-    fn call(&self, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> Resp {
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> Resp {
         let url = format!("{}{path}", self.url);
         let a = agent();
         let auth = token.map(|t| format!("Bearer {t}"));
@@ -162,7 +162,7 @@ impl Serve {
 }
 
 /// A run that finishes with `finish` in one step.
-const QUICK: &str = r#"frame:
+pub(crate) const QUICK: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [read, written, noted], can_proceed: true}
     usage: {input_tokens: 100, output_tokens: 20}
     model: claude-sonnet-4-5
@@ -182,7 +182,7 @@ pub fn root_with(t: &T, script: &str, config: &str) {
 }
 
 #[test]
-fn the_api_starts_lists_follows_and_reports_runs() {
+pub(crate) fn the_api_starts_lists_follows_and_reports_runs() {
     let t = T::new();
     root_with(&t, QUICK, "max_steps: 8\ntools: {http: {allow_private: true}}\n");
     t.write("root/agents/brief.yaml", "description: Short answers\nsystem_prompt: Be brief.\nmax_steps: 4\n");
@@ -324,7 +324,7 @@ reflect:
 "#;
 
 #[test]
-fn serve_over_a_cli_workspace_lists_and_serves_its_current_run() {
+pub(crate) fn serve_over_a_cli_workspace_lists_and_serves_its_current_run() {
     let t = T::new();
     root_with(&t, QUICK, "");
     // Two runs made by the CLI: the first archived under runs/, the second the root's own.
@@ -367,7 +367,7 @@ fn serve_over_a_cli_workspace_lists_and_serves_its_current_run() {
 }
 
 #[test]
-fn an_escalated_run_is_answered_over_http() {
+pub(crate) fn an_escalated_run_is_answered_over_http() {
     let t = T::new();
     root_with(&t, ASKS, "");
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
@@ -388,7 +388,7 @@ fn an_escalated_run_is_answered_over_http() {
 }
 
 /// A fake slow service: requests wait while `hold` is set (at most two minutes).
-fn gate() -> (Server, Arc<AtomicBool>) {
+pub(crate) fn gate() -> (Server, Arc<AtomicBool>) {
     let hold = Arc::new(AtomicBool::new(true));
     let h = hold.clone();
     let server = Server::start_with(move |_, _| {
@@ -401,7 +401,7 @@ fn gate() -> (Server, Arc<AtomicBool>) {
     (server, hold)
 }
 
-fn wait_until(what: &str, s: &Serve, ok: impl Fn() -> bool) {
+pub(crate) fn wait_until(what: &str, s: &Serve, ok: impl Fn() -> bool) {
     let start = Instant::now();
     while !ok() {
         assert!(start.elapsed() < DEADLINE, "{what} did not happen:\n{}", s.log());
@@ -410,7 +410,7 @@ fn wait_until(what: &str, s: &Serve, ok: impl Fn() -> bool) {
 }
 
 #[test]
-fn a_full_queue_answers_503_and_tokens_are_rate_limited() {
+pub(crate) fn a_full_queue_answers_503_and_tokens_are_rate_limited() {
     let t = T::new();
     let (slow, hold) = gate();
     root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
@@ -456,7 +456,7 @@ fn a_full_queue_answers_503_and_tokens_are_rate_limited() {
 }
 
 #[test]
-fn a_run_a_worker_gave_up_on_is_continued() {
+pub(crate) fn a_run_a_worker_gave_up_on_is_continued() {
     let t = T::new();
     let (slow, hold) = gate();
     root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
@@ -481,7 +481,7 @@ fn a_run_a_worker_gave_up_on_is_continued() {
 /// session (its journal holds only its own records, and each is checkpointed when its run ends),
 /// and each run's hints name its own folder.
 #[test]
-fn two_workers_drive_two_runs_each_with_its_own_session() {
+pub(crate) fn two_workers_drive_two_runs_each_with_its_own_session() {
     let t = T::new();
     let (slow, hold) = gate();
     root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
@@ -515,7 +515,7 @@ fn two_workers_drive_two_runs_each_with_its_own_session() {
 }
 
 #[test]
-fn runs_go_on_after_a_restart() {
+pub(crate) fn runs_go_on_after_a_restart() {
     let t = T::new();
     let (slow, hold) = gate();
     root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
@@ -557,7 +557,7 @@ fn runs_go_on_after_a_restart() {
 }
 
 #[test]
-fn serve_refuses_what_it_cannot_do_safely() {
+pub(crate) fn serve_refuses_what_it_cannot_do_safely() {
     let t = T::new();
     t.cmd()
         .args(["serve", "--root", "root", "--listen", "0.0.0.0:0"])
@@ -590,7 +590,7 @@ fn serve_refuses_what_it_cannot_do_safely() {
 }
 
 #[test]
-fn a_browser_shows_the_served_pages() {
+pub(crate) fn a_browser_shows_the_served_pages() {
     let t = T::new();
     root_with(&t, QUICK, "");
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
@@ -638,7 +638,7 @@ reflect:
 /// A served run stopped by a budget goes on when the continue raises that budget, up to the
 /// server's own limit; a continue that would stop again at once is refused, changing nothing.
 #[test]
-fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
+pub(crate) fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
     let t = T::new();
     root_with(&t, TWO_STEPS, "max_steps: 6\n");
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
@@ -664,7 +664,7 @@ fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
 }
 
 #[test]
-fn a_served_run_ends_with_the_output_in_the_requested_shape() {
+pub(crate) fn a_served_run_ends_with_the_output_in_the_requested_shape() {
     let t = T::new();
     let script = QUICK.replace("args: {summary: all done}", "args: {summary: all done, output: {title: t, score: 3}}");
     root_with(&t, &script, "");
@@ -689,310 +689,10 @@ fn a_served_run_ends_with_the_output_in_the_requested_shape() {
     assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("`output_schema` must be a JSON Schema object")));
 }
 
-/// GET `path` as a browser would (`Accept: text/html`), with `token` as a bearer token if any.
-fn browse(s: &Serve, path: &str, token: Option<&str>) -> Resp {
-    let mut r = agent().get(&format!("{}{path}", s.url)).header("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
-    if let Some(t) = token {
-        r = r.header("Authorization", &format!("Bearer {t}"));
-    }
-    let mut resp = r.call().unwrap();
-    let headers = resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
-    let status = resp.status().as_u16();
-    Resp { status, headers, body: resp.body_mut().read_to_string().unwrap_or_default() }
-}
-
-/// A browser without a token gets a sign-in page; API clients the JSON 401 naming both ways to
-/// sign in. A generated token is kept (owner-only) in the user's state folder and reused by the
-/// next start; --new-token replaces it.
-#[test]
-fn a_browser_without_a_token_gets_a_sign_in_page_and_a_made_token_is_kept() {
-    use predicates::prelude::PredicateBooleanExt;
-    let t = T::new();
-    root_with(&t, QUICK, "");
-    let s = serve(&t, &["--script", "script.yaml"], &[], None);
-    let kept = t.path("home/.local/state/agentloop/serve-token");
-    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), s.token);
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777, 0o600);
-    wait_until("serve says where the token is kept", &s, || {
-        s.log().contains("serve-token (serve --new-token replaces it)")
-    });
-    // A browser: the sign-in page, still a 401.
-    let page = browse(&s, "/", None);
-    assert_eq!(page.status, 401);
-    assert!(page.header("content-type").unwrap().starts_with("text/html"));
-    assert!(page.body.contains("<form method=\"get\" action=\"/\" id=\"sign-in\">"), "{}", page.body);
-    assert!(page.body.contains("name=\"token\"") && page.body.contains("?token=TOKEN"));
-    assert!(page.header("content-security-policy").unwrap().contains("form-action 'self'"));
-    assert!(!page.body.contains("id=\"refused\""));
-    // A wrong token says so; the page asked for is where the form goes.
-    let wrong = browse(&s, "/runs/X/report?token=wrong-token-0123456789", None);
-    assert_eq!(wrong.status, 401);
-    assert!(wrong.body.contains("id=\"refused\"") && wrong.body.contains("action=\"/runs/X/report\""));
-    // The form never leads to another host, whatever the address asked for.
-    for odd in ["//evil.example/x", "/%5Cevil.example/", "/\\evil.example/"] {
-        let page = browse(&s, odd, None);
-        assert_eq!(page.status, 401);
-        assert!(!page.body.contains("action=\"//") && !page.body.contains("action=\"/\\"), "{odd}: {}", page.body);
-    }
-    // The form's target signs in: a cookie and the page without the token.
-    let ok = browse(&s, &format!("/?token={}", s.token), None);
-    assert_eq!((ok.status, ok.header("location")), (303, Some("/")));
-    // An API client: JSON, with a hint naming the header and ?token=.
-    let api = s.call("GET", "/runs", None, None);
-    assert_eq!(api.status, 401);
-    let hint = api.json()["hint"].as_str().unwrap().to_string();
-    assert!(hint.contains("Authorization: Bearer TOKEN") && hint.contains("?token=TOKEN"), "{hint}");
-    if let Some(chromium) = browser::or_skip("a_browser_without_a_token_gets_a_sign_in_page") {
-        let dom = browser::dump_dom(&chromium, &format!("{}/runs", s.url));
-        assert!(dom.contains("id=\"sign-in\"") && dom.contains("Sign in to agentloop"), "{dom}");
-        for w in [1280, 420] {
-            let shot = browser::shots_dir().join(format!("serve-sign-in-{w}.png"));
-            browser::screenshot(&chromium, &format!("{}/", s.url), &shot, w, 700);
-        }
-        eprintln!("screenshots of the sign-in page: {}", browser::shots_dir().display());
-    }
-    let first = s.token.clone();
-    drop(s);
-    // The next start uses the kept token; --new-token replaces it and the old one is refused.
-    let s = serve(&t, &["--script", "script.yaml"], &[], None);
-    assert_eq!(s.token, first);
-    drop(s);
-    let s = serve(&t, &["--script", "script.yaml"], &["--new-token"], None);
-    assert_ne!(s.token, first);
-    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), s.token);
-    assert_eq!(s.call("GET", "/runs", None, Some(&first)).status, 401);
-    assert_eq!(s.get("/runs").status, 200);
-    drop(s);
-    t.cmd()
-        .env("AGENTLOOP_TOKEN", TOKEN)
-        .args(["serve", "--root", "root", "--listen", "127.0.0.1:0", "--new-token"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--new-token").and(predicates::str::contains("AGENTLOOP_TOKEN")));
-    // A kept file that holds no token is named, with the fix.
-    std::fs::write(&kept, "x\n").unwrap();
-    t.cmd().args(["serve", "--root", "root", "--listen", "127.0.0.1:0"]).assert().code(2).stderr(
-        predicates::str::contains("serve-token does not hold a serve token")
-            .and(predicates::str::contains("--new-token")),
-    );
-}
-
-/// Sends `GET target` as written (no client in between to tidy it) and returns the status line's
-/// code and the head's lines.
-fn get_as_written(s: &Serve, target: &str) -> (u16, Vec<String>) {
-    use std::io::{Read, Write};
-    let addr = s.url.trim_start_matches("http://");
-    let mut c = std::net::TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(DEADLINE)).unwrap();
-    write!(c, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/html\r\nConnection: close\r\n\r\n").unwrap();
-    let mut reply = Vec::new();
-    let _ = c.read_to_end(&mut reply);
-    let text = String::from_utf8_lossy(&reply).to_string();
-    let head: Vec<String> = text.split("\r\n\r\n").next().unwrap_or("").lines().map(String::from).collect();
-    let code = head.first().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (code, head)
-}
-
-/// Signing in with a valid `?token=` sends the browser, now holding the cookie, only to a page of
-/// this server: an address that a browser would read as another host goes to `/`.
-#[test]
-fn a_sign_in_never_redirects_to_another_site() {
-    let t = T::new();
-    root_with(&t, QUICK, "");
-    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    let location = |target: &str| {
-        let (code, head) = get_as_written(&s, target);
-        assert_eq!(code, 303, "{target}: {head:?}");
-        assert!(head.iter().any(|h| h.to_ascii_lowercase().starts_with("set-cookie: agentloop_token=")), "{head:?}");
-        let at = head.iter().find_map(|h| h.split_once(": ").filter(|(k, _)| k.eq_ignore_ascii_case("location")));
-        at.map(|(_, v)| v.to_string()).unwrap_or_else(|| panic!("{target}: no Location in {head:?}"))
-    };
-    for off in ["//evil.example/x", "/\\evil.example", "///evil.example", "/\\/evil.example", "//evil.example"] {
-        assert_eq!(location(&format!("{off}?token={TOKEN}")), "/", "{off}");
-        assert_eq!(location(&format!("{off}?a=1&token={TOKEN}")), "/", "{off} with more query");
-    }
-    // A path of this server keeps its page and the rest of its query.
-    assert_eq!(location(&format!("/runs/X/report?token={TOKEN}&x=1")), "/runs/X/report?x=1");
-    assert_eq!(location(&format!("/runs?token={TOKEN}")), "/runs");
-}
-
-/// Ctrl-C stops serve saying what it interrupted; the run it was driving is marked so (`runs`
-/// and GET /runs show `interrupted`), and the next start goes on with it.
-#[test]
-fn sigint_marks_the_served_run_interrupted_and_the_next_start_goes_on() {
-    let t = T::new();
-    let (slow, hold) = gate();
-    root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
-    let mut s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    let id = s.post("/runs", &json!({"goal": "fetch slowly"})).json()["run_id"].as_str().unwrap().to_string();
-    wait_until("the slow service is called", &s, || slow.count() >= 1);
-    // Its page says what it is doing now.
-    let page = s.get(&format!("/runs/{id}/report"));
-    assert!(
-        page.body.contains("<p class=\"now\" id=\"now\"><strong>Now:</strong> running the tool http_call"),
-        "{}",
-        page.body
-    );
-    let ok = Command::new("kill").args(["-INT", &s.child.id().to_string()]).status().unwrap();
-    assert!(ok.success());
-    let status = s.child.wait().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert!(status.signal() == Some(2) || status.code() == Some(130), "{status:?}");
-    let log = s.log();
-    assert!(log.contains(&format!("agentloop serve on {} stopped by SIGINT; 1 run was in progress", s.url)), "{log}");
-    assert!(
-        log.contains(&format!("interrupted: run {id} at step 1 is marked interrupted; every committed phase is kept")),
-        "{log}"
-    );
-    assert!(t.json(&format!("root/runs/{id}/state.json"))["interrupted"].as_bool().unwrap());
-    let listed = t.cmd().args(["-w", "root", "runs"]).output().unwrap();
-    let line = stdout(&listed).lines().find(|l| l.contains(&id)).map(String::from).unwrap_or_default();
-    assert!(line.contains("interrupted"), "{}", stdout(&listed));
-    drop(s);
-    // With --no-resume it stays interrupted, and the panel says so.
-    let s = serve(&t, &["--script", "script.yaml"], &["--no-resume"], Some(TOKEN));
-    let panel = s.get("/").body;
-    assert!(panel.contains(&format!("data-run=\"{id}\"")) && panel.contains("badge s-interrupted"), "{panel}");
-    assert_eq!(s.get(&format!("/runs/{id}")).json()["interrupted"], true);
-    drop(s);
-    hold.store(false, Ordering::SeqCst);
-    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    assert_eq!(s.finished(&id)["status"], "done", "{}", s.log());
-    assert!(s.log().contains(&format!("run {id} was interrupted by SIGINT; queued to go on")), "{}", s.log());
-}
-
-/// A running run's page says what it is doing now: asking the model during its first call,
-/// waiting for a worker while another run holds the only one.
-#[test]
-fn a_running_runs_page_says_what_it_is_doing_now() {
-    let t = T::new();
-    let (model, hold) = gate();
-    let config = format!(
-        "llm: {{provider: openai, base_url: '{}/v1', model: m, api_key_cmd: [echo, sk-test], attempts: 1}}\n",
-        model.url
-    );
-    t.write("root/agentloop.yaml", &config);
-    let s = serve(&t, &[], &["--workers", "1"], Some(TOKEN));
-    let a = s.post("/runs", &json!({"goal": "first"}));
-    assert_eq!(a.status, 202, "{}", a.body);
-    let a = a.json()["run_id"].as_str().unwrap().to_string();
-    wait_until("the model is asked", &s, || model.count() >= 1);
-    let page = s.get(&format!("/runs/{a}/report")).body;
-    assert!(page.contains("<strong>Now:</strong> asking the model to frame the goal</p>"), "{page}");
-    assert!(page.contains("No phase has finished yet."));
-    let b = s.post("/runs", &json!({"goal": "second"})).json()["run_id"].as_str().unwrap().to_string();
-    let page = s.get(&format!("/runs/{b}/report")).body;
-    assert!(page.contains("<strong>Now:</strong> waiting for a worker (1 in line)</p>"), "{page}");
-    hold.store(false, Ordering::SeqCst);
-}
-
-impl Serve {
-    /// POSTs a form as a signed-in browser does: the sign-in cookie, no bearer token.
-    fn post_form(&self, path: &str, form: &str, origin: Option<&str>) -> Resp {
-        let mut r = agent()
-            .post(&format!("{}{path}", self.url))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header("Cookie", &format!("agentloop_token={}", self.token));
-        if let Some(o) = origin {
-            r = r.header("Origin", o);
-        }
-        let mut resp = r.send(form).unwrap();
-        let headers =
-            resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
-        let status = resp.status().as_u16();
-        Resp { status, headers, body: resp.body_mut().read_to_string().unwrap_or_default() }
-    }
-}
-
-/// The form value a served page carries.
-fn csrf_of(page: &str) -> String {
-    let at = page.find("name=\"csrf\" value=\"").expect("the page has a form") + "name=\"csrf\" value=\"".len();
-    page[at..].split('"').next().unwrap().to_string()
-}
-
-/// The panel answers an escalated run and continues a stopped one with forms; a form posted
-/// with the cookie acts only with the value its page carries and from the server's own origin,
-/// and a refused form changes nothing.
-#[test]
-fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
-    let t = T::new();
-    root_with(&t, ASKS, "");
-    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    let id = s.post("/runs", &json!({"goal": "Report the figures"})).json()["run_id"].as_str().unwrap().to_string();
-    assert_eq!(s.finished(&id)["status"], "escalated");
-    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
-    assert!(
-        page.body.contains("id=\"answer-form\"") && page.body.contains("Which year&#39;s figures?"),
-        "{}",
-        page.body
-    );
-    assert!(!page.body.contains("id=\"continue-form\""));
-    assert!(page.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
-    assert!(page.body.contains("form-action 'self'"));
-    let csrf = csrf_of(&page.body);
-    let origin = s.url.clone();
-    let trace = t.read(&format!("root/runs/{id}/trace.jsonl"));
-    // Without the page's value, from another site, or with a field the form lacks: refused.
-    let r = s.post_form(&format!("/runs/{id}/answer"), "answer=2024", Some(&origin));
-    assert_eq!(r.status, 403, "{}", r.body);
-    assert!(r.body.contains("reload the run's page"), "{}", r.body);
-    let r =
-        s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=2024"), Some("http://evil.example"));
-    assert_eq!(r.status, 403, "{}", r.body);
-    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=2024&goal=x"), Some(&origin));
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("no field `goal`"), "{}", r.body);
-    // No cookie at all: the sign-in is needed.
-    let r = agent()
-        .post(&format!("{}/runs/{id}/answer", s.url))
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .send(format!("csrf={csrf}&answer=2024"))
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 401);
-    // The cookie signs no other POST, whatever its body says it is.
-    for path in ["/runs", "/skills/fetch"] {
-        let r = s.post_form(path, r#"{"goal": "spend their money", "id": "x", "url": "http://127.0.0.1:9/x"}"#, None);
-        assert_eq!(r.status, 401, "{path}: {}", r.body);
-    }
-    assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
-    let r =
-        s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=Use+the+2024+figures"), Some(&origin));
-    assert_eq!(r.status, 303, "{}", r.body);
-    assert_eq!(r.header("Location"), Some(format!("/runs/{id}/report").as_str()));
-    assert_eq!(s.finished(&id)["status"], "done");
-    let answered = t.read(&format!("root/runs/{id}/trace.jsonl"));
-    assert!(answered.contains("\"answer\":\"Use the 2024 figures\""), "{answered}");
-    // A done run's page offers no form, and its policy lets no form post.
-    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
-    assert!(!page.body.contains("<form") && page.body.contains("form-action 'none'"), "{}", page.body);
-
-    // A run stopped by its step budget: the continue form raises it.
-    t.write("script.yaml", TWO_STEPS);
-    drop(s);
-    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(s.finished(&id)["stop"], "max_steps");
-    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
-    assert!(page.body.contains("id=\"continue-form\"") && page.body.contains("name=\"max_steps\""), "{}", page.body);
-    let csrf = csrf_of(&page.body);
-    let r = s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=many"), None);
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("`max_steps` = `many` is not a number"), "{}", r.body);
-    let r =
-        s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=4&max_tokens=&timeout="), None);
-    assert_eq!(r.status, 303, "{}", r.body);
-    assert_eq!(s.finished(&id)["status"], "done");
-    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
-}
-
 /// Runs record their agent: GET /runs?agent= and `runs --agent` list one agent's runs, and
 /// GET /agents/{name}/status sums them up with the agent's profile and usage window.
 #[test]
-fn each_agent_has_its_own_view_of_its_runs() {
+pub(crate) fn each_agent_has_its_own_view_of_its_runs() {
     let t = T::new();
     root_with(&t, QUICK, "");
     t.write("root/agents/digest.yaml", "description: The morning digest\nrest: {max_runs: 5, window: 1d}\n");

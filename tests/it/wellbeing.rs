@@ -26,7 +26,8 @@ fn fatigue_is_shown_and_a_tired_agent_is_refused_until_it_rests() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
     t.write("ws/agents/researcher.yaml", "description: reads notes\n");
-    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\n");
+    // Rested by the person here (the agent's own rest is in self_modes.rs).
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\nmodes: {auto: false}\n");
     t.write("script.yaml", TIRING);
     let al = |args: &[&str]| {
         let mut a = vec!["--agent", "researcher", "--script", "script.yaml"];
@@ -81,7 +82,7 @@ fn fatigue_is_shown_and_a_tired_agent_is_refused_until_it_rests() {
 fn a_tired_agent_may_be_forced_and_a_full_window_still_rests() {
     let t = T::new();
     t.write("ws/notes.txt", "n\n");
-    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\n");
+    t.write("ws/agentloop.yaml", "rest: {window: 24h, max_tokens: 1000}\nmodes: {auto: false}\n");
     t.write("script.yaml", TIRING);
     let run = |extra: &[&str]| {
         let mut a = vec!["--script", "script.yaml", "run", "--new", "--goal", "g"];
@@ -90,9 +91,12 @@ fn a_tired_agent_may_be_forced_and_a_full_window_still_rests() {
     };
     assert_eq!(run(&[]).status.code(), Some(0));
     let out = run(&["--force"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(10), "forced, it runs until the window fills: {}", stderr(&out));
     assert!(stderr(&out).contains("starting anyway (--force): agent `default` is too tired"), "{}", stderr(&out));
-    // 1900 of 1000: the window is full, and --force does not override resting.
+    // 950 + 500 of 1000 after Frame: it stopped there, resting, instead of running on.
+    let st = t.json("ws/state.json");
+    assert_eq!((st["stop"].as_str(), st["usage"]["input_tokens"].as_u64()), (Some("resting"), Some(500)), "{st}");
+    // The window is full, and --force does not override resting.
     let out = run(&["--force"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
 }
@@ -115,7 +119,10 @@ fn frustrating_script() -> String {
 fn frustration_a_reframe_did_not_resolve_leaves_stress_that_rests_the_agent() {
     let t = T::new();
     t.write("script.yaml", &frustrating_script());
-    t.write("ws/agentloop.yaml", "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\n");
+    t.write(
+        "ws/agentloop.yaml",
+        "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\nmodes: {auto: false}\n",
+    );
     let run = |now: &str| {
         t.al(&["--script", "script.yaml", "run", "--new", "--goal", "g"]).env("AGENTLOOP_NOW", now).output().unwrap()
     };
@@ -147,7 +154,10 @@ fn frustration_a_reframe_did_not_resolve_leaves_stress_that_rests_the_agent() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Stress is the workspace's: another folder's runs go on, and `agents show default` shows
     // each folder's own.
-    t.write("ws2/agentloop.yaml", "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\n");
+    t.write(
+        "ws2/agentloop.yaml",
+        "stress: {per_escalation: 40, threshold: 75, decay_per_hour: 10}\nmodes: {auto: false}\n",
+    );
     let out = dry("ws2", NOW);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let show = |ws: &str| {

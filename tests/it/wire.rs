@@ -133,6 +133,9 @@ fn cache(t: &T) -> Value {
 #[test]
 fn llama_cpp_python_gets_named_calls_and_string_content() {
     let t = T::new();
+    // Corrections as tool results, so the retry carries an assistant tool-call message back
+    // (on a local server nobody probed, `auto` sends them as user messages).
+    t.write("ws/agentloop.yaml", "llm:\n  tool_messages: tool\n");
     let s = llama_cpp_python();
     let out = run(&t, "ws", &s.url);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), t.read("ws/trace.jsonl"));

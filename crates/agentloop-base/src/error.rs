@@ -45,7 +45,7 @@ pub mod code {
     /// table, and tests hold docs/COMMANDS.md's table and the help footer to it.
     pub const TABLE: &[(u8, &str)] = &[
         (OK, "success; a run ended `done`"),
-        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
+        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `mcp login`: the sign-in failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
         (USAGE, "usage or configuration error (bad flag, unknown config key, wrong type, no provider configured)"),
         (ESCALATED, "the run ended `escalated`: it needs a human (model asked, cannot proceed, repeated failures or actions, premature done)"),
         (BUDGET, "the run ended `escalated` because a budget or limit ran out (max_steps, max_reframes, timeout, tokens, cost)"),
@@ -54,7 +54,7 @@ pub mod code {
         (LOCK_BUSY, "another agentloop process holds the workspace lock"),
         (DATA, "a workspace file is broken (plan.md Next Action, memory.md checkboxes, state.json)"),
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
-        (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full; `status` says when it may run again"),
+        (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full (a run is refused, or a run that filled it stopped at a commit point: stop `resting`, `run --continue` after a rest), or its stress is at `stress.threshold`; `status` says when it may run again"),
         (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
         (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),
@@ -91,12 +91,20 @@ pub struct Error {
     pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
+/// A configuration value that cannot be used, at dotted `key`: a key that is none (`unknown`),
+/// with `near` the valid key nearest it, or a value of the wrong kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyProblem {
+    pub key: String,
+    pub unknown: bool,
+    pub near: Option<String>,
+}
+
 /// A fact about an error that code branches on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    /// A configuration value that cannot be used, at dotted `key`: a key that is none
-    /// (`unknown`), with `near` the valid key nearest it, or a value of the wrong kind.
-    ConfigKey { key: String, unknown: bool, near: Option<String> },
+    /// A configuration value that cannot be used (boxed: an error stays small to return).
+    ConfigKey(Box<KeyProblem>),
     /// A symbolic link stands where agentloop writes or reads its own files.
     Link,
     /// A server agentloop fetched from could not be reached, answered an error or sent what

@@ -33,6 +33,7 @@ pub mod runs_root;
 pub mod schema;
 pub mod settings;
 pub mod skills;
+pub mod tool_messages;
 pub mod tool_settings;
 pub mod tool_spec;
 pub mod tools;

@@ -49,6 +49,9 @@ pub struct Start {
     /// that run: it is reported ([`Decision::Repeat`]), never run, so seeing an output again
     /// never pays for a new run.
     pub follow_up: bool,
+    /// The named session the run is the next turn of (`run --session NAME`): the session's
+    /// earlier turns (each run's goal and what it answered) are the new run's context.
+    pub session: Option<String>,
 }
 
 /// What a request does to the run there; each variant carries the state it was decided on.
@@ -166,6 +169,7 @@ fn stop_word(s: &State) -> &'static str {
         Some(StopKind::Done) => "done",
         Some(StopKind::Budget(_)) => "on a budget",
         Some(StopKind::Provider) => "on a provider failure",
+        Some(StopKind::Resting) => "resting",
         Some(StopKind::Escalated) => "escalated",
         None => "interrupted",
     }
@@ -218,6 +222,11 @@ fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
             ws.cli("run --continue"),
             l.timeout_secs,
             "--timeout 30m"
+        ),
+        StopKind::Resting => format!(
+            "{} goes on once the agent has rested ({} rests it now; else wait for the time `status` names)",
+            ws.cli("run --continue"),
+            "`agentloop rest`"
         ),
         StopKind::Provider if s.reason.as_deref().is_some_and(|r| r.contains("HTTP 404")) => format!(
             "{} goes on with a model the provider has (the provider said 404: check the model's name)",
@@ -402,8 +411,20 @@ impl Runner<'_> {
             self.printer.info(&format!("run {} moved to {shown}", old.run_id));
         }
         let slot = st.slot.as_deref();
-        let state =
-            phases::init::init_run_carrying(session, self.cfg(), &env.tpl, &st.goal, &st.background, &carried, slot)?;
+        // Read before the move, from every run of the history: the session's turns so far.
+        let background = match &st.session {
+            Some(name) => with_conversation(self.ws, runs, name, &st.background),
+            None => st.background.clone(),
+        };
+        let state = phases::init::init_run_carrying(
+            session,
+            self.cfg(),
+            &env.tpl,
+            &st.goal,
+            &background,
+            &carried,
+            phases::init::Tags { slot, session: st.session.as_deref() },
+        )?;
         // The event stream starts with the run: its `run.started` entry first.
         if self.events {
             let trace = crate::fs::read_inside(&self.ws.root, &self.ws.trace())?.unwrap_or_default();
@@ -433,6 +454,73 @@ impl Runner<'_> {
             crate::history::archive(session, runs, cur)?;
         }
         crate::history::restore(session, runs, &s.run_id)
+    }
+}
+
+/// Characters of each message, and of the whole conversation, shown to a session's next turn
+/// (the newest turns kept): the conversation stays a bounded part of context.md, which the
+/// prompt shows up to 20,000 characters of, however long the session runs.
+const SESSION_MESSAGE_CHARS: usize = 2000;
+const SESSION_CHARS: usize = 12_000;
+
+/// `background` with the conversation of the session `name` so far appended: each earlier run
+/// of the session that ended (the root's or archived), oldest first, as the message it was
+/// given and what it answered.
+fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &str) -> String {
+    let mut turns: Vec<State> = crate::history::list(ws, runs, &|_| {})
+        .into_iter()
+        .map(|r| r.state)
+        .filter(|s| s.session.as_deref() == Some(name) && s.status.is_terminal())
+        .collect();
+    turns.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run_id.cmp(&b.run_id)));
+    if turns.is_empty() {
+        return background.to_string();
+    }
+    let cut = |t: &str| -> String {
+        let t = t.trim();
+        match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
+            Some((i, _)) => format!("{} […]", &t[..i]),
+            None => t.to_string(),
+        }
+    };
+    let shown: Vec<String> = turns
+        .iter()
+        .map(|s| {
+            let answer = match (&s.outcome, s.status) {
+                (Some(o), Status::Done) => cut(o),
+                _ => {
+                    let q = s.open_question.as_ref().map(|q| format!(" Open question: {}", cut(q))).unwrap_or_default();
+                    format!("(ended {}: {}){q}", s.status.as_str(), cut(s.reason.as_deref().unwrap_or_default()))
+                }
+            };
+            let output = s.output.as_ref().map(|o| format!("\nOutput: {}", cut(&o.to_string()))).unwrap_or_default();
+            format!("\n**User** (run {}): {}\n\n**Agent**: {answer}{output}\n", s.run_id, cut(&s.goal))
+        })
+        .collect();
+    // The newest turns that fit, always the last one.
+    let (mut keep, mut size) = (0, 0);
+    for t in shown.iter().rev() {
+        if keep > 0 && size + t.len() > SESSION_CHARS {
+            break;
+        }
+        size += t.len();
+        keep += 1;
+    }
+    let skipped = shown.len() - keep;
+    let mut text = format!(
+        "## Session `{name}`: the conversation so far\n\nThis run is the next turn of the session: the messages below were given to its earlier runs, each followed by what that run answered. The goal is the new message.\n"
+    );
+    if skipped > 0 {
+        text.push_str(&format!("\n({skipped} earlier turns not shown)\n"));
+    }
+    for t in &shown[skipped..] {
+        text.push_str(t);
+    }
+    if background.trim().is_empty() {
+        text
+    } else {
+        // Formatted as on its own first (a JSON background stays a fenced block).
+        format!("{}\n\n{text}", phases::init::format_background(background))
     }
 }
 
@@ -522,6 +610,7 @@ pub fn go_on(
 ) -> Result<StopKind> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
+    env.ledger_base = ledger.then_some((tokens0, cost0));
     let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
     let stop = phases::run::drive(env, state, env.cfg.timeout.0);
     span.ended(stop.as_ref().map(|s| s.as_str()));
@@ -667,6 +756,7 @@ mod tests {
             force: false,
             slot: None,
             follow_up: false,
+            session: None,
         })
     }
 
@@ -744,6 +834,7 @@ mod tests {
                 force: false,
                 slot: Some(slot.into()),
                 follow_up: false,
+                session: None,
             })
         };
         assert!(matches!(decide(&ws, Some(cut.clone()), &slotted("2026-01-01")).unwrap(), Decision::Continue(_)));

@@ -13,8 +13,8 @@ use crate::error::code;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Why a run stopped. Serialized as result.json's and state.json's `stop`: `done`, `escalated`,
-/// `provider`, or the key of the limit that ran out (`max_steps`, `max_reframes`, `timeout`,
-/// `max_tokens`, `max_cost_usd`).
+/// `provider`, `resting`, or the key of the limit that ran out (`max_steps`, `max_reframes`,
+/// `timeout`, `max_tokens`, `max_cost_usd`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopKind {
     /// The run reached its definition of done.
@@ -25,11 +25,14 @@ pub enum StopKind {
     Budget(Budget),
     /// The model provider failed after all retries.
     Provider,
+    /// The agent's rolling usage window (`rest:`) filled while the run went on: it stopped at a
+    /// commit point and goes on (`run --continue`) once the agent has rested.
+    Resting,
 }
 
 impl StopKind {
     /// Every way a run ends.
-    pub const ALL: [StopKind; 8] = [
+    pub const ALL: [StopKind; 9] = [
         StopKind::Done,
         StopKind::Escalated,
         StopKind::Budget(Budget::MaxSteps),
@@ -38,6 +41,7 @@ impl StopKind {
         StopKind::Budget(Budget::MaxTokens),
         StopKind::Budget(Budget::MaxCostUsd),
         StopKind::Provider,
+        StopKind::Resting,
     ];
 
     /// The process exit code of a command that drove the run to this end (the table in docs/COMMANDS.md).
@@ -47,6 +51,7 @@ impl StopKind {
             StopKind::Escalated => code::ESCALATED,
             StopKind::Budget(_) => code::BUDGET,
             StopKind::Provider => code::PROVIDER,
+            StopKind::Resting => code::RESTING,
         }
     }
 
@@ -57,6 +62,7 @@ impl StopKind {
             StopKind::Escalated => "escalated",
             StopKind::Budget(b) => b.key(),
             StopKind::Provider => "provider",
+            StopKind::Resting => "resting",
         }
     }
 
@@ -75,16 +81,17 @@ impl StopKind {
         self == StopKind::Done
     }
 
-    /// Whether `run --continue` may go on from it (a limit or the provider; not a question).
+    /// Whether `run --continue` may go on from it (a limit, the provider or a rest; not a
+    /// question).
     pub fn can_continue(self) -> bool {
-        matches!(self, StopKind::Budget(_) | StopKind::Provider)
+        matches!(self, StopKind::Budget(_) | StopKind::Provider | StopKind::Resting)
     }
 
     /// The completion event's `type`.
     pub fn event(self) -> &'static str {
         match self {
             StopKind::Done => "agent.completed",
-            StopKind::Escalated | StopKind::Budget(_) | StopKind::Provider => "agent.escalated",
+            StopKind::Escalated | StopKind::Budget(_) | StopKind::Provider | StopKind::Resting => "agent.escalated",
         }
     }
 }

@@ -317,6 +317,67 @@ pub fn curiosity(cfg: &Config) -> (u64, f64) {
     curiosity_of(cfg, &read_lines(), crate::clock::now())
 }
 
+/// Why a running run stops to rest, if it does: the agent's window with `tokens` and `cost_usd`
+/// more (what the run used since its usage was last recorded) has reached `rest.max_tokens` or
+/// `rest.max_cost_usd`. The reason names the limit, the fatigue and when the agent may go on.
+pub fn filled_while_running(cfg: &Config, tokens: u64, cost_usd: f64) -> Option<String> {
+    let r = &cfg.rest;
+    if r.max_tokens.is_none() && r.max_cost_usd.is_none() {
+        return None;
+    }
+    let mut lines = read_lines();
+    let mut now_line = Line::new(cfg, "", None);
+    (now_line.tokens, now_line.cost_usd) = (tokens, cost_usd);
+    lines.push(now_line);
+    let w = window_of(cfg, &lines, crate::clock::now());
+    let why = if r.max_tokens.is_some_and(|m| w.tokens >= m) {
+        format!(
+            "{} tokens used in the last {} (rest.max_tokens {})",
+            w.tokens,
+            fmt(cfg.rest.window.0),
+            r.max_tokens.unwrap_or(0)
+        )
+    } else if r.max_cost_usd.is_some_and(|m| w.cost_usd >= m) {
+        format!(
+            "${:.4} spent in the last {} (rest.max_cost_usd {})",
+            w.cost_usd,
+            fmt(cfg.rest.window.0),
+            r.max_cost_usd.unwrap_or(0.0)
+        )
+    } else {
+        return None;
+    };
+    let until = w.until.map(|u| format!("; it may go on at {u}, or after `agentloop rest`")).unwrap_or_default();
+    Some(format!("resting: agent `{}` is tired (fatigue {}%): {why}{until}", w.agent, w.fatigue))
+}
+
+/// When the agent last rested, if that is within `rest.window` of now.
+pub fn rested_within(cfg: &Config) -> Option<String> {
+    let now = crate::clock::now();
+    let start = now.checked_sub(cfg.rest.window.0).unwrap_or(SystemTime::UNIX_EPOCH);
+    last_rest(&agent_of(cfg), &read_lines(), now).filter(|t| *t > start).map(crate::clock::rfc3339)
+}
+
+/// Prefix of the id of a rest the agent took itself after a run (`modes.auto`).
+pub const AUTO_REST: &str = "rest-auto-";
+
+/// `status`'s `modes`: whether the agent switches modes itself, and its last rest (when, and
+/// whether the agent took it itself).
+pub fn modes(cfg: &Config) -> serde_json::Value {
+    let agent = agent_of(cfg);
+    let now = crate::clock::now();
+    let last = read_lines()
+        .into_iter()
+        .filter(|l| l.agent == agent && l.is("rest"))
+        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).filter(|t| *t <= now).map(|t| (t, l)))
+        .max_by_key(|(t, _)| *t);
+    let last_rest = last.map(|(t, l)| {
+        let by = if l.run_id.starts_with(AUTO_REST) { "agent" } else { "command" };
+        serde_json::json!({"at": crate::clock::rfc3339(t), "by": by, "tasks": l.tasks})
+    });
+    serde_json::json!({"auto": cfg.modes.auto, "last_rest": last_rest})
+}
+
 /// Why a new run is refused as too tired (fatigue above `rest.max_fatigue`), if it is.
 pub fn too_tired(w: &Window) -> Option<String> {
     (w.fatigue > w.max_fatigue).then(|| {

@@ -196,8 +196,8 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
         // The list of valid keys is for the error; the warning stays one readable line.
         let what = e.message.split(", expected one of").next().unwrap_or_default();
         let near = match &e.cause {
-            Some(crate::error::Cause::ConfigKey { near: Some(n), .. }) => {
-                format!(" (did you mean {}?)", config::env_name(n))
+            Some(crate::error::Cause::ConfigKey(k)) => {
+                k.near.as_deref().map(|n| format!(" (did you mean {}?)", config::env_name(n))).unwrap_or_default()
             }
             _ => String::new(),
         };

@@ -43,7 +43,14 @@ pub fn model_call(step: u32, phase: &str, attempt: u32, model: &str, req: &Reque
         for p in &m.parts {
             let body = match p {
                 Part::Text(t) => t.clone(),
-                Part::ToolCall(c) => format!("call {} {}", c.name, c.arguments),
+                // A refused call is shown as the model wrote it, not as the `{}` it was read as.
+                Part::ToolCall(c) => {
+                    format!(
+                        "call {} {}",
+                        c.name,
+                        c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())
+                    )
+                }
                 Part::ToolResult { content, .. } => content.clone(),
             };
             s.push_str(&format!("**{who}**\n\n"));
@@ -63,6 +70,36 @@ pub fn model_call(step: u32, phase: &str, attempt: u32, model: &str, req: &Reque
         "\n_usage: {} in, {} out, {} cache read; {} ms_\n",
         resp.usage.input_tokens, resp.usage.output_tokens, resp.usage.cache_read_tokens, resp.latency_ms
     ));
+    s
+}
+
+/// A model call that got no whole answer in time: what was waited, and what it may cost.
+pub fn timeout(step: u32, phase: &str, attempt: u32, model: &str, t: &crate::model::http::TimedOut) -> String {
+    let mut s = format!(
+        "## step {step} · {phase} · model call timed out (attempt {attempt}, {model})
+
+"
+    );
+    s.push_str(&format!(
+        "No whole answer from {} after {} ms.
+
+",
+        t.url, t.waited_ms
+    ));
+    s.push_str(&format!(
+        "tokens: unknown (a server reports usage only with a whole answer){}
+",
+        t.max_tokens.map(|n| format!("; at most {n} generated")).unwrap_or_default()
+    ));
+    s.push_str(if t.sent_again {
+        "
+The request was sent again.
+"
+    } else {
+        "
+The request was not sent again.
+"
+    });
     s
 }
 

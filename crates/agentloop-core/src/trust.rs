@@ -435,6 +435,8 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
         },
         "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
+        // Switching modes itself may only be turned off (or left on where it is on).
+        "modes.auto" if v == &Value::Bool(false) || (v == &Value::Bool(true) && base.modes.auto) => Ok(()),
         // Memory kept in the workspace itself reads and writes nothing outside it; the user's
         // shared store (or a folder elsewhere) would let this workspace see and change what
         // every other project remembers.

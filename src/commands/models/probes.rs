@@ -36,6 +36,8 @@ pub struct Check {
     pub detail: String,
     /// How to make it pass (None when it passed).
     pub fix: Option<String>,
+    /// Whether the probed message reached the model (None: the probe could not tell).
+    pub reached: Option<bool>,
 }
 
 impl Check {
@@ -82,6 +84,7 @@ pub fn value(r: &model::Response) -> Check {
         prompt_tokens: prompt_tokens(r),
         detail,
         fix: (!passed).then(|| VALUE_FIX.into()),
+        reached: None,
     }
 }
 
@@ -170,6 +173,7 @@ pub fn carrier(
                 prompt_tokens: 0,
                 detail: format!("the probe's request failed: {}", e.message),
                 fix: Some("run `models test` again once the server answers; `-v` shows the exchange".into()),
+                reached: None,
             }
         }
     };
@@ -181,17 +185,19 @@ pub fn carrier(
     let grew = tokens.saturating_sub(baseline);
     let pad_tokens = (padding().len() / 4) as u64;
     let shown = answered.as_deref().map(|c| format!("color={c:?}")).unwrap_or_else(|| "no report_color call".into());
-    let (detail, fix) = if passed {
-        (format!("the answer carried {word:?}: the {what} reached the model"), None)
+    let (detail, fix, reached) = if passed {
+        (format!("the answer carried {word:?}: the {what} reached the model"), None, Some(true))
     } else if tokens == 0 || baseline == 0 {
         (
             format!("the answer ({shown}) did not carry {word:?}, and the server counts no prompt tokens, so whether the {what} was dropped is unknown"),
             Some(format!("{dropped_fix}; or {UNUSED_FIX}")),
+            None,
         )
     } else if grew < pad_tokens / 2 {
         (
             format!("the {what} was dropped: the prompt counted {tokens} tokens, {grew} more than a request without it, though it holds about {pad_tokens}; the answer ({shown}) did not carry {word:?}"),
             Some(dropped_fix.to_string()),
+            Some(false),
         )
     } else {
         (
@@ -199,15 +205,21 @@ pub fn carrier(
                 "the {what} arrived (the prompt grew by {grew} tokens) but the answer ({shown}) did not carry {word:?}"
             ),
             Some(UNUSED_FIX.into()),
+            Some(true),
         )
     };
-    Check { name, asked: word.into(), answered, passed, prompt_tokens: tokens, detail, fix }
+    Check { name, asked: word.into(), answered, passed, prompt_tokens: tokens, detail, fix, reached }
 }
 
 /// Sends the two carrier probes through `m`, in the form it negotiated.
 pub fn carriers(m: &mut dyn model::Model, baseline: u64) -> Vec<Check> {
     let tool = m.complete(&tool_result_request(), &mut |_| {});
     let tool = carrier("tool_result", TOOL_WORD, "tool result", TOOL_DROPPED_FIX, tool, baseline);
+    // Kept for later runs: with `llm.tool_messages: auto`, corrections go as tool results only
+    // where they were seen to arrive.
+    if let Some(reach) = tool.reached {
+        m.learned_tool_results(reach);
+    }
     let system = m.complete(&system_request(), &mut |_| {});
     let system = carrier("system", SYSTEM_WORD, "system message", SYSTEM_DROPPED_FIX, system, baseline);
     vec![tool, system]

@@ -70,7 +70,7 @@ pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<SkippedVar>)> {
         let before = root.clone();
         set_path(&mut root, &path, value);
         if let Err(e) = check::<Config>(&root, &Source::EnvironmentVariable(k.clone())) {
-            let unknown = matches!(e.cause, Some(crate::error::Cause::ConfigKey { unknown: true, .. }));
+            let unknown = matches!(&e.cause, Some(crate::error::Cause::ConfigKey(k)) if k.unknown);
             if !unknown && !skip_bad {
                 return Err(e);
             }

@@ -2,7 +2,7 @@
 //! and the key of a wrong value.
 
 use super::*;
-use crate::error::{Cause, Error, Result};
+use crate::error::{Cause, Error, KeyProblem, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,7 +96,7 @@ pub(super) fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) ->
             Some((parent, _)) => format!("{parent}.{k}"),
             None => k,
         });
-        let cause = Cause::ConfigKey { key: path.clone(), unknown, near: near.clone() };
+        let cause = Cause::ConfigKey(Box::new(KeyProblem { key: path.clone(), unknown, near: near.clone() }));
         if *source == Source::CommandLine {
             return Error::config(format!("invalid value on the command line for `{path}`: {inner}"))
                 .with_hint("fix the flag's value; `agentloop help` lists the flags")

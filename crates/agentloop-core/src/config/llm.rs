@@ -46,6 +46,8 @@ pub struct LlmConfig {
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.
     pub stream: bool,
+    /// How a corrective turn is sent: auto | tool | user (see `tool_messages`).
+    pub tool_messages: crate::tool_messages::ToolMessages,
 }
 
 impl Default for LlmConfig {
@@ -73,6 +75,7 @@ impl Default for LlmConfig {
             cache: true,
             context_window: None,
             stream: false,
+            tool_messages: Default::default(),
         }
     }
 }

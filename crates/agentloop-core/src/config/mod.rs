@@ -90,6 +90,8 @@ pub struct Config {
     pub values: Vec<AgentValue>,
     /// `dream --explore`: open questions and interests explored on a curiosity budget.
     pub dream: DreamConfig,
+    /// Switching to rest and dream on the agent's own (`modes.auto`).
+    pub modes: ModesConfig,
     /// The diagnostics log file.
     pub logging: LoggingConfig,
     pub handle: HandleConfig,
@@ -136,6 +138,7 @@ impl Default for Config {
             stress: StressConfig::default(),
             values: Vec::new(),
             dream: DreamConfig::default(),
+            modes: ModesConfig::default(),
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
             queue: QueueConfig::default(),

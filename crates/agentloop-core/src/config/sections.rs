@@ -310,7 +310,7 @@ pub struct ServerConfig {
     pub denied_tools: Option<Vec<String>>,
     /// OAuth client settings of an HTTP server (see `mcp::auth`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub oauth: Option<crate::mcp::auth::OAuthConfig>,
+    pub oauth: Option<OAuthConfig>,
 }
 
 /// An MCP server's `type`: how agentloop talks to it. Read case-insensitively, with the
@@ -345,4 +345,37 @@ impl<'de> Deserialize<'de> for ServerType {
             _ => Err(serde::de::Error::unknown_variant(&s, &["stdio", "http"])),
         }
     }
+}
+
+/// `mcp.servers.NAME.oauth`: how agentloop identifies itself to the server's authorization
+/// server. Every key is optional: with none, the client registers itself (dynamic registration)
+/// and a person signs in with `agentloop mcp login NAME`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OAuthConfig {
+    /// `authorization_code` (default: a person signs in) or `client_credentials` (a machine
+    /// client: workers and cron, needs `client_id` and `client_secret`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+    /// A client registered with the authorization server beforehand (skips registration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret; `${VAR}` takes it from the environment (recommended).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for (default: what the server's challenge or metadata names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// An https URL of a client metadata document, used as the client id where the
+    /// authorization server supports them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    #[default]
+    AuthorizationCode,
+    ClientCredentials,
 }

@@ -56,6 +56,23 @@ impl RestTask {
     }
 }
 
+/// `modes:` — the agent switches modes itself. With `auto` (the default), a `run` that ends
+/// with the agent tired (its usage window filled, or fatigue above `rest.max_fatigue`) or
+/// stressed (at `stress.threshold`) rests on its own, as `agentloop rest` does — at most once per
+/// `rest.window`, so resting never undoes the window — and a `run` with nothing to do dreams
+/// (`dream`'s consolidation with no model call, then its exploration on the curiosity budget).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModesConfig {
+    pub auto: bool,
+}
+
+impl Default for ModesConfig {
+    fn default() -> Self {
+        ModesConfig { auto: true }
+    }
+}
+
 /// `stress:` — a run escalated by frustration (the forced reframe did not resolve it) raises
 /// the agent's stress by `per_escalation`; stress falls by `decay_per_hour` and with a rest; at
 /// `threshold` or above the agent rests (new work refused, exit 10) until it is below again.

@@ -25,6 +25,8 @@ pub struct Anthropic {
     cache: bool,
     /// `llm.stream`: ask for an event stream and report its pieces live.
     stream: bool,
+    /// Whether a corrective turn goes as a tool result (`llm.tool_messages` is not `user`).
+    tool_messages: bool,
 }
 
 impl Anthropic {
@@ -51,6 +53,8 @@ impl Anthropic {
             model: cfg.llm.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
             cache: cfg.llm.cache,
             stream: cfg.llm.stream,
+            // Anthropic's API shows every tool result; `user` is honoured all the same.
+            tool_messages: cfg.llm.tool_messages != super::wire::ToolMessages::User,
         })
     }
 }
@@ -172,6 +176,9 @@ impl Model for Anthropic {
     }
     fn model(&self) -> &str {
         &self.model
+    }
+    fn tool_messages(&self) -> bool {
+        self.tool_messages
     }
     fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let headers = [("x-api-key", self.key.clone()), ("anthropic-version", VERSION.to_string())];

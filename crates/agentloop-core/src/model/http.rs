@@ -10,6 +10,12 @@
 //! [`super::stream`]): a stream that breaks before any live piece was shown is retried like a
 //! dropped connection, one that breaks after is not.
 //!
+//! A read timeout (no whole answer within `llm.read_timeout`) is always said on stderr and kept
+//! for the caller to record ([`take_timeouts`]): the server may still be generating the
+//! abandoned answer, up to the request's `max_tokens`. A server on this machine (a loopback
+//! address) is not sent the same request again, since it would queue behind the one it is still
+//! working on; a remote server gets the retry policy.
+//!
 //! A caller that can send the same request in another shape (the OpenAI-compatible client)
 //! asks [`Client::post`] to tell a *shape rejection* from an outage, so that a rejected shape
 //! costs one request and no backoff:
@@ -34,6 +40,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct Client {
     agent: ureq::Agent,
     pub provider: String,
+    read_timeout: Duration,
     attempts: u32,
     backoff_ms: u64,
     max_backoff: Duration,
@@ -49,6 +56,36 @@ static EXCHANGE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 /// `make bench` subtracts it from a step's wall time to get agentloop's own cost.
 pub fn time_on_the_wire() -> Duration {
     Duration::from_nanos(EXCHANGE_NS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// A request that got no whole answer within `llm.read_timeout`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedOut {
+    pub url: String,
+    pub waited_ms: u64,
+    /// The request's `max_tokens`: the most the abandoned answer may still cost.
+    pub max_tokens: Option<u64>,
+    /// Whether the same request was sent again (a remote server), or the call ended (loopback).
+    pub sent_again: bool,
+    /// What was said on stderr.
+    pub message: String,
+}
+
+thread_local! {
+    /// Read timeouts not yet recorded by the caller (the phase that made the call).
+    static TIMEOUTS: std::cell::RefCell<Vec<TimedOut>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The read timeouts of this thread's calls since the last take, oldest first.
+pub fn take_timeouts() -> Vec<TimedOut> {
+    TIMEOUTS.with(|t| std::mem::take(&mut *t.borrow_mut()))
+}
+
+/// Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost).
+pub fn loopback(url: &str) -> bool {
+    let Ok(uri) = url.parse::<ureq::http::Uri>() else { return false };
+    let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a caller wants 4xx/5xx answers sorted (see the module comment).
@@ -298,6 +335,7 @@ impl Client {
         Client {
             agent,
             provider: provider.to_string(),
+            read_timeout: cfg.llm.read_timeout.0,
             attempts: cfg.llm.attempts.max(1),
             backoff_ms: cfg.llm.backoff_ms,
             max_backoff: cfg.llm.max_backoff.0,
@@ -407,14 +445,7 @@ impl Client {
         let sent_at = Instant::now();
         let resp = match req.send(&call.payload[..]) {
             Ok(r) => r,
-            Err(_) if call.out_of_time() => return Step::Stop(out_of_time().into()),
-            Err(e) => {
-                let what = format!("cannot reach {}: {e}", call.url);
-                if transport_retryable(&e) {
-                    return Step::Again { what, hint: REACH_HINT, wait: None };
-                }
-                return Step::Stop(self.final_error(&what, attempt, REACH_HINT).into());
-            }
+            Err(e) => return self.unsent(call, attempt, e, sent_at),
         };
         let status = resp.status().as_u16();
         let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(String::from);
@@ -437,6 +468,9 @@ impl Client {
         if let Err(e) = read {
             if call.out_of_time() {
                 return Step::Stop(out_of_time().into());
+            }
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                return self.read_timeout(call, attempt, sent_at);
             }
             return Step::Again { what: format!("reading the response failed: {e}"), hint: REACH_HINT, wait: None };
         }
@@ -462,6 +496,64 @@ impl Client {
             };
         }
         self.refused(call, attempt, status, parsed.ok(), &buf, &rid, wait)
+    }
+
+    /// Sorts a request that got no response: the run's time gone, a read timeout, a retry, or
+    /// a final error.
+    fn unsent(&self, call: &Call, attempt: u32, e: ureq::Error, sent_at: Instant) -> Step {
+        if call.out_of_time() {
+            return Step::Stop(out_of_time().into());
+        }
+        if matches!(
+            e,
+            ureq::Error::Timeout(ureq::Timeout::RecvResponse | ureq::Timeout::RecvBody | ureq::Timeout::PerRead)
+        ) {
+            return self.read_timeout(call, attempt, sent_at);
+        }
+        let what = format!("cannot reach {}: {e}", call.url);
+        if transport_retryable(&e) {
+            return Step::Again { what, hint: REACH_HINT, wait: None };
+        }
+        Step::Stop(self.final_error(&what, attempt, REACH_HINT).into())
+    }
+
+    /// No whole answer within `llm.read_timeout`: said on stderr and kept for the caller's
+    /// record; sent again only to a remote server (see the module comment).
+    fn read_timeout(&self, call: &Call, attempt: u32, sent_at: Instant) -> Step {
+        let waited_ms = sent_at.elapsed().as_millis() as u64;
+        // Read back from the body only now, when it is needed: the bound of what was abandoned.
+        let max_tokens = serde_json::from_slice::<Value>(&call.payload)
+            .ok()
+            .and_then(|v| v.get("max_tokens").or_else(|| v.get("max_completion_tokens")).and_then(Value::as_u64));
+        let local = loopback(call.url);
+        let sent_again = !local && attempt < self.attempts;
+        let bound = match max_tokens {
+            Some(n) => format!("; the server may still be generating the abandoned answer, up to {n} tokens (their count is unknown: a server reports usage only with a whole answer)"),
+            None => "; the server may still be generating the abandoned answer".into(),
+        };
+        let what = format!(
+            "no answer from {} within llm.read_timeout ({}s){bound}",
+            call.url,
+            self.read_timeout.as_secs_f64()
+        );
+        let message = if local {
+            format!("provider {}: {what}; not sent again, since a server on this machine would queue it behind the abandoned one", self.provider)
+        } else if sent_again {
+            format!("provider {}: {what}; sending it again", self.provider)
+        } else {
+            format!("provider {}: {what}", self.provider)
+        };
+        crate::output::warning(&message);
+        TIMEOUTS.with(|t| {
+            t.borrow_mut().push(TimedOut { url: call.url.to_string(), waited_ms, max_tokens, sent_again, message })
+        });
+        const HINT: &str =
+            "raise llm.read_timeout, or lower llm.max_tokens so an answer ends sooner; `-v` shows each request";
+        if local {
+            let e = self.final_error(&format!("{what}; not sent again to a server on this machine"), attempt, HINT);
+            return Step::Stop(e.into());
+        }
+        Step::Again { what, hint: HINT, wait: None }
     }
 
     fn too_large(&self, url: &str) -> Error {
@@ -586,6 +678,20 @@ mod tests {
         let e = super::Lookup.resolve(&uri, &cfg, none()).unwrap_err();
         assert!(e.to_string().contains("agentloop-test.invalid") || matches!(e, ureq::Error::HostNotFound), "{e}");
         assert!(super::transport_retryable(&e), "{e}");
+    }
+
+    #[test]
+    fn loopback_servers_are_told_from_remote_ones() {
+        for local in
+            ["http://127.0.0.1:8088/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1", "http://127.3.2.1/x"]
+        {
+            assert!(super::loopback(local), "{local}");
+        }
+        for remote in
+            ["https://api.openai.com/v1", "http://192.168.1.5:8088/v1", "http://localhost.example/v1", "nonsense"]
+        {
+            assert!(!super::loopback(remote), "{remote}");
+        }
     }
 
     #[test]

@@ -216,6 +216,13 @@ pub trait Model {
     fn endpoint(&self) -> Option<&str> {
         None
     }
+    /// Whether a corrective turn goes as a tool result (true) or as a user message (false):
+    /// `llm.tool_messages`, with `auto` resolved for this provider and server.
+    fn tool_messages(&self) -> bool {
+        true
+    }
+    /// Records what `models test` found: whether a `role: tool` message reaches the model.
+    fn learned_tool_results(&mut self, _reach: bool) {}
 }
 
 /// Wraps a model and appends every response to a JSONL file the scripted model can replay.
@@ -251,6 +258,12 @@ impl Model for Recorder {
     }
     fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
         self.inner.probe(req)
+    }
+    fn tool_messages(&self) -> bool {
+        self.inner.tool_messages()
+    }
+    fn learned_tool_results(&mut self, reach: bool) {
+        self.inner.learned_tool_results(reach)
     }
 }
 

@@ -49,6 +49,10 @@ pub struct OpenAi {
     last: Option<Form>,
     /// `llm.stream`: ask for an event stream and report its pieces live.
     stream: bool,
+    /// `llm.tool_messages` as set (`auto` is resolved by [`Model::tool_messages`]).
+    tool_messages: wire::ToolMessages,
+    /// What `models test` found: whether a `role: tool` message reaches the model.
+    tool_results: Option<bool>,
     /// Whether `stream_options: {include_usage: true}` goes with a streamed request (dropped
     /// for the rest of the run when a server rejects it by name).
     stream_options: bool,
@@ -83,7 +87,7 @@ impl OpenAi {
         let url = if base.ends_with("/chat/completions") { base.clone() } else { format!("{base}/chat/completions") };
         let model = cfg.llm.model.clone().unwrap_or_else(|| if ollama { OLLAMA_MODEL } else { DEFAULT_MODEL }.into());
         let structured = cfg.llm.structured;
-        let cached = wire::load(&base, &model);
+        let (cached, tool_results) = wire::load(&base, &model);
         Ok(OpenAi {
             client: Client::new(cfg, provider.as_str(), key.clone()),
             provider,
@@ -103,6 +107,8 @@ impl OpenAi {
             last: None,
             stream: cfg.llm.stream,
             stream_options: true,
+            tool_messages: cfg.llm.tool_messages,
+            tool_results,
         })
     }
 }
@@ -468,6 +474,8 @@ impl OpenAi {
         if self.cached != Some(form) {
             wire::store(&self.base, &self.model, form);
             self.cached = Some(form);
+            // What was learned of another form's tool messages does not hold for this one.
+            self.tool_results = None;
         }
     }
 }
@@ -484,6 +492,23 @@ impl Model for OpenAi {
     }
     fn wire_form(&self) -> Option<&'static str> {
         self.last.map(Form::as_str)
+    }
+
+    /// `auto`: tool messages on api.openai.com and where `models test` saw a tool result reach
+    /// the model; elsewhere a user message, which no chat template drops.
+    fn tool_messages(&self) -> bool {
+        match self.tool_messages {
+            wire::ToolMessages::Tool => true,
+            wire::ToolMessages::User => false,
+            wire::ToolMessages::Auto => self.official || self.tool_results == Some(true),
+        }
+    }
+
+    fn learned_tool_results(&mut self, reach: bool) {
+        self.tool_results = Some(reach);
+        if let Some(form) = self.kept {
+            wire::store_tool_results(&self.base, &self.model, form, reach);
+        }
     }
 
     /// Sends a forced request in the kept form, then in each next form at once when the server

@@ -138,6 +138,12 @@ impl Model for Traced {
     fn probe(&mut self, req: &Request) -> Option<Result<Vec<Probe>>> {
         self.inner.probe(req)
     }
+    fn tool_messages(&self) -> bool {
+        self.inner.tool_messages()
+    }
+    fn learned_tool_results(&mut self, reach: bool) {
+        self.inner.learned_tool_results(reach)
+    }
 }
 
 /// The run's `invoke_agent` span ([`crate::otel::RunSpan`]), naming the provider and model the

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 
 pub use crate::config::Structured;
 
+pub use crate::tool_messages::ToolMessages;
+
 /// How a forced answer is requested, most portable first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Form {
@@ -109,6 +111,10 @@ struct Entry {
     form: String,
     /// When the form last worked (RFC 3339).
     learned: String,
+    /// Whether `models test` found that a `role: tool` message reaches the model (None: not
+    /// probed, or the probe could not tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_results: Option<bool>,
 }
 
 const VERSION: u32 = 1;
@@ -132,19 +138,41 @@ fn read() -> std::result::Result<(Utf8PathBuf, File), String> {
     }
 }
 
-/// The cached form for this server and model, if any.
-pub fn load(base: &str, model: &str) -> Option<Form> {
+/// The cached form for this server and model, if any, and whether tool results were found to
+/// reach the model.
+pub fn load(base: &str, model: &str) -> (Option<Form>, Option<bool>) {
     match read() {
-        Ok((_, f)) => f.servers.get(base)?.get(model).and_then(|e| Form::parse(&e.form)),
+        Ok((_, f)) => match f.servers.get(base).and_then(|m| m.get(model)) {
+            Some(e) => (Form::parse(&e.form), e.tool_results),
+            None => (None, None),
+        },
         Err(note) => {
             crate::output::debug_note(&format!("wire cache ignored: {note}"));
-            None
+            (None, None)
         }
     }
 }
 
 /// Records the form that worked for this server and model (best effort; a failure is a note).
 pub fn store(base: &str, model: &str, form: Form) {
+    update(base, model, |e| {
+        if e.form != form.as_str() {
+            // Another form is another request shape: what was learned of the old one goes.
+            e.tool_results = None;
+        }
+        e.form = form.as_str().into();
+    });
+}
+
+/// Records what `models test` found of tool results on this server and model (best effort).
+pub fn store_tool_results(base: &str, model: &str, form: Form, reach: bool) {
+    update(base, model, |e| {
+        e.form = form.as_str().into();
+        e.tool_results = Some(reach);
+    });
+}
+
+fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
     let (path, mut file) = match read() {
         Ok(x) => x,
         Err(note) => {
@@ -156,10 +184,13 @@ pub fn store(base: &str, model: &str, form: Form) {
         }
     };
     file.version = VERSION;
-    file.servers
-        .entry(base.to_string())
-        .or_default()
-        .insert(model.to_string(), Entry { form: form.as_str().into(), learned: crate::clock::now_rfc3339() });
+    let e = file.servers.entry(base.to_string()).or_default().entry(model.to_string()).or_insert_with(|| Entry {
+        form: String::new(),
+        learned: String::new(),
+        tool_results: None,
+    });
+    change(e);
+    e.learned = crate::clock::now_rfc3339();
     let text = serde_json::to_string_pretty(&file).expect("the wire cache serializes") + "\n";
     let written = path
         .parent()

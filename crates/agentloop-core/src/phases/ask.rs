@@ -47,6 +47,22 @@ pub fn ask<T: DeserializeOwned>(
     tool: ToolDef,
     prepare: &dyn Fn(&mut Value),
 ) -> std::result::Result<Answer<T>, AskError> {
+    ask_checked(env, state, phase, catalog, prompt, tool, prepare, &|_| Ok(()))
+}
+
+/// [`ask`], with a check of the decoded answer for what a schema cannot say: a problem it
+/// finds is refused back to the model like a schema error (the one corrective retry).
+#[allow(clippy::too_many_arguments)]
+pub fn ask_checked<T: DeserializeOwned>(
+    env: &mut Env,
+    state: &State,
+    phase: &str,
+    catalog: &str,
+    prompt: String,
+    tool: ToolDef,
+    prepare: &dyn Fn(&mut Value),
+    check: &dyn Fn(&T) -> std::result::Result<(), String>,
+) -> std::result::Result<Answer<T>, AskError> {
     // Budgets are checked before every model call, not only between steps.
     if let Some((budget, reason)) = budget_exceeded(state) {
         return Err(AskError::Budget(budget, reason));
@@ -64,19 +80,22 @@ pub fn ask<T: DeserializeOwned>(
         let printer = env.printer;
         let mut live = super::live::Live::new(env.printer, env.events, &state.run_id, step, phase, attempt);
         let m = env.model(state).map_err(AskError::Other)?;
+        let m_tool_messages = m.tool_messages();
+        let model_name = m.model().to_string();
         // Said when the call starts: a slow model is visibly working, not hung.
         let again = if attempt > 1 { ", correcting its answer" } else { "" };
         let kb = prompt_bytes.div_ceil(1024);
-        printer.progress(&format!("[step {step}] {phase:<7} asking {} ({kb} KB prompt{again})…", m.model()));
+        printer.progress(&format!("[step {step}] {phase:<7} asking {model_name} ({kb} KB prompt{again})…"));
         let sent = m.complete(&req, &mut |d| live.delta(d));
         live.end();
+        record_timeouts(env, state, step, phase, attempt, &model_name).map_err(AskError::Other)?;
         let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };
-        model_id = if resp.model.is_empty() { m.model().to_string() } else { resp.model.clone() };
+        model_id = if resp.model.is_empty() { model_name.clone() } else { resp.model.clone() };
         env.note(crate::transcript::model_call(step, phase, attempt, &model_id, &req, &resp));
         usage.add(&resp.usage);
         cost = match (cost, model::pricing::cost_in(cfg, &model_id, &resp.usage)) {
@@ -84,7 +103,8 @@ pub fn ask<T: DeserializeOwned>(
             _ => None,
         };
         let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
-        let problem = match decode::<T>(&tool, call.as_ref(), prepare) {
+        let decoded = decode::<T>(&tool, call.as_ref(), prepare).and_then(|v| check(&v).map(|()| v));
+        let problem = match decoded.map_err(|p| cut_off(p, &resp.stop_reason, req.max_tokens)) {
             Ok(value) => {
                 let duration_ms = watch.ms();
                 return Ok(Answer {
@@ -103,7 +123,7 @@ pub fn ask<T: DeserializeOwned>(
             return Err(AskError::Invalid(problem, usage, cost));
         }
         env.printer.debug(&format!("{phase}: corrective retry: {problem}"));
-        correct(&mut req, call, &resp.text, &problem, &tool.name);
+        correct(&mut req, call, &resp.text, &problem, &tool.name, m_tool_messages);
     }
     unreachable!("the loop returns on the second attempt")
 }
@@ -131,10 +151,64 @@ fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String,
         messages,
         tools,
         tool_choice: ToolChoice::Tool(tool.name.clone()),
-        max_tokens: env.cfg.llm.max_tokens,
+        max_tokens: answer_cap(phase, env.cfg.llm.max_tokens),
         temperature: env.cfg.llm.temperature,
         deadline: env.deadline,
     })
+}
+
+/// An answer cut off by its token cap is said to be so, with the cap: the model can answer
+/// briefer, which "not valid JSON" alone would not tell it.
+fn cut_off(problem: String, stop_reason: &str, cap: u32) -> String {
+    match stop_reason {
+        "length" | "max_tokens" => {
+            format!(
+                "your answer was cut off at this phase's limit of {cap} tokens ({problem}); answer again, more briefly"
+            )
+        }
+        _ => problem,
+    }
+}
+
+/// The most tokens one phase's answer may take: `llm.max_tokens` bounds the largest answer,
+/// plan's (an action's arguments may carry a file's content), at half of it; frame, reflect and
+/// compact answers are a few fields and get a quarter. A rambling small model on a local server
+/// is stopped by the server at this size, long before a read timeout. Never below 256.
+pub fn answer_cap(phase: &str, max_tokens: u32) -> u32 {
+    let share = if phase == "plan" { max_tokens / 2 } else { max_tokens / 4 };
+    share.max(256).min(max_tokens.max(1))
+}
+
+/// Records the read timeouts of the call just made (see [`model::http::take_timeouts`]): a
+/// `model.timeout` trace entry each and a transcript note, committed at once so a run that then
+/// stops or hangs still shows them.
+fn record_timeouts(env: &Env, state: &State, step: u32, phase: &str, attempt: u32, model: &str) -> Result<()> {
+    let timeouts = model::http::take_timeouts();
+    if timeouts.is_empty() {
+        return Ok(());
+    }
+    let mut commit = Commit::default();
+    for t in timeouts {
+        let p = match phase {
+            "frame" => Phase::Frame,
+            "plan" => Phase::Plan,
+            _ => Phase::Reflect,
+        };
+        let mut e = Entry::new(&state.run_id, step, p, "model.timeout");
+        e.error = Some(t.message.clone());
+        e.retryable = Some(t.sent_again);
+        e.model = Some(model.to_string());
+        e.duration_ms = Some(t.waited_ms);
+        e.attempt = Some(attempt);
+        e.data = Some(serde_json::json!({
+            "phase": phase, "url": t.url, "max_tokens": t.max_tokens, "sent_again": t.sent_again,
+            // A server reports usage only with a whole answer: what the abandoned one cost is unknown.
+            "output_tokens": null,
+        }));
+        commit.entry(&e);
+        env.note(crate::transcript::timeout(step, phase, attempt, model, &t));
+    }
+    env.commit(&commit)
 }
 
 /// The part of a shared-prefix request that follows the task: the phase's prompt, then which
@@ -174,8 +248,22 @@ fn decode<T: DeserializeOwned>(
 }
 
 /// The corrective turn: the model's answer, then the error it made, as the conversation goes on.
-fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem: &str, tool: &str) {
+/// With `as_tool` the error is the refused call's tool result; without, the answer goes back as
+/// the assistant's text (the arguments as the model wrote them) and the error as a user
+/// message, which a chat template that drops `role: tool` messages still shows.
+fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem: &str, tool: &str, as_tool: bool) {
     match call {
+        Some(c) if !as_tool => {
+            let written = c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string());
+            let said = if text.trim().is_empty() { String::new() } else { format!("{}\n", text.trim_end()) };
+            req.messages.push(Message {
+                role: model::Role::Assistant,
+                parts: vec![Part::Text(format!("{said}`{}` {written}", c.name))],
+            });
+            req.messages.push(Message::user(format!(
+                "error: that answer was refused: {problem}. Call `{tool}` again with a corrected answer."
+            )));
+        }
         Some(c) => {
             let id = c.id.clone();
             req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::ToolCall(c)] });
@@ -246,4 +334,21 @@ pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
     e.duration_ms = Some(a.duration_ms);
     e.prompt_bytes = Some(a.prompt_bytes);
     e.attempt = Some(a.attempts);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_phase_gets_a_cap_suited_to_its_answer() {
+        use super::answer_cap;
+        assert_eq!(
+            [answer_cap("frame", 4096), answer_cap("plan", 4096), answer_cap("reflect", 4096)],
+            [1024, 2048, 1024]
+        );
+        assert_eq!(answer_cap("compact", 16384), 4096);
+        // Never below 256, never above llm.max_tokens itself.
+        assert_eq!([answer_cap("frame", 600), answer_cap("plan", 600)], [256, 300]);
+        assert_eq!(answer_cap("reflect", 100), 100);
+        assert_eq!(answer_cap("plan", 0), 1);
+    }
 }

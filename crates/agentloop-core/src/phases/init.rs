@@ -92,7 +92,7 @@ pub fn init_run(
         }
         crate::history::archive(session, &cfg.handle.runs_dir, &old)?;
     }
-    create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None })
+    create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None, named: None })
 }
 
 /// Creates a new run whose memory.md and context.md start with facts carried from earlier
@@ -104,9 +104,18 @@ pub fn init_run_carrying(
     goal: &str,
     background: &str,
     carried: &[String],
-    slot: Option<&str>,
+    tags: Tags,
 ) -> Result<State> {
-    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot })
+    let Tags { slot, session: named } = tags;
+    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot, named })
+}
+
+/// What a new run is for, beside its goal: a scheduler's slot (`run --slot`) and the named
+/// session it is a turn of (`run --session`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tags<'a> {
+    pub slot: Option<&'a str>,
+    pub session: Option<&'a str>,
 }
 
 /// Creates a new run with a given id for a scheduler's slot in an empty run folder (a worker's
@@ -120,7 +129,12 @@ pub fn init_slotted(
     run_id: String,
     slot: Option<&str>,
 ) -> Result<State> {
-    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot })
+    create(
+        session,
+        cfg,
+        tpl,
+        New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot, named: None },
+    )
 }
 
 fn nonempty(goal: &str) -> Result<&str> {
@@ -144,10 +158,12 @@ struct New<'a> {
     carried: &'a [String],
     run_id: Option<String>,
     slot: Option<&'a str>,
+    /// The named session the run is a turn of (`run --session`).
+    named: Option<&'a str>,
 }
 
 fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<State> {
-    let New { goal, background, carried, run_id, slot } = new;
+    let New { goal, background, carried, run_id, slot, named } = new;
     // A task in conflict with the agent's values is declined before anything is written.
     let values = super::values::accept(&cfg.values, goal, background)?;
     let ws = session.workspace();
@@ -166,6 +182,7 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
     state.slot = slot.map(String::from);
+    state.session = named.map(String::from);
     state.output_schema = output_schema;
     let memory = Memory {
         goal: goal.to_string(),
@@ -198,6 +215,9 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     }
     if let Some(s) = &state.slot {
         data["slot"] = json!(s);
+    }
+    if let Some(s) = &state.session {
+        data["session"] = json!(s);
     }
     if !carried.is_empty() {
         data["carried_facts"] = json!(carried.len());

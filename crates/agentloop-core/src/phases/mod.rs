@@ -17,7 +17,7 @@ pub mod reflect;
 pub mod run;
 pub mod values;
 
-pub use ask::{account, ask, fail_phase, Answer, AskError};
+pub use ask::{account, ask, ask_checked, fail_phase, Answer, AskError};
 
 use crate::budget::Budget;
 use crate::config::Config;
@@ -80,6 +80,10 @@ pub struct Env<'a> {
     /// and returns the error instead of ending the run: event mode answers it as retryable, so
     /// the router retries the job, and the redelivered event picks the run up at that phase.
     pub provider_failure_resumable: bool,
+    /// What the run had used (tokens, USD) when this invocation began driving it, set when its
+    /// usage counts toward the agent's rest window: the usage since then is not in the ledger
+    /// yet, so the loop adds it when it asks whether the window filled ([`run::drive`]).
+    pub ledger_base: Option<(u64, f64)>,
     model: Option<Box<dyn Model>>,
     /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
     /// the environment's life, so it is built once.
@@ -152,6 +156,7 @@ impl<'a> Env<'a> {
             deadline: None,
             clock: None,
             provider_failure_resumable: false,
+            ledger_base: None,
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),

@@ -19,9 +19,24 @@ fn default_risk(s: SideEffect) -> &'static str {
         SideEffect::Write => "Writes files inside the allowed folders; overwrites are not undoable.",
         SideEffect::Network => "Network request to an outside service; it sees the request.",
         SideEffect::Exec => "Runs a program; its effects depend on the program.",
-        SideEffect::None => "None; ends the run.",
+        SideEffect::None => "Ends the run: every Definition-of-Done item is ticked.",
         SideEffect::External => "Runs in another system; effects unknown here.",
     }
+}
+
+/// What `finish` will do, as things stand: the run ends only when Reflect then ticks every
+/// Definition-of-Done item, so the open ones are named.
+fn finish_risk(env: &Env) -> String {
+    let open = env.read_memory().map(|(_, m)| m.open_items()).unwrap_or_default();
+    if open.is_empty() {
+        return default_risk(SideEffect::None).to_string();
+    }
+    format!(
+        "Ends the run only if Reflect then ticks every Definition-of-Done item, with the steps that showed it; {} {} open: {}.",
+        open.len(),
+        if open.len() == 1 { "is" } else { "are" },
+        open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+    )
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
@@ -159,6 +174,9 @@ fn take_answer(
     plan.next_action = Some(action.clone());
     plan.expected = a.expected_outcome.trim().to_string();
     plan.risk = Some(a.risk.trim()).filter(|r| !r.is_empty()).map(String::from).unwrap_or_else(|| {
+        if crate::tool_spec::is_finish(&action.tool) {
+            return finish_risk(env);
+        }
         default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
     });
     plan.rationale = a.rationale.trim().to_string();

@@ -30,6 +30,17 @@ pub fn drained(state: &State) -> crate::error::Error {
     ))
 }
 
+/// Why the run stops here to rest, if the agent's rolling usage window (`rest.max_tokens`,
+/// `rest.max_cost_usd`) is full with what this invocation used so far — checked at each commit
+/// point, so a run that fills the window ends between phases, never inside one. The runs
+/// limit is not asked: it is about starting runs, and this one has started.
+fn window_filled(env: &Env, state: &State) -> Option<String> {
+    let (tokens0, cost0) = env.ledger_base?;
+    let used = state.usage.total().saturating_sub(tokens0);
+    let cost = (state.cost_usd - cost0).max(0.0);
+    crate::rest_window::filled_while_running(env.cfg, used, cost)
+}
+
 pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
     let start = Instant::now();
     env.deadline = Some(start + timeout);
@@ -42,6 +53,12 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<Stop
             return Err(drained(state));
         }
         env.tick(state);
+        if let Some(reason) = window_filled(env, state) {
+            let mut commit = Commit::default();
+            finish(env, state, &mut commit, StopKind::Resting, &reason, None)?;
+            env.commit(&commit)?;
+            return Ok(StopKind::Resting);
+        }
         if start.elapsed() >= timeout {
             let mut commit = Commit::default();
             let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());

@@ -71,6 +71,16 @@ pub fn usd(c: f64) -> String {
     format!("${:.4}", c + 0.0)
 }
 
+/// How a cost that is not known is shown to people, everywhere (`status`, `runs`, `trace`,
+/// reports): some call of the run had no price (a model not in the price table and not under
+/// `prices:`). JSON says `null`.
+pub const UNKNOWN_COST: &str = "$?";
+
+/// A cost for people: dollars, or [`UNKNOWN_COST`].
+pub fn cost_text(c: Option<f64>) -> String {
+    c.map(usd).unwrap_or_else(|| UNKNOWN_COST.into())
+}
+
 /// A cost as the report shows it: `none` for a scripted run (a replay spends nothing and is
 /// never shown as a price), else dollars.
 pub fn spend(c: f64, scripted: bool) -> String {

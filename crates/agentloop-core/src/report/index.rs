@@ -84,17 +84,16 @@ pub fn render_index(title: &str, rows: &[Row], refresh: Option<u32>) -> String {
             cost = match r.cost_usd {
                 _ if r.scripted => "scripted".into(),
                 Some(c) => usd(c),
-                None => "unpriced".into(),
+                None => html::UNKNOWN_COST.into(),
             },
             date = esc(r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " ").as_str()),
         );
     }
     let _ = write!(
         p,
-        "</tbody><tfoot><tr><td>total</td><td></td><td></td><td></td><td class=\"num\">{}</td><td class=\"num\" id=\"cost-total\" data-usd=\"{cost}\">{}{}</td><td></td></tr></tfoot></table></section>",
+        "</tbody><tfoot><tr><td>total</td><td></td><td></td><td></td><td class=\"num\">{}</td><td class=\"num\" id=\"cost-total\" data-usd=\"{cost}\">{}</td><td></td></tr></tfoot></table></section>",
         thousands(tokens),
-        usd(cost),
-        if unpriced { " + unpriced" } else { "" }
+        html::cost_text((!unpriced).then_some(cost)),
     );
     p.push_str(&html::foot());
     p

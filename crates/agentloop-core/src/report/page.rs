@@ -1,7 +1,7 @@
 //! The page for one run: header, outcome, timeline, tokens and cost, one card per step, and
 //! memory.md and plan.md as they are now.
 
-use super::html::{self, duration, esc, excerpt, spend, thousands, usd};
+use super::html::{self, cost_text, duration, esc, excerpt, spend, thousands};
 use super::{charts, Links, Run, Step};
 use crate::trace::Entry;
 use crate::workspace::Status;
@@ -78,7 +78,7 @@ pub fn render(run: &Run, links: &Links) -> String {
             if s.scripted() {
                 "none (a scripted run spends nothing)".into()
             } else {
-                format!("{}{}", usd(totals.cost_usd), if s.cost_incomplete { " + unpriced calls" } else { "" })
+                cost_text((!s.cost_incomplete).then_some(totals.cost_usd))
             },
             format!(" id=\"cost-total\" data-usd=\"{}\"", totals.cost_usd),
         ),

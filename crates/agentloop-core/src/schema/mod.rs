@@ -204,6 +204,11 @@ pub struct StatusView {
     /// The agent's stress: level, threshold, escalations that raised it, and whether (and until
     /// when) it rests because of it
     pub stress: Value,
+    /// Whether the agent switches modes itself (`modes.auto`) and its last rest: when, and
+    /// whether it rested itself (`by: agent`, after a run) or was rested (`by: command`)
+    pub modes: Value,
+    /// The named session the run is a turn of (`run --session NAME`)
+    pub session: Option<String>,
     pub frustration: Frustration,
     pub workspace: String,
     /// The limits the run recorded when it started or was last continued
@@ -381,6 +386,15 @@ impl TraceStats {
     }
 }
 
+/// Whether an entry is a model call that cost something nobody priced: usage, no cost, and not
+/// the scripted model's (a replay spends nothing).
+pub fn unpriced(e: &Entry) -> bool {
+    e.cost_usd.is_none()
+        && e.event != "run.finished"
+        && e.usage.is_some_and(|u| u.total() > 0)
+        && !e.model.as_deref().is_some_and(crate::model::is_scripted)
+}
+
 /// Sums over a set of trace entries.
 #[derive(Debug, Default, Clone, Serialize, JsonSchema)]
 pub struct TraceSum {
@@ -392,8 +406,17 @@ pub struct TraceSum {
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
+    /// USD of the model calls; null when some call had no price (its model is not in the price
+    /// table or under `prices:`)
+    pub cost_usd: Option<f64>,
     /// USD of the priced model calls
-    pub cost_usd: f64,
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub priced_usd: f64,
+    /// Model calls with usage and no price
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unpriced_calls: u64,
     /// Model calls the scripted model answered: they spend nothing and are never priced
     pub scripted_calls: u64,
     /// Model calls with a price (those in cost_usd)
@@ -417,8 +440,10 @@ impl TraceSum {
             self.cache_read_tokens += u.cache_read_tokens;
             self.cache_write_tokens += u.cache_write_tokens;
         }
-        self.cost_usd += e.cost_usd.unwrap_or(0.0);
+        self.priced_usd += e.cost_usd.unwrap_or(0.0);
         self.priced_calls += e.cost_usd.is_some() as u64;
+        self.unpriced_calls += unpriced(e) as u64;
+        self.cost_usd = (self.unpriced_calls == 0).then_some(self.priced_usd);
         self.scripted_calls += e.model.as_deref().is_some_and(crate::model::is_scripted) as u64;
     }
 }

@@ -119,6 +119,10 @@ pub struct State {
     /// The scheduler's slot the run is for (`run --slot KEY`, e.g. a date), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
+    /// The named session the run is a turn of (`run --session NAME`), if any: the session's
+    /// earlier turns were its context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub goal: String,
     pub status: Status,
     pub next: Next,
@@ -236,6 +240,7 @@ impl State {
             run_id,
             agent: None,
             slot: None,
+            session: None,
             goal,
             status: Status::Running,
             next: Next::Frame,

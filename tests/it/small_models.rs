@@ -1,0 +1,333 @@
+//! What small models on local servers need from the loop, against fakes on 127.0.0.1 that
+//! behave like llama-cpp-python: a refused answer's correction in a form every chat template
+//! shows, answers capped per phase, and a read timeout said, recorded and not sent again.
+
+use crate::common::*;
+use serde_json::{json, Value};
+
+/// A valid answer for each phase's forced tool (the run writes x.md and finishes).
+fn answer(tool: &str) -> Value {
+    match tool {
+        "frame_answer" => json!({"goal": "write x", "definition_of_done": ["x written", "x is short", "run ends"]}),
+        "plan_answer" => json!({
+            "next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}},
+            "expected_outcome": "x written", "rationale": "the one thing to do"
+        }),
+        _ => {
+            json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}],
+            "decision": "done", "reason": "x written", "outcome": "wrote x", "artifacts": ["artifacts/x.md"]})
+        }
+    }
+}
+
+fn forced(body: &Value) -> String {
+    body["tool_choice"]["function"]["name"].as_str().unwrap_or("").to_string()
+}
+
+fn tool_reply(name: &str, args: &str, finish: &str) -> Reply {
+    Reply::json(
+        200,
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "smollm2",
+            "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": "",
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
+}
+
+/// What a small model wrote for its first plan answer: JSON cut off mid-object.
+const CUT: &str = "{\"next_action\": {\"tool\": \"file_write\", \"args\": {\"path\": \"artifacts/x.md\"";
+
+/// A server whose first plan answer is `CUT` (with `finish`), every other answer valid; it
+/// answers `models test`'s report_color probes as a template that shows every message would.
+fn server(finish: &'static str) -> Server {
+    let plans = std::sync::atomic::AtomicUsize::new(0);
+    Server::start_with(move |_, req| {
+        let body = req.json();
+        let tool = forced(&body);
+        if tool == "report_color" {
+            let (color, tokens) = Template::default().answer(&body);
+            let mut r = tool_reply("report_color", &json!({"color": color}).to_string(), "tool_calls");
+            r.body = r.body.replace("\"prompt_tokens\":100", &format!("\"prompt_tokens\":{tokens}"));
+            return r;
+        }
+        if tool == "plan_answer" && plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return tool_reply(&tool, CUT, finish);
+        }
+        tool_reply(&tool, &answer(&tool).to_string(), "tool_calls")
+    })
+}
+
+fn run(t: &T, url: &str) -> std::process::Output {
+    t.cmd()
+        .args(["-w", "ws", "--provider", "openai", "--base-url", url, "--model", "smollm2", "run", "--goal", "write x"])
+        .env("AGENTLOOP_LLM__BACKOFF_MS", "600000")
+        .output()
+        .unwrap()
+}
+
+/// The body of the n-th request that forced `tool`.
+fn nth(s: &Server, tool: &str, n: usize) -> Value {
+    (0..s.count()).map(|i| s.request(i).json()).filter(|b| forced(b) == tool).nth(n).unwrap()
+}
+
+/// On a local server nobody probed, a refused answer goes back as the assistant's text, as the
+/// model wrote it, and the error as a user message: a template that drops `role: tool`
+/// messages (upstream chatml-function-calling, llama-2, gemma) still shows the model its error.
+#[test]
+fn a_refused_answer_is_corrected_in_a_user_message_every_template_shows() {
+    let s = server("tool_calls");
+    let t = T::new();
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let retry = nth(&s, "plan_answer", 1);
+    let msgs = retry["messages"].as_array().unwrap();
+    assert!(msgs.iter().all(|m| m["role"] != "tool"), "{retry}");
+    let [.., said, error] = msgs.as_slice() else { panic!("{retry}") };
+    assert_eq!(said["role"], "assistant");
+    assert!(said.get("tool_calls").is_none(), "{said}");
+    assert_eq!(said["content"], format!("`plan_answer` {CUT}"));
+    assert_eq!(error["role"], "user");
+    let e = error["content"].as_str().unwrap();
+    assert!(e.starts_with("error: that answer was refused: the arguments were not a JSON object"), "{e}");
+    // What a template that drops tool messages renders still holds the error.
+    let shown = Template { drops_tool: true, ..Default::default() }.render(&retry);
+    assert!(shown.contains("that answer was refused"), "{shown}");
+    // The transcript shows the refused answer as written, not as the `{}` it was read as.
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains(&format!("`plan_answer` {CUT}")), "{transcript}");
+    assert!(!transcript.contains("call plan_answer {}"), "{transcript}");
+}
+
+/// `llm.tool_messages: tool` keeps the refused call and the error as its tool result.
+#[test]
+fn tool_messages_tool_sends_the_correction_as_a_tool_result() {
+    let s = server("tool_calls");
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "llm:\n  tool_messages: tool\n");
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let retry = nth(&s, "plan_answer", 1);
+    let msgs = retry["messages"].as_array().unwrap();
+    let [.., call, result] = msgs.as_slice() else { panic!("{retry}") };
+    assert_eq!(call["tool_calls"][0]["function"]["arguments"], CUT, "{call}");
+    assert_eq!((result["role"].clone(), result["tool_call_id"].clone()), (json!("tool"), json!("call_1")));
+    assert!(result["content"].as_str().unwrap().contains("not a JSON object"), "{result}");
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains(&format!("call plan_answer {CUT}")), "{transcript}");
+}
+
+/// Where `models test` saw a tool result reach the model, `auto` sends corrections as tool
+/// results from then on (the finding is kept with the server's request form).
+#[test]
+fn models_test_finding_tool_results_shown_makes_auto_use_tool_messages() {
+    let s = server("tool_calls");
+    let t = T::new();
+    let out =
+        t.al(&["--provider", "openai", "--base-url", &s.url, "--model", "smollm2", "models", "test"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cache = t.read("cache/agentloop/wire.json");
+    assert!(cache.contains("\"tool_results\": true"), "{cache}");
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let retry = nth(&s, "plan_answer", 1);
+    assert_eq!(retry["messages"].as_array().unwrap().last().unwrap()["role"], "tool", "{retry}");
+}
+
+/// An unknown `llm.tool_messages` value is refused naming the key and its choices.
+#[test]
+fn an_unknown_tool_messages_value_is_refused() {
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "llm:\n  tool_messages: sometimes\n");
+    let out = t.al(&["config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("llm.tool_messages") && err.contains("`auto`, `tool`, `user`"), "{err}");
+}
+
+/// Each phase's answer is capped to suit it: plan (an action's content) half of
+/// `llm.max_tokens`, frame and reflect a quarter; a cut-off answer's correction names the cap.
+#[test]
+fn answers_are_capped_per_phase_and_a_cut_answer_is_told_so() {
+    let s = server("length");
+    let t = T::new();
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cap = |tool: &str| nth(&s, tool, 0)["max_tokens"].clone();
+    assert_eq!(
+        (cap("frame_answer"), cap("plan_answer"), cap("reflect_answer")),
+        (json!(1024), json!(2048), json!(1024))
+    );
+    let retry = nth(&s, "plan_answer", 1);
+    let e = retry["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(e.contains("your answer was cut off at this phase's limit of 2048 tokens"), "{e}");
+
+    let s = server("tool_calls");
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 600\n");
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!((cap2(&s, "frame_answer"), cap2(&s, "plan_answer")), (json!(256), json!(300)));
+}
+
+fn cap2(s: &Server, tool: &str) -> Value {
+    nth(s, tool, 0)["max_tokens"].clone()
+}
+
+/// A local server that gives no answer within `llm.read_timeout`: said on stderr without `-v`
+/// or a terminal, recorded in the trace and the transcript with what it may cost, and the
+/// request is not sent again (the server would queue it behind the abandoned one).
+#[test]
+fn a_read_timeout_on_a_local_server_is_recorded_and_not_sent_again() {
+    // The server holds the request until the test ends: no answer ever comes in time.
+    let (hold, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let s = Server::start_with(move |_, _| {
+        let _ = wait.lock().unwrap().recv();
+        Reply::text(500, "text/plain", "too late")
+    });
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "llm:\n  read_timeout: 1s\n");
+    let out = run(&t, &s.url);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(s.count(), 1, "the request was sent again");
+    let err = stderr(&out);
+    assert!(err.contains("warning: provider openai: no answer from"), "{err}");
+    assert!(err.contains("within llm.read_timeout (1s)") && err.contains("up to 1024 tokens"), "{err}");
+    assert!(err.contains("not sent again"), "{err}");
+    let trace = t.trace();
+    let e = trace.iter().find(|e| e["event"] == "model.timeout").unwrap_or_else(|| panic!("{trace:?}"));
+    assert_eq!((e["phase"].clone(), e["retryable"].clone()), (json!("frame"), json!(false)), "{e}");
+    assert_eq!((e["data"]["max_tokens"].clone(), e["data"]["output_tokens"].clone()), (json!(1024), Value::Null));
+    assert!(e["duration_ms"].as_u64().unwrap() >= 1000, "{e}");
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("frame · model call timed out (attempt 1, smollm2)"), "{transcript}");
+    assert!(
+        transcript
+            .contains("tokens: unknown (a server reports usage only with a whole answer); at most 1024 generated"),
+        "{transcript}"
+    );
+    let result = t.json("ws/result.json");
+    assert!(result["reason"].as_str().unwrap().contains("llm.read_timeout"), "{result}");
+    drop(hold);
+}
+
+/// A model with no price reads one way everywhere: `$?` for people (`status`, `runs`,
+/// `trace show`, `trace stats`, the report) and null in JSON.
+#[test]
+fn an_unknown_price_reads_one_way_everywhere() {
+    // A model served from this machine costs $0, so the unpriced model is a remote provider's.
+    let s = crate::chat::model_server();
+    let t = T::new();
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--provider", "anthropic", "--base-url", &s.url, "--model", "mystery-1"])
+        .args(["run", "--goal", "write x"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.json("ws/result.json")["cost_usd"], Value::Null);
+    let out = stdout(&t.al(&["status"]).output().unwrap());
+    assert!(out.contains("cost        $? (no price for mystery-1: add one under `prices:`)"), "{out}");
+    let out = stdout(&t.al(&["runs"]).output().unwrap());
+    assert!(out.lines().nth(1).is_some_and(|l| l.contains(" $? ")), "{out}");
+    let out = stdout(&t.al(&["trace", "stats"]).output().unwrap());
+    let total = out.lines().find(|l| l.starts_with("total")).unwrap();
+    assert!(total.ends_with(" $?"), "{out}");
+    let v: Value = serde_json::from_slice(&t.al(&["trace", "stats", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(v["total"]["cost_usd"], Value::Null, "{v}");
+    let out = stdout(&t.al(&["trace", "show"]).output().unwrap());
+    assert!(out.lines().any(|l| l.contains(" frame ") && l.contains("$?")), "{out}");
+    assert!(t.al(&["report"]).output().unwrap().status.success());
+    let html = t.read("ws/report.html");
+    assert!(html.contains("$?") && !html.contains("unpriced"), "the report shows the unknown cost as $?");
+}
+
+/// A scripted run of the task `context` says.
+fn scripted_in_context(t: &T, context: &str, script: &str) -> std::process::Output {
+    let out = t.cmd().args(["init", "ws", "--goal", "write x"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    t.write("ws/context.md", context);
+    t.write("script.yaml", script);
+    t.al(&["--script", "script.yaml", "run"]).output().unwrap()
+}
+
+fn scripted(t: &T, script: &str) -> std::process::Output {
+    t.write("script.yaml", script);
+    t.al(&["--script", "script.yaml", "run", "--goal", "write x"]).output().unwrap()
+}
+
+/// plan.md's risk for `finish` says what it does as things stand: with items open, the run ends
+/// only if Reflect then ticks them all, and the open items are named; never "None".
+#[test]
+fn finish_risk_names_the_open_items() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        r#"frame:
+  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: all done}}, rationale: done already}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
+  - answer: {next_action: {tool: finish, args: {summary: wrote x, artifacts: [artifacts/x.md]}}, rationale: done now}
+reflect:
+  - answer: {decision: continue, reason: not yet}
+  - answer: {satisfied: [{item: 1, steps: [2], artifacts: [artifacts/x.md]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: continue, reason: x written}
+  - answer: {decision: done, reason: finished, outcome: wrote x}
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let decisions = t.read("ws/decisions.md");
+    assert!(
+        decisions.contains("Risk: Ends the run only if Reflect then ticks every Definition-of-Done item, with the steps that showed it; 3 are open: \"x written\", \"x is short\", \"run ends\"."),
+        "{decisions}"
+    );
+    assert!(decisions.contains("Risk: Ends the run: every Definition-of-Done item is ticked."), "{decisions}");
+    assert!(!decisions.contains("Risk: None; ends the run."), "{decisions}");
+}
+
+/// A Definition of Done that only repeats numbers, headings or the field's own name is refused
+/// back to the model, which frames again; the second answer is taken.
+#[test]
+fn a_junk_definition_of_done_is_refused_back_to_the_model() {
+    let t = T::new();
+    let out = scripted_in_context(
+        &t,
+        "# Context\n\nWrite x.\n\n## Benchmark\n\nx is short.\n",
+        r##"frame:
+  - answer: {goal: write x, definition_of_done: [definition_of_done, "0", "# Context", Benchmark], can_proceed: true}
+  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1], artifacts: [artifacts/x.md]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: x written, outcome: wrote x}
+"##,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let frame = t.trace().into_iter().find(|e| e["event"] == "frame").unwrap();
+    assert_eq!(frame["attempt"], 2, "{frame}");
+    let transcript = t.read("ws/transcript.md");
+    for why in [
+        "item 1 (\"definition_of_done\") is the field's own name",
+        "item 2 (\"0\") has no words",
+        "item 3 (\"# Context\") is a heading",
+        "item 4 (\"Benchmark\") only repeats a heading of the task",
+    ] {
+        assert!(transcript.contains(why), "{why}: {transcript}");
+    }
+    assert!(t.read("ws/memory.md").contains("x is short"));
+}
+
+/// A model that frames junk twice escalates with the problem named, instead of a run whose
+/// Definition of Done no step can meet.
+#[test]
+fn a_junk_definition_of_done_twice_escalates() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        "frame:\n  - answer: {goal: g, definition_of_done: [\"1\", \"2\", \"3\"], can_proceed: true}\n  - answer: {goal: g, definition_of_done: [\"1\", \"2\", \"3\"], can_proceed: true}\n",
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let result = t.json("ws/result.json");
+    assert!(result["reason"].as_str().unwrap().contains("item 1 (\"1\") has no words"), "{result}");
+}
