@@ -85,7 +85,8 @@ demo: build
 	@echo "The run's report is in demo-ws/report.html: open it in a browser."
 
 ## bench: loop overhead per step (scripted model and a local HTTP fake), prompt size growth,
-## trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
+## prompt tokens of a 31-step run and what a prefix cache would not cover (beside llm's and
+## smolagents' figures), trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs); runs per minute of 1, 2, 4 and 8
 ## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server)
 bench:

@@ -9,9 +9,12 @@
 //! input flat within 20% between step 1 and step 30, trace.jsonl read at over 100k entries/s,
 //! memory search under 50 ms. Also prints the size of the release binary the bench was built
 //! with (no target: a figure to watch). Prints a report and exits non-zero when a target is
-//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, trace, trace-show,
-//! memory, size). `trace-show` times the binary's `trace show --json --phase act --all-runs`
-//! over a 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
+//! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, tokens, trace,
+//! trace-show, memory, size). `tokens` counts the prompt tokens a 31-step run with 2 KB of tool
+//! output per step sends, per phase, and what a prefix cache would not cover, for a provider that
+//! caches the prefix and one that does not, beside llm's and smolagents' figures for that run.
+//! `trace-show` times the binary's `trace show --json --phase act --all-runs` over a
+//! 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
 
 use agentloop::phases::{self, Env};
@@ -62,14 +65,124 @@ struct Measured {
     plan_prompts: Vec<(u32, u64)>,
 }
 
-fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measured {
+/// The run's shape: how many steps, and how many bytes each note the run reads holds (what
+/// the tool returns at every step).
+#[derive(Clone, Copy)]
+struct Shape {
+    steps: usize,
+    note_bytes: usize,
+}
+
+/// The loop-overhead runs: 30 steps of 180-byte notes.
+const OVERHEAD: Shape = Shape { steps: STEPS, note_bytes: 180 };
+
+/// The token run: 31 steps reading 2 KB each, the shape llm and smolagents were measured with.
+const TOKENS: Shape = Shape { steps: 31, note_bytes: 2048 };
+
+/// The anchors' figures for the same 31-step, 2 KB-per-step run against the same fake server,
+/// as measured side by side when this part was written (llm 0.36, smolagents): total prompt
+/// tokens, first request's tokens.
+const LLM_TOTAL: u64 = 270_723;
+const LLM_FIRST: u64 = 78;
+const SMOLAGENTS_TOTAL: u64 = 320_666;
+const SMOLAGENTS_FIRST: u64 = 1_057;
+
+/// Tokens of a piece of a request, estimated as its compact JSON's bytes / 4 (rounded up): a
+/// fixed estimator, so figures compare across changes (BPE tokenizers give about 3.5–4.5 bytes
+/// a token on English and JSON).
+fn tokens(v: &serde_json::Value) -> u64 {
+    (v.to_string().len() as u64).div_ceil(4)
+}
+
+/// A request as a provider's prefix cache sees it: the tool definitions, then each message
+/// (the system message first), each a unit with its tokens.
+fn units(body: &serde_json::Value) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    if let Some(t) = body.get("tools") {
+        out.push((t.to_string(), tokens(t)));
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        out.push((m.to_string(), tokens(m)));
+    }
+    out
+}
+
+/// Prompt tokens of one run's requests, per phase and in all, and what a prefix cache would not
+/// cover under two models: `uncovered`, the longest prefix of whole units (tools, then each
+/// message) shared with any earlier request of the run is served from the cache (a llama.cpp
+/// slot, OpenAI's automatic caching); `anthropic`, a prefix is read from the cache only up to a
+/// breakpoint agentloop marks (end of the tools, end of the system message) that an earlier
+/// request marked over the same bytes, and only when it holds at least 1,024 tokens (the
+/// smallest prefix Anthropic caches).
+#[derive(Default)]
+struct TokenCount {
+    first: u64,
+    total: u64,
+    uncovered: u64,
+    anthropic: u64,
+    /// phase → (calls, prompt tokens, uncovered tokens)
+    phases: std::collections::BTreeMap<String, (u64, u64, u64)>,
+}
+
+fn count_tokens(bodies: &[serde_json::Value]) -> TokenCount {
+    let mut c = TokenCount::default();
+    let all: Vec<Vec<(String, u64)>> = bodies.iter().map(units).collect();
+    let mut cached: std::collections::HashSet<Vec<&str>> = std::collections::HashSet::new();
+    for (k, u) in all.iter().enumerate() {
+        let total: u64 = u.iter().map(|x| x.1).sum();
+        let shared = all[..k]
+            .iter()
+            .map(|e| e.iter().zip(u).take_while(|(a, b)| a.0 == b.0).map(|(_, b)| b.1).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        // Anthropic: breakpoints after the tools and after the system message (units 0 and 1).
+        let mut read = 0;
+        for end in [1usize, 2].into_iter().filter(|e| *e <= u.len()) {
+            let key: Vec<&str> = u[..end].iter().map(|x| x.0.as_str()).collect();
+            let size: u64 = u[..end].iter().map(|x| x.1).sum();
+            if size >= 1024 && cached.contains(&key) {
+                read = size;
+            }
+            cached.insert(key);
+        }
+        if k == 0 {
+            c.first = total;
+        }
+        c.total += total;
+        c.uncovered += total - shared;
+        c.anthropic += total - read;
+        let phase = bodies[k].pointer("/tool_choice/function/name").and_then(|n| n.as_str()).unwrap_or("?");
+        let e = c.phases.entry(phase.trim_end_matches("_answer").to_string()).or_default();
+        e.0 += 1;
+        e.1 += total;
+        e.2 += total - shared;
+    }
+    c
+}
+
+/// The 31-step run against the HTTP fake, its requests counted.
+fn token_run() -> TokenCount {
+    let fake = Fake::start(TOKENS.steps);
+    let dir = tempfile::tempdir().unwrap();
+    run_once(dir.path(), Driver::Http(fake.addr), Some(&fake), TOKENS);
+    let bodies = fake.bodies.lock().unwrap().clone();
+    count_tokens(&bodies)
+}
+
+fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: Shape) -> Measured {
     let root = Utf8PathBuf::from_path_buf(dir.to_path_buf()).unwrap();
     std::fs::create_dir_all(dir.join("ws/notes")).unwrap();
-    for i in 0..STEPS {
-        std::fs::write(dir.join(format!("ws/notes/n{i}.txt")), format!("hello {i}\n").repeat(20)).unwrap();
+    for i in 0..shape.steps {
+        let line = format!("hello {i}\n");
+        let text: String = line.repeat(shape.note_bytes / line.len() + 1).chars().take(shape.note_bytes).collect();
+        std::fs::write(dir.join(format!("ws/notes/n{i}.txt")), text).unwrap();
     }
-    let mut g =
-        Global { workspace: root.join("ws"), quiet: true, max_steps: Some(STEPS as u32 + 5), ..Default::default() };
+    let mut g = Global {
+        workspace: root.join("ws"),
+        quiet: true,
+        max_steps: Some(shape.steps as u32 + 5),
+        ..Default::default()
+    };
     match driver {
         Driver::Scripted => {
             std::fs::write(dir.join("script.yaml"), script()).unwrap();
@@ -102,7 +215,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>) -> Measu
     let (entries, _) = agentloop::trace::read(&ctx.ws.trace()).unwrap();
     if let Driver::Http(_) = driver {
         let calls = entries.iter().filter(|e| e.model.is_some()).count();
-        assert_eq!(calls, 2 * STEPS + 1, "one model call per frame, plan and reflect");
+        assert_eq!(calls, 2 * shape.steps + 1, "one model call per frame, plan and reflect");
     }
     let plan_prompts =
         entries.iter().filter(|e| e.event == "plan").map(|e| (e.step, e.prompt_bytes.unwrap_or(0))).collect();
@@ -121,10 +234,13 @@ struct Fake {
     counts: std::sync::Arc<std::sync::Mutex<(usize, usize)>>,
     /// Connections accepted: the client keeps one alive, so this stays at one per run.
     connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Every request body received since the last reset, in order (the token count reads them).
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
 }
 
 impl Fake {
-    fn start() -> Fake {
+    /// A fake for runs of `steps` steps (the reflection of the last says done).
+    fn start(steps: usize) -> Fake {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let busy_ns = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -132,19 +248,22 @@ impl Fake {
         let (busy, seen) = (busy_ns.clone(), counts.clone());
         let connections = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let accepted = connections.clone();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let (busy, seen) = (busy.clone(), seen.clone());
-                std::thread::spawn(move || serve_connection(conn, &busy, &seen));
+                let (busy, seen, kept) = (busy.clone(), seen.clone(), kept.clone());
+                std::thread::spawn(move || serve_connection(conn, steps, &busy, &seen, &kept));
             }
         });
-        Fake { addr, busy_ns, counts, connections }
+        Fake { addr, busy_ns, counts, connections, bodies }
     }
 
     fn reset(&self) {
         self.busy_ns.store(0, std::sync::atomic::Ordering::Relaxed);
         *self.counts.lock().unwrap() = (0, 0);
+        self.bodies.lock().unwrap().clear();
     }
 
     fn busy_ms(&self) -> f64 {
@@ -155,8 +274,10 @@ impl Fake {
 /// Answers requests on one connection until the client closes it.
 fn serve_connection(
     mut conn: std::net::TcpStream,
+    steps: usize,
     busy: &std::sync::atomic::AtomicU64,
     seen: &std::sync::Mutex<(usize, usize)>,
+    bodies: &std::sync::Mutex<Vec<serde_json::Value>>,
 ) {
     use std::io::{Read, Write};
     let _ = conn.set_nodelay(true);
@@ -193,7 +314,7 @@ fn serve_connection(
         let body: serde_json::Value = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or_default();
         buf.drain(..head_end + len);
         let tool = body.pointer("/tool_choice/function/name").and_then(|n| n.as_str()).unwrap_or("").to_string();
-        let args = answer(&tool, &mut seen.lock().unwrap());
+        let args = answer(&tool, steps, &mut seen.lock().unwrap());
         let reply = serde_json::json!({
             "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "fake",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
@@ -209,11 +330,13 @@ fn serve_connection(
             return;
         }
         busy.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+        // Kept after the reply is timed: what the token count needs is not the server's cost.
+        bodies.lock().unwrap().push(body);
     }
 }
 
 /// The fake's answer for a forced tool; `seen` counts (plans, reflections) answered so far.
-fn answer(tool: &str, seen: &mut (usize, usize)) -> serde_json::Value {
+fn answer(tool: &str, steps: usize, seen: &mut (usize, usize)) -> serde_json::Value {
     use serde_json::json;
     match tool {
         "frame_answer" => {
@@ -229,8 +352,8 @@ fn answer(tool: &str, seen: &mut (usize, usize)) -> serde_json::Value {
         "reflect_answer" => {
             let i = seen.1;
             seen.1 += 1;
-            if i + 1 == STEPS {
-                json!({"satisfied": [{"item": 1, "steps": [STEPS]}, {"item": 2, "steps": [STEPS]}, {"item": 3, "steps": [STEPS]}], "decision": "done", "reason": "all read", "outcome": "read every note"})
+            if i + 1 == steps {
+                json!({"satisfied": [{"item": 1, "steps": [steps]}, {"item": 2, "steps": [steps]}, {"item": 3, "steps": [steps]}], "decision": "done", "reason": "all read", "outcome": "read every note"})
             } else {
                 json!({"facts": [format!("note {i} says hello {i} (step {})", i + 1)], "decision": "continue", "reason": "more notes to read"})
             }
@@ -256,7 +379,7 @@ fn loop_per_step(driver: Driver, fake: Option<&Fake>) -> PerStep {
     let mut kept = Vec::new();
     for _ in 0..3 {
         let dir = tempfile::tempdir().unwrap();
-        runs.push(run_once(dir.path(), driver, fake));
+        runs.push(run_once(dir.path(), driver, fake, OVERHEAD));
         // Removed at the end, not between runs: a run should not pay for the last one's files.
         kept.push(dir);
     }
@@ -422,8 +545,8 @@ fn binary_size() {
 }
 
 fn main() {
-    // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, trace,
-    // trace-show, memory, size.
+    // `cargo bench --bench loop -- NAME...` runs only the named parts: scripted, http, tokens,
+    // trace, trace-show, memory, size.
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let wants = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
     // Private cache and data folders (the wire-form cache, long-term memory), so the bench
@@ -454,7 +577,7 @@ fn main() {
         }
     }
     if wants("http") {
-        let fake = Fake::start();
+        let fake = Fake::start(STEPS);
         let m = loop_per_step(Driver::Http(fake.addr), Some(&fake));
         let conns = fake.connections.load(std::sync::atomic::Ordering::Relaxed);
         println!(
@@ -463,6 +586,48 @@ fn main() {
         );
         if m.own > 2.0 {
             miss("per-step overhead against the HTTP fake (≤ 2 ms)");
+        }
+    }
+    if wants("tokens") {
+        // Twice: as a provider that caches the prompt's prefix is sent (the fake is on
+        // 127.0.0.1, a local server's slot: one shared prefix), and as any other is (each phase
+        // its smallest prompt; the hidden switch stands in for a remote server).
+        let cached = token_run();
+        std::env::set_var("AGENTLOOP_UNSHARED_PREFIX", "1");
+        let uncached = token_run();
+        std::env::remove_var("AGENTLOOP_UNSHARED_PREFIX");
+        for (how, c) in
+            [("prefix-cached provider, one shared prefix", &cached), ("uncached provider, smallest prompts", &uncached)]
+        {
+            let per: Vec<String> =
+                c.phases.iter().map(|(p, (n, t, u))| format!("{p} {t} in {n} calls ({u} uncovered)")).collect();
+            println!(
+                "prompt tokens: {} over the {}-step run, {} KB tool output per step, {how} (bytes/4): {}",
+                c.total,
+                TOKENS.steps,
+                TOKENS.note_bytes / 1024,
+                per.join(", ")
+            );
+            println!(
+                "               first request {} tokens; not covered by a prefix cache: {} (whole messages), {} (Anthropic breakpoints, ≥ 1024-token prefixes); ×{:.2} llm's total, uncovered ×{:.2}",
+                c.first,
+                c.uncovered,
+                c.anthropic,
+                c.total as f64 / LLM_TOTAL as f64,
+                c.uncovered as f64 / LLM_TOTAL as f64
+            );
+        }
+        println!(
+            "               the anchors, as measured on the same run shape and fake server: llm 0.36 {LLM_TOTAL} total, first request {LLM_FIRST}; smolagents {SMOLAGENTS_TOTAL} total, first request {SMOLAGENTS_FIRST}. Targets: first ≤ 2000 (both), billed in full ≤ 0.5× llm's total for an uncached provider, uncovered ≤ 0.25× for a cached one"
+        );
+        if cached.first.max(uncached.first) > 2000 {
+            miss("first request ≤ 2000 tokens");
+        }
+        if uncached.total * 2 > LLM_TOTAL {
+            miss("prompt tokens of an uncached provider ≤ 0.5× llm's");
+        }
+        if cached.uncovered * 4 > LLM_TOTAL {
+            miss("uncovered prompt tokens of a cached provider ≤ 0.25× llm's");
         }
     }
     if wants("trace") {

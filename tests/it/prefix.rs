@@ -1,7 +1,8 @@
-//! One stable prompt prefix for every model call of a run: the same answer tools in the same
-//! order, the same system message, the same task part, so a server's prompt cache (llama.cpp's
-//! prefix match, OpenAI's automatic caching, Anthropic's cache breakpoints) serves it from the
-//! second call on.
+//! One stable prompt prefix for every Plan and Reflect call of a run: the same answer tools in
+//! the same order, the same system message, the same task part, so a server's prompt cache
+//! (llama.cpp's prefix match, OpenAI's automatic caching, Anthropic's cache breakpoints) serves
+//! it from the second of them on; Frame, first, sends its own tool alone. A provider that does
+//! not cache gets each phase's smallest prompt.
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -78,21 +79,19 @@ fn every_call_of_a_run_starts_with_the_same_tools_system_message_and_task() {
     let bodies: Vec<Value> = (0..s.count()).map(|i| s.request(i).json()).collect();
     let forced: Vec<&str> = bodies.iter().map(|b| b["tool_choice"]["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(forced, ["frame_answer", "plan_answer", "reflect_answer"]);
+    // Frame, the first call, has nothing to share a prefix with: its own tool alone.
+    assert_eq!(names(&bodies[0]["tools"], "/function/name"), ["frame_answer"]);
     for b in &bodies {
-        // Every answer tool, in one order; the phase's own is forced by name.
-        assert_eq!(
-            names(&b["tools"], "/function/name"),
-            ["frame_answer", "compact_answer", "plan_answer", "reflect_answer"]
-        );
         assert_eq!(b["messages"][0], bodies[0]["messages"][0], "one system message for every phase");
         assert_eq!(b["messages"][0]["role"], "system");
     }
     let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("<skills.md>") && system.contains("file_write"), "the catalog is in it: {system}");
-    // From the second call on the tools are byte for byte the same (the first call's reflect
-    // tool has no Definition of Done to count yet, so it comes last).
+    // Plan and Reflect send the same answer tools, byte for byte; the phase's own is forced by name.
+    for b in &bodies[1..] {
+        assert_eq!(names(&b["tools"], "/function/name"), ["plan_answer", "reflect_answer"]);
+    }
     assert_eq!(bodies[1]["tools"], bodies[2]["tools"]);
-    assert_eq!(bodies[0]["tools"].as_array().unwrap()[..3], bodies[1]["tools"].as_array().unwrap()[..3]);
     // The task (context.md with the goal) starts every user message; the phase's part follows.
     let users: Vec<&str> = bodies.iter().map(|b| b["messages"][1]["content"].as_str().unwrap()).collect();
     let shared = users.iter().map(|u| common(users[0], u)).min().unwrap();
@@ -101,6 +100,15 @@ fn every_call_of_a_run_starts_with_the_same_tools_system_message_and_task() {
         assert!(u.trim_end().ends_with(&format!("This is the {phase} phase. Answer only by calling the `{phase}_answer` tool once with arguments that match its schema.")), "{u}");
         assert_eq!(u.matches("<context.md>").count(), 1, "context.md once: {u}");
     }
+    // memory.md and plan.md are quoted as the next step needs them: no empty sections, no goal
+    // (context.md states it), no note for people editing the Next Action by hand.
+    for u in &users[1..] {
+        let memory = &u[u.find("<memory.md>").unwrap()..u.find("</memory.md>").unwrap()];
+        assert!(memory.contains("## Definition of Done") && !memory.contains("## Goal"), "{memory}");
+        let own = &u[u.find("</context.md>").unwrap()..];
+        assert!(!own.contains("(none") && !own.contains("You may edit it before"), "{u}");
+    }
+    assert!(users[2].contains("## Next Action\nStep 1.\n"), "{}", users[2]);
     assert_eq!(t.read("ws/artifacts/x.md"), "hello");
 }
 
@@ -118,6 +126,31 @@ fn the_hidden_switch_sends_each_phase_its_own_tool_and_system_message() {
 }
 
 #[test]
+fn a_provider_that_does_not_cache_gets_each_phase_its_smallest_prompt() {
+    // Anthropic with caching off bills every token of every call: no shared prefix is sent.
+    let t = T::new();
+    let s = server(true);
+    t.write("ws/agentloop.yaml", "llm:\n  structured: tools\n  cache: false\n");
+    let mut c =
+        t.al(&["--provider", "anthropic", "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
+    c.env("ANTHROPIC_API_KEY", "sk-test-prefix");
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bodies: Vec<Value> = (0..s.count()).map(|i| s.request(i).json()).collect();
+    let tools: Vec<Vec<String>> = bodies.iter().map(|b| names(&b["tools"], "/name")).collect();
+    assert_eq!(tools, [vec!["frame_answer"], vec!["plan_answer"], vec!["reflect_answer"]]);
+    let systems: Vec<&str> = bodies.iter().map(|b| b["system"][0]["text"].as_str().unwrap()).collect();
+    assert!(systems[0].starts_with("You are the frame phase"), "{}", systems[0]);
+    // The catalog only where a tool is chosen: Plan.
+    assert!(!systems[0].contains("<skills.md>") && !systems[2].contains("<skills.md>"), "{systems:?}");
+    assert!(systems[1].contains("<skills.md>") && systems[1].contains("- file_write: "), "{}", systems[1]);
+    for b in &bodies {
+        assert!(b["system"][0].get("cache_control").is_none() && b["tools"][0].get("cache_control").is_none());
+    }
+    assert_eq!(t.read("ws/artifacts/x.md"), "hello");
+}
+
+#[test]
 fn anthropic_requests_mark_the_shared_prefix_for_caching_and_stats_show_cache_reads_per_phase() {
     let t = T::new();
     let s = server(true);
@@ -126,9 +159,10 @@ fn anthropic_requests_mark_the_shared_prefix_for_caching_and_stats_show_cache_re
     let bodies: Vec<Value> = (0..s.count()).map(|i| s.request(i).json()).collect();
     assert_eq!(bodies.len(), 3);
     let eph = json!({"type": "ephemeral"});
-    for b in &bodies {
+    for (i, b) in bodies.iter().enumerate() {
         let tools = b["tools"].as_array().unwrap();
-        assert_eq!(names(&b["tools"], "/name"), ["frame_answer", "compact_answer", "plan_answer", "reflect_answer"]);
+        let want: &[&str] = if i == 0 { &["frame_answer"] } else { &["plan_answer", "reflect_answer"] };
+        assert_eq!(names(&b["tools"], "/name"), want);
         assert_eq!(tools.last().unwrap()["cache_control"], eph);
         assert_eq!(b["system"][0]["cache_control"], eph);
         assert_eq!(b["system"], bodies[0]["system"]);
@@ -163,7 +197,7 @@ fn a_small_context_window_shortens_the_catalog_the_same_way_for_every_call() {
         "ws/skills/notes/SKILL.md",
         "---\nname: notes\ndescription: Take careful notes. Then more words that a short catalog cuts.\n---\nBody.\n",
     );
-    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 512\n  context_window: 5000\n");
+    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 512\n  context_window: 4500\n");
     let mut c = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
     c.env("OPENAI_API_KEY", "sk-test-prefix");
     let out = c.output().unwrap();
@@ -175,11 +209,12 @@ fn a_small_context_window_shortens_the_catalog_the_same_way_for_every_call() {
     for b in &bodies {
         assert_eq!(b["messages"][0], bodies[0]["messages"][0]);
     }
-    // Without the key, the whole catalog.
+    // Without the key, one line a tool and a skill (the parameters are in plan_answer's schema).
     let t = T::new();
     let s = server(false);
     let out = run(&t, &s, false, false);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let system = s.request(0).json()["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(!system.contains("shortened") && system.contains("- parameters:"), "{system}");
+    assert!(!system.contains("shortened") && !system.contains("- parameters:"), "{system}");
+    assert!(system.contains("- file_write: Write a text file") && system.contains("- critique: "), "{system}");
 }

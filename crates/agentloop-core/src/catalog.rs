@@ -40,6 +40,10 @@ fn param_lines(schema: &Value) -> Vec<String> {
             if let Some(e) = p.get("enum").and_then(Value::as_array) {
                 rules.push(format!("One of: {}.", e.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")));
             }
+            // The schema's default, which the description no longer repeats.
+            if let Some(d) = p.get("default") {
+                rules.push(format!("Default {d}."));
+            }
             if !rules.is_empty() {
                 if !s.ends_with('.') {
                     s.push('.');
@@ -250,6 +254,28 @@ fn first_sentence(text: &str, max: usize) -> String {
     }
     let cut: String = sentence.chars().take(max).collect();
     format!("{}…", cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a))
+}
+
+/// The catalog as every model call's system message shows it: one line a tool (the first
+/// sentence of its description; its parameters are in the plan answer's schema, which offers
+/// each tool with its own, so they are not said twice), one line a skill (the first sentence of
+/// its description; `skill_read` opens the rest; Frame names the skills whose triggers match), and the Ductile plugins' part (config keys and
+/// examples are information the schemas do not carry). skills.md and `skills gen` keep the
+/// whole catalog ([`with_plugins`]).
+pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> String {
+    let mut out = String::from("## Tools (each one's parameters are in the plan answer's schema)\n\n");
+    for t in tools {
+        out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 100)));
+    }
+    plugins_part(&mut out, tools, plugins);
+    out.push_str("\n## Skills (skill_read {\"name\": NAME} opens one)\n\n");
+    if skills.skills.is_empty() {
+        out.push_str("(none)\n");
+    }
+    for s in &skills.skills {
+        out.push_str(&format!("- {}: {}\n", s.name, first_sentence(s.description.trim(), 120)));
+    }
+    out
 }
 
 /// The catalog shortened for a small context window: at `level` 1 every description is cut to

@@ -21,10 +21,10 @@ use serde_json::{json, Map, Value};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FrameAnswer {
-    /// The goal in one sentence (default: the goal as given)
+    /// The goal in one sentence (default: as given)
     #[serde(default)]
     pub goal: String,
-    /// The Definition of Done: 3 to 7 items, each checkable from evidence the tools can produce
+    /// Items each checkable from evidence the tools can produce
     #[schemars(length(min = 3, max = 7), inner(length(min = 1)))]
     pub definition_of_done: Vec<String>,
     /// Budgets, forbidden tools, privacy
@@ -33,13 +33,13 @@ pub struct FrameAnswer {
     /// Assumptions and unknowns
     #[serde(default)]
     pub assumptions: Vec<String>,
-    /// Whether the work can proceed with the tools available (default true)
+    /// Whether the tools available can do the work
     #[serde(default = "yes")]
     pub can_proceed: bool,
-    /// When it cannot proceed: the question a human must answer
+    /// If not: the question a human must answer
     #[serde(default)]
     pub open_question: String,
-    /// Optional: what is expected to work
+    /// What is expected to work
     #[serde(default)]
     pub hypothesis: String,
 }
@@ -61,7 +61,7 @@ pub struct PlanAnswer {
     /// What success looks like for this step
     #[serde(default)]
     pub expected_outcome: String,
-    /// Side effects, irreversibility (default: the tool's side-effect class)
+    /// Side effects, irreversibility
     #[serde(default)]
     pub risk: String,
     /// Why this is the best next action
@@ -102,46 +102,47 @@ impl Decision {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReflectAnswer {
-    /// The Definition-of-Done items now satisfied, each with its evidence: the steps of this run whose actions showed it and/or the workspace files written or read during this run that show it. A tick without evidence that checks out is refused and the item stays open
+    /// Items now met, each with evidence that checks out (else the tick is refused)
     #[serde(default)]
     pub satisfied: Vec<Tick>,
     /// New facts, each citing its step or artifact
     #[serde(default)]
     pub facts: Vec<String>,
-    /// continue: more work is needed; done: every Definition-of-Done item is satisfied; reframe: the goal was misframed; escalate: a human must decide
+    /// continue (more work), done (every item met), reframe (misframed goal), escalate (a human must decide)
     pub decision: Decision,
     /// Why this decision
     #[serde(default)]
     pub reason: String,
-    /// On done: the final outcome for the person who asked (default: the reason)
+    /// On done: the final outcome for the person who asked
     #[serde(default)]
     pub outcome: String,
     /// On done: the files produced, relative to the workspace
     #[serde(default)]
     pub artifacts: Vec<String>,
-    /// Optional: the adjusted outline of remaining steps
+    /// The adjusted outline of remaining steps
     #[serde(default)]
     #[schemars(length(max = 12))]
     pub outline: Vec<String>,
-    /// Optional: lessons worth keeping for later runs (long-term memory), one sentence each
+    /// Lessons for later runs, one sentence each
     #[serde(default)]
     #[schemars(length(max = 5), inner(length(min = 1)))]
     pub remember: Vec<String>,
 }
 
-/// One Definition-of-Done item ticked, with its evidence (checked by the program: each step
-/// must be one of this run whose action succeeded, each file one in the workspace that this run
-/// wrote or read).
+// The program checks a tick's evidence: each step must be one of this run whose action
+// succeeded, each file one in the workspace that this run wrote or read. The model is told so in
+// the fields' own words, once.
+/// One item ticked with its evidence
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tick {
-    /// The item's number (1-based, as listed)
+    /// The item's number (1 = first)
     pub item: u32,
-    /// Steps of this run whose actions showed the item (their actions succeeded)
+    /// Steps of this run whose successful actions showed it
     #[serde(default)]
     #[schemars(inner(range(min = 1)))]
     pub steps: Vec<u32>,
-    /// Files that show the item, relative to the workspace, written or read during this run
+    /// Files this run wrote or read that show it
     #[serde(default)]
     pub artifacts: Vec<String>,
 }
@@ -150,7 +151,7 @@ pub struct Tick {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactAnswer {
-    /// One paragraph that keeps every fact that still matters, with its step or artifact reference
+    /// One paragraph keeping every fact that still matters, with its step or artifact
     #[schemars(length(min = 1))]
     pub summary: String,
 }
@@ -265,7 +266,7 @@ pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
         })
         .collect();
     schema["properties"]["next_action"] = json!({
-        "description": "Exactly one call of one tool allowed this step (its arguments match its parameters), or finish",
+        "description": "One call of one tool allowed this step, or finish",
         "anyOf": variants,
     });
     answer_tool("plan_answer", "Record the plan and the one next action.", schema)

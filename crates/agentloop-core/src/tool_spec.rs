@@ -144,7 +144,7 @@ pub struct ToolEnv<'a> {
 }
 
 /// A type's JSON Schema as agentloop sends schemas: inlined, without `$schema`, titles, formats
-/// that only describe Rust integer widths, or the type's own description (the tool's description
+/// that only describe Rust integer widths, empty defaults, or the type's own description (the tool's description
 /// says what it is). The answer schemas (`contract`) and the built-in tools' parameters
 /// (`tools::builtin`) both start from it.
 pub fn schema_for<T: schemars::JsonSchema>() -> Value {
@@ -164,6 +164,11 @@ fn tidy(v: &mut Value) {
         Value::Object(o) => {
             o.remove("title");
             o.remove("$schema");
+            // An empty default says only that the field may be left out, which `required`
+            // already says: tokens in every call's tools for no information.
+            if o.get("default").is_some_and(|d| d == "" || d.as_array().is_some_and(Vec::is_empty)) {
+                o.remove("default");
+            }
             if o.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint") || f.starts_with("int")) {
                 o.remove("format");
             }

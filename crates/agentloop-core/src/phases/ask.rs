@@ -133,15 +133,17 @@ pub fn ask_checked<T: DeserializeOwned>(
 /// the phase's own tool and system message.
 fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String, tool: &ToolDef) -> Result<Request> {
     let tools = env.answer_tools(tool, state)?;
-    let (system, messages) = if super::shared_prefix() {
+    let (system, messages) = if super::shared_prefix(env.cfg) {
         // The same tools, system message and task for every call; what changes comes last.
         let task = env.task_prompt()?;
-        let catalog = env.prompt_catalog(&tools, &task)?;
+        let catalog = env.prompt_catalog(state, &task)?;
         let system = env.system_prompt("", "", &catalog)?;
         let parts = vec![Part::Text(task), Part::Text(turn(phase, &prompt, &tool.name))];
         (system, vec![Message { role: model::Role::User, parts }])
     } else {
-        (env.system_prompt(phase, &tool.name, catalog)?, vec![Message::user(prompt)])
+        // The phase that shows a catalog (Plan) shows it in the prompt's form, as shared calls do.
+        let catalog = if catalog.is_empty() { String::new() } else { env.prompt_catalog(state, "")? };
+        (env.system_prompt(phase, &tool.name, &catalog)?, vec![Message::user(prompt)])
     };
     Ok(Request {
         phase: phase.to_string(),

@@ -186,7 +186,7 @@ pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Res
         "prompt-frame.j2",
         json!({
             // With prefix sharing, context.md comes before this prompt, in the shared task part.
-            "context": if super::shared_prefix() { String::new() } else { bounded(context.trim(), 20_000) },
+            "context": if super::shared_prefix(env.cfg) { String::new() } else { bounded(context.trim(), 20_000) },
             "memory": memory_text,
             "limits": state.limits,
             "tool_names": tool_names,

@@ -93,8 +93,8 @@ pub struct Env<'a> {
     /// The catalog as the shared system message shows it ([`Env::prompt_catalog`]), chosen
     /// once so every call sends the same one.
     prompt_catalog: std::cell::OnceCell<String>,
-    /// The answer tools whose schemas never change in a run (frame, compact, plan), in the
-    /// order every call sends them ([`Env::answer_tools`]).
+    /// The answer tool whose schema never changes in a run and that every Plan and Reflect call
+    /// sends first (plan's; [`Env::answer_tools`]).
     fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
     /// Reflect's answer tool for the Definition of Done's length, as the other phases send it.
     reflect_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
@@ -200,17 +200,19 @@ impl<'a> Env<'a> {
             .clone()
     }
 
-    /// Every answer tool of the run in one fixed order — frame, compact, plan, then reflect (the
-    /// one whose schema changes with the Definition of Done's length, so last) — with `phase`'s
-    /// own in its place: every call sends the same tool definitions, and the phase's answer is
-    /// forced by `tool_choice`. Without prefix sharing ([`shared_prefix`]), the phase's alone.
+    /// The answer tools a call sends. With prefix sharing ([`shared_prefix`]), every Plan and
+    /// Reflect call — all but one or two of a run's calls — sends the same two, plan then reflect
+    /// (the one whose schema changes with the Definition of Done's length, so last), the phase's
+    /// answer forced by `tool_choice`; a compaction sends them and its own after them, so a
+    /// server that matches prefixes token by token still reuses theirs. Frame, the run's first
+    /// call (and a reframe's), has nothing to share a prefix with and sends its own tool alone:
+    /// carrying it in every later call would cost more than it saves. Without prefix sharing,
+    /// the phase's own alone.
     pub fn answer_tools(&self, phase: &crate::model::ToolDef, state: &State) -> Result<Vec<crate::model::ToolDef>> {
-        if !shared_prefix() {
+        if !shared_prefix(self.cfg) || phase.name == "frame_answer" {
             return Ok(vec![phase.clone()]);
         }
-        let fixed = self.fixed_tools.get_or_init(|| {
-            vec![crate::contract::frame_tool(), crate::contract::compact_tool(), self.plan_tool(state)]
-        });
+        let plan = self.fixed_tools.get_or_init(|| vec![self.plan_tool(state)]);
         let reflect = if phase.name == "reflect_answer" {
             phase.clone()
         } else {
@@ -221,11 +223,15 @@ impl<'a> Env<'a> {
                 _ => memo.insert((n, crate::contract::reflect_tool(n))).1.clone(),
             }
         };
-        Ok(fixed
+        let mut tools: Vec<crate::model::ToolDef> = plan
             .iter()
             .chain([&reflect])
             .map(|t| if t.name == phase.name { phase.clone() } else { t.clone() })
-            .collect())
+            .collect();
+        if !tools.iter().any(|t| t.name == phase.name) {
+            tools.push(phase.clone());
+        }
+        Ok(tools)
     }
 
     /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes
@@ -235,18 +241,25 @@ impl<'a> Env<'a> {
         self.tpl.render("prompt-task.j2", json!({"context": frame::bounded(context.trim(), 20_000)}))
     }
 
-    /// The catalog the shared system message shows: whole, unless `llm.context_window` says the
-    /// shared prefix (`tools`, the system message, `task`) would not leave room for
-    /// `llm.max_tokens` and [`PROMPT_RESERVE`] tokens of what changes per call; then shortened
-    /// ([`crate::catalog::shortened`]: descriptions cut, then skills by name) rather than the
-    /// request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
+    /// The catalog the shared system message shows: one line a tool and a skill
+    /// ([`crate::catalog::prompt`]), unless `llm.context_window` says the shared prefix
+    /// (`tools`, the system message, `task`) would not leave room for `llm.max_tokens` and
+    /// [`PROMPT_RESERVE`] tokens of what changes per call; then shortened
+    /// ([`crate::catalog::shortened`]: skills by name only) rather than the request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
     /// same bytes; when even the shortest does not fit it goes anyway and the server decides.
-    pub fn prompt_catalog(&self, tools: &[crate::model::ToolDef], task: &str) -> Result<String> {
+    pub fn prompt_catalog(&self, state: &State, task: &str) -> Result<String> {
         if let Some(c) = self.prompt_catalog.get() {
             return Ok(c.clone());
         }
-        let mut pick = self.catalog();
+        let allowed = self.registry.allowed(self.cfg);
+        let mut pick = self.compact_catalog();
         if let Some(window) = self.cfg.llm.context_window {
+            // The largest call that shows the catalog: Plan's, with the tools it sends (and a
+            // compaction's tool, which may join them) at the longest Definition of Done.
+            let mut tools = vec![self.plan_tool(state)];
+            if shared_prefix(self.cfg) {
+                tools.extend([crate::contract::reflect_tool(7), crate::contract::compact_tool()]);
+            }
             let tool_bytes: usize = tools
                 .iter()
                 .map(|t| {
@@ -254,8 +267,7 @@ impl<'a> Env<'a> {
                 })
                 .sum();
             let room = u64::from(window).saturating_sub(u64::from(self.cfg.llm.max_tokens) + PROMPT_RESERVE);
-            let allowed = self.registry.allowed(self.cfg);
-            for level in 0..=2u8 {
+            for level in [0u8, 2] {
                 if level > 0 {
                     pick = crate::catalog::shortened(&allowed, &self.skills, level);
                 }
@@ -270,6 +282,18 @@ impl<'a> Env<'a> {
             }
         }
         Ok(self.prompt_catalog.get_or_init(|| pick).clone())
+    }
+
+    /// The catalog as a prompt shows it when no context window asks for less: one line a tool
+    /// and a skill ([`crate::catalog::prompt`]; each tool's parameters are in the plan answer's
+    /// schema), or a seeded skills.md as it is (the user's own catalog).
+    pub fn compact_catalog(&self) -> String {
+        match self.seeded_skills_md() {
+            Some(_) => self.catalog(),
+            None => {
+                crate::catalog::prompt(&self.registry.allowed(self.cfg), &self.skills, self.registry.ductile.plugins())
+            }
+        }
     }
 
     /// The tool + skill catalog (what `skills gen` prints and the Plan prompt shows), or, when
@@ -341,7 +365,7 @@ impl<'a> Env<'a> {
         if dropped > 0 {
             view.facts.insert(0, format!("({dropped} earlier facts are in memory.md; file_read it if needed)"));
         }
-        Ok(self.tpl.render("memory.md.j2", &view)?.trim().to_string())
+        Ok(prompt_view(&self.tpl.render("memory.md.j2", &view)?))
     }
 
     /// plan.md as a file: the last 10 completed steps (trace.jsonl has all).
@@ -351,11 +375,17 @@ impl<'a> Env<'a> {
         self.tpl.render("plan.md.j2", markdown::plan_view(&view))
     }
 
-    /// plan.md as a prompt sees it: the last 3 completed steps.
+    /// plan.md as a prompt sees it: the last 3 completed steps, each in a line of at most 100
+    /// characters (the step's result in full is the latest result, or in trace.jsonl).
     pub fn plan_prompt(&self, p: &Plan) -> Result<String> {
         let mut view = p.clone();
         keep_last(&mut view.completed, 3);
-        Ok(self.tpl.render("plan.md.j2", markdown::plan_view(&view))?.trim().to_string())
+        for c in &mut view.completed {
+            if c.chars().count() > 100 {
+                *c = format!("{}…", c.chars().take(99).collect::<String>());
+            }
+        }
+        Ok(prompt_view(&self.tpl.render("plan.md.j2", markdown::plan_view(&view))?))
     }
 
     /// decisions.md with one more entry appended.
@@ -434,11 +464,77 @@ impl<'a> Env<'a> {
 /// to call (memory, plan, the latest result, the phase's instruction).
 pub const PROMPT_RESERVE: u64 = 1024;
 
-/// Whether every model call of a run starts with the same bytes (tools, system message, task):
-/// always, except under the hidden `AGENTLOOP_UNSHARED_PREFIX=1` that `make bench-real` sets to
-/// measure the difference (each phase then sends its own tool and system message, as before).
-pub fn shared_prefix() -> bool {
-    std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_none_or(|v| v.is_empty() || v == "0")
+/// Whether every model call of a run starts with the same bytes (tools, system message, task),
+/// which pays only where the provider caches a prompt's prefix and bills the repeat at a
+/// fraction: a server on the user's machine (llama.cpp and the like keep the last prompt in
+/// their slot; Ollama), OpenAI's own API (automatic caching past 1,024 tokens), Anthropic with
+/// `llm.cache` (its breakpoints), and the scripted model (it bills nothing; its transcript shows
+/// what a cached provider is sent). Any other server — a remote OpenAI-compatible one, Anthropic
+/// with `llm.cache: false` — bills every token of every call, so each phase gets the smallest
+/// prompt instead: its own answer tool and system message, the catalog only in Plan. The hidden
+/// `AGENTLOOP_UNSHARED_PREFIX=1`, which `make bench-real` sets to measure the difference, forces
+/// the latter.
+pub fn shared_prefix(cfg: &crate::config::Config) -> bool {
+    if std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_some_and(|v| !v.is_empty() && v != "0") {
+        return false;
+    }
+    caches_prefix(cfg)
+}
+
+/// Whether the configured provider serves a repeated prompt prefix from a cache (see
+/// [`shared_prefix`]).
+pub fn caches_prefix(cfg: &crate::config::Config) -> bool {
+    use crate::config::Provider;
+    match crate::model::resolve_provider(cfg) {
+        Ok(Provider::Anthropic) => cfg.llm.cache,
+        Ok(Provider::Openai) => {
+            crate::model::pricing::is_local(cfg)
+                || cfg.llm.base_url.as_deref().unwrap_or(crate::model::openai::DEFAULT_BASE).contains("api.openai.com")
+        }
+        Ok(Provider::Ollama | Provider::Scripted | Provider::Auto) | Err(_) => true,
+    }
+}
+
+/// memory.md or plan.md as a prompt quotes it: what the next step needs, not what a person
+/// editing the file does — sections that only say they are empty (`(none)`, `(none yet)`, `(no
+/// plan yet: ...)`), the goal (context.md states it) and the note on editing the next action by
+/// hand are left out.
+fn prompt_view(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.starts_with("## ") {
+            // The section's body: up to the next heading, blank lines aside.
+            let end = lines[i + 1..].iter().position(|l| l.starts_with("## ")).map_or(lines.len(), |p| i + 1 + p);
+            let body: Vec<&str> = lines[i + 1..end].iter().copied().filter(|l| !l.trim().is_empty()).collect();
+            if let [only] = body.as_slice() {
+                if only.starts_with("(none") || only.starts_with("(no plan yet") {
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        // The goal: context.md, which every call quotes first, states it.
+        if line == "## Goal" {
+            i = lines[i + 1..].iter().position(|l| l.starts_with("## ")).map_or(lines.len(), |p| i + 1 + p);
+            continue;
+        }
+        if line.starts_with("You may edit it before `act`") {
+            i += 1;
+            continue;
+        }
+        out.push(
+            line.strip_suffix(" This block is binding: `agentloop act` runs exactly this tool call.").unwrap_or(line),
+        );
+        i += 1;
+    }
+    let mut text = out.join("\n");
+    while text.contains("\n\n\n") {
+        text = text.replace("\n\n\n", "\n\n");
+    }
+    text.trim().to_string()
 }
 
 fn keep_last(v: &mut Vec<String>, n: usize) {

@@ -50,9 +50,9 @@ pub fn first_prompts(
     slot: Option<&str>,
     limits: &Limits,
 ) -> crate::error::Result<(String, String, String)> {
-    let catalog = env.catalog();
+    let catalog = env.compact_catalog();
     let frame_tool = contract::frame_tool();
-    let shared = super::shared_prefix();
+    let shared = super::shared_prefix(env.cfg);
     let system =
         if shared { env.system_prompt("", "", &catalog)? } else { env.system_prompt("frame", &frame_tool.name, "")? };
     let carried = crate::facts::merged(carried.iter().cloned());
@@ -78,15 +78,14 @@ pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limi
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
     let schema = |t: &crate::model::ToolDef| t.parameters.to_string().len();
-    let (frame_in, plan_in, reflect_in) = if super::shared_prefix() {
-        // Every call sends every answer tool, the one system message (with the catalog) and
-        // the task: the frame prompt holds the task, the others carry it and their state.
-        let tools =
-            schema(&frame_tool) + schema(&contract::compact_tool()) + schema(&plan_tool) + schema(&reflect_tool);
-        let fixed = system.len() + tools;
+    let (frame_in, plan_in, reflect_in) = if super::shared_prefix(env.cfg) {
+        // Frame sends its own answer tool; Plan and Reflect both of theirs. Every call sends
+        // the one system message (with the catalog) and the task: the frame prompt holds the
+        // task, the others carry it and their state.
+        let fixed = system.len() + schema(&plan_tool) + schema(&reflect_tool);
         let task = frame_prompt.len();
         (
-            tokens(fixed + task),
+            tokens(system.len() + schema(&frame_tool) + task),
             tokens(fixed + task + RUNNING_STATE as usize),
             tokens(fixed + task + RUNNING_STATE as usize + 2000),
         )

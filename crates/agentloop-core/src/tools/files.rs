@@ -27,13 +27,13 @@ pub struct FileReadArgs {
     /// File path relative to the workspace, e.g. artifacts/page.md
     #[schemars(length(min = 1))]
     path: String,
-    /// First line to read, counting from 1 (default 1)
+    /// First line to read, counting from 1
     #[schemars(range(min = 1), extend("default" = 1))]
     offset: Option<Whole>,
-    /// Most lines to read (default: as many as fit in the output cap)
+    /// Most lines to read (default: as many as fit)
     #[schemars(range(min = 1))]
     limit: Option<Whole>,
-    /// How the file's bytes are text: utf-8 (default), latin-1, utf-16 (byte order from its BOM, else little-endian), utf-16le or utf-16be
+    /// The file's text encoding (utf-16: byte order from its BOM, else little-endian)
     #[schemars(extend("default" = "utf-8"))]
     encoding: Option<Encoding>,
 }
@@ -149,7 +149,7 @@ pub struct FileWriteArgs {
     path: String,
     /// Text to write
     content: String,
-    /// overwrite (default) or append
+    /// Replace the file or add to its end
     #[schemars(extend("default" = "overwrite"))]
     mode: Option<WriteMode>,
     /// How the text is written as bytes: utf-8 (default), latin-1, utf-16 (little-endian, starting with a byte order mark), utf-16le or utf-16be
@@ -183,7 +183,7 @@ pub struct ListDir;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDirArgs {
-    /// Folder relative to the workspace (default: the workspace)
+    /// Folder relative to the workspace
     #[schemars(extend("default" = "."))]
     path: Option<String>,
 }

@@ -48,22 +48,22 @@ pub struct Grep;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust syntax), matched against each line, e.g. ERROR.*timeout
+    /// Regular expression (Rust syntax) matched against each line, e.g. ERROR.*timeout
     #[schemars(length(min = 1))]
     pattern: String,
-    /// File or folder to search, relative to the workspace (default: the workspace)
+    /// File or folder to search, relative to the workspace
     #[schemars(length(min = 1), extend("default" = "."))]
     path: Option<String>,
-    /// Only files whose name matches this glob, e.g. *.log; a glob with / matches the path below `path`, e.g. src/**/*.rs
+    /// Only files matching this glob: a name (*.log), or with / the path below `path` (src/**/*.rs)
     #[schemars(length(min = 1))]
     glob: Option<String>,
-    /// Lines to show before and after each match (default 0)
+    /// Lines to show before and after each match
     #[schemars(range(min = 0, max = MAX_CONTEXT), extend("default" = 0))]
     context: Option<Whole>,
-    /// Stop after this many matching lines (default 50)
+    /// Stop after this many matching lines
     #[schemars(range(min = 1, max = MAX_MATCHES), extend("default" = DEFAULT_MATCHES))]
     max_matches: Option<Whole>,
-    /// Ignore case (default false)
+    /// Ignore case
     #[schemars(extend("default" = false))]
     case_insensitive: Option<bool>,
 }

@@ -319,7 +319,7 @@ impl Tool for HttpCall {
             "tools.timeout"
         };
         v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
-            "Timeout in seconds for the whole call, redirects included; at most {key} ({cap}), which is also the default"
+            "Seconds for the whole call, redirects included; at most {key} ({cap}), also the default"
         ));
         v
     }
@@ -392,10 +392,10 @@ pub struct WebFetchArgs {
     /// http(s) URL of the page
     #[schemars(length(min = 1))]
     url: String,
-    /// markdown, text or html
+    /// The form of the text kept
     #[schemars(extend("default" = "markdown"))]
     extract_mode: Option<ExtractMode>,
-    /// Most characters of the page to keep (default 15000)
+    /// Most characters of the page to keep
     #[schemars(range(min = 1), extend("default" = 15000))]
     max_length: Option<Whole>,
 }
