@@ -152,7 +152,7 @@ pub struct FileWriteArgs {
     /// Replace the file or add to its end
     #[schemars(extend("default" = "overwrite"))]
     mode: Option<WriteMode>,
-    /// How the text is written as bytes: utf-8 (default), latin-1, utf-16 (little-endian, starting with a byte order mark), utf-16le or utf-16be
+    /// How the text is encoded (utf-16: little-endian with a byte order mark)
     #[schemars(extend("default" = "utf-8"))]
     encoding: Option<Encoding>,
 }
