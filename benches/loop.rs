@@ -15,7 +15,13 @@
 //! caches the prefix and one that does not, beside llm's and smolagents' figures for that run.
 //! `trace-show` times the binary's `trace show --json --phase act --all-runs` over a
 //! 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use agentloop::phases::{self, Env};
 use agentloop::settings::Global;

@@ -6,7 +6,13 @@
 //!
 //! Prints a report and exits non-zero when the cache target is missed. Needs python3 (the
 //! test server); without it the bench says so and exits 0.
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use agentloop::config::Config;
 use agentloop::mcp::config::ServerConfig;

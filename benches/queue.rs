@@ -7,7 +7,13 @@
 //! Each round enqueues `RUNS_PER_WORKER × N` runs once its workers are listening and measures
 //! until the last outcome is published. Prints a table and exits non-zero when a target is
 //! missed.
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use serde_json::json;
 use std::process::{Child, Command, Stdio};

@@ -202,7 +202,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                         })
                         .collect(),
                 };
-                ctx.printer.json_value(&serde_json::to_value(&show).expect("config serializes"));
+                ctx.printer.json_value(&crate::json::to_value(&show));
                 return Ok(0);
             }
             let mut rows = Vec::new();

@@ -191,7 +191,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
             dreamed.insert(r.state.run_id.clone());
         }
         crate::fs::create_dir_all(&store.dir)?;
-        crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&dreamed).expect("json").as_bytes())?;
+        crate::fs::write_atomic(&ledger, crate::json::to_string_pretty(&dreamed).as_bytes())?;
     }
     let explored = if args.explore { Some(super::explore::explore(ctx, &store)?) } else { None };
     Ok(

@@ -87,7 +87,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     let url = super::worker::redis_url(a.redis.clone(), &q)?;
     let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
     let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
-    let text = serde_json::to_string(&req).expect("request serializes");
+    let text = crate::json::to_string(&req);
     if let Some(why) = crate::worker::request::oversized(&text) {
         return Err(Error::usage(format!("{why}: no worker would take it"))
             .with_hint("shorten --goal, --context or --context-file"));

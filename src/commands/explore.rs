@@ -166,14 +166,15 @@ pub fn explore(ctx: &Ctx, store: &Store) -> Result<Value> {
                 break;
             }
         };
-        if model.is_none() {
-            model = Some(crate::model::from_config(cfg, &ctx.ws.root)?);
-        }
-        let m = model.as_deref_mut().expect("set above");
+        let m = match model.take() {
+            Some(m) => model.insert(m),
+            None => model.insert(crate::model::from_config(cfg, &ctx.ws.root)?),
+        };
+        let m = m.as_mut();
         let ids = explore_one(ctx, store, m, q, &id, cap)?;
         explored.insert(q.key.clone());
         store.refuse_linked()?;
-        crate::fs::write_atomic(&ledger, serde_json::to_string_pretty(&explored).expect("json").as_bytes())?;
+        crate::fs::write_atomic(&ledger, crate::json::to_string_pretty(&explored).as_bytes())?;
         rows.push(json!({"question": q.text, "source": q.source, "entries": ids}));
     }
     let (tokens, cost) = crate::rest_window::curiosity(cfg);

@@ -176,7 +176,7 @@ fn draft(ctx: &Ctx, path: &Path) -> Result<LearnAnswer> {
 
 /// A YAML scalar: a JSON string is a valid double-quoted YAML one.
 fn quoted(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialize")
+    crate::json::to_string(s)
 }
 
 /// SKILL.md and references/facts.md, redacted.

@@ -191,7 +191,7 @@ fn not_offered(ctx: &Ctx, st: &ServerState, tool: &str) -> Result<u8> {
     }
     if let Status::Failed(e) = &st.status {
         let r = ToolResult::err(e.clone(), true);
-        ctx.printer.json_value(&serde_json::to_value(&r).expect("result serializes"));
+        ctx.printer.json_value(&crate::json::to_value(&r));
         return Ok(code::TOOL);
     }
     if st.filtered.iter().any(|t| t == tool) {

@@ -229,7 +229,7 @@ pub fn row(r: &history::Run) -> serde_json::Value {
         reason: s.reason.clone(),
         workspace: r.ws.root.to_string(),
     };
-    serde_json::to_value(row).expect("rows serialize")
+    crate::json::to_value(row)
 }
 
 fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
@@ -293,7 +293,7 @@ fn diff(ctx: &Ctx, agent: Option<&str>, a: DiffArgs) -> Result<u8> {
     let d = crate::runs_diff::diff(then, now)?;
     let p = &ctx.printer;
     if p.json {
-        p.json_value(&serde_json::to_value(&d).expect("a diff serializes"));
+        p.json_value(&crate::json::to_value(&d));
     } else {
         print_diff(ctx, &d);
     }

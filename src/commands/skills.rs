@@ -97,9 +97,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             let allowed = registry.allowed(cfg);
             let text = if format == Format::Json || p.json {
                 let plugins = registry.ductile.plugins();
-                serde_json::to_string_pretty(&crate::catalog::json(&allowed, &set, plugins))
-                    .expect("catalog serializes")
-                    + "\n"
+                crate::json::to_string_pretty(&crate::catalog::json(&allowed, &set, plugins)) + "\n"
             } else {
                 crate::catalog::with_plugins(&allowed, &set, registry.ductile.plugins())
             };
@@ -113,7 +111,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             let set = SkillSet::load(cfg, &ctx.ws.root);
             warn_problems(p, &set.problems);
             if p.json {
-                p.json_value(&serde_json::to_value(&set.skills).expect("skills serialize"));
+                p.json_value(&crate::json::to_value(&set.skills));
             } else {
                 for s in &set.skills {
                     p.outln(&format!(
@@ -143,7 +141,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             warn_problems(p, &own);
             if p.json {
                 let view = crate::schema::SkillView { skill: s.clone(), body: s.body.clone() };
-                p.json_value(&serde_json::to_value(&view).expect("skill serializes"));
+                p.json_value(&crate::json::to_value(&view));
             } else {
                 p.outln(&format!(
                     "name         {}\nformat       {}\nlocation     {}\ndescription  {}",
@@ -323,9 +321,7 @@ pub fn fetch_into(
     let text = String::from_utf8(f.body)
         .map_err(|_| Error::failure(format!("{url} is not UTF-8 text")).with_cause(crate::error::Cause::Upstream))?;
     let skill_dir = root.join(id);
-    let open = |rel: &Utf8Path| -> Result<crate::fs::Folder> {
-        Ok(crate::fs::Folder::open(base, rel, true)?.expect("created"))
-    };
+    let open = |rel: &Utf8Path| -> Result<crate::fs::Folder> { crate::fs::Folder::create(base, rel) };
     let skill_folder = open(&sub.join(id))?;
     let top = open(sub)?;
     let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
@@ -345,7 +341,7 @@ pub fn fetch_into(
         "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
     });
     skill_folder.write_atomic("skill.md", text.as_bytes())?;
-    skill_folder.write_atomic("skill.json", (serde_json::to_string_pretty(&meta).expect("json") + "\n").as_bytes())?;
+    skill_folder.write_atomic("skill.json", (crate::json::to_string_pretty(&meta) + "\n").as_bytes())?;
     let reg_path = root.join("registry.json");
     let mut reg: Value = match crate::fs::read_optional(&reg_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
@@ -358,6 +354,6 @@ pub fn fetch_into(
     list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
     reg["last_updated"] = json!(crate::clock::now_rfc3339());
-    top.write_atomic("registry.json", (serde_json::to_string_pretty(&reg).expect("json") + "\n").as_bytes())?;
+    top.write_atomic("registry.json", (crate::json::to_string_pretty(&reg) + "\n").as_bytes())?;
     Ok(Fetched { id: id.to_string(), description, dir: skill_dir })
 }

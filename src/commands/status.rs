@@ -240,5 +240,5 @@ pub fn view(
         updated_at: s.updated_at.clone(),
         finished_at: s.finished_at.clone(),
     };
-    serde_json::to_value(v).expect("the status serializes")
+    crate::json::to_value(v)
 }

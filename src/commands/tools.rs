@@ -59,7 +59,7 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
                         timeout_secs: t.timeout.as_secs(),
                         output_cap: t.output_cap,
                     })
-                    .map(|i| serde_json::to_value(i).expect("tool entries serialize"))
+                    .map(crate::json::to_value)
                     .collect();
                 ctx.printer.json_value(&Value::Array(v));
             } else {
@@ -93,6 +93,6 @@ pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8
     let stem = format!("tool-{name}-{}", crate::clock::now_rfc3339().replace([':', '.'], "-"));
     let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
     let result = registry.call(&env, name, &args);
-    ctx.printer.json_value(&serde_json::to_value(&result).expect("result serializes"));
+    ctx.printer.json_value(&crate::json::to_value(&result));
     Ok(if result.is_ok() { 0 } else { code::TOOL })
 }

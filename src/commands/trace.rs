@@ -122,7 +122,7 @@ impl Filter {
     /// it can look for.
     fn prefilter(&self) -> Option<Prefilter> {
         let a = &self.args;
-        let quoted = |s: &str| serde_json::to_string(s).expect("a string serializes");
+        let quoted = |s: &str| crate::json::to_string(s);
         let mut needles: Vec<String> = Vec::new();
         needles.extend(a.phase.map(|p| quoted(p.as_str())));
         needles.extend(a.tool.as_deref().map(quoted));
@@ -600,7 +600,7 @@ impl Stats {
     fn print(&self, p: &Printer) {
         let crate::schema::TraceStats { total, phases, tools, runs, steps, .. } = &self.0;
         if p.json {
-            p.json_value(&serde_json::to_value(&self.0).expect("stats serialize"));
+            p.json_value(&crate::json::to_value(&self.0));
             return;
         }
         let mut p = p.buffered();

@@ -43,7 +43,7 @@ pub fn run(ctx: Ctx, args: TrustArgs) -> Result<u8> {
     let mut store = Store::load()?;
     if args.list {
         if p.json {
-            p.json_value(&serde_json::to_value(&store.folders).expect("trust store serializes"));
+            p.json_value(&crate::json::to_value(&store.folders));
         } else if store.folders.is_empty() {
             p.info("no trusted folders (agentloop trust DIR trusts one)");
         } else {

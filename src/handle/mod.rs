@@ -345,7 +345,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
         let _ = std::fs::remove_dir_all(&ws.root);
         // ...and so do its keys: a refused start leaves nothing.
         index.retain(|_, v| v.as_str() != Some(&run_id));
-        crate::fs::write_atomic(&index_path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
+        crate::fs::write_atomic(&index_path, crate::json::to_string_pretty(&index).as_bytes())?;
         return Err(e);
     }
     let mut state = phases::init::init_run(
@@ -377,7 +377,7 @@ fn name_run(index: &mut Map<String, Value>, path: &Utf8Path, keys: &[String], ru
         }
     }
     if added {
-        crate::fs::write_atomic(path, serde_json::to_string_pretty(&index).expect("json").as_bytes())?;
+        crate::fs::write_atomic(path, crate::json::to_string_pretty(&index).as_bytes())?;
     }
     Ok(())
 }

@@ -130,7 +130,7 @@ impl Response {
             state_updates: self.state_updates(),
             logs: self.logs.clone(),
         };
-        serde_json::to_value(r).expect("responses serialize")
+        crate::json::to_value(r)
     }
 }
 

@@ -46,7 +46,7 @@ pub fn enqueue(shared: &Shared, fleet: &Fleet, new: NewRun) -> Result<(String, S
         force: new.force,
         ..Default::default()
     };
-    let text = serde_json::to_string(&req).expect("request serializes");
+    let text = crate::json::to_string(&req);
     let mut link = fleet.link.lock().unwrap_or_else(|p| p.into_inner());
     let message_id = link.call("queue the run", |c| streams::enqueue(c, &fleet.names, &text))?;
     Ok((req.run_id(&message_id), message_id))

@@ -180,7 +180,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
 /// Writes a run's record (durably: a run is driven only with one).
 fn save_record(shared: &Shared, record: &Record) -> Result<()> {
     crate::fs::create_dir_all(&records_dir(shared))?;
-    let text = serde_json::to_string_pretty(record).expect("record serializes") + "\n";
+    let text = crate::json::to_string_pretty(record) + "\n";
     crate::fs::write_durable(&record_path(shared, &record.run_id), text.as_bytes())
 }
 

@@ -401,7 +401,7 @@ fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> 
         submitted_at: crate::clock::now_rfc3339(),
     };
     crate::fs::create_dir_all(&w.root.join(RECORDS))?;
-    let text = serde_json::to_string_pretty(&rec).expect("record serializes") + "\n";
+    let text = crate::json::to_string_pretty(&rec) + "\n";
     crate::fs::write_durable(&path, text.as_bytes())
 }
 

@@ -142,13 +142,16 @@ impl Link {
     }
 
     fn connection(&mut self) -> RedisResult<&mut Connection> {
-        if self.con.is_none() {
-            let con = self.client.get_connection_with_timeout(Duration::from_secs(5))?;
-            con.set_read_timeout(Some(Duration::from_secs(30)))?;
-            con.set_write_timeout(Some(Duration::from_secs(30)))?;
-            self.con = Some(con);
-        }
-        Ok(self.con.as_mut().expect("just connected"))
+        let con = match self.con.take() {
+            Some(con) => con,
+            None => {
+                let con = self.client.get_connection_with_timeout(Duration::from_secs(5))?;
+                con.set_read_timeout(Some(Duration::from_secs(30)))?;
+                con.set_write_timeout(Some(Duration::from_secs(30)))?;
+                con
+            }
+        };
+        Ok(self.con.insert(con))
     }
 }
 

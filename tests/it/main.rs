@@ -1,6 +1,12 @@
 //! The one integration-test binary: every test runs the real CLI in a temporary folder with a
 //! cleared environment and a fixed clock, and talks only to servers on 127.0.0.1.
-#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods, clippy::unwrap_used)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 mod bounds;
 mod browser;

@@ -52,7 +52,7 @@ pub fn apply(root: &Utf8Path, m: Move) -> Result<()> {
     Folder::open(root, Utf8Path::new(&m.from), false)?;
     Folder::open(root, Utf8Path::new(&m.to), false)?;
     let journal = root.join(JOURNAL);
-    let text = serde_json::to_string(&m).expect("move serializes");
+    let text = crate::json::to_string(&m);
     fs::write_durable(&journal, text.as_bytes())?;
     crate::crash::point("archive:journaled");
     finish_move(root, &m)?;
@@ -78,7 +78,7 @@ fn finish_move(root: &Utf8Path, m: &Move) -> Result<()> {
     }
     // Both folders are entered without following links (see fs::Folder); the moves are
     // relative to the opened folders.
-    let to = Folder::open(root, Utf8Path::new(&m.to), true)?.expect("created");
+    let to = Folder::create(root, Utf8Path::new(&m.to))?;
     let Some(from) = Folder::open(root, Utf8Path::new(&m.from), false)? else {
         return Ok(()); // moved and removed before a crash
     };

@@ -18,6 +18,7 @@ pub mod crash;
 pub mod error;
 pub mod facts;
 pub mod fs;
+pub mod json;
 pub mod redact;
 pub mod run_id;
 pub mod seed_agent;

@@ -128,6 +128,8 @@ pub fn redact_tool_output(text: &str) -> String {
 
 /// An assignment to a name that ends like a secret's: `NAME=value`, `export NAME=value`,
 /// `NAME: value`, `"name": "value"`, quoted or not.
+/// The pattern is a literal, so it compiles (a unit test compiles it).
+#[allow(clippy::expect_used)]
 fn assignment() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {

@@ -139,7 +139,7 @@ impl Entry {
         self.error.is_some() || self.result_status.as_deref() == Some("error")
     }
     pub fn to_line(&self) -> String {
-        serde_json::to_string(self).expect("trace entries serialize")
+        crate::json::to_string(self)
     }
 }
 

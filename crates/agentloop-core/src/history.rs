@@ -105,7 +105,9 @@ pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
         let newest = all
             .iter()
             .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)));
-        return Ok(newest.expect("not empty").ws.clone());
+        if let Some(newest) = newest {
+            return Ok(newest.ws.clone());
+        }
     }
     let hits: Vec<&Run> = all.iter().filter(|r| r.state.run_id.starts_with(id)).collect();
     match hits.as_slice() {

@@ -5,7 +5,9 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 // The base layer's modules, re-exported so `crate::error`, `crate::fs`, ... read the same here.
-pub use agentloop_base::{alloc, archive, capfs, clock, crash, error, facts, fs, redact, run_id, seed_agent, trace};
+pub use agentloop_base::{
+    alloc, archive, capfs, clock, crash, error, facts, fs, json, redact, run_id, seed_agent, trace,
+};
 
 pub mod budget;
 pub mod catalog;

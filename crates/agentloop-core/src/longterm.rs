@@ -125,7 +125,7 @@ fn save(path: &Utf8Path, v: &Value) -> Result<()> {
     if let Some(p) = path.parent() {
         fs::create_dir_all(p)?;
     }
-    fs::write_atomic(path, (serde_json::to_string_pretty(v).expect("json") + "\n").as_bytes())
+    fs::write_atomic(path, (crate::json::to_string_pretty(v) + "\n").as_bytes())
 }
 
 /// Words that say nothing about a memory (and would make every query touch every entry).
@@ -377,10 +377,15 @@ impl Store {
             None => {
                 let used: std::collections::BTreeSet<&str> =
                     entries.iter().filter_map(|e| e["content_file"].as_str()).collect();
-                (1..)
-                    .map(|i| format!("content_{i:03}"))
-                    .find(|c| !used.contains(format!("{c}.json").as_str()))
-                    .expect("a free id")
+                // The first number no file takes (there are fewer files than numbers).
+                let mut i = used.len();
+                for n in 1..=used.len() + 1 {
+                    if !used.contains(format!("content_{n:03}.json").as_str()) {
+                        i = n;
+                        break;
+                    }
+                }
+                format!("content_{i:03}")
             }
         };
         let expires_at = n.ttl.map(|d| crate::clock::rfc3339(crate::clock::now() + d));

@@ -315,7 +315,7 @@ pub fn plan_view(p: &Plan) -> Value {
     let next = match (&p.next_action, p.next_step) {
         (Some(a), step) => serde_json::json!({
             "step": step.unwrap_or(0),
-            "json": serde_json::to_string_pretty(a).expect("action serializes"),
+            "json": crate::json::to_string_pretty(a),
         }),
         _ => Value::Null,
     };

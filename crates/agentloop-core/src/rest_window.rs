@@ -433,7 +433,7 @@ fn append(line: &Line) -> std::result::Result<(), String> {
     if let Some(dir) = path.parent() {
         crate::fs::create_dir_all(dir).map_err(|e| e.message)?;
     }
-    crate::fs::append_line(&path, &serde_json::to_string(line).expect("line serializes")).map_err(|e| e.message)
+    crate::fs::append_line(&path, &crate::json::to_string(line)).map_err(|e| e.message)
 }
 
 /// Records that frustration escalated run `run_id` in the workspace `root` after the forced

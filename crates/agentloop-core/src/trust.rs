@@ -114,7 +114,7 @@ impl Store {
         if let Some(dir) = path.parent() {
             crate::fs::create_dir_all(dir)?;
         }
-        let text = serde_json::to_string_pretty(self).expect("trust store serializes") + "\n";
+        let text = crate::json::to_string_pretty(self) + "\n";
         crate::fs::write_atomic(&path, text.as_bytes())?;
         Ok(path)
     }

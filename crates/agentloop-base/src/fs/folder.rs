@@ -38,6 +38,11 @@ impl Folder {
         Self::enter(root, rel, create, false)
     }
 
+    /// Opens folder `rel` below `root`, creating what is missing (see [`Folder::open`]).
+    pub fn create(root: &Utf8Path, rel: &Utf8Path) -> Result<Folder> {
+        Self::enter(root, rel, true, false)?.ok_or_else(|| Error::failure(format!("cannot create folder {root}/{rel}")))
+    }
+
     /// Opens folder `rel` below `root` to read from it, as [`Folder::open`] does (never
     /// creating one): a component that is a link is refused with an error that says so.
     pub fn open_to_read(root: &Utf8Path, rel: &Utf8Path) -> Result<Option<Folder>> {
@@ -282,7 +287,7 @@ pub fn read_no_link(root: &Utf8Path, rel: &Utf8Path, cap: u64) -> Result<Option<
 /// a folder on the way that is a symbolic link is refused (see [`Folder`]).
 pub fn write_in(root: &Utf8Path, rel: &Utf8Path, contents: &[u8]) -> Result<()> {
     let name = rel.file_name().ok_or_else(|| Error::data(format!("{root}/{rel} names no file")))?;
-    let folder = Folder::open(root, rel.parent().unwrap_or(Utf8Path::new("")), true)?.expect("created");
+    let folder = Folder::create(root, rel.parent().unwrap_or(Utf8Path::new("")))?;
     folder.write_atomic(name, contents)
 }
 

@@ -13,7 +13,7 @@ pub fn set_path(root: &mut Value, path: &[String], value: Value) {
         if !cur.is_object() {
             *cur = Value::Object(Map::new());
         }
-        let obj = cur.as_object_mut().expect("object");
+        let Value::Object(obj) = cur else { return };
         if i + 1 == path.len() {
             obj.insert(key.clone(), value);
             return;
@@ -133,7 +133,7 @@ fn expand_vars(v: &Value, source: &Source) -> Result<Value> {
 }
 
 pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
-    let mut value = serde_json::to_value(Config::default()).expect("defaults serialize");
+    let mut value = crate::json::to_value(Config::default());
     let mut sources = BTreeMap::new();
     mark_all(&value, "", &mut sources);
     for layer in layers {

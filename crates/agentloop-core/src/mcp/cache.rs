@@ -76,6 +76,6 @@ pub fn write(server: &Server, listing: &Listing) -> crate::error::Result<()> {
     if let Some(d) = p.parent() {
         crate::fs::create_dir_all(d)?;
     }
-    let text = serde_json::to_string(listing).expect("listing serializes");
+    let text = crate::json::to_string(listing);
     crate::fs::write_atomic(&p, text.as_bytes())
 }

@@ -144,7 +144,7 @@ pub fn resolve_with(
         }
     }
     for (name, sc) in &mcp.servers {
-        let v = serde_json::to_value(sc).expect("server config serializes");
+        let v = crate::json::to_value(sc);
         match merged.get_mut(name) {
             Some((base, source)) => {
                 if let (Value::Object(b), Value::Object(o)) = (base, v) {

@@ -310,7 +310,9 @@ impl Hub {
                     }
                 }
             }
-            let session = live.get(idx).expect("session just inserted");
+            let Some(session) = live.get(idx) else {
+                return ToolResult::err(format!("MCP server {} did not start{where_}", server.name), true);
+            };
             let outcome = tokio::time::timeout(server.timeout, session.call(tool, args)).await;
             // A 401/403 mid-session: sign in again (step-up) where a person asked for that,
             // then reconnect and call once more; else say how to sign in.

@@ -69,7 +69,9 @@ pub fn normalise(schema: &Value) -> Result<Value, String> {
     let mut v = Value::Object(root.clone());
     inline_refs(&mut v, &defs, 0)?;
     strip(&mut v);
-    let o = v.as_object_mut().expect("still an object");
+    let Some(o) = v.as_object_mut() else {
+        return Err("its inputSchema is not a JSON object".into());
+    };
     o.remove("$defs");
     o.remove("definitions");
     match o.get("type") {

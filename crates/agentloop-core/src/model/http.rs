@@ -388,7 +388,7 @@ impl Client {
         shapes: Shapes,
         mut decode: Option<Decode>,
     ) -> std::result::Result<Reply, Failure> {
-        let payload = serde_json::to_vec(body).expect("request serializes");
+        let payload = crate::json::to_vec(body);
         let call = Call { url, headers, payload, request_id_header, deadline, shapes, start: Instant::now() };
         let mut last = String::new();
         for attempt in 1..=self.attempts {

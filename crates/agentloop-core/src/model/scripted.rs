@@ -273,5 +273,5 @@ pub fn record_line(phase: &str, r: &Response) -> String {
         stop_reason: Some(r.stop_reason.clone()),
         error: None,
     };
-    serde_json::to_string(&e).expect("record serializes")
+    crate::json::to_string(&e)
 }

@@ -191,7 +191,7 @@ fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
     });
     change(e);
     e.learned = crate::clock::now_rfc3339();
-    let text = serde_json::to_string_pretty(&file).expect("the wire cache serializes") + "\n";
+    let text = crate::json::to_string_pretty(&file) + "\n";
     let written = path
         .parent()
         .map_or(Ok(()), crate::fs::create_dir_all)

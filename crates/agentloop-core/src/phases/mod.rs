@@ -326,12 +326,15 @@ impl<'a> Env<'a> {
     }
 
     fn model(&mut self, state: &State) -> Result<&mut Box<dyn Model>> {
-        if self.model.is_none() {
-            let mut m = model::from_config(self.cfg, &self.ws.root)?;
-            m.seek(&state.model_cursor);
-            self.model = Some(m);
-        }
-        Ok(self.model.as_mut().expect("model set"))
+        let m = match self.model.take() {
+            Some(m) => m,
+            None => {
+                let mut m = model::from_config(self.cfg, &self.ws.root)?;
+                m.seek(&state.model_cursor);
+                m
+            }
+        };
+        Ok(self.model.insert(m))
     }
 
     pub fn read_memory(&self) -> Result<(String, Memory)> {
@@ -686,7 +689,7 @@ pub fn finish(
         output: state.output.clone(),
         definition_of_done: dod.iter().map(crate::schema::DodItem::of).collect(),
     };
-    commit.file("result.json", serde_json::to_string_pretty(&result).expect("result serializes") + "\n");
+    commit.file("result.json", crate::json::to_string_pretty(&result) + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
     e.decision = Some(state.status.as_str().to_string());

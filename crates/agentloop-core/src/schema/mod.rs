@@ -172,7 +172,7 @@ impl CompletionEvent {
         }
     }
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("events serialize")
+        crate::json::to_value(self)
     }
 }
 

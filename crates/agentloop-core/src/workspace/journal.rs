@@ -305,7 +305,7 @@ impl Workspace {
             }
         }
         // The record stays on disk until a checkpoint: the state in it is redacted too.
-        let text = crate::redact::redact(&serde_json::to_string(&commit).expect("commit serializes"));
+        let text = crate::redact::redact(&crate::json::to_string(&commit));
         let full = c.end > 0 && c.end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES;
         if full {
             self.checkpoint(c)?;
@@ -336,10 +336,11 @@ impl Workspace {
 
     /// The journal, opened once per cycle.
     fn journal_file(journal: &camino::Utf8Path, c: &mut Cycle) -> Result<std::sync::Arc<std::fs::File>> {
-        if c.file.is_none() {
-            c.file = Some(std::sync::Arc::new(fs::open_journal(journal)?));
-        }
-        Ok(c.file.clone().expect("opened"))
+        let file = match c.file.take() {
+            Some(f) => f,
+            None => std::sync::Arc::new(fs::open_journal(journal)?),
+        };
+        Ok(c.file.insert(file).clone())
     }
 
     /// Refuses a commit that would write through a link: a folder on the way to a name below
@@ -363,7 +364,7 @@ impl Workspace {
         for (name, contents) in &commit.files {
             if let Some((folder, file)) = nested(name) {
                 // Below the top: entered folder by folder, never through a link (fs::Folder).
-                let folder = fs::Folder::open(&self.root, folder, true)?.expect("created");
+                let folder = fs::Folder::create(&self.root, folder)?;
                 folder.write_atomic(file, contents.as_bytes())?;
                 continue;
             }
@@ -374,7 +375,7 @@ impl Workspace {
         for (name, text) in &commit.appends {
             let path = self.path(name);
             if let Some((folder, file)) = nested(name) {
-                let folder = fs::Folder::open(&self.root, folder, true)?.expect("created");
+                let folder = fs::Folder::create(&self.root, folder)?;
                 folder.append_at(file, commit.sizes.get(name).copied(), text)?;
                 continue;
             }
@@ -518,10 +519,8 @@ impl Workspace {
             fs::sync_path(&journal)?;
             c.size = 0;
         } else if c.end > 0 {
-            if c.file.is_none() {
-                c.file = Some(std::sync::Arc::new(fs::open_journal(&journal)?));
-            }
-            fs::write_journal(c.file.as_ref().expect("opened"), &journal, 0, &[0u8; HEADER_LEN])?;
+            let file = Self::journal_file(&journal, c)?;
+            fs::write_journal(&file, &journal, 0, &[0u8; HEADER_LEN])?;
         }
         let (size, file) = (c.size, c.file.take());
         *c = Cycle::new(size);

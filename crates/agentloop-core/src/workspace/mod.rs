@@ -129,6 +129,6 @@ impl Workspace {
     fn state_text(state: &State) -> String {
         let mut s = state.clone();
         s.updated_at = crate::clock::now_rfc3339();
-        crate::redact::redact(&(serde_json::to_string_pretty(&s).expect("state serializes") + "\n"))
+        crate::redact::redact(&(crate::json::to_string_pretty(&s) + "\n"))
     }
 }
