@@ -231,17 +231,8 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
     let prompt = format!(
         "Consolidate what these finished runs learned into long-term memory. Merge related facts into short topic notes (each naming the runs it rests on), and list contradictions between runs.\n\n{text}"
     );
-    let req = crate::model::Request {
-        phase: "dream".into(),
-        system: "You consolidate an agent's finished runs into long-term memory. Answer only by calling the tool."
-            .into(),
-        messages: vec![crate::model::Message::user(prompt)],
-        tools: vec![tool.clone()],
-        tool_choice: crate::model::ToolChoice::Tool(tool.name.clone()),
-        max_tokens: cfg.llm.max_tokens,
-        temperature: cfg.llm.temperature,
-        deadline: None,
-    };
+    let system = "You consolidate an agent's finished runs into long-term memory. Answer only by calling the tool.";
+    let req = crate::model::Request::forced("dream", system, prompt, &tool, cfg.llm.max_tokens, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     let a: DreamAnswer = contract::forced_answer(r, &tool)?;
     let ids: Vec<String> = batch.iter().map(|r| r.state.run_id.clone()).collect();

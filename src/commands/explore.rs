@@ -105,16 +105,9 @@ fn explore_one(
         q.text,
         recalled(cfg, store, &q.text)?
     );
-    let req = crate::model::Request {
-        phase: "explore".into(),
-        system: "You are an agent dreaming: exploring your own open questions and interests from memory. Answer only by calling the tool.".into(),
-        messages: vec![crate::model::Message::user(prompt)],
-        tools: vec![tool.clone()],
-        tool_choice: crate::model::ToolChoice::Tool(tool.name.clone()),
-        max_tokens: cap.map_or(cfg.llm.max_tokens, |c| cfg.llm.max_tokens.min(c.max(1) as u32)),
-        temperature: cfg.llm.temperature,
-        deadline: None,
-    };
+    let system = "You are an agent dreaming: exploring your own open questions and interests from memory. Answer only by calling the tool.";
+    let max_tokens = cap.map_or(cfg.llm.max_tokens, |c| cfg.llm.max_tokens.min(c.max(1) as u32));
+    let req = crate::model::Request::forced("explore", system, prompt, &tool, max_tokens, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     // A scripted model, like an unpriced one, has no price.
     let cost = crate::model::pricing::cost_in(cfg, m.model(), &r.usage).unwrap_or(0.0);

@@ -160,16 +160,8 @@ fn draft(ctx: &Ctx, path: &Path) -> Result<LearnAnswer> {
         path.dod.iter().map(|d| format!("- {d}")).collect::<Vec<_>>().join("\n"),
         path.facts.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"),
     );
-    let req = crate::model::Request {
-        phase: "learn".into(),
-        system: "You write Agent Skills from runs that worked. Answer only by calling the tool.".into(),
-        messages: vec![crate::model::Message::user(prompt)],
-        tools: vec![tool.clone()],
-        tool_choice: crate::model::ToolChoice::Tool(tool.name.clone()),
-        max_tokens: cfg.llm.max_tokens,
-        temperature: cfg.llm.temperature,
-        deadline: None,
-    };
+    let system = "You write Agent Skills from runs that worked. Answer only by calling the tool.";
+    let req = crate::model::Request::forced("learn", system, prompt, &tool, cfg.llm.max_tokens, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     contract::forced_answer(r, &tool)
 }

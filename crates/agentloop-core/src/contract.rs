@@ -307,10 +307,8 @@ pub fn reflect_tool(items: usize) -> ToolDef {
     answer_tool("reflect_answer", "Record progress against the Definition of Done and the decision.", schema)
 }
 
-/// Mends near misses, validates against the schema sent, then parses into the answer type.
-/// The error is what the model is told in its one corrective retry.
-/// The answer of a call that forced `tool` (`dream`, `dream --explore`): its arguments, parsed
-/// as [`parse`] does; an error when the model did not call it.
+/// The answer of a call that forced `tool` (`dream`, `dream --explore`, `skills learn`): its
+/// arguments, parsed as [`parse`] does; an error when the model did not call it.
 pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &ToolDef) -> crate::error::Result<T> {
     let call = r
         .tool_calls
@@ -321,6 +319,8 @@ pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &Tool
     parse(tool, &mut args).map_err(crate::error::Error::failure)
 }
 
+/// Mends near misses, validates against the schema sent, then parses into the answer type.
+/// The error is what the model is told in its one corrective retry.
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
     mend(&tool.parameters, args);
     let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;

@@ -112,6 +112,21 @@ pub struct Request {
 }
 
 impl Request {
+    /// A call outside the loop's phases (`dream`, `dream --explore`, `skills learn`): one user
+    /// message and one tool the model must call, with the configured temperature.
+    pub fn forced(phase: &str, system: &str, prompt: String, tool: &ToolDef, max_tokens: u32, cfg: &Config) -> Self {
+        Request {
+            phase: phase.into(),
+            system: system.into(),
+            messages: vec![Message::user(prompt)],
+            tools: vec![tool.clone()],
+            tool_choice: ToolChoice::Tool(tool.name.clone()),
+            max_tokens,
+            temperature: cfg.llm.temperature,
+            deadline: None,
+        }
+    }
+
     /// Bytes of prompt text sent, for the trace (shows that prompts stay bounded).
     pub fn prompt_bytes(&self) -> u64 {
         let mut n = self.system.len();
