@@ -223,7 +223,7 @@ pub fn view(
                 left: l.max_tokens.map(|m| m.saturating_sub(s.usage.total())),
             },
             cost_usd: crate::schema::CostUsed {
-                used: s.cost_usd,
+                used: s.cost(),
                 max: l.max_cost_usd,
                 left: left(l.max_cost_usd, s.cost_usd),
                 incomplete: s.cost_incomplete,

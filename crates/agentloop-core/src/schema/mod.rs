@@ -250,7 +250,9 @@ pub struct Used<U, M> {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CostUsed {
-    pub used: f64,
+    /// USD spent; null when a price was unknown or the run was scripted (one display for an
+    /// unknown cost: `$?` for people, null in JSON)
+    pub used: Option<f64>,
     pub max: Option<f64>,
     pub left: Option<f64>,
     /// A price was unknown, so `used` undercounts
