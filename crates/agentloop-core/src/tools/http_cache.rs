@@ -290,6 +290,11 @@ pub fn folder() -> Option<Utf8PathBuf> {
 /// Keeps the folder under [`MAX_TOTAL`]: past it, the least recently written entries go until
 /// it holds three quarters of it.
 fn trim(dir: &Utf8Path) {
+    trim_to(dir, MAX_TOTAL)
+}
+
+/// [`trim`] with the bound given.
+fn trim_to(dir: &Utf8Path, max_total: u64) {
     let mut files: Vec<(SystemTime, u64, Utf8PathBuf)> = dir
         .read_dir_utf8()
         .into_iter()
@@ -302,16 +307,47 @@ fn trim(dir: &Utf8Path) {
         })
         .collect();
     let mut total: u64 = files.iter().map(|f| f.1).sum();
-    if total <= MAX_TOTAL {
+    if total <= max_total {
         return;
     }
     files.sort();
     for (_, len, path) in files {
-        if total <= MAX_TOTAL / 4 * 3 {
+        if total <= max_total / 4 * 3 {
             break;
         }
         if std::fs::remove_file(&path).is_ok() {
             total = total.saturating_sub(len);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past the bound, the entries written longest ago go until three quarters of it are left;
+    /// under it, nothing goes.
+    #[test]
+    fn the_folder_is_kept_under_its_bound_oldest_written_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(tmp.path()).unwrap();
+        let epoch = SystemTime::UNIX_EPOCH;
+        for i in 0..10u64 {
+            let path = dir.join(format!("entry-{i}"));
+            let f = std::fs::File::create(&path).unwrap();
+            f.set_len(100).unwrap();
+            f.set_modified(epoch + std::time::Duration::from_secs(1_000 + i)).unwrap();
+        }
+        let names = || {
+            let mut v: Vec<String> = dir.read_dir_utf8().unwrap().map(|e| e.unwrap().file_name().to_string()).collect();
+            v.sort();
+            v
+        };
+        trim_to(dir, 1_000);
+        assert_eq!(names().len(), 10, "at the bound nothing goes");
+        trim_to(dir, 800);
+        let left = names();
+        assert_eq!(left.len(), 6, "{left:?}");
+        assert!(left.iter().all(|n| n.as_str() >= "entry-4"), "the oldest written went first: {left:?}");
     }
 }
