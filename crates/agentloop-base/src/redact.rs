@@ -61,6 +61,13 @@ fn hex(secret: &str) -> String {
     secret.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether an environment variable's name says it holds a secret (`*_API_KEY`, `*_APIKEY`,
+/// `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, any case): the one rule, for redaction and the log.
+pub fn is_secret_name(name: &str) -> bool {
+    let k = name.to_uppercase();
+    ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_APIKEY"].iter().any(|s| k.ends_with(s))
+}
+
 /// The environment's secrets as they are, read once: the environment of a running process
 /// does not change.
 fn env_secrets() -> &'static [String] {
@@ -68,12 +75,8 @@ fn env_secrets() -> &'static [String] {
     SECRETS.get_or_init(|| {
         let mut out: Vec<String> = Vec::new();
         for (k, v) in std::env::vars() {
-            let k = k.to_uppercase();
             let v = v.trim();
-            if v.len() >= 8
-                && ["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_APIKEY"].iter().any(|s| k.ends_with(s))
-                && !out.iter().any(|x| x == v)
-            {
+            if v.len() >= 8 && is_secret_name(&k) && !out.iter().any(|x| x == v) {
                 out.push(v.to_string());
             }
         }

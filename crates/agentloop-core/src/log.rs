@@ -27,13 +27,12 @@ struct Logger {
 
 static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
 
-/// Values that must never reach a log: the environment's keys and tokens.
+/// Values that must never reach a log: the environment's keys and tokens, by redaction's one
+/// rule for a secret's name, down to 4 characters (redaction itself masks from 8, where a
+/// shorter value would mask ordinary words in a run's files).
 fn secrets() -> Vec<String> {
     std::env::vars()
-        .filter(|(k, _)| {
-            let k = k.to_uppercase();
-            k.ends_with("_API_KEY") || k.ends_with("_TOKEN") || k.ends_with("_SECRET") || k.ends_with("_PASSWORD")
-        })
+        .filter(|(k, _)| crate::redact::is_secret_name(k))
         .map(|(_, v)| v.trim().to_string())
         .filter(|v| v.len() >= 4)
         .collect()
