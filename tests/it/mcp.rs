@@ -1,6 +1,6 @@
 //! MCP servers as tools, against `tests/mcp/fake_server.py` (a small MCP server over stdio and
 //! streamable HTTP): config, cache, `mcp list|call|check`, results, errors, timeouts, crashes,
-//! signals, a scripted run, event mode, and no server process left behind.
+//! signals, a scripted run, event mode, elicitation, and no server process left behind.
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -872,4 +872,72 @@ fn an_oauth_server_is_signed_in_to_and_its_token_goes_only_to_it() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+const ASK_SCRIPT: &str = r#"frame:
+  - answer: {goal: ask the server's form, definition_of_done: [the form was answered, the answer is known, nothing is left running], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: fake__ask, args: {message: Which plan?, schema: {type: object, properties: {plan: {type: string, enum: [free, pro], default: free}, seats: {type: integer, default: 1}}, required: [plan]}}}, expected_outcome: the answer, rationale: try}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: it answered, outcome: the form was answered}
+"#;
+
+#[test]
+fn elicitation_is_answered_with_the_forms_defaults_or_declined_and_recorded() {
+    let t = with_server("fake", "");
+    let cfg = t.read("ws/agentloop.yaml").replace("env: {", "env: {FAKE_MCP_ELICIT: '1', ");
+    t.write("ws/agentloop.yaml", &cfg);
+    let ask = |message: &str, schema: Value| {
+        let args = json!({"message": message, "schema": schema}).to_string();
+        let out = t.al(&["mcp", "call", "fake", "ask", "--args", &args]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_out(&out)
+    };
+    // Every required field has a default: accepted with the defaults (SEP-1034), and said so.
+    let form = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "verified": {"type": "boolean", "default": true},
+        "note": {"type": "string"}}, "required": ["name"]});
+    let v = ask("Who are you?", form);
+    // (The server's own JSON, as Python writes it: what it received.)
+    assert_eq!(
+        v["output"].as_str().unwrap().lines().next().unwrap(),
+        r#"answer: {"action": "accept", "content": {"age": 30, "name": "John Doe", "verified": true}}"#,
+        "{v}"
+    );
+    assert_eq!(
+        v["metadata"]["mcp"]["elicitations"],
+        json!([{"mode": "form", "message": "Who are you?", "action": "accept",
+                "content": {"age": 30, "name": "John Doe", "verified": true}}])
+    );
+    assert!(v["output"].as_str().unwrap().contains(
+        r#"[the server asked for input (elicitation: "Who are you?"); agentloop accepted the form's defaults: {"name":"John Doe","age":30,"verified":true}]"#
+    ), "{v}");
+    // The client announced form elicitation.
+    let init = calls(&t).into_iter().find(|c| c["method"] == "initialize").unwrap();
+    assert_eq!(init["params"]["capabilities"]["elicitation"], json!({"form": {}}), "{init}");
+    // A required field without a default: declined, with why.
+    let form = json!({"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]});
+    let v = ask("Your email?", form);
+    assert!(v["output"].as_str().unwrap().starts_with(r#"answer: {"action": "decline"}"#), "{v}");
+    let rec = &v["metadata"]["mcp"]["elicitations"][0];
+    assert_eq!(rec["action"], "decline");
+    assert!(rec["reason"].as_str().unwrap().contains("the required field `email` has no default"), "{rec}");
+    assert!(v["output"].as_str().unwrap().contains("agentloop declined: the required field `email` has no default"));
+    // No default at all: declined too (accepting would make up an answer).
+    let v = ask("Anything?", json!({"type": "object", "properties": {"x": {"type": "string"}}}));
+    assert_eq!(v["metadata"]["mcp"]["elicitations"][0]["action"], "decline", "{v}");
+    // In a run, the act trace entry keeps what was asked and answered.
+    t.write("script.yaml", ASK_SCRIPT);
+    t.al(&["--script", "script.yaml", "init", "--goal", "Answer the server's form"]).assert().success();
+    let out = t.al(&["--script", "script.yaml", "run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let act = t.trace().into_iter().find(|e| e["phase"] == "act" && e["tool"] == "fake__ask").unwrap();
+    assert_eq!(
+        act["data"]["mcp_elicitations"],
+        json!([{"mode": "form", "message": "Which plan?", "action": "accept", "content": {"plan": "free", "seats": 1}}]),
+        "{act}"
+    );
+    assert!(gone(&starts(&t), Duration::from_secs(3)));
 }
