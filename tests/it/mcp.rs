@@ -730,6 +730,10 @@ fn a_closed_events_stream_stops_the_run_at_a_commit_point_not_with_0() {
 /// The fake server over HTTP as an OAuth-protected server and its own authorization server,
 /// logging to `LOG` (a file of the test); its port.
 fn oauth_server(t: &T, log: &str) -> (std::process::Child, String) {
+    oauth_server_with(t, log, &[])
+}
+
+fn oauth_server_with(t: &T, log: &str, env: &[(&str, &str)]) -> (std::process::Child, String) {
     let port_file = t.path(&format!("{log}.port"));
     let server = std::process::Command::new("python3")
         .arg(fake_server())
@@ -737,6 +741,7 @@ fn oauth_server(t: &T, log: &str) -> (std::process::Child, String) {
         .arg(&port_file)
         .env("FAKE_MCP_LOG", t.path(log))
         .env("FAKE_MCP_OAUTH", "1")
+        .envs(env.iter().copied())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("python3 runs the fake server");
@@ -940,4 +945,70 @@ fn elicitation_is_answered_with_the_forms_defaults_or_declined_and_recorded() {
         "{act}"
     );
     assert!(gone(&starts(&t), Duration::from_secs(3)));
+}
+
+#[test]
+fn a_2025_03_26_server_is_signed_in_to_through_the_metadata_at_its_origin_and_only_then() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = T::new();
+    t.write("browser.sh", "#!/bin/sh\nexec curl -s -o /dev/null -L \"$1\"\n");
+    std::fs::set_permissions(t.path("browser.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let browser = t.path("browser.sh").display().to_string();
+    // No protected-resource metadata, and the authorization server lives under /oauth: its
+    // metadata at the server's origin names an issuer other than the address it was read from.
+    // (the server's environment, and why a sign-in is refused)
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+    let cases: [Case; 3] = [
+        (&[("FAKE_MCP_OAUTH_NO_PRM", "1"), ("FAKE_MCP_OAUTH_ISSUER", "/oauth")], None),
+        // Where the server publishes protected-resource metadata, the newer specification
+        // applies and a mismatched issuer stays refused (RFC 8414 section 3.3).
+        (&[("FAKE_MCP_OAUTH_ISSUER", "/oauth")], Some("issuer mismatch")),
+        // An issuer at another origin is never taken from this origin's document.
+        (
+            &[("FAKE_MCP_OAUTH_NO_PRM", "1"), ("FAKE_MCP_OAUTH_ISSUER", "https://elsewhere.example")],
+            Some("issuer mismatch"),
+        ),
+    ];
+    for (i, (env, refused)) in cases.into_iter().enumerate() {
+        let log = format!("s{i}.jsonl");
+        let (mut server, port) = oauth_server_with(&t, &log, env);
+        let ws = format!("ws{i}");
+        t.write(
+            &format!("{ws}/agentloop.yaml"),
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n"),
+        );
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let out = t.cmd().args(["-w", &ws, "mcp", "login", "web"]).env("BROWSER", &browser).output().unwrap();
+            match refused {
+                None => {
+                    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                    let steps: Vec<String> =
+                        lines(&t, &log).iter().filter_map(|l| l["oauth"].as_str().map(str::to_string)).collect();
+                    assert!(steps.iter().any(|s| s == "POST /token"), "{steps:?}");
+                    // Later commands use the kept token (the same discovery, no browser).
+                    for _ in 0..2 {
+                        let out = t
+                            .cmd()
+                            .args(["-w", &ws, "mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#])
+                            .output()
+                            .unwrap();
+                        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+                        assert_eq!(json_out(&out)["output"], "echo: hi");
+                    }
+                }
+                Some(why) => {
+                    assert_ne!(out.status.code(), Some(0));
+                    assert!(stderr(&out).contains(why), "{}", stderr(&out));
+                    let steps: Vec<String> =
+                        lines(&t, &log).iter().filter_map(|l| l["oauth"].as_str().map(str::to_string)).collect();
+                    assert!(!steps.iter().any(|s| s == "GET /authorize" || s == "POST /token"), "{steps:?}");
+                }
+            }
+        }));
+        let _ = server.kill();
+        let _ = server.wait();
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
 }

@@ -29,6 +29,9 @@ Environment:
                          in), /token (authorization_code with PKCE S256 checked, refresh_token,
                          client_credentials for client cc-client / cc-secret); GET /fake/expire
                          makes every access token so far invalid (refresh tokens stay good)
+  FAKE_MCP_OAUTH_ISSUER  the issuer the authorization-server metadata names (a path is put
+                         after this server's address; default: the address itself)
+  FAKE_MCP_OAUTH_NO_PRM=1  publish no protected-resource metadata (a 2025-03-26 server)
 """
 import base64
 import json
@@ -301,11 +304,12 @@ def serve_http(port_file):
             path, _, query = self.path.partition("?")
             q = dict(urllib.parse.parse_qsl(query))
             log({"oauth": "GET " + path, "query": q})
-            if path == "/.well-known/oauth-protected-resource/mcp":
+            if path == "/.well-known/oauth-protected-resource/mcp" and not os.environ.get("FAKE_MCP_OAUTH_NO_PRM"):
                 return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base]})
             if path == "/.well-known/oauth-authorization-server":
+                issuer = os.environ.get("FAKE_MCP_OAUTH_ISSUER", "")
                 return self.reply(200, {
-                    "issuer": base,
+                    "issuer": base + issuer if issuer.startswith("/") or not issuer else issuer,
                     "authorization_endpoint": base + "/authorize",
                     "token_endpoint": base + "/token",
                     "registration_endpoint": base + "/register",
