@@ -16,16 +16,6 @@ use std::time::{Duration, Instant};
 /// suite lists must pass.
 const NOT_APPLICABLE: &[(&str, &str)] = &[
     (
-        "elicitation-sep1034-client-defaults",
-        "agentloop declines elicitation: it announces no elicitation capability (docs/TOOLS.md), so \
-         a server cannot ask it to fill a form",
-    ),
-    (
-        "auth/2025-03-26-oauth-metadata-backcompat",
-        "the authorization server's metadata names an issuer other than the address it was read \
-         from; RFC 8414 section 3.3 has the client refuse it (mix-up protection), and agentloop does",
-    ),
-    (
         "auth/client-credentials-jwt",
         "an extension (SEP-1046) with private_key_jwt client authentication; agentloop's machine \
          clients authenticate with a client secret (oauth.grant: client_credentials)",

@@ -10,6 +10,8 @@ notifications/cancelled), crash (the server exits), get_current_time (a fixed cl
 the server's process group), weird.name/x (a name and schema that need normalising),
 bad_schema (an invalid schema). With FAKE_MCP_FLOOD=1 also: images (COUNT tiny PNGs in one
 result), big_text (a text of BYTES bytes), big_files (COUNT images of BYTES bytes each).
+With FAKE_MCP_ELICIT=1 (stdio) also: ask (sends elicitation/create with the MESSAGE and SCHEMA
+it is given, waits for the answer and returns it as JSON text).
 Anything else gets JSON-RPC error -32602.
 
 Environment:
@@ -20,12 +22,16 @@ Environment:
   FAKE_MCP_FAIL_INIT=1   exit before answering initialize
   FAKE_MCP_SLOW_START=S  sleep S seconds before reading anything
   FAKE_MCP_FLOOD=1       list the flood tools (images, big_text, big_files)
+  FAKE_MCP_ELICIT=1      list the ask tool (elicitation; stdio only)
   FAKE_MCP_OAUTH=1       (--http) require an OAuth bearer token, and be the authorization
                          server too: protected-resource and authorization-server metadata,
                          registration, /authorize (redirects at once, as if a person signed
                          in), /token (authorization_code with PKCE S256 checked, refresh_token,
                          client_credentials for client cc-client / cc-secret); GET /fake/expire
                          makes every access token so far invalid (refresh tokens stay good)
+  FAKE_MCP_OAUTH_ISSUER  the issuer the authorization-server metadata names (a path is put
+                         after this server's address; default: the address itself)
+  FAKE_MCP_OAUTH_NO_PRM=1  publish no protected-resource metadata (a 2025-03-26 server)
 """
 import base64
 import json
@@ -80,10 +86,18 @@ FLOOD_TOOLS = [
 ]
 if os.environ.get("FAKE_MCP_FLOOD"):
     TOOLS = TOOLS + FLOOD_TOOLS
+if os.environ.get("FAKE_MCP_ELICIT"):
+    TOOLS = TOOLS + [{"name": "ask", "description": "Ask the client to fill in a form (elicitation).",
+                      "inputSchema": {"type": "object", "properties": {"message": {"type": "string"},
+                                                                       "schema": {"type": "object"}},
+                                      "required": ["message", "schema"]}}]
 
 out_lock = threading.Lock()
 cancelled = set()
 children = []
+# Answers to the requests this server sends (elicitation), by id.
+answers = {}
+answers_cond = threading.Condition()
 
 
 def log(obj):
@@ -146,6 +160,14 @@ def call_tool(name, args, req_id):
         return ("error", -32000, "database is locked")
     if name == "weird.name/x":
         return text("weird got %s" % json.dumps(args, sort_keys=True))
+    if name == "ask":
+        ask_id = "ask-%s" % req_id
+        send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
+              "params": {"message": args.get("message", ""), "requestedSchema": args.get("schema", {})}})
+        with answers_cond:
+            answers_cond.wait_for(lambda: ask_id in answers, timeout=30)
+            answer = answers.pop(ask_id, {"error": "no answer"})
+        return text("answer: " + json.dumps(answer.get("result", answer.get("error")), sort_keys=True))
     return ("error", -32602, "Unknown tool: %s" % name)
 
 
@@ -204,6 +226,13 @@ def serve_stdio():
         try:
             msg = json.loads(line)
         except ValueError:
+            continue
+        if "method" not in msg and "id" in msg:
+            # The client's answer to a request of ours.
+            log({"answer": msg})
+            with answers_cond:
+                answers[msg["id"]] = msg
+                answers_cond.notify_all()
             continue
         if msg.get("method") == "tools/call":
             threading.Thread(target=work, args=(msg,), daemon=True).start()
@@ -275,11 +304,12 @@ def serve_http(port_file):
             path, _, query = self.path.partition("?")
             q = dict(urllib.parse.parse_qsl(query))
             log({"oauth": "GET " + path, "query": q})
-            if path == "/.well-known/oauth-protected-resource/mcp":
+            if path == "/.well-known/oauth-protected-resource/mcp" and not os.environ.get("FAKE_MCP_OAUTH_NO_PRM"):
                 return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base]})
             if path == "/.well-known/oauth-authorization-server":
+                issuer = os.environ.get("FAKE_MCP_OAUTH_ISSUER", "")
                 return self.reply(200, {
-                    "issuer": base,
+                    "issuer": base + issuer if issuer.startswith("/") or not issuer else issuer,
                     "authorization_endpoint": base + "/authorize",
                     "token_endpoint": base + "/token",
                     "registration_endpoint": base + "/register",

@@ -22,8 +22,8 @@
 use super::config::Server;
 use camino::Utf8PathBuf;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig, CredentialStore, OAuthState,
-    StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, CredentialStore, OAuthState, StoredCredentials,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -159,7 +159,18 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
     m.set_credential_store(FileStore::new(url));
     if FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?.is_some() {
-        m.initialize_from_store().await.map_err(|e| auth_error(server, &e))?;
+        match m.initialize_from_store().await {
+            Err(e @ AuthError::AuthorizationServerMismatch { .. }) => match back_compat_metadata(url, None).await {
+                Some(md) => {
+                    m.set_metadata(md);
+                    m.initialize_from_store().await.map_err(|e| auth_error(server, &e))?;
+                }
+                None => return Err(auth_error(server, &e)),
+            },
+            r => {
+                r.map_err(|e| auth_error(server, &e))?;
+            }
+        }
     } else if server.oauth.as_ref().is_some_and(|o| o.grant == Grant::ClientCredentials) {
         return client_credentials(server, url).await;
     }
@@ -188,6 +199,61 @@ async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationM
     st.authenticate_client_credentials(config).await.map_err(|e| auth_error(server, &e))?;
     st.into_authorization_manager()
         .ok_or_else(|| format!("MCP server {}: the client-credentials grant did not finish", server.name))
+}
+
+/// The authorization-server metadata of a server that keeps to the 2025-03-26 MCP
+/// specification, when rmcp refused it for naming an issuer other than the address it was read
+/// from. That specification has no protected-resource metadata: the client reads the metadata
+/// at the MCP server's own origin (`/.well-known/oauth-authorization-server`, the path
+/// discarded), where an authorization server living under a path (`https://host/oauth`) is
+/// found, so its issuer cannot match the address as RFC 8414 section 3.3 asks.
+///
+/// Taken only when the server publishes no protected-resource metadata (where it does, the
+/// newer specification applies and its issuer check stands) and the issuer is at the MCP
+/// server's own origin (the origin that served the document speaks only for itself). None:
+/// keep rmcp's refusal.
+async fn back_compat_metadata(url: &str, challenge: Option<&str>) -> Option<AuthorizationMetadata> {
+    let base = url::Url::parse(url).ok()?;
+    let origin = base.origin();
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    let at = |path: &str| {
+        let mut u = base.clone();
+        u.set_path(path);
+        u.set_query(None);
+        u.set_fragment(None);
+        u
+    };
+    let mut prm = vec![at("/.well-known/oauth-protected-resource")];
+    if base.path() != "/" {
+        prm.insert(0, at(&format!("/.well-known/oauth-protected-resource{}", base.path())));
+    }
+    if let Some(u) = challenge.and_then(challenge_resource_metadata).and_then(|u| url::Url::parse(&u).ok()) {
+        prm.insert(0, u);
+    }
+    for u in prm {
+        if client.get(u).send().await.is_ok_and(|r| r.status().is_success()) {
+            return None;
+        }
+    }
+    let r = client.get(at("/.well-known/oauth-authorization-server")).send().await.ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    let md: AuthorizationMetadata = r.json().await.ok()?;
+    let issuer = url::Url::parse(md.issuer.as_deref()?).ok()?;
+    (issuer.origin() == origin).then_some(md)
+}
+
+/// The `resource_metadata` address a `WWW-Authenticate` challenge names.
+fn challenge_resource_metadata(challenge: &str) -> Option<String> {
+    let i = challenge.find("resource_metadata=\"")?;
+    let rest = &challenge[i + 19..];
+    Some(rest[..rest.find('"')?].to_string())
 }
 
 /// The scopes a `WWW-Authenticate` challenge names (`scope="a b"`).
@@ -248,9 +314,20 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
         req = req.with_challenge(ch);
     }
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
-    m.set_credential_store(store);
+    m.set_credential_store(store.clone());
     let mut st = OAuthState::Unauthorized(m);
-    st.start_authorization(req).await.map_err(|e| auth_error(server, &e))?;
+    match st.start_authorization(req.clone()).await {
+        // A server of the 2025-03-26 specification: see [`back_compat_metadata`].
+        Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
+            let Some(md) = back_compat_metadata(url, challenge).await else { return Err(auth_error(server, &e)) };
+            let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+            m.set_credential_store(store);
+            m.set_metadata(md);
+            let session = AuthorizationSession::new(m, req).await.map_err(|(_, e)| auth_error(server, &e))?;
+            st = OAuthState::Session(session);
+        }
+        r => r.map_err(|e| auth_error(server, &e))?,
+    }
     let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, &e))?;
     open_browser(server, &auth_url);
     let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| {

@@ -9,9 +9,10 @@
 //! process of that group behind. Every function here runs inside the caller's tokio runtime.
 
 use super::config::{Server, Transport, INHERITED_ENV};
+use super::elicit::Handler;
 use camino::{Utf8Path, Utf8PathBuf};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
@@ -21,7 +22,9 @@ use std::time::Duration;
 
 /// A connected, initialized server.
 pub struct Session {
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, Handler>,
+    /// How elicitations are answered, and the record of those answered.
+    handler: Handler,
     /// The process group of a stdio server (its leader's pid).
     pub pgid: Option<u32>,
     pub protocol_version: String,
@@ -46,9 +49,10 @@ pub fn log_rel(server: &Server) -> String {
     format!("artifacts/mcp-{}.log", server.slug)
 }
 
-fn client_info() -> ClientConfig {
-    ClientConfig::new(ClientCapabilities::default(), Implementation::new("agentloop", env!("CARGO_PKG_VERSION")))
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+/// What the client announces (see [`Handler`]): one handler per connection, so the record of
+/// elicitations belongs to that connection's calls.
+fn client_info() -> Handler {
+    Handler::new()
 }
 
 /// Starts the server and runs `initialize`. The caller bounds this with the startup timeout;
@@ -109,9 +113,10 @@ async fn connect_stdio(
     if let Some(p) = pgid {
         super::proc::register(p);
     }
-    let service = client_info().serve(child).await.map_err(|e| init_error(server, &e, Some(&log_rel)))?;
+    let handler = client_info();
+    let service = handler.clone().serve(child).await.map_err(|e| init_error(server, &e, Some(&log_rel)))?;
     guard.0 = None;
-    Ok(session(service, pgid))
+    Ok(session(service, handler, pgid))
 }
 
 async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, String> {
@@ -164,8 +169,9 @@ async fn connect_http_once(server: &Server, url: &str, headers: &[(String, Strin
     let manager = super::auth::manager(server, url).await.map_err(Failure::Other)?;
     let transport =
         StreamableHttpClientTransport::with_client(rmcp::transport::AuthClient::new(client, manager), config);
-    match client_info().serve(transport).await {
-        Ok(service) => Ok(session(service, None)),
+    let handler = client_info();
+    match handler.clone().serve(transport).await {
+        Ok(service) => Ok(session(service, handler, None)),
         Err(ClientInitializeError::TransportError { error, .. }) if challenge_of(&*error.error).is_some() => {
             Err(Failure::Challenge(challenge_of(&*error.error).unwrap_or_default()))
         }
@@ -188,7 +194,7 @@ fn challenge_of(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     None
 }
 
-fn session(service: RunningService<RoleClient, ClientConfig>, pgid: Option<u32>) -> Session {
+fn session(service: RunningService<RoleClient, Handler>, handler: Handler, pgid: Option<u32>) -> Session {
     let (protocol_version, server_info) = match service.peer_info() {
         Some(info) => (
             info.protocol_version.to_string(),
@@ -196,7 +202,7 @@ fn session(service: RunningService<RoleClient, ClientConfig>, pgid: Option<u32>)
         ),
         None => (String::new(), Value::Null),
     };
-    Session { service, pgid, protocol_version, server_info }
+    Session { service, handler, pgid, protocol_version, server_info }
 }
 
 fn init_error(server: &Server, e: &ClientInitializeError, log: Option<&str>) -> String {
@@ -271,6 +277,11 @@ impl Session {
         }
         let r = self.service.call_tool(params).await.map_err(call_error)?;
         Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+    }
+
+    /// The elicitations the server sent since the last time this was asked, with the answers.
+    pub fn take_elicitations(&self) -> Vec<Value> {
+        self.handler.take()
     }
 
     pub fn is_closed(&self) -> bool {

@@ -23,6 +23,7 @@ pub mod cache;
 pub mod client;
 pub mod config;
 pub mod content;
+pub mod elicit;
 pub mod proc;
 pub mod schema;
 
@@ -355,6 +356,7 @@ impl Hub {
                 Ok(Ok(v)) => {
                     let mut r = content::to_result(env, &server.name, tool, &v);
                     r.metadata["mcp"]["protocol_version"] = json!(session.protocol_version);
+                    with_elicitations(&mut r, session.take_elicitations());
                     r
                 }
                 Ok(Err(CallError::Rpc { code, message })) => ToolResult::err(
@@ -405,6 +407,21 @@ impl Drop for Hub {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// What the server asked during the call (elicitations) and what agentloop answered: in the
+/// metadata (so the trace keeps it) and as a note after the output (so the model reads it).
+fn with_elicitations(r: &mut ToolResult, records: Vec<Value>) {
+    if records.is_empty() {
+        return;
+    }
+    let note = elicit::note(&records);
+    match &mut r.error {
+        Some(e) => *e = format!("{e}\n{note}"),
+        None if r.output.is_empty() => r.output = note,
+        None => r.output = format!("{}\n{note}", r.output),
+    }
+    r.metadata["mcp"]["elicitations"] = Value::Array(records);
 }
 
 /// "; its log: artifacts/mcp-x.log" for stdio servers, the URL for HTTP ones.

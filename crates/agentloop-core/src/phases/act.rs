@@ -203,6 +203,10 @@ fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, dur
     if let Some(c) = result.metadata.get("http_cache").filter(|c| c.is_object()) {
         data.insert("http_cache".into(), c.clone());
     }
+    // What an MCP server asked during the call (elicitation) and what agentloop answered.
+    if let Some(el) = result.metadata.get("mcp").and_then(|m| m.get("elicitations")).filter(|l| l.is_array()) {
+        data.insert("mcp_elicitations".into(), el.clone());
+    }
     if !data.is_empty() {
         e.data = Some(serde_json::Value::Object(data));
     }
