@@ -30,6 +30,7 @@ mod links;
 mod loop_;
 mod loop_limits;
 mod mcp;
+mod mcp_auth;
 mod mcp_conformance;
 mod mcp_real;
 mod models;
