@@ -172,23 +172,22 @@ pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
     let read =
         |p: &Utf8Path| crate::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let id = ws.file_name().unwrap_or(ws.as_str()).to_string();
-    let state_path = ws.join("state.json");
-    let Some(mut state) = read(&state_path) else {
+    let workspace = crate::workspace::Workspace::new(ws.to_owned());
+    let Ok(state) = workspace.load_state() else {
         return format!("interrupted: run {id} (its state could not be read)");
     };
-    if state.get("status").and_then(Value::as_str) != Some("running") {
+    if state.status != crate::workspace::Status::Running {
         return format!("interrupted: run {id} had just stopped; nothing to mark");
     }
-    let step = state.get("step").cloned().unwrap_or(Value::Null);
+    let step = state.step;
     let mut marked = true;
+    // The record is serve's own file (its fields are serve's); only its one key is set here.
     if let Some(mut rec) = read(record) {
         rec["interrupted_by"] = Value::from(signal);
-        let text = serde_json::to_string_pretty(&rec).unwrap_or_default() + "\n";
+        let text = crate::json::to_string_pretty(&rec) + "\n";
         marked &= crate::fs::write_atomic(record, text.as_bytes()).is_ok();
     }
-    state["interrupted"] = Value::Bool(true);
-    let text = serde_json::to_string_pretty(&state).unwrap_or_default() + "\n";
-    marked &= crate::fs::write_atomic(&state_path, text.as_bytes()).is_ok();
+    marked &= workspace.mark_interrupted(state).is_ok();
     if marked {
         format!(
             "interrupted: run {id} at step {step} is marked interrupted; every committed phase is kept and the next \

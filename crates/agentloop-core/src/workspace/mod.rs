@@ -125,6 +125,14 @@ impl Workspace {
         Ok(state)
     }
 
+    /// Marks `state` (this workspace's, as loaded) interrupted, from the signal watcher: the
+    /// thread that holds the lock is about to be ended by the signal, so state.json is replaced
+    /// atomically outside the journal, as [`Session::save_state`] does.
+    pub fn mark_interrupted(&self, mut state: State) -> Result<()> {
+        state.interrupted = true;
+        fs::write_atomic(&self.state_path(), Self::state_text(&state).as_bytes())
+    }
+
     /// state.json's text for a state (stamped with the time it is written, secrets redacted).
     fn state_text(state: &State) -> String {
         let mut s = state.clone();
