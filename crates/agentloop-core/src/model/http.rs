@@ -81,11 +81,15 @@ pub fn take_timeouts() -> Vec<TimedOut> {
     TIMEOUTS.with(|t| std::mem::take(&mut *t.borrow_mut()))
 }
 
-/// Whether a URL's host is this machine (127.0.0.0/8, ::1, localhost).
+/// Whether a URL's host is this machine (127.0.0.0/8, ::1, `localhost` or a name under it):
+/// a server the user runs, which is not sent a request again while it may still be answering,
+/// and whose unpriced model costs nothing.
 pub fn loopback(url: &str) -> bool {
     let Ok(uri) = url.parse::<ureq::http::Uri>() else { return false };
-    let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// How a caller wants 4xx/5xx answers sorted (see the module comment).
@@ -682,14 +686,24 @@ mod tests {
 
     #[test]
     fn loopback_servers_are_told_from_remote_ones() {
-        for local in
-            ["http://127.0.0.1:8088/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1", "http://127.3.2.1/x"]
-        {
+        for local in [
+            "http://127.0.0.1:8088/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8080/v1",
+            "http://127.3.2.1/x",
+            "http://a.localhost/v1",
+            "http://u:p@127.0.0.2",
+        ] {
             assert!(super::loopback(local), "{local}");
         }
-        for remote in
-            ["https://api.openai.com/v1", "http://192.168.1.5:8088/v1", "http://localhost.example/v1", "nonsense"]
-        {
+        for remote in [
+            "https://api.openai.com/v1",
+            "http://192.168.1.5:8088/v1",
+            "http://localhost.example/v1",
+            "http://localhost.evil.com/v1",
+            "http://[2001:db8::1]:80",
+            "nonsense",
+        ] {
             assert!(!super::loopback(remote), "{remote}");
         }
     }

@@ -80,24 +80,9 @@ pub fn cost(model: &str, usage: &Usage, extra: &BTreeMap<String, Price>) -> Opti
 pub fn is_local(cfg: &Config) -> bool {
     match super::resolve_provider(cfg) {
         Ok(Provider::Ollama) => true,
-        Ok(Provider::Openai) => cfg.llm.base_url.as_deref().is_some_and(is_loopback_url),
+        Ok(Provider::Openai) => cfg.llm.base_url.as_deref().is_some_and(super::http::loopback),
         _ => false,
     }
-}
-
-/// Whether a URL's host is `localhost` (or a name under it) or a loopback IP address.
-fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => hostport.rsplit_once(':').map_or(hostport, |(h, _)| h),
-    };
-    let host = host.to_ascii_lowercase();
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Cost in USD of one call under a configuration: the model's price (`prices:` first, then the
@@ -108,50 +93,6 @@ pub fn cost_in(cfg: &Config, model: &str, usage: &Usage) -> Option<f64> {
         return None;
     }
     cost(model, usage, &cfg.prices).or_else(|| is_local(cfg).then_some(0.0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_hosts_are_local_and_others_are_not() {
-        for u in [
-            "http://localhost:8080/v1",
-            "http://127.0.0.1:9/v1",
-            "http://[::1]:8080",
-            "http://a.localhost/v1",
-            "http://u:p@127.0.0.2",
-        ] {
-            assert!(is_loopback_url(u), "{u}");
-        }
-        for u in [
-            "https://api.openai.com/v1",
-            "http://10.0.0.5:8080/v1",
-            "http://localhost.evil.com/v1",
-            "http://[2001:db8::1]:80",
-        ] {
-            assert!(!is_loopback_url(u), "{u}");
-        }
-    }
-
-    #[test]
-    fn dated_ids_match_by_prefix_and_unknown_is_none() {
-        let u = Usage {
-            input_tokens: 1_000_000,
-            output_tokens: 1_000_000,
-            cache_write_tokens: 0,
-            cache_read_tokens: 1_000_000,
-        };
-        assert_eq!(cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()), Some(18.3));
-        assert_eq!(cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()), Some(0.825));
-        assert_eq!(cost("qwen2.5:0.5b", &u, &BTreeMap::new()), None);
-        let mut extra = BTreeMap::new();
-        extra.insert("qwen2.5".to_string(), Price::default());
-        assert_eq!(cost("qwen2.5:0.5b", &u, &extra), Some(0.0));
-        extra.insert("scripted".to_string(), Price::default());
-        assert_eq!(cost("scripted", &u, &extra), None, "a replay is never priced");
-    }
 }
 
 /// The known model a name is most likely a mistyping of: a hosted provider's model agentloop has
@@ -188,6 +129,28 @@ pub fn likely_typo(model: &str, extra: &BTreeMap<String, Price>) -> Option<Strin
         .map(|(_, k)| k)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dated_ids_match_by_prefix_and_unknown_is_none() {
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_write_tokens: 0,
+            cache_read_tokens: 1_000_000,
+        };
+        assert_eq!(cost("claude-sonnet-4-5-20250929", &u, &BTreeMap::new()), Some(18.3));
+        assert_eq!(cost("gpt-4o-mini-2024-07-18", &u, &BTreeMap::new()), Some(0.825));
+        assert_eq!(cost("qwen2.5:0.5b", &u, &BTreeMap::new()), None);
+        let mut extra = BTreeMap::new();
+        extra.insert("qwen2.5".to_string(), Price::default());
+        assert_eq!(cost("qwen2.5:0.5b", &u, &extra), Some(0.0));
+        extra.insert("scripted".to_string(), Price::default());
+        assert_eq!(cost("scripted", &u, &extra), None, "a replay is never priced");
+    }
+}
 #[cfg(test)]
 mod typo_tests {
     use super::*;
