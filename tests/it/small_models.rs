@@ -279,11 +279,91 @@ reflect:
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let decisions = t.read("ws/decisions.md");
     assert!(
-        decisions.contains("Risk: Ends the run only if Reflect then ticks every Definition-of-Done item, with the steps that showed it; 3 are open: \"x written\", \"x is short\", \"run ends\"."),
+        decisions.contains("Risk: Refused while Definition-of-Done items are open (3 are open: \"x written\", \"x is short\", \"run ends\"); the run ends only if Reflect then ticks each, citing the steps that showed it."),
         "{decisions}"
     );
     assert!(decisions.contains("Risk: Ends the run: every Definition-of-Done item is ticked."), "{decisions}");
     assert!(!decisions.contains("Risk: None; ends the run."), "{decisions}");
+}
+
+/// `finish` with items open is held, not run: step 1's finish is a refusal naming the open
+/// items, the run goes on, and the finish after the work ends it with that finish's summary.
+#[test]
+fn finish_is_refused_while_items_are_open_and_names_them() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        r#"frame:
+  - answer: {goal: write x, definition_of_done: [x written, x is short, x says hi], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: all done}}, rationale: done already}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
+  - answer: {next_action: {tool: finish, args: {summary: wrote x, artifacts: [artifacts/x.md]}}, rationale: done now}
+reflect:
+  - answer: {decision: continue, reason: not yet}
+  - answer: {satisfied: [{item: 1, steps: [2], artifacts: [artifacts/x.md]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: continue, reason: x written}
+  - answer: {decision: done, reason: finished}
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = t.trace();
+    let acts: Vec<&Value> = trace.iter().filter(|e| e["event"] == "act").collect();
+    assert_eq!(acts.len(), 3, "{acts:?}");
+    assert_eq!(acts[0]["result_status"], "error", "{:?}", acts[0]);
+    let refusal = acts[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("`finish` refused: 3 of the Definition of Done items are still open (\"x written\", \"x is short\", \"x says hi\")"),
+        "{refusal}"
+    );
+    assert_eq!(acts[0]["data"]["finish_held"], true);
+    assert_eq!(acts[2]["result_status"], "ok");
+    let r = t.json("ws/result.json");
+    assert_eq!(r["outcome"], "wrote x", "{r}");
+    assert_eq!(r["artifacts"], serde_json::json!(["artifacts/x.md"]), "{r}");
+}
+
+/// A model that only ever calls `finish`, with items nothing has shown, meets the failure limit
+/// after three held finishes (and reframes, as any run at that limit does) instead of spending
+/// every step on an ending that cannot count.
+#[test]
+fn a_model_that_only_finishes_meets_the_failure_limit() {
+    let t = T::new();
+    let finish = "  - answer: {next_action: {tool: finish, args: {summary: done}}, rationale: done}\n".repeat(3);
+    let reflect = "  - answer: {decision: continue, reason: not yet}\n".repeat(3);
+    let frame =
+        "  - answer: {goal: write x, definition_of_done: [x written, x is short, x says hi], can_proceed: true}\n";
+    let out = scripted(&t, &format!("frame:\n{frame}plan:\n{finish}reflect:\n{reflect}"));
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = t.trace();
+    let acts = trace.iter().filter(|e| e["event"] == "act").count();
+    assert_eq!(acts, 3, "{trace:?}");
+    let limit =
+        trace.iter().position(|e| e.to_string().contains("3 consecutive tool failures (max_consecutive_failures)"));
+    let last_act = trace.iter().rposition(|e| e["event"] == "act");
+    assert!(limit.is_some() && limit > last_act, "{trace:?}");
+    assert_ne!(t.json("ws/result.json")["status"], "done");
+}
+
+/// An item only the answer itself shows ("the answer is given") is ticked citing the held
+/// `finish`'s step, and that closes the run in the same step, with the finish's summary.
+#[test]
+fn an_item_the_finish_itself_shows_is_ticked_from_it_and_ends_the_run() {
+    let t = T::new();
+    let out = scripted(
+        &t,
+        r#"frame:
+  - answer: {goal: answer, definition_of_done: [the answer is given, it is one word, it is lower case], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: finish, args: {summary: forty-two}}, rationale: known}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered}
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = t.json("ws/result.json");
+    assert_eq!(r["status"], "done", "{r}");
+    assert_eq!(r["outcome"], "forty-two", "{r}");
+    assert!(t.trace().iter().all(|e| e["event"] != "tick.refused"));
 }
 
 /// A Definition of Done that only repeats numbers, headings or the field's own name is refused

@@ -66,7 +66,10 @@ impl Record {
     pub fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>, run_id: &str) -> Self {
         let mut r = Record::default();
         for e in entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == "act") {
-            let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
+            // A `finish` held while items were open showed what it said (its summary is the
+            // answer), so it may be cited, though it ended nothing.
+            let held = e.data.as_ref().and_then(|d| d.get("finish_held")) == Some(&serde_json::Value::Bool(true));
+            let ok = held || (!e.is_error() && e.result_status.as_deref() == Some("ok"));
             r.steps.insert(e.step, ok);
             // The files `finish` lists are a claim about the run, not files it wrote or read.
             if !ok || crate::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {

@@ -67,16 +67,48 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         }
     }
     let watch = crate::clock::Stopwatch::start();
-    let result = take_output(state, execute(env, step, &run_action), output);
+    let result = hold_finish(env, &action, take_output(state, execute(env, step, &run_action), output))?;
     crate::crash::point("phase:act:after-tool");
     let outcome = record(env, state, step, &action, result, watch.ms(), edited)?;
     Ok(outcome)
 }
 
+/// `finish` is held, not run, while the Definition of Done has open items: the run ends done
+/// only once Reflect has ticked each of them with its evidence. The result is a refusal that
+/// names the open items, so the model's next plan sees what is left (a model that insists meets
+/// the failure and repeat limits). What `finish` said is kept with it: Reflect may tick an item
+/// this step showed (the answer itself, say) and, when that closes the last one, the run ends
+/// done with this finish's summary, output and files (see reflect's `held_finish`).
+fn hold_finish(env: &Env, action: &NextAction, result: ToolResult) -> Result<ToolResult> {
+    if !crate::tool_spec::is_finish(&action.tool) || !result.is_ok() {
+        return Ok(result);
+    }
+    let (_, mem) = env.read_memory()?;
+    let open = mem.open_items();
+    if open.is_empty() {
+        return Ok(result);
+    }
+    let mut held = ToolResult::err(
+        format!(
+            "`finish` refused: {} of the Definition of Done {} still open ({}). The run ends done only \
+             when Reflect has ticked every item, each citing the step or file that shows it",
+            open.len(),
+            if open.len() == 1 { "item is" } else { "items are" },
+            open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+        ),
+        false,
+    );
+    held.metadata = json!({"finish_held": true, "open": open, "summary": result.output, "artifacts": result.artifacts});
+    if let Some(out) = result.metadata.get("output") {
+        held.metadata["output"] = out.clone();
+    }
+    Ok(held)
+}
+
 /// With an output schema, `finish`'s `output` is the run's final output: it is taken out of the
 /// arguments the tool itself checks, and held to the output schema by [`take_output`].
 fn split_output(state: &State, action: &NextAction) -> (NextAction, Option<Option<serde_json::Value>>) {
-    if action.tool != "finish" || state.output_schema.is_none() {
+    if !crate::tool_spec::is_finish(&action.tool) || state.output_schema.is_none() {
         return (action.clone(), None);
     }
     let mut a = action.clone();
@@ -203,6 +235,10 @@ fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, dur
     if let Some(c) = result.metadata.get("http_cache").filter(|c| c.is_object()) {
         data.insert("http_cache".into(), c.clone());
     }
+    // A `finish` held while items were open: Record lets Reflect cite this step for what it said.
+    if result.metadata.get("finish_held") == Some(&json!(true)) {
+        data.insert("finish_held".into(), json!(true));
+    }
     // What an MCP server asked during the call (elicitation) and what agentloop answered.
     if let Some(el) = result.metadata.get("mcp").and_then(|m| m.get("elicitations")).filter(|l| l.is_array()) {
         data.insert("mcp_elicitations".into(), el.clone());
@@ -221,14 +257,7 @@ fn take_result(state: &mut State, step: u32, action: &NextAction, result: &ToolR
     state.repeats = if state.last_action.as_deref() == Some(fp.as_str()) { state.repeats + 1 } else { 1 };
     state.last_action = Some(fp);
     state.consecutive_failures = if result.is_ok() { 0 } else { state.consecutive_failures + 1 };
-    for a in &result.artifacts {
-        // Tools report workspace-relative paths inside the workspace (answer.txt as much as
-        // artifacts/x.md); anything else is not the run's product.
-        let inside = !a.starts_with('/') && !camino::Utf8Path::new(a).components().any(|c| c.as_str() == "..");
-        if inside && !state.artifacts.contains(a) {
-            state.artifacts.push(a.clone());
-        }
-    }
+    take_artifacts(state, &result.artifacts);
     if result.is_ok() && action.tool == "skill_read" {
         if let Some(name) = action.args.get("name").and_then(|v| v.as_str()) {
             if action.args.get("file").is_none() && !state.active_skills.iter().any(|s| s == name) {
@@ -250,6 +279,18 @@ fn take_result(state: &mut State, step: u32, action: &NextAction, result: &ToolR
     state.pending = None;
     state.last_result = Some(result.clone());
     state.next = Next::Reflect;
+}
+
+/// The files a result reports, as the run's products. Tools report workspace-relative paths
+/// inside the workspace (answer.txt as much as artifacts/x.md); anything else is not the run's
+/// product.
+pub(super) fn take_artifacts(state: &mut State, artifacts: &[String]) {
+    for a in artifacts {
+        let inside = !a.starts_with('/') && !camino::Utf8Path::new(a).components().any(|c| c.as_str() == "..");
+        if inside && !state.artifacts.contains(a) {
+            state.artifacts.push(a.clone());
+        }
+    }
 }
 
 /// The failure and repeat limits, when this result reaches one.

@@ -24,15 +24,15 @@ fn default_risk(s: SideEffect) -> &'static str {
     }
 }
 
-/// What `finish` will do, as things stand: the run ends only when Reflect then ticks every
-/// Definition-of-Done item, so the open ones are named.
+/// What `finish` will do, as things stand: while Definition-of-Done items are open Act holds it
+/// (a refusal naming them), and the run ends only if Reflect then ticks each, so they are named.
 fn finish_risk(env: &Env) -> String {
     let open = env.read_memory().map(|(_, m)| m.open_items()).unwrap_or_default();
     if open.is_empty() {
         return default_risk(SideEffect::None).to_string();
     }
     format!(
-        "Ends the run only if Reflect then ticks every Definition-of-Done item, with the steps that showed it; {} {} open: {}.",
+        "Refused while Definition-of-Done items are open ({} {} open: {}); the run ends only if Reflect then ticks each, citing the steps that showed it.",
         open.len(),
         if open.len() == 1 { "is" } else { "are" },
         open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")

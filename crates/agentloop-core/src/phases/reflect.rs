@@ -5,6 +5,7 @@
 use super::{account, ask, fail_phase, finish, frustration, Env, Outcome};
 use crate::contract::{self, ReflectAnswer};
 use crate::error::Result;
+use crate::tool_spec::ToolResult;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
@@ -125,7 +126,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let (archive, compact_entry) = compact(env, state, &mut mem)?;
     // `finish` (alias submit_response) ends the loop: after it, `continue` means `done`, which
     // still counts only when every Definition-of-Done item is ticked.
-    let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true);
+    let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true)
+        || held_finish(state, &mem);
     let mut d = decide(env.cfg, state, &mut mem, &a, finished);
     record_step(&mut plan, state, &a);
     mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
@@ -422,6 +424,31 @@ fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision)
 
 /// Ends the run in this commit (a stop, or `done` with its outcome and artifacts), or keeps the
 /// state for the next phase.
+/// A `finish` Act held while items were open (act's `hold_finish`) ends the run after all when
+/// this Reflect's ticks closed the last item: it is taken as it would have run — its summary
+/// the outcome, its output and files the run's.
+fn held_finish(state: &mut State, mem: &crate::markdown::Memory) -> bool {
+    let Some(r) = state.last_result.as_ref().filter(|r| r.metadata["finish_held"] == true) else {
+        return false;
+    };
+    if mem.dod.iter().any(|i| !i.done) {
+        return false;
+    }
+    let summary = r.metadata["summary"].as_str().unwrap_or_default().to_string();
+    let output = r.metadata.get("output").cloned();
+    let artifacts: Vec<String> =
+        r.metadata["artifacts"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(String::from)).collect();
+    let mut taken = ToolResult::ok(summary, json!({"finish": true}));
+    taken.artifacts = artifacts;
+    super::act::take_artifacts(state, &taken.artifacts);
+    if let Some(out) = output {
+        state.output = Some(out.clone());
+        taken.metadata["output"] = out;
+    }
+    state.last_result = Some(taken);
+    true
+}
+
 fn conclude(
     env: &mut Env,
     state: &mut State,
