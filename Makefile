@@ -88,11 +88,13 @@ demo: build
 ## prompt tokens of a 31-step run and what a prefix cache would not cover (beside llm's and
 ## smolagents' figures), trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs); runs per minute of 1, 2, 4 and 8
-## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server)
+## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server);
+## steps and prompt tokens a skill learned from day 1's run saves day 2 (benches/learn.rs)
 bench:
 	$(CARGO) bench --locked --bench loop
 	$(CARGO) bench --locked --bench mcp
 	$(CARGO) bench --locked --bench queue
+	$(CARGO) bench --locked --bench learn
 
 ## bench-real: one fixed goal on the harness's SmolLM2 server (../shared/harness), with the shared
 ## prompt prefix and without it: the share of prompt tokens served from the server's prefix cache
