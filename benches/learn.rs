@@ -13,7 +13,7 @@
 //! really sends; tokens are estimated as the requests' compact JSON bytes / 4, as benches/loop.rs
 //! counts them. The bench fails unless day 2 takes fewer steps and fewer tokens than day 1.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::print_stdout, clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{json, Value};
 use std::process::Command;
