@@ -312,6 +312,7 @@ fn resolve_one(
             let ex = |k: &str, v: &Option<String>| {
                 v.as_deref().map(|v| expand(v, &rec).map_err(|e| bad(format!("oauth.{k}: {e}")))).transpose()
             };
+            let before = secrets.len();
             let client_secret = ex("client_secret", &o.client_secret)?;
             secrets.extend(client_secret.clone());
             let grant = o.grant.unwrap_or_default();
@@ -355,6 +356,11 @@ fn resolve_one(
                 )),
                 (None, _) => None,
             };
+            // The client's credentials are redacted everywhere, not only in this server's output:
+            // a tool that reads the key file or the environment must not put them in the trace.
+            for c in &secrets[before..] {
+                crate::redact::register(c);
+            }
             Some(super::auth::OAuth {
                 grant,
                 client_id: ex("client_id", &o.client_id)?,
@@ -405,7 +411,7 @@ fn secret_file(
     if !path.starts_with('/') {
         return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)"));
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{key}: cannot read {path}: {e}"))?;
+    let text = crate::fs::read_to_string(Utf8Path::new(&path)).map_err(|e| format!("{key}: {}", e.message))?;
     Ok((path, text))
 }
 
