@@ -381,6 +381,36 @@ fn a_machine_client_signs_in_with_its_key_or_an_identity_assertion_with_no_brows
         assert!(!stdout(&out).contains(key_line) && !stderr(&out).contains(key_line));
         assert!(files_holding(&t.path("ws"), key_line).is_empty());
         assert!(files_holding(&t.path("home"), key_line).is_empty());
+        // RS256 with an RSA key (openssl makes one: ring cannot generate RSA keys).
+        let made = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+            .arg(t.path("keys/rsa.pem"))
+            .output();
+        if made.is_ok_and(|o| o.status.success()) {
+            use base64::Engine;
+            t.write(
+                "ws8/agentloop.yaml",
+                &format!("mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth: {{grant: client_credentials, client_id: rsa-client, private_key_file: '{}', signing_alg: RS256}}\n", t.path("keys/rsa.pem").display()),
+            );
+            let out = call("ws8", &[]);
+            assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+            let rsa = t.read("keys/rsa.pem");
+            let b64: String = rsa.lines().filter(|l| !l.starts_with("-----")).collect();
+            let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+            let kp = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+            let forms = token_forms("client_credentials");
+            let jwt = forms.last().unwrap()["client_assertion"].as_str().unwrap().to_string();
+            let parts: Vec<&str> = jwt.split('.').collect();
+            let dec = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap();
+            ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, kp.public().as_ref())
+                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &dec(parts[2]))
+                .expect("the RS256 assertion verifies");
+            let header: Value = serde_json::from_slice(&dec(parts[0])).unwrap();
+            assert_eq!(header["alg"], "RS256");
+        } else {
+            missing("openssl (to make an RSA key)");
+        }
+        let sent = token_forms("client_credentials").len();
         // A key path that is not absolute, or a key that is not one: configuration errors
         // naming the key, and nothing is sent.
         for (key, why) in [
@@ -396,7 +426,7 @@ fn a_machine_client_signs_in_with_its_key_or_an_identity_assertion_with_no_brows
             assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
             assert!(stderr(&out).contains(why), "{}", stderr(&out));
         }
-        assert_eq!(token_forms("client_credentials").len(), 2);
+        assert_eq!(token_forms("client_credentials").len(), sent);
         // A workspace from elsewhere may not name a key: refused before anything is read.
         t.write("ws5/agentloop.yaml", &t.read("ws/agentloop.yaml"));
         let out = t
@@ -406,7 +436,7 @@ fn a_machine_client_signs_in_with_its_key_or_an_identity_assertion_with_no_brows
             .unwrap();
         assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
         assert!(stderr(&out).contains("mcp.servers.web"), "{}", stderr(&out));
-        assert_eq!(token_forms("client_credentials").len(), 2);
+        assert_eq!(token_forms("client_credentials").len(), sent);
 
         // Enterprise-managed: the ID token from the identity provider is exchanged there for an
         // ID-JAG, which the server's authorization server redeems; the IdP's token endpoint is
