@@ -141,16 +141,25 @@ impl Drop for Waiting {
 /// (`startup_timeout` bounds a server's start, not the person). None: the time ran out.
 pub async fn bounded<F: std::future::Future>(limit: Duration, work: F) -> Option<F::Output> {
     let waited = std::sync::Arc::new(std::sync::Mutex::new(Waited::default()));
-    let total = {
+    let state = {
         let w = waited.clone();
-        move || w.lock().unwrap_or_else(|e| e.into_inner()).total()
+        move || {
+            let w = w.lock().unwrap_or_else(|e| e.into_inner());
+            (w.total(), w.since.is_some())
+        }
     };
     let started = tokio::time::Instant::now();
     let work = WAITED.scope(waited.clone(), work);
     tokio::pin!(work);
     loop {
-        let seen = total();
-        match tokio::time::timeout_at(started + limit + seen, &mut work).await {
+        let (seen, waiting) = state();
+        let mut deadline = started + limit + seen;
+        if waiting {
+            // While the person is in the browser, look again each second rather than at once.
+            deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(1));
+        }
+        let total = || state().0;
+        match tokio::time::timeout_at(deadline, &mut work).await {
             Ok(out) => return Some(out),
             // A sign-in ran (or runs) meanwhile: the deadline moves by the time it took.
             Err(_) if total() > seen => continue,
