@@ -66,7 +66,8 @@ pub enum McpCommand {
     /// set, and opens the sign-in page with $BROWSER (else prints its address). The browser
     /// comes back to a loopback port (127.0.0.1); the token is kept, owner-only, in
     /// $XDG_STATE_HOME/agentloop/mcp-auth/ (never in a workspace) and refreshed when it
-    /// expires. With oauth.grant: client_credentials, gets a machine token instead (no browser).
+    /// expires. With oauth.grant: client_credentials or identity_assertion, gets a machine
+    /// token instead (no browser).
     /// Exit codes: 0 signed in, 1 the sign-in failed, 2 unknown or non-HTTP server.
     ///
     /// Example: agentloop mcp login github

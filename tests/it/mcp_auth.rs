@@ -293,3 +293,265 @@ fn a_2025_03_26_server_is_signed_in_to_through_the_metadata_at_its_origin_and_on
         }
     }
 }
+
+/// An ES256 key as a PKCS#8 PEM, and its public key.
+fn es256_key() -> (String, Vec<u8>) {
+    use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let kp = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+    );
+    (pem, kp.public_key().as_ref().to_vec())
+}
+
+/// The header and claims of a JWT whose ES256 signature `public` verifies.
+fn verified_jwt(jwt: &str, public: &[u8]) -> (Value, Value) {
+    use base64::Engine;
+    let dec = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap();
+    let parts: Vec<&str> = jwt.split('.').collect();
+    assert_eq!(parts.len(), 3, "{jwt}");
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, public)
+        .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &dec(parts[2]))
+        .expect("the assertion's signature verifies with the client's public key");
+    (serde_json::from_slice(&dec(parts[0])).unwrap(), serde_json::from_slice(&dec(parts[1])).unwrap())
+}
+
+#[test]
+fn a_machine_client_signs_in_with_its_key_or_an_identity_assertion_with_no_browser() {
+    let t = T::new();
+    let (mut server, port) = oauth_server(&t, "a.jsonl");
+    let base = format!("http://127.0.0.1:{port}");
+    let (pem, public) = es256_key();
+    // The key lives outside the workspace, in a file the configuration names.
+    t.write("keys/client.pem", &pem);
+    let key_path = t.path("keys/client.pem").display().to_string();
+    let call = |ws: &str, envs: &[(&str, &str)]| {
+        t.cmd()
+            .args(["-w", ws, "mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#])
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let token_forms = |grant: &str| -> Vec<Value> {
+        lines(&t, "a.jsonl")
+            .into_iter()
+            .filter(|l| l["oauth"] == "POST /token" && l["form"]["grant_type"] == grant)
+            .map(|l| l["form"].clone())
+            .collect()
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // private_key_jwt: no secret, a signed assertion; no --login and no $BROWSER needed.
+        t.write(
+            "ws/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth: {{grant: client_credentials, client_id: jwt-client, private_key_file: '{key_path}', signing_alg: ES256}}\n"),
+        );
+        let out = call("ws", &[]);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+        assert_eq!(json_out(&out)["output"], "echo: hi");
+        let forms = token_forms("client_credentials");
+        assert_eq!(forms.len(), 1, "{forms:?}");
+        let form = &forms[0];
+        assert_eq!(form["client_assertion_type"], "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+        assert_eq!(form["resource"], format!("{base}/mcp"));
+        assert!(form.get("client_id").is_none() && form.get("client_secret").is_none(), "{form}");
+        let (header, claims) = verified_jwt(form["client_assertion"].as_str().unwrap(), &public);
+        assert_eq!(header["alg"], "ES256");
+        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("jwt-client"), Some("jwt-client")));
+        // The audience is the authorization server's issuer.
+        assert_eq!(claims["aud"], base);
+        assert_eq!(claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(), 300);
+        assert!(lines(&t, "a.jsonl").iter().any(|l| l["http_headers"]["authorization"] == "Bearer access-1"));
+        // The server drops its tokens: a new assertion (a new jti) gets a new token, unattended.
+        let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        std::io::Write::write_all(&mut s, b"GET /fake/expire HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let _ = std::io::Read::read_to_end(&mut s, &mut vec![]);
+        let out = call("ws", &[]);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+        let forms = token_forms("client_credentials");
+        assert_eq!(forms.len(), 2, "{forms:?}");
+        let jti = |f: &Value| verified_jwt(f["client_assertion"].as_str().unwrap(), &public).1["jti"].clone();
+        assert_ne!(jti(&forms[0]), jti(&forms[1]));
+        // The key is nowhere but its own file: not in output, the workspace or the token store.
+        let key_line = pem.lines().nth(1).unwrap();
+        assert!(!stdout(&out).contains(key_line) && !stderr(&out).contains(key_line));
+        assert!(files_holding(&t.path("ws"), key_line).is_empty());
+        assert!(files_holding(&t.path("home"), key_line).is_empty());
+        // RS256 with an RSA key (openssl makes one: ring cannot generate RSA keys).
+        let made = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+            .arg(t.path("keys/rsa.pem"))
+            .output();
+        if made.is_ok_and(|o| o.status.success()) {
+            use base64::Engine;
+            t.write(
+                "ws8/agentloop.yaml",
+                &format!("mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth: {{grant: client_credentials, client_id: rsa-client, private_key_file: '{}', signing_alg: RS256}}\n", t.path("keys/rsa.pem").display()),
+            );
+            let out = call("ws8", &[]);
+            assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+            let rsa = t.read("keys/rsa.pem");
+            let b64: String = rsa.lines().filter(|l| !l.starts_with("-----")).collect();
+            let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+            let kp = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+            let forms = token_forms("client_credentials");
+            let jwt = forms.last().unwrap()["client_assertion"].as_str().unwrap().to_string();
+            let parts: Vec<&str> = jwt.split('.').collect();
+            let dec = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap();
+            ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, kp.public().as_ref())
+                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &dec(parts[2]))
+                .expect("the RS256 assertion verifies");
+            let header: Value = serde_json::from_slice(&dec(parts[0])).unwrap();
+            assert_eq!(header["alg"], "RS256");
+        } else {
+            missing("openssl (to make an RSA key)");
+        }
+        let sent = token_forms("client_credentials").len();
+        // A key path that is not absolute, or a key that is not one: configuration errors
+        // naming the key, and nothing is sent.
+        for (key, why) in [
+            ("private_key_file: keys/client.pem", "oauth.private_key_file `keys/client.pem` is not an absolute path"),
+            ("private_key: not a key", "oauth.private_key: the private key is not a PEM"),
+            ("private_key_file: '/nonexistent/key.pem'", "oauth.private_key_file: cannot read /nonexistent/key.pem"),
+        ] {
+            t.write(
+                "ws4/agentloop.yaml",
+                &format!("mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth: {{grant: client_credentials, client_id: jwt-client, {key}}}\n"),
+            );
+            let out = call("ws4", &[]);
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+            assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        }
+        assert_eq!(token_forms("client_credentials").len(), sent);
+        // A workspace from elsewhere may not name a key: refused before anything is read.
+        t.write("ws5/agentloop.yaml", &t.read("ws/agentloop.yaml"));
+        let out = t
+            .untrusted()
+            .args(["-w", "ws5", "mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#])
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(stderr(&out).contains("mcp.servers.web"), "{}", stderr(&out));
+        assert_eq!(token_forms("client_credentials").len(), sent);
+
+        // Enterprise-managed: the ID token from the identity provider is exchanged there for an
+        // ID-JAG, which the server's authorization server redeems; the IdP's token endpoint is
+        // found from its metadata.
+        t.write(
+            "ws6/agentloop.yaml",
+            &format!(
+                "mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth:\n        grant: identity_assertion\n        client_id: xaa-client\n        client_secret: '${{XAA_SECRET}}'\n        identity_provider: {{issuer: '{base}/idp', client_id: idp-client, id_token: '${{ID_TOKEN}}'}}\n"
+            ),
+        );
+        let envs = [("XAA_SECRET", "xaa-secret"), ("ID_TOKEN", "id-token-1")];
+        let out = call("ws6", &envs);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+        assert_eq!(json_out(&out)["output"], "echo: hi");
+        let log = lines(&t, "a.jsonl");
+        assert!(log.iter().any(|l| l["oauth"] == "GET /idp/.well-known/openid-configuration"));
+        let exchange = log.iter().find(|l| l["oauth"] == "POST /idp/token").expect("a token exchange at the IdP");
+        let f = &exchange["form"];
+        assert_eq!(f["grant_type"], "urn:ietf:params:oauth:grant-type:token-exchange");
+        assert_eq!(f["subject_token_type"], "urn:ietf:params:oauth:token-type:id_token");
+        assert_eq!(f["requested_token_type"], "urn:ietf:params:oauth:token-type:id-jag");
+        assert_eq!(f["audience"], base);
+        assert_eq!(f["resource"], format!("{base}/mcp"));
+        assert_eq!(f["client_id"], "idp-client");
+        let bearer = token_forms("urn:ietf:params:oauth:grant-type:jwt-bearer");
+        assert_eq!(bearer.len(), 1, "{bearer:?}");
+        // The client authenticated with HTTP Basic (the fake logs it as client_id).
+        assert_eq!(bearer[0]["client_id"], "xaa-client");
+        assert!(
+            log.iter().any(|l| l["http_headers"]["authorization"] == "Bearer access-3"),
+            "the redeemed token is sent"
+        );
+        for secret in ["id-token-1", "xaa-secret"] {
+            assert!(!stdout(&out).contains(secret) && !stderr(&out).contains(secret), "{secret}");
+        }
+        // Without the identity provider the grant is a configuration error saying what to add.
+        t.write(
+            "ws7/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: {base}/mcp\n      oauth: {{grant: identity_assertion, client_id: xaa-client}}\n"),
+        );
+        let out = call("ws7", &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("`grant: identity_assertion` needs oauth.identity_provider"), "{}", stderr(&out));
+    }));
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn a_sign_in_does_not_count_against_startup_timeout_and_every_command_says_when_it_gives_up() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = T::new();
+    // A person who takes 4 seconds in the browser, against a startup_timeout of 2 seconds.
+    t.write("browser.sh", "#!/bin/sh\nsleep 4\nexec curl -s -o /dev/null -L \"$1\"\n");
+    std::fs::set_permissions(t.path("browser.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let browser = t.path("browser.sh").display().to_string();
+    let (mut slow, port) = oauth_server(&t, "a.jsonl");
+    // A server that takes no token it issues.
+    let (mut never, other) = oauth_server_with(&t, "b.jsonl", &[("FAKE_MCP_OAUTH_REFUSE", "1")]);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        t.write(
+            "ws/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n      startup_timeout: 2s\n"),
+        );
+        let out = t.al(&["mcp", "list", "--refresh", "--login", "--json"]).env("BROWSER", &browser).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+        assert!(stderr(&out).contains("signed in to MCP server web"), "{}", stderr(&out));
+        assert!(json_out(&out)[0]["tools"].as_array().is_some_and(|a| !a.is_empty()), "{}", stdout(&out));
+        // Without a sign-in, the timeout still bounds the start.
+        t.write(
+            "ws2/agentloop.yaml",
+            "mcp:\n  servers:\n    slow:\n      command: sleep\n      args: ['30']\n      startup_timeout: 1s\n",
+        );
+        let out = t.cmd().args(["-w", "ws2", "mcp", "list", "--refresh", "--login"]).output().unwrap();
+        assert!(
+            stdout(&out).contains("startup_timeout") || stderr(&out).contains("startup_timeout"),
+            "{}",
+            stderr(&out)
+        );
+        // A server that is never satisfied: each command that signs in stops after 3 sign-ins
+        // and says so.
+        let quick = t.path("quick.sh");
+        std::fs::write(&quick, "#!/bin/sh\nexec curl -s -o /dev/null -L \"$1\"\n").unwrap();
+        std::fs::set_permissions(&quick, std::fs::Permissions::from_mode(0o755)).unwrap();
+        t.write(
+            "ws3/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{other}/mcp\n"),
+        );
+        let authorizations = || lines(&t, "b.jsonl").iter().filter(|l| l["oauth"] == "GET /authorize").count();
+        for (i, args) in [
+            vec!["mcp", "list", "--refresh", "--login"],
+            vec!["mcp", "call", "--login", "web", "echo", "--args", r#"{"text": "hi"}"#],
+            vec!["mcp", "check", "--login"],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let out = t.cmd().args(["-w", "ws3"]).args(&args).env("BROWSER", &quick).output().unwrap();
+            // (`mcp list` reports a failing server and goes on: exit 0.)
+            if args[1] != "list" {
+                assert_ne!(out.status.code(), Some(0), "{args:?}");
+            }
+            let said = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(said.contains("(gave up after 3 sign-ins)"), "{args:?}: {said}");
+            assert_eq!(authorizations(), 3 * (i + 1), "{args:?}");
+        }
+    }));
+    for c in [&mut slow, &mut never] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -12,21 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Scenarios that do not apply to agentloop, each with why. Every other client scenario the
-/// suite lists must pass.
-const NOT_APPLICABLE: &[(&str, &str)] = &[
-    (
-        "auth/client-credentials-jwt",
-        "an extension (SEP-1046) with private_key_jwt client authentication; agentloop's machine \
-         clients authenticate with a client secret (oauth.grant: client_credentials)",
-    ),
-    (
-        "auth/cross-app-access-complete-flow",
-        "an extension (enterprise-managed authorization: an identity provider's token exchanged \
-         for an ID-JAG); agentloop signs in to the server's own authorization server",
-    ),
-];
-
 fn suite_dir() -> PathBuf {
     match std::env::var_os("AGENTLOOP_MCP_CONFORMANCE") {
         Some(d) => PathBuf::from(d),
@@ -95,13 +80,11 @@ fn every_client_scenario_of_the_official_suite_passes() {
         .filter_map(|l| l.trim().strip_prefix("- "))
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
+    // Every client scenario must pass, the extensions (private_key_jwt, cross-app access) included.
     assert!(scenarios.len() >= 26, "the suite lists {} client scenarios: {out}", scenarios.len());
-    for (name, _) in NOT_APPLICABLE {
-        assert!(scenarios.iter().any(|s| s == name), "{name} is no longer a scenario; drop it from NOT_APPLICABLE");
-    }
     let mut failed = vec![];
     let mut passed = 0;
-    for s in scenarios.iter().filter(|s| !NOT_APPLICABLE.iter().any(|(n, _)| n == s)) {
+    for s in &scenarios {
         let mut c = suite_cmd();
         c.args(["client", "--scenario", s, "--timeout", "60000", "--command"]).arg(format!("sh {}", script.display()));
         let (code, out) = run_bounded(c, Duration::from_secs(180));
@@ -116,5 +99,5 @@ fn every_client_scenario_of_the_official_suite_passes() {
         }
     }
     assert!(failed.is_empty(), "{} scenarios failed:\n\n{}", failed.len(), failed.join("\n\n"));
-    assert_eq!(passed + NOT_APPLICABLE.len(), scenarios.len());
+    assert_eq!(passed, scenarios.len());
 }

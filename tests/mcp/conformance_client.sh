@@ -25,6 +25,19 @@ secret=$(printf '%s' "$ctx" | jq -r '.client_secret // empty')
   case "${MCP_CONFORMANCE_SCENARIO:-}" in
     auth/client-credentials-basic)
       printf '      oauth: {grant: client_credentials, client_id: "%s", client_secret: "%s"}\n' "$id" "$secret" ;;
+    auth/client-credentials-jwt)
+      # The client's key goes in a file of its own (owner-only), named by the config.
+      (umask 077; printf '%s' "$ctx" | jq -r .private_key_pem > "$ws/client-key.pem")
+      alg=$(printf '%s' "$ctx" | jq -r '.signing_algorithm // "ES256"')
+      printf '      oauth: {grant: client_credentials, client_id: "%s", private_key_file: "%s", signing_alg: %s}\n' "$id" "$ws/client-key.pem" "$alg" ;;
+    auth/cross-app-access-complete-flow)
+      # The person's ID token from the enterprise identity provider, through the environment.
+      ID_TOKEN=$(printf '%s' "$ctx" | jq -r .idp_id_token)
+      export ID_TOKEN
+      printf '      oauth:\n        grant: identity_assertion\n        client_id: "%s"\n        client_secret: "%s"\n' "$id" "$secret"
+      printf '        identity_provider: {issuer: "%s", token_endpoint: "%s", client_id: "%s", id_token: "${ID_TOKEN}"}\n' \
+        "$(printf '%s' "$ctx" | jq -r .idp_issuer)" "$(printf '%s' "$ctx" | jq -r .idp_token_endpoint)" \
+        "$(printf '%s' "$ctx" | jq -r .idp_client_id)" ;;
     auth/basic-cimd)
       printf '      oauth: {client_metadata_url: "https://conformance-test.local/client-metadata.json"}\n' ;;
     *)

@@ -32,6 +32,13 @@ Environment:
   FAKE_MCP_OAUTH_ISSUER  the issuer the authorization-server metadata names (a path is put
                          after this server's address; default: the address itself)
   FAKE_MCP_OAUTH_NO_PRM=1  publish no protected-resource metadata (a 2025-03-26 server)
+  FAKE_MCP_OAUTH_REFUSE=1  issue tokens but take none of them (a server that is never satisfied)
+                         The token endpoint also takes client_credentials with a JWT client
+                         assertion (logged whole, for the test to check; any client), and
+                         jwt-bearer with an ID-JAG for client xaa-client / xaa-secret (HTTP
+                         Basic). Under /idp it is an enterprise identity provider: OpenID
+                         metadata and /idp/token, a token exchange of the ID token id-token-1
+                         for an ID-JAG naming xaa-client.
 """
 import base64
 import json
@@ -248,6 +255,18 @@ def serve_stdio():
 
 
 OAUTH = bool(os.environ.get("FAKE_MCP_OAUTH"))
+REFUSE = bool(os.environ.get("FAKE_MCP_OAUTH_REFUSE"))
+
+
+def jwt_claims(jwt):
+    """The claims of a compact JWT, unverified (empty when it is not one)."""
+    try:
+        part = jwt.split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except Exception:
+        return {}
+
+
 OAUTH_STATE = {"valid": set(), "refresh": set(), "challenge": None, "n": 0}
 
 
@@ -306,6 +325,8 @@ def serve_http(port_file):
             log({"oauth": "GET " + path, "query": q})
             if path == "/.well-known/oauth-protected-resource/mcp" and not os.environ.get("FAKE_MCP_OAUTH_NO_PRM"):
                 return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base]})
+            if path == "/idp/.well-known/openid-configuration":
+                return self.reply(200, {"issuer": base + "/idp", "token_endpoint": base + "/idp/token"})
             if path == "/.well-known/oauth-authorization-server":
                 issuer = os.environ.get("FAKE_MCP_OAUTH_ISSUER", "")
                 return self.reply(200, {
@@ -334,6 +355,9 @@ def serve_http(port_file):
                 body = json.loads(raw)
                 log({"oauth": "POST /register", "body": body})
                 return self.reply(201, {"client_id": "dyn-client", "redirect_uris": body.get("redirect_uris", [])})
+            base = "http://%s" % self.headers.get("Host")
+            if path == "/idp/token":
+                return self.idp_token(base, dict(urllib.parse.parse_qsl(raw.decode())))
             if path != "/token":
                 return self.reply(404, {})
             form = dict(urllib.parse.parse_qsl(raw.decode()))
@@ -352,16 +376,51 @@ def serve_http(port_file):
             elif grant == "refresh_token":
                 if form.get("refresh_token") not in OAUTH_STATE["refresh"]:
                     return self.reply(400, {"error": "invalid_grant"})
+            elif grant == "client_credentials" and "client_assertion" in form:
+                if form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+                    return self.reply(401, {"error": "invalid_client"})
             elif grant == "client_credentials":
                 if (form.get("client_id"), form.get("client_secret")) != ("cc-client", "cc-secret"):
                     return self.reply(401, {"error": "invalid_client"})
+            elif grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+                claims = jwt_claims(form.get("assertion", ""))
+                if (form.get("client_id"), form.get("client_secret")) != ("xaa-client", "xaa-secret"):
+                    return self.reply(401, {"error": "invalid_client"})
+                if claims.get("aud") != base or claims.get("client_id") != "xaa-client" or claims.get("resource") != base + "/mcp":
+                    return self.reply(400, {"error": "invalid_grant"})
+                OAUTH_STATE["n"] += 1
+                access = "access-%d" % OAUTH_STATE["n"]
+                if not REFUSE:
+                    OAUTH_STATE["valid"].add(access)
+                return self.reply(200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600})
             else:
                 return self.reply(400, {"error": "unsupported_grant_type"})
             OAUTH_STATE["n"] += 1
             access, refresh = "access-%d" % OAUTH_STATE["n"], "refresh-%d" % OAUTH_STATE["n"]
-            OAUTH_STATE["valid"].add(access)
+            if not REFUSE:
+                OAUTH_STATE["valid"].add(access)
             OAUTH_STATE["refresh"].add(refresh)
-            self.reply(200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh})
+            answer = {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh}
+            if grant == "client_credentials":
+                # No refresh token for a machine client (RFC 6749 section 4.4.3): it asks anew.
+                del answer["refresh_token"]
+            self.reply(200, answer)
+
+        def idp_token(self, base, form):
+            log({"oauth": "POST /idp/token", "form": form})
+            if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange":
+                return self.reply(400, {"error": "unsupported_grant_type"})
+            if form.get("subject_token") != "id-token-1":
+                return self.reply(400, {"error": "invalid_grant"})
+            now = int(time.time())
+            b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+            claims = {"iss": base + "/idp", "sub": "someone@example.com", "aud": form.get("audience"),
+                      "client_id": "xaa-client", "resource": form.get("resource"), "jti": "jag-%d" % now,
+                      "iat": now, "exp": now + 300}
+            # Signed by nobody: the authorization server here takes the claims as they are.
+            jag = "%s.%s.c2ln" % (b64({"alg": "ES256", "typ": "oauth-id-jag+jwt"}), b64(claims))
+            self.reply(200, {"access_token": jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                             "token_type": "N_A", "expires_in": 300})
 
         def do_DELETE(self):
             log({"method": "DELETE"})

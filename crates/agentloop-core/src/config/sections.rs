@@ -376,6 +376,21 @@ pub struct OAuthConfig {
     /// authorization server supports them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_metadata_url: Option<String>,
+    /// The client's private key (PKCS#8 PEM) in a file: the client authenticates with a signed
+    /// JWT (`private_key_jwt`, RFC 7523) instead of a secret. An absolute path (`~/` and
+    /// `${VAR}` expand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<String>,
+    /// The same key as text, normally `${VAR}`; redacted everywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<String>,
+    /// How the key signs: `ES256` (default), `ES384` or `RS256`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_alg: Option<SigningAlg>,
+    /// `grant: identity_assertion`: the identity provider whose ID token is exchanged for an
+    /// identity assertion (ID-JAG) to present to the server's authorization server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_provider: Option<IdentityProviderConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -384,4 +399,41 @@ pub enum Grant {
     #[default]
     AuthorizationCode,
     ClientCredentials,
+    /// Enterprise-managed authorization: the identity provider's ID token is exchanged
+    /// (RFC 8693) for an ID-JAG, which the server's authorization server redeems (RFC 7523).
+    IdentityAssertion,
+}
+
+/// The algorithm of a `private_key_jwt` client assertion.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub enum SigningAlg {
+    #[default]
+    ES256,
+    ES384,
+    RS256,
+}
+
+/// `mcp.servers.NAME.oauth.identity_provider`: the enterprise identity provider of
+/// `grant: identity_assertion`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdentityProviderConfig {
+    /// Its issuer (the ID-JAG it returns must name it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// Its token endpoint (default: from the issuer's OpenID or OAuth metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    /// agentloop's client at the identity provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, if it is a confidential client (else it is a public one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The person's ID token from the identity provider, normally `${VAR}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+    /// The same in a file (an absolute path; `~/` and `${VAR}` expand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token_file: Option<String>,
 }

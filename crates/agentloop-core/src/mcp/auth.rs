@@ -39,6 +39,35 @@ pub struct OAuth {
     pub client_secret: Option<String>,
     pub scopes: Vec<String>,
     pub client_metadata_url: Option<String>,
+    /// The client's key (`oauth.private_key_file` or `private_key`): it authenticates with a
+    /// signed JWT instead of `client_secret`.
+    pub private_key: Option<super::jwt::Key>,
+    /// `grant: identity_assertion`'s identity provider.
+    pub identity_provider: Option<IdentityProvider>,
+}
+
+impl OAuth {
+    /// Whether tokens come from a grant no person takes part in, so a new one may be obtained
+    /// anywhere (a worker, cron), with no browser.
+    pub fn is_machine(&self) -> bool {
+        matches!(self.grant, Grant::ClientCredentials | Grant::IdentityAssertion)
+    }
+}
+
+/// [`crate::config::IdentityProviderConfig`] with its variables expanded and its ID token read.
+#[derive(Clone, Default)]
+pub struct IdentityProvider {
+    pub issuer: String,
+    pub token_endpoint: Option<String>,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub id_token: String,
+}
+
+impl std::fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IdentityProvider({}, client {})", self.issuer, self.client_id)
+    }
 }
 
 static INTERACTIVE: AtomicBool = AtomicBool::new(false);
@@ -50,6 +79,93 @@ pub fn allow_sign_in() {
 
 pub fn sign_in_allowed() -> bool {
     INTERACTIVE.load(Ordering::SeqCst)
+}
+
+/// Whether `server` may be signed in to here when it asks: where a person asked for sign-ins,
+/// or anywhere for a machine grant (no browser, no person).
+pub fn may_sign_in(server: &Server) -> bool {
+    sign_in_allowed() || server.oauth.as_ref().is_some_and(OAuth::is_machine)
+}
+
+/// The error when a server still asks for authorization: how to sign in, and, after sign-ins
+/// that did not satisfy it, that agentloop gave up after them.
+pub fn still_refused(server: &Server, challenge: &str, sign_ins: u32) -> String {
+    if sign_ins == 0 {
+        needs_sign_in(server, challenge)
+    } else {
+        format!("{} (gave up after {sign_ins} sign-ins)", needs_sign_in(server, challenge))
+    }
+}
+
+tokio::task_local! {
+    /// The time spent waiting for a person in the browser during one bounded operation.
+    static WAITED: std::sync::Arc<std::sync::Mutex<Waited>>;
+}
+
+/// Time a person spent signing in: finished waits, and when the one under way began.
+#[derive(Default)]
+struct Waited {
+    done: Duration,
+    since: Option<std::time::Instant>,
+}
+
+impl Waited {
+    fn total(&self) -> Duration {
+        self.done + self.since.map(|s| s.elapsed()).unwrap_or_default()
+    }
+}
+
+/// Marks the wait for the browser in the bounded operation this runs in (if any).
+struct Waiting;
+
+impl Waiting {
+    fn start() -> Waiting {
+        let _ =
+            WAITED.try_with(|w| w.lock().unwrap_or_else(|e| e.into_inner()).since = Some(std::time::Instant::now()));
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let _ = WAITED.try_with(|w| {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = w.since.take() {
+                w.done += s.elapsed();
+            }
+        });
+    }
+}
+
+/// `work` bounded by `limit`, not counting the time a person spends signing in in the browser
+/// (`startup_timeout` bounds a server's start, not the person). None: the time ran out.
+pub async fn bounded<F: std::future::Future>(limit: Duration, work: F) -> Option<F::Output> {
+    let waited = std::sync::Arc::new(std::sync::Mutex::new(Waited::default()));
+    let state = {
+        let w = waited.clone();
+        move || {
+            let w = w.lock().unwrap_or_else(|e| e.into_inner());
+            (w.total(), w.since.is_some())
+        }
+    };
+    let started = tokio::time::Instant::now();
+    let work = WAITED.scope(waited.clone(), work);
+    tokio::pin!(work);
+    loop {
+        let (seen, waiting) = state();
+        let mut deadline = started + limit + seen;
+        if waiting {
+            // While the person is in the browser, look again each second rather than at once.
+            deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(1));
+        }
+        let total = || state().0;
+        match tokio::time::timeout_at(deadline, &mut work).await {
+            Ok(out) => return Some(out),
+            // A sign-in ran (or runs) meanwhile: the deadline moves by the time it took.
+            Err(_) if total() > seen => continue,
+            Err(_) => return None,
+        }
+    }
 }
 
 /// How many times one operation re-authorizes before giving up: a server that keeps answering
@@ -158,7 +274,16 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
     crypto();
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
     m.set_credential_store(FileStore::new(url));
-    if FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?.is_some() {
+    let kept = FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?;
+    let machine = server.oauth.as_ref().filter(|o| o.is_machine());
+    if let (Some(o), Some(c)) = (machine, &kept) {
+        // A machine grant's token that has run out, or that another client got (the
+        // configuration changed), is replaced at once: there is nobody to ask.
+        if super::grants::expired(c) || o.client_id.as_deref() != Some(c.client_id.as_str()) {
+            return machine_grant(server, url).await;
+        }
+    }
+    if kept.is_some() {
         match m.initialize_from_store().await {
             Err(e @ AuthError::AuthorizationServerMismatch { .. }) => match back_compat_metadata(url, None).await {
                 Some(md) => {
@@ -171,10 +296,22 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
                 r.map_err(|e| auth_error(server, &e))?;
             }
         }
-    } else if server.oauth.as_ref().is_some_and(|o| o.grant == Grant::ClientCredentials) {
-        return client_credentials(server, url).await;
+    } else if machine.is_some() {
+        return machine_grant(server, url).await;
     }
     Ok(m)
+}
+
+/// A new token from the server's machine grant, replacing any kept one.
+async fn machine_grant(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+    crypto();
+    super::grants::clear(url).await;
+    let o = server.oauth.clone().unwrap_or_default();
+    match (o.grant, &o.private_key) {
+        (Grant::IdentityAssertion, _) => super::grants::identity_assertion(server, url, &o).await,
+        (_, Some(key)) => super::grants::client_credentials_jwt(server, url, &o, key).await,
+        _ => client_credentials(server, url).await,
+    }
 }
 
 /// The client-credentials grant: a token for the configured machine client, kept like any other.
@@ -183,7 +320,7 @@ async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationM
     let o = server.oauth.clone().unwrap_or_default();
     let (Some(client_id), Some(client_secret)) = (o.client_id, o.client_secret) else {
         return Err(format!(
-            "MCP server {}: mcp.servers.{}.oauth.grant `client_credentials` needs oauth.client_id and oauth.client_secret",
+            "MCP server {}: mcp.servers.{}.oauth.grant `client_credentials` needs oauth.client_id and oauth.client_secret (or oauth.private_key_file)",
             server.name, server.name
         ));
     };
@@ -271,9 +408,8 @@ pub fn challenge_scopes(challenge: &str) -> Vec<String> {
 pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Result<(), String> {
     crypto();
     let o = server.oauth.clone().unwrap_or_default();
-    if o.grant == Grant::ClientCredentials {
-        let _ = FileStore::new(url).clear().await;
-        client_credentials(server, url).await?;
+    if o.is_machine() {
+        machine_grant(server, url).await?;
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -329,10 +465,12 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
         r => r.map_err(|e| auth_error(server, &e))?,
     }
     let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, &e))?;
+    let waiting = Waiting::start();
     open_browser(server, &auth_url);
     let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| {
         format!("MCP server {}: no sign-in came back within {} minutes", server.name, SIGN_IN_WAIT.as_secs() / 60)
     })??;
+    drop(waiting);
     st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, &e))?;
     crate::output::stderr_line(&format!("signed in to MCP server {}", server.name));
     Ok(())

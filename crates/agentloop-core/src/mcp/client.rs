@@ -125,11 +125,11 @@ async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) 
     let mut sign_ins = 0;
     loop {
         match connect_http_once(server, url, headers).await {
-            Err(Failure::Challenge(ch)) if super::auth::sign_in_allowed() && sign_ins < super::auth::MAX_SIGN_INS => {
+            Err(Failure::Challenge(ch)) if super::auth::may_sign_in(server) && sign_ins < super::auth::MAX_SIGN_INS => {
                 sign_ins += 1;
                 super::auth::sign_in(server, url, Some(&ch)).await?;
             }
-            Err(Failure::Challenge(ch)) => return Err(super::auth::needs_sign_in(server, &ch)),
+            Err(Failure::Challenge(ch)) => return Err(super::auth::still_refused(server, &ch, sign_ins)),
             Err(Failure::Other(e)) => return Err(e),
             Ok(s) => return Ok(s),
         }

@@ -312,14 +312,63 @@ fn resolve_one(
             let ex = |k: &str, v: &Option<String>| {
                 v.as_deref().map(|v| expand(v, &rec).map_err(|e| bad(format!("oauth.{k}: {e}")))).transpose()
             };
+            let before = secrets.len();
             let client_secret = ex("client_secret", &o.client_secret)?;
             secrets.extend(client_secret.clone());
+            let grant = o.grant.unwrap_or_default();
+            let alg = o.signing_alg.unwrap_or_default();
+            let private_key = match (&o.private_key, &o.private_key_file) {
+                (Some(_), Some(_)) => {
+                    return Err(bad("give oauth.private_key or oauth.private_key_file, not both".into()))
+                }
+                (Some(k), None) => Some((
+                    "oauth.private_key".to_string(),
+                    expand(k, &rec).map_err(|e| bad(format!("oauth.private_key: {e}")))?,
+                )),
+                (None, Some(f)) => {
+                    let (path, text) = secret_file("oauth.private_key_file", f, &rec).map_err(bad)?;
+                    Some((format!("oauth.private_key_file {path}"), text))
+                }
+                (None, None) => None,
+            };
+            let private_key = match private_key {
+                Some((what, text)) => {
+                    secrets.push(text.trim().to_string());
+                    Some(super::jwt::Key::from_pem(&text, alg).map_err(|e| {
+                        bad(format!("{what}: {e}")).with_hint("give an unencrypted PKCS#8 PEM key that oauth.signing_alg can sign with (ES256: P-256, ES384: P-384, RS256: RSA)")
+                    })?)
+                }
+                None => None,
+            };
+            let identity_provider = match (&o.identity_provider, grant) {
+                (Some(idp), super::auth::Grant::IdentityAssertion) => {
+                    Some(identity_provider(idp, &rec, &mut secrets).map_err(bad)?)
+                }
+                (Some(_), _) => {
+                    return Err(bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
+                        .with_hint("set oauth.grant: identity_assertion, or remove oauth.identity_provider"))
+                }
+                (None, super::auth::Grant::IdentityAssertion) => return Err(bad(
+                    "`grant: identity_assertion` needs oauth.identity_provider".into(),
+                )
+                .with_hint(
+                    "give oauth.identity_provider: {issuer, client_id, id_token: \"${ID_TOKEN}\"} (or id_token_file)",
+                )),
+                (None, _) => None,
+            };
+            // The client's credentials are redacted everywhere, not only in this server's output:
+            // a tool that reads the key file or the environment must not put them in the trace.
+            for c in &secrets[before..] {
+                crate::redact::register(c);
+            }
             Some(super::auth::OAuth {
-                grant: o.grant.unwrap_or_default(),
+                grant,
                 client_id: ex("client_id", &o.client_id)?,
                 client_secret,
                 scopes: o.scopes.clone().unwrap_or_default(),
                 client_metadata_url: ex("client_metadata_url", &o.client_metadata_url)?,
+                private_key,
+                identity_provider,
             })
         }
         _ => None,
@@ -344,6 +393,56 @@ fn resolve_one(
         denied_tools: sc.denied_tools.clone().unwrap_or_default(),
         secrets,
         oauth,
+    })
+}
+
+/// Reads a credential from the file a config key names: `~/` and `${VAR}` expanded, an absolute
+/// path. The path as read and the text.
+fn secret_file(
+    key: &str,
+    raw: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> std::result::Result<(String, String), String> {
+    let mut path = expand(raw, var).map_err(|e| format!("{key}: {e}"))?;
+    if let Some(rest) = path.strip_prefix("~/") {
+        let home = std::env::var("HOME").map_err(|_| format!("{key}: `~/` needs HOME"))?;
+        path = format!("{}/{rest}", home.trim_end_matches('/'));
+    }
+    if !path.starts_with('/') {
+        return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)"));
+    }
+    let text = crate::fs::read_to_string(Utf8Path::new(&path)).map_err(|e| format!("{key}: {}", e.message))?;
+    Ok((path, text))
+}
+
+/// `oauth.identity_provider` resolved: variables expanded, the ID token read, secrets recorded.
+fn identity_provider(
+    idp: &crate::config::IdentityProviderConfig,
+    var: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
+) -> std::result::Result<super::auth::IdentityProvider, String> {
+    let ex = |k: &str, v: &Option<String>| {
+        v.as_deref().map(|v| expand(v, var).map_err(|e| format!("oauth.identity_provider.{k}: {e}"))).transpose()
+    };
+    let need = |k: &str, v: Option<String>| {
+        v.filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("oauth.identity_provider.{k} is missing"))
+    };
+    let id_token = match (&idp.id_token, &idp.id_token_file) {
+        (Some(_), Some(_)) => return Err("give oauth.identity_provider.id_token or id_token_file, not both".into()),
+        (Some(t), None) => ex("id_token", &Some(t.clone()))?,
+        (None, Some(f)) => Some(secret_file("oauth.identity_provider.id_token_file", f, var)?.1.trim().to_string()),
+        (None, None) => None,
+    };
+    let id_token = need("id_token (or id_token_file)", id_token)?;
+    let client_secret = ex("client_secret", &idp.client_secret)?;
+    secrets.push(id_token.clone());
+    secrets.extend(client_secret.clone());
+    Ok(super::auth::IdentityProvider {
+        issuer: need("issuer", ex("issuer", &idp.issuer)?)?,
+        token_endpoint: ex("token_endpoint", &idp.token_endpoint)?,
+        client_id: need("client_id", ex("client_id", &idp.client_id)?)?,
+        client_secret,
+        id_token,
     })
 }
 

@@ -24,6 +24,8 @@ pub mod client;
 pub mod config;
 pub mod content;
 pub mod elicit;
+mod grants;
+pub mod jwt;
 pub mod proc;
 pub mod schema;
 
@@ -280,8 +282,8 @@ impl Hub {
             }
             if !live.contains_key(idx) {
                 let watch = crate::clock::Stopwatch::start();
-                match tokio::time::timeout(server.startup_timeout, client::connect(server, &self.root)).await {
-                    Err(_) => {
+                match auth::bounded(server.startup_timeout, client::connect(server, &self.root)).await.ok_or(()) {
+                    Err(()) => {
                         return ToolResult::err(
                             format!(
                                 "MCP server {} did not start within {} (startup_timeout){where_}",
@@ -322,14 +324,8 @@ impl Hub {
                     Some(config::Transport::Http { url, .. }) => url.clone(),
                     _ => String::new(),
                 };
-                if !auth::sign_in_allowed() {
-                    break ToolResult::err(auth::needs_sign_in(server, ch), true);
-                }
-                if sign_ins >= auth::MAX_SIGN_INS {
-                    break ToolResult::err(
-                        format!("{} (gave up after {sign_ins} sign-ins)", auth::needs_sign_in(server, ch)),
-                        true,
-                    );
+                if !auth::may_sign_in(server) || sign_ins >= auth::MAX_SIGN_INS {
+                    break ToolResult::err(auth::still_refused(server, ch, sign_ins), true);
                 }
                 sign_ins += 1;
                 if let Some(s) = live.remove(idx) {
@@ -448,8 +444,8 @@ async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache
                 Ok(tools) => return Ok((s, tools)),
                 Err(CallError::Auth(ch)) => {
                     s.close().await;
-                    if !auth::sign_in_allowed() || sign_ins >= auth::MAX_SIGN_INS {
-                        return Err(auth::needs_sign_in(server, &ch));
+                    if !auth::may_sign_in(server) || sign_ins >= auth::MAX_SIGN_INS {
+                        return Err(auth::still_refused(server, &ch, sign_ins));
                     }
                     sign_ins += 1;
                     let url = match &server.transport {
@@ -465,8 +461,8 @@ async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache
             }
         }
     };
-    match tokio::time::timeout(server.startup_timeout, work).await {
-        Err(_) => Err(format!(
+    match auth::bounded(server.startup_timeout, work).await.ok_or(()) {
+        Err(()) => Err(format!(
             "MCP server {} did not start and list its tools within {} (startup_timeout){}",
             server.name,
             secs(server.startup_timeout),
