@@ -445,7 +445,7 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     // What the request names is judged before anything is sent, so that 502 means only an
     // upstream that failed: a URL the policy refuses is the request's problem (403), a
     // malformed one a bad request.
-    use crate::tools::net::{judge_url, UrlProblem};
+    use crate::tools::fetch::{judge_url, UrlProblem};
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(ApiError::new(400, format!("`url`: `{url}` is not an http(s) URL"))

@@ -31,16 +31,6 @@ use std::time::Duration;
 
 pub use crate::config::{Grant, OAuthConfig};
 
-/// [`OAuthConfig`] with its variables expanded.
-#[derive(Debug, Clone, Default)]
-pub struct OAuth {
-    pub grant: Grant,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    pub scopes: Vec<String>,
-    pub client_metadata_url: Option<String>,
-}
-
 static INTERACTIVE: AtomicBool = AtomicBool::new(false);
 
 /// Lets this process ask a person to sign in when a server asks for authorization.
@@ -63,7 +53,7 @@ pub fn store_dir() -> Option<Utf8PathBuf> {
 
 /// The token file of a server URL.
 pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
-    Some(store_dir()?.join(format!("{:016x}.json", super::config::fnv1a(url.as_bytes()))))
+    Some(store_dir()?.join(format!("{:016x}.json", crate::run_id::fnv1a(url.as_bytes()))))
 }
 
 /// What a token file holds: the URL the token was issued for, and rmcp's credentials.

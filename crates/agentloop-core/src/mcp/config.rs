@@ -53,7 +53,7 @@ pub struct Server {
     /// and every header value (6 characters or more; shorter ones would redact noise).
     pub secrets: Vec<String>,
     /// OAuth client settings (HTTP servers only), variables expanded.
-    pub oauth: Option<super::auth::OAuth>,
+    pub oauth: Option<OAuth>,
 }
 
 impl Server {
@@ -95,14 +95,18 @@ impl Server {
     }
 }
 
-/// FNV-1a, 64 bits: a stable key for cache file names (not a security hash).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
+/// FNV-1a, 64 bits: a stable key for cache file names (not a security hash); the one the
+/// worker's keys use too.
+pub use crate::run_id::fnv1a;
+
+/// [`crate::config::OAuthConfig`] with its variables expanded.
+#[derive(Debug, Clone, Default)]
+pub struct OAuth {
+    pub grant: crate::config::Grant,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub scopes: Vec<String>,
+    pub client_metadata_url: Option<String>,
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -314,7 +318,7 @@ fn resolve_one(
             };
             let client_secret = ex("client_secret", &o.client_secret)?;
             secrets.extend(client_secret.clone());
-            Some(super::auth::OAuth {
+            Some(OAuth {
                 grant: o.grant.unwrap_or_default(),
                 client_id: ex("client_id", &o.client_id)?,
                 client_secret,

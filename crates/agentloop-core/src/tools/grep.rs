@@ -13,7 +13,7 @@
 //! (memory.md, trace.jsonl, ... quote earlier results; naming one as `path` searches it). The
 //! walk stops at `tools.timeout`.
 
-use super::builtin::{Call, Tool, Whole};
+use super::tool::{Call, Tool, Whole};
 use super::sandbox::{self, Access, Sandbox};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;

@@ -19,7 +19,7 @@
 //! - A cached answer is served only where the network policy would fetch it now (the URL and
 //!   the URL it came from are checked again), and a file that cannot be read is a miss.
 
-use super::net::{fetch, Fetched};
+use super::fetch::{fetch, Fetched};
 use crate::config::HttpToolConfig;
 use camino::{Utf8Path, Utf8PathBuf};
 use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy};
@@ -106,7 +106,7 @@ pub fn get(
     };
     // Served only where the policy would fetch it now: the URL and where it came from.
     let deny = super::hosts::DenyList::new(&p.deny_hosts);
-    if super::net::check_url(&meta.final_url, p, &deny).is_err() {
+    if super::fetch::check_url(&meta.final_url, p, &deny).is_err() {
         return plain();
     }
     let age = meta.policy.age(now);
