@@ -3,7 +3,7 @@
 //! Every reply is JSON (errors too: `{"error", "status", "hint"?}`) except the HTML pages, the
 //! JSONL trace, its event stream and run files.
 
-use super::http::{self, only_keys, ApiError, ApiResult, Reply};
+use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
 use super::{auth, forms, pages, stream, Shared};
@@ -19,13 +19,6 @@ const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "o
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
-
-/// What a route produces: a reply, or a stream or a file that needs the request itself.
-pub(super) enum Out {
-    Reply(Reply),
-    Stream(crate::workspace::Workspace, usize),
-    File(std::fs::File, &'static str),
-}
 
 /// Whether a request presents a valid token (without taking from its rate limit).
 pub fn signed_in(shared: &Shared, req: &tiny_http::Request) -> bool {
