@@ -114,6 +114,9 @@ pub enum Cause {
     /// A server agentloop fetched from could not be reached, answered an error or sent what
     /// cannot be used.
     Upstream,
+    /// A model provider's last answer was this HTTP status (a refusal not sent again, or the
+    /// last of the retried ones): 404 is a model the provider does not have.
+    Status(u16),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
