@@ -89,8 +89,9 @@ fn fits<T: Tool>(args: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::super::tool::{args_schema, Whole};
-    use super::super::Registry;
+    use super::super::{Registry, ToolEnv};
     use super::*;
+    use schemars::JsonSchema;
 
     fn cfg() -> Config {
         let mut c = Config::default();
