@@ -112,9 +112,26 @@ const GLOBALS_POINTER: &str =
 /// gets its own hidden copies (clap then copies nothing over them) and one line pointing at the
 /// list. Completions and the man page use [`Cli::command`], where nothing is hidden.
 pub fn command() -> clap::Command {
-    let top = Cli::command();
+    let top = Cli::command().long_version(long_version());
     let globals: Vec<clap::Arg> = top.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
     top.mut_subcommands(|sc| hide_globals(sc, &globals))
+}
+
+/// What `--version` says: the version, then the optional parts (cargo features) built in and
+/// left out, so a packaged binary says what it can do. `-V` says the version alone.
+fn long_version() -> &'static str {
+    let names = |on: bool| -> Vec<&str> { crate::FEATURES.iter().filter(|f| f.1 == on).map(|f| f.0).collect() };
+    let (built, left) = (names(true), names(false));
+    let mut text = format!(
+        "{}\nfeatures: {}",
+        env!("CARGO_PKG_VERSION"),
+        if built.is_empty() { "none".to_string() } else { built.join(", ") }
+    );
+    if !left.is_empty() {
+        text.push_str(&format!(" (left out: {})", left.join(", ")));
+    }
+    // Once per process, for clap's `&'static str`.
+    Box::leak(text.into_boxed_str())
 }
 
 fn hide_globals(mut sc: clap::Command, globals: &[clap::Arg]) -> clap::Command {

@@ -245,6 +245,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
     };
     let context = crate::phases::init::context_text(body.get("context"));
     let new = NewRun { goal, context, agent, budgets, force, output_schema };
+    #[cfg(feature = "queue")]
     if let Some(fleet) = &shared.fleet {
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));

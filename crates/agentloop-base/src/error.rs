@@ -135,6 +135,16 @@ impl Error {
     pub fn config(message: impl Into<String>) -> Self {
         Self::new(Kind::Config, message)
     }
+    /// `what` (a subcommand, a flag, a configuration key) needs cargo feature `feature`, which
+    /// this build left out (docs/ARCHITECTURE.md, "Cargo features"): a usage error, or a
+    /// configuration error with `config`, naming the feature and how to get it.
+    pub fn not_built(feature: &str, what: &str, config: bool) -> Self {
+        let kind = if config { Kind::Config } else { Kind::Usage };
+        Self::new(kind, format!("{what} needs the `{feature}` feature, which this agentloop was built without"))
+            .with_hint(format!(
+                "use a build with it: `cargo install --locked --path . --features {feature}` (a default build has every feature); `agentloop --version` lists a build's features"
+            ))
+    }
     pub fn data(message: impl Into<String>) -> Self {
         Self::new(Kind::Data, message)
     }
