@@ -51,6 +51,11 @@ impl RunSpan {
     pub fn ended(&self, _stop: Result<&str, &crate::error::Error>) {}
 }
 
+/// Callers end the run's span by dropping it, as with traces on.
+impl Drop for RunSpan {
+    fn drop(&mut self) {}
+}
+
 /// `error.type` for an error: its kind, as a build with traces names it.
 pub fn error_type(e: &crate::error::Error) -> String {
     format!("{:?}", e.kind).to_ascii_lowercase()

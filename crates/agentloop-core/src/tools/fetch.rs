@@ -158,6 +158,21 @@ fn crosses_origin(name: &str, body_kept: bool) -> bool {
 
 /// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
 /// hop included.
+/// Why a fetch failed: the message, whether it may be tried again, and whether the call's
+/// timeout ran out (which the caller words by the limit that set it, not by the message).
+#[derive(Debug, Clone)]
+pub struct Failed {
+    pub message: String,
+    pub retry: bool,
+    pub timed_out: bool,
+}
+
+impl Failed {
+    fn new(message: impl Into<String>, retry: bool) -> Failed {
+        Failed { message: message.into(), retry, timed_out: false }
+    }
+}
+
 pub fn fetch(
     p: &HttpToolConfig,
     method: &str,
@@ -165,7 +180,7 @@ pub fn fetch(
     headers: &[(String, String)],
     body: Option<&str>,
     timeout: Duration,
-) -> Result<Fetched, (String, bool)> {
+) -> Result<Fetched, Failed> {
     let started = std::time::Instant::now();
     let deny = DenyList::new(&p.deny_hosts);
     let mut url = url.to_string();
@@ -173,10 +188,11 @@ pub fn fetch(
     let mut body = body.map(str::to_string);
     let mut origin: Option<(String, String, u16)> = None;
     for _hop in 0..=p.max_redirects {
-        let target = check_url(&url, p, &deny).map_err(|e| (e, false))?;
+        let target = check_url(&url, p, &deny).map_err(|e| Failed::new(e, false))?;
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
-            return Err((format!("timed out after {} (before {url})", humantime::format_duration(timeout)), true));
+            let message = format!("timed out after {} (before {url})", humantime::format_duration(timeout));
+            return Err(Failed { message, retry: true, timed_out: true });
         }
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(left))
@@ -203,11 +219,11 @@ pub fn fetch(
         let sent = match (&body, with_body) {
             (Some(b), true) => req
                 .body(b.clone())
-                .map_err(|e| (e.to_string(), false))
+                .map_err(|e| Failed::new(e.to_string(), false))
                 .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
             _ => req
                 .body(())
-                .map_err(|e| (e.to_string(), false))
+                .map_err(|e| Failed::new(e.to_string(), false))
                 .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
         };
         let resp = sent?;
@@ -228,26 +244,31 @@ pub fn fetch(
         }
         let mut buf = Vec::new();
         let mut reader = resp.into_body().into_reader().take(p.max_bytes + 1);
-        reader.read_to_end(&mut buf).map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
+        reader.read_to_end(&mut buf).map_err(|e| Failed {
+            timed_out: e.kind() == std::io::ErrorKind::TimedOut,
+            message: format!("reading the response from {url} failed: {e}"),
+            retry: true,
+        })?;
         let truncated = buf.len() as u64 > p.max_bytes;
         buf.truncate(p.max_bytes as usize);
         return Ok(Fetched { status, url, headers: hmap, body: buf, truncated });
     }
-    Err((format!("too many redirects (more than {})", p.max_redirects), false))
+    Err(Failed::new(format!("too many redirects (more than {})", p.max_redirects), false))
 }
 
-fn classify(e: ureq::Error, timeout: Duration) -> (String, bool) {
+fn classify(e: ureq::Error, timeout: Duration) -> Failed {
     let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
     let retry = !refused
         && matches!(
             e,
             ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
         );
-    let msg = match &e {
+    let timed_out = matches!(e, ureq::Error::Timeout(_));
+    let message = match &e {
         ureq::Error::Timeout(_) => format!("timed out after {} ({e})", humantime::format_duration(timeout)),
         _ => e.to_string(),
     };
-    (msg, retry)
+    Failed { message, retry, timed_out }
 }
 
 #[cfg(test)]

@@ -99,10 +99,11 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
         _ => fetch(p, method, url, &headers, args.body.as_deref(), timeout).map(|f| (f, None)),
     };
     match got {
-        Err((e, retry)) => match asked {
-            Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
+        Err(f) => match asked {
+            Some(a) if a > cap && f.timed_out => ToolResult::err(
                 format!(
-                    "{e}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    "{}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    f.message,
                     if env.config.tools.http_call.timeout_seconds.is_some() {
                         "tools.http_call.timeout_seconds"
                     } else {
@@ -111,9 +112,9 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
                     humantime::format_duration(cap),
                     a.as_secs()
                 ),
-                retry,
+                f.retry,
             ),
-            _ => ToolResult::err(e, retry),
+            _ => ToolResult::err(f.message, f.retry),
         },
         Ok((f, hit)) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
@@ -199,7 +200,7 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let headers =
         vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
     let (f, hit) = match super::http_cache::get(p, url, &headers, env.config.tools.timeout_of("web_fetch")) {
-        Err((e, retry)) => return ToolResult::err(e, retry),
+        Err(f) => return ToolResult::err(f.message, f.retry),
         Ok(got) => got,
     };
     if f.status >= 400 {
