@@ -3,14 +3,23 @@ CARGO ?= cargo
 BIN := target/debug/agentloop
 PREFIX ?= /usr/local
 
-.PHONY: doc build test conformance test-ductile test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
+.PHONY: doc build test check-lean conformance test-ductile test-real test-real-mcp test-real-harness lint ci install demo bench bench-real man clean
 
 build:
 	$(CARGO) build --locked
 
-## test: every unit and integration test (offline; fake servers on 127.0.0.1 only)
+## test: every unit and integration test (offline; fake servers on 127.0.0.1 only), then the
+## lean build's checks (check-lean)
 test:
 	$(CARGO) test --locked
+	$(MAKE) check-lean
+
+## check-lean: the build without its optional parts (--no-default-features: no mcp, queue, otel
+## or serve) is clippy-clean and its unit tests pass, so a packager's lean binary builds and
+## refuses what it left out
+check-lean:
+	$(CARGO) clippy --locked --workspace --no-default-features -- -D warnings
+	$(CARGO) test --locked --workspace --no-default-features --lib
 
 ## conformance: only the suites other people wrote: openapi-spec-validator, and schemathesis with its
 ## five response checks against a served root (tests/it/conformance.rs; from PyPI, on PATH), and the

@@ -12,8 +12,23 @@ pub use agentloop_core::*;
 pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod handle;
+#[cfg(feature = "serve")]
 pub(crate) mod serve;
+/// Without the `serve` feature: only `serve`'s flags, and its refusal.
+#[cfg(not(feature = "serve"))]
+pub(crate) mod serve {
+    pub mod command;
+}
+#[cfg(feature = "queue")]
 pub(crate) mod worker;
+
+/// The optional parts (cargo features) this build has, by name: the engine's and this package's.
+pub const FEATURES: &[(&str, bool)] = &[
+    ("mcp", cfg!(feature = "mcp")),
+    ("queue", cfg!(feature = "queue")),
+    ("otel", cfg!(feature = "otel")),
+    ("serve", cfg!(feature = "serve")),
+];
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {

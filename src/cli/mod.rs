@@ -112,9 +112,26 @@ const GLOBALS_POINTER: &str =
 /// gets its own hidden copies (clap then copies nothing over them) and one line pointing at the
 /// list. Completions and the man page use [`Cli::command`], where nothing is hidden.
 pub fn command() -> clap::Command {
-    let top = Cli::command();
+    let top = Cli::command().long_version(long_version());
     let globals: Vec<clap::Arg> = top.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
     top.mut_subcommands(|sc| hide_globals(sc, &globals))
+}
+
+/// What `--version` says: the version, then the optional parts (cargo features) built in and
+/// left out, so a packaged binary says what it can do. `-V` says the version alone.
+fn long_version() -> &'static str {
+    let names = |on: bool| -> Vec<&str> { crate::FEATURES.iter().filter(|f| f.1 == on).map(|f| f.0).collect() };
+    let (built, left) = (names(true), names(false));
+    let mut text = format!(
+        "{}\nfeatures: {}",
+        env!("CARGO_PKG_VERSION"),
+        if built.is_empty() { "none".to_string() } else { built.join(", ") }
+    );
+    if !left.is_empty() {
+        text.push_str(&format!(" (left out: {})", left.join(", ")));
+    }
+    // Once per process, for clap's `&'static str`.
+    Box::leak(text.into_boxed_str())
 }
 
 fn hide_globals(mut sc: clap::Command, globals: &[clap::Arg]) -> clap::Command {
@@ -238,5 +255,43 @@ fn entry(command: Command) -> Entry {
         Command::Enqueue(a) => Entry::Root(Box::new(|g| commands::enqueue::run(g, a))),
         Command::Completions(a) => Entry::Plain(Box::new(|p| completions::completions(p, a))),
         Command::Man(a) => Entry::Plain(Box::new(|p| completions::man(p, a))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A subcommand (or flag) whose part this build left out is refused at once as a usage error
+    /// naming the feature and how to get it; `--version` says which parts are built in.
+    #[test]
+    fn a_part_left_out_of_the_build_is_refused_naming_its_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().to_str().unwrap();
+        let r = "redis://127.0.0.1:1";
+        let cases: [(&str, bool, Vec<&str>); 6] = [
+            ("queue", cfg!(feature = "queue"), vec!["worker", "--redis", r, "--root", ws]),
+            ("queue", cfg!(feature = "queue"), vec!["enqueue", "--goal", "g", "--redis", r]),
+            ("queue", cfg!(feature = "queue"), vec!["-w", ws, "status", "--redis", r]),
+            ("serve", cfg!(feature = "serve"), vec!["serve", "--root", ws, "--listen", "127.0.0.1:0"]),
+            ("queue", cfg!(feature = "queue") || !cfg!(feature = "serve"), vec!["serve", "--root", ws, "--redis", r]),
+            ("mcp", cfg!(feature = "mcp"), vec!["-w", ws, "mcp", "list"]),
+        ];
+        for (feature, built, args) in cases {
+            if built {
+                continue;
+            }
+            let matches = command().try_get_matches_from(std::iter::once("agentloop").chain(args.iter().copied()));
+            let cli = Cli::from_arg_matches(&matches.unwrap()).unwrap();
+            let e = dispatch(cli).err().unwrap_or_else(|| panic!("{args:?} ran"));
+            assert_eq!(e.exit_code(), crate::error::code::USAGE, "{args:?}: {}", e.message);
+            assert!(e.message.contains(&format!("the `{feature}` feature")), "{args:?}: {}", e.message);
+            assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{args:?}");
+        }
+        let v = long_version();
+        assert!(v.starts_with(env!("CARGO_PKG_VERSION")) && v.contains("\nfeatures: "), "{v}");
+        for (name, on) in crate::FEATURES {
+            assert_eq!(v.split(" (left out").next().unwrap_or_default().contains(name), *on, "{name}: {v}");
+        }
     }
 }

@@ -43,17 +43,6 @@ pub struct DreamArgs {
     pub explore: bool,
 }
 
-/// The normal form facts are compared in: lower case, words only, citations dropped.
-pub(crate) fn norm(f: &str) -> String {
-    let cut = f.find(" (step").or_else(|| f.find(" (from run")).unwrap_or(f.len());
-    f[..cut]
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Dreams: consolidates the runs not consolidated before (and explores, with `explore`) and
 /// says what it did (`runs`, `entries_written`, `model`, `exploration`). `agentloop dream` and a
 /// `run` with nothing to do (`modes.auto`) both dream this way.
@@ -91,7 +80,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
         let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
         known.insert(
-            norm(&e.content),
+            crate::facts::norm(&e.content),
             (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
         );
     }
@@ -109,14 +98,13 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
                 .unwrap_or_default();
             let tag = format!("run-{}", s.run_id.to_lowercase());
             for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
-                let key = norm(f);
+                let key = crate::facts::norm(f);
                 if key.is_empty() {
                     continue;
                 }
-                let (id, mut sources, content) = known
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| (format!("fact-{:016x}", fxhash(&key)), vec![], f.clone()));
+                let (id, mut sources, content) = known.get(&key).cloned().unwrap_or_else(|| {
+                    (format!("fact-{:016x}", crate::run_id::fnv1a(key.as_bytes())), vec![], f.clone())
+                });
                 if sources.contains(&tag) {
                     continue;
                 }
@@ -265,9 +253,4 @@ fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> 
         n += 1;
     }
     Ok(n)
-}
-
-/// A stable 64-bit hash (FNV-1a) for content ids.
-pub(crate) fn fxhash(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }

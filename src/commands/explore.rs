@@ -21,9 +21,9 @@ struct Question {
 
 fn question(text: &str, source: &str) -> Option<Question> {
     let text = text.trim();
-    let norm = super::dream::norm(text);
+    let norm = crate::facts::norm(text);
     (!norm.is_empty()).then(|| Question {
-        key: format!("q-{:016x}", super::dream::fxhash(&norm)),
+        key: format!("q-{:016x}", crate::run_id::fnv1a(norm.as_bytes())),
         text: crate::output::one_line(text).chars().take(500).collect(),
         source: source.to_string(),
     })

@@ -103,21 +103,32 @@ pub struct PruneArgs {
     pub dry_run: bool,
 }
 
+/// `runs --redis`: the runs, then the queue of `agentloop worker`.
+#[cfg(feature = "queue")]
+fn with_queue(ctx: &Ctx, agent: Option<&str>, url: &str, streams: &str) -> Result<u8> {
+    let queue = crate::worker::view::queue(url, streams, ctx.printer)?;
+    if ctx.printer.json {
+        let rows: Vec<serde_json::Value> = runs_of(ctx, agent).iter().map(row).collect();
+        ctx.printer.json_value(&json!({"runs": rows, "queue": queue}));
+        return Ok(0);
+    }
+    list(ctx, agent)?;
+    ctx.printer.outln("");
+    crate::worker::view::print(&ctx.printer, &queue);
+    Ok(0)
+}
+
+#[cfg(not(feature = "queue"))]
+fn with_queue(_: &Ctx, _: Option<&str>, _: &str, _: &str) -> Result<u8> {
+    Err(Error::not_built("queue", "`runs --redis`", false))
+}
+
 pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
     // `runs --agent NAME` (the global flag) lists that agent's runs only.
     let agent = ctx.agent_flag().map(String::from);
     if let Some(url) = &args.redis {
-        let queue = crate::worker::view::queue(url, &args.streams, ctx.printer)?;
-        if ctx.printer.json {
-            let rows: Vec<serde_json::Value> = runs_of(&ctx, agent.as_deref()).iter().map(row).collect();
-            ctx.printer.json_value(&json!({"runs": rows, "queue": queue}));
-            return Ok(0);
-        }
-        list(&ctx, agent.as_deref())?;
-        ctx.printer.outln("");
-        crate::worker::view::print(&ctx.printer, &queue);
-        return Ok(0);
+        return with_queue(&ctx, agent.as_deref(), url, &args.streams);
     }
     match args.command.unwrap_or(RunsCommand::List) {
         RunsCommand::List => list(&ctx, agent.as_deref()),

@@ -306,8 +306,8 @@ pub fn fetch_into(
     }
     let mut policy = cfg.tools.http.clone();
     policy.max_bytes = policy.max_bytes.min(1024 * 1024);
-    let f = crate::tools::net::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0).map_err(|(e, _)| {
-        Error::failure(format!("cannot fetch {url}: {e}")).with_cause(crate::error::Cause::Upstream)
+    let f = crate::tools::fetch::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0).map_err(|f| {
+        Error::failure(format!("cannot fetch {url}: {}", f.message)).with_cause(crate::error::Cause::Upstream)
     })?;
     if f.status >= 400 {
         return Err(

@@ -30,15 +30,26 @@ pub struct StatusArgs {
     pub streams: String,
 }
 
+/// `status --redis`: the queue of `agentloop worker`.
+#[cfg(feature = "queue")]
+fn queue(ctx: &Ctx, url: &str, streams: &str) -> Result<u8> {
+    let v = crate::worker::view::queue(url, streams, ctx.printer)?;
+    if ctx.printer.json {
+        ctx.printer.json_value(&v);
+    } else {
+        crate::worker::view::print(&ctx.printer, &v);
+    }
+    Ok(0)
+}
+
+#[cfg(not(feature = "queue"))]
+fn queue(_: &Ctx, _: &str, _: &str) -> Result<u8> {
+    Err(crate::error::Error::not_built("queue", "`status --redis`", false))
+}
+
 pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     if let Some(url) = &args.redis {
-        let v = crate::worker::view::queue(url, &args.streams, ctx.printer)?;
-        if ctx.printer.json {
-            ctx.printer.json_value(&v);
-        } else {
-            crate::worker::view::print(&ctx.printer, &v);
-        }
-        return Ok(0);
+        return queue(&ctx, url, &args.streams);
     }
     ctx.ws.require_dir()?;
     let ws = match &args.run {

@@ -63,6 +63,13 @@ pub struct WorkerArgs {
     pub consumer: Option<String>,
 }
 
+/// Without the `queue` feature there is no Redis client: `worker` is refused.
+#[cfg(not(feature = "queue"))]
+pub fn run(_: &Global, _: WorkerArgs) -> Result<u8> {
+    Err(crate::error::Error::not_built("queue", "`agentloop worker`", false))
+}
+
+#[cfg(feature = "queue")]
 pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
     let root = args.root.unwrap_or_else(|| global.workspace.clone());
     // The root's configuration (its `queue:` keys among them) must be valid before anything runs.
@@ -84,6 +91,7 @@ pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
 }
 
 /// The Redis URL: the flag (or AGENTLOOP_REDIS), else `queue.redis`.
+#[cfg(feature = "queue")]
 pub fn redis_url(flag: Option<String>, q: &crate::config::QueueConfig) -> Result<String> {
     flag.or_else(|| q.redis.clone()).ok_or_else(|| {
         crate::error::Error::usage("no Redis to queue runs on")
@@ -92,6 +100,7 @@ pub fn redis_url(flag: Option<String>, q: &crate::config::QueueConfig) -> Result
 }
 
 /// A duration flag such as `90s` or `5m`.
+#[cfg(feature = "queue")]
 pub fn parse_duration(flag: &str, v: &str) -> Result<std::time::Duration> {
     humantime::parse_duration(v.trim())
         .map_err(|e| crate::error::Error::usage(format!("{flag} `{v}`: {e}")).with_hint("write it as 90s, 5m or 1h"))

@@ -3,7 +3,7 @@
 //! Every reply is JSON (errors too: `{"error", "status", "hint"?}`) except the HTML pages, the
 //! JSONL trace, its event stream and run files.
 
-use super::http::{self, only_keys, ApiError, ApiResult, Reply};
+use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
 use super::{auth, forms, pages, stream, Shared};
@@ -19,13 +19,6 @@ const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "o
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
-
-/// What a route produces: a reply, or a stream or a file that needs the request itself.
-pub(super) enum Out {
-    Reply(Reply),
-    Stream(crate::workspace::Workspace, usize),
-    File(std::fs::File, &'static str),
-}
 
 /// Whether a request presents a valid token (without taking from its rate limit).
 pub fn signed_in(shared: &Shared, req: &tiny_http::Request) -> bool {
@@ -252,6 +245,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
     };
     let context = crate::phases::init::context_text(body.get("context"));
     let new = NewRun { goal, context, agent, budgets, force, output_schema };
+    #[cfg(feature = "queue")]
     if let Some(fleet) = &shared.fleet {
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
@@ -445,7 +439,7 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
     // What the request names is judged before anything is sent, so that 502 means only an
     // upstream that failed: a URL the policy refuses is the request's problem (403), a
     // malformed one a bad request.
-    use crate::tools::net::{judge_url, UrlProblem};
+    use crate::tools::fetch::{judge_url, UrlProblem};
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(ApiError::new(400, format!("`url`: `{url}` is not an http(s) URL"))

@@ -92,7 +92,17 @@ pub struct ServeArgs {
     pub new_token: bool,
 }
 
+/// Without the `serve` feature there is no HTTP server: `serve` is refused.
+#[cfg(not(feature = "serve"))]
+pub fn run(_: &Global, _: ServeArgs) -> Result<u8> {
+    Err(crate::error::Error::not_built("serve", "`agentloop serve`", false))
+}
+
+#[cfg(feature = "serve")]
 pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
+    if args.redis.is_some() && !cfg!(feature = "queue") {
+        return Err(crate::error::Error::not_built("queue", "`serve --redis`", false));
+    }
     let rate = crate::serve::auth::parse_rate(&args.rate_limit)?;
     let opts = crate::serve::Options {
         root: args.root.unwrap_or_else(|| global.workspace.clone()),

@@ -193,6 +193,13 @@ impl From<Error> for ApiError {
 
 pub type ApiResult<T = Reply> = std::result::Result<T, ApiError>;
 
+/// What a route produces: a reply, or a stream or a file that needs the request itself.
+pub enum Out {
+    Reply(Reply),
+    Stream(crate::workspace::Workspace, usize),
+    File(std::fs::File, &'static str),
+}
+
 /// The path's segments (percent-decoded) and the query parameters of a request target.
 pub fn target(url: &str) -> std::result::Result<(Vec<String>, BTreeMap<String, String>), ApiError> {
     let bad = || ApiError::new(400, "the request target is not a valid path");

@@ -20,6 +20,7 @@ pub mod command;
 
 mod api;
 pub mod auth;
+#[cfg(feature = "queue")]
 mod fleet;
 mod forms;
 mod http;
@@ -49,7 +50,9 @@ pub struct Options {
     pub queue: usize,
     pub rate: Option<auth::Rate>,
     pub resume: bool,
-    /// `--redis URL` and `--streams NAME`: queue runs for `agentloop worker`s instead.
+    /// `--redis URL` and `--streams NAME`: queue runs for `agentloop worker`s instead (refused
+    /// before it gets here without the `queue` feature).
+    #[cfg_attr(not(feature = "queue"), allow(dead_code))]
     pub redis: Option<(String, String)>,
     /// Replace the kept generated token.
     pub new_token: bool,
@@ -69,6 +72,7 @@ pub struct Shared {
     /// Requests whose bodies are being read, by client address.
     pub(crate) bodies: http::Bodies,
     /// With --redis: the stream new runs are queued on (no local worker runs them).
+    #[cfg(feature = "queue")]
     pub(crate) fleet: Option<fleet::Fleet>,
 }
 
@@ -98,6 +102,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         .next()
         .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
     let (auth, kept) = auth_for(addr, &o)?;
+    #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
     let _root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
@@ -114,6 +119,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         printer,
         streams: AtomicUsize::new(0),
         bodies: http::Bodies::default(),
+        #[cfg(feature = "queue")]
         fleet,
     });
     // The address (and a generated token) on stdout, one parseable line each.

@@ -1,7 +1,6 @@
 //! The served pages: the index of runs (the panel), a run's report, and a run's files.
 
-use super::api::Out;
-use super::http::{ApiError, ApiResult, Reply};
+use super::http::{ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::{runs, Shared};
 use crate::fs::sys;

@@ -607,3 +607,26 @@ fn a_model_that_ignores_tools_is_asked_in_the_next_form() {
     assert_eq!(frame["wire_form"], "json_schema");
     assert_eq!(frame["usage"]["input_tokens"], 28, "the usage of every answer is counted");
 }
+
+/// A provider that answers 404 (a model it does not have) ends the run with a way on that names
+/// `--model`, chosen by the status kept in state.json when the call failed; a refusal whose words
+/// merely say "HTTP 404" is another status and gets the plain way on.
+#[test]
+fn a_model_the_provider_does_not_have_is_named_in_the_way_on() {
+    for (status, message, way) in [
+        (404, "The model `gpt-x` does not exist", "run --continue --model NAME`"),
+        (401, "HTTP 404 is not what this is", "run --continue` tries the provider again"),
+    ] {
+        let t = T::new();
+        let s = Server::start(vec![Reply::json(
+            status,
+            json!({"error": {"message": message, "type": "invalid_request_error"}}),
+        )]);
+        let out = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "g"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(all.contains(way), "{status}: {all}");
+        let state = t.json("ws/state.json");
+        assert_eq!(state["provider_status"], json!(status), "{state}");
+    }
+}

@@ -1,5 +1,5 @@
 //! The source keeps its shape: no function in the engine over 80 lines, no source file over
-//! 1,000 lines, and no import circle among the modules of a crate.
+//! 1,000 lines, no import circle among the modules of a crate, nor among the files of a folder.
 
 /// Functions in the loop's core and the run lifecycle stay readable on one screen: none over 80 lines (a function runs
 /// from its `fn` line to the first `}` at the same indentation).
@@ -157,6 +157,236 @@ fn no_cycle_among_the_librarys_modules() {
         modules += graph.len();
     }
     assert!(modules > 30, "the modules were found: {modules}");
+}
+
+/// No import circle among the sibling files of any folder of any crate: `a.rs` (or anything under
+/// `a/`) naming its sibling `b` through `use` or a written-out `crate::`/`super::`/`self::` path is
+/// an edge a -> b, and the edges among each folder's children must not close a ring. A `mod.rs`
+/// using its children, and children using their parent's items, are not sibling edges. A file
+/// the others share (`tools/tool.rs`, `tools/fetch.rs`, `model/stream.rs`, `serve/http.rs`)
+/// names none of them.
+#[test]
+fn no_import_circle_among_sibling_files() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The scan finds a ring written both ways it is written here (a `use` group, a path in place).
+    let fake = tempfile::tempdir().unwrap();
+    let dir = fake.path().join("src/a");
+    std::fs::create_dir_all(dir.join("y")).unwrap();
+    std::fs::write(dir.join("mod.rs"), "mod x;\nmod y;\n").unwrap();
+    std::fs::write(dir.join("x.rs"), "use super::{y::{self, Thing}, Other};\n").unwrap();
+    std::fs::write(dir.join("y/mod.rs"), "mod inner;\n").unwrap();
+    std::fs::write(dir.join("y/inner.rs"), "// crate::a::z::f() is a comment\nfn f() { crate::a::x::g() }\n").unwrap();
+    assert_eq!(sibling_cycles(fake.path()), ["src/a/{x.rs, y.rs}"]);
+    std::fs::write(dir.join("y/inner.rs"), "#[cfg(test)]\nmod tests {\n    use crate::a::x;\n}\n").unwrap();
+    assert!(sibling_cycles(fake.path()).is_empty(), "a test module's imports are not edges");
+    let circles = sibling_cycles(root);
+    assert!(
+        circles.is_empty(),
+        "import circles among sibling files (move what they share into the file the others use): {circles:#?}"
+    );
+}
+
+/// The module path each `crate::`, `super::` or `self::` path in `code` names, read from `use`
+/// trees (groups expanded) and from paths written out in place, as seen from module `at`.
+fn named_paths(code: &str, at: &[String]) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> (&str, &str) {
+        let n = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+        (&s[..n], &s[n..])
+    }
+    // Reads `a::b::{c, d::e}` from the start of `s` onto `prefix`, pushing every full path.
+    fn tree(s: &str, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+        let mut path = prefix;
+        let mut i = 0;
+        loop {
+            let rest = s[i..].trim_start();
+            i = s.len() - rest.len();
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut j = s.len() - group.len();
+                loop {
+                    let r = s[j..].trim_start();
+                    j = s.len() - r.len();
+                    if r.starts_with('}') || r.is_empty() {
+                        return j + 1;
+                    }
+                    j += tree(&s[j..], path.clone(), out);
+                    let r = s[j..].trim_start();
+                    j = s.len() - r.len();
+                    if r.starts_with(',') {
+                        j += 1;
+                    }
+                }
+            }
+            let (name, after) = ident(rest);
+            if name.is_empty() {
+                out.push(path);
+                return i;
+            }
+            i += name.len();
+            if name != "self" || path.is_empty() {
+                path.push(name.to_string());
+            }
+            match after.strip_prefix("::") {
+                Some(_) => i += 2,
+                None => {
+                    out.push(path);
+                    return i;
+                }
+            }
+        }
+    }
+    let mut raw = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let starts = ["crate::", "super::", "self::"].iter().any(|p| rest.starts_with(p));
+        let boundary =
+            i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':');
+        if starts && boundary {
+            let used = tree(rest, Vec::new(), &mut raw);
+            i += used.max(1);
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    raw.into_iter()
+        .filter_map(|p| {
+            let mut abs: Vec<String> = at.to_vec();
+            let mut parts = p.into_iter().peekable();
+            match parts.peek().map(String::as_str) {
+                Some("crate") => abs.clear(),
+                Some("self") => {}
+                Some("super") => {}
+                _ => return None,
+            }
+            for part in parts {
+                match part.as_str() {
+                    "crate" | "self" => {}
+                    "super" => {
+                        abs.pop()?;
+                    }
+                    _ => abs.push(part),
+                }
+            }
+            Some(abs)
+        })
+        .collect()
+}
+
+/// The code of a source file that builds outside tests: comment lines, test modules and
+/// test-only `use` lines left out.
+fn built_code(text: &str) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let t = line.trim_start();
+        if t.starts_with("//") {
+            continue;
+        }
+        if t.starts_with("#[cfg(test)]") {
+            match lines.next().map(str::trim_start) {
+                // A test module runs to the end of the file, where this project keeps them.
+                Some(next) if next.starts_with("mod ") || next.starts_with("pub mod ") => break,
+                _ => continue,
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The import circles among the sibling modules of each folder of each crate, by file: `a.rs`
+/// (or anything under `a/`) naming `b` through `use` or a written-out path is an edge a -> b.
+fn sibling_cycles(root: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for src in ["src", "crates/agentloop-base/src", "crates/agentloop-core/src"] {
+        let src = root.join(src);
+        if !src.is_dir() {
+            continue;
+        }
+        let mut files: Vec<std::path::PathBuf> = Vec::new();
+        let mut dirs = vec![src.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    if p != src.join("bin") {
+                        dirs.push(p);
+                    }
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        // Each file's module path: lib.rs is the root, a/mod.rs and a.rs are `a`.
+        let module = |p: &std::path::PathBuf| -> Vec<String> {
+            let rel = p.strip_prefix(&src).unwrap().with_extension("");
+            let mut m: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            if m.last().is_some_and(|l| l == "mod" || l == "lib") {
+                m.pop();
+            }
+            m
+        };
+        let modules: std::collections::BTreeSet<Vec<String>> = files.iter().map(module).collect();
+        // folder -> (child -> children it names)
+        let mut graphs: std::collections::BTreeMap<
+            Vec<String>,
+            std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        > = std::collections::BTreeMap::new();
+        for f in &files {
+            let at = module(f);
+            let code = built_code(&std::fs::read_to_string(f).unwrap());
+            for target in named_paths(&code, &at) {
+                let common = at.iter().zip(&target).take_while(|(a, b)| a == b).count();
+                if common >= at.len() || common >= target.len() {
+                    continue;
+                }
+                let folder = at[..common].to_vec();
+                let mut to = folder.clone();
+                to.push(target[common].clone());
+                if modules.contains(&to) {
+                    graphs
+                        .entry(folder)
+                        .or_default()
+                        .entry(at[common].clone())
+                        .or_default()
+                        .insert(target[common].clone());
+                }
+            }
+        }
+        for (folder, g) in &graphs {
+            // Two children are in one circle when each reaches the other.
+            let reach = |from: &str| -> std::collections::BTreeSet<String> {
+                let mut seen = std::collections::BTreeSet::new();
+                let mut todo = vec![from.to_string()];
+                while let Some(n) = todo.pop() {
+                    for d in g.get(&n).into_iter().flatten() {
+                        if seen.insert(d.clone()) {
+                            todo.push(d.clone());
+                        }
+                    }
+                }
+                seen
+            };
+            let mut done = std::collections::BTreeSet::new();
+            for n in g.keys() {
+                if done.contains(n) {
+                    continue;
+                }
+                let circle: std::collections::BTreeSet<String> =
+                    reach(n).into_iter().filter(|m| reach(m).contains(n)).collect();
+                if circle.len() > 1 {
+                    done.extend(circle.iter().cloned());
+                    let dir = src.join(folder.iter().collect::<std::path::PathBuf>());
+                    let dir = dir.strip_prefix(root).unwrap().display().to_string();
+                    let names: Vec<String> = circle.iter().map(|c| format!("{c}.rs")).collect();
+                    found.push(format!("{dir}/{{{}}}", names.join(", ")));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// No Rust source file of the project (the crates, the binary, the tests and benches) is over

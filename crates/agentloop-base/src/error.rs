@@ -114,6 +114,9 @@ pub enum Cause {
     /// A server agentloop fetched from could not be reached, answered an error or sent what
     /// cannot be used.
     Upstream,
+    /// A model provider's last answer was this HTTP status (a refusal not sent again, or the
+    /// last of the retried ones): 404 is a model the provider does not have.
+    Status(u16),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -131,6 +134,16 @@ impl Error {
     /// A configuration error: names the file or key and the fix.
     pub fn config(message: impl Into<String>) -> Self {
         Self::new(Kind::Config, message)
+    }
+    /// `what` (a subcommand, a flag, a configuration key) needs cargo feature `feature`, which
+    /// this build left out (docs/ARCHITECTURE.md, "Cargo features"): a usage error, or a
+    /// configuration error with `config`, naming the feature and how to get it.
+    pub fn not_built(feature: &str, what: &str, config: bool) -> Self {
+        let kind = if config { Kind::Config } else { Kind::Usage };
+        Self::new(kind, format!("{what} needs the `{feature}` feature, which this agentloop was built without"))
+            .with_hint(format!(
+                "use a build with it: `cargo install --locked --path . --features {feature}` (a default build has every feature); `agentloop --version` lists a build's features"
+            ))
     }
     pub fn data(message: impl Into<String>) -> Self {
         Self::new(Kind::Data, message)

@@ -97,6 +97,18 @@ pub fn key(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ").trim_end_matches('.').to_lowercase()
 }
 
+/// The normal form `dream` compares facts (and `dream --explore` its questions) in: lower case,
+/// words only, citations dropped.
+pub fn norm(f: &str) -> String {
+    let cut = f.find(" (step").or_else(|| f.find(" (from run")).unwrap_or(f.len());
+    f[..cut]
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn render(text: &str, sources: &[String]) -> String {
     if sources.is_empty() {
         text.to_string()

@@ -21,8 +21,18 @@ pub mod lifecycle;
 pub mod log;
 pub mod longterm;
 pub mod markdown;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+/// Without the `mcp` feature: no MCP client; a configured server is refused (config::merge).
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp/off.rs"]
 pub mod mcp;
 pub mod model;
+#[cfg(feature = "otel")]
+pub mod otel;
+/// Without the `otel` feature: no spans; `otel.endpoint` is refused (config::merge).
+#[cfg(not(feature = "otel"))]
+#[path = "otel/off.rs"]
 pub mod otel;
 pub mod outcome;
 pub mod output;
@@ -43,3 +53,6 @@ pub mod tools;
 pub mod transcript;
 pub mod trust;
 pub mod workspace;
+
+/// The optional parts (cargo features) this build of the engine has, by name.
+pub const FEATURES: &[(&str, bool)] = &[("mcp", cfg!(feature = "mcp")), ("otel", cfg!(feature = "otel"))];

@@ -228,7 +228,7 @@ fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
             ws.cli("run --continue"),
             "`agentloop rest`"
         ),
-        StopKind::Provider if s.reason.as_deref().is_some_and(|r| r.contains("HTTP 404")) => format!(
+        StopKind::Provider if s.provider_status == Some(404) => format!(
             "{} goes on with a model the provider has (the provider said 404: check the model's name)",
             ws.cli("run --continue --model NAME")
         ),
@@ -695,6 +695,7 @@ fn reopen(env: &Env, mut s: State, answer: Option<String>) -> Result<State> {
     s.next = resume;
     s.stop = None;
     s.reason = None;
+    s.provider_status = None;
     s.finished_at = None;
     s.open_question = None;
     s.interrupted = false;
@@ -780,7 +781,11 @@ mod tests {
             assert!(ways.contains(want), "{stop:?}: {ways}");
         }
         s.stop = Some(StopKind::Provider);
+        // The status recorded when the provider failed decides, not the reason's words.
         s.reason = Some("provider failure in frame: HTTP 404 (not_found_error): model: claude-x".into());
+        assert!(ways_on(&ws, &s).contains("tries the provider again"), "{}", ways_on(&ws, &s));
+        s.provider_status = Some(404);
+        s.reason = Some("provider failure in frame: no such model".into());
         assert!(ways_on(&ws, &s).contains("run --continue --model NAME`"), "{}", ways_on(&ws, &s));
     }
 

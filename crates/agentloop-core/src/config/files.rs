@@ -4,7 +4,6 @@
 use super::*;
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Parses a YAML or JSON config file into a layer (JSON is YAML, but `.json` files get JSON errors).
@@ -52,16 +51,15 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Re
     }
     // Maps built into a JSON value keep the last of two equal keys; a second `tools:` block
     // would silently drop the first, so a repeated key is refused with its line first.
-    if let Err(e) = serde_yaml_ng::from_str::<NoDuplicateKeys>(text) {
-        let e = e.to_string();
-        // The parser knows the key but not where the second one stands: find its line.
-        let key = e.split('`').nth(1).unwrap_or_default();
-        return Err(match duplicate_key_line(text, key) {
-            // The parser's own position (where it had got to) gives way to the key's line.
-            Some(n) if e.contains("appears twice") => {
-                format!("line {n}: {}", e.split(" at line ").next().unwrap_or_default())
-            }
-            _ => e,
+    let repeated = std::cell::RefCell::new(None);
+    let check = NoDuplicateKeys(&repeated);
+    if let Err(e) = serde::de::DeserializeSeed::deserialize(check, serde_yaml_ng::Deserializer::from_str(text)) {
+        // The check knows the key but not where the second one stands: find its line, which
+        // replaces the parser's own position (where it had got to).
+        let found = repeated.into_inner().and_then(|key: String| Some((duplicate_key_line(text, &key)?, key)));
+        return Err(match found {
+            Some((n, key)) => format!("line {n}: {}", twice(&key)),
+            None => e.to_string(),
         });
     }
     serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
@@ -133,69 +131,77 @@ fn block_key(s: &str) -> Option<(String, &str)> {
     (value.is_empty() || value.starts_with(' ')).then(|| (key, value.trim()))
 }
 
-/// A YAML document read only to find a mapping that repeats a key (at any depth).
-struct NoDuplicateKeys;
+/// What a repeated key is told as.
+fn twice(name: &str) -> String {
+    format!("the key `{name}` appears twice in one mapping (the second would replace the first); merge the two")
+}
 
-impl<'de> Deserialize<'de> for NoDuplicateKeys {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(NoDuplicateKeys)
+/// A YAML document read only to find a mapping that repeats a key (at any depth); the first
+/// repeated key is kept in the cell, so the caller never reads it back out of the error's text.
+#[derive(Clone, Copy)]
+struct NoDuplicateKeys<'a>(&'a std::cell::RefCell<Option<String>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoDuplicateKeys<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
-    type Value = NoDuplicateKeys;
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any YAML value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_i128<E>(self, _: i128) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_i128<E>(self, _: i128) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_u128<E>(self, _: u128) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_u128<E>(self, _: u128) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_bytes<E>(self, _: &[u8]) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_bytes<E>(self, _: &[u8]) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok(self)
+    fn visit_none<E>(self) -> std::result::Result<(), E> {
+        Ok(())
     }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        NoDuplicateKeys::deserialize(d)
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
     }
-    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        NoDuplicateKeys::deserialize(d)
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
     }
-    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, a: A) -> std::result::Result<Self::Value, A::Error> {
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, a: A) -> std::result::Result<(), A::Error> {
         // A tagged value (`!tag x`): its content is checked like any other.
         use serde::de::VariantAccess;
         let (_, v) = a.variant::<serde::de::IgnoredAny>()?;
-        v.newtype_variant::<NoDuplicateKeys>()
+        v.newtype_variant_seed(self)
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Self::Value, A::Error> {
-        while a.next_element::<NoDuplicateKeys>()?.is_some() {}
-        Ok(self)
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<(), A::Error> {
+        while a.next_element_seed(self)?.is_some() {}
+        Ok(())
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Self::Value, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<(), A::Error> {
         let mut seen = std::collections::HashSet::new();
         while let Some(key) = a.next_key::<serde_yaml_ng::Value>()? {
             let name = match &key {
@@ -203,13 +209,13 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
                 other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
             };
             if !seen.insert(name.clone()) {
-                return Err(serde::de::Error::custom(format_args!(
-                    "the key `{name}` appears twice in one mapping (the second would replace the first); merge the two"
-                )));
+                let message = twice(&name);
+                *self.0.borrow_mut() = Some(name);
+                return Err(serde::de::Error::custom(message));
             }
-            a.next_value::<NoDuplicateKeys>()?;
+            a.next_value_seed(self)?;
         }
-        Ok(self)
+        Ok(())
     }
 }
 

@@ -147,6 +147,7 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
         Error::config(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
     })?;
     validate_values(&config)?;
+    features_built(&config, &sources)?;
     Ok(Resolved { config, value, sources })
 }
 
@@ -178,6 +179,24 @@ fn mark_all(v: &Value, prefix: &str, sources: &mut Sources) {
             }
         }
     }
+}
+
+/// A key that configures a part this build left out (its cargo feature off) is refused, naming
+/// the key, where it was set and the feature, rather than ignored.
+fn features_built(c: &Config, sources: &Sources) -> Result<()> {
+    let named = |key: &str| {
+        let given =
+            sources.iter().find(|(k, s)| (k.as_str() == key || k.starts_with(&format!("{key}."))) && s.is_given());
+        given.map_or_else(|| format!("`{key}`"), |(k, s)| format!("`{k}` (in {s})"))
+    };
+    if !cfg!(feature = "mcp") && (!c.mcp.servers.is_empty() || c.mcp.config_file.is_some()) {
+        let key = if c.mcp.servers.is_empty() { "mcp.config_file" } else { "mcp.servers" };
+        return Err(Error::not_built("mcp", &format!("{}, an MCP server,", named(key)), true));
+    }
+    if !cfg!(feature = "otel") && c.otel.endpoint.as_deref().is_some_and(|e| !e.trim().is_empty()) {
+        return Err(Error::not_built("otel", &format!("{}, OpenTelemetry traces,", named("otel.endpoint")), true));
+    }
+    Ok(())
 }
 
 fn validate_values(c: &Config) -> Result<()> {

@@ -181,6 +181,27 @@ mod tests {
         Source::Workspace(path.into())
     }
 
+    /// A part this build left out (a cargo feature off) is refused where it is configured,
+    /// naming the key, its file and the feature; built in, the same configuration resolves.
+    #[test]
+    fn a_part_left_out_of_the_build_is_refused_naming_its_feature() {
+        for (feature, built, value, key) in [
+            ("mcp", cfg!(feature = "mcp"), json!({"mcp": {"servers": {"s": {"command": "x"}}}}), "`mcp.servers.s"),
+            ("otel", cfg!(feature = "otel"), json!({"otel": {"endpoint": "http://127.0.0.1:4318"}}), "`otel.endpoint`"),
+        ] {
+            let r = resolve(&[layer(file("ws/agentloop.yaml"), value)]);
+            if built {
+                assert!(r.is_ok(), "{feature}: {:?}", r.err());
+                continue;
+            }
+            let e = r.err().unwrap_or_else(|| panic!("{feature}: not refused"));
+            assert_eq!(e.kind, crate::error::Kind::Config, "{feature}");
+            assert!(e.message.starts_with(key) && e.message.contains("ws/agentloop.yaml"), "{}", e.message);
+            assert!(e.message.contains(&format!("the `{feature}` feature")), "{}", e.message);
+            assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{feature}");
+        }
+    }
+
     #[test]
     fn later_layers_win_key_by_key_and_keep_their_source() {
         let r = resolve(&[

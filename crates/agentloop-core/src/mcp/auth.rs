@@ -19,56 +19,16 @@
 //!   `mcp list|call|check`); everywhere else a server that asks for authorization is an error
 //!   naming `agentloop mcp login NAME`.
 
-use super::config::Server;
-use camino::Utf8PathBuf;
+use super::config::{OAuth, Server};
+pub use super::tokens::{auth_error, forget, store_dir, token_path, FileStore};
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, CredentialStore, OAuthState, StoredCredentials,
+    ClientCredentialsConfig, OAuthState,
 };
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use crate::config::{Grant, OAuthConfig};
-
-/// [`OAuthConfig`] with its variables expanded.
-#[derive(Debug, Clone, Default)]
-pub struct OAuth {
-    pub grant: Grant,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    pub scopes: Vec<String>,
-    pub client_metadata_url: Option<String>,
-    /// The client's key (`oauth.private_key_file` or `private_key`): it authenticates with a
-    /// signed JWT instead of `client_secret`.
-    pub private_key: Option<super::jwt::Key>,
-    /// `grant: identity_assertion`'s identity provider.
-    pub identity_provider: Option<IdentityProvider>,
-}
-
-impl OAuth {
-    /// Whether tokens come from a grant no person takes part in, so a new one may be obtained
-    /// anywhere (a worker, cron), with no browser.
-    pub fn is_machine(&self) -> bool {
-        matches!(self.grant, Grant::ClientCredentials | Grant::IdentityAssertion)
-    }
-}
-
-/// [`crate::config::IdentityProviderConfig`] with its variables expanded and its ID token read.
-#[derive(Clone, Default)]
-pub struct IdentityProvider {
-    pub issuer: String,
-    pub token_endpoint: Option<String>,
-    pub client_id: String,
-    pub client_secret: Option<String>,
-    pub id_token: String,
-}
-
-impl std::fmt::Debug for IdentityProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IdentityProvider({}, client {})", self.issuer, self.client_id)
-    }
-}
 
 static INTERACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -171,97 +131,6 @@ pub async fn bounded<F: std::future::Future>(limit: Duration, work: F) -> Option
 /// How many times one operation re-authorizes before giving up: a server that keeps answering
 /// 403 must not loop a person (or a script) through sign-ins for ever.
 pub const MAX_SIGN_INS: u32 = 3;
-
-/// The folder of stored tokens; None without `XDG_STATE_HOME` and `HOME`.
-pub fn store_dir() -> Option<Utf8PathBuf> {
-    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("mcp-auth"))
-}
-
-/// The token file of a server URL.
-pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
-    Some(store_dir()?.join(format!("{:016x}.json", super::config::fnv1a(url.as_bytes()))))
-}
-
-/// What a token file holds: the URL the token was issued for, and rmcp's credentials.
-#[derive(Serialize, Deserialize)]
-struct TokenFile {
-    resource: String,
-    credentials: StoredCredentials,
-}
-
-/// rmcp's credential store on the token file of one server URL.
-#[derive(Clone)]
-pub struct FileStore {
-    pub url: String,
-    pub path: Option<Utf8PathBuf>,
-}
-
-impl FileStore {
-    pub fn new(url: &str) -> Self {
-        FileStore { url: url.to_string(), path: token_path(url) }
-    }
-
-    fn read(&self) -> Result<Option<StoredCredentials>, String> {
-        let Some(path) = &self.path else { return Ok(None) };
-        let Some(text) = crate::fs::read_optional(path).map_err(|e| e.message)? else { return Ok(None) };
-        let f: TokenFile = serde_json::from_str(&text).map_err(|e| format!("{path} is not a token file: {e}"))?;
-        // The file name is a hash of the URL; the URL inside is what decides.
-        Ok((f.resource == self.url).then_some(f.credentials))
-    }
-
-    /// Who is signed in: the client id and the granted scopes, never the token.
-    pub fn describe(&self) -> Option<serde_json::Value> {
-        let c = self.read().ok()??;
-        c.token_response.as_ref()?;
-        Some(serde_json::json!({"client_id": c.client_id, "scopes": c.granted_scopes}))
-    }
-}
-
-#[async_trait::async_trait]
-impl CredentialStore for FileStore {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.read().map_err(AuthError::CredentialStoreError)
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let Some(path) = &self.path else {
-            return Err(AuthError::CredentialStoreError(
-                "no state folder to keep MCP tokens in (set XDG_STATE_HOME or HOME)".into(),
-            ));
-        };
-        let f = TokenFile { resource: self.url.clone(), credentials };
-        let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
-        let write = || -> crate::error::Result<()> {
-            if let Some(d) = path.parent() {
-                crate::fs::create_dir_all(d)?;
-            }
-            crate::fs::write_private(path, &text)
-        };
-        write().map_err(|e| AuthError::CredentialStoreError(e.message))
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        match &self.path {
-            Some(p) => match std::fs::remove_file(p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(AuthError::CredentialStoreError(format!("cannot remove {p}: {e}")))
-                }
-                _ => Ok(()),
-            },
-            None => Ok(()),
-        }
-    }
-}
-
-/// Removes the stored token of a server URL; whether there was one.
-pub fn forget(url: &str) -> crate::error::Result<bool> {
-    let Some(path) = token_path(url) else { return Ok(false) };
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(crate::error::Error::io("remove", &path, e)),
-    }
-}
 
 /// rustls needs one process-wide crypto provider before any HTTP client is built; ring is the
 /// one already in the tree.
@@ -560,11 +429,6 @@ async fn receive(listener: tokio::net::TcpListener) -> Result<String, String> {
         }
         return Ok(format!("http://127.0.0.1{target}"));
     }
-}
-
-/// An rmcp auth error as a message naming the server.
-pub fn auth_error(server: &Server, e: &AuthError) -> String {
-    server.redact(&format!("MCP server {} ({}): authorization failed: {e}", server.name, server.display))
 }
 
 /// What to tell a person when a server wants authorization and no sign-in may run here.

@@ -53,7 +53,7 @@ pub struct Server {
     /// and every header value (6 characters or more; shorter ones would redact noise).
     pub secrets: Vec<String>,
     /// OAuth client settings (HTTP servers only), variables expanded.
-    pub oauth: Option<super::auth::OAuth>,
+    pub oauth: Option<OAuth>,
 }
 
 impl Server {
@@ -95,14 +95,47 @@ impl Server {
     }
 }
 
-/// FNV-1a, 64 bits: a stable key for cache file names (not a security hash).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x100000001b3);
+/// FNV-1a, 64 bits: a stable key for cache file names (not a security hash); the one the
+/// worker's keys use too.
+pub use crate::run_id::fnv1a;
+
+/// [`crate::config::OAuthConfig`] with its variables expanded.
+#[derive(Debug, Clone, Default)]
+pub struct OAuth {
+    pub grant: crate::config::Grant,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub scopes: Vec<String>,
+    pub client_metadata_url: Option<String>,
+    /// The client's key (`oauth.private_key_file` or `private_key`): it authenticates with a
+    /// signed JWT instead of `client_secret`.
+    pub private_key: Option<super::jwt::Key>,
+    /// `grant: identity_assertion`'s identity provider.
+    pub identity_provider: Option<IdentityProvider>,
+}
+
+impl OAuth {
+    /// Whether tokens come from a grant no person takes part in, so a new one may be obtained
+    /// anywhere (a worker, cron), with no browser.
+    pub fn is_machine(&self) -> bool {
+        matches!(self.grant, crate::config::Grant::ClientCredentials | crate::config::Grant::IdentityAssertion)
     }
-    h
+}
+
+/// [`crate::config::IdentityProviderConfig`] with its variables expanded and its ID token read.
+#[derive(Clone, Default)]
+pub struct IdentityProvider {
+    pub issuer: String,
+    pub token_endpoint: Option<String>,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub id_token: String,
+}
+
+impl std::fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IdentityProvider({}, client {})", self.issuer, self.client_id)
+    }
 }
 
 /// `*` matches any run of characters; everything else matches itself.
@@ -341,14 +374,14 @@ fn resolve_one(
                 None => None,
             };
             let identity_provider = match (&o.identity_provider, grant) {
-                (Some(idp), super::auth::Grant::IdentityAssertion) => {
+                (Some(idp), crate::config::Grant::IdentityAssertion) => {
                     Some(identity_provider(idp, &rec, &mut secrets).map_err(bad)?)
                 }
                 (Some(_), _) => {
                     return Err(bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
                         .with_hint("set oauth.grant: identity_assertion, or remove oauth.identity_provider"))
                 }
-                (None, super::auth::Grant::IdentityAssertion) => return Err(bad(
+                (None, crate::config::Grant::IdentityAssertion) => return Err(bad(
                     "`grant: identity_assertion` needs oauth.identity_provider".into(),
                 )
                 .with_hint(
@@ -361,7 +394,7 @@ fn resolve_one(
             for c in &secrets[before..] {
                 crate::redact::register(c);
             }
-            Some(super::auth::OAuth {
+            Some(OAuth {
                 grant,
                 client_id: ex("client_id", &o.client_id)?,
                 client_secret,
@@ -420,7 +453,7 @@ fn identity_provider(
     idp: &crate::config::IdentityProviderConfig,
     var: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
-) -> std::result::Result<super::auth::IdentityProvider, String> {
+) -> std::result::Result<IdentityProvider, String> {
     let ex = |k: &str, v: &Option<String>| {
         v.as_deref().map(|v| expand(v, var).map_err(|e| format!("oauth.identity_provider.{k}: {e}"))).transpose()
     };
@@ -437,7 +470,7 @@ fn identity_provider(
     let client_secret = ex("client_secret", &idp.client_secret)?;
     secrets.push(id_token.clone());
     secrets.extend(client_secret.clone());
-    Ok(super::auth::IdentityProvider {
+    Ok(IdentityProvider {
         issuer: need("issuer", ex("issuer", &idp.issuer)?)?,
         token_endpoint: ex("token_endpoint", &idp.token_endpoint)?,
         client_id: need("client_id", ex("client_id", &idp.client_id)?)?,

@@ -6,13 +6,13 @@
 //!   exchange), which the MCP server's authorization server redeems for an access token
 //!   (RFC 7523 JWT bearer grant). Both exchanges are rmcp's (`enterprise`).
 //!
-//! Either way the token is kept like any other ([`super::auth::FileStore`]: the user's state
+//! Either way the token is kept like any other ([`super::tokens::FileStore`]: the user's state
 //! folder, owner-only, found by the exact server URL) and a new one is obtained, with no browser,
 //! when it has expired or the server refuses it.
 
-use super::auth::{auth_error, FileStore, IdentityProvider, OAuth};
-use super::config::Server;
+use super::config::{IdentityProvider, OAuth, Server};
 use super::jwt::Key;
+use super::tokens::{auth_error, FileStore};
 use rmcp::transport::auth::enterprise::{
     EmaAuthorizationServer, EmaClientAssertion, EmaClientAssertionProvider, EmaClientAuthentication, EmaExchangeRequest,
 };

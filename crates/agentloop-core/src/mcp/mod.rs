@@ -28,6 +28,7 @@ mod grants;
 pub mod jwt;
 pub mod proc;
 pub mod schema;
+pub mod tokens;
 
 pub use config::McpConfig;
 

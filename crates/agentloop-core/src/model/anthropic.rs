@@ -183,7 +183,7 @@ impl Model for Anthropic {
     fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let headers = [("x-api-key", self.key.clone()), ("anthropic-version", VERSION.to_string())];
         let mut b = body(&self.model, req, self.cache);
-        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::anthropic(r, live);
+        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::anthropic(r, live, parse);
         let decode: Option<super::http::Decode> = if self.stream {
             b["stream"] = json!(true);
             Some(&mut decode)

@@ -295,6 +295,8 @@ enum Step {
         what: String,
         hint: &'static str,
         wait: Option<Duration>,
+        /// The HTTP status the server answered, when it answered one.
+        status: Option<u16>,
     },
     Stop(Failure),
 }
@@ -319,6 +321,15 @@ impl Call<'_> {
     /// Whether the run's time is (nearly) gone, so a failure is the budget's, not the server's.
     fn out_of_time(&self) -> bool {
         self.left().is_some_and(|l| l < Duration::from_millis(50))
+    }
+}
+
+/// A provider error carrying the HTTP status it ended on, for code to branch on (the way on
+/// after a 404 names `--model`) instead of reading the message.
+fn with_status(e: Error, status: Option<u16>) -> Error {
+    match status {
+        Some(s) => e.with_cause(crate::error::Cause::Status(s)),
+        None => e,
     }
 }
 
@@ -399,9 +410,9 @@ impl Client {
             match self.attempt(&call, attempt, decode.as_deref_mut()) {
                 Step::Done(reply) => return Ok(reply),
                 Step::Stop(f) => return Err(f),
-                Step::Again { what, hint, wait } => {
+                Step::Again { what, hint, wait, status } => {
                     if attempt == self.attempts {
-                        return Err(self.final_error(&what, attempt, hint).into());
+                        return Err(with_status(self.final_error(&what, attempt, hint), status).into());
                     }
                     let wait = wait.unwrap_or_else(|| self.backoff(attempt));
                     // A wait that would outlast the run's time budget is not started.
@@ -476,7 +487,12 @@ impl Client {
             if e.kind() == std::io::ErrorKind::TimedOut {
                 return self.read_timeout(call, attempt, sent_at);
             }
-            return Step::Again { what: format!("reading the response failed: {e}"), hint: REACH_HINT, wait: None };
+            return Step::Again {
+                what: format!("reading the response failed: {e}"),
+                hint: REACH_HINT,
+                wait: None,
+                status: None,
+            };
         }
         if buf.len() as u64 > self.max_bytes {
             return Step::Stop(self.too_large(call.url).into());
@@ -516,7 +532,7 @@ impl Client {
         }
         let what = format!("cannot reach {}: {e}", call.url);
         if transport_retryable(&e) {
-            return Step::Again { what, hint: REACH_HINT, wait: None };
+            return Step::Again { what, hint: REACH_HINT, wait: None, status: None };
         }
         Step::Stop(self.final_error(&what, attempt, REACH_HINT).into())
     }
@@ -557,7 +573,7 @@ impl Client {
             let e = self.final_error(&format!("{what}; not sent again to a server on this machine"), attempt, HINT);
             return Step::Stop(e.into());
         }
-        Step::Again { what, hint: HINT, wait: None }
+        Step::Again { what, hint: HINT, wait: None, status: None }
     }
 
     fn too_large(&self, url: &str) -> Error {
@@ -598,6 +614,7 @@ impl Client {
                 what,
                 hint: "the provider is failing; try again later or raise llm.attempts",
                 wait: None,
+                status: None,
             };
         }
         Step::Stop(
@@ -639,14 +656,14 @@ impl Client {
         };
         if let Some(definite) = shape {
             let summary = crate::model::redact(&what, self.secret.as_deref());
-            let error = self.final_error(&what, attempt, hint);
+            let error = with_status(self.final_error(&what, attempt, hint), Some(status));
             return Step::Stop(Failure::Rejected(Rejection { status, definite, summary, error }));
         }
         let retry = status == 429 || status >= 500 || ty.as_deref() == Some("overloaded_error");
         if retry {
-            return Step::Again { what, hint, wait };
+            return Step::Again { what, hint, wait, status: Some(status) };
         }
-        Step::Stop(self.final_error(&what, attempt, hint).into())
+        Step::Stop(with_status(self.final_error(&what, attempt, hint), Some(status)).into())
     }
 }
 

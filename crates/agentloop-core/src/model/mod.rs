@@ -17,7 +17,20 @@ pub mod pricing;
 pub mod scripted;
 pub mod sse;
 pub mod stream;
+#[cfg(feature = "otel")]
 pub mod traced;
+/// Without the `otel` feature no call is wrapped in a span; the run's span is the no-op one.
+#[cfg(not(feature = "otel"))]
+pub mod traced {
+    pub fn run_span(
+        cfg: &crate::config::Config,
+        run_id: &str,
+        agent: Option<&str>,
+        stored: &mut Option<String>,
+    ) -> crate::otel::RunSpan {
+        crate::otel::RunSpan::start(cfg, ("", None), run_id, agent, stored)
+    }
+}
 pub mod wire;
 
 /// The model id (and provider name) of the offline scripted model. Its calls are recorded under
@@ -305,11 +318,11 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         None => model,
     };
     crate::otel::init(cfg);
-    Ok(if crate::otel::enabled() {
-        Box::new(traced::Traced { inner: model, capture: crate::otel::capture(cfg) })
-    } else {
-        model
-    })
+    #[cfg(feature = "otel")]
+    if crate::otel::enabled() {
+        return Ok(Box::new(traced::Traced { inner: model, capture: crate::otel::capture(cfg) }));
+    }
+    Ok(model)
 }
 
 /// The name a run's model is known by before anything is built (no key read, no key command

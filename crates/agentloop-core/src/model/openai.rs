@@ -452,7 +452,7 @@ impl OpenAi {
 
     /// One POST of a request body, read into a response.
     fn exchange(&self, req: &Request, b: &Body<'_>, shapes: Shapes, live: Live) -> Result<Outcome> {
-        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::openai(r, &mut *live);
+        let mut decode = |r: &mut dyn std::io::BufRead| super::stream::openai(r, &mut *live, parse);
         let decode: Option<super::http::Decode> = if self.stream { Some(&mut decode) } else { None };
         match self.client.post(&self.url, &self.headers(), b, "x-request-id", req.deadline, shapes, decode) {
             Ok(reply) => {

@@ -3,7 +3,8 @@
 //! they arrive.
 //!
 //! Each decoder rebuilds the provider's non-streamed response body from the events and hands
-//! it to that provider's own parser, so a streamed answer cannot differ from a plain one in
+//! it to that provider's own parser (passed in by the provider, so this file names neither
+//! provider and they can both import it), so a streamed answer cannot differ from a plain one in
 //! content, tool calls, stop reason or usage.
 //!
 //! - OpenAI Chat Completions: `data:` chunks of `chat.completion.chunk`, ended by `data:
@@ -34,6 +35,9 @@ pub struct Broken {
     /// An outage (an `overloaded_error` event, a dropped connection) rather than a refusal.
     pub retryable: bool,
 }
+
+/// A provider's parser of a whole (non-streamed) response body.
+pub type Parse = fn(&Value) -> Result<Response>;
 
 /// Largest single line accepted in an event stream.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -99,7 +103,11 @@ struct Call {
 }
 
 /// Reads an OpenAI Chat Completions stream into a response.
-pub fn openai(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::result::Result<Response, Broken> {
+pub fn openai(
+    body: &mut dyn BufRead,
+    live: &mut dyn FnMut(&Delta),
+    parse: Parse,
+) -> std::result::Result<Response, Broken> {
     let shown = std::cell::Cell::new(false);
     let mut text = String::new();
     let mut calls: BTreeMap<usize, Call> = BTreeMap::new();
@@ -188,7 +196,7 @@ pub fn openai(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::resu
         "id": id, "model": model, "usage": usage,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     });
-    finish_parse(super::openai::parse(&whole), id)
+    finish_parse(parse(&whole), id)
 }
 
 fn finish_parse(r: Result<Response>, id: Option<String>) -> std::result::Result<Response, Broken> {
@@ -206,7 +214,11 @@ struct Block {
 }
 
 /// Reads an Anthropic Messages stream into a response.
-pub fn anthropic(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::result::Result<Response, Broken> {
+pub fn anthropic(
+    body: &mut dyn BufRead,
+    live: &mut dyn FnMut(&Delta),
+    parse: Parse,
+) -> std::result::Result<Response, Broken> {
     let shown = std::cell::Cell::new(false);
     let mut message = Value::Null;
     let mut blocks: BTreeMap<usize, Block> = BTreeMap::new();
@@ -307,12 +319,20 @@ pub fn anthropic(body: &mut dyn BufRead, live: &mut dyn FnMut(&Delta)) -> std::r
         "stop_reason": stop.or_else(|| message.get("stop_reason").cloned()).unwrap_or(Value::Null),
         "usage": usage,
     });
-    finish_parse(super::anthropic::parse(&whole), id)
+    finish_parse(parse(&whole), id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The decoders with their providers' parsers, as the providers call them.
+    fn openai(b: &mut dyn BufRead, l: &mut dyn FnMut(&Delta)) -> std::result::Result<Response, Broken> {
+        super::openai(b, l, crate::model::openai::parse)
+    }
+    fn anthropic(b: &mut dyn BufRead, l: &mut dyn FnMut(&Delta)) -> std::result::Result<Response, Broken> {
+        super::anthropic(b, l, crate::model::anthropic::parse)
+    }
 
     type Decoder = fn(&mut dyn BufRead, &mut dyn FnMut(&Delta)) -> std::result::Result<Response, Broken>;
 

@@ -291,9 +291,17 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     let (stop, reason, usage, cost) = match err {
         AskError::Other(e) => return Err(e),
         AskError::Provider(e, _) if env.provider_failure_resumable => {
-            return Err(Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message)))
+            let failed = Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message));
+            return Err(match e.cause {
+                Some(c) => failed.with_cause(c),
+                None => failed,
+            });
         }
         AskError::Provider(e, u) => {
+            state.provider_status = match e.cause {
+                Some(crate::error::Cause::Status(s)) => Some(s),
+                _ => None,
+            };
             (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
         }
         AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0)),

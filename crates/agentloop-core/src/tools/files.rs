@@ -6,9 +6,9 @@
 //! `tools.output_cap`, and a partial read ends with the exact call that reads on, so a file of
 //! any length (up to `tools.max_file_bytes`) can be read without spilling a copy.
 
-use super::builtin::{Call, Tool, Whole};
 use super::paging::{self, window};
 use super::sandbox::{self, Access, Sandbox};
+use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
 use camino::Utf8Path;

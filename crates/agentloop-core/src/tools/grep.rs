@@ -13,8 +13,8 @@
 //! (memory.md, trace.jsonl, ... quote earlier results; naming one as `path` searches it). The
 //! walk stops at `tools.timeout`.
 
-use super::builtin::{Call, Tool, Whole};
 use super::sandbox::{self, Access, Sandbox};
+use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};

@@ -19,7 +19,7 @@
 //! - A cached answer is served only where the network policy would fetch it now (the URL and
 //!   the URL it came from are checked again), and a file that cannot be read is a miss.
 
-use super::net::{fetch, Fetched};
+use super::fetch::{fetch, Failed, Fetched};
 use crate::config::HttpToolConfig;
 use camino::{Utf8Path, Utf8PathBuf};
 use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy};
@@ -89,7 +89,7 @@ pub fn get(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<(Fetched, Option<Hit>), (String, bool)> {
+) -> Result<(Fetched, Option<Hit>), Failed> {
     let plain = || fetch(p, "GET", url, headers, None, timeout).map(|f| (f, None));
     let Some(floor) = p.cache.floor() else { return plain() };
     if headers.iter().any(|(k, _)| !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str())) {
@@ -106,7 +106,7 @@ pub fn get(
     };
     // Served only where the policy would fetch it now: the URL and where it came from.
     let deny = super::hosts::DenyList::new(&p.deny_hosts);
-    if super::net::check_url(&meta.final_url, p, &deny).is_err() {
+    if super::fetch::check_url(&meta.final_url, p, &deny).is_err() {
         return plain();
     }
     let age = meta.policy.age(now);

@@ -3,7 +3,7 @@
 //! Off by default (`tools.memory.enabled`); the loop recalls and remembers on its own
 //! (`memory.enabled`). The store, its layout and its BM25 ranking are [`crate::longterm`].
 
-use super::builtin::{Call, Tool, Whole};
+use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
 use crate::longterm::{plain, New, Store};

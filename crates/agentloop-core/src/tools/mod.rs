@@ -9,6 +9,7 @@
 //! says names workspace-relative paths only.
 
 pub mod builtin;
+pub mod fetch;
 pub mod files;
 pub mod grep;
 pub mod hosts;
@@ -19,6 +20,7 @@ pub mod net;
 pub mod paging;
 pub mod sandbox;
 pub mod shell;
+pub mod tool;
 
 use crate::config::Config;
 pub use crate::tool_spec::{SideEffect, ToolEnv, ToolResult, ToolSpec};
@@ -148,7 +150,7 @@ impl Registry {
 
     fn dispatch(&self, env: &ToolEnv, spec: &ToolSpec, args: &Value) -> ToolResult {
         if let Some(b) = builtin::find(env.config, &spec.name) {
-            return (b.run)(&builtin::Call { env, registry: self, spec }, args);
+            return (b.run)(&tool::Call { env, registry: self, spec }, args);
         }
         match spec.name.as_str() {
             mcp if self.mcp.handles(mcp) => self.mcp.call(env, mcp, args),
@@ -345,14 +347,14 @@ pub struct SkillReadArgs {
     file: Option<String>,
 }
 
-impl builtin::Tool for SkillRead {
+impl tool::Tool for SkillRead {
     const NAME: &'static str = "skill_read";
     const SIDE_EFFECT: SideEffect = SideEffect::Read;
     type Args = SkillReadArgs;
     fn description(_: &Config, _: &Utf8Path) -> String {
         "Activate a skill: read its instructions (SKILL.md) or one of its files. Its instructions then stay in view while the run uses it.".into()
     }
-    fn run(call: &builtin::Call, args: SkillReadArgs) -> ToolResult {
+    fn run(call: &tool::Call, args: SkillReadArgs) -> ToolResult {
         let (env, name) = (call.env, args.name.as_str());
         if let Some(skill) = env.skills.get(name) {
             let missing: Vec<&str> = skill
@@ -391,14 +393,14 @@ pub struct FinishArgs {
     artifacts: Option<Vec<String>>,
 }
 
-impl builtin::Tool for Finish {
+impl tool::Tool for Finish {
     const NAME: &'static str = "finish";
     const SIDE_EFFECT: SideEffect = SideEffect::None;
     type Args = FinishArgs;
     fn description(_: &Config, _: &Utf8Path) -> String {
         "Finish the run with the final answer once the Definition of Done is met (alias: submit_response).".into()
     }
-    fn run(call: &builtin::Call, args: FinishArgs) -> ToolResult {
+    fn run(call: &tool::Call, args: FinishArgs) -> ToolResult {
         finish(call.env, args)
     }
 }

@@ -1,259 +1,15 @@
-//! http_call and web_fetch, behind a network policy.
-//!
-//! Policy, checked for the first URL and again for every redirect hop: the scheme must be
-//! allowed; the host must not be denied — `tools.http.deny_hosts` matches the host as written
-//! (any case, a final dot or not, `*.suffix`) and every address the host stands for against
-//! the addresses the entries name (an IP in any spelling the resolver takes, such as `127.1` or
-//! `2130706433`; a block such as `10.0.0.0/8`; a name, resolved at the check with the same
-//! resolver); the host must be allowed when an allowlist is set; the port must be allowed; and
-//! every address the host resolves to must be public unless `tools.http.allow_private` is set
-//! (loopback, private, link-local, CGNAT, unique-local, unspecified, multicast and IPv4-mapped
-//! forms of them are refused). Redirects are followed by hand, never by the HTTP client, so no
-//! hop escapes the check, and the addresses are judged again where the client connects (DNS
-//! rebinding). On a hop to another origin only a short list of harmless headers goes on; the
-//! rest, credentials of any name, stay with the origin they were given for. A call's timeout
-//! bounds it whole, redirects included, and never exceeds `tools.timeout`.
+//! http_call and web_fetch: the tools over the policed client in [`super::fetch`] (its policy
+//! is described there) and the per-user cache in [`super::http_cache`].
 
-use super::builtin::{Call, Tool, Whole};
-use super::hosts::{host_matches, is_private, normal_host, parse_ip, DenyList};
+use super::fetch::fetch;
+use super::tool::{args_schema, Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
-use crate::config::{Config, HttpToolConfig};
+use crate::config::Config;
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::io::Read;
-use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
-use ureq::http::Uri;
-
-pub struct Target {
-    pub uri: Uri,
-    pub scheme: String,
-    pub host: String,
-    pub port: u16,
-}
-
-/// Parses and checks a URL against the policy, resolving the host when an address decides.
-pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, String> {
-    judge_url(url, p, deny).map_err(|(_, e)| e)
-}
-
-/// Why a URL cannot be fetched before anything is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UrlProblem {
-    /// Not a URL with a scheme and a host, or one carrying credentials.
-    Invalid,
-    /// The policy refuses it: its scheme, host, port, or the addresses it stands for.
-    Refused,
-    /// Its host cannot be resolved (the name service failed or knows no such name).
-    Unresolved,
-}
-
-/// [`check_url`], saying which kind of problem stopped it: a caller reporting to someone else
-/// tells a refusal by policy from a host that could not be reached.
-pub fn judge_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, (UrlProblem, String)> {
-    use UrlProblem::{Invalid, Refused, Unresolved};
-    let uri: Uri = url.trim().parse().map_err(|e| (Invalid, format!("`{url}` is not a valid URL: {e}")))?;
-    let scheme = uri
-        .scheme_str()
-        .map(str::to_ascii_lowercase)
-        .ok_or_else(|| (Invalid, format!("`{url}` has no scheme; use http:// or https://")))?;
-    if !p.schemes.iter().any(|s| s.eq_ignore_ascii_case(&scheme)) {
-        return Err((Refused, format!("scheme `{scheme}` is not allowed (allowed: {})", p.schemes.join(", "))));
-    }
-    let host = normal_host(uri.host().ok_or_else(|| (Invalid, format!("`{url}` has no host")))?);
-    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-        return Err((Invalid, format!("`{url}` carries credentials in the URL; pass them as headers")));
-    }
-    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
-    if let Some(entry) = deny.name(&host) {
-        return Err((Refused, format!("host `{host}` is denied by tools.http.deny_hosts (the entry `{entry}`)")));
-    }
-    if !p.allow_hosts.is_empty() && !p.allow_hosts.iter().any(|a| host_matches(&host, a)) {
-        return Err((Refused, format!("host `{host}` is not in tools.http.allow_hosts")));
-    }
-    if !p.ports.is_empty() && !p.ports.contains(&port) {
-        return Err((Refused, format!("port {port} is not in tools.http.ports")));
-    }
-    if deny.has_addresses() || !p.allow_private {
-        // The resolver reads `127.1` and `2130706433` as 127.0.0.1, so the host is judged by
-        // the addresses it stands for, never by its spelling.
-        let addrs: Vec<IpAddr> = match parse_ip(&host) {
-            Some(ip) => vec![ip],
-            None => (host.as_str(), port)
-                .to_socket_addrs()
-                .map_err(|e| (Unresolved, format!("cannot resolve `{host}`: {e}")))?
-                .map(|a| a.ip())
-                .collect(),
-        };
-        if let Some(why) = addrs.iter().find_map(|ip| deny.address(*ip)) {
-            return Err((Refused, format!("host `{host}` is denied by tools.http.deny_hosts: {why}")));
-        }
-        if let Some(ip) = addrs.iter().find(|ip| !p.allow_private && is_private(**ip)) {
-            return Err((
-                Refused,
-                format!("host `{host}` resolves to {ip}, a loopback, private or link-local address; set tools.http.allow_private: true to allow it"),
-            ));
-        }
-    }
-    Ok(Target { uri, scheme, host, port })
-}
-
-/// Resolves a Location header against the URL it came from, as a browser does (WHATWG URL:
-/// `?q`, `../`, `//host`, absolute URLs); a fragment is dropped, since it is never sent.
-fn join(base: &Target, loc: &str) -> String {
-    match url::Url::parse(&base.uri.to_string()).and_then(|b| b.join(loc.trim())) {
-        Ok(mut u) => {
-            u.set_fragment(None);
-            u.to_string()
-        }
-        Err(_) => loc.to_string(),
-    }
-}
-
-pub struct Fetched {
-    pub status: u16,
-    pub url: String,
-    pub headers: Map<String, Value>,
-    pub body: Vec<u8>,
-    pub truncated: bool,
-}
-
-/// Resolves like the default resolver, then refuses denied addresses, and private ones unless
-/// allowed: the addresses actually connected to are judged, not only those seen at the check.
-#[derive(Debug)]
-struct PinnedResolver {
-    allow_private: bool,
-    deny: DenyList,
-}
-
-impl ureq::unversioned::resolver::Resolver for PinnedResolver {
-    fn resolve(
-        &self,
-        uri: &Uri,
-        config: &ureq::config::Config,
-        timeout: ureq::unversioned::transport::NextTimeout,
-    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let addrs = ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)?;
-        let refuse = |msg: String| Err(ureq::Error::Io(std::io::Error::new(std::io::ErrorKind::PermissionDenied, msg)));
-        if let Some(why) = addrs.iter().find_map(|a| self.deny.address(a.ip())) {
-            return refuse(format!(
-                "refused: the host now resolves to an address tools.http.deny_hosts denies ({why})"
-            ));
-        }
-        if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-            return refuse("refused: the host now resolves to a loopback, private or link-local address".into());
-        }
-        Ok(addrs)
-    }
-}
-
-/// The headers a call set that go on to another origin after a redirect. Any other header
-/// (credentials of whatever name: `Authorization`, `Cookie`, `X-Auth-Token`, `Private-Token`,
-/// `X-Goog-Api-Key`, ...) stays with the origin it was given for. `Content-Type` goes on only
-/// with the body it describes.
-const CROSS_ORIGIN_HEADERS: &[&str] = &["accept", "accept-encoding", "accept-language", "cache-control", "user-agent"];
-
-/// Whether a header the call set is sent on a hop to another origin.
-fn crosses_origin(name: &str, body_kept: bool) -> bool {
-    let name = name.trim().to_ascii_lowercase();
-    CROSS_ORIGIN_HEADERS.contains(&name.as_str()) || (body_kept && name == "content-type")
-}
-
-/// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
-/// hop included.
-pub fn fetch(
-    p: &HttpToolConfig,
-    method: &str,
-    url: &str,
-    headers: &[(String, String)],
-    body: Option<&str>,
-    timeout: Duration,
-) -> Result<Fetched, (String, bool)> {
-    let started = std::time::Instant::now();
-    let deny = DenyList::new(&p.deny_hosts);
-    let mut url = url.to_string();
-    let mut method = method.to_ascii_uppercase();
-    let mut body = body.map(str::to_string);
-    let mut origin: Option<(String, String, u16)> = None;
-    for _hop in 0..=p.max_redirects {
-        let target = check_url(&url, p, &deny).map_err(|e| (e, false))?;
-        let left = timeout.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err((format!("timed out after {} (before {url})", humantime::format_duration(timeout)), true));
-        }
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(left))
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .user_agent(p.user_agent.as_str())
-            .build();
-        // The policy is checked again on the addresses actually connected to, so a host that
-        // resolves differently the second time (DNS rebinding) cannot reach a refused address.
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::new(),
-            PinnedResolver { allow_private: p.allow_private, deny: deny.clone() },
-        );
-        let here = (target.scheme.clone(), target.host.clone(), target.port);
-        let same_origin = origin.get_or_insert_with(|| here.clone()) == &here;
-        let with_body = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") && body.is_some();
-        let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
-        for (k, v) in headers {
-            if same_origin || crosses_origin(k, with_body) {
-                req = req.header(k.as_str(), v.as_str());
-            }
-        }
-        let sent = match (&body, with_body) {
-            (Some(b), true) => req
-                .body(b.clone())
-                .map_err(|e| (e.to_string(), false))
-                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
-            _ => req
-                .body(())
-                .map_err(|e| (e.to_string(), false))
-                .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
-        };
-        let resp = sent?;
-        let status = resp.status().as_u16();
-        if (300..400).contains(&status) && status != 304 {
-            if let Some(loc) = resp.headers().get("location").and_then(|v| v.to_str().ok()) {
-                url = join(&target, loc);
-                if status == 303 || ((status == 301 || status == 302) && method == "POST") {
-                    method = "GET".into();
-                    body = None;
-                }
-                continue;
-            }
-        }
-        let mut hmap = Map::new();
-        for (k, v) in resp.headers() {
-            hmap.insert(k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string()));
-        }
-        let mut buf = Vec::new();
-        let mut reader = resp.into_body().into_reader().take(p.max_bytes + 1);
-        reader.read_to_end(&mut buf).map_err(|e| (format!("reading the response from {url} failed: {e}"), true))?;
-        let truncated = buf.len() as u64 > p.max_bytes;
-        buf.truncate(p.max_bytes as usize);
-        return Ok(Fetched { status, url, headers: hmap, body: buf, truncated });
-    }
-    Err((format!("too many redirects (more than {})", p.max_redirects), false))
-}
-
-fn classify(e: ureq::Error, timeout: Duration) -> (String, bool) {
-    let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied);
-    let retry = !refused
-        && matches!(
-            e,
-            ureq::Error::Timeout(_) | ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
-        );
-    let msg = match &e {
-        ureq::Error::Timeout(_) => format!("timed out after {} ({e})", humantime::format_duration(timeout)),
-        _ => e.to_string(),
-    };
-    (msg, retry)
-}
 
 /// http_call: one HTTP request to an API.
 pub struct HttpCall;
@@ -310,7 +66,7 @@ impl Tool for HttpCall {
         "Make an HTTP request to an API endpoint; returns status, headers and a capped body.".into()
     }
     fn schema(cfg: &Config) -> Value {
-        let mut v = super::builtin::args_schema::<HttpCallArgs>();
+        let mut v = args_schema::<HttpCallArgs>();
         // The whole call, redirects included, capped at tools.timeout.
         let cap = humantime::format_duration(cfg.tools.timeout_of("http_call"));
         let key = if cfg.tools.http_call.timeout_seconds.is_some() {
@@ -343,10 +99,11 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
         _ => fetch(p, method, url, &headers, args.body.as_deref(), timeout).map(|f| (f, None)),
     };
     match got {
-        Err((e, retry)) => match asked {
-            Some(a) if a > cap && e.starts_with("timed out") => ToolResult::err(
+        Err(f) => match asked {
+            Some(a) if a > cap && f.timed_out => ToolResult::err(
                 format!(
-                    "{e}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    "{}; stopped at {} ({}), which caps timeout_seconds ({})",
+                    f.message,
                     if env.config.tools.http_call.timeout_seconds.is_some() {
                         "tools.http_call.timeout_seconds"
                     } else {
@@ -355,9 +112,9 @@ fn http_call(env: &ToolEnv, args: &HttpCallArgs) -> ToolResult {
                     humantime::format_duration(cap),
                     a.as_secs()
                 ),
-                retry,
+                f.retry,
             ),
-            _ => ToolResult::err(e, retry),
+            _ => ToolResult::err(f.message, f.retry),
         },
         Ok((f, hit)) => {
             let body = String::from_utf8_lossy(&f.body).into_owned();
@@ -417,7 +174,7 @@ impl Tool for WebFetch {
         "Fetch a web page and extract its main content as markdown (default), plain text or raw HTML.".into()
     }
     fn schema(cfg: &Config) -> Value {
-        let mut v = super::builtin::args_schema::<WebFetchArgs>();
+        let mut v = args_schema::<WebFetchArgs>();
         if let Some(n) = cfg.tools.web_fetch.max_length {
             let p = &mut v["properties"]["max_length"];
             p["description"] = Value::String(format!(
@@ -443,7 +200,7 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
     let headers =
         vec![("accept".to_string(), "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5".to_string())];
     let (f, hit) = match super::http_cache::get(p, url, &headers, env.config.tools.timeout_of("web_fetch")) {
-        Err((e, retry)) => return ToolResult::err(e, retry),
+        Err(f) => return ToolResult::err(f.message, f.retry),
         Ok(got) => got,
     };
     if f.status >= 400 {
@@ -482,68 +239,4 @@ fn web_fetch(env: &ToolEnv, args: &WebFetchArgs) -> ToolResult {
         meta["http_cache"] = h.to_value();
     }
     ToolResult::ok(content, meta)
-}
-
-#[cfg(test)]
-mod join_tests {
-    use super::*;
-
-    fn target(u: &str) -> Target {
-        let uri: Uri = u.parse().unwrap();
-        Target { scheme: uri.scheme_str().unwrap().into(), host: uri.host().unwrap().into(), port: 80, uri }
-    }
-
-    #[test]
-    fn redirects_join_as_a_browser_would() {
-        let base = target("http://a.example/dir/page?x=1");
-        for (loc, want) in [
-            ("?q=2", "http://a.example/dir/page?q=2"),
-            ("../up", "http://a.example/up"),
-            ("next#frag", "http://a.example/dir/next"),
-            ("/root", "http://a.example/root"),
-            ("//b.example/x", "http://b.example/x"),
-            ("https://c.example", "https://c.example/"),
-            ("./same", "http://a.example/dir/same"),
-        ] {
-            assert_eq!(join(&base, loc), want, "{loc}");
-        }
-    }
-
-    #[test]
-    fn private_addresses_are_classified() {
-        let private = [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "::1",
-            "fc00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ];
-        for ip in private {
-            assert!(is_private(ip.parse().unwrap()), "{ip} is private");
-        }
-        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip} is public");
-        }
-    }
-}
-
-#[cfg(test)]
-mod header_tests {
-    use super::*;
-
-    #[test]
-    fn only_safe_headers_cross_origins() {
-        for h in ["Accept", "accept-language", "User-Agent", "Cache-Control", "Accept-Encoding"] {
-            assert!(crosses_origin(h, false), "{h}");
-        }
-        for h in ["Authorization", "Cookie", "X-Auth-Token", "Private-Token", "X-Goog-Api-Key", "X-Anything"] {
-            assert!(!crosses_origin(h, true), "{h}");
-        }
-        assert!(crosses_origin("Content-Type", true) && !crosses_origin("Content-Type", false));
-    }
 }

@@ -25,7 +25,7 @@ mod bwrap;
 
 pub use argv::{exec_through, matches};
 
-use super::builtin::{Call, Tool};
+use super::tool::{Call, Tool};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::{Config, ShellSandbox};
 use camino::Utf8Path;

@@ -167,6 +167,11 @@ pub struct State {
     pub stop: Option<StopKind>,
     #[serde(default)]
     pub reason: Option<String>,
+    /// The HTTP status of the provider's last answer, when a provider failure with one ended
+    /// the run (404: a model the provider does not have). The way on is chosen by it, never by
+    /// the reason's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_status: Option<u16>,
     #[serde(default)]
     pub outcome: Option<String>,
     #[serde(default)]
@@ -264,6 +269,7 @@ impl State {
             completed_steps: vec![],
             stop: None,
             reason: None,
+            provider_status: None,
             outcome: None,
             artifacts: vec![],
             claimed_missing: vec![],

@@ -1,0 +1,51 @@
+//! MCP in a build without the `mcp` feature: the registry's view of MCP (a hub with no servers
+//! and no tools), so the rest of the engine reads the same either way. A configured server never
+//! gets here: `mcp.servers` and `mcp.config_file` are refused when the configuration is
+//! resolved, and the `mcp` subcommands refuse to run, each naming the feature.
+
+use crate::error::{Error, Result};
+use crate::tool_spec::{ToolEnv, ToolResult, ToolSpec};
+use camino::Utf8Path;
+use serde_json::Value;
+
+pub use crate::config::McpConfig;
+
+/// The refusal for MCP servers in this build.
+pub fn not_built(what: &str) -> Error {
+    Error::not_built("mcp", what, true)
+}
+
+/// Where tool lists come from when the hub is built (no server is ever started here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    CacheFirst,
+    Servers,
+    CacheOnly,
+}
+
+/// No servers and no tools.
+#[derive(Default)]
+pub struct Hub {
+    /// Always empty: nothing was left out.
+    pub warnings: Vec<String>,
+}
+
+impl Hub {
+    /// An empty hub; a configuration naming servers is refused (it is refused on resolving
+    /// too; this holds for a configuration built some other way).
+    pub fn load(cfg: &crate::config::Config, _root: &Utf8Path, _source: Source) -> Result<Hub> {
+        if !cfg.mcp.servers.is_empty() || cfg.mcp.config_file.is_some() {
+            return Err(not_built("`mcp.servers` (or `mcp.config_file`)"));
+        }
+        Ok(Hub::default())
+    }
+    pub fn specs(&self) -> &[ToolSpec] {
+        &[]
+    }
+    pub fn handles(&self, _name: &str) -> bool {
+        false
+    }
+    pub fn call(&self, _env: &ToolEnv, name: &str, _args: &Value) -> ToolResult {
+        ToolResult::err(format!("tool `{name}` is an MCP tool, and this agentloop was built without MCP"), false)
+    }
+}

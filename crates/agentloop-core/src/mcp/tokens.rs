@@ -1,0 +1,105 @@
+//! Where MCP sign-in tokens are kept: one owner-only file per server URL under
+//! `$XDG_STATE_HOME/agentloop/mcp-auth/`, the URL repeated inside and checked on every read (so
+//! a token is only ever sent to the server it was issued for). rmcp's credential store on that
+//! file, for the browser sign-in ([`super::auth`]) and the machine grants ([`super::grants`]) alike.
+
+use super::config::Server;
+use camino::Utf8PathBuf;
+use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+/// The folder of stored tokens; None without `XDG_STATE_HOME` and `HOME`.
+pub fn store_dir() -> Option<Utf8PathBuf> {
+    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("mcp-auth"))
+}
+
+/// The token file of a server URL.
+pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
+    Some(store_dir()?.join(format!("{:016x}.json", crate::run_id::fnv1a(url.as_bytes()))))
+}
+
+/// What a token file holds: the URL the token was issued for, and rmcp's credentials.
+#[derive(Serialize, Deserialize)]
+struct TokenFile {
+    resource: String,
+    credentials: StoredCredentials,
+}
+
+/// rmcp's credential store on the token file of one server URL.
+#[derive(Clone)]
+pub struct FileStore {
+    pub url: String,
+    pub path: Option<Utf8PathBuf>,
+}
+
+impl FileStore {
+    pub fn new(url: &str) -> Self {
+        FileStore { url: url.to_string(), path: token_path(url) }
+    }
+
+    pub fn read(&self) -> Result<Option<StoredCredentials>, String> {
+        let Some(path) = &self.path else { return Ok(None) };
+        let Some(text) = crate::fs::read_optional(path).map_err(|e| e.message)? else { return Ok(None) };
+        let f: TokenFile = serde_json::from_str(&text).map_err(|e| format!("{path} is not a token file: {e}"))?;
+        // The file name is a hash of the URL; the URL inside is what decides.
+        Ok((f.resource == self.url).then_some(f.credentials))
+    }
+
+    /// Who is signed in: the client id and the granted scopes, never the token.
+    pub fn describe(&self) -> Option<serde_json::Value> {
+        let c = self.read().ok()??;
+        c.token_response.as_ref()?;
+        Some(serde_json::json!({"client_id": c.client_id, "scopes": c.granted_scopes}))
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for FileStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        self.read().map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let Some(path) = &self.path else {
+            return Err(AuthError::CredentialStoreError(
+                "no state folder to keep MCP tokens in (set XDG_STATE_HOME or HOME)".into(),
+            ));
+        };
+        let f = TokenFile { resource: self.url.clone(), credentials };
+        let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        let write = || -> crate::error::Result<()> {
+            if let Some(d) = path.parent() {
+                crate::fs::create_dir_all(d)?;
+            }
+            crate::fs::write_private(path, &text)
+        };
+        write().map_err(|e| AuthError::CredentialStoreError(e.message))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        match &self.path {
+            Some(p) => match std::fs::remove_file(p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(AuthError::CredentialStoreError(format!("cannot remove {p}: {e}")))
+                }
+                _ => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+/// Removes the stored token of a server URL; whether there was one.
+pub fn forget(url: &str) -> crate::error::Result<bool> {
+    let Some(path) = token_path(url) else { return Ok(false) };
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::error::Error::io("remove", &path, e)),
+    }
+}
+
+/// An rmcp auth error as a message naming the server.
+pub fn auth_error(server: &Server, e: &AuthError) -> String {
+    server.redact(&format!("MCP server {} ({}): authorization failed: {e}", server.name, server.display))
+}

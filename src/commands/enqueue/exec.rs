@@ -1,0 +1,102 @@
+//! What `agentloop enqueue` does (built with the `queue` feature).
+
+use super::EnqueueArgs;
+use crate::budget::Budgets;
+use crate::error::{Error, Result};
+use crate::output::Printer;
+use crate::settings::Global;
+use crate::worker::request::RunRequest;
+use crate::worker::streams::{self, Link, Names};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
+    let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    let context = match (&a.context, &a.context_file) {
+        (Some(t), _) => Value::String(t.clone()),
+        (None, Some(f)) => Value::String(crate::fs::read_arg(f)?),
+        (None, None) => Value::Null,
+    };
+    let req = RunRequest {
+        goal: a.goal.clone(),
+        context,
+        agent: g.agent.clone(),
+        budgets: budgets(g)?,
+        slot: a.slot.clone(),
+        output_schema: None,
+        key: a.key.clone(),
+        force: a.force,
+    };
+    req.check().map_err(|e| {
+        Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
+    })?;
+    // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
+    // the request carries only its name, and the worker that takes it loads and checks it.
+    let local = Global { agent: None, ..g.clone() };
+    let q = crate::config::resolve(&crate::settings::layers(&local, &local.workspace, None)?)?.config.queue;
+    let url = crate::commands::worker::redis_url(a.redis.clone(), &q)?;
+    let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
+    let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
+    let text = crate::json::to_string(&req);
+    if let Some(why) = crate::worker::request::oversized(&text) {
+        return Err(Error::usage(format!("{why}: no worker would take it"))
+            .with_hint("shorten --goal, --context or --context-file"));
+    }
+    let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
+    let run_id = req.run_id(&message_id);
+    let Some(secs) = g.wait else {
+        if printer.json {
+            printer.outln(&json!({"run_id": run_id, "message_id": message_id, "stream": names.requests}).to_string());
+        } else {
+            printer.outln(&format!("queued run {run_id} (message {message_id} on {})", names.requests));
+        }
+        return Ok(crate::error::code::OK);
+    };
+    printer.info(&format!("queued run {run_id} (message {message_id}); waiting for its outcome"));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let outcome = loop {
+        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &run_id))? {
+            break o;
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::failure(format!("no outcome for run {run_id} within {secs}s")).with_hint(format!(
+                "it stays queued; `agentloop --wait enqueue ... --key {run_id}` or the results stream {} has it later",
+                names.results
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let v: Value = serde_json::from_str(&outcome)
+        .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON: {e}")))?;
+    let p = &v["payload"];
+    if printer.json {
+        printer.outln(&v.to_string());
+    } else {
+        printer.outln(&format!(
+            "run {run_id} {} ({}): {}",
+            p["status"].as_str().unwrap_or("?"),
+            p["stop"].as_str().unwrap_or("?"),
+            p["outcome"].as_str().or(p["reason"].as_str()).unwrap_or("")
+        ));
+    }
+    let stop = p["stop"].as_str().and_then(|s| crate::workspace::StopKind::parse(s, p["reason"].as_str()));
+    Ok(stop.map(|s| s.exit_code()).unwrap_or(crate::error::code::FAILURE))
+}
+
+/// The budgets given as global flags, as a request's budgets.
+fn budgets(g: &Global) -> Result<Budgets> {
+    let timeout = match &g.timeout {
+        None => None,
+        Some(t) => Some(
+            serde_json::from_value(json!(t))
+                .map_err(|e| Error::usage(format!("--timeout `{t}`: {e}")).with_hint("write it as 90s, 5m or 1h"))?,
+        ),
+    };
+    Ok(Budgets {
+        max_steps: g.max_steps,
+        max_reframes: g.max_reframes,
+        timeout,
+        max_tokens: g.max_tokens,
+        max_cost_usd: g.max_cost,
+    })
+}
