@@ -9,6 +9,7 @@
 //! next turn that writes.
 
 use crate::config::{Config, Layer, Source};
+use crate::schema::handle::RouterState;
 use crate::workspace::{Next, State};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -44,17 +45,15 @@ impl Response {
         self.logs.push(json!({"level": level, "message": msg}));
     }
     /// The runs the request's `state` knows: `run:<id>` keys, over an older `runs` map.
-    pub(super) fn read_state(&mut self, state: &Value) {
-        if let Some(legacy) = state.get("runs").and_then(Value::as_object) {
+    pub(super) fn read_state(&mut self, state: &RouterState) {
+        if let Some(legacy) = &state.runs {
             self.runs = legacy.clone();
             self.legacy = Some(legacy.clone());
         }
-        for (k, v) in state.as_object().into_iter().flatten() {
-            if let (Some(id), true) = (k.strip_prefix("run:"), v.is_object()) {
-                self.runs.insert(id.to_string(), v.clone());
-            }
+        for (id, v) in state.run_keys() {
+            self.runs.insert(id.to_string(), v.clone());
         }
-        self.last_run_id = state.get("last_run_id").and_then(Value::as_str).map(String::from);
+        self.last_run_id = state.last_run_id.clone();
     }
 
     /// Records a run's new snapshot: its key is written.
@@ -137,13 +136,11 @@ impl Response {
 /// A request's `config` as a layer: the keys only a router reads (`workspace_dir`, `timeouts`,
 /// `schedule`) dropped, the seed's plugin config names taken as agentloop's keys
 /// ([`crate::config::seed_names`]). Setting a name and its key differently is refused.
-pub(super) fn request_layer(cfg: &Value) -> Result<Layer, String> {
+pub(super) fn request_layer(cfg: &Map<String, Value>) -> Result<Layer, String> {
     let mut out = Map::new();
-    if let Value::Object(m) = cfg {
-        for (k, v) in m {
-            if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
-                out.insert(k.clone(), v.clone());
-            }
+    for (k, v) in cfg {
+        if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
+            out.insert(k.clone(), v.clone());
         }
     }
     crate::config::seed_names(&Layer { source: Source::Request, value: Value::Object(out) }).map_err(|e| match e.hint {
@@ -223,15 +220,20 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
 mod tests {
     #[test]
     fn seed_aliases_map_to_keys() {
-        let l = super::request_layer(&serde_json::json!({
-            "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
-        }))
+        let l = super::request_layer(
+            &serde_json::json!({
+                "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
+            })
+            .as_object()
+            .unwrap(),
+        )
         .unwrap();
         assert_eq!(
             l.value,
             serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "ductile": {"api_url": "x"}, "max_steps": 3})
         );
-        let e = super::request_layer(&serde_json::json!({"max_loops": 3, "max_steps": 4})).unwrap_err();
+        let e =
+            super::request_layer(serde_json::json!({"max_loops": 3, "max_steps": 4}).as_object().unwrap()).unwrap_err();
         assert!(e.contains("both `max_loops` and `max_steps`"), "{e}");
     }
 }
