@@ -138,15 +138,16 @@ const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", 
 
 /// Checks a name against the Agent Skills rule as its reference validator applies it: 1–64
 /// lowercase letters (any script, so `café` is a name), digits and single inner hyphens.
-pub fn valid_name(name: &str) -> Result<(), String> {
+pub fn valid_name(name: &str) -> crate::error::Result<()> {
+    let refuse = |why: String| Err(crate::error::Error::usage(why));
     if name.is_empty() || name.chars().count() > 64 {
-        return Err(format!("`{name}` must be 1 to 64 characters"));
+        return refuse(format!("`{name}` must be 1 to 64 characters"));
     }
     if name.to_lowercase() != name || !name.chars().all(|c| c.is_alphanumeric() || c == '-') {
-        return Err(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
+        return refuse(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
+        return refuse(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
     }
     Ok(())
 }
@@ -164,9 +165,9 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 /// strict YAML reader with no types) reads it: `1.0` stays "1.0", `true` "true", `~` "~", an
 /// empty value "". `shape` is the same document read with types, which says where the lists
 /// and mappings are.
-fn as_text(fm: &str, shape: &Value) -> Result<Value, String> {
+fn as_text(fm: &str, shape: &Value) -> Result<Value, crate::config::YamlError> {
     use serde::de::DeserializeSeed;
-    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(|e| e.to_string())
+    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(crate::config::YamlError::Parse)
 }
 
 /// Reads one node of [`as_text`]: a scalar through `deserialize_str` (the text as written), a
@@ -299,7 +300,7 @@ pub fn parse_skill_md(
     } else if !map["name"].is_string() {
         problems.push(Problem::error(file, Some("name"), "must be a string"));
     } else if let Err(e) = valid_name(&name) {
-        problems.push(Problem::error(file, Some("name"), e));
+        problems.push(Problem::error(file, Some("name"), e.message));
     } else if let Some(f) = folder {
         if f != name {
             problems.push(Problem::error(file, Some("name"), format!("`{name}` must equal the folder name `{f}`")));
