@@ -451,7 +451,7 @@ impl builtin::Tool for SkillRead {
         }
         match env.skills.read(name, args.file.as_deref(), env.config.tools.max_file_bytes) {
             Ok((text, meta)) => ToolResult::ok(text, meta),
-            Err(e) => ToolResult::err(e, false),
+            Err(e) => ToolResult::err(e.to_string(), false),
         }
     }
 }
@@ -490,7 +490,7 @@ fn finish(env: &ToolEnv, args: FinishArgs) -> ToolResult {
     if !listed.is_empty() {
         let sb = match sandbox::Sandbox::open(env, sandbox::Access::Workspace) {
             Ok(s) => s,
-            Err(e) => return ToolResult::err(e, false),
+            Err(e) => return ToolResult::err(e.to_string(), false),
         };
         for p in listed {
             let inside = sb.locate(p).ok().filter(|t| t.root.is_workspace && !t.rel.as_str().is_empty());

@@ -128,7 +128,8 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     let ws = crate::tools::sandbox::absolute(env.root)
         .canonicalize_utf8()
         .map_err(|e| format!("cannot open the workspace {}: {e}", env.root))?;
-    let writable: Vec<Utf8PathBuf> = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
+    let writable: Vec<Utf8PathBuf> =
+        Sandbox::open(env, Access::Write).map_err(|e| e.message)?.roots.iter().map(|r| r.real.clone()).collect();
     // Read-only first (the workspace and the read folders, which may lie under the private
     // /tmp), then the write folders, parents before children so none hides another.
     let mut mounts: Vec<(Utf8PathBuf, bool)> = vec![(ws.clone(), false)];
