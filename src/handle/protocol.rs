@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn seed_aliases_map_to_keys() {
         let l = super::request_layer(
-            &serde_json::json!({
+            serde_json::json!({
                 "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
             })
             .as_object()

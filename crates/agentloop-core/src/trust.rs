@@ -35,24 +35,8 @@ pub struct Refusal {
     pub why: String,
 }
 
-/// Why a value does not only narrow the trusted one it would override, phrased to follow "may
-/// not set `key`: ".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Widens(pub String);
-
-impl From<&str> for Widens {
-    fn from(why: &str) -> Self {
-        Widens(why.to_string())
-    }
-}
-
-impl std::fmt::Display for Widens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Widens {}
+// Defined below trust, beside the per-tool keys' own check, which says it too.
+pub use crate::tool_settings::Widens;
 
 /// The variable that trusts every workspace (CI, containers that only hold the user's own).
 pub const TRUST_ALL_ENV: &str = "AGENTLOOP_TRUST_ALL";

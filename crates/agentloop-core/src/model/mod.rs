@@ -55,7 +55,7 @@ pub struct ToolDef {
 #[derive(Clone, Default)]
 pub struct ValidatorMemo(
     pub  std::sync::Arc<
-        std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, crate::tools::SchemaError>>,
+        std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, crate::tool_spec::SchemaError>>,
     >,
 );
 
