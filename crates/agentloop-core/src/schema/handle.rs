@@ -123,11 +123,36 @@ pub struct ToolResultPayload {
 }
 
 /// A step number as routers send it: a number, or the number as text.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum StepRef {
     Number(u64),
     Text(String),
+}
+
+/// Read by hand rather than as an untagged enum, whose error names neither form.
+impl<'de> Deserialize<'de> for StepRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = StepRef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a step number (a whole number from 1, or that number as text)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<StepRef, E> {
+                Ok(StepRef::Number(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<StepRef, E> {
+                u64::try_from(n)
+                    .map(StepRef::Number)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<StepRef, E> {
+                Ok(StepRef::Text(s.to_string()))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 impl StepRef {
@@ -291,6 +316,11 @@ mod tests {
         assert!(e.to_string().starts_with("the request's `event.type` is not valid: invalid type: integer"), "{e}");
         let e = payload::<StartPayload>(Some(&serde_json::json!({"goal": ["x"]})), "event.payload").unwrap_err();
         assert!(e.to_string().starts_with("the request's `event.payload.goal` is not valid"), "{e}");
+        let e = payload::<ToolResultPayload>(Some(&serde_json::json!({"step": -1})), "event.payload").unwrap_err();
+        assert!(
+            e.to_string().ends_with("expected a step number (a whole number from 1, or that number as text)"),
+            "{e}"
+        );
         assert!(matches!(HandleRequest::parse("[]"), Err(RequestError::NotObject)));
         assert!(matches!(HandleRequest::parse("{} x"), Err(RequestError::Syntax(_))));
         assert!(matches!(HandleRequest::parse(""), Err(RequestError::Syntax(_))));
