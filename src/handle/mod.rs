@@ -114,7 +114,10 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     // What the router's state knows of the runs (a lost run's escalation and the bounded
     // state read it); only the runs this turn changes are written back.
     if let Some(state) = &req.state {
-        resp.read_state(state);
+        if let Err(e) = resp.read_state(state) {
+            fail(resp, e.to_string(), false);
+            return 0;
+        }
     }
     // Absolute, so paths in the root config resolve the same from every run's workspace; the
     // folder itself is created only when a run starts (health and garbage change nothing).
@@ -810,7 +813,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
 /// can never finish; it is escalated once, from the state alone, so it still ends.
 fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     let known = resp.runs.get(run_id).cloned();
-    let running = known.as_ref().is_some_and(|r| r["status"] == "running");
+    let running = known.as_ref().is_some_and(|r| r.status.as_deref() == Some("running"));
     if !running {
         resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
         resp.result = format!("ignored: unknown run `{run_id}`");
@@ -818,12 +821,12 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     }
     let reason = format!("the workspace of run {run_id} is missing; it cannot be resumed");
     let mut snap = known.unwrap_or_default();
-    snap["status"] = json!("escalated");
-    snap["pending_step"] = Value::Null;
-    snap["pending_tool"] = Value::Null;
-    snap["updated_at"] = json!(crate::clock::now_rfc3339());
-    let goal = snap.get("goal").and_then(Value::as_str).unwrap_or_default().to_string();
-    let steps = snap.get("completed_steps").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+    snap.status = Some("escalated".into());
+    snap.pending_step = None;
+    snap.pending_tool = None;
+    snap.updated_at = Some(crate::clock::now_rfc3339());
+    let goal = snap.goal.clone().unwrap_or_default();
+    let steps = snap.completed_steps.as_ref().map_or(0, Vec::len);
     resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
     let ev = crate::schema::CompletionEvent {

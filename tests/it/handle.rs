@@ -221,6 +221,10 @@ pub(crate) fn a_request_field_of_the_wrong_type_is_refused_naming_it() {
         (json!({"protocol": 2, "command": 5}), "command"),
         (json!({"protocol": 2, "command": "handle", "state": {"runs": []}}), "state.runs"),
         (
+            json!({"protocol": 2, "command": "handle", "state": {"run:r1": {"status": "running", "step": "two"}}}),
+            "state.run:r1.step",
+        ),
+        (
             json!({"protocol": 2, "command": "handle", "event": {"type": "x", "payload": {}}, "context": {"run_id": "r", "step": [1]}}),
             "context.step",
         ),

@@ -8,8 +8,9 @@
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// One request on `handle`'s stdin: a Ductile protocol v2 request, or a bare event (its `type`
@@ -204,20 +205,61 @@ impl RequestContext {
 /// The plugin's state as the router keeps it: one `run:<run_id>` key per run (a snapshot
 /// object; null once dropped), the last run's summary keys, and an older `runs` map.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = run_keys_schema)]
 pub struct RouterState {
     /// The runs by id, as states written before each run had a key of its own hold them
-    pub runs: Option<Map<String, Value>>,
+    pub runs: Option<BTreeMap<String, RunSnapshot>>,
     pub last_run_id: Option<String>,
-    /// `run:<run_id>` snapshots and the other summary keys
+    /// `run:<run_id>` snapshots ([`RunSnapshot`]) and the other summary keys
     #[serde(flatten)]
     pub keys: Map<String, Value>,
 }
 
+/// In the published schema, each `run:<run_id>` key is a [`RunSnapshot`] or null, as
+/// [`RouterState::run_keys`] reads it.
+fn run_keys_schema(schema: &mut schemars::Schema) {
+    schema.insert(
+        "patternProperties".into(),
+        json!({"^run:": {"anyOf": [{"$ref": "#/$defs/RunSnapshot"}, {"type": "null"}]}}),
+    );
+}
+
 impl RouterState {
-    /// The run snapshots under `run:<id>` keys, by id (a dropped run's null is not one).
-    pub fn run_keys(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.keys.iter().filter_map(|(k, v)| Some((k.strip_prefix("run:")?, v)).filter(|(_, v)| v.is_object()))
+    /// The run snapshots under `run:<id>` keys, by id (a dropped run's null is not one); a
+    /// snapshot that is not one is refused naming its key.
+    pub fn run_keys(&self) -> Result<Vec<(String, RunSnapshot)>, RequestError> {
+        let mut out = Vec::new();
+        for (k, v) in &self.keys {
+            let Some(id) = k.strip_prefix("run:").filter(|_| v.is_object()) else { continue };
+            out.push((id.to_string(), payload(Some(v), &format!("state.{k}"))?));
+        }
+        Ok(out)
     }
+}
+
+/// One run as the router's state keeps it (`run:<run_id>`), written by the turn that last
+/// changed it. Every field may be missing from a state an older version wrote.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSnapshot {
+    /// running, done or escalated
+    pub status: Option<String>,
+    pub goal: Option<String>,
+    pub created_at: Option<String>,
+    /// When the run last changed: an RFC 3339 UTC time
+    pub updated_at: Option<String>,
+    pub step: Option<u32>,
+    pub max_steps: Option<u32>,
+    pub reframes: Option<u32>,
+    pub max_reframes: Option<u32>,
+    pub pending_step: Option<u32>,
+    pub pending_tool: Option<String>,
+    pub pending_since: Option<String>,
+    pub attempts: Option<u32>,
+    pub completed_steps: Option<Vec<u32>>,
+    pub workspace_ref: Option<String>,
+    /// Keys this version does not write, kept as they were
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
 }
 
 /// Why a request (or an event's payload) cannot be read; the text is what the response says.
