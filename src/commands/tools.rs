@@ -84,7 +84,7 @@ pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8
             .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
     })?;
     if let Err(e) = registry.check(cfg, name, &args) {
-        ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e, "retryable": false, "metadata": null, "artifacts": []}));
+        ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e.to_string(), "retryable": false, "metadata": null, "artifacts": []}));
         return Err(Error::usage(format!("tools call {name}: {e}"))
             .with_hint("`agentloop tools list --json` shows each tool's parameters"));
     }

@@ -1,6 +1,8 @@
 //! Event mode: one turn per invocation, speaking Ductile plugin protocol v2.
 //!
-//! Input is one request on stdin (a protocol v2 request or a bare event); output is exactly one
+//! Input is one request on stdin (a protocol v2 request or a bare event), read once into the
+//! types of [`crate::schema::handle`] (a field of the wrong type is refused naming its path, an
+//! event's payload read by its type); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
 //! `events`, `state_updates` (one `run:<run_id>` key per run the turn changed, and the last run's
 //! summary keys; none when no run changed) and `logs`. `poll` sweeps runs whose requested tool
@@ -23,6 +25,7 @@ use crate::error::{code, Error, Kind, Result};
 use crate::markdown::NextAction;
 use crate::output::Printer;
 use crate::phases::{self, act, Env, Outcome};
+use crate::schema::handle::{payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload};
 use crate::settings::Global;
 use crate::tool_spec::ToolResult;
 use crate::workspace::{Commit, Next, Session, State, StopKind, Workspace};
@@ -78,19 +81,10 @@ pub fn main(g: &Global) -> Result<u8> {
     Ok(exit)
 }
 
-/// The request as a JSON object, or the failure answered for it.
-fn parse_request(input: &str, resp: &mut Response) -> Option<Value> {
-    match serde_json::from_str(input) {
-        Ok(v @ Value::Object(_)) => Some(v),
-        Ok(_) => {
-            fail(resp, "the request must be a JSON object".into(), false);
-            None
-        }
-        Err(e) => {
-            fail(resp, format!("the request is not valid JSON: {e}"), false);
-            None
-        }
-    }
+/// A request (or payload) that cannot be read, as a turn's error: never retried, since the
+/// same request fails the same way.
+fn unreadable(e: RequestError) -> Error {
+    Error::usage(e.to_string()).with_source(e)
 }
 
 /// How a turn's error is answered: a configuration error is never retried (78); a failure
@@ -107,14 +101,23 @@ fn answer_error(e: Error, resp: &mut Response) -> u8 {
 }
 
 fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
-    let Some(req) = parse_request(input, resp) else { return 0 };
-    let is_protocol = req.get("event").is_some() || req.get("protocol").is_some() || req.get("command").is_some();
-    let event = if is_protocol { req.get("event").cloned().unwrap_or(Value::Null) } else { req.clone() };
-    let command = req.get("command").and_then(Value::as_str).unwrap_or("handle");
+    // Read once, into the protocol's types; a field of the wrong type is answered naming it.
+    let mut req = match HandleRequest::parse(input) {
+        Ok(r) => r,
+        Err(e) => {
+            fail(resp, e.to_string(), false);
+            return 0;
+        }
+    };
+    let (event, at) = req.take_event();
+    let command = req.command.as_deref().unwrap_or("handle");
     // What the router's state knows of the runs (a lost run's escalation and the bounded
     // state read it); only the runs this turn changes are written back.
-    if let Some(state) = req.get("state") {
-        resp.read_state(state);
+    if let Some(state) = &req.state {
+        if let Err(e) = resp.read_state(state) {
+            fail(resp, e.to_string(), false);
+            return 0;
+        }
     }
     // Absolute, so paths in the root config resolve the same from every run's workspace; the
     // folder itself is created only when a run starts (health and garbage change nothing).
@@ -152,13 +155,13 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     }
-    if let Some(dl) = req.get("deadline_at").and_then(Value::as_str).and_then(crate::clock::parse_rfc3339) {
+    if let Some(dl) = req.deadline_at.as_deref().and_then(crate::clock::parse_rfc3339) {
         if dl < crate::clock::now() && !crate::clock::is_fixed() {
             fail(resp, "the job's deadline_at has already passed".into(), true);
             return 0;
         }
     }
-    let result = on_event(&cfg, &root, &req, &event, resp);
+    let result = on_event(&cfg, &root, &req, &event, at, resp);
     if let Some(p) = resp.progress.take() {
         p.finish();
     }
@@ -178,8 +181,8 @@ fn config_error(e: Error) -> String {
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
 /// not widen it), or with `handle.trust_request_config` in the root's own configuration, the
 /// request's `config` over it as written. An error is a configuration error, a router's exit 78.
-fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
-    let request_cfg = req.get("config").filter(|c| c.is_object()).map(request_layer).transpose()?;
+fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
+    let request_cfg = req.config.as_ref().map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows, unless that
         // configuration says the requests' `config` is the operator's own.
@@ -198,27 +201,48 @@ fn turn_config(g: &Global, req: &Value, root: &Utf8PathBuf) -> std::result::Resu
     crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config).map_err(config_error)
 }
 
-/// What the event asks for: start a run, resume one with a tool's result, or nothing.
-fn on_event(cfg: &Config, root: &Utf8PathBuf, req: &Value, event: &Value, resp: &mut Response) -> Result<()> {
-    let ty = event.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-    let payload = event.get("payload").cloned().unwrap_or(Value::Null);
+/// What the event asks for: start a run, resume one with a tool's result, or nothing. `at` is
+/// where the event's fields are in the request (`event.`, or nothing for a bare event).
+fn on_event(
+    cfg: &Config,
+    root: &Utf8PathBuf,
+    req: &HandleRequest,
+    event: &RequestEvent,
+    at: &str,
+    resp: &mut Response,
+) -> Result<()> {
+    let ty = event.kind.clone().unwrap_or_default();
+    let at = format!("{at}payload");
     match ty.as_str() {
-        "agentic.start" | "api.trigger" => start(cfg, root, &start_keys(req, event), &payload, resp),
-        "agentic.tool_result" => resume(cfg, root, &payload, resp),
+        "agentic.start" | "api.trigger" => {
+            let p: StartPayload = payload(event.payload.as_ref(), &at).map_err(unreadable)?;
+            start(cfg, root, &start_keys(req, event), &p, resp)
+        }
+        "agentic.tool_result" => resume(cfg, root, &payload(event.payload.as_ref(), &at).map_err(unreadable)?, resp),
         "" => Err(Error::usage("the event has no `type`")),
-        _ => match req.get("context").filter(|c| c.get("run_id").is_some()) {
+        _ => match req.context.as_ref().filter(|c| c.run_id.is_some()) {
             // A tool's own event resuming the run (`fetch.completed`, `ductile.step.succeeded`):
             // correlation comes from the request context, where the pipeline's `baggage` put the
             // request's run_id, step and tool. Ductile merges that context and its own control
             // keys into the payload; the model sees only the plugin's content.
             Some(ctx) => {
-                let content = crate::ductile::plugin_content(&payload, Some(ctx));
-                let synthesized = json!({
-                    "run_id": ctx["run_id"], "step": ctx["step"], "tool": ctx["tool"],
-                    "status": content.get("status").cloned().unwrap_or(json!("ok")),
-                    "error": content.get("error").cloned().unwrap_or(Value::Null),
-                    "result": content,
-                });
+                let raw = event.payload.clone().unwrap_or(Value::Null);
+                let content = crate::ductile::plugin_content(&raw, Some(&ctx.to_value()));
+                // The plugin's own `status` when it gives one as text (ok when it gives none),
+                // and its `error`; any other `status` (an HTTP code) leaves the default to `error`.
+                let status = match content.get("status") {
+                    None => Some("ok".to_string()),
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(_) => None,
+                };
+                let synthesized = ToolResultPayload {
+                    run_id: ctx.run_id.clone(),
+                    step: ctx.step.clone(),
+                    tool: ctx.tool.clone(),
+                    status,
+                    error: content.get("error").filter(|e| !e.is_null()).cloned(),
+                    result: Some(content),
+                };
                 resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
                 resume(cfg, root, &synthesized, resp)
             }
@@ -283,27 +307,23 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
 /// The keys that make two deliveries one start, each on its own: the event's `event_id` and
 /// `dedupe_key`, and the router's `job_id` (the same across its retries of one job, and the only
 /// key an API-triggered start has).
-fn start_keys(req: &Value, event: &Value) -> Vec<String> {
-    let mut keys = Vec::new();
+fn start_keys(req: &HandleRequest, event: &RequestEvent) -> Vec<String> {
     // The event's keys as the index has always held them; the job's under a prefix of its own.
-    for k in ["dedupe_key", "event_id"] {
-        if let Some(v) = event.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-            keys.push(v.to_string());
-        }
-    }
-    if let Some(job) = req.get("job_id").and_then(Value::as_str).filter(|v| !v.is_empty()) {
+    let mut keys: Vec<String> =
+        [&event.dedupe_key, &event.event_id].into_iter().flatten().filter(|v| !v.is_empty()).cloned().collect();
+    if let Some(job) = req.job_id.as_deref().filter(|v| !v.is_empty()) {
         keys.push(format!("job:{job}"));
     }
     keys
 }
 
-fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, resp: &mut Response) -> Result<()> {
-    let goal = payload.get("goal").and_then(Value::as_str).map(str::trim).unwrap_or("");
+fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPayload, resp: &mut Response) -> Result<()> {
+    let goal = payload.goal.as_deref().map(str::trim).unwrap_or("");
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
     }
     // Recursion guard: a start that agentloop itself requested carries its depth.
-    let depth = crate::ductile::start_depth(payload);
+    let depth = payload.agentloop_depth.unwrap_or(0);
     if depth > cfg.ductile.max_depth {
         return Err(Error::usage(format!(
             "recursion guard: this start comes from agentloop itself at depth {depth} ({}), and ductile.max_depth is {}",
@@ -313,7 +333,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &Value, res
     }
     let own = start_config(cfg, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
-    let background = phases::init::context_text(payload.get("context"));
+    let background = phases::init::context_text(payload.context.as_ref());
     // Refused the way `run` refuses a new run, before anything is written: a resting agent.
     crate::rest_window::check(cfg, root)?;
     crate::fs::create_dir_all(root)?;
@@ -422,9 +442,9 @@ fn advance_traced(env: &mut Env, state: &mut State, resp: &mut Response) -> Resu
 
 /// The run's configuration when the start asks for its own: the payload's output schema (an
 /// object; a file path is the root config's to give) and the budgets of its context.
-fn start_config(cfg: &Config, root: &Utf8PathBuf, payload: &Value) -> Result<Option<Config>> {
-    let with_schema = match payload.get("output_schema") {
-        None | Some(Value::Null) => None,
+fn start_config(cfg: &Config, root: &Utf8PathBuf, payload: &StartPayload) -> Result<Option<Config>> {
+    let with_schema = match &payload.output_schema {
+        None => None,
         Some(s) if s.is_object() => Some(Config { output_schema: Some(s.clone()), ..cfg.clone() }),
         Some(_) => {
             return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
@@ -432,7 +452,7 @@ fn start_config(cfg: &Config, root: &Utf8PathBuf, payload: &Value) -> Result<Opt
         }
     };
     let base = with_schema.as_ref().unwrap_or(cfg);
-    Ok(context_budgets(base, root, payload.get("context"))?.or(with_schema))
+    Ok(context_budgets(base, root, payload.context.as_ref())?.or(with_schema))
 }
 
 /// The configuration with the budgets a start's `context` names (`max_steps`, or `max_loops`,
@@ -513,8 +533,8 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
     advance(&mut env, &mut state, resp)
 }
 
-fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> Result<()> {
-    let run_id = p.get("run_id").and_then(Value::as_str).unwrap_or("").to_string();
+fn resume(cfg: &Config, root: &Utf8PathBuf, p: &ToolResultPayload, resp: &mut Response) -> Result<()> {
+    let run_id = p.run_id.clone().unwrap_or_default();
     let ws = match run_ws(cfg, root, &run_id) {
         Ok(ws) if ws.has_run() => ws,
         _ => return lost_run(&run_id, resp),
@@ -535,7 +555,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &Value, resp: &mut Response) -> R
 /// the run driven on.
 fn resume_locked(
     cfg: &Config,
-    p: &Value,
+    p: &ToolResultPayload,
     ws: &Workspace,
     session: &Session,
     state: &mut State,
@@ -681,10 +701,9 @@ enum Correlation {
     Violation(String),
 }
 
-fn correlate(p: &Value, pending: &crate::workspace::Pending, state: &State) -> Correlation {
-    let step = p.get("step").and_then(|s| s.as_u64().or_else(|| s.as_str().and_then(|s| s.parse().ok())));
-    let tool = p.get("tool").and_then(Value::as_str).unwrap_or("");
-    let Some(step) = step.and_then(|s| u32::try_from(s).ok()) else {
+fn correlate(p: &ToolResultPayload, pending: &crate::workspace::Pending, state: &State) -> Correlation {
+    let tool = p.tool.as_deref().unwrap_or("");
+    let Some(step) = p.step.as_ref().and_then(crate::schema::handle::StepRef::number) else {
         return Correlation::Violation("the tool result has no `step`".into());
     };
     if step < pending.step || state.completed_steps.contains(&step) {
@@ -712,20 +731,21 @@ struct Decoded {
     value: Value,
 }
 
-fn decode_result(p: &Value) -> Decoded {
+fn decode_result(p: &ToolResultPayload) -> Decoded {
     // `ok` per the seed; plugins also say success/succeeded/completed/done.
-    let has_error = p.get("error").is_some_and(|e| !e.is_null() && e != "");
+    let has_error = p.error.as_ref().is_some_and(|e| !e.is_null() && e != "");
     let default = if has_error { "error" } else { "ok" };
-    let status = p.get("status").and_then(Value::as_str).unwrap_or(default).trim().to_lowercase();
+    let status = p.status.as_deref().unwrap_or(default).trim().to_lowercase();
     let ok = matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done");
-    let value = p.get("result").cloned().unwrap_or(Value::Null);
+    let value = p.result.clone().unwrap_or(Value::Null);
     // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
     let output = crate::ductile::render_content(&value);
     let status = if ok {
         Ok(())
     } else {
         Err(p
-            .get("error")
+            .error
+            .as_ref()
             .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
             .filter(|e| e != "null")
             .unwrap_or_else(|| format!("tool reported status `{status}`")))
@@ -793,7 +813,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
 /// can never finish; it is escalated once, from the state alone, so it still ends.
 fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     let known = resp.runs.get(run_id).cloned();
-    let running = known.as_ref().is_some_and(|r| r["status"] == "running");
+    let running = known.as_ref().is_some_and(|r| r.status.as_deref() == Some("running"));
     if !running {
         resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
         resp.result = format!("ignored: unknown run `{run_id}`");
@@ -801,12 +821,12 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     }
     let reason = format!("the workspace of run {run_id} is missing; it cannot be resumed");
     let mut snap = known.unwrap_or_default();
-    snap["status"] = json!("escalated");
-    snap["pending_step"] = Value::Null;
-    snap["pending_tool"] = Value::Null;
-    snap["updated_at"] = json!(crate::clock::now_rfc3339());
-    let goal = snap.get("goal").and_then(Value::as_str).unwrap_or_default().to_string();
-    let steps = snap.get("completed_steps").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+    snap.status = Some("escalated".into());
+    snap.pending_step = None;
+    snap.pending_tool = None;
+    snap.updated_at = Some(crate::clock::now_rfc3339());
+    let goal = snap.goal.clone().unwrap_or_default();
+    let steps = snap.completed_steps.as_ref().map_or(0, Vec::len);
     resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
     let ev = crate::schema::CompletionEvent {

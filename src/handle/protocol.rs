@@ -9,9 +9,10 @@
 //! next turn that writes.
 
 use crate::config::{Config, Layer, Source};
+use crate::schema::handle::{RequestError, RouterState, RunSnapshot};
 use crate::workspace::{Next, State};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested_at", "attempt"];
 
@@ -24,13 +25,13 @@ pub(super) struct Response {
     pub(super) events: Vec<Value>,
     /// Every run the router's state knows, by id: its `run:<id>` keys over an older `runs` map,
     /// then the snapshots this turn took.
-    pub(super) runs: Map<String, Value>,
+    pub(super) runs: BTreeMap<String, RunSnapshot>,
     /// The runs this turn changed: their keys are the ones written.
     pub(super) changed: BTreeSet<String>,
     /// Finished runs past `handle.keep_finished`: written as null.
     pub(super) dropped: BTreeSet<String>,
     /// The request state's older `runs` map, moved into per-run keys when this turn writes.
-    pub(super) legacy: Option<Map<String, Value>>,
+    pub(super) legacy: Option<BTreeMap<String, RunSnapshot>>,
     pub(super) last_run_id: Option<String>,
     pub(super) logs: Vec<Value>,
     /// Where each phase is posted as it ends (`handle.progress_url`), when configured.
@@ -44,21 +45,18 @@ impl Response {
         self.logs.push(json!({"level": level, "message": msg}));
     }
     /// The runs the request's `state` knows: `run:<id>` keys, over an older `runs` map.
-    pub(super) fn read_state(&mut self, state: &Value) {
-        if let Some(legacy) = state.get("runs").and_then(Value::as_object) {
+    pub(super) fn read_state(&mut self, state: &RouterState) -> Result<(), RequestError> {
+        if let Some(legacy) = &state.runs {
             self.runs = legacy.clone();
             self.legacy = Some(legacy.clone());
         }
-        for (k, v) in state.as_object().into_iter().flatten() {
-            if let (Some(id), true) = (k.strip_prefix("run:"), v.is_object()) {
-                self.runs.insert(id.to_string(), v.clone());
-            }
-        }
-        self.last_run_id = state.get("last_run_id").and_then(Value::as_str).map(String::from);
+        self.runs.extend(state.run_keys()?);
+        self.last_run_id = state.last_run_id.clone();
+        Ok(())
     }
 
     /// Records a run's new snapshot: its key is written.
-    pub(super) fn set_run(&mut self, run_id: &str, snapshot: Value) {
+    pub(super) fn set_run(&mut self, run_id: &str, snapshot: RunSnapshot) {
         self.runs.insert(run_id.to_string(), snapshot);
         self.changed.insert(run_id.to_string());
         self.last_run_id = Some(run_id.to_string());
@@ -73,8 +71,8 @@ impl Response {
         let mut finished: Vec<(String, String)> = self
             .runs
             .iter()
-            .filter(|(_, r)| matches!(r.get("status").and_then(Value::as_str), Some("done" | "escalated")))
-            .map(|(id, r)| (r.get("updated_at").and_then(Value::as_str).unwrap_or("").to_string(), id.clone()))
+            .filter(|(_, r)| matches!(r.status.as_deref(), Some("done" | "escalated")))
+            .map(|(id, r)| (r.updated_at.clone().unwrap_or_default(), id.clone()))
             .collect();
         if finished.len() <= keep {
             return;
@@ -98,12 +96,12 @@ impl Response {
         let mut keys = Map::new();
         if let Some(legacy) = &self.legacy {
             for (id, v) in legacy {
-                keys.insert(format!("run:{id}"), self.runs.get(id).unwrap_or(v).clone());
+                keys.insert(format!("run:{id}"), crate::json::to_value(self.runs.get(id).unwrap_or(v)));
             }
             keys.insert("runs".into(), Value::Null);
         }
         for id in &self.changed {
-            keys.insert(format!("run:{id}"), self.runs.get(id).cloned().unwrap_or(Value::Null));
+            keys.insert(format!("run:{id}"), self.runs.get(id).map_or(Value::Null, crate::json::to_value));
         }
         for id in &self.dropped {
             keys.insert(format!("run:{id}"), Value::Null);
@@ -114,9 +112,9 @@ impl Response {
         Some(crate::schema::StateUpdates {
             runs: keys,
             last_run_id: last_id.clone(),
-            last_run: last.and_then(|r| r.get("updated_at")).and_then(Value::as_str).map(String::from),
-            last_goal: last.and_then(|r| r.get("goal")).cloned().unwrap_or(Value::Null),
-            total_steps: last.and_then(|r| r.get("step")).cloned().unwrap_or(Value::Null),
+            last_run: last.and_then(|r| r.updated_at.clone()),
+            last_goal: last.and_then(|r| r.goal.clone()).map_or(Value::Null, Value::from),
+            total_steps: last.and_then(|r| r.step).map_or(Value::Null, Value::from),
         })
     }
 
@@ -137,13 +135,11 @@ impl Response {
 /// A request's `config` as a layer: the keys only a router reads (`workspace_dir`, `timeouts`,
 /// `schedule`) dropped, the seed's plugin config names taken as agentloop's keys
 /// ([`crate::config::seed_names`]). Setting a name and its key differently is refused.
-pub(super) fn request_layer(cfg: &Value) -> Result<Layer, String> {
+pub(super) fn request_layer(cfg: &Map<String, Value>) -> Result<Layer, String> {
     let mut out = Map::new();
-    if let Value::Object(m) = cfg {
-        for (k, v) in m {
-            if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
-                out.insert(k.clone(), v.clone());
-            }
+    for (k, v) in cfg {
+        if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
+            out.insert(k.clone(), v.clone());
         }
     }
     crate::config::seed_names(&Layer { source: Source::Request, value: Value::Object(out) }).map_err(|e| match e.hint {
@@ -200,22 +196,23 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
     let pending = state.pending.as_ref().filter(|_| state.next == Next::Act);
     resp.set_run(
         &state.run_id,
-        json!({
-            "status": state.status,
-            "goal": state.goal,
-            "created_at": state.started_at,
-            "updated_at": crate::clock::now_rfc3339(),
-            "step": state.step,
-            "max_steps": state.limits.max_steps,
-            "reframes": state.reframes,
-            "max_reframes": state.limits.max_reframes,
-            "pending_step": pending.map(|p| p.step),
-            "pending_tool": pending.map(|p| p.tool.clone()),
-            "pending_since": pending.map(|p| p.requested_at.clone()),
-            "attempts": pending.map(|p| p.attempt).unwrap_or(0),
-            "completed_steps": state.completed_steps,
-            "workspace_ref": format!("runs/{}", state.run_id),
-        }),
+        RunSnapshot {
+            status: Some(state.status.as_str().to_string()),
+            goal: Some(state.goal.clone()),
+            created_at: Some(state.started_at.clone()),
+            updated_at: Some(crate::clock::now_rfc3339()),
+            step: Some(state.step),
+            max_steps: Some(state.limits.max_steps),
+            reframes: Some(state.reframes),
+            max_reframes: Some(state.limits.max_reframes),
+            pending_step: pending.map(|p| p.step),
+            pending_tool: pending.map(|p| p.tool.clone()),
+            pending_since: pending.map(|p| p.requested_at.clone()),
+            attempts: Some(pending.map(|p| p.attempt).unwrap_or(0)),
+            completed_steps: Some(state.completed_steps.clone()),
+            workspace_ref: Some(format!("runs/{}", state.run_id)),
+            rest: Map::new(),
+        },
     );
 }
 
@@ -223,15 +220,20 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
 mod tests {
     #[test]
     fn seed_aliases_map_to_keys() {
-        let l = super::request_layer(&serde_json::json!({
-            "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
-        }))
+        let l = super::request_layer(
+            serde_json::json!({
+                "allowed_plugins": ["a"], "llm_model": "m", "api_url": "x", "max_loops": 3, "schedule": null
+            })
+            .as_object()
+            .unwrap(),
+        )
         .unwrap();
         assert_eq!(
             l.value,
             serde_json::json!({"allowed_tools": ["a"], "llm": {"model": "m"}, "ductile": {"api_url": "x"}, "max_steps": 3})
         );
-        let e = super::request_layer(&serde_json::json!({"max_loops": 3, "max_steps": 4})).unwrap_err();
+        let e =
+            super::request_layer(serde_json::json!({"max_loops": 3, "max_steps": 4}).as_object().unwrap()).unwrap_err();
         assert!(e.contains("both `max_loops` and `max_steps`"), "{e}");
     }
 }

@@ -209,6 +209,41 @@ pub(crate) fn garbage_and_odd_requests_get_valid_responses() {
 }
 
 #[test]
+pub(crate) fn a_request_field_of_the_wrong_type_is_refused_naming_it() {
+    let h = H::new();
+    let request_schema = jsonschema::validator_for(&crate::schemas::schema("handle-request.json")).unwrap();
+    for (req, path) in [
+        (
+            json!({"protocol": 2, "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": ["a", "list"]}}}),
+            "event.payload.goal",
+        ),
+        (json!({"type": "agentic.tool_result", "payload": {"run_id": 7, "step": 1}}), "payload.run_id"),
+        (json!({"protocol": 2, "command": 5}), "command"),
+        (json!({"protocol": 2, "command": "handle", "state": {"runs": []}}), "state.runs"),
+        (
+            json!({"protocol": 2, "command": "handle", "state": {"run:r1": {"status": "running", "step": "two"}}}),
+            "state.run:r1.step",
+        ),
+        (
+            json!({"protocol": 2, "command": "handle", "event": {"type": "x", "payload": {}}, "context": {"run_id": "r", "step": [1]}}),
+            "context.step",
+        ),
+    ] {
+        let v = h.send(&req.to_string());
+        assert_eq!(v["status"], "error", "{req}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(&format!("the request's `{path}` is not valid")), "{req}: {v}");
+        assert_eq!(v["retry"], false, "the same request fails the same way: {v}");
+        assert!(!request_schema.is_valid(&req), "the published schema refuses it too: {req}");
+    }
+    assert!(!h.t.exists("root/runs"), "a refused request starts nothing");
+    // A request as Ductile writes it, keys agentloop does not read included, is one the schema takes.
+    let ductile = json!({"protocol": 2, "job_id": "j1", "command": "handle", "config": null, "state": {"run:r1": {"status": "running"}, "runs": null, "last_run_id": "r1", "last_goal": "g"},
+        "event": {"type": "agentic.start", "payload": {"goal": "g", "ductile_route_depth": 1}, "dedupe_key": "k", "source": "api", "timestamp": "2026-01-01T00:00:00Z", "event_id": "e1"},
+        "context": {"ductile": {"route_depth": 1}}, "deadline_at": "0001-01-01T00:00:00Z", "unknown_field": true});
+    crate::schemas::check("handle-request.json", &ductile);
+}
+
+#[test]
 pub(crate) fn bare_events_and_context_correlation() {
     let h = H::new();
     let v = h.send(&json!({"type": "api.trigger", "payload": {"goal": "fetch and critique"}}).to_string());

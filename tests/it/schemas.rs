@@ -258,6 +258,7 @@ fn every_json_output_has_a_schema_and_completion_events_say_how_runs_stopped() {
     let ev = ev.unwrap_or_else(|| panic!("no completion event: {resp}"));
     assert_eq!(ev["payload"]["stop"], "escalated", "{ev}");
     assert_eq!(ev["payload"]["open_question"], "Which audience?", "{ev}");
+    docs.push(("handle-request.json", req));
     docs.push(("handle-response.json", resp));
     docs.push(("completion-event.json", ev));
     // A worker's outcome is a completion event with its idempotency key: declared, typed.
@@ -282,6 +283,7 @@ fn every_json_output_has_a_schema_and_completion_events_say_how_runs_stopped() {
         ("config-show.json", json!({"config": {}, "sources": {}, "resolved": {}, "refused": "none"})),
         ("skills-show.json", json!({"name": "x", "body": 1})),
         ("mcp-list.json", json!([{"name": "x", "tools": "none"}])),
+        ("handle-request.json", json!({"event": {"type": "agentic.tool_result", "payload": {"step": [1]}}})),
     ] {
         assert!(!valid(name, &broken), "{name} holds nothing: {broken}");
     }

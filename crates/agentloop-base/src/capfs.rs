@@ -2,6 +2,7 @@
 //! without blocking, reading with a size cap, checking a write target, and error messages that
 //! name a path as the model gave it. A leaf: the tool sandbox, skills and MCP build on it.
 
+use crate::error::Error;
 use crate::fs::sys;
 // The lexical path helpers live in fs (below this module), for both.
 pub use crate::fs::{absolute, normalize};
@@ -50,6 +51,11 @@ pub fn io_error(shown: &str, e: &std::io::Error) -> String {
 }
 
 /// An io::Error's text without any path the OS put in it.
+/// [`io_error`] as a tool failure that keeps the I/O error as its source.
+pub fn io_failure(shown: &str, e: std::io::Error) -> Error {
+    Error::tool(io_error(shown, &e)).with_source(e)
+}
+
 fn strip_os_detail(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
@@ -60,38 +66,48 @@ fn strip_os_detail(e: &std::io::Error) -> String {
 
 /// Opens a regular file for reading inside `dir` without blocking: O_NONBLOCK, then the type is
 /// checked on the opened handle. Returns the file and its metadata.
-pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata), String> {
+pub fn open_regular(dir: &Dir, rel: &str, shown: &str) -> Result<(File, Metadata), Error> {
     let mut o = OpenOptions::new();
     o.read(true).custom_flags(sys::O_NONBLOCK);
-    let f = dir.open_with(rel, &o).map_err(|e| io_error(shown, &e))?;
-    let m = f.metadata().map_err(|e| io_error(shown, &e))?;
+    let f = dir.open_with(rel, &o).map_err(|e| io_failure(shown, e))?;
+    let m = f.metadata().map_err(|e| io_failure(shown, e))?;
     if m.is_dir() {
-        return Err(format!("{shown} is a folder; use list_dir or grep"));
+        return Err(Error::tool(format!("{shown} is a folder; use list_dir or grep")));
     }
     if !m.is_file() {
-        return Err(format!("{shown} is not a regular file"));
+        return Err(Error::tool(format!("{shown} is not a regular file")));
     }
     Ok((f, m))
 }
 
 /// Why a capped read failed, as the model is told. Too large is its own case: a search skips
 /// and counts such files instead of failing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum ReadError {
     TooLarge(String),
-    Other(String),
+    Other(Error),
 }
 
-impl From<String> for ReadError {
-    fn from(message: String) -> Self {
-        ReadError::Other(message)
+impl From<Error> for ReadError {
+    fn from(e: Error) -> Self {
+        ReadError::Other(e)
     }
 }
 
-impl From<ReadError> for String {
+impl From<ReadError> for Error {
     fn from(e: ReadError) -> Self {
         match e {
-            ReadError::TooLarge(m) | ReadError::Other(m) => m,
+            ReadError::TooLarge(m) => Error::tool(m),
+            ReadError::Other(e) => e,
+        }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::TooLarge(m) => f.write_str(m),
+            ReadError::Other(e) => write!(f, "{e}"),
         }
     }
 }
@@ -103,7 +119,7 @@ pub fn read_capped(dir: &Dir, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8
         return Err(ReadError::TooLarge(too_large(shown, m.len(), cap)));
     }
     let mut buf = Vec::new();
-    f.take(cap + 1).read_to_end(&mut buf).map_err(|e| io_error(shown, &e))?;
+    f.take(cap + 1).read_to_end(&mut buf).map_err(|e| io_failure(shown, e))?;
     if buf.len() as u64 > cap {
         return Err(ReadError::TooLarge(too_large(shown, buf.len() as u64, cap)));
     }
@@ -116,40 +132,42 @@ pub fn too_large(shown: &str, size: u64, cap: u64) -> String {
 
 /// Checks the file about to be written in `parent`: a missing file or a regular file with one
 /// link is fine; a symlink is fine only for an overwrite (the rename replaces the link itself).
-pub fn check_target(parent: &Dir, name: &str, shown: &str, append: bool) -> Result<Option<Metadata>, String> {
+pub fn check_target(parent: &Dir, name: &str, shown: &str, append: bool) -> Result<Option<Metadata>, Error> {
     match parent.symlink_metadata(name) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error(shown, &e)),
-        Ok(m) if m.is_symlink() && append => Err(format!(
+        Err(e) => Err(io_failure(shown, e)),
+        Ok(m) if m.is_symlink() && append => Err(Error::tool(format!(
             "access denied: `{shown}` is a symbolic link; append does not write through links (overwrite replaces the link)"
-        )),
+        ))),
         Ok(m) if m.is_symlink() => Ok(None),
-        Ok(m) if m.is_dir() => Err(format!("`{shown}` is a folder, not a file")),
-        Ok(m) if !m.is_file() => Err(format!("`{shown}` exists and is not a regular file")),
-        Ok(m) if m.nlink() > 1 => Err(format!(
+        Ok(m) if m.is_dir() => Err(Error::tool(format!("`{shown}` is a folder, not a file"))),
+        Ok(m) if !m.is_file() => Err(Error::tool(format!("`{shown}` exists and is not a regular file"))),
+        Ok(m) if m.nlink() > 1 => Err(Error::tool(format!(
             "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
             m.nlink()
-        )),
+        ))),
         Ok(m) => Ok(Some(m)),
     }
 }
 
 /// Opens `name` in `parent` for appending, creating it, and checks on the opened handle that it
 /// is the regular, singly linked file that `name` names (not a link or FIFO swapped in).
-pub fn open_append(parent: &Dir, name: &str, shown: &str) -> Result<File, String> {
+pub fn open_append(parent: &Dir, name: &str, shown: &str) -> Result<File, Error> {
     let mut o = OpenOptions::new();
     o.append(true).create(true).custom_flags(sys::O_NONBLOCK);
-    let f = parent.open_with(name, &o).map_err(|e| io_error(shown, &e))?;
-    let opened = f.metadata().map_err(|e| io_error(shown, &e))?;
-    let named = parent.symlink_metadata(name).map_err(|e| io_error(shown, &e))?;
+    let f = parent.open_with(name, &o).map_err(|e| io_failure(shown, e))?;
+    let opened = f.metadata().map_err(|e| io_failure(shown, e))?;
+    let named = parent.symlink_metadata(name).map_err(|e| io_failure(shown, e))?;
     if !opened.is_file() || named.is_symlink() || identity(&opened) != identity(&named) {
-        return Err(format!("access denied: `{shown}` is not a regular file in place (a link or special file)"));
+        return Err(Error::tool(format!(
+            "access denied: `{shown}` is not a regular file in place (a link or special file)"
+        )));
     }
     if opened.nlink() > 1 {
-        return Err(format!(
+        return Err(Error::tool(format!(
             "access denied: `{shown}` has {} hard links; writing it would change a file elsewhere too",
             opened.nlink()
-        ));
+        )));
     }
     Ok(f)
 }

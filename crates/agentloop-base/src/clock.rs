@@ -67,10 +67,29 @@ pub fn new_run_id() -> String {
 }
 
 /// Parses "90", "90s", "10m", "1h30m" into a duration.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, BadDuration> {
     let s = s.trim();
     if let Ok(n) = s.parse::<u64>() {
         return Ok(Duration::from_secs(n));
     }
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90, 90s, 10m or 1h"))
+    humantime::parse_duration(s).map_err(|source| BadDuration { text: s.to_string(), source })
+}
+
+/// Text that is no duration, with the parser's reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadDuration {
+    pub text: String,
+    source: humantime::DurationError,
+}
+
+impl std::fmt::Display for BadDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not a duration ({}); use e.g. 90, 90s, 10m or 1h", self.text, self.source)
+    }
+}
+
+impl std::error::Error for BadDuration {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }

@@ -39,15 +39,24 @@ impl Phase {
 }
 
 impl std::str::FromStr for Phase {
-    type Err = String;
+    type Err = UnknownPhase;
     /// A phase by its name, case aside (`--phase Act` is `act`).
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        Phase::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("`{s}` is no phase (frame, plan, act, reflect or run)"))
+    fn from_str(s: &str) -> std::result::Result<Self, UnknownPhase> {
+        Phase::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| UnknownPhase(s.to_string()))
     }
 }
+
+/// A name that is no [`Phase`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPhase(pub String);
+
+impl std::fmt::Display for UnknownPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is no phase (frame, plan, act, reflect or run)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownPhase {}
 
 /// Token counts of one model call (or a sum of them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

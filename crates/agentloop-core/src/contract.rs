@@ -316,31 +316,64 @@ pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &Tool
         .find(|c| c.name == tool.name)
         .ok_or_else(|| crate::error::Error::failure(format!("the model did not call {}", tool.name)))?;
     let mut args = call.arguments;
-    parse(tool, &mut args).map_err(crate::error::Error::failure)
+    parse(tool, &mut args).map_err(|e| crate::error::Error::failure(e.to_string()).with_source(e))
 }
 
 /// Mends near misses, validates against the schema sent, then parses into the answer type.
 /// The error is what the model is told in its one corrective retry.
-pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, String> {
+pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, Unfit> {
     mend(&tool.parameters, args);
     let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;
     if let Err(e) = crate::tools::validate_with(&validator, args) {
-        return Err(explain_variant(&tool.parameters, args).unwrap_or(e));
+        return Err(Unfit::Schema(explain_variant(&tool.parameters, args).unwrap_or(e)));
     }
     // The types accept everything the schema does; a failure here is a bug, reported as such.
-    serde_json::from_value(args.clone()).map_err(|e| format!("the answer does not fit {}: {e}", tool.name))
+    serde_json::from_value(args.clone()).map_err(|source| Unfit::Type { tool: tool.name.clone(), source })
+}
+
+/// Why an answer was refused by [`parse`].
+#[derive(Debug)]
+pub enum Unfit {
+    /// It breaks the schema sent (or that schema does not compile).
+    Schema(crate::tools::SchemaError),
+    /// It fits the schema but not the answer type: a bug, said as such.
+    Type { tool: String, source: serde_json::Error },
+}
+
+impl From<crate::tools::SchemaError> for Unfit {
+    fn from(e: crate::tools::SchemaError) -> Self {
+        Unfit::Schema(e)
+    }
+}
+
+impl std::fmt::Display for Unfit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unfit::Schema(e) => write!(f, "{e}"),
+            Unfit::Type { tool, source } => write!(f, "the answer does not fit {tool}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Unfit {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Unfit::Schema(e) => Some(e),
+            Unfit::Type { source, .. } => Some(source),
+        }
+    }
 }
 
 /// A Next Action that matches none of the union's variants: the errors against the variant of
 /// the tool it names (e.g. `next_action.args.output.score: 11 is greater than the maximum of
 /// 10`), which say what to fix where "not valid under any of the schemas" does not.
-fn explain_variant(schema: &Value, args: &Value) -> Option<String> {
+fn explain_variant(schema: &Value, args: &Value) -> Option<crate::tools::SchemaError> {
     let name = args.get("next_action")?.get("tool")?.as_str()?;
     let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
     let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
     let v = crate::tools::validator(variant).ok()?;
     let e = crate::tools::validate_with(&v, &args["next_action"]).err()?;
-    Some(e.replace("argument `", "argument `next_action.").replace("arguments: ", "argument `next_action`: "))
+    Some(e.under("next_action"))
 }
 
 // ---- strict mode -----------------------------------------------------------------------------

@@ -98,12 +98,12 @@ pub struct Store {
 }
 
 /// `[a-z0-9_-]{1,64}`: ids that can never name a path outside the store.
-pub fn plain(id: &str, what: &str) -> std::result::Result<(), String> {
+pub fn plain(id: &str, what: &str) -> Result<()> {
     if id.is_empty()
         || id.len() > 64
         || !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
     {
-        return Err(format!("{what} `{id}` must be 1-64 characters of a-z, 0-9, _ and -"));
+        return Err(Error::usage(format!("{what} `{id}` must be 1-64 characters of a-z, 0-9, _ and -")));
     }
     Ok(())
 }
@@ -354,7 +354,7 @@ impl Store {
 
     /// Writes a memory (replacing one with the same id); returns its id.
     pub fn add(&self, n: &New) -> Result<String> {
-        plain(&n.topic, "topic").map_err(Error::usage)?;
+        plain(&n.topic, "topic")?;
         // No configured secret reaches the store (it may be the workspace's own, or shared).
         let n = &New {
             title: crate::redact::redact(&n.title),
@@ -371,7 +371,7 @@ impl Store {
         let entries = index["entries"].as_array().cloned().unwrap_or_default();
         let content_id = match &n.content_id {
             Some(id) => {
-                plain(id, "content_id").map_err(Error::usage)?;
+                plain(id, "content_id")?;
                 id.clone()
             }
             None => {
@@ -488,7 +488,7 @@ fn split_id(id: &str) -> Result<(&str, &str)> {
         Error::usage(format!("memory id `{id}` is not TOPIC/CONTENT_ID"))
             .with_hint("ids are listed by `agentloop memory list`")
     })?;
-    plain(topic, "topic").and_then(|_| plain(content, "content_id")).map_err(Error::usage)?;
+    plain(topic, "topic").and_then(|_| plain(content, "content_id"))?;
     Ok((topic, content))
 }
 
@@ -524,13 +524,13 @@ pub fn recall(cfg: &Config, root: &Utf8Path, query: &str) -> (String, Vec<String
 
 /// Writes what the loop learned (Reflect's `remember`, a run's outcome), when memory is on.
 /// Failures are reported, never fatal: memory is a help, not the run's record.
-pub fn write_from_loop(cfg: &Config, root: &Utf8Path, n: New) -> std::result::Result<Option<String>, String> {
+pub fn write_from_loop(cfg: &Config, root: &Utf8Path, n: New) -> Result<Option<String>> {
     if !cfg.memory.enabled {
         return Ok(None);
     }
     let Some(store) = Store::open(cfg, root) else { return Ok(None) };
     let n = New { ttl: n.ttl.or(cfg.memory.ttl.map(|d| d.0)), ..n };
-    store.add(&n).map(Some).map_err(|e| e.message)
+    store.add(&n).map(Some)
 }
 
 /// A content id for what run `run_id` wrote at `step` (item `i`): replaying it replaces it.

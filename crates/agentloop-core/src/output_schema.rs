@@ -64,11 +64,35 @@ pub fn check_schema(schema: &Value, from: &str, strict: bool) -> Result<()> {
 }
 
 /// Whether `output` matches the run's output schema; the error lists what does not.
-pub fn check_output(schema: &Value, output: Option<&Value>) -> std::result::Result<(), String> {
-    let Some(output) = output else {
-        return Err("`finish` needs `output`, the final output as an object matching the output schema".into());
-    };
-    let v = crate::tools::validator(schema)?;
-    crate::tools::validate_with(&v, output)
-        .map_err(|e| format!("the output does not match the output schema: {}", e.replace("arguments", "output")))
+pub fn check_output(schema: &Value, output: Option<&Value>) -> std::result::Result<(), OutputError> {
+    let Some(output) = output else { return Err(OutputError::Missing) };
+    let v = crate::tools::validator(schema).map_err(OutputError::Schema)?;
+    crate::tools::validate_with(&v, output).map_err(OutputError::Mismatch)
 }
+
+/// Why a `finish` output is refused, as the step's error says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputError {
+    /// `finish` gave no `output`.
+    Missing,
+    /// The output schema itself does not compile.
+    Schema(crate::tools::SchemaError),
+    /// The output breaks the schema.
+    Mismatch(crate::tools::SchemaError),
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutputError::Missing => {
+                f.write_str("`finish` needs `output`, the final output as an object matching the output schema")
+            }
+            OutputError::Schema(e) => write!(f, "{e}"),
+            OutputError::Mismatch(e) => {
+                write!(f, "the output does not match the output schema: {}", e.describe("output"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for OutputError {}

@@ -412,13 +412,7 @@ pub fn check(cfg: &Config, root: &camino::Utf8Path) -> Result<()> {
 }
 
 /// Appends what one invocation used. Ledger failures are reported, not fatal.
-pub fn record(
-    cfg: &Config,
-    run_id: &str,
-    tokens: u64,
-    cost_usd: f64,
-    new_run: bool,
-) -> std::result::Result<(), String> {
+pub fn record(cfg: &Config, run_id: &str, tokens: u64, cost_usd: f64, new_run: bool) -> crate::error::Result<()> {
     if tokens == 0 && !new_run {
         return Ok(());
     }
@@ -428,17 +422,17 @@ pub fn record(
 }
 
 /// Appends one line to the ledger (one append: concurrent processes never interleave).
-fn append(line: &Line) -> std::result::Result<(), String> {
+fn append(line: &Line) -> crate::error::Result<()> {
     let Some(path) = ledger() else { return Ok(()) };
     if let Some(dir) = path.parent() {
-        crate::fs::create_dir_all(dir).map_err(|e| e.message)?;
+        crate::fs::create_dir_all(dir)?;
     }
-    crate::fs::append_line(&path, &crate::json::to_string(line)).map_err(|e| e.message)
+    crate::fs::append_line(&path, &crate::json::to_string(line))
 }
 
 /// Records that frustration escalated run `run_id` in the workspace `root` after the forced
 /// reframe: stress rises by `stress.per_escalation`.
-pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> std::result::Result<(), String> {
+pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> crate::error::Result<()> {
     let mut line = Line::new(cfg, run_id, Some("stress"));
     line.amount = Some(cfg.stress.per_escalation);
     line.workspace = stress_scope(cfg, root);
@@ -446,14 +440,14 @@ pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> std
 }
 
 /// Records a rest (`agentloop rest`) and the tasks it ran: fatigue and stress fall.
-pub fn record_rest(cfg: &Config, id: &str, tasks: Vec<String>) -> std::result::Result<(), String> {
+pub fn record_rest(cfg: &Config, id: &str, tasks: Vec<String>) -> crate::error::Result<()> {
     let mut line = Line::new(cfg, id, Some("rest"));
     line.tasks = tasks;
     append(&line)
 }
 
 /// Records what one exploration of `dream --explore` spent of the curiosity budget.
-pub fn record_dream(cfg: &Config, id: &str, tokens: u64, cost_usd: f64) -> std::result::Result<(), String> {
+pub fn record_dream(cfg: &Config, id: &str, tokens: u64, cost_usd: f64) -> crate::error::Result<()> {
     let mut line = Line::new(cfg, id, Some("dream"));
     (line.tokens, line.cost_usd) = (tokens, cost_usd);
     append(&line)

@@ -138,15 +138,16 @@ const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", 
 
 /// Checks a name against the Agent Skills rule as its reference validator applies it: 1–64
 /// lowercase letters (any script, so `café` is a name), digits and single inner hyphens.
-pub fn valid_name(name: &str) -> Result<(), String> {
+pub fn valid_name(name: &str) -> crate::error::Result<()> {
+    let refuse = |why: String| Err(crate::error::Error::usage(why));
     if name.is_empty() || name.chars().count() > 64 {
-        return Err(format!("`{name}` must be 1 to 64 characters"));
+        return refuse(format!("`{name}` must be 1 to 64 characters"));
     }
     if name.to_lowercase() != name || !name.chars().all(|c| c.is_alphanumeric() || c == '-') {
-        return Err(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
+        return refuse(format!("`{name}` may hold only lowercase letters, digits and hyphens"));
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
+        return refuse(format!("`{name}` must not start or end with a hyphen or hold two in a row"));
     }
     Ok(())
 }
@@ -164,9 +165,9 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 /// strict YAML reader with no types) reads it: `1.0` stays "1.0", `true` "true", `~` "~", an
 /// empty value "". `shape` is the same document read with types, which says where the lists
 /// and mappings are.
-fn as_text(fm: &str, shape: &Value) -> Result<Value, String> {
+fn as_text(fm: &str, shape: &Value) -> Result<Value, crate::config::YamlError> {
     use serde::de::DeserializeSeed;
-    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(|e| e.to_string())
+    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(crate::config::YamlError::Parse)
 }
 
 /// Reads one node of [`as_text`]: a scalar through `deserialize_str` (the text as written), a
@@ -299,7 +300,7 @@ pub fn parse_skill_md(
     } else if !map["name"].is_string() {
         problems.push(Problem::error(file, Some("name"), "must be a string"));
     } else if let Err(e) = valid_name(&name) {
-        problems.push(Problem::error(file, Some("name"), e));
+        problems.push(Problem::error(file, Some("name"), e.message));
     } else if let Some(f) = folder {
         if f != name {
             problems.push(Problem::error(file, Some("name"), format!("`{name}` must equal the folder name `{f}`")));
@@ -398,35 +399,43 @@ pub fn parse_skill_md(
 /// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
 /// fails), never blocking on a FIFO, never more than `cap` bytes. In the workspace `ws`, no link
 /// is followed at all ([`read_skill_file`]).
-fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> Result<String, String> {
+fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> crate::error::Result<String> {
     let buf = read_skill_file(ws, dir, name, name, cap)?;
-    String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
+    String::from_utf8(buf).map_err(|_| crate::error::Error::tool(format!("{name} is not UTF-8 text")))
 }
 
 /// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
 /// folder in the workspace `ws` is read one component at a time from the workspace down, none a
 /// link (`fs::read_no_link`); one elsewhere (the user's own) inside its capability.
-fn read_skill_file(ws: Option<&Utf8Path>, dir: &Utf8Path, rel: &str, shown: &str, cap: u64) -> Result<Vec<u8>, String> {
+fn read_skill_file(
+    ws: Option<&Utf8Path>,
+    dir: &Utf8Path,
+    rel: &str,
+    shown: &str,
+    cap: u64,
+) -> crate::error::Result<Vec<u8>> {
     if let Some((ws, inner)) = ws.and_then(|ws| Some((ws, dir.strip_prefix(ws).ok()?))) {
         let rel = Utf8Path::new(rel);
         if rel.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
-            return Err(format!("access denied: {shown} is not a plain path inside the skill folder"));
+            return Err(crate::error::Error::tool(format!(
+                "access denied: {shown} is not a plain path inside the skill folder"
+            )));
         }
         // Named as the model gave it, never by the machine path.
         return match crate::fs::read_file_no_link(ws, &inner.join(rel), cap) {
             Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(format!("{shown}: no such file or folder")),
-            Err(crate::fs::Unreadable::Link | crate::fs::Unreadable::Folder(_)) => Err(format!(
+            Ok(None) => Err(crate::error::Error::tool(format!("{shown}: no such file or folder"))),
+            Err(crate::fs::Unreadable::Link | crate::fs::Unreadable::Folder(_)) => Err(crate::error::Error::tool(format!(
                 "access denied: {shown} is a symbolic link or reached through one; skill files are read only from real files inside the workspace"
-            )),
-            Err(crate::fs::Unreadable::NotRegular) => Err(format!("{shown} is not a regular file")),
-            Err(crate::fs::Unreadable::TooLarge(n)) => Err(crate::capfs::too_large(shown, n, cap)),
-            Err(crate::fs::Unreadable::Io(e)) => Err(format!("cannot read {shown}: {}", e.message)),
+            ))),
+            Err(crate::fs::Unreadable::NotRegular) => Err(crate::error::Error::tool(format!("{shown} is not a regular file"))),
+            Err(crate::fs::Unreadable::TooLarge(n)) => Err(crate::error::Error::tool(crate::capfs::too_large(shown, n, cap))),
+            Err(crate::fs::Unreadable::Io(e)) => Err(crate::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| format!("cannot open the folder of {shown}: {e}"))?;
-    crate::capfs::read_capped(&d, rel, shown, cap).map_err(String::from)
+        .map_err(|e| crate::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
+    crate::capfs::read_capped(&d, rel, shown, cap).map_err(crate::error::Error::from)
 }
 
 /// Whether `name` in skill folder `dir` of the workspace `ws` is a symbolic link (such a skill
@@ -547,11 +556,12 @@ fn load_seed_skill(
     if linked_in_workspace(ws, dir, "skill.json") || linked_in_workspace(ws, dir, "skill.md") {
         return problems.push(linked(&file));
     }
-    let v: Value =
-        match read_in(ws, dir, "skill.json", cap).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
-            Ok(v) => v,
-            Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
-        };
+    let v: Value = match read_in(ws, dir, "skill.json", cap)
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| crate::error::Error::tool(e.to_string()).with_source(e)))
+    {
+        Ok(v) => v,
+        Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
+    };
     let id = v.get("id").and_then(Value::as_str).unwrap_or("").to_string();
     if id.is_empty() {
         return problems.push(Problem::error(&file, Some("id"), "missing"));
@@ -614,9 +624,9 @@ fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill
     let mut seen_seed = std::collections::BTreeSet::new();
     let registry = root.join("registry.json");
     if registry.is_file() {
-        match read_in(ws, root, "registry.json", cap)
-            .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
-        {
+        match read_in(ws, root, "registry.json", cap).and_then(|t| {
+            serde_json::from_str::<Value>(&t).map_err(|e| crate::error::Error::tool(e.to_string()).with_source(e))
+        }) {
             Ok(v) => {
                 for entry in v.get("skills").and_then(Value::as_array).cloned().unwrap_or_default() {
                     let id = entry.get("id").and_then(Value::as_str).unwrap_or("");
@@ -790,29 +800,32 @@ impl SkillSet {
 
     /// A skill's instructions, or one of its files (confined to the skill folder, a regular file
     /// of at most `max_bytes`).
-    pub fn read(&self, name: &str, file: Option<&str>, max_bytes: u64) -> Result<(String, Value), String> {
+    pub fn read(&self, name: &str, file: Option<&str>, max_bytes: u64) -> crate::error::Result<(String, Value)> {
         let s = self.get(name).ok_or_else(|| {
-            format!(
+            crate::error::Error::tool(format!(
                 "no skill named `{name}`; available: {}",
                 self.skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
-            )
+            ))
         })?;
         let missing_env: Vec<&String> = s.requires_env.iter().filter(|v| std::env::var_os(v).is_none()).collect();
         if !missing_env.is_empty() {
-            return Err(format!(
+            return Err(crate::error::Error::tool(format!(
                 "skill `{name}` needs the environment variable(s) {} to be set before it can be used",
                 missing_env.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            )));
         }
         match file {
             None | Some("SKILL.md") | Some("skill.md") => {
                 Ok((s.body.clone(), json!({"skill": name, "activated": true, "files": s.files})))
             }
             Some(f) => {
-                let dir = s.dir.as_ref().ok_or_else(|| format!("skill `{name}` is built in and has no file `{f}`"))?;
+                let dir = s.dir.as_ref().ok_or_else(|| {
+                    crate::error::Error::tool(format!("skill `{name}` is built in and has no file `{f}`"))
+                })?;
                 let shown = format!("`{f}` in skill `{name}`");
                 let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
-                let text = String::from_utf8(buf).map_err(|_| format!("{shown} is not UTF-8 text"))?;
+                let text = String::from_utf8(buf)
+                    .map_err(|_| crate::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

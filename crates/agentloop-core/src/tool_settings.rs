@@ -97,22 +97,41 @@ fn own_folder(ws: &Utf8Path, abs: &Utf8Path, cfg: &Config) -> Option<String> {
         .then(|| format!("is inside a `.git` folder (`{rel}`), which no tool may write"))
 }
 
+/// Why a value does not only narrow the trusted one it would override, phrased to follow "may
+/// not set `key`: ".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widens(pub String);
+
+impl From<&str> for Widens {
+    fn from(why: &str) -> Self {
+        Widens(why.to_string())
+    }
+}
+
+impl std::fmt::Display for Widens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Widens {}
+
 /// [`crate::trust::narrows`] for the keys of this module: None for any other key. `base` is
 /// the trusted configuration; `inside` checks a path stays in the workspace.
 pub fn narrows(
     key: &str,
     v: &Value,
     base: &Config,
-    inside: &dyn Fn(&Value) -> std::result::Result<(), String>,
-) -> Option<std::result::Result<(), String>> {
+    inside: &dyn Fn(&Value) -> std::result::Result<(), Widens>,
+) -> Option<std::result::Result<(), Widens>> {
     if key == "tools.disabled" || key == "skills.disabled" {
         // A list replaces the one below it, so it must keep every trusted denial.
         let have = if key == "tools.disabled" { &base.tools.disabled } else { &base.skills.disabled };
         let Some(want) = v.as_array().filter(|a| a.iter().all(Value::is_string)) else {
-            return Some(Err("must be a list of names".into()));
+            return Some(Err(Widens("must be a list of names".into())));
         };
         return Some(match have.iter().find(|d| !want.iter().any(|w| w == d.as_str())) {
-            Some(d) => Err(format!("it drops the trusted denial of `{d}`")),
+            Some(d) => Err(Widens(format!("it drops the trusted denial of `{d}`"))),
             None => Ok(()),
         });
     }
@@ -123,7 +142,7 @@ pub fn narrows(
     Some(match field {
         // `false` takes a tool away; `true` turns nothing on, but may not undo a trusted `false`.
         "enabled" if v == &Value::Bool(true) && base.tools.enabled_of(tool) == Some(false) => {
-            Err(format!("the trusted configuration disables {tool}"))
+            Err(Widens(format!("the trusted configuration disables {tool}")))
         }
         "enabled" if v.is_boolean() => Ok(()),
         "allowed_paths" => match v.as_array() {
@@ -138,23 +157,23 @@ pub fn narrows(
                 if fits {
                     Ok(())
                 } else {
-                    Err(format!("`{want}` is not inside the trusted tools.{tool}.allowed_paths"))
+                    Err(Widens(format!("`{want}` is not inside the trusted tools.{tool}.allowed_paths")))
                 }
             }),
-            None => Err("must be a list of folders".into()),
+            None => Err(Widens("must be a list of folders".into())),
         },
         "timeout_seconds" => {
             let cap = base.tools.timeout_of(tool).as_secs();
             match v.as_u64() {
                 Some(n) if n <= cap => Ok(()),
-                Some(n) => Err(format!("{n} is above the trusted {cap}")),
-                None => Err("must be a whole number of seconds".into()),
+                Some(n) => Err(Widens(format!("{n} is above the trusted {cap}"))),
+                None => Err(Widens("must be a whole number of seconds".into())),
             }
         }
         "max_length" => match (v.as_u64(), base.tools.web_fetch.max_length) {
-            (Some(n), Some(cap)) if n > cap as u64 => Err(format!("{n} is above the trusted {cap}")),
+            (Some(n), Some(cap)) if n > cap as u64 => Err(Widens(format!("{n} is above the trusted {cap}"))),
             (Some(_), _) => Ok(()),
-            (None, _) => Err("must be a whole number of characters".into()),
+            (None, _) => Err(Widens("must be a whole number of characters".into())),
         },
         _ => return None,
     })

@@ -187,3 +187,57 @@ fn tidy(v: &mut Value) {
         _ => {}
     }
 }
+
+/// Why a value does not fit a JSON Schema, as the model is told it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchemaError {
+    /// The schema itself does not compile: the validator's reason.
+    Invalid(String),
+    /// Where the value breaks the schema (a dotted path, empty at its top) and how.
+    Mismatch(Vec<(String, String)>),
+}
+
+impl SchemaError {
+    /// The problems of the value called `noun` (arguments, output), one line.
+    pub fn describe(&self, noun: &str) -> String {
+        match self {
+            SchemaError::Invalid(e) => format!("the tool's schema is invalid: {e}"),
+            SchemaError::Mismatch(found) => {
+                let each: Vec<String> = found
+                    .iter()
+                    .map(
+                        |(at, what)| {
+                            if at.is_empty() {
+                                format!("{noun}: {what}")
+                            } else {
+                                format!("argument `{at}`: {what}")
+                            }
+                        },
+                    )
+                    .collect();
+                format!("invalid {noun}: {}", each.join("; "))
+            }
+        }
+    }
+
+    /// The same problems found in the value at `under` (a field of a larger one).
+    pub fn under(self, under: &str) -> SchemaError {
+        match self {
+            SchemaError::Mismatch(found) => SchemaError::Mismatch(
+                found
+                    .into_iter()
+                    .map(|(at, what)| (if at.is_empty() { under.to_string() } else { format!("{under}.{at}") }, what))
+                    .collect(),
+            ),
+            e => e,
+        }
+    }
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe("arguments"))
+    }
+}
+
+impl std::error::Error for SchemaError {}

@@ -35,6 +35,9 @@ pub struct Refusal {
     pub why: String,
 }
 
+// Defined below trust, beside the per-tool keys' own check, which says it too.
+pub use crate::tool_settings::Widens;
+
 /// The variable that trusts every workspace (CI, containers that only hold the user's own).
 pub const TRUST_ALL_ENV: &str = "AGENTLOOP_TRUST_ALL";
 
@@ -206,7 +209,7 @@ pub fn sanitize(layer: &mut Layer, base: &Config, root: &Utf8Path) -> Vec<Refusa
             _ => path,
         };
         if !cut.contains(&whole) {
-            out.push(Refusal { file: layer.source.to_string(), key: whole.join("."), why });
+            out.push(Refusal { file: layer.source.to_string(), key: whole.join("."), why: why.0 });
             cut.push(whole);
         }
     }
@@ -280,7 +283,7 @@ pub fn widening(v: &Value, base: &Config, root: &Utf8Path, party: Party) -> Vec<
         .into_iter()
         .filter_map(|(path, v)| {
             let key = path.join(".");
-            narrows(&key, v, base, root, party).err().map(|why| (key, why))
+            narrows(&key, v, base, root, party).err().map(|why| (key, why.0))
         })
         .collect()
 }
@@ -365,33 +368,33 @@ pub fn narrow_budgets(r: &mut Resolved, asked: &Budgets, root: &Utf8Path, strict
 
 /// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
 /// exists) not leading out of it through a link.
-fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), String> {
-    let p = v.as_str().ok_or("must be a path")?;
+fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), Widens> {
+    let p = v.as_str().ok_or_else(|| Widens("must be a path".into()))?;
     let path = Utf8Path::new(p);
     if path.is_absolute() || path.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
-        return Err(format!("`{p}` is outside the workspace"));
+        return Err(Widens(format!("`{p}` is outside the workspace")));
     }
     if crate::fs::leads_outside(root, &root.join(path)) {
-        return Err(format!("`{p}` leads outside the workspace through a link"));
+        return Err(Widens(format!("`{p}` leads outside the workspace through a link")));
     }
     Ok(())
 }
 
 /// Whether setting `key` to `v` only narrows `base` (a pure check but for `allowed_tools`, which
 /// lists the trusted registry from caches only, and the path keys, which look at the folder).
-pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Party) -> std::result::Result<(), String> {
+pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Party) -> std::result::Result<(), Widens> {
     let whose = if party == Party::Request { "the root's" } else { "the trusted" };
-    let at_most = |limit: Option<f64>| -> std::result::Result<(), String> {
-        let n = v.as_f64().ok_or("must be a number")?;
+    let at_most = |limit: Option<f64>| -> std::result::Result<(), Widens> {
+        let n = v.as_f64().ok_or_else(|| Widens("must be a number".into()))?;
         match limit {
-            Some(l) if n > l => Err(format!("{n} is above {whose} {l}")),
+            Some(l) if n > l => Err(Widens(format!("{n} is above {whose} {l}"))),
             _ => Ok(()),
         }
     };
-    let subset = |have: &[String], what: &str| -> std::result::Result<(), String> {
-        let want = strings(v).ok_or("must be a list of names")?;
+    let subset = |have: &[String], what: &str| -> std::result::Result<(), Widens> {
+        let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
         match want.iter().find(|w| !have.contains(w)) {
-            Some(w) => Err(format!("`{w}` is not in {whose} {what}")),
+            Some(w) => Err(Widens(format!("`{w}` is not in {whose} {what}"))),
             None => Ok(()),
         }
     };
@@ -412,7 +415,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     match key {
         "allowed_tools" => {
             let registry = crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly)
-                .map_err(|e| e.message)?;
+                .map_err(|e| Widens(e.message))?;
             let have: Vec<String> = registry.allowed(base).iter().map(|t| t.name.clone()).collect();
             subset(&have, "allowed tools")
         }
@@ -459,7 +462,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
 
 /// [`narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
 /// makes answers fresher (the floor applies when an answer is read).
-fn narrows_http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+fn narrows_http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
     if key != "tools.http.cache" {
         return None;
     }
@@ -468,13 +471,13 @@ fn narrows_http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Optio
         Ok(crate::config::HttpCache::On { floor }) if base.tools.http.cache.floor().is_some_and(|b| floor <= b) => {
             Ok(())
         }
-        Ok(_) => Err(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor")),
-        Err(e) => Err(e.to_string()),
+        Ok(_) => Err(Widens(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor"))),
+        Err(e) => Err(Widens(e.to_string())),
     })
 }
 
 /// [`narrows`] for the durations an untrusted layer may shorten, each at most the trusted one.
-fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
     let limit = match key {
         "timeout" => base.timeout.0,
         "tools.timeout" => base.tools.timeout.0,
@@ -483,9 +486,9 @@ fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<
         "handle.pending_grace" => base.handle.pending_grace.0,
         _ => return None,
     };
-    Some(serde_json::from_value::<Dur>(v.clone()).map_err(|e| e.to_string()).and_then(|d| {
+    Some(serde_json::from_value::<Dur>(v.clone()).map_err(|e| Widens(e.to_string())).and_then(|d| {
         if d.0 > limit {
-            return Err(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs()));
+            return Err(Widens(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs())));
         }
         Ok(())
     }))
@@ -493,20 +496,20 @@ fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<
 
 /// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
 /// the workspace's own config) a JSON file inside the workspace.
-fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<std::result::Result<(), String>> {
+fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<std::result::Result<(), Widens>> {
     if key != "output_schema" {
         return None;
     }
     Some(match v {
         Value::Object(_) | Value::Null => Ok(()),
         Value::String(_) if party == Party::Workspace => inside(v, root),
-        _ => Err("a request gives the schema itself, as an object".into()),
+        _ => Err(Widens("a request gives the schema itself, as an object".into())),
     })
 }
 
 /// [`narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's
 /// sandbox (`bwrap` only) and the memory store's scope (`workspace`, or `user` when it is already).
-fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result<(), String>> {
+fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result<(), Widens>> {
     Some(match key {
         "tools.shell.sandbox" | "sandbox"
             if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
@@ -516,8 +519,8 @@ fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Re
         "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
             Ok(crate::config::MemoryScope::Workspace) => Ok(()),
             Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),
-            Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
-            Err(_) => Err("must be `workspace` or `user`".into()),
+            Ok(_) => Err(Widens("the user's shared store is outside the workspace (only `workspace` narrows)".into())),
+            Err(_) => Err(Widens("must be `workspace` or `user`".into())),
         },
         _ => return None,
     })
@@ -528,18 +531,18 @@ fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Re
 /// Ductile gateway and its token only as the trusted configuration names them (a token or an
 /// address of the request's own would send a credential to a host the user did not name). The
 /// reasons never repeat a token.
-fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
+fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
     let d = &base.ductile;
     let same = |have: Option<&str>, what: &str| match (v.as_str(), have) {
         (Some(w), Some(h)) if w == h => Ok(()),
-        (Some(_), Some(_)) => Err(format!("it differs from {whose} {what}")),
-        (Some(_), None) => Err(format!("{whose} configuration sets no {what}")),
-        (None, _) => Err("must be a string".into()),
+        (Some(_), Some(_)) => Err(Widens(format!("it differs from {whose} {what}"))),
+        (Some(_), None) => Err(Widens(format!("{whose} configuration sets no {what}"))),
+        (None, _) => Err(Widens("must be a string".into())),
     };
     Some(match key {
         "llm.provider" => {
             let Ok(p) = serde_json::from_value::<crate::config::Provider>(v.clone()) else {
-                return Some(Err("is not a provider agentloop knows".into()));
+                return Some(Err(Widens("is not a provider agentloop knows".into())));
             };
             let l = &base.llm;
             if p == l.provider {
@@ -549,20 +552,23 @@ fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std
             {
                 // The address and key the user set are for their own provider: another one would
                 // send its key to that address, or that key to its own.
-                Err(format!(
+                Err(Widens(format!(
                     "{whose} llm.base_url / api_key_env / api_key_cmd are set for `{}`, so no other provider may be chosen",
                     l.provider.as_str()
-                ))
+                )))
             } else if l.allowed_providers.contains(&p) {
                 Ok(())
             } else {
-                Err(format!("`{}` is neither {whose} provider nor in {whose} llm.allowed_providers", p.as_str()))
+                Err(Widens(format!(
+                    "`{}` is neither {whose} provider nor in {whose} llm.allowed_providers",
+                    p.as_str()
+                )))
             }
         }
         "llm.model" => match v.as_str() {
             Some(m) if base.llm.model.as_deref() == Some(m) || base.llm.allowed_models.iter().any(|a| a == m) => Ok(()),
-            Some(m) => Err(format!("`{m}` is neither {whose} model nor in {whose} llm.allowed_models")),
-            None => Err("must be a model name".into()),
+            Some(m) => Err(Widens(format!("`{m}` is neither {whose} model nor in {whose} llm.allowed_models"))),
+            None => Err(Widens("must be a model name".into())),
         },
         "ductile.api_url" => same(d.api_url.as_deref(), "ductile.api_url"),
         "ductile.api_token_env" => same(d.api_token_env.as_deref(), "ductile.api_token_env"),
@@ -572,8 +578,8 @@ fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std
             let have = d.api_token.clone().or_else(|| d.api_token_env.as_ref().and_then(|n| std::env::var(n).ok()));
             match (v.as_str(), have) {
                 (Some(w), Some(h)) if constant_time_eq(w.as_bytes(), h.as_bytes()) => Ok(()),
-                (Some(_), Some(_)) => Err(format!("it is not {whose} Ductile token")),
-                _ => Err(format!("{whose} configuration gives no Ductile token to compare it with")),
+                (Some(_), Some(_)) => Err(Widens(format!("it is not {whose} Ductile token"))),
+                _ => Err(Widens(format!("{whose} configuration gives no Ductile token to compare it with"))),
             }
         }
         _ => return None,
@@ -587,11 +593,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// [`narrows`] for the lists whose numbers or entries a narrower value must keep: ports, host
 /// denials, escalation triggers (adding a denial or a trigger only stops things sooner).
-fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
-    let keeps = |have: &[String], what: &str, drops: &str| -> std::result::Result<(), String> {
-        let want = strings(v).ok_or(format!("must be a list of {what}"))?;
+fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
+    let keeps = |have: &[String], what: &str, drops: &str| -> std::result::Result<(), Widens> {
+        let want = strings(v).ok_or_else(|| Widens(format!("must be a list of {what}")))?;
         match have.iter().find(|d| !want.contains(d)) {
-            Some(d) => Err(format!("it drops {whose} {drops} `{d}`")),
+            Some(d) => Err(Widens(format!("it drops {whose} {drops} `{d}`"))),
             None => Ok(()),
         }
     };
@@ -599,7 +605,7 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
         "tools.http.ports" => {
             let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
             match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
-                Some(p) => Err(format!("port {p} is not in {whose} tools.http.ports")),
+                Some(p) => Err(Widens(format!("port {p} is not in {whose} tools.http.ports"))),
                 None => Ok(()),
             }
         }
@@ -613,15 +619,15 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
 }
 
 /// Whether the `values` list `v` keeps every one of `have` (by name) with all its phrases.
-fn keeps_values(v: &Value, have: &[crate::config::AgentValue], whose: &str) -> std::result::Result<(), String> {
+fn keeps_values(v: &Value, have: &[crate::config::AgentValue], whose: &str) -> std::result::Result<(), Widens> {
     let want: Vec<crate::config::AgentValue> =
-        serde_json::from_value(v.clone()).map_err(|e| format!("must be a list of values: {e}"))?;
+        serde_json::from_value(v.clone()).map_err(|e| Widens(format!("must be a list of values: {e}")))?;
     for h in have {
         let Some(w) = want.iter().find(|w| w.name == h.name) else {
-            return Err(format!("it drops {whose} value `{}`", h.name));
+            return Err(Widens(format!("it drops {whose} value `{}`", h.name)));
         };
         if let Some(p) = h.refuse_if.iter().find(|p| !w.refuse_if.contains(p)) {
-            return Err(format!("it drops {whose} value `{}`'s refuse_if phrase \"{p}\"", h.name));
+            return Err(Widens(format!("it drops {whose} value `{}`'s refuse_if phrase \"{p}\"", h.name)));
         }
     }
     Ok(())
@@ -629,7 +635,7 @@ fn keeps_values(v: &Value, have: &[crate::config::AgentValue], whose: &str) -> s
 
 /// [`narrows`] for a workspace's own files, read or written inside it: its identity text, its
 /// log, its template overrides, the folders file_write may use (fewer than the whole workspace).
-fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std::result::Result<(), String>> {
+fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std::result::Result<(), Widens>> {
     Some(match key {
         "logging.file" => inside(v, root).and_then(|()| {
             // A log appended to the paper trail or agentloop's own files would corrupt them, and
@@ -648,20 +654,20 @@ fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std:
                     || c.starts_with(".agentloop")
             };
             match p.components().map(|c| c.as_str()).find(|c| own(c)) {
-                Some(f) => Err(format!(
+                Some(f) => Err(Widens(format!(
                     "`{p}` names `{f}`, agentloop's own (its paper trail, config, runs/, .git or .agentloop*), not a log"
-                )),
-                None if p.file_name().is_none() => Err(format!("`{p}` names no file")),
+                ))),
+                None if p.file_name().is_none() => Err(Widens(format!("`{p}` names no file"))),
                 None => Ok(()),
             }
         }),
         "system_prompt_file" | "templates_dir" => inside(v, root),
         "memory.dir" | "tools.memory.dir" => {
-            inside(v, root).map_err(|e| format!("{e}: a memory store outside it is shared with other projects"))
+            inside(v, root).map_err(|e| Widens(format!("{e}: a memory store outside it is shared with other projects")))
         }
         "tools.write_paths" if base.tools.write_paths.is_empty() => match v.as_array() {
             Some(list) => list.iter().try_for_each(|p| inside(p, root)),
-            None => Err("must be a list of folders".into()),
+            None => Err(Widens("must be a list of folders".into())),
         },
         "logging.level" | "logging.format" | "logging.max_bytes" | "logging.keep" | "llm.stream" => Ok(()),
         _ => return None,
@@ -778,9 +784,9 @@ mod tests {
         let more = json!([{"name": "honesty", "refuse_if": ["fake review", "astroturf"]}, {"name": "privacy", "refuse_if": ["home address"]}]);
         assert!(check(more).is_ok());
         let e = check(json!([{"name": "privacy", "refuse_if": ["home address"]}])).unwrap_err();
-        assert_eq!(e, "it drops the trusted value `honesty`");
+        assert_eq!(e.0, "it drops the trusted value `honesty`");
         let e = check(json!([{"name": "honesty", "refuse_if": ["astroturf"]}])).unwrap_err();
-        assert!(e.contains("\"fake review\""), "{e}");
+        assert!(e.0.contains("\"fake review\""), "{e}");
         assert!(check(json!([])).is_err());
     }
 

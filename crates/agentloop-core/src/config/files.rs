@@ -15,16 +15,16 @@ pub const MAX_YAML_DEPTH: usize = 64;
 /// Parses YAML after a linear pre-check of its size and nesting, so a hostile document (deep
 /// nesting, huge size) is refused in time proportional to its length instead of exhausting
 /// the parser. The error says which limit was passed.
-pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, YamlError> {
     if text.len() > MAX_YAML_BYTES {
-        return Err(format!("the document is larger than {MAX_YAML_BYTES} bytes"));
+        return Err(YamlError::TooLarge);
     }
     let (mut depth, mut max) = (0usize, 0usize);
     let mut quote = None::<char>;
     for line in text.lines() {
         let indent = line.len() - line.trim_start_matches([' ', '-']).len();
         if quote.is_none() && indent / 2 > MAX_YAML_DEPTH * 2 {
-            return Err(format!("the document is indented more than {} columns deep", MAX_YAML_DEPTH * 4));
+            return Err(YamlError::TooIndented);
         }
         let mut comment = false;
         for c in line.chars() {
@@ -47,22 +47,63 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Re
         quote = None;
     }
     if max > MAX_YAML_DEPTH {
-        return Err(format!("the document nests more than {MAX_YAML_DEPTH} levels deep"));
+        return Err(YamlError::TooDeep);
     }
     // Maps built into a JSON value keep the last of two equal keys; a second `tools:` block
     // would silently drop the first, so a repeated key is refused with its line first.
     let repeated = std::cell::RefCell::new(None);
     let check = NoDuplicateKeys(&repeated);
-    if let Err(e) = serde::de::DeserializeSeed::deserialize(check, serde_yaml_ng::Deserializer::from_str(text)) {
+    if let Err(err) = serde::de::DeserializeSeed::deserialize(check, serde_yaml_ng::Deserializer::from_str(text)) {
         // The check knows the key but not where the second one stands: find its line, which
         // replaces the parser's own position (where it had got to).
         let found = repeated.into_inner().and_then(|key: String| Some((duplicate_key_line(text, &key)?, key)));
         return Err(match found {
-            Some((n, key)) => format!("line {n}: {}", twice(&key)),
-            None => e.to_string(),
+            Some((line, key)) => YamlError::DuplicateKey { line, message: twice(&key), source: err },
+            None => YamlError::Parse(err),
         });
     }
-    serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
+    serde_yaml_ng::from_str(text).map_err(YamlError::Parse)
+}
+
+/// Why [`parse_yaml`] refused a document: a limit passed, or what the parser found.
+#[derive(Debug)]
+pub enum YamlError {
+    /// Larger than [`MAX_YAML_BYTES`].
+    TooLarge,
+    /// Indented deeper than [`MAX_YAML_DEPTH`] allows.
+    TooIndented,
+    /// Flow collections nested deeper than [`MAX_YAML_DEPTH`].
+    TooDeep,
+    /// A key given twice in one mapping, found on `line` (from 1).
+    DuplicateKey {
+        line: usize,
+        message: String,
+        source: serde_yaml_ng::Error,
+    },
+    Parse(serde_yaml_ng::Error),
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            YamlError::TooLarge => write!(f, "the document is larger than {MAX_YAML_BYTES} bytes"),
+            YamlError::TooIndented => {
+                write!(f, "the document is indented more than {} columns deep", MAX_YAML_DEPTH * 4)
+            }
+            YamlError::TooDeep => write!(f, "the document nests more than {MAX_YAML_DEPTH} levels deep"),
+            YamlError::DuplicateKey { line, message, .. } => write!(f, "line {line}: {message}"),
+            YamlError::Parse(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for YamlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            YamlError::DuplicateKey { source: e, .. } | YamlError::Parse(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// The line (from 1) where block mapping key `key` is given a second time in one mapping.

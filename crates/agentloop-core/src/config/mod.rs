@@ -168,7 +168,7 @@ mod tests {
         assert_eq!(duplicate_key_line(yaml, "b"), Some(11));
         assert_eq!(duplicate_key_line("x: {c: 1, c: 2}\n", "c"), None);
         let e = parse_yaml::<Value>("tools: {}\nmax_steps: 3\ntools: {}\n").unwrap_err();
-        assert!(e.starts_with("line 3: the key `tools` appears twice"), "{e}");
+        assert!(e.to_string().starts_with("line 3: the key `tools` appears twice"), "{e}");
         assert!(parse_yaml::<Value>("- c: 1\n- c: 2\n").is_ok());
     }
     use serde_json::json;

@@ -600,8 +600,3 @@ fn job_result(job: &Value, job_id: &str, plugin: &str, command: &str) -> ToolRes
     r.metadata = meta;
     r
 }
-
-/// The payload depth of a start event (0 when absent), for `handle`'s recursion guard.
-pub fn start_depth(payload: &Value) -> u32 {
-    payload.get(DEPTH_KEY).and_then(Value::as_u64).unwrap_or(0) as u32
-}

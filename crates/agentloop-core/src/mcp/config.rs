@@ -497,7 +497,7 @@ pub fn slug(name: &str) -> String {
 
 /// Expands `${VAR}`, `${VAR:-default}`, `$VAR` and `$$`. An unset variable without a default is
 /// an error naming it.
-pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Result<String, String> {
+pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Result<String, ExpandError> {
     let mut out = String::with_capacity(s.len());
     let mut it = s.char_indices().peekable();
     while let Some((i, c)) = it.next() {
@@ -513,7 +513,7 @@ pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Res
             Some('{') => {
                 let rest = &s[i + 2..];
                 let Some(end) = rest.find('}') else {
-                    return Err(format!("`${{` without a closing `}}` in `{s}`"));
+                    return Err(ExpandError::Unclosed(s.to_string()));
                 };
                 let inner = &rest[..end];
                 let (name, default) = match inner.split_once(":-") {
@@ -521,12 +521,12 @@ pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Res
                     None => (inner, None),
                 };
                 if !is_var_name(name) {
-                    return Err(format!("`${{{inner}}}` does not name an environment variable"));
+                    return Err(ExpandError::NotAName(inner.to_string()));
                 }
                 match (var(name).filter(|v| !v.is_empty() || default.is_none()), default) {
                     (Some(v), _) => out.push_str(&v),
                     (None, Some(d)) => out.push_str(d),
-                    (None, None) => return Err(format!("environment variable {name} is not set")),
+                    (None, None) => return Err(ExpandError::Unset(name.to_string())),
                 }
                 // Skip past the closing brace.
                 let stop = i + 2 + end;
@@ -548,7 +548,7 @@ pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Res
                 let name = &s[start..end];
                 match var(name) {
                     Some(v) => out.push_str(&v),
-                    None => return Err(format!("environment variable {name} is not set")),
+                    None => return Err(ExpandError::Unset(name.to_string())),
                 }
             }
             _ => out.push('$'),
@@ -556,6 +556,29 @@ pub fn expand(s: &str, var: &dyn Fn(&str) -> Option<String>) -> std::result::Res
     }
     Ok(out)
 }
+
+/// Why [`expand`] could not expand a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpandError {
+    /// `${` without its `}`, in this value.
+    Unclosed(String),
+    /// `${...}` holding this, which is no variable name.
+    NotAName(String),
+    /// This variable is not set and has no default.
+    Unset(String),
+}
+
+impl std::fmt::Display for ExpandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpandError::Unclosed(s) => write!(f, "`${{` without a closing `}}` in `{s}`"),
+            ExpandError::NotAName(inner) => write!(f, "`${{{inner}}}` does not name an environment variable"),
+            ExpandError::Unset(name) => write!(f, "environment variable {name} is not set"),
+        }
+    }
+}
+
+impl std::error::Error for ExpandError {}
 
 fn is_var_name(n: &str) -> bool {
     !n.is_empty()
@@ -608,8 +631,8 @@ mod tests {
         assert_eq!(expand("${EMPTY:-dflt}", &vars).unwrap(), "dflt");
         assert_eq!(expand("a$$b $ 5$", &vars).unwrap(), "a$b $ 5$");
         assert_eq!(expand("ü${HOME}ü", &vars).unwrap(), "ü/home/uü");
-        assert!(expand("${NOPE}", &vars).unwrap_err().contains("NOPE is not set"));
-        assert!(expand("$NOPE", &vars).unwrap_err().contains("NOPE"));
+        assert!(expand("${NOPE}", &vars).unwrap_err().to_string().contains("NOPE is not set"));
+        assert_eq!(expand("$NOPE", &vars).unwrap_err(), ExpandError::Unset("NOPE".into()));
         assert!(expand("${HOME", &vars).is_err());
         assert!(expand("${1X}", &vars).is_err());
     }

@@ -79,7 +79,7 @@ pub fn answer(request: &ElicitRequestParams) -> (ElicitResult, Value) {
                 }
                 Err(why) => {
                     record["action"] = json!("decline");
-                    record["reason"] = json!(why);
+                    record["reason"] = json!(why.to_string());
                     (ElicitResult::new(ElicitationAction::Decline), record)
                 }
             }
@@ -103,7 +103,7 @@ pub fn answer(request: &ElicitRequestParams) -> (ElicitResult, Value) {
 
 /// The form filled with its defaults: every field that has one. Refused (why) when a required
 /// field has none, or no field has any: accepting then would be agentloop making up an answer.
-pub fn defaults(schema: &Value) -> Result<Map<String, Value>, String> {
+pub fn defaults(schema: &Value) -> Result<Map<String, Value>, Declined> {
     let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
     let required: Vec<&str> = schema
         .get("required")
@@ -111,15 +111,36 @@ pub fn defaults(schema: &Value) -> Result<Map<String, Value>, String> {
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if let Some(missing) = required.iter().find(|r| props.get(**r).and_then(|p| p.get("default")).is_none()) {
-        return Err(format!("the required field `{missing}` has no default, and nobody is there to fill it in"));
+        return Err(Declined::NoDefault(missing.to_string()));
     }
     let content: Map<String, Value> =
         props.iter().filter_map(|(k, p)| p.get("default").map(|d| (k.clone(), d.clone()))).collect();
     if content.is_empty() {
-        return Err("no field has a default, and nobody is there to fill the form in".into());
+        return Err(Declined::NoDefaults);
     }
     Ok(content)
 }
+
+/// Why a form was declined: agentloop fills in only what the form itself says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Declined {
+    /// This required field has no default.
+    NoDefault(String),
+    NoDefaults,
+}
+
+impl std::fmt::Display for Declined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Declined::NoDefault(field) => {
+                write!(f, "the required field `{field}` has no default, and nobody is there to fill it in")
+            }
+            Declined::NoDefaults => f.write_str("no field has a default, and nobody is there to fill the form in"),
+        }
+    }
+}
+
+impl std::error::Error for Declined {}
 
 fn cap(s: &str) -> String {
     if s.chars().count() <= MAX_MESSAGE {
@@ -164,8 +185,8 @@ mod tests {
             "note": {"type": "string"}}, "required": ["name"]});
         assert_eq!(Value::Object(defaults(&s).unwrap()), json!({"name": "John Doe", "age": 30}));
         let s = json!({"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]});
-        assert!(defaults(&s).unwrap_err().contains("`note` has no default"));
+        assert_eq!(defaults(&s).unwrap_err(), Declined::NoDefault("note".into()));
         let s = json!({"type": "object", "properties": {"note": {"type": "string"}}});
-        assert!(defaults(&s).unwrap_err().contains("no field has a default"));
+        assert_eq!(defaults(&s).unwrap_err(), Declined::NoDefaults);
     }
 }

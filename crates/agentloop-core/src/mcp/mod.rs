@@ -210,7 +210,7 @@ impl Hub {
                     Ok(p) => p,
                     Err(why) => {
                         self.warnings.push(format!("MCP server {}: tool {tool} is left out: {why}", st.server.name));
-                        st.dropped.push((tool.to_string(), why));
+                        st.dropped.push((tool.to_string(), why.to_string()));
                         continue;
                     }
                 };

@@ -61,16 +61,16 @@ pub fn description(server: &str, tool: &Value) -> String {
 
 /// Normalises a server's input schema into an object schema providers accept; the error says
 /// why the tool cannot be offered.
-pub fn normalise(schema: &Value) -> Result<Value, String> {
+pub fn normalise(schema: &Value) -> Result<Value, Unusable> {
     let Some(root) = schema.as_object() else {
-        return Err("its inputSchema is not a JSON object".into());
+        return Err(Unusable::NotAnObject);
     };
     let defs = collect_defs(root);
     let mut v = Value::Object(root.clone());
     inline_refs(&mut v, &defs, 0)?;
     strip(&mut v);
     let Some(o) = v.as_object_mut() else {
-        return Err("its inputSchema is not a JSON object".into());
+        return Err(Unusable::NotAnObject);
     };
     o.remove("$defs");
     o.remove("definitions");
@@ -82,16 +82,42 @@ pub fn normalise(schema: &Value) -> Result<Value, String> {
         Some(Value::Array(ts)) if ts.contains(&json!("object")) => {
             o.insert("type".into(), json!("object"));
         }
-        Some(other) => return Err(format!("its inputSchema has type {other}, not object")),
+        Some(other) => return Err(Unusable::NotObjectType(other.clone())),
     }
     if !o.contains_key("properties") {
         o.insert("properties".into(), json!({}));
     }
     if let Err(e) = jsonschema::validator_for(&v) {
-        return Err(format!("its inputSchema is not a valid JSON Schema: {e}"));
+        return Err(Unusable::Invalid(e.to_string()));
     }
     Ok(v)
 }
+
+/// Why a server's input schema cannot be offered to a model; the text finishes "tool X is left
+/// out: ...".
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unusable {
+    NotAnObject,
+    /// Its `type` (shown) is not object.
+    NotObjectType(Value),
+    /// A `$ref` (shown) that points nowhere inside it.
+    Unresolved(String),
+    /// What the JSON Schema validator said of it.
+    Invalid(String),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::NotAnObject => f.write_str("its inputSchema is not a JSON object"),
+            Unusable::NotObjectType(t) => write!(f, "its inputSchema has type {t}, not object"),
+            Unusable::Unresolved(r) => write!(f, "its inputSchema has a $ref `{r}` that does not resolve inside it"),
+            Unusable::Invalid(e) => write!(f, "its inputSchema is not a valid JSON Schema: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Unusable {}
 
 fn collect_defs(root: &Map<String, Value>) -> Map<String, Value> {
     let mut defs = Map::new();
@@ -108,12 +134,12 @@ fn collect_defs(root: &Map<String, Value>) -> Map<String, Value> {
 /// Deep enough for real schemas; a recursive type stops here as a free-form value.
 const MAX_REF_DEPTH: usize = 6;
 
-fn inline_refs(v: &mut Value, defs: &Map<String, Value>, depth: usize) -> Result<(), String> {
+fn inline_refs(v: &mut Value, defs: &Map<String, Value>, depth: usize) -> Result<(), Unusable> {
     match v {
         Value::Object(o) => {
             if let Some(Value::String(r)) = o.get("$ref").cloned().as_ref() {
                 let Some(target) = defs.get(r.as_str()) else {
-                    return Err(format!("its inputSchema has a $ref `{r}` that does not resolve inside it"));
+                    return Err(Unusable::Unresolved(r.clone()));
                 };
                 o.remove("$ref");
                 let mut t = if depth >= MAX_REF_DEPTH {
@@ -221,8 +247,11 @@ mod tests {
         assert!(!n.to_string().contains("$ref"));
         // Refused: not an object, a non-object type, a dangling ref, an invalid schema.
         assert!(normalise(&json!("x")).is_err());
-        assert!(normalise(&json!({"type": "string"})).unwrap_err().contains("not object"));
-        assert!(normalise(&json!({"properties": {"a": {"$ref": "#/$defs/Nope"}}})).unwrap_err().contains("$ref"));
+        assert!(normalise(&json!({"type": "string"})).unwrap_err().to_string().contains("not object"));
+        assert_eq!(
+            normalise(&json!({"properties": {"a": {"$ref": "#/$defs/Nope"}}})).unwrap_err(),
+            Unusable::Unresolved("#/$defs/Nope".into())
+        );
         assert!(normalise(&json!({"type": "object", "properties": {"a": {"type": "strang"}}})).is_err());
     }
 

@@ -67,7 +67,9 @@ pub struct ToolDef {
 /// ToolDef is made, so the validator always matches it.
 #[derive(Clone, Default)]
 pub struct ValidatorMemo(
-    pub std::sync::Arc<std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, String>>>,
+    pub  std::sync::Arc<
+        std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, crate::tool_spec::SchemaError>>,
+    >,
 );
 
 impl std::fmt::Debug for ValidatorMemo {

@@ -131,7 +131,7 @@ fn take_output(state: &State, result: ToolResult, output: Option<Option<serde_js
             r.metadata["output"] = out;
             r
         }
-        (Err(e), _) => ToolResult::err(e, false),
+        (Err(e), _) => ToolResult::err(e.to_string(), false),
         (Ok(()), None) => ToolResult::err("`finish` needs `output`", false),
     }
 }

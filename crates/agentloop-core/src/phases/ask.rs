@@ -61,7 +61,7 @@ pub fn ask_checked<T: DeserializeOwned>(
     prompt: String,
     tool: ToolDef,
     prepare: &dyn Fn(&mut Value),
-    check: &dyn Fn(&T) -> std::result::Result<(), String>,
+    check: &dyn Fn(&T) -> std::result::Result<(), Refused>,
 ) -> std::result::Result<Answer<T>, AskError> {
     // Budgets are checked before every model call, not only between steps.
     if let Some((budget, reason)) = budget_exceeded(state) {
@@ -104,7 +104,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         };
         let call = resp.tool_calls.iter().find(|c| c.name == tool.name).or(resp.tool_calls.first()).cloned();
         let decoded = decode::<T>(&tool, call.as_ref(), prepare).and_then(|v| check(&v).map(|()| v));
-        let problem = match decoded.map_err(|p| cut_off(p, &resp.stop_reason, req.max_tokens)) {
+        let problem = match decoded.map_err(|p| cut_off(p.to_string(), &resp.stop_reason, req.max_tokens)) {
             Ok(value) => {
                 let duration_ms = watch.ms();
                 return Ok(Answer {
@@ -226,26 +226,53 @@ fn decode<T: DeserializeOwned>(
     tool: &ToolDef,
     call: Option<&model::ToolCall>,
     prepare: &dyn Fn(&mut Value),
-) -> std::result::Result<T, String> {
+) -> std::result::Result<T, Refused> {
     match call {
-        None => Err(format!(
-            "you answered without calling the `{}` tool; call it with arguments matching its schema",
-            tool.name
-        )),
-        Some(c) if c.name != tool.name => {
-            Err(format!("you called `{}`; call the `{}` tool instead", c.name, tool.name))
+        None => Err(Refused::NoCall(tool.name.clone())),
+        Some(c) if c.name != tool.name => Err(Refused::OtherTool { called: c.name.clone(), tool: tool.name.clone() }),
+        Some(c) if c.invalid_arguments.is_some() => {
+            Err(Refused::NotAnObject(c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect()))
         }
-        Some(c) if c.invalid_arguments.is_some() => Err(format!(
-            "the arguments were not a JSON object: {}",
-            c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect::<String>()
-        )),
         Some(c) => {
             let mut args = c.arguments.clone();
             prepare(&mut args);
-            crate::contract::parse::<T>(tool, &mut args)
+            crate::contract::parse::<T>(tool, &mut args).map_err(Refused::Unfit)
         }
     }
 }
+
+/// Why an answer is refused, as the model is told in its corrective turn.
+#[derive(Debug)]
+pub enum Refused {
+    /// It called no tool; the one it must call.
+    NoCall(String),
+    /// It called `called` instead of `tool`.
+    OtherTool {
+        called: String,
+        tool: String,
+    },
+    /// Its arguments were not a JSON object (their start, as written).
+    NotAnObject(String),
+    Unfit(crate::contract::Unfit),
+    /// The phase's own check, for what a schema cannot say, refused it.
+    Check(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::NoCall(tool) => {
+                write!(f, "you answered without calling the `{tool}` tool; call it with arguments matching its schema")
+            }
+            Refused::OtherTool { called, tool } => write!(f, "you called `{called}`; call the `{tool}` tool instead"),
+            Refused::NotAnObject(start) => write!(f, "the arguments were not a JSON object: {start}"),
+            Refused::Unfit(e) => write!(f, "{e}"),
+            Refused::Check(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
 
 /// The corrective turn: the model's answer, then the error it made, as the conversation goes on.
 /// With `as_tool` the error is the refused call's tool result; without, the answer goes back as

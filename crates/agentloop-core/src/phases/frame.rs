@@ -56,7 +56,7 @@ fn norm(s: &str) -> String {
 /// The Definition-of-Done items no later check can meet, as the problem to show the model:
 /// an item without a letter (`0`, `1.`, `-`), a markdown heading (`# Context`), the field's own
 /// name, or only one of context.md's headings (`Benchmark`). None when every item can be met.
-pub fn uncheckable(items: &[String], headings: &[String]) -> std::result::Result<(), String> {
+pub fn uncheckable(items: &[String], headings: &[String]) -> std::result::Result<(), Uncheckable> {
     let bad: Vec<String> = items
         .iter()
         .enumerate()
@@ -83,18 +83,33 @@ pub fn uncheckable(items: &[String], headings: &[String]) -> std::result::Result
     if bad.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "`definition_of_done` must list results a later step can check (e.g. \"summary.txt holds three bullet points\"), but {}",
-        bad.join("; ")
-    ))
+    Err(Uncheckable(bad))
 }
+
+/// The Definition-of-Done items no check can meet, each `item N ("text") why`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uncheckable(pub Vec<String>);
+
+impl std::fmt::Display for Uncheckable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`definition_of_done` must list results a later step can check (e.g. \"summary.txt holds three bullet points\"), but {}",
+            self.0.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for Uncheckable {}
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
     let (prompt, shown) = prompt(env, state, &old)?;
     let headings = context_headings(env);
-    let check = |a: &FrameAnswer| uncheckable(&a.definition_of_done, &headings);
+    let check = |a: &FrameAnswer| {
+        uncheckable(&a.definition_of_done, &headings).map_err(|e| super::ask::Refused::Check(Box::new(e)))
+    };
     let answer =
         match ask_checked::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}, &check) {
             Ok(a) => a,
@@ -210,7 +225,8 @@ mod tests {
             &items(&["Definition of Done", "3.", "## Goal", "Benchmark", "bench marked"]),
             &headings,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("item 1 (\"Definition of Done\") is the field's own name"), "{e}");
         assert!(e.contains("item 2 (\"3.\") has no words"), "{e}");
         assert!(e.contains("item 3 (\"## Goal\") is a heading"), "{e}");

@@ -17,7 +17,7 @@ pub mod reflect;
 pub mod run;
 pub mod values;
 
-pub use ask::{account, ask, ask_checked, fail_phase, Answer, AskError};
+pub use ask::{account, ask, ask_checked, fail_phase, Answer, AskError, Refused};
 
 use crate::budget::Budget;
 use crate::config::Config;

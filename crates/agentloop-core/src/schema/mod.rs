@@ -4,7 +4,8 @@
 //! Each output is built from its type here (result.json, the completion event, `runs --json`
 //! rows, `tools list --json` entries, `handle`'s response), or the type already is the output
 //! (state.json's [`State`], trace.jsonl's [`Entry`]), so a schema and what is written cannot
-//! disagree. Invariant: docs/schema/*.json are exactly [`documents`] (a test regenerates them and
+//! disagree; `handle`'s request is read into the types of [`handle`], so its schema and what is
+//! read cannot either. Invariant: docs/schema/*.json are exactly [`documents`] (a test regenerates them and
 //! fails on any difference); fields may be added, never renamed or removed, without a new
 //! [`VERSION`].
 
@@ -16,6 +17,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
+pub mod handle;
 mod openapi;
 pub use openapi::openapi;
 
@@ -599,6 +601,7 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<Vec<McpServerView>>("mcp-list.json", "mcp list --json", "The configured MCP servers, their state and tools (`mcp check --json` adds `ok`)."),
         document::<ConfigShow>("config-show.json", "config show --json", "The effective configuration, each key's source, the model a run would use and the refused keys."),
         document::<SkillView>("skills-show.json", "skills show --json", "One skill: its metadata, resource files and instructions."),
+        document::<handle::HandleRequest>("handle-request.json", "handle request", "What `agentloop handle` reads on stdin: a Ductile protocol v2 request or a bare event. Fields not named here are accepted and ignored."),
         document::<HandleResponse>("handle-response.json", "handle response", "`agentloop handle`'s one JSON object on stdout (Ductile protocol v2)."),
         ("openapi.json".to_string(), openapi()),
     ]

@@ -27,7 +27,7 @@ pub struct Builtin {
     pub run: fn(&Call, &Value) -> ToolResult,
     /// Whether arguments deserialize into the args struct, without running anything (the
     /// promise that a schema-valid argument is taken is tested with it).
-    pub fits: fn(&Value) -> Result<(), String>,
+    pub fits: fn(&Value) -> Result<(), serde_json::Error>,
 }
 
 const fn entry<T: Tool>() -> Builtin {
@@ -82,8 +82,8 @@ fn run_of<T: Tool>(call: &Call, args: &Value) -> ToolResult {
     }
 }
 
-fn fits<T: Tool>(args: &Value) -> Result<(), String> {
-    T::Args::deserialize(args).map(drop).map_err(|e| e.to_string())
+fn fits<T: Tool>(args: &Value) -> Result<(), serde_json::Error> {
+    T::Args::deserialize(args).map(drop)
 }
 
 #[cfg(test)]

@@ -30,9 +30,24 @@ pub struct Target {
 }
 
 /// Parses and checks a URL against the policy, resolving the host when an address decides.
-pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, String> {
-    judge_url(url, p, deny).map_err(|(_, e)| e)
+pub fn check_url(url: &str, p: &HttpToolConfig, deny: &DenyList) -> Result<Target, BadUrl> {
+    judge_url(url, p, deny).map_err(|(problem, why)| BadUrl { problem, why })
 }
+
+/// A URL [`check_url`] will not fetch: which kind of problem, and the sentence saying it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadUrl {
+    pub problem: UrlProblem,
+    pub why: String,
+}
+
+impl std::fmt::Display for BadUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl std::error::Error for BadUrl {}
 
 /// Why a URL cannot be fetched before anything is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +203,7 @@ pub fn fetch(
     let mut body = body.map(str::to_string);
     let mut origin: Option<(String, String, u16)> = None;
     for _hop in 0..=p.max_redirects {
-        let target = check_url(&url, p, &deny).map_err(|e| Failed::new(e, false))?;
+        let target = check_url(&url, p, &deny).map_err(|e| Failed::new(e.why, false))?;
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
             let message = format!("timed out after {} (before {url})", humantime::format_duration(timeout));

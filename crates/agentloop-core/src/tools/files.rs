@@ -11,6 +11,7 @@ use super::sandbox::{self, Access, Sandbox};
 use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
+use crate::error::Error;
 use camino::Utf8Path;
 use cap_std::fs::OpenOptions;
 use schemars::JsonSchema;
@@ -67,10 +68,10 @@ impl Encoding {
 
 /// The file's bytes as text in `enc`; a byte order mark is read, never shown. The error says
 /// what is wrong and which encoding might fit.
-pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, String> {
-    let utf16 = |bytes: &[u8], big: bool| -> Result<String, String> {
+pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, Error> {
+    let utf16 = |bytes: &[u8], big: bool| -> Result<String, Error> {
         if !bytes.len().is_multiple_of(2) {
-            return Err(format!("{shown} is not UTF-16 text: it has an odd number of bytes"));
+            return Err(Error::tool(format!("{shown} is not UTF-16 text: it has an odd number of bytes")));
         }
         let units = bytes.chunks_exact(2).map(|c| {
             if big {
@@ -79,15 +80,15 @@ pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, String
                 u16::from_le_bytes([c[0], c[1]])
             }
         });
-        char::decode_utf16(units)
-            .collect::<Result<String, _>>()
-            .map_err(|_| format!("{shown} is not UTF-16{} text (an unpaired surrogate)", if big { "BE" } else { "LE" }))
+        char::decode_utf16(units).collect::<Result<String, _>>().map_err(|_| {
+            Error::tool(format!("{shown} is not UTF-16{} text (an unpaired surrogate)", if big { "BE" } else { "LE" }))
+        })
     };
     match enc {
         Encoding::Utf8 => {
             let body = buf.strip_prefix(b"\xEF\xBB\xBF".as_slice()).map(<[u8]>::to_vec).unwrap_or(buf);
             String::from_utf8(body).map_err(|_| {
-                format!("{shown} is not UTF-8 text; if it is text in another encoding, read it with \"encoding\": \"latin-1\" or \"utf-16\"")
+                Error::tool(format!("{shown} is not UTF-8 text; if it is text in another encoding, read it with \"encoding\": \"latin-1\" or \"utf-16\""))
             })
         }
         Encoding::Latin1 => Ok(buf.iter().map(|&b| char::from(b)).collect()),
@@ -116,7 +117,7 @@ impl Tool for FileRead {
 /// The text as bytes in `enc`, for file_write. `bom` starts UTF-16 (the one without a stated
 /// byte order) with its byte order mark, so file_read's `utf-16` reads it back whatever the
 /// reader's default. The error names the first character the encoding cannot hold.
-pub fn encode(text: &str, enc: Encoding, bom: bool) -> Result<Vec<u8>, String> {
+pub fn encode(text: &str, enc: Encoding, bom: bool) -> Result<Vec<u8>, Error> {
     let units = |big: bool| -> Vec<u8> {
         text.encode_utf16().flat_map(|u| if big { u.to_be_bytes() } else { u.to_le_bytes() }).collect()
     };
@@ -124,11 +125,11 @@ pub fn encode(text: &str, enc: Encoding, bom: bool) -> Result<Vec<u8>, String> {
         Encoding::Utf8 => text.as_bytes().to_vec(),
         Encoding::Latin1 => {
             if let Some((at, c)) = text.chars().enumerate().find(|(_, c)| u32::from(*c) > 0xFF) {
-                return Err(format!(
+                return Err(Error::tool(format!(
                     "argument `content`: latin-1 cannot hold {c:?} (U+{:04X}, character {}); write it with \"encoding\": \"utf-8\" or \"utf-16\"",
                     u32::from(c),
                     at + 1
-                ));
+                )));
             }
             text.chars().map(|c| u32::from(c) as u8).collect()
         }
@@ -226,22 +227,22 @@ fn file_read(env: &ToolEnv, args: &FileReadArgs) -> ToolResult {
     let limit = args.limit.map(|n| n.get().max(1) as usize);
     let sb = match Sandbox::open_for(env, Access::Read, "file_read") {
         Ok(s) => s,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let t = match sb.locate(path) {
         Ok(t) => t,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let shown = t.shown();
     let buf = match sandbox::read_capped(&t.root.dir, t.rel_str(), &shown, env.config.tools.max_file_bytes) {
         Ok(b) => b,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let size = buf.len();
     let enc = args.encoding.unwrap_or(Encoding::Utf8);
     let text = match decode(buf, enc, &shown) {
         Ok(t) => t,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let budget = paging::budget(env.config.tools.output_cap, &shown);
     let page = match window(&text, offset, limit, budget) {
@@ -302,7 +303,7 @@ fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
     let enc = args.encoding.unwrap_or(Encoding::Utf8);
     // Checked before anything is opened, so text the encoding cannot hold changes no file.
     if let Err(e) = encode(content, enc, false) {
-        return ToolResult::err(e, false);
+        return ToolResult::err(e.to_string(), false);
     }
     match write(env, path, content, enc, append) {
         Ok((shown, size)) => {
@@ -318,18 +319,18 @@ fn file_write(env: &ToolEnv, args: &FileWriteArgs) -> ToolResult {
             r.artifacts.push(shown);
             r
         }
-        Err(e) => ToolResult::err(e, false),
+        Err(e) => ToolResult::err(e.to_string(), false),
     }
 }
 
 /// Writes inside the sandbox; returns the workspace-relative name written and the bytes
 /// written.
-fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) -> Result<(String, usize), String> {
+fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) -> Result<(String, usize), Error> {
     let sb = Sandbox::open_for(env, Access::Write, "file_write")?;
     let t = sb.locate(path)?;
     let shown = t.shown();
     if t.rel.as_str().is_empty() {
-        return Err(format!("`{path}` names a folder, not a file"));
+        return Err(Error::tool(format!("`{path}` names a folder, not a file")));
     }
     let (parent, name) = sb.enter_parent(&t)?;
     sandbox::check_target(&parent, &name, &shown, append)?;
@@ -338,7 +339,7 @@ fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) 
         // A byte order mark only opens a file: appended text continues the one there.
         let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(false);
         let bytes = encode(content, enc, empty)?;
-        f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| sandbox::io_error(&shown, &e))?;
+        f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| sandbox::io_failure(&shown, e))?;
         return Ok((shown, bytes.len()));
     }
     let bytes = encode(content, enc, true)?;
@@ -356,18 +357,18 @@ fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) 
         .inspect_err(|_| {
             let _ = parent.remove_file(&tmp);
         })
-        .map_err(|e| sandbox::io_error(&shown, &e))?;
+        .map_err(|e| sandbox::io_failure(&shown, e))?;
     Ok((shown, bytes.len()))
 }
 
 fn list_dir(env: &ToolEnv, path: &str) -> ToolResult {
     let sb = match Sandbox::open_for(env, Access::Read, "list_dir") {
         Ok(s) => s,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let t = match sb.locate(path) {
         Ok(t) => t,
-        Err(e) => return ToolResult::err(e, false),
+        Err(e) => return ToolResult::err(e.to_string(), false),
     };
     let shown = t.shown();
     let sub = if t.rel.as_str().is_empty() { t.root.dir.try_clone() } else { t.root.dir.open_dir(t.rel_str()) };

@@ -17,6 +17,7 @@ use super::sandbox::{self, Access, Sandbox};
 use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
+use crate::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use regex::Regex;
 use schemars::JsonSchema;
@@ -76,27 +77,26 @@ impl Tool for Grep {
         "Search files under a folder by regular expression; answers path:line:text for each matching line (path-line-text for context lines).".into()
     }
     fn run(call: &Call, args: GrepArgs) -> ToolResult {
-        run(call.env, &args).unwrap_or_else(|e| ToolResult::err(e, false))
+        run(call.env, &args).unwrap_or_else(|e| ToolResult::err(e.to_string(), false))
     }
 }
 
-fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
+fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
     let pattern = args.pattern.as_str();
     let path = args.path.as_deref().unwrap_or(".");
     let ci = args.case_insensitive.unwrap_or(false);
     let context = args.context.map_or(0, Whole::get).min(MAX_CONTEXT) as usize;
     let max = args.max_matches.map_or(DEFAULT_MATCHES, Whole::get).clamp(1, MAX_MATCHES) as usize;
-    let re = regex::RegexBuilder::new(pattern)
-        .case_insensitive(ci)
-        .size_limit(1 << 22)
-        .build()
-        .map_err(|e| format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}"))?;
+    let re =
+        regex::RegexBuilder::new(pattern).case_insensitive(ci).size_limit(1 << 22).build().map_err(|e| {
+            Error::tool(format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}"))
+        })?;
     let glob = match args.glob.as_deref().filter(|g| !g.is_empty()) {
         Some(g) => Some((
             globset::GlobBuilder::new(g)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("argument `glob`: not a valid glob: {e}"))?
+                .map_err(|e| Error::tool(format!("argument `glob`: not a valid glob: {e}")))?
                 .compile_matcher(),
             g.contains('/'),
         )),
@@ -106,7 +106,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
     let t = sb.locate(path)?;
     let shown = t.shown();
     if let Some(why) = hidden(&t.rel) {
-        return Err(format!("`{shown}` is not searched: {why}"));
+        return Err(Error::tool(format!("`{shown}` is not searched: {why}")));
     }
     let mut s = Search {
         re,
@@ -120,7 +120,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
         out: Vec::new(),
     };
     let cap = env.config.tools.max_file_bytes;
-    let meta = t.root.dir.metadata(t.rel_str()).map_err(|e| sandbox::io_error(&shown, &e))?;
+    let meta = t.root.dir.metadata(t.rel_str()).map_err(|e| sandbox::io_failure(&shown, e))?;
     let mut timed_out = false;
     if meta.is_file() {
         match sandbox::read_capped(&t.root.dir, t.rel_str(), &shown, cap) {
@@ -130,9 +130,11 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
     } else if meta.is_dir() {
         // Walk the folder's real location, which must lie inside the root's.
         let start = t.root.real.join(&t.rel);
-        let start = start.canonicalize_utf8().map_err(|e| sandbox::io_error(&shown, &e))?;
+        let start = start.canonicalize_utf8().map_err(|e| sandbox::io_failure(&shown, e))?;
         let Ok(base) = start.strip_prefix(&t.root.real).map(Utf8Path::to_path_buf) else {
-            return Err(format!("access denied: `{shown}` leads out of the allowed folders through a symbolic link"));
+            return Err(Error::tool(format!(
+                "access denied: `{shown}` leads out of the allowed folders through a symbolic link"
+            )));
         };
         let deadline = Instant::now() + env.config.tools.timeout.0;
         let walk = walkdir::WalkDir::new(&start)
@@ -174,7 +176,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, String> {
             }
         }
     } else {
-        return Err(format!("{shown} is not a regular file or folder"));
+        return Err(Error::tool(format!("{shown} is not a regular file or folder")));
     }
     let mut notes = Vec::new();
     if s.more {

@@ -6,14 +6,15 @@
 use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::longterm::{plain, New, Store};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-fn store(env: &ToolEnv) -> Result<Store, String> {
-    Store::open(env.config, env.root).ok_or_else(|| "no memory folder: set memory.dir".to_string())
+fn store(env: &ToolEnv) -> Result<Store> {
+    Store::open(env.config, env.root).ok_or_else(|| Error::tool("no memory folder: set memory.dir"))
 }
 
 fn enabled(cfg: &Config) -> bool {
@@ -61,7 +62,7 @@ impl Tool for MemorySave {
 }
 
 fn save_tool(env: &ToolEnv, args: MemorySaveArgs) -> ToolResult {
-    let run = || -> Result<ToolResult, String> {
+    let run = || -> Result<ToolResult> {
         let store = store(env)?;
         let n = New {
             topic: args.topic,
@@ -72,10 +73,10 @@ fn save_tool(env: &ToolEnv, args: MemorySaveArgs) -> ToolResult {
             provenance: Default::default(),
             ttl: None,
         };
-        let id = store.add(&n).map_err(|e| e.message)?;
+        let id = store.add(&n)?;
         Ok(ToolResult::ok(format!("saved {id}"), json!({"id": id})))
     };
-    run().unwrap_or_else(|e| ToolResult::err(e, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
 }
 
 /// memory_search: finds notes by keywords.
@@ -108,12 +109,12 @@ impl Tool for MemorySearch {
 }
 
 fn search_tool(env: &ToolEnv, args: &MemorySearchArgs) -> ToolResult {
-    let run = || -> Result<ToolResult, String> {
+    let run = || -> Result<ToolResult> {
         let store = store(env)?;
         let query = args.query.as_str();
         let limit = usize::try_from(args.limit.map_or(5, Whole::get)).unwrap_or(usize::MAX);
         let only = args.topic.as_deref();
-        let mut entries = store.entries().map_err(|e| e.message)?;
+        let mut entries = store.entries()?;
         entries.retain(|e| only.is_none_or(|t| e.topic == t));
         let index = crate::longterm::Index::build(entries);
         let found: Vec<Value> = index
@@ -128,7 +129,7 @@ fn search_tool(env: &ToolEnv, args: &MemorySearchArgs) -> ToolResult {
         };
         Ok(ToolResult::ok(text, json!({"matches": found.len()})))
     };
-    run().unwrap_or_else(|e| ToolResult::err(e, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
 }
 
 /// memory_read: one note in full.
@@ -159,67 +160,88 @@ impl Tool for MemoryRead {
 }
 
 fn read_tool(env: &ToolEnv, args: &MemoryReadArgs) -> ToolResult {
-    let run = || -> Result<ToolResult, String> {
+    let run = || -> Result<ToolResult> {
         let store = store(env)?;
         let (topic, id) = (args.topic.as_str(), args.content_id.as_str());
         plain(topic, "topic").and_then(|_| plain(id, "content_id"))?;
-        match store.show(&format!("{topic}/{id}")).map_err(|e| e.message)? {
-            None => Err(format!("no memory {topic}/{id}")),
+        match store.show(&format!("{topic}/{id}"))? {
+            None => Err(Error::tool(format!("no memory {topic}/{id}"))),
             Some(v) => match args.section.as_deref() {
                 None => Ok(ToolResult::ok(
                     serde_json::to_string_pretty(&v).unwrap_or_default(),
                     json!({"id": format!("{topic}/{id}")}),
                 )),
                 Some(want) => {
-                    let (name, text) = section_of(&v, want)
-                        .map_err(|have| format!("memory {topic}/{id} has no section `{want}`; its sections: {have}"))?;
+                    let (name, text) = section_of(&v, want).ok_or_else(|| {
+                        let have = sections(&v);
+                        let have = if have.is_empty() { "none".into() } else { have.join(", ") };
+                        Error::tool(format!("memory {topic}/{id} has no section `{want}`; its sections: {have}"))
+                    })?;
                     Ok(ToolResult::ok(text, json!({"id": format!("{topic}/{id}"), "section": name})))
                 }
             },
         }
     };
-    run().unwrap_or_else(|e| ToolResult::err(e, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
 }
 
 /// One section of a stored note: a section the store keeps (by id or title), else a `## heading`
-/// in a stored section's text, up to the next heading of the same or a higher level. Err lists
-/// the sections there are, so the model can pick one.
-pub fn section_of(doc: &Value, want: &str) -> Result<(String, String), String> {
+/// in a stored section's text, up to the next heading of the same or a higher level. None when
+/// there is no such section ([`sections`] lists those there are, so the model can pick one).
+pub fn section_of(doc: &Value, want: &str) -> Option<(String, String)> {
     let want_l = want.trim().trim_start_matches('#').trim().to_lowercase();
     let sections = doc["sections"].as_array().cloned().unwrap_or_default();
-    let mut names = Vec::new();
     for s in &sections {
         let id = s["section_id"].as_str().unwrap_or("");
         let title = s["title"].as_str().unwrap_or("");
         if id.to_lowercase() == want_l || title.to_lowercase() == want_l {
-            return Ok((id.to_string(), s["content"].as_str().unwrap_or("").to_string()));
+            return Some((id.to_string(), s["content"].as_str().unwrap_or("").to_string()));
         }
-        names.push(id.to_string());
     }
     for s in &sections {
         let text = s["content"].as_str().unwrap_or("");
         let mut found: Option<(usize, String, Vec<&str>)> = None;
-        for line in text.lines() {
-            let level = line.chars().take_while(|c| *c == '#').count();
-            let heading = (level >= 2 && line[level..].starts_with(' ')).then(|| line[level..].trim());
+        for (level, line, heading) in headed(text) {
             match (&mut found, heading) {
                 (Some((l, _, _)), Some(_)) if level <= *l => break,
                 (Some((_, _, body)), _) => body.push(line),
                 (None, Some(h)) if h.to_lowercase() == want_l => found = Some((level, h.to_string(), vec![line])),
-                (None, Some(h)) => names.push(format!("{} {h}", "#".repeat(level))),
-                (None, None) => {}
+                (None, _) => {}
             }
         }
         if let Some((_, h, body)) = found {
-            return Ok((h, body.join("\n").trim_end().to_string()));
+            return Some((h, body.join("\n").trim_end().to_string()));
         }
     }
-    Err(if names.is_empty() { "none".into() } else { names.join(", ") })
+    None
+}
+
+/// The sections a note has, for the model to pick from: each stored section's id, then the
+/// `## headings` in the sections' text.
+pub fn sections(doc: &Value) -> Vec<String> {
+    let sections = doc["sections"].as_array().cloned().unwrap_or_default();
+    let mut names: Vec<String> = sections.iter().map(|s| s["section_id"].as_str().unwrap_or("").to_string()).collect();
+    for s in &sections {
+        for (level, _, heading) in headed(s["content"].as_str().unwrap_or("")) {
+            if let Some(h) = heading {
+                names.push(format!("{} {h}", "#".repeat(level)));
+            }
+        }
+    }
+    names
+}
+
+/// Each line of a text with its `#` count and, for a `## heading` or deeper, the heading.
+fn headed(text: &str) -> impl Iterator<Item = (usize, &str, Option<&str>)> {
+    text.lines().map(|line| {
+        let level = line.chars().take_while(|c| *c == '#').count();
+        (level, line, (level >= 2 && line[level..].starts_with(' ')).then(|| line[level..].trim()))
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::section_of;
+    use super::{section_of, sections};
     use serde_json::json;
 
     #[test]
@@ -230,6 +252,7 @@ mod tests {
         let (name, text) = section_of(&doc, "setup").unwrap();
         assert_eq!((name.as_str(), text.as_str()), ("Setup", "## Setup\nstep one\n### detail\nmore"));
         assert_eq!(section_of(&doc, "## Usage").unwrap().1, "## Usage\nrun it");
-        assert_eq!(section_of(&doc, "nope").unwrap_err(), "main, ## Setup, ### detail, ## Usage");
+        assert_eq!(section_of(&doc, "nope"), None);
+        assert_eq!(sections(&doc), ["main", "## Setup", "### detail", "## Usage"]);
     }
 }

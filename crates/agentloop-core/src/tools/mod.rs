@@ -90,21 +90,19 @@ impl Registry {
     }
 
     /// Checks that a tool exists, is allowed and its arguments match its schema.
-    pub fn check(&self, cfg: &Config, name: &str, args: &Value) -> Result<&ToolSpec, String> {
+    pub fn check(&self, cfg: &Config, name: &str, args: &Value) -> Result<&ToolSpec, Refused> {
         let Some(spec) = self.get(name) else {
-            return Err(format!(
-                "unknown tool `{name}`; available: {}",
-                self.allowed(cfg).iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            let available = self.allowed(cfg).iter().map(|s| s.name.clone()).collect();
+            return Err(Refused::Unknown { name: name.to_string(), available });
         };
         if !is_allowed(cfg, &spec.name) {
             return Err(if cfg.tools.is_disabled(&spec.name) {
-                format!("tool `{name}` is disabled (tools.disabled or tools.{name}.enabled: false)")
+                Refused::Disabled(name.to_string())
             } else {
-                format!("tool `{name}` is not in allowed_tools")
+                Refused::NotAllowed(name.to_string())
             });
         }
-        validate(&spec.parameters, args)?;
+        validate(&spec.parameters, args).map_err(Refused::Arguments)?;
         Ok(spec)
     }
 
@@ -112,7 +110,7 @@ impl Registry {
     pub fn call(&self, env: &ToolEnv, name: &str, args: &Value) -> ToolResult {
         let spec = match self.check(env.config, name, args) {
             Ok(s) => s.clone(),
-            Err(e) => return ToolResult::err(e, false),
+            Err(e) => return ToolResult::err(e.to_string(), false),
         };
         // A tool that panics is a recorded tool error, never a crash that wedges the run; it runs
         // on its own thread with a large stack so deep but legal input (nested HTML) fits.
@@ -229,8 +227,42 @@ fn fingerprint(schema: &Value) -> u32 {
     h.finalize()
 }
 
+/// Why a tool call cannot run, before it runs: what the model (or `tools call`) is told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refused {
+    /// No tool has this name; `available` are the ones allowed.
+    Unknown {
+        name: String,
+        available: Vec<String>,
+    },
+    /// `tools.disabled` or `tools.<name>.enabled: false` turns it off.
+    Disabled(String),
+    /// Not in `allowed_tools`.
+    NotAllowed(String),
+    Arguments(SchemaError),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Unknown { name, available } => {
+                write!(f, "unknown tool `{name}`; available: {}", available.join(", "))
+            }
+            Refused::Disabled(name) => {
+                write!(f, "tool `{name}` is disabled (tools.disabled or tools.{name}.enabled: false)")
+            }
+            Refused::NotAllowed(name) => write!(f, "tool `{name}` is not in allowed_tools"),
+            Refused::Arguments(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+pub use crate::tool_spec::SchemaError;
+
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
-pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, String> {
+pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, SchemaError> {
     let key = fingerprint(schema);
     let mut kept = VALIDATORS.lock().unwrap_or_else(|p| p.into_inner());
     // The fingerprint finds it; the schema itself must match too.
@@ -240,9 +272,7 @@ pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>
         kept.push(hit);
         return Ok(v);
     }
-    let v = std::sync::Arc::new(
-        jsonschema::validator_for(schema).map_err(|e| format!("the tool's schema is invalid: {e}"))?,
-    );
+    let v = std::sync::Arc::new(jsonschema::validator_for(schema).map_err(|e| SchemaError::Invalid(e.to_string()))?);
     if kept.len() >= 32 {
         kept.remove(0);
     }
@@ -251,13 +281,13 @@ pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>
 }
 
 /// Validates arguments against a JSON Schema; the error names the field.
-pub fn validate(schema: &Value, args: &Value) -> Result<(), String> {
+pub fn validate(schema: &Value, args: &Value) -> Result<(), SchemaError> {
     validate_with(&*validator(schema)?, args)
 }
 
 /// Validates arguments with a compiled validator; the error names the field.
-pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<(), String> {
-    let errors: Vec<String> = validator
+pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<(), SchemaError> {
+    let errors: Vec<(String, String)> = validator
         .iter_errors(args)
         .map(|e| {
             let at = e.instance_path().to_string();
@@ -269,17 +299,13 @@ pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<
                 }
                 _ => e.to_string(),
             };
-            if at.is_empty() {
-                format!("arguments: {what}")
-            } else {
-                format!("argument `{}`: {what}", at.trim_start_matches('/').replace('/', "."))
-            }
+            (at.trim_start_matches('/').replace('/', "."), what)
         })
         .collect();
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!("invalid arguments: {}", errors.join("; ")))
+        Err(SchemaError::Mismatch(errors))
     }
 }
 
@@ -375,7 +401,7 @@ impl tool::Tool for SkillRead {
         }
         match env.skills.read(name, args.file.as_deref(), env.config.tools.max_file_bytes) {
             Ok((text, meta)) => ToolResult::ok(text, meta),
-            Err(e) => ToolResult::err(e, false),
+            Err(e) => ToolResult::err(e.to_string(), false),
         }
     }
 }
@@ -414,7 +440,7 @@ fn finish(env: &ToolEnv, args: FinishArgs) -> ToolResult {
     if !listed.is_empty() {
         let sb = match sandbox::Sandbox::open(env, sandbox::Access::Workspace) {
             Ok(s) => s,
-            Err(e) => return ToolResult::err(e, false),
+            Err(e) => return ToolResult::err(e.to_string(), false),
         };
         for p in listed {
             let inside = sb.locate(p).ok().filter(|t| t.root.is_workspace && !t.rel.as_str().is_empty());

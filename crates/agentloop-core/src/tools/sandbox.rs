@@ -20,8 +20,10 @@
 
 use super::ToolEnv;
 pub use crate::capfs::{
-    absolute, check_target, identity, io_error, normalize, open_append, open_regular, read_capped, relative, too_large,
+    absolute, check_target, identity, io_error, io_failure, normalize, open_append, open_regular, read_capped,
+    relative, too_large,
 };
+use crate::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -146,9 +148,9 @@ impl Sandbox {
     /// Opens the roots for one access: reads see the workspace, `tools.read_paths`,
     /// `tools.write_paths` and the on-disk skill folders; writes see the workspace, or exactly
     /// `tools.write_paths` when that is set.
-    pub fn open(env: &ToolEnv, access: Access) -> Result<Sandbox, String> {
+    pub fn open(env: &ToolEnv, access: Access) -> Result<Sandbox, Error> {
         let ws_abs = absolute(env.root);
-        let ws_real = ws_abs.canonicalize_utf8().map_err(|e| format!("cannot open the workspace: {e}"))?;
+        let ws_real = ws_abs.canonicalize_utf8().map_err(|e| Error::tool(format!("cannot open the workspace: {e}")))?;
         let cfg = &env.config.tools;
         let mut wanted: Vec<(Utf8PathBuf, &str)> = Vec::new();
         let configured = |p: &Utf8Path| normalize(&ws_abs.join(p));
@@ -210,12 +212,13 @@ impl Sandbox {
     /// `tools.<tool>.allowed_paths` when it has them. Each of those becomes a root of its own
     /// (so a link inside one cannot reach a sibling folder) and is used only when its real
     /// location lies inside a root the tool had anyway; one that is not is named in denials.
-    pub fn open_for(env: &ToolEnv, access: Access, tool: &str) -> Result<Sandbox, String> {
+    pub fn open_for(env: &ToolEnv, access: Access, tool: &str) -> Result<Sandbox, Error> {
         let mut sb = Sandbox::open(env, access)?;
         let Some(paths) = env.config.tools.allowed_paths_of(tool) else { return Ok(sb) };
         let key = format!("tools.{tool}.allowed_paths");
         let wider = std::mem::take(&mut sb.roots);
-        let ws_real = sb.ws_abs.canonicalize_utf8().map_err(|e| format!("cannot open the workspace: {e}"))?;
+        let ws_real =
+            sb.ws_abs.canonicalize_utf8().map_err(|e| Error::tool(format!("cannot open the workspace: {e}")))?;
         let ws_dir = Dir::open_ambient_dir(&ws_real, ambient_authority()).ok();
         for p in paths {
             let abs = normalize(&sb.ws_abs.join(p));
@@ -265,9 +268,9 @@ impl Sandbox {
 
     /// Matches a requested path (relative to the workspace, or absolute) to its root. The
     /// deepest folder on the path that *is* a root (same device and inode) wins.
-    pub fn locate(&self, requested: &str) -> Result<Target<'_>, String> {
+    pub fn locate(&self, requested: &str) -> Result<Target<'_>, Error> {
         if requested.contains('\0') {
-            return Err("the path contains a NUL byte".into());
+            return Err(Error::tool("the path contains a NUL byte"));
         }
         let req = Utf8Path::new(requested);
         let full = normalize(&if req.is_absolute() { req.to_path_buf() } else { self.ws_abs.join(req) });
@@ -284,11 +287,11 @@ impl Sandbox {
             }
         }
         let what = if req.is_absolute() { "that absolute path".to_string() } else { format!("`{requested}`") };
-        Err(format!(
+        Err(Error::tool(format!(
             "access denied: {what} is outside the folders this tool may {} ({}); give a path relative to the workspace",
             self.access.verb(),
             self.describe()
-        ))
+        )))
     }
 
     /// Why a write to `t` is refused by its name alone: agentloop's own files and `.git`, at
@@ -337,20 +340,21 @@ impl Sandbox {
     /// created. Whenever the folder entered is the workspace (by identity), the next name is
     /// checked against the paper trail and agentloop's folders. Returns the file's parent
     /// folder and the file's name.
-    pub fn enter_parent(&self, t: &Target) -> Result<(Dir, String), String> {
+    pub fn enter_parent(&self, t: &Target) -> Result<(Dir, String), Error> {
         let shown = t.shown();
         if let Some(why) = self.refuse_name(t) {
-            return Err(why);
+            return Err(Error::tool(why));
         }
-        let name = t.rel.file_name().ok_or_else(|| format!("`{shown}` names a folder, not a file"))?.to_string();
-        let mut dir = t.root.dir.try_clone().map_err(|e| io_error(&shown, &e))?;
+        let name =
+            t.rel.file_name().ok_or_else(|| Error::tool(format!("`{shown}` names a folder, not a file")))?.to_string();
+        let mut dir = t.root.dir.try_clone().map_err(|e| io_failure(&shown, e))?;
         let mut walked = Utf8PathBuf::new();
         let at_workspace = |d: &Dir| d.dir_metadata().is_ok_and(|m| Some(identity(&m)) == self.ws_id);
         for comp in t.rel.parent().map(|p| p.components().collect::<Vec<_>>()).unwrap_or_default() {
             let comp = comp.as_str();
             if at_workspace(&dir) {
                 if let Some(why) = self.refuse_top_level(comp, false) {
-                    return Err(why);
+                    return Err(Error::tool(why));
                 }
             }
             walked.push(comp);
@@ -361,30 +365,30 @@ impl Sandbox {
                     match dir.create_dir(comp) {
                         Ok(()) => {}
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(io_error(&here, &e)),
+                        Err(e) => return Err(io_failure(&here, e)),
                     }
-                    dir.symlink_metadata(comp).map_err(|e| io_error(&here, &e))?
+                    dir.symlink_metadata(comp).map_err(|e| io_failure(&here, e))?
                 }
-                Err(e) => return Err(io_error(&here, &e)),
+                Err(e) => return Err(io_failure(&here, e)),
             };
             if before.is_symlink() {
-                return Err(format!(
+                return Err(Error::tool(format!(
                     "access denied: `{here}` is a symbolic link; file_write does not write through links"
-                ));
+                )));
             }
             if !before.is_dir() {
-                return Err(format!("`{here}` is a file, not a folder"));
+                return Err(Error::tool(format!("`{here}` is a file, not a folder")));
             }
-            let next = dir.open_dir(comp).map_err(|e| io_error(&here, &e))?;
-            let after = next.dir_metadata().map_err(|e| io_error(&here, &e))?;
+            let next = dir.open_dir(comp).map_err(|e| io_failure(&here, e))?;
+            let after = next.dir_metadata().map_err(|e| io_failure(&here, e))?;
             if identity(&after) != identity(&before) {
-                return Err(format!("access denied: `{here}` changed while it was opened; try again"));
+                return Err(Error::tool(format!("access denied: `{here}` changed while it was opened; try again")));
             }
             dir = next;
         }
         if at_workspace(&dir) {
             if let Some(why) = self.refuse_top_level(&name, true) {
-                return Err(why);
+                return Err(Error::tool(why));
             }
         }
         Ok((dir, name))

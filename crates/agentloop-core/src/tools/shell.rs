@@ -131,7 +131,7 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let (mut cmd, sweep) = match cfg.sandbox {
         ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, &argv)) {
             Ok((cmd, sweep)) => (cmd, Some(sweep)),
-            Err(e) => return ToolResult::err(e, false),
+            Err(e) => return ToolResult::err(e.message, false),
         },
         ShellSandbox::None => {
             let mut cmd = Command::new(&argv[0]);

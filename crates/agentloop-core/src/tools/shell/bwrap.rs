@@ -15,6 +15,7 @@
 //! Whether bwrap works is probed once per process: it can be missing, or unable to create
 //! namespaces (a container without user namespaces).
 
+use crate::error::Error;
 use crate::tools::sandbox::{Access, Sandbox};
 use crate::tools::ToolEnv;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -60,16 +61,18 @@ pub struct Bwrap {
 }
 
 /// A working bwrap, or why there is none (with the fix). Probed once per process.
-pub fn available() -> Result<Bwrap, String> {
-    static PROBE: OnceLock<Result<Bwrap, String>> = OnceLock::new();
+pub fn available() -> Result<Bwrap, Error> {
+    static PROBE: OnceLock<Result<Bwrap, Error>> = OnceLock::new();
     PROBE.get_or_init(probe).clone()
 }
 
-fn probe() -> Result<Bwrap, String> {
+fn probe() -> Result<Bwrap, Error> {
     let fix = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or, to run the shell tool \
                without an OS sandbox, set `sandbox: none` in your own config (~/.config/agentloop/config.yaml)";
     let Some(path) = find() else {
-        return Err(format!("the shell tool runs programs inside bubblewrap (bwrap), which is not installed; {fix}"));
+        return Err(Error::tool(format!(
+            "the shell tool runs programs inside bubblewrap (bwrap), which is not installed; {fix}"
+        )));
     };
     let run = |cap_drop: bool| {
         let mut c = Command::new(&path);
@@ -87,9 +90,9 @@ fn probe() -> Result<Bwrap, String> {
             Ok(o) => {
                 let why = String::from_utf8_lossy(&o.stderr);
                 let why = why.lines().next().unwrap_or("no message").trim();
-                Err(format!("the shell tool's sandbox cannot start: {path} fails here ({why}; user namespaces may be off); {fix}"))
+                Err(Error::tool(format!("the shell tool's sandbox cannot start: {path} fails here ({why}; user namespaces may be off); {fix}")))
             }
-            Err(e) => Err(format!("the shell tool's sandbox cannot start: {path}: {e}; {fix}")),
+            Err(e) => Err(Error::tool(format!("the shell tool's sandbox cannot start: {path}: {e}; {fix}"))),
         },
     }
 }
@@ -123,11 +126,11 @@ impl Sweep {
 }
 
 /// Builds the bwrap command for `argv`, and what to sweep after it.
-pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, Sweep), String> {
+pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, Sweep), Error> {
     let cfg = &env.config.tools;
     let ws = crate::tools::sandbox::absolute(env.root)
         .canonicalize_utf8()
-        .map_err(|e| format!("cannot open the workspace {}: {e}", env.root))?;
+        .map_err(|e| Error::tool(format!("cannot open the workspace {}: {e}", env.root)))?;
     let writable: Vec<Utf8PathBuf> = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
     // Read-only first (the workspace and the read folders, which may lie under the private
     // /tmp), then the write folders, parents before children so none hides another.
