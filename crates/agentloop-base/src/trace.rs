@@ -170,7 +170,7 @@ pub fn bad_cost(c: f64) -> Option<String> {
 
 /// One line read back as an entry: JSON of an entry whose cost, if any, is one
 /// ([`bad_cost`]); otherwise why not.
-fn checked(line: &str) -> std::result::Result<Entry, String> {
+pub fn checked(line: &str) -> std::result::Result<Entry, String> {
     let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
     match e.cost_usd.and_then(bad_cost) {
         Some(why) => Err(why),

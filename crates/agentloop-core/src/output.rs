@@ -107,7 +107,8 @@ impl Printer {
     }
 
     /// What [`Printer::out`] writes for `s`: redacted, then [`json_safe`] or [`printable`].
-    fn render(&self, s: &str) -> String {
+    /// Public so that several threads can render lines at once (`trace show --json`).
+    pub fn render(&self, s: &str) -> String {
         let s = crate::redact::redact(s);
         let s = if self.json { json_safe(&s) } else { printable(&s) };
         s.into_owned()
@@ -266,6 +267,11 @@ impl Out<'_> {
     pub fn outln_painted(&mut self, pieces: &[(&str, &str)]) {
         let line = self.printer.render_painted(pieces);
         self.write(&line);
+    }
+
+    /// Text already rendered by [`Printer::render`], written as it is.
+    pub fn write_rendered(&mut self, s: &str) {
+        self.write(s);
     }
 
     /// Writes what is buffered (a follower shows each new entry as it comes).
