@@ -307,6 +307,38 @@ pub fn reflect_tool(items: usize) -> ToolDef {
     answer_tool("reflect_answer", "Record progress against the Definition of Done and the decision.", schema)
 }
 
+/// The fused answer's tool name (`llm.fuse_phases`): Reflect's answer and the next Plan's side by
+/// side, in one call.
+pub const FUSED_TOOL: &str = "reflect_plan_answer";
+
+/// The answer of a fused call: the reflection on the step just run and, when the run goes on,
+/// the plan of the next one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusedAnswer {
+    pub reflect: ReflectAnswer,
+    #[serde(default)]
+    pub plan: Option<PlanAnswer>,
+}
+
+/// The fused call's answer tool: `reflect` is Reflect's answer, required; `plan` is Plan's, left
+/// out when the decision is not `continue`.
+pub fn fused_tool(reflect: &ToolDef, plan: &ToolDef) -> ToolDef {
+    let mut plan_schema = plan.parameters.clone();
+    plan_schema["description"] = json!("The next step's plan; only when the decision is continue");
+    let schema = json!({
+        "type": "object",
+        "properties": {"reflect": reflect.parameters, "plan": plan_schema},
+        "required": ["reflect"],
+        "additionalProperties": false,
+    });
+    answer_tool(
+        FUSED_TOOL,
+        "Record the reflection on this step and, when the run goes on, the plan of the next.",
+        schema,
+    )
+}
+
 /// The answer of a call that forced `tool` (`dream`, `dream --explore`, `skills learn`): its
 /// arguments, parsed as [`parse`] does; an error when the model did not call it.
 pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &ToolDef) -> crate::error::Result<T> {
@@ -335,6 +367,11 @@ pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T,
 /// the tool it names (e.g. `next_action.args.output.score: 11 is greater than the maximum of
 /// 10`), which say what to fix where "not valid under any of the schemas" does not.
 fn explain_variant(schema: &Value, args: &Value) -> Option<String> {
+    // A fused answer: its plan half, named as such.
+    if let (Some(plan), Some(plan_schema)) = (args.get("plan"), schema.pointer("/properties/plan")) {
+        let e = explain_variant(plan_schema, plan)?;
+        return Some(e.replace("argument `next_action", "argument `plan.next_action"));
+    }
     let name = args.get("next_action")?.get("tool")?.as_str()?;
     let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
     let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
@@ -475,6 +512,10 @@ fn nullable(p: &mut Value) {
 /// invalid.
 pub fn mend(schema: &Value, v: &mut Value) {
     if let Some(next) = v.get_mut("next_action") {
+        mend_action(next);
+    }
+    // A fused answer's plan half.
+    if let Some(next) = v.get_mut("plan").and_then(|p| p.get_mut("next_action")) {
         mend_action(next);
     }
     mend_value(schema, v);
