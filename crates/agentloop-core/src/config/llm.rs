@@ -43,8 +43,9 @@ pub struct LlmConfig {
     /// The model's context window in tokens, when it is small: the tool and skill catalog in
     /// the prompt is shortened (descriptions cut, then skills by name) so the prompt fits.
     pub context_window: Option<u32>,
-    /// `run` asks Reflect's question and the next Plan's in one call after each action (one
-    /// answer tool holding both answers); the `plan` and `reflect` commands stay separate.
+    /// A run (`run`, `serve`, the worker, event mode) asks Reflect's question and the next Plan's
+    /// in one call after each action (one answer tool holding both answers); the `plan` and
+    /// `reflect` commands stay separate.
     pub fuse_phases: bool,
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.

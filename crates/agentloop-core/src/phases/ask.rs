@@ -172,8 +172,9 @@ fn cut_off(problem: String, stop_reason: &str, cap: u32) -> String {
 
 /// The most tokens one phase's answer may take: `llm.max_tokens` bounds the largest answer,
 /// plan's (an action's arguments may carry a file's content), at half of it; frame, reflect and
-/// compact answers are a few fields and get a quarter; a fused answer (reflect and plan) gets plan's. A rambling small model on a local server
-/// is stopped by the server at this size, long before a read timeout. Never below 256.
+/// compact answers are a few fields and get a quarter; a fused answer (reflect and plan) gets
+/// plan's. A rambling small model on a local server is stopped by the server at this size, long
+/// before a read timeout. Never below 256.
 pub fn answer_cap(phase: &str, max_tokens: u32) -> u32 {
     // A fused answer holds a plan.
     let share = if phase == "plan" || phase == super::fused::PHASE { max_tokens / 2 } else { max_tokens / 4 };
