@@ -300,7 +300,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let (mut offset, mut lines) = (0, 0);
             for file in &files {
                 let own = *file == path;
-                (offset, lines) = scan_par(file, &work, |nth, got| match got {
+                (offset, lines) = scan_par(file, work, |nth, got| match got {
                     Got::Read { finished, shown } => {
                         ended = finished;
                         match shown {
