@@ -220,7 +220,9 @@ fn trace_show_json_prints_the_stored_lines_in_order_over_many_blocks() {
     t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
     let by_hand = r#"{"ts": "2026-01-01T09:00:00Z", "step" : 0, "run_id": "R", "phase": "act", "event": "act", "noted_by": "hand", "args": {"b": 1, "a": 2}}"#;
     let mut trace = format!("{by_hand}\n");
-    // About 12 MB: more than one block, each split between threads.
+    // One line longer than a block, then about 12 MB more: several blocks, each split between
+    // threads.
+    trace += &entry("R", 0, "plan", json!({"reason": "y".repeat(9 << 20)}));
     let pad = "x".repeat(900);
     let n = 12_000u32;
     for i in 1..=n {
@@ -240,11 +242,12 @@ fn trace_show_json_prints_the_stored_lines_in_order_over_many_blocks() {
         lines[1..].iter().map(|l| serde_json::from_str::<Value>(l).unwrap()["step"].as_u64().unwrap()).collect();
     assert_eq!(steps, (2..=u64::from(n)).step_by(2).collect::<Vec<_>>());
     assert_eq!(lines[1], entry("R", 2, "act", json!({"reason": pad})).trim_end());
-    // Line 1 is the hand-written one, lines 2 to 10,001 the first 10,000 entries.
+    // Line 1 is the hand-written one, line 2 the long one, lines 3 to 10,002 the first 10,000
+    // entries.
     let err = stderr(&out);
-    assert!(err.contains("trace.jsonl:10002: skipped a corrupt line"), "{err}");
+    assert!(err.contains("trace.jsonl:10003: skipped a corrupt line"), "{err}");
     assert_eq!(err.matches("skipped a corrupt line").count(), 1, "{err}");
     let stats: Value = serde_json::from_slice(&t.al(&["trace", "stats", "--json"]).output().unwrap().stdout).unwrap();
-    assert_eq!(stats["total"]["entries"], u64::from(n) + 1);
+    assert_eq!(stats["total"]["entries"], u64::from(n) + 2);
     assert_eq!(stats["phases"]["act"]["entries"], u64::from(n) / 2 + 1);
 }

@@ -399,7 +399,9 @@ fn escape(s: &str, one_line: bool) -> Cow<'_, str> {
 /// [`printable`] escapes become `\uXXXX` escapes, which decode to the same string. serde_json
 /// already escapes C0 controls inside strings; DEL, C1 and bidi controls it writes as they are.
 pub fn json_safe(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_unsafe) {
+    // Printable ASCII, tabs and newlines (nearly every line `trace show --json` prints): one
+    // pass over the bytes, without decoding characters.
+    if s.bytes().all(|b| matches!(b, b'\t' | b'\n' | b' '..=b'~')) || !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
