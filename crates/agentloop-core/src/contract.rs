@@ -803,7 +803,9 @@ mod tests {
         let cfg = crate::config::Config::default();
         let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let all = reg.allowed(&cfg);
-        for t in [super::frame_tool(), super::plan_tool(&all, None), super::reflect_tool(4)] {
+        let (plan, reflect) = (super::plan_tool(&all, None), super::reflect_tool(4));
+        let fused = super::fused_tool(&reflect, &plan);
+        for t in [super::frame_tool(), plan, reflect, fused] {
             let p = std::path::Path::new(&dir).join(format!("{}.json", t.name));
             std::fs::write(p, t.parameters.to_string()).unwrap();
             if let Some(s) = t.strict {
@@ -811,5 +813,27 @@ mod tests {
                     .unwrap();
             }
         }
+    }
+
+    /// A fused answer is read half by half: the reflection alone is one, the plan half is
+    /// mended as Plan's own answer is, and an error in it says where.
+    #[test]
+    fn a_fused_answer_is_checked_half_by_half() {
+        use serde_json::json;
+        let cfg = crate::config::Config::default();
+        let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
+        let tool = super::fused_tool(&super::reflect_tool(2), &super::plan_tool(&reg.allowed(&cfg), None));
+        let mut v = json!({"reflect": {"decision": "done", "reason": "r"}});
+        let a: super::FusedAnswer = super::parse(&tool, &mut v).unwrap();
+        assert!(a.plan.is_none());
+        let mut v = json!({"reflect": {"decision": "continue"}, "plan": {"next_action": {"name": "file_read", "arguments": {"path": "a.md"}}}});
+        let a: super::FusedAnswer = super::parse(&tool, &mut v).unwrap();
+        assert_eq!(a.plan.unwrap().next_action.tool, "file_read");
+        let mut v =
+            json!({"reflect": {"decision": "continue"}, "plan": {"next_action": {"tool": "file_read", "args": {}}}});
+        let e = super::parse::<super::FusedAnswer>(&tool, &mut v).unwrap_err();
+        assert!(e.contains("plan.next_action"), "{e}");
+        let mut v = json!({"plan": {"next_action": {"tool": "file_read", "args": {"path": "a.md"}}}});
+        assert!(super::parse::<super::FusedAnswer>(&tool, &mut v).is_err(), "the reflection is required");
     }
 }
