@@ -166,7 +166,10 @@ impl Prefilter {
         let b = line.as_bytes();
         let found = self.needles.iter().all(|n| n.find(b).is_some())
             && self.step.as_deref().is_none_or(|s| has_step(b, s.as_bytes()));
-        found || memmem::find(b, b"\\u").is_some() || memmem::find(b, b"\\/").is_some()
+        // Escapes are rare: one scan for a backslash before looking for either.
+        found
+            || (memchr::memchr(b'\\', b).is_some()
+                && (memmem::find(b, b"\\u").is_some() || memmem::find(b, b"\\/").is_some()))
     }
 }
 
