@@ -286,7 +286,12 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                     return match Probe::read(l.text) {
                         Ok(p) => Some(Got::Read {
                             finished: &*p.event == "run.finished",
-                            shown: filter.keep_probe(&p).then(|| Shown::Line(printer.render(&format!("{}\n", l.text)))),
+                            shown: filter.keep_probe(&p).then(|| {
+                                // Rendered as `outln` renders it: the newline needs no rendering.
+                                let mut line = printer.render(l.text);
+                                line.push('\n');
+                                Shown::Line(line)
+                            }),
                         }),
                         Err(message) => bad(message),
                     };

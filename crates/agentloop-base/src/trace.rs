@@ -241,7 +241,11 @@ pub fn scan_where(
         }
         offset += n as u64;
         line += 1;
-        let text = String::from_utf8_lossy(&buf);
+        // `from_utf8` checks ASCII a word at a time, `from_utf8_lossy` byte by byte.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(&buf),
+        };
         let text = text.trim();
         if text.is_empty() {
             continue;
