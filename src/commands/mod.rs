@@ -21,5 +21,6 @@ pub mod skills;
 pub mod status;
 pub mod tools;
 pub mod trace;
+mod trace_read;
 pub mod trust;
 pub mod worker;

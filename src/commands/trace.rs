@@ -1,5 +1,6 @@
 //! `agentloop trace show|stats`: read trace.jsonl as a timeline or as sums.
 
+use super::trace_read::{scan_par, Line, Probe};
 use crate::error::{Error, Result};
 use crate::output::{Out, Printer};
 use crate::settings::Ctx;
@@ -7,7 +8,6 @@ use crate::trace::{self, Entry, Phase};
 use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use memchr::memmem;
-use std::cell::Cell;
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
@@ -109,13 +109,22 @@ impl Filter {
     }
 
     fn keep(&self, e: &Entry) -> bool {
+        self.keeps(e.phase, e.step, e.tool.as_deref(), e.is_error(), &e.run_id, &e.ts)
+    }
+
+    /// [`Filter::keep`] on a line read only as far as the filter looks.
+    fn keep_probe(&self, e: &Probe) -> bool {
+        self.keeps(e.phase, e.step, e.tool.as_deref(), e.is_error(), &e.run_id, &e.ts)
+    }
+
+    fn keeps(&self, phase: Option<Phase>, step: u32, tool: Option<&str>, error: bool, run_id: &str, ts: &str) -> bool {
         let a = &self.args;
-        a.phase.is_none_or(|p| e.phase == Some(p))
-            && a.step.is_none_or(|s| e.step == s)
-            && a.tool.as_ref().is_none_or(|t| e.tool.as_ref() == Some(t))
-            && (!a.errors || e.is_error())
-            && self.run.as_ref().is_none_or(|r| &e.run_id == r)
-            && self.since.is_none_or(|s| crate::clock::parse_rfc3339(&e.ts).is_some_and(|t| t >= s))
+        a.phase.is_none_or(|p| phase == Some(p))
+            && a.step.is_none_or(|s| step == s)
+            && a.tool.as_deref().is_none_or(|t| tool == Some(t))
+            && (!a.errors || error)
+            && self.run.as_deref().is_none_or(|r| run_id == r)
+            && self.since.is_none_or(|s| crate::clock::parse_rfc3339(ts).is_some_and(|t| t >= s))
     }
 
     /// The byte test run on a line before it is parsed; None when nothing filters on a value
@@ -157,7 +166,10 @@ impl Prefilter {
         let b = line.as_bytes();
         let found = self.needles.iter().all(|n| n.find(b).is_some())
             && self.step.as_deref().is_none_or(|s| has_step(b, s.as_bytes()));
-        found || memmem::find(b, b"\\u").is_some() || memmem::find(b, b"\\/").is_some()
+        // Escapes are rare: one scan for a backslash before looking for either.
+        found
+            || (memchr::memchr(b'\\', b).is_some()
+                && (memmem::find(b, b"\\u").is_some() || memmem::find(b, b"\\/").is_some()))
     }
 }
 
@@ -260,28 +272,55 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                     view.header_due = true;
                 }
             }
+            // Each line is judged on the scan's threads: passed over on its bytes, read as far as
+            // the filter looks, and (under --json) rendered as it is stored; the entries then come
+            // back in file order. --follow reads every line (has the run finished?).
+            let json = ctx.printer.json;
+            let printer = &ctx.printer;
+            let work = |l: &Line| -> Option<Got> {
+                if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
+                    return None;
+                }
+                let bad = |message| Some(Got::Bad(trace::BadLine { line: l.number, message }));
+                if json {
+                    return match Probe::read(l.text) {
+                        Ok(p) => Some(Got::Read {
+                            finished: &*p.event == "run.finished",
+                            shown: filter.keep_probe(&p).then(|| {
+                                // Rendered as `outln` renders it: the newline needs no rendering.
+                                let mut line = printer.render(l.text);
+                                line.push('\n');
+                                Shown::Line(line)
+                            }),
+                        }),
+                        Err(message) => bad(message),
+                    };
+                }
+                match trace::checked(l.text) {
+                    Ok(e) => Some(Got::Read {
+                        finished: finished(&e),
+                        shown: filter.keep(&e).then(|| Shown::Entry(Box::new(e))),
+                    }),
+                    Err(message) => bad(message),
+                }
+            };
             let mut ended = false;
-            let mut offset = 0;
-            let lines = Cell::new(0);
+            let (mut offset, mut lines) = (0, 0);
             for file in &files {
                 let own = *file == path;
-                lines.set(0);
-                let shown = |text: &str| {
-                    lines.set(lines.get() + 1);
-                    prefilter.as_ref().is_none_or(|p| p.may_keep(text))
-                };
-                offset = trace::scan_where(file, shown, |r| match r {
-                    Some(Ok(e)) => {
-                        ended = finished(&e);
-                        if (!own || lines.get() >= skip) && filter.keep(&e) {
-                            view.entry(&e);
+                (offset, lines) = scan_par(file, work, |nth, got| match got {
+                    Got::Read { finished, shown } => {
+                        ended = finished;
+                        match shown {
+                            Some(_) if own && nth < skip => {}
+                            Some(Shown::Line(l)) => view.rendered(&l),
+                            Some(Shown::Entry(e)) => view.entry(&e),
+                            None => {}
                         }
                     }
-                    Some(Err(b)) => warn(file, &b),
-                    None => {}
+                    Got::Bad(b) => warn(file, &b),
                 })?;
             }
-            let lines = lines.get();
             if args.follow && !ended && files.last() == Some(&path) {
                 follow(&mut view, &path, &filter, offset, lines)?;
             } else if view.shown == 0 {
@@ -293,17 +332,41 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let prefilter = filter.prefilter();
             let mut stats = Stats::default();
             for file in &files {
-                let counted = |text: &str| prefilter.as_ref().is_none_or(|p| p.may_keep(text));
-                trace::scan_where(file, counted, |r| match r {
-                    Some(Ok(e)) if filter.keep(&e) => stats.add(&e),
-                    Some(Ok(_)) | None => {}
-                    Some(Err(b)) => warn(file, &b),
+                let work = |l: &Line| {
+                    if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
+                        return None;
+                    }
+                    match Probe::read(l.text) {
+                        Ok(p) => filter.keep_probe(&p).then(|| Ok(p.to_entry())),
+                        Err(message) => Some(Err(trace::BadLine { line: l.number, message })),
+                    }
+                };
+                scan_par(file, work, |_, r| match r {
+                    Ok(e) => stats.add(&e),
+                    Err(b) => warn(file, &b),
                 })?;
             }
             stats.print(&ctx.printer);
         }
     }
     Ok(0)
+}
+
+/// What the scan gives `trace show` for one line.
+enum Got {
+    Bad(trace::BadLine),
+    Read {
+        /// The entry is the run's last (`--follow` stops).
+        finished: bool,
+        /// What is shown of it, when the filter keeps it.
+        shown: Option<Shown>,
+    },
+}
+
+enum Shown {
+    /// Under --json: the line as it is stored, rendered for stdout.
+    Line(String),
+    Entry(Box<Entry>),
 }
 
 fn finished(e: &Entry) -> bool {
@@ -321,15 +384,13 @@ struct Latest {
 fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
     let mut latest: Option<Latest> = None;
     let mut seen = std::collections::HashSet::new();
-    let mut line = 0;
-    let _ = trace::scan(path, |r| {
-        line += 1;
-        let Ok(e) = r else { return };
-        if e.run_id.is_empty() || latest.as_ref().is_some_and(|l| l.id == e.run_id) {
+    let run_of = |l: &Line| Probe::read(l.text).ok().map(|p| p.run_id.to_string());
+    let _ = scan_par(path, run_of, |line, run_id| {
+        if run_id.is_empty() || latest.as_ref().is_some_and(|l| l.id == run_id) {
             return;
         }
-        seen.insert(e.run_id.clone());
-        latest = Some(Latest { id: e.run_id, first_line: line, earlier_runs: seen.len() - 1 });
+        seen.insert(run_id.clone());
+        latest = Some(Latest { id: run_id, first_line: line, earlier_runs: seen.len() - 1 });
     });
     latest
 }
@@ -371,7 +432,10 @@ fn follow(
             }
             match serde_json::from_str::<Entry>(line.trim_end()) {
                 Ok(e) => {
-                    if filter.keep(&e) {
+                    if filter.keep(&e) && view.printer.json {
+                        let rendered = view.printer.render(&format!("{}\n", line.trim()));
+                        view.rendered(&rendered);
+                    } else if filter.keep(&e) {
                         view.entry(&e);
                     }
                     if finished(&e) {
@@ -431,14 +495,17 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Under --json: an entry's line as the trace stores it (a writer's own spacing, key order
+    /// and fields kept), already rendered for stdout by [`Printer::render`].
+    fn rendered(&mut self, line: &str) {
+        self.shown += 1;
+        self.out.write_rendered(line);
+    }
+
     fn entry(&mut self, e: &Entry) {
         self.shown += 1;
         if std::mem::take(&mut self.header_due) {
             self.header();
-        }
-        if self.printer.json {
-            self.out.outln(&e.to_line());
-            return;
         }
         // Every field comes from the trace file, which whoever wrote the workspace controls: each
         // is shown on one line with its controls visible (before fitting, so widths are true).

@@ -21,6 +21,7 @@ mod ductile;
 mod ductile_real;
 mod files;
 mod foundation;
+mod fused;
 mod handed;
 mod handle;
 mod handle_config;

@@ -210,3 +210,44 @@ fn configuration_mistakes_say_the_near_key_and_do_not_block_reading() {
     assert!(err.contains("AGENTLOOP_FOO names no configuration key, so it is ignored"), "{err}");
     assert!(!err.contains("error: invalid configuration in environment variable"), "{err}");
 }
+
+/// `trace show --json` prints each kept entry's line as the trace stores it (a hand-written
+/// line keeps its spacing, key order and extra fields). A trace longer than one read block
+/// comes out whole and in file order, and a corrupt line deep in it is reported by its number.
+#[test]
+fn trace_show_json_prints_the_stored_lines_in_order_over_many_blocks() {
+    let t = T::new();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let by_hand = r#"{"ts": "2026-01-01T09:00:00Z", "step" : 0, "run_id": "R", "phase": "act", "event": "act", "noted_by": "hand", "args": {"b": 1, "a": 2}}"#;
+    let mut trace = format!("{by_hand}\n");
+    // One line longer than a block, then about 12 MB more: several blocks, each split between
+    // threads.
+    trace += &entry("R", 0, "plan", json!({"reason": "y".repeat(9 << 20)}));
+    let pad = "x".repeat(900);
+    let n = 12_000u32;
+    for i in 1..=n {
+        trace += &entry("R", i, if i % 2 == 0 { "act" } else { "plan" }, json!({"reason": pad}));
+        if i == 10_000 {
+            // It names the phase, so the byte test lets it through to be read.
+            trace += "{\"phase\":\"act\", not json\n";
+        }
+    }
+    t.write("ws/trace.jsonl", &trace);
+    let out = t.al(&["trace", "show", "--json", "--phase", "act"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], by_hand);
+    let steps: Vec<u64> =
+        lines[1..].iter().map(|l| serde_json::from_str::<Value>(l).unwrap()["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, (2..=u64::from(n)).step_by(2).collect::<Vec<_>>());
+    assert_eq!(lines[1], entry("R", 2, "act", json!({"reason": pad})).trim_end());
+    // Line 1 is the hand-written one, line 2 the long one, lines 3 to 10,002 the first 10,000
+    // entries.
+    let err = stderr(&out);
+    assert!(err.contains("trace.jsonl:10003: skipped a corrupt line"), "{err}");
+    assert_eq!(err.matches("skipped a corrupt line").count(), 1, "{err}");
+    let stats: Value = serde_json::from_slice(&t.al(&["trace", "stats", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(stats["total"]["entries"], u64::from(n) + 2);
+    assert_eq!(stats["phases"]["act"]["entries"], u64::from(n) / 2 + 1);
+}

@@ -179,7 +179,7 @@ pub fn bad_cost(c: f64) -> Option<String> {
 
 /// One line read back as an entry: JSON of an entry whose cost, if any, is one
 /// ([`bad_cost`]); otherwise why not.
-fn checked(line: &str) -> std::result::Result<Entry, String> {
+pub fn checked(line: &str) -> std::result::Result<Entry, String> {
     let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
     match e.cost_usd.and_then(bad_cost) {
         Some(why) => Err(why),
@@ -250,7 +250,11 @@ pub fn scan_where(
         }
         offset += n as u64;
         line += 1;
-        let text = String::from_utf8_lossy(&buf);
+        // `from_utf8` checks ASCII a word at a time, `from_utf8_lossy` byte by byte.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(&buf),
+        };
         let text = text.trim();
         if text.is_empty() {
             continue;

@@ -307,6 +307,38 @@ pub fn reflect_tool(items: usize) -> ToolDef {
     answer_tool("reflect_answer", "Record progress against the Definition of Done and the decision.", schema)
 }
 
+/// The fused answer's tool name (`llm.fuse_phases`): Reflect's answer and the next Plan's side by
+/// side, in one call.
+pub const FUSED_TOOL: &str = "reflect_plan_answer";
+
+/// The answer of a fused call: the reflection on the step just run and, when the run goes on,
+/// the plan of the next one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusedAnswer {
+    pub reflect: ReflectAnswer,
+    #[serde(default)]
+    pub plan: Option<PlanAnswer>,
+}
+
+/// The fused call's answer tool: `reflect` is Reflect's answer, required; `plan` is Plan's, left
+/// out when the decision is not `continue`.
+pub fn fused_tool(reflect: &ToolDef, plan: &ToolDef) -> ToolDef {
+    let mut plan_schema = plan.parameters.clone();
+    plan_schema["description"] = json!("The next step's plan; only when the decision is continue");
+    let schema = json!({
+        "type": "object",
+        "properties": {"reflect": reflect.parameters, "plan": plan_schema},
+        "required": ["reflect"],
+        "additionalProperties": false,
+    });
+    answer_tool(
+        FUSED_TOOL,
+        "Record the reflection on this step and, when the run goes on, the plan of the next.",
+        schema,
+    )
+}
+
 /// The answer of a call that forced `tool` (`dream`, `dream --explore`, `skills learn`): its
 /// arguments, parsed as [`parse`] does; an error when the model did not call it.
 pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &ToolDef) -> crate::error::Result<T> {
@@ -368,6 +400,10 @@ impl std::error::Error for Unfit {
 /// the tool it names (e.g. `next_action.args.output.score: 11 is greater than the maximum of
 /// 10`), which say what to fix where "not valid under any of the schemas" does not.
 fn explain_variant(schema: &Value, args: &Value) -> Option<crate::tools::SchemaError> {
+    // A fused answer: its plan half, named as such.
+    if let (Some(plan), Some(plan_schema)) = (args.get("plan"), schema.pointer("/properties/plan")) {
+        return Some(explain_variant(plan_schema, plan)?.under("plan"));
+    }
     let name = args.get("next_action")?.get("tool")?.as_str()?;
     let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
     let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
@@ -508,6 +544,10 @@ fn nullable(p: &mut Value) {
 /// invalid.
 pub fn mend(schema: &Value, v: &mut Value) {
     if let Some(next) = v.get_mut("next_action") {
+        mend_action(next);
+    }
+    // A fused answer's plan half.
+    if let Some(next) = v.get_mut("plan").and_then(|p| p.get_mut("next_action")) {
         mend_action(next);
     }
     mend_value(schema, v);
@@ -795,7 +835,9 @@ mod tests {
         let cfg = crate::config::Config::default();
         let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let all = reg.allowed(&cfg);
-        for t in [super::frame_tool(), super::plan_tool(&all, None), super::reflect_tool(4)] {
+        let (plan, reflect) = (super::plan_tool(&all, None), super::reflect_tool(4));
+        let fused = super::fused_tool(&reflect, &plan);
+        for t in [super::frame_tool(), plan, reflect, fused] {
             let p = std::path::Path::new(&dir).join(format!("{}.json", t.name));
             std::fs::write(p, t.parameters.to_string()).unwrap();
             if let Some(s) = t.strict {
@@ -803,5 +845,27 @@ mod tests {
                     .unwrap();
             }
         }
+    }
+
+    /// A fused answer is read half by half: the reflection alone is one, the plan half is
+    /// mended as Plan's own answer is, and an error in it says where.
+    #[test]
+    fn a_fused_answer_is_checked_half_by_half() {
+        use serde_json::json;
+        let cfg = crate::config::Config::default();
+        let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
+        let tool = super::fused_tool(&super::reflect_tool(2), &super::plan_tool(&reg.allowed(&cfg), None));
+        let mut v = json!({"reflect": {"decision": "done", "reason": "r"}});
+        let a: super::FusedAnswer = super::parse(&tool, &mut v).unwrap();
+        assert!(a.plan.is_none());
+        let mut v = json!({"reflect": {"decision": "continue"}, "plan": {"next_action": {"name": "file_read", "arguments": {"path": "a.md"}}}});
+        let a: super::FusedAnswer = super::parse(&tool, &mut v).unwrap();
+        assert_eq!(a.plan.unwrap().next_action.tool, "file_read");
+        let mut v =
+            json!({"reflect": {"decision": "continue"}, "plan": {"next_action": {"tool": "file_read", "args": {}}}});
+        let e = super::parse::<super::FusedAnswer>(&tool, &mut v).unwrap_err();
+        assert!(e.to_string().contains("plan.next_action"), "{e}");
+        let mut v = json!({"plan": {"next_action": {"tool": "file_read", "args": {"path": "a.md"}}}});
+        assert!(super::parse::<super::FusedAnswer>(&tool, &mut v).is_err(), "the reflection is required");
     }
 }

@@ -43,6 +43,10 @@ pub struct LlmConfig {
     /// The model's context window in tokens, when it is small: the tool and skill catalog in
     /// the prompt is shortened (descriptions cut, then skills by name) so the prompt fits.
     pub context_window: Option<u32>,
+    /// A run (`run`, `serve`, the worker, event mode) asks Reflect's question and the next Plan's
+    /// in one call after each action (one answer tool holding both answers); the `plan` and
+    /// `reflect` commands stay separate.
+    pub fuse_phases: bool,
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.
     pub stream: bool,
@@ -74,6 +78,7 @@ impl Default for LlmConfig {
             record: None,
             cache: true,
             context_window: None,
+            fuse_phases: false,
             stream: false,
             tool_messages: Default::default(),
         }

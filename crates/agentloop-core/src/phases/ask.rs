@@ -3,6 +3,10 @@
 //! cost, prompt size) that lands in the trace.
 
 use super::{budget_exceeded, finish, Env, Outcome};
+
+/// The phase name the fused Reflect + Plan call is made under (`fused`: transcript, progress, a
+/// scripted model's queue); its answer is capped as Plan's is.
+pub const FUSED_PHASE: &str = "reflect+plan";
 use crate::budget::Budget;
 use crate::error::{Error, Kind, Result};
 use crate::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
@@ -172,10 +176,12 @@ fn cut_off(problem: String, stop_reason: &str, cap: u32) -> String {
 
 /// The most tokens one phase's answer may take: `llm.max_tokens` bounds the largest answer,
 /// plan's (an action's arguments may carry a file's content), at half of it; frame, reflect and
-/// compact answers are a few fields and get a quarter. A rambling small model on a local server
-/// is stopped by the server at this size, long before a read timeout. Never below 256.
+/// compact answers are a few fields and get a quarter; a fused answer (reflect and plan) gets
+/// plan's. A rambling small model on a local server is stopped by the server at this size, long
+/// before a read timeout. Never below 256.
 pub fn answer_cap(phase: &str, max_tokens: u32) -> u32 {
-    let share = if phase == "plan" { max_tokens / 2 } else { max_tokens / 4 };
+    // A fused answer holds a plan.
+    let share = if phase == "plan" || phase == FUSED_PHASE { max_tokens / 2 } else { max_tokens / 4 };
     share.max(256).min(max_tokens.max(1))
 }
 

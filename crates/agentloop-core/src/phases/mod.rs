@@ -9,6 +9,7 @@ pub mod act;
 pub mod ask;
 pub mod frame;
 pub mod frustration;
+pub mod fused;
 pub mod init;
 pub mod live;
 pub mod negotiate;
@@ -100,6 +101,12 @@ pub struct Env<'a> {
     reflect_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
     skills_checked: std::cell::Cell<bool>,
+    /// The fused answer tool for the Definition of Done's length ([`fused`]), kept with its
+    /// compiled validator.
+    fused_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
+    /// Reflect and the next Plan share one call ([`fused`]): set by [`run::drive`] from
+    /// `llm.fuse_phases`, so the single-phase commands stay as they are.
+    pub fuse: bool,
 }
 
 /// How a phase ended.
@@ -164,6 +171,8 @@ impl<'a> Env<'a> {
             fixed_tools: Default::default(),
             reflect_tool: Default::default(),
             skills_checked: Default::default(),
+            fused_tool: Default::default(),
+            fuse: false,
         })
     }
 
@@ -208,8 +217,10 @@ impl<'a> Env<'a> {
     /// call (and a reframe's), has nothing to share a prefix with and sends its own tool alone:
     /// carrying it in every later call would cost more than it saves. Without prefix sharing,
     /// the phase's own alone.
+    /// A fused call ([`fused`]) sends its own tool alone too: it is every call of a fused run but
+    /// the first Plan, so it is the prefix those calls share.
     pub fn answer_tools(&self, phase: &crate::model::ToolDef, state: &State) -> Result<Vec<crate::model::ToolDef>> {
-        if !shared_prefix(self.cfg) || phase.name == "frame_answer" {
+        if !shared_prefix(self.cfg) || phase.name == "frame_answer" || phase.name == crate::contract::FUSED_TOOL {
             return Ok(vec![phase.clone()]);
         }
         let plan = self.fixed_tools.get_or_init(|| vec![self.plan_tool(state)]);
@@ -232,6 +243,19 @@ impl<'a> Env<'a> {
             tools.push(phase.clone());
         }
         Ok(tools)
+    }
+
+    /// The fused call's answer tool ([`crate::contract::fused_tool`]) for a Definition of Done of
+    /// `items` items.
+    pub fn fused_tool(&self, state: &State, items: usize) -> crate::model::ToolDef {
+        let mut memo = self.fused_tool.borrow_mut();
+        match &*memo {
+            Some((n, t)) if *n == items => t.clone(),
+            _ => {
+                let t = crate::contract::fused_tool(&crate::contract::reflect_tool(items), &self.plan_tool(state));
+                memo.insert((items, t)).1.clone()
+            }
+        }
     }
 
     /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes

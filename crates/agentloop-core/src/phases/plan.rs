@@ -40,17 +40,8 @@ fn finish_risk(env: &Env) -> String {
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
-    let mut commit = Commit::default();
-    let over = (state.step >= state.limits.max_steps)
-        .then(|| {
-            let why = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
-            (crate::budget::Budget::MaxSteps, why)
-        })
-        .or_else(|| budget_exceeded(state));
-    if let Some((budget, reason)) = over {
-        finish(env, state, &mut commit, StopKind::Budget(budget), &reason, None)?;
-        env.commit(&commit)?;
-        return Ok(Outcome::Stopped(StopKind::Budget(budget)));
+    if let Some(stopped) = stop_first(env, state)? {
+        return Ok(stopped);
     }
     let (_, plan) = env.read_plan()?;
     let catalog = env.catalog();
@@ -62,15 +53,68 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),
     };
-    let (plan, action) = take_answer(env, state, plan, &answer.value);
-    let step = state.step;
-    let mut e = Entry::new(&state.run_id, step, Phase::Plan, "plan");
+    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, "plan");
     account(env, state, &mut e, &answer);
+    commit_answer(env, state, plan, &answer.value, e, &shown, &unknown)
+}
+
+/// The run stops instead of planning a step it has no budget for: steps or a token, cost or
+/// time budget used up. Ends the run in its own commit and says how.
+fn stop_first(env: &mut Env, state: &mut State) -> Result<Option<Outcome>> {
+    let over = (state.step >= state.limits.max_steps)
+        .then(|| {
+            let why = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
+            (crate::budget::Budget::MaxSteps, why)
+        })
+        .or_else(|| budget_exceeded(state));
+    let Some((budget, reason)) = over else { return Ok(None) };
+    let mut commit = Commit::default();
+    finish(env, state, &mut commit, StopKind::Budget(budget), &reason, None)?;
+    env.commit(&commit)?;
+    Ok(Some(Outcome::Stopped(StopKind::Budget(budget))))
+}
+
+/// The plan half of a fused answer (`llm.fuse_phases`), committed as a Plan of its own once the
+/// reflection is: the same checks, plan.md, decisions.md and trace entry as [`run`] writes, the
+/// entry marked `data.fused` and without usage (the call's is on the reflect entry).
+pub fn take_fused(
+    env: &mut Env,
+    state: &mut State,
+    answer: &PlanAnswer,
+    model: &str,
+    shown: &[String],
+) -> Result<Outcome> {
+    if let Some(stopped) = stop_first(env, state)? {
+        return Ok(stopped);
+    }
+    let (_, plan) = env.read_plan()?;
+    let catalog = env.catalog();
+    let unknown = check_skills_md(env, &catalog)?;
+    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, "plan");
+    e.model = Some(model.to_string());
+    e.data = Some(json!({"fused": true}));
+    commit_answer(env, state, plan, answer, e, shown, &unknown)
+}
+
+/// plan.md, decisions.md, the trace entry `e` and the state with the chosen action pending,
+/// in one commit.
+fn commit_answer(
+    env: &mut Env,
+    state: &mut State,
+    plan: crate::markdown::Plan,
+    answer: &PlanAnswer,
+    mut e: Entry,
+    shown: &[String],
+    unknown: &[String],
+) -> Result<Outcome> {
+    let mut commit = Commit::default();
+    let (plan, action) = take_answer(env, state, plan, answer);
+    let step = state.step;
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
     e.reason = Some(plan.rationale.clone());
     if !shown.is_empty() {
-        e.data = Some(json!({"memory_shown": shown}));
+        e.data.get_or_insert_with(|| json!({}))["memory_shown"] = json!(shown);
     }
     if !unknown.is_empty() {
         // The seeded catalog's tools that cannot be called, on record with the plan that saw it.
@@ -131,22 +175,14 @@ fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(Str
     let (_, mem) = env.read_memory()?;
     let memory = env.memory_prompt(&mem)?;
     let plan_text = env.plan_prompt(plan)?;
-    let active: Vec<String> = state
-        .active_skills
-        .iter()
-        .filter_map(|n| env.skills.get(n))
-        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
-        .collect();
+    let (active, recall, shown) = extras(env, state, &mem);
     let step = state.step + 1;
-    let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
-    let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
-    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
     let text = env.tpl.render(
         "prompt-plan.j2",
         json!({
             "step": step,
             "limits": state.limits,
-            "active_skills": active.join("\n\n"),
+            "active_skills": active,
             "memory": memory,
             "plan": plan_text,
             "recall": recall,
@@ -154,6 +190,21 @@ fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(Str
         }),
     )?;
     Ok((text, shown))
+}
+
+/// What a plan prompt shows besides memory.md and plan.md: the active skills' text, the
+/// long-term memory recalled for the goal, open items and latest result, and those entries' ids.
+pub fn extras(env: &Env, state: &State, mem: &crate::markdown::Memory) -> (String, String, Vec<String>) {
+    let active: Vec<String> = state
+        .active_skills
+        .iter()
+        .filter_map(|n| env.skills.get(n))
+        .map(|s| format!("## {}\n{}", s.name, s.body.chars().take(8000).collect::<String>()))
+        .collect();
+    let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
+    let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
+    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
+    (active.join("\n\n"), recall, shown)
 }
 
 /// plan.md and the state with the chosen action pending for Act.

@@ -110,12 +110,25 @@ fn compact(
 }
 
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
-    let (_, mut mem) = env.read_memory()?;
-    let (_, mut plan) = env.read_plan()?;
+    let (_, mem) = env.read_memory()?;
+    let (_, plan) = env.read_plan()?;
     let answer = match ask_model(env, state, &mem, &plan)? {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Reflect, e),
     };
+    take(env, state, mem, plan, &answer, false)
+}
+
+/// Applies a reflection to memory.md, plan.md, decisions.md, the trace and the state, in one
+/// commit; `fused` marks an answer that came with the next step's plan (`llm.fuse_phases`).
+pub fn take(
+    env: &mut Env,
+    state: &mut State,
+    mut mem: crate::markdown::Memory,
+    mut plan: crate::markdown::Plan,
+    answer: &ask::Answer<ReflectAnswer>,
+    fused: bool,
+) -> Result<Outcome> {
     let a = answer.value.clone();
     let step = state.step;
     let record = crate::evidence::Record::read(&env.ws.trace(), &state.run_id)?;
@@ -132,12 +145,15 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     record_step(&mut plan, state, &a);
     mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
     let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
-    account(env, state, &mut e, &answer);
+    account(env, state, &mut e, answer);
     e.decision = Some(d.decision.clone());
     e.reason = Some(d.reason.clone());
     // What this step ticked, for reports: the items' text, and the count after it.
     let done = mem.dod.iter().filter(|i| i.done).count();
     e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
+    if fused {
+        e.data.get_or_insert_with(|| json!({}))["fused"] = json!(true);
+    }
     let mut body = format!(
         "Decision: {}\n\nWhy: {}\n\nDefinition of Done: {done} of {} done.\n",
         d.decision,
@@ -185,12 +201,20 @@ fn ask_model(
     mem: &crate::markdown::Memory,
     plan: &crate::markdown::Plan,
 ) -> Result<std::result::Result<ask::Answer<ReflectAnswer>, ask::AskError>> {
+    let prompt = prompt(env, state, mem, plan)?;
+    let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
+    let tool = contract::reflect_tool(items.len());
+    Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
+}
+
+/// The reflect prompt: the step's result against the Definition of Done, memory.md and plan.md.
+pub fn prompt(env: &Env, state: &State, mem: &crate::markdown::Memory, plan: &crate::markdown::Plan) -> Result<String> {
     let memory_text = env.memory_prompt(mem)?;
     let plan_text = env.plan_prompt(plan)?;
     // Items are numbered as in memory.md; the answer names them by number.
     let open: Vec<String> =
         mem.dod.iter().enumerate().filter(|(_, i)| !i.done).map(|(n, i)| format!("{}. {}", n + 1, i.text)).collect();
-    let prompt = env.tpl.render(
+    env.tpl.render(
         "prompt-reflect.j2",
         json!({
             "step": state.step,
@@ -200,10 +224,7 @@ fn ask_model(
             "open_items": open,
             "refused": state.refused_ticks,
         }),
-    )?;
-    let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
-    let tool = contract::reflect_tool(items.len());
-    Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
+    )
 }
 
 /// Ticks the items the answer names whose evidence checks out against the run's record
