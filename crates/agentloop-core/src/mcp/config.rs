@@ -359,8 +359,7 @@ fn resolve_one(
                     expand(k, &rec).map_err(|e| bad(format!("oauth.private_key: {e}")))?,
                 )),
                 (None, Some(f)) => {
-                    let (path, text) =
-                        secret_file("oauth.private_key_file", f, &rec).map_err(|e| e.into_error(&bad))?;
+                    let (path, text) = secret_file("oauth.private_key_file", f, &rec).map_err(|e| e.into_error(bad))?;
                     Some((format!("oauth.private_key_file {path}"), text))
                 }
                 (None, None) => None,
@@ -376,7 +375,7 @@ fn resolve_one(
             };
             let identity_provider = match (&o.identity_provider, grant) {
                 (Some(idp), crate::config::Grant::IdentityAssertion) => {
-                    Some(identity_provider(idp, &rec, &mut secrets).map_err(|e| e.into_error(&bad))?)
+                    Some(identity_provider(idp, &rec, &mut secrets).map_err(|e| e.into_error(bad))?)
                 }
                 (Some(_), _) => {
                     return Err(bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
