@@ -301,7 +301,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                         finished: finished(&e),
                         shown: filter.keep(&e).then(|| Shown::Entry(Box::new(e))),
                     }),
-                    Err(message) => bad(message),
+                    Err(why) => bad(why.to_string()),
                 }
             };
             let mut ended = false;

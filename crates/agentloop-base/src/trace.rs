@@ -177,12 +177,38 @@ pub fn bad_cost(c: f64) -> Option<String> {
         .then(|| format!("cost_usd {c:?} is not a cost (it must be from 0 to {MAX_RECORDED_COST_USD})"))
 }
 
+/// Why a line is not an entry: not the JSON of one, or its cost is none ([`bad_cost`]). Public
+/// for `trace show`'s parallel reader, which reports the line number beside it.
+#[derive(Debug)]
+pub enum Unreadable {
+    Json(serde_json::Error),
+    Cost(String),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Json(e) => write!(f, "{e}"),
+            Unreadable::Cost(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for Unreadable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Unreadable::Json(e) => Some(e),
+            Unreadable::Cost(_) => None,
+        }
+    }
+}
+
 /// One line read back as an entry: JSON of an entry whose cost, if any, is one
 /// ([`bad_cost`]); otherwise why not.
-pub fn checked(line: &str) -> std::result::Result<Entry, String> {
-    let e = serde_json::from_str::<Entry>(line).map_err(|e| e.to_string())?;
+pub fn checked(line: &str) -> std::result::Result<Entry, Unreadable> {
+    let e = serde_json::from_str::<Entry>(line).map_err(Unreadable::Json)?;
     match e.cost_usd.and_then(bad_cost) {
-        Some(why) => Err(why),
+        Some(why) => Err(Unreadable::Cost(why)),
         None => Ok(e),
     }
 }
@@ -202,7 +228,7 @@ pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
         }
         match checked(line) {
             Ok(e) => entries.push(e),
-            Err(message) => bad.push(BadLine { line: i + 1, message }),
+            Err(why) => bad.push(BadLine { line: i + 1, message: why.to_string() }),
         }
     }
     (entries, bad)
@@ -265,7 +291,7 @@ pub fn scan_where(
         }
         match checked(text) {
             Ok(e) => f(Some(Ok(e))),
-            Err(message) => f(Some(Err(BadLine { line, message }))),
+            Err(why) => f(Some(Err(BadLine { line, message: why.to_string() }))),
         }
     }
 }

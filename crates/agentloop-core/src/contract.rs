@@ -453,14 +453,17 @@ fn strictify(v: &mut Value) -> bool {
     strict_at(v, "").is_ok()
 }
 
+/// Where and why strict mode cannot take a schema (the text [`strict_refusal`] gives).
+struct NotStrict(String);
+
 /// [`strictify`] at the JSON pointer `at`; the error says where and why strict mode cannot take it.
-fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
+fn strict_at(v: &mut Value, at: &str) -> std::result::Result<(), NotStrict> {
     let here = if at.is_empty() { "the schema's top level".to_string() } else { format!("`{at}`") };
     let Some(o) = v.as_object_mut() else {
-        return Err(format!("{here} is not a schema object"));
+        return Err(NotStrict(format!("{here} is not a schema object")));
     };
     if let Some(k) = o.keys().find(|k| !STRICT_KEYWORDS.contains(&k.as_str())) {
-        return Err(format!("{here} uses `{k}`, a keyword strict mode does not take"));
+        return Err(NotStrict(format!("{here} uses `{k}`, a keyword strict mode does not take")));
     }
     o.remove("default");
     // A non-empty string is the one length rule used; strict mode says it as a pattern.
@@ -470,7 +473,7 @@ fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
             // Anchored: llama.cpp's grammar builder takes only `^...$` patterns.
             o.insert("pattern".into(), json!(NON_BLANK));
         }
-        Some(_) => return Err(format!("{here} has a minLength other than 1, which strict mode cannot say")),
+        Some(_) => return Err(NotStrict(format!("{here} has a minLength other than 1, which strict mode cannot say"))),
     }
     if let Some(Value::Array(alts)) = o.get_mut("anyOf") {
         for (i, a) in alts.iter_mut().enumerate() {
@@ -486,7 +489,7 @@ fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
         return Ok(());
     }
     if o.get("additionalProperties").is_some_and(|a| a != &json!(false)) {
-        return Err(format!("{here} allows additional properties; strict mode needs every object closed"));
+        return Err(NotStrict(format!("{here} allows additional properties; strict mode needs every object closed")));
     }
     let required: Vec<String> = match o.get("required") {
         Some(Value::Array(r)) => r.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
@@ -494,7 +497,9 @@ fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
     };
     let Some(Value::Object(props)) = o.get_mut("properties") else {
         // A free-form object cannot be closed without forbidding what it allows.
-        return Err(format!("{here} is an object without `properties`; strict mode cannot take a free-form object"));
+        return Err(NotStrict(format!(
+            "{here} is an object without `properties`; strict mode cannot take a free-form object"
+        )));
     };
     for (name, p) in props.iter_mut() {
         strict_at(p, &format!("{at}/properties/{name}"))?;
@@ -510,7 +515,7 @@ fn strict_at(v: &mut Value, at: &str) -> Result<(), String> {
 
 /// Why strict mode cannot take `schema` (where, and which rule), or None when it can.
 pub fn strict_refusal(schema: &Value) -> Option<String> {
-    strict_at(&mut schema.clone(), "").err()
+    strict_at(&mut schema.clone(), "").err().map(|NotStrict(why)| why)
 }
 
 fn nullable(p: &mut Value) {

@@ -87,7 +87,9 @@ fn login_cmd(ctx: &Ctx, name: &str) -> Result<u8> {
     let (server, url) = http_server(ctx, name)?;
     mcp::auth::allow_sign_in();
     mcp::auth::sign_in_now(&server, &url).map_err(|e| {
-        Error::failure(e).with_hint("check the server's url; `agentloop mcp logout NAME` forgets a token that went bad")
+        Error::failure(e.to_string())
+            .with_hint("check the server's url; `agentloop mcp logout NAME` forgets a token that went bad")
+            .with_source(e)
     })?;
     let hub = Hub::load(ctx.config(), &ctx.ws.root, Source::Servers)?;
     warn_all(ctx, &hub);

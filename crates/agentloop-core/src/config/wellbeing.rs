@@ -116,22 +116,32 @@ struct RawAgentValue {
     refuse_if: Vec<String>,
 }
 
+/// Why a value cannot be taken (serde's `try_from` says it with the value's place in the file).
+#[derive(Debug)]
+pub struct BadValue(String);
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl TryFrom<RawAgentValue> for AgentValue {
-    type Error = String;
-    fn try_from(r: RawAgentValue) -> std::result::Result<Self, String> {
+    type Error = BadValue;
+    fn try_from(r: RawAgentValue) -> std::result::Result<Self, BadValue> {
         let name = r.name.trim().to_string();
         if name.is_empty() {
-            return Err("a value needs a `name`".into());
+            return Err(BadValue("a value needs a `name`".into()));
         }
         if r.refuse_if.is_empty() {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "value `{name}` has an empty `refuse_if`: list the words or phrases a task in conflict with it names"
-            ));
+            )));
         }
         if let Some(p) = r.refuse_if.iter().find(|p| !p.chars().any(char::is_alphanumeric)) {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "value `{name}`: refuse_if phrase {p:?} has no letters or digits, so it could never match"
-            ));
+            )));
         }
         Ok(AgentValue { name, description: r.description, refuse_if: r.refuse_if })
     }

@@ -20,6 +20,7 @@
 //!   naming `agentloop mcp login NAME`.
 
 use super::config::{OAuth, Server};
+use super::error::McpError;
 pub use super::tokens::{auth_error, forget, store_dir, token_path, FileStore};
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
@@ -139,11 +140,13 @@ fn crypto() {
 }
 
 /// The authorization manager of a server with its stored token (if any), for every request.
-pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager, McpError> {
     crypto();
-    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
     m.set_credential_store(FileStore::new(url));
-    let kept = FileStore::new(url).read().map_err(|e| format!("MCP server {}: {e}", server.name))?;
+    let kept = FileStore::new(url)
+        .read()
+        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.message), e))?;
     let machine = server.oauth.as_ref().filter(|o| o.is_machine());
     if let (Some(o), Some(c)) = (machine, &kept) {
         // A machine grant's token that has run out, or that another client got (the
@@ -157,12 +160,12 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
             Err(e @ AuthError::AuthorizationServerMismatch { .. }) => match back_compat_metadata(url, None).await {
                 Some(md) => {
                     m.set_metadata(md);
-                    m.initialize_from_store().await.map_err(|e| auth_error(server, &e))?;
+                    m.initialize_from_store().await.map_err(|e| auth_error(server, e))?;
                 }
-                None => return Err(auth_error(server, &e)),
+                None => return Err(auth_error(server, e)),
             },
             r => {
-                r.map_err(|e| auth_error(server, &e))?;
+                r.map_err(|e| auth_error(server, e))?;
             }
         }
     } else if machine.is_some() {
@@ -172,7 +175,7 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
 }
 
 /// A new token from the server's machine grant, replacing any kept one.
-async fn machine_grant(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+async fn machine_grant(server: &Server, url: &str) -> Result<AuthorizationManager, McpError> {
     crypto();
     super::grants::clear(url).await;
     let o = server.oauth.clone().unwrap_or_default();
@@ -184,16 +187,16 @@ async fn machine_grant(server: &Server, url: &str) -> Result<AuthorizationManage
 }
 
 /// The client-credentials grant: a token for the configured machine client, kept like any other.
-async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationManager, String> {
+async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationManager, McpError> {
     crypto();
     let o = server.oauth.clone().unwrap_or_default();
     let (Some(client_id), Some(client_secret)) = (o.client_id, o.client_secret) else {
-        return Err(format!(
+        return Err(McpError::auth(format!(
             "MCP server {}: mcp.servers.{}.oauth.grant `client_credentials` needs oauth.client_id and oauth.client_secret (or oauth.private_key_file)",
             server.name, server.name
-        ));
+        )));
     };
-    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
     m.set_credential_store(FileStore::new(url));
     let mut st = OAuthState::Unauthorized(m);
     let config = ClientCredentialsConfig::ClientSecret {
@@ -202,9 +205,10 @@ async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationM
         scopes: o.scopes,
         resource: Some(url.to_string()),
     };
-    st.authenticate_client_credentials(config).await.map_err(|e| auth_error(server, &e))?;
-    st.into_authorization_manager()
-        .ok_or_else(|| format!("MCP server {}: the client-credentials grant did not finish", server.name))
+    st.authenticate_client_credentials(config).await.map_err(|e| auth_error(server, e))?;
+    st.into_authorization_manager().ok_or_else(|| {
+        McpError::auth(format!("MCP server {}: the client-credentials grant did not finish", server.name))
+    })
 }
 
 /// The authorization-server metadata of a server that keeps to the 2025-03-26 MCP
@@ -274,7 +278,7 @@ pub fn challenge_scopes(challenge: &str) -> Vec<String> {
 /// for the person to open), the redirect comes back to a loopback port, and the token is kept.
 /// `challenge` is the server's `WWW-Authenticate` (None: discover from the URL); `scopes` are
 /// asked for beyond what the challenge names (the ones already granted, on a step-up).
-pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Result<(), String> {
+pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Result<(), McpError> {
     crypto();
     let o = server.oauth.clone().unwrap_or_default();
     if o.is_machine() {
@@ -283,8 +287,8 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| format!("cannot open a loopback port for the sign-in redirect: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        .map_err(|e| McpError::auth_from(format!("cannot open a loopback port for the sign-in redirect: {e}"), e))?;
+    let port = listener.local_addr().map_err(|e| McpError::auth_from(e.to_string(), e))?.port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
     // A step-up keeps what was granted and adds what the server now asks for.
     let store = FileStore::new(url);
@@ -318,39 +322,43 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
     if let Some(ch) = challenge {
         req = req.with_challenge(ch);
     }
-    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
     m.set_credential_store(store.clone());
     let mut st = OAuthState::Unauthorized(m);
     match st.start_authorization(req.clone()).await {
         // A server of the 2025-03-26 specification: see [`back_compat_metadata`].
         Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
-            let Some(md) = back_compat_metadata(url, challenge).await else { return Err(auth_error(server, &e)) };
-            let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+            let Some(md) = back_compat_metadata(url, challenge).await else { return Err(auth_error(server, e)) };
+            let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
             m.set_credential_store(store);
             m.set_metadata(md);
-            let session = AuthorizationSession::new(m, req).await.map_err(|(_, e)| auth_error(server, &e))?;
+            let session = AuthorizationSession::new(m, req).await.map_err(|(_, e)| auth_error(server, e))?;
             st = OAuthState::Session(session);
         }
-        r => r.map_err(|e| auth_error(server, &e))?,
+        r => r.map_err(|e| auth_error(server, e))?,
     }
-    let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, &e))?;
+    let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, e))?;
     let waiting = Waiting::start();
     open_browser(server, &auth_url);
-    let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| {
-        format!("MCP server {}: no sign-in came back within {} minutes", server.name, SIGN_IN_WAIT.as_secs() / 60)
+    let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| McpError::Timeout {
+        message: format!(
+            "MCP server {}: no sign-in came back within {} minutes",
+            server.name,
+            SIGN_IN_WAIT.as_secs() / 60
+        ),
     })??;
     drop(waiting);
-    st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, &e))?;
+    st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, e))?;
     crate::output::stderr_line(&format!("signed in to MCP server {}", server.name));
     Ok(())
 }
 
 /// [`sign_in`] on a runtime of its own, for `mcp login` (which has no hub).
-pub fn sign_in_now(server: &Server, url: &str) -> Result<(), String> {
+pub fn sign_in_now(server: &Server, url: &str) -> Result<(), McpError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the MCP client runtime: {e}"))?;
+        .map_err(|e| McpError::Runtime(std::sync::Arc::new(e)))?;
     rt.block_on(sign_in(server, url, None))
 }
 
@@ -386,10 +394,11 @@ fn open_browser(server: &Server, url: &str) {
 
 /// Waits for the browser's redirect on the loopback port: the first request to `/callback`
 /// carrying `code` or `error`. Returns the full redirect URL.
-async fn receive(listener: tokio::net::TcpListener) -> Result<String, String> {
+async fn receive(listener: tokio::net::TcpListener) -> Result<String, McpError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     loop {
-        let (mut sock, _) = listener.accept().await.map_err(|e| format!("the sign-in redirect failed: {e}"))?;
+        let (mut sock, _) =
+            listener.accept().await.map_err(|e| McpError::auth_from(format!("the sign-in redirect failed: {e}"), e))?;
         let mut buf = vec![0u8; 8192];
         let mut n = 0;
         while n < buf.len() {
@@ -425,7 +434,7 @@ async fn receive(listener: tokio::net::TcpListener) -> Result<String, String> {
         }
         if has("error") {
             let err = query.split('&').find_map(|p| p.strip_prefix("error=")).unwrap_or("error");
-            return Err(format!("the authorization server refused the sign-in: {err}"));
+            return Err(McpError::auth(format!("the authorization server refused the sign-in: {err}")));
         }
         return Ok(format!("http://127.0.0.1{target}"));
     }

@@ -10,6 +10,7 @@
 
 use super::config::{Server, Transport, INHERITED_ENV};
 use super::elicit::Handler;
+use super::error::McpError;
 use camino::{Utf8Path, Utf8PathBuf};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::CallToolRequestParams;
@@ -57,9 +58,9 @@ fn client_info() -> Handler {
 
 /// Starts the server and runs `initialize`. The caller bounds this with the startup timeout;
 /// when it gives up, dropping the future kills what was started (see `Spawned`).
-pub async fn connect(server: &Server, root: &Utf8Path) -> Result<Session, String> {
+pub async fn connect(server: &Server, root: &Utf8Path) -> Result<Session, McpError> {
     match server.transport.as_ref() {
-        None => Err(format!("MCP server {} is disabled", server.name)),
+        None => Err(McpError::connect(format!("MCP server {} is disabled", server.name))),
         Some(Transport::Stdio { command, args, env, cwd }) => {
             connect_stdio(server, root, command, args, env, cwd).await
         }
@@ -86,11 +87,12 @@ async fn connect_stdio(
     args: &[String],
     env: &[(String, String)],
     cwd: &Utf8PathBuf,
-) -> Result<Session, String> {
+) -> Result<Session, McpError> {
     let log_rel = log_rel(server);
-    let log = open_log(root, &log_rel, server).map_err(|e| format!("cannot open {log_rel}: {e}"))?;
+    let log = open_log(root, &log_rel, server)
+        .map_err(|e| McpError::connect_from(format!("cannot open {log_rel}: {e}"), e))?;
     if !cwd.is_dir() {
-        return Err(format!("MCP server {}: its cwd {cwd} is not a folder", server.name));
+        return Err(McpError::connect(format!("MCP server {}: its cwd {cwd} is not a folder", server.name)));
     }
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args).current_dir(cwd).env_clear();
@@ -104,22 +106,21 @@ async fn connect_stdio(
     }
     let mut wrap = CommandWrap::from(cmd);
     wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let (child, _) = TokioChildProcess::builder(wrap)
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("MCP server {} could not start `{}`: {e}", server.name, server.display))?;
+    let (child, _) = TokioChildProcess::builder(wrap).stderr(log).spawn().map_err(|e| {
+        McpError::connect_from(format!("MCP server {} could not start `{}`: {e}", server.name, server.display), e)
+    })?;
     let pgid = child.id();
     let mut guard = Spawned(pgid);
     if let Some(p) = pgid {
         super::proc::register(p);
     }
     let handler = client_info();
-    let service = handler.clone().serve(child).await.map_err(|e| init_error(server, &e, Some(&log_rel)))?;
+    let service = handler.clone().serve(child).await.map_err(|e| init_error(server, e, Some(&log_rel)))?;
     guard.0 = None;
     Ok(session(service, handler, pgid))
 }
 
-async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, String> {
+async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, McpError> {
     // A server that asks for authorization is signed in to (where a person asked for that) and
     // connected again, at most MAX_SIGN_INS times.
     let mut sign_ins = 0;
@@ -129,7 +130,9 @@ async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) 
                 sign_ins += 1;
                 super::auth::sign_in(server, url, Some(&ch)).await?;
             }
-            Err(Failure::Challenge(ch)) => return Err(super::auth::still_refused(server, &ch, sign_ins)),
+            Err(Failure::Challenge(ch)) => {
+                return Err(McpError::NeedsSignIn { message: super::auth::still_refused(server, &ch, sign_ins) })
+            }
             Err(Failure::Other(e)) => return Err(e),
             Ok(s) => return Ok(s),
         }
@@ -139,7 +142,7 @@ async fn connect_http(server: &Server, url: &str, headers: &[(String, String)]) 
 /// Why connecting failed: the server's authorization challenge, or anything else.
 enum Failure {
     Challenge(String),
-    Other(String),
+    Other(McpError),
 }
 
 async fn connect_http_once(server: &Server, url: &str, headers: &[(String, String)]) -> Result<Session, Failure> {
@@ -150,17 +153,25 @@ async fn connect_http_once(server: &Server, url: &str, headers: &[(String, Strin
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("agentloop/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| Failure::Other(format!("MCP server {}: cannot build the HTTP client: {e}", server.name)))?;
+        .map_err(|e| {
+            Failure::Other(McpError::connect_from(
+                format!("MCP server {}: cannot build the HTTP client: {e}", server.name),
+                e,
+            ))
+        })?;
     let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
     for (k, v) in headers {
         let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-            Failure::Other(format!("MCP server {}: `{k}` is not a valid HTTP header name", server.name))
+            Failure::Other(McpError::connect(format!(
+                "MCP server {}: `{k}` is not a valid HTTP header name",
+                server.name
+            )))
         })?;
         let value = HeaderValue::from_str(v).map_err(|_| {
-            Failure::Other(format!(
+            Failure::Other(McpError::connect(format!(
                 "MCP server {}: the value of header `{k}` is not a valid HTTP header value",
                 server.name
-            ))
+            )))
         })?;
         config.custom_headers.insert(name, value);
     }
@@ -175,7 +186,7 @@ async fn connect_http_once(server: &Server, url: &str, headers: &[(String, Strin
         Err(ClientInitializeError::TransportError { error, .. }) if challenge_of(&*error.error).is_some() => {
             Err(Failure::Challenge(challenge_of(&*error.error).unwrap_or_default()))
         }
-        Err(e) => Err(Failure::Other(init_error(server, &e, None))),
+        Err(e) => Err(Failure::Other(init_error(server, e, None))),
     }
 }
 
@@ -205,8 +216,9 @@ fn session(service: RunningService<RoleClient, Handler>, handler: Handler, pgid:
     Session { service, handler, pgid, protocol_version, server_info }
 }
 
-fn init_error(server: &Server, e: &ClientInitializeError, log: Option<&str>) -> String {
-    let what = match e {
+/// The SDK's refusal to initialize, in words naming the server; the SDK's error kept.
+fn init_error(server: &Server, e: ClientInitializeError, log: Option<&str>) -> McpError {
+    let what = match &e {
         ClientInitializeError::ConnectionClosed(_) => "exited before answering initialize".to_string(),
         ClientInitializeError::TransportError { error, context } => {
             format!("could not be reached ({context}): {}", causes(&*error.error))
@@ -216,10 +228,11 @@ fn init_error(server: &Server, e: &ClientInitializeError, log: Option<&str>) -> 
         }
         other => format!("failed to initialize: {other}"),
     };
-    match log {
+    let message = match log {
         Some(l) => format!("MCP server {} ({}) {what}; its log: {l}", server.name, server.display),
         None => format!("MCP server {} ({}) {what}", server.name, server.display),
-    }
+    };
+    McpError::connect_from(message, e)
 }
 
 /// What went wrong under the SDK's wrappers: the innermost error of the chain, and for an HTTP

@@ -359,7 +359,7 @@ fn resolve_one(
                     expand(k, &rec).map_err(|e| bad(format!("oauth.private_key: {e}")))?,
                 )),
                 (None, Some(f)) => {
-                    let (path, text) = secret_file("oauth.private_key_file", f, &rec).map_err(bad)?;
+                    let (path, text) = secret_file("oauth.private_key_file", f, &rec).map_err(|e| e.into_error(bad))?;
                     Some((format!("oauth.private_key_file {path}"), text))
                 }
                 (None, None) => None,
@@ -375,7 +375,7 @@ fn resolve_one(
             };
             let identity_provider = match (&o.identity_provider, grant) {
                 (Some(idp), crate::config::Grant::IdentityAssertion) => {
-                    Some(identity_provider(idp, &rec, &mut secrets).map_err(bad)?)
+                    Some(identity_provider(idp, &rec, &mut secrets).map_err(|e| e.into_error(bad))?)
                 }
                 (Some(_), _) => {
                     return Err(bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
@@ -429,22 +429,47 @@ fn resolve_one(
     })
 }
 
+/// Why a credential key of a server cannot be used: the key and why (said after the server's
+/// name), and the file's error when reading it failed.
+#[derive(Debug)]
+struct CredentialError {
+    message: String,
+    source: Option<Error>,
+}
+
+impl From<String> for CredentialError {
+    fn from(message: String) -> Self {
+        CredentialError { message, source: None }
+    }
+}
+
+impl CredentialError {
+    /// The configuration error `bad` makes of the text, the file's error kept as its source.
+    fn into_error(self, bad: impl Fn(String) -> Error) -> Error {
+        match self.source {
+            Some(s) => bad(self.message).with_source(s),
+            None => bad(self.message),
+        }
+    }
+}
+
 /// Reads a credential from the file a config key names: `~/` and `${VAR}` expanded, an absolute
 /// path. The path as read and the text.
 fn secret_file(
     key: &str,
     raw: &str,
     var: &dyn Fn(&str) -> Option<String>,
-) -> std::result::Result<(String, String), String> {
+) -> std::result::Result<(String, String), CredentialError> {
     let mut path = expand(raw, var).map_err(|e| format!("{key}: {e}"))?;
     if let Some(rest) = path.strip_prefix("~/") {
         let home = std::env::var("HOME").map_err(|_| format!("{key}: `~/` needs HOME"))?;
         path = format!("{}/{rest}", home.trim_end_matches('/'));
     }
     if !path.starts_with('/') {
-        return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)"));
+        return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)").into());
     }
-    let text = crate::fs::read_to_string(Utf8Path::new(&path)).map_err(|e| format!("{key}: {}", e.message))?;
+    let text = crate::fs::read_to_string(Utf8Path::new(&path))
+        .map_err(|e| CredentialError { message: format!("{key}: {}", e.message), source: Some(e) })?;
     Ok((path, text))
 }
 
@@ -453,7 +478,7 @@ fn identity_provider(
     idp: &crate::config::IdentityProviderConfig,
     var: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
-) -> std::result::Result<IdentityProvider, String> {
+) -> std::result::Result<IdentityProvider, CredentialError> {
     let ex = |k: &str, v: &Option<String>| {
         v.as_deref().map(|v| expand(v, var).map_err(|e| format!("oauth.identity_provider.{k}: {e}"))).transpose()
     };
@@ -461,7 +486,9 @@ fn identity_provider(
         v.filter(|v| !v.trim().is_empty()).ok_or_else(|| format!("oauth.identity_provider.{k} is missing"))
     };
     let id_token = match (&idp.id_token, &idp.id_token_file) {
-        (Some(_), Some(_)) => return Err("give oauth.identity_provider.id_token or id_token_file, not both".into()),
+        (Some(_), Some(_)) => {
+            return Err(String::from("give oauth.identity_provider.id_token or id_token_file, not both").into())
+        }
         (Some(t), None) => ex("id_token", &Some(t.clone()))?,
         (None, Some(f)) => Some(secret_file("oauth.identity_provider.id_token_file", f, var)?.1.trim().to_string()),
         (None, None) => None,

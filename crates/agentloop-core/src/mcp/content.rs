@@ -195,9 +195,10 @@ fn decode(data: &str) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD.decode(clean.as_bytes()).ok()
 }
 
-fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> Result<String, String> {
+/// Keeps one decoded item as an artifact; its workspace-relative path.
+fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> crate::error::Result<String> {
     let rel = format!("artifacts/{}-{n}.{}", env.artifact_stem, extension(mime));
-    crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes).map_err(|e| e.message)?;
+    crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes)?;
     Ok(rel)
 }
 

@@ -11,6 +11,7 @@
 //! when it has expired or the server refuses it.
 
 use super::config::{IdentityProvider, OAuth, Server};
+use super::error::McpError;
 use super::jwt::Key;
 use super::tokens::{auth_error, FileStore};
 use rmcp::transport::auth::enterprise::{
@@ -23,10 +24,10 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// The authorization server of `url` (discovered as for a sign-in) and a manager on its store.
-async fn discover(server: &Server, url: &str) -> Result<(AuthorizationManager, AuthorizationMetadata), String> {
-    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, &e))?;
+async fn discover(server: &Server, url: &str) -> Result<(AuthorizationManager, AuthorizationMetadata), McpError> {
+    let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
     m.set_credential_store(FileStore::new(url));
-    let md = m.resolve_metadata().await.map_err(|e| auth_error(server, &e))?.metadata;
+    let md = m.resolve_metadata().await.map_err(|e| auth_error(server, e))?.metadata;
     m.set_metadata(md.clone());
     Ok((m, md))
 }
@@ -55,16 +56,19 @@ async fn keep(
     md: &AuthorizationMetadata,
     client_id: &str,
     token: Value,
-) -> Result<AuthorizationManager, String> {
+) -> Result<AuthorizationManager, McpError> {
     let scopes: Vec<String> =
         token["scope"].as_str().map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default();
     let response: OAuthTokenResponse = serde_json::from_value(token).map_err(|e| {
-        format!("MCP server {}: the authorization server's token answer is not valid: {e}", server.name)
+        McpError::auth_from(
+            format!("MCP server {}: the authorization server's token answer is not valid: {e}", server.name),
+            e,
+        )
     })?;
     let creds = StoredCredentials::new(client_id.to_string(), Some(response), scopes, Some(now()))
         .with_issuer(md.issuer.clone());
-    FileStore::new(url).save(creds).await.map_err(|e| auth_error(server, &e))?;
-    m.initialize_from_store().await.map_err(|e| auth_error(server, &e))?;
+    FileStore::new(url).save(creds).await.map_err(|e| auth_error(server, e))?;
+    m.initialize_from_store().await.map_err(|e| auth_error(server, e))?;
     Ok(m)
 }
 
@@ -74,22 +78,25 @@ pub(super) async fn client_credentials_jwt(
     url: &str,
     o: &OAuth,
     key: &Key,
-) -> Result<AuthorizationManager, String> {
+) -> Result<AuthorizationManager, McpError> {
     let name = &server.name;
     let client_id = o.client_id.as_deref().ok_or_else(|| {
-        format!("MCP server {name}: mcp.servers.{name}.oauth.private_key_file (or private_key) needs oauth.client_id")
+        McpError::auth(format!(
+            "MCP server {name}: mcp.servers.{name}.oauth.private_key_file (or private_key) needs oauth.client_id"
+        ))
     })?;
     let (m, md) = discover(server, url).await?;
     if !secure(&md.token_endpoint) {
-        return Err(format!(
+        return Err(McpError::auth(format!(
             "MCP server {name}: the token endpoint {} is neither https nor on this machine; no assertion is sent to it",
             md.token_endpoint
-        ));
+        )));
     }
     // RFC 7523 section 3 and its update for OAuth 2.1: the audience is the authorization
     // server's issuer identifier (the token endpoint where it names none).
     let audience = md.issuer.clone().unwrap_or_else(|| md.token_endpoint.clone());
-    let assertion = key.assertion(client_id, &audience).map_err(|e| format!("MCP server {name}: {e}"))?;
+    let assertion =
+        key.assertion(client_id, &audience).map_err(|e| McpError::auth_from(format!("MCP server {name}: {e}"), e))?;
     let mut form: Vec<(&str, String)> = vec![
         ("grant_type", "client_credentials".into()),
         ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into()),
@@ -104,7 +111,7 @@ pub(super) async fn client_credentials_jwt(
         .timeout(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("MCP server {name}: cannot build the HTTP client: {e}"))?;
+        .map_err(|e| McpError::auth_from(format!("MCP server {name}: cannot build the HTTP client: {e}"), e))?;
     let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
     let r = client
         .post(&md.token_endpoint)
@@ -113,16 +120,18 @@ pub(super) async fn client_credentials_jwt(
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("MCP server {name}: the token request to {} failed: {e}", md.token_endpoint))?;
+        .map_err(|e| {
+            McpError::auth_from(format!("MCP server {name}: the token request to {} failed: {e}", md.token_endpoint), e)
+        })?;
     let status = r.status();
     let v: Value = r.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
         let what = [v["error"].as_str(), v["error_description"].as_str()].into_iter().flatten().collect::<Vec<_>>();
-        return Err(server.redact(&format!(
+        return Err(McpError::auth(server.redact(&format!(
             "MCP server {name}: the authorization server refused the client-credentials grant (HTTP {}): {}",
             status.as_u16(),
             if what.is_empty() { "no reason given".to_string() } else { what.join(": ") }
-        )));
+        ))));
     }
     keep(server, url, m, &md, client_id, v).await
 }
@@ -160,7 +169,7 @@ fn authentication(secret: Option<&str>, key: Option<&Key>, methods: Option<&Valu
 
 /// The identity provider's token endpoint: as configured, else from its metadata (OpenID, then
 /// OAuth), whose issuer must be the one configured.
-async fn idp_token_endpoint(server: &Server, idp: &IdentityProvider) -> Result<String, String> {
+async fn idp_token_endpoint(server: &Server, idp: &IdentityProvider) -> Result<String, McpError> {
     if let Some(t) = &idp.token_endpoint {
         return Ok(t.clone());
     }
@@ -170,7 +179,7 @@ async fn idp_token_endpoint(server: &Server, idp: &IdentityProvider) -> Result<S
         .timeout(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("MCP server {name}: cannot build the HTTP client: {e}"))?;
+        .map_err(|e| McpError::auth_from(format!("MCP server {name}: cannot build the HTTP client: {e}"), e))?;
     let base = idp.issuer.trim_end_matches('/');
     for well_known in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
         let Ok(r) = client.get(format!("{base}{well_known}")).send().await else { continue };
@@ -179,47 +188,56 @@ async fn idp_token_endpoint(server: &Server, idp: &IdentityProvider) -> Result<S
         }
         let Ok(md) = r.json::<Value>().await else { continue };
         if md["issuer"].as_str() != Some(idp.issuer.as_str()) {
-            return Err(format!(
+            return Err(McpError::auth(format!(
                 "MCP server {name}: the identity provider's metadata names the issuer {} where oauth.identity_provider.issuer is {}",
                 md["issuer"], idp.issuer
-            ));
+            )));
         }
         if let Some(t) = md["token_endpoint"].as_str() {
             return Ok(t.to_string());
         }
     }
-    Err(format!(
+    Err(McpError::auth(format!(
         "MCP server {name}: no token endpoint in the metadata of the identity provider {}; set mcp.servers.{name}.oauth.identity_provider.token_endpoint",
         idp.issuer
-    ))
+    )))
 }
 
 /// The identity assertion grant: the ID token exchanged at the identity provider for an
 /// ID-JAG naming this server, redeemed at the server's authorization server.
-pub(super) async fn identity_assertion(server: &Server, url: &str, o: &OAuth) -> Result<AuthorizationManager, String> {
+pub(super) async fn identity_assertion(
+    server: &Server,
+    url: &str,
+    o: &OAuth,
+) -> Result<AuthorizationManager, McpError> {
     let name = &server.name;
     let (Some(idp), Some(client_id)) = (&o.identity_provider, o.client_id.as_deref()) else {
-        return Err(format!(
+        return Err(McpError::auth(format!(
             "MCP server {name}: mcp.servers.{name}.oauth.grant `identity_assertion` needs oauth.client_id and oauth.identity_provider"
-        ));
+        )));
     };
     let (m, md) = discover(server, url).await?;
     let Some(issuer) = md.issuer.clone() else {
-        return Err(format!(
+        return Err(McpError::auth(format!(
             "MCP server {name}: its authorization server's metadata names no issuer, which an identity assertion must name"
-        ));
+        )));
     };
     let idp_server = EmaAuthorizationServer::new(&idp.issuer, idp_token_endpoint(server, idp).await?, &idp.client_id)
         .with_client_authentication(authentication(idp.client_secret.as_deref(), None, None));
     let methods = md.additional_fields.get("token_endpoint_auth_methods_supported");
     let resource_as = EmaAuthorizationServer::new(&issuer, &md.token_endpoint, client_id)
         .with_client_authentication(authentication(o.client_secret.as_deref(), o.private_key.as_ref(), methods));
-    let http = rmcp::transport::auth::default_oauth_http_client().map_err(|e| auth_error(server, &e))?;
+    let http = rmcp::transport::auth::default_oauth_http_client().map_err(|e| auth_error(server, e))?;
     let token = EmaExchangeRequest::new_with_id_token(idp_server, resource_as, url, &idp.id_token)
         .with_scopes(o.scopes.iter().cloned())
         .exchange(&http, &http)
         .await
-        .map_err(|e| server.redact(&format!("MCP server {name}: the identity assertion grant failed: {e}")))?;
+        .map_err(|e| {
+            McpError::auth_from(
+                server.redact(&format!("MCP server {name}: the identity assertion grant failed: {e}")),
+                e,
+            )
+        })?;
     let mut scopes: Vec<&str> = token.scopes.iter().map(String::as_str).collect();
     scopes.sort();
     let mut v = serde_json::json!({"access_token": token.access_token.secret(), "token_type": "Bearer"});

@@ -24,6 +24,7 @@ pub mod client;
 pub mod config;
 pub mod content;
 pub mod elicit;
+pub mod error;
 mod grants;
 pub mod jwt;
 pub mod proc;
@@ -31,6 +32,7 @@ pub mod schema;
 pub mod tokens;
 
 pub use config::McpConfig;
+pub use error::McpError;
 
 use crate::error::{Error, Result};
 use crate::tool_spec::{ToolEnv, ToolResult, ToolSpec};
@@ -39,7 +41,7 @@ use client::{CallError, Session};
 use config::Server;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Where tool lists come from when the hub is built.
@@ -96,7 +98,7 @@ pub struct Hub {
     specs: Vec<ToolSpec>,
     /// Problems that left tools out, for people (stderr).
     pub warnings: Vec<String>,
-    rt: OnceLock<std::result::Result<tokio::runtime::Runtime, String>>,
+    rt: OnceLock<std::result::Result<tokio::runtime::Runtime, Arc<std::io::Error>>>,
     live: Mutex<BTreeMap<usize, Session>>,
 }
 
@@ -162,8 +164,8 @@ impl Hub {
 
     /// Starts the given servers at once, lists their tools, stops them, caches the lists.
     fn list_servers(&mut self, todo: &[usize]) {
-        let results: Vec<std::result::Result<cache::Listing, String>> = match self.runtime() {
-            Err(e) => todo.iter().map(|_| Err(e.clone())).collect(),
+        let results: Vec<std::result::Result<cache::Listing, McpError>> = match self.runtime() {
+            Err(e) => todo.iter().map(|_| Err(McpError::Runtime(e.clone()))).collect(),
             Ok(rt) => {
                 let root = &self.root;
                 let states = &self.states;
@@ -174,7 +176,7 @@ impl Hub {
         };
         for (&i, r) in todo.iter().zip(results) {
             let st = &mut self.states[i];
-            match r.map_err(|e| st.server.redact(&e)) {
+            match r.map_err(|e| st.server.redact(&e.to_string())) {
                 Ok(l) => {
                     if let Err(e) = cache::write(&st.server, &l) {
                         self.warnings
@@ -249,16 +251,13 @@ impl Hub {
         st.tools.iter().find(|(_, t)| t == tool).map(|(n, _)| n.as_str())
     }
 
-    fn runtime(&self) -> std::result::Result<&tokio::runtime::Runtime, String> {
+    /// The hub's runtime, created on first use. A failure to create it is kept (and shared by
+    /// every server's listing), so it is tried once.
+    fn runtime(&self) -> std::result::Result<&tokio::runtime::Runtime, Arc<std::io::Error>> {
         self.rt
-            .get_or_init(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("cannot start the MCP client runtime: {e}"))
-            })
+            .get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Arc::new))
             .as_ref()
-            .map_err(Clone::clone)
+            .map_err(Arc::clone)
     }
 
     /// Runs one call of a hub tool. Starts its server when it is not running (or died); a
@@ -270,7 +269,7 @@ impl Hub {
         let server = &self.states[*idx].server;
         let rt = match self.runtime() {
             Ok(rt) => rt,
-            Err(e) => return ToolResult::err(e, true),
+            Err(e) => return ToolResult::err(McpError::Runtime(e).to_string(), true),
         };
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let where_ = log_note(server);
@@ -294,7 +293,7 @@ impl Hub {
                             true,
                         )
                     }
-                    Ok(Err(e)) => return ToolResult::err(e, true),
+                    Ok(Err(e)) => return ToolResult::err(e.to_string(), true),
                     Ok(Ok(s)) => {
                         // A started server refreshes its cached list, so a stale cache heals at
                         // the next start (one tools/list; never fatal).
@@ -333,7 +332,7 @@ impl Hub {
                     s.close().await;
                 }
                 if let Err(e) = auth::sign_in(server, &url, Some(ch)).await {
-                    break ToolResult::err(e, true);
+                    break ToolResult::err(e.to_string(), true);
                 }
                 continue;
             }
@@ -435,7 +434,7 @@ fn secs(d: Duration) -> String {
 }
 
 /// Starts one server, lists its tools within its startup timeout, stops it.
-async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache::Listing, String> {
+async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache::Listing, McpError> {
     let watch = crate::clock::Stopwatch::start();
     let work = async {
         let mut sign_ins = 0;
@@ -446,7 +445,7 @@ async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache
                 Err(CallError::Auth(ch)) => {
                     s.close().await;
                     if !auth::may_sign_in(server) || sign_ins >= auth::MAX_SIGN_INS {
-                        return Err(auth::still_refused(server, &ch, sign_ins));
+                        return Err(McpError::NeedsSignIn { message: auth::still_refused(server, &ch, sign_ins) });
                     }
                     sign_ins += 1;
                     let url = match &server.transport {
@@ -457,18 +456,22 @@ async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache
                 }
                 Err(e) => {
                     s.close().await;
-                    return Err(format!("MCP server {} could not list its tools: {e:?}", server.name));
+                    return Err(McpError::Protocol {
+                        message: format!("MCP server {} could not list its tools: {e:?}", server.name),
+                    });
                 }
             }
         }
     };
     match auth::bounded(server.startup_timeout, work).await.ok_or(()) {
-        Err(()) => Err(format!(
-            "MCP server {} did not start and list its tools within {} (startup_timeout){}",
-            server.name,
-            secs(server.startup_timeout),
-            log_note(server)
-        )),
+        Err(()) => Err(McpError::Timeout {
+            message: format!(
+                "MCP server {} did not start and list its tools within {} (startup_timeout){}",
+                server.name,
+                secs(server.startup_timeout),
+                log_note(server)
+            ),
+        }),
         Ok(Err(e)) => Err(e),
         Ok(Ok((s, tools))) => {
             let l = cache::Listing::new(server, s.protocol_version.clone(), s.server_info.clone(), watch.ms(), tools);

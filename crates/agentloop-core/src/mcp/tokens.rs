@@ -4,6 +4,7 @@
 //! file, for the browser sign-in ([`super::auth`]) and the machine grants ([`super::grants`]) alike.
 
 use super::config::Server;
+use super::error::McpError;
 use camino::Utf8PathBuf;
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
@@ -37,10 +38,11 @@ impl FileStore {
         FileStore { url: url.to_string(), path: token_path(url) }
     }
 
-    pub fn read(&self) -> Result<Option<StoredCredentials>, String> {
+    pub fn read(&self) -> crate::error::Result<Option<StoredCredentials>> {
         let Some(path) = &self.path else { return Ok(None) };
-        let Some(text) = crate::fs::read_optional(path).map_err(|e| e.message)? else { return Ok(None) };
-        let f: TokenFile = serde_json::from_str(&text).map_err(|e| format!("{path} is not a token file: {e}"))?;
+        let Some(text) = crate::fs::read_optional(path)? else { return Ok(None) };
+        let f: TokenFile = serde_json::from_str(&text)
+            .map_err(|e| crate::error::Error::data(format!("{path} is not a token file: {e}")).with_source(e))?;
         // The file name is a hash of the URL; the URL inside is what decides.
         Ok((f.resource == self.url).then_some(f.credentials))
     }
@@ -56,7 +58,7 @@ impl FileStore {
 #[async_trait::async_trait]
 impl CredentialStore for FileStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.read().map_err(AuthError::CredentialStoreError)
+        self.read().map_err(|e| AuthError::CredentialStoreError(e.message))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -99,7 +101,8 @@ pub fn forget(url: &str) -> crate::error::Result<bool> {
     }
 }
 
-/// An rmcp auth error as a message naming the server.
-pub fn auth_error(server: &Server, e: &AuthError) -> String {
-    server.redact(&format!("MCP server {} ({}): authorization failed: {e}", server.name, server.display))
+/// An rmcp auth error as an error naming the server (secrets masked), rmcp's error kept.
+pub fn auth_error(server: &Server, e: AuthError) -> McpError {
+    let message = server.redact(&format!("MCP server {} ({}): authorization failed: {e}", server.name, server.display));
+    McpError::auth_from(message, e)
 }

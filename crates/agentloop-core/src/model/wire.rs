@@ -124,17 +124,16 @@ pub fn cache_path() -> Option<Utf8PathBuf> {
     Some(crate::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("wire.json"))
 }
 
-fn read() -> std::result::Result<(Utf8PathBuf, File), String> {
-    let path = cache_path().ok_or("no cache folder (set XDG_CACHE_HOME or HOME)")?;
-    let text = match crate::fs::read_optional(&path) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Ok((path, File::default())),
-        Err(e) => return Err(e.message),
-    };
+/// The cache file and what it holds (empty when there is none); why it cannot be used, which
+/// callers only note (the cache is an optimisation).
+fn read() -> crate::error::Result<(Utf8PathBuf, File)> {
+    use crate::error::Error;
+    let path = cache_path().ok_or_else(|| Error::data("no cache folder (set XDG_CACHE_HOME or HOME)"))?;
+    let Some(text) = crate::fs::read_optional(&path)? else { return Ok((path, File::default())) };
     match serde_json::from_str::<File>(&text) {
         Ok(f) if f.version == VERSION => Ok((path, f)),
-        Ok(f) => Err(format!("{path}: version {} is not {VERSION}; it will be replaced", f.version)),
-        Err(e) => Err(format!("{path} is not a wire cache ({e}); it will be replaced")),
+        Ok(f) => Err(Error::data(format!("{path}: version {} is not {VERSION}; it will be replaced", f.version))),
+        Err(e) => Err(Error::data(format!("{path} is not a wire cache ({e}); it will be replaced")).with_source(e)),
     }
 }
 
