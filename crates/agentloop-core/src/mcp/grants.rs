@@ -106,12 +106,7 @@ pub(super) async fn client_credentials_jwt(
     if !o.scopes.is_empty() {
         form.push(("scope", o.scopes.join(" ")));
     }
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| McpError::auth_from(format!("MCP server {name}: cannot build the HTTP client: {e}"), e))?;
+    let client = http_client(name)?;
     let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
     let r = client
         .post(&md.token_endpoint)
@@ -174,12 +169,7 @@ async fn idp_token_endpoint(server: &Server, idp: &IdentityProvider) -> Result<S
         return Ok(t.clone());
     }
     let name = &server.name;
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| McpError::auth_from(format!("MCP server {name}: cannot build the HTTP client: {e}"), e))?;
+    let client = http_client(name)?;
     let base = idp.issuer.trim_end_matches('/');
     for well_known in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
         let Ok(r) = client.get(format!("{base}{well_known}")).send().await else { continue };
@@ -267,4 +257,15 @@ pub(super) fn expired(creds: &StoredCredentials) -> bool {
 /// Forgets the kept token of `url` so the next grant starts afresh.
 pub(super) async fn clear(url: &str) {
     let _ = FileStore::new(url).clear().await;
+}
+
+/// The client for token and metadata requests: bounded in time, and following no redirect (a
+/// token request must reach the endpoint the metadata named, not wherever it points).
+fn http_client(name: &str) -> Result<reqwest::Client, McpError> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| McpError::auth_from(format!("MCP server {name}: cannot build the HTTP client: {e}"), e))
 }
