@@ -39,32 +39,62 @@ pub struct RunRequest {
     pub force: bool,
 }
 
+/// Why a request is refused: what the dead-letter reason and `enqueue`'s error say.
+#[derive(Debug)]
+pub enum BadRequest {
+    /// Not the JSON of a request: serde's error at its field path.
+    Json(serde_path_to_error::Error<serde_json::Error>),
+    EmptyGoal,
+    SchemaNotObject,
+    /// `key`, `slot` or `agent` is blank, too long or holds a control character.
+    Name(&'static str),
+}
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadRequest::Json(e) => write!(f, "`request` field: {} (at {})", e.inner(), e.path()),
+            BadRequest::EmptyGoal => f.write_str("`goal` is empty"),
+            BadRequest::SchemaNotObject => f.write_str("`output_schema` must be a JSON Schema object"),
+            BadRequest::Name(name) => write!(f, "`{name}` must be 1-200 printable characters"),
+        }
+    }
+}
+
+impl std::error::Error for BadRequest {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BadRequest::Json(e) => Some(e.inner()),
+            _ => None,
+        }
+    }
+}
+
 fn is_default(b: &Budgets) -> bool {
     *b == Budgets::default()
 }
 
 impl RunRequest {
     /// Reads the `request` field of a message; the error names what is wrong.
-    pub fn parse(text: &str) -> Result<RunRequest, String> {
+    pub fn parse(text: &str) -> Result<RunRequest, BadRequest> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let r: RunRequest = serde_path_to_error::deserialize(de)
-            .map_err(|e| format!("`request` field: {} (at {})", e.inner(), e.path()))?;
+        let r: RunRequest = serde_path_to_error::deserialize(de).map_err(BadRequest::Json)?;
         r.check()?;
         Ok(r)
     }
 
     /// Refuses what no worker can honour, naming the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadRequest> {
         if self.goal.trim().is_empty() {
-            return Err("`goal` is empty".into());
+            return Err(BadRequest::EmptyGoal);
         }
         if self.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
-            return Err("`output_schema` must be a JSON Schema object".into());
+            return Err(BadRequest::SchemaNotObject);
         }
         for (name, v) in [("key", &self.key), ("slot", &self.slot), ("agent", &self.agent)] {
             if let Some(v) = v {
                 if v.trim().is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
-                    return Err(format!("`{name}` must be 1-200 printable characters"));
+                    return Err(BadRequest::Name(name));
                 }
             }
         }
@@ -179,12 +209,16 @@ mod tests {
 
     #[test]
     fn fields_are_honoured_or_refused_by_name() {
-        assert!(RunRequest::parse(r#"{"goal": "g", "colour": 1}"#).unwrap_err().contains("colour"));
+        assert!(RunRequest::parse(r#"{"goal": "g", "colour": 1}"#).unwrap_err().to_string().contains("colour"));
         assert!(RunRequest::parse(r#"{"goal": "g", "output_schema": "s.json"}"#)
             .unwrap_err()
+            .to_string()
             .contains("output_schema"));
-        assert!(RunRequest::parse(r#"{"goal": " "}"#).unwrap_err().contains("goal"));
-        assert!(RunRequest::parse(r#"{"goal": "g", "budgets": {"max_stepz": 1}}"#).unwrap_err().contains("max_stepz"));
+        assert!(RunRequest::parse(r#"{"goal": " "}"#).unwrap_err().to_string().contains("goal"));
+        assert!(RunRequest::parse(r#"{"goal": "g", "budgets": {"max_stepz": 1}}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("max_stepz"));
         let r = RunRequest::parse(r#"{"goal": "g", "context": {"a": 1}, "budgets": {"max_steps": 2}}"#).unwrap();
         assert_eq!(r.budgets.max_steps, Some(2));
         assert!(r.background().contains("\"a\": 1"));

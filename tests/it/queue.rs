@@ -590,6 +590,22 @@ fn a_second_signal_stops_a_worker_at_once() {
     assert_no_phase_twice(&t, "term-3");
 }
 
+/// `enqueue` refuses a request no worker could take before it reaches any Redis, naming the
+/// flag: the request's fields are its flags.
+#[test]
+fn enqueue_names_the_flag_a_worker_would_refuse() {
+    let t = T::new();
+    for (args, want) in [
+        (&["--goal", " "][..], "--goal is empty"),
+        (&["--goal", "g", "--key", " "][..], "--key must be 1-200 printable characters"),
+        (&["--goal", "g", "--slot", "\u{7}"][..], "--slot must be 1-200 printable characters"),
+    ] {
+        let out = t.cmd().args(["enqueue", "--redis", "redis://127.0.0.1:1/0"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}
+
 /// `queue.redis` and `queue.streams` in the configuration stand in for the flags; with no Redis
 /// named anywhere the command says where to name one.
 #[test]

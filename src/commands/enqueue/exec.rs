@@ -5,7 +5,7 @@ use crate::budget::Budgets;
 use crate::error::{Error, Result};
 use crate::output::Printer;
 use crate::settings::Global;
-use crate::worker::request::RunRequest;
+use crate::worker::request::{BadRequest, RunRequest};
 use crate::worker::streams::{self, Link, Names};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -27,8 +27,13 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         key: a.key.clone(),
         force: a.force,
     };
+    // The request's fields are this command's flags: the refusal names the flag.
     req.check().map_err(|e| {
-        Error::usage(e.replace("`goal`", "--goal").replace("`key`", "--key").replace("`slot`", "--slot"))
+        Error::usage(match e {
+            BadRequest::EmptyGoal => "--goal is empty".to_string(),
+            BadRequest::Name(n @ ("key" | "slot")) => format!("--{n} must be 1-200 printable characters"),
+            e => e.to_string(),
+        })
     })?;
     // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
     // the request carries only its name, and the worker that takes it loads and checks it.
