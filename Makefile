@@ -15,11 +15,13 @@ test:
 	$(MAKE) check-lean
 
 ## check-lean: the build without its optional parts (--no-default-features: no mcp, queue, otel
-## or serve) is clippy-clean and its unit tests pass, so a packager's lean binary builds and
-## refuses what it left out
+## or serve) is clippy-clean, its unit tests pass, and its binary (built apart, in target/lean)
+## names what it left out and refuses each way to it naming the feature (tests/lean.sh)
 check-lean:
 	$(CARGO) clippy --locked --workspace --no-default-features -- -D warnings
 	$(CARGO) test --locked --workspace --no-default-features --lib
+	$(CARGO) build --locked --no-default-features --target-dir target/lean
+	tests/lean.sh target/lean/debug/agentloop
 
 ## conformance: only the suites other people wrote: openapi-spec-validator, and schemathesis with its
 ## five response checks against a served root (tests/it/conformance.rs; from PyPI, on PATH), and the
