@@ -63,6 +63,10 @@ impl Memory {
     pub fn open_items(&self) -> Vec<String> {
         self.dod.iter().filter(|i| !i.done).map(|i| i.text.clone()).collect()
     }
+    /// The open items as plan.md's risk and a held `finish` name them: `"a", "b"`.
+    pub fn open_items_quoted(&self) -> String {
+        self.open_items().iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+    }
     pub fn all_done(&self) -> bool {
         !self.dod.is_empty() && self.dod.iter().all(|i| i.done)
     }

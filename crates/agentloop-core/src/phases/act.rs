@@ -94,7 +94,7 @@ fn hold_finish(env: &Env, action: &NextAction, result: ToolResult) -> Result<Too
              when Reflect has ticked every item, each citing the step or file that shows it",
             open.len(),
             if open.len() == 1 { "item is" } else { "items are" },
-            open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+            mem.open_items_quoted()
         ),
         false,
     );

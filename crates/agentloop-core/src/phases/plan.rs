@@ -27,7 +27,10 @@ fn default_risk(s: SideEffect) -> &'static str {
 /// What `finish` will do, as things stand: while Definition-of-Done items are open Act holds it
 /// (a refusal naming them), and the run ends only if Reflect then ticks each, so they are named.
 fn finish_risk(env: &Env) -> String {
-    let open = env.read_memory().map(|(_, m)| m.open_items()).unwrap_or_default();
+    let Ok((_, mem)) = env.read_memory() else {
+        return default_risk(SideEffect::None).to_string();
+    };
+    let open = mem.open_items();
     if open.is_empty() {
         return default_risk(SideEffect::None).to_string();
     }
@@ -35,7 +38,7 @@ fn finish_risk(env: &Env) -> String {
         "Refused while Definition-of-Done items are open ({} {} open: {}); the run ends only if Reflect then ticks each, citing the steps that showed it.",
         open.len(),
         if open.len() == 1 { "is" } else { "are" },
-        open.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ")
+        mem.open_items_quoted()
     )
 }
 

@@ -150,10 +150,11 @@ pub fn take(
     e.reason = Some(d.reason.clone());
     // What this step ticked, for reports: the items' text, and the count after it.
     let done = mem.dod.iter().filter(|i| i.done).count();
-    e.data = Some(json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}}));
+    let mut data = json!({"ticked": ticked, "dod": {"done": done, "total": mem.dod.len()}});
     if fused {
-        e.data.get_or_insert_with(|| json!({}))["fused"] = json!(true);
+        data["fused"] = json!(true);
     }
+    e.data = Some(data);
     let mut body = format!(
         "Decision: {}\n\nWhy: {}\n\nDefinition of Done: {done} of {} done.\n",
         d.decision,
