@@ -8,10 +8,11 @@
 pub use agentloop_base::{
     alloc, archive, capfs, clock, crash, error, facts, fs, json, redact, run_id, seed_agent, trace,
 };
+// The configuration layer, re-exported so `crate::config` reads the same here and above.
+pub use agentloop_config::{config, tool_messages};
 
 pub mod budget;
 pub mod catalog;
-pub mod config;
 pub mod contract;
 pub mod ductile;
 pub mod evidence;
@@ -46,7 +47,6 @@ pub mod runs_root;
 pub mod schema;
 pub mod settings;
 pub mod skills;
-pub mod tool_messages;
 pub mod tool_settings;
 pub mod tool_spec;
 pub mod tools;

@@ -67,7 +67,7 @@ impl Default for ToolsConfig {
 }
 
 /// Per-tool settings (the framework seed's `tools.<tool>:` form); each only narrows the global
-/// policy, checked by `crate::tool_settings` when the configuration resolves.
+/// policy, checked by the engine's `tool_settings` when the configuration resolves.
 ///
 /// `tools.file_read`, `tools.file_write`, `tools.list_dir`, `tools.grep`.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

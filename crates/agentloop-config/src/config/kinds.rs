@@ -82,7 +82,7 @@ impl<'de> Deserialize<'de> for Strict {
 }
 
 /// `llm.provider`: which model API answers. `auto` picks one from the environment
-/// (`crate::model::provider_and_why` says which and why).
+/// (the model layer's `provider_and_why` says which and why).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
