@@ -10,8 +10,9 @@ pub use agentloop_base::{
 };
 // The configuration layer, re-exported so `crate::config` reads the same here and above.
 pub use agentloop_config::{config, tool_messages};
+// The model layer, re-exported likewise.
+pub use agentloop_model::{budget, log, model, otel, outcome, output, tool_spec};
 
-pub mod budget;
 pub mod catalog;
 pub mod contract;
 pub mod ductile;
@@ -19,7 +20,6 @@ pub mod evidence;
 pub mod history;
 pub mod interrupt;
 pub mod lifecycle;
-pub mod log;
 pub mod longterm;
 pub mod markdown;
 #[cfg(feature = "mcp")]
@@ -28,15 +28,6 @@ pub mod mcp;
 #[cfg(not(feature = "mcp"))]
 #[path = "mcp/off.rs"]
 pub mod mcp;
-pub mod model;
-#[cfg(feature = "otel")]
-pub mod otel;
-/// Without the `otel` feature: no spans; `otel.endpoint` is refused (config::merge).
-#[cfg(not(feature = "otel"))]
-#[path = "otel/off.rs"]
-pub mod otel;
-pub mod outcome;
-pub mod output;
 pub mod output_schema;
 pub mod phases;
 pub mod prompt;
@@ -47,8 +38,8 @@ pub mod runs_root;
 pub mod schema;
 pub mod settings;
 pub mod skills;
+pub mod tool_env;
 pub mod tool_settings;
-pub mod tool_spec;
 pub mod tools;
 pub mod transcript;
 pub mod trust;

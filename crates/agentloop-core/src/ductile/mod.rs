@@ -22,7 +22,8 @@ pub mod manifest;
 
 use crate::config::{Config, DuctileConfig};
 use crate::error::{Error, Result};
-use crate::tool_spec::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+use crate::tool_env::ToolEnv;
+use crate::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -11,7 +11,8 @@
 //! structured content together hold at most [`MAX_BYTES`]; what is left out is said in the
 //! output. (The SDK already refuses a single message over 16 MiB.)
 
-use crate::tool_spec::{ToolEnv, ToolResult};
+use crate::tool_env::ToolEnv;
+use crate::tool_spec::ToolResult;
 use base64::Engine as _;
 use serde_json::{json, Value};
 

@@ -35,7 +35,8 @@ pub use config::McpConfig;
 pub use error::McpError;
 
 use crate::error::{Error, Result};
-use crate::tool_spec::{ToolEnv, ToolResult, ToolSpec};
+use crate::tool_env::ToolEnv;
+use crate::tool_spec::{ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use client::{CallError, Session};
 use config::Server;

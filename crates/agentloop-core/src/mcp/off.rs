@@ -4,7 +4,8 @@
 //! resolved, and the `mcp` subcommands refuse to run, each naming the feature.
 
 use crate::error::{Error, Result};
-use crate::tool_spec::{ToolEnv, ToolResult, ToolSpec};
+use crate::tool_env::ToolEnv;
+use crate::tool_spec::{ToolResult, ToolSpec};
 use camino::Utf8Path;
 use serde_json::Value;
 

@@ -5,7 +5,8 @@
 use super::{finish, frustration, Env, Outcome};
 use crate::error::{Error, Result};
 use crate::markdown::NextAction;
-use crate::tool_spec::{ToolEnv, ToolResult};
+use crate::tool_env::ToolEnv;
+use crate::tool_spec::ToolResult;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;

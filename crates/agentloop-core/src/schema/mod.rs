@@ -15,7 +15,6 @@ use crate::workspace::{Limits, Next, Pending, State, Status};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::borrow::Cow;
 
 pub mod handle;
 mod openapi;
@@ -23,20 +22,6 @@ pub use openapi::openapi;
 
 /// The version of the published schemas (each document's `schema_version`, and its `$id`).
 pub const VERSION: u32 = 1;
-
-impl JsonSchema for StopKind {
-    fn schema_name() -> Cow<'static, str> {
-        "StopKind".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let all: Vec<&str> = StopKind::ALL.iter().map(|s| s.as_str()).collect();
-        json_schema!({
-            "description": "Why the run stopped (docs/COMMANDS.md, the outcome table)",
-            "type": "string",
-            "enum": all,
-        })
-    }
-}
 
 /// result.json: the final outcome, written when the run ends.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

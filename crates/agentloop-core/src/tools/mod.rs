@@ -23,7 +23,8 @@ pub mod shell;
 pub mod tool;
 
 use crate::config::Config;
-pub use crate::tool_spec::{SideEffect, ToolEnv, ToolResult, ToolSpec};
+pub use crate::tool_env::ToolEnv;
+pub use crate::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -10,7 +10,9 @@
 
 use crate::budget::Budget;
 use crate::error::code;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 
 /// Why a run stopped. Serialized as result.json's and state.json's `stop`: `done`, `escalated`,
 /// `provider`, `resting`, or the key of the limit that ran out (`max_steps`, `max_reframes`,
@@ -112,6 +114,21 @@ impl<'de> Deserialize<'de> for StopKind {
     }
 }
 
+/// In the published schemas (docs/schema/): one string of the closed set above.
+impl JsonSchema for StopKind {
+    fn schema_name() -> Cow<'static, str> {
+        "StopKind".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let all: Vec<&str> = StopKind::ALL.iter().map(|s| s.as_str()).collect();
+        json_schema!({
+            "description": "Why the run stopped (docs/COMMANDS.md, the outcome table)",
+            "type": "string",
+            "enum": all,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,3 +147,4 @@ mod tests {
         assert!(serde_json::from_value::<StopKind>(serde_json::json!("nope")).is_err());
     }
 }
+

@@ -3,9 +3,6 @@
 //! result of a call, and how a type's JSON Schema is generated for them. A leaf below the
 //! registry and the answer contract, so tool sources do not depend on either.
 
-use crate::config::Config;
-use crate::skills::SkillSet;
-use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
@@ -132,15 +129,6 @@ impl ToolResult {
         }
         s
     }
-}
-
-/// Everything a tool may touch.
-pub struct ToolEnv<'a> {
-    pub root: &'a Utf8Path,
-    pub config: &'a Config,
-    pub skills: &'a SkillSet,
-    /// Name stem for artifacts written by the registry (e.g. `step-3-web_fetch`).
-    pub artifact_stem: String,
 }
 
 /// A type's JSON Schema as agentloop sends schemas: inlined, without `$schema`, titles, formats
