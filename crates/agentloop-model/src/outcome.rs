@@ -147,4 +147,3 @@ mod tests {
         assert!(serde_json::from_value::<StopKind>(serde_json::json!("nope")).is_err());
     }
 }
-

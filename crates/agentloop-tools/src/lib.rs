@@ -1,0 +1,24 @@
+//! agentloop-tools: what Act can call — the built-in tools and their sandbox, MCP servers and
+//! Ductile plugins as tools, skills and the catalog the model is shown, and the registry of child
+//! processes (the shell tool's, MCP servers') that a signal stops (`interrupt`). Above
+//! agentloop-store, below the engine: no phase, prompt or lifecycle here (docs/ARCHITECTURE.md).
+#![allow(rustdoc::private_intra_doc_links)]
+
+// The layers below, re-exported so `crate::error`, `crate::workspace`, ... read the same here.
+pub use agentloop_base::{capfs, clock, crash, error, fs, json, redact, run_id};
+pub use agentloop_config::config;
+pub use agentloop_model::{log, model, output, tool_spec};
+pub use agentloop_store::{longterm, markdown, workspace};
+
+pub mod catalog;
+pub mod ductile;
+pub mod interrupt;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+/// Without the `mcp` feature: no MCP client; a configured server is refused (config::merge).
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp/off.rs"]
+pub mod mcp;
+pub mod skills;
+pub mod tool_env;
+pub mod tools;
