@@ -12,7 +12,7 @@
 //!
 //! A process that asks for it ([`drain_on_signal`], `agentloop worker`) is stopped differently:
 //! the first signal only sets [`draining`]; each run finishes the phase under way, commits it and
-//! stops there (see [`crate::phases::run::drive`]), and the process ends by itself. A second
+//! stops there (see the engine's `phases::run::drive`), and the process ends by itself. A second
 //! signal stops it at once, as above.
 
 use camino::{Utf8Path, Utf8PathBuf};
