@@ -25,19 +25,27 @@ use serde_json::{json, Value};
 #[command(verbatim_doc_comment)]
 pub struct RestArgs {}
 
-/// Runs one light task: what it did, or why it could not.
-fn task(ctx: &Ctx, t: RestTask) -> std::result::Result<String, String> {
+/// One light task's row: whether it ran, and what it did or why it could not.
+struct Done {
+    ok: bool,
+    detail: String,
+}
+
+/// Runs one light task. A task that cannot run is a row of the report, not an error: the rest
+/// goes on with the next task.
+fn task(ctx: &Ctx, t: RestTask) -> Done {
+    let skipped = |why: &str| Done { ok: false, detail: why.to_string() };
+    let did = |r: Result<String>| match r {
+        Ok(detail) => Done { ok: true, detail },
+        Err(e) => Done { ok: false, detail: e.message },
+    };
     match t {
-        RestTask::MemoryPrune => {
-            let store = crate::longterm::Store::open(ctx.config(), &ctx.ws.root).ok_or("no memory folder")?;
-            let gone = store.prune().map_err(|e| e.message)?;
-            Ok(format!("{} expired memory entries deleted", gone.len()))
-        }
-        RestTask::Report if !ctx.ws.has_run() => Err("the workspace holds no run".into()),
-        RestTask::Report => {
-            let out = crate::commands::report::write_current(&ctx.ws).map_err(|e| e.message)?;
-            Ok(format!("wrote {out}"))
-        }
+        RestTask::MemoryPrune => match crate::longterm::Store::open(ctx.config(), &ctx.ws.root) {
+            None => skipped("no memory folder"),
+            Some(store) => did(store.prune().map(|gone| format!("{} expired memory entries deleted", gone.len()))),
+        },
+        RestTask::Report if !ctx.ws.has_run() => skipped("the workspace holds no run"),
+        RestTask::Report => did(crate::commands::report::write_current(&ctx.ws).map(|out| format!("wrote {out}"))),
     }
 }
 
@@ -62,10 +70,7 @@ pub fn rest_now(ctx: &Ctx, id: &str) -> Result<Rested> {
     let before = wellbeing(ctx);
     let mut rows = Vec::new();
     for t in &cfg.rest.tasks {
-        let (ok, detail) = match task(ctx, *t) {
-            Ok(d) => (true, d),
-            Err(d) => (false, d),
-        };
+        let Done { ok, detail } = task(ctx, *t);
         rows.push(json!({"task": t.name(), "ok": ok, "detail": detail}));
     }
     let done: Vec<String> =

@@ -127,8 +127,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .unwrap_or_else(|| g.workspace.clone());
     let cfg = match turn_config(g, &req, &root) {
         Ok(c) => c,
-        Err(message) => {
-            fail(resp, message, false);
+        Err(e) => {
+            fail(resp, config_error(e), false);
             return code::HANDLE_CONFIG;
         }
     };
@@ -181,24 +181,23 @@ fn config_error(e: Error) -> String {
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
 /// not widen it), or with `handle.trust_request_config` in the root's own configuration, the
 /// request's `config` over it as written. An error is a configuration error, a router's exit 78.
-fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> std::result::Result<Config, String> {
+fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<Config> {
     let request_cfg = req.config.as_ref().map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows, unless that
         // configuration says the requests' `config` is the operator's own.
-        let base = crate::settings::resolve_under(g, root, None).map_err(config_error)?;
+        let base = crate::settings::resolve_under(g, root, None)?;
         // `base` has no request in it: only the root's own files, environment and flags (a
         // root from elsewhere cannot set this key, see `trust`) can say so.
         if base.config.handle.trust_request_config {
-            return crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config).map_err(config_error);
+            return crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config);
         }
         if let Some((key, why)) = widening_key(layer, &base.config, root) {
-            return Err(format!(
-                "configuration error: the request's config may not set `{key}`: {why}; set it in the root's agentloop.yaml"
-            ));
+            let refused = Error::config(format!("the request's config may not set `{key}`: {why}"));
+            return Err(refused.with_hint("set it in the root's agentloop.yaml"));
         }
     }
-    crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config).map_err(config_error)
+    crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config)
 }
 
 /// What the event asks for: start a run, resume one with a tool's result, or nothing. `at` is
@@ -593,7 +592,7 @@ fn resume_locked(
     };
     let result = decode_result(p);
     let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
-    if let Err(error) = &result.status {
+    if let Some(error) = &result.error {
         return tool_failed(&env, state, &pending, error, result.output, resp);
     }
     let r = ok_result(ws, cfg, step, &pending.tool, result)?;
@@ -724,9 +723,9 @@ fn correlate(p: &ToolResultPayload, pending: &crate::workspace::Pending, state: 
     Correlation::Step(step)
 }
 
-/// A tool result as sent: ok, or the error it reports; its output and raw `result`.
+/// A tool result as sent: the error it reports (none when it says ok); its output and raw `result`.
 struct Decoded {
-    status: std::result::Result<(), String>,
+    error: Option<String>,
     output: String,
     value: Value,
 }
@@ -740,17 +739,14 @@ fn decode_result(p: &ToolResultPayload) -> Decoded {
     let value = p.result.clone().unwrap_or(Value::Null);
     // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
     let output = crate::ductile::render_content(&value);
-    let status = if ok {
-        Ok(())
-    } else {
-        Err(p
-            .error
+    let error = (!ok).then(|| {
+        p.error
             .as_ref()
             .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
             .filter(|e| e != "null")
-            .unwrap_or_else(|| format!("tool reported status `{status}`")))
-    };
-    Decoded { status, output, value }
+            .unwrap_or_else(|| format!("tool reported status `{status}`"))
+    });
+    Decoded { error, output, value }
 }
 
 /// The tool failed with retries left: request it again (`act.retry` in the trace).

@@ -135,17 +135,14 @@ impl Response {
 /// A request's `config` as a layer: the keys only a router reads (`workspace_dir`, `timeouts`,
 /// `schedule`) dropped, the seed's plugin config names taken as agentloop's keys
 /// ([`crate::config::seed_names`]). Setting a name and its key differently is refused.
-pub(super) fn request_layer(cfg: &Map<String, Value>) -> Result<Layer, String> {
+pub(super) fn request_layer(cfg: &Map<String, Value>) -> crate::error::Result<Layer> {
     let mut out = Map::new();
     for (k, v) in cfg {
         if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
             out.insert(k.clone(), v.clone());
         }
     }
-    crate::config::seed_names(&Layer { source: Source::Request, value: Value::Object(out) }).map_err(|e| match e.hint {
-        Some(h) => format!("configuration error: {}; {h}", e.message),
-        None => format!("configuration error: {}", e.message),
-    })
+    crate::config::seed_names(&Layer { source: Source::Request, value: Value::Object(out) })
 }
 
 /// A request's `config` may only narrow what the root's configuration allows (see
@@ -234,6 +231,6 @@ mod tests {
         );
         let e =
             super::request_layer(serde_json::json!({"max_loops": 3, "max_steps": 4}).as_object().unwrap()).unwrap_err();
-        assert!(e.contains("both `max_loops` and `max_steps`"), "{e}");
+        assert!(e.message.contains("both `max_loops` and `max_steps`"), "{e}");
     }
 }

@@ -420,3 +420,43 @@ fn no_source_file_over_1000_lines() {
     }
     assert!(long.is_empty(), "split these files: {long:#?}");
 }
+
+/// The workspace is the layers, bottom to top, as Cargo itself sees them (`cargo metadata`):
+/// each crate names only crates below it, and only the binary names clap, the HTTP server or
+/// Redis.
+#[test]
+fn the_workspace_is_the_layers_and_only_the_binary_has_the_cli_and_servers() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let layers = [
+        "agentloop-base",
+        "agentloop-config",
+        "agentloop-model",
+        "agentloop-store",
+        "agentloop-tools",
+        "agentloop-core",
+        "agentloop",
+    ];
+    let packages = meta["packages"].as_array().unwrap();
+    assert_eq!(packages.len(), layers.len(), "one package per layer");
+    for p in packages {
+        let name = p["name"].as_str().unwrap();
+        let at = layers.iter().position(|l| *l == name).unwrap_or_else(|| panic!("{name} is no layer"));
+        let normal = p["dependencies"].as_array().unwrap().iter().filter(|d| d["kind"].is_null());
+        for d in normal {
+            let dep = d["name"].as_str().unwrap();
+            if let Some(below) = layers.iter().position(|l| *l == dep) {
+                assert!(below < at, "{name} names {dep}, which is not below it");
+            }
+            if name != "agentloop" {
+                let cli_or_server = ["clap", "clap_complete", "clap_mangen", "tiny_http", "redis"];
+                assert!(!cli_or_server.contains(&dep), "{name} names {dep}: only the binary may");
+            }
+        }
+    }
+}
