@@ -1,6 +1,6 @@
 //! `agentloop trace show|stats`: read trace.jsonl as a timeline or as sums.
 
-use super::trace_read::{scan_par, Line, Probe};
+use super::trace_read::{self, scan_par, Line, Probe};
 use crate::error::{Error, Result};
 use crate::output::{Out, Printer};
 use crate::settings::Ctx;
@@ -277,7 +277,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             // back in file order. --follow reads every line (has the run finished?).
             let json = ctx.printer.json;
             let printer = &ctx.printer;
-            let work = |l: &Line| -> Option<Got> {
+            let work = |l: &Line, text: &mut String| -> Option<Got> {
                 if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
                     return None;
                 }
@@ -288,9 +288,9 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                             finished: &*p.event == "run.finished",
                             shown: filter.keep_probe(&p).then(|| {
                                 // Rendered as `outln` renders it: the newline needs no rendering.
-                                let mut line = printer.render(l.text);
-                                line.push('\n');
-                                Shown::Line(line)
+                                printer.render_into(l.text, text);
+                                text.push('\n');
+                                Shown::Line
                             }),
                         }),
                         Err(message) => bad(message),
@@ -308,12 +308,12 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let (mut offset, mut lines) = (0, 0);
             for file in &files {
                 let own = *file == path;
-                (offset, lines) = scan_par(file, work, |nth, got| match got {
+                (offset, lines) = scan_par(file, work, |nth, got, text| match got {
                     Got::Read { finished, shown } => {
                         ended = finished;
                         match shown {
                             Some(_) if own && nth < skip => {}
-                            Some(Shown::Line(l)) => view.rendered(&l),
+                            Some(Shown::Line) => view.rendered(text),
                             Some(Shown::Entry(e)) => view.entry(&e),
                             None => {}
                         }
@@ -332,7 +332,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let prefilter = filter.prefilter();
             let mut stats = Stats::default();
             for file in &files {
-                let work = |l: &Line| {
+                let work = |l: &Line, _: &mut String| {
                     if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
                         return None;
                     }
@@ -341,7 +341,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                         Err(message) => Some(Err(trace::BadLine { line: l.number, message })),
                     }
                 };
-                scan_par(file, work, |_, r| match r {
+                scan_par(file, work, |_, r, _| match r {
                     Ok(e) => stats.add(&e),
                     Err(b) => warn(file, &b),
                 })?;
@@ -364,8 +364,8 @@ enum Got {
 }
 
 enum Shown {
-    /// Under --json: the line as it is stored, rendered for stdout.
-    Line(String),
+    /// Under --json: the line as it is stored, rendered for stdout (the text the scan hands on).
+    Line,
     Entry(Box<Entry>),
 }
 
@@ -384,15 +384,104 @@ struct Latest {
 fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
     let mut latest: Option<Latest> = None;
     let mut seen = std::collections::HashSet::new();
-    let run_of = |l: &Line| Probe::read(l.text).ok().map(|p| p.run_id.to_string());
-    let _ = scan_par(path, run_of, |line, run_id| {
-        if run_id.is_empty() || latest.as_ref().is_some_and(|l| l.id == run_id) {
-            return;
-        }
-        seen.insert(run_id.clone());
-        latest = Some(Latest { id: run_id, first_line: line, earlier_runs: seen.len() - 1 });
-    });
+    let key = memmem::Finder::new(b"\"run_id\"");
+    let mut scratch: Vec<()> = vec![(); trace_read::threads()];
+    let mut nth_before = 0;
+    let _ = trace_read::scan_blocks(
+        path,
+        &mut scratch,
+        |_, b, _| runs_in(b, &key),
+        |part: RunsIn, _| {
+            for (nth, run_id) in part.starts {
+                if latest.as_ref().is_some_and(|l| l.id == run_id) {
+                    continue;
+                }
+                seen.insert(run_id.clone());
+                latest = Some(Latest { id: run_id, first_line: nth_before + nth, earlier_runs: seen.len() - 1 });
+            }
+            nth_before += part.non_empty;
+        },
+    );
     latest
+}
+
+/// The runs of a part of a trace, as [`latest_run`] reads them: where the run id changes (the
+/// position of the line among the part's non-empty lines, and the new id; lines that name no
+/// run, or an empty one, are passed over), and how many non-empty lines the part has.
+struct RunsIn {
+    starts: Vec<(usize, String)>,
+    non_empty: usize,
+}
+
+/// Reads the run of each line of `b` off the start of its bytes where that is sure
+/// ([`run_id_of`]); only another line is made text and parsed, as [`trace_read::scan_par`]
+/// would. Nothing is allocated but where the run changes.
+fn runs_in(b: &[u8], key: &memmem::Finder) -> RunsIn {
+    let mut out = RunsIn { starts: Vec::new(), non_empty: 0 };
+    let mut current: Option<Vec<u8>> = None;
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', b).chain((b.last() != Some(&b'\n')).then_some(b.len()));
+    for end in ends {
+        let raw = &b[start..end];
+        start = end + 1;
+        let line = raw.trim_ascii();
+        // A line that opens and closes an object is not empty however it is trimmed; any other
+        // is judged as the scan judges it (lossy text, Unicode blanks trimmed).
+        let sure = line.first() == Some(&b'{') && line.last() == Some(&b'}');
+        let parsed;
+        let id: Option<&[u8]> = match sure.then(|| run_id_of(line, key)).flatten() {
+            Some(id) => Some(id),
+            None => {
+                let text = String::from_utf8_lossy(raw);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                parsed = Probe::read(text.trim()).ok().map(|p| p.run_id.to_string());
+                parsed.as_deref().map(str::as_bytes)
+            }
+        };
+        out.non_empty += 1;
+        let Some(id) = id.filter(|id| !id.is_empty()) else { continue };
+        if current.as_deref() != Some(id) {
+            current = Some(id.to_vec());
+            out.starts.push((out.non_empty, String::from_utf8_lossy(id).into_owned()));
+        }
+    }
+    out
+}
+
+/// A line's run id, read off its bytes where that gives what parsing would: the line is one
+/// object (`{`…`}`, checked by the caller), the bytes before its first `"run_id"` (short in
+/// every line agentloop writes: the time stamp) open no other object, array or string and spell
+/// no escape, and the value is a string of UTF-8 without escapes. Since a quote inside a JSON
+/// string is always escaped, that is the line's own key, and a second one further on would make
+/// the line corrupt. None when unsure: the line is then parsed. (A line corrupt after its run id
+/// counts for that run here; showing it still skips it with a warning.) Only the start of the
+/// line is read.
+fn run_id_of<'a>(b: &'a [u8], key: &memmem::Finder) -> Option<&'a [u8]> {
+    let at = key.find(b).filter(|&at| memchr::memchr(b'\\', &b[..at]).is_none() && top_level(&b[..at]))?;
+    let value = b[at + 8..].trim_ascii_start().strip_prefix(b":")?.trim_ascii_start().strip_prefix(b"\"")?;
+    let end = memchr::memchr2(b'"', b'\\', value).filter(|&e| value[e] == b'"')?;
+    std::str::from_utf8(&value[..end]).ok().map(str::as_bytes)
+}
+
+/// Whether what follows `prefix` (which opens with the line's `{`) stands in that first object,
+/// outside any string, nested object or array.
+fn top_level(prefix: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0i32, false, false);
+    for &c in prefix {
+        match (in_string, c) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') => in_string = false,
+            (true, _) => {}
+            (false, b'"') => in_string = true,
+            (false, b'{' | b'[') => depth += 1,
+            (false, b'}' | b']') => depth -= 1,
+            (false, _) => {}
+        }
+    }
+    depth == 1 && !in_string
 }
 
 fn follow(
@@ -706,5 +795,37 @@ impl Stats {
             }
         }
         p.outln(&row("total", total));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_in;
+    use memchr::memmem;
+
+    /// The run id read off the bytes is the one parsing gives, and a line it cannot be sure
+    /// of is parsed: a nested `run_id` before the line's own, the key spelled with an escape,
+    /// a value with one, `run_id` as a value, a line that is no entry, and blank lines.
+    #[test]
+    fn a_run_id_read_off_the_bytes_is_the_one_parsing_gives() {
+        let entry = |head: &str| format!(r#"{{{head}"ts":"t","step":1,"event":"act"}}"#);
+        let cases = [
+            (entry(r#""run_id":"A","#), Some("A")),
+            (entry(r#""run_id" : "A","#), Some("A")),
+            (entry(r#""args":{"run_id":"B"},"run_id":"A","#), Some("A")),
+            (entry(r#""run\u005fid":"A","args":{"run_id":"B"},"#), Some("A")),
+            (entry(r#""run_id":"A\u0042","#), Some("AB")),
+            (entry(r#""tool":"run_id","run_id":"A","#), Some("A")),
+            (entry(r#""ts0":"x\"run_id\"","run_id":"A","#), Some("A")),
+            (entry(r#""args":{"run_id":"B"},"#), None),
+            (r#"{"run_id":"A","ts":"#.to_string(), None),
+        ];
+        let key = memmem::Finder::new(b"\"run_id\"");
+        for (line, want) in cases {
+            let runs = runs_in(format!("\n \u{3000}\n{line}\n").as_bytes(), &key);
+            let got: Vec<(usize, &str)> = runs.starts.iter().map(|(n, id)| (*n, id.as_str())).collect();
+            assert_eq!(got, want.map(|w| (1, w)).into_iter().collect::<Vec<_>>(), "{line}");
+            assert_eq!(runs.non_empty, 1, "{line}");
+        }
     }
 }

@@ -27,77 +27,134 @@ pub struct Line<'a> {
 }
 
 /// Reads the file at `path` and calls `work` on every non-empty line (on several threads at once
-/// when the machine has cores to spare), then `each` with each of the results in file order and
-/// the 1-based position of its line among the file's non-empty lines. Returns the bytes read and
-/// the number of non-empty lines. A missing file is no lines, as in [`crate::trace::scan`].
+/// when the machine has cores to spare), then `each` with each of the results in file order, the
+/// 1-based position of its line among the file's non-empty lines, and the text `work` wrote for
+/// that line into the buffer it was handed (a rendered line, say: one buffer per thread, kept
+/// from block to block, so a kept line costs no allocation of its own). Returns the bytes read
+/// and the number of non-empty lines. A missing file is no lines, as in [`crate::trace::scan`].
 pub fn scan_par<T: Send>(
     path: &camino::Utf8Path,
-    work: impl Fn(&Line) -> Option<T> + Sync,
-    mut each: impl FnMut(usize, T),
+    work: impl Fn(&Line, &mut String) -> Option<T> + Sync,
+    mut each: impl FnMut(usize, T, &str),
 ) -> Result<(u64, usize)> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
-        Err(e) => return Err(crate::error::Error::io("read", path, e)),
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    let mut buf: Vec<u8> = Vec::with_capacity(BLOCK + 64 * 1024);
-    // Lines (all, and non-empty) before the start of `buf`.
-    let (mut lines_before, mut nth_before) = (0usize, 0usize);
-    let mut eof = false;
-    let mut bytes = 0u64;
-    while !eof {
-        // A block more after what is carried over (a line longer than a block grows it); short
-        // only at the end of the file.
-        let n = (&mut file)
-            .take(BLOCK as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| crate::error::Error::io("read", path, e))?;
-        eof = n < BLOCK;
-        // The whole lines in the buffer; the rest is carried to the next block.
-        let end = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        if end == 0 && !eof {
-            continue;
-        }
-        let parts = split(&buf[..end], threads);
-        let (firsts, after) = first_lines(&parts, lines_before);
-        let results: Vec<Part<T>> = if parts.len() == 1 {
-            vec![run_part(parts[0], firsts[0], &work)]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = parts[1..]
-                    .iter()
-                    .zip(&firsts[1..])
-                    .map(|(p, f)| {
-                        let work = &work;
-                        s.spawn(move || run_part(p, *f, work))
-                    })
-                    .collect();
-                let mut out = vec![run_part(parts[0], firsts[0], &work)];
-                for h in handles {
-                    // A panicking part can only be a bug; its lines are lost, not the command.
-                    out.push(h.join().unwrap_or_else(|_| Part { results: Vec::new(), non_empty: 0 }));
-                }
-                out
-            })
-        };
-        for part in results {
-            for (nth, r) in part.results {
-                each(nth_before + nth, r);
+    let mut texts: Vec<String> = (0..threads()).map(|_| String::new()).collect();
+    let mut nth_before = 0;
+    let bytes = scan_blocks(
+        path,
+        &mut texts,
+        |text, b, first| run_part(b, first, text, &work),
+        |part: Part<T>, text| {
+            for (nth, r, from, to) in part.results {
+                each(nth_before + nth, r, text.get(from..to).unwrap_or_default());
             }
             nth_before += part.non_empty;
-        }
-        lines_before = after;
-        bytes += end as u64;
-        buf.drain(..end);
-    }
+        },
+    )?;
     Ok((bytes, nth_before))
 }
 
+/// The threads a read runs on: the machine's cores, up to 8.
+pub fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// The read under [`scan_par`], by blocks of whole lines: each block is split into as many parts
+/// as there are `scratch` values, `work` judges each part on a thread of its own (given the
+/// part's scratch, its bytes and the 1-based number of its first line), and `each` is given
+/// every part's result, with its scratch, in file order. Returns the bytes read; a missing
+/// file is none.
+///
+/// The next block is read on a thread of its own while the parts of this one are judged, so the
+/// copy out of the page cache overlaps the work.
+pub fn scan_blocks<S: Send, R: Send>(
+    path: &camino::Utf8Path,
+    scratch: &mut [S],
+    work: impl Fn(&mut S, &[u8], usize) -> R + Sync,
+    mut each: impl FnMut(R, &S),
+) -> Result<u64> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(crate::error::Error::io("read", path, e)),
+    };
+    let read_err = |e| crate::error::Error::io("read", path, e);
+    let (mut buf, mut spare) = (Vec::with_capacity(BLOCK + 64 * 1024), Vec::with_capacity(BLOCK + 64 * 1024));
+    let mut eof = read_block(&mut file, &mut buf).map_err(read_err)?;
+    // Lines before the start of `buf`.
+    let mut lines_before = 0usize;
+    let mut bytes = 0u64;
+    loop {
+        // The whole lines in the buffer; the rest is carried to the next block (a line longer
+        // than a block grows it).
+        let end = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        spare.clear();
+        spare.extend_from_slice(&buf[end..]);
+        let parts = split(&buf[..end], scratch.len().max(1));
+        let (firsts, after) = first_lines(&parts, lines_before);
+        let (results, next) = std::thread::scope(|s| {
+            let reader = (!eof).then(|| s.spawn(|| read_block(&mut file, &mut spare)));
+            let results = judge(s, &parts, &firsts, scratch, &work);
+            // A panicking read can only be a bug; it ends the read as the end of the file would.
+            (results, reader.map(|h| h.join().unwrap_or(Ok(true))))
+        });
+        for (r, sc) in results.into_iter().zip(scratch.iter()) {
+            each(r, sc);
+        }
+        lines_before = after;
+        bytes += end as u64;
+        match next {
+            None => break,
+            Some(n) => eof = n.map_err(read_err)?,
+        }
+        std::mem::swap(&mut buf, &mut spare);
+    }
+    Ok(bytes)
+}
+
+/// Appends up to a block of the file to `buf`; true at the end of the file.
+fn read_block(file: &mut std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let n = file.take(BLOCK as u64).read_to_end(buf)?;
+    Ok(n < BLOCK)
+}
+
+/// Runs the parts of a block on as many threads (the first on this one), each with its own
+/// scratch, and returns their results in order. A part whose thread panicked (a bug) is left
+/// out, and so are the parts after it, so the results stay in order with their scratch.
+fn judge<'scope, 'env: 'scope, S: Send, R: Send + 'scope>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    parts: &[&'env [u8]],
+    firsts: &[usize],
+    scratch: &'env mut [S],
+    work: &'env (impl Fn(&mut S, &[u8], usize) -> R + Sync),
+) -> Vec<R> {
+    let mut scratch = scratch.iter_mut();
+    let (Some(sc0), Some((part0, first0))) = (scratch.next(), parts.first().zip(firsts.first())) else {
+        return Vec::new();
+    };
+    let handles: Vec<_> = parts[1..]
+        .iter()
+        .zip(&firsts[1..])
+        .zip(scratch)
+        .map(|((p, f), sc)| {
+            let (p, f) = (*p, *f);
+            s.spawn(move || work(sc, p, f))
+        })
+        .collect();
+    let mut out = vec![work(sc0, part0, *first0)];
+    for h in handles {
+        match h.join() {
+            Ok(r) => out.push(r),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
 /// What one part of a block gave: each result with its line's position among the part's
-/// non-empty lines, and how many non-empty lines the part had.
+/// non-empty lines and the range of the part's text its line wrote, and how many non-empty
+/// lines the part had.
 struct Part<T> {
-    results: Vec<(usize, T)>,
+    results: Vec<(usize, T, usize, usize)>,
     non_empty: usize,
 }
 
@@ -114,9 +171,6 @@ fn split(b: &[u8], n: usize) -> Vec<&[u8]> {
     }
     parts.push(rest);
     parts.retain(|p| !p.is_empty());
-    if parts.is_empty() {
-        parts.push(b);
-    }
     parts
 }
 
@@ -135,7 +189,13 @@ fn first_lines(parts: &[&[u8]], before: usize) -> (Vec<usize>, usize) {
     (firsts, ended)
 }
 
-fn run_part<T>(b: &[u8], first: usize, work: &(impl Fn(&Line) -> Option<T> + Sync)) -> Part<T> {
+fn run_part<T>(
+    b: &[u8],
+    first: usize,
+    text_out: &mut String,
+    work: &(impl Fn(&Line, &mut String) -> Option<T> + Sync),
+) -> Part<T> {
+    text_out.clear();
     let mut results = Vec::new();
     let mut non_empty = 0;
     // Line ends found with memchr (a byte-by-byte split costs more than the rest of the read).
@@ -155,8 +215,10 @@ fn run_part<T>(b: &[u8], first: usize, work: &(impl Fn(&Line) -> Option<T> + Syn
             continue;
         }
         non_empty += 1;
-        if let Some(r) = work(&Line { text, number: first + i }) {
-            results.push((non_empty, r));
+        let from = text_out.len();
+        match work(&Line { text, number: first + i }, text_out) {
+            Some(r) => results.push((non_empty, r, from, text_out.len())),
+            None => text_out.truncate(from),
         }
     }
     Part { results, non_empty }

@@ -97,6 +97,16 @@ fn env_forms() -> &'static [String] {
     })
 }
 
+/// [`redact`], borrowing the text when there is no secret to look for: what a long read
+/// (`trace show` over a whole trace) prints costs no copy per line then.
+pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
+    let no_extra = EXTRA.lock().map(|g| g.is_empty()).unwrap_or(true);
+    if no_extra && env_secrets().is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(redact(text))
+}
+
 /// The text with every secret (raw, base64, hex, and in dump renderings) replaced.
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();

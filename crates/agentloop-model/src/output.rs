@@ -109,13 +109,15 @@ impl Printer {
     /// What [`Printer::out`] writes for `s`: redacted, then [`json_safe`] or [`printable`].
     /// Public so that several threads can render lines at once (`trace show --json`).
     pub fn render(&self, s: &str) -> String {
-        let s = crate::redact::redact(s);
-        // Text with nothing to make safe is returned as redacted, not copied again.
-        let made_safe = match if self.json { json_safe(&s) } else { printable(&s) } {
-            Cow::Owned(o) => Some(o),
-            Cow::Borrowed(_) => None,
-        };
-        made_safe.unwrap_or(s)
+        let mut out = String::new();
+        self.render_into(s, &mut out);
+        out
+    }
+
+    /// [`Printer::render`], appended to `out`: redacted, then made safe for stdout, copied once.
+    pub fn render_into(&self, s: &str, out: &mut String) {
+        let s = crate::redact::redact_cow(s);
+        out.push_str(&if self.json { json_safe(&s) } else { printable(&s) });
     }
 
     /// Stdout locked once and buffered, for a command that prints many lines (`trace show`): the
