@@ -452,7 +452,10 @@ fn trace_throughput() -> f64 {
 /// entries, ~600 bytes a line) as the binary runs it, its output read through a pipe, beside
 /// `grep -c` counting the same lines in the same file. Returns (agentloop s, grep s, entries
 /// shown, lines grep counted); grep's time is None when there is no grep.
-fn trace_show_vs_grep() -> (Vec<(&'static str, f64, usize)>, Option<f64>, Option<usize>) {
+/// One timed `trace show`: what it read, its seconds, the entries it printed.
+type Timed = (&'static str, f64, usize);
+
+fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_agentloop");
     let status = std::process::Command::new(bin)
