@@ -219,6 +219,8 @@ impl Server {
         let failures = Arc::new(Mutex::new(Vec::new()));
         let failed = failures.clone();
         let thread = std::thread::spawn(move || {
+            // The reply function's position: a fused request takes two of its replies.
+            let mut next = 0;
             for mut req in server.incoming_requests() {
                 let mut body = String::new();
                 let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
@@ -233,7 +235,8 @@ impl Server {
                     g.push(r.clone());
                     g.len() - 1
                 };
-                let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i, &r))) {
+                let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fused::serve(&f, &mut next, &r)))
+                {
                     Ok(reply) => reply,
                     Err(p) => {
                         let msg = p
@@ -264,6 +267,146 @@ impl Server {
     }
     pub fn request(&self, i: usize) -> Recorded {
         self.requests.lock().unwrap()[i].clone()
+    }
+}
+
+/// A fake server's answer to a fused request (`llm.fuse_phases`, on by default: a run asks
+/// Reflect's question and the next Plan's in one call, the `reflect_plan_answer` tool), made
+/// from replies scripted per phase, so every fake server speaks to a fused run as it speaks to
+/// an unfused one: the next reply, asked as a reflect request, is the reflect half; when it
+/// decides `continue` and the following reply, asked as a plan request, is a plan answer, that
+/// is the plan half. The two go back as one call of the fused tool in the reflect reply's wire
+/// format (the usage is the two replies' sum, so a run's totals are an unfused run's).
+mod fused {
+    use super::{Recorded, Reply};
+    use serde_json::{json, Value};
+
+    const TOOL: &str = "reflect_plan_answer";
+
+    pub fn serve(f: &dyn Fn(usize, &Recorded) -> Reply, next: &mut usize, r: &Recorded) -> Reply {
+        let i = *next;
+        *next += 1;
+        if !r.body.contains(TOOL) {
+            return f(i, r);
+        }
+        let as_phase = |tool: &str| Recorded { body: r.body.replace(TOOL, tool), ..r.clone() };
+        let reflect = f(i, &as_phase("reflect_answer"));
+        let Some(half) = Half::of(&reflect, "reflect_answer") else { return reflect };
+        let plan = match serde_json::from_str::<Value>(&half.args) {
+            // Read as a run reads it (mended: `Continue` is `continue`).
+            Ok(a) if a["decision"].as_str().is_some_and(|d| d.trim().eq_ignore_ascii_case("continue")) => {
+                // A reply function that has no plan reply next (it panics past its end) leaves
+                // the plan to a call of its own, where its panic is reported.
+                let plan_req = as_phase("plan_answer");
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(*next, &plan_req)))
+                    .ok()
+                    .and_then(|p| Half::of(&p, "plan_answer"))
+            }
+            _ => None,
+        };
+        if plan.is_some() {
+            *next += 1;
+        }
+        half.fused(plan)
+    }
+
+    /// One answer in a reply: the body, and where the arguments are (kept as the text they were
+    /// sent as, so a malformed answer stays malformed inside the fused one).
+    struct Half {
+        reply: Reply,
+        body: Value,
+        args: String,
+        /// Written in the message text as `<tool_call>{"name", "arguments"}</tool_call>`, as
+        /// a weak local model prints its calls.
+        tagged: bool,
+    }
+
+    impl Half {
+        /// The answer a reply holds for `tool` (a call of it, or JSON in the text of a reply
+        /// with no call); None for anything else (an error, a stream, another tool).
+        fn of(reply: &Reply, tool: &str) -> Option<Half> {
+            if reply.status != 200 {
+                return None;
+            }
+            let body: Value = serde_json::from_str(&reply.body).ok()?;
+            let args = if let Some(msg) = body["choices"][0]["message"].as_object() {
+                match msg.get("tool_calls").and_then(Value::as_array).and_then(|c| c.first()) {
+                    Some(c) if c["function"]["name"] == tool => c["function"]["arguments"].as_str()?.to_string(),
+                    Some(_) => return None,
+                    None => {
+                        let text = msg.get("content")?.as_str()?.trim();
+                        let inner = text.strip_prefix("<tool_call>").and_then(|t| t.strip_suffix("</tool_call>"));
+                        if let Some(call) = inner.and_then(|t| serde_json::from_str::<Value>(t).ok()) {
+                            if call["name"] != tool {
+                                return None;
+                            }
+                            let args = &call["arguments"];
+                            let args = args.as_str().map(String::from).unwrap_or_else(|| args.to_string());
+                            return Some(Half { reply: reply.clone(), body, args, tagged: true });
+                        }
+                        serde_json::from_str::<Value>(text).ok()?;
+                        text.to_string()
+                    }
+                }
+            } else {
+                let call = body["content"].as_array()?.iter().find(|c| c["type"] == "tool_use")?;
+                if call["name"] != tool {
+                    return None;
+                }
+                call["input"].to_string()
+            };
+            Some(Half { reply: reply.clone(), body, args, tagged: false })
+        }
+
+        /// This reply with its answer replaced by the fused one.
+        fn fused(self, plan: Option<Half>) -> Reply {
+            let args = match &plan {
+                Some(p) => format!("{{\"reflect\":{},\"plan\":{}}}", self.args, p.args),
+                None => format!("{{\"reflect\":{}}}", self.args),
+            };
+            let mut body = self.body;
+            if let Some(msg) = body.pointer_mut("/choices/0/message").and_then(Value::as_object_mut) {
+                match msg.get_mut("tool_calls").and_then(Value::as_array_mut).and_then(|c| c.first_mut()) {
+                    Some(c) => {
+                        c["function"]["name"] = json!(TOOL);
+                        c["function"]["arguments"] = json!(args);
+                    }
+                    None if self.tagged => {
+                        let call = format!("{{\"name\":\"{TOOL}\",\"arguments\":{args}}}");
+                        msg.insert("content".into(), json!(format!("<tool_call>\n{call}\n</tool_call>")));
+                    }
+                    None => {
+                        msg.insert("content".into(), json!(args));
+                    }
+                }
+            } else if let Some(c) =
+                body.get_mut("content").and_then(Value::as_array_mut).and_then(|c| c.iter_mut().find(|c| c["type"] == "tool_use"))
+            {
+                c["name"] = json!(TOOL);
+                c["input"] = serde_json::from_str(&args).unwrap_or(Value::Null);
+            }
+            if let (Some(p), Some(usage)) = (plan, body.get_mut("usage")) {
+                add(usage, &p.body["usage"]);
+            }
+            Reply { body: body.to_string(), ..self.reply }
+        }
+    }
+
+    /// Adds the numbers of `more` into `into`, field by field.
+    fn add(into: &mut Value, more: &Value) {
+        match (into, more) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, v) in b {
+                    add(a.entry(k.clone()).or_insert(json!(0)), v);
+                }
+            }
+            (a @ Value::Number(_), Value::Number(b)) => {
+                if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+                    *a = json!(x + y);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
