@@ -289,15 +289,14 @@ mod fused {
         if !r.body.contains(TOOL) {
             return f(i, r);
         }
-        let as_phase = |tool: &str| Recorded { body: r.body.replace(TOOL, tool), ..r.clone() };
-        let reflect = f(i, &as_phase("reflect_answer"));
+        let reflect = f(i, &as_half(r, "reflect"));
         let Some(half) = Half::of(&reflect, "reflect_answer") else { return reflect };
         let plan = match serde_json::from_str::<Value>(&half.args) {
             // Read as a run reads it (mended: `Continue` is `continue`).
             Ok(a) if a["decision"].as_str().is_some_and(|d| d.trim().eq_ignore_ascii_case("continue")) => {
                 // A reply function that has no plan reply next (it panics past its end) leaves
                 // the plan to a call of its own, where its panic is reported.
-                let plan_req = as_phase("plan_answer");
+                let plan_req = as_half(r, "plan");
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(*next, &plan_req)))
                     .ok()
                     .and_then(|p| Half::of(&p, "plan_answer"))
@@ -308,6 +307,40 @@ mod fused {
             *next += 1;
         }
         half.fused(plan)
+    }
+
+    /// The fused request as the `half` phase's own would ask (`reflect` or `plan`): the fused
+    /// tool is that phase's answer tool, by name and schema, wherever the request names it.
+    fn as_half(r: &Recorded, half: &str) -> Recorded {
+        let tool = format!("{half}_answer");
+        let body = match serde_json::from_str::<Value>(&r.body) {
+            Ok(mut v) => {
+                narrow(&mut v, half);
+                v.to_string()
+            }
+            Err(_) => r.body.clone(),
+        };
+        Recorded { body: body.replace(TOOL, &tool), ..r.clone() }
+    }
+
+    /// Every schema given with the fused tool's name (`parameters`, `input_schema`, a
+    /// `json_schema`'s `schema`) becomes the schema of its `half`.
+    fn narrow(v: &mut Value, half: &str) {
+        match v {
+            Value::Object(m) => {
+                if m.get("name").and_then(Value::as_str) == Some(TOOL) {
+                    for k in ["parameters", "input_schema", "schema"] {
+                        if let Some(schema) = m.get_mut(k) {
+                            let part = schema.pointer(&format!("/properties/{half}")).cloned().unwrap_or(Value::Null);
+                            *schema = part;
+                        }
+                    }
+                }
+                m.values_mut().for_each(|x| narrow(x, half));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| narrow(x, half)),
+            _ => {}
+        }
     }
 
     /// One answer in a reply: the body, and where the arguments are (kept as the text they were
