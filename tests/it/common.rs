@@ -235,19 +235,19 @@ impl Server {
                     g.push(r.clone());
                     g.len() - 1
                 };
-                let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fused::serve(&f, &mut next, &r)))
-                {
-                    Ok(reply) => reply,
-                    Err(p) => {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "a panic".into());
-                        failed.lock().unwrap().push(format!("request {i} ({} {}): {msg}", r.method, r.url));
-                        Reply::text(500, "text/plain", &format!("fake server assertion failed: {msg}"))
-                    }
-                };
+                let reply =
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fused::serve(&f, &mut next, &r))) {
+                        Ok(reply) => reply,
+                        Err(p) => {
+                            let msg = p
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_else(|| "a panic".into());
+                            failed.lock().unwrap().push(format!("request {i} ({} {}): {msg}", r.method, r.url));
+                            Reply::text(500, "text/plain", &format!("fake server assertion failed: {msg}"))
+                        }
+                    };
                 let mut resp = tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
                 for (k, v) in reply.headers {
                     resp.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
@@ -412,8 +412,10 @@ mod fused {
                         msg.insert("content".into(), json!(args));
                     }
                 }
-            } else if let Some(c) =
-                body.get_mut("content").and_then(Value::as_array_mut).and_then(|c| c.iter_mut().find(|c| c["type"] == "tool_use"))
+            } else if let Some(c) = body
+                .get_mut("content")
+                .and_then(Value::as_array_mut)
+                .and_then(|c| c.iter_mut().find(|c| c["type"] == "tool_use"))
             {
                 c["name"] = json!(TOOL);
                 c["input"] = serde_json::from_str(&args).unwrap_or(Value::Null);

@@ -219,6 +219,10 @@ pub struct Probe {
     pub response: Option<Response>,
 }
 
+/// The phase name the fused Reflect + Plan call is made under (`phases::fused`: transcript,
+/// progress, a scripted model's queue, a recording's entries).
+pub const FUSED_PHASE: &str = "reflect+plan";
+
 pub trait Model {
     /// Provider name (anthropic, openai, ollama, scripted).
     fn provider(&self) -> &str;
