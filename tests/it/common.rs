@@ -181,7 +181,9 @@ impl Reply {
 }
 
 /// A fake server on 127.0.0.1:0 serving canned replies in order (the last one repeats) or by
-/// path, recording every request.
+/// path, recording every request. Replies are written per phase: a fused Reflect-and-Plan
+/// request is answered from the next two ([`fused`]), so the index a reply function is given
+/// counts replies, which is the request's index only in a run that is not fused.
 ///
 /// An assert (or any panic) inside the reply function does not vanish with the server's thread:
 /// the request gets a 500 naming it, and the test fails when the server is dropped. So does a
