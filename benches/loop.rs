@@ -12,9 +12,9 @@
 //! missed; `cargo bench --bench loop -- http` runs one part (scripted, http, tokens, trace,
 //! trace-show, memory, size). `tokens` counts the prompt tokens a 31-step run with 2 KB of tool
 //! output per step sends, per phase, and what a prefix cache would not cover, for a provider that
-//! caches the prefix and one that does not, with Reflect and the next Plan fused into one call
-//! (`llm.fuse_phases`) and, for the cached provider, without; beside llm's and smolagents'
-//! figures for that run.
+//! caches the prefix and one that does not, in the default configuration (Reflect and the next
+//! Plan fused into one call, `llm.fuse_phases`) and, for the cached provider, with
+//! `llm.fuse_phases: false`; beside llm's and smolagents' figures for that run.
 //! `trace-show` times the binary's `trace show --json --phase act --all-runs` over a
 //! 500,000-line trace beside `grep -c` on the same file (target: at most 3× grep).
 #![allow(
@@ -79,15 +79,17 @@ struct Measured {
 struct Shape {
     steps: usize,
     note_bytes: usize,
-    /// `llm.fuse_phases` (runs against the HTTP fake).
-    fuse: bool,
+    /// `llm.fuse_phases` (runs against the HTTP fake); None leaves the key out, so the run is
+    /// what the default configuration does (`auto`: fused for this provider).
+    fuse: Option<bool>,
 }
 
-/// The loop-overhead runs: 30 steps of 180-byte notes.
-const OVERHEAD: Shape = Shape { steps: STEPS, note_bytes: 180, fuse: false };
+/// The loop-overhead runs: 30 steps of 180-byte notes, a plan and a reflect call per step.
+const OVERHEAD: Shape = Shape { steps: STEPS, note_bytes: 180, fuse: Some(false) };
 
 /// The token run: 31 steps reading 2 KB each, the shape llm and smolagents were measured with.
-const TOKENS: Shape = Shape { steps: 31, note_bytes: 2048, fuse: true };
+/// Its headline is the default configuration's.
+const TOKENS: Shape = Shape { steps: 31, note_bytes: 2048, fuse: None };
 
 /// The anchors' figures for the same 31-step, 2 KB-per-step run against the same fake server,
 /// as measured side by side when this part was written (llm 0.36, smolagents): total prompt
@@ -199,10 +201,11 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
             g.script = Some(root.join("script.yaml"));
         }
         Driver::Http(addr) => {
-            let cfg = format!(
-                "llm:\n  provider: openai\n  base_url: http://{addr}/v1\n  model: fake\n  attempts: 1\n  fuse_phases: {}\n",
-                shape.fuse
-            );
+            let mut cfg =
+                format!("llm:\n  provider: openai\n  base_url: http://{addr}/v1\n  model: fake\n  attempts: 1\n");
+            if let Some(fuse) = shape.fuse {
+                let _ = writeln!(cfg, "  fuse_phases: {fuse}");
+            }
             std::fs::write(dir.join("agentloop.yaml"), cfg).unwrap();
             g.config = Some(root.join("agentloop.yaml"));
         }
@@ -231,7 +234,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
         // (run.finished carries the run's totals.)
         let calls =
             entries.iter().filter(|e| e.usage.is_some() && e.phase != Some(agentloop::trace::Phase::Run)).count();
-        if shape.fuse {
+        if shape.fuse != Some(false) {
             assert_eq!(calls, shape.steps + 2, "frame, the first plan, then one call per step");
         } else {
             assert_eq!(calls, 2 * shape.steps + 1, "one model call per frame, plan and reflect");
@@ -627,14 +630,14 @@ fn main() {
         // 127.0.0.1, a local server's slot: one shared prefix), and as any other is (each phase
         // its smallest prompt; the hidden switch stands in for a remote server).
         let cached = token_run(TOKENS);
-        let unfused = token_run(Shape { fuse: false, ..TOKENS });
+        let unfused = token_run(Shape { fuse: Some(false), ..TOKENS });
         std::env::set_var("AGENTLOOP_UNSHARED_PREFIX", "1");
         let uncached = token_run(TOKENS);
         std::env::remove_var("AGENTLOOP_UNSHARED_PREFIX");
         for (how, c) in [
-            ("prefix-cached provider, one shared prefix, reflect and plan fused", &cached),
-            ("prefix-cached provider, one shared prefix, reflect and plan apart", &unfused),
-            ("uncached provider, smallest prompts, reflect and plan fused", &uncached),
+            ("default config, prefix-cached provider, one shared prefix (reflect and plan fused)", &cached),
+            ("prefix-cached provider, one shared prefix, reflect and plan apart (llm.fuse_phases: false)", &unfused),
+            ("default config, uncached provider, smallest prompts (reflect and plan fused)", &uncached),
         ] {
             let per: Vec<String> =
                 c.phases.iter().map(|(p, (n, t, u))| format!("{p} {t} in {n} calls ({u} uncovered)")).collect();
@@ -655,7 +658,7 @@ fn main() {
             );
         }
         println!(
-            "               the anchors, as measured on the same run shape and fake server: llm 0.36 {LLM_TOTAL} total, first request {LLM_FIRST}; smolagents {SMOLAGENTS_TOTAL} total, first request {SMOLAGENTS_FIRST}. Targets: first ≤ 2000 (all), billed in full ≤ 0.5× llm's total for an uncached provider, total ≤ 0.5× and uncovered ≤ 0.25× for a cached one (fused)"
+            "               the anchors, as measured on the same run shape and fake server: llm 0.36 {LLM_TOTAL} total, first request {LLM_FIRST}; smolagents {SMOLAGENTS_TOTAL} total, first request {SMOLAGENTS_FIRST}. Targets: first ≤ 2000 (all), billed in full ≤ 0.5× llm's total for an uncached provider, total ≤ 0.5× and uncovered ≤ 0.25× for a cached one (the default config)"
         );
         if cached.first.max(uncached.first).max(unfused.first) > 2000 {
             miss("first request ≤ 2000 tokens");

@@ -855,7 +855,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
 fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
     let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
     // A run driven by events is a run: Reflect and the next Plan share a call as in `run`.
-    env.fuse = env.cfg.llm.fuse_phases;
+    env.fuse = true;
     loop {
         if state.status.is_terminal() {
             return done(state, resp);

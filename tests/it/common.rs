@@ -181,7 +181,9 @@ impl Reply {
 }
 
 /// A fake server on 127.0.0.1:0 serving canned replies in order (the last one repeats) or by
-/// path, recording every request.
+/// path, recording every request. Replies are written per phase: a fused Reflect-and-Plan
+/// request is answered from the next two ([`fused`]), so the index a reply function is given
+/// counts replies, which is the request's index only in a run that is not fused.
 ///
 /// An assert (or any panic) inside the reply function does not vanish with the server's thread:
 /// the request gets a 500 naming it, and the test fails when the server is dropped. So does a
@@ -219,6 +221,8 @@ impl Server {
         let failures = Arc::new(Mutex::new(Vec::new()));
         let failed = failures.clone();
         let thread = std::thread::spawn(move || {
+            // The reply function's position: a fused request takes two of its replies.
+            let mut next = 0;
             for mut req in server.incoming_requests() {
                 let mut body = String::new();
                 let _ = std::io::Read::read_to_string(req.as_reader(), &mut body);
@@ -233,18 +237,19 @@ impl Server {
                     g.push(r.clone());
                     g.len() - 1
                 };
-                let reply = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i, &r))) {
-                    Ok(reply) => reply,
-                    Err(p) => {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_else(|| "a panic".into());
-                        failed.lock().unwrap().push(format!("request {i} ({} {}): {msg}", r.method, r.url));
-                        Reply::text(500, "text/plain", &format!("fake server assertion failed: {msg}"))
-                    }
-                };
+                let reply =
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fused::serve(&f, &mut next, &r))) {
+                        Ok(reply) => reply,
+                        Err(p) => {
+                            let msg = p
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_else(|| "a panic".into());
+                            failed.lock().unwrap().push(format!("request {i} ({} {}): {msg}", r.method, r.url));
+                            Reply::text(500, "text/plain", &format!("fake server assertion failed: {msg}"))
+                        }
+                    };
                 let mut resp = tiny_http::Response::from_string(reply.body).with_status_code(reply.status);
                 for (k, v) in reply.headers {
                     resp.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
@@ -264,6 +269,181 @@ impl Server {
     }
     pub fn request(&self, i: usize) -> Recorded {
         self.requests.lock().unwrap()[i].clone()
+    }
+}
+
+/// A fake server's answer to a fused request (`llm.fuse_phases`, on by default: a run asks
+/// Reflect's question and the next Plan's in one call, the `reflect_plan_answer` tool), made
+/// from replies scripted per phase, so every fake server speaks to a fused run as it speaks to
+/// an unfused one: the next reply, asked as a reflect request, is the reflect half; when it
+/// decides `continue` and the following reply, asked as a plan request, is a plan answer, that
+/// is the plan half. The two go back as one call of the fused tool in the reflect reply's wire
+/// format (the usage is the two replies' sum, so a run's totals are an unfused run's).
+mod fused {
+    use super::{Recorded, Reply};
+    use serde_json::{json, Value};
+
+    const TOOL: &str = "reflect_plan_answer";
+
+    pub fn serve(f: &dyn Fn(usize, &Recorded) -> Reply, next: &mut usize, r: &Recorded) -> Reply {
+        let i = *next;
+        *next += 1;
+        if !r.body.contains(TOOL) {
+            return f(i, r);
+        }
+        let reflect = f(i, &as_half(r, "reflect"));
+        let Some(half) = Half::of(&reflect, "reflect_answer") else { return reflect };
+        let plan = match serde_json::from_str::<Value>(&half.args) {
+            // Read as a run reads it (mended: `Continue` is `continue`).
+            Ok(a) if a["decision"].as_str().is_some_and(|d| d.trim().eq_ignore_ascii_case("continue")) => {
+                // A reply function that has no plan reply next (it panics past its end) leaves
+                // the plan to a call of its own, where its panic is reported.
+                let plan_req = as_half(r, "plan");
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(*next, &plan_req)))
+                    .ok()
+                    .and_then(|p| Half::of(&p, "plan_answer"))
+            }
+            _ => None,
+        };
+        if plan.is_some() {
+            *next += 1;
+        }
+        half.fused(plan)
+    }
+
+    /// The fused request as the `half` phase's own would ask (`reflect` or `plan`): the fused
+    /// tool is that phase's answer tool, by name and schema, wherever the request names it.
+    fn as_half(r: &Recorded, half: &str) -> Recorded {
+        let tool = format!("{half}_answer");
+        let body = match serde_json::from_str::<Value>(&r.body) {
+            Ok(mut v) => {
+                narrow(&mut v, half);
+                v.to_string()
+            }
+            Err(_) => r.body.clone(),
+        };
+        Recorded { body: body.replace(TOOL, &tool), ..r.clone() }
+    }
+
+    /// Every schema given with the fused tool's name (`parameters`, `input_schema`, a
+    /// `json_schema`'s `schema`) becomes the schema of its `half`.
+    fn narrow(v: &mut Value, half: &str) {
+        match v {
+            Value::Object(m) => {
+                if m.get("name").and_then(Value::as_str) == Some(TOOL) {
+                    for k in ["parameters", "input_schema", "schema"] {
+                        if let Some(schema) = m.get_mut(k) {
+                            let part = schema.pointer(&format!("/properties/{half}")).cloned().unwrap_or(Value::Null);
+                            *schema = part;
+                        }
+                    }
+                }
+                m.values_mut().for_each(|x| narrow(x, half));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| narrow(x, half)),
+            _ => {}
+        }
+    }
+
+    /// One answer in a reply: the body, and where the arguments are (kept as the text they were
+    /// sent as, so a malformed answer stays malformed inside the fused one).
+    struct Half {
+        reply: Reply,
+        body: Value,
+        args: String,
+        /// Written in the message text as `<tool_call>{"name", "arguments"}</tool_call>`, as
+        /// a weak local model prints its calls.
+        tagged: bool,
+    }
+
+    impl Half {
+        /// The answer a reply holds for `tool` (a call of it, or JSON in the text of a reply
+        /// with no call); None for anything else (an error, a stream, another tool).
+        fn of(reply: &Reply, tool: &str) -> Option<Half> {
+            if reply.status != 200 {
+                return None;
+            }
+            let body: Value = serde_json::from_str(&reply.body).ok()?;
+            let args = if let Some(msg) = body["choices"][0]["message"].as_object() {
+                match msg.get("tool_calls").and_then(Value::as_array).and_then(|c| c.first()) {
+                    Some(c) if c["function"]["name"] == tool => c["function"]["arguments"].as_str()?.to_string(),
+                    Some(_) => return None,
+                    None => {
+                        let text = msg.get("content")?.as_str()?.trim();
+                        let inner = text.strip_prefix("<tool_call>").and_then(|t| t.strip_suffix("</tool_call>"));
+                        if let Some(call) = inner.and_then(|t| serde_json::from_str::<Value>(t).ok()) {
+                            if call["name"] != tool {
+                                return None;
+                            }
+                            let args = &call["arguments"];
+                            let args = args.as_str().map(String::from).unwrap_or_else(|| args.to_string());
+                            return Some(Half { reply: reply.clone(), body, args, tagged: true });
+                        }
+                        serde_json::from_str::<Value>(text).ok()?;
+                        text.to_string()
+                    }
+                }
+            } else {
+                let call = body["content"].as_array()?.iter().find(|c| c["type"] == "tool_use")?;
+                if call["name"] != tool {
+                    return None;
+                }
+                call["input"].to_string()
+            };
+            Some(Half { reply: reply.clone(), body, args, tagged: false })
+        }
+
+        /// This reply with its answer replaced by the fused one.
+        fn fused(self, plan: Option<Half>) -> Reply {
+            let args = match &plan {
+                Some(p) => format!("{{\"reflect\":{},\"plan\":{}}}", self.args, p.args),
+                None => format!("{{\"reflect\":{}}}", self.args),
+            };
+            let mut body = self.body;
+            if let Some(msg) = body.pointer_mut("/choices/0/message").and_then(Value::as_object_mut) {
+                match msg.get_mut("tool_calls").and_then(Value::as_array_mut).and_then(|c| c.first_mut()) {
+                    Some(c) => {
+                        c["function"]["name"] = json!(TOOL);
+                        c["function"]["arguments"] = json!(args);
+                    }
+                    None if self.tagged => {
+                        let call = format!("{{\"name\":\"{TOOL}\",\"arguments\":{args}}}");
+                        msg.insert("content".into(), json!(format!("<tool_call>\n{call}\n</tool_call>")));
+                    }
+                    None => {
+                        msg.insert("content".into(), json!(args));
+                    }
+                }
+            } else if let Some(c) = body
+                .get_mut("content")
+                .and_then(Value::as_array_mut)
+                .and_then(|c| c.iter_mut().find(|c| c["type"] == "tool_use"))
+            {
+                c["name"] = json!(TOOL);
+                c["input"] = serde_json::from_str(&args).unwrap_or(Value::Null);
+            }
+            if let (Some(p), Some(usage)) = (plan, body.get_mut("usage")) {
+                add(usage, &p.body["usage"]);
+            }
+            Reply { body: body.to_string(), ..self.reply }
+        }
+    }
+
+    /// Adds the numbers of `more` into `into`, field by field.
+    fn add(into: &mut Value, more: &Value) {
+        match (into, more) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, v) in b {
+                    add(a.entry(k.clone()).or_insert(json!(0)), v);
+                }
+            }
+            (a @ Value::Number(_), Value::Number(b)) => {
+                if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+                    *a = json!(x + y);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

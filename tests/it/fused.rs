@@ -1,7 +1,9 @@
 //! `llm.fuse_phases`: `run` asks Reflect's question and the next Plan's in one call after each
 //! action. The bundled demo run, fused, writes what the unfused one writes; the trace keeps a
 //! reflect and a plan entry per step; a bad fused answer gets the corrective retry; and the
-//! `plan` and `reflect` commands stay single calls.
+//! `plan` and `reflect` commands stay single calls. It is the default (`auto`) for a model
+//! server, `false` in the config or the environment turns it off, a script written per phase
+//! stays unfused, and a recording of a fused run replays fused.
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -65,6 +67,8 @@ fn a_fused_run_asks_once_per_step_and_writes_what_an_unfused_run_writes() {
     demo_files(&plain);
     let plain_out = crate::loop_::demo_cmd(&plain).output().unwrap();
     assert_eq!(plain_out.status.code(), Some(0), "{}", stderr(&plain_out));
+    // The demo's script is written per phase: under the default (`auto`) it is asked so.
+    assert!(plain.trace().iter().all(|e| e["data"]["fused"].is_null()), "a per-phase script is not fused");
     let t = T::new();
     let out = fused_run(&t, false);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -140,4 +144,116 @@ fn plan_and_reflect_alone_stay_single_calls_with_fusing_on() {
     assert_eq!(models.len(), 4, "frame, plan, reflect and plan: one call each");
     assert!(trace.iter().all(|e| e["data"]["fused"].is_null()), "nothing fused");
     assert_eq!(t.json("ws/state.json")["next"], "act");
+}
+
+fn reply(i: usize, tool: &str, args: Value) -> Reply {
+    Reply::json(
+        200,
+        json!({"id": format!("c{i}"), "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": format!("call_{i}"), "type": "function", "function": {"name": tool, "arguments": args.to_string()}}]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
+}
+
+/// A model server scripted per phase for a two-step run: frame, write a.md, reflect
+/// (continue), write b.md, reflect (done).
+fn two_step_server() -> Server {
+    let write = |name: &str| {
+        json!({"next_action": {"tool": "file_write", "args": {"path": format!("artifacts/{name}"), "content": name}},
+            "expected_outcome": "written", "rationale": "r"})
+    };
+    Server::start(vec![
+        reply(
+            0,
+            "frame_answer",
+            json!({"goal": "g", "definition_of_done": ["a written", "b written", "both short"], "can_proceed": true}),
+        ),
+        reply(1, "plan_answer", write("a.md")),
+        reply(
+            2,
+            "reflect_answer",
+            json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/a.md"]}], "decision": "continue", "reason": "a done"}),
+        ),
+        reply(3, "plan_answer", write("b.md")),
+        reply(
+            4,
+            "reflect_answer",
+            json!({"satisfied": [{"item": 2, "steps": [2], "artifacts": ["artifacts/b.md"]}, {"item": 3, "steps": [1, 2]}],
+            "decision": "done", "reason": "both", "outcome": "wrote a and b", "artifacts": ["artifacts/a.md", "artifacts/b.md"]}),
+        ),
+    ])
+}
+
+fn server_run(t: &T, url: &str, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = t.al(&["--provider", "openai", "--base-url", url, "--model", "m"]);
+    c.args(extra).args(["run", "--goal", "write a and b"]).env("OPENAI_API_KEY", "sk-test-fused");
+    c
+}
+
+/// The forced tool of each request the server got.
+fn forced(s: &Server) -> Vec<String> {
+    (0..s.count())
+        .map(|i| s.request(i).json()["tool_choice"]["function"]["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_model_server_is_asked_reflect_and_the_next_plan_in_one_call_by_default() {
+    let t = T::new();
+    let s = two_step_server();
+    let out = server_run(&t, &s.url, &["--record", "rec.jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(forced(&s), ["frame_answer", "plan_answer", "reflect_plan_answer", "reflect_plan_answer"]);
+    let trace = t.trace();
+    let fused: Vec<&Value> = trace.iter().filter(|e| e["data"]["fused"] == true).collect();
+    assert_eq!(
+        fused.iter().map(|e| (e["event"].as_str().unwrap(), e["step"].as_u64().unwrap())).collect::<Vec<_>>(),
+        [("reflect", 1), ("plan", 2), ("reflect", 2)]
+    );
+    assert_eq!((t.read("ws/artifacts/a.md"), t.read("ws/artifacts/b.md")), ("a.md".into(), "b.md".into()));
+    assert_eq!(t.json("ws/result.json")["status"], "done");
+    // The recording holds the fused answers, so replaying it (the scripted model, `auto`) asks
+    // the fused call again and writes the same trace.
+    let recorded = t.read("rec.jsonl");
+    assert_eq!(recorded.lines().filter(|l| l.contains("\"phase\":\"reflect+plan\"")).count(), 2, "{recorded}");
+    std::fs::rename(t.path("ws"), t.path("ws_recorded")).unwrap();
+    let out = t.al(&["--script", "rec.jsonl", "run", "--goal", "write a and b"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shape = |v: &[Value]| {
+        v.iter().map(|e| (e["event"].clone(), e["step"].clone(), e["data"]["fused"].clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(shape(&t.trace()), shape(&trace));
+    assert_eq!(t.read("ws/artifacts/b.md"), "b.md");
+}
+
+#[test]
+fn fuse_phases_false_in_the_config_or_the_environment_asks_each_phase_apart() {
+    for how in ["config", "env"] {
+        let t = T::new();
+        let s = two_step_server();
+        let mut c = server_run(&t, &s.url, &[]);
+        if how == "config" {
+            t.write("ws/agentloop.yaml", "llm:\n  fuse_phases: false\n");
+        } else {
+            c.env("AGENTLOOP_LLM__FUSE_PHASES", "false");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{how}: {}", stderr(&out));
+        assert_eq!(
+            forced(&s),
+            ["frame_answer", "plan_answer", "reflect_answer", "plan_answer", "reflect_answer"],
+            "{how}"
+        );
+        assert!(t.trace().iter().all(|e| e["data"]["fused"].is_null()), "{how}: nothing fused");
+        assert_eq!(t.read("ws/artifacts/b.md"), "b.md", "{how}");
+    }
+    // A value that is none of auto, true, false is refused naming the key, before any call.
+    let t = T::new();
+    let s = two_step_server();
+    let out = server_run(&t, &s.url, &[]).env("AGENTLOOP_LLM__FUSE_PHASES", "sometimes").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("llm.fuse_phases") && e.contains("`sometimes` is not one of auto, true, false"), "{e}");
+    assert_eq!(s.count(), 0);
 }

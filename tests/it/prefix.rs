@@ -51,7 +51,9 @@ pub fn server(anthropic: bool) -> Server {
 }
 
 fn run(t: &T, s: &Server, anthropic: bool, unshared: bool) -> std::process::Output {
-    t.write("ws/agentloop.yaml", "llm:\n  structured: tools\n");
+    // The prefix each phase's own call sends is the point here, so Reflect and Plan are asked
+    // apart (a fused run's one prefix is `fused::`'s and the bench's).
+    t.write("ws/agentloop.yaml", "llm:\n  structured: tools\n  fuse_phases: false\n");
     let provider = if anthropic { "anthropic" } else { "openai" };
     let mut c = t.al(&["--provider", provider, "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
     c.env(if anthropic { "ANTHROPIC_API_KEY" } else { "OPENAI_API_KEY" }, "sk-test-prefix");
@@ -130,7 +132,8 @@ fn a_provider_that_does_not_cache_gets_each_phase_its_smallest_prompt() {
     // Anthropic with caching off bills every token of every call: no shared prefix is sent.
     let t = T::new();
     let s = server(true);
-    t.write("ws/agentloop.yaml", "llm:\n  structured: tools\n  cache: false\n");
+    // Each phase's own smallest prompt is the point, so Reflect and Plan are asked apart.
+    t.write("ws/agentloop.yaml", "llm:\n  structured: tools\n  cache: false\n  fuse_phases: false\n");
     let mut c =
         t.al(&["--provider", "anthropic", "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
     c.env("ANTHROPIC_API_KEY", "sk-test-prefix");

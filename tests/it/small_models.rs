@@ -150,6 +150,8 @@ fn an_unknown_tool_messages_value_is_refused() {
 fn answers_are_capped_per_phase_and_a_cut_answer_is_told_so() {
     let s = server("length");
     let t = T::new();
+    // Each phase's own cap is the point, Reflect's too, so Reflect and Plan are asked apart.
+    t.write("ws/agentloop.yaml", "llm:\n  fuse_phases: false\n");
     let out = run(&t, &s.url);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let cap = |tool: &str| nth(&s, tool, 0)["max_tokens"].clone();

@@ -126,6 +126,9 @@ fn answer(tool: &str) -> Value {
             "expected_outcome": "x written", "rationale": "the one thing to do"
         }),
         "report_color" => json!({"color": "blue"}),
+        // A run asks Reflect and the next Plan in one call (`llm.fuse_phases`); the reflection
+        // decides done, so there is no plan half.
+        "reflect_plan_answer" => json!({"reflect": answer("reflect_answer")}),
         _ => {
             json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["artifacts/x.md"]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "x written", "outcome": "wrote x",
             "artifacts": ["artifacts/x.md"]})
@@ -332,7 +335,9 @@ fn streamed_run_matches_a_plain_one(format: &'static str) {
     let deltas: Vec<&Value> = events.iter().filter(|e| e["event"] == "model.delta").collect();
     assert!(deltas.len() > 10, "{deltas:?}");
     for phase in ["frame", "plan", "reflect"] {
-        let tool = format!("{phase}_answer");
+        // Reflect is asked with the next Plan in one call (`llm.fuse_phases`), its pieces
+        // under `reflect`.
+        let tool = if phase == "reflect" { "reflect_plan_answer".to_string() } else { format!("{phase}_answer") };
         let args: String = deltas
             .iter()
             .filter(|e| e["phase"] == phase && e["data"]["tool"] == tool.as_str())

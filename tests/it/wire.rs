@@ -98,6 +98,9 @@ fn run(t: &T, ws: &str, url: &str) -> std::process::Output {
     t.cmd()
         .args(["-w", ws, "--provider", "openai", "--base-url", url, "--model", "smollm2", "run", "--goal", "write x"])
         .env("AGENTLOOP_LLM__BACKOFF_MS", "600000")
+        // The requests each phase's own call sends, in order, are what these tests read, so
+        // Reflect and Plan are asked apart.
+        .env("AGENTLOOP_LLM__FUSE_PHASES", "false")
         .output()
         .unwrap()
 }

@@ -62,22 +62,64 @@ impl Serialize for Strict {
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            B(bool),
-            S(String),
+        Ok(match auto_or_bool(d)? {
+            None => Strict::Auto,
+            Some(true) => Strict::On,
+            Some(false) => Strict::Off,
+        })
+    }
+}
+
+/// A key that takes `auto`, `true` or `false` (a boolean, or the word as a string, as an
+/// environment variable gives it): `None` for `auto`.
+fn auto_or_bool<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        B(bool),
+        S(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::B(b) => Ok(Some(b)),
+        Raw::S(s) => match s.trim().to_lowercase().as_str() {
+            "auto" => Ok(None),
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            other => Err(serde::de::Error::custom(format!("`{other}` is not one of auto, true, false"))),
+        },
+    }
+}
+
+/// `llm.fuse_phases`: whether a run asks Reflect's question and the next Plan's in one call.
+/// `auto` (the default) fuses for every provider but a scripted model whose script is written
+/// per phase: its answers are queued by phase, so a script fuses only when it holds fused
+/// answers (a `reflect+plan` queue, or a recording of a fused run). `true` fuses for every
+/// provider (a scripted model then answers from its `reflect+plan` queue); `false` never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FusePhases {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Serialize for FusePhases {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            FusePhases::Auto => s.serialize_str("auto"),
+            FusePhases::On => s.serialize_bool(true),
+            FusePhases::Off => s.serialize_bool(false),
         }
-        match Raw::deserialize(d)? {
-            Raw::B(true) => Ok(Strict::On),
-            Raw::B(false) => Ok(Strict::Off),
-            Raw::S(s) => match s.trim().to_lowercase().as_str() {
-                "auto" => Ok(Strict::Auto),
-                "true" => Ok(Strict::On),
-                "false" => Ok(Strict::Off),
-                other => Err(serde::de::Error::custom(format!("`{other}` is not one of auto, true, false"))),
-            },
-        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FusePhases {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Ok(match auto_or_bool(d)? {
+            None => FusePhases::Auto,
+            Some(true) => FusePhases::On,
+            Some(false) => FusePhases::Off,
+        })
     }
 }
 

@@ -45,8 +45,8 @@ pub struct LlmConfig {
     pub context_window: Option<u32>,
     /// A run (`run`, `serve`, the worker, event mode) asks Reflect's question and the next Plan's
     /// in one call after each action (one answer tool holding both answers); the `plan` and
-    /// `reflect` commands stay separate.
-    pub fuse_phases: bool,
+    /// `reflect` commands stay separate. auto | true | false (see [`FusePhases`]).
+    pub fuse_phases: FusePhases,
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.
     pub stream: bool,
@@ -78,7 +78,7 @@ impl Default for LlmConfig {
             record: None,
             cache: true,
             context_window: None,
-            fuse_phases: false,
+            fuse_phases: FusePhases::Auto,
             stream: false,
             tool_messages: Default::default(),
         }

@@ -4,11 +4,11 @@
 
 use super::{budget_exceeded, finish, Env, Outcome};
 
-/// The phase name the fused Reflect + Plan call is made under (`fused`: transcript, progress, a
-/// scripted model's queue); its answer is capped as Plan's is.
-pub const FUSED_PHASE: &str = "reflect+plan";
 use crate::budget::Budget;
 use crate::error::{Error, Kind, Result};
+/// The phase name the fused Reflect + Plan call is made under ([`crate::model::FUSED_PHASE`]);
+/// its answer is capped as Plan's is.
+pub use crate::model::FUSED_PHASE;
 use crate::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
 use crate::trace::{Entry, Phase, Usage};
 use crate::workspace::{Commit, State, StopKind};

@@ -104,8 +104,9 @@ pub struct Env<'a> {
     /// The fused answer tool for the Definition of Done's length ([`fused`]), kept with its
     /// compiled validator.
     fused_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
-    /// Reflect and the next Plan share one call ([`fused`]): set by [`run::drive`] from
-    /// `llm.fuse_phases`, so the single-phase commands stay as they are.
+    /// This environment drives a run, whose Reflect and next Plan may share one call
+    /// ([`fused`], as `llm.fuse_phases` says: [`Env::fuses`]): set by [`run::drive`] and event
+    /// mode, so the single-phase commands stay as they are.
     pub fuse: bool,
 }
 
@@ -243,6 +244,20 @@ impl<'a> Env<'a> {
             tools.push(phase.clone());
         }
         Ok(tools)
+    }
+
+    /// Whether this run's Reflect asks with the next Plan ([`fused`]): `llm.fuse_phases`, with
+    /// `auto` resolved by the model (every provider but a scripted model whose script is written
+    /// per phase). A model that cannot be built here is not fused: the Reflect call reports why.
+    pub fn fuses(&mut self, state: &State) -> bool {
+        if !self.fuse {
+            return false;
+        }
+        match self.cfg.llm.fuse_phases {
+            crate::config::FusePhases::On => true,
+            crate::config::FusePhases::Off => false,
+            crate::config::FusePhases::Auto => self.model(state).is_ok_and(|m| m.fuses_by_default()),
+        }
     }
 
     /// The fused call's answer tool ([`crate::contract::fused_tool`]) for a Definition of Done of

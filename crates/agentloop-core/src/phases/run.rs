@@ -13,7 +13,7 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
         Next::Frame => super::frame::run(env, state),
         Next::Plan => super::plan::run(env, state),
         Next::Act => super::act::run(env, state),
-        Next::Reflect if env.fuse => super::fused::run(env, state),
+        Next::Reflect if env.fuses(state) => super::fused::run(env, state),
         Next::Reflect => super::reflect::run(env, state),
         Next::Finish | Next::None => Ok(Outcome::Stopped(state.stop.unwrap_or(StopKind::Escalated))),
     }
@@ -44,7 +44,7 @@ fn window_filled(env: &Env, state: &State) -> Option<String> {
 
 pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
     let start = Instant::now();
-    env.fuse = env.cfg.llm.fuse_phases;
+    env.fuse = true;
     env.deadline = Some(start + timeout);
     env.clock = Some((start, state.elapsed_ms));
     loop {

@@ -219,6 +219,10 @@ pub struct Probe {
     pub response: Option<Response>,
 }
 
+/// The phase name the fused Reflect + Plan call is made under (`phases::fused`: transcript,
+/// progress, a scripted model's queue, a recording's entries).
+pub const FUSED_PHASE: &str = "reflect+plan";
+
 pub trait Model {
     /// Provider name (anthropic, openai, ollama, scripted).
     fn provider(&self) -> &str;
@@ -253,6 +257,11 @@ pub trait Model {
     }
     /// Records what `models test` found: whether a `role: tool` message reaches the model.
     fn learned_tool_results(&mut self, _reach: bool) {}
+    /// Whether `llm.fuse_phases: auto` fuses Reflect and the next Plan for this model: every
+    /// model answers the fused call but a scripted one whose script is written per phase.
+    fn fuses_by_default(&self) -> bool {
+        true
+    }
 }
 
 /// Wraps a model and appends every response to a JSONL file the scripted model can replay.
@@ -294,6 +303,9 @@ impl Model for Recorder {
     }
     fn learned_tool_results(&mut self, reach: bool) {
         self.inner.learned_tool_results(reach)
+    }
+    fn fuses_by_default(&self) -> bool {
+        self.inner.fuses_by_default()
     }
 }
 

@@ -188,6 +188,16 @@ impl Model for Scripted {
             self.pos = pos;
         }
     }
+    /// A script is written per phase: it fuses only when it holds fused answers (a
+    /// `reflect+plan` queue, or a list with answers marked `phase: reflect+plan`, as a recording
+    /// of a fused run is), so a script written for separate calls means what it meant.
+    fn fuses_by_default(&self) -> bool {
+        let fused = super::FUSED_PHASE;
+        match &self.queues {
+            Queues::Keyed(m) => m.get(fused).is_some_and(|q| !q.is_empty()),
+            Queues::Ordered(q) => q.iter().any(|e| e.phase.as_deref() == Some(fused)),
+        }
+    }
 }
 
 impl Scripted {

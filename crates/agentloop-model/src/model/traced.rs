@@ -144,6 +144,9 @@ impl Model for Traced {
     fn learned_tool_results(&mut self, reach: bool) {
         self.inner.learned_tool_results(reach)
     }
+    fn fuses_by_default(&self) -> bool {
+        self.inner.fuses_by_default()
+    }
 }
 
 /// The run's `invoke_agent` span ([`crate::otel::RunSpan`]), naming the provider and model the
