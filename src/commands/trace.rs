@@ -84,6 +84,9 @@ struct Filter {
     args: FilterArgs,
     since: Option<SystemTime>,
     run: Option<String>,
+    /// The latest run, shown when no run was asked for: like `run`, but no part of the byte
+    /// prefilter, so a plain `trace show` still parses (and warns about) every line.
+    latest: Option<String>,
 }
 
 impl Filter {
@@ -105,7 +108,7 @@ impl Filter {
             Some("last") => last_run(),
             other => other.map(String::from),
         };
-        Ok(Filter { args, since, run })
+        Ok(Filter { args, since, run, latest: None })
     }
 
     fn keep(&self, e: &Entry) -> bool {
@@ -124,6 +127,7 @@ impl Filter {
             && a.tool.as_deref().is_none_or(|t| tool == Some(t))
             && (!a.errors || error)
             && self.run.as_deref().is_none_or(|r| run_id == r)
+            && self.latest.as_deref().is_none_or(|r| run_id == r)
             && self.since.is_none_or(|s| crate::clock::parse_rfc3339(ts).is_some_and(|t| t >= s))
     }
 
@@ -240,26 +244,31 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
         );
     }
     // Streamed: memory stays flat however long the trace is (`--run last` reads it twice).
-    let last_run = || latest_run(&path).map(|l| l.id);
+    let last_run = || edge_runs(&path).map(|(_, last)| last).or_else(|| latest_run(&path).map(|l| l.id));
     let warn = |file: &camino::Utf8Path, b: &trace::BadLine| {
         ctx.printer.warn(&format!("{file}:{}: skipped a corrupt line ({})", b.line, b.message))
     };
     match cmd {
         TraceCommand::Show(args) => {
-            // Without --run or --all-runs, the latest run and anything after it.
-            let from_line = match (&args.filter.run, args.all_runs) {
-                (None, false) => latest_run(&path).filter(|l| l.earlier_runs > 0),
+            // Without --run or --all-runs, the latest run: the run of the trace's last entry.
+            // Its id is read off the end of the file; only a trace whose first entry is of
+            // another run is read through first, to count the runs before it.
+            let latest = match (&args.filter.run, args.all_runs) {
+                (None, false) => match edge_runs(&path) {
+                    Some((first, last)) if first == last => Some(Latest { id: last, earlier_runs: 0 }),
+                    _ => latest_run(&path),
+                },
                 _ => None,
             };
-            if let Some(l) = &from_line {
+            if let Some(l) = latest.as_ref().filter(|l| l.earlier_runs > 0) {
                 ctx.printer.info(&format!(
                     "showing the latest run, {}; {} earlier run(s) in this trace: --all-runs shows them",
                     l.id, l.earlier_runs
                 ));
             }
-            let skip = from_line.map_or(0, |l| l.first_line);
             let whole_errors = args.filter.errors;
-            let filter = Filter::new(args.filter, last_run)?;
+            let mut filter = Filter::new(args.filter, last_run)?;
+            filter.latest = latest.map(|l| l.id);
             // --follow must see the trace's last entry (has the run finished?), so it parses
             // every line; a plain read parses only the lines that can be shown.
             let prefilter = filter.prefilter().filter(|_| !args.follow);
@@ -307,12 +316,10 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let mut ended = false;
             let (mut offset, mut lines) = (0, 0);
             for file in &files {
-                let own = *file == path;
-                (offset, lines) = scan_par(file, work, |nth, got, text| match got {
+                (offset, lines) = scan_par(file, work, |_, got, text| match got {
                     Got::Read { finished, shown } => {
                         ended = finished;
                         match shown {
-                            Some(_) if own && nth < skip => {}
                             Some(Shown::Line) => view.rendered(text),
                             Some(Shown::Entry(e)) => view.entry(&e),
                             None => {}
@@ -322,6 +329,8 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                 })?;
             }
             if args.follow && !ended && files.last() == Some(&path) {
+                // What is appended from now on is shown whatever its run: a new run's entries too.
+                filter.latest = None;
                 follow(&mut view, &path, &filter, offset, lines)?;
             } else if view.shown == 0 {
                 ctx.printer.info(if whole_errors { "no errors" } else { "no entries match" });
@@ -373,43 +382,78 @@ fn finished(e: &Entry) -> bool {
     e.event == "run.finished"
 }
 
-/// The newest run in a trace: its id, the line (1-based) where its entries begin, and how many
-/// other runs come before it.
+/// The newest run in a trace (the run of its last entry) and how many other runs it holds.
 struct Latest {
     id: String,
-    first_line: usize,
     earlier_runs: usize,
 }
 
+/// Reads the whole trace for its runs (on the scan's threads, each line's run read off the start
+/// of its bytes where that is sure): the last entry's, and how many others there are.
 fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
-    let mut latest: Option<Latest> = None;
+    let mut last: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
     let key = memmem::Finder::new(b"\"run_id\"");
     let mut scratch: Vec<()> = vec![(); trace_read::threads()];
-    let mut nth_before = 0;
     let _ = trace_read::scan_blocks(
         path,
         &mut scratch,
         |_, b, _| runs_in(b, &key),
         |part: RunsIn, _| {
-            for (nth, run_id) in part.starts {
-                if latest.as_ref().is_some_and(|l| l.id == run_id) {
-                    continue;
+            for run_id in part.starts {
+                if last.as_ref() != Some(&run_id) {
+                    seen.insert(run_id.clone());
+                    last = Some(run_id);
                 }
-                seen.insert(run_id.clone());
-                latest = Some(Latest { id: run_id, first_line: nth_before + nth, earlier_runs: seen.len() - 1 });
             }
-            nth_before += part.non_empty;
         },
     );
-    latest
+    last.map(|id| Latest { earlier_runs: seen.len() - 1, id })
 }
 
-/// The runs of a part of a trace, as [`latest_run`] reads them: where the run id changes (the
-/// position of the line among the part's non-empty lines, and the new id; lines that name no
-/// run, or an empty one, are passed over), and how many non-empty lines the part has.
+/// The run of the trace's first entry and of its last (the first line from each end that names
+/// one), read from a window at each end of the file, up to 8 MiB; None when no line in them
+/// names a run (the whole trace is then read by [`latest_run`]).
+fn edge_runs(path: &camino::Utf8Path) -> Option<(String, String)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let key = memmem::Finder::new(b"\"run_id\"");
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut window = 64 * 1024u64;
+    loop {
+        let whole = window >= len;
+        let mut head = Vec::new();
+        f.seek(SeekFrom::Start(0)).ok()?;
+        (&mut f).take(window).read_to_end(&mut head).ok()?;
+        let mut tail = Vec::new();
+        f.seek(SeekFrom::Start(len.saturating_sub(window))).ok()?;
+        f.read_to_end(&mut tail).ok()?;
+        // Only whole lines: the head's last line and the tail's first may be cut by the window.
+        let head = if whole { &head[..] } else { &head[..memchr::memrchr(b'\n', &head).unwrap_or(0)] };
+        let tail = if whole { &tail[..] } else { memchr::memchr(b'\n', &tail).map_or(&tail[..0], |i| &tail[i + 1..]) };
+        let first = head.split(|c| *c == b'\n').find_map(|l| run_of_line(l, &key));
+        let last = tail.rsplit(|c| *c == b'\n').find_map(|l| run_of_line(l, &key));
+        if let (Some(first), Some(last)) = (first, last) {
+            return Some((first, last));
+        }
+        if whole || window >= 8 * 1024 * 1024 {
+            return None;
+        }
+        window *= 8;
+    }
+}
+
+/// One line's run, as [`runs_in`] reads it: None for a blank line, a line that is no entry, or
+/// an empty run id.
+fn run_of_line(raw: &[u8], key: &memmem::Finder) -> Option<String> {
+    runs_in(raw, key).starts.pop()
+}
+
+/// The runs of a part of a trace, as [`latest_run`] reads them: each id where the run changes
+/// (lines that name no run, or an empty one, are passed over), and how many non-empty lines the
+/// part has.
 struct RunsIn {
-    starts: Vec<(usize, String)>,
+    starts: Vec<String>,
     non_empty: usize,
 }
 
@@ -444,7 +488,7 @@ fn runs_in(b: &[u8], key: &memmem::Finder) -> RunsIn {
         let Some(id) = id.filter(|id| !id.is_empty()) else { continue };
         if current.as_deref() != Some(id) {
             current = Some(id.to_vec());
-            out.starts.push((out.non_empty, String::from_utf8_lossy(id).into_owned()));
+            out.starts.push(String::from_utf8_lossy(id).into_owned());
         }
     }
     out
@@ -823,8 +867,7 @@ mod tests {
         let key = memmem::Finder::new(b"\"run_id\"");
         for (line, want) in cases {
             let runs = runs_in(format!("\n \u{3000}\n{line}\n").as_bytes(), &key);
-            let got: Vec<(usize, &str)> = runs.starts.iter().map(|(n, id)| (*n, id.as_str())).collect();
-            assert_eq!(got, want.map(|w| (1, w)).into_iter().collect::<Vec<_>>(), "{line}");
+            assert_eq!(runs.starts, want.map(String::from).into_iter().collect::<Vec<_>>(), "{line}");
             assert_eq!(runs.non_empty, 1, "{line}");
         }
     }

@@ -251,3 +251,36 @@ fn trace_show_json_prints_the_stored_lines_in_order_over_many_blocks() {
     assert_eq!(stats["total"]["entries"], u64::from(n) + 2);
     assert_eq!(stats["phases"]["act"]["entries"], u64::from(n) / 2 + 1);
 }
+
+/// Without --run or --all-runs, `trace show` shows the run of the trace's last entry, found off
+/// the ends of the file however long the trace: a one-run trace is shown whole (a corrupt or
+/// blank line at either end changes nothing), and one whose first entry is of another run is
+/// counted through and said on stderr, its other runs' entries left out wherever they stand.
+#[test]
+fn trace_show_finds_the_latest_run_off_the_ends_of_a_long_trace() {
+    let t = T::new();
+    t.cmd().args(["init", "ws", "--goal", "g"]).assert().success();
+    let pad = "x".repeat(2000);
+    let body = |run: &str, from: u32, n: u32| -> String {
+        (from..from + n).map(|i| entry(run, i, "act", json!({"reason": pad}))).collect()
+    };
+    // One run, over 1 MiB, a corrupt line at its head and a blank one at its end.
+    t.write("ws/trace.jsonl", &format!("{{\"phase\": \"act\" not json\n{}\n  \n", body("R2", 1, 600)));
+    let out = t.al(&["trace", "show", "--json", "--phase", "act"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 600);
+    assert!(!stderr(&out).contains("earlier run"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("trace.jsonl:1: skipped a corrupt line"), "{}", stderr(&out));
+    // R1, then R2, a stray R3 entry among R2's, and R2 to the end: R2 is shown, all of it.
+    let trace = body("R1", 1, 300) + &body("R2", 1, 300) + &body("R3", 1, 1) + &body("R2", 301, 300);
+    t.write("ws/trace.jsonl", &trace);
+    let out = t.al(&["trace", "show", "--json"]).output().unwrap();
+    let runs: Vec<String> =
+        stdout(&out).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["run_id"].to_string()).collect();
+    assert_eq!(runs.len(), 600);
+    assert!(runs.iter().all(|r| r == "\"R2\""), "{runs:?}");
+    assert!(stderr(&out).contains("showing the latest run, R2; 2 earlier run(s)"), "{}", stderr(&out));
+    // --all-runs shows every entry.
+    let all = t.al(&["trace", "show", "--json", "--all-runs"]).output().unwrap();
+    assert_eq!(stdout(&all).lines().count(), 901);
+}
