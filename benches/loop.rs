@@ -451,13 +451,13 @@ fn trace_throughput() -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-/// `trace show --json --phase act --all-runs` over a 500,000-line trace of about 300 MB (30% act
-/// entries, ~600 bytes a line) as the binary runs it, its output read through a pipe, beside
-/// `grep -c` counting the same lines in the same file. Returns (agentloop s, grep s, entries
-/// shown, lines grep counted); grep's time is None when there is no grep.
 /// One timed `trace show`: what it read, its seconds, the entries it printed.
 type Timed = (&'static str, f64, usize);
 
+/// `trace show --json --phase act` over a 500,000-line trace of about 300 MB (30% act entries,
+/// ~600 bytes a line) as the binary runs it, with `--all-runs` and for the latest run, beside
+/// `grep -c` counting the same lines in the same file. Returns each timed `trace show`, grep's
+/// time (None when there is no grep) and the lines grep counted.
 fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_agentloop");
