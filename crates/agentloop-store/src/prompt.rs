@@ -67,6 +67,39 @@ pub struct Templates {
     env: std::sync::Arc<Environment<'static>>,
     /// The file each overridden template was read from.
     overrides: HashMap<&'static str, String>,
+    /// The thread renders run on, started by the first render and kept for the next: a thread
+    /// of its own (with its 8 MiB stack) for each of the several renders of a step cost more
+    /// than the renders did. One whose render went over is left asleep and replaced.
+    renderer: std::sync::Mutex<Option<std::sync::mpsc::Sender<Job>>>,
+}
+
+/// One render for the renderer thread: the template, its values, the flag it raises when it
+/// goes over its budget, and where its output goes.
+struct Job {
+    name: String,
+    ctx: minijinja::Value,
+    over: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    done: std::sync::mpsc::Sender<std::result::Result<Vec<u8>, minijinja::Error>>,
+}
+
+/// Starts a renderer: each job is rendered with a budget of [`MAX_MEMORY`], and the thread
+/// keeps the flag of the job it runs for as long as it may raise it (`alloc::set_budget`).
+fn start_renderer(env: std::sync::Arc<Environment<'static>>) -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    std::thread::Builder::new().name("render".into()).stack_size(8 << 20).spawn(move || {
+        // The running job's flag, kept here past its job: the budget points at it until the next.
+        let mut flag;
+        for job in rx {
+            flag = job.over;
+            crate::alloc::set_budget(MAX_MEMORY, &flag);
+            let mut out = Capped(Vec::new());
+            let r = env.get_template(&job.name).and_then(|t| t.render_captured_to(job.ctx, &mut out)).map(|_| out.0);
+            // Between renders nothing is held to a budget.
+            crate::alloc::set_budget(usize::MAX, &flag);
+            let _ = job.done.send(r);
+        }
+    })?;
+    Ok(tx)
 }
 
 impl Templates {
@@ -96,7 +129,7 @@ impl Templates {
                 overrides.insert(*name, p.to_string());
             }
         }
-        Ok(Templates { env: std::sync::Arc::new(env), overrides })
+        Ok(Templates { env: std::sync::Arc::new(env), overrides, renderer: std::sync::Mutex::new(None) })
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
@@ -143,33 +176,43 @@ impl Templates {
         String::from_utf8(out).map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
     }
 
-    /// Renders on a thread of its own holding at most [`MAX_MEMORY`]: the output, or `None` when
-    /// the render went over (its thread is then left asleep, holding what it took).
+    /// Renders on the renderer thread, holding at most [`MAX_MEMORY`]: the output, or `None`
+    /// when the render went over (that thread is then left asleep, holding what it took, and
+    /// the next render starts another).
     fn render_budgeted(
         &self,
         name: &str,
         ctx: minijinja::Value,
     ) -> std::result::Result<Option<Vec<u8>>, minijinja::Error> {
         use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::mpsc::RecvTimeoutError;
         let over = std::sync::Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let (env, name, flag) = (self.env.clone(), name.to_string(), over.clone());
-        let spawned = std::thread::Builder::new().name("render".into()).stack_size(8 << 20).spawn(move || {
-            crate::alloc::set_budget(MAX_MEMORY, &flag);
-            let mut out = Capped(Vec::new());
-            let r = env.get_template(&name).and_then(|t| t.render_captured_to(ctx, &mut out)).map(|_| out.0);
-            let _ = tx.send(r);
-        });
-        if let Err(e) = spawned {
-            return Err(minijinja::Error::new(ErrorKind::InvalidOperation, format!("no thread to render on: {e}")));
+        let job = Job { name: name.to_string(), ctx, over: over.clone(), done: tx };
+        // Held while the render runs: one render at a time on this set of templates.
+        let mut renderer = self.renderer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let no_thread = |e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("no thread to render on: {e}"));
+        let sent = match renderer.as_ref() {
+            Some(r) => r.send(job).map_err(|e| e.0),
+            None => Err(job),
+        };
+        if let Err(job) = sent {
+            // The first render, or the renderer is gone: start one.
+            let r = start_renderer(self.env.clone()).map_err(no_thread)?;
+            r.send(job).map_err(|_| no_thread(std::io::Error::other("the renderer stopped")))?;
+            *renderer = Some(r);
         }
         loop {
             match rx.recv_timeout(std::time::Duration::from_millis(20)) {
                 Ok(r) => return r.map(Some),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if over.load(Ordering::SeqCst) => return Ok(None),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(minijinja::Error::new(ErrorKind::InvalidOperation, "the render stopped unexpectedly"))
+                Err(RecvTimeoutError::Timeout) if over.load(Ordering::SeqCst) => {
+                    *renderer = None;
+                    return Ok(None);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    *renderer = None;
+                    return Err(minijinja::Error::new(ErrorKind::InvalidOperation, "the render stopped unexpectedly"));
                 }
             }
         }
