@@ -225,6 +225,24 @@ mod tests {
     use super::*;
     use crate::markdown::{Item, Memory, Plan};
 
+    /// Renders share one thread, and a render that goes over its memory budget leaves that
+    /// thread asleep: the render after it gets a thread of its own and succeeds.
+    #[test]
+    fn a_render_after_one_that_went_over_gets_a_new_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap();
+        let doubling = format!("{{% set s = 'abcdefgh' %}}{}{{{{ s|length }}}}\n", "{% set s = s ~ s %}".repeat(40));
+        std::fs::write(root.join("prompt-frame.j2"), doubling).unwrap();
+        let tpl = Templates::load(Some(root)).unwrap();
+        let mem = serde_json::to_value(Memory { goal: "g".into(), ..Default::default() }).unwrap();
+        assert!(tpl.render("memory.md.j2", &mem).unwrap().contains("g"));
+        let e = tpl.render("prompt-frame.j2", serde_json::json!({})).unwrap_err();
+        assert!(e.message.contains("held more than 256 MiB"), "{}", e.message);
+        for _ in 0..2 {
+            assert!(tpl.render("memory.md.j2", &mem).unwrap().contains("g"));
+        }
+    }
+
     /// The built-ins on lists far longer than a run writes stay well inside [`FUEL`]: about 8
     /// steps an item, so the budget holds lists of about a million items.
     #[test]
