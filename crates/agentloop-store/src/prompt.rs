@@ -11,7 +11,8 @@
 //! step can write 100 MB (`"x" * 100000000`); and what it holds is capped ([`MAX_MEMORY`]), since
 //! a few steps can build a string of gigabytes (`{% set s = s ~ s %}`, 30 times). A render runs
 //! on a thread of its own with that budget (`alloc.rs`); one that goes over is left asleep and
-//! the render fails naming its file.
+//! the render fails naming its file. A built-in template renders on the caller's thread: it
+//! builds nothing but its output, which is capped, from values already held.
 
 use crate::error::{Error, Result};
 use camino::Utf8Path;
@@ -82,6 +83,16 @@ struct Job {
     done: std::sync::mpsc::Sender<std::result::Result<Vec<u8>, minijinja::Error>>,
 }
 
+/// Renders `name` with its output capped at [`MAX_OUTPUT`] (and its work at [`FUEL`]).
+fn render_capped(
+    env: &Environment<'static>,
+    name: &str,
+    ctx: minijinja::Value,
+) -> std::result::Result<Vec<u8>, minijinja::Error> {
+    let mut out = Capped(Vec::new());
+    env.get_template(name).and_then(|t| t.render_captured_to(ctx, &mut out)).map(|_| out.0)
+}
+
 /// Starts a renderer: each job is rendered with a budget of [`MAX_MEMORY`], and the thread
 /// keeps the flag of the job it runs for as long as it may raise it (`alloc::set_budget`).
 fn start_renderer(env: std::sync::Arc<Environment<'static>>) -> std::io::Result<std::sync::mpsc::Sender<Job>> {
@@ -92,8 +103,7 @@ fn start_renderer(env: std::sync::Arc<Environment<'static>>) -> std::io::Result<
         for job in rx {
             flag = job.over;
             crate::alloc::set_budget(MAX_MEMORY, &flag);
-            let mut out = Capped(Vec::new());
-            let r = env.get_template(&job.name).and_then(|t| t.render_captured_to(job.ctx, &mut out)).map(|_| out.0);
+            let r = render_capped(&env, &job.name, job.ctx);
             // Between renders nothing is held to a budget.
             crate::alloc::set_budget(usize::MAX, &flag);
             let _ = job.done.send(r);
@@ -135,7 +145,14 @@ impl Templates {
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
         self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
         let over = self.overrides.get(name);
-        let rendered = self.render_budgeted(name, minijinja::Value::from_serialize(ctx));
+        let ctx = minijinja::Value::from_serialize(ctx);
+        // An override is code from whoever wrote the workspace: it renders under a memory
+        // budget. A built-in builds nothing but its output (capped) from values already held,
+        // so it renders here, without the hand-off to another thread.
+        let rendered = match over {
+            Some(_) => self.render_budgeted(name, ctx),
+            None => render_capped(&self.env, name, ctx).map(Some),
+        };
         let out = rendered.map_err(|e| match (e.kind(), over) {
             (ErrorKind::OutOfFuel, Some(path)) => Error::config(format!(
                 "template {path} used more than {FUEL} steps of template work (nested loops?) and was stopped"
