@@ -88,7 +88,11 @@ fn a_refused_answer_is_corrected_in_a_user_message_every_template_shows() {
     assert_eq!(said["content"], format!("`plan_answer` {CUT}"));
     assert_eq!(error["role"], "user");
     let e = error["content"].as_str().unwrap();
-    assert!(e.starts_with("error: that answer was refused: the arguments were not a JSON object"), "{e}");
+    // CUT stops inside its JSON: the model is told it was cut off, and how it began.
+    assert!(
+        e.starts_with("error: that answer was refused: the arguments were cut off before their JSON closed"),
+        "{e}"
+    );
     // What a template that drops tool messages renders still holds the error.
     let shown = Template { drops_tool: true, ..Default::default() }.render(&retry);
     assert!(shown.contains("that answer was refused"), "{shown}");
@@ -111,7 +115,7 @@ fn tool_messages_tool_sends_the_correction_as_a_tool_result() {
     let [.., call, result] = msgs.as_slice() else { panic!("{retry}") };
     assert_eq!(call["tool_calls"][0]["function"]["arguments"], CUT, "{call}");
     assert_eq!((result["role"].clone(), result["tool_call_id"].clone()), (json!("tool"), json!("call_1")));
-    assert!(result["content"].as_str().unwrap().contains("not a JSON object"), "{result}");
+    assert!(result["content"].as_str().unwrap().contains("cut off before their JSON closed"), "{result}");
     let transcript = t.read("ws/transcript.md");
     assert!(transcript.contains(&format!("call plan_answer {CUT}")), "{transcript}");
 }

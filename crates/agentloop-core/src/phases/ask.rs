@@ -237,7 +237,16 @@ fn decode<T: DeserializeOwned>(
         None => Err(Refused::NoCall(tool.name.clone())),
         Some(c) if c.name != tool.name => Err(Refused::OtherTool { called: c.name.clone(), tool: tool.name.clone() }),
         Some(c) if c.invalid_arguments.is_some() => {
-            Err(Refused::NotAnObject(c.invalid_arguments.as_deref().unwrap_or("").chars().take(200).collect()))
+            let raw = c.invalid_arguments.as_deref().unwrap_or("");
+            let start = raw.chars().take(200).collect();
+            // JSON that stops before it closes (read as a grammar writes it) was cut off where
+            // the server stopped the answer, by a stop sequence or a cap of its own: the model
+            // is told so, not that it wrote something other than JSON.
+            let mended = model::json_text::mend(raw);
+            match serde_json::from_str::<Value>(&mended) {
+                Err(e) if e.is_eof() => Err(Refused::EndedEarly(start)),
+                _ => Err(Refused::NotAnObject(start)),
+            }
         }
         Some(c) => {
             let mut args = c.arguments.clone();
@@ -259,6 +268,8 @@ pub enum Refused {
     },
     /// Its arguments were not a JSON object (their start, as written).
     NotAnObject(String),
+    /// Its arguments stopped before their JSON closed (their start, as written).
+    EndedEarly(String),
     Unfit(crate::contract::Unfit),
     /// The phase's own check, for what a schema cannot say, refused it.
     Check(Box<dyn std::error::Error + Send + Sync>),
@@ -272,6 +283,10 @@ impl std::fmt::Display for Refused {
             }
             Refused::OtherTool { called, tool } => write!(f, "you called `{called}`; call the `{tool}` tool instead"),
             Refused::NotAnObject(start) => write!(f, "the arguments were not a JSON object: {start}"),
+            Refused::EndedEarly(start) => write!(
+                f,
+                "the arguments were cut off before their JSON closed: {start}; answer again with the whole object, more briefly"
+            ),
             Refused::Unfit(e) => write!(f, "{e}"),
             Refused::Check(e) => write!(f, "{e}"),
         }
@@ -379,6 +394,26 @@ pub fn account<T>(env: &Env, state: &mut State, e: &mut Entry, a: &Answer<T>) {
 
 #[cfg(test)]
 mod tests {
+    /// Arguments that stop inside their JSON (a string left open, as a server's stop sequence
+    /// leaves it) are said to be cut off; text that is no JSON is said to be none.
+    #[test]
+    fn arguments_that_stop_before_their_json_closes_are_said_to_be_cut_off() {
+        let tool = crate::contract::frame_tool();
+        let call = |raw: &str| crate::model::ToolCall {
+            id: "c".into(),
+            name: tool.name.clone(),
+            arguments: serde_json::Value::Null,
+            invalid_arguments: Some(raw.into()),
+        };
+        let refusal = |raw: &str| {
+            super::decode::<serde_json::Value>(&tool, Some(&call(raw)), &|_| {}).err().map(|e| e.to_string())
+        };
+        let cut = refusal("{ \"definition_of_done\" : [ \"a raw\nnewline, then no end");
+        assert!(cut.as_deref().is_some_and(|e| e.contains("cut off before their JSON closed")), "{cut:?}");
+        let junk = refusal("I will frame it: goal");
+        assert!(junk.as_deref().is_some_and(|e| e.contains("not a JSON object")), "{junk:?}");
+    }
+
     #[test]
     fn each_phase_gets_a_cap_suited_to_its_answer() {
         use super::answer_cap;
