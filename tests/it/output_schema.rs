@@ -134,6 +134,10 @@ fn an_invalid_output_is_retried_once_then_escalates_with_the_validation_error() 
         assert!(reason.contains("no valid plan answer after a correction"), "{reason}");
         assert!(reason.contains("output.score") && reason.contains("11"), "{reason}");
         assert!(result.get("output").is_none());
+        // The refused plan's entry says it took two calls.
+        let trace = t.read("ws/trace.jsonl");
+        let plan = trace.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|e| e["event"] == "plan");
+        assert_eq!(plan.as_ref().map(|e| e["attempt"].clone()), Some(json!(2)), "{trace}");
     }
 }
 

@@ -366,6 +366,8 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     }
     let mut e = Entry::new(&state.run_id, state.step, phase, phase.as_str());
     e.error = Some(reason.clone());
+    // An answer refused after its correction took two calls, and its usage is both of theirs.
+    e.attempt = (stop == StopKind::Escalated).then_some(2);
     e.usage = Some(usage);
     e.cost_usd = cost;
     let mut commit = Commit::default();
