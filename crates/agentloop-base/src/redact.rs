@@ -100,22 +100,17 @@ fn env_forms() -> &'static [String] {
 /// [`redact`], borrowing the text when there is no secret to look for: what a long read
 /// (`trace show` over a whole trace) prints costs no copy per line then.
 pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
-    let no_extra = EXTRA.lock().map(|g| g.is_empty()).unwrap_or(true);
-    if no_extra && env_secrets().is_empty() {
+    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
+    let env = env_secrets();
+    if env.is_empty() && extra.is_empty() {
         return std::borrow::Cow::Borrowed(text);
     }
-    std::borrow::Cow::Owned(redact(text))
-}
-
-/// The text with every secret (raw, base64, hex, and in dump renderings) replaced.
-pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
     for f in env_forms() {
         if out.contains(f.as_str()) {
             out = out.replace(f.as_str(), "[REDACTED]");
         }
     }
-    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
     for s in &extra {
         for f in forms(s) {
             if out.contains(&f) {
@@ -123,12 +118,13 @@ pub fn redact(text: &str) -> String {
             }
         }
     }
-    let env = env_secrets();
-    if env.is_empty() && extra.is_empty() {
-        return out;
-    }
     let secrets: Vec<&str> = env.iter().chain(extra.iter()).map(String::as_str).collect();
-    redact_dumps(&redact_encoded(&out, &secrets), &secrets)
+    std::borrow::Cow::Owned(redact_dumps(&redact_encoded(&out, &secrets), &secrets))
+}
+
+/// The text with every secret (raw, base64, hex, and in dump renderings) replaced.
+pub fn redact(text: &str) -> String {
+    redact_cow(text).into_owned()
 }
 
 /// A tool's result with every secret replaced ([`redact`]), and the values of secret-looking
