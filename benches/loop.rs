@@ -221,12 +221,14 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
     }
     let wire = agentloop::model::http::time_on_the_wire();
     let start = Instant::now();
-    let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600)).unwrap();
+    let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600), &mut phases::run::Here)
+        .unwrap()
+        .stopped();
     // The checkpoint that releasing the lock takes (files fsynced) belongs to the run's cost.
     session.checkpoint().unwrap();
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
     let wire_ms = (agentloop::model::http::time_on_the_wire() - wire).as_secs_f64() * 1000.0;
-    assert_eq!(stop, agentloop::workspace::StopKind::Done, "the bench run must finish done");
+    assert_eq!(stop, Some(agentloop::workspace::StopKind::Done), "the bench run must finish done");
     let server_ms = fake.map_or(0.0, Fake::busy_ms);
     let (entries, _) = agentloop::trace::read(&ctx.ws.trace()).unwrap();
     if let Driver::Http(_) = driver {

@@ -12,6 +12,7 @@ pub mod learn;
 pub mod mcp;
 pub mod memory;
 pub mod models;
+pub mod modes;
 pub mod phase;
 pub mod report;
 pub mod rest;

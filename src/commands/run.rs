@@ -12,8 +12,7 @@ use crate::workspace::{State, Status};
 use clap::Args;
 use serde_json::json;
 
-#[path = "run_modes.rs"]
-mod modes;
+use super::modes;
 
 /// Run the loop until the run is done or escalated.
 ///
@@ -196,8 +195,15 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
     if !matches!(req, Request::Start(_)) {
         ctx.ws.require_dir()?;
     }
-    let runner =
-        Runner { ws: &ctx.ws, resolved: &ctx.resolved, printer: ctx.printer, wait: ctx.lock_wait(), events, ledger };
+    let runner = Runner {
+        ws: &ctx.ws,
+        resolved: &ctx.resolved,
+        printer: ctx.printer,
+        wait: ctx.lock_wait(),
+        events,
+        ledger,
+        modes: modes::AUTO,
+    };
     match runner.request(req)? {
         Outcome::Ended(s) => {
             let rc = report_ended(ctx, &s);
@@ -225,9 +231,6 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
         Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
         Outcome::Ran { state, stop } => {
             report(ctx, &state, events);
-            if ledger {
-                modes::rest_when_tired(ctx, &state);
-            }
             Ok((stop.exit_code(), Some(state)))
         }
     }
@@ -320,7 +323,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
             return Err(phases::values::declined(c, Some(json!(negotiation))));
         }
         match &refusal {
-            Some(why) => Err(phases::negotiate::refused(&est, &limits, why)),
+            Some(why) => Err(phases::negotiate::refused(&est, &limits, window.as_ref(), why)),
             None => Ok(code::OK),
         }
     };

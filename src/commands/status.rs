@@ -57,6 +57,10 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         None => ctx.ws.clone(),
     };
     let mut s = ws.load_state()?;
+    // A run that says running with nothing running it was interrupted: said so, with the way on.
+    if crate::history::stopped_unseen(&ws, &s) {
+        s.interrupted = true;
+    }
     // The limits in force are the ones given now; a run that goes on gets them.
     let recorded = s.limits.clone();
     if !s.status.is_terminal() && args.run.is_none() {
@@ -82,7 +86,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     p.outln(&format!(
         "status      {}{}",
-        s.status.as_str(),
+        if s.interrupted && !s.status.is_terminal() { "interrupted" } else { s.status.as_str() },
         s.reason.as_ref().map(|r| format!(" ({})", line(r))).unwrap_or_default()
     ));
     if let Some(q) = &s.open_question {

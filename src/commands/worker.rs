@@ -86,6 +86,7 @@ pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
         claim_idle,
         max_deliveries: args.max_deliveries.unwrap_or(q.max_deliveries),
         consumer: args.consumer,
+        modes: super::modes::AUTO,
     };
     crate::worker::main(global, opts)
 }

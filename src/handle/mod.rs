@@ -19,11 +19,13 @@
 //! committed to state.json before a request is emitted. Redelivering an event changes nothing.
 
 pub mod command;
+mod jobs;
 
 use crate::config::Config;
 use crate::error::{code, Error, Kind, Result};
 use crate::markdown::NextAction;
 use crate::output::Printer;
+use crate::phases::run::{Door, Driven};
 use crate::phases::{self, act, Env, Outcome};
 use crate::schema::handle::{payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload};
 use crate::settings::Global;
@@ -77,7 +79,14 @@ pub fn main(g: &Global) -> Result<u8> {
             }
         },
     };
-    printer.outln(&resp.to_json().to_string());
+    let answer = resp.to_json();
+    // Kept before it is written: a router that loses this answer gets it again on its retry.
+    if let Some((root, job)) = &resp.job {
+        if let Err(e) = jobs::keep(root, job, &answer) {
+            crate::output::stderr_line(&format!("agentloop handle: warn: the answer of job {job} was not kept: {e}"));
+        }
+    }
+    printer.outln(&answer.to_string());
     Ok(exit)
 }
 
@@ -134,15 +143,24 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     };
     match command {
         "health" => {
-            let runs = root.join(&cfg.handle.runs_dir);
-            resp.result = format!("agentloop {} healthy; runs under {runs}", env!("CARGO_PKG_VERSION"));
-            return 0;
+            return match health(&cfg, &root) {
+                Ok(runs) => {
+                    resp.result = format!("agentloop {} healthy; runs under {runs}", env!("CARGO_PKG_VERSION"));
+                    0
+                }
+                Err(e) => {
+                    fail(resp, format!("unhealthy: {}", config_error(e)), false);
+                    code::HANDLE_CONFIG
+                }
+            };
         }
         "poll" => {
             let swept = sweep(&cfg, &root, resp);
             resp.keep_finished(cfg.handle.keep_finished);
             return swept.map_or_else(|e| answer_error(e, resp), |()| 0);
         }
+        // A job delivered again whose first answer was kept: that answer, events and all.
+        "handle" if req.job_id.as_deref().is_some_and(|j| !j.is_empty()) && replayed(&root, &req, resp) => return 0,
         "handle" => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
             Err(e) => {
@@ -161,12 +179,47 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     }
+    if let Some(job) = req.job_id.clone().filter(|j| !j.is_empty()) {
+        resp.job = Some((root.clone(), job));
+    }
     let result = on_event(&cfg, &root, &req, &event, at, resp);
     if let Some(p) = resp.progress.take() {
         p.finish();
     }
     resp.keep_finished(cfg.handle.keep_finished);
     result.map_or_else(|e| answer_error(e, resp), |()| 0)
+}
+
+/// Whether the request's job was answered before (its answer kept, [`jobs`]): then `resp` is
+/// that answer again.
+fn replayed(root: &Utf8Path, req: &HandleRequest, resp: &mut Response) -> bool {
+    let Some(job) = req.job_id.as_deref() else { return false };
+    let Some(answer) = jobs::kept(root, job) else { return false };
+    crate::output::stderr_line(&format!(
+        "agentloop handle: info: job {job} was answered before (its answer was lost on the way?); the same answer again"
+    ));
+    resp.replay = Some(answer);
+    true
+}
+
+/// `health`: the root exists and is a folder this process can write, and the provider can be
+/// reached with what the configuration gives (its key among them); the runs folder on success.
+fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
+    if !root.is_dir() {
+        return Err(Error::config(format!("the root {root} does not exist or is not a folder"))
+            .with_hint("create it, or point the plugin's -w (workspace_dir) at an existing folder"));
+    }
+    let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
+    crate::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
+        Error::config(format!("the root {root} is not writable: {}", e.message))
+            .with_hint("give the plugin's user write access to it")
+    })?;
+    let _ = std::fs::remove_file(&probe);
+    crate::model::from_config(cfg, root).map_err(|e| {
+        let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
+        Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
+    })?;
+    Ok(root.join(&cfg.handle.runs_dir))
 }
 
 /// A configuration error as the response says it: the message, and the fix when there is one
@@ -254,16 +307,23 @@ fn on_event(
     }
 }
 
-/// A phase environment for one turn: stdout belongs to the protocol response, so it prints nothing.
-/// It commits through the run's lock `session`.
+/// Phases of a turn print nothing: stdout belongs to the protocol response.
+fn quiet() -> Printer {
+    Printer { quiet: true, ..Default::default() }
+}
+
+/// A phase environment for one turn, committing through the run's lock `session`.
 fn turn_env<'a>(session: &'a Session, cfg: &'a Config) -> Result<Env<'a>> {
-    let mut env = Env::with(session.workspace(), cfg, Printer { quiet: true, ..Default::default() })?;
+    Ok(held(Env::with(session.workspace(), cfg, quiet())?, session))
+}
+
+/// `env` committing through `session`. An outage is the router's to retry, a bounded number of
+/// times: a provider that keeps failing (a revoked key, a model that is gone) then ends the run
+/// as `run` would, so the run still ends once the router has given up retrying.
+fn held<'a>(mut env: Env<'a>, session: &'a Session) -> Env<'a> {
     env.hold(session);
-    // An outage is the router's to retry, a bounded number of times: a provider that keeps
-    // failing (a revoked key, a model that is gone) then ends the run as `run` would, so the
-    // run still ends once the router has given up retrying.
     env.provider_failure_resumable = outages(session.workspace()) < OUTAGE_TURNS;
-    Ok(env)
+    env
 }
 
 /// Turns in a row a run's model calls may fail in before the next failure ends the run.
@@ -333,8 +393,15 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
     let own = start_config(cfg, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.context.as_ref());
-    // Refused the way `run` refuses a new run, before anything is written: a resting agent.
-    crate::rest_window::check(cfg, root)?;
+    let admission = crate::lifecycle::Start {
+        goal: goal.to_string(),
+        background: phases::init::format_background(&background),
+        carry: false,
+        force: false,
+        slot: None,
+        follow_up: false,
+        session: None,
+    };
     crate::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
@@ -352,21 +419,15 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
         Some((k, run_id)) => restart_unwritten(cfg, root, &k, run_id, resp)?,
         None => new_run_id(cfg, root)?,
     };
-    name_run(&mut index, &index_path, keys, &run_id)?;
     let ws = run_ws(cfg, root, &run_id)?;
+    // The one admission every door makes, before anything is written: the provider and its
+    // key, the agent's rest, and whether the run can fit its budget (negotiation). A start
+    // refused here leaves nothing: no run, no keys.
+    let env = crate::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))?;
+    name_run(&mut index, &index_path, keys, &run_id)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
-    let env = turn_env(&session, cfg)?;
-    // ...and one whose smallest course cannot fit its budget (negotiation): its folder goes.
-    if let Err(e) = admit(&env, cfg, goal, &background) {
-        drop(env);
-        drop(session);
-        let _ = std::fs::remove_dir_all(&ws.root);
-        // ...and so do its keys: a refused start leaves nothing.
-        index.retain(|_, v| v.as_str() != Some(&run_id));
-        crate::fs::write_atomic(&index_path, crate::json::to_string_pretty(&index).as_bytes())?;
-        return Err(e);
-    }
+    let mut env = held(env, &session);
     let mut state = phases::init::init_run(
         &session,
         cfg,
@@ -380,8 +441,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
     drop(_root_lock);
     env.ensure_skills_md()?;
     resp.log("info", format!("started run {run_id}"));
-    let mut env = env;
-    advance_traced(&mut env, &mut state, resp)
+    advance(&mut env, &mut state, resp, Turn { started: true, traced: true })
 }
 
 /// Records every key of a start as naming `run_id`, before the run's folder exists (and a
@@ -427,16 +487,6 @@ fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
         run_id = crate::run_id::RunId::generate().into_string();
     }
     Ok(run_id)
-}
-
-/// [`advance`] inside the start turn's `invoke_agent` span (src/otel), whose context state.json
-/// keeps for the later turns; the span says how the turn left the run.
-fn advance_traced(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
-    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
-    let r = advance(env, state, resp);
-    let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
-    span.ended(r.as_ref().map(|_| left));
-    r
 }
 
 /// The run's configuration when the start asks for its own: the payload's output schema (an
@@ -495,20 +545,6 @@ fn context_budgets(cfg: &Config, root: &Utf8PathBuf, context: Option<&Value>) ->
     Ok(Some(out))
 }
 
-/// Refuses a start whose smallest course cannot fit its budget, as `run` does (negotiation).
-fn admit(env: &Env, cfg: &Config, goal: &str, background: &str) -> Result<()> {
-    let start = crate::lifecycle::Start {
-        goal: goal.to_string(),
-        background: phases::init::format_background(background),
-        carry: false,
-        force: false,
-        slot: None,
-        follow_up: false,
-        session: None,
-    };
-    crate::lifecycle::check_fits(env, &crate::model::name_for_estimate(cfg)?, &start)
-}
-
 /// A redelivered start: ignored, unless the first delivery's turn was cut short, which is
 /// then finished (its events carry the same dedupe keys, so a router drops any repeat).
 fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, resp: &mut Response) -> Result<()> {
@@ -529,7 +565,7 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
     }
     resp.log("warn", format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
     let mut env = turn_env(&session, cfg)?;
-    advance(&mut env, &mut state, resp)
+    advance(&mut env, &mut state, resp, Turn { started: false, traced: true })
 }
 
 fn resume(cfg: &Config, root: &Utf8PathBuf, p: &ToolResultPayload, resp: &mut Response) -> Result<()> {
@@ -578,7 +614,7 @@ fn resume_locked(
             "warn",
             format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"),
         );
-        return advance(&mut env, state, resp);
+        return advance(&mut env, state, resp, IN_SPAN);
     };
     let step = match correlate(p, &pending, state) {
         Correlation::Step(step) => step,
@@ -599,7 +635,7 @@ fn resume_locked(
     if let Outcome::Stopped(_) = act::record(&env, state, step, &action, r, 0, false)? {
         return done(state, resp);
     }
-    advance(&mut env, state, resp)
+    advance(&mut env, state, resp, IN_SPAN)
 }
 
 /// The pending step's tool failed: request it again (attempt + 1) while `handle.tool_retries`
@@ -851,49 +887,61 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     Ok(())
 }
 
-/// Runs phases until an external tool is pending (emit its request) or the run ends.
-fn advance(env: &mut Env, state: &mut State, resp: &mut Response) -> Result<()> {
-    let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
-    // A run driven by events is a run: Reflect and the next Plan share a call as in `run`.
-    env.fuse = true;
-    loop {
-        if state.status.is_terminal() {
-            return done(state, resp);
-        }
-        if state.next == Next::Act {
-            if let Some(p) = state.pending.clone() {
-                if !local.contains(&p.tool) && env.registry.get(&p.tool).is_some() {
-                    if p.tool == env.cfg.ductile.self_name && state.depth + 1 > env.cfg.ductile.max_depth {
-                        // Recursion guard: the request is not sent; the step records why.
-                        let why = format!(
-                            "recursion guard: `{}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}",
-                            p.tool, state.depth, env.cfg.ductile.max_depth
-                        );
-                        let action = crate::markdown::NextAction { tool: p.tool.clone(), args: p.args.clone() };
-                        act::record(
-                            env,
-                            state,
-                            p.step,
-                            &action,
-                            crate::tool_spec::ToolResult::err(why, false),
-                            0,
-                            false,
-                        )?;
-                        continue;
-                    }
-                    resp.events.push(request_event(state, &p, env.cfg));
-                    resp.result = format!("run {}: step {} requests tool {}", state.run_id, p.step, p.tool);
-                    snapshot(state, resp);
-                    return Ok(());
-                }
-            }
-        }
-        let phase = state.next;
-        let ran = phases::run::step(env, state);
-        outage_counted(env, ran)?;
-        if let Some(p) = &resp.progress {
+/// How a turn drives its run: whether the run began in this turn (its usage starts a run in
+/// the rest window's count), and whether the drive opens the run's span (false: the turn holds
+/// one already, around the tool result it recorded first).
+struct Turn {
+    started: bool,
+    traced: bool,
+}
+
+/// A result turn: the run went on before, and the turn's span is open.
+const IN_SPAN: Turn = Turn { started: false, traced: false };
+
+/// Event mode's part of the one loop: a tool the router runs (not in `tools.local`) is handed
+/// off, and each phase's result counts toward the run's outages and is posted as progress.
+struct Handoff<'r> {
+    local: BTreeSet<String>,
+    resp: &'r mut Response,
+}
+
+impl Door for Handoff<'_> {
+    fn hands_off(&self, env: &Env, p: &crate::workspace::Pending) -> bool {
+        !self.local.contains(&p.tool) && env.registry.get(&p.tool).is_some()
+    }
+
+    fn phase_ran(&mut self, env: &Env, phase: Next, state: &State, r: Result<Outcome>) -> Result<Outcome> {
+        let r = outage_counted(env, r)?;
+        if let Some(p) = &self.resp.progress {
             let (name, summary) = progress_summary(phase, state);
             p.post(state, name, &summary);
+        }
+        Ok(r)
+    }
+}
+
+/// Drives the run with the engine's one loop (every check `run` makes: timeout, budgets, the
+/// rest window, fatigue and the ledger) until an external tool is pending (emit its request)
+/// or the run ends (emit its completion).
+fn advance(env: &mut Env, state: &mut State, resp: &mut Response, turn: Turn) -> Result<()> {
+    let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
+    let mut door = Handoff { local, resp };
+    // The limits are the run's own: a turn gives none of its own (no flags), so none changes.
+    let how = crate::lifecycle::Drive {
+        started: turn.started,
+        ledger: true,
+        modes: crate::commands::modes::AUTO,
+        door: &mut door,
+        traced: turn.traced,
+    };
+    let driven = crate::lifecycle::drive_on(env, state, &Default::default(), how)?;
+    match driven {
+        Driven::Stopped(_) => done(state, resp),
+        Driven::Waiting(p) => {
+            resp.events.push(request_event(state, &p, env.cfg));
+            resp.result = format!("run {}: step {} requests tool {}", state.run_id, p.step, p.tool);
+            snapshot(state, resp);
+            Ok(())
         }
     }
 }

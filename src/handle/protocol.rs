@@ -36,6 +36,11 @@ pub(super) struct Response {
     pub(super) logs: Vec<Value>,
     /// Where each phase is posted as it ends (`handle.progress_url`), when configured.
     pub(super) progress: Option<super::progress::Progress>,
+    /// The answer a redelivered job gets: its first delivery's, as kept ([`super::jobs`]).
+    pub(super) replay: Option<Value>,
+    /// The root and the router's job this turn answers (a `handle` turn with a `job_id`): its
+    /// final answer is kept for a redelivery.
+    pub(super) job: Option<(camino::Utf8PathBuf, String)>,
 }
 
 impl Response {
@@ -119,6 +124,9 @@ impl Response {
     }
 
     pub(super) fn to_json(&self) -> Value {
+        if let Some(v) = &self.replay {
+            return v.clone();
+        }
         let r = crate::schema::HandleResponse {
             status: self.status.to_string(),
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },

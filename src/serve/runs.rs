@@ -209,7 +209,8 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     let _running = crate::interrupt::served_run_in(&ws.root, &record_path(shared, id));
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
-    let stop = crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true)?;
+    let stop =
+        crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, crate::commands::modes::AUTO)?;
     shared.log(&format!("run {id} {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()));
     Ok(Some(stop))
 }

@@ -50,6 +50,8 @@ pub struct Options {
     pub claim_idle: Duration,
     pub max_deliveries: u64,
     pub consumer: Option<String>,
+    /// The agent's own mode switches after a run stops, as every door hands them to the engine.
+    pub modes: &'static dyn crate::lifecycle::Modes,
 }
 
 /// What the worker's threads share.
@@ -65,6 +67,7 @@ struct Worker {
     printer: Printer,
     /// Messages this process is working on (the heartbeat keeps them claimed).
     held: Mutex<BTreeSet<String>>,
+    modes: &'static dyn crate::lifecycle::Modes,
 }
 
 /// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
@@ -127,6 +130,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         max_deliveries: o.max_deliveries,
         printer,
         held: Mutex::new(BTreeSet::new()),
+        modes: o.modes,
     });
     let mut link = w.link()?;
     link.call("create the consumer group", |c| streams::ensure_group(c, &w.names))?;
@@ -348,7 +352,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
         state = crate::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
     }
     let _running = crate::interrupt::run_in(&ws.root);
-    crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true)?;
+    crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, w.modes)?;
     drop(env);
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);

@@ -420,6 +420,7 @@ fn seed_000s_config_block_agrees_with_the_shipped_root_config() {
             .args(["-w", "root", "handle"])
             .env("PORT", "8080")
             .env("DUCTILE_AGENT_TOKEN", DUCTILE_TOKEN)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
             .write_stdin(json!({"protocol": 2, "command": command, "config": block}).to_string())
             .output()
             .unwrap();

@@ -17,6 +17,8 @@ mod contracts;
 mod digest;
 mod docs;
 mod docs_run;
+mod doors;
+mod doors_ends;
 mod ductile;
 mod ductile_real;
 mod files;

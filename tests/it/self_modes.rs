@@ -10,26 +10,26 @@ fn json_out(o: &std::process::Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
 }
 
-/// Three steps of 450 tokens after a framing of 500: over a window of 1500 after the third
-/// plan (1600 tokens), before it acts. The replay goes on where the run's cursor stopped, so
+/// Three steps of 45,000 tokens after a framing of 50,000: over a window of 150,000 after the
+/// third plan (160,000 tokens), before it acts. The replay goes on where the run's cursor stopped, so
 /// the same script finishes the run when it goes on: it acts, and Reflect says done.
 const LONG: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [notes read, summary written, facts noted]}
-    usage: {input_tokens: 500, output_tokens: 0}
+    usage: {input_tokens: 50000, output_tokens: 0}
 plan:
   - answer: {next_action: {tool: file_read, args: {path: n1.txt}}}
-    usage: {input_tokens: 200, output_tokens: 0}
+    usage: {input_tokens: 20000, output_tokens: 0}
   - answer: {next_action: {tool: file_read, args: {path: n2.txt}}}
-    usage: {input_tokens: 200, output_tokens: 0}
+    usage: {input_tokens: 20000, output_tokens: 0}
   - answer: {next_action: {tool: file_read, args: {path: n3.txt}}}
-    usage: {input_tokens: 200, output_tokens: 0}
+    usage: {input_tokens: 20000, output_tokens: 0}
 reflect:
   - answer: {decision: continue, reason: more to read}
-    usage: {input_tokens: 250, output_tokens: 0}
+    usage: {input_tokens: 25000, output_tokens: 0}
   - answer: {decision: continue, reason: more to read}
-    usage: {input_tokens: 250, output_tokens: 0}
+    usage: {input_tokens: 25000, output_tokens: 0}
   - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [2]}, {item: 3, steps: [3]}], decision: done, reason: ok, outcome: all read}
-    usage: {input_tokens: 250, output_tokens: 0}
+    usage: {input_tokens: 25000, output_tokens: 0}
 "#;
 
 const LATER: &str = "2026-01-01T00:01:00Z";
@@ -49,16 +49,16 @@ fn events(t: &T, name: &str) -> Vec<Value> {
 #[test]
 fn a_run_that_fills_its_window_stops_resting_at_a_commit_point_and_goes_on_after_a_rest() {
     let t = T::new();
-    setup(&t, "rest: {window: 1h, max_tokens: 1500}\nmodes: {auto: false}\n");
+    setup(&t, "rest: {window: 1h, max_tokens: 150000}\nmodes: {auto: false}\n");
     let out = t.al(&["--script", "long.yaml", "run", "--goal", "read the notes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
-    // It stopped after the third plan, before acting: 1600 tokens, not the whole run.
+    // It stopped after the third plan, before acting: 160000 tokens, not the whole run.
     let st = t.json("ws/state.json");
     assert_eq!((st["status"].as_str(), st["stop"].as_str()), (Some("escalated"), Some("resting")), "{st}");
-    assert_eq!(st["usage"]["input_tokens"], 1600, "{st}");
+    assert_eq!(st["usage"]["input_tokens"], 160000, "{st}");
     assert_eq!(st["resume_at"], "act", "{st}");
     let reason = st["reason"].as_str().unwrap();
-    assert!(reason.contains("1600 tokens used in the last 1h (rest.max_tokens 1500)"), "{reason}");
+    assert!(reason.contains("160000 tokens used in the last 1h (rest.max_tokens 150000)"), "{reason}");
     assert!(reason.contains("it may go on at 2026-01-01T01:00:00"), "{reason}");
     let result = t.json("ws/result.json");
     assert_eq!(result["stop"], "resting");
@@ -94,7 +94,7 @@ fn a_run_that_fills_its_window_stops_resting_at_a_commit_point_and_goes_on_after
 #[test]
 fn the_agent_rests_itself_when_a_run_tires_it_once_per_window_and_not_when_told_not_to() {
     let t = T::new();
-    setup(&t, "rest: {window: 1h, max_tokens: 1500, tasks: [memory_prune]}\n");
+    setup(&t, "rest: {window: 1h, max_tokens: 150000, tasks: [memory_prune]}\n");
     let out = t.al(&["--script", "long.yaml", "run", "--goal", "read the notes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     let err = stderr(&out);

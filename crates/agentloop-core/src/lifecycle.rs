@@ -107,6 +107,8 @@ pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<
         return decide_going(ws, s, req);
     }
     match req {
+        // An interrupted run never stopped: a plain go resumes it.
+        Request::Go if s.interrupted && !s.status.is_terminal() => Ok(Decision::Continue(s)),
         // A retry of an interrupted slot goes on with it rather than running the slot again.
         Request::Start(st) if st.slot.is_some() && st.slot == s.slot && s.interrupted => Ok(Decision::Continue(s)),
         // The same command again (to see its output, or by habit) is not a paid follow-up: a
@@ -271,6 +273,8 @@ pub struct Runner<'a> {
     pub events: bool,
     /// Count what the run uses toward the agent's rest window (false for the demo's replay).
     pub ledger: bool,
+    /// The agent's own mode switches after the run stops ([`Modes`]).
+    pub modes: &'a dyn Modes,
 }
 
 impl Runner<'_> {
@@ -303,13 +307,12 @@ impl Runner<'_> {
             _ => {}
         }
         self.refuse_stopping_again(&first)?;
-        let model = crate::model::from_config(self.cfg(), &self.ws.root)?;
-        crate::rest_window::check(self.cfg(), &self.ws.root)?;
-        let mut env = Env::with(self.ws, self.cfg(), self.printer)?;
+        let start = match &first {
+            Decision::Start { start, .. } => Some(start),
+            _ => None,
+        };
+        let mut env = admit(self.ws, self.cfg(), self.printer, start)?;
         env.events = self.events;
-        if let Decision::Start { start, .. } = &first {
-            check_fits(&env, model.model(), start)?;
-        }
         session = match early {
             Some(l) => l,
             None => {
@@ -337,7 +340,7 @@ impl Runner<'_> {
             self.printer.progress(&format!("run {} in {}", state.run_id, self.ws.root));
             crate::interrupt::run_in(&self.ws.root)
         });
-        let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger)?;
+        let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger, self.modes)?;
         Ok(Outcome::Ran { state, stop })
     }
 
@@ -544,6 +547,21 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
         .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)))
 }
 
+/// The one admission of a run, whichever door asks (`run`, `serve`, the worker, `handle`),
+/// before anything of it is written: the provider and its key (a model that cannot be built is
+/// refused here, never as a run left at step 0), the agent's rest (stress or a full usage
+/// window), and for a new run (`start`) the negotiation ([`check_fits`]). `ws` is where the run
+/// lives or will live (it need not exist yet). Returns the phase environment to drive it with.
+pub fn admit<'a>(ws: &'a Workspace, cfg: &'a Config, printer: Printer, start: Option<&Start>) -> Result<Env<'a>> {
+    let model = crate::model::from_config(cfg, &ws.root)?;
+    crate::rest_window::check(cfg, &ws.root)?;
+    let env = Env::with(ws, cfg, printer)?;
+    if let Some(start) = start {
+        check_fits(&env, model.model(), start)?;
+    }
+    Ok(env)
+}
+
 /// Refuses a new run whose smallest course cannot fit `max_tokens` / `max_cost_usd`, whose
 /// cost cap cannot be counted, whose agent is too tired (fatigue above `rest.max_fatigue`), or
 /// whose task conflicts with the agent's values (never forced) — negotiation, before anything is written; with `start.force` the refusal is a warning and
@@ -576,7 +594,7 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
             env.printer.warn(&format!("starting anyway (--force): {why}"));
             Ok(())
         }
-        Some(why) => Err(phases::negotiate::refused(&est, &limits, why)),
+        Some(why) => Err(phases::negotiate::refused(&est, &limits, window.as_ref(), why)),
     }
 }
 
@@ -598,32 +616,96 @@ fn check_model_name(cfg: &Config, model: &str) -> Result<()> {
     ))
 }
 
+/// What the agent does itself once a run stopped (`modes.auto`: it rests when the run left it
+/// tired or stressed). The binary holds what resting does; every door passes it to [`go_on`],
+/// so a run ended by `run`, `serve`, the worker or `handle` is followed by the same rest.
+pub trait Modes: Sync {
+    /// After a run stopped, its lock still held by `env` (a mode switch commits through it).
+    fn after_stop(&self, env: &Env, state: &State);
+}
+
+/// No mode switches (the demo's replay, benchmarks).
+pub struct Still;
+
+impl Modes for Still {
+    fn after_stop(&self, _env: &Env, _state: &State) {}
+}
+
 /// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
-/// toward the agent's rest window (with `ledger`), even when it failed. `started`: the run is new.
+/// toward the agent's rest window (with `ledger`), even when it failed; a run that stopped is
+/// followed by the agent's own mode switches (`modes`). `started`: the run is new.
 pub fn go_on(
     env: &mut Env,
     state: &mut State,
     sources: &crate::config::Sources,
     started: bool,
     ledger: bool,
+    modes: &dyn Modes,
 ) -> Result<StopKind> {
+    let how = Drive { started, ledger, modes, door: &mut phases::run::Here, traced: true };
+    match drive_on(env, state, sources, how)? {
+        phases::run::Driven::Stopped(k) => Ok(k),
+        phases::run::Driven::Waiting(p) => Err(Error::failure(format!(
+            "run {}: step {} waits for tool `{}`, which no process here runs",
+            state.run_id, p.step, p.tool
+        ))),
+    }
+}
+
+/// How [`drive_on`] drives: whether the run is new, whether its usage counts toward the rest
+/// window, the agent's mode switches, and the door's part of the loop.
+pub struct Drive<'d> {
+    pub started: bool,
+    pub ledger: bool,
+    pub modes: &'d dyn Modes,
+    pub door: &'d mut dyn phases::run::Door,
+    /// Drive inside a run span of its own (false: the door holds one around the whole turn, as
+    /// event mode does, whose turn records a tool's result before it drives).
+    pub traced: bool,
+}
+
+/// This invocation's wall-clock limit: the run's recorded `timeout` (the one given now when
+/// `refresh_limits` took it), to the configuration's precision when the two agree.
+fn wall_clock(cfg: &Config, state: &State) -> Duration {
+    if cfg.timeout.0.as_secs() == state.limits.timeout_secs {
+        cfg.timeout.0
+    } else {
+        Duration::from_secs(state.limits.timeout_secs)
+    }
+}
+
+/// [`go_on`] for every door: the one loop ([`phases::run::drive`]) inside the run's span, with
+/// the limits given now, the ledger and the mode switches; the drive may end waiting for a tool
+/// the door hands off (event mode).
+pub fn drive_on(
+    env: &mut Env,
+    state: &mut State,
+    sources: &crate::config::Sources,
+    how: Drive,
+) -> Result<phases::run::Driven> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
-    env.ledger_base = ledger.then_some((tokens0, cost0));
-    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
-    let stop = phases::run::drive(env, state, env.cfg.timeout.0);
-    span.ended(stop.as_ref().map(|s| s.as_str()));
-    drop(span);
+    env.ledger_base = how.ledger.then_some((tokens0, cost0));
+    let span = how.traced.then(|| {
+        crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent)
+    });
+    let driven = phases::run::drive(env, state, wall_clock(env.cfg, state), how.door);
+    if let Some(span) = span {
+        span.ended(driven.as_ref().map(|d| d.as_str()));
+    }
     let used = state.usage.total().saturating_sub(tokens0);
     let cost = (state.cost_usd - cost0).max(0.0);
-    if !ledger {
-        return stop;
+    if !how.ledger {
+        return driven;
     }
-    if let Err(e) = crate::rest_window::record(env.cfg, &state.run_id, used, cost, started) {
+    if let Err(e) = crate::rest_window::record(env.cfg, &state.run_id, used, cost, how.started) {
         env.printer.warn(&format!("usage ledger: {e}"));
     }
-    stop
+    if state.status.is_terminal() {
+        how.modes.after_stop(env, state);
+    }
+    driven
 }
 
 /// Reopens a stopped run for `req` — an answer to its question, or a continue — without driving

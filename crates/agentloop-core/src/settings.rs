@@ -57,6 +57,13 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The context of a run another door drives (`serve`, the worker, `handle`): its workspace
+    /// and resolved configuration, no flags of its own.
+    pub fn for_run(ws: Workspace, config: Config, printer: Printer) -> Ctx {
+        let resolved = Resolved { config, value: serde_json::Value::Null, sources: Default::default() };
+        Ctx { printer, ws, resolved, lock_wait: None, flags: Global::default(), refused: Vec::new() }
+    }
+
     /// The agent profile the flags name (`--agent`), if any.
     pub fn agent_flag(&self) -> Option<&str> {
         self.flags.agent.as_deref()

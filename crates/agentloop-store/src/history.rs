@@ -118,12 +118,26 @@ pub fn find(ws: &Workspace, runs: &str, id: &str) -> Result<Workspace> {
     }
 }
 
-/// How a run is shown in lists: an archived run still marked running was interrupted.
+/// How a run is shown in lists: `interrupted` for one that says running with nothing running
+/// it ([`stopped_unseen`]), else its status.
 pub fn shown_status(r: &Run) -> &'static str {
-    match r.state.status {
-        Status::Running if !r.current && r.state.interrupted => "interrupted",
-        s => s.as_str(),
+    if stopped_unseen(&r.ws, &r.state) {
+        "interrupted"
+    } else {
+        r.state.status.as_str()
     }
+}
+
+/// Whether a run that says `running` is not going on: it was marked interrupted (a signal, a
+/// newer run archived it), or no process holds its workspace's lock while it is between
+/// phases (killed with no chance to say so). A run whose next step waits for a tool another
+/// process runs (event mode's pending request) is waiting, not interrupted.
+pub fn stopped_unseen(ws: &Workspace, s: &State) -> bool {
+    if s.status != Status::Running {
+        return false;
+    }
+    let waiting = s.next == crate::workspace::Next::Act && s.pending.as_ref().is_some_and(|p| p.handed_off);
+    s.interrupted || (!waiting && ws.lock_free())
 }
 
 /// Removes archived runs that are not running, under the lock's session; returns what went.

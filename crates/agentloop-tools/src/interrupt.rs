@@ -4,7 +4,8 @@
 //! journal replays), so an interrupted command may stop at any instant. What the watcher adds:
 //! - the process groups agentloop started (MCP servers, the shell tool's program) are
 //!   terminated first, so nothing is left running;
-//! - each `run` in progress says on stderr what was kept and the command that resumes it;
+//! - each `run` in progress is marked interrupted in its state.json and says on stderr what was
+//!   kept and the command that resumes it;
 //! - then the signal takes its default effect, so agentloop dies of it as a shell expects
 //!   (`$?` is 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP).
 //!
@@ -198,6 +199,17 @@ pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
     }
 }
 
+/// Marks a command's own run interrupted in state.json, so `status` and `runs` say so (and the
+/// way on) instead of `running`; a run no longer going is left as it is.
+fn mark_run(ws: &Utf8Path) {
+    let workspace = crate::workspace::Workspace::new(ws.to_owned());
+    if let Ok(state) = workspace.load_state() {
+        if state.status == crate::workspace::Status::Running {
+            let _ = workspace.mark_interrupted(state);
+        }
+    }
+}
+
 /// After a signal, a command's own thread must not carry on as if a tool or server had failed:
 /// it waits here for the watcher to end the process.
 pub fn park_if_interrupted() {
@@ -270,7 +282,10 @@ fn install() {
             for (ws, record) in runs {
                 let msg = match record {
                     Some(r) => mark_served(&ws, &r, name),
-                    None => resume_message(&ws),
+                    None => {
+                        mark_run(&ws);
+                        resume_message(&ws)
+                    }
                 };
                 crate::output::stderr_line(&msg);
             }

@@ -149,12 +149,45 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
     None
 }
 
+/// Why the smallest course of the run cannot fit what the agent's rolling usage window
+/// (`rest.max_tokens`, `rest.max_cost_usd`) has left, if it cannot: the run would fill the
+/// window and stop resting after its first calls, its spending wasted (a pure decision).
+pub fn no_room(e: &Estimate, w: &crate::rest_window::Window) -> Option<String> {
+    if let Some(max) = w.max_tokens {
+        let left = max.saturating_sub(w.tokens);
+        if e.min_tokens > left {
+            return Some(format!(
+                "the smallest run (Frame, one Plan, one Reflect) needs about {} tokens; the agent's rest window (rest.max_tokens {max}) has {left} left",
+                e.min_tokens
+            ));
+        }
+    }
+    if let (Some(max), Some(c)) = (w.max_cost_usd, e.min_cost_usd) {
+        let left = (max - w.cost_usd).max(0.0);
+        if c > left {
+            return Some(format!(
+                "the smallest run (Frame, one Plan, one Reflect) costs about ${c:.4}; the agent's rest window (rest.max_cost_usd ${max:.4}) has ${left:.4} left"
+            ));
+        }
+    }
+    None
+}
+
 /// The error that refuses a run's start for `why` (the negotiation's reason), in words, with the
 /// fix for that reason: a budget the run cannot fit, or an agent too tired to take it on.
 /// The negotiation object itself is `run --dry-run --json`'s, not the error's.
-pub fn refused(e: &Estimate, limits: &Limits, why: &str) -> crate::error::Error {
+pub fn refused(
+    e: &Estimate,
+    limits: &Limits,
+    window: Option<&crate::rest_window::Window>,
+    why: &str,
+) -> crate::error::Error {
+    // The fix for the reason given: the checks in the order [`negotiate`] makes them.
+    let tired = window.and_then(crate::rest_window::too_tired).is_some();
     let hint = if refusal(e, limits).is_some() {
         "raise --max-cost / --max-tokens, give the model a price under `prices:` (0 for a model you run yourself), narrow allowed_tools, or pass --force to start anyway; `run --dry-run` shows the estimate"
+    } else if !tired && window.and_then(|w| no_room(e, w)).is_some() {
+        "wait until the rest window has room again (`agentloop status` says when), raise rest.max_tokens / rest.max_cost_usd, or pass --force to start anyway"
     } else {
         "let the agent rest (`agentloop rest`), raise rest.max_fatigue, or pass --force to start anyway; `agentloop status` shows its fatigue"
     };
@@ -194,7 +227,8 @@ pub fn negotiate(
         .as_ref()
         .map(super::values::Conflict::reason)
         .or_else(|| refusal(e, limits))
-        .or_else(|| window.and_then(crate::rest_window::too_tired));
+        .or_else(|| window.and_then(crate::rest_window::too_tired))
+        .or_else(|| window.and_then(|w| no_room(e, w)));
     let tokens_left = |w: &crate::rest_window::Window, cap: Option<u64>| cap.map(|m| m.saturating_sub(w.tokens));
     let usd_left = |w: &crate::rest_window::Window, cap: Option<f64>| cap.map(|m| (m - w.cost_usd).max(0.0));
     let (rest_tokens, rest_usd) = match window {

@@ -241,6 +241,7 @@ fn take_answer(
         args: action.args.clone(),
         attempt: 0,
         requested_at: crate::clock::now_rfc3339(),
+        handed_off: false,
     });
     state.next = Next::Act;
     (plan, action)

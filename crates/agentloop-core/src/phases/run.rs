@@ -1,10 +1,17 @@
 //! The loop: frame → (plan → act → reflect)* → finish, composed from the same phase functions
 //! the single-phase commands call. It resumes from state.json: `next` names the phase to run,
 //! and each phase commits atomically, so after a kill no phase is skipped or applied twice.
+//!
+//! It is the one loop of every door (`run`, `serve`, the worker, `handle`): each check —
+//! the wall-clock timeout, the agent's rest window, a draining process, the budgets and
+//! frustration the phases check — is made here or in the phases, whoever drives. A door only
+//! says what is its own through a [`Door`]: event mode's "this step's tool runs elsewhere: end
+//! the turn" is a hand-off ([`Driven::Waiting`]), not a second loop.
 
 use super::{finish, Env, Outcome};
 use crate::error::Result;
-use crate::workspace::{Commit, Next, State, StopKind};
+use crate::markdown::NextAction;
+use crate::workspace::{Commit, Next, Pending, State, StopKind};
 use std::time::{Duration, Instant};
 
 /// Runs one phase named by `state.next`.
@@ -19,7 +26,55 @@ pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
     }
 }
 
-/// Drives the run until it stops or the wall-clock timeout passes.
+/// How a drive ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Driven {
+    /// The run stopped (done, escalated, a budget, resting, the provider).
+    Stopped(StopKind),
+    /// The run waits for the result of the pending step's tool, which another process runs
+    /// ([`Door::hands_off`]); the pending step is committed in state.json.
+    Waiting(Pending),
+}
+
+impl Driven {
+    /// How the run stopped; None while it waits for a tool.
+    pub fn stopped(&self) -> Option<StopKind> {
+        match self {
+            Driven::Stopped(k) => Some(*k),
+            Driven::Waiting(_) => None,
+        }
+    }
+
+    /// What a run span and a log line say of it: the stop's name, or `waiting`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Driven::Stopped(k) => k.as_str(),
+            Driven::Waiting(_) => "waiting",
+        }
+    }
+}
+
+/// What a door adds to the one loop. The defaults are `run`'s: every tool runs here, and a
+/// phase's result is the loop's.
+pub trait Door {
+    /// Whether the tool of the pending step runs outside this process (event mode: a tool the
+    /// router runs), so the loop ends the turn with [`Driven::Waiting`] instead of acting.
+    fn hands_off(&self, _env: &Env, _pending: &Pending) -> bool {
+        false
+    }
+
+    /// Sees each phase's result (`phase` is the phase that ran) before the loop does, and may
+    /// record it (a progress post, an outage count).
+    fn phase_ran(&mut self, _env: &Env, _phase: Next, _state: &State, r: Result<Outcome>) -> Result<Outcome> {
+        r
+    }
+}
+
+/// The door of a process that runs every tool itself (`run`, `serve`, the worker).
+pub struct Here;
+
+impl Door for Here {}
+
 /// The error a run stopped by a draining process ends with ([`crate::interrupt::draining`]):
 /// its last phase is committed, and it goes on from there when driven again.
 pub fn drained(state: &State) -> crate::error::Error {
@@ -27,7 +82,7 @@ pub fn drained(state: &State) -> crate::error::Error {
         "run {} stopped at a commit point (step {}, next {}): the process is draining",
         state.run_id,
         state.step,
-        format!("{:?}", state.next).to_lowercase()
+        state.next.as_str()
     ))
 }
 
@@ -42,35 +97,69 @@ fn window_filled(env: &Env, state: &State) -> Option<String> {
     crate::rest_window::filled_while_running(env.cfg, used, cost)
 }
 
-pub fn drive(env: &mut Env, state: &mut State, timeout: Duration) -> Result<StopKind> {
+/// Drives the run until it stops, its next tool is handed off (`door`), or this invocation's
+/// wall-clock limit `timeout` passes.
+pub fn drive(env: &mut Env, state: &mut State, timeout: Duration, door: &mut dyn Door) -> Result<Driven> {
     let start = Instant::now();
     env.fuse = true;
     env.deadline = Some(start + timeout);
     env.clock = Some((start, state.elapsed_ms));
     loop {
         if state.status.is_terminal() {
-            return Ok(state.stop.unwrap_or(StopKind::Escalated));
+            return Ok(Driven::Stopped(state.stop.unwrap_or(StopKind::Escalated)));
         }
         if crate::interrupt::draining() {
             return Err(drained(state));
         }
         env.tick(state);
         if let Some(reason) = window_filled(env, state) {
-            let mut commit = Commit::default();
-            finish(env, state, &mut commit, StopKind::Resting, &reason, None)?;
-            env.commit(&commit)?;
-            return Ok(StopKind::Resting);
+            return stop_here(env, state, StopKind::Resting, &reason);
         }
         if start.elapsed() >= timeout {
-            let mut commit = Commit::default();
             let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());
-            let stop = StopKind::Budget(crate::budget::Budget::Timeout);
-            finish(env, state, &mut commit, stop, &reason, None)?;
-            env.commit(&commit)?;
-            return Ok(stop);
+            return stop_here(env, state, StopKind::Budget(crate::budget::Budget::Timeout), &reason);
         }
-        if let Outcome::Stopped(kind) = step(env, state)? {
-            return Ok(kind);
+        if let Some(mut p) = handed_off(env, state, door)? {
+            // Recorded before the door emits the request: the run is waiting, not stalled.
+            if !p.handed_off {
+                p.handed_off = true;
+                state.pending = Some(p.clone());
+                env.commit(&Commit { state: Some(state.clone()), ..Default::default() })?;
+            }
+            return Ok(Driven::Waiting(p));
+        }
+        let phase = state.next;
+        let ran = step(env, state);
+        if let Outcome::Stopped(kind) = door.phase_ran(env, phase, state, ran)? {
+            return Ok(Driven::Stopped(kind));
         }
     }
+}
+
+/// Ends the run at this commit point.
+fn stop_here(env: &Env, state: &mut State, stop: StopKind, reason: &str) -> Result<Driven> {
+    let mut commit = Commit::default();
+    finish(env, state, &mut commit, stop, reason, None)?;
+    env.commit(&commit)?;
+    Ok(Driven::Stopped(stop))
+}
+
+/// The pending step, when its tool is the door's to run elsewhere. A request for agentloop
+/// itself past `ductile.max_depth` is not handed off: the step records the recursion guard's
+/// refusal and the loop goes on (Reflect sees it).
+fn handed_off(env: &Env, state: &mut State, door: &dyn Door) -> Result<Option<Pending>> {
+    let Some(p) = state.pending.clone().filter(|_| state.next == Next::Act) else { return Ok(None) };
+    if !door.hands_off(env, &p) {
+        return Ok(None);
+    }
+    if p.tool == env.cfg.ductile.self_name && state.depth + 1 > env.cfg.ductile.max_depth {
+        let why = format!(
+            "recursion guard: `{}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}",
+            p.tool, state.depth, env.cfg.ductile.max_depth
+        );
+        let action = NextAction { tool: p.tool.clone(), args: p.args.clone() };
+        super::act::record(env, state, p.step, &action, crate::tool_spec::ToolResult::err(why, false), 0, false)?;
+        return Ok(None);
+    }
+    Ok(Some(p))
 }

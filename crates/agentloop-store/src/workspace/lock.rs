@@ -95,6 +95,23 @@ impl Workspace {
         Ok(Session { _file: file, ws: self.clone(), cycle: std::cell::RefCell::new(cycle) })
     }
 
+    /// Whether no process holds the workspace lock right now (a run that says `running` with
+    /// its lock free was stopped without being able to say so: a kill, a lost machine). Asked
+    /// without taking the lock: a shared lock tried and let go at once, which a holder's
+    /// exclusive lock refuses. A workspace with no lock file was never locked: free.
+    pub fn lock_free(&self) -> bool {
+        let path = self.path(LOCK_FILE);
+        let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::fs::OpenOptions::new().read(true),
+            fs::sys::O_NOFOLLOW,
+        )
+        .open(&path);
+        match file {
+            Ok(f) => !matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)),
+            Err(_) => true,
+        }
+    }
+
     /// Removes temp files left by a process killed between write and rename (we hold the lock,
     /// so no live writer owns them).
     fn remove_stale_temps(&self) {

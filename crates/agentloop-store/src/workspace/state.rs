@@ -19,6 +19,20 @@ pub enum Next {
     None,
 }
 
+impl Next {
+    /// The name state.json gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Next::Frame => "frame",
+            Next::Plan => "plan",
+            Next::Act => "act",
+            Next::Reflect => "reflect",
+            Next::Finish => "finish",
+            Next::None => "none",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -106,6 +120,10 @@ pub struct Pending {
     #[serde(default)]
     pub attempt: u32,
     pub requested_at: String,
+    /// The step's tool is run by another process (event mode's router): the request went out
+    /// and the run waits for its result, so a run whose lock is free is waiting, not interrupted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handed_off: bool,
 }
 
 /// state.json: the machine state of one run.

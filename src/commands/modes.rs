@@ -1,5 +1,7 @@
-//! The agent switches modes itself (`modes.auto`): after a `run` that leaves it tired or
-//! stressed it rests, and a `run` with nothing to do dreams. Each switch is a trace entry of
+//! The agent switches modes itself (`modes.auto`): after a run that leaves it tired or
+//! stressed it rests — whichever door drove the run (`run`, `serve`, the worker, `handle`: each
+//! passes [`AUTO`] to the engine's `lifecycle::go_on`/`drive_on`; the worker is handed it by
+//! its command, `commands::worker`) — and a `run` with nothing to do dreams. Each switch is a trace entry of
 //! the workspace's run (`agent.rested`, `agent.dreamed`) and a line on stderr; the rest is a
 //! `rest` line of the usage ledger like `agentloop rest`'s, which `status` shows.
 //!
@@ -7,8 +9,10 @@
 //! the window's usage; resting whenever the window fills would undo the limit), and an idle
 //! dream calls a model only on the curiosity budget (`dream.curiosity`; none set: no call).
 
-use super::super::dream::{dream_now, DreamArgs};
-use super::super::rest::rest_now;
+use super::dream::{dream_now, DreamArgs};
+use super::rest::rest_now;
+use crate::error::Result;
+use crate::phases::Env;
 use crate::settings::Ctx;
 use crate::trace::{Entry, Phase};
 use crate::workspace::{Commit, State, StopKind};
@@ -29,8 +33,22 @@ fn tired(ctx: &Ctx, state: &State) -> Option<String> {
     s.resting.is_some().then(|| format!("stress {} reached stress.threshold {}", s.level, s.threshold))
 }
 
-/// After a run: rests the agent when the run left it tired or stressed (see the module docs).
-pub fn rest_when_tired(ctx: &Ctx, state: &State) {
+/// The agent's own mode switches, as every door hands them to the engine.
+pub struct Auto;
+
+/// What every door passes to the engine.
+pub const AUTO: &Auto = &Auto;
+
+impl crate::lifecycle::Modes for Auto {
+    fn after_stop(&self, env: &Env, state: &State) {
+        let ctx = Ctx::for_run(env.ws.clone(), env.cfg.clone(), env.printer);
+        rest_when_tired(&ctx, state, &|c| env.commit(c));
+    }
+}
+
+/// After a run: rests the agent when the run left it tired or stressed (see the module docs);
+/// the trace entry goes through `commit` (the run's lock is held by whoever drove it).
+fn rest_when_tired(ctx: &Ctx, state: &State, commit: &dyn Fn(&Commit) -> Result<()>) {
     let cfg = ctx.config();
     if !cfg.modes.auto {
         return;
@@ -46,7 +64,7 @@ pub fn rest_when_tired(ctx: &Ctx, state: &State) {
     match rest_now(ctx, &id) {
         Ok(r) => {
             let data = json!({"why": why, "tasks": r.tasks, "before": r.before, "after": r.after, "auto": true});
-            trace(ctx, state, "agent.rested", &why, data);
+            trace(ctx, state, "agent.rested", &why, data, commit);
             let pct = |v: &Value| v.as_f64().map(|f| format!("{f}%")).unwrap_or_else(|| "n/a".into());
             ctx.printer.info(&format!(
                 "the agent rested itself ({why}): fatigue {} -> {}, stress {} -> {} (modes.auto: false turns this off)",
@@ -78,7 +96,8 @@ pub fn dream_when_idle(ctx: &Ctx, state: &State) {
                 return;
             }
             let why = "a run with nothing to do: the agent was idle".to_string();
-            trace(ctx, state, "agent.dreamed", &why, json!({"why": why, "dream": v, "auto": true}));
+            let locked = |c: &Commit| ctx.ws.lock(ctx.lock_wait()).and_then(|session| session.commit(c));
+            trace(ctx, state, "agent.dreamed", &why, json!({"why": why, "dream": v, "auto": true}), &locked);
             ctx.printer.info(&format!(
                 "the agent dreamed while idle: {runs} run(s) consolidated, {explored} question(s) explored (modes.auto: false turns this off)"
             ));
@@ -87,16 +106,15 @@ pub fn dream_when_idle(ctx: &Ctx, state: &State) {
     }
 }
 
-/// Appends a mode switch to the run's trace, under the workspace lock (committed like a phase).
-fn trace(ctx: &Ctx, state: &State, event: &str, why: &str, data: Value) {
-    let done = ctx.ws.lock(ctx.lock_wait()).and_then(|session| {
-        let mut e = Entry::new(&state.run_id, state.step, Phase::Run, event);
-        e.reason = Some(why.to_string());
-        e.data = Some(data);
-        let mut c = Commit::default();
-        c.entry(&e);
-        session.commit(&c)
-    });
+/// Appends a mode switch to the run's trace, committed like a phase (through `commit`, under
+/// the workspace lock).
+fn trace(ctx: &Ctx, state: &State, event: &str, why: &str, data: Value, commit: &dyn Fn(&Commit) -> Result<()>) {
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, event);
+    e.reason = Some(why.to_string());
+    e.data = Some(data);
+    let mut c = Commit::default();
+    c.entry(&e);
+    let done = commit(&c);
     if let Err(e) = done {
         ctx.printer.warn(&format!("trace: {event} not recorded: {}", e.message));
     }
