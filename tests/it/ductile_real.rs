@@ -211,6 +211,32 @@ impl Gateway {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Kills Ductile as a crash would (SIGKILL: its plugins' turns go on, their answers lost).
+    fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts Ductile again on the same config, database and port.
+    fn restart(&mut self, t: &T) {
+        let log = std::fs::OpenOptions::new().append(true).open(self.dir.join("ductile.log")).unwrap();
+        self.child = Command::new(&self.bin)
+            .args(["system", "start", "--config", "config.yaml"])
+            .current_dir(&self.dir)
+            .env_clear()
+            .envs(Self::env(t, self.port))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ductile again");
+        let started = Instant::now();
+        while ureq::get(&format!("{}/healthz", self.url())).call().is_err() {
+            assert!(started.elapsed() < DEADLINE, "Ductile did not start again");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn cli(&self, t: &T, args: &[&str]) -> String {
         let out = Command::new(&self.bin)
             .args(args)
@@ -700,4 +726,67 @@ fn a_model_outage_is_retried_by_ductile_and_the_run_finishes_once_the_model_is_b
     assert_eq!(start["status"], "succeeded", "{start:#}");
     assert_eq!(start["attempt"], 3, "two failed attempts retried by Ductile: {start:#}");
     assert!(prompts(&inner).contains(PAGE_TEXT));
+}
+
+/// Ductile is killed while a turn runs: the turn finishes on its own (the run waits for its next
+/// tool, whose request went nowhere), and when Ductile comes back it delivers the orphaned job
+/// again under its job id; agentloop answers it with the answer it kept, so the request is routed
+/// and the run goes on at once (before, the job was "stale or duplicate" and the run stalled).
+#[test]
+fn a_turn_whose_answer_was_lost_in_a_crash_is_answered_again_and_the_run_goes_on() {
+    let t = T::new();
+    let page = page_server();
+    let inner = model(
+        frame(),
+        vec![
+            plan("web_fetch", json!({"url": format!("{}/one", page.url)})),
+            plan("web_fetch", json!({"url": format!("{}/two", page.url)})),
+        ],
+        vec![
+            json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "continue", "reason": "one more"}),
+            json!({"satisfied": [{"item": 2, "steps": [2]}, {"item": 3, "steps": [2]}], "decision": "done", "reason": "met", "outcome": "read both", "artifacts": []}),
+        ],
+    );
+    // The first call after the first page came back is slow: Ductile is killed meanwhile.
+    let inner_url = inner.url.clone();
+    let calls = Arc::new(Mutex::new(0usize));
+    let seen = calls.clone();
+    let slow = Server::start_with(move |i, req| {
+        *seen.lock().unwrap() = i + 1;
+        if i == 2 {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        let resp = ureq::post(&format!("{inner_url}{}", req.url))
+            .header("content-type", "application/json")
+            .send(req.body.as_bytes())
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        Reply::json(200, serde_json::from_str(&resp).unwrap())
+    });
+    let Some(mut g) = Gateway::start(&t, &slow, "") else { return };
+    g.start_goal(&t, "Fetch both pages");
+    let started = Instant::now();
+    while *calls.lock().unwrap() < 3 {
+        assert!(started.elapsed() < DEADLINE, "the resume turn never called the model");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    g.crash();
+    // The orphaned turn finishes: the run now waits for step 2's tool, requested nowhere.
+    let started = Instant::now();
+    while !g.runs().first().is_some_and(|s| s["pending"]["step"] == 2 && s["pending"]["handed_off"] == true) {
+        assert!(started.elapsed() < DEADLINE, "the orphaned turn did not finish: {:?}", g.runs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    g.restart(&t);
+    let (runs, jobs) = g.finished_runs(1);
+    assert_eq!(runs[0]["status"], "done", "{:#}", runs[0]);
+    assert_eq!(runs[0]["tools_called"], json!(["web_fetch", "web_fetch"]), "{:#}", runs[0]);
+    // The recovered job was the lost turn's, delivered again and answered as the first time.
+    let retried: Vec<&Value> =
+        jobs.iter().filter(|j| j["plugin"] == "agentloop" && j["attempt"].as_u64() > Some(1)).collect();
+    assert_eq!(retried.len(), 1, "{jobs:#?}");
+    let kept = std::fs::read_dir(g.root.join(".agentloop-handle/jobs")).unwrap().count();
+    assert!(kept >= 3, "the turns' answers are kept: {kept}");
 }
