@@ -91,22 +91,42 @@ fn wait_for(what: &str, log: &dyn Fn() -> String, ok: &mut dyn FnMut() -> bool) 
     }
 }
 
-/// Runs `script` with `budgets` through `door`, in a folder of its own.
-fn through(door: Door, script: &str, budgets: &Value) -> Ended {
+/// What a scenario asks every door for.
+struct Ask<'a> {
+    goal: &'a str,
+    budgets: Value,
+    output_schema: Option<Value>,
+    /// Appended to the root's (and the CLI workspace's) configuration.
+    config: &'a str,
+}
+
+impl Ask<'_> {
+    fn with(budgets: Value) -> Ask<'static> {
+        Ask { goal: "wait a while", budgets, output_schema: None, config: "" }
+    }
+}
+
+/// Runs `script` for `ask` through `door`, in a folder of its own.
+fn through(door: Door, script: &str, ask: &Ask) -> Ended {
     let t = T::new();
     crate::shell_sandbox::bwrap_or_none(&t);
     for at in ["script.yaml", "root/script.yaml", "ws/script.yaml"] {
         t.write(at, script);
     }
-    let budgets = budgets.as_object().cloned().unwrap_or_default();
+    let config = format!("{CONFIG}{}", ask.config);
+    let budgets = ask.budgets.as_object().cloned().unwrap_or_default();
     match door {
         Door::Cli => {
-            t.write("ws/agentloop.yaml", CONFIG);
+            t.write("ws/agentloop.yaml", &config);
             let mut args: Vec<String> = Vec::new();
             for (k, v) in &budgets {
                 args.extend([flag(k).to_string(), budget_text(v)]);
             }
-            args.extend(["run", "--goal", "wait a while"].map(String::from));
+            args.extend(["run", "--goal", ask.goal].map(String::from));
+            if let Some(schema) = &ask.output_schema {
+                t.write("schema.json", &schema.to_string());
+                args.extend(["--output-schema", "schema.json"].map(String::from));
+            }
             let out = t.cmd().arg("-w").arg("ws").args(&args).env("AGENTLOOP_MAX_REPEATS", "0").output().unwrap();
             let result = t.exists("ws/result.json").then(|| t.json("ws/result.json"));
             Ended {
@@ -116,9 +136,13 @@ fn through(door: Door, script: &str, budgets: &Value) -> Ended {
             }
         }
         Door::Http => {
-            t.write("root/agentloop.yaml", CONFIG);
+            t.write("root/agentloop.yaml", &config);
             let s = serve(&t, &[], &[], Some(TOKEN));
-            let r = s.post("/runs", &json!({"goal": "wait a while", "budgets": budgets}));
+            let mut body = json!({"goal": ask.goal, "budgets": budgets});
+            if let Some(schema) = &ask.output_schema {
+                body["output_schema"] = schema.clone();
+            }
+            let r = s.post("/runs", &body);
             if r.status != 202 {
                 return Ended { result: None, runs_left: runs_under(&t), answer: format!("{} {}", r.status, r.body) };
             }
@@ -131,28 +155,36 @@ fn through(door: Door, script: &str, budgets: &Value) -> Ended {
             let Some(redis) = Redis::start(&t.path("redis")) else {
                 return Ended { result: None, runs_left: 0, answer: "skipped: no redis-server".into() };
             };
-            t.write("root/agentloop.yaml", CONFIG);
-            let w = worker(&t, &redis, "w1", &[]);
-            let mut args: Vec<String> = vec!["--json".into()];
-            for (k, v) in &budgets {
-                args.extend([flag(k).to_string(), budget_text(v)]);
+            t.write("root/agentloop.yaml", &config);
+            let w = worker(&t, &redis, "w1", &["--max-deliveries", "2", "--claim-idle", "1s"]);
+            // A client writes the request as `enqueue` would (QUEUE.md: the request's JSON).
+            let mut request = json!({"goal": ask.goal, "key": "parity-run", "budgets": budgets});
+            if let Some(schema) = &ask.output_schema {
+                request["output_schema"] = schema.clone();
             }
-            args.extend(["enqueue", "--redis", &redis.url(), "--goal", "wait a while"].map(String::from));
-            let out = t.cmd().args(&args).output().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-            let id = serde_json::from_str::<Value>(&stdout(&out)).unwrap()["run_id"].as_str().unwrap().to_string();
-            let path = format!("root/runs/{id}/result.json");
+            let _: String = redis::cmd("XADD")
+                .arg("agentloop:runs")
+                .arg("*")
+                .arg("request")
+                .arg(request.to_string())
+                .query(&mut redis.con())
+                .unwrap();
+            let path = "root/runs/parity-run/result.json";
             let log = || w.log();
             wait_for("an outcome or a dead letter", &log, &mut || {
-                t.exists(&path) || !redis.entries("agentloop:dead").is_empty()
+                t.exists(path) || !redis.entries("agentloop:dead").is_empty()
             });
             let dead = redis.entries("agentloop:dead");
             let answer = dead.first().map(|(_, f)| format!("dead-lettered: {f:?}")).unwrap_or_default();
-            Ended { result: t.exists(&path).then(|| t.json(&path)), runs_left: runs_under(&t), answer }
+            Ended { result: t.exists(path).then(|| t.json(path)), runs_left: runs_under(&t), answer }
         }
         Door::Handle => {
-            t.write("root/agentloop.yaml", CONFIG);
-            let req = json!({"protocol": 2, "job_id": "job-1", "command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "wait a while", "context": budgets}}});
+            t.write("root/agentloop.yaml", &config);
+            let mut payload = json!({"goal": ask.goal, "context": budgets});
+            if let Some(schema) = &ask.output_schema {
+                payload["output_schema"] = schema.clone();
+            }
+            let req = json!({"protocol": 2, "job_id": "job-1", "command": "handle", "event": {"type": "agentic.start", "payload": payload}});
             let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
             let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
             let id = v["state_updates"]["last_run_id"].as_str().map(String::from);
@@ -172,7 +204,7 @@ fn the_wall_clock_limit_holds_through_every_door() {
     let script = sleeping(5);
     for door in DOORS {
         let began = Instant::now();
-        let e = through(door, &script, &json!({"timeout": "1s"}));
+        let e = through(door, &script, &Ask::with(json!({"timeout": "1s"})));
         if skipped(&e) {
             continue;
         }
@@ -189,7 +221,7 @@ fn the_step_limit_holds_through_every_door() {
     let script = sleeping(3).replace("argv: [sleep, '1']", "argv: [sleep, '0']");
     let mut stops = Vec::new();
     for door in DOORS {
-        let e = through(door, &script, &json!({"max_steps": 1}));
+        let e = through(door, &script, &Ask::with(json!({"max_steps": 1})));
         if skipped(&e) {
             continue;
         }
@@ -205,7 +237,7 @@ fn the_step_limit_holds_through_every_door() {
 fn a_start_that_cannot_fit_its_budget_is_refused_by_every_door_and_leaves_no_run() {
     let script = sleeping(1);
     for door in DOORS {
-        let e = through(door, &script, &json!({"max_tokens": 50}));
+        let e = through(door, &script, &Ask::with(json!({"max_tokens": 50})));
         if skipped(&e) {
             continue;
         }
@@ -218,5 +250,60 @@ fn a_start_that_cannot_fit_its_budget_is_refused_by_every_door_and_leaves_no_run
             Door::Handle => "\"status\":\"error\"",
         };
         assert!(e.answer.contains(how), "{door:?} answers {how}: {}", e.answer);
+    }
+}
+
+/// A start refused before anything is written, the same way by every door: what each answers
+/// (CLI exit code, HTTP status, dead letter, handle error) and that no run is left.
+fn refused_everywhere(script: &str, ask: &Ask, said: &str, how: [&str; 4]) {
+    for (door, how) in DOORS.into_iter().zip(how) {
+        let e = through(door, script, ask);
+        if skipped(&e) {
+            continue;
+        }
+        assert!(e.result.is_none() && e.runs_left == 0, "{door:?} left a run: {e:?}");
+        assert!(e.answer.contains(said), "{door:?} says {said}: {}", e.answer);
+        assert!(e.answer.contains(how), "{door:?} answers {how}: {}", e.answer);
+    }
+}
+
+#[test]
+fn a_task_against_the_agents_values_is_declined_by_every_door() {
+    let ask = Ask {
+        goal: "Find Ann's home address",
+        budgets: json!({}),
+        output_schema: None,
+        config: "values: [{name: privacy, refuse_if: [home address]}]\n",
+    };
+    let how = ["exit Some(9)", "422", "dead-lettered", "\"status\":\"error\""];
+    refused_everywhere(&sleeping(1), &ask, "task declined before it started", how);
+}
+
+#[test]
+fn a_resting_agent_is_refused_by_every_door() {
+    // No run may start in the window: the agent rests (stress or a full window alike).
+    let ask = Ask { goal: "wait a while", budgets: json!({}), output_schema: None, config: "rest: {max_runs: 0}\n" };
+    let how = ["exit Some(10)", "429", "dead-lettered", "\"status\":\"error\""];
+    refused_everywhere(&sleeping(1), &ask, "is resting", how);
+}
+
+#[test]
+fn the_output_schema_shapes_the_output_through_every_door() {
+    let schema = json!({"type": "object", "properties": {"verdict": {"type": "string"}, "score": {"type": "integer"}}, "required": ["verdict", "score"], "additionalProperties": false});
+    let script = format!(
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: rated, output: {{verdict: fine, score: 7}}}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: rated}}\n"
+    );
+    let ask = Ask { goal: "rate it", budgets: json!({}), output_schema: Some(schema), config: "" };
+    for door in DOORS {
+        let e = through(door, &script, &ask);
+        if skipped(&e) {
+            continue;
+        }
+        let r = e.result.as_ref().unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+        assert_eq!(
+            (r["stop"].as_str(), &r["output"]),
+            (Some("done"), &json!({"verdict": "fine", "score": 7})),
+            "{door:?}: {r}"
+        );
     }
 }
