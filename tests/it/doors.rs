@@ -47,7 +47,7 @@ const FRAME: &str =
     "frame:\n  - answer: {goal: g, definition_of_done: [waited, waited again, said done], can_proceed: true}\n";
 
 /// A script of `steps` steps of `sleep 1`, each reflected on as not done yet.
-fn sleeping(steps: usize) -> String {
+pub(crate) fn sleeping(steps: usize) -> String {
     let mut s = String::from(FRAME);
     s.push_str("plan:\n");
     for _ in 0..steps {

@@ -143,18 +143,7 @@ fn negotiation_refuses_a_run_the_rest_window_has_no_room_for() {
 fn sleeper(t: &T) -> std::process::Child {
     crate::shell_sandbox::bwrap_or_none(t);
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sleep]}\n");
-    let mut s = String::from(
-        "frame:\n  - answer: {goal: g, definition_of_done: [waited, waited more, said], can_proceed: true}\nplan:\n",
-    );
-    for _ in 0..5 {
-        s.push_str(
-            "  - answer: {next_action: {tool: shell, args: {argv: [sleep, '1']}}, expected_outcome: x, rationale: y}\n",
-        );
-    }
-    s.push_str("reflect:\n");
-    for i in 0..5 {
-        s.push_str(&format!("  - answer: {{decision: continue, reason: wait {i}}}\n"));
-    }
+    let s = crate::doors::sleeping(5);
     t.write("script.yaml", &s);
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
     c.env_clear()
@@ -197,7 +186,11 @@ fn a_run_stopped_by_a_signal_or_a_kill_says_interrupted_and_goes_on() {
         says_interrupted(&t);
         // The way on works: the run goes on from its last commit, one step more, and ends.
         let more = (t.json("ws/state.json")["step"].as_u64().unwrap() + 1).to_string();
-        let out = t.al(&["--script", "script.yaml", "--max-steps", &more, "run", "--continue"]).output().unwrap();
+        let out = t
+            .al(&["--script", "script.yaml", "--max-steps", &more, "run", "--continue"])
+            .env("AGENTLOOP_MAX_REPEATS", "0")
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(4), "{signal:?}: {}", stderr(&out));
         let st = t.json("ws/state.json");
         assert_eq!((st["status"].as_str(), st["interrupted"].as_bool()), (Some("escalated"), None), "{st}");

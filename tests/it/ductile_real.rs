@@ -86,6 +86,23 @@ fn model(frame: Value, plans: Vec<Value>, reflects: Vec<Value>) -> Server {
     })
 }
 
+/// A model server that hands each request to `inner` and returns its answer, first waiting
+/// `delay(i)` for the request numbered `i` (from 0).
+fn delayed(inner: &Server, delay: impl Fn(usize) -> Duration + Send + Sync + 'static) -> Server {
+    let inner_url = inner.url.clone();
+    Server::start_with(move |i, req| {
+        std::thread::sleep(delay(i));
+        let resp = ureq::post(&format!("{inner_url}{}", req.url))
+            .header("content-type", "application/json")
+            .send(req.body.as_bytes())
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        Reply::json(200, serde_json::from_str(&resp).unwrap())
+    })
+}
+
 fn plan(tool: &str, args: Value) -> Value {
     json!({"next_action": {"tool": tool, "args": args}, "expected_outcome": "it works", "rationale": "the next item"})
 }
@@ -581,20 +598,7 @@ fn a_turn_ductile_times_out_is_retried_into_the_same_run() {
         ],
     );
     // The first model call takes longer than Ductile's handle timeout; the rest answer at once.
-    let inner_url = inner.url.clone();
-    let slow = Server::start_with(move |i, req| {
-        if i == 0 {
-            std::thread::sleep(Duration::from_secs(5));
-        }
-        let resp = ureq::post(&format!("{inner_url}{}", req.url))
-            .header("content-type", "application/json")
-            .send(req.body.as_bytes())
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        Reply::json(200, serde_json::from_str(&resp).unwrap())
-    });
+    let slow = delayed(&inner, |i| Duration::from_secs(if i == 0 { 5 } else { 0 }));
     let edit = |c: String| {
         let c = c.replace(
             "    timeouts: {handle: 10m}\n",
@@ -748,27 +752,11 @@ fn a_turn_whose_answer_was_lost_in_a_crash_is_answered_again_and_the_run_goes_on
         ],
     );
     // The first call after the first page came back is slow: Ductile is killed meanwhile.
-    let inner_url = inner.url.clone();
-    let calls = Arc::new(Mutex::new(0usize));
-    let seen = calls.clone();
-    let slow = Server::start_with(move |i, req| {
-        *seen.lock().unwrap() = i + 1;
-        if i == 2 {
-            std::thread::sleep(Duration::from_secs(3));
-        }
-        let resp = ureq::post(&format!("{inner_url}{}", req.url))
-            .header("content-type", "application/json")
-            .send(req.body.as_bytes())
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        Reply::json(200, serde_json::from_str(&resp).unwrap())
-    });
+    let slow = delayed(&inner, |i| Duration::from_secs(if i == 2 { 3 } else { 0 }));
     let Some(mut g) = Gateway::start(&t, &slow, "") else { return };
     g.start_goal(&t, "Fetch both pages");
     let started = Instant::now();
-    while *calls.lock().unwrap() < 3 {
+    while slow.count() < 3 {
         assert!(started.elapsed() < DEADLINE, "the resume turn never called the model");
         std::thread::sleep(Duration::from_millis(20));
     }
