@@ -4,6 +4,8 @@
 //! the dead-letter stream, and Redis restarts mid-run. Nothing is timed: every wait polls with
 //! a generous deadline.
 
+mod series;
+
 use crate::common::*;
 use redis::Commands;
 use serde_json::Value;
