@@ -121,6 +121,7 @@ fn copy_state(prev: &Workspace, ws: &Workspace, notes: &mut Vec<String>) -> Resu
     let into = Folder::create(&ws.root, Utf8Path::new(CARRYING))?;
     let copied = src.copy_into(&into)?;
     into.sync()?;
+    crate::crash::point("series:copied");
     dest.rename(CARRYING, "state")?;
     dest.sync()?;
     for p in copied.skipped.iter().take(5) {

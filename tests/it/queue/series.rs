@@ -5,7 +5,7 @@
 //! once over three slots; a named series groups two goals; a run of its own carries nothing; a
 //! link in the previous run's `state/` (or `state/` itself a link) is never followed.
 
-use super::{worker, Redis, Worker, DEADLINE};
+use super::{worker, worker_with, Redis, Worker, DEADLINE};
 use crate::common::*;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -266,4 +266,45 @@ fn a_named_series_groups_goals_and_no_link_in_state_is_followed() {
     let outside: Vec<_> = std::fs::read_dir(t.path("outside")).unwrap().collect();
     assert_eq!(outside.len(), 1, "nothing was written where the links point");
     assert_eq!(t.read("outside/secret.txt"), "hunter2");
+}
+
+/// A worker killed while it copies `state/` (after the copy, before it is renamed into place)
+/// leaves no half `state/`: the worker that takes the message over drops the partial copy,
+/// copies again and runs the run once.
+#[test]
+fn a_worker_killed_mid_copy_leaves_no_half_state() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    t.write("root/agentloop.yaml", "max_steps: 6\n");
+    t.write("script.yaml", &notes_script("weekly summary"));
+    let mut crashing =
+        worker_with(&t, &redis, "w1", &["--claim-idle", "1s"], &[("AGENTLOOP_CRASH_AT", "series:copied")]);
+    let (code, v) = enqueue_wait(&t, &redis, &crashing, &["--goal", "weekly summary", "--series", "news"]);
+    assert_eq!(code, Some(0), "the first run carries nothing, so it passes no crash point: {v}");
+    let weekly = run_id(&v);
+    t.write("script.yaml", &notes_script("monthly summary"));
+    let out = t
+        .cmd()
+        .args(["--json", "enqueue", "--redis", &redis.url(), "--goal", "monthly summary", "--series", "news"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let monthly = serde_json::from_str::<Value>(&stdout(&out)).unwrap()["run_id"].as_str().unwrap().to_string();
+    logged(&crashing, "crash point series:copied reached");
+    let _ = crashing.child.wait();
+    let folder = format!("root/runs/{monthly}");
+    assert!(t.exists(&format!("{folder}/.state.carrying/notes.txt")) && !t.exists(&format!("{folder}/state")));
+    let w = worker(&t, &redis, "w2", &["--claim-idle", "1s"]);
+    let start = Instant::now();
+    while redis.entries("agentloop:results").len() < 2 {
+        assert!(start.elapsed() < DEADLINE, "no outcome:\n{}", w.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(t.json(&format!("{folder}/state.json"))["status"], "done", "{}", w.log());
+    assert!(!t.exists(&format!("{folder}/.state.carrying")));
+    assert_eq!(t.read(&format!("{folder}/state/notes.txt")), "notes of monthly summary\n");
+    let transcript = t.read(&format!("{folder}/transcript.md"));
+    assert!(transcript.contains("notes of weekly summary"), "the copy was whole: {transcript}");
+    assert!(t.read(&format!("{folder}/context.md")).contains(&format!("(from run {weekly})")));
+    assert!(w.log().contains(&format!("run {monthly} started for message")), "{}", w.log());
 }
