@@ -26,12 +26,20 @@ pub fn run(_: &crate::settings::Global, _: EnqueueArgs) -> crate::error::Result<
 /// command waits for the outcome and prints it (with --json, the agent.completed /
 /// agent.escalated event), exiting as `run` would.
 ///
+/// A --slot run belongs to a series, as a cron job's runs do: the slot runs of its agent and
+/// goal, or --series NAME (which may group several goals). A run of a series starts from the
+/// series' last ended run under the workers' root: its facts and a person's answers are carried
+/// into context.md and memory.md, and its state/ folder (a job's own state, such as the
+/// daily-digest skill's state/daily-digest.json) is copied into the new run's folder, links
+/// left out. A run with neither --slot nor --series is a run of its own.
+///
 /// Exit codes: 0 queued (with --wait: the run ended done), 1 Redis unreachable or no outcome in
 /// time, 2 bad flags, 3 escalated, 4 budget exhausted, 5 provider failure.
 ///
 /// Examples:
 ///   agentloop enqueue --redis redis://127.0.0.1:6379 --goal "Digest today's feed"
 ///   agentloop enqueue --redis $R --goal "Daily digest" --slot $(date +%F) --agent digest
+///   agentloop enqueue --redis $R --goal "Weekly summary" --slot 2026-W10 --series news
 ///   agentloop --json enqueue --redis $R --goal "Triage ticket 42" --key ticket-42 --wait=600
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
@@ -52,6 +60,10 @@ pub struct EnqueueArgs {
     /// A slot such as a date: the same goal and agent run once per slot.
     #[arg(long, value_name = "KEY")]
     pub slot: Option<String>,
+    /// The series the run belongs to (default with --slot: its agent and goal): it starts from
+    /// the facts, answers and state/ of the series' last ended run.
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
     /// The idempotency key the run id is derived from.
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,

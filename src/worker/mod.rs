@@ -24,6 +24,7 @@
 //!   is taken over after `--claim-idle`.
 
 pub mod request;
+pub mod series;
 pub mod streams;
 pub mod view;
 
@@ -80,6 +81,9 @@ pub struct Record {
     pub agent: Option<String>,
     pub budgets: crate::budget::Budgets,
     pub submitted_at: String,
+    /// The series the run belongs to ([`series`]), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
 }
 
 /// The folder of records under a root.
@@ -320,17 +324,25 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
         };
         let cfg = &resolved.config;
         let tpl = crate::phases::templates(&ws, cfg)?;
-        save_record(w, req, run_id, message_id)?;
-        let state = crate::phases::init::init_slotted(
-            &session,
-            cfg,
-            &tpl,
-            &req.goal,
-            &req.background(),
-            run_id.into(),
-            req.slot.as_deref(),
-        )?;
-        w.log(&format!("run {run_id} started for message {message_id}"));
+        let series = req.series_name();
+        save_record(w, req, run_id, message_id, series.as_deref())?;
+        let carried = match &series {
+            Some(name) => series::carry(&w.root, &w.runs_dir, name, run_id, &ws)?,
+            None => series::Carried::default(),
+        };
+        let queued = crate::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
+        let mut state = crate::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
+        if series.is_some() {
+            state.series = series.clone();
+            // Written beside the journal: what the commit wrote is made durable first, so no
+            // replay of the journal puts the state without its series back.
+            session.checkpoint()?;
+            session.save_state(&state)?;
+        }
+        for note in &carried.notes {
+            w.printer.warn(&format!("run {run_id}: {note}"));
+        }
+        w.log(&format!("run {run_id} started for message {message_id}{}", started_from(series.as_deref(), &carried)));
         (resolved, state, true)
     } else {
         let rec = load_record(w, run_id)?;
@@ -339,9 +351,14 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             None => (req.agent.as_deref(), &req.budgets),
         };
         let resolved = crate::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
-        let state = ws.load_state()?;
+        let mut state = ws.load_state()?;
         if state.status.is_terminal() && !state.interrupted {
             return Ok(state);
+        }
+        // A worker cut off between the run's start and its state's series: the next commit
+        // writes it.
+        if state.series.is_none() {
+            state.series = rec.and_then(|r| r.series);
         }
         w.log(&format!("run {run_id} goes on for message {message_id} (step {})", state.step));
         (resolved, state, false)
@@ -376,7 +393,7 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
     let start = crate::lifecycle::Start {
         goal: req.goal.clone(),
         background: req.background(),
-        carry: false,
+        carry: req.series_name().is_some(),
         force: req.force,
         slot: req.slot.clone(),
         follow_up: false,
@@ -387,11 +404,22 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
     Ok(resolved)
 }
 
+/// What a new run's log line says it started from: its series and the run it carried from.
+fn started_from(series: Option<&str>, c: &series::Carried) -> String {
+    let Some(name) = series else { return String::new() };
+    let Some(from) = &c.from else { return format!(" (series {name}: no earlier run of it ended; nothing carried)") };
+    let state = match &c.state {
+        Some(copied) => format!(", state/ ({} file{})", copied.files, if copied.files == 1 { "" } else { "s" }),
+        None => String::new(),
+    };
+    format!(" (series {name}: carried {} facts{state} from run {from})", c.facts.len())
+}
+
 fn record_path(w: &Worker, run_id: &str) -> Utf8PathBuf {
     w.root.join(RECORDS).join(format!("{run_id}.json"))
 }
 
-fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result<()> {
+fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, series: Option<&str>) -> Result<()> {
     let path = record_path(w, run_id);
     if path.exists() {
         return Ok(());
@@ -403,6 +431,7 @@ fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> 
         agent: req.agent.clone(),
         budgets: req.budgets.clone(),
         submitted_at: crate::clock::now_rfc3339(),
+        series: series.map(String::from),
     };
     crate::fs::create_dir_all(&w.root.join(RECORDS))?;
     let text = crate::json::to_string_pretty(&rec) + "\n";

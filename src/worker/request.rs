@@ -28,6 +28,10 @@ pub struct RunRequest {
     /// A slot such as a date: the same goal and agent enqueued twice for one slot runs once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
+    /// The series the run belongs to (default, for a slot's run: its agent and goal): a run of
+    /// a series carries facts, answers and `state/` from the series' last ended run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
     /// Not supported yet; refused naming it (see [`RunRequest::check`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -46,7 +50,7 @@ pub enum BadRequest {
     Json(serde_path_to_error::Error<serde_json::Error>),
     EmptyGoal,
     SchemaNotObject,
-    /// `key`, `slot` or `agent` is blank, too long or holds a control character.
+    /// `key`, `slot`, `series` or `agent` is blank, too long or holds a control character.
     Name(&'static str),
 }
 
@@ -91,7 +95,7 @@ impl RunRequest {
         if self.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
             return Err(BadRequest::SchemaNotObject);
         }
-        for (name, v) in [("key", &self.key), ("slot", &self.slot), ("agent", &self.agent)] {
+        for (name, v) in [("key", &self.key), ("slot", &self.slot), ("series", &self.series), ("agent", &self.agent)] {
             if let Some(v) = v {
                 if v.trim().is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
                     return Err(BadRequest::Name(name));
@@ -110,11 +114,25 @@ impl RunRequest {
     pub fn idempotency_key(&self, message_id: &str) -> String {
         match (&self.key, &self.slot) {
             (Some(k), _) => k.clone(),
-            (None, Some(slot)) => {
-                let what = format!("{}\n{}", self.agent.as_deref().unwrap_or(""), self.goal.trim());
-                format!("slot-{slot}-{:016x}", crate::run_id::fnv1a(what.as_bytes()))
-            }
+            (None, Some(slot)) => format!("slot-{slot}-{:016x}", self.job_hash()),
             (None, None) => message_id.to_string(),
+        }
+    }
+
+    /// The hash of the agent and goal that names a slot's run (`slot-<slot>-<hash>`) and, by
+    /// default, its series (`job-<hash>`).
+    fn job_hash(&self) -> u64 {
+        let what = format!("{}\n{}", self.agent.as_deref().unwrap_or(""), self.goal.trim());
+        crate::run_id::fnv1a(what.as_bytes())
+    }
+
+    /// The series the run belongs to: `series` as given, else for a slot's run `job-<hash>` of
+    /// its agent and goal (the hash its run id ends with), else none — a run of its own.
+    pub fn series_name(&self) -> Option<String> {
+        match (&self.series, &self.slot) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(_)) => Some(format!("job-{:016x}", self.job_hash())),
+            (None, None) => None,
         }
     }
 
@@ -205,6 +223,27 @@ mod tests {
         let long = "k".repeat(100);
         assert!(plain_id(&run_id_for(&long)));
         assert_ne!(run_id_for("a b"), run_id_for("a_b"));
+    }
+
+    #[test]
+    fn a_slot_or_a_named_series_makes_a_run_part_of_a_series() {
+        let r = RunRequest::parse(r#"{"goal": "digest"}"#).unwrap();
+        assert_eq!(r.series_name(), None, "a run of its own");
+        let daily = RunRequest { slot: Some("2026-01-01".into()), ..r.clone() };
+        let tomorrow = RunRequest { slot: Some("2026-01-02".into()), ..r.clone() };
+        let series = daily.series_name().unwrap();
+        assert_eq!(tomorrow.series_name().as_ref(), Some(&series), "one job, one series");
+        assert!(daily.run_id("1-0").ends_with(series.strip_prefix("job-").unwrap()), "{series}");
+        let other = RunRequest { goal: "another".into(), ..daily.clone() };
+        assert_ne!(other.series_name(), Some(series.clone()));
+        let agent = RunRequest { agent: Some("digest".into()), ..daily.clone() };
+        assert_ne!(agent.series_name(), Some(series));
+        let named = RunRequest { series: Some("news".into()), ..other.clone() };
+        assert_eq!(named.series_name().as_deref(), Some("news"));
+        let unslotted = RunRequest { series: Some("news".into()), ..r.clone() };
+        assert_eq!(unslotted.series_name().as_deref(), Some("news"));
+        assert_eq!(unslotted.run_id("7-0"), "7-0", "the series does not name the run");
+        assert!(RunRequest::parse(r#"{"goal": "g", "series": " "}"#).unwrap_err().to_string().contains("`series`"));
     }
 
     #[test]

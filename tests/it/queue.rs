@@ -4,6 +4,8 @@
 //! the dead-letter stream, and Redis restarts mid-run. Nothing is timed: every wait polls with
 //! a generous deadline.
 
+mod series;
+
 use crate::common::*;
 use redis::Commands;
 use serde_json::Value;
@@ -131,9 +133,15 @@ impl Worker {
 }
 
 pub fn worker(t: &T, redis: &Redis, name: &str, args: &[&str]) -> Worker {
+    worker_with(t, redis, name, args, &[])
+}
+
+/// [`worker`] with more environment variables (`AGENTLOOP_CRASH_AT`).
+pub fn worker_with(t: &T, redis: &Redis, name: &str, args: &[&str], env: &[(&str, &str)]) -> Worker {
     let log = t.path(&format!("{name}.err"));
     let child = Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .env_clear()
+        .envs(env.iter().copied())
         .env("AGENTLOOP_TRUST_ALL", "1")
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
@@ -599,6 +607,7 @@ fn enqueue_names_the_flag_a_worker_would_refuse() {
         (&["--goal", " "][..], "--goal is empty"),
         (&["--goal", "g", "--key", " "][..], "--key must be 1-200 printable characters"),
         (&["--goal", "g", "--slot", "\u{7}"][..], "--slot must be 1-200 printable characters"),
+        (&["--goal", "g", "--series", " "][..], "--series must be 1-200 printable characters"),
     ] {
         let out = t.cmd().args(["enqueue", "--redis", "redis://127.0.0.1:1/0"]).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

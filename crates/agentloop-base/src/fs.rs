@@ -19,7 +19,7 @@
 mod folder;
 pub mod sys;
 
-pub use folder::{read_file_no_link, read_no_link, write_in, Folder, Unreadable};
+pub use folder::{read_file_no_link, read_no_link, write_in, Copied, Folder, Unreadable, COPY_MAX_ENTRIES};
 
 use crate::error::{Error, Result};
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};

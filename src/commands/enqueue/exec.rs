@@ -23,6 +23,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         agent: g.agent.clone(),
         budgets: budgets(g)?,
         slot: a.slot.clone(),
+        series: a.series.clone(),
         output_schema: None,
         key: a.key.clone(),
         force: a.force,
@@ -31,7 +32,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     req.check().map_err(|e| {
         Error::usage(match e {
             BadRequest::EmptyGoal => "--goal is empty".to_string(),
-            BadRequest::Name(n @ ("key" | "slot")) => format!("--{n} must be 1-200 printable characters"),
+            BadRequest::Name(n @ ("key" | "slot" | "series")) => format!("--{n} must be 1-200 printable characters"),
             e => e.to_string(),
         })
     })?;

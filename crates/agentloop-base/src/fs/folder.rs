@@ -244,6 +244,117 @@ impl Folder {
     }
 }
 
+/// Most entries (files and folders) [`Folder::copy_into`] takes from one folder tree.
+pub const COPY_MAX_ENTRIES: usize = 10_000;
+/// How deep [`Folder::copy_into`] goes below the folder it copies.
+const COPY_MAX_DEPTH: usize = 32;
+
+/// What [`Folder::copy_into`] did.
+#[derive(Debug, Default)]
+pub struct Copied {
+    /// Regular files copied.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// What was left out, by path: symbolic links (never followed), FIFOs, sockets and devices,
+    /// and names that are not UTF-8.
+    pub skipped: Vec<Utf8PathBuf>,
+}
+
+impl Folder {
+    /// Copies what this folder holds into `to`, which must hold none of its names: each folder
+    /// entered with `O_NOFOLLOW`, each regular file read through an `O_NOFOLLOW` descriptor and
+    /// written to a file created exclusively (never through a link, never over a file) with its
+    /// permission bits, then fsynced. A symbolic link — to a file or a folder — is never
+    /// followed nor copied: it is left out and named in [`Copied::skipped`], as is anything
+    /// that is neither a file nor a folder. More than [`COPY_MAX_ENTRIES`] entries, or folders
+    /// nested deeper than 32, is refused (nothing is removed of what was copied so far: copy
+    /// into a folder of its own and drop it on an error).
+    pub fn copy_into(&self, to: &Folder) -> Result<Copied> {
+        let mut done = Copied::default();
+        let mut entries = 0;
+        self.copy_level(to, 0, &mut entries, &mut done)?;
+        Ok(done)
+    }
+
+    fn copy_level(&self, to: &Folder, depth: usize, entries: &mut usize, done: &mut Copied) -> Result<()> {
+        if depth > COPY_MAX_DEPTH {
+            return Err(Error::data(format!("{}: folders nested more than {COPY_MAX_DEPTH} deep", self.path))
+                .with_hint("flatten the folder; agentloop copies at most that depth"));
+        }
+        let mut names = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&self.fd).map_err(|e| io("list", &self.path, e))? {
+            let entry = entry.map_err(|e| io("list", &self.path, e))?;
+            let raw = entry.file_name().to_bytes();
+            if raw == b"." || raw == b".." {
+                continue;
+            }
+            match std::str::from_utf8(raw) {
+                Ok(name) => names.push(name.to_string()),
+                Err(_) => done.skipped.push(self.path.join(String::from_utf8_lossy(raw).as_ref())),
+            }
+        }
+        names.sort();
+        for name in names {
+            *entries += 1;
+            if *entries > COPY_MAX_ENTRIES {
+                return Err(Error::data(format!("{} holds more than {COPY_MAX_ENTRIES} entries", self.path))
+                    .with_hint("prune it; agentloop copies at most that many"));
+            }
+            let path = self.path.join(&name);
+            let st = statat(&self.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| io("stat", &path, e))?;
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => {
+                    // A folder swapped for a link since the stat is refused here (O_NOFOLLOW).
+                    let Some(from) = self.sub(&name, false, false)? else { continue };
+                    let into = to
+                        .sub(&name, true, false)?
+                        .ok_or_else(|| Error::failure(format!("cannot create folder {}", to.path.join(&name))))?;
+                    from.copy_level(&into, depth + 1, entries, done)?;
+                }
+                FileType::RegularFile => {
+                    done.bytes += self.copy_file(&name, to)?;
+                    done.files += 1;
+                }
+                _ => done.skipped.push(path),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies regular file `name` into `to`; returns its size. A file swapped for a link or a
+    /// FIFO since it was listed is refused, never followed or waited on.
+    fn copy_file(&self, name: &str, to: &Folder) -> Result<u64> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path.join(name);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = openat(&self.fd, name, flags, Mode::empty()).map_err(|e| {
+            if e == Errno::LOOP {
+                linked_file(&path)
+            } else {
+                io("open", &path, e)
+            }
+        })?;
+        let mut from = std::fs::File::from(fd);
+        let meta = from.metadata().map_err(|e| Error::io("stat", &path, e))?;
+        if !meta.is_file() {
+            return Err(Error::data(format!("{path} is not a regular file")));
+        }
+        let dest = to.path.join(name);
+        let mode = Mode::from_bits_truncate(meta.permissions().mode() & 0o777);
+        let out = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut into = std::fs::File::from(openat(&to.fd, name, out, mode).map_err(|e| io("create", &dest, e))?);
+        let n = std::io::copy(&mut from, &mut into).map_err(|e| Error::io("copy", &path, e))?;
+        into.sync_all().map_err(|e| Error::io("sync", &dest, e))?;
+        Ok(n)
+    }
+
+    /// fsyncs the folder (its entries: a file created or renamed in it survives a power loss).
+    pub fn sync(&self) -> Result<()> {
+        rustix::fs::fsync(&self.fd).map_err(|e| io("sync", &self.path, e))
+    }
+}
+
 /// Reads `rel` (plain components) below `root` with no link anywhere below `root`, the file
 /// included: a regular file of at most `cap` bytes; None when it or a folder on the way does not
 /// exist. A workspace's own store read this way cannot be another project's through a link.
@@ -328,5 +439,41 @@ mod tests {
         runs1.append_at("plan.md", Some(4), "\nmore").unwrap();
         assert_eq!(std::fs::read_to_string(root.join("runs/1/plan.md")).unwrap(), "plan\nmore");
         assert!(Folder::open(&root, Utf8Path::new("runs/2"), false).unwrap().is_none());
+    }
+
+    /// A copy takes files and folders with their bytes and modes, and leaves links out — to a
+    /// file or a folder, inside or outside — never following one.
+    #[test]
+    fn a_copy_takes_files_and_folders_and_never_follows_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let base = Utf8Path::from_path(dir.path()).unwrap();
+        let (root, outside) = (base.join("ws"), base.join("outside"));
+        std::fs::create_dir_all(root.join("from/deep/er")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "hunter2").unwrap();
+        std::fs::write(root.join("from/seen.json"), r#"{"seen": ["a"]}"#).unwrap();
+        std::fs::write(root.join("from/deep/er/tool.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("from/deep/er/tool.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("from/secret")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("from/deep/out")).unwrap();
+        let from = Folder::open_to_read(&root, Utf8Path::new("from")).unwrap().unwrap();
+        let to = Folder::create(&root, Utf8Path::new("to")).unwrap();
+        let done = from.copy_into(&to).unwrap();
+        assert_eq!((done.files, done.bytes), (2, 15 + 10));
+        assert_eq!(done.skipped, vec![root.join("from/deep/out"), root.join("from/secret")]);
+        assert_eq!(std::fs::read_to_string(root.join("to/seen.json")).unwrap(), r#"{"seen": ["a"]}"#);
+        let mode = std::fs::metadata(root.join("to/deep/er/tool.sh")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o750);
+        assert!(!root.join("to/secret").exists() && std::fs::symlink_metadata(root.join("to/secret")).is_err());
+        assert!(std::fs::symlink_metadata(root.join("to/deep/out")).is_err());
+        // Never over a file already there: a link planted in the target is not written through.
+        let again = Folder::create(&root, Utf8Path::new("again")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("again/seen.json")).unwrap();
+        assert!(from.copy_into(&again).is_err());
+        assert_eq!(std::fs::read_to_string(outside.join("secret")).unwrap(), "hunter2");
+        // A linked folder is refused when it is the one asked for.
+        std::os::unix::fs::symlink(&outside, root.join("linked")).unwrap();
+        assert!(Folder::open_to_read(&root, Utf8Path::new("linked")).is_err());
     }
 }

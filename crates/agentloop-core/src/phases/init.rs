@@ -137,6 +137,31 @@ pub fn init_slotted(
     )
 }
 
+/// A queued run of a series: its id, its slot, and the facts carried from the series' last
+/// ended run.
+#[derive(Debug, Clone, Copy)]
+pub struct Queued<'a> {
+    pub run_id: &'a str,
+    pub slot: Option<&'a str>,
+    pub carried: &'a [String],
+}
+
+/// Creates a queued run of a series in its empty run folder (a worker's `runs/<id>/`): its
+/// memory.md and context.md start with the facts carried from the series' last ended run, as
+/// a follow-up's do ([`init_run_carrying`]).
+pub fn init_queued(
+    session: &Session,
+    cfg: &Config,
+    tpl: &Templates,
+    goal: &str,
+    background: &str,
+    q: Queued,
+) -> Result<State> {
+    let Queued { run_id, slot, carried } = q;
+    let new = New { goal: nonempty(goal)?, background, carried, run_id: Some(run_id.into()), slot, named: None };
+    create(session, cfg, tpl, new)
+}
+
 fn nonempty(goal: &str) -> Result<&str> {
     let goal = goal.trim();
     if goal.is_empty() {

@@ -141,6 +141,11 @@ pub struct State {
     /// earlier turns were its context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The series of queued runs the run belongs to (`enqueue --series NAME`, or by default a
+    /// slot's agent and goal), if any: it started from the series' last ended run's facts and
+    /// `state/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
     pub goal: String,
     pub status: Status,
     pub next: Next,
@@ -264,6 +269,7 @@ impl State {
             agent: None,
             slot: None,
             session: None,
+            series: None,
             goal,
             status: Status::Running,
             next: Next::Frame,
