@@ -380,16 +380,13 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
 /// configuration (the agent, budgets that may only narrow, the output schema), the model, the
 /// rest window, and whether the goal fits its budget. Returns the run's configuration.
 fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Result<crate::config::Resolved> {
-    let mut resolved = crate::runs_root::config(&w.global, &w.root, req.agent.as_deref(), &req.budgets, true)?;
-    if let Some(schema) = &req.output_schema {
-        let strict = crate::model::strict_schemas(&resolved.config);
-        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
-        resolved.config.output_schema = Some(schema.clone());
-    }
-    let cfg = &resolved.config;
-    let model = crate::model::from_config(cfg, &w.root)?;
-    crate::rest_window::check(cfg, &w.root)?;
-    let env = Env::with(ws, cfg, quiet)?;
+    let resolved = crate::runs_root::new_run_config(
+        &w.global,
+        &w.root,
+        req.agent.as_deref(),
+        &req.budgets,
+        req.output_schema.as_ref(),
+    )?;
     let start = crate::lifecycle::Start {
         goal: req.goal.clone(),
         background: req.background(),
@@ -399,8 +396,8 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
         follow_up: false,
         session: None,
     };
-    crate::lifecycle::check_fits(&env, model.model(), &start)?;
-    drop(env);
+    // The one admission every door makes (key, rest, negotiation); its environment is not kept.
+    drop(crate::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
     Ok(resolved)
 }
 

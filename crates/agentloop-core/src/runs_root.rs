@@ -61,6 +61,25 @@ pub fn config(global: &Global, root: &Utf8Path, agent: Option<&str>, b: &Budgets
     Ok(r)
 }
 
+/// A new run's configuration under `root` ([`config`], strict: a budget wider than the root
+/// allows is refused naming it), with the request's output schema, checked as `run
+/// --output-schema` checks its file (strict mode's limits among it).
+pub fn new_run_config(
+    global: &Global,
+    root: &Utf8Path,
+    agent: Option<&str>,
+    b: &Budgets,
+    output_schema: Option<&serde_json::Value>,
+) -> Result<Resolved> {
+    let mut resolved = config(global, root, agent, b, true)?;
+    if let Some(schema) = output_schema {
+        let strict = crate::model::strict_schemas(&resolved.config);
+        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
+        resolved.config.output_schema = Some(schema.clone());
+    }
+    Ok(resolved)
+}
+
 /// The workspace `<root>/<runs_dir>/<id>/` after entering `runs/` and `runs/<id>/` one
 /// `O_NOFOLLOW` open at a time (made when `create`): a linked runs folder or run folder is
 /// refused, never written through.
