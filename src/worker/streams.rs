@@ -121,6 +121,14 @@ impl Link {
                 }
                 Err(e) if passing(&e) => {
                     self.con = None;
+                    // A draining process waits for no Redis: what it did is durable in the runs'
+                    // folders, and its messages stay pending for another worker.
+                    if crate::interrupt::draining() {
+                        return Err(Error::failure(format!(
+                            "redis at {} is unreachable ({e}) and the worker is draining: it stops trying to {what}",
+                            self.shown
+                        )));
+                    }
                     if self.patience.is_some_and(|p| start.elapsed() >= p) {
                         return Err(Error::failure(format!("cannot reach redis at {} to {what}: {e}", self.shown))
                             .with_hint("start redis-server, or check --redis"));
