@@ -555,3 +555,27 @@ fn a_sign_in_does_not_count_against_startup_timeout_and_every_command_says_when_
         std::panic::resume_unwind(e);
     }
 }
+
+/// A server whose authorization endpoint is not a web address (`file:`, `javascript:`, `data:`,
+/// an operating system's handler) is refused: `$BROWSER` is never handed it, and the address
+/// is not printed for a person to open.
+#[test]
+fn only_a_web_address_is_opened_to_sign_in() {
+    use std::os::unix::fs::PermissionsExt;
+    for endpoint in ["file:///etc/passwd", "javascript:alert(1)", "data:text/html,hi", "ms-settings:privacy"] {
+        let t = T::new();
+        let (mut server, port) = oauth_server_with(&t, "a.jsonl", &[("FAKE_MCP_OAUTH_AUTHORIZE", endpoint)]);
+        t.write("browser.sh", &format!("#!/bin/sh\necho \"$1\" > {}\n", t.path("opened").display()));
+        std::fs::set_permissions(t.path("browser.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        t.write("ws/agentloop.yaml", &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n"));
+        let out = t.al(&["mcp", "login", "web"]).env("BROWSER", t.path("browser.sh")).output().unwrap();
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_ne!(out.status.code(), Some(0), "{endpoint}: {}", stderr(&out));
+        let scheme = endpoint.split(':').next().unwrap();
+        let err = stderr(&out);
+        assert!(err.contains(&format!("its authorization endpoint is a `{scheme}:` address, not http(s)")), "{err}");
+        assert!(!err.contains(endpoint), "{endpoint} was shown: {err}");
+        assert!(!t.exists("opened"), "{endpoint}: $BROWSER was started");
+    }
+}

@@ -331,7 +331,7 @@ def serve_http(port_file):
                 issuer = os.environ.get("FAKE_MCP_OAUTH_ISSUER", "")
                 return self.reply(200, {
                     "issuer": base + issuer if issuer.startswith("/") or not issuer else issuer,
-                    "authorization_endpoint": base + "/authorize",
+                    "authorization_endpoint": os.environ.get("FAKE_MCP_OAUTH_AUTHORIZE") or base + "/authorize",
                     "token_endpoint": base + "/token",
                     "registration_endpoint": base + "/register",
                     "response_types_supported": ["code"],

@@ -338,6 +338,7 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
         r => r.map_err(|e| auth_error(server, e))?,
     }
     let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, e))?;
+    web_address(server, &auth_url)?;
     let waiting = Waiting::start();
     open_browser(server, &auth_url);
     let callback = tokio::time::timeout(SIGN_IN_WAIT, receive(listener)).await.map_err(|_| McpError::Timeout {
@@ -364,6 +365,24 @@ pub fn sign_in_now(server: &Server, url: &str) -> Result<(), McpError> {
 
 /// How long a sign-in waits for the browser to come back.
 const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
+
+/// Only an http(s) authorization endpoint is shown or handed to `$BROWSER`: one a server names
+/// with another scheme (`file:`, `javascript:`, `data:`, an operating system's handler such as
+/// `ms-settings:`) is refused, and nothing is opened.
+fn web_address(server: &Server, auth_url: &str) -> Result<(), McpError> {
+    match url::Url::parse(auth_url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(()),
+        Ok(u) => Err(McpError::auth(format!(
+            "MCP server {}: its authorization endpoint is a `{}:` address, not http(s); nothing was opened",
+            server.name,
+            u.scheme()
+        ))),
+        Err(e) => Err(McpError::auth(format!(
+            "MCP server {}: its authorization endpoint is not a URL ({e}); nothing was opened",
+            server.name
+        ))),
+    }
+}
 
 /// Opens the authorization URL: with `$BROWSER` when set (a command that takes the URL as its
 /// argument), else by printing it for the person to open.
