@@ -66,7 +66,22 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
             .with_hint("pick another NAME, or move that folder aside"));
     }
     let path = read_path(&ws)?;
-    let answer = draft(ctx, &path)?;
+    let mut answer = draft(ctx, &path)?;
+    // A trigger too short to mean anything would offer the skill to nearly every goal.
+    let (kept, short): (Vec<String>, Vec<String>) =
+        answer.triggers.drain(..).partition(|t| crate::skills::meaningful_trigger(t));
+    answer.triggers = kept;
+    if !short.is_empty() {
+        ctx.printer.warn(&format!(
+            "left out trigger(s) shorter than {} letters or digits: {}",
+            crate::skills::MIN_TRIGGER,
+            short.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if answer.triggers.is_empty() {
+        return Err(Error::failure("the drafted skill has no trigger of meaningful length; nothing was written")
+            .with_hint("run `skills learn` again, or write the skill by hand"));
+    }
     let (skill_md, facts_md) = render(name, &path, &answer);
     // Checked as `skills check` checks a skill, before anything is written.
     let file = ctx.ws.root.join(&rel).join("SKILL.md");

@@ -176,3 +176,56 @@ fn three_mornings_of_a_feed_learn_revalidate_and_show_what_changed() {
     t.al(&["report"]).assert().success();
     assert!(t.read("ws/report.html").contains("id=\"since-last-run\""));
 }
+
+/// A planted skill cannot steer every later run: a learned one-letter trigger is left out (and
+/// a draft with no other is refused), a hand-written short trigger matches nothing, a trigger
+/// matches whole words only, and the model cannot write a skill with its file tools.
+#[test]
+fn a_trigger_too_short_to_mean_anything_is_offered_nowhere_and_skills_are_not_the_models_to_write() {
+    let t = T::new();
+    t.write("ws/notes.txt", "a\nb\nc\n");
+    let script = day_one().replace("triggers: [notes digest, morning notes]", "triggers: [e, notes digest]");
+    t.write("script.yaml", &script);
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "Morning notes digest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = t.al(&["--script", "script.yaml", "skills", "learn", "notes-digest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("left out trigger(s) shorter than 3 letters or digits: \"e\""), "{}", stderr(&out));
+    assert!(t.read("ws/skills/notes-digest/SKILL.md").contains("triggers: \"notes digest\"\n"));
+    // Only short ones: nothing is written.
+    t.write("script.yaml", &day_one().replace("triggers: [notes digest, morning notes]", "triggers: [e, x1]"));
+    let out = t.al(&["--script", "script.yaml", "skills", "learn", "other"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("no trigger of meaningful length"), "{}", stderr(&out));
+    assert!(!t.exists("ws/skills/other"));
+    // Hand-written: `e` matches no goal; `digest` matches the word, not `digested`.
+    t.write(
+        "ws/skills/short/SKILL.md",
+        "---\nname: short\ndescription: Short trigger.\nmetadata:\n  triggers: \"e\"\n---\n# short\n",
+    );
+    t.write(
+        "ws/skills/word/SKILL.md",
+        "---\nname: word\ndescription: Word trigger.\nmetadata:\n  triggers: \"digest\"\n---\n# word\n",
+    );
+    let offered = |goal: &str| {
+        let out = t.al(&["--script", "script.yaml", "run", "--new", "--goal", goal, "--dry-run"]).output().unwrap();
+        let text = stdout(&out);
+        text.lines().find(|l| l.starts_with("Skills whose triggers match the goal: ")).unwrap_or("").to_string()
+    };
+    let line = offered("Make the weekly digest");
+    assert!(line.contains("word") && !line.contains("short"), "{line}");
+    let line = offered("Check what was digested");
+    assert!(!line.contains("word") && !line.contains("short"), "{line}");
+    // The model's file tools may not write a skill.
+    let out = t
+        .al(&["tools", "call", "file_write", "--args", r#"{"path": "skills/evil/SKILL.md", "content": "x"}"#])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("access denied: `skills/` holds agentloop's agent profiles, prompt templates or skills"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(!t.exists("ws/skills/evil"));
+}

@@ -788,12 +788,14 @@ impl SkillSet {
         self.skills.iter().filter_map(|s| s.dir.clone()).collect()
     }
 
-    /// Skills whose triggers occur in the goal (case-insensitive).
+    /// Skills whose triggers occur in the goal (case-insensitive, as whole words: a trigger
+    /// is found where letters and digits do not run on either side of it). A trigger too short to
+    /// mean anything ([`meaningful_trigger`]) matches nothing.
     pub fn matching(&self, goal: &str) -> Vec<String> {
         let g = goal.to_lowercase();
         self.skills
             .iter()
-            .filter(|s| s.triggers.iter().any(|t| !t.is_empty() && g.contains(&t.to_lowercase())))
+            .filter(|s| s.triggers.iter().any(|t| meaningful_trigger(t) && contains_words(&g, &t.to_lowercase())))
             .map(|s| s.name.clone())
             .collect()
     }
@@ -830,4 +832,26 @@ impl SkillSet {
             }
         }
     }
+}
+
+/// Characters a trigger needs (letters and digits) to be offered on a goal: a one- or
+/// two-letter trigger would match nearly every goal.
+pub const MIN_TRIGGER: usize = 3;
+
+/// Whether a trigger can mean something: at least [`MIN_TRIGGER`] letters or digits.
+pub fn meaningful_trigger(t: &str) -> bool {
+    t.chars().filter(|c| c.is_alphanumeric()).count() >= MIN_TRIGGER
+}
+
+/// Whether `phrase` occurs in `text` as whole words (no letter or digit right before or after).
+fn contains_words(text: &str, phrase: &str) -> bool {
+    let phrase = phrase.trim();
+    if phrase.is_empty() {
+        return false;
+    }
+    text.match_indices(phrase).any(|(i, m)| {
+        let before = text[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = text[i + m.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
 }

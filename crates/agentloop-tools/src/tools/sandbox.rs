@@ -63,7 +63,9 @@ pub const PAPER_TRAIL: &[&str] = &[
     "report.html",
 ];
 pub const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloop.json"];
-pub const CONFIG_DIRS: &[&str] = &["agents", "templates"];
+/// Folders at the workspace's top level that only the user (or `agentloop skills learn|fetch`)
+/// writes: agent profiles, prompt templates and skills, each of which steers later runs.
+pub const CONFIG_DIRS: &[&str] = &["agents", "templates", "skills"];
 
 /// One allowed folder, opened.
 pub struct Root {
@@ -324,7 +326,7 @@ impl Sandbox {
         }
         if CONFIG_DIRS.contains(&name) {
             return Some(format!(
-                "access denied: `{name}/` holds agentloop's agent profiles or prompt templates, which a tool may not change"
+                "access denied: `{name}/` holds agentloop's agent profiles, prompt templates or skills, which a tool may not change"
             ));
         }
         if !self.runs_dir.is_empty() && name == self.runs_dir {
