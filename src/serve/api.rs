@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What POST /runs takes.
-const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "output_schema"];
+const START_KEYS: &[&str] = &["goal", "context", "agent", "session", "budgets", "force", "output_schema"];
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
@@ -152,6 +152,7 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         ["skills", "fetch"] => allow(method, &["POST"]).and_then(|_| fetch_skill(shared, req))?,
         ["agents"] => allow(method, &["GET"]).and_then(|_| agents(shared))?,
         ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agent_status(shared, name))?,
+        ["agents", name, "sessions"] => allow(method, &["GET"]).and_then(|_| agent_sessions(shared, name))?,
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
@@ -243,10 +244,18 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
         Some(s) if s.is_object() => Some(s.clone()),
         Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
     };
+    let session = match body.get("session") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(session_of(v)?),
+    };
     let context = crate::phases::init::context_text(body.get("context"));
-    let new = NewRun { goal, context, agent, budgets, force, output_schema };
+    let new = NewRun { goal, context, agent, budgets, force, output_schema, session };
     #[cfg(feature = "queue")]
     if let Some(fleet) = &shared.fleet {
+        if new.session.is_some() {
+            return Err(ApiError::new(400, "`session` is not taken by a server in front of a fleet (--redis)")
+                .hint("leave out `session`, or start the session's runs on a server without --redis"));
+        }
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
         if form {
@@ -269,6 +278,23 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
         .header("Location", &format!("/runs/{id}")))
 }
 
+/// A session's name as a request gives it (`session`, or `?session=`): the rule of
+/// `run --session`.
+fn session_of(v: &Value) -> ApiResult<String> {
+    match v {
+        Value::String(n) if crate::commands::run::is_session_name(n) => Ok(n.clone()),
+        other => {
+            let shown = match other {
+                Value::String(n) => format!("`{}`", crate::output::one_line(n)),
+                v => format!("{v}"),
+            };
+            Err(ApiError::new(400, format!("`session`: {shown} is not a session name")).hint(
+                "a session's name is letters, digits, `.`, `_` and `-` (at most 64), e.g. \"session\": \"support-42\"",
+            ))
+        }
+    }
+}
+
 fn full(shared: &Shared) -> ApiError {
     let (waiting, running) = shared.queue.counts();
     ApiError::new(503, format!("the queue is full: {running} run(s) running and {waiting} waiting"))
@@ -276,20 +302,21 @@ fn full(shared: &Shared) -> ApiError {
         .retry_after(RETRY_FULL)
 }
 
-/// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too).
-/// GET /runs, or GET /runs?agent=NAME for one agent's runs.
+/// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too);
+/// `?agent=NAME` one agent's runs, `?session=NAME` one session's (as `runs --agent`/`--session`).
 fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
-    if let Some(k) = query.keys().find(|k| *k != "agent" && *k != "token") {
-        return Err(
-            ApiError::new(400, format!("GET /runs takes no query parameter `{k}`")).hint("filter with ?agent=NAME")
-        );
+    if let Some(k) = query.keys().find(|k| !["agent", "session", "token"].contains(&k.as_str())) {
+        return Err(ApiError::new(400, format!("GET /runs takes no query parameter `{k}`"))
+            .hint("filter with ?agent=NAME and ?session=NAME"));
     }
     let agent = query.get("agent");
+    let session = query.get("session").map(|n| session_of(&json!(n))).transpose()?;
     let root = crate::workspace::Workspace::new(shared.root.clone());
     let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
         .filter(|r| agent.is_none() || r.state.agent.as_ref() == agent)
+        .filter(|r| session.is_none() || r.state.session == session)
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();
@@ -306,11 +333,13 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
 fn status(shared: &Shared, id: &str) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let record = runs::load_record(shared, id)?;
+    let mut s = ws.load_state()?;
+    // A run another door started is shown with the configuration it would be driven with here.
     let resolved = match &record {
         Some(r) => runs::config(shared, r.agent.as_deref(), &r.budgets, false)?,
-        None => runs::config(shared, None, &Budgets::default(), false)?,
+        None => runs::config(shared, s.agent.as_deref(), &Budgets::default(), false)
+            .or_else(|_| runs::config(shared, None, &Budgets::default(), false))?,
     };
-    let mut s = ws.load_state()?;
     let recorded = s.limits.clone();
     if !s.status.is_terminal() && !s.interrupted {
         s.limits = s.limits.in_force(&resolved.config, &resolved.sources);
@@ -519,4 +548,60 @@ fn agent_status(shared: &Shared, name: &str) -> ApiResult {
             "links": {"runs": format!("/runs?agent={}", crate::report::html::encode_segment(name))},
         }),
     ))
+}
+
+/// The agent name that stands for runs of no agent profile in GET /agents/{name}/sessions.
+const NO_AGENT: &str = "default";
+
+/// GET /agents/{name}/sessions: the named sessions with a run of this agent, newest first, each
+/// with the agent's runs in it, its last run (the newest started) and that run's status, and
+/// when any of them last changed. `default` stands for the runs of no agent profile (and of a
+/// profile named `default`, if there is one). A session's conversation is every run of that name
+/// in the root, whatever its agent; this counts the agent's own.
+fn agent_sessions(shared: &Shared, name: &str) -> ApiResult {
+    let profiles = crate::commands::agents::profiles(&shared.root)?;
+    let profile = profiles.iter().any(|p| p["name"].as_str() == Some(name));
+    let root = crate::workspace::Workspace::new(shared.root.clone());
+    let all = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
+    let mine: Vec<&crate::history::Run> = all
+        .iter()
+        .filter(|r| !runs::is_link(&r.ws.root))
+        .filter(|r| r.state.agent.as_deref() == Some(name) || (name == NO_AGENT && r.state.agent.is_none()))
+        .collect();
+    if !profile && mine.is_empty() && name != NO_AGENT {
+        return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
+            .hint(format!("GET /agents lists the profiles; `{NO_AGENT}` names the runs of no profile")));
+    }
+    let mut by_name: BTreeMap<&str, Vec<&crate::history::Run>> = BTreeMap::new();
+    for r in &mine {
+        if let Some(s) = r.state.session.as_deref() {
+            by_name.entry(s).or_default().push(r);
+        }
+    }
+    let mut sessions: Vec<(String, Value)> = by_name
+        .into_iter()
+        .filter_map(|(session, turns)| {
+            let last = turns
+                .iter()
+                .max_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)))?;
+            let updated = turns.iter().map(|r| r.state.updated_at.as_str()).max().unwrap_or_default().to_string();
+            let id = &last.state.run_id;
+            let v = json!({
+                "name": session,
+                "runs": turns.len(),
+                "last_run_id": id,
+                "last_updated": updated,
+                "last_status": crate::history::shown_status(last),
+                "links": {
+                    "runs": format!("/runs?session={}", crate::report::html::encode_segment(session)),
+                    "last_run": format!("/runs/{}", crate::report::html::encode_segment(id)),
+                },
+            });
+            Some((updated, v))
+        })
+        .collect();
+    // Newest first; among equal times, by name.
+    sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1["name"].as_str().cmp(&b.1["name"].as_str())));
+    let sessions: Vec<Value> = sessions.into_iter().map(|(_, v)| v).collect();
+    Ok(Reply::json(200, &json!({"agent": name, "sessions": sessions})))
 }
