@@ -600,8 +600,8 @@ fn agent_sessions(shared: &Shared, name: &str) -> ApiResult {
             Some((updated, v))
         })
         .collect();
-    // Newest first; among equal times, by name.
-    sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1["name"].as_str().cmp(&b.1["name"].as_str())));
+    // Newest first; among equal times, the one whose last run is newer (ids sort by time).
+    sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1["last_run_id"].as_str().cmp(&a.1["last_run_id"].as_str())));
     let sessions: Vec<Value> = sessions.into_iter().map(|(_, v)| v).collect();
     Ok(Reply::json(200, &json!({"agent": name, "sessions": sessions})))
 }
