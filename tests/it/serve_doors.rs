@@ -381,3 +381,36 @@ fn sessions_go_on_over_http_and_are_listed_by_every_door() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("no runs of session `nobody`"), "{}", stderr(&out));
 }
+
+/// A cron run answered over HTTP goes on in the root; a server killed while it runs (nothing
+/// marks it) goes on with it at the next start, as with the runs it started itself.
+#[test]
+fn a_cron_run_the_server_was_driving_goes_on_after_a_restart() {
+    let t = T::new();
+    let (slow, hold) = gate();
+    root_with(&t, &asks_then_slow(&slow.url), "tools: {http: {allow_private: true}}\n");
+    let out = t
+        .cmd()
+        .args(["-w", "root", "--script", "script.yaml", "run", "--goal", "Report the figures"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let id = t.json("root/state.json")["run_id"].as_str().unwrap().to_string();
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    assert_eq!(s.post(&format!("/runs/{id}/answer"), &json!({"answer": "Use the 2024 figures"})).status, 202);
+    let start = Instant::now();
+    while slow.count() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run never reached the slow service: {}", s.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.get(&format!("/runs/{id}")).json()["queue"]["state"], "running");
+    drop(s); // killed: no signal to mark the run
+    assert_eq!(t.json("root/state.json")["status"], "running");
+    hold.store(false, Ordering::SeqCst);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let v = s.finished(&id);
+    assert_eq!((&v["status"], &v["outcome"]), (&json!("done"), &json!("fetched the 2024 figures")), "{v}\n{}", s.log());
+    assert!(s.log().contains(&format!("run {id} was unfinished; queued to go on")), "{}", s.log());
+    assert_eq!(t.json("root/state.json")["status"], "done");
+    assert!(!t.exists(&format!("root/runs/{id}")));
+}
