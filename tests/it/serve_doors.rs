@@ -414,3 +414,34 @@ fn a_cron_run_the_server_was_driving_goes_on_after_a_restart() {
     assert_eq!(t.json("root/state.json")["status"], "done");
     assert!(!t.exists(&format!("root/runs/{id}")));
 }
+
+/// In front of a fleet: a run an `agentloop worker` made and left escalated is answered over
+/// HTTP and goes on in its folder, driven by the server; `session` is refused there, naming it.
+#[test]
+fn a_run_a_queue_worker_left_escalated_is_answered_by_the_server_in_front_of_the_fleet() {
+    let t = T::new();
+    let Some(redis) = crate::queue::Redis::start(&t.path("redis")) else { return };
+    root_with(&t, ASKS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &["--redis", &redis.url()], Some(TOKEN));
+    let r = s.post("/runs", &json!({"goal": "g", "session": "alpha"}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.json()["error"].as_str().unwrap().contains("`session`"), "{}", r.body);
+    assert!(redis.entries("agentloop:runs").is_empty(), "nothing was queued");
+    let r = s.post("/runs", &json!({"goal": "Report the figures"}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    let w = crate::queue::worker(&t, &redis, "w1", &[]);
+    let start = Instant::now();
+    while redis.entries("agentloop:results").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(120), "no outcome:\n{}\n{}", w.log(), s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(w);
+    let v = s.get(&format!("/runs/{id}")).json();
+    assert_eq!((&v["status"], &v["served"]), (&json!("escalated"), &json!(false)), "{v}");
+    let r = s.post(&format!("/runs/{id}/answer"), &json!({"answer": "Use the 2024 figures"}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let v = s.finished(&id);
+    assert_eq!((&v["status"], &v["outcome"]), (&json!("done"), &json!("used the 2024 figures")), "{v}\n{}", s.log());
+    assert_eq!(t.json(&format!("root/runs/{id}/state.json"))["status"], "done");
+}
