@@ -6,7 +6,7 @@
 use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
-use super::{auth, forms, pages, stream, Shared};
+use super::{agents, auth, forms, pages, stream, Shared};
 use crate::budget::Budget;
 use crate::lifecycle::Request;
 use serde_json::{json, Map, Value};
@@ -150,9 +150,9 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         ["runs", id, "files", rest @ ..] => return allow(method, &["GET"]).and_then(|_| pages::file(shared, id, rest)),
         ["skills"] => allow(method, &["GET"]).and_then(|_| skills(shared))?,
         ["skills", "fetch"] => allow(method, &["POST"]).and_then(|_| fetch_skill(shared, req))?,
-        ["agents"] => allow(method, &["GET"]).and_then(|_| agents(shared))?,
-        ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agent_status(shared, name))?,
-        ["agents", name, "sessions"] => allow(method, &["GET"]).and_then(|_| agent_sessions(shared, name))?,
+        ["agents"] => allow(method, &["GET"]).and_then(|_| agents::list(shared))?,
+        ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agents::status(shared, name))?,
+        ["agents", name, "sessions"] => allow(method, &["GET"]).and_then(|_| agents::sessions(shared, name))?,
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
@@ -173,14 +173,6 @@ fn allow(method: &str, ok: &[&str]) -> ApiResult<()> {
 
 fn health() -> Reply {
     Reply::json(200, &json!({"status": "healthy", "version": env!("CARGO_PKG_VERSION")}))
-}
-
-fn links(id: &str) -> Value {
-    json!({
-        "self": format!("/runs/{id}"), "trace": format!("/runs/{id}/trace"),
-        "events": format!("/runs/{id}/trace?follow=1"), "report": format!("/runs/{id}/report"),
-        "answer": format!("/runs/{id}/answer"), "continue": format!("/runs/{id}/continue"),
-    })
 }
 
 fn place(shared: &Shared, id: &str) -> Value {
@@ -264,7 +256,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
         }
         return Ok(Reply::json(
             202,
-            &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": links(&id)}),
+            &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": runs::links(&id)}),
         )
         .header("Location", &format!("/runs/{id}")));
     }
@@ -274,8 +266,11 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
     if form {
         return Ok(forms::back_to_run(&id));
     }
-    Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))
-        .header("Location", &format!("/runs/{id}")))
+    Ok(Reply::json(
+        202,
+        &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": runs::links(&id)}),
+    )
+    .header("Location", &format!("/runs/{id}")))
 }
 
 /// A session's name as a request gives it (`session`, or `?session=`): the rule of
@@ -322,7 +317,7 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
             let id = r.state.run_id.clone();
             v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some());
             v["queue"] = place(shared, &id);
-            v["links"] = links(&id);
+            v["links"] = runs::links(&id);
             v
         })
         .collect();
@@ -348,7 +343,7 @@ fn status(shared: &Shared, id: &str) -> ApiResult {
     v["served"] = json!(record.is_some());
     v["queue"] = place(shared, id);
     v["worker_error"] = json!(shared.queue.error(id));
-    v["links"] = links(id);
+    v["links"] = runs::links(id);
     Ok(Reply::json(200, &v))
 }
 
@@ -421,7 +416,7 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
     }
     Ok(Reply::json(
         202,
-        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": runs::links(id)}),
     ))
 }
 
@@ -446,7 +441,7 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
     }
     Ok(Reply::json(
         202,
-        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": runs::links(id)}),
     ))
 }
 
@@ -498,110 +493,4 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         })?;
     shared.log(&format!("skill `{id}` fetched from {url}"));
     Ok(Reply::json(201, &json!({"skill_id": f.id, "name": f.id, "description": f.description, "path": f.dir})))
-}
-
-/// GET /agents
-fn agents(shared: &Shared) -> ApiResult {
-    Ok(Reply::json(200, &json!({"agents": crate::commands::agents::profiles(&shared.root)?})))
-}
-
-/// GET /agents/{name}/status: an agent's profile, its runs on this server by status, the one
-/// going on and the last one, and its rolling usage window (whether it is resting).
-fn agent_status(shared: &Shared, name: &str) -> ApiResult {
-    let profiles = crate::commands::agents::profiles(&shared.root)?;
-    let profile = profiles.iter().find(|p| p["name"].as_str() == Some(name)).cloned();
-    let root = crate::workspace::Workspace::new(shared.root.clone());
-    let mut mine: Vec<crate::history::Run> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
-        .into_iter()
-        .filter(|r| !runs::is_link(&r.ws.root) && r.state.agent.as_deref() == Some(name))
-        .collect();
-    if profile.is_none() && mine.is_empty() {
-        return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
-            .hint("GET /agents lists the profiles"));
-    }
-    mine.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
-    let mut by_status = BTreeMap::new();
-    for r in &mine {
-        *by_status.entry(crate::history::shown_status(r).to_string()).or_insert(0u64) += 1;
-    }
-    let running: Vec<&str> =
-        mine.iter().filter(|r| crate::history::shown_status(r) == "running").map(|r| r.state.run_id.as_str()).collect();
-    let last = mine.last().map(|r| {
-        let mut v = crate::commands::runs::row(r);
-        v["links"] = links(&r.state.run_id);
-        v
-    });
-    // The window is the agent's own (a profile may set `rest:`); without a profile, the root's.
-    let rest = match &profile {
-        Some(_) => crate::rest_window::current(&runs::config(shared, Some(name), &Budgets::default(), false)?.config),
-        None => None,
-    };
-    Ok(Reply::json(
-        200,
-        &json!({
-            "agent": name,
-            "profile": profile,
-            "runs": {"total": mine.len(), "by_status": by_status},
-            "running": running,
-            "last_run": last,
-            "rest": rest,
-            "links": {"runs": format!("/runs?agent={}", crate::report::html::encode_segment(name))},
-        }),
-    ))
-}
-
-/// The agent name that stands for runs of no agent profile in GET /agents/{name}/sessions.
-const NO_AGENT: &str = "default";
-
-/// GET /agents/{name}/sessions: the named sessions with a run of this agent, newest first, each
-/// with the agent's runs in it, its last run (the newest started) and that run's status, and
-/// when any of them last changed. `default` stands for the runs of no agent profile (and of a
-/// profile named `default`, if there is one). A session's conversation is every run of that name
-/// in the root, whatever its agent; this counts the agent's own.
-fn agent_sessions(shared: &Shared, name: &str) -> ApiResult {
-    let profiles = crate::commands::agents::profiles(&shared.root)?;
-    let profile = profiles.iter().any(|p| p["name"].as_str() == Some(name));
-    let root = crate::workspace::Workspace::new(shared.root.clone());
-    let all = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
-    let mine: Vec<&crate::history::Run> = all
-        .iter()
-        .filter(|r| !runs::is_link(&r.ws.root))
-        .filter(|r| r.state.agent.as_deref() == Some(name) || (name == NO_AGENT && r.state.agent.is_none()))
-        .collect();
-    if !profile && mine.is_empty() && name != NO_AGENT {
-        return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
-            .hint(format!("GET /agents lists the profiles; `{NO_AGENT}` names the runs of no profile")));
-    }
-    let mut by_name: BTreeMap<&str, Vec<&crate::history::Run>> = BTreeMap::new();
-    for r in &mine {
-        if let Some(s) = r.state.session.as_deref() {
-            by_name.entry(s).or_default().push(r);
-        }
-    }
-    let mut sessions: Vec<(String, Value)> = by_name
-        .into_iter()
-        .filter_map(|(session, turns)| {
-            let last = turns
-                .iter()
-                .max_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)))?;
-            let updated = turns.iter().map(|r| r.state.updated_at.as_str()).max().unwrap_or_default().to_string();
-            let id = &last.state.run_id;
-            let v = json!({
-                "name": session,
-                "runs": turns.len(),
-                "last_run_id": id,
-                "last_updated": updated,
-                "last_status": crate::history::shown_status(last),
-                "links": {
-                    "runs": format!("/runs?session={}", crate::report::html::encode_segment(session)),
-                    "last_run": format!("/runs/{}", crate::report::html::encode_segment(id)),
-                },
-            });
-            Some((updated, v))
-        })
-        .collect();
-    // Newest first; among equal times, the one whose last run is newer (ids sort by time).
-    sessions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1["last_run_id"].as_str().cmp(&a.1["last_run_id"].as_str())));
-    let sessions: Vec<Value> = sessions.into_iter().map(|(_, v)| v).collect();
-    Ok(Reply::json(200, &json!({"agent": name, "sessions": sessions})))
 }

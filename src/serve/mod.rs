@@ -19,6 +19,7 @@
 
 pub mod command;
 
+mod agents;
 mod api;
 pub mod auth;
 #[cfg(feature = "queue")]

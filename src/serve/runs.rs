@@ -32,7 +32,7 @@ use crate::run_id::RunId;
 use crate::workspace::{Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -163,6 +163,15 @@ fn folder(shared: &Shared, id: &str) -> Result<Workspace> {
         return Ok(Workspace::new(shared.root.clone()));
     }
     entered(shared, id, false)
+}
+
+/// The addresses of a run's status, trace, events, report, answer and continue.
+pub fn links(id: &str) -> Value {
+    json!({
+        "self": format!("/runs/{id}"), "trace": format!("/runs/{id}/trace"),
+        "events": format!("/runs/{id}/trace?follow=1"), "report": format!("/runs/{id}/report"),
+        "answer": format!("/runs/{id}/answer"), "continue": format!("/runs/{id}/continue"),
+    })
 }
 
 /// Whether `id` can name a run folder ([`RunId`]'s rule: nothing that could climb out).
