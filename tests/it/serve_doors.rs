@@ -445,3 +445,59 @@ fn a_run_a_queue_worker_left_escalated_is_answered_by_the_server_in_front_of_the
     assert_eq!((&v["status"], &v["outcome"]), (&json!("done"), &json!("used the 2024 figures")), "{v}\n{}", s.log());
     assert_eq!(t.json(&format!("root/runs/{id}/state.json"))["status"], "done");
 }
+
+/// A cron run stopped by Ctrl-C or killed outright (still `running` in its state.json, its lock
+/// free) is continued over HTTP, as a run a worker gave up on is.
+#[test]
+fn a_cron_run_interrupted_or_killed_is_continued_over_http() {
+    for signal in ["INT", "KILL"] {
+        let t = T::new();
+        let (slow, hold) = gate();
+        root_with(&t, &slow_script(&slow.url), "tools: {http: {allow_private: true}}\n");
+        let mut cli = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
+        cli.env_clear()
+            .env("AGENTLOOP_TRUST_ALL", "1")
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", t.path("home"))
+            .env("XDG_CONFIG_HOME", t.path("xdg"))
+            .env("AGENTLOOP_NOW", NOW)
+            .current_dir(t.root())
+            .args(["-w", "root", "--script", "script.yaml", "run", "--goal", "Fetch it"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let cli = cli.spawn().unwrap();
+        let start = Instant::now();
+        while slow.count() == 0 {
+            assert!(start.elapsed() < Duration::from_secs(120), "the CLI never reached the slow service");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let killed = Command::new("kill").args([&format!("-{signal}"), &cli.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        let out = cli.wait_with_output().unwrap();
+        assert_ne!(out.status.code(), Some(0), "{signal}: {}", String::from_utf8_lossy(&out.stderr));
+        let state = t.json("root/state.json");
+        let id = state["run_id"].as_str().unwrap().to_string();
+        assert_eq!(state["status"], "running", "{state}");
+        hold.store(false, Ordering::SeqCst);
+        let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+        let v = s.get(&format!("/runs/{id}")).json();
+        assert_eq!((&v["status"], &v["served"]), (&json!("running"), &json!(false)), "{v}");
+        // The page shows the way on: the continue form for a run marked interrupted, else the
+        // continue no worker waits for.
+        let page = s.get(&format!("/runs/{id}/report")).body;
+        let interrupted = t.json("root/state.json")["interrupted"] == true;
+        let way =
+            if interrupted { "id=\"continue-form\"".to_string() } else { format!("POST /runs/{id}/continue goes on") };
+        assert!(page.contains(&way), "{page}");
+        let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+        assert_eq!(r.status, 202, "{signal}: {}", r.body);
+        let v = s.finished(&id);
+        assert_eq!(
+            (&v["status"], &v["outcome"], &v["served"]),
+            (&json!("done"), &json!("fetched the slow answer"), &json!(true)),
+            "{signal}: {v}\n{}",
+            s.log()
+        );
+        assert_eq!(t.json("root/state.json")["status"], "done");
+    }
+}
