@@ -279,10 +279,15 @@ fn session_of(v: &Value) -> ApiResult<String> {
     match v {
         Value::String(n) if crate::commands::run::is_session_name(n) => Ok(n.clone()),
         other => {
-            let shown = match other {
+            // Shown as given, cut short: a request may send a megabyte.
+            let text = match other {
                 Value::String(n) => format!("`{}`", crate::output::one_line(n)),
                 v => format!("{v}"),
             };
+            let mut shown: String = text.chars().take(80).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
             Err(ApiError::new(400, format!("`session`: {shown} is not a session name")).hint(
                 "a session's name is letters, digits, `.`, `_` and `-` (at most 64), e.g. \"session\": \"support-42\"",
             ))
