@@ -342,8 +342,28 @@ fn sessions_go_on_over_http_and_are_listed_by_every_door() {
     assert_eq!((&v["sessions"][0]["name"], &v["sessions"][0]["runs"]), (&json!("support-42"), &json!(1)));
     let r = s.get("/agents/nobody/sessions");
     assert_eq!(r.status, 404, "{}", r.body);
-    // The start page's form has the field.
+    // The start page's form has the field, and its post (here with the bearer token, as an
+    // API client may send it) starts the session's next turn; a bad name is refused, named.
     assert!(s.get("/start").body.contains("name=\"session\""));
+    let form = |body: &str| {
+        let mut r = crate::serve::agent()
+            .post(&format!("{}/runs", s.url))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Authorization", &format!("Bearer {TOKEN}"))
+            .send(body)
+            .unwrap();
+        let to = r.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        (r.status().as_u16(), to, r.body_mut().read_to_string().unwrap_or_default())
+    };
+    let (status, to, body) = form("goal=From+the+form&context=&agent=&session=beta&max_steps=");
+    assert_eq!(status, 303, "{body}");
+    let from_form = to.strip_prefix("/runs/").and_then(|r| r.strip_suffix("/report")).unwrap().to_string();
+    let v = s.finished(&from_form);
+    assert_eq!((&v["status"], &v["session"]), (&json!("done"), &json!("beta")), "{v}");
+    assert!(t.read(&format!("root/runs/{from_form}/context.md")).contains("Name a colour"));
+    let (status, _, body) = form("goal=g&session=no+spaces");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("`session`: `no spaces` is not a session name"), "{body}");
     // The documented lines of HTTP-API.md's Sessions, as written.
     let geo1 = sh(&s, &doc_line("\"goal\": \"What is the capital of France?\", \"session\": \"geo\""));
     let geo1 = serde_json::from_str::<Value>(&geo1).unwrap()["run_id"].as_str().unwrap().to_string();
@@ -372,8 +392,8 @@ fn sessions_go_on_over_http_and_are_listed_by_every_door() {
     let out = t.cmd().args(["-w", "root", "runs", "--session", "beta"]).output().unwrap();
     let text = stdout(&out);
     assert!(text.lines().next().unwrap().contains("session"), "{text}");
-    assert_eq!(text.lines().count(), 2, "{text}");
-    assert!(text.contains(&beta) && text.contains("beta"), "{text}");
+    assert_eq!(text.lines().count(), 3, "a header and beta's two turns: {text}");
+    assert!(text.contains(&beta) && text.contains(&from_form), "{text}");
     let out = t.cmd().args(["-w", "root", "runs", "--session", "a b"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--session: `a b` is not a session name"), "{}", stderr(&out));
