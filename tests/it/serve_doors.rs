@@ -521,3 +521,27 @@ fn a_cron_run_interrupted_or_killed_is_continued_over_http() {
         assert_eq!(t.json("root/state.json")["status"], "done");
     }
 }
+
+/// A served run a budget stopped is continued by the CLI in its folder, with the limit the
+/// command gives, while the server is up; the server then shows it done.
+#[test]
+fn a_served_run_stopped_by_a_budget_is_continued_by_the_cli() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let r = s.post("/runs", &json!({"goal": "List then finish", "budgets": {"max_steps": 1}}));
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let dir = format!("root/runs/{id}");
+    let out = t.cmd().args(["-w", &dir, "--script", "script.yaml", "run", "--continue"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "the run's own limit still holds: {}", stderr(&out));
+    assert!(stderr(&out).contains("max_steps is still over"), "{}", stderr(&out));
+    let out = t
+        .cmd()
+        .args(["-w", &dir, "--script", "script.yaml", "--max-steps", "4", "run", "--continue"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = s.get(&format!("/runs/{id}")).json();
+    assert_eq!((&v["status"], &v["outcome"]), (&json!("done"), &json!("done it")), "{v}");
+}
