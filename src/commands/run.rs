@@ -85,12 +85,17 @@ pub struct RunArgs {
     pub output: Option<camino::Utf8PathBuf>,
 }
 
-/// A session's name as given to `--session`: letters, digits, `.`, `_` and `-`, at most 64.
-fn session_name(name: &str) -> Result<String> {
-    let ok = !name.is_empty()
+/// Whether `name` is a session's name: letters, digits, `.`, `_` and `-`, at most 64 (the rule
+/// of `run --session`, `runs --session` and `serve`'s `session`).
+pub fn is_session_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// A session's name as given to `--session`: letters, digits, `.`, `_` and `-`, at most 64.
+pub fn session_name(name: &str) -> Result<String> {
+    if is_session_name(name) {
         Ok(name.to_string())
     } else {
         Err(Error::usage(format!("--session: `{name}` is not a session name"))

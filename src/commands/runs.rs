@@ -13,11 +13,14 @@ use serde_json::json;
 /// cost, started, goal. --json prints an array of objects (the current run first, then archived
 /// runs oldest first). An empty workspace says so on stderr. A scripted run shows `scripted` for
 /// its cost: a replay spends nothing. An archived run that was still going when `run --new`
-/// replaced it shows as `interrupted`. With --agent NAME only the runs of that agent profile.
+/// replaced it shows as `interrupted`. With --agent NAME only the runs of that agent profile;
+/// with --session NAME only the turns of that named session (`run --session NAME`). A session
+/// column shows when any run listed is a session's turn.
 ///
 /// Examples:
 ///   agentloop -w ws runs
 ///   agentloop -w ws runs --agent digest
+///   agentloop -w ws runs --session support-42
 ///   agentloop -w ws runs --json | jq -r '.[] | select(.status=="escalated") | .run_id'
 ///   agentloop -w ws runs prune --keep 30
 ///   agentloop -w /srv/agent-runs runs --redis redis://127.0.0.1:6379   # and the worker queue
@@ -26,6 +29,9 @@ use serde_json::json;
 pub struct RunsArgs {
     #[command(subcommand)]
     pub command: Option<RunsCommand>,
+    /// Only the runs of this named session (letters, digits, `.`, `_` and `-`, at most 64).
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
     /// After the runs, show the queue of `agentloop worker` on this Redis: runs queued, claimed
     /// and dead-lettered (as `status --redis`); with --json, {"runs": [...], "queue": {...}}.
     #[arg(long, value_name = "URL")]
@@ -103,23 +109,31 @@ pub struct PruneArgs {
     pub dry_run: bool,
 }
 
+/// Which runs `runs` lists: those of an agent profile (`--agent`), of a named session
+/// (`--session`), or all.
+#[derive(Debug, Clone, Copy, Default)]
+struct Filter<'a> {
+    agent: Option<&'a str>,
+    session: Option<&'a str>,
+}
+
 /// `runs --redis`: the runs, then the queue of `agentloop worker`.
 #[cfg(feature = "queue")]
-fn with_queue(ctx: &Ctx, agent: Option<&str>, url: &str, streams: &str) -> Result<u8> {
+fn with_queue(ctx: &Ctx, only: Filter, url: &str, streams: &str) -> Result<u8> {
     let queue = crate::worker::view::queue(url, streams, ctx.printer)?;
     if ctx.printer.json {
-        let rows: Vec<serde_json::Value> = runs_of(ctx, agent).iter().map(row).collect();
+        let rows: Vec<serde_json::Value> = runs_of(ctx, only).iter().map(row).collect();
         ctx.printer.json_value(&json!({"runs": rows, "queue": queue}));
         return Ok(0);
     }
-    list(ctx, agent)?;
+    list(ctx, only)?;
     ctx.printer.outln("");
     crate::worker::view::print(&ctx.printer, &queue);
     Ok(0)
 }
 
 #[cfg(not(feature = "queue"))]
-fn with_queue(_: &Ctx, _: Option<&str>, _: &str, _: &str) -> Result<u8> {
+fn with_queue(_: &Ctx, _: Filter, _: &str, _: &str) -> Result<u8> {
     Err(Error::not_built("queue", "`runs --redis`", false))
 }
 
@@ -127,11 +141,14 @@ pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
     ctx.ws.require_dir()?;
     // `runs --agent NAME` (the global flag) lists that agent's runs only.
     let agent = ctx.agent_flag().map(String::from);
+    // The name rule of `run --session`: a name that could never be a session's is a mistake.
+    let session = args.session.as_deref().map(crate::commands::run::session_name).transpose()?;
+    let only = Filter { agent: agent.as_deref(), session: session.as_deref() };
     if let Some(url) = &args.redis {
-        return with_queue(&ctx, agent.as_deref(), url, &args.streams);
+        return with_queue(&ctx, only, url, &args.streams);
     }
     match args.command.unwrap_or(RunsCommand::List) {
-        RunsCommand::List => list(&ctx, agent.as_deref()),
+        RunsCommand::List => list(&ctx, only),
         RunsCommand::Prune(_) if agent.is_some() => {
             Err(Error::usage("--agent filters the list; `runs prune` does not take it"))
         }
@@ -140,23 +157,32 @@ pub fn run(ctx: Ctx, args: RunsArgs) -> Result<u8> {
     }
 }
 
-/// The runs of the workspace (all, or those of `agent`).
-fn runs_of(ctx: &Ctx, agent: Option<&str>) -> Vec<history::Run> {
+/// The runs of the workspace (all, or those `only` names).
+fn runs_of(ctx: &Ctx, only: Filter) -> Vec<history::Run> {
     let mut runs = history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m));
-    runs.retain(|r| agent.is_none() || r.state.agent.as_deref() == agent);
+    runs.retain(|r| only.agent.is_none() || r.state.agent.as_deref() == only.agent);
+    runs.retain(|r| only.session.is_none() || r.state.session.as_deref() == only.session);
     runs
 }
 
-fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
-    let mut runs = runs_of(ctx, agent);
+fn list(ctx: &Ctx, only: Filter) -> Result<u8> {
+    let mut runs = runs_of(ctx, only);
     if ctx.printer.json {
         // The JSON order stays what it always was: the current run, then archived oldest first.
         let rows: Vec<serde_json::Value> = runs.iter().map(row).collect();
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
     }
-    if let (true, Some(a)) = (runs.is_empty(), agent) {
+    if let (true, Some(a)) = (runs.is_empty(), only.agent) {
         ctx.printer.info(&format!("no runs of agent `{a}` in {}", ctx.ws.root));
+        return Ok(0);
+    }
+    if let (true, Some(s)) = (runs.is_empty(), only.session) {
+        ctx.printer.info(&format!(
+            "no runs of session `{s}` in {}; start one with {}",
+            ctx.ws.root,
+            ctx.ws.cli(&format!("run --session {s} --goal \"...\""))
+        ));
         return Ok(0);
     }
     if runs.is_empty() {
@@ -178,15 +204,22 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
         Some(n) => format!("{:<n$}  ", s.map(line).unwrap_or_else(|| "-".into()), n = n.max(4)),
         None => String::new(),
     };
+    // A session column when any run is a session's turn (`run --session`).
+    let session_w = runs.iter().filter_map(|r| r.state.session.as_deref()).map(|s| line(s).chars().count()).max();
+    let session_col = |s: Option<&str>| match session_w {
+        Some(n) => format!("{:<n$}  ", s.map(line).unwrap_or_else(|| "-".into()), n = n.max(7)),
+        None => String::new(),
+    };
     if !ctx.printer.quiet {
         let header = format!(
-            "{:<w$}  {:<11} {:>5} {:>9}  {:<16}  {}goal",
+            "{:<w$}  {:<11} {:>5} {:>9}  {:<16}  {}{}goal",
             "run",
             "status",
             "steps",
             "cost",
             "started",
-            slot_col(Some("slot"))
+            slot_col(Some("slot")),
+            session_col(Some("session"))
         );
         ctx.printer.outln_painted(&[(&header, "1")]);
     }
@@ -202,7 +235,7 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
         // Minutes are enough to tell runs apart: 2026-01-01 09:30.
         let started = line(&s.started_at).replacen('T', " ", 1).chars().take(16).collect::<String>();
         ctx.printer.outln(&format!(
-            "{:<w$}{} {:<11} {:>5} {:>9}  {:<16}  {}{}",
+            "{:<w$}{} {:<11} {:>5} {:>9}  {:<16}  {}{}{}",
             line(&s.run_id),
             if r.current { "*" } else { " " },
             history::shown_status(r),
@@ -210,6 +243,7 @@ fn list(ctx: &Ctx, agent: Option<&str>) -> Result<u8> {
             cost,
             started,
             slot_col(s.slot.as_deref()),
+            session_col(s.session.as_deref()),
             goal,
         ));
     }
@@ -227,6 +261,7 @@ pub fn row(r: &history::Run) -> serde_json::Value {
         run_id: s.run_id.clone(),
         agent: s.agent.clone(),
         slot: s.slot.clone(),
+        session: s.session.clone(),
         status: history::shown_status(r).to_string(),
         current: r.current,
         step: s.step,
@@ -274,7 +309,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
 /// `runs diff`: picks the two runs, compares them, prints the diff, and says by the exit code
 /// whether they differ when asked to.
 fn diff(ctx: &Ctx, agent: Option<&str>, a: DiffArgs) -> Result<u8> {
-    let runs = runs_of(ctx, agent);
+    let runs = runs_of(ctx, Filter { agent, session: None });
     let runs_dir = &ctx.config().handle.runs_dir;
     let pick = |id: &str| -> Result<&history::Run> {
         let ws = history::find(&ctx.ws, runs_dir, id)?;

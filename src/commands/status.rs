@@ -212,6 +212,7 @@ pub fn view(
         reframes: s.reframes,
         model: s.model.clone(),
         reason: s.reason.clone(),
+        outcome: s.outcome.clone(),
         open_question: s.open_question.clone(),
         answer_with: answer_cmd,
         ways_on: if s.status.is_terminal() || s.interrupted { Some(crate::lifecycle::ways_on(ws, s)) } else { None },

@@ -6,7 +6,7 @@
 use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
-use super::{auth, forms, pages, stream, Shared};
+use super::{agents, auth, forms, pages, stream, Shared};
 use crate::budget::Budget;
 use crate::lifecycle::Request;
 use serde_json::{json, Map, Value};
@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What POST /runs takes.
-const START_KEYS: &[&str] = &["goal", "context", "agent", "budgets", "force", "output_schema"];
+const START_KEYS: &[&str] = &["goal", "context", "agent", "session", "budgets", "force", "output_schema"];
 
 /// Seconds a client is asked to wait when the queue is full.
 const RETRY_FULL: u64 = 10;
@@ -150,8 +150,9 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         ["runs", id, "files", rest @ ..] => return allow(method, &["GET"]).and_then(|_| pages::file(shared, id, rest)),
         ["skills"] => allow(method, &["GET"]).and_then(|_| skills(shared))?,
         ["skills", "fetch"] => allow(method, &["POST"]).and_then(|_| fetch_skill(shared, req))?,
-        ["agents"] => allow(method, &["GET"]).and_then(|_| agents(shared))?,
-        ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agent_status(shared, name))?,
+        ["agents"] => allow(method, &["GET"]).and_then(|_| agents::list(shared))?,
+        ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agents::status(shared, name))?,
+        ["agents", name, "sessions"] => allow(method, &["GET"]).and_then(|_| agents::sessions(shared, name))?,
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
@@ -172,14 +173,6 @@ fn allow(method: &str, ok: &[&str]) -> ApiResult<()> {
 
 fn health() -> Reply {
     Reply::json(200, &json!({"status": "healthy", "version": env!("CARGO_PKG_VERSION")}))
-}
-
-fn links(id: &str) -> Value {
-    json!({
-        "self": format!("/runs/{id}"), "trace": format!("/runs/{id}/trace"),
-        "events": format!("/runs/{id}/trace?follow=1"), "report": format!("/runs/{id}/report"),
-        "answer": format!("/runs/{id}/answer"), "continue": format!("/runs/{id}/continue"),
-    })
 }
 
 fn place(shared: &Shared, id: &str) -> Value {
@@ -243,10 +236,18 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
         Some(s) if s.is_object() => Some(s.clone()),
         Some(_) => return Err(ApiError::new(400, "`output_schema` must be a JSON Schema object")),
     };
+    let session = match body.get("session") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(session_of(v)?),
+    };
     let context = crate::phases::init::context_text(body.get("context"));
-    let new = NewRun { goal, context, agent, budgets, force, output_schema };
+    let new = NewRun { goal, context, agent, budgets, force, output_schema, session };
     #[cfg(feature = "queue")]
     if let Some(fleet) = &shared.fleet {
+        if new.session.is_some() {
+            return Err(ApiError::new(400, "`session` is not taken by a server in front of a fleet (--redis)")
+                .hint("leave out `session`, or start the session's runs on a server without --redis"));
+        }
         let (id, message) = super::fleet::enqueue(shared, fleet, new)?;
         shared.log(&format!("run {id} queued on {} (message {message})", fleet.names.requests));
         if form {
@@ -255,7 +256,7 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
         }
         return Ok(Reply::json(
             202,
-            &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": links(&id)}),
+            &json!({"run_id": id, "status": "queued", "queue": {"state": "queued", "stream": fleet.names.requests, "message_id": message}, "links": runs::links(&id)}),
         )
         .header("Location", &format!("/runs/{id}")));
     }
@@ -265,8 +266,33 @@ fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiR
     if form {
         return Ok(forms::back_to_run(&id));
     }
-    Ok(Reply::json(202, &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": links(&id)}))
-        .header("Location", &format!("/runs/{id}")))
+    Ok(Reply::json(
+        202,
+        &json!({"run_id": id, "status": "running", "queue": place(shared, &id), "links": runs::links(&id)}),
+    )
+    .header("Location", &format!("/runs/{id}")))
+}
+
+/// A session's name as a request gives it (`session`, or `?session=`): the rule of
+/// `run --session`.
+fn session_of(v: &Value) -> ApiResult<String> {
+    match v {
+        Value::String(n) if crate::commands::run::is_session_name(n) => Ok(n.clone()),
+        other => {
+            // Shown as given, cut short: a request may send a megabyte.
+            let text = match other {
+                Value::String(n) => format!("`{}`", crate::output::one_line(n)),
+                v => format!("{v}"),
+            };
+            let mut shown: String = text.chars().take(80).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
+            Err(ApiError::new(400, format!("`session`: {shown} is not a session name")).hint(
+                "a session's name is letters, digits, `.`, `_` and `-` (at most 64), e.g. \"session\": \"support-42\"",
+            ))
+        }
+    }
 }
 
 fn full(shared: &Shared) -> ApiError {
@@ -276,26 +302,27 @@ fn full(shared: &Shared) -> ApiError {
         .retry_after(RETRY_FULL)
 }
 
-/// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too).
-/// GET /runs, or GET /runs?agent=NAME for one agent's runs.
+/// GET /runs: what `agentloop -w ROOT runs --json` lists (the root's current run too);
+/// `?agent=NAME` one agent's runs, `?session=NAME` one session's (as `runs --agent`/`--session`).
 fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
-    if let Some(k) = query.keys().find(|k| *k != "agent" && *k != "token") {
-        return Err(
-            ApiError::new(400, format!("GET /runs takes no query parameter `{k}`")).hint("filter with ?agent=NAME")
-        );
+    if let Some(k) = query.keys().find(|k| !["agent", "session", "token"].contains(&k.as_str())) {
+        return Err(ApiError::new(400, format!("GET /runs takes no query parameter `{k}`"))
+            .hint("filter with ?agent=NAME and ?session=NAME"));
     }
     let agent = query.get("agent");
+    let session = query.get("session").map(|n| session_of(&json!(n))).transpose()?;
     let root = crate::workspace::Workspace::new(shared.root.clone());
     let rows: Vec<Value> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
         .filter(|r| agent.is_none() || r.state.agent.as_ref() == agent)
+        .filter(|r| session.is_none() || r.state.session == session)
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();
             v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some());
             v["queue"] = place(shared, &id);
-            v["links"] = links(&id);
+            v["links"] = runs::links(&id);
             v
         })
         .collect();
@@ -306,11 +333,13 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
 fn status(shared: &Shared, id: &str) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let record = runs::load_record(shared, id)?;
+    let mut s = ws.load_state()?;
+    // A run another door started is shown with the configuration it would be driven with here.
     let resolved = match &record {
         Some(r) => runs::config(shared, r.agent.as_deref(), &r.budgets, false)?,
-        None => runs::config(shared, None, &Budgets::default(), false)?,
+        None => runs::config(shared, s.agent.as_deref(), &Budgets::default(), false)
+            .or_else(|_| runs::config(shared, None, &Budgets::default(), false))?,
     };
-    let mut s = ws.load_state()?;
     let recorded = s.limits.clone();
     if !s.status.is_terminal() && !s.interrupted {
         s.limits = s.limits.in_force(&resolved.config, &resolved.sources);
@@ -319,7 +348,7 @@ fn status(shared: &Shared, id: &str) -> ApiResult {
     v["served"] = json!(record.is_some());
     v["queue"] = place(shared, id);
     v["worker_error"] = json!(shared.queue.error(id));
-    v["links"] = links(id);
+    v["links"] = runs::links(id);
     Ok(Reply::json(200, &v))
 }
 
@@ -392,7 +421,7 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
     }
     Ok(Reply::json(
         202,
-        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": runs::links(id)}),
     ))
 }
 
@@ -417,7 +446,7 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
     }
     Ok(Reply::json(
         202,
-        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": links(id)}),
+        &json!({"run_id": s.run_id, "status": s.status, "queue": place(shared, id), "links": runs::links(id)}),
     ))
 }
 
@@ -469,54 +498,4 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
         })?;
     shared.log(&format!("skill `{id}` fetched from {url}"));
     Ok(Reply::json(201, &json!({"skill_id": f.id, "name": f.id, "description": f.description, "path": f.dir})))
-}
-
-/// GET /agents
-fn agents(shared: &Shared) -> ApiResult {
-    Ok(Reply::json(200, &json!({"agents": crate::commands::agents::profiles(&shared.root)?})))
-}
-
-/// GET /agents/{name}/status: an agent's profile, its runs on this server by status, the one
-/// going on and the last one, and its rolling usage window (whether it is resting).
-fn agent_status(shared: &Shared, name: &str) -> ApiResult {
-    let profiles = crate::commands::agents::profiles(&shared.root)?;
-    let profile = profiles.iter().find(|p| p["name"].as_str() == Some(name)).cloned();
-    let root = crate::workspace::Workspace::new(shared.root.clone());
-    let mut mine: Vec<crate::history::Run> = crate::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
-        .into_iter()
-        .filter(|r| !runs::is_link(&r.ws.root) && r.state.agent.as_deref() == Some(name))
-        .collect();
-    if profile.is_none() && mine.is_empty() {
-        return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
-            .hint("GET /agents lists the profiles"));
-    }
-    mine.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
-    let mut by_status = BTreeMap::new();
-    for r in &mine {
-        *by_status.entry(crate::history::shown_status(r).to_string()).or_insert(0u64) += 1;
-    }
-    let running: Vec<&str> =
-        mine.iter().filter(|r| crate::history::shown_status(r) == "running").map(|r| r.state.run_id.as_str()).collect();
-    let last = mine.last().map(|r| {
-        let mut v = crate::commands::runs::row(r);
-        v["links"] = links(&r.state.run_id);
-        v
-    });
-    // The window is the agent's own (a profile may set `rest:`); without a profile, the root's.
-    let rest = match &profile {
-        Some(_) => crate::rest_window::current(&runs::config(shared, Some(name), &Budgets::default(), false)?.config),
-        None => None,
-    };
-    Ok(Reply::json(
-        200,
-        &json!({
-            "agent": name,
-            "profile": profile,
-            "runs": {"total": mine.len(), "by_status": by_status},
-            "running": running,
-            "last_run": last,
-            "rest": rest,
-            "links": {"runs": format!("/runs?agent={}", crate::report::html::encode_segment(name))},
-        }),
-    ))
 }

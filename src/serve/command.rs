@@ -12,21 +12,27 @@ use clap::Args;
 /// a pool of --workers from a queue of --queue places. A request chooses the goal, context,
 /// agent profile and budgets that may only narrow the limits (never provider, keys, tools or
 /// paths). Runs survive a restart: unfinished ones go on when the server starts again (or,
-/// with --no-resume, are marked interrupted; POST /runs/{id}/continue goes on).
+/// with --no-resume, are marked interrupted; POST /runs/{id}/continue goes on). Runs other
+/// doors made are answered and continued too: the root's own run (`agentloop -w ROOT run`, a
+/// cron job) goes on in the root, under the lock the server holds.
 ///
 /// Endpoints (JSON unless noted; all but /health need `Authorization: Bearer TOKEN`):
 ///   GET  /health                  status and version
-///   POST /runs                    {"goal", "context"?, "agent"?, "budgets"?, "force"?} → 202 {"run_id"}
-///   GET  /runs                    every run under the root
-///   GET  /runs/{id}               status: step, budgets, open question, queue place
+///   POST /runs                    {"goal", "context"?, "agent"?, "session"?, "budgets"?, "force"?}
+///                                 → 202 {"run_id"}; "session" continues a named session
+///   GET  /runs                    every run under the root (?agent=NAME, ?session=NAME)
+///   GET  /runs/{id}               status: step, budgets, stop, outcome, open question, queue place
 ///   GET  /runs/{id}/trace         trace.jsonl (JSONL); ?follow=1 streams it as server-sent events
 ///   POST /runs/{id}/answer        {"answer"}: answer an escalated run's question and go on
+///                                 (any run listed, whichever door started it; 409 while
+///                                 another process holds its lock)
 ///   POST /runs/{id}/continue      go on after a budget or provider stop, an interruption, or a
 ///                                 worker error
 ///   GET  /runs/{id}/report        the run's HTML report; GET / the index of runs (a browser
 ///                                 signs in once with ?token=TOKEN, which sets a cookie)
 ///   GET  /runs/{id}/files/PATH    artifacts/... and the run's paper-trail files, as text
-///   GET  /skills, POST /skills/fetch {"id", "url"}, GET /agents
+///   GET  /skills, POST /skills/fetch {"id", "url"}, GET /agents, GET /agents/{name}/status,
+///   GET  /agents/{name}/sessions  an agent's named sessions (`default`: runs of no profile)
 /// Errors are {"error", "status", "hint"?}: 400 bad request (naming the field), 401 token,
 /// 404, 405, 409 the run's state does not allow it, 413 body over 1 MiB, 422 refused by
 /// negotiation, 429 rate limit (Retry-After) or a resting agent, 503 queue full (Retry-After).

@@ -26,7 +26,17 @@ pub const CONTINUE: Form =
     Form { name: "continue", fields: &["max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"] };
 pub const START: Form = Form {
     name: "start",
-    fields: &["goal", "context", "agent", "max_steps", "max_reframes", "timeout", "max_tokens", "max_cost_usd"],
+    fields: &[
+        "goal",
+        "context",
+        "agent",
+        "session",
+        "max_steps",
+        "max_reframes",
+        "timeout",
+        "max_tokens",
+        "max_cost_usd",
+    ],
 };
 
 /// Reads a posted form into the JSON body its endpoint takes. One posted with the cookie must
@@ -50,11 +60,11 @@ pub fn fields(
     if form.name == ANSWER.name {
         return Ok(got.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
     }
-    // Start: the goal as typed (the endpoint says when it is empty), the context and agent
-    // when filled in; the rest are budgets, as the continue form's.
+    // Start: the goal as typed (the endpoint says when it is empty), the context, agent and
+    // session when filled in; the rest are budgets, as the continue form's.
     let mut body = Map::new();
     if form.name == START.name {
-        for k in ["goal", "context", "agent"] {
+        for k in ["goal", "context", "agent", "session"] {
             match got.remove(k) {
                 Some(v) if k == "goal" || !v.trim().is_empty() => {
                     body.insert(k.into(), Value::String(v));
@@ -126,10 +136,15 @@ pub fn start_form(csrf: &str) -> String {
          <form method=\"post\" action=\"/runs\" id=\"start-form\">{hidden}\
          <label for=\"goal\">Goal</label><textarea id=\"goal\" name=\"goal\" rows=\"3\" required></textarea>\
          <label for=\"context\">Background (optional)</label><textarea id=\"context\" name=\"context\" rows=\"3\"></textarea>\
-         {}\
+         {}{}\
          <fieldset><legend>Limits (optional: empty keeps the server's; at most the server's)</legend>{}</fieldset>\
          <button type=\"submit\">Start</button></form></section>",
         field("agent", "Agent profile (optional)", "type=\"text\""),
+        field(
+            "session",
+            "Session (optional: the next turn of this named conversation)",
+            "type=\"text\" pattern=\"[A-Za-z0-9._\\-]{1,64}\" maxlength=\"64\""
+        ),
         limits.join("")
     )
 }

@@ -2,7 +2,8 @@
 //! panel of them, on tiny_http.
 //!
 //! Invariants:
-//! - The server holds the root's workspace lock for its life: one server per root.
+//! - The server holds the root's workspace lock for its life: one server per root. The root's
+//!   own run (one `agentloop -w ROOT run` made) is advanced under that lock ([`runs::Held`]).
 //! - Every request but GET /health presents a bearer token ([`auth`]); each token has its own
 //!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated (kept in the user's state
 //!   folder for the next start) and printed, and the server refuses to listen beyond loopback.
@@ -18,6 +19,7 @@
 
 pub mod command;
 
+mod agents;
 mod api;
 pub mod auth;
 #[cfg(feature = "queue")]
@@ -69,6 +71,9 @@ pub struct Shared {
     pub queue: queue::Queue,
     pub printer: Printer,
     pub streams: AtomicUsize,
+    /// The root's workspace lock, held for the server's life (one server per root); the root's
+    /// own run is advanced under it, one worker or request at a time.
+    pub root_lock: std::sync::Mutex<crate::workspace::Session>,
     /// Requests whose bodies are being read, by client address.
     pub(crate) bodies: http::Bodies,
     /// With --redis: the stream new runs are queued on (no local worker runs them).
@@ -104,7 +109,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let (auth, kept) = auth_for(addr, &o)?;
     #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
-    let _root_lock = crate::workspace::Workspace::new(root.clone())
+    let root_lock = crate::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
     let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
@@ -118,6 +123,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         queue: queue::Queue::new(o.workers, o.queue),
         printer,
         streams: AtomicUsize::new(0),
+        root_lock: std::sync::Mutex::new(root_lock),
         bodies: http::Bodies::default(),
         #[cfg(feature = "queue")]
         fleet,

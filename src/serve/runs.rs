@@ -7,23 +7,32 @@
 //! adds two things only: the agent profile to use, and budgets that may narrow the limits, never
 //! widen them. They are kept in `<root>/.agentloop-serve/<id>.json` (outside every run's folder,
 //! so no tool of a run can change them) and applied again whenever the run is driven, so a
-//! restarted server drives the run with the same limits. Only runs with such a record are driven;
-//! other runs (event mode's under `runs/`, and the root's own current run that `agentloop -w
-//! ROOT run` made) are listed and served, never touched.
+//! restarted server drives the run with the same limits.
+//!
+//! Any run the server lists can be answered and continued, whichever door started it: one under
+//! `runs/` that event mode, a queue worker or `agentloop -w ROOT/runs/ID` made, and the root's own
+//! run that `agentloop -w ROOT run` (a cron job) made. Such a run gets its record when it is first
+//! answered or continued, derived from its state: its agent, and no budgets but those the request
+//! gives. The run's workspace lock decides who may advance it: a run another process holds (a
+//! command going on in its folder) is a 409 that says so, never waited for by a request. The
+//! root's own run is advanced under the root's lock, which the server holds for its life (so no
+//! other process can advance it while the server is up).
+//!
+//! Invariant: a run is driven or reopened only with its workspace's lock held ([`Held`]).
 
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
 use crate::config::Resolved;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
 use crate::phases::{self, Env};
 use crate::run_id::RunId;
-use crate::workspace::{State, StopKind, Workspace};
+use crate::workspace::{Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -52,6 +61,8 @@ pub struct NewRun {
     pub force: bool,
     /// The JSON Schema the run's final output must match.
     pub output_schema: Option<Value>,
+    /// The named session the run is the next turn of (a valid session name).
+    pub session: Option<String>,
 }
 
 fn records_dir(shared: &Shared) -> Utf8PathBuf {
@@ -72,6 +83,97 @@ pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
     }
 }
 
+/// The record of a run another door started (the CLI, a queue worker, event mode): its agent,
+/// and no budgets of a request's (the limits it recorded stay in force).
+fn derived(state: &State) -> Record {
+    Record {
+        run_id: state.run_id.clone(),
+        agent: state.agent.clone(),
+        budgets: Budgets::default(),
+        submitted_at: crate::clock::now_rfc3339(),
+        interrupted_by: None,
+    }
+}
+
+/// A run's workspace lock, held: its own (`runs/<id>/`), or the root's, which the server holds
+/// for its life and lends to whoever advances the root's own run.
+pub enum Held<'a> {
+    Own(Session),
+    Root(std::sync::MutexGuard<'a, Session>),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        match self {
+            Held::Own(s) => s,
+            Held::Root(g) => g,
+        }
+    }
+}
+
+impl Held<'_> {
+    /// What the commits wrote made durable: the root's session is never dropped while the
+    /// server runs, so its checkpoint is taken here; a run's own is taken when it is dropped.
+    fn checkpoint(&self) -> Result<()> {
+        match self {
+            Held::Own(_) => Ok(()),
+            Held::Root(g) => g.checkpoint(),
+        }
+    }
+}
+
+/// Takes the lock of run `id`'s workspace `ws`. The root's own run: the server's root lock,
+/// waited for only with `wait` (a worker), else refused when a worker holds it. A run's own
+/// folder: its lock, waited for up to `wait`; held by another process, the refusal
+/// ([`Kind::LockBusy`]) says the run is being advanced elsewhere.
+fn hold<'a>(shared: &'a Shared, ws: &Workspace, id: &str, wait: Option<std::time::Duration>) -> Result<Held<'a>> {
+    if ws.root == shared.root {
+        use std::sync::TryLockError;
+        let guard = match shared.root_lock.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) if wait.is_some() => {
+                shared.root_lock.lock().unwrap_or_else(|p| p.into_inner())
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    Kind::LockBusy,
+                    format!("run {id} is being advanced by a worker of this server"),
+                )
+                .with_hint(format!("GET /runs/{id} shows where it is")))
+            }
+        };
+        return Ok(Held::Root(guard));
+    }
+    ws.lock(wait).map(Held::Own).map_err(|e| match e.kind {
+        Kind::LockBusy => Error::new(Kind::LockBusy, format!("run {id} is being advanced elsewhere: {}", e.message))
+            .with_hint(format!(
+                "wait for that command to finish (GET /runs/{id} shows the run as it goes), then try again"
+            )),
+        _ => e,
+    })
+}
+
+/// The folder of run `id` as a worker enters it: `runs/<id>/` (one `O_NOFOLLOW` open at a
+/// time), or the root for the root's own run.
+fn folder(shared: &Shared, id: &str) -> Result<Workspace> {
+    let ws = run_ws(shared, id);
+    if !is_link(&ws.root) && !ws.has_run() && is_current(shared, id) {
+        return Ok(Workspace::new(shared.root.clone()));
+    }
+    entered(shared, id, false)
+}
+
+/// The addresses of a run's status, trace, events, report, answer and continue.
+pub fn links(id: &str) -> Value {
+    json!({
+        "self": format!("/runs/{id}"), "trace": format!("/runs/{id}/trace"),
+        "events": format!("/runs/{id}/trace?follow=1"), "report": format!("/runs/{id}/report"),
+        "answer": format!("/runs/{id}/answer"), "continue": format!("/runs/{id}/continue"),
+    })
+}
+
 /// Whether `id` can name a run folder ([`RunId`]'s rule: nothing that could climb out).
 pub fn valid_id(id: &str) -> bool {
     RunId::is_valid(id)
@@ -88,7 +190,8 @@ fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
 }
 
 /// Whether `id` is the root's own run (one `agentloop -w ROOT run` made), which the server
-/// lists and serves as `agentloop -w ROOT runs` lists it, and never drives: it has no record.
+/// lists and serves as `agentloop -w ROOT runs` lists it, and drives once it is answered or
+/// continued here.
 pub fn is_current(shared: &Shared, id: &str) -> bool {
     let root = Workspace::new(shared.root.clone());
     valid_id(id) && root.has_run() && root.load_state().is_ok_and(|s| s.run_id == id)
@@ -150,14 +253,23 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     // runs/ and runs/<id>/ are entered (and made) without following a link.
     let ws = entered(shared, &id, true)?;
     let env = Env::with(&ws, cfg, quiet())?;
+    // A session's next turn has its earlier turns as context, as `run --session` gives them:
+    // every run of the root's history (the root's own and those under runs/) of that session.
+    let background = match &new.session {
+        Some(name) => {
+            let root = Workspace::new(shared.root.clone());
+            crate::lifecycle::with_conversation(&root, &shared.runs_dir, name, &new.context)
+        }
+        None => new.context.clone(),
+    };
     let start = crate::lifecycle::Start {
         goal: new.goal.clone(),
-        background: new.context.clone(),
+        background,
         carry: false,
         force: new.force,
         slot: None,
-        follow_up: false,
-        session: None,
+        follow_up: new.session.is_some(),
+        session: new.session.clone(),
     };
     crate::lifecycle::check_fits(&env, model.model(), &start)?;
     // The record first: a run without one would never be driven; a record without a run (a
@@ -171,7 +283,8 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     };
     save_record(shared, &record)?;
     let session = ws.lock(None)?;
-    phases::init::init_run(&session, cfg, &env.tpl, &new.goal, &new.context, false, Some(id.clone()))?;
+    let tags = phases::init::Tags { slot: None, session: start.session.as_deref() };
+    phases::init::init_tagged(&session, cfg, &env.tpl, &new.goal, &start.background, id.clone(), tags)?;
     drop(session);
     ticket.push(&id);
     Ok(id)
@@ -184,25 +297,24 @@ fn save_record(shared: &Shared, record: &Record) -> Result<()> {
     crate::fs::write_durable(&record_path(shared, &record.run_id), text.as_bytes())
 }
 
-/// The configuration a recorded run is driven (or answered, or continued) with.
-fn recorded_config(shared: &Shared, id: &str) -> Result<Resolved> {
-    let rec = load_record(shared, id)?
-        .ok_or_else(|| Error::usage(format!("run {id} was not started by this server; it is only listed")))?;
-    config(shared, rec.agent.as_deref(), &rec.budgets, false)
-}
-
-/// A worker drives a run until it stops (done, escalated, a budget) or fails.
+/// A worker drives a run until it stops (done, escalated, a budget) or fails: one under `runs/`,
+/// or the root's own, with its record (or, for a run another door started, one derived from its
+/// state).
 pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
-    let ws = entered(shared, id, false)?;
-    let resolved = recorded_config(shared, id)?;
+    let ws = folder(shared, id)?;
     // Someone may be working on the run with a command that locks; the worker waits a while
     // (--wait SECS, else 30 s), then gives up on it (POST continue queues it again).
     let wait = shared.global.wait.map(std::time::Duration::from_secs).unwrap_or(LOCK_WAIT);
-    let session = ws.lock(Some(wait))?;
+    let session = hold(shared, &ws, id, Some(wait))?;
     let mut state = ws.load_state()?;
+    if state.run_id != id {
+        return Err(Error::usage(format!("run {id} is no longer in {}", ws.root)));
+    }
     if state.status.is_terminal() || state.interrupted {
         return Ok(None);
     }
+    let record = load_record(shared, id)?.unwrap_or_else(|| derived(&state));
+    let resolved = config(shared, record.agent.as_deref(), &record.budgets, false)?;
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
     // Known to the signal watcher while it goes on: a stopped server marks it interrupted.
@@ -210,14 +322,19 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
     let stop =
-        crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, crate::commands::modes::AUTO)?;
+        crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, crate::commands::modes::AUTO);
+    drop(env);
+    session.checkpoint()?;
+    let stop = stop?;
     shared.log(&format!("run {id} {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()));
     Ok(Some(stop))
 }
 
 /// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
 /// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
-/// queued as it is by a continue.
+/// queued as it is by a continue. A run without a record (another door started it) gets one
+/// here, derived from its state. The run's lock is taken at once: a run another process is
+/// advancing is a 409 saying so.
 pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: Option<Budgets>) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
@@ -225,16 +342,17 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
             ApiError::new(409, format!("run {id} is queued or running")).hint("GET /runs/{id} shows where it is")
         );
     }
-    let mut record = load_record(shared, id)?
-        .ok_or_else(|| ApiError::new(409, format!("run {id} was not started by this server; it is only listed")))?;
+    let session = hold(shared, &ws, id, None)?;
+    let state = ws.load_state()?;
+    let kept = load_record(shared, id)?;
+    let derived_now = kept.is_none();
+    let mut record = kept.unwrap_or_else(|| derived(&state));
     // New budgets replace the recorded ones they name, each held to the server's limits.
     if let Some(b) = &budgets {
         record.budgets = record.budgets.replaced_by(b);
     }
     let strict = budgets.is_some();
     let resolved = config(shared, record.agent.as_deref(), &record.budgets, strict)?;
-    let session = ws.lock(None)?;
-    let state = ws.load_state()?;
     if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
         let now = state.limits.in_force(&resolved.config, &resolved.sources);
         if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
@@ -244,9 +362,6 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
             );
             return Err(ApiError::new(409, e.message).hint(hint));
         }
-    }
-    if strict {
-        save_record(shared, &record)?;
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
@@ -264,6 +379,11 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
         e
     })?;
     drop(env);
+    session.checkpoint()?;
+    // Kept once the run is reopened: a refused request leaves no record behind.
+    if strict || derived_now {
+        save_record(shared, &record)?;
+    }
     drop(session);
     ticket.push(id);
     Ok(state)
@@ -280,11 +400,15 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
         .collect();
     ids.sort();
     for id in ids {
-        let ws = run_ws(shared, &id);
-        if !ws.has_run() {
-            let _ = std::fs::remove_file(record_path(shared, &id));
-            continue;
-        }
+        // The root's own run has a record once it was answered or continued here.
+        let ws = match run_ws(shared, &id) {
+            ws if ws.has_run() => ws,
+            _ if is_current(shared, &id) => Workspace::new(shared.root.clone()),
+            _ => {
+                let _ = std::fs::remove_file(record_path(shared, &id));
+                continue;
+            }
+        };
         let mut state = match ws.load_state() {
             Ok(s) => s,
             Err(e) => {
@@ -299,7 +423,7 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
             continue;
         }
         if let (Some(sig), Some(mut rec)) = (by_signal, record) {
-            let session = ws.lock(None)?;
+            let session = hold(shared, &ws, &id, None)?;
             state.interrupted = false;
             session.save_state(&state)?;
             rec.interrupted_by = None;
@@ -312,7 +436,7 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
             shared.log(&format!("run {id} was unfinished; queued to go on"));
             shared.queue.push(&id);
         } else {
-            let session = ws.lock(None)?;
+            let session = hold(shared, &ws, &id, None)?;
             state.interrupted = true;
             session.save_state(&state)?;
             shared.log(&format!("run {id} was unfinished; marked interrupted (POST /runs/{id}/continue goes on)"));

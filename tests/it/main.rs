@@ -54,6 +54,7 @@ mod sandbox;
 mod schemas;
 mod self_modes;
 mod serve;
+mod serve_doors;
 mod serve_panel;
 mod sessions;
 mod shell_sandbox;

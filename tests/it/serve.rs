@@ -358,10 +358,11 @@ pub(crate) fn serve_over_a_cli_workspace_lists_and_serves_its_current_run() {
     assert!(r.status == 200 && r.body.contains("second"), "{}", r.body);
     assert_eq!(s.get(&format!("/runs/{id}/files/result.json")).json()["status"], "done");
     assert!(s.get("/").body.contains(&format!("/runs/{id}/report")));
-    // The server never drives it (it was not started over HTTP)...
+    // A done run has nothing to continue, whoever started it (serve_doors:: goes on with the
+    // root's escalated and stopped runs)...
     let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
     assert_eq!(r.status, 409, "{}", r.body);
-    // ...and holds the root's lock: a CLI run there waits for the server to stop.
+    // ...and the server holds the root's lock: a CLI run there waits for the server to stop.
     let out = t.cmd().args(["-w", "root", "--script", "script.yaml", "run", "--goal", "third"]).output().unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
 }

@@ -469,7 +469,7 @@ const SESSION_CHARS: usize = 12_000;
 /// `background` with the conversation of the session `name` so far appended: each earlier run
 /// of the session that ended (the root's or archived), oldest first, as the message it was
 /// given and what it answered.
-fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &str) -> String {
+pub fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &str) -> String {
     let mut turns: Vec<State> = crate::history::list(ws, runs, &|_| {})
         .into_iter()
         .map(|r| r.state)

@@ -118,6 +118,26 @@ pub struct Tags<'a> {
     pub session: Option<&'a str>,
 }
 
+/// Creates a new run with a given id and tags in an empty run folder (`serve`'s `runs/<id>/`):
+/// nothing is carried.
+pub fn init_tagged(
+    session: &Session,
+    cfg: &Config,
+    tpl: &Templates,
+    goal: &str,
+    background: &str,
+    run_id: String,
+    tags: Tags,
+) -> Result<State> {
+    let Tags { slot, session: named } = tags;
+    create(
+        session,
+        cfg,
+        tpl,
+        New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot, named },
+    )
+}
+
 /// Creates a new run with a given id for a scheduler's slot in an empty run folder (a worker's
 /// `runs/<id>/`): nothing is carried.
 pub fn init_slotted(

@@ -179,6 +179,8 @@ pub struct StatusView {
     pub reframes: u32,
     pub model: Option<String>,
     pub reason: Option<String>,
+    /// What the run answered, once done (result.json's `outcome`)
+    pub outcome: Option<String>,
     pub open_question: Option<String>,
     /// The command that answers the open question
     pub answer_with: Option<String>,
@@ -255,6 +257,8 @@ pub struct RunRow {
     pub agent: Option<String>,
     /// The scheduler's slot the run is for (`run --slot KEY`)
     pub slot: Option<String>,
+    /// The named session the run is a turn of (`run --session NAME`)
+    pub session: Option<String>,
     /// running, done, escalated, or interrupted (an archived run `run --new` cut short)
     pub status: String,
     /// Whether it is the workspace's current run (not one under runs/)

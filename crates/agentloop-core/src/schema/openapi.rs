@@ -2,7 +2,7 @@
 //! routes of `serve`'s API, with the bodies that have Rust types given by their generated
 //! schemas. A test holds the committed file to this.
 
-use super::{CompletionEvent, RunResult, RunRow, VERSION};
+use super::{CompletionEvent, RunResult, RunRow, StatusView, VERSION};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
@@ -30,6 +30,7 @@ fn components() -> Value {
     add("RunResult", gen::<RunResult>());
     add("CompletionEvent", gen::<CompletionEvent>());
     add("RunRow", gen::<RunRow>());
+    add("StatusView", gen::<StatusView>());
     add("State", gen::<crate::workspace::State>());
     add("TraceEntry", gen::<crate::trace::Entry>());
     out.insert(
@@ -43,6 +44,7 @@ fn components() -> Value {
             "goal": {"type": "string", "pattern": NOT_BLANK, "description": "Not blank (it is read trimmed)"},
             "context": {"description": "Background: text, or any JSON (shown pretty-printed)"},
             "agent": {"type": ["string", "null"], "pattern": AGENT, "description": "A profile in the root's agents/ (an unknown one is 400)"},
+            "session": {"type": ["string", "null"], "pattern": SESSION, "description": "The named session the run is the next turn of (as `run --session`): its earlier turns are the run's context, and the run is tagged with it. Not taken in front of a fleet (--redis): 400"},
             "budgets": budgets("Only narrower than the server's limits"),
             "force": {"type": ["boolean", "null"], "description": "Start even when the estimate says it cannot fit its budget"},
             "output_schema": {"type": ["object", "null"], "description": "The JSON Schema the final output must match"}}}),
@@ -67,6 +69,9 @@ const NOT_BLANK: &str = "\\S";
 
 /// A run id: what can name a run folder (anything else is no run: 404).
 const RUN_ID: &str = "^[A-Za-z0-9_-]{1,64}$";
+
+/// A session's name (`run --session`'s rule): letters, digits, `.`, `_` and `-`, at most 64.
+const SESSION: &str = "^[A-Za-z0-9._-]{1,64}$";
 
 /// An agent profile's name: a plain file name in `agents/` (no separator, no leading dot).
 const AGENT: &str = "^[^./\\\\\\u0000][^/\\\\\\u0000]*$";
@@ -163,7 +168,10 @@ pub fn openapi() -> Value {
         "description": "A run id (as `runs` lists them)"});
     let no_run = || err("No such run");
     let linked = || err("The run's folder, or the file, is a symbolic link (or not a regular file): not served");
-    let run_body = json!({"type": "object", "description": "As `status --json` shows it, with `served`, `queue`, `worker_error` and `links`"});
+    let run_body = json!({"description": "As `status --json` shows it (with `stop`, `outcome` and `open_question`), with `served`, `queue`, `worker_error` and `links`",
+        "allOf": [reference("StatusView"), {"type": "object", "required": ["served", "queue", "worker_error", "links"], "properties": {
+            "served": {"type": "boolean", "description": "Whether the run has a record of this server's: it started it, or answered or continued it"},
+            "queue": {"type": ["object", "null"]}, "worker_error": {"type": ["string", "null"]}, "links": {"type": "object"}}}]});
     let queue = json!({"type": ["object", "null"], "description": "Its place: `{\"state\": \"running\"}`, `{\"state\": \"waiting\", \"position\"}` (or, queued for workers, `{\"state\": \"queued\", \"stream\", \"message_id\"}`); null once no worker holds it"});
     let queued = |location: bool| {
         let mut r = reply(
@@ -208,7 +216,7 @@ pub fn openapi() -> Value {
                 "responses": {"202": queued(false), "303": form_back.clone(),
                     "400": err("A bad body: not a JSON object or form, a key other than `answer` (named), a blank answer"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
-                    "404": no_run(), "409": err("The run has no open question, is queued or running, or was not started by this server"),
+                    "404": no_run(), "409": err("The run has no open question, is queued or running, or is being advanced elsewhere (another process holds its lock)"),
                     "503": full()}}));
     let resume = posted(
         json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
@@ -220,7 +228,7 @@ pub fn openapi() -> Value {
                 "responses": {"202": queued(false), "303": form_back,
                     "400": err("A bad body: not a JSON object or form, a key other than `budgets` (named), a budget of the wrong type or above the server's limit"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
-                    "404": no_run(), "409": err("The run is done, queued or running, was not started by this server, or would stop again at once on the limit that ran out (named)"),
+                    "404": no_run(), "409": err("The run is done, queued or running, is being advanced elsewhere (another process holds its lock), or would stop again at once on the limit that ran out (named)"),
                     "503": full()}}),
     );
     let skills_fetch = posted(json!({"summary": "Fetch a skill into the root's skills/",
@@ -239,6 +247,17 @@ pub fn openapi() -> Value {
                     "runs": {"type": "object", "properties": {"total": {"type": "integer"}, "by_status": {"type": "object", "additionalProperties": {"type": "integer"}}}},
                     "running": {"type": "array", "items": {"type": "string"}}, "last_run": {"anyOf": [reference("RunRow"), {"type": "null"}]},
                     "rest": {"type": ["object", "null"]}, "links": {"type": "object"}}})), "404": err("No profile of that name and no run of it")}}),
+        true,
+    );
+    let agent_sessions = guarded(
+        json!({"summary": "An agent's named sessions, newest first: each with the agent's runs in it, its last run and that run's status, and when it last changed. `default` names the runs of no agent profile",
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": reply("The sessions", json!({"type": "object", "required": ["agent", "sessions"], "properties": {
+                    "agent": {"type": "string"},
+                    "sessions": {"type": "array", "items": {"type": "object", "required": ["name", "runs", "last_run_id", "last_updated", "last_status", "links"], "properties": {
+                        "name": {"type": "string"}, "runs": {"type": "integer", "minimum": 1}, "last_run_id": {"type": "string"},
+                        "last_updated": {"type": "string"}, "last_status": {"type": "string"}, "links": {"type": "object"}}}}}})),
+                    "404": err("No profile of that name and no run of it (`default` is never 404)")}}),
         true,
     );
     json!({
@@ -267,14 +286,17 @@ pub fn openapi() -> Value {
             "/runs": {
                 "get": guarded(json!({"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
                     "parameters": [{"name": "agent", "in": "query", "required": false, "schema": {"type": "string"},
-                        "description": "Only the runs of this agent profile"}],
+                        "description": "Only the runs of this agent profile"},
+                        {"name": "session", "in": "query", "required": false, "schema": {"type": "string", "pattern": SESSION},
+                        "description": "Only the turns of this named session"}],
                     "responses": {"200": reply("The runs", json!({"type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})),
-                        "400": err("A query parameter other than `agent` (named), or a broken request target")}}), true),
+                        "400": err("A query parameter other than `agent` and `session` (named), a `session` that is not a session name, or a broken request target")}}), true),
                 "post": posted(json!({"summary": "Start a run",
                     "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {"application/json": {"schema": reference("StartRun")},
                         "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["goal"], "additionalProperties": false, "properties": {
                             "csrf": {"type": "string", "description": "The form value of the panel's pages; required with the sign-in cookie"},
                             "goal": {"type": "string", "pattern": NOT_BLANK}, "context": {"type": "string"}, "agent": {"type": "string"},
+                            "session": {"type": "string", "pattern": "^(\\s*|[A-Za-z0-9._-]{1,64})$", "description": "Empty: no session"},
                             "max_steps": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_reframes": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"},
                             "timeout": {"type": "string"}, "max_tokens": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_cost_usd": {"type": "string"}}}}}},
                     "responses": {"202": queued(true),
@@ -315,6 +337,7 @@ pub fn openapi() -> Value {
             "/skills/fetch": {"post": skills_fetch},
             "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
             "/agents/{name}/status": {"get": agent_status},
+            "/agents/{name}/sessions": {"get": agent_sessions},
         },
     })
 }
