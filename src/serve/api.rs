@@ -322,6 +322,10 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
             let id = r.state.run_id.clone();
             v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some());
             v["queue"] = place(shared, &id);
+            // Queued here, not yet taken by a worker: waiting, not interrupted.
+            if !v["queue"].is_null() {
+                v["status"] = json!("running");
+            }
             v["links"] = runs::links(&id);
             v
         })
@@ -341,6 +345,10 @@ fn status(shared: &Shared, id: &str) -> ApiResult {
             .or_else(|_| runs::config(shared, None, &Budgets::default(), false))?,
     };
     let recorded = s.limits.clone();
+    // A run that says running with nothing running it (and not queued here) was interrupted.
+    if shared.queue.place(id).is_none() && crate::history::stopped_unseen(&ws, &s) {
+        s.interrupted = true;
+    }
     if !s.status.is_terminal() && !s.interrupted {
         s.limits = s.limits.in_force(&resolved.config, &resolved.sources);
     }

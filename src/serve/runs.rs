@@ -237,22 +237,18 @@ fn quiet() -> Printer {
 /// can refuse it (agent, budgets, provider and key, rest, negotiation) is checked before a file
 /// is written.
 pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
-    let mut resolved = config(shared, new.agent.as_deref(), &new.budgets, true)?;
-    if let Some(schema) = &new.output_schema {
-        let strict = crate::model::strict_schemas(&resolved.config);
-        crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
-        resolved.config.output_schema = Some(schema.clone());
-    }
+    let resolved = crate::runs_root::new_run_config(
+        &shared.global,
+        &shared.root,
+        new.agent.as_deref(),
+        &new.budgets,
+        new.output_schema.as_ref(),
+    )?;
     let cfg = &resolved.config;
-    let model = crate::model::from_config(cfg, &shared.root)?;
-    crate::rest_window::check(cfg, &shared.root)?;
     let mut id = RunId::generate().into_string();
     while run_ws(shared, &id).root.exists() || record_path(shared, &id).exists() || is_current(shared, &id) {
         id = RunId::generate().into_string();
     }
-    // runs/ and runs/<id>/ are entered (and made) without following a link.
-    let ws = entered(shared, &id, true)?;
-    let env = Env::with(&ws, cfg, quiet())?;
     // A session's next turn has its earlier turns as context, as `run --session` gives them:
     // every run of the root's history (the root's own and those under runs/) of that session.
     let background = match &new.session {
@@ -271,7 +267,11 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
         follow_up: new.session.is_some(),
         session: new.session.clone(),
     };
-    crate::lifecycle::check_fits(&env, model.model(), &start)?;
+    // The one admission every door makes (key, rest, negotiation), before anything is made.
+    let unmade = run_ws(shared, &id);
+    let env = crate::lifecycle::admit(&unmade, cfg, quiet(), Some(&start))?;
+    // runs/ and runs/<id>/ are entered (and made) without following a link.
+    let ws = entered(shared, &id, true)?;
     // The record first: a run without one would never be driven; a record without a run (a
     // crash in between) is ignored and removed at the next start.
     let record = Record {
