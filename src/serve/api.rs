@@ -153,6 +153,7 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         ["agents"] => allow(method, &["GET"]).and_then(|_| agents::list(shared))?,
         ["agents", name, "status"] => allow(method, &["GET"]).and_then(|_| agents::status(shared, name))?,
         ["agents", name, "sessions"] => allow(method, &["GET"]).and_then(|_| agents::sessions(shared, name))?,
+        ["agents", name, "run"] => allow(method, &["POST"]).and_then(|_| agent_run(shared, req, name))?,
         _ => return Err(ApiError::new(404, format!("no such endpoint: {method} /{}", segs.join("/")))),
     };
     Ok(Out::Reply(reply))
@@ -203,6 +204,45 @@ fn budgets_of(body: &Map<String, Value>) -> ApiResult<Budgets> {
 /// POST /runs (a JSON body, or the panel's start form)
 fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiResult {
     let (body, form) = forms::body_of(shared, req, by_cookie, forms::START)?;
+    start_body(shared, body, form)
+}
+
+/// POST /agents/{name}/run: the seed's way to give an agent a message — `message` is the new
+/// run's goal and `session_id` the session it is the next turn of; `context`, `budgets`,
+/// `force` and `output_schema` as POST /runs takes them. The agent is the path's (`default`, with
+/// no profile of that name, is the agent without one).
+fn agent_run(shared: &Shared, req: &mut tiny_http::Request, name: &str) -> ApiResult {
+    let mut body = http::json_body(req)?;
+    let named: Vec<String> =
+        ["goal", "session", "agent"].into_iter().filter(|k| body.contains_key(*k)).map(|k| format!("`{k}`")).collect();
+    if !named.is_empty() {
+        return Err(ApiError::new(400, format!("POST /agents/{name}/run may not set {}", named.join(", ")))
+            .hint("give the goal as `message` and the session as `session_id`; the agent is the path's"));
+    }
+    match body.remove("message") {
+        Some(Value::String(m)) if !m.trim().is_empty() => body.insert("goal".into(), json!(m)),
+        _ => return Err(ApiError::new(400, "`message` is required: a non-empty string")),
+    };
+    if let Some(sid) = body.remove("session_id") {
+        if !sid.is_null() {
+            session_of(&sid).map_err(|mut e| {
+                e.message = e.message.replace("`session`", "`session_id`");
+                e
+            })?;
+        }
+        body.insert("session".into(), sid);
+    }
+    let has_profile = crate::commands::agents::profiles(&shared.root)?
+        .iter()
+        .any(|p| p.get("name").and_then(Value::as_str) == Some(name));
+    if name != "default" || has_profile {
+        body.insert("agent".into(), json!(name));
+    }
+    start_body(shared, body, false)
+}
+
+/// A start's body, read: every key checked, the run created (or queued on the fleet).
+fn start_body(shared: &Shared, body: Map<String, Value>, form: bool) -> ApiResult {
     // Every key a request may not set is named at once, the budgets' too.
     let mut unknown: Vec<String> =
         body.keys().filter(|k| !START_KEYS.contains(&k.as_str())).map(|k| format!("`{k}`")).collect();

@@ -545,3 +545,48 @@ fn a_served_run_stopped_by_a_budget_is_continued_by_the_cli() {
     let v = s.get(&format!("/runs/{id}")).json();
     assert_eq!((&v["status"], &v["outcome"]), (&json!("done"), &json!("done it")), "{v}");
 }
+
+/// Seed 002's form: `POST /agents/{id}/run {message, session_id}` starts a run as the agent,
+/// the next turn of its session, and `GET /agents/{id}/sessions` lists it.
+#[test]
+fn the_seeds_agent_run_gives_an_agent_a_message_in_a_session() {
+    let t = T::new();
+    root_with(&t, QUICK, "");
+    t.write("root/agents/brief.yaml", "description: Short answers\nsystem_prompt: Be brief.\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let r = s.post("/agents/brief/run", &json!({"message": "What is the capital of France?", "session_id": "chat-1"}));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let first = r.json()["run_id"].as_str().unwrap().to_string();
+    let v = s.finished(&first);
+    assert_eq!((&v["agent"], &v["session"], &v["status"]), (&json!("brief"), &json!("chat-1"), &json!("done")), "{v}");
+    let r = s.post("/agents/brief/run", &json!({"message": "And of Italy?", "session_id": "chat-1"}));
+    let second = r.json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&second)["status"], "done");
+    let context = t.read(&format!("root/runs/{second}/context.md"));
+    assert!(context.contains(&format!("**User** (run {first}): What is the capital of France?")), "{context}");
+    let sessions = s.get("/agents/brief/sessions").json();
+    assert_eq!(
+        (&sessions["sessions"][0]["name"], &sessions["sessions"][0]["runs"]),
+        (&json!("chat-1"), &json!(2)),
+        "{sessions}"
+    );
+    // `default` is the agent without a profile: the documented line, as written.
+    let out = sh(&s, &doc_line("localhost:8700/agents/default/run"));
+    let id = serde_json::from_str::<Value>(&out).unwrap()["run_id"].as_str().unwrap().to_string();
+    let v = s.finished(&id);
+    assert!(v["agent"].is_null() && v["session"] == "geo", "{v}");
+    // Its own names only; each refusal names the field.
+    for (body, says) in [
+        (json!({"goal": "x"}), "may not set `goal`"),
+        (json!({"message": "x", "session": "a"}), "may not set `session`"),
+        (json!({"message": " "}), "`message` is required"),
+        (json!({"message": "x", "session_id": "no spaces"}), "`session_id`"),
+        (json!({"message": "x", "shell": true}), "`shell`"),
+    ] {
+        let r = s.post("/agents/brief/run", &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(says), "{body}: {}", r.body);
+    }
+    let r = s.post("/agents/nobody/run", &json!({"message": "x"}));
+    assert_eq!(r.status, 400, "an unknown agent: {}", r.body);
+}

@@ -260,6 +260,23 @@ pub fn openapi() -> Value {
                     "404": err("No profile of that name and no run of it (`default` is never 404)")}}),
         true,
     );
+    let agent_run = posted(
+        json!({"summary": "Give an agent a message: start a run as the agent (the seed's form of POST /runs). `default`, with no profile of that name, is the agent without one",
+                "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["message"], "additionalProperties": false, "properties": {
+                    "message": {"type": "string", "pattern": NOT_BLANK, "description": "The new run's goal"},
+                    "session_id": {"type": ["string", "null"], "pattern": SESSION, "description": "The named session the run is the next turn of"},
+                    "context": {"description": "Background: text, or any JSON"},
+                    "budgets": budgets("Only narrower than the server's limits"),
+                    "force": {"type": ["boolean", "null"]},
+                    "output_schema": {"type": ["object", "null"]}}}}}},
+                "responses": {"202": queued(true),
+                    "400": err("A bad body: not a JSON object, a key it may not set (all named; `goal`, `session` and `agent` are `message`, `session_id` and the path here), a field of the wrong type or value, an unknown agent, a budget wider than the server's"),
+                    "422": err("Refused before it started: the estimate says it cannot fit its budget, or the task conflicts with the agent's values"),
+                    "429": err_with("The token's rate limit, too many requests with a body from this address, or the agent is resting (its usage window is spent)",
+                        json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
+                    "503": full()}}),
+    );
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -338,6 +355,7 @@ pub fn openapi() -> Value {
             "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
             "/agents/{name}/status": {"get": agent_status},
             "/agents/{name}/sessions": {"get": agent_sessions},
+            "/agents/{name}/run": {"post": agent_run},
         },
     })
 }
