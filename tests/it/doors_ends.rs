@@ -196,3 +196,25 @@ fn a_run_stopped_by_a_signal_or_a_kill_says_interrupted_and_goes_on() {
         assert_eq!((st["status"].as_str(), st["interrupted"].as_bool()), (Some("escalated"), None), "{st}");
     }
 }
+
+/// Any door goes on with any run on the same configuration: a run event mode started under a
+/// root (its model in the root's agentloop.yaml) escalates, and `agentloop -w ROOT/runs/ID
+/// answer` takes the root's configuration — no flag repeats it — and the run ends done.
+#[test]
+fn the_cli_answers_a_run_another_door_started_with_the_roots_configuration() {
+    let t = T::new();
+    t.write("root/script.yaml", crate::serve::ASKS);
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let (_, v) = handle(&t, "root", &start("use the figures", "job-1"));
+    assert_eq!(crate::handle::types(&v), ["agent.escalated"], "{v}");
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap().to_string();
+    let folder = format!("root/runs/{run}");
+    let out = t.cmd().args(["-w", &folder, "answer", "Use 2024"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let st = t.json(&format!("{folder}/state.json"));
+    assert_eq!((st["status"].as_str(), st["outcome"].as_str()), (Some("done"), Some("used the 2024 figures")), "{st}");
+    // The configuration shown is the root's.
+    let out = t.cmd().args(["-w", &folder, "config", "show", "--json"]).output().unwrap();
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["config"]["llm"]["provider"], "scripted", "{c}");
+}

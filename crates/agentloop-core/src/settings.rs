@@ -315,9 +315,21 @@ pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Res
 pub fn build(g: &Global) -> Result<Ctx> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     let ws = Workspace::new(g.workspace.clone());
-    let (layers, refused) = gather(g, &ws.root, None)?;
+    // A run folder under a root (`ROOT/runs/ID/`, as `serve`, the worker and event mode make
+    // them, and as a workspace archives its runs) is configured by its root, as those doors
+    // configure it: any door goes on with it on the same configuration.
+    let owner = owning_root(&ws.root);
+    let cfg_root = owner.clone().unwrap_or_else(|| ws.root.clone());
+    let (layers, refused) = gather(g, &cfg_root, None)?;
     let mut resolved = config::resolve(&layers)?;
-    crate::tool_settings::check(&resolved.config, &ws.root)?;
+    crate::tool_settings::check(&resolved.config, &cfg_root)?;
+    if let Some(root) = &owner {
+        resolved.config = absolutize(std::mem::take(&mut resolved.config), root);
+        let shared_skills = root.join("skills");
+        if !resolved.config.skills.dirs.contains(&shared_skills) {
+            resolved.config.skills.dirs.insert(0, shared_skills);
+        }
+    }
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
@@ -340,6 +352,18 @@ pub fn build(g: &Global) -> Result<Ctx> {
             .join("; ")
     ));
     Ok(Ctx { printer, ws, resolved, lock_wait: g.wait.map(std::time::Duration::from_secs), flags: g.clone(), refused })
+}
+
+/// The root a run folder belongs to: `ROOT` for a folder `ROOT/runs/ID` that has no
+/// configuration of its own when `ROOT` has one. None for any other folder.
+pub fn owning_root(ws: &Utf8Path) -> Option<Utf8PathBuf> {
+    if config::find_in(ws, "agentloop").is_some() {
+        return None;
+    }
+    let abs = std::path::absolute(ws).ok().and_then(|p| Utf8PathBuf::from_path_buf(p).ok())?;
+    let runs = abs.parent()?;
+    let root = runs.parent()?;
+    (runs.file_name() == Some("runs") && config::find_in(root, "agentloop").is_some()).then(|| root.to_path_buf())
 }
 
 /// Makes the relative paths of a root's configuration absolute, taken from `root`, so they mean
