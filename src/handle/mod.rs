@@ -37,9 +37,9 @@ use std::collections::BTreeSet;
 
 mod progress;
 mod protocol;
+mod start_config;
 use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
-
-const INDEX: &str = ".agentloop-handle.json";
+use start_config::start_config;
 
 /// Largest request `handle` reads (documented in docs/TOOLS.md, Security model).
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
@@ -390,7 +390,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
             cfg.ductile.max_depth
         )));
     }
-    let own = start_config(cfg, root, payload)?;
+    let (own, budgets) = start_config(cfg, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.context.as_ref());
     let admission = crate::lifecycle::Start {
@@ -405,14 +405,12 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
     crate::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let index_path = root.join(INDEX);
-    let mut index: Map<String, Value> =
-        crate::fs::read_optional(&index_path)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let mut index = crate::runs_root::load_keys(root)?;
     // Redelivery of the same start (any one of its keys) must not create a second run.
     let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
     let run_id = match known {
         Some((k, run_id)) if run_ws(cfg, root, &run_id)?.has_run() => {
-            name_run(&mut index, &index_path, keys, &run_id)?;
+            name_run(&mut index, root, keys, &run_id)?;
             drop(_root_lock);
             return duplicate_start(cfg, root, &k, &run_id, resp);
         }
@@ -424,7 +422,12 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
     // key, the agent's rest, and whether the run can fit its budget (negotiation). A start
     // refused here leaves nothing: no run, no keys.
     let env = crate::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))?;
-    name_run(&mut index, &index_path, keys, &run_id)?;
+    name_run(&mut index, root, keys, &run_id)?;
+    // The run's record, as every door keeps one: another door that goes on with the run
+    // (`serve`, `agentloop answer`) holds it to the budgets this start asked for.
+    let mut record = crate::runs_root::Record::new(&run_id, crate::runs_root::Door::Handle, cfg.agent.clone(), budgets);
+    record.key = keys.first().cloned();
+    crate::runs_root::save_record(root, &record)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
     let mut env = held(env, &session);
@@ -447,7 +450,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
 /// Records every key of a start as naming `run_id`, before the run's folder exists (and a
 /// repeat's new keys name it too), so a delivery stopped at any point is finished by the next,
 /// never started twice.
-fn name_run(index: &mut Map<String, Value>, path: &Utf8Path, keys: &[String], run_id: &str) -> Result<()> {
+fn name_run(index: &mut Map<String, Value>, root: &Utf8Path, keys: &[String], run_id: &str) -> Result<()> {
     let mut added = false;
     for k in keys {
         if index.get(k).and_then(Value::as_str) != Some(run_id) {
@@ -456,7 +459,7 @@ fn name_run(index: &mut Map<String, Value>, path: &Utf8Path, keys: &[String], ru
         }
     }
     if added {
-        crate::fs::write_atomic(path, crate::json::to_string_pretty(&index).as_bytes())?;
+        crate::runs_root::save_keys(root, index)?;
     }
     Ok(())
 }
@@ -487,62 +490,6 @@ fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
         run_id = crate::run_id::RunId::generate().into_string();
     }
     Ok(run_id)
-}
-
-/// The run's configuration when the start asks for its own: the payload's output schema (an
-/// object; a file path is the root config's to give) and the budgets of its context.
-fn start_config(cfg: &Config, root: &Utf8PathBuf, payload: &StartPayload) -> Result<Option<Config>> {
-    let with_schema = match &payload.output_schema {
-        None => None,
-        Some(s) if s.is_object() => Some(Config { output_schema: Some(s.clone()), ..cfg.clone() }),
-        Some(_) => {
-            return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
-                .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))
-        }
-    };
-    let base = with_schema.as_ref().unwrap_or(cfg);
-    Ok(context_budgets(base, root, payload.context.as_ref())?.or(with_schema))
-}
-
-/// The configuration with the budgets a start's `context` names (`max_steps`, or `max_loops`,
-/// `max_reframes`, `timeout`, `max_tokens`, `max_cost_usd`) applied; each may only narrow, as
-/// the request's `config` may (a wider one is a configuration error naming it). None when the
-/// context names none.
-fn context_budgets(cfg: &Config, root: &Utf8PathBuf, context: Option<&Value>) -> Result<Option<Config>> {
-    let Some(ctx) = context.and_then(Value::as_object) else { return Ok(None) };
-    let mut asked = Map::new();
-    for (k, v) in ctx {
-        let key = if k == "max_loops" { "max_steps" } else { k.as_str() };
-        let budget = crate::budget::Budget::from_key(key).is_some() && !v.is_null();
-        if budget && asked.insert(key.to_string(), v.clone()).is_some_and(|old| &old != v) {
-            return Err(Error::config(
-                "the start's context sets both `max_loops` and `max_steps`, to different values",
-            )
-            .with_hint("keep one: max_loops is another name for max_steps"));
-        }
-    }
-    if asked.is_empty() {
-        return Ok(None);
-    }
-    let budgets: crate::budget::Budgets = serde_json::from_value(Value::Object(asked)).map_err(|e| {
-        Error::config(format!("the start's context has a budget that is not one: {e}"))
-            .with_hint("give max_steps, max_reframes and max_tokens as whole numbers, timeout as e.g. 10m, max_cost_usd in dollars")
-    })?;
-    if budgets.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
-        return Err(
-            Error::config("`payload.context.max_cost_usd` is not an amount").with_hint("give dollars, e.g. 0.5")
-        );
-    }
-    let mut out = cfg.clone();
-    for b in crate::budget::Budget::ALL {
-        let Some(v) = budgets.get(b) else { continue };
-        crate::trust::narrows(b.key(), &v, cfg, root, crate::trust::Party::Request).map_err(|why| {
-            Error::config(format!("the start event may not set `payload.context.{}`: {why}", b.key()))
-                .with_hint("a start may only narrow a budget; raise it in the root's agentloop.yaml")
-        })?;
-        budgets.apply(b, &mut out);
-    }
-    Ok(Some(out))
 }
 
 /// A redelivered start: ignored, unless the first delivery's turn was cut short, which is

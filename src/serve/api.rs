@@ -360,7 +360,7 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
         .map(|r| {
             let mut v = crate::commands::runs::row(r);
             let id = r.state.run_id.clone();
-            v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some());
+            v["served"] = json!(runs::load_record(shared, &id).ok().flatten().is_some_and(|r| r.served()));
             v["queue"] = place(shared, &id);
             // Queued here, not yet taken by a worker: waiting, not interrupted.
             if !v["queue"].is_null() {
@@ -393,7 +393,7 @@ fn status(shared: &Shared, id: &str) -> ApiResult {
         s.limits = s.limits.in_force(&resolved.config, &resolved.sources);
     }
     let mut v = crate::commands::status::view(&ws, &s, &recorded, &resolved.config, &resolved.sources);
-    v["served"] = json!(record.is_some());
+    v["served"] = json!(record.as_ref().is_some_and(|r| r.served()));
     v["queue"] = place(shared, id);
     v["worker_error"] = json!(shared.queue.error(id));
     v["links"] = runs::links(id);

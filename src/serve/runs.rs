@@ -31,7 +31,6 @@ use crate::phases::{self, Env};
 use crate::run_id::RunId;
 use crate::workspace::{Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
@@ -39,18 +38,8 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub use crate::budget::Budgets;
 
-/// What a client asked for, kept for the life of the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
-    pub run_id: String,
-    pub agent: Option<String>,
-    pub budgets: Budgets,
-    pub submitted_at: String,
-    /// The signal that stopped the server while it drove the run (SIGINT, SIGTERM): the run is
-    /// marked interrupted, and the next start goes on with it unless --no-resume.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted_by: Option<String>,
-}
+/// What a request asked for a run, kept for its life: the one record every door keeps.
+pub use crate::runs_root::{Door, Record};
 
 /// A request to start a run (POST /runs), already validated.
 pub struct NewRun {
@@ -65,34 +54,18 @@ pub struct NewRun {
     pub session: Option<String>,
 }
 
-fn records_dir(shared: &Shared) -> Utf8PathBuf {
-    shared.root.join(".agentloop-serve")
-}
-
 fn record_path(shared: &Shared, id: &str) -> Utf8PathBuf {
-    records_dir(shared).join(format!("{id}.json"))
+    crate::runs_root::record_path(&shared.root, id)
 }
 
 pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
-    let path = record_path(shared, id);
-    match crate::fs::read_optional(&path)? {
-        None => Ok(None),
-        Some(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file")),
-    }
+    crate::runs_root::load_record(&shared.root, id)
 }
 
 /// The record of a run another door started (the CLI, a queue worker, event mode): its agent,
 /// and no budgets of a request's (the limits it recorded stay in force).
 fn derived(state: &State) -> Record {
-    Record {
-        run_id: state.run_id.clone(),
-        agent: state.agent.clone(),
-        budgets: Budgets::default(),
-        submitted_at: crate::clock::now_rfc3339(),
-        interrupted_by: None,
-    }
+    Record::new(&state.run_id, Door::Serve, state.agent.clone(), Budgets::default())
 }
 
 /// A run's workspace lock, held: its own (`runs/<id>/`), or the root's, which the server holds
@@ -274,13 +247,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let ws = entered(shared, &id, true)?;
     // The record first: a run without one would never be driven; a record without a run (a
     // crash in between) is ignored and removed at the next start.
-    let record = Record {
-        run_id: id.clone(),
-        agent: new.agent,
-        budgets: new.budgets,
-        submitted_at: crate::clock::now_rfc3339(),
-        interrupted_by: None,
-    };
+    let record = Record::new(&id, Door::Serve, new.agent, new.budgets);
     save_record(shared, &record)?;
     let session = ws.lock(None)?;
     let tags = phases::init::Tags { slot: None, session: start.session.as_deref() };
@@ -292,9 +259,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
 
 /// Writes a run's record (durably: a run is driven only with one).
 fn save_record(shared: &Shared, record: &Record) -> Result<()> {
-    crate::fs::create_dir_all(&records_dir(shared))?;
-    let text = crate::json::to_string_pretty(record) + "\n";
-    crate::fs::write_durable(&record_path(shared, &record.run_id), text.as_bytes())
+    crate::runs_root::save_record(&shared.root, record)
 }
 
 /// A worker drives a run until it stops (done, escalated, a budget) or fails: one under `runs/`,
@@ -345,8 +310,11 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     let session = hold(shared, &ws, id, None)?;
     let state = ws.load_state()?;
     let kept = load_record(shared, id)?;
-    let derived_now = kept.is_none();
+    // A run another door started (or whose record predates them) is taken on: the server
+    // drives it from now on, with its record's agent and budgets.
+    let derived_now = !kept.as_ref().is_some_and(Record::served);
     let mut record = kept.unwrap_or_else(|| derived(&state));
+    record.door = Some(Door::Serve);
     // New budgets replace the recorded ones they name, each held to the server's limits.
     if let Some(b) = &budgets {
         record.budgets = record.budgets.replaced_by(b);
@@ -392,20 +360,17 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
 /// At start: runs this server started that had not finished are queued again (or, with
 /// `--no-resume`, marked interrupted); records of runs that were never created are removed.
 pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
-    let Ok(rd) = records_dir(shared).read_dir_utf8() else { return Ok(()) };
-    let mut ids: Vec<String> = rd
-        .flatten()
-        .filter_map(|e| e.file_name().strip_suffix(".json").map(String::from))
-        .filter(|id| valid_id(id))
-        .collect();
-    ids.sort();
-    for id in ids {
+    for id in crate::runs_root::record_ids(&shared.root) {
+        // Only the runs this server drives: the others are their own doors' to go on with.
+        if !load_record(shared, &id).ok().flatten().is_some_and(|r| r.served()) {
+            continue;
+        }
         // The root's own run has a record once it was answered or continued here.
         let ws = match run_ws(shared, &id) {
             ws if ws.has_run() => ws,
             _ if is_current(shared, &id) => Workspace::new(shared.root.clone()),
             _ => {
-                let _ = std::fs::remove_file(record_path(shared, &id));
+                crate::runs_root::remove_record(&shared.root, &id);
                 continue;
             }
         };

@@ -36,7 +36,6 @@ use crate::settings::Global;
 use crate::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
 use request::{RunRequest, Triage};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,22 +71,8 @@ struct Worker {
 }
 
 /// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
-/// run can change it) and used whenever the run is driven again.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
-    pub run_id: String,
-    pub key: String,
-    pub message_id: String,
-    pub agent: Option<String>,
-    pub budgets: crate::budget::Budgets,
-    pub submitted_at: String,
-    /// The series the run belongs to ([`series`]), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<String>,
-}
-
-/// The folder of records under a root.
-pub const RECORDS: &str = ".agentloop-queue";
+/// run can change it) and used whenever the run is driven again: the one record every door keeps.
+pub use crate::runs_root::{Door, Record};
 
 impl Worker {
     fn log(&self, msg: &str) {
@@ -412,35 +397,17 @@ fn started_from(series: Option<&str>, c: &series::Carried) -> String {
     format!(" (series {name}: carried {} facts{state} from run {from})", c.facts.len())
 }
 
-fn record_path(w: &Worker, run_id: &str) -> Utf8PathBuf {
-    w.root.join(RECORDS).join(format!("{run_id}.json"))
-}
-
 fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, series: Option<&str>) -> Result<()> {
-    let path = record_path(w, run_id);
-    if path.exists() {
+    if crate::runs_root::load_record(&w.root, run_id)?.is_some() {
         return Ok(());
     }
-    let rec = Record {
-        run_id: run_id.into(),
-        key: req.idempotency_key(message_id),
-        message_id: message_id.into(),
-        agent: req.agent.clone(),
-        budgets: req.budgets.clone(),
-        submitted_at: crate::clock::now_rfc3339(),
-        series: series.map(String::from),
-    };
-    crate::fs::create_dir_all(&w.root.join(RECORDS))?;
-    let text = crate::json::to_string_pretty(&rec) + "\n";
-    crate::fs::write_durable(&path, text.as_bytes())
+    let mut rec = Record::new(run_id, Door::Queue, req.agent.clone(), req.budgets.clone());
+    rec.key = Some(req.idempotency_key(message_id));
+    rec.message_id = Some(message_id.into());
+    rec.series = series.map(String::from);
+    crate::runs_root::save_record(&w.root, &rec)
 }
 
 fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {
-    let path = record_path(w, run_id);
-    match crate::fs::read_optional(&path)? {
-        None => Ok(None),
-        Some(t) => serde_json::from_str(&t)
-            .map(Some)
-            .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file")),
-    }
+    crate::runs_root::load_record(&w.root, run_id)
 }

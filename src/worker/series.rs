@@ -6,7 +6,7 @@
 //! job's own state (the daily-digest skill's `state/daily-digest.json`).
 //!
 //! Invariants:
-//! - Who belongs to a series is read from the worker's records (`ROOT/.agentloop-queue/`,
+//! - Who belongs to a series is read from the runs' records (`ROOT/.agentloop-runs/`,
 //!   outside every run's folder, so no run's tool can add a run to a series or take one out);
 //!   the last ended run is the newest (by start, then by message id) whose status is done or
 //!   escalated.
@@ -18,7 +18,6 @@
 //!   drops the partial copy and copies again; a `state/` already there is that delivery's own
 //!   finished copy and is kept.
 
-use super::{Record, RECORDS};
 use crate::error::Result;
 use crate::fs::{Copied, Folder};
 use crate::workspace::{State, Workspace};
@@ -58,15 +57,10 @@ pub fn carry(root: &Utf8Path, runs_dir: &str, series: &str, run_id: &str, ws: &W
 /// The newest run under `root` (other than `except`) whose record names `series` and that
 /// ended, with its folder; None when the series has none.
 pub fn last_ended(root: &Utf8Path, runs_dir: &str, series: &str, except: &str) -> Option<(Workspace, State)> {
-    let dir = root.join(RECORDS);
     let mut found: Vec<(Workspace, State, (u64, u64))> = Vec::new();
-    for entry in dir.read_dir_utf8().into_iter().flatten().flatten() {
-        // Records are the worker's own files; a link among them is not one.
-        if !entry.file_type().is_ok_and(|t| t.is_file()) || entry.path().extension() != Some("json") {
-            continue;
-        }
-        let Ok(Some(text)) = crate::fs::read_optional(entry.path()) else { continue };
-        let Ok(rec) = serde_json::from_str::<Record>(&text) else { continue };
+    // The records are kept beside the runs, outside every run's folder.
+    for id in crate::runs_root::record_ids(root) {
+        let Ok(Some(rec)) = crate::runs_root::load_record(root, &id) else { continue };
         if rec.series.as_deref() != Some(series) || rec.run_id == except || !crate::run_id::RunId::is_valid(&rec.run_id)
         {
             continue;
@@ -75,7 +69,7 @@ pub fn last_ended(root: &Utf8Path, runs_dir: &str, series: &str, except: &str) -
         let Ok(ws) = crate::runs_root::enter(root, runs_dir, &rec.run_id, false) else { continue };
         let Some(state) = ws.has_run().then(|| ws.load_state().ok()).flatten() else { continue };
         if state.status.is_terminal() {
-            found.push((ws, state, message_order(&rec.message_id)));
+            found.push((ws, state, message_order(rec.message_id.as_deref().unwrap_or_default())));
         }
     }
     found

@@ -200,7 +200,7 @@ fn a_browser_signs_in_answers_and_continues_runs_through_the_panel() {
     b.click("#continue-form button");
     let v = s.wait_for(&id, "done", |v| v["status"] == "done");
     assert_eq!(v["status"], "done", "{v}");
-    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
     // The browser came back to the run's page.
     let at = wd("GET", &format!("{}/url", b.base), None);
     assert_eq!(at.as_str(), Some(format!("{}/runs/{id}/report", s.url).as_str()), "{at}");

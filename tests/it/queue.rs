@@ -730,7 +730,7 @@ fn the_readme_queue_lines_run_as_written_from_any_folder() {
     let state: Value = serde_json::from_str(&t.read(&format!("srv/agent-runs/runs/{run_id}/state.json"))).unwrap();
     assert_eq!(state["status"], "done", "{state}");
     let record: Value =
-        serde_json::from_str(&t.read(&format!("srv/agent-runs/.agentloop-queue/{run_id}.json"))).unwrap();
+        serde_json::from_str(&t.read(&format!("srv/agent-runs/.agentloop-runs/{run_id}.json"))).unwrap();
     assert_eq!(record["agent"], "digest", "{record}");
     let out = run(&["status", "--redis", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -661,7 +661,7 @@ pub(crate) fn a_served_run_stopped_by_a_budget_goes_on_with_a_raised_budget() {
     assert_eq!(r.status, 202, "{}", r.body);
     let v = s.finished(&id);
     assert_eq!(v["status"], "done", "{v}");
-    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
 }
 
 #[test]

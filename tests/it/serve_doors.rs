@@ -73,7 +73,7 @@ fn a_cron_run_that_escalated_is_answered_over_http_and_finishes_in_the_root() {
     // A refused request leaves no record behind: a question is answered, not continued.
     let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
     assert_eq!(r.status, 409, "{}", r.body);
-    assert!(!t.exists(&format!("root/.agentloop-serve/{id}.json")));
+    assert!(!t.exists(&format!("root/.agentloop-runs/{id}.json")));
     // The documented curl line, as written: 202, and the run goes on to done in the root.
     let answered = sh(&s, &doc_line("/answer -d '{").replace("01K...", &id));
     let r: Value = serde_json::from_str(&answered).unwrap_or_else(|e| panic!("{e}: {answered}"));
@@ -97,7 +97,7 @@ fn a_cron_run_that_escalated_is_answered_over_http_and_finishes_in_the_root() {
     assert_eq!(answered["data"]["answer"], "Use the 2024 figures");
     assert_eq!(events(&trace).last().map(String::as_str), Some("run.finished"));
     // Its record, derived from its state: no agent, no budgets of a request's.
-    let rec = t.json(&format!("root/.agentloop-serve/{id}.json"));
+    let rec = t.json(&format!("root/.agentloop-runs/{id}.json"));
     assert_eq!((&rec["run_id"], &rec["agent"], &rec["budgets"]["max_steps"]), (&json!(id), &Value::Null, &Value::Null));
     // A done run has nothing left to answer or continue, whoever started it.
     assert_eq!(s.post(&format!("/runs/{id}/answer"), &json!({"answer": "again"})).status, 409);
@@ -105,7 +105,7 @@ fn a_cron_run_that_escalated_is_answered_over_http_and_finishes_in_the_root() {
     // A restart keeps its record (the root's run is still there) and leaves it done.
     drop(s);
     let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
-    assert!(t.exists(&format!("root/.agentloop-serve/{id}.json")), "{}", s.log());
+    assert!(t.exists(&format!("root/.agentloop-runs/{id}.json")), "{}", s.log());
     assert_eq!(s.get(&format!("/runs/{id}")).json()["status"], "done");
 }
 
@@ -134,7 +134,7 @@ fn a_cron_run_stopped_by_a_budget_is_continued_over_http_with_a_raised_budget() 
     assert!(e["error"].as_str().unwrap().contains("max_steps"), "{e}");
     assert!(e["hint"].as_str().unwrap().contains("\"budgets\": {\"max_steps\""), "{e}");
     assert_eq!(t.read("root/trace.jsonl"), before);
-    assert!(!t.exists(&format!("root/.agentloop-serve/{id}.json")));
+    assert!(!t.exists(&format!("root/.agentloop-runs/{id}.json")));
     // Above the server's own limit (the built-in 20): 400 naming it.
     let r = s.post(&format!("/runs/{id}/continue"), &json!({"budgets": {"max_steps": 50}}));
     assert_eq!(r.status, 400, "{}", r.body);
@@ -146,7 +146,7 @@ fn a_cron_run_stopped_by_a_budget_is_continued_over_http_with_a_raised_budget() 
     assert_eq!((&v["status"], &v["stop"], &v["outcome"]), (&json!("done"), &json!("done"), &json!("done it")), "{v}");
     assert_eq!(v["limits_recorded"]["max_steps"], 4, "{v}");
     assert_eq!(t.json("root/state.json")["status"], "done");
-    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
     // The server holds the root: the CLI cannot advance the root's run meanwhile (exit 7).
     let out = t.cmd().args(["-w", "root", "--script", "script.yaml", "run", "--continue"]).output().unwrap();
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));

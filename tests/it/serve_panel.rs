@@ -353,5 +353,5 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
         s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=4&max_tokens=&timeout="), None);
     assert_eq!(r.status, 303, "{}", r.body);
     assert_eq!(s.finished(&id)["status"], "done");
-    assert_eq!(t.json(&format!("root/.agentloop-serve/{id}.json"))["budgets"]["max_steps"], 4);
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
 }

@@ -88,3 +88,142 @@ pub fn enter(root: &Utf8Path, runs_dir: &str, id: &str, create: bool) -> Result<
     crate::fs::Folder::open(root, &rel, create)?.ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
     Ok(Workspace::new(root.join(runs_dir).join(id)))
 }
+
+/// The folder of run records under a root: one record a run, whichever door started it
+/// (`serve`, the worker, event mode), kept outside every run's folder so no tool of a run can
+/// change it, and read whenever a door drives the run again.
+pub const RECORDS: &str = ".agentloop-runs";
+
+/// Where earlier versions kept records, by door (`serve`'s, the worker's): still read.
+const LEGACY_RECORDS: [&str; 2] = [".agentloop-serve", ".agentloop-queue"];
+
+/// The door that started a run, or that took it on last (`serve` adopts a run it answers or
+/// continues, and drives it from then on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Door {
+    Serve,
+    Queue,
+    Handle,
+}
+
+/// What a door was asked for a run, kept for the run's life: the agent and the budgets that
+/// narrow its root's limits (applied again whenever it is driven), and what only some doors
+/// know — the queue's idempotency key, message and series, and the signal that stopped a server
+/// driving it. A record from before the `door` field names no door.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub door: Option<Door>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub budgets: Budgets,
+    pub submitted_at: String,
+    /// The queue request's idempotency key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The queue message that started the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The series a queued run belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
+    /// The signal that stopped the server while it drove the run (SIGINT, SIGTERM): the run is
+    /// marked interrupted, and the next start goes on with it unless --no-resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+}
+
+impl Record {
+    /// Whether `serve` drives the run: it started it or took it on (a record from before the
+    /// `door` field is the server's unless a queue message started the run).
+    pub fn served(&self) -> bool {
+        self.door == Some(Door::Serve) || (self.door.is_none() && self.message_id.is_none())
+    }
+
+    /// A new run's record, for `door`.
+    pub fn new(run_id: &str, door: Door, agent: Option<String>, budgets: Budgets) -> Record {
+        Record {
+            run_id: run_id.to_string(),
+            door: Some(door),
+            agent,
+            budgets,
+            submitted_at: crate::clock::now_rfc3339(),
+            key: None,
+            message_id: None,
+            series: None,
+            interrupted_by: None,
+        }
+    }
+}
+
+/// Where the record of run `id` is kept under `root`.
+pub fn record_path(root: &Utf8Path, id: &str) -> Utf8PathBuf {
+    root.join(RECORDS).join(format!("{id}.json"))
+}
+
+/// The record of run `id` under `root`, if one is kept (an earlier version's too).
+pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
+    let here = record_path(root, id);
+    let legacy = LEGACY_RECORDS.iter().map(|d| root.join(d).join(format!("{id}.json")));
+    for path in std::iter::once(here).chain(legacy) {
+        if let Some(t) = crate::fs::read_optional(&path)? {
+            return serde_json::from_str(&t)
+                .map(Some)
+                .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file"));
+        }
+    }
+    Ok(None)
+}
+
+/// Writes a run's record, durably (a door drives a run again by it).
+pub fn save_record(root: &Utf8Path, record: &Record) -> Result<()> {
+    crate::fs::create_dir_all(&root.join(RECORDS))?;
+    let text = crate::json::to_string_pretty(record) + "\n";
+    crate::fs::write_durable(&record_path(root, &record.run_id), text.as_bytes())
+}
+
+/// Removes the record of run `id` (and an earlier version's).
+pub fn remove_record(root: &Utf8Path, id: &str) {
+    let _ = std::fs::remove_file(record_path(root, id));
+    for d in LEGACY_RECORDS {
+        let _ = std::fs::remove_file(root.join(d).join(format!("{id}.json")));
+    }
+}
+
+/// The ids of every run with a record under `root`, sorted, each once.
+pub fn record_ids(root: &Utf8Path) -> Vec<String> {
+    let mut ids: Vec<String> = std::iter::once(RECORDS)
+        .chain(LEGACY_RECORDS)
+        .filter_map(|d| root.join(d).read_dir_utf8().ok())
+        .flat_map(|rd| rd.flatten().filter_map(|e| e.file_name().strip_suffix(".json").map(String::from)))
+        .filter(|id| id != "keys" && crate::run_id::RunId::is_valid(id))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// The keys that name runs under `root` (event mode's start keys: an event's `event_id` and
+/// `dedupe_key`, the router's `job:<id>`), in one index beside the records.
+pub fn keys_path(root: &Utf8Path) -> Utf8PathBuf {
+    root.join(RECORDS).join("keys.json")
+}
+
+/// The key index under `root` (an earlier version's `.agentloop-handle.json` when there is no
+/// other yet); empty when there is none, or it cannot be read as one.
+pub fn load_keys(root: &Utf8Path) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let text = match crate::fs::read_optional(&keys_path(root))? {
+        Some(t) => Some(t),
+        None => crate::fs::read_optional(&root.join(".agentloop-handle.json"))?,
+    };
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default())
+}
+
+/// Writes the key index under `root`.
+pub fn save_keys(root: &Utf8Path, keys: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
+    crate::fs::create_dir_all(&root.join(RECORDS))?;
+    crate::fs::write_atomic(&keys_path(root), crate::json::to_string_pretty(keys).as_bytes())
+}

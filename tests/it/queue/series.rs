@@ -120,7 +120,7 @@ fn the_queued_digest_reports_each_item_once_over_three_slots() {
     assert_eq!(t.json(&format!("{folder}/state.json"))["status"], "done");
     let series = t.json(&format!("{folder}/state.json"))["series"].as_str().unwrap().to_string();
     assert!(series.starts_with("job-") && first.ends_with(&series["job-".len()..]), "{series} {first}");
-    assert_eq!(t.json(&format!("root/.agentloop-queue/{first}.json"))["series"], series.as_str());
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{first}.json"))["series"], series.as_str());
     let mut runs = vec![first];
 
     for (date, feed) in &days[1..] {
@@ -223,7 +223,7 @@ fn a_named_series_groups_goals_and_no_link_in_state_is_followed() {
     let transcript = t.read(&format!("root/runs/{monthly}/transcript.md"));
     assert!(transcript.contains("notes of weekly summary"), "file_read saw the copied state: {transcript}");
     assert_eq!(t.json(&format!("root/runs/{monthly}/state.json"))["series"], "news");
-    assert_eq!(t.json(&format!("root/.agentloop-queue/{monthly}.json"))["series"], "news");
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{monthly}.json"))["series"], "news");
     assert!(w.log().contains("(series news: carried"), "{}", w.log());
 
     // Another goal's slot is another series (none ended yet); a run of its own is in none.
@@ -235,7 +235,7 @@ fn a_named_series_groups_goals_and_no_link_in_state_is_followed() {
     let single = run("one-off summary", &[]);
     assert!(!context(&single).contains("from run"), "{}", context(&single));
     assert!(t.json(&format!("root/runs/{single}/state.json")).get("series").is_none());
-    assert!(t.json(&format!("root/.agentloop-queue/{single}.json")).get("series").is_none());
+    assert!(t.json(&format!("root/.agentloop-runs/{single}.json")).get("series").is_none());
 
     // A link inside the last run's state/ is left out; its files are copied.
     std::fs::create_dir_all(t.path("outside")).unwrap();
