@@ -4,6 +4,7 @@
 //! the dead-letter stream, and Redis restarts mid-run. Nothing is timed: every wait polls with
 //! a generous deadline.
 
+mod answer;
 mod series;
 
 use crate::common::*;
