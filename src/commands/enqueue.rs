@@ -15,8 +15,10 @@ pub fn run(_: &crate::settings::Global, _: EnqueueArgs) -> crate::error::Result<
     Err(crate::error::Error::not_built("queue", "`agentloop enqueue`", false))
 }
 
-/// Queue a goal for the workers on a Redis stream (`agentloop worker`), or an answer or a
-/// continue for a run under their root.
+/// A new run's flags: none goes with --answer or --continue.
+const NEW_RUN: [&str; 6] = ["goal", "context", "context_file", "slot", "series", "force"];
+
+/// Queue a goal, an answer or a continue for the workers on a Redis stream (`agentloop worker`).
 ///
 /// Adds one run request to the stream P:runs and prints the run id it maps to and the message
 /// id. The agent (--agent) and budgets (--max-steps, --max-reframes, --timeout, --max-tokens,
@@ -54,9 +56,6 @@ pub fn run(_: &crate::settings::Global, _: EnqueueArgs) -> crate::error::Result<
 ///   agentloop --json enqueue --redis $R --goal "Triage ticket 42" --key ticket-42 --wait=600
 ///   agentloop --wait=600 enqueue --redis $R --answer "Use the 2024 figures" --run ticket-42
 ///   agentloop --max-steps 40 enqueue --redis $R --continue ticket-42
-/// A new run's flags: none goes with --answer or --continue.
-const NEW_RUN: [&str; 6] = ["goal", "context", "context_file", "slot", "series", "force"];
-
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct EnqueueArgs {
@@ -65,7 +64,7 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "URL", env = "AGENTLOOP_REDIS")]
     pub redis: Option<String>,
     /// The goal of the run.
-    #[arg(long, value_name = "TEXT", required_unless_present_any = ["answer", "continue_"])]
+    #[arg(long, value_name = "TEXT", required_unless_present_any = ["answer", "continue_", "run"])]
     pub goal: Option<String>,
     /// Background for the run's context.md.
     #[arg(long, value_name = "TEXT", conflicts_with = "context_file")]

@@ -18,6 +18,10 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         (None, None) => Value::Null,
     };
     let run = go_on_run(&a)?;
+    if let (Some(run), Some(agent)) = (&run, &g.agent) {
+        return Err(Error::usage(format!("--agent {agent}: run {run} goes on as the agent it ran as"))
+            .with_hint("leave out --agent"));
+    }
     let answer = match &a.answer {
         Some(t) => Some(crate::commands::run::read_answer(t)?),
         None => None,
@@ -25,8 +29,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     let req = RunRequest {
         goal: a.goal.clone().unwrap_or_default(),
         context,
-        // A go-on runs as the agent its run ran as.
-        agent: if run.is_some() { None } else { g.agent.clone() },
+        agent: g.agent.clone(),
         budgets: budgets(g)?,
         slot: a.slot.clone(),
         series: a.series.clone(),
