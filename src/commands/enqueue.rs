@@ -18,7 +18,7 @@ pub fn run(_: &crate::settings::Global, _: EnqueueArgs) -> crate::error::Result<
 /// A new run's flags: none goes with --answer or --continue.
 const NEW_RUN: [&str; 6] = ["goal", "context", "context_file", "slot", "series", "force"];
 
-/// Queue a goal, an answer or a continue for the workers on a Redis stream (`agentloop worker`).
+/// Queue a goal, an answer or a continue on a Redis stream for `agentloop worker`.
 ///
 /// Adds one run request to the stream P:runs and prints the run id it maps to and the message
 /// id. The agent (--agent) and budgets (--max-steps, --max-reframes, --timeout, --max-tokens,
