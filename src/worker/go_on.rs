@@ -21,7 +21,7 @@ use super::{load_record, write_record, Worker};
 use crate::error::{Error, Kind, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
-use crate::workspace::State;
+use crate::workspace::{Next, State, Status};
 use std::time::Duration;
 
 /// Goes on with the run `g` names for message `message_id`; returns its state once it stopped.
@@ -63,6 +63,14 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
         }
     } else {
         if let GoOn::Continue { .. } = g {
+            // Event mode's run waiting for the result of a tool its router runs is not cut off.
+            let waiting = state.pending.as_ref().filter(|p| p.handed_off && state.next == Next::Act);
+            if let (Status::Running, Some(p)) = (state.status, waiting) {
+                return Err(Error::usage(format!(
+                    "run {run_id} waits for the result of tool `{}` (step {}), which event mode's router runs; it goes on when that result comes",
+                    p.tool, p.step
+                )));
+            }
             // A run that says running while nobody holds its lock was cut off: it is continued
             // as an interrupted one (the trace records the continue, and with it this key).
             if !state.status.is_terminal() {
