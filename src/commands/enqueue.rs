@@ -46,8 +46,9 @@ const NEW_RUN: [&str; 6] = ["goal", "context", "context_file", "slot", "series",
 /// with the reason; one for a run another process is driving waits in the queue. Each message
 /// is applied once, however often it is delivered (its --key, else its message id).
 ///
-/// Exit codes: 0 queued (with --wait: the run ended done), 1 Redis unreachable or no outcome in
-/// time, 2 bad flags, 3 escalated, 4 budget exhausted, 5 provider failure.
+/// Exit codes: 0 queued (with --wait: the run ended done), 1 Redis unreachable, no outcome in
+/// time or the request dead-lettered (the reason said), 2 bad flags, 3 escalated, 4 budget
+/// exhausted, 5 provider failure.
 ///
 /// Examples:
 ///   agentloop enqueue --redis redis://127.0.0.1:6379 --goal "Digest today's feed"

@@ -349,6 +349,29 @@ pub fn enqueue(con: &mut Connection, n: &Names, request: &str) -> RedisResult<St
     redis::cmd("XADD").arg(&n.requests).arg("*").arg("request").arg(request).query(con)
 }
 
+/// Why message `message_id` was dead-lettered, if it was: reads the dead letters from `from` (an
+/// id, or `(id` past one) on, and moves `from` past those read, so each is read once.
+pub fn dead_reason(
+    con: &mut Connection,
+    n: &Names,
+    message_id: &str,
+    from: &mut String,
+) -> RedisResult<Option<String>> {
+    loop {
+        let r: redis::streams::StreamRangeReply =
+            redis::cmd("XRANGE").arg(&n.dead).arg(from.as_str()).arg("+").arg("COUNT").arg(100).query(con)?;
+        let Some(last) = r.ids.last() else { return Ok(None) };
+        *from = format!("({}", last.id);
+        let mine = r.ids.iter().find(|m| m.get::<String>("message_id").as_deref() == Some(message_id));
+        if let Some(m) = mine {
+            return Ok(Some(m.get::<String>("reason").unwrap_or_default()));
+        }
+        if r.ids.len() < 100 {
+            return Ok(None);
+        }
+    }
+}
+
 /// A published outcome (`outcome_id`: a run id, or an answer's or a continue's), if there is one.
 pub fn outcome(con: &mut Connection, n: &Names, outcome_id: &str) -> RedisResult<Option<String>> {
     con.get(n.outcome(outcome_id))

@@ -89,9 +89,17 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     printer.info(&format!("queued {what} (message {message_id}); waiting for its outcome"));
     let outcome_id = req.outcome_id(&message_id);
     let deadline = Instant::now() + Duration::from_secs(secs);
+    // Dead letters are written after the request: read from its time on, each once.
+    let mut dead_from = format!("{}-0", message_id.split('-').next().unwrap_or("0"));
     let outcome = loop {
         if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &outcome_id))? {
             break o;
+        }
+        let dead =
+            link.call("read the dead letters", |c| streams::dead_reason(c, &names, &message_id, &mut dead_from))?;
+        if let Some(reason) = dead {
+            return Err(Error::failure(format!("the {what} was dead-lettered: {reason}"))
+                .with_hint(format!("`agentloop status --redis` lists the dead letters of {}", names.dead)));
         }
         if Instant::now() >= deadline {
             let again = match req.go_on() {
@@ -99,8 +107,8 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
                 None => format!("--key {run_id}"),
             };
             return Err(Error::failure(format!("no outcome for the {what} within {secs}s")).with_hint(format!(
-                "it stays queued; `agentloop --wait enqueue ... {again}` or the results stream {} has it later (a dead letter in {} says why it cannot apply)",
-                names.results, names.dead
+                "it stays queued; `agentloop --wait enqueue ... {again}` or the results stream {} has it later",
+                names.results
             )));
         }
         std::thread::sleep(Duration::from_millis(100));

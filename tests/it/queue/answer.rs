@@ -86,7 +86,19 @@ fn a_queued_run_that_escalates_is_answered_through_the_queue_and_ends_done() {
         let (code, _) = enqueue(&t, &redis, &[], args, &w);
         assert_eq!(code, Some(0), "{args:?}");
     }
-    until("three dead letters", &w, &mut || dead(&redis).len() >= 3);
+    // Waited for, a request that cannot apply says why at once.
+    let out = t
+        .cmd()
+        .args(["--wait=120", "enqueue", "--redis", &redis.url(), "--answer", "a third", "--run", "figs"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the answer of run figs was dead-lettered: run figs ended done and has no question"),
+        "{}",
+        stderr(&out)
+    );
+    until("four dead letters", &w, &mut || dead(&redis).len() >= 4);
     let reasons = dead(&redis);
     assert_eq!(reasons[0], "run figs ended done and has no question to answer", "{reasons:?}");
     assert!(reasons[1].starts_with("run figs is done"), "{reasons:?}");
