@@ -18,10 +18,11 @@
 
 use super::request::{GoOn, RunRequest};
 use super::{load_record, write_record, Worker};
+use crate::budget::Budgets;
 use crate::error::{Error, Kind, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
-use crate::workspace::{Next, State, Status};
+use crate::workspace::{Limits, Next, State, Status};
 use std::time::Duration;
 
 /// Goes on with the run `g` names for message `message_id`; returns its state once it stopped.
@@ -45,15 +46,20 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
     if applied && state.status.is_terminal() && !state.interrupted {
         return Ok(state);
     }
-    // A worker's run is driven with its recorded agent and budgets, the ones given now
-    // replacing those they name; another door's run with the agent it ran as.
+    // A worker's run is driven with its recorded agent and budgets, another door's with the
+    // agent and limits it ran with; the budgets given now replace those they name, each held
+    // to the root's limit as a new run's are.
     let mut rec = load_record(w, run_id)?;
-    let given = req.budgets != crate::budget::Budgets::default();
-    let (agent, budgets) = match &rec {
-        Some(r) => (r.agent.clone(), r.budgets.replaced_by(&req.budgets)),
-        None => (state.agent.clone(), req.budgets.clone()),
+    let given = req.budgets != Budgets::default();
+    let (agent, base) = match &rec {
+        Some(r) => (r.agent.clone(), r.budgets.clone()),
+        None => (state.agent.clone(), recorded(&state.limits)),
     };
-    let resolved = crate::runs_root::config(&w.global, &w.root, agent.as_deref(), &budgets, given && !applied)?;
+    if given && !applied {
+        crate::runs_root::config(&w.global, &w.root, agent.as_deref(), &req.budgets, true)?;
+    }
+    let budgets = base.replaced_by(&req.budgets);
+    let resolved = crate::runs_root::config(&w.global, &w.root, agent.as_deref(), &budgets, false)?;
     let mut env = crate::lifecycle::admit(&ws, &resolved.config, quiet, None)?;
     env.hold(&session);
     if applied {
@@ -101,4 +107,16 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
     Ok(state)
+}
+
+/// The limits a run recorded, as a request's budgets: a run another door started goes on with
+/// them (narrowed to the root's), unless a request raises one.
+fn recorded(l: &Limits) -> Budgets {
+    Budgets {
+        max_steps: Some(l.max_steps),
+        max_reframes: Some(l.max_reframes),
+        timeout: Some(crate::config::Dur(Duration::from_secs(l.timeout_secs))),
+        max_tokens: l.max_tokens,
+        max_cost_usd: l.max_cost_usd,
+    }
 }

@@ -2,7 +2,8 @@
 //! do: `enqueue --answer TEXT --run ID` and `enqueue --continue ID`, through the binary with a
 //! real `redis-server` and worker processes. A queued run that escalates is answered and ends
 //! done; one stopped by its step limit is continued with a raised limit (held to the root's);
-//! a run the CLI made under the root's `runs/` is answered through the queue; an answer applies
+//! a run the CLI made under the root's `runs/` is answered through the queue, and continued with
+//! the limits it ran with unless a continue raises one; an answer applies
 //! once though its message is delivered again after the worker died mid-commit; a request that
 //! cannot apply is dead-lettered naming why, and one for a run another process holds waits.
 
@@ -173,6 +174,25 @@ fn a_run_the_cli_made_under_the_root_is_answered_through_the_queue() {
     // The CLI sees the run as it ended.
     let out = t.cmd().args(["-w", "root/runs/cli-1", "--json", "status"]).output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["status"], "done");
+}
+
+/// A run the CLI made under the root and stopped by its step limit goes on with the limits it
+/// ran with unless the continue raises one (the root's own limit is no raise).
+#[test]
+fn a_run_the_cli_made_goes_on_with_its_own_limits_unless_a_continue_raises_one() {
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    setup(&t, TWO_STEPS);
+    let args = ["--script", "script.yaml", "-w", "root/runs/cli-2", "--max-steps", "1", "run", "--goal", "g"];
+    let out = t.cmd().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let w = worker(&t, &redis, "w1", &[]);
+    let out = t.cmd().args(["--wait=120", "enqueue", "--redis", &redis.url(), "--continue", "cli-2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max_steps is still over (1 of 1 steps used)"), "{}", stderr(&out));
+    let (code, v) = enqueue(&t, &redis, &["--wait=120", "--max-steps", "3"], &["--continue", "cli-2"], &w);
+    assert_eq!((code, v["payload"]["status"].as_str()), (Some(0), Some("done")), "{v}\n{}", w.log());
+    assert_eq!(t.json("root/runs/cli-2/state.json")["limits"]["max_steps"], 3);
 }
 
 /// A worker killed right after the answer's commit was journaled: the message is delivered
