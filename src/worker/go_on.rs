@@ -84,15 +84,13 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
             }
             let now = state.limits.in_force(&resolved.config, &resolved.sources);
             if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
-                return Err(Error::usage(e.message).with_hint(format!(
-                    "raise it, up to the root's limit: agentloop {} N enqueue --continue {run_id}",
+                // Said in the message: a dead letter keeps only that.
+                return Err(Error::usage(format!(
+                    "{}; raise it up to the root's limit: `agentloop {} N enqueue --continue {run_id}`",
+                    e.message,
                     b.flag()
                 )));
             }
-        }
-        if let (true, Some(r)) = (given, rec.as_mut()) {
-            r.budgets = budgets.clone();
-            write_record(w, r)?;
         }
         state = crate::lifecycle::reopen_keyed(&env, state, &g.request(), Some(&key))?;
         let what = match g {
@@ -100,6 +98,14 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
             GoOn::Continue { .. } => "continued",
         };
         w.log(&format!("run {run_id} {what} for message {message_id}; it goes on from step {}", state.step));
+    }
+    // Kept for any later drive of the run (its start's message delivered again): written once
+    // the request applied, and again by a delivery that finds it applied.
+    if let (true, Some(r)) = (given, rec.as_mut()) {
+        if r.budgets != budgets {
+            r.budgets = budgets.clone();
+            write_record(w, r)?;
+        }
     }
     let _running = crate::interrupt::run_in(&ws.root);
     crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, false, true, w.modes)?;
