@@ -16,6 +16,8 @@
 //!   off), and a message delivered more than `--max-deliveries` times, or one no worker could
 //!   ever run (a bad request, budgets wider than the root allows), goes to the dead-letter
 //!   stream with the reason.
+//! - A request with `run` goes on with a run already under the root, whichever door started it
+//!   ([`go_on`]): an answer or a continue, applied once however often it is delivered.
 //! - SIGTERM (or SIGINT, SIGHUP) drains the worker: it takes no new message, each run it drives
 //!   finishes the phase under way, commits it and stops there, and its message is handed back
 //!   (pending, its idle time set past `--claim-idle` and its delivery not counted), so another
@@ -23,6 +25,7 @@
 //!   second signal ends it at once, as `run` ends: every committed phase is kept and the message
 //!   is taken over after `--claim-idle`.
 
+mod go_on;
 pub mod request;
 pub mod series;
 pub mod streams;
@@ -229,11 +232,15 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             Triage::Dead(reason) => return dead(w, link, d, &reason),
         };
     w.hold(&d.id, true);
-    let result = drive(w, &req, &run_id, &d.id);
+    let result = match req.go_on() {
+        Some(g) => go_on::drive(w, &req, g, &d.id),
+        None => drive(w, &req, &run_id, &d.id),
+    };
     let result = result.and_then(|state| {
         let key = req.idempotency_key(&d.id);
         let outcome = request::outcome(&state, &key).to_string();
-        let fresh = link.call("publish the outcome", |c| streams::publish(c, &w.names, &d.id, &run_id, &outcome))?;
+        let published = streams::Published { run_id: &run_id, outcome_id: &req.outcome_id(&d.id), outcome: &outcome };
+        let fresh = link.call("publish the outcome", |c| streams::publish(c, &w.names, &d.id, &published))?;
         Ok((state, fresh))
     });
     w.hold(&d.id, false);
@@ -245,6 +252,7 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             d.id,
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
+        Err(e) if permanent(&e) && e.message.starts_with(&format!("run {run_id} ")) => dead(w, link, d, &e.message),
         Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
         Err(_) if crate::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
@@ -406,6 +414,11 @@ fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, ser
     rec.message_id = Some(message_id.into());
     rec.series = series.map(String::from);
     crate::runs_root::save_record(&w.root, &rec)
+}
+
+/// Writes a run's record (durably: the run is driven again with what it says).
+fn write_record(w: &Worker, rec: &Record) -> Result<()> {
+    crate::runs_root::save_record(&w.root, rec)
 }
 
 fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {

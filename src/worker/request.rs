@@ -2,19 +2,27 @@
 //! the requests stream), the run id it maps to, what a worker does with a delivery, and the
 //! outcome it publishes. Everything here is pure, so the rules are unit-tested without Redis.
 //!
+//! A request either starts a run (`goal`) or goes on with a run already under the root (`run`
+//! with `answer` or `continue`): [`RunRequest::go_on`] tells them apart.
+//!
 //! Invariants: every field of a request is honoured or refused naming it, never ignored; the
 //! run id is a function of the request and its message id alone, so every delivery of one
-//! message (and every message with the same idempotency key) maps to the same run folder.
+//! message (and every message with the same idempotency key) maps to the same run folder; a
+//! go-on's outcome has a key of its own ([`RunRequest::outcome_id`]), so each answer or
+//! continue is published once beside the run's first outcome.
 
 use crate::budget::Budgets;
 use crate::workspace::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A request to run a goal, as `agentloop enqueue` (or `serve --redis`) writes it.
+/// A request to run a goal, or to go on with a run, as `agentloop enqueue` (or `serve --redis`)
+/// writes it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
+    /// The goal of a new run (none for a go-on).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub goal: String,
     /// Background for context.md: a string as is, anything else as JSON.
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -41,6 +49,52 @@ pub struct RunRequest {
     /// Start even when the estimate says the run cannot fit its budget.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
+    /// The run under the root to go on with (with `answer` or `continue`), by its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The answer to `run`'s open question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Go on with `run`, stopped on a budget, a provider failure or a rest, or interrupted.
+    #[serde(default, rename = "continue", skip_serializing_if = "std::ops::Not::not")]
+    pub continue_: bool,
+}
+
+/// Longest answer taken, in characters: it becomes a fact of the run's memory.md, shown in
+/// every later prompt.
+pub const MAX_ANSWER_CHARS: usize = 10_000;
+
+/// What a go-on request asks of its run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GoOn<'a> {
+    /// Answer the run's open question, then go on.
+    Answer { run: &'a str, text: &'a str },
+    /// Go on with the run (the budgets given raise its limits).
+    Continue { run: &'a str },
+}
+
+impl<'a> GoOn<'a> {
+    pub fn run(self) -> &'a str {
+        match self {
+            GoOn::Answer { run, .. } | GoOn::Continue { run } => run,
+        }
+    }
+
+    /// The engine's request.
+    pub fn request(self) -> crate::lifecycle::Request {
+        match self {
+            GoOn::Answer { text, .. } => crate::lifecycle::Request::Answer(text.to_string()),
+            GoOn::Continue { .. } => crate::lifecycle::Request::Continue { archived: None },
+        }
+    }
+
+    /// "answer" or "continue", for messages.
+    pub fn verb(self) -> &'static str {
+        match self {
+            GoOn::Answer { .. } => "answer",
+            GoOn::Continue { .. } => "continue",
+        }
+    }
 }
 
 /// Why a request is refused: what the dead-letter reason and `enqueue`'s error say.
@@ -52,6 +106,14 @@ pub enum BadRequest {
     SchemaNotObject,
     /// `key`, `slot`, `series` or `agent` is blank, too long or holds a control character.
     Name(&'static str),
+    /// `run` is not a run id.
+    RunId,
+    /// `answer` or `continue` without `run`, or `run` with neither (or both).
+    GoOnHow(&'static str),
+    /// A start's field in a go-on request.
+    NotWithRun(&'static str),
+    /// `answer` is blank or longer than [`MAX_ANSWER_CHARS`].
+    Answer,
 }
 
 impl std::fmt::Display for BadRequest {
@@ -61,6 +123,16 @@ impl std::fmt::Display for BadRequest {
             BadRequest::EmptyGoal => f.write_str("`goal` is empty"),
             BadRequest::SchemaNotObject => f.write_str("`output_schema` must be a JSON Schema object"),
             BadRequest::Name(name) => write!(f, "`{name}` must be 1-200 printable characters"),
+            BadRequest::RunId => write!(
+                f,
+                "`run` must be a run id: 1 to {} ASCII letters, digits, `-` or `_`",
+                crate::run_id::RunId::MAX_LEN
+            ),
+            BadRequest::GoOnHow(why) => f.write_str(why),
+            BadRequest::NotWithRun(name) => {
+                write!(f, "`{name}` is for a new run; a request with `run` goes on with that run as it is")
+            }
+            BadRequest::Answer => write!(f, "`answer` must be 1-{MAX_ANSWER_CHARS} characters, not only spaces"),
         }
     }
 }
@@ -89,7 +161,8 @@ impl RunRequest {
 
     /// Refuses what no worker can honour, naming the field.
     pub fn check(&self) -> Result<(), BadRequest> {
-        if self.goal.trim().is_empty() {
+        self.check_go_on()?;
+        if self.run.is_none() && self.goal.trim().is_empty() {
             return Err(BadRequest::EmptyGoal);
         }
         if self.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
@@ -105,12 +178,59 @@ impl RunRequest {
         Ok(())
     }
 
+    /// A go-on's fields: `run` a run id with exactly one of `answer` and `continue`, and none
+    /// of a new run's fields.
+    fn check_go_on(&self) -> Result<(), BadRequest> {
+        let Some(run) = &self.run else {
+            return match (&self.answer, self.continue_) {
+                (Some(_), _) => Err(BadRequest::GoOnHow("`answer` needs `run`: the run whose question it answers")),
+                (None, true) => Err(BadRequest::GoOnHow("`continue` needs `run`: the run to go on with")),
+                (None, false) => Ok(()),
+            };
+        };
+        if !crate::run_id::RunId::is_valid(run) {
+            return Err(BadRequest::RunId);
+        }
+        match (&self.answer, self.continue_) {
+            (Some(_), true) => return Err(BadRequest::GoOnHow("`answer` and `continue` exclude each other")),
+            (None, false) => return Err(BadRequest::GoOnHow("`run` needs `answer` or `continue`")),
+            (Some(a), false) if a.trim().is_empty() || a.chars().count() > MAX_ANSWER_CHARS => {
+                return Err(BadRequest::Answer)
+            }
+            _ => {}
+        }
+        let starts = [
+            ("goal", !self.goal.is_empty()),
+            ("context", !self.context.is_null()),
+            ("agent", self.agent.is_some()),
+            ("slot", self.slot.is_some()),
+            ("series", self.series.is_some()),
+            ("output_schema", self.output_schema.is_some()),
+            ("force", self.force),
+        ];
+        match starts.into_iter().find(|(_, given)| *given) {
+            Some((name, _)) => Err(BadRequest::NotWithRun(name)),
+            None => Ok(()),
+        }
+    }
+
+    /// What a go-on request asks (None: it starts a run). Meaningful once [`RunRequest::check`]
+    /// passed.
+    pub fn go_on(&self) -> Option<GoOn<'_>> {
+        let run = self.run.as_deref()?;
+        Some(match &self.answer {
+            Some(text) => GoOn::Answer { run, text: text.trim() },
+            None => GoOn::Continue { run },
+        })
+    }
+
     /// context.md's background text.
     pub fn background(&self) -> String {
         crate::phases::init::context_text(Some(&self.context))
     }
 
     /// The idempotency key: `key`, else the slot with the agent and goal, else the message id.
+    /// A go-on's is `key`, else its message id.
     pub fn idempotency_key(&self, message_id: &str) -> String {
         match (&self.key, &self.slot) {
             (Some(k), _) => k.clone(),
@@ -136,9 +256,24 @@ impl RunRequest {
         }
     }
 
-    /// The run's id: the key itself when it can name a folder, else its readable part and a hash.
+    /// The run's id: a go-on's `run`; else the key itself when it can name a folder, else its
+    /// readable part and a hash.
     pub fn run_id(&self, message_id: &str) -> String {
-        run_id_for(&self.idempotency_key(message_id))
+        match &self.run {
+            Some(run) => run.clone(),
+            None => run_id_for(&self.idempotency_key(message_id)),
+        }
+    }
+
+    /// What names the outcome this request publishes (`P:outcome:<it>`): a start's run id (a run
+    /// publishes its first outcome once); a go-on's run id and its idempotency key's id
+    /// (`<run id>:<key id>`), so each answer or continue publishes the outcome it led to once.
+    pub fn outcome_id(&self, message_id: &str) -> String {
+        let run_id = self.run_id(message_id);
+        match self.run {
+            Some(_) => format!("{run_id}:{}", run_id_for(&self.idempotency_key(message_id))),
+            None => run_id,
+        }
     }
 }
 
@@ -261,6 +396,37 @@ mod tests {
         let r = RunRequest::parse(r#"{"goal": "g", "context": {"a": 1}, "budgets": {"max_steps": 2}}"#).unwrap();
         assert_eq!(r.budgets.max_steps, Some(2));
         assert!(r.background().contains("\"a\": 1"));
+    }
+
+    #[test]
+    fn a_go_on_names_its_run_and_nothing_of_a_new_run() {
+        let a = RunRequest::parse(r#"{"run": "R-1", "answer": " Use 2024 "}"#).unwrap();
+        assert_eq!(a.go_on(), Some(GoOn::Answer { run: "R-1", text: "Use 2024" }));
+        assert_eq!(a.run_id("9-0"), "R-1", "the run it names, not one of its key");
+        assert_eq!(a.idempotency_key("9-0"), "9-0");
+        assert_eq!(a.outcome_id("9-0"), "R-1:9-0", "an outcome of its own");
+        let keyed = RunRequest { key: Some("answer 1".into()), ..a.clone() };
+        assert_eq!(keyed.outcome_id("1-0"), keyed.outcome_id("2-0"), "every delivery, one outcome");
+        let c = RunRequest::parse(r#"{"run": "R-1", "continue": true, "budgets": {"max_steps": 9}}"#).unwrap();
+        assert_eq!(c.go_on(), Some(GoOn::Continue { run: "R-1" }));
+        assert_eq!(crate::json::to_string(&c), r#"{"budgets":{"max_steps":9},"run":"R-1","continue":true}"#);
+        let start = RunRequest::parse(r#"{"goal": "g"}"#).unwrap();
+        assert_eq!((start.go_on(), start.outcome_id("1-0")), (None, "1-0".to_string()));
+        let refused = |text: &str| RunRequest::parse(text).unwrap_err().to_string();
+        assert!(refused(r#"{"run": "../etc", "continue": true}"#).contains("`run` must be a run id"));
+        assert!(refused(r#"{"run": "R", "answer": "  "}"#).contains("`answer` must be"));
+        let long = format!(r#"{{"run": "R", "answer": "{}"}}"#, "a".repeat(MAX_ANSWER_CHARS + 1));
+        assert!(refused(&long).contains("`answer` must be"));
+        assert!(refused(r#"{"run": "R"}"#).contains("`run` needs `answer` or `continue`"));
+        assert!(refused(r#"{"run": "R", "answer": "a", "continue": true}"#).contains("exclude each other"));
+        assert!(refused(r#"{"answer": "a"}"#).contains("`answer` needs `run`"));
+        assert!(refused(r#"{"goal": "g", "continue": true}"#).contains("`continue` needs `run`"));
+        for field in [r#""goal": "g""#, r#""slot": "s""#, r#""agent": "a""#, r#""force": true"#, r#""context": "c""#] {
+            let text = format!(r#"{{"run": "R", "continue": true, {field}}}"#);
+            let name = field.split('"').nth(1).unwrap();
+            assert!(refused(&text).contains(&format!("`{name}` is for a new run")), "{text}");
+        }
+        assert!(refused(r#"{"key": "k"}"#).contains("`goal` is empty"));
     }
 
     #[test]

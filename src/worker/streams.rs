@@ -9,7 +9,8 @@
 //! - `P:dead`: dead letters (fields `message_id`, `request`, `reason`, `deliveries`);
 //! - `P:outcome:<run id>`: the published outcome, set once (with an expiry): publishing and
 //!   acknowledging are one script, so a run's outcome is published once however often its
-//!   message is delivered, as long as Redis keeps its data;
+//!   message is delivered, as long as Redis keeps its data; an answer's or a continue's outcome
+//!   is `P:outcome:<run id>:<key id>` ([`super::request::RunRequest::outcome_id`]);
 //! - `P:errors`: the last error of each message being retried (message id → text).
 
 use crate::error::{Error, Result};
@@ -46,8 +47,8 @@ impl Names {
         })
     }
 
-    pub fn outcome(&self, run_id: &str) -> String {
-        format!("{}:outcome:{run_id}", self.prefix)
+    pub fn outcome(&self, outcome_id: &str) -> String {
+        format!("{}:outcome:{outcome_id}", self.prefix)
     }
 }
 
@@ -272,9 +273,17 @@ pub fn hand_back(con: &mut Connection, n: &Names, consumer: &str, id: &str, deli
     Ok(())
 }
 
+/// An outcome to publish: the run's id, what names its outcome key (`P:outcome:<outcome_id>`:
+/// the run id for a start, one of its own for an answer or a continue) and the outcome's JSON.
+pub struct Published<'a> {
+    pub run_id: &'a str,
+    pub outcome_id: &'a str,
+    pub outcome: &'a str,
+}
+
 /// Publishes a run's outcome unless it was published before, and acknowledges the message, in
 /// one step. True when this call published it.
-pub fn publish(con: &mut Connection, n: &Names, message_id: &str, run_id: &str, outcome: &str) -> RedisResult<bool> {
+pub fn publish(con: &mut Connection, n: &Names, message_id: &str, p: &Published<'_>) -> RedisResult<bool> {
     const SCRIPT: &str = r"
 local fresh = redis.call('SET', KEYS[1], ARGV[2], 'NX', 'EX', ARGV[5])
 if fresh then
@@ -283,19 +292,19 @@ end
 redis.call('XACK', KEYS[3], ARGV[4], ARGV[6])
 redis.call('HDEL', KEYS[4], ARGV[6])
 if fresh then return 1 else return 0 end";
-    let ty = serde_json::from_str::<serde_json::Value>(outcome)
+    let ty = serde_json::from_str::<serde_json::Value>(p.outcome)
         .ok()
         .and_then(|v| v["type"].as_str().map(String::from))
         .unwrap_or_default();
     let fresh: i64 = redis::cmd("EVAL")
         .arg(SCRIPT)
         .arg(4)
-        .arg(n.outcome(run_id))
+        .arg(n.outcome(p.outcome_id))
         .arg(&n.results)
         .arg(&n.requests)
         .arg(&n.errors)
-        .arg(run_id)
-        .arg(outcome)
+        .arg(p.run_id)
+        .arg(p.outcome)
         .arg(ty)
         .arg(&n.group)
         .arg(OUTCOME_TTL_SECS)
@@ -348,9 +357,32 @@ pub fn enqueue(con: &mut Connection, n: &Names, request: &str) -> RedisResult<St
     redis::cmd("XADD").arg(&n.requests).arg("*").arg("request").arg(request).query(con)
 }
 
-/// A run's published outcome, if there is one.
-pub fn outcome(con: &mut Connection, n: &Names, run_id: &str) -> RedisResult<Option<String>> {
-    con.get(n.outcome(run_id))
+/// Why message `message_id` was dead-lettered, if it was: reads the dead letters from `from` (an
+/// id, or `(id` past one) on, and moves `from` past those read, so each is read once.
+pub fn dead_reason(
+    con: &mut Connection,
+    n: &Names,
+    message_id: &str,
+    from: &mut String,
+) -> RedisResult<Option<String>> {
+    loop {
+        let r: redis::streams::StreamRangeReply =
+            redis::cmd("XRANGE").arg(&n.dead).arg(from.as_str()).arg("+").arg("COUNT").arg(100).query(con)?;
+        let Some(last) = r.ids.last() else { return Ok(None) };
+        *from = format!("({}", last.id);
+        let mine = r.ids.iter().find(|m| m.get::<String>("message_id").as_deref() == Some(message_id));
+        if let Some(m) = mine {
+            return Ok(Some(m.get::<String>("reason").unwrap_or_default()));
+        }
+        if r.ids.len() < 100 {
+            return Ok(None);
+        }
+    }
+}
+
+/// A published outcome (`outcome_id`: a run id, or an answer's or a continue's), if there is one.
+pub fn outcome(con: &mut Connection, n: &Names, outcome_id: &str) -> RedisResult<Option<String>> {
+    con.get(n.outcome(outcome_id))
 }
 
 /// What the queue holds: messages not yet read by any worker, messages claimed (read, not

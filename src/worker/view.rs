@@ -19,11 +19,16 @@ pub fn queue(url: &str, prefix: &str, printer: Printer) -> Result<Value> {
     let o = link.call("read the queue", |c| streams::overview(c, &n, LIMIT))?;
     let about = |id: &str, req: Option<&str>| {
         let r = req.and_then(|t| RunRequest::parse(t).ok());
-        json!({
+        let mut v = json!({
             "message_id": id,
             "run_id": r.as_ref().map(|r| r.run_id(id)),
-            "goal": r.as_ref().map(|r| r.goal.clone()),
-        })
+            "goal": r.as_ref().filter(|r| r.go_on().is_none()).map(|r| r.goal.clone()),
+        });
+        // An answer or a continue of a run: which.
+        if let Some(go) = r.as_ref().and_then(|r| r.go_on()) {
+            v["request"] = json!(go.verb());
+        }
+        v
     };
     let queued: Vec<Value> = o.queued.iter().map(|(id, req)| about(id, req.as_deref())).collect();
     let mut claimed = Vec::new();
@@ -54,7 +59,10 @@ pub fn print(p: &Printer, v: &Value) {
     let what = |e: &Value| {
         let run = e["run_id"].as_str().map(|r| format!("run {r}")).unwrap_or_else(|| "no valid request".into());
         let goal = e["goal"].as_str().map(|g| format!(": {}", line(g))).unwrap_or_default();
-        format!("{run}{goal}")
+        match e["request"].as_str() {
+            Some(verb) => format!("{verb} of {run}"),
+            None => format!("{run}{goal}"),
+        }
     };
     p.outln(&format!("queue          {}", v["stream"].as_str().unwrap_or("")));
     let queued = list("queued");

@@ -6,7 +6,8 @@
 //! script in a folder of its own.
 //!
 //! What a door cannot do is named where it stands: `handle` has no way to answer a question (the
-//! protocol has no answer event), so escalate → answer is the CLI's, the panel's and the API's.
+//! protocol has no answer event), so escalate → answer is the CLI's, the panel's and the API's,
+//! and the queue's (`enqueue --answer`, tests/it/queue/answer.rs).
 
 use crate::common::*;
 use crate::queue::{worker, Redis};

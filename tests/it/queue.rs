@@ -4,6 +4,7 @@
 //! the dead-letter stream, and Redis restarts mid-run. Nothing is timed: every wait polls with
 //! a generous deadline.
 
+mod answer;
 mod drain;
 mod series;
 
@@ -609,6 +610,15 @@ fn enqueue_names_the_flag_a_worker_would_refuse() {
         (&["--goal", "g", "--key", " "][..], "--key must be 1-200 printable characters"),
         (&["--goal", "g", "--slot", "\u{7}"][..], "--slot must be 1-200 printable characters"),
         (&["--goal", "g", "--series", " "][..], "--series must be 1-200 printable characters"),
+        (&["--answer", " ", "--run", "r1"][..], "the answer is empty"),
+        (&["--answer", "yes", "--run", "../r1"][..], "--run `../r1` is not a run id"),
+        (&["--run", "r1"][..], "--run r1 needs --answer TEXT or --continue"),
+        (&["--continue"][..], "--continue needs the run to go on with"),
+        (&["--continue", "r1", "--run", "r2"][..], "--continue r1 and --run r2 name two runs"),
+        (&["--continue", "r1", "--goal", "g"][..], "cannot be used with"),
+        (&["--answer", "yes", "--run", "r1", "--slot", "s"][..], "cannot be used with"),
+        (&["--answer", "yes"][..], "--run <ID>"),
+        (&["--agent", "a", "--continue", "r1"][..], "--agent a: run r1 goes on as the agent it ran as"),
     ] {
         let out = t.cmd().args(["enqueue", "--redis", "redis://127.0.0.1:1/0"]).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

@@ -386,10 +386,10 @@ impl Runner<'_> {
             Decision::Start { start, previous, interrupted } => self.start(env, session, &start, previous, interrupted),
             Decision::Restore { id, current } => {
                 self.restore(session, &id, current)?;
-                reopen(env, self.ws.load_state()?, None)
+                reopen(env, self.ws.load_state()?, None, None)
             }
-            Decision::Continue(s) => reopen(env, s, None),
-            Decision::Answer(s, text) => reopen(env, s, Some(text)),
+            Decision::Continue(s) => reopen(env, s, None, None),
+            Decision::Answer(s, text) => reopen(env, s, Some(text), None),
         }
     }
 
@@ -712,14 +712,36 @@ pub fn drive_on(
 /// it (`env` holds its lock's session; [`go_on`] drives it later). What the run's state does not
 /// allow is refused as [`decide`] refuses it; a start or a plain go is not a reopening.
 pub fn reopen_for(env: &Env, state: State, req: &Request) -> Result<State> {
+    reopen_keyed(env, state, req, None)
+}
+
+/// [`reopen_for`] on behalf of a request with an idempotency key (a queued answer or continue):
+/// the `run.answered` / `run.continued` entry records it as `key`, in the commit that reopens
+/// the run, so [`reopened_by`] knows the request was applied whatever happens after.
+pub fn reopen_keyed(env: &Env, state: State, req: &Request, key: Option<&str>) -> Result<State> {
     if !state.status.is_terminal() && !state.interrupted {
         return Err(Error::usage(format!("run {} is still in progress", state.run_id)));
     }
     match (decide(env.ws, Some(state), req)?, req) {
-        (Decision::Answer(s, text), _) => reopen(env, s, Some(text)),
-        (Decision::Continue(s), Request::Continue { archived: None }) => reopen(env, s, None),
+        (Decision::Answer(s, text), _) => reopen(env, s, Some(text), key),
+        (Decision::Continue(s), Request::Continue { archived: None }) => reopen(env, s, None, key),
         (other, _) => Err(Error::failure(format!("internal error: {req:?} was decided as {other:?}"))),
     }
+}
+
+/// Whether the run in `ws` was reopened by the request with idempotency key `key` (its trace's
+/// `run.answered` or `run.continued` entry names it).
+pub fn reopened_by(ws: &Workspace, key: &str) -> Result<bool> {
+    let mut found = false;
+    let quoted = crate::json::to_string(&key);
+    let wanted = |l: &str| l.contains(&quoted) && (l.contains("\"run.answered\"") || l.contains("\"run.continued\""));
+    crate::trace::scan_where(&ws.trace(), wanted, |e| {
+        if let Some(Ok(e)) = e {
+            let reopening = e.event == "run.answered" || e.event == "run.continued";
+            found |= reopening && e.data.as_ref().and_then(|d| d["key"].as_str()) == Some(key);
+        }
+    })?;
+    Ok(found)
 }
 
 /// The previous run's learned facts and outcome, each with the run it came from (bounded: the
@@ -757,7 +779,7 @@ fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
 /// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the
 /// limits in force, or `run.answered` with the question and answer) and the run goes on where
 /// it stopped — from Frame when it could not proceed at framing, else from Plan.
-fn reopen(env: &Env, mut s: State, answer: Option<String>) -> Result<State> {
+fn reopen(env: &Env, mut s: State, answer: Option<String>, key: Option<&str>) -> Result<State> {
     let event = if answer.is_some() { "run.answered" } else { "run.continued" };
     let mut commit = Commit::default();
     let mut e = Entry::new(&s.run_id, s.step, Phase::Run, event);
@@ -771,6 +793,9 @@ fn reopen(env: &Env, mut s: State, answer: Option<String>) -> Result<State> {
     match &answer {
         Some(text) => e.data = Some(record_answer(env, &mut s, &mut commit, text, resume)?),
         None => e.data = Some(json!({"after": s.stop, "reason": s.reason, "limits": s.limits})),
+    }
+    if let (Some(key), Some(data)) = (key, e.data.as_mut()) {
+        data["key"] = json!(key);
     }
     e.reason = s.reason.clone();
     s.status = Status::Running;

@@ -17,8 +17,17 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         (None, Some(f)) => Value::String(crate::fs::read_arg(f)?),
         (None, None) => Value::Null,
     };
+    let run = go_on_run(&a)?;
+    if let (Some(run), Some(agent)) = (&run, &g.agent) {
+        return Err(Error::usage(format!("--agent {agent}: run {run} goes on as the agent it ran as"))
+            .with_hint("leave out --agent"));
+    }
+    let answer = match &a.answer {
+        Some(t) => Some(crate::commands::run::read_answer(t)?),
+        None => None,
+    };
     let req = RunRequest {
-        goal: a.goal.clone(),
+        goal: a.goal.clone().unwrap_or_default(),
         context,
         agent: g.agent.clone(),
         budgets: budgets(g)?,
@@ -27,12 +36,21 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
         output_schema: None,
         key: a.key.clone(),
         force: a.force,
+        continue_: run.is_some() && answer.is_none(),
+        run,
+        answer,
     };
     // The request's fields are this command's flags: the refusal names the flag.
     req.check().map_err(|e| {
         Error::usage(match e {
             BadRequest::EmptyGoal => "--goal is empty".to_string(),
             BadRequest::Name(n @ ("key" | "slot" | "series")) => format!("--{n} must be 1-200 printable characters"),
+            BadRequest::RunId => format!(
+                "--run `{}` is not a run id: 1 to {} ASCII letters, digits, `-` or `_`",
+                req.run.as_deref().unwrap_or_default(),
+                crate::run_id::RunId::MAX_LEN
+            ),
+            BadRequest::Answer => format!("--answer must be 1-{} characters", crate::worker::request::MAX_ANSWER_CHARS),
             e => e.to_string(),
         })
     })?;
@@ -50,23 +68,46 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     }
     let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
     let run_id = req.run_id(&message_id);
+    // What was queued: a new run, or an answer or a continue of one.
+    let what = match req.go_on() {
+        Some(go) => format!("{} of run {run_id}", go.verb()),
+        None => format!("run {run_id}"),
+    };
     let Some(secs) = g.wait else {
         if printer.json {
-            printer.outln(&json!({"run_id": run_id, "message_id": message_id, "stream": names.requests}).to_string());
+            let mut v = json!({"run_id": run_id, "message_id": message_id, "stream": names.requests});
+            if let Some(go) = req.go_on() {
+                v["request"] = json!(go.verb());
+                v["key"] = json!(req.idempotency_key(&message_id));
+            }
+            printer.outln(&v.to_string());
         } else {
-            printer.outln(&format!("queued run {run_id} (message {message_id} on {})", names.requests));
+            printer.outln(&format!("queued {what} (message {message_id} on {})", names.requests));
         }
         return Ok(crate::error::code::OK);
     };
-    printer.info(&format!("queued run {run_id} (message {message_id}); waiting for its outcome"));
+    printer.info(&format!("queued {what} (message {message_id}); waiting for its outcome"));
+    let outcome_id = req.outcome_id(&message_id);
     let deadline = Instant::now() + Duration::from_secs(secs);
+    // Dead letters are written after the request: read from its time on, each once.
+    let mut dead_from = format!("{}-0", message_id.split('-').next().unwrap_or("0"));
     let outcome = loop {
-        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &run_id))? {
+        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &outcome_id))? {
             break o;
         }
+        let dead =
+            link.call("read the dead letters", |c| streams::dead_reason(c, &names, &message_id, &mut dead_from))?;
+        if let Some(reason) = dead {
+            return Err(Error::failure(format!("the {what} was dead-lettered: {reason}"))
+                .with_hint(format!("`agentloop status --redis` lists the dead letters of {}", names.dead)));
+        }
         if Instant::now() >= deadline {
-            return Err(Error::failure(format!("no outcome for run {run_id} within {secs}s")).with_hint(format!(
-                "it stays queued; `agentloop --wait enqueue ... --key {run_id}` or the results stream {} has it later",
+            let again = match req.go_on() {
+                Some(_) => format!("--key {}", req.idempotency_key(&message_id)),
+                None => format!("--key {run_id}"),
+            };
+            return Err(Error::failure(format!("no outcome for the {what} within {secs}s")).with_hint(format!(
+                "it stays queued; `agentloop --wait enqueue ... {again}` or the results stream {} has it later",
                 names.results
             )));
         }
@@ -87,6 +128,23 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     }
     let stop = p["stop"].as_str().and_then(|s| crate::workspace::StopKind::parse(s, p["reason"].as_str()));
     Ok(stop.map(|s| s.exit_code()).unwrap_or(crate::error::code::FAILURE))
+}
+
+/// The run --answer or --continue goes on with: --continue ID or --run ID (the same when both).
+fn go_on_run(a: &EnqueueArgs) -> Result<Option<String>> {
+    match (&a.continue_, &a.run) {
+        (Some(Some(c)), Some(r)) if c != r => {
+            Err(Error::usage(format!("--continue {c} and --run {r} name two runs")).with_hint("name the run once"))
+        }
+        (Some(Some(c)), _) => Ok(Some(c.clone())),
+        (Some(None), None) => {
+            Err(Error::usage("--continue needs the run to go on with").with_hint("--continue ID (or --run ID)"))
+        }
+        (_, Some(r)) if a.continue_.is_none() && a.answer.is_none() => {
+            Err(Error::usage(format!("--run {r} needs --answer TEXT or --continue")))
+        }
+        (_, r) => Ok(r.clone()),
+    }
 }
 
 /// The budgets given as global flags, as a request's budgets.
