@@ -308,3 +308,129 @@ fn the_output_schema_shapes_the_output_through_every_door() {
         );
     }
 }
+
+/// How a stopped run is gone on with.
+enum Then<'a> {
+    Answer(&'a str),
+    /// A continue raising `max_steps` to this.
+    Continue(u32),
+}
+
+/// Starts `script` for `ask` through `door`, then goes on with the stopped run as `then` says,
+/// through the same door: how it first stopped and its result.json at the end.
+fn go_on_through(door: Door, script: &str, ask: &Ask, then: Then) -> (String, Value) {
+    let t = T::new();
+    for at in ["script.yaml", "root/script.yaml", "ws/script.yaml"] {
+        t.write(at, script);
+    }
+    let config = format!("{CONFIG}{}", ask.config);
+    let budgets = ask.budgets.as_object().cloned().unwrap_or_default();
+    match door {
+        Door::Cli => {
+            t.write("ws/agentloop.yaml", &config);
+            let mut args: Vec<String> = Vec::new();
+            for (k, v) in &budgets {
+                args.extend([flag(k).to_string(), budget_text(v)]);
+            }
+            args.extend(["run", "--goal", ask.goal].map(String::from));
+            t.cmd().arg("-w").arg("ws").args(&args).output().unwrap();
+            let first = t.json("ws/result.json")["stop"].as_str().unwrap().to_string();
+            let out = match then {
+                Then::Answer(text) => t.al(&["answer", text]).output().unwrap(),
+                Then::Continue(n) => t.al(&["--max-steps", &n.to_string(), "run", "--continue"]).output().unwrap(),
+            };
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            (first, t.json("ws/result.json"))
+        }
+        Door::Http => {
+            t.write("root/agentloop.yaml", &config);
+            let s = serve(&t, &[], &[], Some(TOKEN));
+            let r = s.post("/runs", &json!({"goal": ask.goal, "budgets": budgets}));
+            assert_eq!(r.status, 202, "{}", r.body);
+            let id = r.json()["run_id"].as_str().unwrap().to_string();
+            let first = s.finished(&id)["stop"].as_str().unwrap().to_string();
+            let r = match then {
+                Then::Answer(text) => s.post(&format!("/runs/{id}/answer"), &json!({"answer": text})),
+                Then::Continue(n) => s.post(&format!("/runs/{id}/continue"), &json!({"budgets": {"max_steps": n}})),
+            };
+            assert_eq!(r.status, 202, "{}", r.body);
+            s.wait_for(&id, "ended again", |v| v["status"] != "running" && v["queue"].is_null() && v["stop"] == "done");
+            (first, t.json(&format!("root/runs/{id}/result.json")))
+        }
+        Door::Queue => {
+            let Some(redis) = Redis::start(&t.path("redis")) else { return ("skipped".into(), Value::Null) };
+            t.write("root/agentloop.yaml", &config);
+            let w = worker(&t, &redis, "w1", &[]);
+            let mut args: Vec<String> = vec!["--json".into(), "--wait=120".into()];
+            for (k, v) in &budgets {
+                args.extend([flag(k).to_string(), budget_text(v)]);
+            }
+            args.extend(
+                ["enqueue", "--redis", &redis.url(), "--goal", ask.goal, "--key", "parity-run"].map(String::from),
+            );
+            let out = t.cmd().args(&args).output().unwrap();
+            let first: Value =
+                serde_json::from_str(&stdout(&out)).unwrap_or_else(|_| panic!("{}\n{}", stderr(&out), w.log()));
+            let first = first["payload"]["stop"].as_str().unwrap().to_string();
+            let out = match then {
+                Then::Answer(text) => t
+                    .cmd()
+                    .args([
+                        "--json",
+                        "--wait=120",
+                        "enqueue",
+                        "--redis",
+                        &redis.url(),
+                        "--answer",
+                        text,
+                        "--run",
+                        "parity-run",
+                    ])
+                    .output()
+                    .unwrap(),
+                Then::Continue(n) => t
+                    .cmd()
+                    .args(["--json", "--wait=120", "--max-steps", &n.to_string(), "enqueue", "--redis", &redis.url()])
+                    .args(["--continue", "parity-run"])
+                    .output()
+                    .unwrap(),
+            };
+            assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), w.log());
+            (first, t.json("root/runs/parity-run/result.json"))
+        }
+        Door::Handle => unreachable!("event mode has no answer or continue event (the module's docs)"),
+    }
+}
+
+const ASKS: &str = "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: \"Which year's figures?\"}\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: used 2024}}}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}\n";
+
+#[test]
+fn an_escalated_run_is_answered_and_ends_done_through_every_door_that_can_answer() {
+    for door in [Door::Cli, Door::Http, Door::Queue] {
+        let (first, r) = go_on_through(door, ASKS, &Ask::with(json!({})), Then::Answer("Use 2024"));
+        if first == "skipped" {
+            continue;
+        }
+        assert_eq!(first, "escalated", "{door:?}");
+        assert_eq!(
+            (r["stop"].as_str(), r["outcome"].as_str()),
+            (Some("done"), Some("used the 2024 figures")),
+            "{door:?}: {r}"
+        );
+    }
+}
+
+#[test]
+fn a_run_stopped_by_its_step_limit_goes_on_with_a_raised_one_through_every_door_that_can() {
+    let script = format!(
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, expected_outcome: x, rationale: y}}\n  - answer: {{next_action: {{tool: finish, args: {{summary: listed}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}], decision: continue, reason: more}}\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], decision: done, reason: ok, outcome: listed}}\n"
+    );
+    for door in [Door::Cli, Door::Http, Door::Queue] {
+        let (first, r) = go_on_through(door, &script, &Ask::with(json!({"max_steps": 1})), Then::Continue(3));
+        if first == "skipped" {
+            continue;
+        }
+        assert_eq!(first, "max_steps", "{door:?}");
+        assert_eq!((r["stop"].as_str(), r["steps_taken"].as_u64()), (Some("done"), Some(2)), "{door:?}: {r}");
+    }
+}
