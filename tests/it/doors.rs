@@ -107,22 +107,29 @@ impl Ask<'_> {
     }
 }
 
-/// Runs `script` for `ask` through `door`, in a folder of its own.
-fn through(door: Door, script: &str, ask: &Ask) -> Ended {
+/// A folder of its own for a scenario: `script` where every door looks for it; the
+/// configuration every door shares with `ask`'s; `ask`'s budgets.
+fn scene(script: &str, ask: &Ask) -> (T, String, serde_json::Map<String, Value>) {
     let t = T::new();
     crate::shell_sandbox::bwrap_or_none(&t);
     for at in ["script.yaml", "root/script.yaml", "ws/script.yaml"] {
         t.write(at, script);
     }
-    let config = format!("{CONFIG}{}", ask.config);
-    let budgets = ask.budgets.as_object().cloned().unwrap_or_default();
+    (t, format!("{CONFIG}{}", ask.config), ask.budgets.as_object().cloned().unwrap_or_default())
+}
+
+/// The CLI's global flags for `budgets`.
+fn budget_flags(budgets: &serde_json::Map<String, Value>) -> Vec<String> {
+    budgets.iter().flat_map(|(k, v)| [flag(k).to_string(), budget_text(v)]).collect()
+}
+
+/// Runs `script` for `ask` through `door`, in a folder of its own.
+fn through(door: Door, script: &str, ask: &Ask) -> Ended {
+    let (t, config, budgets) = scene(script, ask);
     match door {
         Door::Cli => {
             t.write("ws/agentloop.yaml", &config);
-            let mut args: Vec<String> = Vec::new();
-            for (k, v) in &budgets {
-                args.extend([flag(k).to_string(), budget_text(v)]);
-            }
+            let mut args = budget_flags(&budgets);
             args.extend(["run", "--goal", ask.goal].map(String::from));
             if let Some(schema) = &ask.output_schema {
                 t.write("schema.json", &schema.to_string());
@@ -319,19 +326,11 @@ enum Then<'a> {
 /// Starts `script` for `ask` through `door`, then goes on with the stopped run as `then` says,
 /// through the same door: how it first stopped and its result.json at the end.
 fn go_on_through(door: Door, script: &str, ask: &Ask, then: Then) -> (String, Value) {
-    let t = T::new();
-    for at in ["script.yaml", "root/script.yaml", "ws/script.yaml"] {
-        t.write(at, script);
-    }
-    let config = format!("{CONFIG}{}", ask.config);
-    let budgets = ask.budgets.as_object().cloned().unwrap_or_default();
+    let (t, config, budgets) = scene(script, ask);
     match door {
         Door::Cli => {
             t.write("ws/agentloop.yaml", &config);
-            let mut args: Vec<String> = Vec::new();
-            for (k, v) in &budgets {
-                args.extend([flag(k).to_string(), budget_text(v)]);
-            }
+            let mut args = budget_flags(&budgets);
             args.extend(["run", "--goal", ask.goal].map(String::from));
             t.cmd().arg("-w").arg("ws").args(&args).output().unwrap();
             let first = t.json("ws/result.json")["stop"].as_str().unwrap().to_string();
@@ -362,9 +361,7 @@ fn go_on_through(door: Door, script: &str, ask: &Ask, then: Then) -> (String, Va
             t.write("root/agentloop.yaml", &config);
             let w = worker(&t, &redis, "w1", &[]);
             let mut args: Vec<String> = vec!["--json".into(), "--wait=120".into()];
-            for (k, v) in &budgets {
-                args.extend([flag(k).to_string(), budget_text(v)]);
-            }
+            args.extend(budget_flags(&budgets));
             args.extend(
                 ["enqueue", "--redis", &redis.url(), "--goal", ask.goal, "--key", "parity-run"].map(String::from),
             );

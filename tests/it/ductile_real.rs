@@ -89,9 +89,20 @@ fn model(frame: Value, plans: Vec<Value>, reflects: Vec<Value>) -> Server {
 /// A model server that hands each request to `inner` and returns its answer, first waiting
 /// `delay(i)` for the request numbered `i` (from 0).
 fn delayed(inner: &Server, delay: impl Fn(usize) -> Duration + Send + Sync + 'static) -> Server {
+    forwarding(inner, move |i| {
+        std::thread::sleep(delay(i));
+        None
+    })
+}
+
+/// A model server that answers the request numbered `i` with `first(i)` when it gives one, else
+/// hands it to `inner` and returns its answer.
+fn forwarding(inner: &Server, first: impl Fn(usize) -> Option<Reply> + Send + Sync + 'static) -> Server {
     let inner_url = inner.url.clone();
     Server::start_with(move |i, req| {
-        std::thread::sleep(delay(i));
+        if let Some(reply) = first(i) {
+            return reply;
+        }
         let resp = ureq::post(&format!("{inner_url}{}", req.url))
             .header("content-type", "application/json")
             .send(req.body.as_bytes())
@@ -691,22 +702,10 @@ fn a_model_outage_is_retried_by_ductile_and_the_run_finishes_once_the_model_is_b
         ],
     );
     // The provider is down for its first two calls.
-    let inner_url = inner.url.clone();
-    let flaky = Server::start_with(move |i, req| {
-        if i < 2 {
-            return Reply::json(
-                503,
-                json!({"type": "error", "error": {"type": "overloaded_error", "message": "down"}}),
-            );
-        }
-        let resp = ureq::post(&format!("{inner_url}{}", req.url))
-            .header("content-type", "application/json")
-            .send(req.body.as_bytes())
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
-        Reply::json(200, serde_json::from_str(&resp).unwrap())
+    let flaky = forwarding(&inner, |i| {
+        (i < 2).then(|| {
+            Reply::json(503, json!({"type": "error", "error": {"type": "overloaded_error", "message": "down"}}))
+        })
     });
     let edit = |c: String| {
         let c = c.replace(

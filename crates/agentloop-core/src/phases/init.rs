@@ -138,25 +138,6 @@ pub fn init_tagged(
     )
 }
 
-/// Creates a new run with a given id for a scheduler's slot in an empty run folder (a worker's
-/// `runs/<id>/`): nothing is carried.
-pub fn init_slotted(
-    session: &Session,
-    cfg: &Config,
-    tpl: &Templates,
-    goal: &str,
-    background: &str,
-    run_id: String,
-    slot: Option<&str>,
-) -> Result<State> {
-    create(
-        session,
-        cfg,
-        tpl,
-        New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot, named: None },
-    )
-}
-
 /// A queued run of a series: its id, its slot, and the facts carried from the series' last
 /// ended run.
 #[derive(Debug, Clone, Copy)]
