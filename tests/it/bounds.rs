@@ -147,7 +147,12 @@ fn a_template_override_that_doubles_a_string_is_stopped_naming_its_file() {
         t.al(&["--script", "script.yaml", "run", "--goal", "g"]).timeout(Duration::from_secs(60)).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("templates/prompt-frame.j2 held more than 256 MiB of memory and was stopped"), "{err}");
+    assert!(
+        err.contains(
+            "templates/prompt-frame.j2 held more than 256 MiB of memory or worked longer than 5s and was stopped"
+        ),
+        "{err}"
+    );
     assert!(err.contains("remove ws/templates/prompt-frame.j2"), "{err}");
     let start = serde_json::json!({"command": "handle", "event": {"type": "agentic.start", "payload": {"goal": "g"}}});
     t.write("root/agentloop.yaml", &format!("templates_dir: {}\n", t.path("ws/templates").display()));
@@ -159,6 +164,36 @@ fn a_template_override_that_doubles_a_string_is_stopped_naming_its_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
     assert!(stdout(&out).contains("held more than 256 MiB"), "{}", stdout(&out));
+}
+
+/// One step of template work can do a great deal of it (a filter over a 20 MB string, in a
+/// loop well inside the fuel and the memory budget): a render's time is bounded too, so the run
+/// stops with the documented error in seconds instead of outliving `--timeout`.
+#[test]
+fn a_template_override_that_works_on_and_on_is_stopped_in_seconds() {
+    let t = T::new();
+    t.write("script.yaml", SCRIPT);
+    t.write("ws/notes.txt", "some notes\n");
+    let builtin = include_str!("../../templates/prompt-frame.j2");
+    t.write(
+        "ws/templates/prompt-frame.j2",
+        &format!(
+            "{{% set s = 'x' * 20000000 %}}{{% for i in range(5000) %}}{{% set u = s|replace('x', 'yy') %}}{{% endfor %}}{builtin}"
+        ),
+    );
+    let began = std::time::Instant::now();
+    let out = t
+        .al(&["--script", "script.yaml", "--timeout", "5s", "run", "--goal", "g"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("templates/prompt-frame.j2 held more than 256 MiB of memory or worked longer than 5s"),
+        "{err}"
+    );
+    assert!(began.elapsed() < Duration::from_secs(30), "it ran {:?}", began.elapsed());
 }
 
 /// A workspace with the fake MCP server (its flood tools listed) as `fake`.

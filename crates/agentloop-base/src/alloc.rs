@@ -4,7 +4,9 @@
 //! A template can build a string of 2^n bytes in n steps (`{% set s = s ~ s %}`): minijinja's
 //! fuel counts steps and the output cap counts bytes written, so neither bounds what a render
 //! holds, and an allocation the system refuses ends the process. The budget counts what a render
-//! thread holds (what it takes, less what it frees). A thread that would go over it takes nothing
+//! thread holds (what it takes, less what it frees), and how long it works: one step can do a
+//! great deal of work (`replace` over a 20 MB string, in a loop), so an allocation after the
+//! thread's deadline is refused too. A thread that would go over it takes nothing
 //! more: it raises its flag and sleeps until the process ends, keeping what it holds (at most the
 //! budget), while the thread that started it reports the error. Rust offers no other way out of
 //! an allocation without ending the process, and a thread cannot be stopped from outside; so
@@ -24,6 +26,16 @@ thread_local! {
     static LEFT: Cell<usize> = const { Cell::new(usize::MAX) };
     /// The flag this thread raises when it would go over its budget.
     static OVER: Cell<*const AtomicBool> = const { Cell::new(std::ptr::null()) };
+    /// When this thread's budget of time ends: an allocation after it is one over the budget
+    /// (work that keeps building values — a filter looping over a large string — is stopped at
+    /// its next allocation).
+    static UNTIL: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
+}
+
+/// Gives the calling thread (one with a budget, [`set_budget`]) an end in time: an allocation
+/// after `until` is refused as one over its budget. None: no end.
+pub fn set_deadline(until: Option<std::time::Instant>) {
+    UNTIL.set(until);
 }
 
 /// Gives the calling thread a budget of `bytes`, and the flag it raises (before it stops for
@@ -39,7 +51,8 @@ fn take(n: usize) {
     if left == usize::MAX {
         return;
     }
-    if n <= left {
+    let late = UNTIL.try_with(Cell::get).ok().flatten().is_some_and(|until| std::time::Instant::now() >= until);
+    if n <= left && !late {
         let _ = LEFT.try_with(|l| l.set(left - n));
         return;
     }

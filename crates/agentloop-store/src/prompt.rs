@@ -9,9 +9,10 @@
 //! `range(100000)`) fails at once naming its file, instead of outliving `--timeout`, which is
 //! only checked between phases; what one render writes is capped ([`MAX_OUTPUT`]), since one
 //! step can write 100 MB (`"x" * 100000000`); and what it holds is capped ([`MAX_MEMORY`]), since
-//! a few steps can build a string of gigabytes (`{% set s = s ~ s %}`, 30 times). A render runs
-//! on a thread of its own with that budget (`alloc.rs`); one that goes over is left asleep and
-//! the render fails naming its file. A built-in template renders on the caller's thread: it
+//! a few steps can build a string of gigabytes (`{% set s = s ~ s %}`, 30 times), and how long it
+//! works is capped ([`MAX_RENDER_TIME`]), since one step can do a great deal of work (`replace`
+//! over a 20 MB string, in a loop). A render runs on a thread of its own with that budget
+//! (`alloc.rs`); one that goes over is left asleep and the render fails naming its file. A built-in template renders on the caller's thread: it
 //! builds nothing but its output, which is capped, from values already held.
 
 use crate::error::{Error, Result};
@@ -33,6 +34,11 @@ pub const MAX_OUTPUT: usize = 64 << 20;
 /// Bytes one render may hold at once (256 MiB): its output at the cap, and room for the values
 /// it builds on the way.
 pub const MAX_MEMORY: usize = 256 << 20;
+
+/// How long one render of an override may work (5 s): far longer than any built-in takes on a
+/// run's files, while a step that does a great deal of work (a filter over a large string, in a
+/// loop) is stopped instead of outliving `--timeout`, which is only checked between phases.
+pub const MAX_RENDER_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The render's output, refusing to grow past [`MAX_OUTPUT`].
 struct Capped(Vec<u8>);
@@ -80,6 +86,8 @@ struct Job {
     name: String,
     ctx: minijinja::Value,
     over: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// When the render's time is up ([`MAX_RENDER_TIME`] from when it was asked for).
+    until: std::time::Instant,
     done: std::sync::mpsc::Sender<std::result::Result<Vec<u8>, minijinja::Error>>,
 }
 
@@ -103,8 +111,10 @@ fn start_renderer(env: std::sync::Arc<Environment<'static>>) -> std::io::Result<
         for job in rx {
             flag = job.over;
             crate::alloc::set_budget(MAX_MEMORY, &flag);
+            crate::alloc::set_deadline(Some(job.until));
             let r = render_capped(&env, &job.name, job.ctx);
             // Between renders nothing is held to a budget.
+            crate::alloc::set_deadline(None);
             crate::alloc::set_budget(usize::MAX, &flag);
             let _ = job.done.send(r);
         }
@@ -179,10 +189,14 @@ impl Templates {
         let out = match out {
             Some(out) => out,
             None => {
-                let held = format!("held more than {} MiB of memory", MAX_MEMORY >> 20);
+                let held = format!(
+                    "held more than {} MiB of memory or worked longer than {}s",
+                    MAX_MEMORY >> 20,
+                    MAX_RENDER_TIME.as_secs()
+                );
                 return Err(match over {
                     Some(path) => Error::config(format!("template {path} {held} and was stopped")).with_hint(format!(
-                        "a string that doubles (`{{% set s = s ~ s %}}`) outgrows any bound in a few steps; fix the override or remove {path} to use the built-in {name}"
+                        "a string that doubles (`{{% set s = s ~ s %}}`) or a filter looped over a large one outgrows any bound in a few steps; fix the override or remove {path} to use the built-in {name}"
                     )),
                     None => Error::failure(format!("built-in template {name} {held} on this workspace's files"))
                         .with_hint("the files it quotes (context.md, memory.md, plan.md) may be far larger than a run writes"),
@@ -205,7 +219,8 @@ impl Templates {
         use std::sync::mpsc::RecvTimeoutError;
         let over = std::sync::Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let job = Job { name: name.to_string(), ctx, over: over.clone(), done: tx };
+        let until = std::time::Instant::now() + MAX_RENDER_TIME;
+        let job = Job { name: name.to_string(), ctx, over: over.clone(), until, done: tx };
         // Held while the render runs: one render at a time on this set of templates.
         let mut renderer = self.renderer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let no_thread = |e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("no thread to render on: {e}"));
@@ -222,7 +237,12 @@ impl Templates {
         loop {
             match rx.recv_timeout(std::time::Duration::from_millis(20)) {
                 Ok(r) => return r.map(Some),
-                Err(RecvTimeoutError::Timeout) if over.load(Ordering::SeqCst) => {
+                // Over its memory or its time (a render that works on without allocating is
+                // given up on a second after its deadline, and left to finish alone).
+                Err(RecvTimeoutError::Timeout)
+                    if over.load(Ordering::SeqCst)
+                        || std::time::Instant::now() > until + std::time::Duration::from_secs(1) =>
+                {
                     *renderer = None;
                     return Ok(None);
                 }
@@ -319,7 +339,12 @@ mod tests {
         let tpl = Templates::load(Some(&root)).unwrap();
         let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
         assert_eq!(e.kind, crate::error::Kind::Config);
-        assert_eq!(e.message, format!("template {root}/plan.md.j2 held more than 256 MiB of memory and was stopped"));
+        assert_eq!(
+            e.message,
+            format!(
+                "template {root}/plan.md.j2 held more than 256 MiB of memory or worked longer than 5s and was stopped"
+            )
+        );
         // The next render has its own budget.
         assert!(tpl.render("decisions.md.j2", serde_json::json!({})).is_ok());
     }
