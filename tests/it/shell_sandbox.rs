@@ -666,3 +666,76 @@ fn a_workspace_file_does_not_stand_in_for_an_uninstalled_program() {
         assert!(!t.exists("ws/PWNED-path"), "PATH {path} ran the workspace's file");
     }
 }
+
+/// A repository below the top (a nested clone, a submodule whose `.git` file leads elsewhere in
+/// the workspace, a bare one) is as read-only to the program as the top `.git`: `sed -i`,
+/// `tee` and `cp` cannot give its config an `fsmonitor` the user's next `git status` would run,
+/// and a `.git` the program makes is removed after it. Without the sandbox an argv that names a
+/// `.git` is refused.
+#[test]
+fn git_repositories_at_every_depth_are_read_only_to_the_shell() {
+    let t = T::new();
+    let git = |dir: &str, args: &[&str]| {
+        std::fs::create_dir_all(t.path(dir)).unwrap();
+        let ok = std::process::Command::new("git").current_dir(t.path(dir)).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git("ws/sub", &["init", "-q"]);
+    git("ws/deep/er/repo", &["init", "-q"]);
+    git("ws/mirror.git", &["init", "-q", "--bare"]);
+    // A submodule's checkout: its `.git` is a file naming a folder elsewhere in the workspace.
+    git("ws/modules/sm", &["init", "-q", "--bare"]);
+    t.write("ws/sm/.git", "gitdir: ../modules/sm\n");
+    t.write("ws/evil.cfg", "[core]\n\tfsmonitor = touch PWNED\n");
+    let configs = ["ws/sub/.git/config", "ws/deep/er/repo/.git/config", "ws/mirror.git/config", "ws/modules/sm/config"];
+    let before: Vec<String> = configs.iter().map(|c| t.read(c)).collect();
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sed, tee, cp, mkdir], timeout: 5s}\n");
+    if bwrap_works() {
+        for target in
+            ["sub/.git/config", "deep/er/repo/.git/config", "mirror.git/config", "sm/.git/../modules/sm/config"]
+        {
+            for argv in [
+                json!(["sed", "-i", "s/bare = false/fsmonitor = touch PWNED/", target]),
+                json!(["tee", "-a", target]),
+                json!(["cp", "evil.cfg", target]),
+            ] {
+                let (_, v) = call(&t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
+                let _ = v;
+            }
+        }
+        for (c, b) in configs.iter().zip(&before) {
+            assert_eq!(&t.read(c), b, "{c} was written from the sandbox");
+        }
+        // A repository the program makes is gone after the call.
+        let (code, v) = call(&t, json!({"argv": ["mkdir", "-p", "new/.git/hooks"]}));
+        assert_eq!(code, Some(0), "{v}");
+        assert!(v["output"].as_str().unwrap().contains("new/.git"), "{v}");
+        assert!(!t.exists("ws/new/.git") && t.exists("ws/new"), "{v}");
+        // Other files stay writable.
+        let (code, v) = call(&t, json!({"argv": ["cp", "evil.cfg", "sub/copy.cfg"]}));
+        assert_eq!(code, Some(0), "{v}");
+    }
+    // Without the OS sandbox: an argv that names a `.git` is refused, whatever the spelling.
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    for argv in [
+        json!(["tee", "-a", "sub/.git/config"]),
+        json!(["cp", "evil.cfg", "./deep/er/repo/.git/config"]),
+        json!(["sed", "-i", "s/x/y/", "sub/.GIT/config"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("sandbox: none"), "{argv}: {v}");
+    }
+    for (c, b) in configs.iter().zip(&before) {
+        assert_eq!(&t.read(c), b, "{c} was written without the sandbox");
+    }
+    // A repository it unpacks (the argv names none) is removed after the call.
+    t.write("pack/other/.git/config", "[core]\n\tfsmonitor = touch PWNED\n");
+    let ok =
+        std::process::Command::new("tar").args(["-cf", "../ws/repo.tar", "other"]).current_dir(t.path("pack")).status();
+    assert!(ok.unwrap().success());
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [tar], timeout: 5s}\n");
+    let (code, v) = call(&t, json!({"argv": ["tar", "-xf", "repo.tar"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(!t.exists("ws/other/.git") && t.exists("ws/other"), "{v}");
+}

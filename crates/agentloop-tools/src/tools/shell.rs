@@ -5,7 +5,9 @@
 //! - the program runs inside bubblewrap (`tools.shell.sandbox: bwrap`, the default; see
 //!   `bwrap.rs`): its own PID namespace and `/proc` (agentloop's environment is not there to
 //!   read), no network unless `tools.shell.network`, a read-only filesystem except the folders
-//!   file_write may write, agentloop's own files read-only, no new privileges. Without a
+//!   file_write may write, agentloop's own files and every git repository in them read-only
+//!   (`gitdirs.rs`; without the sandbox an argv naming a `.git` is refused, and repositories
+//!   the program creates are removed after it either way), no new privileges. Without a
 //!   working bwrap every call is refused, naming the fix, unless the user's config says
 //!   `sandbox: none`;
 //! - the environment is cleared to `tools.shell.env` (no provider keys reach the child), and no
@@ -22,6 +24,7 @@
 
 mod argv;
 mod bwrap;
+mod gitdirs;
 
 pub use argv::{exec_through, matches};
 
@@ -134,9 +137,23 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
             Err(e) => return ToolResult::err(e.message, false),
         },
         ShellSandbox::None => {
+            // Nothing makes a repository read-only: an argv that names one is refused (what
+            // the program creates is still removed after it).
+            if let Some(a) = argv[1..].iter().find(|a| gitdirs::names_git(a)) {
+                return ToolResult::err(
+                    format!(
+                        "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
+                    ),
+                    false,
+                );
+            }
+            let sweep = match bwrap::Sweep::unsandboxed(env) {
+                Ok(s) => s,
+                Err(e) => return ToolResult::err(e.message, false),
+            };
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
-            (cmd, None)
+            (cmd, Some(sweep))
         }
     };
     cmd.env_clear().envs(child_env);
@@ -214,7 +231,7 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let mut text = format!("exit code: {code}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
     if !swept.is_empty() {
         text.push_str(&format!(
-            "\n--- agentloop ---\nremoved {}: the workspace's own files are agentloop's, a program may not create them",
+            "\n--- agentloop ---\nremoved {}: agentloop's own files and git repositories are not a program's to create",
             swept.join(", ")
         ));
     }
