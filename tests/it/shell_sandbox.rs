@@ -739,3 +739,53 @@ fn git_repositories_at_every_depth_are_read_only_to_the_shell() {
     assert_eq!(code, Some(0), "{v}");
     assert!(!t.exists("ws/other/.git") && t.exists("ws/other"), "{v}");
 }
+
+/// `git status` in a superproject recurses into its submodules and runs their filters with
+/// their own configuration (`.git/modules/sm/config`), which `git config --list` never shows:
+/// it is judged like the top one, as are a worktree's `config.worktree` and a repository deeper
+/// in the work tree, and nothing runs.
+#[test]
+fn git_judges_the_configuration_of_submodules_and_worktrees() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    let git = |dir: &str, args: &[&str]| {
+        std::fs::create_dir_all(t.path(dir)).unwrap();
+        let ok = std::process::Command::new("git")
+            .current_dir(t.path(dir))
+            .args(["-c", "user.name=a", "-c", "user.email=a@b", "-c", "protocol.file.allow=always"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    t.write("up/f.txt", "hi\n");
+    t.write("up/.gitattributes", "* filter=x\n");
+    git("up", &["init", "-q"]);
+    git("up", &["add", "."]);
+    git("up", &["commit", "-q", "-m", "x"]);
+    git("ws", &["init", "-q"]);
+    git("ws", &["submodule", "add", "-q", t.path("up").to_str().unwrap(), "sm"]);
+    git("ws", &["commit", "-q", "-m", "sm"]);
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [git]}\n");
+    let (code, v) = call(&t, json!({"argv": ["git", "status", "--short"]}));
+    assert_eq!(code, Some(0), "a clean superproject is read as before: {v}");
+    // The submodule's own config names a clean filter; its file is changed so status runs it.
+    let sm_config = t.read("ws/.git/modules/sm/config");
+    t.write("ws/.git/modules/sm/config", &format!("{sm_config}[filter \"x\"]\n\tclean = sh -c 'id > PWNED-sm; cat'\n"));
+    t.write("ws/sm/f.txt", "changed\n");
+    for argv in [json!(["git", "status"]), json!(["git", "-C", "sm", "status"]), json!(["git", "diff"])] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        let e = v["error"].as_str().unwrap_or("");
+        assert!(e.contains("refused") && e.contains("filter.x.clean") && e.contains("git would run"), "{argv}: {v}");
+        assert!(!e.contains(t.root().to_str().unwrap()), "a machine path in {e}");
+    }
+    assert!(!t.exists("ws/sm/PWNED-sm") && !t.exists("ws/PWNED-sm"), "git ran the submodule's filter");
+    t.write("ws/.git/modules/sm/config", &sm_config);
+    // A worktree's own configuration.
+    t.write("ws/.git/worktrees/w/config.worktree", "[core]\n\tpager = id\n");
+    let (code, v) = call(&t, json!({"argv": ["git", "status"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap_or("").contains("core.pager"), "{v}");
+}

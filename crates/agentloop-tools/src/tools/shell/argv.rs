@@ -296,6 +296,50 @@ pub fn git_repo(git: &Utf8Path, root: &Utf8Path, argv: &[String], env: &[(String
             return Some(format!("the repository's configuration sets `{key}`, a program git would run"));
         }
     }
+    nested(git, root, global, env)
+}
+
+/// [`git_repo`] for the repositories git may enter besides the one it finds, which
+/// `git config --list` never reads: submodules (`.git/modules/**/config`, a checkout's own
+/// `.git`), worktrees (`config.worktree`) and any repository deeper in the work tree. Each
+/// file is listed by git (`--file`, includes followed) and judged as the top one is.
+fn nested(git: &Utf8Path, root: &Utf8Path, global: &[String], env: &[(String, String)]) -> Option<String> {
+    let ask = |args: &[&str]| {
+        std::process::Command::new(git)
+            .args(global)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim_end_matches('\n').to_string())
+    };
+    let common = ask(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let top = ask(&["rev-parse", "--show-toplevel"]).filter(|t| !t.is_empty());
+    let files = match super::gitdirs::nested_configs(top.as_deref().map(Utf8Path::new), Utf8Path::new(&common)) {
+        Ok(f) => f,
+        Err(e) => return Some(e),
+    };
+    for file in files {
+        let Some(list) = ask(&["config", "--file", file.as_str(), "--includes", "--list", "-z"]) else {
+            return Some(format!("git cannot read the configuration {file}"));
+        };
+        // `-z` without scopes: key NEWLINE value NUL.
+        for setting in list.split('\0') {
+            let key = setting.split('\n').next().unwrap_or("");
+            if runs_a_program(key) {
+                // Named from the workspace: a prompt shows no machine path.
+                let real = crate::tools::sandbox::absolute(root).canonicalize_utf8().unwrap_or(root.to_path_buf());
+                let shown = file.strip_prefix(&real).map_or(file.to_string(), |r| r.to_string());
+                return Some(format!(
+                    "the configuration of a repository git would enter ({shown}) sets `{key}`, a program git would run"
+                ));
+            }
+        }
+    }
     None
 }
 

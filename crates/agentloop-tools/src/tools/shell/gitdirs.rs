@@ -86,7 +86,10 @@ fn walk(dir: &Utf8Path, roots: &[Utf8PathBuf], found: &mut Found, budget: &mut u
 /// The real folder a `.git` link or `.git` file (`gitdir: PATH`) leads to.
 fn git_target(path: &Utf8Path, is_file: bool) -> Option<Utf8PathBuf> {
     let target = if is_file {
-        let text = std::fs::read_to_string(path).ok()?;
+        // A `gitdir:` line is short; a huge or endless file is read no further than git would.
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(std::fs::File::open(path).ok()?, 4096), &mut text)
+            .ok()?;
         let line = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim().to_string();
         path.parent()?.join(line)
     } else {
@@ -127,6 +130,79 @@ pub fn sweep_new(before: &Found, roots: &[Utf8PathBuf], ws: &Utf8Path) -> Vec<St
         }
     }
     removed
+}
+
+/// The configuration files of the repositories git may enter besides the one it finds: each
+/// submodule's (`modules/**/config` in the common git folder, and a checkout's own `.git`
+/// folder or the folder its `gitdir:` names), each worktree's (`config.worktree`), and any
+/// other repository at any depth of the work tree (`git status` recurses into submodules, and
+/// runs their filters with their configuration). `top` is the work tree (or None for a bare
+/// repository), `common` the common git folder, as git names them.
+pub fn nested_configs(top: Option<&Utf8Path>, common: &Utf8Path) -> Result<Vec<Utf8PathBuf>, String> {
+    let mut dirs: BTreeSet<Utf8PathBuf> = BTreeSet::new();
+    let mut budget = MAX_ENTRIES;
+    modules(common, &mut dirs, &mut budget);
+    if let Some(top) = top {
+        let found = scan(&[top.to_path_buf()])?;
+        for p in &found.seen {
+            let dir = match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_file() => git_target(p, true),
+                Ok(_) if p.file_name().is_some_and(|n| n.eq_ignore_ascii_case(".git")) => p.canonicalize_utf8().ok(),
+                Ok(_) => Some(p.clone()),
+                Err(_) => None,
+            };
+            if let Some(d) = dir.filter(|d| d.is_dir()) {
+                modules(&d, &mut dirs, &mut budget);
+                dirs.insert(d);
+            }
+        }
+    }
+    let top_git = common.canonicalize_utf8().unwrap_or_else(|_| common.to_path_buf());
+    let mut files = Vec::new();
+    for d in dirs {
+        // The top repository's own `config` is listed by git itself, with its scope.
+        if d != top_git {
+            files.push(d.join("config"));
+        }
+        files.push(d.join("config.worktree"));
+        if let Ok(rd) = std::fs::read_dir(d.join("worktrees")) {
+            files.extend(
+                rd.flatten()
+                    .filter_map(|e| Utf8PathBuf::from_path_buf(e.path()).ok())
+                    .map(|w| w.join("config.worktree")),
+            );
+        }
+    }
+    files.retain(|f| f.is_file());
+    Ok(files)
+}
+
+/// Every submodule's git folder under `git_dir/modules`, at any depth (a submodule's own
+/// submodules live in its `modules/`).
+fn modules(git_dir: &Utf8Path, out: &mut BTreeSet<Utf8PathBuf>, budget: &mut usize) {
+    modules_below(&git_dir.join("modules"), out, budget);
+}
+
+/// A module named `a/b` is kept as `modules/a/b`: a folder holding `HEAD` is a submodule, one
+/// without it a level of a name.
+fn modules_below(dir: &Utf8Path, out: &mut BTreeSet<Utf8PathBuf>, budget: &mut usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let Ok(path) = Utf8PathBuf::from_path_buf(e.path()) else { continue };
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if path.join("HEAD").is_file() {
+            out.insert(path.canonicalize_utf8().unwrap_or(path.clone()));
+            modules(&path, out, budget);
+        } else {
+            modules_below(&path, out, budget);
+        }
+    }
 }
 
 #[cfg(test)]
