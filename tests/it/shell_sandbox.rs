@@ -789,3 +789,69 @@ fn git_judges_the_configuration_of_submodules_and_worktrees() {
     assert_eq!(code, Some(6), "{v}");
     assert!(v["error"].as_str().unwrap_or("").contains("core.pager"), "{v}");
 }
+
+/// Programs that can run code the workspace holds — compilers under any name (`gcc-12`, `c99`,
+/// `x86_64-linux-gnu-gcc`), linkers, preprocessors, test runners, loaders of plugins and
+/// providers — are refused whole, however their options are spelled, naming the program and
+/// the key that allows it: `tools.shell.code_runners` in the user's own config, and only with
+/// the OS sandbox. Nothing they would load runs.
+#[test]
+fn programs_that_can_run_the_workspaces_code_are_refused_whole() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/f.c", "int main(void) { return 0; }\n");
+    t.write("ws/t/x.t", "open my $f, '>', 'PWNED-prove'; print \"ok 1\\n1..1\\n\";\n");
+    t.write("ws/x.pic", ".PS\nsh \"touch PWNED-pic\"\n.PE\n");
+    t.write("ws/x.cnf", "openssl_conf = x\n[x]\nproviders = p\n[p]\nx = y\n");
+    let progs = "[gcc, gcc-12, x86_64-linux-gnu-gcc, c99, c89, ld, cpp, pic, prove, openssl, ssh-keygen]";
+    t.write("ws/agentloop.yaml", &format!("tools:\n  shell: {{enabled: true, allow: {progs}, timeout: 5s}}\n"));
+    for argv in [
+        json!(["gcc", "--prefix=./", "f.c"]),
+        json!(["gcc", "--for-linker=--plugin=./x.so", "f.c"]),
+        json!(["gcc", "-O2", "-c", "f.c"]),
+        json!(["gcc-12", "-c", "f.c"]),
+        json!(["x86_64-linux-gnu-gcc", "-c", "f.c"]),
+        json!(["c99", "-c", "f.c"]),
+        json!(["c89", "-c", "f.c"]),
+        json!(["ld", "-plugin", "./x.so"]),
+        json!(["cpp", "-fplugin=./x.so", "f.c"]),
+        json!(["pic", "-U", "x.pic"]),
+        json!(["prove", "t/"]),
+        json!(["openssl", "req", "-config", "x.cnf"]),
+        json!(["openssl", "list", "-provider", "./x"]),
+        json!(["ssh-keygen", "-D", "./x.so"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        let e = v["error"].as_str().unwrap_or("");
+        let prog = argv[0].as_str().unwrap();
+        assert!(e.starts_with(&format!("refused: `{prog}`")) && e.contains("tools.shell.code_runners"), "{argv}: {e}");
+    }
+    assert!(!t.exists("ws/PWNED-prove") && !t.exists("ws/PWNED-pic"), "a refused program ran");
+    // The user's own config allows one program by name; the others stay refused.
+    t.write("xdg/agentloop/config.yaml", "tools:\n  shell: {code_runners: [gcc]}\n");
+    if bwrap_works() {
+        let (code, v) = call(&t, json!({"argv": ["gcc", "-c", "f.c", "-o", "f.o"]}));
+        assert_eq!(code, Some(0), "{v}");
+        let (code, v) = call(&t, json!({"argv": ["gcc-12", "-c", "f.c"]}));
+        assert_eq!(code, Some(6), "{v}");
+    }
+    // Without the OS sandbox nothing allows them.
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\ntools:\n  shell: {code_runners: [gcc, prove]}\n");
+    for argv in [json!(["gcc", "-c", "f.c"]), json!(["prove", "t/"])] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("sandbox: none"), "{v}");
+    }
+    assert!(!t.exists("ws/PWNED-prove"), "prove ran on the host");
+    // A workspace nobody trusted cannot name one the user did not.
+    t.write("xdg/agentloop/config.yaml", "tools:\n  shell: {enabled: true, allow: [gcc], code_runners: []}\n");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {code_runners: [gcc]}\n");
+    let out = t
+        .untrusted()
+        .args(["-w", "ws", "tools", "call", "shell", "--args", r#"{"argv": ["gcc", "f.c"]}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", crate::common::stderr(&out));
+    assert!(crate::common::stderr(&out).contains("`tools.shell.code_runners`"), "{}", crate::common::stderr(&out));
+}

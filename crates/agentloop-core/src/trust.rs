@@ -468,6 +468,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Ok(())
         }
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
+        "tools.shell.code_runners" => subset(&base.tools.shell.code_runners, "tools.shell.code_runners"),
         "skills.only" => match &base.skills.only {
             Some(only) => subset(only, "skills.only"),
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),

@@ -25,6 +25,7 @@
 mod argv;
 mod bwrap;
 mod gitdirs;
+mod policy;
 
 pub use argv::{exec_through, matches};
 
@@ -107,8 +108,24 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     } else {
         "allow this exact command with a tools.shell.patterns entry"
     };
+    // Programs that can run code the workspace holds are refused whole, however their
+    // options are spelled, unless the user names them (and the OS sandbox contains them).
+    let runner = policy::judge(&names).filter(|_| unsandboxed || !cfg.code_runners.contains(&program));
     let mut argv = if patterned && !unsandboxed {
         argv
+    } else if let Some((key, kind)) = runner {
+        let named = if key == base_name(&program) { String::new() } else { format!(" ({key})") };
+        let allow = if unsandboxed {
+            "without the OS sandbox (`sandbox: none`) neither tools.shell.code_runners nor tools.shell.patterns can allow it; install bubblewrap to allow it".to_string()
+        } else {
+            format!(
+                "to allow it, list `{program}` in tools.shell.code_runners in your own config (~/.config/agentloop/config.yaml), or this exact command in tools.shell.patterns"
+            )
+        };
+        return ToolResult::err(
+            format!("refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}", kind.says()),
+            false,
+        );
     } else if let Some(why) = exec_through(&argv, &names) {
         return ToolResult::err(format!("refused: {why}; {fix}"), false);
     } else if let Some(why) = exe
@@ -243,6 +260,11 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
         r.metadata = json!({"exit_code": code});
         r
     }
+}
+
+/// A program's file name, as a refusal names it.
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
 }
 
 fn read_capped<R: Read>(r: Option<&mut R>, cap: u64) -> String {
