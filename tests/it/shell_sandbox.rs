@@ -855,3 +855,91 @@ fn programs_that_can_run_the_workspaces_code_are_refused_whole() {
     assert_eq!(out.status.code(), Some(2), "{}", crate::common::stderr(&out));
     assert!(crate::common::stderr(&out).contains("`tools.shell.code_runners`"), "{}", crate::common::stderr(&out));
 }
+
+/// A `.env` holding a key agentloop knows, dumped by xxd with any grouping or width (`-g0`,
+/// `-c4`, `-c2`: the text column then looks like hex), in binary (`-b`), converted to UTF-16
+/// (`iconv`), or base64-encoded twice: no line of it that spells part of the key is recorded,
+/// in hex, bits or text, anywhere in the workspace.
+#[test]
+fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
+    let t = T::new();
+    t.write("ws/.env", &format!("# service\nOPENAI_API_KEY={KEY}\nDEBUG=1\n"));
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [xxd, iconv, sh], patterns: [\"sh -c **\"]}\n",
+    );
+    let sandboxed = bwrap_works();
+    if !sandboxed {
+        t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    }
+    let mut calls: Vec<Vec<&str>> = vec![
+        vec!["xxd", "-g0", ".env"],
+        vec!["xxd", "-c4", ".env"],
+        vec!["xxd", "-c2", ".env"],
+        vec!["xxd", "-b", ".env"],
+        vec!["iconv", "-f", "UTF-8", "-t", "UTF-16LE", ".env"],
+        vec!["iconv", "-f", "UTF-8", "-t", "UTF-16", ".env"],
+    ];
+    if sandboxed {
+        calls.push(vec!["sh", "-c", "base64 .env | base64"]);
+        calls.push(vec!["sh", "-c", "iconv -t UTF-16LE .env | xxd -c4"]);
+    }
+    let (mut plans, mut reflects) = (String::new(), String::new());
+    for (i, argv) in calls.iter().enumerate() {
+        plans.push_str(&format!(
+            "  - answer: {{next_action: {{tool: shell, args: {{argv: {}}}}}, expected_outcome: x, rationale: y}}\n",
+            json!(argv)
+        ));
+        let decision = if i + 1 == calls.len() { "escalate" } else { "continue" };
+        reflects.push_str(&format!("  - answer: {{decision: {decision}, reason: step {i}}}\n"));
+    }
+    t.write(
+        "script.yaml",
+        &format!(
+            "frame:\n  - answer: {{goal: g, definition_of_done: [a, b, c], can_proceed: true}}\nplan:\n{plans}reflect:\n{reflects}"
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", KEY)
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
+    // What each program prints, run here: no line of it that spells part of the key (four of
+    // its characters, three of its bytes in hex, two in bits; any line of the twice-encoded
+    // base64) is recorded.
+    let part = &KEY.as_bytes()[8..];
+    let spells_key = |line: &str| {
+        let plain: String = line.split_whitespace().collect::<String>().replace(['\0', '.', '|'], "").to_lowercase();
+        part.windows(4).any(|w| plain.contains(std::str::from_utf8(w).unwrap()))
+            || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+            || part.windows(2).any(|w| plain.contains(&w.iter().map(|b| format!("{b:08b}")).collect::<String>()))
+    };
+    let printed: Vec<String> = calls
+        .iter()
+        .filter_map(|argv| {
+            let o = std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(t.path("ws")).output().ok()?;
+            Some((argv.contains(&"base64 .env | base64"), o))
+        })
+        .flat_map(|(nested, o)| {
+            let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect();
+            lines.into_iter().filter(move |l| if nested { l.len() >= 16 } else { spells_key(l) })
+        })
+        .collect();
+    assert!(printed.len() > 10, "the programs ran here: {printed:?}");
+    let core_hex: String = "9f8e7d6c5b4a".bytes().map(|b| format!("{b:02x}")).collect();
+    for entry in walkdir(&t.path("ws")) {
+        if entry.ends_with(".env") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        let compact: String = text.split_whitespace().collect::<String>().replace(['\0', '.', '|'], "");
+        assert!(!compact.contains("9f8e7d6c5b4a"), "{} holds the key", entry.display());
+        assert!(!compact.to_lowercase().contains(&core_hex), "{} holds the key in hex", entry.display());
+        for line in &printed {
+            assert!(!text.contains(line.as_str()), "{} holds `{line}`", entry.display());
+        }
+    }
+}

@@ -10,10 +10,16 @@
 //! taken out, is decoded at every alignment and the decoded bytes searched for a secret, so a key
 //! at any offset of an encoded file is found; the characters that spell it are replaced.
 //!
+//! Base64 that decodes to base64 is decoded again ([`NESTED`] times over), and every secret is
+//! also looked for in UTF-16, either byte order: as text (its NULs read past), encoded and
+//! dumped.
+//!
 //! A secret can also be rendered by a dump program, one byte or one word at a time and over
-//! several lines (`od -c`, `od -An -tx1`, `od -tx2/-tx4/-to1/-tu1`, `xxd`, `xxd -p`,
-//! `hexdump -C`, hex with `:` or `0x` separators). Such text is read the way a person would:
-//! offsets dropped, the hex columns joined into one stream, the character columns into another,
+//! several lines (`od -c`, `od -An -tx1`, `od -tx2/-tx4/-to1/-tu1`, `xxd` of any grouping and
+//! width, `xxd -b`, `xxd -p`, `hexdump -C`, hex with `:` or `0x` separators). Such text is read
+//! the way a person would: offsets dropped, a line with a text column split where the groups
+//! before it spell as many bytes as it shows (so `xxd -c4`'s `0123` is text, not hex), and read
+//! greedily too, the hex (or bit) columns joined into one stream, the character columns into another,
 //! each column of numbers read as bytes of every width in octal, decimal and hex (words in the
 //! machine's little-endian order); when a secret is in a stream, every line it spans is replaced
 //! by `[REDACTED]`. These scans run only when there is a secret to look for.
@@ -55,6 +61,14 @@ fn forms(secret: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The bytes a secret is written as: itself, and in UTF-16 either way round (`iconv -t
+/// UTF-16LE`), which a dump or an encoder may render in turn.
+fn needles(secret: &str) -> Vec<Vec<u8>> {
+    let le: Vec<u8> = secret.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let be: Vec<u8> = secret.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    vec![secret.as_bytes().to_vec(), le, be]
 }
 
 fn hex(secret: &str) -> String {
@@ -119,6 +133,7 @@ pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     let secrets: Vec<&str> = env.iter().chain(extra.iter()).map(String::as_str).collect();
+    let out = redact_wide(&out, &secrets);
     std::borrow::Cow::Owned(redact_dumps(&redact_encoded(&out, &secrets), &secrets))
 }
 
@@ -175,6 +190,30 @@ fn mask_assignments(text: &str) -> String {
     .into_owned()
 }
 
+/// The text with every secret written in UTF-16 (`iconv -t UTF-16`, either byte order, with or
+/// without a byte-order mark) replaced: the NULs between its characters are read past.
+fn redact_wide(text: &str, secrets: &[&str]) -> String {
+    if !text.contains('\0') {
+        return text.to_string();
+    }
+    let (mut kept, mut at) = (Vec::with_capacity(text.len()), Vec::with_capacity(text.len()));
+    for (i, b) in text.bytes().enumerate() {
+        if b != 0 {
+            kept.push(b);
+            at.push(i);
+        }
+    }
+    let mut spans = Vec::new();
+    for s in secrets {
+        for f in forms(s) {
+            for p in find_all(&kept, f.as_bytes()) {
+                spans.push((at[p], at[p + f.len() - 1] + 1));
+            }
+        }
+    }
+    replace_spans(text, spans)
+}
+
 /// The value of a base64 character, standard (`+/`) or URL-safe (`-_`).
 fn base64_value(c: u8) -> Option<u8> {
     match c {
@@ -227,14 +266,31 @@ fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> 
 /// The text with every encoded rendering of a secret replaced: base64, base32 and hex runs,
 /// wrapped over lines or not, decoded at every alignment and searched for each secret.
 fn redact_encoded(text: &str, secrets: &[&str]) -> String {
-    let secrets: Vec<&[u8]> = secrets.iter().map(|s| s.as_bytes()).collect();
+    let needles: Vec<Vec<u8>> = secrets.iter().flat_map(|s| needles(s)).collect();
+    let needles: Vec<&[u8]> = needles.iter().map(Vec::as_slice).collect();
     let mut spans = Vec::new();
     for (value, bits) in
         [(base64_value as fn(u8) -> Option<u8>, 6), (base32_value, 5), (base32hex_value, 5), (hex_value, 4)]
     {
-        encoded_spans(text, value, bits, &secrets, &mut spans);
+        encoded_spans(text.as_bytes(), value, bits, &needles, NESTED, &mut spans);
     }
     replace_spans(text, spans)
+}
+
+/// How many times over base64 is read inside what base64 decoded to (`base64 | base64`).
+const NESTED: usize = 2;
+
+/// Where the needles lie in `decoded`, as (start, length): found as they are, or, `depth` times
+/// over, base64-encoded inside it.
+fn hits(decoded: &[u8], needles: &[&[u8]], depth: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> =
+        needles.iter().flat_map(|n| find_all(decoded, n).map(move |p| (p, n.len()))).collect();
+    if depth > 0 {
+        let mut inner = Vec::new();
+        encoded_spans(decoded, base64_value, 6, needles, depth - 1, &mut inner);
+        out.extend(inner.into_iter().map(|(a, b)| (a, b - a)));
+    }
+    out
 }
 
 /// Collects, as byte ranges of `text`, the characters that spell a secret in an encoding of
@@ -242,13 +298,13 @@ fn redact_encoded(text: &str, secrets: &[&str]) -> String {
 /// the blanks around it (wrapped output: `base64 -w 20`, `fold`); anything else ends it,
 /// padding (`=`) included, since what follows padding is encoded afresh.
 fn encoded_spans(
-    text: &str,
+    b: &[u8],
     value: fn(u8) -> Option<u8>,
     bits: usize,
     secrets: &[&[u8]],
+    depth: usize,
     out: &mut Vec<(usize, usize)>,
 ) {
-    let b = text.as_bytes();
     let mut run: Vec<(u8, usize)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -264,16 +320,16 @@ fn encoded_spans(
                 continue;
             }
         }
-        decode_run(&run, bits, secrets, out);
+        decode_run(&run, bits, secrets, depth, out);
         run.clear();
         i += 1;
     }
-    decode_run(&run, bits, secrets, out);
+    decode_run(&run, bits, secrets, depth, out);
 }
 
 /// Decodes one run at each alignment (the run may start in the middle of an encoded group) and
 /// adds the characters of every whole group that spells part of a secret.
-fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec<(usize, usize)>) {
+fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], depth: usize, out: &mut Vec<(usize, usize)>) {
     let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
     if shortest == 0 || run.len() * bits / 8 < shortest {
         return;
@@ -298,12 +354,11 @@ fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec
                 acc &= (1 << n) - 1;
             }
         }
-        for s in secrets {
-            for p in find_all(&decoded, s) {
-                let first = a + p / group_bytes * group;
-                let last = (a + (p + s.len()).div_ceil(group_bytes) * group).min(run.len()) - 1;
-                out.push((run[first].1, run[last].1 + 1));
-            }
+        // Base64 inside base64 is read only where base64 was decoded.
+        for (p, len) in hits(&decoded, secrets, if bits == 6 { depth } else { 0 }) {
+            let first = a + p / group_bytes * group;
+            let last = (a + (p + len).div_ceil(group_bytes) * group).min(run.len()) - 1;
+            out.push((run[first].1, run[last].1 + 1));
         }
     }
 }
@@ -349,6 +404,9 @@ struct Stream {
 
 impl Stream {
     fn push(&mut self, s: &[u8], line: usize) {
+        if s.is_empty() {
+            return;
+        }
         if self.starts.last().is_none_or(|(_, l)| *l != line) {
             self.starts.push((self.text.len(), line));
         }
@@ -438,6 +496,76 @@ fn hex_group(tok: &str) -> Option<String> {
         .then(|| t.to_ascii_lowercase())
 }
 
+/// A dump line read greedily: an offset dropped, hex groups of one width (a shorter last one)
+/// as bytes, then the rest as the character column (blanks and `|` out).
+fn greedy_line(toks: &[&str]) -> (Vec<u8>, String) {
+    let mut t = toks;
+    if t.len() > 1 && is_offset(t[0]) {
+        t = &t[1..];
+    }
+    let (mut bytes, mut width) = (Vec::new(), None);
+    while let Some(g) = t.first().and_then(|tok| hex_group(tok)) {
+        let w = *width.get_or_insert(g.len());
+        if g.len() > w {
+            break;
+        }
+        bytes.extend(unhex(&g));
+        t = &t[1..];
+        if g.len() < w {
+            break;
+        }
+    }
+    (bytes, t.iter().map(|tok| tok.replace('|', "")).collect())
+}
+
+/// Hex text as bytes (`hex_group` gives an even number of hex digits).
+fn unhex(h: &str) -> Vec<u8> {
+    h.as_bytes().chunks(2).filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok()).collect()
+}
+
+/// A token of a binary dump (`xxd -b`): eight binary digits a byte.
+fn bin_group(tok: &str) -> Option<Vec<u8>> {
+    (!tok.is_empty() && tok.len().is_multiple_of(8) && tok.bytes().all(|b| b == b'0' || b == b'1')).then(|| {
+        tok.as_bytes().chunks(8).filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 2).ok()).collect()
+    })
+}
+
+/// One line of a dump that ends in a text column (`xxd`, `xxd -g0/-c2/-c4/-b`, `hexdump -C`),
+/// as the bytes its groups spell and the column (blanks out, `|` frames off); None for any
+/// other line. The split is where the groups before it spell exactly as many bytes as the
+/// column after it shows (one blank or more between them): a column that looks like hex
+/// (`0123`) is then not taken for a group.
+fn dump_line(line: &str) -> Option<(Vec<u8>, String)> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let mut toks: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0;
+    for tok in line.split(' ') {
+        if !tok.is_empty() {
+            toks.push((at, tok));
+        }
+        at += tok.len() + 1;
+    }
+    let first = usize::from(toks.len() > 1 && is_offset(toks[0].1));
+    for group in [0, 1] {
+        let mut bytes = Vec::new();
+        for &(start, tok) in toks.iter().skip(first) {
+            let g = if group == 0 { hex_group(tok).map(|h| unhex(&h)) } else { bin_group(tok) };
+            let Some(g) = g else { break };
+            bytes.extend(g);
+            let rest = &line[start + tok.len()..];
+            let column = rest.trim_start();
+            let blanks = rest.len() - column.len();
+            let framed = column.strip_prefix('|').and_then(|c| c.strip_suffix('|'));
+            let column = framed.unwrap_or(column);
+            let more = if framed.is_some() { 0 } else { blanks.saturating_sub(1) };
+            if blanks > 0 && !column.is_empty() && (column.len()..=column.len() + more).contains(&bytes.len()) {
+                return Some((bytes, column.split_whitespace().collect()));
+            }
+        }
+    }
+    None
+}
+
 /// Replaces every line of `text` over which a secret is spelled out byte by byte: in a hex
 /// column (xxd, od -tx1, hexdump -C, hex with separators), a character column (od -c, the
 /// right-hand side of xxd and hexdump -C), a column of numbers (od -to1, -tu1, -tx2, -tx4) or
@@ -448,7 +576,8 @@ fn redact_dumps(text: &str, secrets: &[&str]) -> String {
         return text.to_string();
     }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let (mut hexs, mut chars, mut all) = (Stream::default(), Stream::default(), Stream::default());
+    let (mut bytes, mut chars, mut all) = (Stream::default(), Stream::default(), Stream::default());
+    let (mut gbytes, mut gchars) = (Stream::default(), Stream::default());
     let mut numbers = Numbers::default();
     for (n, line) in lines.iter().enumerate() {
         let toks: Vec<&str> = line.split_whitespace().collect();
@@ -457,38 +586,38 @@ fn redact_dumps(text: &str, secrets: &[&str]) -> String {
             all.push(tok.as_bytes(), n);
         }
         numbers.line(&toks, n);
-        let mut t = &toks[..];
-        if t.len() > 1 && is_offset(t[0]) {
-            t = &t[1..];
-        }
-        // Hex groups of one width (a shorter last one), then the character column.
-        let mut width = None;
-        while let Some(g) = t.first().and_then(|tok| hex_group(tok)) {
-            let w = *width.get_or_insert(g.len());
-            if g.len() > w {
-                break;
+        // A dump with a text column (`xxd` of any grouping and width, `xxd -b`, `hexdump -C`)
+        // is read by its shape: the groups before it spell as many bytes as it shows.
+        // Read greedily too, into streams of their own: a list of hex numbers (`0x73, ...`)
+        // can have a text column's shape by chance.
+        let (greedy_bytes, greedy_chars) = greedy_line(&toks);
+        gbytes.push(&greedy_bytes, n);
+        gchars.push(greedy_chars.as_bytes(), n);
+        match dump_line(line) {
+            Some((b, column)) => {
+                bytes.push(&b, n);
+                chars.push(column.as_bytes(), n);
             }
-            hexs.push(g.as_bytes(), n);
-            t = &t[1..];
-            if g.len() < w {
-                break;
-            }
-        }
-        for tok in t {
-            if tok.contains('|') {
-                chars.push(tok.replace('|', "").as_bytes(), n);
-            } else {
-                chars.push(tok.as_bytes(), n);
+            None => {
+                bytes.push(&greedy_bytes, n);
+                chars.push(greedy_chars.as_bytes(), n);
             }
         }
     }
     let mut marked = vec![false; lines.len()];
     for s in secrets {
         let compact: String = s.split_whitespace().collect();
-        chars.mark(compact.as_bytes(), &mut marked);
         all.mark(compact.as_bytes(), &mut marked);
-        hexs.mark(hex(s).as_bytes(), &mut marked);
-        numbers.mark(s.as_bytes(), &mut marked);
+        for needle in needles(s) {
+            // A dump's text column shows a byte it cannot print (UTF-16's NULs) as `.`.
+            let shown: Vec<u8> =
+                needle.iter().filter(|b| !b.is_ascii_whitespace()).map(|b| if *b == 0 { b'.' } else { *b }).collect();
+            chars.mark(&shown, &mut marked);
+            gchars.mark(&shown, &mut marked);
+            bytes.mark(&needle, &mut marked);
+            gbytes.mark(&needle, &mut marked);
+            numbers.mark(&needle, &mut marked);
+        }
     }
     if !marked.contains(&true) {
         return text.to_string();
@@ -702,6 +831,57 @@ mod tests {
         let kept = "AGENTLOOP_TOKEN=$(cat f)\nOPENAI_API_KEY=${KEY}\nllm.api_key = [hidden]\n\
                     handle.progress_token = null\nmax_tokens: 4096\nllm.api_key_env = OPENAI_API_KEY\nTOKEN=...\n";
         assert_eq!(mask_assignments(kept), kept);
+    }
+
+    /// xxd of any grouping and width (`-g0`, `-c2`, `-c4`: the text column can look like hex),
+    /// binary dumps, UTF-16 (raw, and dumped or encoded in turn) and base64 of base64, of a
+    /// `.env` holding the key.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn every_grouping_width_and_wide_encoding_is_redacted() {
+        let env = format!("# settings\nOPENAI_API_KEY={KEY}\nDEBUG=1\n");
+        let wide: String = env.encode_utf16().flat_map(u16::to_le_bytes).map(char::from).collect();
+        let wide_be: String = env.encode_utf16().flat_map(u16::to_be_bytes).map(char::from).collect();
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let mut cases: Vec<(String, String)> = vec![
+            ("utf-16le".into(), wide.clone()),
+            ("utf-16be".into(), format!("\u{feff}{wide_be}")),
+            ("base64 of base64".into(), b64(&b64(&env))),
+            ("base64 of base64 of base64".into(), b64(&b64(&b64(&env)))),
+            ("base64 of utf-16".into(), b64(&wide)),
+        ];
+        for offset in 0..4 {
+            let input = format!("{}{env}", "x".repeat(offset));
+            for argv in [
+                &["xxd", "-g0"][..],
+                &["xxd", "-c4"],
+                &["xxd", "-c2"],
+                &["xxd", "-c3"],
+                &["xxd", "-g0", "-c7"],
+                &["xxd", "-g4", "-c8"],
+                &["xxd", "-b"],
+                &["xxd", "-b", "-c4"],
+                &["hexdump", "-C"],
+            ] {
+                match dump(argv, &input) {
+                    Some(out) => cases.push((format!("{argv:?} at {offset}"), out)),
+                    None => eprintln!("skipped: {} is not installed", argv[0]),
+                }
+            }
+            for argv in [&["xxd"][..], &["xxd", "-c4"], &["od", "-tx1"]] {
+                if let Some(out) = dump(argv, &format!("{}{wide}", "x".repeat(offset))) {
+                    cases.push((format!("{argv:?} of utf-16 at {offset}"), out));
+                }
+            }
+        }
+        for (name, text) in cases {
+            let r = redact_wide(&scrub(&text), &[KEY]);
+            assert!(r.contains("[REDACTED]"), "{name}:\n{text}");
+            let letters: String = r.split_whitespace().collect::<String>().replace(['|', '\0', '.'], "");
+            assert!(!letters.contains("0123456789"), "{name}: {r}");
+            let hexes: String = r.chars().filter(char::is_ascii_hexdigit).collect::<String>().to_lowercase();
+            assert!(!hexes.contains(&hex("0123456789")), "{name}: {r}");
+        }
     }
 
     #[test]
