@@ -859,11 +859,16 @@ fn programs_that_can_run_the_workspaces_code_are_refused_whole() {
 /// A `.env` holding a key agentloop knows, dumped by xxd with any grouping or width (`-g0`,
 /// `-c4`, `-c2`: the text column then looks like hex), in binary (`-b`), converted to UTF-16
 /// (`iconv`), or base64-encoded twice: no line of it that spells part of the key is recorded,
-/// in hex, bits or text, anywhere in the workspace.
+/// in hex, bits or text, anywhere in the workspace; nor of a key agentloop was never given,
+/// assigned in the same file, in the dumps.
 #[test]
 fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
     let t = T::new();
-    t.write("ws/.env", &format!("# service\nOPENAI_API_KEY={KEY}\nDEBUG=1\n"));
+    t.write("ws/key.env", &format!("OPENAI_API_KEY={KEY}\n"));
+    t.write(
+        "ws/.env",
+        &format!("# service\nOPENAI_API_KEY={KEY}\nSOME_SERVICE_TOKEN=unknown-secret-value-777\nDEBUG=1\n"),
+    );
     t.write(
         "ws/agentloop.yaml",
         "tools:\n  shell: {enabled: true, allow: [xxd, iconv, sh], patterns: [\"sh -c **\"]}\n",
@@ -881,7 +886,7 @@ fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
         vec!["iconv", "-f", "UTF-8", "-t", "UTF-16", ".env"],
     ];
     if sandboxed {
-        calls.push(vec!["sh", "-c", "base64 .env | base64"]);
+        calls.push(vec!["sh", "-c", "base64 key.env | base64"]);
         calls.push(vec!["sh", "-c", "iconv -t UTF-16LE .env | xxd -c4"]);
     }
     let (mut plans, mut reflects) = (String::new(), String::new());
@@ -908,20 +913,22 @@ fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
     let transcript = t.read("ws/transcript.md");
     assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
     // What each program prints, run here: no line of it that spells part of the key (four of
-    // its characters, three of its bytes in hex, two in bits; any line of the twice-encoded
+    // its characters, three of its bytes in hex or bits; any line of the twice-encoded
     // base64) is recorded.
-    let part = &KEY.as_bytes()[8..];
+    // The unknown key (never given to agentloop) is masked as an assignment in the dumps too.
     let spells_key = |line: &str| {
         let plain: String = line.split_whitespace().collect::<String>().replace(['\0', '.', '|'], "").to_lowercase();
-        part.windows(4).any(|w| plain.contains(std::str::from_utf8(w).unwrap()))
-            || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:02x}")).collect::<String>()))
-            || part.windows(2).any(|w| plain.contains(&w.iter().map(|b| format!("{b:08b}")).collect::<String>()))
+        [&KEY.as_bytes()[8..], b"unknown-secret-value-777"].iter().any(|part| {
+            part.windows(4).any(|w| plain.contains(std::str::from_utf8(w).unwrap()))
+                || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+                || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:08b}")).collect::<String>()))
+        })
     };
     let printed: Vec<String> = calls
         .iter()
         .filter_map(|argv| {
             let o = std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(t.path("ws")).output().ok()?;
-            Some((argv.contains(&"base64 .env | base64"), o))
+            Some((argv.contains(&"base64 key.env | base64"), o))
         })
         .flat_map(|(nested, o)| {
             let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect();
@@ -931,7 +938,7 @@ fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
     assert!(printed.len() > 10, "the programs ran here: {printed:?}");
     let core_hex: String = "9f8e7d6c5b4a".bytes().map(|b| format!("{b:02x}")).collect();
     for entry in walkdir(&t.path("ws")) {
-        if entry.ends_with(".env") {
+        if entry.ends_with(".env") || entry.ends_with("key.env") {
             continue;
         }
         let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
