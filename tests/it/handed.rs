@@ -1,7 +1,7 @@
 //! A folder or a repository someone hands the user is data: running agentloop in it never
-//! records it as trusted, and nothing it carries — a crafted commit journal, a move journal,
-//! a finish that lists files — writes outside the paper trail or stands in for evidence.
-
+//! records it as trusted (nor a folder agentloop makes inside a repository), and nothing it
+//! carries — a crafted commit journal, a move journal, a finish that lists files — writes
+//! outside the paper trail or stands in for evidence.
 use crate::common::*;
 use serde_json::json;
 
@@ -135,4 +135,46 @@ reflect:
         "{refused:?}"
     );
     assert_ne!(t.json("ws/result.json")["stop"], "done");
+}
+
+/// A folder agentloop makes *inside* a repository (a clone, a submodule's checkout, a
+/// worktree) is filled by that repository's next pull, not by the user: `run --goal`, `init`
+/// and `demo` there record nothing as trusted, and a config the pull adds later is held to
+/// "may only narrow" (its MCP command never runs).
+#[test]
+fn a_folder_made_inside_a_clone_is_not_recorded_as_trusted() {
+    let t = T::new();
+    t.write("script.yaml", SCRIPT);
+    let ok = std::process::Command::new("git").args(["init", "-q", "clone"]).current_dir(t.root()).status();
+    assert!(ok.unwrap().success(), "git init");
+    // A submodule's or a worktree's checkout has a `.git` file, not a folder.
+    t.write("checkout/.git", "gitdir: ../clone/.git\n");
+    let cases: [(&str, &[&str]); 4] = [
+        ("clone/new", &["-w", "clone/new", "--script", "script.yaml", "run", "--goal", "digest"]),
+        ("clone/deep/er/ws", &["-w", "clone/deep/er/ws", "init", "--goal", "digest"]),
+        ("checkout/ws", &["-w", "checkout/ws", "init", "--goal", "digest"]),
+        ("clone/d/demo-ws", &["demo", "clone/d"]),
+    ];
+    for (folder, args) in cases {
+        let out = t.untrusted().args(args).output().unwrap();
+        // The run itself may escalate (its notes.txt is missing); it ran, and made the folder.
+        assert!(matches!(out.status.code(), Some(0 | 5)), "{args:?}: {}", stderr(&out));
+        assert!(t.exists(&format!("{folder}/state.json")), "{args:?}: {}", stderr(&out));
+        assert_eq!(trusted(&t), json!([]), "{args:?}: a folder inside a repository was recorded as trusted");
+        // The next pull adds a config with a program to run: it is refused, nothing runs.
+        let marker = hostile_config(&t, folder);
+        let out = t.untrusted().args(["-w", folder, "init", "--force", "--goal", "x"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{folder}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is not a trusted folder"), "{}", stderr(&out));
+        assert!(!marker.exists(), "{folder}: the pulled MCP command ran");
+    }
+    // Reached through a link from outside, the folder is still inside the clone.
+    std::os::unix::fs::symlink(t.path("clone"), t.path("alias")).unwrap();
+    let out = t.untrusted().args(["-w", "alias/via-link", "init", "--goal", "digest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(trusted(&t), json!([]));
+    // Outside any repository, a new folder is still agentloop's own making.
+    let out = t.untrusted().args(["-w", "mine", "init", "--goal", "digest"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(trusted(&t).as_array().unwrap().len(), 1);
 }

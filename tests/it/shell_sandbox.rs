@@ -666,3 +666,287 @@ fn a_workspace_file_does_not_stand_in_for_an_uninstalled_program() {
         assert!(!t.exists("ws/PWNED-path"), "PATH {path} ran the workspace's file");
     }
 }
+
+/// A repository below the top (a nested clone, a submodule whose `.git` file leads elsewhere in
+/// the workspace, a bare one) is as read-only to the program as the top `.git`: `sed -i`,
+/// `tee` and `cp` cannot give its config an `fsmonitor` the user's next `git status` would run,
+/// and a `.git` the program makes is removed after it. Without the sandbox an argv that names a
+/// `.git` is refused.
+#[test]
+fn git_repositories_at_every_depth_are_read_only_to_the_shell() {
+    let t = T::new();
+    let git = |dir: &str, args: &[&str]| {
+        std::fs::create_dir_all(t.path(dir)).unwrap();
+        let ok = std::process::Command::new("git").current_dir(t.path(dir)).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git("ws/sub", &["init", "-q"]);
+    git("ws/deep/er/repo", &["init", "-q"]);
+    git("ws/mirror.git", &["init", "-q", "--bare"]);
+    // A submodule's checkout: its `.git` is a file naming a folder elsewhere in the workspace.
+    git("ws/modules/sm", &["init", "-q", "--bare"]);
+    t.write("ws/sm/.git", "gitdir: ../modules/sm\n");
+    t.write("ws/evil.cfg", "[core]\n\tfsmonitor = touch PWNED\n");
+    let configs = ["ws/sub/.git/config", "ws/deep/er/repo/.git/config", "ws/mirror.git/config", "ws/modules/sm/config"];
+    let before: Vec<String> = configs.iter().map(|c| t.read(c)).collect();
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sed, tee, cp, mkdir], timeout: 5s}\n");
+    if bwrap_works() {
+        for target in
+            ["sub/.git/config", "deep/er/repo/.git/config", "mirror.git/config", "sm/.git/../modules/sm/config"]
+        {
+            for argv in [
+                json!(["sed", "-i", "s/bare = false/fsmonitor = touch PWNED/", target]),
+                json!(["tee", "-a", target]),
+                json!(["cp", "evil.cfg", target]),
+            ] {
+                let (_, v) = call(&t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
+                let _ = v;
+            }
+        }
+        for (c, b) in configs.iter().zip(&before) {
+            assert_eq!(&t.read(c), b, "{c} was written from the sandbox");
+        }
+        // A repository the program makes is gone after the call.
+        let (code, v) = call(&t, json!({"argv": ["mkdir", "-p", "new/.git/hooks"]}));
+        assert_eq!(code, Some(0), "{v}");
+        assert!(v["output"].as_str().unwrap().contains("new/.git"), "{v}");
+        assert!(!t.exists("ws/new/.git") && t.exists("ws/new"), "{v}");
+        // Other files stay writable.
+        let (code, v) = call(&t, json!({"argv": ["cp", "evil.cfg", "sub/copy.cfg"]}));
+        assert_eq!(code, Some(0), "{v}");
+    }
+    // Without the OS sandbox: an argv that names a `.git` is refused, whatever the spelling.
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    for argv in [
+        json!(["tee", "-a", "sub/.git/config"]),
+        json!(["cp", "evil.cfg", "./deep/er/repo/.git/config"]),
+        json!(["sed", "-i", "s/x/y/", "sub/.GIT/config"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("sandbox: none"), "{argv}: {v}");
+    }
+    for (c, b) in configs.iter().zip(&before) {
+        assert_eq!(&t.read(c), b, "{c} was written without the sandbox");
+    }
+    // A repository it unpacks (the argv names none) is removed after the call.
+    t.write("pack/other/.git/config", "[core]\n\tfsmonitor = touch PWNED\n");
+    let ok =
+        std::process::Command::new("tar").args(["-cf", "../ws/repo.tar", "other"]).current_dir(t.path("pack")).status();
+    assert!(ok.unwrap().success());
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [tar], timeout: 5s}\n");
+    let (code, v) = call(&t, json!({"argv": ["tar", "-xf", "repo.tar"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(!t.exists("ws/other/.git") && t.exists("ws/other"), "{v}");
+}
+
+/// `git status` in a superproject recurses into its submodules and runs their filters with
+/// their own configuration (`.git/modules/sm/config`), which `git config --list` never shows:
+/// it is judged like the top one, as are a worktree's `config.worktree` and a repository deeper
+/// in the work tree, and nothing runs.
+#[test]
+fn git_judges_the_configuration_of_submodules_and_worktrees() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    let git = |dir: &str, args: &[&str]| {
+        std::fs::create_dir_all(t.path(dir)).unwrap();
+        let ok = std::process::Command::new("git")
+            .current_dir(t.path(dir))
+            .args(["-c", "user.name=a", "-c", "user.email=a@b", "-c", "protocol.file.allow=always"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    t.write("up/f.txt", "hi\n");
+    t.write("up/.gitattributes", "* filter=x\n");
+    git("up", &["init", "-q"]);
+    git("up", &["add", "."]);
+    git("up", &["commit", "-q", "-m", "x"]);
+    git("ws", &["init", "-q"]);
+    git("ws", &["submodule", "add", "-q", t.path("up").to_str().unwrap(), "sm"]);
+    git("ws", &["commit", "-q", "-m", "sm"]);
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [git]}\n");
+    let (code, v) = call(&t, json!({"argv": ["git", "status", "--short"]}));
+    assert_eq!(code, Some(0), "a clean superproject is read as before: {v}");
+    // The submodule's own config names a clean filter; its file is changed so status runs it.
+    let sm_config = t.read("ws/.git/modules/sm/config");
+    t.write("ws/.git/modules/sm/config", &format!("{sm_config}[filter \"x\"]\n\tclean = sh -c 'id > PWNED-sm; cat'\n"));
+    t.write("ws/sm/f.txt", "changed\n");
+    for argv in [json!(["git", "status"]), json!(["git", "-C", "sm", "status"]), json!(["git", "diff"])] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        let e = v["error"].as_str().unwrap_or("");
+        assert!(e.contains("refused") && e.contains("filter.x.clean") && e.contains("git would run"), "{argv}: {v}");
+        assert!(!e.contains(t.root().to_str().unwrap()), "a machine path in {e}");
+    }
+    assert!(!t.exists("ws/sm/PWNED-sm") && !t.exists("ws/PWNED-sm"), "git ran the submodule's filter");
+    t.write("ws/.git/modules/sm/config", &sm_config);
+    // A worktree's own configuration.
+    t.write("ws/.git/worktrees/w/config.worktree", "[core]\n\tpager = id\n");
+    let (code, v) = call(&t, json!({"argv": ["git", "status"]}));
+    assert_eq!(code, Some(6), "{v}");
+    assert!(v["error"].as_str().unwrap_or("").contains("core.pager"), "{v}");
+}
+
+/// Programs that can run code the workspace holds — compilers under any name (`gcc-12`, `c99`,
+/// `x86_64-linux-gnu-gcc`), linkers, preprocessors, test runners, loaders of plugins and
+/// providers — are refused whole, however their options are spelled, naming the program and
+/// the key that allows it: `tools.shell.code_runners` in the user's own config, and only with
+/// the OS sandbox. Nothing they would load runs.
+#[test]
+fn programs_that_can_run_the_workspaces_code_are_refused_whole() {
+    let t = T::new();
+    bwrap_or_none(&t);
+    t.write("ws/f.c", "int main(void) { return 0; }\n");
+    t.write("ws/t/x.t", "open my $f, '>', 'PWNED-prove'; print \"ok 1\\n1..1\\n\";\n");
+    t.write("ws/x.pic", ".PS\nsh \"touch PWNED-pic\"\n.PE\n");
+    t.write("ws/x.cnf", "openssl_conf = x\n[x]\nproviders = p\n[p]\nx = y\n");
+    let progs = "[gcc, gcc-12, x86_64-linux-gnu-gcc, c99, c89, ld, cpp, pic, prove, openssl, ssh-keygen]";
+    t.write("ws/agentloop.yaml", &format!("tools:\n  shell: {{enabled: true, allow: {progs}, timeout: 5s}}\n"));
+    for argv in [
+        json!(["gcc", "--prefix=./", "f.c"]),
+        json!(["gcc", "--for-linker=--plugin=./x.so", "f.c"]),
+        json!(["gcc", "-O2", "-c", "f.c"]),
+        json!(["gcc-12", "-c", "f.c"]),
+        json!(["x86_64-linux-gnu-gcc", "-c", "f.c"]),
+        json!(["c99", "-c", "f.c"]),
+        json!(["c89", "-c", "f.c"]),
+        json!(["ld", "-plugin", "./x.so"]),
+        json!(["cpp", "-fplugin=./x.so", "f.c"]),
+        json!(["pic", "-U", "x.pic"]),
+        json!(["prove", "t/"]),
+        json!(["openssl", "req", "-config", "x.cnf"]),
+        json!(["openssl", "list", "-provider", "./x"]),
+        json!(["ssh-keygen", "-D", "./x.so"]),
+    ] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        let e = v["error"].as_str().unwrap_or("");
+        let prog = argv[0].as_str().unwrap();
+        assert!(e.starts_with(&format!("refused: `{prog}`")) && e.contains("tools.shell.code_runners"), "{argv}: {e}");
+    }
+    assert!(!t.exists("ws/PWNED-prove") && !t.exists("ws/PWNED-pic"), "a refused program ran");
+    // The user's own config allows one program by name; the others stay refused.
+    t.write("xdg/agentloop/config.yaml", "tools:\n  shell: {code_runners: [gcc]}\n");
+    if bwrap_works() {
+        let (code, v) = call(&t, json!({"argv": ["gcc", "-c", "f.c", "-o", "f.o"]}));
+        assert_eq!(code, Some(0), "{v}");
+        let (code, v) = call(&t, json!({"argv": ["gcc-12", "-c", "f.c"]}));
+        assert_eq!(code, Some(6), "{v}");
+    }
+    // Without the OS sandbox nothing allows them.
+    t.write("xdg/agentloop/config.yaml", "sandbox: none\ntools:\n  shell: {code_runners: [gcc, prove]}\n");
+    for argv in [json!(["gcc", "-c", "f.c"]), json!(["prove", "t/"])] {
+        let (code, v) = call(&t, json!({"argv": argv}));
+        assert_eq!(code, Some(6), "{argv}: {v}");
+        assert!(v["error"].as_str().unwrap_or("").contains("sandbox: none"), "{v}");
+    }
+    assert!(!t.exists("ws/PWNED-prove"), "prove ran on the host");
+    // A workspace nobody trusted cannot name one the user did not.
+    t.write("xdg/agentloop/config.yaml", "tools:\n  shell: {enabled: true, allow: [gcc], code_runners: []}\n");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {code_runners: [gcc]}\n");
+    let out = t
+        .untrusted()
+        .args(["-w", "ws", "tools", "call", "shell", "--args", r#"{"argv": ["gcc", "f.c"]}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", crate::common::stderr(&out));
+    assert!(crate::common::stderr(&out).contains("`tools.shell.code_runners`"), "{}", crate::common::stderr(&out));
+}
+
+/// A `.env` holding a key agentloop knows, dumped by xxd with any grouping or width (`-g0`,
+/// `-c4`, `-c2`: the text column then looks like hex), in binary (`-b`), converted to UTF-16
+/// (`iconv`), or base64-encoded twice: no line of it that spells part of the key is recorded,
+/// in hex, bits or text, anywhere in the workspace; nor of a key agentloop was never given,
+/// assigned in the same file, in the dumps.
+#[test]
+fn a_key_in_any_dump_width_utf16_or_nested_base64_is_redacted() {
+    let t = T::new();
+    t.write("ws/key.env", &format!("OPENAI_API_KEY={KEY}\n"));
+    t.write(
+        "ws/.env",
+        &format!("# service\nOPENAI_API_KEY={KEY}\nSOME_SERVICE_TOKEN=unknown-secret-value-777\nDEBUG=1\n"),
+    );
+    t.write(
+        "ws/agentloop.yaml",
+        "tools:\n  shell: {enabled: true, allow: [xxd, iconv, sh], patterns: [\"sh -c **\"]}\n",
+    );
+    let sandboxed = bwrap_works();
+    if !sandboxed {
+        t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    }
+    let mut calls: Vec<Vec<&str>> = vec![
+        vec!["xxd", "-g0", ".env"],
+        vec!["xxd", "-c4", ".env"],
+        vec!["xxd", "-c2", ".env"],
+        vec!["xxd", "-b", ".env"],
+        vec!["iconv", "-f", "UTF-8", "-t", "UTF-16LE", ".env"],
+        vec!["iconv", "-f", "UTF-8", "-t", "UTF-16", ".env"],
+    ];
+    if sandboxed {
+        calls.push(vec!["sh", "-c", "base64 key.env | base64"]);
+        calls.push(vec!["sh", "-c", "iconv -t UTF-16LE .env | xxd -c4"]);
+    }
+    let (mut plans, mut reflects) = (String::new(), String::new());
+    for (i, argv) in calls.iter().enumerate() {
+        plans.push_str(&format!(
+            "  - answer: {{next_action: {{tool: shell, args: {{argv: {}}}}}, expected_outcome: x, rationale: y}}\n",
+            json!(argv)
+        ));
+        let decision = if i + 1 == calls.len() { "escalate" } else { "continue" };
+        reflects.push_str(&format!("  - answer: {{decision: {decision}, reason: step {i}}}\n"));
+    }
+    t.write(
+        "script.yaml",
+        &format!(
+            "frame:\n  - answer: {{goal: g, definition_of_done: [a, b, c], can_proceed: true}}\nplan:\n{plans}reflect:\n{reflects}"
+        ),
+    );
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("OPENAI_API_KEY", KEY)
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .output()
+        .unwrap();
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("REDACTED"), "{}\n{transcript}", String::from_utf8_lossy(&out.stderr));
+    // What each program prints, run here: no line of it that spells part of the key (four of
+    // its characters, three of its bytes in hex or bits; any line of the twice-encoded
+    // base64) is recorded.
+    // The unknown key (never given to agentloop) is masked as an assignment in the dumps too.
+    let spells_key = |line: &str| {
+        let plain: String = line.split_whitespace().collect::<String>().replace(['\0', '.', '|'], "").to_lowercase();
+        [&KEY.as_bytes()[8..], b"unknown-secret-value-777"].iter().any(|part| {
+            part.windows(4).any(|w| plain.contains(std::str::from_utf8(w).unwrap()))
+                || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+                || part.windows(3).any(|w| plain.contains(&w.iter().map(|b| format!("{b:08b}")).collect::<String>()))
+        })
+    };
+    let printed: Vec<String> = calls
+        .iter()
+        .filter_map(|argv| {
+            let o = std::process::Command::new(argv[0]).args(&argv[1..]).current_dir(t.path("ws")).output().ok()?;
+            Some((argv.contains(&"base64 key.env | base64"), o))
+        })
+        .flat_map(|(nested, o)| {
+            let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim().to_string()).collect();
+            lines.into_iter().filter(move |l| if nested { l.len() >= 16 } else { spells_key(l) })
+        })
+        .collect();
+    assert!(printed.len() > 10, "the programs ran here: {printed:?}");
+    let core_hex: String = "9f8e7d6c5b4a".bytes().map(|b| format!("{b:02x}")).collect();
+    for entry in walkdir(&t.path("ws")) {
+        if entry.ends_with(".env") || entry.ends_with("key.env") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&entry).unwrap()).into_owned();
+        let compact: String = text.split_whitespace().collect::<String>().replace(['\0', '.', '|'], "");
+        assert!(!compact.contains("9f8e7d6c5b4a"), "{} holds the key", entry.display());
+        assert!(!compact.to_lowercase().contains(&core_hex), "{} holds the key in hex", entry.display());
+        for line in &printed {
+            assert!(!text.contains(line.as_str()), "{} holds `{line}`", entry.display());
+        }
+    }
+}

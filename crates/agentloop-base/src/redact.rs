@@ -10,10 +10,16 @@
 //! taken out, is decoded at every alignment and the decoded bytes searched for a secret, so a key
 //! at any offset of an encoded file is found; the characters that spell it are replaced.
 //!
+//! Base64 that decodes to base64 is decoded again ([`NESTED`] times over), and every secret is
+//! also looked for in UTF-16, either byte order: as text (its NULs read past), encoded and
+//! dumped.
+//!
 //! A secret can also be rendered by a dump program, one byte or one word at a time and over
-//! several lines (`od -c`, `od -An -tx1`, `od -tx2/-tx4/-to1/-tu1`, `xxd`, `xxd -p`,
-//! `hexdump -C`, hex with `:` or `0x` separators). Such text is read the way a person would:
-//! offsets dropped, the hex columns joined into one stream, the character columns into another,
+//! several lines (`od -c`, `od -An -tx1`, `od -tx2/-tx4/-to1/-tu1`, `xxd` of any grouping and
+//! width, `xxd -b`, `xxd -p`, `hexdump -C`, hex with `:` or `0x` separators). Such text is read
+//! the way a person would: offsets dropped, a line with a text column split where the groups
+//! before it spell as many bytes as it shows (so `xxd -c4`'s `0123` is text, not hex), and read
+//! greedily too, the hex (or bit) columns joined into one stream, the character columns into another,
 //! each column of numbers read as bytes of every width in octal, decimal and hex (words in the
 //! machine's little-endian order); when a secret is in a stream, every line it spans is replaced
 //! by `[REDACTED]`. These scans run only when there is a secret to look for.
@@ -21,10 +27,14 @@
 //! Secrets agentloop was never given (a key in `~/.bashrc` or a `.env` a tool reads) are masked
 //! in tool results where they are written as one: the value of an assignment whose name ends
 //! like a secret's (`export FOO_API_KEY=...`, `DB_PASSWORD: ...`, `"token": "..."`), kept name,
-//! hidden value.
+//! hidden value; in UTF-16 too, and in a dump's hex, bit and text columns (every line the value
+//! spans).
 
 use base64::Engine;
 use std::sync::Mutex;
+
+mod dumps;
+use dumps::{mask_dumped_assignments, redact_dumps};
 
 static EXTRA: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -55,6 +65,14 @@ fn forms(secret: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The bytes a secret is written as: itself, and in UTF-16 either way round (`iconv -t
+/// UTF-16LE`), which a dump or an encoder may render in turn.
+fn needles(secret: &str) -> Vec<Vec<u8>> {
+    let le: Vec<u8> = secret.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let be: Vec<u8> = secret.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    vec![secret.as_bytes().to_vec(), le, be]
 }
 
 fn hex(secret: &str) -> String {
@@ -119,6 +137,7 @@ pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     let secrets: Vec<&str> = env.iter().chain(extra.iter()).map(String::as_str).collect();
+    let out = redact_wide(&out, &secrets);
     std::borrow::Cow::Owned(redact_dumps(&redact_encoded(&out, &secrets), &secrets))
 }
 
@@ -132,7 +151,37 @@ pub fn redact(text: &str) -> String {
 /// read (`~/.bashrc`, a `.env`) reaches neither the model nor the paper trail. agentloop's own
 /// output is left to [`redact`], since it prints secrets the user asked for (`serve`'s token).
 pub fn redact_tool_output(text: &str) -> String {
-    mask_assignments(&redact(text))
+    // Dumps first: masking a value in a dump's text column would change the dump's shape.
+    mask_assignments(&mask_wide_assignments(&mask_dumped_assignments(&redact(text))))
+}
+
+/// [`mask_assignments`] for text in UTF-16 (`iconv -t UTF-16 .env`): read past its NULs.
+fn mask_wide_assignments(text: &str) -> String {
+    if !text.contains('\0') {
+        return text.to_string();
+    }
+    let (mut kept, mut at) = (String::with_capacity(text.len()), Vec::with_capacity(text.len()));
+    for (i, c) in text.char_indices().filter(|(_, c)| *c != '\0') {
+        kept.push(c);
+        at.extend(std::iter::repeat_n(i, c.len_utf8()));
+    }
+    let mut spans = Vec::new();
+    for c in assignment().captures_iter(&kept) {
+        let Some(m) = c.get(2) else { continue };
+        if !only_names(m.as_str().trim_matches(|q| q == '"' || q == '\'')) {
+            spans.push((at[m.start()], at[m.end() - 1] + 1));
+        }
+    }
+    replace_spans(text, spans)
+}
+
+/// Whether an assigned value only names or stands for a secret: a reference (`$TOKEN`), a
+/// placeholder (`[hidden]`, `<key>`, `...`), a number, `null`, or under 6 characters.
+fn only_names(inner: &str) -> bool {
+    inner.chars().count() < 6
+        || inner.starts_with(['$', '[', '<', '{', '%', '(', '*', '.'])
+        || inner.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        || ["null", "none", "true", "false"].iter().any(|w| inner.eq_ignore_ascii_case(w))
 }
 
 /// An assignment to a name that ends like a secret's: `NAME=value`, `export NAME=value`,
@@ -162,17 +211,37 @@ fn mask_assignments(text: &str) -> String {
         let value = &c[2];
         let inner = value.trim_matches(|q| q == '"' || q == '\'');
         let quote = if value.len() > inner.len() { &value[..1] } else { "" };
-        let keep = inner.chars().count() < 6
-            || inner.starts_with(['$', '[', '<', '{', '%', '(', '*', '.'])
-            || inner.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-            || ["null", "none", "true", "false"].iter().any(|w| inner.eq_ignore_ascii_case(w));
-        if keep {
+        if only_names(inner) {
             c[0].to_string()
         } else {
             format!("{}{quote}[REDACTED]{quote}", &c[1])
         }
     })
     .into_owned()
+}
+
+/// The text with every secret written in UTF-16 (`iconv -t UTF-16`, either byte order, with or
+/// without a byte-order mark) replaced: the NULs between its characters are read past.
+fn redact_wide(text: &str, secrets: &[&str]) -> String {
+    if !text.contains('\0') {
+        return text.to_string();
+    }
+    let (mut kept, mut at) = (Vec::with_capacity(text.len()), Vec::with_capacity(text.len()));
+    for (i, b) in text.bytes().enumerate() {
+        if b != 0 {
+            kept.push(b);
+            at.push(i);
+        }
+    }
+    let mut spans = Vec::new();
+    for s in secrets {
+        for f in forms(s) {
+            for p in find_all(&kept, f.as_bytes()) {
+                spans.push((at[p], at[p + f.len() - 1] + 1));
+            }
+        }
+    }
+    replace_spans(text, spans)
 }
 
 /// The value of a base64 character, standard (`+/`) or URL-safe (`-_`).
@@ -227,14 +296,31 @@ fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> 
 /// The text with every encoded rendering of a secret replaced: base64, base32 and hex runs,
 /// wrapped over lines or not, decoded at every alignment and searched for each secret.
 fn redact_encoded(text: &str, secrets: &[&str]) -> String {
-    let secrets: Vec<&[u8]> = secrets.iter().map(|s| s.as_bytes()).collect();
+    let needles: Vec<Vec<u8>> = secrets.iter().flat_map(|s| needles(s)).collect();
+    let needles: Vec<&[u8]> = needles.iter().map(Vec::as_slice).collect();
     let mut spans = Vec::new();
     for (value, bits) in
         [(base64_value as fn(u8) -> Option<u8>, 6), (base32_value, 5), (base32hex_value, 5), (hex_value, 4)]
     {
-        encoded_spans(text, value, bits, &secrets, &mut spans);
+        encoded_spans(text.as_bytes(), value, bits, &needles, NESTED, &mut spans);
     }
     replace_spans(text, spans)
+}
+
+/// How many times over base64 is read inside what base64 decoded to (`base64 | base64`).
+const NESTED: usize = 2;
+
+/// Where the needles lie in `decoded`, as (start, length): found as they are, or, `depth` times
+/// over, base64-encoded inside it.
+fn hits(decoded: &[u8], needles: &[&[u8]], depth: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> =
+        needles.iter().flat_map(|n| find_all(decoded, n).map(move |p| (p, n.len()))).collect();
+    if depth > 0 {
+        let mut inner = Vec::new();
+        encoded_spans(decoded, base64_value, 6, needles, depth - 1, &mut inner);
+        out.extend(inner.into_iter().map(|(a, b)| (a, b - a)));
+    }
+    out
 }
 
 /// Collects, as byte ranges of `text`, the characters that spell a secret in an encoding of
@@ -242,13 +328,13 @@ fn redact_encoded(text: &str, secrets: &[&str]) -> String {
 /// the blanks around it (wrapped output: `base64 -w 20`, `fold`); anything else ends it,
 /// padding (`=`) included, since what follows padding is encoded afresh.
 fn encoded_spans(
-    text: &str,
+    b: &[u8],
     value: fn(u8) -> Option<u8>,
     bits: usize,
     secrets: &[&[u8]],
+    depth: usize,
     out: &mut Vec<(usize, usize)>,
 ) {
-    let b = text.as_bytes();
     let mut run: Vec<(u8, usize)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -264,16 +350,16 @@ fn encoded_spans(
                 continue;
             }
         }
-        decode_run(&run, bits, secrets, out);
+        decode_run(&run, bits, secrets, depth, out);
         run.clear();
         i += 1;
     }
-    decode_run(&run, bits, secrets, out);
+    decode_run(&run, bits, secrets, depth, out);
 }
 
 /// Decodes one run at each alignment (the run may start in the middle of an encoded group) and
 /// adds the characters of every whole group that spells part of a secret.
-fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec<(usize, usize)>) {
+fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], depth: usize, out: &mut Vec<(usize, usize)>) {
     let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
     if shortest == 0 || run.len() * bits / 8 < shortest {
         return;
@@ -298,12 +384,11 @@ fn decode_run(run: &[(u8, usize)], bits: usize, secrets: &[&[u8]], out: &mut Vec
                 acc &= (1 << n) - 1;
             }
         }
-        for s in secrets {
-            for p in find_all(&decoded, s) {
-                let first = a + p / group_bytes * group;
-                let last = (a + (p + s.len()).div_ceil(group_bytes) * group).min(run.len()) - 1;
-                out.push((run[first].1, run[last].1 + 1));
-            }
+        // Base64 inside base64 is read only where base64 was decoded.
+        for (p, len) in hits(&decoded, secrets, if bits == 6 { depth } else { 0 }) {
+            let first = a + p / group_bytes * group;
+            let last = (a + (p + len).div_ceil(group_bytes) * group).min(run.len()) - 1;
+            out.push((run[first].1, run[last].1 + 1));
         }
     }
 }
@@ -336,174 +421,6 @@ fn replace_spans(text: &str, mut spans: Vec<(usize, usize)>) -> String {
         at = end;
     }
     out.push_str(&text[at..]);
-    out
-}
-
-/// One column of a dump read as a stream: its text, and where each line's part of it starts.
-#[derive(Default)]
-struct Stream {
-    text: Vec<u8>,
-    /// (offset in `text`, line number), one entry per line that added text.
-    starts: Vec<(usize, usize)>,
-}
-
-impl Stream {
-    fn push(&mut self, s: &[u8], line: usize) {
-        if self.starts.last().is_none_or(|(_, l)| *l != line) {
-            self.starts.push((self.text.len(), line));
-        }
-        self.text.extend_from_slice(s);
-    }
-
-    /// The line the byte at `at` came from.
-    fn line_of(&self, at: usize) -> usize {
-        let i = self.starts.partition_point(|(o, _)| *o <= at);
-        self.starts[i.saturating_sub(1)].1
-    }
-
-    /// Marks the lines every occurrence of `needle` spans.
-    fn mark(&self, needle: &[u8], marked: &mut [bool]) {
-        if needle.is_empty() {
-            return;
-        }
-        for a in find_all(&self.text, needle) {
-            marked[self.line_of(a)..=self.line_of(a + needle.len() - 1)].fill(true);
-        }
-    }
-}
-
-/// The columns of numbers in a dump (`od -to1`, `od -tu1`, `od -tx2`, `od -tx4`, `hexdump`),
-/// read as bytes: one stream for each radix (8, 10, 16), width of a number (1, 2, 4, 8 bytes,
-/// little-endian as `od` prints words) and reading of a line's first number (a leading offset
-/// or a number of the dump, which `od -An` output cannot tell apart).
-#[derive(Default)]
-struct Numbers {
-    streams: Vec<Stream>,
-}
-
-impl Numbers {
-    const RADICES: [u32; 3] = [8, 10, 16];
-    const WIDTHS: [usize; 4] = [1, 2, 4, 8];
-
-    /// Adds a line whose tokens are all numbers; any other line adds nothing.
-    fn line(&mut self, toks: &[&str], line: usize) {
-        if toks.is_empty() || !toks.iter().all(|t| t.len() <= 22 && t.bytes().all(|b| b.is_ascii_hexdigit())) {
-            return;
-        }
-        if self.streams.is_empty() {
-            self.streams.resize_with(Self::RADICES.len() * Self::WIDTHS.len() * 2, Stream::default);
-        }
-        let mut k = 0;
-        for skip in [0, 1] {
-            let toks = if skip == 1 && toks.len() > 1 && is_offset(toks[0]) { &toks[1..] } else { toks };
-            for radix in Self::RADICES {
-                let values: Option<Vec<u64>> = toks.iter().map(|t| u64::from_str_radix(t, radix).ok()).collect();
-                for width in Self::WIDTHS {
-                    let stream = &mut self.streams[k];
-                    k += 1;
-                    let Some(values) = &values else { continue };
-                    if width < 8 && values.iter().any(|v| *v >> (8 * width) != 0) {
-                        continue;
-                    }
-                    for v in values {
-                        stream.push(&v.to_le_bytes()[..width], line);
-                    }
-                }
-            }
-        }
-    }
-
-    fn mark(&self, needle: &[u8], marked: &mut [bool]) {
-        for s in &self.streams {
-            s.mark(needle, marked);
-        }
-    }
-}
-
-/// A line's leading offset (`0000020`, `00000010:`): hex or octal digits, 6 to 16 of them.
-fn is_offset(tok: &str) -> bool {
-    let t = tok.strip_suffix(':').unwrap_or(tok);
-    (6..=16).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// A token of hex bytes (`73`, `736b`, `73:6b`, `0x73,`, `\\x73\\x6b`), as lower-case hex.
-fn hex_group(tok: &str) -> Option<String> {
-    // Most tokens are words: refused before anything is allocated.
-    if !tok.bytes().all(|b| b.is_ascii_hexdigit() || b"x[](),:;'\"\\".contains(&b)) {
-        return None;
-    }
-    let t = tok.replace("0x", "").replace("\\x", "");
-    let t: String = t.chars().filter(|c| !"[](),:;'\"".contains(*c)).collect();
-    (t.len() >= 2 && t.len().is_multiple_of(2) && t.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| t.to_ascii_lowercase())
-}
-
-/// Replaces every line of `text` over which a secret is spelled out byte by byte: in a hex
-/// column (xxd, od -tx1, hexdump -C, hex with separators), a character column (od -c, the
-/// right-hand side of xxd and hexdump -C), a column of numbers (od -to1, -tu1, -tx2, -tx4) or
-/// the text with its blanks taken out (a secret cut into pieces), across lines.
-fn redact_dumps(text: &str, secrets: &[&str]) -> String {
-    let shortest = secrets.iter().map(|s| s.len()).min().unwrap_or(0);
-    if text.len() < shortest {
-        return text.to_string();
-    }
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let (mut hexs, mut chars, mut all) = (Stream::default(), Stream::default(), Stream::default());
-    let mut numbers = Numbers::default();
-    for (n, line) in lines.iter().enumerate() {
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        // Everything but the blanks: a secret cut into pieces (`fold -w2`, two `cut`s).
-        for tok in &toks {
-            all.push(tok.as_bytes(), n);
-        }
-        numbers.line(&toks, n);
-        let mut t = &toks[..];
-        if t.len() > 1 && is_offset(t[0]) {
-            t = &t[1..];
-        }
-        // Hex groups of one width (a shorter last one), then the character column.
-        let mut width = None;
-        while let Some(g) = t.first().and_then(|tok| hex_group(tok)) {
-            let w = *width.get_or_insert(g.len());
-            if g.len() > w {
-                break;
-            }
-            hexs.push(g.as_bytes(), n);
-            t = &t[1..];
-            if g.len() < w {
-                break;
-            }
-        }
-        for tok in t {
-            if tok.contains('|') {
-                chars.push(tok.replace('|', "").as_bytes(), n);
-            } else {
-                chars.push(tok.as_bytes(), n);
-            }
-        }
-    }
-    let mut marked = vec![false; lines.len()];
-    for s in secrets {
-        let compact: String = s.split_whitespace().collect();
-        chars.mark(compact.as_bytes(), &mut marked);
-        all.mark(compact.as_bytes(), &mut marked);
-        hexs.mark(hex(s).as_bytes(), &mut marked);
-        numbers.mark(s.as_bytes(), &mut marked);
-    }
-    if !marked.contains(&true) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    for (line, m) in lines.iter().zip(marked) {
-        if m {
-            out.push_str("[REDACTED]");
-            if line.ends_with('\n') {
-                out.push('\n');
-            }
-        } else {
-            out.push_str(line);
-        }
-    }
     out
 }
 
@@ -702,6 +619,92 @@ mod tests {
         let kept = "AGENTLOOP_TOKEN=$(cat f)\nOPENAI_API_KEY=${KEY}\nllm.api_key = [hidden]\n\
                     handle.progress_token = null\nmax_tokens: 4096\nllm.api_key_env = OPENAI_API_KEY\nTOKEN=...\n";
         assert_eq!(mask_assignments(kept), kept);
+    }
+
+    /// xxd of any grouping and width (`-g0`, `-c2`, `-c4`: the text column can look like hex),
+    /// binary dumps, UTF-16 (raw, and dumped or encoded in turn) and base64 of base64, of a
+    /// `.env` holding the key.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn every_grouping_width_and_wide_encoding_is_redacted() {
+        let env = format!("# settings\nOPENAI_API_KEY={KEY}\nDEBUG=1\n");
+        let wide: String = env.encode_utf16().flat_map(u16::to_le_bytes).map(char::from).collect();
+        let wide_be: String = env.encode_utf16().flat_map(u16::to_be_bytes).map(char::from).collect();
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let mut cases: Vec<(String, String)> = vec![
+            ("utf-16le".into(), wide.clone()),
+            ("utf-16be".into(), format!("\u{feff}{wide_be}")),
+            ("base64 of base64".into(), b64(&b64(&env))),
+            ("base64 of base64 of base64".into(), b64(&b64(&b64(&env)))),
+            ("base64 of utf-16".into(), b64(&wide)),
+        ];
+        for offset in 0..4 {
+            let input = format!("{}{env}", "x".repeat(offset));
+            for argv in [
+                &["xxd", "-g0"][..],
+                &["xxd", "-c4"],
+                &["xxd", "-c2"],
+                &["xxd", "-c3"],
+                &["xxd", "-g0", "-c7"],
+                &["xxd", "-g4", "-c8"],
+                &["xxd", "-b"],
+                &["xxd", "-b", "-c4"],
+                &["hexdump", "-C"],
+            ] {
+                match dump(argv, &input) {
+                    Some(out) => cases.push((format!("{argv:?} at {offset}"), out)),
+                    None => eprintln!("skipped: {} is not installed", argv[0]),
+                }
+            }
+            for argv in [&["xxd"][..], &["xxd", "-c4"], &["od", "-tx1"]] {
+                if let Some(out) = dump(argv, &format!("{}{wide}", "x".repeat(offset))) {
+                    cases.push((format!("{argv:?} of utf-16 at {offset}"), out));
+                }
+            }
+        }
+        for (name, text) in cases {
+            let r = redact_wide(&scrub(&text), &[KEY]);
+            assert!(r.contains("[REDACTED]"), "{name}:\n{text}");
+            let letters: String = r.split_whitespace().collect::<String>().replace(['|', '\0', '.'], "");
+            assert!(!letters.contains("0123456789"), "{name}: {r}");
+            let hexes: String = r.chars().filter(char::is_ascii_hexdigit).collect::<String>().to_lowercase();
+            assert!(!hexes.contains(&hex("0123456789")), "{name}: {r}");
+        }
+    }
+
+    /// A key agentloop was never given, assigned in a `.env` that a dump program shows.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn an_unknown_secrets_assignment_in_a_dump_is_masked() {
+        let env = "# settings\nSOME_SERVICE_TOKEN=unknown-secret-value-777\nDEBUG=1\n";
+        let wide: String = env.encode_utf16().flat_map(u16::to_le_bytes).map(char::from).collect();
+        let r = redact_tool_output(&wide).replace('\0', "");
+        assert!(r.contains("SOME_SERVICE_TOKEN=[REDACTED]") && !r.contains("secret-v"), "{r}");
+        for argv in [
+            &["xxd"][..],
+            &["xxd", "-g0"],
+            &["xxd", "-c4"],
+            &["xxd", "-c2"],
+            &["xxd", "-p"],
+            &["xxd", "-b"],
+            &["hexdump", "-C"],
+            &["od", "-An", "-tx1"],
+        ] {
+            for input in [env.to_string(), wide.clone()] {
+                let Some(out) = dump(argv, &input) else {
+                    eprintln!("skipped: {} is not installed", argv[0]);
+                    continue;
+                };
+                let r = redact_tool_output(&out);
+                let letters: String = r.split_whitespace().collect::<String>().replace(['|', '.'], "");
+                assert!(!letters.contains("secret-v") && !letters.contains("value-7"), "{argv:?}: {r}");
+                let hexes: String = r.chars().filter(char::is_ascii_hexdigit).collect();
+                assert!(!hexes.contains(&hex("secret-v")) && !hexes.contains(&hex("value-7")), "{argv:?}: {r}");
+            }
+        }
+        // Ordinary hex is left alone.
+        let text = "00000000: 6465 6275 673d 310a  debug=1.\n";
+        assert_eq!(redact_tool_output(text), text);
     }
 
     #[test]

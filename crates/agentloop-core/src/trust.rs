@@ -163,14 +163,48 @@ pub fn is_trusted(root: &Utf8Path, base: &Config) -> Result<bool> {
     Ok(Store::load()?.contains(&dir))
 }
 
-/// Whether agentloop would be the maker of the folder at `dir`: it does not exist yet, or is an
-/// empty folder. Asked before a command creates anything there, for [`record_created`].
+/// Folders that say a tree is kept in version control: whoever can push to it (a `git pull`
+/// away) can add files anywhere below, an `agentloop.yaml` in a folder agentloop made included.
+const VCS_MARKERS: &[&str] = &[".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".pijul", ".fslckout", "_FOSSIL_"];
+
+/// Whether agentloop would be the maker of the folder at `dir`, and so of whatever config it
+/// will hold: it does not exist yet, or is an empty folder, and no folder above it (links
+/// resolved) holds a repository (`.git`, a file or a folder, or another version control's
+/// marker). A folder made inside a clone is filled by the clone's next pull, not by the user.
+/// Asked before a command creates anything there, for [`record_created`].
 pub fn is_new_folder(dir: &Utf8Path) -> bool {
-    match std::fs::symlink_metadata(dir) {
+    let fresh = match std::fs::symlink_metadata(dir) {
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
         Ok(m) if m.is_dir() => std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none()),
         Ok(_) => false,
-    }
+    };
+    fresh && repository_above(dir).is_none()
+}
+
+/// The nearest folder at or above `dir` (its existing part, links resolved) that holds a
+/// repository; the filesystem root's too. An ancestor that cannot be read counts as one:
+/// nothing is recorded on a guess.
+pub fn repository_above(dir: &Utf8Path) -> Option<Utf8PathBuf> {
+    let abs = match std::env::current_dir() {
+        Ok(cwd) if dir.is_relative() => Utf8PathBuf::from_path_buf(cwd).ok()?.join(dir),
+        _ => dir.to_path_buf(),
+    };
+    // The part that exists, resolved: `..` and links lead where they lead.
+    let mut existing = abs.as_path();
+    let real = loop {
+        match canonical(existing) {
+            Ok(real) => break real,
+            Err(_) => existing = existing.parent()?,
+        }
+    };
+    real.ancestors()
+        .find(|a| {
+            VCS_MARKERS.iter().any(|m| match std::fs::symlink_metadata(a.join(m)) {
+                Ok(_) => true,
+                Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+            })
+        })
+        .map(Utf8Path::to_path_buf)
 }
 
 /// Records a workspace folder that agentloop itself just created (`init`, `run --goal` on a
@@ -434,6 +468,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Ok(())
         }
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
+        "tools.shell.code_runners" => subset(&base.tools.shell.code_runners, "tools.shell.code_runners"),
         "skills.only" => match &base.skills.only {
             Some(only) => subset(only, "skills.only"),
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),

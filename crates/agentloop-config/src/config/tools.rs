@@ -288,6 +288,11 @@ pub struct ShellConfig {
     /// Exact argv patterns that may run even when they could run other programs (`env`, `find
     /// -exec`, interpreters): words separated by spaces, `*` one argument, a final `**` the rest.
     pub patterns: Vec<String>,
+    /// Programs of `allow` that may run although they can run code the workspace holds
+    /// (compilers, linkers, preprocessors, interpreters, build tools, test runners, loaders of
+    /// plugins or providers): each is refused whole unless named here (`argv[0]`, matched
+    /// exactly). Only with the OS sandbox: without it nothing allows them.
+    pub code_runners: Vec<String>,
     /// Environment variables passed to the program (everything else is cleared).
     pub env: Vec<String>,
     pub timeout: Dur,
@@ -317,6 +322,7 @@ impl Default for ShellConfig {
             enabled: false,
             allow: vec![],
             patterns: vec![],
+            code_runners: vec![],
             env: vec!["PATH".into(), "HOME".into(), "LANG".into(), "LC_ALL".into(), "TZ".into(), "TERM".into()],
             timeout: Dur::secs(30),
             max_output: 64 * 1024,

@@ -5,7 +5,9 @@
 //! - the program runs inside bubblewrap (`tools.shell.sandbox: bwrap`, the default; see
 //!   `bwrap.rs`): its own PID namespace and `/proc` (agentloop's environment is not there to
 //!   read), no network unless `tools.shell.network`, a read-only filesystem except the folders
-//!   file_write may write, agentloop's own files read-only, no new privileges. Without a
+//!   file_write may write, agentloop's own files and every git repository in them read-only
+//!   (`gitdirs.rs`; without the sandbox an argv naming a `.git` is refused, and repositories
+//!   the program creates are removed after it either way), no new privileges. Without a
 //!   working bwrap every call is refused, naming the fix, unless the user's config says
 //!   `sandbox: none`;
 //! - the environment is cleared to `tools.shell.env` (no provider keys reach the child), and no
@@ -22,6 +24,8 @@
 
 mod argv;
 mod bwrap;
+mod gitdirs;
+mod policy;
 
 pub use argv::{exec_through, matches};
 
@@ -104,8 +108,24 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     } else {
         "allow this exact command with a tools.shell.patterns entry"
     };
+    // Programs that can run code the workspace holds are refused whole, however their
+    // options are spelled, unless the user names them (and the OS sandbox contains them).
+    let runner = policy::judge(&names).filter(|_| unsandboxed || !cfg.code_runners.contains(&program));
     let mut argv = if patterned && !unsandboxed {
         argv
+    } else if let Some((key, kind)) = runner {
+        let named = if key == base_name(&program) { String::new() } else { format!(" ({key})") };
+        let allow = if unsandboxed {
+            "without the OS sandbox (`sandbox: none`) neither tools.shell.code_runners nor tools.shell.patterns can allow it; install bubblewrap to allow it".to_string()
+        } else {
+            format!(
+                "to allow it, list `{program}` in tools.shell.code_runners in your own config (~/.config/agentloop/config.yaml), or this exact command in tools.shell.patterns"
+            )
+        };
+        return ToolResult::err(
+            format!("refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}", kind.says()),
+            false,
+        );
     } else if let Some(why) = exec_through(&argv, &names) {
         return ToolResult::err(format!("refused: {why}; {fix}"), false);
     } else if let Some(why) = exe
@@ -134,9 +154,23 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
             Err(e) => return ToolResult::err(e.message, false),
         },
         ShellSandbox::None => {
+            // Nothing makes a repository read-only: an argv that names one is refused (what
+            // the program creates is still removed after it).
+            if let Some(a) = argv[1..].iter().find(|a| gitdirs::names_git(a)) {
+                return ToolResult::err(
+                    format!(
+                        "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
+                    ),
+                    false,
+                );
+            }
+            let sweep = match bwrap::Sweep::unsandboxed(env) {
+                Ok(s) => s,
+                Err(e) => return ToolResult::err(e.message, false),
+            };
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
-            (cmd, None)
+            (cmd, Some(sweep))
         }
     };
     cmd.env_clear().envs(child_env);
@@ -214,7 +248,7 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let mut text = format!("exit code: {code}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
     if !swept.is_empty() {
         text.push_str(&format!(
-            "\n--- agentloop ---\nremoved {}: the workspace's own files are agentloop's, a program may not create them",
+            "\n--- agentloop ---\nremoved {}: agentloop's own files and git repositories are not a program's to create",
             swept.join(", ")
         ));
     }
@@ -226,6 +260,11 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
         r.metadata = json!({"exit_code": code});
         r
     }
+}
+
+/// A program's file name, as a refusal names it.
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
 }
 
 fn read_capped<R: Read>(r: Option<&mut R>, cap: u64) -> String {

@@ -8,45 +8,10 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-/// Programs that run whatever their arguments or their input name: shells, exec wrappers,
-/// interpreters, debuggers, editors and pagers with a `!command`, database shells with
-/// `.shell`, and build tools that run a project's own code.
-#[rustfmt::skip]
-const RUNNERS: &[&str] = &[
-    // shells and multi-call binaries
-    "sh", "bash", "rbash", "zsh", "dash", "ash", "ksh", "mksh", "pdksh", "yash", "fish", "csh", "tcsh", "rc", "es",
-    "elvish", "nu", "xonsh", "busybox", "toybox", "exec",
-    // wrappers that exec their arguments
-    "env", "xargs", "nohup", "timeout", "time", "nice", "ionice", "stdbuf", "setsid", "chroot", "sudo", "su", "doas",
-    "pkexec", "runuser", "setpriv", "prlimit", "capsh", "chpst", "cgexec", "systemd-run", "flatpak-spawn", "firejail",
-    "bwrap", "proot", "fakeroot", "fakechroot", "faketime", "unshare", "nsenter", "chrt", "taskset", "numactl",
-    "watch", "strace", "ltrace", "valgrind", "perf", "gdb", "lldb", "rlwrap", "unbuffer", "expect", "script", "flock",
-    "parallel", "tmux", "screen", "dtach", "catchsegv", "socat", "nc", "ncat", "netcat", "ssh", "scp", "sftp",
-    "telnet", "setarch", "linux32", "linux64", "i386", "x86_64", "uname26", "run-parts", "start-stop-daemon",
-    "ssh-agent", "dbus-run-session", "dbus-launch", "sg", "newgrp", "xvfb-run", "torsocks", "torify", "proxychains",
-    "cpulimit", "trickle", "schedtool", "chronic", "ifne", "pee", "vipe", "entr", "msgfilter", "tcc", "dc",
-    "mail", "mailx", "s-nail", "mutt", "ftp", "lftp", "gpg", "sensible-editor", "sensible-pager", "editor", "pager",
-    "vimtutor", "gnuplot", "octave", "duckdb", "hg",
-    // interpreters
-    "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish",
-    "jimsh", "R", "Rscript", "julia", "guile", "racket", "sbcl", "clisp", "ocaml", "ghci", "runghc", "pwsh", "java",
-    "jshell", "groovy", "scala", "kotlin", "dotnet", "mono", "awk", "gawk", "mawk", "nawk",
-    // editors, pagers and database shells with a `!command` or `.shell`
-    "vi", "vim", "nvim", "view", "vimdiff", "rvim", "ex", "ed", "red", "emacs", "nano", "pico", "joe", "mg", "less",
-    "more", "most", "pg", "man", "sqlite", "psql", "mysql", "mariadb",
-    // build tools and package managers: they run the project's own scripts
-    "make", "gmake", "cmake", "ninja", "meson", "just", "cargo", "npm", "npx", "yarn", "pnpm", "pip", "pipx", "uv",
-    "uvx", "poetry", "go", "gradle", "mvn", "ant", "rake", "bundle", "gem", "apt", "apt-get", "aptitude", "dpkg",
-    "bazel", "bazelisk", "scons", "waf", "ctest", "zig", "dune", "cabal", "stack", "sbt", "lein", "mix", "composer",
-    // tools that import or evaluate the project's own code or config (`pydoc mod` imports the
-    // workspace's mod.py; `pylintrc`'s init-hook, `conftest.py`, `eslint.config.js` are code)
-    "pydoc", "pytest", "ipython", "jupyter", "tox", "nox", "sphinx-build", "pre-commit", "mypy", "pylint", "eslint",
-    "prettier", "jest", "vitest", "mocha", "webpack", "vite", "rollup", "babel", "ts-node", "tsx", "gulp", "grunt",
-    "rspec", "rails", "phpunit", "elixir", "iex", "erl", "swift", "dart",
-];
-
 /// Options that make an otherwise plain program run another one: the programs, the options,
-/// and whether the program's one-letter options cluster (`-avze ssh` holds `-e`).
+/// and whether the program's one-letter options cluster (`-avze ssh` holds `-e`). Programs
+/// that can run code whatever their options say (compilers, interpreters, ...) are refused
+/// whole by the program policy (`policy.rs`) before these are looked at.
 ///
 /// A `--long` option is matched the way GNU getopt matches it, by any prefix (`--filt=` is
 /// `--filter=`), so every abbreviation of these is refused; `@` stands for a response file
@@ -75,12 +40,6 @@ const RUNNER_ARGS: &[(&[&str], &[&str], bool)] = &[
     (&["split"], &["--filter"], false),
     (&["sdiff", "diff3"], &["--diff-program"], false),
     (&["wget"], &["--use-askpass", "-e", "--execute", "--config"], true),
-    (&["groff", "troff", "nroff"], &["-U"], true),
-    (
-        &["gcc", "g++", "cc", "c++", "clang", "clang++"],
-        &["@", "-wrapper", "-B", "-fplugin", "-specs", "--specs", "-fuse-ld=", "--ld-path", "-Wl,", "-Xlinker"],
-        false,
-    ),
 ];
 
 /// Whole long options that are a prefix of one in [`RUNNER_ARGS`] and are harmless: getopt
@@ -163,16 +122,14 @@ pub fn lookup(prog: &str) -> Option<Utf8PathBuf> {
     path.split(':').filter(|d| d.starts_with('/')).map(|d| Utf8Path::new(d).join(prog)).find(|c| c.is_file())
 }
 
-/// Why an argv could run another program, if it could. `names` are the program's names, as
-/// `names()` gives them.
+/// Why an argv of a program the policy lets run could run another program through its options,
+/// if it could (`find -exec`, `tar --to-command`, git's configurable commands). `names` are the
+/// program's names, as `names()` gives them.
 pub fn exec_through(argv: &[String], names: &[String]) -> Option<String> {
     let prog = argv.first()?;
     let args = &argv[1..];
     for name in names {
         let n = name.as_str();
-        if RUNNERS.contains(&n) || n.starts_with("ld-linux") || n.starts_with("ld-musl") || n == "ld.so" {
-            return Some(format!("`{prog}` runs other programs"));
-        }
         for (progs, flags, clusters) in RUNNER_ARGS {
             if !progs.contains(&n) {
                 continue;
@@ -296,6 +253,50 @@ pub fn git_repo(git: &Utf8Path, root: &Utf8Path, argv: &[String], env: &[(String
             return Some(format!("the repository's configuration sets `{key}`, a program git would run"));
         }
     }
+    nested(git, root, global, env)
+}
+
+/// [`git_repo`] for the repositories git may enter besides the one it finds, which
+/// `git config --list` never reads: submodules (`.git/modules/**/config`, a checkout's own
+/// `.git`), worktrees (`config.worktree`) and any repository deeper in the work tree. Each
+/// file is listed by git (`--file`, includes followed) and judged as the top one is.
+fn nested(git: &Utf8Path, root: &Utf8Path, global: &[String], env: &[(String, String)]) -> Option<String> {
+    let ask = |args: &[&str]| {
+        std::process::Command::new(git)
+            .args(global)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim_end_matches('\n').to_string())
+    };
+    let common = ask(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let top = ask(&["rev-parse", "--show-toplevel"]).filter(|t| !t.is_empty());
+    let files = match super::gitdirs::nested_configs(top.as_deref().map(Utf8Path::new), Utf8Path::new(&common)) {
+        Ok(f) => f,
+        Err(e) => return Some(e),
+    };
+    for file in files {
+        let Some(list) = ask(&["config", "--file", file.as_str(), "--includes", "--list", "-z"]) else {
+            return Some(format!("git cannot read the configuration {file}"));
+        };
+        // `-z` without scopes: key NEWLINE value NUL.
+        for setting in list.split('\0') {
+            let key = setting.split('\n').next().unwrap_or("");
+            if runs_a_program(key) {
+                // Named from the workspace: a prompt shows no machine path.
+                let real = crate::tools::sandbox::absolute(root).canonicalize_utf8().unwrap_or(root.to_path_buf());
+                let shown = file.strip_prefix(&real).map_or(file.to_string(), |r| r.to_string());
+                return Some(format!(
+                    "the configuration of a repository git would enter ({shown}) sets `{key}`, a program git would run"
+                ));
+            }
+        }
+    }
     None
 }
 
@@ -394,7 +395,8 @@ mod tests {
     fn why(argv: &[&str]) -> Option<String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let whole = argv[0].rsplit('/').next().unwrap().to_string();
-        exec_through(&argv, &[base(&argv[0]).to_string(), whole])
+        let names = [base(&argv[0]).to_string(), whole];
+        super::super::policy::judge(&names).map(|(k, _)| k).or_else(|| exec_through(&argv, &names))
     }
 
     #[test]
@@ -448,6 +450,17 @@ mod tests {
             &["tar", "cIf", "sh", "x.tar", "f"],
             &["gcc", "@args", "f.c"],
             &["gcc", "-Wl,-plugin,x.so", "f.c"],
+            &["gcc", "-O2", "-c", "f.c"],
+            &["gcc-12", "--prefix=./", "f.c"],
+            &["x86_64-linux-gnu-gcc", "--for-linker=--plugin=x.so", "f.c"],
+            &["c99", "f.c"],
+            &["ld", "-plugin", "x.so"],
+            &["cpp", "-fplugin=./x.so"],
+            &["pic", "-U", "x.pic"],
+            &["prove", "t/"],
+            &["openssl", "req", "-config", "x.cnf"],
+            &["openssl", "list", "-provider", "x"],
+            &["ssh-keygen", "-D", "./x.so"],
             &["pydoc3", "mod"],
         ] {
             assert!(why(argv).is_some(), "{argv:?} should be refused");
@@ -466,7 +479,6 @@ mod tests {
             &["tar", "cf", "x.tar", "f"],
             &["wget", "--user=x", "http://h/"],
             &["sort", "--check", "f"],
-            &["gcc", "-O2", "-c", "f.c"],
         ] {
             assert_eq!(why(argv), None, "{argv:?} should run");
         }
@@ -479,12 +491,12 @@ mod tests {
         std::os::unix::fs::symlink("/bin/sh", d.join("lister")).unwrap();
         let n = names("./lister", d);
         assert!(n.iter().any(|n| n == "sh" || n == "dash" || n == "bash"), "{n:?}");
-        assert!(exec_through(&["./lister".into()], &n).is_some());
+        assert!(super::super::policy::judge(&n).is_some());
         crate::fs::write_atomic(&d.join("vim.basic"), b"").unwrap();
         std::os::unix::fs::symlink(d.join("vim.basic"), d.join("notes")).unwrap();
         let n = names("./notes", d);
         assert!(n.iter().any(|n| n == "vim"), "{n:?}");
-        assert!(exec_through(&["./notes".into()], &n).is_some());
+        assert!(super::super::policy::judge(&n).is_some());
         assert_eq!(names("./ld.so", d), ["ld.so"]);
         assert!(names("linux64", d).iter().any(|n| n == "linux64"));
     }

@@ -5,7 +5,8 @@
 //! under `/run`, nor a listening unix socket anywhere else it can see), the whole filesystem
 //! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
 //! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
-//! `.git`) read-only even there, no capabilities and no new privileges (bwrap sets
+//! `.git`) and every git repository at any depth of the write folders (see `gitdirs.rs`)
+//! read-only even there, no capabilities and no new privileges (bwrap sets
 //! `PR_SET_NO_NEW_PRIVS`), a session of its own (no terminal to inject into).
 //!
 //! Ending: bwrap's first process is PID 1 of the namespace; when it ends, the kernel ends every
@@ -15,6 +16,7 @@
 //! Whether bwrap works is probed once per process: it can be missing, or unable to create
 //! namespaces (a container without user namespaces).
 
+use super::gitdirs;
 use crate::error::Error;
 use crate::tools::sandbox::{Access, Sandbox};
 use crate::tools::ToolEnv;
@@ -103,17 +105,29 @@ fn find() -> Option<Utf8PathBuf> {
     path.split(':').filter(|d| d.starts_with('/')).map(|d| Utf8Path::new(d).join("bwrap")).find(|p| p.is_file())
 }
 
-/// The workspace's own names that did not exist before the program ran (to be removed if it
-/// creates them).
+/// The workspace's own names that did not exist before the program ran, and the git
+/// repositories that did (to remove what the program creates).
 pub struct Sweep {
     missing: Vec<Utf8PathBuf>,
+    ws: Utf8PathBuf,
+    roots: Vec<Utf8PathBuf>,
+    git: gitdirs::Found,
 }
 
 impl Sweep {
+    /// Without the OS sandbox: nothing is made read-only, but the repositories the program
+    /// creates in the write folders are still removed after it.
+    pub fn unsandboxed(env: &ToolEnv) -> Result<Sweep, Error> {
+        let (ws, roots) = write_roots(env)?;
+        let git = gitdirs::scan(&roots).map_err(|e| Error::tool(format!("refused: {e}")))?;
+        Ok(Sweep { missing: vec![], ws, roots, git })
+    }
+
     /// After the program ended: removes agentloop's names the program created in the workspace
-    /// (a `state.json`, `.agentloop.journal.json` or `agentloop.yaml` of its own), and says which.
+    /// (a `state.json`, `.agentloop.journal.json` or `agentloop.yaml` of its own) and the git
+    /// repositories it created at any depth of the write folders, and says which.
     pub fn sweep(&self) -> Vec<String> {
-        let mut removed = Vec::new();
+        let mut removed = gitdirs::sweep_new(&self.git, &self.roots, &self.ws);
         for p in &self.missing {
             let Ok(m) = std::fs::symlink_metadata(p) else { continue };
             let gone = if m.is_dir() { std::fs::remove_dir_all(p) } else { std::fs::remove_file(p) };
@@ -128,10 +142,9 @@ impl Sweep {
 /// Builds the bwrap command for `argv`, and what to sweep after it.
 pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, Sweep), Error> {
     let cfg = &env.config.tools;
-    let ws = crate::tools::sandbox::absolute(env.root)
-        .canonicalize_utf8()
-        .map_err(|e| Error::tool(format!("cannot open the workspace {}: {e}", env.root)))?;
-    let writable: Vec<Utf8PathBuf> = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
+    let (ws, writable) = write_roots(env)?;
+    let git = gitdirs::scan(&writable).map_err(|e| Error::tool(format!("refused: {e}")))?;
+    let roots = writable.clone();
     // Read-only first (the workspace and the read folders, which may lie under the private
     // /tmp), then the write folders, parents before children so none hides another.
     let mut mounts: Vec<(Utf8PathBuf, bool)> = vec![(ws.clone(), false)];
@@ -186,6 +199,10 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
             Err(_) => missing.push(p),
         }
     }
+    // Every git repository the program could write, at any depth: read-only.
+    for p in &git.protect {
+        cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
+    }
     if !cfg.shell.network {
         // Last, so no folder bound after it uncovers one.
         for socket in sockets(&mounts) {
@@ -193,7 +210,16 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
         }
     }
     cmd.args(["--chdir", ws.as_str(), "--"]).args(argv);
-    Ok((cmd, Sweep { missing }))
+    Ok((cmd, Sweep { missing, ws, roots, git }))
+}
+
+/// The workspace's real path and the real paths of the folders the program may write.
+fn write_roots(env: &ToolEnv) -> Result<(Utf8PathBuf, Vec<Utf8PathBuf>), Error> {
+    let ws = crate::tools::sandbox::absolute(env.root)
+        .canonicalize_utf8()
+        .map_err(|e| Error::tool(format!("cannot open the workspace {}: {e}", env.root)))?;
+    let writable = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
+    Ok((ws, writable))
 }
 
 /// The unix sockets the sandbox could reach by path (a docker or gpg-agent socket under your
