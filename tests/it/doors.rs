@@ -291,7 +291,7 @@ fn a_resting_agent_is_refused_by_every_door() {
 fn the_output_schema_shapes_the_output_through_every_door() {
     let schema = json!({"type": "object", "properties": {"verdict": {"type": "string"}, "score": {"type": "integer"}}, "required": ["verdict", "score"], "additionalProperties": false});
     let script = format!(
-        "{FRAME}plan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: rated, output: {{verdict: fine, score: 7}}}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: rated}}\n"
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, rationale: look}}\n  - answer: {{next_action: {{tool: finish, args: {{summary: rated, output: {{verdict: fine, score: 7}}}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: continue, reason: looked}}\n  - answer: {{decision: done, reason: ok, outcome: rated}}\n"
     );
     let ask = Ask { goal: "rate it", budgets: json!({}), output_schema: Some(schema), config: "" };
     for door in DOORS {
