@@ -85,3 +85,106 @@ fn a_held_finish_is_no_evidence_when_fused() {
     held_finish_checks(&t, &out);
     assert!(t.trace().iter().any(|e| e["data"]["fused"] == true));
 }
+
+/// Every secret the probe put in a configuration, each a value no output may hold.
+const SECRETS: &[&str] = &[
+    "DUCTILETOKEN1234",
+    "HOOKPATHSECRET1",
+    "PROGRESSTOKEN123",
+    "BASEPASSWORD1",
+    "QUERYSECRET1",
+    "MCPHEADER123",
+    "OAUTHSECRET123",
+    "OTELHEADER1234",
+    "ARGBEARER123",
+    "APIKEYFLAG12",
+    "PWSECRET123",
+    "BEARERFLAG123",
+    "USERPASS123",
+    "AUTHVAR12345",
+    "CURLBEARER12",
+    "MCPARGBEARER1",
+];
+
+const SECRET_CONFIG: &str = r#"ductile: {api_url: "http://127.0.0.1:9", api_token: DUCTILETOKEN1234}
+handle: {progress_url: "https://hooks.example/HOOKPATHSECRET1", progress_token: PROGRESSTOKEN123}
+llm:
+  provider: openai
+  base_url: "https://u:BASEPASSWORD1@h.example/v1?key=QUERYSECRET1"
+  api_key_cmd: [sh, -c, "curl -s -H 'Authorization: Bearer CURLBEARER12' https://vault.example/key"]
+otel: {endpoint: "http://127.0.0.1:9", headers: {x-key: OTELHEADER1234}}
+tools:
+  external:
+    fetch:
+      description: Fetch a page.
+      command: "AUTH=AUTHVAR12345 fetcher --apikey APIKEYFLAG12 --pw PWSECRET123 --bearer BEARERFLAG123 -u bob:USERPASS123"
+      parameters: {type: object, properties: {url: {type: string}}}
+mcp:
+  servers:
+    web:
+      url: "https://mcp.example/mcp"
+      headers: {Authorization: "Bearer MCPHEADER123"}
+      oauth: {client_id: c, client_secret: OAUTHSECRET123}
+    local:
+      command: srv
+      args: ["-H", "Authorization: Bearer ARGBEARER123", "--header=Authorization: Bearer MCPARGBEARER1"]
+"#;
+
+fn no_secret(what: &str, out: &std::process::Output) {
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(out));
+    let all = stdout(out) + &stderr(out);
+    for s in SECRETS {
+        assert!(!all.contains(s), "{what} shows {s}:\n{all}");
+    }
+    assert!(all.contains("[hidden]"), "{what}: {all}");
+}
+
+/// (8) `agents show` (text and `--json`) and `config show` mask alike: the Ductile token, the
+/// progress webhook, a base_url password and query, MCP headers and client secret, OTel headers,
+/// and the credentials in commands and MCP args whatever their spelling.
+#[test]
+fn every_command_that_shows_configuration_masks_it() {
+    let t = T::new();
+    t.write("ws/agentloop.yaml", SECRET_CONFIG);
+    t.write("ws/agents/r.yaml", &format!("description: a profile with secrets\n{SECRET_CONFIG}"));
+    for args in [
+        &["config", "show"][..],
+        &["config", "show", "--json"],
+        &["agents", "show", "r"],
+        &["agents", "show", "r", "--json"],
+        &["agents", "show", "default"],
+        &["agents", "show", "default", "--json"],
+    ] {
+        let out = t.al(args).output().unwrap();
+        no_secret(&args.join(" "), &out);
+    }
+    let out = t.al(&["config", "show"]).output().unwrap();
+    let text = stdout(&out);
+    // What is not secret stays: the option names, the user, the host.
+    assert!(text.contains("--apikey [hidden] --pw [hidden] --bearer [hidden] -u bob:[hidden]"), "{text}");
+    assert!(text.contains("Authorization: Bearer [hidden]"), "{text}");
+    assert!(text.contains("https://u:[hidden]@h.example/v1?[hidden]"), "{text}");
+}
+
+/// (8) A configuration error about a value of the wrong type does not echo a command that
+/// prints a secret, nor a secret.
+#[test]
+fn a_wrong_type_error_echoes_no_command_or_secret() {
+    let t = T::new();
+    for (config, secret) in [
+        ("llm: {api_key_cmd: \"echo APIKEYCMDSECRET1\"}\n", "APIKEYCMDSECRET1"),
+        ("ductile: {api_token: [TOKENINALIST12]}\n", "TOKENINALIST12"),
+        ("handle: {progress_token: {t: NESTEDTOKEN123}}\n", "NESTEDTOKEN123"),
+    ] {
+        t.write("ws/agentloop.yaml", config);
+        let out = t.al(&["config", "show"]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{config}: {err}");
+        assert!(err.contains("invalid configuration"), "{err}");
+        assert!(!err.contains(secret) && !stdout(&out).contains(secret), "{config}: {err}");
+    }
+    // A value that holds no secret is still echoed, to help the fix.
+    t.write("ws/agentloop.yaml", "max_steps: many\n");
+    let err = stderr(&t.al(&["config", "show"]).output().unwrap());
+    assert!(err.contains("invalid type: string \"many\", expected u32"), "{err}");
+}

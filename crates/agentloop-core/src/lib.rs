@@ -8,7 +8,7 @@
 pub use agentloop_base::{
     alloc, archive, capfs, clock, crash, error, facts, fs, json, redact, run_id, seed_agent, trace,
 };
-pub use agentloop_config::{config, tool_messages};
+pub use agentloop_config::{config, mask, tool_messages};
 pub use agentloop_model::{budget, log, model, otel, outcome, output, tool_spec};
 pub use agentloop_store::{
     evidence, history, longterm, markdown, prompt, rest_window, runs_diff, transcript, workspace,
