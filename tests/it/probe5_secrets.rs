@@ -188,3 +188,157 @@ fn a_wrong_type_error_echoes_no_command_or_secret() {
     let err = stderr(&t.al(&["config", "show"]).output().unwrap());
     assert!(err.contains("invalid type: string \"many\", expected u32"), "{err}");
 }
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_holding(&p, needle));
+        } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            out.push(p.display().to_string());
+        }
+    }
+    out
+}
+
+/// (11) An MCP access token kept by agentloop is a registered secret: echoed back in a tool
+/// result, it reaches no file of the workspace (transcript.md, trace.jsonl, plan.md, the spare
+/// copies). (Also seen) the token folder is owner-only.
+#[test]
+fn an_mcp_access_token_echoed_by_its_server_is_redacted() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = T::new();
+    let port_file = t.path("mcp.port");
+    let mut server = std::process::Command::new("python3")
+        .arg(crate::mcp::fake_server())
+        .arg("--http")
+        .arg(&port_file)
+        .env("FAKE_MCP_LOG", t.path("mcp.jsonl"))
+        .env("FAKE_MCP_OAUTH", "1")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs the fake server");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert!(crate::mcp::wait_for(|| port_file.exists(), std::time::Duration::from_secs(20)));
+        let port = std::fs::read_to_string(&port_file).unwrap();
+        t.write(
+            "ws/agentloop.yaml",
+            &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n      oauth: {{grant: client_credentials, client_id: cc-client, client_secret: '${{CC_SECRET}}'}}\n"),
+        );
+        // The machine grant gets `access-1` and keeps it.
+        let out = t
+            .al(&["mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#])
+            .env("CC_SECRET", "cc-secret")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let store = t.path("home/.local/state/agentloop/mcp-auth");
+        assert_eq!(files_holding(&store, "access-1").len(), 1);
+        assert_eq!(std::fs::metadata(&store).unwrap().permissions().mode() & 0o777, 0o700);
+        // A run whose server echoes the token back.
+        t.write(
+            "script.yaml",
+            r#"frame:
+  - answer: {goal: ask the server, definition_of_done: [asked, answered, noted], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: web__echo, args: {text: "the token is access-1"}}, rationale: ask}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: answered}
+"#,
+        );
+        let out = t
+            .al(&["--script", "script.yaml", "run", "--goal", "ask the server"])
+            .env("CC_SECRET", "cc-secret")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let transcript = t.read("ws/transcript.md");
+        assert!(transcript.contains("echo: the token is [REDACTED]"), "{transcript}");
+        assert_eq!(files_holding(&t.path("ws"), "access-1"), Vec::<String>::new());
+        assert!(!stdout(&out).contains("access-1") && !stderr(&out).contains("access-1"));
+    }));
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// (15) A served run cannot read serve's own token: the file tools refuse its file however it
+/// is named, the shell's sandbox shows it empty, and with no sandbox (`sandbox: none`) what it
+/// prints is redacted; the token reaches neither transcript.md nor trace.jsonl.
+#[test]
+fn a_served_run_cannot_read_serves_token() {
+    use std::os::unix::fs::PermissionsExt;
+    for sandbox in ["bwrap", "none"] {
+        if sandbox == "bwrap" && which("bwrap").is_none() {
+            missing("bwrap (bubblewrap)");
+            continue;
+        }
+        let t = T::new();
+        let home = t.path("home");
+        let token_file = home.join(".local/state/agentloop/serve-token");
+        let token_path = token_file.display().to_string();
+        // A link to it in a folder the tools may read: the file tools judge where it leads.
+        std::os::unix::fs::symlink(&token_file, home.join("linked-token")).unwrap();
+        let linked = home.join("linked-token").display().to_string();
+        let script = format!(
+            r#"frame:
+  - answer: {{goal: read it, definition_of_done: [tried, recorded, noted], can_proceed: true}}
+plan:
+  - answer: {{next_action: {{tool: file_read, args: {{path: "{token_path}"}}}}, rationale: read}}
+  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, rationale: look}}
+  - answer: {{next_action: {{tool: file_read, args: {{path: "{linked}"}}}}, rationale: read}}
+  - answer: {{next_action: {{tool: shell, args: {{argv: [cat, "{token_path}"]}}}}, rationale: read}}
+reflect:
+  - answer: {{decision: continue, reason: more}}
+  - answer: {{decision: continue, reason: more}}
+  - answer: {{decision: continue, reason: more}}
+  - answer: {{satisfied: [{{item: 1, steps: [2]}}, {{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], decision: done, reason: tried, outcome: tried}}
+"#
+        );
+        crate::serve::root_with(
+            &t,
+            &script,
+            &format!("tools:\n  read_paths: [\"{}\"]\n  shell: {{enabled: true, allow: [cat]}}\n", home.display()),
+        );
+        if sandbox == "none" {
+            t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+        }
+        let s = crate::serve::serve(&t, &["--script", "script.yaml"], &[], None);
+        let token = s.token.clone();
+        assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+        assert_eq!(std::fs::metadata(token_file.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+        let r = s.post("/runs", &serde_json::json!({"goal": "read it"}));
+        assert_eq!(r.status, 202, "{}", r.body);
+        let id = r.json()["run_id"].as_str().unwrap().to_string();
+        let run = format!("root/runs/{id}");
+        let v = s.finished(&id);
+        let transcript = t.read(&format!("{run}/transcript.md"));
+        assert_eq!(v["status"], "done", "{sandbox}: {v}\n{}\n{transcript}", s.log());
+        let trace = t.read(&format!("{run}/trace.jsonl"));
+        for (name, text) in [("transcript.md", &transcript), ("trace.jsonl", &trace)] {
+            assert!(!text.contains(&token), "{sandbox}: {name} holds serve's token:\n{text}");
+        }
+        assert_eq!(files_holding(&t.path("root"), &token), Vec::<String>::new(), "{sandbox}");
+        let refusals = trace
+            .lines()
+            .filter(|l| l.contains("\"event\":\"act\"") && l.contains("agentloop's own store of tokens"))
+            .count();
+        assert_eq!(refusals, 2, "{sandbox}: both file_reads refused: {trace}");
+        // Inside the sandbox the file is not there to read; with none, what cat prints is
+        // redacted.
+        let step4 = &transcript[transcript.find("step 4 · act").unwrap_or(0)..];
+        if sandbox == "none" {
+            assert!(step4.contains("[REDACTED]"), "{step4}");
+        } else {
+            assert!(step4.contains("denied") || step4.contains("exit code: 0"), "{step4}");
+        }
+    }
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|p| p.is_file()))
+}

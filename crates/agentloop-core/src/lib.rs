@@ -13,7 +13,7 @@ pub use agentloop_model::{budget, log, model, otel, outcome, output, tool_spec};
 pub use agentloop_store::{
     evidence, history, longterm, markdown, prompt, rest_window, runs_diff, transcript, workspace,
 };
-pub use agentloop_tools::{catalog, ductile, interrupt, mcp, skills, tool_env, tools};
+pub use agentloop_tools::{catalog, ductile, held_secrets, interrupt, mcp, skills, tool_env, tools};
 
 pub mod contract;
 pub mod lifecycle;

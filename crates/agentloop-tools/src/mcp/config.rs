@@ -309,6 +309,7 @@ fn resolve_one(
         let mut headers = Vec::new();
         for (k, v) in sc.headers.iter().flatten() {
             let value = expand(v, &rec).map_err(|e| bad(format!("headers.{k}: {e}")))?;
+            register_credential(k, &value);
             secrets.push(value.clone());
             headers.push((k.clone(), value));
         }
@@ -325,7 +326,9 @@ fn resolve_one(
         }
         let mut env = Vec::new();
         for (k, v) in sc.env.iter().flatten() {
-            env.push((k.clone(), expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?));
+            let value = expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?;
+            register_credential(k, &value);
+            env.push((k.clone(), value));
         }
         let cwd = match &sc.cwd {
             Some(c) => {
@@ -427,6 +430,22 @@ fn resolve_one(
         secrets,
         oauth,
     })
+}
+
+/// A header or variable whose name says it carries a credential (`Authorization`,
+/// `X-Api-Key`, `GH_TOKEN`; [`crate::mask::secret_name`]) hands its value to the
+/// server: the credential (after an auth scheme, `Bearer X`) is registered for redaction in
+/// every write, not only in this server's own output.
+fn register_credential(name: &str, value: &str) {
+    if !crate::mask::secret_name(name) {
+        return;
+    }
+    let v = value.trim();
+    let credential = match v.split_once(' ') {
+        Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => rest.trim(),
+        _ => v,
+    };
+    crate::redact::register(credential);
 }
 
 /// Why a credential key of a server cannot be used: the key and why (said after the server's

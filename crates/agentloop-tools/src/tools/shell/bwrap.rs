@@ -5,8 +5,9 @@
 //! under `/run`, nor a listening unix socket anywhere else it can see), the whole filesystem
 //! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
 //! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
-//! `.git`) read-only even there, no capabilities and no new privileges (bwrap sets
-//! `PR_SET_NO_NEW_PRIVS`), a session of its own (no terminal to inject into).
+//! `.git`) read-only even there, agentloop's stores of tokens (`serve-token`, `mcp-auth/`) empty,
+//! no capabilities and no new privileges (bwrap sets `PR_SET_NO_NEW_PRIVS`), a session of its
+//! own (no terminal to inject into).
 //!
 //! Ending: bwrap's first process is PID 1 of the namespace; when it ends, the kernel ends every
 //! other process there, so a child that left the process group (`setsid -f`) goes too. With
@@ -184,6 +185,18 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
                 cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
             }
             Err(_) => missing.push(p),
+        }
+    }
+    // agentloop's stores of tokens (serve's, MCP sign-ins) are empty inside, after every bind
+    // so none uncovers them; one under the private /tmp is not there anyway unless bound.
+    for store in &crate::held_secrets::Stores::load().paths {
+        if store.starts_with("/tmp") && !mounts.iter().any(|(m, _)| store.starts_with(m)) {
+            continue;
+        }
+        if store.is_dir() {
+            cmd.args(["--tmpfs", store.as_str()]);
+        } else {
+            cmd.args(["--ro-bind", "/dev/null", store.as_str()]);
         }
     }
     if !cfg.shell.network {
