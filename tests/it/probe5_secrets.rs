@@ -342,3 +342,68 @@ reflect:
 fn which(program: &str) -> Option<std::path::PathBuf> {
     std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|p| p.is_file()))
 }
+
+/// The peak resident memory of a process, in bytes (`VmHWM`).
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("0 kB");
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0) * 1024
+}
+
+/// (7) Every field a queue message carries is bounded, not only `request`: a tiny request with
+/// a large field of another name, or many fields adding up, is dead-lettered naming the field
+/// (or the whole), measured inside Redis: the worker never holds it. A message within bounds
+/// still runs.
+#[test]
+fn every_field_of_a_queue_message_is_bounded() {
+    use redis::Commands;
+    let t = T::new();
+    let Some(redis) = crate::queue::Redis::start(&t.path("redis")) else { return };
+    t.write(
+        "script.yaml",
+        r#"frame:
+  - answer: {goal: look, definition_of_done: [looked, listed, noted], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: list_dir, args: {}}, rationale: look}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: looked, outcome: looked}
+"#,
+    );
+    t.write("root/agentloop.yaml", "max_steps: 8\n");
+    const BLOB: usize = 96 << 20;
+    let blob = "x".repeat(BLOB);
+    let small = r#"{"goal": "look around"}"#;
+    let mut con = redis.con();
+    let _: String = con.xadd("agentloop:runs", "*", &[("request", small), ("blob", blob.as_str())]).unwrap();
+    drop(blob);
+    let many: Vec<(String, String)> = (0..40).map(|i| (format!("f{i}"), "y".repeat(60 << 10))).collect();
+    let mut fields = vec![("request".to_string(), small.to_string())];
+    fields.extend(many);
+    let _: String = con.xadd("agentloop:runs", "*", &fields).unwrap();
+    let _: String = con.xadd("agentloop:runs", "*", &[("request", small), ("tag", "ok")]).unwrap();
+    let w = crate::queue::worker(&t, &redis, "w1", &[]);
+    let start = std::time::Instant::now();
+    loop {
+        let results: usize = con.xlen("agentloop:results").unwrap();
+        if redis.entries("agentloop:dead").len() >= 2 && results >= 1 {
+            break;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(120), "{}", w.log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let peak = peak_memory(w.child.id());
+    let dead = redis.entries("agentloop:dead");
+    assert_eq!(
+        dead[0].1["reason"],
+        format!("the message's field `blob` is {BLOB} bytes, over the limit of 65536 bytes for a field other than `request`"),
+        "{dead:?}"
+    );
+    assert!(dead[1].1["reason"].starts_with("the message is "), "{dead:?}");
+    assert!(dead[1].1["reason"].ends_with("bytes in all, over the limit of 1114112 bytes"), "{dead:?}");
+    for d in &dead {
+        assert_eq!(d.1["request"], "", "a dead letter copies no oversized message");
+    }
+    assert_eq!(redis.pending(), 0);
+    // The worker never held the large field.
+    assert!(peak > 0 && peak < (BLOB as u64) / 2, "the worker peaked at {peak} bytes");
+}
