@@ -112,6 +112,13 @@ fn mask(v: &mut Value, key: &str, parent: &str) {
     }
 }
 
+/// An argument list with every credential hidden, as [`config`] hides one in a configuration.
+pub fn argv(items: &[String]) -> Vec<String> {
+    let mut v = Value::Array(items.iter().cloned().map(Value::String).collect());
+    mask(&mut v, "args", "");
+    v.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)).collect()
+}
+
 /// What the word before asked of the next one.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hide {
@@ -501,6 +508,13 @@ mod tests {
         let mut v = json!({"api_key_cmd": ["sh", "-c", "curl --user a:b0b1234 -H 'X-Api-Key: k3y12345' x"]});
         config(&mut v);
         assert_eq!(v["api_key_cmd"][2], "curl --user a:[hidden] -H 'X-Api-Key: [hidden]' x");
+    }
+
+    #[test]
+    fn an_argument_list_is_masked_as_in_a_configuration() {
+        let args: Vec<String> =
+            ["--apikey", "k3y12345", "-H", "Authorization: Bearer b34r3r12", "--verbose"].map(String::from).to_vec();
+        assert_eq!(argv(&args), ["--apikey", "[hidden]", "-H", "Authorization: Bearer [hidden]", "--verbose"]);
     }
 
     #[test]

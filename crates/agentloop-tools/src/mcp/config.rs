@@ -279,13 +279,15 @@ fn resolve_one(
             return Err(bad(format!("env name `{k}` is not a variable name")));
         }
     }
+    // How lists and messages name the server: masked as `config show` masks it (a password or
+    // query in the address, a credential among the arguments).
     let display = if http {
-        sc.url.clone().unwrap_or_default()
+        crate::mask::url(&sc.url.clone().unwrap_or_default())
     } else {
-        let mut d = sc.command.clone().unwrap_or_default();
-        for a in sc.args.iter().flatten() {
+        let mut d = crate::mask::command(&sc.command.clone().unwrap_or_default());
+        for a in crate::mask::argv(sc.args.as_deref().unwrap_or_default()) {
             d.push(' ');
-            d.push_str(a);
+            d.push_str(&a);
         }
         d
     };
