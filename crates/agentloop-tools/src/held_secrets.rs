@@ -1,6 +1,6 @@
 //! The secrets agentloop holds itself, for redaction and out of the tools' reach.
 //!
-//! Registered ([`crate::redact::register`]) when a run's tools are load, before any tool runs:
+//! Registered ([`crate::redact::register`]) when a run's tools are loaded, before any tool runs:
 //! the Ductile token (written, or named by `api_token_env`; one `api_token_cmd` prints is
 //! registered when it is run), the progress webhook's token and address (a chat webhook's address
 //! is its credential), and `serve`'s kept API token (so a run that reads it some other way than
