@@ -77,7 +77,7 @@ pub const MAX_ENTRY_BYTES: usize = crate::runs_root::MAX_REQUEST_BYTES + MAX_OTH
 /// message, however large a field someone added. (Scripts do not block: new messages are
 /// polled, see [`read_new`].)
 ///
-/// KEYS[1] the requests stream; ARGV: mode (`new` or `idle`), group, consumer, min idle ms,
+/// `KEYS[1]` the requests stream; ARGV: mode (`new` or `idle`), group, consumer, min idle ms,
 /// cursor, max request bytes, max other-field bytes, max entry bytes. Reply: `{cursor}` when
 /// there is no message, else `{cursor, id, "ok", request or false}`, `{cursor, id, "gone"}` or
 /// `{cursor, id, "big", field, length, bound}`.
@@ -436,9 +436,9 @@ pub struct Overview {
 }
 
 /// A range of a stream read inside Redis with every field bounded as [`FETCH`] bounds it:
-/// `XRANGE` or `XREVRANGE` of KEYS[1] from ARGV[2] to ARGV[3], at most ARGV[4] entries; for each,
-/// its id and the fields named from ARGV[7] on, each the value when within its bound (ARGV[5]
-/// for `request`, ARGV[6] for any other) and nothing when missing or over it.
+/// `XRANGE` or `XREVRANGE` of `KEYS[1]` from `ARGV[2]` to `ARGV[3]`, at most `ARGV[4]` entries; for each,
+/// its id and the fields named from `ARGV[7]` on, each the value when within its bound (`ARGV[5]`
+/// for `request`, `ARGV[6]` for any other) and nothing when missing or over it.
 const RANGE: &str = r"
 local r = redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4])
 local max_request, max_other = tonumber(ARGV[5]), tonumber(ARGV[6])
