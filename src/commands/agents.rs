@@ -125,7 +125,10 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     // that name exists.
     let profile = name != "default" || profiles(&ctx.ws.root)?.iter().any(|r| r["name"] == "default");
     let c = ctx.rebuild(|g| g.agent = profile.then(|| name.to_string()))?;
-    let r = &c.resolved;
+    // Shown as `config show` shows it: one masking for every command that shows configuration.
+    let mut r = c.resolved.clone();
+    crate::mask::config(&mut r.value);
+    let r = &r;
     let from_profile: Vec<&String> =
         r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);

@@ -120,6 +120,16 @@ impl Auth {
         same_origin && csrf.is_some_and(|c| ct_eq(c.as_bytes(), self.csrf.as_bytes()))
     }
 
+    /// Registers every token for redaction (after the generated one is printed: what agentloop
+    /// prints is redacted too): a served run that reads one — serve's token file, the
+    /// environment of a process that has it — writes `[REDACTED]` in transcript.md and
+    /// trace.jsonl, and sends the model nothing of it.
+    pub fn register_secrets(&self) {
+        for t in &self.tokens {
+            crate::redact::register(t);
+        }
+    }
+
     /// The first token (the one printed when generated).
     pub fn first(&self) -> &str {
         &self.tokens[0]
@@ -175,7 +185,7 @@ fn generate() -> Result<String> {
 /// Where a generated token is kept: `$XDG_STATE_HOME/agentloop/serve-token`, else
 /// `~/.local/state/agentloop/serve-token`; None without either variable.
 pub fn token_path() -> Option<camino::Utf8PathBuf> {
-    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("serve-token"))
+    crate::held_secrets::serve_token_path()
 }
 
 /// The token to use without `AGENTLOOP_TOKEN`: the kept one, else (or with `rotate`) a new one,
@@ -197,7 +207,7 @@ pub fn kept_token(rotate: bool) -> Result<(String, Option<camino::Utf8PathBuf>)>
     }
     let token = generate()?;
     if let Some(dir) = path.parent() {
-        crate::fs::create_dir_all(dir)?;
+        crate::held_secrets::private_dir(dir)?;
     }
     crate::fs::write_private(&path, format!("{token}\n").as_bytes())?;
     Ok((token, Some(path)))

@@ -149,6 +149,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         "serving runs under {}/{} with {} worker(s) and {} queue place(s); panel: {panel}",
         root, shared.runs_dir, o.workers, o.queue
     ));
+    // Printed once above; from here on a token is a secret to every write and every run.
+    shared.auth.register_secrets();
     // Ctrl-C or SIGTERM: say so, and mark the runs being driven interrupted.
     crate::interrupt::doing(&format!("agentloop serve on {url}"));
     runs::recover(&shared, o.resume)?;

@@ -225,6 +225,10 @@ fn work(w: &Worker) {
 /// Handles one delivery: runs it (or resumes or reports its run), publishes the outcome and
 /// acknowledges it; or dead-letters it; or, on an error that may pass, leaves it pending.
 fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
+    // Too large, as measured in Redis: dead-lettered naming the field, nothing of it read.
+    if let Some(why) = &d.oversized {
+        return dead(w, link, d, why);
+    }
     let last = link.call("read the last error", |c| streams::last_error(c, &w.names, &d.id)).ok().flatten();
     let (req, run_id) =
         match request::triage(&d.id, d.request.as_deref(), d.deliveries, w.max_deliveries, last.as_deref()) {

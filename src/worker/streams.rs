@@ -59,6 +59,104 @@ pub struct Delivery {
     pub request: Option<String>,
     /// How many times it was delivered, this time included.
     pub deliveries: u64,
+    /// Why the message is too large to take (a field, or the whole entry, over its bound):
+    /// it was measured inside Redis and nothing of it was read ([`FETCH`]).
+    pub oversized: Option<String>,
+}
+
+/// The most any field of a message other than `request` may hold (a client's tag, a trace id).
+pub const MAX_OTHER_FIELD_BYTES: usize = 64 * 1024;
+
+/// The most a whole message may hold: its `request` at most, its other fields and all names.
+pub const MAX_ENTRY_BYTES: usize = crate::runs_root::MAX_REQUEST_BYTES + MAX_OTHER_FIELD_BYTES;
+
+/// Takes one message for a consumer inside Redis — a new one (`XREADGROUP`) or one idle too
+/// long (`XAUTOCLAIM`) — and measures it there: every field's length and the whole entry's. A
+/// message within bounds comes back with its `request` field alone; one over them comes back
+/// as its id, the field that is too large (its name cut to 64 bytes; empty for the entry as a
+/// whole), its length and the bound, so the worker never holds more than the bounds of any
+/// message, however large a field someone added. (Scripts do not block: new messages are
+/// polled, see [`read_new`].)
+///
+/// `KEYS[1]` the requests stream; ARGV: mode (`new` or `idle`), group, consumer, min idle ms,
+/// cursor, max request bytes, max other-field bytes, max entry bytes. Reply: `{cursor}` when
+/// there is no message, else `{cursor, id, "ok", request or false}`, `{cursor, id, "gone"}` or
+/// `{cursor, id, "big", field, length, bound}`.
+const FETCH: &str = r"
+local entry, cursor
+if ARGV[1] == 'new' then
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+  cursor = '0-0'
+  if not r then return {cursor} end
+  entry = r[1][2][1]
+else
+  local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], 'COUNT', 1)
+  cursor = r[1]
+  entry = r[2][1]
+end
+if not entry then return {cursor} end
+local id, fv = entry[1], entry[2]
+if not fv then return {cursor, id, 'gone'} end
+local max_request, max_other, max_entry = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local total, request = 0, false
+for i = 1, #fv, 2 do
+  local name, value = fv[i], fv[i + 1]
+  total = total + #name + #value
+  local bound = max_other
+  if name == 'request' then bound = max_request end
+  if #value > bound or #name > max_other then
+    return {cursor, id, 'big', string.sub(name, 1, 64), #value, bound}
+  end
+  if name == 'request' then request = value end
+end
+if total > max_entry then return {cursor, id, 'big', '', total, max_entry} end
+return {cursor, id, 'ok', request}";
+
+/// One run of [`FETCH`]: the cursor it reached and the message it took, if any.
+fn fetch(
+    con: &mut Connection,
+    n: &Names,
+    consumer: &str,
+    idle: Option<(Duration, &str)>,
+) -> RedisResult<(String, Option<Delivery>)> {
+    let (mode, idle_ms, cursor) = match idle {
+        Some((d, c)) => ("idle", d.as_millis() as u64, c),
+        None => ("new", 0, "0-0"),
+    };
+    let reply: Vec<redis::Value> = redis::cmd("EVAL")
+        .arg(FETCH)
+        .arg(1)
+        .arg(&n.requests)
+        .arg(mode)
+        .arg(&n.group)
+        .arg(consumer)
+        .arg(idle_ms)
+        .arg(cursor)
+        .arg(crate::runs_root::MAX_REQUEST_BYTES)
+        .arg(MAX_OTHER_FIELD_BYTES)
+        .arg(MAX_ENTRY_BYTES)
+        .query(con)?;
+    let text = |i: usize| reply.get(i).and_then(|v| redis::from_redis_value::<String>(v.clone()).ok());
+    let number = |i: usize| reply.get(i).and_then(|v| redis::from_redis_value::<u64>(v.clone()).ok()).unwrap_or(0);
+    let next = text(0).unwrap_or_else(|| "0-0".into());
+    let Some(id) = text(1) else { return Ok((next, None)) };
+    let d = match text(2).as_deref() {
+        Some("big") => {
+            let (field, len, bound) = (text(3).unwrap_or_default(), number(4), number(5));
+            let why = match field.as_str() {
+                "request" => format!("the request is {len} bytes, over the limit of {bound} bytes"),
+                "" => format!("the message is {len} bytes in all, over the limit of {bound} bytes"),
+                f => format!(
+                    "the message's field `{}` is {len} bytes, over the limit of {bound} bytes for a field other than `request`",
+                    crate::output::printable(f)
+                ),
+            };
+            Delivery { id, request: None, deliveries: 1, oversized: Some(why) }
+        }
+        Some("ok") => Delivery { id, request: text(3), deliveries: 1, oversized: None },
+        _ => Delivery { id, request: None, deliveries: 1, oversized: None },
+    };
+    Ok((next, Some(d)))
 }
 
 /// One connection to Redis that reconnects: a command that fails because Redis is down,
@@ -174,11 +272,6 @@ pub fn ensure_group(con: &mut Connection, n: &Names) -> RedisResult<()> {
     }
 }
 
-/// The `request` field of a message's fields.
-fn request_field(map: &std::collections::HashMap<String, redis::Value>) -> Option<String> {
-    map.get("request").and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
-}
-
 /// A group command's reply, or None once the group is made again when it went away (Redis
 /// restarted without its data).
 fn regrouped<T>(con: &mut Connection, n: &Names, reply: RedisResult<T>) -> RedisResult<Option<T>> {
@@ -191,23 +284,19 @@ fn regrouped<T>(con: &mut Connection, n: &Names, reply: RedisResult<T>) -> Redis
     }
 }
 
-/// A new message for `consumer`, waiting up to `block` for one.
+/// A new message for `consumer`, waiting up to `block` for one. Messages are taken and
+/// measured by [`FETCH`], which cannot block inside Redis, so the wait is a poll every 50 ms.
 pub fn read_new(con: &mut Connection, n: &Names, consumer: &str, block: Duration) -> RedisResult<Option<Delivery>> {
-    let reply: RedisResult<Option<redis::streams::StreamReadReply>> = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg(&n.group)
-        .arg(consumer)
-        .arg("COUNT")
-        .arg(1)
-        .arg("BLOCK")
-        .arg(block.as_millis() as u64)
-        .arg("STREAMS")
-        .arg(&n.requests)
-        .arg(">")
-        .query(con);
-    let Some(reply) = regrouped(con, n, reply)? else { return Ok(None) };
-    let first = reply.and_then(|r| r.keys.into_iter().next()).and_then(|k| k.ids.into_iter().next());
-    Ok(first.map(|m| Delivery { request: request_field(&m.map), id: m.id, deliveries: 1 }))
+    let start = Instant::now();
+    loop {
+        let reply = fetch(con, n, consumer, None);
+        match regrouped(con, n, reply)? {
+            Some((_, Some(d))) => return Ok(Some(d)),
+            None => return Ok(None),
+            Some((_, None)) if start.elapsed() >= block => return Ok(None),
+            Some((_, None)) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 /// A message pending longer than `idle` with any consumer (one killed, or gone quiet), now
@@ -215,24 +304,16 @@ pub fn read_new(con: &mut Connection, n: &Names, consumer: &str, block: Duration
 pub fn claim_idle(con: &mut Connection, n: &Names, consumer: &str, idle: Duration) -> RedisResult<Option<Delivery>> {
     let mut cursor = "0-0".to_string();
     loop {
-        let reply: RedisResult<redis::streams::StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
-            .arg(&n.requests)
-            .arg(&n.group)
-            .arg(consumer)
-            .arg(idle.as_millis() as u64)
-            .arg(&cursor)
-            .arg("COUNT")
-            .arg(1)
-            .query(con);
-        let Some(reply) = regrouped(con, n, reply)? else { return Ok(None) };
-        if let Some(m) = reply.claimed.into_iter().next() {
-            let deliveries = delivery_count(con, n, &m.id)?.unwrap_or(1);
-            return Ok(Some(Delivery { request: request_field(&m.map), id: m.id, deliveries }));
+        let reply = fetch(con, n, consumer, Some((idle, &cursor)));
+        let Some((next, taken)) = regrouped(con, n, reply)? else { return Ok(None) };
+        if let Some(mut d) = taken {
+            d.deliveries = delivery_count(con, n, &d.id)?.unwrap_or(1);
+            return Ok(Some(d));
         }
-        if reply.next_stream_id == "0-0" || reply.next_stream_id == cursor {
+        if next == "0-0" || next == cursor {
             return Ok(None);
         }
-        cursor = reply.next_stream_id;
+        cursor = next;
     }
 }
 
@@ -394,6 +475,56 @@ pub struct Overview {
     pub dead: Vec<(String, String, Option<String>)>,
 }
 
+/// A range of a stream read inside Redis with every field bounded as [`FETCH`] bounds it:
+/// `XRANGE` or `XREVRANGE` of `KEYS[1]` from `ARGV[2]` to `ARGV[3]`, at most `ARGV[4]` entries; for each,
+/// its id and the fields named from `ARGV[7]` on, each the value when within its bound (`ARGV[5]`
+/// for `request`, `ARGV[6]` for any other) and nothing when missing or over it.
+const RANGE: &str = r"
+local r = redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3], 'COUNT', ARGV[4])
+local max_request, max_other = tonumber(ARGV[5]), tonumber(ARGV[6])
+local out = {}
+for _, e in ipairs(r) do
+  local row, fv = {e[1]}, e[2] or {}
+  for k = 7, #ARGV do
+    local got = false
+    for i = 1, #fv, 2 do
+      if fv[i] == ARGV[k] then
+        local bound = max_other
+        if ARGV[k] == 'request' then bound = max_request end
+        if #fv[i + 1] <= bound then got = fv[i + 1] end
+        break
+      end
+    end
+    table.insert(row, got)
+  end
+  table.insert(out, row)
+end
+return out";
+
+/// [`RANGE`]: each entry's id and the `fields` asked for (None when missing or too large).
+fn bounded_range(
+    con: &mut Connection,
+    key: &str,
+    (cmd, from, to): (&str, &str, &str),
+    limit: usize,
+    fields: &[&str],
+) -> RedisResult<Vec<(String, Vec<Option<String>>)>> {
+    let rows: Vec<Vec<redis::Value>> = redis::cmd("EVAL")
+        .arg(RANGE)
+        .arg(1)
+        .arg(key)
+        .arg(cmd)
+        .arg(from)
+        .arg(to)
+        .arg(limit)
+        .arg(crate::runs_root::MAX_REQUEST_BYTES)
+        .arg(MAX_OTHER_FIELD_BYTES)
+        .arg(fields)
+        .query(con)?;
+    let text = |v: &redis::Value| redis::from_redis_value::<String>(v.clone()).ok();
+    Ok(rows.iter().filter_map(|row| Some((text(row.first()?)?, row.iter().skip(1).map(text).collect()))).collect())
+}
+
 /// Reads the queue's state, at most `limit` of each kind.
 pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Overview> {
     ensure_group(con, n)?;
@@ -408,36 +539,31 @@ pub fn overview(con: &mut Connection, n: &Names, limit: usize) -> RedisResult<Ov
         .and_then(|g| g.get("last-delivered-id"))
         .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
         .unwrap_or_else(|| "0-0".into());
-    let queued: redis::streams::StreamRangeReply =
-        redis::cmd("XRANGE").arg(&n.requests).arg(format!("({last}")).arg("+").arg("COUNT").arg(limit).query(con)?;
+    let after = format!("({last}");
+    let queued = bounded_range(con, &n.requests, ("XRANGE", &after, "+"), limit, &["request"])?;
     let pending: redis::streams::StreamPendingCountReply =
         redis::cmd("XPENDING").arg(&n.requests).arg(&n.group).arg("-").arg("+").arg(limit).query(con)?;
     let mut claimed = Vec::new();
     for p in pending.ids {
         claimed.push((p.id, p.consumer, p.last_delivered_ms as u64, p.times_delivered as u64));
     }
-    let dead: redis::streams::StreamRangeReply =
-        redis::cmd("XREVRANGE").arg(&n.dead).arg("+").arg("-").arg("COUNT").arg(limit).query(con)?;
-    let field = |m: &redis::streams::StreamId, k: &str| m.get::<String>(k);
+    let dead = bounded_range(con, &n.dead, ("XREVRANGE", "+", "-"), limit, &["message_id", "reason", "request"])?;
     Ok(Overview {
-        queued: queued.ids.iter().map(|m| (m.id.clone(), field(m, "request"))).collect(),
+        queued: queued.into_iter().map(|(id, mut f)| (id, f.swap_remove(0))).collect(),
         claimed,
         dead: dead
-            .ids
-            .iter()
-            .map(|m| {
-                (
-                    field(m, "message_id").unwrap_or_default(),
-                    field(m, "reason").unwrap_or_default(),
-                    field(m, "request"),
-                )
+            .into_iter()
+            .map(|(_, mut f)| {
+                let request = f.pop().flatten();
+                let reason = f.pop().flatten().unwrap_or_default();
+                (f.pop().flatten().unwrap_or_default(), reason, request)
             })
             .collect(),
     })
 }
 
-/// The request of message `id`, if the stream still holds it.
+/// The request of message `id`, if the stream still holds it (and it is within its bound).
 pub fn request_of(con: &mut Connection, n: &Names, id: &str) -> RedisResult<Option<String>> {
-    let r: redis::streams::StreamRangeReply = redis::cmd("XRANGE").arg(&n.requests).arg(id).arg(id).query(con)?;
-    Ok(r.ids.into_iter().next().and_then(|m| m.get::<String>("request")))
+    let r = bounded_range(con, &n.requests, ("XRANGE", id, id), 1, &["request"])?;
+    Ok(r.into_iter().next().and_then(|(_, mut f)| f.pop().flatten()))
 }

@@ -17,7 +17,7 @@ const QUICK: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [done], can_proceed: true}
     usage: {input_tokens: 100, output_tokens: 20}
 plan:
-  - answer: {next_action: {tool: finish, args: {summary: all done}}, rationale: nothing else to do}
+  - answer: {next_action: {tool: list_dir, args: {}}, rationale: look around}
     usage: {input_tokens: 200, output_tokens: 30}
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1]}], decision: done, reason: ok, outcome: summarised}

@@ -299,7 +299,7 @@ fn a_resting_agent_is_refused_by_every_door() {
 fn the_output_schema_shapes_the_output_through_every_door() {
     let schema = json!({"type": "object", "properties": {"verdict": {"type": "string"}, "score": {"type": "integer"}}, "required": ["verdict", "score"], "additionalProperties": false});
     let script = format!(
-        "{FRAME}plan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: rated, output: {{verdict: fine, score: 7}}}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: rated}}\n"
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, rationale: look}}\n  - answer: {{next_action: {{tool: finish, args: {{summary: rated, output: {{verdict: fine, score: 7}}}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: continue, reason: looked}}\n  - answer: {{decision: done, reason: ok, outcome: rated}}\n"
     );
     let ask = Ask { goal: "rate it", budgets: json!({}), output_schema: Some(schema), config: "" };
     for door in DOORS {
@@ -399,7 +399,7 @@ fn go_on_through(door: Door, script: &str, ask: &Ask, then: Then) -> (String, Va
     }
 }
 
-const ASKS: &str = "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: \"Which year's figures?\"}\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: used 2024}}}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}\n";
+const ASKS: &str = "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: \"Which year's figures?\"}\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: list_dir, args: {}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}\n";
 
 #[test]
 fn an_escalated_run_is_answered_and_ends_done_through_every_door_that_can_answer() {
@@ -420,7 +420,7 @@ fn an_escalated_run_is_answered_and_ends_done_through_every_door_that_can_answer
 #[test]
 fn a_run_stopped_by_its_step_limit_goes_on_with_a_raised_one_through_every_door_that_can() {
     let script = format!(
-        "{FRAME}plan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, expected_outcome: x, rationale: y}}\n  - answer: {{next_action: {{tool: finish, args: {{summary: listed}}}}, rationale: done}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}], decision: continue, reason: more}}\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], decision: done, reason: ok, outcome: listed}}\n"
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, expected_outcome: x, rationale: y}}\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}, expected_outcome: x, rationale: again}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}], decision: continue, reason: more}}\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [2]}}, {{item: 3, steps: [2]}}], decision: done, reason: ok, outcome: listed}}\n"
     );
     for door in [Door::Cli, Door::Http, Door::Queue] {
         let (first, r) = go_on_through(door, &script, &Ask::with(json!({"max_steps": 1})), Then::Continue(3));

@@ -514,7 +514,7 @@ pub(crate) fn a_start_payload_output_schema_shapes_the_completion_event() {
     let t = T::new();
     t.write(
         "root/script.yaml",
-        "frame:\n  - answer: {goal: rate, definition_of_done: [rated, titled, scored], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {summary: rated, output: {title: t, score: 3}}}, rationale: known}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok}\n",
+        "frame:\n  - answer: {goal: rate, definition_of_done: [rated, titled, scored], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: list_dir, args: {}}, rationale: look}\n  - answer: {next_action: {tool: finish, args: {summary: rated, output: {title: t, score: 3}}}, rationale: known}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: continue, reason: looked}\n  - answer: {decision: done, reason: ok}\n",
     );
     t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
     let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer"}}, "required": ["title", "score"]});

@@ -195,7 +195,7 @@ plan:
   - answer: {next_action: {tool: finish, args: {summary: finished}}, expected_outcome: x, rationale: y}
 reflect:
   - answer: {decision: reframe, reason: the goal was misread}
-  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: finished}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: finished}
 "#,
     );
     let out = run(&t);
@@ -342,7 +342,7 @@ pub(crate) fn corrective_retry_recovers_a_bad_tool_choice() {
         &t,
         r#"plan:
   - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md}}, expected_outcome: x, rationale: y}
-  - answer: {next_action: {tool: finish, args: {summary: all good}}, expected_outcome: x, rationale: y}
+  - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: x}}, expected_outcome: x, rationale: y}
 reflect:
   - answer: {satisfied: [{item: "1", steps: [1]}, {item: 2, steps: [1]}, {item: "say done", steps: [1]}], decision: Done, reason: ok, outcome: all good}
 "#,
@@ -351,7 +351,7 @@ reflect:
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let plan = t.trace().into_iter().find(|e| e["phase"] == "plan").unwrap();
     assert_eq!(plan["attempt"], 2);
-    assert_eq!(plan["tool"], "finish");
+    assert_eq!(plan["tool"], "file_write");
 }
 
 #[test]
@@ -610,7 +610,7 @@ pub(crate) fn an_honest_model_citing_real_steps_and_files_is_done() {
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1], artifacts: [notes.txt]}], decision: continue, reason: read}
   - answer: {satisfied: [{item: 2, steps: [2], artifacts: [./artifacts/note.md]}], decision: continue, reason: written}
-  - answer: {satisfied: [{item: 3, steps: [3]}], decision: done, reason: all met, outcome: noted, artifacts: [artifacts/note.md]}
+  - answer: {satisfied: [{item: 3, steps: [2]}], decision: done, reason: all met, outcome: noted, artifacts: [artifacts/note.md]}
 "#,
     );
     let out = run(&t);
@@ -619,7 +619,7 @@ reflect:
     let memory = t.read("ws/memory.md");
     assert!(
         memory.contains(
-            "- [x] read the file\n  evidence: step 1, notes.txt\n- [x] write the note\n  evidence: step 2, artifacts/note.md\n- [x] say done\n  evidence: step 3\n"
+            "- [x] read the file\n  evidence: step 1, notes.txt\n- [x] write the note\n  evidence: step 2, artifacts/note.md\n- [x] say done\n  evidence: step 2\n"
         ),
         "{memory}"
     );
@@ -629,7 +629,7 @@ reflect:
         serde_json::json!([
             {"text": "read the file", "done": true, "evidence": {"steps": [1], "artifacts": ["notes.txt"]}},
             {"text": "write the note", "done": true, "evidence": {"steps": [2], "artifacts": ["artifacts/note.md"]}},
-            {"text": "say done", "done": true, "evidence": {"steps": [3], "artifacts": []}},
+            {"text": "say done", "done": true, "evidence": {"steps": [2], "artifacts": []}},
         ])
     );
     t.al(&["report"]).assert().success();
@@ -654,7 +654,7 @@ pub(crate) fn only_existing_files_are_artifacts_and_the_rest_is_listed_apart() {
   - answer: {next_action: {tool: finish, args: {summary: noted, artifacts: ["*", artifacts/note.md, "id.png", artifacts]}}}
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1], artifacts: [artifacts/note.md]}], decision: continue, reason: written}
-  - answer: {satisfied: [{item: 3, steps: [2]}], decision: done, reason: all met, outcome: noted, artifacts: [./artifacts/note.md, "*.jpg", ../outside.txt]}
+  - answer: {satisfied: [{item: 3, steps: [1]}], decision: done, reason: all met, outcome: noted, artifacts: [./artifacts/note.md, "*.jpg", ../outside.txt]}
 "#,
     );
     t.write("outside.txt", "not the run's");

@@ -44,6 +44,7 @@ mod output_schema;
 mod panel;
 mod per_tool;
 mod prefix;
+mod probe5_secrets;
 mod queue;
 mod reading;
 mod real;

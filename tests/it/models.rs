@@ -539,7 +539,7 @@ fn a_weak_local_model_still_finishes() {
             } else {
                 (
                     "reflect_answer",
-                    json!({"satisfied": [{"item": "3", "steps": "step 2"}], "decision": "DONE", "reason": "finished", "outcome": "Wrote artifacts/note.md", "artifacts": "artifacts/note.md"}),
+                    json!({"satisfied": [{"item": "3", "steps": "step 1"}], "decision": "DONE", "reason": "finished", "outcome": "Wrote artifacts/note.md", "artifacts": "artifacts/note.md"}),
                 )
             }
         };

@@ -313,9 +313,11 @@ fn finish_ends_the_loop_even_when_reflect_says_continue() {
         r#"frame:
   - answer: {goal: g, definition_of_done: [a, b, c]}
 plan:
+  - answer: {next_action: {tool: file_write, args: {path: answer.md, content: "42"}}}
   - answer: {next_action: {tool: finish, args: {summary: "the answer is 42"}}}
 reflect:
-  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: continue, reason: keep going}
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: continue, reason: written}
+  - answer: {decision: continue, reason: keep going}
 "#,
     );
     let out = run(&t, &["--goal", "g"]);

@@ -8,8 +8,12 @@ use serde_json::{json, Value};
 
 const SCHEMA: &str = r#"{"type": "object", "properties": {"title": {"type": "string"}, "score": {"type": "integer", "minimum": 0, "maximum": 10}}, "required": ["title", "score"], "additionalProperties": false}"#;
 
-/// A model that frames, then finishes at once with `output`, then reflects done.
+/// A model that frames, reads the task (a step that can back its ticks: a `finish`
+/// held while items are open backs none), ticks every item on it, then finishes with `output`
+/// and reflects done.
 fn server(kind: &'static str, output: Value) -> Server {
+    let reflections = std::sync::atomic::AtomicUsize::new(0);
+    let plans = std::sync::atomic::AtomicUsize::new(0);
     Server::start_with(move |_, req| {
         let body = req.json();
         let anthropic = kind == "anthropic";
@@ -23,16 +27,30 @@ fn server(kind: &'static str, output: Value) -> Server {
                 .unwrap()
                 .to_string()
         };
+        let finish = json!({"next_action": {"tool": "finish", "args": {"summary": "rated x", "output": output}},
+            "expected_outcome": "done", "rationale": "the rating is known"});
         let args = match tool.as_str() {
             "frame_answer" => {
+                // A new run: its first plan and reflection come next.
+                plans.store(0, std::sync::atomic::Ordering::SeqCst);
+                reflections.store(0, std::sync::atomic::Ordering::SeqCst);
                 json!({"goal": "rate x", "definition_of_done": ["x rated", "title given", "score given"]})
             }
-            "plan_answer" => {
-                json!({"next_action": {"tool": "finish", "args": {"summary": "rated x", "output": output}},
-                "expected_outcome": "done", "rationale": "the rating is known"})
+            "plan_answer" if plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 => {
+                json!({"next_action": {"tool": "file_read", "args": {"path": "context.md"}}, "expected_outcome": "the task", "rationale": "read first"})
             }
+            "plan_answer" => finish,
             _ => {
-                json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "rated", "outcome": "rated x"})
+                let reflect = if reflections.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "continue", "reason": "looked"})
+                } else {
+                    json!({"decision": "done", "reason": "rated", "outcome": "rated x"})
+                };
+                if tool == "reflect_plan_answer" {
+                    json!({"reflect": reflect, "plan": finish})
+                } else {
+                    reflect
+                }
             }
         };
         if anthropic {
@@ -126,17 +144,19 @@ fn an_invalid_output_is_retried_once_then_escalates_with_the_validation_error() 
         let s = server(kind, json!({"title": "x", "score": 11}));
         let out = run(&t, kind, &s.url, &[], false);
         assert_eq!(out.status.code(), Some(3), "{kind}: {}", stderr(&out));
-        // frame, plan, its one corrective retry; nothing more.
-        assert_eq!(s.count(), 3, "{kind}");
+        // frame; the first step's plan (a read, which backs the ticks); the fused reflection
+        // with the plan that finishes, and its one corrective retry; that plan asked alone, and
+        // its one corrective retry; nothing more.
+        assert_eq!(s.count(), 6, "{kind}");
         let result = t.json("ws/result.json");
         assert_eq!(result["stop"], "escalated");
         let reason = result["reason"].as_str().unwrap();
         assert!(reason.contains("no valid plan answer after a correction"), "{reason}");
         assert!(reason.contains("output.score") && reason.contains("11"), "{reason}");
         assert!(result.get("output").is_none());
-        // The refused plan's entry says it took two calls.
+        // The refused plan's entry (the last) says it took two calls.
         let trace = t.read("ws/trace.jsonl");
-        let plan = trace.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|e| e["event"] == "plan");
+        let plan = trace.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).rfind(|e| e["event"] == "plan");
         assert_eq!(plan.as_ref().map(|e| e["attempt"].clone()), Some(json!(2)), "{trace}");
     }
 }

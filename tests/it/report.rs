@@ -223,7 +223,7 @@ plan:
   - answer: {{next_action: {{tool: finish, args: {{summary: wrote the notes}}}}, rationale: all there}}
 reflect:
   - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}], decision: continue, reason: written and checked}}
-  - answer: {{satisfied: [{{item: 3, steps: [2]}}], decision: done, reason: all met, outcome: Sixty lines of notes in artifacts/notes.md, outline: [Write the notes, Finish]}}
+  - answer: {{satisfied: [{{item: 3, steps: [1]}}], decision: done, reason: all met, outcome: Sixty lines of notes in artifacts/notes.md, outline: [Write the notes, Finish]}}
 "#
         ),
     );
@@ -336,7 +336,7 @@ fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
     for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
         t.write(
             &format!("{day}.yaml"),
-            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: finish, args: {{summary: s}}}}}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
+            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
         );
         t.al(&["--script", &format!("{day}.yaml"), "run", "--goal", "Today's digest", "--slot", day])
             .assert()

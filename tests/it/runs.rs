@@ -66,7 +66,7 @@ const ESCALATING: &str = r#"frame:
   - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: false, open_question: "Which year's figures?"}
   - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}
 plan:
-  - answer: {next_action: {tool: finish, args: {summary: used 2024}}}
+  - answer: {next_action: {tool: list_dir, args: {}}}
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered, outcome: used the 2024 figures}
 "#;
@@ -185,7 +185,7 @@ plan:
 reflect:
   - answer: {decision: continue, reason: more}
   - answer: {decision: continue, reason: more}
-  - answer: {satisfied: [{item: 1, steps: [3]}, {item: 2, steps: [3]}, {item: 3, steps: [3]}], decision: done, reason: finished, outcome: done it}
+  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: finished, outcome: done it}
 "#;
 
 #[test]

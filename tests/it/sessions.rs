@@ -6,8 +6,8 @@ use crate::common::*;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
-/// A fake Anthropic API: each run frames, then plans `finish` with the answer `answer-N` (N
-/// counts the runs), and Reflect agrees.
+/// A fake Anthropic API: each run frames, then looks at the workspace (a step that backs the
+/// ticks), and Reflect ends it done with the answer `answer-N` (N counts the runs).
 fn model() -> Server {
     let runs = Arc::new(Mutex::new(0usize));
     Server::start_with(move |i, req| {
@@ -24,8 +24,8 @@ fn model() -> Server {
             "frame_answer" => {
                 json!({"goal": "answer the message", "definition_of_done": ["read the message", "answered it", "said it plainly"], "can_proceed": true})
             }
-            "plan_answer" => json!({"next_action": {"tool": "finish", "args": {"summary": format!("answer-{n}")}},
-                "expected_outcome": "answered", "rationale": "say it"}),
+            "plan_answer" => json!({"next_action": {"tool": "list_dir", "args": {}},
+                "expected_outcome": "the files", "rationale": "look first"}),
             "reflect_answer" => {
                 json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [1]}, {"item": 3, "steps": [1]}], "decision": "done", "reason": "answered",
                 "outcome": format!("answer-{n}")})

@@ -240,7 +240,7 @@ reflect:
     let t2 = T::new();
     t2.write(
         "r.yaml",
-        "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [{item: 1, steps: [2]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: ok, outcome: s}\n",
+        "frame:\n  - answer: {goal: research, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: skill_read, args: {name: web-research}}, expected_outcome: x, rationale: y}\n  - answer: {next_action: {tool: finish, args: {summary: s}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {decision: continue, reason: go}\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: s}\n",
     );
     let out = t2
         .al(&["--script", "r.yaml", "--record", "rec.jsonl", "run", "--goal", "Research the history of cron"])

@@ -350,26 +350,41 @@ fn a_model_that_only_finishes_meets_the_failure_limit() {
     assert_ne!(t.json("ws/result.json")["status"], "done");
 }
 
-/// An item only the answer itself shows ("the answer is given") is ticked citing the held
-/// `finish`'s step, and that closes the run in the same step, with the finish's summary.
+/// A held `finish` ran nothing, so citing its step is refused (issue 51: "report.md exists"
+/// ticked from a finish that wrote nothing). When Reflect then ticks the last open item on the
+/// evidence of a step that did the work, the held finish ends the run in that step, with its
+/// summary.
 #[test]
-fn an_item_the_finish_itself_shows_is_ticked_from_it_and_ends_the_run() {
+fn a_held_finish_is_no_evidence_but_ends_the_run_once_the_work_is_shown() {
     let t = T::new();
     let out = scripted(
         &t,
         r#"frame:
-  - answer: {goal: answer, definition_of_done: [the answer is given, it is one word, it is lower case], can_proceed: true}
+  - answer: {goal: answer, definition_of_done: [the answer is written, it is one word, it is lower case], can_proceed: true}
 plan:
   - answer: {next_action: {tool: finish, args: {summary: forty-two}}, rationale: known}
+  - answer: {next_action: {tool: file_write, args: {path: answer.md, content: forty-two}}, rationale: write it}
+  - answer: {next_action: {tool: finish, args: {summary: forty-two}}, rationale: written}
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: answered}
+  - answer: {decision: continue, reason: written, finish next}
+  - answer: {satisfied: [{item: 1, steps: [2], artifacts: [answer.md]}, {item: 2, steps: [2]}, {item: 3, steps: [2]}], decision: done, reason: answered}
 "#,
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace = t.trace();
+    let refused: Vec<&Value> = trace.iter().filter(|e| e["event"] == "tick.refused").collect();
+    assert_eq!(refused.len(), 3, "{trace:?}");
+    assert!(
+        refused.iter().all(|e| e["data"]["reasons"] == serde_json::json!(["step 1's action failed"])),
+        "{refused:?}"
+    );
+    let acts: Vec<&Value> = trace.iter().filter(|e| e["event"] == "act").collect();
+    assert_eq!(acts.len(), 3, "{acts:?}");
+    assert_eq!(acts[2]["data"]["finish_held"], true, "{:?}", acts[2]);
     let r = t.json("ws/result.json");
     assert_eq!(r["status"], "done", "{r}");
     assert_eq!(r["outcome"], "forty-two", "{r}");
-    assert!(t.trace().iter().all(|e| e["event"] != "tick.refused"));
 }
 
 /// A Definition of Done that only repeats numbers, headings or the field's own name is refused

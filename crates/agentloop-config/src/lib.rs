@@ -8,4 +8,5 @@
 pub use agentloop_base::{clock, error, fs, json, seed_agent};
 
 pub mod config;
+pub mod mask;
 pub mod tool_messages;

@@ -8,12 +8,12 @@
 pub use agentloop_base::{
     alloc, archive, capfs, clock, crash, error, facts, fs, json, redact, run_id, seed_agent, trace,
 };
-pub use agentloop_config::{config, tool_messages};
+pub use agentloop_config::{config, mask, tool_messages};
 pub use agentloop_model::{budget, log, model, otel, outcome, output, tool_spec};
 pub use agentloop_store::{
     evidence, history, longterm, markdown, prompt, rest_window, runs_diff, transcript, workspace,
 };
-pub use agentloop_tools::{catalog, ductile, interrupt, mcp, skills, tool_env, tools};
+pub use agentloop_tools::{catalog, ductile, held_secrets, interrupt, mcp, skills, tool_env, tools};
 
 pub mod contract;
 pub mod lifecycle;

@@ -2,10 +2,11 @@
 //! cites checks out against the run's own record.
 //!
 //! A tick cites steps (the actions that showed the item) and/or files (relative to the
-//! workspace). Each step must be an Act step of this run whose action succeeded; each file must
-//! lie inside the workspace (no `..`, no absolute path, no link leading out), exist, and have been
-//! written or read by one of this run's successful actions (the action's `path` argument or an
-//! artifact it reported). A tick citing nothing is refused too. [`check`] is the decision, a pure
+//! workspace). Each step must be an Act step of this run whose action succeeded (its result is
+//! `ok`: an error never counts, a held `finish` included); each file must lie inside the
+//! workspace (no `..`, no absolute path, no link leading out), exist, and have been written or
+//! read by one of this run's successful actions (the action's `path` argument or an artifact it
+//! reported). A tick citing nothing is refused too. [`check`] is the decision, a pure
 //! function; [`Record::read`] gathers this run's record from trace.jsonl, which the model cannot
 //! write (it is part of the paper trail).
 
@@ -66,10 +67,10 @@ impl Record {
     pub fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>, run_id: &str) -> Self {
         let mut r = Record::default();
         for e in entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == "act") {
-            // A `finish` held while items were open showed what it said (its summary is the
-            // answer), so it may be cited, though it ended nothing.
-            let held = e.data.as_ref().and_then(|d| d.get("finish_held")) == Some(&serde_json::Value::Bool(true));
-            let ok = held || (!e.is_error() && e.result_status.as_deref() == Some("ok"));
+            // Only a result of `ok` is evidence. A step whose result is an error showed nothing,
+            // whatever it was: a `finish` held while items were open (`data.finish_held`) ran
+            // nothing and wrote nothing, so it cannot show the items it was held for.
+            let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
             r.steps.insert(e.step, ok);
             // The files `finish` lists are a claim about the run, not files it wrote or read.
             if !ok || crate::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {
@@ -264,6 +265,19 @@ mod tests {
         let r = Record::of(&entries, "r1");
         assert_eq!(r.steps, BTreeMap::from([(1, true), (3, false), (4, true)]));
         assert_eq!(r.touched, BTreeSet::from(["a.md".to_string()]));
+    }
+
+    /// A `finish` held while items were open is an error that ran nothing: citing it is refused.
+    #[test]
+    fn a_held_finish_is_no_evidence() {
+        let mut fin = Entry::new("r1", 1, Phase::Act, "act");
+        fin.tool = Some("finish".into());
+        fin.result_status = Some("error".into());
+        fin.error = Some("`finish` refused".into());
+        fin.data = Some(serde_json::json!({"finish_held": true}));
+        let r = Record::of(&[fin], "r1");
+        assert_eq!(r.steps, BTreeMap::from([(1, false)]));
+        assert_eq!(check(&tick(&[1], &[]), &r, fs).unwrap_err(), ["step 1's action failed"]);
     }
 
     /// `finish` lists files; it neither wrote nor read them, so its list is no evidence.

@@ -6,12 +6,13 @@
 
 // The layers below, re-exported so `crate::error`, `crate::workspace`, ... read the same here.
 pub use agentloop_base::{capfs, clock, crash, error, fs, json, redact, run_id};
-pub use agentloop_config::config;
+pub use agentloop_config::{config, mask};
 pub use agentloop_model::{log, model, output, tool_spec};
 pub use agentloop_store::{longterm, markdown, workspace};
 
 pub mod catalog;
 pub mod ductile;
+pub mod held_secrets;
 pub mod interrupt;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -88,7 +88,7 @@ pub(super) fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) ->
     let de = v.clone();
     serde_path_to_error::deserialize::<_, T>(de).map(|_| ()).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
+        let inner = echo_masked(v, &path, &e.into_inner().to_string());
         let key = if path == "." { String::new() } else { format!(" at key `{path}`") };
         // serde reports an unknown field only in its message: this is the one place it is read.
         let unknown = inner.starts_with("unknown field `");
@@ -117,6 +117,28 @@ pub(super) fn check<T: for<'de> Deserialize<'de>>(v: &Value, source: &Source) ->
         };
         Error::config(format!("invalid configuration in {source}{key}: {inner}")).with_hint(hint).with_cause(cause)
     })
+}
+
+/// serde's message about the value at `path` of `v`, its echo of a string (`invalid type:
+/// string "..."`) replaced by what `config show` would show there ([`crate::mask::shown`]): an
+/// `api_key_cmd` of the wrong type is not printed at all, nor a secret.
+pub(super) fn echo_masked(v: &Value, path: &str, message: &str) -> String {
+    let at = path.split('.').try_fold(v, |v, part| match v {
+        Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => v.get(part),
+    });
+    let Some(Value::String(s)) = at else { return message.to_string() };
+    let echoed = format!("{s:?}");
+    // A key that runs a program to print a secret (`llm.api_key_cmd`) given one string: it may
+    // well be the secret itself (`echo sk-...`), so nothing of it is echoed.
+    if path.ends_with("_cmd") {
+        return message.replace(&echoed, &format!("{:?}", crate::mask::MASK));
+    }
+    match crate::mask::shown(path, at.unwrap_or(&Value::Null)) {
+        Value::String(m) if m == *s => message.to_string(),
+        Value::String(m) => message.replace(&echoed, &format!("{m:?}")),
+        _ => message.replace(&echoed, &format!("{:?}", crate::mask::MASK)),
+    }
 }
 
 /// The valid key nearest an unknown one, from serde's "unknown field `x`, expected one of `a`,

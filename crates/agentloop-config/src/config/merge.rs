@@ -144,7 +144,8 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
     agent_sandbox(&mut value, &mut sources);
     let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
-        Error::config(format!("invalid configuration at key `{path}`: {}", e.into_inner()))
+        let inner = super::layer::echo_masked(&value, &path, &e.into_inner().to_string());
+        Error::config(format!("invalid configuration at key `{path}`: {inner}"))
     })?;
     validate_values(&config)?;
     features_built(&config, &sources)?;

@@ -279,13 +279,15 @@ fn resolve_one(
             return Err(bad(format!("env name `{k}` is not a variable name")));
         }
     }
+    // How lists and messages name the server: masked as `config show` masks it (a password or
+    // query in the address, a credential among the arguments).
     let display = if http {
-        sc.url.clone().unwrap_or_default()
+        crate::mask::url(&sc.url.clone().unwrap_or_default())
     } else {
-        let mut d = sc.command.clone().unwrap_or_default();
-        for a in sc.args.iter().flatten() {
+        let mut d = crate::mask::command(&sc.command.clone().unwrap_or_default());
+        for a in crate::mask::argv(sc.args.as_deref().unwrap_or_default()) {
             d.push(' ');
-            d.push_str(a);
+            d.push_str(&a);
         }
         d
     };
@@ -309,6 +311,7 @@ fn resolve_one(
         let mut headers = Vec::new();
         for (k, v) in sc.headers.iter().flatten() {
             let value = expand(v, &rec).map_err(|e| bad(format!("headers.{k}: {e}")))?;
+            register_credential(k, &value);
             secrets.push(value.clone());
             headers.push((k.clone(), value));
         }
@@ -325,7 +328,9 @@ fn resolve_one(
         }
         let mut env = Vec::new();
         for (k, v) in sc.env.iter().flatten() {
-            env.push((k.clone(), expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?));
+            let value = expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?;
+            register_credential(k, &value);
+            env.push((k.clone(), value));
         }
         let cwd = match &sc.cwd {
             Some(c) => {
@@ -427,6 +432,22 @@ fn resolve_one(
         secrets,
         oauth,
     })
+}
+
+/// A header or variable whose name says it carries a credential (`Authorization`,
+/// `X-Api-Key`, `GH_TOKEN`; [`crate::mask::secret_name`]) hands its value to the
+/// server: the credential (after an auth scheme, `Bearer X`) is registered for redaction in
+/// every write, not only in this server's own output.
+fn register_credential(name: &str, value: &str) {
+    if !crate::mask::secret_name(name) {
+        return;
+    }
+    let v = value.trim();
+    let credential = match v.split_once(' ') {
+        Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => rest.trim(),
+        _ => v,
+    };
+    crate::redact::register(credential);
 }
 
 /// Why a credential key of a server cannot be used: the key and why (said after the server's

@@ -126,6 +126,13 @@ impl Hub {
         if servers.is_empty() {
             return Ok(hub);
         }
+        // A token kept for a server this configuration names is a secret of the run from the
+        // start, whether or not the server is called (reading it registers it).
+        for s in servers.iter().filter(|s| s.enabled) {
+            if let Some(config::Transport::Http { url, .. }) = &s.transport {
+                let _ = tokens::FileStore::new(url).read();
+            }
+        }
         hub.states = servers
             .into_iter()
             .map(|server| ServerState {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// The folder of stored tokens; None without `XDG_STATE_HOME` and `HOME`.
 pub fn store_dir() -> Option<Utf8PathBuf> {
-    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop").join("mcp-auth"))
+    crate::held_secrets::mcp_token_dir()
 }
 
 /// The token file of a server URL.
@@ -44,7 +44,11 @@ impl FileStore {
         let f: TokenFile = serde_json::from_str(&text)
             .map_err(|e| crate::error::Error::data(format!("{path} is not a token file: {e}")).with_source(e))?;
         // The file name is a hash of the URL; the URL inside is what decides.
-        Ok((f.resource == self.url).then_some(f.credentials))
+        let kept = (f.resource == self.url).then_some(f.credentials);
+        if let Some(c) = &kept {
+            register(c);
+        }
+        Ok(kept)
     }
 
     /// Who is signed in: the client id and the granted scopes, never the token.
@@ -67,11 +71,12 @@ impl CredentialStore for FileStore {
                 "no state folder to keep MCP tokens in (set XDG_STATE_HOME or HOME)".into(),
             ));
         };
+        register(&credentials);
         let f = TokenFile { resource: self.url.clone(), credentials };
         let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
         let write = || -> crate::error::Result<()> {
             if let Some(d) = path.parent() {
-                crate::fs::create_dir_all(d)?;
+                crate::held_secrets::private_dir(d)?;
             }
             crate::fs::write_private(path, &text)
         };
@@ -87,6 +92,19 @@ impl CredentialStore for FileStore {
                 _ => Ok(()),
             },
             None => Ok(()),
+        }
+    }
+}
+
+/// Every token agentloop holds is a secret of the run's: an access token a server echoes in a
+/// tool result, or a program prints, is redacted like a provider key ([`crate::redact`]). Called
+/// whenever credentials are read from the store or put in it (a sign-in, a grant, a refresh).
+fn register(c: &StoredCredentials) {
+    use oauth2::TokenResponse;
+    if let Some(t) = &c.token_response {
+        crate::redact::register(t.access_token().secret());
+        if let Some(r) = t.refresh_token() {
+            crate::redact::register(r.secret());
         }
     }
 }

@@ -154,6 +154,10 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
             if !entry.file_type().is_file() {
                 continue;
             }
+            // agentloop's token stores are never searched (a hard link to one neither).
+            if entry.metadata().map_or(true, |m| sb.stores.holds_real(entry.path(), &m)) {
+                continue;
+            }
             let Some(inner) = entry.path().strip_prefix(&start).ok().and_then(|p| Utf8Path::from_path(p)) else {
                 continue;
             };

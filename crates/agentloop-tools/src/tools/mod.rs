@@ -59,6 +59,8 @@ impl Registry {
     /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
     /// and never start a program or call out.
     pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> crate::error::Result<Self> {
+        // Before any tool can run, what the configuration holds is a secret to every write.
+        crate::held_secrets::register(cfg);
         let mut specs = builtin::specs(cfg, root);
         external_tools(cfg, &mut specs);
         let source = match reach {

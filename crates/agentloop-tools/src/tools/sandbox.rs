@@ -120,6 +120,8 @@ pub struct Sandbox {
     ws_id: Option<(u64, u64)>,
     /// Configured folders that were left out, with why (named in denials).
     dropped: Vec<String>,
+    /// agentloop's own stores of tokens, never reached whatever the roots hold.
+    pub stores: crate::held_secrets::Stores,
 }
 
 /// Creates the missing write folders (`tools.write_paths`, and so an agent's default
@@ -179,6 +181,7 @@ impl Sandbox {
                 .ok()
                 .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m))),
             dropped: Vec::new(),
+            stores: crate::held_secrets::Stores::load(),
         };
         for (abs, source) in wanted {
             let label = relative(&ws_abs, &abs);
@@ -285,6 +288,12 @@ impl Sandbox {
             let id = (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m));
             if let Some(root) = self.roots.iter().find(|r| r.id == id) {
                 let rel = full.strip_prefix(ancestor).map(Utf8Path::to_path_buf).unwrap_or_default();
+                // Judged where it leads (a link, a hard link), not by how it is spelled.
+                if self.stores.holds(&root.real.join(&rel)) {
+                    return Err(Error::tool(format!(
+                        "access denied: `{requested}` is agentloop's own store of tokens (serve's token, MCP sign-ins), which no tool may read"
+                    )));
+                }
                 return Ok(Target { root, rel });
             }
         }

@@ -6,8 +6,9 @@
 //! read-only except the folders file_write may write (and a private `/tmp`), agentloop's own
 //! files at the workspace's top level (the paper trail, its config, `.agentloop*`, `runs/`,
 //! `.git`) and every git repository at any depth of the write folders (see `gitdirs.rs`)
-//! read-only even there, no capabilities and no new privileges (bwrap sets
-//! `PR_SET_NO_NEW_PRIVS`), a session of its own (no terminal to inject into).
+//! read-only even there, agentloop's stores of tokens (`serve-token`, `mcp-auth/`) empty, no
+//! capabilities and no new privileges (bwrap sets `PR_SET_NO_NEW_PRIVS`), a session of its own
+//! (no terminal to inject into).
 //!
 //! Ending: bwrap's first process is PID 1 of the namespace; when it ends, the kernel ends every
 //! other process there, so a child that left the process group (`setsid -f`) goes too. With
@@ -202,6 +203,18 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     // Every git repository the program could write, at any depth: read-only.
     for p in &git.protect {
         cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
+    }
+    // agentloop's stores of tokens (serve's, MCP sign-ins) are empty inside, after every bind
+    // so none uncovers them; one under the private /tmp is not there anyway unless bound.
+    for store in &crate::held_secrets::Stores::load().paths {
+        if store.starts_with("/tmp") && !mounts.iter().any(|(m, _)| store.starts_with(m)) {
+            continue;
+        }
+        if store.is_dir() {
+            cmd.args(["--tmpfs", store.as_str()]);
+        } else {
+            cmd.args(["--ro-bind", "/dev/null", store.as_str()]);
+        }
     }
     if !cfg.shell.network {
         // Last, so no folder bound after it uncovers one.
