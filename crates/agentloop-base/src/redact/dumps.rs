@@ -248,7 +248,7 @@ pub(super) fn redact_dumps(text: &str, secrets: &[&str]) -> String {
     out
 }
 
-/// [`mask_assignments`] for a file a dump program shows (`xxd .env` of any grouping and width,
+/// [`super::mask_assignments`] for a file a dump program shows (`xxd .env` of any grouping and width,
 /// `xxd -p`, `xxd -b`, `hexdump -C`, `od -An -tx1`): the bytes its hex (or bit) columns spell
 /// and its text column are read as text, and every line over which a secret-looking
 /// assignment's value is spelled is replaced by `[REDACTED]`.
