@@ -431,3 +431,52 @@ fn a_run_stopped_by_its_step_limit_goes_on_with_a_raised_one_through_every_door_
         assert_eq!((r["stop"].as_str(), r["steps_taken"].as_u64()), (Some("done"), Some(2)), "{door:?}: {r}");
     }
 }
+
+/// Day 1 of a daily job: it keeps its own state and learns a fact.
+const DAY_ONE: &str = "frame:\n  - answer: {goal: g, definition_of_done: [state kept, fact noted, said], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: file_write, args: {path: state/seen.json, content: '[\"alpha\"]'}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], facts: [\"the feed of day 1 held alpha\"], decision: done, reason: ok, outcome: one new item}\n";
+
+/// Day 2: it reads the state day 1 kept (a read that fails is no evidence: the run is done only
+/// when the state came along).
+const DAY_TWO: &str = "frame:\n  - answer: {goal: g, definition_of_done: [state read, nothing new, said], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: file_read, args: {path: state/seen.json}}, expected_outcome: x, rationale: y}\nreflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: ok, outcome: nothing new}\n";
+
+/// A job run once a slot is a series through every door that runs slots: the next slot's run
+/// carries the facts and the job's own `state/` from the last one (the CLI's cron follow-up, the
+/// queue's `enqueue --slot`). `serve` and event mode start runs of their own, not slots: a
+/// served run carries a session's conversation instead (tests/it/serve_doors.rs).
+#[test]
+fn a_daily_job_carries_its_facts_and_state_to_the_next_slot_through_every_door_that_runs_slots() {
+    let goal = "Today's digest";
+    // The CLI, as cron runs it.
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "");
+    let day = |script: &str, slot: &str| {
+        t.write("script.yaml", script);
+        t.al(&["--script", "script.yaml", "run", "--goal", goal, "--slot", slot]).output().unwrap()
+    };
+    let out = day(DAY_ONE, "d1");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = day(DAY_TWO, "d2");
+    assert_eq!(out.status.code(), Some(0), "cli: {}", stderr(&out));
+    assert!(t.read("ws/context.md").contains("the feed of day 1 held alpha"), "cli: {}", t.read("ws/context.md"));
+    // The queue, with a real redis-server.
+    let t = T::new();
+    let Some(redis) = Redis::start(&t.path("redis")) else { return };
+    t.write("root/agentloop.yaml", "");
+    t.write("script.yaml", DAY_ONE);
+    let w = worker(&t, &redis, "w1", &[]);
+    let slot = |slot: &str| {
+        let out = t
+            .cmd()
+            .args(["--json", "--wait=120", "enqueue", "--redis", &redis.url(), "--goal", goal, "--slot", slot])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), w.log());
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()["payload"]["run_id"].as_str().unwrap().to_string()
+    };
+    slot("d1");
+    t.write("script.yaml", DAY_TWO);
+    let second = slot("d2");
+    let context = t.read(&format!("root/runs/{second}/context.md"));
+    assert!(context.contains("the feed of day 1 held alpha"), "queue: {context}");
+    assert_eq!(t.json(&format!("root/runs/{second}/result.json"))["stop"], "done");
+}
