@@ -196,6 +196,41 @@ fn a_template_override_that_works_on_and_on_is_stopped_in_seconds() {
     assert!(began.elapsed() < Duration::from_secs(30), "it ran {:?}", began.elapsed());
 }
 
+/// A template override that writes much at every step (a one-line `decision.md.j2`) cannot
+/// grow the paper trail without bound: a file of it stops at 64 MiB, the run stops naming it,
+/// and nothing of the refused phase is written.
+#[test]
+fn what_a_run_writes_to_its_paper_trail_is_bounded_in_total() {
+    let t = T::new();
+    t.write("ws/notes.txt", "some notes\n");
+    let mut script =
+        String::from("frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n");
+    for i in 0..8 {
+        script.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: notes.txt}}}}, expected_outcome: x, rationale: y{i}}}\n"));
+    }
+    script.push_str("reflect:\n");
+    for i in 0..8 {
+        script.push_str(&format!("  - answer: {{decision: continue, reason: more {i}}}\n"));
+    }
+    t.write("script.yaml", &script);
+    t.write("ws/templates/decision.md.j2", "{{ 'x' * 20000000 }}\n");
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "g"])
+        .env("AGENTLOOP_MAX_REPEATS", "0")
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("decisions.md would grow to")
+            && err.contains("past the 64 MiB a file of the paper trail may hold"),
+        "{err}"
+    );
+    let size = std::fs::metadata(t.path("ws/decisions.md")).unwrap().len();
+    assert!(size <= 64 << 20, "decisions.md holds {size} bytes");
+}
+
 /// A workspace with the fake MCP server (its flood tools listed) as `fake`.
 fn flood_server() -> T {
     let t = T::new();

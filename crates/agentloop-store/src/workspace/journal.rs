@@ -70,6 +70,9 @@ const MARK_AT: u64 = 5;
 pub const CHECKPOINT_BYTES: u64 = 1 << 20;
 /// The journal grows by at least this many zeroed bytes at a time.
 const GROW_BYTES: usize = 64 << 10;
+/// Bytes one file of a run's paper trail (memory.md, decisions.md, transcript.md, trace.jsonl,
+/// ...) may hold (64 MiB): far more than a run writes, and what one template render may write.
+pub const MAX_PAPER_FILE: u64 = 64 << 20;
 
 /// CRC-32 of a record's payload: tells a torn record from a whole one (not an adversary's).
 fn checksum(bytes: &[u8]) -> u32 {
@@ -286,6 +289,7 @@ impl Workspace {
         // Refused before anything is journaled: a name that is a symbolic link (or lies in a
         // symlinked folder) would make the commit write outside the workspace.
         self.refuse_links(&commit)?;
+        self.refuse_oversize(&commit)?;
         if !commit.trace.is_empty() {
             let trace = self.trace();
             let mut size = size_of(&trace)?;
@@ -341,6 +345,33 @@ impl Workspace {
             None => std::sync::Arc::new(fs::open_journal(journal)?),
         };
         Ok(c.file.insert(file).clone())
+    }
+
+    /// Refuses a commit that would take a file of the paper trail past [`MAX_PAPER_FILE`]: what
+    /// a run writes is bounded in total, not only per render, so a template override that writes
+    /// much at every step (`decision.md.j2`) stops the run naming the file, and nothing of the
+    /// phase is written.
+    fn refuse_oversize(&self, commit: &Commit) -> Result<()> {
+        let size = |name: &str| std::fs::symlink_metadata(self.path(name)).map_or(0, |m| m.len());
+        let trace: u64 = commit.trace.iter().map(|l| l.len() as u64 + 1).sum();
+        let grown = commit
+            .files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.len() as u64))
+            .chain(commit.appends.iter().map(|(n, t)| (n.as_str(), size(n) + t.len() as u64)))
+            .chain((trace > 0).then(|| ("trace.jsonl", size("trace.jsonl") + trace)));
+        for (name, bytes) in grown {
+            if bytes > MAX_PAPER_FILE {
+                return Err(crate::error::Error::config(format!(
+                    "{} would grow to {} MiB, past the {} MiB a file of the paper trail may hold; nothing of this phase was written",
+                    self.path(name),
+                    bytes >> 20,
+                    MAX_PAPER_FILE >> 20
+                ))
+                .with_hint("a template override in the workspace (templates/) may write far more than a run needs; fix or remove it, then go on with `run`"));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a commit that would write through a link: a folder on the way to a name below
