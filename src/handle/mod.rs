@@ -791,6 +791,14 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
 /// warning (the seed's rule). Known there as still running: its workspace was lost, so the run
 /// can never finish; it is escalated once, from the state alone, so it still ends.
 fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
+    // Only a run id can name a run: a state key holding anything else (control characters, a
+    // path) is no run of ours, and goes into no event.
+    if !crate::run_id::RunId::is_valid(run_id) {
+        let shown = crate::output::one_line(run_id);
+        resp.log("warn", format!("ignored tool result for `{shown}`: not a run id"));
+        resp.result = "ignored: the tool result's run_id is not a run id".into();
+        return Ok(());
+    }
     let known = resp.runs.get(run_id).cloned();
     let running = known.as_ref().is_some_and(|r| r.status.as_deref() == Some("running"));
     if !running {

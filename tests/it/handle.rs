@@ -473,6 +473,16 @@ pub(crate) fn a_run_whose_workspace_is_lost_still_ends_once() {
     // With the router's updated state, a redelivery is ignored: one escalation in all.
     let v2 = h.send(&req(&v["state_updates"]));
     assert!(types(&v2).is_empty(), "{v2}");
+    // A state key that holds no run id (a path, a control character) names no run: the result
+    // is ignored, and no event repeats it.
+    for bad in ["../../etc", "run\u{1b}[2Jx"] {
+        let state = json!({format!("run:{bad}"): {"status": "running", "goal": "g", "step": 1}});
+        let req = json!({"protocol": 2, "command": "handle", "state": state, "event": {"type": "agentic.tool_result", "payload": {"run_id": bad, "step": 1, "tool": "jina-reader", "status": "ok", "result": "x"}}});
+        let v = h.send(&req.to_string());
+        assert!(types(&v).is_empty(), "{bad:?}: {v}");
+        assert!(v["result"].as_str().unwrap().contains("not a run id"), "{v}");
+        assert!(!v.to_string().contains('\u{1b}'), "{v}");
+    }
 }
 
 #[test]
