@@ -624,13 +624,6 @@ pub trait Modes: Sync {
     fn after_stop(&self, env: &Env, state: &State);
 }
 
-/// No mode switches (the demo's replay, benchmarks).
-pub struct Still;
-
-impl Modes for Still {
-    fn after_stop(&self, _env: &Env, _state: &State) {}
-}
-
 /// Goes on with a run (`env` holds its lock's session) until it stops: the limits given now apply
 /// (`sources` says which were given), the loop runs, and what this invocation used counts
 /// toward the agent's rest window (with `ledger`), even when it failed; a run that stopped is
