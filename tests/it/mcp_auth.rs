@@ -579,3 +579,62 @@ fn only_a_web_address_is_opened_to_sign_in() {
         assert!(!t.exists("opened"), "{endpoint}: $BROWSER was started");
     }
 }
+
+/// A token is bound to the authorization server that issued it, even where that server names
+/// no issuer (a 2025-03-26 server found by its default endpoints): when the MCP server later
+/// names another authorization server, the kept refresh token is discarded, never sent there.
+#[test]
+fn a_kept_token_never_goes_to_an_authorization_server_that_did_not_issue_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = T::new();
+    let moved = t.path("moved");
+    let moved_env = moved.display().to_string();
+    let (mut a, port) = oauth_server_with(
+        &t,
+        "a.jsonl",
+        &[("FAKE_MCP_OAUTH_NO_PRM", "1"), ("FAKE_MCP_OAUTH_NO_ASM", "1"), ("FAKE_MCP_OAUTH_MOVED", &moved_env)],
+    );
+    let (mut b, other) = oauth_server(&t, "b.jsonl");
+    t.write("browser.sh", "#!/bin/sh\nexec curl -s -o /dev/null -L \"$1\"\n");
+    std::fs::set_permissions(t.path("browser.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let browser = t.path("browser.sh").display().to_string();
+    t.write("ws/agentloop.yaml", &format!("mcp:\n  servers:\n    web:\n      url: http://127.0.0.1:{port}/mcp\n"));
+    let call =
+        || t.cmd().args(["-w", "ws", "mcp", "call", "web", "echo", "--args", r#"{"text": "hi"}"#]).output().unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let out = t.cmd().args(["-w", "ws", "mcp", "login", "web"]).env("BROWSER", &browser).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let steps: Vec<String> =
+            lines(&t, "a.jsonl").iter().filter_map(|l| l["oauth"].as_str().map(str::to_string)).collect();
+        assert!(steps.iter().any(|s| s == "POST /token"), "{steps:?}");
+        // The kept token names the authorization server it came from: A's token endpoint.
+        let store = t.path("home/.local/state/agentloop/mcp-auth");
+        let kept = files_holding(&store, "refresh-1");
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&kept[0]).unwrap()).unwrap();
+        assert_eq!(file["authority"], format!("http://127.0.0.1:{port}/token"));
+        let out = call();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        // The server now names B as its authorization server and drops its access tokens.
+        std::fs::write(&moved, format!("http://127.0.0.1:{other}")).unwrap();
+        let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        std::io::Write::write_all(&mut s, b"GET /fake/expire HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let _ = std::io::Read::read_to_end(&mut s, &mut vec![]);
+        let out = call();
+        assert_eq!(out.status.code(), Some(6), "{}", stdout(&out));
+        assert!(stderr(&out).contains("the token was discarded"), "{}", stderr(&out));
+        assert!(stdout(&out).contains("agentloop mcp login web"), "{}", stdout(&out));
+        // B never saw the refresh token (nor any token request), and the token is gone.
+        let seen = std::fs::read_to_string(t.path("b.jsonl")).unwrap_or_default();
+        assert!(!seen.contains("refresh-1") && !seen.contains("POST /token"), "{seen}");
+        assert!(files_holding(&store, "refresh-1").is_empty());
+    }));
+    let _ = a.kill();
+    let _ = b.kill();
+    let _ = a.wait();
+    let _ = b.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

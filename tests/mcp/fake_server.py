@@ -32,6 +32,10 @@ Environment:
   FAKE_MCP_OAUTH_ISSUER  the issuer the authorization-server metadata names (a path is put
                          after this server's address; default: the address itself)
   FAKE_MCP_OAUTH_NO_PRM=1  publish no protected-resource metadata (a 2025-03-26 server)
+  FAKE_MCP_OAUTH_NO_ASM=1  publish no authorization-server metadata either (the default
+                         endpoints /authorize, /token, /register at the origin)
+  FAKE_MCP_OAUTH_MOVED   a file: once it exists, the protected-resource metadata names the
+                         authorization server it holds (the server moved its sign-in elsewhere)
   FAKE_MCP_OAUTH_REFUSE=1  issue tokens but take none of them (a server that is never satisfied)
                          The token endpoint also takes client_credentials with a JWT client
                          assertion (logged whole, for the test to check; any client), and
@@ -323,8 +327,13 @@ def serve_http(port_file):
             path, _, query = self.path.partition("?")
             q = dict(urllib.parse.parse_qsl(query))
             log({"oauth": "GET " + path, "query": q})
+            moved = os.environ.get("FAKE_MCP_OAUTH_MOVED")
+            if path == "/.well-known/oauth-protected-resource/mcp" and moved and os.path.exists(moved):
+                return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [open(moved).read().strip()]})
             if path == "/.well-known/oauth-protected-resource/mcp" and not os.environ.get("FAKE_MCP_OAUTH_NO_PRM"):
                 return self.reply(200, {"resource": base + "/mcp", "authorization_servers": [base]})
+            if path == "/.well-known/oauth-authorization-server" and os.environ.get("FAKE_MCP_OAUTH_NO_ASM"):
+                return self.reply(404, {})
             if path == "/idp/.well-known/openid-configuration":
                 return self.reply(200, {"issuer": base + "/idp", "token_endpoint": base + "/idp/token"})
             if path == "/.well-known/oauth-authorization-server":

@@ -140,38 +140,79 @@ fn crypto() {
 }
 
 /// The authorization manager of a server with its stored token (if any), for every request.
+/// A kept token is used only while the server still names the authorization server that issued
+/// it ([`super::tokens::authority`]): where it now names another, the token is discarded before
+/// anything is sent, so a refresh token never goes to an authorization server it did not come
+/// from.
 pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager, McpError> {
     crypto();
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
     m.set_credential_store(FileStore::new(url));
     let kept = FileStore::new(url)
-        .read()
+        .kept()
         .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.message), e))?;
     let machine = server.oauth.as_ref().filter(|o| o.is_machine());
-    if let (Some(o), Some(c)) = (machine, &kept) {
+    if let (Some(o), Some(k)) = (machine, &kept) {
         // A machine grant's token that has run out, or that another client got (the
         // configuration changed), is replaced at once: there is nobody to ask.
+        let c = &k.credentials;
         if super::grants::expired(c) || o.client_id.as_deref() != Some(c.client_id.as_str()) {
             return machine_grant(server, url).await;
         }
     }
-    if kept.is_some() {
-        match m.initialize_from_store().await {
-            Err(e @ AuthError::AuthorizationServerMismatch { .. }) => match back_compat_metadata(url, None).await {
-                Some(md) => {
-                    m.set_metadata(md);
-                    m.initialize_from_store().await.map_err(|e| auth_error(server, e))?;
-                }
-                None => return Err(auth_error(server, e)),
-            },
-            r => {
-                r.map_err(|e| auth_error(server, e))?;
-            }
-        }
-    } else if machine.is_some() {
-        return machine_grant(server, url).await;
+    let Some(kept) = kept else {
+        return match machine {
+            Some(_) => machine_grant(server, url).await,
+            None => Ok(m),
+        };
+    };
+    let md = metadata(server, &m, url, None).await?;
+    let now = super::tokens::authority(&md);
+    if kept.authority.as_deref() != Some(now.as_str()) {
+        discard(server, url, kept.authority.as_deref(), &now)?;
+        return match machine {
+            Some(_) => machine_grant(server, url).await,
+            // No token: the server's 401 asks for a sign-in, as for one never signed in to.
+            None => Ok(m),
+        };
     }
+    m.set_credential_store(FileStore::bound(url, &md));
+    m.set_metadata(md);
+    m.initialize_from_store().await.map_err(|e| auth_error(server, e))?;
     Ok(m)
+}
+
+/// The authorization-server metadata of `url` as a sign-in finds it: from the challenge or the
+/// server's protected-resource metadata, else at its origin, a 2025-03-26 server's document
+/// taken as [`back_compat_metadata`] says.
+async fn metadata(
+    server: &Server,
+    m: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, McpError> {
+    match m.resolve_metadata_from_challenge(challenge).await {
+        Ok(r) => Ok(r.metadata),
+        Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
+            back_compat_metadata(url, challenge).await.ok_or_else(|| auth_error(server, e))
+        }
+        Err(e) => Err(auth_error(server, e)),
+    }
+}
+
+/// Forgets a kept token the server's authorization server no longer vouches for, saying so.
+fn discard(server: &Server, url: &str, was: Option<&str>, now: &str) -> Result<(), McpError> {
+    super::tokens::forget(url)
+        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.message), e))?;
+    let was = match was {
+        Some(a) => format!("was issued by {a}"),
+        None => "names no authorization server (kept by an earlier agentloop)".to_string(),
+    };
+    crate::output::stderr_line(&format!(
+        "warning: MCP server {}: the kept sign-in {was}, but the server now names {now}; the token was discarded and nothing sent to {now}: sign in again with `agentloop mcp login {}`",
+        server.name, server.name
+    ));
+    Ok(())
 }
 
 /// A new token from the server's machine grant, replacing any kept one.
@@ -197,7 +238,8 @@ async fn client_credentials(server: &Server, url: &str) -> Result<AuthorizationM
         )));
     };
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
-    m.set_credential_store(FileStore::new(url));
+    let md = metadata(server, &m, url, None).await?;
+    m.set_credential_store(FileStore::bound(url, &md));
     let mut st = OAuthState::Unauthorized(m);
     let config = ClientCredentialsConfig::ClientSecret {
         client_id,
@@ -322,21 +364,14 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
     if let Some(ch) = challenge {
         req = req.with_challenge(ch);
     }
+    // The metadata is found here rather than by rmcp's `start_authorization` so the token is
+    // kept bound to the authorization server that issues it.
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
-    m.set_credential_store(store.clone());
-    let mut st = OAuthState::Unauthorized(m);
-    match st.start_authorization(req.clone()).await {
-        // A server of the 2025-03-26 specification: see [`back_compat_metadata`].
-        Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
-            let Some(md) = back_compat_metadata(url, challenge).await else { return Err(auth_error(server, e)) };
-            let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
-            m.set_credential_store(store);
-            m.set_metadata(md);
-            let session = AuthorizationSession::new(m, req).await.map_err(|(_, e)| auth_error(server, e))?;
-            st = OAuthState::Session(session);
-        }
-        r => r.map_err(|e| auth_error(server, e))?,
-    }
+    let md = metadata(server, &m, url, challenge).await?;
+    m.set_credential_store(FileStore::bound(url, &md));
+    m.set_metadata(md);
+    let session = AuthorizationSession::new(m, req).await.map_err(|(_, e)| auth_error(server, e))?;
+    let mut st = OAuthState::Session(session);
     let auth_url = st.get_authorization_url().await.map_err(|e| auth_error(server, e))?;
     web_address(server, &auth_url)?;
     let waiting = Waiting::start();

@@ -26,8 +26,8 @@ use std::time::Duration;
 /// The authorization server of `url` (discovered as for a sign-in) and a manager on its store.
 async fn discover(server: &Server, url: &str) -> Result<(AuthorizationManager, AuthorizationMetadata), McpError> {
     let mut m = AuthorizationManager::new(url).await.map_err(|e| auth_error(server, e))?;
-    m.set_credential_store(FileStore::new(url));
     let md = m.resolve_metadata().await.map_err(|e| auth_error(server, e))?.metadata;
+    m.set_credential_store(FileStore::bound(url, &md));
     m.set_metadata(md.clone());
     Ok((m, md))
 }
@@ -67,7 +67,7 @@ async fn keep(
     })?;
     let creds = StoredCredentials::new(client_id.to_string(), Some(response), scopes, Some(now()))
         .with_issuer(md.issuer.clone());
-    FileStore::new(url).save(creds).await.map_err(|e| auth_error(server, e))?;
+    FileStore::bound(url, md).save(creds).await.map_err(|e| auth_error(server, e))?;
     m.initialize_from_store().await.map_err(|e| auth_error(server, e))?;
     Ok(m)
 }

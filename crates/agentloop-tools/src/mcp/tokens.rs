@@ -6,7 +6,7 @@
 use super::config::Server;
 use super::error::McpError;
 use camino::Utf8PathBuf;
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
 /// The folder of stored tokens; None without `XDG_STATE_HOME` and `HOME`.
@@ -19,36 +19,66 @@ pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
     Some(store_dir()?.join(format!("{:016x}.json", crate::run_id::fnv1a(url.as_bytes()))))
 }
 
-/// What a token file holds: the URL the token was issued for, and rmcp's credentials.
+/// What a token file holds: the URL the token was issued for, the authorization server that
+/// issued it ([`authority`]), and rmcp's credentials.
 #[derive(Serialize, Deserialize)]
 struct TokenFile {
     resource: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    authority: Option<String>,
     credentials: StoredCredentials,
 }
 
-/// rmcp's credential store on the token file of one server URL.
+/// The authorization server a token is bound to: its issuer identifier, or, for a server that
+/// names none (a 2025-03-26 server found by the default endpoints at its origin), its token
+/// endpoint — the one address a refresh token is ever sent to.
+pub fn authority(md: &AuthorizationMetadata) -> String {
+    md.issuer.clone().unwrap_or_else(|| md.token_endpoint.clone())
+}
+
+/// A kept token and the authorization server it is bound to (None: a file written before
+/// tokens were bound, which names no issuer either).
+pub struct Kept {
+    pub credentials: StoredCredentials,
+    pub authority: Option<String>,
+}
+
+/// rmcp's credential store on the token file of one server URL. A store made [`FileStore::bound`]
+/// records the authorization server whose metadata the manager holds with what it saves.
 #[derive(Clone)]
 pub struct FileStore {
     pub url: String,
     pub path: Option<Utf8PathBuf>,
+    authority: Option<String>,
 }
 
 impl FileStore {
     pub fn new(url: &str) -> Self {
-        FileStore { url: url.to_string(), path: token_path(url) }
+        FileStore { url: url.to_string(), path: token_path(url), authority: None }
+    }
+
+    /// The store of `url` for a manager holding the metadata `md`.
+    pub fn bound(url: &str, md: &AuthorizationMetadata) -> Self {
+        FileStore { authority: Some(authority(md)), ..FileStore::new(url) }
     }
 
     pub fn read(&self) -> crate::error::Result<Option<StoredCredentials>> {
+        Ok(self.kept()?.map(|k| k.credentials))
+    }
+
+    /// The kept token of this URL with the authorization server it is bound to.
+    pub fn kept(&self) -> crate::error::Result<Option<Kept>> {
         let Some(path) = &self.path else { return Ok(None) };
         let Some(text) = crate::fs::read_optional(path)? else { return Ok(None) };
         let f: TokenFile = serde_json::from_str(&text)
             .map_err(|e| crate::error::Error::data(format!("{path} is not a token file: {e}")).with_source(e))?;
         // The file name is a hash of the URL; the URL inside is what decides.
-        let kept = (f.resource == self.url).then_some(f.credentials);
-        if let Some(c) = &kept {
-            register(c);
+        if f.resource != self.url {
+            return Ok(None);
         }
-        Ok(kept)
+        register(&f.credentials);
+        let authority = f.authority.or_else(|| f.credentials.issuer.clone());
+        Ok(Some(Kept { credentials: f.credentials, authority }))
     }
 
     /// Who is signed in: the client id and the granted scopes, never the token.
@@ -72,7 +102,8 @@ impl CredentialStore for FileStore {
             ));
         };
         register(&credentials);
-        let f = TokenFile { resource: self.url.clone(), credentials };
+        let authority = self.authority.clone().or_else(|| credentials.issuer.clone());
+        let f = TokenFile { resource: self.url.clone(), authority, credentials };
         let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
         let write = || -> crate::error::Result<()> {
             if let Some(d) = path.parent() {
