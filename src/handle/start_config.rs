@@ -16,7 +16,12 @@ pub(super) fn start_config(
 ) -> Result<(Option<Config>, crate::budget::Budgets)> {
     let with_schema = match &payload.output_schema {
         None => None,
-        Some(s) if s.is_object() => Some(Config { output_schema: Some(s.clone()), ..cfg.clone() }),
+        Some(s) if s.is_object() => {
+            // Checked here, before the run's folder or keys exist: a refused start leaves nothing.
+            let strict = crate::model::strict_schemas(cfg);
+            crate::output_schema::check_schema(s, "the start event's `output_schema`", strict)?;
+            Some(Config { output_schema: Some(s.clone()), ..cfg.clone() })
+        }
         Some(_) => {
             return Err(Error::usage("the start event's `output_schema` must be a JSON Schema object")
                 .with_hint("give the schema itself, e.g. {\"type\": \"object\", \"properties\": {...}}"))

@@ -331,3 +331,38 @@ fn under_an_output_schema_stdout_holds_json_or_nothing_whatever_the_outcome() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(serde_json::from_str::<Value>(stdout(&out).trim()).unwrap(), json!({"title": "x", "score": 3}));
 }
+
+/// An output schema of megabytes (a huge `enum`) would go with every plan call and be compiled
+/// at each check: over 64 KiB it is refused before anything is written, from the flag, the
+/// configuration or a request alike.
+#[test]
+fn an_output_schema_over_64_kib_is_refused_before_the_run_starts() {
+    let t = T::new();
+    let names: Vec<String> = (0..20_000).map(|i| format!("name-{i:06}")).collect();
+    let big = json!({"type": "object", "properties": {"n": {"type": "string", "enum": names}}, "required": ["n"]});
+    t.write("big.json", &big.to_string());
+    t.write("ws/script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    t.write("ws/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let flag = t.path("big.json").display().to_string();
+    let out = t.cmd().args(["-w", "ws", "run", "--goal", "g", "--output-schema", &flag]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("at most 64 KiB is taken"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--output-schema"), "{}", stderr(&out));
+    assert!(!t.exists("ws/state.json"), "nothing was written");
+    // The same schema named by the configuration.
+    t.write("ws/big.json", &big.to_string());
+    t.write("ws/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\noutput_schema: big.json\n");
+    let out = t.cmd().args(["-w", "ws", "run", "--goal", "g"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("big.json") && stderr(&out).contains("64 KiB"), "{}", stderr(&out));
+    assert!(!t.exists("ws/state.json"), "nothing was written");
+    // Event mode's start payload: refused, no run folder made.
+    t.write("root/script.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    t.write("root/agentloop.yaml", "llm: {provider: scripted, script: script.yaml}\n");
+    let req = json!({"type": "agentic.start", "payload": {"goal": "g", "output_schema": big}});
+    let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["status"], "error", "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("64 KiB"), "{answer}");
+    assert!(!t.exists("root/runs") || std::fs::read_dir(t.path("root/runs")).unwrap().next().is_none());
+}

@@ -38,6 +38,11 @@ pub fn resolve(cfg: &crate::config::Config, root: &camino::Utf8Path, strict: boo
     Ok(Some(schema))
 }
 
+/// The largest output schema taken, as JSON: it goes into the finish tool's parameters, so into
+/// every plan call, state.json and each compiled validator; a schema of megabytes (a huge `enum`)
+/// would cost its size in tokens each step and hundreds of megabytes to compile.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
 /// A user's output schema must be an object schema that compiles; under strict mode, one that
 /// strict mode can take (else the run is refused before it starts, with the reason).
 pub fn check_schema(schema: &Value, from: &str, strict: bool) -> Result<()> {
@@ -45,7 +50,16 @@ pub fn check_schema(schema: &Value, from: &str, strict: bool) -> Result<()> {
         return Err(Error::usage(format!("{from}: the output schema must be a JSON Schema object"))
             .with_hint("e.g. {\"type\": \"object\", \"properties\": {\"title\": {\"type\": \"string\"}}, \"required\": [\"title\"]}"));
     }
-    if schema.to_string().contains("\"$ref\"") {
+    let text = schema.to_string();
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(Error::usage(format!(
+            "{from}: the output schema is {} KiB; at most {} KiB is taken, as it is sent with every plan call",
+            text.len() / 1024,
+            MAX_SCHEMA_BYTES / 1024
+        ))
+        .with_hint("shorten it: a long `enum` is better checked by a `pattern`, or after the run"));
+    }
+    if text.contains("\"$ref\"") {
         return Err(Error::usage(format!("{from}: the output schema uses `$ref`; it is sent inside the finish tool's parameters, where references do not resolve"))
             .with_hint("inline the definitions it refers to"));
     }
