@@ -93,9 +93,21 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
         return Err(Error::failure(format!("the drafted skill does not pass `skills check`: {}", p.detail()))
             .with_hint("run `skills learn` again, or write the skill by hand"));
     }
+    // skills.md as `skills gen` wrote it before, to be written again with the new skill in it.
+    let catalog_before = super::skills::catalog_md(ctx)?;
     crate::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
     crate::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
     let p = &ctx.printer;
+    if super::skills::refresh_skills_md(ctx, &catalog_before)? {
+        p.info(&format!("refreshed {} with the new skill", ctx.ws.skills()));
+    } else if ctx.ws.skills().exists() {
+        p.info(&format!(
+            "{} was edited by hand and is left as it is; `agentloop -w {} skills gen -o {}` writes it anew",
+            ctx.ws.skills(),
+            ctx.ws.root,
+            ctx.ws.skills()
+        ));
+    }
     if p.json {
         p.json_value(&json!({"skill": name, "path": ctx.ws.root.join(&rel), "run_id": path.run_id,
             "triggers": answer.triggers, "tools": path.tools}));

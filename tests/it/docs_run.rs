@@ -13,6 +13,9 @@
 //! empty HOME, as a newcomer does; each page of docs/ starts where the README's first hour
 //! ends, with its workspaces `ws` and `~/digest` each holding a finished run.
 //!
+//! A line that shows a failure says which, visibly: its comment holds `exit N` (`# exit 11: the
+//! slot already ran`), and it must exit N — no other code, 0 included.
+//!
 //! A line that cannot run here says so in the document, visibly: its comment holds
 //! `needs: WHAT` (a real provider, a desktop, a source tree, a Ductile gateway, ...), and it is
 //! not run. A whole block is left out the same way by a line `<!-- needs: WHAT -->` right above
@@ -29,6 +32,8 @@ struct Cmd {
     line: usize,
     text: String,
     needs: Option<String>,
+    /// The exit code the line's comment says it ends with (`# exit N`), else 0.
+    exit: i32,
 }
 
 /// Whether a shell text is a complete command (`bash -n`): a `case` line alone is not.
@@ -46,6 +51,19 @@ fn needs_of(text: &str) -> Option<String> {
         let at = l.find("needs:")?;
         l[..at].contains('#').then(|| l[at + 6..].trim().to_string())
     })
+}
+
+/// The exit code a command's comment names (`# ... exit N ...`), else 0.
+fn exit_of(text: &str) -> i32 {
+    text.lines()
+        .find_map(|l| {
+            let hash = l.find(" #").map(|i| i + 1).or_else(|| l.starts_with('#').then_some(0))?;
+            let comment = &l[hash..];
+            let at = comment.find("exit ")?;
+            let digits: String = comment[at + 5..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// The shell commands of a markdown text.
@@ -90,7 +108,8 @@ fn commands(doc: &str, text: &str) -> Vec<Cmd> {
                     cmd.push_str(lines[j]);
                 }
                 let needs = block_needs.clone().or_else(|| needs_of(&cmd));
-                out.push(Cmd { doc: doc.to_string(), line: start + 1, text: cmd, needs });
+                let exit = exit_of(&cmd);
+                out.push(Cmd { doc: doc.to_string(), line: start + 1, text: cmd, needs, exit });
                 j += 1;
             }
         }
@@ -185,6 +204,12 @@ fn the_extractor_joins_continued_lines_and_reads_needs_marks() {
     assert_eq!(c.iter().map(|c| c.line).collect::<Vec<_>>(), [2, 4, 8, 11, 16]);
     let needs: Vec<Option<&str>> = c.iter().map(|c| c.needs.as_deref()).collect();
     assert_eq!(needs, [None, None, Some("the source tree"), None, Some("a gateway")]);
+    assert!(c.iter().all(|c| c.exit == 0));
+    let c = commands(
+        "X.md",
+        "```sh\nagentloop -w ws run --slot x   # exit 11: it already ran\necho \"exit $?\" || echo exit 3\n```\n",
+    );
+    assert_eq!(c.iter().map(|c| c.exit).collect::<Vec<_>>(), [11, 0]);
 }
 
 #[test]
@@ -202,7 +227,7 @@ fn every_documented_command_runs_as_written() {
         let setup = if doc == "README.md" { "" } else { FIRST_HOUR };
         for (c, (rc, output)) in cmds.iter().zip(run_session(&t, &model.url, setup, &cmds)) {
             ran += 1;
-            if rc != Some(0) {
+            if rc != Some(c.exit) {
                 let tail: String = output
                     .lines()
                     .rev()
@@ -212,7 +237,10 @@ fn every_documented_command_runs_as_written() {
                     .rev()
                     .collect::<Vec<_>>()
                     .join("\n    ");
-                failures.push(format!("{}:{}: exit {rc:?}: {}\n    {tail}", c.doc, c.line, c.text));
+                failures.push(format!(
+                    "{}:{}: exit {rc:?} (the document says {}): {}\n    {tail}",
+                    c.doc, c.line, c.exit, c.text
+                ));
             }
         }
     }

@@ -39,6 +39,9 @@ fn a_done_run_becomes_a_valid_skill_a_later_goal_triggers() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // skills.md, as agentloop wrote it, is written anew with the skill in it.
+    assert!(stderr(&out).contains("refreshed"), "{}", stderr(&out));
+    assert!(t.read("ws/skills.md").contains("notes-digest"));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["run_id"], run_id.as_str());
     assert_eq!(v["tools"], serde_json::json!(["file_read", "file_write"]));
@@ -85,6 +88,7 @@ reflect:
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("differs from the tool and skill catalog"), "{}", stderr(&out));
     let transcript = t.read("ws/transcript.md");
     let offered = transcript.lines().find(|l| l.starts_with("Skills whose triggers match the goal: "));
     assert!(offered.is_some_and(|l| l.contains("notes-digest")), "{offered:?}");

@@ -153,6 +153,10 @@ fn memory_command_adds_searches_forgets_and_prunes() {
     t.al(&["memory", "add", "--topic", "notes", "Lunch is at noon"]).assert().success();
     let hits = json_out(&t.al(&["memory", "search", "when are deploys", "--json"]).output().unwrap());
     assert_eq!(hits[0]["id"], "notes/content_001");
+    // Words are matched by their stem: LOOP.md's "payments deploy keys" finds "Deploys".
+    let hits = json_out(&t.al(&["memory", "search", "payments deploy keys", "-k", "5", "--json"]).output().unwrap());
+    assert_eq!(hits[0]["id"], "notes/content_001", "{hits}");
+    assert_eq!(hits.as_array().unwrap().len(), 1, "{hits}");
     t.al(&["memory", "show", "notes/content_001"]).assert().success().stdout(predicate::str::contains("Tuesdays"));
     t.al(&["memory", "show", "../etc"]).assert().code(2);
     // 60 days later the first has expired.

@@ -159,8 +159,31 @@ struct Words;
 
 impl bm25::Tokenizer for Words {
     fn tokenize(&self, text: &str) -> Vec<String> {
-        words(text)
+        words(text).into_iter().map(|w| stem(&w)).collect()
     }
+}
+
+/// A word's plain English stem, so a search for "deploy keys" finds "Deploys" and "key": the
+/// plural and verb endings are cut (`-ies` to `-y`, `-s`, `-ing`, `-ed`), nothing else. The index
+/// and every query are cut alike.
+pub fn stem(w: &str) -> String {
+    let n = w.chars().count();
+    let mut s = w.to_string();
+    if n > 4 && s.ends_with("ies") {
+        s.truncate(s.len() - 3);
+        s.push('y');
+    } else if n > 4 && s.ends_with("sses") {
+        s.truncate(s.len() - 2);
+    } else if n > 3 && s.ends_with('s') && !s.ends_with("ss") && !s.ends_with("us") && !s.ends_with("is") {
+        s.truncate(s.len() - 1);
+    }
+    let n = s.chars().count();
+    if n > 5 && s.ends_with("ing") {
+        s.truncate(s.len() - 3);
+    } else if n > 4 && s.ends_with("ed") && !s.ends_with("eed") {
+        s.truncate(s.len() - 2);
+    }
+    s
 }
 
 /// The last index [`Store::cached_index`] built, and what it was built from.

@@ -163,8 +163,9 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<Vec<String>> {
     match crate::fs::read_inside(&env.ws.root, &env.ws.skills())? {
         None => env.ensure_skills_md()?,
         Some(file) if file != catalog => env.printer.warn(&format!(
-            "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop skills gen > {}`)",
+            "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop -w {} skills gen -o {}`)",
             env.ws.skills(),
+            env.ws.root,
             env.ws.skills()
         )),
         Some(_) => {}
