@@ -22,6 +22,7 @@ const FILES: &[(&str, &str)] = &[
 /// run has no cost. An earlier demo in DIR is archived under DIR/demo-ws/runs/ (a follow-up).
 /// Nothing is written outside DIR: the demo's long-term memory is demo-ws/.agentloop/memory/
 /// whatever memory.scope or memory.dir say, and its runs are not counted in the rest ledger.
+/// Your config's MCP servers and Ductile plugins are not started for the demo.
 ///
 /// Example: agentloop demo /tmp/al-demo && agentloop -w /tmp/al-demo/demo-ws trace show
 #[derive(Debug, Args)]
@@ -56,6 +57,10 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     memory.scope = crate::config::MemoryScope::Workspace;
     memory.dir = None;
     demo_ctx.resolved.config.tools.memory.dir = None;
+    // The demo is the bundled example alone: the MCP servers and Ductile plugins your config
+    // names are not started for it (nor warned of when they fail).
+    demo_ctx.resolved.config.mcp = Default::default();
+    demo_ctx.resolved.config.ductile = Default::default();
     let start = Start {
         goal: "Write a two-paragraph critique of the bundled article".into(),
         background: crate::phases::init::read_context(ex.join("context.md").as_str())?,

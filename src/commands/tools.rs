@@ -43,7 +43,8 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
         ToolsCommand::List { .. } => crate::tools::Reach::CachesOnly,
         ToolsCommand::Call { .. } => crate::tools::Reach::Start,
     };
-    let registry = Registry::load(cfg, &ctx.ws.root, reach)?;
+    let logs = crate::mcp::client::Logs::for_command(&ctx.ws.root);
+    let registry = Registry::load_logging(cfg, &ctx.ws.root, reach, logs)?;
     match cmd {
         ToolsCommand::List { all } => {
             let tools: Vec<_> = if all { registry.all().iter().collect() } else { registry.allowed(cfg) };

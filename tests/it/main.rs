@@ -35,6 +35,7 @@ mod loop_limits;
 mod mcp;
 mod mcp_auth;
 mod mcp_conformance;
+mod mcp_logs;
 mod mcp_real;
 mod models;
 mod modes;

@@ -2,6 +2,7 @@
 
 use super::McpCommand;
 use crate::error::{code, Error, Result};
+use crate::mcp::client::Logs;
 use crate::mcp::{self, Hub, ServerState, Source, Status};
 use crate::settings::Ctx;
 use crate::tools::{Registry, ToolResult};
@@ -28,13 +29,15 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
             Ok(0)
         }
         McpCommand::List { refresh, .. } => {
-            let hub = Hub::load(cfg, &ctx.ws.root, if refresh { Source::Servers } else { Source::CacheFirst })?;
+            let source = if refresh { Source::Servers } else { Source::CacheFirst };
+            let hub = Hub::load_logging(cfg, &ctx.ws.root, source, Logs::for_command(&ctx.ws.root))?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, false);
             Ok(0)
         }
         McpCommand::Check { .. } => {
-            let hub = Hub::load(cfg, &ctx.ws.root, Source::Servers)?;
+            let logs = Logs::for_command(&ctx.ws.root);
+            let hub = Hub::load_logging(cfg, &ctx.ws.root, Source::Servers, logs.clone())?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, true);
             let enabled = hub.states.iter().filter(|s| s.server.enabled).count();
@@ -44,12 +47,13 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
             }
             if failed > 0 {
                 return Err(Error::failure(format!("{failed} of {enabled} enabled MCP servers failed the check"))
-                    .with_hint("each server's stderr is in artifacts/mcp-<server>.log"));
+                    .with_hint(format!("each server's stderr is in its log ({})", logs.shown_folder())));
             }
             Ok(0)
         }
         McpCommand::Call { server, tool, args, .. } => {
-            let registry = Registry::new(cfg, &ctx.ws.root)?;
+            let logs = Logs::for_command(&ctx.ws.root);
+            let registry = Registry::load_logging(cfg, &ctx.ws.root, crate::tools::Reach::Start, logs)?;
             let hub = &registry.mcp;
             let Some(st) = hub.states.iter().find(|s| s.server.name == server) else {
                 return Err(mcp::unknown_server(hub, &server));
@@ -91,7 +95,7 @@ fn login_cmd(ctx: &Ctx, name: &str) -> Result<u8> {
             .with_hint("check the server's url; `agentloop mcp logout NAME` forgets a token that went bad")
             .with_source(e)
     })?;
-    let hub = Hub::load(ctx.config(), &ctx.ws.root, Source::Servers)?;
+    let hub = Hub::load_logging(ctx.config(), &ctx.ws.root, Source::Servers, Logs::for_command(&ctx.ws.root))?;
     warn_all(ctx, &hub);
     if let Some(st) = hub.states.iter().find(|s| s.server.name == name) {
         if let Status::Failed(e) = &st.status {

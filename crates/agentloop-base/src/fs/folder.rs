@@ -237,6 +237,19 @@ impl Folder {
             .map_err(|e| Error::io("append to", &path, e))
     }
 
+    /// Opens `name` to append to, creating it (0666 less the umask) — never through a link.
+    pub fn open_append(&self, name: &str) -> Result<std::fs::File> {
+        let path = self.path.join(name);
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        openat(&self.fd, name, flags, Mode::from_bits_truncate(0o666)).map(std::fs::File::from).map_err(|e| {
+            if e == Errno::LOOP {
+                linked_file(&path)
+            } else {
+                io("open", &path, e)
+            }
+        })
+    }
+
     /// Moves entry `name` of this folder into `to` under the same name: the entry itself (a
     /// link moves as a link, a folder with what it holds).
     pub fn move_to(&self, name: &str, to: &Folder) -> Result<()> {

@@ -45,9 +45,66 @@ pub enum CallError {
     Other(String),
 }
 
-/// The workspace-relative log of a stdio server.
-pub fn log_rel(server: &Server) -> String {
-    format!("artifacts/mcp-{}.log", server.slug)
+/// Where a stdio server's stderr goes. A run keeps it with its paper trail, in the workspace's
+/// `artifacts/`, and so does a command on a workspace; a command typed in a folder that is no
+/// workspace (`mcp check` in your home folder) keeps it in the user's state folder, so no
+/// `artifacts/` appears wherever it was typed.
+#[derive(Debug, Clone)]
+pub enum Logs {
+    /// `artifacts/mcp-<server>.log` of the workspace at this root.
+    Workspace(Utf8PathBuf),
+    /// `$XDG_STATE_HOME/agentloop/mcp-logs/<server>.log` (else `~/.local/state/...`).
+    User,
+}
+
+impl Logs {
+    /// The workspace's `artifacts/` when `root` is a workspace — it holds a run, its own
+    /// configuration or an `artifacts/` folder — else the user's state folder.
+    pub fn for_command(root: &Utf8Path) -> Logs {
+        let workspace =
+            ["state.json", "agentloop.yaml"].iter().any(|f| root.join(f).is_file()) || root.join("artifacts").is_dir();
+        if workspace {
+            Logs::Workspace(root.to_path_buf())
+        } else {
+            Logs::User
+        }
+    }
+
+    /// The log of `server` as people are told of it: workspace-relative, or the full path.
+    pub fn shown(&self, server: &Server) -> String {
+        match self {
+            Logs::Workspace(_) => format!("artifacts/mcp-{}.log", server.slug),
+            Logs::User => crate::held_secrets::state_dir()
+                .map(|d| d.join(format!("mcp-logs/{}.log", server.slug)).to_string())
+                .unwrap_or_else(|| format!("mcp-logs/{}.log", server.slug)),
+        }
+    }
+
+    /// The folder the logs are in, as people are told of it.
+    pub fn shown_folder(&self) -> String {
+        match self {
+            Logs::Workspace(_) => "artifacts/mcp-<server>.log".to_string(),
+            Logs::User => crate::held_secrets::state_dir()
+                .map(|d| d.join("mcp-logs/<server>.log").to_string())
+                .unwrap_or_else(|| "mcp-logs/<server>.log".to_string()),
+        }
+    }
+
+    /// Opens the log of `server` to append to, creating its folder. Never through a link: a
+    /// workspace's `artifacts/` is entered as every workspace write enters it.
+    fn open(&self, server: &Server) -> crate::error::Result<std::fs::File> {
+        let name = format!("mcp-{}.log", server.slug);
+        match self {
+            Logs::Workspace(root) => crate::fs::Folder::create(root, Utf8Path::new("artifacts"))?.open_append(&name),
+            Logs::User => {
+                let dir = crate::held_secrets::state_dir().map(|d| d.join("mcp-logs")).ok_or_else(|| {
+                    crate::error::Error::usage("no state folder for MCP logs (set XDG_STATE_HOME or HOME)")
+                })?;
+                crate::held_secrets::private_dir(&dir)?;
+                crate::fs::Folder::create(&dir, Utf8Path::new(""))?.open_append(&format!("{}.log", server.slug))
+            }
+        }
+    }
 }
 
 /// What the client announces (see [`Handler`]): one handler per connection, so the record of
@@ -58,11 +115,11 @@ fn client_info() -> Handler {
 
 /// Starts the server and runs `initialize`. The caller bounds this with the startup timeout;
 /// when it gives up, dropping the future kills what was started (see `Spawned`).
-pub async fn connect(server: &Server, root: &Utf8Path) -> Result<Session, McpError> {
+pub async fn connect(server: &Server, logs: &Logs) -> Result<Session, McpError> {
     match server.transport.as_ref() {
         None => Err(McpError::connect(format!("MCP server {} is disabled", server.name))),
         Some(Transport::Stdio { command, args, env, cwd }) => {
-            connect_stdio(server, root, command, args, env, cwd).await
+            connect_stdio(server, logs, command, args, env, cwd).await
         }
         Some(Transport::Http { url, headers }) => connect_http(server, url, headers).await,
     }
@@ -82,15 +139,15 @@ impl Drop for Spawned {
 
 async fn connect_stdio(
     server: &Server,
-    root: &Utf8Path,
+    logs: &Logs,
     command: &str,
     args: &[String],
     env: &[(String, String)],
     cwd: &Utf8PathBuf,
 ) -> Result<Session, McpError> {
-    let log_rel = log_rel(server);
-    let log = open_log(root, &log_rel, server)
-        .map_err(|e| McpError::connect_from(format!("cannot open {log_rel}: {e}"), e))?;
+    let log_rel = logs.shown(server);
+    let log = open_log(logs, server)
+        .map_err(|e| McpError::connect(format!("MCP server {}: cannot open its log: {}", server.name, e.message)))?;
     if !cwd.is_dir() {
         return Err(McpError::connect(format!("MCP server {}: its cwd {cwd} is not a folder", server.name)));
     }
@@ -253,20 +310,11 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     last.to_string()
 }
 
-fn open_log(root: &Utf8Path, rel: &str, server: &Server) -> std::io::Result<std::fs::File> {
-    let path = root.join(rel);
-    if let Some(d) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).create(d)?;
-    }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+fn open_log(logs: &Logs, server: &Server) -> crate::error::Result<std::fs::File> {
+    let mut f = logs.open(server)?;
     // The command as configured: expanded values (which may hold secrets) stay out of logs.
-    writeln!(
-        f,
-        "---- {} agentloop starts MCP server {}: {}",
-        crate::clock::now_rfc3339(),
-        server.name,
-        server.display
-    )?;
+    writeln!(f, "---- {} agentloop starts MCP server {}: {}", crate::clock::now_rfc3339(), server.name, server.display)
+        .map_err(|e| crate::error::Error::failure(format!("cannot write the log: {e}")))?;
     Ok(f)
 }
 

@@ -92,7 +92,8 @@ pub struct ServerState {
 }
 
 pub struct Hub {
-    root: Utf8PathBuf,
+    /// Where stdio servers' stderr goes.
+    logs: client::Logs,
     pub states: Vec<ServerState>,
     /// Registry name → (index into `states`, the server's tool name).
     names: BTreeMap<String, (usize, String)>,
@@ -106,7 +107,7 @@ pub struct Hub {
 impl Default for Hub {
     fn default() -> Self {
         Hub {
-            root: Utf8PathBuf::from("."),
+            logs: client::Logs::Workspace(Utf8PathBuf::from(".")),
             states: vec![],
             names: BTreeMap::new(),
             specs: vec![],
@@ -119,10 +120,21 @@ impl Default for Hub {
 
 impl Hub {
     /// The servers of `cfg` and their tools. Fails only on configuration mistakes.
+    /// A run's: stdio servers log into the workspace's `artifacts/`.
     pub fn load(cfg: &crate::config::Config, root: &Utf8Path, source: Source) -> Result<Hub> {
+        Self::load_logging(cfg, root, source, client::Logs::Workspace(root.to_path_buf()))
+    }
+
+    /// [`Hub::load`] with the servers' logs kept where `logs` says.
+    pub fn load_logging(
+        cfg: &crate::config::Config,
+        root: &Utf8Path,
+        source: Source,
+        logs: client::Logs,
+    ) -> Result<Hub> {
         let servers = config::resolve(cfg, root)?;
         let mut hub = Hub::default();
-        hub.root = root.to_path_buf();
+        hub.logs = logs;
         if servers.is_empty() {
             return Ok(hub);
         }
@@ -175,9 +187,9 @@ impl Hub {
         let results: Vec<std::result::Result<cache::Listing, McpError>> = match self.runtime() {
             Err(e) => todo.iter().map(|_| Err(McpError::Runtime(e.clone()))).collect(),
             Ok(rt) => {
-                let root = &self.root;
+                let logs = &self.logs;
                 let states = &self.states;
-                let r = rt.block_on(futures::future::join_all(todo.iter().map(|&i| list_one(&states[i].server, root))));
+                let r = rt.block_on(futures::future::join_all(todo.iter().map(|&i| list_one(&states[i].server, logs))));
                 proc::park_if_interrupted();
                 r
             }
@@ -280,7 +292,7 @@ impl Hub {
             Err(e) => return ToolResult::err(McpError::Runtime(e).to_string(), true),
         };
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        let where_ = log_note(server);
+        let where_ = log_note(server, &self.logs);
         let mut sign_ins = 0;
         let mut result = rt.block_on(async { loop {
             if live.get(idx).is_some_and(Session::is_closed) {
@@ -290,7 +302,7 @@ impl Hub {
             }
             if !live.contains_key(idx) {
                 let watch = crate::clock::Stopwatch::start();
-                match auth::bounded(server.startup_timeout, client::connect(server, &self.root)).await.ok_or(()) {
+                match auth::bounded(server.startup_timeout, client::connect(server, &self.logs)).await.ok_or(()) {
                     Err(()) => {
                         return ToolResult::err(
                             format!(
@@ -429,11 +441,11 @@ fn with_elicitations(r: &mut ToolResult, records: Vec<Value>) {
 }
 
 /// "; its log: artifacts/mcp-x.log" for stdio servers, the URL for HTTP ones.
-fn log_note(server: &Server) -> String {
+fn log_note(server: &Server, logs: &client::Logs) -> String {
     if server.is_http() {
         format!(" ({})", server.display)
     } else {
-        format!("; its log: {}", client::log_rel(server))
+        format!("; its log: {}", logs.shown(server))
     }
 }
 
@@ -442,12 +454,12 @@ fn secs(d: Duration) -> String {
 }
 
 /// Starts one server, lists its tools within its startup timeout, stops it.
-async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache::Listing, McpError> {
+async fn list_one(server: &Server, logs: &client::Logs) -> std::result::Result<cache::Listing, McpError> {
     let watch = crate::clock::Stopwatch::start();
     let work = async {
         let mut sign_ins = 0;
         loop {
-            let s = client::connect(server, root).await?;
+            let s = client::connect(server, logs).await?;
             match s.list_tools().await {
                 Ok(tools) => return Ok((s, tools)),
                 Err(CallError::Auth(ch)) => {
@@ -477,7 +489,7 @@ async fn list_one(server: &Server, root: &Utf8Path) -> std::result::Result<cache
                 "MCP server {} did not start and list its tools within {} (startup_timeout){}",
                 server.name,
                 secs(server.startup_timeout),
-                log_note(server)
+                log_note(server, logs)
             ),
         }),
         Ok(Err(e)) => Err(e),

@@ -59,6 +59,17 @@ impl Registry {
     /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
     /// and never start a program or call out.
     pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> crate::error::Result<Self> {
+        Self::load_logging(cfg, root, reach, crate::mcp::client::Logs::Workspace(root.to_path_buf()))
+    }
+
+    /// [`Registry::load`] with MCP servers' logs kept where `logs` says (a command outside a
+    /// run keeps them out of the current folder).
+    pub fn load_logging(
+        cfg: &Config,
+        root: &Utf8Path,
+        reach: Reach,
+        logs: crate::mcp::client::Logs,
+    ) -> crate::error::Result<Self> {
         // Before any tool can run, what the configuration holds is a secret to every write.
         crate::held_secrets::register(cfg);
         let mut specs = builtin::specs(cfg, root);
@@ -67,7 +78,7 @@ impl Registry {
             Reach::Start => crate::mcp::Source::CacheFirst,
             Reach::CachesOnly => crate::mcp::Source::CacheOnly,
         };
-        let mcp = crate::mcp::Hub::load(cfg, root, source)?;
+        let mcp = crate::mcp::Hub::load_logging(cfg, root, source, logs)?;
         join(&mut specs, &mcp.warnings, mcp.specs(), "MCP");
         let ductile = crate::ductile::Hub::load(cfg, root, reach == Reach::Start)?;
         join(&mut specs, &ductile.warnings, ductile.specs(), "Ductile");
