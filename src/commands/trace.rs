@@ -680,7 +680,8 @@ impl<'a> View<'a> {
             };
             let tool = cut(field(e.tool.as_deref().unwrap_or("")), 10);
             let status = cut(status.clone(), 9);
-            columns(&time_of_day(&field(&e.ts)), &step, &cut(field(&event(e)), 9), &tool, &status, &took, &cost)
+            // Wide enough for every event agentloop writes (`limits.changed`, `frustration`).
+            columns(&time_of_day(&field(&e.ts)), &step, &cut(field(&event(e)), 14), &tool, &status, &took, &cost)
         };
         let mut rest = Vec::new();
         let line = match self.width {
@@ -719,7 +720,7 @@ fn event(e: &Entry) -> String {
 }
 
 fn columns(time: &str, step: &str, event: &str, tool: &str, status: &str, took: &str, cost: &str) -> String {
-    format!("{time:<8} {step:>4} {event:<9} {tool:<10} {status:<9} {took:>5} {cost:>7}")
+    format!("{time:<8} {step:>4} {event:<14} {tool:<10} {status:<9} {took:>5} {cost:>7}")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -733,7 +734,7 @@ fn columns_wide(
     tok: &str,
     cost: &str,
 ) -> String {
-    format!("{time:<24} {step:>4} {event:<12} {tool:<14} {status:<9} {took:>6} {tok:>11} {cost:>8}")
+    format!("{time:<24} {step:>4} {event:<14} {tool:<14} {status:<9} {took:>6} {tok:>11} {cost:>8}")
 }
 
 /// `2026-01-01T09:30:05.123Z` → `09:30:05`; anything else as it is, cut to 8.

@@ -39,6 +39,20 @@ fn write_trace(t: &T) {
     t.write("ws/trace.jsonl", &s);
 }
 
+/// Every event agentloop writes shows whole in its column: `limits.changed`, `frustration`.
+#[test]
+fn trace_show_names_every_event_whole() {
+    let t = T::new();
+    let mut s = entry("RUN1", 0, "run", json!({"event": "run.started"}));
+    s += &entry("RUN1", 2, "run", json!({"event": "limits.changed", "reason": "max_steps 6 -> 9"}));
+    s += &entry("RUN1", 3, "reflect", json!({"event": "frustration", "reason": "the same failure twice"}));
+    t.write("ws/trace.jsonl", &s);
+    let (code, shown, err) = t.on_terminal(&["--color", "never", "trace", "show"], 80);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(shown.contains(" limits.changed ") && shown.contains(" frustration "), "{shown}");
+    assert!(!shown.contains("limits.c…") && !shown.contains("frustrat…"), "{shown}");
+}
+
 #[test]
 fn trace_show_fits_80_columns_and_never_cuts_an_error() {
     let t = T::new();
@@ -53,7 +67,7 @@ fn trace_show_fits_80_columns_and_never_cuts_an_error() {
     // One column each: the time of day, the event said once, then the note.
     let header: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(header, ["time", "step", "event", "tool", "status", "took", "cost", "note"]);
-    assert!(lines[2].starts_with("09:30:05    1 plan      file_read"), "{shown}");
+    assert!(lines[2].starts_with("09:30:05    1 plan           file_read"), "{shown}");
     assert!(lines[2].contains("1.2s $0.0090  The notes hold"), "{shown}");
     assert!(lines[4].contains(" finished ") && lines[4].contains("escalated"), "{shown}");
     // --errors: the whole error, wrapped onto indented lines, the fix included.
