@@ -99,12 +99,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     p.outln(&format!("next        {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
     p.outln(&format!("reframes    {} of {}", s.reframes, l.max_reframes));
-    p.outln(&format!(
-        "frustration {} of {}{}",
-        s.frustration,
-        ctx.config().frustration.threshold,
-        if s.frustration_reframed { " (forced reframe used)" } else { "" }
-    ));
+    // The agent's inner state is shown once it says something (a calm agent's is in --json).
+    if s.frustration > 0 || s.frustration_reframed {
+        p.outln(&format!(
+            "frustration {} of {}{}",
+            s.frustration,
+            ctx.config().frustration.threshold,
+            if s.frustration_reframed { " (forced reframe used)" } else { "" }
+        ));
+    }
     p.outln(&format!("tokens      {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     if let Some(m) = &s.model {
         let note = if s.scripted() { " (answers replayed from a script, offline)" } else { "" };
@@ -148,16 +151,22 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         }
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
-    p.outln(&stress_line(&crate::rest_window::stress(ctx.config(), &ctx.ws.root)));
+    let stress = crate::rest_window::stress(ctx.config(), &ctx.ws.root);
+    if stress.level > 0.0 || stress.escalations > 0 || stress.resting.is_some() {
+        p.outln(&stress_line(&stress));
+    }
     let m = &v["modes"];
     let last = match (m["last_rest"]["at"].as_str(), m["last_rest"]["by"].as_str()) {
         (Some(at), Some("agent")) => format!("; last rest {at}, by the agent itself"),
         (Some(at), _) => format!("; last rest {at}, by `agentloop rest`"),
         _ => String::new(),
     };
-    let how =
-        if m["auto"] == true { "auto (rests when tired, dreams when idle)" } else { "manual (modes.auto: false)" };
-    p.outln(&format!("modes       {how}{last}"));
+    // The modes line once there is something to say: a rest taken, or the automatic modes off.
+    if !last.is_empty() || m["auto"] != true {
+        let how =
+            if m["auto"] == true { "auto (rests when tired, dreams when idle)" } else { "manual (modes.auto: false)" };
+        p.outln(&format!("modes       {how}{last}"));
+    }
     match &s.pending {
         Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
         None => p.outln("pending     (none)"),
