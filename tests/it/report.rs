@@ -328,6 +328,16 @@ fn the_report_reads_at_420_px_asks_once_and_shows_what_the_run_made() {
     assert_eq!(seen, "1", "the question is shown once");
 }
 
+/// The run ids and dollar amounts a page shows that its layout breaks across lines, comma-separated.
+const BROKEN_IDS_AND_AMOUNTS: &str = "(() => { const bad = []; \
+    for (const el of document.querySelectorAll('code, td, dd, span')) { \
+      const t = el.textContent.trim(); \
+      if (el.children.length || !/^(\\$[0-9.,]+|[0-9A-Z]{26})$/.test(t)) continue; \
+      const r = document.createRange(); r.selectNodeContents(el); \
+      const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top))); \
+      if (tops.size > 1) bad.push(t); } \
+    return bad.join(','); })()";
+
 /// `report --all` shows each run's goal with its date, slot and outcome, so daily runs of one
 /// goal are told apart; pages reflow on a narrow screen without sideways scrolling.
 #[test]
@@ -336,7 +346,7 @@ fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
     for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
         t.write(
             &format!("{day}.yaml"),
-            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: \"Digest of {day}: 3 items\"}}\n"),
+            &format!("frame:\n  - answer: {{goal: digest, definition_of_done: [a, b, c]}}\nplan:\n  - answer: {{next_action: {{tool: list_dir, args: {{}}}}}}\nreflect:\n  - answer: {{satisfied: [{{item: 1, steps: [1]}}, {{item: 2, steps: [1]}}, {{item: 3, steps: [1]}}], decision: done, reason: ok, outcome: \"## Digest of {day}\\n\\n- 3 items\"}}\n"),
         );
         t.al(&["--script", &format!("{day}.yaml"), "run", "--goal", "Today's digest", "--slot", day])
             .assert()
@@ -347,7 +357,11 @@ fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
     assert_eq!(browser::count(&index, "<tr class=\"run\""), 3, "{index}");
     for day in ["2026-01-01", "2026-01-02", "2026-01-03"] {
         assert!(index.contains(&format!("<span class=\"run-when\">· slot {day}</span>")), "{day}: {index}");
-        assert!(index.contains(&format!("<small class=\"outcome\">Digest of {day}: 3 items</small>")), "{day}");
+        // A markdown outcome reads as one plain line: its heading and items apart.
+        assert!(
+            index.contains(&format!("<small class=\"outcome\">Digest of {day} · 3 items</small>")),
+            "{day}: {index}"
+        );
     }
     assert!(index.contains(">Today&#39;s digest</a> <span class=\"run-when\">· 20"), "{index}");
     long_write(&t);
@@ -358,6 +372,9 @@ fn report_all_tells_daily_runs_apart_and_pages_fit_narrow_screens() {
         for w in [1280u32, 420] {
             let width = browser::scroll_width(&chromium, &page, w);
             assert!(width <= w, "the {name} page is {width} px wide in a {w} px window: it scrolls sideways");
+            // A run id or an amount of dollars is never broken across lines.
+            let broken = browser::probe(&chromium, &page, w, BROKEN_IDS_AND_AMOUNTS);
+            assert_eq!(broken, "", "the {name} page at {w} px breaks these across lines");
             let shot = browser::shots_dir().join(format!("{name}-{w}.png"));
             browser::screenshot(&chromium, &browser::file_url(&page), &shot, w, if w == 420 { 2400 } else { 1600 });
         }

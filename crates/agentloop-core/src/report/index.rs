@@ -81,7 +81,7 @@ pub fn render_index_with(title: &str, rows: &[Row], refresh: Option<u32>, extra:
                 .map(|t| format!(" <span class=\"run-when\">· {}</span>", esc(&t)))
                 .collect::<String>(),
             summary = match (r.status.as_str(), &r.outcome, &r.reason) {
-                ("done", Some(o), _) => format!("<br><small class=\"outcome\">{}</small>", esc(&excerpt(o, 200))),
+                ("done", Some(o), _) => format!("<br><small class=\"outcome\">{}</small>", esc(&excerpt(&plain(o), 200))),
                 (st, _, Some(x)) if st != "done" => format!("<br><small class=\"reason\">{}</small>", esc(&excerpt(x, 200))),
                 _ => String::new(),
             },
@@ -104,4 +104,32 @@ pub fn render_index_with(title: &str, rows: &[Row], refresh: Option<u32>, extra:
     );
     p.push_str(&html::foot());
     p
+}
+
+/// A markdown outcome as one line of plain text: each line's heading, list and quote marks
+/// dropped, fences left out, the lines joined with ` · ` (so `## News` and its items do not run
+/// together as one sentence).
+fn plain(md: &str) -> String {
+    let parts: Vec<&str> = md
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with("~~~"))
+        .map(|l| {
+            let l = l.trim_start_matches('#').trim_start_matches('>').trim_start();
+            let l = l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).or_else(|| l.strip_prefix("+ ")).unwrap_or(l);
+            l.strip_prefix("[ ] ").or_else(|| l.strip_prefix("[x] ")).unwrap_or(l).trim()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_outcome_in_markdown_reads_as_one_plain_line() {
+        let md = "## Example News (2 items)\n\n- first item\n- second item\n```\ncode\n```\n> quoted";
+        assert_eq!(super::plain(md), "Example News (2 items) · first item · second item · code · quoted");
+        assert_eq!(super::plain("Digest of 2026-01-01: 3 items"), "Digest of 2026-01-01: 3 items");
+    }
 }
