@@ -144,6 +144,45 @@ fn narrowing_keys_apply_without_trust() {
     assert!(err.contains("`tools.shell.enabled`") && err.contains("`tools.shell.allow`"), "{err}");
 }
 
+/// A workspace or profile that repeats your own values widens nothing: accepted untrusted. A
+/// value that differs is still refused, and the hint names your config where this process
+/// finds it (`$XDG_CONFIG_HOME`).
+#[test]
+fn repeating_the_users_own_values_is_accepted_untrusted() {
+    let t = T::new();
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {http: {allow_private: true}, shell: {enabled: true}}
+",
+    );
+    t.write(
+        "ws/agentloop.yaml",
+        "tools: {http: {allow_private: true}}
+",
+    );
+    t.write(
+        "ws/agents/digest.yaml",
+        "tools: {http: {allow_private: true}, shell: {enabled: true}}
+",
+    );
+    for args in [&["config", "show"][..], &["--agent", "digest", "config", "show"]] {
+        let out = t.untrusted().args(["-w", "ws"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("not a trusted folder"), "{args:?}: {}", stderr(&out));
+    }
+    // Not the user's value: refused, the hint naming the config this process reads.
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {http: {allow_private: false}}
+",
+    );
+    let out = t.untrusted().args(["-w", "ws", "--script", "s.yaml", "run", "--goal", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`tools.http.allow_private`"), "{}", stderr(&out));
+    let own = t.path("xdg/agentloop/config.yaml").display().to_string();
+    assert!(stderr(&out).contains(&own), "{}", stderr(&out));
+}
+
 #[test]
 fn an_untrusted_profile_cannot_stand_in_for_the_users_own() {
     let t = T::new();

@@ -297,7 +297,8 @@ pub fn refusal_error(refused: &[Refusal], root: &Utf8Path) -> Error {
         describe(refused)
     ))
     .with_hint(format!(
-        "if you trust this folder, run `agentloop trust {root}`; otherwise remove those keys, or set them in your own config (~/.config/agentloop/config.yaml), the environment or flags"
+        "if you trust this folder, run `agentloop trust {root}`; otherwise remove those keys, or set them in your own config ({}), the environment or flags",
+        own_config()
     ))
 }
 
@@ -432,6 +433,9 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             None => Ok(()),
         }
     };
+    if repeats(key, v, base) {
+        return Ok(());
+    }
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
@@ -493,6 +497,26 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your
+/// own value widens nothing (a profile copied from your config, `tools.http.allow_private: true`
+/// where yours says so). Only values whose meaning does not depend on where they are written
+/// count: booleans, numbers, and names — never a path (`./mem` in a workspace is another folder
+/// than in your config) or a map.
+pub fn repeats(key: &str, v: &Value, base: &Config) -> bool {
+    let name = |s: &str| !s.is_empty() && !s.contains('/') && !s.starts_with('.') && !s.starts_with('~');
+    let plain = match v {
+        Value::Bool(_) | Value::Number(_) => true,
+        Value::String(s) => name(s),
+        Value::Array(items) => items.iter().all(|i| match i {
+            Value::String(s) => name(s),
+            Value::Number(_) | Value::Bool(_) => true,
+            _ => false,
+        }),
+        _ => false,
+    };
+    plain && crate::json::to_value(base).pointer(&format!("/{}", key.replace('.', "/"))) == Some(v)
 }
 
 /// [`narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
@@ -835,4 +859,11 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(l.value, json!({"llm": {"temperature": 0.1}}));
     }
+}
+
+/// Your own config file as this process finds it (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
+pub fn own_config() -> String {
+    crate::config::user_config_dir()
+        .map(|d| d.join("config.yaml").to_string())
+        .unwrap_or_else(|| "~/.config/agentloop/config.yaml".to_string())
 }
