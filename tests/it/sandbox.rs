@@ -198,10 +198,21 @@ fn an_agent_writes_in_its_own_sandbox_folder_unless_it_names_its_own() {
         let out = t.al(&["--agent", agent, "tools", "call", tool, "--args", &args.to_string()]).output().unwrap();
         (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
     };
-    // No write paths in the profile: sandbox/ada/ only, made on first use.
-    let (code, v) = call("ada", "file_write", json!({"path": "artifacts/x.md", "content": "a"}));
+    // No write paths in the profile: sandbox/ada/ (made on first use) and the run's own outputs,
+    // artifacts/ and state/, where the bundled skills write.
+    let (code, v) = call("ada", "file_write", json!({"path": "notes/x.md", "content": "a"}));
     assert_eq!(code, Some(6), "{v}");
-    assert!(v["error"].as_str().unwrap().contains("outside the folders this tool may write (sandbox/ada)"), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("outside the folders this tool may write (sandbox/ada, artifacts, state)"),
+        "{v}"
+    );
+    for path in ["artifacts/x.md", "state/daily-digest.json"] {
+        let (code, v) = call("ada", "file_write", json!({"path": path, "content": "a"}));
+        assert_eq!(code, Some(0), "{path}: {v}");
+    }
     let (code, v) = call("ada", "file_write", json!({"path": "sandbox/ada/notes/x.md", "content": "a"}));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(t.read("ws/sandbox/ada/notes/x.md"), "a");
@@ -225,12 +236,16 @@ fn an_agent_writes_in_its_own_sandbox_folder_unless_it_names_its_own() {
     // The model is told where it may write.
     std::fs::remove_file(t.path("ws/agentloop.yaml")).unwrap();
     let out = t.al(&["--agent", "ada", "skills", "gen"]).output().unwrap();
-    assert!(stdout(&out).contains("Write a text file inside sandbox/ada/ only"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("Write a text file inside sandbox/ada/, artifacts/, state/ only"),
+        "{}",
+        stdout(&out)
+    );
 
     // agents show names the sandbox and where it came from.
     let out = t.al(&["agents", "show", "ada"]).output().unwrap();
     let text = stdout(&out);
-    assert!(text.contains("  write sandbox/ada/  # agent sandbox default\n"), "{text}");
+    assert!(text.contains("  write sandbox/ada/, artifacts/, state/  # agent sandbox default\n"), "{text}");
     let out = t.al(&["agents", "show", "bob", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["sandbox"]["write"], json!(["out/"]));
@@ -238,6 +253,6 @@ fn an_agent_writes_in_its_own_sandbox_folder_unless_it_names_its_own() {
     assert_eq!(v["sandbox"]["read"], json!(["the workspace", "data/", "out/"]));
     let out = t.al(&["agents", "show", "ada", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["config"]["tools"]["write_paths"], json!(["sandbox/ada"]));
+    assert_eq!(v["config"]["tools"]["write_paths"], json!(["sandbox/ada", "artifacts", "state"]));
     assert_eq!(v["sources"]["tools.write_paths"], "agent sandbox default");
 }

@@ -158,14 +158,16 @@ pub fn agent_sandbox_dir(agent: &str) -> Utf8PathBuf {
 }
 
 /// The per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
-/// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace.
+/// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace, and in
+/// the run's own outputs: `artifacts/` (what it makes) and `state/` (a job's state, carried to
+/// its next run), where the bundled skills write.
 fn agent_sandbox(value: &mut Value, sources: &mut Sources) {
     let Some(agent) = value.get("agent").and_then(Value::as_str).filter(|a| !a.is_empty()) else { return };
     if sources.get("tools.write_paths").is_some_and(Source::is_given) {
         return;
     }
     let dir = agent_sandbox_dir(agent);
-    value["tools"]["write_paths"] = json!([dir]);
+    value["tools"]["write_paths"] = json!([dir, "artifacts", "state"]);
     sources.insert("tools.write_paths".into(), Source::AgentSandbox);
 }
 
