@@ -141,6 +141,8 @@ fn memory_command_adds_searches_forgets_and_prunes() {
             "--title",
             "Deploys",
             "Deploys happen on Tuesdays",
+            "--keywords",
+            "tuesdays",
             "--ttl",
             "30d",
         ])
@@ -153,6 +155,13 @@ fn memory_command_adds_searches_forgets_and_prunes() {
     t.al(&["memory", "add", "--topic", "notes", "Lunch is at noon"]).assert().success();
     let hits = json_out(&t.al(&["memory", "search", "when are deploys", "--json"]).output().unwrap());
     assert_eq!(hits[0]["id"], "notes/content_001");
+    // Each keyword once: the given `--keywords` are not repeated by the ones found in the text.
+    let list = json_out(&t.al(&["memory", "list", "--json"]).output().unwrap());
+    let kw: Vec<&str> = list[0]["keywords"].as_array().unwrap().iter().filter_map(|k| k.as_str()).collect();
+    let mut once = kw.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(kw.len(), once.len(), "{kw:?}");
     // Words are matched by their stem: LOOP.md's "payments deploy keys" finds "Deploys".
     let hits = json_out(&t.al(&["memory", "search", "payments deploy keys", "-k", "5", "--json"]).output().unwrap());
     assert_eq!(hits[0]["id"], "notes/content_001", "{hits}");
@@ -509,6 +518,9 @@ fn diagnostics_go_to_a_rotated_log_with_secrets_redacted() {
     assert!(lines.iter().all(|l| l["ts"].is_string() && l["level"].is_string()));
     assert!(all.contains("config sources: ") && all.contains("logging.file from"), "{all}");
     assert!(all.contains("negotiation: smallest run"), "{all}");
+    // A person reads it: no `None`, no `Some(..)`, an unset limit said in words.
+    assert!(!all.contains("None") && !all.contains("Some("), "{all}");
+    assert!(all.contains("limits: tokens 100000, cost none"), "{all}");
     t.write("ws/agentloop.yaml", "logging: {level: loud}\n");
     t.al(&["status"]).assert().code(2).stderr(predicate::str::contains("logging.level"));
 }

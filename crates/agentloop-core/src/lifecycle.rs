@@ -574,16 +574,19 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     let window = crate::rest_window::current(env.cfg);
     let values = phases::values::check(&env.cfg.values, &start.goal, &start.background);
     let n = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
+    // A log a person reads: an unknown price or an unset limit is said in words.
+    let usd = |c: Option<f64>| c.map_or_else(|| "price unknown".to_string(), |c| format!("${c:.4}"));
+    let or_none = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
     crate::log::info(&format!(
-        "negotiation: smallest run ~{} tokens ({:?} USD), {} steps ~{} tokens ({:?} USD); limits {:?} tokens, {:?} USD; fatigue {:?}",
+        "negotiation: smallest run ~{} tokens ({}), {} steps ~{} tokens ({}); limits: tokens {}, cost {}; fatigue {}",
         est.min_tokens,
-        est.min_cost_usd,
+        usd(est.min_cost_usd),
         est.max_steps,
         est.max_tokens,
-        est.max_cost_usd,
-        limits.max_tokens,
-        limits.max_cost_usd,
-        n.current_fatigue
+        usd(est.max_cost_usd),
+        or_none(limits.max_tokens.map(|t| t.to_string())),
+        or_none(limits.max_cost_usd.map(|c| format!("${c:.2}"))),
+        or_none(n.current_fatigue.map(|f| format!("{f}%"))),
     ));
     if let Some(c) = &n.values.conflict {
         return Err(phases::values::declined(c, Some(serde_json::json!(n))));

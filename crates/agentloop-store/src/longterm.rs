@@ -421,7 +421,9 @@ impl Store {
         save(&self.dir.join(&n.topic).join(format!("{content_id}.json")), &doc)?;
         let mut kw: Vec<String> = n.keywords.iter().map(|k| k.to_lowercase()).collect();
         kw.extend(keywords_of(&format!("{title} {}", n.content)));
-        kw.dedup();
+        // Each keyword once, the given ones first.
+        let mut seen = std::collections::HashSet::new();
+        kw.retain(|k| seen.insert(k.clone()));
         let file = format!("{content_id}.json");
         let mut entries: Vec<Value> = entries.into_iter().filter(|e| e["content_file"] != file.as_str()).collect();
         let summary = if title.is_empty() {
