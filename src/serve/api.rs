@@ -499,10 +499,26 @@ fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
 }
 
 /// GET /skills
+/// GET /skills — every skill found, each with its `id` (its name) and whether a run is offered
+/// it (`enabled`: not left out by `skills.only` or `skills.disabled`).
 fn skills(shared: &Shared) -> ApiResult {
     let cfg = runs::config(shared, None, &Budgets::default(), false)?.config;
-    let set = crate::skills::SkillSet::load(&cfg, &shared.root);
-    Ok(Reply::json(200, &json!({"skills": set.skills, "problems": set.problems})))
+    let offered = crate::skills::SkillSet::load(&cfg, &shared.root);
+    let mut every = cfg.clone();
+    every.skills.only = None;
+    every.skills.disabled.clear();
+    let all = crate::skills::SkillSet::load(&every, &shared.root);
+    let items: Vec<Value> = all
+        .skills
+        .iter()
+        .map(|s| {
+            let mut v = crate::json::to_value(s);
+            v["id"] = json!(s.name);
+            v["enabled"] = json!(offered.get(&s.name).is_some());
+            v
+        })
+        .collect();
+    Ok(Reply::json(200, &json!({"skills": items, "problems": all.problems})))
 }
 
 /// POST /skills/fetch — into `<root>/skills/`, which every served run reads.

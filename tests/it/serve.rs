@@ -255,6 +255,8 @@ pub(crate) fn the_api_starts_lists_follows_and_reports_runs() {
     assert!(t.exists("root/skills/digest/skill.md") && t.exists("root/skills/registry.json"));
     let skills = s.get("/skills").json();
     assert!(skills["skills"].as_array().unwrap().iter().any(|k| k["name"] == "digest"), "{skills}");
+    let digest = skills["skills"].as_array().unwrap().iter().find(|k| k["name"] == "digest").unwrap();
+    assert_eq!((&digest["id"], &digest["enabled"]), (&json!("digest"), &json!(true)), "{digest}");
     let r = s.post("/skills/fetch", &json!({"id": "gone", "url": format!("{}/gone.md", skill_host.url)}));
     assert_eq!(r.status, 502, "{}", r.body);
     assert_eq!(s.post("/skills/fetch", &json!({"id": "x", "url": "file:///etc/passwd"})).status, 400);
@@ -280,6 +282,13 @@ pub(crate) fn the_api_starts_lists_follows_and_reports_runs() {
     bad(r#"{"goal": "x", "agent": "nope"}"#, 400, "agent profile `nope` not found");
     bad(r#"{"goal": "   "}"#, 400, "`goal` is required");
     bad(r#"{"goal": "#, 400, "not valid JSON");
+    // As `curl -d` sends it (typed as a form): still answered as the JSON it was meant to be.
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-H", &format!("Authorization: Bearer {TOKEN}"), "-d", "{bad json", &format!("{}/runs", s.url)])
+        .output()
+        .expect("curl runs");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.contains("not valid JSON") && !answer.contains("has no field"), "{answer}");
     bad(r#"["goal"]"#, 400, "must be a JSON object");
     bad("", 400, "empty");
     bad(&format!("{{\"goal\": \"{}\"}}", "x".repeat(1024 * 1024 + 10)), 413, "larger than");

@@ -350,7 +350,7 @@ pub fn openapi() -> Value {
                         "text/plain": {"schema": {"type": "string"}}, "application/json": {}, "image/png": {}, "image/jpeg": {}, "image/gif": {}, "image/webp": {}}},
                     "403": linked(), "404": err("No such run, or no such file of it")}}), true)},
             "/skills": {"get": guarded(json!({"summary": "The skills every run sees",
-                "responses": {"200": reply("Skills", json!({"type": "object", "required": ["skills", "problems"], "properties": {"skills": {"type": "array"}, "problems": {"type": "array"}}}))}}), true)},
+                "responses": {"200": reply("Skills", json!({"type": "object", "required": ["skills", "problems"], "properties": {"skills": {"type": "array", "items": {"type": "object", "required": ["id", "name", "enabled"], "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "enabled": {"type": "boolean"}}}}, "problems": {"type": "array"}}}))}}), true)},
             "/skills/fetch": {"post": skills_fetch},
             "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
             "/agents/{name}/status": {"get": agent_status},
