@@ -479,12 +479,13 @@ pub fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &st
     if turns.is_empty() {
         return background.to_string();
     }
+    // A message or an answer is text: none of its lines makes a heading or a fence here.
     let cut = |t: &str| -> String {
         let t = t.trim();
-        match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
+        crate::md_text::prose(&match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
             Some((i, _)) => format!("{} […]", &t[..i]),
             None => t.to_string(),
-        }
+        })
     };
     let shown: Vec<String> = turns
         .iter()
