@@ -25,7 +25,7 @@ use super::modes;
 ///                       provider stop; --answer TEXT answers its question; else: how to go on
 ///
 /// The budgets given now (flags, config) apply, counted from what the run used; a change is traced.
-/// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
+/// Prints a done run's outcome on stdout (--json: the completion event), other ends why on stderr.
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
 /// 5 provider failure, 10 resting (--continue after a rest), 11 nothing run (slot or goal ran).
@@ -446,22 +446,26 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     Ok(code::OK)
 }
 
-/// Prints the end of a run: the outcome on stdout (or the event object), the reason on stderr.
+/// Prints the end of a run: a done run's outcome on stdout (or the event object), how any other
+/// end came about on stderr.
 pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     let p = &ctx.printer;
     if p.json {
         p.outln(&phases::completion_event(state).to_string());
     } else if !events {
+        let why = format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default());
+        let done = state.status == Status::Done;
         match (&state.output, &state.outcome) {
             // The output in the user's shape is the data; the outcome text stays in result.json.
-            (Some(out), _) if state.status == Status::Done => p.outln(&out.to_string()),
-            (_, Some(o)) if state.status == Status::Done => p.outln(o),
-            // A script reading the output in its shape gets that or nothing: the prose goes to
+            (Some(out), _) if done => p.outln(&out.to_string()),
+            (_, Some(o)) if done => p.outln(o),
+            // stdout holds a done run's answer or nothing (`run -q > answer.txt`), and a script
+            // reading the output in its shape gets that or nothing: how the run ended goes to
             // stderr (even with -q: it is why the exit code is not 0).
-            _ if state.output_schema.is_some() || ctx.config().output_schema.is_some() => crate::output::stderr_line(
-                &format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()),
-            ),
-            _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
+            _ if !done || state.output_schema.is_some() || ctx.config().output_schema.is_some() => {
+                crate::output::stderr_line(&crate::redact::redact(&why))
+            }
+            _ => p.outln(&why),
         }
     }
     let mut how = String::new();
