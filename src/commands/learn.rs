@@ -218,6 +218,9 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
         list(&path.tools, "- "),
         list(&path.dod, "- [x] "),
     );
-    let facts = format!("# Key facts of run {}\n\nGoal: {}\n\n{}", path.run_id, path.goal, list(&path.facts, "- "));
+    // A fact or the goal is text: each fact one item, none of its lines a heading or a list.
+    let bullets = path.facts.iter().map(|f| format!("- {}\n", crate::md_text::bullet(f))).collect::<String>();
+    let goal = crate::md_text::prose(&path.goal);
+    let facts = format!("# Key facts of run {}\n\nGoal: {goal}\n\n{bullets}", path.run_id);
     (skill, facts)
 }

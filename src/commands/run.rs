@@ -25,7 +25,7 @@ use super::modes;
 ///                       provider stop; --answer TEXT answers its question; else: how to go on
 ///
 /// The budgets given now (flags, config) apply, counted from what the run used; a change is traced.
-/// Prints the outcome on stdout (with --json, the agent.completed / agent.escalated event).
+/// Prints a done run's outcome on stdout (--json: the completion event), other ends why on stderr.
 ///
 /// Exit codes: 0 done (or nothing to do), 2 usage, 3 escalated, 4 budget or limit exhausted,
 /// 5 provider failure, 10 resting (--continue after a rest), 11 nothing run (slot or goal ran).
@@ -70,10 +70,10 @@ pub struct RunArgs {
     /// Print the estimated tokens, cost and first prompts; call no model, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Start even when the estimate says the run cannot fit max_tokens / max_cost_usd.
+    /// Start even if the estimate says the run cannot fit its budget; run a taken --slot again.
     #[arg(long)]
     pub force: bool,
-    /// The scheduler's slot (e.g. `$(date +%F)`): once a run for KEY ended, nothing runs (11).
+    /// The scheduler's slot (`$(date +%F)`): a KEY whose run ended runs nothing (11; --force).
     #[arg(long, value_name = "KEY", requires = "goal")]
     pub slot: Option<String>,
     /// The final output must match the JSON Schema in FILE; result.json and stdout hold it.
@@ -153,8 +153,17 @@ pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         return dry_run(&ctx, &args);
     }
     let req = request(&args, answer)?;
-    let Some(file) = &args.output else { return execute(&ctx, &req, args.events) };
-    // Checked before anything is spent: a run whose result could not be written is wasted.
+    match &args.output {
+        Some(file) => execute_into(&ctx, &req, file),
+        None => execute(&ctx, &req, args.events),
+    }
+}
+
+/// `--output FILE` of `run` and `answer`: [`execute`], and what stdout shows of a run that ended
+/// done also written to FILE, atomically, once it ended; any other end (or a taken slot) leaves
+/// FILE as it was. FILE's folder is checked before anything is spent: a run whose result could
+/// not be written is wasted.
+pub fn execute_into(ctx: &Ctx, req: &Request, file: &camino::Utf8Path) -> Result<u8> {
     let dir = match file.parent() {
         Some(d) if !d.as_str().is_empty() => d,
         _ => camino::Utf8Path::new("."),
@@ -165,7 +174,7 @@ pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
         return Err(Error::usage(format!("--output {file}: {dir} is not an existing folder, or {file} is a folder"))
             .with_hint("name a file in a folder that exists (or in the workspace), e.g. --output ~/digest/today.txt"));
     }
-    let (exit, ran) = carry_out(&ctx, &req, false, true)?;
+    let (exit, ran) = carry_out(ctx, req, false, true)?;
     if let Some(text) = ran.as_ref().filter(|s| s.status == Status::Done).and_then(final_text) {
         crate::fs::write_atomic(file, format!("{}\n", text.trim_end()).as_bytes())?;
     }
@@ -224,13 +233,7 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
                 v["payload"]["skipped"] = json!(true);
                 p.outln(&v.to_string());
             }
-            p.info(&format!(
-                "slot {} already ran: run {} ended {} ({}); nothing was run",
-                s.slot.as_deref().unwrap_or_default(),
-                s.run_id,
-                s.status.as_str(),
-                s.reason.as_deref().unwrap_or_default()
-            ));
+            p.info(&slot_taken(ctx, &s));
             Ok((code::SLOT_TAKEN, None))
         }
         Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
@@ -239,6 +242,28 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
             Ok((stop.exit_code(), Some(state)))
         }
     }
+}
+
+/// Exit 11's account of a taken slot: how its run ended, and the ways on — that run where it
+/// stopped when it is the workspace's own, and the slot run again with `--force`.
+fn slot_taken(ctx: &Ctx, s: &State) -> String {
+    let slot = s.slot.as_deref().unwrap_or_default();
+    // The slot as the shell reads it back: quoted unless it is plain.
+    let plain = !slot.is_empty() && slot.chars().all(|c| c.is_ascii_alphanumeric() || "._:+-".contains(c));
+    let arg = if plain { slot.to_string() } else { format!("'{}'", slot.replace('\'', "'\\''")) };
+    let current = ctx.ws.has_run() && ctx.ws.load_state().is_ok_and(|c| c.run_id == s.run_id);
+    let mut ways: Vec<String> = current.then(|| crate::lifecycle::way_back(&ctx.ws, s)).flatten().into_iter().collect();
+    ways.push(format!(
+        "the same command with --force runs the slot again, a new run that calls the model ({})",
+        ctx.ws.cli(&format!("run --goal \"...\" --slot {arg} --force"))
+    ));
+    format!(
+        "slot {slot} already ran: run {} ended {} ({}); nothing was run. Ways on: {}",
+        s.run_id,
+        s.status.as_str(),
+        s.reason.as_deref().unwrap_or_default(),
+        ways.join("; ")
+    )
 }
 
 /// The same `run --goal` again on the run it started: that run's outcome, as when it ended, and
@@ -421,22 +446,26 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     Ok(code::OK)
 }
 
-/// Prints the end of a run: the outcome on stdout (or the event object), the reason on stderr.
+/// Prints the end of a run: a done run's outcome on stdout (or the event object), how any other
+/// end came about on stderr.
 pub fn report(ctx: &Ctx, state: &crate::workspace::State, events: bool) {
     let p = &ctx.printer;
     if p.json {
         p.outln(&phases::completion_event(state).to_string());
     } else if !events {
+        let why = format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default());
+        let done = state.status == Status::Done;
         match (&state.output, &state.outcome) {
             // The output in the user's shape is the data; the outcome text stays in result.json.
-            (Some(out), _) if state.status == Status::Done => p.outln(&out.to_string()),
-            (_, Some(o)) if state.status == Status::Done => p.outln(o),
-            // A script reading the output in its shape gets that or nothing: the prose goes to
+            (Some(out), _) if done => p.outln(&out.to_string()),
+            (_, Some(o)) if done => p.outln(o),
+            // stdout holds a done run's answer or nothing (`run -q > answer.txt`), and a script
+            // reading the output in its shape gets that or nothing: how the run ended goes to
             // stderr (even with -q: it is why the exit code is not 0).
-            _ if state.output_schema.is_some() || ctx.config().output_schema.is_some() => crate::output::stderr_line(
-                &format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default()),
-            ),
-            _ => p.outln(&format!("{}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default())),
+            _ if !done || state.output_schema.is_some() || ctx.config().output_schema.is_some() => {
+                crate::output::stderr_line(&crate::redact::redact(&why))
+            }
+            _ => p.outln(&why),
         }
     }
     let mut how = String::new();

@@ -389,7 +389,8 @@ struct Latest {
 }
 
 /// Reads the whole trace for its runs (on the scan's threads, each line's run read off the start
-/// of its bytes where that is sure): the last entry's, and how many others there are.
+/// of its bytes where that is sure, a line that changes the run parsed): the last entry's, and
+/// how many others there are. Corrupt lines name no run.
 fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
     let mut last: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
@@ -456,8 +457,11 @@ struct RunsIn {
 }
 
 /// Reads the run of each line of `b` off the start of its bytes where that is sure
-/// ([`run_id_of`]); only another line is made text and parsed, as [`trace_read::scan_par`]
-/// would. Nothing is allocated but where the run changes.
+/// ([`run_id_of`]) and the run stays the one before: such a line changes nothing, whether it is
+/// an entry or corrupt. A line that may change the run is made text and parsed, as
+/// [`trace_read::scan_par`] would, and names a run only if it is an entry: a corrupt line that
+/// names another run never decides which run is the latest. Nothing is allocated but where the
+/// run changes.
 fn runs_in(b: &[u8], key: &memmem::Finder) -> RunsIn {
     let mut out = RunsIn { starts: Vec::new() };
     let mut current: Option<Vec<u8>> = None;
@@ -470,22 +474,19 @@ fn runs_in(b: &[u8], key: &memmem::Finder) -> RunsIn {
         // A line that opens and closes an object is not empty however it is trimmed; any other
         // is judged as the scan judges it (lossy text, Unicode blanks trimmed).
         let sure = line.first() == Some(&b'{') && line.last() == Some(&b'}');
-        let parsed;
-        let id: Option<&[u8]> = match sure.then(|| run_id_of(line, key)).flatten() {
-            Some(id) => Some(id),
-            None => {
-                let text = String::from_utf8_lossy(raw);
-                if text.trim().is_empty() {
-                    continue;
-                }
-                parsed = Probe::read(text.trim()).ok().map(|p| p.run_id.to_string());
-                parsed.as_deref().map(str::as_bytes)
-            }
-        };
-        let Some(id) = id.filter(|id| !id.is_empty()) else { continue };
-        if current.as_deref() != Some(id) {
+        let fast = sure.then(|| run_id_of(line, key)).flatten();
+        if fast.is_some() && fast == current.as_deref() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(raw);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let Ok(p) = Probe::read(text.trim()) else { continue };
+        let id = p.run_id.as_bytes();
+        if !id.is_empty() && current.as_deref() != Some(id) {
             current = Some(id.to_vec());
-            out.starts.push(String::from_utf8_lossy(id).into_owned());
+            out.starts.push(p.run_id.to_string());
         }
     }
     out
@@ -496,9 +497,9 @@ fn runs_in(b: &[u8], key: &memmem::Finder) -> RunsIn {
 /// every line agentloop writes: the time stamp) open no other object, array or string and spell
 /// no escape, and the value is a string of UTF-8 without escapes. Since a quote inside a JSON
 /// string is always escaped, that is the line's own key, and a second one further on would make
-/// the line corrupt. None when unsure: the line is then parsed. (A line corrupt after its run id
-/// counts for that run here; showing it still skips it with a warning.) Only the start of the
-/// line is read.
+/// the line corrupt. None when unsure: the line is then parsed. A line it reads is trusted only
+/// to repeat the run before it ([`runs_in`] parses a line that would change the run, so a
+/// corrupt one never does). Only the start of the line is read.
 fn run_id_of<'a>(b: &'a [u8], key: &memmem::Finder) -> Option<&'a [u8]> {
     let at = key.find(b).filter(|&at| memchr::memchr(b'\\', &b[..at]).is_none() && top_level(&b[..at]))?;
     let value = b[at + 8..].trim_ascii_start().strip_prefix(b":")?.trim_ascii_start().strip_prefix(b"\"")?;
@@ -866,6 +867,24 @@ mod tests {
         for (line, want) in cases {
             let runs = runs_in(format!("\n \u{3000}\n{line}\n").as_bytes(), &key);
             assert_eq!(runs.starts, want.map(String::from).into_iter().collect::<Vec<_>>(), "{line}");
+        }
+    }
+
+    /// A line that names another run but is no entry (a field of the wrong type, cut short, an
+    /// unknown phase) never changes the run: the parser would skip it.
+    #[test]
+    fn a_corrupt_line_naming_another_run_names_none() {
+        let key = memmem::Finder::new(b"\"run_id\"");
+        let a = r#"{"ts":"t","run_id":"A","step":1,"event":"act"}"#;
+        for bad in [
+            r#"{"ts":"t","run_id":"OTHER","step":"one","event":"act"}"#,
+            r#"{"ts":"t","run_id":"OTHER","step":1,"event":"act","#,
+            r#"{"ts":"t","run_id":"OTHER","step":1,"event":"act","phase":"nap"}"#,
+            r#"{"ts":"t","run_id":"OTHER","step":1}"#,
+        ] {
+            assert!(runs_in(bad.as_bytes(), &key).starts.is_empty(), "{bad}");
+            let runs = runs_in(format!("{a}\n{bad}\n{a}\n{bad}\n").as_bytes(), &key);
+            assert_eq!(runs.starts, ["A"], "{bad}");
         }
     }
 }

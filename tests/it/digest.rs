@@ -124,3 +124,82 @@ fn output_into_a_missing_folder_is_refused_before_the_run() {
     assert!(stderr(&out).contains("--output nowhere/today.txt: nowhere is not an existing folder"), "{}", stderr(&out));
     assert!(!t.exists("ws") && !t.exists("nowhere"));
 }
+
+/// Framing asks a question; once answered, the digest is written.
+const ASKS: &str = r#"frame:
+  - answer: {goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: false, open_question: "Which topics matter?"}
+  - answer: {goal: digest, definition_of_done: [notes read, digest written, facts noted], can_proceed: true}
+plan:
+  - answer: {next_action: {tool: file_read, args: {path: notes.txt}}}
+reflect:
+  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: all good, outcome: "Digest: Rust 1.90"}
+"#;
+
+/// `answer --output FILE` writes what stdout shows of the run that ends done, as `run --output`
+/// does; a run that did not end done leaves FILE as it was.
+#[test]
+fn answer_writes_the_done_runs_output_to_a_file() {
+    let t = T::new();
+    t.write("ws/notes.txt", "news\n");
+    t.write("script.yaml", ASKS);
+    t.write("today.txt", "yesterday's digest\n");
+    let out = t
+        .al(&["--script", "script.yaml", "run", "--goal", "Today's digest", "-q", "--output", "today.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(t.read("today.txt"), "yesterday's digest\n", "an escalated run leaves it as it was");
+    // Refused before anything is done: the folder does not exist.
+    let out = t.al(&["--script", "script.yaml", "answer", "Rust", "--output", "nowhere/today.txt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--output nowhere/today.txt: nowhere is not an existing folder"), "{}", stderr(&out));
+    assert_eq!(t.json("ws/state.json")["status"], "escalated", "the question is still open");
+    let out = t.al(&["--script", "script.yaml", "answer", "Rust", "-q", "--output", "today.txt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Digest: Rust 1.90\n");
+    assert_eq!(t.read("today.txt"), stdout(&out), "the file holds what stdout shows");
+    // --output and --events do not go together (the stream is stdout's).
+    t.al(&["answer", "x", "--events", "--output", "today.txt"]).assert().code(2);
+}
+
+/// A slot whose run did not end done is run again with --force; exit 11 says so, and names the
+/// way on with the run itself when it is the workspace's own.
+#[test]
+fn a_taken_slot_says_how_to_run_it_again_and_force_does() {
+    let t = T::new();
+    t.write("ws/notes.txt", "news\n");
+    t.write("script.yaml", ASKS);
+    let fire = |extra: &[&str]| {
+        let mut args = vec!["--script", "script.yaml", "run", "--goal", "Today's digest", "--slot", "2026-03-01"];
+        args.extend_from_slice(extra);
+        t.al(&args).output().unwrap()
+    };
+    assert_eq!(fire(&[]).status.code(), Some(3));
+    let first = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
+    let out = fire(&[]);
+    assert_eq!(out.status.code(), Some(11), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "slot 2026-03-01 already ran: run {first} ended escalated (cannot proceed: Which topics matter?); nothing \
+             was run. Ways on: `agentloop -w ws answer \"...\"` answers its question and goes on; the same command \
+             with --force runs the slot again, a new run that calls the model (`agentloop -w ws run --goal \"...\" \
+             --slot 2026-03-01 --force`)"
+        )
+    );
+    // --force runs the slot again: a new run of the same slot, the first one archived.
+    t.write(
+        "script.yaml",
+        &ASKS.replacen("can_proceed: false, open_question: \"Which topics matter?\"", "can_proceed: true", 1),
+    );
+    let out = fire(&["--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let again = t.json("ws/state.json");
+    assert_ne!(again["run_id"], first.as_str());
+    assert_eq!((again["slot"].as_str(), again["status"].as_str()), (Some("2026-03-01"), Some("done")));
+    assert_eq!(t.json(&format!("ws/runs/{first}/state.json"))["status"], "escalated");
+    // Ended done, the slot is taken again; the way on is --force only.
+    let out = fire(&[]);
+    assert_eq!(out.status.code(), Some(11));
+    assert!(stderr(&out).contains("Ways on: the same command with --force runs the slot again"), "{}", stderr(&out));
+}

@@ -245,6 +245,16 @@ pub(crate) fn max_steps_escalates_with_budget_code() {
     assert_eq!(r["steps_taken"], 3);
     let last = t.trace().pop().unwrap();
     assert_eq!(last["event"], "run.finished");
+    // stdout carries a done run's answer only: how this run ended is said on stderr.
+    assert_eq!(stdout(&out), "");
+    let said = format!("escalated: {}\n", r["reason"].as_str().unwrap());
+    assert!(stderr(&out).starts_with(&said), "{}", stderr(&out));
+    // With -q, `run -q > answer.txt` captures nothing, and stderr holds the reason alone.
+    let t = T::new();
+    endless_script(&t, "x", 10);
+    let out = t.al(&["--script", "script.yaml", "--max-steps", "3", "run", "--goal", "g", "-q"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!((stdout(&out).as_str(), stderr(&out).as_str()), ("", said.as_str()));
 }
 
 #[test]

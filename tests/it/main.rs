@@ -43,6 +43,7 @@ mod netsec;
 mod otel;
 mod output_schema;
 mod panel;
+mod paper_text;
 mod per_tool;
 mod prefix;
 mod probe5_secrets;

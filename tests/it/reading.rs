@@ -298,3 +298,47 @@ fn trace_show_finds_the_latest_run_off_the_ends_of_a_long_trace() {
     let all = t.al(&["trace", "show", "--json", "--all-runs"]).output().unwrap();
     assert_eq!(stdout(&all).lines().count(), 901);
 }
+
+/// A corrupt line that names another run (a field of the wrong type, or cut short yet closed
+/// by a `}`) does not decide which run is the latest: `trace show` shows the real run's
+/// entries and names the corrupt lines, and `trace stats` counts the same entries.
+#[test]
+fn a_corrupt_line_naming_another_run_does_not_hide_the_latest_run() {
+    let t = T::new();
+    t.write("ws/notes.txt", "monday\n");
+    t.write("script.yaml", &daily_script("alpha rose 3%"));
+    t.al(&["--script", "script.yaml", "run", "--goal", "Digest"]).assert().success();
+    let run = t.json("ws/state.json")["run_id"].as_str().unwrap().to_string();
+    let real = t.read("ws/trace.jsonl");
+    let n = real.lines().count();
+    let corrupt = [
+        r#"{"ts":"2026-01-01T09:30:05Z","run_id":"OTHER","step":"three","event":"act"}"#,
+        r#"{"ts":"2026-01-01T09:30:05Z","run_id":"OTHER","step":3,"event":"act","args":{"path":"a"}"#,
+    ];
+    t.write("ws/trace.jsonl", &format!("{real}{}\n{}\n", corrupt[0], corrupt[1]));
+    for args in [&["trace", "show"][..], &["trace", "show", "--run", "last"], &["trace", "stats"]] {
+        let mut json = args.to_vec();
+        json.push("--json");
+        let out = t.al(&json).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        // (A filtered read passes over lines that cannot match, corrupt or not.)
+        let filtered = args.contains(&"--run");
+        for line in [n + 1, n + 2] {
+            let named = err.contains(&format!("trace.jsonl:{line}: skipped a corrupt line"));
+            assert!(named != filtered, "{args:?}: {err}");
+        }
+        assert!(!err.contains("no entries match") && !err.contains("earlier run"), "{args:?}: {err}");
+        if args[1] == "stats" {
+            let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(stats["total"]["entries"], n as u64, "{stats}");
+            continue;
+        }
+        let shown: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(shown.len(), n, "{args:?}");
+        assert!(shown.iter().all(|e| e["run_id"] == run.as_str()), "{args:?}");
+    }
+    // The timeline too: every entry of the run, under its header.
+    let out = t.al(&["trace", "show"]).output().unwrap();
+    assert_eq!(stdout(&out).lines().count(), n + 1, "{}\n{}", stdout(&out), stderr(&out));
+}

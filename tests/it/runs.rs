@@ -96,10 +96,11 @@ fn checkpointed(t: &T, ws: &str) -> bool {
 fn a_closed_stdout_keeps_an_escalated_runs_exit_code_and_releases_its_lock() {
     let t = T::new();
     t.write("script.yaml", ESCALATING);
-    // The reader is gone before the run writes its outcome: every write to stdout fails.
+    // The reader is gone before the run writes its outcome (with --json, the escalation event:
+    // an escalated run's account is otherwise on stderr): every write to stdout fails.
     let bin = assert_cmd::cargo::cargo_bin("agentloop");
     let mut child = process(&t, &bin)
-        .args(["-w", "ws", "--script", "script.yaml", "run", "--goal", "g"])
+        .args(["-w", "ws", "--json", "--script", "script.yaml", "run", "--goal", "g"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -116,7 +117,7 @@ fn a_closed_stdout_keeps_an_escalated_runs_exit_code_and_releases_its_lock() {
 
     // The same through a shell pipe into `head -c1`: the run's code, whatever head does.
     let out = process(&t, std::path::Path::new("sh"))
-        .args(["-c", r#"{ "$0" -w ws2 --script script.yaml run --goal g; echo $? > code.txt; } | head -c1"#])
+        .args(["-c", r#"{ "$0" -w ws2 --json --script script.yaml run --goal g; echo $? > code.txt; } | head -c1"#])
         .arg(&bin)
         .output()
         .unwrap();

@@ -58,7 +58,7 @@ pub mod code {
         (DATA, "a workspace file is broken (plan.md Next Action, memory.md checkboxes, state.json)"),
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full (a run is refused, or a run that filled it stopped at a commit point: stop `resting`, `run --continue` after a rest), or its stress is at `stress.threshold`; `status` says when it may run again"),
-        (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
+        (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not; the same command with `--force` runs the slot again, and stderr names the ways on), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
         (CHANGED, "`runs diff --exit-code` (or `--threshold N`) only: the runs compared differ by at least N changes (a different ending, facts added or dropped, files under artifacts/ added, removed or changed)"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
         (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),

@@ -11,7 +11,7 @@ pub use agentloop_base::{
 pub use agentloop_config::{config, mask, tool_messages};
 pub use agentloop_model::{budget, log, model, otel, outcome, output, tool_spec};
 pub use agentloop_store::{
-    evidence, history, longterm, markdown, prompt, rest_window, runs_diff, transcript, workspace,
+    evidence, history, longterm, markdown, md_text, prompt, rest_window, runs_diff, transcript, workspace,
 };
 pub use agentloop_tools::{catalog, ductile, held_secrets, interrupt, mcp, skills, tool_env, tools};
 

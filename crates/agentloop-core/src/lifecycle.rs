@@ -39,10 +39,11 @@ pub struct Start {
     pub background: String,
     /// Carry the previous run's facts and outcome (a follow-up); false starts afresh.
     pub carry: bool,
-    /// Start even when the estimate says the run cannot fit its budget.
+    /// Start even when the estimate says the run cannot fit its budget, and run a slot that
+    /// already has an ended run again.
     pub force: bool,
     /// The scheduler's slot (e.g. the date): a run for a slot that already has an ended run is
-    /// skipped.
+    /// skipped, unless `force`.
     pub slot: Option<String>,
     /// Asked for explicitly as a follow-up (`run --follow-up`). Without it, a carrying start
     /// with no slot whose goal is the ended run's own is a repeat of the command that started
@@ -179,18 +180,22 @@ fn stop_word(s: &State) -> &'static str {
 
 /// The ways on from an ended run, for people.
 pub fn ways_on(ws: &Workspace, s: &State) -> String {
-    let mut ways = Vec::new();
-    match s.stop {
-        Some(k) if k.can_continue() => ways.push(continue_way(ws, s, k)),
-        Some(StopKind::Escalated) => {
-            ways.push(format!("{} answers its question and goes on", ws.cli("answer \"...\"")))
-        }
-        _ if s.interrupted => ways.push(format!("{} goes on", ws.cli("run --continue"))),
-        _ => {}
-    }
+    let mut ways: Vec<String> = way_back(ws, s).into_iter().collect();
     ways.push(format!("{} starts a follow-up that carries its facts", ws.cli("run --goal \"...\"")));
     ways.push(format!("{} starts afresh", ws.cli("run --new --goal \"...\"")));
     ways.join("; ")
+}
+
+/// How the run `s` at the workspace's root goes on where it stopped, if it can: `run
+/// --continue` after a limit, a provider failure or an interruption, `answer` after an
+/// escalation; none for a run that ended done.
+pub fn way_back(ws: &Workspace, s: &State) -> Option<String> {
+    match s.stop {
+        Some(k) if k.can_continue() => Some(continue_way(ws, s, k)),
+        Some(StopKind::Escalated) => Some(format!("{} answers its question and goes on", ws.cli("answer \"...\""))),
+        _ if s.interrupted => Some(format!("{} goes on", ws.cli("run --continue"))),
+        _ => None,
+    }
 }
 
 /// How `run --continue` goes on from a stop: the flag that raises the limit that ran out (with
@@ -358,8 +363,9 @@ impl Runner<'_> {
 
     /// For a start with a slot: the run of the same slot that already ended (the root's or an
     /// archived one), if any. A run of the slot still going is not taken: the start resumes it.
+    /// A forced start (`run --slot KEY --force`) runs the slot again: none is taken.
     fn slot_taken(&self, req: &Request) -> Option<State> {
-        let Request::Start(Start { slot: Some(slot), .. }) = req else { return None };
+        let Request::Start(Start { slot: Some(slot), force: false, .. }) = req else { return None };
         if !self.ws.root.is_dir() {
             return None;
         }
@@ -479,12 +485,13 @@ pub fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &st
     if turns.is_empty() {
         return background.to_string();
     }
+    // A message or an answer is text: none of its lines makes a heading or a fence here.
     let cut = |t: &str| -> String {
         let t = t.trim();
-        match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
+        crate::md_text::prose(&match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
             Some((i, _)) => format!("{} […]", &t[..i]),
             None => t.to_string(),
-        }
+        })
     };
     let shown: Vec<String> = turns
         .iter()

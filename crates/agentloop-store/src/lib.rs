@@ -13,6 +13,7 @@ pub mod evidence;
 pub mod history;
 pub mod longterm;
 pub mod markdown;
+pub mod md_text;
 pub mod prompt;
 pub mod rest_window;
 pub mod runs_diff;

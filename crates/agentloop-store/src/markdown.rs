@@ -118,21 +118,43 @@ fn is_placeholder(line: &str) -> bool {
     t.starts_with('(') && t.ends_with(')')
 }
 
+/// A list section's items. An item's later lines are indented (`md_text::bullet` writes them
+/// so) and read back as part of it, blank lines between them kept; an indented line that is a
+/// list item itself (a person's nested list: `md_text` never writes one) is an item of its own.
 fn bullets(s: &Section) -> Vec<String> {
-    s.lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty() && !is_placeholder(l))
-        .map(|l| l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")).unwrap_or(l).trim().to_string())
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    let (mut open, mut blanks) = (false, 0);
+    for line in s.lines.iter().map(|l| l.trim_end()) {
+        let t = line.trim_start();
+        if t.is_empty() {
+            blanks += 1;
+            continue;
+        }
+        let marker = t.strip_prefix("- ").or_else(|| t.strip_prefix("* "));
+        let indented = t.len() < line.len();
+        match out.last_mut() {
+            Some(item) if open && indented && marker.is_none() => {
+                item.push_str(&"\n".repeat(blanks + 1));
+                item.push_str(&crate::md_text::unescape(line.strip_prefix("  ").unwrap_or(t)));
+            }
+            _ if is_placeholder(t) => open = false,
+            _ => {
+                out.push(crate::md_text::unescape(marker.unwrap_or(t).trim()));
+                open = true;
+            }
+        }
+        blanks = 0;
+    }
+    out
 }
 
+/// A prose section's text, as `md_text::prose` wrote it read back.
 fn prose(s: &Section) -> String {
     let text = s.lines.join("\n").trim().to_string();
     if is_placeholder(&text) {
         String::new()
     } else {
-        text
+        crate::md_text::unprose(&text)
     }
 }
 
@@ -409,5 +431,58 @@ mod round_trip_tests {
         };
         let text = tpl.render("plan.md.j2", plan_view(&plan)).unwrap();
         assert_eq!(parse_plan(&text, Utf8Path::new("plan.md")).unwrap(), plan, "{text}");
+    }
+
+    /// A model's or a person's text over several lines, headings, lists and fences in it, stays
+    /// in its item or section and reads back whole.
+    #[test]
+    fn text_with_structure_in_it_stays_one_value() {
+        let tpl = crate::prompt::Templates::load(None).unwrap();
+        let many = "Digest written\n## Example News (2026-03-01)\n- item one\n\n```\n1. first\n\\back\n#tag";
+        let mem = Memory {
+            goal: "Today's digest\n# not a title".into(),
+            dod: vec![Item::open("digest written")],
+            constraints: vec![many.into()],
+            hypothesis: many.into(),
+            facts: vec![
+                format!("Run A (g) ended done: {many}"),
+                "A person answered \"Q\": yes\nand no (step 2)".into(),
+            ],
+            status: many.into(),
+            open_question: Some(many.into()),
+            log: vec![many.into(), "step 2 reflect: done".into()],
+            ..Default::default()
+        };
+        let text = tpl.render("memory.md.j2", &mem).unwrap();
+        let headings: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+        assert_eq!(
+            headings,
+            [
+                "# Memory",
+                "## Goal",
+                "## Definition of Done",
+                "## Constraints",
+                "## Assumptions and Unknowns",
+                "## Hypothesis",
+                "## Learned Facts",
+                "## Status",
+                "## Open Question",
+                "## Decision Log"
+            ],
+            "{text}"
+        );
+        assert_eq!(parse_memory(&text, Utf8Path::new("memory.md")).unwrap(), mem, "{text}");
+        let plan =
+            Plan { expected: many.into(), risk: many.into(), completed: vec![many.into()], ..Default::default() };
+        let text = tpl.render("plan.md.j2", plan_view(&plan)).unwrap();
+        assert_eq!(parse_plan(&text, Utf8Path::new("plan.md")).unwrap(), plan, "{text}");
+    }
+
+    /// A person's nested list is read as items, as before.
+    #[test]
+    fn a_nested_list_is_items_of_its_own() {
+        let text = "## Definition of Done\n- [ ] a\n\n## Constraints\n- one\n  - two\n  more of two\n";
+        let m = parse_memory(text, Utf8Path::new("memory.md")).unwrap();
+        assert_eq!(m.constraints, ["one", "two\nmore of two"]);
     }
 }
