@@ -94,11 +94,11 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
             .with_hint("run `skills learn` again, or write the skill by hand"));
     }
     // skills.md as `skills gen` wrote it before, to be written again with the new skill in it.
-    let catalog_before = super::skills::catalog_md(ctx)?;
+    let catalog_before = catalog_md(ctx)?;
     crate::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
     crate::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
     let p = &ctx.printer;
-    if super::skills::refresh_skills_md(ctx, &catalog_before)? {
+    if refresh_skills_md(ctx, &catalog_before)? {
         p.info(&format!("refreshed {} with the new skill", ctx.ws.skills()));
     } else if ctx.ws.skills().exists() {
         p.info(&format!(
@@ -223,4 +223,22 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
     let goal = crate::md_text::prose(&path.goal);
     let facts = format!("# Key facts of run {}\n\nGoal: {goal}\n\n{bullets}", path.run_id);
     (skill, facts)
+}
+
+/// skills.md as `skills gen` would write it now, when the workspace's file was written that way
+/// before (`was`, the catalog then): a file someone edited is left alone. Whether it was rewritten.
+fn refresh_skills_md(ctx: &Ctx, was: &str) -> Result<bool> {
+    let path = ctx.ws.skills();
+    if crate::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
+        return Ok(false);
+    }
+    let now = catalog_md(ctx)?;
+    crate::fs::write_in(&ctx.ws.root, camino::Utf8Path::new("skills.md"), now.as_bytes())?;
+    Ok(true)
+}
+
+/// The workspace's catalog in markdown, as skills.md holds it.
+fn catalog_md(ctx: &Ctx) -> Result<String> {
+    let set = crate::skills::SkillSet::load(ctx.config(), &ctx.ws.root);
+    crate::catalog::of_config(ctx.config(), &ctx.ws.root, &set, false)
 }

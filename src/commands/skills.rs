@@ -3,7 +3,6 @@
 use crate::error::{Error, Result};
 use crate::settings::Ctx;
 use crate::skills::{self, SkillSet};
-use crate::tools::Registry;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Subcommand, ValueEnum};
 use serde_json::{json, Value};
@@ -92,7 +91,7 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
             };
             let set = SkillSet::load(cfg, &ctx.ws.root);
             warn_problems(p, &set.problems);
-            let text = catalog(cfg, &ctx.ws.root, &set, format == Format::Json || p.json)?;
+            let text = crate::catalog::of_config(cfg, &ctx.ws.root, &set, format == Format::Json || p.json)?;
             match output {
                 Some(path) => crate::fs::write_atomic(&path, text.as_bytes())?,
                 None => p.out(&text),
@@ -240,36 +239,6 @@ pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
         SkillsCommand::Fetch { id, url, dir } => fetch(&ctx, &id, &url, dir),
         SkillsCommand::Learn { name, run } => super::learn::learn(&ctx, &name, run.as_deref()),
     }
-}
-
-/// The workspace's tool and skill catalog as `skills gen` prints it (markdown, or JSON). It is
-/// built from caches: it starts no program and calls nothing out.
-fn catalog(cfg: &crate::config::Config, root: &Utf8Path, set: &SkillSet, json: bool) -> Result<String> {
-    let registry = Registry::load(cfg, root, crate::tools::Reach::CachesOnly)?;
-    let allowed = registry.allowed(cfg);
-    Ok(if json {
-        crate::json::to_string_pretty(&crate::catalog::json(&allowed, set, registry.ductile.plugins())) + "\n"
-    } else {
-        crate::catalog::with_plugins(&allowed, set, registry.ductile.plugins())
-    })
-}
-
-/// skills.md as `skills gen` would write it now, when the workspace's file was written that way
-/// before (`was`, the catalog then): a file someone edited is left alone. Whether it was rewritten.
-pub(super) fn refresh_skills_md(ctx: &Ctx, was: &str) -> Result<bool> {
-    let path = ctx.ws.skills();
-    if crate::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
-        return Ok(false);
-    }
-    let now = catalog_md(ctx)?;
-    crate::fs::write_in(&ctx.ws.root, Utf8Path::new("skills.md"), now.as_bytes())?;
-    Ok(true)
-}
-
-/// The workspace's catalog in markdown, as skills.md holds it.
-pub(super) fn catalog_md(ctx: &Ctx) -> Result<String> {
-    let set = SkillSet::load(ctx.config(), &ctx.ws.root);
-    catalog(ctx.config(), &ctx.ws.root, &set, false)
 }
 
 /// Problems met while loading, on stderr, each worded once: a skill with an error is skipped.

@@ -1,4 +1,5 @@
-//! The routes of `serve`: authentication, the rate limit, then one handler per endpoint.
+//! The routes of `serve`: the `Host`, authentication, the rate limit, then one handler per
+//! endpoint.
 //!
 //! Every reply is JSON (errors too: `{"error", "status", "hint"?}`) except the HTML pages, the
 //! JSONL trace, its event stream and run files.
@@ -87,6 +88,9 @@ pub fn handle(shared: &Arc<Shared>, mut req: tiny_http::Request) {
 }
 
 fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: &str) -> ApiResult<Out> {
+    // Before anything, the token and the target included: a page of another site that reached
+    // this address by DNS rebinding learns nothing, not even whether a path exists.
+    shared.hosts.check(req)?;
     let (segs, query) = http::target(raw)?;
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let get = method == "GET" || method == "HEAD";

@@ -34,8 +34,16 @@ use clap::Args;
 ///   GET  /skills, POST /skills/fetch {"id", "url"}, GET /agents, GET /agents/{name}/status,
 ///   GET  /agents/{name}/sessions  an agent's named sessions (`default`: runs of no profile)
 /// Errors are {"error", "status", "hint"?}: 400 bad request (naming the field), 401 token,
-/// 404, 405, 409 the run's state does not allow it, 413 body over 1 MiB, 422 refused by
-/// negotiation, 429 rate limit (Retry-After) or a resting agent, 503 queue full (Retry-After).
+/// 404, 405, 409 the run's state does not allow it, 413 body over 1 MiB, 421 a Host that is
+/// not the server's, 422 refused by negotiation, 429 rate limit (Retry-After) or a resting
+/// agent, 503 queue full (Retry-After).
+///
+/// Every request must name the server in its Host header, checked before the token: on a
+/// loopback address only 127.0.0.1, localhost, ::1 (any port) and the address listened on,
+/// so a web page cannot reach the server by pointing its own name at 127.0.0.1 (DNS
+/// rebinding); beyond loopback any name. `serve.allowed_hosts` in the configuration adds names
+/// (`name`, `name:port`, `*.suffix`), and beyond loopback then allows only those and the
+/// server's own.
 ///
 /// The token is AGENTLOOP_TOKEN (several may be given, separated by commas; each at least 16
 /// printable characters) or generated, printed at start and kept (owner-only) in

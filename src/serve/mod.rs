@@ -4,6 +4,9 @@
 //! Invariants:
 //! - The server holds the root's workspace lock for its life: one server per root. The root's
 //!   own run (one `agentloop -w ROOT run` made) is advanced under that lock ([`runs::Held`]).
+//! - Every request names this server in its `Host` ([`host`]: on loopback only its own names
+//!   and `serve.allowed_hosts`, so a page of another site cannot reach it by DNS rebinding),
+//!   checked before anything else.
 //! - Every request but GET /health presents a bearer token ([`auth`]); each token has its own
 //!   rate limit. Without `AGENTLOOP_TOKEN` a token is generated (kept in the user's state
 //!   folder for the next start) and printed, and the server refuses to listen beyond loopback.
@@ -25,6 +28,7 @@ pub mod auth;
 #[cfg(feature = "queue")]
 mod fleet;
 mod forms;
+mod host;
 mod http;
 mod pages;
 pub mod queue;
@@ -68,6 +72,8 @@ pub struct Shared {
     /// The server's own flags with `-w` set to the root: the top layers of every run's config.
     pub global: Global,
     pub auth: auth::Auth,
+    /// The names a request's `Host` may give (checked before the token).
+    pub(crate) hosts: host::Hosts,
     pub queue: queue::Queue,
     pub printer: Printer,
     pub streams: AtomicUsize,
@@ -99,7 +105,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     // The root's configuration must be valid before anything listens.
-    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
+    let crate::runs_root::Root { root, global, runs_dir, serve } = crate::runs_root::prepare(g, &o.root)?;
     let addr = o
         .listen
         .to_socket_addrs()
@@ -113,13 +119,15 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
     let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
-    let bound = server.server_addr().to_ip().map(|a| a.to_string()).unwrap_or_else(|| addr.to_string());
+    let bound = server.server_addr().to_ip().unwrap_or(addr);
     let url = format!("http://{bound}");
+    let hosts = host::Hosts::new(bound, &serve.allowed_hosts)?;
     let shared = Arc::new(Shared {
         root: root.clone(),
         runs_dir,
         global,
         auth,
+        hosts,
         queue: queue::Queue::new(o.workers, o.queue),
         printer,
         streams: AtomicUsize::new(0),
@@ -222,12 +230,13 @@ fn handle(shared: &Arc<Shared>, req: tiny_http::Request) {
 
 /// A request with a body goes to a thread of its own: reading the body, and tiny_http reading
 /// what is left of it when the request is dropped, wait on the client, which may be slow on
-/// purpose. One without a valid token is answered 401 unread; a signed-in one over the limits
+/// purpose. One without a valid token or naming another `Host` is answered unread (401, 421);
+/// a signed-in one over the limits
 /// of [`http::Bodies`] is answered unread too (so strangers cannot use up a client's share).
 fn with_body(shared: &Arc<Shared>, req: tiny_http::Request) {
     let s = shared.clone();
     let spawned = std::thread::Builder::new().name("serve-body".into()).spawn(move || {
-        if !api::signed_in(&s, &req) {
+        if s.hosts.check(&req).is_err() || !api::signed_in(&s, &req) {
             return handle(&s, req);
         }
         let client = req.remote_addr().map(|a| a.ip());

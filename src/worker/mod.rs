@@ -108,7 +108,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--claim-idle must be at least 1s"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    let crate::runs_root::Root { root, global, runs_dir } = crate::runs_root::prepare(g, &o.root)?;
+    let crate::runs_root::Root { root, global, runs_dir, .. } = crate::runs_root::prepare(g, &o.root)?;
     let names = Names::new(&o.stream)?;
     let consumer = o.consumer.clone().unwrap_or_else(default_consumer);
     let w = Arc::new(Worker {

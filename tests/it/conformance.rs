@@ -128,6 +128,25 @@ fn send(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> Got {
     Got { status: resp.status().as_u16(), content_type: h("content-type").unwrap_or_default(), allow: h("allow") }
 }
 
+/// `method path` sent as written with `Host: evil.example` and the token (an HTTP client would
+/// put the address it connects to).
+fn misdirected(base: &str, method: &str, path: &str) -> Got {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(c, "{method} {path} HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}").unwrap();
+    let mut reply = String::new();
+    let _ = c.read_to_string(&mut reply);
+    let head = reply.split("\r\n\r\n").next().unwrap_or("");
+    let header = |k: &str| {
+        head.lines().find_map(|l| {
+            l.split_once(':').filter(|(n, _)| n.eq_ignore_ascii_case(k)).map(|(_, v)| v.trim().to_string())
+        })
+    };
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Got { status, content_type: header("content-type").unwrap_or_default(), allow: header("allow") }
+}
+
 /// The document's path for `path` with its parameters filled in.
 fn concrete(path: &str) -> String {
     path.replace("{id}", "01NOSUCHRUN0000000000000000").replace("{path}", "state.json").replace("{name}", "brief")
@@ -158,6 +177,10 @@ fn every_refusal_of_every_operation_is_in_the_document() {
             // A broken %-escape in the query, and another method on the path.
             let g = send(&m, &format!("{url}?x=%zz"), &[("Authorization", &bearer)], "");
             assert!(documented(&doc, path, method, g.status, &g.content_type), "{m} {path}?x=%zz: {}", g.status);
+            // Another site's name as `Host` (DNS rebinding): 421 first, the token notwithstanding.
+            let g = misdirected(&s.url, &m, &concrete(path));
+            assert_eq!(g.status, 421, "{m} {path} with another Host");
+            assert!(documented(&doc, path, method, 421, &g.content_type), "{m} {path}: 421");
             let g = send("DELETE", &url, &[("Authorization", &bearer)], "");
             assert_eq!(g.status, 405, "DELETE {path}");
             assert!(documented(&doc, path, method, 405, &g.content_type), "{m} {path}: 405");

@@ -1,7 +1,8 @@
 //! The per-user HTTP cache of `web_fetch` and `http_call` GETs, against a local server that
 //! counts requests: an unchanged feed revalidated with a conditional request and answered from
 //! the cache (304), a fresh answer served with no request, the floor for sources that send no
-//! headers, nothing credentialed stored, `off`, owner-only files, and the trace's record.
+//! headers, nothing credentialed stored (by header, by URL, by a known secret in the answer),
+//! `off`, owner-only files, and the trace's record.
 
 use crate::common::*;
 use crate::tools::call;
@@ -22,6 +23,12 @@ fn server() -> Server {
                 .header("Cache-Control", "no-cache"),
             "/fresh" => Reply::text(200, "text/plain", "fresh body").header("Cache-Control", "max-age=600"),
             "/plain" => Reply::text(200, "text/plain", "no headers at all"),
+            "/echo" => {
+                Reply::text(200, "text/plain", &format!("your key is {SECRET}")).header("Cache-Control", "max-age=600")
+            }
+            p if p.starts_with("/page/") => {
+                Reply::text(200, "text/plain", "a page").header("Cache-Control", "max-age=600")
+            }
             "/private" => Reply::text(200, "text/plain", "yours").header("Cache-Control", "private, max-age=600"),
             "/cookie" => Reply::text(200, "text/plain", "c")
                 .header("Cache-Control", "max-age=600")
@@ -30,6 +37,10 @@ fn server() -> Server {
         }
     })
 }
+
+/// A key the process knows (an environment variable named like one): what it is in must not
+/// be kept.
+const SECRET: &str = "sk-cache-0123456789abcdef";
 
 fn hits(s: &Server, path: &str) -> usize {
     s.requests.lock().unwrap().iter().filter(|r| r.url.starts_with(path)).count()
@@ -200,4 +211,59 @@ fn an_untrusted_workspace_may_turn_the_cache_off_but_not_lengthen_it() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     }
     assert_eq!(s.count(), 2, "off: both calls reach the server");
+}
+
+/// Two scripted runs fetch the same five URLs: only the plain one is kept and served the second
+/// time; a URL with a credential in its query or a known secret in it (percent-encoded), and an
+/// answer holding a known secret, are fetched afresh each time and leave no file.
+#[test]
+fn credentialed_urls_and_answers_holding_a_secret_are_never_kept() {
+    let t = T::new();
+    let s = server();
+    let urls = [
+        format!("{}/fresh?api_key=k-0001", s.url),
+        format!("{}/fresh?X-Amz-Signature=abc&X-Amz-Date=20260101", s.url),
+        format!("{}/echo", s.url),
+        // The key percent-encoded: the model's arguments are redacted, but not of this form.
+        format!("{}/page/{}", s.url, SECRET.replace('-', "%2D")),
+        format!("{}/fresh?q=plain", s.url),
+    ];
+    let plans: String = urls
+        .iter()
+        .map(|u| format!("  - answer: {{next_action: {{tool: web_fetch, args: {{url: \"{u}\"}}}}}}\n"))
+        .collect();
+    t.write(
+        "script.yaml",
+        &format!(
+            r#"frame:
+  - answer: {{goal: read five pages, definition_of_done: [read the pages, read them again, noted], can_proceed: true}}
+plan:
+{plans}reflect:
+  - answer: {{decision: continue, reason: next}}
+  - answer: {{decision: continue, reason: next}}
+  - answer: {{decision: continue, reason: next}}
+  - answer: {{decision: continue, reason: next}}
+  - answer: {{satisfied: [{{item: 1, steps: [1, 2, 3]}}, {{item: 2, steps: [4, 5]}}, {{item: 3, steps: [5]}}], decision: done, reason: read, outcome: read five pages}}
+"#
+        ),
+    );
+    for ws in ["ws", "ws2"] {
+        t.write(&format!("{ws}/agentloop.yaml"), "tools:\n  http:\n    allow_private: true\n");
+        let out = t
+            .cmd()
+            .args(["-w", ws, "--script", "script.yaml", "run", "--goal", "read five pages"])
+            .env("EXAMPLE_API_KEY", SECRET)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{ws}: {}", stderr(&out));
+    }
+    let asked = |u: &str| s.requests.lock().unwrap().iter().filter(|r| u.ends_with(&r.url)).count();
+    for u in &urls[..4] {
+        assert_eq!(asked(u), 2, "{u}: fetched by both runs");
+    }
+    assert_eq!(asked(&urls[4]), 1, "the plain page came from the cache the second time");
+    let files: Vec<_> = std::fs::read_dir(t.path("cache/agentloop/http")).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "only the plain page is kept: {files:?}");
+    let text = String::from_utf8_lossy(&std::fs::read(files[0].path()).unwrap()).into_owned();
+    assert!(text.contains("q=plain") && !text.contains(SECRET) && !text.contains("api_key"), "{text}");
 }

@@ -58,6 +58,7 @@ mod schemas;
 mod self_modes;
 mod serve;
 mod serve_doors;
+mod serve_host;
 mod serve_panel;
 mod sessions;
 mod shell_sandbox;

@@ -198,7 +198,7 @@ fn ask(addr: &str, method: &str, path: &str, token: Option<&str>, wait: Duration
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(wait)).unwrap();
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(c, "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    write!(c, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
     let mut text = String::new();
     c.read_to_string(&mut text).ok()?;
     let status = text.split(' ').nth(1)?.parse().ok()?;
@@ -212,7 +212,7 @@ fn trickle(addr: &str, token: Option<&str>, stop: Arc<AtomicBool>) -> TcpStream 
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         c,
-        "POST /runs HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{"
+        "POST /runs HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{"
     )
     .unwrap();
     let mut w = c.try_clone().unwrap();

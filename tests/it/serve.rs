@@ -32,6 +32,11 @@ impl Drop for Serve {
 /// Starts `agentloop [global] serve --root root --listen 127.0.0.1:0 [args]` in `t` and waits
 /// for the line that gives its address. `token`: AGENTLOOP_TOKEN, or None to have one made.
 pub fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
+    serve_on(t, "127.0.0.1:0", global, args, token)
+}
+
+/// [`serve`] listening on `listen`.
+pub fn serve_on(t: &T, listen: &str, global: &[&str], args: &[&str], token: Option<&str>) -> Serve {
     let n = std::fs::read_dir(t.root()).unwrap().count();
     let stderr = t.path(&format!("serve-{n}.err"));
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
@@ -43,7 +48,7 @@ pub fn serve(t: &T, global: &[&str], args: &[&str], token: Option<&str>) -> Serv
         .env("AGENTLOOP_NOW", NOW)
         .current_dir(t.root())
         .args(global)
-        .args(["serve", "--root", "root", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--root", "root", "--listen", listen])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -183,6 +183,79 @@ fn repeating_the_users_own_values_is_accepted_untrusted() {
     assert!(stderr(&out).contains(&own), "{}", stderr(&out));
 }
 
+/// `tools.http.ports`: your empty list allows any port, so an untrusted workspace may name the
+/// few it needs, and they are all it reaches; under your list it may keep a part of it, never
+/// add a port or empty it (an empty list is any port).
+#[test]
+fn an_untrusted_workspace_may_name_ports_any_port_allows_and_no_more() {
+    let t = T::new();
+    let s = Server::start(vec![Reply::text(200, "text/plain", "hello")]);
+    let port = s.url.rsplit(':').next().unwrap().to_string();
+    let fetch = || {
+        let url = json!({"url": format!("{}/page", s.url)}).to_string();
+        t.untrusted().args(["-w", "ws", "tools", "call", "web_fetch", "--args", &url]).output().unwrap()
+    };
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {http: {allow_private: true}}
+",
+    );
+    // Your ports: [] (any). The workspace's [443] is taken, and the local server's port is refused.
+    t.write(
+        "ws/agentloop.yaml",
+        "tools: {http: {ports: [443]}}
+",
+    );
+    let out = fetch();
+    assert!(!stderr(&out).contains("not a trusted folder"), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&format!("port {port} is not in tools.http.ports")), "{}", stdout(&out));
+    assert_eq!(s.count(), 0);
+    // Naming the server's port too: fetched.
+    t.write(
+        "ws/agentloop.yaml",
+        &format!(
+            "tools: {{http: {{ports: [443, {port}]}}}}
+"
+        ),
+    );
+    let out = fetch();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hello"), "{}", stdout(&out));
+    assert_eq!(s.count(), 1);
+    // Your ports: [443, 8443]. A part of it narrows; another port, or [] (any), widens. So does
+    // `allow_hosts: []` under your list of hosts.
+    t.write(
+        "xdg/agentloop/config.yaml",
+        "tools: {http: {allow_private: true, ports: [443, 8443], allow_hosts: [127.0.0.1]}}\n",
+    );
+    t.write("ws/agentloop.yaml", "tools: {http: {ports: [8443]}}\n");
+    let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not a trusted folder"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("tools.http.ports = [8443]  # ws/agentloop.yaml"), "{}", stdout(&out));
+    for (http, why) in [
+        (
+            format!("ports: [443, {port}]"),
+            format!("`tools.http.ports` (port {port} is not in the trusted tools.http.ports)"),
+        ),
+        (
+            "ports: []".to_string(),
+            "`tools.http.ports` (an empty list allows any port, not only the trusted [443, 8443])".into(),
+        ),
+        (
+            "allow_hosts: []".to_string(),
+            "`tools.http.allow_hosts` (an empty list allows any host, not only the trusted [127.0.0.1])".into(),
+        ),
+    ] {
+        t.write("ws/agentloop.yaml", &format!("tools: {{http: {{{http}}}}}\n"));
+        let out = fetch();
+        assert_eq!(out.status.code(), Some(2), "{http}: {}", stderr(&out));
+        assert!(stderr(&out).contains(&why), "{http}: {}", stderr(&out));
+        assert!(stderr(&out).contains("agentloop trust"), "{}", stderr(&out));
+    }
+    assert_eq!(s.count(), 1);
+}
+
 #[test]
 fn an_untrusted_profile_cannot_stand_in_for_the_users_own() {
     let t = T::new();

@@ -141,6 +141,18 @@ pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(redact_dumps(&redact_encoded(&out, &secrets), &secrets))
 }
 
+/// Whether `bytes` hold a secret [`redact`] knows (the environment's, the registered ones), in
+/// any form it would replace: what may be kept somewhere [`redact`] does not pass over (the HTTP
+/// cache) holds none. Bytes that are not UTF-8 are read as text around them.
+pub fn contains_secret(bytes: &[u8]) -> bool {
+    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
+    if env_secrets().is_empty() && extra.is_empty() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    redact_cow(&text) != text
+}
+
 /// The text with every secret (raw, base64, hex, and in dump renderings) replaced.
 pub fn redact(text: &str) -> String {
     redact_cow(text).into_owned()
@@ -467,6 +479,21 @@ mod tests {
         assert!(!letters.contains("0123456789abcdef"), "{r}");
         let hexes: String = r.chars().filter(char::is_ascii_hexdigit).collect::<String>().to_lowercase();
         assert!(!hexes.contains(&hex("0123456789abcdef")), "{r}");
+    }
+
+    #[test]
+    fn a_secret_is_found_in_bytes_in_every_form_redaction_replaces() {
+        register(KEY);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("x{KEY}y"));
+        for with in [format!("<p>{KEY}</p>"), hex(KEY), b64, KEY.chars().rev().collect()] {
+            assert!(contains_secret(with.as_bytes()), "{with}");
+        }
+        let mut binary = vec![0xff, 0xfe, 0x00];
+        binary.extend_from_slice(KEY.as_bytes());
+        assert!(contains_secret(&binary));
+        for without in ["<p>nothing here</p>", "sk-test-0123", "[REDACTED]", ""] {
+            assert!(!contains_secret(without.as_bytes()), "{without}");
+        }
     }
 
     #[test]

@@ -81,6 +81,16 @@ pub fn secret_name(name: &str) -> bool {
         || ["secret", "password", "passwd", "credential"].iter().any(|w| compact.contains(w))
 }
 
+/// Whether a URL's query parameter of this name carries a credential: a name [`secret_name`]
+/// reads as one (`api_key`, `apikey`, `key`, `token`, `access_token`, `secret`, `password`,
+/// `auth`, ...), or a request signature (`sig`, `signature`, `X-Amz-Signature`, `hmac`), which
+/// lets whoever holds the URL act as its signer. The HTTP cache stores no URL with one.
+pub fn secret_query_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let last = n.rsplit(|c: char| !c.is_ascii_alphanumeric()).find(|p| !p.is_empty()).unwrap_or("");
+    secret_name(name) || ["sig", "signature", "hmac"].contains(&last)
+}
+
 fn mask(v: &mut Value, key: &str, parent: &str) {
     match v {
         Value::Object(m) => {
@@ -456,6 +466,19 @@ mod tests {
             "base_url",
         ] {
             assert!(!secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn query_parameters_by_meaning() {
+        for n in ["api_key", "apikey", "key", "token", "access_token", "secret", "password", "auth", "sig"] {
+            assert!(secret_query_name(n), "{n}");
+        }
+        for n in ["X-Amz-Signature", "X-Amz-Credential", "X-Goog-Signature", "client_secret", "id_token", "hmac"] {
+            assert!(secret_query_name(n), "{n}");
+        }
+        for n in ["q", "page", "lang", "id", "format", "signed", "design", "keyword", "token_type"] {
+            assert!(!secret_query_name(n), "{n}");
         }
     }
 

@@ -22,6 +22,8 @@ pub struct Root {
     pub global: Global,
     /// Folder under the root holding the runs (`handle.runs_dir`, a plain name).
     pub runs_dir: String,
+    /// The root's `serve:` section (the names `serve` answers to).
+    pub serve: crate::config::ServeConfig,
 }
 
 /// Creates `root` when missing and checks its configuration before anything runs.
@@ -38,7 +40,7 @@ pub fn prepare(g: &Global, root: &Utf8Path) -> Result<Root> {
             "invalid configuration at key `handle.runs_dir`: `{runs_dir}` must be a plain folder name under the root"
         )));
     }
-    Ok(Root { root, global, runs_dir })
+    Ok(Root { root, global, runs_dir, serve: base.serve })
 }
 
 /// The configuration of a run under `root`: the root's (with `global`, the process's own flags,

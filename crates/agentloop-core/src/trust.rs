@@ -433,13 +433,12 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             None => Ok(()),
         }
     };
-    if repeats(key, v, base) {
-        return Ok(());
-    }
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    let special = narrows_choice(key, v, base)
+    let special = repeats(key, v, base)
+        .then_some(Ok(()))
+        .or_else(|| narrows_choice(key, v, base))
         .or_else(|| output_schema(key, v, root, party))
         .or_else(|| narrows_duration(key, v, base, whose))
         .or_else(|| narrows_http_cache(key, v, base, whose))
@@ -451,21 +450,18 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         return r;
     }
     match key {
-        "allowed_tools" => {
-            let registry = crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly)
-                .map_err(|e| Widens(e.message))?;
-            let have: Vec<String> = registry.allowed(base).iter().map(|t| t.name.clone()).collect();
-            subset(&have, "allowed tools")
-        }
+        "allowed_tools" => subset(&allowed_tools(base, root)?, "allowed tools"),
         "tools.local" => subset(&base.tools.local, "tools.local"),
         "tools.http.schemes" => subset(&base.tools.http.schemes, "tools.http.schemes"),
         "tools.http.allow_hosts" if base.tools.http.allow_hosts.is_empty() => {
             strings(v).filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of hosts".into())
         }
+        // Under a trusted list, an empty one would allow any host again.
+        "tools.http.allow_hosts" if strings(v).is_some_and(|l| l.is_empty()) => Err(Widens(format!(
+            "an empty list allows any host, not only {whose} [{}]",
+            base.tools.http.allow_hosts.join(", ")
+        ))),
         "tools.http.allow_hosts" => subset(&base.tools.http.allow_hosts, "tools.http.allow_hosts"),
-        "tools.http.ports" if base.tools.http.ports.is_empty() => {
-            v.as_array().filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of ports".into())
-        }
         "tools.http.allow_private" | "tools.shell.enabled" | "tools.shell.network" | "tools.memory.enabled"
             if v == &Value::Bool(false) =>
         {
@@ -497,6 +493,13 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
+}
+
+/// The tools the trusted configuration allows (from caches: nothing is started).
+fn allowed_tools(base: &Config, root: &Utf8Path) -> std::result::Result<Vec<String>, Widens> {
+    let registry =
+        crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly).map_err(|e| Widens(e.message))?;
+    Ok(registry.allowed(base).iter().map(|t| t.name.clone()).collect())
 }
 
 /// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your
@@ -661,13 +664,7 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
         }
     };
     Some(match key {
-        "tools.http.ports" => {
-            let want: Vec<u64> = v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
-            match want.iter().find(|p| !base.tools.http.ports.iter().any(|b| *b as u64 == **p)) {
-                Some(p) => Err(Widens(format!("port {p} is not in {whose} tools.http.ports"))),
-                None => Ok(()),
-            }
-        }
+        "tools.http.ports" => narrows_ports(v, &base.tools.http.ports, whose),
         "tools.http.deny_hosts" => keeps(&base.tools.http.deny_hosts, "hosts", "denial of"),
         "escalation_triggers" => keeps(&base.escalation_triggers, "phrases", "trigger"),
         // Values only decline tasks: more of them, or more phrases, narrow; each trusted value
@@ -675,6 +672,27 @@ fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std:
         "values" => keeps_values(v, &base.values, whose),
         _ => return None,
     })
+}
+
+/// [`narrows`] for `tools.http.ports`, where an empty list allows any port: under a trusted
+/// empty list every list of ports narrows (and `[]` changes nothing); under a trusted list, a
+/// narrower one is a non-empty subset of it (`[]` would allow any port).
+fn narrows_ports(v: &Value, have: &[u16], whose: &str) -> std::result::Result<(), Widens> {
+    let want: Vec<u16> = v
+        .as_array()
+        .and_then(|a| a.iter().map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok())).collect())
+        .ok_or_else(|| Widens("must be a list of port numbers".into()))?;
+    if have.is_empty() {
+        return Ok(());
+    }
+    if want.is_empty() {
+        let list: Vec<String> = have.iter().map(u16::to_string).collect();
+        return Err(Widens(format!("an empty list allows any port, not only {whose} [{}]", list.join(", "))));
+    }
+    match want.iter().find(|p| !have.contains(p)) {
+        Some(p) => Err(Widens(format!("port {p} is not in {whose} tools.http.ports"))),
+        None => Ok(()),
+    }
 }
 
 /// Whether the `values` list `v` keeps every one of `have` (by name) with all its phrases.
@@ -800,6 +818,48 @@ mod tests {
                 "tools.shell.enabled",
                 "trust_all"
             ]
+        );
+    }
+
+    /// An empty trusted `tools.http.ports` allows any port: any list narrows it. A trusted list
+    /// is narrowed by a non-empty subset only.
+    #[test]
+    fn ports_narrow_any_port_or_a_trusted_list() {
+        let ws = Utf8Path::new("/nonexistent-ws");
+        let why = |trusted: &[u16], v: Value| {
+            let mut base = Config::default();
+            base.tools.http.ports = trusted.to_vec();
+            narrows("tools.http.ports", &v, &base, ws, Party::Workspace).err().map(|w| w.0)
+        };
+        for ok in [json!([443]), json!([80, 443, 8443]), json!([])] {
+            assert_eq!(why(&[], ok.clone()), None, "{ok}");
+        }
+        assert_eq!(why(&[443, 8443], json!([443])), None);
+        assert_eq!(why(&[443, 8443], json!([8443, 443])), None);
+        assert_eq!(
+            why(&[443, 8443], json!([443, 80])).as_deref(),
+            Some("port 80 is not in the trusted tools.http.ports")
+        );
+        assert_eq!(
+            why(&[443, 8443], json!([])).as_deref(),
+            Some("an empty list allows any port, not only the trusted [443, 8443]")
+        );
+        for bad in [json!(["443"]), json!([70000]), json!([-1]), json!(443)] {
+            assert_eq!(why(&[], bad.clone()).as_deref(), Some("must be a list of port numbers"), "{bad}");
+        }
+        assert!(refused(json!({"tools": {"http": {"ports": [443]}}})).is_empty());
+        // The same for hosts: an empty list under a trusted one is any host again.
+        let mut base = Config::default();
+        base.tools.http.allow_hosts = vec!["docs.example".into()];
+        let hosts = |v: Value| narrows("tools.http.allow_hosts", &v, &base, ws, Party::Workspace).err().map(|w| w.0);
+        assert_eq!(hosts(json!(["docs.example"])), None);
+        assert_eq!(
+            hosts(json!([])).as_deref(),
+            Some("an empty list allows any host, not only the trusted [docs.example]")
+        );
+        assert_eq!(
+            hosts(json!(["other.example"])).as_deref(),
+            Some("`other.example` is not in the trusted tools.http.allow_hosts")
         );
     }
 

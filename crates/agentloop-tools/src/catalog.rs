@@ -341,3 +341,20 @@ mod tests {
         assert_eq!(named_tools(text), vec!["echo__say", "echo__shout"]);
     }
 }
+
+/// The workspace's catalog as `skills gen` prints it (markdown, or JSON), from `cfg`'s tools and
+/// `skills`. Built from caches: it starts no program and calls nothing out.
+pub fn of_config(
+    cfg: &crate::config::Config,
+    root: &camino::Utf8Path,
+    skills: &SkillSet,
+    as_json: bool,
+) -> crate::error::Result<String> {
+    let registry = crate::tools::Registry::load(cfg, root, crate::tools::Reach::CachesOnly)?;
+    let allowed = registry.allowed(cfg);
+    Ok(if as_json {
+        crate::json::to_string_pretty(&json(&allowed, skills, registry.ductile.plugins())) + "\n"
+    } else {
+        with_plugins(&allowed, skills, registry.ductile.plugins())
+    })
+}

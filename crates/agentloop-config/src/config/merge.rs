@@ -148,6 +148,7 @@ pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
         Error::config(format!("invalid configuration at key `{path}`: {inner}"))
     })?;
     validate_values(&config)?;
+    serve_hosts(&config, &sources)?;
     features_built(&config, &sources)?;
     Ok(Resolved { config, value, sources })
 }
@@ -200,6 +201,17 @@ fn features_built(c: &Config, sources: &Sources) -> Result<()> {
         return Err(Error::not_built("otel", &format!("{}, OpenTelemetry traces,", named("otel.endpoint")), true));
     }
     Ok(())
+}
+
+/// Every entry of `serve.allowed_hosts` is a host `serve` can compare a request's `Host` with.
+fn serve_hosts(c: &Config, sources: &Sources) -> Result<()> {
+    let Some(bad) = c.serve.allowed_hosts.iter().find(|h| HostPort::parse(h, true).is_none()) else { return Ok(()) };
+    let from =
+        sources.get("serve.allowed_hosts").filter(|s| s.is_given()).map(|s| format!(" in {s}")).unwrap_or_default();
+    Err(Error::config(format!(
+        "invalid configuration{from} at key `serve.allowed_hosts`: `{bad}` is not a host name, `name:port`, `*.suffix` or `[IPv6]`"
+    ))
+    .with_hint("list names as a browser's address gives them, e.g. [agents.example.com, \"agents.example.com:8700\", \"*.internal.example\"]"))
 }
 
 fn validate_values(c: &Config) -> Result<()> {

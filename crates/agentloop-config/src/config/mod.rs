@@ -99,6 +99,8 @@ pub struct Config {
     pub handle: HandleConfig,
     /// `agentloop worker` and `enqueue` on Redis Streams (flags override each key).
     pub queue: QueueConfig,
+    /// `agentloop serve`: the names it answers to (beyond its own).
+    pub serve: ServeConfig,
     /// MCP servers whose tools join the registry (see the mcp module).
     pub mcp: McpConfig,
     /// Ductile plugins whose commands join the registry (see the ductile module).
@@ -147,6 +149,7 @@ impl Default for Config {
             logging: LoggingConfig::default(),
             handle: HandleConfig::default(),
             queue: QueueConfig::default(),
+            serve: ServeConfig::default(),
             mcp: McpConfig::default(),
             ductile: DuctileConfig::default(),
             otel: OtelConfig::default(),
@@ -223,6 +226,33 @@ mod tests {
         assert_eq!(r.sources["llm.temperature"].to_string(), "user");
         assert_eq!(r.sources["llm.attempts"], Source::CommandLine);
         assert_eq!(r.sources["max_reframes"], Source::Default);
+    }
+
+    #[test]
+    fn serve_hosts_read_as_a_browser_sends_them() {
+        let p = |s: &str| HostPort::parse(s, false).map(|h| (h.name, h.port));
+        assert_eq!(p("LocalHost.:8700"), Some(("localhost".into(), Some(8700))));
+        assert_eq!(p("[::1]:80"), Some(("[::1]".into(), Some(80))));
+        assert_eq!(p("127.0.0.1"), Some(("127.0.0.1".into(), None)));
+        for bad in ["", ":80", "::1", "[::1", "[zz]", "a:b:c", "a:0", "a:99999", "a b", "a/b", "*.a", "a..b", "[::1]x"]
+        {
+            assert_eq!(p(bad), None, "{bad:?}");
+        }
+        let entry = |s: &str| HostPort::parse(s, true).unwrap();
+        let host = |s: &str| HostPort::parse(s, false).unwrap();
+        assert!(entry("*.example.com").covers(&host("a.b.example.com:1")));
+        assert!(!entry("*.example.com").covers(&host("example.com")));
+        assert!(!entry("*.example.com").covers(&host("badexample.com")));
+        assert!(entry("agents.example:8700").covers(&host("AGENTS.example:8700")));
+        assert!(!entry("agents.example:8700").covers(&host("agents.example")));
+        assert!(entry("agents.example").covers(&host("agents.example:9")));
+        let e = resolve(&[layer(
+            file("ws/agentloop.yaml"),
+            json!({"serve": {"allowed_hosts": ["ok.example", "bad host"]}}),
+        )])
+        .err()
+        .unwrap();
+        assert!(e.message.contains("in ws/agentloop.yaml at key `serve.allowed_hosts`: `bad host`"), "{}", e.message);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The other sections: memory, logging, skills, event mode (`handle`), the queue, Ductile,
-//! OpenTelemetry and MCP servers.
+//! The other sections: memory, logging, skills, event mode (`handle`), the queue, `serve`,
+//! Ductile, OpenTelemetry and MCP servers.
 
 use super::*;
 use camino::Utf8PathBuf;
@@ -171,6 +171,66 @@ impl Default for QueueConfig {
             claim_idle: Dur::secs(60),
             max_deliveries: 5,
         }
+    }
+}
+
+/// `serve:` — the HTTP server (`agentloop serve`).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Names a request's `Host` may give besides the server's own (`127.0.0.1`, `localhost`, `[::1]`
+    /// and the address it listens on): `name` (any port), `name:port`, `*.suffix`, `[IPv6]`.
+    /// Beyond loopback an empty list takes any `Host`; a set one takes only those and its own.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// A host as `serve.allowed_hosts` names one or a request's `Host` header gives one: the name
+/// in lower case without a final dot (an IPv6 address in brackets, `[::1]`), and the port when
+/// one is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    pub name: String,
+    pub port: Option<u16>,
+}
+
+impl HostPort {
+    /// Reads `name`, `name:port`, `[v6]` or `[v6]:port` (and, with `pattern`, `*.suffix`, with
+    /// or without a port); None for anything else (an empty name, a bad port, a character no
+    /// host name holds).
+    pub fn parse(text: &str, pattern: bool) -> Option<HostPort> {
+        let text = text.trim().to_ascii_lowercase();
+        let (name, port) = match text.strip_prefix('[') {
+            Some(rest) => {
+                let (inside, after) = rest.split_once(']')?;
+                inside.parse::<std::net::Ipv6Addr>().ok()?;
+                (format!("[{inside}]"), after)
+            }
+            None => match text.find(':') {
+                Some(i) => (text[..i].to_string(), &text[i..]),
+                None => (text.clone(), ""),
+            },
+        };
+        let port = match port {
+            "" => None,
+            p => Some(p.strip_prefix(':')?.parse::<u16>().ok().filter(|p| *p != 0)?),
+        };
+        let name = name.strip_suffix('.').map(String::from).unwrap_or(name);
+        let label = |l: &str| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let plain = |n: &str| n.split('.').all(label);
+        let ok = name.starts_with('[')
+            || plain(&name)
+            || (pattern && name.strip_prefix("*.").is_some_and(|rest| !rest.is_empty() && plain(rest)));
+        ok.then_some(HostPort { name, port })
+    }
+
+    /// Whether `host` (a request's) is one this entry names: the same name, or one under a
+    /// `*.suffix`; and the same port when the entry gives one.
+    pub fn covers(&self, host: &HostPort) -> bool {
+        let name = match self.name.strip_prefix('*') {
+            Some(dot_suffix) => host.name.len() > dot_suffix.len() && host.name.ends_with(dot_suffix),
+            None => host.name == self.name,
+        };
+        name && self.port.is_none_or(|p| host.port == Some(p))
     }
 }
 

@@ -64,6 +64,12 @@ fn reference(name: &str) -> Value {
 const JSON_ANY_TYPE: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded)";
 const JSON_OR_FORM: &str = "A JSON object, read as JSON whatever the Content-Type says (`curl -d '{...}'` sends application/x-www-form-urlencoded); a form-encoded body that is not a JSON object is the panel's form, which needs its `csrf` value with the sign-in cookie";
 
+/// The 400 every operation can answer before its own checks.
+const BAD_TARGET: &str = "A request target that is not a valid path or query (a broken %-escape), or an HTTP/1.1 request without one `Host` header that names a host";
+
+/// The 421 every operation answers first, before the token is looked at.
+const MISDIRECTED: &str = "The `Host` header names none of this server's names (on loopback: 127.0.0.1, localhost, [::1], the address it listens on and those in `serve.allowed_hosts`; beyond loopback, when `serve.allowed_hosts` is set, those and the server's own): a page reaching it by DNS rebinding is refused";
+
 /// A string the server reads trimmed and refuses when nothing is left.
 const NOT_BLANK: &str = "\\S";
 
@@ -110,7 +116,8 @@ fn err_with(description: &str, headers: Value) -> Value {
 fn guarded(mut op: Value, get: bool) -> Value {
     let Some(r) = op["responses"].as_object_mut() else { return op };
     let err = |d: &str| reply(d, reference("Error"));
-    r.entry("400").or_insert_with(|| err("A request target that is not a valid path or query (a broken %-escape)"));
+    r.entry("400").or_insert_with(|| err(BAD_TARGET));
+    r.insert("421".into(), err(MISDIRECTED));
     let www = json!({"WWW-Authenticate": header("`Bearer realm=\"agentloop\"`", true, json!({"type": "string"}))});
     let mut unauthorized = err_with("No valid bearer token", www);
     if get {
@@ -197,7 +204,8 @@ pub fn openapi() -> Value {
     let open = |mut op: Value| {
         // No token needed: only the request target can be refused, and another method.
         let Some(r) = op["responses"].as_object_mut() else { return op };
-        r.insert("400".into(), err("A request target that is not a valid path or query (a broken %-escape)"));
+        r.insert("400".into(), err(BAD_TARGET));
+        r.insert("421".into(), err(MISDIRECTED));
         r.insert(
             "405".into(),
             err_with(
@@ -283,7 +291,7 @@ pub fn openapi() -> Value {
         "info": {
             "title": "agentloop serve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md). Every reply an operation can give is listed with it: besides its own, each operation behind the bearer token can answer 400 (a broken request target), 401, 405 with `Allow` (another method on its path), 429 and 503 with `Retry-After`, and each POST 408 and 413. Errors are JSON `{\"error\", \"status\", \"hint\"?}`.",
+            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md). Every reply an operation can give is listed with it: besides its own, every operation can answer 421 (a `Host` that is not one of the server's names, checked first) and 400 (a broken request target, a missing `Host`), and each operation behind the bearer token 401, 405 with `Allow` (another method on its path), 429 and 503 with `Retry-After`, and each POST 408 and 413. Errors are JSON `{\"error\", \"status\", \"hint\"?}`.",
             "x-schema-version": VERSION,
         },
         "components": {

@@ -10,8 +10,12 @@
 //!
 //! Invariants:
 //! - Nothing credentialed is stored or served: a request carrying any header outside the short
-//!   list of harmless ones (credentials have many names) bypasses the cache both ways, and a
-//!   response that sets a cookie or says `private` or `no-store` is never stored.
+//!   list of harmless ones (credentials have many names), or a URL that carries a credential (a
+//!   query parameter named like one, `mask::secret_query_name`; a `user:pass@`; a known secret,
+//!   as written or percent-decoded), bypasses the cache both ways; a response that sets a
+//!   cookie, says `private` or `no-store`, comes from such a URL after redirects, or holds a
+//!   known secret (`redact::contains_secret`: the environment's and the registered ones, in
+//!   its body or headers) is never stored.
 //! - The folder is the user's own: created 0700, each file written whole (temp + rename) as
 //!   0600; a folder that is a link, is not the user's, or is open to others is not used.
 //! - Bounded: entries over [`MAX_ENTRY`] are not stored; when the folder passes [`MAX_TOTAL`],
@@ -92,7 +96,10 @@ pub fn get(
 ) -> Result<(Fetched, Option<Hit>), Failed> {
     let plain = || fetch(p, "GET", url, headers, None, timeout).map(|f| (f, None));
     let Some(floor) = p.cache.floor() else { return plain() };
-    if headers.iter().any(|(k, _)| !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str())) {
+    if headers.iter().any(|(k, v)| {
+        !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str()) || crate::redact::contains_secret(v.as_bytes())
+    }) || credentialed(url)
+    {
         return plain();
     }
     let Some(dir) = folder() else { return plain() };
@@ -192,6 +199,39 @@ fn key(url: &str, headers: &[(String, String)]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether a URL carries a credential: a query parameter named like one (`?api_key=`,
+/// `?token=`, `?sig=`; [`crate::mask::secret_query_name`]), a `user:pass@`, or a known secret
+/// anywhere in it, as written or percent-decoded. A URL that cannot be read counts as one.
+fn credentialed(url: &str) -> bool {
+    let Ok(u) = url::Url::parse(url.trim()) else { return true };
+    !u.username().is_empty()
+        || u.password().is_some()
+        || u.query_pairs().any(|(k, _)| crate::mask::secret_query_name(&k))
+        || crate::redact::contains_secret(url.as_bytes())
+        || crate::redact::contains_secret(&percent_decode(url))
+}
+
+/// `%XX` escapes read as bytes (a broken one is kept as it is).
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%').then(|| s.get(i + 1..i + 3)).flatten().and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Stores an answer the policy allows a shared cache to keep, and nothing credentialed.
 fn store(
     dir: &Utf8Path,
@@ -207,6 +247,9 @@ fn store(
         || f.body.len() > MAX_ENTRY
         || f.headers.contains_key("set-cookie")
         || h("cache-control").contains("private")
+        || credentialed(&f.url)
+        || crate::redact::contains_secret(&f.body)
+        || crate::redact::contains_secret(&serde_json::to_vec(&f.headers).unwrap_or_default())
     {
         return;
     }
@@ -324,6 +367,29 @@ fn trim_to(dir: &Utf8Path, max_total: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_with_a_credential_is_known_by_its_query_its_user_or_a_secret() {
+        for url in [
+            "https://h.example/a?api_key=k",
+            "https://h.example/a?q=1&ApiKey=k",
+            "https://h.example/a?access_token=t",
+            "https://h.example/a?X-Amz-Signature=abc&X-Amz-Date=1",
+            "https://h.example/a?sig=abc",
+            "https://u:p@h.example/a",
+            "https://u@h.example/a",
+            "not a url",
+        ] {
+            assert!(credentialed(url), "{url}");
+        }
+        for url in ["https://h.example/a", "https://h.example/a?q=rust&page=2", "http://127.0.0.1:8/feed?format=rss"] {
+            assert!(!credentialed(url), "{url}");
+        }
+        crate::redact::register("cache-test-secret-0123");
+        assert!(credentialed("https://h.example/cache-test-secret-0123"));
+        assert!(credentialed("https://h.example/a?q=cache%2Dtest%2Dsecret%2D0123"));
+        assert_eq!(percent_decode("a%41%zz%4"), b"aA%zz%4");
+    }
 
     /// Past the bound, the entries written longest ago go until three quarters of it are left;
     /// under it, nothing goes.
