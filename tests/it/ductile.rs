@@ -12,6 +12,7 @@ const TOKEN: &str = "tok-ductile-1234";
 fn echo_details() -> Value {
     json!({"name": "echo", "version": "0.1.0", "description": "A demonstration plugin", "protocol": 2, "commands": [
         {"name": "say", "type": "write", "description": "Say a message back", "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+        {"name": "poll", "type": "write", "description": "No-op scheduled tick"},
         {"name": "health", "type": "read", "description": "Health check"}]})
 }
 
@@ -97,6 +98,7 @@ fn a_run_whose_plan_uses_a_plugin_tool_reaches_done() {
     let list = stdout(&tools);
     assert!(list.contains("echo__say"), "{list}");
     assert!(!list.contains("echo__health"), "operator commands are not tools: {list}");
+    assert!(!list.contains("echo__poll"), "Ductile's scheduler tick is no tool: {list}");
     assert!(!list.contains("agentloop__handle"), "agentloop itself is no tool by default: {list}");
     let out =
         t.al(&["--script", "script.yaml", "run", "--goal", "say hello"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
@@ -145,7 +147,7 @@ fn discovery_from_the_api_and_from_manifests_give_the_same_catalog() {
     assert!(!t.path("cache/agentloop/ductile").exists(), "skills gen wrote the discovery cache");
     t.write(
         "plugins/echo/manifest.yaml",
-        "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: health\n    type: read\n    description: Health check\n",
+        "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: poll\n    type: write\n    description: No-op scheduled tick\n  - name: health\n    type: read\n    description: Health check\n",
     );
     t.write("other/agentloop.yaml", "");
     let from_files =
