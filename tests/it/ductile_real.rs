@@ -452,11 +452,22 @@ fn a_root_that_trusts_request_config_runs_on_the_operators_plugin_block_alone() 
         assert!(!kept.contains("claude") && !kept.contains("api_url") && !kept.contains("max_steps"), "{kept}");
         format!("{kept}handle: {{trust_request_config: true}}\n")
     };
-    let Some(g) = Gateway::start_tuned(&t, &m, |c| c, bare) else { return };
+    // The block's list with a typo, taken as written: the entry that names no tool is a warning
+    // Ductile keeps with the job, and the run goes on with the tools the others name.
+    let typo = |c: String| {
+        let c = c
+            .replace("allowed_plugins: [web_fetch, file_handler]", "allowed_plugins: [web_fetch, file_handler, fecth]");
+        assert!(c.contains("fecth]"), "the walk's allowed_plugins changed");
+        c
+    };
+    let Some(g) = Gateway::start_tuned(&t, &m, typo, bare) else { return };
     g.start_goal(&t, "Fetch the page");
     let (state, jobs) = g.finished_run();
     assert_eq!(state["status"], "done", "{state:#}");
     succeeded(&jobs);
+    let logs =
+        g.cli(&t, &["job", "logs", "--config", "config.yaml", "--plugin", "agentloop", "--query", "names no tool"]);
+    assert!(logs.contains("`fecth` names no tool"), "{logs}");
     // The block's model and budgets ran the run.
     assert_eq!(m.request(0).json()["model"], "claude-sonnet-4-5-20250929");
     assert_eq!(state["limits"]["max_steps"], 20, "{state:#}");
@@ -515,6 +526,9 @@ fn run_calls_ductiles_fetch_plugin_as_a_tool_and_reads_the_page() {
     for tick in ["file_handler__poll", "fetch__health", "file_handler__health"] {
         assert!(!list.contains(tick), "`{tick}` is offered as a tool: {list}");
     }
+    // The list a plugin block writes names the plugin: its commands are the run's tools.
+    let cfg = t.read("ws/agentloop.yaml");
+    t.write("ws/agentloop.yaml", &format!("{cfg}allowed_plugins: [fetch]\n"));
     let out = t
         .al(&["run", "--goal", "Read the page"])
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -523,8 +537,10 @@ fn run_calls_ductiles_fetch_plugin_as_a_tool_and_reads_the_page() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(!stderr(&out).contains("names no tool"), "{}", stderr(&out));
     let said = prompts(&m);
     assert!(said.contains(PAGE_TEXT), "the fetched page (events[0].payload.content) is in a prompt");
+    assert!(!said.contains("file_handler__handle"), "the list left file_handler out");
     assert!(!said.contains("ductile_"), "Ductile's control keys reached the model");
     let jobs = g.jobs();
     assert!(jobs.iter().any(|j| j["plugin"] == "fetch" && j["status"] == "succeeded"), "{jobs:#?}");
