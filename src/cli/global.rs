@@ -74,7 +74,8 @@ pub struct GlobalArgs {
     /// Cost budget in USD for the whole run.
     #[arg(long, global = true, value_name = "USD")]
     pub max_cost: Option<f64>,
-    /// Comma-separated tools Act may run.
+    /// Comma-separated tools Act may run: a tool's name, a Ductile plugin (all its commands) or one
+    /// `<plugin>__<command>`.
     #[arg(long, global = true, value_name = "LIST", value_delimiter = ',')]
     pub allowed_tools: Option<Vec<String>>,
 }

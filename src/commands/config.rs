@@ -39,6 +39,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
             crate::mask::config(&mut masked.value);
             let r = &masked;
             let resolved = resolved_model(ctx.config());
+            let named = allowed_tools_named(&ctx);
             if ctx.printer.json {
                 // The published shape (docs/schema/config-show.json).
                 let show = crate::schema::ConfigShow {
@@ -54,6 +55,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                             why: x.why.clone(),
                         })
                         .collect(),
+                    allowed_tools_named: named.as_ref().and_then(|n| n.as_ref().ok()).map(|n| n.0.clone()),
                 };
                 ctx.printer.json_value(&crate::json::to_value(&show));
                 return Ok(0);
@@ -83,9 +85,30 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                 }
                 _ => ctx.printer.outln(&format!("# provider: none ({})", resolved.error.as_deref().unwrap_or(""))),
             }
+            match named {
+                Some(Ok((_, line))) => ctx.printer.outln(&format!("# {line}")),
+                Some(Err(e)) => ctx.printer.outln(&format!("# allowed_tools: the tools cannot be listed: {e}")),
+                None => {}
+            }
         }
     }
     Ok(0)
+}
+
+/// What each `allowed_tools` entry allows (by entry, and as one line), from the tool registry as
+/// `tools list` builds it (caches only: nothing starts, nothing is sent); None without a list.
+type Named = (std::collections::BTreeMap<String, Vec<String>>, String);
+fn allowed_tools_named(ctx: &Ctx) -> Option<std::result::Result<Named, String>> {
+    let cfg = ctx.config();
+    cfg.allowed_tools.as_ref()?;
+    let logs = crate::mcp::client::Logs::for_command(&ctx.ws.root);
+    let registry = match crate::tools::Registry::load_logging(cfg, &ctx.ws.root, crate::tools::Reach::CachesOnly, logs)
+    {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e.message)),
+    };
+    let by_entry = registry.allowed_by_entry(cfg)?.into_iter().collect();
+    Some(Ok((by_entry, registry.allowed_summary(cfg)?)))
 }
 
 /// What a run with this configuration would call, without calling it.

@@ -56,7 +56,8 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
                         description: t.description.clone(),
                         parameters: t.parameters.clone(),
                         side_effect: serde_json::to_value(t.side_effect).unwrap_or_default(),
-                        allowed: crate::tools::is_allowed(cfg, &t.name),
+                        allowed: registry.is_allowed(cfg, &t.name),
+                        allowed_by: registry.allowed_by(cfg, &t.name).map(str::to_string),
                         timeout_secs: t.timeout.as_secs(),
                         output_cap: t.output_cap,
                     })
@@ -67,6 +68,10 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
                 for t in tools {
                     let se = serde_json::to_value(t.side_effect).unwrap_or_default();
                     ctx.printer.outln(&format!("{:<12} {:<8} {}", t.name, se.as_str().unwrap_or(""), t.description));
+                }
+                // What each allowed_tools entry named (a tool, a plugin's commands, or none).
+                if let Some(line) = registry.allowed_summary(cfg) {
+                    ctx.printer.outln(&format!("# {line}"));
                 }
             }
             Ok(0)

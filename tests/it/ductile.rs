@@ -12,6 +12,7 @@ const TOKEN: &str = "tok-ductile-1234";
 fn echo_details() -> Value {
     json!({"name": "echo", "version": "0.1.0", "description": "A demonstration plugin", "protocol": 2, "commands": [
         {"name": "say", "type": "write", "description": "Say a message back", "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+        {"name": "poll", "type": "write", "description": "No-op scheduled tick"},
         {"name": "health", "type": "read", "description": "Health check"}]})
 }
 
@@ -97,6 +98,7 @@ fn a_run_whose_plan_uses_a_plugin_tool_reaches_done() {
     let list = stdout(&tools);
     assert!(list.contains("echo__say"), "{list}");
     assert!(!list.contains("echo__health"), "operator commands are not tools: {list}");
+    assert!(!list.contains("echo__poll"), "Ductile's scheduler tick is no tool: {list}");
     assert!(!list.contains("agentloop__handle"), "agentloop itself is no tool by default: {list}");
     let out =
         t.al(&["--script", "script.yaml", "run", "--goal", "say hello"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
@@ -145,7 +147,7 @@ fn discovery_from_the_api_and_from_manifests_give_the_same_catalog() {
     assert!(!t.path("cache/agentloop/ductile").exists(), "skills gen wrote the discovery cache");
     t.write(
         "plugins/echo/manifest.yaml",
-        "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: health\n    type: read\n    description: Health check\n",
+        "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: echo\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.py\ndescription: A demonstration plugin\ncommands:\n  - name: say\n    type: write\n    description: Say a message back\n    input_schema:\n      type: object\n      properties: {message: {type: string}}\n      required: [message]\n  - name: poll\n    type: write\n    description: No-op scheduled tick\n  - name: health\n    type: read\n    description: Health check\n",
     );
     t.write("other/agentloop.yaml", "");
     let from_files =
@@ -428,4 +430,91 @@ fn a_skills_md_seeded_before_the_run_is_the_catalog_plan_uses() {
     let plan = trace.iter().find(|e| e["phase"] == "plan").unwrap();
     assert_eq!(plan["data"]["skills_md_unknown_tools"], json!(["echo__say", "echo__shout"]));
     assert_eq!(t.read("ws/artifacts/x.md"), "hello");
+}
+
+/// `allowed_tools` as a Ductile plugin block writes it (`allowed_plugins`): a plugin's name allows
+/// its commands, `<plugin>__<command>` one of them, a tool's name that tool; an entry that names
+/// nothing is a warning; `tools list` and `config show` say what each entry allowed.
+#[test]
+fn allowed_plugins_names_a_plugin_a_command_or_a_tool_and_says_what_each_allowed() {
+    let (s, _) = gateway(0, None);
+    let t = setup(&s);
+    let base = t.read("ws/agentloop.yaml");
+    t.write("ws/agentloop.yaml", &format!("{base}allowed_plugins: [echo, file_read, ehco]\n"));
+    let out = t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    let list = stdout(&out);
+    let names: Vec<&str> =
+        list.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(names, ["file_read", "finish", "echo__say"], "{list}");
+    assert!(
+        list.contains("# allowed_tools: `echo` → echo__say; `file_read` → file_read; `ehco` → no tool\n"),
+        "{list}"
+    );
+    let err = stderr(&out);
+    assert_eq!(err.matches("`ehco` names no tool, so it allows none").count(), 1, "said once: {err}");
+    let out = t.al(&["tools", "list", "--json"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let by = |n: &str| tools.iter().find(|x| x["name"] == n).map(|x| x["allowed_by"].clone());
+    assert_eq!((by("echo__say"), by("file_read")), (Some(json!("echo")), Some(json!("file_read"))));
+    // config show says it too, as a line and in --json.
+    let out = t.al(&["config", "show"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    assert!(stdout(&out).contains("# allowed_tools: `echo` → echo__say; "), "{}", stdout(&out));
+    let out = t.al(&["config", "show", "--json"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["allowed_tools_named"], json!({"echo": ["echo__say"], "file_read": ["file_read"], "ehco": []}));
+    // The run calls the plugin the list names (it stopped at its first Plan with no tool before).
+    let out =
+        t.al(&["--script", "script.yaml", "run", "--goal", "say hello"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.trace().into_iter().find(|e| e["event"] == "act").unwrap()["tool"], "echo__say");
+    // One command by its tool name; a scheduler tick named is said to be none.
+    t.write("ws/agentloop.yaml", &format!("{base}allowed_tools: [echo__say, echo__poll]\n"));
+    let out = t.al(&["tools", "list"]).env("DUCTILE_TOKEN", TOKEN).output().unwrap();
+    assert!(
+        stdout(&out).contains("# allowed_tools: `echo__say` → echo__say; `echo__poll` → no tool"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("`echo__poll` names no tool") && stderr(&out).contains("never tools"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Event mode reads the request's `allowed_plugins` the same way: a plugin's name narrows to its
+/// commands, and an entry naming nothing the root allows is refused naming it.
+#[test]
+fn a_requests_allowed_plugins_may_name_a_ductile_plugin() {
+    let (s, _) = gateway(0, None);
+    let t = T::new();
+    let ductile = format!("ductile: {{api_url: '{}', api_token_env: DUCTILE_TOKEN}}\n", s.url);
+    t.write("root/agentloop.yaml", &format!("llm: {{provider: scripted, script: script.yaml}}\n{ductile}"));
+    t.write("root/script.yaml", SCRIPT);
+    let send = |config: Value| {
+        let req = json!({"protocol": 2, "command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "say hello"}}});
+        let out = t
+            .cmd()
+            .args(["-w", "root", "handle"])
+            .env("DUCTILE_TOKEN", TOKEN)
+            .write_stdin(req.to_string())
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
+    };
+    let (code, v) = send(json!({"allowed_plugins": ["echo"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["events"][0]["type"], "agentic.tool_request.echo__say", "{v}");
+    let (code, v) = send(json!({"allowed_plugins": ["ehco"]}));
+    assert_eq!(code, Some(78), "{v}");
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("may not set `allowed_tools`") && err.contains("`ehco` names none of"), "{err}");
+    // A root that allows only a built-in: the plugin's name would widen it.
+    t.write(
+        "root/agentloop.yaml",
+        &format!("llm: {{provider: scripted, script: script.yaml}}\n{ductile}allowed_tools: [file_read]\n"),
+    );
+    let (code, v) = send(json!({"allowed_plugins": ["echo"]}));
+    assert_eq!(code, Some(78), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("`echo` allows `echo__say`, which is not in"), "{v}");
 }

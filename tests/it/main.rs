@@ -21,6 +21,7 @@ mod doors;
 mod doors_ends;
 mod ductile;
 mod ductile_real;
+mod ductile_walk;
 mod files;
 mod foundation;
 mod fused;

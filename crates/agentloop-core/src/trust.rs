@@ -344,6 +344,26 @@ fn strings(v: &Value) -> Option<Vec<String>> {
     v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
 }
 
+/// [`narrows`] for `allowed_tools`: each entry (a tool, a Ductile plugin for its commands, one
+/// `<plugin>__<command>`) must name a tool, and only tools the trusted configuration allows.
+fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str) -> std::result::Result<(), Widens> {
+    let registry =
+        crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly).map_err(|e| Widens(e.message))?;
+    let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
+    for w in &want {
+        let named = registry.named_by(w);
+        if named.is_empty() {
+            return Err(Widens(format!(
+                "`{w}` names none of {whose} allowed tools (a tool, a Ductile plugin or `<plugin>__<command>`)"
+            )));
+        }
+        if let Some(t) = named.iter().find(|t| !registry.is_allowed(base, &t.name)) {
+            return Err(Widens(format!("`{w}` allows `{}`, which is not in {whose} allowed tools", t.name)));
+        }
+    }
+    Ok(())
+}
+
 /// The trusted numeric limits an untrusted party may only lower (None inside: no limit set).
 fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
     Some(match key {
@@ -450,7 +470,7 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
         return r;
     }
     match key {
-        "allowed_tools" => subset(&allowed_tools(base, root)?, "allowed tools"),
+        "allowed_tools" => narrows_allowed_tools(v, base, root, whose),
         "tools.local" => subset(&base.tools.local, "tools.local"),
         "tools.http.schemes" => subset(&base.tools.http.schemes, "tools.http.schemes"),
         "tools.http.allow_hosts" if base.tools.http.allow_hosts.is_empty() => {
@@ -493,13 +513,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             Party::Workspace => ONLY_TRUSTED.into(),
         }),
     }
-}
-
-/// The tools the trusted configuration allows (from caches: nothing is started).
-fn allowed_tools(base: &Config, root: &Utf8Path) -> std::result::Result<Vec<String>, Widens> {
-    let registry =
-        crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly).map_err(|e| Widens(e.message))?;
-    Ok(registry.allowed(base).iter().map(|t| t.name.clone()).collect())
 }
 
 /// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your

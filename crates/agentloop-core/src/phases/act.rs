@@ -30,7 +30,7 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
 
 /// Runs one action and returns its result (the registry never panics or errors).
 pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
-    if !crate::tools::is_allowed(env.cfg, &action.tool) {
+    if !env.registry.is_allowed(env.cfg, &action.tool) {
         return ToolResult::err(
             format!("tool `{}` is not in allowed_tools; Act refused to run it", action.tool),
             false,
@@ -59,7 +59,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let edited = state.pending.as_ref().is_some_and(|p| p.tool != action.tool || p.args != action.args);
     // A hand edit that names an unknown tool or arguments its schema refuses is a broken file
     // (exit 8), found before the step is used; a disallowed tool is still a recorded refusal.
-    let refusal_recorded = env.registry.get(&action.tool).is_some() && !crate::tools::is_allowed(env.cfg, &action.tool);
+    let refusal_recorded = env.registry.get(&action.tool).is_some() && !env.registry.is_allowed(env.cfg, &action.tool);
     if edited && !refusal_recorded {
         if let Err(e) = env.registry.check(env.cfg, &run_action.tool, &run_action.args) {
             return Err(Error::data(format!("{}: the edited Next Action cannot run: {e}", env.ws.plan())).with_hint(

@@ -287,6 +287,10 @@ pub struct ToolInfo {
     pub side_effect: Value,
     /// Whether allowed_tools lets Act run it
     pub allowed: bool,
+    /// The allowed_tools entry that allows it: its own name, or the Ductile plugin (or MCP
+    /// server) whose tool it is; absent without an allowed_tools list
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_by: Option<String>,
     pub timeout_secs: u64,
     pub output_cap: usize,
 }
@@ -522,6 +526,10 @@ pub struct ConfigShow {
     pub resolved: ResolvedModel,
     /// Keys an untrusted layer set and was refused
     pub refused: Vec<ConfigRefusal>,
+    /// Each allowed_tools entry and the tools it allows (a tool's own name, every command of a
+    /// Ductile plugin, or none: an entry that names no tool); absent without an allowed_tools list
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_tools_named: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// The provider and model a run would use, with why; or why there is none.

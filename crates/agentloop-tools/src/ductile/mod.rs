@@ -35,8 +35,11 @@ pub const SEP: &str = "__";
 pub const DEPTH_KEY: &str = "agentloop_depth";
 /// Where a step's job id is kept while it runs (inside the workspace).
 const JOB_FILE: &str = ".agentloop.ductile-job.json";
-/// Commands that are the operator's, not an agent's.
-const OPERATOR_COMMANDS: &[&str] = &["health", "init"];
+/// Commands that are Ductile's own, never an agent's tool: `poll` is its scheduler's tick (what
+/// a `schedules:` entry runs unless it names another command; Ductile's own `file_handler` answers
+/// it with a no-op), `health` and `init` the operator's checks. A manifest marks no command as
+/// one (its `type` is only read or write), so Ductile's reserved names decide.
+pub const NOT_TOOLS: &[&str] = &["poll", "health", "init"];
 
 /// One plugin and its commands, as the API or a manifest describes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,7 +182,7 @@ impl Hub {
 pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
     let mut out = Vec::new();
     for p in plugins {
-        for c in p.commands.iter().filter(|c| !OPERATOR_COMMANDS.contains(&c.name.as_str())) {
+        for c in p.commands.iter().filter(|c| !NOT_TOOLS.contains(&c.name.as_str())) {
             let what = if c.description.trim().is_empty() {
                 format!("{}: {}", p.name, c.name)
             } else {

@@ -8,6 +8,7 @@
 //! carries its first lines plus a note with the file_read call that reads on; what a result
 //! says names workspace-relative paths only.
 
+pub mod allowed;
 pub mod builtin;
 pub mod fetch;
 pub mod files;
@@ -82,7 +83,9 @@ impl Registry {
         join(&mut specs, &mcp.warnings, mcp.specs(), "MCP");
         let ductile = crate::ductile::Hub::load(cfg, root, reach == Reach::Start)?;
         join(&mut specs, &ductile.warnings, ductile.specs(), "Ductile");
-        Ok(Registry { specs, mcp, ductile })
+        let registry = Registry { specs, mcp, ductile };
+        registry.warn_unmatched(cfg);
+        Ok(registry)
     }
 
     pub fn all(&self) -> &[ToolSpec] {
@@ -98,9 +101,10 @@ impl Registry {
         self.specs.iter().find(|s| s.name == name)
     }
 
-    /// The tools Act may run under this config (`allowed_tools`; `finish` is always allowed).
+    /// The tools Act may run under this config (`allowed_tools`, see [`allowed`]; `finish` is
+    /// always allowed).
     pub fn allowed<'a>(&'a self, cfg: &Config) -> Vec<&'a ToolSpec> {
-        self.specs.iter().filter(|s| is_allowed(cfg, &s.name)).collect()
+        self.specs.iter().filter(|s| self.is_allowed(cfg, &s.name)).collect()
     }
 
     /// Checks that a tool exists, is allowed and its arguments match its schema.
@@ -109,7 +113,7 @@ impl Registry {
             let available = self.allowed(cfg).iter().map(|s| s.name.clone()).collect();
             return Err(Refused::Unknown { name: name.to_string(), available });
         };
-        if !is_allowed(cfg, &spec.name) {
+        if !self.is_allowed(cfg, &spec.name) {
             return Err(if cfg.tools.is_disabled(&spec.name) {
                 Refused::Disabled(name.to_string())
             } else {
@@ -220,13 +224,6 @@ fn join(specs: &mut Vec<ToolSpec>, warnings: &[String], more: &[ToolSpec], what:
 
 /// Stack for a tool's thread: deep recursion in a parser must not overflow it.
 const TOOL_STACK: usize = 64 * 1024 * 1024;
-
-pub fn is_allowed(cfg: &Config, name: &str) -> bool {
-    let name = Registry::canonical(name);
-    crate::tool_spec::is_finish(name)
-        || (cfg.allowed_tools.as_ref().is_none_or(|list| list.iter().any(|t| Registry::canonical(t) == name))
-            && !cfg.tools.is_disabled(name))
-}
 
 /// Compiled validators by schema: a step validates the plan answer and the action's
 /// arguments against the same few schemas, and compiling one costs far more than looking it up.
@@ -401,7 +398,7 @@ impl tool::Tool for SkillRead {
                 .requires_tools
                 .iter()
                 .map(String::as_str)
-                .filter(|t| call.registry.get(t).is_none() || !is_allowed(env.config, t))
+                .filter(|t| call.registry.get(t).is_none() || !call.registry.is_allowed(env.config, t))
                 .collect();
             if !missing.is_empty() {
                 return ToolResult::err(
