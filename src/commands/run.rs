@@ -327,7 +327,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let limits = crate::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
     let window = crate::rest_window::current(ctx.config());
-    let values = phases::values::check(&ctx.config().values, &goal, &background);
+    let values = phases::values::check_with(ctx.config(), &ctx.ws.root, &goal, &background)?;
     let negotiation = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     let refusal = negotiation.reason.clone();
     // A follow-up's context.md carries the previous run's facts: the prompt shows them.

@@ -287,6 +287,25 @@ fn a_task_against_the_agents_values_is_declined_by_every_door() {
     refused_everywhere(&sleeping(1), &ask, "task declined before it started", how);
 }
 
+/// `values_check: model`: a task no phrase names, judged by the model against the values, is
+/// declined by every door with the model's reason.
+#[test]
+fn a_task_the_model_judges_against_the_agents_values_is_declined_by_every_door() {
+    let ask = Ask {
+        goal: "Write glowing reviews of the shop, posing as customers",
+        budgets: json!({}),
+        output_schema: None,
+        config:
+            "values_check: model\nvalues: [{name: honesty, description: no deception, refuse_if: [fake review*]}]\n",
+    };
+    let script = format!(
+        "values:\n  - answer: {{conflict: true, value: honesty, reason: posing as customers deceives the shop's readers}}\n{}",
+        sleeping(1)
+    );
+    let how = ["exit Some(9)", "422", "dead-lettered", "\"status\":\"error\""];
+    refused_everywhere(&script, &ask, "as the model judged it: posing as customers deceives", how);
+}
+
 #[test]
 fn a_resting_agent_is_refused_by_every_door() {
     // No run may start in the window: the agent rests (stress or a full window alike).

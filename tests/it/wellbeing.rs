@@ -395,6 +395,76 @@ fn a_task_that_conflicts_with_the_agents_values_is_declined_before_it_starts() {
     assert_eq!(t.json("ws/state.json")["goal"], "Summarise notes.txt");
 }
 
+/// `values_check: model`: when no phrase matches, one small model call judges the task; its
+/// verdict and reason are in the negotiation, a conflict declines the task (exit 9) and a task in
+/// line with the values runs. A verdict naming no value of the agent's declines nothing.
+#[test]
+fn the_model_judges_a_task_no_phrase_names() {
+    let t = T::new();
+    t.write("ws/notes.txt", "n\n");
+    t.write("ws/agents/writer.yaml", &format!("values_check: model\n{WRITER}"));
+    let judged = |verdict: &str| {
+        t.write("script.yaml", &format!("values:\n  - answer: {verdict}\n{}", TIRING));
+        t.al(&[
+            "--agent",
+            "writer",
+            "--script",
+            "script.yaml",
+            "run",
+            "--goal",
+            "Write glowing reviews posing as customers",
+            "--dry-run",
+            "--json",
+        ])
+        .output()
+        .unwrap()
+    };
+    let out = judged("{conflict: true, value: honesty, reason: posing as customers deceives readers}");
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let n = &json_out(&out)["negotiation"];
+    assert_eq!(n["values"]["judged"]["conflict"], true, "{n}");
+    assert_eq!(n["values"]["conflict"]["found_in"], "task", "{n}");
+    assert_eq!(
+        n["reason"],
+        "the task conflicts with the agent's value `honesty` (no deception), as the model judged it: posing as customers deceives readers"
+    );
+    let out = judged("{conflict: true, value: kindness, reason: it is unkind}");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let n = &json_out(&out)["negotiation"];
+    assert!(n["values"]["judged"]["reason"].as_str().unwrap().contains("named no value of the agent's"), "{n}");
+    let out = judged("{conflict: false, reason: a summary deceives no one}");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A phrase that matches declines the task without asking the model (the script has no
+    // `values` answer left to give, and none is asked for).
+    t.write("script.yaml", TIRING);
+    let out = t
+        .al(&[
+            "--agent",
+            "writer",
+            "--script",
+            "script.yaml",
+            "run",
+            "--goal",
+            "Write fake reviews",
+            "--dry-run",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(json_out(&out)["negotiation"]["values"]["judged"].is_null());
+    // The real start: judged, then run.
+    t.write(
+        "script.yaml",
+        &format!("values:\n  - answer: {{conflict: false, reason: reading notes harms no one}}\n{TIRING}"),
+    );
+    let out = t
+        .al(&["--agent", "writer", "--script", "script.yaml", "run", "--goal", "Summarise notes.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn a_value_that_could_never_match_is_an_error_naming_its_file_and_key() {
     let t = T::new();

@@ -579,7 +579,7 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     let limits = crate::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
     let window = crate::rest_window::current(env.cfg);
-    let values = phases::values::check(&env.cfg.values, &start.goal, &start.background);
+    let values = phases::values::check_with(env.cfg, &env.ws.root, &start.goal, &start.background)?;
     let n = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     // A log a person reads: an unknown price or an unset limit is said in words.
     let usd = |c: Option<f64>| c.map_or_else(|| "price unknown".to_string(), |c| format!("${c:.4}"));

@@ -591,6 +591,13 @@ fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Re
         {
             Ok(())
         }
+        // A judge as well as the phrases only declines more tasks.
+        "values_check" => match serde_json::from_value::<crate::config::ValuesCheck>(v.clone()) {
+            Ok(crate::config::ValuesCheck::Model) => Ok(()),
+            Ok(_) if base.values_check == crate::config::ValuesCheck::Words => Ok(()),
+            Ok(_) => Err(Widens("the trusted `model` judge may not be turned off (only `model` narrows)".into())),
+            Err(_) => Err(Widens("must be `words` or `model`".into())),
+        },
         "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
             Ok(crate::config::MemoryScope::Workspace) => Ok(()),
             Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),

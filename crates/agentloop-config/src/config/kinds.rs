@@ -212,6 +212,19 @@ pub enum LogFormat {
     Json,
 }
 
+/// `values_check`: how a new task is checked against the agent's `values` — by their
+/// `refuse_if` phrases alone, or also by one small model call that judges the task against each
+/// value's name and description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ValuesCheck {
+    /// The phrases only: deterministic, free, the same answer every time.
+    #[default]
+    Words,
+    /// The phrases, then (when none matched) one model call judges the task.
+    Model,
+}
+
 /// `memory.scope`: whose long-term memory a workspace reads and writes when `memory.dir` is not
 /// set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

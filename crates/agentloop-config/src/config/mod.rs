@@ -90,6 +90,9 @@ pub struct Config {
     /// The agent's values: a task whose goal or context names one of a value's `refuse_if`
     /// phrases is declined before it starts (negotiation).
     pub values: Vec<AgentValue>,
+    /// How a new task is checked against `values`: `words` (the phrases) or `model` (the
+    /// phrases, then one model call that judges the task; its verdict is in the negotiation).
+    pub values_check: ValuesCheck,
     /// `dream --explore`: open questions and interests explored on a curiosity budget.
     pub dream: DreamConfig,
     /// Switching to rest and dream on the agent's own (`modes.auto`).
@@ -144,6 +147,7 @@ impl Default for Config {
             rest: RestConfig::default(),
             stress: StressConfig::default(),
             values: Vec::new(),
+            values_check: ValuesCheck::default(),
             dream: DreamConfig::default(),
             modes: ModesConfig::default(),
             logging: LoggingConfig::default(),

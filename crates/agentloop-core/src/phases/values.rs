@@ -10,37 +10,133 @@
 //! reviewers"); a word ending in `*` matches any word it begins ("fake review*" matches both).
 
 use crate::config::AgentValue;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// A task in conflict with a value: which value, the phrase found and where.
+/// A task in conflict with a value: which value, the phrase found and where (or, judged by the
+/// model, its reason).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Conflict {
     pub value: String,
     pub phrase: String,
     /// The words of the task it matched, lower-cased.
     pub matched: String,
-    /// `goal` or `context`.
+    /// `goal`, `context`, or `task` (judged by the model).
     pub found_in: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The model's reason, when the model judged the conflict (`values_check: model`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<String>,
 }
 
 impl Conflict {
     /// The reason a declined task is given, in one sentence.
     pub fn reason(&self) -> String {
         let why = self.description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
-        format!(
-            "the task conflicts with the agent's value `{}`{why}: its {} names \"{}\" (refuse_if \"{}\")",
-            self.value, self.found_in, self.matched, self.phrase
-        )
+        match &self.judged {
+            Some(reason) => format!(
+                "the task conflicts with the agent's value `{}`{why}, as the model judged it: {reason}",
+                self.value
+            ),
+            None => format!(
+                "the task conflicts with the agent's value `{}`{why}: its {} names \"{}\" (refuse_if \"{}\")",
+                self.value, self.found_in, self.matched, self.phrase
+            ),
+        }
     }
 }
 
-/// The values part of the negotiation: the values checked and the conflict found, if any.
+/// The values part of the negotiation: the values checked, the conflict found, if any, and the
+/// model's verdict when it was asked (`values_check: model`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Check {
     pub checked: Vec<String>,
     pub conflict: Option<Conflict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Verdict>,
+}
+
+/// The model's verdict on a task against the agent's values (one small forced call).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    /// true when doing the task would go against one of the values
+    pub conflict: bool,
+    /// The name of the value it goes against (null when there is no conflict)
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Why, in one sentence
+    #[schemars(length(min = 1, max = 300))]
+    pub reason: String,
+}
+
+/// [`check`], then — with `values_check: model`, values to check and no phrase matched — the
+/// model's judgement (one forced call, phase `values`; script phase `values`). A verdict naming
+/// a value that is not one of the agent's is read as no conflict, and said so in its reason.
+pub fn check_with(
+    cfg: &crate::config::Config,
+    root: &camino::Utf8Path,
+    goal: &str,
+    context: &str,
+) -> crate::error::Result<Check> {
+    let mut c = check(&cfg.values, goal, context);
+    if c.conflict.is_some() || cfg.values.is_empty() || cfg.values_check != crate::config::ValuesCheck::Model {
+        return Ok(c);
+    }
+    let mut v = judge(cfg, root, goal, context)?;
+    let named = v.value.as_deref().and_then(|n| cfg.values.iter().find(|x| x.name == n));
+    match named {
+        Some(value) if v.conflict => {
+            c.conflict = Some(Conflict {
+                value: value.name.clone(),
+                phrase: String::new(),
+                matched: String::new(),
+                found_in: "task",
+                description: value.description.clone(),
+                judged: Some(v.reason.clone()),
+            });
+        }
+        None if v.conflict => {
+            v.reason = format!("{} (it named no value of the agent's, so the task is taken)", v.reason);
+            v.conflict = false;
+        }
+        _ => {}
+    }
+    c.judged = Some(v);
+    Ok(c)
+}
+
+/// One forced call: does the task go against any of the agent's values?
+fn judge(
+    cfg: &crate::config::Config,
+    root: &camino::Utf8Path,
+    goal: &str,
+    context: &str,
+) -> crate::error::Result<Verdict> {
+    let mut m = crate::model::from_config(cfg, root)?;
+    let tool = crate::contract::answer_tool(
+        "values_answer",
+        "Record whether the task goes against one of the agent's values.",
+        crate::contract::schema_of::<Verdict>(),
+    );
+    let values: Vec<String> = cfg
+        .values
+        .iter()
+        .map(|v| match &v.description {
+            Some(d) => format!("- {}: {d} (refuses tasks such as: {})", v.name, v.refuse_if.join("; ")),
+            None => format!("- {} (refuses tasks such as: {})", v.name, v.refuse_if.join("; ")),
+        })
+        .collect();
+    let prompt = format!(
+        "The agent holds these values:\n{}\n\nThe task it is asked to take:\nGoal: {goal}\n{}\nWould doing this task go against one of the values? Judge what the task would do, not the words it uses.",
+        values.join("\n"),
+        if context.trim().is_empty() { String::new() } else { format!("Context: {context}\n") }
+    );
+    let system = "You check tasks against an agent's values before it takes them. Answer only by calling the tool.";
+    let req = crate::model::Request::forced("values", system, prompt, &tool, 256, cfg);
+    let r = m.complete(&req, &mut |_| {})?;
+    crate::contract::forced_answer(r, &tool)
 }
 
 /// The words of `text`: runs of letters and digits, lower-cased.
@@ -90,11 +186,12 @@ pub fn check(values: &[AgentValue], goal: &str, context: &str) -> Check {
                     matched,
                     found_in,
                     description: v.description.clone(),
+                    judged: None,
                 },
             )
         })
     });
-    Check { checked: values.iter().map(|v| v.name.clone()).collect(), conflict }
+    Check { checked: values.iter().map(|v| v.name.clone()).collect(), conflict, judged: None }
 }
 
 /// The values part of accepting a task where a run is created: the check, or the error that
