@@ -96,7 +96,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     if s.status.is_terminal() || s.interrupted {
         p.outln(&format!("ways on     {}", crate::lifecycle::ways_on(&ctx.ws, &s)));
     }
-    p.outln(&format!("next        {}", serde_json::to_value(s.next).unwrap_or_default().as_str().unwrap_or("")));
+    p.outln(&format!("next        {}", s.next.as_str()));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
     p.outln(&format!("reframes    {} of {}", s.reframes, l.max_reframes));
     // The agent's inner state is shown once it says something (a calm agent's is in --json).

@@ -910,9 +910,7 @@ fn progress_summary(phase: Next, state: &State) -> (&'static str, String) {
         Next::Frame => ("frame", format!("framed the goal (reframes: {})", state.reframes)),
         Next::Plan => ("plan", format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into()))),
         Next::Act => ("act", format!("step {} ran its tool", state.step)),
-        Next::Reflect => {
-            ("reflect", format!("reflected on step {}; next: {:?}", state.step, state.next).to_lowercase())
-        }
+        Next::Reflect => ("reflect", format!("reflected on step {}; next: {}", state.step, state.next.as_str())),
         Next::Finish | Next::None => ("finish", ended()),
     }
 }

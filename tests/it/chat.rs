@@ -79,17 +79,6 @@ fn answer(tool: &str, body: &Value, b: Behaviour) -> Value {
 }
 
 /// The forced tool a request names (either wire format), or its first tool.
-fn forced(body: &Value) -> String {
-    let choice = &body["tool_choice"];
-    choice["function"]["name"]
-        .as_str()
-        .or(choice["name"].as_str())
-        .or(body["tools"][0]["function"]["name"].as_str())
-        .or(body["tools"][0]["name"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 /// Starts the fake model. `/v1/messages` answers in Anthropic's format, anything else in
 /// OpenAI's (Ollama's `/v1/chat/completions` included).
 pub fn model_server() -> Server {
@@ -100,7 +89,7 @@ pub fn model_server() -> Server {
 pub fn model_server_with(b: Behaviour) -> Server {
     Server::start_with(move |_, req| {
         let body = req.json();
-        let tool = forced(&body);
+        let tool = forced_tool(&body);
         let args = answer(&tool, &body, b);
         if req.url.ends_with("/messages") {
             return Reply::json(

@@ -528,3 +528,39 @@ impl Template {
         (color.to_string(), prompt.len() as u64 / 4)
     }
 }
+
+/// stdout as JSON, or a panic showing what was printed instead.
+pub fn json_out(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+/// The answer tool a request to a fake model forces: OpenAI's `tool_choice.function.name`,
+/// Anthropic's `tool_choice.name`, else the first tool offered (either format), else the
+/// schema of a `response_format` answer; "" when there is none.
+pub fn forced_tool(body: &serde_json::Value) -> String {
+    let choice = &body["tool_choice"];
+    choice["function"]["name"]
+        .as_str()
+        .or(choice["name"].as_str())
+        .or(body["tools"][0]["function"]["name"].as_str())
+        .or(body["tools"][0]["name"].as_str())
+        .or(body["response_format"]["json_schema"]["name"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A script that frames twice and then fails the same way eight times over (files that are not
+/// there): frustration builds, the forced reframe does not resolve it, and the run escalates.
+pub fn frustrating_script() -> String {
+    let mut s = String::from("frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\n");
+    s.push_str("  - answer: {goal: g2, definition_of_done: [a, b, c]}\n");
+    s.push_str("plan:\n");
+    for i in 0..8 {
+        s.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: gone{i}.txt}}}}}}\n"));
+    }
+    s.push_str("reflect:\n");
+    for _ in 0..8 {
+        s.push_str("  - answer: {decision: continue, reason: try another}\n");
+    }
+    s
+}

@@ -63,10 +63,6 @@ pub fn gone(pids: &[u32], limit: Duration) -> bool {
     false
 }
 
-pub(crate) fn json_out(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", stdout(o)))
-}
-
 #[test]
 pub(crate) fn list_starts_a_server_once_then_reads_the_cache() {
     let t = with_server("fake", "");

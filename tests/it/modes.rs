@@ -23,10 +23,6 @@ fn run(t: &T, args: &[&str]) -> std::process::Output {
     t.al(&a).output().unwrap()
 }
 
-fn json_out(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
-}
-
 #[test]
 fn what_one_run_learns_is_recalled_by_the_next() {
     let t = T::new();

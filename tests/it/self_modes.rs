@@ -6,10 +6,6 @@
 use crate::common::*;
 use serde_json::Value;
 
-fn json_out(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
-}
-
 /// Three steps of 45,000 tokens after a framing of 50,000: over a window of 150,000 after the
 /// third plan (160,000 tokens), before it acts. The replay goes on where the run's cursor stopped, so
 /// the same script finishes the run when it goes on: it acts, and Reflect says done.
@@ -136,20 +132,6 @@ fn the_agent_rests_itself_when_a_run_tires_it_once_per_window_and_not_when_told_
 }
 
 /// Every phase fails: the run escalates after the forced reframe (see wellbeing.rs).
-fn frustrating_script() -> String {
-    let mut s = String::from("frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\n");
-    s.push_str("  - answer: {goal: g2, definition_of_done: [a, b, c]}\n");
-    s.push_str("plan:\n");
-    for i in 0..8 {
-        s.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: gone{i}.txt}}}}}}\n"));
-    }
-    s.push_str("reflect:\n");
-    for _ in 0..8 {
-        s.push_str("  - answer: {decision: continue, reason: try another}\n");
-    }
-    s
-}
-
 #[test]
 fn stress_at_its_threshold_puts_the_agent_to_rest_on_its_own() {
     let t = T::new();

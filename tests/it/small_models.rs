@@ -20,10 +20,6 @@ fn answer(tool: &str) -> Value {
     }
 }
 
-fn forced(body: &Value) -> String {
-    body["tool_choice"]["function"]["name"].as_str().unwrap_or("").to_string()
-}
-
 fn tool_reply(name: &str, args: &str, finish: &str) -> Reply {
     Reply::json(
         200,
@@ -43,7 +39,7 @@ fn server(finish: &'static str) -> Server {
     let plans = std::sync::atomic::AtomicUsize::new(0);
     Server::start_with(move |_, req| {
         let body = req.json();
-        let tool = forced(&body);
+        let tool = forced_tool(&body);
         if tool == "report_color" {
             let (color, tokens) = Template::default().answer(&body);
             let mut r = tool_reply("report_color", &json!({"color": color}).to_string(), "tool_calls");
@@ -67,7 +63,7 @@ fn run(t: &T, url: &str) -> std::process::Output {
 
 /// The body of the n-th request that forced `tool`.
 fn nth(s: &Server, tool: &str, n: usize) -> Value {
-    (0..s.count()).map(|i| s.request(i).json()).filter(|b| forced(b) == tool).nth(n).unwrap()
+    (0..s.count()).map(|i| s.request(i).json()).filter(|b| forced_tool(b) == tool).nth(n).unwrap()
 }
 
 /// On a local server nobody probed, a refused answer goes back as the assistant's text, as the

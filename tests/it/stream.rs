@@ -244,20 +244,11 @@ fn anthropic_json(tool: &str, args: &str) -> Value {
 }
 
 /// The forced tool of a request in either format.
-fn forced(body: &Value) -> String {
-    body["tool_choice"]["name"]
-        .as_str()
-        .or(body["tools"][0]["function"]["name"].as_str())
-        .or(body["tool_choice"]["function"]["name"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 /// A server answering every phase in `format` (openai, llama, anthropic), streamed when the
 /// request asks for it and the server is not told to ignore it.
 fn phase_server(format: &'static str, ignore_stream: bool) -> SseServer {
     SseServer::start(move |_, body| {
-        let tool = forced(body);
+        let tool = forced_tool(body);
         let args = answer(&tool).to_string();
         let stream = body["stream"] == true && !ignore_stream;
         match (format, stream) {
@@ -412,7 +403,7 @@ fn the_stream_key_in_config_and_env_turns_streaming_on() {
 fn a_stream_that_breaks_before_any_piece_is_sent_again() {
     let t = T::new();
     let s = SseServer::start(|i, body| {
-        let tool = forced(body);
+        let tool = forced_tool(body);
         match i {
             // Headers, a ping, then the connection drops.
             0 => Answer::Sse { pieces: vec![": ping\n\n".into()], cut: true },
@@ -442,7 +433,7 @@ fn a_stream_that_breaks_before_any_piece_is_sent_again() {
 fn a_stream_that_breaks_after_pieces_were_shown_is_not_sent_again() {
     let t = T::new();
     let s = SseServer::start(|_, body| {
-        let mut pieces = openai_stream(&forced(body), &answer("frame_answer").to_string(), false);
+        let mut pieces = openai_stream(&forced_tool(body), &answer("frame_answer").to_string(), false);
         pieces.truncate(4);
         Answer::Sse { pieces, cut: true }
     });
@@ -485,7 +476,7 @@ fn a_stream_larger_than_the_cap_is_refused() {
         for _ in 0..200 {
             pieces.push(data(json!({"choices": [{"index": 0, "delta": {"content": "x".repeat(100)}}]})));
         }
-        pieces.extend(openai_stream(&forced(body), "{\"color\": \"blue\"}", false));
+        pieces.extend(openai_stream(&forced_tool(body), "{\"color\": \"blue\"}", false));
         Answer::Sse { pieces, cut: false }
     });
     let out = cmd(&t, "openai", &s.url, "ws")
@@ -581,7 +572,7 @@ fn streaming_goes_through_wire_negotiation_and_drops_stream_options_a_server_ref
                 json!({"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error"}}),
             );
         }
-        let tool = forced(body);
+        let tool = forced_tool(body);
         // Like llama-server: a named function is answered without the call.
         if body["tool_choice"]["type"] == "function" {
             let text = json!({"id": "x", "choices": [{"index": 0, "delta": {"content": "I will not call it."}, "finish_reason": "stop"}]});

@@ -5,10 +5,6 @@
 use crate::common::*;
 use serde_json::Value;
 
-fn json_out(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
-}
-
 /// A run that ends done and states its tokens: 95,000 in all (a real run's size: the smallest
 /// run's estimate, some 8,000 tokens, fits the windows below).
 const TIRING: &str = r#"frame:
@@ -100,20 +96,6 @@ fn a_tired_agent_may_be_forced_and_a_full_window_still_rests() {
     // The window is full, and --force does not override resting.
     let out = run(&["--force"]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
-}
-
-fn frustrating_script() -> String {
-    let mut s = String::from("frame:\n  - answer: {goal: g, definition_of_done: [a, b, c]}\n");
-    s.push_str("  - answer: {goal: g2, definition_of_done: [a, b, c]}\n");
-    s.push_str("plan:\n");
-    for i in 0..8 {
-        s.push_str(&format!("  - answer: {{next_action: {{tool: file_read, args: {{path: gone{i}.txt}}}}}}\n"));
-    }
-    s.push_str("reflect:\n");
-    for _ in 0..8 {
-        s.push_str("  - answer: {decision: continue, reason: try another}\n");
-    }
-    s
 }
 
 #[test]

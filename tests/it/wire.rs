@@ -24,15 +24,6 @@ fn answer(tool: &str) -> Value {
 }
 
 /// The tool a request forces (from the tools, else the json_schema name).
-fn forced(body: &Value) -> String {
-    body["tool_choice"]["function"]["name"]
-        .as_str()
-        .or(body["tools"][0]["function"]["name"].as_str())
-        .or(body["response_format"]["json_schema"]["name"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 fn tool_reply(name: &str, args: &str) -> Reply {
     Reply::json(
         200,
@@ -73,7 +64,7 @@ fn llama_cpp_python() -> Server {
                 return err("1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, 'content'), 'msg': 'Input should be a valid string'}");
             }
         }
-        let tool = forced(&body);
+        let tool = forced_tool(&body);
         if tool == "plan_answer" && plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             return tool_reply(&tool, "{\"next_action\": {\"tool\": ");
         }
@@ -89,7 +80,7 @@ fn llama_server() -> Server {
         if body["tool_choice"].is_object() {
             return text_reply("I will now think about the task.");
         }
-        let tool = forced(&body);
+        let tool = forced_tool(&body);
         tool_reply(&tool, &answer(&tool).to_string())
     })
 }
@@ -276,7 +267,7 @@ fn structured_json_and_strict_shape_the_first_request() {
     let t = T::new();
     let s = Server::start_with(|_, req| {
         let body = req.json();
-        text_reply(&answer(&forced(&body)).to_string())
+        text_reply(&answer(&forced_tool(&body)).to_string())
     });
     t.write("ws/agentloop.yaml", "llm:\n  structured: json\n  strict: true\n");
     let out = run(&t, "ws", &s.url);
@@ -370,7 +361,7 @@ fn models_test_prints_what_a_llama_cpp_python_server_accepts() {
 #[test]
 fn answers_a_json_grammar_allows_are_taken_as_written() {
     let s = Server::start_with(|_, req| {
-        let tool = forced(&req.json());
+        let tool = forced_tool(&req.json());
         let args = match tool.as_str() {
             "frame_answer" => "{\"goal\": \"write x\",\n \"definition_of_done\": [\"x written\", \"x is\tshort\", \"run ends \\ud800\"]}".to_string(),
             "plan_answer" => "{\"next_action\": {\"tool\": \"file_write\", \"args\": {\"path\": \"artifacts/x.md\", \"content\": \"line one\nline two\n\"}}, \"rationale\": \"the\tone thing\"}".to_string(),
