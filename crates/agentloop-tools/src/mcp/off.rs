@@ -24,6 +24,24 @@ pub enum Source {
     CacheOnly,
 }
 
+/// Where servers' logs would go (no server is started in this build).
+pub mod client {
+    use camino::{Utf8Path, Utf8PathBuf};
+
+    /// The same choice as the `mcp` build's, with nothing ever written.
+    #[derive(Debug, Clone)]
+    pub enum Logs {
+        Workspace(Utf8PathBuf),
+        User,
+    }
+
+    impl Logs {
+        pub fn for_command(root: &Utf8Path) -> Logs {
+            Logs::Workspace(root.to_path_buf())
+        }
+    }
+}
+
 /// No servers and no tools.
 #[derive(Default)]
 pub struct Hub {
@@ -39,6 +57,15 @@ impl Hub {
             return Err(not_built("`mcp.servers` (or `mcp.config_file`)"));
         }
         Ok(Hub::default())
+    }
+    /// [`Hub::load`]: there are no logs to keep.
+    pub fn load_logging(
+        cfg: &crate::config::Config,
+        root: &Utf8Path,
+        source: Source,
+        _logs: client::Logs,
+    ) -> Result<Hub> {
+        Self::load(cfg, root, source)
     }
     pub fn specs(&self) -> &[ToolSpec] {
         &[]
