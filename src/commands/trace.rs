@@ -317,7 +317,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             let (mut offset, mut lines) = (0, 0);
             for file in &files {
                 (offset, lines) = scan_par(file, work, |_, got, text| match got {
-                    Got::Read { finished, shown } => {
+                    Ok(Got::Read { finished, shown }) => {
                         ended = finished;
                         match shown {
                             Some(Shown::Line) => view.rendered(text),
@@ -325,7 +325,7 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                             None => {}
                         }
                     }
-                    Got::Bad(b) => warn(file, &b),
+                    Ok(Got::Bad(b)) | Err(b) => warn(file, &b),
                 })?;
             }
             if args.follow && !ended && files.last() == Some(&path) {
@@ -351,8 +351,8 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
                     }
                 };
                 scan_par(file, work, |_, r, _| match r {
-                    Ok(e) => stats.add(&e),
-                    Err(b) => warn(file, &b),
+                    Ok(Ok(e)) => stats.add(&e),
+                    Ok(Err(b)) | Err(b) => warn(file, &b),
                 })?;
             }
             stats.print(&ctx.printer);
@@ -400,7 +400,9 @@ fn latest_run(path: &camino::Utf8Path) -> Option<Latest> {
         path,
         &mut scratch,
         |_, b, _| runs_in(b, &key),
-        |part: RunsIn, _| {
+        |got| {
+            // A line too long to hold names no run.
+            let trace_read::Scanned::Part(part, _) = got else { return };
             for run_id in part.starts {
                 if last.as_ref() != Some(&run_id) {
                     seen.insert(run_id.clone());
@@ -526,14 +528,11 @@ fn top_level(prefix: &[u8]) -> bool {
     depth == 1 && !in_string
 }
 
-fn follow(
-    view: &mut View,
-    path: &camino::Utf8Path,
-    filter: &Filter,
-    mut offset: u64,
-    mut line_no: usize,
-) -> Result<()> {
-    let mut partial = String::new();
+fn follow(view: &mut View, path: &camino::Utf8Path, filter: &Filter, mut offset: u64, line_no: usize) -> Result<()> {
+    // Lines are cut as they come; one too long to hold is passed over unread, as the first read
+    // passed it.
+    let mut lines = trace::lines::Splitter::default();
+    let mut block = vec![0; 256 * 1024];
     loop {
         // What was read so far is shown before waiting for more; a write that fails here is
         // how a reader that went away is noticed.
@@ -543,38 +542,63 @@ fn follow(
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(200));
-        // Only the bytes appended since the last look are read.
+        // Only the bytes appended since the last look are read, a block at a time.
         let Ok(mut f) = std::fs::File::open(path) else { continue };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len < offset {
             offset = 0;
         }
-        let mut bytes = Vec::new();
-        if f.seek(SeekFrom::Start(offset)).and_then(|_| f.read_to_end(&mut bytes)).is_err() {
+        if f.seek(SeekFrom::Start(offset)).is_err() {
             continue;
         }
-        partial.push_str(&String::from_utf8_lossy(&bytes));
-        offset += bytes.len() as u64;
-        while let Some(nl) = partial.find('\n') {
-            let line: String = partial.drain(..=nl).collect();
-            line_no += 1;
-            if line.trim().is_empty() {
-                continue;
+        while let Ok(n @ 1..) = f.read(&mut block) {
+            offset += n as u64;
+            let mut ended = false;
+            lines.feed(&block[..n], &mut |n, piece| {
+                ended = ended || follow_line(view, path, filter, line_no + n, piece);
+            });
+            if ended {
+                return Ok(());
             }
-            match serde_json::from_str::<Entry>(line.trim_end()) {
-                Ok(e) => {
-                    if filter.keep(&e) && view.printer.json {
-                        let rendered = view.printer.render(&format!("{}\n", line.trim()));
-                        view.rendered(&rendered);
-                    } else if filter.keep(&e) {
-                        view.entry(&e);
-                    }
-                    if finished(&e) {
-                        return Ok(());
-                    }
-                }
-                Err(err) => view.printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({err})")),
+        }
+    }
+}
+
+/// Shows one line `--follow` read, or warns of one that is no entry; true when it ends the run.
+fn follow_line(
+    view: &mut View,
+    path: &camino::Utf8Path,
+    filter: &Filter,
+    line_no: usize,
+    piece: trace::lines::Piece<'_>,
+) -> bool {
+    let printer = view.printer;
+    let warn = |why: &str| printer.warn(&format!("{path}:{line_no}: skipped a corrupt line ({why})"));
+    let raw = match piece {
+        trace::lines::Piece::Line(raw) => raw,
+        trace::lines::Piece::TooLong(bytes) => {
+            warn(&trace::lines::too_long(bytes));
+            return false;
+        }
+    };
+    let line = String::from_utf8_lossy(raw);
+    let line = line.trim();
+    if line.is_empty() {
+        return false;
+    }
+    match trace::checked(line) {
+        Ok(e) => {
+            if filter.keep(&e) && view.printer.json {
+                let rendered = view.printer.render(&format!("{line}\n"));
+                view.rendered(&rendered);
+            } else if filter.keep(&e) {
+                view.entry(&e);
             }
+            finished(&e)
+        }
+        Err(err) => {
+            warn(&err.to_string());
+            false
         }
     }
 }

@@ -8,7 +8,8 @@
 //! for the long fields (a result summary, a reason, args), which are checked and passed over.
 
 use crate::error::Result;
-use crate::trace::{Entry, Phase, Usage};
+use crate::trace::lines::{self, MAX_LINE};
+use crate::trace::{BadLine, Entry, Phase, Usage};
 use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -30,12 +31,14 @@ pub struct Line<'a> {
 /// when the machine has cores to spare), then `each` with each of the results in file order, the
 /// 1-based position of its line among the file's non-empty lines, and the text `work` wrote for
 /// that line into the buffer it was handed (a rendered line, say: one buffer per thread, kept
-/// from block to block, so a kept line costs no allocation of its own). Returns the bytes read
-/// and the number of non-empty lines. A missing file is no lines, as in [`crate::trace::scan`].
+/// from block to block, so a kept line costs no allocation of its own). A line too long to hold
+/// ([`MAX_LINE`]) is never given to `work`: `each` gets it as a bad line, with no text. Returns
+/// the bytes read and the number of non-empty lines. A missing file is no lines, as in
+/// [`crate::trace::scan`].
 pub fn scan_par<T: Send>(
     path: &camino::Utf8Path,
     work: impl Fn(&Line, &mut String) -> Option<T> + Sync,
-    mut each: impl FnMut(usize, T, &str),
+    mut each: impl FnMut(usize, std::result::Result<T, BadLine>, &str),
 ) -> Result<(u64, usize)> {
     let mut texts: Vec<String> = (0..threads()).map(|_| String::new()).collect();
     let mut nth_before = 0;
@@ -43,11 +46,17 @@ pub fn scan_par<T: Send>(
         path,
         &mut texts,
         |text, b, first| run_part(b, first, text, &work),
-        |part: Part<T>, text| {
-            for (nth, r, from, to) in part.results {
-                each(nth_before + nth, r, text.get(from..to).unwrap_or_default());
+        |got| match got {
+            Scanned::Part(part, text) => {
+                for (nth, r, from, to) in part.results {
+                    each(nth_before + nth, Ok(r), text.get(from..to).unwrap_or_default());
+                }
+                nth_before += part.non_empty;
             }
-            nth_before += part.non_empty;
+            Scanned::TooLong(bad) => {
+                nth_before += 1;
+                each(nth_before, Err(bad), "");
+            }
         },
     )?;
     Ok((bytes, nth_before))
@@ -58,19 +67,29 @@ pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
 }
 
+/// What [`scan_blocks`] hands on, in file order.
+pub enum Scanned<'s, R, S> {
+    /// What `work` gave for one part of a block, with the scratch it was given.
+    Part(R, &'s S),
+    /// A line over [`MAX_LINE`], passed over without being held.
+    TooLong(BadLine),
+}
+
 /// The read under [`scan_par`], by blocks of whole lines: each block is split into as many parts
 /// as there are `scratch` values, `work` judges each part on a thread of its own (given the
 /// part's scratch, its bytes and the 1-based number of its first line), and `each` is given
-/// every part's result, with its scratch, in file order. Returns the bytes read; a missing
-/// file is none.
+/// every part's result, with its scratch, in file order, and in its place among them each line
+/// too long to hold. Returns the bytes read; a missing file is none.
 ///
 /// The next block is read on a thread of its own while the parts of this one are judged, so the
-/// copy out of the page cache overlaps the work.
+/// copy out of the page cache overlaps the work. A line longer than a block is read onto in one
+/// buffer up to [`MAX_LINE`], then passed over to its newline: the buffers hold at most a line's
+/// cap and a block in one and two blocks in the other, however the file is shaped.
 pub fn scan_blocks<S: Send, R: Send>(
     path: &camino::Utf8Path,
     scratch: &mut [S],
     work: impl Fn(&mut S, &[u8], usize) -> R + Sync,
-    mut each: impl FnMut(R, &S),
+    mut each: impl FnMut(Scanned<'_, R, S>),
 ) -> Result<u64> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -80,16 +99,38 @@ pub fn scan_blocks<S: Send, R: Send>(
     let read_err = |e| crate::error::Error::io("read", path, e);
     let (mut buf, mut spare) = (Vec::with_capacity(BLOCK + 64 * 1024), Vec::with_capacity(BLOCK + 64 * 1024));
     let mut eof = read_block(&mut file, &mut buf).map_err(read_err)?;
-    // Lines before the start of `buf`.
+    // Lines before the whole lines of `buf`.
     let mut lines_before = 0usize;
     let mut bytes = 0u64;
+    // The bytes so far of a line over the cap, passed over block by block.
+    let mut long: Option<u64> = None;
     loop {
-        // The whole lines in the buffer; the rest is carried to the next block (a line longer
-        // than a block grows it).
-        let end = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        let start = match head(&buf, eof, long.take().unwrap_or(0)) {
+            Head::Fits => 0,
+            Head::Ends { bytes, next } => {
+                lines_before += 1;
+                each(Scanned::TooLong(BadLine { line: lines_before, message: lines::too_long(bytes) }));
+                next
+            }
+            Head::Goes(bytes) => {
+                long = Some(bytes);
+                buf.len()
+            }
+        };
+        let body = &buf[start..];
+        // The whole lines in the buffer; the rest is carried to the next block.
+        let end = if eof { body.len() } else { memchr::memrchr(b'\n', body).map_or(0, |i| i + 1) };
+        if end == 0 && !eof {
+            // No whole line to judge: the next block is read onto this one, so a long line is
+            // held once rather than copied into the other buffer too.
+            buf.drain(..start);
+            bytes += start as u64;
+            eof = read_block(&mut file, &mut buf).map_err(read_err)?;
+            continue;
+        }
         spare.clear();
-        spare.extend_from_slice(&buf[end..]);
-        let parts = split(&buf[..end], scratch.len().max(1));
+        spare.extend_from_slice(&body[end..]);
+        let parts = split(&body[..end], scratch.len().max(1));
         let (firsts, after) = first_lines(&parts, lines_before);
         let (results, next) = std::thread::scope(|s| {
             let reader = (!eof).then(|| s.spawn(|| read_block(&mut file, &mut spare)));
@@ -98,10 +139,10 @@ pub fn scan_blocks<S: Send, R: Send>(
             (results, reader.map(|h| h.join().unwrap_or(Ok(true))))
         });
         for (r, sc) in results.into_iter().zip(scratch.iter()) {
-            each(r, sc);
+            each(Scanned::Part(r, sc));
         }
         lines_before = after;
-        bytes += end as u64;
+        bytes += (start + end) as u64;
         match next {
             None => break,
             Some(n) => eof = n.map_err(read_err)?,
@@ -111,8 +152,32 @@ pub fn scan_blocks<S: Send, R: Send>(
     Ok(bytes)
 }
 
-/// Appends up to a block of the file to `buf`; true at the end of the file.
+/// Where the first line of a buffer stands against [`MAX_LINE`]: it may have begun in an earlier
+/// block, carried at the head of the buffer or, once over the cap, passed over (`before` bytes).
+enum Head {
+    /// Within the cap: judged with the rest, or carried on.
+    Fits,
+    /// Over the cap and ended here: its length, and where the next line starts.
+    Ends { bytes: u64, next: usize },
+    /// Over the cap and going on past the buffer: its length so far.
+    Goes(u64),
+}
+
+fn head(buf: &[u8], eof: bool, before: u64) -> Head {
+    let over = |len: usize| before + len as u64 > MAX_LINE as u64;
+    match memchr::memchr(b'\n', buf) {
+        Some(i) if over(i) => Head::Ends { bytes: before + i as u64, next: i + 1 },
+        // A file's last line ends with the file.
+        None if over(buf.len()) && eof => Head::Ends { bytes: before + buf.len() as u64, next: buf.len() },
+        None if over(buf.len()) => Head::Goes(before + buf.len() as u64),
+        _ => Head::Fits,
+    }
+}
+
+/// Appends up to a block of the file to `buf`; true at the end of the file. Room for exactly a
+/// block is made first: a buffer left to double as it fills could reach twice what it holds.
 fn read_block(file: &mut std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    buf.reserve_exact(BLOCK);
     let n = file.take(BLOCK as u64).read_to_end(buf)?;
     Ok(n < BLOCK)
 }

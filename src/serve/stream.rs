@@ -10,6 +10,7 @@
 use super::runs;
 use super::Shared;
 use crate::fs::sys;
+use crate::trace::lines::{Piece, Splitter};
 use crate::workspace::Workspace;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
@@ -62,42 +63,39 @@ impl<W: Write> Chunked<W> {
 
 fn pump<W: Write>(shared: &Shared, ws: &Workspace, out: &mut Chunked<W>, after: usize) -> std::io::Result<()> {
     let path = ws.trace();
-    let (mut offset, mut line_no) = (0u64, 0usize);
-    let mut partial: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
+    // Lines are cut as they come; one too long to hold is passed over unread, as every reader of
+    // the trace passes it (crate::trace::lines).
+    let mut lines = Splitter::default();
+    let mut block = vec![0; 256 * 1024];
     let mut last_write = Instant::now();
     loop {
         let mut got = false;
         if let Ok(mut f) = open_trace(&path) {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len > offset {
-                let mut bytes = Vec::new();
                 f.seek(SeekFrom::Start(offset))?;
-                f.take(len - offset).read_to_end(&mut bytes)?;
-                offset += bytes.len() as u64;
-                partial.extend_from_slice(&bytes);
-                got = true;
-            }
-        }
-        while let Some(nl) = partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = partial.drain(..=nl).collect();
-            line_no += 1;
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim();
-            if line_no <= after || text.is_empty() {
-                continue;
-            }
-            // A line is sent only when it is one JSON object (a torn or corrupt line is skipped).
-            if serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
-                out.send(&format!("id: {line_no}\ndata: {text}\n\n"))?;
-                last_write = Instant::now();
+                // What was appended, a block at a time: never more than a block and a line held.
+                let mut appended = f.take(len - offset);
+                while let Some(n) = read_some(&mut appended, &mut block)? {
+                    offset += n as u64;
+                    got = true;
+                    let mut sent = Ok(());
+                    lines.feed(&block[..n], &mut |line_no, piece| {
+                        if sent.is_ok() {
+                            sent = send_line(out, line_no, piece, after, &mut last_write);
+                        }
+                    });
+                    sent?;
+                }
             }
         }
         if !got {
             // Every line is out: the stream ends once the run has stopped (state.json is
             // written after the trace lines of a commit, so nothing of the run is missed).
             let stopped = ws.load_state().map(|s| s.status.is_terminal() || s.interrupted).unwrap_or(true);
-            if stopped && partial.is_empty() && shared.queue.place(run_id(ws)).is_none() {
-                out.send(&format!("event: end\ndata: {{\"lines\": {line_no}}}\n\n"))?;
+            if stopped && lines.is_empty() && shared.queue.place(run_id(ws)).is_none() {
+                out.send(&format!("event: end\ndata: {{\"lines\": {}}}\n\n", lines.lines()))?;
                 return Ok(());
             }
             if last_write.elapsed() >= KEEPALIVE {
@@ -107,6 +105,40 @@ fn pump<W: Write>(shared: &Shared, ws: &Workspace, out: &mut Chunked<W>, after: 
             std::thread::sleep(POLL);
         }
     }
+}
+
+/// The next bytes of `r` into `block`: how many, or None at its end.
+fn read_some(r: &mut impl Read, block: &mut [u8]) -> std::io::Result<Option<usize>> {
+    loop {
+        match r.read(block) {
+            Ok(0) => return Ok(None),
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Sends a line past `after` as one event when it is one JSON object: a torn, corrupt or
+/// over-long line is skipped.
+fn send_line<W: Write>(
+    out: &mut Chunked<W>,
+    line_no: usize,
+    piece: Piece<'_>,
+    after: usize,
+    last_write: &mut Instant,
+) -> std::io::Result<()> {
+    let Piece::Line(raw) = piece else { return Ok(()) };
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim();
+    if line_no <= after || text.is_empty() {
+        return Ok(());
+    }
+    if serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()) {
+        out.send(&format!("id: {line_no}\ndata: {text}\n\n"))?;
+        *last_write = Instant::now();
+    }
+    Ok(())
 }
 
 fn run_id(ws: &Workspace) -> &str {

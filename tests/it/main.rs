@@ -31,6 +31,7 @@ mod handle_config;
 mod http_cache;
 mod learn;
 mod links;
+mod long_lines;
 mod loop_;
 mod loop_limits;
 mod mcp;

@@ -271,6 +271,23 @@ pub fn append_line(path: &Utf8Path, line: &str) -> Result<()> {
     f.write_all(&buf).map_err(|e| Error::io("append to", path, e))
 }
 
+/// The last `n` bytes of a file (all of it when it is shorter), or None when there is no file:
+/// what a look at the end of a file needs, read without the rest however long the file is.
+pub fn read_tail(path: &Utf8Path, n: u64) -> Result<Option<Vec<u8>>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let len = f.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+    let mut tail = Vec::new();
+    f.seek(SeekFrom::Start(len.saturating_sub(n)))
+        .and_then(|_| f.take(n).read_to_end(&mut tail))
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(Some(tail))
+}
+
 /// Whether a file is empty, missing, or ends with a newline (reads only its last byte).
 pub fn ends_with_newline(path: &Utf8Path) -> Result<bool> {
     use std::io::{Read, Seek, SeekFrom};

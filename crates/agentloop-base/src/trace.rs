@@ -2,7 +2,8 @@
 //!
 //! Invariants: lines are only ever appended, each with a single write, and never rewritten. The
 //! first entry of a run (`event: "run.started"`) carries `schema_version`. Readers skip a corrupt
-//! or truncated line and report its number instead of failing. Field names are a public contract
+//! or truncated line, or one too long to hold ([`lines::MAX_LINE`]), and report its number
+//! instead of failing. Field names are a public contract
 //! (docs/WORKSPACE.md, "Trace schema"): add fields, never rename them.
 
 use crate::error::Result;
@@ -10,6 +11,8 @@ use crate::fs;
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub mod lines;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -213,29 +216,21 @@ pub fn checked(line: &str) -> std::result::Result<Entry, Unreadable> {
     }
 }
 
-/// Reads every entry; corrupt lines are returned separately with their line numbers.
+/// Reads every entry, streamed as [`scan`] streams it (only the entries are kept); corrupt
+/// lines, and lines too long to hold, are returned separately with their line numbers.
 pub fn read(path: &Utf8Path) -> Result<(Vec<Entry>, Vec<BadLine>)> {
-    let text = fs::read_optional(path)?.unwrap_or_default();
-    Ok(parse(&text))
+    let (mut entries, mut bad) = (Vec::new(), Vec::new());
+    scan(path, |r| match r {
+        Ok(e) => entries.push(e),
+        Err(b) => bad.push(b),
+    })?;
+    Ok((entries, bad))
 }
 
-pub fn parse(text: &str) -> (Vec<Entry>, Vec<BadLine>) {
-    let mut entries = Vec::new();
-    let mut bad = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match checked(line) {
-            Ok(e) => entries.push(e),
-            Err(why) => bad.push(BadLine { line: i + 1, message: why.to_string() }),
-        }
-    }
-    (entries, bad)
-}
-
-/// Streams the file line by line (constant memory however long the trace), calling `f` with
-/// each entry or each corrupt line. Returns the file's length in bytes at the end of the scan.
+/// Streams the file line by line (memory stays at a read block and one line however long the
+/// trace), calling `f` with each entry or each corrupt line; a line over [`lines::MAX_LINE`] is
+/// passed over unread and reported as a corrupt one. Returns the file's length in bytes at the
+/// end of the scan.
 pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLine>)) -> Result<u64> {
     scan_where(
         path,
@@ -252,52 +247,78 @@ pub fn scan(path: &Utf8Path, mut f: impl FnMut(std::result::Result<Entry, BadLin
 /// line's text (trimmed, invalid UTF-8 replaced as [`scan`] replaces it) and `f` gets `None` for
 /// a line it passed over, which is neither parsed nor checked. A reader that filters skips lines
 /// that cannot match without paying for their parse; `f` still sees every line, so line
-/// numbers stay true.
+/// numbers stay true. A line too long to hold is reported whatever `wanted` would say.
 pub fn scan_where(
     path: &Utf8Path,
     mut wanted: impl FnMut(&str) -> bool,
     mut f: impl FnMut(Option<std::result::Result<Entry, BadLine>>),
 ) -> Result<u64> {
-    use std::io::BufRead;
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(crate::error::Error::io("read", path, e)),
     };
-    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let mut buf = Vec::new();
-    let mut line = 0;
-    let mut offset = 0u64;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| crate::error::Error::io("read", path, e))?;
-        if n == 0 {
-            return Ok(offset);
-        }
-        offset += n as u64;
-        line += 1;
+    let each = |line, piece: lines::Piece<'_>| {
+        let raw = match piece {
+            lines::Piece::Line(raw) => raw,
+            lines::Piece::TooLong(bytes) => return f(Some(Err(BadLine { line, message: lines::too_long(bytes) }))),
+        };
         // `from_utf8` checks ASCII a word at a time, `from_utf8_lossy` byte by byte.
-        let text = match std::str::from_utf8(&buf) {
+        let text = match std::str::from_utf8(raw) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(&buf),
+            Err(_) => String::from_utf8_lossy(raw),
         };
         let text = text.trim();
         if text.is_empty() {
-            continue;
+            return;
         }
         if !wanted(text) {
-            f(None);
-            continue;
+            return f(None);
         }
         match checked(text) {
             Ok(e) => f(Some(Ok(e))),
             Err(why) => f(Some(Err(BadLine { line, message: why.to_string() }))),
         }
-    }
+    };
+    lines::each(file, each).map_err(|e| crate::error::Error::io("read", path, e))
 }
 
-/// Whether the file's last line is exactly this entry (used to make journal replay idempotent).
-pub fn ends_with(path: &Utf8Path, line: &str) -> Result<bool> {
-    let text = fs::read_optional(path)?.unwrap_or_default();
-    Ok(text.trim_end_matches('\n').rsplit('\n').next() == Some(line))
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A trace of an entry, a line of exactly the cap (the entry padded with blanks), a line one
+    /// byte over it (a sparse run of zero bytes, as a tar ships one cheaply), and a last entry
+    /// ended by CRLF.
+    fn trace_with_a_long_line(dir: &tempfile::TempDir) -> camino::Utf8PathBuf {
+        let path = Utf8Path::from_path(dir.path()).unwrap().join("trace.jsonl");
+        let e = Entry::new("R", 1, Phase::Act, "act").to_line();
+        let at_cap = e.clone() + &" ".repeat(lines::MAX_LINE - e.len());
+        std::fs::write(&path, format!("{e}\n{at_cap}\n")).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len + lines::MAX_LINE as u64 + 1).unwrap();
+        f.write_all(format!("\n{e}\r\n").as_bytes()).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_reported_by_its_number_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = trace_with_a_long_line(&dir);
+        let (entries, bad) = read(&path).unwrap();
+        assert_eq!(entries.len(), 3, "the line at the cap and the one after the long one are read");
+        assert!(entries.iter().all(|e| e.run_id == "R" && e.step == 1), "{entries:?}");
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert_eq!(bad[0].line, 3);
+        assert_eq!(bad[0].message, lines::too_long(lines::MAX_LINE as u64 + 1));
+        assert!(bad[0].message.ends_with("bytes, longer than the 64 MiB a line may hold"), "{}", bad[0].message);
+        // A filtered scan cannot judge the long line by its text: it is reported all the same.
+        let mut seen = Vec::new();
+        let len = scan_where(&path, |_| false, |r| seen.push(r.map(|r| r.map(|_| ()).map_err(|b| b.line)))).unwrap();
+        assert_eq!(seen, [None, None, Some(Err(3)), None]);
+        assert_eq!(len, std::fs::metadata(&path).unwrap().len());
+    }
 }

@@ -80,14 +80,19 @@ impl Run {
     /// Reads the run in `ws` (state.json, trace.jsonl, memory.md, plan.md).
     pub fn load(ws: &Workspace) -> Result<Run> {
         let state = ws.load_state()?;
-        let (mut entries, bad) = trace::read(&ws.trace())?;
-        entries.retain(|e| e.run_id == state.run_id);
+        // Streamed, only this run's entries kept: the trace may hold earlier runs too.
+        let (mut entries, mut bad_lines) = (Vec::new(), 0);
+        trace::scan(&ws.trace(), |r| match r {
+            Ok(e) if e.run_id == state.run_id => entries.push(e),
+            Ok(_) => {}
+            Err(_) => bad_lines += 1,
+        })?;
         let read = |p: camino::Utf8PathBuf| crate::fs::read_inside(&ws.root, &p).map(Option::unwrap_or_default);
         Ok(Run {
             ws: ws.clone(),
             state,
             entries,
-            bad_lines: bad.len(),
+            bad_lines,
             memory: read(ws.memory())?,
             plan: read(ws.plan())?,
             since: None,

@@ -74,6 +74,9 @@ const GROW_BYTES: usize = 64 << 10;
 /// ...) may hold (64 MiB): far more than a run writes, and what one template render may write.
 pub const MAX_PAPER_FILE: u64 = 64 << 20;
 
+// No line agentloop writes to trace.jsonl may be one its readers pass over as too long to hold.
+const _: () = assert!(MAX_PAPER_FILE <= crate::trace::lines::MAX_LINE as u64);
+
 /// CRC-32 of a record's payload: tells a torn record from a whole one (not an adversary's).
 fn checksum(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
@@ -256,6 +259,25 @@ fn size_of(path: &camino::Utf8Path) -> Result<u64> {
     }
 }
 
+/// How many of `lines` (a commit of an earlier version, whose trace lines carry no offset) the
+/// trace at `path` ends with already: the longest prefix of them that is the file's last lines.
+/// Only the file's end is read, as many bytes as the lines take and one more, cut to whole
+/// lines: a handed workspace's trace may be far longer, or one line with no end.
+fn written_already(path: &camino::Utf8Path, lines: &[String]) -> Result<usize> {
+    let want = lines.iter().map(|l| l.len() as u64 + 1).sum::<u64>() + 1;
+    let tail = fs::read_tail(path, want)?.unwrap_or_default();
+    // A tail shorter than asked for is the whole file; a full one starts mid-line.
+    let whole = if tail.len() as u64 == want {
+        tail.iter().position(|b| *b == b'\n').map_or(&tail[..0], |i| &tail[i + 1..])
+    } else {
+        &tail[..]
+    };
+    let text = String::from_utf8_lossy(whole);
+    let present: Vec<&str> = text.lines().collect();
+    let ends_with = |k: usize| present[present.len() - k..].iter().zip(&lines[..k]).all(|(a, b)| *a == b);
+    Ok((1..=lines.len().min(present.len())).rev().find(|&k| ends_with(k)).unwrap_or(0))
+}
+
 impl Session {
     /// Applies a phase's effects all-or-nothing (see the module docs).
     pub fn commit(&self, commit: &Commit) -> Result<()> {
@@ -414,7 +436,8 @@ impl Workspace {
                 Some(at) => fs::append_at(&path, *at, text)?,
                 // A journal of an earlier version: the text may be there already (the process
                 // died after appending it).
-                None if replay && fs::read_optional(&path)?.is_some_and(|t| t.ends_with(text.as_str())) => {}
+                // Only the file's end is read: a workspace's file may be far longer than the text.
+                None if replay && fs::read_tail(&path, text.len() as u64)?.is_some_and(|t| t == text.as_bytes()) => {}
                 None => fs::append_text(&path, text)?,
             }
         }
@@ -442,17 +465,7 @@ impl Workspace {
         }
         // A journal of an earlier version: its lines may be partly written already (in order);
         // skip the prefix that is there.
-        let mut skip = 0;
-        if replay {
-            let existing = fs::read_optional(&path)?.unwrap_or_default();
-            let present: Vec<&str> = existing.lines().collect();
-            for k in (1..=commit.trace.len().min(present.len())).rev() {
-                if present[present.len() - k..].iter().zip(&commit.trace[..k]).all(|(a, b)| *a == b) {
-                    skip = k;
-                    break;
-                }
-            }
-        }
+        let skip = if replay { written_already(&path, &commit.trace)? } else { 0 };
         // A line torn by a crash (no newline) must not swallow the next entry.
         if skip < commit.trace.len() && !fs::ends_with_newline(&path)? {
             fs::append_raw(&path, "\n")?;
@@ -587,6 +600,27 @@ mod tests {
         std::fs::write(ws.path(JOURNAL_FILE), "not json").unwrap();
         drop(ws.lock(None).unwrap());
         assert!(ws.path(".agentloop.journal.corrupt").exists());
+    }
+
+    /// An earlier version's journal is checked against the end of the trace alone, cut to whole
+    /// lines: a line that only ends like an entry of the commit is not it.
+    #[test]
+    fn lines_written_already_are_read_off_the_end_of_the_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = camino::Utf8Path::from_path(dir.path()).unwrap().join("trace.jsonl");
+        let lines = [r#"{"n":1}"#.to_string(), r#"{"n":2}"#.to_string()];
+        let written = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            written_already(&path, &lines).unwrap()
+        };
+        assert_eq!(written(&format!("{}\n{{\"n\":1}}\n", "x".repeat(100))), 1);
+        assert_eq!(written("{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n"), 2);
+        assert_eq!(written("{\"n\":1}\n{\"n\":2}"), 2, "the last one torn after its text");
+        assert_eq!(written(&format!("{}{{\"n\":1}}\n", "y".repeat(9))), 0, "cut mid-line");
+        assert_eq!(written("xx{\"n\":1}\n"), 0);
+        assert_eq!(written(""), 0);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(written_already(&path, &lines).unwrap(), 0, "no trace");
     }
 
     fn record(c: &Commit, cycle: u64, boot: &str, applied: bool) -> Vec<u8> {
