@@ -324,11 +324,8 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
         let now = state.limits.in_force(&resolved.config, &resolved.sources);
         if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
-            let hint = format!(
-                "raise it in the request: {{\"budgets\": {{\"{}\": ...}}}}, up to this server's limit",
-                b.key()
-            );
-            return Err(ApiError::new(409, e.message).hint(hint));
+            let (hint, form_hint) = super::raise::fix(b, &state);
+            return Err(ApiError::new(409, e.message).hint(hint).form_hint(form_hint));
         }
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;

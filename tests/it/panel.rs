@@ -196,6 +196,11 @@ fn a_browser_signs_in_answers_and_continues_runs_through_the_panel() {
     b.go(&format!("{}/runs/{id}/report", s.url));
     let page = b.wait_for("id=\"continue-form\"", &s);
     assert!(!page.contains("id=\"sign-in\""), "{page}");
+    // Continue with nothing raised: the run's page again (never raw JSON), saying what to change.
+    b.click("#continue-form button");
+    let refused = b.wait_for("id=\"refused\"", &s);
+    assert!(refused.contains("raise max_steps above 1 to continue"), "{refused}");
+    assert!(refused.contains("id=\"continue-form\"") && !refused.contains("\"status\": 409"), "{refused}");
     b.type_into("#max_steps", "4");
     b.click("#continue-form button");
     let v = s.wait_for(&id, "done", |v| v["status"] == "done");

@@ -256,12 +256,20 @@ fn the_panels_start_page_starts_a_run_with_a_form_only_its_pages_can_post() {
 impl Serve {
     /// POSTs a form as a signed-in browser does: the sign-in cookie, no bearer token.
     fn post_form(&self, path: &str, form: &str, origin: Option<&str>) -> Resp {
-        let mut r = agent()
-            .post(&format!("{}{path}", self.url))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header("Cookie", &format!("agentloop_token={}", self.token));
+        let cookie = format!("agentloop_token={}", self.token);
+        let mut headers = vec![("Cookie", cookie.as_str())];
         if let Some(o) = origin {
-            r = r.header("Origin", o);
+            headers.push(("Origin", o));
+        }
+        self.post_with(path, form, &headers)
+    }
+
+    /// POSTs a form-encoded `form` with `headers` (and nothing else: no token, no cookie).
+    fn post_with(&self, path: &str, form: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut r =
+            agent().post(&format!("{}{path}", self.url)).header("Content-Type", "application/x-www-form-urlencoded");
+        for (k, v) in headers {
+            r = r.header(*k, *v);
         }
         let mut resp = r.send(form).unwrap();
         let headers =
@@ -354,4 +362,120 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
     assert_eq!(r.status, 303, "{}", r.body);
     assert_eq!(s.finished(&id)["status"], "done");
     assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
+}
+
+/// A refused panel form is answered with its own page, never raw JSON: the run's page (or the
+/// start page) under the refusal's status, the error and what to change in a box above the
+/// form, what was typed filled in again and escaped. API clients keep the JSON error: a JSON
+/// body, or `Accept` asking for JSON only. A browser's form without a valid sign-in gets the
+/// sign-in page, which leads back to the form's page.
+#[test]
+fn a_refused_panel_form_gets_its_page_back_with_the_error_and_what_to_change() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 6\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
+    let csrf = csrf_of(&page.body);
+    let trace = t.read(&format!("root/runs/{id}/trace.jsonl"));
+    let html = |r: &Resp| {
+        assert!(r.header("Content-Type").unwrap().starts_with("text/html"), "{:?}: {}", r.headers, r.body);
+        assert!(!r.body.trim_start().starts_with('{'), "{}", r.body);
+        assert!(r.body.contains("id=\"refused\" role=\"alert\""), "{}", r.body);
+    };
+    // Continue with nothing raised, as the form is sent with every field empty: the run's page
+    // again, 409, saying which limit to raise above what.
+    let empty = format!("csrf={csrf}&max_steps=&max_reframes=&timeout=&max_tokens=&max_cost_usd=");
+    let r = s.post_form(&format!("/runs/{id}/continue"), &empty, Some(&s.url));
+    assert_eq!(r.status, 409, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The run was not continued") && r.body.contains("max_steps is still over"), "{}", r.body);
+    assert!(r.body.contains("raise max_steps above 1 to continue: put a number above 1 in Steps"), "{}", r.body);
+    assert!(r.body.contains("id=\"continue-form\"") && r.body.contains("id=\"goal\""), "the run's page: {}", r.body);
+    assert!(r.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
+    assert!(!r.body.contains("http-equiv=\"refresh\""), "a page answering a POST does not reload itself");
+    // What was typed is kept, escaped; a limit above the server's names the most it may be.
+    let r = s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=9&timeout="), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    html(&r);
+    assert!(
+        r.body.contains("is above the root&#39;s 6") && r.body.contains("ask for at most 6 as max_steps"),
+        "{}",
+        r.body
+    );
+    let r = s.post_form(
+        &format!("/runs/{id}/continue"),
+        &format!("csrf={csrf}&max_steps=9&max_tokens=%22%3E%3Cb%3Ex"),
+        None,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("value=\"9\"") && r.body.contains("value=\"&quot;&gt;&lt;b&gt;x\""), "{}", r.body);
+    assert!(!r.body.contains("\"><b>x"), "{}", r.body);
+    // Without the page's form value: 403, the page (with the current value) to send it from.
+    let r = s.post_form(&format!("/runs/{id}/continue"), "max_steps=4", None);
+    assert_eq!(r.status, 403, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("reload the page") && r.body.contains(&csrf), "{}", r.body);
+    // No such run: the box and the way back to the runs.
+    let r = s.post_form("/runs/01NOSUCHRUN0000000000000000/continue", &empty, None);
+    assert_eq!(r.status, 404, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("href=\"/\""), "{}", r.body);
+    // API clients keep the JSON error: a JSON body with the token, a form asking for JSON only.
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(
+        (r.status, r.json()["hint"].as_str().unwrap().contains("raise max_steps above 1")),
+        (409, true),
+        "{}",
+        r.body
+    );
+    let cookie = format!("agentloop_token={TOKEN}");
+    let r =
+        s.post_with(&format!("/runs/{id}/continue"), &empty, &[("Cookie", &cookie), ("Accept", "application/json")]);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.json()["error"].as_str().unwrap().contains("max_steps is still over"), "{}", r.body);
+    let bearer = format!("Bearer {TOKEN}");
+    let r = s.post_with(&format!("/runs/{id}/continue"), "max_steps=", &[("Authorization", &bearer)]);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.json()["hint"].is_string(), "{}", r.body);
+    // A browser's form without a valid sign-in: the sign-in page, back to the run's page.
+    let r = s.post_with(
+        &format!("/runs/{id}/continue"),
+        &empty,
+        &[("Cookie", "agentloop_token=stale-token-0123456789"), ("Accept", "text/html")],
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(
+        r.body.contains("id=\"sign-in\"") && r.body.contains(&format!("action=\"/runs/{id}/report\"")),
+        "{}",
+        r.body
+    );
+    assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
+
+    // The start form: its page again with what was typed; the answer form: the run's page.
+    let r = s.post_form("/runs", &format!("csrf={csrf}&goal=+&context=%3Ci%3Ebackground%3C%2Fi%3E&max_steps=3"), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The run was not started") && r.body.contains("`goal` is required"), "{}", r.body);
+    assert!(
+        r.body.contains("id=\"start-form\"") && r.body.contains("&lt;i&gt;background&lt;/i&gt;</textarea>"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains("id=\"max_steps\" name=\"max_steps\" type=\"number\" min=\"1\" step=\"1\" value=\"3\""),
+        "{}",
+        r.body
+    );
+    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=%3Cscript%3E1"), None);
+    assert_eq!(r.status, 409, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The answer was not taken") && !r.body.contains("<script>1"), "{}", r.body);
+    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=x&goal=y"), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("no field `goal`") && r.body.contains("its fields: csrf, answer"), "{}", r.body);
 }

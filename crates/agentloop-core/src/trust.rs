@@ -393,12 +393,28 @@ pub fn narrow_budgets(r: &mut Resolved, asked: &Budgets, root: &Utf8Path, strict
                     Some(s) => s.to_string(),
                 };
                 Error::usage(format!("budgets.{}: {why} (set by {from}); a request may only narrow a limit", b.key()))
+                    .with_hint(format!(
+                        "ask for at most {} as {}, or leave it out to keep that limit",
+                        limit_of(b, &r.config),
+                        b.key()
+                    ))
             })?;
         }
         asked.apply(b, &mut r.config);
         r.sources.insert(b.key().to_string(), Source::ApiRequest);
     }
     Ok(())
+}
+
+/// The limit `b` of `c`, as a request would give it (`none` for no limit).
+fn limit_of(b: Budget, c: &Config) -> String {
+    match b {
+        Budget::MaxSteps => c.max_steps.to_string(),
+        Budget::MaxReframes => c.max_reframes.to_string(),
+        Budget::Timeout => format!("{}s", c.timeout.0.as_secs()),
+        Budget::MaxTokens => c.max_tokens.map_or_else(|| "none".into(), |t| t.to_string()),
+        Budget::MaxCostUsd => c.max_cost_usd.map_or_else(|| "none".into(), |u| u.to_string()),
+    }
 }
 
 /// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
