@@ -767,6 +767,13 @@ fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std:
     })
 }
 
+/// Your own config file as this process finds it (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
+pub fn own_config() -> String {
+    crate::config::user_config_dir()
+        .map(|d| d.join("config.yaml").to_string())
+        .unwrap_or_else(|| "~/.config/agentloop/config.yaml".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -935,11 +942,4 @@ mod tests {
         assert_eq!(r.len(), 1);
         assert_eq!(l.value, json!({"llm": {"temperature": 0.1}}));
     }
-}
-
-/// Your own config file as this process finds it (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
-pub fn own_config() -> String {
-    crate::config::user_config_dir()
-        .map(|d| d.join("config.yaml").to_string())
-        .unwrap_or_else(|| "~/.config/agentloop/config.yaml".to_string())
 }

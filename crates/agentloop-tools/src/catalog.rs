@@ -331,17 +331,6 @@ pub fn json(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> Value
     v
 }
 
-#[cfg(test)]
-mod tests {
-    use super::named_tools;
-
-    #[test]
-    fn tool_names_are_found_but_file_names_and_versions_are_not() {
-        let text = "## echo\nUse `echo.say` or echo__shout; see `notes.md`, `v1.2`, e.g. this.\n";
-        assert_eq!(named_tools(text), vec!["echo__say", "echo__shout"]);
-    }
-}
-
 /// The workspace's catalog as `skills gen` prints it (markdown, or JSON), from `cfg`'s tools and
 /// `skills`. Built from caches: it starts no program and calls nothing out.
 pub fn of_config(
@@ -357,4 +346,15 @@ pub fn of_config(
     } else {
         with_plugins(&allowed, skills, registry.ductile.plugins())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named_tools;
+
+    #[test]
+    fn tool_names_are_found_but_file_names_and_versions_are_not() {
+        let text = "## echo\nUse `echo.say` or echo__shout; see `notes.md`, `v1.2`, e.g. this.\n";
+        assert_eq!(named_tools(text), vec!["echo__say", "echo__shout"]);
+    }
 }
