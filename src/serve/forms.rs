@@ -13,6 +13,7 @@
 //! field.
 
 use super::http::{self, ApiError, ApiResult, Reply};
+use super::raise::{self, Offer};
 use super::Shared;
 use crate::budget::Budget;
 use crate::report::html::{encode_segment, esc};
@@ -230,8 +231,15 @@ pub fn start_form(csrf: &str, typed: &BTreeMap<String, String>) -> String {
 
 /// The forms a run's page shows: answer the question of a run whose model asked one; continue
 /// one that a limit or the provider stopped, or that was interrupted. None for a run going on
-/// or done. `typed`: what a refused post held, filled in again.
-pub fn actions(csrf: &str, s: &State, going: bool, typed: &BTreeMap<String, String>) -> Option<String> {
+/// or done. `offer`: what a continue can ask for (without it, the run's own limits); `typed`:
+/// what a refused post held, filled in again.
+pub fn actions(
+    csrf: &str,
+    s: &State,
+    going: bool,
+    offer: Option<&Offer>,
+    typed: &BTreeMap<String, String>,
+) -> Option<String> {
     let id = encode_segment(&s.run_id);
     let hidden = format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf));
     if going {
@@ -251,35 +259,42 @@ pub fn actions(csrf: &str, s: &State, going: bool, typed: &BTreeMap<String, Stri
     if s.status == Status::Done || (s.status == Status::Running && !s.interrupted) {
         return None;
     }
-    let field = |k: &str, label: &str, kind: &str, hint: &str| {
-        format!(
-            "<label for=\"{k}\">{label}</label><input id=\"{k}\" name=\"{k}\" {kind} placeholder=\"{hint}\"{} autocomplete=\"off\">",
-            value_of(typed, k)
-        )
-    };
-    let l = &s.limits;
-    let inputs = [
-        field("max_steps", "Steps", "type=\"number\" min=\"1\" step=\"1\"", &l.max_steps.to_string()),
-        field("max_reframes", "Reframes", "type=\"number\" min=\"0\" step=\"1\"", &l.max_reframes.to_string()),
-        field("timeout", "Time limit", "type=\"text\"", &format!("{}s", l.timeout_secs)),
-        field(
-            "max_tokens",
-            "Tokens",
-            "type=\"number\" min=\"1\" step=\"1\"",
-            &l.max_tokens.map(|t| t.to_string()).unwrap_or_default(),
-        ),
-        field(
-            "max_cost_usd",
-            "Cost (USD)",
-            "type=\"number\" min=\"0\" step=\"any\"",
-            &l.max_cost_usd.map(|c| c.to_string()).unwrap_or_default(),
-        ),
-    ];
+    // Each limit says what it is now, and suggests a value that lets the run go on.
+    let own = Offer { now: s.limits.clone(), most: s.limits.clone(), next: s.limits.clone(), stuck: None };
+    let o = offer.unwrap_or(&own);
+    let inputs: Vec<String> = Budget::ALL
+        .into_iter()
+        .map(|b| {
+            let k = b.key();
+            let kind = match b {
+                Budget::MaxSteps | Budget::MaxTokens => "type=\"number\" min=\"1\" step=\"1\"",
+                Budget::MaxReframes => "type=\"number\" min=\"0\" step=\"1\"",
+                Budget::Timeout => "type=\"text\"",
+                Budget::MaxCostUsd => "type=\"number\" min=\"0\" step=\"any\"",
+            };
+            let now = match raise::value(b, &o.now) {
+                v if v.is_empty() => "no limit".to_string(),
+                v if b == Budget::Timeout => format!("{v}, counted afresh"),
+                v => v,
+            };
+            let hint = if o.stuck == Some(b) { String::new() } else { raise::value(b, &o.next) };
+            format!(
+                "<label for=\"{k}\">{} <span class=\"now\">(now {})</span></label><input id=\"{k}\" name=\"{k}\" {kind} placeholder=\"{}\"{} autocomplete=\"off\">",
+                raise::label(b),
+                esc(&now),
+                esc(&hint),
+                value_of(typed, k)
+            )
+        })
+        .collect();
+    // A limit the server's own does not let the run go on under: said, not left to a refusal.
+    let stuck = o.stuck.map(|b| format!("<p class=\"stuck\" id=\"stuck\">{}</p>", esc(&raise::stuck(b, s, o))));
     Some(format!(
         "<section class=\"actions\" id=\"actions\"><h2>Continue the run</h2>\
          <form method=\"post\" action=\"/runs/{id}/continue\" id=\"continue-form\">{hidden}\
-         <fieldset><legend>New limits (optional: empty keeps the run's own; at most the server's)</legend>{}</fieldset>\
+         <fieldset><legend>New limits (optional: empty keeps the limit in force, shown as now; each suggestion lets the run go on; at most the server's)</legend>{}</fieldset>{}\
          <button type=\"submit\">Continue</button></form></section>",
-        inputs.join("")
+        inputs.join(""),
+        stuck.unwrap_or_default()
     ))
 }

@@ -132,7 +132,13 @@ pub(super) fn report_with(shared: &Shared, id: &str, refused: Option<(&str, &BTr
     let run = report::Run::load(&ws)?;
     let now = doing_now(shared, id, &run.state);
     let typed = refused.map(|(_, t)| t.clone()).unwrap_or_default();
-    let forms = super::forms::actions(shared.auth.csrf(), &run.state, shared.queue.place(id).is_some(), &typed);
+    // What a continue can ask for, for a run that may be continued (not going, not done).
+    let s = &run.state;
+    let stopped =
+        !matches!(s.status, crate::workspace::Status::Done | crate::workspace::Status::Running) || s.interrupted;
+    let offer = stopped.then(|| runs::offer(shared, id, &ws, s)).flatten();
+    let going = shared.queue.place(id).is_some();
+    let forms = super::forms::actions(shared.auth.csrf(), &run.state, going, offer.as_ref(), &typed);
     let actions = match (refused, forms) {
         (Some((note, _)), forms) => Some(format!("{note}{}", forms.unwrap_or_default())),
         (None, forms) => forms,

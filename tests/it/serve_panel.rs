@@ -394,7 +394,11 @@ fn a_refused_panel_form_gets_its_page_back_with_the_error_and_what_to_change() {
     assert_eq!(r.status, 409, "{}", r.body);
     html(&r);
     assert!(r.body.contains("The run was not continued") && r.body.contains("max_steps is still over"), "{}", r.body);
-    assert!(r.body.contains("raise max_steps above 1 to continue: put a number above 1 in Steps"), "{}", r.body);
+    assert!(
+        r.body.contains("raise max_steps above 1 to continue: put 6 in Steps (at most 6, this server&#39;s limit)"),
+        "{}",
+        r.body
+    );
     assert!(r.body.contains("id=\"continue-form\"") && r.body.contains("id=\"goal\""), "the run's page: {}", r.body);
     assert!(r.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
     assert!(!r.body.contains("http-equiv=\"refresh\""), "a page answering a POST does not reload itself");
@@ -478,4 +482,57 @@ fn a_refused_panel_form_gets_its_page_back_with_the_error_and_what_to_change() {
     let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=x&goal=y"), None);
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("no field `goal`") && r.body.contains("its fields: csrf, answer"), "{}", r.body);
+}
+
+/// The value a page's input `name` suggests (its placeholder).
+fn placeholder(page: &str, name: &str) -> String {
+    let at = page.find(&format!("<input id=\"{name}\"")).unwrap_or_else(|| panic!("no input {name}: {page}"));
+    let tag = &page[at..at + page[at..].find('>').unwrap()];
+    let p = tag.find("placeholder=\"").unwrap() + "placeholder=\"".len();
+    tag[p..].split('"').next().unwrap().to_string()
+}
+
+/// The continue form says each limit in force ("now N") and suggests a value that lets the run
+/// go on, held to the server's own limit: sending what it suggests continues the run. A limit
+/// the server's own does not let the run go on under is said on the page, and a continue then
+/// names the server's limit as what must change.
+#[test]
+fn the_continue_form_suggests_limits_that_let_the_run_go_on() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 6\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN)).body;
+    assert!(page.contains("<label for=\"max_steps\">Steps <span class=\"now\">(now 1)</span></label>"), "{page}");
+    assert!(page.contains("Tokens <span class=\"now\">(now no limit)</span>"), "{page}");
+    let steps = placeholder(&page, "max_steps");
+    assert_eq!(steps, "6", "the old limit raised, held to the server's 6");
+    assert_eq!(placeholder(&page, "max_reframes"), "2", "a limit not used up suggests itself");
+    assert!(!page.contains("id=\"stuck\""), "{page}");
+    let form = format!("csrf={}&max_steps={steps}&max_reframes=&timeout=&max_tokens=&max_cost_usd=", csrf_of(&page));
+    let r = s.post_form(&format!("/runs/{id}/continue"), &form, Some(&s.url));
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(s.finished(&id)["status"], "done");
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 6);
+
+    // Stopped by the server's own limit: nothing a form may ask lets it go on, and it says so.
+    t.write("root/agentloop.yaml", "max_steps: 1\n");
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN)).body;
+    assert!(
+        page.contains("id=\"stuck\"") && page.contains("used 1 of max_steps, and this server allows at most 1"),
+        "{page}"
+    );
+    assert_eq!(placeholder(&page, "max_steps"), "");
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(r.status, 409, "{}", r.body);
+    let hint = r.json()["hint"].as_str().unwrap().to_string();
+    assert!(hint.contains("this server allows at most 1:") && hint.contains("root's agentloop.yaml"), "{hint}");
 }
