@@ -536,3 +536,55 @@ fn the_continue_form_suggests_limits_that_let_the_run_go_on() {
     let hint = r.json()["hint"].as_str().unwrap().to_string();
     assert!(hint.contains("this server allows at most 1:") && hint.contains("root's agentloop.yaml"), "{hint}");
 }
+
+/// A run whose model asks a question (exit 3) and one a limit stopped (exit 4) are both
+/// `escalated` to `runs`, but the panel gives each a badge of its own, the same in the runs list
+/// and on the run's page: words that say it (`needs an answer`, `out of steps`), and a colour
+/// of its own, distinct from the red of other escalations.
+#[test]
+fn a_question_and_a_spent_limit_have_badges_of_their_own() {
+    let t = T::new();
+    root_with(&t, ASKS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let asks = s.post("/runs", &json!({"goal": "Report the figures"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&asks)["stop"], "escalated");
+    t.write("script.yaml", TWO_STEPS);
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let spent = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&spent)["stop"], "max_steps");
+    assert_eq!(s.get(&format!("/runs/{asks}")).json()["status"], "escalated", "the API's status is unchanged");
+    let question = "title=\"escalated (escalated)\" class=\"badge s-question\">needs an answer</span>";
+    let steps = "title=\"escalated (max_steps)\" class=\"badge s-budget\">out of steps</span>";
+    let index = browse(&s, "/", Some(TOKEN)).body;
+    let row = |id: &str| {
+        let at = index.find(&format!("data-run=\"{id}\"")).unwrap_or_else(|| panic!("no row {id}: {index}"));
+        index[at..at + index[at..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(row(&asks).contains(question), "{}", row(&asks));
+    assert!(row(&spent).contains(steps), "{}", row(&spent));
+    let page = browse(&s, &format!("/runs/{asks}/report"), Some(TOKEN)).body;
+    assert!(page.contains("data-status=\"escalated\" title=\"escalated (escalated)\" id=\"status\" class=\"badge s-question\">needs an answer"), "{page}");
+    let page = browse(&s, &format!("/runs/{spent}/report"), Some(TOKEN)).body;
+    assert!(page.contains("id=\"status\" class=\"badge s-budget\">out of steps</span>"), "{page}");
+    // Each has a colour of its own, and neither is the red of another escalation.
+    for rule in [".s-question { background: var(--ask); }", ".s-budget { background: var(--limit); }"] {
+        assert!(index.contains(rule), "{rule}");
+    }
+    let Some(chromium) = browser::or_skip("a_question_and_a_spent_limit_have_badges_of_their_own") else { return };
+    let file = t.path("index.html");
+    let other = "<span class=\"badge s-escalated\" id=\"other\">escalated</span></main>";
+    std::fs::write(&file, index.replace("</main>", other)).unwrap();
+    let colours = browser::probe(
+        &chromium,
+        &file,
+        1024,
+        "['.s-question', '.s-budget', '#other'].map(c => getComputedStyle(document.querySelector(c)).backgroundColor).join('|')",
+    );
+    let c: Vec<&str> = colours.split('|').collect();
+    assert_eq!(c.len(), 3, "{colours}");
+    assert!(c[0] != c[1] && c[0] != c[2] && c[1] != c[2], "three distinct colours: {colours}");
+}
