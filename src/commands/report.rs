@@ -165,6 +165,8 @@ pub fn row(r: &history::Run, href: &str) -> Row {
     Row {
         run_id: s.run_id.clone(),
         status: history::shown_status(r).to_string(),
+        stop: s.stop,
+        asks: s.open_question.is_some(),
         goal: s.goal.clone(),
         reason: s.reason.clone(),
         steps: s.completed_steps.len(),

@@ -101,7 +101,8 @@ fn unreadable(e: RequestError) -> Error {
 /// retry (its backoff and circuit breaker), and the run stays where the turn stopped.
 fn answer_error(e: Error, resp: &mut Response) -> u8 {
     if e.kind == Kind::Config {
-        fail(resp, e.message, false);
+        // With its fix: a router shows only this text.
+        fail(resp, config_error(e), false);
         return code::HANDLE_CONFIG;
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
@@ -134,8 +135,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .unwrap_or_else(|| g.workspace.clone());
-    let cfg = match turn_config(g, &req, &root) {
-        Ok(c) => c,
+    let (cfg, sources) = match turn_config(g, &req, &root) {
+        Ok(r) => (r.config, r.sources),
         Err(e) => {
             fail(resp, config_error(e), false);
             return code::HANDLE_CONFIG;
@@ -182,7 +183,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     if let Some(job) = req.job_id.clone().filter(|j| !j.is_empty()) {
         resp.job = Some((root.clone(), job));
     }
-    let result = on_event(&cfg, &root, &req, &event, at, resp);
+    let result = on_event(&cfg, &sources, &root, &req, &event, at, resp);
     if let Some(p) = resp.progress.take() {
         p.finish();
     }
@@ -233,8 +234,9 @@ fn config_error(e: Error) -> String {
 
 /// The turn's configuration: the root's, narrowed by the request's own `config` (which may
 /// not widen it), or with `handle.trust_request_config` in the root's own configuration, the
-/// request's `config` over it as written. An error is a configuration error, a router's exit 78.
-fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<Config> {
+/// request's `config` over it as written; with where each key came from. An error is a
+/// configuration error, a router's exit 78.
+fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<crate::config::Resolved> {
     let request_cfg = req.config.as_ref().map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows, unless that
@@ -243,20 +245,27 @@ fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<Co
         // `base` has no request in it: only the root's own files, environment and flags (a
         // root from elsewhere cannot set this key, see `trust`) can say so.
         if base.config.handle.trust_request_config {
-            return crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config);
+            return crate::settings::resolve_under(g, root, request_cfg);
         }
-        if let Some((key, why)) = widening_key(layer, &base.config, root) {
+        if let Some((key, why)) = widening_key(layer, &base, root) {
             let refused = Error::config(format!("the request's config may not set `{key}`: {why}"));
-            return Err(refused.with_hint("set it in the root's agentloop.yaml"));
+            return Err(refused.with_hint(match crate::budget::Budget::from_key(&key) {
+                Some(b) => format!(
+                    "a request may only narrow a limit: give `config.{key}` at most {}, or raise it in the root's agentloop.yaml",
+                    b.limit_in(&base.config)
+                ),
+                None => "set it in the root's agentloop.yaml".into(),
+            }));
         }
     }
-    crate::settings::resolve_under(g, root, request_cfg).map(|r| r.config)
+    crate::settings::resolve_under(g, root, request_cfg)
 }
 
 /// What the event asks for: start a run, resume one with a tool's result, or nothing. `at` is
 /// where the event's fields are in the request (`event.`, or nothing for a bare event).
 fn on_event(
     cfg: &Config,
+    sources: &crate::config::Sources,
     root: &Utf8PathBuf,
     req: &HandleRequest,
     event: &RequestEvent,
@@ -268,7 +277,7 @@ fn on_event(
     match ty.as_str() {
         "agentic.start" | "api.trigger" => {
             let p: StartPayload = payload(event.payload.as_ref(), &at).map_err(unreadable)?;
-            start(cfg, root, &start_keys(req, event), &p, resp)
+            start(cfg, sources, root, &start_keys(req, event), &p, resp)
         }
         "agentic.tool_result" => resume(cfg, root, &payload(event.payload.as_ref(), &at).map_err(unreadable)?, resp),
         "" => Err(Error::usage("the event has no `type`")),
@@ -376,7 +385,14 @@ fn start_keys(req: &HandleRequest, event: &RequestEvent) -> Vec<String> {
     keys
 }
 
-fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPayload, resp: &mut Response) -> Result<()> {
+fn start(
+    cfg: &Config,
+    sources: &crate::config::Sources,
+    root: &Utf8PathBuf,
+    keys: &[String],
+    payload: &StartPayload,
+    resp: &mut Response,
+) -> Result<()> {
     let goal = payload.goal.as_deref().map(str::trim).unwrap_or("");
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
@@ -390,7 +406,7 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
             cfg.ductile.max_depth
         )));
     }
-    let (own, budgets) = start_config(cfg, root, payload)?;
+    let (own, budgets) = start_config(cfg, sources, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.context.as_ref());
     let admission = crate::lifecycle::Start {
@@ -421,7 +437,8 @@ fn start(cfg: &Config, root: &Utf8PathBuf, keys: &[String], payload: &StartPaylo
     // The one admission every door makes, before anything is written: the provider and its
     // key, the agent's rest, and whether the run can fit its budget (negotiation). A start
     // refused here leaves nothing: no run, no keys.
-    let env = crate::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))?;
+    let env = crate::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))
+        .map_err(|e| start_config::refusal_named(e, sources, &budgets))?;
     name_run(&mut index, root, keys, &run_id)?;
     // The run's record, as every door keeps one: another door that goes on with the run
     // (`serve`, `agentloop answer`) holds it to the budgets this start asked for.

@@ -155,9 +155,23 @@ pub(super) fn request_layer(cfg: &Map<String, Value>) -> crate::error::Result<La
 
 /// A request's `config` may only narrow what the root's configuration allows (see
 /// [`crate::trust`], the one policy for requests and workspaces from elsewhere). Returns the first
-/// key that breaks the rule and why.
-pub(super) fn widening_key(layer: &Layer, base: &Config, root: &camino::Utf8Path) -> Option<(String, String)> {
-    crate::trust::widening(&layer.value, base, root, crate::trust::Party::Request).into_iter().next()
+/// key that breaks the rule and why (a budget: above which limit, and where the root's
+/// configuration set it).
+pub(super) fn widening_key(
+    layer: &Layer,
+    base: &crate::config::Resolved,
+    root: &camino::Utf8Path,
+) -> Option<(String, String)> {
+    let (key, why) =
+        crate::trust::widening(&layer.value, &base.config, root, crate::trust::Party::Request).into_iter().next()?;
+    let why = match (crate::budget::Budget::from_key(&key), layer.value.get(&key)) {
+        (Some(b), Some(v)) => {
+            let from = crate::trust::limit_source(&key, base.sources.get(&key));
+            crate::trust::narrows_limit(b, v, &base.config, root, &from).err().map_or(why, |w| w.0)
+        }
+        _ => why,
+    };
+    Some((key, why))
 }
 
 pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {

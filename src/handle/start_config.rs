@@ -1,7 +1,8 @@
 //! What a start asks for its own run: an output schema, and budgets in its `context` that may
 //! only narrow the root's.
 
-use crate::config::Config;
+use crate::budget::Budget;
+use crate::config::{Config, Source, Sources};
 use crate::error::{Error, Result};
 use crate::schema::handle::StartPayload;
 use camino::Utf8PathBuf;
@@ -11,6 +12,7 @@ use serde_json::{Map, Value};
 /// object; a file path is the root config's to give) and the budgets of its context.
 pub(super) fn start_config(
     cfg: &Config,
+    sources: &Sources,
     root: &Utf8PathBuf,
     payload: &StartPayload,
 ) -> Result<(Option<Config>, crate::budget::Budgets)> {
@@ -28,7 +30,7 @@ pub(super) fn start_config(
         }
     };
     let base = with_schema.as_ref().unwrap_or(cfg);
-    Ok(match context_budgets(base, root, payload.context.as_ref())? {
+    Ok(match context_budgets(base, sources, root, payload.context.as_ref())? {
         Some((c, b)) => (Some(c), b),
         None => (with_schema, Default::default()),
     })
@@ -36,10 +38,12 @@ pub(super) fn start_config(
 
 /// The configuration with the budgets a start's `context` names (`max_steps`, or `max_loops`,
 /// `max_reframes`, `timeout`, `max_tokens`, `max_cost_usd`) applied; each may only narrow, as
-/// the request's `config` may (a wider one is a configuration error naming it). None when the
-/// context names none.
+/// the request's `config` may (a wider one is a configuration error naming it and where the
+/// limit it is above came from: the request's `config`, or the root's). None when the context
+/// names none.
 fn context_budgets(
     cfg: &Config,
+    sources: &Sources,
     root: &Utf8PathBuf,
     context: Option<&Value>,
 ) -> Result<Option<(Config, crate::budget::Budgets)>> {
@@ -70,11 +74,43 @@ fn context_budgets(
     let mut out = cfg.clone();
     for b in crate::budget::Budget::ALL {
         let Some(v) = budgets.get(b) else { continue };
-        crate::trust::narrows(b.key(), &v, cfg, root, crate::trust::Party::Request).map_err(|why| {
-            Error::config(format!("the start event may not set `payload.context.{}`: {why}", b.key()))
-                .with_hint("a start may only narrow a budget; raise it in the root's agentloop.yaml")
+        let (key, source) = (b.key(), sources.get(b.key()));
+        let from = crate::trust::limit_source(key, source);
+        crate::trust::narrows_limit(b, &v, cfg, root, &from).map_err(|why| {
+            let raise = match source {
+                None | Some(Source::Default) => format!("set `{key}` in the root's agentloop.yaml"),
+                Some(_) => format!("raise it in {from}"),
+            };
+            Error::config(format!("the start event may not set `payload.context.{key}`: {why}")).with_hint(format!(
+                "a start's context may only narrow a limit: give `payload.context.{key}` at most {}, or {raise}",
+                b.limit_in(cfg)
+            ))
         })?;
         budgets.apply(b, &mut out);
     }
     Ok(Some((out, budgets)))
+}
+
+/// A start refused before it began (negotiation: it cannot fit a limit), its message naming
+/// where each limit it names came from: the start's `context`, the request's `config`, or the
+/// root's agentloop.yaml (event mode answers with the message alone).
+pub(super) fn refusal_named(mut e: Error, sources: &Sources, asked: &crate::budget::Budgets) -> Error {
+    if e.kind != crate::error::Kind::Negotiation {
+        return e;
+    }
+    let from: Vec<(Budget, String)> = [Budget::MaxTokens, Budget::MaxCostUsd, Budget::MaxSteps]
+        .into_iter()
+        .filter(|b| e.message.contains(&format!("{} is", b.key())))
+        .map(|b| match asked.get(b) {
+            Some(_) => (b, format!("the start's `context.{}`", b.key())),
+            None => (b, crate::trust::limit_source(b.key(), sources.get(b.key()))),
+        })
+        .collect();
+    let named = match from.as_slice() {
+        [] => return e,
+        [(_, one)] => format!("set by {one}"),
+        many => many.iter().map(|(b, f)| format!("{} set by {f}", b.key())).collect::<Vec<_>>().join("; "),
+    };
+    e.message = format!("{} ({named})", e.message);
+    e
 }

@@ -109,6 +109,11 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
             let path = format!("/{}", path.join("/"));
             return Ok(Out::Reply(pages::sign_in(&path, token.is_some(), shared.auth.generated)));
         }
+        // A browser's panel form without a valid sign-in (its cookie expired, the token
+        // changed): the sign-in page, which leads back to the form's page.
+        if let Some(back) = form_page(&segs).filter(|_| method == "POST" && http::is_form(req) && wants_html(req)) {
+            return Ok(Out::Reply(pages::sign_in(&back, token.is_some(), shared.auth.generated)));
+        }
         return Err(ApiError::new(401, "a valid bearer token is required").hint(
             "send `Authorization: Bearer TOKEN` (the token serve printed at start, or AGENTLOOP_TOKEN); \
              a browser opens the page once with ?token=TOKEN, which signs it in with a cookie",
@@ -163,6 +168,17 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
     Ok(Out::Reply(reply))
 }
 
+/// The page a panel form posted to `segs` is on (the start page, or the run's page).
+fn form_page(segs: &[&str]) -> Option<String> {
+    match segs {
+        ["runs"] => Some("/start".into()),
+        ["runs", id, "answer" | "continue"] => {
+            Some(format!("/runs/{}/report", crate::report::html::encode_segment(id)))
+        }
+        _ => None,
+    }
+}
+
 /// Whether the client is a browser asking for a page (`Accept` names `text/html`).
 fn wants_html(req: &tiny_http::Request) -> bool {
     req.headers().iter().any(|h| h.field.equiv("Accept") && h.value.as_str().contains("text/html"))
@@ -207,8 +223,9 @@ fn budgets_of(body: &Map<String, Value>) -> ApiResult<Budgets> {
 
 /// POST /runs (a JSON body, or the panel's start form)
 fn start(shared: &Shared, req: &mut tiny_http::Request, by_cookie: bool) -> ApiResult {
-    let (body, form) = forms::body_of(shared, req, by_cookie, forms::START)?;
-    start_body(shared, body, form)
+    let (sent, body) = forms::body_of(shared, req, by_cookie, forms::START);
+    let r = body.and_then(|body| start_body(shared, body, sent.form));
+    pages::answered(shared, &sent, forms::START, None, r)
 }
 
 /// POST /agents/{name}/run: the seed's way to give an agent a message — `message` is the new
@@ -461,7 +478,12 @@ fn text_field(body: &Map<String, Value>, key: &str) -> ApiResult<String> {
 
 /// POST /runs/{id}/answer
 fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bool) -> ApiResult {
-    let (body, form) = forms::body_of(shared, req, by_cookie, forms::ANSWER)?;
+    let (sent, body) = forms::body_of(shared, req, by_cookie, forms::ANSWER);
+    let r = body.and_then(|body| answer_body(shared, id, body, sent.form));
+    pages::answered(shared, &sent, forms::ANSWER, Some(id), r)
+}
+
+fn answer_body(shared: &Shared, id: &str, body: Map<String, Value>, form: bool) -> ApiResult {
     only_keys(&body, &["answer"], "POST /runs/{id}/answer")?;
     let text = text_field(&body, "answer")?;
     runs::existing(shared, id)?;
@@ -481,14 +503,19 @@ fn answer(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bo
 fn resume(shared: &Shared, req: &mut tiny_http::Request, id: &str, by_cookie: bool) -> ApiResult {
     // The body may be empty; if there is one it may raise the run's budgets (up to the server's
     // own limits).
-    let mut budgets = None;
-    let mut form = false;
     if http::is_form(req) || req.body_length().unwrap_or(0) > 0 {
-        let (body, is_form) = forms::body_of(shared, req, by_cookie, forms::CONTINUE)?;
-        form = is_form;
-        only_keys(&body, &["budgets"], "POST /runs/{id}/continue")?;
-        budgets = Some(budgets_of(&body)?);
+        let (sent, body) = forms::body_of(shared, req, by_cookie, forms::CONTINUE);
+        let r = body.and_then(|body| {
+            only_keys(&body, &["budgets"], "POST /runs/{id}/continue")?;
+            go_on(shared, id, Some(budgets_of(&body)?), sent.form)
+        });
+        return pages::answered(shared, &sent, forms::CONTINUE, Some(id), r);
     }
+    go_on(shared, id, None, false)
+}
+
+/// A continue, its body read: the run reopened with `budgets` (if any) and queued again.
+fn go_on(shared: &Shared, id: &str, budgets: Option<Budgets>, form: bool) -> ApiResult {
     runs::existing(shared, id)?;
     let ticket = shared.queue.reserve().ok_or_else(|| full(shared))?;
     let s = runs::reopen(shared, id, Request::Continue { archived: None }, ticket, budgets)?;

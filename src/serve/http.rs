@@ -131,14 +131,22 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// The methods an endpoint takes (405).
     pub allow: Option<String>,
+    /// The fix as a panel form's page says it (the fields of the form, not the JSON body), when
+    /// it differs from `hint`.
+    pub form_hint: Option<String>,
 }
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into(), hint: None, retry_after: None, allow: None }
+        ApiError { status, message: message.into(), hint: None, retry_after: None, allow: None, form_hint: None }
     }
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
+        self
+    }
+    /// The fix as the panel's form page says it (see [`ApiError::form_hint`]).
+    pub fn form_hint(mut self, h: impl Into<String>) -> Self {
+        self.form_hint = Some(h.into());
         self
     }
     /// Replaces the status `from` by `to` (a handler's reading of a generic error).
@@ -187,7 +195,7 @@ impl From<Error> for ApiError {
             Kind::Provider => 502,
             Kind::Escalated | Kind::Budget | Kind::Tool | Kind::Data | Kind::Failure => 500,
         };
-        ApiError { status, message: e.message, hint: e.hint, retry_after: None, allow: None }
+        ApiError { status, message: e.message, hint: e.hint, retry_after: None, allow: None, form_hint: None }
     }
 }
 
@@ -269,7 +277,7 @@ pub fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// A POST body as read by [`body`].
+/// A POST body as [`parse`] reads it.
 pub enum Body {
     /// A JSON object (whatever the content type said).
     Json(serde_json::Map<String, Value>),
@@ -277,36 +285,39 @@ pub enum Body {
     Form(BTreeMap<String, String>),
 }
 
-/// Reads a POST body that may be a browser form. One rule for every POST: a body that opens as
-/// JSON (`{` or `[`) is read as JSON whatever the content type says (`curl -d '{...}'` sends
-/// `application/x-www-form-urlencoded`); only a form-typed body that does not is a form.
-pub fn body(req: &mut tiny_http::Request) -> ApiResult<Body> {
+/// Reads a POST body whole: at most [`MAX_BODY`] bytes, within [`BODY_DEADLINE`].
+pub fn read(req: &mut tiny_http::Request) -> ApiResult<Vec<u8>> {
     if req.body_length().is_some_and(|n| n > MAX_BODY) {
         return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
     }
-    let form = is_form(req);
-    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
-    // A body that opens as JSON does is meant as JSON (`curl -d '{...'` types it as a form):
-    // when it is not valid, the answer says why as JSON, not that a form has no such field.
-    let looks_json = buf.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|b| matches!(b, b'{' | b'['));
-    if form && !looks_json {
-        return std::str::from_utf8(&buf)
+    read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)
+}
+
+/// Whether a body opens as JSON does (`{` or `[`): then it is meant as JSON, whatever its
+/// content type says (`curl -d '{...'` types it as a form).
+pub fn opens_as_json(buf: &[u8]) -> bool {
+    buf.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|b| matches!(b, b'{' | b'['))
+}
+
+/// A POST body that may be a browser form, read by [`read`]. One rule for every POST: a body
+/// that opens as JSON is read as JSON whatever the content type says; only a form-typed
+/// (`form`) body that does not is a form. A JSON body that is not valid says why as JSON, not
+/// that a form has no such field.
+pub fn parse(form: bool, buf: &[u8]) -> ApiResult<Body> {
+    if form && !opens_as_json(buf) {
+        return std::str::from_utf8(buf)
             .ok()
             .and_then(|t| pairs(t.trim()))
             .map(Body::Form)
             .ok_or_else(|| ApiError::new(400, "the form body is not valid `application/x-www-form-urlencoded` UTF-8"));
     }
-    json_object(&buf).map(Body::Json)
+    json_object(buf).map(Body::Json)
 }
 
 /// Reads a JSON object body of at most [`MAX_BODY`] bytes, all of it within [`BODY_DEADLINE`]
 /// (whatever the content type says: see [`body`]).
 pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<String, Value>> {
-    if req.body_length().is_some_and(|n| n > MAX_BODY) {
-        return Err(ApiError::new(413, format!("the request body is larger than {MAX_BODY} bytes")));
-    }
-    let buf = read_within(req.as_reader(), MAX_BODY, BODY_DEADLINE)?;
-    json_object(&buf)
+    json_object(&read(req)?)
 }
 
 fn json_object(buf: &[u8]) -> ApiResult<serde_json::Map<String, Value>> {

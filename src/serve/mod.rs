@@ -32,6 +32,7 @@ mod host;
 mod http;
 mod pages;
 pub mod queue;
+mod raise;
 mod runs;
 
 mod stream;

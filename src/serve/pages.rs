@@ -1,11 +1,13 @@
 //! The served pages: the index of runs (the panel), a run's report, and a run's files.
 
+use super::forms::{Form, Sent};
 use super::http::{ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::{runs, Shared};
 use crate::fs::sys;
 use crate::report::{self, Links};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use std::collections::BTreeMap;
 
 /// GET / — the index of runs (the admin panel).
 pub(super) fn index(shared: &Shared) -> Reply {
@@ -36,13 +38,49 @@ pub(super) fn index(shared: &Shared) -> Reply {
 
 /// GET /start — the form that starts a run (it posts to POST /runs, as API clients do).
 pub(super) fn start(shared: &Shared) -> Reply {
+    start_with(shared, None, &Default::default())
+}
+
+/// The start page; after a refused post, with `refused` (the box saying why) above the form and
+/// what was `typed` filled in again.
+pub(super) fn start_with(shared: &Shared, refused: Option<&str>, typed: &BTreeMap<String, String>) -> Reply {
     use crate::report::html;
     let title = shared.root.file_name().unwrap_or(shared.root.as_str()).to_string();
     let mut page = html::head_with(&format!("Start a run · {title}"), None, html::CSP_FORMS);
     page.push_str(&format!("<p><a href=\"/\">All runs</a></p><h1>Start a run in {}</h1>", html::esc(&title)));
-    page.push_str(&super::forms::start_form(shared.auth.csrf()));
+    page.push_str(refused.unwrap_or_default());
+    page.push_str(&super::forms::start_form(shared.auth.csrf(), typed));
     page.push_str("</main></body></html>\n");
     Reply::html_with(page, html::CSP_FORMS)
+}
+
+/// A form's request answered: a refusal of a browser's form ([`Sent::page`]) as the form's own
+/// page — the run's page for the answer and continue forms (`run`), the start page for the start
+/// form — under the refusal's status, with the error and its fix in a box above the form and
+/// what was typed filled in again; anything else as it is.
+pub(super) fn answered(shared: &Shared, sent: &Sent, form: Form, run: Option<&str>, r: ApiResult) -> ApiResult {
+    let e = match r {
+        Err(e) if sent.page => e,
+        r => return r,
+    };
+    use crate::report::html;
+    let note = super::forms::refusal(form, &e);
+    let page = match run {
+        Some(id) => report_with(shared, id, Some((&note, &sent.typed))).ok(),
+        None => Some(start_with(shared, Some(&note), &sent.typed)),
+    };
+    // The run cannot be shown (there is none by that id): the box, and the way to the runs.
+    let mut reply = page.unwrap_or_else(|| {
+        let mut p = html::head_with(&format!("{} · agentloop", form.undone()), None, html::CSP);
+        p.push_str(&format!("<p><a href=\"/\">All runs</a></p>{note}"));
+        p.push_str(&html::foot());
+        Reply::html(p)
+    });
+    reply.status = e.status;
+    if let Some(s) = e.retry_after {
+        reply = reply.header("Retry-After", &s.to_string());
+    }
+    Ok(reply)
 }
 
 /// The page a browser gets without a valid token (401): a field for the token, which the form
@@ -84,12 +122,30 @@ p{margin:.6rem 0;color:#444c5c;overflow-wrap:anywhere}code{font-size:.9em;backgr
 
 /// GET /runs/{id}/report
 pub(super) fn report(shared: &Shared, id: &str) -> ApiResult {
+    report_with(shared, id, None)
+}
+
+/// The run's page; after a refused form, with `refused`'s box (HTML) above the run's forms and
+/// what was typed filled in again. Such a page does not reload itself: it answers a POST.
+pub(super) fn report_with(shared: &Shared, id: &str, refused: Option<(&str, &BTreeMap<String, String>)>) -> ApiResult {
     let ws = runs::existing(shared, id)?;
     let run = report::Run::load(&ws)?;
     let now = doing_now(shared, id, &run.state);
-    let actions = super::forms::actions(shared.auth.csrf(), &run.state, shared.queue.place(id).is_some());
+    let typed = refused.map(|(_, t)| t.clone()).unwrap_or_default();
+    // What a continue can ask for, for a run that may be continued (not going, not done).
+    let s = &run.state;
+    let stopped =
+        !matches!(s.status, crate::workspace::Status::Done | crate::workspace::Status::Running) || s.interrupted;
+    let offer = stopped.then(|| runs::offer(shared, id, &ws, s)).flatten();
+    let going = shared.queue.place(id).is_some();
+    let forms = super::forms::actions(shared.auth.csrf(), &run.state, going, offer.as_ref(), &typed);
+    let actions = match (refused, forms) {
+        (Some((note, _)), forms) => Some(format!("{note}{}", forms.unwrap_or_default())),
+        (None, forms) => forms,
+    };
     let csp = if actions.is_some() { report::html::CSP_FORMS } else { report::html::CSP };
-    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh: Some(5), now, actions };
+    let refresh = refused.is_none().then_some(5);
+    let links = Links { files: format!("/runs/{id}/files/"), index: Some("/".into()), refresh, now, actions };
     Ok(Reply::html_with(report::render(&run, &links), csp))
 }
 

@@ -324,11 +324,10 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
         let now = state.limits.in_force(&resolved.config, &resolved.sources);
         if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
-            let hint = format!(
-                "raise it in the request: {{\"budgets\": {{\"{}\": ...}}}}, up to this server's limit",
-                b.key()
-            );
-            return Err(ApiError::new(409, e.message).hint(hint));
+            let most = config(shared, record.agent.as_deref(), &Budgets::default(), false)?;
+            let offer = super::raise::offer(&ws, &state, now, crate::workspace::Limits::from_config(&most.config));
+            let (hint, form_hint) = super::raise::fix(b, &state, &offer);
+            return Err(ApiError::new(409, e.message).hint(hint).form_hint(form_hint));
         }
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
@@ -355,6 +354,18 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     drop(session);
     ticket.push(id);
     Ok(state)
+}
+
+/// What a continue of run `id` (state `s`, in `ws`) can ask for: the limits it runs under when
+/// it raises nothing (its record's budgets over the server's configuration, as [`reopen`]
+/// applies them), the most this server allows it, and the values that let it go on. None when
+/// the configuration cannot be read (the page then offers the run's own limits).
+pub fn offer(shared: &Shared, id: &str, ws: &Workspace, s: &State) -> Option<super::raise::Offer> {
+    let record = load_record(shared, id).ok().flatten().unwrap_or_else(|| derived(s));
+    let now = config(shared, record.agent.as_deref(), &record.budgets, false).ok()?;
+    let most = config(shared, record.agent.as_deref(), &Budgets::default(), false).ok()?;
+    let most = crate::workspace::Limits::from_config(&most.config);
+    Some(super::raise::offer(ws, s, s.limits.in_force(&now.config, &now.sources), most))
 }
 
 /// At start: runs this server started that had not finished are queued again (or, with

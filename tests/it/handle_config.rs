@@ -308,6 +308,71 @@ fn budgets_in_the_start_payload_apply_narrowing_only() {
     assert_eq!(out.status.code(), Some(78), "{}", stdout(&out));
 }
 
+/// A refusal names where the limit it holds a value to came from — the request's `config`, the
+/// start's `context`, the root's agentloop.yaml or the built-in default — never blaming the
+/// root for a limit the request set, and says the fix; nothing is written.
+#[test]
+fn a_refusal_names_where_the_limit_came_from() {
+    let h = H::new();
+    let turn = |req: Value| {
+        let out = h.t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+        (out.status.code(), v["error"].as_str().unwrap_or_default().to_string())
+    };
+    let start = |config: Value, context: Value| json!({"command": "handle", "config": config, "event": {"type": "agentic.start", "payload": {"goal": "g", "context": context}}});
+    // The request's config narrowed the limit: the context is held to that, and says so.
+    let (code, err) = turn(start(json!({"max_steps": 3}), json!({"max_steps": 5})));
+    assert_eq!(code, Some(78), "{err}");
+    assert!(
+        err.contains("may not set `payload.context.max_steps`: 5 is above 3, set by the request's `config.max_steps`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("give `payload.context.max_steps` at most 3, or raise it in the request's `config.max_steps`"),
+        "{err}"
+    );
+    assert!(!err.contains("root"), "the root set nothing here: {err}");
+    let (code, err) = turn(start(json!({"timeout": "5m"}), json!({"timeout": "10m"})));
+    assert_eq!(code, Some(78), "{err}");
+    assert!(err.contains("600s is above 300s, set by the request's `config.timeout`"), "{err}");
+    // The built-in default, then the root's own file.
+    let (_, err) = turn(start(Value::Null, json!({"max_loops": 50})));
+    assert!(
+        err.contains("50 is above 20, set by the built-in default")
+            && err.contains("set `max_steps` in the root's agentloop.yaml"),
+        "{err}"
+    );
+    h.t.write("root/agentloop.yaml", &format!("{CONFIG}max_steps: 7\n"));
+    let (_, err) = turn(start(Value::Null, json!({"max_steps": 9})));
+    assert!(
+        err.contains("9 is above 7, set by the root's agentloop.yaml")
+            && err.contains("raise it in the root's agentloop.yaml"),
+        "{err}"
+    );
+    let (code, err) = turn(start(json!({"max_steps": 9}), Value::Null));
+    assert_eq!(code, Some(78), "{err}");
+    assert!(
+        err.contains("the request's config may not set `max_steps`: 9 is above 7, set by the root's agentloop.yaml"),
+        "{err}"
+    );
+    assert!(err.contains("give `config.max_steps` at most 7"), "{err}");
+    assert!(!h.t.exists("root/runs"), "a refused start wrote nothing");
+    // A start that cannot fit a limit says whose limit it is.
+    let (code, err) = turn(start(json!({"max_tokens": 300}), Value::Null));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("max_tokens is 300 (set by the request's `config.max_tokens`)"), "{err}");
+    let (_, err) = turn(start(Value::Null, json!({"max_tokens": 300})));
+    assert!(err.contains("max_tokens is 300 (set by the start's `context.max_tokens`)"), "{err}");
+    h.t.write("root/agentloop.yaml", &format!("{CONFIG}max_tokens: 300\n"));
+    let (_, err) = turn(start(Value::Null, Value::Null));
+    assert!(err.contains("max_tokens is 300 (set by the root's agentloop.yaml)"), "{err}");
+    // Narrower than the request's config: the run starts with the context's limit.
+    h.t.write("root/agentloop.yaml", CONFIG);
+    let v = h.send(&start(json!({"max_steps": 3}), json!({"max_steps": 2})).to_string());
+    let run = v["state_updates"]["last_run_id"].as_str().unwrap();
+    assert_eq!(h.t.json(&format!("root/runs/{run}/state.json"))["limits"]["max_steps"], 2, "{v}");
+}
+
 #[test]
 fn progress_is_posted_to_the_users_webhook_per_phase() {
     let hook = Server::start(vec![Reply::json(200, json!({}))]);

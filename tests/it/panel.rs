@@ -129,6 +129,13 @@ impl Browser {
         let el = self.find(css);
         wd("POST", &format!("{}/element/{el}/value", self.base), Some(json!({"text": text})));
     }
+    fn attribute(&self, css: &str, name: &str) -> String {
+        let el = self.find(css);
+        wd("GET", &format!("{}/element/{el}/attribute/{name}", self.base), None)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
     fn click(&self, css: &str) {
         let el = self.find(css);
         wd("POST", &format!("{}/element/{el}/click", self.base), None);
@@ -196,11 +203,19 @@ fn a_browser_signs_in_answers_and_continues_runs_through_the_panel() {
     b.go(&format!("{}/runs/{id}/report", s.url));
     let page = b.wait_for("id=\"continue-form\"", &s);
     assert!(!page.contains("id=\"sign-in\""), "{page}");
-    b.type_into("#max_steps", "4");
+    // Continue with nothing raised: the run's page again (never raw JSON), saying what to change.
+    b.click("#continue-form button");
+    let refused = b.wait_for("id=\"refused\"", &s);
+    assert!(refused.contains("raise max_steps above 1 to continue"), "{refused}");
+    assert!(refused.contains("id=\"continue-form\"") && !refused.contains("\"status\": 409"), "{refused}");
+    // What the form suggests lets the run go on: typed as suggested, it continues.
+    let suggested = b.attribute("#max_steps", "placeholder");
+    assert_eq!(suggested, "20", "the old limit raised, held to the server's (the default 20)");
+    b.type_into("#max_steps", &suggested);
     b.click("#continue-form button");
     let v = s.wait_for(&id, "done", |v| v["status"] == "done");
     assert_eq!(v["status"], "done", "{v}");
-    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 20);
     // The browser came back to the run's page.
     let at = wd("GET", &format!("{}/url", b.base), None);
     assert_eq!(at.as_str(), Some(format!("{}/runs/{id}/report", s.url).as_str()), "{at}");

@@ -256,12 +256,20 @@ fn the_panels_start_page_starts_a_run_with_a_form_only_its_pages_can_post() {
 impl Serve {
     /// POSTs a form as a signed-in browser does: the sign-in cookie, no bearer token.
     fn post_form(&self, path: &str, form: &str, origin: Option<&str>) -> Resp {
-        let mut r = agent()
-            .post(&format!("{}{path}", self.url))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header("Cookie", &format!("agentloop_token={}", self.token));
+        let cookie = format!("agentloop_token={}", self.token);
+        let mut headers = vec![("Cookie", cookie.as_str())];
         if let Some(o) = origin {
-            r = r.header("Origin", o);
+            headers.push(("Origin", o));
+        }
+        self.post_with(path, form, &headers)
+    }
+
+    /// POSTs a form-encoded `form` with `headers` (and nothing else: no token, no cookie).
+    fn post_with(&self, path: &str, form: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut r =
+            agent().post(&format!("{}{path}", self.url)).header("Content-Type", "application/x-www-form-urlencoded");
+        for (k, v) in headers {
+            r = r.header(*k, *v);
         }
         let mut resp = r.send(form).unwrap();
         let headers =
@@ -354,4 +362,229 @@ fn the_panel_answers_and_continues_runs_with_forms_only_its_pages_can_post() {
     assert_eq!(r.status, 303, "{}", r.body);
     assert_eq!(s.finished(&id)["status"], "done");
     assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 4);
+}
+
+/// A refused panel form is answered with its own page, never raw JSON: the run's page (or the
+/// start page) under the refusal's status, the error and what to change in a box above the
+/// form, what was typed filled in again and escaped. API clients keep the JSON error: a JSON
+/// body, or `Accept` asking for JSON only. A browser's form without a valid sign-in gets the
+/// sign-in page, which leads back to the form's page.
+#[test]
+fn a_refused_panel_form_gets_its_page_back_with_the_error_and_what_to_change() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 6\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN));
+    let csrf = csrf_of(&page.body);
+    let trace = t.read(&format!("root/runs/{id}/trace.jsonl"));
+    let html = |r: &Resp| {
+        assert!(r.header("Content-Type").unwrap().starts_with("text/html"), "{:?}: {}", r.headers, r.body);
+        assert!(!r.body.trim_start().starts_with('{'), "{}", r.body);
+        assert!(r.body.contains("id=\"refused\" role=\"alert\""), "{}", r.body);
+    };
+    // Continue with nothing raised, as the form is sent with every field empty: the run's page
+    // again, 409, saying which limit to raise above what.
+    let empty = format!("csrf={csrf}&max_steps=&max_reframes=&timeout=&max_tokens=&max_cost_usd=");
+    let r = s.post_form(&format!("/runs/{id}/continue"), &empty, Some(&s.url));
+    assert_eq!(r.status, 409, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The run was not continued") && r.body.contains("max_steps is still over"), "{}", r.body);
+    assert!(
+        r.body.contains("raise max_steps above 1 to continue: put 6 in Steps (at most 6, this server&#39;s limit)"),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("id=\"continue-form\"") && r.body.contains("id=\"goal\""), "the run's page: {}", r.body);
+    assert!(r.header("Content-Security-Policy").unwrap().contains("form-action 'self'"));
+    assert!(!r.body.contains("http-equiv=\"refresh\""), "a page answering a POST does not reload itself");
+    // What was typed is kept, escaped; a limit above the server's names the most it may be.
+    let r = s.post_form(&format!("/runs/{id}/continue"), &format!("csrf={csrf}&max_steps=9&timeout="), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    html(&r);
+    assert!(
+        r.body.contains("is above the root&#39;s 6") && r.body.contains("ask for at most 6 as max_steps"),
+        "{}",
+        r.body
+    );
+    let r = s.post_form(
+        &format!("/runs/{id}/continue"),
+        &format!("csrf={csrf}&max_steps=9&max_tokens=%22%3E%3Cb%3Ex"),
+        None,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("value=\"9\"") && r.body.contains("value=\"&quot;&gt;&lt;b&gt;x\""), "{}", r.body);
+    assert!(!r.body.contains("\"><b>x"), "{}", r.body);
+    // Without the page's form value: 403, the page (with the current value) to send it from.
+    let r = s.post_form(&format!("/runs/{id}/continue"), "max_steps=4", None);
+    assert_eq!(r.status, 403, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("reload the page") && r.body.contains(&csrf), "{}", r.body);
+    // No such run: the box and the way back to the runs.
+    let r = s.post_form("/runs/01NOSUCHRUN0000000000000000/continue", &empty, None);
+    assert_eq!(r.status, 404, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("href=\"/\""), "{}", r.body);
+    // API clients keep the JSON error: a JSON body with the token, a form asking for JSON only.
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(
+        (r.status, r.json()["hint"].as_str().unwrap().contains("raise max_steps above 1")),
+        (409, true),
+        "{}",
+        r.body
+    );
+    let cookie = format!("agentloop_token={TOKEN}");
+    let r =
+        s.post_with(&format!("/runs/{id}/continue"), &empty, &[("Cookie", &cookie), ("Accept", "application/json")]);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.json()["error"].as_str().unwrap().contains("max_steps is still over"), "{}", r.body);
+    let bearer = format!("Bearer {TOKEN}");
+    let r = s.post_with(&format!("/runs/{id}/continue"), "max_steps=", &[("Authorization", &bearer)]);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.json()["hint"].is_string(), "{}", r.body);
+    // A browser's form without a valid sign-in: the sign-in page, back to the run's page.
+    let r = s.post_with(
+        &format!("/runs/{id}/continue"),
+        &empty,
+        &[("Cookie", "agentloop_token=stale-token-0123456789"), ("Accept", "text/html")],
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(
+        r.body.contains("id=\"sign-in\"") && r.body.contains(&format!("action=\"/runs/{id}/report\"")),
+        "{}",
+        r.body
+    );
+    assert_eq!(t.read(&format!("root/runs/{id}/trace.jsonl")), trace, "a refused form changed nothing");
+
+    // The start form: its page again with what was typed; the answer form: the run's page.
+    let r = s.post_form("/runs", &format!("csrf={csrf}&goal=+&context=%3Ci%3Ebackground%3C%2Fi%3E&max_steps=3"), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The run was not started") && r.body.contains("`goal` is required"), "{}", r.body);
+    assert!(
+        r.body.contains("id=\"start-form\"") && r.body.contains("&lt;i&gt;background&lt;/i&gt;</textarea>"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains("id=\"max_steps\" name=\"max_steps\" type=\"number\" min=\"1\" step=\"1\" value=\"3\""),
+        "{}",
+        r.body
+    );
+    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=%3Cscript%3E1"), None);
+    assert_eq!(r.status, 409, "{}", r.body);
+    html(&r);
+    assert!(r.body.contains("The answer was not taken") && !r.body.contains("<script>1"), "{}", r.body);
+    let r = s.post_form(&format!("/runs/{id}/answer"), &format!("csrf={csrf}&answer=x&goal=y"), None);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("no field `goal`") && r.body.contains("its fields: csrf, answer"), "{}", r.body);
+}
+
+/// The value a page's input `name` suggests (its placeholder).
+fn placeholder(page: &str, name: &str) -> String {
+    let at = page.find(&format!("<input id=\"{name}\"")).unwrap_or_else(|| panic!("no input {name}: {page}"));
+    let tag = &page[at..at + page[at..].find('>').unwrap()];
+    let p = tag.find("placeholder=\"").unwrap() + "placeholder=\"".len();
+    tag[p..].split('"').next().unwrap().to_string()
+}
+
+/// The continue form says each limit in force ("now N") and suggests a value that lets the run
+/// go on, held to the server's own limit: sending what it suggests continues the run. A limit
+/// the server's own does not let the run go on under is said on the page, and a continue then
+/// names the server's limit as what must change.
+#[test]
+fn the_continue_form_suggests_limits_that_let_the_run_go_on() {
+    let t = T::new();
+    root_with(&t, TWO_STEPS, "max_steps: 6\n");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN)).body;
+    assert!(page.contains("<label for=\"max_steps\">Steps <span class=\"now\">(now 1)</span></label>"), "{page}");
+    assert!(page.contains("Tokens <span class=\"now\">(now no limit)</span>"), "{page}");
+    let steps = placeholder(&page, "max_steps");
+    assert_eq!(steps, "6", "the old limit raised, held to the server's 6");
+    assert_eq!(placeholder(&page, "max_reframes"), "2", "a limit not used up suggests itself");
+    assert!(!page.contains("id=\"stuck\""), "{page}");
+    let form = format!("csrf={}&max_steps={steps}&max_reframes=&timeout=&max_tokens=&max_cost_usd=", csrf_of(&page));
+    let r = s.post_form(&format!("/runs/{id}/continue"), &form, Some(&s.url));
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(s.finished(&id)["status"], "done");
+    assert_eq!(t.json(&format!("root/.agentloop-runs/{id}.json"))["budgets"]["max_steps"], 6);
+
+    // Stopped by the server's own limit: nothing a form may ask lets it go on, and it says so.
+    t.write("root/agentloop.yaml", "max_steps: 1\n");
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let id = s.post("/runs", &json!({"goal": "g"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&id)["stop"], "max_steps");
+    let page = browse(&s, &format!("/runs/{id}/report"), Some(TOKEN)).body;
+    assert!(
+        page.contains("id=\"stuck\"") && page.contains("used 1 of max_steps, and this server allows at most 1"),
+        "{page}"
+    );
+    assert_eq!(placeholder(&page, "max_steps"), "");
+    let r = s.post(&format!("/runs/{id}/continue"), &json!({}));
+    assert_eq!(r.status, 409, "{}", r.body);
+    let hint = r.json()["hint"].as_str().unwrap().to_string();
+    assert!(hint.contains("this server allows at most 1:") && hint.contains("root's agentloop.yaml"), "{hint}");
+}
+
+/// A run whose model asks a question (exit 3) and one a limit stopped (exit 4) are both
+/// `escalated` to `runs`, but the panel gives each a badge of its own, the same in the runs list
+/// and on the run's page: words that say it (`needs an answer`, `out of steps`), and a colour
+/// of its own, distinct from the red of other escalations.
+#[test]
+fn a_question_and_a_spent_limit_have_badges_of_their_own() {
+    let t = T::new();
+    root_with(&t, ASKS, "");
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let asks = s.post("/runs", &json!({"goal": "Report the figures"})).json()["run_id"].as_str().unwrap().to_string();
+    assert_eq!(s.finished(&asks)["stop"], "escalated");
+    t.write("script.yaml", TWO_STEPS);
+    drop(s);
+    let s = serve(&t, &["--script", "script.yaml"], &[], Some(TOKEN));
+    let spent = s.post("/runs", &json!({"goal": "g", "budgets": {"max_steps": 1}})).json()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.finished(&spent)["stop"], "max_steps");
+    assert_eq!(s.get(&format!("/runs/{asks}")).json()["status"], "escalated", "the API's status is unchanged");
+    let question = "title=\"escalated (escalated)\" class=\"badge s-question\">needs an answer</span>";
+    let steps = "title=\"escalated (max_steps)\" class=\"badge s-budget\">out of steps</span>";
+    let index = browse(&s, "/", Some(TOKEN)).body;
+    let row = |id: &str| {
+        let at = index.find(&format!("data-run=\"{id}\"")).unwrap_or_else(|| panic!("no row {id}: {index}"));
+        index[at..at + index[at..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(row(&asks).contains(question), "{}", row(&asks));
+    assert!(row(&spent).contains(steps), "{}", row(&spent));
+    let page = browse(&s, &format!("/runs/{asks}/report"), Some(TOKEN)).body;
+    assert!(page.contains("data-status=\"escalated\" title=\"escalated (escalated)\" id=\"status\" class=\"badge s-question\">needs an answer"), "{page}");
+    let page = browse(&s, &format!("/runs/{spent}/report"), Some(TOKEN)).body;
+    assert!(page.contains("id=\"status\" class=\"badge s-budget\">out of steps</span>"), "{page}");
+    // Each has a colour of its own, and neither is the red of another escalation.
+    for rule in [".s-question { background: var(--ask); }", ".s-budget { background: var(--limit); }"] {
+        assert!(index.contains(rule), "{rule}");
+    }
+    let Some(chromium) = browser::or_skip("a_question_and_a_spent_limit_have_badges_of_their_own") else { return };
+    let file = t.path("index.html");
+    let other = "<span class=\"badge s-escalated\" id=\"other\">escalated</span></main>";
+    std::fs::write(&file, index.replace("</main>", other)).unwrap();
+    let colours = browser::probe(
+        &chromium,
+        &file,
+        1024,
+        "['.s-question', '.s-budget', '#other'].map(c => getComputedStyle(document.querySelector(c)).backgroundColor).join('|')",
+    );
+    let c: Vec<&str> = colours.split('|').collect();
+    assert_eq!(c.len(), 3, "{colours}");
+    assert!(c[0] != c[1] && c[0] != c[2] && c[1] != c[2], "three distinct colours: {colours}");
 }

@@ -413,12 +413,53 @@ pub fn narrow_budgets(r: &mut Resolved, asked: &Budgets, root: &Utf8Path, strict
                     Some(s) => s.to_string(),
                 };
                 Error::usage(format!("budgets.{}: {why} (set by {from}); a request may only narrow a limit", b.key()))
+                    .with_hint(format!(
+                        "ask for at most {} as {}, or leave it out to keep that limit",
+                        b.limit_in(&r.config),
+                        b.key()
+                    ))
             })?;
         }
         asked.apply(b, &mut r.config);
         r.sources.insert(b.key().to_string(), Source::ApiRequest);
     }
     Ok(())
+}
+
+/// Where a limit came from, as a refusal names it: the request's `config.KEY` (event mode),
+/// the root's agentloop.yaml, the built-in default, or whichever layer set it.
+pub fn limit_source(key: &str, source: Option<&Source>) -> String {
+    match source {
+        None | Some(Source::Default) => "the built-in default".into(),
+        Some(Source::Request) => format!("the request's `config.{key}`"),
+        Some(Source::Workspace(p)) => format!("the root's {}", p.file_name().unwrap_or("agentloop.yaml")),
+        Some(Source::UserConfig(p)) => format!("the user's config {p}"),
+        Some(Source::ConfigFlag(p)) => format!("--config {p}"),
+        Some(s) => s.to_string(),
+    }
+}
+
+/// [`narrows`] for the budget `b` a request asks for, a value above the limit naming where that
+/// limit came from (`from`, see [`limit_source`]): `5 is above 3, set by the request's
+/// `config.max_steps``.
+pub fn narrows_limit(
+    b: Budget,
+    v: &Value,
+    base: &Config,
+    root: &Utf8Path,
+    from: &str,
+) -> std::result::Result<(), Widens> {
+    let above = match b {
+        Budget::Timeout => serde_json::from_value::<Dur>(v.clone())
+            .ok()
+            .filter(|d| d.0 > base.timeout.0)
+            .map(|d| format!("{}s", d.0.as_secs())),
+        _ => v.as_f64().filter(|n| numeric_cap(b.key(), base).flatten().is_some_and(|l| *n > l)).map(|n| n.to_string()),
+    };
+    match above {
+        Some(asked) => Err(Widens(format!("{asked} is above {}, set by {from}", b.limit_in(base)))),
+        None => narrows(b.key(), v, base, root, Party::Request),
+    }
 }
 
 /// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
@@ -782,6 +823,23 @@ pub fn own_config() -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_limit_a_request_goes_above_is_named_by_where_it_was_set() {
+        let base = Config { max_steps: 3, timeout: Dur::secs(300), ..Config::default() };
+        let root = Utf8Path::new("/nonexistent-root");
+        let from = limit_source("max_steps", Some(&Source::Request));
+        assert_eq!(from, "the request's `config.max_steps`");
+        let why = narrows_limit(Budget::MaxSteps, &json!(5), &base, root, &from).unwrap_err();
+        assert_eq!(why.0, "5 is above 3, set by the request's `config.max_steps`");
+        assert!(narrows_limit(Budget::MaxSteps, &json!(2), &base, root, &from).is_ok());
+        assert!(narrows_limit(Budget::MaxSteps, &json!("many"), &base, root, &from).is_err());
+        let why = narrows_limit(Budget::Timeout, &json!("10m"), &base, root, "X").unwrap_err();
+        assert_eq!(why.0, "600s is above 300s, set by X");
+        let yaml = Source::Workspace("/r/agentloop.yaml".into());
+        assert_eq!(limit_source("max_steps", Some(&yaml)), "the root's agentloop.yaml");
+        assert_eq!(limit_source("max_steps", None), "the built-in default");
+    }
 
     #[test]
     fn request_budgets_only_narrow() {

@@ -72,6 +72,17 @@ impl Budget {
     pub fn from_key(key: &str) -> Option<Budget> {
         Budget::ALL.into_iter().find(|b| b.key() == key)
     }
+
+    /// This limit in `c`, as a request would give it (a timeout in seconds, `none` for no limit).
+    pub fn limit_in(self, c: &Config) -> String {
+        match self {
+            Budget::MaxSteps => c.max_steps.to_string(),
+            Budget::MaxReframes => c.max_reframes.to_string(),
+            Budget::Timeout => format!("{}s", c.timeout.0.as_secs()),
+            Budget::MaxTokens => c.max_tokens.map_or_else(|| "none".into(), |t| t.to_string()),
+            Budget::MaxCostUsd => c.max_cost_usd.map_or_else(|| "none".into(), |u| u.to_string()),
+        }
+    }
 }
 
 /// Budgets a request asks for (a `serve` request's `budgets`); each may only narrow the limit

@@ -9,6 +9,10 @@ pub struct Row {
     pub run_id: String,
     /// As `agentloop runs` shows it (running, done, escalated, interrupted).
     pub status: String,
+    /// How the run stopped, if it did (the badge tells a question from a limit by it).
+    pub stop: Option<crate::workspace::StopKind>,
+    /// The run has an open question (its model asked one).
+    pub asks: bool,
     pub goal: String,
     pub reason: Option<String>,
     pub steps: usize,
@@ -68,10 +72,10 @@ pub fn render_index_with(title: &str, rows: &[Row], refresh: Option<u32>, extra:
         }
         let _ = write!(
             p,
-            "<tr class=\"run\" data-run=\"{id}\"><td data-label=\"run\"><a href=\"{href}\"><code>{id}</code></a></td><td><span class=\"badge s-{st}\">{st}</span></td><td class=\"goal\"><a class=\"goal-link\" href=\"{href}\">{goal}</a> <span class=\"run-when\">· {day}</span>{tags}{note}{summary}</td><td class=\"num\" data-label=\"steps\">{steps}</td><td class=\"num\" data-label=\"tokens\">{tok}</td><td class=\"num\" data-label=\"cost\"{usd_attr}>{cost}</td><td data-label=\"started\">{date}</td></tr>",
+            "<tr class=\"run\" data-run=\"{id}\"><td data-label=\"run\"><a href=\"{href}\"><code>{id}</code></a></td><td>{badge}</td><td class=\"goal\"><a class=\"goal-link\" href=\"{href}\">{goal}</a> <span class=\"run-when\">· {day}</span>{tags}{note}{summary}</td><td class=\"num\" data-label=\"steps\">{steps}</td><td class=\"num\" data-label=\"tokens\">{tok}</td><td class=\"num\" data-label=\"cost\"{usd_attr}>{cost}</td><td data-label=\"started\">{date}</td></tr>",
             id = esc(&r.run_id),
             href = esc(&r.href),
-            st = esc(&r.status),
+            badge = super::status::badge_html(&r.status, r.stop, r.asks, None),
             goal = esc(&excerpt(&r.goal, 160)),
             note = r.note.as_deref().map(|n| format!(" <span class=\"badge\">{}</span>", esc(n))).unwrap_or_default(),
             day = esc(crate::report::page::when(&r.started_at).get(..10).unwrap_or("")),

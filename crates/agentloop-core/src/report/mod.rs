@@ -13,6 +13,7 @@ pub mod html;
 mod index;
 mod page;
 mod since;
+pub mod status;
 
 pub use index::{render_index, render_index_with, Row};
 

@@ -47,8 +47,9 @@ pub fn render(run: &Run, links: &Links) -> String {
     }
     let _ = write!(
         p,
-        "</p><h1 id=\"goal\">{}</h1><p><span id=\"status\" class=\"badge s-{status}\">{status}</span></p>",
-        esc(&s.goal)
+        "</p><h1 id=\"goal\">{}</h1><p>{}</p>",
+        esc(&s.goal),
+        super::status::badge_html(status, s.stop, s.open_question.is_some(), Some("status"))
     );
     if let (Some(now), Status::Running, false) = (&links.now, s.status, s.interrupted) {
         let _ = write!(p, "<p class=\"now\" id=\"now\"><strong>Now:</strong> {}</p>", esc(now));

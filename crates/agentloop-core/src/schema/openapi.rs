@@ -168,6 +168,24 @@ fn posted(op: Value) -> Value {
     op
 }
 
+/// A POST the panel's forms use: a refusal of a browser's form (the sign-in cookie, or `Accept`
+/// naming text/html, not asking for JSON only) is the form's page as text/html, the error in a
+/// box above the form; every other client gets the JSON error.
+fn panel_form(mut op: Value) -> Value {
+    let Some(r) = op["responses"].as_object_mut() else { return op };
+    for (code, reply) in r.iter_mut().filter(|(c, _)| c.starts_with('4') || c.starts_with('5')) {
+        if code == "421" {
+            continue;
+        }
+        reply["content"]["text/html"] = json!({"schema": {"type": "string"}});
+        if let Some(d) = reply["description"].as_str() {
+            let page = if code == "401" { "the sign-in page" } else { "the form's page with the error" };
+            reply["description"] = json!(format!("{d}. A browser's panel form is answered {page} as text/html"));
+        }
+    }
+    op
+}
+
 /// The whole document.
 pub fn openapi() -> Value {
     let err = |d: &str| reply(d, reference("Error"));
@@ -215,7 +233,7 @@ pub fn openapi() -> Value {
         );
         op
     };
-    let answer = posted(json!({"summary": "Answer an escalated run's open question", "parameters": [id],
+    let answer = panel_form(posted(json!({"summary": "Answer an escalated run's open question", "parameters": [id],
                 "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "required": ["answer"], "additionalProperties": false,
                         "properties": {"answer": {"type": "string", "pattern": NOT_BLANK, "description": "Not blank (it is read trimmed)"}}}},
@@ -225,8 +243,8 @@ pub fn openapi() -> Value {
                     "400": err("A bad body: not a JSON object or form, a key other than `answer` (named), a blank answer"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
                     "404": no_run(), "409": err("The run has no open question, is queued or running, or is being advanced elsewhere (another process holds its lock)"),
-                    "503": full()}}));
-    let resume = posted(
+                    "503": full()}})));
+    let resume = panel_form(posted(
         json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
                 "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": budgets("Up to the server's limits")}}},
@@ -236,9 +254,9 @@ pub fn openapi() -> Value {
                 "responses": {"202": queued(false), "303": form_back,
                     "400": err("A bad body: not a JSON object or form, a key other than `budgets` (named), a budget of the wrong type or above the server's limit"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
-                    "404": no_run(), "409": err("The run is done, queued or running, is being advanced elsewhere (another process holds its lock), or would stop again at once on the limit that ran out (named)"),
+                    "404": no_run(), "409": err("The run is done, queued or running, is being advanced elsewhere (another process holds its lock), or would stop again at once on the limit that ran out (named, with the value to raise it above)"),
                     "503": full()}}),
-    );
+    ));
     let skills_fetch = posted(json!({"summary": "Fetch a skill into the root's skills/",
                 "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "additionalProperties": false, "properties": {
                     "id": {"type": "string", "pattern": "^\\s*[a-z0-9]+([-_][a-z0-9]+)*\\s*$", "maxLength": 64, "description": "The skill's name: lowercase letters, digits and single inner hyphens"},
@@ -316,7 +334,7 @@ pub fn openapi() -> Value {
                         "description": "Only the turns of this named session"}],
                     "responses": {"200": reply("The runs", json!({"type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})),
                         "400": err("A query parameter other than `agent` and `session` (named), a `session` that is not a session name, or a broken request target")}}), true),
-                "post": posted(json!({"summary": "Start a run",
+                "post": panel_form(posted(json!({"summary": "Start a run",
                     "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {"application/json": {"schema": reference("StartRun")},
                         "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["goal"], "additionalProperties": false, "properties": {
                             "csrf": {"type": "string", "description": "The form value of the panel's pages; required with the sign-in cookie"},
@@ -333,7 +351,7 @@ pub fn openapi() -> Value {
                         "422": err("Refused before it started: the estimate says it cannot fit its budget (`force: true` starts it anyway)"),
                         "429": err_with("The token's rate limit, too many requests with a body from this address, or the agent is resting (its usage window is spent)",
                             json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
-                        "503": full()}})),
+                        "503": full()}}))),
             },
             "/runs/{id}": {"get": guarded(json!({"summary": "The run's status", "parameters": [id],
                 "responses": {"200": reply("The status", run_body), "403": linked(), "404": no_run()}}), true)},
