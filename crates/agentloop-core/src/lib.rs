@@ -17,6 +17,7 @@ pub use agentloop_tools::{catalog, ductile, held_secrets, interrupt, mcp, skills
 
 pub mod contract;
 pub mod lifecycle;
+pub mod narrow_value;
 pub mod output_schema;
 pub mod phases;
 pub mod report;

@@ -12,7 +12,7 @@
 //! [`Refusal`]; commands that act refuse to start, read-only ones warn and go on without it.
 
 use crate::budget::{Budget, Budgets};
-use crate::config::{Config, Dur, Layer, Resolved, ShellSandbox, Source};
+use crate::config::{Config, Dur, Layer, Resolved, Source};
 use crate::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -497,12 +497,13 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     if let Some(limit) = numeric_cap(key, base) {
         return at_most(limit);
     }
-    let special = repeats(key, v, base)
+    use crate::narrow_value as one;
+    let special = one::repeats(key, v, base)
         .then_some(Ok(()))
-        .or_else(|| narrows_choice(key, v, base))
+        .or_else(|| one::choice(key, v, base).map(|r| r.map_err(Widens)))
         .or_else(|| output_schema(key, v, root, party))
-        .or_else(|| narrows_duration(key, v, base, whose))
-        .or_else(|| narrows_http_cache(key, v, base, whose))
+        .or_else(|| one::duration(key, v, base, whose).map(|r| r.map_err(Widens)))
+        .or_else(|| one::http_cache(key, v, base, whose).map(|r| r.map_err(Widens)))
         .or_else(|| narrows_list(key, v, base, whose))
         .or_else(|| same_endpoint(key, v, base, whose))
         .or_else(|| crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)))
@@ -556,60 +557,6 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
     }
 }
 
-/// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your
-/// own value widens nothing (a profile copied from your config, `tools.http.allow_private: true`
-/// where yours says so). Only values whose meaning does not depend on where they are written
-/// count: booleans, numbers, and names — never a path (`./mem` in a workspace is another folder
-/// than in your config) or a map.
-pub fn repeats(key: &str, v: &Value, base: &Config) -> bool {
-    let name = |s: &str| !s.is_empty() && !s.contains('/') && !s.starts_with('.') && !s.starts_with('~');
-    let plain = match v {
-        Value::Bool(_) | Value::Number(_) => true,
-        Value::String(s) => name(s),
-        Value::Array(items) => items.iter().all(|i| match i {
-            Value::String(s) => name(s),
-            Value::Number(_) | Value::Bool(_) => true,
-            _ => false,
-        }),
-        _ => false,
-    };
-    plain && crate::json::to_value(base).pointer(&format!("/{}", key.replace('.', "/"))) == Some(v)
-}
-
-/// [`narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
-/// makes answers fresher (the floor applies when an answer is read).
-fn narrows_http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
-    if key != "tools.http.cache" {
-        return None;
-    }
-    Some(match serde_json::from_value::<crate::config::HttpCache>(v.clone()) {
-        Ok(crate::config::HttpCache::Off) => Ok(()),
-        Ok(crate::config::HttpCache::On { floor }) if base.tools.http.cache.floor().is_some_and(|b| floor <= b) => {
-            Ok(())
-        }
-        Ok(_) => Err(Widens(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor"))),
-        Err(e) => Err(Widens(e.to_string())),
-    })
-}
-
-/// [`narrows`] for the durations an untrusted layer may shorten, each at most the trusted one.
-fn narrows_duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
-    let limit = match key {
-        "timeout" => base.timeout.0,
-        "tools.timeout" => base.tools.timeout.0,
-        // The router's plugin config sets how long a step may stay pending before `poll` treats
-        // it as failed: a shorter wait only ends a stuck run sooner.
-        "handle.pending_grace" => base.handle.pending_grace.0,
-        _ => return None,
-    };
-    Some(serde_json::from_value::<Dur>(v.clone()).map_err(|e| Widens(e.to_string())).and_then(|d| {
-        if d.0 > limit {
-            return Err(Widens(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs())));
-        }
-        Ok(())
-    }))
-}
-
 /// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
 /// the workspace's own config) a JSON file inside the workspace.
 fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<std::result::Result<(), Widens>> {
@@ -620,32 +567,6 @@ fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<
         Value::Object(_) | Value::Null => Ok(()),
         Value::String(_) if party == Party::Workspace => inside(v, root),
         _ => Err(Widens("a request gives the schema itself, as an object".into())),
-    })
-}
-
-/// [`narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's
-/// sandbox (`bwrap` only) and the memory store's scope (`workspace`, or `user` when it is already).
-fn narrows_choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result<(), Widens>> {
-    Some(match key {
-        "tools.shell.sandbox" | "sandbox"
-            if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
-        {
-            Ok(())
-        }
-        // A judge as well as the phrases only declines more tasks.
-        "values_check" => match serde_json::from_value::<crate::config::ValuesCheck>(v.clone()) {
-            Ok(crate::config::ValuesCheck::Model) => Ok(()),
-            Ok(_) if base.values_check == crate::config::ValuesCheck::Words => Ok(()),
-            Ok(_) => Err(Widens("the trusted `model` judge may not be turned off (only `model` narrows)".into())),
-            Err(_) => Err(Widens("must be `words` or `model`".into())),
-        },
-        "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
-            Ok(crate::config::MemoryScope::Workspace) => Ok(()),
-            Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),
-            Ok(_) => Err(Widens("the user's shared store is outside the workspace (only `workspace` narrows)".into())),
-            Err(_) => Err(Widens("must be `workspace` or `user`".into())),
-        },
-        _ => return None,
     })
 }
 
