@@ -265,9 +265,9 @@ pub fn parse_skill_md(
     file: &Utf8Path,
     folder: Option<&str>,
 ) -> Result<(Skill, Vec<Problem>), Vec<Problem>> {
-    let (fm, body, map) = read_frontmatter(text, file)?;
+    let Frontmatter { yaml, body, map } = read_frontmatter(text, file)?;
     let mut problems = Vec::new();
-    for (what, how) in strict_yaml_breaks(fm) {
+    for (what, how) in strict_yaml_breaks(yaml) {
         problems.push(Problem::against_spec(
             file,
             None,
@@ -301,12 +301,17 @@ pub fn parse_skill_md(
     Ok((agent_skill(name, description, body, &map, metadata), problems))
 }
 
-/// A SKILL.md's frontmatter (as written), its body, and the frontmatter read as a mapping of
-/// text values; or why the file has none the validator would read.
-fn read_frontmatter<'a>(
-    text: &'a str,
-    file: &Utf8Path,
-) -> Result<(&'a str, &'a str, serde_json::Map<String, Value>), Vec<Problem>> {
+/// A SKILL.md split at its frontmatter.
+struct Frontmatter<'a> {
+    /// The frontmatter as written.
+    yaml: &'a str,
+    body: &'a str,
+    /// The frontmatter read as a mapping of text values.
+    map: serde_json::Map<String, Value>,
+}
+
+/// A SKILL.md's frontmatter and body; or why the file has none the validator would read.
+fn read_frontmatter<'a>(text: &'a str, file: &Utf8Path) -> Result<Frontmatter<'a>, Vec<Problem>> {
     if text.starts_with('\u{feff}') {
         // The reference validator reads the mark as text before `---`, so no frontmatter.
         return Err(vec![Problem::error(
@@ -323,7 +328,7 @@ fn read_frontmatter<'a>(
         )]);
     };
     match crate::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v)) {
-        Ok(Value::Object(m)) => Ok((fm, body, m)),
+        Ok(Value::Object(map)) => Ok(Frontmatter { yaml: fm, body, map }),
         Ok(_) => Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
         Err(e) => Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
     }

@@ -82,32 +82,55 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let Some(program) = args.argv.first().cloned() else {
         return ToolResult::err("argv is empty", false);
     };
-    let (argv, child_env) = match vet(env, &program, args.argv) {
+    let Vetted { argv, child_env } = match vet(env, &program, args.argv) {
         Ok(v) => v,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into(),
     };
     let (mut cmd, sweep) = match sandboxed(cfg.sandbox, env, &argv) {
         Ok(v) => v,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into(),
     };
     cmd.env_clear().envs(child_env);
     let ran = match run_child(cmd, env, &program, args.stdin.unwrap_or_default(), cfg.max_output as u64, timeout) {
         Ok(ran) => ran,
-        Err(failed) => return failed,
+        Err(failed) => return failed.into(),
     };
     let swept = sweep.as_ref().map(bwrap::Sweep::sweep).unwrap_or_default();
     report(&program, ran, &swept, timeout)
 }
 
-/// The argv to run, its program replaced by the file it runs, and the child's environment; or
-/// the refusal. `program` is `argv[0]` as the call named it.
-fn vet(env: &ToolEnv, program: &str, argv: Vec<String>) -> Result<(Vec<String>, Vec<(String, String)>), ToolResult> {
+/// Why a call ends before the program ran to its end: the error the model reads, and whether
+/// trying again may help (never after a refusal).
+struct Stop {
+    error: String,
+    retryable: bool,
+}
+
+impl Stop {
+    /// An error that trying the same call again would meet again.
+    fn error(error: impl Into<String>) -> Stop {
+        Stop { error: error.into(), retryable: false }
+    }
+}
+
+impl From<Stop> for ToolResult {
+    fn from(s: Stop) -> ToolResult {
+        ToolResult::err(s.error, s.retryable)
+    }
+}
+
+/// What may run: the argv, its program replaced by the file it runs, and the child's
+/// environment.
+struct Vetted {
+    argv: Vec<String>,
+    child_env: Vec<(String, String)>,
+}
+
+/// What may run, or the refusal. `program` is `argv[0]` as the call named it.
+fn vet(env: &ToolEnv, program: &str, argv: Vec<String>) -> Result<Vetted, Stop> {
     let cfg = &env.config.tools.shell;
     if !cfg.allow.iter().any(|a| a == program) {
-        return Err(ToolResult::err(
-            format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", ")),
-            false,
-        ));
+        return Err(Stop::error(format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", "))));
     }
     // A bare name runs what an absolute folder of PATH holds, never a file of that name in the
     // workspace (an empty entry, `.` or a relative folder); a path (`./tool`) is allowlisted as one.
@@ -123,15 +146,12 @@ fn vet(env: &ToolEnv, program: &str, argv: Vec<String>) -> Result<(Vec<String>, 
     let git = exe.as_deref().filter(|_| is_git);
     let mut argv = permitted(env, program, argv, &names, git, &child_env)?;
     let Some(exe) = exe else {
-        return Err(ToolResult::err(
-            format!(
-                "`{program}` is not installed: no absolute folder of PATH holds it (empty, `.` and relative PATH entries are not searched); install it or remove it from tools.shell.allow"
-            ),
-            false,
-        ));
+        return Err(Stop::error(format!(
+            "`{program}` is not installed: no absolute folder of PATH holds it (empty, `.` and relative PATH entries are not searched); install it or remove it from tools.shell.allow"
+        )));
     };
     argv[0] = exe;
-    Ok((argv, child_env))
+    Ok(Vetted { argv, child_env })
 }
 
 /// The argv as it may run, or the refusal: an argv matching a `tools.shell.patterns` entry runs
@@ -145,7 +165,7 @@ fn permitted(
     names: &[String],
     git: Option<&str>,
     child_env: &[(String, String)],
-) -> Result<Vec<String>, ToolResult> {
+) -> Result<Vec<String>, Stop> {
     let cfg = &env.config.tools.shell;
     // Without the OS sandbox nothing contains a program that runs another: no pattern allows one.
     let unsandboxed = matches!(cfg.sandbox, ShellSandbox::None);
@@ -165,17 +185,17 @@ fn permitted(
         return Err(code_runner_refusal(program, &key, kind, unsandboxed));
     }
     if let Some(why) = exec_through(&argv, names) {
-        return Err(ToolResult::err(format!("refused: {why}; {fix}"), false));
+        return Err(Stop::error(format!("refused: {why}; {fix}")));
     }
     if let Some(why) = git.and_then(|git| argv::git_repo(Utf8Path::new(git), env.root, &argv, child_env)) {
-        return Err(ToolResult::err(format!("refused: {why}; {fix} if you trust that repository"), false));
+        return Err(Stop::error(format!("refused: {why}; {fix} if you trust that repository")));
     }
     Ok(if patterned { argv } else { argv::defang(&argv, names) })
 }
 
 /// The refusal of a program that can run code the workspace holds, saying how the user (never
 /// the workspace) may allow it.
-fn code_runner_refusal(program: &str, key: &str, kind: policy::Kind, unsandboxed: bool) -> ToolResult {
+fn code_runner_refusal(program: &str, key: &str, kind: policy::Kind, unsandboxed: bool) -> Stop {
     let named = if key == base_name(program) { String::new() } else { format!(" ({key})") };
     let allow = if unsandboxed {
         "without the OS sandbox (`sandbox: none`) neither tools.shell.code_runners nor tools.shell.patterns can allow it; install bubblewrap to allow it".to_string()
@@ -184,36 +204,29 @@ fn code_runner_refusal(program: &str, key: &str, kind: policy::Kind, unsandboxed
             "to allow it, list `{program}` in tools.shell.code_runners in your own config (~/.config/agentloop/config.yaml), or this exact command in tools.shell.patterns"
         )
     };
-    ToolResult::err(
-        format!("refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}", kind.says()),
-        false,
-    )
+    Stop::error(format!(
+        "refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}",
+        kind.says()
+    ))
 }
 
 /// The command that runs `argv` under `sandbox`, and the sweep that removes what the program
 /// may not create; or the refusal.
-fn sandboxed(
-    sandbox: ShellSandbox,
-    env: &ToolEnv,
-    argv: &[String],
-) -> Result<(Command, Option<bwrap::Sweep>), ToolResult> {
+fn sandboxed(sandbox: ShellSandbox, env: &ToolEnv, argv: &[String]) -> Result<(Command, Option<bwrap::Sweep>), Stop> {
     match sandbox {
         ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, argv)) {
             Ok((cmd, sweep)) => Ok((cmd, Some(sweep))),
-            Err(e) => Err(ToolResult::err(e.message, false)),
+            Err(e) => Err(Stop::error(e.message)),
         },
         ShellSandbox::None => {
             // Nothing makes a repository read-only: an argv that names one is refused (what
             // the program creates is still removed after it).
             if let Some(a) = argv[1..].iter().find(|a| gitdirs::names_git(a)) {
-                return Err(ToolResult::err(
-                    format!(
-                        "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
-                    ),
-                    false,
-                ));
+                return Err(Stop::error(format!(
+                    "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
+                )));
             }
-            let sweep = bwrap::Sweep::unsandboxed(env).map_err(|e| ToolResult::err(e.message, false))?;
+            let sweep = bwrap::Sweep::unsandboxed(env).map_err(|e| Stop::error(e.message))?;
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
             Ok((cmd, Some(sweep)))
@@ -238,7 +251,7 @@ fn run_child(
     stdin: String,
     cap: u64,
     timeout: Duration,
-) -> Result<Ran, ToolResult> {
+) -> Result<Ran, Stop> {
     // Descriptors agentloop inherited without close-on-exec (a caller's `9>>file`) would pass
     // through bwrap into the program; agentloop's own are opened close-on-exec already.
     close_fds::set_fds_cloexec_threadsafe(3, &[]);
@@ -251,7 +264,7 @@ fn run_child(
         .spawn()
     {
         Ok(c) => c,
-        Err(e) => return Err(ToolResult::err(format!("cannot start `{program}`: {e}"), false)),
+        Err(e) => return Err(Stop::error(format!("cannot start `{program}`: {e}"))),
     };
     // Ctrl-C reaches only agentloop's own group: the watcher ends this one too.
     let group = child.id();
@@ -273,7 +286,7 @@ fn run_child(
         Ok(status) => status,
         Err(e) => {
             crate::interrupt::unregister(group);
-            return Err(ToolResult::err(format!("waiting for `{program}` failed: {e}"), true));
+            return Err(Stop { error: format!("waiting for `{program}` failed: {e}"), retryable: true });
         }
     };
     // Whatever the program left running in its group (`cmd &`) ends with it.
