@@ -104,8 +104,7 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
             Err(e) => return Err(e.into()),
         }
     } else if meta.is_dir() {
-        let deadline = Instant::now() + env.config.tools.timeout.0;
-        timed_out = s.folder(&sb, &t, glob.as_ref(), cap, deadline)?;
+        timed_out = s.folder(&sb, &t, glob.as_ref(), cap, env.config.tools.timeout.0)?;
     } else {
         return Err(Error::tool(format!("{shown} is not a regular file or folder")));
     }
@@ -195,16 +194,16 @@ impl Search {
         }
     }
 
-    /// Searches the folder `t` file by file, in name order, until max_matches or `deadline`;
-    /// true when the deadline stopped it. The walk follows the folder's real location, which
-    /// must lie inside the root's, and skips what grep never reads.
+    /// Searches the folder `t` file by file, in name order, until max_matches or until `timeout`
+    /// has passed; true when the timeout stopped it. The walk follows the folder's real
+    /// location, which must lie inside the root's, and skips what grep never reads.
     fn folder(
         &mut self,
         sb: &Sandbox,
         t: &sandbox::Target,
         glob: Option<&NameFilter>,
         cap: u64,
-        deadline: Instant,
+        timeout: std::time::Duration,
     ) -> Result<bool, Error> {
         let shown = t.shown();
         let start = t.root.real.join(&t.rel);
@@ -214,6 +213,7 @@ impl Search {
                 "access denied: `{shown}` leads out of the allowed folders through a symbolic link"
             )));
         };
+        let deadline = Instant::now() + timeout;
         let walk = walkdir::WalkDir::new(&start)
             .follow_links(false)
             .sort_by_file_name()
