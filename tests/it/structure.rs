@@ -1,61 +1,148 @@
-//! The source keeps its shape: no function in the engine over 80 lines, no source file over
-//! 1,000 lines, no import circle among the modules of a crate, nor among the files of a folder.
+//! The source keeps its shape: no function over 80 lines (but the listed ones that predate the
+//! rule), no source file over 1,000 lines, no import circle among the modules of a crate, nor
+//! among the files of a folder.
 
-/// Functions in the loop's core and the run lifecycle stay readable on one screen: none over 80 lines (a function runs
-/// from its `fn` line to the first `}` at the same indentation).
+/// Functions over 80 lines that predate the rule, by file and name (not line, so an edit above
+/// one does not break the list). Each is to be split into functions that do one named thing;
+/// the list only shrinks: a function not on it may not pass 80 lines, and one on it that no
+/// longer does fails the test until it is taken off. The engine (phases, lifecycle, trust,
+/// settings, the handle and serve doors, the workspace), agentloop-base, -config, -model,
+/// -store and -tools have none left.
+const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
+    // agentloop-core: the OpenAPI document built as one value, the report page and its step
+    // card written top to bottom, and the mending of a small model's near misses.
+    ("crates/agentloop-core/src/schema/openapi.rs", "openapi"),
+    ("crates/agentloop-core/src/report/page.rs", "render"),
+    ("crates/agentloop-core/src/report/page.rs", "step_card"),
+    ("crates/agentloop-core/src/contract.rs", "mend_value"),
+    // The binary: subcommands whose `run` is one match over their actions, the lists and views
+    // they print, and the worker going on with a run.
+    ("src/commands/trace.rs", "run"),
+    ("src/commands/skills.rs", "run"),
+    ("src/commands/memory.rs", "run"),
+    ("src/commands/status.rs", "run"),
+    ("src/commands/status.rs", "view"),
+    ("src/commands/models.rs", "run"),
+    ("src/commands/enqueue/exec.rs", "run"),
+    ("src/commands/dream.rs", "dream_now"),
+    ("src/commands/runs.rs", "list"),
+    ("src/worker/go_on.rs", "drive"),
+];
+
+/// Functions stay readable on one screen: none in the crates or the binary over 80 lines (a
+/// function runs from its `fn` line to the first `}` at the same indentation; a module's test
+/// module is not held to it), but those [`LONG_FUNCTIONS_TO_SPLIT`] lists, each of which must
+/// still be over.
 #[test]
-fn no_function_over_80_lines_in_the_core() {
+fn no_function_over_80_lines() {
+    use std::collections::BTreeSet;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<std::path::PathBuf> =
-        ["crates/agentloop-core/src/phases", "src/handle", "src/serve", "crates/agentloop-store/src/workspace"]
-            .iter()
-            .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().map(|e| e.unwrap().path()))
-            .collect();
-    // The run lifecycle and the modules it runs through.
-    for f in [
-        "crates/agentloop-core/src/lifecycle.rs",
-        "crates/agentloop-model/src/budget.rs",
-        "crates/agentloop-model/src/outcome.rs",
-        "crates/agentloop-core/src/trust.rs",
-        "crates/agentloop-core/src/settings.rs",
-        "src/commands/run.rs",
-        "src/commands/answer.rs",
-    ] {
-        files.push(root.join(f));
-    }
-    files.push(root.join("crates/agentloop-tools/src/tools/mod.rs"));
-    files.push(root.join("crates/agentloop-model/src/model/http.rs"));
-    let mut long = Vec::new();
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
-        let text = std::fs::read_to_string(f).unwrap();
-        // A module's unit tests (a story each) are not held to it.
-        let code = text.split("\n#[cfg(test)]\n").next().unwrap_or_default();
-        let lines: Vec<&str> = code.lines().collect();
-        for (i, l) in lines.iter().enumerate() {
-            let t = l.trim_start();
-            let indent = l.len() - t.len();
-            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn "].iter().any(|p| t.starts_with(p));
-            if !is_fn || t.ends_with(';') {
+    let mut long: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut new = Vec::new();
+    let listed: BTreeSet<(String, String)> =
+        LONG_FUNCTIONS_TO_SPLIT.iter().map(|(f, n)| (f.to_string(), n.to_string())).collect();
+    let mut functions = 0;
+    for f in rust_files(root, &["crates", "src"]) {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        for (name, line, len) in functions_of(&std::fs::read_to_string(&f).unwrap()) {
+            functions += 1;
+            if len <= 80 {
                 continue;
             }
-            let close = " ".repeat(indent) + "}";
-            let end = lines[i + 1..]
-                .iter()
-                .position(|x| *x == close || x.starts_with(&(close.clone() + " ")))
-                .map(|n| i + 1 + n);
-            if let Some(end) = end {
-                if end - i + 1 > 80 {
-                    long.push(format!(
-                        "{}:{} is {} lines",
-                        f.strip_prefix(root).unwrap().display(),
-                        i + 1,
-                        end - i + 1
-                    ));
+            let key = (rel.clone(), name.clone());
+            if !listed.contains(&key) {
+                new.push(format!("{rel}:{line} `{name}` is {len} lines"));
+            }
+            long.insert(key);
+        }
+    }
+    assert!(functions > 1000, "the functions were found: {functions}");
+    assert!(new.is_empty(), "functions over 80 lines (split each into functions that do one named thing): {new:#?}");
+    let done: Vec<String> = listed
+        .difference(&long)
+        .map(|(f, n)| format!("{f} `{n}` is no longer over 80 lines: remove it from LONG_FUNCTIONS_TO_SPLIT"))
+        .collect();
+    assert!(done.is_empty(), "{done:#?}");
+}
+
+/// The functions of a source file outside its test module, as (name, line, length in lines).
+/// A test module is a `#[cfg(test)]` `mod` at the top level; the project keeps them last.
+fn functions_of(text: &str) -> Vec<(String, usize, usize)> {
+    let all: Vec<&str> = text.lines().collect();
+    let test_module = (0..all.len()).find(|&i| {
+        all[i] == "#[cfg(test)]" && {
+            let item = all[i + 1..].iter().find(|l| !l.starts_with("#["));
+            item.is_some_and(|l| l.starts_with("mod ") || l.starts_with("pub mod "))
+        }
+    });
+    let lines = &all[..test_module.unwrap_or(all.len())];
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let indent = l.len() - t.len();
+        // A declaration (`fn f();`) has no body; a one-line function ends where it starts.
+        let Some(name) = fn_name(t).filter(|_| !t.ends_with(';') && !t.ends_with('}')) else {
+            continue;
+        };
+        let close = " ".repeat(indent) + "}";
+        let end = lines[i + 1..].iter().position(|x| *x == close || x.starts_with(&(close.clone() + " ")));
+        if let Some(n) = end {
+            out.push((name.to_string(), i + 1, n + 2));
+        }
+    }
+    out
+}
+
+/// The name of the function a line (its indentation trimmed) starts, if it starts one: `fn`
+/// after any visibility (`pub`, `pub(crate)`, ...) and qualifiers (`const`, `async`, `unsafe`).
+fn fn_name(line: &str) -> Option<&str> {
+    let mut rest = line;
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = match r.strip_prefix('(') {
+            Some(inner) => inner.split_once(')')?.1,
+            None => r,
+        };
+        rest = rest.strip_prefix(' ')?;
+    }
+    for q in ["const ", "async ", "unsafe "] {
+        rest = rest.strip_prefix(q).unwrap_or(rest);
+    }
+    let rest = rest.strip_prefix("fn ")?;
+    let n = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    Some(&rest[..n]).filter(|name| !name.is_empty())
+}
+
+/// The scan finds functions as rustfmt writes them: any visibility and qualifiers, a signature
+/// over several lines; not a declaration, a one-line function, nor one in the test module.
+#[test]
+fn functions_are_found_with_their_length() {
+    let text = "pub(crate) async fn a() {\n    let x = 1;\n}\n\nimpl T {\n    pub const fn b(&self) -> u8 { 1 }\n    \
+                unsafe fn c(\n        x: u8,\n    ) {\n    }\n}\nfn d();\n#[cfg(test)]\n#[allow(x)]\nmod tests {\n    \
+                fn e() {\n    }\n}\n";
+    assert_eq!(functions_of(text), [("a".to_string(), 1, 3), ("c".to_string(), 7, 4)]);
+    assert_eq!(fn_name("pub(in crate::x) fn f<T>()"), Some("f"));
+    assert_eq!(fn_name("fnord()"), None);
+    assert_eq!(fn_name("public fn x()"), None);
+}
+
+/// Every `.rs` file under the given folders of `root` (hidden folders aside), in a stable order.
+fn rust_files(root: &std::path::Path, dirs: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo: Vec<_> = dirs.iter().map(|d| root.join(d)).collect();
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                    todo.push(p);
                 }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
             }
         }
     }
-    assert!(long.is_empty(), "functions over 80 lines: {long:#?}");
+    out.sort();
+    out
 }
 
 /// Within each crate the top-level modules form no cycle: each `crate::X` a module's files name
@@ -398,24 +485,37 @@ fn sibling_cycles(root: &std::path::Path) -> Vec<String> {
     found
 }
 
-/// No Rust source file of the project (the crates, the binary, the tests and benches) is over
-/// 1,000 lines: a file that grows past it is split by what its parts are about.
+/// No Rust source file of the project is over 1,000 lines: every `.rs` file of the repository
+/// (the crates, the binary, the tests and benches, and any example or build script to come),
+/// wherever it sits. The build output, hidden folders and what `.gitignore` leaves out at the
+/// top (a demo workspace) are not the project's. A file that grows past it is split by what
+/// its parts are about.
 #[test]
 fn no_source_file_over_1000_lines() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gitignore = std::fs::read_to_string(root.join(".gitignore")).unwrap_or_default();
+    let ignored: Vec<&str> =
+        gitignore.lines().filter_map(|l| l.trim().strip_prefix('/')).map(|l| l.trim_end_matches('/')).collect();
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if p.is_dir() && name != "target" && !name.starts_with('.') && !ignored.contains(&name.as_str()) {
+            dirs.push(name);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            files.push(p);
+        }
+    }
+    let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    files.extend(rust_files(root, &dirs));
+    assert!(files.contains(&root.join("tests/it/structure.rs")), "the tests are read");
+    assert!(files.len() > 200, "the files were found: {}", files.len());
     let mut long = Vec::new();
-    let mut dirs: Vec<_> = ["src", "crates", "tests", "benches"].iter().map(|d| root.join(d)).collect();
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let n = std::fs::read_to_string(&p).unwrap().lines().count();
-                if n > 1000 {
-                    long.push(format!("{} has {n} lines", p.strip_prefix(root).unwrap().display()));
-                }
-            }
+    for p in files {
+        let n = std::fs::read_to_string(&p).unwrap().lines().count();
+        if n > 1000 {
+            long.push(format!("{} has {n} lines", p.strip_prefix(root).unwrap().display()));
         }
     }
     assert!(long.is_empty(), "split these files: {long:#?}");

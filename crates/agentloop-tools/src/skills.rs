@@ -265,7 +265,53 @@ pub fn parse_skill_md(
     file: &Utf8Path,
     folder: Option<&str>,
 ) -> Result<(Skill, Vec<Problem>), Vec<Problem>> {
+    let Frontmatter { yaml, body, map } = read_frontmatter(text, file)?;
     let mut problems = Vec::new();
+    for (what, how) in strict_yaml_breaks(yaml) {
+        problems.push(Problem::against_spec(
+            file,
+            None,
+            format!("uses {what}, which the Agent Skills spec's strict YAML refuses (loaded as it is); {how}"),
+        ));
+    }
+    let name = skill_name(&map, file, folder, &mut problems);
+    let description = skill_description(&map, file, &mut problems);
+    if let Some(c) = map.get("compatibility") {
+        match c.as_str() {
+            Some(s) if s.chars().count() > 500 => {
+                problems.push(Problem::error(file, Some("compatibility"), "is longer than 500 characters"))
+            }
+            Some(_) => {}
+            None => problems.push(Problem::error(file, Some("compatibility"), "must be a string")),
+        }
+    }
+    let metadata = text_metadata(&map, file, &mut problems);
+    for k in map.keys() {
+        if !SPEC_KEYS.contains(&k.as_str()) {
+            problems.push(Problem::against_spec(
+                file,
+                Some(k),
+                "is not an Agent Skills field (ignored; the spec refuses it): put it under `metadata`",
+            ));
+        }
+    }
+    if problems.iter().any(Problem::is_error) {
+        return Err(problems);
+    }
+    Ok((agent_skill(name, description, body, &map, metadata), problems))
+}
+
+/// A SKILL.md split at its frontmatter.
+struct Frontmatter<'a> {
+    /// The frontmatter as written.
+    yaml: &'a str,
+    body: &'a str,
+    /// The frontmatter read as a mapping of text values.
+    map: serde_json::Map<String, Value>,
+}
+
+/// A SKILL.md's frontmatter and body; or why the file has none the validator would read.
+fn read_frontmatter<'a>(text: &'a str, file: &Utf8Path) -> Result<Frontmatter<'a>, Vec<Problem>> {
     if text.starts_with('\u{feff}') {
         // The reference validator reads the mark as text before `---`, so no frontmatter.
         return Err(vec![Problem::error(
@@ -281,19 +327,21 @@ pub fn parse_skill_md(
             "no YAML frontmatter: the file must start with `---`, the fields, and `---`",
         )]);
     };
-    let map: serde_json::Map<String, Value> = match crate::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v))
-    {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
-        Err(e) => return Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
-    };
-    for (what, how) in strict_yaml_breaks(fm) {
-        problems.push(Problem::against_spec(
-            file,
-            None,
-            format!("uses {what}, which the Agent Skills spec's strict YAML refuses (loaded as it is); {how}"),
-        ));
+    match crate::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v)) {
+        Ok(Value::Object(map)) => Ok(Frontmatter { yaml: fm, body, map }),
+        Ok(_) => Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
+        Err(e) => Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
     }
+}
+
+/// The `name` field, trimmed; a problem when it is missing, not a valid name, or not the name
+/// of its folder.
+fn skill_name(
+    map: &serde_json::Map<String, Value>,
+    file: &Utf8Path,
+    folder: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> String {
     let name = map.get("name").and_then(Value::as_str).unwrap_or("").trim().to_string();
     if !map.contains_key("name") {
         problems.push(Problem::error(file, Some("name"), "missing"));
@@ -306,6 +354,12 @@ pub fn parse_skill_md(
             problems.push(Problem::error(file, Some("name"), format!("`{name}` must equal the folder name `{f}`")));
         }
     }
+    name
+}
+
+/// The `description` field, trimmed; a problem when it is missing or empty, a warning against
+/// the spec when it is over 1024 characters.
+fn skill_description(map: &serde_json::Map<String, Value>, file: &Utf8Path, problems: &mut Vec<Problem>) -> String {
     let description = map.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string();
     match map.get("description") {
         None => problems.push(Problem::error(file, Some("description"), "missing")),
@@ -321,51 +375,49 @@ pub fn parse_skill_md(
         )),
         _ => {}
     }
-    if let Some(c) = map.get("compatibility") {
-        match c.as_str() {
-            Some(s) if s.chars().count() > 500 => {
-                problems.push(Problem::error(file, Some("compatibility"), "is longer than 500 characters"))
-            }
-            Some(_) => {}
-            None => problems.push(Problem::error(file, Some("compatibility"), "must be a string")),
-        }
-    }
-    // Values are read as written (`version: 1.0` is "1.0"); the validator judges neither a
-    // metadata that is not a mapping nor a value that is not text, so they are ignored, said.
+    description
+}
+
+/// The `metadata` mapping's text values. Values are read as written (`version: 1.0` is "1.0");
+/// the validator judges neither a metadata that is not a mapping nor a value that is not text,
+/// so they are ignored, said.
+fn text_metadata(
+    map: &serde_json::Map<String, Value>,
+    file: &Utf8Path,
+    problems: &mut Vec<Problem>,
+) -> BTreeMap<String, String> {
     let mut metadata = BTreeMap::new();
-    if let Some(m) = map.get("metadata") {
-        match m.as_object() {
-            Some(o) => {
-                for (k, v) in o {
-                    match v.as_str() {
-                        Some(s) => {
-                            metadata.insert(k.clone(), s.to_string());
-                        }
-                        None => problems.push(Problem::warning(
-                            file,
-                            Some("metadata"),
-                            format!("value of `{k}` is a list or mapping, not text (ignored)"),
-                        )),
-                    }
-                }
+    let Some(m) = map.get("metadata") else {
+        return metadata;
+    };
+    let Some(o) = m.as_object() else {
+        problems.push(Problem::warning(file, Some("metadata"), "is not a mapping of keys to text (ignored)"));
+        return metadata;
+    };
+    for (k, v) in o {
+        match v.as_str() {
+            Some(s) => {
+                metadata.insert(k.clone(), s.to_string());
             }
-            None => {
-                problems.push(Problem::warning(file, Some("metadata"), "is not a mapping of keys to text (ignored)"))
-            }
-        }
-    }
-    for k in map.keys() {
-        if !SPEC_KEYS.contains(&k.as_str()) {
-            problems.push(Problem::against_spec(
+            None => problems.push(Problem::warning(
                 file,
-                Some(k),
-                "is not an Agent Skills field (ignored; the spec refuses it): put it under `metadata`",
-            ));
+                Some("metadata"),
+                format!("value of `{k}` is a list or mapping, not text (ignored)"),
+            )),
         }
     }
-    if problems.iter().any(Problem::is_error) {
-        return Err(problems);
-    }
+    metadata
+}
+
+/// The skill a valid SKILL.md describes; agentloop's own keys (triggers, requires-tools,
+/// requires-env, version) are read from `metadata`, where the spec lets them live.
+fn agent_skill(
+    name: String,
+    description: String,
+    body: &str,
+    map: &serde_json::Map<String, Value>,
+    metadata: BTreeMap<String, String>,
+) -> Skill {
     let list = |key: &str, seps: &[char]| -> Vec<String> {
         metadata
             .get(key)
@@ -375,7 +427,7 @@ pub fn parse_skill_md(
     let triggers = list("triggers", &[',']);
     let requires_tools = list("requires-tools", &[',', ' ']);
     let requires_env = list("requires-env", &[',', ' ']);
-    let skill = Skill {
+    Skill {
         name,
         description,
         format: "agent-skills".into(),
@@ -392,8 +444,7 @@ pub fn parse_skill_md(
         version: metadata.get("version").cloned(),
         metadata,
         files: vec![],
-    };
-    Ok((skill, problems))
+    }
 }
 
 /// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
@@ -616,65 +667,130 @@ pub fn scan(root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
 
 /// [`scan`] of a folder in the workspace `ws` (when given): no file is read through a link.
 fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill>, Vec<Problem>) {
-    let mut skills = Vec::new();
-    let mut problems = Vec::new();
-    let max_entries = limits.max_entries;
-    let cap = limits.max_file_bytes;
-    let mut budget = max_entries;
-    let mut seen_seed = std::collections::BTreeSet::new();
-    let registry = root.join("registry.json");
-    if registry.is_file() {
-        match read_in(ws, root, "registry.json", cap).and_then(|t| {
+    let mut scan = Scan {
+        ws,
+        cap: limits.max_file_bytes,
+        budget: limits.max_entries,
+        skills: Vec::new(),
+        problems: Vec::new(),
+        seen_seed: std::collections::BTreeSet::new(),
+    };
+    scan.registry(root);
+    if let Some(own) = skill_md(root) {
+        load_agent_skill(ws, root, own, &mut scan.skills, &mut scan.problems, &mut scan.budget, scan.cap);
+        return (scan.skills, scan.problems);
+    }
+    scan.walk(root, limits.max_entries);
+    (scan.skills, scan.problems)
+}
+
+/// One scan of a skills folder: what it has found so far, and how many more entries it may
+/// look at (`skills.max_entries`).
+struct Scan<'a> {
+    ws: Option<&'a Utf8Path>,
+    cap: u64,
+    budget: usize,
+    skills: Vec<Skill>,
+    problems: Vec<Problem>,
+    /// The folders `registry.json` names: loaded (or turned off) by it, never again by the walk.
+    seen_seed: std::collections::BTreeSet<Utf8PathBuf>,
+}
+
+impl Scan<'_> {
+    /// Loads the seed skills `registry.json` lists, when the folder has one.
+    fn registry(&mut self, root: &Utf8Path) {
+        let registry = root.join("registry.json");
+        if !registry.is_file() {
+            return;
+        }
+        let v = match read_in(self.ws, root, "registry.json", self.cap).and_then(|t| {
             serde_json::from_str::<Value>(&t).map_err(|e| crate::error::Error::tool(e.to_string()).with_source(e))
         }) {
-            Ok(v) => {
-                for entry in v.get("skills").and_then(Value::as_array).cloned().unwrap_or_default() {
-                    let id = entry.get("id").and_then(Value::as_str).unwrap_or("");
-                    let path = entry.get("path").and_then(Value::as_str).unwrap_or(id).trim_end_matches('/');
-                    if id.is_empty() || path.contains("..") || path.starts_with('/') {
-                        problems.push(Problem::error(
-                            &registry,
-                            Some("skills"),
-                            format!("entry {entry} needs a plain `id` and `path`"),
-                        ));
-                        continue;
-                    }
-                    let dir = root.join(path);
-                    seen_seed.insert(dir.clone());
-                    if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
-                        continue;
-                    }
-                    if dir.symlink_metadata().is_ok() && !real_subdir(root, &dir) {
-                        problems.push(linked(&dir));
-                        continue;
-                    }
-                    load_seed_skill(ws, &dir, Some(id), &mut skills, &mut problems, &mut budget, cap);
-                }
+            Ok(v) => v,
+            Err(e) => return self.problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
+        };
+        for entry in v.get("skills").and_then(Value::as_array).cloned().unwrap_or_default() {
+            let id = entry.get("id").and_then(Value::as_str).unwrap_or("");
+            let path = entry.get("path").and_then(Value::as_str).unwrap_or(id).trim_end_matches('/');
+            if id.is_empty() || path.contains("..") || path.starts_with('/') {
+                self.problems.push(Problem::error(
+                    &registry,
+                    Some("skills"),
+                    format!("entry {entry} needs a plain `id` and `path`"),
+                ));
+                continue;
             }
-            Err(e) => problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
+            let dir = root.join(path);
+            self.seen_seed.insert(dir.clone());
+            if entry.get("enabled").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            if dir.symlink_metadata().is_ok() && !real_subdir(root, &dir) {
+                self.problems.push(linked(&dir));
+                continue;
+            }
+            load_seed_skill(self.ws, &dir, Some(id), &mut self.skills, &mut self.problems, &mut self.budget, self.cap);
         }
     }
-    if let Some(own) = skill_md(root) {
-        load_agent_skill(ws, root, own, &mut skills, &mut problems, &mut budget, cap);
-        return (skills, problems);
+
+    /// Walks the folders under `root`, in name order and at most 4 deep, loading every skill
+    /// folder found (a skill folder is not looked into).
+    fn walk(&mut self, root: &Utf8Path, max_entries: usize) {
+        let mut stack = vec![(root.to_path_buf(), 0usize)];
+        while let Some((dir, depth)) = stack.pop() {
+            let Ok(rd) = dir.read_dir_utf8() else {
+                continue;
+            };
+            let (mut subdirs, exhausted) = self.subfolders(root, rd, max_entries);
+            if exhausted {
+                stack.clear();
+            }
+            subdirs.sort();
+            for d in subdirs.into_iter().rev() {
+                if let Some(own) = skill_md(&d) {
+                    load_agent_skill(
+                        self.ws,
+                        &d,
+                        own,
+                        &mut self.skills,
+                        &mut self.problems,
+                        &mut self.budget,
+                        self.cap,
+                    );
+                } else if d.join("skill.json").is_file() {
+                    if !self.seen_seed.contains(&d) {
+                        load_seed_skill(
+                            self.ws,
+                            &d,
+                            None,
+                            &mut self.skills,
+                            &mut self.problems,
+                            &mut self.budget,
+                            self.cap,
+                        );
+                    }
+                } else if depth < 4 {
+                    stack.push((d, depth + 1));
+                }
+            }
+        }
     }
-    let mut stack = vec![(root.to_path_buf(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(rd) = dir.read_dir_utf8() else {
-            continue;
-        };
+
+    /// The real folders among a folder's entries (`.git` and `node_modules` aside), each entry
+    /// counted against the budget; and whether the budget ran out, said once it does. A linked
+    /// skill folder (in the workspace, any linked folder) is said and skipped.
+    fn subfolders(&mut self, root: &Utf8Path, rd: camino::ReadDirUtf8, max_entries: usize) -> (Vec<Utf8PathBuf>, bool) {
         let mut subdirs: Vec<Utf8PathBuf> = Vec::new();
         for e in rd.flatten() {
-            if budget == 0 {
-                problems.push(Problem::warning(
+            if self.budget == 0 {
+                self.problems.push(Problem::warning(
                     root,
                     None,
                     format!("stopped scanning after {max_entries} entries (skills.max_entries)"),
                 ));
-                stack.clear();
-                break;
+                return (subdirs, true);
             }
-            budget -= 1;
+            self.budget -= 1;
             let name = e.file_name();
             if name == ".git" || name == "node_modules" {
                 continue;
@@ -685,27 +801,15 @@ fn scan_in(ws: Option<&Utf8Path>, root: &Utf8Path, limits: Limits) -> (Vec<Skill
                     let p = e.path();
                     // In the workspace, any linked folder is said (skills may sit below it).
                     let skill = skill_md(p).is_some() || p.join("skill.json").is_file();
-                    if !seen_seed.contains(p) && (skill || ws.is_some() && p.is_dir()) {
-                        problems.push(linked(p));
+                    if !self.seen_seed.contains(p) && (skill || self.ws.is_some() && p.is_dir()) {
+                        self.problems.push(linked(p));
                     }
                 }
                 _ => {}
             }
         }
-        subdirs.sort();
-        for d in subdirs.into_iter().rev() {
-            if let Some(own) = skill_md(&d) {
-                load_agent_skill(ws, &d, own, &mut skills, &mut problems, &mut budget, cap);
-            } else if d.join("skill.json").is_file() {
-                if !seen_seed.contains(&d) {
-                    load_seed_skill(ws, &d, None, &mut skills, &mut problems, &mut budget, cap);
-                }
-            } else if depth < 4 {
-                stack.push((d, depth + 1));
-            }
-        }
+        (subdirs, false)
     }
-    (skills, problems)
 }
 
 fn linked(dir: &Utf8Path) -> Problem {

@@ -55,18 +55,7 @@ pub fn translate_seed_global(mut v: Value, file: &str) -> Result<Value> {
     let Some(obj) = v.as_object_mut() else { return Ok(v) };
     let mut not_used: Map<String, Value> = Map::new();
     if let Some(version) = obj.remove("version") {
-        if !(version.is_string() || version.is_number()) {
-            return Err(Error::config(format!(
-                "invalid configuration in {file} at key `version`: must be a version text such as \"1.0.0\""
-            ))
-            .with_hint("write the format's version as text, or remove the key"));
-        }
-        not_used.insert(
-            "version".into(),
-            Value::String(format!(
-                "{version} is the format's version label; this form is read as written and no version is checked"
-            )),
-        );
+        not_used.insert("version".into(), version_label(&version, file)?);
     }
     for section in ["paths", "defaults", "human_escalation"] {
         let Some(body) = obj.remove(section) else { continue };
@@ -77,50 +66,9 @@ pub fn translate_seed_global(mut v: Value, file: &str) -> Result<Value> {
             .with_hint(format!("write `{section}:` as a mapping, or remove it")));
         };
         if section == "human_escalation" {
-            // `enabled: false` means no phrase escalates; `true` is what agentloop does anyway.
-            match body.remove("enabled") {
-                None | Some(Value::Bool(true)) => {}
-                Some(Value::Bool(false)) => {
-                    body.remove("triggers");
-                    put(obj, &["escalation_triggers"], Value::Array(vec![]), "human_escalation.enabled", file)?;
-                }
-                Some(_) => {
-                    return Err(Error::config(format!(
-                        "invalid configuration in {file} at key `human_escalation.enabled`: must be true or false"
-                    ))
-                    .with_hint("write true or false"))
-                }
-            }
+            escalation_enabled(obj, &mut body, file)?;
         }
-        let mut rest = Map::new();
-        for (key, value) in body {
-            match KEYS.iter().find(|(s, k, _)| *s == section && *k == key) {
-                Some((_, _, Meaning::Key(path))) => {
-                    // `skills_dir` is one folder; `skills.dirs` a list of them.
-                    let value = match (path, value) {
-                        (["skills", "dirs"], v @ Value::String(_)) => Value::Array(vec![v]),
-                        (_, v) => v,
-                    };
-                    put(obj, path, value, &format!("{section}.{key}"), file)?;
-                }
-                Some((_, _, Meaning::NotUsed(why))) => {
-                    not_used.insert(format!("{section}.{key}"), Value::String((*why).to_string()));
-                }
-                None => {
-                    rest.insert(key, value);
-                }
-            }
-        }
-        if let Some(key) = rest.keys().next() {
-            let known: Vec<String> =
-                KEYS.iter().filter(|(s, _, _)| *s == section).map(|(_, k, _)| format!("`{k}`")).collect();
-            let known =
-                if section == "human_escalation" { "`enabled`, `triggers`".to_string() } else { known.join(", ") };
-            return Err(Error::config(format!(
-                "invalid configuration in {file} at key `{section}.{key}`: unknown key, expected one of {known}"
-            ))
-            .with_hint("remove that key or rename it to one listed above"));
-        }
+        translate_section(obj, section, body, file, &mut not_used)?;
     }
     // A Python logging format (`%(asctime)s ...`): agentloop writes its own line shape.
     if let Some(logging) = obj.get_mut("logging").and_then(Value::as_object_mut) {
@@ -136,6 +84,73 @@ pub fn translate_seed_global(mut v: Value, file: &str) -> Result<Value> {
         obj.insert("not_used".into(), Value::Object(not_used));
     }
     Ok(v)
+}
+
+/// Why `version` is not used (it labels the format, nothing checks it); an error when it is
+/// not a version text.
+fn version_label(version: &Value, file: &str) -> Result<Value> {
+    if !(version.is_string() || version.is_number()) {
+        return Err(Error::config(format!(
+            "invalid configuration in {file} at key `version`: must be a version text such as \"1.0.0\""
+        ))
+        .with_hint("write the format's version as text, or remove the key"));
+    }
+    Ok(Value::String(format!(
+        "{version} is the format's version label; this form is read as written and no version is checked"
+    )))
+}
+
+/// `human_escalation.enabled`, taken out of the section: `false` means no phrase escalates
+/// (its triggers are dropped); `true` is what agentloop does anyway.
+fn escalation_enabled(obj: &mut Map<String, Value>, body: &mut Map<String, Value>, file: &str) -> Result<()> {
+    match body.remove("enabled") {
+        None | Some(Value::Bool(true)) => Ok(()),
+        Some(Value::Bool(false)) => {
+            body.remove("triggers");
+            put(obj, &["escalation_triggers"], Value::Array(vec![]), "human_escalation.enabled", file)
+        }
+        Some(_) => Err(Error::config(format!(
+            "invalid configuration in {file} at key `human_escalation.enabled`: must be true or false"
+        ))
+        .with_hint("write true or false")),
+    }
+}
+
+/// One section's keys: each set as the agentloop key it means, or noted in `not_used` with
+/// why; a key the section does not have is an error naming the ones it has.
+fn translate_section(
+    obj: &mut Map<String, Value>,
+    section: &str,
+    body: Map<String, Value>,
+    file: &str,
+    not_used: &mut Map<String, Value>,
+) -> Result<()> {
+    let mut rest = Map::new();
+    for (key, value) in body {
+        match KEYS.iter().find(|(s, k, _)| *s == section && *k == key) {
+            Some((_, _, Meaning::Key(path))) => {
+                // `skills_dir` is one folder; `skills.dirs` a list of them.
+                let value = match (path, value) {
+                    (["skills", "dirs"], v @ Value::String(_)) => Value::Array(vec![v]),
+                    (_, v) => v,
+                };
+                put(obj, path, value, &format!("{section}.{key}"), file)?;
+            }
+            Some((_, _, Meaning::NotUsed(why))) => {
+                not_used.insert(format!("{section}.{key}"), Value::String((*why).to_string()));
+            }
+            None => {
+                rest.insert(key, value);
+            }
+        }
+    }
+    let Some(key) = rest.keys().next() else { return Ok(()) };
+    let known: Vec<String> = KEYS.iter().filter(|(s, _, _)| *s == section).map(|(_, k, _)| format!("`{k}`")).collect();
+    let known = if section == "human_escalation" { "`enabled`, `triggers`".to_string() } else { known.join(", ") };
+    Err(Error::config(format!(
+        "invalid configuration in {file} at key `{section}.{key}`: unknown key, expected one of {known}"
+    ))
+    .with_hint("remove that key or rename it to one listed above"))
 }
 
 /// Sets `path` to `value`, unless the file sets it itself to something else (an error naming

@@ -175,77 +175,12 @@ impl serde::Serialize for Body<'_> {
 pub fn body<'a>(model: &str, req: &'a Request, form: Option<Form>, strict: bool, official: bool) -> Body<'a> {
     let json_mode = form.is_some_and(|f| !f.uses_tools());
     let wanted = wanted(req);
-    let mut system = req.system.clone();
-    if form == Some(Form::AutoInstructed) {
-        match wanted.as_slice() {
-            [t] => system.push_str(&format!(
-                "\n\nAnswer by calling the `{}` tool once, with arguments matching its schema; do not answer in prose.",
-                t.name
-            )),
-            _ => system.push_str(
-                "\n\nAnswer by calling one of the tools, with arguments matching its schema; do not answer in prose.",
-            ),
-        }
-    }
-    if json_mode {
-        system.push_str("\n\nReply with only one JSON object, no prose and no code fence.");
-        if let [t] = wanted.as_slice() {
-            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", schema(t, strict).0));
-        } else {
-            system.push_str("\nThe object must be {\"tool\": NAME, \"arguments\": {...}} where NAME is one of these tools and arguments match its schema:");
-            for t in &wanted {
-                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, schema(t, strict).0));
-            }
-        }
-    }
+    let system = system_prompt(req, form, &wanted, strict);
     let mut messages = vec![json!({"role": "system", "content": system})];
     for m in &req.messages {
         match m.role {
-            Role::User => {
-                let mut text = String::new();
-                for p in &m.parts {
-                    match p {
-                        Part::Text(t) => text.push_str(t),
-                        Part::ToolResult { id, content, .. } if !json_mode => {
-                            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                        }
-                        Part::ToolResult { content, .. } => text.push_str(content),
-                        Part::ToolCall(_) => {}
-                    }
-                }
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
-            Role::Assistant => {
-                let text: String = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None })
-                    .collect();
-                let calls: Vec<&ToolCall> =
-                    m.parts.iter().filter_map(|p| if let Part::ToolCall(c) = p { Some(c) } else { None }).collect();
-                if json_mode || calls.is_empty() {
-                    // Without tools, an earlier call is shown as the JSON it carried.
-                    let shown = if calls.is_empty() {
-                        text
-                    } else {
-                        calls
-                            .iter()
-                            .map(|c| c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string()))
-                            .collect()
-                    };
-                    messages.push(json!({"role": "assistant", "content": shown}));
-                } else {
-                    let calls: Vec<Value> = calls
-                        .iter()
-                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
-                        .collect();
-                    // `content` is a string, never null or absent: llama-cpp-python answers
-                    // both with HTTP 500, and every server takes "".
-                    messages.push(json!({"role": "assistant", "content": text, "tool_calls": calls}));
-                }
-            }
+            Role::User => user_messages(&m.parts, json_mode, &mut messages),
+            Role::Assistant => messages.push(assistant_message(&m.parts, json_mode)),
         }
     }
     let mut b = json!({"model": model, "messages": messages});
@@ -257,30 +192,124 @@ pub fn body<'a>(model: &str, req: &'a Request, form: Option<Form>, strict: bool,
     if let Some(t) = req.temperature {
         b["temperature"] = json!(t);
     }
-    let mut tools = Vec::new();
     if req.tools.is_empty() {
-        return Body { value: b, tools };
+        return Body { value: b, tools: Vec::new() };
     }
+    let tools = ask_for_answer(&mut b, req, form, &wanted, strict);
+    Body { value: b, tools }
+}
+
+/// The system prompt, with what the form asks of the answer: one tool call when `"auto"` is
+/// backed by an instruction; in a JSON form, only a JSON object and the schema it must match.
+fn system_prompt(req: &Request, form: Option<Form>, wanted: &[&ToolDef], strict: bool) -> String {
+    let mut system = req.system.clone();
+    if form == Some(Form::AutoInstructed) {
+        match wanted {
+            [t] => system.push_str(&format!(
+                "\n\nAnswer by calling the `{}` tool once, with arguments matching its schema; do not answer in prose.",
+                t.name
+            )),
+            _ => system.push_str(
+                "\n\nAnswer by calling one of the tools, with arguments matching its schema; do not answer in prose.",
+            ),
+        }
+    }
+    if form.is_some_and(|f| !f.uses_tools()) {
+        system.push_str("\n\nReply with only one JSON object, no prose and no code fence.");
+        if let [t] = wanted {
+            system.push_str(&format!("\nThe object must match this JSON Schema:\n{}", schema(t, strict).0));
+        } else {
+            system.push_str("\nThe object must be {\"tool\": NAME, \"arguments\": {...}} where NAME is one of these tools and arguments match its schema:");
+            for t in wanted {
+                system.push_str(&format!("\n- {}: {} Schema: {}", t.name, t.description, schema(t, strict).0));
+            }
+        }
+    }
+    system
+}
+
+/// A user turn: each tool result its own `tool` message (in a JSON form, which sends no tools,
+/// part of the text), then the text as one `user` message.
+fn user_messages(parts: &[Part], json_mode: bool, messages: &mut Vec<Value>) {
+    let mut text = String::new();
+    for p in parts {
+        match p {
+            Part::Text(t) => text.push_str(t),
+            Part::ToolResult { id, content, .. } if !json_mode => {
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+            }
+            Part::ToolResult { content, .. } => text.push_str(content),
+            Part::ToolCall(_) => {}
+        }
+    }
+    if !text.is_empty() {
+        messages.push(json!({"role": "user", "content": text}));
+    }
+}
+
+/// An assistant turn: its text and its tool calls, or, without tools, the text or the JSON
+/// the calls carried.
+fn assistant_message(parts: &[Part], json_mode: bool) -> Value {
+    let text: String =
+        parts.iter().filter_map(|p| if let Part::Text(t) = p { Some(t.as_str()) } else { None }).collect();
+    let calls: Vec<&ToolCall> =
+        parts.iter().filter_map(|p| if let Part::ToolCall(c) = p { Some(c) } else { None }).collect();
+    if json_mode || calls.is_empty() {
+        // Without tools, an earlier call is shown as the JSON it carried.
+        let shown = if calls.is_empty() {
+            text
+        } else {
+            calls.iter().map(|c| c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())).collect()
+        };
+        return json!({"role": "assistant", "content": shown});
+    }
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string())}}))
+        .collect();
+    // `content` is a string, never null or absent: llama-cpp-python answers both with HTTP
+    // 500, and every server takes "".
+    json!({"role": "assistant", "content": text, "tool_calls": calls})
+}
+
+/// Says in `b` how the answer must come, by the form: a `response_format` for the JSON forms,
+/// otherwise the tools sent (returned) and a `tool_choice`.
+fn ask_for_answer<'a>(
+    b: &mut Value,
+    req: &'a Request,
+    form: Option<Form>,
+    wanted: &[&'a ToolDef],
+    strict: bool,
+) -> Vec<ToolEntry<'a>> {
     match form {
         Some(Form::JsonSchema) => {
             let t = wanted[0];
             let (s, is_strict) = schema(t, strict);
             b["response_format"] =
                 json!({"type": "json_schema", "json_schema": {"name": t.name, "schema": s, "strict": is_strict}});
+            Vec::new()
         }
-        Some(Form::JsonObject) => b["response_format"] = json!({"type": "json_object"}),
-        Some(Form::JsonPrompt) => {}
+        Some(Form::JsonObject) => {
+            b["response_format"] = json!({"type": "json_object"});
+            Vec::new()
+        }
+        Some(Form::JsonPrompt) => Vec::new(),
         _ => {
             // A named `tool_choice` forces one answer among all the tools sent (the run's shared
             // prefix); `"required"` and `"auto"` would let the model pick another, so they get
             // the wanted tools alone.
             let sent = if matches!(form, Some(Form::Required | Form::AutoInstructed)) {
-                wanted.clone()
+                wanted.to_vec()
             } else {
                 req.tools.iter().collect()
             };
-            tools = sent
-                .into_iter()
+            b["tool_choice"] = match (form, &req.tool_choice) {
+                (Some(Form::Required), _) | (None, ToolChoice::Any) => json!("required"),
+                (Some(Form::AutoInstructed), _) | (None, ToolChoice::Auto) => json!("auto"),
+                (_, ToolChoice::Tool(n)) => json!({"type": "function", "function": {"name": n}}),
+                (_, _) => json!({"type": "function", "function": {"name": wanted[0].name}}),
+            };
+            sent.into_iter()
                 .map(|t| {
                     let (parameters, strict) = schema(t, strict);
                     ToolEntry {
@@ -288,16 +317,9 @@ pub fn body<'a>(model: &str, req: &'a Request, form: Option<Form>, strict: bool,
                         function: FunctionEntry { name: &t.name, description: &t.description, parameters, strict },
                     }
                 })
-                .collect();
-            b["tool_choice"] = match (form, &req.tool_choice) {
-                (Some(Form::Required), _) | (None, ToolChoice::Any) => json!("required"),
-                (Some(Form::AutoInstructed), _) | (None, ToolChoice::Auto) => json!("auto"),
-                (_, ToolChoice::Tool(n)) => json!({"type": "function", "function": {"name": n}}),
-                (_, _) => json!({"type": "function", "function": {"name": wanted[0].name}}),
-            };
+                .collect()
         }
     }
-    Body { value: b, tools }
 }
 
 /// Parses a Chat Completions response.

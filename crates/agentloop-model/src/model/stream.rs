@@ -109,24 +109,50 @@ pub fn openai(
     parse: Parse,
 ) -> std::result::Result<Response, Broken> {
     let shown = std::cell::Cell::new(false);
-    let mut text = String::new();
-    let mut calls: BTreeMap<usize, Call> = BTreeMap::new();
-    let mut finish: Option<String> = None;
-    let mut model = String::new();
-    let mut id: Option<String> = None;
-    let mut usage = Value::Null;
-    let done = read_events(body, &|| shown.get(), &mut |_, chunk| {
+    let mut answer = ChatAnswer::default();
+    let done = read_events(body, &|| shown.get(), &mut |_, chunk| answer.chunk(&chunk, &shown, live))?;
+    if !done && answer.finish.is_none() {
+        return Err(Broken {
+            message: "the stream ended before the answer was complete (no finish_reason and no [DONE])".into(),
+            shown: shown.get(),
+            retryable: true,
+        });
+    }
+    let id = answer.id.clone();
+    finish_parse(parse(&answer.whole()), id)
+}
+
+/// A Chat Completions answer being assembled from its chunks.
+#[derive(Default)]
+struct ChatAnswer {
+    text: String,
+    calls: BTreeMap<usize, Call>,
+    finish: Option<String>,
+    model: String,
+    id: Option<String>,
+    usage: Value,
+}
+
+impl ChatAnswer {
+    /// Takes one chunk: the first model and id seen, the usage, and choice 0's text and
+    /// tool-call pieces, each piece reported to `live` (and `shown` set) as it arrives.
+    fn chunk(
+        &mut self,
+        chunk: &Value,
+        shown: &std::cell::Cell<bool>,
+        live: &mut dyn FnMut(&Delta),
+    ) -> std::result::Result<bool, Broken> {
         if chunk.get("error").is_some() {
-            return Err(stream_error(&chunk, shown.get()));
+            return Err(stream_error(chunk, shown.get()));
         }
-        if model.is_empty() {
-            model = chunk.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+        if self.model.is_empty() {
+            self.model = chunk.get("model").and_then(Value::as_str).unwrap_or("").to_string();
         }
-        if id.is_none() {
-            id = chunk.get("id").and_then(Value::as_str).map(String::from);
+        if self.id.is_none() {
+            self.id = chunk.get("id").and_then(Value::as_str).map(String::from);
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            usage = u.clone();
+            self.usage = u.clone();
         }
         let Some(choice) = chunk
             .get("choices")
@@ -137,66 +163,69 @@ pub fn openai(
         };
         let delta = choice.get("delta").or_else(|| choice.get("message")).cloned().unwrap_or(Value::Null);
         if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            text.push_str(t);
+            self.text.push_str(t);
             shown.set(true);
             live(&Delta::Text(t.to_string()));
         }
         for (pos, piece) in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let piece_id = piece.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
-            // The call's slot: its index; else the call with this id; else its position.
-            let index = piece.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or_else(|| {
-                piece_id.and_then(|pid| calls.iter().find(|(_, c)| c.id == pid).map(|(i, _)| *i)).unwrap_or(pos)
-            });
-            let call = calls.entry(index).or_default();
-            if call.id.is_empty() {
-                call.id = piece_id.unwrap_or("").to_string();
-            }
-            let f = piece.get("function").cloned().unwrap_or(Value::Null);
-            if call.name.is_empty() {
-                call.name = f.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            }
-            let args = match f.get("arguments") {
-                Some(Value::String(s)) => s.clone(),
-                Some(v @ Value::Object(_)) => v.to_string(),
-                _ => String::new(),
-            };
-            if !args.is_empty() {
-                call.arguments.push_str(&args);
-                shown.set(true);
-                live(&Delta::ToolArguments { index, id: call.id.clone(), name: call.name.clone(), fragment: args });
-            }
+            self.call_piece(pos, piece, shown, live);
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-            finish = Some(f.to_string());
+            self.finish = Some(f.to_string());
         }
         Ok(false)
-    })?;
-    if !done && finish.is_none() {
-        return Err(Broken {
-            message: "the stream ended before the answer was complete (no finish_reason and no [DONE])".into(),
-            shown: shown.get(),
-            retryable: true,
+    }
+
+    /// One piece of a tool call, at position `pos` of its chunk: the call's first id and name
+    /// are kept (servers differ in repeating them), its argument text appended and reported.
+    fn call_piece(&mut self, pos: usize, piece: &Value, shown: &std::cell::Cell<bool>, live: &mut dyn FnMut(&Delta)) {
+        let piece_id = piece.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+        // The call's slot: its index; else the call with this id; else its position.
+        let index = piece.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or_else(|| {
+            piece_id.and_then(|pid| self.calls.iter().find(|(_, c)| c.id == pid).map(|(i, _)| *i)).unwrap_or(pos)
         });
+        let call = self.calls.entry(index).or_default();
+        if call.id.is_empty() {
+            call.id = piece_id.unwrap_or("").to_string();
+        }
+        let f = piece.get("function").cloned().unwrap_or(Value::Null);
+        if call.name.is_empty() {
+            call.name = f.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        }
+        let args = match f.get("arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            _ => String::new(),
+        };
+        if !args.is_empty() {
+            call.arguments.push_str(&args);
+            shown.set(true);
+            live(&Delta::ToolArguments { index, id: call.id.clone(), name: call.name.clone(), fragment: args });
+        }
     }
-    let tool_calls: Vec<Value> = calls
-        .into_values()
-        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-        .map(|mut c| {
-            if c["id"] == "" {
-                c.as_object_mut().map(|o| o.remove("id"));
-            }
-            c
+
+    /// The non-streamed response body the chunks add up to.
+    fn whole(self) -> Value {
+        let tool_calls: Vec<Value> = self
+            .calls
+            .into_values()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .map(|mut c| {
+                if c["id"] == "" {
+                    c.as_object_mut().map(|o| o.remove("id"));
+                }
+                c
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": self.text});
+        if !tool_calls.is_empty() {
+            message["tool_calls"] = Value::Array(tool_calls);
+        }
+        json!({
+            "id": self.id, "model": self.model, "usage": self.usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
         })
-        .collect();
-    let mut message = json!({"role": "assistant", "content": text});
-    if !tool_calls.is_empty() {
-        message["tool_calls"] = Value::Array(tool_calls);
     }
-    let whole = json!({
-        "id": id, "model": model, "usage": usage,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    });
-    finish_parse(parse(&whole), id)
 }
 
 fn finish_parse(r: Result<Response>, id: Option<String>) -> std::result::Result<Response, Broken> {
@@ -220,76 +249,8 @@ pub fn anthropic(
     parse: Parse,
 ) -> std::result::Result<Response, Broken> {
     let shown = std::cell::Cell::new(false);
-    let mut message = Value::Null;
-    let mut blocks: BTreeMap<usize, Block> = BTreeMap::new();
-    let mut usage = Map::new();
-    let mut stop: Option<Value> = None;
-    let done = read_events(body, &|| shown.get(), &mut |event, v| {
-        let ty = v.get("type").and_then(Value::as_str).unwrap_or(event).to_string();
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-        match ty.as_str() {
-            "message_start" => {
-                message = v.get("message").cloned().unwrap_or(Value::Null);
-                if let Some(Value::Object(u)) = message.get("usage") {
-                    usage.extend(u.clone());
-                }
-            }
-            "content_block_start" => {
-                let start = v.get("content_block").cloned().unwrap_or(json!({"type": "text", "text": ""}));
-                let text = start.get("text").and_then(Value::as_str).unwrap_or("").to_string();
-                blocks.insert(index, Block { start, text, json: String::new() });
-            }
-            "content_block_delta" => {
-                let d = v.get("delta").cloned().unwrap_or(Value::Null);
-                let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
-                let b = blocks.entry(index).or_insert_with(|| {
-                    let start = if kind == "input_json_delta" {
-                        json!({"type": "tool_use", "id": "", "name": "", "input": {}})
-                    } else {
-                        json!({"type": "text", "text": ""})
-                    };
-                    Block { start, text: String::new(), json: String::new() }
-                });
-                match kind {
-                    "text_delta" => {
-                        let t = d.get("text").and_then(Value::as_str).unwrap_or("");
-                        b.text.push_str(t);
-                        if !t.is_empty() {
-                            shown.set(true);
-                            live(&Delta::Text(t.to_string()));
-                        }
-                    }
-                    "input_json_delta" => {
-                        let p = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                        b.json.push_str(p);
-                        if !p.is_empty() {
-                            shown.set(true);
-                            let field = |k: &str| b.start.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                            live(&Delta::ToolArguments {
-                                index,
-                                id: field("id"),
-                                name: field("name"),
-                                fragment: p.to_string(),
-                            });
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(s) = v.pointer("/delta/stop_reason").filter(|s| !s.is_null()) {
-                    stop = Some(s.clone());
-                }
-                if let Some(Value::Object(u)) = v.get("usage") {
-                    usage.extend(u.iter().filter(|(_, n)| !n.is_null()).map(|(k, n)| (k.clone(), n.clone())));
-                }
-            }
-            "message_stop" => return Ok(true),
-            "error" => return Err(stream_error(&v, shown.get())),
-            _ => {}
-        }
-        Ok(false)
-    })?;
+    let mut answer = MessageAnswer::default();
+    let done = read_events(body, &|| shown.get(), &mut |event, v| answer.event(event, &v, &shown, live))?;
     if !done {
         return Err(Broken {
             message: "the stream ended before message_stop".into(),
@@ -297,29 +258,124 @@ pub fn anthropic(
             retryable: true,
         });
     }
-    let content: Vec<Value> = blocks
-        .into_values()
-        .map(|b| {
-            let mut out = b.start;
-            match out.get("type").and_then(Value::as_str) {
-                Some("text") => out["text"] = json!(b.text),
-                Some("tool_use") if !b.json.trim().is_empty() => {
-                    out["input"] = super::json_text::parse(&b.json).unwrap_or(Value::String(b.json))
+    let id = answer.message.get("id").and_then(Value::as_str).map(String::from);
+    finish_parse(parse(&answer.whole(&id)), id)
+}
+
+/// A Messages answer being assembled from its events.
+#[derive(Default)]
+struct MessageAnswer {
+    /// `message_start`'s message.
+    message: Value,
+    blocks: BTreeMap<usize, Block>,
+    usage: Map<String, Value>,
+    stop: Option<Value>,
+}
+
+impl MessageAnswer {
+    /// Takes one event (its `type`, else the event's name); true at `message_stop`.
+    fn event(
+        &mut self,
+        event: &str,
+        v: &Value,
+        shown: &std::cell::Cell<bool>,
+        live: &mut dyn FnMut(&Delta),
+    ) -> std::result::Result<bool, Broken> {
+        let ty = v.get("type").and_then(Value::as_str).unwrap_or(event).to_string();
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match ty.as_str() {
+            "message_start" => {
+                self.message = v.get("message").cloned().unwrap_or(Value::Null);
+                if let Some(Value::Object(u)) = self.message.get("usage") {
+                    self.usage.extend(u.clone());
                 }
-                _ => {}
             }
-            out
+            "content_block_start" => {
+                let start = v.get("content_block").cloned().unwrap_or(json!({"type": "text", "text": ""}));
+                let text = start.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+                self.blocks.insert(index, Block { start, text, json: String::new() });
+            }
+            "content_block_delta" => self.block_delta(index, v, shown, live),
+            "message_delta" => {
+                if let Some(s) = v.pointer("/delta/stop_reason").filter(|s| !s.is_null()) {
+                    self.stop = Some(s.clone());
+                }
+                if let Some(Value::Object(u)) = v.get("usage") {
+                    self.usage.extend(u.iter().filter(|(_, n)| !n.is_null()).map(|(k, n)| (k.clone(), n.clone())));
+                }
+            }
+            "message_stop" => return Ok(true),
+            "error" => return Err(stream_error(v, shown.get())),
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// A piece of block `index`'s text or tool input, reported to `live` as it arrives; a
+    /// block whose start was not seen is begun by the kind of its first piece.
+    fn block_delta(&mut self, index: usize, v: &Value, shown: &std::cell::Cell<bool>, live: &mut dyn FnMut(&Delta)) {
+        let d = v.get("delta").cloned().unwrap_or(Value::Null);
+        let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
+        let b = self.blocks.entry(index).or_insert_with(|| {
+            let start = if kind == "input_json_delta" {
+                json!({"type": "tool_use", "id": "", "name": "", "input": {}})
+            } else {
+                json!({"type": "text", "text": ""})
+            };
+            Block { start, text: String::new(), json: String::new() }
+        });
+        match kind {
+            "text_delta" => {
+                let t = d.get("text").and_then(Value::as_str).unwrap_or("");
+                b.text.push_str(t);
+                if !t.is_empty() {
+                    shown.set(true);
+                    live(&Delta::Text(t.to_string()));
+                }
+            }
+            "input_json_delta" => {
+                let p = d.get("partial_json").and_then(Value::as_str).unwrap_or("");
+                b.json.push_str(p);
+                if !p.is_empty() {
+                    shown.set(true);
+                    let field = |k: &str| b.start.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    live(&Delta::ToolArguments {
+                        index,
+                        id: field("id"),
+                        name: field("name"),
+                        fragment: p.to_string(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The non-streamed response body the events add up to, with the message's `id`.
+    fn whole(self, id: &Option<String>) -> Value {
+        let content: Vec<Value> = self
+            .blocks
+            .into_values()
+            .map(|b| {
+                let mut out = b.start;
+                match out.get("type").and_then(Value::as_str) {
+                    Some("text") => out["text"] = json!(b.text),
+                    Some("tool_use") if !b.json.trim().is_empty() => {
+                        out["input"] = super::json_text::parse(&b.json).unwrap_or(Value::String(b.json))
+                    }
+                    _ => {}
+                }
+                out
+            })
+            .collect();
+        json!({
+            "id": id,
+            "model": self.message.get("model").cloned().unwrap_or(Value::Null),
+            "content": content,
+            "stop_reason": self.stop.or_else(|| self.message.get("stop_reason").cloned()).unwrap_or(Value::Null),
+            "usage": self.usage,
         })
-        .collect();
-    let id = message.get("id").and_then(Value::as_str).map(String::from);
-    let whole = json!({
-        "id": id,
-        "model": message.get("model").cloned().unwrap_or(Value::Null),
-        "content": content,
-        "stop_reason": stop.or_else(|| message.get("stop_reason").cloned()).unwrap_or(Value::Null),
-        "usage": usage,
-    });
-    finish_parse(parse(&whole), id)
+    }
 }
 
 #[cfg(test)]

@@ -246,6 +246,44 @@ fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
     Ok(servers.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
 }
 
+/// One server being resolved: the name and source its errors cite, and the variable lookup,
+/// which remembers every value it substitutes into env, headers, url, args and oauth (they
+/// become the server's secrets; the command and cwd are looked up unrecorded).
+struct Resolving<'a> {
+    name: &'a str,
+    source: &'a str,
+    var: &'a dyn Fn(&str) -> Option<String>,
+    used: std::cell::RefCell<Vec<String>>,
+}
+
+impl Resolving<'_> {
+    /// A configuration error about this server.
+    fn bad(&self, msg: String) -> Error {
+        Error::config(format!("MCP server `{}` ({}): {msg}", self.name, self.source))
+    }
+
+    /// The variable `k`, its value remembered as a secret.
+    fn recorded(&self, k: &str) -> Option<String> {
+        let v = (self.var)(k);
+        if let Some(x) = &v {
+            self.used.borrow_mut().push(x.clone());
+        }
+        v
+    }
+
+    /// `value` of config key `key` expanded, what it substitutes remembered as secrets.
+    fn expand_secret(&self, key: &str, value: &str) -> Result<String> {
+        expand(value, &|k| self.recorded(k)).map_err(|e| self.bad(format!("{key}: {e}")))
+    }
+
+    /// `value` of config key `key` expanded, nothing remembered (the command and cwd are shown).
+    fn expand_shown(&self, key: &str, value: &str) -> Result<String> {
+        expand(value, self.var).map_err(|e| self.bad(format!("{key}: {e}")))
+    }
+}
+
+/// One server's configuration checked and resolved into a [`Server`]: which transport, what
+/// it is shown as, its variables expanded (a disabled server's are not), its secrets gathered.
 fn resolve_one(
     name: &str,
     sc: &ServerConfig,
@@ -254,169 +292,35 @@ fn resolve_one(
     root: &Utf8Path,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Server> {
-    let bad = |msg: String| Error::config(format!("MCP server `{name}` ({source}): {msg}"));
+    let r = Resolving { name, source, var, used: Default::default() };
     if name.is_empty() {
-        return Err(bad("the server name is empty".into()));
+        return Err(r.bad("the server name is empty".into()));
     }
     let slug = slug(name);
     let enabled = sc.enabled.unwrap_or(!sc.disabled.unwrap_or(false));
-    let http = match (sc.kind, sc.command.is_some(), sc.url.is_some()) {
-        (_, true, true) => return Err(bad("give either `command` (stdio) or `url` (HTTP), not both".into())),
-        (Some(ServerType::Http), _, false) => return Err(bad("`type: http` needs `url`".into())),
-        (Some(ServerType::Stdio), false, _) => return Err(bad("`type: stdio` needs `command`".into())),
-        (_, false, true) => true,
-        (_, true, false) => false,
-        (None, false, false) if enabled => {
-            return Err(bad("no `command` and no `url`".into())
-                .with_hint("a stdio server needs `command` (and `args`); an HTTP server needs `url`"))
-        }
-        (None, false, false) => false,
-    };
+    let http = is_http(&r, sc, enabled)?;
     let env_names: Vec<String> = sc.env.as_ref().map(|e| e.keys().cloned().collect()).unwrap_or_default();
     let header_names: Vec<String> = sc.headers.as_ref().map(|h| h.keys().cloned().collect()).unwrap_or_default();
-    for k in &env_names {
-        if k.is_empty() || k.contains(['=', '\0']) {
-            return Err(bad(format!("env name `{k}` is not a variable name")));
-        }
+    if let Some(k) = env_names.iter().find(|k| k.is_empty() || k.contains(['=', '\0'])) {
+        return Err(r.bad(format!("env name `{k}` is not a variable name")));
     }
-    // How lists and messages name the server: masked as `config show` masks it (a password or
-    // query in the address, a credential among the arguments).
-    let display = if http {
-        crate::mask::url(&sc.url.clone().unwrap_or_default())
-    } else {
-        let mut d = crate::mask::command(&sc.command.clone().unwrap_or_default());
-        for a in crate::mask::argv(sc.args.as_deref().unwrap_or_default()) {
-            d.push(' ');
-            d.push_str(&a);
-        }
-        d
-    };
-    // Values substituted into env, headers, url and args are remembered as secrets.
-    let used = std::cell::RefCell::new(Vec::<String>::new());
-    let rec = |k: &str| {
-        let v = var(k);
-        if let Some(x) = &v {
-            used.borrow_mut().push(x.clone());
-        }
-        v
-    };
+    let display = display(sc, http);
     let mut secrets: Vec<String> = Vec::new();
-    let transport = if !enabled {
-        None
-    } else if http {
-        let url = expand(sc.url.as_deref().unwrap_or_default(), &rec).map_err(|e| bad(format!("url: {e}")))?;
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(bad(format!("url `{}` is not an http(s) URL", sc.url.as_deref().unwrap_or_default())));
-        }
-        let mut headers = Vec::new();
-        for (k, v) in sc.headers.iter().flatten() {
-            let value = expand(v, &rec).map_err(|e| bad(format!("headers.{k}: {e}")))?;
-            register_credential(k, &value);
-            secrets.push(value.clone());
-            headers.push((k.clone(), value));
-        }
-        Some(Transport::Http { url, headers })
-    } else {
-        let command =
-            expand(sc.command.as_deref().unwrap_or_default(), var).map_err(|e| bad(format!("command: {e}")))?;
-        if command.trim().is_empty() {
-            return Err(bad("`command` is empty".into()));
-        }
-        let mut args = Vec::new();
-        for (i, a) in sc.args.iter().flatten().enumerate() {
-            args.push(expand(a, &rec).map_err(|e| bad(format!("args[{i}]: {e}")))?);
-        }
-        let mut env = Vec::new();
-        for (k, v) in sc.env.iter().flatten() {
-            let value = expand(v, &rec).map_err(|e| bad(format!("env.{k}: {e}")))?;
-            register_credential(k, &value);
-            env.push((k.clone(), value));
-        }
-        let cwd = match &sc.cwd {
-            Some(c) => {
-                let c = expand(c, var).map_err(|e| bad(format!("cwd: {e}")))?;
-                crate::fs::resolve_in(root, Utf8Path::new(&c))
-            }
-            None => root.to_path_buf(),
-        };
-        Some(Transport::Stdio { command, args, env, cwd })
+    let transport = match (enabled, http) {
+        (false, _) => None,
+        (true, true) => Some(http_transport(&r, sc, &mut secrets)?),
+        (true, false) => Some(stdio_transport(&r, sc, root)?),
     };
     let oauth = match (&sc.oauth, http && enabled) {
         (Some(_), false) if enabled => {
-            return Err(bad("`oauth` applies to HTTP servers (`url`) only".into())
+            return Err(r
+                .bad("`oauth` applies to HTTP servers (`url`) only".into())
                 .with_hint("remove oauth, or give the server's url"))
         }
-        (Some(o), true) => {
-            let ex = |k: &str, v: &Option<String>| {
-                v.as_deref().map(|v| expand(v, &rec).map_err(|e| bad(format!("oauth.{k}: {e}")))).transpose()
-            };
-            let before = secrets.len();
-            let client_secret = ex("client_secret", &o.client_secret)?;
-            secrets.extend(client_secret.clone());
-            let grant = o.grant.unwrap_or_default();
-            let alg = o.signing_alg.unwrap_or_default();
-            let private_key = match (&o.private_key, &o.private_key_file) {
-                (Some(_), Some(_)) => {
-                    return Err(bad("give oauth.private_key or oauth.private_key_file, not both".into()))
-                }
-                (Some(k), None) => Some((
-                    "oauth.private_key".to_string(),
-                    expand(k, &rec).map_err(|e| bad(format!("oauth.private_key: {e}")))?,
-                )),
-                (None, Some(f)) => {
-                    let (path, text) = secret_file("oauth.private_key_file", f, &rec).map_err(|e| e.into_error(bad))?;
-                    Some((format!("oauth.private_key_file {path}"), text))
-                }
-                (None, None) => None,
-            };
-            let private_key = match private_key {
-                Some((what, text)) => {
-                    secrets.push(text.trim().to_string());
-                    Some(super::jwt::Key::from_pem(&text, alg).map_err(|e| {
-                        bad(format!("{what}: {e}")).with_hint("give an unencrypted PKCS#8 PEM key that oauth.signing_alg can sign with (ES256: P-256, ES384: P-384, RS256: RSA)")
-                    })?)
-                }
-                None => None,
-            };
-            let identity_provider = match (&o.identity_provider, grant) {
-                (Some(idp), crate::config::Grant::IdentityAssertion) => {
-                    Some(identity_provider(idp, &rec, &mut secrets).map_err(|e| e.into_error(bad))?)
-                }
-                (Some(_), _) => {
-                    return Err(bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
-                        .with_hint("set oauth.grant: identity_assertion, or remove oauth.identity_provider"))
-                }
-                (None, crate::config::Grant::IdentityAssertion) => return Err(bad(
-                    "`grant: identity_assertion` needs oauth.identity_provider".into(),
-                )
-                .with_hint(
-                    "give oauth.identity_provider: {issuer, client_id, id_token: \"${ID_TOKEN}\"} (or id_token_file)",
-                )),
-                (None, _) => None,
-            };
-            // The client's credentials are redacted everywhere, not only in this server's output:
-            // a tool that reads the key file or the environment must not put them in the trace.
-            for c in &secrets[before..] {
-                crate::redact::register(c);
-            }
-            Some(OAuth {
-                grant,
-                client_id: ex("client_id", &o.client_id)?,
-                client_secret,
-                scopes: o.scopes.clone().unwrap_or_default(),
-                client_metadata_url: ex("client_metadata_url", &o.client_metadata_url)?,
-                private_key,
-                identity_provider,
-            })
-        }
+        (Some(o), true) => Some(resolve_oauth(&r, o, &mut secrets)?),
         _ => None,
     };
-    secrets.extend(used.into_inner());
-    secrets.retain(|s| s.chars().count() >= 6);
-    secrets.sort();
-    secrets.dedup();
-    // Longest first, so a secret that contains another is redacted whole.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.extend(r.used.into_inner());
     Ok(Server {
         name: name.to_string(),
         slug,
@@ -429,9 +333,166 @@ fn resolve_one(
         startup_timeout: sc.startup_timeout.map(|d| d.0).unwrap_or(DEFAULT_STARTUP_TIMEOUT),
         allowed_tools: sc.allowed_tools.clone(),
         denied_tools: sc.denied_tools.clone().unwrap_or_default(),
-        secrets,
+        secrets: redaction_order(secrets),
         oauth,
     })
+}
+
+/// Whether the server is reached over HTTP (`url`) rather than stdio (`command`): `type`, when
+/// given, must agree with the key present, and a disabled server may have neither.
+fn is_http(r: &Resolving, sc: &ServerConfig, enabled: bool) -> Result<bool> {
+    Ok(match (sc.kind, sc.command.is_some(), sc.url.is_some()) {
+        (_, true, true) => return Err(r.bad("give either `command` (stdio) or `url` (HTTP), not both".into())),
+        (Some(ServerType::Http), _, false) => return Err(r.bad("`type: http` needs `url`".into())),
+        (Some(ServerType::Stdio), false, _) => return Err(r.bad("`type: stdio` needs `command`".into())),
+        (_, false, true) => true,
+        (_, true, false) => false,
+        (None, false, false) if enabled => {
+            return Err(r
+                .bad("no `command` and no `url`".into())
+                .with_hint("a stdio server needs `command` (and `args`); an HTTP server needs `url`"))
+        }
+        (None, false, false) => false,
+    })
+}
+
+/// How lists and messages name the server: masked as `config show` masks it (a password or
+/// query in the address, a credential among the arguments), before any variable is expanded.
+fn display(sc: &ServerConfig, http: bool) -> String {
+    if http {
+        return crate::mask::url(&sc.url.clone().unwrap_or_default());
+    }
+    let mut d = crate::mask::command(&sc.command.clone().unwrap_or_default());
+    for a in crate::mask::argv(sc.args.as_deref().unwrap_or_default()) {
+        d.push(' ');
+        d.push_str(&a);
+    }
+    d
+}
+
+/// The url and headers, expanded; every header value is a secret, and a credential header's
+/// value is redacted everywhere.
+fn http_transport(r: &Resolving, sc: &ServerConfig, secrets: &mut Vec<String>) -> Result<Transport> {
+    let url = r.expand_secret("url", sc.url.as_deref().unwrap_or_default())?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(r.bad(format!("url `{}` is not an http(s) URL", sc.url.as_deref().unwrap_or_default())));
+    }
+    let mut headers = Vec::new();
+    for (k, v) in sc.headers.iter().flatten() {
+        let value = r.expand_secret(&format!("headers.{k}"), v)?;
+        register_credential(k, &value);
+        secrets.push(value.clone());
+        headers.push((k.clone(), value));
+    }
+    Ok(Transport::Http { url, headers })
+}
+
+/// The command, args, env and cwd, expanded; a relative cwd is taken from the workspace.
+fn stdio_transport(r: &Resolving, sc: &ServerConfig, root: &Utf8Path) -> Result<Transport> {
+    let command = r.expand_shown("command", sc.command.as_deref().unwrap_or_default())?;
+    if command.trim().is_empty() {
+        return Err(r.bad("`command` is empty".into()));
+    }
+    let mut args = Vec::new();
+    for (i, a) in sc.args.iter().flatten().enumerate() {
+        args.push(r.expand_secret(&format!("args[{i}]"), a)?);
+    }
+    let mut env = Vec::new();
+    for (k, v) in sc.env.iter().flatten() {
+        let value = r.expand_secret(&format!("env.{k}"), v)?;
+        register_credential(k, &value);
+        env.push((k.clone(), value));
+    }
+    let cwd = match &sc.cwd {
+        Some(c) => crate::fs::resolve_in(root, Utf8Path::new(&r.expand_shown("cwd", c)?)),
+        None => root.to_path_buf(),
+    };
+    Ok(Transport::Stdio { command, args, env, cwd })
+}
+
+/// `oauth` resolved: variables expanded, the client key and the identity provider's ID token
+/// read. Checked in the order the keys are listed: client_secret, the key, the identity
+/// provider, client_id, client_metadata_url.
+fn resolve_oauth(r: &Resolving, o: &crate::config::OAuthConfig, secrets: &mut Vec<String>) -> Result<OAuth> {
+    let ex = |k: &str, v: &Option<String>| v.as_deref().map(|v| r.expand_secret(&format!("oauth.{k}"), v)).transpose();
+    let before = secrets.len();
+    let client_secret = ex("client_secret", &o.client_secret)?;
+    secrets.extend(client_secret.clone());
+    let grant = o.grant.unwrap_or_default();
+    let private_key = client_key(r, o, secrets)?;
+    let identity_provider = oauth_identity_provider(r, o, grant, secrets)?;
+    // The client's credentials are redacted everywhere, not only in this server's output:
+    // a tool that reads the key file or the environment must not put them in the trace.
+    for c in &secrets[before..] {
+        crate::redact::register(c);
+    }
+    Ok(OAuth {
+        grant,
+        client_id: ex("client_id", &o.client_id)?,
+        client_secret,
+        scopes: o.scopes.clone().unwrap_or_default(),
+        client_metadata_url: ex("client_metadata_url", &o.client_metadata_url)?,
+        private_key,
+        identity_provider,
+    })
+}
+
+/// The client's signing key, from `oauth.private_key` or `oauth.private_key_file` (not both);
+/// its text is a secret.
+fn client_key(
+    r: &Resolving,
+    o: &crate::config::OAuthConfig,
+    secrets: &mut Vec<String>,
+) -> Result<Option<super::jwt::Key>> {
+    let alg = o.signing_alg.unwrap_or_default();
+    let (what, text) = match (&o.private_key, &o.private_key_file) {
+        (Some(_), Some(_)) => return Err(r.bad("give oauth.private_key or oauth.private_key_file, not both".into())),
+        (Some(k), None) => ("oauth.private_key".to_string(), r.expand_secret("oauth.private_key", k)?),
+        (None, Some(f)) => {
+            let (path, text) =
+                secret_file("oauth.private_key_file", f, &|k| r.recorded(k)).map_err(|e| e.into_error(|m| r.bad(m)))?;
+            (format!("oauth.private_key_file {path}"), text)
+        }
+        (None, None) => return Ok(None),
+    };
+    secrets.push(text.trim().to_string());
+    let key = super::jwt::Key::from_pem(&text, alg).map_err(|e| {
+        r.bad(format!("{what}: {e}")).with_hint("give an unencrypted PKCS#8 PEM key that oauth.signing_alg can sign with (ES256: P-256, ES384: P-384, RS256: RSA)")
+    })?;
+    Ok(Some(key))
+}
+
+/// `oauth.identity_provider`, which `grant: identity_assertion` needs and no other grant takes.
+fn oauth_identity_provider(
+    r: &Resolving,
+    o: &crate::config::OAuthConfig,
+    grant: crate::config::Grant,
+    secrets: &mut Vec<String>,
+) -> Result<Option<IdentityProvider>> {
+    match (&o.identity_provider, grant) {
+        (Some(idp), crate::config::Grant::IdentityAssertion) => {
+            Ok(Some(identity_provider(idp, &|k| r.recorded(k), secrets).map_err(|e| e.into_error(|m| r.bad(m)))?))
+        }
+        (Some(_), _) => Err(r
+            .bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
+            .with_hint("set oauth.grant: identity_assertion, or remove oauth.identity_provider")),
+        (None, crate::config::Grant::IdentityAssertion) => {
+            Err(r.bad("`grant: identity_assertion` needs oauth.identity_provider".into()).with_hint(
+                "give oauth.identity_provider: {issuer, client_id, id_token: \"${ID_TOKEN}\"} (or id_token_file)",
+            ))
+        }
+        (None, _) => Ok(None),
+    }
+}
+
+/// The secrets as redaction applies them: none under 6 characters (they would redact noise),
+/// each once, longest first so a secret that contains another is redacted whole.
+fn redaction_order(mut secrets: Vec<String>) -> Vec<String> {
+    secrets.retain(|s| s.chars().count() >= 6);
+    secrets.sort();
+    secrets.dedup();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
 }
 
 /// A header or variable whose name says it carries a credential (`Authorization`,

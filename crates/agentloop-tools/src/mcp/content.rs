@@ -74,101 +74,21 @@ impl Budget {
     }
 }
 
+/// One `tools/call` result as the tool's [`ToolResult`], read within the call's caps.
 pub fn to_result(env: &ToolEnv, server: &str, tool: &str, result: &Value) -> ToolResult {
-    let mut parts: Vec<String> = Vec::new();
-    let mut artifacts: Vec<String> = Vec::new();
-    let mut budget = Budget::default();
+    let mut d = Described { env, budget: Budget::default(), parts: Vec::new(), artifacts: Vec::new() };
     let items = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for item in items.iter().take(MAX_ITEMS) {
-        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "text" => parts.push(budget.text(item.get("text").and_then(Value::as_str).unwrap_or(""))),
-            "image" | "audio" => {
-                let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
-                let data = item.get("data").and_then(Value::as_str).unwrap_or("");
-                // Refused before decoding: base64 is 4 characters for 3 bytes.
-                if let Some(why) = budget.file(data.len() / 4 * 3) {
-                    parts.push(format!("[{kind} {mime}, about {} bytes, {why}]", data.len() / 4 * 3));
-                    continue;
-                }
-                parts.push(match decode(data) {
-                    Some(bytes) => match save(env, budget.files, mime, &bytes) {
-                        Ok(rel) => {
-                            let line = format!("[{kind} {mime}, {} bytes, saved to {rel}]", bytes.len());
-                            artifacts.push(rel);
-                            line
-                        }
-                        Err(e) => format!("[{kind} {mime}, {} bytes; could not save it: {e}]", bytes.len()),
-                    },
-                    None => format!("[{kind} {mime}: the server sent data that is not base64]"),
-                });
-            }
-            "resource" => {
-                let r = item.get("resource").unwrap_or(&Value::Null);
-                let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
-                let mime = r.get("mimeType").and_then(Value::as_str);
-                let text = r.get("text").and_then(Value::as_str);
-                let blob = r.get("blob").and_then(Value::as_str);
-                let mime_s = mime.unwrap_or(if text.is_some() { "text/plain" } else { "application/octet-stream" });
-                let size = match (text, blob) {
-                    (Some(t), _) => Some(t.len()),
-                    (None, Some(b)) => Some(b.len() / 4 * 3),
-                    (None, None) => None,
-                };
-                let why = size.and_then(|n| budget.file(n));
-                let bytes = match (why.is_some(), text, blob) {
-                    (true, _, _) => None,
-                    (false, Some(t), _) => Some(t.as_bytes().to_vec()),
-                    (false, None, Some(b)) => decode(b),
-                    (false, None, None) => None,
-                };
-                let line = match (bytes, why) {
-                    (_, Some(why)) => format!("[resource {uri} ({mime_s}, about {} bytes), {why}]", size.unwrap_or(0)),
-                    (Some(bytes), None) => match save(env, budget.files, mime_s, &bytes) {
-                        Ok(rel) => {
-                            let l = format!("[resource {uri} ({mime_s}, {} bytes), saved to {rel}]", bytes.len());
-                            artifacts.push(rel);
-                            l
-                        }
-                        Err(e) => format!("[resource {uri} ({mime_s}); could not save it: {e}]"),
-                    },
-                    (None, None) => format!("[resource {uri} ({mime_s}) with no contents]"),
-                };
-                parts.push(line);
-                if let Some(t) = text {
-                    parts.push(budget.text(t));
-                }
-            }
-            "resource_link" => {
-                let uri = item.get("uri").and_then(Value::as_str).unwrap_or("?");
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("");
-                let mime = item.get("mimeType").and_then(Value::as_str).map(|m| format!(", {m}")).unwrap_or_default();
-                let desc =
-                    item.get("description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
-                parts.push(budget.text(&format!("[resource link {uri} ({name}{mime}){desc}]")));
-            }
-            other => parts.push(budget.text(&format!("[content of type `{other}`, not shown]"))),
-        }
+        d.item(item);
     }
     if items.len() > MAX_ITEMS {
-        parts.push(format!(
+        d.parts.push(format!(
             "[{} more content items left out: one call may return {MAX_ITEMS}]",
             items.len() - MAX_ITEMS
         ));
     }
-    // Structured content is kept (and shown when there is no text) only within what is left.
-    let mut structured = result.get("structuredContent").filter(|v| !v.is_null()).cloned();
-    if let Some(s) = &structured {
-        let size = serde_json::to_string(s).map(|t| t.len()).unwrap_or(0);
-        if size > budget.left() {
-            parts.push(format!(
-                "[structuredContent of {size} bytes left out: one call may hold {} MiB]",
-                MAX_BYTES >> 20
-            ));
-            structured = None;
-        }
-    }
-    let mut output = parts.join("\n");
+    let structured = d.structured(result);
+    let mut output = d.parts.join("\n");
     if output.trim().is_empty() {
         if let Some(s) = &structured {
             output = serde_json::to_string_pretty(s).unwrap_or_default();
@@ -187,8 +107,115 @@ pub fn to_result(env: &ToolEnv, server: &str, tool: &str, result: &Value) -> Too
     } else {
         ToolResult::ok(output, metadata)
     };
-    r.artifacts = artifacts;
+    r.artifacts = d.artifacts;
     r
+}
+
+/// One call's content items as they are read: the lines of output so far, the files saved
+/// under artifacts/, and what the call has taken of its caps.
+struct Described<'a> {
+    env: &'a ToolEnv<'a>,
+    budget: Budget,
+    parts: Vec<String>,
+    artifacts: Vec<String>,
+}
+
+impl Described<'_> {
+    /// Describes one content item by its type; one of a type this version does not know is
+    /// named, not lost.
+    fn item(&mut self, item: &Value) {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "text" => self.parts.push(self.budget.text(item.get("text").and_then(Value::as_str).unwrap_or(""))),
+            "image" | "audio" => self.media(kind, item),
+            "resource" => self.resource(item.get("resource").unwrap_or(&Value::Null)),
+            "resource_link" => {
+                let uri = item.get("uri").and_then(Value::as_str).unwrap_or("?");
+                let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+                let mime = item.get("mimeType").and_then(Value::as_str).map(|m| format!(", {m}")).unwrap_or_default();
+                let desc =
+                    item.get("description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
+                self.parts.push(self.budget.text(&format!("[resource link {uri} ({name}{mime}){desc}]")));
+            }
+            other => self.parts.push(self.budget.text(&format!("[content of type `{other}`, not shown]"))),
+        }
+    }
+
+    /// An image or audio item (`kind`): its base64 data decoded and saved, when the caps allow.
+    fn media(&mut self, kind: &str, item: &Value) {
+        let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
+        let data = item.get("data").and_then(Value::as_str).unwrap_or("");
+        // Refused before decoding: base64 is 4 characters for 3 bytes.
+        if let Some(why) = self.budget.file(data.len() / 4 * 3) {
+            self.parts.push(format!("[{kind} {mime}, about {} bytes, {why}]", data.len() / 4 * 3));
+            return;
+        }
+        let line = match decode(data) {
+            Some(bytes) => match save(self.env, self.budget.files, mime, &bytes) {
+                Ok(rel) => {
+                    let line = format!("[{kind} {mime}, {} bytes, saved to {rel}]", bytes.len());
+                    self.artifacts.push(rel);
+                    line
+                }
+                Err(e) => format!("[{kind} {mime}, {} bytes; could not save it: {e}]", bytes.len()),
+            },
+            None => format!("[{kind} {mime}: the server sent data that is not base64]"),
+        };
+        self.parts.push(line);
+    }
+
+    /// An embedded resource `r`: its text or blob saved when the caps allow, and its text shown
+    /// as well.
+    fn resource(&mut self, r: &Value) {
+        let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
+        let mime = r.get("mimeType").and_then(Value::as_str);
+        let text = r.get("text").and_then(Value::as_str);
+        let blob = r.get("blob").and_then(Value::as_str);
+        let mime_s = mime.unwrap_or(if text.is_some() { "text/plain" } else { "application/octet-stream" });
+        let size = match (text, blob) {
+            (Some(t), _) => Some(t.len()),
+            (None, Some(b)) => Some(b.len() / 4 * 3),
+            (None, None) => None,
+        };
+        let why = size.and_then(|n| self.budget.file(n));
+        let bytes = match (why.is_some(), text, blob) {
+            (true, _, _) => None,
+            (false, Some(t), _) => Some(t.as_bytes().to_vec()),
+            (false, None, Some(b)) => decode(b),
+            (false, None, None) => None,
+        };
+        let line = match (bytes, why) {
+            (_, Some(why)) => format!("[resource {uri} ({mime_s}, about {} bytes), {why}]", size.unwrap_or(0)),
+            (Some(bytes), None) => match save(self.env, self.budget.files, mime_s, &bytes) {
+                Ok(rel) => {
+                    let l = format!("[resource {uri} ({mime_s}, {} bytes), saved to {rel}]", bytes.len());
+                    self.artifacts.push(rel);
+                    l
+                }
+                Err(e) => format!("[resource {uri} ({mime_s}); could not save it: {e}]"),
+            },
+            (None, None) => format!("[resource {uri} ({mime_s}) with no contents]"),
+        };
+        self.parts.push(line);
+        if let Some(t) = text {
+            self.parts.push(self.budget.text(t));
+        }
+    }
+
+    /// The result's `structuredContent`, kept only within what is left of the byte cap (said
+    /// when it is left out).
+    fn structured(&mut self, result: &Value) -> Option<Value> {
+        let s = result.get("structuredContent").filter(|v| !v.is_null()).cloned()?;
+        let size = serde_json::to_string(&s).map(|t| t.len()).unwrap_or(0);
+        if size > self.budget.left() {
+            self.parts.push(format!(
+                "[structuredContent of {size} bytes left out: one call may hold {} MiB]",
+                MAX_BYTES >> 20
+            ));
+            return None;
+        }
+        Some(s)
+    }
 }
 
 fn decode(data: &str) -> Option<Vec<u8>> {

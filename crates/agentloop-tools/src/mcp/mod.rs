@@ -292,117 +292,108 @@ impl Hub {
             Err(e) => return ToolResult::err(McpError::Runtime(e).to_string(), true),
         };
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let result = rt.block_on(self.call_live(env, *idx, tool, args, &mut live));
+        proc::park_if_interrupted();
+        redacted(server, result)
+    }
+
+    /// Calls `tool` of server `idx` in its running session, started first when there is none.
+    /// A 401/403 mid-session signs in again where a person asked for that, and calls once more.
+    async fn call_live(
+        &self,
+        env: &ToolEnv<'_>,
+        idx: usize,
+        tool: &str,
+        args: &Value,
+        live: &mut BTreeMap<usize, Session>,
+    ) -> ToolResult {
+        let server = &self.states[idx].server;
         let where_ = log_note(server, &self.logs);
         let mut sign_ins = 0;
-        let mut result = rt.block_on(async { loop {
-            if live.get(idx).is_some_and(Session::is_closed) {
-                if let Some(s) = live.remove(idx) {
-                    s.close().await;
-                }
+        loop {
+            if let Err(failed) = self.start(idx, live, &where_).await {
+                return failed;
             }
-            if !live.contains_key(idx) {
-                let watch = crate::clock::Stopwatch::start();
-                match auth::bounded(server.startup_timeout, client::connect(server, &self.logs)).await.ok_or(()) {
-                    Err(()) => {
-                        return ToolResult::err(
-                            format!(
-                                "MCP server {} did not start within {} (startup_timeout){where_}",
-                                server.name,
-                                secs(server.startup_timeout)
-                            ),
-                            true,
-                        )
-                    }
-                    Ok(Err(e)) => return ToolResult::err(e.to_string(), true),
-                    Ok(Ok(s)) => {
-                        // A started server refreshes its cached list, so a stale cache heals at
-                        // the next start (one tools/list; never fatal).
-                        if let Ok(tools) = s.list_tools().await {
-                            if self.states[*idx].listing.as_ref().is_none_or(|l| l.tools != tools) {
-                                let l = cache::Listing::new(
-                                    server,
-                                    s.protocol_version.clone(),
-                                    s.server_info.clone(),
-                                    watch.ms(),
-                                    tools,
-                                );
-                                let _ = cache::write(server, &l);
-                            }
-                        }
-                        live.insert(*idx, s);
-                    }
-                }
-            }
-            let Some(session) = live.get(idx) else {
+            let Some(session) = live.get(&idx) else {
                 return ToolResult::err(format!("MCP server {} did not start{where_}", server.name), true);
             };
-            let outcome = tokio::time::timeout(server.timeout, session.call(tool, args)).await;
-            // A 401/403 mid-session: sign in again (step-up) where a person asked for that,
-            // then reconnect and call once more; else say how to sign in.
-            if let Ok(Err(CallError::Auth(ch))) = &outcome {
-                let url = match &server.transport {
-                    Some(config::Transport::Http { url, .. }) => url.clone(),
-                    _ => String::new(),
-                };
-                if !auth::may_sign_in(server) || sign_ins >= auth::MAX_SIGN_INS {
-                    break ToolResult::err(auth::still_refused(server, ch, sign_ins), true);
+            let Ok(outcome) = tokio::time::timeout(server.timeout, session.call(tool, args)).await else {
+                return timed_out(server, tool).await;
+            };
+            return match outcome {
+                Ok(v) => answer(env, server, tool, session, &v),
+                Err(CallError::Auth(ch)) => {
+                    if let Err(refused) = sign_in_again(server, &ch, &mut sign_ins, live, idx).await {
+                        return refused;
+                    }
+                    continue;
                 }
-                sign_ins += 1;
-                if let Some(s) = live.remove(idx) {
-                    s.close().await;
-                }
-                if let Err(e) = auth::sign_in(server, &url, Some(ch)).await {
-                    break ToolResult::err(e.to_string(), true);
-                }
-                continue;
-            }
-            break match outcome {
-                Err(_) => {
-                    // Dropping the call queued `notifications/cancelled`: let it go out.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                Err(CallError::Rpc { code, message }) => ToolResult::err(
+                    format!("MCP server {}: tool {tool} failed: {message} (JSON-RPC error {code})", server.name),
+                    false,
+                ),
+                Err(CallError::Closed(_)) => {
+                    if let Some(s) = live.remove(&idx) {
+                        s.close().await;
+                    }
                     ToolResult::err(
                         format!(
-                            "MCP server {}: tool {tool} timed out after {} (the call was cancelled; the server keeps running)",
-                            server.name,
-                            secs(server.timeout)
+                            "MCP server {} exited (or closed the connection) during the call to {tool}{where_}",
+                            server.name
                         ),
                         true,
                     )
                 }
-                Ok(Ok(v)) => {
-                    let mut r = content::to_result(env, &server.name, tool, &v);
-                    r.metadata["mcp"]["protocol_version"] = json!(session.protocol_version);
-                    with_elicitations(&mut r, session.take_elicitations());
-                    r
-                }
-                Ok(Err(CallError::Rpc { code, message })) => ToolResult::err(
-                    format!("MCP server {}: tool {tool} failed: {message} (JSON-RPC error {code})", server.name),
-                    false,
-                ),
-                Ok(Err(CallError::Closed(_))) => {
-                    if let Some(s) = live.remove(idx) {
-                        s.close().await;
-                    }
-                    ToolResult::err(
-                        format!("MCP server {} exited (or closed the connection) during the call to {tool}{where_}", server.name),
-                        true,
-                    )
-                }
-                Ok(Err(CallError::Other(e))) => {
+                Err(CallError::Other(e)) => {
                     ToolResult::err(format!("MCP server {}: tool {tool} failed: {e}", server.name), true)
                 }
-                Ok(Err(CallError::Auth(ch))) => ToolResult::err(auth::needs_sign_in(server, &ch), true),
             };
-        } });
-        proc::park_if_interrupted();
-        result.output = server.redact(&result.output);
-        result.error = result.error.map(|e| server.redact(&e));
-        if !server.secrets.is_empty() {
-            if let Ok(m) = serde_json::from_str(&server.redact(&result.metadata.to_string())) {
-                result.metadata = m;
+        }
+    }
+
+    /// Makes sure server `idx` is running: a session that closed is dropped, and a server with
+    /// none is started within its startup_timeout.
+    async fn start(
+        &self,
+        idx: usize,
+        live: &mut BTreeMap<usize, Session>,
+        where_: &str,
+    ) -> std::result::Result<(), ToolResult> {
+        let server = &self.states[idx].server;
+        if live.get(&idx).is_some_and(Session::is_closed) {
+            if let Some(s) = live.remove(&idx) {
+                s.close().await;
             }
         }
-        result
+        if live.contains_key(&idx) {
+            return Ok(());
+        }
+        let watch = crate::clock::Stopwatch::start();
+        let s = match auth::bounded(server.startup_timeout, client::connect(server, &self.logs)).await.ok_or(()) {
+            Err(()) => {
+                return Err(ToolResult::err(
+                    format!(
+                        "MCP server {} did not start within {} (startup_timeout){where_}",
+                        server.name,
+                        secs(server.startup_timeout)
+                    ),
+                    true,
+                ))
+            }
+            Ok(Err(e)) => return Err(ToolResult::err(e.to_string(), true)),
+            Ok(Ok(s)) => s,
+        };
+        // A started server refreshes its cached list, so a stale cache heals at the next start
+        // (one tools/list; never fatal).
+        if let Ok(tools) = s.list_tools().await {
+            if self.states[idx].listing.as_ref().is_none_or(|l| l.tools != tools) {
+                let l =
+                    cache::Listing::new(server, s.protocol_version.clone(), s.server_info.clone(), watch.ms(), tools);
+                let _ = cache::write(server, &l);
+            }
+        }
+        live.insert(idx, s);
+        Ok(())
     }
 
     /// Stops every running server (also done on drop).
@@ -423,6 +414,65 @@ impl Drop for Hub {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// After a 401/403 mid-session (challenge `ch`): signs in again (step-up) where a person asked
+/// for that and fewer than [`auth::MAX_SIGN_INS`] sign-ins were tried, closing server `idx`'s
+/// session so the next call reconnects; else the result saying how to sign in.
+async fn sign_in_again(
+    server: &Server,
+    ch: &str,
+    sign_ins: &mut u32,
+    live: &mut BTreeMap<usize, Session>,
+    idx: usize,
+) -> std::result::Result<(), ToolResult> {
+    let url = match &server.transport {
+        Some(config::Transport::Http { url, .. }) => url.clone(),
+        _ => String::new(),
+    };
+    if !auth::may_sign_in(server) || *sign_ins >= auth::MAX_SIGN_INS {
+        return Err(ToolResult::err(auth::still_refused(server, ch, *sign_ins), true));
+    }
+    *sign_ins += 1;
+    if let Some(s) = live.remove(&idx) {
+        s.close().await;
+    }
+    auth::sign_in(server, &url, Some(ch)).await.map_err(|e| ToolResult::err(e.to_string(), true))
+}
+
+/// A call that ran out of the server's timeout. Dropping the call queued
+/// `notifications/cancelled`: it is let go out before the result is returned.
+async fn timed_out(server: &Server, tool: &str) -> ToolResult {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    ToolResult::err(
+        format!(
+            "MCP server {}: tool {tool} timed out after {} (the call was cancelled; the server keeps running)",
+            server.name,
+            secs(server.timeout)
+        ),
+        true,
+    )
+}
+
+/// The tool's answer `v` as a result, with the session's protocol version and the
+/// elicitations the call made.
+fn answer(env: &ToolEnv, server: &Server, tool: &str, session: &Session, v: &Value) -> ToolResult {
+    let mut r = content::to_result(env, &server.name, tool, v);
+    r.metadata["mcp"]["protocol_version"] = json!(session.protocol_version);
+    with_elicitations(&mut r, session.take_elicitations());
+    r
+}
+
+/// `result` with the server's secrets redacted from its output, error and metadata.
+fn redacted(server: &Server, mut result: ToolResult) -> ToolResult {
+    result.output = server.redact(&result.output);
+    result.error = result.error.map(|e| server.redact(&e));
+    if !server.secrets.is_empty() {
+        if let Ok(m) = serde_json::from_str(&server.redact(&result.metadata.to_string())) {
+            result.metadata = m;
+        }
+    }
+    result
 }
 
 /// What the server asked during the call (elicitations) and what agentloop answered: in the

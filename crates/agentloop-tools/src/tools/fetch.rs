@@ -171,8 +171,6 @@ fn crosses_origin(name: &str, body_kept: bool) -> bool {
     CROSS_ORIGIN_HEADERS.contains(&name.as_str()) || (body_kept && name == "content-type")
 }
 
-/// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
-/// hop included.
 /// Why a fetch failed: the message, whether it may be tried again, and whether the call's
 /// timeout ran out (which the caller words by the limit that set it, not by the message).
 #[derive(Debug, Clone)]
@@ -188,6 +186,8 @@ impl Failed {
     }
 }
 
+/// One request with manual, policy-checked redirects; `timeout` bounds the whole call, every
+/// hop included.
 pub fn fetch(
     p: &HttpToolConfig,
     method: &str,
@@ -209,66 +209,111 @@ pub fn fetch(
             let message = format!("timed out after {} (before {url})", humantime::format_duration(timeout));
             return Err(Failed { message, retry: true, timed_out: true });
         }
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(left))
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .user_agent(p.user_agent.as_str())
-            .build();
-        // The policy is checked again on the addresses actually connected to, so a host that
-        // resolves differently the second time (DNS rebinding) cannot reach a refused address.
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::new(),
-            PinnedResolver { allow_private: p.allow_private, deny: deny.clone() },
-        );
+        let agent = pinned_agent(p, &deny, left);
         let here = (target.scheme.clone(), target.host.clone(), target.port);
         let same_origin = origin.get_or_insert_with(|| here.clone()) == &here;
-        let with_body = matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") && body.is_some();
-        let mut req = ureq::http::Request::builder().method(method.as_str()).uri(target.uri.clone());
-        for (k, v) in headers {
-            if same_origin || crosses_origin(k, with_body) {
+        let hop = Hop { method: &method, headers, body: body.as_deref(), same_origin };
+        let resp = hop.send(&agent, &target, timeout)?;
+        let status = resp.status().as_u16();
+        if let Some(loc) = redirect_location(&resp, status) {
+            url = join(&target, loc);
+            if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+                method = "GET".into();
+                body = None;
+            }
+            continue;
+        }
+        return read_response(resp, status, url, p.max_bytes);
+    }
+    Err(Failed::new(format!("too many redirects (more than {})", p.max_redirects), false))
+}
+
+/// An HTTP client for one hop: it follows no redirect, takes no status as an error, gives up
+/// when the call's time `left` is spent, and connects only to addresses the policy allows.
+fn pinned_agent(p: &HttpToolConfig, deny: &DenyList, left: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .timeout_global(Some(left))
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .user_agent(p.user_agent.as_str())
+        .build();
+    // The policy is checked again on the addresses actually connected to, so a host that
+    // resolves differently the second time (DNS rebinding) cannot reach a refused address.
+    ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        PinnedResolver { allow_private: p.allow_private, deny: deny.clone() },
+    )
+}
+
+/// One hop's request: the method, the call's headers, the body, and whether the hop goes to
+/// the origin the call was made to.
+struct Hop<'a> {
+    method: &'a str,
+    headers: &'a [(String, String)],
+    body: Option<&'a str>,
+    same_origin: bool,
+}
+
+impl Hop<'_> {
+    /// Sends the request to `target`: the body only with a method that carries one, and on
+    /// another origin only the headers that may cross ([`crosses_origin`]).
+    fn send(
+        &self,
+        agent: &ureq::Agent,
+        target: &Target,
+        timeout: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, Failed> {
+        let with_body = matches!(self.method, "POST" | "PUT" | "PATCH" | "DELETE") && self.body.is_some();
+        let mut req = ureq::http::Request::builder().method(self.method).uri(target.uri.clone());
+        for (k, v) in self.headers {
+            if self.same_origin || crosses_origin(k, with_body) {
                 req = req.header(k.as_str(), v.as_str());
             }
         }
-        let sent = match (&body, with_body) {
+        match (self.body, with_body) {
             (Some(b), true) => req
-                .body(b.clone())
+                .body(b.to_string())
                 .map_err(|e| Failed::new(e.to_string(), false))
                 .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
             _ => req
                 .body(())
                 .map_err(|e| Failed::new(e.to_string(), false))
                 .and_then(|r| agent.run(r).map_err(|e| classify(e, timeout))),
-        };
-        let resp = sent?;
-        let status = resp.status().as_u16();
-        if (300..400).contains(&status) && status != 304 {
-            if let Some(loc) = resp.headers().get("location").and_then(|v| v.to_str().ok()) {
-                url = join(&target, loc);
-                if status == 303 || ((status == 301 || status == 302) && method == "POST") {
-                    method = "GET".into();
-                    body = None;
-                }
-                continue;
-            }
         }
-        let mut hmap = Map::new();
-        for (k, v) in resp.headers() {
-            hmap.insert(k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string()));
-        }
-        let mut buf = Vec::new();
-        let mut reader = resp.into_body().into_reader().take(p.max_bytes + 1);
-        reader.read_to_end(&mut buf).map_err(|e| Failed {
-            timed_out: e.kind() == std::io::ErrorKind::TimedOut,
-            message: format!("reading the response from {url} failed: {e}"),
-            retry: true,
-        })?;
-        let truncated = buf.len() as u64 > p.max_bytes;
-        buf.truncate(p.max_bytes as usize);
-        return Ok(Fetched { status, url, headers: hmap, body: buf, truncated });
     }
-    Err(Failed::new(format!("too many redirects (more than {})", p.max_redirects), false))
+}
+
+/// Where a redirect answer (3xx but 304, with a readable `Location`) sends the call next.
+fn redirect_location(resp: &ureq::http::Response<ureq::Body>, status: u16) -> Option<&str> {
+    if !(300..400).contains(&status) || status == 304 {
+        return None;
+    }
+    resp.headers().get("location").and_then(|v| v.to_str().ok())
+}
+
+/// The final answer from `url`: its status, headers, and at most `max_bytes` of its body
+/// (marked truncated when there was more).
+fn read_response(
+    resp: ureq::http::Response<ureq::Body>,
+    status: u16,
+    url: String,
+    max_bytes: u64,
+) -> Result<Fetched, Failed> {
+    let mut hmap = Map::new();
+    for (k, v) in resp.headers() {
+        hmap.insert(k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string()));
+    }
+    let mut buf = Vec::new();
+    let mut reader = resp.into_body().into_reader().take(max_bytes + 1);
+    reader.read_to_end(&mut buf).map_err(|e| Failed {
+        timed_out: e.kind() == std::io::ErrorKind::TimedOut,
+        message: format!("reading the response from {url} failed: {e}"),
+        retry: true,
+    })?;
+    let truncated = buf.len() as u64 > max_bytes;
+    buf.truncate(max_bytes as usize);
+    Ok(Fetched { status, url, headers: hmap, body: buf, truncated })
 }
 
 fn classify(e: ureq::Error, timeout: Duration) -> Failed {

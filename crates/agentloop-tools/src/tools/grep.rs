@@ -84,41 +84,17 @@ impl Tool for Grep {
 fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
     let pattern = args.pattern.as_str();
     let path = args.path.as_deref().unwrap_or(".");
-    let ci = args.case_insensitive.unwrap_or(false);
     let context = args.context.map_or(0, Whole::get).min(MAX_CONTEXT) as usize;
     let max = args.max_matches.map_or(DEFAULT_MATCHES, Whole::get).clamp(1, MAX_MATCHES) as usize;
-    let re =
-        regex::RegexBuilder::new(pattern).case_insensitive(ci).size_limit(1 << 22).build().map_err(|e| {
-            Error::tool(format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}"))
-        })?;
-    let glob = match args.glob.as_deref().filter(|g| !g.is_empty()) {
-        Some(g) => Some((
-            globset::GlobBuilder::new(g)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| Error::tool(format!("argument `glob`: not a valid glob: {e}")))?
-                .compile_matcher(),
-            g.contains('/'),
-        )),
-        None => None,
-    };
+    let re = line_regex(pattern, args.case_insensitive.unwrap_or(false))?;
+    let glob = args.glob.as_deref().filter(|g| !g.is_empty()).map(NameFilter::new).transpose()?;
     let sb = Sandbox::open_for(env, Access::Read, "grep")?;
     let t = sb.locate(path)?;
     let shown = t.shown();
     if let Some(why) = hidden(&t.rel) {
         return Err(Error::tool(format!("`{shown}` is not searched: {why}")));
     }
-    let mut s = Search {
-        re,
-        context,
-        max,
-        matches: 0,
-        files_with_matches: 0,
-        searched: 0,
-        too_large: 0,
-        more: false,
-        out: Vec::new(),
-    };
+    let mut s = Search::new(re, context, max);
     let cap = env.config.tools.max_file_bytes;
     let meta = t.root.dir.metadata(t.rel_str()).map_err(|e| sandbox::io_failure(&shown, e))?;
     let mut timed_out = false;
@@ -128,80 +104,11 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
             Err(e) => return Err(e.into()),
         }
     } else if meta.is_dir() {
-        // Walk the folder's real location, which must lie inside the root's.
-        let start = t.root.real.join(&t.rel);
-        let start = start.canonicalize_utf8().map_err(|e| sandbox::io_failure(&shown, e))?;
-        let Ok(base) = start.strip_prefix(&t.root.real).map(Utf8Path::to_path_buf) else {
-            return Err(Error::tool(format!(
-                "access denied: `{shown}` leads out of the allowed folders through a symbolic link"
-            )));
-        };
-        let deadline = Instant::now() + env.config.tools.timeout.0;
-        let walk = walkdir::WalkDir::new(&start)
-            .follow_links(false)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || hidden(Utf8Path::new(&e.file_name().to_string_lossy())).is_none());
-        for entry in walk {
-            if s.more {
-                break;
-            }
-            if Instant::now() > deadline {
-                timed_out = true;
-                break;
-            }
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            // agentloop's token stores are never searched (a hard link to one neither).
-            if entry.metadata().map_or(true, |m| sb.stores.holds_real(entry.path(), &m)) {
-                continue;
-            }
-            let Some(inner) = entry.path().strip_prefix(&start).ok().and_then(|p| Utf8Path::from_path(p)) else {
-                continue;
-            };
-            if let Some((m, by_path)) = &glob {
-                let subject = if *by_path { inner.as_str() } else { inner.file_name().unwrap_or("") };
-                if !m.is_match(subject) {
-                    continue;
-                }
-            }
-            let rel: Utf8PathBuf = base.join(inner);
-            // The paper trail quotes earlier results; searching it would find them again.
-            if t.root.is_workspace && sandbox::PAPER_TRAIL.contains(&rel.as_str()) {
-                continue;
-            }
-            let name = t.root.show(&rel);
-            match sandbox::read_capped(&t.root.dir, rel.as_str(), &name, cap) {
-                Ok(buf) => s.file(&name, &buf),
-                Err(crate::capfs::ReadError::TooLarge(_)) => s.too_large += 1,
-                Err(_) => {}
-            }
-        }
+        timed_out = s.folder(&sb, &t, glob.as_ref(), cap, env.config.tools.timeout.0)?;
     } else {
         return Err(Error::tool(format!("{shown} is not a regular file or folder")));
     }
-    let mut notes = Vec::new();
-    if s.more {
-        notes.push(format!(
-            "stopped at {} matches (max_matches); there are more: narrow `path`, `glob` or `pattern`, or raise max_matches (up to {MAX_MATCHES})",
-            s.matches
-        ));
-    } else if s.matches == 0 {
-        notes.push(format!("no matches for `{pattern}` in {shown} ({} searched)", files(s.searched)));
-    } else {
-        notes.push(format!(
-            "{} {} in {} ({} searched)",
-            s.matches,
-            if s.matches == 1 { "match" } else { "matches" },
-            files(s.files_with_matches),
-            files(s.searched)
-        ));
-    }
-    if s.too_large > 0 {
-        notes.push(format!("{} over tools.max_file_bytes skipped", files(s.too_large)));
-    }
+    let mut notes = s.summary(pattern, &shown);
     if timed_out {
         notes.push(format!(
             "the search stopped at tools.timeout ({}s) with the files searched so far; narrow `path` or `glob`",
@@ -222,6 +129,39 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
     ))
 }
 
+/// The `pattern` argument compiled, with a size limit so no pattern costs unbounded memory.
+fn line_regex(pattern: &str, case_insensitive: bool) -> Result<Regex, Error> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .size_limit(1 << 22)
+        .build()
+        .map_err(|e| Error::tool(format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}")))
+}
+
+/// The `glob` argument: a name pattern (`*.log`), or with a `/` a pattern for the path below
+/// the folder searched (`src/**/*.rs`).
+struct NameFilter {
+    matcher: globset::GlobMatcher,
+    by_path: bool,
+}
+
+impl NameFilter {
+    fn new(glob: &str) -> Result<NameFilter, Error> {
+        let matcher = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| Error::tool(format!("argument `glob`: not a valid glob: {e}")))?
+            .compile_matcher();
+        Ok(NameFilter { matcher, by_path: glob.contains('/') })
+    }
+
+    /// Whether the file at `inner` (below the folder searched) is searched.
+    fn admits(&self, inner: &Utf8Path) -> bool {
+        let subject = if self.by_path { inner.as_str() } else { inner.file_name().unwrap_or("") };
+        self.matcher.is_match(subject)
+    }
+}
+
 fn files(n: usize) -> String {
     format!("{n} {}", if n == 1 { "file" } else { "files" })
 }
@@ -240,6 +180,106 @@ fn hidden(rel: &Utf8Path) -> Option<&'static str> {
 }
 
 impl Search {
+    fn new(re: Regex, context: usize, max: usize) -> Search {
+        Search {
+            re,
+            context,
+            max,
+            matches: 0,
+            files_with_matches: 0,
+            searched: 0,
+            too_large: 0,
+            more: false,
+            out: Vec::new(),
+        }
+    }
+
+    /// Searches the folder `t` file by file, in name order, until max_matches or until `timeout`
+    /// has passed; true when the timeout stopped it. The walk follows the folder's real
+    /// location, which must lie inside the root's, and skips what grep never reads.
+    fn folder(
+        &mut self,
+        sb: &Sandbox,
+        t: &sandbox::Target,
+        glob: Option<&NameFilter>,
+        cap: u64,
+        timeout: std::time::Duration,
+    ) -> Result<bool, Error> {
+        let shown = t.shown();
+        let start = t.root.real.join(&t.rel);
+        let start = start.canonicalize_utf8().map_err(|e| sandbox::io_failure(&shown, e))?;
+        let Ok(base) = start.strip_prefix(&t.root.real).map(Utf8Path::to_path_buf) else {
+            return Err(Error::tool(format!(
+                "access denied: `{shown}` leads out of the allowed folders through a symbolic link"
+            )));
+        };
+        let deadline = Instant::now() + timeout;
+        let walk = walkdir::WalkDir::new(&start)
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || hidden(Utf8Path::new(&e.file_name().to_string_lossy())).is_none());
+        for entry in walk {
+            if self.more {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Ok(true);
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            // agentloop's token stores are never searched (a hard link to one neither).
+            if entry.metadata().map_or(true, |m| sb.stores.holds_real(entry.path(), &m)) {
+                continue;
+            }
+            let Some(inner) = entry.path().strip_prefix(&start).ok().and_then(|p| Utf8Path::from_path(p)) else {
+                continue;
+            };
+            if glob.is_some_and(|g| !g.admits(inner)) {
+                continue;
+            }
+            let rel: Utf8PathBuf = base.join(inner);
+            // The paper trail quotes earlier results; searching it would find them again.
+            if t.root.is_workspace && sandbox::PAPER_TRAIL.contains(&rel.as_str()) {
+                continue;
+            }
+            let name = t.root.show(&rel);
+            match sandbox::read_capped(&t.root.dir, rel.as_str(), &name, cap) {
+                Ok(buf) => self.file(&name, &buf),
+                Err(crate::capfs::ReadError::TooLarge(_)) => self.too_large += 1,
+                Err(_) => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// What the search found, said after the lines: matches (or that there are more), files
+    /// searched, files skipped for size.
+    fn summary(&self, pattern: &str, shown: &str) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.more {
+            notes.push(format!(
+                "stopped at {} matches (max_matches); there are more: narrow `path`, `glob` or `pattern`, or raise max_matches (up to {MAX_MATCHES})",
+                self.matches
+            ));
+        } else if self.matches == 0 {
+            notes.push(format!("no matches for `{pattern}` in {shown} ({} searched)", files(self.searched)));
+        } else {
+            notes.push(format!(
+                "{} {} in {} ({} searched)",
+                self.matches,
+                if self.matches == 1 { "match" } else { "matches" },
+                files(self.files_with_matches),
+                files(self.searched)
+            ));
+        }
+        if self.too_large > 0 {
+            notes.push(format!("{} over tools.max_file_bytes skipped", files(self.too_large)));
+        }
+        notes
+    }
     fn file(&mut self, name: &str, buf: &[u8]) {
         if buf.contains(&0) {
             return; // binary

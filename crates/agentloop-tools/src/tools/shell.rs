@@ -79,27 +79,94 @@ impl Tool for Shell {
 
 fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let cfg = &env.config.tools.shell;
-    let argv = args.argv;
-    let Some(program) = argv.first().cloned() else {
+    let Some(program) = args.argv.first().cloned() else {
         return ToolResult::err("argv is empty", false);
     };
-    if !cfg.allow.contains(&program) {
-        return ToolResult::err(
-            format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", ")),
-            false,
-        );
+    let Vetted { argv, child_env } = match vet(env, &program, args.argv) {
+        Ok(v) => v,
+        Err(refused) => return refused.into(),
+    };
+    let (mut cmd, sweep) = match sandboxed(cfg.sandbox, env, &argv) {
+        Ok(v) => v,
+        Err(refused) => return refused.into(),
+    };
+    cmd.env_clear().envs(child_env);
+    let ran = match run_child(cmd, env, &program, args.stdin.unwrap_or_default(), cfg.max_output as u64, timeout) {
+        Ok(ran) => ran,
+        Err(failed) => return failed.into(),
+    };
+    let swept = sweep.as_ref().map(bwrap::Sweep::sweep).unwrap_or_default();
+    report(&program, ran, &swept, timeout)
+}
+
+/// Why a call ends before the program ran to its end: the error the model reads, and whether
+/// trying again may help (never after a refusal).
+struct Stop {
+    error: String,
+    retryable: bool,
+}
+
+impl Stop {
+    /// An error that trying the same call again would meet again.
+    fn error(error: impl Into<String>) -> Stop {
+        Stop { error: error.into(), retryable: false }
+    }
+}
+
+impl From<Stop> for ToolResult {
+    fn from(s: Stop) -> ToolResult {
+        ToolResult::err(s.error, s.retryable)
+    }
+}
+
+/// What may run: the argv, its program replaced by the file it runs, and the child's
+/// environment.
+struct Vetted {
+    argv: Vec<String>,
+    child_env: Vec<(String, String)>,
+}
+
+/// What may run, or the refusal. `program` is `argv[0]` as the call named it.
+fn vet(env: &ToolEnv, program: &str, argv: Vec<String>) -> Result<Vetted, Stop> {
+    let cfg = &env.config.tools.shell;
+    if !cfg.allow.iter().any(|a| a == program) {
+        return Err(Stop::error(format!("program `{program}` is not in tools.shell.allow ({})", cfg.allow.join(", "))));
     }
     // A bare name runs what an absolute folder of PATH holds, never a file of that name in the
     // workspace (an empty entry, `.` or a relative folder); a path (`./tool`) is allowlisted as one.
     let exe =
-        if program.contains('/') { Some(program.clone()) } else { argv::lookup(&program).map(|p| p.into_string()) };
-    let names = argv::names(&program, &crate::tools::sandbox::absolute(env.root));
+        if program.contains('/') { Some(program.to_string()) } else { argv::lookup(program).map(|p| p.into_string()) };
+    let names = argv::names(program, &crate::tools::sandbox::absolute(env.root));
     let is_git = names.iter().any(|n| n == "git");
     let mut child_env: Vec<(String, String)> =
         cfg.env.iter().filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v))).collect();
     if is_git {
         child_env.extend(argv::git_env());
     }
+    let git = exe.as_deref().filter(|_| is_git);
+    let mut argv = permitted(env, program, argv, &names, git, &child_env)?;
+    let Some(exe) = exe else {
+        return Err(Stop::error(format!(
+            "`{program}` is not installed: no absolute folder of PATH holds it (empty, `.` and relative PATH entries are not searched); install it or remove it from tools.shell.allow"
+        )));
+    };
+    argv[0] = exe;
+    Ok(Vetted { argv, child_env })
+}
+
+/// The argv as it may run, or the refusal: an argv matching a `tools.shell.patterns` entry runs
+/// as written (inside the OS sandbox); otherwise a code runner, a program made to run another
+/// and git in a repository not to be trusted are refused, and anything else runs defanged.
+/// `git` is the git executable when the program is git.
+fn permitted(
+    env: &ToolEnv,
+    program: &str,
+    argv: Vec<String>,
+    names: &[String],
+    git: Option<&str>,
+    child_env: &[(String, String)],
+) -> Result<Vec<String>, Stop> {
+    let cfg = &env.config.tools.shell;
     // Without the OS sandbox nothing contains a program that runs another: no pattern allows one.
     let unsandboxed = matches!(cfg.sandbox, ShellSandbox::None);
     let patterned = cfg.patterns.iter().any(|p| matches(p, &argv));
@@ -110,70 +177,81 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     };
     // Programs that can run code the workspace holds are refused whole, however their
     // options are spelled, unless the user names them (and the OS sandbox contains them).
-    let runner = policy::judge(&names).filter(|_| unsandboxed || !cfg.code_runners.contains(&program));
-    let mut argv = if patterned && !unsandboxed {
-        argv
-    } else if let Some((key, kind)) = runner {
-        let named = if key == base_name(&program) { String::new() } else { format!(" ({key})") };
-        let allow = if unsandboxed {
-            "without the OS sandbox (`sandbox: none`) neither tools.shell.code_runners nor tools.shell.patterns can allow it; install bubblewrap to allow it".to_string()
-        } else {
-            format!(
-                "to allow it, list `{program}` in tools.shell.code_runners in your own config (~/.config/agentloop/config.yaml), or this exact command in tools.shell.patterns"
-            )
-        };
-        return ToolResult::err(
-            format!("refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}", kind.says()),
-            false,
-        );
-    } else if let Some(why) = exec_through(&argv, &names) {
-        return ToolResult::err(format!("refused: {why}; {fix}"), false);
-    } else if let Some(why) = exe
-        .as_deref()
-        .filter(|_| is_git)
-        .and_then(|git| argv::git_repo(Utf8Path::new(git), env.root, &argv, &child_env))
-    {
-        return ToolResult::err(format!("refused: {why}; {fix} if you trust that repository"), false);
-    } else if patterned {
-        argv
+    let runner = policy::judge(names).filter(|_| unsandboxed || !cfg.code_runners.iter().any(|c| c == program));
+    if patterned && !unsandboxed {
+        return Ok(argv);
+    }
+    if let Some((key, kind)) = runner {
+        return Err(code_runner_refusal(program, &key, kind, unsandboxed));
+    }
+    if let Some(why) = exec_through(&argv, names) {
+        return Err(Stop::error(format!("refused: {why}; {fix}")));
+    }
+    if let Some(why) = git.and_then(|git| argv::git_repo(Utf8Path::new(git), env.root, &argv, child_env)) {
+        return Err(Stop::error(format!("refused: {why}; {fix} if you trust that repository")));
+    }
+    Ok(if patterned { argv } else { argv::defang(&argv, names) })
+}
+
+/// The refusal of a program that can run code the workspace holds, saying how the user (never
+/// the workspace) may allow it.
+fn code_runner_refusal(program: &str, key: &str, kind: policy::Kind, unsandboxed: bool) -> Stop {
+    let named = if key == base_name(program) { String::new() } else { format!(" ({key})") };
+    let allow = if unsandboxed {
+        "without the OS sandbox (`sandbox: none`) neither tools.shell.code_runners nor tools.shell.patterns can allow it; install bubblewrap to allow it".to_string()
     } else {
-        argv::defang(&argv, &names)
+        format!(
+            "to allow it, list `{program}` in tools.shell.code_runners in your own config (~/.config/agentloop/config.yaml), or this exact command in tools.shell.patterns"
+        )
     };
-    let Some(exe) = exe else {
-        return ToolResult::err(
-            format!(
-                "`{program}` is not installed: no absolute folder of PATH holds it (empty, `.` and relative PATH entries are not searched); install it or remove it from tools.shell.allow"
-            ),
-            false,
-        );
-    };
-    argv[0] = exe;
-    let (mut cmd, sweep) = match cfg.sandbox {
-        ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, &argv)) {
-            Ok((cmd, sweep)) => (cmd, Some(sweep)),
-            Err(e) => return ToolResult::err(e.message, false),
+    Stop::error(format!(
+        "refused: `{program}`{named} is {}, so it can run code the workspace holds; {allow}",
+        kind.says()
+    ))
+}
+
+/// The command that runs `argv` under `sandbox`, and the sweep that removes what the program
+/// may not create; or the refusal.
+fn sandboxed(sandbox: ShellSandbox, env: &ToolEnv, argv: &[String]) -> Result<(Command, Option<bwrap::Sweep>), Stop> {
+    match sandbox {
+        ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, argv)) {
+            Ok((cmd, sweep)) => Ok((cmd, Some(sweep))),
+            Err(e) => Err(Stop::error(e.message)),
         },
         ShellSandbox::None => {
             // Nothing makes a repository read-only: an argv that names one is refused (what
             // the program creates is still removed after it).
             if let Some(a) = argv[1..].iter().find(|a| gitdirs::names_git(a)) {
-                return ToolResult::err(
-                    format!(
-                        "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
-                    ),
-                    false,
-                );
+                return Err(Stop::error(format!(
+                    "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
+                )));
             }
-            let sweep = match bwrap::Sweep::unsandboxed(env) {
-                Ok(s) => s,
-                Err(e) => return ToolResult::err(e.message, false),
-            };
+            let sweep = bwrap::Sweep::unsandboxed(env).map_err(|e| Stop::error(e.message))?;
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
-            (cmd, Some(sweep))
+            Ok((cmd, Some(sweep)))
         }
-    };
-    cmd.env_clear().envs(child_env);
+    }
+}
+
+/// What a program left: its exit status (None when the timeout killed it) and its output,
+/// each stream capped.
+struct Ran {
+    status: Option<std::process::ExitStatus>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the command in the workspace in its own process group, fed `stdin`, until it ends or
+/// `timeout` passes; then the whole group is killed.
+fn run_child(
+    mut cmd: Command,
+    env: &ToolEnv,
+    program: &str,
+    stdin: String,
+    cap: u64,
+    timeout: Duration,
+) -> Result<Ran, Stop> {
     // Descriptors agentloop inherited without close-on-exec (a caller's `9>>file`) would pass
     // through bwrap into the program; agentloop's own are opened close-on-exec already.
     close_fds::set_fds_cloexec_threadsafe(3, &[]);
@@ -186,19 +264,17 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
         .spawn()
     {
         Ok(c) => c,
-        Err(e) => return ToolResult::err(format!("cannot start `{program}`: {e}"), false),
+        Err(e) => return Err(Stop::error(format!("cannot start `{program}`: {e}"))),
     };
     // Ctrl-C reaches only agentloop's own group: the watcher ends this one too.
     let group = child.id();
     crate::interrupt::register(group);
-    let stdin_text = args.stdin.unwrap_or_default();
-    let mut stdin = child.stdin.take();
+    let mut pipe = child.stdin.take();
     std::thread::spawn(move || {
-        if let Some(s) = stdin.as_mut() {
-            let _ = s.write_all(stdin_text.as_bytes());
+        if let Some(s) = pipe.as_mut() {
+            let _ = s.write_all(stdin.as_bytes());
         }
     });
-    let cap = cfg.max_output as u64;
     let (out_tx, out_rx) = mpsc::channel();
     let (err_tx, err_rx) = mpsc::channel();
     let mut out = child.stdout.take();
@@ -206,27 +282,11 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     std::thread::spawn(move || out_tx.send(read_capped(out.as_mut(), cap)));
     std::thread::spawn(move || err_tx.send(read_capped(err.as_mut(), cap)));
     let start = Instant::now();
-    let kill = |child: &mut std::process::Child| {
-        // The whole group: a grandchild (`find -exec sleep`) must not outlive the call. Killing
-        // bwrap ends the sandbox's PID namespace, and so whatever left the group inside it.
-        let pgid = rustix::process::Pid::from_child(child);
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        let _ = child.kill();
-        let _ = child.wait();
-    };
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if start.elapsed() >= timeout => {
-                kill(&mut child);
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                kill(&mut child);
-                crate::interrupt::unregister(group);
-                return ToolResult::err(format!("waiting for `{program}` failed: {e}"), true);
-            }
+    let status = match wait_or_kill(&mut child, start, timeout) {
+        Ok(status) => status,
+        Err(e) => {
+            crate::interrupt::unregister(group);
+            return Err(Stop { error: format!("waiting for `{program}` failed: {e}"), retryable: true });
         }
     };
     // Whatever the program left running in its group (`cmd &`) ends with it.
@@ -240,12 +300,49 @@ fn run(env: &ToolEnv, args: ShellArgs, timeout: Duration) -> ToolResult {
     let stderr = err_rx
         .recv_timeout(Duration::from_millis(200).max(timeout.saturating_sub(start.elapsed())))
         .unwrap_or_default();
-    let swept = sweep.as_ref().map(bwrap::Sweep::sweep).unwrap_or_default();
-    let Some(status) = status else {
+    Ok(Ran { status, stdout, stderr })
+}
+
+/// The child's exit status, or None once `timeout` from `start` has passed and the child was
+/// killed; killed too when waiting fails.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    start: Instant,
+    timeout: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Ok(None) if start.elapsed() >= timeout => {
+                kill_group(child);
+                return Ok(None);
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => {
+                kill_group(child);
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Kills the child's whole group: a grandchild (`find -exec sleep`) must not outlive the call.
+/// Killing bwrap ends the sandbox's PID namespace, and so whatever left the group inside it.
+fn kill_group(child: &mut std::process::Child) {
+    let pgid = rustix::process::Pid::from_child(child);
+    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The result the model reads: the exit code and both streams, and what agentloop removed
+/// after the program; a non-zero exit is an error carrying the same text.
+fn report(program: &str, ran: Ran, swept: &[String], timeout: Duration) -> ToolResult {
+    let Some(status) = ran.status else {
         return ToolResult::err(format!("`{program}` timed out after {}s and was killed", timeout.as_secs()), true);
     };
     let code = status.code().unwrap_or(-1);
-    let mut text = format!("exit code: {code}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    let mut text = format!("exit code: {code}\n--- stdout ---\n{}\n--- stderr ---\n{}", ran.stdout, ran.stderr);
     if !swept.is_empty() {
         text.push_str(&format!(
             "\n--- agentloop ---\nremoved {}: agentloop's own files and git repositories are not a program's to create",

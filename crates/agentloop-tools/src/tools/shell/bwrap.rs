@@ -146,18 +146,7 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     let (ws, writable) = write_roots(env)?;
     let git = gitdirs::scan(&writable).map_err(|e| Error::tool(format!("refused: {e}")))?;
     let roots = writable.clone();
-    // Read-only first (the workspace and the read folders, which may lie under the private
-    // /tmp), then the write folders, parents before children so none hides another.
-    let mut mounts: Vec<(Utf8PathBuf, bool)> = vec![(ws.clone(), false)];
-    for p in &cfg.read_paths {
-        if let Ok(real) = crate::tools::sandbox::normalize(&ws.join(p)).canonicalize_utf8() {
-            if !writable.iter().any(|w| real.starts_with(w)) {
-                mounts.push((real, false));
-            }
-        }
-    }
-    mounts.extend(writable.into_iter().map(|w| (w, true)));
-    mounts.sort_by_key(|(p, rw)| (p.components().count(), *rw));
+    let mounts = mounts(&cfg.read_paths, &ws, writable);
     let mut cmd = Command::new(&bw.path);
     cmd.args(BASE);
     if !cfg.shell.network {
@@ -174,13 +163,49 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
     for (p, rw) in &mounts {
         cmd.args([if *rw { "--bind" } else { "--ro-bind" }, p.as_str(), p.as_str()]);
     }
+    let missing = bind_own_read_only(&mut cmd, &ws, own_names(env, &ws));
+    // Every git repository the program could write, at any depth: read-only.
+    for p in &git.protect {
+        cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
+    }
+    hide_token_stores(&mut cmd, &mounts);
+    if !cfg.shell.network {
+        // Last, so no folder bound after it uncovers one.
+        for socket in sockets(&mounts) {
+            cmd.args(["--ro-bind", "/dev/null"]).arg(socket);
+        }
+    }
+    cmd.args(["--chdir", ws.as_str(), "--"]).args(argv);
+    Ok((cmd, Sweep { missing, ws, roots, git }))
+}
+
+/// The folders bound, each with whether it is writable: read-only first (the workspace and the
+/// read folders, which may lie under the private /tmp), then the write folders, parents before
+/// children so none hides another.
+fn mounts(read_paths: &[Utf8PathBuf], ws: &Utf8Path, writable: Vec<Utf8PathBuf>) -> Vec<(Utf8PathBuf, bool)> {
+    let mut mounts: Vec<(Utf8PathBuf, bool)> = vec![(ws.to_path_buf(), false)];
+    for p in read_paths {
+        if let Ok(real) = crate::tools::sandbox::normalize(&ws.join(p)).canonicalize_utf8() {
+            if !writable.iter().any(|w| real.starts_with(w)) {
+                mounts.push((real, false));
+            }
+        }
+    }
+    mounts.extend(writable.into_iter().map(|w| (w, true)));
+    mounts.sort_by_key(|(p, rw)| (p.components().count(), *rw));
+    mounts
+}
+
+/// agentloop's own names at the workspace's top: the paper trail, the config files and
+/// folders, the handle's runs folder, and every `.agentloop*` there is.
+fn own_names(env: &ToolEnv, ws: &Utf8Path) -> Vec<String> {
     use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let mut own: Vec<String> =
         PAPER_TRAIL.iter().chain(CONFIG_FILES).chain(CONFIG_DIRS).chain(OWN).map(|s| s.to_string()).collect();
     if !env.config.handle.runs_dir.is_empty() {
         own.push(env.config.handle.runs_dir.clone());
     }
-    if let Ok(rd) = std::fs::read_dir(&ws) {
+    if let Ok(rd) = std::fs::read_dir(ws) {
         let found: Vec<String> = rd
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
@@ -188,6 +213,12 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
             .collect();
         own.extend(found);
     }
+    own
+}
+
+/// Binds each of the workspace's `own` names that exists read-only over itself; the ones that
+/// do not exist yet, to be swept after the program if it creates them.
+fn bind_own_read_only(cmd: &mut Command, ws: &Utf8Path, own: Vec<String>) -> Vec<Utf8PathBuf> {
     let mut missing = Vec::new();
     for name in own {
         let p = ws.join(&name);
@@ -200,12 +231,12 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
             Err(_) => missing.push(p),
         }
     }
-    // Every git repository the program could write, at any depth: read-only.
-    for p in &git.protect {
-        cmd.args(["--ro-bind", p.as_str(), p.as_str()]);
-    }
-    // agentloop's stores of tokens (serve's, MCP sign-ins) are empty inside, after every bind
-    // so none uncovers them; one under the private /tmp is not there anyway unless bound.
+    missing
+}
+
+/// agentloop's stores of tokens (serve's, MCP sign-ins) are empty inside, after every bind so
+/// none uncovers them; one under the private /tmp is not there anyway unless bound.
+fn hide_token_stores(cmd: &mut Command, mounts: &[(Utf8PathBuf, bool)]) {
     for store in &crate::held_secrets::Stores::load().paths {
         if store.starts_with("/tmp") && !mounts.iter().any(|(m, _)| store.starts_with(m)) {
             continue;
@@ -216,14 +247,6 @@ pub fn command(bw: &Bwrap, env: &ToolEnv, argv: &[String]) -> Result<(Command, S
             cmd.args(["--ro-bind", "/dev/null", store.as_str()]);
         }
     }
-    if !cfg.shell.network {
-        // Last, so no folder bound after it uncovers one.
-        for socket in sockets(&mounts) {
-            cmd.args(["--ro-bind", "/dev/null"]).arg(socket);
-        }
-    }
-    cmd.args(["--chdir", ws.as_str(), "--"]).args(argv);
-    Ok((cmd, Sweep { missing, ws, roots, git }))
 }
 
 /// The workspace's real path and the real paths of the folders the program may write.
