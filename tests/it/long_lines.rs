@@ -50,6 +50,7 @@ fn skipped(line: usize, bytes: u64) -> String {
 fn peak_mib(t: &T, args: &[&str]) -> Option<u64> {
     let time = std::path::Path::new("/usr/bin/time");
     if !time.exists() {
+        crate::common::missing("/usr/bin/time (apt-get install time) to measure a reader's peak memory");
         return None;
     }
     let report = t.path("time.txt");
