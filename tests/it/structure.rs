@@ -25,7 +25,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("src/commands/models.rs", "run"),
     ("src/commands/enqueue/exec.rs", "run"),
     ("src/commands/dream.rs", "dream_now"),
-    ("src/commands/runs.rs", "list"),
     ("src/worker/go_on.rs", "drive"),
 ];
 
