@@ -20,8 +20,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("src/commands/trace.rs", "run"),
     ("src/commands/skills.rs", "run"),
     ("src/commands/memory.rs", "run"),
-    ("src/commands/status.rs", "run"),
-    ("src/commands/status.rs", "view"),
     ("src/commands/models.rs", "run"),
     ("src/commands/enqueue/exec.rs", "run"),
     ("src/commands/dream.rs", "dream_now"),
