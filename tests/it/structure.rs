@@ -20,7 +20,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("src/commands/trace.rs", "run"),
     ("src/commands/skills.rs", "run"),
     ("src/commands/enqueue/exec.rs", "run"),
-    ("src/commands/dream.rs", "dream_now"),
     ("src/worker/go_on.rs", "drive"),
 ];
 
