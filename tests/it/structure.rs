@@ -19,7 +19,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     // they print, and the worker going on with a run.
     ("src/commands/trace.rs", "run"),
     ("src/commands/skills.rs", "run"),
-    ("src/commands/enqueue/exec.rs", "run"),
     ("src/worker/go_on.rs", "drive"),
 ];
 
