@@ -17,7 +17,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("crates/agentloop-core/src/contract.rs", "mend_value"),
     // The binary: subcommands whose `run` is one match over their actions, the lists and views
     // they print, and the worker going on with a run.
-    ("src/commands/trace.rs", "run"),
     ("src/worker/go_on.rs", "drive"),
 ];
 
