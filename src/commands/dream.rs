@@ -60,109 +60,14 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
         .unwrap_or_default()
         .into_iter()
         .collect();
-    let now = crate::clock::now();
-    let runs: Vec<history::Run> = history::list(&ctx.ws, &cfg.handle.runs_dir, &|m| ctx.printer.warn(m))
-        .into_iter()
-        .filter(|r| r.state.status.is_terminal() && !dreamed.contains(&r.state.run_id))
-        .filter(|r| {
-            since.is_none_or(|d| {
-                r.state
-                    .finished_at
-                    .as_deref()
-                    .and_then(crate::clock::parse_rfc3339)
-                    .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= d)
-            })
-        })
-        .collect();
-    // Facts already in the store, by normal form, so a fact seen again gains a source instead
-    // of a copy.
-    let mut known: std::collections::BTreeMap<String, (String, Vec<String>, String)> = Default::default();
-    for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
-        let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
-        known.insert(
-            crate::facts::norm(&e.content),
-            (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
-        );
-    }
+    let runs = runs_to_dream(ctx, since, &dreamed);
+    let mut known = known_facts(&store)?;
     let mut written = 0usize;
     let mut model = if args.no_model { None } else { Some(()) };
     for batch in runs.chunks(5) {
         let mut batch_text = String::new();
         for r in batch {
-            let s = &r.state;
-            let mem_path = r.ws.memory();
-            let facts: Vec<String> = crate::fs::read_optional(&mem_path)?
-                .filter(|t| !t.trim().is_empty())
-                .and_then(|t| crate::markdown::parse_memory(&t, &mem_path).ok())
-                .map(|m| m.facts)
-                .unwrap_or_default();
-            let tag = format!("run-{}", s.run_id.to_lowercase());
-            for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
-                let key = crate::facts::norm(f);
-                if key.is_empty() {
-                    continue;
-                }
-                let (id, mut sources, content) = known.get(&key).cloned().unwrap_or_else(|| {
-                    (format!("fact-{:016x}", crate::run_id::fnv1a(key.as_bytes())), vec![], f.clone())
-                });
-                if sources.contains(&tag) {
-                    continue;
-                }
-                sources.push(tag.clone());
-                let n = New {
-                    topic: "facts".into(),
-                    content_id: Some(id.clone()),
-                    title: String::new(),
-                    content: content.clone(),
-                    keywords: sources.clone(),
-                    provenance: Provenance {
-                        run_id: Some(s.run_id.clone()),
-                        step: None,
-                        artifact: None,
-                        ..Default::default()
-                    },
-                    ttl: None,
-                };
-                store.add(&n)?;
-                known.insert(key, (id, sources, content));
-                written += 1;
-            }
-            let what = match (&s.outcome, s.status) {
-                (Some(o), crate::workspace::Status::Done) => format!("Outcome: {o}"),
-                _ => format!("Stopped ({}): {}", s.status.as_str(), s.reason.clone().unwrap_or_default()),
-            };
-            let prov = Provenance {
-                run_id: Some(s.run_id.clone()),
-                step: Some(s.step),
-                artifact: s.artifacts.first().cloned(),
-                ..Default::default()
-            };
-            store.add(&New {
-                topic: "outcomes".into(),
-                content_id: Some(loop_id(&s.run_id, 0, "outcome")),
-                title: s.goal.clone(),
-                content: format!("{what}\nArtifacts: {}", s.artifacts.join(", ")),
-                provenance: prov.clone(),
-                ..Default::default()
-            })?;
-            if s.status == crate::workspace::Status::Escalated {
-                store.add(&New {
-                    topic: "failures".into(),
-                    content_id: Some(loop_id(&s.run_id, 0, "failure")),
-                    title: s.goal.clone(),
-                    content: format!(
-                        "{}{}",
-                        s.reason.clone().unwrap_or_default(),
-                        s.open_question.as_ref().map(|q| format!("\nOpen question: {q}")).unwrap_or_default()
-                    ),
-                    provenance: prov,
-                    ..Default::default()
-                })?;
-            }
-            batch_text.push_str(&format!("## Run {} ({}): {}\n{what}\n", s.run_id, s.status.as_str(), s.goal));
-            for f in &facts {
-                batch_text.push_str(&format!("- {f}\n"));
-            }
+            written += dream_run(&store, r, &mut known, &mut batch_text)?;
         }
         if model.is_some() {
             match consolidate(ctx, &store, batch, &batch_text) {
@@ -185,6 +90,119 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     Ok(
         json!({"runs": runs.iter().map(|r| &r.state.run_id).collect::<Vec<_>>(), "entries_written": written, "model": model.is_some(), "exploration": explored}),
     )
+}
+
+/// The runs a dream reads: ended, not dreamed of before, and (with --since) ended within DUR.
+fn runs_to_dream(ctx: &Ctx, since: Option<std::time::Duration>, dreamed: &BTreeSet<String>) -> Vec<history::Run> {
+    let now = crate::clock::now();
+    history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
+        .into_iter()
+        .filter(|r| r.state.status.is_terminal() && !dreamed.contains(&r.state.run_id))
+        .filter(|r| {
+            since.is_none_or(|d| {
+                r.state
+                    .finished_at
+                    .as_deref()
+                    .and_then(crate::clock::parse_rfc3339)
+                    .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= d)
+            })
+        })
+        .collect()
+}
+
+/// Facts in the store by normal form: (content id, the runs it came from, its text).
+type Known = std::collections::BTreeMap<String, (String, Vec<String>, String)>;
+
+/// Facts already in the store, by normal form, so a fact seen again gains a source instead
+/// of a copy.
+fn known_facts(store: &Store) -> Result<Known> {
+    let mut known = Known::default();
+    for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
+        let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
+        known.insert(
+            crate::facts::norm(&e.content),
+            (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
+        );
+    }
+    Ok(known)
+}
+
+/// One run into the store: its facts (each new one, or a known one gaining this run as a
+/// source), its outcome, and for an escalated run its failure; the run and its facts go on
+/// `batch_text` for the model. Returns the facts written.
+fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mut String) -> Result<usize> {
+    let s = &r.state;
+    let mem_path = r.ws.memory();
+    let facts: Vec<String> = crate::fs::read_optional(&mem_path)?
+        .filter(|t| !t.trim().is_empty())
+        .and_then(|t| crate::markdown::parse_memory(&t, &mem_path).ok())
+        .map(|m| m.facts)
+        .unwrap_or_default();
+    let mut written = 0usize;
+    let tag = format!("run-{}", s.run_id.to_lowercase());
+    for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
+        let key = crate::facts::norm(f);
+        if key.is_empty() {
+            continue;
+        }
+        let (id, mut sources, content) = known
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| (format!("fact-{:016x}", crate::run_id::fnv1a(key.as_bytes())), vec![], f.clone()));
+        if sources.contains(&tag) {
+            continue;
+        }
+        sources.push(tag.clone());
+        let n = New {
+            topic: "facts".into(),
+            content_id: Some(id.clone()),
+            title: String::new(),
+            content: content.clone(),
+            keywords: sources.clone(),
+            provenance: Provenance { run_id: Some(s.run_id.clone()), step: None, artifact: None, ..Default::default() },
+            ttl: None,
+        };
+        store.add(&n)?;
+        known.insert(key, (id, sources, content));
+        written += 1;
+    }
+    let what = match (&s.outcome, s.status) {
+        (Some(o), crate::workspace::Status::Done) => format!("Outcome: {o}"),
+        _ => format!("Stopped ({}): {}", s.status.as_str(), s.reason.clone().unwrap_or_default()),
+    };
+    let prov = Provenance {
+        run_id: Some(s.run_id.clone()),
+        step: Some(s.step),
+        artifact: s.artifacts.first().cloned(),
+        ..Default::default()
+    };
+    store.add(&New {
+        topic: "outcomes".into(),
+        content_id: Some(loop_id(&s.run_id, 0, "outcome")),
+        title: s.goal.clone(),
+        content: format!("{what}\nArtifacts: {}", s.artifacts.join(", ")),
+        provenance: prov.clone(),
+        ..Default::default()
+    })?;
+    if s.status == crate::workspace::Status::Escalated {
+        store.add(&New {
+            topic: "failures".into(),
+            content_id: Some(loop_id(&s.run_id, 0, "failure")),
+            title: s.goal.clone(),
+            content: format!(
+                "{}{}",
+                s.reason.clone().unwrap_or_default(),
+                s.open_question.as_ref().map(|q| format!("\nOpen question: {q}")).unwrap_or_default()
+            ),
+            provenance: prov,
+            ..Default::default()
+        })?;
+    }
+    batch_text.push_str(&format!("## Run {} ({}): {}\n{what}\n", s.run_id, s.status.as_str(), s.goal));
+    for f in &facts {
+        batch_text.push_str(&format!("- {f}\n"));
+    }
+    Ok(written)
 }
 
 pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {

@@ -80,93 +80,118 @@ fn store(ctx: &Ctx) -> Result<Store> {
 
 pub fn run(ctx: Ctx, cmd: MemoryCommand) -> Result<u8> {
     let s = store(&ctx)?;
-    let p = &ctx.printer;
     match cmd {
-        MemoryCommand::List(a) => {
-            let mut entries = s.entries()?;
-            entries.retain(|e| a.topic.as_ref().is_none_or(|t| &e.topic == t));
-            if p.json {
-                p.json_value(&json!(entries));
-            } else {
-                for e in &entries {
-                    let from = e.provenance.describe();
-                    p.outln(&format!(
-                        "{}  {}{}",
-                        e.id,
-                        e.summary,
-                        if from.is_empty() { String::new() } else { format!("  ({from})") }
-                    ));
-                }
-            }
-        }
-        MemoryCommand::Search(a) => {
-            let index = s.index()?;
-            let hits: Vec<serde_json::Value> = index
-                .search(&a.query, a.limit)
-                .into_iter()
-                .map(|(e, score)| json!({"id": e.id, "score": (score * 1000.0).round() / 1000.0, "summary": e.summary, "provenance": e.provenance}))
-                .collect();
-            if p.json {
-                p.json_value(&json!(hits));
-            } else {
-                for h in &hits {
-                    p.outln(&format!(
-                        "{}  {:.3}  {}",
-                        h["id"].as_str().unwrap_or(""),
-                        h["score"].as_f64().unwrap_or(0.0),
-                        h["summary"].as_str().unwrap_or("")
-                    ));
-                }
-            }
-        }
-        MemoryCommand::Show { id } => match s.show(&id)? {
-            Some(v) => p.json_value(&v),
-            None => {
-                return Err(
-                    Error::usage(format!("no memory `{id}`")).with_hint("list them with `agentloop memory list`")
-                )
-            }
-        },
-        MemoryCommand::Add(a) => {
-            let text = if a.text == "-" { crate::fs::read_arg("-")? } else { a.text.clone() };
-            if text.trim().is_empty() {
-                return Err(Error::usage("the memory is empty"));
-            }
-            let ttl = match &a.ttl {
-                Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--ttl: {e}")))?),
-                None => None,
-            };
-            let n = New {
-                topic: a.topic,
-                title: a.title,
-                content: text.trim().to_string(),
-                keywords: a.keywords,
-                ttl,
-                ..Default::default()
-            };
-            let id = s.add(&n)?;
-            if p.json {
-                p.json_value(&json!({"id": id}));
-            } else {
-                p.outln(&id);
-            }
-        }
-        MemoryCommand::Forget { id } => {
-            if !s.forget(&id)? {
-                return Err(Error::usage(format!("no memory `{id}`")));
-            }
-            p.info(&format!("forgot {id}"));
-        }
-        MemoryCommand::Prune => {
-            let gone = s.prune()?;
-            if p.json {
-                p.json_value(&json!({"deleted": gone}));
-            } else {
-                for g in &gone {
-                    p.outln(&format!("deleted {g}"));
-                }
-            }
-        }
+        MemoryCommand::List(a) => list(&ctx, &s, a)?,
+        MemoryCommand::Search(a) => search(&ctx, &s, a)?,
+        MemoryCommand::Show { id } => show(&ctx, &s, &id)?,
+        MemoryCommand::Add(a) => add(&ctx, &s, a)?,
+        MemoryCommand::Forget { id } => forget(&ctx, &s, &id)?,
+        MemoryCommand::Prune => prune(&ctx, &s)?,
     }
     Ok(code::OK)
+}
+
+/// `memory list`: every entry not expired (of one topic with --topic), with its provenance.
+fn list(ctx: &Ctx, s: &Store, a: ListArgs) -> Result<()> {
+    let p = &ctx.printer;
+    let mut entries = s.entries()?;
+    entries.retain(|e| a.topic.as_ref().is_none_or(|t| &e.topic == t));
+    if p.json {
+        p.json_value(&json!(entries));
+    } else {
+        for e in &entries {
+            let from = e.provenance.describe();
+            p.outln(&format!(
+                "{}  {}{}",
+                e.id,
+                e.summary,
+                if from.is_empty() { String::new() } else { format!("  ({from})") }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `memory search`: the best entries for a query, with their scores.
+fn search(ctx: &Ctx, s: &Store, a: SearchArgs) -> Result<()> {
+    let p = &ctx.printer;
+    let index = s.index()?;
+    let hits: Vec<serde_json::Value> = index
+        .search(&a.query, a.limit)
+        .into_iter()
+        .map(|(e, score)| json!({"id": e.id, "score": (score * 1000.0).round() / 1000.0, "summary": e.summary, "provenance": e.provenance}))
+        .collect();
+    if p.json {
+        p.json_value(&json!(hits));
+    } else {
+        for h in &hits {
+            p.outln(&format!(
+                "{}  {:.3}  {}",
+                h["id"].as_str().unwrap_or(""),
+                h["score"].as_f64().unwrap_or(0.0),
+                h["summary"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `memory show`: one entry's full document.
+fn show(ctx: &Ctx, s: &Store, id: &str) -> Result<()> {
+    let Some(v) = s.show(id)? else {
+        return Err(Error::usage(format!("no memory `{id}`")).with_hint("list them with `agentloop memory list`"));
+    };
+    ctx.printer.json_value(&v);
+    Ok(())
+}
+
+/// `memory add`: stores the text (or stdin) under its topic, and prints the new entry's id.
+fn add(ctx: &Ctx, s: &Store, a: AddArgs) -> Result<()> {
+    let p = &ctx.printer;
+    let text = if a.text == "-" { crate::fs::read_arg("-")? } else { a.text.clone() };
+    if text.trim().is_empty() {
+        return Err(Error::usage("the memory is empty"));
+    }
+    let ttl = match &a.ttl {
+        Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--ttl: {e}")))?),
+        None => None,
+    };
+    let n = New {
+        topic: a.topic,
+        title: a.title,
+        content: text.trim().to_string(),
+        keywords: a.keywords,
+        ttl,
+        ..Default::default()
+    };
+    let id = s.add(&n)?;
+    if p.json {
+        p.json_value(&json!({"id": id}));
+    } else {
+        p.outln(&id);
+    }
+    Ok(())
+}
+
+/// `memory forget`: removes one entry; one that is not there is a usage error.
+fn forget(ctx: &Ctx, s: &Store, id: &str) -> Result<()> {
+    if !s.forget(id)? {
+        return Err(Error::usage(format!("no memory `{id}`")));
+    }
+    ctx.printer.info(&format!("forgot {id}"));
+    Ok(())
+}
+
+/// `memory prune`: removes the expired entries and says which.
+fn prune(ctx: &Ctx, s: &Store) -> Result<()> {
+    let p = &ctx.printer;
+    let gone = s.prune()?;
+    if p.json {
+        p.json_value(&json!({"deleted": gone}));
+    } else {
+        for g in &gone {
+            p.outln(&format!("deleted {g}"));
+        }
+    }
+    Ok(())
 }

@@ -35,41 +35,14 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
     let ModelsCommand::Test = cmd;
     let cfg = ctx.config();
     let mut m = model::from_config(cfg, &ctx.ws.root)?;
-    let tool = crate::contract::answer_tool(
-        "report_color",
-        "Report a colour.",
-        json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
-    );
-    let req = Request {
-        phase: "test".into(),
-        system: "You are a connectivity check. Call the tool exactly as asked.".into(),
-        messages: vec![Message::user("Call report_color with color set to \"blue\".")],
-        tools: vec![tool],
-        tool_choice: ToolChoice::Tool("report_color".into()),
-        max_tokens: 64,
-        temperature: Some(0.0),
-        deadline: None,
-    };
+    let req = test_request();
     let probes = match m.probe(&req) {
         Some(p) => Some(p?),
         None => None,
     };
     let r = match &probes {
         None => m.complete(&req, &mut |_| {})?,
-        Some(ps) => {
-            let chosen = ps.iter().find(|p| p.answered).or_else(|| ps.iter().find(|p| p.response.is_some()));
-            match chosen.and_then(|p| p.response.clone()) {
-                Some(r) => r,
-                None => {
-                    print_forms(&ctx, ps);
-                    return Err(crate::error::Error::provider(format!(
-                        "provider {}: the server took none of the request forms (see the table)",
-                        m.provider()
-                    ))
-                    .with_hint("check the base URL and the model id; `-v` shows every exchange"));
-                }
-            }
-        }
+        Some(ps) => answer_of_forms(&ctx, m.provider(), ps)?,
     };
     let call = r.tool_calls.iter().find(|c| c.name == "report_color");
     let value = probes::value(&r);
@@ -103,58 +76,114 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
     if ctx.printer.json {
         ctx.printer.json_value(&v);
     } else {
-        let p = &ctx.printer;
-        p.outln(&format!("provider      {}", v["provider"].as_str().unwrap_or("")));
-        p.outln(&format!("model         {}", v["model"].as_str().unwrap_or("")));
-        p.outln(&format!("latency       {} ms", r.latency_ms));
-        p.outln(&format!(
-            "usage         {} in, {} out, {} cache write, {} cache read",
-            r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_write_tokens, r.usage.cache_read_tokens
-        ));
-        p.outln(&format!(
-            "cost          {}",
-            cost.map(|c| format!("${c:.6}")).unwrap_or_else(|| "unknown (no price for this model)".into())
-        ));
-        match &probes {
-            None => p.outln(&format!(
-                "tool calling  {}",
-                if works {
-                    "works"
-                } else if call.is_some() {
-                    "answers, but not with the value asked for (see below)"
-                } else {
-                    "did not work (the JSON-in-text fallback will be used: llm.structured)"
-                }
-            )),
-            Some(_) => {
-                p.outln(&format!(
-                    "tool calling  {}",
-                    match answered_form {
-                        Some(f) if f.uses_tools() && works => format!("works ({})", f.as_str()),
-                        Some(f) if works => format!("works through JSON in text ({})", f.as_str()),
-                        Some(f) => {
-                            let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.name).collect();
-                            format!("answers ({}), but does not work: {} failed (below)", f.as_str(), failed.join(", "))
-                        }
-                        None => "no form gave the answer; runs will rely on corrective retries".into(),
-                    }
-                ));
-            }
-        }
-        if !(works && checks.len() == 1) {
-            p.outln("");
-            for c in &checks {
-                p.outln(&format!("{:<12} {}  {}", c.name, if c.passed { "ok  " } else { "FAIL" }, c.detail));
-                if let Some(fix) = &c.fix {
-                    p.outln(&format!("{:<12}       fix: {fix}", ""));
-                }
-            }
-        }
-        if let Some(ps) = &probes {
-            print_forms(&ctx, ps);
-        }
+        let tool_calling = tool_calling_line(probes.is_some(), works, call.is_some(), answered_form, &checks);
+        print_test(&ctx, &v, &r, cost, &tool_calling, &checks, probes.as_deref());
     }
     Ok(0)
+}
+
+/// The tiny request every check sends: a forced call of `report_color` with the value "blue".
+fn test_request() -> Request {
+    let tool = crate::contract::answer_tool(
+        "report_color",
+        "Report a colour.",
+        json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
+    );
+    Request {
+        phase: "test".into(),
+        system: "You are a connectivity check. Call the tool exactly as asked.".into(),
+        messages: vec![Message::user("Call report_color with color set to \"blue\".")],
+        tools: vec![tool],
+        tool_choice: ToolChoice::Tool("report_color".into()),
+        max_tokens: 64,
+        temperature: Some(0.0),
+        deadline: None,
+    }
+}
+
+/// The answer of the first form that gave it, else of the first that got any; when none got
+/// one, the table of forms is shown and the provider failed.
+fn answer_of_forms(ctx: &Ctx, provider: &str, ps: &[model::Probe]) -> Result<model::Response> {
+    let chosen = ps.iter().find(|p| p.answered).or_else(|| ps.iter().find(|p| p.response.is_some()));
+    match chosen.and_then(|p| p.response.clone()) {
+        Some(r) => Ok(r),
+        None => {
+            print_forms(ctx, ps);
+            Err(crate::error::Error::provider(format!(
+                "provider {provider}: the server took none of the request forms (see the table)"
+            ))
+            .with_hint("check the base URL and the model id; `-v` shows every exchange"))
+        }
+    }
+}
+
+/// Whether tool calling works, in words: with no forms probed, by the call that came back; with
+/// forms, by the form that answered and the probes that failed.
+fn tool_calling_line(
+    probed: bool,
+    works: bool,
+    called: bool,
+    answered_form: Option<model::wire::Form>,
+    checks: &[probes::Check],
+) -> String {
+    if !probed {
+        return if works {
+            "works"
+        } else if called {
+            "answers, but not with the value asked for (see below)"
+        } else {
+            "did not work (the JSON-in-text fallback will be used: llm.structured)"
+        }
+        .to_string();
+    }
+    match answered_form {
+        Some(f) if f.uses_tools() && works => format!("works ({})", f.as_str()),
+        Some(f) if works => format!("works through JSON in text ({})", f.as_str()),
+        Some(f) => {
+            let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.name).collect();
+            format!("answers ({}), but does not work: {} failed (below)", f.as_str(), failed.join(", "))
+        }
+        None => "no form gave the answer; runs will rely on corrective retries".into(),
+    }
+}
+
+/// `models test` for people: provider, model, latency, usage, cost, whether tool calling works,
+/// each check when any failed (or there were several), and the table of forms when probed.
+fn print_test(
+    ctx: &Ctx,
+    v: &serde_json::Value,
+    r: &model::Response,
+    cost: Option<f64>,
+    tool_calling: &str,
+    checks: &[probes::Check],
+    probes: Option<&[model::Probe]>,
+) {
+    let p = &ctx.printer;
+    let works = v["works"] == true;
+    p.outln(&format!("provider      {}", v["provider"].as_str().unwrap_or("")));
+    p.outln(&format!("model         {}", v["model"].as_str().unwrap_or("")));
+    p.outln(&format!("latency       {} ms", r.latency_ms));
+    p.outln(&format!(
+        "usage         {} in, {} out, {} cache write, {} cache read",
+        r.usage.input_tokens, r.usage.output_tokens, r.usage.cache_write_tokens, r.usage.cache_read_tokens
+    ));
+    p.outln(&format!(
+        "cost          {}",
+        cost.map(|c| format!("${c:.6}")).unwrap_or_else(|| "unknown (no price for this model)".into())
+    ));
+    p.outln(&format!("tool calling  {tool_calling}"));
+    if !(works && checks.len() == 1) {
+        p.outln("");
+        for c in checks {
+            p.outln(&format!("{:<12} {}  {}", c.name, if c.passed { "ok  " } else { "FAIL" }, c.detail));
+            if let Some(fix) = &c.fix {
+                p.outln(&format!("{:<12}       fix: {fix}", ""));
+            }
+        }
+    }
+    if let Some(ps) = probes {
+        print_forms(ctx, ps);
+    }
 }
 
 /// The table of request forms: what the server did with each; the one runs use is marked.

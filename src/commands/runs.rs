@@ -173,29 +173,36 @@ fn list(ctx: &Ctx, only: Filter) -> Result<u8> {
         ctx.printer.json_value(&json!(rows));
         return Ok(0);
     }
-    if let (true, Some(a)) = (runs.is_empty(), only.agent) {
-        ctx.printer.info(&format!("no runs of agent `{a}` in {}", ctx.ws.root));
+    if runs.is_empty() {
+        say_no_runs(ctx, only);
         return Ok(0);
     }
-    if let (true, Some(s)) = (runs.is_empty(), only.session) {
+    // Newest first: by start time, then id (ids sort by time too).
+    runs.sort_by(|a, b| (&b.state.started_at, &b.state.run_id).cmp(&(&a.state.started_at, &a.state.run_id)));
+    print_table(ctx, &runs);
+    Ok(0)
+}
+
+/// An empty list says so on stderr, naming the agent or session asked for, and how to start one.
+fn say_no_runs(ctx: &Ctx, only: Filter) {
+    if let Some(a) = only.agent {
+        ctx.printer.info(&format!("no runs of agent `{a}` in {}", ctx.ws.root));
+        return;
+    }
+    if let Some(s) = only.session {
         ctx.printer.info(&format!(
             "no runs of session `{s}` in {}; start one with {}",
             ctx.ws.root,
             ctx.ws.cli(&format!("run --session {s} --goal \"...\""))
         ));
-        return Ok(0);
+        return;
     }
-    if runs.is_empty() {
-        ctx.printer.info(&format!(
-            "no runs in {} yet; start one with {}",
-            ctx.ws.root,
-            ctx.ws.cli("run --goal \"...\"")
-        ));
-        return Ok(0);
-    }
-    // Newest first: by start time, then id (ids sort by time too).
-    runs.sort_by(|a, b| (&b.state.started_at, &b.state.run_id).cmp(&(&a.state.started_at, &a.state.run_id)));
-    let w = id_width(&runs);
+    ctx.printer.info(&format!("no runs in {} yet; start one with {}", ctx.ws.root, ctx.ws.cli("run --goal \"...\"")));
+}
+
+/// The header (unless --quiet) and one line per run, in the order given.
+fn print_table(ctx: &Ctx, runs: &[history::Run]) {
+    let w = id_width(runs);
     // Ids, statuses, slots and goals come from state.json files: one line each, controls shown.
     let line = |s: &str| crate::output::one_line(s).into_owned();
     // A slot column when a scheduler gave any run a slot (`run --slot`): which day each was.
@@ -223,7 +230,7 @@ fn list(ctx: &Ctx, only: Filter) -> Result<u8> {
         );
         ctx.printer.outln_painted(&[(&header, "1")]);
     }
-    for r in &runs {
+    for r in runs {
         let s = &r.state;
         let goal: String = line(&s.goal).chars().take(60).collect();
         // A scripted run spends nothing: it shows as such, never as a price.
@@ -247,7 +254,6 @@ fn list(ctx: &Ctx, only: Filter) -> Result<u8> {
             goal,
         ));
     }
-    Ok(0)
 }
 
 fn id_width(runs: &[history::Run]) -> usize {

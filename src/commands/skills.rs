@@ -76,169 +76,186 @@ pub enum SkillsCommand {
 }
 
 pub fn run(ctx: Ctx, cmd: SkillsCommand) -> Result<u8> {
-    let cfg = ctx.config();
-    let p = &ctx.printer;
     match cmd {
         SkillsCommand::Gen { format, output, ductile_manifests } => {
-            let mut with_manifests;
-            let cfg = match ductile_manifests {
-                Some(dir) => {
-                    with_manifests = cfg.clone();
-                    with_manifests.ductile.manifests = Some(crate::settings::from_cwd(&dir));
-                    &with_manifests
-                }
-                None => cfg,
-            };
-            let set = SkillSet::load(cfg, &ctx.ws.root);
-            warn_problems(p, &set.problems);
-            let text = crate::catalog::of_config(cfg, &ctx.ws.root, &set, format == Format::Json || p.json)?;
-            match output {
-                Some(path) => crate::fs::write_atomic(&path, text.as_bytes())?,
-                None => p.out(&text),
-            }
-            Ok(0)
+            write_catalog(&ctx, format, output, ductile_manifests)
         }
-        SkillsCommand::List => {
-            let set = SkillSet::load(cfg, &ctx.ws.root);
-            warn_problems(p, &set.problems);
-            if p.json {
-                p.json_value(&crate::json::to_value(&set.skills));
-            } else {
-                for s in &set.skills {
-                    p.outln(&format!(
-                        "{:<24} {:<12} {:<40} {}",
-                        s.name,
-                        s.format,
-                        s.location,
-                        s.description.chars().take(80).collect::<String>()
-                    ));
-                }
-            }
-            Ok(0)
-        }
-        SkillsCommand::Show { name } => {
-            let set = SkillSet::load(cfg, &ctx.ws.root);
-            let s = set.get(&name).ok_or_else(|| {
-                Error::usage(format!("no skill named `{name}`"))
-                    .with_hint("`agentloop skills list` shows the skills found")
-            })?;
-            // The shown skill's own warnings (a value ignored, a field the spec refuses).
-            let own: Vec<skills::Problem> = set
-                .problems
-                .iter()
-                .filter(|x| s.dir.as_deref().is_some_and(|d| Utf8Path::new(&x.file).parent() == Some(d)))
-                .cloned()
-                .collect();
-            warn_problems(p, &own);
-            if p.json {
-                let view = crate::schema::SkillView { skill: s.clone(), body: s.body.clone() };
-                p.json_value(&crate::json::to_value(&view));
-            } else {
-                p.outln(&format!(
-                    "name         {}\nformat       {}\nlocation     {}\ndescription  {}",
-                    s.name, s.format, s.location, s.description
-                ));
-                if let Some(v) = &s.version {
-                    p.outln(&format!("version      {v}"));
-                }
-                if let Some(l) = &s.license {
-                    p.outln(&format!("license      {l}"));
-                }
-                if !s.triggers.is_empty() {
-                    p.outln(&format!("triggers     {}", s.triggers.join(", ")));
-                }
-                if !s.requires_tools.is_empty() || !s.requires_env.is_empty() {
-                    p.outln(&format!(
-                        "requires     tools: {}; env: {}",
-                        s.requires_tools.join(", "),
-                        s.requires_env.join(", ")
-                    ));
-                }
-                if !s.files.is_empty() {
-                    p.outln(&format!("files        {}", s.files.join(", ")));
-                }
-                p.outln(&format!("\n{}", s.body));
-            }
-            Ok(0)
-        }
-        SkillsCommand::Check { path } => {
-            let (skills, problems) = match &path {
-                Some(dir) => {
-                    // A SKILL.md named directly stands for its folder, as the reference validator takes it.
-                    let named_file =
-                        dir.is_file() && dir.file_name().is_some_and(|n| n.eq_ignore_ascii_case("skill.md"));
-                    let dir = match dir.parent() {
-                        Some(parent) if named_file => {
-                            if parent.as_str().is_empty() {
-                                Utf8Path::new(".")
-                            } else {
-                                parent
-                            }
-                        }
-                        _ => dir.as_path(),
-                    };
-                    if !dir.is_dir() {
-                        return Err(Error::usage(format!("{dir} is not a folder"))
-                            .with_hint("name a skill folder, its SKILL.md, or a folder of skills"));
-                    }
-                    let (skills, mut problems) = skills::scan(dir, skills::Limits::of(cfg));
-                    // Checking a folder that holds no skill at all is a mistake worth an error
-                    // (the reference validator says the same of a folder with no SKILL.md).
-                    if skills.is_empty() && problems.is_empty() {
-                        problems.push(skills::Problem::nothing_found(dir));
-                    }
-                    (skills, problems)
-                }
-                None => {
-                    let set = SkillSet::load(cfg, &ctx.ws.root);
-                    (set.skills, set.problems)
-                }
-            };
-            let errors = problems.iter().filter(|x| x.is_error()).count();
-            let failing = problems.iter().filter(|x| x.fails_check()).count();
-            // A skill that loads but breaks the spec is not counted valid: `skills check` judges
-            // as the reference validator does.
-            let against_spec = |s: &skills::Skill| {
-                s.dir
-                    .as_deref()
-                    .is_some_and(|d| problems.iter().any(|x| x.spec && Utf8Path::new(&x.file).parent() == Some(d)))
-            };
-            let (valid, loaded): (Vec<&skills::Skill>, Vec<&skills::Skill>) =
-                skills.iter().partition(|s| !against_spec(s));
-            if p.json {
-                let entry = |s: &&skills::Skill| json!({"name": s.name, "location": s.location});
-                p.json_value(&json!({
-                    "valid": valid.iter().map(entry).collect::<Vec<_>>(),
-                    "against_spec": loaded.iter().map(entry).collect::<Vec<_>>(),
-                    "problems": problems,
-                }));
-            } else {
-                for s in &valid {
-                    p.outln(&format!("ok      {} ({})", s.name, s.location));
-                }
-                for s in &loaded {
-                    p.outln(&format!("loads   {} ({}), against the Agent Skills spec", s.name, s.location));
-                }
-                for prob in &problems {
-                    p.outln(&prob.to_string());
-                }
-                let warnings = problems.len() - errors;
-                let spec = failing - errors;
-                p.info(&format!(
-                    "{} valid, {} error{}, {} warning{}{}",
-                    valid.len(),
-                    errors,
-                    if errors == 1 { "" } else { "s" },
-                    warnings,
-                    if warnings == 1 { "" } else { "s" },
-                    if spec > 0 { format!(" ({spec} against the Agent Skills spec)") } else { String::new() }
-                ));
-            }
-            Ok(if failing > 0 { 1 } else { 0 })
-        }
+        SkillsCommand::List => list(&ctx),
+        SkillsCommand::Show { name } => show(&ctx, &name),
+        SkillsCommand::Check { path } => check(&ctx, path),
         SkillsCommand::Fetch { id, url, dir } => fetch(&ctx, &id, &url, dir),
         SkillsCommand::Learn { name, run } => super::learn::learn(&ctx, &name, run.as_deref()),
     }
+}
+
+/// `skills gen`: the catalog of the skills found (with --ductile-manifests, of that folder's
+/// manifests too), to stdout or a file.
+fn write_catalog(
+    ctx: &Ctx,
+    format: Format,
+    output: Option<Utf8PathBuf>,
+    ductile_manifests: Option<Utf8PathBuf>,
+) -> Result<u8> {
+    let cfg = ctx.config();
+    let p = &ctx.printer;
+    let mut with_manifests;
+    let cfg = match ductile_manifests {
+        Some(dir) => {
+            with_manifests = cfg.clone();
+            with_manifests.ductile.manifests = Some(crate::settings::from_cwd(&dir));
+            &with_manifests
+        }
+        None => cfg,
+    };
+    let set = SkillSet::load(cfg, &ctx.ws.root);
+    warn_problems(p, &set.problems);
+    let text = crate::catalog::of_config(cfg, &ctx.ws.root, &set, format == Format::Json || p.json)?;
+    match output {
+        Some(path) => crate::fs::write_atomic(&path, text.as_bytes())?,
+        None => p.out(&text),
+    }
+    Ok(0)
+}
+
+/// `skills list`: one line per skill found (name, format, location, description).
+fn list(ctx: &Ctx) -> Result<u8> {
+    let p = &ctx.printer;
+    let set = SkillSet::load(ctx.config(), &ctx.ws.root);
+    warn_problems(p, &set.problems);
+    if p.json {
+        p.json_value(&crate::json::to_value(&set.skills));
+    } else {
+        for s in &set.skills {
+            p.outln(&format!(
+                "{:<24} {:<12} {:<40} {}",
+                s.name,
+                s.format,
+                s.location,
+                s.description.chars().take(80).collect::<String>()
+            ));
+        }
+    }
+    Ok(0)
+}
+
+/// `skills show`: one skill's fields and body, after its own warnings.
+fn show(ctx: &Ctx, name: &str) -> Result<u8> {
+    let p = &ctx.printer;
+    let set = SkillSet::load(ctx.config(), &ctx.ws.root);
+    let s = set.get(name).ok_or_else(|| {
+        Error::usage(format!("no skill named `{name}`")).with_hint("`agentloop skills list` shows the skills found")
+    })?;
+    // The shown skill's own warnings (a value ignored, a field the spec refuses).
+    let own: Vec<skills::Problem> = set
+        .problems
+        .iter()
+        .filter(|x| s.dir.as_deref().is_some_and(|d| Utf8Path::new(&x.file).parent() == Some(d)))
+        .cloned()
+        .collect();
+    warn_problems(p, &own);
+    if p.json {
+        let view = crate::schema::SkillView { skill: s.clone(), body: s.body.clone() };
+        p.json_value(&crate::json::to_value(&view));
+        return Ok(0);
+    }
+    p.outln(&format!(
+        "name         {}\nformat       {}\nlocation     {}\ndescription  {}",
+        s.name, s.format, s.location, s.description
+    ));
+    if let Some(v) = &s.version {
+        p.outln(&format!("version      {v}"));
+    }
+    if let Some(l) = &s.license {
+        p.outln(&format!("license      {l}"));
+    }
+    if !s.triggers.is_empty() {
+        p.outln(&format!("triggers     {}", s.triggers.join(", ")));
+    }
+    if !s.requires_tools.is_empty() || !s.requires_env.is_empty() {
+        p.outln(&format!("requires     tools: {}; env: {}", s.requires_tools.join(", "), s.requires_env.join(", ")));
+    }
+    if !s.files.is_empty() {
+        p.outln(&format!("files        {}", s.files.join(", ")));
+    }
+    p.outln(&format!("\n{}", s.body));
+    Ok(0)
+}
+
+/// `skills check`: each skill valid, loading against the spec, or not loading, and a count;
+/// exit 1 when any problem fails the check.
+fn check(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<u8> {
+    let p = &ctx.printer;
+    let (skills, problems) = skills_to_check(ctx, path.as_deref())?;
+    let errors = problems.iter().filter(|x| x.is_error()).count();
+    let failing = problems.iter().filter(|x| x.fails_check()).count();
+    // A skill that loads but breaks the spec is not counted valid: `skills check` judges
+    // as the reference validator does.
+    let against_spec = |s: &skills::Skill| {
+        s.dir.as_deref().is_some_and(|d| problems.iter().any(|x| x.spec && Utf8Path::new(&x.file).parent() == Some(d)))
+    };
+    let (valid, loaded): (Vec<&skills::Skill>, Vec<&skills::Skill>) = skills.iter().partition(|s| !against_spec(s));
+    if p.json {
+        let entry = |s: &&skills::Skill| json!({"name": s.name, "location": s.location});
+        p.json_value(&json!({
+            "valid": valid.iter().map(entry).collect::<Vec<_>>(),
+            "against_spec": loaded.iter().map(entry).collect::<Vec<_>>(),
+            "problems": problems,
+        }));
+    } else {
+        for s in &valid {
+            p.outln(&format!("ok      {} ({})", s.name, s.location));
+        }
+        for s in &loaded {
+            p.outln(&format!("loads   {} ({}), against the Agent Skills spec", s.name, s.location));
+        }
+        for prob in &problems {
+            p.outln(&prob.to_string());
+        }
+        let warnings = problems.len() - errors;
+        let spec = failing - errors;
+        p.info(&format!(
+            "{} valid, {} error{}, {} warning{}{}",
+            valid.len(),
+            errors,
+            if errors == 1 { "" } else { "s" },
+            warnings,
+            if warnings == 1 { "" } else { "s" },
+            if spec > 0 { format!(" ({spec} against the Agent Skills spec)") } else { String::new() }
+        ));
+    }
+    Ok(if failing > 0 { 1 } else { 0 })
+}
+
+/// The skills `skills check` judges, with their problems: those of the folder (or SKILL.md)
+/// named, else those the workspace loads.
+fn skills_to_check(ctx: &Ctx, path: Option<&Utf8Path>) -> Result<(Vec<skills::Skill>, Vec<skills::Problem>)> {
+    let Some(dir) = path else {
+        let set = SkillSet::load(ctx.config(), &ctx.ws.root);
+        return Ok((set.skills, set.problems));
+    };
+    // A SKILL.md named directly stands for its folder, as the reference validator takes it.
+    let named_file = dir.is_file() && dir.file_name().is_some_and(|n| n.eq_ignore_ascii_case("skill.md"));
+    let dir = match dir.parent() {
+        Some(parent) if named_file => {
+            if parent.as_str().is_empty() {
+                Utf8Path::new(".")
+            } else {
+                parent
+            }
+        }
+        _ => dir,
+    };
+    if !dir.is_dir() {
+        return Err(Error::usage(format!("{dir} is not a folder"))
+            .with_hint("name a skill folder, its SKILL.md, or a folder of skills"));
+    }
+    let (skills, mut problems) = skills::scan(dir, skills::Limits::of(ctx.config()));
+    // Checking a folder that holds no skill at all is a mistake worth an error
+    // (the reference validator says the same of a folder with no SKILL.md).
+    if skills.is_empty() && problems.is_empty() {
+        problems.push(skills::Problem::nothing_found(dir));
+    }
+    Ok((skills, problems))
 }
 
 /// Problems met while loading, on stderr, each worded once: a skill with an error is skipped.

@@ -67,15 +67,29 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         s.limits = s.limits.in_force(ctx.config(), &ctx.resolved.sources);
     }
     let v = view(&ws, &s, &recorded, ctx.config(), &ctx.resolved.sources);
-    let sources = v["limit_sources"].as_object().cloned().unwrap_or_default();
-    let answer_cmd = v["answer_with"].as_str().map(String::from);
-    let l = &s.limits;
     if ctx.printer.json {
         ctx.printer.json_value(&v);
         return Ok(0);
     }
+    print_where_it_stands(&ctx, &s, &v);
+    print_spending(&ctx, &s, &v);
+    print_rest_and_modes(&ctx, &v);
+    let line = crate::output::one_line;
+    match &s.pending {
+        Some(a) => {
+            ctx.printer.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string())))
+        }
+        None => ctx.printer.outln("pending     (none)"),
+    }
+    Ok(0)
+}
+
+/// The run, its goal and session, how it stands (status, the open question, the ways on, the
+/// next phase), its steps and reframes, and the agent's frustration once it says something.
+fn print_where_it_stands(ctx: &Ctx, s: &crate::workspace::State, v: &serde_json::Value) {
+    let answer_cmd = v["answer_with"].as_str().map(String::from);
+    let l = &s.limits;
     let p = &ctx.printer;
-    let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
     // The run's words come from state.json, which whoever wrote the workspace controls: one line
     // each, so a value cannot forge the lines after it (the printer shows any control).
     let line = crate::output::one_line;
@@ -94,7 +108,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
         p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
-        p.outln(&format!("ways on     {}", crate::lifecycle::ways_on(&ctx.ws, &s)));
+        p.outln(&format!("ways on     {}", crate::lifecycle::ways_on(&ctx.ws, s)));
     }
     p.outln(&format!("next        {}", s.next.as_str()));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
@@ -108,6 +122,15 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
             if s.frustration_reframed { " (forced reframe used)" } else { "" }
         ));
     }
+}
+
+/// Tokens, model, cost and time, each of its limit, and where the limits given came from.
+fn print_spending(ctx: &Ctx, s: &crate::workspace::State, v: &serde_json::Value) {
+    let sources = v["limit_sources"].as_object().cloned().unwrap_or_default();
+    let l = &s.limits;
+    let p = &ctx.printer;
+    let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
+    let line = crate::output::one_line;
     p.outln(&format!("tokens      {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     if let Some(m) = &s.model {
         let note = if s.scripted() { " (answers replayed from a script, offline)" } else { "" };
@@ -136,6 +159,12 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     if !from.is_empty() {
         p.outln(&format!("limits      {}", from.join("; ")));
     }
+}
+
+/// The rest window and fatigue, the agent's stress, and the modes once there is something to say.
+fn print_rest_and_modes(ctx: &Ctx, v: &serde_json::Value) {
+    let p = &ctx.printer;
+    let line = crate::output::one_line;
     if let Some(w) = crate::rest_window::current(ctx.config()) {
         match (&w.resting, &w.until) {
             (Some(why), Some(until)) => {
@@ -167,11 +196,6 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
             if m["auto"] == true { "auto (rests when tired, dreams when idle)" } else { "manual (modes.auto: false)" };
         p.outln(&format!("modes       {how}{last}"));
     }
-    match &s.pending {
-        Some(a) => p.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string()))),
-        None => p.outln("pending     (none)"),
-    }
-    Ok(0)
 }
 
 /// The agent's stress, one line: its level of the threshold, and whether it rests.
@@ -193,23 +217,9 @@ pub fn view(
     cfg: &crate::config::Config,
     sources: &crate::config::Sources,
 ) -> serde_json::Value {
-    let sources: serde_json::Map<String, serde_json::Value> = crate::budget::Budget::ALL
-        .iter()
-        .map(|b| {
-            (
-                b.key().to_string(),
-                json!(sources
-                    .get(b.key())
-                    .filter(|v| v.is_given())
-                    .map(ToString::to_string)
-                    .unwrap_or_else(|| "recorded by the run".into())),
-            )
-        })
-        .collect();
+    let sources = limit_sources(sources);
     let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
-    let l = &s.limits;
-    let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
-    use crate::schema::{Budgets, Frustration, Used};
+    use crate::schema::Frustration;
     let v = crate::schema::StatusView {
         run_id: s.run_id.clone(),
         agent: s.agent.clone(),
@@ -239,31 +249,57 @@ pub fn view(
         limits_recorded: recorded.clone(),
         limit_sources: sources,
         pending: s.pending.clone(),
-        budgets: Budgets {
-            steps: Used { used: s.step, max: l.max_steps, left: l.max_steps.saturating_sub(s.step) },
-            reframes: Used { used: s.reframes, max: l.max_reframes, left: l.max_reframes.saturating_sub(s.reframes) },
-            tokens: Used {
-                used: s.usage.total(),
-                max: l.max_tokens,
-                left: l.max_tokens.map(|m| m.saturating_sub(s.usage.total())),
-            },
-            cost_usd: crate::schema::CostUsed {
-                used: s.cost(),
-                max: l.max_cost_usd,
-                left: left(l.max_cost_usd, s.cost_usd),
-                incomplete: s.cost_incomplete,
-                scripted: s.scripted(),
-            },
-            time_secs: Used {
-                used: s.elapsed_ms / 1000,
-                max: l.timeout_secs,
-                left: l.timeout_secs.saturating_sub(s.elapsed_ms / 1000),
-            },
-        },
+        budgets: budgets(s),
         usage: s.usage,
         started_at: s.started_at.clone(),
         updated_at: s.updated_at.clone(),
         finished_at: s.finished_at.clone(),
     };
     crate::json::to_value(v)
+}
+
+/// Where each budget's limit came from: the flag, environment or config that gave it, else the
+/// run's own record.
+fn limit_sources(sources: &crate::config::Sources) -> serde_json::Map<String, serde_json::Value> {
+    crate::budget::Budget::ALL
+        .iter()
+        .map(|b| {
+            (
+                b.key().to_string(),
+                json!(sources
+                    .get(b.key())
+                    .filter(|v| v.is_given())
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "recorded by the run".into())),
+            )
+        })
+        .collect()
+}
+
+/// Each budget of a run: used, its limit in force, and what is left.
+fn budgets(s: &crate::workspace::State) -> crate::schema::Budgets {
+    use crate::schema::{Budgets, Used};
+    let l = &s.limits;
+    let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
+    Budgets {
+        steps: Used { used: s.step, max: l.max_steps, left: l.max_steps.saturating_sub(s.step) },
+        reframes: Used { used: s.reframes, max: l.max_reframes, left: l.max_reframes.saturating_sub(s.reframes) },
+        tokens: Used {
+            used: s.usage.total(),
+            max: l.max_tokens,
+            left: l.max_tokens.map(|m| m.saturating_sub(s.usage.total())),
+        },
+        cost_usd: crate::schema::CostUsed {
+            used: s.cost(),
+            max: l.max_cost_usd,
+            left: left(l.max_cost_usd, s.cost_usd),
+            incomplete: s.cost_incomplete,
+            scripted: s.scripted(),
+        },
+        time_secs: Used {
+            used: s.elapsed_ms / 1000,
+            max: l.timeout_secs,
+            left: l.timeout_secs.saturating_sub(s.elapsed_ms / 1000),
+        },
+    }
 }

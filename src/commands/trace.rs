@@ -196,14 +196,29 @@ fn has_step(b: &[u8], digits: &[u8]) -> bool {
 }
 
 pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
-    // `--run ID|last` reads that run's own trace, wherever the history keeps it (an id, a unique
-    // prefix, or the newest run); an id found in no folder filters the workspace's trace, which
-    // older workspaces shared between runs.
-    let run_arg = match &mut cmd {
+    let ws = workspace_of_run(&ctx, &mut cmd)?;
+    let path = ws.trace();
+    let all_runs = match &cmd {
+        TraceCommand::Show(a) => a.all_runs,
+        TraceCommand::Stats(a) => a.all_runs,
+    };
+    let files = trace_files(&ctx, all_runs, &path)?;
+    match cmd {
+        TraceCommand::Show(args) => show(&ctx, args, &files, &path)?,
+        TraceCommand::Stats(args) => stats(&ctx, args, &files, &path)?,
+    }
+    Ok(0)
+}
+
+/// `--run ID|last` reads that run's own trace, wherever the history keeps it (an id, a unique
+/// prefix, or the newest run), and the filter then names the run by its full id; an id found in
+/// no folder filters the workspace's trace, which older workspaces shared between runs.
+fn workspace_of_run(ctx: &Ctx, cmd: &mut TraceCommand) -> Result<crate::workspace::Workspace> {
+    let run_arg = match cmd {
         TraceCommand::Show(a) => &mut a.filter.run,
         TraceCommand::Stats(a) => &mut a.filter.run,
     };
-    let ws = match run_arg.as_deref() {
+    Ok(match run_arg.as_deref() {
         Some(id) => match crate::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id) {
             Ok(w) => {
                 *run_arg = Some(w.load_state()?.run_id);
@@ -212,13 +227,12 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
             Err(_) => ctx.ws.clone(),
         },
         None => ctx.ws.clone(),
-    };
-    let path = ws.trace();
-    let all_runs = match &cmd {
-        TraceCommand::Show(a) => a.all_runs,
-        TraceCommand::Stats(a) => a.all_runs,
-    };
-    // --all-runs: every archived run's own trace (oldest first), then the workspace's.
+    })
+}
+
+/// The trace files read: with --all-runs every archived run's own trace (oldest first), then
+/// the workspace's `path`; a missing trace is an error only when there is no other.
+fn trace_files(ctx: &Ctx, all_runs: bool, path: &camino::Utf8Path) -> Result<Vec<camino::Utf8PathBuf>> {
     let mut files = Vec::new();
     if all_runs {
         let mut archived: Vec<_> =
@@ -237,128 +251,146 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
         }
     }
     if path.exists() {
-        files.push(path.clone());
+        files.push(path.to_path_buf());
     } else if files.is_empty() {
         return Err(
             Error::usage(format!("{path} does not exist")).with_hint("run `agentloop init` first, or pass -w DIR")
         );
     }
-    // Streamed: memory stays flat however long the trace is (`--run last` reads it twice).
-    let last_run = || edge_runs(&path).map(|(_, last)| last).or_else(|| latest_run(&path).map(|l| l.id));
-    let warn = |file: &camino::Utf8Path, b: &trace::BadLine| {
-        ctx.printer.warn(&format!("{file}:{}: skipped a corrupt line ({})", b.line, b.message))
-    };
-    match cmd {
-        TraceCommand::Show(args) => {
-            // Without --run or --all-runs, the latest run: the run of the trace's last entry.
-            // Its id is read off the end of the file; only a trace whose first entry is of
-            // another run is read through first, to count the runs before it.
-            let latest = match (&args.filter.run, args.all_runs) {
-                (None, false) => match edge_runs(&path) {
-                    Some((first, last)) if first == last => Some(Latest { id: last, earlier_runs: 0 }),
-                    _ => latest_run(&path),
-                },
-                _ => None,
-            };
-            if let Some(l) = latest.as_ref().filter(|l| l.earlier_runs > 0) {
-                ctx.printer.info(&format!(
-                    "showing the latest run, {}; {} earlier run(s) in this trace: --all-runs shows them",
-                    l.id, l.earlier_runs
-                ));
-            }
-            let whole_errors = args.filter.errors;
-            let mut filter = Filter::new(args.filter, last_run)?;
-            filter.latest = latest.map(|l| l.id);
-            // --follow must see the trace's last entry (has the run finished?), so it parses
-            // every line; a plain read parses only the lines that can be shown.
-            let prefilter = filter.prefilter().filter(|_| !args.follow);
-            let mut view = View::new(&ctx.printer, args.wide, whole_errors);
-            if !ctx.printer.json && !ctx.printer.quiet {
-                // Followed, the header stands above the entries still to come.
-                if args.follow {
-                    view.header();
-                } else {
-                    view.header_due = true;
-                }
-            }
-            // Each line is judged on the scan's threads: passed over on its bytes, read as far as
-            // the filter looks, and (under --json) rendered as it is stored; the entries then come
-            // back in file order. --follow reads every line (has the run finished?).
-            let json = ctx.printer.json;
-            let printer = &ctx.printer;
-            let work = |l: &Line, text: &mut String| -> Option<Got> {
-                if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
-                    return None;
-                }
-                let bad = |message| Some(Got::Bad(trace::BadLine { line: l.number, message }));
-                if json {
-                    return match Probe::read(l.text) {
-                        Ok(p) => Some(Got::Read {
-                            finished: &*p.event == "run.finished",
-                            shown: filter.keep_probe(&p).then(|| {
-                                // Rendered as `outln` renders it: the newline needs no rendering.
-                                printer.render_into(l.text, text);
-                                text.push('\n');
-                                Shown::Line
-                            }),
-                        }),
-                        Err(message) => bad(message),
-                    };
-                }
-                match trace::checked(l.text) {
-                    Ok(e) => Some(Got::Read {
-                        finished: finished(&e),
-                        shown: filter.keep(&e).then(|| Shown::Entry(Box::new(e))),
-                    }),
-                    Err(why) => bad(why.to_string()),
-                }
-            };
-            let mut ended = false;
-            let (mut offset, mut lines) = (0, 0);
-            for file in &files {
-                (offset, lines) = scan_par(file, work, |_, got, text| match got {
-                    Ok(Got::Read { finished, shown }) => {
-                        ended = finished;
-                        match shown {
-                            Some(Shown::Line) => view.rendered(text),
-                            Some(Shown::Entry(e)) => view.entry(&e),
-                            None => {}
-                        }
-                    }
-                    Ok(Got::Bad(b)) | Err(b) => warn(file, &b),
-                })?;
-            }
-            if args.follow && !ended && files.last() == Some(&path) {
-                // What is appended from now on is shown whatever its run: a new run's entries too.
-                filter.latest = None;
-                follow(&mut view, &path, &filter, offset, lines)?;
-            } else if view.shown == 0 {
-                ctx.printer.info(if whole_errors { "no errors" } else { "no entries match" });
-            }
-        }
-        TraceCommand::Stats(args) => {
-            let filter = Filter::new(args.filter, last_run)?;
-            let prefilter = filter.prefilter();
-            let mut stats = Stats::default();
-            for file in &files {
-                let work = |l: &Line, _: &mut String| {
-                    if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
-                        return None;
-                    }
-                    match Probe::read(l.text) {
-                        Ok(p) => filter.keep_probe(&p).then(|| Ok(p.to_entry())),
-                        Err(message) => Some(Err(trace::BadLine { line: l.number, message })),
-                    }
-                };
-                scan_par(file, work, |_, r, _| match r {
-                    Ok(Ok(e)) => stats.add(&e),
-                    Ok(Err(b)) | Err(b) => warn(file, &b),
-                })?;
-            }
-            stats.print(&ctx.printer);
+    Ok(files)
+}
+
+/// The run `--run last` names: the run of the trace's last entry. Streamed: memory stays flat
+/// however long the trace is (`--run last` reads it twice).
+fn last_run_of(path: &camino::Utf8Path) -> Option<String> {
+    edge_runs(path).map(|(_, last)| last).or_else(|| latest_run(path).map(|l| l.id))
+}
+
+/// A corrupt line is passed over with a warning naming the file and the line.
+fn warn_corrupt(printer: &Printer, file: &camino::Utf8Path, b: &trace::BadLine) {
+    printer.warn(&format!("{file}:{}: skipped a corrupt line ({})", b.line, b.message))
+}
+
+/// `trace show`: the entries the filter keeps, from every file in order, as a timeline (or the
+/// stored lines under --json); with --follow, then what is appended until the run finishes.
+fn show(ctx: &Ctx, args: ShowArgs, files: &[camino::Utf8PathBuf], path: &camino::Utf8Path) -> Result<()> {
+    let latest = latest_unless_asked(&args, path);
+    if let Some(l) = latest.as_ref().filter(|l| l.earlier_runs > 0) {
+        ctx.printer.info(&format!(
+            "showing the latest run, {}; {} earlier run(s) in this trace: --all-runs shows them",
+            l.id, l.earlier_runs
+        ));
+    }
+    let whole_errors = args.filter.errors;
+    let mut filter = Filter::new(args.filter, || last_run_of(path))?;
+    filter.latest = latest.map(|l| l.id);
+    // --follow must see the trace's last entry (has the run finished?), so it parses
+    // every line; a plain read parses only the lines that can be shown.
+    let prefilter = filter.prefilter().filter(|_| !args.follow);
+    let mut view = View::new(&ctx.printer, args.wide, whole_errors);
+    if !ctx.printer.json && !ctx.printer.quiet {
+        // Followed, the header stands above the entries still to come.
+        if args.follow {
+            view.header();
+        } else {
+            view.header_due = true;
         }
     }
-    Ok(0)
+    let work = |l: &Line, text: &mut String| judge_line(l, text, prefilter.as_ref(), &filter, &ctx.printer);
+    let mut ended = false;
+    let (mut offset, mut lines) = (0, 0);
+    for file in files {
+        (offset, lines) = scan_par(file, work, |_, got, text| match got {
+            Ok(Got::Read { finished, shown }) => {
+                ended = finished;
+                match shown {
+                    Some(Shown::Line) => view.rendered(text),
+                    Some(Shown::Entry(e)) => view.entry(&e),
+                    None => {}
+                }
+            }
+            Ok(Got::Bad(b)) | Err(b) => warn_corrupt(&ctx.printer, file, &b),
+        })?;
+    }
+    if args.follow && !ended && files.last().map(|f| f.as_path()) == Some(path) {
+        // What is appended from now on is shown whatever its run: a new run's entries too.
+        filter.latest = None;
+        follow(&mut view, path, &filter, offset, lines)?;
+    } else if view.shown == 0 {
+        ctx.printer.info(if whole_errors { "no errors" } else { "no entries match" });
+    }
+    Ok(())
+}
+
+/// Without --run or --all-runs, the latest run: the run of the trace's last entry. Its id is
+/// read off the end of the file; only a trace whose first entry is of another run is read
+/// through first, to count the runs before it.
+fn latest_unless_asked(args: &ShowArgs, path: &camino::Utf8Path) -> Option<Latest> {
+    match (&args.filter.run, args.all_runs) {
+        (None, false) => match edge_runs(path) {
+            Some((first, last)) if first == last => Some(Latest { id: last, earlier_runs: 0 }),
+            _ => latest_run(path),
+        },
+        _ => None,
+    }
+}
+
+/// One line judged on the scan's threads: passed over on its bytes, read as far as the filter
+/// looks, and (under --json) rendered as it is stored; the entries then come back in file
+/// order. --follow reads every line (has the run finished?).
+fn judge_line(
+    l: &Line,
+    text: &mut String,
+    prefilter: Option<&Prefilter>,
+    filter: &Filter,
+    printer: &Printer,
+) -> Option<Got> {
+    if prefilter.is_some_and(|p| !p.may_keep(l.text)) {
+        return None;
+    }
+    let bad = |message| Some(Got::Bad(trace::BadLine { line: l.number, message }));
+    if printer.json {
+        return match Probe::read(l.text) {
+            Ok(p) => Some(Got::Read {
+                finished: &*p.event == "run.finished",
+                shown: filter.keep_probe(&p).then(|| {
+                    // Rendered as `outln` renders it: the newline needs no rendering.
+                    printer.render_into(l.text, text);
+                    text.push('\n');
+                    Shown::Line
+                }),
+            }),
+            Err(message) => bad(message),
+        };
+    }
+    match trace::checked(l.text) {
+        Ok(e) => Some(Got::Read { finished: finished(&e), shown: filter.keep(&e).then(|| Shown::Entry(Box::new(e))) }),
+        Err(why) => bad(why.to_string()),
+    }
+}
+
+/// `trace stats`: the entries the filter keeps, from every file, summed per phase and tool.
+fn stats(ctx: &Ctx, args: StatsArgs, files: &[camino::Utf8PathBuf], path: &camino::Utf8Path) -> Result<()> {
+    let filter = Filter::new(args.filter, || last_run_of(path))?;
+    let prefilter = filter.prefilter();
+    let mut stats = Stats::default();
+    for file in files {
+        let work = |l: &Line, _: &mut String| {
+            if prefilter.as_ref().is_some_and(|p| !p.may_keep(l.text)) {
+                return None;
+            }
+            match Probe::read(l.text) {
+                Ok(p) => filter.keep_probe(&p).then(|| Ok(p.to_entry())),
+                Err(message) => Some(Err(trace::BadLine { line: l.number, message })),
+            }
+        };
+        scan_par(file, work, |_, r, _| match r {
+            Ok(Ok(e)) => stats.add(&e),
+            Ok(Err(b)) | Err(b) => warn_corrupt(&ctx.printer, file, &b),
+        })?;
+    }
+    stats.print(&ctx.printer);
+    Ok(())
 }
 
 /// What the scan gives `trace show` for one line.

@@ -17,15 +17,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("crates/agentloop-core/src/contract.rs", "mend_value"),
     // The binary: subcommands whose `run` is one match over their actions, the lists and views
     // they print, and the worker going on with a run.
-    ("src/commands/trace.rs", "run"),
-    ("src/commands/skills.rs", "run"),
-    ("src/commands/memory.rs", "run"),
-    ("src/commands/status.rs", "run"),
-    ("src/commands/status.rs", "view"),
-    ("src/commands/models.rs", "run"),
-    ("src/commands/enqueue/exec.rs", "run"),
-    ("src/commands/dream.rs", "dream_now"),
-    ("src/commands/runs.rs", "list"),
     ("src/worker/go_on.rs", "drive"),
 ];
 

@@ -12,12 +12,43 @@ use std::time::{Duration, Instant};
 
 pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
+    let req = request(g, &a)?;
+    // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
+    // the request carries only its name, and the worker that takes it loads and checks it.
+    let local = Global { agent: None, ..g.clone() };
+    let q = crate::config::resolve(&crate::settings::layers(&local, &local.workspace, None)?)?.config.queue;
+    let url = crate::commands::worker::redis_url(a.redis.clone(), &q)?;
+    let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
+    let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
+    let text = crate::json::to_string(&req);
+    if let Some(why) = crate::worker::request::oversized(&text) {
+        return Err(Error::usage(format!("{why}: no worker would take it"))
+            .with_hint("shorten --goal, --context or --context-file"));
+    }
+    let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
+    let run_id = req.run_id(&message_id);
+    // What was queued: a new run, or an answer or a continue of one.
+    let what = match req.go_on() {
+        Some(go) => format!("{} of run {run_id}", go.verb()),
+        None => format!("run {run_id}"),
+    };
+    let Some(secs) = g.wait else {
+        print_queued(printer, &req, &names, &run_id, &message_id, &what);
+        return Ok(crate::error::code::OK);
+    };
+    printer.info(&format!("queued {what} (message {message_id}); waiting for its outcome"));
+    let outcome = wait_for_outcome(&mut link, &names, &req, &message_id, &run_id, &what, secs)?;
+    print_outcome(printer, &run_id, &outcome)
+}
+
+/// The run request the flags describe, checked: a refusal names the flag.
+fn request(g: &Global, a: &EnqueueArgs) -> Result<RunRequest> {
     let context = match (&a.context, &a.context_file) {
         (Some(t), _) => Value::String(t.clone()),
         (None, Some(f)) => Value::String(crate::fs::read_arg(f)?),
         (None, None) => Value::Null,
     };
-    let run = go_on_run(&a)?;
+    let run = go_on_run(a)?;
     if let (Some(run), Some(agent)) = (&run, &g.agent) {
         return Err(Error::usage(format!("--agent {agent}: run {run} goes on as the agent it ran as"))
             .with_hint("leave out --agent"));
@@ -54,56 +85,51 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
             e => e.to_string(),
         })
     })?;
-    // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
-    // the request carries only its name, and the worker that takes it loads and checks it.
-    let local = Global { agent: None, ..g.clone() };
-    let q = crate::config::resolve(&crate::settings::layers(&local, &local.workspace, None)?)?.config.queue;
-    let url = crate::commands::worker::redis_url(a.redis.clone(), &q)?;
-    let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
-    let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
-    let text = crate::json::to_string(&req);
-    if let Some(why) = crate::worker::request::oversized(&text) {
-        return Err(Error::usage(format!("{why}: no worker would take it"))
-            .with_hint("shorten --goal, --context or --context-file"));
-    }
-    let message_id = link.call("add the request", |c| streams::enqueue(c, &names, &text))?;
-    let run_id = req.run_id(&message_id);
-    // What was queued: a new run, or an answer or a continue of one.
-    let what = match req.go_on() {
-        Some(go) => format!("{} of run {run_id}", go.verb()),
-        None => format!("run {run_id}"),
-    };
-    let Some(secs) = g.wait else {
-        if printer.json {
-            let mut v = json!({"run_id": run_id, "message_id": message_id, "stream": names.requests});
-            if let Some(go) = req.go_on() {
-                v["request"] = json!(go.verb());
-                v["key"] = json!(req.idempotency_key(&message_id));
-            }
-            printer.outln(&v.to_string());
-        } else {
-            printer.outln(&format!("queued {what} (message {message_id} on {})", names.requests));
+    Ok(req)
+}
+
+/// Without --wait: what was queued, on which stream (with --json, as one object).
+fn print_queued(printer: Printer, req: &RunRequest, names: &Names, run_id: &str, message_id: &str, what: &str) {
+    if printer.json {
+        let mut v = json!({"run_id": run_id, "message_id": message_id, "stream": names.requests});
+        if let Some(go) = req.go_on() {
+            v["request"] = json!(go.verb());
+            v["key"] = json!(req.idempotency_key(message_id));
         }
-        return Ok(crate::error::code::OK);
-    };
-    printer.info(&format!("queued {what} (message {message_id}); waiting for its outcome"));
-    let outcome_id = req.outcome_id(&message_id);
+        printer.outln(&v.to_string());
+    } else {
+        printer.outln(&format!("queued {what} (message {message_id} on {})", names.requests));
+    }
+}
+
+/// With --wait SECS: the outcome of the request once a worker writes it; a failure when it is
+/// dead-lettered or SECS pass first.
+fn wait_for_outcome(
+    link: &mut Link,
+    names: &Names,
+    req: &RunRequest,
+    message_id: &str,
+    run_id: &str,
+    what: &str,
+    secs: u64,
+) -> Result<String> {
+    let outcome_id = req.outcome_id(message_id);
     let deadline = Instant::now() + Duration::from_secs(secs);
     // Dead letters are written after the request: read from its time on, each once.
     let mut dead_from = format!("{}-0", message_id.split('-').next().unwrap_or("0"));
-    let outcome = loop {
-        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, &names, &outcome_id))? {
-            break o;
+    loop {
+        if let Some(o) = link.call("read the outcome", |c| streams::outcome(c, names, &outcome_id))? {
+            return Ok(o);
         }
         let dead =
-            link.call("read the dead letters", |c| streams::dead_reason(c, &names, &message_id, &mut dead_from))?;
+            link.call("read the dead letters", |c| streams::dead_reason(c, names, message_id, &mut dead_from))?;
         if let Some(reason) = dead {
             return Err(Error::failure(format!("the {what} was dead-lettered: {reason}"))
                 .with_hint(format!("`agentloop status --redis` lists the dead letters of {}", names.dead)));
         }
         if Instant::now() >= deadline {
             let again = match req.go_on() {
-                Some(_) => format!("--key {}", req.idempotency_key(&message_id)),
+                Some(_) => format!("--key {}", req.idempotency_key(message_id)),
                 None => format!("--key {run_id}"),
             };
             return Err(Error::failure(format!("no outcome for the {what} within {secs}s")).with_hint(format!(
@@ -112,8 +138,12 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
             )));
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
-    let v: Value = serde_json::from_str(&outcome)
+    }
+}
+
+/// The outcome a worker wrote, printed; its stop kind's exit code is the command's.
+fn print_outcome(printer: Printer, run_id: &str, outcome: &str) -> Result<u8> {
+    let v: Value = serde_json::from_str(outcome)
         .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON: {e}")))?;
     let p = &v["payload"];
     if printer.json {
