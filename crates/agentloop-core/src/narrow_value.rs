@@ -10,8 +10,24 @@ use serde_json::Value;
 /// own value widens nothing (a profile copied from your config, `tools.http.allow_private: true`
 /// where yours says so). Only values whose meaning does not depend on where they are written
 /// count: booleans, numbers, and names — never a path (`./mem` in a workspace is another folder
-/// than in your config) or a map.
+/// than in your config), a map, or the text of a key that names a program, its arguments,
+/// environment or folder.
 pub fn repeats(key: &str, v: &Value, base: &Config) -> bool {
+    // What names a program, its arguments, its environment or a place is read where it is
+    // written (a command's `cwd: tools`, `args: [server.py]` in a workspace are that workspace's
+    // own), so only the plain values of other keys repeat yours.
+    let last = key.rsplit('.').next().unwrap_or(key);
+    let placed = key.starts_with("mcp.")
+        || key.contains(".env.")
+        || ["cwd", "dir", "dirs", "file", "command", "args", "cmd", "env", "script", "output_schema"].contains(&last)
+        || last.ends_with("_cmd")
+        || last.ends_with("_dir")
+        || last.ends_with("_file")
+        || last.ends_with("_paths")
+        || last.ends_with("manifests");
+    if placed && !matches!(v, Value::Bool(_) | Value::Number(_)) {
+        return false;
+    }
     let name = |s: &str| !s.is_empty() && !s.contains('/') && !s.starts_with('.') && !s.starts_with('~');
     let plain = match v {
         Value::Bool(_) | Value::Number(_) => true,
@@ -84,4 +100,23 @@ pub fn choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result
         },
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeats;
+    use serde_json::json;
+
+    #[test]
+    fn only_plain_values_of_keys_that_name_no_program_or_place_repeat_yours() {
+        let mut base = crate::config::Config::default();
+        base.tools.http.allow_private = true;
+        base.tools.shell.allow = vec!["git".into()];
+        base.llm.api_key_cmd = Some(vec!["pass".into(), "show".into(), "openai".into()]);
+        assert!(repeats("tools.http.allow_private", &json!(true), &base));
+        assert!(repeats("tools.shell.allow", &json!(["git"]), &base));
+        assert!(!repeats("tools.shell.allow", &json!(["git", "sh"]), &base));
+        assert!(!repeats("llm.api_key_cmd", &json!(["pass", "show", "openai"]), &base), "a command is never a repeat");
+        assert!(!repeats("tools.http.allow_private", &json!(false), &base), "not the same value");
+    }
 }
