@@ -15,9 +15,6 @@ const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
     ("crates/agentloop-core/src/report/page.rs", "render"),
     ("crates/agentloop-core/src/report/page.rs", "step_card"),
     ("crates/agentloop-core/src/contract.rs", "mend_value"),
-    // The binary: subcommands whose `run` is one match over their actions, the lists and views
-    // they print, and the worker going on with a run.
-    ("src/worker/go_on.rs", "drive"),
 ];
 
 /// Functions stay readable on one screen: none in the crates or the binary over 80 lines (a
