@@ -9,11 +9,9 @@
 /// settings, the handle and serve doors, the workspace), agentloop-base, -config, -model,
 /// -store and -tools have none left.
 const LONG_FUNCTIONS_TO_SPLIT: &[(&str, &str)] = &[
-    // agentloop-core: the OpenAPI document built as one value, the report page and its step
-    // card written top to bottom, and the mending of a small model's near misses.
+    // agentloop-core: the OpenAPI document built as one value, and the mending of a small
+    // model's near misses.
     ("crates/agentloop-core/src/schema/openapi.rs", "openapi"),
-    ("crates/agentloop-core/src/report/page.rs", "render"),
-    ("crates/agentloop-core/src/report/page.rs", "step_card"),
     ("crates/agentloop-core/src/contract.rs", "mend_value"),
 ];
 
