@@ -19,10 +19,11 @@
 use super::request::{GoOn, RunRequest};
 use super::{load_record, write_record, Worker};
 use crate::budget::Budgets;
+use crate::config::Resolved;
 use crate::error::{Error, Kind, Result};
 use crate::lifecycle::Request;
 use crate::output::Printer;
-use crate::workspace::{Limits, Next, State, Status};
+use crate::workspace::{Limits, Next, Session, State, Status, Workspace};
 use std::time::Duration;
 
 /// Goes on with the run `g` names for message `message_id`; returns its state once it stopped.
@@ -34,13 +35,7 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
     if !ws.has_run() {
         return Err(Error::usage(format!("no run {run_id} under {}: its folder holds no run", w.root)));
     }
-    let session = ws.lock(Some(Duration::from_secs(1))).map_err(|e| match e.kind {
-        Kind::LockBusy => Error::new(
-            Kind::LockBusy,
-            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e.message, g.verb()),
-        ),
-        _ => e,
-    })?;
+    let session = lock_run(&ws, run_id, g)?;
     let mut state = ws.load_state()?;
     let applied = crate::lifecycle::reopened_by(&ws, &key)?;
     if applied && state.status.is_terminal() && !state.interrupted {
@@ -69,28 +64,7 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
         }
     } else {
         if let GoOn::Continue { .. } = g {
-            // Event mode's run waiting for the result of a tool its router runs is not cut off.
-            let waiting = state.pending.as_ref().filter(|p| p.handed_off && state.next == Next::Act);
-            if let (Status::Running, Some(p)) = (state.status, waiting) {
-                return Err(Error::usage(format!(
-                    "run {run_id} waits for the result of tool `{}` (step {}), which event mode's router runs; it goes on when that result comes",
-                    p.tool, p.step
-                )));
-            }
-            // A run that says running while nobody holds its lock was cut off: it is continued
-            // as an interrupted one (the trace records the continue, and with it this key).
-            if !state.status.is_terminal() {
-                state.interrupted = true;
-            }
-            let now = state.limits.in_force(&resolved.config, &resolved.sources);
-            if let Some((b, e)) = crate::lifecycle::still_over(&ws, &state, &now) {
-                // Said in the message: a dead letter keeps only that.
-                return Err(Error::usage(format!(
-                    "{}; raise it up to the root's limit: `agentloop {} N enqueue --continue {run_id}`",
-                    e.message,
-                    b.flag()
-                )));
-            }
+            prepare_continue(&ws, &mut state, &resolved, run_id)?;
         }
         state = crate::lifecycle::reopen_keyed(&env, state, &g.request(), Some(&key))?;
         let what = match g {
@@ -113,6 +87,46 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
     Ok(state)
+}
+
+/// Locks run `run_id` for the drive, without waiting long: a run another process holds is
+/// tried again later.
+fn lock_run(ws: &Workspace, run_id: &str, g: GoOn<'_>) -> Result<Session> {
+    ws.lock(Some(Duration::from_secs(1))).map_err(|e| match e.kind {
+        Kind::LockBusy => Error::new(
+            Kind::LockBusy,
+            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e.message, g.verb()),
+        ),
+        _ => e,
+    })
+}
+
+/// Readies a continue of run `run_id`: refuses one that waits for event mode's router or would
+/// stop again at once over a limit, and marks a run that was cut off as interrupted.
+fn prepare_continue(ws: &Workspace, state: &mut State, resolved: &Resolved, run_id: &str) -> Result<()> {
+    // Event mode's run waiting for the result of a tool its router runs is not cut off.
+    let waiting = state.pending.as_ref().filter(|p| p.handed_off && state.next == Next::Act);
+    if let (Status::Running, Some(p)) = (state.status, waiting) {
+        return Err(Error::usage(format!(
+            "run {run_id} waits for the result of tool `{}` (step {}), which event mode's router runs; it goes on when that result comes",
+            p.tool, p.step
+        )));
+    }
+    // A run that says running while nobody holds its lock was cut off: it is continued
+    // as an interrupted one (the trace records the continue, and with it this key).
+    if !state.status.is_terminal() {
+        state.interrupted = true;
+    }
+    let now = state.limits.in_force(&resolved.config, &resolved.sources);
+    if let Some((b, e)) = crate::lifecycle::still_over(ws, state, &now) {
+        // Said in the message: a dead letter keeps only that.
+        return Err(Error::usage(format!(
+            "{}; raise it up to the root's limit: `agentloop {} N enqueue --continue {run_id}`",
+            e.message,
+            b.flag()
+        )));
+    }
+    Ok(())
 }
 
 /// The limits a run recorded, as a request's budgets: a run another door started goes on with

@@ -731,15 +731,30 @@ fn types_of(schema: &Value) -> Vec<&str> {
 fn mend_value(schema: &Value, v: &mut Value) {
     // A union: mend by the variant the value names (the action's tool), else leave it.
     if let Some(Value::Array(alts)) = schema.get("anyOf") {
-        let tool = v.get("tool").and_then(Value::as_str).map(String::from);
-        if let Some(alt) = alts.iter().find(|a| {
-            a.pointer("/properties/tool/enum/0").and_then(Value::as_str).is_some_and(|n| Some(n) == tool.as_deref())
-        }) {
-            mend_value(alt, v);
-        }
+        mend_by_named_variant(alts, v);
         return;
     }
     let types = types_of(schema);
+    if !mend_text(schema, &types, v) {
+        return;
+    }
+    mend_inside(schema, &types, v);
+}
+
+/// Mends `v` by the variant of a union whose tool it names; one naming none is left as it is.
+fn mend_by_named_variant(alts: &[Value], v: &mut Value) {
+    let tool = v.get("tool").and_then(Value::as_str).map(String::from);
+    if let Some(alt) = alts.iter().find(|a| {
+        a.pointer("/properties/tool/enum/0").and_then(Value::as_str).is_some_and(|n| Some(n) == tool.as_deref())
+    }) {
+        mend_value(alt, v);
+    }
+}
+
+/// Reads text given where the schema wants another type: a string by its enum's spelling, an
+/// array, a boolean, a number or an object from what the text says. Says whether the value is
+/// mended further (what it holds); a string, or text that says none of those, is not.
+fn mend_text(schema: &Value, types: &[&str], v: &mut Value) -> bool {
     if let Value::String(text) = v {
         let text = text.trim().to_string();
         if types.contains(&"string") {
@@ -748,7 +763,7 @@ fn mend_value(schema: &Value, v: &mut Value) {
                     *v = hit.clone();
                 }
             }
-            return;
+            return false;
         }
         if types.contains(&"array") {
             *v = match serde_json::from_str::<Value>(&text) {
@@ -759,23 +774,30 @@ fn mend_value(schema: &Value, v: &mut Value) {
             match text.to_lowercase().as_str() {
                 "true" | "yes" => *v = Value::Bool(true),
                 "false" | "no" => *v = Value::Bool(false),
-                _ => return,
+                _ => return false,
             }
         } else if types.contains(&"integer") || types.contains(&"number") {
             if let Ok(n) = serde_json::from_str::<serde_json::Number>(&text) {
                 *v = Value::Number(n);
             } else {
-                return;
+                return false;
             }
         } else if types.contains(&"object") {
             match serde_json::from_str::<Value>(&text) {
                 Ok(o @ Value::Object(_)) => *v = o,
-                _ => return,
+                _ => return false,
             }
         } else {
-            return;
+            return false;
         }
     }
+    true
+}
+
+/// Mends what a value holds: an integer written as `3.0`, an object's fields (nulls for absent
+/// optional ones dropped, unknown ones dropped where none are allowed), an array's items and
+/// length.
+fn mend_inside(schema: &Value, types: &[&str], v: &mut Value) {
     match v {
         // 3.0 is an integer to JSON Schema but not to a parser of integers.
         Value::Number(n) if types.contains(&"integer") && !types.contains(&"number") => {

@@ -39,6 +39,51 @@ pub fn render(run: &Run, links: &Links) -> String {
     let csp = if links.actions.is_some() { html::CSP_FORMS } else { html::CSP };
     let mut p = html::head_with(&title, refresh, csp);
     // Header: what, how it ended, what it used.
+    header(&mut p, run, links, status);
+    facts(&mut p, run, &totals);
+    if let Some(q) = &s.open_question {
+        let _ = write!(p, "<p class=\"question\" id=\"open-question\"><strong>Open question:</strong> {}</p>", esc(q));
+    }
+    if s.outcome.is_some() || !s.artifacts.is_empty() || !s.claimed_missing.is_empty() {
+        outcome(&mut p, run, links);
+    }
+    if let Some(d) = &run.since {
+        super::since::card(&mut p, d);
+    }
+    let _ = write!(
+        p,
+        "<section id=\"timeline\"><h2>Timeline</h2><div class=\"chart\">{}</div><div class=\"legend\"><span><i style=\"background:var(--frame)\"></i>frame</span><span><i style=\"background:var(--plan)\"></i>plan</span><span><i style=\"background:var(--act)\"></i>act</span><span><i style=\"background:var(--reflect)\"></i>reflect</span><span>one bar per phase entry; click a bar for its step</span></div></section>",
+        charts::timeline(run)
+    );
+    p.push_str("<section id=\"usage\"><h2>Tokens and cost per step</h2>");
+    let _ = write!(p, "<div class=\"chart\">{}</div>", charts::usage(&steps, s.scripted()));
+    p.push_str("<div class=\"legend\"><span><i style=\"background:var(--in)\"></i>input (with cache)</span><span><i style=\"background:var(--out)\"></i>output</span></div>");
+    usage_table(&mut p, &steps, &totals, s.scripted());
+    p.push_str("</section>");
+    for st in &steps {
+        step_card(&mut p, run, links, st);
+    }
+    let _ = write!(
+        p,
+        "<div class=\"twin\"><section id=\"memory\"><details class=\"file\"><summary><h2>memory.md</h2></summary><div class=\"md\">{}</div></details></section><section id=\"plan\"><details class=\"file\"><summary><h2>plan.md</h2></summary><div class=\"md\">{}</div></details></section></div>",
+        html::markdown(&run.memory),
+        html::markdown(&run.plan)
+    );
+    if run.bad_lines > 0 {
+        let _ = write!(
+            p,
+            "<p class=\"question\">trace.jsonl has {} line(s) that could not be read; they are left out.</p>",
+            run.bad_lines
+        );
+    }
+    p.push_str(&html::foot());
+    p
+}
+
+/// The page's header: the run's id and goal, its status, what it does now, why it stopped, and
+/// the actions offered.
+fn header(p: &mut String, run: &Run, links: &Links, status: &str) {
+    let s = &run.state;
     p.push_str("<section class=\"summary\" id=\"summary\"><p class=\"kicker\">agentloop run <code>");
     p.push_str(&esc(&s.run_id));
     p.push_str("</code>");
@@ -69,6 +114,12 @@ pub fn render(run: &Run, links: &Links) -> String {
     if let Some(actions) = &links.actions {
         p.push_str(actions);
     }
+}
+
+/// The facts of the run (steps, tokens, cost, time, models, reframes, when, slot and values) and
+/// its tokens in and out, closing the summary.
+fn facts(p: &mut String, run: &Run, totals: &super::Totals) {
+    let s = &run.state;
     let u = &totals.usage;
     let models = run.models();
     let mut facts: Vec<(&str, String, String)> = vec![
@@ -119,66 +170,36 @@ pub fn render(run: &Run, links: &Links) -> String {
             String::new()
         }
     );
-    if let Some(q) = &s.open_question {
-        let _ = write!(p, "<p class=\"question\" id=\"open-question\"><strong>Open question:</strong> {}</p>", esc(q));
+}
+
+/// The run's outcome: its text, the artifacts it made (linked, then shown as text) and those it
+/// claimed but the workspace does not hold.
+fn outcome(p: &mut String, run: &Run, links: &Links) {
+    let s = &run.state;
+    p.push_str("<section id=\"outcome\"><h2>Outcome</h2>");
+    if let Some(o) = &s.outcome {
+        let _ = write!(p, "<div class=\"md\">{}</div>", html::markdown(o));
     }
-    if s.outcome.is_some() || !s.artifacts.is_empty() || !s.claimed_missing.is_empty() {
-        p.push_str("<section id=\"outcome\"><h2>Outcome</h2>");
-        if let Some(o) = &s.outcome {
-            let _ = write!(p, "<div class=\"md\">{}</div>", html::markdown(o));
+    if !s.artifacts.is_empty() {
+        p.push_str("<h4>Artifacts</h4><ul>");
+        for a in &s.artifacts {
+            let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
         }
-        if !s.artifacts.is_empty() {
-            p.push_str("<h4>Artifacts</h4><ul>");
-            for a in &s.artifacts {
-                let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
-            }
-            p.push_str("</ul>");
-            // What the run made, itself: the digest or the critique, as text.
-            for a in &s.artifacts {
-                artifact_text(&mut p, run, links, a);
-            }
+        p.push_str("</ul>");
+        // What the run made, itself: the digest or the critique, as text.
+        for a in &s.artifacts {
+            artifact_text(p, run, links, a);
         }
-        // Shown apart and unlinked: these names lead to no file.
-        if !s.claimed_missing.is_empty() {
-            p.push_str("<h4>Claimed but not found in the workspace</h4><ul class=\"claimed-missing\">");
-            for a in &s.claimed_missing {
-                let _ = write!(p, "<li><code>{}</code></li>", esc(a));
-            }
-            p.push_str("</ul>");
-        }
-        p.push_str("</section>");
     }
-    if let Some(d) = &run.since {
-        super::since::card(&mut p, d);
+    // Shown apart and unlinked: these names lead to no file.
+    if !s.claimed_missing.is_empty() {
+        p.push_str("<h4>Claimed but not found in the workspace</h4><ul class=\"claimed-missing\">");
+        for a in &s.claimed_missing {
+            let _ = write!(p, "<li><code>{}</code></li>", esc(a));
+        }
+        p.push_str("</ul>");
     }
-    let _ = write!(
-        p,
-        "<section id=\"timeline\"><h2>Timeline</h2><div class=\"chart\">{}</div><div class=\"legend\"><span><i style=\"background:var(--frame)\"></i>frame</span><span><i style=\"background:var(--plan)\"></i>plan</span><span><i style=\"background:var(--act)\"></i>act</span><span><i style=\"background:var(--reflect)\"></i>reflect</span><span>one bar per phase entry; click a bar for its step</span></div></section>",
-        charts::timeline(run)
-    );
-    p.push_str("<section id=\"usage\"><h2>Tokens and cost per step</h2>");
-    let _ = write!(p, "<div class=\"chart\">{}</div>", charts::usage(&steps, s.scripted()));
-    p.push_str("<div class=\"legend\"><span><i style=\"background:var(--in)\"></i>input (with cache)</span><span><i style=\"background:var(--out)\"></i>output</span></div>");
-    usage_table(&mut p, &steps, &totals, s.scripted());
     p.push_str("</section>");
-    for st in &steps {
-        step_card(&mut p, run, links, st);
-    }
-    let _ = write!(
-        p,
-        "<div class=\"twin\"><section id=\"memory\"><details class=\"file\"><summary><h2>memory.md</h2></summary><div class=\"md\">{}</div></details></section><section id=\"plan\"><details class=\"file\"><summary><h2>plan.md</h2></summary><div class=\"md\">{}</div></details></section></div>",
-        html::markdown(&run.memory),
-        html::markdown(&run.plan)
-    );
-    if run.bad_lines > 0 {
-        let _ = write!(
-            p,
-            "<p class=\"question\">trace.jsonl has {} line(s) that could not be read; they are left out.</p>",
-            run.bad_lines
-        );
-    }
-    p.push_str(&html::foot());
-    p
 }
 
 fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals, scripted: bool) {
@@ -225,89 +246,16 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
         framing(p, run);
     }
     for f in &st.frames {
-        let _ = write!(
-            p,
-            "<div class=\"frame\"><h4>{}</h4>{}",
-            esc(&f.event),
-            f.decision.as_deref().map(|d| badge(&format!("d-{d}"), d)).unwrap_or_default()
-        );
-        if let Some(r) = &f.reason {
-            let _ = write!(p, "<p>{}</p>", esc(r));
-        }
-        if let (Some(m), Some(u)) = (&f.model, &f.usage) {
-            let _ = write!(p, "<p class=\"reason\">{} · {} tokens</p>", esc(m), thousands(u.total()));
-        }
-        if let Some(e) = &f.error {
-            let _ = write!(p, "<blockquote>{}</blockquote>", esc(&excerpt(e, 600)));
-        }
-        p.push_str("</div>");
+        frame_part(p, f);
     }
     if let Some(e) = st.plan {
-        p.push_str("<div class=\"plan\"><h4>Plan: next action</h4>");
-        if let Some(t) = &e.tool {
-            let _ = write!(p, "<p><code class=\"tool\">{}</code></p>", esc(t));
-        }
-        if let Some(a) = &e.args {
-            args(p, run, links, e.tool.as_deref(), a);
-        }
-        if let Some(r) = e.reason.as_deref().filter(|r| !r.is_empty()) {
-            let _ = write!(p, "<p class=\"why\"><strong>Why:</strong> {}</p>", esc(r));
-        }
-        if let Some(err) = &e.error {
-            let _ = write!(p, "<blockquote>{}</blockquote>", esc(&excerpt(err, 600)));
-        }
-        p.push_str("</div>");
+        plan_part(p, run, links, e);
     }
     for e in &st.acts {
-        let status = e.result_status.clone().unwrap_or_else(|| if e.is_error() { "error".into() } else { "-".into() });
-        let _ = write!(
-            p,
-            "<div class=\"act\"><h4>{}{}</h4><p>{} {}</p>",
-            if e.event == "act" { "Act".to_string() } else { esc(&e.event) },
-            e.tool.as_deref().map(|t| format!(": <code>{}</code>", esc(t))).unwrap_or_default(),
-            badge(&format!("r-{status}"), &status),
-            esc(&duration(e.duration_ms.unwrap_or(0)))
-        );
-        let text = e.error.as_ref().or(e.result_summary.as_ref());
-        if let Some(t) = text.filter(|t| !t.is_empty()) {
-            let _ = write!(p, "<blockquote class=\"excerpt\">{}</blockquote>", esc(&excerpt(t, 400)));
-        }
-        if !e.artifacts.is_empty() {
-            p.push_str("<ul class=\"artifacts\">");
-            for a in &e.artifacts {
-                let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
-            }
-            p.push_str("</ul>");
-        }
-        p.push_str("</div>");
+        act_part(p, run, links, e);
     }
     if let Some(e) = st.reflect {
-        p.push_str("<div class=\"reflect\"><h4>Reflect</h4>");
-        if let Some(r) = &e.reason {
-            let _ = write!(p, "<p>{}</p>", esc(r));
-        }
-        let data = e.data.as_ref();
-        let ticked: Vec<&str> = data
-            .and_then(|d| d.get("ticked"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if !ticked.is_empty() {
-            p.push_str("<h4>Definition of Done ticked</h4><ul class=\"ticked\">");
-            for t in ticked {
-                let _ = write!(p, "<li>{}</li>", esc(t));
-            }
-            p.push_str("</ul>");
-        }
-        if let Some(dod) = data.and_then(|d| d.get("dod")) {
-            let _ = write!(
-                p,
-                "<p class=\"dod\">{} of {} done</p>",
-                dod["done"].as_u64().unwrap_or(0),
-                dod["total"].as_u64().unwrap_or(0)
-            );
-        }
-        p.push_str("</div>");
+        reflect_part(p, e);
     }
     p.push_str("</div>");
     if !st.notes.is_empty() {
@@ -323,6 +271,99 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
         p.push_str("</ul>");
     }
     p.push_str("</article>");
+}
+
+/// One framing entry of a step: its event, decision, reason, model and error.
+fn frame_part(p: &mut String, f: &Entry) {
+    let _ = write!(
+        p,
+        "<div class=\"frame\"><h4>{}</h4>{}",
+        esc(&f.event),
+        f.decision.as_deref().map(|d| badge(&format!("d-{d}"), d)).unwrap_or_default()
+    );
+    if let Some(r) = &f.reason {
+        let _ = write!(p, "<p>{}</p>", esc(r));
+    }
+    if let (Some(m), Some(u)) = (&f.model, &f.usage) {
+        let _ = write!(p, "<p class=\"reason\">{} · {} tokens</p>", esc(m), thousands(u.total()));
+    }
+    if let Some(e) = &f.error {
+        let _ = write!(p, "<blockquote>{}</blockquote>", esc(&excerpt(e, 600)));
+    }
+    p.push_str("</div>");
+}
+
+/// A step's plan: the next action's tool and arguments, why, and any error.
+fn plan_part(p: &mut String, run: &Run, links: &Links, e: &Entry) {
+    p.push_str("<div class=\"plan\"><h4>Plan: next action</h4>");
+    if let Some(t) = &e.tool {
+        let _ = write!(p, "<p><code class=\"tool\">{}</code></p>", esc(t));
+    }
+    if let Some(a) = &e.args {
+        args(p, run, links, e.tool.as_deref(), a);
+    }
+    if let Some(r) = e.reason.as_deref().filter(|r| !r.is_empty()) {
+        let _ = write!(p, "<p class=\"why\"><strong>Why:</strong> {}</p>", esc(r));
+    }
+    if let Some(err) = &e.error {
+        let _ = write!(p, "<blockquote>{}</blockquote>", esc(&excerpt(err, 600)));
+    }
+    p.push_str("</div>");
+}
+
+/// One action of a step: its tool, result status and time, an excerpt and the artifacts it made.
+fn act_part(p: &mut String, run: &Run, links: &Links, e: &Entry) {
+    let status = e.result_status.clone().unwrap_or_else(|| if e.is_error() { "error".into() } else { "-".into() });
+    let _ = write!(
+        p,
+        "<div class=\"act\"><h4>{}{}</h4><p>{} {}</p>",
+        if e.event == "act" { "Act".to_string() } else { esc(&e.event) },
+        e.tool.as_deref().map(|t| format!(": <code>{}</code>", esc(t))).unwrap_or_default(),
+        badge(&format!("r-{status}"), &status),
+        esc(&duration(e.duration_ms.unwrap_or(0)))
+    );
+    let text = e.error.as_ref().or(e.result_summary.as_ref());
+    if let Some(t) = text.filter(|t| !t.is_empty()) {
+        let _ = write!(p, "<blockquote class=\"excerpt\">{}</blockquote>", esc(&excerpt(t, 400)));
+    }
+    if !e.artifacts.is_empty() {
+        p.push_str("<ul class=\"artifacts\">");
+        for a in &e.artifacts {
+            let _ = write!(p, "<li>{}</li>", file_link(run, links, a));
+        }
+        p.push_str("</ul>");
+    }
+    p.push_str("</div>");
+}
+
+/// A step's reflection: its reason, the Definition of Done items ticked and how many are done.
+fn reflect_part(p: &mut String, e: &Entry) {
+    p.push_str("<div class=\"reflect\"><h4>Reflect</h4>");
+    if let Some(r) = &e.reason {
+        let _ = write!(p, "<p>{}</p>", esc(r));
+    }
+    let data = e.data.as_ref();
+    let ticked: Vec<&str> = data
+        .and_then(|d| d.get("ticked"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !ticked.is_empty() {
+        p.push_str("<h4>Definition of Done ticked</h4><ul class=\"ticked\">");
+        for t in ticked {
+            let _ = write!(p, "<li>{}</li>", esc(t));
+        }
+        p.push_str("</ul>");
+    }
+    if let Some(dod) = data.and_then(|d| d.get("dod")) {
+        let _ = write!(
+            p,
+            "<p class=\"dod\">{} of {} done</p>",
+            dod["done"].as_u64().unwrap_or(0),
+            dod["total"].as_u64().unwrap_or(0)
+        );
+    }
+    p.push_str("</div>");
 }
 
 /// An RFC 3339 time for people: `2026-01-01 09:30:00 UTC`.

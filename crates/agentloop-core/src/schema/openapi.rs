@@ -186,54 +186,92 @@ fn panel_form(mut op: Value) -> Value {
     op
 }
 
-/// The whole document.
-pub fn openapi() -> Value {
-    let err = |d: &str| reply(d, reference("Error"));
-    let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": RUN_ID},
-        "description": "A run id (as `runs` lists them)"});
-    let no_run = || err("No such run");
-    let linked = || err("The run's folder, or the file, is a symbolic link (or not a regular file): not served");
-    let run_body = json!({"description": "As `status --json` shows it (with `stop`, `outcome` and `open_question`), with `served`, `queue`, `worker_error` and `links`",
-        "allOf": [reference("StatusView"), {"type": "object", "required": ["served", "queue", "worker_error", "links"], "properties": {
-            "served": {"type": "boolean", "description": "Whether the run has a record of this server's: it started it, or answered or continued it"},
-            "queue": {"type": ["object", "null"]}, "worker_error": {"type": ["string", "null"]}, "links": {"type": "object"}}}]});
+/// An error reply of the API: the JSON error, described.
+fn err(d: &str) -> Value {
+    reply(d, reference("Error"))
+}
+
+/// The path parameter naming a run.
+fn run_id_param() -> Value {
+    json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": RUN_ID},
+        "description": "A run id (as `runs` lists them)"})
+}
+
+/// The reply to a path naming no run.
+fn no_run() -> Value {
+    err("No such run")
+}
+
+/// The reply to a run folder or file that is a symbolic link, or no regular file.
+fn linked() -> Value {
+    err("The run's folder, or the file, is a symbolic link (or not a regular file): not served")
+}
+
+/// The reply to a run queued: its id, status, place in the queue and links (and its
+/// `Location` when `location`).
+fn queued(location: bool) -> Value {
     let queue = json!({"type": ["object", "null"], "description": "Its place: `{\"state\": \"running\"}`, `{\"state\": \"waiting\", \"position\"}` (or, queued for workers, `{\"state\": \"queued\", \"stream\", \"message_id\"}`); null once no worker holds it"});
-    let queued = |location: bool| {
-        let mut r = reply(
-            "Queued",
-            json!({"type": "object", "required": ["run_id", "status", "queue", "links"], "properties": {"run_id": {"type": "string"}, "status": {"type": "string"},
-                "queue": queue, "links": {"type": "object"}}}),
-        );
-        if location {
-            r["headers"] = json!({"Location": header("`/runs/{id}`", true, json!({"type": "string"}))});
-        }
-        r
-    };
-    let full = || {
-        err_with(
-            "The queue is full (created nothing), or more than 64 requests with a body at once",
-            json!({"Retry-After": header("Seconds to wait before trying again", true, json!({"type": "string", "pattern": "^[0-9]+$"}))}),
-        )
-    };
-    let form_back = json!({"description": "A form acted: back to the run's page",
+    let mut r = reply(
+        "Queued",
+        json!({"type": "object", "required": ["run_id", "status", "queue", "links"], "properties": {"run_id": {"type": "string"}, "status": {"type": "string"},
+            "queue": queue, "links": {"type": "object"}}}),
+    );
+    if location {
+        r["headers"] = json!({"Location": header("`/runs/{id}`", true, json!({"type": "string"}))});
+    }
+    r
+}
+
+/// The reply to a request refused because the queue is full, or too many bodies come at once.
+fn full() -> Value {
+    err_with(
+        "The queue is full (created nothing), or more than 64 requests with a body at once",
+        json!({"Retry-After": header("Seconds to wait before trying again", true, json!({"type": "string", "pattern": "^[0-9]+$"}))}),
+    )
+}
+
+/// The reply to a panel form that acted: back to the run's page.
+fn form_back() -> Value {
+    json!({"description": "A form acted: back to the run's page",
         "headers": {"Location": header("The run's page", true, json!({"type": "string"}))},
-        "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}});
-    let html = |d: &str| json!({"description": d, "content": {"text/html": {"schema": {"type": "string"}}}});
-    let open = |mut op: Value| {
-        // No token needed: only the request target can be refused, and another method.
-        let Some(r) = op["responses"].as_object_mut() else { return op };
-        r.insert("400".into(), err(BAD_TARGET));
-        r.insert("421".into(), err(MISDIRECTED));
-        r.insert(
-            "405".into(),
-            err_with(
-                "Another method on this path: not one it takes",
-                json!({"Allow": header("The methods the path takes", true, json!({"type": "string"}))}),
-            ),
-        );
-        op
-    };
-    let answer = panel_form(posted(json!({"summary": "Answer an escalated run's open question", "parameters": [id],
+        "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}})
+}
+
+/// A page of the panel, as text/html.
+fn html(d: &str) -> Value {
+    json!({"description": d, "content": {"text/html": {"schema": {"type": "string"}}}})
+}
+
+/// An operation open to anyone (no token): besides its own replies, only a bad request target,
+/// a misdirected request and another method.
+fn open(mut op: Value) -> Value {
+    // No token needed: only the request target can be refused, and another method.
+    let Some(r) = op["responses"].as_object_mut() else { return op };
+    r.insert("400".into(), err(BAD_TARGET));
+    r.insert("421".into(), err(MISDIRECTED));
+    r.insert(
+        "405".into(),
+        err_with(
+            "Another method on this path: not one it takes",
+            json!({"Allow": header("The methods the path takes", true, json!({"type": "string"}))}),
+        ),
+    );
+    op
+}
+
+/// The paths of an object built with `json!`, in their order.
+fn paths(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// POST /runs/{id}/answer: answer an escalated run's open question, by JSON or the panel's form.
+fn answer_op() -> Value {
+    let id = run_id_param();
+    let form_back = form_back();
+    panel_form(posted(json!({"summary": "Answer an escalated run's open question", "parameters": [id],
                 "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "required": ["answer"], "additionalProperties": false,
                         "properties": {"answer": {"type": "string", "pattern": NOT_BLANK, "description": "Not blank (it is read trimmed)"}}}},
@@ -243,8 +281,14 @@ pub fn openapi() -> Value {
                     "400": err("A bad body: not a JSON object or form, a key other than `answer` (named), a blank answer"),
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
                     "404": no_run(), "409": err("The run has no open question, is queued or running, or is being advanced elsewhere (another process holds its lock)"),
-                    "503": full()}})));
-    let resume = panel_form(posted(
+                    "503": full()}})))
+}
+
+/// POST /runs/{id}/continue: go on with a stopped run, by JSON or the panel's form.
+fn continue_op() -> Value {
+    let id = run_id_param();
+    let form_back = form_back();
+    panel_form(posted(
         json!({"summary": "Go on after a budget or provider stop, or an interruption", "parameters": [id],
                 "requestBody": {"required": false, "description": JSON_OR_FORM, "content": {
                     "application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {"budgets": budgets("Up to the server's limits")}}},
@@ -256,7 +300,91 @@ pub fn openapi() -> Value {
                     "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone; the run's folder is a symbolic link"),
                     "404": no_run(), "409": err("The run is done, queued or running, is being advanced elsewhere (another process holds its lock), or would stop again at once on the limit that ran out (named, with the value to raise it above)"),
                     "503": full()}}),
-    ));
+    ))
+}
+
+/// The paths open to anyone and the panel's pages: health, this document, the index and the start form.
+fn open_and_panel_paths() -> Map<String, Value> {
+    paths(json!({
+        "/health": {"get": open(json!({"summary": "Liveness; no token needed", "security": [],
+            "responses": {"200": reply("Healthy", json!({"type": "object", "required": ["status", "version"], "properties": {"status": {"const": "healthy"}, "version": {"type": "string"}}}))}}))},
+        "/openapi.json": {"get": open(json!({"summary": "This document; no token needed", "security": [],
+            "responses": {"200": reply("The OpenAPI document", json!({"type": "object"}))}}))},
+        "/": {"get": guarded(json!({"summary": "The panel: the index of runs, as HTML",
+            "responses": {"200": html("The index of runs")}}), true)},
+        "/start": {"get": guarded(json!({"summary": "The panel's page that starts a run: a form posting to POST /runs",
+            "responses": {"200": html("The form")}}), true)},
+    }))
+}
+
+/// `/runs`: the list of runs, and starting one.
+fn runs_paths() -> Map<String, Value> {
+    paths(json!({
+        "/runs": {
+            "get": guarded(json!({"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
+                "parameters": [{"name": "agent", "in": "query", "required": false, "schema": {"type": "string"},
+                    "description": "Only the runs of this agent profile"},
+                    {"name": "session", "in": "query", "required": false, "schema": {"type": "string", "pattern": SESSION},
+                    "description": "Only the turns of this named session"}],
+                "responses": {"200": reply("The runs", json!({"type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})),
+                    "400": err("A query parameter other than `agent` and `session` (named), a `session` that is not a session name, or a broken request target")}}), true),
+            "post": panel_form(posted(json!({"summary": "Start a run",
+                "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {"application/json": {"schema": reference("StartRun")},
+                    "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["goal"], "additionalProperties": false, "properties": {
+                        "csrf": {"type": "string", "description": "The form value of the panel's pages; required with the sign-in cookie"},
+                        "goal": {"type": "string", "pattern": NOT_BLANK}, "context": {"type": "string"}, "agent": {"type": "string"},
+                        "session": {"type": "string", "pattern": "^(\\s*|[A-Za-z0-9._-]{1,64})$", "description": "Empty: no session"},
+                        "max_steps": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_reframes": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"},
+                        "timeout": {"type": "string"}, "max_tokens": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_cost_usd": {"type": "string"}}}}}},
+                "responses": {"202": queued(true),
+                    "303": {"description": "The start form acted: to the new run's page (to the index when runs are queued for workers)",
+                        "headers": {"Location": header("The run's page, or /", true, json!({"type": "string"}))},
+                        "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}},
+                    "400": err("A bad body: not a JSON object or form, a key it may not set (all named), a field of the wrong type or value, an unknown agent, a budget wider than the server's, an output_schema strict mode cannot take"),
+                    "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone"),
+                    "422": err("Refused before it started: the estimate says it cannot fit its budget (`force: true` starts it anyway)"),
+                    "429": err_with("The token's rate limit, too many requests with a body from this address, or the agent is resting (its usage window is spent)",
+                        json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
+                    "503": full()}}))),
+        },
+    }))
+}
+
+/// The paths of one run: its status, trace, answer, continue, report and files.
+fn run_paths() -> Map<String, Value> {
+    let id = run_id_param();
+    let run_body = json!({"description": "As `status --json` shows it (with `stop`, `outcome` and `open_question`), with `served`, `queue`, `worker_error` and `links`",
+        "allOf": [reference("StatusView"), {"type": "object", "required": ["served", "queue", "worker_error", "links"], "properties": {
+            "served": {"type": "boolean", "description": "Whether the run has a record of this server's: it started it, or answered or continued it"},
+            "queue": {"type": ["object", "null"]}, "worker_error": {"type": ["string", "null"]}, "links": {"type": "object"}}}]});
+    paths(json!({
+        "/runs/{id}": {"get": guarded(json!({"summary": "The run's status", "parameters": [id],
+            "responses": {"200": reply("The status", run_body), "403": linked(), "404": no_run()}}), true)},
+        "/runs/{id}/trace": {"get": guarded(json!({"summary": "trace.jsonl (`?follow=1`: server-sent events)",
+            "parameters": [id, {"name": "follow", "in": "query", "required": false, "schema": {"enum": ["", "0", "1", "false", "true"]},
+                "description": "1 (or true, or empty): stream the trace as server-sent events until the run stops"}],
+            "responses": {"200": {"description": "One trace entry a line; with `follow`, server-sent events (`id:` the line number, `data:` the entry, `event: end` at the end)", "content": {
+                "application/x-ndjson": {"schema": {"type": "string"}},
+                "text/event-stream": {"schema": {"type": "object", "description": "One event: a trace line, or the closing `end`",
+                    "properties": {"id": {"type": "string"}, "event": {"enum": ["message", "end"]}, "data": {"type": "string"}}}}}},
+                "400": err("`follow` other than 1, true, 0 or false; follow over HTTP/1.0; a broken request target"),
+                "403": linked(), "404": no_run(),
+                "503": full()}}), true)},
+        "/runs/{id}/answer": {"post": answer_op()},
+        "/runs/{id}/continue": {"post": continue_op()},
+        "/runs/{id}/report": {"get": guarded(json!({"summary": "The run's HTML report", "parameters": [id],
+            "responses": {"200": html("The report"), "403": linked(), "404": no_run()}}), true)},
+        "/runs/{id}/files/{path}": {"get": guarded(json!({"summary": "A file of the run (artifacts/..., result.json, state.json, ...), never as a page of the server",
+            "parameters": [id, {"name": "path", "in": "path", "required": true, "schema": {"type": "string"},
+                "description": "context.md, memory.md, plan.md, decisions.md, trace.jsonl, state.json, result.json, or artifacts/NAME..."}],
+            "responses": {"200": {"description": "The file; result.json follows RunResult, state.json State", "content": {
+                    "text/plain": {"schema": {"type": "string"}}, "application/json": {}, "image/png": {}, "image/jpeg": {}, "image/gif": {}, "image/webp": {}}},
+                "403": linked(), "404": err("No such run, or no such file of it")}}), true)},
+    }))
+}
+
+/// The skills every run sees, and fetching one.
+fn skill_paths() -> Map<String, Value> {
     let skills_fetch = posted(json!({"summary": "Fetch a skill into the root's skills/",
                 "requestBody": {"required": true, "description": JSON_ANY_TYPE, "content": {"application/json": {"schema": {"type": "object", "required": ["id", "url"], "additionalProperties": false, "properties": {
                     "id": {"type": "string", "pattern": "^\\s*[a-z0-9]+([-_][a-z0-9]+)*\\s*$", "maxLength": 64, "description": "The skill's name: lowercase letters, digits and single inner hyphens"},
@@ -265,6 +393,15 @@ pub fn openapi() -> Value {
                     "400": err("A bad body: a key other than `id` and `url` (named), a blank or invalid id, a URL that is not http(s)"),
                     "403": err("The server's tools.http policy refuses the URL (a scheme, host, port or private address it does not allow): nothing was fetched"),
                     "502": err("The upstream failed: it could not be reached or resolved, answered an HTTP error, sent more than 1 MiB or not UTF-8 text")}}));
+    paths(json!({
+        "/skills": {"get": guarded(json!({"summary": "The skills every run sees",
+            "responses": {"200": reply("Skills", json!({"type": "object", "required": ["skills", "problems"], "properties": {"skills": {"type": "array", "items": {"type": "object", "required": ["id", "name", "enabled"], "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "enabled": {"type": "boolean"}}}}, "problems": {"type": "array"}}}))}}), true)},
+        "/skills/fetch": {"post": skills_fetch},
+    }))
+}
+
+/// The agent profiles, and one agent's status, sessions and runs.
+fn agent_paths() -> Map<String, Value> {
     let agent_status = guarded(
         json!({"summary": "One agent: its profile, its runs by status, the one going on, the last one, its usage window",
                 "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
@@ -303,6 +440,21 @@ pub fn openapi() -> Value {
                         json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
                     "503": full()}}),
     );
+    paths(json!({
+        "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
+        "/agents/{name}/status": {"get": agent_status},
+        "/agents/{name}/sessions": {"get": agent_sessions},
+        "/agents/{name}/run": {"post": agent_run},
+    }))
+}
+
+/// The whole document.
+pub fn openapi() -> Value {
+    let mut paths = open_and_panel_paths();
+    paths.extend(runs_paths());
+    paths.extend(run_paths());
+    paths.extend(skill_paths());
+    paths.extend(agent_paths());
     json!({
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -317,71 +469,6 @@ pub fn openapi() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],
-        "paths": {
-            "/health": {"get": open(json!({"summary": "Liveness; no token needed", "security": [],
-                "responses": {"200": reply("Healthy", json!({"type": "object", "required": ["status", "version"], "properties": {"status": {"const": "healthy"}, "version": {"type": "string"}}}))}}))},
-            "/openapi.json": {"get": open(json!({"summary": "This document; no token needed", "security": [],
-                "responses": {"200": reply("The OpenAPI document", json!({"type": "object"}))}}))},
-            "/": {"get": guarded(json!({"summary": "The panel: the index of runs, as HTML",
-                "responses": {"200": html("The index of runs")}}), true)},
-            "/start": {"get": guarded(json!({"summary": "The panel's page that starts a run: a form posting to POST /runs",
-                "responses": {"200": html("The form")}}), true)},
-            "/runs": {
-                "get": guarded(json!({"summary": "Every run, as `runs --json` shows them, with `served`, `queue` and `links`",
-                    "parameters": [{"name": "agent", "in": "query", "required": false, "schema": {"type": "string"},
-                        "description": "Only the runs of this agent profile"},
-                        {"name": "session", "in": "query", "required": false, "schema": {"type": "string", "pattern": SESSION},
-                        "description": "Only the turns of this named session"}],
-                    "responses": {"200": reply("The runs", json!({"type": "object", "required": ["runs"], "properties": {"runs": {"type": "array", "items": reference("RunRow")}}})),
-                        "400": err("A query parameter other than `agent` and `session` (named), a `session` that is not a session name, or a broken request target")}}), true),
-                "post": panel_form(posted(json!({"summary": "Start a run",
-                    "requestBody": {"required": true, "description": JSON_OR_FORM, "content": {"application/json": {"schema": reference("StartRun")},
-                        "application/x-www-form-urlencoded": {"schema": {"type": "object", "required": ["goal"], "additionalProperties": false, "properties": {
-                            "csrf": {"type": "string", "description": "The form value of the panel's pages; required with the sign-in cookie"},
-                            "goal": {"type": "string", "pattern": NOT_BLANK}, "context": {"type": "string"}, "agent": {"type": "string"},
-                            "session": {"type": "string", "pattern": "^(\\s*|[A-Za-z0-9._-]{1,64})$", "description": "Empty: no session"},
-                            "max_steps": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_reframes": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"},
-                            "timeout": {"type": "string"}, "max_tokens": {"type": "string", "pattern": "^\\s*([0-9]+)?\\s*$"}, "max_cost_usd": {"type": "string"}}}}}},
-                    "responses": {"202": queued(true),
-                        "303": {"description": "The start form acted: to the new run's page (to the index when runs are queued for workers)",
-                            "headers": {"Location": header("The run's page, or /", true, json!({"type": "string"}))},
-                            "content": {"application/json": {"schema": {"type": "object", "required": ["see"], "properties": {"see": {"type": "string"}}}}}},
-                        "400": err("A bad body: not a JSON object or form, a key it may not set (all named), a field of the wrong type or value, an unknown agent, a budget wider than the server's, an output_schema strict mode cannot take"),
-                        "403": err("A form posted with the cookie without this server's form value or from another origin; a JSON body under the cookie alone"),
-                        "422": err("Refused before it started: the estimate says it cannot fit its budget (`force: true` starts it anyway)"),
-                        "429": err_with("The token's rate limit, too many requests with a body from this address, or the agent is resting (its usage window is spent)",
-                            json!({"Retry-After": header("Seconds to wait, when known", false, json!({"type": "string", "pattern": "^[0-9]+$"}))})),
-                        "503": full()}}))),
-            },
-            "/runs/{id}": {"get": guarded(json!({"summary": "The run's status", "parameters": [id],
-                "responses": {"200": reply("The status", run_body), "403": linked(), "404": no_run()}}), true)},
-            "/runs/{id}/trace": {"get": guarded(json!({"summary": "trace.jsonl (`?follow=1`: server-sent events)",
-                "parameters": [id, {"name": "follow", "in": "query", "required": false, "schema": {"enum": ["", "0", "1", "false", "true"]},
-                    "description": "1 (or true, or empty): stream the trace as server-sent events until the run stops"}],
-                "responses": {"200": {"description": "One trace entry a line; with `follow`, server-sent events (`id:` the line number, `data:` the entry, `event: end` at the end)", "content": {
-                    "application/x-ndjson": {"schema": {"type": "string"}},
-                    "text/event-stream": {"schema": {"type": "object", "description": "One event: a trace line, or the closing `end`",
-                        "properties": {"id": {"type": "string"}, "event": {"enum": ["message", "end"]}, "data": {"type": "string"}}}}}},
-                    "400": err("`follow` other than 1, true, 0 or false; follow over HTTP/1.0; a broken request target"),
-                    "403": linked(), "404": no_run(),
-                    "503": full()}}), true)},
-            "/runs/{id}/answer": {"post": answer},
-            "/runs/{id}/continue": {"post": resume},
-            "/runs/{id}/report": {"get": guarded(json!({"summary": "The run's HTML report", "parameters": [id],
-                "responses": {"200": html("The report"), "403": linked(), "404": no_run()}}), true)},
-            "/runs/{id}/files/{path}": {"get": guarded(json!({"summary": "A file of the run (artifacts/..., result.json, state.json, ...), never as a page of the server",
-                "parameters": [id, {"name": "path", "in": "path", "required": true, "schema": {"type": "string"},
-                    "description": "context.md, memory.md, plan.md, decisions.md, trace.jsonl, state.json, result.json, or artifacts/NAME..."}],
-                "responses": {"200": {"description": "The file; result.json follows RunResult, state.json State", "content": {
-                        "text/plain": {"schema": {"type": "string"}}, "application/json": {}, "image/png": {}, "image/jpeg": {}, "image/gif": {}, "image/webp": {}}},
-                    "403": linked(), "404": err("No such run, or no such file of it")}}), true)},
-            "/skills": {"get": guarded(json!({"summary": "The skills every run sees",
-                "responses": {"200": reply("Skills", json!({"type": "object", "required": ["skills", "problems"], "properties": {"skills": {"type": "array", "items": {"type": "object", "required": ["id", "name", "enabled"], "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "enabled": {"type": "boolean"}}}}, "problems": {"type": "array"}}}))}}), true)},
-            "/skills/fetch": {"post": skills_fetch},
-            "/agents": {"get": guarded(json!({"summary": "The agent profiles", "responses": {"200": reply("Profiles", json!({"type": "object", "required": ["agents"], "properties": {"agents": {"type": "array"}}}))}}), true)},
-            "/agents/{name}/status": {"get": agent_status},
-            "/agents/{name}/sessions": {"get": agent_sessions},
-            "/agents/{name}/run": {"post": agent_run},
-        },
+        "paths": paths,
     })
 }
