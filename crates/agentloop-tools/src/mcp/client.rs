@@ -72,32 +72,29 @@ impl Logs {
 
     /// The log of `server` as people are told of it: workspace-relative, or the full path.
     pub fn shown(&self, server: &Server) -> String {
-        match self {
-            Logs::Workspace(_) => format!("artifacts/mcp-{}.log", server.slug),
-            Logs::User => crate::held_secrets::state_dir()
-                .map(|d| d.join(format!("mcp-logs/{}.log", server.slug)).to_string())
-                .unwrap_or_else(|| format!("mcp-logs/{}.log", server.slug)),
-        }
+        self.shown_for(&server.slug)
     }
 
-    /// The folder the logs are in, as people are told of it.
+    /// Where the logs are, as people are told of it.
     pub fn shown_folder(&self) -> String {
+        self.shown_for("<server>")
+    }
+
+    fn shown_for(&self, slug: &str) -> String {
         match self {
-            Logs::Workspace(_) => "artifacts/mcp-<server>.log".to_string(),
-            Logs::User => crate::held_secrets::state_dir()
-                .map(|d| d.join("mcp-logs/<server>.log").to_string())
-                .unwrap_or_else(|| "mcp-logs/<server>.log".to_string()),
+            Logs::Workspace(_) => format!("artifacts/mcp-{slug}.log"),
+            Logs::User => user_dir().unwrap_or_else(|| "mcp-logs".into()).join(format!("{slug}.log")).to_string(),
         }
     }
 
     /// Opens the log of `server` to append to, creating its folder. Never through a link: a
     /// workspace's `artifacts/` is entered as every workspace write enters it.
     fn open(&self, server: &Server) -> crate::error::Result<std::fs::File> {
-        let name = format!("mcp-{}.log", server.slug);
         match self {
-            Logs::Workspace(root) => crate::fs::Folder::create(root, Utf8Path::new("artifacts"))?.open_append(&name),
+            Logs::Workspace(root) => crate::fs::Folder::create(root, Utf8Path::new("artifacts"))?
+                .open_append(&format!("mcp-{}.log", server.slug)),
             Logs::User => {
-                let dir = crate::held_secrets::state_dir().map(|d| d.join("mcp-logs")).ok_or_else(|| {
+                let dir = user_dir().ok_or_else(|| {
                     crate::error::Error::usage("no state folder for MCP logs (set XDG_STATE_HOME or HOME)")
                 })?;
                 crate::held_secrets::private_dir(&dir)?;
@@ -105,6 +102,11 @@ impl Logs {
             }
         }
     }
+}
+
+/// The user's folder of MCP logs (`$XDG_STATE_HOME/agentloop/mcp-logs`); None without a home.
+fn user_dir() -> Option<Utf8PathBuf> {
+    Some(crate::held_secrets::state_dir()?.join("mcp-logs"))
 }
 
 /// What the client announces (see [`Handler`]): one handler per connection, so the record of
