@@ -315,7 +315,7 @@ pub fn parse(form: bool, buf: &[u8]) -> ApiResult<Body> {
 }
 
 /// Reads a JSON object body of at most [`MAX_BODY`] bytes, all of it within [`BODY_DEADLINE`]
-/// (whatever the content type says: see [`body`]).
+/// (whatever the content type says: see `body`).
 pub fn json_body(req: &mut tiny_http::Request) -> ApiResult<serde_json::Map<String, Value>> {
     json_object(&read(req)?)
 }
