@@ -25,8 +25,8 @@
     clippy::expect_used
 )]
 
-use agentloop::phases::{self, Env};
-use agentloop::settings::Global;
+use agentloop_core::phases::{self, Env};
+use agentloop_core::settings::Global;
 use camino::Utf8PathBuf;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -210,7 +210,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
             g.config = Some(root.join("agentloop.yaml"));
         }
     }
-    let ctx = agentloop::settings::build(&g).unwrap();
+    let ctx = agentloop_core::settings::build(&g).unwrap();
     let session = ctx.ws.lock(None).unwrap();
     let mut env = Env::new(&ctx).unwrap();
     env.hold(&session);
@@ -219,7 +219,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
     if let Some(f) = fake {
         f.reset();
     }
-    let wire = agentloop::model::http::time_on_the_wire();
+    let wire = agentloop_model::model::http::time_on_the_wire();
     let start = Instant::now();
     let stop = phases::run::drive(&mut env, &mut state, std::time::Duration::from_secs(600), &mut phases::run::Here)
         .unwrap()
@@ -227,15 +227,15 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
     // The checkpoint that releasing the lock takes (files fsynced) belongs to the run's cost.
     session.checkpoint().unwrap();
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
-    let wire_ms = (agentloop::model::http::time_on_the_wire() - wire).as_secs_f64() * 1000.0;
-    assert_eq!(stop, Some(agentloop::workspace::StopKind::Done), "the bench run must finish done");
+    let wire_ms = (agentloop_model::model::http::time_on_the_wire() - wire).as_secs_f64() * 1000.0;
+    assert_eq!(stop, Some(agentloop_store::workspace::StopKind::Done), "the bench run must finish done");
     let server_ms = fake.map_or(0.0, Fake::busy_ms);
-    let (entries, _) = agentloop::trace::read(&ctx.ws.trace()).unwrap();
+    let (entries, _) = agentloop_base::trace::read(&ctx.ws.trace()).unwrap();
     if let Driver::Http(_) = driver {
         // A fused plan's entry names the model but has no usage: its call is the reflection's.
         // (run.finished carries the run's totals.)
         let calls =
-            entries.iter().filter(|e| e.usage.is_some() && e.phase != Some(agentloop::trace::Phase::Run)).count();
+            entries.iter().filter(|e| e.usage.is_some() && e.phase != Some(agentloop_base::trace::Phase::Run)).count();
         if shape.fuse != Some(false) {
             assert_eq!(calls, shape.steps + 2, "frame, the first plan, then one call per step");
         } else {
@@ -437,8 +437,12 @@ fn trace_throughput() -> f64 {
     let path = Utf8PathBuf::from_path_buf(dir.path().join("trace.jsonl")).unwrap();
     let mut text = String::new();
     for i in 0..200_000u32 {
-        let mut e =
-            agentloop::trace::Entry::new("01KDVDNA000000000000000000", i / 3, agentloop::trace::Phase::Act, "act");
+        let mut e = agentloop_base::trace::Entry::new(
+            "01KDVDNA000000000000000000",
+            i / 3,
+            agentloop_base::trace::Phase::Act,
+            "act",
+        );
         e.tool = Some("file_read".into());
         e.result_status = Some("ok".into());
         e.result_summary = Some(format!("read {i} bytes of notes"));
@@ -449,7 +453,7 @@ fn trace_throughput() -> f64 {
     std::fs::write(&path, text).unwrap();
     let start = Instant::now();
     let mut n = 0u64;
-    agentloop::trace::scan(&path, |r| n += r.is_ok() as u64).unwrap();
+    agentloop_base::trace::scan(&path, |r| n += r.is_ok() as u64).unwrap();
     n as f64 / start.elapsed().as_secs_f64()
 }
 
@@ -475,21 +479,22 @@ fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
     let note = "the page lists the release notes of every version since the first, with dates and authors; ".repeat(4);
     for i in 0..500_000u32 {
         let (phase, event) = match i % 10 {
-            0..=2 => (agentloop::trace::Phase::Act, "act"),
-            3..=6 => (agentloop::trace::Phase::Plan, "plan"),
-            _ => (agentloop::trace::Phase::Reflect, "reflect"),
+            0..=2 => (agentloop_base::trace::Phase::Act, "act"),
+            3..=6 => (agentloop_base::trace::Phase::Plan, "plan"),
+            _ => (agentloop_base::trace::Phase::Reflect, "reflect"),
         };
-        let mut e = agentloop::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
+        let mut e = agentloop_base::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
         e.ts = "2026-01-01T00:00:00.000Z".into();
         e.duration_ms = Some(u64::from(i % 997));
-        if phase == agentloop::trace::Phase::Act {
+        if phase == agentloop_base::trace::Phase::Act {
             e.tool = Some("web_fetch".into());
             e.args = Some(serde_json::json!({"url": format!("https://example.com/notes/{i}")}));
             e.result_status = Some("ok".into());
             e.result_summary = Some(note.clone());
         } else {
             e.model = Some("gpt-4o-mini".into());
-            e.usage = Some(agentloop::trace::Usage { input_tokens: 1200, output_tokens: 80, ..Default::default() });
+            e.usage =
+                Some(agentloop_base::trace::Usage { input_tokens: 1200, output_tokens: 80, ..Default::default() });
             e.cost_usd = Some(0.0003);
             e.reason = Some(note.clone());
         }
@@ -555,7 +560,7 @@ fn memory_search() -> (f64, f64) {
         rng ^= rng << 17;
         rng
     };
-    let entries: Vec<agentloop::longterm::Entry> = (0..100_000)
+    let entries: Vec<agentloop_store::longterm::Entry> = (0..100_000)
         .map(|i| {
             let text: Vec<&str> = (0..24)
                 .map(|k| {
@@ -567,7 +572,7 @@ fn memory_search() -> (f64, f64) {
                     tail[rank].as_str()
                 })
                 .collect();
-            agentloop::longterm::Entry {
+            agentloop_store::longterm::Entry {
                 id: format!("bench/content_{i}"),
                 topic: "bench".into(),
                 summary: text[..6].join(" "),
@@ -580,7 +585,7 @@ fn memory_search() -> (f64, f64) {
         })
         .collect();
     let start = Instant::now();
-    let index = agentloop::longterm::Index::build(entries);
+    let index = agentloop_store::longterm::Index::build(entries);
     let build_ms = start.elapsed().as_secs_f64() * 1000.0;
     let start = Instant::now();
     let n = 20;

@@ -14,9 +14,9 @@
     clippy::expect_used
 )]
 
-use agentloop::config::Config;
-use agentloop::mcp::config::ServerConfig;
-use agentloop::mcp::{Hub, Source};
+use agentloop_config::config::Config;
+use agentloop_tools::mcp::config::ServerConfig;
+use agentloop_tools::mcp::{Hub, Source};
 use camino::Utf8PathBuf;
 use std::time::{Duration, Instant};
 

@@ -2,12 +2,13 @@
 //! lives in a workspace folder of plain files.
 //!
 //! The binary is a thin shell around [`main`]. This crate is the top layer: the CLI, its
-//! commands, `serve`, `handle` and `worker`; the engine is agentloop-core and agentloop-base,
-//! re-exported here so `crate::config`, `crate::error`, ... name them. The API docs (`make doc`) cover
-//! private items too, since they are written for people changing agentloop.
+//! commands, `serve`, `handle` and `worker`. The engine's crates are used by their own names
+//! (`agentloop_config::config`, `agentloop_base::error`, ...): nothing is re-exported. The API
+//! docs (`make doc`) cover private items too, since they are written for people changing agentloop.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub use agentloop_core::*;
+use agentloop_base::error;
+use agentloop_model::{otel, output};
 
 pub(crate) mod cli;
 pub(crate) mod commands;

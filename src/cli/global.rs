@@ -1,8 +1,8 @@
 //! The global flags (`-w`, `-q`, `--provider`, `--max-steps`, ...) as clap parses them. The
 //! engine takes them as plain [`Global`] settings: clap stays in this crate.
 
-use crate::output::ColorChoice;
-use crate::settings::Global;
+use agentloop_core::settings::Global;
+use agentloop_model::output::ColorChoice;
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 

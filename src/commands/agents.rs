@@ -1,8 +1,8 @@
 //! `agentloop agents list`: the named agent profiles (`agents/NAME.yaml`).
 
-use crate::config;
-use crate::error::Result;
-use crate::settings::Ctx;
+use agentloop_base::error::Result;
+use agentloop_config::config;
+use agentloop_core::settings::Ctx;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -127,13 +127,13 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     let c = ctx.rebuild(|g| g.agent = profile.then(|| name.to_string()))?;
     // Shown as `config show` shows it: one masking for every command that shows configuration.
     let mut r = c.resolved.clone();
-    crate::mask::config(&mut r.value);
+    agentloop_config::mask::config(&mut r.value);
     let r = &r;
     let from_profile: Vec<&String> =
         r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);
-    let window = crate::rest_window::current(c.config());
-    let stress = crate::rest_window::stress(c.config(), &ctx.ws.root);
+    let window = agentloop_store::rest_window::current(c.config());
+    let stress = agentloop_store::rest_window::stress(c.config(), &ctx.ws.root);
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,

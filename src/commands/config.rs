@@ -1,8 +1,8 @@
 //! `agentloop config show`: the effective configuration and where each value came from.
 
-use crate::config::Source;
-use crate::error::Result;
-use crate::settings::Ctx;
+use agentloop_base::error::Result;
+use agentloop_config::config::Source;
+use agentloop_core::settings::Ctx;
 use clap::Subcommand;
 use serde_json::Value;
 
@@ -36,20 +36,20 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
         ConfigCommand::Show => {
             // The one masking of every command that shows configuration (`agents show` too).
             let mut masked = ctx.resolved.clone();
-            crate::mask::config(&mut masked.value);
+            agentloop_config::mask::config(&mut masked.value);
             let r = &masked;
             let resolved = resolved_model(ctx.config());
             let named = allowed_tools_named(&ctx);
             if ctx.printer.json {
                 // The published shape (docs/schema/config-show.json).
-                let show = crate::schema::ConfigShow {
+                let show = agentloop_core::schema::ConfigShow {
                     config: r.value.as_object().cloned().unwrap_or_default(),
                     sources: r.sources.iter().map(|(k, v)| (k.clone(), v.to_string())).collect(),
                     resolved,
                     refused: ctx
                         .refused
                         .iter()
-                        .map(|x| crate::schema::ConfigRefusal {
+                        .map(|x| agentloop_core::schema::ConfigRefusal {
                             file: x.file.clone(),
                             key: x.key.clone(),
                             why: x.why.clone(),
@@ -57,7 +57,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                         .collect(),
                     allowed_tools_named: named.as_ref().and_then(|n| n.as_ref().ok()).map(|n| n.0.clone()),
                 };
-                ctx.printer.json_value(&crate::json::to_value(&show));
+                ctx.printer.json_value(&agentloop_base::json::to_value(&show));
                 return Ok(0);
             }
             let mut rows = Vec::new();
@@ -101,9 +101,13 @@ type Named = (std::collections::BTreeMap<String, Vec<String>>, String);
 fn allowed_tools_named(ctx: &Ctx) -> Option<std::result::Result<Named, String>> {
     let cfg = ctx.config();
     cfg.allowed_tools.as_ref()?;
-    let logs = crate::mcp::client::Logs::for_command(&ctx.ws.root);
-    let registry = match crate::tools::Registry::load_logging(cfg, &ctx.ws.root, crate::tools::Reach::CachesOnly, logs)
-    {
+    let logs = agentloop_tools::mcp::client::Logs::for_command(&ctx.ws.root);
+    let registry = match agentloop_tools::tools::Registry::load_logging(
+        cfg,
+        &ctx.ws.root,
+        agentloop_tools::tools::Reach::CachesOnly,
+        logs,
+    ) {
         Ok(r) => r,
         Err(e) => return Some(Err(e.message)),
     };
@@ -112,11 +116,11 @@ fn allowed_tools_named(ctx: &Ctx) -> Option<std::result::Result<Named, String>> 
 }
 
 /// What a run with this configuration would call, without calling it.
-fn resolved_model(cfg: &crate::config::Config) -> crate::schema::ResolvedModel {
-    match crate::model::provider_and_why(cfg) {
+fn resolved_model(cfg: &agentloop_config::config::Config) -> agentloop_core::schema::ResolvedModel {
+    match agentloop_model::model::provider_and_why(cfg) {
         Ok((provider, provider_why)) => {
-            let (model, model_why) = crate::model::model_and_why(cfg, &provider);
-            crate::schema::ResolvedModel {
+            let (model, model_why) = agentloop_model::model::model_and_why(cfg, &provider);
+            agentloop_core::schema::ResolvedModel {
                 provider: Some(provider.to_string()),
                 provider_why: Some(provider_why),
                 model: Some(model),
@@ -124,6 +128,6 @@ fn resolved_model(cfg: &crate::config::Config) -> crate::schema::ResolvedModel {
                 error: None,
             }
         }
-        Err(e) => crate::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
+        Err(e) => agentloop_core::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
     }
 }

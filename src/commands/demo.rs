@@ -1,8 +1,8 @@
 //! `agentloop demo`: the bundled example, run from the installed binary (its files are embedded).
 
-use crate::error::{Error, Result};
-use crate::lifecycle::{Request, Start};
-use crate::settings::Ctx;
+use agentloop_base::error::{Error, Result};
+use agentloop_core::lifecycle::{Request, Start};
+use agentloop_core::settings::Ctx;
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -35,16 +35,16 @@ pub struct DemoArgs {
 
 pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     let ex = args.dir.join("examples/critique");
-    crate::fs::create_dir_all(&ex)?;
+    agentloop_base::fs::create_dir_all(&ex)?;
     for (name, text) in FILES {
-        crate::fs::write_atomic(&ex.join(name), text.as_bytes())?;
+        agentloop_base::fs::write_atomic(&ex.join(name), text.as_bytes())?;
     }
     let abs = std::env::current_dir()
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
-    let ws = crate::workspace::Workspace::new(abs.join("demo-ws"));
+    let ws = agentloop_store::workspace::Workspace::new(abs.join("demo-ws"));
     let mut demo_ctx = ctx.rebuild(|g| {
         g.workspace = abs.join("demo-ws");
         g.script = Some(abs.join("examples/critique/script.yaml"));
@@ -54,7 +54,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     // The demo writes nothing outside DIR: its memories stay in demo-ws/.agentloop/memory/
     // whatever the user's config shares, and its scripted usage is no agent's.
     let memory = &mut demo_ctx.resolved.config.memory;
-    memory.scope = crate::config::MemoryScope::Workspace;
+    memory.scope = agentloop_config::config::MemoryScope::Workspace;
     memory.dir = None;
     demo_ctx.resolved.config.tools.memory.dir = None;
     // The demo is the bundled example alone: the MCP servers and Ductile plugins your config
@@ -63,7 +63,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     demo_ctx.resolved.config.ductile = Default::default();
     let start = Start {
         goal: "Write a two-paragraph critique of the bundled article".into(),
-        background: crate::phases::init::read_context(ex.join("context.md").as_str())?,
+        background: agentloop_core::phases::init::read_context(ex.join("context.md").as_str())?,
         carry: true,
         force: false,
         slot: None,

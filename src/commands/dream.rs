@@ -1,10 +1,10 @@
 //! `agentloop dream`: consolidate finished runs into long-term memory.
 
-use crate::contract::{self, DreamAnswer};
-use crate::error::{code, Error, Result};
-use crate::history;
-use crate::longterm::{loop_id, New, Provenance, Store};
-use crate::settings::Ctx;
+use agentloop_base::error::{code, Error, Result};
+use agentloop_core::contract::{self, DreamAnswer};
+use agentloop_core::settings::Ctx;
+use agentloop_store::history;
+use agentloop_store::longterm::{loop_id, New, Provenance, Store};
 use clap::Args;
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -51,11 +51,11 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     let store =
         Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
     let since = match &args.since {
-        Some(d) => Some(crate::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
+        Some(d) => Some(agentloop_base::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
         None => None,
     };
     let ledger = store.dir.join("dreamed.json");
-    let mut dreamed: BTreeSet<String> = crate::fs::read_optional(&ledger)?
+    let mut dreamed: BTreeSet<String> = agentloop_base::fs::read_optional(&ledger)?
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()
         .into_iter()
@@ -72,7 +72,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
         if model.is_some() {
             match consolidate(ctx, &store, batch, &batch_text) {
                 Ok(n) => written += n,
-                Err(e) if e.kind == crate::error::Kind::Provider => return Err(e),
+                Err(e) if e.kind == agentloop_base::error::Kind::Provider => return Err(e),
                 Err(e) => {
                     ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.message));
                     model = None;
@@ -83,8 +83,8 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
         for r in batch {
             dreamed.insert(r.state.run_id.clone());
         }
-        crate::fs::create_dir_all(&store.dir)?;
-        crate::fs::write_atomic(&ledger, crate::json::to_string_pretty(&dreamed).as_bytes())?;
+        agentloop_base::fs::create_dir_all(&store.dir)?;
+        agentloop_base::fs::write_atomic(&ledger, agentloop_base::json::to_string_pretty(&dreamed).as_bytes())?;
     }
     let explored = if args.explore { Some(super::explore::explore(ctx, &store)?) } else { None };
     Ok(
@@ -94,7 +94,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
 
 /// The runs a dream reads: ended, not dreamed of before, and (with --since) ended within DUR.
 fn runs_to_dream(ctx: &Ctx, since: Option<std::time::Duration>, dreamed: &BTreeSet<String>) -> Vec<history::Run> {
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
         .into_iter()
         .filter(|r| r.state.status.is_terminal() && !dreamed.contains(&r.state.run_id))
@@ -103,7 +103,7 @@ fn runs_to_dream(ctx: &Ctx, since: Option<std::time::Duration>, dreamed: &BTreeS
                 r.state
                     .finished_at
                     .as_deref()
-                    .and_then(crate::clock::parse_rfc3339)
+                    .and_then(agentloop_base::clock::parse_rfc3339)
                     .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= d)
             })
         })
@@ -120,7 +120,7 @@ fn known_facts(store: &Store) -> Result<Known> {
     for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
         let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
         known.insert(
-            crate::facts::norm(&e.content),
+            agentloop_base::facts::norm(&e.content),
             (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
         );
     }
@@ -133,22 +133,21 @@ fn known_facts(store: &Store) -> Result<Known> {
 fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mut String) -> Result<usize> {
     let s = &r.state;
     let mem_path = r.ws.memory();
-    let facts: Vec<String> = crate::fs::read_optional(&mem_path)?
+    let facts: Vec<String> = agentloop_base::fs::read_optional(&mem_path)?
         .filter(|t| !t.trim().is_empty())
-        .and_then(|t| crate::markdown::parse_memory(&t, &mem_path).ok())
+        .and_then(|t| agentloop_store::markdown::parse_memory(&t, &mem_path).ok())
         .map(|m| m.facts)
         .unwrap_or_default();
     let mut written = 0usize;
     let tag = format!("run-{}", s.run_id.to_lowercase());
     for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
-        let key = crate::facts::norm(f);
+        let key = agentloop_base::facts::norm(f);
         if key.is_empty() {
             continue;
         }
-        let (id, mut sources, content) = known
-            .get(&key)
-            .cloned()
-            .unwrap_or_else(|| (format!("fact-{:016x}", crate::run_id::fnv1a(key.as_bytes())), vec![], f.clone()));
+        let (id, mut sources, content) = known.get(&key).cloned().unwrap_or_else(|| {
+            (format!("fact-{:016x}", agentloop_base::run_id::fnv1a(key.as_bytes())), vec![], f.clone())
+        });
         if sources.contains(&tag) {
             continue;
         }
@@ -167,7 +166,7 @@ fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mu
         written += 1;
     }
     let what = match (&s.outcome, s.status) {
-        (Some(o), crate::workspace::Status::Done) => format!("Outcome: {o}"),
+        (Some(o), agentloop_store::workspace::Status::Done) => format!("Outcome: {o}"),
         _ => format!("Stopped ({}): {}", s.status.as_str(), s.reason.clone().unwrap_or_default()),
     };
     let prov = Provenance {
@@ -184,7 +183,7 @@ fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mu
         provenance: prov.clone(),
         ..Default::default()
     })?;
-    if s.status == crate::workspace::Status::Escalated {
+    if s.status == agentloop_store::workspace::Status::Escalated {
         store.add(&New {
             topic: "failures".into(),
             content_id: Some(loop_id(&s.run_id, 0, "failure")),
@@ -232,13 +231,13 @@ pub fn run(ctx: Ctx, args: DreamArgs) -> Result<u8> {
 /// One model call for a batch: topic notes and contradictions, with the runs they came from.
 fn consolidate(ctx: &Ctx, store: &Store, batch: &[history::Run], text: &str) -> Result<usize> {
     let cfg = ctx.config();
-    let mut m = crate::model::from_config(cfg, &ctx.ws.root)?;
+    let mut m = agentloop_model::model::from_config(cfg, &ctx.ws.root)?;
     let tool = contract::dream_tool();
     let prompt = format!(
         "Consolidate what these finished runs learned into long-term memory. Merge related facts into short topic notes (each naming the runs it rests on), and list contradictions between runs.\n\n{text}"
     );
     let system = "You consolidate an agent's finished runs into long-term memory. Answer only by calling the tool.";
-    let req = crate::model::Request::forced("dream", system, prompt, &tool, cfg.llm.max_tokens, cfg);
+    let req = agentloop_model::model::Request::forced("dream", system, prompt, &tool, cfg.llm.max_tokens, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     let a: DreamAnswer = contract::forced_answer(r, &tool)?;
     let ids: Vec<String> = batch.iter().map(|r| r.state.run_id.clone()).collect();

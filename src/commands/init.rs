@@ -1,7 +1,7 @@
 //! `agentloop init`: create a workspace for a new run.
 
-use crate::error::Result;
-use crate::settings::Ctx;
+use agentloop_base::error::Result;
+use agentloop_core::settings::Ctx;
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -33,17 +33,18 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         ctx = ctx.rebuild(|g| g.workspace = dir)?;
         ctx.require_trusted()?;
     }
-    let goal = crate::phases::init::read_goal(&args.goal, args.context.as_deref())?;
+    let goal = agentloop_core::phases::init::read_goal(&args.goal, args.context.as_deref())?;
     let background = match &args.context {
-        Some(c) => crate::phases::init::read_context(c)?,
+        Some(c) => agentloop_core::phases::init::read_context(c)?,
         None => String::new(),
     };
-    let was_new = crate::trust::is_new_folder(&ctx.ws.root);
+    let was_new = agentloop_core::trust::is_new_folder(&ctx.ws.root);
     let session = ctx.ws.lock(ctx.lock_wait())?;
     // A folder of this command's own making (missing or empty): its config is the user's.
-    crate::trust::record_created(&ctx.ws.root, was_new, &ctx.printer);
-    let env = crate::phases::Env::new(&ctx)?;
-    let state = crate::phases::init::init_run(&session, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
+    agentloop_core::trust::record_created(&ctx.ws.root, was_new, &ctx.printer);
+    let env = agentloop_core::phases::Env::new(&ctx)?;
+    let state =
+        agentloop_core::phases::init::init_run(&session, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
     env.ensure_skills_md()?;
     if ctx.printer.json {
         ctx.printer

@@ -10,11 +10,11 @@
 //! results reaches the skill. A later run whose goal holds one of the triggers is offered the
 //! skill at Frame, as any skill whose triggers match.
 
-use crate::contract;
-use crate::error::{Error, Result};
-use crate::history;
-use crate::settings::Ctx;
-use crate::trace::Phase;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::Phase;
+use agentloop_core::contract;
+use agentloop_core::settings::Ctx;
+use agentloop_store::history;
 use camino::Utf8PathBuf;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -46,7 +46,7 @@ struct Path {
 }
 
 pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
-    crate::skills::valid_name(name).map_err(|e| {
+    agentloop_tools::skills::valid_name(name).map_err(|e| {
         Error::usage(format!("`{name}` is no skill name: {e}"))
             .with_hint("e.g. morning-digest: lowercase, digits, hyphens")
     })?;
@@ -69,12 +69,12 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
     let mut answer = draft(ctx, &path)?;
     // A trigger too short to mean anything would offer the skill to nearly every goal.
     let (kept, short): (Vec<String>, Vec<String>) =
-        answer.triggers.drain(..).partition(|t| crate::skills::meaningful_trigger(t));
+        answer.triggers.drain(..).partition(|t| agentloop_tools::skills::meaningful_trigger(t));
     answer.triggers = kept;
     if !short.is_empty() {
         ctx.printer.warn(&format!(
             "left out trigger(s) shorter than {} letters or digits: {}",
-            crate::skills::MIN_TRIGGER,
+            agentloop_tools::skills::MIN_TRIGGER,
             short.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")
         ));
     }
@@ -85,7 +85,7 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
     let (skill_md, facts_md) = render(name, &path, &answer);
     // Checked as `skills check` checks a skill, before anything is written.
     let file = ctx.ws.root.join(&rel).join("SKILL.md");
-    let problems = match crate::skills::parse_skill_md(&skill_md, &file, Some(name)) {
+    let problems = match agentloop_tools::skills::parse_skill_md(&skill_md, &file, Some(name)) {
         Ok((_, p)) => p,
         Err(p) => p,
     };
@@ -95,8 +95,8 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
     }
     // skills.md as `skills gen` wrote it before, to be written again with the new skill in it.
     let catalog_before = catalog_md(ctx)?;
-    crate::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
-    crate::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
+    agentloop_base::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
+    agentloop_base::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
     let p = &ctx.printer;
     if refresh_skills_md(ctx, &catalog_before)? {
         p.info(&format!("refreshed {} with the new skill", ctx.ws.skills()));
@@ -124,9 +124,9 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
 }
 
 /// The run's successful path: only a run that ended done has one.
-fn read_path(ws: &crate::workspace::Workspace) -> Result<Path> {
+fn read_path(ws: &agentloop_store::workspace::Workspace) -> Result<Path> {
     let state = ws.load_state()?;
-    if state.status != crate::workspace::Status::Done {
+    if state.status != agentloop_store::workspace::Status::Done {
         return Err(Error::usage(format!(
             "run {} ended {}, not done: only a run that worked is learned from",
             state.run_id,
@@ -134,9 +134,9 @@ fn read_path(ws: &crate::workspace::Workspace) -> Result<Path> {
         ))
         .with_hint("name a done run with --run ID; `agentloop runs` lists them"));
     }
-    let (entries, _) = crate::trace::read(&ws.trace())?;
+    let (entries, _) = agentloop_base::trace::read(&ws.trace())?;
     let cut = |v: &Value| -> String {
-        let s = crate::redact::redact(&v.to_string());
+        let s = agentloop_base::redact::redact(&v.to_string());
         if s.chars().count() > 300 {
             s.chars().take(300).collect::<String>() + "…"
         } else {
@@ -152,20 +152,20 @@ fn read_path(ws: &crate::workspace::Workspace) -> Result<Path> {
             tools.push(tool.clone());
         }
     }
-    let text = crate::fs::read_inside(&ws.root, &ws.memory())?.unwrap_or_default();
-    let mem = crate::markdown::parse_memory(&text, &ws.memory())?;
+    let text = agentloop_base::fs::read_inside(&ws.root, &ws.memory())?.unwrap_or_default();
+    let mem = agentloop_store::markdown::parse_memory(&text, &ws.memory())?;
     let facts = mem
         .facts
         .iter()
-        .filter(|f| !(crate::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
-        .map(|f| crate::redact::redact(&crate::facts::split(f).0))
+        .filter(|f| !(agentloop_base::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
+        .map(|f| agentloop_base::redact::redact(&agentloop_base::facts::split(f).0))
         .collect();
     Ok(Path {
         run_id: state.run_id.clone(),
-        goal: crate::redact::redact(&state.goal),
+        goal: agentloop_base::redact::redact(&state.goal),
         steps,
         tools,
-        dod: mem.dod.iter().filter(|i| i.done).map(|i| crate::redact::redact(&i.text)).collect(),
+        dod: mem.dod.iter().filter(|i| i.done).map(|i| agentloop_base::redact::redact(&i.text)).collect(),
         facts,
     })
 }
@@ -173,7 +173,7 @@ fn read_path(ws: &crate::workspace::Workspace) -> Result<Path> {
 /// The one model call: the description, triggers and instructions.
 fn draft(ctx: &Ctx, path: &Path) -> Result<LearnAnswer> {
     let cfg = ctx.config();
-    let mut m = crate::model::from_config(cfg, &ctx.ws.root)?;
+    let mut m = agentloop_model::model::from_config(cfg, &ctx.ws.root)?;
     let tool = contract::answer_tool(
         "learn_answer",
         "Record the skill drafted from the run.",
@@ -188,20 +188,20 @@ fn draft(ctx: &Ctx, path: &Path) -> Result<LearnAnswer> {
         path.facts.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"),
     );
     let system = "You write Agent Skills from runs that worked. Answer only by calling the tool.";
-    let req = crate::model::Request::forced("learn", system, prompt, &tool, cfg.llm.max_tokens, cfg);
+    let req = agentloop_model::model::Request::forced("learn", system, prompt, &tool, cfg.llm.max_tokens, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     contract::forced_answer(r, &tool)
 }
 
 /// A YAML scalar: a JSON string is a valid double-quoted YAML one.
 fn quoted(s: &str) -> String {
-    crate::json::to_string(s)
+    agentloop_base::json::to_string(s)
 }
 
 /// SKILL.md and references/facts.md, redacted.
 fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
     let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let description: String = one_line(&crate::redact::redact(&a.description)).chars().take(1024).collect();
+    let description: String = one_line(&agentloop_base::redact::redact(&a.description)).chars().take(1024).collect();
     let triggers: Vec<String> =
         a.triggers.iter().map(|t| one_line(&t.replace(',', " "))).filter(|t| !t.is_empty()).collect();
     let list = |v: &[String], mark: &str| v.iter().map(|x| format!("{mark}{x}\n")).collect::<String>();
@@ -214,13 +214,13 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
         path.run_id,
         quoted(&path.goal),
         path.steps.len(),
-        crate::redact::redact(a.instructions.trim()),
+        agentloop_base::redact::redact(a.instructions.trim()),
         list(&path.tools, "- "),
         list(&path.dod, "- [x] "),
     );
     // A fact or the goal is text: each fact one item, none of its lines a heading or a list.
-    let bullets = path.facts.iter().map(|f| format!("- {}\n", crate::md_text::bullet(f))).collect::<String>();
-    let goal = crate::md_text::prose(&path.goal);
+    let bullets = path.facts.iter().map(|f| format!("- {}\n", agentloop_store::md_text::bullet(f))).collect::<String>();
+    let goal = agentloop_store::md_text::prose(&path.goal);
     let facts = format!("# Key facts of run {}\n\nGoal: {goal}\n\n{bullets}", path.run_id);
     (skill, facts)
 }
@@ -229,16 +229,16 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
 /// before (`was`, the catalog then): a file someone edited is left alone. Whether it was rewritten.
 fn refresh_skills_md(ctx: &Ctx, was: &str) -> Result<bool> {
     let path = ctx.ws.skills();
-    if crate::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
+    if agentloop_base::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
         return Ok(false);
     }
     let now = catalog_md(ctx)?;
-    crate::fs::write_in(&ctx.ws.root, camino::Utf8Path::new("skills.md"), now.as_bytes())?;
+    agentloop_base::fs::write_in(&ctx.ws.root, camino::Utf8Path::new("skills.md"), now.as_bytes())?;
     Ok(true)
 }
 
 /// The workspace's catalog in markdown, as skills.md holds it.
 fn catalog_md(ctx: &Ctx) -> Result<String> {
-    let set = crate::skills::SkillSet::load(ctx.config(), &ctx.ws.root);
-    crate::catalog::of_config(ctx.config(), &ctx.ws.root, &set, false)
+    let set = agentloop_tools::skills::SkillSet::load(ctx.config(), &ctx.ws.root);
+    agentloop_tools::catalog::of_config(ctx.config(), &ctx.ws.root, &set, false)
 }

@@ -1,10 +1,10 @@
 //! `agentloop frame|plan|act|reflect`: run one phase of the loop on the workspace.
 
-use crate::error::{code, Error, Result};
-use crate::phases::{self, Env, Outcome};
-use crate::settings::Ctx;
-use crate::trace::Phase;
-use crate::workspace::Next;
+use agentloop_base::error::{code, Error, Result};
+use agentloop_base::trace::Phase;
+use agentloop_core::phases::{self, Env, Outcome};
+use agentloop_core::settings::Ctx;
+use agentloop_store::workspace::Next;
 use clap::Args;
 
 /// Options of the single-phase commands (frame, plan, act, reflect).
@@ -36,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(crate::lifecycle::ways_on(&ctx.ws, &state)));
+        .with_hint(agentloop_core::lifecycle::ways_on(&ctx.ws, &state)));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -61,14 +61,19 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     // The phase's own entries are the ones it commits; report exactly those.
     env.keep_committed = true;
     // One phase by hand is a process on the run too: its spans join the run's trace.
-    let span = crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = agentloop_model::model::traced::run_span(
+        env.cfg,
+        &state.run_id,
+        state.agent.as_deref(),
+        &mut state.trace_parent,
+    );
     let outcome = phases::run::step(&mut env, &mut state);
     let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "running" };
     span.ended(outcome.as_ref().map(|_| left));
     drop(span);
     let outcome = outcome?;
     let committed = env.committed.take();
-    for e in committed.iter().filter_map(|l| serde_json::from_str::<crate::trace::Entry>(l).ok()) {
+    for e in committed.iter().filter_map(|l| serde_json::from_str::<agentloop_base::trace::Entry>(l).ok()) {
         if ctx.printer.json {
             ctx.printer.outln(&e.to_line());
         } else {

@@ -1,7 +1,7 @@
 //! Event mode: one turn per invocation, speaking Ductile plugin protocol v2.
 //!
 //! Input is one request on stdin (a protocol v2 request or a bare event), read once into the
-//! types of [`crate::schema::handle`] (a field of the wrong type is refused naming its path, an
+//! types of [`agentloop_core::schema::handle`] (a field of the wrong type is refused naming its path, an
 //! event's payload read by its type); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
 //! `events`, `state_updates` (one `run:<run_id>` key per run the turn changed, and the last run's
@@ -21,16 +21,18 @@
 pub mod command;
 mod jobs;
 
-use crate::config::Config;
-use crate::error::{code, Error, Kind, Result};
-use crate::markdown::NextAction;
-use crate::output::Printer;
-use crate::phases::run::{Door, Driven};
-use crate::phases::{self, act, Env, Outcome};
-use crate::schema::handle::{payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload};
-use crate::settings::Global;
-use crate::tool_spec::ToolResult;
-use crate::workspace::{Commit, Next, Session, State, StopKind, Workspace};
+use agentloop_base::error::{code, Error, Kind, Result};
+use agentloop_config::config::Config;
+use agentloop_core::phases::run::{Door, Driven};
+use agentloop_core::phases::{self, act, Env, Outcome};
+use agentloop_core::schema::handle::{
+    payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload,
+};
+use agentloop_core::settings::Global;
+use agentloop_model::output::Printer;
+use agentloop_model::tool_spec::ToolResult;
+use agentloop_store::markdown::NextAction;
+use agentloop_store::workspace::{Commit, Next, Session, State, StopKind, Workspace};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -83,7 +85,9 @@ pub fn main(g: &Global) -> Result<u8> {
     // Kept before it is written: a router that loses this answer gets it again on its retry.
     if let Some((root, job)) = &resp.job {
         if let Err(e) = jobs::keep(root, job, &answer) {
-            crate::output::stderr_line(&format!("agentloop handle: warn: the answer of job {job} was not kept: {e}"));
+            agentloop_model::output::stderr_line(&format!(
+                "agentloop handle: warn: the answer of job {job} was not kept: {e}"
+            ));
         }
     }
     printer.outln(&answer.to_string());
@@ -174,8 +178,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     }
-    if let Some(dl) = req.deadline_at.as_deref().and_then(crate::clock::parse_rfc3339) {
-        if dl < crate::clock::now() && !crate::clock::is_fixed() {
+    if let Some(dl) = req.deadline_at.as_deref().and_then(agentloop_base::clock::parse_rfc3339) {
+        if dl < agentloop_base::clock::now() && !agentloop_base::clock::is_fixed() {
             fail(resp, "the job's deadline_at has already passed".into(), true);
             return 0;
         }
@@ -196,7 +200,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
 fn replayed(root: &Utf8Path, req: &HandleRequest, resp: &mut Response) -> bool {
     let Some(job) = req.job_id.as_deref() else { return false };
     let Some(answer) = jobs::kept(root, job) else { return false };
-    crate::output::stderr_line(&format!(
+    agentloop_model::output::stderr_line(&format!(
         "agentloop handle: info: job {job} was answered before (its answer was lost on the way?); the same answer again"
     ));
     resp.replay = Some(answer);
@@ -211,12 +215,12 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
             .with_hint("create it, or point the plugin's -w (workspace_dir) at an existing folder"));
     }
     let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
-    crate::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
+    agentloop_base::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
         Error::config(format!("the root {root} is not writable: {}", e.message))
             .with_hint("give the plugin's user write access to it")
     })?;
     let _ = std::fs::remove_file(&probe);
-    crate::model::from_config(cfg, root).map_err(|e| {
+    agentloop_model::model::from_config(cfg, root).map_err(|e| {
         let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
         Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
     })?;
@@ -236,20 +240,20 @@ fn config_error(e: Error) -> String {
 /// not widen it), or with `handle.trust_request_config` in the root's own configuration, the
 /// request's `config` over it as written; with where each key came from. An error is a
 /// configuration error, a router's exit 78.
-fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<crate::config::Resolved> {
+fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<agentloop_config::config::Resolved> {
     let request_cfg = req.config.as_ref().map(request_layer).transpose()?;
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows, unless that
         // configuration says the requests' `config` is the operator's own.
-        let base = crate::settings::resolve_under(g, root, None)?;
+        let base = agentloop_core::settings::resolve_under(g, root, None)?;
         // `base` has no request in it: only the root's own files, environment and flags (a
         // root from elsewhere cannot set this key, see `trust`) can say so.
         if base.config.handle.trust_request_config {
-            return crate::settings::resolve_under(g, root, request_cfg);
+            return agentloop_core::settings::resolve_under(g, root, request_cfg);
         }
         if let Some((key, why)) = widening_key(layer, &base, root) {
             let refused = Error::config(format!("the request's config may not set `{key}`: {why}"));
-            return Err(refused.with_hint(match crate::budget::Budget::from_key(&key) {
+            return Err(refused.with_hint(match agentloop_model::budget::Budget::from_key(&key) {
                 Some(b) => format!(
                     "a request may only narrow a limit: give `config.{key}` at most {}, or raise it in the root's agentloop.yaml",
                     b.limit_in(&base.config)
@@ -258,14 +262,14 @@ fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<cr
             }));
         }
     }
-    crate::settings::resolve_under(g, root, request_cfg)
+    agentloop_core::settings::resolve_under(g, root, request_cfg)
 }
 
 /// What the event asks for: start a run, resume one with a tool's result, or nothing. `at` is
 /// where the event's fields are in the request (`event.`, or nothing for a bare event).
 fn on_event(
     cfg: &Config,
-    sources: &crate::config::Sources,
+    sources: &agentloop_config::config::Sources,
     root: &Utf8PathBuf,
     req: &HandleRequest,
     event: &RequestEvent,
@@ -288,7 +292,7 @@ fn on_event(
             // keys into the payload; the model sees only the plugin's content.
             Some(ctx) => {
                 let raw = event.payload.clone().unwrap_or(Value::Null);
-                let content = crate::ductile::plugin_content(&raw, Some(&ctx.to_value()));
+                let content = agentloop_tools::ductile::plugin_content(&raw, Some(&ctx.to_value()));
                 // The plugin's own `status` when it gives one as text (ok when it gives none),
                 // and its `error`; any other `status` (an HTTP code) leaves the default to `error`.
                 let status = match content.get("status") {
@@ -341,7 +345,11 @@ const OUTAGE_TURNS: u32 = 3;
 const OUTAGES: &str = ".agentloop-handle-outages";
 
 fn outages(ws: &Workspace) -> u32 {
-    crate::fs::read_optional(&ws.root.join(OUTAGES)).ok().flatten().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+    agentloop_base::fs::read_optional(&ws.root.join(OUTAGES))
+        .ok()
+        .flatten()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Counts a phase that ended in a resumable provider failure; a phase that ran clears the count.
@@ -349,7 +357,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
     let path = env.ws.root.join(OUTAGES);
     match &r {
         Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
-            crate::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
+            agentloop_base::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
         }
         Ok(_) if path.exists() => {
             std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
@@ -360,7 +368,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
-    crate::run_id::RunId::parse(run_id)?;
+    agentloop_base::run_id::RunId::parse(run_id)?;
     let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
     if runs.is_absolute() || runs.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
         return Err(Error::config(format!(
@@ -368,7 +376,7 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
         )));
     }
     // Never through a link: a symlinked runs folder or run folder is refused (exit 8).
-    crate::fs::Folder::open(root, &runs.join(run_id), false)?;
+    agentloop_base::fs::Folder::open(root, &runs.join(run_id), false)?;
     Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
@@ -387,7 +395,7 @@ fn start_keys(req: &HandleRequest, event: &RequestEvent) -> Vec<String> {
 
 fn start(
     cfg: &Config,
-    sources: &crate::config::Sources,
+    sources: &agentloop_config::config::Sources,
     root: &Utf8PathBuf,
     keys: &[String],
     payload: &StartPayload,
@@ -402,14 +410,14 @@ fn start(
     if depth > cfg.ductile.max_depth {
         return Err(Error::usage(format!(
             "recursion guard: this start comes from agentloop itself at depth {depth} ({}), and ductile.max_depth is {}",
-            crate::ductile::DEPTH_KEY,
+            agentloop_tools::ductile::DEPTH_KEY,
             cfg.ductile.max_depth
         )));
     }
     let (own, budgets) = start_config(cfg, sources, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.context.as_ref());
-    let admission = crate::lifecycle::Start {
+    let admission = agentloop_core::lifecycle::Start {
         goal: goal.to_string(),
         background: phases::init::format_background(&background),
         carry: false,
@@ -418,10 +426,10 @@ fn start(
         follow_up: false,
         session: None,
     };
-    crate::fs::create_dir_all(root)?;
+    agentloop_base::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let mut index = crate::runs_root::load_keys(root)?;
+    let mut index = agentloop_core::runs_root::load_keys(root)?;
     // Redelivery of the same start (any one of its keys) must not create a second run.
     let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
     let run_id = match known {
@@ -437,16 +445,21 @@ fn start(
     // The one admission every door makes, before anything is written: the provider and its
     // key, the agent's rest, and whether the run can fit its budget (negotiation). A start
     // refused here leaves nothing: no run, no keys.
-    let env = crate::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))
+    let env = agentloop_core::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))
         .map_err(|e| start_config::refusal_named(e, sources, &budgets))?;
     name_run(&mut index, root, keys, &run_id)?;
     // The run's record, as every door keeps one: another door that goes on with the run
     // (`serve`, `agentloop answer`) holds it to the budgets this start asked for.
-    let mut record = crate::runs_root::Record::new(&run_id, crate::runs_root::Door::Handle, cfg.agent.clone(), budgets);
+    let mut record = agentloop_core::runs_root::Record::new(
+        &run_id,
+        agentloop_core::runs_root::Door::Handle,
+        cfg.agent.clone(),
+        budgets,
+    );
     record.key = keys.first().cloned();
-    crate::runs_root::save_record(root, &record)?;
+    agentloop_core::runs_root::save_record(root, &record)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    crate::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
+    agentloop_tools::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
     let mut env = held(env, &session);
     let mut state = phases::init::init_run(
         &session,
@@ -476,7 +489,7 @@ fn name_run(index: &mut Map<String, Value>, root: &Utf8Path, keys: &[String], ru
         }
     }
     if added {
-        crate::runs_root::save_keys(root, index)?;
+        agentloop_core::runs_root::save_keys(root, index)?;
     }
     Ok(())
 }
@@ -502,9 +515,9 @@ fn restart_unwritten(
 /// A run id no folder under the root has: unique by construction, and under a fixed test clock
 /// made unique here.
 fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
-    let mut run_id = crate::run_id::RunId::generate().into_string();
+    let mut run_id = agentloop_base::run_id::RunId::generate().into_string();
     while run_ws(cfg, root, &run_id)?.root.exists() {
-        run_id = crate::run_id::RunId::generate().into_string();
+        run_id = agentloop_base::run_id::RunId::generate().into_string();
     }
     Ok(run_id)
 }
@@ -543,7 +556,7 @@ fn resume(cfg: &Config, root: &Utf8PathBuf, p: &ToolResultPayload, resp: &mut Re
     resp.last_run_id = Some(state.run_id.clone());
     // The turn joins the run's trace (the start turn's span, kept in state.json) and its span
     // says how the turn left the run, as the start turn's does.
-    let span = crate::model::traced::run_span(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
+    let span = agentloop_model::model::traced::run_span(cfg, &run_id, state.agent.as_deref(), &mut state.trace_parent);
     let r = resume_locked(cfg, p, &ws, &session, &mut state, resp);
     let left = if state.status.is_terminal() { state.ended_as().as_str() } else { "waiting" };
     span.ended(r.as_ref().map(|_| left));
@@ -607,7 +620,7 @@ fn resume_locked(
 fn tool_failed(
     env: &Env,
     state: &mut State,
-    pending: &crate::workspace::Pending,
+    pending: &agentloop_store::workspace::Pending,
     error: &str,
     output: String,
     resp: &mut Response,
@@ -642,7 +655,7 @@ fn sweep(cfg: &Config, root: &Utf8PathBuf, resp: &mut Response) -> Result<()> {
         Err(_) => Vec::new(),
     };
     ids.sort();
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     let mut swept = Vec::new();
     for id in ids {
         let Ok(ws) = run_ws(cfg, root, &id) else { continue };
@@ -686,7 +699,7 @@ fn overdue(cfg: &Config, state: &State, now: std::time::SystemTime) -> Option<st
         return None;
     }
     let p = state.pending.as_ref().filter(|p| !cfg.tools.local.contains(&p.tool))?;
-    let since = crate::clock::parse_rfc3339(&p.requested_at)?;
+    let since = agentloop_base::clock::parse_rfc3339(&p.requested_at)?;
     let limit = cfg.tools.timeout_of(&p.tool) + cfg.handle.pending_grace.0;
     (now.duration_since(since).ok()? > limit).then_some(limit)
 }
@@ -700,9 +713,9 @@ enum Correlation {
     Violation(String),
 }
 
-fn correlate(p: &ToolResultPayload, pending: &crate::workspace::Pending, state: &State) -> Correlation {
+fn correlate(p: &ToolResultPayload, pending: &agentloop_store::workspace::Pending, state: &State) -> Correlation {
     let tool = p.tool.as_deref().unwrap_or("");
-    let Some(step) = p.step.as_ref().and_then(crate::schema::handle::StepRef::number) else {
+    let Some(step) = p.step.as_ref().and_then(agentloop_core::schema::handle::StepRef::number) else {
         return Correlation::Violation("the tool result has no `step`".into());
     };
     if step < pending.step || state.completed_steps.contains(&step) {
@@ -714,7 +727,7 @@ fn correlate(p: &ToolResultPayload, pending: &crate::workspace::Pending, state: 
     if step > pending.step {
         return Correlation::Violation(format!("result for step {step} but step {} is pending", pending.step));
     }
-    if crate::tools::Registry::canonical(tool) != pending.tool {
+    if agentloop_tools::tools::Registry::canonical(tool) != pending.tool {
         return Correlation::Violation(format!(
             "result from tool `{tool}` but `{}` is pending for step {step}",
             pending.tool
@@ -738,7 +751,7 @@ fn decode_result(p: &ToolResultPayload) -> Decoded {
     let ok = matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done");
     let value = p.result.clone().unwrap_or(Value::Null);
     // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
-    let output = crate::ductile::render_content(&value);
+    let output = agentloop_tools::ductile::render_content(&value);
     let error = (!ok).then(|| {
         p.error
             .as_ref()
@@ -753,18 +766,18 @@ fn decode_result(p: &ToolResultPayload) -> Decoded {
 fn retry(
     env: &Env,
     state: &mut State,
-    pending: &crate::workspace::Pending,
+    pending: &agentloop_store::workspace::Pending,
     step: u32,
     error: &str,
     resp: &mut Response,
 ) -> Result<()> {
     let mut next = pending.clone();
     next.attempt += 1;
-    next.requested_at = crate::clock::now_rfc3339();
+    next.requested_at = agentloop_base::clock::now_rfc3339();
     state.pending = Some(next.clone());
-    let mut e = crate::trace::Entry::new(&state.run_id, step, crate::trace::Phase::Act, "act.retry");
+    let mut e = agentloop_base::trace::Entry::new(&state.run_id, step, agentloop_base::trace::Phase::Act, "act.retry");
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some(crate::tool_spec::ToolStatus::Error.to_string());
+    e.result_status = Some(agentloop_model::tool_spec::ToolStatus::Error.to_string());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);
@@ -794,7 +807,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
     if r.output.chars().count() > cfg.tools.output_cap {
         let full = std::mem::take(&mut r.output);
         let rel = format!("artifacts/step-{step}-{tool}.txt");
-        crate::fs::write_in(&ws.root, Utf8Path::new(&rel), full.as_bytes())?;
+        agentloop_base::fs::write_in(&ws.root, Utf8Path::new(&rel), full.as_bytes())?;
         r.output = format!(
             "{}\n\n[output truncated; the full result is in {rel}]",
             full.chars().take(2000).collect::<String>()
@@ -810,8 +823,8 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
 fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     // Only a run id can name a run: a state key holding anything else (control characters, a
     // path) is no run of ours, and goes into no event.
-    if !crate::run_id::RunId::is_valid(run_id) {
-        let shown = crate::output::one_line(run_id);
+    if !agentloop_base::run_id::RunId::is_valid(run_id) {
+        let shown = agentloop_model::output::one_line(run_id);
         resp.log("warn", format!("ignored tool result for `{shown}`: not a run id"));
         resp.result = "ignored: the tool result's run_id is not a run id".into();
         return Ok(());
@@ -828,18 +841,18 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     snap.status = Some("escalated".into());
     snap.pending_step = None;
     snap.pending_tool = None;
-    snap.updated_at = Some(crate::clock::now_rfc3339());
+    snap.updated_at = Some(agentloop_base::clock::now_rfc3339());
     let goal = snap.goal.clone().unwrap_or_default();
     let steps = snap.completed_steps.as_ref().map_or(0, Vec::len);
     resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
-    let ev = crate::schema::CompletionEvent {
-        kind: crate::schema::EventType::Escalated,
-        payload: crate::schema::CompletionPayload {
+    let ev = agentloop_core::schema::CompletionEvent {
+        kind: agentloop_core::schema::EventType::Escalated,
+        payload: agentloop_core::schema::CompletionPayload {
             run_id: run_id.to_string(),
             goal,
-            status: crate::workspace::Status::Escalated,
-            stop: crate::outcome::StopKind::Escalated,
+            status: agentloop_store::workspace::Status::Escalated,
+            stop: agentloop_model::outcome::StopKind::Escalated,
             open_question: None,
             reason: Some(reason.clone()),
             outcome: None,
@@ -878,7 +891,7 @@ struct Handoff<'r> {
 }
 
 impl Door for Handoff<'_> {
-    fn hands_off(&self, env: &Env, p: &crate::workspace::Pending) -> bool {
+    fn hands_off(&self, env: &Env, p: &agentloop_store::workspace::Pending) -> bool {
         !self.local.contains(&p.tool) && env.registry.get(&p.tool).is_some()
     }
 
@@ -899,14 +912,14 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response, turn: Turn) ->
     let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
     let mut door = Handoff { local, resp };
     // The limits are the run's own: a turn gives none of its own (no flags), so none changes.
-    let how = crate::lifecycle::Drive {
+    let how = agentloop_core::lifecycle::Drive {
         started: turn.started,
         ledger: true,
         modes: crate::commands::modes::AUTO,
         door: &mut door,
         traced: turn.traced,
     };
-    let driven = crate::lifecycle::drive_on(env, state, &Default::default(), how)?;
+    let driven = agentloop_core::lifecycle::drive_on(env, state, &Default::default(), how)?;
     match driven {
         Driven::Stopped(_) => done(state, resp),
         Driven::Waiting(p) => {

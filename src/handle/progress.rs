@@ -3,8 +3,8 @@
 //! short timeout, so a slow or absent listener never fails the run and delays the turn's answer
 //! by at most `handle.progress_timeout`.
 
-use crate::config::HandleConfig;
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::HandleConfig;
 use serde_json::{json, Value};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -27,20 +27,20 @@ impl Progress {
         }
         let token = cfg.progress_token.clone().filter(|t| !t.trim().is_empty());
         if let Some(t) = &token {
-            crate::redact::register(t);
+            agentloop_base::redact::register(t);
         }
         let timeout = cfg.progress_timeout.0;
         let (tx, rx) = mpsc::channel::<Value>();
         let (done_tx, done) = mpsc::channel();
         std::thread::spawn(move || {
-            let agent = crate::ductile::agent(timeout);
+            let agent = agentloop_tools::ductile::agent(timeout);
             for event in rx {
                 let mut r = agent.post(url.as_str()).header("content-type", "application/json");
                 if let Some(t) = &token {
                     r = r.header("authorization", format!("Bearer {t}"));
                 }
                 if let Err(e) = r.send(event.to_string().as_bytes()) {
-                    crate::output::stderr_line(&format!("agentloop handle: warn: progress webhook: {e}"));
+                    agentloop_model::output::stderr_line(&format!("agentloop handle: warn: progress webhook: {e}"));
                 }
             }
             let _ = done_tx.send(());
@@ -49,15 +49,15 @@ impl Progress {
     }
 
     /// Queues one event: `{type: agent.progress, run_id, phase, step, status, summary}`.
-    pub(super) fn post(&self, state: &crate::workspace::State, phase: &str, summary: &str) {
+    pub(super) fn post(&self, state: &agentloop_store::workspace::State, phase: &str, summary: &str) {
         let _ = self.tx.send(json!({
             "type": "agent.progress",
             "run_id": state.run_id,
             "phase": phase,
             "step": state.step,
             "status": state.status,
-            "summary": crate::redact::redact(summary),
-            "at": crate::clock::now_rfc3339(),
+            "summary": agentloop_base::redact::redact(summary),
+            "at": agentloop_base::clock::now_rfc3339(),
         }));
     }
 

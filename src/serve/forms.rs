@@ -15,9 +15,9 @@
 use super::http::{self, ApiError, ApiResult, Reply};
 use super::raise::{self, Offer};
 use super::Shared;
-use crate::budget::Budget;
-use crate::report::html::{encode_segment, esc};
-use crate::workspace::{State, Status, StopKind};
+use agentloop_core::report::html::{encode_segment, esc};
+use agentloop_model::budget::Budget;
+use agentloop_store::workspace::{State, Status, StopKind};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 

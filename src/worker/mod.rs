@@ -4,7 +4,7 @@
 //! Invariants:
 //! - Redis carries only requests and outcomes; each run's state is its folder
 //!   `<root>/runs/<id>/`, created and driven with the library code `serve` uses
-//!   ([`crate::lifecycle::go_on`], the root's configuration narrowed by the request's budgets).
+//!   ([`agentloop_core::lifecycle::go_on`], the root's configuration narrowed by the request's budgets).
 //! - A message's run id is derived from its idempotency key ([`request`]): a delivery of a
 //!   finished run publishes nothing new, one of an unfinished run resumes it from its journal.
 //!   The run's lock (a `flock` on its folder) makes sure one worker drives it at a time.
@@ -31,12 +31,12 @@ pub mod series;
 pub mod streams;
 pub mod view;
 
-use crate::error::{Error, Kind, Result};
-use crate::lifecycle::Request;
-use crate::output::Printer;
-use crate::phases::Env;
-use crate::settings::Global;
-use crate::workspace::{State, Workspace};
+use agentloop_base::error::{Error, Kind, Result};
+use agentloop_core::lifecycle::Request;
+use agentloop_core::phases::Env;
+use agentloop_core::settings::Global;
+use agentloop_model::output::Printer;
+use agentloop_store::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
 use request::{RunRequest, Triage};
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ pub struct Options {
     pub max_deliveries: u64,
     pub consumer: Option<String>,
     /// The agent's own mode switches after a run stops, as every door hands them to the engine.
-    pub modes: &'static dyn crate::lifecycle::Modes,
+    pub modes: &'static dyn agentloop_core::lifecycle::Modes,
 }
 
 /// What the worker's threads share.
@@ -70,16 +70,16 @@ struct Worker {
     printer: Printer,
     /// Messages this process is working on (the heartbeat keeps them claimed).
     held: Mutex<BTreeSet<String>>,
-    modes: &'static dyn crate::lifecycle::Modes,
+    modes: &'static dyn agentloop_core::lifecycle::Modes,
 }
 
 /// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
 /// run can change it) and used whenever the run is driven again: the one record every door keeps.
-pub use crate::runs_root::{Door, Record};
+pub use agentloop_core::runs_root::{Door, Record};
 
 impl Worker {
     fn log(&self, msg: &str) {
-        self.printer.info(&format!("{} {msg}", crate::clock::now_rfc3339()));
+        self.printer.info(&format!("{} {msg}", agentloop_base::clock::now_rfc3339()));
     }
 
     fn link(&self) -> Result<Link> {
@@ -108,7 +108,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--claim-idle must be at least 1s"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    let crate::runs_root::Root { root, global, runs_dir, .. } = crate::runs_root::prepare(g, &o.root)?;
+    let agentloop_core::runs_root::Root { root, global, runs_dir, .. } =
+        agentloop_core::runs_root::prepare(g, &o.root)?;
     let names = Names::new(&o.stream)?;
     let consumer = o.consumer.clone().unwrap_or_else(default_consumer);
     let w = Arc::new(Worker {
@@ -126,7 +127,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     });
     let mut link = w.link()?;
     link.call("create the consumer group", |c| streams::ensure_group(c, &w.names))?;
-    crate::interrupt::drain_on_signal();
+    agentloop_tools::interrupt::drain_on_signal();
     w.log(&format!(
         "worker {} on {} (group {}) with {} run(s) at once; runs under {}/{}",
         w.consumer,
@@ -153,19 +154,19 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     for t in threads {
         let _ = t.join();
     }
-    if crate::interrupt::draining() {
+    if agentloop_tools::interrupt::draining() {
         w.log(&format!(
             "worker {} drained: it took no new message and every run it drove stopped at a commit point",
             w.consumer
         ));
-        return Ok(crate::error::code::OK);
+        return Ok(agentloop_base::error::code::OK);
     }
     Err(Error::failure("the worker stopped"))
 }
 
 /// A consumer name unique to this process: the host's name and the pid.
 fn default_consumer() -> String {
-    let host = crate::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
+    let host = agentloop_base::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
         .ok()
         .flatten()
         .or_else(|| std::env::var("HOSTNAME").ok())
@@ -194,8 +195,8 @@ fn work(w: &Worker) {
         Err(e) => return w.printer.warn(&e.message),
     };
     loop {
-        crate::interrupt::park_if_interrupted();
-        if crate::interrupt::draining() {
+        agentloop_tools::interrupt::park_if_interrupted();
+        if agentloop_tools::interrupt::draining() {
             return;
         }
         let next = link
@@ -258,7 +259,7 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
         )),
         Err(e) if permanent(&e) && e.message.starts_with(&format!("run {run_id} ")) => dead(w, link, d, &e.message),
         Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
-        Err(_) if crate::interrupt::draining() => hand_back(w, link, d, &run_id),
+        Err(_) if agentloop_tools::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
@@ -272,7 +273,8 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
 /// A draining worker's run stopped at a commit point: its message goes back to the group for
 /// another worker to take over at once (this delivery not counted against `--max-deliveries`).
 fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
-    let state = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, false).and_then(|ws| ws.load_state()).ok();
+    let state =
+        agentloop_core::runs_root::enter(&w.root, &w.runs_dir, run_id, false).and_then(|ws| ws.load_state()).ok();
     let at = state.map(|s| format!(" at step {}", s.step)).unwrap_or_default();
     let back = d.deliveries.saturating_sub(1);
     match link.call("hand the message back", |c| streams::hand_back(c, &w.names, &w.consumer, &d.id, back)) {
@@ -303,14 +305,14 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     // (dead-lettered) leaves nothing under the root, not even a lock file.
     let unmade = Workspace::new(w.root.join(&w.runs_dir).join(run_id));
     let checked = if unmade.has_run() { None } else { Some(check_new(w, req, &unmade, quiet)?) };
-    let ws = crate::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
+    let ws = agentloop_core::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
     // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
     let session = loop {
         match ws.lock(Some(Duration::from_secs(1))) {
-            Err(e) if e.kind == Kind::LockBusy && crate::interrupt::draining() => {
+            Err(e) if e.kind == Kind::LockBusy && agentloop_tools::interrupt::draining() => {
                 return Err(Error::failure(format!("run {run_id} is held by another worker; this one is draining")));
             }
-            Err(e) if e.kind == Kind::LockBusy => crate::interrupt::park_if_interrupted(),
+            Err(e) if e.kind == Kind::LockBusy => agentloop_tools::interrupt::park_if_interrupted(),
             other => break other?,
         }
     };
@@ -320,15 +322,17 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             None => check_new(w, req, &ws, quiet)?,
         };
         let cfg = &resolved.config;
-        let tpl = crate::phases::templates(&ws, cfg)?;
+        let tpl = agentloop_core::phases::templates(&ws, cfg)?;
         let series = req.series_name();
         save_record(w, req, run_id, message_id, series.as_deref())?;
         let carried = match &series {
             Some(name) => series::carry(&w.root, &w.runs_dir, name, run_id, &ws)?,
             None => series::Carried::default(),
         };
-        let queued = crate::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
-        let mut state = crate::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
+        let queued =
+            agentloop_core::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
+        let mut state =
+            agentloop_core::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
         if series.is_some() {
             state.series = series.clone();
             // Written beside the journal: what the commit wrote is made durable first, so no
@@ -347,7 +351,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             Some(r) => (r.agent.as_deref(), &r.budgets),
             None => (req.agent.as_deref(), &req.budgets),
         };
-        let resolved = crate::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
+        let resolved = agentloop_core::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
         let mut state = ws.load_state()?;
         if state.status.is_terminal() && !state.interrupted {
             return Ok(state);
@@ -363,10 +367,10 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     let mut env = Env::with(&ws, &resolved.config, quiet)?;
     env.hold(&session);
     if state.interrupted {
-        state = crate::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
+        state = agentloop_core::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
     }
-    let _running = crate::interrupt::run_in(&ws.root);
-    crate::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, w.modes)?;
+    let _running = agentloop_tools::interrupt::run_in(&ws.root);
+    agentloop_core::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, w.modes)?;
     drop(env);
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
@@ -376,15 +380,20 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
 /// Everything that can refuse a new run `ws` before anything of it is written: its
 /// configuration (the agent, budgets that may only narrow, the output schema), the model, the
 /// rest window, and whether the goal fits its budget. Returns the run's configuration.
-fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Result<crate::config::Resolved> {
-    let resolved = crate::runs_root::new_run_config(
+fn check_new(
+    w: &Worker,
+    req: &RunRequest,
+    ws: &Workspace,
+    quiet: Printer,
+) -> Result<agentloop_config::config::Resolved> {
+    let resolved = agentloop_core::runs_root::new_run_config(
         &w.global,
         &w.root,
         req.agent.as_deref(),
         &req.budgets,
         req.output_schema.as_ref(),
     )?;
-    let start = crate::lifecycle::Start {
+    let start = agentloop_core::lifecycle::Start {
         goal: req.goal.clone(),
         background: req.background(),
         carry: req.series_name().is_some(),
@@ -394,7 +403,7 @@ fn check_new(w: &Worker, req: &RunRequest, ws: &Workspace, quiet: Printer) -> Re
         session: None,
     };
     // The one admission every door makes (key, rest, negotiation); its environment is not kept.
-    drop(crate::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
+    drop(agentloop_core::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
     Ok(resolved)
 }
 
@@ -410,21 +419,21 @@ fn started_from(series: Option<&str>, c: &series::Carried) -> String {
 }
 
 fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, series: Option<&str>) -> Result<()> {
-    if crate::runs_root::load_record(&w.root, run_id)?.is_some() {
+    if agentloop_core::runs_root::load_record(&w.root, run_id)?.is_some() {
         return Ok(());
     }
     let mut rec = Record::new(run_id, Door::Queue, req.agent.clone(), req.budgets.clone());
     rec.key = Some(req.idempotency_key(message_id));
     rec.message_id = Some(message_id.into());
     rec.series = series.map(String::from);
-    crate::runs_root::save_record(&w.root, &rec)
+    agentloop_core::runs_root::save_record(&w.root, &rec)
 }
 
 /// Writes a run's record (durably: the run is driven again with what it says).
 fn write_record(w: &Worker, rec: &Record) -> Result<()> {
-    crate::runs_root::save_record(&w.root, rec)
+    agentloop_core::runs_root::save_record(&w.root, rec)
 }
 
 fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {
-    crate::runs_root::load_record(&w.root, run_id)
+    agentloop_core::runs_root::load_record(&w.root, run_id)
 }

@@ -2,7 +2,7 @@
 //! constrained decoding builds it, reading no prose — is never refused, over both wire formats.
 
 use crate::common::*;
-use agentloop::contract::{self, FrameAnswer, PlanAnswer, ReflectAnswer};
+use agentloop_core::contract::{self, FrameAnswer, PlanAnswer, ReflectAnswer};
 use serde_json::{json, Value};
 
 /// A schema-literal model: a random instance of a JSON Schema (the subset the answer schemas
@@ -91,15 +91,15 @@ impl Literal {
     }
 }
 
-fn registry_tools() -> Vec<agentloop::tools::ToolSpec> {
-    let cfg = agentloop::config::Config::default();
-    agentloop::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap().all().to_vec()
+fn registry_tools() -> Vec<agentloop_tools::tools::ToolSpec> {
+    let cfg = agentloop_config::config::Config::default();
+    agentloop_tools::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap().all().to_vec()
 }
 
 #[test]
 fn literal_answers_to_every_sent_schema_are_accepted() {
     let specs = registry_tools();
-    let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
+    let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();
     let tools = [
         contract::frame_tool(),
         contract::plan_tool(&refs, None),
@@ -144,7 +144,7 @@ fn every_rule_is_in_the_schema() {
     assert_eq!(tick["properties"]["artifacts"]["items"]["type"], "string");
     assert_eq!(reflect["properties"]["satisfied"]["maxItems"], 4);
     let specs = registry_tools();
-    let refs: Vec<&agentloop::tools::ToolSpec> =
+    let refs: Vec<&agentloop_tools::tools::ToolSpec> =
         specs.iter().filter(|s| s.name == "file_read" || s.name == "finish").collect();
     let plan = contract::plan_tool(&refs, None).parameters;
     let variants = plan["properties"]["next_action"]["anyOf"].as_array().unwrap();
@@ -175,9 +175,9 @@ fn strict_variant_closes_objects_and_makes_optional_fields_nullable() {
     assert!(f.can_proceed);
     // A free-form map (http_call headers) has no strict form: the plain schema is sent.
     let specs = registry_tools();
-    let http: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name == "http_call").collect();
+    let http: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().filter(|s| s.name == "http_call").collect();
     assert!(contract::plan_tool(&http, None).strict.is_none());
-    let files: Vec<&agentloop::tools::ToolSpec> = specs.iter().filter(|s| s.name.starts_with("file_")).collect();
+    let files: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().filter(|s| s.name.starts_with("file_")).collect();
     assert!(contract::plan_tool(&files, None).strict.is_some());
 }
 
@@ -193,7 +193,7 @@ fn near_misses_are_mended_before_validation() {
     assert_eq!(f.definition_of_done.len(), 7, "more than 7 items are cut to the first 7");
 
     let specs = registry_tools();
-    let refs: Vec<&agentloop::tools::ToolSpec> = specs.iter().collect();
+    let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();
     let plan = contract::plan_tool(&refs, None);
     for a in [
         json!({"next_action": {"tool": "web_fetch", "args": {"url": "u"}}}),

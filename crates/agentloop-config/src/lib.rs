@@ -4,9 +4,6 @@
 //! Above agentloop-base, below the engine: it reads files and the environment it is handed, and
 //! knows nothing of models, tools or workspaces (docs/ARCHITECTURE.md).
 
-// The base layer's modules, re-exported so `crate::error`, `crate::fs`, ... read the same here.
-pub use agentloop_base::{clock, error, fs, json, seed_agent};
-
 pub mod config;
 pub mod mask;
 pub mod tool_messages;

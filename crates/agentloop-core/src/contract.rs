@@ -10,8 +10,8 @@
 //! the tool's arguments laid out flat, extra keys) are mended in one place, [`mend`], before
 //! validation; mending only ever turns an invalid answer into a valid one.
 
-use crate::model::ToolDef;
-use crate::tool_spec::ToolSpec;
+use agentloop_model::model::ToolDef;
+use agentloop_model::tool_spec::ToolSpec;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -228,7 +228,7 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Value {
     if let Some((_, v)) = KEPT.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(k, _)| *k == id) {
         return v.clone();
     }
-    let v = crate::tool_spec::schema_for::<T>();
+    let v = agentloop_model::tool_spec::schema_for::<T>();
     KEPT.lock().unwrap_or_else(|p| p.into_inner()).push((id, v.clone()));
     v
 }
@@ -341,22 +341,25 @@ pub fn fused_tool(reflect: &ToolDef, plan: &ToolDef) -> ToolDef {
 
 /// The answer of a call that forced `tool` (`dream`, `dream --explore`, `skills learn`): its
 /// arguments, parsed as [`parse`] does; an error when the model did not call it.
-pub fn forced_answer<T: DeserializeOwned>(r: crate::model::Response, tool: &ToolDef) -> crate::error::Result<T> {
+pub fn forced_answer<T: DeserializeOwned>(
+    r: agentloop_model::model::Response,
+    tool: &ToolDef,
+) -> agentloop_base::error::Result<T> {
     let call = r
         .tool_calls
         .into_iter()
         .find(|c| c.name == tool.name)
-        .ok_or_else(|| crate::error::Error::failure(format!("the model did not call {}", tool.name)))?;
+        .ok_or_else(|| agentloop_base::error::Error::failure(format!("the model did not call {}", tool.name)))?;
     let mut args = call.arguments;
-    parse(tool, &mut args).map_err(|e| crate::error::Error::failure(e.to_string()).with_source(e))
+    parse(tool, &mut args).map_err(|e| agentloop_base::error::Error::failure(e.to_string()).with_source(e))
 }
 
 /// Mends near misses, validates against the schema sent, then parses into the answer type.
 /// The error is what the model is told in its one corrective retry.
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, Unfit> {
     mend(&tool.parameters, args);
-    let validator = tool.validator.0.get_or_init(|| crate::tools::validator(&tool.parameters)).clone()?;
-    if let Err(e) = crate::tools::validate_with(&validator, args) {
+    let validator = tool.validator.0.get_or_init(|| agentloop_tools::tools::validator(&tool.parameters)).clone()?;
+    if let Err(e) = agentloop_tools::tools::validate_with(&validator, args) {
         return Err(Unfit::Schema(explain_variant(&tool.parameters, args).unwrap_or(e)));
     }
     // The types accept everything the schema does; a failure here is a bug, reported as such.
@@ -367,13 +370,13 @@ pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T,
 #[derive(Debug)]
 pub enum Unfit {
     /// It breaks the schema sent (or that schema does not compile).
-    Schema(crate::tools::SchemaError),
+    Schema(agentloop_tools::tools::SchemaError),
     /// It fits the schema but not the answer type: a bug, said as such.
     Type { tool: String, source: serde_json::Error },
 }
 
-impl From<crate::tools::SchemaError> for Unfit {
-    fn from(e: crate::tools::SchemaError) -> Self {
+impl From<agentloop_tools::tools::SchemaError> for Unfit {
+    fn from(e: agentloop_tools::tools::SchemaError) -> Self {
         Unfit::Schema(e)
     }
 }
@@ -399,7 +402,7 @@ impl std::error::Error for Unfit {
 /// A Next Action that matches none of the union's variants: the errors against the variant of
 /// the tool it names (e.g. `next_action.args.output.score: 11 is greater than the maximum of
 /// 10`), which say what to fix where "not valid under any of the schemas" does not.
-fn explain_variant(schema: &Value, args: &Value) -> Option<crate::tools::SchemaError> {
+fn explain_variant(schema: &Value, args: &Value) -> Option<agentloop_tools::tools::SchemaError> {
     // A fused answer: its plan half, named as such.
     if let (Some(plan), Some(plan_schema)) = (args.get("plan"), schema.pointer("/properties/plan")) {
         return Some(explain_variant(plan_schema, plan)?.under("plan"));
@@ -407,8 +410,8 @@ fn explain_variant(schema: &Value, args: &Value) -> Option<crate::tools::SchemaE
     let name = args.get("next_action")?.get("tool")?.as_str()?;
     let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
     let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
-    let v = crate::tools::validator(variant).ok()?;
-    let e = crate::tools::validate_with(&v, &args["next_action"]).err()?;
+    let v = agentloop_tools::tools::validator(variant).ok()?;
+    let e = agentloop_tools::tools::validate_with(&v, &args["next_action"]).err()?;
     Some(e.under("next_action"))
 }
 
@@ -645,7 +648,7 @@ fn tick_evidence(o: &mut Map<String, Value>) -> Map<String, Value> {
     let mut steps: Vec<Value> = Vec::new();
     let mut arts: Vec<Value> = Vec::new();
     if let Some(Value::String(line)) = o.remove("evidence") {
-        let e = crate::markdown::Evidence::parse(&line);
+        let e = agentloop_store::markdown::Evidence::parse(&line);
         steps.extend(e.steps.into_iter().map(|s| json!(s)));
         arts.extend(e.artifacts.into_iter().map(Value::String));
     }
@@ -697,7 +700,7 @@ fn mend_action(next: &mut Value) {
         }
     }
     if let Some(Value::String(t)) = na.get_mut("tool") {
-        *t = crate::tools::Registry::canonical(t.trim()).to_string();
+        *t = agentloop_tools::tools::Registry::canonical(t.trim()).to_string();
     }
     if !na.contains_key("args") {
         if let Some(a) = na.remove("arguments").or_else(|| na.remove("parameters")) {
@@ -859,8 +862,8 @@ mod tests {
     #[allow(clippy::disallowed_methods)] // a developer's dump into a folder they name
     fn dump_schemas() {
         let Some(dir) = std::env::var_os("AGENTLOOP_DUMP_SCHEMAS") else { return };
-        let cfg = crate::config::Config::default();
-        let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
+        let cfg = agentloop_config::config::Config::default();
+        let reg = agentloop_tools::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let all = reg.allowed(&cfg);
         let (plan, reflect) = (super::plan_tool(&all, None), super::reflect_tool(4));
         let fused = super::fused_tool(&reflect, &plan);
@@ -879,8 +882,8 @@ mod tests {
     #[test]
     fn a_fused_answer_is_checked_half_by_half() {
         use serde_json::json;
-        let cfg = crate::config::Config::default();
-        let reg = crate::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
+        let cfg = agentloop_config::config::Config::default();
+        let reg = agentloop_tools::tools::Registry::new(&cfg, camino::Utf8Path::new(".")).unwrap();
         let tool = super::fused_tool(&super::reflect_tool(2), &super::plan_tool(&reg.allowed(&cfg), None));
         let mut v = json!({"reflect": {"decision": "done", "reason": "r"}});
         let a: super::FusedAnswer = super::parse(&tool, &mut v).unwrap();

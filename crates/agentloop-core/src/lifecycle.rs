@@ -7,13 +7,13 @@
 //! [`decide`]; its [`Decision`] carries the state it was decided on, so nothing after it has to
 //! look the run up again or assume it is there.
 
-use crate::budget::Budget;
-use crate::config::{Config, Resolved};
-use crate::error::{Error, Result};
-use crate::output::Printer;
 use crate::phases::{self, Env};
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_config::config::{Config, Resolved};
+use agentloop_model::budget::Budget;
+use agentloop_model::output::Printer;
+use agentloop_store::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
 use serde_json::json;
 use std::time::Duration;
 
@@ -245,7 +245,7 @@ fn continue_way(ws: &Workspace, s: &State, stop: StopKind) -> String {
 
 /// A limit the run is still over with the limits in force now (`now`), which a continue would
 /// stop on again at once: which, and the refusal naming the flag that raises it.
-pub fn still_over(ws: &Workspace, s: &State, now: &crate::workspace::Limits) -> Option<(Budget, Error)> {
+pub fn still_over(ws: &Workspace, s: &State, now: &agentloop_store::workspace::Limits) -> Option<(Budget, Error)> {
     let mut raised = s.clone();
     raised.limits = now.clone();
     // The checks the loop itself makes (tokens and cost: `phases::budget_exceeded`).
@@ -343,7 +343,7 @@ impl Runner<'_> {
         // Known to the signal watcher while it goes on.
         let _running = (!state.status.is_terminal()).then(|| {
             self.printer.progress(&format!("run {} in {}", state.run_id, self.ws.root));
-            crate::interrupt::run_in(&self.ws.root)
+            agentloop_tools::interrupt::run_in(&self.ws.root)
         });
         let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger, self.modes)?;
         Ok(Outcome::Ran { state, stop })
@@ -369,7 +369,7 @@ impl Runner<'_> {
         if !self.ws.root.is_dir() {
             return None;
         }
-        crate::history::list(self.ws, &self.cfg().handle.runs_dir, &|m| self.printer.warn(m))
+        agentloop_store::history::list(self.ws, &self.cfg().handle.runs_dir, &|m| self.printer.warn(m))
             .into_iter()
             .map(|r| r.state)
             .find(|s| s.slot.as_deref() == Some(slot.as_str()) && s.status.is_terminal())
@@ -415,7 +415,7 @@ impl Runner<'_> {
                 old.interrupted = true;
                 session.save_state(&old)?;
             }
-            let to = crate::history::archive(session, runs, &old)?;
+            let to = agentloop_store::history::archive(session, runs, &old)?;
             let shown = to.strip_prefix(&self.ws.root).map(|r| r.to_string()).unwrap_or_else(|_| to.to_string());
             self.printer.info(&format!("run {} moved to {shown}", old.run_id));
         }
@@ -436,7 +436,7 @@ impl Runner<'_> {
         )?;
         // The event stream starts with the run: its `run.started` entry first.
         if self.events {
-            let trace = crate::fs::read_inside(&self.ws.root, &self.ws.trace())?.unwrap_or_default();
+            let trace = agentloop_base::fs::read_inside(&self.ws.root, &self.ws.trace())?.unwrap_or_default();
             if let Some(line) = trace.lines().find(|l| l.contains("\"run.started\"")) {
                 let _ = self.printer.try_outln(line);
             }
@@ -447,7 +447,7 @@ impl Runner<'_> {
     /// Brings the archived run `id` back to the root, archiving the root's own first.
     fn restore(&self, session: &Session, id: &str, current: Option<State>) -> Result<()> {
         let runs = &self.cfg().handle.runs_dir;
-        let found = crate::history::find(self.ws, runs, id)?;
+        let found = agentloop_store::history::find(self.ws, runs, id)?;
         let s = found.load_state()?;
         // The run named is refused as `--continue` refuses the current one (a done run stays
         // done: reopening it would overwrite its result), before anything is moved.
@@ -460,9 +460,9 @@ impl Runner<'_> {
                 return Err(Error::usage(format!("run {} is in progress here", cur.run_id))
                     .with_hint("finish it first, or archive it with `run --new --goal ...`"));
             }
-            crate::history::archive(session, runs, cur)?;
+            agentloop_store::history::archive(session, runs, cur)?;
         }
-        crate::history::restore(session, runs, &s.run_id)
+        agentloop_store::history::restore(session, runs, &s.run_id)
     }
 }
 
@@ -476,7 +476,7 @@ const SESSION_CHARS: usize = 12_000;
 /// of the session that ended (the root's or archived), oldest first, as the message it was
 /// given and what it answered.
 pub fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &str) -> String {
-    let mut turns: Vec<State> = crate::history::list(ws, runs, &|_| {})
+    let mut turns: Vec<State> = agentloop_store::history::list(ws, runs, &|_| {})
         .into_iter()
         .map(|r| r.state)
         .filter(|s| s.session.as_deref() == Some(name) && s.status.is_terminal())
@@ -488,7 +488,7 @@ pub fn with_conversation(ws: &Workspace, runs: &str, name: &str, background: &st
     // A message or an answer is text: none of its lines makes a heading or a fence here.
     let cut = |t: &str| -> String {
         let t = t.trim();
-        crate::md_text::prose(&match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
+        agentloop_store::md_text::prose(&match t.char_indices().nth(SESSION_MESSAGE_CHARS) {
             Some((i, _)) => format!("{} […]", &t[..i]),
             None => t.to_string(),
         })
@@ -547,8 +547,8 @@ pub fn carried_for(ws: &Workspace, runs: &str, previous: Option<&State>) -> Resu
 }
 
 /// The newest archived run that ended.
-fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
-    crate::history::list(ws, runs, &|_| {})
+fn newest_ended(ws: &Workspace, runs: &str) -> Option<agentloop_store::history::Run> {
+    agentloop_store::history::list(ws, runs, &|_| {})
         .into_iter()
         .filter(|r| !r.current && r.state.status.is_terminal())
         .max_by(|a, b| a.state.started_at.cmp(&b.state.started_at).then(a.state.run_id.cmp(&b.state.run_id)))
@@ -560,8 +560,8 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<crate::history::Run> {
 /// window), and for a new run (`start`) the negotiation ([`check_fits`]). `ws` is where the run
 /// lives or will live (it need not exist yet). Returns the phase environment to drive it with.
 pub fn admit<'a>(ws: &'a Workspace, cfg: &'a Config, printer: Printer, start: Option<&Start>) -> Result<Env<'a>> {
-    let model = crate::model::from_config(cfg, &ws.root)?;
-    crate::rest_window::check(cfg, &ws.root)?;
+    let model = agentloop_model::model::from_config(cfg, &ws.root)?;
+    agentloop_store::rest_window::check(cfg, &ws.root)?;
     let env = Env::with(ws, cfg, printer)?;
     if let Some(start) = start {
         check_fits(&env, model.model(), start)?;
@@ -576,15 +576,15 @@ pub fn admit<'a>(ws: &'a Workspace, cfg: &'a Config, printer: Printer, start: Op
 /// (canProceed, reason, estimatedCost, currentBudget, currentFatigue).
 pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
     check_model_name(env.cfg, model)?;
-    let limits = crate::workspace::Limits::from_config(env.cfg);
+    let limits = agentloop_store::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
-    let window = crate::rest_window::current(env.cfg);
+    let window = agentloop_store::rest_window::current(env.cfg);
     let values = phases::values::check_with(env.cfg, &env.ws.root, &start.goal, &start.background)?;
     let n = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     // A log a person reads: an unknown price or an unset limit is said in words.
     let usd = |c: Option<f64>| c.map_or_else(|| "price unknown".to_string(), |c| format!("${c:.4}"));
     let or_none = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
-    crate::log::info(&format!(
+    agentloop_model::log::info(&format!(
         "negotiation: smallest run ~{} tokens ({}), {} steps ~{} tokens ({}); limits: tokens {}, cost {}; fatigue {}",
         est.min_tokens,
         usd(est.min_cost_usd),
@@ -613,12 +613,14 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
 /// `base_url` of one's own) take any name, so they are not checked; a `prices:` entry for the
 /// name makes it known.
 fn check_model_name(cfg: &Config, model: &str) -> Result<()> {
-    let hosted = match crate::model::resolve_provider(cfg)? {
-        crate::config::Provider::Anthropic => true,
-        crate::config::Provider::Openai => cfg.llm.base_url.as_deref().is_none_or(|u| u.contains("api.openai.com")),
+    let hosted = match agentloop_model::model::resolve_provider(cfg)? {
+        agentloop_config::config::Provider::Anthropic => true,
+        agentloop_config::config::Provider::Openai => {
+            cfg.llm.base_url.as_deref().is_none_or(|u| u.contains("api.openai.com"))
+        }
         _ => false,
     };
-    let Some(known) = hosted.then(|| crate::model::pricing::likely_typo(model, &cfg.prices)).flatten() else {
+    let Some(known) = hosted.then(|| agentloop_model::model::pricing::likely_typo(model, &cfg.prices)).flatten() else {
         return Ok(());
     };
     Err(Error::usage(format!("model `{model}` looks like a mistyping of `{known}`; nothing was started")).with_hint(
@@ -641,7 +643,7 @@ pub trait Modes: Sync {
 pub fn go_on(
     env: &mut Env,
     state: &mut State,
-    sources: &crate::config::Sources,
+    sources: &agentloop_config::config::Sources,
     started: bool,
     ledger: bool,
     modes: &dyn Modes,
@@ -684,14 +686,19 @@ fn wall_clock(cfg: &Config, state: &State) -> Duration {
 pub fn drive_on(
     env: &mut Env,
     state: &mut State,
-    sources: &crate::config::Sources,
+    sources: &agentloop_config::config::Sources,
     how: Drive,
 ) -> Result<phases::run::Driven> {
     phases::refresh_limits(env, state, sources)?;
     let (tokens0, cost0) = (state.usage.total(), state.cost_usd);
     env.ledger_base = how.ledger.then_some((tokens0, cost0));
     let span = how.traced.then(|| {
-        crate::model::traced::run_span(env.cfg, &state.run_id, state.agent.as_deref(), &mut state.trace_parent)
+        agentloop_model::model::traced::run_span(
+            env.cfg,
+            &state.run_id,
+            state.agent.as_deref(),
+            &mut state.trace_parent,
+        )
     });
     let driven = phases::run::drive(env, state, wall_clock(env.cfg, state), how.door);
     if let Some(span) = span {
@@ -702,7 +709,7 @@ pub fn drive_on(
     if !how.ledger {
         return driven;
     }
-    if let Err(e) = crate::rest_window::record(env.cfg, &state.run_id, used, cost, how.started) {
+    if let Err(e) = agentloop_store::rest_window::record(env.cfg, &state.run_id, used, cost, how.started) {
         env.printer.warn(&format!("usage ledger: {e}"));
     }
     if state.status.is_terminal() {
@@ -736,9 +743,9 @@ pub fn reopen_keyed(env: &Env, state: State, req: &Request, key: Option<&str>) -
 /// `run.answered` or `run.continued` entry names it).
 pub fn reopened_by(ws: &Workspace, key: &str) -> Result<bool> {
     let mut found = false;
-    let quoted = crate::json::to_string(&key);
+    let quoted = agentloop_base::json::to_string(&key);
     let wanted = |l: &str| l.contains(&quoted) && (l.contains("\"run.answered\"") || l.contains("\"run.continued\""));
-    crate::trace::scan_where(&ws.trace(), wanted, |e| {
+    agentloop_base::trace::scan_where(&ws.trace(), wanted, |e| {
         if let Some(Ok(e)) = e {
             let reopening = e.event == "run.answered" || e.event == "run.continued";
             found |= reopening && e.data.as_ref().and_then(|d| d["key"].as_str()) == Some(key);
@@ -751,11 +758,11 @@ pub fn reopened_by(ws: &Workspace, key: &str) -> Result<bool> {
 /// newest 20).
 fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
     let path = ws.memory();
-    let text = crate::fs::read_optional(&path)?.unwrap_or_default();
+    let text = agentloop_base::fs::read_optional(&path)?.unwrap_or_default();
     let mem = if text.trim().is_empty() {
-        crate::markdown::Memory::default()
+        agentloop_store::markdown::Memory::default()
     } else {
-        crate::markdown::parse_memory(&text, &path)?
+        agentloop_store::markdown::parse_memory(&text, &path)?
     };
     let tag = format!("(from run {})", old.run_id);
     let mut facts: Vec<String> = mem
@@ -776,7 +783,7 @@ fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
     };
     facts.push(outcome.chars().take(600).collect());
     // 20 lines at most, but a person's answer is never dropped: it cannot be learned again.
-    Ok(crate::facts::capped_keeping_answers(facts, 20))
+    Ok(agentloop_base::facts::capped_keeping_answers(facts, 20))
 }
 
 /// Reopens an ended (or interrupted) run: the trace records why (`run.continued` with the

@@ -3,7 +3,7 @@
 //! rule, and where it is applied, is [`crate::trust`]; an error here is the reason the value
 //! widens, which it wraps.
 
-use crate::config::{Config, Dur, ShellSandbox};
+use agentloop_config::config::{Config, Dur, ShellSandbox};
 use serde_json::Value;
 
 /// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your
@@ -39,7 +39,7 @@ pub fn repeats(key: &str, v: &Value, base: &Config) -> bool {
         }),
         _ => false,
     };
-    plain && crate::json::to_value(base).pointer(&format!("/{}", key.replace('.', "/"))) == Some(v)
+    plain && agentloop_base::json::to_value(base).pointer(&format!("/{}", key.replace('.', "/"))) == Some(v)
 }
 
 /// [`crate::trust::narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
@@ -48,9 +48,11 @@ pub fn http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<st
     if key != "tools.http.cache" {
         return None;
     }
-    Some(match serde_json::from_value::<crate::config::HttpCache>(v.clone()) {
-        Ok(crate::config::HttpCache::Off) => Ok(()),
-        Ok(crate::config::HttpCache::On { floor }) if base.tools.http.cache.floor().is_some_and(|b| floor <= b) => {
+    Some(match serde_json::from_value::<agentloop_config::config::HttpCache>(v.clone()) {
+        Ok(agentloop_config::config::HttpCache::Off) => Ok(()),
+        Ok(agentloop_config::config::HttpCache::On { floor })
+            if base.tools.http.cache.floor().is_some_and(|b| floor <= b) =>
+        {
             Ok(())
         }
         Ok(_) => Err(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor")),
@@ -86,15 +88,15 @@ pub fn choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result
             Ok(())
         }
         // A judge as well as the phrases only declines more tasks.
-        "values_check" => match serde_json::from_value::<crate::config::ValuesCheck>(v.clone()) {
-            Ok(crate::config::ValuesCheck::Model) => Ok(()),
-            Ok(_) if base.values_check == crate::config::ValuesCheck::Words => Ok(()),
+        "values_check" => match serde_json::from_value::<agentloop_config::config::ValuesCheck>(v.clone()) {
+            Ok(agentloop_config::config::ValuesCheck::Model) => Ok(()),
+            Ok(_) if base.values_check == agentloop_config::config::ValuesCheck::Words => Ok(()),
             Ok(_) => Err("the trusted `model` judge may not be turned off (only `model` narrows)".into()),
             Err(_) => Err("must be `words` or `model`".into()),
         },
-        "memory.scope" => match serde_json::from_value::<crate::config::MemoryScope>(v.clone()) {
-            Ok(crate::config::MemoryScope::Workspace) => Ok(()),
-            Ok(_) if base.memory.scope == crate::config::MemoryScope::User => Ok(()),
+        "memory.scope" => match serde_json::from_value::<agentloop_config::config::MemoryScope>(v.clone()) {
+            Ok(agentloop_config::config::MemoryScope::Workspace) => Ok(()),
+            Ok(_) if base.memory.scope == agentloop_config::config::MemoryScope::User => Ok(()),
             Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
             Err(_) => Err("must be `workspace` or `user`".into()),
         },
@@ -109,7 +111,7 @@ mod tests {
 
     #[test]
     fn only_plain_values_of_keys_that_name_no_program_or_place_repeat_yours() {
-        let mut base = crate::config::Config::default();
+        let mut base = agentloop_config::config::Config::default();
         base.tools.http.allow_private = true;
         base.tools.shell.allow = vec!["git".into()];
         base.llm.api_key_cmd = Some(vec!["pass".into(), "show".into(), "openai".into()]);

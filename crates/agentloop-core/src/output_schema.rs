@@ -4,13 +4,13 @@
 //! mode will be used — and the final output held to it. The run keeps the schema in state.json;
 //! `contract::plan_tool` puts it into `finish`'s parameters, Act checks what `finish` gave.
 
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
 use serde_json::Value;
 
 /// The run's output schema from `output_schema` (an object, or a JSON file relative to `root`),
 /// checked: a JSON Schema object that compiles, and — when `strict` says the provider's strict
 /// mode will be used — one strict mode can take. The error names the key or file and the fix.
-pub fn resolve(cfg: &crate::config::Config, root: &camino::Utf8Path, strict: bool) -> Result<Option<Value>> {
+pub fn resolve(cfg: &agentloop_config::config::Config, root: &camino::Utf8Path, strict: bool) -> Result<Option<Value>> {
     let (schema, from) = match &cfg.output_schema {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(path)) => {
@@ -19,9 +19,9 @@ pub fn resolve(cfg: &crate::config::Config, root: &camino::Utf8Path, strict: boo
             // A relative path is a workspace file, read as the workspace's own files are: never
             // through a link that leads outside it (what it holds is sent to the model).
             let read = if camino::Utf8Path::new(path).is_relative() {
-                crate::fs::read_inside(root, &p)
+                agentloop_base::fs::read_inside(root, &p)
             } else {
-                crate::fs::read_to_string(&p).map(Some)
+                agentloop_base::fs::read_to_string(&p).map(Some)
             };
             let text = read
                 .map_err(|e| Error::new(e.kind, format!("output_schema: {}", e.message)).with_hint(hint))?
@@ -80,8 +80,8 @@ pub fn check_schema(schema: &Value, from: &str, strict: bool) -> Result<()> {
 /// Whether `output` matches the run's output schema; the error lists what does not.
 pub fn check_output(schema: &Value, output: Option<&Value>) -> std::result::Result<(), OutputError> {
     let Some(output) = output else { return Err(OutputError::Missing) };
-    let v = crate::tools::validator(schema).map_err(OutputError::Schema)?;
-    crate::tools::validate_with(&v, output).map_err(OutputError::Mismatch)
+    let v = agentloop_tools::tools::validator(schema).map_err(OutputError::Schema)?;
+    agentloop_tools::tools::validate_with(&v, output).map_err(OutputError::Mismatch)
 }
 
 /// Why a `finish` output is refused, as the step's error says.
@@ -90,9 +90,9 @@ pub enum OutputError {
     /// `finish` gave no `output`.
     Missing,
     /// The output schema itself does not compile.
-    Schema(crate::tools::SchemaError),
+    Schema(agentloop_tools::tools::SchemaError),
     /// The output breaks the schema.
-    Mismatch(crate::tools::SchemaError),
+    Mismatch(agentloop_tools::tools::SchemaError),
 }
 
 impl std::fmt::Display for OutputError {

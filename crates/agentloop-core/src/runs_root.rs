@@ -2,11 +2,11 @@
 //! `<root>/<runs_dir>/<id>/`, configured by the root's configuration and the process's own flags,
 //! narrowed by what a request asks (an agent profile, budgets that may only narrow).
 
-use crate::budget::Budgets;
-use crate::config::{Config, Layer, Resolved, Source};
-use crate::error::{Error, Result};
 use crate::settings::Global;
-use crate::workspace::Workspace;
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::{Config, Layer, Resolved, Source};
+use agentloop_model::budget::Budgets;
+use agentloop_store::workspace::Workspace;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::json;
 
@@ -23,16 +23,16 @@ pub struct Root {
     /// Folder under the root holding the runs (`handle.runs_dir`, a plain name).
     pub runs_dir: String,
     /// The root's `serve:` section (the names `serve` answers to).
-    pub serve: crate::config::ServeConfig,
+    pub serve: agentloop_config::config::ServeConfig,
 }
 
 /// Creates `root` when missing and checks its configuration before anything runs.
 pub fn prepare(g: &Global, root: &Utf8Path) -> Result<Root> {
-    crate::fs::create_dir_all(root)?;
+    agentloop_base::fs::create_dir_all(root)?;
     let root = root.canonicalize_utf8().map_err(|e| Error::io("find", root, e))?;
     let mut global = g.clone();
     global.workspace = root.clone();
-    let base: Config = crate::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
+    let base: Config = agentloop_config::config::resolve(&crate::settings::layers(&global, &root, None)?)?.config;
     let runs_dir = base.handle.runs_dir.clone();
     let plain = Utf8PathBuf::from(&runs_dir);
     if plain.components().count() != 1 || !matches!(plain.components().next(), Some(camino::Utf8Component::Normal(_))) {
@@ -75,7 +75,7 @@ pub fn new_run_config(
 ) -> Result<Resolved> {
     let mut resolved = config(global, root, agent, b, true)?;
     if let Some(schema) = output_schema {
-        let strict = crate::model::strict_schemas(&resolved.config);
+        let strict = agentloop_model::model::strict_schemas(&resolved.config);
         crate::output_schema::check_schema(schema, "`output_schema`", strict)?;
         resolved.config.output_schema = Some(schema.clone());
     }
@@ -87,7 +87,8 @@ pub fn new_run_config(
 /// refused, never written through.
 pub fn enter(root: &Utf8Path, runs_dir: &str, id: &str, create: bool) -> Result<Workspace> {
     let rel = Utf8Path::new(runs_dir).join(id);
-    crate::fs::Folder::open(root, &rel, create)?.ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
+    agentloop_base::fs::Folder::open(root, &rel, create)?
+        .ok_or_else(|| Error::usage(format!("no run `{id}` under {root}")))?;
     Ok(Workspace::new(root.join(runs_dir).join(id)))
 }
 
@@ -152,7 +153,7 @@ impl Record {
             door: Some(door),
             agent,
             budgets,
-            submitted_at: crate::clock::now_rfc3339(),
+            submitted_at: agentloop_base::clock::now_rfc3339(),
             key: None,
             message_id: None,
             series: None,
@@ -171,7 +172,7 @@ pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
     let here = record_path(root, id);
     let legacy = LEGACY_RECORDS.iter().map(|d| root.join(d).join(format!("{id}.json")));
     for path in std::iter::once(here).chain(legacy) {
-        if let Some(t) = crate::fs::read_optional(&path)? {
+        if let Some(t) = agentloop_base::fs::read_optional(&path)? {
             return serde_json::from_str(&t)
                 .map(Some)
                 .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file"));
@@ -182,9 +183,9 @@ pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
 
 /// Writes a run's record, durably (a door drives a run again by it).
 pub fn save_record(root: &Utf8Path, record: &Record) -> Result<()> {
-    crate::fs::create_dir_all(&root.join(RECORDS))?;
-    let text = crate::json::to_string_pretty(record) + "\n";
-    crate::fs::write_durable(&record_path(root, &record.run_id), text.as_bytes())
+    agentloop_base::fs::create_dir_all(&root.join(RECORDS))?;
+    let text = agentloop_base::json::to_string_pretty(record) + "\n";
+    agentloop_base::fs::write_durable(&record_path(root, &record.run_id), text.as_bytes())
 }
 
 /// Removes the record of run `id` (and an earlier version's).
@@ -201,7 +202,7 @@ pub fn record_ids(root: &Utf8Path) -> Vec<String> {
         .chain(LEGACY_RECORDS)
         .filter_map(|d| root.join(d).read_dir_utf8().ok())
         .flat_map(|rd| rd.flatten().filter_map(|e| e.file_name().strip_suffix(".json").map(String::from)))
-        .filter(|id| id != "keys" && crate::run_id::RunId::is_valid(id))
+        .filter(|id| id != "keys" && agentloop_base::run_id::RunId::is_valid(id))
         .collect();
     ids.sort();
     ids.dedup();
@@ -217,15 +218,15 @@ pub fn keys_path(root: &Utf8Path) -> Utf8PathBuf {
 /// The key index under `root` (an earlier version's `.agentloop-handle.json` when there is no
 /// other yet); empty when there is none, or it cannot be read as one.
 pub fn load_keys(root: &Utf8Path) -> Result<serde_json::Map<String, serde_json::Value>> {
-    let text = match crate::fs::read_optional(&keys_path(root))? {
+    let text = match agentloop_base::fs::read_optional(&keys_path(root))? {
         Some(t) => Some(t),
-        None => crate::fs::read_optional(&root.join(".agentloop-handle.json"))?,
+        None => agentloop_base::fs::read_optional(&root.join(".agentloop-handle.json"))?,
     };
     Ok(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default())
 }
 
 /// Writes the key index under `root`.
 pub fn save_keys(root: &Utf8Path, keys: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
-    crate::fs::create_dir_all(&root.join(RECORDS))?;
-    crate::fs::write_atomic(&keys_path(root), crate::json::to_string_pretty(keys).as_bytes())
+    agentloop_base::fs::create_dir_all(&root.join(RECORDS))?;
+    agentloop_base::fs::write_atomic(&keys_path(root), agentloop_base::json::to_string_pretty(keys).as_bytes())
 }

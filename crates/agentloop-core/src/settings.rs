@@ -1,12 +1,12 @@
 //! Resolve step: merges flags, environment, config files and defaults into one validated
 //! [`Config`], so commands never see raw strings.
 
-use crate::config::{self, Config, Layer, Resolved, Source};
-use crate::error::{Error, Result};
-use crate::output::ColorChoice;
-use crate::output::Printer;
 use crate::trust::Refusal;
-use crate::workspace::Workspace;
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::{self, Config, Layer, Resolved, Source};
+use agentloop_model::output::ColorChoice;
+use agentloop_model::output::Printer;
+use agentloop_store::workspace::Workspace;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 
@@ -203,15 +203,19 @@ fn gather(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<(Vec<La
         // The list of valid keys is for the error; the warning stays one readable line.
         let what = e.message.split(", expected one of").next().unwrap_or_default();
         let near = match &e.cause {
-            Some(crate::error::Cause::ConfigKey(k)) => {
+            Some(agentloop_base::error::Cause::ConfigKey(k)) => {
                 k.near.as_deref().map(|n| format!(" (did you mean {}?)", config::env_name(n))).unwrap_or_default()
             }
             _ => String::new(),
         };
         if unknown {
-            crate::output::warning(&format!("{what}; {var} names no configuration key, so it is ignored{near}"));
+            agentloop_model::output::warning(&format!(
+                "{what}; {var} names no configuration key, so it is ignored{near}"
+            ));
         } else {
-            crate::output::warning(&format!("{what}; this command only reads, so it goes on without {var}{near}"));
+            agentloop_model::output::warning(&format!(
+                "{what}; this command only reads, so it goes on without {var}{near}"
+            ));
         }
     }
     let flags = flag_layer(g);
@@ -286,8 +290,8 @@ fn load_profile(name: &str, root: &Utf8Path, user_dir: Option<&Utf8Path>, truste
 /// named it: a link on the way may not lead out (its text goes to the model).
 pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     let Some(file) = cfg.system_prompt_file.clone() else { return Ok(()) };
-    let path = crate::fs::resolve_in(root, &file);
-    let text = crate::fs::read_named(root, &file)
+    let path = agentloop_base::fs::resolve_in(root, &file);
+    let text = agentloop_base::fs::read_named(root, &file)
         .map_err(|e| Error { message: format!("system_prompt_file: {}", e.message), ..e })?
         .ok_or_else(|| {
             Error::config(format!("invalid configuration at key `system_prompt_file`: {path} does not exist"))
@@ -333,12 +337,12 @@ pub fn build(g: &Global) -> Result<Ctx> {
     load_identity(&mut resolved.config, &ws.root)?;
     // The log exists only for a workspace that does (a mistyped -w creates nothing).
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
-        if let Err(e) = crate::log::init(&resolved.config.logging, &ws.root) {
+        if let Err(e) = agentloop_model::log::init(&resolved.config.logging, &ws.root) {
             // Logging is diagnostics: the command goes on without it, and says why.
-            crate::output::warning(&format!("logging.file: {}; logging is off", e.message));
+            agentloop_model::output::warning(&format!("logging.file: {}; logging is off", e.message));
         }
     }
-    crate::log::debug(&format!(
+    agentloop_model::log::debug(&format!(
         "agentloop {} {:?} in {}; config sources: {}",
         env!("CARGO_PKG_VERSION"),
         std::env::args().skip(1).collect::<Vec<_>>(),

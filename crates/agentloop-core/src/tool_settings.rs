@@ -10,8 +10,8 @@
 //! Untrusted configuration is held to the same rule by [`narrows`] (called from
 //! [`crate::trust`]), which also keeps its paths inside the workspace.
 
-use crate::config::{Config, PER_TOOL};
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::{Config, PER_TOOL};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ use serde_json::Value;
 const READERS: &[&str] = &["file_read", "list_dir", "grep"];
 
 fn normalize(root: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
-    crate::capfs::normalize(&crate::capfs::absolute(&root.join(p)))
+    agentloop_base::capfs::normalize(&agentloop_base::capfs::absolute(&root.join(p)))
 }
 
 /// Checks the resolved configuration: every per-tool value within the global policy. `root`
@@ -49,8 +49,8 @@ pub fn check(cfg: &Config, root: &Utf8Path) -> Result<()> {
     if t.web_fetch.max_length == Some(0) {
         return Err(refuse("tools.web_fetch.max_length".into(), "0 keeps nothing of a page".into()));
     }
-    let ws = crate::capfs::absolute(root);
-    let ws = crate::capfs::normalize(&ws);
+    let ws = agentloop_base::capfs::absolute(root);
+    let ws = agentloop_base::capfs::normalize(&ws);
     let read_set: Vec<Utf8PathBuf> = std::iter::once(ws.clone())
         .chain(t.read_paths.iter().chain(&t.write_paths).map(|p| normalize(root, p)))
         .collect();
@@ -86,7 +86,7 @@ pub fn check(cfg: &Config, root: &Utf8Path) -> Result<()> {
 fn own_folder(ws: &Utf8Path, abs: &Utf8Path, cfg: &Config) -> Option<String> {
     let rel = abs.strip_prefix(ws).ok()?;
     let first = rel.components().next()?.as_str().to_string();
-    use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let own = PAPER_TRAIL.iter().chain(CONFIG_FILES).chain(CONFIG_DIRS).any(|n| *n == first);
     if own || first == cfg.handle.runs_dir || first.starts_with(".agentloop") {
         return Some(format!("is agentloop's own (`{first}`), which no tool may write"));
@@ -151,8 +151,8 @@ pub fn narrows(
                 let Some(have) = base.tools.allowed_paths_of(tool) else { return Ok(()) };
                 let want = Utf8Path::new(p.as_str().unwrap_or_default());
                 let fits = have.iter().any(|h| {
-                    crate::capfs::normalize(&Utf8Path::new("/ws").join(want))
-                        .starts_with(crate::capfs::normalize(&Utf8Path::new("/ws").join(h)))
+                    agentloop_base::capfs::normalize(&Utf8Path::new("/ws").join(want))
+                        .starts_with(agentloop_base::capfs::normalize(&Utf8Path::new("/ws").join(h)))
                 });
                 if fits {
                     Ok(())

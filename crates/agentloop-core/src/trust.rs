@@ -11,9 +11,9 @@
 //! the layer before anything resolves it (so no code path can act on it) and reported as a
 //! [`Refusal`]; commands that act refuse to start, read-only ones warn and go on without it.
 
-use crate::budget::{Budget, Budgets};
-use crate::config::{Config, Dur, Layer, Resolved, Source};
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::{Config, Dur, Layer, Resolved, Source};
+use agentloop_model::budget::{Budget, Budgets};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -94,13 +94,13 @@ impl Trusted {
 
 impl Store {
     pub fn path() -> Option<Utf8PathBuf> {
-        Some(crate::config::user_config_dir()?.join("trusted.json"))
+        Some(agentloop_config::config::user_config_dir()?.join("trusted.json"))
     }
 
     /// The store; a missing file is an empty one, a broken one an error naming it.
     pub fn load() -> Result<Store> {
         let Some(path) = Self::path() else { return Ok(Store::default()) };
-        match crate::fs::read_optional(&path)? {
+        match agentloop_base::fs::read_optional(&path)? {
             None => Ok(Store::default()),
             Some(text) => serde_json::from_str(&text).map_err(|e| {
                 Error::config(format!("{path} is not a valid list of trusted folders: {e}"))
@@ -115,10 +115,10 @@ impl Store {
                 .with_hint("set HOME (or XDG_CONFIG_HOME) so agentloop can record trusted folders")
         })?;
         if let Some(dir) = path.parent() {
-            crate::fs::create_dir_all(dir)?;
+            agentloop_base::fs::create_dir_all(dir)?;
         }
-        let text = crate::json::to_string_pretty(self) + "\n";
-        crate::fs::write_atomic(&path, text.as_bytes())?;
+        let text = agentloop_base::json::to_string_pretty(self) + "\n";
+        agentloop_base::fs::write_atomic(&path, text.as_bytes())?;
         Ok(path)
     }
 
@@ -135,7 +135,7 @@ impl Store {
             return false;
         }
         self.folders.retain(|t| t.path != dir);
-        self.folders.push(Trusted { path: dir.to_path_buf(), since: crate::clock::now_rfc3339(), id });
+        self.folders.push(Trusted { path: dir.to_path_buf(), since: agentloop_base::clock::now_rfc3339(), id });
         true
     }
 
@@ -212,7 +212,7 @@ pub fn repository_above(dir: &Utf8Path) -> Option<Utf8PathBuf> {
 /// as trusted: whatever config it later holds was written by the user. A folder that held
 /// anything — a cloned repository, an unpacked archive — is never recorded. A store that cannot
 /// be written only costs the convenience, so it is a warning.
-pub fn record_created(dir: &Utf8Path, was_new: bool, printer: &crate::output::Printer) {
+pub fn record_created(dir: &Utf8Path, was_new: bool, printer: &agentloop_model::output::Printer) {
     if env_trusts_all() || !was_new {
         return;
     }
@@ -282,7 +282,7 @@ fn describe(refused: &[Refusal]) -> String {
             .iter()
             .filter(|r| r.file == file)
             // A key holds the workspace's own names (`mcp.servers.<name>`): shown on one line.
-            .map(|r| (crate::output::one_line(&r.key), &r.why))
+            .map(|r| (agentloop_model::output::one_line(&r.key), &r.why))
             .map(|(key, why)| if *why == ONLY_TRUSTED { format!("`{key}`") } else { format!("`{key}` ({why})") })
             .collect();
         parts.push(format!("{file} sets {}", keys.join(", ")));
@@ -347,8 +347,8 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 /// [`narrows`] for `allowed_tools`: each entry (a tool, a Ductile plugin for its commands, one
 /// `<plugin>__<command>`) must name a tool, and only tools the trusted configuration allows.
 fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str) -> std::result::Result<(), Widens> {
-    let registry =
-        crate::tools::Registry::load(base, root, crate::tools::Reach::CachesOnly).map_err(|e| Widens(e.message))?;
+    let registry = agentloop_tools::tools::Registry::load(base, root, agentloop_tools::tools::Reach::CachesOnly)
+        .map_err(|e| Widens(e.message))?;
     let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
     for w in &want {
         let named = registry.named_by(w);
@@ -470,7 +470,7 @@ fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), Widens> {
     if path.is_absolute() || path.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
         return Err(Widens(format!("`{p}` is outside the workspace")));
     }
-    if crate::fs::leads_outside(root, &root.join(path)) {
+    if agentloop_base::fs::leads_outside(root, &root.join(path)) {
         return Err(Widens(format!("`{p}` leads outside the workspace through a link")));
     }
     Ok(())
@@ -585,7 +585,7 @@ fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std
     };
     Some(match key {
         "llm.provider" => {
-            let Ok(p) = serde_json::from_value::<crate::config::Provider>(v.clone()) else {
+            let Ok(p) = serde_json::from_value::<agentloop_config::config::Provider>(v.clone()) else {
                 return Some(Err(Widens("is not a provider agentloop knows".into())));
             };
             let l = &base.llm;
@@ -678,8 +678,12 @@ fn narrows_ports(v: &Value, have: &[u16], whose: &str) -> std::result::Result<()
 }
 
 /// Whether the `values` list `v` keeps every one of `have` (by name) with all its phrases.
-fn keeps_values(v: &Value, have: &[crate::config::AgentValue], whose: &str) -> std::result::Result<(), Widens> {
-    let want: Vec<crate::config::AgentValue> =
+fn keeps_values(
+    v: &Value,
+    have: &[agentloop_config::config::AgentValue],
+    whose: &str,
+) -> std::result::Result<(), Widens> {
+    let want: Vec<agentloop_config::config::AgentValue> =
         serde_json::from_value(v.clone()).map_err(|e| Widens(format!("must be a list of values: {e}")))?;
     for h in have {
         let Some(w) = want.iter().find(|w| w.name == h.name) else {
@@ -701,7 +705,7 @@ fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std:
             // one in .git could change what git runs. Judged by every component of the path
             // (`inside` has refused `..`), so `./state.json`, `notes/.git/config` and
             // `agents/x.yaml` are all refused, as the file tools refuse them at any depth.
-            use crate::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+            use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
             let p = Utf8Path::new(v.as_str().unwrap_or_default());
             let own = |c: &str| {
                 PAPER_TRAIL.contains(&c)
@@ -735,7 +739,7 @@ fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std:
 
 /// Your own config file as this process finds it (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
 pub fn own_config() -> String {
-    crate::config::user_config_dir()
+    agentloop_config::config::user_config_dir()
         .map(|d| d.join("config.yaml").to_string())
         .unwrap_or_else(|| "~/.config/agentloop/config.yaml".to_string())
 }
@@ -764,7 +768,7 @@ mod tests {
 
     #[test]
     fn request_budgets_only_narrow() {
-        let base = || crate::config::resolve(&[]).unwrap();
+        let base = || agentloop_config::config::resolve(&[]).unwrap();
         let root = Utf8Path::new("/nonexistent-root");
         let b = |v: Value| serde_json::from_value::<Budgets>(v).unwrap();
         let mut r = base();
@@ -877,7 +881,10 @@ mod tests {
             ["memory.dir", "memory.scope", "tools.memory.dir"]
         );
         let user = Config {
-            memory: crate::config::MemoryConfig { scope: crate::config::MemoryScope::User, ..Default::default() },
+            memory: agentloop_config::config::MemoryConfig {
+                scope: agentloop_config::config::MemoryScope::User,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let v = json!("user");
@@ -897,7 +904,7 @@ mod tests {
     #[test]
     fn values_may_be_added_but_not_dropped() {
         let user = Config {
-            values: vec![crate::config::AgentValue {
+            values: vec![agentloop_config::config::AgentValue {
                 name: "honesty".into(),
                 description: None,
                 refuse_if: vec!["fake review".into()],
@@ -918,7 +925,7 @@ mod tests {
     #[test]
     fn sanitize_takes_the_keys_out() {
         let mut l = Layer {
-            source: crate::config::Source::Workspace("ws/agentloop.yaml".into()),
+            source: agentloop_config::config::Source::Workspace("ws/agentloop.yaml".into()),
             value: json!({"llm": {"base_url": "x", "temperature": 0.1}}),
         };
         let r = sanitize(&mut l, &Config::default(), Utf8Path::new("/nonexistent-ws"));

@@ -3,13 +3,13 @@
 //! budget lines, a `serve` request's `budgets` and a `handle` request's `config`. Code that walks
 //! the budgets walks [`Budget::ALL`]; nothing else lists their names.
 
-use crate::config::{Config, Dur};
+use agentloop_config::config::{Config, Dur};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 // Recorded costs are checked where the trace is read (the base layer); re-exported here, with
 // the rest of what a budget is.
-pub use crate::trace::{bad_cost, MAX_RECORDED_COST_USD};
+pub use agentloop_base::trace::{bad_cost, MAX_RECORDED_COST_USD};
 
 /// One limit of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,10 +4,6 @@
 //! Above agentloop-config, below the engine: it knows nothing of workspaces, tools' code or
 //! phases (docs/ARCHITECTURE.md).
 
-// The layers below, re-exported so `crate::error`, `crate::config`, ... read the same here.
-pub use agentloop_base::{clock, error, fs, json, redact, trace};
-pub use agentloop_config::{config, tool_messages};
-
 pub mod budget;
 pub mod log;
 pub mod model;

@@ -8,16 +8,16 @@
 //! written relative to its opened folder (`fs::Folder`), so a link put on the way later is not
 //! followed either.
 
-use crate::config::{LogFormat, LoggingConfig};
+use agentloop_config::config::{LogFormat, LoggingConfig};
 use camino::Utf8PathBuf;
 use std::sync::Mutex;
 
-pub use crate::config::LogLevel as Level;
+pub use agentloop_config::config::LogLevel as Level;
 
 struct Logger {
     file: Utf8PathBuf,
     /// A log in the workspace: its folder, opened without following a link, and its name.
-    within: Option<(crate::fs::Folder, String)>,
+    within: Option<(agentloop_base::fs::Folder, String)>,
     level: Level,
     json: bool,
     max_bytes: u64,
@@ -32,7 +32,7 @@ static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
 /// shorter value would mask ordinary words in a run's files).
 fn secrets() -> Vec<String> {
     std::env::vars()
-        .filter(|(k, _)| crate::redact::is_secret_name(k))
+        .filter(|(k, _)| agentloop_base::redact::is_secret_name(k))
         .map(|(_, v)| v.trim().to_string())
         .filter(|v| v.len() >= 4)
         .collect()
@@ -40,10 +40,10 @@ fn secrets() -> Vec<String> {
 
 /// Starts logging for this process (a no-op without `logging.file`). An error says why the log
 /// cannot be written (a symlink on the way); logging stays off, and the caller warns.
-pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Result<()> {
+pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> agentloop_base::error::Result<()> {
     let Some(file) = &cfg.file else { return Ok(()) };
     let within = log_folder(root, file)?;
-    let file = crate::fs::resolve_in(root, file);
+    let file = agentloop_base::fs::resolve_in(root, file);
     let logger = Logger {
         file,
         within,
@@ -66,20 +66,20 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> crate::error::Resul
 fn log_folder(
     root: &camino::Utf8Path,
     named: &camino::Utf8Path,
-) -> crate::error::Result<Option<(crate::fs::Folder, String)>> {
-    let file = &crate::fs::resolve_in(root, named);
+) -> agentloop_base::error::Result<Option<(agentloop_base::fs::Folder, String)>> {
+    let file = &agentloop_base::fs::resolve_in(root, named);
     if std::fs::symlink_metadata(file).is_ok_and(|m| m.is_symlink()) {
-        return Err(crate::fs::linked_file(file));
+        return Err(agentloop_base::fs::linked_file(file));
     }
-    let Some(rel) = crate::fs::in_workspace(root, named) else {
-        crate::fs::create_dir_all(file.parent().unwrap_or(camino::Utf8Path::new(".")))?;
+    let Some(rel) = agentloop_base::fs::in_workspace(root, named) else {
+        agentloop_base::fs::create_dir_all(file.parent().unwrap_or(camino::Utf8Path::new(".")))?;
         return Ok(None);
     };
-    let name = rel.file_name().ok_or_else(|| crate::error::Error::config(format!("{file} names no file")))?;
-    let folder = crate::fs::Folder::open(root, rel.parent().unwrap_or(camino::Utf8Path::new("")), true)?
-        .ok_or_else(|| crate::error::Error::config(format!("cannot make the folder of {file}")))?;
+    let name = rel.file_name().ok_or_else(|| agentloop_base::error::Error::config(format!("{file} names no file")))?;
+    let folder = agentloop_base::fs::Folder::open(root, rel.parent().unwrap_or(camino::Utf8Path::new("")), true)?
+        .ok_or_else(|| agentloop_base::error::Error::config(format!("cannot make the folder of {file}")))?;
     if folder.is_link(name) {
-        return Err(crate::fs::linked_file(&folder.path().join(name)));
+        return Err(agentloop_base::fs::linked_file(&folder.path().join(name)));
     }
     Ok(Some((folder, name.to_string())))
 }
@@ -107,11 +107,11 @@ pub fn log(level: Level, msg: &str) {
     }
     // Every secret in every form `redact` knows (encoded, dumped, registered at run time), then
     // the short values only this log looks for.
-    let mut msg = crate::redact::redact(msg);
+    let mut msg = agentloop_base::redact::redact(msg);
     for s in &l.secrets {
         msg = msg.replace(s.as_str(), "[REDACTED]");
     }
-    let ts = crate::clock::now_rfc3339();
+    let ts = agentloop_base::clock::now_rfc3339();
     let line = if l.json {
         serde_json::json!({"ts": ts, "level": level.as_str(), "pid": std::process::id(), "msg": msg}).to_string()
     } else {
@@ -126,7 +126,7 @@ pub fn log(level: Level, msg: &str) {
     }
     let _ = match &l.within {
         Some((folder, name)) => folder.append_at(name, None, &format!("{line}\n")),
-        None => crate::fs::append_line(&l.file, &line),
+        None => agentloop_base::fs::append_line(&l.file, &line),
     };
 }
 

@@ -9,7 +9,7 @@
 //! still decides the exit code.
 
 use crate::budget::Budget;
-use crate::error::code;
+use agentloop_base::error::code;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;

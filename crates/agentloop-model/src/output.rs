@@ -116,7 +116,7 @@ impl Printer {
 
     /// [`Printer::render`], appended to `out`: redacted, then made safe for stdout, copied once.
     pub fn render_into(&self, s: &str, out: &mut String) {
-        let s = crate::redact::redact_cow(s);
+        let s = agentloop_base::redact::redact_cow(s);
         out.push_str(&if self.json { json_safe(&s) } else { printable(&s) });
     }
 
@@ -134,7 +134,7 @@ impl Printer {
         if stdout_gone() {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
-        let mut line = json_safe(&crate::redact::redact(s)).into_owned();
+        let mut line = json_safe(&agentloop_base::redact::redact(s)).into_owned();
         line.push('\n');
         let mut out = std::io::stdout().lock();
         let wrote = out.write_all(line.as_bytes()).and_then(|_| out.flush());
@@ -162,7 +162,7 @@ impl Printer {
     fn render_painted(&self, pieces: &[(&str, &str)]) -> String {
         let mut line = String::new();
         for (text, ansi) in pieces {
-            let text = crate::redact::redact(text);
+            let text = agentloop_base::redact::redact(text);
             let text = printable(&text);
             if self.color && !ansi.is_empty() && !self.json {
                 let _ = write!(line, "\x1b[{ansi}m{text}\x1b[0m");
@@ -178,7 +178,7 @@ impl Printer {
     pub fn json_value(&self, v: &serde_json::Value) {
         let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
         s.push('\n');
-        write_stdout(&json_safe(&crate::redact::redact(&s)));
+        write_stdout(&json_safe(&agentloop_base::redact::redact(&s)));
     }
 
     /// A message for people on stderr, unless `-q`.
@@ -230,7 +230,7 @@ pub fn warning(s: &str) {
 }
 
 /// A command's final error: `error:` and, when there is one, `hint:` on stderr.
-pub fn error(e: &crate::error::Error) {
+pub fn error(e: &agentloop_base::error::Error) {
     err_line(&format!("error: {}", printable(&e.message)));
     if let Some(h) = &e.hint {
         err_line(&format!("hint: {}", printable(h)));
@@ -343,7 +343,7 @@ fn write_stdout(s: &str) {
 
 /// A message for people: redacted, then [`printable`].
 fn for_people(s: &str) -> String {
-    printable(&crate::redact::redact(s)).into_owned()
+    printable(&agentloop_base::redact::redact(s)).into_owned()
 }
 
 /// A character that must not reach a terminal as it is: C0 controls other than newline and

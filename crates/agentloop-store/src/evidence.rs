@@ -10,8 +10,8 @@
 //! function; [`Record::read`] gathers this run's record from trace.jsonl, which the model cannot
 //! write (it is part of the paper trail).
 
-use crate::error::Result;
-use crate::trace::{Entry, Phase};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{Entry, Phase};
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,7 +73,7 @@ impl Record {
             let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
             r.steps.insert(e.step, ok);
             // The files `finish` lists are a claim about the run, not files it wrote or read.
-            if !ok || crate::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {
+            if !ok || agentloop_model::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {
                 continue;
             }
             let path = e.args.as_ref().and_then(|a| a.get("path")).and_then(|p| p.as_str());
@@ -85,7 +85,7 @@ impl Record {
     /// This run's record from the workspace's trace.jsonl (corrupt lines are skipped).
     pub fn read(trace: &Utf8Path, run_id: &str) -> Result<Self> {
         let mut entries = Vec::new();
-        crate::trace::scan(trace, |e| {
+        agentloop_base::trace::scan(trace, |e| {
             if let Ok(e) = e {
                 if e.run_id == run_id && e.phase == Some(Phase::Act) {
                     entries.push(e);
@@ -122,7 +122,7 @@ pub enum FileCheck {
 /// The filesystem check of a cited (normalised) path inside `root`.
 pub fn file_check(root: &Utf8Path, rel: &str) -> FileCheck {
     let path = root.join(rel);
-    if crate::fs::leads_outside(root, &path) {
+    if agentloop_base::fs::leads_outside(root, &path) {
         FileCheck::Outside
     } else if std::fs::metadata(&path).is_ok() {
         FileCheck::Present

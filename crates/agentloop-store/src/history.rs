@@ -10,14 +10,14 @@
 //! - A move is journaled (`.agentloop.archive.json`): the journal is written durably first, then
 //!   each file is renamed (one atomic rename each), then the journal is removed. A process killed
 //!   at any instant leaves a journal the next locker finishes; a rename already
-//!   done is skipped, so no run is lost or duplicated (the mechanics: [`crate::archive`]).
+//!   done is skipped, so no run is lost or duplicated (the mechanics: [`agentloop_base::archive`]).
 
-use crate::error::{Error, Result};
 use crate::workspace::{Session, State, Status, Workspace};
+use agentloop_base::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::archive::Move;
-pub use crate::archive::RUN_FILES;
+use agentloop_base::archive::Move;
+pub use agentloop_base::archive::RUN_FILES;
 
 /// Where archived runs live: `<workspace>/<runs_dir>/`.
 pub fn runs_dir(ws: &Workspace, runs_dir: &str) -> Utf8PathBuf {
@@ -29,14 +29,14 @@ pub fn archive(session: &Session, runs: &str, state: &State) -> Result<Utf8PathB
     let ws = session.workspace();
     let to = format!("{runs}/{}", state.run_id);
     // Entered without following links: a symlinked runs/ is refused here (exit 8).
-    let there = crate::fs::Folder::open(&ws.root, Utf8Path::new(&to), false)?;
+    let there = agentloop_base::fs::Folder::open(&ws.root, Utf8Path::new(&to), false)?;
     if there.is_some_and(|f| f.has("state.json")) {
         return Err(Error::data(format!("{}/{to} already holds a run with the same id", ws.root))
             .with_hint("move that folder aside; a run is never archived over another"));
     }
     // The files move as they are on disk: make what the commits wrote durable first.
     session.checkpoint()?;
-    crate::archive::apply(&ws.root, Move { from: String::new(), to: to.clone() })?;
+    agentloop_base::archive::apply(&ws.root, Move { from: String::new(), to: to.clone() })?;
     Ok(ws.root.join(to))
 }
 
@@ -47,7 +47,7 @@ pub fn restore(session: &Session, runs: &str, run_id: &str) -> Result<()> {
         return Err(Error::usage(format!("{} already holds a run", ws.root)));
     }
     session.checkpoint()?;
-    crate::archive::apply(&ws.root, Move { from: format!("{runs}/{run_id}"), to: String::new() })
+    agentloop_base::archive::apply(&ws.root, Move { from: format!("{runs}/{run_id}"), to: String::new() })
 }
 
 /// One run of the history: its folder and state.
@@ -154,13 +154,13 @@ pub fn prune(
     let mut candidates: Vec<&Run> =
         archived.iter().filter(|r| r.state.status != Status::Running || r.state.interrupted).collect();
     candidates.sort_by(|a, b| b.state.run_id.cmp(&a.state.run_id));
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     let mut gone = Vec::new();
     for (i, r) in candidates.iter().enumerate() {
         let by_count = keep.is_some_and(|k| i >= k);
         let by_age = older_than.is_some_and(|d| {
             let when = r.state.finished_at.as_deref().unwrap_or(&r.state.updated_at);
-            crate::clock::parse_rfc3339(when).is_some_and(|t| now.duration_since(t).unwrap_or_default() > d)
+            agentloop_base::clock::parse_rfc3339(when).is_some_and(|t| now.duration_since(t).unwrap_or_default() > d)
         });
         if by_count || by_age {
             if !dry_run {

@@ -4,11 +4,6 @@
 //! render the files and prompts. Above agentloop-model, below the tools: nothing here calls a
 //! model or runs a tool (docs/ARCHITECTURE.md).
 
-// The layers below, re-exported so `crate::error`, `crate::config`, ... read the same here.
-pub use agentloop_base::{alloc, archive, clock, crash, error, facts, fs, json, redact, trace};
-pub use agentloop_config::config;
-pub use agentloop_model::{budget, model, outcome, output, tool_spec};
-
 pub mod evidence;
 pub mod history;
 pub mod longterm;

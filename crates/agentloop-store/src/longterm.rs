@@ -11,9 +11,9 @@
 //! step, so writing one again (a phase replayed after a crash) replaces it instead of adding a
 //! copy.
 
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::fs;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::fs;
+use agentloop_config::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -125,7 +125,7 @@ fn save(path: &Utf8Path, v: &Value) -> Result<()> {
     if let Some(p) = path.parent() {
         fs::create_dir_all(p)?;
     }
-    fs::write_atomic(path, (crate::json::to_string_pretty(v) + "\n").as_bytes())
+    fs::write_atomic(path, (agentloop_base::json::to_string_pretty(v) + "\n").as_bytes())
 }
 
 /// Words that say nothing about a memory (and would make every query touch every entry).
@@ -244,14 +244,16 @@ impl Store {
     pub fn open(cfg: &Config, root: &Utf8Path) -> Option<Store> {
         let (dir, inside) = match cfg.memory.dir.as_ref().or(cfg.tools.memory.dir.as_ref()) {
             // A folder in the workspace is the workspace's, whoever named it.
-            Some(d) => match crate::fs::in_workspace(root, d) {
+            Some(d) => match agentloop_base::fs::in_workspace(root, d) {
                 Some(rel) => (root.join(rel), Some(root.to_path_buf())),
-                None => (crate::fs::resolve_in(root, d), None),
+                None => (agentloop_base::fs::resolve_in(root, d), None),
             },
             None => match cfg.memory.scope {
-                crate::config::MemoryScope::Workspace => (root.join(WORKSPACE_DIR), Some(root.to_path_buf())),
-                crate::config::MemoryScope::User => {
-                    (crate::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"), None)
+                agentloop_config::config::MemoryScope::Workspace => {
+                    (root.join(WORKSPACE_DIR), Some(root.to_path_buf()))
+                }
+                agentloop_config::config::MemoryScope::User => {
+                    (agentloop_config::config::xdg_dir("XDG_DATA_HOME", ".local/share")?.join("agentloop/memory"), None)
                 }
             },
         };
@@ -290,14 +292,14 @@ impl Store {
 
     /// Every entry that has not expired, topic by topic.
     pub fn entries(&self) -> Result<Vec<Entry>> {
-        let now = crate::clock::now();
+        let now = agentloop_base::clock::now();
         let mut out = Vec::new();
         for topic in self.topics()? {
             let index = self.load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
             for e in index["entries"].as_array().cloned().unwrap_or_default() {
                 let content_id = e["content_file"].as_str().unwrap_or("").trim_end_matches(".json").to_string();
                 let expires_at = e["expires_at"].as_str().map(String::from);
-                if expires_at.as_deref().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now) {
+                if expires_at.as_deref().and_then(agentloop_base::clock::parse_rfc3339).is_some_and(|t| t <= now) {
                     continue;
                 }
                 out.push(Entry {
@@ -331,7 +333,7 @@ impl Store {
         let mut cache = INDEX_CACHE.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache.as_ref() {
             let fresh = c.dir == self.dir
-                && c.expires.is_none_or(|t| crate::clock::now() < t)
+                && c.expires.is_none_or(|t| agentloop_base::clock::now() < t)
                 && c.files.iter().all(|(path, id)| file_id(path) == *id);
             if fresh {
                 return Ok(c.index.clone());
@@ -345,7 +347,7 @@ impl Store {
         }
         let entries = self.entries()?;
         let expires =
-            entries.iter().filter_map(|e| e.expires_at.as_deref().and_then(crate::clock::parse_rfc3339)).min();
+            entries.iter().filter_map(|e| e.expires_at.as_deref().and_then(agentloop_base::clock::parse_rfc3339)).min();
         let index = std::sync::Arc::new(Index::build(entries));
         *cache = Some(CachedIndex { dir: self.dir.clone(), files, expires, index: index.clone() });
         Ok(index)
@@ -380,14 +382,14 @@ impl Store {
         plain(&n.topic, "topic")?;
         // No configured secret reaches the store (it may be the workspace's own, or shared).
         let n = &New {
-            title: crate::redact::redact(&n.title),
-            content: crate::redact::redact(&n.content),
-            keywords: n.keywords.iter().map(|k| crate::redact::redact(k)).collect(),
+            title: agentloop_base::redact::redact(&n.title),
+            content: agentloop_base::redact::redact(&n.content),
+            keywords: n.keywords.iter().map(|k| agentloop_base::redact::redact(k)).collect(),
             ..n.clone()
         };
         let _lock = self.write_lock()?;
         drop_cached_index();
-        let now = crate::clock::now_rfc3339();
+        let now = agentloop_base::clock::now_rfc3339();
         let mut topics = self.load(&self.dir.join("topics.json"), json!({"version": "1.0.0", "topics": []}))?;
         let index_path = self.dir.join(format!("index_{}.json", n.topic));
         let mut index = self.load(&index_path, json!({"topic_id": n.topic, "version": "1.0.0", "entries": []}))?;
@@ -411,7 +413,7 @@ impl Store {
                 format!("content_{i:03}")
             }
         };
-        let expires_at = n.ttl.map(|d| crate::clock::rfc3339(crate::clock::now() + d));
+        let expires_at = n.ttl.map(|d| agentloop_base::clock::rfc3339(agentloop_base::clock::now() + d));
         let title = n.title.trim();
         let doc = json!({
             "content_id": content_id, "topic_id": n.topic, "title": title, "created_at": now, "updated_at": now,
@@ -487,12 +489,13 @@ impl Store {
 
     /// Removes expired entries; returns their ids.
     pub fn prune(&self) -> Result<Vec<String>> {
-        let now = crate::clock::now();
+        let now = agentloop_base::clock::now();
         let mut gone = Vec::new();
         for topic in self.topics()? {
             let index = self.load(&self.dir.join(format!("index_{topic}.json")), json!({"entries": []}))?;
             for e in index["entries"].as_array().cloned().unwrap_or_default() {
-                let expired = e["expires_at"].as_str().and_then(crate::clock::parse_rfc3339).is_some_and(|t| t <= now);
+                let expired =
+                    e["expires_at"].as_str().and_then(agentloop_base::clock::parse_rfc3339).is_some_and(|t| t <= now);
                 if expired {
                     gone.push(format!(
                         "{topic}/{}",

@@ -10,7 +10,7 @@
 //!
 //! A human edit that breaks either form is an error naming the file, the line and the fix.
 
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
 use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -341,7 +341,7 @@ pub fn plan_view(p: &Plan) -> Value {
     let next = match (&p.next_action, p.next_step) {
         (Some(a), step) => serde_json::json!({
             "step": step.unwrap_or(0),
-            "json": crate::json::to_string_pretty(a),
+            "json": agentloop_base::json::to_string_pretty(a),
         }),
         _ => Value::Null,
     };

@@ -15,7 +15,7 @@
 //! (`alloc.rs`); one that goes over is left asleep and the render fails naming its file. A built-in template renders on the caller's thread: it
 //! builds nothing but its output, which is capped, from values already held.
 
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
 use camino::Utf8Path;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde::Serialize;
@@ -110,12 +110,12 @@ fn start_renderer(env: std::sync::Arc<Environment<'static>>) -> std::io::Result<
         let mut flag;
         for job in rx {
             flag = job.over;
-            crate::alloc::set_budget(MAX_MEMORY, &flag);
-            crate::alloc::set_deadline(Some(job.until));
+            agentloop_base::alloc::set_budget(MAX_MEMORY, &flag);
+            agentloop_base::alloc::set_deadline(Some(job.until));
             let r = render_capped(&env, &job.name, job.ctx);
             // Between renders nothing is held to a budget.
-            crate::alloc::set_deadline(None);
-            crate::alloc::set_budget(usize::MAX, &flag);
+            agentloop_base::alloc::set_deadline(None);
+            agentloop_base::alloc::set_budget(usize::MAX, &flag);
             let _ = job.done.send(r);
         }
     })?;
@@ -143,7 +143,7 @@ impl Templates {
             let over = dir.map(|d| (d, d.join(name))).filter(|(_, p)| p.is_file());
             let (src, origin) = match &over {
                 // A link in the overrides folder (or the folder itself) may not lead out.
-                Some((_, p)) => (crate::fs::read_inside(within, p)?.unwrap_or_default(), p.to_string()),
+                Some((_, p)) => (agentloop_base::fs::read_inside(within, p)?.unwrap_or_default(), p.to_string()),
                 None => (src.to_string(), format!("built-in {name}")),
             };
             env.add_template_owned(name.to_string(), src)
@@ -323,7 +323,7 @@ mod tests {
         .unwrap();
         let tpl = Templates::load(Some(&root)).unwrap();
         let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
-        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.kind, agentloop_base::error::Kind::Config);
         assert!(e.message.starts_with(&format!("template {root}/plan.md.j2 used more than")), "{}", e.message);
         // The others are still the built-ins, and render.
         assert!(tpl.render("decisions.md.j2", serde_json::json!({})).is_ok());
@@ -332,7 +332,7 @@ mod tests {
             .unwrap();
         let tpl = Templates::load(Some(&root)).unwrap();
         let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
-        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.kind, agentloop_base::error::Kind::Config);
         assert_eq!(e.message, format!("template {root}/plan.md.j2 wrote more than 64 MiB and was stopped"));
         // A few steps can build gigabytes that are never written: what a render holds is capped.
         std::fs::write(
@@ -342,7 +342,7 @@ mod tests {
         .unwrap();
         let tpl = Templates::load(Some(&root)).unwrap();
         let e = tpl.render("plan.md.j2", serde_json::json!({})).unwrap_err();
-        assert_eq!(e.kind, crate::error::Kind::Config);
+        assert_eq!(e.kind, agentloop_base::error::Kind::Config);
         assert_eq!(
             e.message,
             format!(

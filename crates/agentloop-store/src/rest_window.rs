@@ -14,8 +14,8 @@
 //! identity the person chose to share; a `rest` line (`agentloop rest`) forgives `rest.relief` percent of the usage and
 //! stress before it; `dream` lines are what `dream --explore` spent of its curiosity budget.
 
-use crate::config::Config;
-use crate::error::{Error, Kind, Result};
+use agentloop_base::error::{Error, Kind, Result};
+use agentloop_config::config::Config;
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
@@ -47,7 +47,7 @@ pub struct Line {
 impl Line {
     fn new(cfg: &Config, run_id: &str, kind: Option<&str>) -> Line {
         Line {
-            ts: crate::clock::now_rfc3339(),
+            ts: agentloop_base::clock::now_rfc3339(),
             agent: agent_of(cfg),
             run_id: run_id.into(),
             tokens: 0,
@@ -105,7 +105,7 @@ pub struct Stress {
 }
 
 pub fn ledger() -> Option<Utf8PathBuf> {
-    Some(crate::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop/usage.jsonl"))
+    Some(agentloop_config::config::xdg_dir("XDG_STATE_HOME", ".local/state")?.join("agentloop/usage.jsonl"))
 }
 
 pub fn agent_of(cfg: &Config) -> String {
@@ -119,11 +119,11 @@ fn enabled(cfg: &Config) -> bool {
 
 fn read_lines() -> Vec<Line> {
     let Some(path) = ledger() else { return vec![] };
-    let text = match crate::fs::read_optional(&path) {
+    let text = match agentloop_base::fs::read_optional(&path) {
         Ok(t) => t.unwrap_or_default(),
         // Unreadable is not "no usage": say so, then go on as the run would without the file.
         Err(e) => {
-            crate::output::warning(&format!("rest: {}; usage windows start empty", e.message));
+            agentloop_model::output::warning(&format!("rest: {}; usage windows start empty", e.message));
             String::new()
         }
     };
@@ -133,8 +133,8 @@ fn read_lines() -> Vec<Line> {
     // a line may record: the line's tokens and run still count, and no sum prints as `$-inf`.
     let mut fixed = 0;
     for l in &mut lines {
-        if crate::budget::bad_cost(l.cost_usd).is_some() {
-            let max = crate::budget::MAX_RECORDED_COST_USD;
+        if agentloop_model::budget::bad_cost(l.cost_usd).is_some() {
+            let max = agentloop_model::budget::MAX_RECORDED_COST_USD;
             l.cost_usd = if l.cost_usd > max { max } else { 0.0 };
             fixed += 1;
         }
@@ -142,8 +142,8 @@ fn read_lines() -> Vec<Line> {
     // Said once per process: a command reads the ledger more than once.
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if fixed > 0 && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        let max = crate::budget::MAX_RECORDED_COST_USD;
-        crate::output::warning(&format!(
+        let max = agentloop_model::budget::MAX_RECORDED_COST_USD;
+        agentloop_model::output::warning(&format!(
             "rest: {path}: {fixed} line(s) give a cost_usd below 0 or over {max}; read as $0 (or {max})"
         ));
     }
@@ -155,7 +155,7 @@ fn last_rest(agent: &str, lines: &[Line], now: SystemTime) -> Option<SystemTime>
     lines
         .iter()
         .filter(|l| l.agent == agent && l.is("rest"))
-        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts))
+        .filter_map(|l| agentloop_base::clock::parse_rfc3339(&l.ts))
         .filter(|t| *t <= now)
         .max()
 }
@@ -168,7 +168,7 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
     let inside: Vec<(SystemTime, &Line)> = lines
         .iter()
         .filter(|l| l.agent == agent && l.kind.is_none())
-        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
+        .filter_map(|l| agentloop_base::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
         .filter(|(t, _)| *t > start)
         .collect();
     // What came before the last rest counts `rest.relief` percent less.
@@ -204,8 +204,10 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
         None
     };
     // Resting ends when the oldest entry inside the window leaves it (a safe, simple bound).
-    let until =
-        reason.as_ref().and_then(|_| inside.iter().map(|(t, _)| *t).min()).map(|t| crate::clock::rfc3339(t + span));
+    let until = reason
+        .as_ref()
+        .and_then(|_| inside.iter().map(|(t, _)| *t).min())
+        .map(|t| agentloop_base::clock::rfc3339(t + span));
     Window {
         agent,
         window_secs: span.as_secs(),
@@ -217,7 +219,7 @@ pub fn window_of(cfg: &Config, lines: &[Line], now: SystemTime) -> Window {
         max_runs: r.max_runs,
         fatigue: (fatigue * 10.0).round() / 10.0,
         max_fatigue: r.max_fatigue,
-        rested_at: rested.map(crate::clock::rfc3339),
+        rested_at: rested.map(agentloop_base::clock::rfc3339),
         resting: reason,
         until,
     }
@@ -246,7 +248,7 @@ pub fn stress_of(cfg: &Config, scope: Option<&str>, lines: &[Line], now: SystemT
     let mut events: Vec<(SystemTime, &Line)> = lines
         .iter()
         .filter(|l| l.agent == agent && (l.is("stress") || l.is("rest")) && mine(l))
-        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
+        .filter_map(|l| agentloop_base::clock::parse_rfc3339(&l.ts).map(|t| (t, l)))
         .filter(|(t, _)| *t <= now)
         .collect();
     events.sort_by_key(|(t, _)| *t);
@@ -282,7 +284,7 @@ pub fn stress_of(cfg: &Config, scope: Option<&str>, lines: &[Line], now: SystemT
         // At most a hundred years: a tiny decay still names a time that can be printed.
         const MAX_SECS: f64 = 100.0 * 365.25 * 86400.0;
         let secs = ((exact - c.threshold) / c.decay_per_hour * 3600.0).floor().min(MAX_SECS) as u64 + 1;
-        crate::clock::rfc3339(now + Duration::from_secs(secs))
+        agentloop_base::clock::rfc3339(now + Duration::from_secs(secs))
     });
     Stress { agent, workspace: scope.map(String::from), level, threshold: c.threshold, escalations, resting, until }
 }
@@ -294,7 +296,7 @@ pub fn curiosity_of(cfg: &Config, lines: &[Line], now: SystemTime) -> (u64, f64)
     lines
         .iter()
         .filter(|l| l.agent == agent && l.is("dream"))
-        .filter(|l| crate::clock::parse_rfc3339(&l.ts).is_some_and(|t| t > start && t <= now))
+        .filter(|l| agentloop_base::clock::parse_rfc3339(&l.ts).is_some_and(|t| t > start && t <= now))
         .fold((0u64, 0.0), |(t, c), l| (t.saturating_add(l.tokens), c + l.cost_usd))
 }
 
@@ -304,17 +306,17 @@ fn fmt(d: Duration) -> String {
 
 /// The agent's window now; None when `rest` sets no limit.
 pub fn current(cfg: &Config) -> Option<Window> {
-    enabled(cfg).then(|| window_of(cfg, &read_lines(), crate::clock::now()))
+    enabled(cfg).then(|| window_of(cfg, &read_lines(), agentloop_base::clock::now()))
 }
 
 /// The agent's stress now, for a run in the workspace `root`.
 pub fn stress(cfg: &Config, root: &camino::Utf8Path) -> Stress {
-    stress_of(cfg, stress_scope(cfg, root).as_deref(), &read_lines(), crate::clock::now())
+    stress_of(cfg, stress_scope(cfg, root).as_deref(), &read_lines(), agentloop_base::clock::now())
 }
 
 /// What `dream --explore` spent of its curiosity budget in the window now.
 pub fn curiosity(cfg: &Config) -> (u64, f64) {
-    curiosity_of(cfg, &read_lines(), crate::clock::now())
+    curiosity_of(cfg, &read_lines(), agentloop_base::clock::now())
 }
 
 /// Why a running run stops to rest, if it does: the agent's window with `tokens` and `cost_usd`
@@ -329,7 +331,7 @@ pub fn filled_while_running(cfg: &Config, tokens: u64, cost_usd: f64) -> Option<
     let mut now_line = Line::new(cfg, "", None);
     (now_line.tokens, now_line.cost_usd) = (tokens, cost_usd);
     lines.push(now_line);
-    let w = window_of(cfg, &lines, crate::clock::now());
+    let w = window_of(cfg, &lines, agentloop_base::clock::now());
     let why = if r.max_tokens.is_some_and(|m| w.tokens >= m) {
         format!(
             "{} tokens used in the last {} (rest.max_tokens {})",
@@ -353,9 +355,9 @@ pub fn filled_while_running(cfg: &Config, tokens: u64, cost_usd: f64) -> Option<
 
 /// When the agent last rested, if that is within `rest.window` of now.
 pub fn rested_within(cfg: &Config) -> Option<String> {
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     let start = now.checked_sub(cfg.rest.window.0).unwrap_or(SystemTime::UNIX_EPOCH);
-    last_rest(&agent_of(cfg), &read_lines(), now).filter(|t| *t > start).map(crate::clock::rfc3339)
+    last_rest(&agent_of(cfg), &read_lines(), now).filter(|t| *t > start).map(agentloop_base::clock::rfc3339)
 }
 
 /// Prefix of the id of a rest the agent took itself after a run (`modes.auto`).
@@ -365,15 +367,15 @@ pub const AUTO_REST: &str = "rest-auto-";
 /// whether the agent took it itself).
 pub fn modes(cfg: &Config) -> serde_json::Value {
     let agent = agent_of(cfg);
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     let last = read_lines()
         .into_iter()
         .filter(|l| l.agent == agent && l.is("rest"))
-        .filter_map(|l| crate::clock::parse_rfc3339(&l.ts).filter(|t| *t <= now).map(|t| (t, l)))
+        .filter_map(|l| agentloop_base::clock::parse_rfc3339(&l.ts).filter(|t| *t <= now).map(|t| (t, l)))
         .max_by_key(|(t, _)| *t);
     let last_rest = last.map(|(t, l)| {
         let by = if l.run_id.starts_with(AUTO_REST) { "agent" } else { "command" };
-        serde_json::json!({"at": crate::clock::rfc3339(t), "by": by, "tasks": l.tasks})
+        serde_json::json!({"at": agentloop_base::clock::rfc3339(t), "by": by, "tasks": l.tasks})
     });
     serde_json::json!({"auto": cfg.modes.auto, "last_rest": last_rest})
 }
@@ -412,7 +414,13 @@ pub fn check(cfg: &Config, root: &camino::Utf8Path) -> Result<()> {
 }
 
 /// Appends what one invocation used. Ledger failures are reported, not fatal.
-pub fn record(cfg: &Config, run_id: &str, tokens: u64, cost_usd: f64, new_run: bool) -> crate::error::Result<()> {
+pub fn record(
+    cfg: &Config,
+    run_id: &str,
+    tokens: u64,
+    cost_usd: f64,
+    new_run: bool,
+) -> agentloop_base::error::Result<()> {
     if tokens == 0 && !new_run {
         return Ok(());
     }
@@ -422,17 +430,17 @@ pub fn record(cfg: &Config, run_id: &str, tokens: u64, cost_usd: f64, new_run: b
 }
 
 /// Appends one line to the ledger (one append: concurrent processes never interleave).
-fn append(line: &Line) -> crate::error::Result<()> {
+fn append(line: &Line) -> agentloop_base::error::Result<()> {
     let Some(path) = ledger() else { return Ok(()) };
     if let Some(dir) = path.parent() {
-        crate::fs::create_dir_all(dir)?;
+        agentloop_base::fs::create_dir_all(dir)?;
     }
-    crate::fs::append_line(&path, &crate::json::to_string(line))
+    agentloop_base::fs::append_line(&path, &agentloop_base::json::to_string(line))
 }
 
 /// Records that frustration escalated run `run_id` in the workspace `root` after the forced
 /// reframe: stress rises by `stress.per_escalation`.
-pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> crate::error::Result<()> {
+pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> agentloop_base::error::Result<()> {
     let mut line = Line::new(cfg, run_id, Some("stress"));
     line.amount = Some(cfg.stress.per_escalation);
     line.workspace = stress_scope(cfg, root);
@@ -440,14 +448,14 @@ pub fn record_stress(cfg: &Config, root: &camino::Utf8Path, run_id: &str) -> cra
 }
 
 /// Records a rest (`agentloop rest`) and the tasks it ran: fatigue and stress fall.
-pub fn record_rest(cfg: &Config, id: &str, tasks: Vec<String>) -> crate::error::Result<()> {
+pub fn record_rest(cfg: &Config, id: &str, tasks: Vec<String>) -> agentloop_base::error::Result<()> {
     let mut line = Line::new(cfg, id, Some("rest"));
     line.tasks = tasks;
     append(&line)
 }
 
 /// Records what one exploration of `dream --explore` spent of the curiosity budget.
-pub fn record_dream(cfg: &Config, id: &str, tokens: u64, cost_usd: f64) -> crate::error::Result<()> {
+pub fn record_dream(cfg: &Config, id: &str, tokens: u64, cost_usd: f64) -> agentloop_base::error::Result<()> {
     let mut line = Line::new(cfg, id, Some("dream"));
     (line.tokens, line.cost_usd) = (tokens, cost_usd);
     append(&line)

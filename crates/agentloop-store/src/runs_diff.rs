@@ -13,10 +13,10 @@
 //! Only what a run learned or made counts as a change: facts, files and how the run ended.
 //! Steps, tokens and cost are shown, never counted (they differ from one run to the next).
 
-use crate::error::{Error, Result};
 use crate::history::Run;
-use crate::outcome::StopKind;
 use crate::workspace::Workspace;
+use agentloop_base::error::{Error, Result};
+use agentloop_model::outcome::StopKind;
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -163,7 +163,7 @@ fn side(r: &Run) -> Side {
 /// follow-up carries (`Run ID (goal) ended done: …`: the ending is compared on its own).
 fn facts_of(ws: &Workspace) -> Result<Vec<String>> {
     let path = ws.memory();
-    let text = crate::fs::read_inside(&ws.root, &path)?.unwrap_or_default();
+    let text = agentloop_base::fs::read_inside(&ws.root, &path)?.unwrap_or_default();
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
@@ -171,24 +171,25 @@ fn facts_of(ws: &Workspace) -> Result<Vec<String>> {
     Ok(mem
         .facts
         .into_iter()
-        .filter(|f| !(crate::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
+        .filter(|f| !(agentloop_base::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
         .collect())
 }
 
 fn facts_diff(then: &[String], now: &[String]) -> FactsDiff {
-    let text = |f: &String| crate::facts::split(f).0;
-    let keys = |v: &[String]| v.iter().map(|f| crate::facts::key(&text(f))).collect::<std::collections::HashSet<_>>();
+    let text = |f: &String| agentloop_base::facts::split(f).0;
+    let keys =
+        |v: &[String]| v.iter().map(|f| agentloop_base::facts::key(&text(f))).collect::<std::collections::HashSet<_>>();
     let (kt, kn) = (keys(then), keys(now));
     let mut d = FactsDiff::default();
     for f in now {
         let t = text(f);
-        if !kt.contains(&crate::facts::key(&t)) && !d.added.contains(&t) {
+        if !kt.contains(&agentloop_base::facts::key(&t)) && !d.added.contains(&t) {
             d.added.push(t);
         }
     }
     for f in then {
         let t = text(f);
-        if !kn.contains(&crate::facts::key(&t)) && !d.dropped.contains(&t) {
+        if !kn.contains(&agentloop_base::facts::key(&t)) && !d.dropped.contains(&t) {
             d.dropped.push(t);
         }
     }
@@ -256,10 +257,10 @@ fn artifacts_diff(then: &Workspace, now: &Workspace) -> Result<ArtifactsDiff> {
 
 /// The change between two files, or None when their bytes are the same.
 fn compare(then: &Workspace, a: &str, now: &Workspace, b: &str) -> Result<Option<ChangedFile>> {
-    use crate::fs::Unreadable;
+    use agentloop_base::fs::Unreadable;
     // Read without following a link; a file over [`MAX_BYTES`] is compared by its size only.
     let read = |ws: &Workspace, rel: &str| -> Result<std::result::Result<Vec<u8>, u64>> {
-        match crate::fs::read_file_no_link(&ws.root, Utf8Path::new(rel), MAX_BYTES) {
+        match agentloop_base::fs::read_file_no_link(&ws.root, Utf8Path::new(rel), MAX_BYTES) {
             Ok(Some(bytes)) => Ok(Ok(bytes)),
             Ok(None) => Ok(Ok(Vec::new())),
             Err(Unreadable::TooLarge(n)) => Ok(Err(n)),

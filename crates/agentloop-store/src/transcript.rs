@@ -2,8 +2,8 @@
 //! arguments and a result excerpt) of a run, in order, for a person to read. Bounded: each body
 //! is capped and the full text of a large one is where the run keeps it (the trace, artifacts/).
 
-use crate::model::{Part, Request, Response, Role};
-use crate::tool_spec::ToolResult;
+use agentloop_model::model::{Part, Request, Response, Role};
+use agentloop_model::tool_spec::ToolResult;
 
 /// Most characters of one body in the transcript.
 const CAP: usize = 6000;
@@ -74,7 +74,13 @@ pub fn model_call(step: u32, phase: &str, attempt: u32, model: &str, req: &Reque
 }
 
 /// A model call that got no whole answer in time: what was waited, and what it may cost.
-pub fn timeout(step: u32, phase: &str, attempt: u32, model: &str, t: &crate::model::http::TimedOut) -> String {
+pub fn timeout(
+    step: u32,
+    phase: &str,
+    attempt: u32,
+    model: &str,
+    t: &agentloop_model::model::http::TimedOut,
+) -> String {
     let mut s = format!(
         "## step {step} · {phase} · model call timed out (attempt {attempt}, {model})
 

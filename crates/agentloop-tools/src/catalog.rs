@@ -4,7 +4,7 @@
 
 use crate::ductile::Plugin;
 use crate::skills::SkillSet;
-use crate::tool_spec::ToolSpec;
+use agentloop_model::tool_spec::ToolSpec;
 use serde_json::{json, Value};
 
 fn param_lines(schema: &Value) -> Vec<String> {
@@ -155,38 +155,41 @@ fn plugins_part(out: &mut String, tools: &[&ToolSpec], plugins: &[Plugin]) {
 const SEEDED_MARK: &str = ".agentloop.skills-seeded";
 
 /// skills.md when agentloop did not write it (it does not begin as agentloop's catalog does).
-pub fn foreign(ws: &crate::workspace::Workspace) -> Option<String> {
-    let text = crate::fs::read_inside(&ws.root, &ws.skills()).ok().flatten()?;
+pub fn foreign(ws: &agentloop_store::workspace::Workspace) -> Option<String> {
+    let text = agentloop_base::fs::read_inside(&ws.root, &ws.skills()).ok().flatten()?;
     (!text.trim().is_empty() && !text.starts_with(HEADER)).then_some(text)
 }
 
 /// At a run's start: whether skills.md was seeded into the workspace before it (by whatever
 /// starts the run, e.g. a Ductile core), recorded for the run's later phases and processes.
 /// A skills.md edited by hand after the start is not one: it is reported as drift instead.
-pub fn mark_seeded(ws: &crate::workspace::Workspace) -> crate::error::Result<bool> {
+pub fn mark_seeded(ws: &agentloop_store::workspace::Workspace) -> agentloop_base::error::Result<bool> {
     let mark = ws.root.join(SEEDED_MARK);
     if foreign(ws).is_some() {
-        crate::fs::write_atomic(&mark, b"skills.md was in the workspace when the run started\n")?;
+        agentloop_base::fs::write_atomic(&mark, b"skills.md was in the workspace when the run started\n")?;
         return Ok(true);
     }
     if mark.exists() {
-        std::fs::remove_file(&mark).map_err(|e| crate::error::Error::io("remove", &mark, e))?;
+        std::fs::remove_file(&mark).map_err(|e| agentloop_base::error::Error::io("remove", &mark, e))?;
     }
     Ok(false)
 }
 
 /// A skills.md seeded into a root (a Ductile core's `workspace_dir`) becomes the catalog of the
 /// run `handle` starts in `ws` under it.
-pub fn copy_seeded(root: &crate::workspace::Workspace, ws: &crate::workspace::Workspace) -> crate::error::Result<()> {
+pub fn copy_seeded(
+    root: &agentloop_store::workspace::Workspace,
+    ws: &agentloop_store::workspace::Workspace,
+) -> agentloop_base::error::Result<()> {
     match foreign(root) {
-        Some(text) => crate::fs::write_atomic(&ws.skills(), text.as_bytes()),
+        Some(text) => agentloop_base::fs::write_atomic(&ws.skills(), text.as_bytes()),
         None => Ok(()),
     }
 }
 
 /// The seeded catalog of a workspace (see [`mark_seeded`]), if it has one: marked at its run's
 /// start, or about to be (no run yet, or the last one ended, so the next start marks it).
-pub fn seeded_text(ws: &crate::workspace::Workspace) -> Option<String> {
+pub fn seeded_text(ws: &agentloop_store::workspace::Workspace) -> Option<String> {
     let text = foreign(ws)?;
     let starting = !ws.has_run() || ws.load_state().is_ok_and(|s| s.status.is_terminal());
     (starting || ws.root.join(SEEDED_MARK).is_file()).then_some(text)
@@ -334,15 +337,15 @@ pub fn json(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> Value
 /// The workspace's catalog as `skills gen` prints it (markdown, or JSON), from `cfg`'s tools and
 /// `skills`. Built from caches: it starts no program and calls nothing out.
 pub fn of_config(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     root: &camino::Utf8Path,
     skills: &SkillSet,
     as_json: bool,
-) -> crate::error::Result<String> {
+) -> agentloop_base::error::Result<String> {
     let registry = crate::tools::Registry::load(cfg, root, crate::tools::Reach::CachesOnly)?;
     let allowed = registry.allowed(cfg);
     Ok(if as_json {
-        crate::json::to_string_pretty(&json(&allowed, skills, registry.ductile.plugins())) + "\n"
+        agentloop_base::json::to_string_pretty(&json(&allowed, skills, registry.ductile.plugins())) + "\n"
     } else {
         with_plugins(&allowed, skills, registry.ductile.plugins())
     })

@@ -4,12 +4,6 @@
 //! agentloop-store, below the engine: no phase, prompt or lifecycle here (docs/ARCHITECTURE.md).
 #![allow(rustdoc::private_intra_doc_links)]
 
-// The layers below, re-exported so `crate::error`, `crate::workspace`, ... read the same here.
-pub use agentloop_base::{capfs, clock, crash, error, fs, json, redact, run_id};
-pub use agentloop_config::{config, mask};
-pub use agentloop_model::{log, model, output, tool_spec};
-pub use agentloop_store::{longterm, markdown, workspace};
-
 pub mod catalog;
 pub mod ductile;
 pub mod held_secrets;

@@ -27,7 +27,7 @@
 //! with a warning, and every read opens one component at a time without following one
 //! (`fs::read_no_link`).
 
-use crate::config::Config;
+use agentloop_config::config::Config;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -138,8 +138,8 @@ const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", 
 
 /// Checks a name against the Agent Skills rule as its reference validator applies it: 1–64
 /// lowercase letters (any script, so `café` is a name), digits and single inner hyphens.
-pub fn valid_name(name: &str) -> crate::error::Result<()> {
-    let refuse = |why: String| Err(crate::error::Error::usage(why));
+pub fn valid_name(name: &str) -> agentloop_base::error::Result<()> {
+    let refuse = |why: String| Err(agentloop_base::error::Error::usage(why));
     if name.is_empty() || name.chars().count() > 64 {
         return refuse(format!("`{name}` must be 1 to 64 characters"));
     }
@@ -165,9 +165,11 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 /// strict YAML reader with no types) reads it: `1.0` stays "1.0", `true` "true", `~` "~", an
 /// empty value "". `shape` is the same document read with types, which says where the lists
 /// and mappings are.
-fn as_text(fm: &str, shape: &Value) -> Result<Value, crate::config::YamlError> {
+fn as_text(fm: &str, shape: &Value) -> Result<Value, agentloop_config::config::YamlError> {
     use serde::de::DeserializeSeed;
-    Texts(shape).deserialize(serde_yaml_ng::Deserializer::from_str(fm)).map_err(crate::config::YamlError::Parse)
+    Texts(shape)
+        .deserialize(serde_yaml_ng::Deserializer::from_str(fm))
+        .map_err(agentloop_config::config::YamlError::Parse)
 }
 
 /// Reads one node of [`as_text`]: a scalar through `deserialize_str` (the text as written), a
@@ -327,7 +329,7 @@ fn read_frontmatter<'a>(text: &'a str, file: &Utf8Path) -> Result<Frontmatter<'a
             "no YAML frontmatter: the file must start with `---`, the fields, and `---`",
         )]);
     };
-    match crate::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v)) {
+    match agentloop_config::config::parse_yaml::<Value>(fm).and_then(|v| as_text(fm, &v)) {
         Ok(Value::Object(map)) => Ok(Frontmatter { yaml: fm, body, map }),
         Ok(_) => Err(vec![Problem::error(file, None, "the frontmatter must be a YAML mapping")]),
         Err(e) => Err(vec![Problem::error(file, None, format!("the frontmatter is not valid YAML: {e}"))]),
@@ -450,9 +452,9 @@ fn agent_skill(
 /// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
 /// fails), never blocking on a FIFO, never more than `cap` bytes. In the workspace `ws`, no link
 /// is followed at all ([`read_skill_file`]).
-fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> crate::error::Result<String> {
+fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> agentloop_base::error::Result<String> {
     let buf = read_skill_file(ws, dir, name, name, cap)?;
-    String::from_utf8(buf).map_err(|_| crate::error::Error::tool(format!("{name} is not UTF-8 text")))
+    String::from_utf8(buf).map_err(|_| agentloop_base::error::Error::tool(format!("{name} is not UTF-8 text")))
 }
 
 /// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
@@ -464,29 +466,29 @@ fn read_skill_file(
     rel: &str,
     shown: &str,
     cap: u64,
-) -> crate::error::Result<Vec<u8>> {
+) -> agentloop_base::error::Result<Vec<u8>> {
     if let Some((ws, inner)) = ws.and_then(|ws| Some((ws, dir.strip_prefix(ws).ok()?))) {
         let rel = Utf8Path::new(rel);
         if rel.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
-            return Err(crate::error::Error::tool(format!(
+            return Err(agentloop_base::error::Error::tool(format!(
                 "access denied: {shown} is not a plain path inside the skill folder"
             )));
         }
         // Named as the model gave it, never by the machine path.
-        return match crate::fs::read_file_no_link(ws, &inner.join(rel), cap) {
+        return match agentloop_base::fs::read_file_no_link(ws, &inner.join(rel), cap) {
             Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(crate::error::Error::tool(format!("{shown}: no such file or folder"))),
-            Err(crate::fs::Unreadable::Link | crate::fs::Unreadable::Folder(_)) => Err(crate::error::Error::tool(format!(
+            Ok(None) => Err(agentloop_base::error::Error::tool(format!("{shown}: no such file or folder"))),
+            Err(agentloop_base::fs::Unreadable::Link | agentloop_base::fs::Unreadable::Folder(_)) => Err(agentloop_base::error::Error::tool(format!(
                 "access denied: {shown} is a symbolic link or reached through one; skill files are read only from real files inside the workspace"
             ))),
-            Err(crate::fs::Unreadable::NotRegular) => Err(crate::error::Error::tool(format!("{shown} is not a regular file"))),
-            Err(crate::fs::Unreadable::TooLarge(n)) => Err(crate::error::Error::tool(crate::capfs::too_large(shown, n, cap))),
-            Err(crate::fs::Unreadable::Io(e)) => Err(crate::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
+            Err(agentloop_base::fs::Unreadable::NotRegular) => Err(agentloop_base::error::Error::tool(format!("{shown} is not a regular file"))),
+            Err(agentloop_base::fs::Unreadable::TooLarge(n)) => Err(agentloop_base::error::Error::tool(agentloop_base::capfs::too_large(shown, n, cap))),
+            Err(agentloop_base::fs::Unreadable::Io(e)) => Err(agentloop_base::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| crate::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
-    crate::capfs::read_capped(&d, rel, shown, cap).map_err(crate::error::Error::from)
+        .map_err(|e| agentloop_base::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
+    agentloop_base::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_base::error::Error::from)
 }
 
 /// Whether `name` in skill folder `dir` of the workspace `ws` is a symbolic link (such a skill
@@ -607,9 +609,9 @@ fn load_seed_skill(
     if linked_in_workspace(ws, dir, "skill.json") || linked_in_workspace(ws, dir, "skill.md") {
         return problems.push(linked(&file));
     }
-    let v: Value = match read_in(ws, dir, "skill.json", cap)
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| crate::error::Error::tool(e.to_string()).with_source(e)))
-    {
+    let v: Value = match read_in(ws, dir, "skill.json", cap).and_then(|t| {
+        serde_json::from_str(&t).map_err(|e| agentloop_base::error::Error::tool(e.to_string()).with_source(e))
+    }) {
         Ok(v) => v,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
     };
@@ -704,7 +706,8 @@ impl Scan<'_> {
             return;
         }
         let v = match read_in(self.ws, root, "registry.json", self.cap).and_then(|t| {
-            serde_json::from_str::<Value>(&t).map_err(|e| crate::error::Error::tool(e.to_string()).with_source(e))
+            serde_json::from_str::<Value>(&t)
+                .map_err(|e| agentloop_base::error::Error::tool(e.to_string()).with_source(e))
         }) {
             Ok(v) => v,
             Err(e) => return self.problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
@@ -821,7 +824,7 @@ fn linked(dir: &Utf8Path) -> Problem {
 }
 
 pub fn user_dir() -> Option<Utf8PathBuf> {
-    crate::config::user_config_dir().map(|d| d.join("skills"))
+    agentloop_config::config::user_config_dir().map(|d| d.join("skills"))
 }
 
 impl SkillSet {
@@ -847,15 +850,15 @@ impl SkillSet {
         dirs.push(("skills".into(), true));
         dirs.extend(cfg.skills.dirs.iter().map(|d| (d.clone(), true)));
         for (d, judged) in dirs {
-            let inner = if judged { crate::fs::in_workspace(root, &d) } else { None };
+            let inner = if judged { agentloop_base::fs::in_workspace(root, &d) } else { None };
             let (d, ws) = match inner {
                 Some(rel) => (root.join(rel), Some(root)),
-                None => (crate::fs::resolve_in(root, &d), None),
+                None => (agentloop_base::fs::resolve_in(root, &d), None),
             };
             if !d.is_dir() {
                 continue;
             }
-            if ws.is_some() && crate::fs::through_link(root, &d) {
+            if ws.is_some() && agentloop_base::fs::through_link(root, &d) {
                 set.problems.push(linked(&d));
                 continue;
             }
@@ -867,10 +870,10 @@ impl SkillSet {
         }
         // Locations are shown to the model (the catalog): name them from the workspace, as
         // file_read does, never by the machine path.
-        let ws = crate::capfs::absolute(root);
+        let ws = agentloop_base::capfs::absolute(root);
         for s in by_name.values_mut() {
             if let Some(dir) = &s.dir {
-                let rel = crate::capfs::relative(&ws, &crate::capfs::absolute(dir));
+                let rel = agentloop_base::capfs::relative(&ws, &agentloop_base::capfs::absolute(dir));
                 s.location = if rel.as_str().is_empty() { ".".into() } else { rel.into_string() };
             }
         }
@@ -906,16 +909,21 @@ impl SkillSet {
 
     /// A skill's instructions, or one of its files (confined to the skill folder, a regular file
     /// of at most `max_bytes`).
-    pub fn read(&self, name: &str, file: Option<&str>, max_bytes: u64) -> crate::error::Result<(String, Value)> {
+    pub fn read(
+        &self,
+        name: &str,
+        file: Option<&str>,
+        max_bytes: u64,
+    ) -> agentloop_base::error::Result<(String, Value)> {
         let s = self.get(name).ok_or_else(|| {
-            crate::error::Error::tool(format!(
+            agentloop_base::error::Error::tool(format!(
                 "no skill named `{name}`; available: {}",
                 self.skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
             ))
         })?;
         let missing_env: Vec<&String> = s.requires_env.iter().filter(|v| std::env::var_os(v).is_none()).collect();
         if !missing_env.is_empty() {
-            return Err(crate::error::Error::tool(format!(
+            return Err(agentloop_base::error::Error::tool(format!(
                 "skill `{name}` needs the environment variable(s) {} to be set before it can be used",
                 missing_env.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             )));
@@ -926,12 +934,12 @@ impl SkillSet {
             }
             Some(f) => {
                 let dir = s.dir.as_ref().ok_or_else(|| {
-                    crate::error::Error::tool(format!("skill `{name}` is built in and has no file `{f}`"))
+                    agentloop_base::error::Error::tool(format!("skill `{name}` is built in and has no file `{f}`"))
                 })?;
                 let shown = format!("`{f}` in skill `{name}`");
                 let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
                 let text = String::from_utf8(buf)
-                    .map_err(|_| crate::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
+                    .map_err(|_| agentloop_base::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

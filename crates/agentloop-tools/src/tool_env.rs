@@ -3,8 +3,8 @@
 //! it lives apart from `tool_spec` (what a tool is, as the model layer sees it) because it carries
 //! the engine's skills.
 
-use crate::config::Config;
 use crate::skills::SkillSet;
+use agentloop_config::config::Config;
 use camino::Utf8Path;
 
 /// Everything a tool may touch.

@@ -1,11 +1,11 @@
 //! What the `mcp` subcommands do (built with the `mcp` feature).
 
 use super::McpCommand;
-use crate::error::{code, Error, Result};
-use crate::mcp::client::Logs;
-use crate::mcp::{self, Hub, ServerState, Source, Status};
-use crate::settings::Ctx;
-use crate::tools::{Registry, ToolResult};
+use agentloop_base::error::{code, Error, Result};
+use agentloop_core::settings::Ctx;
+use agentloop_tools::mcp::client::Logs;
+use agentloop_tools::mcp::{self, Hub, ServerState, Source, Status};
+use agentloop_tools::tools::{Registry, ToolResult};
 use serde_json::{json, Value};
 
 pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
@@ -53,7 +53,7 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
         }
         McpCommand::Call { server, tool, args, .. } => {
             let logs = Logs::for_command(&ctx.ws.root);
-            let registry = Registry::load_logging(cfg, &ctx.ws.root, crate::tools::Reach::Start, logs)?;
+            let registry = Registry::load_logging(cfg, &ctx.ws.root, agentloop_tools::tools::Reach::Start, logs)?;
             let hub = &registry.mcp;
             let Some(st) = hub.states.iter().find(|s| s.server.name == server) else {
                 return Err(mcp::unknown_server(hub, &server));
@@ -122,7 +122,7 @@ fn not_offered(ctx: &Ctx, st: &ServerState, tool: &str) -> Result<u8> {
     }
     if let Status::Failed(e) = &st.status {
         let r = ToolResult::err(e.clone(), true);
-        ctx.printer.json_value(&crate::json::to_value(&r));
+        ctx.printer.json_value(&agentloop_base::json::to_value(&r));
         return Ok(code::TOOL);
     }
     if st.filtered.iter().any(|t| t == tool) {

@@ -8,7 +8,7 @@
 //! An answer without it is explained by the prompt's size: when the server's prompt-token count
 //! grew far less than the padded message's size, the template dropped that message.
 
-use crate::model::{self, Message, Part, Request, Role, ToolCall, ToolChoice};
+use agentloop_model::model::{self, Message, Part, Request, Role, ToolCall, ToolChoice};
 use serde_json::{json, Value};
 
 /// The value the first request asks for.
@@ -89,7 +89,7 @@ pub fn value(r: &model::Response) -> Check {
 }
 
 fn report_color() -> model::ToolDef {
-    crate::contract::answer_tool(
+    agentloop_core::contract::answer_tool(
         "report_color",
         "Report a colour.",
         json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
@@ -98,7 +98,7 @@ fn report_color() -> model::ToolDef {
 
 /// A tool call, then a tool result holding [`TOOL_WORD`], then the ask to report it.
 pub fn tool_result_request() -> Request {
-    let look_up = crate::contract::answer_tool(
+    let look_up = agentloop_core::contract::answer_tool(
         "look_up_color",
         "Look up the colour on file.",
         json!({"type": "object", "properties": {}}),
@@ -159,7 +159,7 @@ pub fn carrier(
     word: &str,
     what: &str,
     dropped_fix: &str,
-    outcome: crate::error::Result<model::Response>,
+    outcome: agentloop_base::error::Result<model::Response>,
     baseline: u64,
 ) -> Check {
     let r = match outcome {

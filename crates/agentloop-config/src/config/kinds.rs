@@ -34,7 +34,7 @@ impl<'de> Deserialize<'de> for Dur {
             Raw::F(f) => std::time::Duration::try_from_secs_f64(f)
                 .map(Dur)
                 .map_err(|_| serde::de::Error::custom(format!("{f} is not a duration (seconds, at least 0)"))),
-            Raw::S(s) => crate::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
+            Raw::S(s) => agentloop_base::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
         }
     }
 }

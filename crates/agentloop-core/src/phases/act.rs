@@ -3,12 +3,12 @@
 //! tool, keeps large output in artifacts/, and records the result for Reflect.
 
 use super::{finish, frustration, Env, Outcome};
-use crate::error::{Error, Result};
-use crate::markdown::NextAction;
-use crate::tool_env::ToolEnv;
-use crate::tool_spec::ToolResult;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, StopKind};
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_model::tool_spec::ToolResult;
+use agentloop_store::markdown::NextAction;
+use agentloop_store::workspace::{Commit, Next, State, StopKind};
+use agentloop_tools::tool_env::ToolEnv;
 use serde_json::json;
 
 fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
@@ -67,9 +67,9 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
             ));
         }
     }
-    let watch = crate::clock::Stopwatch::start();
+    let watch = agentloop_base::clock::Stopwatch::start();
     let result = hold_finish(env, &action, take_output(state, execute(env, step, &run_action), output))?;
-    crate::crash::point("phase:act:after-tool");
+    agentloop_base::crash::point("phase:act:after-tool");
     let outcome = record(env, state, step, &action, result, watch.ms(), edited)?;
     Ok(outcome)
 }
@@ -81,7 +81,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 /// this step showed (the answer itself, say) and, when that closes the last one, the run ends
 /// done with this finish's summary, output and files (see reflect's `held_finish`).
 fn hold_finish(env: &Env, action: &NextAction, result: ToolResult) -> Result<ToolResult> {
-    if !crate::tool_spec::is_finish(&action.tool) || !result.is_ok() {
+    if !agentloop_model::tool_spec::is_finish(&action.tool) || !result.is_ok() {
         return Ok(result);
     }
     let (_, mem) = env.read_memory()?;
@@ -109,7 +109,7 @@ fn hold_finish(env: &Env, action: &NextAction, result: ToolResult) -> Result<Too
 /// With an output schema, `finish`'s `output` is the run's final output: it is taken out of the
 /// arguments the tool itself checks, and held to the output schema by [`take_output`].
 fn split_output(state: &State, action: &NextAction) -> (NextAction, Option<Option<serde_json::Value>>) {
-    if !crate::tool_spec::is_finish(&action.tool) || state.output_schema.is_none() {
+    if !agentloop_model::tool_spec::is_finish(&action.tool) || state.output_schema.is_none() {
         return (action.clone(), None);
     }
     let mut a = action.clone();
@@ -150,15 +150,15 @@ pub fn record(
     let ok = result.is_ok();
     let failed = (!ok).then_some("tool_error");
     let call_id = format!("{}:step:{step}", state.run_id);
-    crate::otel::tool(
-        crate::otel::capture(env.cfg),
+    agentloop_model::otel::tool(
+        agentloop_model::otel::capture(env.cfg),
         &call_id,
         &action.tool,
         &action.args,
         (&result.output, failed),
         duration_ms,
     );
-    env.note(crate::transcript::tool_call(step, &action.tool, &action.args, &result));
+    env.note(agentloop_store::transcript::tool_call(step, &action.tool, &action.args, &result));
     let e = entry(state, step, action, &result, duration_ms, edited);
     take_result(state, step, action, &result);
     let mut commit = Commit::default();
@@ -296,7 +296,7 @@ pub(super) fn take_artifacts(state: &mut State, artifacts: &[String]) {
 
 /// The failure and repeat limits, when this result reaches one.
 fn limit_reached(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     state: &State,
     ok: bool,
     action: &NextAction,

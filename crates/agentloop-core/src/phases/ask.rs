@@ -4,14 +4,14 @@
 
 use super::{budget_exceeded, finish, Env, Outcome};
 
-use crate::budget::Budget;
-use crate::error::{Error, Kind, Result};
-/// The phase name the fused Reflect + Plan call is made under ([`crate::model::FUSED_PHASE`]);
+use agentloop_base::error::{Error, Kind, Result};
+use agentloop_base::trace::{Entry, Phase, Usage};
+use agentloop_model::budget::Budget;
+/// The phase name the fused Reflect + Plan call is made under ([`agentloop_model::model::FUSED_PHASE`]);
 /// its answer is capped as Plan's is.
-pub use crate::model::FUSED_PHASE;
-use crate::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
-use crate::trace::{Entry, Phase, Usage};
-use crate::workspace::{Commit, State, StopKind};
+pub use agentloop_model::model::FUSED_PHASE;
+use agentloop_model::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
+use agentloop_store::workspace::{Commit, State, StopKind};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ pub fn ask_checked<T: DeserializeOwned>(
     }
     let mut req = request(env, state, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
     let prompt_bytes = req.prompt_bytes();
-    let watch = crate::clock::Stopwatch::start();
+    let watch = agentloop_base::clock::Stopwatch::start();
     let mut usage = Usage::default();
     let mut cost: Option<f64> = Some(0.0);
     let mut model_id;
@@ -100,7 +100,7 @@ pub fn ask_checked<T: DeserializeOwned>(
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { model_name.clone() } else { resp.model.clone() };
-        env.note(crate::transcript::model_call(step, phase, attempt, &model_id, &req, &resp));
+        env.note(agentloop_store::transcript::model_call(step, phase, attempt, &model_id, &req, &resp));
         usage.add(&resp.usage);
         cost = match (cost, model::pricing::cost_in(cfg, &model_id, &resp.usage)) {
             (Some(a), Some(b)) => Some(((a + b) * 1e8).round() / 1e8),
@@ -212,7 +212,7 @@ fn record_timeouts(env: &Env, state: &State, step: u32, phase: &str, attempt: u3
             "output_tokens": null,
         }));
         commit.entry(&e);
-        env.note(crate::transcript::timeout(step, phase, attempt, model, &t));
+        env.note(agentloop_store::transcript::timeout(step, phase, attempt, model, &t));
     }
     env.commit(&commit)
 }
@@ -347,7 +347,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
         }
         AskError::Provider(e, u) => {
             state.provider_status = match e.cause {
-                Some(crate::error::Cause::Status(s)) => Some(s),
+                Some(agentloop_base::error::Cause::Status(s)) => Some(s),
                 _ => None,
             };
             (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
@@ -401,7 +401,7 @@ mod tests {
     #[test]
     fn arguments_that_stop_before_their_json_closes_are_said_to_be_cut_off() {
         let tool = crate::contract::frame_tool();
-        let call = |raw: &str| crate::model::ToolCall {
+        let call = |raw: &str| agentloop_model::model::ToolCall {
             id: "c".into(),
             name: tool.name.clone(),
             arguments: serde_json::Value::Null,

@@ -4,10 +4,10 @@
 
 use super::{account, ask_checked, fail_phase, finish, Env, Outcome};
 use crate::contract::{self, FrameAnswer};
-use crate::error::Result;
-use crate::markdown::{Item, Memory};
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, StopKind};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_store::markdown::{Item, Memory};
+use agentloop_store::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
 /// At most `max` characters of a document for a prompt, with a note saying where the rest is.
@@ -40,7 +40,7 @@ fn dod_items(list: &[String]) -> Vec<Item> {
 /// The headings of context.md, as text (`# Context` → `context`): an item that only repeats one
 /// names a part of the task, not a result to check.
 fn context_headings(env: &Env) -> Vec<String> {
-    let text = crate::fs::read_inside(&env.ws.root, &env.ws.context()).ok().flatten().unwrap_or_default();
+    let text = agentloop_base::fs::read_inside(&env.ws.root, &env.ws.context()).ok().flatten().unwrap_or_default();
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix('#'))
         .map(|h| norm(h.trim_start_matches('#')))
@@ -187,7 +187,7 @@ fn new_memory(a: &FrameAnswer, state: &State, old: &Memory) -> Memory {
 /// The frame prompt (context.md bounded, memory.md when reframing, tools, skills whose triggers
 /// match, recalled long-term memory) and the ids of the long-term entries it shows.
 fn prompt(env: &Env, state: &State, old: &Memory) -> Result<(String, Vec<String>)> {
-    let context = crate::fs::read_inside(&env.ws.root, &env.ws.context())?.unwrap_or_default();
+    let context = agentloop_base::fs::read_inside(&env.ws.root, &env.ws.context())?.unwrap_or_default();
     prompt_with(env, state, old, &context)
 }
 
@@ -196,7 +196,7 @@ pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Res
     let memory_text = if state.reframe_reason.is_some() { env.memory_prompt(old)? } else { String::new() };
     let tool_names: Vec<String> = env.registry.allowed(env.cfg).iter().map(|t| t.name.clone()).collect();
     let query: String = format!("{} {}", state.goal, context.chars().take(1000).collect::<String>());
-    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
+    let (recall, shown) = agentloop_store::longterm::recall(env.cfg, &env.ws.root, &query);
     let prompt = env.tpl.render(
         "prompt-frame.j2",
         json!({

@@ -4,9 +4,9 @@
 //! `frustration.threshold`, the loop forces one reframe, with the reason, before it escalates.
 //! Every change of the score is a `frustration` trace entry.
 
-use crate::config::Config;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Next, State};
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_config::config::Config;
+use agentloop_store::workspace::{Next, State};
 use serde_json::json;
 
 /// What a hit limit means for the run.
@@ -57,7 +57,7 @@ pub fn verdict(cfg: &Config, state: &mut State, reason: String) -> Verdict {
 /// reported, not fatal).
 pub fn on_end(cfg: &Config, root: &camino::Utf8Path, state: &mut State, escalated: bool, warn: &dyn Fn(&str)) {
     if std::mem::take(&mut state.frustration_escalated) && escalated {
-        if let Err(e) = crate::rest_window::record_stress(cfg, root, &state.run_id) {
+        if let Err(e) = agentloop_store::rest_window::record_stress(cfg, root, &state.run_id) {
             warn(&format!("stress ledger: {e}"));
         }
     }

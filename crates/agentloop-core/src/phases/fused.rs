@@ -9,9 +9,9 @@
 
 use super::{ask, fail_phase, plan, reflect, Env, Outcome};
 use crate::contract::{self, FusedAnswer};
-use crate::error::Result;
-use crate::trace::Phase;
-use crate::workspace::{Next, State};
+use agentloop_base::error::Result;
+use agentloop_base::trace::Phase;
+use agentloop_store::workspace::{Next, State};
 
 /// The phase name the fused call is made under (transcript, progress, a scripted model's queue).
 pub use super::ask::FUSED_PHASE as PHASE;
@@ -56,8 +56,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 fn prompt(
     env: &Env,
     state: &State,
-    mem: &crate::markdown::Memory,
-    plan_md: &crate::markdown::Plan,
+    mem: &agentloop_store::markdown::Memory,
+    plan_md: &agentloop_store::markdown::Plan,
 ) -> Result<(String, Vec<String>)> {
     let reflection = reflect::prompt(env, state, mem, plan_md)?;
     let (active, recall, shown) = plan::extras(env, state, mem);

@@ -1,12 +1,12 @@
 //! Creating a run: context.md, memory.md, plan.md, decisions.md, state.json, and the
 //! `run.started` trace entry that carries `schema_version`.
 
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::markdown::{self, Memory, Plan};
-use crate::prompt::Templates;
-use crate::trace::{self, Entry, Phase};
-use crate::workspace::{Commit, Limits, Session, State};
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::{self, Entry, Phase};
+use agentloop_config::config::Config;
+use agentloop_store::markdown::{self, Memory, Plan};
+use agentloop_store::prompt::Templates;
+use agentloop_store::workspace::{Commit, Limits, Session, State};
 use serde_json::json;
 
 /// Turns background text into markdown for context.md: a JSON object or array becomes a fenced
@@ -27,7 +27,7 @@ pub fn format_background(text: &str) -> String {
 /// Reads `--context FILE|-`: a `.yaml`/`.yml` file that holds a mapping or list becomes a fenced
 /// YAML block; JSON becomes a fenced JSON block; any other text is kept as written.
 pub fn read_context(arg: &str) -> Result<String> {
-    let text = crate::fs::read_arg(arg)?;
+    let text = agentloop_base::fs::read_arg(arg)?;
     let yaml = arg.ends_with(".yaml") || arg.ends_with(".yml");
     if yaml {
         if let Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_)) = serde_yaml_ng::from_str(&text) {
@@ -56,7 +56,7 @@ pub fn read_goal(arg: &str, context: Option<&str>) -> Result<String> {
         return Err(Error::usage("--goal - and --context - cannot both read stdin")
             .with_hint("give the context as a file, or the goal as text"));
     }
-    Ok(crate::fs::read_arg("-")?.trim().to_string())
+    Ok(agentloop_base::fs::read_arg("-")?.trim().to_string())
 }
 
 /// Creates a new run in the session's workspace. With `force`, a run already there is
@@ -90,7 +90,7 @@ pub fn init_run(
             old.interrupted = true;
             session.save_state(&old)?;
         }
-        crate::history::archive(session, &cfg.handle.runs_dir, &old)?;
+        agentloop_store::history::archive(session, &cfg.handle.runs_dir, &old)?;
     }
     create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None, named: None })
 }
@@ -174,7 +174,7 @@ fn nonempty(goal: &str) -> Result<&str> {
 /// The run's date as context.md gives it (UTC, `YYYY-MM-DD`): a scheduled job names its files
 /// and sections by it, and the model has no clock of its own.
 pub fn run_date() -> String {
-    crate::clock::now_rfc3339().chars().take(10).collect()
+    agentloop_base::clock::now_rfc3339().chars().take(10).collect()
 }
 
 /// What a new run starts from.
@@ -194,17 +194,17 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     let values = super::values::accept(&cfg.values, goal, background)?;
     let ws = session.workspace();
     // A fact carried from several runs is one line naming each of them.
-    let carried = &crate::facts::merged(carried.iter().cloned());
+    let carried = &agentloop_base::facts::merged(carried.iter().cloned());
     // Never through a link: a symlinked artifacts/ is refused (exit 8) before the run starts.
-    crate::fs::Folder::open(&ws.root, camino::Utf8Path::new("artifacts"), true)?;
+    agentloop_base::fs::Folder::open(&ws.root, camino::Utf8Path::new("artifacts"), true)?;
     // A run id is never reused within a workspace's history (a fixed test clock repeats ids
     // across processes, so an archived one is skipped).
-    let archive = crate::history::runs_dir(ws, &cfg.handle.runs_dir);
-    let mut id = run_id.unwrap_or_else(|| crate::run_id::RunId::generate().into_string());
+    let archive = agentloop_store::history::runs_dir(ws, &cfg.handle.runs_dir);
+    let mut id = run_id.unwrap_or_else(|| agentloop_base::run_id::RunId::generate().into_string());
     while archive.join(&id).exists() {
-        id = crate::run_id::RunId::generate().into_string();
+        id = agentloop_base::run_id::RunId::generate().into_string();
     }
-    let output_schema = crate::output_schema::resolve(cfg, &ws.root, crate::model::strict_schemas(cfg))?;
+    let output_schema = crate::output_schema::resolve(cfg, &ws.root, agentloop_model::model::strict_schemas(cfg))?;
     let mut state = State::new(id, goal.to_string(), Limits::from_config(cfg));
     state.agent = cfg.agent.clone();
     state.slot = slot.map(String::from);
@@ -248,7 +248,7 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     if !carried.is_empty() {
         data["carried_facts"] = json!(carried.len());
     }
-    if crate::catalog::mark_seeded(ws)? {
+    if agentloop_tools::catalog::mark_seeded(ws)? {
         data["skills_md"] = json!("seeded");
     }
     e.data = Some(data);

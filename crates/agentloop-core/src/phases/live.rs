@@ -3,9 +3,9 @@
 //! progress line on a terminal. Pieces are never written to trace.jsonl or the transcript:
 //! those keep the one whole answer per call, exactly as without streaming.
 
-use crate::model::Delta;
-use crate::output::Printer;
-use crate::trace::{Entry, Phase};
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_model::model::Delta;
+use agentloop_model::output::Printer;
 use serde_json::json;
 
 /// Characters of one call shown on the progress line; the rest is elided (the events carry all).

@@ -20,18 +20,18 @@ pub mod values;
 
 pub use ask::{account, ask, ask_checked, fail_phase, Answer, AskError, Refused};
 
-use crate::budget::Budget;
-use crate::config::Config;
-use crate::error::Result;
-use crate::markdown::{self, Memory, Plan};
-use crate::model::{self, Model};
-use crate::output::Printer;
-use crate::prompt::Templates;
 use crate::settings::Ctx;
-use crate::skills::SkillSet;
-use crate::tools::Registry;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_config::config::Config;
+use agentloop_model::budget::Budget;
+use agentloop_model::model::{self, Model};
+use agentloop_model::output::Printer;
+use agentloop_store::markdown::{self, Memory, Plan};
+use agentloop_store::prompt::Templates;
+use agentloop_store::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
+use agentloop_tools::skills::SkillSet;
+use agentloop_tools::tools::Registry;
 use serde_json::{json, Value};
 
 /// The templates for a workspace: built-ins, overridden from `templates_dir` (default
@@ -40,11 +40,11 @@ use serde_json::{json, Value};
 /// `templates/` that is a link to a folder elsewhere is refused, not read into a prompt.
 pub fn templates(ws: &Workspace, cfg: &Config) -> Result<Templates> {
     let (dir, within) = match &cfg.templates_dir {
-        Some(d) => match crate::fs::in_workspace(&ws.root, d) {
+        Some(d) => match agentloop_base::fs::in_workspace(&ws.root, d) {
             Some(rel) => (ws.root.join(rel), ws.root.clone()),
             // Trusted configuration may name a folder elsewhere: links stay inside that one.
             None => {
-                let dir = crate::fs::resolve_in(&ws.root, d);
+                let dir = agentloop_base::fs::resolve_in(&ws.root, d);
                 (dir.clone(), dir)
             }
         },
@@ -88,7 +88,7 @@ pub struct Env<'a> {
     model: Option<Box<dyn Model>>,
     /// Plan's answer tool: its schema depends only on the tools allowed, which are fixed for
     /// the environment's life, so it is built once.
-    plan_tool: std::cell::OnceCell<crate::model::ToolDef>,
+    plan_tool: std::cell::OnceCell<agentloop_model::model::ToolDef>,
     /// The catalog, for the same reason.
     catalog: std::cell::OnceCell<String>,
     /// The catalog as the shared system message shows it ([`Env::prompt_catalog`]), chosen
@@ -96,14 +96,14 @@ pub struct Env<'a> {
     prompt_catalog: std::cell::OnceCell<String>,
     /// The answer tool whose schema never changes in a run and that every Plan and Reflect call
     /// sends first (plan's; [`Env::answer_tools`]).
-    fixed_tools: std::cell::OnceCell<Vec<crate::model::ToolDef>>,
+    fixed_tools: std::cell::OnceCell<Vec<agentloop_model::model::ToolDef>>,
     /// Reflect's answer tool for the Definition of Done's length, as the other phases send it.
-    reflect_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
+    reflect_tool: std::cell::RefCell<Option<(usize, agentloop_model::model::ToolDef)>>,
     /// Whether Plan has compared skills.md with the catalog (once per environment).
     skills_checked: std::cell::Cell<bool>,
     /// The fused answer tool for the Definition of Done's length ([`fused`]), kept with its
     /// compiled validator.
-    fused_tool: std::cell::RefCell<Option<(usize, crate::model::ToolDef)>>,
+    fused_tool: std::cell::RefCell<Option<(usize, agentloop_model::model::ToolDef)>>,
     /// This environment drives a run, whose Reflect and next Plan may share one call
     /// ([`fused`], as `llm.fuse_phases` says: [`Env::fuses`]): set by [`run::drive`] and event
     /// mode, so the single-phase commands stay as they are.
@@ -129,20 +129,25 @@ impl<'a> Env<'a> {
     /// For read-only commands (`run --dry-run`): tool lists from caches only, no program
     /// started, nothing sent.
     pub fn read_only(ctx: &'a Ctx) -> Result<Self> {
-        Self::reaching(&ctx.ws, ctx.config(), ctx.printer, crate::tools::Reach::CachesOnly)
+        Self::reaching(&ctx.ws, ctx.config(), ctx.printer, agentloop_tools::tools::Reach::CachesOnly)
     }
 
     /// For event mode, where the workspace and config are built per run.
     pub fn with(ws: &'a Workspace, cfg: &'a Config, printer: Printer) -> Result<Self> {
-        Self::reaching(ws, cfg, printer, crate::tools::Reach::Start)
+        Self::reaching(ws, cfg, printer, agentloop_tools::tools::Reach::Start)
     }
 
-    fn reaching(ws: &'a Workspace, cfg: &'a Config, printer: Printer, reach: crate::tools::Reach) -> Result<Self> {
+    fn reaching(
+        ws: &'a Workspace,
+        cfg: &'a Config,
+        printer: Printer,
+        reach: agentloop_tools::tools::Reach,
+    ) -> Result<Self> {
         let skills = SkillSet::load(cfg, &ws.root);
         if let Some(only) = &cfg.skills.only {
             let missing: Vec<&str> = only.iter().filter(|n| skills.get(n).is_none()).map(String::as_str).collect();
             if !missing.is_empty() {
-                return Err(crate::error::Error::usage(format!(
+                return Err(agentloop_base::error::Error::usage(format!(
                     "skills.only names skills that do not exist: {}",
                     missing.join(", ")
                 ))
@@ -181,7 +186,7 @@ impl<'a> Env<'a> {
     /// taken after the environment was built (a new run's folder is locked once its checks pass).
     /// Brings the run's elapsed time up to date (nothing under a fixed clock, or outside `run`).
     pub fn tick(&self, state: &mut State) {
-        if let (Some((t0, base)), false) = (self.clock, crate::clock::is_fixed()) {
+        if let (Some((t0, base)), false) = (self.clock, agentloop_base::clock::is_fixed()) {
             state.elapsed_ms = base + t0.elapsed().as_millis() as u64;
         }
     }
@@ -194,7 +199,7 @@ impl<'a> Env<'a> {
     fn session(&self) -> Result<&'a Session> {
         match self.session {
             Some(s) if s.workspace().root == self.ws.root => Ok(s),
-            _ => Err(crate::error::Error::failure(format!(
+            _ => Err(agentloop_base::error::Error::failure(format!(
                 "a commit to {} was attempted without holding its lock; nothing was written",
                 self.ws.root
             ))
@@ -204,7 +209,7 @@ impl<'a> Env<'a> {
 
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]); `finish` takes the run's
     /// output schema, which is fixed for the run.
-    pub fn plan_tool(&self, state: &State) -> crate::model::ToolDef {
+    pub fn plan_tool(&self, state: &State) -> agentloop_model::model::ToolDef {
         self.plan_tool
             .get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg), state.output_schema.as_ref()))
             .clone()
@@ -220,7 +225,11 @@ impl<'a> Env<'a> {
     /// the phase's own alone.
     /// A fused call ([`fused`]) sends its own tool alone too: it is every call of a fused run but
     /// the first Plan, so it is the prefix those calls share.
-    pub fn answer_tools(&self, phase: &crate::model::ToolDef, state: &State) -> Result<Vec<crate::model::ToolDef>> {
+    pub fn answer_tools(
+        &self,
+        phase: &agentloop_model::model::ToolDef,
+        state: &State,
+    ) -> Result<Vec<agentloop_model::model::ToolDef>> {
         if !shared_prefix(self.cfg) || phase.name == "frame_answer" || phase.name == crate::contract::FUSED_TOOL {
             return Ok(vec![phase.clone()]);
         }
@@ -235,7 +244,7 @@ impl<'a> Env<'a> {
                 _ => memo.insert((n, crate::contract::reflect_tool(n))).1.clone(),
             }
         };
-        let mut tools: Vec<crate::model::ToolDef> = plan
+        let mut tools: Vec<agentloop_model::model::ToolDef> = plan
             .iter()
             .chain([&reflect])
             .map(|t| if t.name == phase.name { phase.clone() } else { t.clone() })
@@ -254,15 +263,15 @@ impl<'a> Env<'a> {
             return false;
         }
         match self.cfg.llm.fuse_phases {
-            crate::config::FusePhases::On => true,
-            crate::config::FusePhases::Off => false,
-            crate::config::FusePhases::Auto => self.model(state).is_ok_and(|m| m.fuses_by_default()),
+            agentloop_config::config::FusePhases::On => true,
+            agentloop_config::config::FusePhases::Off => false,
+            agentloop_config::config::FusePhases::Auto => self.model(state).is_ok_and(|m| m.fuses_by_default()),
         }
     }
 
     /// The fused call's answer tool ([`crate::contract::fused_tool`]) for a Definition of Done of
     /// `items` items.
-    pub fn fused_tool(&self, state: &State, items: usize) -> crate::model::ToolDef {
+    pub fn fused_tool(&self, state: &State, items: usize) -> agentloop_model::model::ToolDef {
         let mut memo = self.fused_tool.borrow_mut();
         match &*memo {
             Some((n, t)) if *n == items => t.clone(),
@@ -276,15 +285,15 @@ impl<'a> Env<'a> {
     /// The stable part of every call's task (`prompt-task.j2`): context.md, bounded. It comes
     /// after the shared tools and system message and before what changes from call to call.
     pub fn task_prompt(&self) -> Result<String> {
-        let context = crate::fs::read_inside(&self.ws.root, &self.ws.context())?.unwrap_or_default();
+        let context = agentloop_base::fs::read_inside(&self.ws.root, &self.ws.context())?.unwrap_or_default();
         self.tpl.render("prompt-task.j2", json!({"context": frame::bounded(context.trim(), 20_000)}))
     }
 
     /// The catalog the shared system message shows: one line a tool and a skill
-    /// ([`crate::catalog::prompt`]), unless `llm.context_window` says the shared prefix
+    /// ([`agentloop_tools::catalog::prompt`]), unless `llm.context_window` says the shared prefix
     /// (`tools`, the system message, `task`) would not leave room for `llm.max_tokens` and
     /// [`PROMPT_RESERVE`] tokens of what changes per call; then shortened
-    /// ([`crate::catalog::shortened`]: skills by name only) rather than the request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
+    /// ([`agentloop_tools::catalog::shortened`]: skills by name only) rather than the request failing. Tokens are estimated as bytes / 3. Chosen once, so every call sends the
     /// same bytes; when even the shortest does not fit it goes anyway and the server decides.
     pub fn prompt_catalog(&self, state: &State, task: &str) -> Result<String> {
         if let Some(c) = self.prompt_catalog.get() {
@@ -308,7 +317,7 @@ impl<'a> Env<'a> {
             let room = u64::from(window).saturating_sub(u64::from(self.cfg.llm.max_tokens) + PROMPT_RESERVE);
             for level in [0u8, 2] {
                 if level > 0 {
-                    pick = crate::catalog::shortened(&allowed, &self.skills, level);
+                    pick = agentloop_tools::catalog::shortened(&allowed, &self.skills, level);
                 }
                 let system = self.system_prompt("", "", &pick)?;
                 let estimate = ((system.len() + task.len() + tool_bytes) / 3) as u64;
@@ -324,14 +333,16 @@ impl<'a> Env<'a> {
     }
 
     /// The catalog as a prompt shows it when no context window asks for less: one line a tool
-    /// and a skill ([`crate::catalog::prompt`]; each tool's parameters are in the plan answer's
+    /// and a skill ([`agentloop_tools::catalog::prompt`]; each tool's parameters are in the plan answer's
     /// schema), or a seeded skills.md as it is (the user's own catalog).
     pub fn compact_catalog(&self) -> String {
         match self.seeded_skills_md() {
             Some(_) => self.catalog(),
-            None => {
-                crate::catalog::prompt(&self.registry.allowed(self.cfg), &self.skills, self.registry.ductile.plugins())
-            }
+            None => agentloop_tools::catalog::prompt(
+                &self.registry.allowed(self.cfg),
+                &self.skills,
+                self.registry.ductile.plugins(),
+            ),
         }
     }
 
@@ -343,8 +354,10 @@ impl<'a> Env<'a> {
             .get_or_init(|| {
                 let allowed = self.registry.allowed(self.cfg);
                 match self.seeded_skills_md() {
-                    Some(text) => crate::catalog::seeded(&text, &allowed).0,
-                    None => crate::catalog::with_plugins(&allowed, &self.skills, self.registry.ductile.plugins()),
+                    Some(text) => agentloop_tools::catalog::seeded(&text, &allowed).0,
+                    None => {
+                        agentloop_tools::catalog::with_plugins(&allowed, &self.skills, self.registry.ductile.plugins())
+                    }
                 }
             })
             .clone()
@@ -352,7 +365,7 @@ impl<'a> Env<'a> {
 
     /// The skills.md seeded into the workspace before the run started, which Plan uses.
     pub fn seeded_skills_md(&self) -> Option<String> {
-        crate::catalog::seeded_text(self.ws)
+        agentloop_tools::catalog::seeded_text(self.ws)
     }
 
     /// Writes skills.md into the workspace when it is missing (the loop never rewrites it).
@@ -361,7 +374,7 @@ impl<'a> Env<'a> {
         if path.exists() {
             return Ok(());
         }
-        crate::fs::write_atomic(&path, self.catalog().as_bytes())
+        agentloop_base::fs::write_atomic(&path, self.catalog().as_bytes())
     }
 
     fn model(&mut self, state: &State) -> Result<&mut Box<dyn Model>> {
@@ -378,14 +391,14 @@ impl<'a> Env<'a> {
 
     pub fn read_memory(&self) -> Result<(String, Memory)> {
         let path = self.ws.memory();
-        let text = crate::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
+        let text = agentloop_base::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
         let mem = if text.trim().is_empty() { Memory::default() } else { markdown::parse_memory(&text, &path)? };
         Ok((text, mem))
     }
 
     pub fn read_plan(&self) -> Result<(String, Plan)> {
         let path = self.ws.plan();
-        let text = crate::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
+        let text = agentloop_base::fs::read_inside(&self.ws.root, &path)?.unwrap_or_default();
         let plan = markdown::parse_plan(&text, &path)?;
         Ok((text, plan))
     }
@@ -437,7 +450,7 @@ impl<'a> Env<'a> {
         let mut text = if exists { String::new() } else { self.tpl.render("decisions.md.j2", json!({}))? };
         let entry = self.tpl.render(
             "decision.md.j2",
-            json!({"step": step, "phase": phase, "ts": crate::clock::now_rfc3339(), "title": title, "body": body}),
+            json!({"step": step, "phase": phase, "ts": agentloop_base::clock::now_rfc3339(), "title": title, "body": body}),
         )?;
         text.push_str(&entry);
         Ok(text)
@@ -488,7 +501,7 @@ impl<'a> Env<'a> {
                 if let Err(e) = self.printer.try_outln(line) {
                     // The commit is done: the run stops here, at a commit point, and resumes.
                     let ws = &self.ws.root;
-                    return Err(crate::error::Error::failure(format!(
+                    return Err(agentloop_base::error::Error::failure(format!(
                         "--events: cannot write to stdout ({e}); the run stopped after its last commit"
                     ))
                     .with_hint(format!("nothing was lost; `agentloop -w {ws} run` resumes it")));
@@ -516,7 +529,7 @@ pub const PROMPT_RESERVE: u64 = 1024;
 /// prompt instead: its own answer tool and system message, the catalog only in Plan. The hidden
 /// `AGENTLOOP_UNSHARED_PREFIX=1`, which `make bench-real` sets to measure the difference, forces
 /// the latter.
-pub fn shared_prefix(cfg: &crate::config::Config) -> bool {
+pub fn shared_prefix(cfg: &agentloop_config::config::Config) -> bool {
     if std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_some_and(|v| !v.is_empty() && v != "0") {
         return false;
     }
@@ -525,13 +538,18 @@ pub fn shared_prefix(cfg: &crate::config::Config) -> bool {
 
 /// Whether the configured provider serves a repeated prompt prefix from a cache (see
 /// [`shared_prefix`]).
-pub fn caches_prefix(cfg: &crate::config::Config) -> bool {
-    use crate::config::Provider;
-    match crate::model::resolve_provider(cfg) {
+pub fn caches_prefix(cfg: &agentloop_config::config::Config) -> bool {
+    use agentloop_config::config::Provider;
+    match agentloop_model::model::resolve_provider(cfg) {
         Ok(Provider::Anthropic) => cfg.llm.cache,
         Ok(Provider::Openai) => {
-            crate::model::pricing::is_local(cfg)
-                || cfg.llm.base_url.as_deref().unwrap_or(crate::model::openai::DEFAULT_BASE).contains("api.openai.com")
+            agentloop_model::model::pricing::is_local(cfg)
+                || cfg
+                    .llm
+                    .base_url
+                    .as_deref()
+                    .unwrap_or(agentloop_model::model::openai::DEFAULT_BASE)
+                    .contains("api.openai.com")
         }
         Ok(Provider::Ollama | Provider::Scripted | Provider::Auto) | Err(_) => true,
     }
@@ -615,7 +633,7 @@ fn progress_line(e: &Entry) -> String {
 /// The budgets in force are the ones given now (flags, environment, config files), counted from
 /// what the run already used; a limit given nowhere keeps the run's recorded value. A change is
 /// committed with a `limits.changed` trace entry (from, to).
-pub fn refresh_limits(env: &Env, state: &mut State, sources: &crate::config::Sources) -> Result<()> {
+pub fn refresh_limits(env: &Env, state: &mut State, sources: &agentloop_config::config::Sources) -> Result<()> {
     let now = state.limits.in_force(env.cfg, sources);
     if now == state.limits || state.status.is_terminal() {
         return Ok(());
@@ -669,7 +687,7 @@ fn is_workspace_file(root: &camino::Utf8Path, rel: &str) -> bool {
     let p = camino::Utf8Path::new(rel);
     let plain = !rel.is_empty() && p.components().all(|c| matches!(c, camino::Utf8Component::Normal(_)));
     let at = root.join(p);
-    plain && !crate::fs::leads_outside(root, &at) && std::fs::metadata(&at).is_ok_and(|m| m.is_file())
+    plain && !agentloop_base::fs::leads_outside(root, &at) && std::fs::metadata(&at).is_ok_and(|m| m.is_file())
 }
 
 /// Ends the run inside `commit`: result.json, the `run.finished` entry, terminal state.
@@ -681,7 +699,7 @@ pub fn finish(
     reason: &str,
     outcome: Option<(String, Vec<String>)>,
 ) -> Result<()> {
-    let now = crate::clock::now_rfc3339();
+    let now = agentloop_base::clock::now_rfc3339();
     env.tick(state);
     state.status = Status::ended(stop);
     if stop != StopKind::Done && state.next != Next::None && state.next != Next::Finish {
@@ -728,7 +746,7 @@ pub fn finish(
         output: state.output.clone(),
         definition_of_done: dod.iter().map(crate::schema::DodItem::of).collect(),
     };
-    commit.file("result.json", crate::json::to_string_pretty(&result) + "\n");
+    commit.file("result.json", agentloop_base::json::to_string_pretty(&result) + "\n");
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
     e.decision = Some(state.status.as_str().to_string());
@@ -794,12 +812,12 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
         Some(o) if stop == StopKind::Done => format!("Outcome: {o}"),
         _ => format!("Stopped ({}): {reason}", state.status.as_str()),
     };
-    let n = crate::longterm::New {
+    let n = agentloop_store::longterm::New {
         topic: "outcomes".into(),
-        content_id: Some(crate::longterm::loop_id(&state.run_id, 0, "outcome")),
+        content_id: Some(agentloop_store::longterm::loop_id(&state.run_id, 0, "outcome")),
         title: goal.to_string(),
         content: format!("{what}\nArtifacts: {}", state.artifacts.join(", ")),
-        provenance: crate::longterm::Provenance {
+        provenance: agentloop_store::longterm::Provenance {
             run_id: Some(state.run_id.clone()),
             step: Some(state.step),
             artifact: state.artifacts.first().cloned(),
@@ -807,7 +825,7 @@ fn index_outcome(env: &Env, state: &State, stop: StopKind, reason: &str, goal: &
         },
         ..Default::default()
     };
-    if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
+    if let Err(e) = agentloop_store::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
         env.printer.warn(&format!("long-term memory: {e}"));
     }
 }

@@ -8,9 +8,9 @@
 
 use super::Env;
 use crate::contract;
-use crate::model::pricing;
-use crate::trace::Usage;
-use crate::workspace::Limits;
+use agentloop_base::trace::Usage;
+use agentloop_model::model::pricing;
+use agentloop_store::workspace::Limits;
 use serde::Serialize;
 use serde_json::json;
 
@@ -49,20 +49,20 @@ pub fn first_prompts(
     carried: &[String],
     slot: Option<&str>,
     limits: &Limits,
-) -> crate::error::Result<(String, String, String)> {
+) -> agentloop_base::error::Result<(String, String, String)> {
     let catalog = env.compact_catalog();
     let frame_tool = contract::frame_tool();
     let shared = super::shared_prefix(env.cfg);
     let system =
         if shared { env.system_prompt("", "", &catalog)? } else { env.system_prompt("frame", &frame_tool.name, "")? };
-    let carried = crate::facts::merged(carried.iter().cloned());
+    let carried = agentloop_base::facts::merged(carried.iter().cloned());
     let context = env.tpl.render(
         "context.md.j2",
         json!({"goal": goal.trim(), "background": super::init::format_background(background), "carried": carried,
             "date": super::init::run_date(), "slot": slot}),
     )?;
-    let state = crate::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
-    let (prompt, _) = super::frame::prompt_with(env, &state, &crate::markdown::Memory::default(), &context)?;
+    let state = agentloop_store::workspace::State::new(String::new(), goal.trim().to_string(), limits.clone());
+    let (prompt, _) = super::frame::prompt_with(env, &state, &agentloop_store::markdown::Memory::default(), &context)?;
     if shared {
         // As sent: the task part every call shares, then the frame's own.
         let task =
@@ -72,12 +72,18 @@ pub fn first_prompts(
     Ok((system, prompt, catalog))
 }
 
-pub fn estimate(env: &Env, model: &str, goal: &str, context: &str, limits: &Limits) -> crate::error::Result<Estimate> {
+pub fn estimate(
+    env: &Env,
+    model: &str,
+    goal: &str,
+    context: &str,
+    limits: &Limits,
+) -> agentloop_base::error::Result<Estimate> {
     let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], None, limits)?;
     let frame_tool = contract::frame_tool();
     let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
     let reflect_tool = contract::reflect_tool(5);
-    let schema = |t: &crate::model::ToolDef| t.parameters.to_string().len();
+    let schema = |t: &agentloop_model::model::ToolDef| t.parameters.to_string().len();
     let (frame_in, plan_in, reflect_in) = if super::shared_prefix(env.cfg) {
         // Frame sends its own answer tool; Plan and Reflect both of theirs. Every call sends
         // the one system message (with the catalog) and the task: the frame prompt holds the
@@ -131,7 +137,7 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
     }
     if let (Some(max), None) = (limits.max_cost_usd, e.min_cost_usd) {
         // A cap that cannot be counted would hold nothing (a replay spends nothing: it holds).
-        if !crate::model::is_scripted(&e.model) {
+        if !agentloop_model::model::is_scripted(&e.model) {
             return Some(format!(
                 "max_cost_usd is ${max:.2} but model `{0}` has no price, so the cap could not hold; add its price per million tokens under `prices:` in agentloop.yaml (e.g. `prices: {{\"{0}\": {{input: 1.0, output: 2.0}}}}`), or pass --force to run with the cap unenforced",
                 e.model
@@ -152,7 +158,7 @@ pub fn refusal(e: &Estimate, limits: &Limits) -> Option<String> {
 /// Why the smallest course of the run cannot fit what the agent's rolling usage window
 /// (`rest.max_tokens`, `rest.max_cost_usd`) has left, if it cannot: the run would fill the
 /// window and stop resting after its first calls, its spending wasted (a pure decision).
-pub fn no_room(e: &Estimate, w: &crate::rest_window::Window) -> Option<String> {
+pub fn no_room(e: &Estimate, w: &agentloop_store::rest_window::Window) -> Option<String> {
     if let Some(max) = w.max_tokens {
         let left = max.saturating_sub(w.tokens);
         if e.min_tokens > left {
@@ -179,11 +185,11 @@ pub fn no_room(e: &Estimate, w: &crate::rest_window::Window) -> Option<String> {
 pub fn refused(
     e: &Estimate,
     limits: &Limits,
-    window: Option<&crate::rest_window::Window>,
+    window: Option<&agentloop_store::rest_window::Window>,
     why: &str,
-) -> crate::error::Error {
+) -> agentloop_base::error::Error {
     // The fix for the reason given: the checks in the order [`negotiate`] makes them.
-    let tired = window.and_then(crate::rest_window::too_tired).is_some();
+    let tired = window.and_then(agentloop_store::rest_window::too_tired).is_some();
     let hint = if refusal(e, limits).is_some() {
         "raise --max-cost / --max-tokens, give the model a price under `prices:` (0 for a model you run yourself), narrow allowed_tools, or pass --force to start anyway; `run --dry-run` shows the estimate"
     } else if !tired && window.and_then(|w| no_room(e, w)).is_some() {
@@ -191,8 +197,11 @@ pub fn refused(
     } else {
         "let the agent rest (`agentloop rest`), raise rest.max_fatigue, or pass --force to start anyway; `agentloop status` shows its fatigue"
     };
-    crate::error::Error::new(crate::error::Kind::Negotiation, format!("run refused before it started: {why}"))
-        .with_hint(hint)
+    agentloop_base::error::Error::new(
+        agentloop_base::error::Kind::Negotiation,
+        format!("run refused before it started: {why}"),
+    )
+    .with_hint(hint)
 }
 
 /// The answer to "can I take this task?" in the seed's words: the smallest run's estimated
@@ -219,7 +228,7 @@ pub struct Negotiation {
 pub fn negotiate(
     e: &Estimate,
     limits: &Limits,
-    window: Option<&crate::rest_window::Window>,
+    window: Option<&agentloop_store::rest_window::Window>,
     values: super::values::Check,
 ) -> Negotiation {
     let reason = values
@@ -227,10 +236,11 @@ pub fn negotiate(
         .as_ref()
         .map(super::values::Conflict::reason)
         .or_else(|| refusal(e, limits))
-        .or_else(|| window.and_then(crate::rest_window::too_tired))
+        .or_else(|| window.and_then(agentloop_store::rest_window::too_tired))
         .or_else(|| window.and_then(|w| no_room(e, w)));
-    let tokens_left = |w: &crate::rest_window::Window, cap: Option<u64>| cap.map(|m| m.saturating_sub(w.tokens));
-    let usd_left = |w: &crate::rest_window::Window, cap: Option<f64>| cap.map(|m| (m - w.cost_usd).max(0.0));
+    let tokens_left =
+        |w: &agentloop_store::rest_window::Window, cap: Option<u64>| cap.map(|m| m.saturating_sub(w.tokens));
+    let usd_left = |w: &agentloop_store::rest_window::Window, cap: Option<f64>| cap.map(|m| (m - w.cost_usd).max(0.0));
     let (rest_tokens, rest_usd) = match window {
         Some(w) => (tokens_left(w, w.max_tokens), usd_left(w, w.max_cost_usd)),
         None => (None, None),

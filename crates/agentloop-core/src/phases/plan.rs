@@ -6,11 +6,11 @@
 
 use super::{account, ask, budget_exceeded, fail_phase, finish, Env, Outcome};
 use crate::contract::PlanAnswer;
-use crate::error::Result;
-use crate::markdown::{Item, NextAction};
-use crate::tool_spec::SideEffect;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, Pending, State, StopKind};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_model::tool_spec::SideEffect;
+use agentloop_store::markdown::{Item, NextAction};
+use agentloop_store::workspace::{Commit, Next, Pending, State, StopKind};
 use serde_json::{json, Value};
 
 fn default_risk(s: SideEffect) -> &'static str {
@@ -67,7 +67,7 @@ fn stop_first(env: &mut Env, state: &mut State) -> Result<Option<Outcome>> {
     let over = (state.step >= state.limits.max_steps)
         .then(|| {
             let why = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
-            (crate::budget::Budget::MaxSteps, why)
+            (agentloop_model::budget::Budget::MaxSteps, why)
         })
         .or_else(|| budget_exceeded(state));
     let Some((budget, reason)) = over else { return Ok(None) };
@@ -104,7 +104,7 @@ pub fn take_fused(
 fn commit_answer(
     env: &mut Env,
     state: &mut State,
-    plan: crate::markdown::Plan,
+    plan: agentloop_store::markdown::Plan,
     answer: &PlanAnswer,
     mut e: Entry,
     shown: &[String],
@@ -150,7 +150,7 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<Vec<String>> {
     }
     if let Some(text) = env.seeded_skills_md() {
         let allowed = env.registry.allowed(env.cfg);
-        let (_, unknown) = crate::catalog::seeded(&text, &allowed);
+        let (_, unknown) = agentloop_tools::catalog::seeded(&text, &allowed);
         if !unknown.is_empty() {
             env.printer.warn(&format!(
                 "{} names tools agentloop cannot call here: {}; Plan is shown only the tools it can call, and a call to any other is refused",
@@ -160,7 +160,7 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<Vec<String>> {
         }
         return Ok(unknown);
     }
-    match crate::fs::read_inside(&env.ws.root, &env.ws.skills())? {
+    match agentloop_base::fs::read_inside(&env.ws.root, &env.ws.skills())? {
         None => env.ensure_skills_md()?,
         Some(file) if file != catalog => env.printer.warn(&format!(
             "{} differs from the tool and skill catalog; Plan uses the catalog (refresh the file with `agentloop -w {} skills gen -o {}`)",
@@ -175,7 +175,7 @@ fn check_skills_md(env: &Env, catalog: &str) -> Result<Vec<String>> {
 
 /// The plan prompt (memory, plan, active skills, recalled long-term memory) and the ids of the
 /// long-term entries it shows.
-fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(String, Vec<String>)> {
+fn prompt(env: &Env, state: &State, plan: &agentloop_store::markdown::Plan) -> Result<(String, Vec<String>)> {
     let (_, mem) = env.read_memory()?;
     let memory = env.memory_prompt(&mem)?;
     let plan_text = env.plan_prompt(plan)?;
@@ -198,7 +198,7 @@ fn prompt(env: &Env, state: &State, plan: &crate::markdown::Plan) -> Result<(Str
 
 /// What a plan prompt shows besides memory.md and plan.md: the active skills' text, the
 /// long-term memory recalled for the goal, open items and latest result, and those entries' ids.
-pub fn extras(env: &Env, state: &State, mem: &crate::markdown::Memory) -> (String, String, Vec<String>) {
+pub fn extras(env: &Env, state: &State, mem: &agentloop_store::markdown::Memory) -> (String, String, Vec<String>) {
     let active: Vec<String> = state
         .active_skills
         .iter()
@@ -207,7 +207,7 @@ pub fn extras(env: &Env, state: &State, mem: &crate::markdown::Memory) -> (Strin
         .collect();
     let last = state.last_result.as_ref().map(|r| r.summary()).unwrap_or_default();
     let query = format!("{} {} {} {last}", state.goal, mem.goal, mem.open_items().join(" "));
-    let (recall, shown) = crate::longterm::recall(env.cfg, &env.ws.root, &query);
+    let (recall, shown) = agentloop_store::longterm::recall(env.cfg, &env.ws.root, &query);
     (active.join("\n\n"), recall, shown)
 }
 
@@ -215,9 +215,9 @@ pub fn extras(env: &Env, state: &State, mem: &crate::markdown::Memory) -> (Strin
 fn take_answer(
     env: &Env,
     state: &mut State,
-    mut plan: crate::markdown::Plan,
+    mut plan: agentloop_store::markdown::Plan,
     a: &PlanAnswer,
-) -> (crate::markdown::Plan, NextAction) {
+) -> (agentloop_store::markdown::Plan, NextAction) {
     let step = state.step + 1;
     let action = NextAction { tool: a.next_action.tool.clone(), args: Value::Object(a.next_action.args.clone()) };
     let spec = env.registry.get(&action.tool).cloned();
@@ -229,7 +229,7 @@ fn take_answer(
     plan.next_action = Some(action.clone());
     plan.expected = a.expected_outcome.trim().to_string();
     plan.risk = Some(a.risk.trim()).filter(|r| !r.is_empty()).map(String::from).unwrap_or_else(|| {
-        if crate::tool_spec::is_finish(&action.tool) {
+        if agentloop_model::tool_spec::is_finish(&action.tool) {
             return finish_risk(env);
         }
         default_risk(spec.as_ref().map(|s| s.side_effect).unwrap_or(SideEffect::External)).to_string()
@@ -241,7 +241,7 @@ fn take_answer(
         tool: action.tool.clone(),
         args: action.args.clone(),
         attempt: 0,
-        requested_at: crate::clock::now_rfc3339(),
+        requested_at: agentloop_base::clock::now_rfc3339(),
         handed_off: false,
     });
     state.next = Next::Act;

@@ -4,10 +4,10 @@
 
 use super::{account, ask, fail_phase, finish, frustration, Env, Outcome};
 use crate::contract::{self, ReflectAnswer};
-use crate::error::Result;
-use crate::tool_spec::ToolResult;
-use crate::trace::{Entry, Phase};
-use crate::workspace::{Commit, Next, State, StopKind};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{Entry, Phase};
+use agentloop_model::tool_spec::ToolResult;
+use agentloop_store::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
 fn describe_result(state: &State) -> String {
@@ -40,9 +40,9 @@ fn describe_result(state: &State) -> String {
 fn compact(
     env: &mut Env,
     state: &mut State,
-    mem: &mut crate::markdown::Memory,
+    mem: &mut agentloop_store::markdown::Memory,
 ) -> Result<(Option<String>, Option<Entry>)> {
-    use crate::facts::{clip_words, is_summary, Summary};
+    use agentloop_base::facts::{clip_words, is_summary, Summary};
     let max = env.cfg.memory.compact_facts;
     if max == 0 || mem.facts.len() <= max {
         return Ok((None, None));
@@ -51,7 +51,7 @@ fn compact(
     let n = mem.facts.len() - max / 2;
     let mut taken: Vec<String> = mem.facts.drain(..n).collect();
     // A person's answer stays a fact of its own, ahead of the newer ones: never summarised away.
-    let answers: Vec<String> = taken.extract_if(.., |f| crate::facts::is_answer(f)).collect();
+    let answers: Vec<String> = taken.extract_if(.., |f| agentloop_base::facts::is_answer(f)).collect();
     mem.facts.splice(0..0, answers);
     // A summary left among the newer facts joins the new one too.
     taken.extend(mem.facts.extract_if(.., |f| is_summary(f)));
@@ -65,14 +65,14 @@ fn compact(
     }
     summary.count += old.len();
     for f in &old {
-        summary.sources.extend(crate::facts::sources_of(f, &state.run_id));
+        summary.sources.extend(agentloop_base::facts::sources_of(f, &state.run_id));
     }
     let mechanical = || {
         let mut parts: Vec<String> = earlier_text.iter().map(|t| clip_words(t, 300)).collect();
-        parts.extend(old.iter().map(|f| clip_words(&crate::facts::split(f).0, 60)));
+        parts.extend(old.iter().map(|f| clip_words(&agentloop_base::facts::split(f).0, 60)));
         clip_words(&parts.join("; "), 600)
     };
-    summary.body = if env.cfg.memory.compact_with == crate::config::CompactWith::Model {
+    summary.body = if env.cfg.memory.compact_with == agentloop_config::config::CompactWith::Model {
         let earlier_part = if earlier_text.is_empty() {
             String::new()
         } else {
@@ -100,7 +100,7 @@ fn compact(
     };
     mem.facts.insert(0, summary.render());
     let path = env.ws.artifacts().join("facts-archive.md");
-    let mut text = crate::fs::read_optional(&path)?
+    let mut text = agentloop_base::fs::read_optional(&path)?
         .unwrap_or_else(|| "# Facts archive\n\nFacts compacted out of memory.md, oldest first.\n".into());
     text.push_str(&format!("\n## Compacted at step {} of run {}\n\n", state.step, state.run_id));
     for f in &old {
@@ -124,16 +124,17 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 pub fn take(
     env: &mut Env,
     state: &mut State,
-    mut mem: crate::markdown::Memory,
-    mut plan: crate::markdown::Plan,
+    mut mem: agentloop_store::markdown::Memory,
+    mut plan: agentloop_store::markdown::Plan,
     answer: &ask::Answer<ReflectAnswer>,
     fused: bool,
 ) -> Result<Outcome> {
     let a = answer.value.clone();
     let step = state.step;
-    let record = crate::evidence::Record::read(&env.ws.trace(), &state.run_id)?;
+    let record = agentloop_store::evidence::Record::read(&env.ws.trace(), &state.run_id)?;
     let root = env.ws.root.clone();
-    let (ticked, refused) = take_answer(&mut mem, &a, step, &record, &|p: &str| crate::evidence::file_check(&root, p));
+    let (ticked, refused) =
+        take_answer(&mut mem, &a, step, &record, &|p: &str| agentloop_store::evidence::file_check(&root, p));
     state.refused_ticks = refused.iter().map(|r| r.line()).collect();
     remember(env, state, &a);
     let (archive, compact_entry) = compact(env, state, &mut mem)?;
@@ -199,8 +200,8 @@ pub fn take(
 fn ask_model(
     env: &mut Env,
     state: &State,
-    mem: &crate::markdown::Memory,
-    plan: &crate::markdown::Plan,
+    mem: &agentloop_store::markdown::Memory,
+    plan: &agentloop_store::markdown::Plan,
 ) -> Result<std::result::Result<ask::Answer<ReflectAnswer>, ask::AskError>> {
     let prompt = prompt(env, state, mem, plan)?;
     let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
@@ -209,7 +210,12 @@ fn ask_model(
 }
 
 /// The reflect prompt: the step's result against the Definition of Done, memory.md and plan.md.
-pub fn prompt(env: &Env, state: &State, mem: &crate::markdown::Memory, plan: &crate::markdown::Plan) -> Result<String> {
+pub fn prompt(
+    env: &Env,
+    state: &State,
+    mem: &agentloop_store::markdown::Memory,
+    plan: &agentloop_store::markdown::Plan,
+) -> Result<String> {
     let memory_text = env.memory_prompt(mem)?;
     let plan_text = env.plan_prompt(plan)?;
     // Items are numbered as in memory.md; the answer names them by number.
@@ -229,16 +235,16 @@ pub fn prompt(env: &Env, state: &State, mem: &crate::markdown::Memory, plan: &cr
 }
 
 /// Ticks the items the answer names whose evidence checks out against the run's record
-/// ([`crate::evidence::check`]), writing the evidence under each, and records its facts (cited
+/// ([`agentloop_store::evidence::check`]), writing the evidence under each, and records its facts (cited
 /// by step); returns the text of the items this step ticked and the ticks refused (their items
 /// stay open).
 fn take_answer(
-    mem: &mut crate::markdown::Memory,
+    mem: &mut agentloop_store::markdown::Memory,
     a: &ReflectAnswer,
     step: u32,
-    record: &crate::evidence::Record,
-    file: &dyn Fn(&str) -> crate::evidence::FileCheck,
-) -> (Vec<String>, Vec<crate::evidence::Refusal>) {
+    record: &agentloop_store::evidence::Record,
+    file: &dyn Fn(&str) -> agentloop_store::evidence::FileCheck,
+) -> (Vec<String>, Vec<agentloop_store::evidence::Refusal>) {
     let mut ticked = Vec::new();
     let mut refused = Vec::new();
     for t in &a.satisfied {
@@ -246,28 +252,31 @@ fn take_answer(
         if item.done {
             continue;
         }
-        let cited = crate::evidence::Evidence { steps: t.steps.clone(), artifacts: t.artifacts.clone() };
-        match crate::evidence::check(&cited, record, file) {
+        let cited = agentloop_store::evidence::Evidence { steps: t.steps.clone(), artifacts: t.artifacts.clone() };
+        match agentloop_store::evidence::check(&cited, record, file) {
             Ok(evidence) => {
                 ticked.push(item.text.clone());
                 item.done = true;
                 item.evidence = evidence;
             }
-            Err(reasons) => {
-                refused.push(crate::evidence::Refusal { item: t.item, text: item.text.clone(), cited, reasons })
-            }
+            Err(reasons) => refused.push(agentloop_store::evidence::Refusal {
+                item: t.item,
+                text: item.text.clone(),
+                cited,
+                reasons,
+            }),
         }
     }
     for f in a.facts.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
         let cited = f.contains("step") || f.contains("artifacts/");
         // Learned again: the line it already has gains this step as a source.
-        crate::facts::add(&mut mem.facts, if cited { f.to_string() } else { format!("{f} (step {step})") });
+        agentloop_base::facts::add(&mut mem.facts, if cited { f.to_string() } else { format!("{f} (step {step})") });
     }
     (ticked, refused)
 }
 
 /// The trace entry of a refused tick: the item, what it cited and why each citation failed.
-fn refusal_entry(state: &State, r: &crate::evidence::Refusal) -> Entry {
+fn refusal_entry(state: &State, r: &agentloop_store::evidence::Refusal) -> Entry {
     let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "tick.refused");
     e.reason = Some(r.reasons.join("; "));
     e.data = Some(json!({"item": r.item, "text": r.text, "cited": r.cited, "reasons": r.reasons}));
@@ -280,11 +289,11 @@ fn remember(env: &Env, state: &State, a: &ReflectAnswer) {
     let step = state.step;
     let artifact = state.last_result.as_ref().and_then(|r| r.artifacts.first().cloned());
     for (i, text) in a.remember.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).enumerate() {
-        let n = crate::longterm::New {
+        let n = agentloop_store::longterm::New {
             topic: "learned".into(),
-            content_id: Some(crate::longterm::loop_id(&state.run_id, step, &format!("r{i}"))),
+            content_id: Some(agentloop_store::longterm::loop_id(&state.run_id, step, &format!("r{i}"))),
             content: text.to_string(),
-            provenance: crate::longterm::Provenance {
+            provenance: agentloop_store::longterm::Provenance {
                 run_id: Some(state.run_id.clone()),
                 step: Some(step),
                 artifact: artifact.clone(),
@@ -292,7 +301,7 @@ fn remember(env: &Env, state: &State, a: &ReflectAnswer) {
             },
             ..Default::default()
         };
-        if let Err(e) = crate::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
+        if let Err(e) = agentloop_store::longterm::write_from_loop(env.cfg, &env.ws.root, n) {
             env.printer.warn(&format!("long-term memory: {e}"));
         }
     }
@@ -310,9 +319,9 @@ struct Decision {
 /// The decision step: escalation triggers, `done` only with every item ticked (refusals, then
 /// frustration's forced reframe or escalation).
 fn decide(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     state: &mut State,
-    mem: &mut crate::markdown::Memory,
+    mem: &mut agentloop_store::markdown::Memory,
     a: &ReflectAnswer,
     finished: bool,
 ) -> Decision {
@@ -374,7 +383,7 @@ fn decide(
 
 /// plan.md after the step: the completed action, the outline (the model's, or the next item
 /// ticked), no Next Action.
-fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswer) {
+fn record_step(plan: &mut agentloop_store::markdown::Plan, state: &State, a: &ReflectAnswer) {
     if let Some(r) = &state.last_result {
         let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
         plan.completed.push(format!(
@@ -384,8 +393,13 @@ fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswe
             r.summary().chars().take(120).collect::<String>()
         ));
     }
-    let outline: Vec<crate::markdown::Item> =
-        a.outline.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).map(crate::markdown::Item::open).collect();
+    let outline: Vec<agentloop_store::markdown::Item> = a
+        .outline
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .map(agentloop_store::markdown::Item::open)
+        .collect();
     if !outline.is_empty() {
         plan.outline = outline;
     } else if let Some(first_open) = plan.outline.iter_mut().find(|i| !i.done) {
@@ -397,7 +411,7 @@ fn record_step(plan: &mut crate::markdown::Plan, state: &State, a: &ReflectAnswe
 
 /// Applies the decision to the state and memory.md's status: the next phase, a reframe counted
 /// against its budget, an escalation's open question.
-fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision) {
+fn apply(state: &mut State, mem: &mut agentloop_store::markdown::Memory, d: &mut Decision) {
     let forced = state.next == Next::Frame && state.reframe_reason.is_some() && d.decision == "reframe";
     let reframing = |state: &State| format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
     // A reframe with no step left to use would only spend a framing call: the run stops here.
@@ -406,7 +420,7 @@ fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision)
             "max_steps reached: {} of {} steps used (reflect asked to reframe: {})",
             state.step, state.limits.max_steps, d.reason
         );
-        d.stop = Some((StopKind::Budget(crate::budget::Budget::MaxSteps), why));
+        d.stop = Some((StopKind::Budget(agentloop_model::budget::Budget::MaxSteps), why));
     }
     if d.stop.is_none() {
         match d.decision.as_str() {
@@ -420,7 +434,7 @@ fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision)
                         "max_reframes reached: reframe {} of at most {} ({})",
                         state.reframes, state.limits.max_reframes, d.reason
                     );
-                    d.stop = Some((StopKind::Budget(crate::budget::Budget::MaxReframes), why));
+                    d.stop = Some((StopKind::Budget(agentloop_model::budget::Budget::MaxReframes), why));
                 } else {
                     state.reframe_reason = Some(d.reason.clone());
                     state.next = Next::Frame;
@@ -449,7 +463,7 @@ fn apply(state: &mut State, mem: &mut crate::markdown::Memory, d: &mut Decision)
 /// A `finish` Act held while items were open (act's `hold_finish`) ends the run after all when
 /// this Reflect's ticks closed the last item: it is taken as it would have run — its summary
 /// the outcome, its output and files the run's.
-fn held_finish(state: &mut State, mem: &crate::markdown::Memory) -> bool {
+fn held_finish(state: &mut State, mem: &agentloop_store::markdown::Memory) -> bool {
     let Some(r) = state.last_result.as_ref().filter(|r| r.metadata["finish_held"] == true) else {
         return false;
     };
@@ -501,7 +515,7 @@ fn conclude(
         .iter()
         .map(|p| p.trim())
         .filter(|p| !p.is_empty())
-        .map(|p| match crate::fs::in_workspace(&env.ws.root, camino::Utf8Path::new(p)) {
+        .map(|p| match agentloop_base::fs::in_workspace(&env.ws.root, camino::Utf8Path::new(p)) {
             Some(rel) => rel.to_string(),
             None => p.to_string(),
         })

@@ -9,9 +9,9 @@
 //! the turn" is a hand-off ([`Driven::Waiting`]), not a second loop.
 
 use super::{finish, Env, Outcome};
-use crate::error::Result;
-use crate::markdown::NextAction;
-use crate::workspace::{Commit, Next, Pending, State, StopKind};
+use agentloop_base::error::Result;
+use agentloop_store::markdown::NextAction;
+use agentloop_store::workspace::{Commit, Next, Pending, State, StopKind};
 use std::time::{Duration, Instant};
 
 /// Runs one phase named by `state.next`.
@@ -75,10 +75,10 @@ pub struct Here;
 
 impl Door for Here {}
 
-/// The error a run stopped by a draining process ends with ([`crate::interrupt::draining`]):
+/// The error a run stopped by a draining process ends with ([`agentloop_tools::interrupt::draining`]):
 /// its last phase is committed, and it goes on from there when driven again.
-pub fn drained(state: &State) -> crate::error::Error {
-    crate::error::Error::failure(format!(
+pub fn drained(state: &State) -> agentloop_base::error::Error {
+    agentloop_base::error::Error::failure(format!(
         "run {} stopped at a commit point (step {}, next {}): the process is draining",
         state.run_id,
         state.step,
@@ -94,7 +94,7 @@ fn window_filled(env: &Env, state: &State) -> Option<String> {
     let (tokens0, cost0) = env.ledger_base?;
     let used = state.usage.total().saturating_sub(tokens0);
     let cost = (state.cost_usd - cost0).max(0.0);
-    crate::rest_window::filled_while_running(env.cfg, used, cost)
+    agentloop_store::rest_window::filled_while_running(env.cfg, used, cost)
 }
 
 /// Drives the run until it stops, its next tool is handed off (`door`), or this invocation's
@@ -108,7 +108,7 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration, door: &mut dyn
         if state.status.is_terminal() {
             return Ok(Driven::Stopped(state.stop.unwrap_or(StopKind::Escalated)));
         }
-        if crate::interrupt::draining() {
+        if agentloop_tools::interrupt::draining() {
             return Err(drained(state));
         }
         env.tick(state);
@@ -117,7 +117,7 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration, door: &mut dyn
         }
         if start.elapsed() >= timeout {
             let reason = format!("timeout: the run used its wall-clock limit of {}s", timeout.as_secs());
-            return stop_here(env, state, StopKind::Budget(crate::budget::Budget::Timeout), &reason);
+            return stop_here(env, state, StopKind::Budget(agentloop_model::budget::Budget::Timeout), &reason);
         }
         if let Some(mut p) = handed_off(env, state, door)? {
             // Recorded before the door emits the request: the run is waiting, not stalled.
@@ -158,7 +158,15 @@ fn handed_off(env: &Env, state: &mut State, door: &dyn Door) -> Result<Option<Pe
             p.tool, state.depth, env.cfg.ductile.max_depth
         );
         let action = NextAction { tool: p.tool.clone(), args: p.args.clone() };
-        super::act::record(env, state, p.step, &action, crate::tool_spec::ToolResult::err(why, false), 0, false)?;
+        super::act::record(
+            env,
+            state,
+            p.step,
+            &action,
+            agentloop_model::tool_spec::ToolResult::err(why, false),
+            0,
+            false,
+        )?;
         return Ok(None);
     }
     Ok(Some(p))

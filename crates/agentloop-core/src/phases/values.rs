@@ -9,7 +9,7 @@
 //! together, whole, in the text ("fake review" matches "Write a FAKE review!" but not "fake
 //! reviewers"); a word ending in `*` matches any word it begins ("fake review*" matches both).
 
-use crate::config::AgentValue;
+use agentloop_config::config::AgentValue;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -75,13 +75,14 @@ pub struct Verdict {
 /// model's judgement (one forced call, phase `values`; script phase `values`). A verdict naming
 /// a value that is not one of the agent's is read as no conflict, and said so in its reason.
 pub fn check_with(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     root: &camino::Utf8Path,
     goal: &str,
     context: &str,
-) -> crate::error::Result<Check> {
+) -> agentloop_base::error::Result<Check> {
     let mut c = check(&cfg.values, goal, context);
-    if c.conflict.is_some() || cfg.values.is_empty() || cfg.values_check != crate::config::ValuesCheck::Model {
+    if c.conflict.is_some() || cfg.values.is_empty() || cfg.values_check != agentloop_config::config::ValuesCheck::Model
+    {
         return Ok(c);
     }
     let mut v = judge(cfg, root, goal, context)?;
@@ -109,12 +110,12 @@ pub fn check_with(
 
 /// One forced call: does the task go against any of the agent's values?
 fn judge(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     root: &camino::Utf8Path,
     goal: &str,
     context: &str,
-) -> crate::error::Result<Verdict> {
-    let mut m = crate::model::from_config(cfg, root)?;
+) -> agentloop_base::error::Result<Verdict> {
+    let mut m = agentloop_model::model::from_config(cfg, root)?;
     let tool = crate::contract::answer_tool(
         "values_answer",
         "Record whether the task goes against one of the agent's values.",
@@ -134,7 +135,7 @@ fn judge(
         if context.trim().is_empty() { String::new() } else { format!("Context: {context}\n") }
     );
     let system = "You check tasks against an agent's values before it takes them. Answer only by calling the tool.";
-    let req = crate::model::Request::forced("values", system, prompt, &tool, 256, cfg);
+    let req = agentloop_model::model::Request::forced("values", system, prompt, &tool, 256, cfg);
     let r = m.complete(&req, &mut |_| {})?;
     crate::contract::forced_answer(r, &tool)
 }
@@ -197,7 +198,7 @@ pub fn check(values: &[AgentValue], goal: &str, context: &str) -> Check {
 /// The values part of accepting a task where a run is created: the check, or the error that
 /// declines the task (exit 9). Every new run passes here, however it was started (`init`,
 /// `run`, event mode, the API, a worker), so no way in skips the agent's values.
-pub fn accept(values: &[AgentValue], goal: &str, context: &str) -> crate::error::Result<Check> {
+pub fn accept(values: &[AgentValue], goal: &str, context: &str) -> agentloop_base::error::Result<Check> {
     let c = check(values, goal, context);
     match &c.conflict {
         Some(k) => Err(declined(k, None)),
@@ -208,10 +209,10 @@ pub fn accept(values: &[AgentValue], goal: &str, context: &str) -> crate::error:
 /// A task declined for a conflict with the agent's values (exit 9, as negotiation), with the
 /// negotiation when one was made. `--force` does not override it: the values are the user's
 /// own rule, changed where they are written, not per run.
-pub fn declined(c: &Conflict, negotiation: Option<serde_json::Value>) -> crate::error::Error {
+pub fn declined(c: &Conflict, negotiation: Option<serde_json::Value>) -> agentloop_base::error::Error {
     let n = negotiation.map(|n| format!("; negotiation: {n}")).unwrap_or_default();
-    crate::error::Error::new(
-        crate::error::Kind::Negotiation,
+    agentloop_base::error::Error::new(
+        agentloop_base::error::Kind::Negotiation,
         format!("task declined before it started: {}{n}", c.reason()),
     )
     .with_hint(format!(

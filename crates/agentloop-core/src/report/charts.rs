@@ -3,7 +3,7 @@
 
 use super::html::{duration, esc, thousands, usd};
 use super::{Run, Step};
-use crate::trace::{Entry, Phase};
+use agentloop_base::trace::{Entry, Phase};
 use std::fmt::Write;
 
 const WIDTH: f64 = 960.0;

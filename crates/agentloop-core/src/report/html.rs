@@ -240,7 +240,7 @@ pub fn foot() -> String {
     format!(
         "<footer>Made by agentloop {} at {} from the run's files; rewrite it any time with <code>agentloop report</code>.</footer></main></body></html>\n",
         env!("CARGO_PKG_VERSION"),
-        esc(&crate::clock::now_rfc3339())
+        esc(&agentloop_base::clock::now_rfc3339())
     )
 }
 

@@ -10,7 +10,7 @@ pub struct Row {
     /// As `agentloop runs` shows it (running, done, escalated, interrupted).
     pub status: String,
     /// How the run stopped, if it did (the badge tells a question from a limit by it).
-    pub stop: Option<crate::workspace::StopKind>,
+    pub stop: Option<agentloop_store::workspace::StopKind>,
     /// The run has an open question (its model asked one).
     pub asks: bool,
     pub goal: String,

@@ -17,9 +17,9 @@ pub mod status;
 
 pub use index::{render_index, render_index_with, Row};
 
-use crate::error::Result;
-use crate::trace::{self, Entry, Phase, Usage};
-use crate::workspace::{State, Workspace};
+use agentloop_base::error::Result;
+use agentloop_base::trace::{self, Entry, Phase, Usage};
+use agentloop_store::workspace::{State, Workspace};
 
 /// Where a page's links go.
 #[derive(Debug, Clone, Default)]
@@ -50,8 +50,8 @@ pub struct Run {
     pub memory: String,
     pub plan: String,
     /// What changed since the previous run of its series (the "Since last run" card), when the
-    /// page's maker compared it with one ([`crate::runs_diff`]).
-    pub since: Option<crate::runs_diff::RunsDiff>,
+    /// page's maker compared it with one ([`agentloop_store::runs_diff`]).
+    pub since: Option<agentloop_store::runs_diff::RunsDiff>,
 }
 
 /// One step of the run: what Plan chose, what Act got, what Reflect decided.
@@ -88,7 +88,8 @@ impl Run {
             Ok(_) => {}
             Err(_) => bad_lines += 1,
         })?;
-        let read = |p: camino::Utf8PathBuf| crate::fs::read_inside(&ws.root, &p).map(Option::unwrap_or_default);
+        let read =
+            |p: camino::Utf8PathBuf| agentloop_base::fs::read_inside(&ws.root, &p).map(Option::unwrap_or_default);
         Ok(Run {
             ws: ws.clone(),
             state,

@@ -3,8 +3,8 @@
 
 use super::html::{self, cost_text, duration, esc, excerpt, spend, thousands};
 use super::{charts, Links, Run, Step};
-use crate::trace::Entry;
-use crate::workspace::Status;
+use agentloop_base::trace::Entry;
+use agentloop_store::workspace::Status;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -204,7 +204,7 @@ fn outcome(p: &mut String, run: &Run, links: &Links) {
 
 fn usage_table(p: &mut String, steps: &[Step], t: &super::Totals, scripted: bool) {
     p.push_str("<table class=\"per-step\"><thead><tr><th>step</th><th class=\"num\">tokens in</th><th class=\"num\">tokens out</th><th class=\"num\">cost</th><th class=\"num\">time</th></tr></thead><tbody>");
-    let row = |label: String, u: &crate::trace::Usage, cost: f64, ms: u64| {
+    let row = |label: String, u: &agentloop_base::trace::Usage, cost: f64, ms: u64| {
         format!(
             "<td>{}</td><td class=\"num\" data-label=\"tokens in\">{}</td><td class=\"num\" data-label=\"tokens out\">{}</td><td class=\"num\" data-label=\"cost\">{}</td><td class=\"num\" data-label=\"time\">{}</td>",
             label,
@@ -387,7 +387,7 @@ fn excerpt_lines(s: &str, n: usize) -> String {
 /// item ticked (with its evidence) or open, constraints, assumptions, the hypothesis, and any question asked when
 /// the run could not proceed.
 fn framing(p: &mut String, run: &Run) {
-    let Ok(m) = crate::markdown::parse_memory(&run.memory, &run.ws.memory()) else { return };
+    let Ok(m) = agentloop_store::markdown::parse_memory(&run.memory, &run.ws.memory()) else { return };
     let question = m.open_question.clone().or_else(|| run.state.open_question.clone());
     if m.goal.is_empty() && m.dod.is_empty() && question.is_none() {
         return;
@@ -448,7 +448,7 @@ fn artifact_text(p: &mut String, run: &Run, links: &Links, rel: &str) {
     if std::fs::metadata(&path).map(|m| m.len() > ARTIFACT_BYTES).unwrap_or(true) {
         return;
     }
-    let Ok(Some(text)) = crate::fs::read_inside(&run.ws.root, &path) else { return };
+    let Ok(Some(text)) = agentloop_base::fs::read_inside(&run.ws.root, &path) else { return };
     if text.trim().is_empty() || text.contains('\0') {
         return;
     }

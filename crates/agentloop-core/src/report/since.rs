@@ -1,11 +1,11 @@
 //! The "Since last run" card: what changed from the previous run of the same job (the
-//! [`crate::runs_diff`] the page's maker computed) — the verdict, the two runs side by side, facts
+//! [`agentloop_store::runs_diff`] the page's maker computed) — the verdict, the two runs side by side, facts
 //! added and dropped, files added, removed and changed with their text diffs folded.
 //!
 //! Every string comes from a run's files and reaches the page through [`esc`] only.
 
 use super::html::{esc, thousands, usd};
-use crate::runs_diff::{RunsDiff, Side};
+use agentloop_store::runs_diff::{RunsDiff, Side};
 use std::fmt::Write;
 
 pub fn card(p: &mut String, d: &RunsDiff) {

@@ -5,8 +5,8 @@
 //! first, so nothing depends on seeing the colour.
 
 use super::html::esc;
-use crate::budget::Budget;
-use crate::workspace::StopKind;
+use agentloop_model::budget::Budget;
+use agentloop_store::workspace::StopKind;
 
 /// The class (colour) and words of the badge of a run whose status is `status` (as `runs`
 /// shows it: running, done, escalated, interrupted), stopped as `stop`; `asks`: it has an open

@@ -102,7 +102,7 @@ pub struct StartPayload {
     /// A JSON Schema object the run's outcome must satisfy
     pub output_schema: Option<Value>,
     /// How deep in agentloop's own requests this start is (the recursion guard); the name is
-    /// [`crate::ductile::DEPTH_KEY`]
+    /// [`agentloop_tools::ductile::DEPTH_KEY`]
     pub agentloop_depth: Option<u32>,
 }
 
@@ -186,7 +186,7 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// The context as it was sent, for telling a plugin's content from the keys Ductile merged
-    /// into its payload ([`crate::ductile::plugin_content`]).
+    /// into its payload ([`agentloop_tools::ductile::plugin_content`]).
     pub fn to_value(&self) -> Value {
         let mut m = self.rest.clone();
         if let Some(id) = &self.run_id {
@@ -348,7 +348,8 @@ mod tests {
 
     #[test]
     fn the_depth_field_is_the_depth_key() {
-        let p: StartPayload = payload(Some(&serde_json::json!({crate::ductile::DEPTH_KEY: 2})), "payload").unwrap();
+        let p: StartPayload =
+            payload(Some(&serde_json::json!({agentloop_tools::ductile::DEPTH_KEY: 2})), "payload").unwrap();
         assert_eq!(p.agentloop_depth, Some(2));
     }
 

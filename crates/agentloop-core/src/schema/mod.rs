@@ -9,9 +9,9 @@
 //! fails on any difference); fields may be added, never renamed or removed, without a new
 //! [`VERSION`].
 
-use crate::outcome::StopKind;
-use crate::trace::{Entry, Usage};
-use crate::workspace::{Limits, Next, Pending, State, Status};
+use agentloop_base::trace::{Entry, Usage};
+use agentloop_model::outcome::StopKind;
+use agentloop_store::workspace::{Limits, Next, Pending, State, Status};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -72,11 +72,11 @@ pub struct DodItem {
     pub done: bool,
     /// What showed it is met: steps of the run whose actions succeeded and files the run wrote or
     /// read (both checked when Reflect ticked it; empty for an open item or one ticked by hand)
-    pub evidence: crate::evidence::Evidence,
+    pub evidence: agentloop_store::evidence::Evidence,
 }
 
 impl DodItem {
-    pub fn of(i: &crate::markdown::Item) -> Self {
+    pub fn of(i: &agentloop_store::markdown::Item) -> Self {
         DodItem { text: i.text.clone(), done: i.done, evidence: i.evidence.clone() }
     }
 }
@@ -159,7 +159,7 @@ impl CompletionEvent {
         }
     }
     pub fn to_value(&self) -> Value {
-        crate::json::to_value(self)
+        agentloop_base::json::to_value(self)
     }
 }
 
@@ -377,7 +377,7 @@ impl TraceStats {
         self.runs = self.by_run.len();
         self.steps = self.by_run.values().sum();
         self.phases.entry(e.phase.map(|p| p.as_str()).unwrap_or("-").to_string()).or_default().add(e);
-        if let (Some(t), Some(crate::trace::Phase::Act)) = (&e.tool, e.phase) {
+        if let (Some(t), Some(agentloop_base::trace::Phase::Act)) = (&e.tool, e.phase) {
             self.tools.entry(t.clone()).or_default().add(e);
         }
     }
@@ -389,7 +389,7 @@ pub fn unpriced(e: &Entry) -> bool {
     e.cost_usd.is_none()
         && e.event != "run.finished"
         && e.usage.is_some_and(|u| u.total() > 0)
-        && !e.model.as_deref().is_some_and(crate::model::is_scripted)
+        && !e.model.as_deref().is_some_and(agentloop_model::model::is_scripted)
 }
 
 /// Sums over a set of trace entries.
@@ -441,7 +441,7 @@ impl TraceSum {
         self.priced_calls += e.cost_usd.is_some() as u64;
         self.unpriced_calls += unpriced(e) as u64;
         self.cost_usd = (self.unpriced_calls == 0).then_some(self.priced_usd);
-        self.scripted_calls += e.model.as_deref().is_some_and(crate::model::is_scripted) as u64;
+        self.scripted_calls += e.model.as_deref().is_some_and(agentloop_model::model::is_scripted) as u64;
     }
 }
 
@@ -559,7 +559,7 @@ pub struct ConfigRefusal {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SkillView {
     #[serde(flatten)]
-    pub skill: crate::skills::Skill,
+    pub skill: agentloop_tools::skills::Skill,
     /// The instructions (the markdown after the frontmatter)
     pub body: String,
 }
@@ -591,7 +591,7 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<Entry>("trace-entry.json", "trace.jsonl entry", "One line of trace.jsonl (and of `run --events`, which streams the same entries live, with `model.delta` entries when streaming)."),
         document::<CompletionEvent>("completion-event.json", "Completion event", "`agent.completed` / `agent.escalated`: what `run --json` prints and `handle`'s last event of a run."),
         document::<StatusView>("status.json", "status --json", "Where a run stands: budgets used and left, limits and their source, the pending action."),
-        document::<crate::runs_diff::RunsDiff>("runs-diff.json", "runs diff --json", "What changed from one run of a job to another: the ending, facts added and dropped, files under artifacts/ added, removed and changed, steps, tokens and cost, and a one-line verdict."),
+        document::<agentloop_store::runs_diff::RunsDiff>("runs-diff.json", "runs diff --json", "What changed from one run of a job to another: the ending, facts added and dropped, files under artifacts/ added, removed and changed, steps, tokens and cost, and a one-line verdict."),
         document::<Vec<RunRow>>("runs.json", "runs --json", "The runs of a workspace, newest first."),
         document::<Vec<ToolInfo>>("tools.json", "tools list --json", "The tool registry."),
         document::<TraceStats>("trace-stats.json", "trace stats --json", "Sums over trace entries: in total, by phase and by tool."),

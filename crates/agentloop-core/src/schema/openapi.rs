@@ -31,8 +31,8 @@ fn components() -> Value {
     add("CompletionEvent", gen::<CompletionEvent>());
     add("RunRow", gen::<RunRow>());
     add("StatusView", gen::<StatusView>());
-    add("State", gen::<crate::workspace::State>());
-    add("TraceEntry", gen::<crate::trace::Entry>());
+    add("State", gen::<agentloop_store::workspace::State>());
+    add("TraceEntry", gen::<agentloop_base::trace::Entry>());
     out.insert(
         "Error".into(),
         json!({"type": "object", "required": ["error", "status"], "properties": {

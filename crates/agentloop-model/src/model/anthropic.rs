@@ -8,9 +8,9 @@
 
 use super::http::{Client, Shapes};
 use super::{Live, Model, Part, Request, Response, Role, ToolCall, ToolChoice};
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::trace::Usage;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::Usage;
+use agentloop_config::config::Config;
 use serde_json::{json, Value};
 
 pub const DEFAULT_BASE: &str = "https://api.anthropic.com";
@@ -35,7 +35,7 @@ impl Anthropic {
             Error::usage("the anthropic provider needs an API key")
                 .with_hint("set ANTHROPIC_API_KEY, or llm.api_key_env / llm.api_key_cmd in config")
         })?;
-        if cfg.llm.strict == crate::config::Strict::On {
+        if cfg.llm.strict == agentloop_config::config::Strict::On {
             // Anthropic's strict tool use rejects count and range rules (minItems above 1,
             // minimum, maximum), so it could not carry the 3-to-7-item Definition of Done.
             return Err(Error::usage(

@@ -31,8 +31,8 @@
 //!   connection failures, and gets the retry policy.
 
 use super::stream::Broken;
-use crate::config::Config;
-use crate::error::{Error, Kind, Result};
+use agentloop_base::error::{Error, Kind, Result};
+use agentloop_config::config::Config;
 use serde_json::Value;
 use std::io::{BufRead, Read};
 use std::time::{Duration, Instant, SystemTime};
@@ -328,7 +328,7 @@ impl Call<'_> {
 /// after a 404 names `--model`) instead of reading the message.
 fn with_status(e: Error, status: Option<u16>) -> Error {
     match status {
-        Some(s) => e.with_cause(crate::error::Cause::Status(s)),
+        Some(s) => e.with_cause(agentloop_base::error::Cause::Status(s)),
         None => e,
     }
 }
@@ -403,7 +403,7 @@ impl Client {
         shapes: Shapes,
         mut decode: Option<Decode>,
     ) -> std::result::Result<Reply, Failure> {
-        let payload = crate::json::to_vec(body);
+        let payload = agentloop_base::json::to_vec(body);
         let call = Call { url, headers, payload, request_id_header, deadline, shapes, start: Instant::now() };
         let mut last = String::new();
         for attempt in 1..=self.attempts {

@@ -23,7 +23,7 @@ pub mod traced;
 #[cfg(not(feature = "otel"))]
 pub mod traced {
     pub fn run_span(
-        cfg: &crate::config::Config,
+        cfg: &agentloop_config::config::Config,
         run_id: &str,
         agent: Option<&str>,
         stored: &mut Option<String>,
@@ -42,9 +42,9 @@ pub fn is_scripted(model: &str) -> bool {
     model == SCRIPTED
 }
 
-use crate::config::{Config, Provider};
-use crate::error::{Error, Result};
-use crate::trace::Usage;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::Usage;
+use agentloop_config::config::{Config, Provider};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -282,8 +282,8 @@ impl Model for Recorder {
     }
     fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let r = self.inner.complete(req, live)?;
-        let line = crate::redact::redact(&scripted::record_line(&req.phase, &r));
-        crate::fs::append_line(&self.path, &line)?;
+        let line = agentloop_base::redact::redact(&scripted::record_line(&req.phase, &r));
+        agentloop_base::fs::append_line(&self.path, &line)?;
         Ok(r)
     }
     fn cursor(&self) -> Value {
@@ -318,7 +318,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
             };
-            let mut s = scripted::Scripted::load(&crate::fs::resolve_in(root, script).to_string().into())?;
+            let mut s = scripted::Scripted::load(&agentloop_base::fs::resolve_in(root, script).to_string().into())?;
             s.stream = cfg.llm.stream;
             Box::new(s)
         }
@@ -328,7 +328,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         Provider::Auto => return Err(Error::usage("no model provider is configured")),
     };
     let model: Box<dyn Model> = match &cfg.llm.record {
-        Some(path) => Box::new(Recorder { inner: model, path: crate::fs::resolve_in(root, path) }),
+        Some(path) => Box::new(Recorder { inner: model, path: agentloop_base::fs::resolve_in(root, path) }),
         None => model,
     };
     crate::otel::init(cfg);
@@ -375,9 +375,9 @@ pub fn resolve_provider(cfg: &Config) -> Result<Provider> {
 /// OpenAI's own API), so a schema strict mode cannot take must be refused before a run starts.
 pub fn strict_schemas(cfg: &Config) -> bool {
     match cfg.llm.strict {
-        crate::config::Strict::Off => false,
-        crate::config::Strict::On => true,
-        crate::config::Strict::Auto => {
+        agentloop_config::config::Strict::Off => false,
+        agentloop_config::config::Strict::On => true,
+        agentloop_config::config::Strict::Auto => {
             matches!(provider_and_why(cfg), Ok((Provider::Openai, _)))
                 && cfg.llm.base_url.as_deref().unwrap_or(openai::DEFAULT_BASE).contains("api.openai.com")
         }
@@ -423,7 +423,7 @@ pub fn secret_from_command(cmd: &[String], key: &str) -> Result<Option<String>> 
         return Err(Error::config(format!("{key}: `{prog}` exited with {}", out.status)));
     }
     let secret = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    crate::redact::register(&secret);
+    agentloop_base::redact::register(&secret);
     Ok(Some(secret).filter(|k| !k.is_empty()))
 }
 
@@ -434,7 +434,7 @@ pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
     if let Ok(v) = std::env::var(var) {
-        crate::redact::register(&v);
+        agentloop_base::redact::register(&v);
     }
     Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
 }

@@ -20,9 +20,9 @@
 use super::http::{Client, Failure, Rejection, Shapes};
 use super::wire::{self, Form, Structured};
 use super::{json_in_text, Live, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
-use crate::config::{Config, Provider, Strict};
-use crate::error::{Error, Result};
-use crate::trace::Usage;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::Usage;
+use agentloop_config::config::{Config, Provider, Strict};
 use serde_json::{json, Value};
 
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";

@@ -9,8 +9,8 @@
 //! loopback address — costs nothing unless `prices:` names it: [`cost_in`] counts it at $0, so
 //! a `max_cost_usd` cap holds with it as a user expects.
 
-use crate::config::{Config, Price, Provider};
-use crate::trace::Usage;
+use agentloop_base::trace::Usage;
+use agentloop_config::config::{Config, Price, Provider};
 use std::collections::BTreeMap;
 
 const TABLE: &[(&str, f64, f64, f64, f64)] = &[

@@ -21,8 +21,8 @@
 //! and transcript.md shows it beside each replayed call.
 
 use super::{Delta, Live, Model, Request, Response, ToolCall, ToolChoice};
-use crate::error::{Error, Result};
-use crate::trace::Usage;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::trace::Usage;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -95,7 +95,7 @@ impl Scripted {
             return Err(Error::usage(format!("--script {path}: no such file"))
                 .with_hint("give the path of a script (YAML or JSONL of answers), or drop --script"));
         }
-        let text = crate::fs::read_to_string(path)?;
+        let text = agentloop_base::fs::read_to_string(path)?;
         let jsonl = path.extension() == Some("jsonl");
         let queues = if jsonl {
             let mut list = Vec::new();
@@ -106,7 +106,7 @@ impl Scripted {
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
         } else {
-            let v: Value = crate::config::parse_yaml(&text)
+            let v: Value = agentloop_config::config::parse_yaml(&text)
                 .map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
             match v {
                 Value::Object(m) => {
@@ -283,5 +283,5 @@ pub fn record_line(phase: &str, r: &Response) -> String {
         stop_reason: Some(r.stop_reason.clone()),
         error: None,
     };
-    crate::json::to_string(&e)
+    agentloop_base::json::to_string(&e)
 }

@@ -7,8 +7,8 @@
 //! writes go on the span under agentloop's own names (`agentloop.usage.cache_*_tokens`).
 
 use super::{Live, Model, Part, Probe, Request, Response, Role};
-use crate::error::Result;
 use crate::otel::{content, Span};
+use agentloop_base::error::Result;
 use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 use serde_json::{json, Value as Json};
@@ -152,7 +152,7 @@ impl Model for Traced {
 /// The run's `invoke_agent` span ([`crate::otel::RunSpan`]), naming the provider and model the
 /// run's calls go to as this configuration resolves them.
 pub fn run_span(
-    cfg: &crate::config::Config,
+    cfg: &agentloop_config::config::Config,
     run_id: &str,
     agent: Option<&str>,
     stored: &mut Option<String>,

@@ -18,9 +18,9 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use crate::config::Structured;
+pub use agentloop_config::config::Structured;
 
-pub use crate::tool_messages::ToolMessages;
+pub use agentloop_config::tool_messages::ToolMessages;
 
 /// How a forced answer is requested, most portable first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,15 +121,15 @@ const VERSION: u32 = 1;
 
 /// `$XDG_CACHE_HOME/agentloop/wire.json`, else `$HOME/.cache/agentloop/wire.json`.
 pub fn cache_path() -> Option<Utf8PathBuf> {
-    Some(crate::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("wire.json"))
+    Some(agentloop_config::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("wire.json"))
 }
 
 /// The cache file and what it holds (empty when there is none); why it cannot be used, which
 /// callers only note (the cache is an optimisation).
-fn read() -> crate::error::Result<(Utf8PathBuf, File)> {
-    use crate::error::Error;
+fn read() -> agentloop_base::error::Result<(Utf8PathBuf, File)> {
+    use agentloop_base::error::Error;
     let path = cache_path().ok_or_else(|| Error::data("no cache folder (set XDG_CACHE_HOME or HOME)"))?;
-    let Some(text) = crate::fs::read_optional(&path)? else { return Ok((path, File::default())) };
+    let Some(text) = agentloop_base::fs::read_optional(&path)? else { return Ok((path, File::default())) };
     match serde_json::from_str::<File>(&text) {
         Ok(f) if f.version == VERSION => Ok((path, f)),
         Ok(f) => Err(Error::data(format!("{path}: version {} is not {VERSION}; it will be replaced", f.version))),
@@ -189,12 +189,12 @@ fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
         tool_results: None,
     });
     change(e);
-    e.learned = crate::clock::now_rfc3339();
-    let text = crate::json::to_string_pretty(&file) + "\n";
+    e.learned = agentloop_base::clock::now_rfc3339();
+    let text = agentloop_base::json::to_string_pretty(&file) + "\n";
     let written = path
         .parent()
-        .map_or(Ok(()), crate::fs::create_dir_all)
-        .and_then(|_| crate::fs::write_atomic(&path, text.as_bytes()));
+        .map_or(Ok(()), agentloop_base::fs::create_dir_all)
+        .and_then(|_| agentloop_base::fs::write_atomic(&path, text.as_bytes()));
     if let Err(e) = written {
         crate::output::debug_note(&format!("wire cache not written: {}", e.message));
     }

@@ -16,7 +16,7 @@
 
 mod http;
 
-use crate::config::Config;
+use agentloop_config::config::Config;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _};
 use opentelemetry::{Context, ContextGuard, KeyValue};
@@ -99,7 +99,7 @@ fn start(cfg: &Config) -> Option<Otel> {
     // Header values are credentials: never in the trace, the log or an error.
     let env_headers = var("OTEL_EXPORTER_OTLP_TRACES_HEADERS").or_else(|| var("OTEL_EXPORTER_OTLP_HEADERS"));
     for v in e.headers.values().cloned().chain(env_headers.iter().flat_map(|h| header_values(h))) {
-        crate::redact::register(&v);
+        agentloop_base::redact::register(&v);
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -188,7 +188,7 @@ pub fn enabled() -> bool {
 /// Whether this run's spans carry message content: traces were started with
 /// `otel.capture_content` and the run's own configuration keeps it on (a profile or request may
 /// turn it off for its run, in a process whose first run turned it on).
-pub fn capture(cfg: &crate::config::Config) -> bool {
+pub fn capture(cfg: &agentloop_config::config::Config) -> bool {
     cfg.otel.capture_content && get().is_some_and(|o| o.capture)
 }
 
@@ -236,7 +236,7 @@ impl Span {
     pub fn fail(&mut self, error_type: &str, description: &str) {
         if let Some(s) = &mut self.0 {
             s.set_attribute(KeyValue::new("error.type", error_type.to_string()));
-            s.set_status(Status::error(crate::redact::redact(description)));
+            s.set_status(Status::error(agentloop_base::redact::redact(description)));
         }
     }
 }
@@ -251,7 +251,7 @@ impl Drop for Span {
 
 /// Text for a span attribute when content is captured: redacted like everything written.
 pub fn content(text: &str) -> opentelemetry::Value {
-    crate::redact::redact(text).into()
+    agentloop_base::redact::redact(text).into()
 }
 
 /// Longest `TRACEPARENT` taken: version 00 is 55 characters, and a later version may add
@@ -356,7 +356,7 @@ impl RunSpan {
     /// the error that ended it. A run stopped by its provider failing (exit 5) ended in an
     /// error, as a command that failed did: `error.type` and an error status. A run that needs
     /// a person or ran out of a limit ended as designed, so its status stays unset.
-    pub fn ended(&self, stop: Result<&str, &crate::error::Error>) {
+    pub fn ended(&self, stop: Result<&str, &agentloop_base::error::Error>) {
         let Some(cx) = &self.cx else { return };
         let span = cx.span();
         match stop {
@@ -369,7 +369,7 @@ impl RunSpan {
             }
             Err(e) => {
                 span.set_attribute(KeyValue::new("error.type", error_type(e)));
-                span.set_status(Status::error(crate::redact::redact(&e.message)));
+                span.set_status(Status::error(agentloop_base::redact::redact(&e.message)));
             }
         }
     }
@@ -384,7 +384,7 @@ impl Drop for RunSpan {
 }
 
 /// `error.type` for an error: its kind (`provider`, `budget`, `tool`, …).
-pub fn error_type(e: &crate::error::Error) -> String {
+pub fn error_type(e: &agentloop_base::error::Error) -> String {
     format!("{:?}", e.kind).to_ascii_lowercase()
 }
 

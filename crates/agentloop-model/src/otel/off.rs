@@ -2,7 +2,7 @@
 //! `otel.endpoint` is refused when the configuration is resolved; the standard `OTEL_*`
 //! variables, which may be set for other programs, get one warning instead.
 
-use crate::config::Config;
+use agentloop_config::config::Config;
 use std::sync::Once;
 
 /// The version of the GenAI semantic conventions a build with traces follows.
@@ -48,7 +48,7 @@ impl RunSpan {
         init(cfg);
         RunSpan
     }
-    pub fn ended(&self, _stop: Result<&str, &crate::error::Error>) {}
+    pub fn ended(&self, _stop: Result<&str, &agentloop_base::error::Error>) {}
 }
 
 /// Callers end the run's span by dropping it, as with traces on.
@@ -57,7 +57,7 @@ impl Drop for RunSpan {
 }
 
 /// `error.type` for an error: its kind, as a build with traces names it.
-pub fn error_type(e: &crate::error::Error) -> String {
+pub fn error_type(e: &agentloop_base::error::Error) -> String {
     format!("{:?}", e.kind).to_ascii_lowercase()
 }
 

@@ -25,9 +25,9 @@
 //! versions) is replayed once.
 
 use super::{Session, State, Workspace, JOURNAL_FILE, SPARE_DIR};
-use crate::error::Result;
-use crate::fs;
-use crate::trace;
+use agentloop_base::error::Result;
+use agentloop_base::fs;
+use agentloop_base::trace;
 use serde::{Deserialize, Serialize};
 
 /// Effects of one phase, applied all-or-nothing through the journal.
@@ -75,7 +75,7 @@ const GROW_BYTES: usize = 64 << 10;
 pub const MAX_PAPER_FILE: u64 = 64 << 20;
 
 // No line agentloop writes to trace.jsonl may be one its readers pass over as too long to hold.
-const _: () = assert!(MAX_PAPER_FILE <= crate::trace::lines::MAX_LINE as u64);
+const _: () = assert!(MAX_PAPER_FILE <= agentloop_base::trace::lines::MAX_LINE as u64);
 
 /// CRC-32 of a record's payload: tells a torn record from a whole one (not an adversary's).
 fn checksum(bytes: &[u8]) -> u32 {
@@ -87,7 +87,7 @@ fn checksum(bytes: &[u8]) -> u32 {
 fn boot_id() -> &'static str {
     static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BOOT.get_or_init(|| {
-        let id = crate::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/random/boot_id"))
+        let id = agentloop_base::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/random/boot_id"))
             .ok()
             .flatten()
             .map(|t| t.trim().to_string())
@@ -211,7 +211,7 @@ impl Cycle {
 }
 
 /// Whether a commit may write `name`: one of a run's own files at the top of the workspace
-/// ([`crate::archive::RUN_FILES`], the paper trail), or a plain path below `artifacts/` none of
+/// ([`agentloop_base::archive::RUN_FILES`], the paper trail), or a plain path below `artifacts/` none of
 /// whose parts starts with a dot. A journal is data a workspace carries
 /// (a cloned repository may ship one), so replay must not write anything else — not outside the
 /// workspace, and not `.git/config`, `agentloop.yaml`, `agents/` or a hidden file inside it.
@@ -222,7 +222,7 @@ pub fn may_commit(name: &str) -> bool {
         _ => false,
     });
     match (parts.next(), parts.next()) {
-        (Some(top), None) => top.as_str() != "artifacts" && crate::archive::RUN_FILES.contains(&top.as_str()),
+        (Some(top), None) => top.as_str() != "artifacts" && agentloop_base::archive::RUN_FILES.contains(&top.as_str()),
         (Some(top), Some(_)) => plain && top.as_str() == "artifacts",
         _ => false,
     }
@@ -295,7 +295,7 @@ impl Workspace {
     fn commit(&self, c: &mut Cycle, commit: &Commit) -> Result<()> {
         let journal = self.path(JOURNAL_FILE);
         if !commit.names_may_be_committed() {
-            return Err(crate::error::Error::data(format!(
+            return Err(agentloop_base::error::Error::data(format!(
                 "a commit names a file agentloop does not write: {}",
                 commit.names().filter(|n| !may_commit(n)).collect::<Vec<_>>().join(", ")
             )));
@@ -303,10 +303,10 @@ impl Workspace {
         // No secret reaches the workspace, whatever carried it here.
         let mut commit = commit.clone();
         for (_, text) in commit.files.iter_mut().chain(commit.appends.iter_mut()) {
-            *text = crate::redact::redact(text);
+            *text = agentloop_base::redact::redact(text);
         }
         for line in commit.trace.iter_mut() {
-            *line = crate::redact::redact(line);
+            *line = agentloop_base::redact::redact(line);
         }
         // Refused before anything is journaled: a name that is a symbolic link (or lies in a
         // symlinked folder) would make the commit write outside the workspace.
@@ -331,7 +331,7 @@ impl Workspace {
             }
         }
         // The record stays on disk until a checkpoint: the state in it is redacted too.
-        let text = crate::redact::redact(&crate::json::to_string(&commit));
+        let text = agentloop_base::redact::redact(&agentloop_base::json::to_string(&commit));
         let full = c.end > 0 && c.end + (HEADER_LEN + text.len()) as u64 > CHECKPOINT_BYTES;
         if full {
             self.checkpoint(c)?;
@@ -351,7 +351,7 @@ impl Workspace {
         c.touched.extend(commit.names().map(String::from));
         c.trace_end = None;
         c.pending = true;
-        crate::crash::point("commit:journaled");
+        agentloop_base::crash::point("commit:journaled");
         self.apply(&commit, false)?;
         fs::write_at(&file, &journal, end + MARK_AT, b"-")?;
         c.pending = false;
@@ -384,7 +384,7 @@ impl Workspace {
             .chain((trace > 0).then(|| ("trace.jsonl", size("trace.jsonl") + trace)));
         for (name, bytes) in grown {
             if bytes > MAX_PAPER_FILE {
-                return Err(crate::error::Error::config(format!(
+                return Err(agentloop_base::error::Error::config(format!(
                     "{} would grow to {} MiB, past the {} MiB a file of the paper trail may hold; nothing of this phase was written",
                     self.path(name),
                     bytes >> 20,
@@ -459,7 +459,7 @@ impl Workspace {
                 let text = format!("{line}\n");
                 fs::append_at(&path, at, &text)?;
                 at += text.len() as u64;
-                crate::crash::point("commit:trace-line");
+                agentloop_base::crash::point("commit:trace-line");
             }
             return Ok(());
         }
@@ -472,7 +472,7 @@ impl Workspace {
         }
         for line in &commit.trace[skip..] {
             fs::append_line(&path, line)?;
-            crate::crash::point("commit:trace-line");
+            agentloop_base::crash::point("commit:trace-line");
         }
         Ok(())
     }

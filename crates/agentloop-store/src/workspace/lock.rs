@@ -5,8 +5,8 @@
 
 use super::journal::Cycle;
 use super::{State, Workspace, LOCK_FILE};
-use crate::error::{Error, Kind, Result};
-use crate::fs;
+use agentloop_base::error::{Error, Kind, Result};
+use agentloop_base::fs;
 use std::time::{Duration, Instant};
 
 /// The workspace lock, held: what may only happen under the lock (a commit, a checkpoint,
@@ -40,7 +40,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Err(e) = self.ws.release(self.cycle.get_mut()) {
-            crate::output::debug_note(&format!("journal checkpoint: {}", e.message));
+            agentloop_model::output::debug_note(&format!("journal checkpoint: {}", e.message));
         }
         fs::forget_spares(&self.ws.root);
     }
@@ -70,7 +70,7 @@ impl Workspace {
                             continue;
                         }
                     }
-                    let holder = crate::fs::read_optional(&path).ok().flatten().unwrap_or_default();
+                    let holder = agentloop_base::fs::read_optional(&path).ok().flatten().unwrap_or_default();
                     let holder = holder.trim();
                     let who = if holder.is_empty() {
                         "another agentloop process".to_string()
@@ -91,7 +91,7 @@ impl Workspace {
         let _ = f.sync_data();
         self.remove_stale_temps();
         let cycle = self.recover()?;
-        crate::archive::recover(&self.root)?;
+        agentloop_base::archive::recover(&self.root)?;
         Ok(Session { _file: file, ws: self.clone(), cycle: std::cell::RefCell::new(cycle) })
     }
 

@@ -1,7 +1,7 @@
 //! The workspace folder: its files, the lock, state.json and the commit journal.
 //!
 //! Invariants:
-//! - Every file is replaced atomically ([`crate::fs::write_atomic`]); trace.jsonl is append-only.
+//! - Every file is replaced atomically ([`agentloop_base::fs::write_atomic`]); trace.jsonl is append-only.
 //! - One process at a time mutates a workspace: [`Workspace::lock`] takes an exclusive OS lock
 //!   on `.agentloop.lock` (released by the OS if the holder dies), records the holder's pid and
 //!   hands out a [`Session`], the only value through which a run is committed, its state saved
@@ -21,8 +21,8 @@ pub use journal::Commit;
 pub use lock::Session;
 pub use state::*;
 
-use crate::error::{Error, Result};
-use crate::fs;
+use agentloop_base::error::{Error, Result};
+use agentloop_base::fs;
 use camino::Utf8PathBuf;
 
 const LOCK_FILE: &str = ".agentloop.lock";
@@ -70,9 +70,9 @@ impl Workspace {
         self.path("artifacts")
     }
 
-    /// A command to suggest in a hint about this workspace (see [`crate::output::cli`]).
+    /// A command to suggest in a hint about this workspace (see [`agentloop_model::output::cli`]).
     pub fn cli(&self, rest: &str) -> String {
-        crate::output::cli(&self.root, rest)
+        agentloop_model::output::cli(&self.root, rest)
     }
 
     /// Refuses a workspace folder that does not exist, creating nothing (every command but
@@ -92,7 +92,7 @@ impl Workspace {
     /// Whether a commit journal with anything in it is here (a command killed part-way left it
     /// for the next lock to replay).
     pub fn has_journal(&self) -> bool {
-        [JOURNAL_FILE, crate::archive::JOURNAL]
+        [JOURNAL_FILE, agentloop_base::archive::JOURNAL]
             .iter()
             .any(|j| std::fs::symlink_metadata(self.path(j)).is_ok_and(|m| m.len() > 0))
     }
@@ -117,10 +117,10 @@ impl Workspace {
             .with_hint("upgrade agentloop"));
         }
         // A stop recorded as `budget` (before the limit was recorded) is the limit its reason names.
-        if let (Some(crate::outcome::StopKind::Budget(_)), Some(b)) =
-            (state.stop, state.reason.as_deref().and_then(crate::budget::Budget::from_reason))
+        if let (Some(agentloop_model::outcome::StopKind::Budget(_)), Some(b)) =
+            (state.stop, state.reason.as_deref().and_then(agentloop_model::budget::Budget::from_reason))
         {
-            state.stop = Some(crate::outcome::StopKind::Budget(b));
+            state.stop = Some(agentloop_model::outcome::StopKind::Budget(b));
         }
         Ok(state)
     }
@@ -136,7 +136,7 @@ impl Workspace {
     /// state.json's text for a state (stamped with the time it is written, secrets redacted).
     fn state_text(state: &State) -> String {
         let mut s = state.clone();
-        s.updated_at = crate::clock::now_rfc3339();
-        crate::redact::redact(&(crate::json::to_string_pretty(&s) + "\n"))
+        s.updated_at = agentloop_base::clock::now_rfc3339();
+        agentloop_base::redact::redact(&(agentloop_base::json::to_string_pretty(&s) + "\n"))
     }
 }

@@ -1,8 +1,8 @@
 //! state.json: the machine state of one run, and the limits, statuses and pending action it holds.
 
-use crate::budget::Budget;
-use crate::config::Config;
-use crate::trace::Usage;
+use agentloop_base::trace::Usage;
+use agentloop_config::config::Config;
+use agentloop_model::budget::Budget;
 use serde::{Deserialize, Serialize};
 
 pub const STATE_SCHEMA_VERSION: u32 = 1;
@@ -62,8 +62,8 @@ impl Status {
     }
 }
 
-/// Why a run stopped; its exit code, result.json value and event are in [`crate::outcome`].
-pub use crate::outcome::StopKind;
+/// Why a run stopped; its exit code, result.json value and event are in [`agentloop_model::outcome`].
+pub use agentloop_model::outcome::StopKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Limits {
@@ -78,11 +78,11 @@ impl Limits {
     /// The limits in force for a run that recorded `self`: each limit given now (a config file,
     /// the environment or a flag — any source but the built-in default) replaces the recorded
     /// one; the others stay as the run recorded them (e.g. `init --max-steps 7`).
-    pub fn in_force(&self, c: &Config, sources: &crate::config::Sources) -> Self {
+    pub fn in_force(&self, c: &Config, sources: &agentloop_config::config::Sources) -> Self {
         let now = Limits::from_config(c);
         let mut l = self.clone();
         for b in Budget::ALL {
-            if sources.get(b.key()).is_some_and(crate::config::Source::is_given) {
+            if sources.get(b.key()).is_some_and(agentloop_config::config::Source::is_given) {
                 l.take(b, &now);
             }
         }
@@ -207,7 +207,7 @@ pub struct State {
     pub active_skills: Vec<String>,
     /// The result of the last action, for Reflect (bounded by the output cap).
     #[serde(default)]
-    pub last_result: Option<crate::tool_spec::ToolResult>,
+    pub last_result: Option<agentloop_model::tool_spec::ToolResult>,
     /// Why Reflect asked for a reframe (read by the next Frame).
     #[serde(default)]
     pub reframe_reason: Option<String>,
@@ -262,7 +262,7 @@ impl State {
         }
     }
     pub fn new(run_id: String, goal: String, limits: Limits) -> Self {
-        let now = crate::clock::now_rfc3339();
+        let now = agentloop_base::clock::now_rfc3339();
         State {
             schema_version: STATE_SCHEMA_VERSION,
             run_id,
@@ -317,7 +317,7 @@ impl State {
 
     /// Whether the run's answers were replayed by the scripted model (no cost, no provider).
     pub fn scripted(&self) -> bool {
-        self.model.as_deref().is_some_and(crate::model::is_scripted)
+        self.model.as_deref().is_some_and(agentloop_model::model::is_scripted)
     }
 
     /// The cost to show: None when a price was unknown or the answers were scripted (a replay

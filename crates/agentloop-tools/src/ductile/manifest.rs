@@ -2,7 +2,7 @@
 //! (`manifest_spec: ductile.plugin`), read into the same [`Plugin`] so both give one catalog.
 
 use super::{Command, ConfigKey, Example, Plugin};
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
 use camino::Utf8Path;
 use serde_json::{json, Map, Value};
 
@@ -157,9 +157,9 @@ pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
 
 /// One manifest file; it must say `manifest_spec: ductile.plugin`.
 pub fn load_file(path: &Utf8Path) -> Result<Plugin> {
-    let text = crate::fs::read_to_string(path)?;
-    let v: Value =
-        crate::config::parse_yaml(&text).map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?;
+    let text = agentloop_base::fs::read_to_string(path)?;
+    let v: Value = agentloop_config::config::parse_yaml(&text)
+        .map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?;
     match v.get("manifest_spec").and_then(Value::as_str) {
         Some("ductile.plugin") => {}
         other => {

@@ -20,10 +20,10 @@
 
 pub mod manifest;
 
-use crate::config::{Config, DuctileConfig};
-use crate::error::{Error, Result};
 use crate::tool_env::ToolEnv;
-use crate::tool_spec::{SideEffect, ToolResult, ToolSpec};
+use agentloop_base::error::{Error, Result};
+use agentloop_config::config::{Config, DuctileConfig};
+use agentloop_model::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -116,7 +116,7 @@ impl Hub {
         let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
         let mut plugins = Vec::new();
         if let Some(dir) = &d.manifests {
-            plugins.extend(manifest::load_dir(&crate::fs::resolve_in(root, dir))?);
+            plugins.extend(manifest::load_dir(&agentloop_base::fs::resolve_in(root, dir))?);
         }
         if let Some(url) = d.api_url.as_ref().filter(|_| !reach) {
             match cache_read(d, url.trim_end_matches('/'), std::time::Duration::MAX) {
@@ -206,7 +206,7 @@ pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
 fn token(d: &DuctileConfig) -> Result<Option<String>> {
     let token =
         if let Some(cmd) = &d.api_token_cmd {
-            crate::model::secret_from_command(cmd, "ductile.api_token_cmd")?
+            agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
         } else if let Some(var) = &d.api_token_env {
             Some(std::env::var(var).map_err(|_| {
                 Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
@@ -216,7 +216,7 @@ fn token(d: &DuctileConfig) -> Result<Option<String>> {
         };
     let token = token.filter(|t| !t.trim().is_empty());
     if let Some(t) = &token {
-        crate::redact::register(t);
+        agentloop_base::redact::register(t);
     }
     Ok(token)
 }
@@ -340,15 +340,15 @@ fn selection(d: &DuctileConfig) -> Value {
 }
 
 fn cache_path(base: &str) -> Option<Utf8PathBuf> {
-    let dir = crate::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("ductile");
+    let dir = agentloop_config::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("ductile");
     let key: String = base.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     Some(dir.join(format!("{key}.json")))
 }
 
 fn cache_read(d: &DuctileConfig, base: &str, ttl: Duration) -> Option<Vec<Plugin>> {
-    let text = crate::fs::read_optional(&cache_path(base)?).ok().flatten()?;
+    let text = agentloop_base::fs::read_optional(&cache_path(base)?).ok().flatten()?;
     let c: Cached = serde_json::from_str(&text).ok()?;
-    let age = crate::clock::now().duration_since(crate::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
+    let age = agentloop_base::clock::now().duration_since(agentloop_base::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
     (c.api_url == base && c.selection == selection(d) && age <= ttl).then_some(c.plugins)
 }
 
@@ -357,13 +357,13 @@ fn cache_write(d: &DuctileConfig, base: &str, plugins: &[Plugin]) {
     let c = Cached {
         api_url: base.into(),
         selection: selection(d),
-        fetched_at: crate::clock::now_rfc3339(),
+        fetched_at: agentloop_base::clock::now_rfc3339(),
         plugins: plugins.to_vec(),
     };
     if let Some(dir) = path.parent() {
-        let _ = crate::fs::create_dir_all(dir);
+        let _ = agentloop_base::fs::create_dir_all(dir);
     }
-    let _ = crate::fs::write_atomic(&path, serde_json::to_string_pretty(&c).unwrap_or_default().as_bytes());
+    let _ = agentloop_base::fs::write_atomic(&path, serde_json::to_string_pretty(&c).unwrap_or_default().as_bytes());
 }
 
 /// The job a step started, kept until the step has its result.
@@ -386,7 +386,7 @@ fn run_job(
     let base = url.trim_end_matches('/');
     let fail = |e: Error| Box::new(ToolResult::err(e.message, true));
     let record_path = env.root.join(JOB_FILE);
-    let started = crate::fs::read_optional(&record_path)
+    let started = agentloop_base::fs::read_optional(&record_path)
         .ok()
         .flatten()
         .and_then(|t| serde_json::from_str::<JobRecord>(&t).ok())
@@ -427,12 +427,12 @@ fn run_job(
             // Checked before it is kept: a step run again would poll the same id.
             segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.message, false)))?;
             let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
-            crate::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
+            agentloop_base::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
                 .map_err(fail)?;
             id.to_string()
         }
     };
-    crate::crash::point("ductile:polling");
+    agentloop_base::crash::point("ductile:polling");
     let job = poll(d, base, &job_id, plugin).map_err(|e| {
         let mut r = ToolResult::err(e.message, true);
         r.metadata = json!({"ductile_job": job_id});
@@ -443,7 +443,7 @@ fn run_job(
 
 /// How deep this run is (0 unless it was started by agentloop through Ductile).
 fn depth_of(root: &Utf8Path) -> u32 {
-    crate::fs::read_optional(&root.join("state.json"))
+    agentloop_base::fs::read_optional(&root.join("state.json"))
         .ok()
         .flatten()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -460,7 +460,7 @@ fn segment(what: &str, s: &str) -> Result<String> {
         let shown: String = s.chars().take(80).collect();
         return Err(Error::tool(format!(
             "the Ductile {what} `{}` cannot be part of a gateway address (empty, `.`, `..` or over 256 bytes)",
-            crate::output::one_line(&shown)
+            agentloop_model::output::one_line(&shown)
         )));
     }
     let mut out = String::with_capacity(s.len());

@@ -13,13 +13,13 @@
 //! expanded values, so secrets passed through the environment stay out of them. Env and header
 //! values never appear anywhere but in the child's environment or the HTTP request.
 
-use crate::error::{Error, Result};
+use agentloop_base::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use crate::config::{McpConfig, ServerConfig, ServerType};
+pub use agentloop_config::config::{McpConfig, ServerConfig, ServerType};
 
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -97,12 +97,12 @@ impl Server {
 
 /// FNV-1a, 64 bits: a stable key for cache file names (not a security hash); the one the
 /// worker's keys use too.
-pub use crate::run_id::fnv1a;
+pub use agentloop_base::run_id::fnv1a;
 
-/// [`crate::config::OAuthConfig`] with its variables expanded.
+/// [`agentloop_config::config::OAuthConfig`] with its variables expanded.
 #[derive(Debug, Clone, Default)]
 pub struct OAuth {
-    pub grant: crate::config::Grant,
+    pub grant: agentloop_config::config::Grant,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
     pub scopes: Vec<String>,
@@ -118,11 +118,14 @@ impl OAuth {
     /// Whether tokens come from a grant no person takes part in, so a new one may be obtained
     /// anywhere (a worker, cron), with no browser.
     pub fn is_machine(&self) -> bool {
-        matches!(self.grant, crate::config::Grant::ClientCredentials | crate::config::Grant::IdentityAssertion)
+        matches!(
+            self.grant,
+            agentloop_config::config::Grant::ClientCredentials | agentloop_config::config::Grant::IdentityAssertion
+        )
     }
 }
 
-/// [`crate::config::IdentityProviderConfig`] with its variables expanded and its ID token read.
+/// [`agentloop_config::config::IdentityProviderConfig`] with its variables expanded and its ID token read.
 #[derive(Clone, Default)]
 pub struct IdentityProvider {
     pub issuer: String,
@@ -159,7 +162,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 }
 
 /// The servers of a config: the file's, then `mcp.servers` merged over them, resolved.
-pub fn resolve(cfg: &crate::config::Config, root: &Utf8Path) -> Result<Vec<Server>> {
+pub fn resolve(cfg: &agentloop_config::config::Config, root: &Utf8Path) -> Result<Vec<Server>> {
     resolve_with(&cfg.mcp, cfg.tools.timeout.0, root, &|k| std::env::var(k).ok())
 }
 
@@ -171,13 +174,13 @@ pub fn resolve_with(
 ) -> Result<Vec<Server>> {
     let mut merged: BTreeMap<String, (Value, String)> = BTreeMap::new();
     if let Some(file) = &mcp.config_file {
-        let path = crate::fs::resolve_in(root, file);
+        let path = agentloop_base::fs::resolve_in(root, file);
         for (name, v) in read_config_file(&path)? {
             merged.insert(name, (v, path.to_string()));
         }
     }
     for (name, sc) in &mcp.servers {
-        let v = crate::json::to_value(sc);
+        let v = agentloop_base::json::to_value(sc);
         match merged.get_mut(name) {
             Some((base, source)) => {
                 if let (Value::Object(b), Value::Object(o)) = (base, v) {
@@ -218,13 +221,13 @@ const MAX_NAME: usize = 128;
 /// it on a terminal), no bidi control, and at most [`MAX_NAME`] characters. Refused when the
 /// configuration is read, naming the key with the name escaped by the one-line printer.
 fn check_name(name: &str, source: &str) -> Result<()> {
-    let shown = crate::output::one_line(name);
+    let shown = agentloop_model::output::one_line(name);
     let one_line = matches!(shown, std::borrow::Cow::Borrowed(_));
     if one_line && (1..=MAX_NAME).contains(&name.chars().count()) {
         return Ok(());
     }
     let shown: String = shown.chars().take(MAX_NAME).collect();
-    let source = crate::output::one_line(source);
+    let source = agentloop_model::output::one_line(source);
     Err(Error::config(format!(
         "MCP server `{shown}` ({source}): a server name must be 1-{MAX_NAME} characters with no control characters"
     ))
@@ -233,7 +236,7 @@ fn check_name(name: &str, source: &str) -> Result<()> {
 
 /// Reads an `mcpServers` JSON file (Claude Desktop, Cursor, VS Code's `servers`, ...).
 fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
-    let text = crate::fs::read_optional(path)?.ok_or_else(|| {
+    let text = agentloop_base::fs::read_optional(path)?.ok_or_else(|| {
         Error::config(format!("mcp.config_file {path} does not exist"))
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
@@ -360,10 +363,10 @@ fn is_http(r: &Resolving, sc: &ServerConfig, enabled: bool) -> Result<bool> {
 /// query in the address, a credential among the arguments), before any variable is expanded.
 fn display(sc: &ServerConfig, http: bool) -> String {
     if http {
-        return crate::mask::url(&sc.url.clone().unwrap_or_default());
+        return agentloop_config::mask::url(&sc.url.clone().unwrap_or_default());
     }
-    let mut d = crate::mask::command(&sc.command.clone().unwrap_or_default());
-    for a in crate::mask::argv(sc.args.as_deref().unwrap_or_default()) {
+    let mut d = agentloop_config::mask::command(&sc.command.clone().unwrap_or_default());
+    for a in agentloop_config::mask::argv(sc.args.as_deref().unwrap_or_default()) {
         d.push(' ');
         d.push_str(&a);
     }
@@ -404,7 +407,7 @@ fn stdio_transport(r: &Resolving, sc: &ServerConfig, root: &Utf8Path) -> Result<
         env.push((k.clone(), value));
     }
     let cwd = match &sc.cwd {
-        Some(c) => crate::fs::resolve_in(root, Utf8Path::new(&r.expand_shown("cwd", c)?)),
+        Some(c) => agentloop_base::fs::resolve_in(root, Utf8Path::new(&r.expand_shown("cwd", c)?)),
         None => root.to_path_buf(),
     };
     Ok(Transport::Stdio { command, args, env, cwd })
@@ -413,7 +416,7 @@ fn stdio_transport(r: &Resolving, sc: &ServerConfig, root: &Utf8Path) -> Result<
 /// `oauth` resolved: variables expanded, the client key and the identity provider's ID token
 /// read. Checked in the order the keys are listed: client_secret, the key, the identity
 /// provider, client_id, client_metadata_url.
-fn resolve_oauth(r: &Resolving, o: &crate::config::OAuthConfig, secrets: &mut Vec<String>) -> Result<OAuth> {
+fn resolve_oauth(r: &Resolving, o: &agentloop_config::config::OAuthConfig, secrets: &mut Vec<String>) -> Result<OAuth> {
     let ex = |k: &str, v: &Option<String>| v.as_deref().map(|v| r.expand_secret(&format!("oauth.{k}"), v)).transpose();
     let before = secrets.len();
     let client_secret = ex("client_secret", &o.client_secret)?;
@@ -424,7 +427,7 @@ fn resolve_oauth(r: &Resolving, o: &crate::config::OAuthConfig, secrets: &mut Ve
     // The client's credentials are redacted everywhere, not only in this server's output:
     // a tool that reads the key file or the environment must not put them in the trace.
     for c in &secrets[before..] {
-        crate::redact::register(c);
+        agentloop_base::redact::register(c);
     }
     Ok(OAuth {
         grant,
@@ -441,7 +444,7 @@ fn resolve_oauth(r: &Resolving, o: &crate::config::OAuthConfig, secrets: &mut Ve
 /// its text is a secret.
 fn client_key(
     r: &Resolving,
-    o: &crate::config::OAuthConfig,
+    o: &agentloop_config::config::OAuthConfig,
     secrets: &mut Vec<String>,
 ) -> Result<Option<super::jwt::Key>> {
     let alg = o.signing_alg.unwrap_or_default();
@@ -465,18 +468,18 @@ fn client_key(
 /// `oauth.identity_provider`, which `grant: identity_assertion` needs and no other grant takes.
 fn oauth_identity_provider(
     r: &Resolving,
-    o: &crate::config::OAuthConfig,
-    grant: crate::config::Grant,
+    o: &agentloop_config::config::OAuthConfig,
+    grant: agentloop_config::config::Grant,
     secrets: &mut Vec<String>,
 ) -> Result<Option<IdentityProvider>> {
     match (&o.identity_provider, grant) {
-        (Some(idp), crate::config::Grant::IdentityAssertion) => {
+        (Some(idp), agentloop_config::config::Grant::IdentityAssertion) => {
             Ok(Some(identity_provider(idp, &|k| r.recorded(k), secrets).map_err(|e| e.into_error(|m| r.bad(m)))?))
         }
         (Some(_), _) => Err(r
             .bad("oauth.identity_provider applies to `grant: identity_assertion` only".into())
             .with_hint("set oauth.grant: identity_assertion, or remove oauth.identity_provider")),
-        (None, crate::config::Grant::IdentityAssertion) => {
+        (None, agentloop_config::config::Grant::IdentityAssertion) => {
             Err(r.bad("`grant: identity_assertion` needs oauth.identity_provider".into()).with_hint(
                 "give oauth.identity_provider: {issuer, client_id, id_token: \"${ID_TOKEN}\"} (or id_token_file)",
             ))
@@ -496,11 +499,11 @@ fn redaction_order(mut secrets: Vec<String>) -> Vec<String> {
 }
 
 /// A header or variable whose name says it carries a credential (`Authorization`,
-/// `X-Api-Key`, `GH_TOKEN`; [`crate::mask::secret_name`]) hands its value to the
+/// `X-Api-Key`, `GH_TOKEN`; [`agentloop_config::mask::secret_name`]) hands its value to the
 /// server: the credential (after an auth scheme, `Bearer X`) is registered for redaction in
 /// every write, not only in this server's own output.
 fn register_credential(name: &str, value: &str) {
-    if !crate::mask::secret_name(name) {
+    if !agentloop_config::mask::secret_name(name) {
         return;
     }
     let v = value.trim();
@@ -508,7 +511,7 @@ fn register_credential(name: &str, value: &str) {
         Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => rest.trim(),
         _ => v,
     };
-    crate::redact::register(credential);
+    agentloop_base::redact::register(credential);
 }
 
 /// Why a credential key of a server cannot be used: the key and why (said after the server's
@@ -550,14 +553,14 @@ fn secret_file(
     if !path.starts_with('/') {
         return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)").into());
     }
-    let text = crate::fs::read_to_string(Utf8Path::new(&path))
+    let text = agentloop_base::fs::read_to_string(Utf8Path::new(&path))
         .map_err(|e| CredentialError { message: format!("{key}: {}", e.message), source: Some(e) })?;
     Ok((path, text))
 }
 
 /// `oauth.identity_provider` resolved: variables expanded, the ID token read, secrets recorded.
 fn identity_provider(
-    idp: &crate::config::IdentityProviderConfig,
+    idp: &agentloop_config::config::IdentityProviderConfig,
     var: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
 ) -> std::result::Result<IdentityProvider, CredentialError> {

@@ -12,7 +12,7 @@
 //! output. (The SDK already refuses a single message over 16 MiB.)
 
 use crate::tool_env::ToolEnv;
-use crate::tool_spec::ToolResult;
+use agentloop_model::tool_spec::ToolResult;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
@@ -224,9 +224,9 @@ fn decode(data: &str) -> Option<Vec<u8>> {
 }
 
 /// Keeps one decoded item as an artifact; its workspace-relative path.
-fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> crate::error::Result<String> {
+fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> agentloop_base::error::Result<String> {
     let rel = format!("artifacts/{}-{n}.{}", env.artifact_stem, extension(mime));
-    crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes)?;
+    agentloop_base::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes)?;
     Ok(rel)
 }
 
@@ -259,7 +259,7 @@ mod tests {
     fn with_env(f: impl FnOnce(&ToolEnv)) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let root = Utf8PathBuf::from_path_buf(dir.path().to_path_buf()).unwrap();
-        let cfg = crate::config::Config::default();
+        let cfg = agentloop_config::config::Config::default();
         let skills = crate::skills::SkillSet::default();
         let env = ToolEnv { root: &root, config: &cfg, skills: &skills, artifact_stem: "step-1-s__t".into() };
         f(&env);

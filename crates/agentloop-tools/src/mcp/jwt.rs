@@ -7,7 +7,7 @@
 //! key is a configuration error naming the key) and never printed: [`Key`]'s `Debug` shows only
 //! the algorithm. Every assertion is fresh: its own `jti`, issued now, valid for 5 minutes.
 
-use crate::config::SigningAlg;
+use agentloop_config::config::SigningAlg;
 use base64::Engine;
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{self, EcdsaKeyPair, RsaKeyPair};

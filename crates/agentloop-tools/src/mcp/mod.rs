@@ -34,9 +34,9 @@ pub mod tokens;
 pub use config::McpConfig;
 pub use error::McpError;
 
-use crate::error::{Error, Result};
 use crate::tool_env::ToolEnv;
-use crate::tool_spec::{ToolResult, ToolSpec};
+use agentloop_base::error::{Error, Result};
+use agentloop_model::tool_spec::{ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use client::{CallError, Session};
 use config::Server;
@@ -121,13 +121,13 @@ impl Default for Hub {
 impl Hub {
     /// The servers of `cfg` and their tools. Fails only on configuration mistakes.
     /// A run's: stdio servers log into the workspace's `artifacts/`.
-    pub fn load(cfg: &crate::config::Config, root: &Utf8Path, source: Source) -> Result<Hub> {
+    pub fn load(cfg: &agentloop_config::config::Config, root: &Utf8Path, source: Source) -> Result<Hub> {
         Self::load_logging(cfg, root, source, client::Logs::Workspace(root.to_path_buf()))
     }
 
     /// [`Hub::load`] with the servers' logs kept where `logs` says.
     pub fn load_logging(
-        cfg: &crate::config::Config,
+        cfg: &agentloop_config::config::Config,
         root: &Utf8Path,
         source: Source,
         logs: client::Logs,
@@ -216,7 +216,7 @@ impl Hub {
         }
     }
 
-    fn build_specs(&mut self, cfg: &crate::config::Config) {
+    fn build_specs(&mut self, cfg: &agentloop_config::config::Config) {
         for (i, st) in self.states.iter_mut().enumerate() {
             let Some(listing) = &st.listing else { continue };
             for t in &listing.tools {
@@ -368,7 +368,7 @@ impl Hub {
         if live.contains_key(&idx) {
             return Ok(());
         }
-        let watch = crate::clock::Stopwatch::start();
+        let watch = agentloop_base::clock::Stopwatch::start();
         let s = match auth::bounded(server.startup_timeout, client::connect(server, &self.logs)).await.ok_or(()) {
             Err(()) => {
                 return Err(ToolResult::err(
@@ -505,7 +505,7 @@ fn secs(d: Duration) -> String {
 
 /// Starts one server, lists its tools within its startup timeout, stops it.
 async fn list_one(server: &Server, logs: &client::Logs) -> std::result::Result<cache::Listing, McpError> {
-    let watch = crate::clock::Stopwatch::start();
+    let watch = agentloop_base::clock::Stopwatch::start();
     let work = async {
         let mut sign_ins = 0;
         loop {

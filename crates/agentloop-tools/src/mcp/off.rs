@@ -3,13 +3,13 @@
 //! gets here: `mcp.servers` and `mcp.config_file` are refused when the configuration is
 //! resolved, and the `mcp` subcommands refuse to run, each naming the feature.
 
-use crate::error::{Error, Result};
 use crate::tool_env::ToolEnv;
-use crate::tool_spec::{ToolResult, ToolSpec};
+use agentloop_base::error::{Error, Result};
+use agentloop_model::tool_spec::{ToolResult, ToolSpec};
 use camino::Utf8Path;
 use serde_json::Value;
 
-pub use crate::config::McpConfig;
+pub use agentloop_config::config::McpConfig;
 
 /// The refusal for MCP servers in this build.
 pub fn not_built(what: &str) -> Error {
@@ -52,7 +52,7 @@ pub struct Hub {
 impl Hub {
     /// An empty hub; a configuration naming servers is refused (it is refused on resolving
     /// too; this holds for a configuration built some other way).
-    pub fn load(cfg: &crate::config::Config, _root: &Utf8Path, _source: Source) -> Result<Hub> {
+    pub fn load(cfg: &agentloop_config::config::Config, _root: &Utf8Path, _source: Source) -> Result<Hub> {
         if !cfg.mcp.servers.is_empty() || cfg.mcp.config_file.is_some() {
             return Err(not_built("`mcp.servers` (or `mcp.config_file`)"));
         }
@@ -60,7 +60,7 @@ impl Hub {
     }
     /// [`Hub::load`]: there are no logs to keep.
     pub fn load_logging(
-        cfg: &crate::config::Config,
+        cfg: &agentloop_config::config::Config,
         root: &Utf8Path,
         source: Source,
         _logs: client::Logs,

@@ -6,9 +6,9 @@
 //! warning, so a typo or a plugin that is not listed does not quietly leave a run without tools.
 
 use super::Registry;
-use crate::config::Config;
 use crate::ductile::{NOT_TOOLS, SEP};
-use crate::tool_spec::{canonical, is_finish, ToolSpec};
+use agentloop_config::config::Config;
+use agentloop_model::tool_spec::{canonical, is_finish, ToolSpec};
 
 impl Registry {
     /// The registered tools the `allowed_tools` entry `entry` names: the tool of that name (or
@@ -105,7 +105,7 @@ fn warn_once(s: &str) {
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let first = SAID.lock().unwrap_or_else(|p| p.into_inner()).insert(s.to_string());
     if first {
-        crate::output::warning(s);
+        agentloop_model::output::warning(s);
     }
 }
 

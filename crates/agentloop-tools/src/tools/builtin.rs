@@ -13,7 +13,7 @@
 
 use super::tool::{Call, Tool};
 use super::{files, grep, memory, net, shell, ToolResult, ToolSpec};
-use crate::config::Config;
+use agentloop_config::config::Config;
 use camino::Utf8Path;
 use serde::Deserialize;
 use serde_json::Value;

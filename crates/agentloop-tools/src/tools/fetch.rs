@@ -15,7 +15,7 @@
 //! bounds it whole, redirects included, and never exceeds `tools.timeout`.
 
 use super::hosts::{host_matches, is_private, normal_host, parse_ip, DenyList};
-use crate::config::HttpToolConfig;
+use agentloop_config::config::HttpToolConfig;
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::net::{IpAddr, ToSocketAddrs};

@@ -24,7 +24,7 @@
 //!   the URL it came from are checked again), and a file that cannot be read is a miss.
 
 use super::fetch::{fetch, Failed, Fetched};
-use crate::config::HttpToolConfig;
+use agentloop_config::config::HttpToolConfig;
 use camino::{Utf8Path, Utf8PathBuf};
 use http_cache_semantics::{AfterResponse, BeforeRequest, CacheOptions, CachePolicy};
 use serde::{Deserialize, Serialize};
@@ -97,7 +97,8 @@ pub fn get(
     let plain = || fetch(p, "GET", url, headers, None, timeout).map(|f| (f, None));
     let Some(floor) = p.cache.floor() else { return plain() };
     if headers.iter().any(|(k, v)| {
-        !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str()) || crate::redact::contains_secret(v.as_bytes())
+        !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str())
+            || agentloop_base::redact::contains_secret(v.as_bytes())
     }) || credentialed(url)
     {
         return plain();
@@ -105,7 +106,7 @@ pub fn get(
     let Some(dir) = folder() else { return plain() };
     let Ok(req) = request(p, url, headers) else { return plain() };
     let path = dir.join(key(url, headers));
-    let now = crate::clock::now();
+    let now = agentloop_base::clock::now();
     let Some((meta, body)) = read(&path).filter(|(m, _)| m.url == url) else {
         let f = fetch(p, "GET", url, headers, None, timeout)?;
         store(&dir, &path, url, &req, &f, floor, now);
@@ -200,15 +201,15 @@ fn key(url: &str, headers: &[(String, String)]) -> String {
 }
 
 /// Whether a URL carries a credential: a query parameter named like one (`?api_key=`,
-/// `?token=`, `?sig=`; [`crate::mask::secret_query_name`]), a `user:pass@`, or a known secret
+/// `?token=`, `?sig=`; [`agentloop_config::mask::secret_query_name`]), a `user:pass@`, or a known secret
 /// anywhere in it, as written or percent-decoded. A URL that cannot be read counts as one.
 fn credentialed(url: &str) -> bool {
     let Ok(u) = url::Url::parse(url.trim()) else { return true };
     !u.username().is_empty()
         || u.password().is_some()
-        || u.query_pairs().any(|(k, _)| crate::mask::secret_query_name(&k))
-        || crate::redact::contains_secret(url.as_bytes())
-        || crate::redact::contains_secret(&percent_decode(url))
+        || u.query_pairs().any(|(k, _)| agentloop_config::mask::secret_query_name(&k))
+        || agentloop_base::redact::contains_secret(url.as_bytes())
+        || agentloop_base::redact::contains_secret(&percent_decode(url))
 }
 
 /// `%XX` escapes read as bytes (a broken one is kept as it is).
@@ -248,8 +249,8 @@ fn store(
         || f.headers.contains_key("set-cookie")
         || h("cache-control").contains("private")
         || credentialed(&f.url)
-        || crate::redact::contains_secret(&f.body)
-        || crate::redact::contains_secret(&serde_json::to_vec(&f.headers).unwrap_or_default())
+        || agentloop_base::redact::contains_secret(&f.body)
+        || agentloop_base::redact::contains_secret(&serde_json::to_vec(&f.headers).unwrap_or_default())
     {
         return;
     }
@@ -286,8 +287,8 @@ fn write(dir: &Utf8Path, path: &Utf8Path, meta: &Meta, body: &[u8]) {
     if bytes.len() > MAX_ENTRY + 64 * 1024 {
         return;
     }
-    if let Err(e) = crate::fs::write_private(path, &bytes) {
-        crate::log::info(&format!("http cache: {}", e.message));
+    if let Err(e) = agentloop_base::fs::write_private(path, &bytes) {
+        agentloop_model::log::info(&format!("http cache: {}", e.message));
         return;
     }
     trim(dir);
@@ -299,7 +300,7 @@ fn read(path: &Utf8Path) -> Option<(Meta, Vec<u8>)> {
     if !m.is_file() || !own(&m) {
         return None;
     }
-    let bytes = crate::fs::read_bytes_optional(path).ok()??;
+    let bytes = agentloop_base::fs::read_bytes_optional(path).ok()??;
     let nl = bytes.iter().position(|b| *b == b'\n')?;
     let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
     (meta.format == FORMAT).then(|| (meta, bytes[nl + 1..].to_vec()))
@@ -313,13 +314,13 @@ fn own(m: &std::fs::Metadata) -> bool {
 /// The cache folder, created 0700; None when it cannot be the user's own.
 pub fn folder() -> Option<Utf8PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let dir = crate::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("http");
+    let dir = agentloop_config::config::xdg_dir("XDG_CACHE_HOME", ".cache")?.join("agentloop").join("http");
     if std::fs::symlink_metadata(&dir).is_err() {
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
     }
     let m = std::fs::symlink_metadata(&dir).ok()?;
     if !m.is_dir() || !own(&m) {
-        crate::log::info(&format!("http cache: {dir} is not a folder of this user's own; not used"));
+        agentloop_model::log::info(&format!("http cache: {dir} is not a folder of this user's own; not used"));
         return None;
     }
     if m.permissions().mode() & 0o077 != 0
@@ -385,7 +386,7 @@ mod tests {
         for url in ["https://h.example/a", "https://h.example/a?q=rust&page=2", "http://127.0.0.1:8/feed?format=rss"] {
             assert!(!credentialed(url), "{url}");
         }
-        crate::redact::register("cache-test-secret-0123");
+        agentloop_base::redact::register("cache-test-secret-0123");
         assert!(credentialed("https://h.example/cache-test-secret-0123"));
         assert!(credentialed("https://h.example/a?q=cache%2Dtest%2Dsecret%2D0123"));
         assert_eq!(percent_decode("a%41%zz%4"), b"aA%zz%4");

@@ -23,9 +23,9 @@ pub mod sandbox;
 pub mod shell;
 pub mod tool;
 
-use crate::config::Config;
 pub use crate::tool_env::ToolEnv;
-pub use crate::tool_spec::{SideEffect, ToolResult, ToolSpec};
+use agentloop_config::config::Config;
+pub use agentloop_model::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -52,14 +52,14 @@ impl Registry {
     /// Built-ins, the shell tool when enabled, external tools declared in config and the tools
     /// of the configured MCP servers (from their cache; see [`crate::mcp`]). Fails only on an
     /// MCP configuration mistake; a server that cannot be listed is a warning on stderr.
-    pub fn new(cfg: &Config, root: &Utf8Path) -> crate::error::Result<Self> {
+    pub fn new(cfg: &Config, root: &Utf8Path) -> agentloop_base::error::Result<Self> {
         Self::load(cfg, root, Reach::Start)
     }
 
     /// The registry, reaching servers only as far as `reach` allows: read-only commands
     /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
     /// and never start a program or call out.
-    pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> crate::error::Result<Self> {
+    pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> agentloop_base::error::Result<Self> {
         Self::load_logging(cfg, root, reach, crate::mcp::client::Logs::Workspace(root.to_path_buf()))
     }
 
@@ -70,7 +70,7 @@ impl Registry {
         root: &Utf8Path,
         reach: Reach,
         logs: crate::mcp::client::Logs,
-    ) -> crate::error::Result<Self> {
+    ) -> agentloop_base::error::Result<Self> {
         // Before any tool can run, what the configuration holds is a secret to every write.
         crate::held_secrets::register(cfg);
         let mut specs = builtin::specs(cfg, root);
@@ -93,7 +93,7 @@ impl Registry {
     }
 
     pub fn canonical(name: &str) -> &str {
-        crate::tool_spec::canonical(name)
+        agentloop_model::tool_spec::canonical(name)
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
@@ -155,9 +155,9 @@ impl Registry {
                 .unwrap_or_else(|e| ToolResult::err(format!("cannot start tool `{}`: {e}", spec.name), true))
         });
         // A response that echoes a key is redacted before anything records it.
-        result.output = crate::redact::redact_tool_output(&result.output);
-        result.error = result.error.as_deref().map(crate::redact::redact_tool_output);
-        crate::redact::redact_value(&mut result.metadata);
+        result.output = agentloop_base::redact::redact_tool_output(&result.output);
+        result.error = result.error.as_deref().map(agentloop_base::redact::redact_tool_output);
+        agentloop_base::redact::redact_value(&mut result.metadata);
         if result.output.chars().count() > spec.output_cap {
             spill(env, &spec, &mut result);
         }
@@ -188,7 +188,7 @@ fn external_tools(cfg: &Config, specs: &mut Vec<ToolSpec>) {
         }
         // Recursion guard: agentloop's own plugin is no tool unless ductile.max_depth allows.
         if *name == cfg.ductile.self_name && cfg.ductile.max_depth == 0 {
-            crate::output::debug_note(&format!(
+            agentloop_model::output::debug_note(&format!(
                 "external tool `{name}` is agentloop itself (ductile.self_name) and ductile.max_depth is 0: left out"
             ));
             continue;
@@ -211,11 +211,14 @@ fn external_tools(cfg: &Config, specs: &mut Vec<ToolSpec>) {
 /// Adds another source's tools (MCP servers, Ductile plugins); a name already taken is left out.
 fn join(specs: &mut Vec<ToolSpec>, warnings: &[String], more: &[ToolSpec], what: &str) {
     for w in warnings {
-        crate::output::warning(w);
+        agentloop_model::output::warning(w);
     }
     for m in more {
         if specs.iter().any(|s| s.name == m.name) {
-            crate::output::warning(&format!("{what} tool {} is left out: a tool of that name exists", m.name));
+            agentloop_model::output::warning(&format!(
+                "{what} tool {} is left out: a tool of that name exists",
+                m.name
+            ));
             continue;
         }
         specs.push(m.clone());
@@ -234,7 +237,7 @@ static VALIDATORS: std::sync::Mutex<Vec<(u32, Value, std::sync::Arc<jsonschema::
 /// A fingerprint of a schema's JSON text (CRC-32), computed without building the text.
 fn fingerprint(schema: &Value) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    crate::model::json_pieces(schema, |b| h.update(b));
+    agentloop_model::model::json_pieces(schema, |b| h.update(b));
     h.finalize()
 }
 
@@ -270,7 +273,7 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-pub use crate::tool_spec::SchemaError;
+pub use agentloop_model::tool_spec::SchemaError;
 
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
 pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, SchemaError> {
@@ -326,7 +329,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
     let full = std::mem::take(&mut result.output);
     // Never through a link: a symlinked artifacts/ is refused (fs::Folder), not written into.
-    let write = crate::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
+    let write = agentloop_base::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
     let excerpt_budget = spec.output_cap.min(2000);
     let page = paging::window(&full, 1, None, excerpt_budget).unwrap_or(paging::Page {
         text: String::new(),
@@ -357,7 +360,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
             );
             result.artifacts.push(rel);
         }
-        Err(e) if e.cause == Some(crate::error::Cause::Link) => {
+        Err(e) if e.cause == Some(agentloop_base::error::Cause::Link) => {
             // Said plainly, so whoever reads the run learns why and what to do.
             result.output = format!(
                 "{out}\n[output truncated at {chars} characters; could not save the rest to {rel}: artifacts/ is a symbolic link, and agentloop never writes through links (replace it with a real folder)]"

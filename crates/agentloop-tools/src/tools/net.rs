@@ -4,7 +4,7 @@
 use super::fetch::fetch;
 use super::tool::{args_schema, Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
-use crate::config::Config;
+use agentloop_config::config::Config;
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -19,11 +19,11 @@
 //!   shown as the relative path from the workspace (e.g. `../data`), never the machine path.
 
 use super::ToolEnv;
-pub use crate::capfs::{
+pub use agentloop_base::capfs::{
     absolute, check_target, identity, io_error, io_failure, normalize, open_append, open_regular, read_capped,
     relative, too_large,
 };
-use crate::error::Error;
+use agentloop_base::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -131,7 +131,7 @@ pub struct Sandbox {
 /// root); other configured folders must exist. A failure leaves a folder missing, and a write
 /// there is refused with the usual message naming the allowed folders.
 fn make_write_roots(env: &ToolEnv, ws_abs: &Utf8Path, ws_real: &Utf8Path) {
-    let agent_dir = env.config.agent.as_deref().map(crate::config::agent_sandbox_dir);
+    let agent_dir = env.config.agent.as_deref().map(agentloop_config::config::agent_sandbox_dir);
     let Ok(ws) = Dir::open_ambient_dir(ws_real, ambient_authority()) else { return };
     for p in &env.config.tools.write_paths {
         let abs = normalize(&ws_abs.join(p));
@@ -141,7 +141,7 @@ fn make_write_roots(env: &ToolEnv, ws_abs: &Utf8Path, ws_real: &Utf8Path) {
             }
             Ok(_) => {}
             Err(_) if agent_dir.as_ref().is_some_and(|d| abs.ends_with(d)) => {
-                let _ = crate::fs::create_dir_all(&abs);
+                let _ = agentloop_base::fs::create_dir_all(&abs);
             }
             Err(_) => {}
         }

@@ -31,7 +31,7 @@ pub use argv::{exec_through, matches};
 
 use super::tool::{Call, Tool};
 use super::{SideEffect, ToolEnv, ToolResult};
-use crate::config::{Config, ShellSandbox};
+use agentloop_config::config::{Config, ShellSandbox};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -18,9 +18,9 @@
 //! namespaces (a container without user namespaces).
 
 use super::gitdirs;
-use crate::error::Error;
 use crate::tools::sandbox::{Access, Sandbox};
 use crate::tools::ToolEnv;
+use agentloop_base::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -267,7 +267,8 @@ fn sockets(mounts: &[(Utf8PathBuf, bool)]) -> Vec<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::FileTypeExt;
     use std::path::Path;
-    let table = crate::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
+    let table =
+        agentloop_base::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
     let mut found = Vec::new();
     // Each line: slot, refcount, protocol, flags, type, state, inode, then the path it was bound
     // to, if any (`@` for an abstract name, relative as the binder spelled it). Only the path
