@@ -25,8 +25,8 @@
     clippy::expect_used
 )]
 
-use agentloop_core::phases::{self, Env};
-use agentloop_core::settings::Global;
+use agentloop_engine::phases::{self, Env};
+use agentloop_engine::settings::Global;
 use camino::Utf8PathBuf;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -210,7 +210,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
             g.config = Some(root.join("agentloop.yaml"));
         }
     }
-    let ctx = agentloop_core::settings::build(&g).unwrap();
+    let ctx = agentloop_engine::settings::build(&g).unwrap();
     let session = ctx.ws.lock(None).unwrap();
     let mut env = Env::new(&ctx).unwrap();
     env.hold(&session);
@@ -228,14 +228,14 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
     session.checkpoint().unwrap();
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
     let wire_ms = (agentloop_model::model::http::time_on_the_wire() - wire).as_secs_f64() * 1000.0;
-    assert_eq!(stop, Some(agentloop_store::workspace::StopKind::Done), "the bench run must finish done");
+    assert_eq!(stop, Some(agentloop_workspace::workspace::StopKind::Done), "the bench run must finish done");
     let server_ms = fake.map_or(0.0, Fake::busy_ms);
-    let (entries, _) = agentloop_base::trace::read(&ctx.ws.trace()).unwrap();
+    let (entries, _) = agentloop_types::trace::read(&ctx.ws.trace()).unwrap();
     if let Driver::Http(_) = driver {
         // A fused plan's entry names the model but has no usage: its call is the reflection's.
         // (run.finished carries the run's totals.)
         let calls =
-            entries.iter().filter(|e| e.usage.is_some() && e.phase != Some(agentloop_base::trace::Phase::Run)).count();
+            entries.iter().filter(|e| e.usage.is_some() && e.phase != Some(agentloop_types::trace::Phase::Run)).count();
         if shape.fuse != Some(false) {
             assert_eq!(calls, shape.steps + 2, "frame, the first plan, then one call per step");
         } else {
@@ -437,10 +437,10 @@ fn trace_throughput() -> f64 {
     let path = Utf8PathBuf::from_path_buf(dir.path().join("trace.jsonl")).unwrap();
     let mut text = String::new();
     for i in 0..200_000u32 {
-        let mut e = agentloop_base::trace::Entry::new(
+        let mut e = agentloop_types::trace::Entry::new(
             "01KDVDNA000000000000000000",
             i / 3,
-            agentloop_base::trace::Phase::Act,
+            agentloop_types::trace::Phase::Act,
             "act",
         );
         e.tool = Some("file_read".into());
@@ -453,7 +453,7 @@ fn trace_throughput() -> f64 {
     std::fs::write(&path, text).unwrap();
     let start = Instant::now();
     let mut n = 0u64;
-    agentloop_base::trace::scan(&path, |r| n += r.is_ok() as u64).unwrap();
+    agentloop_types::trace::scan(&path, |r| n += r.is_ok() as u64).unwrap();
     n as f64 / start.elapsed().as_secs_f64()
 }
 
@@ -479,14 +479,14 @@ fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
     let note = "the page lists the release notes of every version since the first, with dates and authors; ".repeat(4);
     for i in 0..500_000u32 {
         let (phase, event) = match i % 10 {
-            0..=2 => (agentloop_base::trace::Phase::Act, "act"),
-            3..=6 => (agentloop_base::trace::Phase::Plan, "plan"),
-            _ => (agentloop_base::trace::Phase::Reflect, "reflect"),
+            0..=2 => (agentloop_types::trace::Phase::Act, "act"),
+            3..=6 => (agentloop_types::trace::Phase::Plan, "plan"),
+            _ => (agentloop_types::trace::Phase::Reflect, "reflect"),
         };
-        let mut e = agentloop_base::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
+        let mut e = agentloop_types::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
         e.ts = "2026-01-01T00:00:00.000Z".into();
         e.duration_ms = Some(u64::from(i % 997));
-        if phase == agentloop_base::trace::Phase::Act {
+        if phase == agentloop_types::trace::Phase::Act {
             e.tool = Some("web_fetch".into());
             e.args = Some(serde_json::json!({"url": format!("https://example.com/notes/{i}")}));
             e.result_status = Some("ok".into());
@@ -494,7 +494,7 @@ fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
         } else {
             e.model = Some("gpt-4o-mini".into());
             e.usage =
-                Some(agentloop_base::trace::Usage { input_tokens: 1200, output_tokens: 80, ..Default::default() });
+                Some(agentloop_types::trace::Usage { input_tokens: 1200, output_tokens: 80, ..Default::default() });
             e.cost_usd = Some(0.0003);
             e.reason = Some(note.clone());
         }
@@ -560,7 +560,7 @@ fn memory_search() -> (f64, f64) {
         rng ^= rng << 17;
         rng
     };
-    let entries: Vec<agentloop_store::longterm::Entry> = (0..100_000)
+    let entries: Vec<agentloop_workspace::longterm::Entry> = (0..100_000)
         .map(|i| {
             let text: Vec<&str> = (0..24)
                 .map(|k| {
@@ -572,7 +572,7 @@ fn memory_search() -> (f64, f64) {
                     tail[rank].as_str()
                 })
                 .collect();
-            agentloop_store::longterm::Entry {
+            agentloop_workspace::longterm::Entry {
                 id: format!("bench/content_{i}"),
                 topic: "bench".into(),
                 summary: text[..6].join(" "),
@@ -585,7 +585,7 @@ fn memory_search() -> (f64, f64) {
         })
         .collect();
     let start = Instant::now();
-    let index = agentloop_store::longterm::Index::build(entries);
+    let index = agentloop_workspace::longterm::Index::build(entries);
     let build_ms = start.elapsed().as_secs_f64() * 1000.0;
     let start = Instant::now();
     let n = 20;

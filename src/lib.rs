@@ -3,12 +3,13 @@
 //!
 //! The binary is a thin shell around [`main`]. This crate is the top layer: the CLI, its
 //! commands, `serve`, `handle` and `worker`. The engine's crates are used by their own names
-//! (`agentloop_config::config`, `agentloop_base::error`, ...): nothing is re-exported. The API
+//! (`agentloop_config::config`, `agentloop_types::error`, ...): nothing is re-exported. The API
 //! docs (`make doc`) cover private items too, since they are written for people changing agentloop.
 #![allow(rustdoc::private_intra_doc_links)]
 
-use agentloop_base::error;
-use agentloop_model::{otel, output};
+use agentloop_io::output;
+use agentloop_model::otel;
+use agentloop_types::error;
 
 pub(crate) mod cli;
 pub(crate) mod commands;

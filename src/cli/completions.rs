@@ -2,8 +2,8 @@
 //! they cannot drift from it (a test checks the committed man page). Neither reads configuration,
 //! so a broken agentloop.yaml cannot stop them.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_model::output::Printer;
+use agentloop_io::output::Printer;
+use agentloop_types::error::{Error, Result};
 use clap::{Args, CommandFactory};
 
 /// Print a shell completion script.
@@ -40,7 +40,7 @@ pub fn render_man() -> Result<String> {
     let mut text = keep_quick_start_lines(&name_commands(&text));
     // The exit-code section is rendered from the one table in error.rs.
     text.push_str(".SH \"EXIT STATUS\"\n");
-    for (n, meaning) in agentloop_base::error::code::TABLE {
+    for (n, meaning) in agentloop_types::error::code::TABLE {
         text.push_str(&format!(".TP\n{n}\n{}\n", meaning.replace('`', "").replace('-', "\\-")));
     }
     text.push_str(EXTRA);

@@ -1,8 +1,8 @@
 //! The global flags (`-w`, `-q`, `--provider`, `--max-steps`, ...) as clap parses them. The
 //! engine takes them as plain [`Global`] settings: clap stays in this crate.
 
-use agentloop_core::settings::Global;
-use agentloop_model::output::ColorChoice;
+use agentloop_engine::settings::Global;
+use agentloop_io::output::ColorChoice;
 use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 

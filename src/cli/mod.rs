@@ -1,15 +1,15 @@
 //! The command-line definition (clap derive) and the one `match` that dispatches it: the top of
 //! the library. The global flags ([`Global`]) become a configuration layer in
-//! [`agentloop_core::settings`]; each subcommand's args struct lives beside its implementation in
+//! [`agentloop_engine::settings`]; each subcommand's args struct lives beside its implementation in
 //! `commands/` (and `handle/command.rs`, `serve/command.rs`, `cli/completions.rs`).
 
 pub mod completions;
 pub mod global;
 
 use crate::commands;
-use agentloop_base::error::Result;
-use agentloop_base::trace::Phase;
-use agentloop_core::settings::{Ctx, Global};
+use agentloop_engine::settings::{Ctx, Global};
+use agentloop_types::error::Result;
+use agentloop_types::trace::Phase;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Goal-directed LLM work as a Frame → Plan → Act → Reflect loop over a workspace of plain files.
@@ -154,11 +154,11 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
     let g = cli.global.settings();
     match entry(cli.command) {
         Entry::Root(run) => run(&g),
-        Entry::Plain(run) => run(&agentloop_model::output::Printer::new(g.quiet, g.verbose, g.json, g.color)),
+        Entry::Plain(run) => run(&agentloop_io::output::Printer::new(g.quiet, g.verbose, g.json, g.color)),
         Entry::Workspace { access, needs_dir, run } => {
             // A stray AGENTLOOP_* variable does not stop a command that only reads.
             let g = Global { read_only: access == Access::Reads, ..g };
-            let ctx = agentloop_core::settings::build(&g)?;
+            let ctx = agentloop_engine::settings::build(&g)?;
             // A mistyped -w: the command refuses a folder that does not exist and creates nothing.
             if needs_dir {
                 ctx.ws.require_dir()?;
@@ -190,7 +190,7 @@ enum Entry {
 /// What runs a subcommand, given what it needs.
 type Handler = Box<dyn FnOnce(Ctx) -> Result<u8>>;
 type RootHandler = Box<dyn FnOnce(&Global) -> Result<u8>>;
-type PlainHandler = Box<dyn FnOnce(&agentloop_model::output::Printer) -> Result<u8>>;
+type PlainHandler = Box<dyn FnOnce(&agentloop_io::output::Printer) -> Result<u8>>;
 
 /// What a workspace command does with an untrusted workspace's refused keys.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -284,7 +284,7 @@ mod tests {
             let matches = command().try_get_matches_from(std::iter::once("agentloop").chain(args.iter().copied()));
             let cli = Cli::from_arg_matches(&matches.unwrap()).unwrap();
             let e = dispatch(cli).err().unwrap_or_else(|| panic!("{args:?} ran"));
-            assert_eq!(e.exit_code(), agentloop_base::error::code::USAGE, "{args:?}: {}", e.message);
+            assert_eq!(e.exit_code(), agentloop_types::error::code::USAGE, "{args:?}: {}", e.message);
             assert!(e.message.contains(&format!("the `{feature}` feature")), "{args:?}: {}", e.message);
             assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{args:?}");
         }

@@ -1,8 +1,8 @@
 //! `agentloop agents list`: the named agent profiles (`agents/NAME.yaml`).
 
-use agentloop_base::error::Result;
 use agentloop_config::config;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -132,8 +132,8 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
     let from_profile: Vec<&String> =
         r.sources.iter().filter(|(_, s)| matches!(s, config::Source::AgentProfile(_))).map(|(k, _)| k).collect();
     let sandbox = sandbox(c.config(), &r.sources);
-    let window = agentloop_store::rest_window::current(c.config());
-    let stress = agentloop_store::rest_window::stress(c.config(), &ctx.ws.root);
+    let window = agentloop_workspace::rest_window::current(c.config());
+    let stress = agentloop_workspace::rest_window::stress(c.config(), &ctx.ws.root);
     if ctx.printer.json {
         ctx.printer.json_value(&json!({
             "name": name,

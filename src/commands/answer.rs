@@ -1,7 +1,7 @@
 //! `agentloop answer`: answer an escalated run's open question and go on with it.
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
 use clap::Args;
 
 /// Answer the open question of an escalated run, then go on with the same run.
@@ -36,7 +36,7 @@ pub struct AnswerArgs {
 
 pub fn run(ctx: Ctx, args: AnswerArgs) -> Result<u8> {
     let text = crate::commands::run::read_answer(&args.text)?;
-    let req = agentloop_core::lifecycle::Request::Answer(text);
+    let req = agentloop_engine::lifecycle::Request::Answer(text);
     match &args.output {
         Some(file) => crate::commands::run::execute_into(&ctx, &req, file),
         None => crate::commands::run::execute(&ctx, &req, args.events),

@@ -1,8 +1,8 @@
 //! `agentloop config show`: the effective configuration and where each value came from.
 
-use agentloop_base::error::Result;
 use agentloop_config::config::Source;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
 use clap::Subcommand;
 use serde_json::Value;
 
@@ -42,14 +42,14 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
             let named = allowed_tools_named(&ctx);
             if ctx.printer.json {
                 // The published shape (docs/schema/config-show.json).
-                let show = agentloop_core::schema::ConfigShow {
+                let show = agentloop_engine::schema::ConfigShow {
                     config: r.value.as_object().cloned().unwrap_or_default(),
                     sources: r.sources.iter().map(|(k, v)| (k.clone(), v.to_string())).collect(),
                     resolved,
                     refused: ctx
                         .refused
                         .iter()
-                        .map(|x| agentloop_core::schema::ConfigRefusal {
+                        .map(|x| agentloop_engine::schema::ConfigRefusal {
                             file: x.file.clone(),
                             key: x.key.clone(),
                             why: x.why.clone(),
@@ -57,7 +57,7 @@ pub fn run(ctx: Ctx, cmd: ConfigCommand) -> Result<u8> {
                         .collect(),
                     allowed_tools_named: named.as_ref().and_then(|n| n.as_ref().ok()).map(|n| n.0.clone()),
                 };
-                ctx.printer.json_value(&agentloop_base::json::to_value(&show));
+                ctx.printer.json_value(&agentloop_types::json::to_value(&show));
                 return Ok(0);
             }
             let mut rows = Vec::new();
@@ -116,11 +116,11 @@ fn allowed_tools_named(ctx: &Ctx) -> Option<std::result::Result<Named, String>> 
 }
 
 /// What a run with this configuration would call, without calling it.
-fn resolved_model(cfg: &agentloop_config::config::Config) -> agentloop_core::schema::ResolvedModel {
+fn resolved_model(cfg: &agentloop_config::config::Config) -> agentloop_engine::schema::ResolvedModel {
     match agentloop_model::model::provider_and_why(cfg) {
         Ok((provider, provider_why)) => {
             let (model, model_why) = agentloop_model::model::model_and_why(cfg, &provider);
-            agentloop_core::schema::ResolvedModel {
+            agentloop_engine::schema::ResolvedModel {
                 provider: Some(provider.to_string()),
                 provider_why: Some(provider_why),
                 model: Some(model),
@@ -128,6 +128,6 @@ fn resolved_model(cfg: &agentloop_config::config::Config) -> agentloop_core::sch
                 error: None,
             }
         }
-        Err(e) => agentloop_core::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
+        Err(e) => agentloop_engine::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
     }
 }

@@ -1,8 +1,8 @@
 //! `agentloop demo`: the bundled example, run from the installed binary (its files are embedded).
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::lifecycle::{Request, Start};
-use agentloop_core::settings::Ctx;
+use agentloop_engine::lifecycle::{Request, Start};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{Error, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -35,16 +35,16 @@ pub struct DemoArgs {
 
 pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     let ex = args.dir.join("examples/critique");
-    agentloop_base::fs::create_dir_all(&ex)?;
+    agentloop_io::fs::create_dir_all(&ex)?;
     for (name, text) in FILES {
-        agentloop_base::fs::write_atomic(&ex.join(name), text.as_bytes())?;
+        agentloop_io::fs::write_atomic(&ex.join(name), text.as_bytes())?;
     }
     let abs = std::env::current_dir()
         .ok()
         .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
         .map(|d| d.join(&args.dir))
         .ok_or_else(|| Error::failure("cannot resolve the current folder"))?;
-    let ws = agentloop_store::workspace::Workspace::new(abs.join("demo-ws"));
+    let ws = agentloop_workspace::workspace::Workspace::new(abs.join("demo-ws"));
     let mut demo_ctx = ctx.rebuild(|g| {
         g.workspace = abs.join("demo-ws");
         g.script = Some(abs.join("examples/critique/script.yaml"));
@@ -63,7 +63,7 @@ pub fn run(ctx: Ctx, args: DemoArgs) -> Result<u8> {
     demo_ctx.resolved.config.ductile = Default::default();
     let start = Start {
         goal: "Write a two-paragraph critique of the bundled article".into(),
-        background: agentloop_core::phases::init::read_context(ex.join("context.md").as_str())?,
+        background: agentloop_engine::phases::init::read_context(ex.join("context.md").as_str())?,
         carry: true,
         force: false,
         slot: None,

@@ -1,10 +1,10 @@
 //! `agentloop dream`: consolidate finished runs into long-term memory.
 
-use agentloop_base::error::{code, Error, Result};
-use agentloop_core::contract::{self, DreamAnswer};
-use agentloop_core::settings::Ctx;
-use agentloop_store::history;
-use agentloop_store::longterm::{loop_id, New, Provenance, Store};
+use agentloop_engine::contract::{self, DreamAnswer};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{code, Error, Result};
+use agentloop_workspace::history;
+use agentloop_workspace::longterm::{loop_id, New, Provenance, Store};
 use clap::Args;
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -51,11 +51,11 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     let store =
         Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
     let since = match &args.since {
-        Some(d) => Some(agentloop_base::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
+        Some(d) => Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
         None => None,
     };
     let ledger = store.dir.join("dreamed.json");
-    let mut dreamed: BTreeSet<String> = agentloop_base::fs::read_optional(&ledger)?
+    let mut dreamed: BTreeSet<String> = agentloop_io::fs::read_optional(&ledger)?
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()
         .into_iter()
@@ -72,7 +72,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
         if model.is_some() {
             match consolidate(ctx, &store, batch, &batch_text) {
                 Ok(n) => written += n,
-                Err(e) if e.kind == agentloop_base::error::Kind::Provider => return Err(e),
+                Err(e) if e.kind == agentloop_types::error::Kind::Provider => return Err(e),
                 Err(e) => {
                     ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.message));
                     model = None;
@@ -83,8 +83,8 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
         for r in batch {
             dreamed.insert(r.state.run_id.clone());
         }
-        agentloop_base::fs::create_dir_all(&store.dir)?;
-        agentloop_base::fs::write_atomic(&ledger, agentloop_base::json::to_string_pretty(&dreamed).as_bytes())?;
+        agentloop_io::fs::create_dir_all(&store.dir)?;
+        agentloop_io::fs::write_atomic(&ledger, agentloop_types::json::to_string_pretty(&dreamed).as_bytes())?;
     }
     let explored = if args.explore { Some(super::explore::explore(ctx, &store)?) } else { None };
     Ok(
@@ -94,7 +94,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
 
 /// The runs a dream reads: ended, not dreamed of before, and (with --since) ended within DUR.
 fn runs_to_dream(ctx: &Ctx, since: Option<std::time::Duration>, dreamed: &BTreeSet<String>) -> Vec<history::Run> {
-    let now = agentloop_base::clock::now();
+    let now = agentloop_types::clock::now();
     history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
         .into_iter()
         .filter(|r| r.state.status.is_terminal() && !dreamed.contains(&r.state.run_id))
@@ -103,7 +103,7 @@ fn runs_to_dream(ctx: &Ctx, since: Option<std::time::Duration>, dreamed: &BTreeS
                 r.state
                     .finished_at
                     .as_deref()
-                    .and_then(agentloop_base::clock::parse_rfc3339)
+                    .and_then(agentloop_types::clock::parse_rfc3339)
                     .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= d)
             })
         })
@@ -120,7 +120,7 @@ fn known_facts(store: &Store) -> Result<Known> {
     for e in store.entries()?.into_iter().filter(|e| e.topic == "facts") {
         let sources: Vec<String> = e.keywords.iter().filter(|k| k.starts_with("run-")).cloned().collect();
         known.insert(
-            agentloop_base::facts::norm(&e.content),
+            agentloop_workspace::facts::norm(&e.content),
             (e.id.split_once('/').map(|x| x.1.to_string()).unwrap_or_default(), sources, e.content),
         );
     }
@@ -133,20 +133,20 @@ fn known_facts(store: &Store) -> Result<Known> {
 fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mut String) -> Result<usize> {
     let s = &r.state;
     let mem_path = r.ws.memory();
-    let facts: Vec<String> = agentloop_base::fs::read_optional(&mem_path)?
+    let facts: Vec<String> = agentloop_io::fs::read_optional(&mem_path)?
         .filter(|t| !t.trim().is_empty())
-        .and_then(|t| agentloop_store::markdown::parse_memory(&t, &mem_path).ok())
+        .and_then(|t| agentloop_workspace::markdown::parse_memory(&t, &mem_path).ok())
         .map(|m| m.facts)
         .unwrap_or_default();
     let mut written = 0usize;
     let tag = format!("run-{}", s.run_id.to_lowercase());
     for f in facts.iter().filter(|f| !f.starts_with("Summary of earlier facts")) {
-        let key = agentloop_base::facts::norm(f);
+        let key = agentloop_workspace::facts::norm(f);
         if key.is_empty() {
             continue;
         }
         let (id, mut sources, content) = known.get(&key).cloned().unwrap_or_else(|| {
-            (format!("fact-{:016x}", agentloop_base::run_id::fnv1a(key.as_bytes())), vec![], f.clone())
+            (format!("fact-{:016x}", agentloop_types::run_id::fnv1a(key.as_bytes())), vec![], f.clone())
         });
         if sources.contains(&tag) {
             continue;
@@ -166,7 +166,7 @@ fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mu
         written += 1;
     }
     let what = match (&s.outcome, s.status) {
-        (Some(o), agentloop_store::workspace::Status::Done) => format!("Outcome: {o}"),
+        (Some(o), agentloop_workspace::workspace::Status::Done) => format!("Outcome: {o}"),
         _ => format!("Stopped ({}): {}", s.status.as_str(), s.reason.clone().unwrap_or_default()),
     };
     let prov = Provenance {
@@ -183,7 +183,7 @@ fn dream_run(store: &Store, r: &history::Run, known: &mut Known, batch_text: &mu
         provenance: prov.clone(),
         ..Default::default()
     })?;
-    if s.status == agentloop_store::workspace::Status::Escalated {
+    if s.status == agentloop_workspace::workspace::Status::Escalated {
         store.add(&New {
             topic: "failures".into(),
             content_id: Some(loop_id(&s.run_id, 0, "failure")),

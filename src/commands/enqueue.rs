@@ -11,8 +11,8 @@ pub use exec::run;
 
 /// Without the `queue` feature there is no Redis client: `enqueue` is refused.
 #[cfg(not(feature = "queue"))]
-pub fn run(_: &agentloop_core::settings::Global, _: EnqueueArgs) -> agentloop_base::error::Result<u8> {
-    Err(agentloop_base::error::Error::not_built("queue", "`agentloop enqueue`", false))
+pub fn run(_: &agentloop_engine::settings::Global, _: EnqueueArgs) -> agentloop_types::error::Result<u8> {
+    Err(agentloop_types::error::Error::not_built("queue", "`agentloop enqueue`", false))
 }
 
 /// A new run's flags: none goes with --answer or --continue.

@@ -4,11 +4,11 @@
 //! becomes a memory entry (topic `explorations`) with its provenance: the dream's id and the
 //! question it answers. No model call once the budget is spent, or when none is set.
 
-use agentloop_base::error::Result;
 use agentloop_config::config::Config;
-use agentloop_core::contract::{self, ExploreAnswer};
-use agentloop_core::settings::Ctx;
-use agentloop_store::longterm::{New, Provenance, Store};
+use agentloop_engine::contract::{self, ExploreAnswer};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
+use agentloop_workspace::longterm::{New, Provenance, Store};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -21,10 +21,10 @@ struct Question {
 
 fn question(text: &str, source: &str) -> Option<Question> {
     let text = text.trim();
-    let norm = agentloop_base::facts::norm(text);
+    let norm = agentloop_workspace::facts::norm(text);
     (!norm.is_empty()).then(|| Question {
-        key: format!("q-{:016x}", agentloop_base::run_id::fnv1a(norm.as_bytes())),
-        text: agentloop_model::output::one_line(text).chars().take(500).collect(),
+        key: format!("q-{:016x}", agentloop_types::run_id::fnv1a(norm.as_bytes())),
+        text: agentloop_io::output::one_line(text).chars().take(500).collect(),
         source: source.to_string(),
     })
 }
@@ -54,7 +54,7 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
     if c.max_tokens.is_none() && c.max_cost_usd.is_none() {
         return Err("dream.curiosity sets no budget (max_tokens or max_cost_usd)".into());
     }
-    let (tokens, cost) = agentloop_store::rest_window::curiosity(cfg);
+    let (tokens, cost) = agentloop_workspace::rest_window::curiosity(cfg);
     let span = humantime::format_duration(c.window.0);
     if let Some(m) = c.max_tokens.filter(|m| tokens >= *m) {
         return Err(format!(
@@ -62,7 +62,7 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
         ));
     }
     if let Some(m) = c.max_cost_usd {
-        let priced = agentloop_model::model::is_scripted(model)
+        let priced = agentloop_types::trace::is_scripted(model)
             || agentloop_model::model::pricing::cost_in(cfg, model, &Default::default()).is_some();
         if !priced && c.max_tokens.is_none() {
             return Err(format!("dream.curiosity.max_cost_usd cannot hold: model `{model}` has no price (add it under `prices:`, or set dream.curiosity.max_tokens)"));
@@ -78,16 +78,12 @@ fn budget_left(cfg: &Config, model: &str) -> std::result::Result<Option<u64>, St
 
 /// What memory holds about a question, as the prompt shows it.
 fn recalled(cfg: &Config, store: &Store, q: &str) -> Result<String> {
-    let index = agentloop_store::longterm::Index::build(store.entries()?);
+    let index = agentloop_workspace::longterm::Index::build(store.entries()?);
     let lines: Vec<String> = index
         .search(q, cfg.memory.top_k.max(1))
         .into_iter()
         .map(|(e, _)| {
-            format!(
-                "- [{}] {}",
-                e.id,
-                agentloop_model::output::one_line(&e.content).chars().take(600).collect::<String>()
-            )
+            format!("- [{}] {}", e.id, agentloop_io::output::one_line(&e.content).chars().take(600).collect::<String>())
         })
         .collect();
     Ok(if lines.is_empty() { "(nothing yet)".into() } else { lines.join("\n") })
@@ -115,7 +111,7 @@ fn explore_one(
     let r = m.complete(&req, &mut |_| {})?;
     // A scripted model, like an unpriced one, has no price.
     let cost = agentloop_model::model::pricing::cost_in(cfg, m.model(), &r.usage).unwrap_or(0.0);
-    if let Err(e) = agentloop_store::rest_window::record_dream(cfg, id, r.usage.total(), cost) {
+    if let Err(e) = agentloop_workspace::rest_window::record_dream(cfg, id, r.usage.total(), cost) {
         ctx.printer.warn(&format!("usage ledger: {e}"));
     }
     let a: ExploreAnswer = contract::forced_answer(r, &tool)?;
@@ -143,13 +139,13 @@ fn explore_one(
 pub fn explore(ctx: &Ctx, store: &Store) -> Result<Value> {
     let cfg = ctx.config();
     let ledger = store.dir.join("explored.json");
-    let mut explored: BTreeSet<String> = agentloop_base::fs::read_optional(&ledger)?
+    let mut explored: BTreeSet<String> = agentloop_io::fs::read_optional(&ledger)?
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()
         .into_iter()
         .collect();
     let open = questions(cfg, store, &explored)?;
-    let id = format!("dream-{}", agentloop_base::clock::new_run_id());
+    let id = format!("dream-{}", agentloop_types::clock::new_run_id());
     // The model is named only when it could be called (no budget: no provider is needed).
     let c = &cfg.dream.curiosity;
     let callable = !open.is_empty() && (c.max_tokens.is_some() || c.max_cost_usd.is_some());
@@ -171,10 +167,10 @@ pub fn explore(ctx: &Ctx, store: &Store) -> Result<Value> {
         let ids = explore_one(ctx, store, m, q, &id, cap)?;
         explored.insert(q.key.clone());
         store.refuse_linked()?;
-        agentloop_base::fs::write_atomic(&ledger, agentloop_base::json::to_string_pretty(&explored).as_bytes())?;
+        agentloop_io::fs::write_atomic(&ledger, agentloop_types::json::to_string_pretty(&explored).as_bytes())?;
         rows.push(json!({"question": q.text, "source": q.source, "entries": ids}));
     }
-    let (tokens, cost) = agentloop_store::rest_window::curiosity(cfg);
+    let (tokens, cost) = agentloop_workspace::rest_window::curiosity(cfg);
     Ok(json!({
         "dream_id": id,
         "explored": rows,

@@ -1,7 +1,7 @@
 //! `agentloop init`: create a workspace for a new run.
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -33,18 +33,25 @@ pub fn run(mut ctx: Ctx, args: InitArgs) -> Result<u8> {
         ctx = ctx.rebuild(|g| g.workspace = dir)?;
         ctx.require_trusted()?;
     }
-    let goal = agentloop_core::phases::init::read_goal(&args.goal, args.context.as_deref())?;
+    let goal = agentloop_engine::phases::init::read_goal(&args.goal, args.context.as_deref())?;
     let background = match &args.context {
-        Some(c) => agentloop_core::phases::init::read_context(c)?,
+        Some(c) => agentloop_engine::phases::init::read_context(c)?,
         None => String::new(),
     };
-    let was_new = agentloop_core::trust::is_new_folder(&ctx.ws.root);
+    let was_new = agentloop_engine::trust::is_new_folder(&ctx.ws.root);
     let session = ctx.ws.lock(ctx.lock_wait())?;
     // A folder of this command's own making (missing or empty): its config is the user's.
-    agentloop_core::trust::record_created(&ctx.ws.root, was_new, &ctx.printer);
-    let env = agentloop_core::phases::Env::new(&ctx)?;
-    let state =
-        agentloop_core::phases::init::init_run(&session, ctx.config(), &env.tpl, &goal, &background, args.force, None)?;
+    agentloop_engine::trust::record_created(&ctx.ws.root, was_new, &ctx.printer);
+    let env = agentloop_engine::phases::Env::new(&ctx)?;
+    let state = agentloop_engine::phases::init::init_run(
+        &session,
+        ctx.config(),
+        &env.tpl,
+        &goal,
+        &background,
+        args.force,
+        None,
+    )?;
     env.ensure_skills_md()?;
     if ctx.printer.json {
         ctx.printer

@@ -10,11 +10,11 @@
 //! results reaches the skill. A later run whose goal holds one of the triggers is offered the
 //! skill at Frame, as any skill whose triggers match.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::Phase;
-use agentloop_core::contract;
-use agentloop_core::settings::Ctx;
-use agentloop_store::history;
+use agentloop_engine::contract;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::Phase;
+use agentloop_workspace::history;
 use camino::Utf8PathBuf;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -95,8 +95,8 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
     }
     // skills.md as `skills gen` wrote it before, to be written again with the new skill in it.
     let catalog_before = catalog_md(ctx)?;
-    agentloop_base::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
-    agentloop_base::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
+    agentloop_io::fs::write_in(&ctx.ws.root, &rel.join("references/facts.md"), facts_md.as_bytes())?;
+    agentloop_io::fs::write_in(&ctx.ws.root, &rel.join("SKILL.md"), skill_md.as_bytes())?;
     let p = &ctx.printer;
     if refresh_skills_md(ctx, &catalog_before)? {
         p.info(&format!("refreshed {} with the new skill", ctx.ws.skills()));
@@ -124,9 +124,9 @@ pub fn learn(ctx: &Ctx, name: &str, run: Option<&str>) -> Result<u8> {
 }
 
 /// The run's successful path: only a run that ended done has one.
-fn read_path(ws: &agentloop_store::workspace::Workspace) -> Result<Path> {
+fn read_path(ws: &agentloop_workspace::workspace::Workspace) -> Result<Path> {
     let state = ws.load_state()?;
-    if state.status != agentloop_store::workspace::Status::Done {
+    if state.status != agentloop_workspace::workspace::Status::Done {
         return Err(Error::usage(format!(
             "run {} ended {}, not done: only a run that worked is learned from",
             state.run_id,
@@ -134,9 +134,9 @@ fn read_path(ws: &agentloop_store::workspace::Workspace) -> Result<Path> {
         ))
         .with_hint("name a done run with --run ID; `agentloop runs` lists them"));
     }
-    let (entries, _) = agentloop_base::trace::read(&ws.trace())?;
+    let (entries, _) = agentloop_types::trace::read(&ws.trace())?;
     let cut = |v: &Value| -> String {
-        let s = agentloop_base::redact::redact(&v.to_string());
+        let s = agentloop_io::redact::redact(&v.to_string());
         if s.chars().count() > 300 {
             s.chars().take(300).collect::<String>() + "…"
         } else {
@@ -152,20 +152,20 @@ fn read_path(ws: &agentloop_store::workspace::Workspace) -> Result<Path> {
             tools.push(tool.clone());
         }
     }
-    let text = agentloop_base::fs::read_inside(&ws.root, &ws.memory())?.unwrap_or_default();
-    let mem = agentloop_store::markdown::parse_memory(&text, &ws.memory())?;
+    let text = agentloop_io::fs::read_inside(&ws.root, &ws.memory())?.unwrap_or_default();
+    let mem = agentloop_workspace::markdown::parse_memory(&text, &ws.memory())?;
     let facts = mem
         .facts
         .iter()
-        .filter(|f| !(agentloop_base::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
-        .map(|f| agentloop_base::redact::redact(&agentloop_base::facts::split(f).0))
+        .filter(|f| !(agentloop_workspace::facts::is_summary(f) || f.starts_with("Run ") && f.contains(") ended ")))
+        .map(|f| agentloop_io::redact::redact(&agentloop_workspace::facts::split(f).0))
         .collect();
     Ok(Path {
         run_id: state.run_id.clone(),
-        goal: agentloop_base::redact::redact(&state.goal),
+        goal: agentloop_io::redact::redact(&state.goal),
         steps,
         tools,
-        dod: mem.dod.iter().filter(|i| i.done).map(|i| agentloop_base::redact::redact(&i.text)).collect(),
+        dod: mem.dod.iter().filter(|i| i.done).map(|i| agentloop_io::redact::redact(&i.text)).collect(),
         facts,
     })
 }
@@ -195,13 +195,13 @@ fn draft(ctx: &Ctx, path: &Path) -> Result<LearnAnswer> {
 
 /// A YAML scalar: a JSON string is a valid double-quoted YAML one.
 fn quoted(s: &str) -> String {
-    agentloop_base::json::to_string(s)
+    agentloop_types::json::to_string(s)
 }
 
 /// SKILL.md and references/facts.md, redacted.
 fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
     let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let description: String = one_line(&agentloop_base::redact::redact(&a.description)).chars().take(1024).collect();
+    let description: String = one_line(&agentloop_io::redact::redact(&a.description)).chars().take(1024).collect();
     let triggers: Vec<String> =
         a.triggers.iter().map(|t| one_line(&t.replace(',', " "))).filter(|t| !t.is_empty()).collect();
     let list = |v: &[String], mark: &str| v.iter().map(|x| format!("{mark}{x}\n")).collect::<String>();
@@ -214,13 +214,14 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
         path.run_id,
         quoted(&path.goal),
         path.steps.len(),
-        agentloop_base::redact::redact(a.instructions.trim()),
+        agentloop_io::redact::redact(a.instructions.trim()),
         list(&path.tools, "- "),
         list(&path.dod, "- [x] "),
     );
     // A fact or the goal is text: each fact one item, none of its lines a heading or a list.
-    let bullets = path.facts.iter().map(|f| format!("- {}\n", agentloop_store::md_text::bullet(f))).collect::<String>();
-    let goal = agentloop_store::md_text::prose(&path.goal);
+    let bullets =
+        path.facts.iter().map(|f| format!("- {}\n", agentloop_workspace::md_text::bullet(f))).collect::<String>();
+    let goal = agentloop_workspace::md_text::prose(&path.goal);
     let facts = format!("# Key facts of run {}\n\nGoal: {goal}\n\n{bullets}", path.run_id);
     (skill, facts)
 }
@@ -229,11 +230,11 @@ fn render(name: &str, path: &Path, a: &LearnAnswer) -> (String, String) {
 /// before (`was`, the catalog then): a file someone edited is left alone. Whether it was rewritten.
 fn refresh_skills_md(ctx: &Ctx, was: &str) -> Result<bool> {
     let path = ctx.ws.skills();
-    if agentloop_base::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
+    if agentloop_io::fs::read_inside(&ctx.ws.root, &path)?.as_deref() != Some(was) {
         return Ok(false);
     }
     let now = catalog_md(ctx)?;
-    agentloop_base::fs::write_in(&ctx.ws.root, camino::Utf8Path::new("skills.md"), now.as_bytes())?;
+    agentloop_io::fs::write_in(&ctx.ws.root, camino::Utf8Path::new("skills.md"), now.as_bytes())?;
     Ok(true)
 }
 

@@ -10,8 +10,8 @@ pub use exec::run;
 
 /// Without the `mcp` feature there is no MCP client: every `mcp` subcommand is refused.
 #[cfg(not(feature = "mcp"))]
-pub fn run(_: agentloop_core::settings::Ctx, _: McpCommand) -> agentloop_base::error::Result<u8> {
-    Err(agentloop_base::error::Error::not_built("mcp", "`agentloop mcp`", false))
+pub fn run(_: agentloop_engine::settings::Ctx, _: McpCommand) -> agentloop_types::error::Result<u8> {
+    Err(agentloop_types::error::Error::not_built("mcp", "`agentloop mcp`", false))
 }
 
 #[derive(Debug, Subcommand)]

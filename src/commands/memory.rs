@@ -1,8 +1,8 @@
 //! `agentloop memory`: the long-term memory store from the shell.
 
-use agentloop_base::error::{code, Error, Result};
-use agentloop_core::settings::Ctx;
-use agentloop_store::longterm::{New, Store};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{code, Error, Result};
+use agentloop_workspace::longterm::{New, Store};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -148,12 +148,12 @@ fn show(ctx: &Ctx, s: &Store, id: &str) -> Result<()> {
 /// `memory add`: stores the text (or stdin) under its topic, and prints the new entry's id.
 fn add(ctx: &Ctx, s: &Store, a: AddArgs) -> Result<()> {
     let p = &ctx.printer;
-    let text = if a.text == "-" { agentloop_base::fs::read_arg("-")? } else { a.text.clone() };
+    let text = if a.text == "-" { agentloop_io::fs::read_arg("-")? } else { a.text.clone() };
     if text.trim().is_empty() {
         return Err(Error::usage("the memory is empty"));
     }
     let ttl = match &a.ttl {
-        Some(d) => Some(agentloop_base::clock::parse_duration(d).map_err(|e| Error::usage(format!("--ttl: {e}")))?),
+        Some(d) => Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--ttl: {e}")))?),
         None => None,
     };
     let n = New {

@@ -4,9 +4,9 @@
 
 mod probes;
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
 use agentloop_model::model::{self, Message, Request, ToolChoice};
+use agentloop_types::error::Result;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -84,7 +84,7 @@ pub fn run(ctx: Ctx, cmd: ModelsCommand) -> Result<u8> {
 
 /// The tiny request every check sends: a forced call of `report_color` with the value "blue".
 fn test_request() -> Request {
-    let tool = agentloop_core::contract::answer_tool(
+    let tool = agentloop_engine::contract::answer_tool(
         "report_color",
         "Report a colour.",
         json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
@@ -109,7 +109,7 @@ fn answer_of_forms(ctx: &Ctx, provider: &str, ps: &[model::Probe]) -> Result<mod
         Some(r) => Ok(r),
         None => {
             print_forms(ctx, ps);
-            Err(agentloop_base::error::Error::provider(format!(
+            Err(agentloop_types::error::Error::provider(format!(
                 "provider {provider}: the server took none of the request forms (see the table)"
             ))
             .with_hint("check the base URL and the model id; `-v` shows every exchange"))

@@ -11,11 +11,11 @@
 
 use super::dream::{dream_now, DreamArgs};
 use super::rest::rest_now;
-use agentloop_base::error::Result;
-use agentloop_base::trace::{Entry, Phase};
-use agentloop_core::phases::Env;
-use agentloop_core::settings::Ctx;
-use agentloop_store::workspace::{Commit, State, StopKind};
+use agentloop_engine::phases::Env;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
+use agentloop_types::trace::{Entry, Phase};
+use agentloop_workspace::workspace::{Commit, State, StopKind};
 use serde_json::{json, Value};
 
 /// Why the agent should rest after `state`'s run, if it should.
@@ -24,12 +24,12 @@ fn tired(ctx: &Ctx, state: &State) -> Option<String> {
     if state.stop == Some(StopKind::Resting) {
         return Some("its rolling usage window filled during the run".into());
     }
-    if let Some(w) = agentloop_store::rest_window::current(cfg) {
+    if let Some(w) = agentloop_workspace::rest_window::current(cfg) {
         if w.resting.is_some() || w.fatigue > w.max_fatigue {
             return Some(format!("fatigue {}% is above rest.max_fatigue {}%", w.fatigue, w.max_fatigue));
         }
     }
-    let s = agentloop_store::rest_window::stress(cfg, &ctx.ws.root);
+    let s = agentloop_workspace::rest_window::stress(cfg, &ctx.ws.root);
     s.resting.is_some().then(|| format!("stress {} reached stress.threshold {}", s.level, s.threshold))
 }
 
@@ -39,7 +39,7 @@ pub struct Auto;
 /// What every door passes to the engine.
 pub const AUTO: &Auto = &Auto;
 
-impl agentloop_core::lifecycle::Modes for Auto {
+impl agentloop_engine::lifecycle::Modes for Auto {
     fn after_stop(&self, env: &Env, state: &State) {
         let ctx = Ctx::for_run(env.ws.clone(), env.cfg.clone(), env.printer);
         rest_when_tired(&ctx, state, &|c| env.commit(c));
@@ -54,13 +54,13 @@ fn rest_when_tired(ctx: &Ctx, state: &State, commit: &dyn Fn(&Commit) -> Result<
         return;
     }
     let Some(why) = tired(ctx, state) else { return };
-    if let Some(at) = agentloop_store::rest_window::rested_within(cfg) {
+    if let Some(at) = agentloop_workspace::rest_window::rested_within(cfg) {
         ctx.printer.info(&format!(
             "the agent is tired ({why}) but rested at {at}, within rest.window: it does not rest itself again; `agentloop rest` rests it"
         ));
         return;
     }
-    let id = format!("{}{}", agentloop_store::rest_window::AUTO_REST, state.run_id);
+    let id = format!("{}{}", agentloop_workspace::rest_window::AUTO_REST, state.run_id);
     match rest_now(ctx, &id) {
         Ok(r) => {
             let data = json!({"why": why, "tasks": r.tasks, "before": r.before, "after": r.after, "auto": true});
@@ -82,7 +82,8 @@ fn rest_when_tired(ctx: &Ctx, state: &State, commit: &dyn Fn(&Commit) -> Result<
 /// exploration on the curiosity budget). Nothing to consolidate or explore: no trace entry.
 pub fn dream_when_idle(ctx: &Ctx, state: &State) {
     let cfg = ctx.config();
-    if !cfg.modes.auto || !cfg.memory.enabled || agentloop_store::longterm::Store::open(cfg, &ctx.ws.root).is_none() {
+    if !cfg.modes.auto || !cfg.memory.enabled || agentloop_workspace::longterm::Store::open(cfg, &ctx.ws.root).is_none()
+    {
         return;
     }
     let args = DreamArgs { since: None, no_model: true, explore: true };

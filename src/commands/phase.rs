@@ -1,10 +1,10 @@
 //! `agentloop frame|plan|act|reflect`: run one phase of the loop on the workspace.
 
-use agentloop_base::error::{code, Error, Result};
-use agentloop_base::trace::Phase;
-use agentloop_core::phases::{self, Env, Outcome};
-use agentloop_core::settings::Ctx;
-use agentloop_store::workspace::Next;
+use agentloop_engine::phases::{self, Env, Outcome};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{code, Error, Result};
+use agentloop_types::trace::Phase;
+use agentloop_workspace::workspace::Next;
 use clap::Args;
 
 /// Options of the single-phase commands (frame, plan, act, reflect).
@@ -36,7 +36,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
             state.status.as_str(),
             state.reason.clone().unwrap_or_default()
         ))
-        .with_hint(agentloop_core::lifecycle::ways_on(&ctx.ws, &state)));
+        .with_hint(agentloop_engine::lifecycle::ways_on(&ctx.ws, &state)));
     }
     let want = next_of(phase);
     if state.next != want {
@@ -73,7 +73,7 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
     drop(span);
     let outcome = outcome?;
     let committed = env.committed.take();
-    for e in committed.iter().filter_map(|l| serde_json::from_str::<agentloop_base::trace::Entry>(l).ok()) {
+    for e in committed.iter().filter_map(|l| serde_json::from_str::<agentloop_types::trace::Entry>(l).ok()) {
         if ctx.printer.json {
             ctx.printer.outln(&e.to_line());
         } else {

@@ -1,10 +1,10 @@
 //! `agentloop report`: a run's paper trail as one self-contained HTML page, and with `--all`
 //! an index page of every run under a root.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::report::{self, Links, Row, Run};
-use agentloop_core::settings::Ctx;
-use agentloop_store::history;
+use agentloop_engine::report::{self, Links, Row, Run};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{Error, Result};
+use agentloop_workspace::history;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 use serde_json::json;
@@ -76,7 +76,7 @@ pub fn run(ctx: Ctx, args: ReportArgs) -> Result<u8> {
 }
 
 /// Writes the current run's report to report.html in the workspace `ws` and returns its path.
-pub fn write_current(ws: &agentloop_store::workspace::Workspace) -> Result<Utf8PathBuf> {
+pub fn write_current(ws: &agentloop_workspace::workspace::Workspace) -> Result<Utf8PathBuf> {
     let run = Run::load(ws)?;
     let out = ws.root.join("report.html");
     let links = Links { files: link_prefix(&out, &ws.root)?, index: None, refresh: None, now: None, actions: None };
@@ -87,11 +87,11 @@ pub fn write_current(ws: &agentloop_store::workspace::Workspace) -> Result<Utf8P
 /// What changed since the previous run of `run`'s series in the workspace `root` (None when it
 /// is the first, or when `run` is no run of that history).
 fn since(
-    root: &agentloop_store::workspace::Workspace,
+    root: &agentloop_workspace::workspace::Workspace,
     runs_dir: &str,
-    run: &agentloop_store::workspace::Workspace,
+    run: &agentloop_workspace::workspace::Workspace,
     warn: &dyn Fn(&str),
-) -> Option<agentloop_store::runs_diff::RunsDiff> {
+) -> Option<agentloop_workspace::runs_diff::RunsDiff> {
     let runs = history::list(root, runs_dir, &|_| {});
     let this = runs.iter().find(|r| r.ws.root == run.root)?;
     previous_diff(&runs, this, warn)
@@ -103,9 +103,9 @@ fn previous_diff(
     runs: &[history::Run],
     this: &history::Run,
     warn: &dyn Fn(&str),
-) -> Option<agentloop_store::runs_diff::RunsDiff> {
-    let then = agentloop_store::runs_diff::previous(runs, this)?;
-    match agentloop_store::runs_diff::diff(then, this) {
+) -> Option<agentloop_workspace::runs_diff::RunsDiff> {
+    let then = agentloop_workspace::runs_diff::previous(runs, this)?;
+    match agentloop_workspace::runs_diff::diff(then, this) {
         Ok(d) => Some(d),
         Err(e) => {
             warn(&format!("no \"Since last run\" card for run {}: {}", this.state.run_id, e.message));
@@ -209,7 +209,7 @@ fn write(root: &Utf8Path, out: &Utf8Path, page: &str) -> Result<()> {
     if out == "-" {
         use std::io::Write;
         // The page quotes the workspace, which may hold terminal escapes; stdout may be one.
-        let page = agentloop_model::output::printable(page);
+        let page = agentloop_io::output::printable(page);
         let mut o = std::io::stdout().lock();
         return match o.write_all(page.as_bytes()).and_then(|_| o.flush()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io("write", "stdout", e)),
@@ -220,8 +220,8 @@ fn write(root: &Utf8Path, out: &Utf8Path, page: &str) -> Result<()> {
         Ok(rel)
             if rel.components().all(|c| matches!(c, camino::Utf8Component::Normal(_))) && rel.file_name().is_some() =>
         {
-            agentloop_base::fs::write_in(root, rel, page.as_bytes())
+            agentloop_io::fs::write_in(root, rel, page.as_bytes())
         }
-        _ => agentloop_base::fs::write_atomic(out, page.as_bytes()),
+        _ => agentloop_io::fs::write_atomic(out, page.as_bytes()),
     }
 }

@@ -1,8 +1,8 @@
 //! `agentloop rest`: the agent's rest mode — light tasks, no model call.
 
-use agentloop_base::error::{code, Error, Result};
 use agentloop_config::config::RestTask;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{code, Error, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ fn task(ctx: &Ctx, t: RestTask) -> Done {
         Err(e) => Done { ok: false, detail: e.message },
     };
     match t {
-        RestTask::MemoryPrune => match agentloop_store::longterm::Store::open(ctx.config(), &ctx.ws.root) {
+        RestTask::MemoryPrune => match agentloop_workspace::longterm::Store::open(ctx.config(), &ctx.ws.root) {
             None => skipped("no memory folder"),
             Some(store) => did(store.prune().map(|gone| format!("{} expired memory entries deleted", gone.len()))),
         },
@@ -52,7 +52,7 @@ fn task(ctx: &Ctx, t: RestTask) -> Done {
 /// Fatigue and stress now.
 fn wellbeing(ctx: &Ctx) -> Value {
     let cfg = ctx.config();
-    json!({"fatigue": agentloop_store::rest_window::current(cfg).map(|w| w.fatigue), "stress": agentloop_store::rest_window::stress(cfg, &ctx.ws.root).level})
+    json!({"fatigue": agentloop_workspace::rest_window::current(cfg).map(|w| w.fatigue), "stress": agentloop_workspace::rest_window::stress(cfg, &ctx.ws.root).level})
 }
 
 /// What one rest did: its tasks (task, ok, detail) and fatigue and stress before and after.
@@ -75,7 +75,7 @@ pub fn rest_now(ctx: &Ctx, id: &str) -> Result<Rested> {
     }
     let done: Vec<String> =
         rows.iter().filter(|r| r["ok"] == true).filter_map(|r| r["task"].as_str().map(String::from)).collect();
-    agentloop_store::rest_window::record_rest(cfg, id, done).map_err(|e| {
+    agentloop_workspace::rest_window::record_rest(cfg, id, done).map_err(|e| {
         Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
     })?;
     Ok(Rested { tasks: rows, before, after: wellbeing(ctx) })
@@ -83,9 +83,9 @@ pub fn rest_now(ctx: &Ctx, id: &str) -> Result<Rested> {
 
 pub fn run(ctx: Ctx, _args: RestArgs) -> Result<u8> {
     let cfg = ctx.config();
-    let id = format!("rest-{}", agentloop_base::clock::now_rfc3339());
+    let id = format!("rest-{}", agentloop_types::clock::now_rfc3339());
     let Rested { tasks: rows, before, after } = rest_now(&ctx, &id)?;
-    let agent = agentloop_store::rest_window::agent_of(cfg);
+    let agent = agentloop_workspace::rest_window::agent_of(cfg);
     let p = &ctx.printer;
     if p.json {
         p.json_value(&json!({"agent": agent, "tasks": rows, "before": before, "after": after, "model_calls": 0}));

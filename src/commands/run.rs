@@ -1,14 +1,14 @@
 //! `agentloop run` (and `agentloop answer`): start, resume, follow up, answer or continue a run,
 //! then frame → (plan → act → reflect)* → finish.
 //!
-//! The flags become a [`Request`] that the run lifecycle (`agentloop_core::lifecycle`) carries out;
+//! The flags become a [`Request`] that the run lifecycle (`agentloop_engine::lifecycle`) carries out;
 //! every flag is either honoured or refused with an error.
 
-use agentloop_base::error::{code, Error, Result};
-use agentloop_core::lifecycle::{ways_on, Outcome, Request, Runner, Start};
-use agentloop_core::phases::{self, Env};
-use agentloop_core::settings::Ctx;
-use agentloop_store::workspace::{State, Status};
+use agentloop_engine::lifecycle::{ways_on, Outcome, Request, Runner, Start};
+use agentloop_engine::phases::{self, Env};
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{code, Error, Result};
+use agentloop_workspace::workspace::{State, Status};
 use clap::Args;
 use serde_json::json;
 
@@ -140,7 +140,7 @@ pub fn run(mut ctx: Ctx, mut args: RunArgs) -> Result<u8> {
     } else if args.goal.is_some() && !args.dry_run {
         // A configured schema that cannot be used refuses the run before anything is moved.
         let strict = agentloop_model::model::strict_schemas(ctx.config());
-        agentloop_core::output_schema::resolve(ctx.config(), &ctx.ws.root, strict)?;
+        agentloop_engine::output_schema::resolve(ctx.config(), &ctx.ws.root, strict)?;
     }
     if let Some(g) = &args.goal {
         args.goal = Some(phases::init::read_goal(g, args.context.as_deref())?);
@@ -176,7 +176,7 @@ pub fn execute_into(ctx: &Ctx, req: &Request, file: &camino::Utf8Path) -> Result
     }
     let (exit, ran) = carry_out(ctx, req, false, true)?;
     if let Some(text) = ran.as_ref().filter(|s| s.status == Status::Done).and_then(final_text) {
-        agentloop_base::fs::write_atomic(file, format!("{}\n", text.trim_end()).as_bytes())?;
+        agentloop_io::fs::write_atomic(file, format!("{}\n", text.trim_end()).as_bytes())?;
     }
     Ok(exit)
 }
@@ -253,7 +253,7 @@ fn slot_taken(ctx: &Ctx, s: &State) -> String {
     let arg = if plain { slot.to_string() } else { format!("'{}'", slot.replace('\'', "'\\''")) };
     let current = ctx.ws.has_run() && ctx.ws.load_state().is_ok_and(|c| c.run_id == s.run_id);
     let mut ways: Vec<String> =
-        current.then(|| agentloop_core::lifecycle::way_back(&ctx.ws, s)).flatten().into_iter().collect();
+        current.then(|| agentloop_engine::lifecycle::way_back(&ctx.ws, s)).flatten().into_iter().collect();
     ways.push(format!(
         "the same command with --force runs the slot again, a new run that calls the model ({})",
         ctx.ws.cli(&format!("run --goal \"...\" --slot {arg} --force"))
@@ -291,13 +291,13 @@ fn report_repeat(ctx: &Ctx, s: &State) -> Result<u8> {
 
 /// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
 fn read_output_schema(file: &camino::Utf8Path, cfg: &agentloop_config::config::Config) -> Result<serde_json::Value> {
-    let text = agentloop_base::fs::read_to_string(file)
-        .map_err(|e| Error::usage(format!("--output-schema: {}", e.message)))?;
+    let text =
+        agentloop_io::fs::read_to_string(file).map_err(|e| Error::usage(format!("--output-schema: {}", e.message)))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
             .with_hint("the file must hold one JSON Schema object")
     })?;
-    agentloop_core::output_schema::check_schema(
+    agentloop_engine::output_schema::check_schema(
         &v,
         &format!("--output-schema {file}"),
         agentloop_model::model::strict_schemas(cfg),
@@ -306,7 +306,7 @@ fn read_output_schema(file: &camino::Utf8Path, cfg: &agentloop_config::config::C
 }
 
 pub fn read_answer(a: &str) -> Result<String> {
-    let text = if a == "-" { agentloop_base::fs::read_arg(a)? } else { a.to_string() };
+    let text = if a == "-" { agentloop_io::fs::read_arg(a)? } else { a.to_string() };
     let text = text.trim().to_string();
     if text.is_empty() {
         return Err(
@@ -324,15 +324,15 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         (None, false) => return Err(Error::usage("--dry-run needs --goal (the workspace holds no run)")),
     };
     let background = match &args.context {
-        Some(c) => agentloop_core::phases::init::read_context(c)?,
+        Some(c) => agentloop_engine::phases::init::read_context(c)?,
         None => String::new(),
     };
     // The model's name is all an estimate needs: no key is read, no key command run.
     let model = agentloop_model::model::name_for_estimate(ctx.config())?;
     let env = Env::read_only(ctx)?;
-    let limits = agentloop_store::workspace::Limits::from_config(ctx.config());
+    let limits = agentloop_workspace::workspace::Limits::from_config(ctx.config());
     let est = phases::negotiate::estimate(&env, &model, &goal, &background, &limits)?;
-    let window = agentloop_store::rest_window::current(ctx.config());
+    let window = agentloop_workspace::rest_window::current(ctx.config());
     let values = phases::values::check_with(ctx.config(), &ctx.ws.root, &goal, &background)?;
     let negotiation = phases::negotiate::negotiate(&est, &limits, window.as_ref(), values);
     let refusal = negotiation.reason.clone();
@@ -341,7 +341,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     let ended = previous.filter(|s| s.status.is_terminal() || s.interrupted);
     let carried = match (&args.goal, args.new) {
         (Some(_), false) if ended.is_some() || !ctx.ws.has_run() => {
-            agentloop_core::lifecycle::carried_for(&ctx.ws, &ctx.config().handle.runs_dir, ended.as_ref())?
+            agentloop_engine::lifecycle::carried_for(&ctx.ws, &ctx.config().handle.runs_dir, ended.as_ref())?
         }
         _ => Vec::new(),
     };
@@ -349,7 +349,7 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         phases::negotiate::first_prompts(&env, &goal, &background, &carried, args.slot.as_deref(), &limits)?;
     // Refused the way `run` would refuse it: resting (exit 10), then negotiation (exit 9; a
     // values conflict first, which --force does not override).
-    let resting = agentloop_store::rest_window::check(ctx.config(), &ctx.ws.root).err();
+    let resting = agentloop_workspace::rest_window::check(ctx.config(), &ctx.ws.root).err();
     let p = &ctx.printer;
     let verdict = || -> Result<u8> {
         if let Some(e) = resting.clone() {
@@ -382,13 +382,13 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
 
 /// The dry run's estimate for people: tokens and dollars, whether it fits, fatigue, resting.
 fn print_estimate(
-    p: &agentloop_model::output::Printer,
+    p: &agentloop_io::output::Printer,
     est: &phases::negotiate::Estimate,
     n: &phases::negotiate::Negotiation,
     resting: Option<&str>,
 ) {
     let cost = |c: Option<f64>| {
-        c.map(agentloop_core::report::html::usd).unwrap_or_else(|| "unknown (no price for this model)".into())
+        c.map(agentloop_engine::report::html::usd).unwrap_or_else(|| "unknown (no price for this model)".into())
     };
     p.outln(&format!("model        {}", est.model));
     p.outln(&format!("frame        ~{} tokens", est.frame_tokens));
@@ -436,7 +436,7 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
     // Under an output schema stdout holds the run's output in that shape or nothing; the
     // account of the run goes to stderr.
     let schema = s.output_schema.is_some() || ctx.config().output_schema.is_some();
-    let say = |line: &str| if schema { agentloop_model::output::stderr_line(line) } else { p.outln(line) };
+    let say = |line: &str| if schema { agentloop_io::output::stderr_line(line) } else { p.outln(line) };
     if let (true, Some(out), Status::Done) = (schema, &s.output, s.status) {
         p.outln(&out.to_string());
     }
@@ -455,7 +455,7 @@ fn report_ended(ctx: &Ctx, s: &State) -> Result<u8> {
 
 /// Prints the end of a run: a done run's outcome on stdout (or the event object), how any other
 /// end came about on stderr.
-pub fn report(ctx: &Ctx, state: &agentloop_store::workspace::State, events: bool) {
+pub fn report(ctx: &Ctx, state: &agentloop_workspace::workspace::State, events: bool) {
     let p = &ctx.printer;
     if p.json {
         p.outln(&phases::completion_event(state).to_string());
@@ -470,7 +470,7 @@ pub fn report(ctx: &Ctx, state: &agentloop_store::workspace::State, events: bool
             // reading the output in its shape gets that or nothing: how the run ended goes to
             // stderr (even with -q: it is why the exit code is not 0).
             _ if !done || state.output_schema.is_some() || ctx.config().output_schema.is_some() => {
-                agentloop_model::output::stderr_line(&agentloop_base::redact::redact(&why))
+                agentloop_io::output::stderr_line(&agentloop_io::redact::redact(&why))
             }
             _ => p.outln(&why),
         }

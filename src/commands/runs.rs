@@ -1,9 +1,9 @@
 //! `agentloop runs`: the history of runs in a workspace (the current run at the root, archived
 //! ones under `runs/<run_id>/`, which is also where event mode keeps its runs), and retention.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::settings::Ctx;
-use agentloop_store::history;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::{Error, Result};
+use agentloop_workspace::history;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -204,7 +204,7 @@ fn say_no_runs(ctx: &Ctx, only: Filter) {
 fn print_table(ctx: &Ctx, runs: &[history::Run]) {
     let w = id_width(runs);
     // Ids, statuses, slots and goals come from state.json files: one line each, controls shown.
-    let line = |s: &str| agentloop_model::output::one_line(s).into_owned();
+    let line = |s: &str| agentloop_io::output::one_line(s).into_owned();
     // A slot column when a scheduler gave any run a slot (`run --slot`): which day each was.
     let slot_w = runs.iter().filter_map(|r| r.state.slot.as_deref()).map(|s| line(s).chars().count()).max();
     let slot_col = |s: Option<&str>| match slot_w {
@@ -236,8 +236,8 @@ fn print_table(ctx: &Ctx, runs: &[history::Run]) {
         // A scripted run spends nothing: it shows as such, never as a price.
         let cost = match s.cost() {
             _ if s.scripted() => "scripted".to_string(),
-            Some(c) => agentloop_core::report::html::usd(c),
-            None => agentloop_core::report::html::UNKNOWN_COST.into(),
+            Some(c) => agentloop_engine::report::html::usd(c),
+            None => agentloop_engine::report::html::UNKNOWN_COST.into(),
         };
         // Minutes are enough to tell runs apart: 2026-01-01 09:30.
         let started = line(&s.started_at).replacen('T', " ", 1).chars().take(16).collect::<String>();
@@ -263,7 +263,7 @@ fn id_width(runs: &[history::Run]) -> usize {
 /// One run as `runs --json` shows it.
 pub fn row(r: &history::Run) -> serde_json::Value {
     let s = &r.state;
-    let row = agentloop_core::schema::RunRow {
+    let row = agentloop_engine::schema::RunRow {
         run_id: s.run_id.clone(),
         agent: s.agent.clone(),
         slot: s.slot.clone(),
@@ -281,7 +281,7 @@ pub fn row(r: &history::Run) -> serde_json::Value {
         reason: s.reason.clone(),
         workspace: r.ws.root.to_string(),
     };
-    agentloop_base::json::to_value(row)
+    agentloop_types::json::to_value(row)
 }
 
 fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
@@ -291,7 +291,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
     }
     let older = match &a.older_than {
         Some(d) => {
-            Some(agentloop_base::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?)
+            Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?)
         }
         None => None,
     };
@@ -303,7 +303,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
         return Ok(0);
     }
     for s in &gone {
-        let line = agentloop_model::output::one_line;
+        let line = agentloop_io::output::one_line;
         ctx.printer.outln(&format!(
             "{}{}  {}",
             if a.dry_run { "would delete " } else { "deleted " },
@@ -328,14 +328,14 @@ fn diff(ctx: &Ctx, agent: Option<&str>, a: DiffArgs) -> Result<u8> {
     };
     let now = match &a.now {
         Some(id) => pick(id)?,
-        None => agentloop_store::runs_diff::latest(&runs).ok_or_else(|| {
+        None => agentloop_workspace::runs_diff::latest(&runs).ok_or_else(|| {
             Error::usage(format!("no runs in {} to compare", ctx.ws.root))
                 .with_hint(format!("start one with {}", ctx.ws.cli("run --goal \"...\"")))
         })?,
     };
     let then = match &a.then {
         Some(id) => pick(id)?,
-        None => agentloop_store::runs_diff::previous(&runs, now).ok_or_else(|| {
+        None => agentloop_workspace::runs_diff::previous(&runs, now).ok_or_else(|| {
             Error::usage(format!("run {} has no earlier run to compare with", now.state.run_id))
                 .with_hint(format!("list the runs with {}, or name two: runs diff A B", ctx.ws.cli("runs")))
         })?,
@@ -344,30 +344,30 @@ fn diff(ctx: &Ctx, agent: Option<&str>, a: DiffArgs) -> Result<u8> {
         return Err(Error::usage(format!("run {} is compared with itself", now.state.run_id))
             .with_hint("name two different runs: runs diff A B"));
     }
-    let d = agentloop_store::runs_diff::diff(then, now)?;
+    let d = agentloop_workspace::runs_diff::diff(then, now)?;
     let p = &ctx.printer;
     if p.json {
-        p.json_value(&agentloop_base::json::to_value(&d));
+        p.json_value(&agentloop_types::json::to_value(&d));
     } else {
         print_diff(ctx, &d);
     }
     let threshold = a.threshold.map(|n| n as usize).or(a.exit_code.then_some(1));
     Ok(match threshold {
-        Some(n) if d.changes >= n => agentloop_base::error::code::CHANGED,
+        Some(n) if d.changes >= n => agentloop_types::error::code::CHANGED,
         _ => 0,
     })
 }
 
-fn print_diff(ctx: &Ctx, d: &agentloop_store::runs_diff::RunsDiff) {
+fn print_diff(ctx: &Ctx, d: &agentloop_workspace::runs_diff::RunsDiff) {
     let p = &ctx.printer;
     // Everything here comes from workspace files: one line each, controls shown.
-    let line = |s: &str| agentloop_model::output::one_line(s).into_owned();
-    let cost = |s: &agentloop_store::runs_diff::Side| match s.cost_usd {
+    let line = |s: &str| agentloop_io::output::one_line(s).into_owned();
+    let cost = |s: &agentloop_workspace::runs_diff::Side| match s.cost_usd {
         _ if s.outcome.is_none() && s.cost_usd.is_none() && s.tokens == 0 => "none".to_string(),
-        Some(c) => agentloop_core::report::html::usd(c),
+        Some(c) => agentloop_engine::report::html::usd(c),
         None => "unpriced".into(),
     };
-    let th = agentloop_core::report::html::thousands;
+    let th = agentloop_engine::report::html::thousands;
     p.outln_painted(&[(&line(&d.verdict), "1")]);
     for (label, s) in [("then", &d.then), ("now ", &d.now)] {
         let slot = s.slot.as_deref().map(|x| format!(" slot {}", line(x))).unwrap_or_default();

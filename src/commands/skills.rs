@@ -1,8 +1,8 @@
 //! `agentloop skills gen|list|show|check|fetch`.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
 use agentloop_tools::skills::{self, SkillSet};
+use agentloop_types::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Subcommand, ValueEnum};
 use serde_json::{json, Value};
@@ -102,7 +102,7 @@ fn write_catalog(
     let cfg = match ductile_manifests {
         Some(dir) => {
             with_manifests = cfg.clone();
-            with_manifests.ductile.manifests = Some(agentloop_core::settings::from_cwd(&dir));
+            with_manifests.ductile.manifests = Some(agentloop_engine::settings::from_cwd(&dir));
             &with_manifests
         }
         None => cfg,
@@ -111,7 +111,7 @@ fn write_catalog(
     warn_problems(p, &set.problems);
     let text = agentloop_tools::catalog::of_config(cfg, &ctx.ws.root, &set, format == Format::Json || p.json)?;
     match output {
-        Some(path) => agentloop_base::fs::write_atomic(&path, text.as_bytes())?,
+        Some(path) => agentloop_io::fs::write_atomic(&path, text.as_bytes())?,
         None => p.out(&text),
     }
     Ok(0)
@@ -123,7 +123,7 @@ fn list(ctx: &Ctx) -> Result<u8> {
     let set = SkillSet::load(ctx.config(), &ctx.ws.root);
     warn_problems(p, &set.problems);
     if p.json {
-        p.json_value(&agentloop_base::json::to_value(&set.skills));
+        p.json_value(&agentloop_types::json::to_value(&set.skills));
     } else {
         for s in &set.skills {
             p.outln(&format!(
@@ -154,8 +154,8 @@ fn show(ctx: &Ctx, name: &str) -> Result<u8> {
         .collect();
     warn_problems(p, &own);
     if p.json {
-        let view = agentloop_core::schema::SkillView { skill: s.clone(), body: s.body.clone() };
-        p.json_value(&agentloop_base::json::to_value(&view));
+        let view = agentloop_engine::schema::SkillView { skill: s.clone(), body: s.body.clone() };
+        p.json_value(&agentloop_types::json::to_value(&view));
         return Ok(0);
     }
     p.outln(&format!(
@@ -259,7 +259,7 @@ fn skills_to_check(ctx: &Ctx, path: Option<&Utf8Path>) -> Result<(Vec<skills::Sk
 }
 
 /// Problems met while loading, on stderr, each worded once: a skill with an error is skipped.
-fn warn_problems(p: &agentloop_model::output::Printer, problems: &[skills::Problem]) {
+fn warn_problems(p: &agentloop_io::output::Printer, problems: &[skills::Problem]) {
     for prob in problems {
         if prob.is_error() {
             p.warn(&format!("{} (skipped)", prob.detail()));
@@ -315,21 +315,21 @@ pub fn fetch_into(
     let mut policy = cfg.tools.http.clone();
     policy.max_bytes = policy.max_bytes.min(1024 * 1024);
     let f = agentloop_tools::tools::fetch::fetch(&policy, "GET", url, &[], None, cfg.tools.timeout.0).map_err(|f| {
-        Error::failure(format!("cannot fetch {url}: {}", f.message)).with_cause(agentloop_base::error::Cause::Upstream)
+        Error::failure(format!("cannot fetch {url}: {}", f.message)).with_cause(agentloop_types::error::Cause::Upstream)
     })?;
     if f.status >= 400 {
         return Err(Error::failure(format!("cannot fetch {url}: HTTP {}", f.status))
-            .with_cause(agentloop_base::error::Cause::Upstream));
+            .with_cause(agentloop_types::error::Cause::Upstream));
     }
     if f.truncated {
         return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file"))
-            .with_cause(agentloop_base::error::Cause::Upstream));
+            .with_cause(agentloop_types::error::Cause::Upstream));
     }
     let text = String::from_utf8(f.body).map_err(|_| {
-        Error::failure(format!("{url} is not UTF-8 text")).with_cause(agentloop_base::error::Cause::Upstream)
+        Error::failure(format!("{url} is not UTF-8 text")).with_cause(agentloop_types::error::Cause::Upstream)
     })?;
     let skill_dir = root.join(id);
-    let open = |rel: &Utf8Path| -> Result<agentloop_base::fs::Folder> { agentloop_base::fs::Folder::create(base, rel) };
+    let open = |rel: &Utf8Path| -> Result<agentloop_io::fs::Folder> { agentloop_io::fs::Folder::create(base, rel) };
     let skill_folder = open(&sub.join(id))?;
     let top = open(sub)?;
     let description = skills::parse_skill_md(&text, Utf8Path::new(url), None)
@@ -344,14 +344,14 @@ pub fn fetch_into(
         .unwrap_or_else(|| format!("Skill fetched from {url}"));
     let meta = json!({
         "id": id, "name": id, "version": "1.0.0", "description": description,
-        "source": {"type": "url", "url": url, "last_fetched": agentloop_base::clock::now_rfc3339()},
+        "source": {"type": "url", "url": url, "last_fetched": agentloop_types::clock::now_rfc3339()},
         "files": [{"name": "skill.md", "url": url}],
         "triggers": [], "requires": {"tools": [], "env_vars": []}, "enabled": true
     });
     skill_folder.write_atomic("skill.md", text.as_bytes())?;
-    skill_folder.write_atomic("skill.json", (agentloop_base::json::to_string_pretty(&meta) + "\n").as_bytes())?;
+    skill_folder.write_atomic("skill.json", (agentloop_types::json::to_string_pretty(&meta) + "\n").as_bytes())?;
     let reg_path = root.join("registry.json");
-    let mut reg: Value = match agentloop_base::fs::read_optional(&reg_path)? {
+    let mut reg: Value = match agentloop_io::fs::read_optional(&reg_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
             Error::data(format!("cannot read {reg_path}: {e}")).with_hint("fix or remove registry.json")
         })?,
@@ -361,7 +361,7 @@ pub fn fetch_into(
         reg["skills"].as_array_mut().ok_or_else(|| Error::data(format!("{reg_path}: `skills` must be a list")))?;
     list.retain(|e| e.get("id").and_then(Value::as_str) != Some(id));
     list.push(json!({"id": id, "path": format!("{id}/"), "enabled": true}));
-    reg["last_updated"] = json!(agentloop_base::clock::now_rfc3339());
-    top.write_atomic("registry.json", (agentloop_base::json::to_string_pretty(&reg) + "\n").as_bytes())?;
+    reg["last_updated"] = json!(agentloop_types::clock::now_rfc3339());
+    top.write_atomic("registry.json", (agentloop_types::json::to_string_pretty(&reg) + "\n").as_bytes())?;
     Ok(Fetched { id: id.to_string(), description, dir: skill_dir })
 }

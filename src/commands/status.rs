@@ -1,7 +1,7 @@
 //! `agentloop status`: where the run stands and what budget is left.
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
+use agentloop_types::error::Result;
 use clap::Args;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ fn queue(ctx: &Ctx, url: &str, streams: &str) -> Result<u8> {
 
 #[cfg(not(feature = "queue"))]
 fn queue(_: &Ctx, _: &str, _: &str) -> Result<u8> {
-    Err(agentloop_base::error::Error::not_built("queue", "`status --redis`", false))
+    Err(agentloop_types::error::Error::not_built("queue", "`status --redis`", false))
 }
 
 pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
@@ -53,12 +53,12 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     }
     ctx.ws.require_dir()?;
     let ws = match &args.run {
-        Some(id) => agentloop_store::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id)?,
+        Some(id) => agentloop_workspace::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id)?,
         None => ctx.ws.clone(),
     };
     let mut s = ws.load_state()?;
     // A run that says running with nothing running it was interrupted: said so, with the way on.
-    if agentloop_store::history::stopped_unseen(&ws, &s) {
+    if agentloop_workspace::history::stopped_unseen(&ws, &s) {
         s.interrupted = true;
     }
     // The limits in force are the ones given now; a run that goes on gets them.
@@ -74,7 +74,7 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
     print_where_it_stands(&ctx, &s, &v);
     print_spending(&ctx, &s, &v);
     print_rest_and_modes(&ctx, &v);
-    let line = agentloop_model::output::one_line;
+    let line = agentloop_io::output::one_line;
     match &s.pending {
         Some(a) => {
             ctx.printer.outln(&format!("pending     step {} {} {}", a.step, line(&a.tool), line(&a.args.to_string())))
@@ -86,13 +86,13 @@ pub fn run(ctx: Ctx, args: StatusArgs) -> Result<u8> {
 
 /// The run, its goal and session, how it stands (status, the open question, the ways on, the
 /// next phase), its steps and reframes, and the agent's frustration once it says something.
-fn print_where_it_stands(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &serde_json::Value) {
+fn print_where_it_stands(ctx: &Ctx, s: &agentloop_workspace::workspace::State, v: &serde_json::Value) {
     let answer_cmd = v["answer_with"].as_str().map(String::from);
     let l = &s.limits;
     let p = &ctx.printer;
     // The run's words come from state.json, which whoever wrote the workspace controls: one line
     // each, so a value cannot forge the lines after it (the printer shows any control).
-    let line = agentloop_model::output::one_line;
+    let line = agentloop_io::output::one_line;
     p.outln(&format!("run         {}", line(&s.run_id)));
     p.outln(&format!("goal        {}", line(&s.goal)));
     if let Some(name) = &s.session {
@@ -108,7 +108,7 @@ fn print_where_it_stands(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &s
         p.outln(&format!("answer      {}", answer_cmd.clone().unwrap_or_default()));
     }
     if s.status.is_terminal() || s.interrupted {
-        p.outln(&format!("ways on     {}", agentloop_core::lifecycle::ways_on(&ctx.ws, s)));
+        p.outln(&format!("ways on     {}", agentloop_engine::lifecycle::ways_on(&ctx.ws, s)));
     }
     p.outln(&format!("next        {}", s.next.as_str()));
     p.outln(&format!("steps       {} of {}", s.step, l.max_steps));
@@ -125,12 +125,12 @@ fn print_where_it_stands(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &s
 }
 
 /// Tokens, model, cost and time, each of its limit, and where the limits given came from.
-fn print_spending(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &serde_json::Value) {
+fn print_spending(ctx: &Ctx, s: &agentloop_workspace::workspace::State, v: &serde_json::Value) {
     let sources = v["limit_sources"].as_object().cloned().unwrap_or_default();
     let l = &s.limits;
     let p = &ctx.printer;
     let max = |m: Option<String>| m.unwrap_or_else(|| "unlimited".into());
-    let line = agentloop_model::output::one_line;
+    let line = agentloop_io::output::one_line;
     p.outln(&format!("tokens      {} of {}", s.usage.total(), max(l.max_tokens.map(|m| m.to_string()))));
     if let Some(m) = &s.model {
         let note = if s.scripted() { " (answers replayed from a script, offline)" } else { "" };
@@ -141,10 +141,10 @@ fn print_spending(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &serde_js
     } else {
         // One display for an unknown price everywhere; here with what makes it known.
         match s.cost() {
-            Some(c) => agentloop_core::report::html::usd(c),
+            Some(c) => agentloop_engine::report::html::usd(c),
             None => format!(
                 "{} (no price for {}: add one under `prices:`)",
-                agentloop_core::report::html::UNKNOWN_COST,
+                agentloop_engine::report::html::UNKNOWN_COST,
                 line(s.model.as_deref().unwrap_or("the model"))
             ),
         }
@@ -164,8 +164,8 @@ fn print_spending(ctx: &Ctx, s: &agentloop_store::workspace::State, v: &serde_js
 /// The rest window and fatigue, the agent's stress, and the modes once there is something to say.
 fn print_rest_and_modes(ctx: &Ctx, v: &serde_json::Value) {
     let p = &ctx.printer;
-    let line = agentloop_model::output::one_line;
-    if let Some(w) = agentloop_store::rest_window::current(ctx.config()) {
+    let line = agentloop_io::output::one_line;
+    if let Some(w) = agentloop_workspace::rest_window::current(ctx.config()) {
         match (&w.resting, &w.until) {
             (Some(why), Some(until)) => {
                 p.outln(&format!("rest        resting ({}); may run again at {}", line(why), line(until)))
@@ -173,14 +173,14 @@ fn print_rest_and_modes(ctx: &Ctx, v: &serde_json::Value) {
             _ => p.outln(&format!(
                 "rest        {} tokens, {}, {} runs in the last {}s",
                 w.tokens,
-                agentloop_core::report::html::usd(w.cost_usd),
+                agentloop_engine::report::html::usd(w.cost_usd),
                 w.runs,
                 w.window_secs
             )),
         }
         p.outln(&format!("fatigue     {}% (refused above rest.max_fatigue {}%)", w.fatigue, w.max_fatigue));
     }
-    let stress = agentloop_store::rest_window::stress(ctx.config(), &ctx.ws.root);
+    let stress = agentloop_workspace::rest_window::stress(ctx.config(), &ctx.ws.root);
     if stress.level > 0.0 || stress.escalations > 0 || stress.resting.is_some() {
         p.outln(&stress_line(&stress));
     }
@@ -199,7 +199,7 @@ fn print_rest_and_modes(ctx: &Ctx, v: &serde_json::Value) {
 }
 
 /// The agent's stress, one line: its level of the threshold, and whether it rests.
-pub fn stress_line(s: &agentloop_store::rest_window::Stress) -> String {
+pub fn stress_line(s: &agentloop_workspace::rest_window::Stress) -> String {
     let resting = match (&s.resting, &s.until) {
         (Some(_), Some(u)) => format!("; resting until {u} or `agentloop rest`"),
         (Some(_), None) => "; resting until `agentloop rest`".into(),
@@ -211,16 +211,16 @@ pub fn stress_line(s: &agentloop_store::rest_window::Stress) -> String {
 /// The status of a run as JSON (what `status --json` prints). `s.limits` are the limits in
 /// force; `recorded` the ones the run recorded; `sources` where each configured value came from.
 pub fn view(
-    ws: &agentloop_store::workspace::Workspace,
-    s: &agentloop_store::workspace::State,
-    recorded: &agentloop_store::workspace::Limits,
+    ws: &agentloop_workspace::workspace::Workspace,
+    s: &agentloop_workspace::workspace::State,
+    recorded: &agentloop_workspace::workspace::Limits,
     cfg: &agentloop_config::config::Config,
     sources: &agentloop_config::config::Sources,
 ) -> serde_json::Value {
     let sources = limit_sources(sources);
     let answer_cmd = s.open_question.as_ref().map(|_| format!("agentloop -w {} answer \"...\"", ws.root));
-    use agentloop_core::schema::Frustration;
-    let v = agentloop_core::schema::StatusView {
+    use agentloop_engine::schema::Frustration;
+    let v = agentloop_engine::schema::StatusView {
         run_id: s.run_id.clone(),
         agent: s.agent.clone(),
         goal: s.goal.clone(),
@@ -235,14 +235,14 @@ pub fn view(
         open_question: s.open_question.clone(),
         answer_with: answer_cmd,
         ways_on: if s.status.is_terminal() || s.interrupted {
-            Some(agentloop_core::lifecycle::ways_on(ws, s))
+            Some(agentloop_engine::lifecycle::ways_on(ws, s))
         } else {
             None
         },
         interrupted: s.interrupted,
-        rest: json!(agentloop_store::rest_window::current(cfg)),
-        stress: json!(agentloop_store::rest_window::stress(cfg, &ws.root)),
-        modes: agentloop_store::rest_window::modes(cfg),
+        rest: json!(agentloop_workspace::rest_window::current(cfg)),
+        stress: json!(agentloop_workspace::rest_window::stress(cfg, &ws.root)),
+        modes: agentloop_workspace::rest_window::modes(cfg),
         session: s.session.clone(),
         frustration: Frustration {
             score: s.frustration,
@@ -259,13 +259,13 @@ pub fn view(
         updated_at: s.updated_at.clone(),
         finished_at: s.finished_at.clone(),
     };
-    agentloop_base::json::to_value(v)
+    agentloop_types::json::to_value(v)
 }
 
 /// Where each budget's limit came from: the flag, environment or config that gave it, else the
 /// run's own record.
 fn limit_sources(sources: &agentloop_config::config::Sources) -> serde_json::Map<String, serde_json::Value> {
-    agentloop_model::budget::Budget::ALL
+    agentloop_types::budget::Budget::ALL
         .iter()
         .map(|b| {
             (
@@ -281,8 +281,8 @@ fn limit_sources(sources: &agentloop_config::config::Sources) -> serde_json::Map
 }
 
 /// Each budget of a run: used, its limit in force, and what is left.
-fn budgets(s: &agentloop_store::workspace::State) -> agentloop_core::schema::Budgets {
-    use agentloop_core::schema::{Budgets, Used};
+fn budgets(s: &agentloop_workspace::workspace::State) -> agentloop_engine::schema::Budgets {
+    use agentloop_engine::schema::{Budgets, Used};
     let l = &s.limits;
     let left = |max: Option<f64>, used: f64| max.map(|m| (m - used).max(0.0));
     Budgets {
@@ -293,7 +293,7 @@ fn budgets(s: &agentloop_store::workspace::State) -> agentloop_core::schema::Bud
             max: l.max_tokens,
             left: l.max_tokens.map(|m| m.saturating_sub(s.usage.total())),
         },
-        cost_usd: agentloop_core::schema::CostUsed {
+        cost_usd: agentloop_engine::schema::CostUsed {
             used: s.cost(),
             max: l.max_cost_usd,
             left: left(l.max_cost_usd, s.cost_usd),

@@ -1,9 +1,9 @@
 //! `agentloop tools list|call`: the tool registry from the shell, with no model involved.
 
-use agentloop_base::error::{code, Error, Result};
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
 use agentloop_tools::skills::SkillSet;
 use agentloop_tools::tools::{Registry, ToolEnv};
+use agentloop_types::error::{code, Error, Result};
 use clap::Subcommand;
 use serde_json::{json, Value};
 
@@ -51,7 +51,7 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
             if ctx.printer.json {
                 let v: Vec<Value> = tools
                     .iter()
-                    .map(|t| agentloop_core::schema::ToolInfo {
+                    .map(|t| agentloop_engine::schema::ToolInfo {
                         name: t.name.clone(),
                         description: t.description.clone(),
                         parameters: t.parameters.clone(),
@@ -61,7 +61,7 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
                         timeout_secs: t.timeout.as_secs(),
                         output_cap: t.output_cap,
                     })
-                    .map(agentloop_base::json::to_value)
+                    .map(agentloop_types::json::to_value)
                     .collect();
                 ctx.printer.json_value(&Value::Array(v));
             } else {
@@ -84,7 +84,7 @@ pub fn run(ctx: Ctx, cmd: ToolsCommand) -> Result<u8> {
 /// Exit codes: 0 ok, 6 the tool reported an error, 2 unknown tool or invalid arguments.
 pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8> {
     let cfg = ctx.config();
-    let text = if args == "-" { agentloop_base::fs::read_arg("-")? } else { args.to_string() };
+    let text = if args == "-" { agentloop_io::fs::read_arg("-")? } else { args.to_string() };
     let args: Value = serde_json::from_str(&text).map_err(|e| {
         Error::usage(format!("--args is not valid JSON: {e}"))
             .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
@@ -94,11 +94,11 @@ pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8
         return Err(Error::usage(format!("tools call {name}: {e}"))
             .with_hint("`agentloop tools list --json` shows each tool's parameters"));
     }
-    agentloop_base::fs::create_dir_all(&ctx.ws.root)?;
+    agentloop_io::fs::create_dir_all(&ctx.ws.root)?;
     let skills = SkillSet::load(cfg, &ctx.ws.root);
-    let stem = format!("tool-{name}-{}", agentloop_base::clock::now_rfc3339().replace([':', '.'], "-"));
+    let stem = format!("tool-{name}-{}", agentloop_types::clock::now_rfc3339().replace([':', '.'], "-"));
     let env = ToolEnv { root: &ctx.ws.root, config: cfg, skills: &skills, artifact_stem: stem };
     let result = registry.call(&env, name, &args);
-    ctx.printer.json_value(&agentloop_base::json::to_value(&result));
+    ctx.printer.json_value(&agentloop_types::json::to_value(&result));
     Ok(if result.is_ok() { 0 } else { code::TOOL })
 }

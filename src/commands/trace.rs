@@ -1,10 +1,10 @@
 //! `agentloop trace show|stats`: read trace.jsonl as a timeline or as sums.
 
 use super::trace_read::{self, scan_par, Line, Probe};
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::{self, Entry, Phase};
-use agentloop_core::settings::Ctx;
-use agentloop_model::output::{Out, Printer};
+use agentloop_engine::settings::Ctx;
+use agentloop_io::output::{Out, Printer};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::{self, Entry, Phase};
 use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use memchr::memmem;
@@ -93,14 +93,14 @@ impl Filter {
     fn new(args: FilterArgs, last_run: impl FnOnce() -> Option<String>) -> Result<Self> {
         let since = match &args.since {
             None => None,
-            Some(s) => Some(match agentloop_base::clock::parse_rfc3339(s) {
+            Some(s) => Some(match agentloop_types::clock::parse_rfc3339(s) {
                 Some(t) => t,
                 None => {
-                    let d = agentloop_base::clock::parse_duration(s).map_err(|e| {
+                    let d = agentloop_types::clock::parse_duration(s).map_err(|e| {
                         Error::usage(format!("--since: {e}"))
                             .with_hint("give an RFC 3339 time or a duration such as 10m")
                     })?;
-                    agentloop_base::clock::now().checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
+                    agentloop_types::clock::now().checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
                 }
             }),
         };
@@ -128,14 +128,14 @@ impl Filter {
             && (!a.errors || error)
             && self.run.as_deref().is_none_or(|r| run_id == r)
             && self.latest.as_deref().is_none_or(|r| run_id == r)
-            && self.since.is_none_or(|s| agentloop_base::clock::parse_rfc3339(ts).is_some_and(|t| t >= s))
+            && self.since.is_none_or(|s| agentloop_types::clock::parse_rfc3339(ts).is_some_and(|t| t >= s))
     }
 
     /// The byte test run on a line before it is parsed; None when nothing filters on a value
     /// it can look for.
     fn prefilter(&self) -> Option<Prefilter> {
         let a = &self.args;
-        let quoted = |s: &str| agentloop_base::json::to_string(s);
+        let quoted = |s: &str| agentloop_types::json::to_string(s);
         let mut needles: Vec<String> = Vec::new();
         needles.extend(a.phase.map(|p| quoted(p.as_str())));
         needles.extend(a.tool.as_deref().map(quoted));
@@ -213,13 +213,13 @@ pub fn run(ctx: Ctx, mut cmd: TraceCommand) -> Result<u8> {
 /// `--run ID|last` reads that run's own trace, wherever the history keeps it (an id, a unique
 /// prefix, or the newest run), and the filter then names the run by its full id; an id found in
 /// no folder filters the workspace's trace, which older workspaces shared between runs.
-fn workspace_of_run(ctx: &Ctx, cmd: &mut TraceCommand) -> Result<agentloop_store::workspace::Workspace> {
+fn workspace_of_run(ctx: &Ctx, cmd: &mut TraceCommand) -> Result<agentloop_workspace::workspace::Workspace> {
     let run_arg = match cmd {
         TraceCommand::Show(a) => &mut a.filter.run,
         TraceCommand::Stats(a) => &mut a.filter.run,
     };
     Ok(match run_arg.as_deref() {
-        Some(id) => match agentloop_store::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id) {
+        Some(id) => match agentloop_workspace::history::find(&ctx.ws, &ctx.config().handle.runs_dir, id) {
             Ok(w) => {
                 *run_arg = Some(w.load_state()?.run_id);
                 w
@@ -236,14 +236,14 @@ fn trace_files(ctx: &Ctx, all_runs: bool, path: &camino::Utf8Path) -> Result<Vec
     let mut files = Vec::new();
     if all_runs {
         let mut archived: Vec<_> =
-            agentloop_store::history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
+            agentloop_workspace::history::list(&ctx.ws, &ctx.config().handle.runs_dir, &|m| ctx.printer.warn(m))
                 .into_iter()
                 .filter(|r| !r.current)
                 .collect();
         archived.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
         for p in archived.iter().map(|r| r.ws.trace()).filter(|p| p.exists()) {
             // A linked trace.jsonl would show a file from outside the workspace.
-            if agentloop_base::fs::leads_outside(&ctx.ws.root, &p) {
+            if agentloop_io::fs::leads_outside(&ctx.ws.root, &p) {
                 ctx.printer.warn(&format!("{p} is a link out of the workspace; skipped"));
             } else {
                 files.push(p);
@@ -570,7 +570,7 @@ fn follow(view: &mut View, path: &camino::Utf8Path, filter: &Filter, mut offset:
         // how a reader that went away is noticed.
         view.out.flush();
         // The reader went away (`| head`): nothing more would be shown.
-        if agentloop_model::output::stdout_gone() {
+        if agentloop_io::output::stdout_gone() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -661,7 +661,7 @@ const INDENT: &str = "    ";
 
 impl<'a> View<'a> {
     fn new(printer: &'a Printer, wide: bool, whole: bool) -> Self {
-        let width = if wide { None } else { agentloop_model::output::terminal_width() };
+        let width = if wide { None } else { agentloop_io::output::terminal_width() };
         View { printer, out: printer.buffered(), width, wide, whole, run: None, header_due: false, shown: 0 }
     }
 
@@ -696,7 +696,7 @@ impl<'a> View<'a> {
         }
         // Every field comes from the trace file, which whoever wrote the workspace controls: each
         // is shown on one line with its controls visible (before fitting, so widths are true).
-        let field = |s: &str| agentloop_model::output::one_line(s).into_owned();
+        let field = |s: &str| agentloop_io::output::one_line(s).into_owned();
         if self.run.as_ref().is_some_and(|r| *r != e.run_id) {
             let rule = self.fit(format!("── run {} ──", field(&e.run_id)));
             self.out.outln(&rule);
@@ -706,8 +706,8 @@ impl<'a> View<'a> {
         let took = e.duration_ms.map(short_duration).unwrap_or_default();
         // A model call without a price shows as unknown, not as no cost.
         let cost = match e.cost_usd {
-            Some(c) => agentloop_core::report::html::usd(c),
-            None if agentloop_core::schema::unpriced(e) => agentloop_core::report::html::UNKNOWN_COST.into(),
+            Some(c) => agentloop_engine::report::html::usd(c),
+            None if agentloop_engine::schema::unpriced(e) => agentloop_engine::report::html::UNKNOWN_COST.into(),
             None => String::new(),
         };
         let mut what =
@@ -845,7 +845,7 @@ fn wrap(text: &str, w: usize) -> Vec<String> {
 
 /// Sums by phase and tool; the shape of `trace stats --json` (docs/schema/trace-stats.json).
 #[derive(Default)]
-struct Stats(agentloop_core::schema::TraceStats);
+struct Stats(agentloop_engine::schema::TraceStats);
 
 impl Stats {
     fn add(&mut self, e: &Entry) {
@@ -853,17 +853,17 @@ impl Stats {
     }
 
     fn print(&self, p: &Printer) {
-        let agentloop_core::schema::TraceStats { total, phases, tools, runs, steps, .. } = &self.0;
+        let agentloop_engine::schema::TraceStats { total, phases, tools, runs, steps, .. } = &self.0;
         if p.json {
-            p.json_value(&agentloop_base::json::to_value(&self.0));
+            p.json_value(&agentloop_types::json::to_value(&self.0));
             return;
         }
         let mut p = p.buffered();
         p.outln(&format!("runs {runs}  steps {steps}  entries {}  errors {}", total.entries, total.errors));
-        let row = |name: &str, s: &agentloop_core::schema::TraceSum| {
+        let row = |name: &str, s: &agentloop_engine::schema::TraceSum| {
             format!(
                 "{:<14} {:>7} {:>6} {:>9} {:>9} {:>9} {:>10} {:>9}",
-                agentloop_model::output::one_line(name),
+                agentloop_io::output::one_line(name),
                 s.entries,
                 s.errors,
                 s.duration_ms,
@@ -875,7 +875,7 @@ impl Stats {
                 match s.cost_usd {
                     _ if s.scripted_calls > 0 && s.priced_calls == 0 => "scripted".into(),
                     Some(c) => format!("{:.4}", c + 0.0),
-                    None => agentloop_core::report::html::UNKNOWN_COST.into(),
+                    None => agentloop_engine::report::html::UNKNOWN_COST.into(),
                 }
             )
         };

@@ -7,9 +7,9 @@
 //! only the filter's fields and borrows their text from the line: nothing is copied or allocated
 //! for the long fields (a result summary, a reason, args), which are checked and passed over.
 
-use agentloop_base::error::Result;
-use agentloop_base::trace::lines::{self, MAX_LINE};
-use agentloop_base::trace::{BadLine, Entry, Phase, Usage};
+use agentloop_types::error::Result;
+use agentloop_types::trace::lines::{self, MAX_LINE};
+use agentloop_types::trace::{BadLine, Entry, Phase, Usage};
 use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -20,7 +20,7 @@ use std::io::Read;
 const BLOCK: usize = 8 * 1024 * 1024;
 
 /// One non-empty line as the scan hands it to the work: its text (trimmed, invalid UTF-8
-/// replaced, as [`agentloop_base::trace::scan`] reads it) and where it is.
+/// replaced, as [`agentloop_types::trace::scan`] reads it) and where it is.
 pub struct Line<'a> {
     pub text: &'a str,
     /// 1-based line number in the file (empty lines count).
@@ -34,7 +34,7 @@ pub struct Line<'a> {
 /// from block to block, so a kept line costs no allocation of its own). A line too long to hold
 /// ([`MAX_LINE`]) is never given to `work`: `each` gets it as a bad line, with no text. Returns
 /// the bytes read and the number of non-empty lines. A missing file is no lines, as in
-/// [`agentloop_base::trace::scan`].
+/// [`agentloop_types::trace::scan`].
 pub fn scan_par<T: Send>(
     path: &camino::Utf8Path,
     work: impl Fn(&Line, &mut String) -> Option<T> + Sync,
@@ -94,9 +94,9 @@ pub fn scan_blocks<S: Send, R: Send>(
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(agentloop_base::error::Error::io("read", path, e)),
+        Err(e) => return Err(agentloop_types::error::Error::io("read", path, e)),
     };
-    let read_err = |e| agentloop_base::error::Error::io("read", path, e);
+    let read_err = |e| agentloop_types::error::Error::io("read", path, e);
     let (mut buf, mut spare) = (Vec::with_capacity(BLOCK + 64 * 1024), Vec::with_capacity(BLOCK + 64 * 1024));
     let mut eof = read_block(&mut file, &mut buf).map_err(read_err)?;
     // Lines before the whole lines of `buf`.
@@ -344,11 +344,11 @@ pub struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    /// The line as a probe, or why it is no entry (the message [`agentloop_base::trace::scan`] gives,
+    /// The line as a probe, or why it is no entry (the message [`agentloop_types::trace::scan`] gives,
     /// a cost that is none included).
     pub fn read(line: &'a str) -> std::result::Result<Probe<'a>, String> {
         let p: Probe = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        match p.cost_usd.and_then(agentloop_base::trace::bad_cost) {
+        match p.cost_usd.and_then(agentloop_types::trace::bad_cost) {
             Some(why) => Err(why),
             None => Ok(p),
         }

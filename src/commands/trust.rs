@@ -1,10 +1,10 @@
 //! `agentloop trust`: record, list and revoke the folders whose own configuration is trusted
-//! (see [`agentloop_core::trust`]). The record is the user's, in `$XDG_CONFIG_HOME/agentloop/trusted.json`;
+//! (see [`agentloop_engine::trust`]). The record is the user's, in `$XDG_CONFIG_HOME/agentloop/trusted.json`;
 //! nothing a workspace holds can add to it.
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::settings::Ctx;
-use agentloop_core::trust::Store;
+use agentloop_engine::settings::Ctx;
+use agentloop_engine::trust::Store;
+use agentloop_types::error::{Error, Result};
 use camino::Utf8PathBuf;
 use clap::Args;
 use serde_json::json;
@@ -43,7 +43,7 @@ pub fn run(ctx: Ctx, args: TrustArgs) -> Result<u8> {
     let mut store = Store::load()?;
     if args.list {
         if p.json {
-            p.json_value(&agentloop_base::json::to_value(&store.folders));
+            p.json_value(&agentloop_types::json::to_value(&store.folders));
         } else if store.folders.is_empty() {
             p.info("no trusted folders (agentloop trust DIR trusts one)");
         } else {
@@ -53,10 +53,10 @@ pub fn run(ctx: Ctx, args: TrustArgs) -> Result<u8> {
         }
         return Ok(0);
     }
-    let given = args.dir.map(|d| agentloop_core::settings::from_cwd(&d)).unwrap_or_else(|| ctx.ws.root.clone());
+    let given = args.dir.map(|d| agentloop_engine::settings::from_cwd(&d)).unwrap_or_else(|| ctx.ws.root.clone());
     if args.revoke {
         // A folder that is gone can still be revoked by the path it was recorded under.
-        let dir = agentloop_core::trust::canonical(&given).unwrap_or(given);
+        let dir = agentloop_engine::trust::canonical(&given).unwrap_or(given);
         let removed = store.remove(&dir);
         if removed {
             store.save()?;
@@ -74,7 +74,7 @@ pub fn run(ctx: Ctx, args: TrustArgs) -> Result<u8> {
         return Err(Error::usage(format!("cannot trust {given}: it is not a folder"))
             .with_hint("give the workspace folder, e.g. `agentloop trust ~/digest`"));
     }
-    let dir = agentloop_core::trust::canonical(&given)?;
+    let dir = agentloop_engine::trust::canonical(&given)?;
     let added = store.add(&dir);
     let file = if added { Some(store.save()?) } else { Store::path() };
     if p.json {

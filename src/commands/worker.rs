@@ -1,7 +1,7 @@
 //! `agentloop worker`: runs goals from a Redis stream (see `crate::worker`).
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Global;
+use agentloop_engine::settings::Global;
+use agentloop_types::error::Result;
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -66,14 +66,14 @@ pub struct WorkerArgs {
 /// Without the `queue` feature there is no Redis client: `worker` is refused.
 #[cfg(not(feature = "queue"))]
 pub fn run(_: &Global, _: WorkerArgs) -> Result<u8> {
-    Err(agentloop_base::error::Error::not_built("queue", "`agentloop worker`", false))
+    Err(agentloop_types::error::Error::not_built("queue", "`agentloop worker`", false))
 }
 
 #[cfg(feature = "queue")]
 pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
     let root = args.root.unwrap_or_else(|| global.workspace.clone());
     // The root's configuration (its `queue:` keys among them) must be valid before anything runs.
-    let q = agentloop_config::config::resolve(&agentloop_core::settings::layers(global, &root, None)?)?.config.queue;
+    let q = agentloop_config::config::resolve(&agentloop_engine::settings::layers(global, &root, None)?)?.config.queue;
     let claim_idle = match &args.claim_idle {
         Some(v) => parse_duration("--claim-idle", v)?,
         None => q.claim_idle.0,
@@ -95,7 +95,7 @@ pub fn run(global: &Global, args: WorkerArgs) -> Result<u8> {
 #[cfg(feature = "queue")]
 pub fn redis_url(flag: Option<String>, q: &agentloop_config::config::QueueConfig) -> Result<String> {
     flag.or_else(|| q.redis.clone()).ok_or_else(|| {
-        agentloop_base::error::Error::usage("no Redis to queue runs on")
+        agentloop_types::error::Error::usage("no Redis to queue runs on")
             .with_hint("pass --redis redis://HOST:6379/0, set AGENTLOOP_REDIS, or set `queue.redis` in agentloop.yaml")
     })
 }
@@ -104,6 +104,6 @@ pub fn redis_url(flag: Option<String>, q: &agentloop_config::config::QueueConfig
 #[cfg(feature = "queue")]
 pub fn parse_duration(flag: &str, v: &str) -> Result<std::time::Duration> {
     humantime::parse_duration(v.trim()).map_err(|e| {
-        agentloop_base::error::Error::usage(format!("{flag} `{v}`: {e}")).with_hint("write it as 90s, 5m or 1h")
+        agentloop_types::error::Error::usage(format!("{flag} `{v}`: {e}")).with_hint("write it as 90s, 5m or 1h")
     })
 }

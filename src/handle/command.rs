@@ -1,7 +1,7 @@
 //! `agentloop handle`: one turn of event mode (see `crate::handle`).
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Global;
+use agentloop_engine::settings::Global;
+use agentloop_types::error::Result;
 use clap::Args;
 
 /// Event mode: read one request on stdin, perform exactly one turn, write one JSON response.

@@ -7,7 +7,7 @@
 //!
 //! Bounded: the newest [`KEEP`] answers are kept. Written atomically, never through a link.
 
-use agentloop_base::error::Result;
+use agentloop_types::error::Result;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Value};
 
@@ -19,12 +19,12 @@ const KEEP: usize = 500;
 const CAP: u64 = 16 * 1024 * 1024;
 
 fn name(job: &str) -> String {
-    format!("{:016x}.json", agentloop_base::run_id::fnv1a(job.as_bytes()))
+    format!("{:016x}.json", agentloop_types::run_id::fnv1a(job.as_bytes()))
 }
 
 /// The answer the job's first delivery gave, if it was kept.
 pub(super) fn kept(root: &Utf8Path, job: &str) -> Option<Value> {
-    let folder = agentloop_base::fs::Folder::open_to_read(root, Utf8Path::new(DIR)).ok().flatten()?;
+    let folder = agentloop_io::fs::Folder::open_to_read(root, Utf8Path::new(DIR)).ok().flatten()?;
     let bytes = folder.read(&name(job), CAP).ok().flatten()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     // The name is a hash: the job's own id decides.
@@ -36,9 +36,9 @@ pub(super) fn keep(root: &Utf8Path, job: &str, response: &Value) -> Result<()> {
     if response["retry"] == true || !root.is_dir() {
         return Ok(());
     }
-    let folder = agentloop_base::fs::Folder::create(root, Utf8Path::new(DIR))?;
+    let folder = agentloop_io::fs::Folder::create(root, Utf8Path::new(DIR))?;
     let text =
-        json!({"job_id": job, "kept_at": agentloop_base::clock::now_rfc3339(), "response": response}).to_string();
+        json!({"job_id": job, "kept_at": agentloop_types::clock::now_rfc3339(), "response": response}).to_string();
     folder.write_atomic(&name(job), text.as_bytes())?;
     prune(&root.join(DIR));
     Ok(())

@@ -1,7 +1,7 @@
 //! Event mode: one turn per invocation, speaking Ductile plugin protocol v2.
 //!
 //! Input is one request on stdin (a protocol v2 request or a bare event), read once into the
-//! types of [`agentloop_core::schema::handle`] (a field of the wrong type is refused naming its path, an
+//! types of [`agentloop_engine::schema::handle`] (a field of the wrong type is refused naming its path, an
 //! event's payload read by its type); output is exactly one
 //! JSON response on stdout: `status` ok|error, `result` (a non-empty summary), `error`, `retry`,
 //! `events`, `state_updates` (one `run:<run_id>` key per run the turn changed, and the last run's
@@ -21,18 +21,18 @@
 pub mod command;
 mod jobs;
 
-use agentloop_base::error::{code, Error, Kind, Result};
 use agentloop_config::config::Config;
-use agentloop_core::phases::run::{Door, Driven};
-use agentloop_core::phases::{self, act, Env, Outcome};
-use agentloop_core::schema::handle::{
+use agentloop_engine::phases::run::{Door, Driven};
+use agentloop_engine::phases::{self, act, Env, Outcome};
+use agentloop_engine::schema::handle::{
     payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload,
 };
-use agentloop_core::settings::Global;
-use agentloop_model::output::Printer;
-use agentloop_model::tool_spec::ToolResult;
-use agentloop_store::markdown::NextAction;
-use agentloop_store::workspace::{Commit, Next, Session, State, StopKind, Workspace};
+use agentloop_engine::settings::Global;
+use agentloop_io::output::Printer;
+use agentloop_types::error::{code, Error, Kind, Result};
+use agentloop_types::tool_spec::ToolResult;
+use agentloop_workspace::markdown::NextAction;
+use agentloop_workspace::workspace::{Commit, Next, Session, State, StopKind, Workspace};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -85,7 +85,7 @@ pub fn main(g: &Global) -> Result<u8> {
     // Kept before it is written: a router that loses this answer gets it again on its retry.
     if let Some((root, job)) = &resp.job {
         if let Err(e) = jobs::keep(root, job, &answer) {
-            agentloop_model::output::stderr_line(&format!(
+            agentloop_io::output::stderr_line(&format!(
                 "agentloop handle: warn: the answer of job {job} was not kept: {e}"
             ));
         }
@@ -178,8 +178,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
             return 0;
         }
     }
-    if let Some(dl) = req.deadline_at.as_deref().and_then(agentloop_base::clock::parse_rfc3339) {
-        if dl < agentloop_base::clock::now() && !agentloop_base::clock::is_fixed() {
+    if let Some(dl) = req.deadline_at.as_deref().and_then(agentloop_types::clock::parse_rfc3339) {
+        if dl < agentloop_types::clock::now() && !agentloop_types::clock::is_fixed() {
             fail(resp, "the job's deadline_at has already passed".into(), true);
             return 0;
         }
@@ -200,7 +200,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
 fn replayed(root: &Utf8Path, req: &HandleRequest, resp: &mut Response) -> bool {
     let Some(job) = req.job_id.as_deref() else { return false };
     let Some(answer) = jobs::kept(root, job) else { return false };
-    agentloop_model::output::stderr_line(&format!(
+    agentloop_io::output::stderr_line(&format!(
         "agentloop handle: info: job {job} was answered before (its answer was lost on the way?); the same answer again"
     ));
     resp.replay = Some(answer);
@@ -215,7 +215,7 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
             .with_hint("create it, or point the plugin's -w (workspace_dir) at an existing folder"));
     }
     let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
-    agentloop_base::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
+    agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
         Error::config(format!("the root {root} is not writable: {}", e.message))
             .with_hint("give the plugin's user write access to it")
     })?;
@@ -245,24 +245,24 @@ fn turn_config(g: &Global, req: &HandleRequest, root: &Utf8PathBuf) -> Result<ag
     if let Some(layer) = &request_cfg {
         // The request may only narrow what the root's own configuration allows, unless that
         // configuration says the requests' `config` is the operator's own.
-        let base = agentloop_core::settings::resolve_under(g, root, None)?;
+        let base = agentloop_engine::settings::resolve_under(g, root, None)?;
         // `base` has no request in it: only the root's own files, environment and flags (a
         // root from elsewhere cannot set this key, see `trust`) can say so.
         if base.config.handle.trust_request_config {
-            return agentloop_core::settings::resolve_under(g, root, request_cfg);
+            return agentloop_engine::settings::resolve_under(g, root, request_cfg);
         }
         if let Some((key, why)) = widening_key(layer, &base, root) {
             let refused = Error::config(format!("the request's config may not set `{key}`: {why}"));
-            return Err(refused.with_hint(match agentloop_model::budget::Budget::from_key(&key) {
+            return Err(refused.with_hint(match agentloop_types::budget::Budget::from_key(&key) {
                 Some(b) => format!(
                     "a request may only narrow a limit: give `config.{key}` at most {}, or raise it in the root's agentloop.yaml",
-                    b.limit_in(&base.config)
+                    base.config.limit(b)
                 ),
                 None => "set it in the root's agentloop.yaml".into(),
             }));
         }
     }
-    agentloop_core::settings::resolve_under(g, root, request_cfg)
+    agentloop_engine::settings::resolve_under(g, root, request_cfg)
 }
 
 /// What the event asks for: start a run, resume one with a tool's result, or nothing. `at` is
@@ -345,7 +345,7 @@ const OUTAGE_TURNS: u32 = 3;
 const OUTAGES: &str = ".agentloop-handle-outages";
 
 fn outages(ws: &Workspace) -> u32 {
-    agentloop_base::fs::read_optional(&ws.root.join(OUTAGES))
+    agentloop_io::fs::read_optional(&ws.root.join(OUTAGES))
         .ok()
         .flatten()
         .and_then(|t| t.trim().parse().ok())
@@ -357,7 +357,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
     let path = env.ws.root.join(OUTAGES);
     match &r {
         Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
-            agentloop_base::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
+            agentloop_io::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
         }
         Ok(_) if path.exists() => {
             std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
@@ -368,7 +368,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
 }
 
 fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
-    agentloop_base::run_id::RunId::parse(run_id)?;
+    agentloop_types::run_id::RunId::parse(run_id)?;
     let runs = Utf8PathBuf::from(&cfg.handle.runs_dir);
     if runs.is_absolute() || runs.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
         return Err(Error::config(format!(
@@ -376,7 +376,7 @@ fn run_ws(cfg: &Config, root: &Utf8PathBuf, run_id: &str) -> Result<Workspace> {
         )));
     }
     // Never through a link: a symlinked runs folder or run folder is refused (exit 8).
-    agentloop_base::fs::Folder::open(root, &runs.join(run_id), false)?;
+    agentloop_io::fs::Folder::open(root, &runs.join(run_id), false)?;
     Ok(Workspace::new(root.join(runs).join(run_id)))
 }
 
@@ -393,19 +393,13 @@ fn start_keys(req: &HandleRequest, event: &RequestEvent) -> Vec<String> {
     keys
 }
 
-fn start(
-    cfg: &Config,
-    sources: &agentloop_config::config::Sources,
-    root: &Utf8PathBuf,
-    keys: &[String],
-    payload: &StartPayload,
-    resp: &mut Response,
-) -> Result<()> {
+/// A start's goal (never empty) and its depth, refused past `ductile.max_depth`: the recursion
+/// guard, since a start that agentloop itself requested carries its depth.
+fn goal_and_depth<'a>(cfg: &Config, payload: &'a StartPayload) -> Result<(&'a str, u32)> {
     let goal = payload.goal.as_deref().map(str::trim).unwrap_or("");
     if goal.is_empty() {
         return Err(Error::usage("the start event's payload has no `goal`"));
     }
-    // Recursion guard: a start that agentloop itself requested carries its depth.
     let depth = payload.agentloop_depth.unwrap_or(0);
     if depth > cfg.ductile.max_depth {
         return Err(Error::usage(format!(
@@ -414,10 +408,22 @@ fn start(
             cfg.ductile.max_depth
         )));
     }
+    Ok((goal, depth))
+}
+
+fn start(
+    cfg: &Config,
+    sources: &agentloop_config::config::Sources,
+    root: &Utf8PathBuf,
+    keys: &[String],
+    payload: &StartPayload,
+    resp: &mut Response,
+) -> Result<()> {
+    let (goal, depth) = goal_and_depth(cfg, payload)?;
     let (own, budgets) = start_config(cfg, sources, root, payload)?;
     let cfg = own.as_ref().unwrap_or(cfg);
     let background = phases::init::context_text(payload.context.as_ref());
-    let admission = agentloop_core::lifecycle::Start {
+    let admission = agentloop_engine::lifecycle::Start {
         goal: goal.to_string(),
         background: phases::init::format_background(&background),
         carry: false,
@@ -426,10 +432,10 @@ fn start(
         follow_up: false,
         session: None,
     };
-    agentloop_base::fs::create_dir_all(root)?;
+    agentloop_io::fs::create_dir_all(root)?;
     let root_ws = Workspace::new(root.clone());
     let _root_lock = root_ws.lock(Some(std::time::Duration::from_secs(30)))?;
-    let mut index = agentloop_core::runs_root::load_keys(root)?;
+    let mut index = agentloop_engine::runs_root::load_keys(root)?;
     // Redelivery of the same start (any one of its keys) must not create a second run.
     let known = keys.iter().find_map(|k| index.get(k).and_then(Value::as_str).map(|id| (k.clone(), id.to_string())));
     let run_id = match known {
@@ -445,19 +451,19 @@ fn start(
     // The one admission every door makes, before anything is written: the provider and its
     // key, the agent's rest, and whether the run can fit its budget (negotiation). A start
     // refused here leaves nothing: no run, no keys.
-    let env = agentloop_core::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))
+    let env = agentloop_engine::lifecycle::admit(&ws, cfg, quiet(), Some(&admission))
         .map_err(|e| start_config::refusal_named(e, sources, &budgets))?;
     name_run(&mut index, root, keys, &run_id)?;
     // The run's record, as every door keeps one: another door that goes on with the run
     // (`serve`, `agentloop answer`) holds it to the budgets this start asked for.
-    let mut record = agentloop_core::runs_root::Record::new(
+    let mut record = agentloop_engine::runs_root::Record::new(
         &run_id,
-        agentloop_core::runs_root::Door::Handle,
+        agentloop_engine::runs_root::Door::Handle,
         cfg.agent.clone(),
         budgets,
     );
     record.key = keys.first().cloned();
-    agentloop_core::runs_root::save_record(root, &record)?;
+    agentloop_engine::runs_root::save_record(root, &record)?;
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     agentloop_tools::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
     let mut env = held(env, &session);
@@ -489,7 +495,7 @@ fn name_run(index: &mut Map<String, Value>, root: &Utf8Path, keys: &[String], ru
         }
     }
     if added {
-        agentloop_core::runs_root::save_keys(root, index)?;
+        agentloop_engine::runs_root::save_keys(root, index)?;
     }
     Ok(())
 }
@@ -515,9 +521,9 @@ fn restart_unwritten(
 /// A run id no folder under the root has: unique by construction, and under a fixed test clock
 /// made unique here.
 fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
-    let mut run_id = agentloop_base::run_id::RunId::generate().into_string();
+    let mut run_id = agentloop_types::run_id::RunId::generate().into_string();
     while run_ws(cfg, root, &run_id)?.root.exists() {
-        run_id = agentloop_base::run_id::RunId::generate().into_string();
+        run_id = agentloop_types::run_id::RunId::generate().into_string();
     }
     Ok(run_id)
 }
@@ -620,7 +626,7 @@ fn resume_locked(
 fn tool_failed(
     env: &Env,
     state: &mut State,
-    pending: &agentloop_store::workspace::Pending,
+    pending: &agentloop_workspace::workspace::Pending,
     error: &str,
     output: String,
     resp: &mut Response,
@@ -655,7 +661,7 @@ fn sweep(cfg: &Config, root: &Utf8PathBuf, resp: &mut Response) -> Result<()> {
         Err(_) => Vec::new(),
     };
     ids.sort();
-    let now = agentloop_base::clock::now();
+    let now = agentloop_types::clock::now();
     let mut swept = Vec::new();
     for id in ids {
         let Ok(ws) = run_ws(cfg, root, &id) else { continue };
@@ -699,7 +705,7 @@ fn overdue(cfg: &Config, state: &State, now: std::time::SystemTime) -> Option<st
         return None;
     }
     let p = state.pending.as_ref().filter(|p| !cfg.tools.local.contains(&p.tool))?;
-    let since = agentloop_base::clock::parse_rfc3339(&p.requested_at)?;
+    let since = agentloop_types::clock::parse_rfc3339(&p.requested_at)?;
     let limit = cfg.tools.timeout_of(&p.tool) + cfg.handle.pending_grace.0;
     (now.duration_since(since).ok()? > limit).then_some(limit)
 }
@@ -713,9 +719,9 @@ enum Correlation {
     Violation(String),
 }
 
-fn correlate(p: &ToolResultPayload, pending: &agentloop_store::workspace::Pending, state: &State) -> Correlation {
+fn correlate(p: &ToolResultPayload, pending: &agentloop_workspace::workspace::Pending, state: &State) -> Correlation {
     let tool = p.tool.as_deref().unwrap_or("");
-    let Some(step) = p.step.as_ref().and_then(agentloop_core::schema::handle::StepRef::number) else {
+    let Some(step) = p.step.as_ref().and_then(agentloop_engine::schema::handle::StepRef::number) else {
         return Correlation::Violation("the tool result has no `step`".into());
     };
     if step < pending.step || state.completed_steps.contains(&step) {
@@ -766,18 +772,19 @@ fn decode_result(p: &ToolResultPayload) -> Decoded {
 fn retry(
     env: &Env,
     state: &mut State,
-    pending: &agentloop_store::workspace::Pending,
+    pending: &agentloop_workspace::workspace::Pending,
     step: u32,
     error: &str,
     resp: &mut Response,
 ) -> Result<()> {
     let mut next = pending.clone();
     next.attempt += 1;
-    next.requested_at = agentloop_base::clock::now_rfc3339();
+    next.requested_at = agentloop_types::clock::now_rfc3339();
     state.pending = Some(next.clone());
-    let mut e = agentloop_base::trace::Entry::new(&state.run_id, step, agentloop_base::trace::Phase::Act, "act.retry");
+    let mut e =
+        agentloop_types::trace::Entry::new(&state.run_id, step, agentloop_types::trace::Phase::Act, "act.retry");
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some(agentloop_model::tool_spec::ToolStatus::Error.to_string());
+    e.result_status = Some(agentloop_types::tool_spec::ToolStatus::Error.to_string());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);
@@ -807,7 +814,7 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
     if r.output.chars().count() > cfg.tools.output_cap {
         let full = std::mem::take(&mut r.output);
         let rel = format!("artifacts/step-{step}-{tool}.txt");
-        agentloop_base::fs::write_in(&ws.root, Utf8Path::new(&rel), full.as_bytes())?;
+        agentloop_io::fs::write_in(&ws.root, Utf8Path::new(&rel), full.as_bytes())?;
         r.output = format!(
             "{}\n\n[output truncated; the full result is in {rel}]",
             full.chars().take(2000).collect::<String>()
@@ -823,8 +830,8 @@ fn ok_result(ws: &Workspace, cfg: &Config, step: u32, tool: &str, d: Decoded) ->
 fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     // Only a run id can name a run: a state key holding anything else (control characters, a
     // path) is no run of ours, and goes into no event.
-    if !agentloop_base::run_id::RunId::is_valid(run_id) {
-        let shown = agentloop_model::output::one_line(run_id);
+    if !agentloop_types::run_id::RunId::is_valid(run_id) {
+        let shown = agentloop_io::output::one_line(run_id);
         resp.log("warn", format!("ignored tool result for `{shown}`: not a run id"));
         resp.result = "ignored: the tool result's run_id is not a run id".into();
         return Ok(());
@@ -841,18 +848,18 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     snap.status = Some("escalated".into());
     snap.pending_step = None;
     snap.pending_tool = None;
-    snap.updated_at = Some(agentloop_base::clock::now_rfc3339());
+    snap.updated_at = Some(agentloop_types::clock::now_rfc3339());
     let goal = snap.goal.clone().unwrap_or_default();
     let steps = snap.completed_steps.as_ref().map_or(0, Vec::len);
     resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
-    let ev = agentloop_core::schema::CompletionEvent {
-        kind: agentloop_core::schema::EventType::Escalated,
-        payload: agentloop_core::schema::CompletionPayload {
+    let ev = agentloop_engine::schema::CompletionEvent {
+        kind: agentloop_engine::schema::EventType::Escalated,
+        payload: agentloop_engine::schema::CompletionPayload {
             run_id: run_id.to_string(),
             goal,
-            status: agentloop_store::workspace::Status::Escalated,
-            stop: agentloop_model::outcome::StopKind::Escalated,
+            status: agentloop_workspace::workspace::Status::Escalated,
+            stop: agentloop_types::outcome::StopKind::Escalated,
             open_question: None,
             reason: Some(reason.clone()),
             outcome: None,
@@ -891,7 +898,7 @@ struct Handoff<'r> {
 }
 
 impl Door for Handoff<'_> {
-    fn hands_off(&self, env: &Env, p: &agentloop_store::workspace::Pending) -> bool {
+    fn hands_off(&self, env: &Env, p: &agentloop_workspace::workspace::Pending) -> bool {
         !self.local.contains(&p.tool) && env.registry.get(&p.tool).is_some()
     }
 
@@ -912,14 +919,14 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response, turn: Turn) ->
     let local: BTreeSet<String> = env.cfg.tools.local.iter().cloned().collect();
     let mut door = Handoff { local, resp };
     // The limits are the run's own: a turn gives none of its own (no flags), so none changes.
-    let how = agentloop_core::lifecycle::Drive {
+    let how = agentloop_engine::lifecycle::Drive {
         started: turn.started,
         ledger: true,
         modes: crate::commands::modes::AUTO,
         door: &mut door,
         traced: turn.traced,
     };
-    let driven = agentloop_core::lifecycle::drive_on(env, state, &Default::default(), how)?;
+    let driven = agentloop_engine::lifecycle::drive_on(env, state, &Default::default(), how)?;
     match driven {
         Driven::Stopped(_) => done(state, resp),
         Driven::Waiting(p) => {

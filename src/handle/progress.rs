@@ -3,8 +3,8 @@
 //! short timeout, so a slow or absent listener never fails the run and delays the turn's answer
 //! by at most `handle.progress_timeout`.
 
-use agentloop_base::error::{Error, Result};
 use agentloop_config::config::HandleConfig;
+use agentloop_types::error::{Error, Result};
 use serde_json::{json, Value};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ impl Progress {
         }
         let token = cfg.progress_token.clone().filter(|t| !t.trim().is_empty());
         if let Some(t) = &token {
-            agentloop_base::redact::register(t);
+            agentloop_io::redact::register(t);
         }
         let timeout = cfg.progress_timeout.0;
         let (tx, rx) = mpsc::channel::<Value>();
@@ -40,7 +40,7 @@ impl Progress {
                     r = r.header("authorization", format!("Bearer {t}"));
                 }
                 if let Err(e) = r.send(event.to_string().as_bytes()) {
-                    agentloop_model::output::stderr_line(&format!("agentloop handle: warn: progress webhook: {e}"));
+                    agentloop_io::output::stderr_line(&format!("agentloop handle: warn: progress webhook: {e}"));
                 }
             }
             let _ = done_tx.send(());
@@ -49,15 +49,15 @@ impl Progress {
     }
 
     /// Queues one event: `{type: agent.progress, run_id, phase, step, status, summary}`.
-    pub(super) fn post(&self, state: &agentloop_store::workspace::State, phase: &str, summary: &str) {
+    pub(super) fn post(&self, state: &agentloop_workspace::workspace::State, phase: &str, summary: &str) {
         let _ = self.tx.send(json!({
             "type": "agent.progress",
             "run_id": state.run_id,
             "phase": phase,
             "step": state.step,
             "status": state.status,
-            "summary": agentloop_base::redact::redact(summary),
-            "at": agentloop_base::clock::now_rfc3339(),
+            "summary": agentloop_io::redact::redact(summary),
+            "at": agentloop_types::clock::now_rfc3339(),
         }));
     }
 

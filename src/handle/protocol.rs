@@ -9,8 +9,8 @@
 //! next turn that writes.
 
 use agentloop_config::config::{Config, Layer, Source};
-use agentloop_core::schema::handle::{RequestError, RouterState, RunSnapshot};
-use agentloop_store::workspace::{Next, State};
+use agentloop_engine::schema::handle::{RequestError, RouterState, RunSnapshot};
+use agentloop_workspace::workspace::{Next, State};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,7 +46,7 @@ pub(super) struct Response {
 impl Response {
     pub(super) fn log(&mut self, level: &str, msg: impl Into<String>) {
         let msg = msg.into();
-        agentloop_model::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
+        agentloop_io::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
     /// The runs the request's `state` knows: `run:<id>` keys, over an older `runs` map.
@@ -94,19 +94,19 @@ impl Response {
 
     /// `state_updates`: the changed runs' keys and the summary of the last one; None when no
     /// run changed, so `health` and an idle `poll` leave the router's state alone.
-    fn state_updates(&self) -> Option<agentloop_core::schema::StateUpdates> {
+    fn state_updates(&self) -> Option<agentloop_engine::schema::StateUpdates> {
         if self.changed.is_empty() && self.dropped.is_empty() {
             return None;
         }
         let mut keys = Map::new();
         if let Some(legacy) = &self.legacy {
             for (id, v) in legacy {
-                keys.insert(format!("run:{id}"), agentloop_base::json::to_value(self.runs.get(id).unwrap_or(v)));
+                keys.insert(format!("run:{id}"), agentloop_types::json::to_value(self.runs.get(id).unwrap_or(v)));
             }
             keys.insert("runs".into(), Value::Null);
         }
         for id in &self.changed {
-            keys.insert(format!("run:{id}"), self.runs.get(id).map_or(Value::Null, agentloop_base::json::to_value));
+            keys.insert(format!("run:{id}"), self.runs.get(id).map_or(Value::Null, agentloop_types::json::to_value));
         }
         for id in &self.dropped {
             keys.insert(format!("run:{id}"), Value::Null);
@@ -114,7 +114,7 @@ impl Response {
         // The summary keys of the last run this turn changed: the last writer's are the newest.
         let last_id = self.last_run_id.clone().filter(|id| self.changed.contains(id));
         let last = last_id.as_ref().and_then(|id| self.runs.get(id));
-        Some(agentloop_core::schema::StateUpdates {
+        Some(agentloop_engine::schema::StateUpdates {
             runs: keys,
             last_run_id: last_id.clone(),
             last_run: last.and_then(|r| r.updated_at.clone()),
@@ -127,7 +127,7 @@ impl Response {
         if let Some(v) = &self.replay {
             return v.clone();
         }
-        let r = agentloop_core::schema::HandleResponse {
+        let r = agentloop_engine::schema::HandleResponse {
             status: self.status.to_string(),
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
             error: self.error.clone(),
@@ -136,14 +136,14 @@ impl Response {
             state_updates: self.state_updates(),
             logs: self.logs.clone(),
         };
-        agentloop_base::json::to_value(r)
+        agentloop_types::json::to_value(r)
     }
 }
 
 /// A request's `config` as a layer: the keys only a router reads (`workspace_dir`, `timeouts`,
 /// `schedule`) dropped, the seed's plugin config names taken as agentloop's keys
 /// ([`agentloop_config::config::seed_names`]). Setting a name and its key differently is refused.
-pub(super) fn request_layer(cfg: &Map<String, Value>) -> agentloop_base::error::Result<Layer> {
+pub(super) fn request_layer(cfg: &Map<String, Value>) -> agentloop_types::error::Result<Layer> {
     let mut out = Map::new();
     for (k, v) in cfg {
         if !matches!(k.as_str(), "workspace_dir" | "timeouts" | "schedule") {
@@ -154,7 +154,7 @@ pub(super) fn request_layer(cfg: &Map<String, Value>) -> agentloop_base::error::
 }
 
 /// A request's `config` may only narrow what the root's configuration allows (see
-/// [`agentloop_core::trust`], the one policy for requests and workspaces from elsewhere). Returns the first
+/// [`agentloop_engine::trust`], the one policy for requests and workspaces from elsewhere). Returns the first
 /// key that breaks the rule and why (a budget: above which limit, and where the root's
 /// configuration set it).
 pub(super) fn widening_key(
@@ -163,13 +163,13 @@ pub(super) fn widening_key(
     root: &camino::Utf8Path,
 ) -> Option<(String, String)> {
     let (key, why) =
-        agentloop_core::trust::widening(&layer.value, &base.config, root, agentloop_core::trust::Party::Request)
+        agentloop_engine::trust::widening(&layer.value, &base.config, root, agentloop_engine::trust::Party::Request)
             .into_iter()
             .next()?;
-    let why = match (agentloop_model::budget::Budget::from_key(&key), layer.value.get(&key)) {
+    let why = match (agentloop_types::budget::Budget::from_key(&key), layer.value.get(&key)) {
         (Some(b), Some(v)) => {
-            let from = agentloop_core::trust::limit_source(&key, base.sources.get(&key));
-            agentloop_core::trust::narrows_limit(b, v, &base.config, root, &from).err().map_or(why, |w| w.0)
+            let from = agentloop_engine::trust::limit_source(&key, base.sources.get(&key));
+            agentloop_engine::trust::narrows_limit(b, v, &base.config, root, &from).err().map_or(why, |w| w.0)
         }
         _ => why,
     };
@@ -183,7 +183,7 @@ pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {
     resp.retry = Some(retry);
 }
 
-pub(super) fn request_event(state: &State, p: &agentloop_store::workspace::Pending, cfg: &Config) -> Value {
+pub(super) fn request_event(state: &State, p: &agentloop_workspace::workspace::Pending, cfg: &Config) -> Value {
     let mut payload = Map::new();
     if let Value::Object(args) = &p.args {
         for (k, v) in args {
@@ -221,7 +221,7 @@ pub(super) fn snapshot(state: &State, resp: &mut Response) {
             status: Some(state.status.as_str().to_string()),
             goal: Some(state.goal.clone()),
             created_at: Some(state.started_at.clone()),
-            updated_at: Some(agentloop_base::clock::now_rfc3339()),
+            updated_at: Some(agentloop_types::clock::now_rfc3339()),
             step: Some(state.step),
             max_steps: Some(state.limits.max_steps),
             reframes: Some(state.reframes),

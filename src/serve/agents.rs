@@ -18,9 +18,9 @@ pub(super) fn list(shared: &Shared) -> ApiResult {
 pub(super) fn status(shared: &Shared, name: &str) -> ApiResult {
     let profiles = crate::commands::agents::profiles(&shared.root)?;
     let profile = profiles.iter().find(|p| p["name"].as_str() == Some(name)).cloned();
-    let root = agentloop_store::workspace::Workspace::new(shared.root.clone());
-    let mut mine: Vec<agentloop_store::history::Run> =
-        agentloop_store::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
+    let root = agentloop_workspace::workspace::Workspace::new(shared.root.clone());
+    let mut mine: Vec<agentloop_workspace::history::Run> =
+        agentloop_workspace::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
             .into_iter()
             .filter(|r| !runs::is_link(&r.ws.root) && r.state.agent.as_deref() == Some(name))
             .collect();
@@ -31,11 +31,11 @@ pub(super) fn status(shared: &Shared, name: &str) -> ApiResult {
     mine.sort_by(|a, b| (&a.state.started_at, &a.state.run_id).cmp(&(&b.state.started_at, &b.state.run_id)));
     let mut by_status = BTreeMap::new();
     for r in &mine {
-        *by_status.entry(agentloop_store::history::shown_status(r).to_string()).or_insert(0u64) += 1;
+        *by_status.entry(agentloop_workspace::history::shown_status(r).to_string()).or_insert(0u64) += 1;
     }
     let running: Vec<&str> = mine
         .iter()
-        .filter(|r| agentloop_store::history::shown_status(r) == "running")
+        .filter(|r| agentloop_workspace::history::shown_status(r) == "running")
         .map(|r| r.state.run_id.as_str())
         .collect();
     let last = mine.last().map(|r| {
@@ -45,9 +45,9 @@ pub(super) fn status(shared: &Shared, name: &str) -> ApiResult {
     });
     // The window is the agent's own (a profile may set `rest:`); without a profile, the root's.
     let rest = match &profile {
-        Some(_) => {
-            agentloop_store::rest_window::current(&runs::config(shared, Some(name), &Budgets::default(), false)?.config)
-        }
+        Some(_) => agentloop_workspace::rest_window::current(
+            &runs::config(shared, Some(name), &Budgets::default(), false)?.config,
+        ),
         None => None,
     };
     Ok(Reply::json(
@@ -59,7 +59,7 @@ pub(super) fn status(shared: &Shared, name: &str) -> ApiResult {
             "running": running,
             "last_run": last,
             "rest": rest,
-            "links": {"runs": format!("/runs?agent={}", agentloop_core::report::html::encode_segment(name))},
+            "links": {"runs": format!("/runs?agent={}", agentloop_engine::report::html::encode_segment(name))},
         }),
     ))
 }
@@ -75,9 +75,9 @@ const NO_AGENT: &str = "default";
 pub(super) fn sessions(shared: &Shared, name: &str) -> ApiResult {
     let profiles = crate::commands::agents::profiles(&shared.root)?;
     let profile = profiles.iter().any(|p| p["name"].as_str() == Some(name));
-    let root = agentloop_store::workspace::Workspace::new(shared.root.clone());
-    let all = agentloop_store::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
-    let mine: Vec<&agentloop_store::history::Run> = all
+    let root = agentloop_workspace::workspace::Workspace::new(shared.root.clone());
+    let all = agentloop_workspace::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
+    let mine: Vec<&agentloop_workspace::history::Run> = all
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
         .filter(|r| r.state.agent.as_deref() == Some(name) || (name == NO_AGENT && r.state.agent.is_none()))
@@ -86,7 +86,7 @@ pub(super) fn sessions(shared: &Shared, name: &str) -> ApiResult {
         return Err(ApiError::new(404, format!("no agent `{name}`: no profile, and no run of it"))
             .hint(format!("GET /agents lists the profiles; `{NO_AGENT}` names the runs of no profile")));
     }
-    let mut by_name: BTreeMap<&str, Vec<&agentloop_store::history::Run>> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, Vec<&agentloop_workspace::history::Run>> = BTreeMap::new();
     for r in &mine {
         if let Some(s) = r.state.session.as_deref() {
             by_name.entry(s).or_default().push(r);
@@ -105,10 +105,10 @@ pub(super) fn sessions(shared: &Shared, name: &str) -> ApiResult {
                 "runs": turns.len(),
                 "last_run_id": id,
                 "last_updated": updated,
-                "last_status": agentloop_store::history::shown_status(last),
+                "last_status": agentloop_workspace::history::shown_status(last),
                 "links": {
-                    "runs": format!("/runs?session={}", agentloop_core::report::html::encode_segment(session)),
-                    "last_run": format!("/runs/{}", agentloop_core::report::html::encode_segment(id)),
+                    "runs": format!("/runs?session={}", agentloop_engine::report::html::encode_segment(session)),
+                    "last_run": format!("/runs/{}", agentloop_engine::report::html::encode_segment(id)),
                 },
             });
             Some((updated, v))

@@ -8,8 +8,8 @@ use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::runs::{self, Budgets, NewRun};
 use super::{agents, auth, forms, pages, stream, Shared};
-use agentloop_core::lifecycle::Request;
-use agentloop_model::budget::Budget;
+use agentloop_engine::lifecycle::Request;
+use agentloop_types::budget::Budget;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -98,14 +98,14 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         return allow(method, &["GET"]).map(|_| Out::Reply(health()));
     }
     if segs == ["openapi.json"] {
-        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &agentloop_core::schema::openapi())));
+        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &agentloop_engine::schema::openapi())));
     }
     let (token, by_cookie) = token_of(req, &query);
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {
         // A person in a browser gets a page to sign in on; API clients the JSON error.
         if get && wants_html(req) {
             // Rebuilt from the decoded segments: always one leading slash, so never another host.
-            let path: Vec<String> = segs.iter().map(|s| agentloop_core::report::html::encode_segment(s)).collect();
+            let path: Vec<String> = segs.iter().map(|s| agentloop_engine::report::html::encode_segment(s)).collect();
             let path = format!("/{}", path.join("/"));
             return Ok(Out::Reply(pages::sign_in(&path, token.is_some(), shared.auth.generated)));
         }
@@ -173,7 +173,7 @@ fn form_page(segs: &[&str]) -> Option<String> {
     match segs {
         ["runs"] => Some("/start".into()),
         ["runs", id, "answer" | "continue"] => {
-            Some(format!("/runs/{}/report", agentloop_core::report::html::encode_segment(id)))
+            Some(format!("/runs/{}/report", agentloop_engine::report::html::encode_segment(id)))
         }
         _ => None,
     }
@@ -301,7 +301,7 @@ fn start_body(shared: &Shared, body: Map<String, Value>, form: bool) -> ApiResul
         None | Some(Value::Null) => None,
         Some(v) => Some(session_of(v)?),
     };
-    let context = agentloop_core::phases::init::context_text(body.get("context"));
+    let context = agentloop_engine::phases::init::context_text(body.get("context"));
     let new = NewRun { goal, context, agent, budgets, force, output_schema, session };
     #[cfg(feature = "queue")]
     if let Some(fleet) = &shared.fleet {
@@ -342,7 +342,7 @@ fn session_of(v: &Value) -> ApiResult<String> {
         other => {
             // Shown as given, cut short: a request may send a megabyte.
             let text = match other {
-                Value::String(n) => format!("`{}`", agentloop_model::output::one_line(n)),
+                Value::String(n) => format!("`{}`", agentloop_io::output::one_line(n)),
                 v => format!("{v}"),
             };
             let mut shown: String = text.chars().take(80).collect();
@@ -372,8 +372,8 @@ fn list(shared: &Shared, query: &BTreeMap<String, String>) -> ApiResult {
     }
     let agent = query.get("agent");
     let session = query.get("session").map(|n| session_of(&json!(n))).transpose()?;
-    let root = agentloop_store::workspace::Workspace::new(shared.root.clone());
-    let rows: Vec<Value> = agentloop_store::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
+    let root = agentloop_workspace::workspace::Workspace::new(shared.root.clone());
+    let rows: Vec<Value> = agentloop_workspace::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m))
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
         .filter(|r| agent.is_none() || r.state.agent.as_ref() == agent)
@@ -407,7 +407,7 @@ fn status(shared: &Shared, id: &str) -> ApiResult {
     };
     let recorded = s.limits.clone();
     // A run that says running with nothing running it (and not queued here) was interrupted.
-    if shared.queue.place(id).is_none() && agentloop_store::history::stopped_unseen(&ws, &s) {
+    if shared.queue.place(id).is_none() && agentloop_workspace::history::stopped_unseen(&ws, &s) {
         s.interrupted = true;
     }
     if !s.status.is_terminal() && !s.interrupted {
@@ -543,7 +543,7 @@ fn skills(shared: &Shared) -> ApiResult {
         .skills
         .iter()
         .map(|s| {
-            let mut v = agentloop_base::json::to_value(s);
+            let mut v = agentloop_types::json::to_value(s);
             v["id"] = json!(s.name);
             v["enabled"] = json!(offered.get(&s.name).is_some());
             v
@@ -583,7 +583,7 @@ fn fetch_skill(shared: &Shared, req: &mut tiny_http::Request) -> ApiResult {
             // The upstream's failure (it could not be reached, answered an error, sent too much
             // or not text) is a bad gateway; anything else (the id, the skills folder) keeps its
             // own status.
-            let upstream = e.cause == Some(agentloop_base::error::Cause::Upstream);
+            let upstream = e.cause == Some(agentloop_types::error::Cause::Upstream);
             let e = ApiError::from(e);
             if upstream {
                 ApiError { status: 502, ..e }

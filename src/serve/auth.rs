@@ -9,7 +9,7 @@
 //! then accepted on GET and HEAD only (so a page cannot make the browser POST with it). Tokens are
 //! compared in constant time. Each token has its own bucket of requests (N per DUR).
 
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ pub fn parse_rate(s: &str) -> Result<Option<Rate>> {
     };
     let (n, per) = s.split_once('/').ok_or_else(bad)?;
     let n: u32 = n.trim().parse().map_err(|_| bad())?;
-    let per = agentloop_base::clock::parse_duration(per).map_err(|e| Error::usage(format!("--rate-limit: {e}")))?;
+    let per = agentloop_types::clock::parse_duration(per).map_err(|e| Error::usage(format!("--rate-limit: {e}")))?;
     if n == 0 || per.is_zero() {
         return Err(bad());
     }
@@ -126,7 +126,7 @@ impl Auth {
     /// trace.jsonl, and sends the model nothing of it.
     pub fn register_secrets(&self) {
         for t in &self.tokens {
-            agentloop_base::redact::register(t);
+            agentloop_io::redact::register(t);
         }
     }
 
@@ -194,7 +194,7 @@ pub fn token_path() -> Option<camino::Utf8PathBuf> {
 pub fn kept_token(rotate: bool) -> Result<(String, Option<camino::Utf8PathBuf>)> {
     let Some(path) = token_path() else { return Ok((generate()?, None)) };
     if !rotate {
-        if let Some(text) = agentloop_base::fs::read_optional(&path)? {
+        if let Some(text) = agentloop_io::fs::read_optional(&path)? {
             let t = text.trim();
             if t.len() < 16 || !t.chars().all(|c| c.is_ascii_alphanumeric()) {
                 return Err(Error::config(format!(
@@ -209,7 +209,7 @@ pub fn kept_token(rotate: bool) -> Result<(String, Option<camino::Utf8PathBuf>)>
     if let Some(dir) = path.parent() {
         agentloop_tools::held_secrets::private_dir(dir)?;
     }
-    agentloop_base::fs::write_private(&path, format!("{token}\n").as_bytes())?;
+    agentloop_io::fs::write_private(&path, format!("{token}\n").as_bytes())?;
     Ok((token, Some(path)))
 }
 

@@ -1,7 +1,7 @@
 //! `agentloop serve`: the HTTP API and panel (see `crate::serve`).
 
-use agentloop_base::error::Result;
-use agentloop_core::settings::Global;
+use agentloop_engine::settings::Global;
+use agentloop_types::error::Result;
 use camino::Utf8PathBuf;
 use clap::Args;
 
@@ -109,13 +109,13 @@ pub struct ServeArgs {
 /// Without the `serve` feature there is no HTTP server: `serve` is refused.
 #[cfg(not(feature = "serve"))]
 pub fn run(_: &Global, _: ServeArgs) -> Result<u8> {
-    Err(agentloop_base::error::Error::not_built("serve", "`agentloop serve`", false))
+    Err(agentloop_types::error::Error::not_built("serve", "`agentloop serve`", false))
 }
 
 #[cfg(feature = "serve")]
 pub fn run(global: &Global, args: ServeArgs) -> Result<u8> {
     if args.redis.is_some() && !cfg!(feature = "queue") {
-        return Err(agentloop_base::error::Error::not_built("queue", "`serve --redis`", false));
+        return Err(agentloop_types::error::Error::not_built("queue", "`serve --redis`", false));
     }
     let rate = crate::serve::auth::parse_rate(&args.rate_limit)?;
     let opts = crate::serve::Options {

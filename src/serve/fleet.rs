@@ -8,7 +8,7 @@ use super::runs::NewRun;
 use super::Shared;
 use crate::worker::request::RunRequest;
 use crate::worker::streams::{self, Link, Names};
-use agentloop_base::error::Result;
+use agentloop_types::error::Result;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn open(url: &str, prefix: &str, printer: agentloop_model::output::Printer) -> Result<Fleet> {
+    pub fn open(url: &str, prefix: &str, printer: agentloop_io::output::Printer) -> Result<Fleet> {
         let names = Names::new(prefix)?;
         let mut link = Link::open(url, "--redis", printer, Some(Duration::from_secs(10)))?;
         link.call("create the consumer group", |c| streams::ensure_group(c, &names))?;
@@ -35,7 +35,7 @@ pub fn enqueue(shared: &Shared, fleet: &Fleet, new: NewRun) -> Result<(String, S
     agentloop_model::model::from_config(&resolved.config, &shared.root)?;
     if let Some(schema) = &new.output_schema {
         let strict = agentloop_model::model::strict_schemas(&resolved.config);
-        agentloop_core::output_schema::check_schema(schema, "`output_schema`", strict)?;
+        agentloop_engine::output_schema::check_schema(schema, "`output_schema`", strict)?;
     }
     let req = RunRequest {
         output_schema: new.output_schema,
@@ -46,7 +46,7 @@ pub fn enqueue(shared: &Shared, fleet: &Fleet, new: NewRun) -> Result<(String, S
         force: new.force,
         ..Default::default()
     };
-    let text = agentloop_base::json::to_string(&req);
+    let text = agentloop_types::json::to_string(&req);
     let mut link = fleet.link.lock().unwrap_or_else(|p| p.into_inner());
     let message_id = link.call("queue the run", |c| streams::enqueue(c, &fleet.names, &text))?;
     Ok((req.run_id(&message_id), message_id))

@@ -15,9 +15,9 @@
 use super::http::{self, ApiError, ApiResult, Reply};
 use super::raise::{self, Offer};
 use super::Shared;
-use agentloop_core::report::html::{encode_segment, esc};
-use agentloop_model::budget::Budget;
-use agentloop_store::workspace::{State, Status, StopKind};
+use agentloop_engine::report::html::{encode_segment, esc};
+use agentloop_types::budget::Budget;
+use agentloop_workspace::workspace::{State, Status, StopKind};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 

@@ -11,8 +11,8 @@
 //! an HTTP/1.0 one without `Host` is no browser's and goes on.
 
 use super::http::ApiError;
-use agentloop_base::error::{Error, Result};
 use agentloop_config::config::HostPort;
+use agentloop_types::error::{Error, Result};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The longest `Host` an error quotes (the rest is cut).

@@ -7,7 +7,7 @@
 //! thread of its own ([`Bodies`] counts them, per client address and in all), never on the
 //! threads that answer everyone else, and the handler reads it under [`BODY_DEADLINE`].
 
-use agentloop_base::error::{Error, Kind};
+use agentloop_types::error::{Error, Kind};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Largest request body accepted (the same cap as a worker's messages).
-pub const MAX_BODY: usize = agentloop_core::runs_root::MAX_REQUEST_BYTES;
+pub const MAX_BODY: usize = agentloop_engine::runs_root::MAX_REQUEST_BYTES;
 
 /// How long a request body may take to arrive, all of it; a slower one is a 408.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
@@ -88,7 +88,7 @@ impl Reply {
         Reply { status, content_type: "application/json", body, headers: vec![] }
     }
     pub fn html(page: String) -> Reply {
-        Reply::html_with(page, agentloop_core::report::html::CSP)
+        Reply::html_with(page, agentloop_engine::report::html::CSP)
     }
     /// A page under the policy `csp` (e.g. one that lets the page's forms post to this server).
     pub fn html_with(page: String, csp: &str) -> Reply {
@@ -204,7 +204,7 @@ pub type ApiResult<T = Reply> = std::result::Result<T, ApiError>;
 /// What a route produces: a reply, or a stream or a file that needs the request itself.
 pub enum Out {
     Reply(Reply),
-    Stream(agentloop_store::workspace::Workspace, usize),
+    Stream(agentloop_workspace::workspace::Workspace, usize),
     File(std::fs::File, &'static str),
 }
 

@@ -37,9 +37,9 @@ mod runs;
 
 mod stream;
 
-use agentloop_base::error::{Error, Result};
-use agentloop_core::settings::Global;
-use agentloop_model::output::Printer;
+use agentloop_engine::settings::Global;
+use agentloop_io::output::Printer;
+use agentloop_types::error::{Error, Result};
 use camino::Utf8PathBuf;
 use serde_json::json;
 use std::net::ToSocketAddrs;
@@ -80,7 +80,7 @@ pub struct Shared {
     pub streams: AtomicUsize,
     /// The root's workspace lock, held for the server's life (one server per root); the root's
     /// own run is advanced under it, one worker or request at a time.
-    pub root_lock: std::sync::Mutex<agentloop_store::workspace::Session>,
+    pub root_lock: std::sync::Mutex<agentloop_workspace::workspace::Session>,
     /// Requests whose bodies are being read, by client address.
     pub(crate) bodies: http::Bodies,
     /// With --redis: the stream new runs are queued on (no local worker runs them).
@@ -91,7 +91,7 @@ pub struct Shared {
 impl Shared {
     /// A line for people on stderr (unless -q).
     pub fn log(&self, msg: &str) {
-        self.printer.info(&format!("{} {msg}", agentloop_base::clock::now_rfc3339()));
+        self.printer.info(&format!("{} {msg}", agentloop_types::clock::now_rfc3339()));
     }
     /// A line with -v only.
     pub fn debug(&self, msg: &str) {
@@ -106,8 +106,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
     // The root's configuration must be valid before anything listens.
-    let agentloop_core::runs_root::Root { root, global, runs_dir, serve } =
-        agentloop_core::runs_root::prepare(g, &o.root)?;
+    let agentloop_engine::runs_root::Root { root, global, runs_dir, serve } =
+        agentloop_engine::runs_root::prepare(g, &o.root)?;
     let addr = o
         .listen
         .to_socket_addrs()
@@ -117,7 +117,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let (auth, kept) = auth_for(addr, &o)?;
     #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
-    let root_lock = agentloop_store::workspace::Workspace::new(root.clone())
+    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone())
         .lock(None)
         .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
     let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;

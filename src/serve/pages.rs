@@ -4,15 +4,15 @@ use super::forms::{Form, Sent};
 use super::http::{ApiError, ApiResult, Out, Reply};
 use super::queue::Place;
 use super::{runs, Shared};
-use agentloop_base::fs::sys;
-use agentloop_core::report::{self, Links};
+use agentloop_engine::report::{self, Links};
+use agentloop_io::fs::sys;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use std::collections::BTreeMap;
 
 /// GET / — the index of runs (the admin panel).
 pub(super) fn index(shared: &Shared) -> Reply {
-    let root = agentloop_store::workspace::Workspace::new(shared.root.clone());
-    let runs = agentloop_store::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
+    let root = agentloop_workspace::workspace::Workspace::new(shared.root.clone());
+    let runs = agentloop_workspace::history::list(&root, &shared.runs_dir, &|m| shared.printer.warn(m));
     let rows: Vec<report::Row> = runs
         .iter()
         .filter(|r| !runs::is_link(&r.ws.root))
@@ -44,7 +44,7 @@ pub(super) fn start(shared: &Shared) -> Reply {
 /// The start page; after a refused post, with `refused` (the box saying why) above the form and
 /// what was `typed` filled in again.
 pub(super) fn start_with(shared: &Shared, refused: Option<&str>, typed: &BTreeMap<String, String>) -> Reply {
-    use agentloop_core::report::html;
+    use agentloop_engine::report::html;
     let title = shared.root.file_name().unwrap_or(shared.root.as_str()).to_string();
     let mut page = html::head_with(&format!("Start a run · {title}"), None, html::CSP_FORMS);
     page.push_str(&format!("<p><a href=\"/\">All runs</a></p><h1>Start a run in {}</h1>", html::esc(&title)));
@@ -63,7 +63,7 @@ pub(super) fn answered(shared: &Shared, sent: &Sent, form: Form, run: Option<&st
         Err(e) if sent.page => e,
         r => return r,
     };
-    use agentloop_core::report::html;
+    use agentloop_engine::report::html;
     let note = super::forms::refusal(form, &e);
     let page = match run {
         Some(id) => report_with(shared, id, Some((&note, &sent.typed))).ok(),
@@ -87,7 +87,7 @@ pub(super) fn answered(shared: &Shared, sent: &Sent, form: Form, run: Option<&st
 /// sends as `?token=` to the page asked for (the usual sign-in: a cookie, then the page). No
 /// script; the policy allows only this form's own target.
 pub(super) fn sign_in(path: &str, tried: bool, generated: bool) -> Reply {
-    use agentloop_core::report::html::esc;
+    use agentloop_engine::report::html::esc;
     let source = if generated {
         "the line <code>token …</code> that <code>agentloop serve</code> printed at start (it is also kept in \
          <code>~/.local/state/agentloop/serve-token</code>, or under <code>$XDG_STATE_HOME</code>)"
@@ -134,9 +134,10 @@ pub(super) fn report_with(shared: &Shared, id: &str, refused: Option<(&str, &BTr
     let typed = refused.map(|(_, t)| t.clone()).unwrap_or_default();
     // What a continue can ask for, for a run that may be continued (not going, not done).
     let s = &run.state;
-    let stopped =
-        !matches!(s.status, agentloop_store::workspace::Status::Done | agentloop_store::workspace::Status::Running)
-            || s.interrupted;
+    let stopped = !matches!(
+        s.status,
+        agentloop_workspace::workspace::Status::Done | agentloop_workspace::workspace::Status::Running
+    ) || s.interrupted;
     let offer = stopped.then(|| runs::offer(shared, id, &ws, s)).flatten();
     let going = shared.queue.place(id).is_some();
     let forms = super::forms::actions(shared.auth.csrf(), &run.state, going, offer.as_ref(), &typed);
@@ -152,8 +153,8 @@ pub(super) fn report_with(shared: &Shared, id: &str, refused: Option<(&str, &BTr
 
 /// What a running run is doing now, as the server knows it: its place in the queue, and for the
 /// run a worker drives, the phase under way (state.json's `next`; a tool from its pending action).
-fn doing_now(shared: &Shared, id: &str, s: &agentloop_store::workspace::State) -> Option<String> {
-    use agentloop_store::workspace::{Next, Status};
+fn doing_now(shared: &Shared, id: &str, s: &agentloop_workspace::workspace::State) -> Option<String> {
+    use agentloop_workspace::workspace::{Next, Status};
     if s.status != Status::Running || s.interrupted {
         return None;
     }

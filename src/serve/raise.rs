@@ -2,8 +2,8 @@
 //! continue: each limit's field, how much of it the run has used, and a value that lets it go
 //! on within the server's own limits.
 
-use agentloop_model::budget::Budget;
-use agentloop_store::workspace::{Limits, State, Workspace};
+use agentloop_types::budget::Budget;
+use agentloop_workspace::workspace::{Limits, State, Workspace};
 
 /// The label of `b`'s field in the panel's forms.
 pub fn label(b: Budget) -> &'static str {
@@ -60,7 +60,7 @@ pub fn offer(ws: &Workspace, s: &State, now: Limits, most: Limits) -> Offer {
     let mut stuck = None;
     // Each round raises the limit the loop would stop on first; at most once each.
     for _ in Budget::ALL {
-        let Some((b, _)) = agentloop_core::lifecycle::still_over(ws, s, &next) else { break };
+        let Some((b, _)) = agentloop_engine::lifecycle::still_over(ws, s, &next) else { break };
         let up = raised(b, s, &next, &most);
         if up == next {
             stuck = Some(b);

@@ -23,23 +23,23 @@
 use super::http::{ApiError, ApiResult};
 use super::queue::Ticket;
 use super::Shared;
-use agentloop_base::error::{Error, Kind, Result};
-use agentloop_base::run_id::RunId;
 use agentloop_config::config::Resolved;
-use agentloop_core::lifecycle::Request;
-use agentloop_core::phases::{self, Env};
-use agentloop_model::output::Printer;
-use agentloop_store::workspace::{Session, State, StopKind, Workspace};
+use agentloop_engine::lifecycle::Request;
+use agentloop_engine::phases::{self, Env};
+use agentloop_io::output::Printer;
+use agentloop_types::error::{Error, Kind, Result};
+use agentloop_types::run_id::RunId;
+use agentloop_workspace::workspace::{Session, State, StopKind, Workspace};
 use camino::Utf8PathBuf;
 use serde_json::{json, Value};
 
 /// How long a worker waits for a run's lock held by someone else, unless --wait says.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-pub use agentloop_model::budget::Budgets;
+pub use agentloop_types::budget::Budgets;
 
 /// What a request asked for a run, kept for its life: the one record every door keeps.
-pub use agentloop_core::runs_root::{Door, Record};
+pub use agentloop_engine::runs_root::{Door, Record};
 
 /// A request to start a run (POST /runs), already validated.
 pub struct NewRun {
@@ -55,11 +55,11 @@ pub struct NewRun {
 }
 
 fn record_path(shared: &Shared, id: &str) -> Utf8PathBuf {
-    agentloop_core::runs_root::record_path(&shared.root, id)
+    agentloop_engine::runs_root::record_path(&shared.root, id)
 }
 
 pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
-    agentloop_core::runs_root::load_record(&shared.root, id)
+    agentloop_engine::runs_root::load_record(&shared.root, id)
 }
 
 /// The record of a run another door started (the CLI, a queue worker, event mode): its agent,
@@ -159,7 +159,7 @@ pub fn run_ws(shared: &Shared, id: &str) -> Workspace {
 /// A run's workspace after entering `runs/` and `runs/<id>/` one `O_NOFOLLOW` open at a time
 /// (made when `create`): a linked runs folder or run folder is refused, never written through.
 fn entered(shared: &Shared, id: &str, create: bool) -> Result<Workspace> {
-    agentloop_core::runs_root::enter(&shared.root, &shared.runs_dir, id, create)
+    agentloop_engine::runs_root::enter(&shared.root, &shared.runs_dir, id, create)
 }
 
 /// Whether `id` is the root's own run (one `agentloop -w ROOT run` made), which the server
@@ -197,7 +197,7 @@ pub fn is_link(path: &camino::Utf8Path) -> bool {
 /// `strict`, a budget wider than the server allows is an error naming it; otherwise (a run
 /// driven again after the root's config changed) the narrower of the two applies.
 pub fn config(shared: &Shared, agent: Option<&str>, b: &Budgets, strict: bool) -> Result<Resolved> {
-    agentloop_core::runs_root::config(&shared.global, &shared.root, agent, b, strict)
+    agentloop_engine::runs_root::config(&shared.global, &shared.root, agent, b, strict)
 }
 
 /// Phases of served runs print nothing (stdout belongs to the server); warnings still go to
@@ -210,7 +210,7 @@ fn quiet() -> Printer {
 /// can refuse it (agent, budgets, provider and key, rest, negotiation) is checked before a file
 /// is written.
 pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
-    let resolved = agentloop_core::runs_root::new_run_config(
+    let resolved = agentloop_engine::runs_root::new_run_config(
         &shared.global,
         &shared.root,
         new.agent.as_deref(),
@@ -227,11 +227,11 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let background = match &new.session {
         Some(name) => {
             let root = Workspace::new(shared.root.clone());
-            agentloop_core::lifecycle::with_conversation(&root, &shared.runs_dir, name, &new.context)
+            agentloop_engine::lifecycle::with_conversation(&root, &shared.runs_dir, name, &new.context)
         }
         None => new.context.clone(),
     };
-    let start = agentloop_core::lifecycle::Start {
+    let start = agentloop_engine::lifecycle::Start {
         goal: new.goal.clone(),
         background,
         carry: false,
@@ -242,7 +242,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     };
     // The one admission every door makes (key, rest, negotiation), before anything is made.
     let unmade = run_ws(shared, &id);
-    let env = agentloop_core::lifecycle::admit(&unmade, cfg, quiet(), Some(&start))?;
+    let env = agentloop_engine::lifecycle::admit(&unmade, cfg, quiet(), Some(&start))?;
     // runs/ and runs/<id>/ are entered (and made) without following a link.
     let ws = entered(shared, &id, true)?;
     // The record first: a run without one would never be driven; a record without a run (a
@@ -259,7 +259,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
 
 /// Writes a run's record (durably: a run is driven only with one).
 fn save_record(shared: &Shared, record: &Record) -> Result<()> {
-    agentloop_core::runs_root::save_record(&shared.root, record)
+    agentloop_engine::runs_root::save_record(&shared.root, record)
 }
 
 /// A worker drives a run until it stops (done, escalated, a budget) or fails: one under `runs/`,
@@ -286,7 +286,7 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     let _running = agentloop_tools::interrupt::served_run_in(&ws.root, &record_path(shared, id));
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
-    let stop = agentloop_core::lifecycle::go_on(
+    let stop = agentloop_engine::lifecycle::go_on(
         &mut env,
         &mut state,
         &resolved.sources,
@@ -329,10 +329,14 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     let resolved = config(shared, record.agent.as_deref(), &record.budgets, strict)?;
     if let (Request::Continue { .. }, true) = (&how, state.status.is_terminal() || state.interrupted) {
         let now = state.limits.in_force(&resolved.config, &resolved.sources);
-        if let Some((b, e)) = agentloop_core::lifecycle::still_over(&ws, &state, &now) {
+        if let Some((b, e)) = agentloop_engine::lifecycle::still_over(&ws, &state, &now) {
             let most = config(shared, record.agent.as_deref(), &Budgets::default(), false)?;
-            let offer =
-                super::raise::offer(&ws, &state, now, agentloop_store::workspace::Limits::from_config(&most.config));
+            let offer = super::raise::offer(
+                &ws,
+                &state,
+                now,
+                agentloop_workspace::workspace::Limits::from_config(&most.config),
+            );
             let (hint, form_hint) = super::raise::fix(b, &state, &offer);
             return Err(ApiError::new(409, e.message).hint(hint).form_hint(form_hint));
         }
@@ -342,7 +346,7 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     let state = match how {
         // Still going but held by no worker: one gave up on it (see worker_error); queue it.
         Request::Continue { .. } if !state.status.is_terminal() && !state.interrupted => Ok(state),
-        req => agentloop_core::lifecycle::reopen_for(&env, state, &req),
+        req => agentloop_engine::lifecycle::reopen_for(&env, state, &req),
     }
     // What the run's state does not allow is a conflict, not a bad request.
     .map_err(|e| {
@@ -371,14 +375,14 @@ pub fn offer(shared: &Shared, id: &str, ws: &Workspace, s: &State) -> Option<sup
     let record = load_record(shared, id).ok().flatten().unwrap_or_else(|| derived(s));
     let now = config(shared, record.agent.as_deref(), &record.budgets, false).ok()?;
     let most = config(shared, record.agent.as_deref(), &Budgets::default(), false).ok()?;
-    let most = agentloop_store::workspace::Limits::from_config(&most.config);
+    let most = agentloop_workspace::workspace::Limits::from_config(&most.config);
     Some(super::raise::offer(ws, s, s.limits.in_force(&now.config, &now.sources), most))
 }
 
 /// At start: runs this server started that had not finished are queued again (or, with
 /// `--no-resume`, marked interrupted); records of runs that were never created are removed.
 pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
-    for id in agentloop_core::runs_root::record_ids(&shared.root) {
+    for id in agentloop_engine::runs_root::record_ids(&shared.root) {
         // Only the runs this server drives: the others are their own doors' to go on with.
         if !load_record(shared, &id).ok().flatten().is_some_and(|r| r.served()) {
             continue;
@@ -388,7 +392,7 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
             ws if ws.has_run() => ws,
             _ if is_current(shared, &id) => Workspace::new(shared.root.clone()),
             _ => {
-                agentloop_core::runs_root::remove_record(&shared.root, &id);
+                agentloop_engine::runs_root::remove_record(&shared.root, &id);
                 continue;
             }
         };

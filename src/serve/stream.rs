@@ -9,9 +9,9 @@
 
 use super::runs;
 use super::Shared;
-use agentloop_base::fs::sys;
-use agentloop_base::trace::lines::{Piece, Splitter};
-use agentloop_store::workspace::Workspace;
+use agentloop_io::fs::sys;
+use agentloop_types::trace::lines::{Piece, Splitter};
+use agentloop_workspace::workspace::Workspace;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant};
 
@@ -65,7 +65,7 @@ fn pump<W: Write>(shared: &Shared, ws: &Workspace, out: &mut Chunked<W>, after: 
     let path = ws.trace();
     let mut offset = 0u64;
     // Lines are cut as they come; one too long to hold is passed over unread, as every reader of
-    // the trace passes it (agentloop_base::trace::lines).
+    // the trace passes it (agentloop_types::trace::lines).
     let mut lines = Splitter::default();
     let mut block = vec![0; 256 * 1024];
     let mut last_write = Instant::now();

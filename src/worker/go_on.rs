@@ -1,13 +1,13 @@
 //! A queued answer or continue (`enqueue --answer TEXT --run ID`, `enqueue --continue ID`): the
 //! worker goes on with a run already under the root — one a worker, `serve` or `handle` started,
 //! or one the CLI made in `ROOT/runs/<id>/` — as `agentloop answer` and `run --continue` do in
-//! its folder: [`agentloop_core::lifecycle::reopen_keyed`] under the run's lock, then
-//! [`agentloop_core::lifecycle::go_on`] as for a new run.
+//! its folder: [`agentloop_engine::lifecycle::reopen_keyed`] under the run's lock, then
+//! [`agentloop_engine::lifecycle::go_on`] as for a new run.
 //!
 //! Invariants:
 //! - The request's idempotency key is recorded in the `run.answered` / `run.continued` entry of
 //!   the commit that reopens the run; a delivery whose key the run's trace already names
-//!   ([`agentloop_core::lifecycle::reopened_by`]) never applies it again: it goes on with the run, or
+//!   ([`agentloop_engine::lifecycle::reopened_by`]) never applies it again: it goes on with the run, or
 //!   reports how it ended.
 //! - A run another process holds is not waited for: the error may pass, so the message stays
 //!   pending and is tried again after `--claim-idle` (dead-lettered past `--max-deliveries`).
@@ -18,12 +18,12 @@
 
 use super::request::{GoOn, RunRequest};
 use super::{load_record, write_record, Worker};
-use agentloop_base::error::{Error, Kind, Result};
 use agentloop_config::config::Resolved;
-use agentloop_core::lifecycle::Request;
-use agentloop_model::budget::Budgets;
-use agentloop_model::output::Printer;
-use agentloop_store::workspace::{Limits, Next, Session, State, Status, Workspace};
+use agentloop_engine::lifecycle::Request;
+use agentloop_io::output::Printer;
+use agentloop_types::budget::Budgets;
+use agentloop_types::error::{Error, Kind, Result};
+use agentloop_workspace::workspace::{Limits, Next, Session, State, Status, Workspace};
 use std::time::Duration;
 
 /// Goes on with the run `g` names for message `message_id`; returns its state once it stopped.
@@ -31,13 +31,13 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
     let run_id = g.run();
     let key = req.idempotency_key(message_id);
     let quiet = Printer { quiet: true, ..Default::default() };
-    let ws = agentloop_core::runs_root::enter(&w.root, &w.runs_dir, run_id, false)?;
+    let ws = agentloop_engine::runs_root::enter(&w.root, &w.runs_dir, run_id, false)?;
     if !ws.has_run() {
         return Err(Error::usage(format!("no run {run_id} under {}: its folder holds no run", w.root)));
     }
     let session = lock_run(&ws, run_id, g)?;
     let mut state = ws.load_state()?;
-    let applied = agentloop_core::lifecycle::reopened_by(&ws, &key)?;
+    let applied = agentloop_engine::lifecycle::reopened_by(&ws, &key)?;
     if applied && state.status.is_terminal() && !state.interrupted {
         return Ok(state);
     }
@@ -51,22 +51,22 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
         None => (state.agent.clone(), recorded(&state.limits)),
     };
     if given && !applied {
-        agentloop_core::runs_root::config(&w.global, &w.root, agent.as_deref(), &req.budgets, true)?;
+        agentloop_engine::runs_root::config(&w.global, &w.root, agent.as_deref(), &req.budgets, true)?;
     }
     let budgets = base.replaced_by(&req.budgets);
-    let resolved = agentloop_core::runs_root::config(&w.global, &w.root, agent.as_deref(), &budgets, false)?;
-    let mut env = agentloop_core::lifecycle::admit(&ws, &resolved.config, quiet, None)?;
+    let resolved = agentloop_engine::runs_root::config(&w.global, &w.root, agent.as_deref(), &budgets, false)?;
+    let mut env = agentloop_engine::lifecycle::admit(&ws, &resolved.config, quiet, None)?;
     env.hold(&session);
     if applied {
         w.log(&format!("run {run_id} goes on for message {message_id} (its {} was applied before)", g.verb()));
         if state.interrupted {
-            state = agentloop_core::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
+            state = agentloop_engine::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
         }
     } else {
         if let GoOn::Continue { .. } = g {
             prepare_continue(&ws, &mut state, &resolved, run_id)?;
         }
-        state = agentloop_core::lifecycle::reopen_keyed(&env, state, &g.request(), Some(&key))?;
+        state = agentloop_engine::lifecycle::reopen_keyed(&env, state, &g.request(), Some(&key))?;
         let what = match g {
             GoOn::Answer { .. } => "answered",
             GoOn::Continue { .. } => "continued",
@@ -82,7 +82,7 @@ pub(super) fn drive(w: &Worker, req: &RunRequest, g: GoOn<'_>, message_id: &str)
         }
     }
     let _running = agentloop_tools::interrupt::run_in(&ws.root);
-    agentloop_core::lifecycle::go_on(&mut env, &mut state, &resolved.sources, false, true, w.modes)?;
+    agentloop_engine::lifecycle::go_on(&mut env, &mut state, &resolved.sources, false, true, w.modes)?;
     drop(env);
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
@@ -118,7 +118,7 @@ fn prepare_continue(ws: &Workspace, state: &mut State, resolved: &Resolved, run_
         state.interrupted = true;
     }
     let now = state.limits.in_force(&resolved.config, &resolved.sources);
-    if let Some((b, e)) = agentloop_core::lifecycle::still_over(ws, state, &now) {
+    if let Some((b, e)) = agentloop_engine::lifecycle::still_over(ws, state, &now) {
         // Said in the message: a dead letter keeps only that.
         return Err(Error::usage(format!(
             "{}; raise it up to the root's limit: `agentloop {} N enqueue --continue {run_id}`",

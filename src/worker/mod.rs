@@ -4,7 +4,7 @@
 //! Invariants:
 //! - Redis carries only requests and outcomes; each run's state is its folder
 //!   `<root>/runs/<id>/`, created and driven with the library code `serve` uses
-//!   ([`agentloop_core::lifecycle::go_on`], the root's configuration narrowed by the request's budgets).
+//!   ([`agentloop_engine::lifecycle::go_on`], the root's configuration narrowed by the request's budgets).
 //! - A message's run id is derived from its idempotency key ([`request`]): a delivery of a
 //!   finished run publishes nothing new, one of an unfinished run resumes it from its journal.
 //!   The run's lock (a `flock` on its folder) makes sure one worker drives it at a time.
@@ -31,12 +31,12 @@ pub mod series;
 pub mod streams;
 pub mod view;
 
-use agentloop_base::error::{Error, Kind, Result};
-use agentloop_core::lifecycle::Request;
-use agentloop_core::phases::Env;
-use agentloop_core::settings::Global;
-use agentloop_model::output::Printer;
-use agentloop_store::workspace::{State, Workspace};
+use agentloop_engine::lifecycle::Request;
+use agentloop_engine::phases::Env;
+use agentloop_engine::settings::Global;
+use agentloop_io::output::Printer;
+use agentloop_types::error::{Error, Kind, Result};
+use agentloop_workspace::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
 use request::{RunRequest, Triage};
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ pub struct Options {
     pub max_deliveries: u64,
     pub consumer: Option<String>,
     /// The agent's own mode switches after a run stops, as every door hands them to the engine.
-    pub modes: &'static dyn agentloop_core::lifecycle::Modes,
+    pub modes: &'static dyn agentloop_engine::lifecycle::Modes,
 }
 
 /// What the worker's threads share.
@@ -70,16 +70,16 @@ struct Worker {
     printer: Printer,
     /// Messages this process is working on (the heartbeat keeps them claimed).
     held: Mutex<BTreeSet<String>>,
-    modes: &'static dyn agentloop_core::lifecycle::Modes,
+    modes: &'static dyn agentloop_engine::lifecycle::Modes,
 }
 
 /// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
 /// run can change it) and used whenever the run is driven again: the one record every door keeps.
-pub use agentloop_core::runs_root::{Door, Record};
+pub use agentloop_engine::runs_root::{Door, Record};
 
 impl Worker {
     fn log(&self, msg: &str) {
-        self.printer.info(&format!("{} {msg}", agentloop_base::clock::now_rfc3339()));
+        self.printer.info(&format!("{} {msg}", agentloop_types::clock::now_rfc3339()));
     }
 
     fn link(&self) -> Result<Link> {
@@ -108,8 +108,8 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         return Err(Error::usage("--claim-idle must be at least 1s"));
     }
     let printer = Printer::new(g.quiet, g.verbose, g.json, g.color);
-    let agentloop_core::runs_root::Root { root, global, runs_dir, .. } =
-        agentloop_core::runs_root::prepare(g, &o.root)?;
+    let agentloop_engine::runs_root::Root { root, global, runs_dir, .. } =
+        agentloop_engine::runs_root::prepare(g, &o.root)?;
     let names = Names::new(&o.stream)?;
     let consumer = o.consumer.clone().unwrap_or_else(default_consumer);
     let w = Arc::new(Worker {
@@ -159,14 +159,14 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
             "worker {} drained: it took no new message and every run it drove stopped at a commit point",
             w.consumer
         ));
-        return Ok(agentloop_base::error::code::OK);
+        return Ok(agentloop_types::error::code::OK);
     }
     Err(Error::failure("the worker stopped"))
 }
 
 /// A consumer name unique to this process: the host's name and the pid.
 fn default_consumer() -> String {
-    let host = agentloop_base::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
+    let host = agentloop_io::fs::read_optional(camino::Utf8Path::new("/proc/sys/kernel/hostname"))
         .ok()
         .flatten()
         .or_else(|| std::env::var("HOSTNAME").ok())
@@ -274,7 +274,7 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
 /// another worker to take over at once (this delivery not counted against `--max-deliveries`).
 fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
     let state =
-        agentloop_core::runs_root::enter(&w.root, &w.runs_dir, run_id, false).and_then(|ws| ws.load_state()).ok();
+        agentloop_engine::runs_root::enter(&w.root, &w.runs_dir, run_id, false).and_then(|ws| ws.load_state()).ok();
     let at = state.map(|s| format!(" at step {}", s.step)).unwrap_or_default();
     let back = d.deliveries.saturating_sub(1);
     match link.call("hand the message back", |c| streams::hand_back(c, &w.names, &w.consumer, &d.id, back)) {
@@ -305,7 +305,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     // (dead-lettered) leaves nothing under the root, not even a lock file.
     let unmade = Workspace::new(w.root.join(&w.runs_dir).join(run_id));
     let checked = if unmade.has_run() { None } else { Some(check_new(w, req, &unmade, quiet)?) };
-    let ws = agentloop_core::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
+    let ws = agentloop_engine::runs_root::enter(&w.root, &w.runs_dir, run_id, true)?;
     // Another worker may hold the run (a message delivered twice): wait for it, our claim kept.
     let session = loop {
         match ws.lock(Some(Duration::from_secs(1))) {
@@ -322,7 +322,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             None => check_new(w, req, &ws, quiet)?,
         };
         let cfg = &resolved.config;
-        let tpl = agentloop_core::phases::templates(&ws, cfg)?;
+        let tpl = agentloop_engine::phases::templates(&ws, cfg)?;
         let series = req.series_name();
         save_record(w, req, run_id, message_id, series.as_deref())?;
         let carried = match &series {
@@ -330,9 +330,9 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             None => series::Carried::default(),
         };
         let queued =
-            agentloop_core::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
+            agentloop_engine::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
         let mut state =
-            agentloop_core::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
+            agentloop_engine::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
         if series.is_some() {
             state.series = series.clone();
             // Written beside the journal: what the commit wrote is made durable first, so no
@@ -351,7 +351,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             Some(r) => (r.agent.as_deref(), &r.budgets),
             None => (req.agent.as_deref(), &req.budgets),
         };
-        let resolved = agentloop_core::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
+        let resolved = agentloop_engine::runs_root::config(&w.global, &w.root, agent, budgets, false)?;
         let mut state = ws.load_state()?;
         if state.status.is_terminal() && !state.interrupted {
             return Ok(state);
@@ -367,10 +367,10 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
     let mut env = Env::with(&ws, &resolved.config, quiet)?;
     env.hold(&session);
     if state.interrupted {
-        state = agentloop_core::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
+        state = agentloop_engine::lifecycle::reopen_for(&env, state, &Request::Continue { archived: None })?;
     }
     let _running = agentloop_tools::interrupt::run_in(&ws.root);
-    agentloop_core::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, w.modes)?;
+    agentloop_engine::lifecycle::go_on(&mut env, &mut state, &resolved.sources, started, true, w.modes)?;
     drop(env);
     // Releasing the lock checkpoints the journal: the outcome is durable before it is published.
     drop(session);
@@ -386,14 +386,14 @@ fn check_new(
     ws: &Workspace,
     quiet: Printer,
 ) -> Result<agentloop_config::config::Resolved> {
-    let resolved = agentloop_core::runs_root::new_run_config(
+    let resolved = agentloop_engine::runs_root::new_run_config(
         &w.global,
         &w.root,
         req.agent.as_deref(),
         &req.budgets,
         req.output_schema.as_ref(),
     )?;
-    let start = agentloop_core::lifecycle::Start {
+    let start = agentloop_engine::lifecycle::Start {
         goal: req.goal.clone(),
         background: req.background(),
         carry: req.series_name().is_some(),
@@ -403,7 +403,7 @@ fn check_new(
         session: None,
     };
     // The one admission every door makes (key, rest, negotiation); its environment is not kept.
-    drop(agentloop_core::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
+    drop(agentloop_engine::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
     Ok(resolved)
 }
 
@@ -419,21 +419,21 @@ fn started_from(series: Option<&str>, c: &series::Carried) -> String {
 }
 
 fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, series: Option<&str>) -> Result<()> {
-    if agentloop_core::runs_root::load_record(&w.root, run_id)?.is_some() {
+    if agentloop_engine::runs_root::load_record(&w.root, run_id)?.is_some() {
         return Ok(());
     }
     let mut rec = Record::new(run_id, Door::Queue, req.agent.clone(), req.budgets.clone());
     rec.key = Some(req.idempotency_key(message_id));
     rec.message_id = Some(message_id.into());
     rec.series = series.map(String::from);
-    agentloop_core::runs_root::save_record(&w.root, &rec)
+    agentloop_engine::runs_root::save_record(&w.root, &rec)
 }
 
 /// Writes a run's record (durably: the run is driven again with what it says).
 fn write_record(w: &Worker, rec: &Record) -> Result<()> {
-    agentloop_core::runs_root::save_record(&w.root, rec)
+    agentloop_engine::runs_root::save_record(&w.root, rec)
 }
 
 fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {
-    agentloop_core::runs_root::load_record(&w.root, run_id)
+    agentloop_engine::runs_root::load_record(&w.root, run_id)
 }

@@ -11,8 +11,8 @@
 //! go-on's outcome has a key of its own ([`RunRequest::outcome_id`]), so each answer or
 //! continue is published once beside the run's first outcome.
 
-use agentloop_model::budget::Budgets;
-use agentloop_store::workspace::State;
+use agentloop_types::budget::Budgets;
+use agentloop_workspace::workspace::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,10 +81,10 @@ impl<'a> GoOn<'a> {
     }
 
     /// The engine's request.
-    pub fn request(self) -> agentloop_core::lifecycle::Request {
+    pub fn request(self) -> agentloop_engine::lifecycle::Request {
         match self {
-            GoOn::Answer { text, .. } => agentloop_core::lifecycle::Request::Answer(text.to_string()),
-            GoOn::Continue { .. } => agentloop_core::lifecycle::Request::Continue { archived: None },
+            GoOn::Answer { text, .. } => agentloop_engine::lifecycle::Request::Answer(text.to_string()),
+            GoOn::Continue { .. } => agentloop_engine::lifecycle::Request::Continue { archived: None },
         }
     }
 
@@ -126,7 +126,7 @@ impl std::fmt::Display for BadRequest {
             BadRequest::RunId => write!(
                 f,
                 "`run` must be a run id: 1 to {} ASCII letters, digits, `-` or `_`",
-                agentloop_base::run_id::RunId::MAX_LEN
+                agentloop_types::run_id::RunId::MAX_LEN
             ),
             BadRequest::GoOnHow(why) => f.write_str(why),
             BadRequest::NotWithRun(name) => {
@@ -188,7 +188,7 @@ impl RunRequest {
                 (None, false) => Ok(()),
             };
         };
-        if !agentloop_base::run_id::RunId::is_valid(run) {
+        if !agentloop_types::run_id::RunId::is_valid(run) {
             return Err(BadRequest::RunId);
         }
         match (&self.answer, self.continue_) {
@@ -226,7 +226,7 @@ impl RunRequest {
 
     /// context.md's background text.
     pub fn background(&self) -> String {
-        agentloop_core::phases::init::context_text(Some(&self.context))
+        agentloop_engine::phases::init::context_text(Some(&self.context))
     }
 
     /// The idempotency key: `key`, else the slot with the agent and goal, else the message id.
@@ -243,7 +243,7 @@ impl RunRequest {
     /// default, its series (`job-<hash>`).
     fn job_hash(&self) -> u64 {
         let what = format!("{}\n{}", self.agent.as_deref().unwrap_or(""), self.goal.trim());
-        agentloop_base::run_id::fnv1a(what.as_bytes())
+        agentloop_types::run_id::fnv1a(what.as_bytes())
     }
 
     /// The series the run belongs to: `series` as given, else for a slot's run `job-<hash>` of
@@ -277,9 +277,9 @@ impl RunRequest {
     }
 }
 
-/// A run id for an idempotency key ([`agentloop_base::run_id::RunId::for_key`]).
+/// A run id for an idempotency key ([`agentloop_types::run_id::RunId::for_key`]).
 pub fn run_id_for(key: &str) -> String {
-    agentloop_base::run_id::RunId::for_key(key).into_string()
+    agentloop_types::run_id::RunId::for_key(key).into_string()
 }
 
 /// What a worker does with a delivered message.
@@ -321,17 +321,17 @@ pub fn triage(
     }
 }
 
-/// Why a request's text is too large to take (over [`agentloop_core::runs_root::MAX_REQUEST_BYTES`], as
+/// Why a request's text is too large to take (over [`agentloop_engine::runs_root::MAX_REQUEST_BYTES`], as
 /// `serve` caps a request body), or None.
 pub fn oversized(text: &str) -> Option<String> {
-    let max = agentloop_core::runs_root::MAX_REQUEST_BYTES;
+    let max = agentloop_engine::runs_root::MAX_REQUEST_BYTES;
     (text.len() > max).then(|| format!("the request is {} bytes, over the limit of {max} bytes", text.len()))
 }
 
 /// The outcome published for a finished run: event mode's `agent.completed` /
 /// `agent.escalated` object (completion-event.json), with the idempotency key.
 pub fn outcome(state: &State, key: &str) -> Value {
-    let mut ev = agentloop_core::schema::CompletionEvent::of(state);
+    let mut ev = agentloop_engine::schema::CompletionEvent::of(state);
     ev.payload.key = Some(key.to_string());
     ev.to_value()
 }
@@ -341,7 +341,7 @@ mod tests {
     use super::*;
 
     fn plain_id(id: &str) -> bool {
-        agentloop_base::run_id::RunId::is_valid(id)
+        agentloop_types::run_id::RunId::is_valid(id)
     }
 
     #[test]
@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(keyed.outcome_id("1-0"), keyed.outcome_id("2-0"), "every delivery, one outcome");
         let c = RunRequest::parse(r#"{"run": "R-1", "continue": true, "budgets": {"max_steps": 9}}"#).unwrap();
         assert_eq!(c.go_on(), Some(GoOn::Continue { run: "R-1" }));
-        assert_eq!(agentloop_base::json::to_string(&c), r#"{"budgets":{"max_steps":9},"run":"R-1","continue":true}"#);
+        assert_eq!(agentloop_types::json::to_string(&c), r#"{"budgets":{"max_steps":9},"run":"R-1","continue":true}"#);
         let start = RunRequest::parse(r#"{"goal": "g"}"#).unwrap();
         assert_eq!((start.go_on(), start.outcome_id("1-0")), (None, "1-0".to_string()));
         let refused = |text: &str| RunRequest::parse(text).unwrap_err().to_string();
@@ -435,7 +435,7 @@ mod tests {
         assert!(matches!(triage("1-0", None, 1, 3, None), Triage::Dead(_)));
         let ok = r#"{"goal": "g"}"#;
         assert!(matches!(triage("1-0", Some(ok), 3, 3, None), Triage::Run { run_id, .. } if run_id == "1-0"));
-        let big = format!(r#"{{"goal": "{}"}}"#, "g".repeat(agentloop_core::runs_root::MAX_REQUEST_BYTES));
+        let big = format!(r#"{{"goal": "{}"}}"#, "g".repeat(agentloop_engine::runs_root::MAX_REQUEST_BYTES));
         assert!(matches!(triage("1-0", Some(&big), 1, 3, None), Triage::Dead(r) if r.contains("over the limit")));
         assert_eq!(
             triage("1-0", Some(ok), 4, 3, Some("disk full")),

@@ -2,7 +2,7 @@
 //! or by default the slot runs of one agent and goal) each start from the series' last ended
 //! run under the root, as a cron follow-up starts from the run before it — its facts and a
 //! person's answers carried into context.md and memory.md (the same facts
-//! [`agentloop_core::lifecycle::carried_for`] gives a follow-up), and a copy of its `state/` folder, the
+//! [`agentloop_engine::lifecycle::carried_for`] gives a follow-up), and a copy of its `state/` folder, the
 //! job's own state (the daily-digest skill's `state/daily-digest.json`).
 //!
 //! Invariants:
@@ -12,15 +12,15 @@
 //!   escalated.
 //! - Nothing is followed through a link: the previous run's folder and its `state/` are entered
 //!   with `O_NOFOLLOW`; a symlinked `state/`, or a link inside it, is not carried (and the
-//!   worker says so), and nothing is written through one ([`agentloop_base::fs::Folder::copy_into`]).
+//!   worker says so), and nothing is written through one ([`agentloop_io::fs::Folder::copy_into`]).
 //! - The copy is made in a folder of its own (`.state.carrying`) and renamed to `state/` once
 //!   whole and fsynced, so a worker killed mid-copy leaves no half `state/`: the next delivery
 //!   drops the partial copy and copies again; a `state/` already there is that delivery's own
 //!   finished copy and is kept.
 
-use agentloop_base::error::Result;
-use agentloop_base::fs::{Copied, Folder};
-use agentloop_store::workspace::{State, Workspace};
+use agentloop_io::fs::{Copied, Folder};
+use agentloop_types::error::Result;
+use agentloop_workspace::workspace::{State, Workspace};
 use camino::Utf8Path;
 
 /// The folder the copy of `state/` is made in before it is renamed into place.
@@ -48,7 +48,7 @@ pub fn carry(root: &Utf8Path, runs_dir: &str, series: &str, run_id: &str, ws: &W
     let Some((prev, state)) = last_ended(root, runs_dir, series, run_id) else {
         return Ok(carried);
     };
-    carried.facts = agentloop_core::lifecycle::carried_for(&prev, runs_dir, Some(&state))?;
+    carried.facts = agentloop_engine::lifecycle::carried_for(&prev, runs_dir, Some(&state))?;
     carried.from = Some(state.run_id.clone());
     carried.state = copy_state(&prev, ws, &mut carried.notes)?;
     Ok(carried)
@@ -59,16 +59,16 @@ pub fn carry(root: &Utf8Path, runs_dir: &str, series: &str, run_id: &str, ws: &W
 pub fn last_ended(root: &Utf8Path, runs_dir: &str, series: &str, except: &str) -> Option<(Workspace, State)> {
     let mut found: Vec<(Workspace, State, (u64, u64))> = Vec::new();
     // The records are kept beside the runs, outside every run's folder.
-    for id in agentloop_core::runs_root::record_ids(root) {
-        let Ok(Some(rec)) = agentloop_core::runs_root::load_record(root, &id) else { continue };
+    for id in agentloop_engine::runs_root::record_ids(root) {
+        let Ok(Some(rec)) = agentloop_engine::runs_root::load_record(root, &id) else { continue };
         if rec.series.as_deref() != Some(series)
             || rec.run_id == except
-            || !agentloop_base::run_id::RunId::is_valid(&rec.run_id)
+            || !agentloop_types::run_id::RunId::is_valid(&rec.run_id)
         {
             continue;
         }
         // Entered without following links; a run that never started has no state.json.
-        let Ok(ws) = agentloop_core::runs_root::enter(root, runs_dir, &rec.run_id, false) else { continue };
+        let Ok(ws) = agentloop_engine::runs_root::enter(root, runs_dir, &rec.run_id, false) else { continue };
         let Some(state) = ws.has_run().then(|| ws.load_state().ok()).flatten() else { continue };
         if state.status.is_terminal() {
             found.push((ws, state, message_order(rec.message_id.as_deref().unwrap_or_default())));
@@ -112,12 +112,12 @@ fn copy_state(prev: &Workspace, ws: &Workspace, notes: &mut Vec<String>) -> Resu
     if dest.has(CARRYING) {
         // A copy cut off half way; remove_dir_all removes a link itself, never where it points.
         let partial = ws.root.join(CARRYING);
-        std::fs::remove_dir_all(&partial).map_err(|e| agentloop_base::error::Error::io("remove", &partial, e))?;
+        std::fs::remove_dir_all(&partial).map_err(|e| agentloop_types::error::Error::io("remove", &partial, e))?;
     }
     let into = Folder::create(&ws.root, Utf8Path::new(CARRYING))?;
     let copied = src.copy_into(&into)?;
     into.sync()?;
-    agentloop_base::crash::point("series:copied");
+    agentloop_io::crash::point("series:copied");
     dest.rename(CARRYING, "state")?;
     dest.sync()?;
     for p in copied.skipped.iter().take(5) {

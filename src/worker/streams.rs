@@ -13,8 +13,8 @@
 //!   is `P:outcome:<run id>:<key id>` ([`super::request::RunRequest::outcome_id`]);
 //! - `P:errors`: the last error of each message being retried (message id → text).
 
-use agentloop_base::error::{Error, Result};
-use agentloop_model::output::Printer;
+use agentloop_io::output::Printer;
+use agentloop_types::error::{Error, Result};
 use redis::{Commands, Connection, RedisResult};
 use std::time::{Duration, Instant};
 
@@ -68,7 +68,7 @@ pub struct Delivery {
 pub const MAX_OTHER_FIELD_BYTES: usize = 64 * 1024;
 
 /// The most a whole message may hold: its `request` at most, its other fields and all names.
-pub const MAX_ENTRY_BYTES: usize = agentloop_core::runs_root::MAX_REQUEST_BYTES + MAX_OTHER_FIELD_BYTES;
+pub const MAX_ENTRY_BYTES: usize = agentloop_engine::runs_root::MAX_REQUEST_BYTES + MAX_OTHER_FIELD_BYTES;
 
 /// Takes one message for a consumer inside Redis — a new one (`XREADGROUP`) or one idle too
 /// long (`XAUTOCLAIM`) — and measures it there: every field's length and the whole entry's. A
@@ -132,7 +132,7 @@ fn fetch(
         .arg(consumer)
         .arg(idle_ms)
         .arg(cursor)
-        .arg(agentloop_core::runs_root::MAX_REQUEST_BYTES)
+        .arg(agentloop_engine::runs_root::MAX_REQUEST_BYTES)
         .arg(MAX_OTHER_FIELD_BYTES)
         .arg(MAX_ENTRY_BYTES)
         .query(con)?;
@@ -148,7 +148,7 @@ fn fetch(
                 "" => format!("the message is {len} bytes in all, over the limit of {bound} bytes"),
                 f => format!(
                     "the message's field `{}` is {len} bytes, over the limit of {bound} bytes for a field other than `request`",
-                    agentloop_model::output::printable(f)
+                    agentloop_io::output::printable(f)
                 ),
             };
             Delivery { id, request: None, deliveries: 1, oversized: Some(why) }
@@ -517,7 +517,7 @@ fn bounded_range(
         .arg(from)
         .arg(to)
         .arg(limit)
-        .arg(agentloop_core::runs_root::MAX_REQUEST_BYTES)
+        .arg(agentloop_engine::runs_root::MAX_REQUEST_BYTES)
         .arg(MAX_OTHER_FIELD_BYTES)
         .arg(fields)
         .query(con)?;

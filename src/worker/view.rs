@@ -4,8 +4,8 @@
 
 use super::request::RunRequest;
 use super::streams::{self, Link, Names};
-use agentloop_base::error::Result;
-use agentloop_model::output::Printer;
+use agentloop_io::output::Printer;
+use agentloop_types::error::Result;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ pub fn queue(url: &str, prefix: &str, printer: Printer) -> Result<Value> {
 
 /// Prints [`queue`]'s view for people.
 pub fn print(p: &Printer, v: &Value) {
-    let line = agentloop_model::output::one_line;
+    let line = agentloop_io::output::one_line;
     let list = |k: &str| v[k].as_array().cloned().unwrap_or_default();
     let what = |e: &Value| {
         let run = e["run_id"].as_str().map(|r| format!("run {r}")).unwrap_or_else(|| "no valid request".into());

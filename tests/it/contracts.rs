@@ -2,7 +2,7 @@
 //! constrained decoding builds it, reading no prose — is never refused, over both wire formats.
 
 use crate::common::*;
-use agentloop_core::contract::{self, FrameAnswer, PlanAnswer, ReflectAnswer};
+use agentloop_engine::contract::{self, FrameAnswer, PlanAnswer, ReflectAnswer};
 use serde_json::{json, Value};
 
 /// A schema-literal model: a random instance of a JSON Schema (the subset the answer schemas

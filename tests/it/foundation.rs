@@ -659,16 +659,16 @@ fn the_exit_code_table_has_one_source() {
         })
         .collect();
     let table: Vec<(u8, String)> =
-        agentloop_base::error::code::TABLE.iter().map(|(n, m)| (*n, m.to_string())).collect();
+        agentloop_types::error::code::TABLE.iter().map(|(n, m)| (*n, m.to_string())).collect();
     assert_eq!(rows, table, "docs/COMMANDS.md's exit-code table must equal error::code::TABLE");
     let t = T::new();
     let help = stdout(&t.cmd().arg("--help").output().unwrap());
     let footer = &help[help.find("Exit codes:").unwrap()..];
-    for (n, _) in agentloop_base::error::code::TABLE {
+    for (n, _) in agentloop_types::error::code::TABLE {
         assert!(footer.contains(&format!("{n} ")), "help footer misses exit code {n}");
     }
     let man = stdout(&t.cmd().arg("man").output().unwrap());
-    for (n, _) in agentloop_base::error::code::TABLE {
+    for (n, _) in agentloop_types::error::code::TABLE {
         assert!(man.contains(&format!(".TP\n{n}\n")), "man page misses exit code {n}");
     }
 }
@@ -746,7 +746,7 @@ fn the_documented_trace_table_names_every_field_of_an_entry() {
         .collect();
     documented.sort();
     let mut fields: Vec<String> =
-        struct_fields::<agentloop_base::trace::Entry>().iter().map(|s| s.to_string()).collect();
+        struct_fields::<agentloop_types::trace::Entry>().iter().map(|s| s.to_string()).collect();
     fields.sort();
     assert_eq!(documented, fields, "docs/WORKSPACE.md's trace-schema table must list exactly trace::Entry's fields");
 }

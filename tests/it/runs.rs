@@ -281,7 +281,7 @@ fn nothing_is_created_for_a_mistyped_workspace_or_a_missing_key() {
 #[test]
 fn archiving_survives_a_kill_at_every_point() {
     let points: Vec<String> = std::iter::once("archive:journaled".to_string())
-        .chain(agentloop_store::history::RUN_FILES.iter().map(|n| format!("archive:moved:{n}")))
+        .chain(agentloop_workspace::history::RUN_FILES.iter().map(|n| format!("archive:moved:{n}")))
         .collect();
     for point in points {
         let t = T::new();

@@ -44,7 +44,7 @@ fn valid(name: &str, v: &Value) -> bool {
 #[test]
 fn the_committed_schemas_are_the_generated_ones() {
     let dir = schema_dir();
-    let docs = agentloop_core::schema::documents();
+    let docs = agentloop_engine::schema::documents();
     if std::env::var_os("UPDATE_SCHEMAS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for (name, v) in &docs {
@@ -153,7 +153,7 @@ fn what_the_cli_emits_validates_against_the_published_schemas() {
 /// code, its `stop` and its event, and the published schemas' `stop` values are the same.
 #[test]
 fn the_outcome_table_is_the_codes() {
-    use agentloop_store::workspace::StopKind;
+    use agentloop_workspace::workspace::StopKind;
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/COMMANDS.md")).unwrap();
     let start = doc.find("| how the run ended | exit | `stop` | event |").expect("the outcome table");
     let rows: Vec<Vec<String>> = doc[start..]

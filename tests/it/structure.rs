@@ -224,7 +224,7 @@ fn no_cycle_among_the_librarys_modules() {
         modules += graph.len();
     }
     assert!(modules > 30, "the modules were found: {modules}");
-    assert_eq!(crate_sources(root).len(), 7, "the binary and the six crates under crates/ are read");
+    assert_eq!(crate_sources(root).len(), 8, "the binary and the seven crates under crates/ are read");
 }
 
 /// No import circle among the sibling files of any folder of any crate: `a.rs` (or anything under
@@ -514,12 +514,13 @@ fn the_workspace_is_the_layers_and_only_the_binary_has_the_cli_and_servers() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let layers = [
-        "agentloop-base",
+        "agentloop-types",
+        "agentloop-io",
         "agentloop-config",
         "agentloop-model",
-        "agentloop-store",
+        "agentloop-workspace",
         "agentloop-tools",
-        "agentloop-core",
+        "agentloop-engine",
         "agentloop",
     ];
     let packages = meta["packages"].as_array().unwrap();
@@ -537,6 +538,41 @@ fn the_workspace_is_the_layers_and_only_the_binary_has_the_cli_and_servers() {
                 let cli_or_server = ["clap", "clap_complete", "clap_mangen", "tiny_http", "redis"];
                 assert!(!cli_or_server.contains(&dep), "{name} names {dep}: only the binary may");
             }
+            // Beside each other, not above: a workspace's files are read and written without
+            // knowing how a model is called.
+            assert!(
+                !(name == "agentloop-workspace" && dep == "agentloop-model"),
+                "agentloop-workspace names agentloop-model: what it records of a call is agentloop-types'"
+            );
         }
     }
+}
+
+/// Each crate is used by its own name: no crate (nor the binary) re-exports another crate whole
+/// (`pub use agentloop_x::*`) or its modules (`pub use agentloop_x::config`, `pub use
+/// agentloop_x::{a, b}`), so `agentloop_config::config` is where it says and a reader (or a tool
+/// that walks imports) never follows a path through a facade. A type a module's interface hands
+/// out may be named there (`pub use agentloop_types::outcome::StopKind`).
+#[test]
+fn no_crate_re_exports_another() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut facades = Vec::new();
+    for f in rust_files(root, &["src", "crates"]) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim_start();
+            let Some(path) = l.strip_prefix("pub use ").or_else(|| l.strip_prefix("pub(crate) use ")) else {
+                continue;
+            };
+            let Some(rest) = path.strip_prefix("agentloop_").and_then(|r| r.split_once("::")).map(|(_, r)| r) else {
+                continue;
+            };
+            // What follows the crate's name: `*`, a `{` group of modules, or one module.
+            let whole_or_module = rest.starts_with('*') || rest.starts_with('{') || !rest.contains("::");
+            if whole_or_module {
+                facades.push(format!("{}:{}: {l}", f.strip_prefix(root).unwrap().display(), i + 1));
+            }
+        }
+    }
+    assert!(facades.is_empty(), "use these by their own crate's name instead: {facades:#?}");
 }

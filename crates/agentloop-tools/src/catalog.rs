@@ -4,7 +4,7 @@
 
 use crate::ductile::Plugin;
 use crate::skills::SkillSet;
-use agentloop_model::tool_spec::ToolSpec;
+use agentloop_types::tool_spec::ToolSpec;
 use serde_json::{json, Value};
 
 fn param_lines(schema: &Value) -> Vec<String> {
@@ -155,22 +155,22 @@ fn plugins_part(out: &mut String, tools: &[&ToolSpec], plugins: &[Plugin]) {
 const SEEDED_MARK: &str = ".agentloop.skills-seeded";
 
 /// skills.md when agentloop did not write it (it does not begin as agentloop's catalog does).
-pub fn foreign(ws: &agentloop_store::workspace::Workspace) -> Option<String> {
-    let text = agentloop_base::fs::read_inside(&ws.root, &ws.skills()).ok().flatten()?;
+pub fn foreign(ws: &agentloop_workspace::workspace::Workspace) -> Option<String> {
+    let text = agentloop_io::fs::read_inside(&ws.root, &ws.skills()).ok().flatten()?;
     (!text.trim().is_empty() && !text.starts_with(HEADER)).then_some(text)
 }
 
 /// At a run's start: whether skills.md was seeded into the workspace before it (by whatever
 /// starts the run, e.g. a Ductile core), recorded for the run's later phases and processes.
 /// A skills.md edited by hand after the start is not one: it is reported as drift instead.
-pub fn mark_seeded(ws: &agentloop_store::workspace::Workspace) -> agentloop_base::error::Result<bool> {
+pub fn mark_seeded(ws: &agentloop_workspace::workspace::Workspace) -> agentloop_types::error::Result<bool> {
     let mark = ws.root.join(SEEDED_MARK);
     if foreign(ws).is_some() {
-        agentloop_base::fs::write_atomic(&mark, b"skills.md was in the workspace when the run started\n")?;
+        agentloop_io::fs::write_atomic(&mark, b"skills.md was in the workspace when the run started\n")?;
         return Ok(true);
     }
     if mark.exists() {
-        std::fs::remove_file(&mark).map_err(|e| agentloop_base::error::Error::io("remove", &mark, e))?;
+        std::fs::remove_file(&mark).map_err(|e| agentloop_types::error::Error::io("remove", &mark, e))?;
     }
     Ok(false)
 }
@@ -178,18 +178,18 @@ pub fn mark_seeded(ws: &agentloop_store::workspace::Workspace) -> agentloop_base
 /// A skills.md seeded into a root (a Ductile core's `workspace_dir`) becomes the catalog of the
 /// run `handle` starts in `ws` under it.
 pub fn copy_seeded(
-    root: &agentloop_store::workspace::Workspace,
-    ws: &agentloop_store::workspace::Workspace,
-) -> agentloop_base::error::Result<()> {
+    root: &agentloop_workspace::workspace::Workspace,
+    ws: &agentloop_workspace::workspace::Workspace,
+) -> agentloop_types::error::Result<()> {
     match foreign(root) {
-        Some(text) => agentloop_base::fs::write_atomic(&ws.skills(), text.as_bytes()),
+        Some(text) => agentloop_io::fs::write_atomic(&ws.skills(), text.as_bytes()),
         None => Ok(()),
     }
 }
 
 /// The seeded catalog of a workspace (see [`mark_seeded`]), if it has one: marked at its run's
 /// start, or about to be (no run yet, or the last one ended, so the next start marks it).
-pub fn seeded_text(ws: &agentloop_store::workspace::Workspace) -> Option<String> {
+pub fn seeded_text(ws: &agentloop_workspace::workspace::Workspace) -> Option<String> {
     let text = foreign(ws)?;
     let starting = !ws.has_run() || ws.load_state().is_ok_and(|s| s.status.is_terminal());
     (starting || ws.root.join(SEEDED_MARK).is_file()).then_some(text)
@@ -341,11 +341,11 @@ pub fn of_config(
     root: &camino::Utf8Path,
     skills: &SkillSet,
     as_json: bool,
-) -> agentloop_base::error::Result<String> {
+) -> agentloop_types::error::Result<String> {
     let registry = crate::tools::Registry::load(cfg, root, crate::tools::Reach::CachesOnly)?;
     let allowed = registry.allowed(cfg);
     Ok(if as_json {
-        agentloop_base::json::to_string_pretty(&json(&allowed, skills, registry.ductile.plugins())) + "\n"
+        agentloop_types::json::to_string_pretty(&json(&allowed, skills, registry.ductile.plugins())) + "\n"
     } else {
         with_plugins(&allowed, skills, registry.ductile.plugins())
     })

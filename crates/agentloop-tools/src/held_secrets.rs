@@ -1,6 +1,6 @@
 //! The secrets agentloop holds itself, for redaction and out of the tools' reach.
 //!
-//! Registered ([`agentloop_base::redact::register`]) when a run's tools are loaded, before any tool runs:
+//! Registered ([`agentloop_io::redact::register`]) when a run's tools are loaded, before any tool runs:
 //! the Ductile token (written, or named by `api_token_env`; one `api_token_cmd` prints is
 //! registered when it is run), the progress webhook's token and address (a chat webhook's address
 //! is its credential), and `serve`'s kept API token (so a run that reads it some other way than
@@ -38,15 +38,15 @@ pub fn mcp_token_dir() -> Option<Utf8PathBuf> {
 /// Makes a folder for tokens, owner-only (0700) — and its parents, when missing — and makes an
 /// existing one owner-only too, whoever's umask made it: the names of its files say which
 /// servers the user signed in to.
-pub fn private_dir(d: &Utf8Path) -> agentloop_base::error::Result<()> {
+pub fn private_dir(d: &Utf8Path) -> agentloop_types::error::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(d)
-        .map_err(|e| agentloop_base::error::Error::io("create folder", d, e))?;
+        .map_err(|e| agentloop_types::error::Error::io("create folder", d, e))?;
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| agentloop_base::error::Error::io("set permissions of", d, e))
+        .map_err(|e| agentloop_types::error::Error::io("set permissions of", d, e))
 }
 
 /// Registers the secrets `cfg` holds and serve's kept token (see the module's doc).
@@ -56,10 +56,10 @@ pub fn register(cfg: &Config) {
     let kept = serve_token_path().and_then(|p| read_small(&p));
     let held = [d.api_token.as_deref(), env_token.as_deref(), cfg.handle.progress_token.as_deref(), kept.as_deref()];
     for s in held.into_iter().flatten() {
-        agentloop_base::redact::register(s);
+        agentloop_io::redact::register(s);
     }
     if let Some(url) = &cfg.handle.progress_url {
-        agentloop_base::redact::register(url);
+        agentloop_io::redact::register(url);
     }
 }
 

@@ -171,14 +171,14 @@ pub fn served_run_in(ws: &Utf8Path, record: &Utf8Path) -> Running {
 pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
     use serde_json::Value;
     let read = |p: &Utf8Path| {
-        agentloop_base::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        agentloop_io::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok())
     };
     let id = ws.file_name().unwrap_or(ws.as_str()).to_string();
-    let workspace = agentloop_store::workspace::Workspace::new(ws.to_owned());
+    let workspace = agentloop_workspace::workspace::Workspace::new(ws.to_owned());
     let Ok(state) = workspace.load_state() else {
         return format!("interrupted: run {id} (its state could not be read)");
     };
-    if state.status != agentloop_store::workspace::Status::Running {
+    if state.status != agentloop_workspace::workspace::Status::Running {
         return format!("interrupted: run {id} had just stopped; nothing to mark");
     }
     let step = state.step;
@@ -186,8 +186,8 @@ pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
     // The record is serve's own file (its fields are serve's); only its one key is set here.
     if let Some(mut rec) = read(record) {
         rec["interrupted_by"] = Value::from(signal);
-        let text = agentloop_base::json::to_string_pretty(&rec) + "\n";
-        marked &= agentloop_base::fs::write_atomic(record, text.as_bytes()).is_ok();
+        let text = agentloop_types::json::to_string_pretty(&rec) + "\n";
+        marked &= agentloop_io::fs::write_atomic(record, text.as_bytes()).is_ok();
     }
     marked &= workspace.mark_interrupted(state).is_ok();
     if marked {
@@ -203,9 +203,9 @@ pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
 /// Marks a command's own run interrupted in state.json, so `status` and `runs` say so (and the
 /// way on) instead of `running`; a run no longer going is left as it is.
 fn mark_run(ws: &Utf8Path) {
-    let workspace = agentloop_store::workspace::Workspace::new(ws.to_owned());
+    let workspace = agentloop_workspace::workspace::Workspace::new(ws.to_owned());
     if let Ok(state) = workspace.load_state() {
-        if state.status == agentloop_store::workspace::Status::Running {
+        if state.status == agentloop_workspace::workspace::Status::Running {
             let _ = workspace.mark_interrupted(state);
         }
     }
@@ -221,7 +221,7 @@ pub fn park_if_interrupted() {
 
 /// The message for an interrupted run: where it stands and the command that goes on.
 pub fn resume_message(ws: &Utf8Path) -> String {
-    let state = agentloop_base::fs::read_optional(&ws.join("state.json")).ok().flatten();
+    let state = agentloop_io::fs::read_optional(&ws.join("state.json")).ok().flatten();
     let field = |k: &str| {
         state
             .as_deref()
@@ -257,7 +257,7 @@ fn install() {
         for sig in signals.forever() {
             if DRAIN.load(Ordering::SeqCst) && !DRAINING.swap(true, Ordering::SeqCst) {
                 let n = runs_with_records().len();
-                agentloop_model::output::stderr_line(&format!(
+                agentloop_io::output::stderr_line(&format!(
                     "{}: finishing the phase under way in {n} run(s), then stopping at that commit point; \
                      a second signal stops at once (every committed phase is kept either way)",
                     signal_name(sig)
@@ -271,7 +271,7 @@ fn install() {
             let runs = runs_with_records();
             if let Some(what) = doing {
                 let n = runs.len();
-                agentloop_model::output::stderr_line(&format!(
+                agentloop_io::output::stderr_line(&format!(
                     "{what} stopped by {name}; {}",
                     match n {
                         0 => "no run was in progress".to_string(),
@@ -288,7 +288,7 @@ fn install() {
                         resume_message(&ws)
                     }
                 };
-                agentloop_model::output::stderr_line(&msg);
+                agentloop_io::output::stderr_line(&msg);
             }
             // The default action ends the process as the signal would have.
             let _ = signal_hook::low_level::emulate_default_handler(sig);

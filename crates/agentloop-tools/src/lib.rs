@@ -1,7 +1,7 @@
 //! agentloop-tools: what Act can call — the built-in tools and their sandbox, MCP servers and
 //! Ductile plugins as tools, skills and the catalog the model is shown, and the registry of child
 //! processes (the shell tool's, MCP servers') that a signal stops (`interrupt`). Above
-//! agentloop-store, below the engine: no phase, prompt or lifecycle here (docs/ARCHITECTURE.md).
+//! agentloop-workspace and agentloop-model, below the engine: no phase, prompt or lifecycle here (docs/ARCHITECTURE.md).
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod catalog;

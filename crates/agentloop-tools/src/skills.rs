@@ -138,8 +138,8 @@ const SPEC_KEYS: &[&str] = &["name", "description", "license", "compatibility", 
 
 /// Checks a name against the Agent Skills rule as its reference validator applies it: 1–64
 /// lowercase letters (any script, so `café` is a name), digits and single inner hyphens.
-pub fn valid_name(name: &str) -> agentloop_base::error::Result<()> {
-    let refuse = |why: String| Err(agentloop_base::error::Error::usage(why));
+pub fn valid_name(name: &str) -> agentloop_types::error::Result<()> {
+    let refuse = |why: String| Err(agentloop_types::error::Error::usage(why));
     if name.is_empty() || name.chars().count() > 64 {
         return refuse(format!("`{name}` must be 1 to 64 characters"));
     }
@@ -452,9 +452,9 @@ fn agent_skill(
 /// Reads `name` inside `dir` through a capability: never outside the folder (a symlink out
 /// fails), never blocking on a FIFO, never more than `cap` bytes. In the workspace `ws`, no link
 /// is followed at all ([`read_skill_file`]).
-fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> agentloop_base::error::Result<String> {
+fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> agentloop_types::error::Result<String> {
     let buf = read_skill_file(ws, dir, name, name, cap)?;
-    String::from_utf8(buf).map_err(|_| agentloop_base::error::Error::tool(format!("{name} is not UTF-8 text")))
+    String::from_utf8(buf).map_err(|_| agentloop_types::error::Error::tool(format!("{name} is not UTF-8 text")))
 }
 
 /// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
@@ -466,29 +466,29 @@ fn read_skill_file(
     rel: &str,
     shown: &str,
     cap: u64,
-) -> agentloop_base::error::Result<Vec<u8>> {
+) -> agentloop_types::error::Result<Vec<u8>> {
     if let Some((ws, inner)) = ws.and_then(|ws| Some((ws, dir.strip_prefix(ws).ok()?))) {
         let rel = Utf8Path::new(rel);
         if rel.components().any(|c| !matches!(c, camino::Utf8Component::Normal(_))) {
-            return Err(agentloop_base::error::Error::tool(format!(
+            return Err(agentloop_types::error::Error::tool(format!(
                 "access denied: {shown} is not a plain path inside the skill folder"
             )));
         }
         // Named as the model gave it, never by the machine path.
-        return match agentloop_base::fs::read_file_no_link(ws, &inner.join(rel), cap) {
+        return match agentloop_io::fs::read_file_no_link(ws, &inner.join(rel), cap) {
             Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(agentloop_base::error::Error::tool(format!("{shown}: no such file or folder"))),
-            Err(agentloop_base::fs::Unreadable::Link | agentloop_base::fs::Unreadable::Folder(_)) => Err(agentloop_base::error::Error::tool(format!(
+            Ok(None) => Err(agentloop_types::error::Error::tool(format!("{shown}: no such file or folder"))),
+            Err(agentloop_io::fs::Unreadable::Link | agentloop_io::fs::Unreadable::Folder(_)) => Err(agentloop_types::error::Error::tool(format!(
                 "access denied: {shown} is a symbolic link or reached through one; skill files are read only from real files inside the workspace"
             ))),
-            Err(agentloop_base::fs::Unreadable::NotRegular) => Err(agentloop_base::error::Error::tool(format!("{shown} is not a regular file"))),
-            Err(agentloop_base::fs::Unreadable::TooLarge(n)) => Err(agentloop_base::error::Error::tool(agentloop_base::capfs::too_large(shown, n, cap))),
-            Err(agentloop_base::fs::Unreadable::Io(e)) => Err(agentloop_base::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
+            Err(agentloop_io::fs::Unreadable::NotRegular) => Err(agentloop_types::error::Error::tool(format!("{shown} is not a regular file"))),
+            Err(agentloop_io::fs::Unreadable::TooLarge(n)) => Err(agentloop_types::error::Error::tool(agentloop_io::capfs::too_large(shown, n, cap))),
+            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| agentloop_base::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
-    agentloop_base::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_base::error::Error::from)
+        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
+    agentloop_io::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_types::error::Error::from)
 }
 
 /// Whether `name` in skill folder `dir` of the workspace `ws` is a symbolic link (such a skill
@@ -610,7 +610,7 @@ fn load_seed_skill(
         return problems.push(linked(&file));
     }
     let v: Value = match read_in(ws, dir, "skill.json", cap).and_then(|t| {
-        serde_json::from_str(&t).map_err(|e| agentloop_base::error::Error::tool(e.to_string()).with_source(e))
+        serde_json::from_str(&t).map_err(|e| agentloop_types::error::Error::tool(e.to_string()).with_source(e))
     }) {
         Ok(v) => v,
         Err(e) => return problems.push(Problem::error(&file, None, format!("cannot read: {e}"))),
@@ -707,7 +707,7 @@ impl Scan<'_> {
         }
         let v = match read_in(self.ws, root, "registry.json", self.cap).and_then(|t| {
             serde_json::from_str::<Value>(&t)
-                .map_err(|e| agentloop_base::error::Error::tool(e.to_string()).with_source(e))
+                .map_err(|e| agentloop_types::error::Error::tool(e.to_string()).with_source(e))
         }) {
             Ok(v) => v,
             Err(e) => return self.problems.push(Problem::error(&registry, None, format!("cannot read: {e}"))),
@@ -850,15 +850,15 @@ impl SkillSet {
         dirs.push(("skills".into(), true));
         dirs.extend(cfg.skills.dirs.iter().map(|d| (d.clone(), true)));
         for (d, judged) in dirs {
-            let inner = if judged { agentloop_base::fs::in_workspace(root, &d) } else { None };
+            let inner = if judged { agentloop_io::fs::in_workspace(root, &d) } else { None };
             let (d, ws) = match inner {
                 Some(rel) => (root.join(rel), Some(root)),
-                None => (agentloop_base::fs::resolve_in(root, &d), None),
+                None => (agentloop_io::fs::resolve_in(root, &d), None),
             };
             if !d.is_dir() {
                 continue;
             }
-            if ws.is_some() && agentloop_base::fs::through_link(root, &d) {
+            if ws.is_some() && agentloop_io::fs::through_link(root, &d) {
                 set.problems.push(linked(&d));
                 continue;
             }
@@ -870,10 +870,10 @@ impl SkillSet {
         }
         // Locations are shown to the model (the catalog): name them from the workspace, as
         // file_read does, never by the machine path.
-        let ws = agentloop_base::capfs::absolute(root);
+        let ws = agentloop_io::capfs::absolute(root);
         for s in by_name.values_mut() {
             if let Some(dir) = &s.dir {
-                let rel = agentloop_base::capfs::relative(&ws, &agentloop_base::capfs::absolute(dir));
+                let rel = agentloop_io::capfs::relative(&ws, &agentloop_io::capfs::absolute(dir));
                 s.location = if rel.as_str().is_empty() { ".".into() } else { rel.into_string() };
             }
         }
@@ -914,16 +914,16 @@ impl SkillSet {
         name: &str,
         file: Option<&str>,
         max_bytes: u64,
-    ) -> agentloop_base::error::Result<(String, Value)> {
+    ) -> agentloop_types::error::Result<(String, Value)> {
         let s = self.get(name).ok_or_else(|| {
-            agentloop_base::error::Error::tool(format!(
+            agentloop_types::error::Error::tool(format!(
                 "no skill named `{name}`; available: {}",
                 self.skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
             ))
         })?;
         let missing_env: Vec<&String> = s.requires_env.iter().filter(|v| std::env::var_os(v).is_none()).collect();
         if !missing_env.is_empty() {
-            return Err(agentloop_base::error::Error::tool(format!(
+            return Err(agentloop_types::error::Error::tool(format!(
                 "skill `{name}` needs the environment variable(s) {} to be set before it can be used",
                 missing_env.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             )));
@@ -934,12 +934,12 @@ impl SkillSet {
             }
             Some(f) => {
                 let dir = s.dir.as_ref().ok_or_else(|| {
-                    agentloop_base::error::Error::tool(format!("skill `{name}` is built in and has no file `{f}`"))
+                    agentloop_types::error::Error::tool(format!("skill `{name}` is built in and has no file `{f}`"))
                 })?;
                 let shown = format!("`{f}` in skill `{name}`");
                 let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
                 let text = String::from_utf8(buf)
-                    .map_err(|_| agentloop_base::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
+                    .map_err(|_| agentloop_types::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

@@ -3,10 +3,10 @@
 use super::EnqueueArgs;
 use crate::worker::request::{BadRequest, RunRequest};
 use crate::worker::streams::{self, Link, Names};
-use agentloop_base::error::{Error, Result};
-use agentloop_core::settings::Global;
-use agentloop_model::budget::Budgets;
-use agentloop_model::output::Printer;
+use agentloop_engine::settings::Global;
+use agentloop_io::output::Printer;
+use agentloop_types::budget::Budgets;
+use agentloop_types::error::{Error, Result};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -16,13 +16,13 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     // The agent's profile lives under the workers' root (`ROOT/agents/NAME.yaml`), not here:
     // the request carries only its name, and the worker that takes it loads and checks it.
     let local = Global { agent: None, ..g.clone() };
-    let q = agentloop_config::config::resolve(&agentloop_core::settings::layers(&local, &local.workspace, None)?)?
+    let q = agentloop_config::config::resolve(&agentloop_engine::settings::layers(&local, &local.workspace, None)?)?
         .config
         .queue;
     let url = crate::commands::worker::redis_url(a.redis.clone(), &q)?;
     let names = Names::new(a.streams.as_deref().unwrap_or(&q.streams))?;
     let mut link = Link::open(&url, "--redis", printer, Some(Duration::from_secs(10)))?;
-    let text = agentloop_base::json::to_string(&req);
+    let text = agentloop_types::json::to_string(&req);
     if let Some(why) = crate::worker::request::oversized(&text) {
         return Err(Error::usage(format!("{why}: no worker would take it"))
             .with_hint("shorten --goal, --context or --context-file"));
@@ -36,7 +36,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
     };
     let Some(secs) = g.wait else {
         print_queued(printer, &req, &names, &run_id, &message_id, &what);
-        return Ok(agentloop_base::error::code::OK);
+        return Ok(agentloop_types::error::code::OK);
     };
     printer.info(&format!("queued {what} (message {message_id}); waiting for its outcome"));
     let outcome = wait_for_outcome(&mut link, &names, &req, &message_id, &run_id, &what, secs)?;
@@ -47,7 +47,7 @@ pub fn run(g: &Global, a: EnqueueArgs) -> Result<u8> {
 fn request(g: &Global, a: &EnqueueArgs) -> Result<RunRequest> {
     let context = match (&a.context, &a.context_file) {
         (Some(t), _) => Value::String(t.clone()),
-        (None, Some(f)) => Value::String(agentloop_base::fs::read_arg(f)?),
+        (None, Some(f)) => Value::String(agentloop_io::fs::read_arg(f)?),
         (None, None) => Value::Null,
     };
     let run = go_on_run(a)?;
@@ -81,7 +81,7 @@ fn request(g: &Global, a: &EnqueueArgs) -> Result<RunRequest> {
             BadRequest::RunId => format!(
                 "--run `{}` is not a run id: 1 to {} ASCII letters, digits, `-` or `_`",
                 req.run.as_deref().unwrap_or_default(),
-                agentloop_base::run_id::RunId::MAX_LEN
+                agentloop_types::run_id::RunId::MAX_LEN
             ),
             BadRequest::Answer => format!("--answer must be 1-{} characters", crate::worker::request::MAX_ANSWER_CHARS),
             e => e.to_string(),
@@ -158,8 +158,9 @@ fn print_outcome(printer: Printer, run_id: &str, outcome: &str) -> Result<u8> {
             p["outcome"].as_str().or(p["reason"].as_str()).unwrap_or("")
         ));
     }
-    let stop = p["stop"].as_str().and_then(|s| agentloop_store::workspace::StopKind::parse(s, p["reason"].as_str()));
-    Ok(stop.map(|s| s.exit_code()).unwrap_or(agentloop_base::error::code::FAILURE))
+    let stop =
+        p["stop"].as_str().and_then(|s| agentloop_workspace::workspace::StopKind::parse(s, p["reason"].as_str()));
+    Ok(stop.map(|s| s.exit_code()).unwrap_or(agentloop_types::error::code::FAILURE))
 }
 
 /// The run --answer or --continue goes on with: --continue ID or --run ID (the same when both).

@@ -1,11 +1,11 @@
 //! What the `mcp` subcommands do (built with the `mcp` feature).
 
 use super::McpCommand;
-use agentloop_base::error::{code, Error, Result};
-use agentloop_core::settings::Ctx;
+use agentloop_engine::settings::Ctx;
 use agentloop_tools::mcp::client::Logs;
 use agentloop_tools::mcp::{self, Hub, ServerState, Source, Status};
 use agentloop_tools::tools::{Registry, ToolResult};
+use agentloop_types::error::{code, Error, Result};
 use serde_json::{json, Value};
 
 pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
@@ -122,7 +122,7 @@ fn not_offered(ctx: &Ctx, st: &ServerState, tool: &str) -> Result<u8> {
     }
     if let Status::Failed(e) = &st.status {
         let r = ToolResult::err(e.clone(), true);
-        ctx.printer.json_value(&agentloop_base::json::to_value(&r));
+        ctx.printer.json_value(&agentloop_types::json::to_value(&r));
         return Ok(code::TOOL);
     }
     if st.filtered.iter().any(|t| t == tool) {

@@ -89,7 +89,7 @@ pub fn value(r: &model::Response) -> Check {
 }
 
 fn report_color() -> model::ToolDef {
-    agentloop_core::contract::answer_tool(
+    agentloop_engine::contract::answer_tool(
         "report_color",
         "Report a colour.",
         json!({"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}),
@@ -98,7 +98,7 @@ fn report_color() -> model::ToolDef {
 
 /// A tool call, then a tool result holding [`TOOL_WORD`], then the ask to report it.
 pub fn tool_result_request() -> Request {
-    let look_up = agentloop_core::contract::answer_tool(
+    let look_up = agentloop_engine::contract::answer_tool(
         "look_up_color",
         "Look up the colour on file.",
         json!({"type": "object", "properties": {}}),
@@ -159,7 +159,7 @@ pub fn carrier(
     word: &str,
     what: &str,
     dropped_fix: &str,
-    outcome: agentloop_base::error::Result<model::Response>,
+    outcome: agentloop_types::error::Result<model::Response>,
     baseline: u64,
 ) -> Check {
     let r = match outcome {

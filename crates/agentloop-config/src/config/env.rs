@@ -1,7 +1,7 @@
 //! The `AGENTLOOP_*` environment as a configuration layer.
 
 use super::*;
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use serde_json::{Map, Value};
 
 /// `AGENTLOOP_*` variables that are not configuration keys: the flags' own variables (clap
@@ -70,7 +70,7 @@ pub fn env_layer(skip_bad: bool) -> Result<(Layer, Vec<SkippedVar>)> {
         let before = root.clone();
         set_path(&mut root, &path, value);
         if let Err(e) = check::<Config>(&root, &Source::EnvironmentVariable(k.clone())) {
-            let unknown = matches!(&e.cause, Some(agentloop_base::error::Cause::ConfigKey(k)) if k.unknown);
+            let unknown = matches!(&e.cause, Some(agentloop_types::error::Cause::ConfigKey(k)) if k.unknown);
             if !unknown && !skip_bad {
                 return Err(e);
             }

@@ -2,7 +2,7 @@
 //! the user's and the workspace's files are found.
 
 use super::*;
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 
@@ -263,7 +263,7 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys<'_> {
 /// `source` says which kind of file it is (`Source::Workspace`, ...): the layer's source is
 /// `source(path)`.
 pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<Option<Layer>> {
-    let Some(text) = agentloop_base::fs::read_optional(path)? else {
+    let Some(text) = agentloop_io::fs::read_optional(path)? else {
         return Ok(None);
     };
     let value: Value = if path.extension() == Some("json") {
@@ -284,8 +284,8 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
     };
     let source = source(path.to_path_buf());
     // The framework seed's agent file is a profile too, read field by field.
-    let value = if matches!(source, Source::AgentProfile(_)) && agentloop_base::seed_agent::is_seed_form(&value) {
-        agentloop_base::seed_agent::translate(value, path)?
+    let value = if matches!(source, Source::AgentProfile(_)) && crate::seed_agent::is_seed_form(&value) {
+        crate::seed_agent::translate(value, path)?
     } else if !matches!(source, Source::AgentProfile(_)) && is_seed_global(&value) {
         // And its global config file is a config file, read section by section.
         translate_seed_global(value, path.as_str())?

@@ -3,41 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A duration written as seconds (`90`) or a human string (`"90s"`, `"10m"`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Dur(pub std::time::Duration);
-
-impl Dur {
-    pub const fn secs(n: u64) -> Self {
-        Dur(std::time::Duration::from_secs(n))
-    }
-}
-
-impl Serialize for Dur {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(self.0).to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for Dur {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(u64),
-            F(f64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::N(n) => Ok(Dur::secs(n)),
-            // `try_`: a number too large for a duration is refused, never a panic.
-            Raw::F(f) => std::time::Duration::try_from_secs_f64(f)
-                .map(Dur)
-                .map_err(|_| serde::de::Error::custom(format!("{f} is not a duration (seconds, at least 0)"))),
-            Raw::S(s) => agentloop_base::clock::parse_duration(&s).map(Dur).map_err(serde::de::Error::custom),
-        }
-    }
-}
+pub use agentloop_io::log::{LogFormat, LogLevel, LoggingConfig};
+pub use agentloop_types::clock::Dur;
 
 /// `llm.strict`: whether a provider's strict schema mode is used for the answer schemas.
 /// `auto` (the default) uses it where it is known to hold every rule (OpenAI's own API);
@@ -167,49 +134,6 @@ pub enum Structured {
     Json,
     /// All six forms, negotiated (the default).
     Auto,
-}
-
-/// `logging.level`: the least severe line the log keeps. Read case-insensitively (`INFO` as
-/// other loggers write it), and `warning` is `warn`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Warn,
-}
-
-impl<'de> Deserialize<'de> for LogLevel {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        match s.to_ascii_lowercase().as_str() {
-            "debug" => Ok(LogLevel::Debug),
-            "info" => Ok(LogLevel::Info),
-            "warn" | "warning" => Ok(LogLevel::Warn),
-            _ => Err(serde::de::Error::custom(format!(
-                "unknown variant `{s}`, expected one of `debug`, `info`, `warn` (in any case; `warning` is `warn`)"
-            ))),
-        }
-    }
-}
-
-impl LogLevel {
-    /// The name written in each log line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Warn => "warn",
-        }
-    }
-}
-
-/// `logging.format`: one line of text, or one JSON object, per entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 /// `values_check`: how a new task is checked against the agent's `values` — by their

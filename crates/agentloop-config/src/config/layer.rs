@@ -2,7 +2,7 @@
 //! and the key of a wrong value.
 
 use super::*;
-use agentloop_base::error::{Cause, Error, KeyProblem, Result};
+use agentloop_types::error::{Cause, Error, KeyProblem, Result};
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! remembered, seed aliases and `${VAR}` references resolved, values checked.
 
 use super::*;
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use camino::Utf8PathBuf;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -133,7 +133,7 @@ fn expand_vars(v: &Value, source: &Source) -> Result<Value> {
 }
 
 pub fn resolve(layers: &[Layer]) -> Result<Resolved> {
-    let mut value = agentloop_base::json::to_value(Config::default());
+    let mut value = agentloop_types::json::to_value(Config::default());
     let mut sources = BTreeMap::new();
     mark_all(&value, "", &mut sources);
     for layer in layers {

@@ -14,6 +14,7 @@ use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod budgets;
 mod env;
 mod files;
 mod kinds;
@@ -202,7 +203,7 @@ mod tests {
                 continue;
             }
             let e = r.err().unwrap_or_else(|| panic!("{feature}: not refused"));
-            assert_eq!(e.kind, agentloop_base::error::Kind::Config, "{feature}");
+            assert_eq!(e.kind, agentloop_types::error::Kind::Config, "{feature}");
             assert!(e.message.starts_with(key) && e.message.contains("ws/agentloop.yaml"), "{}", e.message);
             assert!(e.message.contains(&format!("the `{feature}` feature")), "{}", e.message);
             assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{feature}");
@@ -295,7 +296,7 @@ mod tests {
     #[test]
     fn a_bad_layer_is_named_and_the_seed_alias_maps() {
         let e = resolve(&[layer(file("ws/agentloop.yaml"), json!({"llm": {"modle": "x"}}))]).err().unwrap();
-        assert_eq!(e.kind, agentloop_base::error::Kind::Config);
+        assert_eq!(e.kind, agentloop_types::error::Kind::Config);
         assert!(e.message.contains("ws/agentloop.yaml at key `llm.modle`"), "{}", e.message);
         let r = resolve(&[layer(file("seed"), json!({"max_loops": 9}))]).unwrap();
         assert_eq!(r.config.max_steps, 9);

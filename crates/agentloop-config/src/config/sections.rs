@@ -15,34 +15,6 @@ pub struct MemoryToolConfig {
     pub dir: Option<Utf8PathBuf>,
 }
 
-/// `logging:` — diagnostics to a file (none by default); stderr is unchanged.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct LoggingConfig {
-    /// debug | info | warn
-    pub level: LogLevel,
-    /// Log file (relative to the workspace); null: no log.
-    pub file: Option<Utf8PathBuf>,
-    /// text | json
-    pub format: LogFormat,
-    /// Rotate when the file would pass this size.
-    pub max_bytes: u64,
-    /// Rotated files kept (file.1 … file.N).
-    pub keep: u32,
-}
-
-impl Default for LoggingConfig {
-    fn default() -> Self {
-        LoggingConfig {
-            level: LogLevel::Info,
-            file: None,
-            format: LogFormat::Text,
-            max_bytes: 10 * 1024 * 1024,
-            keep: 3,
-        }
-    }
-}
-
 /// `memory:` — long-term memory across runs, used by the loop itself.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

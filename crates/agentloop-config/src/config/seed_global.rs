@@ -8,7 +8,7 @@
 //! an error naming it, as any unknown key is.
 
 use super::*;
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use serde_json::{Map, Value};
 
 /// Where a key of the seed's form goes: the agentloop key it means, or why it has none.

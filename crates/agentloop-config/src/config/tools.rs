@@ -255,7 +255,7 @@ impl<'de> Deserialize<'de> for HttpCache {
             Raw::S(s) => match s.trim() {
                 "off" => Ok(HttpCache::Off),
                 "on" => Ok(HttpCache::default()),
-                t => agentloop_base::clock::parse_duration(t)
+                t => agentloop_types::clock::parse_duration(t)
                     .map(|floor| HttpCache::On { floor })
                     .map_err(|_| bad(&format!("`{t}`"))),
             },

@@ -8,9 +8,9 @@
 
 use super::http::{Client, Shapes};
 use super::{Live, Model, Part, Request, Response, Role, ToolCall, ToolChoice};
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::Usage;
 use agentloop_config::config::Config;
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::Usage;
 use serde_json::{json, Value};
 
 pub const DEFAULT_BASE: &str = "https://api.anthropic.com";

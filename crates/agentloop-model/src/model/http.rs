@@ -31,8 +31,8 @@
 //!   connection failures, and gets the retry policy.
 
 use super::stream::Broken;
-use agentloop_base::error::{Error, Kind, Result};
 use agentloop_config::config::Config;
+use agentloop_types::error::{Error, Kind, Result};
 use serde_json::Value;
 use std::io::{BufRead, Read};
 use std::time::{Duration, Instant, SystemTime};
@@ -328,7 +328,7 @@ impl Call<'_> {
 /// after a 404 names `--model`) instead of reading the message.
 fn with_status(e: Error, status: Option<u16>) -> Error {
     match status {
-        Some(s) => e.with_cause(agentloop_base::error::Cause::Status(s)),
+        Some(s) => e.with_cause(agentloop_types::error::Cause::Status(s)),
         None => e,
     }
 }
@@ -403,7 +403,7 @@ impl Client {
         shapes: Shapes,
         mut decode: Option<Decode>,
     ) -> std::result::Result<Reply, Failure> {
-        let payload = agentloop_base::json::to_vec(body);
+        let payload = agentloop_types::json::to_vec(body);
         let call = Call { url, headers, payload, request_id_header, deadline, shapes, start: Instant::now() };
         let mut last = String::new();
         for attempt in 1..=self.attempts {
@@ -419,7 +419,7 @@ impl Client {
                     if call.left().is_some_and(|l| l <= wait) {
                         return Err(out_of_time().into());
                     }
-                    crate::output::progress_note(&format!(
+                    agentloop_io::output::progress_note(&format!(
                         "provider {}: {what}; attempt {} of {} in {}",
                         self.provider,
                         attempt + 1,
@@ -440,7 +440,7 @@ impl Client {
 
     /// Sends the request once and sorts what came back.
     fn attempt(&self, call: &Call, attempt: u32, decode: Option<&mut DecodeFn<'_>>) -> Step {
-        crate::output::debug_note(&format!(
+        agentloop_io::output::debug_note(&format!(
             "provider {}: POST {} (attempt {attempt} of {}, {} bytes)",
             self.provider,
             call.url,
@@ -563,7 +563,7 @@ impl Client {
         } else {
             format!("provider {}: {what}", self.provider)
         };
-        crate::output::warning(&message);
+        agentloop_io::output::warning(&message);
         TIMEOUTS.with(|t| {
             t.borrow_mut().push(TimedOut { url: call.url.to_string(), waited_ms, max_tokens, sent_again, message })
         });

@@ -33,18 +33,11 @@ pub mod traced {
 }
 pub mod wire;
 
-/// The model id (and provider name) of the offline scripted model. Its calls are recorded under
-/// this id and never priced: a replay spends nothing.
-pub const SCRIPTED: &str = "scripted";
+use agentloop_types::trace::SCRIPTED;
 
-/// Whether a recorded model id is the scripted model's.
-pub fn is_scripted(model: &str) -> bool {
-    model == SCRIPTED
-}
-
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::Usage;
 use agentloop_config::config::{Config, Provider};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -68,7 +61,9 @@ pub struct ToolDef {
 #[derive(Clone, Default)]
 pub struct ValidatorMemo(
     pub  std::sync::Arc<
-        std::sync::OnceLock<std::result::Result<std::sync::Arc<jsonschema::Validator>, crate::tool_spec::SchemaError>>,
+        std::sync::OnceLock<
+            std::result::Result<std::sync::Arc<jsonschema::Validator>, agentloop_types::tool_spec::SchemaError>,
+        >,
     >,
 );
 
@@ -282,8 +277,8 @@ impl Model for Recorder {
     }
     fn complete(&mut self, req: &Request, live: Live) -> Result<Response> {
         let r = self.inner.complete(req, live)?;
-        let line = agentloop_base::redact::redact(&scripted::record_line(&req.phase, &r));
-        agentloop_base::fs::append_line(&self.path, &line)?;
+        let line = agentloop_io::redact::redact(&scripted::record_line(&req.phase, &r));
+        agentloop_io::fs::append_line(&self.path, &line)?;
         Ok(r)
     }
     fn cursor(&self) -> Value {
@@ -318,7 +313,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
                 return Err(Error::usage("the scripted provider needs a script file")
                     .with_hint("pass --script FILE or set llm.script"));
             };
-            let mut s = scripted::Scripted::load(&agentloop_base::fs::resolve_in(root, script).to_string().into())?;
+            let mut s = scripted::Scripted::load(&agentloop_io::fs::resolve_in(root, script).to_string().into())?;
             s.stream = cfg.llm.stream;
             Box::new(s)
         }
@@ -328,7 +323,7 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         Provider::Auto => return Err(Error::usage("no model provider is configured")),
     };
     let model: Box<dyn Model> = match &cfg.llm.record {
-        Some(path) => Box::new(Recorder { inner: model, path: agentloop_base::fs::resolve_in(root, path) }),
+        Some(path) => Box::new(Recorder { inner: model, path: agentloop_io::fs::resolve_in(root, path) }),
         None => model,
     };
     crate::otel::init(cfg);
@@ -423,7 +418,7 @@ pub fn secret_from_command(cmd: &[String], key: &str) -> Result<Option<String>> 
         return Err(Error::config(format!("{key}: `{prog}` exited with {}", out.status)));
     }
     let secret = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    agentloop_base::redact::register(&secret);
+    agentloop_io::redact::register(&secret);
     Ok(Some(secret).filter(|k| !k.is_empty()))
 }
 
@@ -434,7 +429,7 @@ pub fn api_key(cfg: &Config, default_env: &str) -> Result<Option<String>> {
     }
     let var = cfg.llm.api_key_env.as_deref().unwrap_or(default_env);
     if let Ok(v) = std::env::var(var) {
-        agentloop_base::redact::register(&v);
+        agentloop_io::redact::register(&v);
     }
     Ok(std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
 }

@@ -20,9 +20,9 @@
 use super::http::{Client, Failure, Rejection, Shapes};
 use super::wire::{self, Form, Structured};
 use super::{json_in_text, Live, Model, Part, Probe, Request, Response, Role, ToolCall, ToolChoice, ToolDef};
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::Usage;
 use agentloop_config::config::{Config, Provider, Strict};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::Usage;
 use serde_json::{json, Value};
 
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -456,7 +456,10 @@ impl OpenAi {
             Outcome::Rejected(rej)
                 if b.value.get("stream_options").is_some() && rej.summary.contains("stream_options") =>
             {
-                crate::output::debug_note(&format!("{}: stream_options rejected; sending without it", self.provider));
+                agentloop_io::output::debug_note(&format!(
+                    "{}: stream_options rejected; sending without it",
+                    self.provider
+                ));
                 self.stream_options = false;
                 b.value.as_object_mut().map(|o| o.remove("stream_options"));
                 self.exchange(req, &b, shapes, live)?
@@ -563,7 +566,7 @@ impl Model for OpenAi {
                         self.keep(form);
                         return Ok(r);
                     }
-                    crate::output::debug_note(&format!(
+                    agentloop_io::output::debug_note(&format!(
                         "{}: {} was answered without the `{}` call; trying the next form",
                         self.provider,
                         form.as_str(),
@@ -574,7 +577,7 @@ impl Model for OpenAi {
                 }
                 Outcome::Rejected(rej) => {
                     probe_unclear &= rej.definite;
-                    crate::output::debug_note(&format!(
+                    agentloop_io::output::debug_note(&format!(
                         "{}: {} rejected ({}); trying the next form",
                         self.provider,
                         form.as_str(),

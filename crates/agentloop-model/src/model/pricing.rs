@@ -9,8 +9,8 @@
 //! loopback address — costs nothing unless `prices:` names it: [`cost_in`] counts it at $0, so
 //! a `max_cost_usd` cap holds with it as a user expects.
 
-use agentloop_base::trace::Usage;
 use agentloop_config::config::{Config, Price, Provider};
+use agentloop_types::trace::Usage;
 use std::collections::BTreeMap;
 
 const TABLE: &[(&str, f64, f64, f64, f64)] = &[
@@ -61,7 +61,7 @@ pub fn price_for<'a>(
 
 /// Cost in USD of one call, or None when the model has no price.
 pub fn cost(model: &str, usage: &Usage, extra: &BTreeMap<String, Price>) -> Option<f64> {
-    if super::is_scripted(model) {
+    if agentloop_types::trace::is_scripted(model) {
         return None;
     }
     let table = builtin();
@@ -89,7 +89,7 @@ pub fn is_local(cfg: &Config) -> bool {
 /// shipped table); a model with no price served on the user's own machine ([`is_local`]) costs
 /// $0; otherwise None. The scripted model is never priced.
 pub fn cost_in(cfg: &Config, model: &str, usage: &Usage) -> Option<f64> {
-    if super::is_scripted(model) {
+    if agentloop_types::trace::is_scripted(model) {
         return None;
     }
     cost(model, usage, &cfg.prices).or_else(|| is_local(cfg).then_some(0.0))

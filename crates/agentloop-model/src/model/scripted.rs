@@ -21,8 +21,8 @@
 //! and transcript.md shows it beside each replayed call.
 
 use super::{Delta, Live, Model, Request, Response, ToolCall, ToolChoice};
-use agentloop_base::error::{Error, Result};
-use agentloop_base::trace::Usage;
+use agentloop_types::error::{Error, Result};
+use agentloop_types::trace::Usage;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -95,7 +95,7 @@ impl Scripted {
             return Err(Error::usage(format!("--script {path}: no such file"))
                 .with_hint("give the path of a script (YAML or JSONL of answers), or drop --script"));
         }
-        let text = agentloop_base::fs::read_to_string(path)?;
+        let text = agentloop_io::fs::read_to_string(path)?;
         let jsonl = path.extension() == Some("jsonl");
         let queues = if jsonl {
             let mut list = Vec::new();
@@ -253,7 +253,7 @@ impl Scripted {
             }),
             tool_calls: calls,
             usage: e.usage.unwrap_or_default(),
-            model: crate::model::SCRIPTED.into(),
+            model: agentloop_types::trace::SCRIPTED.into(),
             recorded_from: e.model,
             request_id: None,
             response_id: None,
@@ -283,5 +283,5 @@ pub fn record_line(phase: &str, r: &Response) -> String {
         stop_reason: Some(r.stop_reason.clone()),
         error: None,
     };
-    agentloop_base::json::to_string(&e)
+    agentloop_types::json::to_string(&e)
 }

@@ -20,7 +20,7 @@
 //!   types are skipped; `error` ends the exchange with the error it carries.
 
 use super::{Delta, Response};
-use agentloop_base::error::Result;
+use agentloop_types::error::Result;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::io::BufRead;

@@ -8,7 +8,7 @@
 
 use super::{Live, Model, Part, Probe, Request, Response, Role};
 use crate::otel::{content, Span};
-use agentloop_base::error::Result;
+use agentloop_types::error::Result;
 use opentelemetry::trace::SpanKind;
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 use serde_json::{json, Value as Json};

@@ -126,10 +126,10 @@ pub fn cache_path() -> Option<Utf8PathBuf> {
 
 /// The cache file and what it holds (empty when there is none); why it cannot be used, which
 /// callers only note (the cache is an optimisation).
-fn read() -> agentloop_base::error::Result<(Utf8PathBuf, File)> {
-    use agentloop_base::error::Error;
+fn read() -> agentloop_types::error::Result<(Utf8PathBuf, File)> {
+    use agentloop_types::error::Error;
     let path = cache_path().ok_or_else(|| Error::data("no cache folder (set XDG_CACHE_HOME or HOME)"))?;
-    let Some(text) = agentloop_base::fs::read_optional(&path)? else { return Ok((path, File::default())) };
+    let Some(text) = agentloop_io::fs::read_optional(&path)? else { return Ok((path, File::default())) };
     match serde_json::from_str::<File>(&text) {
         Ok(f) if f.version == VERSION => Ok((path, f)),
         Ok(f) => Err(Error::data(format!("{path}: version {} is not {VERSION}; it will be replaced", f.version))),
@@ -146,7 +146,7 @@ pub fn load(base: &str, model: &str) -> (Option<Form>, Option<bool>) {
             None => (None, None),
         },
         Err(note) => {
-            crate::output::debug_note(&format!("wire cache ignored: {note}"));
+            agentloop_io::output::debug_note(&format!("wire cache ignored: {note}"));
             (None, None)
         }
     }
@@ -175,7 +175,7 @@ fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
     let (path, mut file) = match read() {
         Ok(x) => x,
         Err(note) => {
-            crate::output::debug_note(&format!("wire cache: {note}"));
+            agentloop_io::output::debug_note(&format!("wire cache: {note}"));
             match cache_path() {
                 Some(p) => (p, File::default()),
                 None => return,
@@ -189,14 +189,14 @@ fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
         tool_results: None,
     });
     change(e);
-    e.learned = agentloop_base::clock::now_rfc3339();
-    let text = agentloop_base::json::to_string_pretty(&file) + "\n";
+    e.learned = agentloop_types::clock::now_rfc3339();
+    let text = agentloop_types::json::to_string_pretty(&file) + "\n";
     let written = path
         .parent()
-        .map_or(Ok(()), agentloop_base::fs::create_dir_all)
-        .and_then(|_| agentloop_base::fs::write_atomic(&path, text.as_bytes()));
+        .map_or(Ok(()), agentloop_io::fs::create_dir_all)
+        .and_then(|_| agentloop_io::fs::write_atomic(&path, text.as_bytes()));
     if let Err(e) = written {
-        crate::output::debug_note(&format!("wire cache not written: {}", e.message));
+        agentloop_io::output::debug_note(&format!("wire cache not written: {}", e.message));
     }
 }
 

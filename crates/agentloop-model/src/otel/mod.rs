@@ -99,7 +99,7 @@ fn start(cfg: &Config) -> Option<Otel> {
     // Header values are credentials: never in the trace, the log or an error.
     let env_headers = var("OTEL_EXPORTER_OTLP_TRACES_HEADERS").or_else(|| var("OTEL_EXPORTER_OTLP_HEADERS"));
     for v in e.headers.values().cloned().chain(env_headers.iter().flat_map(|h| header_values(h))) {
-        agentloop_base::redact::register(&v);
+        agentloop_io::redact::register(&v);
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -112,7 +112,7 @@ fn start(cfg: &Config) -> Option<Otel> {
     let exporter = match exporter {
         Ok(x) => x,
         Err(err) => {
-            crate::output::warning(&format!("OpenTelemetry: spans will not be exported to {}: {err}", e.url));
+            agentloop_io::output::warning(&format!("OpenTelemetry: spans will not be exported to {}: {err}", e.url));
             return None;
         }
     };
@@ -200,7 +200,7 @@ pub fn finish() {
         o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)).err().map(|e| e.to_string());
     let failed = FAILED.lock().ok().and_then(|mut f| f.take());
     if let Some(why) = failed.or(shut) {
-        crate::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
+        agentloop_io::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
     }
 }
 
@@ -236,7 +236,7 @@ impl Span {
     pub fn fail(&mut self, error_type: &str, description: &str) {
         if let Some(s) = &mut self.0 {
             s.set_attribute(KeyValue::new("error.type", error_type.to_string()));
-            s.set_status(Status::error(agentloop_base::redact::redact(description)));
+            s.set_status(Status::error(agentloop_io::redact::redact(description)));
         }
     }
 }
@@ -251,7 +251,7 @@ impl Drop for Span {
 
 /// Text for a span attribute when content is captured: redacted like everything written.
 pub fn content(text: &str) -> opentelemetry::Value {
-    agentloop_base::redact::redact(text).into()
+    agentloop_io::redact::redact(text).into()
 }
 
 /// Longest `TRACEPARENT` taken: version 00 is 55 characters, and a later version may add
@@ -269,9 +269,9 @@ fn caller() -> Option<Context> {
     if cx.is_none() && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         let shown: String = parent.chars().take(80).collect();
         let more = if shown.len() < parent.len() { format!("… ({} bytes)", parent.len()) } else { String::new() };
-        crate::output::warning(&format!(
+        agentloop_io::output::warning(&format!(
             "TRACEPARENT `{}{more}` is not a W3C traceparent (00-<trace id>-<span id>-<flags>, at most {MAX_TRACEPARENT} bytes); the run does not join it",
-            crate::output::one_line(&shown)
+            agentloop_io::output::one_line(&shown)
         ));
     }
     cx
@@ -356,20 +356,20 @@ impl RunSpan {
     /// the error that ended it. A run stopped by its provider failing (exit 5) ended in an
     /// error, as a command that failed did: `error.type` and an error status. A run that needs
     /// a person or ran out of a limit ended as designed, so its status stays unset.
-    pub fn ended(&self, stop: Result<&str, &agentloop_base::error::Error>) {
+    pub fn ended(&self, stop: Result<&str, &agentloop_types::error::Error>) {
         let Some(cx) = &self.cx else { return };
         let span = cx.span();
         match stop {
             Ok(stop) => {
                 span.set_attribute(KeyValue::new("agentloop.run.stop", stop.to_string()));
-                if stop == crate::outcome::StopKind::Provider.as_str() {
+                if stop == agentloop_types::outcome::StopKind::Provider.as_str() {
                     span.set_attribute(KeyValue::new("error.type", stop.to_string()));
                     span.set_status(Status::error("the model provider failed after all retries"));
                 }
             }
             Err(e) => {
                 span.set_attribute(KeyValue::new("error.type", error_type(e)));
-                span.set_status(Status::error(agentloop_base::redact::redact(&e.message)));
+                span.set_status(Status::error(agentloop_io::redact::redact(&e.message)));
             }
         }
     }
@@ -384,7 +384,7 @@ impl Drop for RunSpan {
 }
 
 /// `error.type` for an error: its kind (`provider`, `budget`, `tool`, …).
-pub fn error_type(e: &agentloop_base::error::Error) -> String {
+pub fn error_type(e: &agentloop_types::error::Error) -> String {
     format!("{:?}", e.kind).to_ascii_lowercase()
 }
 

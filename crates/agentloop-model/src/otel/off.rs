@@ -17,7 +17,7 @@ pub fn init(_cfg: &Config) {
         .find(|v| std::env::var(v).is_ok_and(|x| !x.trim().is_empty()));
     if let Some(var) = set {
         WARNED.call_once(|| {
-            crate::output::warning(&format!(
+            agentloop_io::output::warning(&format!(
                 "{var} is set, but this agentloop was built without the `otel` feature: no spans are exported"
             ))
         });
@@ -48,7 +48,7 @@ impl RunSpan {
         init(cfg);
         RunSpan
     }
-    pub fn ended(&self, _stop: Result<&str, &agentloop_base::error::Error>) {}
+    pub fn ended(&self, _stop: Result<&str, &agentloop_types::error::Error>) {}
 }
 
 /// Callers end the run's span by dropping it, as with traces on.
@@ -57,7 +57,7 @@ impl Drop for RunSpan {
 }
 
 /// `error.type` for an error: its kind, as a build with traces names it.
-pub fn error_type(e: &agentloop_base::error::Error) -> String {
+pub fn error_type(e: &agentloop_types::error::Error) -> String {
     format!("{:?}", e.kind).to_ascii_lowercase()
 }
 

@@ -2,7 +2,7 @@
 //! (`manifest_spec: ductile.plugin`), read into the same [`Plugin`] so both give one catalog.
 
 use super::{Command, ConfigKey, Example, Plugin};
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use camino::Utf8Path;
 use serde_json::{json, Map, Value};
 
@@ -157,7 +157,7 @@ pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
 
 /// One manifest file; it must say `manifest_spec: ductile.plugin`.
 pub fn load_file(path: &Utf8Path) -> Result<Plugin> {
-    let text = agentloop_base::fs::read_to_string(path)?;
+    let text = agentloop_io::fs::read_to_string(path)?;
     let v: Value = agentloop_config::config::parse_yaml(&text)
         .map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?;
     match v.get("manifest_spec").and_then(Value::as_str) {

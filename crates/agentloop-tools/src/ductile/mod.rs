@@ -21,9 +21,9 @@
 pub mod manifest;
 
 use crate::tool_env::ToolEnv;
-use agentloop_base::error::{Error, Result};
 use agentloop_config::config::{Config, DuctileConfig};
-use agentloop_model::tool_spec::{SideEffect, ToolResult, ToolSpec};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -116,7 +116,7 @@ impl Hub {
         let mut hub = Hub { cfg: d.clone(), ..Hub::empty() };
         let mut plugins = Vec::new();
         if let Some(dir) = &d.manifests {
-            plugins.extend(manifest::load_dir(&agentloop_base::fs::resolve_in(root, dir))?);
+            plugins.extend(manifest::load_dir(&agentloop_io::fs::resolve_in(root, dir))?);
         }
         if let Some(url) = d.api_url.as_ref().filter(|_| !reach) {
             match cache_read(d, url.trim_end_matches('/'), std::time::Duration::MAX) {
@@ -216,7 +216,7 @@ fn token(d: &DuctileConfig) -> Result<Option<String>> {
         };
     let token = token.filter(|t| !t.trim().is_empty());
     if let Some(t) = &token {
-        agentloop_base::redact::register(t);
+        agentloop_io::redact::register(t);
     }
     Ok(token)
 }
@@ -346,9 +346,10 @@ fn cache_path(base: &str) -> Option<Utf8PathBuf> {
 }
 
 fn cache_read(d: &DuctileConfig, base: &str, ttl: Duration) -> Option<Vec<Plugin>> {
-    let text = agentloop_base::fs::read_optional(&cache_path(base)?).ok().flatten()?;
+    let text = agentloop_io::fs::read_optional(&cache_path(base)?).ok().flatten()?;
     let c: Cached = serde_json::from_str(&text).ok()?;
-    let age = agentloop_base::clock::now().duration_since(agentloop_base::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
+    let age =
+        agentloop_types::clock::now().duration_since(agentloop_types::clock::parse_rfc3339(&c.fetched_at)?).ok()?;
     (c.api_url == base && c.selection == selection(d) && age <= ttl).then_some(c.plugins)
 }
 
@@ -357,13 +358,13 @@ fn cache_write(d: &DuctileConfig, base: &str, plugins: &[Plugin]) {
     let c = Cached {
         api_url: base.into(),
         selection: selection(d),
-        fetched_at: agentloop_base::clock::now_rfc3339(),
+        fetched_at: agentloop_types::clock::now_rfc3339(),
         plugins: plugins.to_vec(),
     };
     if let Some(dir) = path.parent() {
-        let _ = agentloop_base::fs::create_dir_all(dir);
+        let _ = agentloop_io::fs::create_dir_all(dir);
     }
-    let _ = agentloop_base::fs::write_atomic(&path, serde_json::to_string_pretty(&c).unwrap_or_default().as_bytes());
+    let _ = agentloop_io::fs::write_atomic(&path, serde_json::to_string_pretty(&c).unwrap_or_default().as_bytes());
 }
 
 /// The job a step started, kept until the step has its result.
@@ -386,7 +387,7 @@ fn run_job(
     let base = url.trim_end_matches('/');
     let fail = |e: Error| Box::new(ToolResult::err(e.message, true));
     let record_path = env.root.join(JOB_FILE);
-    let started = agentloop_base::fs::read_optional(&record_path)
+    let started = agentloop_io::fs::read_optional(&record_path)
         .ok()
         .flatten()
         .and_then(|t| serde_json::from_str::<JobRecord>(&t).ok())
@@ -427,12 +428,12 @@ fn run_job(
             // Checked before it is kept: a step run again would poll the same id.
             segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.message, false)))?;
             let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
-            agentloop_base::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
+            agentloop_io::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
                 .map_err(fail)?;
             id.to_string()
         }
     };
-    agentloop_base::crash::point("ductile:polling");
+    agentloop_io::crash::point("ductile:polling");
     let job = poll(d, base, &job_id, plugin).map_err(|e| {
         let mut r = ToolResult::err(e.message, true);
         r.metadata = json!({"ductile_job": job_id});
@@ -443,7 +444,7 @@ fn run_job(
 
 /// How deep this run is (0 unless it was started by agentloop through Ductile).
 fn depth_of(root: &Utf8Path) -> u32 {
-    agentloop_base::fs::read_optional(&root.join("state.json"))
+    agentloop_io::fs::read_optional(&root.join("state.json"))
         .ok()
         .flatten()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -460,7 +461,7 @@ fn segment(what: &str, s: &str) -> Result<String> {
         let shown: String = s.chars().take(80).collect();
         return Err(Error::tool(format!(
             "the Ductile {what} `{}` cannot be part of a gateway address (empty, `.`, `..` or over 256 bytes)",
-            agentloop_model::output::one_line(&shown)
+            agentloop_io::output::one_line(&shown)
         )));
     }
     let mut out = String::with_capacity(s.len());

@@ -208,7 +208,7 @@ fn discard(server: &Server, url: &str, was: Option<&str>, now: &str) -> Result<(
         Some(a) => format!("was issued by {a}"),
         None => "names no authorization server (kept by an earlier agentloop)".to_string(),
     };
-    agentloop_model::output::stderr_line(&format!(
+    agentloop_io::output::stderr_line(&format!(
         "warning: MCP server {}: the kept sign-in {was}, but the server now names {now}; the token was discarded and nothing sent to {now}: sign in again with `agentloop mcp login {}`",
         server.name, server.name
     ));
@@ -385,7 +385,7 @@ pub async fn sign_in(server: &Server, url: &str, challenge: Option<&str>) -> Res
     })??;
     drop(waiting);
     st.handle_callback_url(&callback).await.map_err(|e| auth_error(server, e))?;
-    agentloop_model::output::stderr_line(&format!("signed in to MCP server {}", server.name));
+    agentloop_io::output::stderr_line(&format!("signed in to MCP server {}", server.name));
     Ok(())
 }
 
@@ -422,8 +422,8 @@ fn web_address(server: &Server, auth_url: &str) -> Result<(), McpError> {
 /// Opens the authorization URL: with `$BROWSER` when set (a command that takes the URL as its
 /// argument), else by printing it for the person to open.
 fn open_browser(server: &Server, url: &str) {
-    agentloop_model::output::stderr_line(&format!("sign in to MCP server {} in your browser:", server.name));
-    agentloop_model::output::stderr_line(&format!("  {url}"));
+    agentloop_io::output::stderr_line(&format!("sign in to MCP server {} in your browser:", server.name));
+    agentloop_io::output::stderr_line(&format!("  {url}"));
     let Ok(browser) = std::env::var("BROWSER") else { return };
     let Some(cmd) = browser.split(':').find(|c| !c.trim().is_empty()) else { return };
     let mut parts = cmd.split_whitespace();
@@ -440,7 +440,7 @@ fn open_browser(server: &Server, url: &str) {
         .stdout(std::process::Stdio::null())
         .spawn();
     if let Err(e) = spawned {
-        agentloop_model::output::stderr_line(&format!(
+        agentloop_io::output::stderr_line(&format!(
             "warning: cannot start $BROWSER ({program}): {e}; open the address above yourself"
         ));
     }

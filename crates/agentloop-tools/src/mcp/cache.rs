@@ -44,7 +44,7 @@ impl Listing {
             format: FORMAT,
             server: server.name.clone(),
             key: server.cache_key(),
-            listed_at: agentloop_base::clock::now_rfc3339(),
+            listed_at: agentloop_types::clock::now_rfc3339(),
             protocol_version,
             server_info,
             startup_ms,
@@ -64,18 +64,18 @@ pub fn path(server: &Server) -> Option<Utf8PathBuf> {
 
 /// The cached listing, or None (a miss) for anything but a good file of this key.
 pub fn read(server: &Server) -> Option<Listing> {
-    let text = agentloop_base::fs::read_optional(&path(server)?).ok().flatten()?;
+    let text = agentloop_io::fs::read_optional(&path(server)?).ok().flatten()?;
     let l: Listing = serde_json::from_str(&text).ok()?;
     (l.format == FORMAT && l.key == server.cache_key() && l.server == server.name).then_some(l)
 }
 
-pub fn write(server: &Server, listing: &Listing) -> agentloop_base::error::Result<()> {
+pub fn write(server: &Server, listing: &Listing) -> agentloop_types::error::Result<()> {
     let Some(p) = path(server) else {
         return Ok(());
     };
     if let Some(d) = p.parent() {
-        agentloop_base::fs::create_dir_all(d)?;
+        agentloop_io::fs::create_dir_all(d)?;
     }
-    let text = agentloop_base::json::to_string(listing);
-    agentloop_base::fs::write_atomic(&p, text.as_bytes())
+    let text = agentloop_types::json::to_string(listing);
+    agentloop_io::fs::write_atomic(&p, text.as_bytes())
 }

@@ -89,17 +89,16 @@ impl Logs {
 
     /// Opens the log of `server` to append to, creating its folder. Never through a link: a
     /// workspace's `artifacts/` is entered as every workspace write enters it.
-    fn open(&self, server: &Server) -> agentloop_base::error::Result<std::fs::File> {
+    fn open(&self, server: &Server) -> agentloop_types::error::Result<std::fs::File> {
         match self {
-            Logs::Workspace(root) => agentloop_base::fs::Folder::create(root, Utf8Path::new("artifacts"))?
+            Logs::Workspace(root) => agentloop_io::fs::Folder::create(root, Utf8Path::new("artifacts"))?
                 .open_append(&format!("mcp-{}.log", server.slug)),
             Logs::User => {
                 let dir = user_dir().ok_or_else(|| {
-                    agentloop_base::error::Error::usage("no state folder for MCP logs (set XDG_STATE_HOME or HOME)")
+                    agentloop_types::error::Error::usage("no state folder for MCP logs (set XDG_STATE_HOME or HOME)")
                 })?;
                 crate::held_secrets::private_dir(&dir)?;
-                agentloop_base::fs::Folder::create(&dir, Utf8Path::new(""))?
-                    .open_append(&format!("{}.log", server.slug))
+                agentloop_io::fs::Folder::create(&dir, Utf8Path::new(""))?.open_append(&format!("{}.log", server.slug))
             }
         }
     }
@@ -313,17 +312,17 @@ fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     last.to_string()
 }
 
-fn open_log(logs: &Logs, server: &Server) -> agentloop_base::error::Result<std::fs::File> {
+fn open_log(logs: &Logs, server: &Server) -> agentloop_types::error::Result<std::fs::File> {
     let mut f = logs.open(server)?;
     // The command as configured: expanded values (which may hold secrets) stay out of logs.
     writeln!(
         f,
         "---- {} agentloop starts MCP server {}: {}",
-        agentloop_base::clock::now_rfc3339(),
+        agentloop_types::clock::now_rfc3339(),
         server.name,
         server.display
     )
-    .map_err(|e| agentloop_base::error::Error::failure(format!("cannot write the log: {e}")))?;
+    .map_err(|e| agentloop_types::error::Error::failure(format!("cannot write the log: {e}")))?;
     Ok(f)
 }
 

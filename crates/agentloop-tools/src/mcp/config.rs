@@ -13,7 +13,7 @@
 //! expanded values, so secrets passed through the environment stay out of them. Env and header
 //! values never appear anywhere but in the child's environment or the HTTP request.
 
-use agentloop_base::error::{Error, Result};
+use agentloop_types::error::{Error, Result};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ impl Server {
 
 /// FNV-1a, 64 bits: a stable key for cache file names (not a security hash); the one the
 /// worker's keys use too.
-pub use agentloop_base::run_id::fnv1a;
+pub use agentloop_types::run_id::fnv1a;
 
 /// [`agentloop_config::config::OAuthConfig`] with its variables expanded.
 #[derive(Debug, Clone, Default)]
@@ -174,13 +174,13 @@ pub fn resolve_with(
 ) -> Result<Vec<Server>> {
     let mut merged: BTreeMap<String, (Value, String)> = BTreeMap::new();
     if let Some(file) = &mcp.config_file {
-        let path = agentloop_base::fs::resolve_in(root, file);
+        let path = agentloop_io::fs::resolve_in(root, file);
         for (name, v) in read_config_file(&path)? {
             merged.insert(name, (v, path.to_string()));
         }
     }
     for (name, sc) in &mcp.servers {
-        let v = agentloop_base::json::to_value(sc);
+        let v = agentloop_types::json::to_value(sc);
         match merged.get_mut(name) {
             Some((base, source)) => {
                 if let (Value::Object(b), Value::Object(o)) = (base, v) {
@@ -221,13 +221,13 @@ const MAX_NAME: usize = 128;
 /// it on a terminal), no bidi control, and at most [`MAX_NAME`] characters. Refused when the
 /// configuration is read, naming the key with the name escaped by the one-line printer.
 fn check_name(name: &str, source: &str) -> Result<()> {
-    let shown = agentloop_model::output::one_line(name);
+    let shown = agentloop_io::output::one_line(name);
     let one_line = matches!(shown, std::borrow::Cow::Borrowed(_));
     if one_line && (1..=MAX_NAME).contains(&name.chars().count()) {
         return Ok(());
     }
     let shown: String = shown.chars().take(MAX_NAME).collect();
-    let source = agentloop_model::output::one_line(source);
+    let source = agentloop_io::output::one_line(source);
     Err(Error::config(format!(
         "MCP server `{shown}` ({source}): a server name must be 1-{MAX_NAME} characters with no control characters"
     ))
@@ -236,7 +236,7 @@ fn check_name(name: &str, source: &str) -> Result<()> {
 
 /// Reads an `mcpServers` JSON file (Claude Desktop, Cursor, VS Code's `servers`, ...).
 fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
-    let text = agentloop_base::fs::read_optional(path)?.ok_or_else(|| {
+    let text = agentloop_io::fs::read_optional(path)?.ok_or_else(|| {
         Error::config(format!("mcp.config_file {path} does not exist"))
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
@@ -407,7 +407,7 @@ fn stdio_transport(r: &Resolving, sc: &ServerConfig, root: &Utf8Path) -> Result<
         env.push((k.clone(), value));
     }
     let cwd = match &sc.cwd {
-        Some(c) => agentloop_base::fs::resolve_in(root, Utf8Path::new(&r.expand_shown("cwd", c)?)),
+        Some(c) => agentloop_io::fs::resolve_in(root, Utf8Path::new(&r.expand_shown("cwd", c)?)),
         None => root.to_path_buf(),
     };
     Ok(Transport::Stdio { command, args, env, cwd })
@@ -427,7 +427,7 @@ fn resolve_oauth(r: &Resolving, o: &agentloop_config::config::OAuthConfig, secre
     // The client's credentials are redacted everywhere, not only in this server's output:
     // a tool that reads the key file or the environment must not put them in the trace.
     for c in &secrets[before..] {
-        agentloop_base::redact::register(c);
+        agentloop_io::redact::register(c);
     }
     Ok(OAuth {
         grant,
@@ -511,7 +511,7 @@ fn register_credential(name: &str, value: &str) {
         Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => rest.trim(),
         _ => v,
     };
-    agentloop_base::redact::register(credential);
+    agentloop_io::redact::register(credential);
 }
 
 /// Why a credential key of a server cannot be used: the key and why (said after the server's
@@ -553,7 +553,7 @@ fn secret_file(
     if !path.starts_with('/') {
         return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)").into());
     }
-    let text = agentloop_base::fs::read_to_string(Utf8Path::new(&path))
+    let text = agentloop_io::fs::read_to_string(Utf8Path::new(&path))
         .map_err(|e| CredentialError { message: format!("{key}: {}", e.message), source: Some(e) })?;
     Ok((path, text))
 }

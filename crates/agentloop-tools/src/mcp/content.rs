@@ -12,7 +12,7 @@
 //! output. (The SDK already refuses a single message over 16 MiB.)
 
 use crate::tool_env::ToolEnv;
-use agentloop_model::tool_spec::ToolResult;
+use agentloop_types::tool_spec::ToolResult;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
@@ -224,9 +224,9 @@ fn decode(data: &str) -> Option<Vec<u8>> {
 }
 
 /// Keeps one decoded item as an artifact; its workspace-relative path.
-fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> agentloop_base::error::Result<String> {
+fn save(env: &ToolEnv, n: usize, mime: &str, bytes: &[u8]) -> agentloop_types::error::Result<String> {
     let rel = format!("artifacts/{}-{n}.{}", env.artifact_stem, extension(mime));
-    agentloop_base::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes)?;
+    agentloop_io::fs::write_in(env.root, camino::Utf8Path::new(&rel), bytes)?;
     Ok(rel)
 }
 

@@ -35,8 +35,8 @@ pub use config::McpConfig;
 pub use error::McpError;
 
 use crate::tool_env::ToolEnv;
-use agentloop_base::error::{Error, Result};
-use agentloop_model::tool_spec::{ToolResult, ToolSpec};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::tool_spec::{ToolResult, ToolSpec};
 use camino::{Utf8Path, Utf8PathBuf};
 use client::{CallError, Session};
 use config::Server;
@@ -368,7 +368,7 @@ impl Hub {
         if live.contains_key(&idx) {
             return Ok(());
         }
-        let watch = agentloop_base::clock::Stopwatch::start();
+        let watch = agentloop_types::clock::Stopwatch::start();
         let s = match auth::bounded(server.startup_timeout, client::connect(server, &self.logs)).await.ok_or(()) {
             Err(()) => {
                 return Err(ToolResult::err(
@@ -505,7 +505,7 @@ fn secs(d: Duration) -> String {
 
 /// Starts one server, lists its tools within its startup timeout, stops it.
 async fn list_one(server: &Server, logs: &client::Logs) -> std::result::Result<cache::Listing, McpError> {
-    let watch = agentloop_base::clock::Stopwatch::start();
+    let watch = agentloop_types::clock::Stopwatch::start();
     let work = async {
         let mut sign_ins = 0;
         loop {

@@ -4,8 +4,8 @@
 //! resolved, and the `mcp` subcommands refuse to run, each naming the feature.
 
 use crate::tool_env::ToolEnv;
-use agentloop_base::error::{Error, Result};
-use agentloop_model::tool_spec::{ToolResult, ToolSpec};
+use agentloop_types::error::{Error, Result};
+use agentloop_types::tool_spec::{ToolResult, ToolSpec};
 use camino::Utf8Path;
 use serde_json::Value;
 

@@ -7,7 +7,7 @@
 //! schema, no `$schema`/`$id`) that the `jsonschema` crate compiles. A tool whose schema cannot
 //! be made so is dropped with a warning, never sent.
 
-use agentloop_model::tool_spec::SideEffect;
+use agentloop_types::tool_spec::SideEffect;
 use serde_json::{json, Map, Value};
 
 pub const MAX_NAME: usize = 64;

@@ -16,7 +16,7 @@ pub fn store_dir() -> Option<Utf8PathBuf> {
 
 /// The token file of a server URL.
 pub fn token_path(url: &str) -> Option<Utf8PathBuf> {
-    Some(store_dir()?.join(format!("{:016x}.json", agentloop_base::run_id::fnv1a(url.as_bytes()))))
+    Some(store_dir()?.join(format!("{:016x}.json", agentloop_types::run_id::fnv1a(url.as_bytes()))))
 }
 
 /// What a token file holds: the URL the token was issued for, the authorization server that
@@ -62,16 +62,16 @@ impl FileStore {
         FileStore { authority: Some(authority(md)), ..FileStore::new(url) }
     }
 
-    pub fn read(&self) -> agentloop_base::error::Result<Option<StoredCredentials>> {
+    pub fn read(&self) -> agentloop_types::error::Result<Option<StoredCredentials>> {
         Ok(self.kept()?.map(|k| k.credentials))
     }
 
     /// The kept token of this URL with the authorization server it is bound to.
-    pub fn kept(&self) -> agentloop_base::error::Result<Option<Kept>> {
+    pub fn kept(&self) -> agentloop_types::error::Result<Option<Kept>> {
         let Some(path) = &self.path else { return Ok(None) };
-        let Some(text) = agentloop_base::fs::read_optional(path)? else { return Ok(None) };
+        let Some(text) = agentloop_io::fs::read_optional(path)? else { return Ok(None) };
         let f: TokenFile = serde_json::from_str(&text).map_err(|e| {
-            agentloop_base::error::Error::data(format!("{path} is not a token file: {e}")).with_source(e)
+            agentloop_types::error::Error::data(format!("{path} is not a token file: {e}")).with_source(e)
         })?;
         // The file name is a hash of the URL; the URL inside is what decides.
         if f.resource != self.url {
@@ -106,11 +106,11 @@ impl CredentialStore for FileStore {
         let authority = self.authority.clone().or_else(|| credentials.issuer.clone());
         let f = TokenFile { resource: self.url.clone(), authority, credentials };
         let text = serde_json::to_vec_pretty(&f).map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
-        let write = || -> agentloop_base::error::Result<()> {
+        let write = || -> agentloop_types::error::Result<()> {
             if let Some(d) = path.parent() {
                 crate::held_secrets::private_dir(d)?;
             }
-            agentloop_base::fs::write_private(path, &text)
+            agentloop_io::fs::write_private(path, &text)
         };
         write().map_err(|e| AuthError::CredentialStoreError(e.message))
     }
@@ -129,25 +129,25 @@ impl CredentialStore for FileStore {
 }
 
 /// Every token agentloop holds is a secret of the run's: an access token a server echoes in a
-/// tool result, or a program prints, is redacted like a provider key ([`agentloop_base::redact`]). Called
+/// tool result, or a program prints, is redacted like a provider key ([`agentloop_io::redact`]). Called
 /// whenever credentials are read from the store or put in it (a sign-in, a grant, a refresh).
 fn register(c: &StoredCredentials) {
     use oauth2::TokenResponse;
     if let Some(t) = &c.token_response {
-        agentloop_base::redact::register(t.access_token().secret());
+        agentloop_io::redact::register(t.access_token().secret());
         if let Some(r) = t.refresh_token() {
-            agentloop_base::redact::register(r.secret());
+            agentloop_io::redact::register(r.secret());
         }
     }
 }
 
 /// Removes the stored token of a server URL; whether there was one.
-pub fn forget(url: &str) -> agentloop_base::error::Result<bool> {
+pub fn forget(url: &str) -> agentloop_types::error::Result<bool> {
     let Some(path) = token_path(url) else { return Ok(false) };
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(agentloop_base::error::Error::io("remove", &path, e)),
+        Err(e) => Err(agentloop_types::error::Error::io("remove", &path, e)),
     }
 }
 

@@ -8,7 +8,7 @@
 use super::Registry;
 use crate::ductile::{NOT_TOOLS, SEP};
 use agentloop_config::config::Config;
-use agentloop_model::tool_spec::{canonical, is_finish, ToolSpec};
+use agentloop_types::tool_spec::{canonical, is_finish, ToolSpec};
 
 impl Registry {
     /// The registered tools the `allowed_tools` entry `entry` names: the tool of that name (or
@@ -105,7 +105,7 @@ fn warn_once(s: &str) {
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let first = SAID.lock().unwrap_or_else(|p| p.into_inner()).insert(s.to_string());
     if first {
-        agentloop_model::output::warning(s);
+        agentloop_io::output::warning(s);
     }
 }
 

@@ -16,8 +16,8 @@
 use super::sandbox::{self, Access, Sandbox};
 use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
-use agentloop_base::error::Error;
 use agentloop_config::config::Config;
+use agentloop_types::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use regex::Regex;
 use schemars::JsonSchema;
@@ -248,7 +248,7 @@ impl Search {
             let name = t.root.show(&rel);
             match sandbox::read_capped(&t.root.dir, rel.as_str(), &name, cap) {
                 Ok(buf) => self.file(&name, &buf),
-                Err(agentloop_base::capfs::ReadError::TooLarge(_)) => self.too_large += 1,
+                Err(agentloop_io::capfs::ReadError::TooLarge(_)) => self.too_large += 1,
                 Err(_) => {}
             }
         }

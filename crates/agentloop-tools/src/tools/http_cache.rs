@@ -98,7 +98,7 @@ pub fn get(
     let Some(floor) = p.cache.floor() else { return plain() };
     if headers.iter().any(|(k, v)| {
         !HARMLESS.contains(&k.trim().to_ascii_lowercase().as_str())
-            || agentloop_base::redact::contains_secret(v.as_bytes())
+            || agentloop_io::redact::contains_secret(v.as_bytes())
     }) || credentialed(url)
     {
         return plain();
@@ -106,7 +106,7 @@ pub fn get(
     let Some(dir) = folder() else { return plain() };
     let Ok(req) = request(p, url, headers) else { return plain() };
     let path = dir.join(key(url, headers));
-    let now = agentloop_base::clock::now();
+    let now = agentloop_types::clock::now();
     let Some((meta, body)) = read(&path).filter(|(m, _)| m.url == url) else {
         let f = fetch(p, "GET", url, headers, None, timeout)?;
         store(&dir, &path, url, &req, &f, floor, now);
@@ -208,8 +208,8 @@ fn credentialed(url: &str) -> bool {
     !u.username().is_empty()
         || u.password().is_some()
         || u.query_pairs().any(|(k, _)| agentloop_config::mask::secret_query_name(&k))
-        || agentloop_base::redact::contains_secret(url.as_bytes())
-        || agentloop_base::redact::contains_secret(&percent_decode(url))
+        || agentloop_io::redact::contains_secret(url.as_bytes())
+        || agentloop_io::redact::contains_secret(&percent_decode(url))
 }
 
 /// `%XX` escapes read as bytes (a broken one is kept as it is).
@@ -249,8 +249,8 @@ fn store(
         || f.headers.contains_key("set-cookie")
         || h("cache-control").contains("private")
         || credentialed(&f.url)
-        || agentloop_base::redact::contains_secret(&f.body)
-        || agentloop_base::redact::contains_secret(&serde_json::to_vec(&f.headers).unwrap_or_default())
+        || agentloop_io::redact::contains_secret(&f.body)
+        || agentloop_io::redact::contains_secret(&serde_json::to_vec(&f.headers).unwrap_or_default())
     {
         return;
     }
@@ -287,8 +287,8 @@ fn write(dir: &Utf8Path, path: &Utf8Path, meta: &Meta, body: &[u8]) {
     if bytes.len() > MAX_ENTRY + 64 * 1024 {
         return;
     }
-    if let Err(e) = agentloop_base::fs::write_private(path, &bytes) {
-        agentloop_model::log::info(&format!("http cache: {}", e.message));
+    if let Err(e) = agentloop_io::fs::write_private(path, &bytes) {
+        agentloop_io::log::info(&format!("http cache: {}", e.message));
         return;
     }
     trim(dir);
@@ -300,7 +300,7 @@ fn read(path: &Utf8Path) -> Option<(Meta, Vec<u8>)> {
     if !m.is_file() || !own(&m) {
         return None;
     }
-    let bytes = agentloop_base::fs::read_bytes_optional(path).ok()??;
+    let bytes = agentloop_io::fs::read_bytes_optional(path).ok()??;
     let nl = bytes.iter().position(|b| *b == b'\n')?;
     let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
     (meta.format == FORMAT).then(|| (meta, bytes[nl + 1..].to_vec()))
@@ -320,7 +320,7 @@ pub fn folder() -> Option<Utf8PathBuf> {
     }
     let m = std::fs::symlink_metadata(&dir).ok()?;
     if !m.is_dir() || !own(&m) {
-        agentloop_model::log::info(&format!("http cache: {dir} is not a folder of this user's own; not used"));
+        agentloop_io::log::info(&format!("http cache: {dir} is not a folder of this user's own; not used"));
         return None;
     }
     if m.permissions().mode() & 0o077 != 0
@@ -386,7 +386,7 @@ mod tests {
         for url in ["https://h.example/a", "https://h.example/a?q=rust&page=2", "http://127.0.0.1:8/feed?format=rss"] {
             assert!(!credentialed(url), "{url}");
         }
-        agentloop_base::redact::register("cache-test-secret-0123");
+        agentloop_io::redact::register("cache-test-secret-0123");
         assert!(credentialed("https://h.example/cache-test-secret-0123"));
         assert!(credentialed("https://h.example/a?q=cache%2Dtest%2Dsecret%2D0123"));
         assert_eq!(percent_decode("a%41%zz%4"), b"aA%zz%4");

@@ -1,13 +1,13 @@
 //! Long-term memory across runs: memory_save, memory_search, memory_read.
 //!
 //! Off by default (`tools.memory.enabled`); the loop recalls and remembers on its own
-//! (`memory.enabled`). The store, its layout and its BM25 ranking are [`agentloop_store::longterm`].
+//! (`memory.enabled`). The store, its layout and its BM25 ranking are [`agentloop_workspace::longterm`].
 
 use super::tool::{Call, Tool, Whole};
 use super::{SideEffect, ToolEnv, ToolResult};
-use agentloop_base::error::{Error, Result};
 use agentloop_config::config::Config;
-use agentloop_store::longterm::{plain, New, Store};
+use agentloop_types::error::{Error, Result};
+use agentloop_workspace::longterm::{plain, New, Store};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -116,7 +116,7 @@ fn search_tool(env: &ToolEnv, args: &MemorySearchArgs) -> ToolResult {
         let only = args.topic.as_deref();
         let mut entries = store.entries()?;
         entries.retain(|e| only.is_none_or(|t| e.topic == t));
-        let index = agentloop_store::longterm::Index::build(entries);
+        let index = agentloop_workspace::longterm::Index::build(entries);
         let found: Vec<Value> = index
             .search(query, limit)
             .into_iter()

@@ -25,7 +25,7 @@ pub mod tool;
 
 pub use crate::tool_env::ToolEnv;
 use agentloop_config::config::Config;
-pub use agentloop_model::tool_spec::{SideEffect, ToolResult, ToolSpec};
+pub use agentloop_types::tool_spec::{SideEffect, ToolResult, ToolSpec};
 use camino::Utf8Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -52,14 +52,14 @@ impl Registry {
     /// Built-ins, the shell tool when enabled, external tools declared in config and the tools
     /// of the configured MCP servers (from their cache; see [`crate::mcp`]). Fails only on an
     /// MCP configuration mistake; a server that cannot be listed is a warning on stderr.
-    pub fn new(cfg: &Config, root: &Utf8Path) -> agentloop_base::error::Result<Self> {
+    pub fn new(cfg: &Config, root: &Utf8Path) -> agentloop_types::error::Result<Self> {
         Self::load(cfg, root, Reach::Start)
     }
 
     /// The registry, reaching servers only as far as `reach` allows: read-only commands
     /// (`tools list`, `skills gen`, `run --dry-run`) list MCP and Ductile tools from their caches
     /// and never start a program or call out.
-    pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> agentloop_base::error::Result<Self> {
+    pub fn load(cfg: &Config, root: &Utf8Path, reach: Reach) -> agentloop_types::error::Result<Self> {
         Self::load_logging(cfg, root, reach, crate::mcp::client::Logs::Workspace(root.to_path_buf()))
     }
 
@@ -70,7 +70,7 @@ impl Registry {
         root: &Utf8Path,
         reach: Reach,
         logs: crate::mcp::client::Logs,
-    ) -> agentloop_base::error::Result<Self> {
+    ) -> agentloop_types::error::Result<Self> {
         // Before any tool can run, what the configuration holds is a secret to every write.
         crate::held_secrets::register(cfg);
         let mut specs = builtin::specs(cfg, root);
@@ -93,7 +93,7 @@ impl Registry {
     }
 
     pub fn canonical(name: &str) -> &str {
-        agentloop_model::tool_spec::canonical(name)
+        agentloop_types::tool_spec::canonical(name)
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
@@ -155,9 +155,9 @@ impl Registry {
                 .unwrap_or_else(|e| ToolResult::err(format!("cannot start tool `{}`: {e}", spec.name), true))
         });
         // A response that echoes a key is redacted before anything records it.
-        result.output = agentloop_base::redact::redact_tool_output(&result.output);
-        result.error = result.error.as_deref().map(agentloop_base::redact::redact_tool_output);
-        agentloop_base::redact::redact_value(&mut result.metadata);
+        result.output = agentloop_io::redact::redact_tool_output(&result.output);
+        result.error = result.error.as_deref().map(agentloop_io::redact::redact_tool_output);
+        agentloop_io::redact::redact_value(&mut result.metadata);
         if result.output.chars().count() > spec.output_cap {
             spill(env, &spec, &mut result);
         }
@@ -188,7 +188,7 @@ fn external_tools(cfg: &Config, specs: &mut Vec<ToolSpec>) {
         }
         // Recursion guard: agentloop's own plugin is no tool unless ductile.max_depth allows.
         if *name == cfg.ductile.self_name && cfg.ductile.max_depth == 0 {
-            agentloop_model::output::debug_note(&format!(
+            agentloop_io::output::debug_note(&format!(
                 "external tool `{name}` is agentloop itself (ductile.self_name) and ductile.max_depth is 0: left out"
             ));
             continue;
@@ -211,14 +211,11 @@ fn external_tools(cfg: &Config, specs: &mut Vec<ToolSpec>) {
 /// Adds another source's tools (MCP servers, Ductile plugins); a name already taken is left out.
 fn join(specs: &mut Vec<ToolSpec>, warnings: &[String], more: &[ToolSpec], what: &str) {
     for w in warnings {
-        agentloop_model::output::warning(w);
+        agentloop_io::output::warning(w);
     }
     for m in more {
         if specs.iter().any(|s| s.name == m.name) {
-            agentloop_model::output::warning(&format!(
-                "{what} tool {} is left out: a tool of that name exists",
-                m.name
-            ));
+            agentloop_io::output::warning(&format!("{what} tool {} is left out: a tool of that name exists", m.name));
             continue;
         }
         specs.push(m.clone());
@@ -273,7 +270,7 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-pub use agentloop_model::tool_spec::SchemaError;
+pub use agentloop_types::tool_spec::SchemaError;
 
 /// The compiled validator for a schema (kept: at most 32, the oldest dropped first).
 pub fn validator(schema: &Value) -> Result<std::sync::Arc<jsonschema::Validator>, SchemaError> {
@@ -329,7 +326,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
     let rel = format!("artifacts/{}.txt", env.artifact_stem);
     let full = std::mem::take(&mut result.output);
     // Never through a link: a symlinked artifacts/ is refused (fs::Folder), not written into.
-    let write = agentloop_base::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
+    let write = agentloop_io::fs::write_in(env.root, camino::Utf8Path::new(&rel), full.as_bytes());
     let excerpt_budget = spec.output_cap.min(2000);
     let page = paging::window(&full, 1, None, excerpt_budget).unwrap_or(paging::Page {
         text: String::new(),
@@ -360,7 +357,7 @@ fn spill(env: &ToolEnv, spec: &ToolSpec, result: &mut ToolResult) {
             );
             result.artifacts.push(rel);
         }
-        Err(e) if e.cause == Some(agentloop_base::error::Cause::Link) => {
+        Err(e) if e.cause == Some(agentloop_types::error::Cause::Link) => {
             // Said plainly, so whoever reads the run learns why and what to do.
             result.output = format!(
                 "{out}\n[output truncated at {chars} characters; could not save the rest to {rel}: artifacts/ is a symbolic link, and agentloop never writes through links (replace it with a real folder)]"

@@ -19,11 +19,11 @@
 //!   shown as the relative path from the workspace (e.g. `../data`), never the machine path.
 
 use super::ToolEnv;
-pub use agentloop_base::capfs::{
+pub use agentloop_io::capfs::{
     absolute, check_target, identity, io_error, io_failure, normalize, open_append, open_regular, read_capped,
     relative, too_large,
 };
-use agentloop_base::error::Error;
+use agentloop_types::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -141,7 +141,7 @@ fn make_write_roots(env: &ToolEnv, ws_abs: &Utf8Path, ws_real: &Utf8Path) {
             }
             Ok(_) => {}
             Err(_) if agent_dir.as_ref().is_some_and(|d| abs.ends_with(d)) => {
-                let _ = agentloop_base::fs::create_dir_all(&abs);
+                let _ = agentloop_io::fs::create_dir_all(&abs);
             }
             Err(_) => {}
         }

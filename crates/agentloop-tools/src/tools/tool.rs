@@ -45,11 +45,11 @@ pub trait Tool {
     fn run(call: &Call, args: Self::Args) -> ToolResult;
 }
 
-/// An args struct's schema in the form sent: generated (`agentloop_model::tool_spec::schema_for`), with an
+/// An args struct's schema in the form sent: generated (`agentloop_types::tool_spec::schema_for`), with an
 /// optional field described by its own type (a call leaves it out; null is not offered), an
 /// empty `required` kept, and each schema's keys in one fixed order.
 pub fn args_schema<T: JsonSchema>() -> Value {
-    let mut v = agentloop_model::tool_spec::schema_for::<T>();
+    let mut v = agentloop_types::tool_spec::schema_for::<T>();
     if let Some(o) = v.as_object_mut() {
         o.entry("required").or_insert_with(|| Value::Array(vec![]));
         if let Some(Value::Object(props)) = o.get_mut("properties") {

@@ -492,7 +492,7 @@ mod tests {
         let n = names("./lister", d);
         assert!(n.iter().any(|n| n == "sh" || n == "dash" || n == "bash"), "{n:?}");
         assert!(super::super::policy::judge(&n).is_some());
-        agentloop_base::fs::write_atomic(&d.join("vim.basic"), b"").unwrap();
+        agentloop_io::fs::write_atomic(&d.join("vim.basic"), b"").unwrap();
         std::os::unix::fs::symlink(d.join("vim.basic"), d.join("notes")).unwrap();
         let n = names("./notes", d);
         assert!(n.iter().any(|n| n == "vim"), "{n:?}");

@@ -20,7 +20,7 @@
 use super::gitdirs;
 use crate::tools::sandbox::{Access, Sandbox};
 use crate::tools::ToolEnv;
-use agentloop_base::error::Error;
+use agentloop_types::error::Error;
 use camino::{Utf8Path, Utf8PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -268,7 +268,7 @@ fn sockets(mounts: &[(Utf8PathBuf, bool)]) -> Vec<std::path::PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     use std::path::Path;
     let table =
-        agentloop_base::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
+        agentloop_io::fs::read_bytes_optional(Utf8Path::new("/proc/net/unix")).ok().flatten().unwrap_or_default();
     let mut found = Vec::new();
     // Each line: slot, refcount, protocol, flags, type, state, inode, then the path it was bound
     // to, if any (`@` for an abstract name, relative as the binder spelled it). Only the path
