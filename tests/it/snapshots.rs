@@ -219,6 +219,38 @@ fn two_mornings_of_a_job_and_what_changed() {
             ("job-runs", &["-w", "ws", "runs"]),
             ("job-runs-json", &["-w", "ws", "runs", "--json"]),
             ("job-trace-stats-all-runs", &["-w", "ws", "trace", "stats", "--all-runs"]),
+            ("job-trace-show-all-runs", &["-w", "ws", "trace", "show", "--all-runs"]),
+            ("job-runs-prune-dry-run", &["-w", "ws", "runs", "prune", "--keep", "1", "--dry-run"]),
+        ],
+    );
+}
+
+/// Runs that end short of done: a limit (exit 4), repeated failures (exit 3), a model that has
+/// no more answers (exit 5); and what their traces say.
+#[test]
+fn runs_that_end_short_of_done() {
+    let t = T::new();
+    t.write("failing.yaml", &frustrating_script());
+    t.write("short.yaml", "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\n");
+    t.write("notes/ws/notes.txt", "one\ntwo\n");
+    take(
+        &t,
+        &[
+            (
+                "stop-max-steps",
+                &["-w", "limited", "--script", "failing.yaml", "--max-steps", "2", "run", "--goal", "g"],
+            ),
+            ("stop-max-steps-status", &["-w", "limited", "status"]),
+            ("stop-failures", &["-w", "failing", "--script", "failing.yaml", "run", "--goal", "g"]),
+            ("stop-failures-trace-errors", &["-w", "failing", "trace", "show", "--errors"]),
+            ("stop-failures-trace-stats", &["-w", "failing", "trace", "stats"]),
+            ("stop-script-ran-out", &["-w", "short", "--script", "short.yaml", "run", "--goal", "g"]),
+            ("stop-script-ran-out-status-json", &["-w", "short", "status", "--json"]),
+            (
+                "tools-call-file-read",
+                &["-w", "notes/ws", "tools", "call", "file_read", "--args", r#"{"path":"notes.txt"}"#],
+            ),
+            ("skills-show", &["-w", "notes/ws", "skills", "show", "critique"]),
         ],
     );
 }
