@@ -564,3 +564,36 @@ pub fn frustrating_script() -> String {
     }
     s
 }
+
+/// The insta settings every whole-output snapshot is checked with (tests/it/snapshots.rs): what
+/// differs between machines, checkouts or builds is redacted, so a `.snap` file holds only what a
+/// change to agentloop's output would change. The clock is frozen ([`NOW`]), so most times are
+/// fixed already; they are redacted all the same, so a snapshot does not pin the test clock.
+pub fn snapshot_settings(t: &T) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    // Paths: the test's temp folder (as given and as resolved) and the source checkout.
+    let root = t.root().to_string_lossy().into_owned();
+    let real = std::fs::canonicalize(t.root()).map(|p| p.to_string_lossy().into_owned()).unwrap_or(root.clone());
+    for p in [real, root] {
+        s.add_filter(&regex::escape(&p), "[TMP]");
+    }
+    s.add_filter(&regex::escape(env!("CARGO_MANIFEST_DIR")), "[REPO]");
+    // Run ids (ULIDs; lower case inside memory ids).
+    s.add_filter(r"(?i)\b[0-9a-hjkmnp-tv-z]{26}\b", "[RUN_ID]");
+    // Timestamps, and the clock as tables show it (date and minute; time of day). A bare date is
+    // kept: it is a slot or a file name the test chose.
+    s.add_filter(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", "[TIMESTAMP]");
+    s.add_filter(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}\b", "[DATETIME]");
+    s.add_filter(r"\b\d{2}:\d{2}:\d{2}\b", "[TIME]");
+    // Durations measured in milliseconds, as text and as JSON fields.
+    s.add_filter(r"\b\d+(\.\d+)?ms\b", "[MS]");
+    s.add_filter(r#""(\w+_ms)":( ?)\d+"#, "\"$1\":$2\"[MS]\"");
+    // The build's version, byte sizes shown in units, process ids and the ports of local servers.
+    s.add_filter(&format!(r"\b{}\b", regex::escape(env!("CARGO_PKG_VERSION"))), "[VERSION]");
+    s.add_filter(r"\b\d+(\.\d+)? ?(B|KB|KiB|MB|MiB|GB|GiB)\b", "[SIZE]");
+    s.add_filter(r"\bpid:? \d+", "pid [PID]");
+    s.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
+    s
+}

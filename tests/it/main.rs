@@ -66,6 +66,7 @@ mod sessions;
 mod shell_sandbox;
 mod skills;
 mod small_models;
+mod snapshots;
 mod stream;
 mod structure;
 mod tools;
