@@ -54,6 +54,40 @@ pub struct NewRun {
     pub session: Option<String>,
 }
 
+/// Marks a served run interrupted by `signal` (the signal watcher calls it): its record first
+/// (what the next start reads), then state.json (what lists show), each replaced atomically. A
+/// run no longer going is left as it is. Returns the message for stderr.
+fn mark_served(ws: &camino::Utf8Path, record: &camino::Utf8Path, signal: &str) -> String {
+    let read = |p: &camino::Utf8Path| {
+        agentloop_io::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    };
+    let id = ws.file_name().unwrap_or(ws.as_str()).to_string();
+    let workspace = Workspace::new(ws.to_owned());
+    let Ok(state) = workspace.load_state() else {
+        return format!("interrupted: run {id} (its state could not be read)");
+    };
+    if state.status != agentloop_workspace::workspace::Status::Running {
+        return format!("interrupted: run {id} had just stopped; nothing to mark");
+    }
+    let step = state.step;
+    let mut marked = true;
+    // The record is serve's own file; only its one key is set here.
+    if let Some(mut rec) = read(record) {
+        rec["interrupted_by"] = Value::from(signal);
+        let text = agentloop_types::json::to_string_pretty(&rec) + "\n";
+        marked &= agentloop_io::fs::write_atomic(record, text.as_bytes()).is_ok();
+    }
+    marked &= workspace.mark_interrupted(state).is_ok();
+    if marked {
+        format!(
+            "interrupted: run {id} at step {step} is marked interrupted; every committed phase is kept and the next \
+             `agentloop serve` on this root goes on with it"
+        )
+    } else {
+        format!("interrupted: run {id} at step {step}; it could not be marked, and the next `agentloop serve` goes on with it")
+    }
+}
+
 fn record_path(shared: &Shared, id: &str) -> Utf8PathBuf {
     agentloop_engine::runs_root::record_path(&shared.root, id)
 }
@@ -283,7 +317,9 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
     env.hold(&session);
     // Known to the signal watcher while it goes on: a stopped server marks it interrupted.
-    let _running = agentloop_tools::interrupt::served_run_in(&ws.root, &record_path(shared, id));
+    let (at, record) = (ws.root.clone(), record_path(shared, id));
+    let _running =
+        agentloop_tools::interrupt::run_marked_by(&ws.root, Box::new(move |signal| mark_served(&at, &record, signal)));
     let started = state.step == 0 && state.reframes == 0 && state.usage.total() == 0;
     shared.log(&format!("run {id} {}", if started { "started" } else { "goes on" }));
     let stop = agentloop_engine::lifecycle::go_on(

@@ -576,3 +576,70 @@ fn no_crate_re_exports_another() {
     }
     assert!(facades.is_empty(), "use these by their own crate's name instead: {facades:#?}");
 }
+
+/// Every `static` outside tests is listed here with what it is and why it is one: process state
+/// is passed as a value unless the process itself is what it describes. A new static fails this
+/// test until it is listed (or, better, passed as a value instead).
+const STATICS: &[(&str, &str, &str)] = &[
+    // The process's own state: what a signal, a file descriptor or a secret is to the process.
+    ("interrupt.rs", "WATCH", "state: a signal is delivered to the process; what it acts on is the process's"),
+    ("output.rs", "STREAMS", "state: stdout and stderr are the process's; their fate is shared by every printer"),
+    ("redact.rs", "SECRETS", "state: a secret registered anywhere must be hidden everywhere from then on"),
+    ("log.rs", "LOGGER", "state: the diagnostics file this command logs to (to pass with the printer)"),
+    ("otel/mod.rs", "OTEL", "state: the exporter, flushed once as the process ends (to pass with the printer)"),
+    ("fs.rs", "SPARE_STATE", "state: the spare copies this process keeps of the files it writes"),
+    ("auth.rs", "INTERACTIVE", "state: whether this process may ask a person to sign in (to pass as a value)"),
+    // Rust's allocator hook and its per-thread budget.
+    ("lib.rs", "ALLOCATOR", "Rust's global allocator: a zero-sized type, its state per thread"),
+    ("alloc.rs", "LEFT", "per thread: the bytes a template render may still hold"),
+    ("alloc.rs", "OVER", "per thread: where a render over its budget is flagged"),
+    ("alloc.rs", "UNTIL", "per thread: a render's deadline"),
+    ("http.rs", "TIMEOUTS", "per thread: the read timeouts of this thread's model calls"),
+    ("auth.rs", "WAITED", "per thread: time spent waiting for a person in one operation"),
+    // Counters and caches of what cannot change while the process runs.
+    ("clock.rs", "SEQ", "counter: orders entries written in the same clock tick"),
+    ("http.rs", "EXCHANGE_NS", "counter: time spent on the wire, which `make bench` subtracts"),
+    ("journal.rs", "BOOT", "cache: the machine's boot id, read once"),
+    ("bwrap.rs", "PROBE", "cache: whether bwrap works here, probed once"),
+    ("redact.rs", "RE", "cache: a compiled pattern"),
+    ("mod.rs", "VALIDATORS", "cache: compiled JSON Schema validators, at most 32"),
+    ("contract.rs", "KEPT", "cache: the answer schemas, generated once per type"),
+    ("longterm.rs", "INDEX_CACHE", "cache: the long-term memory index, dropped when the store changes"),
+    // Warnings said once per process.
+    ("allowed.rs", "SAID", "once: a warning said once per process"),
+    ("rest_window.rs", "SAID", "once: a warning said once per process"),
+    ("otel/mod.rs", "SAID", "once: a warning said once per process"),
+    ("otel/mod.rs", "FAILED", "once: the first failed export, warned about at the end"),
+    ("otel/off.rs", "WARNED", "once: a warning said once per process"),
+];
+
+#[test]
+fn every_static_is_listed_with_its_reason() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for f in rust_files(root, &["src", "crates"]) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let path = f.strip_prefix(root).unwrap().to_string_lossy().to_string();
+        for line in code.lines() {
+            let l = line.trim_start();
+            let l = l.strip_prefix("pub(crate) ").or_else(|| l.strip_prefix("pub ")).unwrap_or(l);
+            if let Some(rest) = l.strip_prefix("static ") {
+                let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                found.push((path.clone(), name));
+            }
+        }
+    }
+    let unlisted: Vec<_> = found
+        .iter()
+        .filter(|(path, name)| !STATICS.iter().any(|(file, n, _)| n == name && path.ends_with(file)))
+        .collect();
+    assert!(unlisted.is_empty(), "pass these as values, or list each with its reason: {unlisted:#?}");
+    let stale: Vec<_> = STATICS
+        .iter()
+        .filter(|(file, n, _)| !found.iter().any(|(path, name)| name == n && path.ends_with(file)))
+        .collect();
+    assert!(stale.is_empty(), "these are gone: take them off the list: {stale:#?}");
+    let state = STATICS.iter().filter(|(_, _, why)| why.starts_with("state:")).count();
+    assert!(state <= 7, "process state grew: {state} statics hold it");
+}

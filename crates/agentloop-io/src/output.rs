@@ -23,25 +23,37 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set by a verbose printer, for the few notes written far from one (the model clients).
-static VERBOSE: AtomicBool = AtomicBool::new(false);
-/// Set by a printer that shows progress (stderr is a terminal, no `-q`).
-static PROGRESS: AtomicBool = AtomicBool::new(false);
-/// Set once a write to stdout failed: nothing more is written there.
-static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
-/// Set when that failure was not a closed pipe (the output was lost, not declined).
-static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+/// The process's standard streams, as every printer shares them: stdout's fate (it is one file
+/// descriptor, whoever writes to it) and how chatty notes from code that holds no [`Printer`]
+/// may be (a provider's retry wait). The one static here, with that reason.
+struct Streams {
+    /// Set by a verbose printer, for the few notes written far from one (the model clients).
+    verbose: AtomicBool,
+    /// Set by a printer that shows progress (stderr is a terminal, no `-q`).
+    progress: AtomicBool,
+    /// Set once a write to stdout failed: nothing more is written there.
+    stdout_gone: AtomicBool,
+    /// Set when that failure was not a closed pipe (the output was lost, not declined).
+    stdout_failed: AtomicBool,
+}
+
+static STREAMS: Streams = Streams {
+    verbose: AtomicBool::new(false),
+    progress: AtomicBool::new(false),
+    stdout_gone: AtomicBool::new(false),
+    stdout_failed: AtomicBool::new(false),
+};
 
 /// Whether stdout has gone away (its reader closed it, or a write failed): loops that only
 /// print (`trace show --follow`) stop.
 pub fn stdout_gone() -> bool {
-    STDOUT_GONE.load(Ordering::Relaxed)
+    STREAMS.stdout_gone.load(Ordering::Relaxed)
 }
 
 /// Whether a write to stdout failed for a reason other than a closed pipe: a command that
 /// would exit 0 exits 1 (its output is incomplete); any other code is kept.
 pub fn stdout_failed() -> bool {
-    STDOUT_FAILED.load(Ordering::Relaxed)
+    STREAMS.stdout_failed.load(Ordering::Relaxed)
 }
 
 /// A progress note from code that holds no [`Printer`] (a provider's retry wait): on stderr when
@@ -49,7 +61,7 @@ pub fn stdout_failed() -> bool {
 pub fn progress_note(s: &str) {
     let s = &for_people(s);
     crate::log::info(s);
-    if PROGRESS.load(Ordering::Relaxed) || VERBOSE.load(Ordering::Relaxed) {
+    if STREAMS.progress.load(Ordering::Relaxed) || STREAMS.verbose.load(Ordering::Relaxed) {
         err_line(s);
     }
 }
@@ -59,7 +71,7 @@ pub fn progress_note(s: &str) {
 pub fn debug_note(s: &str) {
     let s = &for_people(s);
     crate::log::debug(s);
-    if VERBOSE.load(Ordering::Relaxed) {
+    if STREAMS.verbose.load(Ordering::Relaxed) {
         err_line(&format!("debug: {s}"));
     }
 }
@@ -92,10 +104,10 @@ impl Printer {
         };
         let progress = !quiet && std::io::stderr().is_terminal();
         if verbose {
-            VERBOSE.store(true, Ordering::Relaxed);
+            STREAMS.verbose.store(true, Ordering::Relaxed);
         }
         if progress {
-            PROGRESS.store(true, Ordering::Relaxed);
+            STREAMS.progress.store(true, Ordering::Relaxed);
         }
         Printer { quiet, verbose, json, color, progress }
     }
@@ -139,7 +151,7 @@ impl Printer {
         let mut out = std::io::stdout().lock();
         let wrote = out.write_all(line.as_bytes()).and_then(|_| out.flush());
         if wrote.is_err() {
-            STDOUT_GONE.store(true, Ordering::Relaxed);
+            STREAMS.stdout_gone.store(true, Ordering::Relaxed);
         }
         wrote
     }
@@ -321,9 +333,9 @@ impl Drop for Out<'_> {
 /// Notes that a write to stdout failed: nothing more is written there, and unless the reader
 /// simply closed the pipe the error is said once and the exit code remembers it.
 fn stdout_write_failed(e: &std::io::Error) {
-    STDOUT_GONE.store(true, Ordering::Relaxed);
+    STREAMS.stdout_gone.store(true, Ordering::Relaxed);
     if e.kind() != std::io::ErrorKind::BrokenPipe {
-        STDOUT_FAILED.store(true, Ordering::Relaxed);
+        STREAMS.stdout_failed.store(true, Ordering::Relaxed);
         err_line(&format!("error: cannot write to stdout: {e}"));
     }
 }

@@ -36,13 +36,28 @@ use std::sync::Mutex;
 mod dumps;
 use dumps::{mask_dumped_assignments, redact_dumps};
 
-static EXTRA: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The secrets every byte that leaves the process is redacted against: those registered at run
+/// time and the environment's (read once, as they are and in every encoded form). One set for
+/// the process, its one static, because a secret registered anywhere (a key printed by
+/// `llm.api_key_cmd`, a token a sign-in got) must be hidden everywhere from then on: in files,
+/// on stderr, in what a tool is shown.
+struct Secrets {
+    registered: Mutex<Vec<String>>,
+    env: std::sync::OnceLock<Vec<String>>,
+    env_forms: std::sync::OnceLock<Vec<String>>,
+}
+
+static SECRETS: Secrets = Secrets {
+    registered: Mutex::new(Vec::new()),
+    env: std::sync::OnceLock::new(),
+    env_forms: std::sync::OnceLock::new(),
+};
 
 /// Adds a secret found at run time (a key printed by `llm.api_key_cmd`, a named variable).
 pub fn register(secret: &str) {
     let s = secret.trim();
     if s.len() >= 8 {
-        if let Ok(mut g) = EXTRA.lock() {
+        if let Ok(mut g) = SECRETS.registered.lock() {
             if !g.iter().any(|x| x == s) {
                 g.push(s.to_string());
             }
@@ -89,8 +104,7 @@ pub fn is_secret_name(name: &str) -> bool {
 /// The environment's secrets as they are, read once: the environment of a running process
 /// does not change.
 fn env_secrets() -> &'static [String] {
-    static SECRETS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    SECRETS.get_or_init(|| {
+    SECRETS.env.get_or_init(|| {
         let mut out: Vec<String> = Vec::new();
         for (k, v) in std::env::vars() {
             let v = v.trim();
@@ -105,8 +119,7 @@ fn env_secrets() -> &'static [String] {
 /// The environment's secrets in every form, read once: encoding each secret anew for every
 /// string redacted cost more than the rest of a commit.
 fn env_forms() -> &'static [String] {
-    static FORMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    FORMS.get_or_init(|| {
+    SECRETS.env_forms.get_or_init(|| {
         let mut out: Vec<String> = Vec::new();
         for v in env_secrets() {
             out.extend(forms(v).into_iter().filter(|f| !out.contains(f)).collect::<Vec<_>>());
@@ -118,7 +131,7 @@ fn env_forms() -> &'static [String] {
 /// [`redact`], borrowing the text when there is no secret to look for: what a long read
 /// (`trace show` over a whole trace) prints costs no copy per line then.
 pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
-    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
+    let extra: Vec<String> = SECRETS.registered.lock().map(|g| g.clone()).unwrap_or_default();
     let env = env_secrets();
     if env.is_empty() && extra.is_empty() {
         return std::borrow::Cow::Borrowed(text);
@@ -145,7 +158,7 @@ pub fn redact_cow(text: &str) -> std::borrow::Cow<'_, str> {
 /// any form it would replace: what may be kept somewhere [`redact`] does not pass over (the HTTP
 /// cache) holds none. Bytes that are not UTF-8 are read as text around them.
 pub fn contains_secret(bytes: &[u8]) -> bool {
-    let extra: Vec<String> = EXTRA.lock().map(|g| g.clone()).unwrap_or_default();
+    let extra: Vec<String> = SECRETS.registered.lock().map(|g| g.clone()).unwrap_or_default();
     if env_secrets().is_empty() && extra.is_empty() {
         return false;
     }

@@ -15,6 +15,11 @@
 //! the first signal only sets [`draining`]; each run finishes the phase under way, commits it and
 //! stops there (see the engine's `phases::run::drive`), and the process ends by itself. A second
 //! signal stops it at once, as above.
+//!
+//! All of it is one value, [`WATCH`]: the one static here, because a signal is delivered to the
+//! process, not to a caller, so what it must act on (the groups, the runs) is the process's.
+//! A door with its own way of marking a run (serve's record) hands it in ([`run_marked_by`]);
+//! this module knows no door's files.
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
@@ -23,26 +28,64 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-/// Process groups agentloop started and has not ended (MCP servers, the shell tool's program).
-static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// How a door marks its run interrupted: given the signal's name, it marks the run and returns
+/// the line for stderr.
+pub type Mark = Box<dyn Fn(&str) -> String + Send + Sync>;
+
+/// What the signal watcher acts on, for the whole process.
+struct Watch {
+    /// The watcher thread is started once.
+    installed: Once,
+    /// Process groups agentloop started and has not ended (MCP servers, the shell tool's program).
+    live: Mutex<BTreeSet<i32>>,
+    /// A signal arrived (the process is about to end).
+    interrupted: AtomicBool,
+    /// The process drains on the first signal instead of ending ([`drain_on_signal`]).
+    drain: AtomicBool,
+    /// A first signal arrived in a draining process: runs stop at their next commit point.
+    draining: AtomicBool,
+    /// The runs in progress (an id, the run's workspace, how its door marks it), for the message
+    /// on interrupt. Each run adds itself and is removed when its [`Running`] guard drops, so runs
+    /// of one process (`serve`'s workers) never stand in for each other.
+    runs: Mutex<Vec<(u64, Utf8PathBuf, Option<std::sync::Arc<Mark>>)>>,
+    /// What the process was doing, said first on interrupt (e.g. `serve`'s address).
+    doing: Mutex<Option<String>>,
+    next_run: AtomicU64,
+}
+
+/// The process's one signal watch.
+static WATCH: Watch = Watch {
+    installed: Once::new(),
+    live: Mutex::new(BTreeSet::new()),
+    interrupted: AtomicBool::new(false),
+    drain: AtomicBool::new(false),
+    draining: AtomicBool::new(false),
+    runs: Mutex::new(Vec::new()),
+    doing: Mutex::new(None),
+    next_run: AtomicU64::new(0),
+};
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Records a live process group (its leader's pid) and makes sure the signal watcher runs.
 pub fn register(pgid: u32) {
     watch();
     if let Ok(pgid) = i32::try_from(pgid) {
-        LIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pgid);
+        locked(&WATCH.live).insert(pgid);
     }
 }
 
 pub fn unregister(pgid: u32) {
     if let Ok(pgid) = i32::try_from(pgid) {
-        LIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pgid);
+        locked(&WATCH.live).remove(&pgid);
     }
 }
 
 /// How many groups are live (for tests and `-v` output).
 pub fn live() -> usize {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).len()
+    locked(&WATCH.live).len()
 }
 
 /// Whether any process of the group is still there (zombies included).
@@ -71,25 +114,11 @@ pub fn kill_group(pgid: u32, grace: Duration) {
 
 /// Terminates every live group (the signal watcher, before the process ends).
 pub fn kill_all() {
-    let groups: Vec<i32> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect();
+    let groups: Vec<i32> = locked(&WATCH.live).iter().copied().collect();
     for g in groups {
         kill_group(g as u32, Duration::from_millis(500));
     }
 }
-
-static WATCHER: Once = Once::new();
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The process drains on the first signal instead of ending ([`drain_on_signal`]).
-static DRAIN: AtomicBool = AtomicBool::new(false);
-/// A first signal arrived in a draining process: runs stop at their next commit point.
-static DRAINING: AtomicBool = AtomicBool::new(false);
-/// The runs in progress (an id, the run's workspace), for the message on interrupt. Each run
-/// adds itself and is removed when its [`Running`] guard drops, so runs of one process (`serve`'s
-/// workers) never stand in for each other; only the list is process-wide, as the signal is.
-static RUNS: Mutex<Vec<(u64, Utf8PathBuf, Option<Utf8PathBuf>)>> = Mutex::new(Vec::new());
-/// What the process was doing, said first on interrupt (e.g. `serve`'s address).
-static DOING: Mutex<Option<String>> = Mutex::new(None);
-static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 
 /// A run in progress, known to the watcher until dropped.
 #[derive(Debug)]
@@ -99,105 +128,70 @@ pub struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|(id, _, _)| *id != self.id);
+        locked(&WATCH.runs).retain(|(id, _, _)| *id != self.id);
     }
 }
 
 /// The workspaces of the runs in progress, oldest first.
 #[cfg(test)]
 fn runs_in_progress() -> Vec<Utf8PathBuf> {
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws, _)| ws.clone()).collect()
+    locked(&WATCH.runs).iter().map(|(_, ws, _)| ws.clone()).collect()
 }
 
-/// The runs in progress with their serve records (None for a command's own run).
-fn runs_with_records() -> Vec<(Utf8PathBuf, Option<Utf8PathBuf>)> {
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, ws, r)| (ws.clone(), r.clone())).collect()
+/// The runs in progress with how their door marks them (None for a command's own run).
+fn runs_with_marks() -> Vec<(Utf8PathBuf, Option<std::sync::Arc<Mark>>)> {
+    locked(&WATCH.runs).iter().map(|(_, ws, r)| (ws.clone(), r.clone())).collect()
 }
 
 /// Says `what` first when a signal stops the process (and makes sure the watcher runs).
 pub fn doing(what: &str) {
-    *DOING.lock().unwrap_or_else(|e| e.into_inner()) = Some(what.to_string());
+    *locked(&WATCH.doing) = Some(what.to_string());
     watch();
 }
 
 /// Makes sure the watcher runs.
 pub fn watch() {
-    WATCHER.call_once(install);
+    WATCH.installed.call_once(install);
 }
 
 /// Whether a signal arrived (the process is about to end).
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    WATCH.interrupted.load(Ordering::SeqCst)
 }
 
 /// From now on the first SIGTERM, SIGINT or SIGHUP drains the process instead of ending it:
 /// [`draining`] turns true, runs stop at their next commit point, and the process (which watches
 /// [`draining`]) ends by itself. A second signal ends it at once.
 pub fn drain_on_signal() {
-    DRAIN.store(true, Ordering::SeqCst);
+    WATCH.drain.store(true, Ordering::SeqCst);
     watch();
 }
 
 /// Whether a draining process got its first signal: no new work, and each run stops at its next
 /// commit point.
 pub fn draining() -> bool {
-    DRAINING.load(Ordering::SeqCst)
+    WATCH.draining.load(Ordering::SeqCst)
 }
 
 /// A run is going on in `ws` while the returned guard lives: on interrupt, say what was kept
 /// and how to resume.
 #[must_use = "the run is known to the watcher only while the guard lives"]
 pub fn run_in(ws: &Utf8Path) -> Running {
-    let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned(), None));
+    let id = WATCH.next_run.fetch_add(1, Ordering::Relaxed);
+    locked(&WATCH.runs).push((id, ws.to_owned(), None));
     watch();
     Running { id }
 }
 
-/// A run `serve` drives in `ws`, with its record at `record`: on interrupt it is marked
-/// interrupted (state.json's `interrupted`, and `interrupted_by` in the record, so the next
-/// start goes on with it) and named on stderr.
+/// A run a door drives in `ws` that it marks itself on interrupt (`serve` sets its record's
+/// `interrupted_by` first): `mark` is called with the signal's name and returns the line for
+/// stderr.
 #[must_use = "the run is known to the watcher only while the guard lives"]
-pub fn served_run_in(ws: &Utf8Path, record: &Utf8Path) -> Running {
-    let id = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push((id, ws.to_owned(), Some(record.to_owned())));
+pub fn run_marked_by(ws: &Utf8Path, mark: Mark) -> Running {
+    let id = WATCH.next_run.fetch_add(1, Ordering::Relaxed);
+    locked(&WATCH.runs).push((id, ws.to_owned(), Some(std::sync::Arc::new(mark))));
     watch();
     Running { id }
-}
-
-/// Marks a served run interrupted by `signal`: its record first (what the next start reads),
-/// then state.json (what lists show), each replaced atomically. A run no longer going is left
-/// as it is. Returns the message for stderr.
-pub fn mark_served(ws: &Utf8Path, record: &Utf8Path, signal: &str) -> String {
-    use serde_json::Value;
-    let read = |p: &Utf8Path| {
-        agentloop_io::fs::read_optional(p).ok().flatten().and_then(|t| serde_json::from_str::<Value>(&t).ok())
-    };
-    let id = ws.file_name().unwrap_or(ws.as_str()).to_string();
-    let workspace = agentloop_workspace::workspace::Workspace::new(ws.to_owned());
-    let Ok(state) = workspace.load_state() else {
-        return format!("interrupted: run {id} (its state could not be read)");
-    };
-    if state.status != agentloop_workspace::workspace::Status::Running {
-        return format!("interrupted: run {id} had just stopped; nothing to mark");
-    }
-    let step = state.step;
-    let mut marked = true;
-    // The record is serve's own file (its fields are serve's); only its one key is set here.
-    if let Some(mut rec) = read(record) {
-        rec["interrupted_by"] = Value::from(signal);
-        let text = agentloop_types::json::to_string_pretty(&rec) + "\n";
-        marked &= agentloop_io::fs::write_atomic(record, text.as_bytes()).is_ok();
-    }
-    marked &= workspace.mark_interrupted(state).is_ok();
-    if marked {
-        format!(
-            "interrupted: run {id} at step {step} is marked interrupted; every committed phase is kept and the next \
-             `agentloop serve` on this root goes on with it"
-        )
-    } else {
-        format!("interrupted: run {id} at step {step}; it could not be marked, and the next `agentloop serve` goes on with it")
-    }
 }
 
 /// Marks a command's own run interrupted in state.json, so `status` and `runs` say so (and the
@@ -255,8 +249,8 @@ fn install() {
     };
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
         for sig in signals.forever() {
-            if DRAIN.load(Ordering::SeqCst) && !DRAINING.swap(true, Ordering::SeqCst) {
-                let n = runs_with_records().len();
+            if WATCH.drain.load(Ordering::SeqCst) && !WATCH.draining.swap(true, Ordering::SeqCst) {
+                let n = runs_with_marks().len();
                 agentloop_io::output::stderr_line(&format!(
                     "{}: finishing the phase under way in {n} run(s), then stopping at that commit point; \
                      a second signal stops at once (every committed phase is kept either way)",
@@ -264,11 +258,11 @@ fn install() {
                 ));
                 continue;
             }
-            INTERRUPTED.store(true, Ordering::SeqCst);
+            WATCH.interrupted.store(true, Ordering::SeqCst);
             kill_all();
             let name = signal_name(sig);
-            let doing = DOING.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let runs = runs_with_records();
+            let doing = locked(&WATCH.doing).clone();
+            let runs = runs_with_marks();
             if let Some(what) = doing {
                 let n = runs.len();
                 agentloop_io::output::stderr_line(&format!(
@@ -280,9 +274,9 @@ fn install() {
                     }
                 ));
             }
-            for (ws, record) in runs {
-                let msg = match record {
-                    Some(r) => mark_served(&ws, &r, name),
+            for (ws, mark) in runs {
+                let msg = match mark {
+                    Some(mark) => mark(name),
                     None => {
                         mark_run(&ws);
                         resume_message(&ws)
