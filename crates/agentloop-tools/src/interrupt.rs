@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 /// the line for stderr.
 pub type Mark = Box<dyn Fn(&str) -> String + Send + Sync>;
 
+/// A run going on: its number, its workspace and how its door marks it (None: as a command's own).
+type RunEntry = (u64, Utf8PathBuf, Option<std::sync::Arc<Mark>>);
+
 /// What the signal watcher acts on, for the whole process.
 struct Watch {
     /// The watcher thread is started once.
@@ -47,7 +50,7 @@ struct Watch {
     /// The runs in progress (an id, the run's workspace, how its door marks it), for the message
     /// on interrupt. Each run adds itself and is removed when its [`Running`] guard drops, so runs
     /// of one process (`serve`'s workers) never stand in for each other.
-    runs: Mutex<Vec<(u64, Utf8PathBuf, Option<std::sync::Arc<Mark>>)>>,
+    runs: Mutex<Vec<RunEntry>>,
     /// What the process was doing, said first on interrupt (e.g. `serve`'s address).
     doing: Mutex<Option<String>>,
     next_run: AtomicU64,
