@@ -526,3 +526,21 @@ fn an_event_mode_start_that_conflicts_with_a_value_is_declined_and_leaves_nothin
     let left = std::fs::read_dir(t.path("root/runs")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(left, 0, "no run folder is left");
 }
+
+/// A reframe forced by frustration at the last step would only spend framing calls: the run
+/// stops on its step budget (exit 4, `max_steps` named with why the loop was stuck), and Frame is
+/// never called again.
+#[test]
+fn a_forced_reframe_with_no_step_left_stops_on_max_steps() {
+    let t = T::new();
+    t.write("script.yaml", &frustrating_script());
+    let out = t.al(&["--script", "script.yaml", "run", "--goal", "g", "--max-steps", "3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let st = json_out(&t.al(&["status", "--json"]).output().unwrap());
+    let reason = st["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("max_steps reached: 3 of 3") && reason.contains("the loop was stuck"), "{st}");
+    let trace = t.read("ws/trace.jsonl");
+    let frames = trace.lines().filter(|l| l.contains("\"phase\":\"frame\"")).count();
+    assert_eq!(frames, 1, "the first frame only, no reframe: {trace}");
+    assert!(!trace.contains("frustration.reframe"), "{trace}");
+}

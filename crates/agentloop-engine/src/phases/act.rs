@@ -4,6 +4,7 @@
 
 use super::{finish, frustration, Env, Outcome};
 use agentloop_tools::tool_env::ToolEnv;
+use agentloop_types::budget::Budget;
 use agentloop_types::error::{Error, Result};
 use agentloop_types::tool_spec::ToolResult;
 use agentloop_types::trace::{Entry, Phase};
@@ -183,15 +184,21 @@ pub fn record(
     }
     let next = if ok { Outcome::Next } else { Outcome::ToolFailed };
     let limit = limit_reached(env.cfg, state, ok, action, &result);
-    let outcome = match frustration::over(env.cfg, state, limit).map(|r| frustration::verdict(env.cfg, state, r)) {
-        Some(frustration::Verdict::Escalate(reason)) => {
-            if let Some(m) = &mem {
-                commit.file("memory.md", env.render_memory(m)?);
-            }
-            finish(env, state, &mut commit, StopKind::Escalated, &reason, None)?;
-            env.commit(&commit)?;
-            return Ok(Outcome::Stopped(StopKind::Escalated));
+    let stop = |v: &frustration::Verdict| match v {
+        frustration::Verdict::Escalate(r) => Some((StopKind::Escalated, r.clone())),
+        frustration::Verdict::OutOfSteps(r) => Some((StopKind::Budget(Budget::MaxSteps), r.clone())),
+        frustration::Verdict::Reframe(_) => None,
+    };
+    let verdict = frustration::over(env.cfg, state, limit).map(|r| frustration::verdict(env.cfg, state, r));
+    if let Some((kind, reason)) = verdict.as_ref().and_then(stop) {
+        if let Some(m) = &mem {
+            commit.file("memory.md", env.render_memory(m)?);
         }
+        finish(env, state, &mut commit, kind, &reason, None)?;
+        env.commit(&commit)?;
+        return Ok(Outcome::Stopped(kind));
+    }
+    let outcome = match verdict {
         Some(frustration::Verdict::Reframe(reason)) => {
             commit.entry(&frustration::reframe(state, &reason));
             if mem.is_none() {
@@ -202,7 +209,7 @@ pub fn record(
             }
             next
         }
-        None => next,
+        _ => next,
     };
     if let Some(m) = &mem {
         commit.file("memory.md", env.render_memory(m)?);

@@ -16,6 +16,9 @@ pub enum Verdict {
     Reframe(String),
     /// Stop: a human must look.
     Escalate(String),
+    /// Stop: a reframe was due, but no step is left to use after it (`max_steps`): framing
+    /// again would only spend a call. The reason names the budget and why the loop was stuck.
+    OutOfSteps(String),
 }
 
 /// Adds `delta` to the score (never below 0); the trace entry when it changed.
@@ -45,7 +48,13 @@ pub fn over(cfg: &Config, state: &State, limit: Option<String>) -> Option<String
 /// Reframe once (when enabled and reframes are left), else escalate; an escalation marks the
 /// state so the run's end raises the agent's stress (frustration the reframe did not resolve).
 pub fn verdict(cfg: &Config, state: &mut State, reason: String) -> Verdict {
-    if cfg.frustration.reframe && !state.frustration_reframed && state.reframes < state.limits.max_reframes {
+    let reframe = cfg.frustration.reframe && !state.frustration_reframed && state.reframes < state.limits.max_reframes;
+    if reframe && state.step >= state.limits.max_steps {
+        Verdict::OutOfSteps(format!(
+            "max_steps reached: {} of {} steps used (the loop was stuck: {reason})",
+            state.step, state.limits.max_steps
+        ))
+    } else if reframe {
         Verdict::Reframe(reason)
     } else {
         state.frustration_escalated = true;

@@ -371,6 +371,9 @@ fn decide(
     });
     match frustration::over(cfg, state, limit).map(|r| frustration::verdict(cfg, state, r)) {
         Some(frustration::Verdict::Escalate(r)) => d.stop = Some((StopKind::Escalated, r)),
+        Some(frustration::Verdict::OutOfSteps(r)) => {
+            d.stop = Some((StopKind::Budget(agentloop_types::budget::Budget::MaxSteps), r))
+        }
         Some(frustration::Verdict::Reframe(r)) => {
             d.entries.push(frustration::reframe(state, &r));
             d.reason = format!("forced reframe: {r}");
