@@ -61,7 +61,15 @@ impl Literal {
                 match self.rng.u8(..10) {
                     0 if !nonblank && min == 0 => json!(""),
                     1 if !nonblank => json!(" ".repeat(min.max(1) as usize)),
-                    _ => json!(["alpha", "beta gamma", "x", "note: 3 of 5", "ünï"][self.rng.usize(..5)]),
+                    _ => {
+                        // What a pattern admits of these (a pattern with none fails here).
+                        let re = s.get("pattern").and_then(Value::as_str).map(|p| regex::Regex::new(p).unwrap());
+                        let fits: Vec<&str> = ["alpha", "beta gamma", "x", "note: 3 of 5", "ünï"]
+                            .into_iter()
+                            .filter(|c| re.as_ref().is_none_or(|re| re.is_match(c)))
+                            .collect();
+                        json!(fits[self.rng.usize(..fits.len())])
+                    }
                 }
             }
             "array" => {
@@ -133,7 +141,18 @@ fn every_rule_is_in_the_schema() {
     let frame = contract::frame_tool().parameters;
     assert_eq!(frame["properties"]["definition_of_done"]["minItems"], 3);
     assert_eq!(frame["properties"]["definition_of_done"]["maxItems"], 7);
-    assert_eq!(frame["properties"]["definition_of_done"]["items"]["minLength"], 1);
+    let item = &frame["properties"]["definition_of_done"]["items"];
+    assert_eq!(item["pattern"], agentloop_types::tool_spec::CHECKABLE_ITEM, "{item}");
+    // A pattern grammar builders take: anchored, no `\s` class, no lookaround.
+    let pattern = item["pattern"].as_str().unwrap();
+    assert!(pattern.starts_with('^') && pattern.ends_with('$') && !pattern.contains("\\s") && !pattern.contains("(?"));
+    let re = regex::Regex::new(pattern).unwrap();
+    for ok in ["x written", "answer.txt holds 391", "  3 files listed", "résumé sent", "完成", "x"] {
+        assert!(re.is_match(ok), "{ok}");
+    }
+    for bad in ["# Goal", "## Context", "3.", "0", "-", "", "  ", "two\nlines"] {
+        assert!(!re.is_match(bad), "{bad:?}");
+    }
     let reflect = contract::reflect_tool(4).parameters;
     assert_eq!(reflect["properties"]["decision"]["enum"], json!(["continue", "done", "reframe", "escalate"]));
     let tick = &reflect["properties"]["satisfied"]["items"];
@@ -165,7 +184,7 @@ fn strict_variant_closes_objects_and_makes_optional_fields_nullable() {
     assert_eq!(s["additionalProperties"], false);
     assert_eq!(s["required"].as_array().unwrap().len(), s["properties"].as_object().unwrap().len());
     assert_eq!(s["properties"]["goal"]["type"], json!(["string", "null"]));
-    assert_eq!(s["properties"]["definition_of_done"]["items"]["pattern"], contract::NON_BLANK);
+    assert_eq!(s["properties"]["definition_of_done"]["items"]["pattern"], agentloop_types::tool_spec::CHECKABLE_ITEM);
     assert!(s.to_string().find("\"default\"").is_none());
     // A null for an optional field is read as absent.
     let tool = contract::frame_tool();
@@ -188,9 +207,16 @@ fn near_misses_are_mended_before_validation() {
     let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
     assert_eq!(f.definition_of_done, ["one", "two", "three"]);
     assert!(f.can_proceed);
-    let mut a = json!({"definition_of_done": ["1", "2", "3", "4", "5", "6", "7", "8"]});
+    let mut a = json!({"definition_of_done": ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"]});
     let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
     assert_eq!(f.definition_of_done.len(), 7, "more than 7 items are cut to the first 7");
+    // Headings lose their marks; an item with no words is refused, named in words.
+    let mut a = json!({"definition_of_done": ["## Goal met", "# x written", "y read"]});
+    let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
+    assert_eq!(f.definition_of_done, ["Goal met", "x written", "y read"]);
+    let mut a = json!({"definition_of_done": ["1.", "x written", "y read"]});
+    let e = contract::parse::<FrameAnswer>(&frame, &mut a).unwrap_err().to_string();
+    assert!(e.contains("\"1.\" is a heading or has no words"), "{e}");
 
     let specs = registry_tools();
     let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();

@@ -383,36 +383,38 @@ reflect:
     assert_eq!(r["outcome"], "forty-two", "{r}");
 }
 
-/// A Definition of Done that only repeats numbers, headings or the field's own name is refused
-/// back to the model, which frames again; the second answer is taken.
+/// A Definition of Done item with no words is refused back to the model by the schema itself
+/// (its `pattern`, which a grammar also keeps a model to), which frames again; the second answer
+/// is taken. An item written as a heading is mended (its marks dropped), and an item the schema
+/// admits is never refused, even one that only repeats a heading of the task.
 #[test]
 fn a_junk_definition_of_done_is_refused_back_to_the_model() {
     let t = T::new();
     let out = scripted_in_context(
         &t,
         "# Context\n\nWrite x.\n\n## Benchmark\n\nx is short.\n",
-        r##"frame:
+        r###"frame:
   - answer: {goal: write x, definition_of_done: [definition_of_done, "0", "# Context", Benchmark], can_proceed: true}
-  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}
+  - answer: {goal: write x, definition_of_done: ["## x written", x is short, run ends], can_proceed: true}
 plan:
   - answer: {next_action: {tool: file_write, args: {path: artifacts/x.md, content: hi}}, rationale: write it}
 reflect:
   - answer: {satisfied: [{item: 1, steps: [1], artifacts: [artifacts/x.md]}, {item: 2, steps: [1]}, {item: 3, steps: [1]}], decision: done, reason: x written, outcome: wrote x}
-"##,
+"###,
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let frame = t.trace().into_iter().find(|e| e["event"] == "frame").unwrap();
     assert_eq!(frame["attempt"], 2, "{frame}");
     let transcript = t.read("ws/transcript.md");
-    for why in [
-        "item 1 (\"definition_of_done\") is the field's own name",
-        "item 2 (\"0\") has no words",
-        "item 3 (\"# Context\") is a heading",
-        "item 4 (\"Benchmark\") only repeats a heading of the task",
-    ] {
-        assert!(transcript.contains(why), "{why}: {transcript}");
-    }
-    assert!(t.read("ws/memory.md").contains("x is short"));
+    let why = "argument `definition_of_done.1`: \"0\" is a heading or has no words";
+    assert!(transcript.contains(why), "{why}: {transcript}");
+    assert_eq!(
+        transcript.matches("is a heading or has no words").count(),
+        1,
+        "only the item with no words: {transcript}"
+    );
+    let memory = t.read("ws/memory.md");
+    assert!(memory.contains("- [x] x written") && memory.contains("x is short"), "{memory}");
 }
 
 /// A model that frames junk twice escalates with the problem named, instead of a run whose
@@ -426,5 +428,6 @@ fn a_junk_definition_of_done_twice_escalates() {
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let result = t.json("ws/result.json");
-    assert!(result["reason"].as_str().unwrap().contains("item 1 (\"1\") has no words"), "{result}");
+    let reason = result["reason"].as_str().unwrap();
+    assert!(reason.contains("`definition_of_done.0`: \"1\" is a heading or has no words"), "{result}");
 }

@@ -24,8 +24,8 @@ pub struct FrameAnswer {
     /// The goal in one sentence (default: as given)
     #[serde(default)]
     pub goal: String,
-    /// Items each checkable from evidence the tools can produce
-    #[schemars(length(min = 3, max = 7), inner(length(min = 1)))]
+    /// Items each checkable from evidence the tools can produce (words, not a heading)
+    #[schemars(length(min = 3, max = 7), inner(regex(pattern = agentloop_types::tool_spec::CHECKABLE_ITEM)))]
     pub definition_of_done: Vec<String>,
     /// Budgets, forbidden tools, privacy
     #[serde(default)]
@@ -558,7 +558,22 @@ pub fn mend(schema: &Value, v: &mut Value) {
     if let Some(next) = v.get_mut("plan").and_then(|p| p.get_mut("next_action")) {
         mend_action(next);
     }
+    mend_items(v);
     mend_value(schema, v);
+}
+
+/// Definition-of-Done items written as markdown headings (`## Goal`) lose their marks: the
+/// schema asks for an item that is not a heading ([`agentloop_types::tool_spec::CHECKABLE_ITEM`]).
+fn mend_items(v: &mut Value) {
+    let Some(Value::Array(items)) = v.get_mut("definition_of_done") else { return };
+    for item in items.iter_mut() {
+        if let Value::String(s) = item {
+            let t = s.trim_start();
+            if t.starts_with('#') {
+                *s = t.trim_start_matches('#').trim_start().to_string();
+            }
+        }
+    }
 }
 
 /// Reflect's `satisfied`: each tick given as an object, a number, a numeric string ("1, 3") or

@@ -176,6 +176,16 @@ fn tidy(v: &mut Value) {
     }
 }
 
+/// A Definition-of-Done item a later step can check: not a markdown heading, and with a word in
+/// it (a letter; any character past Latin-1's symbols counts as one). One line. Written so that
+/// grammar builders (llama.cpp's) turn it into a grammar: anchored, no `\s`, no lookaround, no
+/// quote or backslash in a class (a grammar keeps to it inside a JSON string).
+pub const CHECKABLE_ITEM: &str =
+    "^ *([A-Za-z\\u00C0-\\uFFFF]|[^\"\\\\# A-Za-z\\u00C0-\\uFFFF][^\"\\\\A-Za-z\\u00C0-\\uFFFF]*[A-Za-z\\u00C0-\\uFFFF]).*$";
+
+/// What [`CHECKABLE_ITEM`] asks, as a model is told when an item breaks it.
+pub const CHECKABLE_ITEM_MEANS: &str = "is a heading or has no words (an item is a result a later step can check)";
+
 /// Why a value does not fit a JSON Schema, as the model is told it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchemaError {

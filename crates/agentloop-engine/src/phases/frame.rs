@@ -2,7 +2,7 @@
 //! goal, a Definition of Done of 3–7 checkable items, constraints, assumptions and unknowns,
 //! whether it can proceed, and an optional hypothesis. Re-entered on reframe.
 
-use super::{account, ask_checked, fail_phase, finish, Env, Outcome};
+use super::{account, ask, fail_phase, finish, Env, Outcome};
 use crate::contract::{self, FrameAnswer};
 use agentloop_types::error::Result;
 use agentloop_types::trace::{Entry, Phase};
@@ -37,84 +37,17 @@ fn dod_items(list: &[String]) -> Vec<Item> {
         .collect()
 }
 
-/// The headings of context.md, as text (`# Context` → `context`): an item that only repeats one
-/// names a part of the task, not a result to check.
-fn context_headings(env: &Env) -> Vec<String> {
-    let text = agentloop_io::fs::read_inside(&env.ws.root, &env.ws.context()).ok().flatten().unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.trim_start().strip_prefix('#'))
-        .map(|h| norm(h.trim_start_matches('#')))
-        .filter(|h| !h.is_empty())
-        .collect()
-}
-
-/// Lower case, words only: `Definition_of_Done` and `definition of done` read alike.
-fn norm(s: &str) -> String {
-    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ").to_lowercase()
-}
-
-/// The Definition-of-Done items no later check can meet, as the problem to show the model:
-/// an item without a letter (`0`, `1.`, `-`), a markdown heading (`# Context`), the field's own
-/// name, or only one of context.md's headings (`Benchmark`). None when every item can be met.
-pub fn uncheckable(items: &[String], headings: &[String]) -> std::result::Result<(), Uncheckable> {
-    let bad: Vec<String> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| {
-            let t = item.trim();
-            let n = norm(t);
-            // A blank item is kept and said to be blank (see `dod_items`).
-            let why = if t.is_empty() {
-                return None;
-            } else if !t.chars().any(char::is_alphabetic) {
-                "has no words"
-            } else if t.starts_with('#') {
-                "is a heading"
-            } else if n == "definition of done" || n == "definition_of_done" {
-                "is the field's own name"
-            } else if headings.contains(&n) {
-                "only repeats a heading of the task"
-            } else {
-                return None;
-            };
-            Some(format!("item {} ({t:?}) {why}", i + 1))
-        })
-        .collect();
-    if bad.is_empty() {
-        return Ok(());
-    }
-    Err(Uncheckable(bad))
-}
-
-/// The Definition-of-Done items no check can meet, each `item N ("text") why`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Uncheckable(pub Vec<String>);
-
-impl std::fmt::Display for Uncheckable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`definition_of_done` must list results a later step can check (e.g. \"summary.txt holds three bullet points\"), but {}",
-            self.0.join("; ")
-        )
-    }
-}
-
-impl std::error::Error for Uncheckable {}
-
 pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
     let (prompt, shown) = prompt(env, state, &old)?;
-    let headings = context_headings(env);
-    let check = |a: &FrameAnswer| {
-        uncheckable(&a.definition_of_done, &headings).map_err(|e| super::ask::Refused::Check(Box::new(e)))
+    // What a Definition of Done item must be (words, not a heading) is in the schema itself
+    // (`tool_spec::CHECKABLE_ITEM`), so a grammar keeps a model to it and no answer the schema
+    // admits is refused.
+    let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
+        Ok(a) => a,
+        Err(e) => return fail_phase(env, state, Phase::Frame, e),
     };
-    let answer =
-        match ask_checked::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}, &check) {
-            Ok(a) => a,
-            Err(e) => return fail_phase(env, state, Phase::Frame, e),
-        };
     let a = &answer.value;
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
     let can_proceed = a.can_proceed;
@@ -212,25 +145,4 @@ pub fn prompt_with(env: &Env, state: &State, old: &Memory, context: &str) -> Res
         }),
     )?;
     Ok((prompt, shown))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn uncheckable_items_are_named_and_real_ones_pass() {
-        let items = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let headings = vec!["context".to_string(), "benchmark".to_string()];
-        assert!(super::uncheckable(&items(&["x written", "answer.txt holds 391", "done"]), &headings).is_ok());
-        let e = super::uncheckable(
-            &items(&["Definition of Done", "3.", "## Goal", "Benchmark", "bench marked"]),
-            &headings,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("item 1 (\"Definition of Done\") is the field's own name"), "{e}");
-        assert!(e.contains("item 2 (\"3.\") has no words"), "{e}");
-        assert!(e.contains("item 3 (\"## Goal\") is a heading"), "{e}");
-        assert!(e.contains("item 4 (\"Benchmark\") only repeats a heading of the task"), "{e}");
-        assert!(!e.contains("item 5"), "{e}");
-    }
 }

@@ -308,6 +308,12 @@ pub fn validate_with(validator: &jsonschema::Validator, args: &Value) -> Result<
                     let all: Vec<String> = options.as_array().into_iter().flatten().map(Value::to_string).collect();
                     format!("{} is not one of {}", e.instance(), all.join(", "))
                 }
+                // A known pattern is said in words (a model cannot read a regular expression).
+                jsonschema::error::ValidationErrorKind::Pattern { pattern }
+                    if pattern == agentloop_types::tool_spec::CHECKABLE_ITEM =>
+                {
+                    format!("{} {}", e.instance(), agentloop_types::tool_spec::CHECKABLE_ITEM_MEANS)
+                }
                 _ => e.to_string(),
             };
             (at.trim_start_matches('/').replace('/', "."), what)
