@@ -153,7 +153,13 @@ fn every_rule_is_in_the_schema() {
     for bad in ["# Goal", "## Context", "3.", "0", "-", "", "  ", "two\nlines"] {
         assert!(!re.is_match(bad), "{bad:?}");
     }
+    // Free text has a cap a grammar keeps a model to (no answer runs to the token cap).
+    assert_eq!(frame["properties"]["goal"]["maxLength"], 300);
+    assert_eq!(item["maxLength"], 200);
     let reflect = contract::reflect_tool(4).parameters;
+    assert_eq!(reflect["properties"]["reason"]["maxLength"], 500);
+    assert_eq!(reflect["properties"]["outcome"]["maxLength"], 2000);
+    assert_eq!(reflect["properties"]["facts"]["items"]["maxLength"], 300);
     assert_eq!(reflect["properties"]["decision"]["enum"], json!(["continue", "done", "reframe", "escalate"]));
     let tick = &reflect["properties"]["satisfied"]["items"];
     assert_eq!(tick["required"], json!(["item"]));
@@ -210,6 +216,11 @@ fn near_misses_are_mended_before_validation() {
     let mut a = json!({"definition_of_done": ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"]});
     let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
     assert_eq!(f.definition_of_done.len(), 7, "more than 7 items are cut to the first 7");
+    // Text past its cap is cut to it, not refused.
+    let mut a = json!({"definition_of_done": ["x written", "y read", "z run"], "goal": "g".repeat(1000)});
+    let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
+    assert_eq!(f.goal.chars().count(), 300);
+    assert!(f.goal.ends_with('…'));
     // Headings lose their marks; an item with no words is refused, named in words.
     let mut a = json!({"definition_of_done": ["## Goal met", "# x written", "y read"]});
     let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
@@ -373,5 +384,23 @@ fn a_schema_literal_model_drives_runs_over_both_wire_formats() {
             );
         }
         assert!(actions >= 15, "{kind}: the literal model reached actions ({actions} in all)");
+    }
+}
+
+/// Writes the three answer schemas as sent (for checking them against a grammar builder by hand:
+/// `AGENTLOOP_DUMP_SCHEMAS=DIR cargo test --test it dump_answer_schemas`).
+#[test]
+fn dump_answer_schemas() {
+    let Some(dir) = std::env::var_os("AGENTLOOP_DUMP_SCHEMAS") else { return };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let specs = registry_tools();
+    let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();
+    for (name, s) in [
+        ("frame", contract::frame_tool().parameters),
+        ("plan", contract::plan_tool(&refs, None).parameters),
+        ("reflect", contract::reflect_tool(4).parameters),
+    ] {
+        std::fs::write(dir.join(format!("{name}.json")), s.to_string()).unwrap();
     }
 }

@@ -23,24 +23,29 @@ use serde_json::{json, Map, Value};
 pub struct FrameAnswer {
     /// The goal in one sentence (default: as given)
     #[serde(default)]
+    #[schemars(length(max = 300))]
     pub goal: String,
     /// Items each checkable from evidence the tools can produce (words, not a heading)
-    #[schemars(length(min = 3, max = 7), inner(regex(pattern = agentloop_types::tool_spec::CHECKABLE_ITEM)))]
+    #[schemars(length(min = 3, max = 7), inner(regex(pattern = agentloop_types::tool_spec::CHECKABLE_ITEM), length(max = 200)))]
     pub definition_of_done: Vec<String>,
     /// Budgets, forbidden tools, privacy
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     pub constraints: Vec<String>,
     /// Assumptions and unknowns
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     pub assumptions: Vec<String>,
     /// Whether the tools available can do the work
     #[serde(default = "yes")]
     pub can_proceed: bool,
     /// If not: the question a human must answer
     #[serde(default)]
+    #[schemars(length(max = 500))]
     pub open_question: String,
     /// What is expected to work
     #[serde(default)]
+    #[schemars(length(max = 300))]
     pub hypothesis: String,
 }
 
@@ -54,18 +59,21 @@ fn yes() -> bool {
 pub struct PlanAnswer {
     /// Short step outline (advisory)
     #[serde(default)]
-    #[schemars(length(max = 12))]
+    #[schemars(length(max = 12), inner(length(max = 200)))]
     pub outline: Vec<String>,
     /// Exactly one call of one tool allowed this step, or finish
     pub next_action: ActionAnswer,
     /// What success looks like for this step
     #[serde(default)]
+    #[schemars(length(max = 300))]
     pub expected_outcome: String,
     /// Side effects, irreversibility
     #[serde(default)]
+    #[schemars(length(max = 300))]
     pub risk: String,
     /// Why this is the best next action
     #[serde(default)]
+    #[schemars(length(max = 300))]
     pub rationale: String,
 }
 
@@ -107,25 +115,28 @@ pub struct ReflectAnswer {
     pub satisfied: Vec<Tick>,
     /// New facts, each citing its step or artifact
     #[serde(default)]
+    #[schemars(inner(length(max = 300)))]
     pub facts: Vec<String>,
     /// continue (more work), done (every item met), reframe (misframed goal), escalate (a human must decide)
     pub decision: Decision,
     /// Why this decision
     #[serde(default)]
+    #[schemars(length(max = 500))]
     pub reason: String,
     /// On done: the final outcome for the person who asked
     #[serde(default)]
+    #[schemars(length(max = 2000))]
     pub outcome: String,
     /// On done: the files produced, relative to the workspace
     #[serde(default)]
     pub artifacts: Vec<String>,
     /// The adjusted outline of remaining steps
     #[serde(default)]
-    #[schemars(length(max = 12))]
+    #[schemars(length(max = 12), inner(length(max = 200)))]
     pub outline: Vec<String>,
     /// Lessons for later runs, one sentence each
     #[serde(default)]
-    #[schemars(length(max = 5), inner(length(min = 1)))]
+    #[schemars(length(max = 5), inner(length(min = 1, max = 300)))]
     pub remember: Vec<String>,
 }
 
@@ -447,6 +458,7 @@ const STRICT_KEYWORDS: &[&str] = &[
     "pattern",
     "default",
     "minLength",
+    "maxLength",
 ];
 
 /// A string with at least one non-space character, as a pattern.
@@ -469,6 +481,8 @@ fn strict_at(v: &mut Value, at: &str) -> std::result::Result<(), NotStrict> {
         return Err(NotStrict(format!("{here} uses `{k}`, a keyword strict mode does not take")));
     }
     o.remove("default");
+    // Strict mode takes no length cap; its server keeps to the answer's token cap instead.
+    o.remove("maxLength");
     // A non-empty string is the one length rule used; strict mode says it as a pattern.
     match o.remove("minLength") {
         None => {}
@@ -747,6 +761,10 @@ fn types_of(schema: &Value) -> Vec<&str> {
 }
 
 fn mend_value(schema: &Value, v: &mut Value) {
+    // Text past its cap is cut to it (ending in `…`): a long reason is not worth a retry.
+    if let (Value::String(s), Some(max)) = (&mut *v, schema.get("maxLength").and_then(Value::as_u64)) {
+        cap_chars(s, max as usize);
+    }
     // A union: mend by the variant the value names (the action's tool), else leave it.
     if let Some(Value::Array(alts)) = schema.get("anyOf") {
         mend_by_named_variant(alts, v);
@@ -757,6 +775,14 @@ fn mend_value(schema: &Value, v: &mut Value) {
         return;
     }
     mend_inside(schema, &types, v);
+}
+
+/// Cuts `s` to at most `max` characters, the last of them `…` when anything was cut.
+fn cap_chars(s: &mut String, max: usize) {
+    if s.chars().count() > max {
+        let keep: String = s.chars().take(max.saturating_sub(1)).collect();
+        *s = format!("{keep}…");
+    }
 }
 
 /// Mends `v` by the variant of a union whose tool it names; one naming none is left as it is.
