@@ -39,8 +39,13 @@ pub fn model_call(step: u32, phase: &str, attempt: u32, model: &str, req: &Reque
     let msgs: Vec<_> =
         if attempt == 1 { req.messages.iter().collect() } else { req.messages.iter().rev().take(2).rev().collect() };
     for m in msgs {
-        let who = if m.role == Role::User { "user" } else { "assistant" };
         for p in &m.parts {
+            // A tool result is the tool's (the refused call's error), whatever role carries it.
+            let who = match (p, m.role == Role::User) {
+                (Part::ToolResult { .. }, _) => "tool result",
+                (_, true) => "user",
+                (_, false) => "assistant",
+            };
             let body = match p {
                 Part::Text(t) => t.clone(),
                 // A refused call is shown as the model wrote it, not as the `{}` it was read as.

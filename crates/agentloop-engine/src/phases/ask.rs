@@ -29,9 +29,10 @@ pub struct Answer<T> {
 /// A structured call failed for a reason the run must stop on.
 pub enum AskError {
     /// The provider failed (after retries): the run ends with exit code 5.
-    Provider(Error, Usage),
-    /// The model did not give a valid answer even after one correction.
-    Invalid(String, Usage, Option<f64>),
+    Provider(Error, Usage, u64),
+    /// The model did not give a valid answer even after one correction (the problem, the usage
+    /// and cost of both calls, and how long they took in milliseconds).
+    Invalid(String, Usage, Option<f64>, u64),
     /// A token or cost budget ran out before the call.
     Budget(Budget, String),
     Other(Error),
@@ -95,7 +96,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         record_timeouts(env, state, step, phase, attempt, &model_name).map_err(AskError::Other)?;
         let resp: Response = match sent {
             Ok(r) => r,
-            Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
+            Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage, watch.ms())),
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };
@@ -124,7 +125,7 @@ pub fn ask_checked<T: DeserializeOwned>(
             Err(problem) => problem,
         };
         if attempt == 2 {
-            return Err(AskError::Invalid(problem, usage, cost));
+            return Err(AskError::Invalid(problem, usage, cost, watch.ms()));
         }
         env.printer.debug(&format!("{phase}: corrective retry: {problem}"));
         correct(&mut req, call, &resp.text, &problem, &tool.name, m_tool_messages);
@@ -282,10 +283,13 @@ impl std::fmt::Display for Refused {
                 write!(f, "you answered without calling the `{tool}` tool; call it with arguments matching its schema")
             }
             Refused::OtherTool { called, tool } => write!(f, "you called `{called}`; call the `{tool}` tool instead"),
-            Refused::NotAnObject(start) => write!(f, "the arguments were not a JSON object: {start}"),
+            // The refused text is quoted (a JSON string: one line, its fences and newlines
+            // escaped), so it makes no structure where the reason is written.
+            Refused::NotAnObject(start) => write!(f, "the arguments were not a JSON object: {}", quoted(start)),
             Refused::EndedEarly(start) => write!(
                 f,
-                "the arguments were cut off before their JSON closed: {start}; answer again with the whole object, more briefly"
+                "the arguments were cut off before their JSON closed: {}; answer again with the whole object, more briefly",
+                quoted(start)
             ),
             Refused::Unfit(e) => write!(f, "{e}"),
             Refused::Check(e) => write!(f, "{e}"),
@@ -295,6 +299,26 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// `text` as a JSON string: one line, quotes, newlines and fences escaped.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+/// At most `max` characters of a refused answer sent back in its correction: the model needs to
+/// see what it wrote, not all of it again (a small model copies a long echo into its next answer,
+/// and the prompt grows by the whole answer).
+fn echo(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}… ({n} characters in all)")
+}
+
+/// How much of a refused answer its correction repeats, in characters.
+const ECHO_MAX: usize = 600;
+
 /// The corrective turn: the model's answer, then the error it made, as the conversation goes on.
 /// With `as_tool` the error is the refused call's tool result; without, the answer goes back as
 /// the assistant's text (the arguments as the model wrote them) and the error as a user
@@ -302,8 +326,9 @@ impl std::error::Error for Refused {}
 fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem: &str, tool: &str, as_tool: bool) {
     match call {
         Some(c) if !as_tool => {
-            let written = c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string());
-            let said = if text.trim().is_empty() { String::new() } else { format!("{}\n", text.trim_end()) };
+            let written = echo(&c.invalid_arguments.clone().unwrap_or_else(|| c.arguments.to_string()), ECHO_MAX);
+            let said =
+                if text.trim().is_empty() { String::new() } else { format!("{}\n", echo(text.trim_end(), ECHO_MAX)) };
             req.messages.push(Message {
                 role: model::Role::Assistant,
                 parts: vec![Part::Text(format!("{said}`{}` {written}", c.name))],
@@ -325,7 +350,7 @@ fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem
             });
         }
         None => {
-            let text = if text.is_empty() { "(no answer)".to_string() } else { text.to_string() };
+            let text = if text.is_empty() { "(no answer)".to_string() } else { echo(text, ECHO_MAX) };
             req.messages.push(Message { role: model::Role::Assistant, parts: vec![Part::Text(text)] });
             req.messages.push(Message::user(format!("error: {problem}.")));
         }
@@ -336,28 +361,35 @@ fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem
 /// with [`Env::provider_failure_resumable`], a provider failure is returned as the error and
 /// nothing is committed, so the phase runs again when the run is next driven.
 pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
-    let (stop, reason, usage, cost) = match err {
+    let (stop, reason, usage, cost, ms) = match err {
         AskError::Other(e) => return Err(e),
-        AskError::Provider(e, _) if env.provider_failure_resumable => {
+        AskError::Provider(e, ..) if env.provider_failure_resumable => {
             let failed = Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message));
             return Err(match e.cause {
                 Some(c) => failed.with_cause(c),
                 None => failed,
             });
         }
-        AskError::Provider(e, u) => {
+        AskError::Provider(e, u, ms) => {
             state.provider_status = match e.cause {
                 Some(agentloop_types::error::Cause::Status(s)) => Some(s),
                 _ => None,
             };
-            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
+            (
+                StopKind::Provider,
+                format!("provider failure in {}: {}", phase.as_str(), e.message),
+                u,
+                Some(0.0),
+                Some(ms),
+            )
         }
-        AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0)),
-        AskError::Invalid(p, u, c) => (
+        AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0), None),
+        AskError::Invalid(p, u, c, ms) => (
             StopKind::Escalated,
             format!("the model gave no valid {} answer after a correction: {p}", phase.as_str()),
             u,
             c,
+            Some(ms),
         ),
     };
     state.add_usage(&usage, cost);
@@ -370,6 +402,8 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     e.attempt = (stop == StopKind::Escalated).then_some(2);
     e.usage = Some(usage);
     e.cost_usd = cost;
+    // The time the failed calls took counts toward the run's (`trace stats`).
+    e.duration_ms = ms;
     let mut commit = Commit::default();
     commit.entry(&e);
     finish(env, state, &mut commit, stop, &reason, None)?;

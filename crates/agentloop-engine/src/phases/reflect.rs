@@ -380,7 +380,10 @@ fn decide(
             d.decision = "reframe".into();
         }
         None => {
-            d.reason = format!("`done` refused: {open_desc}. (model said: {})", d.reason);
+            d.reason = match d.reason.trim() {
+                "" => format!("`done` refused: {open_desc}."),
+                said => format!("`done` refused: {open_desc}. (model said: {said})"),
+            };
             d.decision = "continue".into();
         }
     }
