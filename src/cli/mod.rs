@@ -70,6 +70,7 @@ pub enum Command {
     Serve(crate::serve::command::ServeArgs),
     Worker(commands::worker::WorkerArgs),
     Enqueue(commands::enqueue::EnqueueArgs),
+    Eval(commands::eval::EvalArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),
@@ -253,6 +254,8 @@ fn entry(command: Command) -> Entry {
         Command::Serve(a) => Entry::Root(Box::new(|g| crate::serve::command::run(g, a))),
         Command::Worker(a) => Entry::Root(Box::new(|g| commands::worker::run(g, a))),
         Command::Enqueue(a) => Entry::Root(Box::new(|g| commands::enqueue::run(g, a))),
+        // Each trial is a run of its own, in a workspace of its own under the output folder.
+        Command::Eval(a) => Entry::Root(Box::new(|g| commands::eval::run(g, a))),
         Command::Completions(a) => Entry::Plain(Box::new(|p| completions::completions(p, a))),
         Command::Man(a) => Entry::Plain(Box::new(|p| completions::man(p, a))),
     }

@@ -1,0 +1,393 @@
+//! A suite file read strictly: every key is known or refused naming it and the file, every
+//! value checked before any trial runs (paths inside the workspace, stop kinds, patterns,
+//! schemas, configuration keys).
+
+use super::checks_de::{Check, Checks, Matcher};
+use crate::config::{Layer, Source};
+use crate::error::{Error, Result};
+use crate::outcome::StopKind;
+use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// What a case runs with; a suite's `defaults:` (or its top level) give it to every case.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub config: Option<Value>,
+    pub agent: Option<String>,
+    pub context: Option<String>,
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub timeout: Option<String>,
+    pub script: Option<Value>,
+}
+
+impl Settings {
+    /// `self` over `under`: what is set here wins; configurations merge key by key.
+    fn over(self, under: &Settings) -> Settings {
+        let config = match (self.config, &under.config) {
+            (Some(Value::Object(mine)), Some(Value::Object(theirs))) => {
+                let mut merged = Value::Object(theirs.clone());
+                merge(&mut merged, &Value::Object(mine));
+                Some(merged)
+            }
+            (mine, theirs) => mine.or_else(|| theirs.clone()),
+        };
+        Settings {
+            config,
+            agent: self.agent.or_else(|| under.agent.clone()),
+            context: self.context.or_else(|| under.context.clone()),
+            max_steps: self.max_steps.or(under.max_steps),
+            max_tokens: self.max_tokens.or(under.max_tokens),
+            max_cost_usd: self.max_cost_usd.or(under.max_cost_usd),
+            timeout: self.timeout.or_else(|| under.timeout.clone()),
+            script: self.script.or_else(|| under.script.clone()),
+        }
+    }
+}
+
+fn merge(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                let slot = a.entry(k.clone()).or_insert(Value::Null);
+                if slot.is_object() && v.is_object() {
+                    merge(slot, v);
+                } else {
+                    *slot = v.clone();
+                }
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    name: Option<String>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    pass_rate: Option<f64>,
+    trials: Option<u32>,
+    models: Option<Vec<String>>,
+    #[serde(default)]
+    defaults: Settings,
+    config: Option<Value>,
+    agent: Option<String>,
+    context: Option<String>,
+    max_steps: Option<u32>,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+    timeout: Option<String>,
+    script: Option<Value>,
+    cases: Vec<CaseFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    name: String,
+    #[allow(dead_code)]
+    description: Option<String>,
+    goal: String,
+    #[serde(default)]
+    files: BTreeMap<String, String>,
+    pass_rate: Option<f64>,
+    trials: Option<u32>,
+    #[serde(default)]
+    checks: Checks,
+    config: Option<Value>,
+    agent: Option<String>,
+    context: Option<String>,
+    max_steps: Option<u32>,
+    max_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+    timeout: Option<String>,
+    script: Option<Value>,
+}
+
+/// A scripted model's answers for a case: a file, or the answers written in the suite.
+#[derive(Debug, Clone)]
+pub enum Script {
+    File(Utf8PathBuf),
+    Inline(Value),
+}
+
+/// A case ready to run.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    /// Its folder's name under the output folder.
+    pub slug: String,
+    pub goal: String,
+    pub files: Vec<(String, String)>,
+    pub pass_rate: f64,
+    pub trials: Option<u32>,
+    pub checks: Vec<Check>,
+    /// Configuration keys, applied above `--config` and agent profiles.
+    pub config: Map<String, Value>,
+    pub agent: Option<String>,
+    pub context: Option<String>,
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub timeout: Option<String>,
+    pub script: Option<Script>,
+}
+
+/// A suite ready to run.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    /// Where it was read from (a file, `-`, `builtin:NAME`).
+    pub source: String,
+    pub trials: Option<u32>,
+    pub models: Vec<String>,
+    pub cases: Vec<Case>,
+}
+
+/// Reads suite `text` from `source`; relative paths in it are taken from `dir`.
+pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Result<Suite> {
+    let bad = |m: String| Error::usage(format!("{source}: {m}"));
+    let file: SuiteFile = crate::config::parse_yaml(text).map_err(|e| bad(format!("{e}")))?;
+    let rate = file.pass_rate.unwrap_or(1.0);
+    check_rate(rate).map_err(|m| bad(format!("pass_rate: {m}")))?;
+    check_trials(file.trials).map_err(|m| bad(format!("trials: {m}")))?;
+    let top = Settings {
+        config: file.config,
+        agent: file.agent,
+        context: file.context,
+        max_steps: file.max_steps,
+        max_tokens: file.max_tokens,
+        max_cost_usd: file.max_cost_usd,
+        timeout: file.timeout,
+        script: file.script,
+    }
+    .over(&file.defaults);
+    if file.cases.is_empty() {
+        return Err(bad("`cases` is empty: a suite needs at least one case".into()));
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for (i, c) in file.cases.into_iter().enumerate() {
+        let at = format!("cases[{i}] ({})", c.name);
+        let case = case(c, i, &top, rate, source, dir).map_err(|m| bad(format!("{at}: {m}")))?;
+        if let Some(other) = cases.iter().find(|o| o.slug == case.slug) {
+            return Err(bad(format!("{at}: its name gives the same folder as case `{}`; rename one", other.name)));
+        }
+        cases.push(case);
+    }
+    let models = file.models.unwrap_or_default();
+    if models.iter().any(|m| m.trim().is_empty()) {
+        return Err(bad("models: a model's name is empty".into()));
+    }
+    let name = file.name.unwrap_or_else(|| default_name.to_string());
+    Ok(Suite {
+        name: slug(&name).unwrap_or_else(|| "suite".into()),
+        source: source.into(),
+        trials: file.trials,
+        models,
+        cases,
+    })
+}
+
+fn check_rate(rate: f64) -> std::result::Result<(), String> {
+    if (0.0..=1.0).contains(&rate) {
+        Ok(())
+    } else {
+        Err(format!("{rate} is not a share between 0 and 1"))
+    }
+}
+
+fn check_trials(n: Option<u32>) -> std::result::Result<(), String> {
+    match n {
+        Some(0) => Err("a case runs at least once (1 or more)".into()),
+        _ => Ok(()),
+    }
+}
+
+/// One case, checked, with the suite's settings under its own.
+fn case(
+    c: CaseFile,
+    i: usize,
+    top: &Settings,
+    suite_rate: f64,
+    source: &str,
+    dir: &Utf8Path,
+) -> std::result::Result<Case, String> {
+    if c.goal.trim().is_empty() {
+        return Err("`goal` is empty".into());
+    }
+    let rate = c.pass_rate.unwrap_or(suite_rate);
+    check_rate(rate).map_err(|m| format!("pass_rate: {m}"))?;
+    check_trials(c.trials).map_err(|m| format!("trials: {m}"))?;
+    for path in c.files.keys() {
+        if !inside(path) {
+            return Err(format!(
+                "files: `{path}` must be a relative path that stays inside the workspace (no `..`, no leading `/`)"
+            ));
+        }
+    }
+    let mut checks = c.checks.0;
+    if checks.is_empty() {
+        checks.push(Check::Stop(super::checks_de::Stops(vec!["done".into()])));
+    }
+    checks.iter().try_for_each(valid_check)?;
+    let s = Settings {
+        config: c.config,
+        agent: c.agent,
+        context: c.context,
+        max_steps: c.max_steps,
+        max_tokens: c.max_tokens,
+        max_cost_usd: c.max_cost_usd,
+        timeout: c.timeout,
+        script: c.script,
+    }
+    .over(top);
+    if let Some(t) = &s.timeout {
+        crate::clock::parse_duration(t).map_err(|e| format!("timeout: {e}"))?;
+    }
+    Ok(Case {
+        slug: slug(&c.name).unwrap_or_else(|| format!("case-{}", i + 1)),
+        name: c.name,
+        goal: c.goal,
+        files: c.files.into_iter().collect(),
+        pass_rate: rate,
+        trials: c.trials,
+        checks,
+        config: config_of(s.config, source, dir)?,
+        agent: s.agent,
+        context: s.context,
+        max_steps: s.max_steps,
+        max_tokens: s.max_tokens,
+        max_cost_usd: s.max_cost_usd,
+        timeout: s.timeout,
+        script: script_of(s.script, dir)?,
+    })
+}
+
+/// A case's configuration: a map, or a file (YAML or JSON) relative to the suite; every key
+/// checked as `--config` checks it.
+fn config_of(v: Option<Value>, source: &str, dir: &Utf8Path) -> std::result::Result<Map<String, Value>, String> {
+    let (value, from) = match v {
+        None | Some(Value::Null) => return Ok(Map::new()),
+        Some(Value::String(p)) => {
+            let path = dir.join(&p);
+            let layer = crate::config::load_file(&path, Source::ConfigFlag)
+                .map_err(|e| format!("config: {}", e.message))?
+                .ok_or_else(|| format!("config: {path} does not exist"))?;
+            (layer.value, path)
+        }
+        Some(v @ Value::Object(_)) => (v, Utf8PathBuf::from(source)),
+        Some(_) => return Err("config: a map of configuration keys, or a file name".into()),
+    };
+    let layer = Layer { source: Source::ConfigFlag(from), value };
+    layer.validate().map_err(|e| format!("config: {}", e.message))?;
+    Ok(match layer.value {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    })
+}
+
+fn script_of(v: Option<Value>, dir: &Utf8Path) -> std::result::Result<Option<Script>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(p)) => {
+            let path = crate::fs::absolute(&dir.join(&p));
+            if !path.is_file() {
+                return Err(format!("script: {path} is no file"));
+            }
+            Ok(Some(Script::File(path)))
+        }
+        Some(v @ (Value::Object(_) | Value::Array(_))) => Ok(Some(Script::Inline(v))),
+        Some(_) => Err("script: a scripted model's file, or its answers (a list, or a map of phase to list)".into()),
+    }
+}
+
+/// Whether `path` names a place inside the workspace: relative, plain names only.
+pub fn inside(path: &str) -> bool {
+    let p = Utf8Path::new(path);
+    !path.is_empty()
+        && !path.contains('\0')
+        && !path.contains('\\')
+        && p.components().all(|c| matches!(c, Utf8Component::Normal(_)))
+}
+
+fn valid_check(c: &Check) -> std::result::Result<(), String> {
+    match c {
+        Check::Stop(s) => {
+            for k in &s.0 {
+                if k != "budget" && StopKind::parse(k, None).is_none_or(|p| p.as_str() != k) {
+                    let all: Vec<&str> = StopKind::ALL.iter().map(|k| k.as_str()).collect();
+                    return Err(format!(
+                        "stop: `{k}` is no stop kind; one of {}, or budget (any limit)",
+                        all.join(", ")
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Check::File(f) => {
+            if !inside(&f.path) {
+                return Err(format!("file: `{}` must be a relative path inside the workspace", f.path));
+            }
+            valid_matcher(&f.matcher()).map_err(|m| format!("file {}: {m}", f.path))
+        }
+        Check::Output(m) => valid_matcher(m).map_err(|m| format!("output: {m}")),
+        Check::CostAtMost(c) if !c.is_finite() || *c < 0.0 => Err(format!("cost_at_most: {c} is no cost")),
+        _ => Ok(()),
+    }
+}
+
+fn valid_matcher(m: &Matcher) -> std::result::Result<(), String> {
+    if let Some(r) = &m.regex {
+        regex::Regex::new(r).map_err(|e| {
+            let why = e.to_string();
+            format!(
+                "regex: /{r}/ does not compile: {}",
+                why.lines().last().unwrap_or_default().trim_start_matches("error: ")
+            )
+        })?;
+    }
+    if let Some(s) = &m.schema {
+        jsonschema::validator_for(s).map_err(|e| format!("schema: not a usable JSON Schema: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A name as a folder name: letters, digits, `.`, `_`, `-` kept, anything else `-`.
+pub fn slug(name: &str) -> Option<String> {
+    let s: String = name
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .collect();
+    let s = s.trim_matches('-').to_string();
+    (!s.is_empty() && s != "." && s != ".." && s.len() <= 100).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_must_stay_inside() {
+        for ok in ["a.txt", "d/e/f.md", "x y.txt"] {
+            assert!(inside(ok), "{ok}");
+        }
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "./a", "a\\b"] {
+            assert!(!inside(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_become_folder_names() {
+        assert_eq!(slug("summarise notes").as_deref(), Some("summarise-notes"));
+        assert_eq!(slug("../x").as_deref(), Some("..-x"));
+        assert_eq!(slug(".."), None);
+        assert_eq!(slug("qwen2.5:7b").as_deref(), Some("qwen2.5-7b"));
+    }
+}
