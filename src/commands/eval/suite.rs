@@ -153,7 +153,7 @@ pub struct Suite {
 /// Reads suite `text` from `source`; relative paths in it are taken from `dir`.
 pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Result<Suite> {
     let bad = |m: String| Error::usage(format!("{source}: {m}"));
-    let file: SuiteFile = crate::config::parse_yaml(text).map_err(|e| bad(format!("{e}")))?;
+    let file: SuiteFile = crate::config::parse_yaml(text).map_err(|e| bad(with_line(text, e.to_string())))?;
     let rate = file.pass_rate.unwrap_or(1.0);
     check_rate(rate).map_err(|m| bad(format!("pass_rate: {m}")))?;
     check_trials(file.trials).map_err(|m| bad(format!("trials: {m}")))?;
@@ -192,6 +192,23 @@ pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Re
         models,
         cases,
     })
+}
+
+/// A parser's message with the line of the key it names as unknown, when it gives none (a key
+/// of the document's top level).
+fn with_line(text: &str, message: String) -> String {
+    if message.contains(" line ") {
+        return message;
+    }
+    let key = message.split("unknown field `").nth(1).and_then(|r| r.split('`').next());
+    let line = key.and_then(|k| {
+        let at = format!("{k}:");
+        text.lines().position(|l| l.trim_start().trim_start_matches("- ").starts_with(&at))
+    });
+    match line {
+        Some(n) => format!("{message} at line {}", n + 1),
+        None => message,
+    }
 }
 
 fn check_rate(rate: f64) -> std::result::Result<(), String> {
