@@ -25,7 +25,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 /// Exit codes: 0 ok/done, 1 failure, 2 usage or config error, 3 escalated, 4 budget exhausted,
 /// 5 provider failure, 6 tool failure, 7 workspace locked, 8 broken workspace file,
 /// 9 refused: cannot fit its budget, 10 resting, 11 slot already ran, 12 `runs diff` found
-/// changes, 78 configuration error in `handle`,
+/// changes or `eval` a regression, 78 configuration error in `handle`,
 /// 130 interrupted (Ctrl-C; `run` resumes).
 #[derive(Debug, Parser)]
 #[command(name = "agentloop", version, propagate_version = true, max_term_width = 100, verbatim_doc_comment)]

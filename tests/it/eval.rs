@@ -330,3 +330,27 @@ fn the_bundled_smoke_suite_prints_and_runs() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no bundled suite `nope`; there is smoke"), "{}", stderr(&out));
 }
+
+/// A case's context reaches the run's context.md, its configuration the run (here a step limit
+/// the script outlasts), and the suite's defaults every case that sets none.
+#[test]
+fn a_cases_context_config_and_defaults_reach_its_run() {
+    let t = T::new();
+    let two_steps = "frame:\n  - answer: {goal: g, definition_of_done: [a, b, c], can_proceed: true}\nplan:\n  \
+                     - answer: {next_action: {tool: file_write, args: {path: one.txt, content: x}}}\n  \
+                     - answer: {next_action: {tool: file_write, args: {path: two.txt, content: x}}}\n\
+                     reflect:\n  - answer: {satisfied: [], decision: continue, reason: more}\n";
+    t.write("two.yaml", two_steps);
+    t.write(
+        "s.yaml",
+        "defaults:\n  script: two.yaml\n  config: {max_steps: 1}\ncases:\n  - name: limited\n    goal: Write two files\n    \
+         context: The files are for the audit.\n    checks:\n      - stop: budget\n      - stop: max_steps\n      \
+         - file: {path: context.md, contains: for the audit}\n      - file: {path: two.txt, exists: false}\n  \
+         - name: wider\n    goal: Write two files\n    config: {max_steps: 2}\n    checks: [{file: {path: two.txt}}, {steps_at_most: 2}]\n",
+    );
+    let out = t.cmd().args(["--json", "eval", "s.yaml", "--out", "o"]).output().unwrap();
+    let v = json_out(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["cases"][0]["results"][0]["stop"], "max_steps");
+    assert!(t.read("o/limited/default/1.run/command.sh").starts_with("AGENTLOOP_MAX_STEPS=1 "));
+}

@@ -124,7 +124,6 @@ fn argv(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra) 
     opt("--max-cost", case.max_cost_usd.or(g.max_cost).map(|n| n.to_string()));
     opt("--allowed-tools", g.allowed_tools.as_ref().map(|s| s.join(",")));
     opt("--record", job.record.as_ref().map(|p| p.to_string()));
-    opt("--context", extra.context.as_ref().map(|p| p.to_string()));
     if g.stream {
         v.push("--stream".into());
     }
@@ -134,6 +133,10 @@ fn argv(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra) 
     v.push("run".into());
     v.push("--goal".into());
     v.push(case.goal.clone());
+    if let Some(p) = &extra.context {
+        v.push("--context".into());
+        v.push(p.to_string());
+    }
     v
 }
 
@@ -169,7 +172,13 @@ fn launch(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra
     let seconds = watch.elapsed().as_secs_f64();
     let result = crate::fs::read_optional(&job.ws.join("result.json"))?.and_then(|t| serde_json::from_str(&t).ok());
     let stderr = crate::fs::read_optional(&err_path)?.unwrap_or_default();
-    let note = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+    // The error the run gave, else its last word (how it ended).
+    let note = stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .to_string();
     Ok(Ran { exit: status.code(), seconds, result, note })
 }
 
