@@ -20,7 +20,7 @@ use trial::{Job, Ran};
 /// The bundled suites (`--builtin NAME`).
 const BUILTIN: &[(&str, &str)] = &[("smoke", include_str!("smoke.yaml"))];
 
-/// Run a suite of goals with checks, over models and trials, and say which cases still pass.
+/// Run a suite of goals with checks over models and trials: which cases still pass.
 ///
 /// A suite (YAML) lists cases: a goal, files to seed a fresh workspace with, optional context,
 /// agent, config and budgets, and checks on what the run left (its stop, a file's content, its
