@@ -354,3 +354,62 @@ fn a_cases_context_config_and_defaults_reach_its_run() {
     assert_eq!(v["cases"][0]["results"][0]["stop"], "max_steps");
     assert!(t.read("o/limited/default/1.run/command.sh").starts_with("AGENTLOOP_MAX_STEPS=1 "));
 }
+
+/// A suite's `models:` may give each model's provider flags; seeded files may be written as
+/// YAML (a JSON file), `contains` may list texts, and a timeout may be whole seconds.
+#[test]
+fn a_suites_models_carry_their_provider_flags() {
+    let t = T::new();
+    let server = model_server();
+    t.write(
+        "s.yaml",
+        &format!(
+            "models:\n  - {{name: local, provider: openai, base_url: \"{}\", model: m-three}}\n  - m-four\ntimeout: 60\n\
+             cases:\n  - name: digest\n    goal: Write the digest\n    files:\n      data.json: {{day: Friday, items: [1, 2]}}\n    \
+             checks:\n      - file: {{path: artifacts/out.md, contains: [the, digest]}}\n      \
+             - file: {{path: data.json, schema: {{type: object, required: [day], properties: {{items: {{type: array}}}}}}}}\n",
+            server.url
+        ),
+    );
+    // m-four takes the provider and base URL the flags give.
+    let mut c = t.cmd();
+    c.env("OPENAI_API_KEY", "sk-test").args([
+        "--provider",
+        "openai",
+        "--base-url",
+        &server.url,
+        "--json",
+        "eval",
+        "s.yaml",
+    ]);
+    let out = c.args(["--out", "o"]).output().unwrap();
+    let v = json_out(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}{}", stderr(&out));
+    let labels: Vec<&str> = v["cases"].as_array().unwrap().iter().map(|c| c["model"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["local", "m-four"]);
+    let models: Vec<String> =
+        server.requests.lock().unwrap().iter().map(|r| r.json()["model"].as_str().unwrap().into()).collect();
+    assert!(models.contains(&"m-three".to_string()) && models.contains(&"m-four".to_string()), "{models:?}");
+    assert!(t.read("o/digest/local/1.run/command.sh").contains("--timeout 60s"));
+    assert!(t.read("o/digest/local/1/data.json").contains("\"day\": \"Friday\""));
+    // Two models of one name are refused.
+    t.write("twice.yaml", "models: [a, {model: a}]\ncases: [{name: x, goal: g}]\n");
+    let out = t.cmd().args(["eval", "twice.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`a` is named twice"), "{}", stderr(&out));
+}
+
+/// Progress lines go to stderr only on a terminal; colour only when asked for or on a terminal.
+#[test]
+fn progress_and_colour_only_where_they_belong() {
+    let t = T::new();
+    setup(&t);
+    let out = t.cmd().args(["eval", "suite.yaml", "--trials", "1", "--out", "a"]).output().unwrap();
+    assert!(!stdout(&out).contains('\x1b') && !stderr(&out).contains("[1/2]"), "{}", stderr(&out));
+    let out =
+        t.cmd().args(["--color", "always", "eval", "suite.yaml", "--trials", "1", "--out", "b"]).output().unwrap();
+    assert!(stdout(&out).contains("\x1b[31mFAIL"), "{}", stdout(&out));
+    let (code, shown, _) = t.on_terminal(&["eval", "suite.yaml", "--trials", "1", "--out", "c"], 100);
+    assert_eq!(code, Some(1));
+    assert!(shown.contains("\x1b[32mok"), "{shown}");
+}

@@ -10,7 +10,7 @@ use serde_json::Value;
 #[serde(deny_unknown_fields)]
 pub struct Matcher {
     pub equals: Option<Text>,
-    pub contains: Option<Text>,
+    pub contains: Option<Texts>,
     pub regex: Option<String>,
     /// A JSON Schema (inline) the text, read as JSON, must satisfy.
     pub schema: Option<Value>,
@@ -24,7 +24,7 @@ pub struct FileCheck {
     /// `false`: the file must not exist.
     pub exists: Option<bool>,
     pub equals: Option<Text>,
-    pub contains: Option<Text>,
+    pub contains: Option<Texts>,
     pub regex: Option<String>,
     pub schema: Option<Value>,
 }
@@ -51,6 +51,25 @@ impl<'de> Deserialize<'de> for Text {
             v @ (Value::Number(_) | Value::Bool(_)) => Ok(Text(v.to_string())),
             _ => Err(de::Error::custom("expected text (a string, number or boolean)")),
         }
+    }
+}
+
+/// One text or a list of them (`contains: [apple.txt, banana.txt]`: each must be there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Texts(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Texts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let one = |v: Value| match v {
+            Value::String(s) => Some(s),
+            v @ (Value::Number(_) | Value::Bool(_)) => Some(v.to_string()),
+            _ => None,
+        };
+        let texts = match Value::deserialize(d)? {
+            Value::Array(items) => items.into_iter().map(one).collect::<Option<Vec<String>>>(),
+            v => one(v).map(|s| vec![s]),
+        };
+        texts.map(Texts).ok_or_else(|| de::Error::custom("expected text, or a list of texts"))
     }
 }
 

@@ -118,9 +118,9 @@ fn matches(m: &Matcher, text: &str) -> Option<(&'static str, String)> {
             return Some(("equals", format!("wanted exactly {:?}, found {:?}", want.0, cut(text))));
         }
     }
-    if let Some(want) = &m.contains {
-        if !text.contains(&want.0) {
-            return Some(("contains", format!("wanted text containing {:?}, found {:?}", want.0, cut(text))));
+    for want in m.contains.iter().flat_map(|c| &c.0) {
+        if !text.contains(want.as_str()) {
+            return Some(("contains", format!("wanted text containing {want:?}, found {:?}", cut(text))));
         }
     }
     if let Some(pattern) = &m.regex {

@@ -14,7 +14,7 @@ use crate::schema::eval::{EvalReport, EvalTrial};
 use crate::settings::Global;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
-use suite::Suite;
+use suite::{Model, Suite};
 use trial::{Job, Ran};
 
 /// The bundled suites (`--builtin NAME`).
@@ -161,14 +161,13 @@ fn finish(report: &EvalReport, baseline: Option<&Utf8Path>) -> Result<u8> {
 }
 
 /// The models to run: --models, else the suite's, else the one the flags choose (`default`
-/// when they name none). Each is (its label, the `--model` value or none).
-fn models(g: &Global, args: &EvalArgs, suite: &Suite) -> Vec<(String, Option<String>)> {
-    let named: Vec<String> = args.models.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| suite.models.clone());
-    if named.is_empty() {
-        let label = g.model.clone().unwrap_or_else(|| "default".into());
-        return vec![(suite::slug(&label).unwrap_or_else(|| "default".into()), None)];
+/// when they name none).
+fn models(g: &Global, args: &EvalArgs, suite: &Suite) -> Vec<Model> {
+    match args.models.as_ref().filter(|m| !m.is_empty()) {
+        Some(ids) => ids.iter().map(|id| Model::named(id)).collect(),
+        None if !suite.models.is_empty() => suite.models.clone(),
+        None => vec![Model { name: g.model.clone(), provider: None, model: None, base_url: None }],
     }
-    named.into_iter().map(|m| (suite::slug(&m).unwrap_or_else(|| "model".into()), Some(m))).collect()
 }
 
 /// --out, or a new eval/SUITE-TIMESTAMP here.
@@ -196,13 +195,13 @@ fn out_dir(args: &EvalArgs, suite: &Suite) -> Result<Utf8PathBuf> {
 }
 
 /// Every trial of every case with every model, in the suite's order.
-fn plan(args: &EvalArgs, suite: &Suite, models: &[(String, Option<String>)], out: &Utf8Path) -> Result<Vec<Job>> {
+fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for (ci, case) in suite.cases.iter().enumerate() {
         let n = args.trials.or(case.trials).or(suite.trials).unwrap_or(1);
-        for (mi, (label, _)) in models.iter().enumerate() {
+        for (mi, model) in models.iter().enumerate() {
             for trial in 1..=n {
-                let rel = Utf8PathBuf::from(&case.slug).join(label);
+                let rel = Utf8PathBuf::from(&case.slug).join(model.label());
                 let replay = args.replay.as_ref().map(|d| d.join(&rel).join(format!("{trial}.jsonl")));
                 if let Some(r) = replay.as_ref().filter(|r| !r.is_file()) {
                     return Err(Error::usage(format!(
@@ -231,14 +230,7 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[(String, Option<String>)], out
 }
 
 /// Runs the jobs in `width` lanes; the results in the jobs' order.
-fn lanes(
-    g: &Global,
-    p: &Printer,
-    suite: &Suite,
-    models: &[(String, Option<String>)],
-    jobs: &[Job],
-    width: usize,
-) -> Vec<Ran> {
+fn lanes(g: &Global, p: &Printer, suite: &Suite, models: &[Model], jobs: &[Job], width: usize) -> Vec<Ran> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Ran>>> = std::sync::Mutex::new(vec![None; jobs.len()]);
@@ -248,12 +240,18 @@ fn lanes(
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 let case = &suite.cases[job.case];
-                let (label, model) = &models[job.model];
-                let ran = trial::run(g, case, model.as_deref(), job);
+                let model = &models[job.model];
+                let ran = trial::run(g, case, model, job);
                 let failed = judge::judge(&case.checks, &job.ws, &ran);
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 let verdict = failed.first().map_or("pass".to_string(), |f| format!("fail: {}", f.label));
-                p.progress(&format!("[{n}/{}] {} · {label} · trial {}: {verdict}", jobs.len(), case.name, job.trial));
+                p.progress(&format!(
+                    "[{n}/{}] {} · {} · trial {}: {verdict}",
+                    jobs.len(),
+                    case.name,
+                    model.label(),
+                    job.trial
+                ));
                 if let Ok(mut r) = results.lock() {
                     r[i] = Some(ran);
                 }
@@ -265,23 +263,17 @@ fn lanes(
 }
 
 /// The report: each case with each model, its trials judged.
-fn assemble(
-    suite: &Suite,
-    models: &[(String, Option<String>)],
-    jobs: &[Job],
-    ran: Vec<Ran>,
-    out: &Utf8Path,
-) -> EvalReport {
+fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Ran>, out: &Utf8Path) -> EvalReport {
     let mut cases = Vec::new();
     for (ci, case) in suite.cases.iter().enumerate() {
-        for (mi, (label, _)) in models.iter().enumerate() {
+        for (mi, model) in models.iter().enumerate() {
             let trials: Vec<EvalTrial> = jobs
                 .iter()
                 .zip(&ran)
                 .filter(|(j, _)| j.case == ci && j.model == mi)
                 .map(|(j, r)| trial_row(&case.checks, j, r))
                 .collect();
-            cases.push(report::row(&case.name, label, case.pass_rate, trials));
+            cases.push(report::row(&case.name, &model.label(), case.pass_rate, trials));
         }
     }
     let passed = cases.iter().all(|c| c.ok);

@@ -21,7 +21,7 @@ pub struct Settings {
     pub max_steps: Option<u32>,
     pub max_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
-    pub timeout: Option<String>,
+    pub timeout: Option<Seconds>,
     pub script: Option<Value>,
 }
 
@@ -73,7 +73,7 @@ struct SuiteFile {
     description: Option<String>,
     pass_rate: Option<f64>,
     trials: Option<u32>,
-    models: Option<Vec<String>>,
+    models: Option<Vec<ModelEntry>>,
     #[serde(default)]
     defaults: Settings,
     config: Option<Value>,
@@ -82,7 +82,7 @@ struct SuiteFile {
     max_steps: Option<u32>,
     max_tokens: Option<u64>,
     max_cost_usd: Option<f64>,
-    timeout: Option<String>,
+    timeout: Option<Seconds>,
     script: Option<Value>,
     cases: Vec<CaseFile>,
 }
@@ -95,7 +95,7 @@ struct CaseFile {
     description: Option<String>,
     goal: String,
     #[serde(default)]
-    files: BTreeMap<String, String>,
+    files: BTreeMap<String, Value>,
     pass_rate: Option<f64>,
     trials: Option<u32>,
     #[serde(default)]
@@ -106,8 +106,67 @@ struct CaseFile {
     max_steps: Option<u32>,
     max_tokens: Option<u64>,
     max_cost_usd: Option<f64>,
-    timeout: Option<String>,
+    timeout: Option<Seconds>,
     script: Option<Value>,
+}
+
+/// A duration as `--timeout` takes it (`90s`, `10m`), or a number of seconds.
+#[derive(Debug, Clone)]
+pub struct Seconds(pub String);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(Seconds(s)),
+            Value::Number(n) if n.is_u64() => Ok(Seconds(format!("{n}s"))),
+            _ => Err(serde::de::Error::custom("expected a duration such as 90s or 10m, or whole seconds")),
+        }
+    }
+}
+
+/// A model a suite names: a `--model` value, or a map of the provider flags.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Its column in the table and its folder (default: the model's id).
+    pub name: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+}
+
+impl Model {
+    pub fn named(id: &str) -> Model {
+        Model { name: None, provider: None, model: Some(id.to_string()), base_url: None }
+    }
+    /// What the table and the folders call it.
+    pub fn label(&self) -> String {
+        let raw = self.name.clone().or_else(|| self.model.clone()).or_else(|| self.provider.clone());
+        raw.as_deref().and_then(slug).unwrap_or_else(|| "default".into())
+    }
+}
+
+/// A `models:` entry: `gpt-4o-mini`, or `{name, provider, model, base_url}`.
+#[derive(Debug, Clone)]
+struct ModelEntry(Model);
+
+impl<'de> Deserialize<'de> for ModelEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ModelEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a model's id, or a map of name, provider, model and base_url")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<ModelEntry, E> {
+                Ok(ModelEntry(Model::named(s)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<ModelEntry, A::Error> {
+                Model::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ModelEntry)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A scripted model's answers for a case: a file, or the answers written in the suite.
@@ -146,7 +205,7 @@ pub struct Suite {
     /// Where it was read from (a file, `-`, `builtin:NAME`).
     pub source: String,
     pub trials: Option<u32>,
-    pub models: Vec<String>,
+    pub models: Vec<Model>,
     pub cases: Vec<Case>,
 }
 
@@ -180,9 +239,14 @@ pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Re
         }
         cases.push(case);
     }
-    let models = file.models.unwrap_or_default();
-    if models.iter().any(|m| m.trim().is_empty()) {
-        return Err(bad("models: a model's name is empty".into()));
+    let models: Vec<Model> = file.models.unwrap_or_default().into_iter().map(|m| m.0).collect();
+    for (i, m) in models.iter().enumerate() {
+        if m.model.as_deref().is_some_and(|id| id.trim().is_empty()) {
+            return Err(bad(format!("models[{i}]: the model's id is empty")));
+        }
+        if models[..i].iter().any(|o| o.label() == m.label()) {
+            return Err(bad(format!("models[{i}]: `{}` is named twice; give one a `name`", m.label())));
+        }
     }
     let name = file.name.unwrap_or_else(|| default_name.to_string());
     Ok(Suite {
@@ -264,14 +328,14 @@ fn case(
         script: c.script,
     }
     .over(top);
-    if let Some(t) = &s.timeout {
+    if let Some(Seconds(t)) = &s.timeout {
         crate::clock::parse_duration(t).map_err(|e| format!("timeout: {e}"))?;
     }
     Ok(Case {
         slug: slug(&c.name).unwrap_or_else(|| format!("case-{}", i + 1)),
         name: c.name,
         goal: c.goal,
-        files: c.files.into_iter().collect(),
+        files: c.files.into_iter().map(|(k, v)| (k, file_text(v))).collect(),
         pass_rate: rate,
         trials: c.trials,
         checks,
@@ -281,9 +345,20 @@ fn case(
         max_steps: s.max_steps,
         max_tokens: s.max_tokens,
         max_cost_usd: s.max_cost_usd,
-        timeout: s.timeout,
+        timeout: s.timeout.map(|Seconds(t)| t),
         script: script_of(s.script, dir)?,
     })
+}
+
+/// What a seeded file holds: its text as written; a number or `true` as written; a map or a
+/// list as JSON (a `data.json` written as YAML); nothing (`~`) as an empty file.
+fn file_text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        v @ (Value::Number(_) | Value::Bool(_)) => v.to_string(),
+        v => crate::json::to_string_pretty(&v) + "\n",
+    }
 }
 
 /// A case's configuration: a map, or a file (YAML or JSON) relative to the suite; every key

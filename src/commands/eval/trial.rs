@@ -2,7 +2,7 @@
 //! ...` as a child process of this same binary, with the user's model flags and the case's
 //! settings; what it left is read back from result.json.
 
-use super::suite::{Case, Script};
+use super::suite::{Case, Model, Script};
 use crate::error::{Error, Result};
 use crate::settings::Global;
 use camino::{Utf8Path, Utf8PathBuf};
@@ -37,7 +37,7 @@ pub struct Ran {
 }
 
 /// Seeds the workspace and runs the trial; a trial that cannot start is a failed trial.
-pub fn run(g: &Global, case: &Case, model: Option<&str>, job: &Job) -> Ran {
+pub fn run(g: &Global, case: &Case, model: &Model, job: &Job) -> Ran {
     match prepare(case, job).and_then(|extra| launch(g, case, model, job, &extra)) {
         Ok(ran) => ran,
         Err(e) => Ran { note: e.message, ..Ran::default() },
@@ -91,7 +91,7 @@ fn prepare(case: &Case, job: &Job) -> Result<Extra> {
 }
 
 /// The command line of a trial: the user's global flags, the case's own settings over them.
-fn argv(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra) -> Vec<String> {
+fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> Vec<String> {
     let mut v: Vec<String> = vec!["--color".into(), "never".into(), "-w".into(), job.ws.to_string()];
     let mut opt = |flag: &str, value: Option<String>| {
         if let Some(value) = value {
@@ -106,9 +106,9 @@ fn argv(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra) 
             opt("--script", Some(p.to_string()));
         }
         None => {
-            opt("--provider", g.provider.clone());
-            opt("--model", model.map(str::to_string).or_else(|| g.model.clone()));
-            opt("--base-url", g.base_url.clone());
+            opt("--provider", model.provider.clone().or_else(|| g.provider.clone()));
+            opt("--model", model.model.clone().or_else(|| g.model.clone()));
+            opt("--base-url", model.base_url.clone().or_else(|| g.base_url.clone()));
             opt("--script", g.script.as_ref().map(|p| p.to_string()));
         }
     }
@@ -146,7 +146,7 @@ fn env_of(case: &Case) -> Vec<(String, String)> {
     case.config.iter().map(|(k, v)| (format!("AGENTLOOP_{}", k.to_uppercase()), crate::json::to_string(v))).collect()
 }
 
-fn launch(g: &Global, case: &Case, model: Option<&str>, job: &Job, extra: &Extra) -> Result<Ran> {
+fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> Result<Ran> {
     let exe = std::env::current_exe().map_err(|e| Error::failure(format!("cannot find this program: {e}")))?;
     let args = argv(g, case, model, job, extra);
     let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
