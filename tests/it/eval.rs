@@ -271,6 +271,7 @@ fn a_bad_suite_is_refused_naming_the_file_the_line_and_the_key() {
         (format!("{case}    checks: [{{file: {{path: a, contain: x}}}}]\n"), vec!["unknown field `contain`"]),
         (format!("{case}    files: {{../x: y}}\n"), vec!["bad.yaml", "`../x` must be a relative path"]),
         (format!("{case}    files: {{/etc/x: y}}\n"), vec!["`/etc/x` must be a relative path"]),
+        (format!("{case}    files: {{d: y, d/e: z}}\n"), vec!["`d` is a file and the folder of `d/e`"]),
         (format!("{case}    checks: [{{file: {{path: ../up}}}}]\n"), vec!["`../up`"]),
         (format!("{case}    config: {{llm: {{modle: x}}}}\n"), vec!["bad.yaml", "`llm.modle`"]),
         (format!("{case}    checks: {{stop: finished}}\n"), vec!["`finished` is no stop kind"]),

@@ -163,8 +163,9 @@ fn finish(report: &EvalReport, baseline: Option<&Utf8Path>) -> Result<u8> {
 /// The models to run: --models, else the suite's, else the one the flags choose (`default`
 /// when they name none).
 fn models(g: &Global, args: &EvalArgs, suite: &Suite) -> Vec<Model> {
-    match args.models.as_ref().filter(|m| !m.is_empty()) {
-        Some(ids) => ids.iter().map(|id| Model::named(id)).collect(),
+    let ids: Vec<&String> = args.models.iter().flatten().filter(|m| !m.trim().is_empty()).collect();
+    match Some(ids).filter(|m| !m.is_empty()) {
+        Some(ids) => ids.into_iter().map(|id| Model::named(id.trim())).collect(),
         None if !suite.models.is_empty() => suite.models.clone(),
         None => vec![Model { name: g.model.clone(), provider: None, model: None, base_url: None }],
     }

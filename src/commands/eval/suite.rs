@@ -311,6 +311,9 @@ fn case(
                 "files: `{path}` must be a relative path that stays inside the workspace (no `..`, no leading `/`)"
             ));
         }
+        if let Some(under) = c.files.keys().find(|o| o.starts_with(&format!("{path}/"))) {
+            return Err(format!("files: `{path}` is a file and the folder of `{under}`"));
+        }
     }
     let mut checks = c.checks.0;
     if checks.is_empty() {
