@@ -414,3 +414,26 @@ fn progress_and_colour_only_where_they_belong() {
     assert_eq!(code, Some(1));
     assert!(shown.contains("\x1b[32mok"), "{shown}");
 }
+
+/// The bundled smoke suite against a real OpenAI-compatible server (`make test-real`; skipped
+/// without `AGENTLOOP_REAL_BASE_URL`): prints the pass table, and asserts that every trial ran
+/// to a result (a pass rate is the model's, not agentloop's, so none is asserted).
+/// `AGENTLOOP_REAL_EVAL_TRIALS` sets the trials per case (default 1).
+#[test]
+#[ignore = "needs a real model server: make test-real"]
+fn the_smoke_suite_against_a_real_server() {
+    let Some(base) = std::env::var("AGENTLOOP_REAL_BASE_URL").ok().filter(|v| !v.trim().is_empty()) else {
+        eprintln!("skipped: set AGENTLOOP_REAL_BASE_URL (e.g. http://127.0.0.1:8088/v1) to run the smoke suite");
+        return;
+    };
+    let model = std::env::var("AGENTLOOP_REAL_MODEL").unwrap_or_else(|_| "smollm2".into());
+    let trials = std::env::var("AGENTLOOP_REAL_EVAL_TRIALS").unwrap_or_else(|_| "1".into());
+    let t = T::new();
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
+    c.env_remove("AGENTLOOP_NOW").current_dir(t.root()).env("HOME", t.path("home"));
+    c.args(["--provider", "openai", "--base-url", &base, "--model", &model, "eval", "--builtin", "smoke"]);
+    let out = c.args(["--trials", &trials, "--out", "smoke", "--junit", "smoke.xml"]).output().unwrap();
+    println!("{}", stdout(&out));
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("no result"), "a trial left no result.json:\n{}", stdout(&out));
+}
