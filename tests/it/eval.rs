@@ -347,13 +347,17 @@ fn a_cases_context_config_and_defaults_reach_its_run() {
         "defaults:\n  script: two.yaml\n  config: {max_steps: 1}\ncases:\n  - name: limited\n    goal: Write two files\n    \
          context: The files are for the audit.\n    checks:\n      - stop: budget\n      - stop: max_steps\n      \
          - file: {path: context.md, contains: for the audit}\n      - file: {path: two.txt, exists: false}\n  \
-         - name: wider\n    goal: Write two files\n    config: {max_steps: 2}\n    checks: [{file: {path: two.txt}}, {steps_at_most: 2}]\n",
+         - name: wider\n    goal: Write two files\n    config: {max_steps: 2}\n    checks: [{file: {path: two.txt}}, {steps_at_most: 2}]\n  \
+         - name: budgeted\n    goal: Write two files\n    budgets: {max_steps: 1, max_cost: 1}\n    config: {max_steps: 5}\n    \
+         checks: [{stop: max_steps}]\n",
     );
     let out = t.cmd().args(["--json", "eval", "s.yaml", "--out", "o"]).output().unwrap();
     let v = json_out(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["cases"][0]["results"][0]["stop"], "max_steps");
     assert!(t.read("o/limited/default/1.run/command.sh").starts_with("AGENTLOOP_MAX_STEPS=1 "));
+    // A case's budgets are flags of its run, over its configuration.
+    assert!(t.read("o/budgeted/default/1.run/command.sh").contains("--max-steps 1 --max-cost 1 "));
 }
 
 /// A suite's `models:` may give each model's provider flags; seeded files may be written as

@@ -20,15 +20,30 @@ pub struct Settings {
     pub context: Option<String>,
     pub max_steps: Option<u32>,
     pub max_tokens: Option<u64>,
+    #[serde(alias = "max_cost")]
     pub max_cost_usd: Option<f64>,
     pub timeout: Option<Seconds>,
     pub script: Option<Value>,
+    /// The four budgets as one map (`budgets: {max_steps: 5}`); a budget of its own wins.
+    pub budgets: Option<Budgets>,
+}
+
+/// `budgets:`: the run's limits in one map.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    #[serde(alias = "max_cost")]
+    pub max_cost_usd: Option<f64>,
+    pub timeout: Option<Seconds>,
 }
 
 impl Settings {
     /// `self` over `under`: what is set here wins; configurations merge key by key.
     fn over(self, under: &Settings) -> Settings {
-        let config = match (self.config, &under.config) {
+        let (me, under) = (self.flat(), under.clone().flat());
+        let config = match (me.config, &under.config) {
             (Some(Value::Object(mine)), Some(Value::Object(theirs))) => {
                 let mut merged = Value::Object(theirs.clone());
                 merge(&mut merged, &Value::Object(mine));
@@ -38,14 +53,26 @@ impl Settings {
         };
         Settings {
             config,
-            agent: self.agent.or_else(|| under.agent.clone()),
-            context: self.context.or_else(|| under.context.clone()),
-            max_steps: self.max_steps.or(under.max_steps),
-            max_tokens: self.max_tokens.or(under.max_tokens),
-            max_cost_usd: self.max_cost_usd.or(under.max_cost_usd),
-            timeout: self.timeout.or_else(|| under.timeout.clone()),
-            script: self.script.or_else(|| under.script.clone()),
+            agent: me.agent.or(under.agent),
+            context: me.context.or(under.context),
+            max_steps: me.max_steps.or(under.max_steps),
+            max_tokens: me.max_tokens.or(under.max_tokens),
+            max_cost_usd: me.max_cost_usd.or(under.max_cost_usd),
+            timeout: me.timeout.or(under.timeout),
+            script: me.script.or(under.script),
+            budgets: None,
         }
+    }
+
+    /// The `budgets:` map's values where no budget of its own is set.
+    fn flat(mut self) -> Settings {
+        if let Some(b) = self.budgets.take() {
+            self.max_steps = self.max_steps.or(b.max_steps);
+            self.max_tokens = self.max_tokens.or(b.max_tokens);
+            self.max_cost_usd = self.max_cost_usd.or(b.max_cost_usd);
+            self.timeout = self.timeout.or(b.timeout);
+        }
+        self
     }
 }
 
@@ -81,9 +108,11 @@ struct SuiteFile {
     context: Option<String>,
     max_steps: Option<u32>,
     max_tokens: Option<u64>,
+    #[serde(alias = "max_cost")]
     max_cost_usd: Option<f64>,
     timeout: Option<Seconds>,
     script: Option<Value>,
+    budgets: Option<Budgets>,
     cases: Vec<CaseFile>,
 }
 
@@ -105,9 +134,11 @@ struct CaseFile {
     context: Option<String>,
     max_steps: Option<u32>,
     max_tokens: Option<u64>,
+    #[serde(alias = "max_cost")]
     max_cost_usd: Option<f64>,
     timeout: Option<Seconds>,
     script: Option<Value>,
+    budgets: Option<Budgets>,
 }
 
 /// A duration as `--timeout` takes it (`90s`, `10m`), or a number of seconds.
@@ -225,6 +256,7 @@ pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Re
         max_cost_usd: file.max_cost_usd,
         timeout: file.timeout,
         script: file.script,
+        budgets: file.budgets,
     }
     .over(&file.defaults);
     if file.cases.is_empty() {
@@ -329,6 +361,7 @@ fn case(
         max_cost_usd: c.max_cost_usd,
         timeout: c.timeout,
         script: c.script,
+        budgets: c.budgets,
     }
     .over(top);
     if let Some(Seconds(t)) = &s.timeout {
