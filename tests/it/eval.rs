@@ -223,6 +223,11 @@ fn recorded_trials_replay_offline_to_the_same_result() {
     let want = [("digest", "m-one", 2), ("digest", "m-two", 2), ("missing", "m-one", 0), ("missing", "m-two", 0)];
     assert_eq!(rows, want.map(|(a, b, n)| (a.to_string(), b.to_string(), n)));
     assert_eq!(live["cases"][2]["commonest_failure"], "file nothing.txt missing");
+    let summary = &live["models"][1];
+    assert_eq!(
+        (summary["model"].as_str(), summary["cases_ok"].as_u64(), summary["trials_passed"].as_u64()),
+        (Some("m-two"), Some(1), Some(2))
+    );
     assert!(live["cases"][0]["median_tokens"].as_f64().unwrap() > 0.0);
     let models: Vec<String> =
         server.requests.lock().unwrap().iter().map(|r| r.json()["model"].as_str().unwrap().into()).collect();

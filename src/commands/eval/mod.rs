@@ -278,7 +278,8 @@ fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Ran>, out: &
         }
     }
     let passed = cases.iter().all(|c| c.ok);
-    EvalReport { suite: suite.name.clone(), source: suite.source.clone(), out: out.to_string(), passed, cases }
+    let models = report::per_model(&cases);
+    EvalReport { suite: suite.name.clone(), source: suite.source.clone(), out: out.to_string(), passed, cases, models }
 }
 
 fn trial_row(checks: &[checks_de::Check], job: &Job, ran: &Ran) -> EvalTrial {

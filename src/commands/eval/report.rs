@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::output::Printer;
-use crate::schema::eval::{EvalCase, EvalReport, EvalTrial};
+use crate::schema::eval::{EvalCase, EvalModel, EvalReport, EvalTrial};
 use camino::Utf8Path;
 
 /// The middle value (the mean of the two middle ones for an even count); None for none.
@@ -53,6 +53,26 @@ fn commonest(results: &[EvalTrial]) -> Option<String> {
     counts.iter().find(|(_, n)| *n == best).map(|(l, _)| l.to_string())
 }
 
+/// Each model over the suite, from the rows, in the order the models first appear.
+pub fn per_model(rows: &[EvalCase]) -> Vec<EvalModel> {
+    let mut out: Vec<EvalModel> = Vec::new();
+    for c in rows {
+        let at = match out.iter().position(|m| m.model == c.model) {
+            Some(i) => i,
+            None => {
+                out.push(EvalModel { model: c.model.clone(), cases_ok: 0, cases: 0, trials_passed: 0, trials: 0 });
+                out.len() - 1
+            }
+        };
+        let m = &mut out[at];
+        m.cases += 1;
+        m.cases_ok += u32::from(c.ok);
+        m.trials_passed += c.passed;
+        m.trials += c.trials;
+    }
+    out
+}
+
 fn num(v: Option<f64>, digits: usize) -> String {
     match v {
         Some(x) if digits == 0 => format!("{}", x.round() as i64),
@@ -84,6 +104,15 @@ pub fn table(p: &Printer, r: &EvalReport) {
             c.commonest_failure.as_deref().unwrap_or("")
         );
         p.outln_painted(&[(&format!("{mark:<4}"), colour), (rest.trim_end(), "")]);
+    }
+    if r.models.len() > 1 {
+        p.outln("");
+        for m in &r.models {
+            p.outln(&format!(
+                "{:<mw$}  {}/{} cases ok, {}/{} trials passed",
+                m.model, m.cases_ok, m.cases, m.trials_passed, m.trials
+            ));
+        }
     }
 }
 

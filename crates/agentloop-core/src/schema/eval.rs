@@ -18,6 +18,20 @@ pub struct EvalReport {
     pub passed: bool,
     /// One entry per case and model, in the suite's order
     pub cases: Vec<EvalCase>,
+    /// Each model over the whole suite, in the order they ran
+    pub models: Vec<EvalModel>,
+}
+
+/// One model over every case of the suite: how the models compare side by side.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EvalModel {
+    pub model: String,
+    /// Cases that reached their pass rate
+    pub cases_ok: u32,
+    pub cases: u32,
+    /// Trials that passed, over all cases
+    pub trials_passed: u32,
+    pub trials: u32,
 }
 
 /// One case run with one model, over its trials.
