@@ -332,6 +332,12 @@ fn the_bundled_smoke_suite_prints_and_runs() {
     assert_eq!(so.lines().filter(|l| l.starts_with("FAIL") && l.contains("stop escalated")).count(), 5, "{so}");
     assert!(t.read("s/count-lines/default/1/data.csv").starts_with("name,colour\n"));
     assert!(t.read("s/summarise/default/1.run/command.sh").contains("--script stuck.yaml"));
+    // Flags every trial's run refuses: the table says so, and stderr says why once.
+    let out = t.cmd().args(["--provider", "bogus", "eval", "--builtin", "smoke", "--out", "b"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("no result (exit 2)"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("no trial ran to a result; the first: the run left no result.json (exit 2): error:"));
+    assert!(stderr(&out).contains("`bogus`"), "{}", stderr(&out));
     let out = t.cmd().args(["eval", "--builtin", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no bundled suite `nope`; there is smoke"), "{}", stderr(&out));

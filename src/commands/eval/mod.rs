@@ -150,6 +150,13 @@ fn finish(report: &EvalReport, baseline: Option<&Utf8Path>) -> Result<u8> {
     if !short.is_empty() {
         crate::output::stderr_line(&format!("eval: below their pass rate: {}", short.join("; ")));
     }
+    // A run that refused every trial (no provider, a bad flag) says why once.
+    let mut trials = report.cases.iter().flat_map(|c| &c.results);
+    if trials.clone().next().is_some() && trials.all(|t| t.stop.is_none()) {
+        if let Some(why) = report.cases.iter().flat_map(|c| &c.results).find_map(|t| t.failures.first()) {
+            crate::output::stderr_line(&format!("eval: no trial ran to a result; the first: {why}"));
+        }
+    }
     if let Some(b) = baseline {
         let worse = report::regressions(report, b)?;
         if !worse.is_empty() {
