@@ -175,11 +175,13 @@ fn a_regression_against_the_baseline_exits_12_naming_the_case() {
     assert_eq!(out.status.code(), Some(12), "{se}");
     assert!(se.contains("worse than the baseline base.json: hello (default): pass rate 1.00 → 0.00"), "{se}");
     assert!(!se.contains("goodbye (default): pass rate"), "{se}");
-    // A baseline that is not an eval document is a usage error.
+    // A baseline that is not an eval document is refused before any trial runs.
     t.write("bad.json", "[1]");
     let out =
         t.cmd().args(["eval", "suite.yaml", "--trials", "1", "--out", "d", "--baseline", "bad.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--baseline bad.json: not an `eval --json` document"), "{}", stderr(&out));
+    assert!(!t.exists("d"));
 }
 
 /// A suite run against a model server with `--models`: each trial gets the user's provider
@@ -260,6 +262,7 @@ fn recorded_trials_replay_offline_to_the_same_result() {
     let out = t.cmd().args(["eval", "s.yaml", "--trials", "3", "--replay", "rec", "--out", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no recording rec/digest/default/1.jsonl"), "{}", stderr(&out));
+    assert!(!t.exists("x"), "a refused eval leaves no folder");
 }
 
 #[test]

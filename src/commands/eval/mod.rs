@@ -114,9 +114,12 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
         return Ok(code::OK);
     }
     let suite = suite::parse(&text, &source, &dir, &stem)?;
+    // What can refuse the command is checked before anything is written.
+    let baseline = args.baseline.as_deref().map(report::read_baseline).transpose()?;
     let models = models(g, &args, &suite);
-    let out = out_dir(&args, &suite)?;
+    let out = out_path(&args, &suite)?;
     let jobs = plan(&args, &suite, &models, &out)?;
+    crate::fs::create_dir_all(&out)?;
     printer.info(&format!(
         "eval {}: {} case(s) × {} model(s), {} trial(s) in {} lane(s); workspaces in {out}/",
         suite.name,
@@ -136,11 +139,11 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
         crate::fs::write_atomic(path, report::junit(&report).as_bytes())?;
     }
     printer.info(&format!("trials kept in {out}/ (CASE/MODEL/TRIAL)"));
-    finish(&report, args.baseline.as_deref())
+    finish(&report, baseline.as_ref())
 }
 
 /// The exit code, with a stderr line naming each case that fell short or regressed.
-fn finish(report: &EvalReport, baseline: Option<&Utf8Path>) -> Result<u8> {
+fn finish(report: &EvalReport, baseline: Option<&report::Baseline>) -> Result<u8> {
     let short: Vec<String> = report
         .cases
         .iter()
@@ -158,9 +161,9 @@ fn finish(report: &EvalReport, baseline: Option<&Utf8Path>) -> Result<u8> {
         }
     }
     if let Some(b) = baseline {
-        let worse = report::regressions(report, b)?;
+        let worse = report::regressions(report, b);
         if !worse.is_empty() {
-            crate::output::stderr_line(&format!("eval: worse than the baseline {b}: {}", worse.join("; ")));
+            crate::output::stderr_line(&format!("eval: worse than the baseline {}: {}", b.path, worse.join("; ")));
             return Ok(code::CHANGED);
         }
     }
@@ -178,15 +181,15 @@ fn models(g: &Global, args: &EvalArgs, suite: &Suite) -> Vec<Model> {
     }
 }
 
-/// --out, or a new eval/SUITE-TIMESTAMP here.
-fn out_dir(args: &EvalArgs, suite: &Suite) -> Result<Utf8PathBuf> {
+/// --out (which must be empty or new), or a new eval/SUITE-TIMESTAMP here; made once the
+/// trials are planned.
+fn out_path(args: &EvalArgs, suite: &Suite) -> Result<Utf8PathBuf> {
     if let Some(dir) = &args.out {
         let taken = std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some());
-        if taken {
+        if taken || (dir.exists() && !dir.is_dir()) {
             return Err(Error::usage(format!("--out {dir} is not empty: each trial needs a fresh workspace"))
                 .with_hint("name a new folder, or leave --out out for a new eval/SUITE-TIMESTAMP"));
         }
-        crate::fs::create_dir_all(dir)?;
         return Ok(dir.clone());
     }
     let stamp: String =
@@ -194,11 +197,10 @@ fn out_dir(args: &EvalArgs, suite: &Suite) -> Result<Utf8PathBuf> {
     let base = Utf8PathBuf::from("eval").join(format!("{}-{stamp}", suite.name));
     let mut dir = base.clone();
     let mut n = 1;
-    while dir.exists() {
+    while dir.exists() || dir.is_symlink() {
         n += 1;
         dir = Utf8PathBuf::from(format!("{base}-{n}"));
     }
-    crate::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 

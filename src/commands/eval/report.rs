@@ -180,25 +180,41 @@ pub fn junit(r: &EvalReport) -> String {
     s
 }
 
-/// The cases whose pass rate fell below the baseline's (an earlier `eval --json`), named with
-/// both rates; a case or model the baseline lacks is no regression.
-pub fn regressions(now: &EvalReport, baseline: &Utf8Path) -> Result<Vec<String>> {
-    let text = crate::fs::read_to_string(baseline)?;
-    let then: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::usage(format!("--baseline {baseline}: not an `eval --json` document: {e}")))?;
-    let Some(rows) = then["cases"].as_array() else {
-        return Err(Error::usage(format!("--baseline {baseline}: not an `eval --json` document (no `cases`)")));
-    };
+/// An earlier `eval --json`: each case and model's pass rate.
+pub struct Baseline {
+    pub path: String,
+    rates: Vec<(String, String, f64)>,
+}
+
+/// Reads `--baseline FILE`, refusing what is no `eval --json` document (before any trial runs).
+pub fn read_baseline(path: &Utf8Path) -> Result<Baseline> {
+    let text = crate::fs::read_to_string(path)?;
+    let bad = |why: String| Error::usage(format!("--baseline {path}: not an `eval --json` document: {why}"));
+    let then: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let rows = then["cases"].as_array().ok_or_else(|| bad("no `cases`".into()))?;
+    let mut rates = Vec::new();
+    for r in rows {
+        match (r["case"].as_str(), r["model"].as_str(), r["rate"].as_f64()) {
+            (Some(c), Some(m), Some(rate)) => rates.push((c.to_string(), m.to_string(), rate)),
+            _ => return Err(bad("a case without its `case`, `model` and `rate`".into())),
+        }
+    }
+    Ok(Baseline { path: path.to_string(), rates })
+}
+
+/// The cases whose pass rate fell below the baseline's, named with both rates; a case or model
+/// the baseline lacks is no regression.
+pub fn regressions(now: &EvalReport, baseline: &Baseline) -> Vec<String> {
     let mut out = Vec::new();
     for c in &now.cases {
-        let before = rows.iter().find(|r| r["case"] == c.case.as_str() && r["model"] == c.model.as_str());
-        if let Some(rate) = before.and_then(|r| r["rate"].as_f64()) {
-            if c.rate + 1e-9 < rate {
+        let before = baseline.rates.iter().find(|(case, model, _)| *case == c.case && *model == c.model);
+        if let Some((_, _, rate)) = before {
+            if c.rate + 1e-9 < *rate {
                 out.push(format!("{} ({}): pass rate {:.2} → {:.2}", c.case, c.model, rate, c.rate));
             }
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
