@@ -99,6 +99,14 @@ fn a_passing_and_a_failing_case_give_a_table_json_junit_and_exit_1() {
         "{junit}"
     );
     assert!(junit.contains("wanted text containing &quot;goodbye&quot;"), "{junit}");
+    let parsed = std::process::Command::new("python3")
+        .args(["-c", "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])", "junit.xml"])
+        .current_dir(t.root())
+        .status();
+    match parsed {
+        Ok(s) => assert!(s.success(), "junit.xml is not well-formed XML:\n{junit}"),
+        Err(_) => missing("python3 (to parse the JUnit XML)"),
+    }
 
     // --json: one document, valid against docs/schema/eval.json.
     let out = t.cmd().args(["--json", "eval", "suite.yaml", "--trials", "2", "--out", "j"]).output().unwrap();
@@ -130,6 +138,21 @@ fn the_exit_code_follows_each_cases_pass_rate() {
     let out = t.cmd().args(["eval", "lenient.yaml", "--trials", "1", "--out", "a"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
     assert!(!stderr(&out).contains("below"), "{}", stderr(&out));
+    // --case runs only the cases it names.
+    let out = t
+        .cmd()
+        .args(["--json", "eval", "suite.yaml", "--case", "hello", "--trials", "1", "--out", "h"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_out(&out)["cases"].as_array().unwrap().len(), 1);
+    let out = t.cmd().args(["eval", "suite.yaml", "--case", "hello,nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--case: suite.yaml has no case `nope`; its cases: hello, goodbye"),
+        "{}",
+        stderr(&out)
+    );
     // A suite-level pass rate holds for every case that sets none.
     let half = format!("pass_rate: 0.5\n{}", lenient.replace("    pass_rate: 0\n", ""));
     t.write("half.yaml", &half);

@@ -57,6 +57,9 @@ pub struct EvalArgs {
     /// Print the suite's text (with --builtin: the bundled file, to copy) and run nothing.
     #[arg(long)]
     pub print: bool,
+    /// Run only these cases (comma-separated names).
+    #[arg(long = "case", value_name = "NAMES", value_delimiter = ',')]
+    pub cases: Option<Vec<String>>,
     /// Trials per case and model (default: the case's `trials`, the suite's, else 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
@@ -113,7 +116,7 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
         printer.out(&text);
         return Ok(code::OK);
     }
-    let suite = suite::parse(&text, &source, &dir, &stem)?;
+    let suite = only(suite::parse(&text, &source, &dir, &stem)?, args.cases.as_deref())?;
     // What can refuse the command is checked before anything is written.
     let baseline = args.baseline.as_deref().map(report::read_baseline).transpose()?;
     let models = models(g, &args, &suite);
@@ -140,6 +143,17 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
     }
     printer.info(&format!("trials kept in {out}/ (CASE/MODEL/TRIAL)"));
     finish(&report, baseline.as_ref())
+}
+
+/// The suite with only the cases `--case` names, each of which must be one.
+fn only(mut suite: Suite, names: Option<&[String]>) -> Result<Suite> {
+    let Some(names) = names.filter(|n| !n.is_empty()) else { return Ok(suite) };
+    if let Some(n) = names.iter().find(|n| !suite.cases.iter().any(|c| &c.name == *n)) {
+        let all: Vec<&str> = suite.cases.iter().map(|c| c.name.as_str()).collect();
+        return Err(Error::usage(format!("--case: {} has no case `{n}`; its cases: {}", suite.source, all.join(", "))));
+    }
+    suite.cases.retain(|c| names.contains(&c.name));
+    Ok(suite)
 }
 
 /// The exit code, with a stderr line naming each case that fell short or regressed.
