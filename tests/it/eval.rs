@@ -478,3 +478,25 @@ fn the_smoke_suite_against_a_real_server() {
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
     assert!(!stdout(&out).contains("no result"), "a trial left no result.json:\n{}", stdout(&out));
 }
+
+/// The shorter spellings: models as one line of ids, files as a list of `{path, content}`, and
+/// `file: PATH` for a file that must exist.
+#[test]
+fn the_shorter_spellings_of_a_suite_read_alike() {
+    let t = T::new();
+    t.write("hello.yaml", &writes("hello"));
+    t.write(
+        "s.yaml",
+        "models: m-a, m-b\ncases:\n  - name: one\n    goal: Write hello.txt\n    script: hello.yaml\n    files:\n      \
+         - {path: in/notes.txt, content: seeded}\n    checks:\n      - file: hello.txt\n      - file: in/notes.txt\n",
+    );
+    let out = t.cmd().args(["--json", "eval", "s.yaml", "--out", "o"]).output().unwrap();
+    let v = json_out(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["models"].as_array().unwrap().len(), 2);
+    assert_eq!(t.read("o/one/m-b/1/in/notes.txt"), "seeded");
+    t.write("s.yaml", "cases:\n  - name: one\n    goal: g\n    files: [{path: a, contnet: x}]\n");
+    let out = t.cmd().args(["eval", "s.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown field `contnet`"), "{}", stderr(&out));
+}

@@ -167,7 +167,19 @@ impl<'de> Deserialize<'de> for Files {
         impl<'de> Visitor<'de> for V {
             type Value = Files;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a file check ({path, contains, ...}) or a list of them")
+                f.write_str("a file check ({path, contains, ...}), a path, or a list of them")
+            }
+            /// `file: hello.txt`: the file must exist.
+            fn visit_str<E: de::Error>(self, path: &str) -> Result<Files, E> {
+                let check = FileCheck {
+                    path: path.into(),
+                    exists: None,
+                    equals: None,
+                    contains: None,
+                    regex: None,
+                    schema: None,
+                };
+                Ok(Files(vec![check]))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Files, A::Error> {
                 Ok(Files(vec![FileCheck::deserialize(de::value::MapAccessDeserializer::new(map))?]))

@@ -100,7 +100,7 @@ struct SuiteFile {
     description: Option<String>,
     pass_rate: Option<f64>,
     trials: Option<u32>,
-    models: Option<Vec<ModelEntry>>,
+    models: Option<Models>,
     #[serde(default)]
     defaults: Settings,
     config: Option<Value>,
@@ -124,7 +124,7 @@ struct CaseFile {
     description: Option<String>,
     goal: String,
     #[serde(default)]
-    files: BTreeMap<String, Value>,
+    files: Seeds,
     pass_rate: Option<f64>,
     trials: Option<u32>,
     #[serde(default)]
@@ -194,6 +194,71 @@ impl<'de> Deserialize<'de> for ModelEntry {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<ModelEntry, A::Error> {
                 Model::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ModelEntry)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `models:`: a list of entries, or one line of ids (`a, b`).
+#[derive(Debug, Clone)]
+struct Models(Vec<Model>);
+
+impl<'de> Deserialize<'de> for Models {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Models;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of models, or their ids separated by commas")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Models, E> {
+                Ok(Models(s.split(',').map(str::trim).filter(|m| !m.is_empty()).map(Model::named).collect()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Models, A::Error> {
+                let entries = Vec::<ModelEntry>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Models(entries.into_iter().map(|m| m.0).collect()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `files:`: path → content, or a list of `{path, content}`.
+#[derive(Debug, Clone, Default)]
+struct Seeds(BTreeMap<String, Value>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Seed {
+    path: String,
+    #[serde(default)]
+    content: Value,
+}
+
+impl<'de> Deserialize<'de> for Seeds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Seeds;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of path to content, or a list of {path, content}")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<Seeds, E> {
+                Ok(Seeds::default())
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<Seeds, A::Error> {
+                BTreeMap::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Seeds)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Seeds, A::Error> {
+                let list = Vec::<Seed>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                let mut out = BTreeMap::new();
+                for s in list {
+                    if out.insert(s.path.clone(), s.content).is_some() {
+                        return Err(serde::de::Error::custom(format!("`{}` is given twice", s.path)));
+                    }
+                }
+                Ok(Seeds(out))
             }
         }
         d.deserialize_any(V)
@@ -271,7 +336,7 @@ pub fn parse(text: &str, source: &str, dir: &Utf8Path, default_name: &str) -> Re
         }
         cases.push(case);
     }
-    let models: Vec<Model> = file.models.unwrap_or_default().into_iter().map(|m| m.0).collect();
+    let models: Vec<Model> = file.models.map(|m| m.0).unwrap_or_default();
     for (i, m) in models.iter().enumerate() {
         if m.model.as_deref().is_some_and(|id| id.trim().is_empty()) {
             return Err(bad(format!("models[{i}]: the model's id is empty")));
@@ -337,13 +402,13 @@ fn case(
     let rate = c.pass_rate.unwrap_or(suite_rate);
     check_rate(rate).map_err(|m| format!("pass_rate: {m}"))?;
     check_trials(c.trials).map_err(|m| format!("trials: {m}"))?;
-    for path in c.files.keys() {
+    for path in c.files.0.keys() {
         if !inside(path) {
             return Err(format!(
                 "files: `{path}` must be a relative path that stays inside the workspace (no `..`, no leading `/`)"
             ));
         }
-        if let Some(under) = c.files.keys().find(|o| o.starts_with(&format!("{path}/"))) {
+        if let Some(under) = c.files.0.keys().find(|o| o.starts_with(&format!("{path}/"))) {
             return Err(format!("files: `{path}` is a file and the folder of `{under}`"));
         }
     }
@@ -371,7 +436,7 @@ fn case(
         slug: slug(&c.name).unwrap_or_else(|| format!("case-{}", i + 1)),
         name: c.name,
         goal: c.goal,
-        files: c.files.into_iter().map(|(k, v)| (k, file_text(v))).collect(),
+        files: c.files.0.into_iter().map(|(k, v)| (k, file_text(v))).collect(),
         pass_rate: rate,
         trials: c.trials,
         checks,
