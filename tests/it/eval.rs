@@ -494,6 +494,16 @@ fn the_shorter_spellings_of_a_suite_read_alike() {
     let v = json_out(&out);
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["models"].as_array().unwrap().len(), 2);
+    // A schema may be a file beside the suite.
+    t.write("checks/day.schema.json", r#"{"type": "object", "required": ["day"]}"#);
+    t.write(
+        "checks/s.yaml",
+        "cases:\n  - name: j\n    goal: g\n    script: ../hello.yaml\n    checks: [{file: {path: hello.txt, schema: day.schema.json}}]\n",
+    );
+    let out = t.cmd().args(["--json", "eval", "checks/s.yaml", "--out", "j"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let why = &json_out(&out)["cases"][0]["results"][0]["failures"][0];
+    assert!(why.as_str().unwrap().contains("wanted JSON for its schema"), "{why}");
     assert_eq!(t.read("o/one/m-b/1/in/notes.txt"), "seeded");
     t.write("s.yaml", "cases:\n  - name: one\n    goal: g\n    files: [{path: a, contnet: x}]\n");
     let out = t.cmd().args(["eval", "s.yaml"]).output().unwrap();

@@ -416,6 +416,13 @@ fn case(
     if checks.is_empty() {
         checks.push(Check::Stop(super::checks_de::Stops(vec!["done".into()])));
     }
+    for c in checks.iter_mut() {
+        match c {
+            Check::File(f) => f.schema = schema_file(f.schema.take(), dir)?,
+            Check::Output(m) => m.schema = schema_file(m.schema.take(), dir)?,
+            _ => {}
+        }
+    }
     checks.iter().try_for_each(valid_check)?;
     let s = Settings {
         config: c.config,
@@ -498,6 +505,16 @@ fn script_of(v: Option<Value>, dir: &Utf8Path) -> std::result::Result<Option<Scr
         Some(v @ (Value::Object(_) | Value::Array(_))) => Ok(Some(Script::Inline(v))),
         Some(_) => Err("script: a scripted model's file, or its answers (a list, or a map of phase to list)".into()),
     }
+}
+
+/// A check's `schema:` given as a file name (JSON or YAML, relative to the suite): its document.
+fn schema_file(schema: Option<Value>, dir: &Utf8Path) -> std::result::Result<Option<Value>, String> {
+    let Some(Value::String(name)) = schema else { return Ok(schema) };
+    let path = dir.join(&name);
+    let text = crate::fs::read_optional(&path)
+        .map_err(|e| format!("schema: {}", e.message))?
+        .ok_or_else(|| format!("schema: {path} does not exist"))?;
+    crate::config::parse_yaml::<Value>(&text).map(Some).map_err(|e| format!("schema: {path}: {e}"))
 }
 
 /// Whether `path` names a place inside the workspace: relative, plain names only.
