@@ -510,3 +510,45 @@ fn the_shorter_spellings_of_a_suite_read_alike() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown field `contnet`"), "{}", stderr(&out));
 }
+
+/// A signal to `eval` (a CI job's SIGTERM) ends every trial as it would end a run, each marked
+/// interrupted in its workspace, and then `eval`, which dies of the signal saying where the
+/// trials are.
+#[test]
+fn a_signal_ends_every_trial_and_then_eval() {
+    use std::os::unix::process::ExitStatusExt;
+    let t = T::new();
+    let _server = Server::start_with(|_, _| {
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        Reply::text(500, "text/plain", "late")
+    });
+    t.write("s.yaml", "cases:\n  - {name: a, goal: g}\n  - {name: b, goal: g}\n");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", t.path("home"))
+        .env("XDG_CONFIG_HOME", t.path("xdg"))
+        .env("XDG_CACHE_HOME", t.path("cache"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["--provider", "openai", "--base-url", &_server.url, "eval", "s.yaml", "--jobs", "2", "--out", "o"])
+        .current_dir(t.root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !(t.exists("o/a/default/1/state.json") && t.exists("o/b/default/1/state.json")) {
+        assert!(started.elapsed().as_secs() < 30, "the trials did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(15), "{}", stderr(&out));
+    assert!(stderr(&out).contains("eval of s (its trials kept in o/) stopped by SIGTERM"), "{}", stderr(&out));
+    for case in ["a", "b"] {
+        let state = t.read(&format!("o/{case}/default/1/state.json"));
+        assert!(state.contains("\"interrupted\""), "{case}: {state}");
+    }
+}

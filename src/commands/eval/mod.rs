@@ -123,6 +123,7 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
     let out = out_path(&args, &suite)?;
     let jobs = plan(&args, &suite, &models, &out)?;
     crate::fs::create_dir_all(&out)?;
+    crate::interrupt::doing(&format!("eval of {} (its trials kept in {out}/)", suite.name));
     printer.info(&format!(
         "eval {}: {} case(s) × {} model(s), {} trial(s) in {} lane(s); workspaces in {out}/",
         suite.name,
@@ -132,6 +133,8 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
         args.jobs
     ));
     let ran = lanes(g, &printer, &suite, &models, &jobs, args.jobs as usize);
+    // A signal ended the trials: no verdict on runs that were cut short; the watcher ends `eval`.
+    crate::interrupt::park_if_interrupted();
     let report = assemble(&suite, &models, &jobs, ran, &out);
     if printer.json {
         printer.json_value(&crate::json::to_value(&report));

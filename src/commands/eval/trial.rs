@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::settings::Global;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::Value;
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 
 /// Where one trial runs and what it keeps.
@@ -161,14 +162,22 @@ fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> R
     let out = std::fs::File::create(&out_path).map_err(|e| Error::io("create", &out_path, e))?;
     let err = std::fs::File::create(&err_path).map_err(|e| Error::io("create", &err_path, e))?;
     let watch = crate::clock::Stopwatch::start();
-    let status = std::process::Command::new(exe)
+    // Each trial in a process group of its own, known to the signal watcher: a signal to `eval`
+    // (Ctrl-C, a CI job's SIGTERM) ends every trial as it would end a run, then `eval`.
+    let mut child = std::process::Command::new(exe)
         .args(&args)
         .envs(env)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
-        .status()
+        .process_group(0)
+        .spawn()
         .map_err(|e| Error::failure(format!("cannot start the trial's run: {e}")))?;
+    crate::interrupt::register(child.id());
+    let status = child.wait();
+    crate::interrupt::unregister(child.id());
+    crate::interrupt::park_if_interrupted();
+    let status = status.map_err(|e| Error::failure(format!("the trial's run could not be awaited: {e}")))?;
     let seconds = watch.elapsed().as_secs_f64();
     let result = crate::fs::read_optional(&job.ws.join("result.json"))?.and_then(|t| serde_json::from_str(&t).ok());
     let stderr = crate::fs::read_optional(&err_path)?.unwrap_or_default();
