@@ -523,7 +523,7 @@ fn a_signal_ends_every_trial_and_then_eval() {
         Reply::text(500, "text/plain", "late")
     });
     t.write("s.yaml", "cases:\n  - {name: a, goal: g}\n  - {name: b, goal: g}\n");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", t.path("home"))
