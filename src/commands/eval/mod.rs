@@ -256,11 +256,14 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Res
     Ok(jobs)
 }
 
-/// Runs the jobs in `width` lanes; the results in the jobs' order.
-fn lanes(g: &Global, p: &Printer, suite: &Suite, models: &[Model], jobs: &[Job], width: usize) -> Vec<Ran> {
+/// A trial's run and the checks it failed.
+type Judged = (Ran, Vec<judge::Failure>);
+
+/// Runs the jobs in `width` lanes, judging each as it ends; the results in the jobs' order.
+fn lanes(g: &Global, p: &Printer, suite: &Suite, models: &[Model], jobs: &[Job], width: usize) -> Vec<Judged> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Ran>>> = std::sync::Mutex::new(vec![None; jobs.len()]);
+    let results: std::sync::Mutex<Vec<Option<Judged>>> = std::sync::Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|s| {
         for _ in 0..width.min(jobs.len()).max(1) {
             s.spawn(|| loop {
@@ -280,17 +283,22 @@ fn lanes(g: &Global, p: &Printer, suite: &Suite, models: &[Model], jobs: &[Job],
                     job.trial
                 ));
                 if let Ok(mut r) = results.lock() {
-                    r[i] = Some(ran);
+                    r[i] = Some((ran, failed));
                 }
             });
         }
     });
     let kept = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    kept.into_iter().map(Option::unwrap_or_default).collect()
+    // Every job is run once; one that was not (a lane that could not report) fails.
+    let not_run = || {
+        let label = "not run".to_string();
+        (Ran::default(), vec![judge::Failure { detail: "the trial was not run".into(), label }])
+    };
+    kept.into_iter().map(|k| k.unwrap_or_else(not_run)).collect()
 }
 
 /// The report: each case with each model, its trials judged.
-fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Ran>, out: &Utf8Path) -> EvalReport {
+fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Judged>, out: &Utf8Path) -> EvalReport {
     let mut cases = Vec::new();
     for (ci, case) in suite.cases.iter().enumerate() {
         for (mi, model) in models.iter().enumerate() {
@@ -298,7 +306,7 @@ fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Ran>, out: &
                 .iter()
                 .zip(&ran)
                 .filter(|(j, _)| j.case == ci && j.model == mi)
-                .map(|(j, r)| trial_row(&case.checks, j, r))
+                .map(|(j, (r, failed))| trial_row(j, r, failed.clone()))
                 .collect();
             cases.push(report::row(&case.name, &model.label(), case.pass_rate, trials));
         }
@@ -308,8 +316,7 @@ fn assemble(suite: &Suite, models: &[Model], jobs: &[Job], ran: Vec<Ran>, out: &
     EvalReport { suite: suite.name.clone(), source: suite.source.clone(), out: out.to_string(), passed, cases, models }
 }
 
-fn trial_row(checks: &[checks_de::Check], job: &Job, ran: &Ran) -> EvalTrial {
-    let failures = judge::judge(checks, &job.ws, ran);
+fn trial_row(job: &Job, ran: &Ran, failures: Vec<judge::Failure>) -> EvalTrial {
     let r = ran.result.as_ref();
     EvalTrial {
         trial: job.trial,
