@@ -43,12 +43,14 @@ test-ductile:
 ## the server's access log, checked for HTTP 5xx, and AGENTLOOP_REAL_CHAT_FORMAT, the server's
 ## chat format: `models test` must flag upstream chatml-function-calling's dropped tool results).
 ## Checks every answer was taken or refused with the error shown, each answer within its cap and
-## each read timeout on record. Not part of `make test` or CI: no real model server runs there.
+## each read timeout on record; then prints the bundled smoke suite's pass table (`agentloop eval
+## --builtin smoke`; AGENTLOOP_REAL_EVAL_TRIALS trials per case, default 1). Not part of `make test` or CI: no real model server runs there.
 test-real:
 	@if [ -z "$$AGENTLOOP_REAL_BASE_URL" ]; then \
 		echo "test-real skipped: set AGENTLOOP_REAL_BASE_URL (e.g. http://127.0.0.1:8088/v1)"; \
 	else \
 		$(CARGO) test --locked --test it real:: -- --ignored --nocapture; \
+		$(CARGO) test --locked --test it eval::the_smoke_suite_against_a_real_server -- --ignored --nocapture; \
 	fi
 	@if [ -d "$${HARNESS_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/agentloop-harness}/mcp" ]; then $(MAKE) test-real-mcp; else echo "test-real-mcp skipped: no harness MCP servers"; fi
 

@@ -25,7 +25,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 /// Exit codes: 0 ok/done, 1 failure, 2 usage or config error, 3 escalated, 4 budget exhausted,
 /// 5 provider failure, 6 tool failure, 7 workspace locked, 8 broken workspace file,
 /// 9 refused: cannot fit its budget, 10 resting, 11 slot already ran, 12 `runs diff` found
-/// changes, 78 configuration error in `handle`,
+/// changes or `eval` a regression, 78 configuration error in `handle`,
 /// 130 interrupted (Ctrl-C; `run` resumes).
 #[derive(Debug, Parser)]
 #[command(name = "agentloop", version, propagate_version = true, max_term_width = 100, verbatim_doc_comment)]
@@ -70,6 +70,7 @@ pub enum Command {
     Serve(crate::serve::command::ServeArgs),
     Worker(commands::worker::WorkerArgs),
     Enqueue(commands::enqueue::EnqueueArgs),
+    Eval(commands::eval::EvalArgs),
     /// Read trace.jsonl: a timeline (show) or sums (stats).
     #[command(subcommand)]
     Trace(commands::trace::TraceCommand),
@@ -253,6 +254,8 @@ fn entry(command: Command) -> Entry {
         Command::Serve(a) => Entry::Root(Box::new(|g| crate::serve::command::run(g, a))),
         Command::Worker(a) => Entry::Root(Box::new(|g| commands::worker::run(g, a))),
         Command::Enqueue(a) => Entry::Root(Box::new(|g| commands::enqueue::run(g, a))),
+        // Each trial is a run of its own, in a workspace of its own under the output folder.
+        Command::Eval(a) => Entry::Root(Box::new(|g| commands::eval::run(g, a))),
         Command::Completions(a) => Entry::Plain(Box::new(|p| completions::completions(p, a))),
         Command::Man(a) => Entry::Plain(Box::new(|p| completions::man(p, a))),
     }

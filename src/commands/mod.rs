@@ -6,6 +6,7 @@ pub mod config;
 pub mod demo;
 pub mod dream;
 pub mod enqueue;
+pub mod eval;
 pub mod explore;
 pub mod init;
 pub mod learn;

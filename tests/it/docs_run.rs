@@ -2,8 +2,8 @@
 //! would paste into a shell runs here as written, and must exit 0.
 //!
 //! The lines are those of the ```sh, ```bash and ```console blocks (in a console block, the
-//! lines after `$ `); a command continued with `\` or spanning lines (`case … esac`) is one
-//! command; comment lines are not commands. Each document runs as one shell session, top to
+//! lines after `$ `); a command continued with `\` or spanning lines (`case … esac`, a
+//! here-document) is one command; comment lines are not commands. Each document runs as one shell session, top to
 //! bottom (an `export` holds for the lines after it; background jobs are stopped at its end), in
 //! a temporary HOME that is also the current folder, with the built binary on PATH as
 //! `agentloop`, and with every model provider answered by the fake chat model on 127.0.0.1
@@ -36,13 +36,13 @@ struct Cmd {
     exit: i32,
 }
 
-/// Whether a shell text is a complete command (`bash -n`): a `case` line alone is not.
+/// Whether a shell text is a complete command (`bash -n`): a `case` line alone is not, nor a
+/// here-document's first line (bash accepts it, warning that the document ended early).
 fn complete(text: &str) -> bool {
     std::process::Command::new("bash")
         .args(["-n", "-c", text])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+        .is_ok_and(|o| o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("here-document"))
 }
 
 /// What a line's trailing comment (or a block's `<!-- needs: ... -->`) says it needs.
@@ -210,6 +210,10 @@ fn the_extractor_joins_continued_lines_and_reads_needs_marks() {
         "```sh\nagentloop -w ws run --slot x   # exit 11: it already ran\necho \"exit $?\" || echo exit 3\n```\n",
     );
     assert_eq!(c.iter().map(|c| c.exit).collect::<Vec<_>>(), [11, 0]);
+    // A here-document is one command with its text.
+    let c = commands("X.md", "```sh\ncat > s.yaml <<'EOF'\n# a: comment\nname: x\nEOF\nagentloop eval s.yaml\n```\n");
+    let texts: Vec<&str> = c.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["cat > s.yaml <<'EOF'\n# a: comment\nname: x\nEOF", "agentloop eval s.yaml"]);
 }
 
 #[test]

@@ -37,7 +37,7 @@ pub mod code {
     /// `run --goal` repeating the ended run's goal without `--follow-up`.
     pub const SLOT_TAKEN: u8 = 11;
     /// `runs diff --exit-code`: the runs compared differ by at least the threshold's count of
-    /// changes (a cron job mails only then).
+    /// changes (a cron job mails only then); `eval --baseline`: a case's pass rate fell.
     pub const CHANGED: u8 = 12;
     /// `handle` only: a configuration error that a router must never retry (EX_CONFIG).
     pub const HANDLE_CONFIG: u8 = 78;
@@ -48,7 +48,7 @@ pub mod code {
     /// table, and tests hold docs/COMMANDS.md's table and the help footer to it.
     pub const TABLE: &[(u8, &str)] = &[
         (OK, "success; a run ended `done`"),
-        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `mcp login`: the sign-in failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it)"),
+        (FAILURE, "runtime failure (I/O, internal error); `mcp check`: a server failed; `mcp login`: the sign-in failed; `run --events`: stdout was closed (the run stopped at a commit point; `run` resumes it); `eval`: a case fell short of its pass rate"),
         (USAGE, "usage or configuration error (bad flag, unknown config key, wrong type, no provider configured)"),
         (ESCALATED, "the run ended `escalated`: it needs a human (model asked, cannot proceed, repeated failures or actions, premature done)"),
         (BUDGET, "the run ended `escalated` because a budget or limit ran out (max_steps, max_reframes, timeout, tokens, cost)"),
@@ -59,7 +59,7 @@ pub mod code {
         (NEGOTIATION, "the run was refused before it started: its smallest course (Frame, one Plan, one Reflect) cannot fit `max_tokens` / `max_cost_usd` (negotiation; `run --force` overrides), or its task conflicts with one of the agent's `values` (`--force` does not override)"),
         (RESTING, "the agent is resting: a rolling usage window (`rest:`) is full (a run is refused, or a run that filled it stopped at a commit point: stop `resting`, `run --continue` after a rest), or its stress is at `stress.threshold`; `status` says when it may run again"),
         (SLOT_TAKEN, "nothing was run, no model called: a `run --slot KEY` whose slot already has a run that ended (done or not; the same command with `--force` runs the slot again, and stderr names the ways on), or a `run --goal` that repeats the goal of the workspace's ended run without `--follow-up` (its outcome is printed again)"),
-        (CHANGED, "`runs diff --exit-code` (or `--threshold N`) only: the runs compared differ by at least N changes (a different ending, facts added or dropped, files under artifacts/ added, removed or changed)"),
+        (CHANGED, "`runs diff --exit-code` (or `--threshold N`) only: the runs compared differ by at least N changes (a different ending, facts added or dropped, files under artifacts/ added, removed or changed); `eval --baseline FILE`: a case's pass rate fell below the baseline's"),
         (HANDLE_CONFIG, "`handle` only: configuration error that a router must never retry"),
         (INTERRUPTED, "interrupted by Ctrl-C (SIGTERM: 143, SIGHUP: 129): what was committed is kept, stderr says how to resume (`run` goes on)"),
     ];

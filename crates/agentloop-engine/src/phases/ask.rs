@@ -29,7 +29,7 @@ pub struct Answer<T> {
 /// A structured call failed for a reason the run must stop on.
 pub enum AskError {
     /// The provider failed (after retries): the run ends with exit code 5.
-    Provider(Error, Usage, u64),
+    Provider(Box<Error>, Usage, u64),
     /// The model did not give a valid answer even after one correction (the problem, the usage
     /// and cost of both calls, and how long they took in milliseconds).
     Invalid(String, Usage, Option<f64>, u64),
@@ -96,7 +96,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         record_timeouts(env, state, step, phase, attempt, &model_name).map_err(AskError::Other)?;
         let resp: Response = match sent {
             Ok(r) => r,
-            Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage, watch.ms())),
+            Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(Box::new(e), usage, watch.ms())),
             Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
             Err(e) => return Err(AskError::Other(e)),
         };

@@ -16,6 +16,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+pub mod eval;
 pub mod handle;
 mod openapi;
 pub use openapi::openapi;
@@ -600,6 +601,7 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<SkillView>("skills-show.json", "skills show --json", "One skill: its metadata, resource files and instructions."),
         document::<handle::HandleRequest>("handle-request.json", "handle request", "What `agentloop handle` reads on stdin: a Ductile protocol v2 request or a bare event. Fields not named here are accepted and ignored."),
         document::<HandleResponse>("handle-response.json", "handle response", "`agentloop handle`'s one JSON object on stdout (Ductile protocol v2)."),
+        document::<eval::EvalReport>("eval.json", "eval --json", "What `agentloop eval` found: each case of a suite with each model, its trials, pass rate, medians and commonest failure."),
         ("openapi.json".to_string(), openapi()),
     ]
 }
