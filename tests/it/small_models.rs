@@ -431,3 +431,36 @@ fn a_junk_definition_of_done_twice_escalates() {
     let reason = result["reason"].as_str().unwrap();
     assert!(reason.contains("`definition_of_done.0`: \"1\" is a heading or has no words"), "{result}");
 }
+
+/// A write that would leave a file holding something empty is refused, naming the file and its
+/// size, so a model copying an example with empty `content` cannot destroy an input; writing a
+/// new empty file, or real content over the old, still works.
+#[test]
+fn an_empty_write_over_a_file_with_content_is_refused() {
+    let t = T::new();
+    t.write("ws/notes.txt", "the user's notes\n");
+    let call = |args: &str| t.al(&["tools", "call", "file_write", "--args", args]).output().unwrap();
+    let out = call(r#"{"path": "notes.txt", "content": ""}"#);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(said.contains("notes.txt holds 17 bytes and this write would leave it empty"), "{said}");
+    assert_eq!(t.read("ws/notes.txt"), "the user's notes\n");
+    assert_eq!(call(r#"{"path": "empty.txt", "content": ""}"#).status.code(), Some(0));
+    assert_eq!(call(r#"{"path": "notes.txt", "content": "new notes"}"#).status.code(), Some(0));
+    assert_eq!(t.read("ws/notes.txt"), "new notes");
+}
+
+/// Skills are opened with `skill_read`: where it is not offered, the prompt names no skill and
+/// never tells the model to call it.
+#[test]
+fn the_prompt_names_no_skill_when_skill_read_is_not_offered() {
+    let t = T::new();
+    t.write("ws/agentloop.yaml", "allowed_tools: [file_read, file_write, finish]\n");
+    let out = scripted(
+        &t,
+        "frame:\n  - answer: {goal: g, definition_of_done: [x written, y read, z done], can_proceed: true}\nplan:\n  - answer: {next_action: {tool: finish, args: {}}}\n",
+    );
+    let transcript = t.read("ws/transcript.md");
+    assert!(transcript.contains("## Tools"), "{}: {transcript}", stderr(&out));
+    assert!(!transcript.contains("skill_read"), "{transcript}");
+}

@@ -271,6 +271,11 @@ pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> Str
         out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 100)));
     }
     plugins_part(&mut out, tools, plugins);
+    // Skills are opened with `skill_read`: where it is not offered, none is named (a model told
+    // of a tool it cannot call tries to call it).
+    if !offers_skill_read(tools) {
+        return out;
+    }
     out.push_str("\n## Skills (skill_read {\"name\": NAME} opens one)\n\n");
     if skills.skills.is_empty() {
         out.push_str("(none)\n");
@@ -279,6 +284,11 @@ pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> Str
         out.push_str(&format!("- {}: {}\n", s.name, first_sentence(s.description.trim(), 120)));
     }
     out
+}
+
+/// Whether `skill_read`, which opens a skill, is among the tools offered.
+fn offers_skill_read(tools: &[&ToolSpec]) -> bool {
+    tools.iter().any(|t| t.name == "skill_read")
 }
 
 /// The catalog shortened for a small context window: at `level` 1 every description is cut to
@@ -300,6 +310,9 @@ pub fn shortened(tools: &[&ToolSpec], skills: &SkillSet, level: u8) -> String {
             out.push_str(&first_sentence(&p, 120));
             out.push('\n');
         }
+    }
+    if !offers_skill_read(tools) {
+        return out;
     }
     out.push_str("\n## Skills\n");
     if skills.skills.is_empty() {

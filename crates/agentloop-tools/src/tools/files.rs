@@ -215,9 +215,8 @@ fn write_description(cfg: &Config, root: &Utf8Path) -> String {
         .map(|p| format!("{}/", p.as_str().trim_end_matches('/')))
         .collect();
     format!(
-        "Write a text file inside {} only (paths relative to the workspace, e.g. {}notes.md), never {own}; creates parent folders.",
-        dirs.join(", "),
-        dirs[0]
+        "Write a text file inside {} only (a path relative to the workspace that starts with one of them), never {own}; creates parent folders.",
+        dirs.join(", ")
     )
 }
 
@@ -341,6 +340,18 @@ fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) 
         let bytes = encode(content, enc, empty)?;
         f.write_all(&bytes).and_then(|_| f.sync_data()).map_err(|e| sandbox::io_failure(&shown, e))?;
         return Ok((shown, bytes.len()));
+    }
+    // Blanking a file that holds something is refused: a small model copying an example with
+    // an empty `content` must not destroy an input (the goal's notes.txt) without a word.
+    if content.trim().is_empty() {
+        if let Ok(m) = parent.symlink_metadata(&name) {
+            if m.is_file() && m.len() > 0 {
+                return Err(Error::tool(format!(
+                    "refused: {shown} holds {} bytes and this write would leave it empty; give `content` the text to write",
+                    m.len()
+                )));
+            }
+        }
     }
     let bytes = encode(content, enc, true)?;
     // Atomic: a new temp file beside the target (O_EXCL, so never a planted link), then a
