@@ -150,7 +150,7 @@ fn every_rule_is_in_the_schema() {
     for ok in ["x written", "answer.txt holds 391", "  3 files listed", "résumé sent", "完成", "x"] {
         assert!(re.is_match(ok), "{ok}");
     }
-    for bad in ["# Goal", "## Context", "3.", "0", "-", "", "  ", "two\nlines"] {
+    for bad in ["# Goal", "## Context", "3.", "0", "-", "", "  ", "two\nlines", "a \"quote\"", "a\\b"] {
         assert!(!re.is_match(bad), "{bad:?}");
     }
     // Free text has a cap a grammar keeps a model to (no answer runs to the token cap).
@@ -222,9 +222,9 @@ fn near_misses_are_mended_before_validation() {
     assert_eq!(f.goal.chars().count(), 300);
     assert!(f.goal.ends_with('…'));
     // Headings lose their marks; an item with no words is refused, named in words.
-    let mut a = json!({"definition_of_done": ["## Goal met", "# x written", "y read"]});
+    let mut a = json!({"definition_of_done": ["## Goal met", "# x written", "y.txt holds \"hi\"\nand C:\\x"]});
     let f: FrameAnswer = contract::parse(&frame, &mut a).unwrap();
-    assert_eq!(f.definition_of_done, ["Goal met", "x written", "y read"]);
+    assert_eq!(f.definition_of_done, ["Goal met", "x written", "y.txt holds 'hi' and C:/x"]);
     let mut a = json!({"definition_of_done": ["1.", "x written", "y read"]});
     let e = contract::parse::<FrameAnswer>(&frame, &mut a).unwrap_err().to_string();
     assert!(e.contains("\"1.\" is a heading or has no words"), "{e}");

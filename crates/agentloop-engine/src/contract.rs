@@ -576,16 +576,20 @@ pub fn mend(schema: &Value, v: &mut Value) {
     mend_value(schema, v);
 }
 
-/// Definition-of-Done items written as markdown headings (`## Goal`) lose their marks: the
-/// schema asks for an item that is not a heading ([`agentloop_types::tool_spec::CHECKABLE_ITEM`]).
+/// Definition-of-Done items mended to the schema's item rule
+/// ([`agentloop_types::tool_spec::CHECKABLE_ITEM`]): a heading loses its marks (`## Goal met`),
+/// lines and runs of white space become one space, a double quote a single one and a backslash a
+/// slash. What is left with no word in it is refused, named in words.
 fn mend_items(v: &mut Value) {
     let Some(Value::Array(items)) = v.get_mut("definition_of_done") else { return };
     for item in items.iter_mut() {
         if let Value::String(s) = item {
-            let t = s.trim_start();
-            if t.starts_with('#') {
-                *s = t.trim_start_matches('#').trim_start().to_string();
-            }
+            let one_line = s.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty());
+            let text = one_line.collect::<Vec<_>>().join(" ").replace('"', "'").replace('\\', "/");
+            *s = match text.strip_prefix('#') {
+                Some(_) => text.trim_start_matches('#').trim_start().to_string(),
+                None => text,
+            };
         }
     }
 }

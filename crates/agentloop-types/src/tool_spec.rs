@@ -177,11 +177,13 @@ fn tidy(v: &mut Value) {
 }
 
 /// A Definition-of-Done item a later step can check: not a markdown heading, and with a word in
-/// it (a letter; any character past Latin-1's symbols counts as one). One line. Written so that
-/// grammar builders (llama.cpp's) turn it into a grammar: anchored, no `\s`, no lookaround, no
-/// quote or backslash in a class (a grammar keeps to it inside a JSON string).
-pub const CHECKABLE_ITEM: &str =
-    "^ *([A-Za-z\\u00C0-\\uFFFF]|[^\"\\\\# A-Za-z\\u00C0-\\uFFFF][^\"\\\\A-Za-z\\u00C0-\\uFFFF]*[A-Za-z\\u00C0-\\uFFFF]).*$";
+/// it (a letter; any character past Latin-1's symbols counts as one), on one line, with no double
+/// quote or backslash. Written so that grammar builders (llama.cpp's) turn it into a grammar that
+/// keeps a model inside a JSON string: they apply a pattern to the string's raw text, so a class
+/// that admitted `"` would let the model close the string early. Anchored, no `\s`, no lookaround.
+/// An item that breaks only the quote, backslash or line rule is mended, not refused
+/// (`contract::mend`).
+pub const CHECKABLE_ITEM: &str = "^ *([A-Za-z\\u00C0-\\uFFFF]|[^\"\\\\# A-Za-z\\u00C0-\\uFFFF\\x00-\\x1F][^\"\\\\A-Za-z\\u00C0-\\uFFFF\\x00-\\x1F]*[A-Za-z\\u00C0-\\uFFFF])[^\"\\\\\\x00-\\x1F]*$";
 
 /// What [`CHECKABLE_ITEM`] asks, as a model is told when an item breaks it.
 pub const CHECKABLE_ITEM_MEANS: &str = "is a heading or has no words (an item is a result a later step can check)";
