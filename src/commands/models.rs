@@ -95,7 +95,7 @@ fn test_request() -> Request {
         messages: vec![Message::user("Call report_color with color set to \"blue\".")],
         tools: vec![tool],
         tool_choice: ToolChoice::Tool("report_color".into()),
-        max_tokens: 64,
+        max_tokens: probes::PROBE_CAP,
         temperature: Some(0.0),
         deadline: None,
     }

@@ -186,7 +186,7 @@ fn openai_request_and_cached_usage() {
                 {"role": "system", "content": "You are a connectivity check. Call the tool exactly as asked."},
                 {"role": "user", "content": "Call report_color with color set to \"blue\"."}
             ],
-            "max_tokens": 64,
+            "max_tokens": 256,
             "temperature": 0.0,
             "tools": [{"type": "function", "function": {"name": "report_color", "description": "Report a colour.", "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}}}],
             "tool_choice": {"type": "function", "function": {"name": "report_color"}}
@@ -629,4 +629,32 @@ fn a_model_the_provider_does_not_have_is_named_in_the_way_on() {
         let state = t.json("ws/state.json");
         assert_eq!(state["provider_status"], json!(status), "{state}");
     }
+}
+
+/// A probe's answer that the server stopped at the probe's token cap is said to be cut off there,
+/// not "no call came back".
+#[test]
+fn a_probe_answer_cut_off_at_its_cap_is_said_to_be() {
+    let t = T::new();
+    let cut = Reply::json(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "tiny",
+            "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "report_color", "arguments": "{\"color\": \"bl"}}]}}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 256, "total_tokens": 376}
+        }),
+    );
+    let s = Server::start(vec![cut]);
+    let base = format!("{}/v1", s.url);
+    let out = t
+        .al(&["--provider", "openai", "--base-url", &base, "--model", "tiny", "models", "test", "--json"])
+        .env("OPENAI_API_KEY", "sk-x")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", stderr(&out)));
+    let probes = v["probes"].as_array().unwrap_or_else(|| panic!("{v}"));
+    let value = probes.iter().find(|p| p["name"] == "value").unwrap_or_else(|| panic!("{v}"));
+    let detail = value["detail"].as_str().unwrap();
+    assert!(detail.contains("cut off at the probe's cap of 256 tokens"), "{value}");
 }

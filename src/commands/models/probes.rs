@@ -67,6 +67,15 @@ const TOOL_DROPPED_FIX: &str = "the server's chat template drops `role: tool` me
 const SYSTEM_DROPPED_FIX: &str = "the server's chat template drops the system message, where every phase's instructions go: start llama-server with --jinja; on llama-cpp-python the gemma format drops it, so use chatml or the GGUF's own template (leave --chat_format unset) (docs/MODELS.md)";
 const UNUSED_FIX: &str = "the message reached the model but it did not use it: a larger or instruction-tuned model may";
 
+/// The token cap of each probe's answer: room for a small model's whole call, so an answer is
+/// judged on what it says, not cut off before it closes.
+pub const PROBE_CAP: u32 = 256;
+
+/// Whether the server stopped the answer at the probe's token cap.
+fn cut_at_cap(r: &model::Response) -> bool {
+    matches!(r.stop_reason.as_str(), "length" | "max_tokens")
+}
+
 /// The first request's verdict: did the call carry `color` = blue?
 pub fn value(r: &model::Response) -> Check {
     let answered = color(r);
@@ -74,6 +83,9 @@ pub fn value(r: &model::Response) -> Check {
     let detail = match &answered {
         _ if passed => format!("the call carried color={ASKED_COLOR}, as asked"),
         Some(c) => format!("the call carried color={c:?}, not the {ASKED_COLOR:?} asked for"),
+        None if cut_at_cap(r) => format!(
+            "the answer was cut off at the probe's cap of {PROBE_CAP} tokens before its report_color call closed"
+        ),
         None => "no report_color call with a color came back".into(),
     };
     Check {
@@ -129,7 +141,7 @@ pub fn tool_result_request() -> Request {
         ],
         tools: vec![look_up, report_color()],
         tool_choice: ToolChoice::Tool("report_color".into()),
-        max_tokens: 64,
+        max_tokens: PROBE_CAP,
         temperature: Some(0.0),
         deadline: None,
     }
@@ -146,7 +158,7 @@ pub fn system_request() -> Request {
         messages: vec![Message::user("Call report_color with color set to the house colour.")],
         tools: vec![report_color()],
         tool_choice: ToolChoice::Tool("report_color".into()),
-        max_tokens: 64,
+        max_tokens: PROBE_CAP,
         temperature: Some(0.0),
         deadline: None,
     }
@@ -184,7 +196,11 @@ pub fn carrier(
     // not hold it.
     let grew = tokens.saturating_sub(baseline);
     let pad_tokens = (padding().len() / 4) as u64;
-    let shown = answered.as_deref().map(|c| format!("color={c:?}")).unwrap_or_else(|| "no report_color call".into());
+    let shown = match answered.as_deref() {
+        Some(c) => format!("color={c:?}"),
+        None if cut_at_cap(&r) => format!("cut off at the probe's cap of {PROBE_CAP} tokens"),
+        None => "no report_color call".into(),
+    };
     let (detail, fix, reached) = if passed {
         (format!("the answer carried {word:?}: the {what} reached the model"), None, Some(true))
     } else if tokens == 0 || baseline == 0 {
