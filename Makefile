@@ -112,9 +112,12 @@ bench:
 ## bench-real: one fixed goal on the harness's SmolLM2 server (../shared/harness), with the shared
 ## prompt prefix and without it: the share of prompt tokens served from the server's prefix cache
 ## from the second call on, the median wall time per step, HTTP 5xx (skipped without the harness;
-## BENCH_STEPS, BENCH_GOAL, BENCH_PORT, BENCH_MODES override). Takes minutes: one CPU thread.
+## BENCH_STEPS, BENCH_GOAL, BENCH_PORT, BENCH_MODES override); then the bundled smoke suite
+## (`agentloop eval --builtin smoke`) once per chat format, printing its pass table (benches/smoke.sh;
+## SMOKE_TRIALS, SMOKE_FORMATS, SMOKE_PORT override). Takes long: one CPU thread.
 bench-real: build
 	benches/real.sh
+	benches/smoke.sh
 
 ## man: regenerate the committed man page from the CLI definition
 man: build
