@@ -158,7 +158,21 @@ fn every_rule_is_in_the_schema() {
     assert_eq!(item["maxLength"], 200);
     let reflect = contract::reflect_tool(4).parameters;
     assert_eq!(reflect["properties"]["reason"]["maxLength"], 500);
-    assert_eq!(reflect["properties"]["outcome"]["maxLength"], 2000);
+    assert_eq!(reflect["properties"]["outcome"]["maxLength"], 1000);
+    // No cap past 1,000: llama.cpp's grammar parser refuses a longer bounded string, and the
+    // server then samples with no grammar at all.
+    let caps = |s: &Value| {
+        let text = s.to_string();
+        text.match_indices("\"maxLength\":")
+            .map(|(i, _)| {
+                text[i + 12..].chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>().unwrap()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    for s in [&frame, &reflect] {
+        assert!(caps(s) <= 1000, "{s}");
+    }
     assert_eq!(reflect["properties"]["facts"]["items"]["maxLength"], 300);
     assert_eq!(reflect["properties"]["decision"]["enum"], json!(["continue", "done", "reframe", "escalate"]));
     let tick = &reflect["properties"]["satisfied"]["items"];
@@ -400,6 +414,7 @@ fn dump_answer_schemas() {
         ("frame", contract::frame_tool().parameters),
         ("plan", contract::plan_tool(&refs, None).parameters),
         ("reflect", contract::reflect_tool(4).parameters),
+        ("fused", contract::fused_tool(&contract::reflect_tool(4), &contract::plan_tool(&refs, None)).parameters),
     ] {
         std::fs::write(dir.join(format!("{name}.json")), s.to_string()).unwrap();
     }

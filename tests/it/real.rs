@@ -177,3 +177,40 @@ fn check_workspace(t: &T, ws: &str, trace: &[Value]) -> usize {
     assert!(out.status.success(), "{ws}: status: {}", stderr(&out));
     steps("act").len()
 }
+
+/// Each answer schema (frame, plan, reflect, and reflect with plan) is a grammar llama.cpp's own
+/// parser takes, as the harness's llama-cpp-python server builds it for a forced tool call: a
+/// grammar it refused would leave the model unconstrained. Needs the harness (its venv and model).
+#[test]
+#[ignore = "needs ../shared/harness: make test-real"]
+fn every_answer_schema_is_a_grammar_llama_cpp_takes() {
+    let h = std::env::var("HARNESS_DIR").unwrap_or_else(|_| {
+        let cache =
+            std::env::var("XDG_CACHE_HOME").unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap()));
+        format!("{cache}/agentloop-harness")
+    });
+    let python = format!("{h}/venv/bin/python");
+    let model = format!("{h}/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !std::path::Path::new(&python).exists() || !std::path::Path::new(&model).exists() {
+        crate::common::missing(&format!("the harness's venv and model in {h}"));
+        return;
+    }
+    let t = T::new();
+    let dir = t.root().join("schemas");
+    let dumped = std::process::Command::new(env!("CARGO"))
+        .args(["test", "--test", "it", "contracts::dump_answer_schemas", "--", "--exact"])
+        .env("AGENTLOOP_DUMP_SCHEMAS", &dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(dumped.status.success(), "{}", String::from_utf8_lossy(&dumped.stderr));
+    let files: Vec<String> = ["frame", "plan", "reflect", "fused"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.json")).to_string_lossy().into_owned())
+        .collect();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/harness/grammars.py");
+    let out = std::process::Command::new(&python).arg(script).arg(&model).args(&files).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(said.matches(" ok").count(), 4, "{said}");
+}

@@ -125,7 +125,9 @@ pub struct ReflectAnswer {
     pub reason: String,
     /// On done: the final outcome for the person who asked
     #[serde(default)]
-    #[schemars(length(max = 2000))]
+    // At most 1,000: llama.cpp's grammar parser refuses a longer bounded string (each character a
+    // rule; its limit is 2,000 rules) and the server then samples with no grammar at all.
+    #[schemars(length(max = 1000))]
     pub outcome: String,
     /// On done: the files produced, relative to the workspace
     #[serde(default)]
