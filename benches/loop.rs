@@ -560,7 +560,7 @@ fn memory_search() -> (f64, f64) {
         rng ^= rng << 17;
         rng
     };
-    let entries: Vec<agentloop_workspace::longterm::Entry> = (0..100_000)
+    let entries: Vec<agentloop_workspace::longterm::Memory> = (0..100_000)
         .map(|i| {
             let text: Vec<&str> = (0..24)
                 .map(|k| {
@@ -572,7 +572,7 @@ fn memory_search() -> (f64, f64) {
                     tail[rank].as_str()
                 })
                 .collect();
-            agentloop_workspace::longterm::Entry {
+            agentloop_workspace::longterm::Memory {
                 id: format!("bench/content_{i}"),
                 topic: "bench".into(),
                 summary: text[..6].join(" "),

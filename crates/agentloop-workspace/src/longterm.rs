@@ -56,7 +56,7 @@ impl Provenance {
 
 /// One memory: an index entry of the store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct Memory {
     /// `topic/content_id`
     pub id: String,
     pub topic: String,
@@ -213,11 +213,11 @@ fn drop_cached_index() {
 /// A BM25 index over entries (summary, keywords and content), built once and searched many times.
 pub struct Index {
     engine: bm25::SearchEngine<usize, u32, Words>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Memory>,
 }
 
 impl Index {
-    pub fn build(entries: Vec<Entry>) -> Self {
+    pub fn build(entries: Vec<Memory>) -> Self {
         let docs: Vec<bm25::Document<usize>> = entries
             .iter()
             .enumerate()
@@ -228,7 +228,7 @@ impl Index {
     }
 
     /// The best `k` entries for a query, with their scores.
-    pub fn search(&self, query: &str, k: usize) -> Vec<(&Entry, f32)> {
+    pub fn search(&self, query: &str, k: usize) -> Vec<(&Memory, f32)> {
         self.engine
             .search(query, k)
             .into_iter()
@@ -291,7 +291,7 @@ impl Store {
     }
 
     /// Every entry that has not expired, topic by topic.
-    pub fn entries(&self) -> Result<Vec<Entry>> {
+    pub fn entries(&self) -> Result<Vec<Memory>> {
         let now = agentloop_types::clock::now();
         let mut out = Vec::new();
         for topic in self.topics()? {
@@ -302,7 +302,7 @@ impl Store {
                 if expires_at.as_deref().and_then(agentloop_types::clock::parse_rfc3339).is_some_and(|t| t <= now) {
                     continue;
                 }
-                out.push(Entry {
+                out.push(Memory {
                     id: format!("{topic}/{content_id}"),
                     topic: topic.clone(),
                     summary: e["summary"].as_str().unwrap_or("").to_string(),

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
+pub struct ScriptAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,8 +60,8 @@ pub struct ScriptCall {
 }
 
 enum Queues {
-    Ordered(Vec<Entry>),
-    Keyed(BTreeMap<String, Vec<Entry>>),
+    Ordered(Vec<ScriptAnswer>),
+    Keyed(BTreeMap<String, Vec<ScriptAnswer>>),
 }
 
 pub struct Scripted {
@@ -72,7 +72,7 @@ pub struct Scripted {
     pub stream: bool,
 }
 
-fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
+fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<ScriptAnswer>> {
     let list = match v {
         Value::Array(a) => a,
         Value::Null => vec![],
@@ -81,7 +81,7 @@ fn parse_entries(v: Value, path: &Utf8Path, what: &str) -> Result<Vec<Entry>> {
     list.into_iter()
         .enumerate()
         .map(|(i, e)| {
-            serde_path_to_error::deserialize::<_, Entry>(e).map_err(|err| {
+            serde_path_to_error::deserialize::<_, ScriptAnswer>(e).map_err(|err| {
                 Error::usage(format!("script {path}: {what} response {}: {err}", i + 1))
                     .with_hint("see `Scripted model` in docs/MODELS.md for the format")
             })
@@ -123,7 +123,7 @@ impl Scripted {
         Ok(Scripted { path: path.clone(), queues, pos: BTreeMap::new(), stream: false })
     }
 
-    fn next(&mut self, phase: &str) -> Result<Entry> {
+    fn next(&mut self, phase: &str) -> Result<ScriptAnswer> {
         let (key, queue) = match &self.queues {
             Queues::Ordered(q) => ("".to_string(), q),
             Queues::Keyed(m) => (
@@ -265,7 +265,7 @@ impl Scripted {
 
 /// One JSONL line of a recording: a script entry reproducing the response.
 pub fn record_line(phase: &str, r: &Response) -> String {
-    let e = Entry {
+    let e = ScriptAnswer {
         phase: Some(phase.to_string()),
         answer: None,
         tool_calls: r
