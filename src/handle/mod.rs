@@ -781,10 +781,14 @@ fn retry(
     next.attempt += 1;
     next.requested_at = agentloop_types::clock::now_rfc3339();
     state.pending = Some(next.clone());
-    let mut e =
-        agentloop_types::trace::Entry::new(&state.run_id, step, agentloop_types::trace::Phase::Act, "act.retry");
+    let mut e = agentloop_types::trace::Entry::new(
+        &state.run_id,
+        step,
+        agentloop_types::trace::Phase::Act,
+        agentloop_types::trace::Event::ActRetry,
+    );
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some(agentloop_types::tool_spec::ToolStatus::Error.to_string());
+    e.result_status = Some(agentloop_types::tool_spec::ToolStatus::Error.into());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);

@@ -387,7 +387,7 @@ impl TraceStats {
 /// the scripted model's (a replay spends nothing).
 pub fn unpriced(e: &Entry) -> bool {
     e.cost_usd.is_none()
-        && e.event != "run.finished"
+        && e.event != agentloop_types::trace::Event::RunFinished
         && e.usage.is_some_and(|u| u.total() > 0)
         && !e.model.as_deref().is_some_and(agentloop_types::trace::is_scripted)
 }
@@ -428,7 +428,7 @@ impl TraceSum {
         self.errors += e.is_error() as u64;
         self.duration_ms += e.duration_ms.unwrap_or(0);
         // run.finished carries the run's totals; counting it would count everything twice.
-        if e.event == "run.finished" {
+        if e.event == agentloop_types::trace::Event::RunFinished {
             return;
         }
         if let Some(u) = e.usage {
