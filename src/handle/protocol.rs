@@ -9,8 +9,9 @@
 //! next turn that writes.
 
 use agentloop_config::config::{Config, Layer, Source};
-use agentloop_engine::schema::handle::{RequestError, RouterState, RunSnapshot};
-use agentloop_workspace::workspace::{Next, State};
+use agentloop_engine::schema::handle::{Command, RequestError, RouterState, RunSnapshot};
+use agentloop_engine::schema::{HandleStatus, LogLevel};
+use agentloop_workspace::workspace::{Next, State, Status};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,7 +19,7 @@ const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested
 
 #[derive(Default)]
 pub(super) struct Response {
-    pub(super) status: &'static str,
+    pub(super) status: HandleStatus,
     pub(super) result: String,
     pub(super) error: Option<String>,
     pub(super) retry: Option<bool>,
@@ -44,8 +45,8 @@ pub(super) struct Response {
 }
 
 impl Response {
-    pub(super) fn log(&mut self, level: &str, msg: impl Into<String>) {
-        let msg = msg.into();
+    pub(super) fn log(&mut self, level: LogLevel, msg: impl Into<String>) {
+        let (level, msg) = (level.as_str(), msg.into());
         agentloop_io::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
@@ -76,7 +77,7 @@ impl Response {
         let mut finished: Vec<(String, String)> = self
             .runs
             .iter()
-            .filter(|(_, r)| matches!(r.status.as_deref(), Some("done" | "escalated")))
+            .filter(|(_, r)| r.run_status().is_some_and(Status::is_terminal))
             .map(|(id, r)| (r.updated_at.clone().unwrap_or_default(), id.clone()))
             .collect();
         if finished.len() <= keep {
@@ -128,7 +129,7 @@ impl Response {
             return v.clone();
         }
         let r = agentloop_engine::schema::HandleResponse {
-            status: self.status.to_string(),
+            status: self.status,
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
             error: self.error.clone(),
             retry: self.retry,
@@ -177,7 +178,7 @@ pub(super) fn widening_key(
 }
 
 pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {
-    resp.status = "error";
+    resp.status = HandleStatus::Error;
     resp.result = format!("error: {msg}");
     resp.error = Some(msg);
     resp.retry = Some(retry);
@@ -192,7 +193,8 @@ pub(super) fn request_event(state: &State, p: &agentloop_workspace::workspace::P
             }
         }
     }
-    let command = cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| "handle".into());
+    let command =
+        cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| Command::Handle.to_string());
     payload.insert("run_id".into(), json!(state.run_id));
     payload.insert("step".into(), json!(p.step));
     payload.insert("tool".into(), json!(p.tool));

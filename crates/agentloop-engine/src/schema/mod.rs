@@ -81,20 +81,11 @@ impl DodItem {
     }
 }
 
-/// The two completion events.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub enum EventType {
-    #[serde(rename = "agent.completed")]
-    Completed,
-    #[serde(rename = "agent.escalated")]
-    Escalated,
-}
-
 /// The event a finished run emits: `run --json`'s stdout, and `handle`'s last event.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CompletionEvent {
     #[serde(rename = "type")]
-    pub kind: EventType,
+    pub kind: agentloop_types::outcome::Completion,
     pub payload: CompletionPayload,
     /// `handle` only: `agentic:run:<run_id>:completed` or `:escalated`
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,9 +127,8 @@ fn nullable_text(_: &mut SchemaGenerator) -> Schema {
 
 impl CompletionEvent {
     pub fn of(state: &State) -> Self {
-        let kind = if state.ended_as().is_done() { EventType::Completed } else { EventType::Escalated };
         CompletionEvent {
-            kind,
+            kind: state.ended_as().event(),
             payload: CompletionPayload {
                 run_id: state.run_id.clone(),
                 goal: state.goal.clone(),
@@ -299,7 +289,8 @@ pub struct ToolInfo {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct HandleResponse {
     /// ok or error
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: HandleStatus,
     /// One line for people
     pub result: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -315,6 +306,32 @@ pub struct HandleResponse {
     pub state_updates: Option<StateUpdates>,
     #[schemars(with = "Vec<LogLine>")]
     pub logs: Vec<Value>,
+}
+
+/// Whether `handle` did what the request asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleStatus {
+    #[default]
+    Ok,
+    Error,
+}
+
+/// How much a line of `handle`'s `logs` matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Info,
+    Warn,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+        }
+    }
 }
 
 /// An event `handle` emits: a tool request (payload: run_id, step, tool, tool_command,
@@ -347,7 +364,8 @@ pub struct StateUpdates {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LogLine {
-    pub level: String,
+    #[schemars(with = "String")]
+    pub level: LogLevel,
     pub message: String,
 }
 

@@ -4,67 +4,38 @@
 
 use crate::tool_spec::ToolStatus;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::borrow::Cow;
 
-/// Declares [`Event`] from one table of variants and the names they are written as.
-macro_rules! events {
-    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
-        /// What a trace entry records, written as its name (`run.finished`). A name not in the
-        /// table is [`Event::Other`], kept as read; two events are equal when their names are.
-        #[derive(Debug, Clone)]
-        pub enum Event {
-            $($(#[$doc])* $variant,)*
-            /// A name this version does not write.
-            Other(String),
-        }
-
-        impl Event {
-            /// Every event this version writes.
-            pub const KNOWN: &'static [Event] = &[$(Event::$variant),*];
-
-            /// The name the trace holds.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(Event::$variant => $name,)*
-                    Event::Other(name) => name,
-                }
-            }
-        }
-    };
-}
-
-events! {
-    /// The first entry of a run; it carries `schema_version` and the limits.
-    RunStarted => "run.started",
-    Frame => "frame",
-    Reframe => "reframe",
-    Plan => "plan",
-    Act => "act",
-    /// A tool's failure event mode retries.
-    ActRetry => "act.retry",
-    Reflect => "reflect",
-    /// Memory compaction, part of Reflect.
-    Compact => "compact",
-    ModelTimeout => "model.timeout",
-    /// Streamed text of a model's answer (only on `--events`).
-    ModelDelta => "model.delta",
-    TickRefused => "tick.refused",
-    RunFinished => "run.finished",
-    RunAnswered => "run.answered",
-    RunContinued => "run.continued",
-    LimitsChanged => "limits.changed",
-    Frustration => "frustration",
-    FrustrationReframe => "frustration.reframe",
-    AgentRested => "agent.rested",
-    AgentDreamed => "agent.dreamed",
+crate::words! {
+    /// What a trace entry records, written as its name (`run.finished`); a name this version
+    /// does not write is [`Event::Other`].
+    pub enum Event {
+        /// The first entry of a run; it carries `schema_version` and the limits.
+        RunStarted => "run.started",
+        Frame => "frame",
+        Reframe => "reframe",
+        Plan => "plan",
+        Act => "act",
+        /// A tool's failure event mode retries.
+        ActRetry => "act.retry",
+        Reflect => "reflect",
+        /// Memory compaction, part of Reflect.
+        Compact => "compact",
+        ModelTimeout => "model.timeout",
+        /// Streamed text of a model's answer (only on `--events`).
+        ModelDelta => "model.delta",
+        TickRefused => "tick.refused",
+        RunFinished => "run.finished",
+        RunAnswered => "run.answered",
+        RunContinued => "run.continued",
+        LimitsChanged => "limits.changed",
+        Frustration => "frustration",
+        FrustrationReframe => "frustration.reframe",
+        AgentRested => "agent.rested",
+        AgentDreamed => "agent.dreamed",
+    }
 }
 
 impl Event {
-    /// The event of that name: a known one, else [`Event::Other`].
-    pub fn named(name: &str) -> Event {
-        Event::KNOWN.iter().find(|e| e.as_str() == name).cloned().unwrap_or_else(|| Event::Other(name.to_string()))
-    }
-
     /// The name as a JSON string (`"run.finished"`), for telling a line's event by its text
     /// before it is parsed.
     pub fn quoted(&self) -> String {
@@ -96,35 +67,9 @@ impl Default for Event {
     }
 }
 
-impl PartialEq for Event {
-    fn eq(&self, other: &Event) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Event {}
-
 impl PartialEq<super::Phase> for Event {
     fn eq(&self, p: &super::Phase) -> bool {
         self.as_str() == p.as_str()
-    }
-}
-
-impl std::fmt::Display for Event {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Event {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Event {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
-        Ok(Event::named(&Word::deserialize(d)?.0))
     }
 }
 
@@ -179,32 +124,7 @@ impl Serialize for ResultStatus {
 
 impl<'de> Deserialize<'de> for ResultStatus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ResultStatus, D::Error> {
-        Ok(ResultStatus::named(&Word::deserialize(d)?.0))
-    }
-}
-
-/// A JSON string, borrowed from the input when it has no escapes.
-struct Word<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Word<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Word<'de>, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Word<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Word<'de>, E> {
-                Ok(Word(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Word<'de>, E> {
-                Ok(Word(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Word<'de>, E> {
-                Ok(Word(Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
+        crate::words::read(d, ResultStatus::named)
     }
 }
 
