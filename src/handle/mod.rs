@@ -41,7 +41,7 @@ use std::collections::BTreeSet;
 mod progress;
 mod protocol;
 mod start_config;
-use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
+use protocol::{decode_result, fail, request_event, request_layer, snapshot, widening_key, Decoded, Response};
 use start_config::start_config;
 
 /// Largest request `handle` reads (documented in docs/TOOLS.md, Security model).
@@ -750,32 +750,6 @@ fn correlate(p: &ToolResultPayload, pending: &agentloop_workspace::workspace::Pe
     Correlation::Step(step)
 }
 
-/// A tool result as sent: the error it reports (none when it says ok); its output and raw `result`.
-struct Decoded {
-    error: Option<String>,
-    output: String,
-    value: Value,
-}
-
-fn decode_result(p: &ToolResultPayload) -> Decoded {
-    // `ok` per the seed; plugins also say success/succeeded/completed/done.
-    let has_error = p.error.as_ref().is_some_and(|e| !e.is_null() && e != "");
-    let default = if has_error { ToolStatus::Error } else { ToolStatus::Ok };
-    let status = p.status.as_deref().unwrap_or(default.as_str()).trim().to_lowercase();
-    let ok = ToolStatus::reported(&status) == ToolStatus::Ok;
-    let value = p.result.clone().unwrap_or(Value::Null);
-    // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
-    let output = agentloop_tools::ductile::render_content(&value);
-    let error = (!ok).then(|| {
-        p.error
-            .as_ref()
-            .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
-            .filter(|e| e != "null")
-            .unwrap_or_else(|| format!("tool reported status `{status}`"))
-    });
-    Decoded { error, output, value }
-}
-
 /// The tool failed with retries left: request it again (`act.retry` in the trace).
 fn retry(
     env: &Env,
@@ -953,18 +927,20 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response, turn: Turn) ->
     }
 }
 
-/// The phase that just ran and one line on where it left the run (a progress post).
+/// The phase that just ran (its name in state.json; `finish` once the run ended) and one line on
+/// where it left the run (a progress post).
 fn progress_summary(phase: Next, state: &State) -> (&'static str, String) {
     let pending = state.pending.as_ref().filter(|_| state.next == Next::Act).map(|p| p.tool.clone());
     let ended = || format!("run {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default());
-    match phase {
-        _ if state.status.is_terminal() => ("finish", ended()),
-        Next::Frame => ("frame", format!("framed the goal (reframes: {})", state.reframes)),
-        Next::Plan => ("plan", format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into()))),
-        Next::Act => ("act", format!("step {} ran its tool", state.step)),
-        Next::Reflect => ("reflect", format!("reflected on step {}; next: {}", state.step, state.next.as_str())),
-        Next::Finish | Next::None => ("finish", ended()),
-    }
+    let said = match phase {
+        _ if state.status.is_terminal() => return (Next::Finish.as_str(), ended()),
+        Next::Frame => format!("framed the goal (reframes: {})", state.reframes),
+        Next::Plan => format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into())),
+        Next::Act => format!("step {} ran its tool", state.step),
+        Next::Reflect => format!("reflected on step {}; next: {}", state.step, state.next.as_str()),
+        Next::Finish | Next::None => return (Next::Finish.as_str(), ended()),
+    };
+    (phase.as_str(), said)
 }
 
 fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -> Result<()> {

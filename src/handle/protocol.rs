@@ -1,5 +1,5 @@
 //! The Ductile protocol v2 envelope: the response object, the request's `config` layer, the
-//! tool-request event and `state_updates`.
+//! tool-request event, a tool's result as a router sends it, and `state_updates`.
 //!
 //! Ductile merges `state_updates` into the plugin's state shallowly (a later job's top-level
 //! key replaces an earlier one's), and with `parallelism` above 1 several turns run at once on
@@ -9,8 +9,9 @@
 //! next turn that writes.
 
 use agentloop_config::config::{Config, Layer, Source};
-use agentloop_engine::schema::handle::{Command, RequestError, RouterState, RunSnapshot};
+use agentloop_engine::schema::handle::{Command, RequestError, RouterState, RunSnapshot, ToolResultPayload};
 use agentloop_engine::schema::{HandleStatus, LogLevel};
+use agentloop_types::tool_spec::ToolStatus;
 use agentloop_workspace::workspace::{Next, State, Status};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,6 +183,32 @@ pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {
     resp.result = format!("error: {msg}");
     resp.error = Some(msg);
     resp.retry = Some(retry);
+}
+
+/// A tool result as sent: the error it reports (none when it says ok); its output and raw `result`.
+pub(super) struct Decoded {
+    pub(super) error: Option<String>,
+    pub(super) output: String,
+    pub(super) value: Value,
+}
+
+pub(super) fn decode_result(p: &ToolResultPayload) -> Decoded {
+    // `ok` per the seed; plugins also say success/succeeded/completed/done.
+    let has_error = p.error.as_ref().is_some_and(|e| !e.is_null() && e != "");
+    let default = if has_error { ToolStatus::Error } else { ToolStatus::Ok };
+    let status = p.status.as_deref().unwrap_or(default.as_str()).trim().to_lowercase();
+    let ok = ToolStatus::reported(&status) == ToolStatus::Ok;
+    let value = p.result.clone().unwrap_or(Value::Null);
+    // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
+    let output = agentloop_tools::ductile::render_content(&value);
+    let error = (!ok).then(|| {
+        p.error
+            .as_ref()
+            .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
+            .filter(|e| e != "null")
+            .unwrap_or_else(|| format!("tool reported status `{status}`"))
+    });
+    Decoded { error, output, value }
 }
 
 pub(super) fn request_event(state: &State, p: &agentloop_workspace::workspace::Pending, cfg: &Config) -> Value {
