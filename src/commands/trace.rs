@@ -767,12 +767,9 @@ impl<'a> View<'a> {
 
 /// The event, said once: a phase's own event is its name; `run.` is implied by the phase `run`.
 fn event(e: &Entry) -> String {
-    let ev = e.event.as_str();
-    match e.phase {
-        Some(Phase::Run) => ev.strip_prefix("run.").unwrap_or(ev).to_string(),
-        Some(p) if p.as_str() == ev => ev.to_string(),
-        None if ev.is_empty() => "-".into(),
-        _ => ev.to_string(),
+    match e.event.beside(e.phase) {
+        "" if e.phase.is_none() => "-".into(),
+        said => said.to_string(),
     }
 }
 

@@ -47,6 +47,15 @@ impl Event {
         matches!(self, Event::RunAnswered | Event::RunContinued)
     }
 
+    /// The name as said beside the entry's phase: `run.` is implied by the phase `run`
+    /// (`finished`); any other name is said whole.
+    pub fn beside(&self, phase: Option<super::Phase>) -> &str {
+        match phase {
+            Some(super::Phase::Run) => self.as_str().strip_prefix("run.").unwrap_or(self.as_str()),
+            _ => self.as_str(),
+        }
+    }
+
     /// Whether the entry is the run's own bookkeeping at its start or end.
     pub fn is_run_bound(&self) -> bool {
         matches!(self, Event::RunStarted | Event::RunFinished)
@@ -144,6 +153,9 @@ mod tests {
         }
         assert_eq!(serde_json::to_string(&Event::RunFinished).unwrap(), r#""run.finished""#);
         assert_eq!(Event::from(super::super::Phase::Plan), Event::Plan);
+        assert_eq!(Event::RunFinished.beside(Some(super::super::Phase::Run)), "finished");
+        assert_eq!(Event::RunFinished.beside(None), "run.finished");
+        assert_eq!(Event::Frustration.beside(Some(super::super::Phase::Run)), "frustration");
     }
 
     #[test]
