@@ -195,9 +195,9 @@ fn record_timeouts(env: &Env, state: &State, step: u32, phase: &str, attempt: u3
     }
     let mut commit = Commit::default();
     for t in timeouts {
-        let p = match phase {
-            "frame" => Phase::Frame,
-            "plan" => Phase::Plan,
+        // Compaction and the fused call are Reflect's.
+        let p = match phase.parse::<Phase>() {
+            Ok(p @ (Phase::Frame | Phase::Plan)) => p,
             _ => Phase::Reflect,
         };
         let mut e = Entry::new(&state.run_id, step, p, Event::ModelTimeout);
