@@ -27,6 +27,8 @@
 
 use agentloop_engine::phases::{self, Env};
 use agentloop_engine::settings::Global;
+use agentloop_types::tool_spec::ToolStatus;
+use agentloop_types::trace::Event;
 use camino::Utf8PathBuf;
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -243,7 +245,7 @@ fn run_once(dir: &std::path::Path, driver: Driver, fake: Option<&Fake>, shape: S
         }
     }
     let plan_prompts =
-        entries.iter().filter(|e| e.event == "plan").map(|e| (e.step, e.prompt_bytes.unwrap_or(0))).collect();
+        entries.iter().filter(|e| e.event == Event::Plan).map(|e| (e.step, e.prompt_bytes.unwrap_or(0))).collect();
     Measured { wall_ms, wire_ms, server_ms, plan_prompts }
 }
 
@@ -441,10 +443,10 @@ fn trace_throughput() -> f64 {
             "01KDVDNA000000000000000000",
             i / 3,
             agentloop_types::trace::Phase::Act,
-            "act",
+            Event::Act,
         );
         e.tool = Some("file_read".into());
-        e.result_status = Some("ok".into());
+        e.result_status = Some(ToolStatus::Ok.into());
         e.result_summary = Some(format!("read {i} bytes of notes"));
         e.duration_ms = Some(3);
         text.push_str(&e.to_line());
@@ -479,9 +481,9 @@ fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
     let note = "the page lists the release notes of every version since the first, with dates and authors; ".repeat(4);
     for i in 0..500_000u32 {
         let (phase, event) = match i % 10 {
-            0..=2 => (agentloop_types::trace::Phase::Act, "act"),
-            3..=6 => (agentloop_types::trace::Phase::Plan, "plan"),
-            _ => (agentloop_types::trace::Phase::Reflect, "reflect"),
+            0..=2 => (agentloop_types::trace::Phase::Act, Event::Act),
+            3..=6 => (agentloop_types::trace::Phase::Plan, Event::Plan),
+            _ => (agentloop_types::trace::Phase::Reflect, Event::Reflect),
         };
         let mut e = agentloop_types::trace::Entry::new("01KDVDNA000000000000000000", i / 10, phase, event);
         e.ts = "2026-01-01T00:00:00.000Z".into();
@@ -489,7 +491,7 @@ fn trace_show_vs_grep() -> (Vec<Timed>, Option<f64>, Option<usize>) {
         if phase == agentloop_types::trace::Phase::Act {
             e.tool = Some("web_fetch".into());
             e.args = Some(serde_json::json!({"url": format!("https://example.com/notes/{i}")}));
-            e.result_status = Some("ok".into());
+            e.result_status = Some(ToolStatus::Ok.into());
             e.result_summary = Some(note.clone());
         } else {
             e.model = Some("gpt-4o-mini".into());

@@ -14,7 +14,7 @@ use super::rest::rest_now;
 use agentloop_engine::phases::Env;
 use agentloop_engine::settings::Ctx;
 use agentloop_types::error::Result;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::workspace::{Commit, State, StopKind};
 use serde_json::{json, Value};
 
@@ -64,7 +64,7 @@ fn rest_when_tired(ctx: &Ctx, state: &State, commit: &dyn Fn(&Commit) -> Result<
     match rest_now(ctx, &id) {
         Ok(r) => {
             let data = json!({"why": why, "tasks": r.tasks, "before": r.before, "after": r.after, "auto": true});
-            trace(ctx, state, "agent.rested", &why, data, commit);
+            trace(ctx, state, Event::AgentRested, &why, data, commit);
             let pct = |v: &Value| v.as_f64().map(|f| format!("{f}%")).unwrap_or_else(|| "n/a".into());
             ctx.printer.info(&format!(
                 "the agent rested itself ({why}): fatigue {} -> {}, stress {} -> {} (modes.auto: false turns this off)",
@@ -98,7 +98,7 @@ pub fn dream_when_idle(ctx: &Ctx, state: &State) {
             }
             let why = "a run with nothing to do: the agent was idle".to_string();
             let locked = |c: &Commit| ctx.ws.lock(ctx.lock_wait()).and_then(|session| session.commit(c));
-            trace(ctx, state, "agent.dreamed", &why, json!({"why": why, "dream": v, "auto": true}), &locked);
+            trace(ctx, state, Event::AgentDreamed, &why, json!({"why": why, "dream": v, "auto": true}), &locked);
             ctx.printer.info(&format!(
                 "the agent dreamed while idle: {runs} run(s) consolidated, {explored} question(s) explored (modes.auto: false turns this off)"
             ));
@@ -109,14 +109,14 @@ pub fn dream_when_idle(ctx: &Ctx, state: &State) {
 
 /// Appends a mode switch to the run's trace, committed like a phase (through `commit`, under
 /// the workspace lock).
-fn trace(ctx: &Ctx, state: &State, event: &str, why: &str, data: Value, commit: &dyn Fn(&Commit) -> Result<()>) {
+fn trace(ctx: &Ctx, state: &State, event: Event, why: &str, data: Value, commit: &dyn Fn(&Commit) -> Result<()>) {
     let mut e = Entry::new(&state.run_id, state.step, Phase::Run, event);
     e.reason = Some(why.to_string());
     e.data = Some(data);
     let mut c = Commit::default();
     c.entry(&e);
     let done = commit(&c);
-    if let Err(e) = done {
-        ctx.printer.warn(&format!("trace: {event} not recorded: {}", e.message));
+    if let Err(why) = done {
+        ctx.printer.warn(&format!("trace: {} not recorded: {}", e.event, why.message));
     }
 }

@@ -3,7 +3,7 @@
 use agentloop_engine::phases::{self, Env, Outcome};
 use agentloop_engine::settings::Ctx;
 use agentloop_types::error::{code, Error, Result};
-use agentloop_types::trace::Phase;
+use agentloop_types::trace::{Event, Phase};
 use agentloop_workspace::workspace::Next;
 use clap::Args;
 
@@ -79,20 +79,17 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         } else {
             let what = e.error.clone().or(e.result_summary.clone()).or(e.reason.clone()).unwrap_or_else(|| {
                 // A frame says nothing of its own: where what it framed went.
-                match e.event.as_str() {
-                    "frame" | "reframe" => "the goal and its Definition of Done are in memory.md".into(),
+                match e.event {
+                    Event::Frame | Event::Reframe => "the goal and its Definition of Done are in memory.md".into(),
                     _ => String::new(),
                 }
             });
-            let head = [
-                e.event.clone(),
-                e.tool.clone().unwrap_or_default(),
-                e.result_status.clone().or(e.decision.clone()).unwrap_or_default(),
-            ]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
+            let head =
+                [e.event.to_string(), e.tool.clone().unwrap_or_default(), e.verdict().unwrap_or_default().to_string()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
             let what = if what.is_empty() { what } else { format!(": {what}") };
             ctx.printer.outln(&format!("step {} {head}{what}", e.step));
         }

@@ -4,7 +4,7 @@ use super::trace_read::{self, scan_par, Line, Probe};
 use agentloop_engine::settings::Ctx;
 use agentloop_io::output::{Out, Printer};
 use agentloop_types::error::{Error, Result};
-use agentloop_types::trace::{self, Entry, Phase};
+use agentloop_types::trace::{self, Entry, Event, Phase};
 use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use memchr::memmem;
@@ -352,7 +352,7 @@ fn judge_line(
     if printer.json {
         return match Probe::read(l.text) {
             Ok(p) => Some(Got::Read {
-                finished: &*p.event == "run.finished",
+                finished: p.event == Event::RunFinished,
                 shown: filter.keep_probe(&p).then(|| {
                     // Rendered as `outln` renders it: the newline needs no rendering.
                     printer.render_into(l.text, text);
@@ -411,7 +411,7 @@ enum Shown {
 }
 
 fn finished(e: &Entry) -> bool {
-    e.event == "run.finished"
+    e.event == Event::RunFinished
 }
 
 /// The newest run in a trace (the run of its last entry) and how many other runs it holds.
@@ -702,7 +702,7 @@ impl<'a> View<'a> {
             self.out.outln(&rule);
         }
         self.run = Some(e.run_id.clone());
-        let status = field(e.result_status.as_deref().or(e.decision.as_deref()).unwrap_or_default());
+        let status = field(e.verdict().unwrap_or_default());
         let took = e.duration_ms.map(short_duration).unwrap_or_default();
         // A model call without a price shows as unknown, not as no cost.
         let cost = match e.cost_usd {
@@ -767,12 +767,9 @@ impl<'a> View<'a> {
 
 /// The event, said once: a phase's own event is its name; `run.` is implied by the phase `run`.
 fn event(e: &Entry) -> String {
-    let ev = e.event.as_str();
-    match e.phase {
-        Some(Phase::Run) => ev.strip_prefix("run.").unwrap_or(ev).to_string(),
-        Some(p) if p.as_str() == ev => ev.to_string(),
-        None if ev.is_empty() => "-".into(),
-        _ => ev.to_string(),
+    match e.event.beside(e.phase) {
+        "" if e.phase.is_none() => "-".into(),
+        said => said.to_string(),
     }
 }
 

@@ -8,8 +8,9 @@
 //! for the long fields (a result summary, a reason, args), which are checked and passed over.
 
 use agentloop_types::error::Result;
+use agentloop_types::tool_spec::ToolStatus;
 use agentloop_types::trace::lines::{self, MAX_LINE};
-use agentloop_types::trace::{BadLine, Entry, Phase, Usage};
+use agentloop_types::trace::{BadLine, Entry, Event, Phase, ResultStatus, Usage};
 use serde::de::{Deserializer, IgnoredAny, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -303,16 +304,15 @@ pub struct Probe<'a> {
     pub run_id: Text<'a>,
     pub step: u32,
     pub phase: Option<Phase>,
-    #[serde(borrow)]
-    pub event: Text<'a>,
+    pub event: Event,
     #[serde(default)]
     schema_version: Option<u32>,
     #[serde(default, borrow)]
     pub tool: Option<Text<'a>>,
     #[serde(default)]
     args: Option<IgnoredAny>,
-    #[serde(default, borrow)]
-    pub result_status: Option<Text<'a>>,
+    #[serde(default)]
+    pub result_status: Option<ResultStatus>,
     #[serde(default)]
     result_summary: Option<AnyText>,
     #[serde(default)]
@@ -355,7 +355,7 @@ impl<'a> Probe<'a> {
     }
 
     pub fn is_error(&self) -> bool {
-        self.error.is_some() || self.result_status.as_deref() == Some("error")
+        self.error.is_some() || self.result_status.as_ref().and_then(ResultStatus::tool) == Some(ToolStatus::Error)
     }
 
     /// The fields `trace stats` sums, as an [`Entry`].
@@ -364,9 +364,9 @@ impl<'a> Probe<'a> {
             run_id: self.run_id.to_string(),
             step: self.step,
             phase: self.phase,
-            event: self.event.to_string(),
+            event: self.event.clone(),
             tool: self.tool.as_deref().map(String::from),
-            result_status: self.result_status.as_deref().map(String::from),
+            result_status: self.result_status.clone(),
             // Only whether there is one is summed.
             error: self.error.as_ref().map(|_| String::new()),
             duration_ms: self.duration_ms,

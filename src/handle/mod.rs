@@ -25,14 +25,15 @@ use agentloop_config::config::Config;
 use agentloop_engine::phases::run::{Door, Driven};
 use agentloop_engine::phases::{self, act, Env, Outcome};
 use agentloop_engine::schema::handle::{
-    payload, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload,
+    payload, Command, EventKind, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload,
 };
+use agentloop_engine::schema::{HandleStatus, LogLevel};
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
 use agentloop_types::error::{code, Error, Kind, Result};
-use agentloop_types::tool_spec::ToolResult;
+use agentloop_types::tool_spec::{ToolResult, ToolStatus};
 use agentloop_workspace::markdown::NextAction;
-use agentloop_workspace::workspace::{Commit, Next, Session, State, StopKind, Workspace};
+use agentloop_workspace::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -40,7 +41,7 @@ use std::collections::BTreeSet;
 mod progress;
 mod protocol;
 mod start_config;
-use protocol::{fail, request_event, request_layer, snapshot, widening_key, Response};
+use protocol::{decode_result, fail, request_event, request_layer, snapshot, widening_key, Decoded, Response};
 use start_config::start_config;
 
 /// Largest request `handle` reads (documented in docs/TOOLS.md, Security model).
@@ -50,7 +51,7 @@ pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 pub fn main(g: &Global) -> Result<u8> {
     let printer = Printer { quiet: true, ..Printer::new(true, g.verbose, false, g.color) };
     let mut input = String::new();
-    let mut resp = Response { status: "ok", ..Default::default() };
+    let mut resp = Response { status: HandleStatus::Ok, ..Default::default() };
     // A request is read up to MAX_REQUEST_BYTES: a larger one is refused without being held
     // in memory whole.
     let read = std::io::Read::read_to_string(
@@ -75,7 +76,7 @@ pub fn main(g: &Global) -> Result<u8> {
         Ok(_) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(g, &input, &mut resp))) {
             Ok(code) => code,
             Err(_) => {
-                resp = Response { status: "ok", ..Default::default() };
+                resp = Response { status: HandleStatus::Ok, ..Default::default() };
                 fail(&mut resp, "internal error while handling the event (see stderr)".into(), true);
                 0
             }
@@ -124,7 +125,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         }
     };
     let (event, at) = req.take_event();
-    let command = req.command.as_deref().unwrap_or("handle");
+    let command = req.command.clone().unwrap_or(Command::Handle);
     // What the router's state knows of the runs (a lost run's escalation and the bounded
     // state read it); only the runs this turn changes are written back.
     if let Some(state) = &req.state {
@@ -147,34 +148,25 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         }
     };
     match command {
-        "health" => {
-            return match health(&cfg, &root) {
-                Ok(runs) => {
-                    resp.result = format!("agentloop {} healthy; runs under {runs}", env!("CARGO_PKG_VERSION"));
-                    0
-                }
-                Err(e) => {
-                    fail(resp, format!("unhealthy: {}", config_error(e)), false);
-                    code::HANDLE_CONFIG
-                }
-            };
-        }
-        "poll" => {
+        Command::Health => return answer_health(&cfg, &root, resp),
+        Command::Poll => {
             let swept = sweep(&cfg, &root, resp);
             resp.keep_finished(cfg.handle.keep_finished);
             return swept.map_or_else(|e| answer_error(e, resp), |()| 0);
         }
         // A job delivered again whose first answer was kept: that answer, events and all.
-        "handle" if req.job_id.as_deref().is_some_and(|j| !j.is_empty()) && replayed(&root, &req, resp) => return 0,
-        "handle" => match progress::Progress::new(&cfg.handle) {
+        Command::Handle if req.job_id.as_deref().is_some_and(|j| !j.is_empty()) && replayed(&root, &req, resp) => {
+            return 0
+        }
+        Command::Handle => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
             Err(e) => {
                 fail(resp, config_error(e), false);
                 return code::HANDLE_CONFIG;
             }
         },
-        other => {
-            fail(resp, format!("unknown command `{other}`; expected handle, health or poll"), false);
+        Command::Other(other) => {
+            fail(resp, format!("unknown command `{other}`; expected {}", Command::listed()), false);
             return 0;
         }
     }
@@ -208,23 +200,36 @@ fn replayed(root: &Utf8Path, req: &HandleRequest, resp: &mut Response) -> bool {
 }
 
 /// `health`: the root exists and is a folder this process can write, and the provider can be
-/// reached with what the configuration gives (its key among them); the runs folder on success.
-fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
-    if !root.is_dir() {
-        return Err(Error::config(format!("the root {root} does not exist or is not a folder"))
-            .with_hint("create it, or point the plugin's -w (workspace_dir) at an existing folder"));
+/// reached with what the configuration gives (its key among them); the answer names the runs
+/// folder on success.
+fn answer_health(cfg: &Config, root: &Utf8Path, resp: &mut Response) -> u8 {
+    let health = || -> Result<Utf8PathBuf> {
+        if !root.is_dir() {
+            return Err(Error::config(format!("the root {root} does not exist or is not a folder"))
+                .with_hint("create it, or point the plugin's -w (workspace_dir) at an existing folder"));
+        }
+        let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
+        agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
+            Error::config(format!("the root {root} is not writable: {}", e.message))
+                .with_hint("give the plugin's user write access to it")
+        })?;
+        let _ = std::fs::remove_file(&probe);
+        agentloop_model::model::from_config(cfg, root).map_err(|e| {
+            let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
+            Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
+        })?;
+        Ok(root.join(&cfg.handle.runs_dir))
+    };
+    match health() {
+        Ok(runs) => {
+            resp.result = format!("agentloop {} healthy; runs under {runs}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Err(e) => {
+            fail(resp, format!("unhealthy: {}", config_error(e)), false);
+            code::HANDLE_CONFIG
+        }
     }
-    let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
-    agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
-        Error::config(format!("the root {root} is not writable: {}", e.message))
-            .with_hint("give the plugin's user write access to it")
-    })?;
-    let _ = std::fs::remove_file(&probe);
-    agentloop_model::model::from_config(cfg, root).map_err(|e| {
-        let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
-        Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
-    })?;
-    Ok(root.join(&cfg.handle.runs_dir))
 }
 
 /// A configuration error as the response says it: the message, and the fix when there is one
@@ -276,16 +281,16 @@ fn on_event(
     at: &str,
     resp: &mut Response,
 ) -> Result<()> {
-    let ty = event.kind.clone().unwrap_or_default();
+    let ty = event.kind.clone().unwrap_or_else(|| EventKind::named(""));
     let at = format!("{at}payload");
-    match ty.as_str() {
-        "agentic.start" | "api.trigger" => {
+    match ty {
+        EventKind::Start | EventKind::Trigger => {
             let p: StartPayload = payload(event.payload.as_ref(), &at).map_err(unreadable)?;
             start(cfg, sources, root, &start_keys(req, event), &p, resp)
         }
-        "agentic.tool_result" => resume(cfg, root, &payload(event.payload.as_ref(), &at).map_err(unreadable)?, resp),
-        "" => Err(Error::usage("the event has no `type`")),
-        _ => match req.context.as_ref().filter(|c| c.run_id.is_some()) {
+        EventKind::ToolResult => resume(cfg, root, &payload(event.payload.as_ref(), &at).map_err(unreadable)?, resp),
+        EventKind::Other(t) if t.is_empty() => Err(Error::usage("the event has no `type`")),
+        EventKind::Other(ty) => match req.context.as_ref().filter(|c| c.run_id.is_some()) {
             // A tool's own event resuming the run (`fetch.completed`, `ductile.step.succeeded`):
             // correlation comes from the request context, where the pipeline's `baggage` put the
             // request's run_id, step and tool. Ductile merges that context and its own control
@@ -296,7 +301,7 @@ fn on_event(
                 // The plugin's own `status` when it gives one as text (ok when it gives none),
                 // and its `error`; any other `status` (an HTTP code) leaves the default to `error`.
                 let status = match content.get("status") {
-                    None => Some("ok".to_string()),
+                    None => Some(ToolStatus::Ok.to_string()),
                     Some(Value::String(s)) => Some(s.clone()),
                     Some(_) => None,
                 };
@@ -308,11 +313,14 @@ fn on_event(
                     error: content.get("error").filter(|e| !e.is_null()).cloned(),
                     result: Some(content),
                 };
-                resp.log("info", format!("resuming from `{ty}` with correlation from the request context"));
+                resp.log(LogLevel::Info, format!("resuming from `{ty}` with correlation from the request context"));
                 resume(cfg, root, &synthesized, resp)
             }
             None => {
-                resp.log("warn", format!("ignored event `{ty}`: not agentic.start, api.trigger or agentic.tool_result, and no run in the context"));
+                resp.log(
+                    LogLevel::Warn,
+                    format!("ignored event `{ty}`: not {}, and no run in the context", EventKind::listed()),
+                );
                 resp.result = format!("ignored event `{ty}`");
                 Ok(())
             }
@@ -479,7 +487,7 @@ fn start(
     state.depth = depth;
     drop(_root_lock);
     env.ensure_skills_md()?;
-    resp.log("info", format!("started run {run_id}"));
+    resp.log(LogLevel::Info, format!("started run {run_id}"));
     advance(&mut env, &mut state, resp, Turn { started: true, traced: true })
 }
 
@@ -509,7 +517,7 @@ fn restart_unwritten(
     run_id: String,
     resp: &mut Response,
 ) -> Result<String> {
-    resp.log("warn", format!("start `{key}`: run {run_id} was never written; starting it"));
+    resp.log(LogLevel::Warn, format!("start `{key}`: run {run_id} was never written; starting it"));
     let partial = run_ws(cfg, root, &run_id)?;
     if partial.root.exists() {
         std::fs::remove_dir_all(&partial.root)
@@ -533,7 +541,7 @@ fn new_run_id(cfg: &Config, root: &Utf8PathBuf) -> Result<String> {
 fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, resp: &mut Response) -> Result<()> {
     let ws = run_ws(cfg, root, run_id)?;
     if !ws.has_run() {
-        resp.log("warn", format!("duplicate start `{key}`: run {run_id} has no workspace; ignored"));
+        resp.log(LogLevel::Warn, format!("duplicate start `{key}`: run {run_id} has no workspace; ignored"));
         resp.result = format!("duplicate start ignored (run {run_id})");
         return Ok(());
     }
@@ -541,12 +549,12 @@ fn duplicate_start(cfg: &Config, root: &Utf8PathBuf, key: &str, run_id: &str, re
     let mut state = ws.load_state()?;
     let waiting = state.next == Next::Act && state.pending.as_ref().is_some_and(|p| !cfg.tools.local.contains(&p.tool));
     if state.status.is_terminal() || waiting {
-        resp.log("info", format!("duplicate start `{key}` ignored (run {run_id})"));
+        resp.log(LogLevel::Info, format!("duplicate start `{key}` ignored (run {run_id})"));
         resp.result = format!("duplicate start ignored; run {run_id} already exists");
         snapshot(&state, resp);
         return Ok(());
     }
-    resp.log("warn", format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
+    resp.log(LogLevel::Warn, format!("duplicate start `{key}`: run {run_id} was interrupted part-way; continuing it"));
     let mut env = turn_env(&session, cfg)?;
     advance(&mut env, &mut state, resp, Turn { started: false, traced: true })
 }
@@ -583,7 +591,7 @@ fn resume_locked(
     let mut env = turn_env(session, cfg)?;
     if state.status.is_terminal() {
         let ended = state.status.as_str();
-        resp.log("info", format!("ignored tool result for run {run_id}: the run already ended {ended}"));
+        resp.log(LogLevel::Info, format!("ignored tool result for run {run_id}: the run already ended {ended}"));
         resp.result = format!("ignored: run {run_id} already ended {ended}");
         snapshot(state, resp);
         return Ok(());
@@ -594,7 +602,7 @@ fn resume_locked(
     let Some(pending) = state.pending.clone().filter(|_| waiting) else {
         // An earlier turn was interrupted part-way: finish it instead of ignoring the run.
         resp.log(
-            "warn",
+            LogLevel::Warn,
             format!("run {run_id} was not waiting for a result (an earlier turn was interrupted); continuing it"),
         );
         return advance(&mut env, state, resp, IN_SPAN);
@@ -602,7 +610,7 @@ fn resume_locked(
     let step = match correlate(p, &pending, state) {
         Correlation::Step(step) => step,
         Correlation::Ignore(why) => {
-            resp.log("info", format!("ignored {why} for run {run_id}"));
+            resp.log(LogLevel::Info, format!("ignored {why} for run {run_id}"));
             resp.result = format!("ignored: {why}; run {run_id} waits for step {}", pending.step);
             snapshot(state, resp);
             return Ok(());
@@ -686,7 +694,7 @@ fn sweep(cfg: &Config, root: &Utf8PathBuf, resp: &mut Response) -> Result<()> {
             pending.tool,
             limit.as_secs()
         );
-        resp.log("warn", format!("run {id}: {error}"));
+        resp.log(LogLevel::Warn, format!("run {id}: {error}"));
         tool_failed(&env, &mut state, &pending, &error, String::new(), resp)?;
         swept.push(format!("{id} step {}", pending.step));
     }
@@ -742,32 +750,6 @@ fn correlate(p: &ToolResultPayload, pending: &agentloop_workspace::workspace::Pe
     Correlation::Step(step)
 }
 
-/// A tool result as sent: the error it reports (none when it says ok); its output and raw `result`.
-struct Decoded {
-    error: Option<String>,
-    output: String,
-    value: Value,
-}
-
-fn decode_result(p: &ToolResultPayload) -> Decoded {
-    // `ok` per the seed; plugins also say success/succeeded/completed/done.
-    let has_error = p.error.as_ref().is_some_and(|e| !e.is_null() && e != "");
-    let default = if has_error { "error" } else { "ok" };
-    let status = p.status.as_deref().unwrap_or(default).trim().to_lowercase();
-    let ok = matches!(status.as_str(), "ok" | "success" | "succeeded" | "completed" | "done");
-    let value = p.result.clone().unwrap_or(Value::Null);
-    // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
-    let output = agentloop_tools::ductile::render_content(&value);
-    let error = (!ok).then(|| {
-        p.error
-            .as_ref()
-            .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
-            .filter(|e| e != "null")
-            .unwrap_or_else(|| format!("tool reported status `{status}`"))
-    });
-    Decoded { error, output, value }
-}
-
 /// The tool failed with retries left: request it again (`act.retry` in the trace).
 fn retry(
     env: &Env,
@@ -781,10 +763,14 @@ fn retry(
     next.attempt += 1;
     next.requested_at = agentloop_types::clock::now_rfc3339();
     state.pending = Some(next.clone());
-    let mut e =
-        agentloop_types::trace::Entry::new(&state.run_id, step, agentloop_types::trace::Phase::Act, "act.retry");
+    let mut e = agentloop_types::trace::Entry::new(
+        &state.run_id,
+        step,
+        agentloop_types::trace::Phase::Act,
+        agentloop_types::trace::Event::ActRetry,
+    );
     e.tool = Some(pending.tool.clone());
-    e.result_status = Some(agentloop_types::tool_spec::ToolStatus::Error.to_string());
+    e.result_status = Some(ToolStatus::Error.into());
     e.error = Some(error.to_string());
     e.retryable = Some(true);
     e.attempt = Some(next.attempt);
@@ -794,7 +780,10 @@ fn retry(
     env.commit(&c)?;
     let run_id = &state.run_id;
     let retries = env.cfg.handle.tool_retries;
-    resp.log("warn", format!("run {run_id} step {step}: tool error ({error}); retry {} of {retries}", next.attempt));
+    resp.log(
+        LogLevel::Warn,
+        format!("run {run_id} step {step}: tool error ({error}); retry {} of {retries}", next.attempt),
+    );
     resp.events.push(request_event(state, &next, env.cfg));
     resp.result = format!(
         "run {run_id}: step {step} failed ({error}); re-requested {} (attempt {})",
@@ -832,20 +821,20 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     // path) is no run of ours, and goes into no event.
     if !agentloop_types::run_id::RunId::is_valid(run_id) {
         let shown = agentloop_io::output::one_line(run_id);
-        resp.log("warn", format!("ignored tool result for `{shown}`: not a run id"));
+        resp.log(LogLevel::Warn, format!("ignored tool result for `{shown}`: not a run id"));
         resp.result = "ignored: the tool result's run_id is not a run id".into();
         return Ok(());
     }
     let known = resp.runs.get(run_id).cloned();
-    let running = known.as_ref().is_some_and(|r| r.status.as_deref() == Some("running"));
+    let running = known.as_ref().is_some_and(|r| r.run_status() == Some(Status::Running));
     if !running {
-        resp.log("warn", format!("ignored tool result for unknown run `{run_id}`"));
+        resp.log(LogLevel::Warn, format!("ignored tool result for unknown run `{run_id}`"));
         resp.result = format!("ignored: unknown run `{run_id}`");
         return Ok(());
     }
     let reason = format!("the workspace of run {run_id} is missing; it cannot be resumed");
     let mut snap = known.unwrap_or_default();
-    snap.status = Some("escalated".into());
+    snap.status = Some(Status::Escalated.as_str().into());
     snap.pending_step = None;
     snap.pending_tool = None;
     snap.updated_at = Some(agentloop_types::clock::now_rfc3339());
@@ -854,7 +843,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
     resp.set_run(run_id, snap);
     // The same event as any escalated run's, from what the router's state knows.
     let ev = agentloop_engine::schema::CompletionEvent {
-        kind: agentloop_engine::schema::EventType::Escalated,
+        kind: agentloop_types::outcome::Completion::Escalated,
         payload: agentloop_engine::schema::CompletionPayload {
             run_id: run_id.to_string(),
             goal,
@@ -874,7 +863,7 @@ fn lost_run(run_id: &str, resp: &mut Response) -> Result<()> {
         dedupe_key: Some(format!("agentic:run:{run_id}:escalated")),
     };
     resp.events.push(routable(ev.to_value()));
-    resp.log("warn", reason.clone());
+    resp.log(LogLevel::Warn, reason.clone());
     resp.result = format!("run {run_id} escalated: {reason}");
     Ok(())
 }
@@ -938,33 +927,34 @@ fn advance(env: &mut Env, state: &mut State, resp: &mut Response, turn: Turn) ->
     }
 }
 
-/// The phase that just ran and one line on where it left the run (a progress post).
+/// The phase that just ran (its name in state.json; `finish` once the run ended) and one line on
+/// where it left the run (a progress post).
 fn progress_summary(phase: Next, state: &State) -> (&'static str, String) {
     let pending = state.pending.as_ref().filter(|_| state.next == Next::Act).map(|p| p.tool.clone());
     let ended = || format!("run {}: {}", state.status.as_str(), state.reason.clone().unwrap_or_default());
-    match phase {
-        _ if state.status.is_terminal() => ("finish", ended()),
-        Next::Frame => ("frame", format!("framed the goal (reframes: {})", state.reframes)),
-        Next::Plan => ("plan", format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into()))),
-        Next::Act => ("act", format!("step {} ran its tool", state.step)),
-        Next::Reflect => ("reflect", format!("reflected on step {}; next: {}", state.step, state.next.as_str())),
-        Next::Finish | Next::None => ("finish", ended()),
-    }
+    let said = match phase {
+        _ if state.status.is_terminal() => return (Next::Finish.as_str(), ended()),
+        Next::Frame => format!("framed the goal (reframes: {})", state.reframes),
+        Next::Plan => format!("step {} will use {}", state.step, pending.unwrap_or_else(|| "no tool".into())),
+        Next::Act => format!("step {} ran its tool", state.step),
+        Next::Reflect => format!("reflected on step {}; next: {}", state.step, state.next.as_str()),
+        Next::Finish | Next::None => return (Next::Finish.as_str(), ended()),
+    };
+    (phase.as_str(), said)
 }
 
 fn escalate(env: &Env, state: &mut State, resp: &mut Response, reason: String) -> Result<()> {
     let mut c = Commit::default();
     phases::finish(env, state, &mut c, StopKind::Escalated, &reason, None)?;
     env.commit(&c)?;
-    resp.log("warn", format!("run {} escalated: {reason}", state.run_id));
+    resp.log(LogLevel::Warn, format!("run {} escalated: {reason}", state.run_id));
     done(state, resp)
 }
 
 /// The turn that ended the run emits its one completion event.
 fn done(state: &State, resp: &mut Response) -> Result<()> {
     let mut ev = phases::completion_event(state);
-    let end = state.ended_as().event();
-    let kind = end.strip_prefix("agent.").unwrap_or(end);
+    let kind = state.ended_as().event().ending();
     ev["dedupe_key"] = json!(format!("agentic:run:{}:{kind}", state.run_id));
     resp.events.push(routable(ev));
     resp.result =

@@ -1,5 +1,5 @@
 //! The Ductile protocol v2 envelope: the response object, the request's `config` layer, the
-//! tool-request event and `state_updates`.
+//! tool-request event, a tool's result as a router sends it, and `state_updates`.
 //!
 //! Ductile merges `state_updates` into the plugin's state shallowly (a later job's top-level
 //! key replaces an earlier one's), and with `parallelism` above 1 several turns run at once on
@@ -9,8 +9,10 @@
 //! next turn that writes.
 
 use agentloop_config::config::{Config, Layer, Source};
-use agentloop_engine::schema::handle::{RequestError, RouterState, RunSnapshot};
-use agentloop_workspace::workspace::{Next, State};
+use agentloop_engine::schema::handle::{Command, RequestError, RouterState, RunSnapshot, ToolResultPayload};
+use agentloop_engine::schema::{HandleStatus, LogLevel};
+use agentloop_types::tool_spec::ToolStatus;
+use agentloop_workspace::workspace::{Next, State, Status};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,7 +20,7 @@ const RESERVED: &[&str] = &["run_id", "step", "tool", "tool_command", "requested
 
 #[derive(Default)]
 pub(super) struct Response {
-    pub(super) status: &'static str,
+    pub(super) status: HandleStatus,
     pub(super) result: String,
     pub(super) error: Option<String>,
     pub(super) retry: Option<bool>,
@@ -44,8 +46,8 @@ pub(super) struct Response {
 }
 
 impl Response {
-    pub(super) fn log(&mut self, level: &str, msg: impl Into<String>) {
-        let msg = msg.into();
+    pub(super) fn log(&mut self, level: LogLevel, msg: impl Into<String>) {
+        let (level, msg) = (level.as_str(), msg.into());
         agentloop_io::output::stderr_line(&format!("agentloop handle: {level}: {msg}"));
         self.logs.push(json!({"level": level, "message": msg}));
     }
@@ -76,7 +78,7 @@ impl Response {
         let mut finished: Vec<(String, String)> = self
             .runs
             .iter()
-            .filter(|(_, r)| matches!(r.status.as_deref(), Some("done" | "escalated")))
+            .filter(|(_, r)| r.run_status().is_some_and(Status::is_terminal))
             .map(|(id, r)| (r.updated_at.clone().unwrap_or_default(), id.clone()))
             .collect();
         if finished.len() <= keep {
@@ -128,7 +130,7 @@ impl Response {
             return v.clone();
         }
         let r = agentloop_engine::schema::HandleResponse {
-            status: self.status.to_string(),
+            status: self.status,
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
             error: self.error.clone(),
             retry: self.retry,
@@ -177,10 +179,36 @@ pub(super) fn widening_key(
 }
 
 pub(super) fn fail(resp: &mut Response, msg: String, retry: bool) {
-    resp.status = "error";
+    resp.status = HandleStatus::Error;
     resp.result = format!("error: {msg}");
     resp.error = Some(msg);
     resp.retry = Some(retry);
+}
+
+/// A tool result as sent: the error it reports (none when it says ok); its output and raw `result`.
+pub(super) struct Decoded {
+    pub(super) error: Option<String>,
+    pub(super) output: String,
+    pub(super) value: Value,
+}
+
+pub(super) fn decode_result(p: &ToolResultPayload) -> Decoded {
+    // `ok` per the seed; plugins also say success/succeeded/completed/done.
+    let has_error = p.error.as_ref().is_some_and(|e| !e.is_null() && e != "");
+    let default = if has_error { ToolStatus::Error } else { ToolStatus::Ok };
+    let status = p.status.as_deref().unwrap_or(default.as_str()).trim().to_lowercase();
+    let ok = ToolStatus::reported(&status) == ToolStatus::Ok;
+    let value = p.result.clone().unwrap_or(Value::Null);
+    // Readable text: a fetched page reaches the model as the page, not as an escaped JSON string.
+    let output = agentloop_tools::ductile::render_content(&value);
+    let error = (!ok).then(|| {
+        p.error
+            .as_ref()
+            .map(|e| if let Some(s) = e.as_str() { s.to_string() } else { e.to_string() })
+            .filter(|e| e != "null")
+            .unwrap_or_else(|| format!("tool reported status `{status}`"))
+    });
+    Decoded { error, output, value }
 }
 
 pub(super) fn request_event(state: &State, p: &agentloop_workspace::workspace::Pending, cfg: &Config) -> Value {
@@ -192,7 +220,8 @@ pub(super) fn request_event(state: &State, p: &agentloop_workspace::workspace::P
             }
         }
     }
-    let command = cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| "handle".into());
+    let command =
+        cfg.tools.external.get(&p.tool).and_then(|t| t.command.clone()).unwrap_or_else(|| Command::Handle.to_string());
     payload.insert("run_id".into(), json!(state.run_id));
     payload.insert("step".into(), json!(p.step));
     payload.insert("tool".into(), json!(p.tool));

@@ -166,7 +166,7 @@ fn the_outcome_table_is_the_codes() {
     assert_eq!(rows.iter().map(|r| r[2].as_str()).collect::<Vec<_>>(), stops, "the table's rows, in order");
     for (row, s) in rows.iter().zip(StopKind::ALL) {
         assert_eq!(row[1], s.exit_code().to_string(), "exit code of {}", s.as_str());
-        assert_eq!(row[3], s.event(), "event of {}", s.as_str());
+        assert_eq!(row[3], s.event().as_str(), "event of {}", s.as_str());
     }
     assert_eq!(schema("result.json")["$defs"]["StopKind"]["enum"], json!(stops));
     assert_eq!(schema("state.json")["$defs"]["StopKind"]["enum"], json!(stops));

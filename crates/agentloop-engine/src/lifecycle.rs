@@ -12,7 +12,7 @@ use agentloop_config::config::{Config, Resolved};
 use agentloop_io::output::Printer;
 use agentloop_types::budget::Budget;
 use agentloop_types::error::{Error, Result};
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
 use serde_json::json;
 use std::time::Duration;
@@ -744,10 +744,11 @@ pub fn reopen_keyed(env: &Env, state: State, req: &Request, key: Option<&str>) -
 pub fn reopened_by(ws: &Workspace, key: &str) -> Result<bool> {
     let mut found = false;
     let quoted = agentloop_types::json::to_string(&key);
-    let wanted = |l: &str| l.contains(&quoted) && (l.contains("\"run.answered\"") || l.contains("\"run.continued\""));
+    let (answered, continued) = (Event::RunAnswered.quoted(), Event::RunContinued.quoted());
+    let wanted = |l: &str| l.contains(&quoted) && (l.contains(&answered) || l.contains(&continued));
     agentloop_types::trace::scan_where(&ws.trace(), wanted, |e| {
         if let Some(Ok(e)) = e {
-            let reopening = e.event == "run.answered" || e.event == "run.continued";
+            let reopening = e.event.reopens();
             found |= reopening && e.data.as_ref().and_then(|d| d["key"].as_str()) == Some(key);
         }
     })?;
@@ -790,7 +791,7 @@ fn carried_facts(ws: &Workspace, old: &State) -> Result<Vec<String>> {
 /// limits in force, or `run.answered` with the question and answer) and the run goes on where
 /// it stopped — from Frame when it could not proceed at framing, else from Plan.
 fn reopen(env: &Env, mut s: State, answer: Option<String>, key: Option<&str>) -> Result<State> {
-    let event = if answer.is_some() { "run.answered" } else { "run.continued" };
+    let event = if answer.is_some() { Event::RunAnswered } else { Event::RunContinued };
     let mut commit = Commit::default();
     let mut e = Entry::new(&s.run_id, s.step, Phase::Run, event);
     let resume = match s.resume_at {

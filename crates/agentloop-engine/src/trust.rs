@@ -364,32 +364,48 @@ fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str)
     Ok(())
 }
 
-/// The trusted numeric limits an untrusted party may only lower (None inside: no limit set).
+/// A key of the configuration and how to read its trusted value.
+type Field<T> = (&'static str, fn(&Config) -> T);
+
+/// The trusted numeric limits an untrusted party may only lower, each read off the trusted
+/// configuration (None: no limit set).
+const CAPS: &[Field<Option<f64>>] = &[
+    ("max_steps", |c| Some(c.max_steps as f64)),
+    ("max_reframes", |c| Some(c.max_reframes as f64)),
+    ("max_consecutive_failures", |c| Some(c.max_consecutive_failures as f64)),
+    ("max_repeats", |c| Some(c.max_repeats as f64)),
+    ("max_done_refusals", |c| Some(c.max_done_refusals as f64)),
+    ("max_tokens", |c| c.max_tokens.map(|n| n as f64)),
+    ("max_cost_usd", |c| c.max_cost_usd),
+    ("llm.max_tokens", |c| Some(c.llm.max_tokens as f64)),
+    ("tools.output_cap", |c| Some(c.tools.output_cap as f64)),
+    ("tools.max_file_bytes", |c| Some(c.tools.max_file_bytes as f64)),
+    ("tools.http.max_bytes", |c| Some(c.tools.http.max_bytes as f64)),
+    ("tools.http.max_redirects", |c| Some(c.tools.http.max_redirects as f64)),
+    ("memory.top_k", |c| Some(c.memory.top_k as f64)),
+    ("rest.max_tokens", |c| c.rest.max_tokens.map(|n| n as f64)),
+    ("rest.max_cost_usd", |c| c.rest.max_cost_usd),
+    ("rest.max_runs", |c| c.rest.max_runs.map(|n| n as f64)),
+    ("rest.max_fatigue", |c| Some(c.rest.max_fatigue)),
+    ("dream.max_questions", |c| Some(c.dream.max_questions as f64)),
+    // No curiosity budget means no exploring at all: nothing above 0 narrows it.
+    ("dream.curiosity.max_tokens", |c| Some(c.dream.curiosity.max_tokens.map_or(0.0, |n| n as f64))),
+    ("dream.curiosity.max_cost_usd", |c| Some(c.dream.curiosity.max_cost_usd.unwrap_or(0.0))),
+];
+
+/// Switches an untrusted party may only turn off.
+const OFF_ONLY: &[&str] = &[
+    "tools.http.allow_private",
+    "tools.shell.enabled",
+    "tools.shell.network",
+    "tools.memory.enabled",
+    "memory.enabled",
+    "memory.auto_index",
+];
+
+/// The trusted limit at `key` an untrusted party may only lower (None inside: no limit set).
 fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
-    Some(match key {
-        "max_steps" => Some(base.max_steps as f64),
-        "max_reframes" => Some(base.max_reframes as f64),
-        "max_consecutive_failures" => Some(base.max_consecutive_failures as f64),
-        "max_repeats" => Some(base.max_repeats as f64),
-        "max_done_refusals" => Some(base.max_done_refusals as f64),
-        "max_tokens" => base.max_tokens.map(|n| n as f64),
-        "max_cost_usd" => base.max_cost_usd,
-        "llm.max_tokens" => Some(base.llm.max_tokens as f64),
-        "tools.output_cap" => Some(base.tools.output_cap as f64),
-        "tools.max_file_bytes" => Some(base.tools.max_file_bytes as f64),
-        "tools.http.max_bytes" => Some(base.tools.http.max_bytes as f64),
-        "tools.http.max_redirects" => Some(base.tools.http.max_redirects as f64),
-        "memory.top_k" => Some(base.memory.top_k as f64),
-        "rest.max_tokens" => base.rest.max_tokens.map(|n| n as f64),
-        "rest.max_cost_usd" => base.rest.max_cost_usd,
-        "rest.max_runs" => base.rest.max_runs.map(|n| n as f64),
-        "rest.max_fatigue" => Some(base.rest.max_fatigue),
-        "dream.max_questions" => Some(base.dream.max_questions as f64),
-        // No curiosity budget means no exploring at all: nothing above 0 narrows it.
-        "dream.curiosity.max_tokens" => Some(base.dream.curiosity.max_tokens.map_or(0.0, |n| n as f64)),
-        "dream.curiosity.max_cost_usd" => Some(base.dream.curiosity.max_cost_usd.unwrap_or(0.0)),
-        _ => return None,
-    })
+    CAPS.iter().find(|(k, _)| *k == key).map(|(_, cap)| cap(base))
 }
 
 /// Narrows `r`'s limits to the budgets a request asked for (a `serve` request's `budgets`).
@@ -524,18 +540,13 @@ pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Part
             base.tools.http.allow_hosts.join(", ")
         ))),
         "tools.http.allow_hosts" => subset(&base.tools.http.allow_hosts, "tools.http.allow_hosts"),
-        "tools.http.allow_private" | "tools.shell.enabled" | "tools.shell.network" | "tools.memory.enabled"
-            if v == &Value::Bool(false) =>
-        {
-            Ok(())
-        }
+        k if OFF_ONLY.contains(&k) && v == &Value::Bool(false) => Ok(()),
         "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
         "tools.shell.code_runners" => subset(&base.tools.shell.code_runners, "tools.shell.code_runners"),
         "skills.only" => match &base.skills.only {
             Some(only) => subset(only, "skills.only"),
             None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
         },
-        "memory.enabled" | "memory.auto_index" if v == &Value::Bool(false) => Ok(()),
         // Switching modes itself may only be turned off (or left on where it is on).
         "modes.auto" if v == &Value::Bool(false) || (v == &Value::Bool(true) && base.modes.auto) => Ok(()),
         // Memory kept in the workspace itself reads and writes nothing outside it; the user's
@@ -920,6 +931,24 @@ mod tests {
         let e = check(json!([{"name": "honesty", "refuse_if": ["astroturf"]}])).unwrap_err();
         assert!(e.0.contains("\"fake review\""), "{e}");
         assert!(check(json!([])).is_err());
+    }
+
+    #[test]
+    fn every_key_the_tables_name_is_a_key_of_the_configuration() {
+        let nested = |key: &str, v: Value| key.rsplit('.').fold(v, |inner, k| json!({ k: inner }));
+        let set = |key: &str, v: Value| {
+            serde_json::from_value::<Config>(nested(key, v)).map(|_| ()).map_err(|e| format!("{key}: {e}"))
+        };
+        for (key, cap) in CAPS {
+            set(key, json!(1)).unwrap();
+            assert_eq!(numeric_cap(key, &Config::default()), Some(cap(&Config::default())));
+        }
+        for key in OFF_ONLY {
+            set(key, json!(false)).unwrap();
+            assert_eq!(refused(nested(key, json!(false))), Vec::<String>::new(), "{key}");
+        }
+        assert!(set("tools.http.no_such_key", json!(1)).is_err(), "an unknown key is refused");
+        assert_eq!(numeric_cap("tools.timeout", &Config::default()), None);
     }
 
     #[test]

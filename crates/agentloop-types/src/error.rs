@@ -83,6 +83,39 @@ pub enum Kind {
     Resting,
 }
 
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::Failure,
+        Kind::Usage,
+        Kind::Config,
+        Kind::Escalated,
+        Kind::Budget,
+        Kind::Provider,
+        Kind::Tool,
+        Kind::LockBusy,
+        Kind::Data,
+        Kind::Negotiation,
+        Kind::Resting,
+    ];
+
+    /// The kind in one lowercase word, as an OpenTelemetry span's `error.type` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Failure => "failure",
+            Kind::Usage => "usage",
+            Kind::Config => "config",
+            Kind::Escalated => "escalated",
+            Kind::Budget => "budget",
+            Kind::Provider => "provider",
+            Kind::Tool => "tool",
+            Kind::LockBusy => "lockbusy",
+            Kind::Data => "data",
+            Kind::Negotiation => "negotiation",
+            Kind::Resting => "resting",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Error {
     pub kind: Kind,
@@ -215,4 +248,17 @@ macro_rules! bail {
     ($kind:ident, $($arg:tt)*) => {
         return Err($crate::error::Error::new($crate::error::Kind::$kind, format!($($arg)*)))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words spans have always carried: the variant's name in lowercase.
+    #[test]
+    fn a_kind_is_named_by_its_variant_in_lowercase() {
+        for k in Kind::ALL {
+            assert_eq!(k.as_str(), format!("{k:?}").to_ascii_lowercase());
+        }
+    }
 }

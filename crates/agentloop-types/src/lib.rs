@@ -12,3 +12,4 @@ pub mod outcome;
 pub mod run_id;
 pub mod tool_spec;
 pub mod trace;
+pub mod words;

@@ -90,10 +90,37 @@ impl StopKind {
     }
 
     /// The completion event's `type`.
-    pub fn event(self) -> &'static str {
+    pub fn event(self) -> Completion {
         match self {
-            StopKind::Done => "agent.completed",
-            StopKind::Escalated | StopKind::Budget(_) | StopKind::Provider | StopKind::Resting => "agent.escalated",
+            StopKind::Done => Completion::Completed,
+            StopKind::Escalated | StopKind::Budget(_) | StopKind::Provider | StopKind::Resting => Completion::Escalated,
+        }
+    }
+}
+
+/// The two completion events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "EventType")]
+pub enum Completion {
+    #[serde(rename = "agent.completed")]
+    Completed,
+    #[serde(rename = "agent.escalated")]
+    Escalated,
+}
+
+impl Completion {
+    /// The event's `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Completion::Completed => "agent.completed",
+            Completion::Escalated => "agent.escalated",
+        }
+    }
+    /// How the run ended, in the event's dedupe key (`agentic:run:<id>:completed`).
+    pub fn ending(self) -> &'static str {
+        match self {
+            Completion::Completed => "completed",
+            Completion::Escalated => "escalated",
         }
     }
 }
@@ -139,7 +166,9 @@ mod tests {
             assert!(code::TABLE.iter().any(|(c, _)| *c == s.exit_code()), "{s:?}");
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str(), "{s:?}");
             assert_eq!(serde_json::from_value::<StopKind>(serde_json::json!(s.as_str())).unwrap(), s);
-            assert_eq!(s.event() == "agent.completed", s == StopKind::Done, "{s:?}");
+            assert_eq!(s.event() == Completion::Completed, s == StopKind::Done, "{s:?}");
+            assert_eq!(serde_json::to_value(s.event()).unwrap(), s.event().as_str());
+            assert!(s.event().as_str().ends_with(&format!(".{}", s.event().ending())));
         }
         let old = |reason| StopKind::parse("budget", Some(reason));
         assert_eq!(old("cost budget exhausted: $0.51 of $0.50 spent"), Some(StopKind::Budget(Budget::MaxCostUsd)));

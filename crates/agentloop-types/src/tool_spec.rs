@@ -69,6 +69,18 @@ impl ToolStatus {
             ToolStatus::Error => "error",
         }
     }
+
+    /// The status another system reported for a tool it ran: `ok`, or a word routers and
+    /// plugins say it with (`success`, `succeeded`, `completed`, `done`), any case, blanks
+    /// aside; any other word is a failure.
+    pub fn reported(word: &str) -> ToolStatus {
+        let word = word.trim().to_lowercase();
+        if matches!(word.as_str(), "ok" | "success" | "succeeded" | "completed" | "done") {
+            ToolStatus::Ok
+        } else {
+            ToolStatus::Error
+        }
+    }
 }
 
 impl std::fmt::Display for ToolStatus {
@@ -241,3 +253,25 @@ impl std::fmt::Display for SchemaError {
 }
 
 impl std::error::Error for SchemaError {}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_round_trips_as_its_word_and_a_reported_one_is_read() {
+        for (s, word) in [(ToolStatus::Ok, "ok"), (ToolStatus::Error, "error")] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{word}\""));
+            assert_eq!(serde_json::from_str::<ToolStatus>(&format!("\"{word}\"")).unwrap(), s);
+            assert_eq!(s.to_string(), word);
+        }
+        assert!(serde_json::from_str::<ToolStatus>("\"skipped\"").is_err(), "a tool's result says ok or error");
+        for ok in ["ok", " Success ", "succeeded", "COMPLETED", "done"] {
+            assert_eq!(ToolStatus::reported(ok), ToolStatus::Ok, "{ok}");
+        }
+        for failed in ["error", "failed", "", "200"] {
+            assert_eq!(ToolStatus::reported(failed), ToolStatus::Error, "{failed}");
+        }
+    }
+}

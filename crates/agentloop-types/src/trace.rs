@@ -1,7 +1,7 @@
 //! trace.jsonl: the append-only audit trail, one typed JSON object per line.
 //!
 //! Invariants: lines are only ever appended, each with a single write, and never rewritten. The
-//! first entry of a run (`event: "run.started"`) carries `schema_version`. Readers skip a corrupt
+//! first entry of a run ([`Event::RunStarted`]) carries `schema_version`. Readers skip a corrupt
 //! or truncated line, or one too long to hold ([`lines::MAX_LINE`]), and report its number
 //! instead of failing. Field names are a public contract
 //! (docs/WORKSPACE.md, "Trace schema"): add fields, never rename them.
@@ -11,7 +11,10 @@ use camino::Utf8Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod event;
 pub mod lines;
+
+pub use event::{Event, ResultStatus};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -91,7 +94,8 @@ pub struct Entry {
     pub step: u32,
     pub phase: Option<Phase>,
     /// What happened: run.started, frame, reframe, plan, act, reflect, run.finished, event.ignored, ...
-    pub event: String,
+    #[schemars(with = "String")]
+    pub event: Event,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,7 +103,8 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_status: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub result_status: Option<ResultStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,18 +141,26 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(run_id: &str, step: u32, phase: Phase, event: &str) -> Self {
+    pub fn new(run_id: &str, step: u32, phase: Phase, event: Event) -> Self {
         Entry {
             ts: crate::clock::now_rfc3339(),
             run_id: run_id.to_string(),
             step,
             phase: Some(phase),
-            event: event.to_string(),
+            event,
             ..Default::default()
         }
     }
     pub fn is_error(&self) -> bool {
-        self.error.is_some() || self.result_status.as_deref() == Some("error")
+        self.error.is_some() || self.status() == Some(crate::tool_spec::ToolStatus::Error)
+    }
+    /// The tool call's status, when the entry records one agentloop writes.
+    pub fn status(&self) -> Option<crate::tool_spec::ToolStatus> {
+        self.result_status.as_ref().and_then(ResultStatus::tool)
+    }
+    /// How the entry went, in a word: the tool call's status, else the decision.
+    pub fn verdict(&self) -> Option<&str> {
+        self.result_status.as_ref().map(ResultStatus::as_str).or(self.decision.as_deref())
     }
     pub fn to_line(&self) -> String {
         crate::json::to_string(self)
@@ -297,7 +310,7 @@ mod tests {
     /// ended by CRLF.
     fn trace_with_a_long_line(dir: &tempfile::TempDir) -> camino::Utf8PathBuf {
         let path = Utf8Path::from_path(dir.path()).unwrap().join("trace.jsonl");
-        let e = Entry::new("R", 1, Phase::Act, "act").to_line();
+        let e = Entry::new("R", 1, Phase::Act, Event::Act).to_line();
         let at_cap = e.clone() + &" ".repeat(lines::MAX_LINE - e.len());
         std::fs::write(&path, format!("{e}\n{at_cap}\n")).unwrap();
         let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();

@@ -11,7 +11,8 @@
 //! write (it is part of the paper trail).
 
 use agentloop_types::error::Result;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::tool_spec::ToolStatus;
+use agentloop_types::trace::{Entry, Event, Phase};
 use camino::{Utf8Component, Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,11 +67,13 @@ impl Record {
     /// This run's record from its trace entries (other runs' entries are ignored).
     pub fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>, run_id: &str) -> Self {
         let mut r = Record::default();
-        for e in entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == "act") {
+        for e in
+            entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == Event::Act)
+        {
             // Only a result of `ok` is evidence. A step whose result is an error showed nothing,
             // whatever it was: a `finish` held while items were open (`data.finish_held`) ran
             // nothing and wrote nothing, so it cannot show the items it was held for.
-            let ok = !e.is_error() && e.result_status.as_deref() == Some("ok");
+            let ok = !e.is_error() && e.status() == Some(ToolStatus::Ok);
             r.steps.insert(e.step, ok);
             // The files `finish` lists are a claim about the run, not files it wrote or read.
             if !ok || agentloop_types::tool_spec::is_finish(e.tool.as_deref().unwrap_or("")) {
@@ -250,17 +253,17 @@ mod tests {
 
     #[test]
     fn only_this_runs_successful_actions_count() {
-        let act = |run: &str, step: u32, status: &str, path: &str| {
-            let mut e = Entry::new(run, step, Phase::Act, "act");
+        let act = |run: &str, step: u32, status: ToolStatus, path: &str| {
+            let mut e = Entry::new(run, step, Phase::Act, Event::Act);
             e.result_status = Some(status.into());
             e.args = Some(serde_json::json!({"path": path}));
             e
         };
         let entries = [
-            act("r1", 1, "ok", "./a.md"),
-            act("r0", 2, "ok", "b.md"),
-            act("r1", 3, "error", "c.md"),
-            act("r1", 4, "ok", "/etc/x"),
+            act("r1", 1, ToolStatus::Ok, "./a.md"),
+            act("r0", 2, ToolStatus::Ok, "b.md"),
+            act("r1", 3, ToolStatus::Error, "c.md"),
+            act("r1", 4, ToolStatus::Ok, "/etc/x"),
         ];
         let r = Record::of(&entries, "r1");
         assert_eq!(r.steps, BTreeMap::from([(1, true), (3, false), (4, true)]));
@@ -270,9 +273,9 @@ mod tests {
     /// A `finish` held while items were open is an error that ran nothing: citing it is refused.
     #[test]
     fn a_held_finish_is_no_evidence() {
-        let mut fin = Entry::new("r1", 1, Phase::Act, "act");
+        let mut fin = Entry::new("r1", 1, Phase::Act, Event::Act);
         fin.tool = Some("finish".into());
-        fin.result_status = Some("error".into());
+        fin.result_status = Some(ToolStatus::Error.into());
         fin.error = Some("`finish` refused".into());
         fin.data = Some(serde_json::json!({"finish_held": true}));
         let r = Record::of(&[fin], "r1");
@@ -283,9 +286,9 @@ mod tests {
     /// `finish` lists files; it neither wrote nor read them, so its list is no evidence.
     #[test]
     fn a_file_finish_merely_lists_is_no_evidence() {
-        let mut fin = Entry::new("r1", 2, Phase::Act, "act");
+        let mut fin = Entry::new("r1", 2, Phase::Act, Event::Act);
         fin.tool = Some("submit_response".into());
-        fin.result_status = Some("ok".into());
+        fin.result_status = Some(ToolStatus::Ok.into());
         fin.artifacts = vec!["context.md".into()];
         let r = Record::of(&[fin], "r1");
         assert!(r.touched.is_empty());

@@ -7,7 +7,7 @@ use agentloop_tools::tool_env::ToolEnv;
 use agentloop_types::budget::Budget;
 use agentloop_types::error::{Error, Result};
 use agentloop_types::tool_spec::ToolResult;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::markdown::NextAction;
 use agentloop_workspace::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
@@ -221,10 +221,10 @@ pub fn record(
 
 /// The act trace entry: the action, its result, and what else the trace should lead to.
 fn entry(state: &State, step: u32, action: &NextAction, result: &ToolResult, duration_ms: u64, edited: bool) -> Entry {
-    let mut e = Entry::new(&state.run_id, step, Phase::Act, "act");
+    let mut e = Entry::new(&state.run_id, step, Phase::Act, Event::Act);
     e.tool = Some(action.tool.clone());
     e.args = Some(action.args.clone());
-    e.result_status = Some(result.status.to_string());
+    e.result_status = Some(result.status.into());
     e.result_summary = Some(result.summary());
     e.error = result.error.clone();
     e.retryable = Some(result.retryable);

@@ -10,7 +10,7 @@ pub use agentloop_model::model::FUSED_PHASE;
 use agentloop_model::model::{self, Message, Part, Request, Response, ToolChoice, ToolDef};
 use agentloop_types::budget::Budget;
 use agentloop_types::error::{Error, Kind, Result};
-use agentloop_types::trace::{Entry, Phase, Usage};
+use agentloop_types::trace::{Entry, Event, Phase, Usage};
 use agentloop_workspace::workspace::{Commit, State, StopKind};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -196,12 +196,12 @@ fn record_timeouts(env: &Env, state: &State, step: u32, phase: &str, attempt: u3
     }
     let mut commit = Commit::default();
     for t in timeouts {
-        let p = match phase {
-            "frame" => Phase::Frame,
-            "plan" => Phase::Plan,
+        // Compaction and the fused call are Reflect's.
+        let p = match phase.parse::<Phase>() {
+            Ok(p @ (Phase::Frame | Phase::Plan)) => p,
             _ => Phase::Reflect,
         };
-        let mut e = Entry::new(&state.run_id, step, p, "model.timeout");
+        let mut e = Entry::new(&state.run_id, step, p, Event::ModelTimeout);
         e.error = Some(t.message.clone());
         e.retryable = Some(t.sent_again);
         e.model = Some(model.to_string());
@@ -396,7 +396,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     if let Some(m) = &env.model {
         state.model_cursor = m.cursor();
     }
-    let mut e = Entry::new(&state.run_id, state.step, phase, phase.as_str());
+    let mut e = Entry::new(&state.run_id, state.step, phase, phase.into());
     e.error = Some(reason.clone());
     // An answer refused after its correction took two calls, and its usage is both of theirs.
     e.attempt = (stop == StopKind::Escalated).then_some(2);

@@ -5,7 +5,7 @@
 use super::{account, ask, fail_phase, finish, Env, Outcome};
 use crate::contract::{self, FrameAnswer};
 use agentloop_types::error::Result;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::markdown::{Item, Memory};
 use agentloop_workspace::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
@@ -52,8 +52,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
     let can_proceed = a.can_proceed;
     let mut mem = new_memory(a, state, &old);
-    let event = if reframing { "reframe" } else { "frame" };
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event);
+    let event = if reframing { Event::Reframe } else { Event::Frame };
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event.clone());
     account(env, state, &mut e, &answer);
     e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
     e.reason = state.reframe_reason.clone();
@@ -79,7 +79,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         // Refusals named the items of the Definition of Done just replaced.
         state.refused_ticks.clear();
         commit.file("memory.md", env.render_memory(&mem)?);
-        commit.append("decisions.md", env.decisions_with(state.step, event, "Framed the task", &body)?);
+        commit.append("decisions.md", env.decisions_with(state.step, event.as_str(), "Framed the task", &body)?);
         commit.entry(&e);
         commit.state = Some(state.clone());
         env.commit(&commit)?;
@@ -93,7 +93,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     mem.status = "escalated: cannot proceed".into();
     body.push_str(&format!("\nCannot proceed. Open question: {question}\n"));
     commit.file("memory.md", env.render_memory(&mem)?);
-    commit.append("decisions.md", env.decisions_with(state.step, event, "Cannot proceed", &body)?);
+    commit.append("decisions.md", env.decisions_with(state.step, event.as_str(), "Cannot proceed", &body)?);
     commit.entry(&e);
     finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;

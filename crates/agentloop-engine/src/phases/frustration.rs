@@ -5,7 +5,7 @@
 //! Every change of the score is a `frustration` trace entry.
 
 use agentloop_config::config::Config;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::workspace::{Next, State};
 use serde_json::json;
 
@@ -30,7 +30,7 @@ pub fn update(state: &mut State, delta: i32, why: &str) -> Option<Entry> {
     }
     // Bookkeeping of the loop, not an action: phase `run`, so `select(.phase=="act")` still
     // lists exactly the actions.
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "frustration");
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, Event::Frustration);
     e.reason = Some(why.to_string());
     e.data = Some(json!({"from": from, "score": state.frustration}));
     Some(e)
@@ -84,7 +84,7 @@ pub fn reframe(state: &mut State, reason: &str) -> Entry {
     state.pending = None;
     state.reframe_reason = Some(format!("the loop was stuck ({reason}); frame the task anew"));
     state.next = Next::Frame;
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "frustration.reframe");
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, Event::FrustrationReframe);
     e.decision = Some("reframe".into());
     e.reason = Some(reason.to_string());
     e

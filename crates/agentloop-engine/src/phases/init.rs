@@ -3,7 +3,7 @@
 
 use agentloop_config::config::Config;
 use agentloop_types::error::{Error, Result};
-use agentloop_types::trace::{self, Entry, Phase};
+use agentloop_types::trace::{self, Entry, Event, Phase};
 use agentloop_workspace::markdown::{self, Memory, Plan};
 use agentloop_workspace::prompt::Templates;
 use agentloop_workspace::workspace::{Commit, Limits, Session, State};
@@ -229,7 +229,7 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
         .file("memory.md", tpl.render("memory.md.j2", &memory)?)
         .file("plan.md", tpl.render("plan.md.j2", markdown::plan_view(&Plan::default()))?)
         .file("decisions.md", tpl.render("decisions.md.j2", json!({}))?);
-    let mut e = Entry::new(&state.run_id, 0, Phase::Run, "run.started");
+    let mut e = Entry::new(&state.run_id, 0, Phase::Run, Event::RunStarted);
     e.schema_version = Some(trace::SCHEMA_VERSION);
     let mut data = json!({"goal": goal, "limits": state.limits});
     if !values.checked.is_empty() {

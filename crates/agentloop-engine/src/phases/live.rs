@@ -5,7 +5,7 @@
 
 use agentloop_io::output::Printer;
 use agentloop_model::model::Delta;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use serde_json::json;
 
 /// Characters of one call shown on the progress line; the rest is elided (the events carry all).
@@ -31,7 +31,7 @@ impl Live {
 
     /// The `model.delta` entry for a piece (what `--events` prints).
     pub fn entry(&self, d: &Delta) -> Entry {
-        let mut e = Entry::new(&self.run_id, self.step, self.phase, "model.delta");
+        let mut e = Entry::new(&self.run_id, self.step, self.phase, Event::ModelDelta);
         e.attempt = Some(self.attempt);
         e.data = Some(match d {
             Delta::Text(t) => json!({"text": t}),

@@ -28,7 +28,7 @@ use agentloop_tools::skills::SkillSet;
 use agentloop_tools::tools::Registry;
 use agentloop_types::budget::Budget;
 use agentloop_types::error::Result;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::markdown::{self, Memory, Plan};
 use agentloop_workspace::prompt::Templates;
 use agentloop_workspace::workspace::{Commit, Next, Session, State, Status, StopKind, Workspace};
@@ -604,16 +604,15 @@ fn keep_last(v: &mut Vec<String>, n: usize) {
 }
 
 fn progress_line(e: &Entry) -> String {
-    let phase = e.phase.map(|p| p.as_str()).unwrap_or("-");
-    let mut s = format!("[step {}] {phase:<7}", e.step);
+    let mut s = format!("[step {}] {:<7}", e.step, e.phase.map(|p| p.as_str()).unwrap_or("-"));
     // A phase's own entry (`plan` in Plan) is said once: `plan    file_write`, not `plan    plan`.
-    if e.event != phase {
+    if e.phase.is_none_or(|p| e.event != p) {
         s.push_str(&format!(" {}", e.event));
     }
     if let Some(t) = &e.tool {
         s.push_str(&format!(" {t}"));
     }
-    if let Some(st) = e.result_status.as_ref().or(e.decision.as_ref()) {
+    if let Some(st) = e.verdict() {
         s.push_str(&format!(" → {st}"));
     }
     if let Some(d) = e.duration_ms {
@@ -638,7 +637,7 @@ pub fn refresh_limits(env: &Env, state: &mut State, sources: &agentloop_config::
     if now == state.limits || state.status.is_terminal() {
         return Ok(());
     }
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "limits.changed");
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, Event::LimitsChanged);
     e.data = Some(json!({"from": state.limits, "to": now}));
     state.limits = now;
     let mut commit = Commit::default();
@@ -747,7 +746,7 @@ pub fn finish(
         definition_of_done: dod.iter().map(crate::schema::DodItem::of).collect(),
     };
     commit.file("result.json", agentloop_types::json::to_string_pretty(&result) + "\n");
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, "run.finished");
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Run, Event::RunFinished);
     e.data = state.open_question.as_ref().map(|q| json!({"open_question": q}));
     e.decision = Some(state.status.as_str().to_string());
     e.reason = Some(reason.to_string());

@@ -8,7 +8,7 @@ use super::{account, ask, budget_exceeded, fail_phase, finish, Env, Outcome};
 use crate::contract::PlanAnswer;
 use agentloop_types::error::Result;
 use agentloop_types::tool_spec::SideEffect;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::markdown::{Item, NextAction};
 use agentloop_workspace::workspace::{Commit, Next, Pending, State, StopKind};
 use serde_json::{json, Value};
@@ -56,7 +56,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),
     };
-    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, "plan");
+    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, Event::Plan);
     account(env, state, &mut e, &answer);
     commit_answer(env, state, plan, &answer.value, e, &shown, &unknown)
 }
@@ -93,7 +93,7 @@ pub fn take_fused(
     let (_, plan) = env.read_plan()?;
     let catalog = env.catalog();
     let unknown = check_skills_md(env, &catalog)?;
-    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, "plan");
+    let mut e = Entry::new(&state.run_id, state.step + 1, Phase::Plan, Event::Plan);
     e.model = Some(model.to_string());
     e.data = Some(json!({"fused": true}));
     commit_answer(env, state, plan, answer, e, shown, &unknown)

@@ -6,7 +6,7 @@ use super::{account, ask, fail_phase, finish, frustration, Env, Outcome};
 use crate::contract::{self, ReflectAnswer};
 use agentloop_types::error::Result;
 use agentloop_types::tool_spec::ToolResult;
-use agentloop_types::trace::{Entry, Phase};
+use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
@@ -85,7 +85,7 @@ fn compact(
         );
         match ask::<contract::CompactAnswer>(env, state, "compact", "", prompt, contract::compact_tool(), &|_| {}) {
             Ok(a) => {
-                let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "compact");
+                let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, Event::Compact);
                 account(env, state, &mut e, &a);
                 entry = Some(e);
                 // A summary the model began with the header would nest one in the other.
@@ -145,7 +145,7 @@ pub fn take(
     let mut d = decide(env.cfg, state, &mut mem, &a, finished);
     record_step(&mut plan, state, &a);
     mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
-    let mut e = Entry::new(&state.run_id, step, Phase::Reflect, "reflect");
+    let mut e = Entry::new(&state.run_id, step, Phase::Reflect, Event::Reflect);
     account(env, state, &mut e, answer);
     e.decision = Some(d.decision.clone());
     e.reason = Some(d.reason.clone());
@@ -280,7 +280,7 @@ fn take_answer(
 
 /// The trace entry of a refused tick: the item, what it cited and why each citation failed.
 fn refusal_entry(state: &State, r: &agentloop_workspace::evidence::Refusal) -> Entry {
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, "tick.refused");
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Reflect, Event::TickRefused);
     e.reason = Some(r.reasons.join("; "));
     e.data = Some(json!({"item": r.item, "text": r.text, "cited": r.cited, "reasons": r.reasons}));
     e

@@ -17,7 +17,7 @@ fn describe(e: &Entry) -> String {
     if let Some(t) = &e.tool {
         let _ = write!(s, " · {t}");
     }
-    if let Some(d) = e.result_status.as_ref().or(e.decision.as_ref()) {
+    if let Some(d) = e.verdict() {
         let _ = write!(s, " → {d}");
     }
     let _ = write!(s, " · {}", duration(e.duration_ms.unwrap_or(0)));

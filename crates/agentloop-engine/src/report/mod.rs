@@ -18,7 +18,7 @@ pub mod status;
 pub use index::{render_index, render_index_with, Row};
 
 use agentloop_types::error::Result;
-use agentloop_types::trace::{self, Entry, Phase, Usage};
+use agentloop_types::trace::{self, Entry, Event, Phase, Usage};
 use agentloop_workspace::workspace::{State, Workspace};
 
 /// Where a page's links go.
@@ -102,7 +102,7 @@ impl Run {
 
     pub fn totals(&self) -> Totals {
         let mut t = Totals::default();
-        for e in self.entries.iter().filter(|e| e.event != "run.finished") {
+        for e in self.entries.iter().filter(|e| e.event != Event::RunFinished) {
             if let Some(u) = &e.usage {
                 t.usage.add(u);
             }
@@ -132,7 +132,7 @@ impl Run {
     pub fn steps(&self) -> Vec<Step<'_>> {
         let mut steps: std::collections::BTreeMap<u32, Step> = std::collections::BTreeMap::new();
         for e in &self.entries {
-            if matches!(e.event.as_str(), "run.started" | "run.finished") {
+            if e.event.is_run_bound() {
                 continue;
             }
             let s = steps.entry(e.step).or_insert_with(|| Step {
@@ -151,11 +151,11 @@ impl Run {
             }
             s.cost_usd += e.cost_usd.unwrap_or(0.0);
             s.duration_ms += e.duration_ms.unwrap_or(0);
-            match (e.phase, e.event.as_str()) {
+            match (e.phase, &e.event) {
                 (Some(Phase::Frame), _) => s.frames.push(e),
                 (Some(Phase::Plan), _) => s.plan = Some(e),
                 (Some(Phase::Act), _) => s.acts.push(e),
-                (Some(Phase::Reflect), "reflect") => s.reflect = Some(e),
+                (Some(Phase::Reflect), Event::Reflect) => s.reflect = Some(e),
                 _ => s.notes.push(e),
             }
         }

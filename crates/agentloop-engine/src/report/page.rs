@@ -3,7 +3,8 @@
 
 use super::html::{self, cost_text, duration, esc, excerpt, spend, thousands};
 use super::{charts, Links, Run, Step};
-use agentloop_types::trace::Entry;
+use agentloop_types::tool_spec::ToolStatus;
+use agentloop_types::trace::{Entry, Event, ResultStatus};
 use agentloop_workspace::workspace::Status;
 use serde_json::Value;
 use std::fmt::Write;
@@ -145,7 +146,7 @@ fn facts(p: &mut String, run: &Run, totals: &super::Totals) {
         facts.insert(0, ("slot", slot.clone(), " id=\"slot\"".into()));
     }
     // The values negotiation checked the task against when it was accepted.
-    let values = run.entries.iter().find(|e| e.event == "run.started").and_then(|e| e.data.as_ref()?.get("values"));
+    let values = run.entries.iter().find(|e| e.event == Event::RunStarted).and_then(|e| e.data.as_ref()?.get("values"));
     if let Some(names) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) {
         let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
         facts.push(("values", format!("{} (no conflict)", names.join(", ")), " id=\"values\"".into()));
@@ -266,7 +267,7 @@ fn step_card(p: &mut String, run: &Run, links: &Links, st: &Step) {
                 .or_else(|| e.reason.clone())
                 .or_else(|| e.error.clone())
                 .unwrap_or_default();
-            let _ = write!(p, "<li><code>{}</code> {}</li>", esc(&e.event), esc(&excerpt(&what, 300)));
+            let _ = write!(p, "<li><code>{}</code> {}</li>", esc(e.event.as_str()), esc(&excerpt(&what, 300)));
         }
         p.push_str("</ul>");
     }
@@ -278,7 +279,7 @@ fn frame_part(p: &mut String, f: &Entry) {
     let _ = write!(
         p,
         "<div class=\"frame\"><h4>{}</h4>{}",
-        esc(&f.event),
+        esc(f.event.as_str()),
         f.decision.as_deref().map(|d| badge(&format!("d-{d}"), d)).unwrap_or_default()
     );
     if let Some(r) = &f.reason {
@@ -313,13 +314,16 @@ fn plan_part(p: &mut String, run: &Run, links: &Links, e: &Entry) {
 
 /// One action of a step: its tool, result status and time, an excerpt and the artifacts it made.
 fn act_part(p: &mut String, run: &Run, links: &Links, e: &Entry) {
-    let status = e.result_status.clone().unwrap_or_else(|| if e.is_error() { "error".into() } else { "-".into() });
+    let status = e
+        .result_status
+        .as_ref()
+        .map_or_else(|| if e.is_error() { ToolStatus::Error.as_str() } else { "-" }, ResultStatus::as_str);
     let _ = write!(
         p,
         "<div class=\"act\"><h4>{}{}</h4><p>{} {}</p>",
-        if e.event == "act" { "Act".to_string() } else { esc(&e.event) },
+        if e.event == Event::Act { "Act".to_string() } else { esc(e.event.as_str()) },
         e.tool.as_deref().map(|t| format!(": <code>{}</code>", esc(t))).unwrap_or_default(),
-        badge(&format!("r-{status}"), &status),
+        badge(&format!("r-{status}"), status),
         esc(&duration(e.duration_ms.unwrap_or(0)))
     );
     let text = e.error.as_ref().or(e.result_summary.as_ref());

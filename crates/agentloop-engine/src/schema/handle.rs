@@ -23,7 +23,8 @@ pub struct HandleRequest {
     /// The router's job; a retry of the job keeps it, so it is one of a start's keys
     pub job_id: Option<String>,
     /// handle (the default), health or poll
-    pub command: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub command: Option<Command>,
     /// The plugin's configuration as the router holds it: agentloop's keys (or the plugin
     /// config's names for them), narrowing the root's configuration
     pub config: Option<Map<String, Value>>,
@@ -38,7 +39,8 @@ pub struct HandleRequest {
     pub deadline_at: Option<String>,
     /// A bare event's type
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub kind: Option<EventKind>,
     /// A bare event's payload
     #[schemars(with = "Option<EventPayload>")]
     pub payload: Option<Value>,
@@ -55,12 +57,45 @@ pub struct RequestEvent {
     /// agentic.start or api.trigger (start a run), agentic.tool_result (resume one), or a tool's
     /// own event type (resumed through the request's `context`)
     #[serde(rename = "type")]
-    pub kind: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub kind: Option<EventKind>,
     /// Read by the event's type: [`StartPayload`], [`ToolResultPayload`], or a tool's own content
     #[schemars(with = "Option<EventPayload>")]
     pub payload: Option<Value>,
     pub dedupe_key: Option<String>,
     pub event_id: Option<String>,
+}
+
+agentloop_types::words! {
+    /// What a request asks `handle` to do (`command`); another word is answered as unknown.
+    pub enum Command {
+        /// Handle the request's event (the default).
+        Handle => "handle",
+        /// Say whether the root's configuration works; no run is touched.
+        Health => "health",
+        /// Sweep the runs under the root (waits past their grace).
+        Poll => "poll",
+    }
+}
+
+agentloop_types::words! {
+    /// An event's `type`: the ones that start or resume a run; any other is a tool's own event
+    /// (resumed through the request's `context`) or is ignored.
+    pub enum EventKind {
+        /// Start a run.
+        Start => "agentic.start",
+        /// Start a run, as an API call asks.
+        Trigger => "api.trigger",
+        /// Resume a run with its pending tool's result.
+        ToolResult => "agentic.tool_result",
+    }
+}
+
+impl EventKind {
+    /// Whether the event starts a run ([`StartPayload`]).
+    pub fn starts(&self) -> bool {
+        matches!(self, EventKind::Start | EventKind::Trigger)
+    }
 }
 
 /// The shapes an event's payload takes, for the published schema.
@@ -76,7 +111,8 @@ enum EventPayload {
 /// In the published schema, the payload's shape by the event's type, as [`payload`] reads it
 /// (a tool's own event carries any content).
 fn payload_by_type(schema: &mut schemars::Schema) {
-    let shape = |types: Value, def: &str| {
+    let shape = |types: &[EventKind], def: &str| {
+        let types: Vec<&str> = types.iter().map(EventKind::as_str).collect();
         json!({
             "if": {"properties": {"type": {"enum": types}}, "required": ["type"]},
             "then": {"properties": {"payload": {"anyOf": [{"$ref": format!("#/$defs/{def}")}, {"type": "null"}]}}}
@@ -85,8 +121,8 @@ fn payload_by_type(schema: &mut schemars::Schema) {
     schema.insert(
         "allOf".into(),
         json!([
-            shape(json!(["agentic.start", "api.trigger"]), "StartPayload"),
-            shape(json!(["agentic.tool_result"]), "ToolResultPayload")
+            shape(&[EventKind::Start, EventKind::Trigger], "StartPayload"),
+            shape(&[EventKind::ToolResult], "ToolResultPayload")
         ]),
     );
 }
@@ -262,6 +298,13 @@ pub struct RunSnapshot {
     pub rest: Map<String, Value>,
 }
 
+impl RunSnapshot {
+    /// The run's status, when the snapshot holds one this version writes.
+    pub fn run_status(&self) -> Option<agentloop_workspace::workspace::Status> {
+        self.status.as_deref().and_then(agentloop_workspace::workspace::Status::named)
+    }
+}
+
 /// Why a request (or an event's payload) cannot be read; the text is what the response says.
 #[derive(Debug)]
 pub enum RequestError {
@@ -378,5 +421,32 @@ mod tests {
         let ctx = r.context.unwrap();
         assert_eq!(ctx.step.as_ref().and_then(StepRef::number), Some(2));
         assert_eq!(ctx.to_value(), serde_json::json!({"ductile_step_id": "a", "run_id": "r", "step": "2"}));
+    }
+
+    #[test]
+    fn commands_and_event_types_are_read_by_word_and_others_kept() {
+        let r = HandleRequest::parse(r#"{"command": "poll", "event": {"type": "api.trigger"}}"#).unwrap();
+        assert_eq!(r.command, Some(Command::Poll));
+        assert!(r.event.as_ref().and_then(|e| e.kind.as_ref()).is_some_and(EventKind::starts));
+        let r = HandleRequest::parse(r#"{"type": "fetch.completed"}"#).unwrap();
+        assert_eq!(r.kind, Some(EventKind::Other("fetch.completed".into())));
+        for (word, kind) in [
+            ("agentic.start", EventKind::Start),
+            ("api.trigger", EventKind::Trigger),
+            ("agentic.tool_result", EventKind::ToolResult),
+        ] {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), format!("\"{word}\""));
+            assert!(matches!(serde_json::from_str::<EventKind>(&format!("\"{word}\"")), Ok(k) if k == kind));
+        }
+        for c in Command::KNOWN {
+            assert_eq!(&Command::named(c.as_str()), c);
+        }
+        assert_eq!(serde_json::to_string(&Command::named("restart")).unwrap(), r#""restart""#);
+        let e = HandleRequest::parse(r#"{"command": 5}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("the request's `command` is not valid: invalid type: integer `5`, expected a string"),
+            "{e}"
+        );
     }
 }

@@ -82,20 +82,11 @@ impl DodItem {
     }
 }
 
-/// The two completion events.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub enum EventType {
-    #[serde(rename = "agent.completed")]
-    Completed,
-    #[serde(rename = "agent.escalated")]
-    Escalated,
-}
-
 /// The event a finished run emits: `run --json`'s stdout, and `handle`'s last event.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CompletionEvent {
     #[serde(rename = "type")]
-    pub kind: EventType,
+    pub kind: agentloop_types::outcome::Completion,
     pub payload: CompletionPayload,
     /// `handle` only: `agentic:run:<run_id>:completed` or `:escalated`
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,9 +128,8 @@ fn nullable_text(_: &mut SchemaGenerator) -> Schema {
 
 impl CompletionEvent {
     pub fn of(state: &State) -> Self {
-        let kind = if state.ended_as().is_done() { EventType::Completed } else { EventType::Escalated };
         CompletionEvent {
-            kind,
+            kind: state.ended_as().event(),
             payload: CompletionPayload {
                 run_id: state.run_id.clone(),
                 goal: state.goal.clone(),
@@ -300,7 +290,8 @@ pub struct ToolInfo {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct HandleResponse {
     /// ok or error
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: HandleStatus,
     /// One line for people
     pub result: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -316,6 +307,32 @@ pub struct HandleResponse {
     pub state_updates: Option<StateUpdates>,
     #[schemars(with = "Vec<LogLine>")]
     pub logs: Vec<Value>,
+}
+
+/// Whether `handle` did what the request asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleStatus {
+    #[default]
+    Ok,
+    Error,
+}
+
+/// How much a line of `handle`'s `logs` matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Info,
+    Warn,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+        }
+    }
 }
 
 /// An event `handle` emits: a tool request (payload: run_id, step, tool, tool_command,
@@ -348,7 +365,8 @@ pub struct StateUpdates {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LogLine {
-    pub level: String,
+    #[schemars(with = "String")]
+    pub level: LogLevel,
     pub message: String,
 }
 
@@ -388,7 +406,7 @@ impl TraceStats {
 /// the scripted model's (a replay spends nothing).
 pub fn unpriced(e: &Entry) -> bool {
     e.cost_usd.is_none()
-        && e.event != "run.finished"
+        && e.event != agentloop_types::trace::Event::RunFinished
         && e.usage.is_some_and(|u| u.total() > 0)
         && !e.model.as_deref().is_some_and(agentloop_types::trace::is_scripted)
 }
@@ -429,7 +447,7 @@ impl TraceSum {
         self.errors += e.is_error() as u64;
         self.duration_ms += e.duration_ms.unwrap_or(0);
         // run.finished carries the run's totals; counting it would count everything twice.
-        if e.event == "run.finished" {
+        if e.event == agentloop_types::trace::Event::RunFinished {
             return;
         }
         if let Some(u) = e.usage {

@@ -385,7 +385,7 @@ impl Drop for RunSpan {
 
 /// `error.type` for an error: its kind (`provider`, `budget`, `tool`, …).
 pub fn error_type(e: &agentloop_types::error::Error) -> String {
-    format!("{:?}", e.kind).to_ascii_lowercase()
+    e.kind.as_str().to_string()
 }
 
 /// One action as it ran: an `execute_tool {tool}` span ending now, begun `duration_ms` ago.

@@ -58,7 +58,7 @@ impl Drop for RunSpan {
 
 /// `error.type` for an error: its kind, as a build with traces names it.
 pub fn error_type(e: &agentloop_types::error::Error) -> String {
-    format!("{:?}", e.kind).to_ascii_lowercase()
+    e.kind.as_str().to_string()
 }
 
 /// One action as it ran: no span.

@@ -60,6 +60,10 @@ impl Status {
     pub fn is_terminal(self) -> bool {
         self != Status::Running
     }
+    /// The status of that name (as [`Status::as_str`] writes it), if it is one.
+    pub fn named(word: &str) -> Option<Status> {
+        [Status::Running, Status::Done, Status::Escalated].into_iter().find(|s| s.as_str() == word)
+    }
 }
 
 /// Why a run stopped; its exit code, result.json value and event are in [`agentloop_types::outcome`].
