@@ -110,7 +110,7 @@ fn answer_error(e: Error, resp: &mut Response) -> u8 {
         return code::HANDLE_CONFIG;
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
-    fail(resp, e.message, retry);
+    fail(resp, e.to_string(), retry);
     0
 }
 
@@ -216,13 +216,13 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
     }
     let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
     agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
-        Error::config(format!("the root {root} is not writable: {}", e.message))
+        Error::config(format!("the root {root} is not writable: {e}"))
             .with_hint("give the plugin's user write access to it")
     })?;
     let _ = std::fs::remove_file(&probe);
     agentloop_model::model::from_config(cfg, root).map_err(|e| {
-        let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
-        Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
+        let hint = e.hint().unwrap_or("set the provider's key in the plugin's environment").to_string();
+        Error::config(format!("the provider cannot be used: {e}")).with_hint(hint)
     })?;
     Ok(root.join(&cfg.handle.runs_dir))
 }
@@ -230,9 +230,9 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
 /// A configuration error as the response says it: the message, and the fix when there is one
 /// (a router shows only this text).
 fn config_error(e: Error) -> String {
-    match e.hint {
-        Some(h) => format!("configuration error: {}; {h}", e.message),
-        None => format!("configuration error: {}", e.message),
+    match e.hint() {
+        Some(h) => format!("configuration error: {e}; {h}"),
+        None => format!("configuration error: {e}"),
     }
 }
 

@@ -174,7 +174,7 @@ pub fn refusal(form: Form, e: &ApiError) -> String {
         "<div class=\"refused\" id=\"refused\" role=\"alert\" data-status=\"{}\"><p><strong>{}:</strong> {}</p>{}</div>",
         e.status,
         form.undone,
-        esc(&e.message),
+        esc(&e.text()),
         fix.map(|f| format!("<p class=\"fix\"><strong>What to change:</strong> {}</p>", esc(f))).unwrap_or_default()
     )
 }

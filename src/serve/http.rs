@@ -122,11 +122,16 @@ impl Reply {
     }
 }
 
-/// An error reply: status, message, an optional hint and Retry-After.
+/// An error reply: status, message, the errors behind it (`causes`), an optional hint (with
+/// every hint in `hints`) and Retry-After.
 #[derive(Debug)]
 pub struct ApiError {
     pub status: u16,
     pub message: String,
+    /// [`Error::causes`]: the text of each error behind this one, outermost first.
+    pub causes: Vec<String>,
+    /// Hints after the first (which is `hint`).
+    pub more_hints: Vec<String>,
     pub hint: Option<String>,
     pub retry_after: Option<u64>,
     /// The methods an endpoint takes (405).
@@ -138,7 +143,16 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into(), hint: None, retry_after: None, allow: None, form_hint: None }
+        ApiError {
+            status,
+            message: message.into(),
+            causes: Vec::new(),
+            more_hints: Vec::new(),
+            hint: None,
+            retry_after: None,
+            allow: None,
+            form_hint: None,
+        }
     }
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
@@ -164,10 +178,18 @@ impl ApiError {
         self.retry_after = Some(secs);
         self
     }
+    /// The message and the errors behind it on one line (the panel's refusal box).
+    pub fn text(&self) -> String {
+        std::iter::once(&self.message).chain(&self.causes).map(String::as_str).collect::<Vec<_>>().join(": ")
+    }
     pub fn reply(self) -> Reply {
         let mut v = json!({"error": self.message, "status": self.status});
+        if !self.causes.is_empty() {
+            v["causes"] = json!(self.causes);
+        }
         if let Some(h) = &self.hint {
             v["hint"] = json!(h);
+            v["hints"] = json!(std::iter::once(h).chain(&self.more_hints).collect::<Vec<_>>());
         }
         let mut r = Reply::json(self.status, &v);
         if let Some(s) = self.retry_after {
@@ -195,7 +217,10 @@ impl From<Error> for ApiError {
             Kind::Provider => 502,
             Kind::Escalated | Kind::Budget | Kind::Tool | Kind::Data | Kind::Failure => 500,
         };
-        ApiError { status, message: e.message, hint: e.hint, retry_after: None, allow: None, form_hint: None }
+        let causes = e.causes();
+        let mut hints = e.hints.into_iter();
+        let hint = hints.next();
+        ApiError { causes, more_hints: hints.collect(), hint, ..ApiError::new(status, e.message) }
     }
 }
 

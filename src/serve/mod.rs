@@ -119,7 +119,11 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
     let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone())
         .lock(None)
-        .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
+        .map_err(|e| Error {
+            message: format!("{} (is another `agentloop serve` using this root?)", e.message),
+            hints: Vec::new(),
+            ..e
+        })?;
     let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
     let bound = server.server_addr().to_ip().unwrap_or(addr);
     let url = format!("http://{bound}");
@@ -264,7 +268,7 @@ fn worker(shared: &Arc<Shared>) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runs::drive(shared, &id)));
         let error = match result {
             Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.message),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("internal error while driving the run (see the server's stderr)".to_string()),
         };
         if let Some(e) = &error {

@@ -183,7 +183,7 @@ fn heartbeat(w: &Worker) {
         std::thread::sleep(w.claim_idle / 3);
         let ids: Vec<String> = w.held.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
         if let Err(e) = link.call("keep its claims fresh", |c| streams::refresh(c, &w.names, &w.consumer, &ids)) {
-            w.printer.warn(&e.message);
+            w.printer.warn(&e.to_string());
         }
     }
 }
@@ -192,7 +192,7 @@ fn heartbeat(w: &Worker) {
 fn work(w: &Worker) {
     let mut link = match w.link() {
         Ok(l) => l,
-        Err(e) => return w.printer.warn(&e.message),
+        Err(e) => return w.printer.warn(&e.to_string()),
     };
     loop {
         agentloop_tools::interrupt::park_if_interrupted();
@@ -216,7 +216,7 @@ fn work(w: &Worker) {
             }
             Ok(None) => {}
             Err(e) => {
-                w.printer.warn(&e.message);
+                w.printer.warn(&e.to_string());
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
@@ -258,14 +258,14 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
         Err(e) if permanent(&e) && e.message.starts_with(&format!("run {run_id} ")) => dead(w, link, d, &e.message),
-        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
+        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e)),
         Err(_) if agentloop_tools::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
-                e.message, d.id, d.deliveries, w.max_deliveries
+                e, d.id, d.deliveries, w.max_deliveries
             ));
-            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.message));
+            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.to_string()));
         }
     }
 }
@@ -282,14 +282,14 @@ fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
             "run {run_id} stopped at a commit point{at}; message {} handed back for another worker",
             d.id
         )),
-        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e.message, d.id)),
+        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e, d.id)),
     }
 }
 
 fn dead(w: &Worker, link: &mut Link, d: &Delivery, reason: &str) {
     match link.call("dead-letter a message", |c| streams::dead_letter(c, &w.names, d, reason)) {
         Ok(()) => w.printer.warn(&format!("message {} moved to {}: {reason}", d.id, w.names.dead)),
-        Err(e) => w.printer.warn(&e.message),
+        Err(e) => w.printer.warn(&e.to_string()),
     }
 }
 

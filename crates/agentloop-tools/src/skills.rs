@@ -483,7 +483,7 @@ fn read_skill_file(
             ))),
             Err(agentloop_io::fs::Unreadable::NotRegular) => Err(agentloop_types::error::Error::tool(format!("{shown} is not a regular file"))),
             Err(agentloop_io::fs::Unreadable::TooLarge(n)) => Err(agentloop_types::error::Error::tool(agentloop_io::capfs::too_large(shown, n, cap))),
-            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
+            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e))),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())

@@ -96,7 +96,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
-            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
+            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.to_string())),
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { model_name.clone() } else { resp.model.clone() };
@@ -339,18 +339,15 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     let (stop, reason, usage, cost) = match err {
         AskError::Other(e) => return Err(e),
         AskError::Provider(e, _) if env.provider_failure_resumable => {
-            let failed = Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message));
-            return Err(match e.cause {
-                Some(c) => failed.with_cause(c),
-                None => failed,
-            });
+            let message = format!("provider failure in {}: {}", phase.as_str(), e.message);
+            return Err(Error { kind: Kind::Provider, message, hints: Vec::new(), ..e });
         }
         AskError::Provider(e, u) => {
             state.provider_status = match e.cause {
                 Some(agentloop_types::error::Cause::Status(s)) => Some(s),
                 _ => None,
             };
-            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message), u, Some(0.0))
+            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e), u, Some(0.0))
         }
         AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0)),
         AskError::Invalid(p, u, c) => (

@@ -36,7 +36,10 @@ fn components() -> Value {
     out.insert(
         "Error".into(),
         json!({"type": "object", "required": ["error", "status"], "properties": {
-            "error": {"type": "string"}, "status": {"type": "integer"}, "hint": {"type": "string"}}}),
+            "error": {"type": "string"}, "status": {"type": "integer"},
+            "causes": {"type": "array", "items": {"type": "string"}, "description": "The errors behind this one (a system's, a parser's), outermost first; absent when none"},
+            "hint": {"type": "string", "description": "The next step"},
+            "hints": {"type": "array", "items": {"type": "string"}, "description": "Every next step, `hint` first"}}}),
     );
     out.insert(
         "StartRun".into(),

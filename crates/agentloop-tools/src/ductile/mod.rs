@@ -129,7 +129,7 @@ impl Hub {
         if let Some(url) = d.api_url.as_ref().filter(|_| reach) {
             match discover(d, url, cache) {
                 Ok(found) => plugins.extend(found),
-                Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.message)),
+                Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e)),
             }
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -385,7 +385,7 @@ fn run_job(
     args: &Value,
 ) -> std::result::Result<ToolResult, Box<ToolResult>> {
     let base = url.trim_end_matches('/');
-    let fail = |e: Error| Box::new(ToolResult::err(e.message, true));
+    let fail = |e: Error| Box::new(ToolResult::err(e.to_string(), true));
     let record_path = env.root.join(JOB_FILE);
     let started = agentloop_io::fs::read_optional(&record_path)
         .ok()
@@ -426,7 +426,7 @@ fn run_job(
                 ))
             })?;
             // Checked before it is kept: a step run again would poll the same id.
-            segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.message, false)))?;
+            segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.to_string(), false)))?;
             let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
             agentloop_io::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
                 .map_err(fail)?;
@@ -435,7 +435,7 @@ fn run_job(
     };
     agentloop_io::crash::point("ductile:polling");
     let job = poll(d, base, &job_id, plugin).map_err(|e| {
-        let mut r = ToolResult::err(e.message, true);
+        let mut r = ToolResult::err(e.to_string(), true);
         r.metadata = json!({"ductile_job": job_id});
         Box::new(r)
     })?;
