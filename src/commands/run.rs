@@ -295,8 +295,9 @@ fn read_output_schema(file: &camino::Utf8Path, cfg: &agentloop_config::config::C
         agentloop_io::fs::read_to_string(file)
             .map_err(|e| Error { kind: Kind::Usage, message: format!("--output-schema: {}", e.message), hints: Vec::new(), ..e })?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
+        Error::usage(format!("--output-schema: {file} is not JSON"))
             .with_hint("the file must hold one JSON Schema object")
+            .with_source(e)
     })?;
     agentloop_engine::output_schema::check_schema(
         &v,

@@ -291,7 +291,7 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
     }
     let older = match &a.older_than {
         Some(d) => {
-            Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?)
+            Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")).with_source(e))?)
         }
         None => None,
     };

@@ -216,13 +216,14 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
     }
     let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
     agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
-        Error::config(format!("the root {root} is not writable: {e}"))
+        Error::config(format!("the root {root} is not writable"))
             .with_hint("give the plugin's user write access to it")
+            .with_source(e)
     })?;
     let _ = std::fs::remove_file(&probe);
     agentloop_model::model::from_config(cfg, root).map_err(|e| {
         let hint = e.hint().unwrap_or("set the provider's key in the plugin's environment").to_string();
-        Error::config(format!("the provider cannot be used: {e}")).with_hint(hint)
+        Error::config("the provider cannot be used").with_hint(hint).with_source(e)
     })?;
     Ok(root.join(&cfg.handle.runs_dir))
 }
@@ -360,7 +361,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
             agentloop_io::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
         }
         Ok(_) if path.exists() => {
-            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
+            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}")).with_source(e))?
         }
         _ => {}
     }
@@ -513,7 +514,7 @@ fn restart_unwritten(
     let partial = run_ws(cfg, root, &run_id)?;
     if partial.root.exists() {
         std::fs::remove_dir_all(&partial.root)
-            .map_err(|e| Error::failure(format!("cannot clear the unfinished run folder {}: {e}", partial.root)))?;
+            .map_err(|e| Error::failure(format!("cannot clear the unfinished run folder {}", partial.root)).with_source(e))?;
     }
     Ok(run_id)
 }

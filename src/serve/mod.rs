@@ -111,7 +111,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let addr = o
         .listen
         .to_socket_addrs()
-        .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)))?
+        .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)).with_source(e))?
         .next()
         .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
     let (auth, kept) = auth_for(addr, &o)?;
@@ -124,7 +124,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
             hints: Vec::new(),
             ..e
         })?;
-    let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
+    let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}")).with_boxed_source(e))?;
     let bound = server.server_addr().to_ip().unwrap_or(addr);
     let url = format!("http://{bound}");
     let hosts = host::Hosts::new(bound, &serve.allowed_hosts)?;

@@ -96,7 +96,8 @@ fn lock_run(ws: &Workspace, run_id: &str, g: GoOn<'_>) -> Result<Session> {
         Kind::LockBusy => Error::new(
             Kind::LockBusy,
             format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e, g.verb()),
-        ),
+        )
+        .with_source(e),
         _ => e,
     })
 }

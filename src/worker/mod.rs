@@ -141,14 +141,14 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     std::thread::Builder::new()
         .name("heartbeat".into())
         .spawn(move || heartbeat(&beat))
-        .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| Error::failure("cannot start a thread").with_source(e))?;
     let mut threads = Vec::new();
     for i in 0..o.concurrency {
         let w = w.clone();
         let t = std::thread::Builder::new()
             .name(format!("worker-{i}"))
             .spawn(move || work(&w))
-            .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| Error::failure("cannot start a thread").with_source(e))?;
         threads.push(t);
     }
     for t in threads {

@@ -27,8 +27,9 @@ pub fn resolve(cfg: &agentloop_config::config::Config, root: &camino::Utf8Path, 
                 .map_err(|e| Error { message: format!("output_schema: {}", e.message), hints: Vec::new(), ..e }.with_hint(hint))?
                 .ok_or_else(|| Error::usage(format!("output_schema: {p} does not exist")).with_hint(hint))?;
             let v: Value = serde_json::from_str(&text).map_err(|e| {
-                Error::usage(format!("output_schema: {p} is not JSON: {e}"))
+                Error::usage(format!("output_schema: {p} is not JSON"))
                     .with_hint("the file must hold one JSON Schema object")
+                    .with_source(e)
             })?;
             (v, p.to_string())
         }

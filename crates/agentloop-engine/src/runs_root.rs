@@ -175,7 +175,7 @@ pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
         if let Some(t) = agentloop_io::fs::read_optional(&path)? {
             return serde_json::from_str(&t)
                 .map(Some)
-                .map_err(|e| Error::data(format!("cannot read {path}: {e}")).with_hint("restore or remove the file"));
+                .map_err(|e| Error::data(format!("cannot read {path}")).with_hint("restore or remove the file").with_source(e));
         }
     }
     Ok(None)

@@ -103,8 +103,9 @@ impl Store {
         match agentloop_io::fs::read_optional(&path)? {
             None => Ok(Store::default()),
             Some(text) => serde_json::from_str(&text).map_err(|e| {
-                Error::config(format!("{path} is not a valid list of trusted folders: {e}"))
+                Error::config(format!("{path} is not a valid list of trusted folders"))
                     .with_hint("fix it, or remove it and trust your folders again with `agentloop trust DIR`")
+                    .with_source(e)
             }),
         }
     }
@@ -149,7 +150,7 @@ impl Store {
 /// A folder's identity for trust: its real path (links resolved), so a trusted folder reached
 /// through another name is the same folder and a link cannot borrow another folder's trust.
 pub fn canonical(dir: &Utf8Path) -> Result<Utf8PathBuf> {
-    let real = std::fs::canonicalize(dir).map_err(|e| Error::usage(format!("cannot open folder {dir}: {e}")))?;
+    let real = std::fs::canonicalize(dir).map_err(|e| Error::usage(format!("cannot open folder {dir}")).with_source(e))?;
     Utf8PathBuf::from_path_buf(real).map_err(|p| Error::usage(format!("{} is not a UTF-8 path", p.display())))
 }
 

@@ -454,7 +454,7 @@ fn agent_skill(
 /// is followed at all ([`read_skill_file`]).
 fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> agentloop_types::error::Result<String> {
     let buf = read_skill_file(ws, dir, name, name, cap)?;
-    String::from_utf8(buf).map_err(|_| agentloop_types::error::Error::tool(format!("{name} is not UTF-8 text")))
+    String::from_utf8(buf).map_err(|e| agentloop_types::error::Error::tool(format!("{name} is not UTF-8 text")).with_source(e))
 }
 
 /// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
@@ -487,7 +487,7 @@ fn read_skill_file(
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
+        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}")).with_source(e))?;
     agentloop_io::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_types::error::Error::from)
 }
 
@@ -939,7 +939,7 @@ impl SkillSet {
                 let shown = format!("`{f}` in skill `{name}`");
                 let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
                 let text = String::from_utf8(buf)
-                    .map_err(|_| agentloop_types::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
+                    .map_err(|e| agentloop_types::error::Error::tool(format!("{shown} is not UTF-8 text")).with_source(e))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

@@ -179,6 +179,11 @@ impl Error {
         self.source = Some(std::sync::Arc::new(source));
         self
     }
+    /// [`Error::with_source`] for an error already boxed (a library's `Box<dyn Error>`).
+    pub fn with_boxed_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        self.source = Some(std::sync::Arc::from(source));
+        self
+    }
     /// This error as the cause of a new one: `message` says what was being done (the file, the
     /// key); the kind, the cause and the hints are kept, and `self` becomes the source.
     pub fn context(self, message: impl Into<String>) -> Self {

@@ -146,7 +146,7 @@ fn wait_for_outcome(
 /// The outcome a worker wrote, printed; its stop kind's exit code is the command's.
 fn print_outcome(printer: Printer, run_id: &str, outcome: &str) -> Result<u8> {
     let v: Value = serde_json::from_str(outcome)
-        .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON: {e}")))?;
+        .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON")).with_source(e))?;
     let p = &v["payload"];
     if printer.json {
         printer.outln(&v.to_string());
@@ -186,7 +186,7 @@ fn budgets(g: &Global) -> Result<Budgets> {
         None => None,
         Some(t) => Some(
             serde_json::from_value(json!(t))
-                .map_err(|e| Error::usage(format!("--timeout `{t}`: {e}")).with_hint("write it as 90s, 5m or 1h"))?,
+                .map_err(|e| Error::usage(format!("--timeout `{t}`")).with_hint("write it as 90s, 5m or 1h").with_source(e))?,
         ),
     };
     Ok(Budgets {

@@ -267,11 +267,11 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
         return Ok(None);
     };
     let value: Value = if path.extension() == Some("json") {
-        serde_json::from_str(&text).map_err(|e| Error::config(format!("invalid JSON in {path}: {e}")))?
+        serde_json::from_str(&text).map_err(|e| Error::config(format!("invalid JSON in {path}")).with_source(e))?
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        parse_yaml(&text).map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?
+        parse_yaml(&text).map_err(|e| Error::config(format!("invalid YAML in {path}")).with_source(e))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),

@@ -413,7 +413,7 @@ pub fn secret_from_command(cmd: &[String], key: &str) -> Result<Option<String>> 
         .args(args)
         .stderr(std::process::Stdio::inherit())
         .output()
-        .map_err(|e| Error::config(format!("{key}: cannot run `{prog}`: {e}")))?;
+        .map_err(|e| Error::config(format!("{key}: cannot run `{prog}`")).with_source(e))?;
     if !out.status.success() {
         return Err(Error::config(format!("{key}: `{prog}` exited with {}", out.status)));
     }

@@ -101,13 +101,13 @@ impl Scripted {
             let mut list = Vec::new();
             for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 let v: Value =
-                    serde_json::from_str(line).map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
+                    serde_json::from_str(line).map_err(|e| Error::usage(format!("script {path}:{}", i + 1)).with_source(e))?;
                 list.push(v);
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
         } else {
             let v: Value = agentloop_config::config::parse_yaml(&text)
-                .map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
+                .map_err(|e| Error::usage(format!("script {path}: invalid YAML")).with_source(e))?;
             match v {
                 Value::Object(m) => {
                     let mut q = BTreeMap::new();

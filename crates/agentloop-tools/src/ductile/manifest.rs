@@ -141,7 +141,7 @@ pub fn schema_of(v: Option<&Value>) -> Value {
 pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
     let entries = dir
         .read_dir_utf8()
-        .map_err(|e| Error::config(format!("ductile manifests: cannot read the folder {dir}: {e}")))?;
+        .map_err(|e| Error::config(format!("ductile manifests: cannot read the folder {dir}")).with_source(e))?;
     let mut files: Vec<camino::Utf8PathBuf> =
         entries.filter_map(|e| e.ok()).map(|e| e.path().join("manifest.yaml")).filter(|p| p.is_file()).collect();
     if dir.join("manifest.yaml").is_file() {
@@ -159,7 +159,7 @@ pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
 pub fn load_file(path: &Utf8Path) -> Result<Plugin> {
     let text = agentloop_io::fs::read_to_string(path)?;
     let v: Value = agentloop_config::config::parse_yaml(&text)
-        .map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?;
+        .map_err(|e| Error::config(format!("invalid YAML in {path}")).with_source(e))?;
     match v.get("manifest_spec").and_then(Value::as_str) {
         Some("ductile.plugin") => {}
         other => {

@@ -208,8 +208,8 @@ fn token(d: &DuctileConfig) -> Result<Option<String>> {
         if let Some(cmd) = &d.api_token_cmd {
             agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
         } else if let Some(var) = &d.api_token_env {
-            Some(std::env::var(var).map_err(|_| {
-                Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
+            Some(std::env::var(var).map_err(|e| {
+                Error::config(format!("ductile.api_token_env: the environment variable {var} is not set")).with_source(e)
             })?)
         } else {
             d.api_token.clone()
@@ -249,14 +249,14 @@ fn request(d: &DuctileConfig, method: &str, url: &str, body: Option<&Value>) -> 
             r.call()
         }
     };
-    let mut resp = resp.map_err(|e| Error::tool(format!("cannot reach {url}: {e}")))?;
+    let mut resp = resp.map_err(|e| Error::tool(format!("cannot reach {url}")).with_source(e))?;
     let status = resp.status().as_u16();
     let text = resp
         .body_mut()
         .with_config()
         .limit(MAX_BODY)
         .read_to_string()
-        .map_err(|e| Error::tool(format!("{method} {url}: cannot read the answer: {e}")))?;
+        .map_err(|e| Error::tool(format!("{method} {url}: cannot read the answer")).with_source(e))?;
     let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
     Ok((status, value))
 }

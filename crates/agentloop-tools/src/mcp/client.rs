@@ -322,7 +322,7 @@ fn open_log(logs: &Logs, server: &Server) -> agentloop_types::error::Result<std:
         server.name,
         server.display
     )
-    .map_err(|e| agentloop_types::error::Error::failure(format!("cannot write the log: {e}")))?;
+    .map_err(|e| agentloop_types::error::Error::failure("cannot write the log").with_source(e))?;
     Ok(f)
 }
 

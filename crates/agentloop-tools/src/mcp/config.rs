@@ -197,8 +197,9 @@ pub fn resolve_with(
     for (name, (v, source)) in merged {
         check_name(&name, &source)?;
         let sc: ServerConfig = serde_json::from_value(v).map_err(|e| {
-            Error::config(format!("invalid MCP server `{name}` ({source}): {e}"))
+            Error::config(format!("invalid MCP server `{name}` ({source})"))
                 .with_hint("a server is {command, args, env, cwd} or {url, headers}")
+                .with_source(e)
         })?;
         let server = resolve_one(&name, &sc, &source, default_timeout, root, var)?;
         if let Some(other) = out.iter().find(|s| s.slug == server.slug) {
@@ -241,7 +242,7 @@ fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
     let v: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::config(format!("mcp.config_file {path} is not valid JSON: {e}")))?;
+        .map_err(|e| Error::config(format!("mcp.config_file {path} is not valid JSON")).with_source(e))?;
     let servers = v.get("mcpServers").or_else(|| v.get("servers")).and_then(Value::as_object).ok_or_else(|| {
         Error::config(format!("mcp.config_file {path} has no `mcpServers` object"))
             .with_hint("the file looks like {\"mcpServers\": {\"NAME\": {\"command\": \"...\", \"args\": [...]}}}")
