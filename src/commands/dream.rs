@@ -74,7 +74,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
                 Ok(n) => written += n,
                 Err(e) if e.kind == agentloop_types::error::Kind::Provider => return Err(e),
                 Err(e) => {
-                    ctx.printer.warn(&format!("dream: the model step was skipped: {}", e));
+                    ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.detail()));
                     model = None;
                 }
             }

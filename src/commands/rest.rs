@@ -37,7 +37,7 @@ fn task(ctx: &Ctx, t: RestTask) -> Done {
     let skipped = |why: &str| Done { ok: false, detail: why.to_string() };
     let did = |r: Result<String>| match r {
         Ok(detail) => Done { ok: true, detail },
-        Err(e) => Done { ok: false, detail: e.to_string() },
+        Err(e) => Done { ok: false, detail: e.detail() },
     };
     match t {
         RestTask::MemoryPrune => match agentloop_workspace::longterm::Store::open(ctx.config(), &ctx.ws.root) {

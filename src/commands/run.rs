@@ -368,11 +368,11 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     if p.json {
         p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none() && resting.is_none(),
             "negotiation": negotiation,
-            "refusal": refusal, "resting": resting.as_ref().map(|e| e.to_string()),
+            "refusal": refusal, "resting": resting.as_ref().map(|e| e.detail()),
             "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
         return verdict();
     }
-    print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.to_string()).as_deref());
+    print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.detail()).as_deref());
     p.outln("\n== system prompt (frame)");
     p.outln(system.trim_end());
     p.outln("\n== frame prompt");

@@ -110,7 +110,7 @@ fn answer_error(e: Error, resp: &mut Response) -> u8 {
         return code::HANDLE_CONFIG;
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
-    fail(resp, e.to_string(), retry);
+    fail(resp, e.detail(), retry);
     0
 }
 
@@ -232,8 +232,8 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
 /// (a router shows only this text).
 fn config_error(e: Error) -> String {
     match e.hint() {
-        Some(h) => format!("configuration error: {e}; {h}"),
-        None => format!("configuration error: {e}"),
+        Some(h) => format!("configuration error: {}; {h}", e.detail()),
+        None => format!("configuration error: {}", e.detail()),
     }
 }
 

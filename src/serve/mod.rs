@@ -268,7 +268,7 @@ fn worker(shared: &Arc<Shared>) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runs::drive(shared, &id)));
         let error = match result {
             Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
+            Ok(Err(e)) => Some(e.detail()),
             Err(_) => Some("internal error while driving the run (see the server's stderr)".to_string()),
         };
         if let Some(e) = &error {

@@ -338,7 +338,7 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
                 agentloop_workspace::workspace::Limits::from_config(&most.config),
             );
             let (hint, form_hint) = super::raise::fix(b, &state, &offer);
-            return Err(ApiError::new(409, e.to_string()).hint(hint).form_hint(form_hint));
+            return Err(ApiError::new(409, e.detail()).hint(hint).form_hint(form_hint));
         }
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
@@ -399,7 +399,7 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
         let mut state = match ws.load_state() {
             Ok(s) => s,
             Err(e) => {
-                shared.printer.warn(&format!("run {id}: {}", e));
+                shared.printer.warn(&format!("run {id}: {}", e.detail()));
                 continue;
             }
         };

@@ -95,7 +95,7 @@ fn lock_run(ws: &Workspace, run_id: &str, g: GoOn<'_>) -> Result<Session> {
     ws.lock(Some(Duration::from_secs(1))).map_err(|e| match e.kind {
         Kind::LockBusy => Error::new(
             Kind::LockBusy,
-            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e, g.verb()),
+            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e.detail(), g.verb()),
         )
         .with_source(e),
         _ => e,

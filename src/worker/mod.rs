@@ -183,7 +183,7 @@ fn heartbeat(w: &Worker) {
         std::thread::sleep(w.claim_idle / 3);
         let ids: Vec<String> = w.held.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
         if let Err(e) = link.call("keep its claims fresh", |c| streams::refresh(c, &w.names, &w.consumer, &ids)) {
-            w.printer.warn(&e.to_string());
+            w.printer.warn(&e.detail());
         }
     }
 }
@@ -192,7 +192,7 @@ fn heartbeat(w: &Worker) {
 fn work(w: &Worker) {
     let mut link = match w.link() {
         Ok(l) => l,
-        Err(e) => return w.printer.warn(&e.to_string()),
+        Err(e) => return w.printer.warn(&e.detail()),
     };
     loop {
         agentloop_tools::interrupt::park_if_interrupted();
@@ -258,14 +258,14 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
         Err(e) if permanent(&e) && e.message.starts_with(&format!("run {run_id} ")) => dead(w, link, d, &e.message),
-        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e)),
+        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.detail())),
         Err(_) if agentloop_tools::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
-                e, d.id, d.deliveries, w.max_deliveries
+                e.detail(), d.id, d.deliveries, w.max_deliveries
             ));
-            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.to_string()));
+            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.detail()));
         }
     }
 }
@@ -282,7 +282,7 @@ fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
             "run {run_id} stopped at a commit point{at}; message {} handed back for another worker",
             d.id
         )),
-        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e, d.id)),
+        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e.detail(), d.id)),
     }
 }
 

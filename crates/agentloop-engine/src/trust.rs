@@ -225,7 +225,7 @@ pub fn record_created(dir: &Utf8Path, was_new: bool, printer: &agentloop_io::out
         Ok(())
     });
     if let Err(e) = recorded {
-        printer.warn(&format!("could not record {dir} as trusted: {}", e));
+        printer.warn(&format!("could not record {dir} as trusted: {}", e.detail()));
     }
 }
 
@@ -349,7 +349,7 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 /// `<plugin>__<command>`) must name a tool, and only tools the trusted configuration allows.
 fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str) -> std::result::Result<(), Widens> {
     let registry = agentloop_tools::tools::Registry::load(base, root, agentloop_tools::tools::Reach::CachesOnly)
-        .map_err(|e| Widens(e.to_string()))?;
+        .map_err(|e| Widens(e.detail()))?;
     let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
     for w in &want {
         let named = registry.named_by(w);

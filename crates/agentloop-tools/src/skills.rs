@@ -483,11 +483,11 @@ fn read_skill_file(
             ))),
             Err(agentloop_io::fs::Unreadable::NotRegular) => Err(agentloop_types::error::Error::tool(format!("{shown} is not a regular file"))),
             Err(agentloop_io::fs::Unreadable::TooLarge(n)) => Err(agentloop_types::error::Error::tool(agentloop_io::capfs::too_large(shown, n, cap))),
-            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e))),
+            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e.detail()))),
         };
     }
     let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}")).with_source(e))?;
+        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}: {e}")).with_source(e))?;
     agentloop_io::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_types::error::Error::from)
 }
 

@@ -179,6 +179,12 @@ impl Error {
         self.source = Some(std::sync::Arc::new(source));
         self
     }
+    /// [`Error::with_source`] for a source the message already says in its own words: kept for
+    /// code to inspect, left out of [`Error::causes`] (and so never printed twice).
+    pub fn with_told_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(Told(Box::new(source))));
+        self
+    }
     /// [`Error::with_source`] for an error already boxed (a library's `Box<dyn Error>`).
     pub fn with_boxed_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
         self.source = Some(std::sync::Arc::from(source));
@@ -195,6 +201,17 @@ impl Error {
             source: Some(std::sync::Arc::new(self)),
         }
     }
+    /// The message, then each of [`Error::causes`] after `: `, on one line: the text a warning, a
+    /// log line or an answer to another program carries (the printer puts the causes on lines of
+    /// their own).
+    pub fn detail(&self) -> String {
+        let mut out = self.message.clone();
+        for cause in self.causes() {
+            out.push_str(": ");
+            out.push_str(&cause);
+        }
+        out
+    }
     /// The text of each error behind this one, outermost first: an agentloop error by its
     /// message, a foreign one by its `Display`. A cause whose text is already said (by the
     /// message or an earlier cause) or is empty is left out, so nothing is said twice.
@@ -203,9 +220,10 @@ impl Error {
         let mut out = Vec::new();
         let mut next = std::error::Error::source(self);
         while let Some(e) = next {
-            let text = match e.downcast_ref::<Error>() {
-                Some(ours) => ours.message.clone(),
-                None => e.to_string(),
+            let text = match (e.downcast_ref::<Error>(), e.is::<Told>()) {
+                (Some(ours), _) => ours.message.clone(),
+                (None, true) => String::new(),
+                (None, false) => e.to_string(),
             };
             let text = text.trim();
             if !text.is_empty() && !said.contains(text) {
@@ -233,15 +251,28 @@ impl Error {
     }
 }
 
-/// The message, then each of [`Error::causes`] after `: `, on one line: the text a log, a tool
-/// result or a JSON answer carries. The printer shows the causes on lines of their own.
+/// [`Error::detail`]: the message and the causes on one line, so that text made from an error
+/// (`to_string()`, a tool result, a log line) loses nothing. The printer reads the parts instead.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        for cause in self.causes() {
-            write!(f, ": {cause}")?;
-        }
-        Ok(())
+        f.write_str(&self.detail())
+    }
+}
+
+/// A source the message already says in its own words (a tool's "no such file or folder" for
+/// the system's `ENOENT`): kept in the chain for code to inspect, never printed again.
+#[derive(Debug)]
+struct Told(Box<dyn std::error::Error + Send + Sync>);
+
+impl fmt::Display for Told {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Told {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -301,12 +332,16 @@ mod tests {
         let e = Err::<(), _>(e).context("loading the configuration").unwrap_err();
         assert_eq!(e.kind, Kind::Failure);
         assert_eq!(e.causes(), ["cannot read a.yaml", "No such file or directory"]);
-        assert_eq!(e.to_string(), "loading the configuration: cannot read a.yaml: No such file or directory");
+        assert_eq!(e.to_string(), e.detail());
+        assert_eq!(e.detail(), "loading the configuration: cannot read a.yaml: No such file or directory");
         assert_eq!(e.hints, ["create it"]);
         let said = Error::usage("bad: No such file or directory")
             .with_source(std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"));
         assert!(said.causes().is_empty());
-        assert_eq!(said.to_string(), "bad: No such file or directory");
+        let told = Error::tool("a.md: no such file or folder")
+            .with_told_source(std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"));
+        assert!(told.causes().is_empty() && std::error::Error::source(&told).is_some());
+        assert_eq!(said.detail(), "bad: No such file or directory");
     }
 
     #[test]

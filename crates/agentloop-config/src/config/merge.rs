@@ -124,7 +124,7 @@ fn expand_vars(v: &Value, source: &Source) -> Result<Value> {
         let value = std::env::var(name).map_err(|e| {
             Error::config(format!("invalid configuration in {source}: `api_url` names ${{{name}}}, which is not set"))
                 .with_hint(format!("set {name} in the environment, or write the address itself"))
-                .with_source(e)
+                .with_told_source(e)
         })?;
         out.push_str(&value);
         rest = tail;

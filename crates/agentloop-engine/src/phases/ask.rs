@@ -96,7 +96,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(e, usage)),
-            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.to_string())),
+            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.detail())),
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { model_name.clone() } else { resp.model.clone() };
@@ -347,7 +347,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
                 Some(agentloop_types::error::Cause::Status(s)) => Some(s),
                 _ => None,
             };
-            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e), u, Some(0.0))
+            (StopKind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.detail()), u, Some(0.0))
         }
         AskError::Budget(b, reason) => (StopKind::Budget(b), reason, Usage::default(), Some(0.0)),
         AskError::Invalid(p, u, c) => (

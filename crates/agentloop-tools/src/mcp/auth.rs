@@ -150,7 +150,7 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
     m.set_credential_store(FileStore::new(url));
     let kept = FileStore::new(url)
         .kept()
-        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e), e))?;
+        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.detail()), e))?;
     let machine = server.oauth.as_ref().filter(|o| o.is_machine());
     if let (Some(o), Some(k)) = (machine, &kept) {
         // A machine grant's token that has run out, or that another client got (the

@@ -149,7 +149,7 @@ async fn connect_stdio(
 ) -> Result<Session, McpError> {
     let log_rel = logs.shown(server);
     let log = open_log(logs, server)
-        .map_err(|e| McpError::connect(format!("MCP server {}: cannot open its log: {}", server.name, e)))?;
+        .map_err(|e| McpError::connect(format!("MCP server {}: cannot open its log: {}", server.name, e.detail())))?;
     if !cwd.is_dir() {
         return Err(McpError::connect(format!("MCP server {}: its cwd {cwd} is not a folder", server.name)));
     }

@@ -555,7 +555,7 @@ fn secret_file(
         return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)").into());
     }
     let text = agentloop_io::fs::read_to_string(Utf8Path::new(&path))
-        .map_err(|e| CredentialError { message: format!("{key}: {}", e), source: Some(e) })?;
+        .map_err(|e| CredentialError { message: format!("{key}: {}", e.detail()), source: Some(e) })?;
     Ok((path, text))
 }
 

@@ -200,7 +200,7 @@ impl Hub {
                 Ok(l) => {
                     if let Err(e) = cache::write(&st.server, &l) {
                         self.warnings
-                            .push(format!("cannot cache the tools of MCP server {}: {}", st.server.name, e));
+                            .push(format!("cannot cache the tools of MCP server {}: {}", st.server.name, e.detail()));
                     }
                     st.listing = Some(l);
                     st.status = Status::Listed;
