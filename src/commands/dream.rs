@@ -51,7 +51,10 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     let store =
         Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
     let since = match &args.since {
-        Some(d) => Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")).with_source(e))?),
+        Some(d) => Some(
+            agentloop_types::clock::parse_duration(d)
+                .map_err(|e| Error::usage(format!("--since: {e}")).with_source(e))?,
+        ),
         None => None,
     };
     let ledger = store.dir.join("dreamed.json");

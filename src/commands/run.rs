@@ -291,9 +291,12 @@ fn report_repeat(ctx: &Ctx, s: &State) -> Result<u8> {
 
 /// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
 fn read_output_schema(file: &camino::Utf8Path, cfg: &agentloop_config::config::Config) -> Result<serde_json::Value> {
-    let text =
-        agentloop_io::fs::read_to_string(file)
-            .map_err(|e| Error { kind: Kind::Usage, message: format!("--output-schema: {}", e.message), hints: Vec::new(), ..e })?;
+    let text = agentloop_io::fs::read_to_string(file).map_err(|e| Error {
+        kind: Kind::Usage,
+        message: format!("--output-schema: {}", e.message),
+        hints: Vec::new(),
+        ..e
+    })?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::usage(format!("--output-schema: {file} is not JSON"))
             .with_hint("the file must hold one JSON Schema object")

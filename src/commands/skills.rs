@@ -326,7 +326,9 @@ pub fn fetch_into(
             .with_cause(agentloop_types::error::Cause::Upstream));
     }
     let text = String::from_utf8(f.body).map_err(|e| {
-        Error::failure(format!("{url} is not UTF-8 text")).with_cause(agentloop_types::error::Cause::Upstream).with_source(e)
+        Error::failure(format!("{url} is not UTF-8 text"))
+            .with_cause(agentloop_types::error::Cause::Upstream)
+            .with_source(e)
     })?;
     let skill_dir = root.join(id);
     let open = |rel: &Utf8Path| -> Result<agentloop_io::fs::Folder> { agentloop_io::fs::Folder::create(base, rel) };

@@ -29,6 +29,7 @@ use agentloop_engine::schema::handle::{
 };
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
+use agentloop_types::error::ResultExt;
 use agentloop_types::error::{code, Error, Kind, Result};
 use agentloop_types::tool_spec::ToolResult;
 use agentloop_workspace::markdown::NextAction;
@@ -360,9 +361,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
         Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
             agentloop_io::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
         }
-        Ok(_) if path.exists() => {
-            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}")).with_source(e))?
-        }
+        Ok(_) if path.exists() => std::fs::remove_file(&path).context(format!("cannot remove {path}"))?,
         _ => {}
     }
     r
@@ -514,7 +513,7 @@ fn restart_unwritten(
     let partial = run_ws(cfg, root, &run_id)?;
     if partial.root.exists() {
         std::fs::remove_dir_all(&partial.root)
-            .map_err(|e| Error::failure(format!("cannot clear the unfinished run folder {}", partial.root)).with_source(e))?;
+            .context(format!("cannot clear the unfinished run folder {}", partial.root))?;
     }
     Ok(run_id)
 }

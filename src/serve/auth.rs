@@ -38,7 +38,8 @@ pub fn parse_rate(s: &str) -> Result<Option<Rate>> {
     };
     let (n, per) = s.split_once('/').ok_or_else(bad)?;
     let n: u32 = n.trim().parse().map_err(|_| bad())?;
-    let per = agentloop_types::clock::parse_duration(per).map_err(|e| Error::usage(format!("--rate-limit: {e}")).with_source(e))?;
+    let per = agentloop_types::clock::parse_duration(per)
+        .map_err(|e| Error::usage(format!("--rate-limit: {e}")).with_source(e))?;
     if n == 0 || per.is_zero() {
         return Err(bad());
     }

@@ -117,14 +117,13 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let (auth, kept) = auth_for(addr, &o)?;
     #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
-    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone())
-        .lock(None)
-        .map_err(|e| Error {
-            message: format!("{} (is another `agentloop serve` using this root?)", e.message),
-            hints: Vec::new(),
-            ..e
-        })?;
-    let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}")).with_boxed_source(e))?;
+    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone()).lock(None).map_err(|e| Error {
+        message: format!("{} (is another `agentloop serve` using this root?)", e.message),
+        hints: Vec::new(),
+        ..e
+    })?;
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| Error::failure(format!("cannot listen on {addr}")).with_boxed_source(e))?;
     let bound = server.server_addr().to_ip().unwrap_or(addr);
     let url = format!("http://{bound}");
     let hosts = host::Hosts::new(bound, &serve.allowed_hosts)?;

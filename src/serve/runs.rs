@@ -120,10 +120,12 @@ fn hold<'a>(shared: &'a Shared, ws: &Workspace, id: &str, wait: Option<std::time
         return Ok(Held::Root(guard));
     }
     ws.lock(wait).map(Held::Own).map_err(|e| match e.kind {
-        Kind::LockBusy => Error { message: format!("run {id} is being advanced elsewhere: {}", e.message), hints: Vec::new(), ..e }
-            .with_hint(format!(
-                "wait for that command to finish (GET /runs/{id} shows the run as it goes), then try again"
-            )),
+        Kind::LockBusy => {
+            Error { message: format!("run {id} is being advanced elsewhere: {}", e.message), hints: Vec::new(), ..e }
+                .with_hint(format!(
+                    "wait for that command to finish (GET /runs/{id} shows the run as it goes), then try again"
+                ))
+        }
         _ => e,
     })
 }

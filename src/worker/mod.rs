@@ -35,6 +35,7 @@ use agentloop_engine::lifecycle::Request;
 use agentloop_engine::phases::Env;
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
+use agentloop_types::error::ResultExt;
 use agentloop_types::error::{Error, Kind, Result};
 use agentloop_workspace::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
@@ -141,14 +142,14 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     std::thread::Builder::new()
         .name("heartbeat".into())
         .spawn(move || heartbeat(&beat))
-        .map_err(|e| Error::failure("cannot start a thread").with_source(e))?;
+        .context("cannot start a thread")?;
     let mut threads = Vec::new();
     for i in 0..o.concurrency {
         let w = w.clone();
         let t = std::thread::Builder::new()
             .name(format!("worker-{i}"))
             .spawn(move || work(&w))
-            .map_err(|e| Error::failure("cannot start a thread").with_source(e))?;
+            .context("cannot start a thread")?;
         threads.push(t);
     }
     for t in threads {
@@ -263,7 +264,10 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
-                e.detail(), d.id, d.deliveries, w.max_deliveries
+                e.detail(),
+                d.id,
+                d.deliveries,
+                w.max_deliveries
             ));
             let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.detail()));
         }

@@ -14,6 +14,7 @@
 use agentloop_config::config::{Config, Dur, Layer, Resolved, Source};
 use agentloop_types::budget::{Budget, Budgets};
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -150,7 +151,7 @@ impl Store {
 /// A folder's identity for trust: its real path (links resolved), so a trusted folder reached
 /// through another name is the same folder and a link cannot borrow another folder's trust.
 pub fn canonical(dir: &Utf8Path) -> Result<Utf8PathBuf> {
-    let real = std::fs::canonicalize(dir).map_err(|e| Error::usage(format!("cannot open folder {dir}")).with_source(e))?;
+    let real = std::fs::canonicalize(dir).context_as(Kind::Usage, format!("cannot open folder {dir}"))?;
     Utf8PathBuf::from_path_buf(real).map_err(|p| Error::usage(format!("{} is not a UTF-8 path", p.display())))
 }
 

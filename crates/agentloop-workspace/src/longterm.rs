@@ -14,6 +14,7 @@
 use agentloop_config::config::Config;
 use agentloop_io::fs;
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -269,7 +270,7 @@ impl Store {
             Some(root) => {
                 let rel = path.strip_prefix(root).map_err(|_| Error::data(format!("{path} is not in {root}")))?;
                 fs::read_no_link(root, rel, MAX_STORE_FILE)?
-                    .map(|b| String::from_utf8(b).map_err(|e| Error::data(format!("{path} is not UTF-8 text")).with_source(e)))
+                    .map(|b| String::from_utf8(b).context_as(Kind::Data, format!("{path} is not UTF-8 text")))
                     .transpose()?
             }
             None => fs::read_optional(path)?,

@@ -16,6 +16,7 @@
 //! builds nothing but its output, which is capped, from values already held.
 
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::Utf8Path;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde::Serialize;
@@ -147,7 +148,7 @@ impl Templates {
                 None => (src.to_string(), format!("built-in {name}")),
             };
             env.add_template_owned(name.to_string(), src)
-                .map_err(|e| Error::usage(format!("template {origin} does not parse")).with_source(e))?;
+                .context_as(Kind::Usage, format!("template {origin} does not parse"))?;
             if let Some((_, p)) = over {
                 overrides.insert(*name, p.to_string());
             }
@@ -156,7 +157,7 @@ impl Templates {
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
-        self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}")).with_source(e))?;
+        self.env.get_template(name).context(format!("template {name}"))?;
         let over = self.overrides.get(name);
         let ctx = minijinja::Value::from_serialize(ctx);
         // An override is code from whoever wrote the workspace: it renders under a memory
@@ -209,7 +210,7 @@ impl Templates {
             }
         };
         // minijinja writes only whole UTF-8 strings.
-        String::from_utf8(out).map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8")).with_source(e))
+        String::from_utf8(out).context(format!("template {name} wrote text that is not UTF-8"))
     }
 
     /// Renders on the renderer thread, holding at most [`MAX_MEMORY`]: the output, or `None`

@@ -204,16 +204,16 @@ pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
 /// The bearer token: `api_token_cmd`, else `api_token_env`, else `api_token`; registered for
 /// redaction.
 fn token(d: &DuctileConfig) -> Result<Option<String>> {
-    let token =
-        if let Some(cmd) = &d.api_token_cmd {
-            agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
-        } else if let Some(var) = &d.api_token_env {
-            Some(std::env::var(var).map_err(|e| {
-                Error::config(format!("ductile.api_token_env: the environment variable {var} is not set")).with_told_source(e)
-            })?)
-        } else {
-            d.api_token.clone()
-        };
+    let token = if let Some(cmd) = &d.api_token_cmd {
+        agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
+    } else if let Some(var) = &d.api_token_env {
+        Some(std::env::var(var).map_err(|e| {
+            Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
+                .with_told_source(e)
+        })?)
+    } else {
+        d.api_token.clone()
+    };
     let token = token.filter(|t| !t.trim().is_empty());
     if let Some(t) = &token {
         agentloop_io::redact::register(t);

@@ -202,8 +202,7 @@ async fn metadata(
 
 /// Forgets a kept token the server's authorization server no longer vouches for, saying so.
 fn discard(server: &Server, url: &str, was: Option<&str>, now: &str) -> Result<(), McpError> {
-    super::tokens::forget(url)
-        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e), e))?;
+    super::tokens::forget(url).map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e), e))?;
     let was = match was {
         Some(a) => format!("was issued by {a}"),
         None => "names no authorization server (kept by an earlier agentloop)".to_string(),

@@ -11,6 +11,7 @@
 use super::config::{Server, Transport, INHERITED_ENV};
 use super::elicit::Handler;
 use super::error::McpError;
+use agentloop_types::error::ResultExt;
 use camino::{Utf8Path, Utf8PathBuf};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::CallToolRequestParams;
@@ -322,7 +323,7 @@ fn open_log(logs: &Logs, server: &Server) -> agentloop_types::error::Result<std:
         server.name,
         server.display
     )
-    .map_err(|e| agentloop_types::error::Error::failure("cannot write the log").with_source(e))?;
+    .context("cannot write the log")?;
     Ok(f)
 }
 

@@ -14,6 +14,7 @@
 //! values never appear anywhere but in the child's environment or the HTTP request.
 
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -241,8 +242,8 @@ fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
         Error::config(format!("mcp.config_file {path} does not exist"))
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::config(format!("mcp.config_file {path} is not valid JSON")).with_source(e))?;
+    let v: Value =
+        serde_json::from_str(&text).context_as(Kind::Config, format!("mcp.config_file {path} is not valid JSON"))?;
     let servers = v.get("mcpServers").or_else(|| v.get("servers")).and_then(Value::as_object).ok_or_else(|| {
         Error::config(format!("mcp.config_file {path} has no `mcpServers` object"))
             .with_hint("the file looks like {\"mcpServers\": {\"NAME\": {\"command\": \"...\", \"args\": [...]}}}")
