@@ -128,14 +128,22 @@ impl Reply {
 pub struct ApiError {
     pub status: u16,
     pub message: String,
-    /// [`Error::causes`]: the text of each error behind this one, outermost first.
-    pub causes: Vec<String>,
-    /// Hints after the first (which is `hint`).
-    pub more_hints: Vec<String>,
+    /// The errors behind this one, the hints after the first and the form's fix, when there
+    /// are any (boxed: an error stays small to return).
+    pub more: Option<Box<More>>,
     pub hint: Option<String>,
     pub retry_after: Option<u64>,
     /// The methods an endpoint takes (405).
     pub allow: Option<String>,
+}
+
+/// What an [`ApiError`] made from an [`Error`] says beyond its message and first hint.
+#[derive(Debug, Default)]
+pub struct More {
+    /// [`Error::causes`]: the text of each error behind this one, outermost first.
+    pub causes: Vec<String>,
+    /// Hints after the first (which is `hint`).
+    pub hints: Vec<String>,
     /// The fix as a panel form's page says it (the fields of the form, not the JSON body), when
     /// it differs from `hint`.
     pub form_hint: Option<String>,
@@ -143,24 +151,15 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            message: message.into(),
-            causes: Vec::new(),
-            more_hints: Vec::new(),
-            hint: None,
-            retry_after: None,
-            allow: None,
-            form_hint: None,
-        }
+        ApiError { status, message: message.into(), more: None, hint: None, retry_after: None, allow: None }
     }
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self
     }
-    /// The fix as the panel's form page says it (see [`ApiError::form_hint`]).
+    /// The fix as the panel's form page says it (see [`More::form_hint`]).
     pub fn form_hint(mut self, h: impl Into<String>) -> Self {
-        self.form_hint = Some(h.into());
+        self.more.get_or_insert_with(Box::default).form_hint = Some(h.into());
         self
     }
     /// Replaces the status `from` by `to` (a handler's reading of a generic error).
@@ -180,16 +179,18 @@ impl ApiError {
     }
     /// The message and the errors behind it on one line (the panel's refusal box).
     pub fn text(&self) -> String {
-        std::iter::once(&self.message).chain(&self.causes).map(String::as_str).collect::<Vec<_>>().join(": ")
+        let causes = self.more.as_ref().map_or(&[][..], |m| &m.causes[..]);
+        std::iter::once(&self.message).chain(causes).map(String::as_str).collect::<Vec<_>>().join(": ")
     }
     pub fn reply(self) -> Reply {
         let mut v = json!({"error": self.message, "status": self.status});
-        if !self.causes.is_empty() {
-            v["causes"] = json!(self.causes);
+        let more = self.more.unwrap_or_default();
+        if !more.causes.is_empty() {
+            v["causes"] = json!(more.causes);
         }
         if let Some(h) = &self.hint {
             v["hint"] = json!(h);
-            v["hints"] = json!(std::iter::once(h).chain(&self.more_hints).collect::<Vec<_>>());
+            v["hints"] = json!(std::iter::once(h).chain(&more.hints).collect::<Vec<_>>());
         }
         let mut r = Reply::json(self.status, &v);
         if let Some(s) = self.retry_after {
@@ -220,7 +221,9 @@ impl From<Error> for ApiError {
         let causes = e.causes();
         let mut hints = e.hints.into_iter();
         let hint = hints.next();
-        ApiError { causes, more_hints: hints.collect(), hint, ..ApiError::new(status, e.message) }
+        let more = More { causes, hints: hints.collect(), form_hint: None };
+        let more = (!more.causes.is_empty() || !more.hints.is_empty()).then(|| Box::new(more));
+        ApiError { more, hint, ..ApiError::new(status, e.message) }
     }
 }
 
