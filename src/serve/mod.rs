@@ -117,11 +117,7 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let (auth, kept) = auth_for(addr, &o)?;
     #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
-    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone()).lock(None).map_err(|e| Error {
-        message: format!("{} (is another `agentloop serve` using this root?)", e.message),
-        hints: Vec::new(),
-        ..e
-    })?;
+    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone()).lock(None).map_err(root_busy)?;
     let server = tiny_http::Server::http(addr)
         .map_err(|e| Error::failure(format!("cannot listen on {addr}")).with_boxed_source(e))?;
     let bound = server.server_addr().to_ip().unwrap_or(addr);
@@ -181,6 +177,12 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         let _ = t.join();
     }
     Err(Error::failure(format!("the server on {url} stopped")))
+}
+
+/// The root's lock cannot be taken: the lock's error, saying who may hold it (its kind, cause
+/// and source kept, its hints replaced by that).
+fn root_busy(e: Error) -> Error {
+    Error { message: format!("{} (is another `agentloop serve` using this root?)", e.message), hints: Vec::new(), ..e }
 }
 
 /// The token(s) to accept: `AGENTLOOP_TOKEN`, else the kept generated one (where it is kept);
