@@ -400,6 +400,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_error_answers_its_causes_and_hints() {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, "key must be a string at line 1 column 2");
+        let e = Error::data("cannot read runs/r1/state.json")
+            .with_source(io)
+            .with_hint("restore it")
+            .with_hint("or remove it");
+        let r = ApiError::from(e).reply();
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(r.status, 500);
+        assert_eq!(v["error"], "cannot read runs/r1/state.json");
+        assert_eq!(v["causes"], json!(["key must be a string at line 1 column 2"]));
+        assert_eq!(
+            (v["hint"].clone(), v["hints"].clone()),
+            (json!("restore it"), json!(["restore it", "or remove it"]))
+        );
+        let plain: Value = serde_json::from_slice(&ApiError::new(404, "no run").reply().body).unwrap();
+        assert_eq!(plain, json!({"error": "no run", "status": 404}));
+    }
+
+    #[test]
     fn a_sign_in_goes_only_to_a_path_here() {
         for ok in ["/", "/runs/X/report", "/runs?status=done", "/a:b", "/.%2F%2Fevil"] {
             assert_eq!(same_origin_path(ok), ok);

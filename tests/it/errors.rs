@@ -51,6 +51,7 @@ fn the_cause_comes_before_the_hints() {
     assert!(lines[2].starts_with("hint: restore the file from a backup"), "{lines:?}");
     assert_eq!(lines.len(), 3, "{lines:?}");
 
+    std::fs::create_dir_all(t.path("ws2")).unwrap();
     let (code, lines) = fails(&t, &["-w", "ws2", "tools", "call", "file_read", "--args", "{bad"]);
     assert_eq!(code, Some(2), "{lines:?}");
     assert_eq!(
@@ -66,6 +67,7 @@ fn the_cause_comes_before_the_hints() {
 #[test]
 fn a_cause_the_message_already_says_is_not_said_again() {
     let t = T::new();
+    std::fs::create_dir_all(t.path("ws")).unwrap();
     let (code, lines) = fails(&t, &["-w", "ws", "runs", "prune", "--older-than", "soon"]);
     assert_eq!(code, Some(2), "{lines:?}");
     assert_eq!(
