@@ -105,9 +105,12 @@ fn unreadable(e: RequestError) -> Error {
 /// after the model client's own retries — a provider outage, a busy lock — is the router's to
 /// retry (its backoff and circuit breaker), and the run stays where the turn stopped.
 fn answer_error(e: Error, resp: &mut Response) -> u8 {
+    resp.causes = e.causes();
+    resp.hints = e.hints.clone();
     if e.kind == Kind::Config {
         // With its fix: a router shows only this text.
-        fail(resp, config_error(e), false);
+        let msg = config_error(e, resp);
+        fail(resp, msg, false);
         return code::HANDLE_CONFIG;
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
@@ -143,7 +146,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
     let (cfg, sources) = match turn_config(g, &req, &root) {
         Ok(r) => (r.config, r.sources),
         Err(e) => {
-            fail(resp, config_error(e), false);
+            let msg = config_error(e, resp);
+            fail(resp, msg, false);
             return code::HANDLE_CONFIG;
         }
     };
@@ -155,7 +159,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
                     0
                 }
                 Err(e) => {
-                    fail(resp, format!("unhealthy: {}", config_error(e)), false);
+                    let msg = config_error(e, resp);
+                    fail(resp, format!("unhealthy: {msg}"), false);
                     code::HANDLE_CONFIG
                 }
             };
@@ -170,7 +175,8 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         "handle" => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
             Err(e) => {
-                fail(resp, config_error(e), false);
+                let msg = config_error(e, resp);
+                fail(resp, msg, false);
                 return code::HANDLE_CONFIG;
             }
         },
@@ -230,8 +236,10 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
 }
 
 /// A configuration error as the response says it: the message, and the fix when there is one
-/// (a router shows only this text).
-fn config_error(e: Error) -> String {
+/// (a router shows only this text); its causes and hints go on `resp` as data too.
+fn config_error(e: Error, resp: &mut Response) -> String {
+    resp.causes = e.causes();
+    resp.hints = e.hints.clone();
     match e.hint() {
         Some(h) => format!("configuration error: {}; {h}", e.detail()),
         None => format!("configuration error: {}", e.detail()),

@@ -89,3 +89,20 @@ fn a_template_that_does_not_parse_shows_the_template_engines_error() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn event_mode_answers_the_causes_and_hints_as_data() {
+    let t = T::new();
+    t.write("root/agentloop.yaml", "budgets:\n  max_steps: [\n");
+    let out = t.cmd().args(["handle", "-w", "root"]).write_stdin(r#"{"command":"health","config":{}}"#).output().unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    let v = json_out(&out);
+    crate::schemas::check("handle-response.json", &v);
+    let causes = v["causes"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(causes.len(), 1, "{v}");
+    let cause = causes[0].as_str().unwrap();
+    assert!(cause.contains("line 3 column 1"), "{v}");
+    // The one line a router shows still says it all.
+    let error = v["error"].as_str().unwrap();
+    assert!(error.starts_with("configuration error: invalid YAML in ") && error.ends_with(cause), "{v}");
+}
