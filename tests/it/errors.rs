@@ -94,7 +94,8 @@ fn a_template_that_does_not_parse_shows_the_template_engines_error() {
 fn event_mode_answers_the_causes_and_hints_as_data() {
     let t = T::new();
     t.write("root/agentloop.yaml", "budgets:\n  max_steps: [\n");
-    let out = t.cmd().args(["handle", "-w", "root"]).write_stdin(r#"{"command":"health","config":{}}"#).output().unwrap();
+    let out =
+        t.cmd().args(["handle", "-w", "root"]).write_stdin(r#"{"command":"health","config":{}}"#).output().unwrap();
     assert_eq!(out.status.code(), Some(78));
     let v = json_out(&out);
     crate::schemas::check("handle-response.json", &v);
