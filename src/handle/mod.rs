@@ -108,10 +108,7 @@ fn answer_error(e: Error, resp: &mut Response) -> u8 {
     resp.causes = e.causes();
     resp.hints = e.hints.clone();
     if e.kind == Kind::Config {
-        // With its fix: a router shows only this text.
-        let msg = config_error(e, resp);
-        fail(resp, msg, false);
-        return code::HANDLE_CONFIG;
+        return fail_config(resp, e);
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
     fail(resp, e.detail(), retry);
@@ -145,11 +142,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .unwrap_or_else(|| g.workspace.clone());
     let (cfg, sources) = match turn_config(g, &req, &root) {
         Ok(r) => (r.config, r.sources),
-        Err(e) => {
-            let msg = config_error(e, resp);
-            fail(resp, msg, false);
-            return code::HANDLE_CONFIG;
-        }
+        Err(e) => return fail_config(resp, e),
     };
     match command {
         "health" => {
@@ -174,11 +167,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         "handle" if req.job_id.as_deref().is_some_and(|j| !j.is_empty()) && replayed(&root, &req, resp) => return 0,
         "handle" => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
-            Err(e) => {
-                let msg = config_error(e, resp);
-                fail(resp, msg, false);
-                return code::HANDLE_CONFIG;
-            }
+            Err(e) => return fail_config(resp, e),
         },
         other => {
             fail(resp, format!("unknown command `{other}`; expected handle, health or poll"), false);
@@ -233,6 +222,14 @@ fn health(cfg: &Config, root: &Utf8Path) -> Result<Utf8PathBuf> {
         Error::config("the provider cannot be used").with_hint(hint).with_source(e)
     })?;
     Ok(root.join(&cfg.handle.runs_dir))
+}
+
+/// A configuration error answered: never retried, with its fix (a router shows only this
+/// text), exit 78.
+fn fail_config(resp: &mut Response, e: Error) -> u8 {
+    let msg = config_error(e, resp);
+    fail(resp, msg, false);
+    code::HANDLE_CONFIG
 }
 
 /// A configuration error as the response says it: the message, and the fix when there is one
