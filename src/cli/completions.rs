@@ -3,7 +3,8 @@
 //! so a broken agentloop.yaml cannot stop them.
 
 use agentloop_io::output::Printer;
-use agentloop_types::error::{Error, Result};
+use agentloop_types::error::Result;
+use agentloop_types::error::ResultExt;
 use clap::{Args, CommandFactory};
 
 /// Print a shell completion script.
@@ -35,7 +36,7 @@ pub fn completions(printer: &Printer, args: CompletionsArgs) -> Result<u8> {
 pub fn render_man() -> Result<String> {
     let cmd = super::Cli::command();
     let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Error::failure(format!("cannot render man page: {e}")))?;
+    clap_mangen::Man::new(cmd).render(&mut buf).context("cannot render man page")?;
     let text = String::from_utf8_lossy(&buf).into_owned();
     let mut text = keep_quick_start_lines(&name_commands(&text));
     // The exit-code section is rendered from the one table in error.rs.

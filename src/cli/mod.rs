@@ -289,7 +289,7 @@ mod tests {
             let e = dispatch(cli).err().unwrap_or_else(|| panic!("{args:?} ran"));
             assert_eq!(e.exit_code(), agentloop_types::error::code::USAGE, "{args:?}: {}", e.message);
             assert!(e.message.contains(&format!("the `{feature}` feature")), "{args:?}: {}", e.message);
-            assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{args:?}");
+            assert!(e.hint().is_some_and(|h| h.contains(&format!("--features {feature}"))), "{args:?}");
         }
         let v = long_version();
         assert!(v.starts_with(env!("CARGO_PKG_VERSION")) && v.contains("\nfeatures: "), "{v}");

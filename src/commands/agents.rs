@@ -85,7 +85,7 @@ pub fn profiles(root: &camino::Utf8Path) -> Result<Vec<serde_json::Value>> {
                 Some((l, Ok(()))) => {
                     (l.value.get("description").and_then(|v| v.as_str()).unwrap_or("").to_string(), None)
                 }
-                Some((_, Err(e))) => (String::new(), Some(e.message)),
+                Some((_, Err(e))) => (String::new(), Some(e.detail())),
                 None => (String::new(), None),
             };
             rows.push(json!({"name": stem, "path": p, "description": description, "error": problem}));

@@ -109,7 +109,7 @@ fn allowed_tools_named(ctx: &Ctx) -> Option<std::result::Result<Named, String>> 
         logs,
     ) {
         Ok(r) => r,
-        Err(e) => return Some(Err(e.message)),
+        Err(e) => return Some(Err(e.detail())),
     };
     let by_entry = registry.allowed_by_entry(cfg)?.into_iter().collect();
     Some(Ok((by_entry, registry.allowed_summary(cfg)?)))
@@ -128,6 +128,6 @@ fn resolved_model(cfg: &agentloop_config::config::Config) -> agentloop_engine::s
                 error: None,
             }
         }
-        Err(e) => agentloop_engine::schema::ResolvedModel { error: Some(e.message), ..Default::default() },
+        Err(e) => agentloop_engine::schema::ResolvedModel { error: Some(e.detail()), ..Default::default() },
     }
 }

@@ -51,7 +51,10 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
     let store =
         Store::open(cfg, &ctx.ws.root).ok_or_else(|| Error::usage("no memory folder").with_hint("set memory.dir"))?;
     let since = match &args.since {
-        Some(d) => Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--since: {e}")))?),
+        Some(d) => Some(
+            agentloop_types::clock::parse_duration(d)
+                .map_err(|e| Error::usage(format!("--since: {e}")).with_source(e))?,
+        ),
         None => None,
     };
     let ledger = store.dir.join("dreamed.json");
@@ -74,7 +77,7 @@ pub fn dream_now(ctx: &Ctx, args: &DreamArgs) -> Result<serde_json::Value> {
                 Ok(n) => written += n,
                 Err(e) if e.kind == agentloop_types::error::Kind::Provider => return Err(e),
                 Err(e) => {
-                    ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.message));
+                    ctx.printer.warn(&format!("dream: the model step was skipped: {}", e.detail()));
                     model = None;
                 }
             }

@@ -153,7 +153,10 @@ fn add(ctx: &Ctx, s: &Store, a: AddArgs) -> Result<()> {
         return Err(Error::usage("the memory is empty"));
     }
     let ttl = match &a.ttl {
-        Some(d) => Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--ttl: {e}")))?),
+        Some(d) => Some(
+            agentloop_types::clock::parse_duration(d)
+                .map_err(|e| Error::usage(format!("--ttl: {e}")).with_source(e))?,
+        ),
         None => None,
     };
     let n = New {

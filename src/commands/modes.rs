@@ -74,7 +74,7 @@ fn rest_when_tired(ctx: &Ctx, state: &State, commit: &dyn Fn(&Commit) -> Result<
                 r.after["stress"]
             ));
         }
-        Err(e) => ctx.printer.warn(&format!("the agent could not rest itself: {}", e.message)),
+        Err(e) => ctx.printer.warn(&format!("the agent could not rest itself: {}", e.detail())),
     }
 }
 
@@ -103,7 +103,7 @@ pub fn dream_when_idle(ctx: &Ctx, state: &State) {
                 "the agent dreamed while idle: {runs} run(s) consolidated, {explored} question(s) explored (modes.auto: false turns this off)"
             ));
         }
-        Err(e) => ctx.printer.warn(&format!("the agent could not dream: {}", e.message)),
+        Err(e) => ctx.printer.warn(&format!("the agent could not dream: {}", e.detail())),
     }
 }
 
@@ -117,6 +117,6 @@ fn trace(ctx: &Ctx, state: &State, event: Event, why: &str, data: Value, commit:
     c.entry(&e);
     let done = commit(&c);
     if let Err(why) = done {
-        ctx.printer.warn(&format!("trace: {} not recorded: {}", e.event, why.message));
+        ctx.printer.warn(&format!("trace: {} not recorded: {}", e.event, why.detail()));
     }
 }

@@ -108,7 +108,7 @@ fn previous_diff(
     match agentloop_workspace::runs_diff::diff(then, this) {
         Ok(d) => Some(d),
         Err(e) => {
-            warn(&format!("no \"Since last run\" card for run {}: {}", this.state.run_id, e.message));
+            warn(&format!("no \"Since last run\" card for run {}: {}", this.state.run_id, e.detail()));
             None
         }
     }
@@ -127,7 +127,7 @@ fn all(ctx: &Ctx, runs_dir: &str, output: Option<Utf8PathBuf>) -> Result<u8> {
         let mut run = match Run::load(&r.ws) {
             Ok(run) => run,
             Err(e) => {
-                ctx.printer.warn(&format!("skipped {}: {}", r.ws.root, e.message));
+                ctx.printer.warn(&format!("skipped {}: {}", r.ws.root, e.detail()));
                 continue;
             }
         };

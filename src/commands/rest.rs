@@ -37,7 +37,7 @@ fn task(ctx: &Ctx, t: RestTask) -> Done {
     let skipped = |why: &str| Done { ok: false, detail: why.to_string() };
     let did = |r: Result<String>| match r {
         Ok(detail) => Done { ok: true, detail },
-        Err(e) => Done { ok: false, detail: e.message },
+        Err(e) => Done { ok: false, detail: e.detail() },
     };
     match t {
         RestTask::MemoryPrune => match agentloop_workspace::longterm::Store::open(ctx.config(), &ctx.ws.root) {
@@ -76,7 +76,7 @@ pub fn rest_now(ctx: &Ctx, id: &str) -> Result<Rested> {
     let done: Vec<String> =
         rows.iter().filter(|r| r["ok"] == true).filter_map(|r| r["task"].as_str().map(String::from)).collect();
     agentloop_workspace::rest_window::record_rest(cfg, id, done).map_err(|e| {
-        Error::failure(format!("usage ledger: {e}")).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
+        Error::failure("usage ledger").with_source(e).with_hint("check that $XDG_STATE_HOME/agentloop is writable")
     })?;
     Ok(Rested { tasks: rows, before, after: wellbeing(ctx) })
 }

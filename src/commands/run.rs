@@ -7,7 +7,7 @@
 use agentloop_engine::lifecycle::{ways_on, Outcome, Request, Runner, Start};
 use agentloop_engine::phases::{self, Env};
 use agentloop_engine::settings::Ctx;
-use agentloop_types::error::{code, Error, Result};
+use agentloop_types::error::{code, Error, Kind, Result};
 use agentloop_workspace::workspace::{State, Status};
 use clap::Args;
 use serde_json::json;
@@ -291,11 +291,16 @@ fn report_repeat(ctx: &Ctx, s: &State) -> Result<u8> {
 
 /// `--output-schema FILE`: one JSON Schema object, checked before anything is written.
 fn read_output_schema(file: &camino::Utf8Path, cfg: &agentloop_config::config::Config) -> Result<serde_json::Value> {
-    let text =
-        agentloop_io::fs::read_to_string(file).map_err(|e| Error::usage(format!("--output-schema: {}", e.message)))?;
+    let text = agentloop_io::fs::read_to_string(file).map_err(|e| Error {
+        kind: Kind::Usage,
+        message: format!("--output-schema: {}", e.message),
+        hints: Vec::new(),
+        ..e
+    })?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!("--output-schema: {file} is not JSON: {e}"))
+        Error::usage(format!("--output-schema: {file} is not JSON"))
             .with_hint("the file must hold one JSON Schema object")
+            .with_source(e)
     })?;
     agentloop_engine::output_schema::check_schema(
         &v,
@@ -366,11 +371,11 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     if p.json {
         p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none() && resting.is_none(),
             "negotiation": negotiation,
-            "refusal": refusal, "resting": resting.as_ref().map(|e| e.message.clone()),
+            "refusal": refusal, "resting": resting.as_ref().map(|e| e.detail()),
             "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
         return verdict();
     }
-    print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.message.as_str()));
+    print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.detail()).as_deref());
     p.outln("\n== system prompt (frame)");
     p.outln(system.trim_end());
     p.outln("\n== frame prompt");

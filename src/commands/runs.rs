@@ -290,9 +290,10 @@ fn prune(ctx: &Ctx, a: PruneArgs) -> Result<u8> {
             .with_hint("e.g. agentloop runs prune --keep 30"));
     }
     let older = match &a.older_than {
-        Some(d) => {
-            Some(agentloop_types::clock::parse_duration(d).map_err(|e| Error::usage(format!("--older-than: {e}")))?)
-        }
+        Some(d) => Some(
+            agentloop_types::clock::parse_duration(d)
+                .map_err(|e| Error::usage(format!("--older-than: {e}")).with_source(e))?,
+        ),
         None => None,
     };
     let session = ctx.ws.lock(ctx.lock_wait())?;

@@ -325,8 +325,10 @@ pub fn fetch_into(
         return Err(Error::failure(format!("{url} is larger than 1 MiB; not a skill file"))
             .with_cause(agentloop_types::error::Cause::Upstream));
     }
-    let text = String::from_utf8(f.body).map_err(|_| {
-        Error::failure(format!("{url} is not UTF-8 text")).with_cause(agentloop_types::error::Cause::Upstream)
+    let text = String::from_utf8(f.body).map_err(|e| {
+        Error::failure(format!("{url} is not UTF-8 text"))
+            .with_cause(agentloop_types::error::Cause::Upstream)
+            .with_source(e)
     })?;
     let skill_dir = root.join(id);
     let open = |rel: &Utf8Path| -> Result<agentloop_io::fs::Folder> { agentloop_io::fs::Folder::create(base, rel) };
@@ -353,7 +355,7 @@ pub fn fetch_into(
     let reg_path = root.join("registry.json");
     let mut reg: Value = match agentloop_io::fs::read_optional(&reg_path)? {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
-            Error::data(format!("cannot read {reg_path}: {e}")).with_hint("fix or remove registry.json")
+            Error::data(format!("cannot read {reg_path}")).with_hint("fix or remove registry.json").with_source(e)
         })?,
         None => json!({"version": "1.0.0", "skills": []}),
     };

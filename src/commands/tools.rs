@@ -86,8 +86,9 @@ pub fn call(ctx: &Ctx, registry: &Registry, name: &str, args: &str) -> Result<u8
     let cfg = ctx.config();
     let text = if args == "-" { agentloop_io::fs::read_arg("-")? } else { args.to_string() };
     let args: Value = serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!("--args is not valid JSON: {e}"))
+        Error::usage("--args is not valid JSON")
             .with_hint("pass a JSON object, e.g. --args '{\"path\": \"context.md\"}'")
+            .with_source(e)
     })?;
     if let Err(e) = registry.check(cfg, name, &args) {
         ctx.printer.json_value(&json!({"status": "error", "output": "", "error": e.to_string(), "retryable": false, "metadata": null, "artifacts": []}));

@@ -99,6 +99,7 @@ impl Filter {
                     let d = agentloop_types::clock::parse_duration(s).map_err(|e| {
                         Error::usage(format!("--since: {e}"))
                             .with_hint("give an RFC 3339 time or a duration such as 10m")
+                            .with_source(e)
                     })?;
                     agentloop_types::clock::now().checked_sub(d).unwrap_or(SystemTime::UNIX_EPOCH)
                 }

@@ -104,6 +104,8 @@ pub fn redis_url(flag: Option<String>, q: &agentloop_config::config::QueueConfig
 #[cfg(feature = "queue")]
 pub fn parse_duration(flag: &str, v: &str) -> Result<std::time::Duration> {
     humantime::parse_duration(v.trim()).map_err(|e| {
-        agentloop_types::error::Error::usage(format!("{flag} `{v}`: {e}")).with_hint("write it as 90s, 5m or 1h")
+        agentloop_types::error::Error::usage(format!("{flag} `{v}`: {e}"))
+            .with_hint("write it as 90s, 5m or 1h")
+            .with_source(e)
     })
 }

@@ -30,6 +30,7 @@ use agentloop_engine::schema::handle::{
 use agentloop_engine::schema::{HandleStatus, LogLevel};
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
+use agentloop_types::error::ResultExt;
 use agentloop_types::error::{code, Error, Kind, Result};
 use agentloop_types::tool_spec::{ToolResult, ToolStatus};
 use agentloop_workspace::markdown::NextAction;
@@ -105,13 +106,13 @@ fn unreadable(e: RequestError) -> Error {
 /// after the model client's own retries — a provider outage, a busy lock — is the router's to
 /// retry (its backoff and circuit breaker), and the run stays where the turn stopped.
 fn answer_error(e: Error, resp: &mut Response) -> u8 {
+    resp.causes = e.causes();
+    resp.hints = e.hints.clone();
     if e.kind == Kind::Config {
-        // With its fix: a router shows only this text.
-        fail(resp, config_error(e), false);
-        return code::HANDLE_CONFIG;
+        return fail_config(resp, e);
     }
     let retry = matches!(e.kind, Kind::Failure | Kind::LockBusy | Kind::Provider);
-    fail(resp, e.message, retry);
+    fail(resp, e.detail(), retry);
     0
 }
 
@@ -142,10 +143,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         .unwrap_or_else(|| g.workspace.clone());
     let (cfg, sources) = match turn_config(g, &req, &root) {
         Ok(r) => (r.config, r.sources),
-        Err(e) => {
-            fail(resp, config_error(e), false);
-            return code::HANDLE_CONFIG;
-        }
+        Err(e) => return fail_config(resp, e),
     };
     match command {
         Command::Health => return answer_health(&cfg, &root, resp),
@@ -160,10 +158,7 @@ fn turn(g: &Global, input: &str, resp: &mut Response) -> u8 {
         }
         Command::Handle => match progress::Progress::new(&cfg.handle) {
             Ok(p) => resp.progress = p,
-            Err(e) => {
-                fail(resp, config_error(e), false);
-                return code::HANDLE_CONFIG;
-            }
+            Err(e) => return fail_config(resp, e),
         },
         Command::Other(other) => {
             fail(resp, format!("unknown command `{other}`; expected {}", Command::listed()), false);
@@ -210,13 +205,14 @@ fn answer_health(cfg: &Config, root: &Utf8Path, resp: &mut Response) -> u8 {
         }
         let probe = root.join(format!(".agentloop-health-{}", std::process::id()));
         agentloop_io::fs::write_atomic(&probe, b"ok\n").map_err(|e| {
-            Error::config(format!("the root {root} is not writable: {}", e.message))
+            Error::config(format!("the root {root} is not writable"))
                 .with_hint("give the plugin's user write access to it")
+                .with_source(e)
         })?;
         let _ = std::fs::remove_file(&probe);
         agentloop_model::model::from_config(cfg, root).map_err(|e| {
-            let hint = e.hint.clone().unwrap_or_else(|| "set the provider's key in the plugin's environment".into());
-            Error::config(format!("the provider cannot be used: {}", e.message)).with_hint(hint)
+            let hint = e.hint().unwrap_or("set the provider's key in the plugin's environment").to_string();
+            Error::config("the provider cannot be used").with_hint(hint).with_source(e)
         })?;
         Ok(root.join(&cfg.handle.runs_dir))
     };
@@ -226,18 +222,29 @@ fn answer_health(cfg: &Config, root: &Utf8Path, resp: &mut Response) -> u8 {
             0
         }
         Err(e) => {
-            fail(resp, format!("unhealthy: {}", config_error(e)), false);
+            let msg = config_error(e, resp);
+            fail(resp, format!("unhealthy: {msg}"), false);
             code::HANDLE_CONFIG
         }
     }
 }
 
+/// A configuration error answered: never retried, with its fix (a router shows only this
+/// text), exit 78.
+fn fail_config(resp: &mut Response, e: Error) -> u8 {
+    let msg = config_error(e, resp);
+    fail(resp, msg, false);
+    code::HANDLE_CONFIG
+}
+
 /// A configuration error as the response says it: the message, and the fix when there is one
-/// (a router shows only this text).
-fn config_error(e: Error) -> String {
-    match e.hint {
-        Some(h) => format!("configuration error: {}; {h}", e.message),
-        None => format!("configuration error: {}", e.message),
+/// (a router shows only this text); its causes and hints go on `resp` as data too.
+fn config_error(e: Error, resp: &mut Response) -> String {
+    resp.causes = e.causes();
+    resp.hints = e.hints.clone();
+    match e.hint() {
+        Some(h) => format!("configuration error: {}; {h}", e.detail()),
+        None => format!("configuration error: {}", e.detail()),
     }
 }
 
@@ -367,9 +374,7 @@ fn outage_counted<T>(env: &Env, r: Result<T>) -> Result<T> {
         Err(e) if e.kind == Kind::Provider && env.provider_failure_resumable => {
             agentloop_io::fs::write_atomic(&path, (outages(env.ws) + 1).to_string().as_bytes())?;
         }
-        Ok(_) if path.exists() => {
-            std::fs::remove_file(&path).map_err(|e| Error::failure(format!("cannot remove {path}: {e}")))?
-        }
+        Ok(_) if path.exists() => std::fs::remove_file(&path).context(format!("cannot remove {path}"))?,
         _ => {}
     }
     r
@@ -521,7 +526,7 @@ fn restart_unwritten(
     let partial = run_ws(cfg, root, &run_id)?;
     if partial.root.exists() {
         std::fs::remove_dir_all(&partial.root)
-            .map_err(|e| Error::failure(format!("cannot clear the unfinished run folder {}: {e}", partial.root)))?;
+            .context(format!("cannot clear the unfinished run folder {}", partial.root))?;
     }
     Ok(run_id)
 }

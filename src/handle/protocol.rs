@@ -23,6 +23,9 @@ pub(super) struct Response {
     pub(super) status: HandleStatus,
     pub(super) result: String,
     pub(super) error: Option<String>,
+    /// The error's causes and hints, as data (`error` says them on one line).
+    pub(super) causes: Vec<String>,
+    pub(super) hints: Vec<String>,
     pub(super) retry: Option<bool>,
     pub(super) events: Vec<Value>,
     /// Every run the router's state knows, by id: its `run:<id>` keys over an older `runs` map,
@@ -133,6 +136,8 @@ impl Response {
             status: self.status,
             result: if self.result.trim().is_empty() { "no action taken".to_string() } else { self.result.clone() },
             error: self.error.clone(),
+            causes: self.causes.clone(),
+            hints: self.hints.clone(),
             retry: self.retry,
             events: self.events.clone(),
             state_updates: self.state_updates(),

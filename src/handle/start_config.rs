@@ -63,8 +63,9 @@ fn context_budgets(
         return Ok(None);
     }
     let budgets: agentloop_types::budget::Budgets = serde_json::from_value(Value::Object(asked)).map_err(|e| {
-        Error::config(format!("the start's context has a budget that is not one: {e}"))
+        Error::config("the start's context has a budget that is not one")
             .with_hint("give max_steps, max_reframes and max_tokens as whole numbers, timeout as e.g. 10m, max_cost_usd in dollars")
+            .with_source(e)
     })?;
     if budgets.max_cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
         return Err(

@@ -1,7 +1,7 @@
 //! The routes of `serve`: the `Host`, authentication, the rate limit, then one handler per
 //! endpoint.
 //!
-//! Every reply is JSON (errors too: `{"error", "status", "hint"?}`) except the HTML pages, the
+//! Every reply is JSON (errors too: `{"error", "status", "causes"?, "hint"?, "hints"?}`) except the HTML pages, the
 //! JSONL trace, its event stream and run files.
 
 use super::http::{self, only_keys, ApiError, ApiResult, Out, Reply};

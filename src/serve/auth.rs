@@ -38,7 +38,8 @@ pub fn parse_rate(s: &str) -> Result<Option<Rate>> {
     };
     let (n, per) = s.split_once('/').ok_or_else(bad)?;
     let n: u32 = n.trim().parse().map_err(|_| bad())?;
-    let per = agentloop_types::clock::parse_duration(per).map_err(|e| Error::usage(format!("--rate-limit: {e}")))?;
+    let per = agentloop_types::clock::parse_duration(per)
+        .map_err(|e| Error::usage(format!("--rate-limit: {e}")).with_source(e))?;
     if n == 0 || per.is_zero() {
         return Err(bad());
     }
@@ -176,8 +177,9 @@ fn generate() -> Result<String> {
     use std::io::Read;
     let mut buf = [0u8; 24];
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).map_err(|e| {
-        Error::failure(format!("cannot generate a token from /dev/urandom: {e}"))
+        Error::failure("cannot generate a token from /dev/urandom")
             .with_hint("set AGENTLOOP_TOKEN to a long random value")
+            .with_source(e)
     })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }

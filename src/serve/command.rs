@@ -33,7 +33,7 @@ use clap::Args;
 ///   GET  /runs/{id}/files/PATH    artifacts/... and the run's paper-trail files, as text
 ///   GET  /skills, POST /skills/fetch {"id", "url"}, GET /agents, GET /agents/{name}/status,
 ///   GET  /agents/{name}/sessions  an agent's named sessions (`default`: runs of no profile)
-/// Errors are {"error", "status", "hint"?}: 400 bad request (naming the field), 401 token,
+/// Errors are {"error", "status", "causes"?, "hint"?, "hints"?}: 400 bad request (naming the field), 401 token,
 /// 404, 405, 409 the run's state does not allow it, 413 body over 1 MiB, 421 a Host that is
 /// not the server's, 422 refused by negotiation, 429 rate limit (Retry-After) or a resting
 /// agent, 503 queue full (Retry-After).

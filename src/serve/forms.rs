@@ -169,12 +169,12 @@ pub fn body_of(
 /// The box a refused form's page shows above the form: what did not happen and why, and what to
 /// change (the fix as the form says it, else the API's).
 pub fn refusal(form: Form, e: &ApiError) -> String {
-    let fix = e.form_hint.as_ref().or(e.hint.as_ref());
+    let fix = e.more.as_ref().and_then(|m| m.form_hint.as_ref()).or(e.hint.as_ref());
     format!(
         "<div class=\"refused\" id=\"refused\" role=\"alert\" data-status=\"{}\"><p><strong>{}:</strong> {}</p>{}</div>",
         e.status,
         form.undone,
-        esc(&e.message),
+        esc(&e.text()),
         fix.map(|f| format!("<p class=\"fix\"><strong>What to change:</strong> {}</p>", esc(f))).unwrap_or_default()
     )
 }

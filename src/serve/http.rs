@@ -122,15 +122,28 @@ impl Reply {
     }
 }
 
-/// An error reply: status, message, an optional hint and Retry-After.
+/// An error reply: status, message, the errors behind it (`causes`), an optional hint (with
+/// every hint in `hints`) and Retry-After.
 #[derive(Debug)]
 pub struct ApiError {
     pub status: u16,
     pub message: String,
+    /// The errors behind this one, the hints after the first and the form's fix, when there
+    /// are any (boxed: an error stays small to return).
+    pub more: Option<Box<More>>,
     pub hint: Option<String>,
     pub retry_after: Option<u64>,
     /// The methods an endpoint takes (405).
     pub allow: Option<String>,
+}
+
+/// What an [`ApiError`] made from an [`Error`] says beyond its message and first hint.
+#[derive(Debug, Default)]
+pub struct More {
+    /// [`Error::causes`]: the text of each error behind this one, outermost first.
+    pub causes: Vec<String>,
+    /// Hints after the first (which is `hint`).
+    pub hints: Vec<String>,
     /// The fix as a panel form's page says it (the fields of the form, not the JSON body), when
     /// it differs from `hint`.
     pub form_hint: Option<String>,
@@ -138,15 +151,15 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into(), hint: None, retry_after: None, allow: None, form_hint: None }
+        ApiError { status, message: message.into(), more: None, hint: None, retry_after: None, allow: None }
     }
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self
     }
-    /// The fix as the panel's form page says it (see [`ApiError::form_hint`]).
+    /// The fix as the panel's form page says it (see [`More::form_hint`]).
     pub fn form_hint(mut self, h: impl Into<String>) -> Self {
-        self.form_hint = Some(h.into());
+        self.more.get_or_insert_with(Box::default).form_hint = Some(h.into());
         self
     }
     /// Replaces the status `from` by `to` (a handler's reading of a generic error).
@@ -164,10 +177,20 @@ impl ApiError {
         self.retry_after = Some(secs);
         self
     }
+    /// The message and the errors behind it on one line (the panel's refusal box).
+    pub fn text(&self) -> String {
+        let causes = self.more.as_ref().map_or(&[][..], |m| &m.causes[..]);
+        std::iter::once(&self.message).chain(causes).map(String::as_str).collect::<Vec<_>>().join(": ")
+    }
     pub fn reply(self) -> Reply {
         let mut v = json!({"error": self.message, "status": self.status});
+        let more = self.more.unwrap_or_default();
+        if !more.causes.is_empty() {
+            v["causes"] = json!(more.causes);
+        }
         if let Some(h) = &self.hint {
             v["hint"] = json!(h);
+            v["hints"] = json!(std::iter::once(h).chain(&more.hints).collect::<Vec<_>>());
         }
         let mut r = Reply::json(self.status, &v);
         if let Some(s) = self.retry_after {
@@ -195,7 +218,12 @@ impl From<Error> for ApiError {
             Kind::Provider => 502,
             Kind::Escalated | Kind::Budget | Kind::Tool | Kind::Data | Kind::Failure => 500,
         };
-        ApiError { status, message: e.message, hint: e.hint, retry_after: None, allow: None, form_hint: None }
+        let causes = e.causes();
+        let mut hints = e.hints.into_iter();
+        let hint = hints.next();
+        let more = More { causes, hints: hints.collect(), form_hint: None };
+        let more = (!more.causes.is_empty() || !more.hints.is_empty()).then(|| Box::new(more));
+        ApiError { more, hint, ..ApiError::new(status, e.message) }
     }
 }
 
@@ -370,6 +398,26 @@ pub fn only_keys(body: &serde_json::Map<String, Value>, allowed: &[&str], what: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_answers_its_causes_and_hints() {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, "key must be a string at line 1 column 2");
+        let e = Error::data("cannot read runs/r1/state.json")
+            .with_source(io)
+            .with_hint("restore it")
+            .with_hint("or remove it");
+        let r = ApiError::from(e).reply();
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(r.status, 500);
+        assert_eq!(v["error"], "cannot read runs/r1/state.json");
+        assert_eq!(v["causes"], json!(["key must be a string at line 1 column 2"]));
+        assert_eq!(
+            (v["hint"].clone(), v["hints"].clone()),
+            (json!("restore it"), json!(["restore it", "or remove it"]))
+        );
+        let plain: Value = serde_json::from_slice(&ApiError::new(404, "no run").reply().body).unwrap();
+        assert_eq!(plain, json!({"error": "no run", "status": 404}));
+    }
 
     #[test]
     fn a_sign_in_goes_only_to_a_path_here() {

@@ -111,16 +111,15 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     let addr = o
         .listen
         .to_socket_addrs()
-        .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)))?
+        .map_err(|e| Error::usage(format!("--listen `{}`: {e}", o.listen)).with_source(e))?
         .next()
         .ok_or_else(|| Error::usage(format!("--listen `{}` names no address", o.listen)))?;
     let (auth, kept) = auth_for(addr, &o)?;
     #[cfg(feature = "queue")]
     let fleet = o.redis.as_ref().map(|(url, prefix)| fleet::Fleet::open(url, prefix, printer)).transpose()?;
-    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone())
-        .lock(None)
-        .map_err(|e| Error::new(e.kind, format!("{} (is another `agentloop serve` using this root?)", e.message)))?;
-    let server = tiny_http::Server::http(addr).map_err(|e| Error::failure(format!("cannot listen on {addr}: {e}")))?;
+    let root_lock = agentloop_workspace::workspace::Workspace::new(root.clone()).lock(None).map_err(root_busy)?;
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| Error::failure(format!("cannot listen on {addr}")).with_boxed_source(e))?;
     let bound = server.server_addr().to_ip().unwrap_or(addr);
     let url = format!("http://{bound}");
     let hosts = host::Hosts::new(bound, &serve.allowed_hosts)?;
@@ -178,6 +177,12 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
         let _ = t.join();
     }
     Err(Error::failure(format!("the server on {url} stopped")))
+}
+
+/// The root's lock cannot be taken: the lock's error, saying who may hold it (its kind, cause
+/// and source kept, its hints replaced by that).
+fn root_busy(e: Error) -> Error {
+    Error { message: format!("{} (is another `agentloop serve` using this root?)", e.message), hints: Vec::new(), ..e }
 }
 
 /// The token(s) to accept: `AGENTLOOP_TOKEN`, else the kept generated one (where it is kept);
@@ -264,7 +269,7 @@ fn worker(shared: &Arc<Shared>) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runs::drive(shared, &id)));
         let error = match result {
             Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(e.message),
+            Ok(Err(e)) => Some(e.detail()),
             Err(_) => Some("internal error while driving the run (see the server's stderr)".to_string()),
         };
         if let Some(e) = &error {

@@ -154,10 +154,12 @@ fn hold<'a>(shared: &'a Shared, ws: &Workspace, id: &str, wait: Option<std::time
         return Ok(Held::Root(guard));
     }
     ws.lock(wait).map(Held::Own).map_err(|e| match e.kind {
-        Kind::LockBusy => Error::new(Kind::LockBusy, format!("run {id} is being advanced elsewhere: {}", e.message))
-            .with_hint(format!(
-                "wait for that command to finish (GET /runs/{id} shows the run as it goes), then try again"
-            )),
+        Kind::LockBusy => {
+            Error { message: format!("run {id} is being advanced elsewhere: {}", e.message), hints: Vec::new(), ..e }
+                .with_hint(format!(
+                    "wait for that command to finish (GET /runs/{id} shows the run as it goes), then try again"
+                ))
+        }
         _ => e,
     })
 }
@@ -374,7 +376,7 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
                 agentloop_workspace::workspace::Limits::from_config(&most.config),
             );
             let (hint, form_hint) = super::raise::fix(b, &state, &offer);
-            return Err(ApiError::new(409, e.message).hint(hint).form_hint(form_hint));
+            return Err(ApiError::new(409, e.detail()).hint(hint).form_hint(form_hint));
         }
     }
     let mut env = Env::with(&ws, &resolved.config, quiet())?;
@@ -435,7 +437,7 @@ pub fn recover(shared: &Shared, resume: bool) -> Result<()> {
         let mut state = match ws.load_state() {
             Ok(s) => s,
             Err(e) => {
-                shared.printer.warn(&format!("run {id}: {}", e.message));
+                shared.printer.warn(&format!("run {id}: {}", e.detail()));
                 continue;
             }
         };

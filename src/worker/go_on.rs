@@ -95,8 +95,9 @@ fn lock_run(ws: &Workspace, run_id: &str, g: GoOn<'_>) -> Result<Session> {
     ws.lock(Some(Duration::from_secs(1))).map_err(|e| match e.kind {
         Kind::LockBusy => Error::new(
             Kind::LockBusy,
-            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e.message, g.verb()),
-        ),
+            format!("run {run_id} is being driven elsewhere ({}); the {} is tried again later", e.detail(), g.verb()),
+        )
+        .with_source(e),
         _ => e,
     })
 }
@@ -122,7 +123,7 @@ fn prepare_continue(ws: &Workspace, state: &mut State, resolved: &Resolved, run_
         // Said in the message: a dead letter keeps only that.
         return Err(Error::usage(format!(
             "{}; raise it up to the root's limit: `agentloop {} N enqueue --continue {run_id}`",
-            e.message,
+            e,
             b.flag()
         )));
     }

@@ -35,6 +35,7 @@ use agentloop_engine::lifecycle::Request;
 use agentloop_engine::phases::Env;
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
+use agentloop_types::error::ResultExt;
 use agentloop_types::error::{Error, Kind, Result};
 use agentloop_workspace::workspace::{State, Workspace};
 use camino::Utf8PathBuf;
@@ -141,14 +142,14 @@ pub fn main(g: &Global, o: Options) -> Result<u8> {
     std::thread::Builder::new()
         .name("heartbeat".into())
         .spawn(move || heartbeat(&beat))
-        .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+        .context("cannot start a thread")?;
     let mut threads = Vec::new();
     for i in 0..o.concurrency {
         let w = w.clone();
         let t = std::thread::Builder::new()
             .name(format!("worker-{i}"))
             .spawn(move || work(&w))
-            .map_err(|e| Error::failure(format!("cannot start a thread: {e}")))?;
+            .context("cannot start a thread")?;
         threads.push(t);
     }
     for t in threads {
@@ -183,7 +184,7 @@ fn heartbeat(w: &Worker) {
         std::thread::sleep(w.claim_idle / 3);
         let ids: Vec<String> = w.held.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
         if let Err(e) = link.call("keep its claims fresh", |c| streams::refresh(c, &w.names, &w.consumer, &ids)) {
-            w.printer.warn(&e.message);
+            w.printer.warn(&e.detail());
         }
     }
 }
@@ -192,7 +193,7 @@ fn heartbeat(w: &Worker) {
 fn work(w: &Worker) {
     let mut link = match w.link() {
         Ok(l) => l,
-        Err(e) => return w.printer.warn(&e.message),
+        Err(e) => return w.printer.warn(&e.detail()),
     };
     loop {
         agentloop_tools::interrupt::park_if_interrupted();
@@ -216,7 +217,7 @@ fn work(w: &Worker) {
             }
             Ok(None) => {}
             Err(e) => {
-                w.printer.warn(&e.message);
+                w.printer.warn(&e.to_string());
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
@@ -258,14 +259,17 @@ fn handle(w: &Worker, link: &mut Link, d: &Delivery) {
             if fresh { "acknowledged, outcome published" } else { "acknowledged (outcome was published before)" }
         )),
         Err(e) if permanent(&e) && e.message.starts_with(&format!("run {run_id} ")) => dead(w, link, d, &e.message),
-        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.message)),
+        Err(e) if permanent(&e) => dead(w, link, d, &format!("run {run_id}: {}", e.detail())),
         Err(_) if agentloop_tools::interrupt::draining() => hand_back(w, link, d, &run_id),
         Err(e) => {
             w.printer.warn(&format!(
                 "run {run_id}: {}; message {} stays pending (delivery {} of at most {})",
-                e.message, d.id, d.deliveries, w.max_deliveries
+                e.detail(),
+                d.id,
+                d.deliveries,
+                w.max_deliveries
             ));
-            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.message));
+            let _ = link.call("record the error", |c| streams::note_error(c, &w.names, &d.id, &e.detail()));
         }
     }
 }
@@ -282,14 +286,14 @@ fn hand_back(w: &Worker, link: &mut Link, d: &Delivery, run_id: &str) {
             "run {run_id} stopped at a commit point{at}; message {} handed back for another worker",
             d.id
         )),
-        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e.message, d.id)),
+        Err(e) => w.printer.warn(&format!("{}; message {} is taken over after --claim-idle", e.detail(), d.id)),
     }
 }
 
 fn dead(w: &Worker, link: &mut Link, d: &Delivery, reason: &str) {
     match link.call("dead-letter a message", |c| streams::dead_letter(c, &w.names, d, reason)) {
         Ok(()) => w.printer.warn(&format!("message {} moved to {}: {reason}", d.id, w.names.dead)),
-        Err(e) => w.printer.warn(&e.message),
+        Err(e) => w.printer.warn(&e.to_string()),
     }
 }
 

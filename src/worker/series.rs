@@ -97,7 +97,7 @@ fn copy_state(prev: &Workspace, ws: &Workspace, notes: &mut Vec<String>) -> Resu
         Ok(Some(f)) => f,
         Ok(None) => return Ok(None),
         Err(e) => {
-            notes.push(format!("state/ not carried: {}", e.message));
+            notes.push(format!("state/ not carried: {}", e.detail()));
             return Ok(None);
         }
     };

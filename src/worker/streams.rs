@@ -197,6 +197,7 @@ impl Link {
         let client = redis::Client::open(url).map_err(|e| {
             Error::usage(format!("{flag} `{}`: {e}", shown_url(url)))
                 .with_hint("give a URL such as redis://127.0.0.1:6379/0 (rediss:// is not supported)")
+                .with_source(e)
         })?;
         Ok(Link { client, shown: shown_url(url), con: None, printer, patience })
     }

@@ -22,6 +22,7 @@ mod doors_ends;
 mod ductile;
 mod ductile_real;
 mod ductile_walk;
+mod errors;
 mod eval;
 mod files;
 mod foundation;

@@ -24,11 +24,14 @@ pub fn resolve(cfg: &agentloop_config::config::Config, root: &camino::Utf8Path, 
                 agentloop_io::fs::read_to_string(&p).map(Some)
             };
             let text = read
-                .map_err(|e| Error::new(e.kind, format!("output_schema: {}", e.message)).with_hint(hint))?
+                .map_err(|e| {
+                    Error { message: format!("output_schema: {}", e.message), hints: Vec::new(), ..e }.with_hint(hint)
+                })?
                 .ok_or_else(|| Error::usage(format!("output_schema: {p} does not exist")).with_hint(hint))?;
             let v: Value = serde_json::from_str(&text).map_err(|e| {
-                Error::usage(format!("output_schema: {p} is not JSON: {e}"))
+                Error::usage(format!("output_schema: {p} is not JSON"))
                     .with_hint("the file must hold one JSON Schema object")
+                    .with_source(e)
             })?;
             (v, p.to_string())
         }

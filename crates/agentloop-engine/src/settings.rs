@@ -337,7 +337,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
     if ws.root.is_dir() || resolved.config.logging.file.as_ref().is_some_and(|f| f.is_absolute()) {
         if let Err(e) = agentloop_io::log::init(&resolved.config.logging, &ws.root) {
             // Logging is diagnostics: the command goes on without it, and says why.
-            agentloop_io::output::warning(&format!("logging.file: {}; logging is off", e.message));
+            agentloop_io::output::warning(&format!("logging.file: {}; logging is off", e.detail()));
         }
     }
     agentloop_io::log::debug(&format!(

@@ -14,6 +14,7 @@
 use agentloop_config::config::{Config, Dur, Layer, Resolved, Source};
 use agentloop_types::budget::{Budget, Budgets};
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -103,8 +104,9 @@ impl Store {
         match agentloop_io::fs::read_optional(&path)? {
             None => Ok(Store::default()),
             Some(text) => serde_json::from_str(&text).map_err(|e| {
-                Error::config(format!("{path} is not a valid list of trusted folders: {e}"))
+                Error::config(format!("{path} is not a valid list of trusted folders"))
                     .with_hint("fix it, or remove it and trust your folders again with `agentloop trust DIR`")
+                    .with_source(e)
             }),
         }
     }
@@ -149,7 +151,7 @@ impl Store {
 /// A folder's identity for trust: its real path (links resolved), so a trusted folder reached
 /// through another name is the same folder and a link cannot borrow another folder's trust.
 pub fn canonical(dir: &Utf8Path) -> Result<Utf8PathBuf> {
-    let real = std::fs::canonicalize(dir).map_err(|e| Error::usage(format!("cannot open folder {dir}: {e}")))?;
+    let real = std::fs::canonicalize(dir).context_as(Kind::Usage, format!("cannot open folder {dir}"))?;
     Utf8PathBuf::from_path_buf(real).map_err(|p| Error::usage(format!("{} is not a UTF-8 path", p.display())))
 }
 
@@ -224,7 +226,7 @@ pub fn record_created(dir: &Utf8Path, was_new: bool, printer: &agentloop_io::out
         Ok(())
     });
     if let Err(e) = recorded {
-        printer.warn(&format!("could not record {dir} as trusted: {}", e.message));
+        printer.warn(&format!("could not record {dir} as trusted: {}", e.detail()));
     }
 }
 
@@ -348,7 +350,7 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 /// `<plugin>__<command>`) must name a tool, and only tools the trusted configuration allows.
 fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str) -> std::result::Result<(), Widens> {
     let registry = agentloop_tools::tools::Registry::load(base, root, agentloop_tools::tools::Reach::CachesOnly)
-        .map_err(|e| Widens(e.message))?;
+        .map_err(|e| Widens(e.detail()))?;
     let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
     for w in &want {
         let named = registry.named_by(w);

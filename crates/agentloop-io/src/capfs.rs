@@ -53,7 +53,7 @@ pub fn io_error(shown: &str, e: &std::io::Error) -> String {
 /// An io::Error's text without any path the OS put in it.
 /// [`io_error`] as a tool failure that keeps the I/O error as its source.
 pub fn io_failure(shown: &str, e: std::io::Error) -> Error {
-    Error::tool(io_error(shown, &e)).with_source(e)
+    Error::tool(io_error(shown, &e)).with_told_source(e)
 }
 
 fn strip_os_detail(e: &std::io::Error) -> String {

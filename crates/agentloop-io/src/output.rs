@@ -241,12 +241,23 @@ pub fn warning(s: &str) {
     err_line(&format!("warning: {s}"));
 }
 
-/// A command's final error: `error:` and, when there is one, `hint:` on stderr.
+/// A command's final error on stderr: `error: MESSAGE`, one `  Caused by: ...` line per error
+/// behind it ([`Error::causes`]: outermost first, none that repeats what is already said), then
+/// one `hint: ...` line per hint.
+///
+/// [`Error::causes`]: agentloop_types::error::Error::causes
 pub fn error(e: &agentloop_types::error::Error) {
-    err_line(&format!("error: {}", printable(&e.message)));
-    if let Some(h) = &e.hint {
-        err_line(&format!("hint: {}", printable(h)));
+    for line in error_lines(e) {
+        err_line(&line);
     }
+}
+
+/// The lines [`error`] writes, each [`printable`].
+pub fn error_lines(e: &agentloop_types::error::Error) -> Vec<String> {
+    let mut lines = vec![format!("error: {}", printable(&e.message))];
+    lines.extend(e.causes().iter().map(|c| format!("  Caused by: {}", printable(c))));
+    lines.extend(e.hints.iter().map(|h| format!("hint: {}", printable(h))));
+    lines
 }
 
 /// A diagnostic line on stderr as it is, but [`printable`] (event mode's log, crash points).

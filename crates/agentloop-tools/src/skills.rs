@@ -28,6 +28,7 @@
 //! (`fs::read_no_link`).
 
 use agentloop_config::config::Config;
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -454,7 +455,7 @@ fn agent_skill(
 /// is followed at all ([`read_skill_file`]).
 fn read_in(ws: Option<&Utf8Path>, dir: &Utf8Path, name: &str, cap: u64) -> agentloop_types::error::Result<String> {
     let buf = read_skill_file(ws, dir, name, name, cap)?;
-    String::from_utf8(buf).map_err(|_| agentloop_types::error::Error::tool(format!("{name} is not UTF-8 text")))
+    String::from_utf8(buf).context_as(Kind::Tool, format!("{name} is not UTF-8 text"))
 }
 
 /// Reads file `rel` of skill folder `dir`, at most `cap` bytes, never blocking on a FIFO. A
@@ -483,11 +484,12 @@ fn read_skill_file(
             ))),
             Err(agentloop_io::fs::Unreadable::NotRegular) => Err(agentloop_types::error::Error::tool(format!("{shown} is not a regular file"))),
             Err(agentloop_io::fs::Unreadable::TooLarge(n)) => Err(agentloop_types::error::Error::tool(agentloop_io::capfs::too_large(shown, n, cap))),
-            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e.message))),
+            Err(agentloop_io::fs::Unreadable::Io(e)) => Err(agentloop_types::error::Error::tool(format!("cannot read {shown}: {}", e.detail()))),
         };
     }
-    let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-        .map_err(|e| agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}: {e}")))?;
+    let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(|e| {
+        agentloop_types::error::Error::tool(format!("cannot open the folder of {shown}: {e}")).with_source(e)
+    })?;
     agentloop_io::capfs::read_capped(&d, rel, shown, cap).map_err(agentloop_types::error::Error::from)
 }
 
@@ -938,8 +940,7 @@ impl SkillSet {
                 })?;
                 let shown = format!("`{f}` in skill `{name}`");
                 let buf = read_skill_file(s.workspace.as_deref(), dir, f, &shown, max_bytes)?;
-                let text = String::from_utf8(buf)
-                    .map_err(|_| agentloop_types::error::Error::tool(format!("{shown} is not UTF-8 text")))?;
+                let text = String::from_utf8(buf).context_as(Kind::Tool, format!("{shown} is not UTF-8 text"))?;
                 Ok((text, json!({"skill": name, "file": f})))
             }
         }

@@ -1,7 +1,9 @@
 //! The one error type of agentloop and the exit-code table.
 //!
 //! Every failure a user can see is an [`Error`]: a kind (which fixes the exit code), a message that
-//! names the file or field and the action, and an optional `hint:` line with the obvious next step.
+//! names the file or field and the action, the foreign error behind it kept as its source (the
+//! system's, a parser's, a server's: printed as `Caused by:` lines, never baked into the
+//! message), and hints, each the obvious next step (`hint:` lines).
 //! The table below is documented in docs/COMMANDS.md and the man page; changing a number is a breaking
 //! change for every cron script that reads it.
 
@@ -120,7 +122,8 @@ impl Kind {
 pub struct Error {
     pub kind: Kind,
     pub message: String,
-    pub hint: Option<String>,
+    /// The next steps a person may take, one `hint:` line each.
+    pub hints: Vec<String>,
     /// What code may act on, so that no caller reads the message to decide.
     pub cause: Option<Cause>,
     /// The foreign error this one wraps (an I/O error, a parser's), kept for
@@ -156,7 +159,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: None, cause: None, source: None }
+        Error { kind, message: message.into(), hints: Vec::new(), cause: None, source: None }
     }
     pub fn failure(message: impl Into<String>) -> Self {
         Self::new(Kind::Failure, message)
@@ -187,13 +190,19 @@ impl Error {
     pub fn tool(message: impl Into<String>) -> Self {
         Self::new(Kind::Tool, message)
     }
-    /// An I/O error on a path, phrased as "cannot ACTION PATH: cause" (and kept as the source).
+    /// An I/O error on a path: "cannot ACTION PATH", the system's error kept as the source
+    /// (its text follows the message in [`Error`]'s `Display`, and prints as `Caused by:`).
     pub fn io(action: &str, path: impl fmt::Display, err: std::io::Error) -> Self {
-        Self::failure(format!("cannot {action} {path}: {err}")).with_source(err)
+        Self::failure(format!("cannot {action} {path}")).with_source(err)
     }
+    /// Adds a next step (one more `hint:` line).
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.hints.push(hint.into());
         self
+    }
+    /// The first hint, if any.
+    pub fn hint(&self) -> Option<&str> {
+        self.hints.first().map(String::as_str)
     }
     pub fn with_cause(mut self, cause: Cause) -> Self {
         self.cause = Some(cause);
@@ -202,6 +211,62 @@ impl Error {
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(std::sync::Arc::new(source));
         self
+    }
+    /// [`Error::with_source`] for a source the message already says in its own words: kept for
+    /// code to inspect, left out of [`Error::causes`] (and so never printed twice).
+    pub fn with_told_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(Told(Box::new(source))));
+        self
+    }
+    /// [`Error::with_source`] for an error already boxed (a library's `Box<dyn Error>`).
+    pub fn with_boxed_source(mut self, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        self.source = Some(std::sync::Arc::from(source));
+        self
+    }
+    /// This error as the cause of a new one: `message` says what was being done (the file, the
+    /// key); the kind, the cause and the hints are kept, and `self` becomes the source.
+    pub fn context(self, message: impl Into<String>) -> Self {
+        Error {
+            kind: self.kind,
+            message: message.into(),
+            hints: self.hints.clone(),
+            cause: self.cause.clone(),
+            source: Some(std::sync::Arc::new(self)),
+        }
+    }
+    /// The message, then each of [`Error::causes`] after `: `, on one line: the text a warning, a
+    /// log line or an answer to another program carries (the printer puts the causes on lines of
+    /// their own).
+    pub fn detail(&self) -> String {
+        let mut out = self.message.clone();
+        for cause in self.causes() {
+            out.push_str(": ");
+            out.push_str(&cause);
+        }
+        out
+    }
+    /// The text of each error behind this one, outermost first: an agentloop error by its
+    /// message, a foreign one by its `Display`. A cause whose text is already said (by the
+    /// message or an earlier cause) or is empty is left out, so nothing is said twice.
+    pub fn causes(&self) -> Vec<String> {
+        let mut said = self.message.clone();
+        let mut out = Vec::new();
+        let mut next = std::error::Error::source(self);
+        while let Some(e) = next {
+            let text = match (e.downcast_ref::<Error>(), e.is::<Told>()) {
+                (Some(ours), _) => ours.message.clone(),
+                (None, true) => String::new(),
+                (None, false) => e.to_string(),
+            };
+            let text = text.trim();
+            if !text.is_empty() && !said.contains(text) {
+                said.push('\n');
+                said.push_str(text);
+                out.push(text.to_string());
+            }
+            next = e.source();
+        }
+        out
     }
     pub fn exit_code(&self) -> u8 {
         match self.kind {
@@ -219,9 +284,28 @@ impl Error {
     }
 }
 
+/// [`Error::detail`]: the message and the causes on one line, so that text made from an error
+/// (`to_string()`, a tool result, a log line) loses nothing. The printer reads the parts instead.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.detail())
+    }
+}
+
+/// A source the message already says in its own words (a tool's "no such file or folder" for
+/// the system's `ENOENT`): kept in the chain for code to inspect, never printed again.
+#[derive(Debug)]
+struct Told(Box<dyn std::error::Error + Send + Sync>);
+
+impl fmt::Display for Told {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Told {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -231,28 +315,75 @@ impl std::error::Error for Error {
     }
 }
 
-/// Attach context to foreign errors without losing the kind.
-pub trait Context<T> {
-    fn context(self, kind: Kind, what: impl FnOnce() -> String) -> Result<T>;
+/// Wrapping a failure with what was being done, the failure kept as the source.
+///
+/// `read(path).context(format!("reading {path}"))?`: an agentloop [`Error`] keeps its kind, cause
+/// and hints; a foreign error (I/O, a parser's) becomes a [`Kind::Failure`], or the kind given
+/// to [`ResultExt::context_as`].
+pub trait ResultExt<T> {
+    fn context(self, message: impl Into<String>) -> Result<T>;
+    fn context_as(self, kind: Kind, message: impl Into<String>) -> Result<T>;
+    /// [`ResultExt::context`] with the message made only on failure.
+    fn with_context(self, message: impl FnOnce() -> String) -> Result<T>;
 }
 
-impl<T, E: fmt::Display> Context<T> for std::result::Result<T, E> {
-    fn context(self, kind: Kind, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|e| Error::new(kind, format!("{}: {e}", what())))
+impl<T, E: std::error::Error + Send + Sync + 'static> ResultExt<T> for std::result::Result<T, E> {
+    fn context(self, message: impl Into<String>) -> Result<T> {
+        self.map_err(|e| wrap(e, None, message.into()))
+    }
+    fn context_as(self, kind: Kind, message: impl Into<String>) -> Result<T> {
+        self.map_err(|e| wrap(e, Some(kind), message.into()))
+    }
+    fn with_context(self, message: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| wrap(e, None, message()))
     }
 }
 
-/// Bail out with an error of the given kind.
-#[macro_export]
-macro_rules! bail {
-    ($kind:ident, $($arg:tt)*) => {
-        return Err($crate::error::Error::new($crate::error::Kind::$kind, format!($($arg)*)))
-    };
+fn wrap<E: std::error::Error + Send + Sync + 'static>(e: E, kind: Option<Kind>, message: String) -> Error {
+    let any: Box<dyn std::any::Any> = Box::new(e);
+    match any.downcast::<Error>() {
+        Ok(ours) => {
+            let kind = kind.unwrap_or(ours.kind);
+            Error { kind, ..ours.context(message) }
+        }
+        Err(any) => match any.downcast::<E>() {
+            Ok(foreign) => Error::new(kind.unwrap_or(Kind::Failure), message).with_source(*foreign),
+            // Unreachable: the box holds an `E`.
+            Err(_) => Error::new(kind.unwrap_or(Kind::Failure), message),
+        },
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn causes_follow_the_chain_and_skip_what_is_said() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let e = Error::io("read", "a.yaml", io).with_hint("create it");
+        let e = Err::<(), _>(e).context("loading the configuration").unwrap_err();
+        assert_eq!(e.kind, Kind::Failure);
+        assert_eq!(e.causes(), ["cannot read a.yaml", "No such file or directory"]);
+        assert_eq!(e.to_string(), e.detail());
+        assert_eq!(e.detail(), "loading the configuration: cannot read a.yaml: No such file or directory");
+        assert_eq!(e.hints, ["create it"]);
+        let said = Error::usage("bad: No such file or directory")
+            .with_source(std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"));
+        assert!(said.causes().is_empty());
+        let told = Error::tool("a.md: no such file or folder")
+            .with_told_source(std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"));
+        assert!(told.causes().is_empty() && std::error::Error::source(&told).is_some());
+        assert_eq!(said.detail(), "bad: No such file or directory");
+    }
+
+    #[test]
+    fn a_foreign_error_takes_the_kind_given() {
+        let bad = "x".parse::<u32>().context_as(Kind::Usage, "--n `x`").unwrap_err();
+        assert_eq!((bad.kind, bad.exit_code()), (Kind::Usage, code::USAGE));
+        assert_eq!(bad.causes(), ["invalid digit found in string"]);
+        assert!(std::error::Error::source(&bad).is_some());
+    }
 
     /// The words spans have always carried: the variant's name in lowercase.
     #[test]

@@ -115,9 +115,11 @@ pub fn recover(root: &Utf8Path) -> Result<()> {
         return Ok(());
     };
     let m: Move = serde_json::from_str(&text).map_err(|e| {
-        Error::data(format!("cannot read {journal}: {e}")).with_hint(
-            "a run was being moved when a process died; check runs/ and the workspace by hand, then remove the file",
-        )
+        Error::data(format!("cannot read {journal}"))
+            .with_hint(
+                "a run was being moved when a process died; check runs/ and the workspace by hand, then remove the file",
+            )
+            .with_source(e)
     })?;
     finish_move(root, &m)?;
     std::fs::remove_file(&journal).map_err(|e| Error::io("remove", &journal, e))

@@ -65,7 +65,7 @@ pub fn list(ws: &Workspace, runs: &str, warn: &dyn Fn(&str)) -> Vec<Run> {
     if ws.has_run() {
         match ws.load_state() {
             Ok(state) => out.push(Run { ws: ws.clone(), state, current: true }),
-            Err(e) => warn(&e.message),
+            Err(e) => warn(&e.detail()),
         }
     }
     // Links are not followed: a symlinked runs/ or run folder would show (and let `report`,
@@ -89,7 +89,7 @@ pub fn list(ws: &Workspace, runs: &str, warn: &dyn Fn(&str)) -> Vec<Run> {
     for w in found.into_iter().filter(Workspace::has_run) {
         match w.load_state() {
             Ok(state) => out.push(Run { ws: w, state, current: false }),
-            Err(e) => warn(&e.message),
+            Err(e) => warn(&e.to_string()),
         }
     }
     out

@@ -14,6 +14,7 @@
 use agentloop_config::config::Config;
 use agentloop_io::fs;
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -114,8 +115,9 @@ const MAX_STORE_FILE: u64 = 256 << 20;
 fn parse(path: &Utf8Path, text: Option<String>, default: Value) -> Result<Value> {
     match text {
         Some(t) => serde_json::from_str(&t).map_err(|e| {
-            Error::data(format!("{path} is not valid JSON: {e}"))
+            Error::data(format!("{path} is not valid JSON"))
                 .with_hint("fix or remove the file; the rest of the store is unaffected")
+                .with_source(e)
         }),
         None => Ok(default),
     }
@@ -268,7 +270,7 @@ impl Store {
             Some(root) => {
                 let rel = path.strip_prefix(root).map_err(|_| Error::data(format!("{path} is not in {root}")))?;
                 fs::read_no_link(root, rel, MAX_STORE_FILE)?
-                    .map(|b| String::from_utf8(b).map_err(|_| Error::data(format!("{path} is not UTF-8 text"))))
+                    .map(|b| String::from_utf8(b).context_as(Kind::Data, format!("{path} is not UTF-8 text")))
                     .transpose()?
             }
             None => fs::read_optional(path)?,

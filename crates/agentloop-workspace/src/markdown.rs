@@ -323,7 +323,7 @@ fn parse_next_action(s: &Section, path: &Utf8Path) -> Result<(Option<u32>, Optio
     let body = s.lines[open + 1..open + 1 + close].join("\n");
     let action: NextAction = serde_json::from_str(&body).map_err(|e| {
         let line = open_line + e.line().max(1);
-        Error::data(format!("{path}:{line}: the Next Action is not valid: {e}")).with_hint(fix.clone())
+        Error::data(format!("{path}:{line}: the Next Action is not valid")).with_hint(fix.clone()).with_source(e)
     })?;
     if action.tool.trim().is_empty() {
         return Err(Error::data(format!("{path}:{open_line}: the Next Action has an empty \"tool\"")).with_hint(fix));

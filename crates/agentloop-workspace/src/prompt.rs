@@ -16,6 +16,7 @@
 //! builds nothing but its output, which is capped, from values already held.
 
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::Utf8Path;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde::Serialize;
@@ -147,7 +148,7 @@ impl Templates {
                 None => (src.to_string(), format!("built-in {name}")),
             };
             env.add_template_owned(name.to_string(), src)
-                .map_err(|e| Error::usage(format!("template {origin} does not parse: {e}")))?;
+                .context_as(Kind::Usage, format!("template {origin} does not parse"))?;
             if let Some((_, p)) = over {
                 overrides.insert(*name, p.to_string());
             }
@@ -156,7 +157,7 @@ impl Templates {
     }
 
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String> {
-        self.env.get_template(name).map_err(|e| Error::failure(format!("template {name}: {e}")))?;
+        self.env.get_template(name).context(format!("template {name}"))?;
         let over = self.overrides.get(name);
         let ctx = minijinja::Value::from_serialize(ctx);
         // An override is code from whoever wrote the workspace: it renders under a memory
@@ -184,10 +185,12 @@ impl Templates {
                 MAX_OUTPUT >> 20
             ))
             .with_hint("the files it quotes (context.md, memory.md, plan.md) may be far larger than a run writes"),
-            (_, Some(path)) => Error::usage(format!("template {name} failed to render: {e}"))
-                .with_hint(format!("check the override {path}; undefined variables are errors")),
-            (_, None) => Error::usage(format!("template {name} failed to render: {e}"))
-                .with_hint("check the override in the templates folder; undefined variables are errors"),
+            (_, Some(path)) => Error::usage(format!("template {name} failed to render"))
+                .with_hint(format!("check the override {path}; undefined variables are errors"))
+                .with_source(e),
+            (_, None) => Error::usage(format!("template {name} failed to render"))
+                .with_hint("check the override in the templates folder; undefined variables are errors")
+                .with_source(e),
         })?;
         let out = match out {
             Some(out) => out,
@@ -207,7 +210,7 @@ impl Templates {
             }
         };
         // minijinja writes only whole UTF-8 strings.
-        String::from_utf8(out).map_err(|e| Error::failure(format!("template {name} wrote text that is not UTF-8: {e}")))
+        String::from_utf8(out).context(format!("template {name} wrote text that is not UTF-8"))
     }
 
     /// Renders on the renderer thread, holding at most [`MAX_MEMORY`]: the output, or `None`

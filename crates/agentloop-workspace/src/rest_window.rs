@@ -123,7 +123,7 @@ fn read_lines() -> Vec<Line> {
         Ok(t) => t.unwrap_or_default(),
         // Unreadable is not "no usage": say so, then go on as the run would without the file.
         Err(e) => {
-            agentloop_io::output::warning(&format!("rest: {}; usage windows start empty", e.message));
+            agentloop_io::output::warning(&format!("rest: {}; usage windows start empty", e.detail()));
             String::new()
         }
     };

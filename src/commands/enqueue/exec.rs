@@ -6,6 +6,7 @@ use crate::worker::streams::{self, Link, Names};
 use agentloop_engine::settings::Global;
 use agentloop_io::output::Printer;
 use agentloop_types::budget::Budgets;
+use agentloop_types::error::ResultExt;
 use agentloop_types::error::{Error, Result};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -145,8 +146,7 @@ fn wait_for_outcome(
 
 /// The outcome a worker wrote, printed; its stop kind's exit code is the command's.
 fn print_outcome(printer: Printer, run_id: &str, outcome: &str) -> Result<u8> {
-    let v: Value = serde_json::from_str(outcome)
-        .map_err(|e| Error::failure(format!("the outcome of run {run_id} is not JSON: {e}")))?;
+    let v: Value = serde_json::from_str(outcome).context(format!("the outcome of run {run_id} is not JSON"))?;
     let p = &v["payload"];
     if printer.json {
         printer.outln(&v.to_string());
@@ -184,10 +184,9 @@ fn go_on_run(a: &EnqueueArgs) -> Result<Option<String>> {
 fn budgets(g: &Global) -> Result<Budgets> {
     let timeout = match &g.timeout {
         None => None,
-        Some(t) => Some(
-            serde_json::from_value(json!(t))
-                .map_err(|e| Error::usage(format!("--timeout `{t}`: {e}")).with_hint("write it as 90s, 5m or 1h"))?,
-        ),
+        Some(t) => Some(serde_json::from_value(json!(t)).map_err(|e| {
+            Error::usage(format!("--timeout `{t}`")).with_hint("write it as 90s, 5m or 1h").with_source(e)
+        })?),
     };
     Ok(Budgets {
         max_steps: g.max_steps,

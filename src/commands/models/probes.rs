@@ -183,7 +183,7 @@ pub fn carrier(
                 answered: None,
                 passed: false,
                 prompt_tokens: 0,
-                detail: format!("the probe's request failed: {}", e.message),
+                detail: format!("the probe's request failed: {}", e.detail()),
                 fix: Some("run `models test` again once the server answers; `-v` shows the exchange".into()),
                 reached: None,
             }

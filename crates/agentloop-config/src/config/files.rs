@@ -3,6 +3,7 @@
 
 use super::*;
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 
@@ -267,11 +268,11 @@ pub fn load_file(path: &Utf8Path, source: fn(Utf8PathBuf) -> Source) -> Result<O
         return Ok(None);
     };
     let value: Value = if path.extension() == Some("json") {
-        serde_json::from_str(&text).map_err(|e| Error::config(format!("invalid JSON in {path}: {e}")))?
+        serde_json::from_str(&text).context_as(Kind::Config, format!("invalid JSON in {path}"))?
     } else if text.trim().is_empty() {
         Value::Object(Map::new())
     } else {
-        parse_yaml(&text).map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?
+        parse_yaml(&text).context_as(Kind::Config, format!("invalid YAML in {path}"))?
     };
     let value = match value {
         Value::Null => Value::Object(Map::new()),

@@ -121,9 +121,10 @@ fn expand_vars(v: &Value, source: &Source) -> Result<Value> {
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
         let Some((name, tail)) = rest[i + 2..].split_once('}') else { break };
-        let value = std::env::var(name).map_err(|_| {
+        let value = std::env::var(name).map_err(|e| {
             Error::config(format!("invalid configuration in {source}: `api_url` names ${{{name}}}, which is not set"))
                 .with_hint(format!("set {name} in the environment, or write the address itself"))
+                .with_told_source(e)
         })?;
         out.push_str(&value);
         rest = tail;

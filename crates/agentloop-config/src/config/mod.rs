@@ -206,7 +206,7 @@ mod tests {
             assert_eq!(e.kind, agentloop_types::error::Kind::Config, "{feature}");
             assert!(e.message.starts_with(key) && e.message.contains("ws/agentloop.yaml"), "{}", e.message);
             assert!(e.message.contains(&format!("the `{feature}` feature")), "{}", e.message);
-            assert!(e.hint.is_some_and(|h| h.contains(&format!("--features {feature}"))), "{feature}");
+            assert!(e.hint().is_some_and(|h| h.contains(&format!("--features {feature}"))), "{feature}");
         }
     }
 

@@ -97,7 +97,7 @@ pub fn ask_checked<T: DeserializeOwned>(
         let resp: Response = match sent {
             Ok(r) => r,
             Err(e) if e.kind == Kind::Provider => return Err(AskError::Provider(Box::new(e), usage, watch.ms())),
-            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.message)),
+            Err(e) if e.kind == Kind::Budget => return Err(AskError::Budget(Budget::Timeout, e.detail())),
             Err(e) => return Err(AskError::Other(e)),
         };
         model_id = if resp.model.is_empty() { model_name.clone() } else { resp.model.clone() };
@@ -364,11 +364,8 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     let (stop, reason, usage, cost, ms) = match err {
         AskError::Other(e) => return Err(e),
         AskError::Provider(e, ..) if env.provider_failure_resumable => {
-            let failed = Error::new(Kind::Provider, format!("provider failure in {}: {}", phase.as_str(), e.message));
-            return Err(match e.cause {
-                Some(c) => failed.with_cause(c),
-                None => failed,
-            });
+            let message = format!("provider failure in {}: {}", phase.as_str(), e.message);
+            return Err(Error { kind: Kind::Provider, message, hints: Vec::new(), ..*e });
         }
         AskError::Provider(e, u, ms) => {
             state.provider_status = match e.cause {
@@ -377,7 +374,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
             };
             (
                 StopKind::Provider,
-                format!("provider failure in {}: {}", phase.as_str(), e.message),
+                format!("provider failure in {}: {}", phase.as_str(), e.detail()),
                 u,
                 Some(0.0),
                 Some(ms),

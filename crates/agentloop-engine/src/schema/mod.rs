@@ -296,6 +296,13 @@ pub struct HandleResponse {
     pub result: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The errors behind `error` (a system's, a parser's), outermost first; `error` already
+    /// ends with them, for a router that shows one line
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<String>,
+    /// The next steps `error` names, one each
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<String>,
     /// Whether the router should retry the job
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<bool>,

@@ -36,7 +36,10 @@ fn components() -> Value {
     out.insert(
         "Error".into(),
         json!({"type": "object", "required": ["error", "status"], "properties": {
-            "error": {"type": "string"}, "status": {"type": "integer"}, "hint": {"type": "string"}}}),
+            "error": {"type": "string"}, "status": {"type": "integer"},
+            "causes": {"type": "array", "items": {"type": "string"}, "description": "The errors behind this one (a system's, a parser's), outermost first; absent when none"},
+            "hint": {"type": "string", "description": "The next step"},
+            "hints": {"type": "array", "items": {"type": "string"}, "description": "Every next step, `hint` first"}}}),
     );
     out.insert(
         "StartRun".into(),
@@ -461,7 +464,7 @@ pub fn openapi() -> Value {
         "info": {
             "title": "agentloop serve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md). Every reply an operation can give is listed with it: besides its own, every operation can answer 421 (a `Host` that is not one of the server's names, checked first) and 400 (a broken request target, a missing `Host`), and each operation behind the bearer token 401, 405 with `Allow` (another method on its path), 429 and 503 with `Retry-After`, and each POST 408 and 413. Errors are JSON `{\"error\", \"status\", \"hint\"?}`.",
+            "description": "Start, follow and answer agentloop runs over HTTP (docs/HTTP-API.md). Every reply an operation can give is listed with it: besides its own, every operation can answer 421 (a `Host` that is not one of the server's names, checked first) and 400 (a broken request target, a missing `Host`), and each operation behind the bearer token 401, 405 with `Allow` (another method on its path), 429 and 503 with `Retry-After`, and each POST 408 and 413. Errors are JSON `{\"error\", \"status\", \"causes\"?, \"hint\"?, \"hints\"?}`: `causes` are the errors behind it (a system's, a parser's), outermost first.",
             "x-schema-version": VERSION,
         },
         "components": {

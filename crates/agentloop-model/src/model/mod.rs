@@ -33,6 +33,7 @@ pub mod traced {
 }
 pub mod wire;
 
+use agentloop_types::error::{Kind, ResultExt};
 use agentloop_types::trace::SCRIPTED;
 
 use agentloop_config::config::{Config, Provider};
@@ -413,7 +414,7 @@ pub fn secret_from_command(cmd: &[String], key: &str) -> Result<Option<String>> 
         .args(args)
         .stderr(std::process::Stdio::inherit())
         .output()
-        .map_err(|e| Error::config(format!("{key}: cannot run `{prog}`: {e}")))?;
+        .context_as(Kind::Config, format!("{key}: cannot run `{prog}`"))?;
     if !out.status.success() {
         return Err(Error::config(format!("{key}: `{prog}` exited with {}", out.status)));
     }

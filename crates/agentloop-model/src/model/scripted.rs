@@ -22,6 +22,7 @@
 
 use super::{Delta, Live, Model, Request, Response, ToolCall, ToolChoice};
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use agentloop_types::trace::Usage;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
@@ -101,13 +102,13 @@ impl Scripted {
             let mut list = Vec::new();
             for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 let v: Value =
-                    serde_json::from_str(line).map_err(|e| Error::usage(format!("script {path}:{}: {e}", i + 1)))?;
+                    serde_json::from_str(line).context_as(Kind::Usage, format!("script {path}:{}", i + 1))?;
                 list.push(v);
             }
             Queues::Ordered(parse_entries(Value::Array(list), path, "the script")?)
         } else {
             let v: Value = agentloop_config::config::parse_yaml(&text)
-                .map_err(|e| Error::usage(format!("script {path}: invalid YAML: {e}")))?;
+                .context_as(Kind::Usage, format!("script {path}: invalid YAML"))?;
             match v {
                 Value::Object(m) => {
                     let mut q = BTreeMap::new();

@@ -229,7 +229,7 @@ impl ChatAnswer {
 }
 
 fn finish_parse(r: Result<Response>, id: Option<String>) -> std::result::Result<Response, Broken> {
-    let mut r = r.map_err(|e| Broken { message: e.message, shown: true, retryable: false })?;
+    let mut r = r.map_err(|e| Broken { message: e.detail(), shown: true, retryable: false })?;
     r.response_id = id.clone();
     r.request_id = id;
     Ok(r)

@@ -196,7 +196,7 @@ fn update(base: &str, model: &str, change: impl FnOnce(&mut Entry)) {
         .map_or(Ok(()), agentloop_io::fs::create_dir_all)
         .and_then(|_| agentloop_io::fs::write_atomic(&path, text.as_bytes()));
     if let Err(e) = written {
-        agentloop_io::output::debug_note(&format!("wire cache not written: {}", e.message));
+        agentloop_io::output::debug_note(&format!("wire cache not written: {}", e.detail()));
     }
 }
 

@@ -369,7 +369,7 @@ impl RunSpan {
             }
             Err(e) => {
                 span.set_attribute(KeyValue::new("error.type", error_type(e)));
-                span.set_status(Status::error(agentloop_io::redact::redact(&e.message)));
+                span.set_status(Status::error(agentloop_io::redact::redact(&e.detail())));
             }
         }
     }

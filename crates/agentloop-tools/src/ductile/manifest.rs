@@ -3,6 +3,7 @@
 
 use super::{Command, ConfigKey, Example, Plugin};
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::Utf8Path;
 use serde_json::{json, Map, Value};
 
@@ -139,9 +140,8 @@ pub fn schema_of(v: Option<&Value>) -> Value {
 
 /// Every `<dir>/<plugin>/manifest.yaml` (and `<dir>/manifest.yaml`), sorted by plugin name.
 pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
-    let entries = dir
-        .read_dir_utf8()
-        .map_err(|e| Error::config(format!("ductile manifests: cannot read the folder {dir}: {e}")))?;
+    let entries =
+        dir.read_dir_utf8().context_as(Kind::Config, format!("ductile manifests: cannot read the folder {dir}"))?;
     let mut files: Vec<camino::Utf8PathBuf> =
         entries.filter_map(|e| e.ok()).map(|e| e.path().join("manifest.yaml")).filter(|p| p.is_file()).collect();
     if dir.join("manifest.yaml").is_file() {
@@ -158,8 +158,8 @@ pub fn load_dir(dir: &Utf8Path) -> Result<Vec<Plugin>> {
 /// One manifest file; it must say `manifest_spec: ductile.plugin`.
 pub fn load_file(path: &Utf8Path) -> Result<Plugin> {
     let text = agentloop_io::fs::read_to_string(path)?;
-    let v: Value = agentloop_config::config::parse_yaml(&text)
-        .map_err(|e| Error::config(format!("invalid YAML in {path}: {e}")))?;
+    let v: Value =
+        agentloop_config::config::parse_yaml(&text).context_as(Kind::Config, format!("invalid YAML in {path}"))?;
     match v.get("manifest_spec").and_then(Value::as_str) {
         Some("ductile.plugin") => {}
         other => {

@@ -129,7 +129,7 @@ impl Hub {
         if let Some(url) = d.api_url.as_ref().filter(|_| reach) {
             match discover(d, url, cache) {
                 Ok(found) => plugins.extend(found),
-                Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.message)),
+                Err(e) => hub.warnings.push(format!("Ductile at {url}: {}; its plugins are left out", e.detail())),
             }
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -204,16 +204,16 @@ pub fn specs(plugins: &[Plugin], cfg: &Config) -> Vec<ToolSpec> {
 /// The bearer token: `api_token_cmd`, else `api_token_env`, else `api_token`; registered for
 /// redaction.
 fn token(d: &DuctileConfig) -> Result<Option<String>> {
-    let token =
-        if let Some(cmd) = &d.api_token_cmd {
-            agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
-        } else if let Some(var) = &d.api_token_env {
-            Some(std::env::var(var).map_err(|_| {
-                Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
-            })?)
-        } else {
-            d.api_token.clone()
-        };
+    let token = if let Some(cmd) = &d.api_token_cmd {
+        agentloop_model::model::secret_from_command(cmd, "ductile.api_token_cmd")?
+    } else if let Some(var) = &d.api_token_env {
+        Some(std::env::var(var).map_err(|e| {
+            Error::config(format!("ductile.api_token_env: the environment variable {var} is not set"))
+                .with_told_source(e)
+        })?)
+    } else {
+        d.api_token.clone()
+    };
     let token = token.filter(|t| !t.trim().is_empty());
     if let Some(t) = &token {
         agentloop_io::redact::register(t);
@@ -249,14 +249,14 @@ fn request(d: &DuctileConfig, method: &str, url: &str, body: Option<&Value>) -> 
             r.call()
         }
     };
-    let mut resp = resp.map_err(|e| Error::tool(format!("cannot reach {url}: {e}")))?;
+    let mut resp = resp.map_err(|e| Error::tool(format!("cannot reach {url}: {e}")).with_source(e))?;
     let status = resp.status().as_u16();
     let text = resp
         .body_mut()
         .with_config()
         .limit(MAX_BODY)
         .read_to_string()
-        .map_err(|e| Error::tool(format!("{method} {url}: cannot read the answer: {e}")))?;
+        .map_err(|e| Error::tool(format!("{method} {url}: cannot read the answer: {e}")).with_source(e))?;
     let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
     Ok((status, value))
 }
@@ -385,7 +385,7 @@ fn run_job(
     args: &Value,
 ) -> std::result::Result<ToolResult, Box<ToolResult>> {
     let base = url.trim_end_matches('/');
-    let fail = |e: Error| Box::new(ToolResult::err(e.message, true));
+    let fail = |e: Error| Box::new(ToolResult::err(e.detail(), true));
     let record_path = env.root.join(JOB_FILE);
     let started = agentloop_io::fs::read_optional(&record_path)
         .ok()
@@ -426,7 +426,7 @@ fn run_job(
                 ))
             })?;
             // Checked before it is kept: a step run again would poll the same id.
-            segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.message, false)))?;
+            segment("job id", id).map_err(|e| Box::new(ToolResult::err(e.detail(), false)))?;
             let rec = JobRecord { call: env.artifact_stem.clone(), args: args.clone(), job_id: id.to_string() };
             agentloop_io::fs::write_atomic(&record_path, serde_json::to_string(&rec).unwrap_or_default().as_bytes())
                 .map_err(fail)?;
@@ -435,7 +435,7 @@ fn run_job(
     };
     agentloop_io::crash::point("ductile:polling");
     let job = poll(d, base, &job_id, plugin).map_err(|e| {
-        let mut r = ToolResult::err(e.message, true);
+        let mut r = ToolResult::err(e.detail(), true);
         r.metadata = json!({"ductile_job": job_id});
         Box::new(r)
     })?;

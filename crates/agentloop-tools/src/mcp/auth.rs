@@ -150,7 +150,7 @@ pub async fn manager(server: &Server, url: &str) -> Result<AuthorizationManager,
     m.set_credential_store(FileStore::new(url));
     let kept = FileStore::new(url)
         .kept()
-        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.message), e))?;
+        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.detail()), e))?;
     let machine = server.oauth.as_ref().filter(|o| o.is_machine());
     if let (Some(o), Some(k)) = (machine, &kept) {
         // A machine grant's token that has run out, or that another client got (the
@@ -202,8 +202,7 @@ async fn metadata(
 
 /// Forgets a kept token the server's authorization server no longer vouches for, saying so.
 fn discard(server: &Server, url: &str, was: Option<&str>, now: &str) -> Result<(), McpError> {
-    super::tokens::forget(url)
-        .map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e.message), e))?;
+    super::tokens::forget(url).map_err(|e| McpError::auth_from(format!("MCP server {}: {}", server.name, e), e))?;
     let was = match was {
         Some(a) => format!("was issued by {a}"),
         None => "names no authorization server (kept by an earlier agentloop)".to_string(),

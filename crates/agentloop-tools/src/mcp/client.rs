@@ -11,6 +11,7 @@
 use super::config::{Server, Transport, INHERITED_ENV};
 use super::elicit::Handler;
 use super::error::McpError;
+use agentloop_types::error::ResultExt;
 use camino::{Utf8Path, Utf8PathBuf};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::CallToolRequestParams;
@@ -149,7 +150,7 @@ async fn connect_stdio(
 ) -> Result<Session, McpError> {
     let log_rel = logs.shown(server);
     let log = open_log(logs, server)
-        .map_err(|e| McpError::connect(format!("MCP server {}: cannot open its log: {}", server.name, e.message)))?;
+        .map_err(|e| McpError::connect(format!("MCP server {}: cannot open its log: {}", server.name, e.detail())))?;
     if !cwd.is_dir() {
         return Err(McpError::connect(format!("MCP server {}: its cwd {cwd} is not a folder", server.name)));
     }
@@ -322,7 +323,7 @@ fn open_log(logs: &Logs, server: &Server) -> agentloop_types::error::Result<std:
         server.name,
         server.display
     )
-    .map_err(|e| agentloop_types::error::Error::failure(format!("cannot write the log: {e}")))?;
+    .context("cannot write the log")?;
     Ok(f)
 }
 

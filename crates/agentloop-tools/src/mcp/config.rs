@@ -14,6 +14,7 @@
 //! values never appear anywhere but in the child's environment or the HTTP request.
 
 use agentloop_types::error::{Error, Result};
+use agentloop_types::error::{Kind, ResultExt};
 use camino::{Utf8Path, Utf8PathBuf};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -197,8 +198,9 @@ pub fn resolve_with(
     for (name, (v, source)) in merged {
         check_name(&name, &source)?;
         let sc: ServerConfig = serde_json::from_value(v).map_err(|e| {
-            Error::config(format!("invalid MCP server `{name}` ({source}): {e}"))
+            Error::config(format!("invalid MCP server `{name}` ({source})"))
                 .with_hint("a server is {command, args, env, cwd} or {url, headers}")
+                .with_source(e)
         })?;
         let server = resolve_one(&name, &sc, &source, default_timeout, root, var)?;
         if let Some(other) = out.iter().find(|s| s.slug == server.slug) {
@@ -240,8 +242,8 @@ fn read_config_file(path: &Utf8Path) -> Result<Vec<(String, Value)>> {
         Error::config(format!("mcp.config_file {path} does not exist"))
             .with_hint("fix the path (relative paths are taken from the workspace) or remove mcp.config_file")
     })?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::config(format!("mcp.config_file {path} is not valid JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_str(&text).context_as(Kind::Config, format!("mcp.config_file {path} is not valid JSON"))?;
     let servers = v.get("mcpServers").or_else(|| v.get("servers")).and_then(Value::as_object).ok_or_else(|| {
         Error::config(format!("mcp.config_file {path} has no `mcpServers` object"))
             .with_hint("the file looks like {\"mcpServers\": {\"NAME\": {\"command\": \"...\", \"args\": [...]}}}")
@@ -554,7 +556,7 @@ fn secret_file(
         return Err(format!("{key} `{raw}` is not an absolute path (start it with `/` or `~/`)").into());
     }
     let text = agentloop_io::fs::read_to_string(Utf8Path::new(&path))
-        .map_err(|e| CredentialError { message: format!("{key}: {}", e.message), source: Some(e) })?;
+        .map_err(|e| CredentialError { message: format!("{key}: {}", e.detail()), source: Some(e) })?;
     Ok((path, text))
 }
 

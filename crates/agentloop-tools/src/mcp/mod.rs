@@ -199,8 +199,11 @@ impl Hub {
             match r.map_err(|e| st.server.redact(&e.to_string())) {
                 Ok(l) => {
                     if let Err(e) = cache::write(&st.server, &l) {
-                        self.warnings
-                            .push(format!("cannot cache the tools of MCP server {}: {}", st.server.name, e.message));
+                        self.warnings.push(format!(
+                            "cannot cache the tools of MCP server {}: {}",
+                            st.server.name,
+                            e.detail()
+                        ));
                     }
                     st.listing = Some(l);
                     st.status = Status::Listed;

@@ -93,7 +93,7 @@ impl FileStore {
 #[async_trait::async_trait]
 impl CredentialStore for FileStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        self.read().map_err(|e| AuthError::CredentialStoreError(e.message))
+        self.read().map_err(|e| AuthError::CredentialStoreError(e.detail()))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -112,7 +112,7 @@ impl CredentialStore for FileStore {
             }
             agentloop_io::fs::write_private(path, &text)
         };
-        write().map_err(|e| AuthError::CredentialStoreError(e.message))
+        write().map_err(|e| AuthError::CredentialStoreError(e.detail()))
     }
 
     async fn clear(&self) -> Result<(), AuthError> {

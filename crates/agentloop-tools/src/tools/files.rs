@@ -80,15 +80,17 @@ pub fn decode(buf: Vec<u8>, enc: Encoding, shown: &str) -> Result<String, Error>
                 u16::from_le_bytes([c[0], c[1]])
             }
         });
-        char::decode_utf16(units).collect::<Result<String, _>>().map_err(|_| {
+        char::decode_utf16(units).collect::<Result<String, _>>().map_err(|e| {
             Error::tool(format!("{shown} is not UTF-16{} text (an unpaired surrogate)", if big { "BE" } else { "LE" }))
+                .with_told_source(e)
         })
     };
     match enc {
         Encoding::Utf8 => {
             let body = buf.strip_prefix(b"\xEF\xBB\xBF".as_slice()).map(<[u8]>::to_vec).unwrap_or(buf);
-            String::from_utf8(body).map_err(|_| {
+            String::from_utf8(body).map_err(|e| {
                 Error::tool(format!("{shown} is not UTF-8 text; if it is text in another encoding, read it with \"encoding\": \"latin-1\" or \"utf-16\""))
+                    .with_told_source(e)
             })
         }
         Encoding::Latin1 => Ok(buf.iter().map(|&b| char::from(b)).collect()),

@@ -131,11 +131,9 @@ fn run(env: &ToolEnv, args: &GrepArgs) -> Result<ToolResult, Error> {
 
 /// The `pattern` argument compiled, with a size limit so no pattern costs unbounded memory.
 fn line_regex(pattern: &str, case_insensitive: bool) -> Result<Regex, Error> {
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .size_limit(1 << 22)
-        .build()
-        .map_err(|e| Error::tool(format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}")))
+    regex::RegexBuilder::new(pattern).case_insensitive(case_insensitive).size_limit(1 << 22).build().map_err(|e| {
+        Error::tool(format!("argument `pattern`: not a valid regular expression (Rust syntax): {e}")).with_source(e)
+    })
 }
 
 /// The `glob` argument: a name pattern (`*.log`), or with a `/` a pattern for the path below
@@ -150,7 +148,7 @@ impl NameFilter {
         let matcher = globset::GlobBuilder::new(glob)
             .literal_separator(true)
             .build()
-            .map_err(|e| Error::tool(format!("argument `glob`: not a valid glob: {e}")))?
+            .map_err(|e| Error::tool(format!("argument `glob`: not a valid glob: {e}")).with_source(e))?
             .compile_matcher();
         Ok(NameFilter { matcher, by_path: glob.contains('/') })
     }

@@ -288,7 +288,7 @@ fn write(dir: &Utf8Path, path: &Utf8Path, meta: &Meta, body: &[u8]) {
         return;
     }
     if let Err(e) = agentloop_io::fs::write_private(path, &bytes) {
-        agentloop_io::log::info(&format!("http cache: {}", e.message));
+        agentloop_io::log::info(&format!("http cache: {}", e.detail()));
         return;
     }
     trim(dir);

@@ -76,7 +76,7 @@ fn save_tool(env: &ToolEnv, args: MemorySaveArgs) -> ToolResult {
         let id = store.add(&n)?;
         Ok(ToolResult::ok(format!("saved {id}"), json!({"id": id})))
     };
-    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.detail(), false))
 }
 
 /// memory_search: finds notes by keywords.
@@ -129,7 +129,7 @@ fn search_tool(env: &ToolEnv, args: &MemorySearchArgs) -> ToolResult {
         };
         Ok(ToolResult::ok(text, json!({"matches": found.len()})))
     };
-    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.detail(), false))
 }
 
 /// memory_read: one note in full.
@@ -182,7 +182,7 @@ fn read_tool(env: &ToolEnv, args: &MemoryReadArgs) -> ToolResult {
             },
         }
     };
-    run().unwrap_or_else(|e| ToolResult::err(e.message, false))
+    run().unwrap_or_else(|e| ToolResult::err(e.detail(), false))
 }
 
 /// One section of a stored note: a section the store keeps (by id or title), else a `## heading`

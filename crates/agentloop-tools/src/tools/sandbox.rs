@@ -154,7 +154,9 @@ impl Sandbox {
     /// `tools.write_paths` when that is set.
     pub fn open(env: &ToolEnv, access: Access) -> Result<Sandbox, Error> {
         let ws_abs = absolute(env.root);
-        let ws_real = ws_abs.canonicalize_utf8().map_err(|e| Error::tool(format!("cannot open the workspace: {e}")))?;
+        let ws_real = ws_abs
+            .canonicalize_utf8()
+            .map_err(|e| Error::tool(format!("cannot open the workspace: {e}")).with_source(e))?;
         let cfg = &env.config.tools;
         let mut wanted: Vec<(Utf8PathBuf, &str)> = Vec::new();
         let configured = |p: &Utf8Path| normalize(&ws_abs.join(p));
@@ -222,8 +224,10 @@ impl Sandbox {
         let Some(paths) = env.config.tools.allowed_paths_of(tool) else { return Ok(sb) };
         let key = format!("tools.{tool}.allowed_paths");
         let wider = std::mem::take(&mut sb.roots);
-        let ws_real =
-            sb.ws_abs.canonicalize_utf8().map_err(|e| Error::tool(format!("cannot open the workspace: {e}")))?;
+        let ws_real = sb
+            .ws_abs
+            .canonicalize_utf8()
+            .map_err(|e| Error::tool(format!("cannot open the workspace: {e}")).with_source(e))?;
         let ws_dir = Dir::open_ambient_dir(&ws_real, ambient_authority()).ok();
         for p in paths {
             let abs = normalize(&sb.ws_abs.join(p));

@@ -216,7 +216,7 @@ fn sandboxed(sandbox: ShellSandbox, env: &ToolEnv, argv: &[String]) -> Result<(C
     match sandbox {
         ShellSandbox::Bwrap => match bwrap::available().and_then(|bw| bwrap::command(&bw, env, argv)) {
             Ok((cmd, sweep)) => Ok((cmd, Some(sweep))),
-            Err(e) => Err(Stop::error(e.message)),
+            Err(e) => Err(Stop::error(e.detail())),
         },
         ShellSandbox::None => {
             // Nothing makes a repository read-only: an argv that names one is refused (what
@@ -226,7 +226,7 @@ fn sandboxed(sandbox: ShellSandbox, env: &ToolEnv, argv: &[String]) -> Result<(C
                     "refused: `{a}` names a git repository's files, which without the OS sandbox (`sandbox: none`) nothing keeps read-only (git runs what they name); install bubblewrap to let the program read them"
                 )));
             }
-            let sweep = bwrap::Sweep::unsandboxed(env).map_err(|e| Stop::error(e.message))?;
+            let sweep = bwrap::Sweep::unsandboxed(env).map_err(|e| Stop::error(e.detail()))?;
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]);
             Ok((cmd, Some(sweep)))

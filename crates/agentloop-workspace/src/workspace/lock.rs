@@ -40,7 +40,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Err(e) = self.ws.release(self.cycle.get_mut()) {
-            agentloop_io::output::debug_note(&format!("journal checkpoint: {}", e.message));
+            agentloop_io::output::debug_note(&format!("journal checkpoint: {}", e.detail()));
         }
         fs::forget_spares(&self.ws.root);
     }

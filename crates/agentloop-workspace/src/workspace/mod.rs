@@ -104,10 +104,12 @@ impl Workspace {
                 .with_hint(format!("start one with {}", self.cli("run --goal \"...\""))));
         };
         let mut state: State = serde_json::from_str(&text).map_err(|e| {
-            Error::data(format!("cannot read {path}: {e}")).with_hint(format!(
-                "restore the file from a backup, or start a new run with {}",
-                self.cli("init --force --goal \"...\"")
-            ))
+            Error::data(format!("cannot read {path}"))
+                .with_hint(format!(
+                    "restore the file from a backup, or start a new run with {}",
+                    self.cli("init --force --goal \"...\"")
+                ))
+                .with_source(e)
         })?;
         if state.schema_version > STATE_SCHEMA_VERSION {
             return Err(Error::data(format!(

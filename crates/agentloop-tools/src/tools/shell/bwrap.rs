@@ -253,7 +253,7 @@ fn hide_token_stores(cmd: &mut Command, mounts: &[(Utf8PathBuf, bool)]) {
 fn write_roots(env: &ToolEnv) -> Result<(Utf8PathBuf, Vec<Utf8PathBuf>), Error> {
     let ws = crate::tools::sandbox::absolute(env.root)
         .canonicalize_utf8()
-        .map_err(|e| Error::tool(format!("cannot open the workspace {}: {e}", env.root)))?;
+        .map_err(|e| Error::tool(format!("cannot open the workspace {}: {e}", env.root)).with_source(e))?;
     let writable = Sandbox::open(env, Access::Write)?.roots.iter().map(|r| r.real.clone()).collect();
     Ok((ws, writable))
 }
