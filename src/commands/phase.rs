@@ -1,6 +1,6 @@
 //! `agentloop frame|plan|act|reflect`: run one phase of the loop on the workspace.
 
-use agentloop_engine::phases::{self, Env, Outcome};
+use agentloop_engine::phases::{self, Env, PhaseEnd};
 use agentloop_engine::settings::Ctx;
 use agentloop_types::error::{code, Error, Result};
 use agentloop_types::trace::{Event, Phase};
@@ -95,8 +95,8 @@ pub fn run(ctx: Ctx, phase: Phase, args: PhaseArgs) -> Result<u8> {
         }
     }
     Ok(match outcome {
-        Outcome::Next => code::OK,
-        Outcome::ToolFailed => code::TOOL,
-        Outcome::Stopped(kind) => kind.exit_code(),
+        PhaseEnd::Next => code::OK,
+        PhaseEnd::ToolFailed => code::TOOL,
+        PhaseEnd::Stopped(kind) => kind.exit_code(),
     })
 }

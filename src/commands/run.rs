@@ -4,7 +4,7 @@
 //! The flags become a [`Request`] that the run lifecycle (`agentloop_engine::lifecycle`) carries out;
 //! every flag is either honoured or refused with an error.
 
-use agentloop_engine::lifecycle::{ways_on, Outcome, Request, Runner, Start};
+use agentloop_engine::lifecycle::{ways_on, Request, RequestEnd, Runner, Start};
 use agentloop_engine::phases::{self, Env};
 use agentloop_engine::settings::Ctx;
 use agentloop_types::error::{code, Error, Kind, Result};
@@ -219,14 +219,14 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
         modes: modes::AUTO,
     };
     match runner.request(req)? {
-        Outcome::Ended(s) => {
+        RequestEnd::Ended(s) => {
             let rc = report_ended(ctx, &s);
             if ledger {
                 modes::dream_when_idle(ctx, &s);
             }
             rc.map(|exit| (exit, None))
         }
-        Outcome::SlotTaken(s) => {
+        RequestEnd::SlotTaken(s) => {
             let p = &ctx.printer;
             if p.json {
                 let mut v = phases::completion_event(&s);
@@ -236,8 +236,8 @@ fn carry_out(ctx: &Ctx, req: &Request, events: bool, ledger: bool) -> Result<(u8
             p.info(&slot_taken(ctx, &s));
             Ok((code::SLOT_TAKEN, None))
         }
-        Outcome::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
-        Outcome::Ran { state, stop } => {
+        RequestEnd::Repeated(s) => report_repeat(ctx, &s).map(|exit| (exit, None)),
+        RequestEnd::Ran { state, stop } => {
             report(ctx, &state, events);
             Ok((stop.exit_code(), Some(state)))
         }

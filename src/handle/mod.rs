@@ -23,7 +23,7 @@ mod jobs;
 
 use agentloop_config::config::Config;
 use agentloop_engine::phases::run::{Door, Driven};
-use agentloop_engine::phases::{self, act, Env, Outcome};
+use agentloop_engine::phases::{self, act, Env, PhaseEnd};
 use agentloop_engine::schema::handle::{
     payload, Command, EventKind, HandleRequest, RequestError, RequestEvent, StartPayload, ToolResultPayload,
 };
@@ -469,7 +469,7 @@ fn start(
     name_run(&mut index, root, keys, &run_id)?;
     // The run's record, as every door keeps one: another door that goes on with the run
     // (`serve`, `agentloop answer`) holds it to the budgets this start asked for.
-    let mut record = agentloop_engine::runs_root::Record::new(
+    let mut record = agentloop_engine::runs_root::RunRecord::new(
         &run_id,
         agentloop_engine::runs_root::Door::Handle,
         cfg.agent.clone(),
@@ -628,7 +628,7 @@ fn resume_locked(
         return tool_failed(&env, state, &pending, error, result.output, resp);
     }
     let r = ok_result(ws, cfg, step, &pending.tool, result)?;
-    if let Outcome::Stopped(_) = act::record(&env, state, step, &action, r, 0, false)? {
+    if let PhaseEnd::Stopped(_) = act::record(&env, state, step, &action, r, 0, false)? {
         return done(state, resp);
     }
     advance(&mut env, state, resp, IN_SPAN)
@@ -896,7 +896,7 @@ impl Door for Handoff<'_> {
         !self.local.contains(&p.tool) && env.registry.get(&p.tool).is_some()
     }
 
-    fn phase_ran(&mut self, env: &Env, phase: Next, state: &State, r: Result<Outcome>) -> Result<Outcome> {
+    fn phase_ran(&mut self, env: &Env, phase: Next, state: &State, r: Result<PhaseEnd>) -> Result<PhaseEnd> {
         let r = outage_counted(env, r)?;
         if let Some(p) = &self.resp.progress {
             let (name, summary) = progress_summary(phase, state);

@@ -39,7 +39,7 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 pub use agentloop_types::budget::Budgets;
 
 /// What a request asked for a run, kept for its life: the one record every door keeps.
-pub use agentloop_engine::runs_root::{Door, Record};
+pub use agentloop_engine::runs_root::{Door, RunRecord};
 
 /// A request to start a run (POST /runs), already validated.
 pub struct NewRun {
@@ -92,14 +92,14 @@ fn record_path(shared: &Shared, id: &str) -> Utf8PathBuf {
     agentloop_engine::runs_root::record_path(&shared.root, id)
 }
 
-pub fn load_record(shared: &Shared, id: &str) -> Result<Option<Record>> {
+pub fn load_record(shared: &Shared, id: &str) -> Result<Option<RunRecord>> {
     agentloop_engine::runs_root::load_record(&shared.root, id)
 }
 
 /// The record of a run another door started (the CLI, a queue worker, event mode): its agent,
 /// and no budgets of a request's (the limits it recorded stay in force).
-fn derived(state: &State) -> Record {
-    Record::new(&state.run_id, Door::Serve, state.agent.clone(), Budgets::default())
+fn derived(state: &State) -> RunRecord {
+    RunRecord::new(&state.run_id, Door::Serve, state.agent.clone(), Budgets::default())
 }
 
 /// A run's workspace lock, held: its own (`runs/<id>/`), or the root's, which the server holds
@@ -283,7 +283,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let ws = entered(shared, &id, true)?;
     // The record first: a run without one would never be driven; a record without a run (a
     // crash in between) is ignored and removed at the next start.
-    let record = Record::new(&id, Door::Serve, new.agent, new.budgets);
+    let record = RunRecord::new(&id, Door::Serve, new.agent, new.budgets);
     save_record(shared, &record)?;
     let session = ws.lock(None)?;
     let tags = phases::init::Tags { slot: None, session: start.session.as_deref() };
@@ -294,7 +294,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
 }
 
 /// Writes a run's record (durably: a run is driven only with one).
-fn save_record(shared: &Shared, record: &Record) -> Result<()> {
+fn save_record(shared: &Shared, record: &RunRecord) -> Result<()> {
     agentloop_engine::runs_root::save_record(&shared.root, record)
 }
 
@@ -356,7 +356,7 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
     let kept = load_record(shared, id)?;
     // A run another door started (or whose record predates them) is taken on: the server
     // drives it from now on, with its record's agent and budgets.
-    let derived_now = !kept.as_ref().is_some_and(Record::served);
+    let derived_now = !kept.as_ref().is_some_and(RunRecord::served);
     let mut record = kept.unwrap_or_else(|| derived(&state));
     record.door = Some(Door::Serve);
     // New budgets replace the recorded ones they name, each held to the server's limits.

@@ -76,7 +76,7 @@ struct Worker {
 
 /// What a message asked for, kept beside the runs (outside every run's folder, so no tool of a
 /// run can change it) and used whenever the run is driven again: the one record every door keeps.
-pub use agentloop_engine::runs_root::{Door, Record};
+pub use agentloop_engine::runs_root::{Door, RunRecord};
 
 impl Worker {
     fn log(&self, msg: &str) {
@@ -426,7 +426,7 @@ fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, ser
     if agentloop_engine::runs_root::load_record(&w.root, run_id)?.is_some() {
         return Ok(());
     }
-    let mut rec = Record::new(run_id, Door::Queue, req.agent.clone(), req.budgets.clone());
+    let mut rec = RunRecord::new(run_id, Door::Queue, req.agent.clone(), req.budgets.clone());
     rec.key = Some(req.idempotency_key(message_id));
     rec.message_id = Some(message_id.into());
     rec.series = series.map(String::from);
@@ -434,10 +434,10 @@ fn save_record(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str, ser
 }
 
 /// Writes a run's record (durably: the run is driven again with what it says).
-fn write_record(w: &Worker, rec: &Record) -> Result<()> {
+fn write_record(w: &Worker, rec: &RunRecord) -> Result<()> {
     agentloop_engine::runs_root::save_record(&w.root, rec)
 }
 
-fn load_record(w: &Worker, run_id: &str) -> Result<Option<Record>> {
+fn load_record(w: &Worker, run_id: &str) -> Result<Option<RunRecord>> {
     agentloop_engine::runs_root::load_record(&w.root, run_id)
 }

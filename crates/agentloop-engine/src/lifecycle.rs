@@ -1,10 +1,10 @@
 //! The run lifecycle as library code: a domain [`Request`] (start with a goal and background,
-//! go on, continue with the limits given now, answer) goes in, an [`Outcome`] comes out.
+//! go on, continue with the limits given now, answer) goes in, an [`RequestEnd`] comes out.
 //! `agentloop run` and `agentloop answer` are adapters from flags, `serve` one from HTTP
 //! requests; event mode drives the same phases one turn at a time.
 //!
 //! What a request does to the run in the workspace is decided by one pure function,
-//! [`decide`]; its [`Decision`] carries the state it was decided on, so nothing after it has to
+//! [`decide`]; its [`Course`] carries the state it was decided on, so nothing after it has to
 //! look the run up again or assume it is there.
 
 use crate::phases::{self, Env};
@@ -47,7 +47,7 @@ pub struct Start {
     pub slot: Option<String>,
     /// Asked for explicitly as a follow-up (`run --follow-up`). Without it, a carrying start
     /// with no slot whose goal is the ended run's own is a repeat of the command that started
-    /// that run: it is reported ([`Decision::Repeat`]), never run, so seeing an output again
+    /// that run: it is reported ([`Course::Repeat`]), never run, so seeing an output again
     /// never pays for a new run.
     pub follow_up: bool,
     /// The named session the run is the next turn of (`run --session NAME`): the session's
@@ -57,7 +57,7 @@ pub struct Start {
 
 /// What a request does to the run there; each variant carries the state it was decided on.
 #[derive(Debug, PartialEq)]
-pub enum Decision {
+pub enum Course {
     /// Start a run. `previous`: the root's run, archived first (`interrupted` when it was still
     /// going); with `start.carry` the new run carries its facts (or, with none at the root, the
     /// newest archived run's).
@@ -78,7 +78,7 @@ pub enum Decision {
 
 /// How a request ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum RequestEnd {
     /// The run went until it stopped: its state and how it stopped.
     Ran { state: State, stop: StopKind },
     /// Nothing was run (a plain `run` on an ended run).
@@ -90,13 +90,13 @@ pub enum Outcome {
 }
 
 /// Decides what `req` does, a pure function of the root's run (`existing`) and the request.
-pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<Decision> {
+pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<Course> {
     if let Request::Continue { archived: Some(id) } = req {
-        return Ok(Decision::Restore { id: id.clone(), current: existing });
+        return Ok(Course::Restore { id: id.clone(), current: existing });
     }
     let Some(s) = existing else {
         return match req {
-            Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: None, interrupted: false }),
+            Request::Start(st) => Ok(Course::Start { start: st.clone(), previous: None, interrupted: false }),
             Request::Go => {
                 Err(Error::usage("the workspace holds no run").with_hint("pass --goal \"...\" to start one"))
             }
@@ -109,20 +109,20 @@ pub fn decide(ws: &Workspace, existing: Option<State>, req: &Request) -> Result<
     }
     match req {
         // An interrupted run never stopped: a plain go resumes it.
-        Request::Go if s.interrupted && !s.status.is_terminal() => Ok(Decision::Continue(s)),
+        Request::Go if s.interrupted && !s.status.is_terminal() => Ok(Course::Continue(s)),
         // A retry of an interrupted slot goes on with it rather than running the slot again.
-        Request::Start(st) if st.slot.is_some() && st.slot == s.slot && s.interrupted => Ok(Decision::Continue(s)),
+        Request::Start(st) if st.slot.is_some() && st.slot == s.slot && s.interrupted => Ok(Course::Continue(s)),
         // The same command again (to see its output, or by habit) is not a paid follow-up: a
         // follow-up with the same goal is asked for with `follow_up`, a new slot or afresh.
-        Request::Start(st) if is_repeat(st, &s) => Ok(Decision::Repeat(s)),
-        Request::Start(st) => Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: false }),
+        Request::Start(st) if is_repeat(st, &s) => Ok(Course::Repeat(s)),
+        Request::Start(st) => Ok(Course::Start { start: st.clone(), previous: Some(s), interrupted: false }),
         Request::Answer(text) => match s.stop {
-            Some(StopKind::Escalated) => Ok(Decision::Answer(s, text.clone())),
+            Some(StopKind::Escalated) => Ok(Course::Answer(s, text.clone())),
             _ => Err(Error::usage(format!("run {} ended {} and has no question to answer", s.run_id, stop_word(&s)))
                 .with_hint(ways_on(ws, &s))),
         },
         Request::Continue { .. } => decide_continue(ws, s),
-        Request::Go => Ok(Decision::Report(s)),
+        Request::Go => Ok(Course::Report(s)),
     }
 }
 
@@ -133,10 +133,10 @@ fn is_repeat(st: &Start, s: &State) -> bool {
 }
 
 /// [`decide`] for a run still in progress.
-fn decide_going(ws: &Workspace, s: State, req: &Request) -> Result<Decision> {
+fn decide_going(ws: &Workspace, s: State, req: &Request) -> Result<Course> {
     match req {
         Request::Start(st) if !st.carry => {
-            Ok(Decision::Start { start: st.clone(), previous: Some(s), interrupted: true })
+            Ok(Course::Start { start: st.clone(), previous: Some(s), interrupted: true })
         }
         Request::Start(st) if st.goal.trim() != s.goal.trim() => {
             Err(Error::usage(format!("run {} is still in progress (goal: {}); --goal names another", s.run_id, s.goal))
@@ -148,15 +148,15 @@ fn decide_going(ws: &Workspace, s: State, req: &Request) -> Result<Decision> {
         }
         Request::Answer(_) => Err(Error::usage(format!("run {} is in progress and has no open question", s.run_id))
             .with_hint(format!("{} resumes it", ws.cli("run")))),
-        _ => Ok(Decision::Resume(s)),
+        _ => Ok(Course::Resume(s)),
     }
 }
 
 /// [`decide`] for `--continue` on an ended run.
-fn decide_continue(ws: &Workspace, s: State) -> Result<Decision> {
+fn decide_continue(ws: &Workspace, s: State) -> Result<Course> {
     match s.stop {
-        Some(k) if k.can_continue() => Ok(Decision::Continue(s)),
-        _ if s.interrupted => Ok(Decision::Continue(s)),
+        Some(k) if k.can_continue() => Ok(Course::Continue(s)),
+        _ if s.interrupted => Ok(Course::Continue(s)),
         Some(StopKind::Escalated) => Err(Error::usage(format!(
             "run {} escalated with a question; --continue is for budget and provider stops",
             s.run_id
@@ -293,7 +293,7 @@ impl Runner<'_> {
     /// folder is locked first (the lock finishes a commit or a move a killed process left); a
     /// new one only once the checks pass (the lock creates it). The lock is released (the
     /// journal checkpointed) before this returns, so printing the outcome never holds it.
-    pub fn request(&self, req: &Request) -> Result<Outcome> {
+    pub fn request(&self, req: &Request) -> Result<RequestEnd> {
         // Locked at once only when there is a run or a journal to finish: a command refused
         // before it starts creates nothing in a folder that holds neither.
         // Asked before anything is made there: only a folder this command creates (or finds
@@ -303,17 +303,17 @@ impl Runner<'_> {
         // Declared before the environment, which commits through it.
         let session: Session;
         if let Some(s) = self.slot_taken(req) {
-            return Ok(Outcome::SlotTaken(s));
+            return Ok(RequestEnd::SlotTaken(s));
         }
         let first = decide(self.ws, self.existing()?, req)?;
         match first {
-            Decision::Report(s) => return Ok(Outcome::Ended(s)),
-            Decision::Repeat(s) => return Ok(Outcome::Repeated(s)),
+            Course::Report(s) => return Ok(RequestEnd::Ended(s)),
+            Course::Repeat(s) => return Ok(RequestEnd::Repeated(s)),
             _ => {}
         }
         self.refuse_stopping_again(&first)?;
         let start = match &first {
-            Decision::Start { start, .. } => Some(start),
+            Course::Start { start, .. } => Some(start),
             _ => None,
         };
         let mut env = admit(self.ws, self.cfg(), self.printer, start)?;
@@ -330,14 +330,14 @@ impl Runner<'_> {
         env.hold(&session);
         // Decided again under the lock: another process may have moved on since the first look.
         if let Some(s) = self.slot_taken(req) {
-            return Ok(Outcome::SlotTaken(s));
+            return Ok(RequestEnd::SlotTaken(s));
         }
         let decision = decide(self.ws, self.existing()?, req)?;
         self.refuse_stopping_again(&decision)?;
-        let started = matches!(decision, Decision::Start { .. });
+        let started = matches!(decision, Course::Start { .. });
         let mut state = match decision {
-            Decision::Report(s) => return Ok(Outcome::Ended(s)),
-            Decision::Repeat(s) => return Ok(Outcome::Repeated(s)),
+            Course::Report(s) => return Ok(RequestEnd::Ended(s)),
+            Course::Repeat(s) => return Ok(RequestEnd::Repeated(s)),
             d => self.carry_out(&env, &session, d)?,
         };
         // Known to the signal watcher while it goes on.
@@ -346,13 +346,13 @@ impl Runner<'_> {
             agentloop_tools::interrupt::run_in(&self.ws.root)
         });
         let stop = go_on(&mut env, &mut state, &self.resolved.sources, started, self.ledger, self.modes)?;
-        Ok(Outcome::Ran { state, stop })
+        Ok(RequestEnd::Ran { state, stop })
     }
 
     /// A continue that would stop again at once on a limit not raised is refused before anything
     /// is written (the trace stays as it was).
-    fn refuse_stopping_again(&self, d: &Decision) -> Result<()> {
-        if let Decision::Continue(s) = d {
+    fn refuse_stopping_again(&self, d: &Course) -> Result<()> {
+        if let Course::Continue(s) = d {
             let now = s.limits.in_force(self.cfg(), &self.resolved.sources);
             if let Some((_, e)) = still_over(self.ws, s, &now) {
                 return Err(e);
@@ -386,16 +386,16 @@ impl Runner<'_> {
 
     /// Applies a decision under the lock: the state to drive (an ended run's, for a report, is
     /// driven nowhere).
-    fn carry_out(&self, env: &Env, session: &Session, d: Decision) -> Result<State> {
+    fn carry_out(&self, env: &Env, session: &Session, d: Course) -> Result<State> {
         match d {
-            Decision::Report(s) | Decision::Repeat(s) | Decision::Resume(s) => Ok(s),
-            Decision::Start { start, previous, interrupted } => self.start(env, session, &start, previous, interrupted),
-            Decision::Restore { id, current } => {
+            Course::Report(s) | Course::Repeat(s) | Course::Resume(s) => Ok(s),
+            Course::Start { start, previous, interrupted } => self.start(env, session, &start, previous, interrupted),
+            Course::Restore { id, current } => {
                 self.restore(session, &id, current)?;
                 reopen(env, self.ws.load_state()?, None, None)
             }
-            Decision::Continue(s) => reopen(env, s, None, None),
-            Decision::Answer(s, text) => reopen(env, s, Some(text), None),
+            Course::Continue(s) => reopen(env, s, None, None),
+            Course::Answer(s, text) => reopen(env, s, Some(text), None),
         }
     }
 
@@ -733,8 +733,8 @@ pub fn reopen_keyed(env: &Env, state: State, req: &Request, key: Option<&str>) -
         return Err(Error::usage(format!("run {} is still in progress", state.run_id)));
     }
     match (decide(env.ws, Some(state), req)?, req) {
-        (Decision::Answer(s, text), _) => reopen(env, s, Some(text), key),
-        (Decision::Continue(s), Request::Continue { archived: None }) => reopen(env, s, None, key),
+        (Course::Answer(s, text), _) => reopen(env, s, Some(text), key),
+        (Course::Continue(s), Request::Continue { archived: None }) => reopen(env, s, None, key),
         (other, _) => Err(Error::failure(format!("internal error: {req:?} was decided as {other:?}"))),
     }
 }
@@ -911,37 +911,37 @@ mod tests {
     fn decisions_carry_the_state_they_were_made_on() {
         let ws = Workspace::new("/nonexistent/ws");
         let ended = || state(Status::Escalated, Some(StopKind::Escalated));
-        assert!(matches!(decide(&ws, Some(ended()), &Request::Go).unwrap(), Decision::Report(s) if s.run_id == "R1"));
+        assert!(matches!(decide(&ws, Some(ended()), &Request::Go).unwrap(), Course::Report(s) if s.run_id == "R1"));
         assert!(matches!(
             decide(&ws, Some(ended()), &Request::Answer("yes".into())).unwrap(),
-            Decision::Answer(s, t) if s.run_id == "R1" && t == "yes"
+            Course::Answer(s, t) if s.run_id == "R1" && t == "yes"
         ));
         assert!(matches!(
             decide(&ws, Some(ended()), &start("h", true)).unwrap(),
-            Decision::Start { previous: Some(_), interrupted: false, .. }
+            Course::Start { previous: Some(_), interrupted: false, .. }
         ));
         // The ended run's own goal again is a repeat unless asked for as a follow-up or afresh.
         assert!(
-            matches!(decide(&ws, Some(ended()), &start("g", true)).unwrap(), Decision::Repeat(s) if s.run_id == "R1")
+            matches!(decide(&ws, Some(ended()), &start("g", true)).unwrap(), Course::Repeat(s) if s.run_id == "R1")
         );
-        assert!(matches!(decide(&ws, Some(ended()), &start("g", false)).unwrap(), Decision::Start { .. }));
+        assert!(matches!(decide(&ws, Some(ended()), &start("g", false)).unwrap(), Course::Start { .. }));
         let mut again = start("g", true);
         if let Request::Start(st) = &mut again {
             st.follow_up = true;
         }
-        assert!(matches!(decide(&ws, Some(ended()), &again).unwrap(), Decision::Start { .. }));
+        assert!(matches!(decide(&ws, Some(ended()), &again).unwrap(), Course::Start { .. }));
         let going = || state(Status::Running, None);
-        assert!(matches!(decide(&ws, Some(going()), &Request::Go).unwrap(), Decision::Resume(_)));
-        assert!(matches!(decide(&ws, Some(going()), &start("g", true)).unwrap(), Decision::Resume(_)));
+        assert!(matches!(decide(&ws, Some(going()), &Request::Go).unwrap(), Course::Resume(_)));
+        assert!(matches!(decide(&ws, Some(going()), &start("g", true)).unwrap(), Course::Resume(_)));
         assert!(decide(&ws, Some(going()), &start("other", true)).is_err());
         assert!(matches!(
             decide(&ws, Some(going()), &start("other", false)).unwrap(),
-            Decision::Start { interrupted: true, .. }
+            Course::Start { interrupted: true, .. }
         ));
         let budget = state(Status::Escalated, Some(StopKind::Budget(Budget::MaxSteps)));
         assert!(matches!(
             decide(&ws, Some(budget), &Request::Continue { archived: None }).unwrap(),
-            Decision::Continue(_)
+            Course::Continue(_)
         ));
         let done = state(Status::Done, Some(StopKind::Done));
         assert!(decide(&ws, Some(done), &Request::Continue { archived: None }).is_err());
@@ -960,8 +960,8 @@ mod tests {
                 session: None,
             })
         };
-        assert!(matches!(decide(&ws, Some(cut.clone()), &slotted("2026-01-01")).unwrap(), Decision::Continue(_)));
-        assert!(matches!(decide(&ws, Some(cut), &slotted("2026-01-02")).unwrap(), Decision::Start { .. }));
+        assert!(matches!(decide(&ws, Some(cut.clone()), &slotted("2026-01-01")).unwrap(), Course::Continue(_)));
+        assert!(matches!(decide(&ws, Some(cut), &slotted("2026-01-02")).unwrap(), Course::Start { .. }));
         assert!(decide(&ws, None, &Request::Go).is_err());
         assert!(decide(&ws, None, &Request::Answer("x".into())).is_err());
     }

@@ -115,7 +115,7 @@ pub enum Door {
 /// know — the queue's idempotency key, message and series, and the signal that stopped a server
 /// driving it. A record from before the `door` field names no door.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Record {
+pub struct RunRecord {
     pub run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub door: Option<Door>,
@@ -139,7 +139,7 @@ pub struct Record {
     pub interrupted_by: Option<String>,
 }
 
-impl Record {
+impl RunRecord {
     /// Whether `serve` drives the run: it started it or took it on (a record from before the
     /// `door` field is the server's unless a queue message started the run).
     pub fn served(&self) -> bool {
@@ -147,8 +147,8 @@ impl Record {
     }
 
     /// A new run's record, for `door`.
-    pub fn new(run_id: &str, door: Door, agent: Option<String>, budgets: Budgets) -> Record {
-        Record {
+    pub fn new(run_id: &str, door: Door, agent: Option<String>, budgets: Budgets) -> RunRecord {
+        RunRecord {
             run_id: run_id.to_string(),
             door: Some(door),
             agent,
@@ -168,7 +168,7 @@ pub fn record_path(root: &Utf8Path, id: &str) -> Utf8PathBuf {
 }
 
 /// The record of run `id` under `root`, if one is kept (an earlier version's too).
-pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
+pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<RunRecord>> {
     let here = record_path(root, id);
     let legacy = LEGACY_RECORDS.iter().map(|d| root.join(d).join(format!("{id}.json")));
     for path in std::iter::once(here).chain(legacy) {
@@ -182,7 +182,7 @@ pub fn load_record(root: &Utf8Path, id: &str) -> Result<Option<Record>> {
 }
 
 /// Writes a run's record, durably (a door drives a run again by it).
-pub fn save_record(root: &Utf8Path, record: &Record) -> Result<()> {
+pub fn save_record(root: &Utf8Path, record: &RunRecord) -> Result<()> {
     agentloop_io::fs::create_dir_all(&root.join(RECORDS))?;
     let text = agentloop_types::json::to_string_pretty(record) + "\n";
     agentloop_io::fs::write_durable(&record_path(root, &record.run_id), text.as_bytes())

@@ -7,7 +7,7 @@
 //! workspace (no `..`, no absolute path, no link leading out), exist, and have been written or
 //! read by one of this run's successful actions (the action's `path` argument or an artifact it
 //! reported). A tick citing nothing is refused too. [`check`] is the decision, a pure
-//! function; [`Record::read`] gathers this run's record from trace.jsonl, which the model cannot
+//! function; [`Footprint::read`] gathers this run's record from trace.jsonl, which the model cannot
 //! write (it is part of the paper trail).
 
 use agentloop_types::error::Result;
@@ -56,17 +56,17 @@ impl Evidence {
 
 /// What this run did, as its trace records it.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Record {
+pub struct Footprint {
     /// Each Act step of the run and whether its action succeeded (its latest act entry).
     pub steps: BTreeMap<u32, bool>,
     /// Workspace-relative paths written or read by the run's successful actions.
     pub touched: BTreeSet<String>,
 }
 
-impl Record {
+impl Footprint {
     /// This run's record from its trace entries (other runs' entries are ignored).
     pub fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>, run_id: &str) -> Self {
-        let mut r = Record::default();
+        let mut r = Footprint::default();
         for e in
             entries.into_iter().filter(|e| e.run_id == run_id && e.phase == Some(Phase::Act) && e.event == Event::Act)
         {
@@ -95,7 +95,7 @@ impl Record {
                 }
             }
         })?;
-        Ok(Record::of(&entries, run_id))
+        Ok(Footprint::of(&entries, run_id))
     }
 }
 
@@ -138,7 +138,7 @@ pub fn file_check(root: &Utf8Path, rel: &str) -> FileCheck {
 /// out, or why not, one reason per failed citation.
 pub fn check(
     cited: &Evidence,
-    record: &Record,
+    record: &Footprint,
     file: impl Fn(&str) -> FileCheck,
 ) -> std::result::Result<Evidence, Vec<String>> {
     if cited.steps.is_empty() && cited.artifacts.iter().all(|a| a.trim().is_empty()) {
@@ -200,8 +200,8 @@ impl Refusal {
 mod tests {
     use super::*;
 
-    fn record() -> Record {
-        let mut r = Record::default();
+    fn record() -> Footprint {
+        let mut r = Footprint::default();
         r.steps.insert(1, true);
         r.steps.insert(2, false);
         r.touched.insert("notes.txt".into());
@@ -265,7 +265,7 @@ mod tests {
             act("r1", 3, ToolStatus::Error, "c.md"),
             act("r1", 4, ToolStatus::Ok, "/etc/x"),
         ];
-        let r = Record::of(&entries, "r1");
+        let r = Footprint::of(&entries, "r1");
         assert_eq!(r.steps, BTreeMap::from([(1, true), (3, false), (4, true)]));
         assert_eq!(r.touched, BTreeSet::from(["a.md".to_string()]));
     }
@@ -278,7 +278,7 @@ mod tests {
         fin.result_status = Some(ToolStatus::Error.into());
         fin.error = Some("`finish` refused".into());
         fin.data = Some(serde_json::json!({"finish_held": true}));
-        let r = Record::of(&[fin], "r1");
+        let r = Footprint::of(&[fin], "r1");
         assert_eq!(r.steps, BTreeMap::from([(1, false)]));
         assert_eq!(check(&tick(&[1], &[]), &r, fs).unwrap_err(), ["step 1's action failed"]);
     }
@@ -290,7 +290,7 @@ mod tests {
         fin.tool = Some("submit_response".into());
         fin.result_status = Some(ToolStatus::Ok.into());
         fin.artifacts = vec!["context.md".into()];
-        let r = Record::of(&[fin], "r1");
+        let r = Footprint::of(&[fin], "r1");
         assert!(r.touched.is_empty());
         let why = check(&tick(&[2], &["context.md"]), &r, fs).unwrap_err();
         assert_eq!(why, ["`context.md` was not written or read by an action of this run"]);

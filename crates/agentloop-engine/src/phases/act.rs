@@ -2,7 +2,7 @@
 //! after `plan` is honoured), refuses tools outside `allowed_tools` (recording why), runs the
 //! tool, keeps large output in artifacts/, and records the result for Reflect.
 
-use super::{finish, frustration, Env, Outcome};
+use super::{finish, frustration, Env, PhaseEnd};
 use agentloop_tools::tool_env::ToolEnv;
 use agentloop_types::budget::Budget;
 use agentloop_types::error::{Error, Result};
@@ -47,7 +47,7 @@ pub fn execute(env: &Env, step: u32, action: &NextAction) -> ToolResult {
     env.registry.call(&tenv, &action.tool, &action.args)
 }
 
-pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let (_, plan) = env.read_plan()?;
     let Some(action) = plan.next_action.clone() else {
         return Err(Error::data(format!("{} has no Next Action block", env.ws.plan())).with_hint(format!(
@@ -147,7 +147,7 @@ pub fn record(
     result: ToolResult,
     duration_ms: u64,
     edited: bool,
-) -> Result<Outcome> {
+) -> Result<PhaseEnd> {
     let ok = result.is_ok();
     let failed = (!ok).then_some("tool_error");
     let call_id = format!("{}:step:{step}", state.run_id);
@@ -182,7 +182,7 @@ pub fn record(
     if let Some(f) = frustration::update(state, delta, &why) {
         commit.entry(&f);
     }
-    let next = if ok { Outcome::Next } else { Outcome::ToolFailed };
+    let next = if ok { PhaseEnd::Next } else { PhaseEnd::ToolFailed };
     let limit = limit_reached(env.cfg, state, ok, action, &result);
     let stop = |v: &frustration::Verdict| match v {
         frustration::Verdict::Escalate(r) => Some((StopKind::Escalated, r.clone())),
@@ -196,7 +196,7 @@ pub fn record(
         }
         finish(env, state, &mut commit, kind, &reason, None)?;
         env.commit(&commit)?;
-        return Ok(Outcome::Stopped(kind));
+        return Ok(PhaseEnd::Stopped(kind));
     }
     let outcome = match verdict {
         Some(frustration::Verdict::Reframe(reason)) => {

@@ -2,7 +2,7 @@
 //! generated from the answer's type ([`crate::contract`]), near misses mended, one corrective retry with the error shown to the model, and the accounting (usage,
 //! cost, prompt size) that lands in the trace.
 
-use super::{budget_exceeded, finish, Env, Outcome};
+use super::{budget_exceeded, finish, Env, PhaseEnd};
 
 /// The phase name the fused Reflect + Plan call is made under ([`agentloop_model::model::FUSED_PHASE`]);
 /// its answer is capped as Plan's is.
@@ -360,7 +360,7 @@ fn correct(req: &mut Request, call: Option<model::ToolCall>, text: &str, problem
 /// Records a failed structured call (provider failure or invalid answer) and ends the run;
 /// with [`Env::provider_failure_resumable`], a provider failure is returned as the error and
 /// nothing is committed, so the phase runs again when the run is next driven.
-pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<Outcome> {
+pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> Result<PhaseEnd> {
     let (stop, reason, usage, cost, ms) = match err {
         AskError::Other(e) => return Err(e),
         AskError::Provider(e, ..) if env.provider_failure_resumable => {
@@ -405,7 +405,7 @@ pub fn fail_phase(env: &Env, state: &mut State, phase: Phase, err: AskError) -> 
     commit.entry(&e);
     finish(env, state, &mut commit, stop, &reason, None)?;
     env.commit(&commit)?;
-    Ok(Outcome::Stopped(stop))
+    Ok(PhaseEnd::Stopped(stop))
 }
 
 /// Records the model accounting of one answer in the state and a trace entry.

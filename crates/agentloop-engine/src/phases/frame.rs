@@ -2,7 +2,7 @@
 //! goal, a Definition of Done of 3–7 checkable items, constraints, assumptions and unknowns,
 //! whether it can proceed, and an optional hypothesis. Re-entered on reframe.
 
-use super::{account, ask, fail_phase, finish, Env, Outcome};
+use super::{account, ask, fail_phase, finish, Env, PhaseEnd};
 use crate::contract::{self, FrameAnswer};
 use agentloop_types::error::Result;
 use agentloop_types::trace::{Entry, Event, Phase};
@@ -37,7 +37,7 @@ fn dod_items(list: &[String]) -> Vec<Item> {
         .collect()
 }
 
-pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
     let (prompt, shown) = prompt(env, state, &old)?;
@@ -83,7 +83,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
         commit.entry(&e);
         commit.state = Some(state.clone());
         env.commit(&commit)?;
-        return Ok(Outcome::Next);
+        return Ok(PhaseEnd::Next);
     }
     let question = Some(a.open_question.trim())
         .filter(|q| !q.is_empty())
@@ -97,7 +97,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     commit.entry(&e);
     finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;
-    Ok(Outcome::Stopped(StopKind::Escalated))
+    Ok(PhaseEnd::Stopped(StopKind::Escalated))
 }
 
 /// memory.md as the answer frames it; facts, the log and a person's own sections carry over.

@@ -7,7 +7,7 @@
 //! left out, or a run that stops or reframes, falls back to the loop as it is: a plan still due
 //! is asked for in a call of its own.
 
-use super::{ask, fail_phase, plan, reflect, Env, Outcome};
+use super::{ask, fail_phase, plan, reflect, Env, PhaseEnd};
 use crate::contract::{self, FusedAnswer};
 use agentloop_types::error::Result;
 use agentloop_types::trace::Phase;
@@ -16,7 +16,7 @@ use agentloop_workspace::workspace::{Next, State};
 /// The phase name the fused call is made under (transcript, progress, a scripted model's queue).
 pub use super::ask::FUSED_PHASE as PHASE;
 
-pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let (_, mem) = env.read_memory()?;
     let (_, plan_md) = env.read_plan()?;
     let (text, shown) = prompt(env, state, &mem, &plan_md)?;
@@ -44,7 +44,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
     let reflection = ask::Answer { value: r, usage, cost, model: model.clone(), prompt_bytes, duration_ms, attempts };
     let outcome = reflect::take(env, state, mem, plan_md, &reflection, true)?;
     match next {
-        Some(p) if outcome == Outcome::Next && state.next == Next::Plan => {
+        Some(p) if outcome == PhaseEnd::Next && state.next == Next::Plan => {
             plan::take_fused(env, state, &p, &model, &shown)
         }
         _ => Ok(outcome),

@@ -112,7 +112,7 @@ pub struct Env<'a> {
 
 /// How a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum PhaseEnd {
     /// The run goes on; state.next says where.
     Next,
     /// The run is over.

@@ -4,7 +4,7 @@
 //! tools allowed this step, so an unknown or disallowed tool or invalid arguments are schema
 //! errors: one corrective retry with the error shown to the model, then escalation.
 
-use super::{account, ask, budget_exceeded, fail_phase, finish, Env, Outcome};
+use super::{account, ask, budget_exceeded, fail_phase, finish, Env, PhaseEnd};
 use crate::contract::PlanAnswer;
 use agentloop_types::error::Result;
 use agentloop_types::tool_spec::SideEffect;
@@ -42,7 +42,7 @@ fn finish_risk(env: &Env) -> String {
     )
 }
 
-pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     if let Some(stopped) = stop_first(env, state)? {
         return Ok(stopped);
     }
@@ -63,7 +63,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
 
 /// The run stops instead of planning a step it has no budget for: steps or a token, cost or
 /// time budget used up. Ends the run in its own commit and says how.
-fn stop_first(env: &mut Env, state: &mut State) -> Result<Option<Outcome>> {
+fn stop_first(env: &mut Env, state: &mut State) -> Result<Option<PhaseEnd>> {
     let over = (state.step >= state.limits.max_steps)
         .then(|| {
             let why = format!("max_steps reached: {} of {} steps used", state.step, state.limits.max_steps);
@@ -74,7 +74,7 @@ fn stop_first(env: &mut Env, state: &mut State) -> Result<Option<Outcome>> {
     let mut commit = Commit::default();
     finish(env, state, &mut commit, StopKind::Budget(budget), &reason, None)?;
     env.commit(&commit)?;
-    Ok(Some(Outcome::Stopped(StopKind::Budget(budget))))
+    Ok(Some(PhaseEnd::Stopped(StopKind::Budget(budget))))
 }
 
 /// The plan half of a fused answer (`llm.fuse_phases`), committed as a Plan of its own once the
@@ -86,7 +86,7 @@ pub fn take_fused(
     answer: &PlanAnswer,
     model: &str,
     shown: &[String],
-) -> Result<Outcome> {
+) -> Result<PhaseEnd> {
     if let Some(stopped) = stop_first(env, state)? {
         return Ok(stopped);
     }
@@ -109,7 +109,7 @@ fn commit_answer(
     mut e: Entry,
     shown: &[String],
     unknown: &[String],
-) -> Result<Outcome> {
+) -> Result<PhaseEnd> {
     let mut commit = Commit::default();
     let (plan, action) = take_answer(env, state, plan, answer);
     let step = state.step;
@@ -136,7 +136,7 @@ fn commit_answer(
     commit.entry(&e);
     commit.state = Some(state.clone());
     env.commit(&commit)?;
-    Ok(Outcome::Next)
+    Ok(PhaseEnd::Next)
 }
 
 /// skills.md is written when missing; the prompt gets the catalog from the registry, and a file

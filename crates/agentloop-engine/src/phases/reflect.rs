@@ -2,7 +2,7 @@
 //! `done`, `reframe` or `escalate` (an enum in the answer's schema). `done` counts only when every item is ticked; otherwise it
 //! becomes `continue` naming the open items (at most `max_done_refusals` times, then escalation).
 
-use super::{account, ask, fail_phase, finish, frustration, Env, Outcome};
+use super::{account, ask, fail_phase, finish, frustration, Env, PhaseEnd};
 use crate::contract::{self, ReflectAnswer};
 use agentloop_types::error::Result;
 use agentloop_types::tool_spec::ToolResult;
@@ -109,7 +109,7 @@ fn compact(
     Ok((Some(text), entry))
 }
 
-pub fn run(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let (_, mem) = env.read_memory()?;
     let (_, plan) = env.read_plan()?;
     let answer = match ask_model(env, state, &mem, &plan)? {
@@ -128,10 +128,10 @@ pub fn take(
     mut plan: agentloop_workspace::markdown::Plan,
     answer: &ask::Answer<ReflectAnswer>,
     fused: bool,
-) -> Result<Outcome> {
+) -> Result<PhaseEnd> {
     let a = answer.value.clone();
     let step = state.step;
-    let record = agentloop_workspace::evidence::Record::read(&env.ws.trace(), &state.run_id)?;
+    let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
     let root = env.ws.root.clone();
     let (ticked, refused) =
         take_answer(&mut mem, &a, step, &record, &|p: &str| agentloop_workspace::evidence::file_check(&root, p));
@@ -242,7 +242,7 @@ fn take_answer(
     mem: &mut agentloop_workspace::markdown::Memory,
     a: &ReflectAnswer,
     step: u32,
-    record: &agentloop_workspace::evidence::Record,
+    record: &agentloop_workspace::evidence::Footprint,
     file: &dyn Fn(&str) -> agentloop_workspace::evidence::FileCheck,
 ) -> (Vec<String>, Vec<agentloop_workspace::evidence::Refusal>) {
     let mut ticked = Vec::new();
@@ -311,7 +311,7 @@ fn remember(env: &Env, state: &State, a: &ReflectAnswer) {
 }
 
 /// What Reflect decided once the program's rules are applied to the model's answer.
-struct Decision {
+struct Judgement {
     decision: String,
     reason: String,
     stop: Option<(StopKind, String)>,
@@ -327,8 +327,8 @@ fn decide(
     mem: &mut agentloop_workspace::markdown::Memory,
     a: &ReflectAnswer,
     finished: bool,
-) -> Decision {
-    let mut d = Decision {
+) -> Judgement {
+    let mut d = Judgement {
         decision: a.decision.as_str().to_string(),
         reason: a.reason.trim().to_string(),
         stop: None,
@@ -420,7 +420,7 @@ fn record_step(plan: &mut agentloop_workspace::markdown::Plan, state: &State, a:
 
 /// Applies the decision to the state and memory.md's status: the next phase, a reframe counted
 /// against its budget, an escalation's open question.
-fn apply(state: &mut State, mem: &mut agentloop_workspace::markdown::Memory, d: &mut Decision) {
+fn apply(state: &mut State, mem: &mut agentloop_workspace::markdown::Memory, d: &mut Judgement) {
     let forced = state.next == Next::Frame && state.reframe_reason.is_some() && d.decision == "reframe";
     let reframing = |state: &State| format!("reframing ({} of {})", state.reframes, state.limits.max_reframes);
     // A reframe with no step left to use would only spend a framing call: the run stops here.
@@ -498,17 +498,17 @@ fn conclude(
     env: &mut Env,
     state: &mut State,
     commit: &mut Commit,
-    d: Decision,
+    d: Judgement,
     a: &ReflectAnswer,
     finished: bool,
-) -> Result<Outcome> {
+) -> Result<PhaseEnd> {
     if let Some((kind, why)) = d.stop {
         finish(env, state, commit, kind, &why, None)?;
-        return Ok(Outcome::Stopped(kind));
+        return Ok(PhaseEnd::Stopped(kind));
     }
     if d.decision != "done" {
         commit.state = Some(state.clone());
-        return Ok(Outcome::Next);
+        return Ok(PhaseEnd::Next);
     }
     // Unsaid, the outcome is the reason given for done.
     let summary = if finished { state.last_result.as_ref().map(|r| r.output.trim().to_string()) } else { None };
@@ -530,5 +530,5 @@ fn conclude(
         })
         .collect();
     finish(env, state, commit, StopKind::Done, &d.reason, Some((text, arts)))?;
-    Ok(Outcome::Stopped(StopKind::Done))
+    Ok(PhaseEnd::Stopped(StopKind::Done))
 }

@@ -8,21 +8,21 @@
 //! says what is its own through a [`Door`]: event mode's "this step's tool runs elsewhere: end
 //! the turn" is a hand-off ([`Driven::Waiting`]), not a second loop.
 
-use super::{finish, Env, Outcome};
+use super::{finish, Env, PhaseEnd};
 use agentloop_types::error::Result;
 use agentloop_workspace::markdown::NextAction;
 use agentloop_workspace::workspace::{Commit, Next, Pending, State, StopKind};
 use std::time::{Duration, Instant};
 
 /// Runs one phase named by `state.next`.
-pub fn step(env: &mut Env, state: &mut State) -> Result<Outcome> {
+pub fn step(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     match state.next {
         Next::Frame => super::frame::run(env, state),
         Next::Plan => super::plan::run(env, state),
         Next::Act => super::act::run(env, state),
         Next::Reflect if env.fuses(state) => super::fused::run(env, state),
         Next::Reflect => super::reflect::run(env, state),
-        Next::Finish | Next::None => Ok(Outcome::Stopped(state.stop.unwrap_or(StopKind::Escalated))),
+        Next::Finish | Next::None => Ok(PhaseEnd::Stopped(state.stop.unwrap_or(StopKind::Escalated))),
     }
 }
 
@@ -65,7 +65,7 @@ pub trait Door {
 
     /// Sees each phase's result (`phase` is the phase that ran) before the loop does, and may
     /// record it (a progress post, an outage count).
-    fn phase_ran(&mut self, _env: &Env, _phase: Next, _state: &State, r: Result<Outcome>) -> Result<Outcome> {
+    fn phase_ran(&mut self, _env: &Env, _phase: Next, _state: &State, r: Result<PhaseEnd>) -> Result<PhaseEnd> {
         r
     }
 }
@@ -130,7 +130,7 @@ pub fn drive(env: &mut Env, state: &mut State, timeout: Duration, door: &mut dyn
         }
         let phase = state.next;
         let ran = step(env, state);
-        if let Outcome::Stopped(kind) = door.phase_ran(env, phase, state, ran)? {
+        if let PhaseEnd::Stopped(kind) = door.phase_ran(env, phase, state, ran)? {
             return Ok(Driven::Stopped(kind));
         }
     }
