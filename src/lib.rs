@@ -14,6 +14,7 @@ use agentloop_types::error;
 pub(crate) mod cli;
 pub(crate) mod commands;
 pub(crate) mod handle;
+pub(crate) mod openapi;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
 /// Without the `serve` feature: only `serve`'s flags, and its refusal.
@@ -31,6 +32,14 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("otel", cfg!(feature = "otel")),
     ("serve", cfg!(feature = "serve")),
 ];
+
+/// Every published schema, as written to docs/schema/ (file name, document): the engine's, and
+/// the OpenAPI document of `serve`.
+pub fn published_schemas() -> Vec<(String, serde_json::Value)> {
+    let mut docs = agentloop_engine::schema::documents();
+    docs.push(("openapi.json".to_string(), openapi::openapi()));
+    docs
+}
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {

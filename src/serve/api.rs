@@ -98,7 +98,7 @@ fn route(shared: &Arc<Shared>, req: &mut tiny_http::Request, method: &str, raw: 
         return allow(method, &["GET"]).map(|_| Out::Reply(health()));
     }
     if segs == ["openapi.json"] {
-        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &agentloop_engine::schema::openapi())));
+        return allow(method, &["GET"]).map(|_| Out::Reply(Reply::json(200, &crate::openapi::openapi())));
     }
     let (token, by_cookie) = token_of(req, &query);
     let Some(who) = token.as_deref().and_then(|t| shared.auth.check(t)) else {

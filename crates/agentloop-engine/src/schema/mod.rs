@@ -18,8 +18,6 @@ use serde_json::{json, Map, Value};
 
 pub mod eval;
 pub mod handle;
-mod openapi;
-pub use openapi::openapi;
 
 /// The version of the published schemas (each document's `schema_version`, and its `$id`).
 pub const VERSION: u32 = 1;
@@ -627,6 +625,5 @@ pub fn documents() -> Vec<(String, Value)> {
         document::<handle::HandleRequest>("handle-request.json", "handle request", "What `agentloop handle` reads on stdin: a Ductile protocol v2 request or a bare event. Fields not named here are accepted and ignored."),
         document::<HandleResponse>("handle-response.json", "handle response", "`agentloop handle`'s one JSON object on stdout (Ductile protocol v2)."),
         document::<eval::EvalReport>("eval.json", "eval --json", "What `agentloop eval` found: each case of a suite with each model, its trials, pass rate, medians and commonest failure."),
-        ("openapi.json".to_string(), openapi()),
     ]
 }

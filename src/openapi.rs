@@ -1,8 +1,9 @@
 //! The OpenAPI 3.1 document of `serve` (GET /openapi.json, and docs/schema/openapi.json): the
 //! routes of `serve`'s API, with the bodies that have Rust types given by their generated
-//! schemas. A test holds the committed file to this.
+//! schemas. It lives with the server it describes (built with or without the `serve` feature,
+//! since the document is published either way); a test holds the committed file to this.
 
-use super::{CompletionEvent, RunResult, RunRow, StatusView, VERSION};
+use agentloop_engine::schema::{CompletionEvent, RunResult, RunRow, StatusView, VERSION};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
