@@ -63,7 +63,7 @@ fn anthropic_request_matches_the_messages_api() {
         req.json(),
         json!({
             "model": "claude-sonnet-4-5",
-            "max_tokens": 64,
+            "max_tokens": 256,
             "system": [{"type": "text", "text": "You are a connectivity check. Call the tool exactly as asked.", "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "Call report_color with color set to \"blue\"."}]}],
             "tools": [{"name": "report_color", "description": "Report a colour.", "input_schema": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}, "cache_control": {"type": "ephemeral"}}],
