@@ -15,13 +15,18 @@ test:
 	$(MAKE) check-lean
 
 ## check-lean: the build without its optional parts (--no-default-features: no mcp, queue, otel
-## or serve) is clippy-clean, its unit tests pass, and its binary (built apart, in target/lean)
-## names what it left out and refuses each way to it naming the feature (tests/lean.sh)
+## or serve) is clippy-clean, its unit tests pass, and its binary (copied to target/lean)
+## names what it left out and refuses each way to it naming the feature (tests/lean.sh). Built in
+## the one target folder, so the dependencies both builds share are compiled once; the full
+## binary is linked back at the end.
 check-lean:
 	$(CARGO) clippy --locked --workspace --no-default-features -- -D warnings
 	$(CARGO) test --locked --workspace --no-default-features --lib
-	$(CARGO) build --locked --no-default-features --target-dir target/lean
-	tests/lean.sh target/lean/debug/agentloop
+	$(CARGO) build --locked --no-default-features
+	mkdir -p target/lean
+	cp target/debug/agentloop target/lean/agentloop
+	$(CARGO) build --locked
+	tests/lean.sh target/lean/agentloop
 
 ## conformance: only the suites other people wrote: openapi-spec-validator, and schemathesis with its
 ## five response checks against a served root (tests/it/conformance.rs; from PyPI, on PATH), and the
