@@ -289,6 +289,13 @@ fn near_misses_are_mended_before_validation() {
         contract::Tick { item: 2, steps: vec![3], artifacts: vec!["./notes.txt".into()] },
     ];
     assert_eq!(r.satisfied, want);
+    // An item ticked by its text as the model first wrote it (quotes and a line break that the
+    // frame's mending turned into a single quote and a space) is still found.
+    let items = ["answer.txt holds '391'".to_string(), "x written".into(), "y read".into()];
+    let mut a = json!({"satisfied": ["answer.txt holds \"391\"", "x\nwritten"], "decision": "continue"});
+    contract::mend_satisfied(&mut a, &items);
+    let r: ReflectAnswer = contract::parse(&reflect, &mut a).unwrap();
+    assert_eq!(r.satisfied.iter().map(|t| t.item).collect::<Vec<_>>(), [1, 2]);
 }
 
 /// A fake server that answers every forced tool call with a schema-literal answer, in the

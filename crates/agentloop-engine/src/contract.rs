@@ -664,11 +664,14 @@ fn item_numbers(x: &Value, items: &[String]) -> Vec<u64> {
             if !parts.is_empty() && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
                 return parts.iter().filter_map(|p| p.parse().ok()).collect();
             }
-            let lower = t.to_lowercase();
+            // Read as the items were mended (a double quote as a single one, white space as one
+            // space), so an item quoted back as the model first wrote it is still found.
+            let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").replace('"', "'").to_lowercase();
+            let lower = norm(t);
             items
                 .iter()
-                .position(|i| i.to_lowercase() == lower)
-                .or_else(|| items.iter().position(|i| !lower.is_empty() && i.to_lowercase().contains(&lower)))
+                .position(|i| norm(i) == lower)
+                .or_else(|| items.iter().position(|i| !lower.is_empty() && norm(i).contains(&lower)))
                 .map(|i| i as u64 + 1)
                 .into_iter()
                 .collect()
