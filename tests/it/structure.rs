@@ -588,7 +588,6 @@ const STATICS: &[(&str, &str, &str)] = &[
     ("log.rs", "LOGGER", "state: the diagnostics file this command logs to (to pass with the printer)"),
     ("otel/mod.rs", "OTEL", "state: the exporter, flushed once as the process ends (to pass with the printer)"),
     ("fs.rs", "SPARE_STATE", "state: the spare copies this process keeps of the files it writes"),
-    ("auth.rs", "INTERACTIVE", "state: whether this process may ask a person to sign in (to pass as a value)"),
     // Rust's allocator hook and its per-thread budget.
     ("lib.rs", "ALLOCATOR", "Rust's global allocator: a zero-sized type, its state per thread"),
     ("alloc.rs", "LEFT", "per thread: the bytes a template render may still hold"),

@@ -14,9 +14,6 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
         cmd,
         McpCommand::List { login: true, .. } | McpCommand::Call { login: true, .. } | McpCommand::Check { login: true }
     );
-    if login {
-        mcp::auth::allow_sign_in();
-    }
     match cmd {
         McpCommand::Login { server } => login_cmd(&ctx, &server),
         McpCommand::Logout { server } => {
@@ -30,14 +27,14 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
         }
         McpCommand::List { refresh, .. } => {
             let source = if refresh { Source::Servers } else { Source::CacheFirst };
-            let hub = Hub::load_logging(cfg, &ctx.ws.root, source, Logs::for_command(&ctx.ws.root))?;
+            let hub = Hub::load_with(cfg, &ctx.ws.root, source, Logs::for_command(&ctx.ws.root), login)?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, false);
             Ok(0)
         }
         McpCommand::Check { .. } => {
             let logs = Logs::for_command(&ctx.ws.root);
-            let hub = Hub::load_logging(cfg, &ctx.ws.root, Source::Servers, logs.clone())?;
+            let hub = Hub::load_with(cfg, &ctx.ws.root, Source::Servers, logs.clone(), login)?;
             warn_all(&ctx, &hub);
             report(&ctx, &hub, true);
             let enabled = hub.states.iter().filter(|s| s.server.enabled).count();
@@ -53,7 +50,9 @@ pub fn run(ctx: Ctx, cmd: McpCommand) -> Result<u8> {
         }
         McpCommand::Call { server, tool, args, .. } => {
             let logs = Logs::for_command(&ctx.ws.root);
-            let registry = Registry::load_logging(cfg, &ctx.ws.root, agentloop_tools::tools::Reach::Start, logs)?;
+            let reach =
+                if login { agentloop_tools::tools::Reach::SignIn } else { agentloop_tools::tools::Reach::Start };
+            let registry = Registry::load_logging(cfg, &ctx.ws.root, reach, logs)?;
             let hub = &registry.mcp;
             let Some(st) = hub.states.iter().find(|s| s.server.name == server) else {
                 return Err(mcp::unknown_server(hub, &server));
@@ -88,14 +87,14 @@ fn http_server(ctx: &Ctx, name: &str) -> Result<(mcp::config::Server, String)> {
 /// `mcp login`: sign in, then connect with the new token and list the tools (refreshing the
 /// cache), so a sign-in that does not work says so at once.
 fn login_cmd(ctx: &Ctx, name: &str) -> Result<u8> {
-    let (server, url) = http_server(ctx, name)?;
-    mcp::auth::allow_sign_in();
+    let (mut server, url) = http_server(ctx, name)?;
+    server.sign_in = true;
     mcp::auth::sign_in_now(&server, &url).map_err(|e| {
         Error::failure(e.to_string())
             .with_hint("check the server's url; `agentloop mcp logout NAME` forgets a token that went bad")
             .with_source(e)
     })?;
-    let hub = Hub::load_logging(ctx.config(), &ctx.ws.root, Source::Servers, Logs::for_command(&ctx.ws.root))?;
+    let hub = Hub::load_with(ctx.config(), &ctx.ws.root, Source::Servers, Logs::for_command(&ctx.ws.root), true)?;
     warn_all(ctx, &hub);
     if let Some(st) = hub.states.iter().find(|s| s.server.name == name) {
         if let Status::Failed(e) = &st.status {

@@ -26,26 +26,14 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
     ClientCredentialsConfig, OAuthState,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use agentloop_config::config::{Grant, OAuthConfig};
 
-static INTERACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// Lets this process ask a person to sign in when a server asks for authorization.
-pub fn allow_sign_in() {
-    INTERACTIVE.store(true, Ordering::SeqCst);
-}
-
-pub fn sign_in_allowed() -> bool {
-    INTERACTIVE.load(Ordering::SeqCst)
-}
-
 /// Whether `server` may be signed in to here when it asks: where a person asked for sign-ins,
 /// or anywhere for a machine grant (no browser, no person).
 pub fn may_sign_in(server: &Server) -> bool {
-    sign_in_allowed() || server.oauth.as_ref().is_some_and(OAuth::is_machine)
+    server.sign_in || server.oauth.as_ref().is_some_and(OAuth::is_machine)
 }
 
 /// The error when a server still asks for authorization: how to sign in, and, after sign-ins

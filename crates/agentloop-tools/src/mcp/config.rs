@@ -55,6 +55,9 @@ pub struct Server {
     pub secrets: Vec<String>,
     /// OAuth client settings (HTTP servers only), variables expanded.
     pub oauth: Option<OAuth>,
+    /// Whether a person at this command may be asked to sign in when the server asks (a
+    /// command's `--login`, `mcp login`); never in a run, where only a machine grant signs in.
+    pub sign_in: bool,
 }
 
 impl Server {
@@ -340,6 +343,7 @@ fn resolve_one(
         denied_tools: sc.denied_tools.clone().unwrap_or_default(),
         secrets: redaction_order(secrets),
         oauth,
+        sign_in: false,
     })
 }
 

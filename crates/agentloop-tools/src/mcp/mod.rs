@@ -132,7 +132,22 @@ impl Hub {
         source: Source,
         logs: client::Logs,
     ) -> Result<Hub> {
-        let servers = config::resolve(cfg, root)?;
+        Self::load_with(cfg, root, source, logs, false)
+    }
+
+    /// [`Hub::load_logging`], where `sign_in` says whether a person at this command may be
+    /// asked to sign in to a server that asks for authorization (`--login`).
+    pub fn load_with(
+        cfg: &agentloop_config::config::Config,
+        root: &Utf8Path,
+        source: Source,
+        logs: client::Logs,
+        sign_in: bool,
+    ) -> Result<Hub> {
+        let mut servers = config::resolve(cfg, root)?;
+        for s in &mut servers {
+            s.sign_in = sign_in;
+        }
         let mut hub = Hub::default();
         hub.logs = logs;
         if servers.is_empty() {

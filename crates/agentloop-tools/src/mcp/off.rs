@@ -67,6 +67,16 @@ impl Hub {
     ) -> Result<Hub> {
         Self::load(cfg, root, source)
     }
+    /// [`Hub::load`]: there is no server to sign in to.
+    pub fn load_with(
+        cfg: &agentloop_config::config::Config,
+        root: &Utf8Path,
+        source: Source,
+        _logs: client::Logs,
+        _sign_in: bool,
+    ) -> Result<Hub> {
+        Self::load(cfg, root, source)
+    }
     pub fn specs(&self) -> &[ToolSpec] {
         &[]
     }

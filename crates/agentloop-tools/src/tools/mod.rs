@@ -44,6 +44,9 @@ pub struct Registry {
 pub enum Reach {
     /// Start an MCP server whose list is not cached; ask Ductile's API (running a token command).
     Start,
+    /// As `Start`, and a person at this command may be asked to sign in to an MCP server that
+    /// asks for authorization (`mcp call --login`).
+    SignIn,
     /// Caches and manifests only: no program runs, nothing is sent.
     CachesOnly,
 }
@@ -76,12 +79,12 @@ impl Registry {
         let mut specs = builtin::specs(cfg, root);
         external_tools(cfg, &mut specs);
         let source = match reach {
-            Reach::Start => crate::mcp::Source::CacheFirst,
+            Reach::Start | Reach::SignIn => crate::mcp::Source::CacheFirst,
             Reach::CachesOnly => crate::mcp::Source::CacheOnly,
         };
-        let mcp = crate::mcp::Hub::load_logging(cfg, root, source, logs)?;
+        let mcp = crate::mcp::Hub::load_with(cfg, root, source, logs, reach == Reach::SignIn)?;
         join(&mut specs, &mcp.warnings, mcp.specs(), "MCP");
-        let ductile = crate::ductile::Hub::load(cfg, root, reach == Reach::Start)?;
+        let ductile = crate::ductile::Hub::load(cfg, root, reach != Reach::CachesOnly)?;
         join(&mut specs, &ductile.warnings, ductile.specs(), "Ductile");
         let registry = Registry { specs, mcp, ductile };
         registry.warn_unmatched(cfg);
