@@ -587,7 +587,6 @@ const STATICS: &[(&str, &str, &str)] = &[
     ("redact.rs", "SECRETS", "state: a secret registered anywhere must be hidden everywhere from then on"),
     ("log.rs", "LOGGER", "state: the diagnostics file this command logs to (to pass with the printer)"),
     ("otel/mod.rs", "OTEL", "state: the exporter, flushed once as the process ends (to pass with the printer)"),
-    ("fs.rs", "SPARE_STATE", "state: the spare copies this process keeps of the files it writes"),
     // Rust's allocator hook and its per-thread budget.
     ("lib.rs", "ALLOCATOR", "Rust's global allocator: a zero-sized type, its state per thread"),
     ("alloc.rs", "LEFT", "per thread: the bytes a template render may still hold"),
@@ -640,5 +639,5 @@ fn every_static_is_listed_with_its_reason() {
         .collect();
     assert!(stale.is_empty(), "these are gone: take them off the list: {stale:#?}");
     let state = STATICS.iter().filter(|(_, _, why)| why.starts_with("state:")).count();
-    assert!(state <= 6, "process state grew: {state} statics hold it");
+    assert!(state <= 5, "process state grew: {state} statics hold it");
 }

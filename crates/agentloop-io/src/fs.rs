@@ -421,9 +421,9 @@ pub fn sync_path(path: &Utf8Path) -> Result<()> {
 /// Without spares (or where the filesystem cannot swap), a new temporary file is swapped in
 /// and the old one removed, or renamed over the target when it does not exist yet. Durability
 /// comes from the journal, fsynced, and its checkpoint.
-pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<&Utf8Path>) -> Result<()> {
-    if let Some(dir) = spares {
-        if via_spare(path, contents, dir)? {
+pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<(&Utf8Path, &SpareMemory)>) -> Result<()> {
+    if let Some((dir, memory)) = spares {
+        if via_spare(path, contents, dir, memory)? {
             return Ok(());
         }
     }
@@ -439,25 +439,30 @@ pub fn replace(path: &Utf8Path, contents: &[u8], spares: Option<&Utf8Path>) -> R
 /// How many earlier versions of a file [`replace`] keeps as spares.
 pub const SPARES: usize = 4;
 
-/// Per file: the slot written last and how many writes in a row this process has made
-/// through the spares. After [`SPARES`] of them the slots were all written by this process in
-/// rotation order, so the next in rotation is the one retired longest ago: no stat needed.
-static SPARE_STATE: std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize, usize)>> = std::sync::Mutex::new(Vec::new());
+/// What a workspace value knows of its files' spare slots ([`replace`]): per file, the slot
+/// written last and how many writes in a row it made through the spares. After [`SPARES`] of
+/// them the slots were all written by it in rotation order, so the next in rotation is the one
+/// retired longest ago: no stat needed. A value that knows nothing picks by the slots' times.
+#[derive(Debug, Default)]
+pub struct SpareMemory(std::sync::Mutex<Vec<(camino::Utf8PathBuf, usize, usize)>>);
 
-/// Forgets what this process knows of the spares of files under `root` (another process may
-/// write them next: that workspace's lock is being released).
-pub fn forget_spares(root: &Utf8Path) {
-    if let Ok(mut s) = SPARE_STATE.lock() {
-        s.retain(|(p, _, _)| !p.starts_with(root));
+impl SpareMemory {
+    /// Forgets it all (another process may write the files next: the workspace's lock is being
+    /// released).
+    pub fn forget(&self) {
+        if let Ok(mut s) = self.0.lock() {
+            s.clear();
+        }
     }
 }
 
 /// The slot to write next for `path`: round-robin once this process knows the order, else the
 /// slot retired longest ago (its ctime is when it was swapped out) or a free one. None: the
 /// spare folder cannot be used.
-fn pick_spare(path: &Utf8Path, name: &str, dir: &Utf8Path) -> Option<usize> {
+fn pick_spare(path: &Utf8Path, name: &str, dir: &Utf8Path, memory: &SpareMemory) -> Option<usize> {
     use std::os::unix::fs::MetadataExt;
-    let (last, streak) = SPARE_STATE
+    let (last, streak) = memory
+        .0
         .lock()
         .ok()
         .and_then(|s| s.iter().find(|(p, _, _)| p == path).map(|e| (e.1, e.2)))
@@ -488,8 +493,8 @@ fn pick_spare(path: &Utf8Path, name: &str, dir: &Utf8Path) -> Option<usize> {
 }
 
 /// Records a write through slot `k` (None: the slot could not be used; start over).
-fn wrote_spare(path: &Utf8Path, k: Option<usize>) {
-    let Ok(mut s) = SPARE_STATE.lock() else { return };
+fn wrote_spare(path: &Utf8Path, k: Option<usize>, memory: &SpareMemory) {
+    let Ok(mut s) = memory.0.lock() else { return };
     let pos = s.iter().position(|(p, _, _)| p == path);
     match (pos, k) {
         (Some(i), Some(k)) => {
@@ -506,10 +511,10 @@ fn wrote_spare(path: &Utf8Path, k: Option<usize>) {
 }
 
 /// [`replace`] through a spare; false when no spare can be used (nothing was changed).
-fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
+fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path, memory: &SpareMemory) -> Result<bool> {
     use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
     let Some(name) = path.file_name() else { return Ok(false) };
-    let Some(k) = pick_spare(path, name, dir) else { return Ok(false) };
+    let Some(k) = pick_spare(path, name, dir, memory) else { return Ok(false) };
     let slot = dir.join(format!("{name}.{k}"));
     let f = match std::fs::OpenOptions::new()
         .write(true)
@@ -520,7 +525,7 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
     {
         Ok(f) => f,
         Err(_) => {
-            wrote_spare(path, None);
+            wrote_spare(path, None, memory);
             return Ok(false);
         }
     };
@@ -529,7 +534,7 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
         _ => {
             drop(f);
             let _ = std::fs::remove_file(&slot);
-            wrote_spare(path, None);
+            wrote_spare(path, None, memory);
             return Ok(false);
         }
     }
@@ -539,10 +544,10 @@ fn via_spare(path: &Utf8Path, contents: &[u8], dir: &Utf8Path) -> Result<bool> {
     drop(f);
     crate::crash::point(&format!("write:{name}"));
     if swap(&slot, path) {
-        wrote_spare(path, Some(k));
+        wrote_spare(path, Some(k), memory);
         return Ok(true);
     }
-    wrote_spare(path, None);
+    wrote_spare(path, None, memory);
     // The file does not exist yet (or the filesystem cannot swap): the slot becomes the file.
     std::fs::rename(&slot, path).map_err(|e| Error::io("replace", path, e))?;
     Ok(true)
@@ -659,11 +664,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Utf8Path::from_path(dir.path()).unwrap();
         let (file, spares) = (root.join("state.json"), root.join(".spare"));
-        replace(&file, b"v0", Some(&spares)).unwrap();
+        replace(&file, b"v0", Some((&spares, &SpareMemory::default()))).unwrap();
         let mut reader = std::fs::File::open(&file).unwrap();
         let mut seen = std::collections::BTreeSet::new();
         for i in 1..=3 * SPARES {
-            replace(&file, format!("v{i}").as_bytes(), Some(&spares)).unwrap();
+            replace(&file, format!("v{i}").as_bytes(), Some((&spares, &SpareMemory::default()))).unwrap();
             assert_eq!(read_to_string(&file).unwrap(), format!("v{i}"));
             seen.insert(ino(&file));
             if i == SPARES {
@@ -682,7 +687,7 @@ mod tests {
         }
         let before: Vec<String> = (0..SPARES).map(|k| read_to_string(&backup.join(k.to_string())).unwrap()).collect();
         for i in 0..2 * SPARES {
-            replace(&file, format!("w{i}").as_bytes(), Some(&spares)).unwrap();
+            replace(&file, format!("w{i}").as_bytes(), Some((&spares, &SpareMemory::default()))).unwrap();
         }
         let after: Vec<String> = (0..SPARES).map(|k| read_to_string(&backup.join(k.to_string())).unwrap()).collect();
         assert_eq!(before, after, "a hard-linked spare is never written into");
@@ -693,14 +698,14 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         let linked = root.join(".linked");
         std::os::unix::fs::symlink(&outside, &linked).unwrap();
-        replace(&root.join("plan.md"), b"plan", Some(&linked)).unwrap();
+        replace(&root.join("plan.md"), b"plan", Some((&linked, &SpareMemory::default()))).unwrap();
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through a symlinked folder");
         let slots = root.join(".slots");
         std::fs::create_dir(&slots).unwrap();
         for k in 0..SPARES {
             std::os::unix::fs::symlink(outside.join(format!("x{k}")), slots.join(format!("memory.md.{k}"))).unwrap();
         }
-        replace(&root.join("memory.md"), b"memory", Some(&slots)).unwrap();
+        replace(&root.join("memory.md"), b"memory", Some((&slots, &SpareMemory::default()))).unwrap();
         assert_eq!(read_to_string(&root.join("memory.md")).unwrap(), "memory");
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through a symlinked slot");
     }

@@ -423,7 +423,7 @@ impl Workspace {
             }
             // Files at the top of the workspace keep spare versions (see fs::replace).
             let spares = self.path(SPARE_DIR);
-            fs::replace(&self.path(name), contents.as_bytes(), Some(spares.as_path()))?;
+            fs::replace(&self.path(name), contents.as_bytes(), Some((spares.as_path(), &self.spares)))?;
         }
         for (name, text) in &commit.appends {
             let path = self.path(name);
@@ -445,7 +445,11 @@ impl Workspace {
             self.append_trace(commit, replay)?;
         }
         if let Some(state) = &commit.state {
-            fs::replace(&self.state_path(), Self::state_text(state).as_bytes(), Some(&self.path(SPARE_DIR)))?;
+            fs::replace(
+                &self.state_path(),
+                Self::state_text(state).as_bytes(),
+                Some((&self.path(SPARE_DIR), &self.spares)),
+            )?;
         }
         Ok(())
     }

@@ -42,7 +42,7 @@ impl Drop for Session {
         if let Err(e) = self.ws.release(self.cycle.get_mut()) {
             agentloop_io::output::debug_note(&format!("journal checkpoint: {}", e.detail()));
         }
-        fs::forget_spares(&self.ws.root);
+        self.ws.spares.forget();
     }
 }
 

@@ -33,11 +33,13 @@ const SPARE_DIR: &str = ".agentloop.spare";
 #[derive(Debug, Clone)]
 pub struct Workspace {
     pub root: Utf8PathBuf,
+    /// What this workspace value (and its clones) knows of its files' spare slots.
+    spares: std::sync::Arc<agentloop_io::fs::SpareMemory>,
 }
 
 impl Workspace {
     pub fn new(root: impl Into<Utf8PathBuf>) -> Self {
-        Workspace { root: root.into() }
+        Workspace { root: root.into(), spares: Default::default() }
     }
     pub fn path(&self, name: &str) -> Utf8PathBuf {
         self.root.join(name)
