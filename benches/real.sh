@@ -9,29 +9,16 @@
 # Skipped without the harness. The server runs from a private folder (its own pid file and log,
 # the harness's venv and model) on BENCH_PORT, so a harness server already running is left alone.
 set -euo pipefail
-H="${HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-harness}"
-if [[ ! -x "$H/start-llm.sh" || ! -d "$H/venv" ]]; then
-  echo "bench-real skipped: no harness in $H (install ../shared/harness, or set HARNESS_DIR)"
+if ! . "$(dirname "$0")/harness.sh"; then
+  echo "bench-real skipped: no harness in ${HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-harness} (install ../shared/harness, or set HARNESS_DIR)"
   exit 0
 fi
-BIN="${BIN:-$PWD/target/debug/agentloop}"
 PORT="${BENCH_PORT:-8097}"
 STEPS="${BENCH_STEPS:-3}"
 GOAL="${BENCH_GOAL:-Write a haiku about the sea to artifacts/haiku.txt}"
 MODES="${BENCH_MODES:-shared unshared}"
 # Answers are capped alike in both modes: SmolLM2 under a grammar can write until max_tokens.
 MAX_TOKENS="${BENCH_MAX_TOKENS:-512}"
-work="$(mktemp -d)"
-priv="$work/harness"
-mkdir -p "$priv"
-# A copy of the binary: a rebuild while the bench runs changes neither side.
-cp "$BIN" "$work/agentloop"
-BIN="$work/agentloop"
-for f in venv models llm_server.py start-llm.sh stop-llm.sh; do
-  [[ -e "$H/$f" ]] && ln -s "$H/$f" "$priv/$f"
-done
-stop() { HARNESS_DIR="$priv" "$H/stop-llm.sh" > /dev/null 2>&1 || true; }
-trap stop EXIT
 for mode in $MODES; do
   ws="$work/ws-$mode"
   : > "$priv/llm.log"

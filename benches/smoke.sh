@@ -6,25 +6,13 @@
 # publishes) and keeps every trial's workspace. Skipped without the harness. The server runs from a
 # private folder on SMOKE_PORT, so a harness server already running is left alone.
 set -euo pipefail
-H="${HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-harness}"
-if [[ ! -x "$H/start-llm.sh" || ! -d "$H/venv" ]]; then
-  echo "smoke suite skipped: no harness in $H (install ../shared/harness, or set HARNESS_DIR)"
+if ! . "$(dirname "$0")/harness.sh"; then
+  echo "smoke suite skipped: no harness in ${HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentloop-harness} (install ../shared/harness, or set HARNESS_DIR)"
   exit 0
 fi
-BIN="${BIN:-$PWD/target/debug/agentloop}"
 PORT="${SMOKE_PORT:-8098}"
 TRIALS="${SMOKE_TRIALS:-3}"
 FORMATS="${SMOKE_FORMATS:-chatml-function-calling harness-chatml-function-calling}"
-work="$(mktemp -d)"
-priv="$work/harness"
-mkdir -p "$priv"
-cp "$BIN" "$work/agentloop"
-BIN="$work/agentloop"
-for f in venv models llm_server.py start-llm.sh stop-llm.sh; do
-  [[ -e "$H/$f" ]] && ln -s "$H/$f" "$priv/$f"
-done
-stop() { HARNESS_DIR="$priv" "$H/stop-llm.sh" > /dev/null 2>&1 || true; }
-trap stop EXIT
 for format in $FORMATS; do
   HARNESS_DIR="$priv" LLM_PORT="$PORT" LLM_CHAT_FORMAT="$format" "$H/start-llm.sh" > /dev/null
   echo "== SmolLM2-135M, $format, $TRIALS trial(s) per goal"
