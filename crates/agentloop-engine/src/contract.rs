@@ -586,14 +586,20 @@ fn mend_items(v: &mut Value) {
     let Some(Value::Array(items)) = v.get_mut("definition_of_done") else { return };
     for item in items.iter_mut() {
         if let Value::String(s) = item {
-            let one_line = s.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty());
-            let text = one_line.collect::<Vec<_>>().join(" ").replace('"', "'").replace('\\', "/");
+            let text = item_text(s);
             *s = match text.strip_prefix('#') {
                 Some(_) => text.trim_start_matches('#').trim_start().to_string(),
                 None => text,
             };
         }
     }
+}
+
+/// A Definition-of-Done item's text as the schema's item rule admits it: one line (runs of white
+/// space and control characters one space), a double quote a single one, a backslash a slash.
+fn item_text(s: &str) -> String {
+    let words = s.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty());
+    words.collect::<Vec<_>>().join(" ").replace('"', "'").replace('\\', "/")
 }
 
 /// Reflect's `satisfied`: each tick given as an object, a number, a numeric string ("1, 3") or
@@ -664,9 +670,9 @@ fn item_numbers(x: &Value, items: &[String]) -> Vec<u64> {
             if !parts.is_empty() && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
                 return parts.iter().filter_map(|p| p.parse().ok()).collect();
             }
-            // Read as the items were mended (a double quote as a single one, white space as one
-            // space), so an item quoted back as the model first wrote it is still found.
-            let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").replace('"', "'").to_lowercase();
+            // Read as the items were mended, so an item quoted back as the model first wrote it is
+            // still found.
+            let norm = |s: &str| item_text(s).to_lowercase();
             let lower = norm(t);
             items
                 .iter()
