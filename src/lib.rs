@@ -8,7 +8,6 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 use agentloop_io::output;
-use agentloop_model::otel;
 use agentloop_types::error;
 
 pub(crate) mod cli;
@@ -54,13 +53,8 @@ pub fn main() -> u8 {
     let result = match std::panic::catch_unwind(|| cli::dispatch(cli)) {
         Ok(r) => r,
         // The panic message is already on stderr; the workspace is safe (commits are atomic).
-        Err(_) => {
-            otel::finish();
-            return error::code::FAILURE;
-        }
+        Err(_) => return error::code::FAILURE,
     };
-    // Spans leave as the command ends, within a bounded time, whatever the outcome.
-    otel::finish();
     match result {
         // Output lost to a failing stdout (not a closed pipe) is not success.
         Ok(error::code::OK) if output::stdout_failed() => error::code::FAILURE,

@@ -738,8 +738,16 @@ impl<'a> View<'a> {
             };
             let tool = cut(field(e.tool.as_deref().unwrap_or("")), 10);
             let status = cut(status.clone(), 9);
-            // Wide enough for every event agentloop writes (`limits.changed`, `frustration`).
-            columns(&time_of_day(&field(&e.ts)), &step, &cut(field(&event(e)), 14), &tool, &status, &took, &cost)
+            // Wide enough for every event agentloop writes; one of another version's is cut.
+            columns(
+                &time_of_day(&field(&e.ts)),
+                &step,
+                &cut(field(&event(e)), event_width()),
+                &tool,
+                &status,
+                &took,
+                &cost,
+            )
         };
         let mut rest = Vec::new();
         let line = match self.width {
@@ -772,6 +780,12 @@ fn event(e: &Entry) -> String {
         "" if e.phase.is_none() => "-".into(),
         said => said.to_string(),
     }
+}
+
+/// The most an event is shown with: the longest event this version writes
+/// (`frustration.reframe`). The column itself is 14 wide, as most events are.
+fn event_width() -> usize {
+    agentloop_types::trace::Event::KNOWN.iter().map(|e| e.as_str().chars().count()).max().unwrap_or(14)
 }
 
 fn columns(time: &str, step: &str, event: &str, tool: &str, status: &str, took: &str, cost: &str) -> String {

@@ -480,15 +480,9 @@ fn start(
     let session = ws.lock(Some(std::time::Duration::from_secs(30)))?;
     agentloop_tools::catalog::copy_seeded(&Workspace::new(root.clone()), &ws)?;
     let mut env = held(env, &session);
-    let mut state = phases::init::init_run(
-        &session,
-        cfg,
-        &env.tpl,
-        goal,
-        &phases::init::format_background(&background),
-        false,
-        Some(run_id.clone()),
-    )?;
+    let tags = phases::init::Tags { judged: env.values_judged.as_ref(), ..Default::default() };
+    let background = phases::init::format_background(&background);
+    let mut state = phases::init::init_tagged(&session, cfg, &env.tpl, goal, &background, run_id.clone(), tags)?;
     state.depth = depth;
     drop(_root_lock);
     env.ensure_skills_md()?;

@@ -286,7 +286,7 @@ pub fn create(shared: &Shared, new: NewRun, ticket: Ticket) -> Result<String> {
     let record = RunRecord::new(&id, Door::Serve, new.agent, new.budgets);
     save_record(shared, &record)?;
     let session = ws.lock(None)?;
-    let tags = phases::init::Tags { slot: None, session: start.session.as_deref() };
+    let tags = phases::init::Tags { slot: None, session: start.session.as_deref(), judged: env.values_judged.as_ref() };
     phases::init::init_tagged(&session, cfg, &env.tpl, &new.goal, &start.background, id.clone(), tags)?;
     drop(session);
     ticket.push(&id);

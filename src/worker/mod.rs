@@ -321,7 +321,7 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
         }
     };
     let (resolved, mut state, started) = if !ws.has_run() {
-        let resolved = match checked {
+        let (resolved, judged) = match checked {
             Some(r) => r,
             None => check_new(w, req, &ws, quiet)?,
         };
@@ -333,8 +333,12 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             Some(name) => series::carry(&w.root, &w.runs_dir, name, run_id, &ws)?,
             None => series::Carried::default(),
         };
-        let queued =
-            agentloop_engine::phases::init::Queued { run_id, slot: req.slot.as_deref(), carried: &carried.facts };
+        let queued = agentloop_engine::phases::init::Queued {
+            run_id,
+            slot: req.slot.as_deref(),
+            carried: &carried.facts,
+            judged: judged.as_ref(),
+        };
         let mut state =
             agentloop_engine::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
         if series.is_some() {
@@ -384,12 +388,14 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
 /// Everything that can refuse a new run `ws` before anything of it is written: its
 /// configuration (the agent, budgets that may only narrow, the output schema), the model, the
 /// rest window, and whether the goal fits its budget. Returns the run's configuration.
+/// Returns the run's configuration and the model's verdict on it against the agent's values,
+/// when admission asked (`values_check: model`).
 fn check_new(
     w: &Worker,
     req: &RunRequest,
     ws: &Workspace,
     quiet: Printer,
-) -> Result<agentloop_config::config::Resolved> {
+) -> Result<(agentloop_config::config::Resolved, Option<agentloop_engine::phases::values::Verdict>)> {
     let resolved = agentloop_engine::runs_root::new_run_config(
         &w.global,
         &w.root,
@@ -406,9 +412,10 @@ fn check_new(
         follow_up: false,
         session: None,
     };
-    // The one admission every door makes (key, rest, negotiation); its environment is not kept.
-    drop(agentloop_engine::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?);
-    Ok(resolved)
+    // The one admission every door makes (key, rest, negotiation); of its environment only the
+    // values verdict is kept, for the run's record.
+    let judged = agentloop_engine::lifecycle::admit(ws, &resolved.config, quiet, Some(&start))?.values_judged;
+    Ok((resolved, judged))
 }
 
 /// What a new run's log line says it started from: its series and the run it carried from.

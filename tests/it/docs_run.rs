@@ -53,17 +53,32 @@ fn needs_of(text: &str) -> Option<String> {
     })
 }
 
-/// The exit code a command's comment names (`# ... exit N ...`), else 0.
+/// The exit code a command's comment names, else 0: the comment is the mark `# exit N`, alone or
+/// followed by `:` and why (`# exit 11: the slot already ran`). A comment that only speaks of
+/// exit codes (`# exit 1 when a case falls short`) is no mark.
 fn exit_of(text: &str) -> i32 {
     text.lines()
         .find_map(|l| {
             let hash = l.find(" #").map(|i| i + 1).or_else(|| l.starts_with('#').then_some(0))?;
-            let comment = &l[hash..];
-            let at = comment.find("exit ")?;
-            let digits: String = comment[at + 5..].chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
+            let mark = l[hash + 1..].trim().strip_prefix("exit ")?;
+            let digits: String = mark.chars().take_while(char::is_ascii_digit).collect();
+            let rest = &mark[digits.len()..];
+            (rest.is_empty() || rest.starts_with(':')).then(|| digits.parse().ok()).flatten()
         })
         .unwrap_or(0)
+}
+
+/// The command of a crontab line, as cron runs it: after the five time fields (or an `@daily`
+/// nickname), with `\%` as `%` (cron reads a bare `%` as a line break; none is used here).
+fn cron_command(line: &str) -> Option<String> {
+    let l = line.trim_start();
+    let fields = if l.starts_with('@') { 1 } else { 5 };
+    let mut rest = l;
+    for _ in 0..fields {
+        let end = rest.find(char::is_whitespace)?;
+        rest = rest[end..].trim_start();
+    }
+    (!rest.is_empty()).then(|| rest.replace("\\%", "%"))
 }
 
 /// The shell commands of a markdown text.
@@ -83,6 +98,17 @@ fn commands(doc: &str, text: &str) -> Vec<Cmd> {
             .and_then(|l| l.strip_prefix("<!-- needs:"))
             .map(|l| l.trim_end_matches("-->").trim().to_string());
         let end = (i + 1..lines.len()).find(|&j| lines[j].trim_start().starts_with("```")).unwrap_or(lines.len());
+        if info == "crontab" {
+            for (j, l) in lines.iter().enumerate().take(end).skip(i + 1) {
+                if l.trim().is_empty() || l.trim_start().starts_with('#') {
+                    continue;
+                }
+                let Some(cmd) = cron_command(l) else { continue };
+                let needs = block_needs.clone().or_else(|| needs_of(&cmd));
+                let exit = exit_of(&cmd);
+                out.push(Cmd { doc: doc.to_string(), line: j + 1, text: cmd, needs, exit });
+            }
+        }
         if ["sh", "bash", "console"].contains(&info.as_str()) {
             let mut j = i + 1;
             while j < end {
@@ -210,6 +236,19 @@ fn the_extractor_joins_continued_lines_and_reads_needs_marks() {
         "```sh\nagentloop -w ws run --slot x   # exit 11: it already ran\necho \"exit $?\" || echo exit 3\n```\n",
     );
     assert_eq!(c.iter().map(|c| c.exit).collect::<Vec<_>>(), [11, 0]);
+    let c = commands(
+        "X.md",
+        "```sh\nagentloop eval s.yaml   # exit 1 when a case falls short\nagentloop x  # exit 4\n```\n",
+    );
+    assert_eq!(c.iter().map(|c| c.exit).collect::<Vec<_>>(), [0, 4]);
+    // A crontab line is run as cron runs it: its command, `\%` read as `%`.
+    let c = commands(
+        "X.md",
+        "```crontab\n# crontab -e\n0 7 * * *  agentloop run --slot \"$(date +\\%F)\" -q\n@daily  echo hi\n```\n",
+    );
+    let texts: Vec<&str> = c.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, ["agentloop run --slot \"$(date +%F)\" -q", "echo hi"]);
+    assert_eq!(c.iter().map(|c| c.line).collect::<Vec<_>>(), [3, 4]);
     // A here-document is one command with its text.
     let c = commands("X.md", "```sh\ncat > s.yaml <<'EOF'\n# a: comment\nname: x\nEOF\nagentloop eval s.yaml\n```\n");
     let texts: Vec<&str> = c.iter().map(|c| c.text.as_str()).collect();

@@ -32,6 +32,19 @@ struct Ended {
     result: Option<Value>,
     runs_left: usize,
     answer: String,
+    /// The data of the run's `run.started` trace entry (null without a run).
+    started: Value,
+}
+
+/// The data of the `run.started` entry in the trace of the run folder `dir`.
+fn started_in(t: &T, dir: &str) -> Value {
+    let trace = std::fs::read_to_string(t.path(&format!("{dir}/trace.jsonl"))).unwrap_or_default();
+    trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "run.started")
+        .map(|e| e["data"].clone())
+        .unwrap_or(Value::Null)
 }
 
 impl Ended {
@@ -141,6 +154,7 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                 result,
                 runs_left: usize::from(t.exists("ws/state.json")),
                 answer: format!("exit {:?}: {}", out.status.code(), stderr(&out)),
+                started: started_in(&t, "ws"),
             }
         }
         Door::Http => {
@@ -152,16 +166,31 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
             }
             let r = s.post("/runs", &body);
             if r.status != 202 {
-                return Ended { result: None, runs_left: runs_under(&t), answer: format!("{} {}", r.status, r.body) };
+                return Ended {
+                    result: None,
+                    runs_left: runs_under(&t),
+                    answer: format!("{} {}", r.status, r.body),
+                    started: Value::Null,
+                };
             }
             let id = r.json()["run_id"].as_str().unwrap().to_string();
             s.finished(&id);
             let path = format!("root/runs/{id}/result.json");
-            Ended { result: Some(t.json(&path)), runs_left: runs_under(&t), answer: format!("{} {}", r.status, r.body) }
+            Ended {
+                result: Some(t.json(&path)),
+                runs_left: runs_under(&t),
+                answer: format!("{} {}", r.status, r.body),
+                started: started_in(&t, &format!("root/runs/{id}")),
+            }
         }
         Door::Queue => {
             let Some(redis) = Redis::start(&t.path("redis")) else {
-                return Ended { result: None, runs_left: 0, answer: "skipped: no redis-server".into() };
+                return Ended {
+                    result: None,
+                    runs_left: 0,
+                    answer: "skipped: no redis-server".into(),
+                    started: Value::Null,
+                };
             };
             t.write("root/agentloop.yaml", &config);
             let w = worker(&t, &redis, "w1", &["--max-deliveries", "2", "--claim-idle", "1s"]);
@@ -184,7 +213,8 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
             });
             let dead = redis.entries("agentloop:dead");
             let answer = dead.first().map(|(_, f)| format!("dead-lettered: {f:?}")).unwrap_or_default();
-            Ended { result: t.exists(path).then(|| t.json(path)), runs_left: runs_under(&t), answer }
+            let started = started_in(&t, "root/runs/parity-run");
+            Ended { result: t.exists(path).then(|| t.json(path)), runs_left: runs_under(&t), answer, started }
         }
         Door::Handle => {
             t.write("root/agentloop.yaml", &config);
@@ -196,8 +226,15 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
             let out = t.cmd().args(["-w", "root", "handle"]).write_stdin(req.to_string()).output().unwrap();
             let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
             let id = v["state_updates"]["last_run_id"].as_str().map(String::from);
-            let result = id.map(|id| format!("root/runs/{id}/result.json")).filter(|p| t.exists(p)).map(|p| t.json(&p));
-            Ended { result, runs_left: runs_under(&t), answer: format!("exit {:?}: {v}", out.status.code()) }
+            let result =
+                id.as_ref().map(|id| format!("root/runs/{id}/result.json")).filter(|p| t.exists(p)).map(|p| t.json(&p));
+            // A turn that failed (to be retried) names no run: the one run folder under the root.
+            let dir = id.or_else(|| {
+                let runs = std::fs::read_dir(t.path("root/runs")).ok()?;
+                runs.filter_map(Result::ok).find(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into())
+            });
+            let started = dir.map(|id| started_in(&t, &format!("root/runs/{id}"))).unwrap_or(Value::Null);
+            Ended { result, runs_left: runs_under(&t), answer: format!("exit {:?}: {v}", out.status.code()), started }
         }
     }
 }
@@ -304,6 +341,35 @@ fn a_task_the_model_judges_against_the_agents_values_is_declined_by_every_door()
     );
     let how = ["exit Some(9)", "422", "dead-lettered", "\"status\":\"error\""];
     refused_everywhere(&script, &ask, "as the model judged it: posing as customers deceives", how);
+}
+
+/// A task the model judges in line with the agent's values runs through every door, and its
+/// `run.started` entry keeps the verdict and the reason (the negotiation's record).
+#[test]
+fn the_models_verdict_that_let_a_task_through_is_kept_by_every_door() {
+    let ask = Ask {
+        goal: "wait a while",
+        budgets: json!({}),
+        output_schema: None,
+        config: "values_check: model\nvalues: [{name: honesty, refuse_if: [fake review*]}]\n",
+    };
+    let script = format!(
+        "values:\n  - answer: {{conflict: false, reason: waiting deceives no one}}\n  - answer: {{conflict: false, reason: waiting deceives no one}}\n{}",
+        sleeping(1)
+    );
+    for door in DOORS {
+        let e = through(door, &script, &ask);
+        if skipped(&e) {
+            continue;
+        }
+        assert_eq!(e.started["values"], json!(["honesty"]), "{door:?}: {} {}", e.started, e.answer);
+        assert_eq!(
+            e.started["values_judged"],
+            json!({"conflict": false, "value": null, "reason": "waiting deceives no one"}),
+            "{door:?}: {}",
+            e.started
+        );
+    }
 }
 
 #[test]

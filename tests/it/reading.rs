@@ -39,18 +39,24 @@ fn write_trace(t: &T) {
     t.write("ws/trace.jsonl", &s);
 }
 
-/// Every event agentloop writes shows whole in its column: `limits.changed`, `frustration`.
+/// Every event agentloop writes shows whole: `limits.changed`, `frustration`, and the longest,
+/// `frustration.reframe`, which widens its own row. A longer event of another writer is cut.
 #[test]
 fn trace_show_names_every_event_whole() {
     let t = T::new();
     let mut s = entry("RUN1", 0, "run", json!({"event": "run.started"}));
     s += &entry("RUN1", 2, "run", json!({"event": "limits.changed", "reason": "max_steps 6 -> 9"}));
     s += &entry("RUN1", 3, "reflect", json!({"event": "frustration", "reason": "the same failure twice"}));
+    s += &entry("RUN1", 3, "frame", json!({"event": "frustration.reframe", "reason": "reframed"}));
+    s += &entry("RUN1", 4, "act", json!({"event": "an.event.of.a.later.version", "reason": "new"}));
     t.write("ws/trace.jsonl", &s);
     let (code, shown, err) = t.on_terminal(&["--color", "never", "trace", "show"], 80);
     assert_eq!(code, Some(0), "{err}");
-    assert!(shown.contains(" limits.changed ") && shown.contains(" frustration "), "{shown}");
+    for whole in [" limits.changed ", " frustration ", " frustration.reframe "] {
+        assert!(shown.contains(whole), "{whole}: {shown}");
+    }
     assert!(!shown.contains("limits.c…") && !shown.contains("frustrat…"), "{shown}");
+    assert!(shown.contains(" an.event.of.a.late… "), "{shown}");
 }
 
 #[test]

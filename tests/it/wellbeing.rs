@@ -445,6 +445,11 @@ fn the_model_judges_a_task_no_phrase_names() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The verdict that let it through is the run's record, and its report says why.
+    let out = t.al(&["report"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = t.read("ws/report.html");
+    assert!(page.contains("honesty, privacy (no conflict; the model judged: reading notes harms no one)"), "{page}");
 }
 
 #[test]

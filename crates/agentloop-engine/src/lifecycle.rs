@@ -432,7 +432,7 @@ impl Runner<'_> {
             &st.goal,
             &background,
             &carried,
-            phases::init::Tags { slot, session: st.session.as_deref() },
+            phases::init::Tags { slot, session: st.session.as_deref(), judged: env.values_judged.as_ref() },
         )?;
         // The event stream starts with the run: its `run.started` entry first.
         if self.events {
@@ -562,9 +562,9 @@ fn newest_ended(ws: &Workspace, runs: &str) -> Option<agentloop_workspace::histo
 pub fn admit<'a>(ws: &'a Workspace, cfg: &'a Config, printer: Printer, start: Option<&Start>) -> Result<Env<'a>> {
     let model = agentloop_model::model::from_config(cfg, &ws.root)?;
     agentloop_workspace::rest_window::check(cfg, &ws.root)?;
-    let env = Env::with(ws, cfg, printer)?;
+    let mut env = Env::with(ws, cfg, printer)?;
     if let Some(start) = start {
-        check_fits(&env, model.model(), start)?;
+        env.values_judged = check_fits(&env, model.model(), start)?;
     }
     Ok(env)
 }
@@ -573,8 +573,9 @@ pub fn admit<'a>(ws: &'a Workspace, cfg: &'a Config, printer: Printer, start: Op
 /// cost cap cannot be counted, whose agent is too tired (fatigue above `rest.max_fatigue`), or
 /// whose task conflicts with the agent's values (never forced) — negotiation, before anything is written; with `start.force` the refusal is a warning and
 /// the run starts. The refusal says why in words; `run --dry-run --json` gives the seed's answer
-/// (canProceed, reason, estimatedCost, currentBudget, currentFatigue).
-pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
+/// (canProceed, reason, estimatedCost, currentBudget, currentFatigue). Returns the model's
+/// verdict on the task against the agent's values, when it was asked (`values_check: model`).
+pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<Option<phases::values::Verdict>> {
     check_model_name(env.cfg, model)?;
     let limits = agentloop_workspace::workspace::Limits::from_config(env.cfg);
     let est = phases::negotiate::estimate(env, model, &start.goal, &start.background, &limits)?;
@@ -599,10 +600,10 @@ pub fn check_fits(env: &Env, model: &str, start: &Start) -> Result<()> {
         return Err(phases::values::declined(c, Some(serde_json::json!(n))));
     }
     match &n.reason {
-        None => Ok(()),
+        None => Ok(n.values.judged),
         Some(why) if start.force => {
             env.printer.warn(&format!("starting anyway (--force): {why}"));
-            Ok(())
+            Ok(n.values.judged)
         }
         Some(why) => Err(phases::negotiate::refused(&est, &limits, window.as_ref(), why)),
     }

@@ -309,7 +309,7 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
 pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Resolved> {
     let mut r = config::resolve(&layers(g, root, request)?)?;
     crate::tool_settings::check(&r.config, root)?;
-    r.config = absolutize(r.config, root);
+    r.config = absolutize(r.config, root, &r.sources);
     load_identity(&mut r.config, root)?;
     Ok(r)
 }
@@ -326,7 +326,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let mut resolved = config::resolve(&layers)?;
     crate::tool_settings::check(&resolved.config, &cfg_root)?;
     if let Some(root) = &owner {
-        resolved.config = absolutize(std::mem::take(&mut resolved.config), root);
+        resolved.config = absolutize(std::mem::take(&mut resolved.config), root, &resolved.sources);
         let shared_skills = root.join("skills");
         if !resolved.config.skills.dirs.contains(&shared_skills) {
             resolved.config.skills.dirs.insert(0, shared_skills);
@@ -370,8 +370,9 @@ pub fn owning_root(ws: &Utf8Path) -> Option<Utf8PathBuf> {
 
 /// Makes the relative paths of a root's configuration absolute, taken from `root`, so they mean
 /// the same from every run's workspace under it (`serve` and event mode keep runs in
-/// `<root>/runs/<id>/`).
-pub fn absolutize(mut c: Config, root: &Utf8Path) -> Config {
+/// `<root>/runs/<id>/`). An agent sandbox's own default keeps the run's own folders
+/// (`artifacts/`, `state/`) relative: they are each run's, in its own folder.
+pub fn absolutize(mut c: Config, root: &Utf8Path, sources: &config::Sources) -> Config {
     let abs = |p: &mut Utf8PathBuf| {
         if p.is_relative() {
             *p = root.join(&*p);
@@ -390,7 +391,9 @@ pub fn absolutize(mut c: Config, root: &Utf8Path) -> Config {
         abs(d);
     }
     c.tools.read_paths.iter_mut().for_each(abs);
-    c.tools.write_paths.iter_mut().for_each(abs);
+    let sandbox_default = sources.get("tools.write_paths") == Some(&config::Source::AgentSandbox);
+    let runs_own = |p: &Utf8PathBuf| sandbox_default && config::RUN_OWN_FOLDERS.contains(&p.as_str());
+    c.tools.write_paths.iter_mut().filter(|p| !runs_own(p)).for_each(abs);
     c.skills.dirs.iter_mut().for_each(abs);
     c.tools.absolutize_tool_paths(root);
     c

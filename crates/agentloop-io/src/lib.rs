@@ -17,3 +17,4 @@ pub mod fs;
 pub mod log;
 pub mod output;
 pub mod redact;
+mod streams;

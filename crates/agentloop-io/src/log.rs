@@ -8,9 +8,7 @@
 //! written relative to its opened folder (`fs::Folder`), so a link put on the way later is not
 //! followed either.
 
-use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
 
 pub use LogLevel as Level;
 
@@ -85,19 +83,6 @@ pub enum LogFormat {
     Json,
 }
 
-struct Logger {
-    file: Utf8PathBuf,
-    /// A log in the workspace: its folder, opened without following a link, and its name.
-    within: Option<(crate::fs::Folder, String)>,
-    level: Level,
-    json: bool,
-    max_bytes: u64,
-    keep: u32,
-    secrets: Vec<String>,
-}
-
-static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
-
 /// Values that must never reach a log: the environment's keys and tokens, by redaction's one
 /// rule for a secret's name, down to 4 characters (redaction itself masks from 8, where a
 /// shorter value would mask ordinary words in a run's files).
@@ -115,16 +100,16 @@ pub fn init(cfg: &LoggingConfig, root: &camino::Utf8Path) -> agentloop_types::er
     let Some(file) = &cfg.file else { return Ok(()) };
     let within = log_folder(root, file)?;
     let file = crate::fs::resolve_in(root, file);
-    let logger = Logger {
+    let logger = crate::streams::Logger {
         file,
         within,
-        level: cfg.level,
+        least: cfg.level as u8,
         json: cfg.format == LogFormat::Json,
         max_bytes: cfg.max_bytes.max(1024),
         keep: cfg.keep.max(1),
         secrets: secrets(),
     };
-    if let Ok(mut g) = LOGGER.lock() {
+    if let Ok(mut g) = crate::streams::STREAMS.log.lock() {
         *g = Some(logger);
     }
     Ok(())
@@ -155,50 +140,12 @@ fn log_folder(
     Ok(Some((folder, name.to_string())))
 }
 
-fn rotate(l: &Logger) {
-    if let Some((folder, name)) = &l.within {
-        for i in (1..l.keep).rev() {
-            let _ = folder.rename(&format!("{name}.{i}"), &format!("{name}.{}", i + 1));
-        }
-        let _ = folder.rename(name, &format!("{name}.1"));
-        return;
-    }
-    for i in (1..l.keep).rev() {
-        let _ = std::fs::rename(format!("{}.{i}", l.file), format!("{}.{}", l.file, i + 1));
-    }
-    let _ = std::fs::rename(&l.file, format!("{}.1", l.file));
-}
-
 /// Writes one diagnostic line (if logging is on and the level is high enough).
 pub fn log(level: Level, msg: &str) {
-    let Ok(guard) = LOGGER.lock() else { return };
-    let Some(l) = guard.as_ref() else { return };
-    if level < l.level {
-        return;
+    let Ok(guard) = crate::streams::STREAMS.log.lock() else { return };
+    if let Some(l) = guard.as_ref() {
+        l.write(level as u8, level.as_str(), msg);
     }
-    // Every secret in every form `redact` knows (encoded, dumped, registered at run time), then
-    // the short values only this log looks for.
-    let mut msg = crate::redact::redact(msg);
-    for s in &l.secrets {
-        msg = msg.replace(s.as_str(), "[REDACTED]");
-    }
-    let ts = agentloop_types::clock::now_rfc3339();
-    let line = if l.json {
-        serde_json::json!({"ts": ts, "level": level.as_str(), "pid": std::process::id(), "msg": msg}).to_string()
-    } else {
-        format!("{ts} {:<5} [{}] {}", level.as_str(), std::process::id(), msg.replace('\n', " | "))
-    };
-    let size = match &l.within {
-        Some((folder, name)) => folder.size_of(name),
-        None => std::fs::metadata(&l.file).map(|m| m.len()).unwrap_or(0),
-    };
-    if size > 0 && size + line.len() as u64 + 1 > l.max_bytes {
-        rotate(l);
-    }
-    let _ = match &l.within {
-        Some((folder, name)) => folder.append_at(name, None, &format!("{line}\n")),
-        None => crate::fs::append_line(&l.file, &line),
-    };
 }
 
 pub fn debug(msg: &str) {

@@ -21,28 +21,9 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
-/// The process's standard streams, as every printer shares them: stdout's fate (it is one file
-/// descriptor, whoever writes to it) and how chatty notes from code that holds no [`Printer`]
-/// may be (a provider's retry wait). The one static here, with that reason.
-struct Streams {
-    /// Set by a verbose printer, for the few notes written far from one (the model clients).
-    verbose: AtomicBool,
-    /// Set by a printer that shows progress (stderr is a terminal, no `-q`).
-    progress: AtomicBool,
-    /// Set once a write to stdout failed: nothing more is written there.
-    stdout_gone: AtomicBool,
-    /// Set when that failure was not a closed pipe (the output was lost, not declined).
-    stdout_failed: AtomicBool,
-}
-
-static STREAMS: Streams = Streams {
-    verbose: AtomicBool::new(false),
-    progress: AtomicBool::new(false),
-    stdout_gone: AtomicBool::new(false),
-    stdout_failed: AtomicBool::new(false),
-};
+use crate::streams::STREAMS;
 
 /// Whether stdout has gone away (its reader closed it, or a write failed): loops that only
 /// print (`trace show --follow`) stop.

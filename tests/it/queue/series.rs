@@ -86,9 +86,9 @@ fn the_queued_digest_reports_each_item_once_over_three_slots() {
     let t = T::new();
     let Some(redis) = Redis::start(&t.path("redis")) else { return };
     t.write("root/agentloop.yaml", "max_steps: 10\n");
-    // The README's profile: its runs write in their own folder (artifacts/, state/), not in
-    // the agent's default sandbox/digest/ under the root.
-    t.write("root/agents/digest.yaml", "max_steps: 10\ntools: {write_paths: []}\n");
+    // The README's profile, which says nothing of folders: the agent's sandbox takes in each
+    // run's own artifacts/ and state/, in its own folder under the root.
+    t.write("root/agents/digest.yaml", "description: The morning digest of the team's feeds\nmax_steps: 10\n");
     let days = [
         ("2026-03-01", vec!["alpha", "beta"]),
         ("2026-03-02", vec!["alpha", "beta", "gamma"]),

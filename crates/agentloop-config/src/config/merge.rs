@@ -159,6 +159,11 @@ pub fn agent_sandbox_dir(agent: &str) -> Utf8PathBuf {
     Utf8PathBuf::from("sandbox").join(agent)
 }
 
+/// The run's own output folders, which an agent's sandbox takes in beside `sandbox/<agent>/`:
+/// always the run's workspace's (a run under a root writes them in `runs/<id>/`), never a
+/// folder of the root.
+pub const RUN_OWN_FOLDERS: [&str; 2] = ["artifacts", "state"];
+
 /// The per-agent sandbox: with an agent chosen (`agent`, `--agent`) and no layer setting
 /// `tools.write_paths`, file tools write only in `sandbox/<agent>/` inside the workspace, and in
 /// the run's own outputs: `artifacts/` (what it makes) and `state/` (a job's state, carried to
@@ -169,7 +174,7 @@ fn agent_sandbox(value: &mut Value, sources: &mut Sources) {
         return;
     }
     let dir = agent_sandbox_dir(agent);
-    value["tools"]["write_paths"] = json!([dir, "artifacts", "state"]);
+    value["tools"]["write_paths"] = json!([dir, RUN_OWN_FOLDERS[0], RUN_OWN_FOLDERS[1]]);
     sources.insert("tools.write_paths".into(), Source::AgentSandbox);
 }
 

@@ -92,7 +92,7 @@ pub fn init_run(
         }
         agentloop_workspace::history::archive(session, &cfg.handle.runs_dir, &old)?;
     }
-    create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None, named: None })
+    create(session, cfg, tpl, New { goal, background, carried: &[], run_id, slot: None, named: None, judged: None })
 }
 
 /// Creates a new run whose memory.md and context.md start with facts carried from earlier
@@ -106,16 +106,18 @@ pub fn init_run_carrying(
     carried: &[String],
     tags: Tags,
 ) -> Result<State> {
-    let Tags { slot, session: named } = tags;
-    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot, named })
+    let Tags { slot, session: named, judged } = tags;
+    create(session, cfg, tpl, New { goal: nonempty(goal)?, background, carried, run_id: None, slot, named, judged })
 }
 
-/// What a new run is for, beside its goal: a scheduler's slot (`run --slot`) and the named
-/// session it is a turn of (`run --session`).
+/// What a new run is for, beside its goal: a scheduler's slot (`run --slot`), the named
+/// session it is a turn of (`run --session`), and the model's verdict on it against the agent's
+/// values when admission asked (`Env::values_judged`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tags<'a> {
     pub slot: Option<&'a str>,
     pub session: Option<&'a str>,
+    pub judged: Option<&'a super::values::Verdict>,
 }
 
 /// Creates a new run with a given id and tags in an empty run folder (`serve`'s `runs/<id>/`):
@@ -129,12 +131,12 @@ pub fn init_tagged(
     run_id: String,
     tags: Tags,
 ) -> Result<State> {
-    let Tags { slot, session: named } = tags;
+    let Tags { slot, session: named, judged } = tags;
     create(
         session,
         cfg,
         tpl,
-        New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot, named },
+        New { goal: nonempty(goal)?, background, carried: &[], run_id: Some(run_id), slot, named, judged },
     )
 }
 
@@ -145,6 +147,8 @@ pub struct Queued<'a> {
     pub run_id: &'a str,
     pub slot: Option<&'a str>,
     pub carried: &'a [String],
+    /// The model's verdict on the task against the agent's values, when admission asked.
+    pub judged: Option<&'a super::values::Verdict>,
 }
 
 /// Creates a queued run of a series in its empty run folder (a worker's `runs/<id>/`): its
@@ -158,8 +162,9 @@ pub fn init_queued(
     background: &str,
     q: Queued,
 ) -> Result<State> {
-    let Queued { run_id, slot, carried } = q;
-    let new = New { goal: nonempty(goal)?, background, carried, run_id: Some(run_id.into()), slot, named: None };
+    let Queued { run_id, slot, carried, judged } = q;
+    let new =
+        New { goal: nonempty(goal)?, background, carried, run_id: Some(run_id.into()), slot, named: None, judged };
     create(session, cfg, tpl, new)
 }
 
@@ -186,10 +191,11 @@ struct New<'a> {
     slot: Option<&'a str>,
     /// The named session the run is a turn of (`run --session`).
     named: Option<&'a str>,
+    judged: Option<&'a super::values::Verdict>,
 }
 
 fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<State> {
-    let New { goal, background, carried, run_id, slot, named } = new;
+    let New { goal, background, carried, run_id, slot, named, judged } = new;
     // A task in conflict with the agent's values is declined before anything is written.
     let values = super::values::accept(&cfg.values, goal, background)?;
     let ws = session.workspace();
@@ -235,6 +241,10 @@ fn create(session: &Session, cfg: &Config, tpl: &Templates, new: New) -> Result<
     if !values.checked.is_empty() {
         // The values the task was checked against when it was accepted (the report shows them).
         data["values"] = json!(values.checked);
+    }
+    if let Some(v) = judged {
+        // The model's verdict that let the task through (`values_check: model`), and why.
+        data["values_judged"] = json!({"conflict": v.conflict, "value": v.value, "reason": v.reason});
     }
     if let Some(a) = &state.agent {
         data["agent"] = json!(a);

@@ -108,6 +108,10 @@ pub struct Env<'a> {
     /// ([`fused`], as `llm.fuse_phases` says: [`Env::fuses`]): set by [`run::drive`] and event
     /// mode, so the single-phase commands stay as they are.
     pub fuse: bool,
+    /// The model's verdict on the task against the agent's values, when admission asked it
+    /// (`values_check: model`; [`crate::lifecycle::admit`]): a new run records it in its
+    /// `run.started` entry, the negotiation's record of why the task was taken.
+    pub values_judged: Option<values::Verdict>,
 }
 
 /// How a phase ended.
@@ -170,6 +174,7 @@ impl<'a> Env<'a> {
             clock: None,
             provider_failure_resumable: false,
             ledger_base: None,
+            values_judged: None,
             model: None,
             plan_tool: Default::default(),
             catalog: Default::default(),

@@ -146,10 +146,13 @@ fn facts(p: &mut String, run: &Run, totals: &super::Totals) {
         facts.insert(0, ("slot", slot.clone(), " id=\"slot\"".into()));
     }
     // The values negotiation checked the task against when it was accepted.
-    let values = run.entries.iter().find(|e| e.event == Event::RunStarted).and_then(|e| e.data.as_ref()?.get("values"));
-    if let Some(names) = values.and_then(Value::as_array).filter(|v| !v.is_empty()) {
+    let started = run.entries.iter().find(|e| e.event == Event::RunStarted).and_then(|e| e.data.as_ref());
+    if let Some(names) = started.and_then(|d| d.get("values")?.as_array()).filter(|v| !v.is_empty()) {
         let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
-        facts.push(("values", format!("{} (no conflict)", names.join(", ")), " id=\"values\"".into()));
+        // With `values_check: model`, the model's reason for letting the task through.
+        let judged = started.and_then(|d| d.pointer("/values_judged/reason")?.as_str());
+        let why = judged.map(|r| format!("; the model judged: {r}")).unwrap_or_default();
+        facts.push(("values", format!("{} (no conflict{why})", names.join(", ")), " id=\"values\"".into()));
     }
     p.push_str("<dl class=\"facts\">");
     for (k, v, attrs) in facts {

@@ -327,11 +327,12 @@ pub fn from_config(cfg: &Config, root: &camino::Utf8Path) -> Result<Box<dyn Mode
         Some(path) => Box::new(Recorder { inner: model, path: agentloop_io::fs::resolve_in(root, path) }),
         None => model,
     };
-    crate::otel::init(cfg);
-    #[cfg(feature = "otel")]
-    if crate::otel::enabled() {
-        return Ok(Box::new(traced::Traced { inner: model, capture: crate::otel::capture(cfg) }));
+    // Without the feature, never (said once when the environment asks for spans).
+    if !crate::otel::wanted(cfg) {
+        return Ok(model);
     }
+    #[cfg(feature = "otel")]
+    let model: Box<dyn Model> = Box::new(traced::Traced { inner: model, capture: crate::otel::capture(cfg) });
     Ok(model)
 }
 

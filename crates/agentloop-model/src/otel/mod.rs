@@ -9,7 +9,7 @@
 //! as its child.
 //!
 //! Invariants: nothing here fails or slows a run. Spans are batched in memory and exported by a
-//! background thread and at the command's end ([`finish`]), each export bounded by
+//! background thread and as the run's span ends, each export bounded by
 //! [`http::TIMEOUT`]; a collector that is down costs at most one warning on stderr. Message
 //! content goes on spans only with `otel.capture_content`, redacted like everything else the
 //! program writes.
@@ -23,7 +23,6 @@ use opentelemetry::{Context, ContextGuard, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 /// The version of the OpenTelemetry semantic conventions for generative AI (development status)
@@ -78,22 +77,35 @@ pub fn export(cfg: &Config) -> Option<Export> {
     })
 }
 
+/// One process's exporter for a run: made as the run's span starts and carried in that span's
+/// context, so the `chat` and `execute_tool` spans made meanwhile on the thread find it (a run
+/// started inside another's span shares the outer one's). It is a value, not process state:
+/// the run span that made it flushes it as it ends ([`RunSpan`]'s drop).
+#[derive(Clone)]
+struct Telemetry(std::sync::Arc<Otel>);
+
 struct Otel {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
-    capture: bool,
     url: String,
+    /// The first export that failed, noted by the exporter's thread ([`Watched`]).
+    failed: Failed,
 }
 
-static OTEL: OnceLock<Option<Otel>> = OnceLock::new();
+type Failed = std::sync::Arc<std::sync::Mutex<Option<String>>>;
 
-/// Starts the exporter the first time a run is driven with traces on (later calls, and other
-/// runs of the same process, share it: the `otel:` keys are the user's own, the same for all).
-pub fn init(cfg: &Config) {
-    OTEL.get_or_init(|| start(cfg));
+/// The exporter of the spans now being made on this thread, if a run span carries one.
+fn current() -> Option<Telemetry> {
+    Context::map_current(|cx| cx.get::<Telemetry>().cloned())
 }
 
-fn start(cfg: &Config) -> Option<Otel> {
+/// Whether this configuration asks for spans: a model built for it is wrapped in `chat` spans,
+/// which are made while a run span carries its exporter.
+pub fn wanted(cfg: &Config) -> bool {
+    export(cfg).is_some()
+}
+
+fn start(cfg: &Config) -> Option<Telemetry> {
     use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
     let e = export(cfg)?;
     // Header values are credentials: never in the trace, the log or an error.
@@ -117,7 +129,8 @@ fn start(cfg: &Config) -> Option<Otel> {
         }
     };
     let batch = BatchConfigBuilder::default().with_max_queue_size(16_384).build();
-    let processor = BatchSpanProcessor::builder(Watched(exporter)).with_batch_config(batch).build();
+    let failed = Failed::default();
+    let processor = BatchSpanProcessor::builder(Watched(exporter, failed.clone())).with_batch_config(batch).build();
     let resource = opentelemetry_sdk::Resource::builder_empty()
         .with_service_name(e.service)
         .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
@@ -128,16 +141,13 @@ fn start(cfg: &Config) -> Option<Otel> {
         .with_schema_url(format!("https://opentelemetry.io/schemas/{SEMCONV}"))
         .build();
     let tracer = provider.tracer_with_scope(scope);
-    Some(Otel { provider, tracer, capture: e.capture_content, url: e.url })
+    Some(Telemetry(std::sync::Arc::new(Otel { provider, tracer, url: e.url, failed })))
 }
-
-/// The first export that failed, if one did: the one warning at the command's end.
-static FAILED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// The OTLP exporter, noting the first failed export (the SDK only logs them, and a collector
 /// that is down must be said once, not per batch and not never).
 #[derive(Debug)]
-struct Watched(opentelemetry_otlp::SpanExporter);
+struct Watched(opentelemetry_otlp::SpanExporter, Failed);
 
 impl opentelemetry_sdk::trace::SpanExporter for Watched {
     fn export(
@@ -145,10 +155,11 @@ impl opentelemetry_sdk::trace::SpanExporter for Watched {
         batch: Vec<opentelemetry_sdk::trace::SpanData>,
     ) -> impl std::future::Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
         let sent = self.0.export(batch);
+        let failed = self.1.clone();
         async move {
             let r = sent.await;
             if let Err(e) = &r {
-                if let Ok(mut first) = FAILED.lock() {
+                if let Ok(mut first) = failed.lock() {
                     first.get_or_insert_with(|| e.to_string());
                 }
             }
@@ -176,31 +187,27 @@ fn header_values(list: &str) -> Vec<String> {
         .collect()
 }
 
-fn get() -> Option<&'static Otel> {
-    OTEL.get().and_then(Option::as_ref)
-}
-
-/// Whether traces are on (after [`init`]).
-pub fn enabled() -> bool {
-    get().is_some()
-}
-
-/// Whether this run's spans carry message content: traces were started with
-/// `otel.capture_content` and the run's own configuration keeps it on (a profile or request may
-/// turn it off for its run, in a process whose first run turned it on).
+/// Whether this run's spans carry message content: `otel.capture_content` in the run's own
+/// configuration (a profile or request may turn it off for its run, never on).
 pub fn capture(cfg: &agentloop_config::config::Config) -> bool {
-    cfg.otel.capture_content && get().is_some_and(|o| o.capture)
+    cfg.otel.capture_content
 }
 
-/// Exports the spans still queued; called once, as the command ends. Bounded by the export
-/// timeout; a collector that did not take them is one warning, never a failed command.
-pub fn finish() {
-    let Some(o) = get() else { return };
-    let shut =
-        o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)).err().map(|e| e.to_string());
-    let failed = FAILED.lock().ok().and_then(|mut f| f.take());
-    if let Some(why) = failed.or(shut) {
-        agentloop_io::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
+impl Telemetry {
+    /// Exports the spans still queued, as the run span that made this exporter ends. Bounded by
+    /// the export timeout; a collector that did not take them is one warning per process,
+    /// never a failed run.
+    fn finish(&self) {
+        let o = &self.0;
+        let shut =
+            o.provider.shutdown_with_timeout(http::TIMEOUT + Duration::from_millis(500)).err().map(|e| e.to_string());
+        let failed = o.failed.lock().ok().and_then(|mut f| f.take());
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if let Some(why) = failed.or(shut) {
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                agentloop_io::output::warning(&format!("OpenTelemetry: spans were not exported to {}: {why}", o.url));
+            }
+        }
     }
 }
 
@@ -214,7 +221,7 @@ impl Span {
     }
 
     fn start_at(name: String, kind: SpanKind, attributes: Vec<KeyValue>, at: Option<SystemTime>) -> Span {
-        let Some(o) = get() else { return Span(None) };
+        let Some(Telemetry(o)) = current() else { return Span(None) };
         let mut b = o.tracer.span_builder(name).with_kind(kind).with_attributes(attributes);
         if let Some(at) = at {
             b = b.with_start_time(at);
@@ -303,9 +310,11 @@ fn traceparent(cx: &Context) -> Option<String> {
 /// The run's `invoke_agent` span, current on this thread while it lives: model calls and actions
 /// made meanwhile are its children.
 pub struct RunSpan {
-    // Field order is drop order: the span ends (in `drop`) before the context is detached.
+    // Field order is drop order: the span ends (in `drop`) before the context is detached, and
+    // the exporter this span made (if it made one) is flushed last.
     cx: Option<Context>,
     _attached: Option<ContextGuard>,
+    made: Option<Telemetry>,
 }
 
 impl RunSpan {
@@ -321,9 +330,15 @@ impl RunSpan {
         agent: Option<&str>,
         stored: &mut Option<String>,
     ) -> RunSpan {
-        init(cfg);
         let caller = caller();
-        let Some(o) = get() else { return RunSpan { cx: None, _attached: None } };
+        let (telemetry, made) = match current() {
+            Some(t) => (t, None),
+            None => match start(cfg) {
+                Some(t) => (t.clone(), Some(t)),
+                None => return RunSpan { cx: None, _attached: None, made: None },
+            },
+        };
+        let o = &telemetry.0;
         // The stored context is a workspace file's: it links the run's processes, and its
         // flags are ignored (a copied state.json must not turn this run's spans off).
         let parent = caller.or_else(|| stored.as_deref().and_then(|s| extract(&sampled(s), None))).unwrap_or_default();
@@ -345,11 +360,11 @@ impl RunSpan {
             .with_kind(SpanKind::Internal)
             .with_attributes(attributes)
             .start_with_context(&o.tracer, &parent);
-        let cx = parent.with_span(span);
+        let cx = parent.with_span(span).with_value(telemetry);
         if stored.is_none() {
             *stored = traceparent(&cx);
         }
-        RunSpan { _attached: Some(cx.clone().attach()), cx: Some(cx) }
+        RunSpan { _attached: Some(cx.clone().attach()), cx: Some(cx), made }
     }
 
     /// Records how this process's part of the run ended: the stop (`done`, `escalated`, …), or
@@ -377,8 +392,12 @@ impl RunSpan {
 
 impl Drop for RunSpan {
     fn drop(&mut self) {
-        if let Some(cx) = &self.cx {
+        if let Some(cx) = self.cx.take() {
             cx.span().end();
+        }
+        self._attached.take();
+        if let Some(t) = self.made.take() {
+            t.finish();
         }
     }
 }
@@ -398,7 +417,7 @@ pub fn tool(
     result: (&str, Option<&str>),
     duration_ms: u64,
 ) {
-    if get().is_none() {
+    if current().is_none() {
         return;
     }
     let began = SystemTime::now().checked_sub(Duration::from_millis(duration_ms));

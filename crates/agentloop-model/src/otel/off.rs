@@ -10,8 +10,8 @@ pub const SEMCONV: &str = "1.38.0";
 
 static WARNED: Once = Once::new();
 
-/// Says once that the environment asks for traces this build cannot send.
-pub fn init(_cfg: &Config) {
+/// Never: says once that the environment asks for traces this build cannot send.
+pub fn wanted(_cfg: &Config) -> bool {
     let set = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
         .into_iter()
         .find(|v| std::env::var(v).is_ok_and(|x| !x.trim().is_empty()));
@@ -22,17 +22,12 @@ pub fn init(_cfg: &Config) {
             ))
         });
     }
-}
-
-pub fn enabled() -> bool {
     false
 }
 
 pub fn capture(_cfg: &Config) -> bool {
     false
 }
-
-pub fn finish() {}
 
 /// The run's span: none.
 pub struct RunSpan;
@@ -45,7 +40,7 @@ impl RunSpan {
         _agent: Option<&str>,
         _stored: &mut Option<String>,
     ) -> RunSpan {
-        init(cfg);
+        wanted(cfg);
         RunSpan
     }
     pub fn ended(&self, _stop: Result<&str, &agentloop_types::error::Error>) {}
