@@ -170,7 +170,7 @@ pub(super) fn widening_key(
     root: &camino::Utf8Path,
 ) -> Option<(String, String)> {
     let (key, why) =
-        agentloop_engine::trust::widening(&layer.value, &base.config, root, agentloop_engine::trust::Party::Request)
+        agentloop_engine::trust::widening(&layer.value, &base.config, root, agentloop_engine::policy::Party::Request)
             .into_iter()
             .next()?;
     let why = match (agentloop_types::budget::Budget::from_key(&key), layer.value.get(&key)) {

@@ -8,6 +8,7 @@ pub mod lifecycle;
 pub mod narrow_value;
 pub mod output_schema;
 pub mod phases;
+pub mod policy;
 pub mod report;
 pub mod runs_root;
 pub mod schema;

@@ -1,9 +1,8 @@
 //! Narrowing rules for one value that need only the trusted configuration: a repeat of your own
-//! value, a choice of which only some narrow, a duration, the HTTP cache's floor. The rest of the
-//! rule, and where it is applied, is [`crate::trust`]; an error here is the reason the value
-//! widens, which it wraps.
+//! value, the choices of which only some narrow, the HTTP cache's floor. The table that applies
+//! them is [`crate::policy`]; an error here is the reason the value widens, which it wraps.
 
-use agentloop_config::config::{Config, Dur, ShellSandbox};
+use agentloop_config::config::Config;
 use serde_json::Value;
 
 /// Whether `v` is exactly what the trusted configuration already has at `key`: repeating your
@@ -42,13 +41,10 @@ pub fn repeats(key: &str, v: &Value, base: &Config) -> bool {
     plain && agentloop_types::json::to_value(base).pointer(&format!("/{}", key.replace('.', "/"))) == Some(v)
 }
 
-/// [`crate::trust::narrows`] for `tools.http.cache`: `off`, or a floor no longer than the trusted one, only
-/// makes answers fresher (the floor applies when an answer is read).
-pub fn http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
-    if key != "tools.http.cache" {
-        return None;
-    }
-    Some(match serde_json::from_value::<agentloop_config::config::HttpCache>(v.clone()) {
+/// `tools.http.cache`: `off`, or a floor no longer than the trusted one, only makes answers
+/// fresher (the floor applies when an answer is read).
+pub fn http_cache(v: &Value, base: &Config, whose: &str) -> std::result::Result<(), String> {
+    match serde_json::from_value::<agentloop_config::config::HttpCache>(v.clone()) {
         Ok(agentloop_config::config::HttpCache::Off) => Ok(()),
         Ok(agentloop_config::config::HttpCache::On { floor })
             if base.tools.http.cache.floor().is_some_and(|b| floor <= b) =>
@@ -57,51 +53,28 @@ pub fn http_cache(key: &str, v: &Value, base: &Config, whose: &str) -> Option<st
         }
         Ok(_) => Err(format!("a floor above {whose} tools.http.cache; only `off` or a shorter floor")),
         Err(e) => Err(e.to_string()),
-    })
+    }
 }
 
-/// [`crate::trust::narrows`] for the durations an untrusted layer may shorten, each at most the trusted one.
-pub fn duration(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), String>> {
-    let limit = match key {
-        "timeout" => base.timeout.0,
-        "tools.timeout" => base.tools.timeout.0,
-        // The router's plugin config sets how long a step may stay pending before `poll` treats
-        // it as failed: a shorter wait only ends a stuck run sooner.
-        "handle.pending_grace" => base.handle.pending_grace.0,
-        _ => return None,
-    };
-    Some(serde_json::from_value::<Dur>(v.clone()).map_err(|e| e.to_string()).and_then(|d| {
-        if d.0 > limit {
-            return Err(format!("{}s is above {whose} {}s", d.0.as_secs(), limit.as_secs()));
-        }
-        Ok(())
-    }))
+/// `values_check`: a judge as well as the phrases only declines more tasks, so only `model`
+/// narrows a trusted `model`.
+pub fn values_check(v: &Value, base: &Config) -> std::result::Result<(), String> {
+    match serde_json::from_value::<agentloop_config::config::ValuesCheck>(v.clone()) {
+        Ok(agentloop_config::config::ValuesCheck::Model) => Ok(()),
+        Ok(_) if base.values_check == agentloop_config::config::ValuesCheck::Words => Ok(()),
+        Ok(_) => Err("the trusted `model` judge may not be turned off (only `model` narrows)".into()),
+        Err(_) => Err("must be `words` or `model`".into()),
+    }
 }
 
-/// [`crate::trust::narrows`] for the keys with a fixed set of choices, of which only some narrow: the shell's
-/// sandbox (`bwrap` only) and the memory store's scope (`workspace`, or `user` when it is already).
-pub fn choice(key: &str, v: &Value, base: &Config) -> Option<std::result::Result<(), String>> {
-    Some(match key {
-        "tools.shell.sandbox" | "sandbox"
-            if serde_json::from_value::<ShellSandbox>(v.clone()).is_ok_and(|s| s == ShellSandbox::Bwrap) =>
-        {
-            Ok(())
-        }
-        // A judge as well as the phrases only declines more tasks.
-        "values_check" => match serde_json::from_value::<agentloop_config::config::ValuesCheck>(v.clone()) {
-            Ok(agentloop_config::config::ValuesCheck::Model) => Ok(()),
-            Ok(_) if base.values_check == agentloop_config::config::ValuesCheck::Words => Ok(()),
-            Ok(_) => Err("the trusted `model` judge may not be turned off (only `model` narrows)".into()),
-            Err(_) => Err("must be `words` or `model`".into()),
-        },
-        "memory.scope" => match serde_json::from_value::<agentloop_config::config::MemoryScope>(v.clone()) {
-            Ok(agentloop_config::config::MemoryScope::Workspace) => Ok(()),
-            Ok(_) if base.memory.scope == agentloop_config::config::MemoryScope::User => Ok(()),
-            Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
-            Err(_) => Err("must be `workspace` or `user`".into()),
-        },
-        _ => return None,
-    })
+/// `memory.scope`: `workspace`, or `user` when the trusted scope already is.
+pub fn memory_scope(v: &Value, base: &Config) -> std::result::Result<(), String> {
+    match serde_json::from_value::<agentloop_config::config::MemoryScope>(v.clone()) {
+        Ok(agentloop_config::config::MemoryScope::Workspace) => Ok(()),
+        Ok(_) if base.memory.scope == agentloop_config::config::MemoryScope::User => Ok(()),
+        Ok(_) => Err("the user's shared store is outside the workspace (only `workspace` narrows)".into()),
+        Err(_) => Err("must be `workspace` or `user`".into()),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! refused when the configuration resolves, naming the key — never clamped, so what a file says
 //! is what runs. `enabled: true` turns nothing on (shell and memory have their own switches).
 //! Untrusted configuration is held to the same rule by [`narrows`] (called from
-//! [`crate::trust`]), which also keeps its paths inside the workspace.
+//! [`crate::policy`]), which also keeps its paths inside the workspace.
 
 use agentloop_config::config::{Config, PER_TOOL};
 use agentloop_types::error::{Error, Result};
@@ -116,7 +116,7 @@ impl std::fmt::Display for Widens {
 
 impl std::error::Error for Widens {}
 
-/// [`crate::trust::narrows`] for the keys of this module: None for any other key. `base` is
+/// [`crate::policy::narrows`] for the keys of this module: None for any other key. `base` is
 /// the trusted configuration; `inside` checks a path stays in the workspace.
 pub fn narrows(
     key: &str,

@@ -19,14 +19,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Who set a key that must only narrow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Party {
-    /// A `handle` request's `config` (or a `serve` request).
-    Request,
-    /// A workspace's own config or agent profile, not trusted by the user.
-    Workspace,
-}
+use crate::policy::Party;
 
 /// A key an untrusted layer set and may not: where, which, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,8 +29,8 @@ pub struct Refusal {
     pub why: String,
 }
 
-// Defined below trust, beside the per-tool keys' own check, which says it too.
-pub use crate::tool_settings::Widens;
+use crate::policy::{narrows, numeric_cap, ONLY_TRUSTED};
+use crate::tool_settings::Widens;
 
 /// The variable that trusts every workspace (CI, containers that only hold the user's own).
 pub const TRUST_ALL_ENV: &str = "AGENTLOOP_TRUST_ALL";
@@ -269,12 +262,6 @@ fn remove_path(v: &mut Value, path: &[String]) {
     }
 }
 
-/// The generic reason a workspace key is refused (one shared sentence, said once).
-const ONLY_TRUSTED: &str = "only trusted configuration may set it: it could run a program, send a credential, read or write outside the workspace, or widen the sandbox";
-
-/// Why `otel.*` keys are the user's own to set (the endpoint, headers, capturing content).
-const OTEL_ONLY_TRUSTED: &str = "only your own config or environment may set it: spans could carry prompts, answers and tokens to a host you did not name";
-
 fn describe(refused: &[Refusal]) -> String {
     let mut parts = Vec::new();
     let mut files: Vec<&str> = refused.iter().map(|r| r.file.as_str()).collect();
@@ -340,74 +327,6 @@ fn leaves_of<'a>(v: &'a Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String
         }
         _ => out.push((path.clone(), v)),
     }
-}
-
-fn strings(v: &Value) -> Option<Vec<String>> {
-    v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-}
-
-/// [`narrows`] for `allowed_tools`: each entry (a tool, a Ductile plugin for its commands, one
-/// `<plugin>__<command>`) must name a tool, and only tools the trusted configuration allows.
-fn narrows_allowed_tools(v: &Value, base: &Config, root: &Utf8Path, whose: &str) -> std::result::Result<(), Widens> {
-    let registry = agentloop_tools::tools::Registry::load(base, root, agentloop_tools::tools::Reach::CachesOnly)
-        .map_err(|e| Widens(e.detail()))?;
-    let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
-    for w in &want {
-        let named = registry.named_by(w);
-        if named.is_empty() {
-            return Err(Widens(format!(
-                "`{w}` names none of {whose} allowed tools (a tool, a Ductile plugin or `<plugin>__<command>`)"
-            )));
-        }
-        if let Some(t) = named.iter().find(|t| !registry.is_allowed(base, &t.name)) {
-            return Err(Widens(format!("`{w}` allows `{}`, which is not in {whose} allowed tools", t.name)));
-        }
-    }
-    Ok(())
-}
-
-/// A key of the configuration and how to read its trusted value.
-type Field<T> = (&'static str, fn(&Config) -> T);
-
-/// The trusted numeric limits an untrusted party may only lower, each read off the trusted
-/// configuration (None: no limit set).
-const CAPS: &[Field<Option<f64>>] = &[
-    ("max_steps", |c| Some(c.max_steps as f64)),
-    ("max_reframes", |c| Some(c.max_reframes as f64)),
-    ("max_consecutive_failures", |c| Some(c.max_consecutive_failures as f64)),
-    ("max_repeats", |c| Some(c.max_repeats as f64)),
-    ("max_done_refusals", |c| Some(c.max_done_refusals as f64)),
-    ("max_tokens", |c| c.max_tokens.map(|n| n as f64)),
-    ("max_cost_usd", |c| c.max_cost_usd),
-    ("llm.max_tokens", |c| Some(c.llm.max_tokens as f64)),
-    ("tools.output_cap", |c| Some(c.tools.output_cap as f64)),
-    ("tools.max_file_bytes", |c| Some(c.tools.max_file_bytes as f64)),
-    ("tools.http.max_bytes", |c| Some(c.tools.http.max_bytes as f64)),
-    ("tools.http.max_redirects", |c| Some(c.tools.http.max_redirects as f64)),
-    ("memory.top_k", |c| Some(c.memory.top_k as f64)),
-    ("rest.max_tokens", |c| c.rest.max_tokens.map(|n| n as f64)),
-    ("rest.max_cost_usd", |c| c.rest.max_cost_usd),
-    ("rest.max_runs", |c| c.rest.max_runs.map(|n| n as f64)),
-    ("rest.max_fatigue", |c| Some(c.rest.max_fatigue)),
-    ("dream.max_questions", |c| Some(c.dream.max_questions as f64)),
-    // No curiosity budget means no exploring at all: nothing above 0 narrows it.
-    ("dream.curiosity.max_tokens", |c| Some(c.dream.curiosity.max_tokens.map_or(0.0, |n| n as f64))),
-    ("dream.curiosity.max_cost_usd", |c| Some(c.dream.curiosity.max_cost_usd.unwrap_or(0.0))),
-];
-
-/// Switches an untrusted party may only turn off.
-const OFF_ONLY: &[&str] = &[
-    "tools.http.allow_private",
-    "tools.shell.enabled",
-    "tools.shell.network",
-    "tools.memory.enabled",
-    "memory.enabled",
-    "memory.auto_index",
-];
-
-/// The trusted limit at `key` an untrusted party may only lower (None inside: no limit set).
-fn numeric_cap(key: &str, base: &Config) -> Option<Option<f64>> {
-    CAPS.iter().find(|(k, _)| *k == key).map(|(_, cap)| cap(base))
 }
 
 /// Narrows `r`'s limits to the budgets a request asked for (a `serve` request's `budgets`).
@@ -478,276 +397,6 @@ pub fn narrows_limit(
         Some(asked) => Err(Widens(format!("{asked} is above {}, set by {from}", base.limit(b)))),
         None => narrows(b.key(), v, base, root, Party::Request),
     }
-}
-
-/// A path an untrusted workspace may name: relative, inside it, with no `..`, and (when it
-/// exists) not leading out of it through a link.
-fn inside(v: &Value, root: &Utf8Path) -> std::result::Result<(), Widens> {
-    let p = v.as_str().ok_or_else(|| Widens("must be a path".into()))?;
-    let path = Utf8Path::new(p);
-    if path.is_absolute() || path.components().any(|c| matches!(c, camino::Utf8Component::ParentDir)) {
-        return Err(Widens(format!("`{p}` is outside the workspace")));
-    }
-    if agentloop_io::fs::leads_outside(root, &root.join(path)) {
-        return Err(Widens(format!("`{p}` leads outside the workspace through a link")));
-    }
-    Ok(())
-}
-
-/// Whether setting `key` to `v` only narrows `base` (a pure check but for `allowed_tools`, which
-/// lists the trusted registry from caches only, and the path keys, which look at the folder).
-pub fn narrows(key: &str, v: &Value, base: &Config, root: &Utf8Path, party: Party) -> std::result::Result<(), Widens> {
-    let whose = if party == Party::Request { "the root's" } else { "the trusted" };
-    let at_most = |limit: Option<f64>| -> std::result::Result<(), Widens> {
-        let n = v.as_f64().ok_or_else(|| Widens("must be a number".into()))?;
-        match limit {
-            Some(l) if n > l => Err(Widens(format!("{n} is above {whose} {l}"))),
-            _ => Ok(()),
-        }
-    };
-    let subset = |have: &[String], what: &str| -> std::result::Result<(), Widens> {
-        let want = strings(v).ok_or_else(|| Widens("must be a list of names".into()))?;
-        match want.iter().find(|w| !have.contains(w)) {
-            Some(w) => Err(Widens(format!("`{w}` is not in {whose} {what}"))),
-            None => Ok(()),
-        }
-    };
-    if let Some(limit) = numeric_cap(key, base) {
-        return at_most(limit);
-    }
-    use crate::narrow_value as one;
-    let special = one::repeats(key, v, base)
-        .then_some(Ok(()))
-        .or_else(|| one::choice(key, v, base).map(|r| r.map_err(Widens)))
-        .or_else(|| output_schema(key, v, root, party))
-        .or_else(|| one::duration(key, v, base, whose).map(|r| r.map_err(Widens)))
-        .or_else(|| one::http_cache(key, v, base, whose).map(|r| r.map_err(Widens)))
-        .or_else(|| narrows_list(key, v, base, whose))
-        .or_else(|| same_endpoint(key, v, base, whose))
-        .or_else(|| crate::tool_settings::narrows(key, v, base, &|p| inside(p, root)))
-        .or_else(|| (party == Party::Workspace).then(|| own_file(key, v, base, root)).flatten());
-    if let Some(r) = special {
-        return r;
-    }
-    match key {
-        "allowed_tools" => narrows_allowed_tools(v, base, root, whose),
-        "tools.local" => subset(&base.tools.local, "tools.local"),
-        "tools.http.schemes" => subset(&base.tools.http.schemes, "tools.http.schemes"),
-        "tools.http.allow_hosts" if base.tools.http.allow_hosts.is_empty() => {
-            strings(v).filter(|l| !l.is_empty()).map(|_| ()).ok_or_else(|| "must be a non-empty list of hosts".into())
-        }
-        // Under a trusted list, an empty one would allow any host again.
-        "tools.http.allow_hosts" if strings(v).is_some_and(|l| l.is_empty()) => Err(Widens(format!(
-            "an empty list allows any host, not only {whose} [{}]",
-            base.tools.http.allow_hosts.join(", ")
-        ))),
-        "tools.http.allow_hosts" => subset(&base.tools.http.allow_hosts, "tools.http.allow_hosts"),
-        k if OFF_ONLY.contains(&k) && v == &Value::Bool(false) => Ok(()),
-        "tools.shell.allow" => subset(&base.tools.shell.allow, "tools.shell.allow"),
-        "tools.shell.code_runners" => subset(&base.tools.shell.code_runners, "tools.shell.code_runners"),
-        "skills.only" => match &base.skills.only {
-            Some(only) => subset(only, "skills.only"),
-            None => strings(v).map(|_| ()).ok_or_else(|| "must be a list of skill names".into()),
-        },
-        // Switching modes itself may only be turned off (or left on where it is on).
-        "modes.auto" if v == &Value::Bool(false) || (v == &Value::Bool(true) && base.modes.auto) => Ok(()),
-        // Memory kept in the workspace itself reads and writes nothing outside it; the user's
-        // shared store (or a folder elsewhere) would let this workspace see and change what
-        // every other project remembers.
-        // Goal-level text and sampling: harmless.
-        "system_prompt" | "description" if v.is_string() || v.is_null() => Ok(()),
-        // Notes on keys of another format that do nothing: inert text.
-        k if k.starts_with("not_used.") && v.is_string() => Ok(()),
-        "llm.temperature" if v.is_number() || v.is_null() => Ok(()),
-        // Spans go where the user said and carry what the user allowed: an endpoint or a header
-        // from elsewhere would send prompts, answers, token counts and credentials to its host.
-        "otel.capture_content" if v == &Value::Bool(false) => Ok(()),
-        k if k.starts_with("otel.") => Err(OTEL_ONLY_TRUSTED.into()),
-        _ => Err(match party {
-            Party::Request => "only the root's agentloop.yaml may set it (a request may only narrow budgets, tools and hosts, or set system_prompt)".into(),
-            Party::Workspace => ONLY_TRUSTED.into(),
-        }),
-    }
-}
-
-/// The shape of the final output asks for nothing beyond the run: a schema given inline, or (from
-/// the workspace's own config) a JSON file inside the workspace.
-fn output_schema(key: &str, v: &Value, root: &Utf8Path, party: Party) -> Option<std::result::Result<(), Widens>> {
-    if key != "output_schema" {
-        return None;
-    }
-    Some(match v {
-        Value::Object(_) | Value::Null => Ok(()),
-        Value::String(_) if party == Party::Workspace => inside(v, root),
-        _ => Err(Widens("a request gives the schema itself, as an object".into())),
-    })
-}
-
-/// [`narrows`] for where the run's model calls and Ductile calls go: a provider or model the same
-/// as the trusted one or one it lists (`llm.allowed_providers`, `llm.allowed_models`); the
-/// Ductile gateway and its token only as the trusted configuration names them (a token or an
-/// address of the request's own would send a credential to a host the user did not name). The
-/// reasons never repeat a token.
-fn same_endpoint(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
-    let d = &base.ductile;
-    let same = |have: Option<&str>, what: &str| match (v.as_str(), have) {
-        (Some(w), Some(h)) if w == h => Ok(()),
-        (Some(_), Some(_)) => Err(Widens(format!("it differs from {whose} {what}"))),
-        (Some(_), None) => Err(Widens(format!("{whose} configuration sets no {what}"))),
-        (None, _) => Err(Widens("must be a string".into())),
-    };
-    Some(match key {
-        "llm.provider" => {
-            let Ok(p) = serde_json::from_value::<agentloop_config::config::Provider>(v.clone()) else {
-                return Some(Err(Widens("is not a provider agentloop knows".into())));
-            };
-            let l = &base.llm;
-            if p == l.provider {
-                Ok(())
-            } else if l.allowed_providers.contains(&p)
-                && (l.base_url.is_some() || l.api_key_env.is_some() || l.api_key_cmd.is_some())
-            {
-                // The address and key the user set are for their own provider: another one would
-                // send its key to that address, or that key to its own.
-                Err(Widens(format!(
-                    "{whose} llm.base_url / api_key_env / api_key_cmd are set for `{}`, so no other provider may be chosen",
-                    l.provider.as_str()
-                )))
-            } else if l.allowed_providers.contains(&p) {
-                Ok(())
-            } else {
-                Err(Widens(format!(
-                    "`{}` is neither {whose} provider nor in {whose} llm.allowed_providers",
-                    p.as_str()
-                )))
-            }
-        }
-        "llm.model" => match v.as_str() {
-            Some(m) if base.llm.model.as_deref() == Some(m) || base.llm.allowed_models.iter().any(|a| a == m) => Ok(()),
-            Some(m) => Err(Widens(format!("`{m}` is neither {whose} model nor in {whose} llm.allowed_models"))),
-            None => Err(Widens("must be a model name".into())),
-        },
-        "ductile.api_url" => same(d.api_url.as_deref(), "ductile.api_url"),
-        "ductile.api_token_env" => same(d.api_token_env.as_deref(), "ductile.api_token_env"),
-        "ductile.api_token" => {
-            // The token the trusted configuration gives, read the way a call reads it (never by
-            // running a command to compare).
-            let have = d.api_token.clone().or_else(|| d.api_token_env.as_ref().and_then(|n| std::env::var(n).ok()));
-            match (v.as_str(), have) {
-                (Some(w), Some(h)) if constant_time_eq(w.as_bytes(), h.as_bytes()) => Ok(()),
-                (Some(_), Some(_)) => Err(Widens(format!("it is not {whose} Ductile token"))),
-                _ => Err(Widens(format!("{whose} configuration gives no Ductile token to compare it with"))),
-            }
-        }
-        _ => return None,
-    })
-}
-
-/// Equality that takes as long for every pair of the same length (a token is compared).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// [`narrows`] for the lists whose numbers or entries a narrower value must keep: ports, host
-/// denials, escalation triggers (adding a denial or a trigger only stops things sooner).
-fn narrows_list(key: &str, v: &Value, base: &Config, whose: &str) -> Option<std::result::Result<(), Widens>> {
-    let keeps = |have: &[String], what: &str, drops: &str| -> std::result::Result<(), Widens> {
-        let want = strings(v).ok_or_else(|| Widens(format!("must be a list of {what}")))?;
-        match have.iter().find(|d| !want.contains(d)) {
-            Some(d) => Err(Widens(format!("it drops {whose} {drops} `{d}`"))),
-            None => Ok(()),
-        }
-    };
-    Some(match key {
-        "tools.http.ports" => narrows_ports(v, &base.tools.http.ports, whose),
-        "tools.http.deny_hosts" => keeps(&base.tools.http.deny_hosts, "hosts", "denial of"),
-        "escalation_triggers" => keeps(&base.escalation_triggers, "phrases", "trigger"),
-        // Values only decline tasks: more of them, or more phrases, narrow; each trusted value
-        // must stay with every one of its phrases.
-        "values" => keeps_values(v, &base.values, whose),
-        _ => return None,
-    })
-}
-
-/// [`narrows`] for `tools.http.ports`, where an empty list allows any port: under a trusted
-/// empty list every list of ports narrows (and `[]` changes nothing); under a trusted list, a
-/// narrower one is a non-empty subset of it (`[]` would allow any port).
-fn narrows_ports(v: &Value, have: &[u16], whose: &str) -> std::result::Result<(), Widens> {
-    let want: Vec<u16> = v
-        .as_array()
-        .and_then(|a| a.iter().map(|p| p.as_u64().and_then(|p| u16::try_from(p).ok())).collect())
-        .ok_or_else(|| Widens("must be a list of port numbers".into()))?;
-    if have.is_empty() {
-        return Ok(());
-    }
-    if want.is_empty() {
-        let list: Vec<String> = have.iter().map(u16::to_string).collect();
-        return Err(Widens(format!("an empty list allows any port, not only {whose} [{}]", list.join(", "))));
-    }
-    match want.iter().find(|p| !have.contains(p)) {
-        Some(p) => Err(Widens(format!("port {p} is not in {whose} tools.http.ports"))),
-        None => Ok(()),
-    }
-}
-
-/// Whether the `values` list `v` keeps every one of `have` (by name) with all its phrases.
-fn keeps_values(
-    v: &Value,
-    have: &[agentloop_config::config::AgentValue],
-    whose: &str,
-) -> std::result::Result<(), Widens> {
-    let want: Vec<agentloop_config::config::AgentValue> =
-        serde_json::from_value(v.clone()).map_err(|e| Widens(format!("must be a list of values: {e}")))?;
-    for h in have {
-        let Some(w) = want.iter().find(|w| w.name == h.name) else {
-            return Err(Widens(format!("it drops {whose} value `{}`", h.name)));
-        };
-        if let Some(p) = h.refuse_if.iter().find(|p| !w.refuse_if.contains(p)) {
-            return Err(Widens(format!("it drops {whose} value `{}`'s refuse_if phrase \"{p}\"", h.name)));
-        }
-    }
-    Ok(())
-}
-
-/// [`narrows`] for a workspace's own files, read or written inside it: its identity text, its
-/// log, its template overrides, the folders file_write may use (fewer than the whole workspace).
-fn own_file(key: &str, v: &Value, base: &Config, root: &Utf8Path) -> Option<std::result::Result<(), Widens>> {
-    Some(match key {
-        "logging.file" => inside(v, root).and_then(|()| {
-            // A log appended to the paper trail or agentloop's own files would corrupt them, and
-            // one in .git could change what git runs. Judged by every component of the path
-            // (`inside` has refused `..`), so `./state.json`, `notes/.git/config` and
-            // `agents/x.yaml` are all refused, as the file tools refuse them at any depth.
-            use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
-            let p = Utf8Path::new(v.as_str().unwrap_or_default());
-            let own = |c: &str| {
-                PAPER_TRAIL.contains(&c)
-                    || CONFIG_FILES.contains(&c)
-                    || CONFIG_DIRS.contains(&c)
-                    || c == "runs"
-                    || c == base.handle.runs_dir
-                    || c == ".git"
-                    || c.starts_with(".agentloop")
-            };
-            match p.components().map(|c| c.as_str()).find(|c| own(c)) {
-                Some(f) => Err(Widens(format!(
-                    "`{p}` names `{f}`, agentloop's own (its paper trail, config, runs/, .git or .agentloop*), not a log"
-                ))),
-                None if p.file_name().is_none() => Err(Widens(format!("`{p}` names no file"))),
-                None => Ok(()),
-            }
-        }),
-        "system_prompt_file" | "templates_dir" => inside(v, root),
-        "memory.dir" | "tools.memory.dir" => {
-            inside(v, root).map_err(|e| Widens(format!("{e}: a memory store outside it is shared with other projects")))
-        }
-        "tools.write_paths" if base.tools.write_paths.is_empty() => match v.as_array() {
-            Some(list) => list.iter().try_for_each(|p| inside(p, root)),
-            None => Err(Widens("must be a list of folders".into())),
-        },
-        "logging.level" | "logging.format" | "logging.max_bytes" | "logging.keep" | "llm.stream" => Ok(()),
-        _ => return None,
-    })
 }
 
 /// Your own config file as this process finds it (`$XDG_CONFIG_HOME/agentloop/config.yaml`).
@@ -933,24 +582,6 @@ mod tests {
         let e = check(json!([{"name": "honesty", "refuse_if": ["astroturf"]}])).unwrap_err();
         assert!(e.0.contains("\"fake review\""), "{e}");
         assert!(check(json!([])).is_err());
-    }
-
-    #[test]
-    fn every_key_the_tables_name_is_a_key_of_the_configuration() {
-        let nested = |key: &str, v: Value| key.rsplit('.').fold(v, |inner, k| json!({ k: inner }));
-        let set = |key: &str, v: Value| {
-            serde_json::from_value::<Config>(nested(key, v)).map(|_| ()).map_err(|e| format!("{key}: {e}"))
-        };
-        for (key, cap) in CAPS {
-            set(key, json!(1)).unwrap();
-            assert_eq!(numeric_cap(key, &Config::default()), Some(cap(&Config::default())));
-        }
-        for key in OFF_ONLY {
-            set(key, json!(false)).unwrap();
-            assert_eq!(refused(nested(key, json!(false))), Vec::<String>::new(), "{key}");
-        }
-        assert!(set("tools.http.no_such_key", json!(1)).is_err(), "an unknown key is refused");
-        assert_eq!(numeric_cap("tools.timeout", &Config::default()), None);
     }
 
     #[test]
