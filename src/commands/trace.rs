@@ -729,25 +729,11 @@ impl<'a> View<'a> {
             let tool = field(e.tool.as_deref().unwrap_or(""));
             columns_wide(&field(&e.ts), &step, &field(&event(e)), &tool, &status, &took, &tok, &cost)
         } else {
-            let cut = |s: String, w: usize| {
-                if s.chars().count() > w {
-                    s.chars().take(w - 1).chain(['…']).collect()
-                } else {
-                    s
-                }
-            };
             let tool = cut(field(e.tool.as_deref().unwrap_or("")), 10);
             let status = cut(status.clone(), 9);
-            // Wide enough for every event agentloop writes; one of another version's is cut.
-            columns(
-                &time_of_day(&field(&e.ts)),
-                &step,
-                &cut(field(&event(e)), event_width()),
-                &tool,
-                &status,
-                &took,
-                &cost,
-            )
+            // An event this version writes is never cut (a long one widens its row).
+            let ev = cut(field(&event(e)), event_width());
+            columns(&time_of_day(&field(&e.ts)), &step, &ev, &tool, &status, &took, &cost)
         };
         let mut rest = Vec::new();
         let line = match self.width {
@@ -771,6 +757,15 @@ impl<'a> View<'a> {
         for l in rest {
             self.out.outln(&format!("{INDENT}{l}"));
         }
+    }
+}
+
+/// `s` cut to `w` characters, its last one `…` when cut.
+fn cut(s: String, w: usize) -> String {
+    if s.chars().count() > w {
+        s.chars().take(w - 1).chain(['…']).collect()
+    } else {
+        s
     }
 }
 

@@ -333,12 +333,8 @@ fn drive(w: &Worker, req: &RunRequest, run_id: &str, message_id: &str) -> Result
             Some(name) => series::carry(&w.root, &w.runs_dir, name, run_id, &ws)?,
             None => series::Carried::default(),
         };
-        let queued = agentloop_engine::phases::init::Queued {
-            run_id,
-            slot: req.slot.as_deref(),
-            carried: &carried.facts,
-            judged: judged.as_ref(),
-        };
+        let (slot, judged) = (req.slot.as_deref(), judged.as_ref());
+        let queued = agentloop_engine::phases::init::Queued { run_id, slot, carried: &carried.facts, judged };
         let mut state =
             agentloop_engine::phases::init::init_queued(&session, cfg, &tpl, &req.goal, &req.background(), queued)?;
         if series.is_some() {
