@@ -104,6 +104,8 @@ const SECRETS: &[&str] = &[
     "AUTHVAR12345",
     "CURLBEARER12",
     "MCPARGBEARER1",
+    "SECRETU111",
+    "SECRETQ777",
 ];
 
 const SECRET_CONFIG: &str = r#"ductile: {api_url: "http://127.0.0.1:9", api_token: DUCTILETOKEN1234}
@@ -119,6 +121,10 @@ tools:
       description: Fetch a page.
       command: "AUTH=AUTHVAR12345 fetcher --apikey APIKEYFLAG12 --pw PWSECRET123 --bearer BEARERFLAG123 -u bob:USERPASS123"
       parameters: {type: object, properties: {url: {type: string}}}
+    curl:
+      description: The same, as curl attaches an option's value.
+      command: "curl -uuser:SECRETU111 '-HAuthorization: Basic SECRETQ777' https://x"
+      parameters: {type: object}
 mcp:
   servers:
     web:
@@ -175,6 +181,7 @@ fn a_wrong_type_error_echoes_no_command_or_secret() {
         ("llm: {api_key_cmd: \"echo APIKEYCMDSECRET1\"}\n", "APIKEYCMDSECRET1"),
         ("ductile: {api_token: [TOKENINALIST12]}\n", "TOKENINALIST12"),
         ("handle: {progress_token: {t: NESTEDTOKEN123}}\n", "NESTEDTOKEN123"),
+        ("mcp: {servers: {m: {command: x, env: \"FOO=SECRETW6\"}}}\n", "SECRETW6"),
     ] {
         t.write("ws/agentloop.yaml", config);
         let out = t.al(&["config", "show"]).output().unwrap();

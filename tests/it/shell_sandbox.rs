@@ -533,8 +533,9 @@ fn abbreviated_options_response_files_and_importers_are_refused() {
     t.write("ws/evil.py", "open('PWNED-py', 'w').write('x')\n");
     t.write(
         "ws/agentloop.yaml",
-        "tools:\n  shell: {enabled: true, allow: [split, sort, sdiff, wget, zip, tar, gcc, pydoc3]}\n",
+        "tools:\n  shell: {enabled: true, allow: [split, sort, sdiff, wget, zip, tar, gcc, pydoc3, install, crontab]}\n",
     );
+    t.write("ws/evil.sh", "#!/bin/sh\ntouch PWNED-install\n");
     for argv in [
         json!(["split", "--filt=touch PWNED-split", "notes.txt"]),
         json!(["split", "--f", "touch PWNED-split", "notes.txt"]),
@@ -549,12 +550,15 @@ fn abbreviated_options_response_files_and_importers_are_refused() {
         json!(["tar", "cIf", "touch", "x.tar", "notes.txt"]),
         json!(["gcc", "@args.txt", "-E", "-x", "c", "/dev/null"]),
         json!(["pydoc3", "evil"]),
+        json!(["install", "-s", "--strip-program=./evil.sh", "notes.txt", "copy"]),
+        json!(["install", "-s", "--strip-prog=./evil.sh", "notes.txt", "copy"]),
+        json!(["crontab", "notes.txt"]),
     ] {
         let (code, v) = call(&t, json!({"argv": argv}));
         assert_eq!(code, Some(6), "{argv}: {v}");
         assert!(v["error"].as_str().unwrap_or("").contains("refused"), "{argv}: {v}");
     }
-    for made in ["PWNED-split", "PWNED-tar", "PWNED-gcc", "PWNED-py", "touch"] {
+    for made in ["PWNED-split", "PWNED-tar", "PWNED-gcc", "PWNED-py", "PWNED-install", "touch"] {
         assert!(!t.exists(&format!("ws/{made}")), "{made}: a program ran");
     }
     // The whole names still run: `--checkpoint` is tar's own option, not an abbreviation.
@@ -714,19 +718,43 @@ fn git_repositories_at_every_depth_are_read_only_to_the_shell() {
         // Other files stay writable.
         let (code, v) = call(&t, json!({"argv": ["cp", "evil.cfg", "sub/copy.cfg"]}));
         assert_eq!(code, Some(0), "{v}");
+        moved_repositories_are_kept(&t, &git);
     }
+    without_the_sandbox_no_argv_names_a_git(&t, &configs, &before);
+}
+
+/// A repository the program moves whole is the user's, kept at its new place with its history
+/// (never taken for one the program made); a copy of one is a new one, removed.
+fn moved_repositories_are_kept(t: &T, git: &dyn Fn(&str, &[&str])) {
+    git("ws/proj", &["init", "-q"]);
+    git("ws/proj", &["-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "important"]);
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [mv, cp], timeout: 5s}\n");
+    let (code, v) = call(t, json!({"argv": ["mv", "proj", "proj2"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(!v["output"].as_str().unwrap().contains("removed"), "{v}");
+    let log = std::process::Command::new("git").args(["log", "--format=%s"]).current_dir(t.path("ws/proj2")).output();
+    assert_eq!(String::from_utf8_lossy(&log.unwrap().stdout).trim(), "important");
+    let (code, v) = call(t, json!({"argv": ["cp", "-r", "proj2", "proj3"]}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(!t.exists("ws/proj3/.git") && t.exists("ws/proj2/.git"), "{v}");
+}
+
+/// Without the OS sandbox an argv that names a `.git` is refused, and a repository a program
+/// unpacks (its argv names none) is removed after the call.
+fn without_the_sandbox_no_argv_names_a_git(t: &T, configs: &[&str], before: &[String]) {
     // Without the OS sandbox: an argv that names a `.git` is refused, whatever the spelling.
     t.write("xdg/agentloop/config.yaml", "sandbox: none\n");
+    t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [sed, tee, cp, mkdir], timeout: 5s}\n");
     for argv in [
         json!(["tee", "-a", "sub/.git/config"]),
         json!(["cp", "evil.cfg", "./deep/er/repo/.git/config"]),
         json!(["sed", "-i", "s/x/y/", "sub/.GIT/config"]),
     ] {
-        let (code, v) = call(&t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
+        let (code, v) = call(t, json!({"argv": argv, "stdin": "[core]\n\tfsmonitor = touch PWNED\n"}));
         assert_eq!(code, Some(6), "{argv}: {v}");
         assert!(v["error"].as_str().unwrap_or("").contains("sandbox: none"), "{argv}: {v}");
     }
-    for (c, b) in configs.iter().zip(&before) {
+    for (c, b) in configs.iter().zip(before) {
         assert_eq!(&t.read(c), b, "{c} was written without the sandbox");
     }
     // A repository it unpacks (the argv names none) is removed after the call.
@@ -735,7 +763,7 @@ fn git_repositories_at_every_depth_are_read_only_to_the_shell() {
         std::process::Command::new("tar").args(["-cf", "../ws/repo.tar", "other"]).current_dir(t.path("pack")).status();
     assert!(ok.unwrap().success());
     t.write("ws/agentloop.yaml", "tools:\n  shell: {enabled: true, allow: [tar], timeout: 5s}\n");
-    let (code, v) = call(&t, json!({"argv": ["tar", "-xf", "repo.tar"]}));
+    let (code, v) = call(t, json!({"argv": ["tar", "-xf", "repo.tar"]}));
     assert_eq!(code, Some(0), "{v}");
     assert!(!t.exists("ws/other/.git") && t.exists("ws/other"), "{v}");
 }

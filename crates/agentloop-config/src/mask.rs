@@ -102,6 +102,9 @@ fn mask(v: &mut Value, key: &str, parent: &str) {
         // What only references variables (`Bearer ${GH_TOKEN}`) says where a secret is.
         _ if (matches!(parent, "headers" | "env") || secret_name(key)) && only_references(v) => {}
         _ if matches!(parent, "headers" | "env") => *v = Value::String(MASK.into()),
+        // A map of headers or variables written as one string (`env: "TOKEN=X"`, a mistake an
+        // error echoes): hidden whole, as each of its values would be.
+        Value::String(_) if matches!(key, "headers" | "env") => *v = Value::String(MASK.into()),
         _ if secret_name(key) || key == "progress_url" => *v = Value::String(MASK.into()),
         Value::Array(items) => {
             let mut hide = Hide::No;
@@ -210,6 +213,11 @@ fn word(w: &str, hide: &mut Hide) -> String {
             None => (body, None),
         };
         let user = matches!(name, "user" | "proxy-user" | "proxy_user") || (!long && (name == "u" || name == "U"));
+        // A one-letter option with its value attached (`-HAuthorization: Basic X`): the value
+        // is masked as the text it is.
+        if let Some(masked) = attached(body, long) {
+            return requote(masked);
+        }
         return match value {
             None if name.len() > 1 && secret_name(name) => {
                 *hide = Hide::Whole;
@@ -218,11 +226,6 @@ fn word(w: &str, hide: &mut Hide) -> String {
             None if user => {
                 *hide = Hide::AfterColon;
                 w.to_string()
-            }
-            // `-uuser:pass`, curl's attached spelling.
-            None if !long && body.len() > 1 && body.starts_with(['u', 'U']) && body.contains(':') => {
-                let (u, _) = body[1..].split_once(':').unwrap_or((&body[1..], ""));
-                requote(format!("-{}{u}:{MASK}", &body[..1]))
             }
             None => w.to_string(),
             Some(v) => {
@@ -260,6 +263,20 @@ fn word(w: &str, hide: &mut Hide) -> String {
         return w.to_string();
     }
     requote(text(bare))
+}
+
+/// A one-letter option's attached value masked (`-uuser:pass` as curl spells it, the password
+/// hidden; `-HAuthorization: Basic X`, the header's credential hidden), or None when the
+/// option is long, has no attached value, or the value holds nothing to hide.
+fn attached(body: &str, long: bool) -> Option<String> {
+    let letter = body.chars().next().filter(|_| !long && body.len() > 1)?;
+    let value = &body[letter.len_utf8()..];
+    if matches!(letter, 'u' | 'U') && value.contains(':') {
+        let (u, _) = value.split_once(':').unwrap_or((value, ""));
+        return Some(format!("-{letter}{u}:{MASK}"));
+    }
+    let masked = text(value);
+    (masked != value).then(|| format!("-{letter}{masked}"))
 }
 
 /// A header's name that says it carries a credential (`X-Api-Key`, `Private-Token`,
@@ -512,6 +529,10 @@ mod tests {
             ("tool --apikey s3cr3tv --pw p4ss --bearer b34r", "tool --apikey [hidden] --pw [hidden] --bearer [hidden]"),
             ("curl -u bob:s3cr3tv x", "curl -u bob:[hidden] x"),
             ("curl -ubob:s3cr3tv x", "curl -ubob:[hidden] x"),
+            ("curl -uuser:SECRETU111 x", "curl -uuser:[hidden] x"),
+            ("curl '-HAuthorization: Basic SECRETQ777' x", "curl '-HAuthorization: Basic [hidden]' x"),
+            ("curl -HX-Api-Key:k3y12345 x", "curl -HX-Api-Key: [hidden] x"),
+            ("ls -la x", "ls -la x"),
             ("wget --user=bob:s3cr3tv x", "wget --user=bob:[hidden] x"),
             ("AUTH=s3cr3tv DB_PASS=p4ss run", "AUTH=[hidden] DB_PASS=[hidden] run"),
             ("rsync bob:s3cr3tv@host:/x .", "rsync bob:[hidden]@host:/x ."),

@@ -176,8 +176,16 @@ pub fn redact(text: &str) -> String {
 /// read (`~/.bashrc`, a `.env`) reaches neither the model nor the paper trail. agentloop's own
 /// output is left to [`redact`], since it prints secrets the user asked for (`serve`'s token).
 pub fn redact_tool_output(text: &str) -> String {
-    // Dumps first: masking a value in a dump's text column would change the dump's shape.
-    mask_assignments(&mask_wide_assignments(&mask_dumped_assignments(&redact(text))))
+    // The dumped assignments are found in the dump as the program printed it: a known secret
+    // hidden first changes the dump's shape, and the unknown value beside it would be missed.
+    // Redaction keeps the lines, so the lines found are hidden in what it returns.
+    let found = dumps::dumped_assignment_lines(text);
+    let mut r = redact(text);
+    if let Some(marked) = found.filter(|m| m.len() == r.split_inclusive('\n').count()) {
+        r = dumps::mask_lines(&r, &marked);
+    }
+    // Dumps before the rest: masking a value in a dump's text column would change its shape.
+    mask_assignments(&mask_wide_assignments(&mask_dumped_assignments(&r)))
 }
 
 /// [`mask_assignments`] for text in UTF-16 (`iconv -t UTF-16 .env`): read past its NULs.
@@ -745,6 +753,34 @@ mod tests {
         // Ordinary hex is left alone.
         let text = "00000000: 6465 6275 673d 310a  debug=1.\n";
         assert_eq!(redact_tool_output(text), text);
+    }
+
+    /// A known secret just before an unknown one in the same `.env`: hiding the known one must
+    /// not keep the unknown one's assignment from being found in the dump, and a known one
+    /// sharing a dump line with an unknown assignment is hidden whole too.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn a_known_secret_beside_an_unknown_one_in_a_dump_hides_both() {
+        register(KEY);
+        for env in [
+            format!("FOO_API_KEY={KEY}\nDB_PASSWORD=unknownPassw0rdXYZ123\n"),
+            format!("{KEY}\nDB_PASSWORD=unknownPassw0rdXYZ123\n"),
+            format!("x{KEY}DB_PASSWORD=unknownPassw0rdXYZ123\n"),
+        ] {
+            for argv in [&["xxd"][..], &["hexdump", "-C"], &["xxd", "-c1"], &["xxd", "-g3", "-c7"], &["xxd", "-c4"]] {
+                let Some(out) = dump(argv, &env) else {
+                    eprintln!("skipped: {} is not installed", argv[0]);
+                    continue;
+                };
+                let r = redact_tool_output(&out);
+                let letters: String = r.split_whitespace().collect::<String>().replace(['|', '.'], "");
+                let hexes: String = r.chars().filter(char::is_ascii_hexdigit).collect::<String>().to_lowercase();
+                for piece in ["unknownP", "w0rdXYZ", "01234567", "89abcdef"] {
+                    assert!(!letters.contains(piece), "{argv:?} {env:?}: {piece} in\n{r}");
+                    assert!(!hexes.contains(&hex(piece)), "{argv:?} {env:?}: {piece} in hex\n{r}");
+                }
+            }
+        }
     }
 
     #[test]

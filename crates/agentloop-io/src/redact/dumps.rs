@@ -253,6 +253,15 @@ pub(super) fn redact_dumps(text: &str, secrets: &[&str]) -> String {
 /// and its text column are read as text, and every line over which a secret-looking
 /// assignment's value is spelled is replaced by `[REDACTED]`.
 pub(super) fn mask_dumped_assignments(text: &str) -> String {
+    match dumped_assignment_lines(text) {
+        Some(marked) => mask_lines(text, &marked),
+        None => text.to_string(),
+    }
+}
+
+/// Which lines of `text` (split after each `\n`) show the value of a secret-looking assignment
+/// in a dump; None when none does.
+pub(super) fn dumped_assignment_lines(text: &str) -> Option<Vec<bool>> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let (mut bytes, mut chars, mut any) = (Stream::default(), Stream::default(), false);
     for (n, line) in lines.iter().enumerate() {
@@ -270,7 +279,7 @@ pub(super) fn mask_dumped_assignments(text: &str) -> String {
         }
     }
     if !any {
-        return text.to_string();
+        return None;
     }
     let mut marked = vec![false; lines.len()];
     for stream in [&bytes, &chars] {
@@ -299,22 +308,17 @@ pub(super) fn mask_dumped_assignments(text: &str) -> String {
             }
         }
     }
-    if !marked.contains(&true) {
-        return text.to_string();
-    }
-    lines
-        .iter()
-        .zip(marked)
-        .map(|(l, m)| {
-            if m {
-                if l.ends_with('\n') {
-                    "[REDACTED]\n"
-                } else {
-                    "[REDACTED]"
-                }
-            } else {
-                l
-            }
+    marked.contains(&true).then_some(marked)
+}
+
+/// `text` with each marked line (split after each `\n`) replaced by `[REDACTED]`.
+pub(super) fn mask_lines(text: &str, marked: &[bool]) -> String {
+    text.split_inclusive('\n')
+        .zip(marked.iter().chain(std::iter::repeat(&false)))
+        .map(|(l, m)| match (m, l.ends_with('\n')) {
+            (true, true) => "[REDACTED]\n",
+            (true, false) => "[REDACTED]",
+            (false, _) => l,
         })
         .collect()
 }

@@ -33,6 +33,32 @@ pub struct Found {
     pub protect: BTreeSet<Utf8PathBuf>,
     /// Every repository entry seen (by the path it was found at), to tell new ones after.
     pub seen: BTreeSet<Utf8PathBuf>,
+    /// What each entry seen is (its device and inode), to tell one a program moved (`mv proj
+    /// proj2`: the user's repository at a new path) from one it made.
+    pub ids: std::collections::BTreeMap<(u64, u64), Utf8PathBuf>,
+}
+
+impl Found {
+    fn see(&mut self, path: &Utf8Path) {
+        if let Some(id) = identity(path) {
+            self.ids.insert(id, path.to_path_buf());
+        }
+        self.seen.insert(path.to_path_buf());
+    }
+
+    /// Whether `path` (not seen before) is an entry seen before at another path that no longer
+    /// holds it: moved there whole by the program, not made (a hard link leaves the first path
+    /// holding it, and is no move).
+    fn moved_here(&self, path: &Utf8Path) -> bool {
+        let Some(id) = identity(path) else { return false };
+        self.ids.get(&id).is_some_and(|was| was != path && identity(was) != Some(id))
+    }
+}
+
+/// A file's device and inode, not following a link.
+fn identity(path: &Utf8Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Scans `roots` (real paths of the folders the program may write). Err when the trees are too
@@ -48,7 +74,7 @@ pub fn scan(roots: &[Utf8PathBuf]) -> Result<Found, String> {
 
 fn walk(dir: &Utf8Path, roots: &[Utf8PathBuf], found: &mut Found, budget: &mut usize) -> Result<(), String> {
     if is_bare(dir) {
-        found.seen.insert(dir.to_path_buf());
+        found.see(dir);
         found.protect.insert(dir.to_path_buf());
         return Ok(());
     }
@@ -64,7 +90,7 @@ fn walk(dir: &Utf8Path, roots: &[Utf8PathBuf], found: &mut Found, budget: &mut u
         let path = dir.join(&name);
         let Ok(kind) = entry.file_type() else { continue };
         if name.eq_ignore_ascii_case(".git") {
-            found.seen.insert(path.clone());
+            found.see(&path);
             if !kind.is_symlink() {
                 found.protect.insert(path.clone());
             }
@@ -108,11 +134,12 @@ fn is_bare(dir: &Utf8Path) -> bool {
 }
 
 /// After the call: removes the repositories the program created (in `roots`), and says which
-/// (relative to `ws` where they lie in it).
+/// (relative to `ws` where they lie in it). One the program moved (the same folder or file at a
+/// new path, gone from the old one) is the user's repository and is kept.
 pub fn sweep_new(before: &Found, roots: &[Utf8PathBuf], ws: &Utf8Path) -> Vec<String> {
     let Ok(after) = scan(roots) else { return vec![] };
     let mut removed = Vec::new();
-    for p in after.seen.difference(&before.seen) {
+    for p in after.seen.difference(&before.seen).filter(|p| !before.moved_here(p)) {
         let Ok(m) = std::fs::symlink_metadata(p) else { continue };
         // A `.git` goes whole; a folder made to look like a bare repository may hold the
         // user's files, so only its `HEAD` goes (git then no longer takes it for one).

@@ -60,6 +60,8 @@ const TABLE: &[(Kind, &[&str])] = &[
         "cpulimit", "trickle", "schedtool", "chronic", "ifne", "pee", "vipe", "entr", "msgfilter", "mail", "mailx",
         "s-nail", "mutt", "ftp", "lftp", "sensible-editor", "sensible-pager", "sensible-browser", "editor", "pager",
         "xdg-open", "gio", "run-mailcap", "see", "qemu", "wine", "box64", "wasmtime", "wasmer", "ld.so",
+        // They run a command later, outside the call: `crontab FILE`, `at`, `batch`.
+        "crontab", "at", "batch",
     ]),
     (Kind::Interpreter, &[
         "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php", "php-cgi", "lua", "luajit",
