@@ -366,7 +366,30 @@ fn the_bundled_smoke_suite_prints_and_runs() {
     assert!(stderr(&out).contains("`bogus`"), "{}", stderr(&out));
     let out = t.cmd().args(["eval", "--builtin", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no bundled suite `nope`; there is smoke"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no bundled suite `nope`; there are smoke, digest, critique"), "{}", stderr(&out));
+    // A suite for each bundled skill: each reads as a suite, and its trials run and are judged
+    // (a model that only asks a question finishes none; the digest stops at its first slot).
+    for (name, case) in [("digest", "three-mornings"), ("critique", "essay")] {
+        let out = t
+            .cmd()
+            .args(["--script", "stuck.yaml", "--json", "eval", "--builtin", name, "--out", name])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        let v = json_out(&out);
+        assert_eq!(v["cases"][0]["case"], case, "{v}");
+        assert_eq!(v["cases"][0]["passed"], 0, "{v}");
+    }
+    assert_eq!(
+        json_out(
+            &t.cmd()
+                .args(["--script", "stuck.yaml", "--json", "eval", "--builtin", "digest", "--out", "d2"])
+                .output()
+                .unwrap()
+        )["cases"][0]["commonest_failure"],
+        "slot 2026-03-01 stopped"
+    );
+    assert!(t.read("digest/three-mornings/default/1/feed.txt").starts_with("alpha"));
 }
 
 /// A case's context reaches the run's context.md, its configuration the run (here a step limit
@@ -550,5 +573,99 @@ fn a_signal_ends_every_trial_and_then_eval() {
     for case in ["a", "b"] {
         let state = t.read(&format!("o/{case}/default/1/state.json"));
         assert!(state.contains("\"interrupted\""), "{case}: {state}");
+    }
+}
+
+/// A slot's scripted run of a digest: it reads the seen list, writes the new items of
+/// feed.txt into the digest and the seen list back, and ends done with the digest as its
+/// outcome. `seen` is what the earlier slots reported.
+fn digest_slot(slot: &str, seen: &[&str], feed: &[&str]) -> Value {
+    let new: Vec<&str> = feed.iter().copied().filter(|i| !seen.contains(i)).collect();
+    let all: Vec<&str> = seen.iter().chain(&new).copied().collect();
+    let digest = format!("# Digest {slot}\n{}", new.iter().map(|i| format!("- {i}\n")).collect::<String>());
+    let act = |tool: &str, args: Value| serde_json::json!({"answer": {"next_action": {"tool": tool, "args": args}}});
+    let go = serde_json::json!({"answer": {"decision": "continue", "reason": "next"}});
+    serde_json::json!({
+        "frame": [{"answer": {"goal": "the digest", "definition_of_done": ["digest written", "seen list saved", "outcome given"], "can_proceed": true}}],
+        "plan": [
+            act("file_read", serde_json::json!({"path": "feed.txt"})),
+            act("file_write", serde_json::json!({"path": "digest.md", "content": digest})),
+            act("file_write", serde_json::json!({"path": "state/seen.json", "content": serde_json::json!({"seen": all}).to_string()})),
+        ],
+        "reflect": [go, go,
+            {"answer": {"satisfied": [{"item": 1, "steps": [2], "artifacts": ["digest.md"]}, {"item": 2, "steps": [3], "artifacts": ["state/seen.json"]}, {"item": 3, "steps": [3]}],
+                "decision": "done", "reason": "saved", "outcome": digest}},
+        ],
+    })
+}
+
+/// A case with `slots` runs its goal once per slot in one workspace, as a scheduled job's
+/// mornings do (`run --slot`), each slot's files written first and its own answers replayed;
+/// the checks read what the last slot left, `lacks` says what must not be reported again; the
+/// first slot that does not end done ends the trial, naming the slot; bad slots are refused.
+#[test]
+fn a_case_runs_its_goal_once_per_slot_in_one_workspace() {
+    let t = T::new();
+    let days = [
+        ("2026-03-01", vec!["alpha", "beta"]),
+        ("2026-03-02", vec!["alpha", "beta", "gamma"]),
+        ("2026-03-03", vec!["beta", "gamma", "delta"]),
+    ];
+    let mut seen: Vec<&str> = Vec::new();
+    let mut slots = Vec::new();
+    for (slot, feed) in &days {
+        let feed_text: String = feed.iter().map(|i| format!("{i}\n")).collect();
+        slots.push(serde_json::json!({"slot": slot, "files": {"feed.txt": feed_text}, "script": digest_slot(slot, &seen, feed)}));
+        seen.extend(feed.iter().filter(|i| !seen.contains(i)).copied().collect::<Vec<_>>());
+    }
+    let checks = serde_json::json!([
+        {"stop": "done"},
+        {"output": {"contains": "delta", "lacks": ["alpha", "beta", "gamma"]}},
+        {"file": {"path": "state/seen.json", "schema": {"type": "object", "required": ["seen"], "properties": {"seen": {"type": "array", "uniqueItems": true, "minItems": 4, "maxItems": 4}}}}},
+    ]);
+    let suite = serde_json::json!({"name": "digest", "cases": [{"name": "three-mornings", "goal": "Digest of the new items in feed.txt", "slots": slots, "checks": checks}]});
+    t.write("digest.yaml", &suite.to_string());
+    let out = t.cmd().args(["--json", "eval", "digest.yaml", "--out", "o"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), stdout(&out));
+    let v = json_out(&out);
+    crate::schemas::check("eval.json", &v);
+    assert_eq!(v["cases"][0]["passed"], 1, "{v}");
+    // Three runs, one per slot: two archived, each slot's command line kept.
+    for (slot, _) in &days {
+        assert!(t
+            .read(&format!("o/three-mornings/default/1.run/slot-{slot}/command.sh"))
+            .contains(&format!("--slot {slot}")));
+    }
+    let runs = std::fs::read_dir(t.path("o/three-mornings/default/1/runs")).unwrap().count();
+    assert_eq!(runs, 2, "the first two mornings archived");
+    // A later slot that reports an item again fails `lacks`, naming it.
+    let mut again = suite.clone();
+    again["cases"][0]["slots"][2]["script"] = digest_slot("2026-03-03", &[], &days[2].1);
+    t.write("again.yaml", &again.to_string());
+    let out = t.cmd().args(["--json", "eval", "again.yaml", "--out", "o2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert!(v["cases"][0]["commonest_failure"].as_str().unwrap().contains("lacks"), "{v}");
+    // A slot whose run does not end done ends the trial there, naming the slot.
+    let mut short = suite.clone();
+    short["cases"][0]["slots"][1]["script"]["reflect"] = serde_json::json!([]);
+    t.write("short.yaml", &short.to_string());
+    let out = t.cmd().args(["--json", "eval", "short.yaml", "--out", "o3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let case = &json_out(&out)["cases"][0];
+    assert_eq!(case["commonest_failure"], "slot 2026-03-02 stopped", "{case}");
+    assert!(!t.exists("o3/three-mornings/default/1.run/slot-2026-03-03"), "the third slot did not run");
+    // Slots named twice or not as a slot is named are refused, naming the key.
+    for (bad, says) in [
+        (serde_json::json!([{"slot": "a"}, {"slot": "a"}]), "slots[1].slot: `a` is named twice"),
+        (serde_json::json!([{"slot": "a b"}]), "slots[0].slot: `a b` is no slot name"),
+        (serde_json::json!([{"slot": "a", "files": {"../x": "y"}}]), "slots[0].files: `../x`"),
+    ] {
+        let mut s = suite.clone();
+        s["cases"][0]["slots"] = bad;
+        t.write("bad.yaml", &s.to_string());
+        let out = t.cmd().args(["eval", "bad.yaml", "--out", "o4"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{says}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{says}: {}", stderr(&out));
     }
 }

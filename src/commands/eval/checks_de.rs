@@ -11,6 +11,8 @@ use serde_json::Value;
 pub struct Matcher {
     pub equals: Option<Text>,
     pub contains: Option<Texts>,
+    /// Text that must not be there (each of a list): an item a later run must not report again.
+    pub lacks: Option<Texts>,
     pub regex: Option<String>,
     /// A JSON Schema (inline) the text, read as JSON, must satisfy.
     pub schema: Option<Value>,
@@ -25,6 +27,7 @@ pub struct FileCheck {
     pub exists: Option<bool>,
     pub equals: Option<Text>,
     pub contains: Option<Texts>,
+    pub lacks: Option<Texts>,
     pub regex: Option<String>,
     pub schema: Option<Value>,
 }
@@ -34,6 +37,7 @@ impl FileCheck {
         Matcher {
             equals: self.equals.clone(),
             contains: self.contains.clone(),
+            lacks: self.lacks.clone(),
             regex: self.regex.clone(),
             schema: self.schema.clone(),
         }
@@ -176,6 +180,7 @@ impl<'de> Deserialize<'de> for Files {
                     exists: None,
                     equals: None,
                     contains: None,
+                    lacks: None,
                     regex: None,
                     schema: None,
                 };

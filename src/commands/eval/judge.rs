@@ -27,7 +27,18 @@ pub fn judge(checks: &[Check], ws: &Utf8Path, ran: &Ran) -> Vec<Failure> {
             detail: format!("the run left no result.json (exit {exit}){why}"),
         }];
     };
-    checks.iter().filter_map(|c| one(c, ws, result)).collect()
+    let mut failed: Vec<Failure> = checks.iter().filter_map(|c| one(c, ws, result)).collect();
+    if let Some(slot) = &ran.stopped_at {
+        let exit = ran.exit.map_or("a signal".to_string(), |c| c.to_string());
+        failed.insert(
+            0,
+            Failure {
+                label: format!("slot {slot} stopped"),
+                detail: format!("the run for slot {slot} did not end done (exit {exit}); the later slots did not run"),
+            },
+        );
+    }
+    failed
 }
 
 fn fail(label: String, detail: String) -> Option<Failure> {
@@ -121,6 +132,11 @@ fn matches(m: &Matcher, text: &str) -> Option<(&'static str, String)> {
     for want in m.contains.iter().flat_map(|c| &c.0) {
         if !text.contains(want.as_str()) {
             return Some(("contains", format!("wanted text containing {want:?}, found {:?}", cut(text))));
+        }
+    }
+    for unwanted in m.lacks.iter().flat_map(|c| &c.0) {
+        if text.contains(unwanted.as_str()) {
+            return Some(("lacks", format!("wanted text without {unwanted:?}, found {:?}", cut(text))));
         }
     }
     if let Some(pattern) = &m.regex {

@@ -18,7 +18,12 @@ use suite::{Model, Suite};
 use trial::{Job, Ran};
 
 /// The bundled suites (`--builtin NAME`).
-const BUILTIN: &[(&str, &str)] = &[("smoke", include_str!("smoke.yaml"))];
+const BUILTIN: &[(&str, &str)] = &[
+    ("smoke", include_str!("smoke.yaml")),
+    // A suite for each bundled skill that needs no network.
+    ("digest", include_str!("digest.yaml")),
+    ("critique", include_str!("critique.yaml")),
+];
 
 /// Run a suite of goals with checks over models and trials: which cases still pass.
 ///
@@ -51,7 +56,8 @@ pub struct EvalArgs {
     /// The suite file (YAML), or - for stdin.
     #[arg(value_name = "SUITE", required_unless_present = "builtin", conflicts_with = "builtin")]
     pub suite: Option<String>,
-    /// A bundled suite instead of a file: smoke.
+    /// A bundled suite instead of a file: smoke (five small goals), digest (the daily-digest
+    /// skill over three mornings), critique (the critique skill).
     #[arg(long, value_name = "NAME")]
     pub builtin: Option<String>,
     /// Print the suite's text (with --builtin: the bundled file, to copy) and run nothing.
@@ -92,7 +98,7 @@ fn read_suite(args: &EvalArgs) -> Result<(String, String, Utf8PathBuf, String)> 
     if let Some(name) = &args.builtin {
         let Some((_, text)) = BUILTIN.iter().find(|(n, _)| n == name) else {
             let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-            return Err(Error::usage(format!("--builtin: no bundled suite `{name}`; there is {}", names.join(", "))));
+            return Err(Error::usage(format!("--builtin: no bundled suite `{name}`; there are {}", names.join(", "))));
         };
         return Ok((text.to_string(), format!("builtin:{name}"), here, name.clone()));
     }
@@ -234,7 +240,12 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Res
             for trial in 1..=n {
                 let rel = Utf8PathBuf::from(&case.slug).join(model.label());
                 let replay = args.replay.as_ref().map(|d| d.join(&rel).join(format!("{trial}.jsonl")));
-                if let Some(r) = replay.as_ref().filter(|r| !r.is_file()) {
+                // A case with slots has a recording per slot (`TRIAL.SLOT.jsonl`).
+                let first = |r: &Utf8PathBuf| match case.slots.first() {
+                    Some(s) => r.with_extension(format!("{}.jsonl", s.name)),
+                    None => r.clone(),
+                };
+                if let Some(r) = replay.as_ref().map(first).filter(|r| !r.is_file()) {
                     return Err(Error::usage(format!(
                         "--replay: no recording {r} for case `{}` trial {trial}",
                         case.name

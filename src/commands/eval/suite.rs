@@ -139,6 +139,29 @@ struct CaseFile {
     timeout: Option<Seconds>,
     script: Option<Value>,
     budgets: Option<Budgets>,
+    /// The case's goal run once per slot, in order, in the same workspace (a scheduled job's
+    /// mornings): each a `run --slot` that carries what the one before left.
+    #[serde(default)]
+    slots: Vec<SlotFile>,
+}
+
+/// One slot of a case: its name (`run --slot`), the files written before its run (over those
+/// already there), and the scripted model's answers for its run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlotFile {
+    slot: String,
+    #[serde(default)]
+    files: Seeds,
+    script: Option<Value>,
+}
+
+/// A slot of a case, ready to run.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub name: String,
+    pub files: Vec<(String, String)>,
+    pub script: Option<Script>,
 }
 
 /// A duration as `--timeout` takes it (`90s`, `10m`), or a number of seconds.
@@ -292,6 +315,8 @@ pub struct Case {
     pub max_cost_usd: Option<f64>,
     pub timeout: Option<String>,
     pub script: Option<Script>,
+    /// The slots the goal runs for, in order (none: one run).
+    pub slots: Vec<Slot>,
 }
 
 /// A suite ready to run.
@@ -403,16 +428,8 @@ fn case(
     let rate = c.pass_rate.unwrap_or(suite_rate);
     check_rate(rate).map_err(|m| format!("pass_rate: {m}"))?;
     check_trials(c.trials).map_err(|m| format!("trials: {m}"))?;
-    for path in c.files.0.keys() {
-        if !inside(path) {
-            return Err(format!(
-                "files: `{path}` must be a relative path that stays inside the workspace (no `..`, no leading `/`)"
-            ));
-        }
-        if let Some(under) = c.files.0.keys().find(|o| o.starts_with(&format!("{path}/"))) {
-            return Err(format!("files: `{path}` is a file and the folder of `{under}`"));
-        }
-    }
+    seeds_inside(&c.files, "files")?;
+    let slots = slots_of(c.slots, dir)?;
     let mut checks = c.checks.0;
     if checks.is_empty() {
         checks.push(Check::Stop(super::checks_de::Stops(vec!["done".into()])));
@@ -456,7 +473,43 @@ fn case(
         max_cost_usd: s.max_cost_usd,
         timeout: s.timeout.map(|Seconds(t)| t),
         script: script_of(s.script, dir)?,
+        slots,
     })
+}
+
+/// Every seeded path relative and inside the workspace, and no file also a folder.
+fn seeds_inside(files: &Seeds, key: &str) -> std::result::Result<(), String> {
+    for path in files.0.keys() {
+        if !inside(path) {
+            return Err(format!(
+                "{key}: `{path}` must be a relative path that stays inside the workspace (no `..`, no leading `/`)"
+            ));
+        }
+        if let Some(under) = files.0.keys().find(|o| o.starts_with(&format!("{path}/"))) {
+            return Err(format!("{key}: `{path}` is a file and the folder of `{under}`"));
+        }
+    }
+    Ok(())
+}
+
+/// A case's slots, each named as `run --slot` takes a name (letters, digits, `.`, `_`, `-`),
+/// none twice.
+fn slots_of(slots: Vec<SlotFile>, dir: &Utf8Path) -> std::result::Result<Vec<Slot>, String> {
+    let mut out: Vec<Slot> = Vec::new();
+    for (i, s) in slots.into_iter().enumerate() {
+        let key = format!("slots[{i}]");
+        let name = s.slot.trim().to_string();
+        if name.is_empty() || slug(&name).as_deref() != Some(name.as_str()) {
+            return Err(format!("{key}.slot: `{}` is no slot name (letters, digits, `.`, `_`, `-`)", s.slot));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(format!("{key}.slot: `{name}` is named twice"));
+        }
+        seeds_inside(&s.files, &format!("{key}.files"))?;
+        let files = s.files.0.into_iter().map(|(k, v)| (k, file_text(v))).collect();
+        out.push(Slot { name, files, script: script_of(s.script, dir).map_err(|m| format!("{key}.{m}"))? });
+    }
+    Ok(out)
 }
 
 /// What a seeded file holds: its text as written; a number or `true` as written; a map or a

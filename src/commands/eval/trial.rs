@@ -35,14 +35,50 @@ pub struct Ran {
     pub result: Option<Value>,
     /// Why there is no result: the last line of the run's stderr, or why it could not start.
     pub note: String,
+    /// The slot whose run did not end done, ending the trial before its later slots.
+    pub stopped_at: Option<String>,
 }
 
 /// Seeds the workspace and runs the trial; a trial that cannot start is a failed trial.
 pub fn run(g: &Global, case: &Case, model: &Model, job: &Job) -> Ran {
-    match prepare(case, job).and_then(|extra| launch(g, case, model, job, &extra)) {
-        Ok(ran) => ran,
-        Err(e) => Ran { note: e.message, ..Ran::default() },
+    let ran = prepare(case, job).and_then(|extra| match case.slots.is_empty() {
+        true => launch(g, case, model, job, &extra, None),
+        false => slots(g, case, model, job, extra.context),
+    });
+    ran.unwrap_or_else(|e| Ran { note: e.message, ..Ran::default() })
+}
+
+/// A case with slots: its goal run once per slot, in order, in the one workspace, each slot's
+/// files written over what is there first. The first run that does not end done ends the
+/// trial; what the trial left is the last run's, its time all of theirs. Each slot keeps its
+/// command line and output in `TRIAL.run/slot-NAME/`, and its recording (`--record`) as
+/// `TRIAL.SLOT.jsonl`.
+fn slots(g: &Global, case: &Case, model: &Model, job: &Job, context: Option<Utf8PathBuf>) -> Result<Ran> {
+    let mut seconds = 0.0;
+    let mut last = Ran::default();
+    for slot in &case.slots {
+        for (path, content) in &slot.files {
+            agentloop_io::fs::write_in(&job.ws, Utf8Path::new(path), content.as_bytes())?;
+        }
+        let per_slot = |p: &Utf8PathBuf| p.with_extension(format!("{}.jsonl", slot.name));
+        let slot_job = Job {
+            side: job.side.join(format!("slot-{}", slot.name)),
+            record: job.record.as_ref().map(per_slot),
+            replay: job.replay.as_ref().map(per_slot),
+            ..job.clone()
+        };
+        agentloop_io::fs::create_dir_all(&slot_job.side)?;
+        let script = script_file(&slot_job, slot.script.as_ref().or(case.script.as_ref()))?;
+        let extra = Extra { context: context.clone(), script };
+        last = launch(g, case, model, &slot_job, &extra, Some(&slot.name))?;
+        seconds += last.seconds;
+        if last.exit != Some(0) {
+            last.stopped_at = (slot.name != case.slots[case.slots.len() - 1].name).then(|| slot.name.clone());
+            break;
+        }
     }
+    last.seconds = seconds;
+    Ok(last)
 }
 
 /// The files a trial's command line names besides the workspace: its context and script.
@@ -68,17 +104,7 @@ fn prepare(case: &Case, job: &Job) -> Result<Extra> {
         }
         None => None,
     };
-    let script = match (&job.replay, &case.script) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(Script::File(p))) => Some(p.clone()),
-        (None, Some(Script::Inline(v))) => {
-            // JSON is YAML: the scripted model reads it as written.
-            let p = job.side.join("script.yaml");
-            agentloop_io::fs::write_atomic(&p, agentloop_types::json::to_string_pretty(v).as_bytes())?;
-            Some(p)
-        }
-        (None, None) => None,
-    };
+    let script = if case.slots.is_empty() { script_file(job, case.script.as_ref())? } else { None };
     if let Some(r) = &job.record {
         if let Some(parent) = r.parent() {
             agentloop_io::fs::create_dir_all(parent)?;
@@ -91,8 +117,24 @@ fn prepare(case: &Case, job: &Job) -> Result<Extra> {
     Ok(Extra { context, script })
 }
 
+/// The scripted model's file for a run: the recording it replays, the suite's file, or the
+/// answers written in place, saved beside the trial.
+fn script_file(job: &Job, script: Option<&Script>) -> Result<Option<Utf8PathBuf>> {
+    Ok(match (&job.replay, script) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(Script::File(p))) => Some(p.clone()),
+        (None, Some(Script::Inline(v))) => {
+            // JSON is YAML: the scripted model reads it as written.
+            let p = job.side.join("script.yaml");
+            agentloop_io::fs::write_atomic(&p, agentloop_types::json::to_string_pretty(v).as_bytes())?;
+            Some(p)
+        }
+        (None, None) => None,
+    })
+}
+
 /// The command line of a trial: the user's global flags, the case's own settings over them.
-fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> Vec<String> {
+fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra, slot: Option<&str>) -> Vec<String> {
     let mut v: Vec<String> = vec!["--color".into(), "never".into(), "-w".into(), job.ws.to_string()];
     let mut opt = |flag: &str, value: Option<String>| {
         if let Some(value) = value {
@@ -138,6 +180,10 @@ fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> Vec
         v.push("--context".into());
         v.push(p.to_string());
     }
+    if let Some(slot) = slot {
+        v.push("--slot".into());
+        v.push(slot.into());
+    }
     v
 }
 
@@ -150,9 +196,9 @@ fn env_of(case: &Case) -> Vec<(String, String)> {
         .collect()
 }
 
-fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> Result<Ran> {
+fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra, slot: Option<&str>) -> Result<Ran> {
     let exe = std::env::current_exe().map_err(|e| Error::failure(format!("cannot find this program: {e}")))?;
-    let args = argv(g, case, model, job, extra);
+    let args = argv(g, case, model, job, extra, slot);
     let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
     let env = env_of(case);
     let env_shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={} ", shell_word(v))).collect();
@@ -192,7 +238,7 @@ fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra) -> R
         .or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("")
         .to_string();
-    Ok(Ran { exit: status.code(), seconds, result, note })
+    Ok(Ran { exit: status.code(), seconds, result, note, stopped_at: None })
 }
 
 /// A word as a POSIX shell reads it back.
