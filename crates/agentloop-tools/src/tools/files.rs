@@ -25,7 +25,7 @@ pub struct FileRead;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReadArgs {
-    /// File path relative to the workspace, e.g. artifacts/page.md
+    /// File path relative to the workspace
     #[schemars(length(min = 1))]
     path: String,
     /// First line to read, counting from 1
@@ -147,7 +147,8 @@ pub struct FileWrite;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileWriteArgs {
-    /// File path relative to the workspace, e.g. answer.txt or artifacts/report.md
+    // No example name here: a small model copies one as the path of every file it reads.
+    /// File path relative to the workspace
     #[schemars(length(min = 1))]
     path: String,
     /// Text to write
