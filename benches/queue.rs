@@ -7,6 +7,10 @@
 //! Each round enqueues `RUNS_PER_WORKER × N` runs once its workers are listening and measures
 //! until the last outcome is published. Prints a table and exits non-zero when a target is
 //! missed.
+//!
+//! Lanes: `QUEUE_LANES=1,8,16,32,64` measures those numbers of runs at once instead, each round
+//! with as many workers as `QUEUE_CONCURRENCY` lanes each take (default 8: 32 lanes are 4
+//! workers × `--concurrency 8`), the curve ARCHITECTURE.md records.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -92,9 +96,12 @@ fn redis(dir: &std::path::Path) -> Option<(Killed, String)> {
     Some((Killed(vec![child]), url))
 }
 
-/// One round (named `tag`): `n` workers, `RUNS_PER_WORKER × n` runs; returns runs per minute.
-fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, n: usize) -> f64 {
-    let n = n.max(1);
+/// One round (named `tag`): `lanes` runs at once, by workers of `per` lanes each (the last
+/// takes the rest), `RUNS_PER_WORKER × lanes` runs; returns runs per minute.
+fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, lanes: usize, per: usize) -> f64 {
+    let lanes = lanes.max(1);
+    let per = per.clamp(1, lanes);
+    let n = lanes.div_ceil(per);
     let root = dir.join(format!("root-{tag}"));
     std::fs::create_dir_all(&root).unwrap();
     let cfg = format!("llm:\n  provider: openai\n  base_url: {model}\n  model: fake\n  attempts: 1\n");
@@ -111,6 +118,7 @@ fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, n: usize) ->
             .env("XDG_CONFIG_HOME", dir.join("xdg"))
             .env("XDG_CACHE_HOME", dir.join("cache"))
             .args(["worker", "--redis", url, "--streams", &prefix, "--consumer", &format!("w{i}")])
+            .args(["--concurrency", &per.min(lanes - i * per).to_string()])
             .arg("--root")
             .arg(&root)
             .stdin(Stdio::null())
@@ -127,7 +135,7 @@ fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, n: usize) ->
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-    let runs = RUNS_PER_WORKER * n;
+    let runs = RUNS_PER_WORKER * lanes;
     let start = Instant::now();
     for i in 0..runs {
         let req = json!({"goal": format!("answer {i}")}).to_string();
@@ -152,14 +160,23 @@ fn main() {
         return;
     };
     let model = fake_model();
+    // `QUEUE_LANES`: runs at once, `QUEUE_CONCURRENCY` of them to a worker; else 1, 2, 4, 8
+    // workers of one lane each.
+    let lanes: Option<Vec<usize>> =
+        std::env::var("QUEUE_LANES").ok().map(|l| l.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let per: usize = std::env::var("QUEUE_CONCURRENCY").ok().and_then(|c| c.parse().ok()).unwrap_or(8);
+    let (counts, per, what) = match lanes {
+        Some(l) if !l.is_empty() => (l, per, "lanes"),
+        _ => (WORKERS.to_vec(), 1, "workers"),
+    };
     println!("agentloop worker: runs per minute, model answering after {} ms", LATENCY.as_millis());
-    println!("{:>8} {:>6} {:>12} {:>9} {:>8}", "workers", "runs", "runs/min", "speedup", "target");
+    println!("{what:>8} {:>6} {:>12} {:>9} {:>8}", "runs", "runs/min", "speedup", "target");
     // A round nobody counts first: the binary and the filesystem warm up.
-    round(dir.path(), &url, &model, 0, 2);
+    round(dir.path(), &url, &model, 0, 2, 1);
     let mut base = 0.0;
     let mut missed = Vec::new();
-    for n in WORKERS {
-        let rate = round(dir.path(), &url, &model, n, n);
+    for n in counts {
+        let rate = round(dir.path(), &url, &model, n, n, per);
         if n == 1 {
             base = rate;
         }
@@ -177,7 +194,7 @@ fn main() {
         }
     }
     if !missed.is_empty() {
-        eprintln!("queue bench: below 0.85 × N with {missed:?} workers");
+        eprintln!("queue bench: below 0.85 × N with {missed:?} {what}");
         std::process::exit(1);
     }
 }
