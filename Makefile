@@ -106,7 +106,8 @@ demo: build
 ## prompt tokens of a 31-step run and what a prefix cache would not cover (beside llm's and
 ## smolagents' figures), trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
 ## from the cache and cold server starts (benches/mcp.rs); runs per minute of 1, 2, 4 and 8
-## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server);
+## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server;
+## QUEUE_LANES=1,8,16,32,64 measures lanes instead, QUEUE_CONCURRENCY of them to a worker);
 ## steps and prompt tokens a skill learned from day 1's run saves day 2 (benches/learn.rs)
 bench:
 	$(CARGO) bench --locked --bench loop
