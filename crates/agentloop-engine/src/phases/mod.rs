@@ -228,17 +228,14 @@ impl<'a> Env<'a> {
     /// call (and a reframe's), has nothing to share a prefix with and sends its own tool alone:
     /// carrying it in every later call would cost more than it saves. Without prefix sharing,
     /// the phase's own alone.
-    /// A fused call ([`fused`]) sends the same two and its own after them: a run switches
-    /// between fused calls and Plan calls (a model that leaves the plan half out of a fused
-    /// answer is asked for the plan alone), and a server that prints the tools first (a
-    /// llama.cpp chat template, Anthropic's cache, which hashes the tools first) would
-    /// otherwise lose the whole prefix at every switch.
+    /// A fused call ([`fused`]) sends its own tool alone too: it is every call of a fused run but
+    /// the first Plan, so it is the prefix those calls share.
     pub fn answer_tools(
         &self,
         phase: &agentloop_model::model::ToolDef,
         state: &State,
     ) -> Result<Vec<agentloop_model::model::ToolDef>> {
-        if !shared_prefix(self.cfg) || phase.name == "frame_answer" {
+        if !shared_prefix(self.cfg) || phase.name == "frame_answer" || phase.name == crate::contract::FUSED_TOOL {
             return Ok(vec![phase.clone()]);
         }
         let plan = self.fixed_tools.get_or_init(|| vec![self.plan_tool(state)]);
