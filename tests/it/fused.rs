@@ -205,6 +205,19 @@ fn a_model_server_is_asked_reflect_and_the_next_plan_in_one_call_by_default() {
     let out = server_run(&t, &s.url, &["--record", "rec.jsonl"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(forced(&s), ["frame_answer", "plan_answer", "reflect_plan_answer", "reflect_plan_answer"]);
+    // A local server caches the prompt's prefix and its template prints the tools first: the
+    // Plan call of a fused run sends the fused tool first, byte for byte as the fused calls
+    // send it alone, so a switch between the two keeps that part of the prefix.
+    let tools = |i: usize| -> Vec<String> {
+        let b = s.request(i).json();
+        b["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(tools(1), ["reflect_plan_answer", "plan_answer"]);
+    assert_eq!(
+        (tools(2), tools(3)),
+        (vec!["reflect_plan_answer".to_string()], vec!["reflect_plan_answer".to_string()])
+    );
+    assert_eq!(s.request(1).json()["tools"][0], s.request(2).json()["tools"][0]);
     let trace = t.trace();
     let fused: Vec<&Value> = trace.iter().filter(|e| e["data"]["fused"] == true).collect();
     assert_eq!(

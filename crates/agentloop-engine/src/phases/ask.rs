@@ -72,6 +72,8 @@ pub fn ask_checked<T: DeserializeOwned>(
     if let Some((budget, reason)) = budget_exceeded(state) {
         return Err(AskError::Budget(budget, reason));
     }
+    // The model first: whether the run is fused (a model decides under `auto`) shapes the tools.
+    env.model(state).map_err(AskError::Other)?;
     let mut req = request(env, state, phase, catalog, prompt, &tool).map_err(AskError::Other)?;
     let prompt_bytes = req.prompt_bytes();
     let watch = agentloop_types::clock::Stopwatch::start();

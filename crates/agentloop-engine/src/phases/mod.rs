@@ -229,7 +229,11 @@ impl<'a> Env<'a> {
     /// carrying it in every later call would cost more than it saves. Without prefix sharing,
     /// the phase's own alone.
     /// A fused call ([`fused`]) sends its own tool alone too: it is every call of a fused run but
-    /// the first Plan, so it is the prefix those calls share.
+    /// the Plan calls, so it is the prefix those calls share. A Plan call of a fused run (the
+    /// first, and one after a fused answer that left its plan half out, as small models often
+    /// do) sends the fused tool first and its own after it, so a server that reads the tools
+    /// first keeps the fused tool's part of the prefix at each switch; only those calls carry
+    /// the extra tool.
     pub fn answer_tools(
         &self,
         phase: &agentloop_model::model::ToolDef,
@@ -237,6 +241,10 @@ impl<'a> Env<'a> {
     ) -> Result<Vec<agentloop_model::model::ToolDef>> {
         if !shared_prefix(self.cfg) || phase.name == "frame_answer" || phase.name == crate::contract::FUSED_TOOL {
             return Ok(vec![phase.clone()]);
+        }
+        if phase.name == "plan_answer" && self.fused_run() {
+            let n = self.read_memory()?.1.dod.len();
+            return Ok(vec![self.fused_tool(state, n), phase.clone()]);
         }
         let plan = self.fixed_tools.get_or_init(|| vec![self.plan_tool(state)]);
         let reflect = if phase.name == "reflect_answer" {
@@ -258,6 +266,18 @@ impl<'a> Env<'a> {
             tools.push(phase.clone());
         }
         Ok(tools)
+    }
+
+    /// Whether this environment drives a fused run, as [`Env::fuses`] decides it, once the model
+    /// is built (before, not: nothing was asked fused yet).
+    fn fused_run(&self) -> bool {
+        use agentloop_config::config::FusePhases;
+        self.fuse
+            && match self.cfg.llm.fuse_phases {
+                FusePhases::On => true,
+                FusePhases::Off => false,
+                FusePhases::Auto => self.model.as_ref().is_some_and(|m| m.fuses_by_default()),
+            }
     }
 
     /// Whether this run's Reflect asks with the next Plan ([`fused`]): `llm.fuse_phases`, with
