@@ -108,7 +108,7 @@ pub const POLICY: &[(&str, Rule)] = &[
     ("llm.cache", Rule::Trusted(None)),
     ("llm.context_window", Rule::Trusted(None)),
     ("llm.fuse_phases", Rule::Trusted(None)),
-    ("llm.stream", Rule::Own(|_, j| workspace_only(j, || Ok(())))),
+    ("llm.stream", Rule::Own(own_setting)),
     ("llm.tool_messages", Rule::Trusted(None)),
     ("prices.*", Rule::Trusted(None)),
     // The tools: fewer, smaller, nearer.
@@ -184,11 +184,11 @@ pub const POLICY: &[(&str, Rule)] = &[
     ("dream.curiosity.max_cost_usd", Rule::AtMost(|c| Some(c.dream.curiosity.max_cost_usd.unwrap_or(0.0)))),
     ("modes.auto", Rule::OffOnly),
     // A workspace's own log.
-    ("logging.level", Rule::Own(|_, j| workspace_only(j, || Ok(())))),
+    ("logging.level", Rule::Own(own_setting)),
     ("logging.file", Rule::Own(log_file)),
-    ("logging.format", Rule::Own(|_, j| workspace_only(j, || Ok(())))),
-    ("logging.max_bytes", Rule::Own(|_, j| workspace_only(j, || Ok(())))),
-    ("logging.keep", Rule::Own(|_, j| workspace_only(j, || Ok(())))),
+    ("logging.format", Rule::Own(own_setting)),
+    ("logging.max_bytes", Rule::Own(own_setting)),
+    ("logging.keep", Rule::Own(own_setting)),
     // The doors: the user's own, but for a step's shorter wait.
     ("handle.tool_retries", Rule::Trusted(None)),
     ("handle.runs_dir", Rule::Trusted(None)),
@@ -325,6 +325,12 @@ fn within(want: &[String], have: &[String], j: &Judge) -> Verdict {
 
 fn number_or_null(v: &Value) -> Verdict {
     (v.is_number() || v.is_null()).then_some(()).ok_or_else(|| "must be a number".into())
+}
+
+/// A setting of a workspace's own (its log's level, whether its calls stream): any value, from
+/// its own configuration only.
+fn own_setting(_: &Value, j: &Judge) -> Verdict {
+    workspace_only(j, || Ok(()))
 }
 
 /// What only a workspace's own configuration may set (a file in it, its log's level): a request

@@ -179,13 +179,16 @@ pub fn redact_tool_output(text: &str) -> String {
     // The dumped assignments are found in the dump as the program printed it: a known secret
     // hidden first changes the dump's shape, and the unknown value beside it would be missed.
     // Redaction keeps the lines, so the lines found are hidden in what it returns.
+    // Redaction makes no assignment, so text with none dumped is scanned for dumps once.
     let found = dumps::dumped_assignment_lines(text);
-    let mut r = redact(text);
-    if let Some(marked) = found.filter(|m| m.len() == r.split_inclusive('\n').count()) {
-        r = dumps::mask_lines(&r, &marked);
-    }
+    let r = redact(text);
+    let r = match found {
+        Some(marked) if marked.len() == r.split_inclusive('\n').count() => dumps::mask_lines(&r, &marked),
+        Some(_) => mask_dumped_assignments(&r),
+        None => r,
+    };
     // Dumps before the rest: masking a value in a dump's text column would change its shape.
-    mask_assignments(&mask_wide_assignments(&mask_dumped_assignments(&r)))
+    mask_assignments(&mask_wide_assignments(&r))
 }
 
 /// [`mask_assignments`] for text in UTF-16 (`iconv -t UTF-16 .env`): read past its NULs.

@@ -242,7 +242,7 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Res
                 let replay = args.replay.as_ref().map(|d| d.join(&rel).join(format!("{trial}.jsonl")));
                 // A case with slots has a recording per slot (`TRIAL.SLOT.jsonl`).
                 let first = |r: &Utf8PathBuf| match case.slots.first() {
-                    Some(s) => r.with_extension(format!("{}.jsonl", s.name)),
+                    Some(s) => trial::slot_recording(r, &s.name),
                     None => r.clone(),
                 };
                 if let Some(r) = replay.as_ref().map(first).filter(|r| !r.is_file()) {

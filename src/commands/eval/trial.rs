@@ -56,11 +56,11 @@ pub fn run(g: &Global, case: &Case, model: &Model, job: &Job) -> Ran {
 fn slots(g: &Global, case: &Case, model: &Model, job: &Job, context: Option<Utf8PathBuf>) -> Result<Ran> {
     let mut seconds = 0.0;
     let mut last = Ran::default();
-    for slot in &case.slots {
+    for (i, slot) in case.slots.iter().enumerate() {
         for (path, content) in &slot.files {
             agentloop_io::fs::write_in(&job.ws, Utf8Path::new(path), content.as_bytes())?;
         }
-        let per_slot = |p: &Utf8PathBuf| p.with_extension(format!("{}.jsonl", slot.name));
+        let per_slot = |p: &Utf8PathBuf| slot_recording(p, &slot.name);
         let slot_job = Job {
             side: job.side.join(format!("slot-{}", slot.name)),
             record: job.record.as_ref().map(per_slot),
@@ -73,7 +73,7 @@ fn slots(g: &Global, case: &Case, model: &Model, job: &Job, context: Option<Utf8
         last = launch(g, case, model, &slot_job, &extra, Some(&slot.name))?;
         seconds += last.seconds;
         if last.exit != Some(0) {
-            last.stopped_at = (slot.name != case.slots[case.slots.len() - 1].name).then(|| slot.name.clone());
+            last.stopped_at = (i + 1 < case.slots.len()).then(|| slot.name.clone());
             break;
         }
     }
@@ -115,6 +115,11 @@ fn prepare(case: &Case, job: &Job) -> Result<Extra> {
         }
     }
     Ok(Extra { context, script })
+}
+
+/// A slot's recording beside its trial's (`TRIAL.jsonl` → `TRIAL.SLOT.jsonl`).
+pub fn slot_recording(trial: &Utf8Path, slot: &str) -> Utf8PathBuf {
+    trial.with_extension(format!("{slot}.jsonl"))
 }
 
 /// The scripted model's file for a run: the recording it replays, the suite's file, or the

@@ -268,8 +268,8 @@ impl<'a> Env<'a> {
         Ok(tools)
     }
 
-    /// Whether this environment drives a fused run, as [`Env::fuses`] decides it, once the model
-    /// is built (before, not: nothing was asked fused yet).
+    /// Whether this environment drives a fused run: [`Env::fuses`] without building the model
+    /// (not built yet under `auto`: nothing was asked fused yet).
     fn fused_run(&self) -> bool {
         use agentloop_config::config::FusePhases;
         self.fuse
@@ -284,14 +284,11 @@ impl<'a> Env<'a> {
     /// `auto` resolved by the model (every provider but a scripted model whose script is written
     /// per phase). A model that cannot be built here is not fused: the Reflect call reports why.
     pub fn fuses(&mut self, state: &State) -> bool {
-        if !self.fuse {
-            return false;
+        if self.fuse && self.cfg.llm.fuse_phases == agentloop_config::config::FusePhases::Auto {
+            // Built here so the model can decide; one that cannot be built is not fused.
+            let _ = self.model(state);
         }
-        match self.cfg.llm.fuse_phases {
-            agentloop_config::config::FusePhases::On => true,
-            agentloop_config::config::FusePhases::Off => false,
-            agentloop_config::config::FusePhases::Auto => self.model(state).is_ok_and(|m| m.fuses_by_default()),
-        }
+        self.fused_run()
     }
 
     /// The fused call's answer tool ([`crate::contract::fused_tool`]) for a Definition of Done of
