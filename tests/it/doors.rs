@@ -32,24 +32,24 @@ struct Ended {
     result: Option<Value>,
     runs_left: usize,
     answer: String,
-    /// The data of the run's `run.started` trace entry (null without a run).
-    started: Value,
+    /// The run's trace entries (none without a run).
+    trace: Vec<Value>,
 }
 
-/// The data of the `run.started` entry in the trace of the run folder `dir`.
-fn started_in(t: &T, dir: &str) -> Value {
+/// The entries of the trace of the run folder `dir`.
+fn trace_in(t: &T, dir: &str) -> Vec<Value> {
     let trace = std::fs::read_to_string(t.path(&format!("{dir}/trace.jsonl"))).unwrap_or_default();
-    trace
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|e| e["event"] == "run.started")
-        .map(|e| e["data"].clone())
-        .unwrap_or(Value::Null)
+    trace.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect()
 }
 
 impl Ended {
     fn stop(&self) -> Option<&str> {
         self.result.as_ref().and_then(|r| r["stop"].as_str())
+    }
+
+    /// The data of the run's `run.started` entry (null without a run).
+    fn started(&self) -> Value {
+        self.trace.iter().find(|e| e["event"] == "run.started").map(|e| e["data"].clone()).unwrap_or(Value::Null)
     }
 }
 
@@ -138,7 +138,16 @@ fn budget_flags(budgets: &serde_json::Map<String, Value>) -> Vec<String> {
 
 /// Runs `script` for `ask` through `door`, in a folder of its own.
 fn through(door: Door, script: &str, ask: &Ask) -> Ended {
+    through_with(door, script, ask, &[])
+}
+
+/// [`through`], with `files` (path → text) written in the CLI's workspace and the root alike.
+fn through_with(door: Door, script: &str, ask: &Ask, files: &[(&str, &str)]) -> Ended {
     let (t, config, budgets) = scene(script, ask);
+    for (path, text) in files {
+        t.write(&format!("ws/{path}"), text);
+        t.write(&format!("root/{path}"), text);
+    }
     match door {
         Door::Cli => {
             t.write("ws/agentloop.yaml", &config);
@@ -154,7 +163,7 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                 result,
                 runs_left: usize::from(t.exists("ws/state.json")),
                 answer: format!("exit {:?}: {}", out.status.code(), stderr(&out)),
-                started: started_in(&t, "ws"),
+                trace: trace_in(&t, "ws"),
             }
         }
         Door::Http => {
@@ -170,7 +179,7 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                     result: None,
                     runs_left: runs_under(&t),
                     answer: format!("{} {}", r.status, r.body),
-                    started: Value::Null,
+                    trace: Vec::new(),
                 };
             }
             let id = r.json()["run_id"].as_str().unwrap().to_string();
@@ -180,7 +189,7 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                 result: Some(t.json(&path)),
                 runs_left: runs_under(&t),
                 answer: format!("{} {}", r.status, r.body),
-                started: started_in(&t, &format!("root/runs/{id}")),
+                trace: trace_in(&t, &format!("root/runs/{id}")),
             }
         }
         Door::Queue => {
@@ -189,7 +198,7 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                     result: None,
                     runs_left: 0,
                     answer: "skipped: no redis-server".into(),
-                    started: Value::Null,
+                    trace: Vec::new(),
                 };
             };
             t.write("root/agentloop.yaml", &config);
@@ -213,8 +222,8 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
             });
             let dead = redis.entries("agentloop:dead");
             let answer = dead.first().map(|(_, f)| format!("dead-lettered: {f:?}")).unwrap_or_default();
-            let started = started_in(&t, "root/runs/parity-run");
-            Ended { result: t.exists(path).then(|| t.json(path)), runs_left: runs_under(&t), answer, started }
+            let trace = trace_in(&t, "root/runs/parity-run");
+            Ended { result: t.exists(path).then(|| t.json(path)), runs_left: runs_under(&t), answer, trace }
         }
         Door::Handle => {
             t.write("root/agentloop.yaml", &config);
@@ -233,8 +242,8 @@ fn through(door: Door, script: &str, ask: &Ask) -> Ended {
                 let runs = std::fs::read_dir(t.path("root/runs")).ok()?;
                 runs.filter_map(Result::ok).find(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into())
             });
-            let started = dir.map(|id| started_in(&t, &format!("root/runs/{id}"))).unwrap_or(Value::Null);
-            Ended { result, runs_left: runs_under(&t), answer: format!("exit {:?}: {v}", out.status.code()), started }
+            let trace = dir.map(|id| trace_in(&t, &format!("root/runs/{id}"))).unwrap_or_default();
+            Ended { result, runs_left: runs_under(&t), answer: format!("exit {:?}: {v}", out.status.code()), trace }
         }
     }
 }
@@ -362,13 +371,36 @@ fn the_models_verdict_that_let_a_task_through_is_kept_by_every_door() {
         if skipped(&e) {
             continue;
         }
-        assert_eq!(e.started["values"], json!(["honesty"]), "{door:?}: {} {}", e.started, e.answer);
+        let started = e.started();
+        assert_eq!(started["values"], json!(["honesty"]), "{door:?}: {started} {}", e.answer);
         assert_eq!(
-            e.started["values_judged"],
+            started["values_judged"],
             json!({"conflict": false, "value": null, "reason": "waiting deceives no one"}),
-            "{door:?}: {}",
-            e.started
+            "{door:?}: {started}"
         );
+    }
+}
+
+/// An agent profile that names no write folders writes its run's own `artifacts/` and `state/`
+/// through every door: in the run's folder, never the root's.
+#[test]
+fn an_agents_sandbox_takes_in_the_runs_own_folders_through_every_door() {
+    let ask = Ask { goal: "wait a while", budgets: json!({}), output_schema: None, config: "agent: digest\n" };
+    let script = format!(
+        "{FRAME}plan:\n  - answer: {{next_action: {{tool: file_write, args: {{path: artifacts/out.md, content: hi}}}}, rationale: write}}\n  - answer: {{next_action: {{tool: file_write, args: {{path: state/job.json, content: '{{}}'}}}}, rationale: keep}}\nreflect:\n  - answer: {{decision: continue, reason: next}}\n  - answer: {{decision: continue, reason: next}}\n"
+    );
+    for door in DOORS {
+        let e = through_with(door, &script, &ask, &[("agents/digest.yaml", "description: the digest\n")]);
+        if skipped(&e) {
+            continue;
+        }
+        let writes: Vec<(&str, &str)> = e
+            .trace
+            .iter()
+            .filter(|x| x["event"] == "act")
+            .map(|x| (x["args"]["path"].as_str().unwrap_or(""), x["result_status"].as_str().unwrap_or("")))
+            .collect();
+        assert_eq!(writes, [("artifacts/out.md", "ok"), ("state/job.json", "ok")], "{door:?}: {}", e.answer);
     }
 }
 
