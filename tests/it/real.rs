@@ -130,9 +130,10 @@ fn check_small_model_needs(t: &T, ws: &str, trace: &[Value]) {
             !error.contains("not a JSON object") || error.contains("cut off"),
             "{ws}: an answer the grammar allowed was refused: {error}"
         );
-        // Each answer within its phase's cap (llm.max_tokens 4096: plan half, the rest a quarter).
+        // Each answer within its call's cap (llm.max_tokens 4096: plan and a fused Reflect+Plan
+        // call half, the rest a quarter); a fused call's usage is on its reflect entry.
         if let (Some(phase), Some(out)) = (e["phase"].as_str(), e["usage"]["output_tokens"].as_u64()) {
-            let cap = if phase == "plan" { 2048 } else { 1024 };
+            let cap = if phase == "plan" || e["data"]["fused"] == true { 2048 } else { 1024 };
             let attempts = e["attempt"].as_u64().unwrap_or(1);
             if e["event"] != "run.finished" {
                 assert!(out <= cap * attempts, "{ws}: {phase} generated {out} tokens, over {attempts} × {cap}");
