@@ -180,6 +180,12 @@ fn token_run(shape: Shape) -> TokenCount {
     let dir = tempfile::tempdir().unwrap();
     run_once(dir.path(), Driver::Http(fake.addr), Some(&fake), shape);
     let bodies = fake.bodies.lock().unwrap().clone();
+    // BENCH_BODIES=FILE keeps the run's request bodies (JSON Lines) to read what a
+    // prompt is made of.
+    if let Ok(path) = std::env::var("BENCH_BODIES") {
+        let lines: Vec<String> = bodies.iter().map(|b| b.to_string()).collect();
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
     count_tokens(&bodies)
 }
 

@@ -464,3 +464,42 @@ fn the_prompt_names_no_skill_when_skill_read_is_not_offered() {
     assert!(transcript.contains("## Tools"), "{}: {transcript}", stderr(&out));
     assert!(!transcript.contains("skill_read"), "{transcript}");
 }
+
+/// `frame: goal`: Frame asks no model; the goal as given (whitespace folded) is the objective and
+/// the one Definition-of-Done item, which Reflect ticks with evidence like any other. A
+/// workspace the user has not trusted may not set it over the user's `model`.
+#[test]
+fn frame_goal_holds_the_run_to_the_goal_with_no_frame_call() {
+    let t = T::new();
+    t.write(
+        "script.yaml",
+        "plan:\n  - answer: {next_action: {tool: file_write, args: {path: hello.txt, content: hello}}}\n\
+         reflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}], decision: done, outcome: wrote hello.txt}\n",
+    );
+    t.write("lean.yaml", "frame: goal\n");
+    let goal = "Write a file hello.txt\n   containing the word hello.";
+    let out = t.al(&["--config", "lean.yaml", "--script", "script.yaml", "run", "--goal", goal]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mem = t.read("ws/memory.md");
+    assert!(mem.contains("## Definition of Done\n- [x] Write a file hello.txt containing the word hello."), "{mem}");
+    let frame = t.trace().into_iter().find(|e| e["event"] == "frame").unwrap();
+    assert_eq!(frame["data"]["from"], "goal", "{frame}");
+    assert!(frame.get("model").is_none() && frame.get("usage").is_none(), "no model was asked: {frame}");
+    // A tick without evidence is still refused: the goal is no easier to tick than an item.
+    t.write(
+        "script.yaml",
+        "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}}\n  - answer: {next_action: {tool: list_dir, args: {}}}\n\
+         reflect:\n  - answer: {satisfied: [{item: 1}], decision: done}\n  - answer: {decision: escalate, reason: stuck}\n",
+    );
+    let out = t.al(&["--config", "lean.yaml", "--script", "script.yaml", "run", "--force", "--goal", "x y"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(t.read("ws/memory.md").contains("- [ ] x y"));
+    // Untrusted, `goal` over the user's `model` widens; `model` is always taken.
+    t.write("ws/agentloop.yaml", "frame: goal\n");
+    let out = t.untrusted().args(["-w", "ws", "--script", "script.yaml", "run", "--force", "--goal", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`frame` (a Definition of Done of the goal alone"), "{}", stderr(&out));
+    t.write("ws/agentloop.yaml", "frame: model\n");
+    let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -67,6 +67,17 @@ pub fn values_check(v: &Value, base: &Config) -> std::result::Result<(), String>
     }
 }
 
+/// `frame`: a Definition of Done of the model's own items holds a run to more than the goal
+/// alone, so only `model` narrows a trusted `goal`.
+pub fn frame(v: &Value, base: &Config) -> std::result::Result<(), String> {
+    match serde_json::from_value::<agentloop_config::config::FrameFrom>(v.clone()) {
+        Ok(agentloop_config::config::FrameFrom::Model) => Ok(()),
+        Ok(_) if base.frame == agentloop_config::config::FrameFrom::Goal => Ok(()),
+        Ok(_) => Err("a Definition of Done of the goal alone holds a run to less than the model's items (only `model` narrows)".into()),
+        Err(_) => Err("must be `model` or `goal`".into()),
+    }
+}
+
 /// `memory.scope`: `workspace`, or `user` when the trusted scope already is.
 pub fn memory_scope(v: &Value, base: &Config) -> std::result::Result<(), String> {
     match serde_json::from_value::<agentloop_config::config::MemoryScope>(v.clone()) {

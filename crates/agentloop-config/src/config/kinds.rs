@@ -136,6 +136,19 @@ pub enum Structured {
     Auto,
 }
 
+/// `frame`: where the Definition of Done comes from — the model's Frame answer (3 to 7 items), or
+/// the goal itself as its one item, with no model call (for a small model that cannot break a
+/// goal down: it is held to the goal as written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameFrom {
+    /// Frame asks the model for the objective and its Definition of Done.
+    #[default]
+    Model,
+    /// The goal, as given, is the objective and the one item of the Definition of Done.
+    Goal,
+}
+
 /// `values_check`: how a new task is checked against the agent's `values` — by their
 /// `refuse_if` phrases alone, or also by one small model call that judges the task against each
 /// value's name and description.

@@ -43,6 +43,9 @@ pub struct Config {
     pub max_steps: u32,
     /// Most reframes before the run escalates.
     pub max_reframes: u32,
+    /// Where the Definition of Done comes from: `model` (Frame's answer) or `goal` (the goal
+    /// itself is its one item; Frame calls no model).
+    pub frame: FrameFrom,
     /// Wall-clock limit for one `run` invocation.
     pub timeout: Dur,
     /// Token budget (input + output, all phases) for the whole run; null = unlimited.
@@ -125,6 +128,7 @@ impl Default for Config {
         Config {
             max_steps: 20,
             max_reframes: 2,
+            frame: FrameFrom::Model,
             timeout: Dur::secs(1800),
             max_tokens: None,
             max_cost_usd: None,

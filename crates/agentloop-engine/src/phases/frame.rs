@@ -4,6 +4,7 @@
 
 use super::{account, ask, fail_phase, finish, Env, PhaseEnd};
 use crate::contract::{self, FrameAnswer};
+use agentloop_config::config::FrameFrom;
 use agentloop_types::error::Result;
 use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::markdown::{Item, Memory};
@@ -40,26 +41,33 @@ fn dod_items(list: &[String]) -> Vec<Item> {
 pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let reframing = state.reframe_reason.is_some();
     let (_, old) = env.read_memory()?;
-    let (prompt, shown) = prompt(env, state, &old)?;
-    // What a Definition of Done item must be (words, not a heading) is in the schema itself
-    // (`tool_spec::CHECKABLE_ITEM`), so a grammar keeps a model to it and no answer the schema
-    // admits is refused.
-    let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
-        Ok(a) => a,
-        Err(e) => return fail_phase(env, state, Phase::Frame, e),
+    let event = if reframing { Event::Reframe } else { Event::Frame };
+    let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event.clone());
+    let a = if env.cfg.frame == FrameFrom::Goal {
+        // `frame: goal`: the goal as given is the objective and its one item; no model call.
+        e.data = Some(json!({"from": "goal"}));
+        from_goal(state)
+    } else {
+        let (prompt, shown) = prompt(env, state, &old)?;
+        // What a Definition of Done item must be (words, not a heading) is in the schema itself
+        // (`tool_spec::CHECKABLE_ITEM`), so a grammar keeps a model to it and no answer the
+        // schema admits is refused.
+        let answer = match ask::<FrameAnswer>(env, state, "frame", "", prompt, contract::frame_tool(), &|_| {}) {
+            Ok(a) => a,
+            Err(e) => return fail_phase(env, state, Phase::Frame, e),
+        };
+        account(env, state, &mut e, &answer);
+        if !shown.is_empty() {
+            e.data = Some(json!({"memory_shown": shown}));
+        }
+        answer.value
     };
-    let a = &answer.value;
+    let a = &a;
     // Unsaid means yes: a model that framed the work but forgot the flag can go on.
     let can_proceed = a.can_proceed;
     let mut mem = new_memory(a, state, &old);
-    let event = if reframing { Event::Reframe } else { Event::Frame };
-    let mut e = Entry::new(&state.run_id, state.step, Phase::Frame, event.clone());
-    account(env, state, &mut e, &answer);
     e.decision = Some(if can_proceed { "proceed".into() } else { "cannot_proceed".into() });
     e.reason = state.reframe_reason.clone();
-    if !shown.is_empty() {
-        e.data = Some(json!({"memory_shown": shown}));
-    }
     let mut body = format!("Goal: {}\n\nDefinition of Done:\n", mem.goal);
     for i in &mem.dod {
         body.push_str(&format!("- {}\n", i.text));
@@ -98,6 +106,21 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     finish(env, state, &mut commit, StopKind::Escalated, &format!("cannot proceed: {question}"), None)?;
     env.commit(&commit)?;
     Ok(PhaseEnd::Stopped(StopKind::Escalated))
+}
+
+/// The frame of `frame: goal`: the goal as given, and the goal again as the one item of the
+/// Definition of Done (its whitespace folded to single spaces).
+fn from_goal(state: &State) -> FrameAnswer {
+    let goal = state.goal.split_whitespace().collect::<Vec<_>>().join(" ");
+    FrameAnswer {
+        goal: goal.clone(),
+        definition_of_done: vec![goal],
+        constraints: Vec::new(),
+        assumptions: Vec::new(),
+        can_proceed: true,
+        open_question: String::new(),
+        hypothesis: String::new(),
+    }
 }
 
 /// memory.md as the answer frames it; facts, the log and a person's own sections carry over.
