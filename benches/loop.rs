@@ -180,9 +180,9 @@ fn token_run(shape: Shape) -> TokenCount {
     let dir = tempfile::tempdir().unwrap();
     run_once(dir.path(), Driver::Http(fake.addr), Some(&fake), shape);
     let bodies = fake.bodies.lock().unwrap().clone();
-    // BENCH_BODIES=FILE keeps the run's request bodies (JSON Lines) to read what a
-    // prompt is made of.
-    if let Ok(path) = std::env::var("BENCH_BODIES") {
+    // BENCH_BODIES=FILE keeps the first token run's request bodies (JSON Lines: the default
+    // configuration, prefix-cached) to read what a prompt is made of.
+    if let Some(path) = std::env::var_os("BENCH_BODIES").filter(|p| !std::path::Path::new(p).exists()) {
         let lines: Vec<String> = bodies.iter().map(|b| b.to_string()).collect();
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }

@@ -800,11 +800,19 @@ fn cap_chars(s: &mut String, max: usize) {
     }
 }
 
-/// Mends `v` by the variant of a union whose tool it names; one naming none is left as it is.
+/// Mends `v` by the variant of a union whose tool it names (an action), or whose `decision` enum
+/// holds the one it gives, in any case (a lean reflection); one naming none is left as it is.
 fn mend_by_named_variant(alts: &[Value], v: &mut Value) {
     let tool = v.get("tool").and_then(Value::as_str).map(String::from);
+    let decision = v.get("decision").and_then(Value::as_str).map(str::to_ascii_lowercase);
     if let Some(alt) = alts.iter().find(|a| {
         a.pointer("/properties/tool/enum/0").and_then(Value::as_str).is_some_and(|n| Some(n) == tool.as_deref())
+    }) {
+        mend_value(alt, v);
+    } else if let Some(alt) = alts.iter().find(|a| {
+        a.pointer("/properties/decision/enum").and_then(Value::as_array).is_some_and(|e| {
+            e.iter().any(|d| d.as_str().is_some_and(|d| Some(d) == decision.as_deref()))
+        })
     }) {
         mend_value(alt, v);
     }

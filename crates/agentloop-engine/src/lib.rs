@@ -4,6 +4,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod contract;
+pub mod lean;
 pub mod lifecycle;
 pub mod narrow_value;
 pub mod output_schema;

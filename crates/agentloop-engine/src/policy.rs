@@ -175,6 +175,7 @@ pub const POLICY: &[(&str, Rule)] = &[
     ("stress.threshold", Rule::Trusted(None)),
     ("stress.decay_per_hour", Rule::Trusted(None)),
     ("values", Rule::Own(|v, j| keeps_values(v, &j.base.values, j.whose))),
+    ("prompts", Rule::Inert),
     ("frame", Rule::Own(|v, j| narrow_value::frame(v, j.base).map_err(Widens))),
     ("values_check", Rule::Own(|v, j| narrow_value::values_check(v, j.base).map_err(Widens))),
     ("dream.interests", Rule::Trusted(None)),

@@ -286,6 +286,21 @@ pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> Str
     out
 }
 
+/// The catalog of lean prompts (`prompts: lean`): the tools by name on one line (the answer
+/// schema carries what each takes) and, where `skill_read` is offered, each skill in a short
+/// line.
+pub fn lean(tools: &[&ToolSpec], skills: &SkillSet) -> String {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let mut out = format!("Tools: {}.\n", names.join(", "));
+    if offers_skill_read(tools) && !skills.skills.is_empty() {
+        out.push_str("Skills (skill_read opens one):\n");
+        for s in &skills.skills {
+            out.push_str(&format!("- {}: {}\n", s.name, first_sentence(s.description.trim(), 80)));
+        }
+    }
+    out
+}
+
 /// Whether `skill_read`, which opens a skill, is among the tools offered.
 fn offers_skill_read(tools: &[&ToolSpec]) -> bool {
     tools.iter().any(|t| t.name == "skill_read")

@@ -28,3 +28,11 @@ pub fn to_vec<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
 pub fn to_value<T: Serialize>(v: T) -> Value {
     serde_json::to_value(v).expect(WHY)
 }
+
+/// Adds `more`'s keys to the object `into` (a key both have takes `more`'s value); anything
+/// but two objects leaves `into` as it was.
+pub fn merge(into: &mut Value, more: Value) {
+    if let (Value::Object(a), Value::Object(b)) = (into, more) {
+        a.extend(b);
+    }
+}

@@ -149,6 +149,21 @@ pub enum FrameFrom {
     Goal,
 }
 
+/// `prompts`: the prompts and answer schemas each phase sends — in full, or lean for a small
+/// model on a local server (docs/MODELS.md, Small local models).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Prompts {
+    /// The files quoted whole, the catalog, every answer field; one shared prefix where the
+    /// provider caches one.
+    #[default]
+    Full,
+    /// A few lines a phase: the goal, the Definition of Done, the steps so far and the latest
+    /// result; each phase's own answer tool alone, with only the fields a run needs and the
+    /// rules a grammar can hold a small model to (a tick's item and step from those that exist).
+    Lean,
+}
+
 /// `values_check`: how a new task is checked against the agent's `values` — by their
 /// `refuse_if` phrases alone, or also by one small model call that judges the task against each
 /// value's name and description.

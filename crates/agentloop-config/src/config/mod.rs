@@ -46,6 +46,8 @@ pub struct Config {
     /// Where the Definition of Done comes from: `model` (Frame's answer) or `goal` (the goal
     /// itself is its one item; Frame calls no model).
     pub frame: FrameFrom,
+    /// The prompts each phase sends: `full`, or `lean` for a small model on a local server.
+    pub prompts: Prompts,
     /// Wall-clock limit for one `run` invocation.
     pub timeout: Dur,
     /// Token budget (input + output, all phases) for the whole run; null = unlimited.
@@ -129,6 +131,7 @@ impl Default for Config {
             max_steps: 20,
             max_reframes: 2,
             frame: FrameFrom::Model,
+            prompts: Prompts::Full,
             timeout: Dur::secs(1800),
             max_tokens: None,
             max_cost_usd: None,

@@ -273,6 +273,7 @@ impl<'a> Env<'a> {
     fn fused_run(&self) -> bool {
         use agentloop_config::config::FusePhases;
         self.fuse
+            && self.cfg.prompts == agentloop_config::config::Prompts::Full
             && match self.cfg.llm.fuse_phases {
                 FusePhases::On => true,
                 FusePhases::Off => false,
@@ -483,10 +484,53 @@ impl<'a> Env<'a> {
     /// With prefix sharing, `phase` and `answer_tool` are empty and the catalog is always
     /// given: the same system message for every call of a run.
     pub fn system_prompt(&self, phase: &str, answer_tool: &str, catalog: &str) -> Result<String> {
+        let lean = self.lean();
+        let catalog = if lean && !catalog.is_empty() {
+            agentloop_tools::catalog::lean(&self.registry.allowed(self.cfg), &self.skills)
+        } else {
+            catalog.to_string()
+        };
         self.tpl.render(
             "prompt-system.j2",
-            json!({"phase": phase, "answer_tool": answer_tool, "system_prompt": self.cfg.system_prompt, "catalog": catalog}),
+            json!({"phase": phase, "answer_tool": answer_tool, "system_prompt": self.cfg.system_prompt, "catalog": catalog, "lean": lean}),
         )
+    }
+
+    /// Plan's answer tool in a lean run ([`crate::lean::plan`]): while items of the Definition of
+    /// Done are open it offers no `finish`, which would be refused then (the run ends by
+    /// Reflect's `done`, each item ticked with its evidence).
+    pub fn lean_plan_tool(&self, state: &State) -> Result<agentloop_model::model::ToolDef> {
+        let open = !self.read_memory()?.1.open_items().is_empty();
+        let all = self.registry.allowed(self.cfg);
+        let only_finish = all.iter().all(|t| agentloop_types::tool_spec::is_finish(&t.name));
+        let tools: Vec<_> =
+            all.into_iter().filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name)).collect();
+        Ok(crate::lean::plan(&tools, state.output_schema.as_ref()))
+    }
+
+    /// Whether this run's prompts are lean (`prompts: lean`).
+    pub fn lean(&self) -> bool {
+        self.cfg.prompts == agentloop_config::config::Prompts::Lean
+    }
+
+    /// What a lean prompt (`prompts: lean`) shows of the run: the goal, the Definition of Done,
+    /// the last three steps in a line each, the newest five facts, and the action just run.
+    pub fn lean_view(&self, mem: &Memory, plan: &markdown::Plan) -> serde_json::Value {
+        let line = |t: &str| match t.chars().count() > 100 {
+            true => format!("{}…", t.chars().take(99).collect::<String>()),
+            false => t.to_string(),
+        };
+        let last = |v: &[String], n: usize| v[v.len().saturating_sub(n)..].iter().map(|t| line(t)).collect::<Vec<_>>();
+        let action = plan.next_action.as_ref().map_or_else(String::new, |a| format!("{} {}", a.tool, a.args));
+        json!({
+            "lean": true,
+            "goal": mem.goal,
+            "items": mem.dod.iter().map(|i| json!({"text": i.text, "done": i.done})).collect::<Vec<_>>(),
+            "open": mem.dod.iter().filter(|i| !i.done).count(),
+            "completed": last(&plan.completed, 3),
+            "facts": last(&mem.facts, 5),
+            "action": action,
+        })
     }
 
     /// Adds a section to the run's transcript (written with the phase's commit).
@@ -553,6 +597,10 @@ pub const PROMPT_RESERVE: u64 = 1024;
 /// the latter.
 pub fn shared_prefix(cfg: &agentloop_config::config::Config) -> bool {
     if std::env::var_os("AGENTLOOP_UNSHARED_PREFIX").is_some_and(|v| !v.is_empty() && v != "0") {
+        return false;
+    }
+    // Lean prompts are each phase's own, smallest: nothing is shared.
+    if cfg.prompts == agentloop_config::config::Prompts::Lean {
         return false;
     }
     caches_prefix(cfg)

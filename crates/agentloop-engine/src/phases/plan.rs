@@ -51,7 +51,7 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let unknown = check_skills_md(env, &catalog)?;
     let (text, shown) = prompt(env, state, &plan)?;
     // The answer's schema offers exactly the tools Act may run, each with its own parameters.
-    let tool = env.plan_tool(state);
+    let tool = if env.lean() { env.lean_plan_tool(state)? } else { env.plan_tool(state) };
     let answer = match ask::<PlanAnswer>(env, state, "plan", &catalog, text, tool, &|_| {}) {
         Ok(a) => a,
         Err(e) => return fail_phase(env, state, Phase::Plan, e),
@@ -181,18 +181,19 @@ fn prompt(env: &Env, state: &State, plan: &agentloop_workspace::markdown::Plan) 
     let plan_text = env.plan_prompt(plan)?;
     let (active, recall, shown) = extras(env, state, &mem);
     let step = state.step + 1;
-    let text = env.tpl.render(
-        "prompt-plan.j2",
-        json!({
-            "step": step,
-            "limits": state.limits,
-            "active_skills": active,
-            "memory": memory,
-            "plan": plan_text,
-            "recall": recall,
-            "refused": state.refused_ticks,
-        }),
-    )?;
+    let mut vars = json!({
+        "step": step,
+        "limits": state.limits,
+        "active_skills": active,
+        "memory": memory,
+        "plan": plan_text,
+        "recall": recall,
+        "refused": state.refused_ticks,
+    });
+    if env.lean() {
+        agentloop_types::json::merge(&mut vars, env.lean_view(&mem, plan));
+    }
+    let text = env.tpl.render("prompt-plan.j2", vars)?;
     Ok((text, shown))
 }
 

@@ -205,6 +205,18 @@ fn ask_model(
 ) -> Result<std::result::Result<ask::Answer<ReflectAnswer>, ask::AskError>> {
     let prompt = prompt(env, state, mem, plan)?;
     let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
+    if env.lean() {
+        // The items still open and the steps that can back a tick, as the schema's choices.
+        let open: Vec<u32> = (1..).zip(&mem.dod).filter(|(_, i)| !i.done).map(|(n, _)| n).collect();
+        let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
+        let steps: Vec<u32> = record.steps.iter().filter(|(_, ok)| **ok).map(|(s, _)| *s).collect();
+        let tool = crate::lean::reflect(&open, &steps);
+        let mend = |v: &mut serde_json::Value| {
+            contract::mend_satisfied(v, &items);
+            crate::lean::drop_empty_artifacts(v);
+        };
+        return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &mend));
+    }
     let tool = contract::reflect_tool(items.len());
     Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
 }
@@ -221,17 +233,18 @@ pub fn prompt(
     // Items are numbered as in memory.md; the answer names them by number.
     let open: Vec<String> =
         mem.dod.iter().enumerate().filter(|(_, i)| !i.done).map(|(n, i)| format!("{}. {}", n + 1, i.text)).collect();
-    env.tpl.render(
-        "prompt-reflect.j2",
-        json!({
-            "step": state.step,
-            "memory": memory_text,
-            "plan": plan_text,
-            "result": describe_result(state),
-            "open_items": open,
-            "refused": state.refused_ticks,
-        }),
-    )
+    let mut vars = json!({
+        "step": state.step,
+        "memory": memory_text,
+        "plan": plan_text,
+        "result": describe_result(state),
+        "open_items": open,
+        "refused": state.refused_ticks,
+    });
+    if env.lean() {
+        agentloop_types::json::merge(&mut vars, env.lean_view(mem, plan));
+    }
+    env.tpl.render("prompt-reflect.j2", vars)
 }
 
 /// Ticks the items the answer names whose evidence checks out against the run's record
