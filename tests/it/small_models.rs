@@ -503,3 +503,58 @@ fn frame_goal_holds_the_run_to_the_goal_with_no_frame_call() {
     let out = t.untrusted().args(["-w", "ws", "config", "show"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `prompts: lean` (with `frame: goal`): each call sends its own answer tool alone and a prompt
+/// of a few lines; Plan's schema holds `next_action` alone, without descriptions and without
+/// `finish` while the item is open; Reflect's `done` must tick the open item citing a step that
+/// succeeded. The run ends done through the binary as any other.
+#[test]
+fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
+    let s = Server::start_with(|_, req| {
+        let tool = forced_tool(&req.json());
+        let args = match tool.as_str() {
+            "plan_answer" => json!({"next_action": {"tool": "file_write", "args": {"path": "hello.txt", "content": "hello"}}}),
+            _ => json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "done", "outcome": "wrote hello.txt"}),
+        };
+        tool_reply(&tool, &args.to_string(), "tool_calls")
+    });
+    let t = T::new();
+    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "smollm2"])
+        .args(["run", "--goal", "Write a file hello.txt containing the word hello."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.read("ws/hello.txt"), "hello");
+    assert_eq!(s.count(), 2, "no frame call: a plan and a reflection");
+    let plan = nth(&s, "plan_answer", 0);
+    assert_eq!(plan["tools"].as_array().unwrap().len(), 1, "its own tool alone");
+    let params = &plan["tools"][0]["function"]["parameters"];
+    assert_eq!(params["required"], json!(["next_action"]), "{params}");
+    assert!(params["properties"].get("rationale").is_none() && !params.to_string().contains("description"), "{params}");
+    let offered: Vec<&str> = params["properties"]["next_action"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["properties"]["tool"]["enum"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["file_read", "file_write", "list_dir"], "no finish while the item is open");
+    // Paths held to what exists and what the goal names.
+    let args = |i: usize| &params["properties"]["next_action"]["anyOf"][i]["properties"]["args"]["properties"]["path"];
+    assert_eq!((args(1)["enum"].clone(), args(2)["enum"].clone()), (json!(["hello.txt"]), json!(["."])), "{params}");
+    let system = plan["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are agentloop: you work toward one goal"), "{system}");
+    assert!(system.contains("Tools: file_read, file_write, list_dir, finish."), "{system}");
+    let prompt = plan["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.starts_with("Goal: Write a file hello.txt containing the word hello.\nDefinition of Done:\n1. [ ] Write"), "{prompt}");
+    assert!(!prompt.contains("<memory.md>") && prompt.contains("Steps so far: none."), "{prompt}");
+    let reflect = nth(&s, "reflect_answer", 0);
+    let prompt = reflect["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("Step 1: file_write {\"path\":\"hello.txt\",\"content\":\"hello\"}\nstep 1: status ok"), "{prompt}");
+    let done = &reflect["tools"][0]["function"]["parameters"]["anyOf"][0];
+    assert_eq!(done["required"], json!(["satisfied", "decision"]), "{done}");
+    assert_eq!(done["properties"]["satisfied"]["items"]["properties"]["steps"]["items"]["enum"], json!([1]));
+    assert_eq!(done["properties"]["satisfied"]["minItems"], json!(1));
+}

@@ -24,6 +24,81 @@ pub fn plan(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
     answer_tool("plan_answer", "Record the one next action.", schema)
 }
 
+/// The paths a lean Plan may name, held in the schema: `file_read` reads one of `files` (the
+/// workspace's own files, none of agentloop's), `list_dir` lists `.` or one of `folders`, and
+/// `file_write` writes one of the files the goal names (`named`), when it names any. A small
+/// model otherwise makes names up (`data.txt`, `/home/user/notes`) and fails on each.
+pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], named: &[String]) {
+    let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") else { return };
+    for v in variants {
+        let tool = v.pointer("/properties/tool/enum/0").and_then(Value::as_str).unwrap_or_default().to_string();
+        let choices: Vec<String> = match tool.as_str() {
+            "file_read" => files.to_vec(),
+            "file_write" => named.to_vec(),
+            "list_dir" => std::iter::once(".".to_string()).chain(folders.iter().cloned()).collect(),
+            _ => continue,
+        };
+        if let (false, Some(path)) = (choices.is_empty(), v.pointer_mut("/properties/args/properties/path")) {
+            *path = json!({"type": "string", "enum": choices});
+        }
+    }
+    plan.strict = crate::contract::strict_variant(&plan.parameters);
+}
+
+/// The workspace's own files and folders, two levels deep, as paths relative to it (at most 64
+/// files): none of agentloop's (its paper trail, configuration, dot files), no link followed.
+pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
+    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+    let (mut files, mut folders) = (Vec::new(), Vec::new());
+    let mut todo = vec![(root.to_path_buf(), String::new(), 0)];
+    while let Some((dir, rel, depth)) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut names: Vec<(String, std::fs::FileType)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, kind) in names {
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let own = name.starts_with('.')
+                || (depth == 0 && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&name.as_str())));
+            if own || kind.is_symlink() {
+                continue;
+            }
+            if kind.is_dir() && depth == 0 {
+                folders.push(path.clone());
+                todo.insert(0, (dir.join(&name), path, depth + 1));
+            } else if kind.is_file() && files.len() < 64 {
+                files.push(path);
+            }
+        }
+    }
+    (files, folders)
+}
+
+/// The files a goal names: words with a file extension (`summary.txt`, `data/2026.csv`),
+/// relative, inside the workspace, and none of agentloop's own.
+pub fn named_files(goal: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in goal.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'')) {
+        let w = word.trim_end_matches(['.', ':', '!', '?']);
+        let Some((stem, ext)) = w.rsplit_once('.') else { continue };
+        let ext_ok = (2..=6).contains(&ext.len())
+            && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric());
+        let stem_ok = !stem.is_empty()
+            && !stem.starts_with(['/', '~', '.'])
+            && !stem.split('/').any(|p| p == ".." || p.is_empty())
+            && stem.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.'));
+        let own = agentloop_tools::tools::sandbox::PAPER_TRAIL.contains(&w)
+            || agentloop_tools::tools::sandbox::CONFIG_FILES.contains(&w);
+        if ext_ok && stem_ok && !own && !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
 /// Every `description` inside a schema, removed.
 fn strip_descriptions(v: &mut Value) {
     match v {
@@ -49,6 +124,7 @@ pub fn reflect(open: &[u32], steps: &[u32]) -> ToolDef {
         "properties": {
             "item": {"type": "integer", "enum": open},
             "steps": {"type": "array", "items": {"type": "integer", "enum": steps}, "minItems": 1},
+            "artifacts": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["item", "steps"],
         "additionalProperties": false,
@@ -85,18 +161,6 @@ pub fn reflect(open: &[u32], steps: &[u32]) -> ToolDef {
     variants.push(other);
     let schema = if variants.len() == 1 { variants.remove(0) } else { json!({"anyOf": variants}) };
     answer_tool("reflect_answer", "Record the items met and the decision.", schema)
-}
-
-/// A lean answer's ticks as the full mending lays them out ([`crate::contract::mend_satisfied`]),
-/// less the empty `artifacts` list the lean tick does not have (it cites steps).
-pub fn drop_empty_artifacts(v: &mut Value) {
-    for t in v.get_mut("satisfied").and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(o) = t.as_object_mut() {
-            if o.get("artifacts").and_then(Value::as_array).is_some_and(Vec::is_empty) {
-                o.remove("artifacts");
-            }
-        }
-    }
 }
 
 /// `schema` with the property `name` first (a grammar writes properties in order: the ticks
@@ -136,6 +200,8 @@ mod tests {
         assert!(!valid(&t, json!({"decision": "done"})));
         assert!(valid(&t, json!({"decision": "escalate", "reason": "stuck"})));
         // Nothing open: `done` with no ticks.
+        assert_eq!(named_files("Summarise notes.txt, then write to summary.txt."), ["notes.txt", "summary.txt"]);
+        assert_eq!(named_files("e.g. /etc/passwd.txt ../x.md memory.md 17.5 `out/a.csv`"), ["out/a.csv"]);
         assert!(valid(&reflect(&[], &[1]), json!({"decision": "done", "outcome": "ok"})));
     }
 }

@@ -501,11 +501,15 @@ impl<'a> Env<'a> {
     /// Reflect's `done`, each item ticked with its evidence).
     pub fn lean_plan_tool(&self, state: &State) -> Result<agentloop_model::model::ToolDef> {
         let open = !self.read_memory()?.1.open_items().is_empty();
+        // Its paths are held to what exists and what the goal names ([`crate::lean::hold_paths`]).
         let all = self.registry.allowed(self.cfg);
         let only_finish = all.iter().all(|t| agentloop_types::tool_spec::is_finish(&t.name));
         let tools: Vec<_> =
             all.into_iter().filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name)).collect();
-        Ok(crate::lean::plan(&tools, state.output_schema.as_ref()))
+        let mut tool = crate::lean::plan(&tools, state.output_schema.as_ref());
+        let (files, folders) = crate::lean::workspace_paths(&self.ws.root);
+        crate::lean::hold_paths(&mut tool, &files, &folders, &crate::lean::named_files(&state.goal));
+        Ok(tool)
     }
 
     /// Whether this run's prompts are lean (`prompts: lean`).

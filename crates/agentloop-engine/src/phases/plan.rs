@@ -189,6 +189,7 @@ fn prompt(env: &Env, state: &State, plan: &agentloop_workspace::markdown::Plan) 
         "plan": plan_text,
         "recall": recall,
         "refused": state.refused_ticks,
+        "lean": false,
     });
     if env.lean() {
         agentloop_types::json::merge(&mut vars, env.lean_view(&mem, plan));

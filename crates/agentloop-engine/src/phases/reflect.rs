@@ -211,11 +211,7 @@ fn ask_model(
         let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
         let steps: Vec<u32> = record.steps.iter().filter(|(_, ok)| **ok).map(|(s, _)| *s).collect();
         let tool = crate::lean::reflect(&open, &steps);
-        let mend = |v: &mut serde_json::Value| {
-            contract::mend_satisfied(v, &items);
-            crate::lean::drop_empty_artifacts(v);
-        };
-        return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &mend));
+        return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)));
     }
     let tool = contract::reflect_tool(items.len());
     Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))
@@ -240,6 +236,7 @@ pub fn prompt(
         "result": describe_result(state),
         "open_items": open,
         "refused": state.refused_ticks,
+        "lean": false,
     });
     if env.lean() {
         agentloop_types::json::merge(&mut vars, env.lean_view(mem, plan));
