@@ -519,11 +519,12 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
         tool_reply(&tool, &args.to_string(), "tool_calls")
     });
     let t = T::new();
+    t.write("ws/notes.txt", "keep me\n");
     t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
     let out = t
         .cmd()
         .args(["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "smollm2"])
-        .args(["run", "--goal", "Write a file hello.txt containing the word hello."])
+        .args(["run", "--goal", "Read notes.txt, then write a file hello.txt containing the word hello."])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -541,14 +542,15 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
         .map(|v| v["properties"]["tool"]["enum"][0].as_str().unwrap())
         .collect();
     assert_eq!(offered, ["file_read", "file_write", "list_dir"], "no finish while the item is open");
-    // Paths held to what exists and what the goal names.
+    // Paths held to what exists and what the goal names: the input it names is not written.
     let args = |i: usize| &params["properties"]["next_action"]["anyOf"][i]["properties"]["args"]["properties"]["path"];
+    assert_eq!(args(0)["enum"], json!(["notes.txt"]), "{params}");
     assert_eq!((args(1)["enum"].clone(), args(2)["enum"].clone()), (json!(["hello.txt"]), json!([".", "artifacts"])), "{params}");
     let system = plan["messages"][0]["content"].as_str().unwrap();
     assert!(system.starts_with("You are agentloop: you work toward one goal"), "{system}");
     assert!(system.contains("Tools: file_read, file_write, list_dir, finish."), "{system}");
     let prompt = plan["messages"][1]["content"].as_str().unwrap();
-    assert!(prompt.starts_with("Goal: Write a file hello.txt containing the word hello.\nDefinition of Done:\n1. [ ] Write"), "{prompt}");
+    assert!(prompt.starts_with("Goal: Read notes.txt, then write a file hello.txt containing the word hello.\nDefinition of Done:\n1. [ ] Read"), "{prompt}");
     assert!(!prompt.contains("<memory.md>") && prompt.contains("Steps so far: none."), "{prompt}");
     let reflect = nth(&s, "reflect_answer", 0);
     let prompt = reflect["messages"][1]["content"].as_str().unwrap();

@@ -508,7 +508,16 @@ impl<'a> Env<'a> {
             all.into_iter().filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name)).collect();
         let mut tool = crate::lean::plan(&tools, state.output_schema.as_ref());
         let (files, folders) = crate::lean::workspace_paths(&self.ws.root);
-        crate::lean::hold_paths(&mut tool, &files, &folders, &crate::lean::named_files(&state.goal));
+        // The files the goal names that did not exist before this run (not yet, or written by
+        // it) are what it asks to be written; the others are its inputs, written only when it
+        // names no other.
+        let named = crate::lean::named_files(&state.goal);
+        let new: Vec<String> = named
+            .iter()
+            .filter(|n| state.artifacts.contains(n) || !self.ws.root.join(n.as_str()).exists())
+            .cloned()
+            .collect();
+        crate::lean::hold_paths(&mut tool, &files, &folders, if new.is_empty() { &named } else { &new });
         Ok(tool)
     }
 
