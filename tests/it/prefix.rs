@@ -200,7 +200,7 @@ fn a_small_context_window_shortens_the_catalog_the_same_way_for_every_call() {
         "ws/skills/notes/SKILL.md",
         "---\nname: notes\ndescription: Take careful notes. Then more words that a short catalog cuts.\n---\nBody.\n",
     );
-    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 512\n  context_window: 4500\n");
+    t.write("ws/agentloop.yaml", "llm:\n  max_tokens: 512\n  context_window: 4100\n");
     let mut c = t.al(&["--provider", "openai", "--base-url", &s.url, "run", "--goal", "write x", "--max-steps", "3"]);
     c.env("OPENAI_API_KEY", "sk-test-prefix");
     let out = c.output().unwrap();

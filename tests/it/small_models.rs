@@ -491,12 +491,16 @@ fn frame_goal_holds_the_run_to_the_goal_with_no_frame_call() {
         "plan:\n  - answer: {next_action: {tool: list_dir, args: {}}}\n  - answer: {next_action: {tool: list_dir, args: {}}}\n\
          reflect:\n  - answer: {satisfied: [{item: 1}], decision: done}\n  - answer: {decision: escalate, reason: stuck}\n",
     );
-    let out = t.al(&["--config", "lean.yaml", "--script", "script.yaml", "run", "--force", "--goal", "x y"]).output().unwrap();
+    let out = t
+        .al(&["--config", "lean.yaml", "--script", "script.yaml", "run", "--force", "--goal", "x y"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(t.read("ws/memory.md").contains("- [ ] x y"));
     // Untrusted, `goal` over the user's `model` widens; `model` is always taken.
     t.write("ws/agentloop.yaml", "frame: goal\n");
-    let out = t.untrusted().args(["-w", "ws", "--script", "script.yaml", "run", "--force", "--goal", "x"]).output().unwrap();
+    let out =
+        t.untrusted().args(["-w", "ws", "--script", "script.yaml", "run", "--force", "--goal", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("`frame` (a Definition of Done of the goal alone"), "{}", stderr(&out));
     t.write("ws/agentloop.yaml", "frame: model\n");
@@ -513,7 +517,9 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     let s = Server::start_with(|_, req| {
         let tool = forced_tool(&req.json());
         let args = match tool.as_str() {
-            "plan_answer" => json!({"next_action": {"tool": "file_write", "args": {"path": "hello.txt", "content": "hello"}}}),
+            "plan_answer" => {
+                json!({"next_action": {"tool": "file_write", "args": {"path": "hello.txt", "content": "hello"}}})
+            }
             _ => json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "done", "outcome": "wrote hello.txt"}),
         };
         tool_reply(&tool, &args.to_string(), "tool_calls")
@@ -545,7 +551,11 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     // Paths held to what exists and what the goal names: the input it names is not written.
     let args = |i: usize| &params["properties"]["next_action"]["anyOf"][i]["properties"]["args"]["properties"]["path"];
     assert_eq!(args(0)["enum"], json!(["notes.txt"]), "{params}");
-    assert_eq!((args(1)["enum"].clone(), args(2)["enum"].clone()), (json!(["hello.txt"]), json!([".", "artifacts"])), "{params}");
+    assert_eq!(
+        (args(1)["enum"].clone(), args(2)["enum"].clone()),
+        (json!(["hello.txt"]), json!([".", "artifacts"])),
+        "{params}"
+    );
     let system = plan["messages"][0]["content"].as_str().unwrap();
     assert!(system.starts_with("You are agentloop: you work toward one goal"), "{system}");
     assert!(system.contains("Tools: file_read, file_write, list_dir, finish."), "{system}");
@@ -554,7 +564,10 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     assert!(!prompt.contains("<memory.md>") && prompt.contains("Steps so far: none."), "{prompt}");
     let reflect = nth(&s, "reflect_answer", 0);
     let prompt = reflect["messages"][1]["content"].as_str().unwrap();
-    assert!(prompt.contains("Step 1: file_write {\"path\":\"hello.txt\",\"content\":\"hello\"}\nstep 1: status ok"), "{prompt}");
+    assert!(
+        prompt.contains("Step 1: file_write {\"path\":\"hello.txt\",\"content\":\"hello\"}\nstep 1: status ok"),
+        "{prompt}"
+    );
     let done = &reflect["tools"][0]["function"]["parameters"]["anyOf"][0];
     assert_eq!(done["required"], json!(["satisfied", "decision"]), "{done}");
     assert_eq!(done["properties"]["satisfied"]["items"]["properties"]["steps"]["items"]["enum"], json!([1]));

@@ -110,7 +110,7 @@ impl Decision {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReflectAnswer {
-    /// Items now met, each with evidence that checks out (else the tick is refused)
+    /// Items now met, each with its evidence (else refused)
     #[serde(default)]
     pub satisfied: Vec<Tick>,
     /// New facts, each citing its step or artifact
@@ -129,10 +129,10 @@ pub struct ReflectAnswer {
     // rule; its limit is 2,000 rules) and the server then samples with no grammar at all.
     #[schemars(length(max = 1000))]
     pub outcome: String,
-    /// On done: the files produced, relative to the workspace
+    /// On done: the files produced
     #[serde(default)]
     pub artifacts: Vec<String>,
-    /// The adjusted outline of remaining steps
+    /// Remaining steps, adjusted
     #[serde(default)]
     #[schemars(length(max = 12), inner(length(max = 200)))]
     pub outline: Vec<String>,
@@ -810,9 +810,9 @@ fn mend_by_named_variant(alts: &[Value], v: &mut Value) {
     }) {
         mend_value(alt, v);
     } else if let Some(alt) = alts.iter().find(|a| {
-        a.pointer("/properties/decision/enum").and_then(Value::as_array).is_some_and(|e| {
-            e.iter().any(|d| d.as_str().is_some_and(|d| Some(d) == decision.as_deref()))
-        })
+        a.pointer("/properties/decision/enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.iter().any(|d| d.as_str().is_some_and(|d| Some(d) == decision.as_deref())))
     }) {
         mend_value(alt, v);
     }

@@ -53,10 +53,8 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
     let mut todo = vec![(root.to_path_buf(), String::new(), 0)];
     while let Some((dir, rel, depth)) = todo.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        let mut names: Vec<(String, std::fs::FileType)> = entries
-            .flatten()
-            .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
-            .collect();
+        let mut names: Vec<(String, std::fs::FileType)> =
+            entries.flatten().filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?))).collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, kind) in names {
             let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
@@ -188,11 +186,20 @@ mod tests {
     #[test]
     fn done_must_tick_every_open_item_with_a_step_that_succeeded() {
         let t = reflect(&[1, 2], &[1, 3]);
-        assert!(valid(&t, json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})));
+        assert!(valid(
+            &t,
+            json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})
+        ));
         assert!(!valid(&t, json!({"satisfied": [], "decision": "done"})));
         assert!(!valid(&t, json!({"decision": "done"})));
-        assert!(!valid(&t, json!({"satisfied": [{"item": 1, "steps": [2]}, {"item": 2, "steps": [3]}], "decision": "done"})));
-        assert!(!valid(&t, json!({"satisfied": [{"item": 5, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})));
+        assert!(!valid(
+            &t,
+            json!({"satisfied": [{"item": 1, "steps": [2]}, {"item": 2, "steps": [3]}], "decision": "done"})
+        ));
+        assert!(!valid(
+            &t,
+            json!({"satisfied": [{"item": 5, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})
+        ));
         assert!(valid(&t, json!({"decision": "continue"})));
         assert!(valid(&t, json!({"satisfied": [{"item": 2, "steps": [1]}], "decision": "continue"})));
         // Nothing to cite: no ticks, and no `done` while items are open.

@@ -73,7 +73,10 @@ pub fn frame(v: &Value, base: &Config) -> std::result::Result<(), String> {
     match serde_json::from_value::<agentloop_config::config::FrameFrom>(v.clone()) {
         Ok(agentloop_config::config::FrameFrom::Model) => Ok(()),
         Ok(_) if base.frame == agentloop_config::config::FrameFrom::Goal => Ok(()),
-        Ok(_) => Err("a Definition of Done of the goal alone holds a run to less than the model's items (only `model` narrows)".into()),
+        Ok(_) => Err(
+            "a Definition of Done of the goal alone holds a run to less than the model's items (only `model` narrows)"
+                .into(),
+        ),
         Err(_) => Err("must be `model` or `goal`".into()),
     }
 }

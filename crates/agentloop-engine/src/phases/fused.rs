@@ -62,7 +62,7 @@ fn prompt(
     let reflection = reflect::prompt(env, state, mem, plan_md)?;
     let (active, recall, shown) = plan::extras(env, state, mem);
     let mut text = format!(
-        "{}\n\nThen, under `plan`, plan step {} of at most {} when your decision is continue: exactly one next action, one call of one tool from skills.md, or `finish` when the Definition of Done is met. Plan as if this reflection were recorded: this step completed, your ticks and facts in memory.md. Leave `plan` out when you decide done, reframe or escalate.\n",
+        "{}\n\nIf you decide continue, plan step {} of at most {} under `plan`: one next action (a tool from skills.md, or `finish` once every item is met), as if this reflection were recorded. Otherwise leave `plan` out.\n",
         reflection.trim_end(),
         state.step + 1,
         state.limits.max_steps

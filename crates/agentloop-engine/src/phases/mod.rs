@@ -504,8 +504,10 @@ impl<'a> Env<'a> {
         // Its paths are held to what exists and what the goal names ([`crate::lean::hold_paths`]).
         let all = self.registry.allowed(self.cfg);
         let only_finish = all.iter().all(|t| agentloop_types::tool_spec::is_finish(&t.name));
-        let tools: Vec<_> =
-            all.into_iter().filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name)).collect();
+        let tools: Vec<_> = all
+            .into_iter()
+            .filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name))
+            .collect();
         let mut tool = crate::lean::plan(&tools, state.output_schema.as_ref());
         let (files, folders) = crate::lean::workspace_paths(&self.ws.root);
         // The files the goal names that did not exist before this run (not yet, or written by

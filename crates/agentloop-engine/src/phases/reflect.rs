@@ -211,7 +211,9 @@ fn ask_model(
         let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
         let steps: Vec<u32> = record.steps.iter().filter(|(_, ok)| **ok).map(|(s, _)| *s).collect();
         let tool = crate::lean::reflect(&open, &steps);
-        return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)));
+        return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| {
+            contract::mend_satisfied(v, &items)
+        }));
     }
     let tool = contract::reflect_tool(items.len());
     Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| contract::mend_satisfied(v, &items)))

@@ -25,16 +25,16 @@ pub struct FileRead;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReadArgs {
-    /// File path relative to the workspace
+    /// Relative to the workspace
     #[schemars(length(min = 1))]
     path: String,
-    /// First line to read, counting from 1
+    /// First line (1 = the first)
     #[schemars(range(min = 1), extend("default" = 1))]
     offset: Option<Whole>,
-    /// Most lines to read (default: as many as fit)
+    /// Most lines
     #[schemars(range(min = 1))]
     limit: Option<Whole>,
-    /// The file's text encoding (utf-16: byte order from its BOM, else little-endian)
+    /// utf-16: byte order from its BOM, else little-endian
     #[schemars(extend("default" = "utf-8"))]
     encoding: Option<Encoding>,
 }
@@ -148,15 +148,15 @@ pub struct FileWrite;
 #[serde(deny_unknown_fields)]
 pub struct FileWriteArgs {
     // No example name here: a small model copies one as the path of every file it reads.
-    /// File path relative to the workspace
+    /// Relative to the workspace
     #[schemars(length(min = 1))]
     path: String,
     /// Text to write
     content: String,
-    /// Replace the file or add to its end
+    // Replace the file or add to its end (the enum says it: no description).
     #[schemars(extend("default" = "overwrite"))]
     mode: Option<WriteMode>,
-    /// How the text is encoded (utf-16: little-endian with a byte order mark)
+    /// utf-16: little-endian with a byte order mark
     #[schemars(extend("default" = "utf-8"))]
     encoding: Option<Encoding>,
 }
@@ -187,7 +187,7 @@ pub struct ListDir;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListDirArgs {
-    /// Folder relative to the workspace
+    /// Relative to the workspace
     #[schemars(extend("default" = "."))]
     path: Option<String>,
 }

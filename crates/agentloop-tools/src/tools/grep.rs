@@ -49,22 +49,22 @@ pub struct Grep;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust syntax) matched against each line, e.g. ERROR.*timeout
+    /// Rust regex, matched per line
     #[schemars(length(min = 1))]
     pattern: String,
-    /// File or folder to search, relative to the workspace
+    /// File or folder, relative to the workspace
     #[schemars(length(min = 1), extend("default" = "."))]
     path: Option<String>,
-    /// Only files matching this glob: a name (*.log), or with / the path below `path` (src/**/*.rs)
+    /// Only files matching it: *.log, or src/**/*.rs below path
     #[schemars(length(min = 1))]
     glob: Option<String>,
-    /// Lines to show before and after each match
+    /// Lines around each match
     #[schemars(range(min = 0, max = MAX_CONTEXT), extend("default" = 0))]
     context: Option<Whole>,
-    /// Stop after this many matching lines
+    // Stop after this many matching lines (the name says it: no description).
     #[schemars(range(min = 1, max = MAX_MATCHES), extend("default" = DEFAULT_MATCHES))]
     max_matches: Option<Whole>,
-    /// Ignore case
+    // Ignore case (the name says it: no description).
     #[schemars(extend("default" = false))]
     case_insensitive: Option<bool>,
 }

@@ -389,7 +389,7 @@ pub struct SkillReadArgs {
     /// Skill name from the catalog
     #[schemars(length(min = 1))]
     name: String,
-    /// A file inside the skill folder (default: the instructions)
+    /// A file in the skill (default: SKILL.md)
     file: Option<String>,
 }
 
@@ -435,7 +435,7 @@ pub struct FinishArgs {
     /// The final outcome, for the person who asked
     #[schemars(length(min = 1))]
     summary: String,
-    /// Paths of the files produced, e.g. artifacts/report.md
+    /// Files produced
     artifacts: Option<Vec<String>>,
 }
 

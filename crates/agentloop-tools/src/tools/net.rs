@@ -17,16 +17,16 @@ pub struct HttpCall;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpCallArgs {
-    /// HTTP method
+    // The HTTP method (the enum says it: no description).
     method: Method,
-    /// Full http(s) URL
+    // A full http(s) URL (the name says it: no description).
     #[schemars(length(min = 1))]
     url: String,
-    /// Request headers
+    // Request headers (the name says it: no description).
     // A JSON object keeps the order the model wrote the headers in.
     #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
     headers: Option<Map<String, Value>>,
-    /// Request body (POST, PUT, PATCH)
+    /// POST, PUT, PATCH
     body: Option<String>,
     // Described by `HttpCall::schema`: the text names the configured tools.timeout.
     #[schemars(range(min = 1, max = 600))]
@@ -74,9 +74,8 @@ impl Tool for HttpCall {
         } else {
             "tools.timeout"
         };
-        v["properties"]["timeout_seconds"]["description"] = Value::String(format!(
-            "Seconds for the whole call, redirects included; at most {key} ({cap}), also the default"
-        ));
+        v["properties"]["timeout_seconds"]["description"] =
+            Value::String(format!("Whole call, redirects included; at most {key} ({cap}), the default"));
         v
     }
     fn run(call: &Call, args: HttpCallArgs) -> ToolResult {
@@ -146,13 +145,13 @@ pub struct WebFetch;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebFetchArgs {
-    /// http(s) URL of the page
+    // The page's http(s) URL (the name says it: no description).
     #[schemars(length(min = 1))]
     url: String,
-    /// The form of the text kept
+    // The form of the text kept (the enum says it: no description).
     #[schemars(extend("default" = "markdown"))]
     extract_mode: Option<ExtractMode>,
-    /// Most characters of the page to keep
+    /// Most characters kept
     #[schemars(range(min = 1), extend("default" = 15000))]
     max_length: Option<Whole>,
 }
