@@ -27,7 +27,8 @@ pub fn plan(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
 /// The paths a lean Plan may name, held in the schema: `file_read` reads one of `files` (the
 /// workspace's own files, none of agentloop's), `list_dir` lists `.` or one of `folders`, and
 /// `file_write` writes one of the files the goal names (`named`), when it names any. A small
-/// model otherwise makes names up (`data.txt`, `/home/user/notes`) and fails on each.
+/// model otherwise makes names up (`data.txt`, `/home/user/notes`) and fails on each. What
+/// `file_write` writes is never empty.
 pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], named: &[String]) {
     let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") else { return };
     for v in variants {
@@ -38,6 +39,10 @@ pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], name
             "list_dir" => std::iter::once(".".to_string()).chain(folders.iter().cloned()).collect(),
             _ => continue,
         };
+        // What a lean run writes is never empty: a small model otherwise writes "" and is done.
+        if let Some(content) = v.pointer_mut("/properties/args/properties/content").filter(|_| tool == "file_write") {
+            content["minLength"] = json!(1);
+        }
         if let (false, Some(path)) = (choices.is_empty(), v.pointer_mut("/properties/args/properties/path")) {
             *path = json!({"type": "string", "enum": choices});
         }

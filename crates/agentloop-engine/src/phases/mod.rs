@@ -529,8 +529,9 @@ impl<'a> Env<'a> {
     }
 
     /// What a lean prompt (`prompts: lean`) shows of the run: the goal, the Definition of Done,
-    /// the last three steps in a line each, the newest five facts, and the action just run.
-    pub fn lean_view(&self, mem: &Memory, plan: &markdown::Plan) -> serde_json::Value {
+    /// the last three steps in a line each, the newest five facts, the action just run and the
+    /// first 800 characters of its output (what a small model copies from).
+    pub fn lean_view(&self, mem: &Memory, plan: &markdown::Plan, state: &State) -> serde_json::Value {
         let line = |t: &str| match t.chars().count() > 100 {
             true => format!("{}…", t.chars().take(99).collect::<String>()),
             false => t.to_string(),
@@ -545,6 +546,13 @@ impl<'a> Env<'a> {
             "completed": last(&plan.completed, 3),
             "facts": last(&mem.facts, 5),
             "action": action,
+            "latest": state.last_result.as_ref().map_or_else(String::new, |r| {
+                let out = r.output.trim();
+                match out.chars().count() > 800 {
+                    true => format!("{}…", out.chars().take(799).collect::<String>()),
+                    false => out.to_string(),
+                }
+            }),
         })
     }
 

@@ -192,7 +192,7 @@ fn prompt(env: &Env, state: &State, plan: &agentloop_workspace::markdown::Plan) 
         "lean": false,
     });
     if env.lean() {
-        agentloop_types::json::merge(&mut vars, env.lean_view(&mem, plan));
+        agentloop_types::json::merge(&mut vars, env.lean_view(&mem, plan, state));
     }
     let text = env.tpl.render("prompt-plan.j2", vars)?;
     Ok((text, shown))

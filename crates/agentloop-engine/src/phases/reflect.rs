@@ -241,7 +241,7 @@ pub fn prompt(
         "lean": false,
     });
     if env.lean() {
-        agentloop_types::json::merge(&mut vars, env.lean_view(mem, plan));
+        agentloop_types::json::merge(&mut vars, env.lean_view(mem, plan, state));
     }
     env.tpl.render("prompt-reflect.j2", vars)
 }
