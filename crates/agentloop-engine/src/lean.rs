@@ -79,6 +79,12 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
     (files, folders)
 }
 
+/// The files `goal` names that are not in the workspace at `root` yet: what the goal asks to
+/// be written, still to do.
+pub fn pending_writes(goal: &str, root: &camino::Utf8Path) -> Vec<String> {
+    named_files(goal).into_iter().filter(|n| !root.join(n.as_str()).exists()).collect()
+}
+
 /// The files a goal names: words with a file extension (`summary.txt`, `data/2026.csv`),
 /// relative, inside the workspace, and none of agentloop's own.
 pub fn named_files(goal: &str) -> Vec<String> {
@@ -120,8 +126,9 @@ fn strip_descriptions(v: &mut Value) {
 /// citing steps among `steps` (this run's steps whose actions succeeded): the rule that `done`
 /// needs every item ticked with evidence is in the schema, so a grammar keeps a model to it.
 /// The other shape decides `continue`, `reframe` or `escalate`, with any ticks it can back.
-/// With no step to cite, there is nothing to tick, and `done` only when nothing is open.
-pub fn reflect(open: &[u32], steps: &[u32]) -> ToolDef {
+/// With no step to cite, there is nothing to tick, and `done` only when nothing is open. While
+/// a file the goal names is still to be written (`writes_pending`), `done` is not offered.
+pub fn reflect(open: &[u32], steps: &[u32], writes_pending: bool) -> ToolDef {
     let tick = json!({
         "type": "object",
         "properties": {
@@ -158,7 +165,7 @@ pub fn reflect(open: &[u32], steps: &[u32]) -> ToolDef {
         done["required"] = json!(["satisfied", "decision"]);
         other = with_first(other, "satisfied", json!({"type": "array", "items": tick, "maxItems": open.len()}));
     }
-    if can_tick || open.is_empty() {
+    if (can_tick || open.is_empty()) && !writes_pending {
         variants.push(done);
     }
     variants.push(other);
@@ -190,7 +197,7 @@ mod tests {
     /// no tick; an item or step that is not among those given is outside the schema.
     #[test]
     fn done_must_tick_every_open_item_with_a_step_that_succeeded() {
-        let t = reflect(&[1, 2], &[1, 3]);
+        let t = reflect(&[1, 2], &[1, 3], false);
         assert!(valid(
             &t,
             json!({"satisfied": [{"item": 1, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})
@@ -208,12 +215,16 @@ mod tests {
         assert!(valid(&t, json!({"decision": "continue"})));
         assert!(valid(&t, json!({"satisfied": [{"item": 2, "steps": [1]}], "decision": "continue"})));
         // Nothing to cite: no ticks, and no `done` while items are open.
-        let t = reflect(&[1], &[]);
+        let t = reflect(&[1], &[], false);
         assert!(!valid(&t, json!({"decision": "done"})));
         assert!(valid(&t, json!({"decision": "escalate", "reason": "stuck"})));
         // Nothing open: `done` with no ticks.
         assert_eq!(named_files("Summarise notes.txt, then write to summary.txt."), ["notes.txt", "summary.txt"]);
         assert_eq!(named_files("e.g. /etc/passwd.txt ../x.md memory.md 17.5 `out/a.csv`"), ["out/a.csv"]);
-        assert!(valid(&reflect(&[], &[1]), json!({"decision": "done", "outcome": "ok"})));
+        assert!(valid(&reflect(&[], &[1], false), json!({"decision": "done", "outcome": "ok"})));
+        // A file the goal names not written yet: no `done`, however the ticks stand.
+        let t = reflect(&[1], &[1], true);
+        assert!(!valid(&t, json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "done"})));
+        assert!(valid(&t, json!({"satisfied": [{"item": 1, "steps": [1]}], "decision": "continue"})));
     }
 }

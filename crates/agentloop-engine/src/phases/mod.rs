@@ -500,7 +500,8 @@ impl<'a> Env<'a> {
     /// Done are open it offers no `finish`, which would be refused then (the run ends by
     /// Reflect's `done`, each item ticked with its evidence).
     pub fn lean_plan_tool(&self, state: &State) -> Result<agentloop_model::model::ToolDef> {
-        let open = !self.read_memory()?.1.open_items().is_empty();
+        let open = !self.read_memory()?.1.open_items().is_empty()
+            || !crate::lean::pending_writes(&state.goal, &self.ws.root).is_empty();
         // Its paths are held to what exists and what the goal names ([`crate::lean::hold_paths`]).
         let all = self.registry.allowed(self.cfg);
         let only_finish = all.iter().all(|t| agentloop_types::tool_spec::is_finish(&t.name));
@@ -546,6 +547,7 @@ impl<'a> Env<'a> {
             "completed": last(&plan.completed, 3),
             "facts": last(&mem.facts, 5),
             "action": action,
+            "pending": crate::lean::pending_writes(&state.goal, &self.ws.root),
             "latest": state.last_result.as_ref().map_or_else(String::new, |r| {
                 let out = r.output.trim();
                 match out.chars().count() > 800 {
