@@ -480,7 +480,7 @@ fn progress_and_colour_only_where_they_belong() {
 }
 
 /// The bundled smoke suite against a real OpenAI-compatible server (`make test-real`; skipped
-/// without `AGENTLOOP_REAL_BASE_URL`): prints the pass table, and asserts that every trial ran
+/// without `AGENTLOOP_REAL_BASE_URL`), with docs/MODELS.md's lean.yaml: prints the pass table, and asserts that every trial ran
 /// to a result (a pass rate is the model's, not agentloop's, so none is asserted).
 /// `AGENTLOOP_REAL_EVAL_TRIALS` sets the trials per case (default 1).
 #[test]
@@ -495,7 +495,14 @@ fn the_smoke_suite_against_a_real_server() {
     let t = T::new();
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("agentloop"));
     c.env_remove("AGENTLOOP_NOW").current_dir(t.root()).env("HOME", t.path("home"));
-    c.args(["--provider", "openai", "--base-url", &base, "--model", &model, "eval", "--builtin", "smoke"]);
+    // With MODELS.md's configuration for a small model on a local server.
+    t.write(
+        "lean.yaml",
+        "allowed_tools: [file_read, file_write, list_dir, finish]\nskills: {disabled: [critique, daily-digest, web-research]}\n\
+         memory: {enabled: false}\nllm: {max_tokens: 512}\nframe: goal\nprompts: lean\n",
+    );
+    c.args(["--config", "lean.yaml", "--provider", "openai", "--base-url", &base, "--model", &model]);
+    c.args(["eval", "--builtin", "smoke"]);
     let out = c.args(["--trials", &trials, "--out", "smoke", "--junit", "smoke.xml"]).output().unwrap();
     println!("{}", stdout(&out));
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
