@@ -134,7 +134,6 @@ pub fn reflect(open: &[u32], steps: &[u32], writes_pending: bool) -> ToolDef {
         "properties": {
             "item": {"type": "integer", "enum": open},
             "steps": {"type": "array", "items": {"type": "integer", "enum": steps}, "minItems": 1},
-            "artifacts": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["item", "steps"],
         "additionalProperties": false,
