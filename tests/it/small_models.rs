@@ -573,4 +573,9 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     assert_eq!(done["required"], json!(["satisfied", "decision"]), "{done}");
     assert_eq!(done["properties"]["satisfied"]["items"]["properties"]["steps"]["items"]["enum"], json!([1]));
     assert_eq!(done["properties"]["satisfied"]["minItems"], json!(1));
+    // Lean prompts ask Reflect and Plan apart: fusing them too is refused, not ignored.
+    t.write("lean.yaml", "prompts: lean\nllm: {fuse_phases: true}\n");
+    let out = t.al(&["--config", "lean.yaml", "run", "--dry-run", "--goal", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`llm.fuse_phases: true` cannot apply with `prompts: lean`"), "{}", stderr(&out));
 }

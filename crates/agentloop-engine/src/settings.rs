@@ -303,12 +303,27 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     Ok(())
 }
 
+/// `prompts: lean` asks Reflect and Plan apart: a `llm.fuse_phases: true` beside it cannot be
+/// honoured, and is refused rather than ignored.
+fn check_prompts(cfg: &Config) -> Result<()> {
+    if cfg.prompts == agentloop_config::config::Prompts::Lean
+        && cfg.llm.fuse_phases == agentloop_config::config::FusePhases::On
+    {
+        return Err(Error::config(
+            "invalid configuration: `llm.fuse_phases: true` cannot apply with `prompts: lean`, which asks Reflect and Plan apart",
+        )
+        .with_hint("set llm.fuse_phases to auto or false, or prompts to full"));
+    }
+    Ok(())
+}
+
 /// The resolve step for a folder of runs (`handle`, `serve`): the same layers as [`build`] under
 /// `root`, plus a request's own layer, with relative paths taken from `root` and the agent's
 /// identity file loaded.
 pub fn resolve_under(g: &Global, root: &Utf8Path, request: Option<Layer>) -> Result<Resolved> {
     let mut r = config::resolve(&layers(g, root, request)?)?;
     crate::tool_settings::check(&r.config, root)?;
+    check_prompts(&r.config)?;
     r.config = absolutize(r.config, root, &r.sources);
     load_identity(&mut r.config, root)?;
     Ok(r)
@@ -325,6 +340,7 @@ pub fn build(g: &Global) -> Result<Ctx> {
     let (layers, refused) = gather(g, &cfg_root, None)?;
     let mut resolved = config::resolve(&layers)?;
     crate::tool_settings::check(&resolved.config, &cfg_root)?;
+    check_prompts(&resolved.config)?;
     if let Some(root) = &owner {
         resolved.config = absolutize(std::mem::take(&mut resolved.config), root, &resolved.sources);
         let shared_skills = root.join("skills");
