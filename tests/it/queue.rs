@@ -6,6 +6,7 @@
 
 mod answer;
 mod drain;
+mod eval;
 mod series;
 
 use crate::common::*;

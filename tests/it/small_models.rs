@@ -521,7 +521,9 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
                 json!({"next_action": {"tool": "file_write", "args": {"path": "hello.txt", "content": "hello"}}})
             }
             // Files a small model cites beside its steps are not in the lean tick: dropped.
-            _ => json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["tid:4"]}], "decision": "done", "outcome": "wrote hello.txt"}),
+            _ => {
+                json!({"satisfied": [{"item": 1, "steps": [1], "artifacts": ["tid:4"]}], "decision": "done", "outcome": "wrote hello.txt"})
+            }
         };
         tool_reply(&tool, &args.to_string(), "tool_calls")
     });

@@ -4,6 +4,7 @@
 
 mod checks_de;
 mod judge;
+mod queued;
 mod report;
 mod suite;
 mod trial;
@@ -38,7 +39,9 @@ const BUILTIN: &[(&str, &str)] = &[
 /// Prints a table per case and model: pass k/N, the medians of steps, tokens, cost and seconds,
 /// and the commonest failure; --json prints one document (docs/schema/eval.json), --junit FILE
 /// writes JUnit XML. --record DIR keeps each trial's model answers as DIR/CASE/MODEL/TRIAL.jsonl,
-/// and --replay DIR replays them offline with the scripted model.
+/// and --replay DIR replays them offline with the scripted model. --queue ROOT runs each trial
+/// on a fleet instead: seeded into ROOT/runs/ID and enqueued for the `agentloop worker`s sharing
+/// ROOT (`enqueue --key ID --wait`), on their configuration and model.
 ///
 /// Exit codes: 0 every case reached its pass rate; 1 a case fell short (stderr names each);
 /// 2 a bad suite or flag (the file, line and key named); 12 with --baseline, a case's pass rate
@@ -50,6 +53,7 @@ const BUILTIN: &[(&str, &str)] = &[
 ///   agentloop eval --builtin smoke --print > smoke.yaml
 ///   agentloop eval suite.yaml --record answers/ && agentloop eval suite.yaml --replay answers/
 ///   agentloop --json eval suite.yaml --baseline last.json > now.json
+///   agentloop eval suite.yaml --queue /srv/agent-runs --redis redis://127.0.0.1:6379 --jobs 8
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct EvalArgs {
@@ -90,6 +94,13 @@ pub struct EvalArgs {
     /// Replay the answers --record kept in DIR, offline, with the scripted model.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<Utf8PathBuf>,
+    /// Run each trial as a queued run for the `agentloop worker`s sharing ROOT: seeded into
+    /// ROOT/runs/ID, enqueued with that id as its key and awaited (on their configuration and model).
+    #[arg(long, value_name = "ROOT")]
+    pub queue: Option<Utf8PathBuf>,
+    /// With --queue: the Redis URL (else AGENTLOOP_REDIS, or `queue.redis` of --config).
+    #[arg(long, value_name = "URL", requires = "queue")]
+    pub redis: Option<String>,
 }
 
 /// The suite's text, where it came from, the folder its relative paths start from, its name.
@@ -125,13 +136,26 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
     let suite = only(suite::parse(&text, &source, &dir, &stem)?, args.cases.as_deref())?;
     // What can refuse the command is checked before anything is written.
     let baseline = args.baseline.as_deref().map(report::read_baseline).transpose()?;
-    let models = models(g, &args, &suite);
+    if args.queue.is_some() {
+        queued::refusals(g, &args, &suite)?;
+    }
+    // Queued trials run on the workers' model: the column names them.
+    let models = match args.queue {
+        Some(_) => vec![Model { name: Some("workers".into()), provider: None, model: None, base_url: None }],
+        None => models(g, &args, &suite),
+    };
     let out = out_path(&args, &suite)?;
     let jobs = plan(&args, &suite, &models, &out)?;
     agentloop_io::fs::create_dir_all(&out)?;
     agentloop_tools::interrupt::doing(&format!("eval of {} (its trials kept in {out}/)", suite.name));
+    let place = match &args.queue {
+        Some(root) => {
+            format!("queued for the workers of {root}, their runs in {root}/runs/eval-*; command lines in {out}/")
+        }
+        None => format!("workspaces in {out}/"),
+    };
     printer.info(&format!(
-        "eval {}: {} case(s) × {} model(s), {} trial(s) in {} lane(s); workspaces in {out}/",
+        "eval {}: {} case(s) × {} model(s), {} trial(s) in {} lane(s); {place}",
         suite.name,
         suite.cases.len(),
         models.len(),
@@ -150,7 +174,10 @@ pub fn run(g: &Global, args: EvalArgs) -> Result<u8> {
     if let Some(path) = &args.junit {
         agentloop_io::fs::write_atomic(path, report::junit(&report).as_bytes())?;
     }
-    printer.info(&format!("trials kept in {out}/ (CASE/MODEL/TRIAL)"));
+    printer.info(&match &args.queue {
+        Some(root) => format!("runs kept in {root}/runs/ (eval-*), command lines in {out}/"),
+        None => format!("trials kept in {out}/ (CASE/MODEL/TRIAL)"),
+    });
     finish(&report, baseline.as_ref())
 }
 
@@ -234,6 +261,7 @@ fn out_path(args: &EvalArgs, suite: &Suite) -> Result<Utf8PathBuf> {
 /// Every trial of every case with every model, in the suite's order.
 fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
+    let stamp: String = agentloop_types::clock::now_rfc3339().chars().filter(char::is_ascii_digit).take(14).collect();
     for (ci, case) in suite.cases.iter().enumerate() {
         let n = args.trials.or(case.trials).or(suite.trials).unwrap_or(1);
         for (mi, model) in models.iter().enumerate() {
@@ -253,11 +281,21 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Res
                     .with_hint("replay with the suite, --models and --trials the recording was made with"));
                 }
                 let replay = replay.map(|r| agentloop_io::fs::absolute(&r));
+                // Queued: the run's folder is the workers', under their root.
+                let queued = args.queue.as_ref().map(|_| queued::Queued {
+                    id: queued::run_id(&stamp, &case.name, mi, trial),
+                    redis: args.redis.clone(),
+                });
+                let ws = match (&args.queue, &queued) {
+                    (Some(root), Some(q)) => agentloop_io::fs::absolute(&root.join("runs").join(&q.id)),
+                    _ => out.join(&rel).join(trial.to_string()),
+                };
                 jobs.push(Job {
                     case: ci,
                     model: mi,
                     trial,
-                    ws: out.join(&rel).join(trial.to_string()),
+                    queued,
+                    ws,
                     side: out.join(&rel).join(format!("{trial}.run")),
                     record: args
                         .record

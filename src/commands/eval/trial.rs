@@ -24,6 +24,8 @@ pub struct Job {
     pub record: Option<Utf8PathBuf>,
     /// `--replay DIR`: the recording this trial replays.
     pub replay: Option<Utf8PathBuf>,
+    /// `--queue ROOT`: the trial is a queued run for the workers (`ws` is under ROOT/runs/).
+    pub queued: Option<super::queued::Queued>,
 }
 
 /// What a trial's run left.
@@ -203,7 +205,10 @@ fn env_of(case: &Case) -> Vec<(String, String)> {
 
 fn launch(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra, slot: Option<&str>) -> Result<Ran> {
     let exe = std::env::current_exe().map_err(|e| Error::failure(format!("cannot find this program: {e}")))?;
-    let args = argv(g, case, model, job, extra, slot);
+    let args = match &job.queued {
+        Some(q) => super::queued::argv(g, case, q, extra.context.as_deref()),
+        None => argv(g, case, model, job, extra, slot),
+    };
     let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
     let env = env_of(case);
     let env_shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={} ", shell_word(v))).collect();
