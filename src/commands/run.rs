@@ -379,7 +379,12 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
     p.outln("\n== system prompt (frame)");
     p.outln(system.trim_end());
     p.outln("\n== frame prompt");
-    p.outln(frame.trim_end());
+    match ctx.config().frame {
+        agentloop_config::config::FrameFrom::Goal => {
+            p.outln("(none sent: with `frame: goal` the goal is the Definition of Done's one item)")
+        }
+        agentloop_config::config::FrameFrom::Model => p.outln(frame.trim_end()),
+    }
     p.outln("\n== catalog (plan)");
     p.outln(catalog.trim_end());
     verdict()
@@ -396,7 +401,10 @@ fn print_estimate(
         c.map(agentloop_engine::report::html::usd).unwrap_or_else(|| "unknown (no price for this model)".into())
     };
     p.outln(&format!("model        {}", est.model));
-    p.outln(&format!("frame        ~{} tokens", est.frame_tokens));
+    p.outln(&match est.frame_tokens {
+        0 => "frame        no model call (frame: goal)".to_string(),
+        n => format!("frame        ~{n} tokens"),
+    });
     p.outln(&format!("each step    ~{} tokens (plan + reflect)", est.step_tokens));
     p.outln(&format!("smallest run ~{} tokens, {}", est.min_tokens, cost(est.min_cost_usd)));
     p.outln(&format!(

@@ -342,8 +342,9 @@ pub fn drive(shared: &Shared, id: &str) -> Result<Option<StopKind>> {
 /// Reopens a stopped run (answer its question, or continue it) and queues it again. A run
 /// still going that no worker holds (a worker gave up on it, e.g. its lock was taken) is
 /// queued as it is by a continue. A run without a record (another door started it) gets one
-/// here, derived from its state. The run's lock is taken at once: a run another process is
-/// advancing is a 409 saying so.
+/// here, derived from its state. The run's lock is waited for a moment (a status read checks a
+/// lock by holding it that long, [`Workspace::lock_free`]): a run another process is advancing
+/// is a 409 saying so.
 pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: Option<Budgets>) -> ApiResult<State> {
     let ws = existing(shared, id)?;
     if shared.queue.place(id).is_some() {
@@ -351,7 +352,9 @@ pub fn reopen(shared: &Shared, id: &str, how: Request, ticket: Ticket, budgets: 
             ApiError::new(409, format!("run {id} is queued or running")).hint("GET /runs/{id} shows where it is")
         );
     }
-    let session = hold(shared, &ws, id, None)?;
+    // The root's own run is refused at once while a worker of this server holds it.
+    let moment = (ws.root != shared.root).then(|| std::time::Duration::from_secs(2));
+    let session = hold(shared, &ws, id, moment)?;
     let state = ws.load_state()?;
     let kept = load_record(shared, id)?;
     // A run another door started (or whose record predates them) is taken on: the server

@@ -485,6 +485,16 @@ fn frame_goal_holds_the_run_to_the_goal_with_no_frame_call() {
     let frame = t.trace().into_iter().find(|e| e["event"] == "frame").unwrap();
     assert_eq!(frame["data"]["from"], "goal", "{frame}");
     assert!(frame.get("model").is_none() && frame.get("usage").is_none(), "no model was asked: {frame}");
+    // The dry run says Frame asks nothing.
+    let out = t
+        .al(&["--config", "lean.yaml", "--script", "script.yaml", "run", "--dry-run", "--goal", goal])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("frame        no model call (frame: goal)\n") && text.contains("(none sent: with `frame: goal`"),
+        "{text}"
+    );
     // A tick without evidence is still refused: the goal is no easier to tick than an item.
     t.write(
         "script.yaml",

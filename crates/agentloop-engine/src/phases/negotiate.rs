@@ -50,7 +50,11 @@ pub fn first_prompts(
     slot: Option<&str>,
     limits: &Limits,
 ) -> agentloop_types::error::Result<(String, String, String)> {
-    let catalog = env.compact_catalog();
+    // Lean prompts show the catalog in a line (`catalog::lean`).
+    let catalog = match env.lean() {
+        true => agentloop_tools::catalog::lean(&env.registry.allowed(env.cfg), &env.skills),
+        false => env.compact_catalog(),
+    };
     let frame_tool = contract::frame_tool();
     let shared = super::shared_prefix(env.cfg);
     let system =
@@ -82,8 +86,10 @@ pub fn estimate(
 ) -> agentloop_types::error::Result<Estimate> {
     let (system, frame_prompt, catalog) = first_prompts(env, goal, context, &[], None, limits)?;
     let frame_tool = contract::frame_tool();
-    let plan_tool = contract::plan_tool(&env.registry.allowed(env.cfg), None);
-    let reflect_tool = contract::reflect_tool(5);
+    let (plan_tool, reflect_tool) = match env.lean() {
+        true => (crate::lean::plan(&env.registry.allowed(env.cfg), None), crate::lean::reflect(&[1], &[1], false)),
+        false => (contract::plan_tool(&env.registry.allowed(env.cfg), None), contract::reflect_tool(5)),
+    };
     let schema = |t: &agentloop_model::model::ToolDef| t.parameters.to_string().len();
     let (frame_in, plan_in, reflect_in) = if super::shared_prefix(env.cfg) {
         // Frame sends its own answer tool; Plan and Reflect both of theirs. Every call sends
@@ -105,11 +111,14 @@ pub fn estimate(
             tokens(reflect_system.len() + schema(&reflect_tool) + RUNNING_STATE as usize + 2000),
         )
     };
-    let frame_tokens = frame_in + OUTPUT[0];
+    // `frame: goal` asks no model in Frame.
+    let from_goal = env.cfg.frame == agentloop_config::config::FrameFrom::Goal;
+    let (frame_in, frame_out) = if from_goal { (0, 0) } else { (frame_in, OUTPUT[0]) };
+    let frame_tokens = frame_in + frame_out;
     let step_tokens = plan_in + OUTPUT[1] + reflect_in + OUTPUT[2];
     let usage = |steps: u64| Usage {
         input_tokens: frame_in + steps * (plan_in + reflect_in),
-        output_tokens: OUTPUT[0] + steps * (OUTPUT[1] + OUTPUT[2]),
+        output_tokens: frame_out + steps * (OUTPUT[1] + OUTPUT[2]),
         cache_write_tokens: 0,
         cache_read_tokens: 0,
     };
