@@ -51,7 +51,8 @@ pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], name
 }
 
 /// The workspace's own files and folders, two levels deep, as paths relative to it (at most 64
-/// files): none of agentloop's (its paper trail, configuration, dot files), no link followed.
+/// files, from the first 4,096 entries of each folder): none of agentloop's (its paper trail,
+/// configuration, dot files), no link followed.
 pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
     use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let (mut files, mut folders) = (Vec::new(), Vec::new());
@@ -59,7 +60,8 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
     while let Some((dir, rel, depth)) = todo.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         let mut names: Vec<(String, std::fs::FileType)> =
-            entries.flatten().filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?))).collect();
+            // A folder of many entries is read only so far: the schema holds at most 64 files.
+            entries.take(4096).flatten().filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?))).collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, kind) in names {
             let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
