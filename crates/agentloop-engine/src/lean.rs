@@ -84,12 +84,34 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
 /// The files `goal` names that are not in the workspace at `root` yet: what the goal asks to
 /// be written, still to do.
 pub fn pending_writes(goal: &str, root: &camino::Utf8Path) -> Vec<String> {
-    named_files(goal).into_iter().filter(|n| !root.join(n.as_str()).exists()).collect()
+    writable_names(goal, root).into_iter().filter(|n| !present(root, n)).collect()
+}
+
+/// The files `goal` names that a write could reach: none under a link in the workspace (a
+/// write does not go through one, so such a file could never be written).
+pub fn writable_names(goal: &str, root: &camino::Utf8Path) -> Vec<String> {
+    named_files(goal)
+        .into_iter()
+        .filter(|n| {
+            let parts: Vec<&str> = n.split('/').collect();
+            (1..=parts.len()).all(|k| {
+                let at = root.join(parts[..k].join("/"));
+                !std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink())
+            })
+        })
+        .collect()
+}
+
+/// Whether `rel` is in the workspace at `root` (a link counts as there, and is not followed).
+pub fn present(root: &camino::Utf8Path, rel: &str) -> bool {
+    std::fs::symlink_metadata(root.join(rel)).is_ok()
 }
 
 /// The files a goal names: words with a file extension (`summary.txt`, `data/2026.csv`),
-/// relative, inside the workspace, and none of agentloop's own.
+/// relative, inside the workspace, none of agentloop's own (its paper trail, configuration and
+/// its folders, a dot file or folder, in any case), at most 16 of at most 200 characters.
 pub fn named_files(goal: &str) -> Vec<String> {
+    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let mut out: Vec<String> = Vec::new();
     for word in goal.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'')) {
         let w = word.trim_end_matches(['.', ':', '!', '?']);
@@ -98,12 +120,16 @@ pub fn named_files(goal: &str) -> Vec<String> {
             && ext.starts_with(|c: char| c.is_ascii_alphabetic())
             && ext.chars().all(|c| c.is_ascii_alphanumeric());
         let stem_ok = !stem.is_empty()
-            && !stem.starts_with(['/', '~', '.'])
-            && !stem.split('/').any(|p| p == ".." || p.is_empty())
+            && w.len() <= 200
+            && !stem.starts_with(['/', '~'])
+            && !stem.split('/').any(|p| p.is_empty() || p.starts_with('.'))
             && stem.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.'));
-        let own = agentloop_tools::tools::sandbox::PAPER_TRAIL.contains(&w)
-            || agentloop_tools::tools::sandbox::CONFIG_FILES.contains(&w);
-        if ext_ok && stem_ok && !own && !out.iter().any(|o| o == w) {
+        let lower = w.to_lowercase();
+        let top = lower.split('/').next().unwrap_or_default();
+        let own = PAPER_TRAIL.contains(&lower.as_str())
+            || CONFIG_FILES.contains(&lower.as_str())
+            || (lower.contains('/') && CONFIG_DIRS.contains(&top));
+        if ext_ok && stem_ok && !own && !out.iter().any(|o| o == w) && out.len() < 16 {
             out.push(w.to_string());
         }
     }
@@ -194,6 +220,21 @@ mod tests {
         jsonschema::is_valid(&tool.parameters, &v)
     }
 
+    /// A file the goal names under a link in the workspace is not offered (a write does not go
+    /// through a link); one that exists is not pending, a link among them too.
+    #[test]
+    fn a_named_file_under_a_link_is_not_offered_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8Path::from_path(dir.path()).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        std::fs::create_dir(root.join("data")).unwrap();
+        std::os::unix::fs::symlink("/nowhere", root.join("data/gone.txt")).unwrap();
+        std::fs::write(root.join("in.txt"), "x").unwrap();
+        let goal = "Read in.txt, write etc/new.txt, data/gone.txt and data/out.md";
+        assert_eq!(writable_names(goal, root), ["in.txt", "data/out.md"]);
+        assert_eq!(pending_writes(goal, root), ["data/out.md"]);
+    }
+
     /// `done` needs every open item ticked with a step that succeeded; the other decisions need
     /// no tick; an item or step that is not among those given is outside the schema.
     #[test]
@@ -222,6 +263,8 @@ mod tests {
         // Nothing open: `done` with no ticks.
         assert_eq!(named_files("Summarise notes.txt, then write to summary.txt."), ["notes.txt", "summary.txt"]);
         assert_eq!(named_files("e.g. /etc/passwd.txt ../x.md memory.md 17.5 `out/a.csv`"), ["out/a.csv"]);
+        let own = "MEMORY.md Agentloop.yaml agents/evil.md skills/s.md templates/t.md sub/.hidden.txt .x/y.md a//b.md";
+        assert_eq!(named_files(own), Vec::<String>::new());
         assert!(valid(&reflect(&[], &[1], false), json!({"decision": "done", "outcome": "ok"})));
         // A file the goal names not written yet: no `done`, however the ticks stand.
         let t = reflect(&[1], &[1], true);

@@ -283,7 +283,7 @@ fn plan(args: &EvalArgs, suite: &Suite, models: &[Model], out: &Utf8Path) -> Res
                 let replay = replay.map(|r| agentloop_io::fs::absolute(&r));
                 // Queued: the run's folder is the workers', under their root.
                 let queued = args.queue.as_ref().map(|_| queued::Queued {
-                    id: queued::run_id(&stamp, &case.name, mi, trial),
+                    id: queued::run_id(&stamp, ci, &case.name, mi, trial),
                     redis: args.redis.clone(),
                 });
                 let ws = match (&args.queue, &queued) {

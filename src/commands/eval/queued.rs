@@ -65,12 +65,15 @@ fn case_key(case: &Case) -> Option<&'static str> {
     }
 }
 
-/// A run id for trial `trial` of case `case` with model `model`: `eval-STAMP-PID-CASE-M-T`,
-/// unique to this eval (its start and process) and a plain name.
-pub fn run_id(stamp: &str, case: &str, model: usize, trial: u32) -> String {
+/// A run id for trial `trial` of the `case`-th case (from 0), named `name`, with model
+/// `model`: `eval-STAMP-PID-N-NAME-M-T`, unique to this eval (its start, its process, the case's
+/// place in the suite), a plain name of at most 64 characters (the worker's limit on a key it
+/// takes as it is): the case's name cut to 16 letters, digits and dashes.
+pub fn run_id(stamp: &str, case: usize, name: &str, model: usize, trial: u32) -> String {
     let plain: String =
-        case.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-    format!("eval-{stamp}-{}-{plain}-{}-{trial}", std::process::id(), model + 1)
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(16).collect();
+    let id = format!("eval-{stamp}-{}-{}-{plain}-{}-{trial}", std::process::id(), case + 1, model + 1);
+    id.chars().take(64).collect()
 }
 
 /// The trial's command line: the user's config (where `queue.redis` may be), the case's agent

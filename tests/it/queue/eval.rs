@@ -14,7 +14,9 @@ reflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}, {item: 2, steps: [1]},
 
 const SUITE: &str = "name: fleet\ncases:\n  - name: hello\n    goal: Write hello.txt\n    trials: 2\n    files: {notes.txt: seeded}\n    \
 checks:\n      - stop: done\n      - file: {path: hello.txt, contains: hello}\n      - file: {path: notes.txt, contains: seeded}\n  \
-- name: other\n    goal: Write other.txt\n    checks:\n      - file: other.txt\n";
+- name: other\n    goal: Write other.txt\n    checks:\n      - file: other.txt\n  \
+- name: Hello the notes into two sentences, once more\n    goal: Write hello.txt\n    files: {notes.txt: seeded}\n    \
+checks:\n      - file: {path: notes.txt, contains: seeded}\n      - file: {path: hello.txt, contains: hello}\n";
 
 #[test]
 fn a_suites_trials_run_as_queued_runs_on_the_workers() {
@@ -37,6 +39,8 @@ fn a_suites_trials_run_as_queued_runs_on_the_workers() {
         "{v}"
     );
     assert_eq!(v["cases"][1]["passed"], 0, "{v}");
+    // A long name that differs from another only in case and punctuation: its own run, seeded.
+    assert_eq!(v["cases"][2]["passed"], 1, "{v}");
     assert_eq!(hello["model"], "workers", "queued trials run on the workers' model: {v}");
     // The trials ran in the workers' root, each its own run, with the case's files seeded.
     let runs: Vec<String> = std::fs::read_dir(t.path("root/runs"))
@@ -44,8 +48,9 @@ fn a_suites_trials_run_as_queued_runs_on_the_workers() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.starts_with("eval-"))
         .collect();
-    assert_eq!(runs.len(), 3, "{runs:?}");
-    let one = runs.iter().find(|r| r.contains("-hello-1-")).unwrap();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(runs.iter().all(|r| r.len() <= 64), "{runs:?}");
+    let one = runs.iter().find(|r| r.contains("-1-hello-1-")).unwrap();
     assert_eq!(t.read(&format!("root/runs/{one}/notes.txt")), "seeded");
     assert_eq!(t.read(&format!("root/runs/{one}/hello.txt")), "hello");
     assert!(w.log().contains(&format!("run {one} done")), "{}", w.log());

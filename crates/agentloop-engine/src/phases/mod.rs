@@ -514,10 +514,10 @@ impl<'a> Env<'a> {
         // The files the goal names that did not exist before this run (not yet, or written by
         // it) are what it asks to be written; the others are its inputs, written only when it
         // names no other.
-        let named = crate::lean::named_files(&state.goal);
+        let named = crate::lean::writable_names(&state.goal, &self.ws.root);
         let new: Vec<String> = named
             .iter()
-            .filter(|n| state.artifacts.contains(n) || !self.ws.root.join(n.as_str()).exists())
+            .filter(|n| state.artifacts.contains(n) || !crate::lean::present(&self.ws.root, n))
             .cloned()
             .collect();
         crate::lean::hold_paths(&mut tool, &files, &folders, if new.is_empty() { &named } else { &new });
