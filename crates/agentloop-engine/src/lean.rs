@@ -229,7 +229,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
         std::fs::create_dir(root.join("data")).unwrap();
         std::os::unix::fs::symlink("/nowhere", root.join("data/gone.txt")).unwrap();
-        std::fs::write(root.join("in.txt"), "x").unwrap();
+        agentloop_io::fs::write_atomic(&root.join("in.txt"), b"x").unwrap();
         let goal = "Read in.txt, write etc/new.txt, data/gone.txt and data/out.md";
         assert_eq!(writable_names(goal, root), ["in.txt", "data/out.md"]);
         assert_eq!(pending_writes(goal, root), ["data/out.md"]);
