@@ -433,6 +433,30 @@ fn the_output_schema_shapes_the_output_through_every_door() {
     }
 }
 
+/// `frame: goal` and `prompts: lean` hold through every door: no Frame call (the goal is the one
+/// item), the lean schemas (a tick citing the step that wrote the file the goal names), done.
+#[test]
+fn lean_prompts_and_the_goal_as_frame_hold_through_every_door() {
+    let script = "plan:\n  - answer: {next_action: {tool: file_write, args: {path: hello.txt, content: hello}}}\n\
+                  reflect:\n  - answer: {satisfied: [{item: 1, steps: [1]}], decision: done, outcome: wrote hello.txt}\n";
+    let ask = Ask {
+        goal: "Write hello.txt holding hello",
+        budgets: json!({}),
+        output_schema: None,
+        config: "frame: goal\nprompts: lean\n",
+    };
+    for door in DOORS {
+        let e = through(door, script, &ask);
+        if skipped(&e) {
+            continue;
+        }
+        let r = e.result.as_ref().unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+        assert_eq!(r["stop"].as_str(), Some("done"), "{door:?}: {r}");
+        let frame = e.trace.iter().find(|x| x["event"] == "frame").unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+        assert_eq!((&frame["data"]["from"], frame.get("usage")), (&json!("goal"), None), "{door:?}: {frame}");
+    }
+}
+
 /// How a stopped run is gone on with.
 enum Then<'a> {
     Answer(&'a str),
