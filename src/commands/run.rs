@@ -372,7 +372,9 @@ fn dry_run(ctx: &Ctx, args: &RunArgs) -> Result<u8> {
         p.json_value(&json!({"estimate": est, "limits": limits, "fits": refusal.is_none() && resting.is_none(),
             "negotiation": negotiation,
             "refusal": refusal, "resting": resting.as_ref().map(|e| e.detail()),
-            "prompts": {"system": system, "frame": frame, "catalog": catalog}}));
+            "prompts": {"system": system, "catalog": catalog,
+                // `frame: goal` sends no Frame prompt.
+                "frame": (ctx.config().frame == agentloop_config::config::FrameFrom::Model).then_some(&frame)}}));
         return verdict();
     }
     print_estimate(p, &est, &negotiation, resting.as_ref().map(|e| e.detail()).as_deref());

@@ -590,4 +590,17 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     let out = t.al(&["--config", "lean.yaml", "run", "--dry-run", "--goal", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("`llm.fuse_phases: true` cannot apply with `prompts: lean`"), "{}", stderr(&out));
+    // Its union-shaped Reflect schema is a local server's: the Anthropic API's is refused.
+    t.write("lean.yaml", "prompts: lean\n");
+    let out = t
+        .al(&["--config", "lean.yaml", "--provider", "anthropic", "run", "--dry-run", "--goal", "x"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`prompts: lean` is for a model on a local server; the Anthropic API"),
+        "{}",
+        stderr(&out)
+    );
 }

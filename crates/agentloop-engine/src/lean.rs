@@ -116,7 +116,11 @@ pub fn named_files(goal: &str) -> Vec<String> {
     for word in goal.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'')) {
         let w = word.trim_end_matches(['.', ':', '!', '?']);
         let Some((stem, ext)) = w.rsplit_once('.') else { continue };
-        let ext_ok = (2..=6).contains(&ext.len())
+        // A host name is no file: `example.com`, `www.python.org`.
+        let host = ["com", "org", "net", "io", "dev", "gov", "edu", "ai", "co", "uk", "de", "fr", "app"]
+            .contains(&ext.to_ascii_lowercase().as_str());
+        let ext_ok = !host
+            && (2..=6).contains(&ext.len())
             && ext.starts_with(|c: char| c.is_ascii_alphabetic())
             && ext.chars().all(|c| c.is_ascii_alphanumeric());
         let stem_ok = !stem.is_empty()
@@ -150,9 +154,10 @@ fn strip_descriptions(v: &mut Value) {
     }
 }
 
-/// Reflect's lean answer, a union of two shapes. `done` must tick every item still `open`, each
-/// citing steps among `steps` (this run's steps whose actions succeeded): the rule that `done`
-/// needs every item ticked with evidence is in the schema, so a grammar keeps a model to it.
+/// Reflect's lean answer, a union of two shapes. `done` must give as many ticks as items are
+/// still `open`, each naming one of them and citing steps among `steps` (this run's steps whose
+/// actions succeeded): the rule that `done` needs every item ticked with evidence is in the
+/// schema as far as a grammar can hold it (two ticks of one item are merged, then fall short).
 /// The other shape decides `continue`, `reframe` or `escalate`, with any ticks it can back.
 /// With no step to cite, there is nothing to tick, and `done` only when nothing is open. While
 /// a file the goal names is still to be written (`writes_pending`), `done` is not offered.
@@ -265,6 +270,7 @@ mod tests {
         assert_eq!(named_files("e.g. /etc/passwd.txt ../x.md memory.md 17.5 `out/a.csv`"), ["out/a.csv"]);
         let own = "MEMORY.md Agentloop.yaml agents/evil.md skills/s.md templates/t.md sub/.hidden.txt .x/y.md a//b.md";
         assert_eq!(named_files(own), Vec::<String>::new());
+        assert_eq!(named_files("Fetch example.com and www.python.org into title.txt"), ["title.txt"]);
         assert!(valid(&reflect(&[], &[1], false), json!({"decision": "done", "outcome": "ok"})));
         // A file the goal names not written yet: no `done`, however the ticks stand.
         let t = reflect(&[1], &[1], true);

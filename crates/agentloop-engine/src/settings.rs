@@ -314,6 +314,18 @@ fn check_prompts(cfg: &Config) -> Result<()> {
         )
         .with_hint("set llm.fuse_phases to auto or false, or prompts to full"));
     }
+    // Lean Reflect's answer is a union at its top level: a local server's grammar takes it;
+    // Anthropic's API and OpenAI's strict mode do not.
+    let lean = cfg.prompts == agentloop_config::config::Prompts::Lean;
+    let anthropic =
+        agentloop_model::model::resolve_provider(cfg).is_ok_and(|p| p == agentloop_config::config::Provider::Anthropic);
+    if lean && (anthropic || agentloop_model::model::strict_schemas(cfg)) {
+        let why = if anthropic { "the Anthropic API" } else { "a provider's strict schema mode (`llm.strict`)" };
+        return Err(Error::config(format!(
+            "invalid configuration: `prompts: lean` is for a model on a local server; {why} does not take its answer schemas"
+        ))
+        .with_hint("use prompts: full with this provider (or llm.strict: false for an OpenAI-compatible server)"));
+    }
     Ok(())
 }
 

@@ -500,8 +500,7 @@ impl<'a> Env<'a> {
     /// Done are open it offers no `finish`, which would be refused then (the run ends by
     /// Reflect's `done`, each item ticked with its evidence).
     pub fn lean_plan_tool(&self, state: &State) -> Result<agentloop_model::model::ToolDef> {
-        let open = !self.read_memory()?.1.open_items().is_empty()
-            || !crate::lean::pending_writes(&state.goal, &self.ws.root).is_empty();
+        let open = !self.read_memory()?.1.open_items().is_empty() || !self.lean_pending(state).is_empty();
         // Its paths are held to what exists and what the goal names ([`crate::lean::hold_paths`]).
         let all = self.registry.allowed(self.cfg);
         let only_finish = all.iter().all(|t| agentloop_types::tool_spec::is_finish(&t.name));
@@ -510,11 +509,21 @@ impl<'a> Env<'a> {
             .filter(|t| only_finish || !open || !agentloop_types::tool_spec::is_finish(&t.name))
             .collect();
         let mut tool = crate::lean::plan(&tools, state.output_schema.as_ref());
-        let (files, folders) = crate::lean::workspace_paths(&self.ws.root);
+        let (mut files, folders) = crate::lean::workspace_paths(&self.ws.root);
+        // The files the goal names that exist are readable wherever they are.
+        for n in crate::lean::named_files(&state.goal) {
+            if self.ws.root.join(&n).is_file()
+                && !crate::lean::writable_names(&n, &self.ws.root).is_empty()
+                && !files.contains(&n)
+            {
+                files.push(n);
+            }
+        }
         // The files the goal names that did not exist before this run (not yet, or written by
         // it) are what it asks to be written; the others are its inputs, written only when it
         // names no other.
-        let named = crate::lean::writable_names(&state.goal, &self.ws.root);
+        let named =
+            if self.lean_writes_named() { crate::lean::writable_names(&state.goal, &self.ws.root) } else { Vec::new() };
         let new: Vec<String> = named
             .iter()
             .filter(|n| state.artifacts.contains(n) || !crate::lean::present(&self.ws.root, n))
@@ -522,6 +531,24 @@ impl<'a> Env<'a> {
             .collect();
         crate::lean::hold_paths(&mut tool, &files, &folders, if new.is_empty() { &named } else { &new });
         Ok(tool)
+    }
+
+    /// Whether a lean run holds `file_write` to the files the goal names and waits for them
+    /// before `done`: only when `file_write` is offered and not confined to folders of its own
+    /// (`tools.write_paths`, `tools.file_write.allowed_paths`), where a named file may not be.
+    fn lean_writes_named(&self) -> bool {
+        let tools = &self.cfg.tools;
+        let offered = self.registry.allowed(self.cfg).iter().any(|t| t.name == "file_write");
+        offered && tools.write_paths.is_empty() && tools.file_write.allowed_paths.is_none()
+    }
+
+    /// The files the goal names that a lean run still has to write ([`crate::lean::pending_writes`]);
+    /// none when it does not hold writes to them ([`Env::lean_writes_named`]).
+    pub fn lean_pending(&self, state: &State) -> Vec<String> {
+        match self.lean_writes_named() {
+            true => crate::lean::pending_writes(&state.goal, &self.ws.root),
+            false => Vec::new(),
+        }
     }
 
     /// Whether this run's prompts are lean (`prompts: lean`).
@@ -547,7 +574,7 @@ impl<'a> Env<'a> {
             "completed": last(&plan.completed, 3),
             "facts": last(&mem.facts, 5),
             "action": action,
-            "pending": crate::lean::pending_writes(&state.goal, &self.ws.root),
+            "pending": self.lean_pending(state),
             "latest": state.last_result.as_ref().map_or_else(String::new, |r| {
                 let out = r.output.trim();
                 match out.chars().count() > 800 {

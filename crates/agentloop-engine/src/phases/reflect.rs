@@ -210,7 +210,9 @@ fn ask_model(
         let open: Vec<u32> = (1..).zip(&mem.dod).filter(|(_, i)| !i.done).map(|(n, _)| n).collect();
         let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
         let steps: Vec<u32> = record.steps.iter().filter(|(_, ok)| **ok).map(|(s, _)| *s).collect();
-        let pending = !crate::lean::pending_writes(&state.goal, &env.ws.root).is_empty();
+        // No `done` before the files the goal names are written, nor, with an output schema,
+        // before `finish` gave the output (`done` would be refused).
+        let pending = !env.lean_pending(state).is_empty() || (state.output_schema.is_some() && state.output.is_none());
         let tool = crate::lean::reflect(&open, &steps, pending);
         return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| {
             contract::mend_satisfied(v, &items)
