@@ -793,7 +793,7 @@ fn mend_value(schema: &Value, v: &mut Value) {
 }
 
 /// Cuts `s` to at most `max` characters, the last of them `…` when anything was cut.
-fn cap_chars(s: &mut String, max: usize) {
+pub(crate) fn cap_chars(s: &mut String, max: usize) {
     if s.chars().count() > max {
         let keep: String = s.chars().take(max.saturating_sub(1)).collect();
         *s = format!("{keep}…");

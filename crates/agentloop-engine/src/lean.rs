@@ -90,16 +90,17 @@ pub fn pending_writes(goal: &str, root: &camino::Utf8Path) -> Vec<String> {
 /// The files `goal` names that a write could reach: none under a link in the workspace (a
 /// write does not go through one, so such a file could never be written).
 pub fn writable_names(goal: &str, root: &camino::Utf8Path) -> Vec<String> {
-    named_files(goal)
-        .into_iter()
-        .filter(|n| {
-            let parts: Vec<&str> = n.split('/').collect();
-            (1..=parts.len()).all(|k| {
-                let at = root.join(parts[..k].join("/"));
-                !std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink())
-            })
-        })
-        .collect()
+    named_files(goal).into_iter().filter(|n| unlinked(root, n)).collect()
+}
+
+/// Whether no part of the relative path `rel` under `root` is a link (what is not there yet is
+/// no link).
+pub fn unlinked(root: &camino::Utf8Path, rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    (1..=parts.len()).all(|k| {
+        let at = root.join(parts[..k].join("/"));
+        !std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// Whether `rel` is in the workspace at `root` (a link counts as there, and is not followed).

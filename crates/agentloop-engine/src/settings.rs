@@ -306,9 +306,10 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
 /// `prompts: lean` asks Reflect and Plan apart: a `llm.fuse_phases: true` beside it cannot be
 /// honoured, and is refused rather than ignored.
 fn check_prompts(cfg: &Config) -> Result<()> {
-    if cfg.prompts == agentloop_config::config::Prompts::Lean
-        && cfg.llm.fuse_phases == agentloop_config::config::FusePhases::On
-    {
+    if cfg.prompts != agentloop_config::config::Prompts::Lean {
+        return Ok(());
+    }
+    if cfg.llm.fuse_phases == agentloop_config::config::FusePhases::On {
         return Err(Error::config(
             "invalid configuration: `llm.fuse_phases: true` cannot apply with `prompts: lean`, which asks Reflect and Plan apart",
         )
@@ -316,10 +317,9 @@ fn check_prompts(cfg: &Config) -> Result<()> {
     }
     // Lean Reflect's answer is a union at its top level: a local server's grammar takes it;
     // Anthropic's API and OpenAI's strict mode do not.
-    let lean = cfg.prompts == agentloop_config::config::Prompts::Lean;
     let anthropic =
         agentloop_model::model::resolve_provider(cfg).is_ok_and(|p| p == agentloop_config::config::Provider::Anthropic);
-    if lean && (anthropic || agentloop_model::model::strict_schemas(cfg)) {
+    if anthropic || agentloop_model::model::strict_schemas(cfg) {
         let why = if anthropic { "the Anthropic API" } else { "a provider's strict schema mode (`llm.strict`)" };
         return Err(Error::config(format!(
             "invalid configuration: `prompts: lean` is for a model on a local server; {why} does not take its answer schemas"

@@ -87,15 +87,13 @@ pub fn argv(g: &Global, case: &Case, q: &Queued, context: Option<&Utf8Path>) -> 
             v.push(value);
         }
     };
-    let timeout = case.timeout.clone().or_else(|| g.timeout.clone());
     opt("--config", g.config.as_ref().map(|p| p.to_string()));
     opt("--agent", case.agent.clone().or_else(|| g.agent.clone()));
-    opt("--max-steps", case.max_steps.or(g.max_steps).map(|n| n.to_string()));
-    opt("--max-reframes", g.max_reframes.map(|n| n.to_string()));
-    opt("--timeout", timeout.clone());
-    opt("--max-tokens", case.max_tokens.or(g.max_tokens).map(|n| n.to_string()));
-    opt("--max-cost", case.max_cost_usd.or(g.max_cost).map(|n| n.to_string()));
-    let run_secs = timeout.as_deref().and_then(seconds).unwrap_or(1800);
+    for (flag, value) in super::trial::budgets(g, case) {
+        opt(flag, value);
+    }
+    let timeout = case.timeout.as_deref().or(g.timeout.as_deref());
+    let run_secs = timeout.and_then(seconds).unwrap_or(1800);
     v.push("enqueue".into());
     v.extend(["--goal".into(), case.goal.clone(), "--key".into(), q.id.clone()]);
     v.push(format!("--wait={}", run_secs + 600));

@@ -458,11 +458,7 @@ impl<'a> Env<'a> {
     pub fn plan_prompt(&self, p: &Plan) -> Result<String> {
         let mut view = p.clone();
         keep_last(&mut view.completed, 3);
-        for c in &mut view.completed {
-            if c.chars().count() > 100 {
-                *c = format!("{}…", c.chars().take(99).collect::<String>());
-            }
-        }
+        view.completed.iter_mut().for_each(|c| crate::contract::cap_chars(c, 100));
         Ok(prompt_view(&self.tpl.render("plan.md.j2", markdown::plan_view(&view))?))
     }
 
@@ -485,11 +481,7 @@ impl<'a> Env<'a> {
     /// given: the same system message for every call of a run.
     pub fn system_prompt(&self, phase: &str, answer_tool: &str, catalog: &str) -> Result<String> {
         let lean = self.lean();
-        let catalog = if lean && !catalog.is_empty() {
-            agentloop_tools::catalog::lean(&self.registry.allowed(self.cfg), &self.skills)
-        } else {
-            catalog.to_string()
-        };
+        let catalog = if lean && !catalog.is_empty() { self.lean_catalog() } else { catalog.to_string() };
         self.tpl.render(
             "prompt-system.j2",
             json!({"phase": phase, "answer_tool": answer_tool, "system_prompt": self.cfg.system_prompt, "catalog": catalog, "lean": lean}),
@@ -512,10 +504,7 @@ impl<'a> Env<'a> {
         let (mut files, folders) = crate::lean::workspace_paths(&self.ws.root);
         // The files the goal names that exist are readable wherever they are.
         for n in crate::lean::named_files(&state.goal) {
-            if self.ws.root.join(&n).is_file()
-                && !crate::lean::writable_names(&n, &self.ws.root).is_empty()
-                && !files.contains(&n)
-            {
+            if crate::lean::unlinked(&self.ws.root, &n) && self.ws.root.join(&n).is_file() && !files.contains(&n) {
                 files.push(n);
             }
         }
@@ -551,6 +540,11 @@ impl<'a> Env<'a> {
         }
     }
 
+    /// The catalog of lean prompts ([`agentloop_tools::catalog::lean`]): the tools on one line.
+    pub fn lean_catalog(&self) -> String {
+        agentloop_tools::catalog::lean(&self.registry.allowed(self.cfg), &self.skills)
+    }
+
     /// Whether this run's prompts are lean (`prompts: lean`).
     pub fn lean(&self) -> bool {
         self.cfg.prompts == agentloop_config::config::Prompts::Lean
@@ -560,11 +554,13 @@ impl<'a> Env<'a> {
     /// the last three steps in a line each, the newest five facts, the action just run and the
     /// first 800 characters of its output (what a small model copies from).
     pub fn lean_view(&self, mem: &Memory, plan: &markdown::Plan, state: &State) -> serde_json::Value {
-        let line = |t: &str| match t.chars().count() > 100 {
-            true => format!("{}…", t.chars().take(99).collect::<String>()),
-            false => t.to_string(),
+        let capped = |t: &str, max: usize| {
+            let mut t = t.to_string();
+            crate::contract::cap_chars(&mut t, max);
+            t
         };
-        let last = |v: &[String], n: usize| v[v.len().saturating_sub(n)..].iter().map(|t| line(t)).collect::<Vec<_>>();
+        let last =
+            |v: &[String], n: usize| v[v.len().saturating_sub(n)..].iter().map(|t| capped(t, 100)).collect::<Vec<_>>();
         let action = plan.next_action.as_ref().map_or_else(String::new, |a| format!("{} {}", a.tool, a.args));
         json!({
             "lean": true,
@@ -575,13 +571,7 @@ impl<'a> Env<'a> {
             "facts": last(&mem.facts, 5),
             "action": action,
             "pending": self.lean_pending(state),
-            "latest": state.last_result.as_ref().map_or_else(String::new, |r| {
-                let out = r.output.trim();
-                match out.chars().count() > 800 {
-                    true => format!("{}…", out.chars().take(799).collect::<String>()),
-                    false => out.to_string(),
-                }
-            }),
+            "latest": state.last_result.as_ref().map_or_else(String::new, |r| capped(r.output.trim(), 800)),
         })
     }
 

@@ -52,7 +52,7 @@ pub fn first_prompts(
 ) -> agentloop_types::error::Result<(String, String, String)> {
     // Lean prompts show the catalog in a line (`catalog::lean`).
     let catalog = match env.lean() {
-        true => agentloop_tools::catalog::lean(&env.registry.allowed(env.cfg), &env.skills),
+        true => env.lean_catalog(),
         false => env.compact_catalog(),
     };
     let frame_tool = contract::frame_tool();
