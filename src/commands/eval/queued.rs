@@ -89,7 +89,7 @@ pub fn argv(g: &Global, case: &Case, q: &Queued, context: Option<&Utf8Path>) -> 
     };
     opt("--config", g.config.as_ref().map(|p| p.to_string()));
     opt("--agent", case.agent.clone().or_else(|| g.agent.clone()));
-    for (flag, value) in super::trial::budgets(g, case) {
+    for (flag, value) in case.budget_flags(g) {
         opt(flag, value);
     }
     let timeout = case.timeout.as_deref().or(g.timeout.as_deref());

@@ -319,6 +319,20 @@ pub struct Case {
     pub slots: Vec<Slot>,
 }
 
+impl Case {
+    /// Its trial's budgets as global flags, the case's over the user's (a run's command line and
+    /// a queued trial's request alike).
+    pub fn budget_flags(&self, g: &agentloop_engine::settings::Global) -> [(&'static str, Option<String>); 5] {
+        [
+            ("--max-steps", self.max_steps.or(g.max_steps).map(|n| n.to_string())),
+            ("--max-reframes", g.max_reframes.map(|n| n.to_string())),
+            ("--timeout", self.timeout.clone().or_else(|| g.timeout.clone())),
+            ("--max-tokens", self.max_tokens.or(g.max_tokens).map(|n| n.to_string())),
+            ("--max-cost", self.max_cost_usd.or(g.max_cost).map(|n| n.to_string())),
+        ]
+    }
+}
+
 /// A suite ready to run.
 #[derive(Debug, Clone)]
 pub struct Suite {

@@ -167,7 +167,7 @@ fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra, slot: 
         opt("--skills-dir", Some(d.to_string()));
     }
     opt("--skills", g.skills.as_ref().map(|s| s.join(",")));
-    for (flag, value) in budgets(g, case) {
+    for (flag, value) in case.budget_flags(g) {
         opt(flag, value);
     }
     opt("--allowed-tools", g.allowed_tools.as_ref().map(|s| s.join(",")));
@@ -190,18 +190,6 @@ fn argv(g: &Global, case: &Case, model: &Model, job: &Job, extra: &Extra, slot: 
         v.push(slot.into());
     }
     v
-}
-
-/// A trial's budgets as global flags, the case's over the user's (a queued trial's request
-/// carries them too).
-pub(super) fn budgets(g: &Global, case: &Case) -> [(&'static str, Option<String>); 5] {
-    [
-        ("--max-steps", case.max_steps.or(g.max_steps).map(|n| n.to_string())),
-        ("--max-reframes", g.max_reframes.map(|n| n.to_string())),
-        ("--timeout", case.timeout.clone().or_else(|| g.timeout.clone())),
-        ("--max-tokens", case.max_tokens.or(g.max_tokens).map(|n| n.to_string())),
-        ("--max-cost", case.max_cost_usd.or(g.max_cost).map(|n| n.to_string())),
-    ]
 }
 
 /// The case's configuration as `AGENTLOOP_*` variables (one per top-level key, its value as
