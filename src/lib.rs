@@ -42,7 +42,15 @@ pub fn published_schemas() -> Vec<(String, serde_json::Value)> {
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> u8 {
-    let cli = match cli::parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(text) = cli::version_alone(&args) {
+        return match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+            Ok(()) => error::code::OK,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => error::code::OK,
+            Err(_) => error::code::FAILURE,
+        };
+    }
+    let cli = match cli::parse(args) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { error::code::USAGE } else { error::code::OK };

@@ -109,13 +109,23 @@ const GLOBALS_POINTER: &str =
 --max-steps, --max-cost, ...) work before or after the subcommand; `agentloop --help` lists them all.";
 
 /// The CLI as it is parsed and as `--help` shows it. The global options are accepted after every
-/// subcommand (clap copies them down), but only `agentloop --help` lists them: each subcommand
-/// gets its own hidden copies (clap then copies nothing over them) and one line pointing at the
-/// list. Completions and the man page use [`Cli::command`], where nothing is hidden.
+/// subcommand (clap copies them down), but only `agentloop --help` lists them: in each subcommand
+/// the copies are hidden, and one line points at the list. That is done only for the subcommand a
+/// command line names (clap's `defer`, which runs after clap copied the options down), when it is
+/// parsed or its help is shown, not for all sixty at every start. Completions and the man page use
+/// [`Cli::command`], where nothing is hidden.
 pub fn command() -> clap::Command {
-    let top = Cli::command().long_version(long_version());
-    let globals: Vec<clap::Arg> = top.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
-    top.mut_subcommands(|sc| hide_globals(sc, &globals))
+    Cli::command().long_version(long_version()).mut_subcommands(|sc| sc.defer(hide_globals))
+}
+
+/// What `--version` or `-V`, given alone, prints, without building the CLI: a script that asks
+/// for the version pays only for the process.
+pub fn version_alone(args: &[std::ffi::OsString]) -> Option<String> {
+    match args {
+        [_, flag] if flag == "--version" => Some(format!("agentloop {}\n", long_version())),
+        [_, flag] if flag == "-V" => Some(format!("agentloop {}\n", env!("CARGO_PKG_VERSION"))),
+        _ => None,
+    }
 }
 
 /// What `--version` says: the version, then the optional parts (cargo features) built in and
@@ -135,19 +145,18 @@ fn long_version() -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 
-fn hide_globals(mut sc: clap::Command, globals: &[clap::Arg]) -> clap::Command {
-    for a in globals {
-        if sc.get_arguments().all(|own| own.get_id() != a.get_id()) {
-            sc = sc.arg(a.clone().hide(true));
-        }
-    }
-    sc.after_help(GLOBALS_POINTER).mut_subcommands(|sub| hide_globals(sub, globals))
+/// Only `agentloop` itself declares global options, so every global option a subcommand has is
+/// a copy clap made.
+fn hide_globals(sc: clap::Command) -> clap::Command {
+    sc.mut_args(|a| if a.is_global_set() { a.hide(true) } else { a })
+        .after_help(GLOBALS_POINTER)
+        .mut_subcommands(|sub| sub.defer(hide_globals))
 }
 
 /// Parses the command line with [`command`].
-pub fn parse() -> std::result::Result<Cli, clap::Error> {
+pub fn parse(args: Vec<std::ffi::OsString>) -> std::result::Result<Cli, clap::Error> {
     let mut cmd = command();
-    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    let matches = cmd.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 

@@ -518,6 +518,16 @@ fn man_page_and_completions_match_the_cli() {
     let help = stdout(&t.cmd().args(["trace", "show", "--help"]).output().unwrap());
     assert!(help.contains("--follow") && !help.contains("--workspace"), "{help}");
     assert!(help.contains("Global options (-w DIR") && help.contains("`agentloop --help`"), "{help}");
+    // So does a nested one, and the global options still work after it.
+    let help = stdout(&t.cmd().args(["memory", "add", "--help"]).output().unwrap());
+    assert!(!help.contains("--workspace") && help.contains("Global options (-w DIR"), "{help}");
+    t.cmd().args(["config", "show", "--json"]).assert().success();
+    // `--version` or `-V` alone is answered before the CLI is built, word for word as clap says it.
+    for flag in ["--version", "-V"] {
+        let alone = stdout(&t.cmd().arg(flag).output().unwrap());
+        assert_eq!(alone, stdout(&t.cmd().args(["-q", flag]).output().unwrap()), "{flag}");
+        assert!(alone.starts_with(&format!("agentloop {}", env!("CARGO_PKG_VERSION"))), "{alone}");
+    }
     let top = stdout(&t.cmd().arg("--help").output().unwrap());
     let (_, global) = top.split_once("Global options:").expect("a Global options heading");
     assert!(global.contains("--workspace") && global.contains("--max-cost"), "{top}");
