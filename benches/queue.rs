@@ -11,7 +11,8 @@
 //! Lanes: `QUEUE_LANES=1,8,16,32,64` measures those numbers of runs at once instead, each round
 //! with as many workers as `QUEUE_CONCURRENCY` lanes each take (default 8: 32 lanes are 4
 //! workers × `--concurrency 8`), the curve docs/QUEUE.md records; the 0.85 × N target holds up
-//! to 32 lanes.
+//! to 32 lanes. Each row also says where the CPU went while it ran: how busy the machine's cores
+//! were, and the CPU time per run of the workers, redis-server and the fake model.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -75,6 +76,42 @@ fn fake_model() -> String {
     format!("http://{addr}/v1")
 }
 
+/// CPU time (clock ticks, user + system) a process has used, from `/proc/PID/stat`; 0 where that
+/// cannot be read.
+fn cpu_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is the first, utime the 12th.
+    let rest: Vec<&str> = stat.rsplit_once(") ").map(|(_, r)| r.split(' ').collect()).unwrap_or_default();
+    let field = |i: usize| rest.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    field(11) + field(12)
+}
+
+/// The machine's busy and total clock ticks over all cores, from `/proc/stat`.
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> =
+        stat.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// Where a round's CPU went: the machine's busy share of all its cores, and the CPU time per run
+/// of the workers, redis-server and the fake model (this process), in milliseconds.
+struct Usage {
+    busy: f64,
+    worker_ms: f64,
+    redis_ms: f64,
+    model_ms: f64,
+}
+
+/// CPU ticks so far of the workers, redis-server and this process, and the machine's.
+fn sample(workers: &[Child], redis_pid: &str) -> [u64; 5] {
+    let w: u64 = workers.iter().map(|c| cpu_ticks(&c.id().to_string())).sum();
+    let (busy, total) = machine_ticks();
+    [w, cpu_ticks(redis_pid), cpu_ticks("self"), busy, total]
+}
+
 fn redis(dir: &std::path::Path) -> Option<(Killed, String)> {
     if Command::new("redis-server").arg("--version").output().is_err() {
         return None;
@@ -98,8 +135,16 @@ fn redis(dir: &std::path::Path) -> Option<(Killed, String)> {
 }
 
 /// One round (named `tag`): `lanes` runs at once, by workers of `per` lanes each (the last
-/// takes the rest), `RUNS_PER_WORKER × lanes` runs; returns runs per minute.
-fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, lanes: usize, per: usize) -> f64 {
+/// takes the rest), `RUNS_PER_WORKER × lanes` runs; returns runs per minute and where the CPU went.
+fn round(
+    dir: &std::path::Path,
+    url: &str,
+    model: &str,
+    redis_pid: &str,
+    tag: usize,
+    lanes: usize,
+    per: usize,
+) -> (f64, Usage) {
     let lanes = lanes.max(1);
     let per = per.clamp(1, lanes);
     let n = lanes.div_ceil(per);
@@ -137,6 +182,7 @@ fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, lanes: usize
     }
     let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
     let runs = RUNS_PER_WORKER * lanes;
+    let before = sample(&workers.0, redis_pid);
     let start = Instant::now();
     for i in 0..runs {
         let req = json!({"goal": format!("answer {i}")}).to_string();
@@ -151,12 +197,18 @@ fn round(dir: &std::path::Path, url: &str, model: &str, tag: usize, lanes: usize
         assert!(start.elapsed() < Duration::from_secs(600), "only {done} of {runs} runs finished");
         std::thread::sleep(Duration::from_millis(10));
     }
-    runs as f64 / start.elapsed().as_secs_f64() * 60.0
+    let rate = runs as f64 / start.elapsed().as_secs_f64() * 60.0;
+    let after = sample(&workers.0, redis_pid);
+    let d: Vec<u64> = after.iter().zip(before).map(|(a, b)| a.saturating_sub(b)).collect();
+    // Clock ticks are 10 ms on Linux (USER_HZ 100).
+    let per_run = |ticks: u64| ticks as f64 * 10.0 / runs as f64;
+    let busy = d[3] as f64 / d[4].max(1) as f64;
+    (rate, Usage { busy, worker_ms: per_run(d[0]), redis_ms: per_run(d[1]), model_ms: per_run(d[2]) })
 }
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((_redis, url)) = redis(dir.path()) else {
+    let Some((redis_server, url)) = redis(dir.path()) else {
         println!("queue bench skipped: redis-server is not installed (apt-get install redis-server)");
         return;
     };
@@ -171,13 +223,17 @@ fn main() {
         _ => (WORKERS.to_vec(), 1, "workers"),
     };
     println!("agentloop worker: runs per minute, model answering after {} ms", LATENCY.as_millis());
-    println!("{what:>8} {:>6} {:>12} {:>9} {:>8}", "runs", "runs/min", "speedup", "target");
+    println!(
+        "{what:>8} {:>6} {:>12} {:>9} {:>8}     {:>8} {:>10} {:>9} {:>9}",
+        "runs", "runs/min", "speedup", "target", "cpu busy", "worker/run", "redis/run", "model/run"
+    );
+    let redis_pid = redis_server.0[0].id().to_string();
     // A round nobody counts first: the binary and the filesystem warm up.
-    round(dir.path(), &url, &model, 0, 2, 1);
+    round(dir.path(), &url, &model, &redis_pid, 0, 2, 1);
     let mut base = 0.0;
     let mut missed = Vec::new();
     for n in counts {
-        let rate = round(dir.path(), &url, &model, n, n, per);
+        let (rate, used) = round(dir.path(), &url, &model, &redis_pid, n, n, per);
         if n == 1 {
             base = rate;
         }
@@ -186,10 +242,14 @@ fn main() {
         // Lanes past 32 are the curve's tail: printed, held to no target.
         let ok = speedup >= target || (what == "lanes" && n > 32);
         println!(
-            "{n:>8} {:>6} {rate:>12.1} {speedup:>8.2}x {:>7.2}x {}",
+            "{n:>8} {:>6} {rate:>12.1} {speedup:>8.2}x {:>7.2}x {:<6} {:>7.0}% {:>8.1}ms {:>7.1}ms {:>7.1}ms",
             RUNS_PER_WORKER * n,
             target,
-            if ok { "ok" } else { "MISSED" }
+            if ok { "ok" } else { "MISSED" },
+            used.busy * 100.0,
+            used.worker_ms,
+            used.redis_ms,
+            used.model_ms
         );
         if !ok {
             missed.push(n);

@@ -422,7 +422,36 @@ fn dump_answer_schemas() {
         ("plan", contract::plan_tool(&refs, None).parameters),
         ("reflect", contract::reflect_tool(4).parameters),
         ("fused", contract::fused_tool(&contract::reflect_tool(4), &contract::plan_tool(&refs, None)).parameters),
+        // `llm.tool_schemas: catalog`, the default against a local server.
+        ("plan-catalog", contract::plan_tool_loose(&refs, None).parameters),
+        (
+            "fused-catalog",
+            contract::fused_tool(&contract::reflect_tool(4), &contract::plan_tool_loose(&refs, None)).parameters,
+        ),
     ] {
         std::fs::write(dir.join(format!("{name}.json")), s.to_string()).unwrap();
     }
+}
+
+/// `llm.tool_schemas: catalog`: `next_action` names an allowed tool and takes any object as its
+/// arguments (Act checks them), while `finish` keeps its own parameters and a run's output schema.
+#[test]
+fn the_catalog_form_of_plan_names_the_tool_and_keeps_finish_whole() {
+    let specs = registry_tools();
+    let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();
+    let output = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let tool = contract::plan_tool_loose(&refs, Some(&output));
+    let variants = tool.parameters["properties"]["next_action"]["anyOf"].as_array().unwrap().clone();
+    assert_eq!(variants.len(), 2, "{variants:?}");
+    let names = variants[0]["properties"]["tool"]["enum"].as_array().unwrap();
+    assert!(names.iter().any(|n| n == "file_read") && !names.iter().any(|n| n == "finish"), "{names:?}");
+    assert_eq!(variants[0]["properties"]["args"], serde_json::json!({"type": "object"}));
+    assert_eq!(variants[1]["properties"]["tool"]["enum"], serde_json::json!(["finish"]));
+    assert_eq!(variants[1]["properties"]["args"]["properties"]["output"]["required"], serde_json::json!(["n"]));
+    // Arguments a tool does not take fit the schema sent: the answer is taken, and Act says why.
+    let v = agentloop_tools::tools::validator(&tool.parameters).unwrap();
+    let answer = serde_json::json!({"next_action": {"tool": "file_read", "args": {"file": "a.txt"}}});
+    assert!(agentloop_tools::tools::validate_with(&v, &answer).is_ok());
+    let finish = serde_json::json!({"next_action": {"tool": "finish", "args": {"summary": "s", "output": {}}}});
+    assert!(agentloop_tools::tools::validate_with(&v, &finish).is_err(), "finish is held to the output schema");
 }

@@ -348,6 +348,9 @@ pub(crate) fn hostile_model_garbage_gets_one_correction_then_escalates() {
 #[test]
 pub(crate) fn corrective_retry_recovers_a_bad_tool_choice() {
     let t = T::new();
+    // Arguments a tool does not take are refused before Act where its parameters are in the
+    // answer's schema (with `catalog`, the default here, they are a failed step: tool_schemas.rs).
+    t.write("ws/agentloop.yaml", "llm:\n  tool_schemas: answer\n");
     write_script(
         &t,
         r#"plan:

@@ -71,6 +71,7 @@ mod small_models;
 mod snapshots;
 mod stream;
 mod structure;
+mod tool_schemas;
 mod tools;
 mod trust;
 mod wellbeing;

@@ -246,7 +246,7 @@ fn loop_script_server(kind: &str) -> Server {
                 json!({"goal": "g", "definition_of_done": ["a", "b", "c"], "can_proceed": true})
             }
             "plan_answer" if i == 1 => {
-                json!({"next_action": {"tool": "file_write", "args": "{\"path\": \"artifacts/x.md\"}"}, "expected_outcome": "x", "rationale": "y"})
+                json!({"next_action": {"tool": "file_wrte", "args": "{\"path\": \"artifacts/x.md\"}"}, "expected_outcome": "x", "rationale": "y"})
             }
             "plan_answer" => {
                 json!({"next_action": {"tool": "file_write", "args": {"path": "artifacts/x.md", "content": "hello"}}, "expected_outcome": "x", "rationale": "y"})

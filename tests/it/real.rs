@@ -205,7 +205,7 @@ fn every_answer_schema_is_a_grammar_llama_cpp_takes() {
         .output()
         .unwrap();
     assert!(dumped.status.success(), "{}", String::from_utf8_lossy(&dumped.stderr));
-    let files: Vec<String> = ["frame", "plan", "reflect", "fused"]
+    let files: Vec<String> = ["frame", "plan", "reflect", "fused", "plan-catalog", "fused-catalog"]
         .iter()
         .map(|n| dir.join(format!("{n}.json")).to_string_lossy().into_owned())
         .collect();
@@ -213,5 +213,5 @@ fn every_answer_schema_is_a_grammar_llama_cpp_takes() {
     let out = std::process::Command::new(&python).arg(script).arg(&model).args(&files).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(said.matches(" ok").count(), 4, "{said}");
+    assert_eq!(said.matches(" ok").count(), 6, "{said}");
 }

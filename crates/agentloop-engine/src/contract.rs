@@ -77,7 +77,9 @@ pub struct PlanAnswer {
     pub rationale: String,
 }
 
-/// One tool call. Its schema is replaced per step by a union with one variant per allowed tool.
+/// One tool call. Its schema is replaced per step by a union with one variant per allowed tool
+/// ([`plan_tool`]), or by the allowed tools' names with their arguments as an object
+/// ([`plan_tool_loose`]).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionAnswer {
@@ -285,6 +287,36 @@ pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
     answer_tool("plan_answer", "Record the plan and the one next action.", schema)
 }
 
+/// Plan's answer tool when each tool's parameters are in the catalog (`llm.tool_schemas:
+/// catalog`): `next_action` names one of the tools allowed this step and takes its arguments as
+/// an object, which Act checks against the tool's schema (an argument that does not fit is a
+/// failed step whose error names it). `finish` keeps its own variant: its `summary` is required,
+/// and a run's output schema is the schema of its `output`.
+pub fn plan_tool_loose(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
+    let mut schema = schema_of::<PlanAnswer>();
+    let names: Vec<&str> =
+        tools.iter().map(|t| t.name.as_str()).filter(|n| !agentloop_types::tool_spec::is_finish(n)).collect();
+    let mut variants = Vec::new();
+    if !names.is_empty() {
+        variants.push(json!({
+            "type": "object",
+            "properties": {"tool": {"type": "string", "enum": names}, "args": {"type": "object"}},
+            "required": ["tool", "args"],
+            "additionalProperties": false
+        }));
+    }
+    let finish: Vec<&ToolSpec> =
+        tools.iter().copied().filter(|t| agentloop_types::tool_spec::is_finish(&t.name)).collect();
+    if let Some(full) = plan_tool(&finish, output).parameters["properties"]["next_action"]["anyOf"].as_array() {
+        variants.extend(full.iter().cloned());
+    }
+    schema["properties"]["next_action"] = json!({
+        "description": "A tool allowed and its arguments (see the catalog), or finish",
+        "anyOf": variants,
+    });
+    answer_tool("plan_answer", "Record the plan and the one next action.", schema)
+}
+
 /// `finish`'s parameters when the run has an output schema: `output`, required, is that schema
 /// (so constrained decoding and strict modes hold the model to it).
 fn finish_with_output(params: &Value, output: &Value) -> Value {
@@ -422,7 +454,8 @@ fn explain_variant(schema: &Value, args: &Value) -> Option<agentloop_tools::tool
     }
     let name = args.get("next_action")?.get("tool")?.as_str()?;
     let variants = schema["properties"]["next_action"]["anyOf"].as_array()?;
-    let variant = variants.iter().find(|v| v["properties"]["tool"]["enum"][0] == name)?;
+    let names_it = |v: &&Value| v["properties"]["tool"]["enum"].as_array().is_some_and(|e| e.iter().any(|n| n == name));
+    let variant = variants.iter().find(names_it)?;
     let v = agentloop_tools::tools::validator(variant).ok()?;
     let e = agentloop_tools::tools::validate_with(&v, &args["next_action"]).err()?;
     Some(e.under("next_action"))

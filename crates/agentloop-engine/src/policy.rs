@@ -108,6 +108,7 @@ pub const POLICY: &[(&str, Rule)] = &[
     ("llm.cache", Rule::Trusted(None)),
     ("llm.context_window", Rule::Trusted(None)),
     ("llm.fuse_phases", Rule::Trusted(None)),
+    ("llm.tool_schemas", Rule::Trusted(None)),
     ("llm.stream", Rule::Own(own_setting)),
     ("llm.tool_messages", Rule::Trusted(None)),
     ("prices.*", Rule::Trusted(None)),

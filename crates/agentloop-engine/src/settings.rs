@@ -303,7 +303,8 @@ pub fn load_identity(cfg: &mut Config, root: &Utf8Path) -> Result<()> {
     Ok(())
 }
 
-/// `prompts: lean` asks Reflect and Plan apart: a `llm.fuse_phases: true` beside it cannot be
+/// `prompts: lean` asks Reflect and Plan apart, and gives each tool's parameters in the answer's
+/// schema: a `llm.fuse_phases: true` or `llm.tool_schemas: catalog` beside it cannot be
 /// honoured, and is refused rather than ignored.
 fn check_prompts(cfg: &Config) -> Result<()> {
     if cfg.prompts != agentloop_config::config::Prompts::Lean {
@@ -314,6 +315,12 @@ fn check_prompts(cfg: &Config) -> Result<()> {
             "invalid configuration: `llm.fuse_phases: true` cannot apply with `prompts: lean`, which asks Reflect and Plan apart",
         )
         .with_hint("set llm.fuse_phases to auto or false, or prompts to full"));
+    }
+    if cfg.llm.tool_schemas == agentloop_config::config::ToolSchemas::Catalog {
+        return Err(Error::config(
+            "invalid configuration: `llm.tool_schemas: catalog` cannot apply with `prompts: lean`, whose answer schema holds a small model to each tool's parameters",
+        )
+        .with_hint("set llm.tool_schemas to auto or answer, or prompts to full"));
     }
     // Lean Reflect's answer is a union at its top level: a local server's grammar takes it;
     // Anthropic's API and OpenAI's strict mode do not.

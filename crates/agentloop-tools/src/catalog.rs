@@ -211,9 +211,9 @@ pub fn seeded(text: &str, tools: &[&ToolSpec]) -> (String, Vec<String>) {
         ));
     }
     out = out.trim_end().to_string();
-    out.push_str("\n\n## Tools agentloop can call\n\nThe catalog above came with the workspace. Each call is checked against this list: a tool named above but not here cannot be called.\n\n");
+    out.push_str("\n\n## Tools agentloop can call\n\nThe catalog above came with the workspace. Each call is checked against this list: a tool named above but not here cannot be called. Each is shown with its parameters (`?` marks an optional one; a parameter is a string unless a type or its values follow).\n\n");
     for t in tools {
-        out.push_str(&format!("- `{}`: {}\n", t.name, first_sentence(&t.description, 160)));
+        out.push_str(&format!("- `{}`: {}\n", signature(t), first_sentence(&t.description, 160)));
     }
     let mut unknown: Vec<String> =
         named_tools(text).into_iter().filter(|n| !tools.iter().any(|t| &t.name == n)).collect();
@@ -248,6 +248,31 @@ fn named_tools(text: &str) -> Vec<String> {
     out
 }
 
+/// A tool's name and parameters as one catalog line shows them, required ones first:
+/// `file_write(path, content, mode?: overwrite|append)`. A string parameter is named alone;
+/// any other says its type, or its values when it takes a few.
+pub fn signature(t: &ToolSpec) -> String {
+    let required: Vec<&str> =
+        t.parameters["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let Some(props) = t.parameters["properties"].as_object() else { return format!("{}()", t.name) };
+    let mut params: Vec<(&String, &Value)> = props.iter().collect();
+    params.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    let shown: Vec<String> = params
+        .iter()
+        .map(|(name, p)| {
+            let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+            let values = p["enum"].as_array().map(|e| e.iter().map(|v| v.as_str().map_or(v.to_string(), String::from)));
+            let kind = match (values, p["type"].as_str()) {
+                (Some(v), _) => format!(": {}", v.collect::<Vec<_>>().join("|")),
+                (None, Some("string") | None) => String::new(),
+                (None, Some(other)) => format!(": {other}"),
+            };
+            format!("{name}{optional}{kind}")
+        })
+        .collect();
+    format!("{}({})", t.name, shown.join(", "))
+}
+
 /// The first sentence of a description (up to `. `), at most `max` characters, cut at a word.
 fn first_sentence(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -260,15 +285,22 @@ fn first_sentence(text: &str, max: usize) -> String {
 }
 
 /// The catalog as every model call's system message shows it: one line a tool (the first
-/// sentence of its description; its parameters are in the plan answer's schema, which offers
-/// each tool with its own, so they are not said twice), one line a skill (the first sentence of
-/// its description; `skill_read` opens the rest; Frame names the skills whose triggers match), and the Ductile plugins' part (config keys and
-/// examples are information the schemas do not carry). skills.md and `skills gen` keep the
-/// whole catalog ([`with_plugins`]).
-pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin]) -> String {
-    let mut out = String::from("## Tools (each one's parameters are in the plan answer's schema)\n\n");
+/// sentence of its description), one line a skill (the first sentence of its description;
+/// `skill_read` opens the rest; Frame names the skills whose triggers match), and the Ductile
+/// plugins' part (config keys and examples are information the schemas do not carry). A tool's
+/// parameters are on its line, in brackets ([`signature`]), when `signatures` says the plan
+/// answer's schema does not carry them (`llm.tool_schemas: catalog`); otherwise that schema
+/// offers each tool with its own, and they are not said twice. skills.md and `skills gen` keep
+/// the whole catalog ([`with_plugins`]).
+pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin], signatures: bool) -> String {
+    let mut out = String::from(match signatures {
+        true => "## Tools (`?`: optional; a string unless a type or values follow)\n\n",
+        false => "## Tools (each one's parameters are in the plan answer's schema)\n\n",
+    });
     for t in tools {
-        out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 100)));
+        // With its parameters on the line, a tool says less of what it does.
+        let (name, max) = if signatures { (signature(t), 80) } else { (t.name.clone(), 100) };
+        out.push_str(&format!("- {name}: {}\n", first_sentence(&t.description, max)));
     }
     plugins_part(&mut out, tools, plugins);
     // Skills are opened with `skill_read`: where it is not offered, none is named (a model told
@@ -307,17 +339,18 @@ fn offers_skill_read(tools: &[&ToolSpec]) -> bool {
 }
 
 /// The catalog shortened for a small context window: at `level` 1 every description is cut to
-/// its first sentence; at 2 the tools keep one short line and no parameter list (the answer
-/// schema carries each tool's parameters) and the skills are listed by name, opened with
-/// `skill_read`. Level 0 is [`markdown`].
-pub fn shortened(tools: &[&ToolSpec], skills: &SkillSet, level: u8) -> String {
+/// its first sentence; at 2 the tools keep one short line, with their parameters in brackets
+/// only when `signatures` says the answer schema does not carry them, and the skills are listed
+/// by name, opened with `skill_read`. Level 0 is [`markdown`].
+pub fn shortened(tools: &[&ToolSpec], skills: &SkillSet, level: u8, signatures: bool) -> String {
     if level == 0 {
         return markdown(tools, skills);
     }
     let mut out = String::from("# Skills (shortened to fit the context window)\n\n## Tools\n");
     for t in tools {
         if level >= 2 {
-            out.push_str(&format!("- {}: {}\n", t.name, first_sentence(&t.description, 80)));
+            let name = if signatures { signature(t) } else { t.name.clone() };
+            out.push_str(&format!("- {name}: {}\n", first_sentence(&t.description, 80)));
             continue;
         }
         out.push_str(&format!("\n### {}\n{}\n", t.name, first_sentence(&t.description, 160)));

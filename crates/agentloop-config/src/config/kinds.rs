@@ -164,6 +164,23 @@ pub enum Prompts {
     Lean,
 }
 
+/// `llm.tool_schemas`: where each tool's parameters are given to the model — in the Plan answer's
+/// schema (a union with one variant a tool, so a grammar holds the model to each tool's
+/// arguments) or in the catalog (one line a tool, its parameters in brackets; the answer's
+/// schema names the tool and takes its arguments as an object, which Act checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSchemas {
+    /// `answer` where the provider's strict schema mode is on (`llm.strict`), else `catalog`.
+    #[default]
+    Auto,
+    /// Each tool's parameters in the answer's schema: refused before Act when they do not fit.
+    Answer,
+    /// Each tool's parameters in the catalog: about a third fewer tokens a call; arguments that
+    /// do not fit are a failed step, its error naming them.
+    Catalog,
+}
+
 /// `values_check`: how a new task is checked against the agent's `values` — by their
 /// `refuse_if` phrases alone, or also by one small model call that judges the task against each
 /// value's name and description.

@@ -47,6 +47,9 @@ pub struct LlmConfig {
     /// in one call after each action (one answer tool holding both answers); the `plan` and
     /// `reflect` commands stay separate. auto | true | false (see [`FusePhases`]).
     pub fuse_phases: FusePhases,
+    /// Where each tool's parameters are given to the model: auto | answer | catalog (see
+    /// [`ToolSchemas`]).
+    pub tool_schemas: ToolSchemas,
     /// Ask for the answer as an event stream and show its pieces live (`--events`
     /// `model.delta` entries, the progress line); the answer recorded is the same.
     pub stream: bool,
@@ -79,6 +82,7 @@ impl Default for LlmConfig {
             cache: true,
             context_window: None,
             fuse_phases: FusePhases::Auto,
+            tool_schemas: ToolSchemas::Auto,
             stream: false,
             tool_messages: Default::default(),
         }

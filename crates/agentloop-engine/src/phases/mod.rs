@@ -214,10 +214,24 @@ impl<'a> Env<'a> {
 
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]); `finish` takes the run's
     /// output schema, which is fixed for the run.
+    /// Each tool's parameters are in the catalog rather than this answer's schema when
+    /// [`Env::args_in_answer`] says so ([`crate::contract::plan_tool_loose`]).
     pub fn plan_tool(&self, state: &State) -> agentloop_model::model::ToolDef {
         self.plan_tool
-            .get_or_init(|| crate::contract::plan_tool(&self.registry.allowed(self.cfg), state.output_schema.as_ref()))
+            .get_or_init(|| {
+                let (tools, output) = (self.registry.allowed(self.cfg), state.output_schema.as_ref());
+                match self.args_in_answer() {
+                    true => crate::contract::plan_tool(&tools, output),
+                    false => crate::contract::plan_tool_loose(&tools, output),
+                }
+            })
             .clone()
+    }
+
+    /// Whether each tool's parameters are given in Plan's answer schema (`llm.tool_schemas`),
+    /// rather than in the catalog: always for lean prompts, which hold a small model to them.
+    pub fn args_in_answer(&self) -> bool {
+        args_in_answer(self.cfg)
     }
 
     /// The answer tools a call sends. With prefix sharing ([`shared_prefix`]), every Plan and
@@ -340,7 +354,7 @@ impl<'a> Env<'a> {
             let room = u64::from(window).saturating_sub(u64::from(self.cfg.llm.max_tokens) + PROMPT_RESERVE);
             for level in [0u8, 2] {
                 if level > 0 {
-                    pick = agentloop_tools::catalog::shortened(&allowed, &self.skills, level);
+                    pick = agentloop_tools::catalog::shortened(&allowed, &self.skills, level, !self.args_in_answer());
                 }
                 let system = self.system_prompt("", "", &pick)?;
                 let estimate = ((system.len() + task.len() + tool_bytes) / 3) as u64;
@@ -356,8 +370,9 @@ impl<'a> Env<'a> {
     }
 
     /// The catalog as a prompt shows it when no context window asks for less: one line a tool
-    /// and a skill ([`agentloop_tools::catalog::prompt`]; each tool's parameters are in the plan answer's
-    /// schema), or a seeded skills.md as it is (the user's own catalog).
+    /// and a skill ([`agentloop_tools::catalog::prompt`]; each tool's parameters on its line, or in
+    /// the plan answer's schema: [`Env::args_in_answer`]), or a seeded skills.md as it is (the
+    /// user's own catalog).
     pub fn compact_catalog(&self) -> String {
         match self.seeded_skills_md() {
             Some(_) => self.catalog(),
@@ -365,6 +380,7 @@ impl<'a> Env<'a> {
                 &self.registry.allowed(self.cfg),
                 &self.skills,
                 self.registry.ductile.plugins(),
+                !self.args_in_answer(),
             ),
         }
     }
@@ -626,6 +642,19 @@ impl<'a> Env<'a> {
 /// Tokens `llm.context_window` keeps free, besides `llm.max_tokens`, for what changes from call
 /// to call (memory, plan, the latest result, the phase's instruction).
 pub const PROMPT_RESERVE: u64 = 1024;
+
+/// Whether each tool's parameters go in Plan's answer schema (see [`Env::args_in_answer`]):
+/// `llm.tool_schemas`, where `auto` follows the provider's strict schema mode (which holds the
+/// model to the schema it is sent); lean prompts always do.
+pub fn args_in_answer(cfg: &Config) -> bool {
+    use agentloop_config::config::ToolSchemas;
+    cfg.prompts == agentloop_config::config::Prompts::Lean
+        || match cfg.llm.tool_schemas {
+            ToolSchemas::Answer => true,
+            ToolSchemas::Catalog => false,
+            ToolSchemas::Auto => agentloop_model::model::strict_schemas(cfg),
+        }
+}
 
 /// Whether every model call of a run starts with the same bytes (tools, system message, task),
 /// which pays only where the provider caches a prompt's prefix and bills the repeat at a

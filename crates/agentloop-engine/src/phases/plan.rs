@@ -50,7 +50,8 @@ pub fn run(env: &mut Env, state: &mut State) -> Result<PhaseEnd> {
     let catalog = env.catalog();
     let unknown = check_skills_md(env, &catalog)?;
     let (text, shown) = prompt(env, state, &plan)?;
-    // The answer's schema offers exactly the tools Act may run, each with its own parameters.
+    // The answer's schema offers exactly the tools Act may run (each with its own parameters
+    // where `llm.tool_schemas` puts them there).
     let tool = if env.lean() { env.lean_plan_tool(state)? } else { env.plan_tool(state) };
     let answer = match ask::<PlanAnswer>(env, state, "plan", &catalog, text, tool, &|_| {}) {
         Ok(a) => a,

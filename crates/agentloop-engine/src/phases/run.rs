@@ -144,19 +144,26 @@ fn stop_here(env: &Env, state: &mut State, stop: StopKind, reason: &str) -> Resu
     Ok(Driven::Stopped(stop))
 }
 
-/// The pending step, when its tool is the door's to run elsewhere. A request for agentloop
-/// itself past `ductile.max_depth` is not handed off: the step records the recursion guard's
-/// refusal and the loop goes on (Reflect sees it).
+/// The pending step, when its tool is the door's to run elsewhere. Nothing leaves that Act would
+/// refuse: arguments the tool's schema does not take (with `llm.tool_schemas: catalog` the plan
+/// answer's schema does not hold them) and a request for agentloop itself past
+/// `ductile.max_depth` are not handed off; the step records the refusal, as Act would, and the
+/// loop goes on (Reflect sees it).
 fn handed_off(env: &Env, state: &mut State, door: &dyn Door) -> Result<Option<Pending>> {
     let Some(p) = state.pending.clone().filter(|_| state.next == Next::Act) else { return Ok(None) };
     if !door.hands_off(env, &p) {
         return Ok(None);
     }
-    if p.tool == env.cfg.ductile.self_name && state.depth + 1 > env.cfg.ductile.max_depth {
-        let why = format!(
-            "recursion guard: `{}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}",
-            p.tool, state.depth, env.cfg.ductile.max_depth
-        );
+    let refused = env.registry.check(env.cfg, &p.tool, &p.args).err().map(|e| e.to_string());
+    let deep = p.tool == env.cfg.ductile.self_name && state.depth + 1 > env.cfg.ductile.max_depth;
+    if let Some(why) = refused.or_else(|| {
+        deep.then(|| {
+            format!(
+                "recursion guard: `{}` is agentloop itself and this run is at depth {}; ductile.max_depth is {}",
+                p.tool, state.depth, env.cfg.ductile.max_depth
+            )
+        })
+    }) {
         let action = NextAction { tool: p.tool.clone(), args: p.args.clone() };
         super::act::record(
             env,
