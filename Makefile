@@ -104,15 +104,17 @@ demo: build
 
 ## bench: loop overhead per step (scripted model and a local HTTP fake), prompt size growth,
 ## prompt tokens of a 31-step run and what a prefix cache would not cover (beside llm's and
-## smolagents' figures), trace reading, memory search and the release binary's size (benches/loop.rs); MCP tool listing
-## from the cache and cold server starts (benches/mcp.rs); runs per minute of 1, 2, 4 and 8
-## `agentloop worker`s against a model answering after 200 ms (benches/queue.rs, needs redis-server;
-## QUEUE_LANES=1,8,16,32,64 measures lanes instead, QUEUE_CONCURRENCY of them to a worker);
+## smolagents' figures), trace reading, memory search, the release binary's size and `--version`'s
+## start-up (benches/loop.rs); MCP tool listing from the cache and cold server starts
+## (benches/mcp.rs); runs per minute of 1, 2, 4 and 8 `agentloop worker`s against a model
+## answering after 200 ms, then of 1, 8, 16 and 32 lanes (workers of 8), with where the CPU went
+## (benches/queue.rs, needs redis-server; QUEUE_LANES, QUEUE_CONCURRENCY override);
 ## steps and prompt tokens a skill learned from day 1's run saves day 2 (benches/learn.rs)
 bench:
 	$(CARGO) bench --locked --bench loop
 	$(CARGO) bench --locked --bench mcp
 	$(CARGO) bench --locked --bench queue
+	QUEUE_LANES=1,8,16,32 QUEUE_CONCURRENCY=8 $(CARGO) bench --locked --bench queue
 	$(CARGO) bench --locked --bench learn
 
 ## bench-real: one fixed goal on the harness's SmolLM2 server (../shared/harness), with the shared

@@ -47,7 +47,10 @@ pub fn main() -> u8 {
         return match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
             Ok(()) => error::code::OK,
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => error::code::OK,
-            Err(_) => error::code::FAILURE,
+            Err(e) => {
+                output::error(&error::Error::failure(format!("could not write the version to stdout: {e}")));
+                error::code::FAILURE
+            }
         };
     }
     let cli = match cli::parse(args) {

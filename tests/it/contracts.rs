@@ -423,10 +423,11 @@ fn dump_answer_schemas() {
         ("reflect", contract::reflect_tool(4).parameters),
         ("fused", contract::fused_tool(&contract::reflect_tool(4), &contract::plan_tool(&refs, None)).parameters),
         // `llm.tool_schemas: catalog`, the default against a local server.
-        ("plan-catalog", contract::plan_tool_loose(&refs, None).parameters),
+        ("plan-catalog", agentloop_engine::tool_args::plan_tool(&refs, None).parameters),
         (
             "fused-catalog",
-            contract::fused_tool(&contract::reflect_tool(4), &contract::plan_tool_loose(&refs, None)).parameters,
+            contract::fused_tool(&contract::reflect_tool(4), &agentloop_engine::tool_args::plan_tool(&refs, None))
+                .parameters,
         ),
     ] {
         std::fs::write(dir.join(format!("{name}.json")), s.to_string()).unwrap();
@@ -440,7 +441,7 @@ fn the_catalog_form_of_plan_names_the_tool_and_keeps_finish_whole() {
     let specs = registry_tools();
     let refs: Vec<&agentloop_tools::tools::ToolSpec> = specs.iter().collect();
     let output = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-    let tool = contract::plan_tool_loose(&refs, Some(&output));
+    let tool = agentloop_engine::tool_args::plan_tool(&refs, Some(&output));
     let variants = tool.parameters["properties"]["next_action"]["anyOf"].as_array().unwrap().clone();
     assert_eq!(variants.len(), 2, "{variants:?}");
     let names = variants[0]["properties"]["tool"]["enum"].as_array().unwrap();

@@ -79,7 +79,7 @@ pub struct PlanAnswer {
 
 /// One tool call. Its schema is replaced per step by a union with one variant per allowed tool
 /// ([`plan_tool`]), or by the allowed tools' names with their arguments as an object
-/// ([`plan_tool_loose`]).
+/// ([`crate::tool_args::plan_tool`]).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActionAnswer {
@@ -251,7 +251,8 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Value {
 /// A forced answer tool with its schema (and its strict-mode variant, when one exists).
 pub fn answer_tool(name: &str, description: &str, parameters: Value) -> ToolDef {
     let strict = strict_variant(&parameters);
-    ToolDef { name: name.into(), description: description.into(), parameters, strict, validator: Default::default() }
+    let validator = Default::default();
+    ToolDef { name: name.into(), description: description.into(), parameters, strict, validator, tool_params: None }
 }
 
 pub fn frame_tool() -> ToolDef {
@@ -282,36 +283,6 @@ pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
         .collect();
     schema["properties"]["next_action"] = json!({
         "description": "One call of one tool allowed this step, or finish",
-        "anyOf": variants,
-    });
-    answer_tool("plan_answer", "Record the plan and the one next action.", schema)
-}
-
-/// Plan's answer tool when each tool's parameters are in the catalog (`llm.tool_schemas:
-/// catalog`): `next_action` names one of the tools allowed this step and takes its arguments as
-/// an object, which Act checks against the tool's schema (an argument that does not fit is a
-/// failed step whose error names it). `finish` keeps its own variant: its `summary` is required,
-/// and a run's output schema is the schema of its `output`.
-pub fn plan_tool_loose(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
-    let mut schema = schema_of::<PlanAnswer>();
-    let names: Vec<&str> =
-        tools.iter().map(|t| t.name.as_str()).filter(|n| !agentloop_types::tool_spec::is_finish(n)).collect();
-    let mut variants = Vec::new();
-    if !names.is_empty() {
-        variants.push(json!({
-            "type": "object",
-            "properties": {"tool": {"type": "string", "enum": names}, "args": {"type": "object"}},
-            "required": ["tool", "args"],
-            "additionalProperties": false
-        }));
-    }
-    let finish: Vec<&ToolSpec> =
-        tools.iter().copied().filter(|t| agentloop_types::tool_spec::is_finish(&t.name)).collect();
-    if let Some(full) = plan_tool(&finish, output).parameters["properties"]["next_action"]["anyOf"].as_array() {
-        variants.extend(full.iter().cloned());
-    }
-    schema["properties"]["next_action"] = json!({
-        "description": "A tool allowed and its arguments (see the catalog), or finish",
         "anyOf": variants,
     });
     answer_tool("plan_answer", "Record the plan and the one next action.", schema)
@@ -377,11 +348,13 @@ pub fn fused_tool(reflect: &ToolDef, plan: &ToolDef) -> ToolDef {
         "required": ["reflect"],
         "additionalProperties": false,
     });
-    answer_tool(
+    let mut t = answer_tool(
         FUSED_TOOL,
         "Record the reflection on this step and, when the run goes on, the plan of the next.",
         schema,
-    )
+    );
+    t.tool_params = plan.tool_params.clone();
+    t
 }
 
 /// The answer of a call that forced `tool` (`dream`, `dream --explore`, `skills learn`): its
@@ -403,6 +376,9 @@ pub fn forced_answer<T: DeserializeOwned>(
 /// The error is what the model is told in its one corrective retry.
 pub fn parse<T: DeserializeOwned>(tool: &ToolDef, args: &mut Value) -> Result<T, Unfit> {
     mend(&tool.parameters, args);
+    if let Some(params) = &tool.tool_params {
+        mend_named_args(args, params);
+    }
     let validator = tool.validator.0.get_or_init(|| agentloop_tools::tools::validator(&tool.parameters)).clone()?;
     if let Err(e) = agentloop_tools::tools::validate_with(&validator, args) {
         return Err(Unfit::Schema(explain_variant(&tool.parameters, args).unwrap_or(e)));
@@ -609,6 +585,23 @@ pub fn mend(schema: &Value, v: &mut Value) {
     }
     mend_items(v);
     mend_value(schema, v);
+}
+
+/// Mends a Plan answer's (or a fused answer's plan half's) arguments against the parameters of
+/// the tool it names (`params`, by tool), as [`mend`] mends them against the union's
+/// variant: `"5"` for an integer, an enum value in another case, a null for an optional
+/// argument, a key a closed schema does not take. What still does not fit is Act's to refuse.
+fn mend_named_args(v: &mut Value, params: &Map<String, Value>) {
+    let next = match v.get_mut("plan") {
+        Some(plan) => plan.get_mut("next_action"),
+        None => v.get_mut("next_action"),
+    };
+    let Some(next) = next else { return };
+    mend_action(next);
+    let Some(schema) = next.get("tool").and_then(Value::as_str).and_then(|t| params.get(t)) else { return };
+    if let Some(args) = next.get_mut("args").filter(|a| a.is_object()) {
+        mend_value(schema, args);
+    }
 }
 
 /// Definition-of-Done items mended to the schema's item rule
@@ -839,7 +832,9 @@ fn mend_by_named_variant(alts: &[Value], v: &mut Value) {
     let tool = v.get("tool").and_then(Value::as_str).map(String::from);
     let decision = v.get("decision").and_then(Value::as_str).map(str::to_ascii_lowercase);
     if let Some(alt) = alts.iter().find(|a| {
-        a.pointer("/properties/tool/enum/0").and_then(Value::as_str).is_some_and(|n| Some(n) == tool.as_deref())
+        a.pointer("/properties/tool/enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.iter().any(|n| n.as_str().is_some_and(|n| Some(n) == tool.as_deref())))
     }) {
         mend_value(alt, v);
     } else if let Some(alt) = alts.iter().find(|a| {

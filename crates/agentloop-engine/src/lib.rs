@@ -14,6 +14,7 @@ pub mod report;
 pub mod runs_root;
 pub mod schema;
 pub mod settings;
+pub mod tool_args;
 pub mod tool_settings;
 pub mod transcript;
 pub mod trust;

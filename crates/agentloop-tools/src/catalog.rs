@@ -213,7 +213,7 @@ pub fn seeded(text: &str, tools: &[&ToolSpec]) -> (String, Vec<String>) {
     out = out.trim_end().to_string();
     out.push_str("\n\n## Tools agentloop can call\n\nThe catalog above came with the workspace. Each call is checked against this list: a tool named above but not here cannot be called. Each is shown with its parameters (`?` marks an optional one; a parameter is a string unless a type or its values follow).\n\n");
     for t in tools {
-        out.push_str(&format!("- `{}`: {}\n", signature(t), first_sentence(&t.description, 160)));
+        out.push_str(&format!("- `{}`: {}\n", line_name(t, true), first_sentence(&t.description, 160)));
     }
     let mut unknown: Vec<String> =
         named_tools(text).into_iter().filter(|n| !tools.iter().any(|t| &t.name == n)).collect();
@@ -248,26 +248,52 @@ fn named_tools(text: &str) -> Vec<String> {
     out
 }
 
+/// A tool as its catalog line names it: with its parameters ([`signature`]) when `signatures`
+/// says the answer's schema does not carry them. `finish` keeps its parameters in that schema
+/// (with the run's output schema, when it has one), so its line names it alone.
+fn line_name(t: &ToolSpec, signatures: bool) -> String {
+    match signatures && !agentloop_types::tool_spec::is_finish(&t.name) {
+        true => signature(t),
+        false => t.name.clone(),
+    }
+}
+
 /// A tool's name and parameters as one catalog line shows them, required ones first:
-/// `file_write(path, content, mode?: overwrite|append)`. A string parameter is named alone;
-/// any other says its type, or its values when it takes a few.
+/// `file_write(path, content, mode?: overwrite|append)`. A string parameter is named alone; any
+/// other says its type (`integer|null`), its values when it takes a few, or `any`. A name that is
+/// not a plain word is quoted; a tool that takes any object says so.
 pub fn signature(t: &ToolSpec) -> String {
     let required: Vec<&str> =
         t.parameters["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let Some(props) = t.parameters["properties"].as_object() else { return format!("{}()", t.name) };
-    let mut params: Vec<(&String, &Value)> = props.iter().collect();
-    params.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    let empty = serde_json::Map::new();
+    let props = t.parameters["properties"].as_object().unwrap_or(&empty);
+    if props.is_empty() && required.is_empty() && t.parameters.get("additionalProperties") != Some(&json!(false)) {
+        return format!("{}(any arguments)", t.name);
+    }
+    let any = json!({});
+    // Required ones first, with any the schema requires but does not describe.
+    let mut params: Vec<(&str, &Value)> = required.iter().map(|r| (*r, props.get(*r).unwrap_or(&any))).collect();
+    params.extend(props.iter().filter(|(n, _)| !required.contains(&n.as_str())).map(|(n, p)| (n.as_str(), p)));
     let shown: Vec<String> = params
         .iter()
-        .map(|(name, p)| {
-            let optional = if required.contains(&name.as_str()) { "" } else { "?" };
-            let values = p["enum"].as_array().map(|e| e.iter().map(|v| v.as_str().map_or(v.to_string(), String::from)));
-            let kind = match (values, p["type"].as_str()) {
-                (Some(v), _) => format!(": {}", v.collect::<Vec<_>>().join("|")),
-                (None, Some("string") | None) => String::new(),
-                (None, Some(other)) => format!(": {other}"),
+        .map(|(raw, p)| {
+            let plain = !raw.is_empty() && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            let name = if plain { raw.to_string() } else { Value::from(*raw).to_string() };
+            let optional = if required.contains(raw) { "" } else { "?" };
+            let text = |v: &Value| v.as_str().map_or(v.to_string(), String::from);
+            let kind = match (p["enum"].as_array(), p.get("const"), &p["type"]) {
+                (Some(e), _, _) => e.iter().map(text).collect::<Vec<_>>().join("|"),
+                (None, Some(c), _) => text(c),
+                (None, None, Value::String(ty)) if ty == "string" => String::new(),
+                (None, None, Value::String(ty)) => ty.clone(),
+                (None, None, Value::Array(tys)) => tys.iter().map(text).collect::<Vec<_>>().join("|"),
+                _ => "any".to_string(),
             };
-            format!("{name}{optional}{kind}")
+            if kind.is_empty() {
+                format!("{name}{optional}")
+            } else {
+                format!("{name}{optional}: {kind}")
+            }
         })
         .collect();
     format!("{}({})", t.name, shown.join(", "))
@@ -299,7 +325,8 @@ pub fn prompt(tools: &[&ToolSpec], skills: &SkillSet, plugins: &[Plugin], signat
     });
     for t in tools {
         // With its parameters on the line, a tool says less of what it does.
-        let (name, max) = if signatures { (signature(t), 80) } else { (t.name.clone(), 100) };
+        let max = if signatures { 80 } else { 100 };
+        let name = line_name(t, signatures);
         out.push_str(&format!("- {name}: {}\n", first_sentence(&t.description, max)));
     }
     plugins_part(&mut out, tools, plugins);
@@ -349,8 +376,7 @@ pub fn shortened(tools: &[&ToolSpec], skills: &SkillSet, level: u8, signatures: 
     let mut out = String::from("# Skills (shortened to fit the context window)\n\n## Tools\n");
     for t in tools {
         if level >= 2 {
-            let name = if signatures { signature(t) } else { t.name.clone() };
-            out.push_str(&format!("- {name}: {}\n", first_sentence(&t.description, 80)));
+            out.push_str(&format!("- {}: {}\n", line_name(t, signatures), first_sentence(&t.description, 80)));
             continue;
         }
         out.push_str(&format!("\n### {}\n{}\n", t.name, first_sentence(&t.description, 160)));
@@ -414,7 +440,34 @@ pub fn of_config(
 
 #[cfg(test)]
 mod tests {
-    use super::named_tools;
+    use super::{named_tools, signature};
+    use agentloop_types::tool_spec::{SideEffect, ToolSpec};
+    use serde_json::json;
+
+    fn spec(parameters: serde_json::Value) -> ToolSpec {
+        let (timeout, output_cap) = (std::time::Duration::from_secs(1), 100);
+        ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters,
+            side_effect: SideEffect::None,
+            timeout,
+            output_cap,
+        }
+    }
+
+    /// A catalog line says what a tool takes, never more or less than its schema does.
+    #[test]
+    fn a_signature_names_each_parameter_as_its_schema_gives_it() {
+        let s = |p| signature(&spec(p));
+        assert_eq!(s(json!({"type": "object"})), "t(any arguments)");
+        assert_eq!(s(json!({"type": "object", "properties": {}, "additionalProperties": false})), "t()");
+        let p = json!({"type": "object", "properties": {
+            "n": {"type": ["integer", "null"]}, "k": {"const": "x"}, "u": {"anyOf": [{"type": "string"}]},
+            "a, b?: integer": {"type": "string"}, "m": {"enum": ["a", 1]}, "s": {"type": "string"}},
+            "required": ["s", "gone"]});
+        assert_eq!(s(p), r#"t(s, gone: any, n?: integer|null, k?: x, u?: any, "a, b?: integer"?, m?: a|1)"#);
+    }
 
     #[test]
     fn tool_names_are_found_but_file_names_and_versions_are_not() {

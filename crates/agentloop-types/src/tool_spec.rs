@@ -200,6 +200,11 @@ pub const CHECKABLE_ITEM: &str = "^ *([A-Za-z\\u00C0-\\uFFFF]|[^\"\\\\# A-Za-z\\
 /// What [`CHECKABLE_ITEM`] asks, as a model is told when an item breaks it.
 pub const CHECKABLE_ITEM_MEANS: &str = "is a heading or has no words (an item is a result a later step can check)";
 
+/// How many of a value's problems [`SchemaError::describe`] names.
+pub const SHOWN_PROBLEMS: usize = 8;
+/// The most characters of one problem [`SchemaError::describe`] says.
+pub const PROBLEM_CHARS: usize = 300;
+
 /// Why a value does not fit a JSON Schema, as the model is told it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchemaError {
@@ -210,23 +215,31 @@ pub enum SchemaError {
 }
 
 impl SchemaError {
-    /// The problems of the value called `noun` (arguments, output), one line.
+    /// The problems of the value called `noun` (arguments, output), one line: at most
+    /// [`SHOWN_PROBLEMS`] of them, each cut to [`PROBLEM_CHARS`] characters (the validator quotes
+    /// the value it refuses, which a model may have made as long as it likes).
     pub fn describe(&self, noun: &str) -> String {
         match self {
             SchemaError::Invalid(e) => format!("the tool's schema is invalid: {e}"),
             SchemaError::Mismatch(found) => {
-                let each: Vec<String> = found
+                let mut each: Vec<String> = found
                     .iter()
-                    .map(
-                        |(at, what)| {
-                            if at.is_empty() {
-                                format!("{noun}: {what}")
-                            } else {
-                                format!("argument `{at}`: {what}")
-                            }
-                        },
-                    )
+                    .take(SHOWN_PROBLEMS)
+                    .map(|(at, what)| {
+                        let what = match what.char_indices().nth(PROBLEM_CHARS) {
+                            Some((cut, _)) => format!("{}…", &what[..cut]),
+                            None => what.clone(),
+                        };
+                        if at.is_empty() {
+                            format!("{noun}: {what}")
+                        } else {
+                            format!("argument `{at}`: {what}")
+                        }
+                    })
                     .collect();
+                if found.len() > SHOWN_PROBLEMS {
+                    each.push(format!("and {} more", found.len() - SHOWN_PROBLEMS));
+                }
                 format!("invalid {noun}: {}", each.join("; "))
             }
         }
@@ -258,6 +271,18 @@ impl std::error::Error for SchemaError {}
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+
+    /// However long the value a model sent, the problems it is told are a few, each cut short.
+    #[test]
+    fn a_description_of_problems_stays_short() {
+        let long = format!("[{}] is not of type \"string\"", "\"x\", ".repeat(10_000));
+        let found: Vec<(String, String)> = (0..20).map(|i| (format!("k{i}"), long.clone())).collect();
+        let text = SchemaError::Mismatch(found).describe("arguments");
+        assert!(text.chars().count() < (PROBLEM_CHARS + 40) * SHOWN_PROBLEMS, "{}", text.len());
+        assert!(text.starts_with("invalid arguments: argument `k0`: [") && text.ends_with("; and 12 more"), "{text}");
+        let one = SchemaError::Mismatch(vec![(String::new(), "short".into())]).describe("arguments");
+        assert_eq!(one, "invalid arguments: arguments: short");
+    }
 
     #[test]
     fn a_status_round_trips_as_its_word_and_a_reported_one_is_read() {

@@ -215,15 +215,12 @@ impl<'a> Env<'a> {
     /// Plan's forced answer tool (see [`crate::contract::plan_tool`]); `finish` takes the run's
     /// output schema, which is fixed for the run.
     /// Each tool's parameters are in the catalog rather than this answer's schema when
-    /// [`Env::args_in_answer`] says so ([`crate::contract::plan_tool_loose`]).
+    /// [`Env::args_in_answer`] says so ([`crate::tool_args::plan_tool`]).
     pub fn plan_tool(&self, state: &State) -> agentloop_model::model::ToolDef {
         self.plan_tool
             .get_or_init(|| {
-                let (tools, output) = (self.registry.allowed(self.cfg), state.output_schema.as_ref());
-                match self.args_in_answer() {
-                    true => crate::contract::plan_tool(&tools, output),
-                    false => crate::contract::plan_tool_loose(&tools, output),
-                }
+                let tools = self.registry.allowed(self.cfg);
+                crate::tool_args::plan_tool_as(self.args_in_answer(), &tools, state.output_schema.as_ref())
             })
             .clone()
     }
@@ -231,7 +228,7 @@ impl<'a> Env<'a> {
     /// Whether each tool's parameters are given in Plan's answer schema (`llm.tool_schemas`),
     /// rather than in the catalog: always for lean prompts, which hold a small model to them.
     pub fn args_in_answer(&self) -> bool {
-        args_in_answer(self.cfg)
+        crate::tool_args::in_answer(self.cfg, &self.registry.allowed(self.cfg))
     }
 
     /// The answer tools a call sends. With prefix sharing ([`shared_prefix`]), every Plan and
@@ -642,19 +639,6 @@ impl<'a> Env<'a> {
 /// Tokens `llm.context_window` keeps free, besides `llm.max_tokens`, for what changes from call
 /// to call (memory, plan, the latest result, the phase's instruction).
 pub const PROMPT_RESERVE: u64 = 1024;
-
-/// Whether each tool's parameters go in Plan's answer schema (see [`Env::args_in_answer`]):
-/// `llm.tool_schemas`, where `auto` follows the provider's strict schema mode (which holds the
-/// model to the schema it is sent); lean prompts always do.
-pub fn args_in_answer(cfg: &Config) -> bool {
-    use agentloop_config::config::ToolSchemas;
-    cfg.prompts == agentloop_config::config::Prompts::Lean
-        || match cfg.llm.tool_schemas {
-            ToolSchemas::Answer => true,
-            ToolSchemas::Catalog => false,
-            ToolSchemas::Auto => agentloop_model::model::strict_schemas(cfg),
-        }
-}
 
 /// Whether every model call of a run starts with the same bytes (tools, system message, task),
 /// which pays only where the provider caches a prompt's prefix and bills the repeat at a

@@ -88,10 +88,10 @@ pub fn estimate(
     let frame_tool = contract::frame_tool();
     let (plan_tool, reflect_tool) = match env.lean() {
         true => (crate::lean::plan(&env.registry.allowed(env.cfg), None), crate::lean::reflect(&[1], &[1], false)),
-        false if env.args_in_answer() => {
-            (contract::plan_tool(&env.registry.allowed(env.cfg), None), contract::reflect_tool(5))
+        false => {
+            let plan = crate::tool_args::plan_tool_as(env.args_in_answer(), &env.registry.allowed(env.cfg), None);
+            (plan, contract::reflect_tool(5))
         }
-        false => (contract::plan_tool_loose(&env.registry.allowed(env.cfg), None), contract::reflect_tool(5)),
     };
     let schema = |t: &agentloop_model::model::ToolDef| t.parameters.to_string().len();
     let (frame_in, plan_in, reflect_in) = if super::shared_prefix(env.cfg) {

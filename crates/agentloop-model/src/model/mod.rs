@@ -55,6 +55,10 @@ pub struct ToolDef {
     /// The compiled validator of `parameters`, made on first use and shared by clones.
     #[serde(skip)]
     pub validator: ValidatorMemo,
+    /// The parameters of each tool an answer may name, by tool, where `parameters` does not carry
+    /// them (`llm.tool_schemas: catalog`): a named tool's arguments are mended against them.
+    #[serde(skip)]
+    pub tool_params: Option<std::sync::Arc<serde_json::Map<String, Value>>>,
 }
 
 /// A validator compiled once per [`ToolDef`] (its clones share it). The schema is fixed once a
