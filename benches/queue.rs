@@ -11,8 +11,10 @@
 //! Lanes: `QUEUE_LANES=1,8,16,32,64` measures those numbers of runs at once instead, each round
 //! with as many workers as `QUEUE_CONCURRENCY` lanes each take (default 8: 32 lanes are 4
 //! workers × `--concurrency 8`), the curve docs/QUEUE.md records; the 0.85 × N target holds up
-//! to 32 lanes. Each row also says where the CPU went while it ran: how busy the machine's cores
-//! were, and the CPU time per run of the workers, redis-server and the fake model.
+//! to 32 lanes. Each row also says where the rest went: the steady rate of linear (between a
+//! tenth and nine tenths of the outcomes, without the start and the tail of the round), how busy
+//! the machine's cores were, and the CPU time per run of the workers, redis-server and the fake
+//! model.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -96,9 +98,12 @@ fn machine_ticks() -> (u64, u64) {
     (total - idle, total)
 }
 
-/// Where a round's CPU went: the machine's busy share of all its cores, and the CPU time per run
-/// of the workers, redis-server and the fake model (this process), in milliseconds.
+/// Where a round's time and CPU went: its steady rate, the machine's busy share of all its cores,
+/// and the CPU time per run of the workers, redis-server and the fake model (this process), in
+/// milliseconds.
 struct Usage {
+    /// Runs per minute between a tenth and nine tenths of the outcomes.
+    steady: f64,
     busy: f64,
     worker_ms: f64,
     redis_ms: f64,
@@ -189,8 +194,17 @@ fn round(
         let _: String =
             redis::cmd("XADD").arg(format!("{prefix}:runs")).arg("*").arg("request").arg(req).query(&mut con).unwrap();
     }
+    // When a tenth and nine tenths of the outcomes were in: the rate between them is the steady
+    // one, without the start (runs handed out) and the tail (lanes that drew one run more).
+    let (mut tenth, mut nine_tenths) = (None, None);
     loop {
         let done: usize = redis::cmd("XLEN").arg(format!("{prefix}:results")).query(&mut con).unwrap();
+        if done * 10 >= runs {
+            tenth.get_or_insert_with(Instant::now);
+        }
+        if done * 10 >= runs * 9 {
+            nine_tenths.get_or_insert_with(Instant::now);
+        }
         if done >= runs {
             break;
         }
@@ -198,12 +212,16 @@ fn round(
         std::thread::sleep(Duration::from_millis(10));
     }
     let rate = runs as f64 / start.elapsed().as_secs_f64() * 60.0;
+    let steady = match (tenth, nine_tenths) {
+        (Some(a), Some(b)) if b > a => (runs * 8) as f64 / 10.0 / (b - a).as_secs_f64() * 60.0,
+        _ => rate,
+    };
     let after = sample(&workers.0, redis_pid);
     let d: Vec<u64> = after.iter().zip(before).map(|(a, b)| a.saturating_sub(b)).collect();
     // Clock ticks are 10 ms on Linux (USER_HZ 100).
     let per_run = |ticks: u64| ticks as f64 * 10.0 / runs as f64;
     let busy = d[3] as f64 / d[4].max(1) as f64;
-    (rate, Usage { busy, worker_ms: per_run(d[0]), redis_ms: per_run(d[1]), model_ms: per_run(d[2]) })
+    (rate, Usage { steady, busy, worker_ms: per_run(d[0]), redis_ms: per_run(d[1]), model_ms: per_run(d[2]) })
 }
 
 fn main() {
@@ -224,28 +242,29 @@ fn main() {
     };
     println!("agentloop worker: runs per minute, model answering after {} ms", LATENCY.as_millis());
     println!(
-        "{what:>8} {:>6} {:>12} {:>9} {:>8}     {:>8} {:>10} {:>9} {:>9}",
-        "runs", "runs/min", "speedup", "target", "cpu busy", "worker/run", "redis/run", "model/run"
+        "{what:>8} {:>6} {:>12} {:>9} {:>8}     {:>7} {:>8} {:>10} {:>9} {:>9}",
+        "runs", "runs/min", "speedup", "target", "steady", "cpu busy", "worker/run", "redis/run", "model/run"
     );
     let redis_pid = redis_server.0[0].id().to_string();
     // A round nobody counts first: the binary and the filesystem warm up.
     round(dir.path(), &url, &model, &redis_pid, 0, 2, 1);
-    let mut base = 0.0;
+    let (mut base, mut steady_base) = (0.0, 0.0);
     let mut missed = Vec::new();
     for n in counts {
         let (rate, used) = round(dir.path(), &url, &model, &redis_pid, n, n, per);
         if n == 1 {
-            base = rate;
+            (base, steady_base) = (rate, used.steady);
         }
         let speedup = rate / base;
         let target = 0.85 * n as f64;
         // Lanes past 32 are the curve's tail: printed, held to no target.
         let ok = speedup >= target || (what == "lanes" && n > 32);
         println!(
-            "{n:>8} {:>6} {rate:>12.1} {speedup:>8.2}x {:>7.2}x {:<6} {:>7.0}% {:>8.1}ms {:>7.1}ms {:>7.1}ms",
+            "{n:>8} {:>6} {rate:>12.1} {speedup:>8.2}x {:>7.2}x {:<6} {:>6.2}x {:>7.0}% {:>8.1}ms {:>7.1}ms {:>7.1}ms",
             RUNS_PER_WORKER * n,
             target,
             if ok { "ok" } else { "MISSED" },
+            used.steady / steady_base / n as f64,
             used.busy * 100.0,
             used.worker_ms,
             used.redis_ms,
