@@ -705,7 +705,7 @@ fn main() {
                 per.join(", ")
             );
             println!(
-                "               first request {} tokens; not covered by a prefix cache: {} (whole messages), {} (Anthropic breakpoints, ≥ 1024-token prefixes); ×{:.2} llm's total, uncovered ×{:.2}",
+                "               first request {} tokens; not covered by a prefix cache: {} (whole messages), {} (Anthropic breakpoints, ≥ 1024-token prefixes); ×{:.3} llm's total, uncovered ×{:.3}",
                 c.first,
                 c.uncovered,
                 c.anthropic,
