@@ -629,7 +629,9 @@ fn resume_locked(
 }
 
 /// The pending step's tool failed: request it again (attempt + 1) while `handle.tool_retries`
-/// allow, then record the error and escalate the run.
+/// allow, then record the error and escalate the run. A request whose arguments the tool's
+/// schema no longer takes (its configuration changed since the first request) is not sent
+/// again: the run escalates, saying why.
 fn tool_failed(
     env: &Env,
     state: &mut State,
@@ -639,7 +641,8 @@ fn tool_failed(
     resp: &mut Response,
 ) -> Result<()> {
     let step = pending.step;
-    if pending.attempt < env.cfg.handle.tool_retries {
+    let refused = env.registry.check(env.cfg, &pending.tool, &pending.args).err();
+    if pending.attempt < env.cfg.handle.tool_retries && refused.is_none() {
         return retry(env, state, pending, step, error, resp);
     }
     let action = NextAction { tool: pending.tool.clone(), args: pending.args.clone() };
@@ -649,10 +652,13 @@ fn tool_failed(
     if state.status.is_terminal() {
         return done(state, resp);
     }
-    let why = format!(
-        "tool `{}` failed at step {step} and its {} retries are spent: {error}",
-        pending.tool, env.cfg.handle.tool_retries
-    );
+    let why = match refused {
+        Some(e) => format!("tool `{}` failed at step {step} and is not requested again: {e}", pending.tool),
+        None => format!(
+            "tool `{}` failed at step {step} and its {} retries are spent: {error}",
+            pending.tool, env.cfg.handle.tool_retries
+        ),
+    };
     escalate(env, state, resp, why)
 }
 

@@ -162,3 +162,23 @@ reflect:
     assert!(trace.iter().filter(|e| e["phase"] == "act").all(|e| e["result_status"] == "ok"));
     assert_eq!(t.read("ws/artifacts/n.md"), "note");
 }
+
+/// A failed tool is requested again only with arguments its schema still takes: when the
+/// operator narrowed the schema between two turns, the run escalates, saying why, and nothing is
+/// sent to the router.
+#[test]
+fn a_retry_sends_nothing_the_tool_no_longer_takes() {
+    let h = crate::handle::H::new();
+    let (run, _) = h.start();
+    let narrowed = crate::handle::CONFIG.replace("url: {type: string}", "url: {type: string, maxLength: 5}");
+    h.t.write("root/agentloop.yaml", &narrowed);
+    let v = h.result(&run, 1, "jina-reader", "error");
+    assert!(crate::handle::types(&v).iter().all(|t| !t.starts_with("agentic.tool_request")), "{v}");
+    assert_eq!(crate::handle::types(&v), ["agent.escalated"], "{v}");
+    let r = h.t.json(&format!("root/runs/{run}/result.json"));
+    assert!(
+        r["reason"].as_str().unwrap().contains("is not requested again")
+            && r["reason"].as_str().unwrap().contains("url"),
+        "{r}"
+    );
+}
