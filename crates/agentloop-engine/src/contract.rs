@@ -804,7 +804,7 @@ fn types_of(schema: &Value) -> Vec<&str> {
 fn mend_value(schema: &Value, v: &mut Value) {
     // Text past its cap is cut to it (ending in `…`): a long reason is not worth a retry.
     if let (Value::String(s), Some(max)) = (&mut *v, schema.get("maxLength").and_then(Value::as_u64)) {
-        cap_chars(s, max as usize);
+        agentloop_types::text::cap_chars(s, max as usize);
     }
     // A union: mend by the variant the value names (the action's tool), else leave it.
     if let Some(Value::Array(alts)) = schema.get("anyOf") {
@@ -816,14 +816,6 @@ fn mend_value(schema: &Value, v: &mut Value) {
         return;
     }
     mend_inside(schema, &types, v);
-}
-
-/// Cuts `s` to at most `max` characters, the last of them `…` when anything was cut.
-pub(crate) fn cap_chars(s: &mut String, max: usize) {
-    if s.chars().count() > max {
-        let keep: String = s.chars().take(max.saturating_sub(1)).collect();
-        *s = format!("{keep}…");
-    }
 }
 
 /// Mends `v` by the variant of a union whose tool it names (an action), or whose `decision` enum

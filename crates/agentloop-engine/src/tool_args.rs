@@ -18,10 +18,11 @@ use serde_json::{json, Value};
 /// and a run's output schema is the schema of its `output`.
 pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
     let mut schema = contract::schema_of::<PlanAnswer>();
-    let names: Vec<&str> =
-        tools.iter().map(|t| t.name.as_str()).filter(|n| !agentloop_types::tool_spec::is_finish(n)).collect();
+    let (finish, others): (Vec<&ToolSpec>, Vec<&ToolSpec>) =
+        tools.iter().partition(|t| agentloop_types::tool_spec::is_finish(&t.name));
     let mut variants = Vec::new();
-    if !names.is_empty() {
+    if !others.is_empty() {
+        let names: Vec<&str> = others.iter().map(|t| t.name.as_str()).collect();
         variants.push(json!({
             "type": "object",
             "properties": {"tool": {"type": "string", "enum": names}, "args": {"type": "object"}},
@@ -29,8 +30,6 @@ pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
             "additionalProperties": false
         }));
     }
-    let finish: Vec<&ToolSpec> =
-        tools.iter().copied().filter(|t| agentloop_types::tool_spec::is_finish(&t.name)).collect();
     if let Some(full) = contract::plan_tool(&finish, output).parameters["properties"]["next_action"]["anyOf"].as_array()
     {
         variants.extend(full.iter().cloned());
@@ -40,8 +39,7 @@ pub fn plan_tool(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
         "anyOf": variants,
     });
     let mut t = contract::answer_tool("plan_answer", "Record the plan and the one next action.", schema);
-    let params = tools.iter().filter(|t| !names.is_empty() && names.contains(&t.name.as_str()));
-    t.tool_params = Some(std::sync::Arc::new(params.map(|t| (t.name.clone(), t.parameters.clone())).collect()));
+    t.tool_params = Some(std::sync::Arc::new(others.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect()));
     t
 }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod json;
 pub mod outcome;
 pub mod run_id;
+pub mod text;
 pub mod tool_spec;
 pub mod trace;
 pub mod words;

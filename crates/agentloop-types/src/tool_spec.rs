@@ -226,10 +226,8 @@ impl SchemaError {
                     .iter()
                     .take(SHOWN_PROBLEMS)
                     .map(|(at, what)| {
-                        let what = match what.char_indices().nth(PROBLEM_CHARS) {
-                            Some((cut, _)) => format!("{}…", &what[..cut]),
-                            None => what.clone(),
-                        };
+                        let mut what = what.clone();
+                        crate::text::cap_chars(&mut what, PROBLEM_CHARS);
                         if at.is_empty() {
                             format!("{noun}: {what}")
                         } else {

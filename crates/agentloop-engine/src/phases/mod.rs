@@ -471,7 +471,7 @@ impl<'a> Env<'a> {
     pub fn plan_prompt(&self, p: &Plan) -> Result<String> {
         let mut view = p.clone();
         keep_last(&mut view.completed, 3);
-        view.completed.iter_mut().for_each(|c| crate::contract::cap_chars(c, 100));
+        view.completed.iter_mut().for_each(|c| agentloop_types::text::cap_chars(c, 100));
         Ok(prompt_view(&self.tpl.render("plan.md.j2", markdown::plan_view(&view))?))
     }
 
@@ -569,7 +569,7 @@ impl<'a> Env<'a> {
     pub fn lean_view(&self, mem: &Memory, plan: &markdown::Plan, state: &State) -> serde_json::Value {
         let capped = |t: &str, max: usize| {
             let mut t = t.to_string();
-            crate::contract::cap_chars(&mut t, max);
+            agentloop_types::text::cap_chars(&mut t, max);
             t
         };
         let last =
