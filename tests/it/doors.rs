@@ -121,14 +121,21 @@ impl Ask<'_> {
 }
 
 /// A folder of its own for a scenario: `script` where every door looks for it; the
-/// configuration every door shares with `ask`'s; `ask`'s budgets.
+/// configuration every door shares with `ask`'s (an `llm: {...}` line of it joins the scripted
+/// provider's mapping); `ask`'s budgets.
 fn scene(script: &str, ask: &Ask) -> (T, String, serde_json::Map<String, Value>) {
     let t = T::new();
     crate::shell_sandbox::bwrap_or_none(&t);
     for at in ["script.yaml", "root/script.yaml", "ws/script.yaml"] {
         t.write(at, script);
     }
-    (t, format!("{CONFIG}{}", ask.config), ask.budgets.as_object().cloned().unwrap_or_default())
+    let config = match ask.config.split_once("llm: {").and_then(|(a, rest)| Some((a, rest.split_once("}\n")?))) {
+        Some((before, (llm, after))) => {
+            format!("{}{before}{after}", CONFIG.replacen("script.yaml}", &format!("script.yaml, {llm}}}"), 1))
+        }
+        None => format!("{CONFIG}{}", ask.config),
+    };
+    (t, config, ask.budgets.as_object().cloned().unwrap_or_default())
 }
 
 /// The CLI's global flags for `budgets`.
@@ -454,6 +461,40 @@ fn lean_prompts_and_the_goal_as_frame_hold_through_every_door() {
         assert_eq!(r["stop"].as_str(), Some("done"), "{door:?}: {r}");
         let frame = e.trace.iter().find(|x| x["event"] == "frame").unwrap_or_else(|| panic!("{door:?}: {e:?}"));
         assert_eq!((&frame["data"]["from"], frame.get("usage")), (&json!("goal"), None), "{door:?}: {frame}");
+    }
+}
+
+/// Where each tool's parameters are given (`llm.tool_schemas`) holds through every door: by
+/// default arguments a tool does not take are a failed step naming them, which the next plan
+/// mends; with `answer` the same answer is refused before Act and corrected in one retry.
+#[test]
+fn arguments_a_tool_does_not_take_are_held_the_same_through_every_door() {
+    let script = "plan:\n  - answer: {next_action: {tool: file_write, args: {name: hello.txt, content: hello}}}\n\
+                  \x20 - answer: {next_action: {tool: file_write, args: {path: hello.txt, content: hello}}}\n\
+                  reflect:\n  - answer: {decision: continue, reason: file_write takes path}\n\
+                  \x20 - answer: {satisfied: [{item: 1, steps: [2]}], decision: done, outcome: wrote hello.txt}\n";
+    for (config, failed_steps, retried) in
+        [("frame: goal\n", 1, false), ("frame: goal\nllm: {tool_schemas: answer}\n", 0, true)]
+    {
+        let ask = Ask { goal: "Write hello.txt holding hello", budgets: json!({}), output_schema: None, config };
+        for door in DOORS {
+            let e = through(door, script, &ask);
+            if skipped(&e) {
+                continue;
+            }
+            let acts: Vec<&Value> = e.trace.iter().filter(|x| x["phase"] == "act").collect();
+            let failed: Vec<&&Value> = acts.iter().filter(|a| a["result_status"] == "error").collect();
+            assert_eq!(failed.len(), failed_steps, "{door:?} {config}: {acts:?}");
+            if let Some(f) = failed.first() {
+                assert!(f["error"].as_str().unwrap().contains("\"path\" is a required property"), "{door:?}: {f}");
+            }
+            let first_plan = e.trace.iter().find(|x| x["phase"] == "plan").unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+            assert_eq!(first_plan["attempt"] == 2, retried, "{door:?} {config}: {first_plan}");
+            if !retried {
+                let r = e.result.as_ref().unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+                assert_eq!(r["stop"].as_str(), Some("done"), "{door:?}: {r}");
+            }
+        }
     }
 }
 
