@@ -20,7 +20,7 @@ cat > "$work/lean.yaml" <<'YAML'
 allowed_tools: [file_read, file_write, list_dir, finish]
 skills: {disabled: [critique, daily-digest, web-research]}
 memory: {enabled: false}
-llm: {max_tokens: 512}
+llm: {max_tokens: 512, temperature: 0}
 frame: goal
 prompts: lean
 YAML

@@ -499,7 +499,7 @@ fn the_smoke_suite_against_a_real_server() {
     t.write(
         "lean.yaml",
         "allowed_tools: [file_read, file_write, list_dir, finish]\nskills: {disabled: [critique, daily-digest, web-research]}\n\
-         memory: {enabled: false}\nllm: {max_tokens: 512}\nframe: goal\nprompts: lean\n",
+         memory: {enabled: false}\nllm: {max_tokens: 512, temperature: 0}\nframe: goal\nprompts: lean\n",
     );
     c.args(["--config", "lean.yaml", "--provider", "openai", "--base-url", &base, "--model", &model]);
     c.args(["eval", "--builtin", "smoke"]);

@@ -561,14 +561,11 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
         .map(|v| v["properties"]["tool"]["enum"][0].as_str().unwrap())
         .collect();
     assert_eq!(offered, ["file_read", "file_write", "list_dir"], "no finish while the item is open");
-    // Paths held to what exists and what the goal names: the input it names is not written.
+    // Paths held to what exists and what the goal names: the input it names is not written,
+    // and the run's own `artifacts/`, empty, is not offered to list.
     let args = |i: usize| &params["properties"]["next_action"]["anyOf"][i]["properties"]["args"]["properties"]["path"];
     assert_eq!(args(0)["enum"], json!(["notes.txt"]), "{params}");
-    assert_eq!(
-        (args(1)["enum"].clone(), args(2)["enum"].clone()),
-        (json!(["hello.txt"]), json!([".", "artifacts"])),
-        "{params}"
-    );
+    assert_eq!((args(1)["enum"].clone(), args(2)["enum"].clone()), (json!(["hello.txt"]), json!(["."])), "{params}");
     let system = plan["messages"][0]["content"].as_str().unwrap();
     assert!(system.starts_with("You are agentloop: you work toward one goal"), "{system}");
     assert!(system.contains("Tools: file_read, file_write, list_dir, finish."), "{system}");
@@ -603,4 +600,101 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
         "{}",
         stderr(&out)
     );
+}
+
+/// The tools of a lean Plan answer, in the order its schema offers them.
+fn offered(plan: &Value) -> Vec<String> {
+    let next = &plan["tools"][0]["function"]["parameters"]["properties"]["next_action"]["anyOf"];
+    next.as_array().unwrap().iter().map(|v| v["properties"]["tool"]["enum"][0].as_str().unwrap().to_string()).collect()
+}
+
+/// A lean Plan offers what a small model should pick next first: reading while the goal's
+/// input is unread, `file_write` first once the step just run read it (or listed the folder,
+/// for a goal that names no input), no `file_read` when there is no file to read, and of the
+/// optional arguments only `path` (the others keep their defaults).
+#[test]
+fn a_lean_plan_offers_writing_first_once_the_goals_input_is_read() {
+    let plans = std::sync::atomic::AtomicUsize::new(0);
+    let s = Server::start_with(move |_, req| {
+        let tool = forced_tool(&req.json());
+        let args = match tool.as_str() {
+            "plan_answer" => match plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => json!({"next_action": {"tool": "file_read", "args": {"path": "notes.txt"}}}),
+                _ => json!({"next_action": {"tool": "file_write", "args": {"path": "out.txt", "content": "keep me"}}}),
+            },
+            _ => match req.json().to_string().contains("Step 1:") {
+                true => json!({"decision": "continue"}),
+                false => json!({"satisfied": [{"item": 1, "steps": [2]}], "decision": "done"}),
+            },
+        };
+        tool_reply(&tool, &args.to_string(), "tool_calls")
+    });
+    let t = T::new();
+    t.write("ws/notes.txt", "keep me\n");
+    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
+    let lean = |ws: &str, goal: &str| {
+        t.cmd()
+            .args(["-w", ws, "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "m"])
+            .args(["run", "--goal", goal])
+            .output()
+            .unwrap()
+    };
+    let out = lean("ws", "Copy the first line of notes.txt to out.txt.");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(t.read("ws/out.txt"), "keep me");
+    let (first, second) = (nth(&s, "plan_answer", 0), nth(&s, "plan_answer", 1));
+    assert_eq!(offered(&first), ["file_read", "file_write", "list_dir"]);
+    assert_eq!(offered(&second), ["file_write", "file_read", "list_dir"], "notes.txt was just read");
+    let args = |v: &Value, tool: &str| {
+        let next = v["tools"][0]["function"]["parameters"]["properties"]["next_action"]["anyOf"].clone();
+        let variant = next.as_array().unwrap().iter().find(|x| x["properties"]["tool"]["enum"][0] == tool).cloned();
+        let props = variant.unwrap()["properties"]["args"]["properties"].as_object().unwrap().clone();
+        props.keys().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(args(&first, "file_read"), ["path"], "offset, limit and encoding keep their defaults");
+    assert_eq!(args(&first, "file_write"), ["path", "content"], "mode and encoding keep their defaults");
+    // Nothing to read: no `file_read`.
+    t.write("empty/.keep", "");
+    let _ = lean("empty", "Write a file hello.txt containing the word hello.");
+    assert_eq!(offered(&nth(&s, "plan_answer", 2)), ["file_write", "list_dir"]);
+}
+
+/// A lean run shows a listing of the workspace as the names it may read — none of agentloop's
+/// own files, no empty `artifacts/`, no sizes — in the prompts and in plan.md's step line, and
+/// offers `file_write` first after it when the goal names no input.
+#[test]
+fn a_lean_run_shows_a_listing_as_the_names_it_may_read() {
+    let s = Server::start_with(move |_, req| {
+        let body = req.json();
+        let tool = forced_tool(&body);
+        let prompt = body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+        let args = match (tool.as_str(), prompt.contains("Steps so far: none.")) {
+            ("plan_answer", true) => json!({"next_action": {"tool": "list_dir", "args": {}}}),
+            ("plan_answer", false) => {
+                json!({"next_action": {"tool": "file_write", "args": {"path": "files.txt", "content": "a.txt b.md"}}})
+            }
+            _ if prompt.contains("Step 1:") => json!({"satisfied": [], "decision": "continue"}),
+            _ => json!({"satisfied": [{"item": 1, "steps": [2]}], "decision": "done"}),
+        };
+        tool_reply(&tool, &args.to_string(), "tool_calls")
+    });
+    let t = T::new();
+    t.write("ws/a.txt", "a\n");
+    t.write("ws/b.md", "b\n");
+    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
+    let out = t
+        .cmd()
+        .args(["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "m"])
+        .args(["run", "--goal", "List the names of the files here in files.txt."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reflect = nth(&s, "reflect_answer", 0);
+    let prompt = reflect["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("output:\na.txt\nb.md\n"), "{prompt}");
+    let plan = nth(&s, "plan_answer", 1);
+    let prompt = plan["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.contains("- step 1: list_dir ok — a.txt b.md\nThe last step's output:\na.txt\nb.md\n"), "{prompt}");
+    assert_eq!(offered(&plan), ["file_write", "file_read", "list_dir"]);
+    assert!(t.read("ws/plan.md").contains("- step 1: list_dir ok — a.txt b.md\n"), "{}", t.read("ws/plan.md"));
 }

@@ -584,6 +584,13 @@ pub fn mend(schema: &Value, v: &mut Value) {
         mend_action(next);
     }
     mend_items(v);
+    // A decision without ticks ticks nothing (a lean schema has the list first, so required).
+    if let Some(o) = v.as_object_mut().filter(|o| o.contains_key("decision") && !o.contains_key("satisfied")) {
+        let variants = schema.get("anyOf").and_then(Value::as_array).map_or(vec![schema], |a| a.iter().collect());
+        if variants.iter().any(|s| s.pointer("/properties/satisfied").is_some()) {
+            o.insert("satisfied".into(), json!([]));
+        }
+    }
     mend_value(schema, v);
 }
 

@@ -5,16 +5,20 @@
 
 use crate::contract::{answer_tool, plan_tool};
 use agentloop_model::model::ToolDef;
-use agentloop_types::tool_spec::ToolSpec;
+use agentloop_types::tool_spec::{ToolResult, ToolSpec};
 use serde_json::{json, Value};
 
 /// Plan's lean answer: `next_action` alone (no outline, expected outcome, risk or rationale,
-/// which a small model fills with noise that later prompts carry), and no descriptions inside
-/// the tools' arguments (a small model copies them into paths and file contents).
+/// which a small model fills with noise that later prompts carry), no descriptions inside the
+/// tools' arguments (a small model copies them into paths and file contents), and of each
+/// tool's optional arguments only `path`: the others keep their defaults (a small model fills
+/// `encoding` with `utf-16le`, `mode` with `append` and `limit` with 1 for no reason; a call
+/// that needs them is for the full prompts).
 pub fn plan(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
     let full = plan_tool(tools, output);
     let mut next = full.parameters["properties"]["next_action"].clone();
     strip_descriptions(&mut next);
+    required_and_path(&mut next);
     let schema = json!({
         "type": "object",
         "properties": {"next_action": next},
@@ -31,8 +35,14 @@ pub fn plan(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
 /// `file_write` writes is never empty.
 pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], named: &[String]) {
     let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") else { return };
-    for v in variants {
+    for v in variants.iter_mut() {
         let tool = v.pointer("/properties/tool/enum/0").and_then(Value::as_str).unwrap_or_default().to_string();
+        // With no file to read, `file_read` is not offered (a small model reads the file it is
+        // asked to write, then makes paths up).
+        if tool == "file_read" && files.is_empty() {
+            v["drop"] = json!(true);
+            continue;
+        }
         let choices: Vec<String> = match tool.as_str() {
             "file_read" => files.to_vec(),
             "file_write" => named.to_vec(),
@@ -46,6 +56,13 @@ pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], name
         if let (false, Some(path)) = (choices.is_empty(), v.pointer_mut("/properties/args/properties/path")) {
             *path = json!({"type": "string", "enum": choices});
         }
+    }
+    if let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") {
+        // Unless nothing else would be left.
+        if variants.iter().any(|v| v.get("drop").is_none()) {
+            variants.retain(|v| v.get("drop").is_none());
+        }
+        variants.iter_mut().filter_map(Value::as_object_mut).for_each(|v| drop(v.remove("drop")));
     }
     plan.strict = crate::contract::strict_variant(&plan.parameters);
 }
@@ -70,7 +87,10 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
             if own || kind.is_symlink() {
                 continue;
             }
-            if kind.is_dir() && depth == 0 {
+            // A folder with nothing in it has nothing to list (the run's own `artifacts/`
+            // before it writes any): not offered.
+            let empty = || std::fs::read_dir(dir.join(&name)).map_or(true, |mut d| d.next().is_none());
+            if kind.is_dir() && depth == 0 && !empty() {
                 folders.push(path.clone());
                 todo.insert(0, (dir.join(&name), path, depth + 1));
             } else if kind.is_file() && files.len() < 64 {
@@ -141,6 +161,62 @@ pub fn named_files(goal: &str) -> Vec<String> {
     out
 }
 
+/// In each variant of `next_action`, the optional arguments other than `path`, removed.
+fn required_and_path(next: &mut Value) {
+    let Some(Value::Array(variants)) = next.get_mut("anyOf") else { return };
+    for args in variants.iter_mut().filter_map(|v| v.pointer_mut("/properties/args")) {
+        let required: Vec<Value> = args.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+        if let Some(Value::Object(props)) = args.get_mut("properties") {
+            props.retain(|k, _| k == "path" || required.contains(&json!(k)));
+        }
+    }
+}
+
+/// Whether the step just run read what the goal points at, so that writing is what comes next
+/// ([`write_first`]): a `file_read` of a file the goal names that is there (one of `inputs`),
+/// or, when the goal names none, a `list_dir` of the workspace — either succeeding with output.
+pub fn read_what_goal_needs(tool: Option<&str>, result: Option<&ToolResult>, inputs: &[String]) -> bool {
+    let Some(r) = result.filter(|r| r.is_ok() && !r.output.trim().is_empty()) else { return false };
+    let path = r.metadata.get("path").and_then(Value::as_str).unwrap_or_default();
+    match tool {
+        Some("file_read") => inputs.iter().any(|i| i == path),
+        Some("list_dir") => inputs.is_empty() && matches!(path, "." | "" | "./"),
+        _ => false,
+    }
+}
+
+/// Puts `file_write` first among Plan's choices (a small model leans to the first a schema
+/// lists), for when a file the goal names is still to be written and the step just run read
+/// what the goal needs ([`read_what_goal_needs`]). Otherwise the order stays, reading first.
+pub fn write_first(plan: &mut ToolDef) {
+    let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") else { return };
+    variants.sort_by_key(|v| v.pointer("/properties/tool/enum/0").and_then(Value::as_str) != Some("file_write"));
+}
+
+/// What a lean prompt shows of a step's output: a folder's listing (`list_dir`) as the names
+/// alone, without agentloop's own entries (its paper trail, configuration, dot files) and
+/// without folders that hold nothing — what a lean Plan is never offered to read (a small model
+/// copies a listing into the file it writes only when it is the names alone); any other
+/// output as it is. `root` is the workspace.
+pub fn shown_output(tool: Option<&str>, r: &ToolResult, root: &camino::Utf8Path) -> String {
+    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+    let folder = r.metadata.get("path").and_then(Value::as_str).unwrap_or(".");
+    if tool != Some("list_dir") || !r.is_ok() {
+        return r.output.clone();
+    }
+    let top = matches!(folder, "." | "" | "./");
+    let names = r.output.lines().filter_map(|line| {
+        let name = line.split('\t').next().unwrap_or_default();
+        let bare = name.trim_end_matches('/');
+        let own = bare.starts_with('.')
+            || (top && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&bare)));
+        let empty = name.ends_with('/')
+            && std::fs::read_dir(root.join(folder).join(bare)).is_ok_and(|mut d| d.next().is_none());
+        (!own && !empty).then_some(name)
+    });
+    names.collect::<Vec<_>>().join("\n")
+}
+
 /// Every `description` inside a schema, removed.
 fn strip_descriptions(v: &mut Value) {
     match v {
@@ -159,7 +235,8 @@ fn strip_descriptions(v: &mut Value) {
 /// still `open`, each naming one of them and citing steps among `steps` (this run's steps whose
 /// actions succeeded): the rule that `done` needs every item ticked with evidence is in the
 /// schema as far as a grammar can hold it (two ticks of one item are merged, then fall short).
-/// The other shape decides `continue`, `reframe` or `escalate`, with any ticks it can back.
+/// The other shape decides `continue`, `reframe` or `escalate`, after the ticks it can back
+/// (none, when it can back none).
 /// With no step to cite, there is nothing to tick, and `done` only when nothing is open. While
 /// a file the goal names is still to be written (`writes_pending`), `done` is not offered.
 pub fn reflect(open: &[u32], steps: &[u32], writes_pending: bool) -> ToolDef {
@@ -197,6 +274,9 @@ pub fn reflect(open: &[u32], steps: &[u32], writes_pending: bool) -> ToolDef {
         done = with_first(done, "satisfied", all);
         done["required"] = json!(["satisfied", "decision"]);
         other = with_first(other, "satisfied", json!({"type": "array", "items": tick, "maxItems": open.len()}));
+        // Required, though it may be empty: grammar builders write the required properties
+        // first, so an optional list would come after the decision it is to lead to.
+        other["required"] = json!(["satisfied", "decision"]);
     }
     if (can_tick || open.is_empty()) && !writes_pending {
         variants.push(done);
@@ -241,6 +321,40 @@ mod tests {
         assert_eq!(pending_writes(goal, root), ["data/out.md"]);
     }
 
+    /// Writing comes next after a read of the goal's input, or of the folder when it names none;
+    /// not after a failed read, an empty one, or a read of something else.
+    #[test]
+    fn what_the_goal_needs_is_its_input_or_else_the_folder() {
+        let read = |path: &str, out: &str| ToolResult::ok(out, json!({"path": path}));
+        let inputs = ["notes.txt".to_string()];
+        assert!(read_what_goal_needs(Some("file_read"), Some(&read("notes.txt", "x")), &inputs));
+        assert!(!read_what_goal_needs(Some("file_read"), Some(&read("other.txt", "x")), &inputs));
+        assert!(!read_what_goal_needs(Some("file_read"), Some(&read("notes.txt", " \n")), &inputs));
+        assert!(!read_what_goal_needs(Some("list_dir"), Some(&read(".", "notes.txt")), &inputs));
+        assert!(read_what_goal_needs(Some("list_dir"), Some(&read(".", "a.txt")), &[]));
+        assert!(!read_what_goal_needs(Some("list_dir"), Some(&read("sub", "a.txt")), &[]));
+        assert!(!read_what_goal_needs(Some("file_read"), Some(&ToolResult::err("no such file", false)), &inputs));
+        assert!(!read_what_goal_needs(None, None, &[]));
+    }
+
+    /// A listing of the workspace is shown as the names of what the run may read: none of
+    /// agentloop's own files, no empty folder, no sizes; other output is left as it is.
+    #[test]
+    fn a_listing_shows_the_names_a_run_may_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = camino::Utf8Path::from_path(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("artifacts")).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        agentloop_io::fs::write_atomic(&root.join("data/x.csv"), b"x").unwrap();
+        let out = "a.txt\t9\nartifacts/\ndata/\nmemory.md\t400\n.agentloop.lock\t0\nskills/\nb.md\t3";
+        let listed = ToolResult::ok(out, json!({"path": ".", "entries": 7}));
+        assert_eq!(shown_output(Some("list_dir"), &listed, root), "a.txt\ndata/\nb.md");
+        let sub = ToolResult::ok("memory.md\t4\nx.csv\t1", json!({"path": "data"}));
+        assert_eq!(shown_output(Some("list_dir"), &sub, root), "memory.md\nx.csv", "only the top's are agentloop's");
+        let read = ToolResult::ok("a.txt\t9", json!({"path": "notes.txt"}));
+        assert_eq!(shown_output(Some("file_read"), &read, root), "a.txt\t9");
+    }
+
     /// `done` needs every open item ticked with a step that succeeded; the other decisions need
     /// no tick; an item or step that is not among those given is outside the schema.
     #[test]
@@ -260,7 +374,9 @@ mod tests {
             &t,
             json!({"satisfied": [{"item": 5, "steps": [1]}, {"item": 2, "steps": [3]}], "decision": "done"})
         ));
-        assert!(valid(&t, json!({"decision": "continue"})));
+        // The list comes first, so it is there, if empty (`mend` puts in one left out).
+        assert!(valid(&t, json!({"satisfied": [], "decision": "continue"})));
+        assert!(!valid(&t, json!({"decision": "continue"})));
         assert!(valid(&t, json!({"satisfied": [{"item": 2, "steps": [1]}], "decision": "continue"})));
         // Nothing to cite: no ticks, and no `done` while items are open.
         let t = reflect(&[1], &[], false);

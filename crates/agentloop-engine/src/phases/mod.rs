@@ -532,6 +532,11 @@ impl<'a> Env<'a> {
             .cloned()
             .collect();
         crate::lean::hold_paths(&mut tool, &files, &folders, if new.is_empty() { &named } else { &new });
+        let inputs: Vec<String> = named.iter().filter(|n| !new.contains(n)).cloned().collect();
+        let last = state.tools_called.last().map(String::as_str);
+        if crate::lean::read_what_goal_needs(last, state.last_result.as_ref(), &inputs) && !new.is_empty() {
+            crate::lean::write_first(&mut tool);
+        }
         Ok(tool)
     }
 
@@ -584,8 +589,13 @@ impl<'a> Env<'a> {
             "facts": last(&mem.facts, 5),
             "action": action,
             "pending": self.lean_pending(state),
-            "latest": state.last_result.as_ref().map_or_else(String::new, |r| capped(r.output.trim(), 800)),
+            "latest": state.last_result.as_ref().map_or_else(String::new, |r| capped(self.lean_output(state, r).trim(), 800)),
         })
+    }
+
+    /// What a lean prompt shows of the output of the step just run ([`crate::lean::shown_output`]).
+    pub fn lean_output(&self, state: &State, r: &agentloop_types::tool_spec::ToolResult) -> String {
+        crate::lean::shown_output(state.tools_called.last().map(String::as_str), r, &self.ws.root)
     }
 
     /// Adds a section to the run's transcript (written with the phase's commit).

@@ -10,10 +10,11 @@ use agentloop_types::trace::{Entry, Event, Phase};
 use agentloop_workspace::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
-fn describe_result(state: &State) -> String {
+fn describe_result(state: &State, shown: Option<String>) -> String {
     let Some(r) = &state.last_result else {
         return "(no action has run yet)".into();
     };
+    let output = shown.unwrap_or_else(|| r.output.clone());
     let mut s = format!("step {}: status {}", state.step, r.status);
     if let Some(e) = &r.error {
         s.push_str(&format!("\nerror: {e}{}", if r.retryable { " (retryable)" } else { "" }));
@@ -21,9 +22,9 @@ fn describe_result(state: &State) -> String {
     if !r.artifacts.is_empty() {
         s.push_str(&format!("\nartifacts: {}", r.artifacts.join(", ")));
     }
-    if !r.output.is_empty() {
+    if !output.is_empty() {
         s.push_str("\noutput:\n");
-        s.push_str(&r.output);
+        s.push_str(&output);
     }
     s
 }
@@ -143,7 +144,9 @@ pub fn take(
     let finished = state.last_result.as_ref().is_some_and(|r| r.is_ok() && r.metadata["finish"] == true)
         || held_finish(state, &mem);
     let mut d = decide(env.cfg, state, &mut mem, &a, finished);
-    record_step(&mut plan, state, &a);
+    // A lean run's step line shows what its prompts show of the output.
+    let shown = state.last_result.as_ref().filter(|_| env.lean()).map(|r| env.lean_output(state, r));
+    record_step(&mut plan, state, &a, shown);
     mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
     let mut e = Entry::new(&state.run_id, step, Phase::Reflect, Event::Reflect);
     account(env, state, &mut e, answer);
@@ -207,12 +210,18 @@ fn ask_model(
     let items: Vec<String> = mem.dod.iter().map(|i| i.text.clone()).collect();
     if env.lean() {
         // The items still open and the steps that can back a tick, as the schema's choices.
-        let open: Vec<u32> = (1..).zip(&mem.dod).filter(|(_, i)| !i.done).map(|(n, _)| n).collect();
+        // An item that names a file still to be written is not met yet: not tickable.
+        let unwritten = env.lean_pending(state);
+        let open: Vec<u32> = (1..)
+            .zip(&mem.dod)
+            .filter(|(_, i)| !i.done && !unwritten.iter().any(|f| i.text.contains(f.as_str())))
+            .map(|(n, _)| n)
+            .collect();
         let record = agentloop_workspace::evidence::Footprint::read(&env.ws.trace(), &state.run_id)?;
         let steps: Vec<u32> = record.steps.iter().filter(|(_, ok)| **ok).map(|(s, _)| *s).collect();
         // No `done` before the files the goal names are written, nor, with an output schema,
         // before `finish` gave the output (`done` would be refused).
-        let pending = !env.lean_pending(state).is_empty() || (state.output_schema.is_some() && state.output.is_none());
+        let pending = !unwritten.is_empty() || (state.output_schema.is_some() && state.output.is_none());
         let tool = crate::lean::reflect(&open, &steps, pending);
         return Ok(ask::<ReflectAnswer>(env, state, "reflect", "", prompt, tool, &|v| {
             contract::mend_satisfied(v, &items)
@@ -238,7 +247,8 @@ pub fn prompt(
         "step": state.step,
         "memory": memory_text,
         "plan": plan_text,
-        "result": describe_result(state),
+        // A lean prompt shows what it shows of the output ([`Env::lean_output`]).
+        "result": describe_result(state, state.last_result.as_ref().filter(|_| env.lean()).map(|r| env.lean_output(state, r))),
         "open_items": open,
         "refused": state.refused_ticks,
         "lean": false,
@@ -407,9 +417,16 @@ fn decide(
 
 /// plan.md after the step: the completed action, the outline (the model's, or the next item
 /// ticked), no Next Action.
-fn record_step(plan: &mut agentloop_workspace::markdown::Plan, state: &State, a: &ReflectAnswer) {
+fn record_step(
+    plan: &mut agentloop_workspace::markdown::Plan,
+    state: &State,
+    a: &ReflectAnswer,
+    shown: Option<String>,
+) {
     if let Some(r) = &state.last_result {
         let tool = plan.next_action.as_ref().map(|a| a.tool.as_str()).unwrap_or("action");
+        let mut r = r.clone();
+        r.output = shown.unwrap_or(r.output);
         plan.completed.push(format!(
             "step {}: {tool} {} — {}",
             state.step,
