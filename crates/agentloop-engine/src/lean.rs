@@ -343,8 +343,8 @@ mod tests {
     fn a_listing_shows_the_names_a_run_may_read() {
         let dir = tempfile::tempdir().unwrap();
         let root = camino::Utf8Path::from_path(dir.path()).unwrap();
-        std::fs::create_dir_all(root.join("artifacts")).unwrap();
-        std::fs::create_dir_all(root.join("data")).unwrap();
+        agentloop_io::fs::create_dir_all(&root.join("artifacts")).unwrap();
+        agentloop_io::fs::create_dir_all(&root.join("data")).unwrap();
         agentloop_io::fs::write_atomic(&root.join("data/x.csv"), b"x").unwrap();
         let out = "a.txt\t9\nartifacts/\ndata/\nmemory.md\t400\n.agentloop.lock\t0\nskills/\nb.md\t3";
         let listed = ToolResult::ok(out, json!({"path": ".", "entries": 7}));
