@@ -61,6 +61,14 @@ fn run(t: &T, url: &str) -> std::process::Output {
         .unwrap()
 }
 
+/// A lean run (`prompts: lean`, `frame: goal`, the four file tools) of `goal` in the workspace
+/// `ws`, against the server at `url`.
+fn lean_run(t: &T, url: &str, ws: &str, goal: &str) -> std::process::Output {
+    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
+    let flags = ["-w", ws, "--config", "lean.yaml", "--provider", "openai", "--base-url", url, "--model", "smollm2"];
+    t.cmd().args(flags).args(["run", "--goal", goal]).output().unwrap()
+}
+
 /// The body of the n-th request that forced `tool`.
 fn nth(s: &Server, tool: &str, n: usize) -> Value {
     (0..s.count()).map(|i| s.request(i).json()).filter(|b| forced_tool(b) == tool).nth(n).unwrap()
@@ -539,13 +547,7 @@ fn lean_prompts_send_few_lines_and_schemas_that_hold_a_small_model() {
     });
     let t = T::new();
     t.write("ws/notes.txt", "keep me\n");
-    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
-    let out = t
-        .cmd()
-        .args(["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "smollm2"])
-        .args(["run", "--goal", "Read notes.txt, then write a file hello.txt containing the word hello."])
-        .output()
-        .unwrap();
+    let out = lean_run(&t, &s.url, "ws", "Read notes.txt, then write a file hello.txt containing the word hello.");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(t.read("ws/hello.txt"), "hello");
     assert_eq!(s.count(), 2, "no frame call: a plan and a reflection");
@@ -631,15 +633,7 @@ fn a_lean_plan_offers_writing_first_once_the_goals_input_is_read() {
     });
     let t = T::new();
     t.write("ws/notes.txt", "keep me\n");
-    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
-    let lean = |ws: &str, goal: &str| {
-        t.cmd()
-            .args(["-w", ws, "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "m"])
-            .args(["run", "--goal", goal])
-            .output()
-            .unwrap()
-    };
-    let out = lean("ws", "Copy the first line of notes.txt to out.txt.");
+    let out = lean_run(&t, &s.url, "ws", "Copy the first line of notes.txt to out.txt.");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(t.read("ws/out.txt"), "keep me");
     let (first, second) = (nth(&s, "plan_answer", 0), nth(&s, "plan_answer", 1));
@@ -655,7 +649,7 @@ fn a_lean_plan_offers_writing_first_once_the_goals_input_is_read() {
     assert_eq!(args(&first, "file_write"), ["path", "content"], "mode and encoding keep their defaults");
     // Nothing to read: no `file_read`.
     t.write("empty/.keep", "");
-    let _ = lean("empty", "Write a file hello.txt containing the word hello.");
+    let _ = lean_run(&t, &s.url, "empty", "Write a file hello.txt containing the word hello.");
     assert_eq!(offered(&nth(&s, "plan_answer", 2)), ["file_write", "list_dir"]);
 }
 
@@ -681,13 +675,7 @@ fn a_lean_run_shows_a_listing_as_the_names_it_may_read() {
     let t = T::new();
     t.write("ws/a.txt", "a\n");
     t.write("ws/b.md", "b\n");
-    t.write("lean.yaml", "frame: goal\nprompts: lean\nallowed_tools: [file_read, file_write, list_dir, finish]\n");
-    let out = t
-        .cmd()
-        .args(["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "m"])
-        .args(["run", "--goal", "List the names of the files here in files.txt."])
-        .output()
-        .unwrap();
+    let out = lean_run(&t, &s.url, "ws", "List the names of the files here in files.txt.");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reflect = nth(&s, "reflect_answer", 0);
     let prompt = reflect["messages"][1]["content"].as_str().unwrap();
