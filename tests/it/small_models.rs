@@ -685,4 +685,12 @@ fn a_lean_run_shows_a_listing_as_the_names_it_may_read() {
     assert!(prompt.contains("- step 1: list_dir ok — a.txt b.md\nThe last step's output:\na.txt\nb.md\n"), "{prompt}");
     assert_eq!(offered(&plan), ["file_write", "file_read", "list_dir"]);
     assert!(t.read("ws/plan.md").contains("- step 1: list_dir ok — a.txt b.md\n"), "{}", t.read("ws/plan.md"));
+    // Lean calls sample greedily unless a temperature is set.
+    assert!(nth(&s, "reflect_answer", 1)["temperature"] == json!(0.0) && plan["temperature"] == json!(0.0), "{plan}");
+    let flags = ["-w", "ws", "--config", "lean.yaml", "--provider", "openai", "--base-url", &s.url, "--model", "m"];
+    let mut cmd = t.cmd();
+    cmd.args(flags).args(["run", "--new", "--goal", "List the names of the files here in more.txt."]);
+    // (The fake answers for files.txt: only the request matters here.)
+    let _ = cmd.env("AGENTLOOP_LLM__TEMPERATURE", "0.7").output().unwrap();
+    assert_eq!(nth(&s, "plan_answer", 2)["temperature"], json!(0.7));
 }

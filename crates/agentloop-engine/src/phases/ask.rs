@@ -159,7 +159,9 @@ fn request(env: &Env, state: &State, phase: &str, catalog: &str, prompt: String,
         tools,
         tool_choice: ToolChoice::Tool(tool.name.clone()),
         max_tokens: answer_cap(phase, env.cfg.llm.max_tokens),
-        temperature: env.cfg.llm.temperature,
+        // Lean prompts are for a small model, which follows the path its prompt makes likeliest
+        // only when it samples greedily: 0 unless a temperature is set.
+        temperature: env.cfg.llm.temperature.or(env.lean().then_some(0.0)),
         deadline: env.deadline,
     })
 }
