@@ -118,7 +118,8 @@ fn real_server_runs_end_cleanly() {
 fn check_small_model_needs(t: &T, ws: &str, trace: &[Value]) {
     let transcript = t.read(&format!("{ws}/transcript.md"));
     // Every corrective retry shows the model the error it made.
-    let sections: Vec<&str> = transcript.split("\n## ").collect();
+    // Split at the transcript's own headings: an answer a retry echoes may hold a `## ` line.
+    let sections: Vec<&str> = transcript.split("\n## step ").collect();
     let unshown: Vec<String> = sections
         .iter()
         .filter(|s| s.contains("model call (attempt 2,") && !s.contains("error:"))
