@@ -694,3 +694,31 @@ fn a_lean_run_shows_a_listing_as_the_names_it_may_read() {
     let _ = cmd.env("AGENTLOOP_LLM__TEMPERATURE", "0.7").output().unwrap();
     assert_eq!(nth(&s, "plan_answer", 2)["temperature"], json!(0.7));
 }
+
+/// Listing the workspace again and again is the same action with the same result, though
+/// agentloop's own files change size at every step: each repeat raises frustration, and the
+/// third meets `max_repeats`.
+#[test]
+fn listing_the_workspace_again_and_again_counts_as_a_repeat() {
+    let t = T::new();
+    t.write("ws/notes.txt", "keep me\n");
+    let frame =
+        "  - answer: {goal: write x, definition_of_done: [x written, x is short, run ends], can_proceed: true}\n";
+    let plan = "  - answer: {next_action: {tool: list_dir, args: {path: .}}, rationale: look}\n";
+    let reflect = "  - answer: {decision: continue, reason: look again}\n";
+    t.write(
+        "script.yaml",
+        &format!("frame:\n{}plan:\n{}reflect:\n{}", frame.repeat(2), plan.repeat(3), reflect.repeat(3)),
+    );
+    let out = t.al(&["--script", "script.yaml", "--max-steps", "3", "run", "--goal", "write x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let trace = t.read("ws/trace.jsonl");
+    let repeats =
+        trace.lines().filter(|l| l.contains("\"reason\":\"the same action (list_dir) again with the same result\""));
+    assert_eq!(repeats.count(), 2, "steps 2 and 3 repeat step 1:\n{trace}");
+    let reason = t.json("ws/result.json")["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        reason.contains("the same action (list_dir) was repeated 3 times with the same result (max_repeats)"),
+        "{reason}"
+    );
+}

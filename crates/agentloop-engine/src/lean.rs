@@ -199,22 +199,34 @@ pub fn write_first(plan: &mut ToolDef) {
 /// copies a listing into the file it writes only when it is the names alone); any other
 /// output as it is. `root` is the workspace.
 pub fn shown_output(tool: Option<&str>, r: &ToolResult, root: &camino::Utf8Path) -> String {
-    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let folder = r.metadata.get("path").and_then(Value::as_str).unwrap_or(".");
     if tool != Some("list_dir") || !r.is_ok() {
         return r.output.clone();
     }
-    let top = matches!(folder, "." | "" | "./");
-    let names = r.output.lines().filter_map(|line| {
+    let names = r.output.lines().filter(|line| !own_entry(line, folder)).filter_map(|line| {
         let name = line.split('\t').next().unwrap_or_default();
         let bare = name.trim_end_matches('/');
-        let own = bare.starts_with('.')
-            || (top && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&bare)));
         let empty = name.ends_with('/')
             && std::fs::read_dir(root.join(folder).join(bare)).is_ok_and(|mut d| d.next().is_none());
-        (!own && !empty).then_some(name)
+        (!empty).then_some(name)
     });
     names.collect::<Vec<_>>().join("\n")
+}
+
+/// A listing's output (`list_dir`) without agentloop's own entries, sizes kept: what the
+/// workspace holds of the user's.
+pub fn without_own_entries(r: &ToolResult) -> String {
+    let folder = r.metadata.get("path").and_then(Value::as_str).unwrap_or(".");
+    r.output.lines().filter(|line| !own_entry(line, folder)).collect::<Vec<_>>().join("\n")
+}
+
+/// Whether a line of a listing of `folder` is one of agentloop's own entries: a dot file
+/// anywhere, and at the workspace's top its paper trail and configuration.
+fn own_entry(line: &str, folder: &str) -> bool {
+    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
+    let bare = line.split('\t').next().unwrap_or_default().trim_end_matches('/');
+    let top = matches!(folder, "." | "" | "./");
+    bare.starts_with('.') || (top && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&bare)))
 }
 
 /// Every `description` inside a schema, removed.
@@ -353,6 +365,8 @@ mod tests {
         assert_eq!(shown_output(Some("list_dir"), &sub, root), "memory.md\nx.csv", "only the top's are agentloop's");
         let read = ToolResult::ok("a.txt\t9", json!({"path": "notes.txt"}));
         assert_eq!(shown_output(Some("file_read"), &read, root), "a.txt\t9");
+        // What a repeat is judged on: the user's entries, sizes kept.
+        assert_eq!(without_own_entries(&listed), "a.txt\t9\nartifacts/\ndata/\nb.md\t3");
     }
 
     /// `done` needs every open item ticked with a step that succeeded; the other decisions need

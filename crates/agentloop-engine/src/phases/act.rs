@@ -13,6 +13,12 @@ use agentloop_workspace::workspace::{Commit, Next, State, StopKind};
 use serde_json::json;
 
 fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
+    // A listing of the workspace without agentloop's own entries, whose sizes change at every
+    // step: the same listing again is the same result.
+    let output = match a.tool.as_str() {
+        "list_dir" => crate::lean::without_own_entries(r),
+        _ => r.output.clone(),
+    };
     // FNV-1a over the action and its result: equal prints mean the same action, same result.
     let mut h: u64 = 0xcbf29ce484222325;
     for b in a
@@ -20,7 +26,7 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
         .bytes()
         .chain(a.args.to_string().bytes())
         .chain(r.status.as_str().bytes())
-        .chain(r.output.bytes())
+        .chain(output.bytes())
         .chain(r.error.clone().unwrap_or_default().bytes())
     {
         h ^= b as u64;
