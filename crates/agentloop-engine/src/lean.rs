@@ -35,14 +35,15 @@ pub fn plan(tools: &[&ToolSpec], output: Option<&Value>) -> ToolDef {
 /// `file_write` writes is never empty.
 pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], named: &[String]) {
     let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") else { return };
+    let tool_of =
+        |v: &Value| v.pointer("/properties/tool/enum/0").and_then(Value::as_str).unwrap_or_default().to_string();
+    // With no file to read, `file_read` is not offered (a small model reads the file it is asked
+    // to write, then makes paths up), unless nothing else would be left.
+    if files.is_empty() && variants.iter().any(|v| tool_of(v) != "file_read") {
+        variants.retain(|v| tool_of(v) != "file_read");
+    }
     for v in variants.iter_mut() {
-        let tool = v.pointer("/properties/tool/enum/0").and_then(Value::as_str).unwrap_or_default().to_string();
-        // With no file to read, `file_read` is not offered (a small model reads the file it is
-        // asked to write, then makes paths up).
-        if tool == "file_read" && files.is_empty() {
-            v["drop"] = json!(true);
-            continue;
-        }
+        let tool = tool_of(v);
         let choices: Vec<String> = match tool.as_str() {
             "file_read" => files.to_vec(),
             "file_write" => named.to_vec(),
@@ -57,13 +58,6 @@ pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], name
             *path = json!({"type": "string", "enum": choices});
         }
     }
-    if let Some(Value::Array(variants)) = plan.parameters.pointer_mut("/properties/next_action/anyOf") {
-        // Unless nothing else would be left.
-        if variants.iter().any(|v| v.get("drop").is_none()) {
-            variants.retain(|v| v.get("drop").is_none());
-        }
-        variants.iter_mut().filter_map(Value::as_object_mut).for_each(|v| drop(v.remove("drop")));
-    }
     plan.strict = crate::contract::strict_variant(&plan.parameters);
 }
 
@@ -71,7 +65,6 @@ pub fn hold_paths(plan: &mut ToolDef, files: &[String], folders: &[String], name
 /// files, from the first 4,096 entries of each folder): none of agentloop's (its paper trail,
 /// configuration, dot files), no link followed.
 pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
-    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
     let (mut files, mut folders) = (Vec::new(), Vec::new());
     let mut todo = vec![(root.to_path_buf(), String::new(), 0)];
     while let Some((dir, rel, depth)) = todo.pop() {
@@ -82,15 +75,12 @@ pub fn workspace_paths(root: &camino::Utf8Path) -> (Vec<String>, Vec<String>) {
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, kind) in names {
             let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-            let own = name.starts_with('.')
-                || (depth == 0 && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&name.as_str())));
-            if own || kind.is_symlink() {
+            if agentloop_tools::tools::sandbox::agentloops_own(&name, depth == 0) || kind.is_symlink() {
                 continue;
             }
             // A folder with nothing in it has nothing to list (the run's own `artifacts/`
             // before it writes any): not offered.
-            let empty = || std::fs::read_dir(dir.join(&name)).map_or(true, |mut d| d.next().is_none());
-            if kind.is_dir() && depth == 0 && !empty() {
+            if kind.is_dir() && depth == 0 && !empty_dir(&dir.join(&name)) {
                 folders.push(path.clone());
                 todo.insert(0, (dir.join(&name), path, depth + 1));
             } else if kind.is_file() && files.len() < 64 {
@@ -180,7 +170,7 @@ pub fn read_what_goal_needs(tool: Option<&str>, result: Option<&ToolResult>, inp
     let path = r.metadata.get("path").and_then(Value::as_str).unwrap_or_default();
     match tool {
         Some("file_read") => inputs.iter().any(|i| i == path),
-        Some("list_dir") => inputs.is_empty() && matches!(path, "." | "" | "./"),
+        Some("list_dir") => inputs.is_empty() && agentloop_tools::tools::files::lists_workspace(r),
         _ => false,
     }
 }
@@ -199,34 +189,21 @@ pub fn write_first(plan: &mut ToolDef) {
 /// copies a listing into the file it writes only when it is the names alone); any other
 /// output as it is. `root` is the workspace.
 pub fn shown_output(tool: Option<&str>, r: &ToolResult, root: &camino::Utf8Path) -> String {
-    let folder = r.metadata.get("path").and_then(Value::as_str).unwrap_or(".");
+    use agentloop_tools::tools::files::{entry_name, user_entries};
     if tool != Some("list_dir") || !r.is_ok() {
         return r.output.clone();
     }
-    let names = r.output.lines().filter(|line| !own_entry(line, folder)).filter_map(|line| {
-        let name = line.split('\t').next().unwrap_or_default();
-        let bare = name.trim_end_matches('/');
-        let empty = name.ends_with('/')
-            && std::fs::read_dir(root.join(folder).join(bare)).is_ok_and(|mut d| d.next().is_none());
-        (!empty).then_some(name)
-    });
-    names.collect::<Vec<_>>().join("\n")
+    let folder = root.join(r.metadata.get("path").and_then(Value::as_str).unwrap_or("."));
+    let names = user_entries(r).into_iter().map(entry_name);
+    names
+        .filter(|n| !n.ends_with('/') || !empty_dir(&folder.join(n.trim_end_matches('/'))))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-/// A listing's output (`list_dir`) without agentloop's own entries, sizes kept: what the
-/// workspace holds of the user's.
-pub fn without_own_entries(r: &ToolResult) -> String {
-    let folder = r.metadata.get("path").and_then(Value::as_str).unwrap_or(".");
-    r.output.lines().filter(|line| !own_entry(line, folder)).collect::<Vec<_>>().join("\n")
-}
-
-/// Whether a line of a listing of `folder` is one of agentloop's own entries: a dot file
-/// anywhere, and at the workspace's top its paper trail and configuration.
-fn own_entry(line: &str, folder: &str) -> bool {
-    use agentloop_tools::tools::sandbox::{CONFIG_DIRS, CONFIG_FILES, PAPER_TRAIL};
-    let bare = line.split('\t').next().unwrap_or_default().trim_end_matches('/');
-    let top = matches!(folder, "." | "" | "./");
-    bare.starts_with('.') || (top && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&bare)))
+/// Whether the folder at `path` holds nothing (one that cannot be read counts as empty).
+fn empty_dir(path: &camino::Utf8Path) -> bool {
+    std::fs::read_dir(path).map_or(true, |mut d| d.next().is_none())
 }
 
 /// Every `description` inside a schema, removed.
@@ -366,7 +343,10 @@ mod tests {
         let read = ToolResult::ok("a.txt\t9", json!({"path": "notes.txt"}));
         assert_eq!(shown_output(Some("file_read"), &read, root), "a.txt\t9");
         // What a repeat is judged on: the user's entries, sizes kept.
-        assert_eq!(without_own_entries(&listed), "a.txt\t9\nartifacts/\ndata/\nb.md\t3");
+        assert_eq!(
+            agentloop_tools::tools::files::user_entries(&listed).join("\n"),
+            "a.txt\t9\nartifacts/\ndata/\nb.md\t3"
+        );
     }
 
     /// `done` needs every open item ticked with a step that succeeded; the other decisions need

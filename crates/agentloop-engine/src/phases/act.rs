@@ -16,7 +16,7 @@ fn fingerprint(a: &NextAction, r: &ToolResult) -> String {
     // A listing of the workspace without agentloop's own entries, whose sizes change at every
     // step: the same listing again is the same result.
     let output = match a.tool.as_str() {
-        "list_dir" => crate::lean::without_own_entries(r),
+        "list_dir" => agentloop_tools::tools::files::user_entries(r).join("\n"),
         _ => r.output.clone(),
     };
     // FNV-1a over the action and its result: equal prints mean the same action, same result.

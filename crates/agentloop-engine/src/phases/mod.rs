@@ -589,13 +589,15 @@ impl<'a> Env<'a> {
             "facts": last(&mem.facts, 5),
             "action": action,
             "pending": self.lean_pending(state),
-            "latest": state.last_result.as_ref().map_or_else(String::new, |r| capped(self.lean_output(state, r).trim(), 800)),
+            "latest": capped(self.lean_output(state).unwrap_or_default().trim(), 800),
         })
     }
 
-    /// What a lean prompt shows of the output of the step just run ([`crate::lean::shown_output`]).
-    pub fn lean_output(&self, state: &State, r: &agentloop_types::tool_spec::ToolResult) -> String {
-        crate::lean::shown_output(state.tools_called.last().map(String::as_str), r, &self.ws.root)
+    /// What a lean prompt shows of the output of the step just run ([`crate::lean::shown_output`]);
+    /// none without lean prompts or a step run.
+    pub fn lean_output(&self, state: &State) -> Option<String> {
+        let r = state.last_result.as_ref().filter(|_| self.lean())?;
+        Some(crate::lean::shown_output(state.tools_called.last().map(String::as_str), r, &self.ws.root))
     }
 
     /// Adds a section to the run's transcript (written with the phase's commit).

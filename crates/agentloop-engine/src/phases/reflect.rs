@@ -145,8 +145,7 @@ pub fn take(
         || held_finish(state, &mem);
     let mut d = decide(env.cfg, state, &mut mem, &a, finished);
     // A lean run's step line shows what its prompts show of the output.
-    let shown = state.last_result.as_ref().filter(|_| env.lean()).map(|r| env.lean_output(state, r));
-    record_step(&mut plan, state, &a, shown);
+    record_step(&mut plan, state, &a, env.lean_output(state));
     mem.log.push(format!("step {step} reflect: {} — {}", d.decision, d.reason.chars().take(160).collect::<String>()));
     let mut e = Entry::new(&state.run_id, step, Phase::Reflect, Event::Reflect);
     account(env, state, &mut e, answer);
@@ -248,7 +247,7 @@ pub fn prompt(
         "memory": memory_text,
         "plan": plan_text,
         // A lean prompt shows what it shows of the output ([`Env::lean_output`]).
-        "result": describe_result(state, state.last_result.as_ref().filter(|_| env.lean()).map(|r| env.lean_output(state, r))),
+        "result": describe_result(state, env.lean_output(state)),
         "open_items": open,
         "refused": state.refused_ticks,
         "lean": false,

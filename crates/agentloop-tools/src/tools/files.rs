@@ -375,6 +375,23 @@ fn write(env: &ToolEnv, path: &str, content: &str, enc: Encoding, append: bool) 
     Ok((shown, bytes.len()))
 }
 
+/// Whether a `list_dir` result lists the workspace itself (its `path` is `.`).
+pub fn lists_workspace(r: &ToolResult) -> bool {
+    matches!(r.metadata.get("path").and_then(|p| p.as_str()), Some("." | "" | "./"))
+}
+
+/// The lines of a `list_dir` result (`name` or `name<TAB>size`) that are the user's entries:
+/// none of agentloop's own ([`sandbox::agentloops_own`]).
+pub fn user_entries(r: &ToolResult) -> Vec<&str> {
+    let top = lists_workspace(r);
+    r.output.lines().filter(|l| !sandbox::agentloops_own(entry_name(l).trim_end_matches('/'), top)).collect()
+}
+
+/// The name of a `list_dir` line: what comes before its size (a folder's ends with `/`).
+pub fn entry_name(line: &str) -> &str {
+    line.split('\t').next().unwrap_or_default()
+}
+
 fn list_dir(env: &ToolEnv, path: &str) -> ToolResult {
     let sb = match Sandbox::open_for(env, Access::Read, "list_dir") {
         Ok(s) => s,

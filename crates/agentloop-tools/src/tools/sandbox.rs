@@ -67,6 +67,12 @@ pub const CONFIG_FILES: &[&str] = &["agentloop.yaml", "agentloop.yml", "agentloo
 /// writes: agent profiles, prompt templates and skills, each of which steers later runs.
 pub const CONFIG_DIRS: &[&str] = &["agents", "templates", "skills"];
 
+/// Whether the entry `name` of a folder is agentloop's own rather than the user's: a dot file at
+/// any depth, and at the workspace's top (`top`) its paper trail and configuration.
+pub fn agentloops_own(name: &str, top: bool) -> bool {
+    name.starts_with('.') || (top && [PAPER_TRAIL, CONFIG_FILES, CONFIG_DIRS].iter().any(|l| l.contains(&name)))
+}
+
 /// One allowed folder, opened.
 pub struct Root {
     /// How messages name it: relative to the workspace ("" is the workspace itself).
