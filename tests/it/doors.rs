@@ -464,6 +464,32 @@ fn lean_prompts_and_the_goal_as_frame_hold_through_every_door() {
     }
 }
 
+/// A lean run that lists the workspace again and again is seen repeating itself the same way
+/// through every door: a listing is compared without agentloop's own files, whose sizes change
+/// at every step, and a reflection that leaves its ticks out is taken as ticking none.
+#[test]
+fn listing_again_and_again_is_a_repeat_through_every_door() {
+    let plan = "  - answer: {next_action: {tool: list_dir, args: {path: .}}}\n";
+    let reflect = "  - answer: {decision: continue, reason: look again}\n";
+    let script = format!("plan:\n{}reflect:\n{}", plan.repeat(3), reflect.repeat(3));
+    let ask = Ask {
+        goal: "Write hello.txt holding hello",
+        budgets: json!({"max_steps": 3}),
+        output_schema: None,
+        config: "frame: goal\nprompts: lean\n",
+    };
+    for door in DOORS {
+        let e = through(door, &script, &ask);
+        if skipped(&e) {
+            continue;
+        }
+        let repeats = e.trace.iter().filter(|x| x["reason"] == "the same action (list_dir) again with the same result");
+        assert_eq!(repeats.count(), 2, "{door:?}: {:?}", e.trace);
+        let r = e.result.as_ref().unwrap_or_else(|| panic!("{door:?}: {e:?}"));
+        assert_eq!((r["stop"].as_str(), r["steps_taken"].as_u64()), (Some("max_steps"), Some(3)), "{door:?}: {r}");
+    }
+}
+
 /// Where each tool's parameters are given (`llm.tool_schemas`) holds through every door: by
 /// default arguments a tool does not take are a failed step naming them, which the next plan
 /// mends; with `answer` the same answer is refused before Act and corrected in one retry.
